@@ -1,0 +1,546 @@
+/* csrc/allocator.c — the one caching allocator (DESIGN.md "The allocator"), written once over a segment source:
+ * malloc for cpu, a counter of fake addresses for meta (simulation), cudaMalloc for cuda:N (later).
+ * Because the policy is shared, a program run on meta makes the same decisions, byte for byte, as on cpu.
+ *
+ * Policy (the same as PyTorch's CUDA caching allocator, so figures are comparable and familiar):
+ *   - every request is rounded up to a multiple of 512 bytes (blocks stay 512-aligned: SIMD- and cache-friendly);
+ *   - requests <= 1 MiB come from the small pool, carved out of 2 MiB segments;
+ *   - requests < 10 MiB come from the large pool, carved out of 20 MiB segments;
+ *   - larger requests get a segment of their own, rounded up to 2 MiB;
+ *   - best fit: the smallest free block of the pool that is large enough (ties: the lowest address);
+ *   - a block is split when the rest is worth keeping (>= 512 B in the small pool, > 1 MiB in the large pool);
+ *     freed blocks merge with free neighbours of the same segment;
+ *   - when a new segment would cross the limit or the capacity, a segment of exactly the rounded request is
+ *     tried instead; then the cache (segments holding no live block) is released and the request retried;
+ *     only then OutOfMemoryError is raised.
+ * Statistics are kept per device and per category, current and peak. Everything runs under the GIL. */
+#include "gm.h"
+#include <stdlib.h>
+#include <unistd.h>
+
+#define KiB ((size_t)1024)
+#define MiB (1024 * KiB)
+#define ROUND 512
+#define SMALL_REQUEST (1 * MiB)
+#define SMALL_SEGMENT (2 * MiB)
+#define LARGE_SEGMENT (20 * MiB)
+#define LARGE_REQUEST (10 * MiB)
+#define HUGE_ROUND (2 * MiB)
+#define MAX_REQUEST ((size_t)1 << 56) /* 64 PiB: anything larger is a size computation gone wrong */
+
+const char *const gm_category_names[GM_NCAT] = {"parameter", "gradient", "optimizer", "activation",
+                                                "workspace", "input",    "other"};
+
+typedef struct { int64_t current, peak; } gm_stat;
+
+typedef struct gm_allocator gm_allocator;
+
+typedef struct gm_segment {
+    char *base;
+    size_t size;
+    int pool;
+} gm_segment;
+
+struct gm_block {
+    char *addr;
+    size_t size;      /* bytes of the block (rounded) */
+    size_t requested; /* bytes asked for */
+    int allocated;
+    int pool;         /* 0 small, 1 large */
+    int category;
+    const char *scope;
+    gm_segment *seg;
+    gm_block *prev, *next;   /* address-ordered neighbours inside the segment */
+    gm_block *fprev, *fnext; /* the pool's free list, ordered by (size, addr) */
+    gm_allocator *owner;
+};
+
+struct gm_allocator {
+    gm_device dev;
+    gm_block *free_list[2];
+    gm_stat allocated, reserved, requested, cat[GM_NCAT];
+    int64_t num_allocs, num_frees, num_segment_allocs, num_segment_frees, num_retries, num_ooms;
+    size_t limit;    /* 0: none */
+    size_t capacity; /* what the device has */
+    uintptr_t meta_next;
+};
+
+static gm_allocator cpu_alloc, meta_alloc;
+/* Thread-local: set from Python (gm.memory scopes, modules, autograd) and read at every allocation. */
+static _Thread_local int cur_category = GM_CAT_OTHER;
+static _Thread_local const char *cur_scope = "";
+static PyObject *scope_names; /* dict str -> str: interned scope strings kept alive for blocks to point at */
+
+int gm_current_category(void) { return cur_category; }
+
+/* ---- segment sources ---------------------------------------------------------------------------- */
+static char *source_alloc(gm_allocator *A, size_t size) {
+    if (A->dev.type == GM_DEV_META) {
+        /* Fake, never dereferenced, unique and 512-aligned addresses. */
+        char *p = (char *)A->meta_next;
+        A->meta_next += size + HUGE_ROUND;
+        return p;
+    }
+    void *p = NULL;
+    if (posix_memalign(&p, 4096, size) != 0) return NULL;
+    return p;
+}
+
+static void source_free(gm_allocator *A, char *p) {
+    if (A->dev.type != GM_DEV_META) free(p);
+}
+
+/* ---- statistics ------------------------------------------------------------------------------- */
+static inline void stat_add(gm_stat *s, int64_t delta) {
+    s->current += delta;
+    if (s->current > s->peak) s->peak = s->current;
+}
+
+/* ---- free lists --------------------------------------------------------------------------------- */
+static int block_less(const gm_block *a, const gm_block *b) {
+    return a->size < b->size || (a->size == b->size && a->addr < b->addr);
+}
+
+static void free_list_insert(gm_allocator *A, gm_block *b) {
+    gm_block **head = &A->free_list[b->pool], *prev = NULL, *cur = *head;
+    while (cur && block_less(cur, b)) { prev = cur; cur = cur->fnext; }
+    b->fprev = prev;
+    b->fnext = cur;
+    if (cur) cur->fprev = b;
+    if (prev) prev->fnext = b; else *head = b;
+}
+
+static void free_list_remove(gm_allocator *A, gm_block *b) {
+    if (b->fprev) b->fprev->fnext = b->fnext; else A->free_list[b->pool] = b->fnext;
+    if (b->fnext) b->fnext->fprev = b->fprev;
+    b->fprev = b->fnext = NULL;
+}
+
+/* ---- devices ---------------------------------------------------------------------------------- */
+static size_t physical_memory(void) {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return (pages > 0 && page > 0) ? (size_t)pages * (size_t)page : (size_t)1 << 40;
+}
+
+int gm_allocator_init(void) {
+    memset(&cpu_alloc, 0, sizeof cpu_alloc);
+    memset(&meta_alloc, 0, sizeof meta_alloc);
+    cpu_alloc.dev = (gm_device){GM_DEV_CPU, 0};
+    cpu_alloc.capacity = physical_memory();
+    meta_alloc.dev = (gm_device){GM_DEV_META, 0};
+    meta_alloc.capacity = (size_t)1 << 50; /* 1 PiB: simulation is unbounded until told otherwise */
+    meta_alloc.meta_next = (uintptr_t)1 << 44;
+    scope_names = PyDict_New();
+    return scope_names ? 0 : -1;
+}
+
+/* Returns the allocator of dev, or NULL with RuntimeError (cuda is not usable until its backend lands). */
+static gm_allocator *allocator_for(gm_device dev) {
+    if (dev.type == GM_DEV_CPU) return &cpu_alloc;
+    if (dev.type == GM_DEV_META) return &meta_alloc;
+    PyErr_Format(PyExc_RuntimeError,
+                 "device cuda:%d: CUDA tensors are not supported by this version of gpumemnet yet "
+                 "(the CUDA backend is not implemented); use device='cpu', or 'meta' to simulate",
+                 dev.index);
+    return NULL;
+}
+
+/* ---- the error that explains -------------------------------------------------------------------- */
+static const char *fmt_bytes(double b, char *buf) {
+    const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    int u = 0;
+    while (b >= 1024.0 && u < 5) { b /= 1024.0; u++; }
+    if (u == 0) snprintf(buf, 32, "%.0f B", b); else snprintf(buf, 32, "%.2f %s", b, units[u]);
+    return buf;
+}
+
+static size_t largest_free_block(gm_allocator *A) {
+    size_t best = 0;
+    for (int p = 0; p < 2; p++)
+        for (gm_block *b = A->free_list[p]; b; b = b->fnext)
+            if (b->size > best) best = b->size;
+    return best;
+}
+
+static void raise_oom(gm_allocator *A, size_t nbytes) {
+    char dev[16], a[32], c[32], l[32], u[32], f[32], g[32];
+    size_t cached = (size_t)(A->reserved.current - A->allocated.current);
+    size_t largest = largest_free_block(A);
+    const char *prefix = A->dev.type == GM_DEV_CUDA ? "CUDA out of memory" : "out of memory";
+    char cats[512] = "";
+    size_t pos = 0;
+    for (int i = 0; i < GM_NCAT; i++) {
+        if (A->cat[i].current == 0) continue;
+        pos += snprintf(cats + pos, sizeof cats - pos, "%s%s %s", pos ? " · " : "", gm_category_names[i],
+                        fmt_bytes((double)A->cat[i].current, u));
+        if (pos >= sizeof cats) break;
+    }
+    PyObject *msg = PyUnicode_FromFormat(
+        "%s on %s: tried to allocate %s (%s%s%s)\n"
+        "  capacity %s, limit %s; in use %s%s%s\n"
+        "  cached but free %s (largest free block %s)",
+        prefix, gm_device_str(A->dev, dev), fmt_bytes((double)nbytes, a), gm_category_names[cur_category],
+        cur_scope[0] ? " in " : "", cur_scope, fmt_bytes((double)A->capacity, c),
+        A->limit ? fmt_bytes((double)A->limit, l) : "none", fmt_bytes((double)A->allocated.current, g),
+        pos ? ": " : "", cats, fmt_bytes((double)cached, f), fmt_bytes((double)largest, u));
+    if (!msg) return;
+    PyObject *exc = PyObject_CallOneArg(GM_OutOfMemoryError, msg);
+    Py_DECREF(msg);
+    if (!exc) return;
+    PyObject *bycat = PyDict_New();
+    for (int i = 0; bycat && i < GM_NCAT; i++) {
+        PyObject *v = PyLong_FromLongLong(A->cat[i].current);
+        if (v) PyDict_SetItemString(bycat, gm_category_names[i], v);
+        Py_XDECREF(v);
+    }
+    PyObject *limit = A->limit ? PyLong_FromSize_t(A->limit) : Py_NewRef(Py_None);
+    /* The fields are attributes too, so tools need not parse the text. */
+    struct { const char *name; PyObject *value; } attrs[] = {
+        {"requested_bytes", PyLong_FromSize_t(nbytes)},
+        {"device", PyUnicode_FromString(dev)},
+        {"capacity", PyLong_FromSize_t(A->capacity)},
+        {"limit", limit},
+        {"allocated_bytes", PyLong_FromLongLong(A->allocated.current)},
+        {"reserved_bytes", PyLong_FromLongLong(A->reserved.current)},
+        {"cached_free_bytes", PyLong_FromSize_t(cached)},
+        {"largest_free_block", PyLong_FromSize_t(largest)},
+        {"by_category", bycat},
+        {"category", PyUnicode_FromString(gm_category_names[cur_category])},
+        {"scope", PyUnicode_FromString(cur_scope)},
+    };
+    for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++) {
+        if (attrs[i].value) PyObject_SetAttrString(exc, attrs[i].name, attrs[i].value);
+        Py_XDECREF(attrs[i].value);
+    }
+    PyErr_Clear(); /* a failed attribute is not worth hiding the OOM for */
+    PyErr_SetObject(GM_OutOfMemoryError, exc);
+    Py_DECREF(exc);
+}
+
+/* ---- allocation ---------------------------------------------------------------------------------- */
+static gm_block *new_block(gm_allocator *A, gm_segment *seg, char *addr, size_t size, int pool) {
+    gm_block *b = calloc(1, sizeof *b);
+    if (!b) return NULL;
+    b->addr = addr;
+    b->size = size;
+    b->pool = pool;
+    b->seg = seg;
+    b->owner = A;
+    b->scope = "";
+    return b;
+}
+
+/* A new segment of `size` bytes as one free block, or NULL (no exception) when the limit, the capacity or
+ * the source says no. */
+static gm_block *new_segment(gm_allocator *A, size_t size, int pool) {
+    size_t reserved = (size_t)A->reserved.current;
+    if (A->limit && reserved + size > A->limit) return NULL;
+    if (reserved + size > A->capacity) return NULL;
+    gm_segment *seg = calloc(1, sizeof *seg);
+    if (!seg) return NULL;
+    seg->base = source_alloc(A, size);
+    if (!seg->base) { free(seg); return NULL; }
+    seg->size = size;
+    seg->pool = pool;
+    gm_block *b = new_block(A, seg, seg->base, size, pool);
+    if (!b) { source_free(A, seg->base); free(seg); return NULL; }
+    stat_add(&A->reserved, (int64_t)size);
+    A->num_segment_allocs++;
+    free_list_insert(A, b);
+    return b;
+}
+
+/* Release every segment that holds no live block. Returns the bytes released. */
+static size_t release_cached(gm_allocator *A) {
+    size_t released = 0;
+    for (int p = 0; p < 2; p++) {
+        gm_block *b = A->free_list[p];
+        while (b) {
+            gm_block *next = b->fnext;
+            if (!b->prev && !b->next) { /* the block is its whole segment */
+                free_list_remove(A, b);
+                source_free(A, b->seg->base);
+                stat_add(&A->reserved, -(int64_t)b->seg->size);
+                released += b->seg->size;
+                A->num_segment_frees++;
+                free(b->seg);
+                free(b);
+            }
+            b = next;
+        }
+    }
+    return released;
+}
+
+static gm_block *best_fit(gm_allocator *A, int pool, size_t size) {
+    for (gm_block *b = A->free_list[pool]; b; b = b->fnext)
+        if (b->size >= size) return b;
+    return NULL;
+}
+
+gm_block *gm_alloc(gm_device dev, size_t nbytes) {
+    gm_allocator *A = allocator_for(dev);
+    if (!A) return NULL;
+    if (nbytes > MAX_REQUEST) {
+        PyErr_Format(PyExc_RuntimeError, "allocation of %zu bytes on this device is larger than any device "
+                     "can hold (the size computation probably overflowed)", nbytes);
+        return NULL;
+    }
+    size_t size = nbytes < ROUND ? ROUND : (nbytes + ROUND - 1) / ROUND * ROUND;
+    int pool = size <= SMALL_REQUEST ? 0 : 1;
+    gm_block *b = best_fit(A, pool, size);
+    if (!b) {
+        size_t seg_size = pool == 0 ? SMALL_SEGMENT
+                          : size < LARGE_REQUEST ? LARGE_SEGMENT
+                                                 : (size + HUGE_ROUND - 1) / HUGE_ROUND * HUGE_ROUND;
+        b = new_segment(A, seg_size, pool);
+        if (!b && seg_size != size) b = new_segment(A, size, pool);
+        if (!b) {
+            A->num_retries++;
+            release_cached(A);
+            b = new_segment(A, seg_size, pool);
+            if (!b && seg_size != size) b = new_segment(A, size, pool);
+        }
+        if (!b) {
+            A->num_ooms++;
+            raise_oom(A, nbytes);
+            return NULL;
+        }
+    }
+    free_list_remove(A, b);
+    size_t rest = b->size - size;
+    if (pool == 0 ? rest >= ROUND : rest > SMALL_REQUEST) {
+        gm_block *r = new_block(A, b->seg, b->addr + size, rest, pool);
+        if (!r) {
+            free_list_insert(A, b);
+            PyErr_NoMemory();
+            return NULL;
+        }
+        r->prev = b;
+        r->next = b->next;
+        if (b->next) b->next->prev = r;
+        b->next = r;
+        b->size = size;
+        free_list_insert(A, r);
+    }
+    b->allocated = 1;
+    b->requested = nbytes;
+    b->category = cur_category;
+    b->scope = cur_scope;
+    stat_add(&A->allocated, (int64_t)b->size);
+    stat_add(&A->requested, (int64_t)nbytes);
+    stat_add(&A->cat[b->category], (int64_t)b->size);
+    A->num_allocs++;
+    return b;
+}
+
+/* Merge free neighbour `n` into `b` (n directly follows b in the segment). */
+static void absorb_next(gm_allocator *A, gm_block *b) {
+    gm_block *n = b->next;
+    free_list_remove(A, n);
+    b->size += n->size;
+    b->next = n->next;
+    if (n->next) n->next->prev = b;
+    free(n);
+}
+
+void gm_free(gm_block *b) {
+    if (!b) return;
+    gm_allocator *A = b->owner;
+    stat_add(&A->allocated, -(int64_t)b->size);
+    stat_add(&A->requested, -(int64_t)b->requested);
+    stat_add(&A->cat[b->category], -(int64_t)b->size);
+    A->num_frees++;
+    b->allocated = 0;
+    b->requested = 0;
+    if (b->next && !b->next->allocated) absorb_next(A, b);
+    if (b->prev && !b->prev->allocated) { /* fold b into its free predecessor */
+        gm_block *p = b->prev;
+        free_list_remove(A, p);
+        p->size += b->size;
+        p->next = b->next;
+        if (b->next) b->next->prev = p;
+        free(b);
+        b = p;
+    }
+    free_list_insert(A, b);
+}
+
+char *gm_block_data(const gm_block *b) { return b->addr; }
+int gm_block_category(const gm_block *b) { return b->category; }
+
+void gm_block_set_category(gm_block *b, int category) {
+    if (!b || b->category == category) return;
+    gm_allocator *A = b->owner;
+    stat_add(&A->cat[b->category], -(int64_t)b->size);
+    stat_add(&A->cat[category], (int64_t)b->size);
+    b->category = category;
+}
+
+/* ---- Python interface ---------------------------------------------------------------------------- */
+static gm_allocator *parse_allocator(PyObject *arg) {
+    gm_device dev;
+    if (gm_parse_device(arg, &dev, "device") < 0) return NULL;
+    return allocator_for(dev);
+}
+
+static PyObject *stat_dict(const gm_stat *s) {
+    return Py_BuildValue("{s:L,s:L}", "current", (long long)s->current, "peak", (long long)s->peak);
+}
+
+static PyObject *py_memory_stats(PyObject *self, PyObject *arg) {
+    gm_allocator *A = parse_allocator(arg);
+    if (!A) return NULL;
+    PyObject *cats = PyDict_New();
+    if (!cats) return NULL;
+    for (int i = 0; i < GM_NCAT; i++) {
+        PyObject *d = stat_dict(&A->cat[i]);
+        if (!d || PyDict_SetItemString(cats, gm_category_names[i], d) < 0) {
+            Py_XDECREF(d);
+            Py_DECREF(cats);
+            return NULL;
+        }
+        Py_DECREF(d);
+    }
+    return Py_BuildValue(
+        "{s:N,s:N,s:N,s:N,s:L,s:L,s:L,s:L,s:L,s:L,s:n,s:n,s:n,s:n}", "allocated", stat_dict(&A->allocated),
+        "reserved", stat_dict(&A->reserved), "requested", stat_dict(&A->requested), "by_category", cats,
+        "num_allocs", (long long)A->num_allocs, "num_frees", (long long)A->num_frees, "num_segment_allocs",
+        (long long)A->num_segment_allocs, "num_segment_frees", (long long)A->num_segment_frees,
+        "num_retries", (long long)A->num_retries, "num_ooms", (long long)A->num_ooms, "cached_free",
+        (Py_ssize_t)(A->reserved.current - A->allocated.current), "largest_free_block",
+        (Py_ssize_t)largest_free_block(A), "limit", (Py_ssize_t)A->limit, "capacity", (Py_ssize_t)A->capacity);
+}
+
+static PyObject *py_memory_allocated(PyObject *self, PyObject *arg) {
+    gm_allocator *A = parse_allocator(arg);
+    return A ? PyLong_FromLongLong(A->allocated.current) : NULL;
+}
+
+static PyObject *py_max_memory_allocated(PyObject *self, PyObject *arg) {
+    gm_allocator *A = parse_allocator(arg);
+    return A ? PyLong_FromLongLong(A->allocated.peak) : NULL;
+}
+
+static PyObject *py_memory_reserved(PyObject *self, PyObject *arg) {
+    gm_allocator *A = parse_allocator(arg);
+    return A ? PyLong_FromLongLong(A->reserved.current) : NULL;
+}
+
+static PyObject *py_reset_peak(PyObject *self, PyObject *arg) {
+    gm_allocator *A = parse_allocator(arg);
+    if (!A) return NULL;
+    A->allocated.peak = A->allocated.current;
+    A->reserved.peak = A->reserved.current;
+    A->requested.peak = A->requested.current;
+    for (int i = 0; i < GM_NCAT; i++) A->cat[i].peak = A->cat[i].current;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_empty_cache(PyObject *self, PyObject *arg) {
+    gm_allocator *A = parse_allocator(arg);
+    if (!A) return NULL;
+    return PyLong_FromSize_t(release_cached(A));
+}
+
+static PyObject *py_set_limit(PyObject *self, PyObject *args) {
+    PyObject *devobj, *limobj;
+    if (!PyArg_ParseTuple(args, "OO:set_limit", &devobj, &limobj)) return NULL;
+    gm_allocator *A = parse_allocator(devobj);
+    if (!A) return NULL;
+    if (limobj == Py_None) {
+        A->limit = 0;
+        Py_RETURN_NONE;
+    }
+    long long v = PyLong_AsLongLong(limobj);
+    if (v == -1 && PyErr_Occurred()) {
+        PyErr_Format(PyExc_TypeError, "set_limit: limit must be an int number of bytes or None, got %R", limobj);
+        return NULL;
+    }
+    if (v <= 0) {
+        PyErr_Format(PyExc_ValueError, "set_limit: limit must be a positive number of bytes or None, got %lld", v);
+        return NULL;
+    }
+    A->limit = (size_t)v;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_get_limit(PyObject *self, PyObject *arg) {
+    gm_allocator *A = parse_allocator(arg);
+    if (!A) return NULL;
+    if (!A->limit) Py_RETURN_NONE;
+    return PyLong_FromSize_t(A->limit);
+}
+
+static PyObject *py_memory_capacity(PyObject *self, PyObject *arg) {
+    gm_allocator *A = parse_allocator(arg);
+    return A ? PyLong_FromSize_t(A->capacity) : NULL;
+}
+
+static PyObject *py_set_meta_capacity(PyObject *self, PyObject *arg) {
+    long long v = PyLong_AsLongLong(arg);
+    if (v == -1 && PyErr_Occurred()) return NULL;
+    if (v <= 0) {
+        PyErr_Format(PyExc_ValueError, "set_meta_capacity: capacity must be positive, got %lld", v);
+        return NULL;
+    }
+    meta_alloc.capacity = (size_t)v;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_set_category(PyObject *self, PyObject *arg) {
+    const char *name = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
+    if (!name) {
+        PyErr_Format(PyExc_TypeError, "category must be a str, got %R", arg);
+        return NULL;
+    }
+    for (int i = 0; i < GM_NCAT; i++) {
+        if (strcmp(name, gm_category_names[i]) == 0) {
+            int prev = cur_category;
+            cur_category = i;
+            return PyUnicode_FromString(gm_category_names[prev]);
+        }
+    }
+    PyErr_Format(PyExc_ValueError, "unknown memory category %R; expected one of parameter, gradient, optimizer, "
+                 "activation, workspace, input, other", arg);
+    return NULL;
+}
+
+static PyObject *py_get_category(PyObject *self, PyObject *unused) {
+    return PyUnicode_FromString(gm_category_names[cur_category]);
+}
+
+static PyObject *py_set_scope(PyObject *self, PyObject *arg) {
+    if (!PyUnicode_Check(arg)) {
+        PyErr_Format(PyExc_TypeError, "scope must be a str, got %R", arg);
+        return NULL;
+    }
+    /* Intern: blocks keep a pointer to the scope's UTF-8, so the string must outlive them. */
+    PyObject *kept = PyDict_SetDefault(scope_names, arg, arg);
+    if (!kept) return NULL;
+    const char *s = PyUnicode_AsUTF8(kept);
+    if (!s) return NULL;
+    PyObject *prev = PyUnicode_FromString(cur_scope);
+    cur_scope = s;
+    return prev;
+}
+
+static PyObject *py_get_scope(PyObject *self, PyObject *unused) { return PyUnicode_FromString(cur_scope); }
+
+PyMethodDef gm_allocator_methods[] = {
+    {"memory_stats", py_memory_stats, METH_O, "Allocator statistics of a device as a dict."},
+    {"memory_allocated", py_memory_allocated, METH_O, "Bytes in live blocks on a device."},
+    {"max_memory_allocated", py_max_memory_allocated, METH_O, "Peak bytes in live blocks since the last reset."},
+    {"memory_reserved", py_memory_reserved, METH_O, "Bytes held in segments (live + cached)."},
+    {"reset_peak_memory_stats", py_reset_peak, METH_O, "Set every peak to its current value."},
+    {"empty_cache", py_empty_cache, METH_O, "Release cached segments; returns the bytes released."},
+    {"set_limit", py_set_limit, METH_VARARGS, "Cap a device's reserved bytes (None: no cap)."},
+    {"get_limit", py_get_limit, METH_O, "The device's limit in bytes, or None."},
+    {"memory_capacity", py_memory_capacity, METH_O, "Bytes the device has."},
+    {"set_meta_capacity", py_set_meta_capacity, METH_O, "Capacity the meta device pretends to have."},
+    {"set_category", py_set_category, METH_O, "Set this thread's allocation category; returns the previous."},
+    {"get_category", py_get_category, METH_NOARGS, "This thread's allocation category."},
+    {"set_scope", py_set_scope, METH_O, "Set this thread's allocation scope; returns the previous."},
+    {"get_scope", py_get_scope, METH_NOARGS, "This thread's allocation scope."},
+    {NULL, NULL, 0, NULL},
+};

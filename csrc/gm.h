@@ -1,0 +1,137 @@
+/* csrc/gm.h — the C core's shared declarations: devices, storage, the Tensor object, the allocator's
+ * interface, and the helpers every op file uses (argument parsing, errors, output allocation).
+ * Each op family lives in its own csrc/ops_*.c and exports a PyMethodDef table that module.c gathers. */
+#ifndef GM_H
+#define GM_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include "../kernels/common.h"
+
+/* ---- devices ---------------------------------------------------------------------------------- */
+typedef enum { GM_DEV_CPU = 0, GM_DEV_CUDA = 1, GM_DEV_META = 2 } gm_devtype;
+#define GM_MAX_CUDA_DEVICES 16
+typedef struct {
+    int type;  /* gm_devtype */
+    int index; /* 0 for cpu and meta */
+} gm_device;
+
+static inline int gm_device_eq(gm_device a, gm_device b) { return a.type == b.type && a.index == b.index; }
+/* Parse "cpu", "meta", "cuda", "cuda:N" (str) into *dev. Returns 0, or -1 with ValueError naming `argname`. */
+int gm_parse_device(PyObject *obj, gm_device *dev, const char *argname);
+/* Writes "cpu" / "meta" / "cuda:N" into buf (>= 16 bytes). */
+const char *gm_device_str(gm_device dev, char *buf);
+
+/* ---- categories and scope (allocator.c) ------------------------------------------------------- */
+typedef enum {
+    GM_CAT_PARAMETER = 0, GM_CAT_GRADIENT, GM_CAT_OPTIMIZER, GM_CAT_ACTIVATION,
+    GM_CAT_WORKSPACE, GM_CAT_INPUT, GM_CAT_OTHER, GM_NCAT
+} gm_category;
+extern const char *const gm_category_names[GM_NCAT];
+int gm_current_category(void);
+
+/* ---- allocator (allocator.c) ------------------------------------------------------------------ */
+typedef struct gm_block gm_block;
+/* Allocate nbytes on dev, tagged with the current thread's category and scope. Returns NULL with a Python
+ * exception set (OutOfMemoryError, or RuntimeError for an unusable device / overflowing size). A zero-byte
+ * request returns a valid block of the minimum size. */
+gm_block *gm_alloc(gm_device dev, size_t nbytes);
+void gm_free(gm_block *b);
+char *gm_block_data(const gm_block *b);
+void gm_block_set_category(gm_block *b, int category);
+int gm_block_category(const gm_block *b);
+
+/* ---- storage: a refcounted byte range owned by one allocator block ------------------------------- */
+typedef struct {
+    Py_ssize_t refcount;
+    gm_block *block;
+    char *data;       /* fake (never dereferenced) on meta */
+    size_t nbytes;
+    gm_device device;
+    int64_t version;  /* bumped by every in-place write; autograd checks it */
+} gm_storage;
+
+gm_storage *gm_storage_new(gm_device dev, size_t nbytes); /* NULL + exception */
+void gm_storage_decref(gm_storage *s);
+
+/* ---- the Tensor object ----------------------------------------------------------------------------- */
+typedef struct {
+    PyObject_HEAD
+    gm_storage *storage;
+    int ndim;
+    gm_dtype dtype;
+    gm_device device;
+    int64_t offset; /* in elements */
+    int64_t shape[GM_MAX_DIMS];
+    int64_t strides[GM_MAX_DIMS]; /* in elements */
+    /* autograd metadata: owned and interpreted by python/gpumemnet/autograd.py */
+    PyObject *grad;
+    PyObject *grad_fn;
+    PyObject *hooks;
+    PyObject *name;
+    PyObject *grad_acc; /* a leaf's AccumulateGrad node, made once so its hooks see the summed gradient */
+    PyObject *weakreflist;
+    int requires_grad;
+    int retains_grad;
+    int output_nr;
+} GMTensor;
+
+extern PyTypeObject *GMTensor_Base;   /* _C.TensorBase */
+extern PyTypeObject *GMTensor_Class;  /* the class C creates: gpumemnet.Tensor once registered */
+extern PyObject *GM_OutOfMemoryError;
+
+static inline int gm_is_tensor(PyObject *o) { return PyObject_TypeCheck(o, GMTensor_Base); }
+int64_t gm_numel(const GMTensor *t);
+int gm_is_contiguous(const GMTensor *t);
+static inline char *gm_tensor_data(const GMTensor *t) {
+    return t->storage->data + t->offset * (int64_t)gm_dtype_size(t->dtype);
+}
+/* Byte strides of t, for kernels (which take strides in bytes). */
+void gm_byte_strides(const GMTensor *t, int64_t *out);
+
+/* New contiguous tensor with fresh storage (allocated with the current category). NULL + exception. */
+GMTensor *gm_empty(int ndim, const int64_t *shape, gm_dtype dt, gm_device dev);
+/* New tensor sharing base's storage with the given geometry (no checks: callers validate). */
+GMTensor *gm_view(GMTensor *base, int ndim, const int64_t *shape, const int64_t *strides, int64_t offset);
+/* Contiguous row-major strides for shape. */
+void gm_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides);
+/* Product of shape with overflow and negativity checks; -1 + ValueError naming argname on failure. */
+int64_t gm_checked_numel(int ndim, const int64_t *shape, const char *argname);
+/* Copy src into dst elementwise (broadcasting src to dst's shape, casting dtypes). 0, or -1 + exception. */
+int gm_copy_into(GMTensor *dst, GMTensor *src);
+/* Mark an in-place write (version bump). */
+static inline void gm_bump_version(GMTensor *t) { t->storage->version++; }
+
+/* ---- argument helpers ------------------------------------------------------------------------------ */
+/* Parse a shape from an int or a sequence of ints; 0 or -1 + exception naming argname. */
+int gm_parse_shape(PyObject *obj, int *ndim, int64_t *shape, const char *argname);
+/* Like gm_parse_shape but entries may be negative (-1 to infer, negative dims): callers check. */
+int gm_parse_shape_any(PyObject *obj, int *ndim, int64_t *shape, const char *argname);
+/* Parse a dtype given as its name ("float32", ...) or its integer code. */
+int gm_parse_dtype(PyObject *obj, gm_dtype *dt, const char *argname);
+const char *gm_dtype_name(gm_dtype dt);
+/* "(2, 3, 4)" into buf (>= 16*22 bytes). */
+const char *gm_shape_str(int ndim, const int64_t *shape, char *buf);
+#define GM_SHAPE_BUF 400
+/* Normalise a possibly negative dim against ndim; -1 + IndexError naming argname. */
+int gm_wrap_dim(int64_t dim, int ndim, const char *argname);
+/* Check that every tensor is on `dev`; -1 + RuntimeError naming the op otherwise. */
+int gm_check_same_device(const char *op, GMTensor *a, GMTensor *b);
+
+/* Thread count for OpenMP loops in csrc (kernels read it through their own argument). */
+extern int gm_num_threads;
+
+/* ---- per-family method tables (each ops_*.c defines one, module.c gathers them) ----------------------- */
+extern PyMethodDef gm_tensor_module_methods[];     /* tensor.c: creation, numpy */
+extern PyMethodDef gm_allocator_methods[];         /* allocator.c: stats, limit, category, scope */
+extern PyMethodDef gm_elementwise_methods[];       /* ops_elementwise.c */
+extern PyMethodDef gm_reduce_methods[];            /* ops_reduce.c */
+extern PyMethodDef gm_matmul_methods[];            /* ops_matmul.c */
+extern PyMethodDef gm_index_methods[];             /* ops_index.c */
+extern PyMethodDef gm_random_methods[];            /* random.c */
+extern PyMethodDef gm_cuda_methods[];              /* cuda.c: device queries, build info */
+
+int gm_tensor_type_init(PyObject *module);
+int gm_allocator_init(void);
+
+#endif

@@ -1,0 +1,40 @@
+"""gpumemnet: train CNNs on CPU and NVIDIA GPUs, memory first.
+
+    import gpumemnet as gm
+    x = gm.randn(8, 3, requires_grad=True)
+    (x @ x.T).sum().backward()
+    gm.memory.memory_stats("cpu")
+"""
+from ._loader import preload_openblas
+
+preload_openblas()
+
+from . import _C  # noqa: E402
+from ._dtype import (dtype, device, float32, float64, float16, bfloat16, int64, bool_)  # noqa: E402
+from ._tensor import Tensor  # noqa: E402
+from ._creation import (  # noqa: E402,F401
+    tensor, from_numpy, empty, full, zeros, ones, arange, rand, randn, zeros_like, ones_like, empty_like,
+    rand_like, randn_like, full_like, cat, stack, where, matmul, exp, log, sqrt, abs, clamp, clip, sum, mean,
+    max, min, amax, amin, argmax, argmin, var, std, maximum, minimum, pow, reshape, flatten, transpose, permute,
+    squeeze, unsqueeze)
+from . import autograd, memory, cuda, random  # noqa: E402
+from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled  # noqa: E402
+from .random import manual_seed, get_rng_state, set_rng_state  # noqa: E402
+
+OutOfMemoryError = _C.OutOfMemoryError
+float = float32  # noqa: A001  (PyTorch's aliases)
+double = float64
+half = float16
+long = int64
+bool = bool_  # noqa: A001
+
+__version__ = "0.1.0"
+
+
+def set_num_threads(n):
+    """Threads for gpumemnet's own CPU kernels (OpenMP) and for OpenBLAS."""
+    _C.set_num_threads(n)
+
+
+def get_num_threads():
+    return _C.get_num_threads()

@@ -1,0 +1,144 @@
+"""Tensor indexing: x[idx] and x[idx] = v. Basic indices (ints, slices, None, Ellipsis) become views; at most
+one advanced index (an int64 tensor/list, or a bool mask over one or more dims) becomes a gather (_C.index) or
+a scatter (_C.index_put_). PyTorch's combination of several advanced indices is not supported: a clear error
+says so."""
+import numpy as np
+
+from . import _C
+from ._functions import reshape_nograd
+
+_I64, _BOOL = 4, 5
+
+
+def _as_index_tensor(obj, device):
+    if isinstance(obj, _C.TensorBase):
+        t = obj
+    else:
+        arr = np.asarray(obj)
+        if arr.dtype == object or arr.dtype.kind not in "biu":
+            raise IndexError(f"index: tensors used as indices must be integer or bool, got {arr.dtype}")
+        t = _C.from_numpy(arr, dtype=_BOOL if arr.dtype.kind == "b" else _I64, device=device)
+    if t._dtype not in (_I64, _BOOL):
+        raise IndexError(f"index: tensors used as indices must be int64 or bool, got "
+                         f"{['float32', 'float64', 'float16', 'bfloat16'][t._dtype]}")
+    return t
+
+
+def make_plan(t, idx):
+    """Turn a Python index into a list of steps: ('select', dim, i), ('slice', dim, start, stop, step),
+    ('unsqueeze', dim), and at most one final ('index', dim, ndims_consumed, index_tensor)."""
+    if not isinstance(idx, tuple):
+        idx = (idx,)
+    consumed = 0
+    for item in idx:
+        if item is None or item is Ellipsis:
+            continue
+        if isinstance(item, (_C.TensorBase, np.ndarray)) and _is_bool(item):
+            consumed += max(item.ndim, 1) if item.ndim else 1
+        else:
+            consumed += 1
+    if sum(1 for i in idx if i is Ellipsis) > 1:
+        raise IndexError("index: an index can only have a single ellipsis ('...')")
+    if consumed > t.ndim:
+        raise IndexError(f"index: too many indices for a tensor of {t.ndim} dimensions (shape {tuple(t.shape)})")
+    # `dim` counts dims of the view built so far: a select removes its dim, so it does not advance.
+    steps = []
+    dim = 0
+    adv = None
+    for item in idx:
+        if item is Ellipsis:
+            dim += t.ndim - consumed
+        elif item is None:
+            steps.append(("unsqueeze", dim))
+            dim += 1
+        elif isinstance(item, bool):
+            raise IndexError("index: Python bools as indices are not supported; use a bool tensor mask")
+        elif isinstance(item, int) or (hasattr(item, "__index__") and not hasattr(item, "ndim")):
+            steps.append(("select", dim, int(item)))
+        elif isinstance(item, slice):
+            steps.append(("slice", dim, item.start, item.stop, 1 if item.step is None else item.step))
+            dim += 1
+        elif isinstance(item, (_C.TensorBase, np.ndarray, list, tuple)):
+            if adv is not None:
+                raise IndexError("index: only one advanced (tensor or list) index per indexing expression is "
+                                 "supported; index in two steps")
+            ti = _as_index_tensor(item, t._device)
+            n = max(ti.ndim, 1) if ti._dtype == _BOOL else 1
+            adv = ("index", dim, n, ti)
+            dim += n
+        else:
+            raise IndexError(f"index: unsupported index of type {type(item).__name__}")
+    if adv is not None:
+        steps.append(adv)
+    return steps
+
+
+def _is_bool(x):
+    return (x._dtype == _BOOL) if isinstance(x, _C.TensorBase) else x.dtype == np.bool_
+
+
+def _basic(t, steps):
+    for s in steps:
+        if s[0] == "select":
+            t = t._select(s[1], s[2])
+        elif s[0] == "slice":
+            t = t._slice(s[1], s[2], s[3], s[4])
+        elif s[0] == "unsqueeze":
+            t = t._unsqueeze(s[1])
+    return t
+
+
+def _flat_index(v, step):
+    """For a bool mask over dims [d, d+n): flatten those dims and turn the mask into linear positions."""
+    _, d, n, ti = step
+    if ti._dtype != _BOOL:
+        return v, d, ti
+    mshape = tuple(ti.shape) if ti.ndim else (1,)
+    if tuple(v.shape[d:d + n]) != mshape:
+        raise IndexError(f"index: the mask of shape {tuple(ti.shape)} does not match the indexed dims "
+                         f"{tuple(v.shape[d:d + n])} of a tensor of shape {tuple(v.shape)}")
+    if ti.ndim == 0:
+        v = v._unsqueeze(d)
+        ti = ti._view((1,))
+    flat = tuple(v.shape[:d]) + (-1,) + tuple(v.shape[d + n:])
+    return v, d, (flat, _C.nonzero_flat(ti))
+
+
+def apply_plan(t, steps):
+    basic = [s for s in steps if s[0] != "index"]
+    v = _basic(t, basic)
+    adv = [s for s in steps if s[0] == "index"]
+    if not adv:
+        return v
+    v, d, ti = _flat_index(v, adv[0])
+    if isinstance(ti, tuple):
+        flat, ti = ti
+        v = reshape_nograd(v, flat)
+    return _C.index(v, d, ti)
+
+
+def put_plan(t, steps, values, accumulate=False):
+    """t[plan] = values (or += with accumulate) in place."""
+    basic = [s for s in steps if s[0] != "index"]
+    v = _basic(t, basic)
+    adv = [s for s in steps if s[0] == "index"]
+    if not adv:
+        if accumulate:
+            _C.binary(0, v, values, v)
+        elif isinstance(values, _C.TensorBase):
+            _C.copy_(v, values)
+        else:
+            _C.fill_(v, values)
+        return
+    v, d, ti = _flat_index(v, adv[0])
+    if isinstance(ti, tuple):
+        flat, ti = ti
+        if not v._can_view(flat):
+            raise IndexError("index assignment: this combination of slicing and mask would need a copy; "
+                             "assign in two steps")
+        v = v._view(flat)
+    if not isinstance(values, _C.TensorBase):
+        scalar = values
+        values = _C.empty((), v._dtype, v._device)
+        _C.fill_(values, scalar)
+    _C.index_put_(v, d, ti, values, accumulate)

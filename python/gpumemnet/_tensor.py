@@ -1,0 +1,527 @@
+"""gpumemnet.Tensor: the Python face of _C.TensorBase — operators, methods and autograd dispatch.
+
+The fast path of every op is one check (grad mode on and an input requiring grad?) and one C call; only when
+autograd must record does the call go through a Function."""
+import numpy as np
+
+from . import _C
+from . import _functions as F
+from . import autograd
+from ._dtype import DTYPES, as_dtype, device_of, device_str
+from ._indexing import make_plan, put_plan
+
+_mode = autograd._mode
+
+
+def _needs_grad(*xs):
+    if not _mode.enabled:
+        return False
+    for x in xs:
+        if type(x) is Tensor and x.requires_grad:
+            return True
+    return False
+
+
+def _check_number(x, op):
+    if isinstance(x, (_C.TensorBase, int, float)):
+        return x
+    if isinstance(x, np.ndarray) or isinstance(x, np.generic):
+        return _C.from_numpy(np.asarray(x)) if isinstance(x, np.ndarray) else x.item()
+    raise TypeError(f"{op}: unsupported operand of type {type(x).__name__}; expected a Tensor or a number")
+
+
+def _binary(fn, op, a, b, name):
+    b = _check_number(b, name)
+    if _needs_grad(a, b):
+        return fn.apply(a, b)
+    return _C.binary(op, a, b)
+
+
+def _check_inplace(t, name):
+    """In-place writes under grad mode: refused on leaves that require grad (PyTorch's rule) and on views of
+    tensors that require grad (gpumemnet does not rebase the graph of the base tensor)."""
+    if _mode.enabled and t.requires_grad:
+        if t.grad_fn is None:
+            raise RuntimeError(f"{name}: a leaf tensor that requires grad cannot be modified in place under grad "
+                               f"mode; wrap the update in gpumemnet.no_grad() (as optimizers do)")
+        return True
+    return False
+
+
+def _inplace(fn, op, a, b, name):
+    b = _check_number(b, name)
+    if _check_inplace(a, name) or _needs_grad(b):
+        if not a.requires_grad and a.dtype.is_floating_point:
+            a.requires_grad = True  # `a` becomes the node's output below
+        out = _InplaceBinary.apply(a, b, op, fn)
+        return out
+    _C.binary(op, a, b, a)
+    return a
+
+
+class _InplaceBinary(autograd.Function):
+    """a op= b recorded as a node whose output is `a` itself: edges are taken before the write."""
+
+    @staticmethod
+    def forward(ctx, a, b, op, fn):
+        ctx.fn = fn
+        if fn.saves:
+            raise RuntimeError(f"in-place {fn.__name__.lower()} on a tensor that is part of a graph needs the old "
+                               f"value for its gradient; use the out-of-place form")
+        ctx.a_meta = (a.shape, a._dtype)
+        ctx.b_meta = (b.shape, b._dtype) if isinstance(b, _C.TensorBase) else None
+        _C.binary(op, a, b, a)
+        return a
+
+    @staticmethod
+    def backward(ctx, g):
+        ga, gb = ctx.fn.grads(ctx, g)
+        return (F.sum_to(ga, *ctx.a_meta) if ctx.needs_input_grad[0] else None,
+                F.sum_to(gb, *ctx.b_meta) if ctx.needs_input_grad[1] and gb is not None else None, None, None)
+
+
+class Tensor(_C.TensorBase):
+    """A multi-dimensional array on a device, with autograd. Create with gpumemnet.tensor, zeros, ..."""
+    __slots__ = ()
+    __hash__ = object.__hash__
+    __array_priority__ = 1000  # make NumPy defer to our reflected operators
+
+    # ---- metadata ---------------------------------------------------------------------------------------
+    @property
+    def dtype(self):
+        return DTYPES[self._dtype]
+
+    @property
+    def device(self):
+        return device_of(self._device)
+
+    @property
+    def is_leaf(self):
+        return self.grad_fn is None
+
+    @property
+    def is_cuda(self):
+        return self._device.startswith("cuda")
+
+    @property
+    def T(self):
+        return self.permute(tuple(range(self.ndim - 1, -1, -1)))
+
+    @property
+    def data(self):
+        return self.detach()
+
+    @data.setter
+    def data(self, value):
+        if tuple(value.shape) != tuple(self.shape):
+            raise ValueError(f"data: shape {tuple(value.shape)} does not match {tuple(self.shape)}")
+        with autograd.no_grad():
+            _C.copy_(self, value)
+
+    def size(self, dim=None):
+        if dim is None:
+            return self.shape
+        return self.shape[_C_wrap(dim, self.ndim)]
+
+    def dim(self):
+        return self.ndim
+
+    def element_size(self):
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self):
+        return self.numel() * self.dtype.itemsize
+
+    def is_contiguous(self):
+        return self._is_contiguous()
+
+    def is_floating_point(self):
+        return self.dtype.is_floating_point
+
+    def __len__(self):
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __iter__(self):
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __bool__(self):
+        if self.numel() != 1:
+            raise RuntimeError(f"the truth value of a tensor with {self.numel()} elements is ambiguous; use "
+                               f".any() / .all() style reductions")
+        return bool(self.item())
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self.dtype.is_floating_point or self.numel() != 1:
+            raise TypeError("only a one-element integer tensor can be used as an index")
+        return int(self.item())
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.detach().numpy() if self._dtype != 3 else self.float().numpy()
+        return a.astype(dtype) if dtype is not None else a
+
+    def tolist(self):
+        return self.float().numpy().tolist() if self._dtype == 3 else self.numpy().tolist()
+
+    def numpy(self):
+        if _mode.enabled and self.requires_grad:
+            raise RuntimeError("numpy: this tensor requires grad; call .detach().numpy() to read its values")
+        return _C.TensorBase.numpy(self)
+
+    def __repr__(self):
+        extra = []
+        if self._device != "cpu":
+            extra.append(f"device='{self._device}'")
+        if self._dtype not in (0, 4, 5):
+            extra.append(f"dtype={self.dtype!r}")
+        if self.grad_fn is not None:
+            extra.append(f"grad_fn=<{self.grad_fn.name()}>")
+        elif self.requires_grad:
+            extra.append("requires_grad=True")
+        if self._device == "meta":
+            body = f"..., size={tuple(self.shape)}"
+        else:
+            arr = _C.TensorBase.numpy(self if self._dtype != 3 else F.cast(self, 0))
+            body = np.array2string(arr, separator=", ", prefix="tensor(", precision=4,
+                                   threshold=1000, edgeitems=3)
+        return "tensor(" + body + (", " + ", ".join(extra) if extra else "") + ")"
+
+    # ---- autograd -----------------------------------------------------------------------------------------
+    def backward(self, gradient=None, retain_graph=False):
+        autograd.backward(self, gradient, retain_graph=retain_graph)
+
+    def detach(self):
+        return self._as_strided(self.shape, self._strides, self._offset)
+
+    def detach_(self):
+        self.grad_fn = None
+        self.requires_grad = False
+        return self
+
+    def requires_grad_(self, requires_grad=True):
+        if self.grad_fn is not None and not requires_grad:
+            raise RuntimeError("requires_grad_: only leaf tensors can stop requiring grad; use detach()")
+        self.requires_grad = requires_grad
+        return self
+
+    def register_hook(self, hook):
+        return autograd.register_tensor_hook(self, hook)
+
+    def retain_grad(self):
+        if self.grad_fn is None or self._retains_grad:
+            return
+        self._retains_grad = True
+        me = self
+
+        def keep(g):
+            me.grad = g.detach().clone() if me.grad is None else me.grad + g
+        autograd.register_tensor_hook(self, keep)
+
+    # ---- arithmetic ------------------------------------------------------------------------------------------
+    def __add__(self, o): return _binary(F.Add, F.ADD, self, o, "add")
+    def __radd__(self, o): return _binary(F.Add, F.ADD, self, o, "add")
+    def __sub__(self, o): return _binary(F.Sub, F.SUB, self, o, "sub")
+    def __mul__(self, o): return _binary(F.Mul, F.MUL, self, o, "mul")
+    def __rmul__(self, o): return _binary(F.Mul, F.MUL, self, o, "mul")
+    def __truediv__(self, o): return _binary(F.Div, F.DIV, self, o, "div")
+    def __pow__(self, o): return _binary(F.Pow, F.POW, self, o, "pow")
+    def __matmul__(self, o): return matmul(self, o)
+    def __rmatmul__(self, o): return matmul(o, self)
+
+    def __rsub__(self, o):
+        o = _check_number(o, "sub")
+        if isinstance(o, _C.TensorBase):
+            return _binary(F.Sub, F.SUB, o, self, "sub")
+        return F.RSub.apply(self, o) if _needs_grad(self) else _C.binary(F.SUB, o, self)
+
+    def __rtruediv__(self, o):
+        o = _check_number(o, "div")
+        return F.Div.apply(o, self) if _needs_grad(self) else _C.binary(F.DIV, o, self)
+
+    def __rpow__(self, o):
+        o = _check_number(o, "pow")
+        return F.Pow.apply(o, self) if _needs_grad(self) else _C.binary(F.POW, o, self)
+
+    def __neg__(self):
+        return F.Neg.apply(self) if _needs_grad(self) else _C.unary(F.NEG, self)
+
+    def __abs__(self):
+        return self.abs()
+
+    def __pos__(self):
+        return self
+
+    def __iadd__(self, o): return _inplace(F.Add, F.ADD, self, o, "add_")
+    def __isub__(self, o): return _inplace(F.Sub, F.SUB, self, o, "sub_")
+    def __imul__(self, o): return _inplace(F.Mul, F.MUL, self, o, "mul_")
+    def __itruediv__(self, o): return _inplace(F.Div, F.DIV, self, o, "div_")
+    add_ = __iadd__
+    sub_ = __isub__
+    mul_ = __imul__
+    div_ = __itruediv__
+
+    def add(self, o, alpha=1):
+        return self + (o * alpha if alpha != 1 else o)
+
+    def sub(self, o, alpha=1):
+        return self - (o * alpha if alpha != 1 else o)
+
+    mul = __mul__
+    div = __truediv__
+
+    def pow(self, e): return self ** e
+
+    def maximum(self, o): return _binary(F.Maximum, F.MAXIMUM, self, o, "maximum")
+    def minimum(self, o): return _binary(F.Minimum, F.MINIMUM, self, o, "minimum")
+
+    # comparisons (never differentiable)
+    def __eq__(self, o): return _C.binary(F.EQ, self, _check_number(o, "eq"))
+    def __ne__(self, o): return _C.binary(F.NE, self, _check_number(o, "ne"))
+    def __lt__(self, o): return _C.binary(F.LT, self, _check_number(o, "lt"))
+    def __le__(self, o): return _C.binary(F.LE, self, _check_number(o, "le"))
+    def __gt__(self, o): return _C.binary(F.GT, self, _check_number(o, "gt"))
+    def __ge__(self, o): return _C.binary(F.GE, self, _check_number(o, "ge"))
+    eq, ne, lt, le, gt, ge = __eq__, __ne__, __lt__, __le__, __gt__, __ge__
+
+    def logical_not(self):
+        return _C.unary(F.LOGICAL_NOT, self)
+
+    def sign(self):
+        return _C.unary(F.SIGN, self)
+
+    def exp(self): return F.Exp.apply(self) if _needs_grad(self) else _C.unary(F.EXP, self)
+    def log(self): return F.Log.apply(self) if _needs_grad(self) else _C.unary(F.LOG, self)
+    def sqrt(self): return F.Sqrt.apply(self) if _needs_grad(self) else _C.unary(F.SQRT, self)
+    def abs(self): return F.Abs.apply(self) if _needs_grad(self) else _C.unary(F.ABS, self)
+    def neg(self): return -self
+
+    def clamp(self, min=None, max=None):
+        if min is None and max is None:
+            raise ValueError("clamp: at least one of min and max must be given")
+        return F.Clamp.apply(self, min, max) if _needs_grad(self) else _C.clamp(self, min, max)
+
+    clip = clamp
+
+    def clamp_(self, min=None, max=None):
+        if _check_inplace(self, "clamp_"):
+            raise RuntimeError("clamp_: in-place clamp of a tensor in a graph is not supported; use clamp()")
+        _C.clamp(self, min, max, self)
+        return self
+
+    def zero_(self):
+        return self.fill_(0)
+
+    def fill_(self, value):
+        if _check_inplace(self, "fill_"):
+            raise RuntimeError("fill_: in-place fill of a tensor in a graph is not supported")
+        _C.fill_(self, value)
+        return self
+
+    def copy_(self, src):
+        if _check_inplace(self, "copy_"):
+            raise RuntimeError("copy_: in-place copy into a tensor in a graph is not supported")
+        _C.copy_(self, src)
+        return self
+
+    # ---- reductions ------------------------------------------------------------------------------------------
+    def sum(self, dim=None, keepdim=False, dtype=None):
+        code = None if dtype is None else as_dtype(dtype).code
+        if _needs_grad(self):
+            return F.Sum.apply(self, dim, keepdim, code)
+        return _C.reduce(F.SUM, self, dim, keepdim, code)
+
+    def mean(self, dim=None, keepdim=False):
+        return F.Mean.apply(self, dim, keepdim) if _needs_grad(self) else _C.reduce(F.MEAN, self, dim, keepdim)
+
+    def amax(self, dim=None, keepdim=False):
+        return F.AMaxMin.apply(self, dim, keepdim, True) if _needs_grad(self) else \
+            _C.reduce(F.AMAX, self, dim, keepdim)
+
+    def amin(self, dim=None, keepdim=False):
+        return F.AMaxMin.apply(self, dim, keepdim, False) if _needs_grad(self) else \
+            _C.reduce(F.AMIN, self, dim, keepdim)
+
+    def max(self, dim=None, keepdim=False):
+        """max() -> the largest value; max(dim) -> (values, indices); max(other_tensor) -> maximum."""
+        if isinstance(dim, _C.TensorBase):
+            return self.maximum(dim)
+        if dim is None:
+            return self.amax()
+        return F.MaxMinDim.apply(self, dim, keepdim, True) if _needs_grad(self) else \
+            _C.max_dim(self, dim, keepdim)
+
+    def min(self, dim=None, keepdim=False):
+        if isinstance(dim, _C.TensorBase):
+            return self.minimum(dim)
+        if dim is None:
+            return self.amin()
+        return F.MaxMinDim.apply(self, dim, keepdim, False) if _needs_grad(self) else \
+            _C.min_dim(self, dim, keepdim)
+
+    def argmax(self, dim=None, keepdim=False):
+        return _C.argmax(self, dim, keepdim)
+
+    def argmin(self, dim=None, keepdim=False):
+        return _C.argmin(self, dim, keepdim)
+
+    def var(self, dim=None, unbiased=None, keepdim=False, correction=None):
+        if correction is None:
+            correction = 0 if unbiased is False else 1
+        return F.Var.apply(self, dim, correction, keepdim) if _needs_grad(self) else \
+            _C.var(self, dim, correction, keepdim)
+
+    def std(self, dim=None, unbiased=None, keepdim=False, correction=None):
+        return self.var(dim, unbiased, keepdim, correction).sqrt()
+
+    def matmul(self, o):
+        return matmul(self, o)
+
+    # ---- shape -------------------------------------------------------------------------------------------
+    def view(self, *shape):
+        shape = _shape_arg(shape)
+        return F.View.apply(self, shape) if _needs_grad(self) else self._view(shape)
+
+    def reshape(self, *shape):
+        shape = _shape_arg(shape)
+        return F.Reshape.apply(self, shape) if _needs_grad(self) else F.reshape_nograd(self, shape)
+
+    def flatten(self, start_dim=0, end_dim=-1):
+        if self.ndim == 0:
+            return self.reshape(1)
+        s, e = _C_wrap(start_dim, self.ndim), _C_wrap(end_dim, self.ndim)
+        if s > e:
+            raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
+        shape = tuple(self.shape[:s]) + (-1,) + tuple(self.shape[e + 1:])
+        if self.numel() == 0:
+            n = 1
+            for x in self.shape[s:e + 1]:
+                n *= x
+            shape = tuple(self.shape[:s]) + (n,) + tuple(self.shape[e + 1:])
+        return self.reshape(shape)
+
+    def transpose(self, d0, d1):
+        return F.Transpose.apply(self, d0, d1) if _needs_grad(self) else self._transpose(d0, d1)
+
+    def t(self):
+        if self.ndim > 2:
+            raise ValueError(f"t: expects a tensor with <= 2 dimensions, got shape {tuple(self.shape)}")
+        return self if self.ndim < 2 else self.transpose(0, 1)
+
+    def permute(self, *dims):
+        dims = _shape_arg(dims)
+        return F.Permute.apply(self, dims) if _needs_grad(self) else self._permute(dims)
+
+    def expand(self, *shape):
+        shape = _shape_arg(shape)
+        return F.Expand.apply(self, shape) if _needs_grad(self) else self._expand(shape)
+
+    def expand_as(self, other):
+        return self.expand(other.shape)
+
+    def unsqueeze(self, dim):
+        return F.Unsqueeze.apply(self, dim) if _needs_grad(self) else self._unsqueeze(dim)
+
+    def squeeze(self, dim=None):
+        return F.Squeeze.apply(self, dim) if _needs_grad(self) else self._squeeze(dim)
+
+    def contiguous(self):
+        if self._is_contiguous():
+            return self
+        return self.clone()
+
+    def clone(self):
+        return F.Clone.apply(self) if _needs_grad(self) else F.Clone.forward(autograd._NO_CTX, self)
+
+    def __getitem__(self, idx):
+        plan = make_plan(self, idx)
+        if _needs_grad(self):
+            return F.IndexFn.apply(self, plan)
+        from ._indexing import apply_plan
+        return apply_plan(self, plan)
+
+    def __setitem__(self, idx, value):
+        if _check_inplace(self, "index assignment") or _needs_grad(value):
+            raise RuntimeError("index assignment into a tensor that is part of a graph is not supported; build "
+                               "the result out of place (e.g. with where() or cat())")
+        if not isinstance(value, (_C.TensorBase, int, float, bool)):
+            value = _C.from_numpy(np.asarray(value), dtype=self._dtype, device=self._device)
+        put_plan(self, make_plan(self, idx), value, accumulate=False)
+
+    # ---- conversion -----------------------------------------------------------------------------------------
+    def to(self, *args, dtype=None, device=None, copy=False):
+        for a in args:
+            if isinstance(a, _C.TensorBase):
+                dtype, device = a.dtype, a.device
+            elif isinstance(a, str) or type(a).__name__ == "device":
+                device = a
+            else:
+                dtype = a
+        out = self
+        if dtype is not None:
+            dt = as_dtype(dtype)
+            if dt.code != self._dtype:
+                out = F.ToDtype.apply(out, dt.code) if _needs_grad(out) else F.cast(out, dt.code)
+        if device is not None:
+            dev = device_str(device)
+            if dev != out._device:
+                out = _to_device(out, dev)
+        if copy and out is self:
+            out = self.clone()
+        return out
+
+    def type_as(self, other):
+        return self.to(other.dtype)
+
+    def cpu(self): return self.to(device="cpu")
+    def cuda(self, device=0): return self.to(device=f"cuda:{device}" if isinstance(device, int) else device)
+    def float(self): return self.to(dtype="float32")
+    def double(self): return self.to(dtype="float64")
+    def half(self): return self.to(dtype="float16")
+    def bfloat16(self): return self.to(dtype="bfloat16")
+    def long(self): return self.to(dtype="int64")
+    def bool(self): return self.to(dtype="bool")
+
+
+def _C_wrap(dim, ndim):
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"dimension {dim} is out of range for a tensor with {ndim} dimensions")
+    return dim % n
+
+
+def _shape_arg(args):
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        return tuple(args[0])
+    return tuple(args)
+
+
+def _to_device(t, dev):
+    """Copy across devices. Only cpu <-> meta is possible before the CUDA backend: a meta tensor has no data,
+    so meta -> cpu is refused rather than inventing values."""
+    if t._device == "meta" and dev != "meta":
+        raise RuntimeError(f"to: a meta tensor has no data to copy to {dev}")
+    out = _C.empty(t.shape, t._dtype, dev)  # raises the allocator's clear error for cuda
+    if dev != "meta":
+        _C.copy_(out, t)
+    if _needs_grad(t):
+        raise RuntimeError("to(device): moving a tensor that is part of a graph is not supported yet")
+    return out
+
+
+def matmul(a, b):
+    if not isinstance(a, _C.TensorBase) or not isinstance(b, _C.TensorBase):
+        raise TypeError(f"matmul: expected two tensors, got {type(a).__name__} and {type(b).__name__}")
+    return F.Matmul.apply(a, b) if _needs_grad(a, b) else _C.matmul(a, b)
+
+
+_C._set_tensor_class(Tensor)

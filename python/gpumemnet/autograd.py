@@ -1,0 +1,433 @@
+"""Reverse-mode autograd: the tape lives here, in Python; every byte it touches is allocated in C.
+
+A differentiable op is a `Function` subclass with `forward(ctx, *args)` and `backward(ctx, *grads)`.
+`Function.apply` records a node only when grad mode is on and an input requires grad. Nodes keep only what
+their backward needs (through `ctx.save_for_backward`) and drop it the moment their backward has run, unless
+`retain_graph=True`. Saved tensors pass through the saved-tensor hooks (pack/unpack): the one mechanism that
+checkpointing and host offload build on. Saved intermediates are re-tagged `activation` in the allocator.
+
+Grad mode is process-wide (not per thread): the per-op check is one global read.
+"""
+import contextlib
+import functools
+
+from . import _C
+
+__all__ = ["Function", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
+           "is_grad_enabled", "graph"]
+
+
+class _GradMode:
+    __slots__ = ("enabled",)
+
+    def __init__(self):
+        self.enabled = True
+
+
+_mode = _GradMode()
+
+
+def is_grad_enabled():
+    return _mode.enabled
+
+
+class _GradModeContext:
+    """Base of no_grad / enable_grad / set_grad_enabled: a context manager and a decorator that restores the
+    previous mode on exit, even when the body raises."""
+    _target = True
+
+    def __enter__(self):
+        self._prev = _mode.enabled
+        _mode.enabled = self._target
+        return self
+
+    def __exit__(self, *exc):
+        _mode.enabled = self._prev
+        return False
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self.__class__.__new__(self.__class__) as ctx:
+                ctx.__dict__.update(self.__dict__)
+                return fn(*args, **kwargs)
+        return wrapper
+
+
+class no_grad(_GradModeContext):
+    """Run without recording: no graph, no saved activations."""
+    _target = False
+
+
+class enable_grad(_GradModeContext):
+    _target = True
+
+
+class inference_mode(_GradModeContext):
+    """Like no_grad (gpumemnet keeps no extra inference-only state)."""
+
+    def __init__(self, mode=True):
+        self._target = not mode
+
+
+class set_grad_enabled(_GradModeContext):
+    """Set grad mode now; used as a context manager it restores the previous mode on exit."""
+
+    def __init__(self, mode):
+        self._prev = _mode.enabled
+        self._target = bool(mode)
+        _mode.enabled = self._target
+
+    def __enter__(self):
+        return self
+
+
+# ---- saved-tensor hooks --------------------------------------------------------------------------------
+class graph:
+    """Namespace mirroring torch.autograd.graph."""
+
+    _hooks_stack = []
+
+    class saved_tensors_hooks:
+        """Within this context, tensors saved for backward pass through pack_hook(tensor) -> obj, and come
+        back through unpack_hook(obj) -> tensor when backward needs them."""
+
+        def __init__(self, pack_hook, unpack_hook):
+            self.pack_hook = pack_hook
+            self.unpack_hook = unpack_hook
+
+        def __enter__(self):
+            graph._hooks_stack.append((self.pack_hook, self.unpack_hook))
+            return self
+
+        def __exit__(self, *exc):
+            graph._hooks_stack.pop()
+            return False
+
+
+class _SavedTensor:
+    __slots__ = ("packed", "version", "storage", "unpack")
+
+    def __init__(self, t):
+        # An alias that shares storage but not autograd metadata: saving an op's own output would otherwise
+        # make a reference cycle (output -> grad_fn -> saved output) that only the GC could free.
+        alias = t._as_strided(t.shape, t._strides, t._offset)
+        if t.grad_fn is not None and t._category == "other":
+            t._category = "activation"  # an intermediate kept alive for backward: what checkpointing saves
+        self.version = t._version
+        self.storage = t._storage_id
+        if graph._hooks_stack:
+            pack, self.unpack = graph._hooks_stack[-1]
+            self.packed = pack(alias)
+        else:
+            self.unpack = None
+            self.packed = alias
+
+    def get(self, op_name):
+        if self.unpack is not None:
+            return self.unpack(self.packed)
+        t = self.packed
+        if t._version != self.version:
+            raise RuntimeError(
+                f"one of the tensors needed to compute the gradient of {op_name} has been modified by an "
+                f"in-place operation (its version is {t._version}, expected {self.version}); use the "
+                f"out-of-place form, or clone() the tensor before modifying it")
+        return t
+
+
+# ---- nodes ------------------------------------------------------------------------------------------------
+class Node:
+    """A recorded op. `next_functions[i]` is (node, output_nr) feeding input i, or None."""
+    __slots__ = ("next_functions", "_saved", "_pre_hooks", "_released", "needs_input_grad", "__weakref__")
+
+    def name(self):
+        return type(self).__name__
+
+    def __repr__(self):
+        return f"<{self.name()}>"
+
+
+class AccumulateGrad(Node):
+    """Sink for a leaf: adds the incoming gradient into `.grad` (this is what makes accumulation work)."""
+    __slots__ = ("variable",)
+
+    def __init__(self, variable):
+        self.variable = variable
+        self.next_functions = ()
+        self._pre_hooks = None
+        self._saved = None
+        self._released = False
+
+    def apply_grads(self, grads):
+        g = grads[0]
+        var = self.variable
+        if g is None:
+            return ()
+        prev_cat = _C.set_category("gradient")
+        try:
+            if var.grad is None:
+                # Own the memory: the incoming gradient may alias a tensor someone else holds.
+                var.grad = g.detach().clone() if g.dtype == var.dtype else g.to(var.dtype)
+            else:
+                _C.binary(0, var.grad, g, var.grad)
+        finally:
+            _C.set_category(prev_cat)
+        return ()
+
+
+class _NoCtx:
+    """The ctx passed to forward when nothing is recorded: saving is a no-op."""
+    __slots__ = ()
+    needs_input_grad = ()
+
+    def save_for_backward(self, *tensors):
+        pass
+
+
+_NO_CTX = _NoCtx()
+
+
+class Function(Node):
+    """Subclass with static `forward(ctx, *args)` and `backward(ctx, *grad_outputs)`; call `apply`."""
+    __slots__ = ("__dict__",)
+
+    @classmethod
+    def apply(cls, *args):
+        from ._tensor import Tensor
+        record = _mode.enabled and any(type(a) is Tensor and a.requires_grad for a in args)
+        if not record:
+            return cls.forward(_NO_CTX, *args)
+        node = cls.__new__(cls)
+        node._saved = None
+        node._pre_hooks = None
+        node._released = False
+        edges = []
+        needs = []
+        for a in args:
+            if type(a) is Tensor and a.requires_grad:
+                edges.append(_edge_of(a))
+                needs.append(True)
+            else:
+                edges.append(None)
+                needs.append(False)
+        node.next_functions = tuple(edges)
+        node.needs_input_grad = tuple(needs)
+        out = cls.forward(node, *args)
+        outs = out if isinstance(out, tuple) else (out,)
+        non_diff = node.__dict__.get("_non_diff", ())
+        for i, o in enumerate(outs):
+            if type(o) is Tensor and i not in non_diff and o.dtype.is_floating_point:
+                o.requires_grad = True
+                o.grad_fn = node
+                o._output_nr = i
+        return out
+
+    def save_for_backward(self, *tensors):
+        self._saved = tuple(None if t is None else _SavedTensor(t) for t in tensors)
+
+    def mark_non_differentiable(self, *indices):
+        self._non_diff = set(indices)
+
+    @property
+    def saved_tensors(self):
+        if self._released:
+            raise RuntimeError(
+                f"trying to run backward through {self.name()} a second time, but its saved tensors were "
+                f"already freed; pass retain_graph=True to the first backward() if you need to call it twice")
+        if self._saved is None:
+            return ()
+        name = self.name()
+        return tuple(None if s is None else s.get(name) for s in self._saved)
+
+    def apply_grads(self, grads):
+        if self._released and self._saved is not None:
+            self.saved_tensors  # raises the explanatory error
+        out = self.backward(self, *grads)
+        return out if isinstance(out, tuple) else (out,)
+
+    def release(self):
+        self._saved = None
+        self._released = True
+
+
+def _edge_of(t):
+    fn = t.grad_fn
+    if fn is not None:
+        return (fn, t._output_nr)
+    acc = t._grad_acc
+    if acc is None:
+        acc = AccumulateGrad(t)
+        t._grad_acc = acc
+    return (acc, 0)
+
+
+# ---- hooks on tensors ---------------------------------------------------------------------------------
+class RemovableHandle:
+    __slots__ = ("_list", "_fn")
+
+    def __init__(self, lst, fn):
+        self._list = lst
+        self._fn = fn
+
+    def remove(self):
+        if self._fn in self._list:
+            self._list.remove(self._fn)
+
+
+def register_tensor_hook(t, fn):
+    if not t.requires_grad:
+        raise RuntimeError("register_hook: cannot register a hook on a tensor that does not require grad")
+    node, nr = _edge_of(t)
+    if node._pre_hooks is None:
+        node._pre_hooks = {}
+    hooks = node._pre_hooks.setdefault(nr, [])
+    hooks.append(fn)
+    return RemovableHandle(hooks, fn)
+
+
+# ---- the engine ---------------------------------------------------------------------------------------------
+def _no_graph_error(t):
+    return RuntimeError(
+        f"backward: this tensor (shape {tuple(t.shape)}) does not require grad and has no grad_fn, so there is "
+        f"nothing to differentiate. Usual causes: it was computed under no_grad()/inference_mode() (the forward "
+        f"of a training step must run with grad enabled), or it is a fresh leaf made from a detached value "
+        f"(e.g. Tensor(loss.detach(), requires_grad=True) re-wraps the loss: its gradient never reaches the "
+        f"model's parameters). Compute the loss from the model's output with grad enabled.")
+
+
+def _collect(roots):
+    """Topological order (outputs before inputs) of every node reachable from roots."""
+    order = []
+    seen = set()
+    stack = [(r, False) for r in roots]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            order.append(node)
+            continue
+        if node in seen:
+            continue
+        seen.add(node)
+        stack.append((node, True))
+        for e in node.next_functions:
+            if e is not None:
+                if e[0] not in seen:
+                    stack.append((e[0], False))
+    order.reverse()
+    return order
+
+
+def _accumulate(buf, node, nr, g):
+    slot = buf.get(node)
+    if slot is None:
+        slot = buf[node] = {}
+    prev = slot.get(nr)
+    slot[nr] = g if prev is None else prev + g
+
+
+def _run(roots, grad_outputs, retain_graph, capture=None):
+    """Run backward from (tensor, grad) pairs. With `capture` (a dict edge -> None) the gradients reaching
+    those edges are returned instead of being accumulated into leaves."""
+    buf = {}
+    root_nodes = []
+    for t, g in zip(roots, grad_outputs):
+        node, nr = _edge_of(t)
+        _accumulate(buf, node, nr, g)
+        root_nodes.append(node)
+    order = _collect(root_nodes)
+    with no_grad():
+        for node in order:
+            slot = buf.pop(node, None)
+            if slot is None:
+                continue
+            n_out = (max(slot) + 1) if slot else 1
+            grads = [slot.get(i) for i in range(n_out)]
+            if node._pre_hooks:
+                for nr, hooks in node._pre_hooks.items():
+                    if nr < len(grads) and grads[nr] is not None:
+                        for h in hooks:
+                            r = h(grads[nr])
+                            if r is not None:
+                                grads[nr] = r
+            if capture is not None and any((node, i) in capture for i in range(n_out)):
+                for i in range(n_out):
+                    if (node, i) in capture and grads[i] is not None:
+                        prev = capture[(node, i)]
+                        capture[(node, i)] = grads[i] if prev is None else prev + grads[i]
+                if isinstance(node, AccumulateGrad):
+                    continue
+            if isinstance(node, AccumulateGrad):
+                if capture is None:
+                    node.apply_grads(grads)
+                continue
+            if len(grads) == 1 and grads[0] is None:
+                continue
+            in_grads = node.apply_grads(grads)
+            if not retain_graph:
+                node.release()
+            for e, g in zip(node.next_functions, in_grads):
+                if e is not None and g is not None:
+                    _accumulate(buf, e[0], e[1], g)
+    return capture
+
+
+def _default_grads(tensors, grad_tensors):
+    from ._tensor import Tensor
+    from . import _creation
+    out = []
+    for t, g in zip(tensors, grad_tensors):
+        if g is None:
+            if t.numel() != 1:
+                raise RuntimeError(
+                    f"backward: grad can be implicitly created only for a single-element output, this one has "
+                    f"shape {tuple(t.shape)}; pass gradient= with the same shape")
+            g = _creation.ones_like(t)
+        elif not isinstance(g, Tensor):
+            g = _creation.full_like(t, float(g))
+        elif tuple(g.shape) != tuple(t.shape):
+            raise ValueError(f"backward: gradient has shape {tuple(g.shape)} but the output has shape "
+                             f"{tuple(t.shape)}")
+        out.append(g)
+    return out
+
+
+def backward(tensors, grad_tensors=None, retain_graph=False):
+    """Accumulate d(tensors)/d(leaf) into every leaf's .grad."""
+    from ._tensor import Tensor
+    if isinstance(tensors, Tensor):
+        tensors = [tensors]
+    tensors = list(tensors)
+    if grad_tensors is None or isinstance(grad_tensors, Tensor):
+        grad_tensors = [grad_tensors] * len(tensors) if grad_tensors is None else [grad_tensors]
+    for t in tensors:
+        if not t.requires_grad:
+            raise _no_graph_error(t)
+    grads = _default_grads(tensors, grad_tensors)
+    _run(tensors, grads, retain_graph)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=False, allow_unused=False):
+    """The gradients of outputs with respect to inputs, returned (not accumulated into .grad)."""
+    from ._tensor import Tensor
+    single_out = isinstance(outputs, Tensor)
+    outputs = [outputs] if single_out else list(outputs)
+    inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+    if grad_outputs is None or isinstance(grad_outputs, Tensor):
+        grad_outputs = [grad_outputs] * len(outputs) if grad_outputs is None else [grad_outputs]
+    for t in outputs:
+        if not t.requires_grad:
+            raise _no_graph_error(t)
+    for i, t in enumerate(inputs):
+        if not t.requires_grad:
+            raise RuntimeError(f"grad: input {i} (shape {tuple(t.shape)}) does not require grad")
+    edges = [_edge_of(t) for t in inputs]
+    capture = {e: None for e in edges}
+    _run(outputs, _default_grads(outputs, grad_outputs), retain_graph, capture)
+    result = []
+    for i, e in enumerate(edges):
+        g = capture[e]
+        if g is None and not allow_unused:
+            raise RuntimeError(f"grad: input {i} (shape {tuple(inputs[i].shape)}) was not used to compute the "
+                               f"outputs; pass allow_unused=True to get None for it")
+        result.append(g)
+    return tuple(result)

@@ -1,0 +1,79 @@
+"""Memory statistics, limits, and the category/scope every allocation is tagged with.
+
+Byte counts come from gpumemnet's own caching allocator and are exact: block sizes are the requested size
+rounded up to 512 bytes, as in PyTorch's CUDA allocator (see csrc/allocator.c for the whole policy)."""
+import contextlib
+
+from . import _C
+from ._dtype import device_str
+
+CATEGORIES = ("parameter", "gradient", "optimizer", "activation", "workspace", "input", "other")
+
+
+def memory_allocated(device="cpu"):
+    """Bytes held by live tensors on device."""
+    return _C.memory_allocated(device_str(device))
+
+
+def max_memory_allocated(device="cpu"):
+    """Peak of memory_allocated since start or the last reset_peak_memory_stats."""
+    return _C.max_memory_allocated(device_str(device))
+
+
+def memory_reserved(device="cpu"):
+    """Bytes held by the allocator: live blocks plus the cache."""
+    return _C.memory_reserved(device_str(device))
+
+
+def reset_peak_memory_stats(device="cpu"):
+    _C.reset_peak_memory_stats(device_str(device))
+
+
+def empty_cache(device="cpu"):
+    """Return cached, unused segments to the system; returns the bytes released."""
+    return _C.empty_cache(device_str(device))
+
+
+def memory_stats(device="cpu"):
+    """A dict: allocated/reserved/requested (current, peak), by_category (current, peak per category),
+    counts (num_allocs, num_frees, num_segment_allocs/frees, num_retries, num_ooms), cached_free,
+    largest_free_block, limit (0: none) and capacity."""
+    return _C.memory_stats(device_str(device))
+
+
+def set_limit(device, nbytes):
+    """Cap the bytes the allocator may reserve on device (None removes the cap). Crossing it frees the cache,
+    retries, then raises gpumemnet.OutOfMemoryError: how tests reproduce an OOM, and how to rehearse a small
+    card on a large one."""
+    if nbytes is not None and (isinstance(nbytes, bool) or not isinstance(nbytes, int)):
+        raise TypeError(f"set_limit: nbytes must be an int or None, got {type(nbytes).__name__}")
+    _C.set_limit(device_str(device), nbytes)
+
+
+def get_limit(device="cpu"):
+    return _C.get_limit(device_str(device))
+
+
+def capacity(device="cpu"):
+    return _C.memory_capacity(device_str(device))
+
+
+@contextlib.contextmanager
+def category(name):
+    """Tag allocations made inside the block with a category (parameter, gradient, optimizer, activation,
+    workspace, input, other)."""
+    prev = _C.set_category(name)
+    try:
+        yield
+    finally:
+        _C.set_category(prev)
+
+
+@contextlib.contextmanager
+def scope(name):
+    """Name the allocations made inside the block (e.g. 'features.3 forward') for reports and errors."""
+    prev = _C.set_scope(name)
+    try:
+        yield
+    finally:
+        _C.set_scope(prev)
