@@ -192,8 +192,8 @@ class Tensor(_C.TensorBase):
             body = f"..., size={tuple(self.shape)}"
         else:
             arr = _C.TensorBase.numpy(self if self._dtype != 3 else F.cast(self, 0))
-            body = np.array2string(arr, separator=", ", prefix="tensor(", precision=4,
-                                   threshold=1000, edgeitems=3)
+            body = np.array2string(arr, separator=", ", prefix="tensor(", threshold=1000, edgeitems=3,
+                                   formatter=_float_formatter(arr))
         return "tensor(" + body + (", " + ", ".join(extra) if extra else "") + ")"
 
     # ---- autograd -----------------------------------------------------------------------------------------
@@ -490,6 +490,26 @@ class Tensor(_C.TensorBase):
     def bfloat16(self): return self.to(dtype="bfloat16")
     def long(self): return self.to(dtype="int64")
     def bool(self): return self.to(dtype="bool")
+
+
+def _float_formatter(arr):
+    """PyTorch's look: '1.' when every value is integral, fixed 4 decimals, or scientific for wide ranges;
+    every value padded to the same width."""
+    if arr.dtype.kind != "f":
+        return None
+    finite = np.abs(arr[np.isfinite(arr)]).astype(np.float64)
+    nonzero = finite[finite > 0]
+    if finite.size and (finite.max() >= 1e8 or (nonzero.size and nonzero.min() < 1e-4)):
+        fmt = "{:.4e}".format
+    elif np.all(finite == np.round(finite)):
+        fmt = "{:.0f}.".format
+    else:
+        fmt = "{:.4f}".format
+
+    def one(v):
+        return fmt(v) if np.isfinite(v) else str(v)
+    width = max((len(one(v)) for v in arr.reshape(-1)[:2000]), default=0)
+    return {"float_kind": lambda v: one(v).rjust(width)}
 
 
 def _C_wrap(dim, ndim):

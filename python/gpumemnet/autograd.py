@@ -10,6 +10,7 @@ Grad mode is process-wide (not per thread): the per-op check is one global read.
 """
 import contextlib
 import functools
+import weakref
 
 from . import _C
 
@@ -254,10 +255,13 @@ def _edge_of(t):
     fn = t.grad_fn
     if fn is not None:
         return (fn, t._output_nr)
-    acc = t._grad_acc
+    # The leaf holds its accumulator weakly (the graph holds it strongly), as in PyTorch: a strong link both
+    # ways would be a cycle keeping every parameter alive until the GC runs.
+    ref = t._grad_acc
+    acc = ref() if ref is not None else None
     if acc is None:
         acc = AccumulateGrad(t)
-        t._grad_acc = acc
+        t._grad_acc = weakref.ref(acc)
     return (acc, 0)
 
 
@@ -277,10 +281,16 @@ class RemovableHandle:
 def register_tensor_hook(t, fn):
     if not t.requires_grad:
         raise RuntimeError("register_hook: cannot register a hook on a tensor that does not require grad")
-    node, nr = _edge_of(t)
-    if node._pre_hooks is None:
-        node._pre_hooks = {}
-    hooks = node._pre_hooks.setdefault(nr, [])
+    if t.grad_fn is None:
+        # A leaf keeps its own hooks: its accumulator node lives only as long as some graph uses it.
+        if t._hooks is None:
+            t._hooks = []
+        hooks = t._hooks
+    else:
+        node, nr = t.grad_fn, t._output_nr
+        if node._pre_hooks is None:
+            node._pre_hooks = {}
+        hooks = node._pre_hooks.setdefault(nr, [])
     hooks.append(fn)
     return RemovableHandle(hooks, fn)
 
@@ -342,6 +352,11 @@ def _run(roots, grad_outputs, retain_graph, capture=None):
                 continue
             n_out = (max(slot) + 1) if slot else 1
             grads = [slot.get(i) for i in range(n_out)]
+            if isinstance(node, AccumulateGrad) and node.variable._hooks and grads[0] is not None:
+                for h in node.variable._hooks:
+                    r = h(grads[0])
+                    if r is not None:
+                        grads[0] = r
             if node._pre_hooks:
                 for nr, hooks in node._pre_hooks.items():
                     if nr < len(grads) and grads[nr] is not None:
