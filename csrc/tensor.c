@@ -3,7 +3,9 @@
  * Autograd metadata (grad, grad_fn, hooks) is stored here but only Python reads it (DESIGN.md). */
 #include "gm.h"
 #include <math.h>
+#include <omp.h>
 #include <structmember.h>
+#include <cblas.h>
 
 PyTypeObject *GMTensor_Base;
 PyTypeObject *GMTensor_Class;
@@ -831,6 +833,8 @@ static PyObject *py_set_num_threads(PyObject *self, PyObject *arg) {
         return NULL;
     }
     gm_num_threads = (int)n;
+    omp_set_num_threads((int)n);
+    scipy_openblas_set_num_threads((int)n); /* one knob for both pools, as torch.set_num_threads */
     Py_RETURN_NONE;
 }
 
@@ -852,6 +856,7 @@ PyMethodDef gm_tensor_module_methods[] = {
 int gm_tensor_type_init(PyObject *module) {
     if (PyType_Ready(&TensorBaseType) < 0) return -1;
     GMTensor_Base = &TensorBaseType;
+    gm_num_threads = omp_get_max_threads();
     GMTensor_Class = &TensorBaseType;
     Py_INCREF(&TensorBaseType);
     if (PyModule_AddObject(module, "TensorBase", (PyObject *)&TensorBaseType) < 0) return -1;

@@ -194,6 +194,45 @@ class Function(Node):
 
     @classmethod
     def apply(cls, *args):
+        Tensor = _tensor_class()
+        edges = None
+        if _mode.enabled:
+            for i, a in enumerate(args):
+                if type(a) is Tensor and a.requires_grad:
+                    if edges is None:
+                        edges = [None] * len(args)
+                    edges[i] = _edge_of(a)
+        if edges is None:
+            return cls.forward(_NO_CTX, *args)
+        node = cls.__new__(cls)
+        node._saved = None
+        node._pre_hooks = None
+        node._released = False
+        node.next_functions = edges
+        node.needs_input_grad = [e is not None for e in edges]
+        out = cls.forward(node, *args)
+        non_diff = node.__dict__.get("_non_diff", ())
+        for i, o in enumerate(out if type(out) is tuple else (out,)):
+            # float outputs only: indices and masks never carry gradients
+            if type(o) is Tensor and i not in non_diff and o._dtype <= 3:
+                o.requires_grad = True
+                o.grad_fn = node
+                o._output_nr = i
+        return out
+
+    def save_for_backward(self, *tensors):
+        pass
+
+
+_NO_CTX = _NoCtx()
+
+
+class Function(Node):
+    """Subclass with static `forward(ctx, *args)` and `backward(ctx, *grad_outputs)`; call `apply`."""
+    __slots__ = ("__dict__",)
+
+    @classmethod
+    def apply(cls, *args):
         from ._tensor import Tensor
         record = _mode.enabled and any(type(a) is Tensor and a.requires_grad for a in args)
         if not record:
@@ -249,6 +288,17 @@ class Function(Node):
     def release(self):
         self._saved = None
         self._released = True
+
+
+_Tensor = None
+
+
+def _tensor_class():
+    global _Tensor
+    if _Tensor is None:
+        from ._tensor import Tensor
+        _Tensor = Tensor
+    return _Tensor
 
 
 def _edge_of(t):
