@@ -1,0 +1,278 @@
+/* csrc/cuda.c — CUDA device queries, the one check macro for CUDA / cuBLAS / cuDNN calls, and _build_info().
+ *
+ * Everything that needs the CUDA headers is under GM_WITH_CUDA (defined by setup.py for a CUDA build). A CUDA
+ * build links cudart statically, so it imports on a machine with no driver and no GPU: cudaGetDeviceCount then
+ * fails, which here means "0 devices", never an exception. Not here: allocation (allocator.c), cuDNN
+ * convolution, the kernels (kernels/cuda/). */
+#include "gm.h"
+
+#include <stdio.h>
+#include <cblas.h> /* scipy_openblas32's: scipy_openblas_get_config / _get_corename / _get_num_threads */
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#ifndef GM_VERSION
+#define GM_VERSION "unknown"
+#endif
+#ifndef GM_BLAS_PACKAGE
+#define GM_BLAS_PACKAGE "scipy-openblas32"
+#endif
+
+#ifdef GM_WITH_CUDA
+#include <cuda_runtime_api.h>
+#include <cublas_v2.h>
+#include <cudnn.h>
+
+/* ---- the check macro ---------------------------------------------------------------------------------------
+ * GM_CUDA_CHECK(call) evaluates a CUDA runtime, cuBLAS or cuDNN call once (_Generic picks the checker from the
+ * status type without evaluating it). On success it is 0. On failure it records "call text at file:line:
+ * error name (description)" for the calling thread and is -1; nothing exits or aborts. The caller returns its
+ * status up; the binding turns the recorded text into a Python exception with gm_cuda_raise().
+ * Other csrc files use it once gm.h carries these declarations (they are exported for that). */
+int gm_cuda_check_cudart(cudaError_t st, const char *call, const char *file, int line);
+int gm_cuda_check_cublas(cublasStatus_t st, const char *call, const char *file, int line);
+int gm_cuda_check_cudnn(cudnnStatus_t st, const char *call, const char *file, int line);
+#define GM_CUDA_CHECK(call)                                                                                  \
+    _Generic((call), cudaError_t: gm_cuda_check_cudart, cublasStatus_t: gm_cuda_check_cublas,              \
+             cudnnStatus_t: gm_cuda_check_cudnn)((call), #call, __FILE__, __LINE__)
+#endif
+
+/* The last failure recorded on this thread ("" if none since the last gm_cuda_clear_error()). */
+static _Thread_local char gm_cuda_err[640];
+
+const char *gm_cuda_last_error(void) { return gm_cuda_err; }
+void gm_cuda_clear_error(void) { gm_cuda_err[0] = '\0'; }
+
+/* Raise RuntimeError carrying the recorded failure (with `what` as context, may be NULL); returns -1. */
+int gm_cuda_raise(const char *what) {
+    const char *msg = gm_cuda_err[0] ? gm_cuda_err : "unknown CUDA error (no failure was recorded)";
+    if (what)
+        PyErr_Format(PyExc_RuntimeError, "%s: %s", what, msg);
+    else
+        PyErr_SetString(PyExc_RuntimeError, msg);
+    return -1;
+}
+
+#ifdef GM_WITH_CUDA
+static int gm_cuda_record(const char *name, const char *desc, long code, const char *call, const char *file,
+                          int line) {
+    /* Only the file's basename: the build's absolute path says nothing to a user. */
+    const char *base = strrchr(file, '/');
+    snprintf(gm_cuda_err, sizeof gm_cuda_err, "%s failed at %s:%d: %s (%s, code %ld)", call, base ? base + 1 : file,
+             line, name, desc, code);
+    return -1;
+}
+
+int gm_cuda_check_cudart(cudaError_t st, const char *call, const char *file, int line) {
+    if (st == cudaSuccess) return 0;
+    /* Clears the runtime's per-thread "last error" for the non-sticky errors, so a later unrelated check does
+     * not report this one again; a sticky error (a crashed kernel) stays and every later call reports it. */
+    (void)cudaGetLastError();
+    return gm_cuda_record(cudaGetErrorName(st), cudaGetErrorString(st), (long)st, call, file, line);
+}
+
+static const char *gm_cublas_status_name(cublasStatus_t st) {
+    switch (st) {
+    case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
+    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
+    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
+    case CUBLAS_STATUS_ARCH_MISMATCH: return "CUBLAS_STATUS_ARCH_MISMATCH";
+    case CUBLAS_STATUS_MAPPING_ERROR: return "CUBLAS_STATUS_MAPPING_ERROR";
+    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
+    case CUBLAS_STATUS_INTERNAL_ERROR: return "CUBLAS_STATUS_INTERNAL_ERROR";
+    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
+    case CUBLAS_STATUS_LICENSE_ERROR: return "CUBLAS_STATUS_LICENSE_ERROR";
+    default: return "CUBLAS_STATUS_UNKNOWN";
+    }
+}
+
+int gm_cuda_check_cublas(cublasStatus_t st, const char *call, const char *file, int line) {
+    if (st == CUBLAS_STATUS_SUCCESS) return 0;
+    return gm_cuda_record(gm_cublas_status_name(st), "cuBLAS", (long)st, call, file, line);
+}
+
+int gm_cuda_check_cudnn(cudnnStatus_t st, const char *call, const char *file, int line) {
+    if (st == CUDNN_STATUS_SUCCESS) return 0;
+    char detail[256];
+    /* cuDNN 9 keeps a more specific message for the last failure on this thread. */
+    cudnnGetLastErrorString(detail, sizeof detail);
+    return gm_cuda_record(cudnnGetErrorString(st), detail[0] ? detail : "cuDNN", (long)st, call, file, line);
+}
+
+/* Number of usable devices; 0 when there is no driver or no GPU (the reason stays in gm_cuda_last_error()). */
+static int gm_cuda_count(void) {
+    int n = 0;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS /* the first call loads and initialises the driver: can take a while */
+    rc = GM_CUDA_CHECK(cudaGetDeviceCount(&n));
+    Py_END_ALLOW_THREADS
+    return rc ? 0 : n;
+}
+
+/* Parse a device index argument and check it against the device count; -1 + IndexError/TypeError. */
+static int gm_cuda_index_arg(PyObject *arg, const char *fn) {
+    if (!PyLong_Check(arg) || PyBool_Check(arg)) {
+        PyErr_Format(PyExc_TypeError, "%s: device index must be an int, got %.100s", fn, Py_TYPE(arg)->tp_name);
+        return -1;
+    }
+    long i = PyLong_AsLong(arg);
+    if (i == -1 && PyErr_Occurred()) return -1;
+    int n = gm_cuda_count();
+    if (i < 0 || i >= n) {
+        if (n == 0)
+            PyErr_Format(PyExc_IndexError, "%s: CUDA device index %ld out of range: there are 0 CUDA devices (%s)",
+                         fn, i, gm_cuda_err[0] ? gm_cuda_err : "none found");
+        else
+            PyErr_Format(PyExc_IndexError, "%s: CUDA device index %ld out of range: there are %d CUDA device%s "
+                         "(valid indices 0..%d)", fn, i, n, n == 1 ? "" : "s", n - 1);
+        return -1;
+    }
+    return (int)i;
+}
+#endif /* GM_WITH_CUDA */
+
+static PyObject *py_cuda_device_count(PyObject *self, PyObject *noargs) {
+#ifdef GM_WITH_CUDA
+    return PyLong_FromLong(gm_cuda_count());
+#else
+    return PyLong_FromLong(0);
+#endif
+}
+
+static PyObject *py_cuda_get_device_properties(PyObject *self, PyObject *arg) {
+#ifdef GM_WITH_CUDA
+    int i = gm_cuda_index_arg(arg, "_cuda_get_device_properties");
+    if (i < 0) return NULL;
+    struct cudaDeviceProp p;
+    if (GM_CUDA_CHECK(cudaGetDeviceProperties(&p, i))) {
+        gm_cuda_raise("_cuda_get_device_properties");
+        return NULL;
+    }
+    return Py_BuildValue("{s:s,s:K,s:i,s:i,s:i}", "name", p.name, "total_memory",
+                         (unsigned long long)p.totalGlobalMem, "major", p.major, "minor", p.minor,
+                         "multi_processor_count", p.multiProcessorCount);
+#else
+    if (!PyLong_Check(arg) || PyBool_Check(arg))
+        return PyErr_Format(PyExc_TypeError, "_cuda_get_device_properties: device index must be an int, got %.100s",
+                            Py_TYPE(arg)->tp_name);
+    return PyErr_Format(PyExc_IndexError,
+                        "_cuda_get_device_properties: CUDA device index %R out of range: there are 0 CUDA devices "
+                        "(gpumemnet was built without CUDA)", arg);
+#endif
+}
+
+/* Wait for all work on device i (every stream). Restores the thread's current device. */
+static PyObject *py_cuda_synchronize(PyObject *self, PyObject *arg) {
+#ifdef GM_WITH_CUDA
+    int i = gm_cuda_index_arg(arg, "_cuda_synchronize");
+    if (i < 0) return NULL;
+    int prev = 0, rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = GM_CUDA_CHECK(cudaGetDevice(&prev)) || GM_CUDA_CHECK(cudaSetDevice(i)) ||
+         GM_CUDA_CHECK(cudaDeviceSynchronize()) || GM_CUDA_CHECK(cudaSetDevice(prev));
+    Py_END_ALLOW_THREADS
+    if (rc) {
+        gm_cuda_raise("synchronize");
+        return NULL;
+    }
+    Py_RETURN_NONE;
+#else
+    return PyErr_Format(PyExc_RuntimeError, "synchronize: no CUDA device %R (gpumemnet was built without CUDA)",
+                        arg);
+#endif
+}
+
+static PyObject *py_cuda_last_error(PyObject *self, PyObject *noargs) {
+    if (!gm_cuda_err[0]) Py_RETURN_NONE;
+    return PyUnicode_FromString(gm_cuda_err);
+}
+
+static int gm_dict_set(PyObject *d, const char *key, PyObject *value) {
+    if (!value) return -1;
+    int rc = PyDict_SetItemString(d, key, value);
+    Py_DECREF(value);
+    return rc;
+}
+
+static PyObject *gm_str_or_none(const char *s) {
+    if (!s || !s[0]) Py_RETURN_NONE;
+    return PyUnicode_FromString(s);
+}
+
+#ifdef GM_WITH_CUDA
+static PyObject *gm_version_str(int major, int minor, int patch) {
+    return PyUnicode_FromFormat("%d.%d.%d", major, minor, patch);
+}
+#endif
+
+static PyObject *py_build_info(PyObject *self, PyObject *noargs) {
+    PyObject *d = PyDict_New();
+    if (!d) return NULL;
+    /* scipy_openblas_get_config() is e.g. "OpenBLAS 0.3.30 DYNAMIC_ARCH NO_AFFINITY Haswell MAX_THREADS=64":
+     * the library version and, with DYNAMIC_ARCH, the kernel set chosen for this CPU. */
+    const char *cfg = scipy_openblas_get_config();
+    int threads = 1;
+#ifdef _OPENMP
+    threads = omp_get_max_threads();
+#endif
+    if (gm_dict_set(d, "version", PyUnicode_FromString(GM_VERSION)) ||
+        gm_dict_set(d, "blas", gm_str_or_none(cfg)) ||
+        gm_dict_set(d, "blas_core", gm_str_or_none(scipy_openblas_get_corename())) ||
+        gm_dict_set(d, "blas_threads", PyLong_FromLong(scipy_openblas_get_num_threads())) ||
+        gm_dict_set(d, "blas_package", PyUnicode_FromString(GM_BLAS_PACKAGE)) ||
+        gm_dict_set(d, "openmp_threads", PyLong_FromLong(threads)))
+        goto fail;
+#ifdef GM_WITH_CUDA
+    {
+        /* These need no GPU and no driver: the runtime is in _C, cuBLAS and cuDNN answer from their library. */
+        int drv = 0, rt = 0, maj = 0, min = 0, pat = 0;
+        size_t cudnn = cudnnGetVersion(); /* 9.19.0 -> 91900 since cuDNN 9 */
+        PyObject *cublas;
+        if (!GM_CUDA_CHECK(cublasGetProperty(MAJOR_VERSION, &maj)) &&
+            !GM_CUDA_CHECK(cublasGetProperty(MINOR_VERSION, &min)) &&
+            !GM_CUDA_CHECK(cublasGetProperty(PATCH_LEVEL, &pat)))
+            cublas = gm_version_str(maj, min, pat);
+        else
+            cublas = gm_str_or_none(GM_CUBLAS_VERSION);
+        /* cudaDriverGetVersion answers 0 when no driver is installed. */
+        if (GM_CUDA_CHECK(cudaDriverGetVersion(&drv))) drv = 0;
+        if (GM_CUDA_CHECK(cudaRuntimeGetVersion(&rt))) rt = 0;
+        if (gm_dict_set(d, "cuda", PyUnicode_FromString(GM_CUDA_VERSION)) ||
+            gm_dict_set(d, "cuda_runtime", rt ? PyUnicode_FromFormat("%d.%d", rt / 1000, rt % 1000 / 10)
+                                              : gm_str_or_none(NULL)) ||
+            gm_dict_set(d, "cuda_driver", drv ? PyUnicode_FromFormat("%d.%d", drv / 1000, drv % 1000 / 10)
+                                              : gm_str_or_none(NULL)) ||
+            gm_dict_set(d, "cuda_archs", PyUnicode_FromString(GM_CUDA_ARCHS)) ||
+            gm_dict_set(d, "cudnn", gm_version_str((int)(cudnn / 10000), (int)(cudnn % 10000 / 100),
+                                                   (int)(cudnn % 100))) ||
+            gm_dict_set(d, "cudnn_compiled", PyUnicode_FromString(GM_CUDNN_VERSION)) ||
+            gm_dict_set(d, "cublas", cublas))
+            goto fail;
+    }
+#else
+    if (gm_dict_set(d, "cuda", gm_str_or_none(NULL)) || gm_dict_set(d, "cuda_runtime", gm_str_or_none(NULL)) ||
+        gm_dict_set(d, "cuda_driver", gm_str_or_none(NULL)) || gm_dict_set(d, "cuda_archs", gm_str_or_none(NULL)) ||
+        gm_dict_set(d, "cudnn", gm_str_or_none(NULL)) || gm_dict_set(d, "cudnn_compiled", gm_str_or_none(NULL)) ||
+        gm_dict_set(d, "cublas", gm_str_or_none(NULL)))
+        goto fail;
+#endif
+    return d;
+fail:
+    Py_DECREF(d);
+    return NULL;
+}
+
+PyMethodDef gm_cuda_methods[] = {
+    {"_cuda_device_count", py_cuda_device_count, METH_NOARGS,
+     "Number of CUDA devices; 0 when built without CUDA or when there is no driver or GPU."},
+    {"_cuda_get_device_properties", py_cuda_get_device_properties, METH_O,
+     "dict(name, total_memory, major, minor, multi_processor_count) of CUDA device i."},
+    {"_cuda_synchronize", py_cuda_synchronize, METH_O, "Wait for all work queued on CUDA device i."},
+    {"_cuda_last_error", py_cuda_last_error, METH_NOARGS,
+     "The last failed CUDA/cuBLAS/cuDNN call on this thread (text, file:line, error), or None."},
+    {"_build_info", py_build_info, METH_NOARGS,
+     "dict: version, blas (OpenBLAS config), blas_core, cuda, cudnn, cublas (None when not built), threads."},
+    {NULL, NULL, 0, NULL},
+};

@@ -1,0 +1,115 @@
+"""gm.cuda: is CUDA usable here, which devices, and the few device-wide actions (empty_cache, synchronize).
+
+A CUDA build runs on a machine with no GPU or driver: everything here then answers "0 devices" instead of
+raising, except where a specific device is asked for. Memory statistics live in gm.memory, not here.
+"""
+from . import _C
+
+__all__ = ["is_available", "device_count", "get_device_properties", "get_device_name", "get_device_capability",
+           "empty_cache", "synchronize", "is_built"]
+
+
+def is_built():
+    """True when gpumemnet was compiled with CUDA (whether or not this machine has a GPU)."""
+    return _C._build_info()["cuda"] is not None
+
+
+def device_count():
+    """Number of CUDA devices; 0 when not built with CUDA, or when there is no driver or no GPU."""
+    return _C._cuda_device_count()
+
+
+def is_available():
+    """True when at least one CUDA device can be used."""
+    return device_count() > 0
+
+
+class _CudaDeviceProperties:
+    __slots__ = ("index", "name", "total_memory", "major", "minor", "multi_processor_count")
+
+    def __init__(self, index, props):
+        self.index = index
+        for key in self.__slots__[1:]:
+            setattr(self, key, props[key])
+
+    def __repr__(self):
+        return (f"_CudaDeviceProperties(index={self.index}, name={self.name!r}, major={self.major}, "
+                f"minor={self.minor}, total_memory={self.total_memory / 2**30:.2f} GiB, "
+                f"multi_processor_count={self.multi_processor_count})")
+
+
+def _index(device, what):
+    """Device index from None (device 0), an int, "cuda", "cuda:N", or anything whose str() is one of those."""
+    if device is None:
+        return 0
+    if isinstance(device, bool):
+        raise TypeError(f"{what}: device must be an int or 'cuda:N', got bool")
+    if isinstance(device, int):
+        return device
+    text = device if isinstance(device, str) else str(device)
+    if text == "cuda":
+        return 0
+    if text.startswith("cuda:") and text[5:].isdigit():
+        return int(text[5:])
+    raise ValueError(f"{what}: expected a CUDA device (an index, 'cuda' or 'cuda:N'), got {device!r}")
+
+
+def _why_none():
+    if not is_built():
+        return "gpumemnet was built without CUDA (see README, Build)"
+    reason = _C._cuda_last_error()
+    return f"no CUDA device found ({reason})" if reason else "no CUDA device found"
+
+
+def _require(device, what):
+    i = _index(device, what)
+    n = device_count()
+    if n == 0:
+        raise RuntimeError(f"{what}: cuda:{i} requested but {_why_none()}")
+    if not 0 <= i < n:
+        raise IndexError(f"{what}: cuda:{i} out of range: there {'is' if n == 1 else 'are'} {n} CUDA "
+                         f"device{'' if n == 1 else 's'} (cuda:0..cuda:{n - 1})")
+    return i
+
+
+def get_device_properties(device=None):
+    """Name, total memory (bytes), compute capability (major, minor) and SM count of a CUDA device."""
+    i = _require(device, "get_device_properties")
+    return _CudaDeviceProperties(i, _C._cuda_get_device_properties(i))
+
+
+def get_device_name(device=None):
+    return get_device_properties(device).name
+
+
+def get_device_capability(device=None):
+    p = get_device_properties(device)
+    return (p.major, p.minor)
+
+
+def _devices(device, what):
+    """The indices an action applies to: all devices when none is named (possibly none at all)."""
+    if device is None:
+        return range(device_count())
+    return [_require(device, what)]
+
+
+def empty_cache(device=None):
+    """Give the allocator's cached, unused blocks back to the driver (all devices unless one is named).
+
+    Rarely useful: cached blocks are reused by the next allocations anyway; it helps only another process, or
+    when fragmentation of the cache is what makes a large request fail (see gm.memory.memory_summary)."""
+    devices = _devices(device, "empty_cache")
+    release = getattr(_C, "empty_cache", None)
+    if release is None:  # the allocator is not built yet: nothing is cached
+        return
+    for i in devices:
+        release(f"cuda:{i}")
+
+
+def synchronize(device=None):
+    """Wait until all work queued on a device (all devices unless one is named) has finished.
+
+    A no-op when there is no CUDA device and none is named; naming one that does not exist raises."""
+    for i in _devices(device, "synchronize"):
+        _C._cuda_synchronize(i)
