@@ -73,6 +73,7 @@ typedef struct {
     PyObject *weakreflist;
     int requires_grad;
     int retains_grad;
+    int is_view; /* made by a recorded view op: in-place writes would bypass its base's graph */
     int output_nr;
 } GMTensor;
 

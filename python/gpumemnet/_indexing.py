@@ -34,7 +34,7 @@ def make_plan(t, idx):
         if item is None or item is Ellipsis:
             continue
         if isinstance(item, (_C.TensorBase, np.ndarray)) and _is_bool(item):
-            consumed += max(item.ndim, 1) if item.ndim else 1
+            consumed += item.ndim  # a 0-d mask consumes no dim: it adds one of size 1 or 0
         else:
             consumed += 1
     if sum(1 for i in idx if i is Ellipsis) > 1:
@@ -63,7 +63,7 @@ def make_plan(t, idx):
                 raise IndexError("index: only one advanced (tensor or list) index per indexing expression is "
                                  "supported; index in two steps")
             ti = _as_index_tensor(item, t._device)
-            n = max(ti.ndim, 1) if ti._dtype == _BOOL else 1
+            n = ti.ndim if ti._dtype == _BOOL else 1
             adv = ("index", dim, n, ti)
             dim += n
         else:
@@ -93,13 +93,13 @@ def _flat_index(v, step):
     _, d, n, ti = step
     if ti._dtype != _BOOL:
         return v, d, ti
-    mshape = tuple(ti.shape) if ti.ndim else (1,)
-    if tuple(v.shape[d:d + n]) != mshape:
-        raise IndexError(f"index: the mask of shape {tuple(ti.shape)} does not match the indexed dims "
-                         f"{tuple(v.shape[d:d + n])} of a tensor of shape {tuple(v.shape)}")
-    if ti.ndim == 0:
+    if ti.ndim == 0:  # x[True] is x[None], x[False] an empty selection of it
         v = v._unsqueeze(d)
         ti = ti._view((1,))
+        n = 1
+    if tuple(v.shape[d:d + n]) != tuple(ti.shape):
+        raise IndexError(f"index: the mask of shape {tuple(ti.shape)} does not match the indexed dims "
+                         f"{tuple(v.shape[d:d + n])} of a tensor of shape {tuple(v.shape)}")
     flat = tuple(v.shape[:d]) + (-1,) + tuple(v.shape[d + n:])
     return v, d, (flat, _C.nonzero_flat(ti))
 

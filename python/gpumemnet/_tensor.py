@@ -2,6 +2,8 @@
 
 The fast path of every op is one check (grad mode on and an input requiring grad?) and one C call; only when
 autograd must record does the call go through a Function."""
+import weakref
+
 import numpy as np
 
 from . import _C
@@ -44,6 +46,10 @@ def _check_inplace(t, name):
         if t.grad_fn is None:
             raise RuntimeError(f"{name}: a leaf tensor that requires grad cannot be modified in place under grad "
                                f"mode; wrap the update in gpumemnet.no_grad() (as optimizers do)")
+        if t._is_view:
+            raise RuntimeError(f"{name}: this tensor is a view of another tensor that is part of a graph; an "
+                               f"in-place write would not reach the other tensor's gradient. Use the "
+                               f"out-of-place form")
         return True
     return False
 
@@ -51,10 +57,7 @@ def _check_inplace(t, name):
 def _inplace(fn, op, a, b, name):
     b = _check_number(b, name)
     if _check_inplace(a, name) or _needs_grad(b):
-        if not a.requires_grad and a.dtype.is_floating_point:
-            a.requires_grad = True  # `a` becomes the node's output below
-        out = _InplaceBinary.apply(a, b, op, fn)
-        return out
+        return _InplaceBinary.apply(a, b, op, fn)  # `a` becomes the node's output
     _C.binary(op, a, b, a)
     return a
 
@@ -221,10 +224,12 @@ class Tensor(_C.TensorBase):
         if self.grad_fn is None or self._retains_grad:
             return
         self._retains_grad = True
-        me = self
+        me = weakref.ref(self)  # the hook lives on our own grad_fn: a strong reference would be a cycle
 
         def keep(g):
-            me.grad = g.detach().clone() if me.grad is None else me.grad + g
+            t = me()
+            if t is not None:
+                t.grad = g.detach().clone() if t.grad is None else t.grad + g
         autograd.register_tensor_hook(self, keep)
 
     # ---- arithmetic ------------------------------------------------------------------------------------------

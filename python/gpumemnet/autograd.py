@@ -47,11 +47,18 @@ class _GradModeContext:
         return False
 
     def __call__(self, fn):
+        # Each call saves and restores its own previous mode (so recursion and threads sharing one decorator
+        # instance stay correct); the target is the instance's, e.g. inference_mode(False) keeps grad on.
+        target = self._target
+
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            with self.__class__.__new__(self.__class__) as ctx:
-                ctx.__dict__.update(self.__dict__)
+            prev = _mode.enabled
+            _mode.enabled = target
+            try:
                 return fn(*args, **kwargs)
+            finally:
+                _mode.enabled = prev
         return wrapper
 
 
@@ -81,6 +88,11 @@ class set_grad_enabled(_GradModeContext):
 
     def __enter__(self):
         return self
+
+    def __call__(self, fn):
+        # As a decorator it acts when the function runs, not when the decorator is made (PyTorch's behaviour).
+        _mode.enabled = self._prev
+        return super().__call__(fn)
 
 
 # ---- saved-tensor hooks --------------------------------------------------------------------------------
@@ -218,48 +230,8 @@ class Function(Node):
                 o.requires_grad = True
                 o.grad_fn = node
                 o._output_nr = i
-        return out
-
-    def save_for_backward(self, *tensors):
-        pass
-
-
-_NO_CTX = _NoCtx()
-
-
-class Function(Node):
-    """Subclass with static `forward(ctx, *args)` and `backward(ctx, *grad_outputs)`; call `apply`."""
-    __slots__ = ("__dict__",)
-
-    @classmethod
-    def apply(cls, *args):
-        from ._tensor import Tensor
-        record = _mode.enabled and any(type(a) is Tensor and a.requires_grad for a in args)
-        if not record:
-            return cls.forward(_NO_CTX, *args)
-        node = cls.__new__(cls)
-        node._saved = None
-        node._pre_hooks = None
-        node._released = False
-        edges = []
-        needs = []
-        for a in args:
-            if type(a) is Tensor and a.requires_grad:
-                edges.append(_edge_of(a))
-                needs.append(True)
-            else:
-                edges.append(None)
-                needs.append(False)
-        node.next_functions = tuple(edges)
-        node.needs_input_grad = tuple(needs)
-        out = cls.forward(node, *args)
-        outs = out if isinstance(out, tuple) else (out,)
-        non_diff = node.__dict__.get("_non_diff", ())
-        for i, o in enumerate(outs):
-            if type(o) is Tensor and i not in non_diff and o.dtype.is_floating_point:
-                o.requires_grad = True
-                o.grad_fn = node
-                o._output_nr = i
+                if any(type(a) is Tensor and a is not o and a._storage_id == o._storage_id for a in args):
+                    o._is_view = True
         return out
 
     def save_for_backward(self, *tensors):
@@ -439,6 +411,9 @@ def _run(roots, grad_outputs, retain_graph, capture=None):
 def _default_grads(tensors, grad_tensors):
     from ._tensor import Tensor
     from . import _creation
+    grad_tensors = list(grad_tensors)
+    if len(grad_tensors) != len(tensors):  # zip would silently drop the extra outputs
+        raise ValueError(f"backward: got {len(tensors)} outputs but {len(grad_tensors)} gradients")
     out = []
     for t, g in zip(tensors, grad_tensors):
         if g is None:
@@ -462,7 +437,7 @@ def backward(tensors, grad_tensors=None, retain_graph=False):
     if isinstance(tensors, Tensor):
         tensors = [tensors]
     tensors = list(tensors)
-    if grad_tensors is None or isinstance(grad_tensors, Tensor):
+    if grad_tensors is None or isinstance(grad_tensors, (Tensor, int, float)):  # one gradient (a number: filled)
         grad_tensors = [grad_tensors] * len(tensors) if grad_tensors is None else [grad_tensors]
     for t in tensors:
         if not t.requires_grad:
@@ -477,7 +452,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=False, allow_unused=Fa
     single_out = isinstance(outputs, Tensor)
     outputs = [outputs] if single_out else list(outputs)
     inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
-    if grad_outputs is None or isinstance(grad_outputs, Tensor):
+    if grad_outputs is None or isinstance(grad_outputs, (Tensor, int, float)):
         grad_outputs = [grad_outputs] * len(outputs) if grad_outputs is None else [grad_outputs]
     for t in outputs:
         if not t.requires_grad:
