@@ -73,6 +73,12 @@ static PyObject *scope_names; /* dict str -> str: interned scope strings kept al
 
 int gm_current_category(void) { return cur_category; }
 
+int gm_swap_category(int category) {
+    int prev = cur_category;
+    cur_category = category;
+    return prev;
+}
+
 /* ---- segment sources ---------------------------------------------------------------------------- */
 static char *source_alloc(gm_allocator *A, size_t size) {
     if (A->dev.type == GM_DEV_META) {

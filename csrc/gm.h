@@ -29,6 +29,9 @@ typedef enum {
 } gm_category;
 extern const char *const gm_category_names[GM_NCAT];
 int gm_current_category(void);
+/* Set this thread's category, returning the previous one: wrap a kernel's scratch allocation as
+ *   int prev = gm_swap_category(GM_CAT_WORKSPACE); ws = gm_empty(...); gm_swap_category(prev); */
+int gm_swap_category(int category);
 
 /* ---- allocator (allocator.c) ------------------------------------------------------------------ */
 typedef struct gm_block gm_block;
@@ -74,6 +77,7 @@ typedef struct {
     int requires_grad;
     int retains_grad;
     int is_view; /* made by a recorded view op: in-place writes would bypass its base's graph */
+    int is_param; /* a gpumemnet.nn.Parameter (isinstance checks read this flag) */
     int output_nr;
 } GMTensor;
 
@@ -131,6 +135,10 @@ extern PyMethodDef gm_matmul_methods[];            /* ops_matmul.c */
 extern PyMethodDef gm_index_methods[];             /* ops_index.c */
 extern PyMethodDef gm_random_methods[];            /* random.c */
 extern PyMethodDef gm_cuda_methods[];              /* cuda.c: device queries, build info */
+extern PyMethodDef gm_conv_methods[];              /* ops_conv.c: conv2d, conv_transpose2d, linear */
+extern PyMethodDef gm_pool_methods[];              /* ops_pool.c: pooling, interpolate */
+extern PyMethodDef gm_nnops_methods[];             /* ops_nnops.c: activations, dropout, norm, softmax, losses */
+extern PyMethodDef gm_optim_methods[];             /* ops_optim.c: fused optimizer steps */
 
 int gm_tensor_type_init(PyObject *module);
 int gm_allocator_init(void);

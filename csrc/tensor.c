@@ -381,6 +381,7 @@ static PyMemberDef tensor_members[] = {
     {"_grad_acc", T_OBJECT, offsetof(GMTensor, grad_acc), 0, "A leaf's gradient accumulator node."},
     {"_name", T_OBJECT, offsetof(GMTensor, name), 0, "Name used in memory reports."},
     {"_retains_grad", T_BOOL, offsetof(GMTensor, retains_grad), 0, "Whether a non-leaf keeps .grad."},
+    {"_is_param", T_BOOL, offsetof(GMTensor, is_param), 0, "Whether this tensor is an nn.Parameter."},
     {"_is_view", T_BOOL, offsetof(GMTensor, is_view), 0, "Made by a recorded view of a tensor in a graph."},
     {"_output_nr", T_INT, offsetof(GMTensor, output_nr), 0, "Which output of grad_fn this is."},
     {NULL},
