@@ -151,7 +151,8 @@ class _SavedTensor:
 # ---- nodes ------------------------------------------------------------------------------------------------
 class Node:
     """A recorded op. `next_functions[i]` is (node, output_nr) feeding input i, or None."""
-    __slots__ = ("next_functions", "_saved", "_pre_hooks", "_released", "needs_input_grad", "__weakref__")
+    __slots__ = ("next_functions", "_saved", "_pre_hooks", "_released", "needs_input_grad", "_scope",
+                 "__weakref__")
 
     def name(self):
         return type(self).__name__
@@ -220,6 +221,7 @@ class Function(Node):
         node._saved = None
         node._pre_hooks = None
         node._released = False
+        node._scope = _C.get_scope()  # where the forward ran: its backward is named after it
         node.next_functions = edges
         node.needs_input_grad = [e is not None for e in edges]
         out = cls.forward(node, *args)
@@ -357,6 +359,21 @@ def _accumulate(buf, node, nr, g):
     slot[nr] = g if prev is None else prev + g
 
 
+def _backward_scope(forward_scope):
+    """'features.3 forward' -> 'features.3 backward'; '' -> 'backward'."""
+    if forward_scope.endswith(" forward"):
+        return forward_scope[:-len("forward")] + "backward"
+    return forward_scope + " backward" if forward_scope else "backward"
+
+
+@contextlib.contextmanager
+def _restore_scope(scope):
+    try:
+        yield
+    finally:
+        _C.set_scope(scope)
+
+
 def _run(roots, grad_outputs, retain_graph, capture=None):
     """Run backward from (tensor, grad) pairs. With `capture` (a dict edge -> None) the gradients reaching
     those edges are returned instead of being accumulated into leaves."""
@@ -367,7 +384,8 @@ def _run(roots, grad_outputs, retain_graph, capture=None):
         _accumulate(buf, node, nr, g)
         root_nodes.append(node)
     order = _collect(root_nodes)
-    with no_grad():
+    outer_scope = _C.get_scope()
+    with no_grad(), _restore_scope(outer_scope):
         for node in order:
             slot = buf.pop(node, None)
             if slot is None:
@@ -395,10 +413,12 @@ def _run(roots, grad_outputs, retain_graph, capture=None):
                     continue
             if isinstance(node, AccumulateGrad):
                 if capture is None:
+                    _C.set_scope("backward")
                     node.apply_grads(grads)
                 continue
             if len(grads) == 1 and grads[0] is None:
                 continue
+            _C.set_scope(_backward_scope(node._scope))
             in_grads = node.apply_grads(grads)
             if not retain_graph:
                 node.release()

@@ -1,0 +1,701 @@
+/* csrc/ops_elementwise.c — _C.binary, unary, clamp, where, copy_, fill_ and the C helper gm_copy_into.
+ *
+ * Each op: parse tensor-or-number operands, check devices, compute the result dtype by PyTorch's promotion rules,
+ * broadcast shapes, check `out`, then allocate (cast temporaries, the output) through the allocator and run the
+ * CPU kernel from kernels/cpu/elementwise.c. On meta everything but the kernel happens, so the allocator sees the
+ * same temporaries a real run makes. CUDA has no elementwise kernels in this build yet (one check, ew_backend).
+ * Kernels take one dtype per op, so an operand of another dtype is cast into a temporary first; the temporary
+ * has the operand's own shape (not the broadcast one), so a broadcast scalar-like tensor costs a few bytes. */
+#include "gm.h"
+#include "../kernels/cpu/elementwise.h"
+
+/* Kernels this large run without the GIL so that other Python threads (data loading) keep going. */
+#define EW_NOGIL_MIN 65536
+
+static const char *const binary_names[GM_EW_NBINARY] = {"add", "sub", "mul", "div", "pow", "maximum", "minimum",
+                                                        "eq", "ne", "lt", "le", "gt", "ge"};
+static const char *const unary_names[GM_EW_NUNARY] = {"neg", "exp", "log", "sqrt", "abs", "sign", "logical_not"};
+
+/* ---- operands: a tensor or a Python number ------------------------------------------------------------------ */
+enum { EW_NUM_BOOL = 0, EW_NUM_INT = 1, EW_NUM_FLOAT = 2 };
+
+typedef struct {
+    GMTensor *t;     /* borrowed; NULL for a number (or an absent optional operand) */
+    GMTensor *tmp;   /* owned: t cast to the compute dtype, or copied away from the output's memory */
+    int present;     /* 0: an optional operand that was None */
+    int kind;        /* numbers: EW_NUM_* */
+    int big;         /* an int beyond int64: usable only by float compute */
+    gm_scalar s;
+    int64_t bst[GM_MAX_DIMS]; /* byte strides of the data the kernel reads, broadcast to the output shape */
+} ew_arg;
+
+static int ew_parse_arg(PyObject *o, ew_arg *x, const char *op, const char *argname) {
+    memset(x, 0, sizeof *x);
+    x->present = 1;
+    if (gm_is_tensor(o)) {
+        x->t = (GMTensor *)o;
+        return 0;
+    }
+    if (PyBool_Check(o)) {
+        x->kind = EW_NUM_BOOL;
+        x->s.i = o == Py_True;
+        x->s.f = (double)x->s.i;
+        return 0;
+    }
+    if (PyLong_Check(o) || (!PyFloat_Check(o) && PyIndex_Check(o))) { /* PyIndex: numpy integer scalars */
+        PyObject *v = PyNumber_Index(o);
+        if (!v) return -1;
+        int overflow = 0;
+        long long i = PyLong_AsLongLongAndOverflow(v, &overflow);
+        x->kind = EW_NUM_INT;
+        if (overflow) { /* fine for float compute, refused for integer compute (ew_check_scalars) */
+            x->big = 1;
+            x->s.i = overflow > 0 ? INT64_MAX : INT64_MIN;
+            x->s.f = PyLong_AsDouble(v);
+        } else {
+            x->s.i = i;
+            x->s.f = (double)i;
+        }
+        Py_DECREF(v);
+        if (PyErr_Occurred()) return -1; /* PyLong_AsDouble beyond the double range */
+        return 0;
+    }
+    if (PyFloat_Check(o) || (!PyComplex_Check(o) && Py_TYPE(o)->tp_as_number && Py_TYPE(o)->tp_as_number->nb_float)) {
+        double f = PyFloat_AsDouble(o); /* also numpy.float32 / float16 scalars */
+        if (f == -1.0 && PyErr_Occurred()) return -1;
+        x->kind = EW_NUM_FLOAT;
+        x->s.f = f;
+        x->s.i = gm_f64_to_i64_sat(f);
+        return 0;
+    }
+    PyErr_Format(PyExc_TypeError, "%s: %s must be a Tensor or a Python number (bool, int, float), got %.100s", op,
+                 argname, Py_TYPE(o)->tp_name);
+    return -1;
+}
+
+/* Optional operand: None -> absent. */
+static int ew_parse_opt(PyObject *o, ew_arg *x, const char *op, const char *argname) {
+    if (!o || o == Py_None) {
+        memset(x, 0, sizeof *x);
+        return 0;
+    }
+    return ew_parse_arg(o, x, op, argname);
+}
+
+static int ew_parse_out(PyObject *o, GMTensor **out, const char *op) {
+    *out = NULL;
+    if (!o || o == Py_None) return 0;
+    if (!gm_is_tensor(o)) {
+        PyErr_Format(PyExc_TypeError, "%s: out must be a Tensor or None, got %.100s", op, Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    *out = (GMTensor *)o;
+    return 0;
+}
+
+static void ew_release(ew_arg *args, int n) {
+    for (int i = 0; i < n; i++) Py_CLEAR(args[i].tmp);
+}
+
+/* ---- type promotion (PyTorch's c10::promoteTypes and at::native::result_type) ------------------------------- */
+#define EW_UNDEF (-1)
+
+static int ew_rank(int dt) {
+    switch (dt) {
+    case GM_BOOL: return 0;
+    case GM_I64: return 1;
+    case GM_F16: case GM_BF16: return 2;
+    case GM_F32: return 3;
+    default: return 4; /* GM_F64 */
+    }
+}
+
+static int ew_promote(int a, int b) {
+    if (a == EW_UNDEF) return b;
+    if (b == EW_UNDEF || a == b) return a;
+    if ((a == GM_F16 && b == GM_BF16) || (a == GM_BF16 && b == GM_F16)) return GM_F32; /* neither holds the other */
+    return ew_rank(a) >= ew_rank(b) ? a : b;
+}
+
+static int ew_is_float(int dt) { return dt != EW_UNDEF && gm_dtype_is_float((gm_dtype)dt); }
+
+/* A lower-priority group (0-d tensors, then Python numbers) only changes the result when it is of a higher kind
+ * (bool < integer < float): float32 tensor + 2.5 stays float32, int64 tensor + 2.5 becomes float32. */
+static int ew_combine(int higher, int lower) {
+    if (ew_is_float(higher)) return higher;
+    if (higher == GM_BOOL || ew_is_float(lower)) return ew_promote(higher, lower);
+    return higher != EW_UNDEF ? higher : lower;
+}
+
+static gm_dtype ew_result_type(const ew_arg *args, int n) {
+    int dim = EW_UNDEF, zero = EW_UNDEF, wrapped = EW_UNDEF;
+    for (int i = 0; i < n; i++) {
+        const ew_arg *x = &args[i];
+        if (!x->present) continue;
+        if (x->t && x->t->ndim > 0) dim = ew_promote(dim, x->t->dtype);
+        else if (x->t) zero = ew_promote(zero, x->t->dtype);
+        else /* a Python number counts as the default dtype of its kind */
+            wrapped = ew_promote(wrapped, x->kind == EW_NUM_FLOAT ? GM_F32 : x->kind == EW_NUM_INT ? GM_I64 : GM_BOOL);
+    }
+    int r = ew_combine(dim, ew_combine(zero, wrapped));
+    return r == EW_UNDEF ? GM_F32 : (gm_dtype)r;
+}
+
+/* PyTorch's canCast: no float into integer/bool, no integer into bool. */
+static int ew_can_cast(gm_dtype from, gm_dtype to) {
+    if (gm_dtype_is_float(from) && !gm_dtype_is_float(to)) return 0;
+    if (from != GM_BOOL && to == GM_BOOL) return 0;
+    return 1;
+}
+
+static int ew_check_out_dtype(const char *op, gm_dtype result, GMTensor *out) {
+    if (ew_can_cast(result, out->dtype)) return 0;
+    PyErr_Format(PyExc_TypeError, "%s: result type %s can't be cast to the desired output type %s", op,
+                 gm_dtype_name(result), gm_dtype_name(out->dtype));
+    return -1;
+}
+
+/* An int beyond int64 reached integer compute (float compute takes it as a double, like PyTorch). */
+static int ew_check_scalars(const char *op, const ew_arg *args, int n, gm_dtype cdt) {
+    for (int i = 0; i < n; i++)
+        if (args[i].present && !args[i].t && args[i].big && !gm_dtype_is_float(cdt)) {
+            PyErr_Format(PyExc_OverflowError, "%s: a Python int does not fit in %s", op, gm_dtype_name(cdt));
+            return -1;
+        }
+    return 0;
+}
+
+/* ---- devices, shapes, memory overlap ------------------------------------------------------------------------- */
+static int ew_same_device(const char *op, const ew_arg *args, int n, GMTensor *out, gm_device *dev) {
+    GMTensor *first = NULL;
+    for (int i = 0; i <= n; i++) {
+        GMTensor *t = i < n ? (args[i].present ? args[i].t : NULL) : out;
+        if (!t) continue;
+        if (!first) first = t;
+        else if (gm_check_same_device(op, first, t) < 0) return -1;
+    }
+    *dev = first->device;
+    return 0;
+}
+
+/* CPU runs kernels, meta runs none; CUDA has no elementwise kernels in this build yet. */
+static int ew_backend(const char *op, gm_device dev) {
+    if (dev.type != GM_DEV_CUDA) return 0;
+    char d[16];
+    PyErr_Format(PyExc_RuntimeError, "%s: no CUDA kernel for elementwise ops yet (tensor on %s)", op,
+                 gm_device_str(dev, d));
+    return -1;
+}
+
+/* Broadcast the shapes of the tensor operands (numbers are 0-d) into ndim/shape, NumPy style. */
+static int ew_broadcast(const char *op, const ew_arg *args, int n, int *ndim, int64_t *shape) {
+    int nd = 0;
+    for (int i = 0; i < n; i++)
+        if (args[i].present && args[i].t && args[i].t->ndim > nd) nd = args[i].t->ndim;
+    for (int d = 0; d < nd; d++) shape[d] = 1;
+    for (int i = 0; i < n; i++) {
+        const GMTensor *t = args[i].present ? args[i].t : NULL;
+        if (!t) continue;
+        for (int d = 0; d < t->ndim; d++) {
+            int od = nd - t->ndim + d;
+            int64_t s = t->shape[d];
+            if (s == shape[od] || s == 1) continue;
+            if (shape[od] == 1) {
+                shape[od] = s;
+                continue;
+            }
+            /* name every tensor shape: "shapes (2, 3) and (4,) cannot be broadcast: dim 1 has sizes 3 and 4" */
+            char msg[4 * GM_SHAPE_BUF], buf[GM_SHAPE_BUF];
+            size_t pos = 0;
+            int shown = 0, total = 0;
+            for (int j = 0; j < n; j++) total += args[j].present && args[j].t;
+            for (int j = 0; j < n && pos < sizeof msg - GM_SHAPE_BUF; j++) {
+                if (!args[j].present || !args[j].t) continue;
+                const char *sep = shown == 0 ? "" : shown == total - 1 ? " and " : ", ";
+                pos += snprintf(msg + pos, sizeof msg - pos, "%s%s", sep,
+                                gm_shape_str(args[j].t->ndim, args[j].t->shape, buf));
+                shown++;
+            }
+            PyErr_Format(PyExc_ValueError, "%s: shapes %s cannot be broadcast: dim %d has sizes %lld and %lld", op,
+                         msg, od, (long long)shape[od], (long long)s);
+            return -1;
+        }
+    }
+    *ndim = nd;
+    return 0;
+}
+
+/* Byte strides of t read as a tensor of the broadcast shape (ndim, shape): 0 on new and size-1 dims. */
+static void ew_bcast_strides(const GMTensor *t, int ndim, const int64_t *shape, int64_t *out) {
+    int64_t item = (int64_t)gm_dtype_size(t->dtype);
+    for (int d = 0; d < ndim; d++) {
+        int td = d - (ndim - t->ndim);
+        out[d] = (td < 0 || t->shape[td] == 1 || shape[d] == 1) ? 0 : t->strides[td] * item;
+    }
+}
+
+/* [lo, hi): the bytes t's elements occupy (an empty range for an empty tensor). */
+static void ew_byte_range(const GMTensor *t, uintptr_t *lo, uintptr_t *hi) {
+    uintptr_t base = (uintptr_t)gm_tensor_data(t);
+    int64_t item = (int64_t)gm_dtype_size(t->dtype), neg = 0, pos = 0;
+    for (int d = 0; d < t->ndim; d++) {
+        if (t->shape[d] == 0) {
+            *lo = *hi = base;
+            return;
+        }
+        int64_t ext = (t->shape[d] - 1) * t->strides[d] * item;
+        if (ext < 0) neg += ext;
+        else pos += ext;
+    }
+    *lo = base + neg;
+    *hi = base + pos + item;
+}
+
+/* Whether reading src (broadcast to dst's shape) while writing dst elementwise could read an already-written
+ * element: they share memory and are not the very same elements in the same order (in-place a += b is fine). */
+static int ew_overlaps(const GMTensor *dst, const GMTensor *src) {
+    if (dst->storage != src->storage) return 0;
+    uintptr_t dlo, dhi, slo, shi;
+    ew_byte_range(dst, &dlo, &dhi);
+    ew_byte_range(src, &slo, &shi);
+    if (dlo >= dhi || slo >= shi || dhi <= slo || shi <= dlo) return 0;
+    if (dst->dtype != src->dtype || dst->offset != src->offset) return 1;
+    int64_t sd[GM_MAX_DIMS], ss[GM_MAX_DIMS];
+    gm_byte_strides(dst, sd);
+    ew_bcast_strides(src, dst->ndim, dst->shape, ss);
+    for (int d = 0; d < dst->ndim; d++)
+        if (dst->shape[d] > 1 && sd[d] != ss[d]) return 1;
+    return 0;
+}
+
+/* An output whose elements alias each other (an expanded view) cannot be written elementwise. */
+static int ew_check_writable(const char *op, const GMTensor *out, const char *argname) {
+    for (int d = 0; d < out->ndim; d++)
+        if (out->shape[d] > 1 && out->strides[d] == 0) {
+            char buf[GM_SHAPE_BUF];
+            PyErr_Format(PyExc_RuntimeError, "%s: %s (shape %s) is a broadcast view in which several elements share "
+                         "one memory location; write into a contiguous tensor (e.g. .clone()) instead", op, argname,
+                         gm_shape_str(out->ndim, out->shape, buf));
+            return -1;
+        }
+    return 0;
+}
+
+static int ew_kernel_status(const char *op, int st) {
+    if (st == GM_OK) return 0;
+    PyErr_Format(PyExc_RuntimeError, "%s: the CPU kernel failed with status %d (%s)", op, st,
+                 st == GM_ERR_UNSUPPORTED ? "unsupported dtype" : "bad arguments");
+    return -1;
+}
+
+/* Run one kernel call, without the GIL when it is big enough to matter. */
+#define EW_RUN(st, numel, call)                                                                                \
+    do {                                                                                                       \
+        if ((numel) >= EW_NOGIL_MIN) {                                                                         \
+            Py_BEGIN_ALLOW_THREADS st = (call);                                                                \
+            Py_END_ALLOW_THREADS                                                                               \
+        } else {                                                                                               \
+            st = (call);                                                                                       \
+        }                                                                                                      \
+    } while (0)
+
+/* dst <- src, casting, src broadcast to dst's shape. Validated by the caller; no overlap handling; nothing runs
+ * on meta. */
+static int ew_copy_raw(const char *op, GMTensor *dst, GMTensor *src) {
+    if (dst->device.type == GM_DEV_META) return 0;
+    int64_t sd[GM_MAX_DIMS], ss[GM_MAX_DIMS], n = gm_numel(dst);
+    if (n == 0) return 0;
+    gm_byte_strides(dst, sd);
+    ew_bcast_strides(src, dst->ndim, dst->shape, ss);
+    int st;
+    EW_RUN(st, n, elementwise_cast_forward(gm_tensor_data(dst), sd, dst->dtype, gm_tensor_data(src), ss,
+                                           src->dtype, dst->ndim, dst->shape, gm_num_threads));
+    return ew_kernel_status(op, st);
+}
+
+/* A new tensor holding src's values as dtype dt (src's shape, contiguous). */
+static GMTensor *ew_cast_new(const char *op, GMTensor *src, gm_dtype dt) {
+    int prev = gm_swap_category(GM_CAT_WORKSPACE); /* scratch: freed as soon as the op is done */
+    GMTensor *t = gm_empty(src->ndim, src->shape, dt, src->device);
+    gm_swap_category(prev);
+    if (t && ew_copy_raw(op, t, src) < 0) Py_CLEAR(t);
+    return t;
+}
+
+/* Make operand x readable by a kernel computing in cdt and writing `dst` (may be NULL): cast it into a temporary
+ * when its dtype differs, copy it when it overlaps dst, then record its broadcast byte strides. */
+static int ew_prepare(const char *op, ew_arg *x, gm_dtype cdt, GMTensor *dst, int ndim, const int64_t *shape) {
+    if (!x->present || !x->t) return 0;
+    if (x->t->dtype != cdt || (dst && ew_overlaps(dst, x->t))) {
+        x->tmp = ew_cast_new(op, x->t, cdt);
+        if (!x->tmp) return -1;
+    }
+    ew_bcast_strides(x->tmp ? x->tmp : x->t, ndim, shape, x->bst);
+    return 0;
+}
+
+/* The data pointer of a prepared operand, NULL for a number or an absent operand (the kernels' convention). */
+static const char *ew_data(const ew_arg *x) {
+    if (!x->present || !x->t) return NULL;
+    return gm_tensor_data(x->tmp ? x->tmp : x->t);
+}
+
+static const gm_scalar *ew_scalar(const ew_arg *x) { return x->present && !x->t ? &x->s : NULL; }
+
+/* The output of an op: `out` itself when given with the result dtype, else a fresh tensor (which is copied into
+ * out afterwards when out has another dtype). Checks out's shape and dtype. */
+static GMTensor *ew_output(const char *op, GMTensor *out, gm_dtype rdt, int ndim, const int64_t *shape,
+                           gm_device dev) {
+    if (out) {
+        int same = out->ndim == ndim;
+        for (int d = 0; same && d < ndim; d++) same = out->shape[d] == shape[d];
+        if (!same) {
+            char a[GM_SHAPE_BUF], b[GM_SHAPE_BUF];
+            PyErr_Format(PyExc_ValueError, "%s: out has shape %s but the result has shape %s", op,
+                         gm_shape_str(out->ndim, out->shape, a), gm_shape_str(ndim, shape, b));
+            return NULL;
+        }
+        if (ew_check_out_dtype(op, rdt, out) < 0 || ew_check_writable(op, out, "out") < 0) return NULL;
+        if (out->dtype == rdt) {
+            Py_INCREF(out);
+            return out;
+        }
+    }
+    return gm_empty(ndim, shape, rdt, dev);
+}
+
+/* Finish an op whose kernel wrote `res`: move it into out if out was given with another dtype, bump out's version.
+ * Steals res; returns the new reference to hand back to Python. */
+static PyObject *ew_finish(const char *op, GMTensor *res, GMTensor *out) {
+    if (!out) return (PyObject *)res;
+    if (res != out) {
+        int rc = ew_copy_raw(op, out, res);
+        Py_DECREF(res);
+        if (rc < 0) return NULL;
+        Py_INCREF(out);
+    }
+    gm_bump_version(out);
+    return (PyObject *)out;
+}
+
+/* ---- binary --------------------------------------------------------------------------------------------------- */
+static PyObject *py_binary(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *kwlist[] = {"op", "a", "b", "out", NULL};
+    int op;
+    PyObject *ao, *bo, *outo = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iOO|O:binary", kwlist, &op, &ao, &bo, &outo)) return NULL;
+    if (op < 0 || op >= GM_EW_NBINARY) {
+        PyErr_Format(PyExc_ValueError, "binary: unknown op code %d (expected 0..%d)", op, GM_EW_NBINARY - 1);
+        return NULL;
+    }
+    char name[32];
+    snprintf(name, sizeof name, "binary(%s)", binary_names[op]);
+    ew_arg x[2];
+    GMTensor *out, *res = NULL;
+    gm_device dev;
+    int ndim;
+    int64_t shape[GM_MAX_DIMS];
+    if (ew_parse_arg(ao, &x[0], name, "a") < 0 || ew_parse_arg(bo, &x[1], name, "b") < 0 ||
+        ew_parse_out(outo, &out, name) < 0)
+        return NULL;
+    if (!x[0].t && !x[1].t) {
+        PyErr_Format(PyExc_TypeError, "%s: at least one of a and b must be a Tensor", name);
+        return NULL;
+    }
+    if (ew_same_device(name, x, 2, out, &dev) < 0) return NULL;
+
+    gm_dtype cdt = ew_result_type(x, 2), rdt;
+    if (op == GM_EW_DIV && !gm_dtype_is_float(cdt)) cdt = GM_F32; /* true division */
+    if (op == GM_EW_SUB && cdt == GM_BOOL) {
+        PyErr_Format(PyExc_TypeError, "%s: subtracting two bool values is not supported; use logical_xor "
+                     "(a != b) instead", name);
+        return NULL;
+    }
+    rdt = gm_ew_is_comparison(op) ? GM_BOOL : cdt;
+    if (ew_check_scalars(name, x, 2, cdt) < 0 || ew_broadcast(name, x, 2, &ndim, shape) < 0 ||
+        ew_backend(name, dev) < 0)
+        return NULL;
+    if (!(res = ew_output(name, out, rdt, ndim, shape, dev))) return NULL;
+    if (ew_prepare(name, &x[0], cdt, res, ndim, shape) < 0 || ew_prepare(name, &x[1], cdt, res, ndim, shape) < 0)
+        goto fail;
+    int64_t n = gm_numel(res);
+    if (dev.type != GM_DEV_META && n > 0) {
+        int64_t so[GM_MAX_DIMS];
+        gm_byte_strides(res, so);
+        int st;
+        EW_RUN(st, n, elementwise_binary_forward(gm_tensor_data(res), so, ew_data(&x[0]), x[0].bst, ew_scalar(&x[0]),
+                                                 ew_data(&x[1]), x[1].bst, ew_scalar(&x[1]), op, cdt, ndim, shape,
+                                                 gm_num_threads));
+        if (ew_kernel_status(name, st) < 0) goto fail;
+    }
+    ew_release(x, 2);
+    return ew_finish(name, res, out);
+fail:
+    ew_release(x, 2);
+    Py_XDECREF(res);
+    return NULL;
+}
+
+/* ---- unary ---------------------------------------------------------------------------------------------------- */
+static PyObject *py_unary(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *kwlist[] = {"op", "a", "out", NULL};
+    int op;
+    PyObject *ao, *outo = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iO|O:unary", kwlist, &op, &ao, &outo)) return NULL;
+    if (op < 0 || op >= GM_EW_NUNARY) {
+        PyErr_Format(PyExc_ValueError, "unary: unknown op code %d (expected 0..%d)", op, GM_EW_NUNARY - 1);
+        return NULL;
+    }
+    char name[32];
+    snprintf(name, sizeof name, "unary(%s)", unary_names[op]);
+    if (!gm_is_tensor(ao)) {
+        PyErr_Format(PyExc_TypeError, "%s: a must be a Tensor, got %.100s", name, Py_TYPE(ao)->tp_name);
+        return NULL;
+    }
+    ew_arg x;
+    GMTensor *out, *res = NULL;
+    gm_device dev;
+    if (ew_parse_arg(ao, &x, name, "a") < 0 || ew_parse_out(outo, &out, name) < 0 ||
+        ew_same_device(name, &x, 1, out, &dev) < 0)
+        return NULL;
+    GMTensor *a = x.t;
+    gm_dtype cdt = a->dtype, rdt;
+    if (op == GM_EW_NEG && cdt == GM_BOOL) {
+        PyErr_Format(PyExc_TypeError, "%s: negating a bool tensor is not supported; use logical_not instead", name);
+        return NULL;
+    }
+    if ((op == GM_EW_EXP || op == GM_EW_LOG || op == GM_EW_SQRT) && !gm_dtype_is_float(cdt)) cdt = GM_F32;
+    rdt = op == GM_EW_LOGICAL_NOT ? GM_BOOL : cdt;
+    if (ew_backend(name, dev) < 0) return NULL;
+    if (!(res = ew_output(name, out, rdt, a->ndim, a->shape, dev))) return NULL;
+    if (ew_prepare(name, &x, cdt, res, a->ndim, a->shape) < 0) goto fail;
+    int64_t n = gm_numel(res);
+    if (dev.type != GM_DEV_META && n > 0) {
+        int64_t so[GM_MAX_DIMS];
+        gm_byte_strides(res, so);
+        int st;
+        EW_RUN(st, n, elementwise_unary_forward(gm_tensor_data(res), so, ew_data(&x), x.bst, op, cdt, a->ndim,
+                                                a->shape, gm_num_threads));
+        if (ew_kernel_status(name, st) < 0) goto fail;
+    }
+    ew_release(&x, 1);
+    return ew_finish(name, res, out);
+fail:
+    ew_release(&x, 1);
+    Py_XDECREF(res);
+    return NULL;
+}
+
+/* ---- clamp ---------------------------------------------------------------------------------------------------- */
+static PyObject *py_clamp(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *kwlist[] = {"a", "min", "max", "out", NULL};
+    const char *name = "clamp";
+    PyObject *ao, *lo = Py_None, *hi = Py_None, *outo = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OOO:clamp", kwlist, &ao, &lo, &hi, &outo)) return NULL;
+    if (!gm_is_tensor(ao)) {
+        PyErr_Format(PyExc_TypeError, "clamp: a must be a Tensor, got %.100s", Py_TYPE(ao)->tp_name);
+        return NULL;
+    }
+    ew_arg x[3];
+    GMTensor *out, *res = NULL;
+    gm_device dev;
+    int ndim;
+    int64_t shape[GM_MAX_DIMS];
+    if (ew_parse_arg(ao, &x[0], name, "a") < 0 || ew_parse_opt(lo, &x[1], name, "min") < 0 ||
+        ew_parse_opt(hi, &x[2], name, "max") < 0 || ew_parse_out(outo, &out, name) < 0)
+        return NULL;
+    if (!x[1].present && !x[2].present) {
+        PyErr_SetString(PyExc_ValueError, "clamp: at least one of min and max must be given (not None)");
+        return NULL;
+    }
+    if (ew_same_device(name, x, 3, out, &dev) < 0) return NULL;
+    gm_dtype cdt = ew_result_type(x, 3);
+    if (cdt == GM_BOOL) {
+        PyErr_SetString(PyExc_TypeError, "clamp: not supported for bool tensors with bool bounds");
+        return NULL;
+    }
+    if (ew_check_scalars(name, x, 3, cdt) < 0 || ew_broadcast(name, x, 3, &ndim, shape) < 0 ||
+        ew_backend(name, dev) < 0)
+        return NULL;
+    if (!(res = ew_output(name, out, cdt, ndim, shape, dev))) return NULL;
+    for (int i = 0; i < 3; i++)
+        if (ew_prepare(name, &x[i], cdt, res, ndim, shape) < 0) goto fail;
+    int64_t n = gm_numel(res);
+    if (dev.type != GM_DEV_META && n > 0) {
+        int64_t so[GM_MAX_DIMS];
+        gm_byte_strides(res, so);
+        int st;
+        EW_RUN(st, n, elementwise_clamp_forward(gm_tensor_data(res), so, ew_data(&x[0]), x[0].bst, ew_data(&x[1]),
+                                                x[1].bst, ew_scalar(&x[1]), ew_data(&x[2]), x[2].bst, ew_scalar(&x[2]),
+                                                cdt, ndim, shape, gm_num_threads));
+        if (ew_kernel_status(name, st) < 0) goto fail;
+    }
+    ew_release(x, 3);
+    return ew_finish(name, res, out);
+fail:
+    ew_release(x, 3);
+    Py_XDECREF(res);
+    return NULL;
+}
+
+/* ---- where ---------------------------------------------------------------------------------------------------- */
+static PyObject *py_where(PyObject *self, PyObject *args) {
+    const char *name = "where";
+    PyObject *co, *ao, *bo;
+    if (!PyArg_ParseTuple(args, "OOO:where", &co, &ao, &bo)) return NULL;
+    if (!gm_is_tensor(co) || ((GMTensor *)co)->dtype != GM_BOOL) {
+        PyErr_Format(PyExc_TypeError, "where: condition must be a bool Tensor, got %s",
+                     gm_is_tensor(co) ? gm_dtype_name(((GMTensor *)co)->dtype) : Py_TYPE(co)->tp_name);
+        return NULL;
+    }
+    /* x[0] is the condition: it takes part in devices and broadcasting, not in the result dtype */
+    ew_arg x[3];
+    GMTensor *res = NULL;
+    gm_device dev;
+    int ndim;
+    int64_t shape[GM_MAX_DIMS];
+    if (ew_parse_arg(co, &x[0], name, "condition") < 0 || ew_parse_arg(ao, &x[1], name, "a") < 0 ||
+        ew_parse_arg(bo, &x[2], name, "b") < 0 || ew_same_device(name, x, 3, NULL, &dev) < 0)
+        return NULL;
+    gm_dtype cdt = ew_result_type(x + 1, 2);
+    if (ew_check_scalars(name, x + 1, 2, cdt) < 0 || ew_broadcast(name, x, 3, &ndim, shape) < 0 ||
+        ew_backend(name, dev) < 0)
+        return NULL;
+    if (!(res = gm_empty(ndim, shape, cdt, dev))) return NULL;
+    /* where has no out=, so nothing it reads can overlap what it writes */
+    if (ew_prepare(name, &x[0], GM_BOOL, NULL, ndim, shape) < 0 ||
+        ew_prepare(name, &x[1], cdt, NULL, ndim, shape) < 0 || ew_prepare(name, &x[2], cdt, NULL, ndim, shape) < 0)
+        goto fail;
+    int64_t n = gm_numel(res);
+    if (dev.type != GM_DEV_META && n > 0) {
+        int64_t so[GM_MAX_DIMS];
+        gm_byte_strides(res, so);
+        int st;
+        EW_RUN(st, n, elementwise_where_forward(gm_tensor_data(res), so, ew_data(&x[0]), x[0].bst, ew_data(&x[1]),
+                                                x[1].bst, ew_scalar(&x[1]), ew_data(&x[2]), x[2].bst, ew_scalar(&x[2]),
+                                                cdt, ndim, shape, gm_num_threads));
+        if (ew_kernel_status(name, st) < 0) goto fail;
+    }
+    ew_release(x, 3);
+    return (PyObject *)res;
+fail:
+    ew_release(x, 3);
+    Py_XDECREF(res);
+    return NULL;
+}
+
+/* ---- copy_ / fill_ -------------------------------------------------------------------------------------------- */
+static int copy_into(const char *op, GMTensor *dst, GMTensor *src) {
+    if (!gm_device_eq(dst->device, src->device) && dst->device.type != GM_DEV_META) {
+        char a[16], b[16];
+        if (src->device.type == GM_DEV_META)
+            PyErr_Format(PyExc_RuntimeError, "%s: cannot copy out of a meta tensor into a %s tensor: meta tensors "
+                         "have shapes but no data", op, gm_device_str(dst->device, a));
+        else
+            PyErr_Format(PyExc_RuntimeError, "%s: expected all tensors on the same device, got %s and %s (copies "
+                         "between devices are not supported here)", op, gm_device_str(dst->device, a),
+                         gm_device_str(src->device, b));
+        return -1;
+    }
+    /* src must broadcast to dst's shape without changing it */
+    int ok = src->ndim <= dst->ndim, bad = -1;
+    for (int d = 0; ok && d < src->ndim; d++) {
+        int od = dst->ndim - src->ndim + d;
+        if (src->shape[d] != dst->shape[od] && src->shape[d] != 1) {
+            ok = 0;
+            bad = od;
+        }
+    }
+    if (!ok) {
+        char a[GM_SHAPE_BUF], b[GM_SHAPE_BUF];
+        if (bad >= 0)
+            PyErr_Format(PyExc_ValueError, "%s: source shape %s cannot be broadcast to destination shape %s: dim %d "
+                         "has sizes %lld and %lld", op, gm_shape_str(src->ndim, src->shape, a),
+                         gm_shape_str(dst->ndim, dst->shape, b), bad, (long long)dst->shape[bad],
+                         (long long)src->shape[bad - (dst->ndim - src->ndim)]);
+        else
+            PyErr_Format(PyExc_ValueError, "%s: source shape %s has more dimensions than destination shape %s", op,
+                         gm_shape_str(src->ndim, src->shape, a), gm_shape_str(dst->ndim, dst->shape, b));
+        return -1;
+    }
+    if (ew_check_writable(op, dst, "the destination") < 0 || ew_backend(op, dst->device) < 0) return -1;
+    int rc;
+    if (dst->device.type != GM_DEV_META && ew_overlaps(dst, src)) {
+        /* x[1:].copy_(x[:-1]) must read the old values: go through a temporary */
+        GMTensor *tmp = ew_cast_new(op, src, src->dtype);
+        if (!tmp) return -1;
+        rc = ew_copy_raw(op, dst, tmp);
+        Py_DECREF(tmp);
+    } else {
+        rc = ew_copy_raw(op, dst, src);
+    }
+    if (rc < 0) return -1;
+    gm_bump_version(dst);
+    return 0;
+}
+
+/* Bumps dst's version: every write into an existing tensor is one autograd must be able to see. */
+int gm_copy_into(GMTensor *dst, GMTensor *src) { return copy_into("copy_", dst, src); }
+
+static PyObject *py_copy_(PyObject *self, PyObject *args) {
+    PyObject *d, *s;
+    if (!PyArg_ParseTuple(args, "OO:copy_", &d, &s)) return NULL;
+    if (!gm_is_tensor(d) || !gm_is_tensor(s)) {
+        PyErr_Format(PyExc_TypeError, "copy_: dst and src must be Tensors, got %.100s and %.100s",
+                     Py_TYPE(d)->tp_name, Py_TYPE(s)->tp_name);
+        return NULL;
+    }
+    if (copy_into("copy_", (GMTensor *)d, (GMTensor *)s) < 0) return NULL;
+    return Py_NewRef(d);
+}
+
+static PyObject *py_fill_(PyObject *self, PyObject *args) {
+    PyObject *to, *vo;
+    if (!PyArg_ParseTuple(args, "OO:fill_", &to, &vo)) return NULL;
+    if (!gm_is_tensor(to)) {
+        PyErr_Format(PyExc_TypeError, "fill_: t must be a Tensor, got %.100s", Py_TYPE(to)->tp_name);
+        return NULL;
+    }
+    GMTensor *t = (GMTensor *)to;
+    if (gm_is_tensor(vo)) { /* a 0-d tensor value, as in PyTorch */
+        GMTensor *v = (GMTensor *)vo;
+        if (v->ndim != 0) {
+            PyErr_Format(PyExc_ValueError, "fill_: a tensor value must be 0-dimensional, got %d dimensions", v->ndim);
+            return NULL;
+        }
+        if (copy_into("fill_", t, v) < 0) return NULL;
+        return Py_NewRef(to);
+    }
+    ew_arg x;
+    if (ew_parse_arg(vo, &x, "fill_", "value") < 0) return NULL;
+    if (x.big && !gm_dtype_is_float(t->dtype)) {
+        PyErr_Format(PyExc_OverflowError, "fill_: value does not fit in %s", gm_dtype_name(t->dtype));
+        return NULL;
+    }
+    if (ew_backend("fill_", t->device) < 0) return NULL;
+    int64_t n = gm_numel(t);
+    if (t->device.type != GM_DEV_META && n > 0) {
+        int64_t so[GM_MAX_DIMS];
+        gm_byte_strides(t, so);
+        int st;
+        /* an expanded view is fine here: every aliased element receives the same value */
+        EW_RUN(st, n, elementwise_fill_forward(gm_tensor_data(t), so, t->dtype, &x.s, t->ndim, t->shape,
+                                               gm_num_threads));
+        if (ew_kernel_status("fill_", st) < 0) return NULL;
+    }
+    gm_bump_version(t);
+    return Py_NewRef(to);
+}
+
+PyMethodDef gm_elementwise_methods[] = {
+    {"binary", (PyCFunction)(void (*)(void))py_binary, METH_VARARGS | METH_KEYWORDS,
+     "binary(op, a, b, out=None): elementwise op with broadcasting and type promotion."},
+    {"unary", (PyCFunction)(void (*)(void))py_unary, METH_VARARGS | METH_KEYWORDS,
+     "unary(op, a, out=None): elementwise unary op."},
+    {"clamp", (PyCFunction)(void (*)(void))py_clamp, METH_VARARGS | METH_KEYWORDS,
+     "clamp(a, min=None, max=None, out=None): min/max are tensors or numbers; NaN propagates."},
+    {"where", py_where, METH_VARARGS, "where(cond, a, b): cond ? a : b, broadcast; a/b tensors or numbers."},
+    {"copy_", py_copy_, METH_VARARGS, "copy_(dst, src): copy src into dst (broadcast, cast); returns dst."},
+    {"fill_", py_fill_, METH_VARARGS, "fill_(t, value): set every element of t to value; returns t."},
+    {NULL, NULL, 0, NULL},
+};

@@ -1,0 +1,306 @@
+/* csrc/ops_reduce.c — reductions: _C.reduce (sum, mean, amax, amin, prod), max_dim / min_dim, argmax / argmin,
+ * var. Each validates its arguments and infers the output shape once for every device, allocates the outputs,
+ * then runs the backend kernel (none on meta). The input is never copied: the kernels read it through its
+ * strides (kernels/cpu/reduce.c). */
+#include "gm.h"
+#include "cpu/reduce.h"
+
+static const char *const op_names[] = {"sum", "mean", "amax", "amin", "prod"};
+
+/* The result of validating a reduction: which dims go, the output shape, the kernel's geometry. */
+typedef struct {
+    int reduced[GM_MAX_DIMS];
+    int out_ndim;
+    int64_t out_shape[GM_MAX_DIMS];
+    int64_t red_numel;
+    reduce_geom g;
+} plan;
+
+/* Validate `dims` (None: all dims; an int; or a sequence of ints) against a and fill p. An empty sequence
+ * reduces nothing (NumPy's axis=(); PyTorch's legacy "empty means all" is a trap we do not copy).
+ * -1 with IndexError (out of range), ValueError (repeated) or TypeError (not ints). */
+static int plan_reduction(const char *op, GMTensor *a, PyObject *dims, int keepdim, plan *p) {
+    char buf[GM_SHAPE_BUF];
+    memset(p, 0, sizeof *p);
+    int nd = a->ndim;
+    if (dims == Py_None) {
+        for (int i = 0; i < nd; i++) p->reduced[i] = 1;
+    } else {
+        PyObject *seq;
+        if (PyLong_Check(dims)) seq = PyTuple_Pack(1, dims);
+        else seq = PySequence_Fast(dims, "");
+        if (!seq) {
+            PyErr_Format(PyExc_TypeError, "%s: dims must be None, an int or a sequence of ints, got %.100s", op,
+                         Py_TYPE(dims)->tp_name);
+            return -1;
+        }
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+        int seen0d = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+            if (!PyLong_Check(item)) {
+                PyErr_Format(PyExc_TypeError, "%s: dims must be ints, got %.100s at position %zd", op,
+                             Py_TYPE(item)->tp_name, i);
+                Py_DECREF(seq);
+                return -1;
+            }
+            long long d = PyLong_AsLongLong(item);
+            if (d == -1 && PyErr_Occurred()) { Py_DECREF(seq); return -1; }
+            int n1 = nd > 0 ? nd : 1; /* a 0-d tensor accepts dim 0 and -1, like PyTorch */
+            if (d < -n1 || d >= n1) {
+                PyErr_Format(PyExc_IndexError, "%s: dim %lld is out of range for a tensor with %d dimension%s "
+                             "(shape %s); expected a dim in [%d, %d]", op, d, nd, nd == 1 ? "" : "s",
+                             gm_shape_str(nd, a->shape, buf), -n1, n1 - 1);
+                Py_DECREF(seq);
+                return -1;
+            }
+            int w = (int)(d < 0 ? d + n1 : d);
+            int *slot = nd > 0 ? &p->reduced[w] : &seen0d;
+            if (*slot) {
+                PyErr_Format(PyExc_ValueError, "%s: dim %d appears more than once in dims %R (tensor with %d "
+                             "dimension%s)", op, w, dims, nd, nd == 1 ? "" : "s");
+                Py_DECREF(seq);
+                return -1;
+            }
+            *slot = 1;
+        }
+        Py_DECREF(seq);
+    }
+    int64_t es = (int64_t)gm_dtype_size(a->dtype);
+    p->red_numel = 1;
+    for (int i = 0; i < nd; i++) {
+        if (p->reduced[i]) {
+            p->g.red_shape[p->g.nred] = a->shape[i];
+            p->g.red_strides[p->g.nred++] = a->strides[i] * es;
+            p->red_numel *= a->shape[i];
+            if (keepdim) p->out_shape[p->out_ndim++] = 1;
+        } else {
+            p->g.kept_shape[p->g.nkept] = a->shape[i];
+            p->g.kept_strides[p->g.nkept++] = a->strides[i] * es;
+            p->out_shape[p->out_ndim++] = a->shape[i];
+        }
+    }
+    return 0;
+}
+
+/* Reductions with no identity (max, min, arg*) cannot reduce an empty extent. */
+static int check_nonempty(const char *op, GMTensor *a, const plan *p) {
+    if (p->red_numel > 0) return 0;
+    char buf[GM_SHAPE_BUF];
+    PyErr_Format(PyExc_ValueError, "%s: cannot reduce a tensor of shape %s over an empty extent: the "
+                 "operation has no identity (pass dims whose sizes are non-zero)", op,
+                 gm_shape_str(a->ndim, a->shape, buf));
+    return -1;
+}
+
+static GMTensor *as_tensor(PyObject *o, const char *op, const char *argname) {
+    if (!gm_is_tensor(o)) {
+        PyErr_Format(PyExc_TypeError, "%s: %s must be a Tensor, got %.100s", op, argname, Py_TYPE(o)->tp_name);
+        return NULL;
+    }
+    return (GMTensor *)o;
+}
+
+/* Backends: CPU runs the kernel, meta runs nothing, CUDA has no reduction kernels in this build yet. */
+static int check_backend(const char *op, GMTensor *a) {
+    if (a->device.type != GM_DEV_CUDA) return 0;
+    char d[16];
+    PyErr_Format(PyExc_RuntimeError, "%s: no CUDA kernel for this reduction yet (tensor on %s)", op,
+                 gm_device_str(a->device, d));
+    return -1;
+}
+
+static int kernel_status(const char *op, int status) {
+    if (status == GM_OK) return 0;
+    PyErr_Format(PyExc_RuntimeError, "%s: the CPU kernel failed with status %d (an argument the validation "
+                 "missed; please report)", op, status);
+    return -1;
+}
+
+static PyObject *py_reduce(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *kwlist[] = {"op", "a", "dims", "keepdim", "dtype", NULL};
+    int op, keepdim = 0;
+    PyObject *ao, *dims = Py_None, *dto = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iO|OpO:reduce", kwlist, &op, &ao, &dims, &keepdim, &dto))
+        return NULL;
+    if (op < REDUCE_SUM || op > REDUCE_PROD) {
+        PyErr_Format(PyExc_ValueError, "reduce: unknown op %d; expected SUM=0 MEAN=1 AMAX=2 AMIN=3 PROD=4", op);
+        return NULL;
+    }
+    const char *name = op_names[op];
+    GMTensor *a = as_tensor(ao, name, "input");
+    if (!a) return NULL;
+    gm_dtype in_dt = a->dtype, out_dt;
+    int has_dt = dto != Py_None;
+    if (has_dt && gm_parse_dtype(dto, &out_dt, "dtype") < 0) return NULL;
+    switch (op) {
+    case REDUCE_SUM:
+    case REDUCE_PROD:
+        /* Like PyTorch: integer and bool inputs accumulate into int64 so that counts do not overflow. */
+        if (!has_dt) out_dt = gm_dtype_is_float(in_dt) ? in_dt : GM_I64;
+        if (out_dt == GM_BOOL || (gm_dtype_is_float(in_dt) && !gm_dtype_is_float(out_dt))) {
+            PyErr_Format(PyExc_TypeError, "%s: cannot accumulate a %s tensor in dtype %s; use a floating point "
+                         "dtype%s", name, gm_dtype_name(in_dt), gm_dtype_name(out_dt),
+                         gm_dtype_is_float(in_dt) ? "" : " or int64");
+            return NULL;
+        }
+        break;
+    case REDUCE_MEAN:
+        if (!has_dt) out_dt = in_dt;
+        if (!gm_dtype_is_float(out_dt)) {
+            PyErr_Format(PyExc_TypeError, "mean: the result of a mean needs a floating point dtype, got %s%s; "
+                         "pass dtype=float32 (or float64)", gm_dtype_name(out_dt),
+                         has_dt ? "" : " (the input's dtype)");
+            return NULL;
+        }
+        break;
+    default: /* amax, amin: the result is one of the inputs */
+        if (has_dt && out_dt != in_dt) {
+            PyErr_Format(PyExc_TypeError, "%s: dtype is not supported (the result has the input's dtype %s); "
+                         "got dtype=%s", name, gm_dtype_name(in_dt), gm_dtype_name(out_dt));
+            return NULL;
+        }
+        out_dt = in_dt;
+        break;
+    }
+    plan p;
+    if (plan_reduction(name, a, dims, keepdim, &p) < 0) return NULL;
+    if ((op == REDUCE_AMAX || op == REDUCE_AMIN) && check_nonempty(name, a, &p) < 0) return NULL;
+    if (check_backend(name, a) < 0) return NULL;
+    GMTensor *out = gm_empty(p.out_ndim, p.out_shape, out_dt, a->device);
+    if (!out) return NULL;
+    if (a->device.type == GM_DEV_CPU) {
+        int st;
+        Py_BEGIN_ALLOW_THREADS
+        st = cpu_reduce_forward(gm_tensor_data(out), out_dt, gm_tensor_data(a), in_dt, &p.g, op, gm_num_threads);
+        Py_END_ALLOW_THREADS
+        if (kernel_status(name, st) < 0) { Py_DECREF(out); return NULL; }
+    }
+    return (PyObject *)out;
+}
+
+/* Shared by max_dim/min_dim (values and indices) and argmax/argmin (indices only). */
+static PyObject *arg_reduce(const char *name, PyObject *ao, PyObject *dims, int keepdim, int is_max,
+                            int want_values) {
+    GMTensor *a = as_tensor(ao, name, "input");
+    if (!a) return NULL;
+    plan p;
+    if (plan_reduction(name, a, dims, keepdim, &p) < 0) return NULL;
+    if (check_nonempty(name, a, &p) < 0) return NULL;
+    if (check_backend(name, a) < 0) return NULL;
+    GMTensor *values = NULL, *indices = NULL;
+    if (want_values && !(values = gm_empty(p.out_ndim, p.out_shape, a->dtype, a->device))) return NULL;
+    if (!(indices = gm_empty(p.out_ndim, p.out_shape, GM_I64, a->device))) goto fail;
+    if (a->device.type == GM_DEV_CPU) {
+        int st;
+        void *vp = values ? gm_tensor_data(values) : NULL;
+        Py_BEGIN_ALLOW_THREADS
+        st = cpu_reduce_arg_forward(vp, (int64_t *)gm_tensor_data(indices), gm_tensor_data(a), a->dtype, &p.g,
+                                    is_max, gm_num_threads);
+        Py_END_ALLOW_THREADS
+        if (kernel_status(name, st) < 0) goto fail;
+    }
+    if (!want_values) return (PyObject *)indices;
+    PyObject *res = PyTuple_Pack(2, (PyObject *)values, (PyObject *)indices);
+    Py_DECREF(values);
+    Py_DECREF(indices);
+    return res;
+fail:
+    Py_XDECREF(values);
+    Py_XDECREF(indices);
+    return NULL;
+}
+
+static PyObject *max_min_dim(PyObject *args, PyObject *kwargs, int is_max) {
+    static char *kwlist[] = {"a", "dim", "keepdim", NULL};
+    const char *name = is_max ? "max" : "min";
+    PyObject *ao, *dim;
+    int keepdim = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, is_max ? "OO|p:max_dim" : "OO|p:min_dim", kwlist, &ao, &dim,
+                                     &keepdim))
+        return NULL;
+    if (!PyLong_Check(dim)) {
+        PyErr_Format(PyExc_TypeError, "%s: dim must be an int, got %.100s", name, Py_TYPE(dim)->tp_name);
+        return NULL;
+    }
+    return arg_reduce(name, ao, dim, keepdim, is_max, 1);
+}
+
+static PyObject *py_max_dim(PyObject *self, PyObject *args, PyObject *kwargs) {
+    return max_min_dim(args, kwargs, 1);
+}
+
+static PyObject *py_min_dim(PyObject *self, PyObject *args, PyObject *kwargs) {
+    return max_min_dim(args, kwargs, 0);
+}
+
+/* dim=None: the index into the flattened tensor, as in PyTorch. */
+static PyObject *argmax_argmin(PyObject *args, PyObject *kwargs, int is_max) {
+    static char *kwlist[] = {"a", "dim", "keepdim", NULL};
+    const char *name = is_max ? "argmax" : "argmin";
+    PyObject *ao, *dim = Py_None;
+    int keepdim = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, is_max ? "O|Op:argmax" : "O|Op:argmin", kwlist, &ao, &dim,
+                                     &keepdim))
+        return NULL;
+    if (dim != Py_None && !PyLong_Check(dim)) {
+        PyErr_Format(PyExc_TypeError, "%s: dim must be None or an int, got %.100s", name, Py_TYPE(dim)->tp_name);
+        return NULL;
+    }
+    return arg_reduce(name, ao, dim, keepdim, is_max, 0);
+}
+
+static PyObject *py_argmax(PyObject *self, PyObject *args, PyObject *kwargs) {
+    return argmax_argmin(args, kwargs, 1);
+}
+
+static PyObject *py_argmin(PyObject *self, PyObject *args, PyObject *kwargs) {
+    return argmax_argmin(args, kwargs, 0);
+}
+
+static PyObject *py_var(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *kwlist[] = {"a", "dims", "correction", "keepdim", NULL};
+    PyObject *ao, *dims = Py_None;
+    double correction = 1.0;
+    int keepdim = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|Odp:var", kwlist, &ao, &dims, &correction, &keepdim))
+        return NULL;
+    GMTensor *a = as_tensor(ao, "var", "input");
+    if (!a) return NULL;
+    if (!gm_dtype_is_float(a->dtype)) {
+        PyErr_Format(PyExc_TypeError, "var: needs a floating point tensor, got %s; convert it first (e.g. "
+                     ".float())", gm_dtype_name(a->dtype));
+        return NULL;
+    }
+    if (!(correction >= 0.0)) {
+        PyErr_Format(PyExc_ValueError, "var: correction must be a non-negative number, got %g", correction);
+        return NULL;
+    }
+    plan p;
+    if (plan_reduction("var", a, dims, keepdim, &p) < 0) return NULL;
+    if (check_backend("var", a) < 0) return NULL;
+    GMTensor *out = gm_empty(p.out_ndim, p.out_shape, a->dtype, a->device);
+    if (!out) return NULL;
+    if (a->device.type == GM_DEV_CPU) {
+        int st;
+        Py_BEGIN_ALLOW_THREADS
+        st = cpu_reduce_var_forward(gm_tensor_data(out), gm_tensor_data(a), a->dtype, &p.g, correction,
+                                    gm_num_threads);
+        Py_END_ALLOW_THREADS
+        if (kernel_status("var", st) < 0) { Py_DECREF(out); return NULL; }
+    }
+    return (PyObject *)out;
+}
+
+#define KW(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
+PyMethodDef gm_reduce_methods[] = {
+    {"reduce", KW(py_reduce),
+     "reduce(op, a, dims=None, keepdim=False, dtype=None): SUM=0 MEAN=1 AMAX=2 AMIN=3 PROD=4 over dims (None: "
+     "all; () reduces nothing)."},
+    {"max_dim", KW(py_max_dim), "max_dim(a, dim, keepdim=False) -> (values, int64 indices of the first max)."},
+    {"min_dim", KW(py_min_dim), "min_dim(a, dim, keepdim=False) -> (values, int64 indices of the first min)."},
+    {"argmax", KW(py_argmax), "argmax(a, dim=None, keepdim=False): dim None indexes the flattened tensor."},
+    {"argmin", KW(py_argmin), "argmin(a, dim=None, keepdim=False): dim None indexes the flattened tensor."},
+    {"var", KW(py_var), "var(a, dims=None, correction=1, keepdim=False): two-pass variance."},
+    {NULL, NULL, 0, NULL},
+};
