@@ -256,7 +256,12 @@ def test_saved_intermediates_are_tagged_activation(meta):
     assert y._category == "activation"
     assert x._category == "other"  # a leaf saved for backward keeps its own tag
     assert gm.memory.memory_stats(meta)["by_category"]["activation"]["current"] == 1024
-    del x, y, z
+    e = z.exp()  # exp's backward keeps its own output
+    assert e._category == "activation"
+    s = e.sum()  # sum keeps nothing
+    assert s._category == "other"
+    assert gm.memory.memory_stats(meta)["by_category"]["activation"]["current"] == 2048
+    del x, y, z, e, s
 
 
 def _program(device):

@@ -234,6 +234,9 @@ class Function(Node):
                 o._output_nr = i
                 if any(type(a) is Tensor and a is not o and a._storage_id == o._storage_id for a in args):
                     o._is_view = True
+                elif node._saved and o._category == "other" and \
+                        any(st is not None and st.storage == o._storage_id for st in node._saved):
+                    o._category = "activation"  # an output its own backward keeps (exp, sqrt, relu...)
         return out
 
     def save_for_backward(self, *tensors):
