@@ -139,6 +139,7 @@ extern PyMethodDef gm_conv_methods[];              /* ops_conv.c: conv2d, conv_t
 extern PyMethodDef gm_pool_methods[];              /* ops_pool.c: pooling, interpolate */
 extern PyMethodDef gm_nnops_methods[];             /* ops_nnops.c: activations, dropout, norm, softmax, losses */
 extern PyMethodDef gm_optim_methods[];             /* ops_optim.c: fused optimizer steps */
+extern PyMethodDef gm_amp_methods[];               /* ops_amp.c: GradScaler's fused unscale */
 
 int gm_tensor_type_init(PyObject *module);
 int gm_allocator_init(void);

@@ -8,11 +8,13 @@ import numpy as np
 
 from . import _C
 from . import _functions as F
+from . import amp as _amp
 from . import autograd
 from ._dtype import DTYPES, as_dtype, device_of, device_str
 from ._indexing import make_plan, put_plan
 
 _mode = autograd._mode
+_amp_state = _amp._state
 
 
 def _needs_grad(*xs):
@@ -304,8 +306,14 @@ class Tensor(_C.TensorBase):
     def sign(self):
         return _C.unary(F.SIGN, self)
 
-    def exp(self): return F.Exp.apply(self) if _needs_grad(self) else _C.unary(F.EXP, self)
-    def log(self): return F.Log.apply(self) if _needs_grad(self) else _C.unary(F.LOG, self)
+    def exp(self):
+        x = _amp.fp32(self)[0] if _amp_state.enabled else self
+        return F.Exp.apply(x) if _needs_grad(x) else _C.unary(F.EXP, x)
+
+    def log(self):
+        x = _amp.fp32(self)[0] if _amp_state.enabled else self
+        return F.Log.apply(x) if _needs_grad(x) else _C.unary(F.LOG, x)
+
     def sqrt(self): return F.Sqrt.apply(self) if _needs_grad(self) else _C.unary(F.SQRT, self)
     def abs(self): return F.Abs.apply(self) if _needs_grad(self) else _C.unary(F.ABS, self)
     def neg(self): return -self
@@ -340,13 +348,15 @@ class Tensor(_C.TensorBase):
 
     # ---- reductions ------------------------------------------------------------------------------------------
     def sum(self, dim=None, keepdim=False, dtype=None):
+        x = _amp.fp32(self)[0] if _amp_state.enabled else self
         code = None if dtype is None else as_dtype(dtype).code
-        if _needs_grad(self):
-            return F.Sum.apply(self, dim, keepdim, code)
-        return _C.reduce(F.SUM, self, dim, keepdim, code)
+        if _needs_grad(x):
+            return F.Sum.apply(x, dim, keepdim, code)
+        return _C.reduce(F.SUM, x, dim, keepdim, code)
 
     def mean(self, dim=None, keepdim=False):
-        return F.Mean.apply(self, dim, keepdim) if _needs_grad(self) else _C.reduce(F.MEAN, self, dim, keepdim)
+        x = _amp.fp32(self)[0] if _amp_state.enabled else self
+        return F.Mean.apply(x, dim, keepdim) if _needs_grad(x) else _C.reduce(F.MEAN, x, dim, keepdim)
 
     def amax(self, dim=None, keepdim=False):
         return F.AMaxMin.apply(self, dim, keepdim, True) if _needs_grad(self) else \
@@ -382,8 +392,8 @@ class Tensor(_C.TensorBase):
     def var(self, dim=None, unbiased=None, keepdim=False, correction=None):
         if correction is None:
             correction = 0 if unbiased is False else 1
-        return F.Var.apply(self, dim, correction, keepdim) if _needs_grad(self) else \
-            _C.var(self, dim, correction, keepdim)
+        x = _amp.fp32(self)[0] if _amp_state.enabled else self
+        return F.Var.apply(x, dim, correction, keepdim) if _needs_grad(x) else _C.var(x, dim, correction, keepdim)
 
     def std(self, dim=None, unbiased=None, keepdim=False, correction=None):
         return self.var(dim, unbiased, keepdim, correction).sqrt()
@@ -546,6 +556,8 @@ def _to_device(t, dev):
 def matmul(a, b):
     if not isinstance(a, _C.TensorBase) or not isinstance(b, _C.TensorBase):
         raise TypeError(f"matmul: expected two tensors, got {type(a).__name__} and {type(b).__name__}")
+    if _amp_state.enabled:
+        a, b = _amp.lower(a, b)
     return F.Matmul.apply(a, b) if _needs_grad(a, b) else _C.matmul(a, b)
 
 

@@ -1,0 +1,153 @@
+"""Activation checkpointing: keep a segment's inputs, drop what its ops save for backward, recompute it when
+backward first needs it.
+
+Non-reentrant, built on the saved-tensor hooks (gm.autograd.graph.saved_tensors_hooks): during the forward
+every tensor an op saves is replaced by a placeholder (its position); the first unpack in backward re-runs
+the function with the Philox state (seed, offset) of the original forward, so dropout masks and results are
+identical, and hands each node the tensor recomputed at the same position. BatchNorm's running statistics are
+not updated again during the recomputation (see `in_recomputation`), and the autocast state of the forward is
+replayed. No input needs requires_grad, inputs may be nested in lists/tuples/dicts, and gradients can be taken
+with backward() or gm.autograd.grad.
+"""
+from .. import autograd
+from .. import random as _random
+
+__all__ = ["checkpoint", "checkpoint_sequential", "in_recomputation"]
+
+_recomputing = [0]
+
+
+def in_recomputation():
+    """True while a checkpointed segment is being recomputed for backward (ops with side effects, like
+    BatchNorm's running-statistics update, skip them then)."""
+    return _recomputing[0] > 0
+
+
+def _has_tensor(obj):
+    from .._tensor import Tensor
+    if isinstance(obj, Tensor):
+        return True
+    if isinstance(obj, (list, tuple)):
+        return any(_has_tensor(o) for o in obj)
+    if isinstance(obj, dict):
+        return any(_has_tensor(o) for o in obj.values())
+    return False
+
+
+def _detached(obj):
+    """Inputs for the recomputation: the same values, cut from the outer graph (its nodes are already there)."""
+    from .._tensor import Tensor
+    if isinstance(obj, Tensor):
+        d = obj.detach()
+        if obj.requires_grad:
+            d.requires_grad = True  # so the ops that save it record (and save) as in the forward
+        return d
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_detached(o) for o in obj)
+    if isinstance(obj, dict):
+        return {k: _detached(v) for k, v in obj.items()}
+    return obj
+
+
+class _Frame:
+    """One checkpointed call: what is needed to recompute it, and the tensors recomputed for backward."""
+
+    def __init__(self, fn, args, kwargs, rng_state, autocast_state):
+        self.fn, self.args, self.kwargs = fn, args, kwargs
+        self.rng_state = rng_state
+        self.autocast_state = autocast_state
+        self.count = 0          # placeholders handed out in the forward
+        self.recomputed = {}    # position -> tensor, emptied as backward consumes them
+
+    def pack(self, _tensor):
+        # The tensor is dropped here: that is the whole saving. Only its position is kept.
+        k = self.count
+        self.count += 1
+        return k
+
+    def unpack(self, k):
+        if k not in self.recomputed:
+            self._recompute()
+        t = self.recomputed.pop(k, None)
+        if t is None:
+            raise RuntimeError(
+                "checkpoint: the recomputation saved fewer tensors than the forward did; the function must "
+                "run the same ops on recomputation (no branching on global state or data-dependent control "
+                "flow that changes between the two runs)")
+        return t
+
+    def _recompute(self):
+        saved = []
+
+        def keep(t):
+            saved.append(t)
+            return t
+
+        current = _random.get_rng_state()
+        from .. import amp
+        _recomputing[0] += 1
+        try:
+            if self.rng_state is not None:
+                _random.set_rng_state(self.rng_state)
+            with autograd.enable_grad(), amp._replay(self.autocast_state), \
+                    autograd.graph.saved_tensors_hooks(keep, _identity):
+                self.fn(*_detached(self.args), **_detached(self.kwargs))
+        finally:
+            _recomputing[0] -= 1
+            _random.set_rng_state(current)
+        if len(saved) != self.count:
+            raise RuntimeError(
+                f"checkpoint: the forward saved {self.count} tensors for backward but the recomputation saved "
+                f"{len(saved)}; the function must run the same ops both times")
+        self.recomputed = dict(enumerate(saved))
+
+
+def _identity(x):
+    return x
+
+
+def checkpoint(function, *args, preserve_rng_state=True, use_reentrant=False, **kwargs):
+    """Run function(*args, **kwargs) keeping none of the tensors its ops save for backward; they are recomputed
+    when backward needs them. Costs one extra forward of the segment; saves its activations."""
+    if use_reentrant:
+        raise ValueError("checkpoint: only the non-reentrant form (use_reentrant=False) is implemented; it "
+                         "works in every case the reentrant one does")
+    if not callable(function):
+        raise TypeError(f"checkpoint: function must be callable, got {type(function).__name__}")
+    from .. import amp
+    rng = _random.get_rng_state() if preserve_rng_state else None
+    frame = _Frame(function, args, kwargs, rng, amp._capture())
+    with autograd.graph.saved_tensors_hooks(frame.pack, frame.unpack):
+        out = function(*args, **kwargs)
+    if not _has_tensor(out):
+        raise TypeError(f"checkpoint: the function returned {type(out).__name__}, not a tensor (or a "
+                        f"list/tuple/dict holding one); there is nothing to differentiate through")
+    return out
+
+
+def checkpoint_sequential(functions, segments, input, preserve_rng_state=True, use_reentrant=False):
+    """Split a Sequential (or a list of modules/functions) into `segments` consecutive runs; checkpoint every
+    run but the last (which backward needs at once anyway), as torch.utils.checkpoint does."""
+    mods = list(functions.children()) if hasattr(functions, "children") else list(functions)
+    n = len(mods)
+    if isinstance(segments, bool) or not isinstance(segments, int):
+        raise TypeError(f"checkpoint_sequential: segments must be an int, got {type(segments).__name__}")
+    if not 1 <= segments <= n:
+        raise ValueError(f"checkpoint_sequential: segments must be between 1 and the number of modules ({n}), "
+                         f"got {segments}")
+    size = n // segments
+
+    def run(lo, hi):
+        def segment(x):
+            for m in mods[lo:hi]:
+                x = m(x)
+            return x
+        return segment
+
+    start = 0
+    for s in range(segments - 1):
+        end = start + size
+        input = checkpoint(run(start, end), input, preserve_rng_state=preserve_rng_state,
+                           use_reentrant=use_reentrant)
+        start = end
+    return run(start, n)(input)
