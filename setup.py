@@ -327,7 +327,8 @@ ext = Extension(
     sources=rel("csrc/*.c") + rel("kernels/cpu/*.c"),
     include_dirs=[numpy.get_include(), scipy_openblas32.get_include_dir(), "csrc", "kernels"],
     define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION"), ("GM_VERSION", cstr(project_version()))],
-    extra_compile_args=["-O3", "-fopenmp", "-std=c11", "-Wall", "-Wno-unused-function"],
+    # -fno-math-errno: sqrt never sets errno for us, and without the flag it blocks vectorising Adam (3.4x).
+    extra_compile_args=["-O3", "-fno-math-errno", "-fopenmp", "-std=c11", "-Wall", "-Wno-unused-function"],
     extra_link_args=["-fopenmp"],
     library_dirs=[scipy_openblas32.get_lib_dir()],
     libraries=[scipy_openblas32.get_library()],

@@ -9,6 +9,9 @@ not updated again during the recomputation (see `in_recomputation`), and the aut
 replayed. No input needs requires_grad, inputs may be nested in lists/tuples/dicts, and gradients can be taken
 with backward() or gm.autograd.grad.
 """
+import sys
+import types
+
 from .. import autograd
 from .. import random as _random
 
@@ -151,3 +154,14 @@ def checkpoint_sequential(functions, segments, input, preserve_rng_state=True, u
                            use_reentrant=use_reentrant)
         start = end
     return run(start, n)(input)
+
+
+class _CallableModule(types.ModuleType):
+    """gm.utils.checkpoint(fn, *args) works (DESIGN.md), and so does torch's spelling
+    gm.utils.checkpoint.checkpoint(fn, *args)."""
+
+    def __call__(self, function, *args, **kwargs):
+        return checkpoint(function, *args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

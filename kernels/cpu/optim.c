@@ -1,0 +1,183 @@
+/* kernels/cpu/optim.c — fused in-place SGD and Adam/AdamW steps over a list of tensors (see optim.h).
+ *
+ * One OpenMP team serves the whole group: each tensor's elements are split among the threads by an orphaned
+ * `omp for` (with its barrier), so a group of many small tensors does not pay a fork per tensor. Groups too small
+ * to amortise a fork run on the calling thread.
+ *
+ * Half types store rounded state and then use the stored (rounded) value, as PyTorch's in-place ops on a
+ * float16 state tensor do; temporaries (the denominator, the update) stay in float. */
+#include "optim.h"
+
+#include <math.h>
+
+#define OPTIM_PARALLEL_MIN 32768 /* elements in a group below which one thread is faster than a fork */
+
+#define LD_SAME(x) (x)
+#define ST_SAME(x) (x)
+#define LD_F16(x) gm_half_to_float(x)
+#define ST_F16(x) gm_float_to_half(x)
+#define LD_BF16(x) gm_bf16_to_float(x)
+#define ST_BF16(x) gm_float_to_bf16(x)
+
+/* The step's options are folded into loop-invariant constants (maximize: a sign; weight decay off: a coefficient
+ * 0 or a factor 1, exact for every finite parameter), so that each loop body has no branch and vectorizes; only
+ * what changes memory traffic (the momentum buffer, AMSGrad's max) selects a specialised copy of the loop, through
+ * an always-inlined body with a constant flag.
+ * Adam's loop vectorizes only where the compiler may treat sqrt as an instruction (-fno-math-errno, which a
+ * `#pragma GCC optimize` cannot turn on): float32 Adam on one core, 25.2M parameters, 130 -> 38 ms a step. */
+#define INLINE static inline __attribute__((always_inline))
+
+/* ---- SGD ------------------------------------------------------------------------------------------------ */
+enum { SGD_NO_BUF = 0, SGD_FRESH_BUF = 1, SGD_BUF = 2 };
+
+/* p, g, buf are (n,); buf is unused with SGD_NO_BUF. */
+#define DEFINE_SGD(NAME, T, ACC, LD, ST)                                                                          \
+    INLINE void NAME##_loop(T *restrict p, const T *restrict g, T *restrict buf, int64_t n,                     \
+                            const sgd_hparams *h, const int mode) {                                             \
+        const ACC lr = (ACC)h->lr, mom = (ACC)h->momentum, damp1 = (ACC)(1.0 - h->dampening),                   \
+                  wd = (ACC)h->weight_decay, sign = h->maximize ? (ACC)-1 : (ACC)1;                             \
+        const int nesterov = h->nesterov;                                                                       \
+        _Pragma("omp for schedule(static)")                                                                     \
+        for (int64_t i = 0; i < n; i++) {                                                                       \
+            ACC w = LD(p[i]);                                                                                   \
+            ACC d = sign * LD(g[i]) + wd * w;                                                                   \
+            if (mode != SGD_NO_BUF) {                                                                           \
+                T bs = ST(mode == SGD_FRESH_BUF ? d : LD(buf[i]) * mom + damp1 * d);                            \
+                buf[i] = bs;                                                                                    \
+                ACC b = LD(bs);                                                                                 \
+                d = nesterov ? d + mom * b : b;                                                                 \
+            }                                                                                                   \
+            p[i] = ST(w + (-lr) * d);                                                                           \
+        }                                                                                                       \
+    }                                                                                                           \
+    static void NAME(T *p, const T *g, T *buf, int fresh, int64_t n, const sgd_hparams *h) {                    \
+        if (!buf) NAME##_loop(p, g, buf, n, h, SGD_NO_BUF);                                                     \
+        else if (fresh) NAME##_loop(p, g, buf, n, h, SGD_FRESH_BUF);                                            \
+        else NAME##_loop(p, g, buf, n, h, SGD_BUF);                                                             \
+    }
+
+DEFINE_SGD(sgd_f32, float, float, LD_SAME, ST_SAME)
+DEFINE_SGD(sgd_f64, double, double, LD_SAME, ST_SAME)
+DEFINE_SGD(sgd_f16, uint16_t, float, LD_F16, ST_F16)
+DEFINE_SGD(sgd_bf16, uint16_t, float, LD_BF16, ST_BF16)
+
+/* ---- Adam / AdamW ---------------------------------------------------------------------------------------- */
+/* Per-tensor constants: the bias corrections depend on the tensor's own step count. */
+typedef struct {
+    double sign, w1, beta2, eps, l2, decay, step_size, bc2_sqrt;
+} adam_consts;
+
+/* p, g, m, v, vmax are (n,); vmax is unused without amsgrad. The first moment is lerp(m, g, 1 - beta1) in
+ * PyTorch's two-sided form (exact at both ends of the weight). */
+#define DEFINE_ADAM(NAME, T, ACC, SQRT, LD, ST)                                                                   \
+    INLINE void NAME##_loop(T *restrict p, const T *restrict g, T *restrict m, T *restrict v,                   \
+                            T *restrict vmax, int64_t n, const adam_consts *c, const int amsgrad) {             \
+        const ACC sign = (ACC)c->sign, w1 = (ACC)c->w1, w1c = (ACC)1 - w1, b2 = (ACC)c->beta2,                  \
+                  one_b2 = (ACC)(1.0 - c->beta2), eps = (ACC)c->eps, l2 = (ACC)c->l2, decay = (ACC)c->decay,    \
+                  neg_step = (ACC)(-c->step_size), bc2_sqrt = (ACC)c->bc2_sqrt;                                 \
+        const int low = w1 < (ACC)0.5;                                                                          \
+        _Pragma("omp for schedule(static)")                                                                     \
+        for (int64_t i = 0; i < n; i++) {                                                                       \
+            ACC w = LD(p[i]);                                                                                   \
+            ACC d = sign * LD(g[i]) + l2 * w; /* Adam's L2 term (l2 = 0 for AdamW) */                           \
+            w = w * decay;                    /* AdamW's decoupled decay (decay = 1 for Adam) */                \
+            ACC m0 = LD(m[i]);                                                                                  \
+            T ms = ST(low ? m0 + w1 * (d - m0) : d - (d - m0) * w1c);                                           \
+            T vs = ST(LD(v[i]) * b2 + one_b2 * d * d);                                                          \
+            m[i] = ms;                                                                                          \
+            v[i] = vs;                                                                                          \
+            ACC mm = LD(ms), vv = LD(vs);                                                                       \
+            if (amsgrad) {                                                                                      \
+                ACC vm = LD(vmax[i]);                                                                           \
+                vm = (vv > vm || vv != vv) ? vv : vm; /* torch.maximum propagates nan */                        \
+                T vms = ST(vm);                                                                                 \
+                vmax[i] = vms;                                                                                  \
+                vv = LD(vms);                                                                                   \
+            }                                                                                                   \
+            ACC denom = SQRT(vv) / bc2_sqrt + eps;                                                              \
+            p[i] = ST(w + neg_step * (mm / denom));                                                             \
+        }                                                                                                       \
+    }                                                                                                           \
+    static void NAME(T *p, const T *g, T *m, T *v, T *vmax, int64_t n, const adam_consts *c) {                  \
+        if (vmax) NAME##_loop(p, g, m, v, vmax, n, c, 1);                                                       \
+        else NAME##_loop(p, g, m, v, vmax, n, c, 0);                                                            \
+    }
+
+DEFINE_ADAM(adam_f32, float, float, sqrtf, LD_SAME, ST_SAME)
+DEFINE_ADAM(adam_f64, double, double, sqrt, LD_SAME, ST_SAME)
+DEFINE_ADAM(adam_f16, uint16_t, float, sqrtf, LD_F16, ST_F16)
+DEFINE_ADAM(adam_bf16, uint16_t, float, sqrtf, LD_BF16, ST_BF16)
+
+/* ---- entry points ------------------------------------------------------------------------------------------ */
+static int check_group(void *const *param, const void *const *grad, const int64_t *numel, const gm_dtype *dt,
+                       int ntensors, int64_t *total) {
+    if (ntensors < 0 || (ntensors > 0 && (!param || !grad || !numel || !dt))) return GM_ERR_ARG;
+    *total = 0;
+    for (int t = 0; t < ntensors; t++) {
+        if (numel[t] < 0 || (numel[t] > 0 && (!param[t] || !grad[t]))) return GM_ERR_ARG;
+        if (!gm_dtype_is_float(dt[t])) return GM_ERR_UNSUPPORTED;
+        *total += numel[t];
+    }
+    return GM_OK;
+}
+
+int sgd_step(void *const *param, const void *const *grad, void *const *momentum_buf, const uint8_t *buf_fresh,
+             const int64_t *numel, const gm_dtype *dt, int ntensors, const sgd_hparams *h, int nthreads) {
+    int64_t total;
+    int st = check_group(param, grad, numel, dt, ntensors, &total);
+    if (st != GM_OK) return st;
+    int use_buf = h->momentum != 0.0;
+    if (use_buf) {
+        if (!momentum_buf && ntensors > 0) return GM_ERR_ARG;
+        for (int t = 0; t < ntensors; t++)
+            if (numel[t] > 0 && !momentum_buf[t]) return GM_ERR_ARG;
+    }
+    int nt = nthreads > 0 ? nthreads : 1;
+#pragma omp parallel num_threads(nt) if (nt > 1 && total >= OPTIM_PARALLEL_MIN)
+    for (int t = 0; t < ntensors; t++) {
+        void *buf = use_buf ? momentum_buf[t] : NULL;
+        int fresh = buf_fresh ? buf_fresh[t] != 0 : 0;
+        switch (dt[t]) {
+        case GM_F32: sgd_f32(param[t], grad[t], buf, fresh, numel[t], h); break;
+        case GM_F64: sgd_f64(param[t], grad[t], buf, fresh, numel[t], h); break;
+        case GM_F16: sgd_f16(param[t], grad[t], buf, fresh, numel[t], h); break;
+        default: sgd_bf16(param[t], grad[t], buf, fresh, numel[t], h); break;
+        }
+    }
+    return GM_OK;
+}
+
+int adam_step(void *const *param, const void *const *grad, void *const *exp_avg, void *const *exp_avg_sq,
+              void *const *max_exp_avg_sq, const int64_t *step, const int64_t *numel, const gm_dtype *dt,
+              int ntensors, const adam_hparams *h, int nthreads) {
+    int64_t total;
+    int st = check_group(param, grad, numel, dt, ntensors, &total);
+    if (st != GM_OK) return st;
+    if (ntensors > 0 && (!exp_avg || !exp_avg_sq || !step || (h->amsgrad && !max_exp_avg_sq))) return GM_ERR_ARG;
+    for (int t = 0; t < ntensors; t++) {
+        if (step[t] < 1) return GM_ERR_ARG; /* step 0 would divide by a zero bias correction */
+        if (numel[t] > 0 && (!exp_avg[t] || !exp_avg_sq[t] || (h->amsgrad && !max_exp_avg_sq[t])))
+            return GM_ERR_ARG;
+    }
+    int nt = nthreads > 0 ? nthreads : 1;
+#pragma omp parallel num_threads(nt) if (nt > 1 && total >= OPTIM_PARALLEL_MIN)
+    for (int t = 0; t < ntensors; t++) {
+        adam_consts c;
+        c.sign = h->maximize ? -1.0 : 1.0;
+        c.w1 = 1.0 - h->beta1;
+        c.beta2 = h->beta2;
+        c.eps = h->eps;
+        c.l2 = h->decoupled ? 0.0 : h->weight_decay;
+        c.decay = h->decoupled ? 1.0 - h->lr * h->weight_decay : 1.0;
+        c.step_size = h->lr / (1.0 - pow(h->beta1, (double)step[t]));
+        c.bc2_sqrt = sqrt(1.0 - pow(h->beta2, (double)step[t]));
+        void *vmax = h->amsgrad ? max_exp_avg_sq[t] : NULL;
+        switch (dt[t]) {
+        case GM_F32: adam_f32(param[t], grad[t], exp_avg[t], exp_avg_sq[t], vmax, numel[t], &c); break;
+        case GM_F64: adam_f64(param[t], grad[t], exp_avg[t], exp_avg_sq[t], vmax, numel[t], &c); break;
+        case GM_F16: adam_f16(param[t], grad[t], exp_avg[t], exp_avg_sq[t], vmax, numel[t], &c); break;
+        default: adam_bf16(param[t], grad[t], exp_avg[t], exp_avg_sq[t], vmax, numel[t], &c); break;
+        }
+    }
+    return GM_OK;
+}

@@ -1,0 +1,41 @@
+/* kernels/cpu/optim.h — fused, in-place, multi-tensor optimizer steps on the CPU: SGD (momentum, dampening,
+ * Nesterov, weight decay, maximize) and Adam / AdamW (bias corrections, L2 or decoupled weight decay, AMSGrad,
+ * maximize), with PyTorch's update formulas (torch/optim/sgd.py, adam.py: the single-tensor reference).
+ *
+ * One call updates a whole parameter group: parallel arrays of pointers, one entry per tensor, each tensor
+ * contiguous with numel[i] elements of dtype dt[i]; every state tensor has its parameter's dtype and numel.
+ * Everything is updated in place and nothing is allocated: this is what keeps Adam's step at zero extra bytes,
+ * where PyTorch's unfused step allocates a weight-decay copy of the gradient and `exp_avg_sq.sqrt()`
+ * temporaries the size of the largest parameter (seed 000's 2.18 GiB).
+ *
+ * float32, float16 and bfloat16 compute in float (PyTorch's opmath type), float64 in double. Returns GM_OK,
+ * GM_ERR_ARG (a NULL pointer, a negative count) or GM_ERR_UNSUPPORTED (a non-floating dtype). */
+#ifndef GM_KERNELS_CPU_OPTIM_H
+#define GM_KERNELS_CPU_OPTIM_H
+
+#include "../common.h"
+
+typedef struct {
+    double lr, momentum, dampening, weight_decay;
+    int nesterov, maximize;
+} sgd_hparams;
+
+typedef struct {
+    double lr, beta1, beta2, eps, weight_decay;
+    int decoupled; /* AdamW: param *= 1 - lr*weight_decay instead of grad += weight_decay*param */
+    int amsgrad, maximize;
+} adam_hparams;
+
+/* param[i] -= lr * d_p with d_p PyTorch's SGD direction. momentum_buf is NULL when h->momentum == 0;
+ * buf_fresh[i] != 0 starts buffer i as the (decayed) gradient, as PyTorch does on a parameter's first step
+ * (buf_fresh may be NULL: no buffer is fresh). */
+int sgd_step(void *const *param, const void *const *grad, void *const *momentum_buf, const uint8_t *buf_fresh,
+             const int64_t *numel, const gm_dtype *dt, int ntensors, const sgd_hparams *h, int nthreads);
+
+/* One Adam step; step[i] >= 1 is tensor i's step count after this update (it sets the bias corrections).
+ * max_exp_avg_sq is used (and must be non-NULL) only when h->amsgrad. */
+int adam_step(void *const *param, const void *const *grad, void *const *exp_avg, void *const *exp_avg_sq,
+              void *const *max_exp_avg_sq, const int64_t *step, const int64_t *numel, const gm_dtype *dt,
+              int ntensors, const adam_hparams *h, int nthreads);
+
+#endif

@@ -1,0 +1,80 @@
+"""Adam and AdamW: PyTorch's updates (bias corrections from each parameter's step count; L2 weight decay added
+to the gradient for Adam, decoupled param *= 1 - lr*weight_decay for AdamW; AMSGrad keeps max_exp_avg_sq;
+maximize), one fused in-place C call per parameter group (csrc/ops_optim.c).
+
+The fused call is the point (seed 000): PyTorch's unfused Adam computes `exp_avg_sq.sqrt()` and a weight-decay
+copy of the gradient as temporaries the size of the largest parameter — 2.18 GiB for that model's fc1 — and
+that is what ran out of memory. Here a step allocates nothing; the first step allocates exactly the state
+(exp_avg, exp_avg_sq, and max_exp_avg_sq with amsgrad), tagged "optimizer"."""
+from .. import _C
+from .optimizer import Optimizer
+
+__all__ = ["Adam", "AdamW"]
+
+
+class Adam(Optimizer):
+    _decoupled = False
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, amsgrad=False, *,
+                 maximize=False, foreach=None, capturable=False, differentiable=False, fused=None):
+        # foreach / fused / capturable: accepted for drop-in compatibility; every step here is fused.
+        if differentiable:
+            raise ValueError(f"{type(self).__name__}: differentiable=True is not supported (the step is a fused "
+                             f"in-place kernel)")
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                        maximize=maximize)
+        super().__init__(params, defaults)
+
+    def _validate_group(self, group):
+        name = type(self).__name__
+        lr, eps, wd, betas = group["lr"], group["eps"], group["weight_decay"], group["betas"]
+        if not isinstance(lr, (int, float)) or isinstance(lr, bool) or not lr >= 0.0:
+            raise ValueError(f"{name}: invalid lr {lr!r}: expected a number >= 0")
+        if not eps >= 0.0:
+            raise ValueError(f"{name}: invalid eps {eps!r}: expected a value >= 0")
+        try:
+            b1, b2 = betas
+        except (TypeError, ValueError):
+            raise ValueError(f"{name}: betas must be a pair (beta1, beta2), got {betas!r}") from None
+        for i, b in enumerate((b1, b2)):
+            if not 0.0 <= b < 1.0:
+                raise ValueError(f"{name}: invalid betas[{i}] {b!r}: expected a value in [0, 1)")
+        if not wd >= 0.0:
+            raise ValueError(f"{name}: invalid weight_decay {wd!r}: expected a value >= 0")
+
+    def _step_group(self, group):
+        params, grads = self._with_grad(group)
+        if not params:
+            return False
+        amsgrad = bool(group["amsgrad"])
+        exp_avgs, exp_avg_sqs, max_sqs, steps = [], [], [] if amsgrad else None, []
+        for p in params:
+            st = self.state.setdefault(p, {})
+            st.setdefault("step", 0)
+            for key in ("exp_avg", "exp_avg_sq", "max_exp_avg_sq") if amsgrad else ("exp_avg", "exp_avg_sq"):
+                if key not in st:
+                    st[key] = self._new_state(p, key)
+            exp_avgs.append(st["exp_avg"])
+            exp_avg_sqs.append(st["exp_avg_sq"])
+            if amsgrad:
+                max_sqs.append(st["max_exp_avg_sq"])
+            steps.append(st["step"] + 1)
+        beta1, beta2 = group["betas"]
+        _C.adam_step_(params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps, float(group["lr"]), float(beta1),
+                      float(beta2), float(group["eps"]), float(group["weight_decay"]), self._decoupled, amsgrad,
+                      bool(group["maximize"]))
+        # Counted after the kernel succeeded: a rejected step leaves the bias corrections where they were.
+        for p, s in zip(params, steps):
+            self.state[p]["step"] = s
+        return True
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (Loshchilov & Hutter): param *= 1 - lr*weight_decay before the Adam
+    update, instead of adding weight_decay*param to the gradient. Default weight_decay=1e-2, as in PyTorch."""
+    _decoupled = True
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
+                 maximize=False, foreach=None, capturable=False, differentiable=False, fused=None):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize, foreach=foreach,
+                         capturable=capturable, differentiable=differentiable, fused=fused)

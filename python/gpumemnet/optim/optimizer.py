@@ -1,0 +1,301 @@
+"""Optimizer: the base of gpumemnet's optimizers, with PyTorch's param_groups, state and state_dict format.
+
+What differs from PyTorch is where the bytes go. A subclass's step hands each parameter group to one fused C
+call (python/gpumemnet/optim/sgd.py, adam.py -> csrc/ops_optim.c) that updates parameters and state in place,
+so `step()` allocates nothing once the state exists. The state is created lazily, on a parameter's first step,
+tagged "optimizer" in the allocator; every step runs under no_grad() with the allocator scope "<Name>.step",
+which is what memory reports and OOM messages show.
+
+A step in which not one parameter has a gradient changes nothing: it warns once (NoGradientWarning), because
+that is how seed 000's "fix" looked from the outside — the forward ran under no_grad() and the loss was
+re-wrapped as a fresh leaf, so backward() never reached the model and nothing learned, silently.
+"""
+import warnings
+from collections import defaultdict
+
+from .. import _C
+from ..autograd import enable_grad, no_grad
+from ..memory import category, scope
+
+__all__ = ["Optimizer", "NoGradientWarning"]
+
+
+class NoGradientWarning(RuntimeWarning):
+    """optimizer.step() found no gradient on any parameter: the model is not learning."""
+
+
+class _RequiredParameter:
+    def __repr__(self):
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
+
+def _is_tensor(x):
+    return isinstance(x, _C.TensorBase)
+
+
+def _tensor_kind(x):
+    return type(x).__name__ + ("" if not _is_tensor(x) else f" of shape {tuple(x.shape)}")
+
+
+class Optimizer:
+    """Base class. `params`: an iterable of tensors, or of dicts (parameter groups) each holding "params" and
+    per-group options overriding `defaults`. Subclasses implement `_step_group(group) -> bool` (whether any
+    parameter of the group had a gradient)."""
+
+    def __init__(self, params, defaults):
+        self.defaults = dict(defaults)
+        self.state = defaultdict(dict)  # parameter -> dict, keyed by the tensor object as in PyTorch
+        self.param_groups = []
+        self._warned_no_grad = False
+        if _is_tensor(params):
+            raise TypeError(f"params argument given to the optimizer should be an iterable of Tensors or dicts, "
+                            f"but got a single Tensor of shape {tuple(params.shape)}; pass [tensor] or "
+                            f"model.parameters()")
+        if isinstance(params, (set, frozenset)):
+            raise TypeError("params argument given to the optimizer should be an iterable with a fixed order "
+                            "(a list, a tuple or a generator), but got a set; its order changes between runs, "
+                            "which would scramble state_dict()")
+        param_groups = list(params)
+        if not param_groups:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for group in param_groups:
+            self.add_param_group(group)
+
+    def __repr__(self):
+        lines = [type(self).__name__ + " ("]
+        for i, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            for key in sorted(k for k in group if k != "params"):
+                lines.append(f"    {key}: {group[key]}")
+        lines.append(")")
+        return "\n".join(lines)
+
+    # ---- groups ------------------------------------------------------------------------------------------------
+    def add_param_group(self, param_group):
+        """Add a group (a dict with "params" and optional per-group options; missing options take the
+        optimizer's defaults)."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, got {type(param_group).__name__}")
+        group = dict(param_group)
+        params = group.get("params")
+        if params is None:
+            raise ValueError("param_group must have a 'params' entry (the tensors to optimize)")
+        if _is_tensor(params):
+            params = [params]
+        elif isinstance(params, (set, frozenset)):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, but the ordering "
+                            "of tensors in sets will change between runs; use a list instead")
+        else:
+            params = list(params)
+        for i, p in enumerate(params):
+            if not _is_tensor(p):
+                raise TypeError(f"optimizer can only optimize Tensors, but params[{i}] is {_tensor_kind(p)}")
+            if p.grad_fn is not None:
+                raise ValueError(f"can't optimize a non-leaf Tensor (params[{i}], shape {tuple(p.shape)}, made by "
+                                 f"{p.grad_fn.name()}); optimize the leaf it was computed from, or detach() it "
+                                 f"and set requires_grad")
+            if not p.dtype.is_floating_point:
+                raise TypeError(f"optimizer can only optimize floating point tensors, but params[{i}] has dtype "
+                                f"{p.dtype}")
+        unique, seen = [], set()
+        for p in params:
+            if id(p) not in seen:
+                seen.add(id(p))
+                unique.append(p)
+        if len(unique) != len(params):
+            # PyTorch warns and then updates the duplicate twice per step; we update it once.
+            warnings.warn("optimizer contains a parameter group with duplicate parameters; each is updated once",
+                          UserWarning, stacklevel=3)
+        group["params"] = unique
+        for name, default in self.defaults.items():
+            if default is required and name not in group:
+                raise ValueError(f"parameter group didn't specify a value of required optimization parameter "
+                                 f"{name}")
+            group.setdefault(name, default)
+        self._validate_group(group)
+        existing = {id(p) for g in self.param_groups for p in g["params"]}
+        if existing & seen:
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(group)
+
+    def _validate_group(self, group):
+        """Subclasses check their hyperparameters here (ValueError naming the argument)."""
+
+    # ---- gradients -------------------------------------------------------------------------------------------
+    def zero_grad(self, set_to_none=True):
+        """Reset every parameter's gradient: drop it (set_to_none=True, the default: frees its memory until the
+        next backward) or fill it with zeros in place."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                g = p.grad
+                if g is None:
+                    continue
+                if set_to_none:
+                    p.grad = None
+                else:
+                    if g.grad_fn is not None:
+                        g.detach_()
+                    else:
+                        g.requires_grad = False
+                    _C.fill_(g, 0)
+
+    # ---- stepping --------------------------------------------------------------------------------------------
+    def step(self, closure=None):
+        """One update of every parameter that has a gradient. `closure` (optional) re-evaluates the model and
+        returns the loss; it runs with grad enabled, as in PyTorch. Returns the closure's loss (or None)."""
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        name = type(self).__name__
+        any_grad = False
+        with no_grad(), scope(f"{name}.step"):
+            for group in self.param_groups:
+                if self._step_group(group):
+                    any_grad = True
+        if not any_grad:
+            self._warn_no_gradient()
+        return loss
+
+    def _step_group(self, group):
+        raise NotImplementedError
+
+    def _with_grad(self, group):
+        """The group's parameters that have a gradient, and their gradients (checked like PyTorch does)."""
+        params, grads = [], []
+        for p in group["params"]:
+            g = p.grad
+            if g is None:
+                continue
+            if not _is_tensor(g):
+                raise TypeError(f"{type(self).__name__}.step: a parameter's .grad is {type(g).__name__}, expected "
+                                f"a Tensor or None")
+            params.append(p)
+            grads.append(g)
+        return params, grads
+
+    def _new_state(self, p, key, zero=True):
+        """A state tensor like p (zero-filled unless the step writes it first), created once and tagged
+        "optimizer" (named after p for reports: "exp_avg(fc1.weight)")."""
+        with category("optimizer"):
+            t = _C.empty(p.shape, p._dtype, p._device)
+            if zero and p._device != "meta":
+                _C.fill_(t, 0)
+        if p._name:
+            t._name = f"{key}({p._name})"
+        return t
+
+    def _warn_no_gradient(self):
+        if self._warned_no_grad:
+            return
+        self._warned_no_grad = True
+        params = [p for g in self.param_groups for p in g["params"]]
+        name = type(self).__name__
+        n = len(params)
+        if not any(p.requires_grad for p in params):
+            why = (f"none of its {n} parameter{'s' if n != 1 else ''} requires grad (all frozen), so no gradient "
+                   f"can ever reach them; set requires_grad=True on what should learn, or give the optimizer only "
+                   f"trainable parameters")
+        else:
+            why = (f"none of its {n} parameter{'s' if n != 1 else ''} has a gradient (.grad is None), so the step "
+                   f"changed nothing. Usual causes: the forward pass ran under gm.no_grad() / inference_mode(), "
+                   f"or the loss was re-wrapped as a fresh leaf (e.g. loss = gm.tensor(loss, requires_grad=True)), "
+                   f"so loss.backward() never reached the parameters; or backward() was not called before step(), "
+                   f"or zero_grad() ran in between. Compute the loss from the model's output with grad enabled and "
+                   f"call loss.backward() before step()")
+        warnings.warn(f"{name}.step(): the model is not learning: {why}.", NoGradientWarning, stacklevel=3)
+
+    # ---- state_dict ------------------------------------------------------------------------------------------
+    def state_dict(self):
+        """{"state": {index: {...}}, "param_groups": [{..., "params": [index, ...]}]} as in PyTorch: parameters
+        are numbered in group order; state tensors are referenced, not copied."""
+        index = {}
+        groups = []
+        for group in self.param_groups:
+            packed = {k: v for k, v in group.items() if k != "params"}
+            ids = []
+            for p in group["params"]:
+                if id(p) not in index:
+                    index[id(p)] = len(index)
+                ids.append(index[id(p)])
+            packed["params"] = ids
+            groups.append(packed)
+        state = {index[id(p)]: dict(s) for p, s in self.state.items() if id(p) in index and s}
+        return {"state": dict(sorted(state.items())), "param_groups": groups}
+
+    def load_state_dict(self, state_dict):
+        """Load a state_dict made by state_dict() (here or by PyTorch's optimizer of the same kind). Everything is
+        validated before anything changes. State tensors are copied into this optimizer's own state (into its
+        existing tensors when shapes and dtypes match, so that nothing is allocated; else into new tensors tagged
+        "optimizer"), never aliased: the loaded dict can be freed right after."""
+        if not isinstance(state_dict, dict) or "state" not in state_dict or "param_groups" not in state_dict:
+            raise ValueError("load_state_dict: expected a dict with 'state' and 'param_groups' (the result of "
+                             "optimizer.state_dict())")
+        saved_groups = state_dict["param_groups"]
+        if len(saved_groups) != len(self.param_groups):
+            raise ValueError(f"loaded state dict has a different number of parameter groups: it has "
+                             f"{len(saved_groups)}, this optimizer has {len(self.param_groups)}")
+        id_map = {}
+        for i, (group, saved) in enumerate(zip(self.param_groups, saved_groups)):
+            if len(group["params"]) != len(saved["params"]):
+                raise ValueError(f"loaded state dict contains a parameter group that doesn't match the size of "
+                                 f"optimizer's group: group {i} has {len(saved['params'])} parameters in the state "
+                                 f"dict and {len(group['params'])} here")
+            for old, p in zip(saved["params"], group["params"]):
+                id_map[old] = p
+        plans = []
+        for key, st in state_dict["state"].items():
+            if key not in id_map:
+                raise ValueError(f"loaded state dict has state for parameter {key!r}, which no parameter group "
+                                 f"lists")
+            if not isinstance(st, dict):
+                raise ValueError(f"loaded state dict: state of parameter {key!r} must be a dict, got "
+                                 f"{type(st).__name__}")
+            p = id_map[key]
+            for k, v in st.items():
+                if _is_tensor(v) and k != "step" and tuple(v.shape) != tuple(p.shape):
+                    raise ValueError(f"loaded state dict: state {k!r} of parameter {key} has shape "
+                                     f"{tuple(v.shape)} but the parameter has shape {tuple(p.shape)}")
+            plans.append((p, st))
+
+        new_state = defaultdict(dict)
+        for p, st in plans:
+            old = self.state.get(p, {})
+            mine = {}
+            for k, v in st.items():
+                if k == "step":
+                    mine[k] = int(float(v)) if _is_tensor(v) else int(v)
+                elif _is_tensor(v):
+                    mine[k] = self._adopt(p, k, v, old.get(k))
+                else:
+                    mine[k] = v
+            new_state[p] = mine
+        new_groups = []
+        for group, saved in zip(self.param_groups, saved_groups):
+            g = dict(saved)
+            g["params"] = group["params"]
+            new_groups.append(g)
+        self.state = new_state
+        self.param_groups = new_groups
+
+    def _adopt(self, p, key, value, existing):
+        """value's data in a state tensor of p's dtype and device (PyTorch casts floating state to the
+        parameter's dtype)."""
+        dst = existing
+        if not (_is_tensor(dst) and tuple(dst.shape) == tuple(p.shape) and dst._dtype == p._dtype
+                and dst._device == p._device):
+            with category("optimizer"):
+                dst = _C.empty(p.shape, p._dtype, p._device)
+            if p._name:
+                dst._name = f"{key}({p._name})"
+        if dst._device != "meta":
+            if value._device == "meta":
+                raise ValueError(f"load_state_dict: state {key!r} is a meta tensor (no data) but the parameter is "
+                                 f"on {p._device}")
+            _C.copy_(dst, value)
+        return dst

@@ -1,0 +1,373 @@
+"""gm.save / gm.load: checkpoints (model and optimizer state_dicts, or any nesting of dicts, lists and tuples of
+tensors and plain values) as ONE safetensors file.
+
+Layout. Every tensor is stored under its key path ("fc1.weight" for a flat model state_dict, so that
+safetensors.torch.load_file gives PyTorch the same keys; "state.0.exp_avg" inside an optimizer's state_dict).
+The rest of the structure (dict/list/tuple nesting, dict keys of any JSON type — an optimizer numbers its
+parameters with ints —, ints, floats, strings, bools, None) is JSON in the safetensors metadata under
+"gpumemnet"; each tensor appears there as {"__tensor__": key}. A file without that entry (written by another
+program) loads as a flat {key: tensor} dict.
+
+Memory. Writing passes each tensor's own buffer to the safetensors package by address (no copy, except for a
+non-contiguous tensor, which is made contiguous first); reading allocates each tensor once and reads the file
+straight into it. The reader parses the header itself (the format is an 8-byte length, a JSON header, then raw
+bytes): the package's readers go through NumPy, which has no bfloat16, and would add a copy.
+
+Safety. A write goes to a temporary file in the destination's directory, is flushed and fsync'ed, and only then
+replaces the destination (os.replace, atomic on POSIX): a failure at any point leaves an existing file as it
+was. Loading validates the header completely (a truncated or foreign file is a ValueError naming the path).
+"""
+import ctypes
+import errno
+import json
+import os
+import struct
+import tempfile
+
+import numpy as np
+
+from . import _C
+from ._dtype import DTYPES, device_str
+
+__all__ = ["save", "load"]
+
+_FORMAT_KEY = "gpumemnet"
+_FORMAT_VERSION = 1
+_MAX_HEADER = 100 * 1024 * 1024  # the limit the safetensors package itself enforces
+
+# gpumemnet dtype code <-> safetensors header dtype (and the name the package's TensorSpec takes).
+_ST_OF_CODE = {0: "F32", 1: "F64", 2: "F16", 3: "BF16", 4: "I64", 5: "BOOL"}
+_CODE_OF_ST = {v: k for k, v in _ST_OF_CODE.items()}
+_SPEC_NAME = {"F32": "float32", "F64": "float64", "F16": "float16", "BF16": "bfloat16", "I64": "int64",
+              "BOOL": "bool", "I8": "int8", "U8": "uint8", "I16": "int16", "U16": "uint16", "I32": "int32",
+              "U32": "uint32", "U64": "uint64"}
+# Dtypes gpumemnet has no tensor type for, kept as NumPy arrays (when saved as arrays, or converted on load).
+_NP_OF_ST = {"I8": np.int8, "U8": np.uint8, "I16": np.int16, "U16": np.uint16, "I32": np.int32,
+             "U32": np.uint32, "U64": np.uint64, "F32": np.float32, "F64": np.float64, "F16": np.float16,
+             "I64": np.int64, "BOOL": np.bool_}
+_ST_OF_NP = {np.dtype(v).str: k for k, v in _NP_OF_ST.items()}
+_ITEMSIZE = {"F32": 4, "F64": 8, "F16": 2, "BF16": 2, "I64": 8, "BOOL": 1, "I8": 1, "U8": 1, "I16": 2, "U16": 2,
+             "I32": 4, "U32": 4, "U64": 8}
+
+
+def _raw(t):
+    """A writable byte view of a contiguous CPU tensor's memory (the caller keeps t alive while using it)."""
+    n = t.numel() * DTYPES[t._dtype].itemsize
+    if n == 0:
+        return memoryview(bytearray(0))
+    return memoryview((ctypes.c_char * n).from_address(t._data_ptr)).cast("B")
+
+
+# ---- save ------------------------------------------------------------------------------------------------------
+class _Encoder:
+    """Walks the object, collecting tensors under unique flat keys and building the JSON structure."""
+
+    def __init__(self):
+        self.entries = {}  # flat key -> (st_dtype, shape, data_ptr, nbytes, owner)
+        self.by_id = {}    # id(tensor or array) -> flat key (one object saved twice is stored once)
+        self.keep = []     # contiguous copies and the originals, alive until the write is done
+
+    def key_for(self, path):
+        key = path or "tensor"
+        if key in self.entries or key == "__metadata__":
+            n = 1
+            while f"{key}#{n}" in self.entries:
+                n += 1
+            key = f"{key}#{n}"
+        return key
+
+    def tensor(self, t, path):
+        if id(t) in self.by_id:
+            return {"__tensor__": self.by_id[id(t)]}
+        if t._device == "meta":
+            raise ValueError(f"save: cannot save {path or 'the object'}: it is a meta tensor (shape "
+                             f"{tuple(t.shape)}), which has no data")
+        if t._device != "cpu":
+            raise ValueError(f"save: cannot save {path or 'the object'}: tensors on {t._device} must be moved to "
+                             f"the CPU first")
+        self.keep.append(t)
+        src = t.detach()
+        if not src._is_contiguous():
+            from .memory import category
+            with category("workspace"):  # a temporary, freed when the file is written
+                src = src.clone()
+        self.keep.append(src)
+        key = self.key_for(path)
+        self.by_id[id(t)] = key
+        st = _ST_OF_CODE[src._dtype]
+        self.entries[key] = (st, list(src.shape), src._data_ptr, src.numel() * DTYPES[src._dtype].itemsize)
+        return {"__tensor__": key}
+
+    def array(self, a, path):
+        if id(a) in self.by_id:
+            return {"__ndarray__": self.by_id[id(a)]}
+        st = _ST_OF_NP.get(a.dtype.newbyteorder("<").str if a.dtype.byteorder == ">" else a.dtype.str)
+        if st is None:
+            raise TypeError(f"save: cannot save {path or 'the object'}: NumPy dtype {a.dtype} has no safetensors "
+                            f"equivalent here")
+        self.keep.append(a)
+        c = np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("<"))
+        self.keep.append(c)
+        key = self.key_for(path)
+        self.by_id[id(a)] = key
+        self.entries[key] = (st, list(c.shape), c.ctypes.data, c.nbytes)
+        return {"__ndarray__": key}
+
+    def encode(self, obj, path=""):
+        if isinstance(obj, _C.TensorBase):
+            return self.tensor(obj, path)
+        if isinstance(obj, np.ndarray):
+            return self.array(obj, path)
+        if isinstance(obj, np.generic):
+            obj = obj.item()
+        if obj is None or isinstance(obj, (bool, int, float, str)):
+            return obj
+        sub = (lambda k: f"{path}.{k}") if path else (lambda k: str(k))
+        if isinstance(obj, dict):
+            items = []
+            for k, v in obj.items():
+                if isinstance(k, np.generic):
+                    k = k.item()
+                if not (k is None or isinstance(k, (bool, int, float, str))):
+                    raise TypeError(f"save: dict key {k!r} at {path or 'the top level'} has type "
+                                    f"{type(k).__name__}; keys must be str, int, float, bool or None")
+                items.append([k, self.encode(v, sub(k))])
+            return {"__dict__": items}
+        if isinstance(obj, (list, tuple)):
+            enc = [self.encode(v, sub(i)) for i, v in enumerate(obj)]
+            return {"__tuple__": enc} if isinstance(obj, tuple) else enc
+        raise TypeError(f"save: cannot save {path or 'the object'} of type {type(obj).__name__}; expected "
+                        f"tensors, NumPy arrays, dicts, lists, tuples, str, int, float, bool or None")
+
+
+def _write_safetensors(entries, metadata, filename):
+    import safetensors
+    if hasattr(safetensors, "TensorSpec"):  # safetensors >= 0.7: buffers passed by address, no copy
+        specs = {k: safetensors.TensorSpec(dtype=_SPEC_NAME[st], shape=shape, data_ptr=ptr, data_len=n)
+                 for k, (st, shape, ptr, n) in entries.items()}
+        safetensors.serialize_file(specs, filename, metadata=metadata)
+    else:  # older releases take bytes (one copy of each tensor)
+        specs = {k: {"dtype": _SPEC_NAME[st], "shape": shape,
+                     "data": ctypes.string_at(ptr, n) if n else b""}
+                 for k, (st, shape, ptr, n) in entries.items()}
+        safetensors.serialize_file(specs, filename, metadata=metadata)
+
+
+def _file_mode(path):
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except FileNotFoundError:
+        # mkstemp makes the file 0600; a new checkpoint should get the usual 0666 & ~umask. Reading the umask
+        # means setting it briefly (POSIX has no getter).
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+def _permission_error(path, where, e):
+    return PermissionError(errno.EACCES, f"save: cannot write {path}: {where} is not writable "
+                                         f"({e.strerror or e})", os.fspath(path))
+
+
+def save(obj, path):
+    """Write obj (a state_dict, or any nesting of dicts/lists/tuples of tensors and plain values) to path as one
+    safetensors file, atomically. Tensors must be on the CPU (meta tensors have no data)."""
+    path = os.fspath(path)
+    if not isinstance(path, str):
+        path = os.fsdecode(path)
+    if os.path.isdir(path):
+        raise IsADirectoryError(errno.EISDIR, "save: the path is a directory; expected a file path", path)
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(errno.ENOENT, f"save: the directory {directory} does not exist", path)
+    enc = _Encoder()
+    structure = enc.encode(obj)  # every error about the object is raised here, before any file is touched
+    metadata = {"format": "pt",  # what PyTorch-side loaders (transformers) check for
+                _FORMAT_KEY: json.dumps({"version": _FORMAT_VERSION, "structure": structure},
+                                        separators=(",", ":"))}
+    try:
+        import safetensors  # noqa: F401
+    except ImportError:
+        raise ImportError("save: gpumemnet checkpoints are safetensors files; install the package: "
+                          "pip install safetensors") from None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
+    except OSError as e:
+        if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+            raise _permission_error(path, f"its directory {directory}", e) from e
+        raise
+    os.close(fd)
+    try:
+        _write_safetensors(enc.entries, metadata, tmp)
+        with open(tmp, "rb+") as f:
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, _file_mode(path))
+        os.replace(tmp, path)
+    except BaseException as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(e, OSError) and e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+            raise _permission_error(path, path, e) from e
+        raise
+    finally:
+        enc.keep.clear()
+    try:  # make the rename itself durable
+        dfd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:
+        pass
+
+
+# ---- load ------------------------------------------------------------------------------------------------------
+def _bad(path, why):
+    return ValueError(f"load: {path} is not a valid safetensors file: {why}")
+
+
+def _read_header(f, size, path):
+    """(entries sorted by offset as (key, st_dtype, shape, begin, end), metadata dict, data start)."""
+    if size < 8:
+        raise _bad(path, f"it is {size} bytes long, shorter than the 8-byte header length (empty or truncated?)")
+    (n,) = struct.unpack("<Q", f.read(8))
+    if n > _MAX_HEADER or 8 + n > size:
+        raise _bad(path, f"the header length field says {n} bytes but the file has {size - 8} after it (a "
+                         f"truncated file, or not a safetensors file)")
+    raw = f.read(n)
+    try:
+        header = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise _bad(path, "its header is not JSON (not a safetensors file?)") from None
+    if not isinstance(header, dict):
+        raise _bad(path, "its header is not a JSON object")
+    meta = header.pop("__metadata__", None) or {}
+    if not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values()):
+        raise _bad(path, "its __metadata__ is not a map of strings")
+    entries = []
+    for key, info in header.items():
+        try:
+            st, shape, (b, e) = info["dtype"], info["shape"], info["data_offsets"]
+            ok = (isinstance(shape, list) and all(isinstance(d, int) and d >= 0 for d in shape) and
+                  isinstance(b, int) and isinstance(e, int) and 0 <= b <= e)
+        except (TypeError, KeyError, ValueError):
+            ok = False
+        if not ok:
+            raise _bad(path, f"the header entry of tensor {key!r} is malformed: {info!r}")
+        if st not in _ITEMSIZE:
+            raise ValueError(f"load: {path}: tensor {key!r} has dtype {st}, which gpumemnet cannot load")
+        numel = 1
+        for d in shape:
+            numel *= d
+        if e - b != numel * _ITEMSIZE[st]:
+            raise _bad(path, f"tensor {key!r} of dtype {st} and shape {tuple(shape)} needs {numel * _ITEMSIZE[st]} "
+                             f"bytes but its data_offsets span {e - b}")
+        entries.append((key, st, shape, b, e))
+    entries.sort(key=lambda x: (x[3], x[4]))
+    pos = 0
+    for key, _, _, b, e in entries:
+        if b != pos:
+            raise _bad(path, f"tensor {key!r} starts at byte {b} of the data, expected {pos} (overlapping or "
+                             f"missing data)")
+        pos = e
+    have = size - 8 - n
+    if pos > have:
+        raise _bad(path, f"it is truncated: its header describes {pos} bytes of tensor data but only {have} "
+                         f"follow")
+    if pos < have:
+        raise _bad(path, f"{have - pos} unexpected bytes follow the tensor data")
+    return entries, meta, 8 + n
+
+
+def _readinto(f, view, path, key):
+    got = 0
+    while got < len(view):
+        r = f.readinto(view[got:])
+        if not r:
+            raise _bad(path, f"it ended while reading tensor {key!r}")
+        got += r
+
+
+def _decode(node, tensors, arrays, path):
+    if isinstance(node, list):
+        return [_decode(v, tensors, arrays, path) for v in node]
+    if not isinstance(node, dict):
+        return node
+    if "__tensor__" in node or "__ndarray__" in node:
+        key = node.get("__tensor__", node.get("__ndarray__"))
+        if key not in tensors:
+            raise _bad(path, f"its structure refers to a tensor {key!r} that the file does not hold")
+        t = tensors[key]
+        if "__ndarray__" in node:
+            return arrays.get(key, t)
+        return t
+    if "__tuple__" in node:
+        return tuple(_decode(v, tensors, arrays, path) for v in node["__tuple__"])
+    if "__dict__" in node:
+        return {k: _decode(v, tensors, arrays, path) for k, v in node["__dict__"]}
+    raise _bad(path, f"its structure holds an unknown node {node!r}")
+
+
+def load(path, device="cpu"):
+    """Read a file written by save() (or any safetensors file: it loads as a flat {key: tensor} dict). With
+    device="meta" the tensors get their shapes and dtypes but no data is read (memory estimates)."""
+    path = os.fspath(path)
+    dev = device_str(device)
+    if dev not in ("cpu", "meta"):
+        raise ValueError(f"load: device must be 'cpu' or 'meta', got {device!r}; load on the CPU, then move")
+    if os.path.isdir(path):
+        raise IsADirectoryError(errno.EISDIR, "load: the path is a directory; expected a safetensors file", path)
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        entries, meta, start = _read_header(f, size, path)
+        structure = None
+        if _FORMAT_KEY in meta:
+            try:
+                doc = json.loads(meta[_FORMAT_KEY])
+                structure = doc["structure"]
+                version = doc["version"]
+            except (ValueError, KeyError, TypeError):
+                raise _bad(path, f"its '{_FORMAT_KEY}' metadata is not a valid structure") from None
+            if version > _FORMAT_VERSION:
+                raise ValueError(f"load: {path} was written by a newer gpumemnet (format {version}; this one "
+                                 f"reads up to {_FORMAT_VERSION})")
+        wanted_arrays = set()
+        _collect_arrays(structure, wanted_arrays)
+        tensors, arrays = {}, {}
+        for key, st, shape, b, e in entries:
+            if key in wanted_arrays or st not in _CODE_OF_ST:
+                f.seek(start + b)
+                buf = bytearray(e - b)
+                _readinto(f, memoryview(buf), path, key)
+                a = np.frombuffer(buf, dtype=np.dtype(_NP_OF_ST[st]).newbyteorder("<")).reshape(shape)
+                a = a.astype(a.dtype.newbyteorder("="), copy=False)
+                arrays[key] = a
+                # A foreign file's int32 or uint8 tensor becomes a gpumemnet tensor (ints widen to int64).
+                tensors[key] = a if key in wanted_arrays else _C.from_numpy(a, None, dev)
+                continue
+            t = _C.empty(tuple(shape), _CODE_OF_ST[st], dev)
+            if dev != "meta" and e > b:
+                f.seek(start + b)
+                _readinto(f, _raw(t), path, key)
+            tensors[key] = t
+    if structure is None:
+        return dict((key, tensors[key]) for key, *_ in entries)
+    try:
+        return _decode(structure, tensors, arrays, path)
+    except TypeError:
+        raise _bad(path, "its structure metadata is malformed") from None
+
+
+def _collect_arrays(node, out):
+    if isinstance(node, list):
+        for v in node:
+            _collect_arrays(v, out)
+    elif isinstance(node, dict):
+        if "__ndarray__" in node:
+            out.add(node["__ndarray__"])
+        for v in node.values():
+            if isinstance(v, (list, dict)):
+                _collect_arrays(v, out)
