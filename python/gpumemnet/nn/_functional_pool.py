@@ -1,0 +1,320 @@
+"""Pooling and resizing, with PyTorch's names and signatures: max_pool2d, avg_pool2d, adaptive_avg_pool2d,
+global_avg_pool2d, global_max_pool2d, interpolate.
+
+Each op is an autograd Function over the C ops in csrc/ops_pool.c, called through `apply` only when a gradient is
+needed. The C side validates shapes (the same checks on every device, meta included); here arguments are
+normalised the way PyTorch does (an int means the same value for both spatial dims, stride=None means the kernel
+size). What each backward keeps is chosen for memory:
+  max_pool2d      the int64 argmax indices (not the input); an inference forward allocates no indices at all
+  avg_pool2d      nothing but sizes; adaptive_avg_pool2d and interpolate likewise
+  global pooling  the average's gradient is a broadcast view (no input-sized gradient is allocated); the max's
+                  gradient goes through the saved (N, C) indices
+"""
+import math
+import numbers
+
+from .. import _C
+from .._functions import DIV
+from .._tensor import _needs_grad
+from ..autograd import Function
+
+__all__ = ["max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "global_avg_pool2d", "global_max_pool2d",
+           "interpolate"]
+
+
+# ---- argument normalisation --------------------------------------------------------------------------------------
+def _is_int(v):
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+
+def _pair(value, name, op):
+    """An int or a sequence of one or two ints -> (a, b), as PyTorch's _pair."""
+    if _is_int(value):
+        return (int(value), int(value))
+    if isinstance(value, (tuple, list)) and len(value) in (1, 2) and all(_is_int(v) for v in value):
+        return (int(value[0]), int(value[-1]))
+    raise TypeError(f"{op}: {name} must be an int or a tuple of 2 ints, got {value!r}")
+
+
+def _stride(stride, kernel, op):
+    # PyTorch: stride None (or an empty list, its C++ default) means "same as the kernel": non-overlapping windows.
+    if stride is None or (isinstance(stride, (tuple, list)) and len(stride) == 0):
+        return kernel
+    return _pair(stride, "stride", op)
+
+
+def _check_input(x, op):
+    if not isinstance(x, _C.TensorBase):
+        raise TypeError(f"{op}: input must be a Tensor, got {type(x).__name__}")
+
+
+def _check_spatial(x, op):
+    """Ops that read H and W here in Python need a 3-D or 4-D input first (C checks the rest)."""
+    _check_input(x, op)
+    if x.ndim not in (3, 4):
+        raise ValueError(f"{op}: expected an input of 3 dimensions (C, H, W) or 4 (N, C, H, W), got shape "
+                         f"{tuple(x.shape)}")
+
+
+# ---- max_pool2d --------------------------------------------------------------------------------------------------
+class _MaxPool2d(Function):
+    @staticmethod
+    def forward(ctx, x, kernel, stride, padding, dilation, ceil_mode, return_indices):
+        out, idx = _C.max_pool2d(x, kernel, stride, padding, dilation, ceil_mode, True)
+        ctx.save_for_backward(idx)  # the argmax is all backward needs: not the input
+        ctx.in_shape = x.shape
+        if return_indices:
+            ctx.mark_non_differentiable(1)
+            return out, idx
+        return out
+
+    @staticmethod
+    def backward(ctx, g, *unused):
+        idx, = ctx.saved_tensors
+        return (_C.max_pool2d_backward(g, idx, ctx.in_shape),) + (None,) * 6
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """Max over (dilated) windows of an (N, C, H, W) or (C, H, W) input. Padding counts as -inf and must be at most
+    half the kernel; with ceil_mode the last window may hang over the input's end but must start inside it or in
+    the left padding. With return_indices, also returns int64 indices (flat positions h*W + w in each plane, -1
+    for a window that covers no element). Under no_grad only the output is allocated."""
+    op = "max_pool2d"
+    _check_input(input, op)
+    k = _pair(kernel_size, "kernel_size", op)
+    args = (k, _stride(stride, k, op), _pair(padding, "padding", op), _pair(dilation, "dilation", op),
+            bool(ceil_mode))
+    if _needs_grad(input):
+        return _MaxPool2d.apply(input, *args, bool(return_indices))
+    return _C.max_pool2d(input, *args, bool(return_indices))
+
+
+# ---- avg_pool2d --------------------------------------------------------------------------------------------------
+class _AvgPool2d(Function):
+    @staticmethod
+    def forward(ctx, x, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override):
+        ctx.in_shape = x.shape
+        ctx.args = (kernel, stride, padding, ceil_mode, count_include_pad, divisor_override)
+        return _C.avg_pool2d(x, *ctx.args)
+
+    @staticmethod
+    def backward(ctx, g):
+        return (_C.avg_pool2d_backward(g, ctx.in_shape, *ctx.args),) + (None,) * 6
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """Mean over windows of an (N, C, H, W) or (C, H, W) input. The divisor is divisor_override when given, else
+    the window's size including the zero padding (count_include_pad=True) or only the elements inside the input.
+    Padding must be at most half the kernel."""
+    op = "avg_pool2d"
+    _check_input(input, op)
+    if divisor_override is not None and not _is_int(divisor_override):
+        raise TypeError(f"{op}: divisor_override must be None or an int, got {divisor_override!r}")
+    if divisor_override is not None and divisor_override <= 0:
+        raise ValueError(f"{op}: divisor_override must be a positive int, got {divisor_override}")
+    k = _pair(kernel_size, "kernel_size", op)
+    args = (k, _stride(stride, k, op), _pair(padding, "padding", op), bool(ceil_mode), bool(count_include_pad),
+            None if divisor_override is None else int(divisor_override))
+    if _needs_grad(input):
+        return _AvgPool2d.apply(input, *args)
+    return _C.avg_pool2d(input, *args)
+
+
+# ---- adaptive_avg_pool2d -----------------------------------------------------------------------------------------
+def _mean_grad_view(g, in_shape):
+    """The gradient of a mean over H and W: g / (H*W) broadcast over each plane as a stride-0 view, so backward
+    allocates an (N, C) tensor instead of an input-sized one. g has the input's leading dims, with or without
+    trailing (1, 1)."""
+    g = _C.binary(DIV, g, float(in_shape[-2] * in_shape[-1]))
+    while g.ndim < len(in_shape):
+        g = g._unsqueeze(g.ndim)
+    return g._expand(tuple(in_shape))
+
+
+class _AdaptiveAvgPool2d(Function):
+    @staticmethod
+    def forward(ctx, x, output_size):
+        ctx.in_shape = x.shape
+        ctx.global_mean = tuple(output_size) == (1, 1)
+        return _C.adaptive_avg_pool2d(x, output_size)
+
+    @staticmethod
+    def backward(ctx, g):
+        if ctx.global_mean:
+            return _mean_grad_view(g, ctx.in_shape), None
+        return _C.adaptive_avg_pool2d_backward(g, ctx.in_shape), None
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """Average pooling to a fixed output size (an int, or a pair whose None entries keep the input's size).
+    Output cell i covers input rows [floor(i*H/OH), ceil((i+1)*H/OH)), and likewise for columns, as in PyTorch."""
+    op = "adaptive_avg_pool2d"
+    _check_spatial(input, op)
+    if _is_int(output_size):
+        size = (int(output_size), int(output_size))
+    elif isinstance(output_size, (tuple, list)) and len(output_size) == 2 and \
+            all(v is None or _is_int(v) for v in output_size):
+        size = tuple(input.shape[-2 + i] if v is None else int(v) for i, v in enumerate(output_size))
+    else:
+        raise TypeError(f"{op}: output_size must be an int or a pair of ints (None keeps that size), got "
+                        f"{output_size!r}")
+    if size[0] < 0 or size[1] < 0:
+        raise ValueError(f"{op}: output_size must be non-negative, got {output_size!r} for an input of shape "
+                         f"{tuple(input.shape)}")
+    if _needs_grad(input):
+        return _AdaptiveAvgPool2d.apply(input, size)
+    return _C.adaptive_avg_pool2d(input, size)
+
+
+# ---- global pooling ----------------------------------------------------------------------------------------------
+def _drop_hw(t):
+    return t._view(tuple(t.shape[:-2]))  # (..., 1, 1) -> (...): contiguous output, always a view
+
+
+class _GlobalAvgPool2d(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.in_shape = x.shape
+        return _drop_hw(_C.adaptive_avg_pool2d(x, (1, 1)))
+
+    @staticmethod
+    def backward(ctx, g):
+        return _mean_grad_view(g, ctx.in_shape)
+
+
+def _global_max(x, with_indices):
+    h, w = x.shape[-2], x.shape[-1]
+    return _C.max_pool2d(x, (h, w), (h, w), (0, 0), (1, 1), False, with_indices)
+
+
+class _GlobalMaxPool2d(Function):
+    @staticmethod
+    def forward(ctx, x):
+        out, idx = _global_max(x, True)
+        ctx.save_for_backward(idx)
+        ctx.in_shape = x.shape
+        return _drop_hw(out)
+
+    @staticmethod
+    def backward(ctx, g):
+        idx, = ctx.saved_tensors
+        return _C.max_pool2d_backward(g._unsqueeze(g.ndim)._unsqueeze(g.ndim + 1), idx, ctx.in_shape)
+
+
+def global_avg_pool2d(input):
+    """Mean of each channel over H and W: (N, C, H, W) -> (N, C), or (C, H, W) -> (C,).
+
+    Equal to adaptive_avg_pool2d(input, 1).flatten(1). This is the "global average pooling" head of Network in
+    Network: in place of flattening a large feature map into a huge Linear layer (seed 000's fc1 held 583.7M of
+    the model's 953.9M parameters), pool each channel to one number and classify from C features. Its backward
+    allocates only an (N, C) tensor: the input's gradient is a broadcast view of it."""
+    op = "global_avg_pool2d"
+    _check_spatial(input, op)
+    if _needs_grad(input):
+        return _GlobalAvgPool2d.apply(input)
+    return _drop_hw(_C.adaptive_avg_pool2d(input, (1, 1)))
+
+
+def global_max_pool2d(input):
+    """Max of each channel over H and W: (N, C, H, W) -> (N, C), or (C, H, W) -> (C,).
+
+    Equal to adaptive max pooling to 1x1, flattened: max_pool2d(input, (H, W)).flatten(1). The alternative to
+    global_avg_pool2d when a feature's strongest response matters more than its mean. The gradient goes to the
+    first maximal element of each plane (row-major order); backward keeps only (N, C) int64 indices."""
+    op = "global_max_pool2d"
+    _check_spatial(input, op)
+    if _needs_grad(input):
+        return _GlobalMaxPool2d.apply(input)
+    return _drop_hw(_global_max(input, False))
+
+
+# ---- interpolate -------------------------------------------------------------------------------------------------
+_MODES = ("nearest", "nearest-exact", "bilinear", "area")
+_PYTORCH_ONLY = ("linear", "bicubic", "trilinear")
+
+
+class _Interpolate(Function):
+    @staticmethod
+    def forward(ctx, x, size, mode, align_corners, scales):
+        ctx.in_shape = x.shape
+        ctx.args = (mode, align_corners, scales)
+        return _C.interpolate(x, size, mode, align_corners, scales)
+
+    @staticmethod
+    def backward(ctx, g):
+        return (_C.interpolate_backward(g, ctx.in_shape, *ctx.args),) + (None,) * 4
+
+
+def _per_dim(value, dim, name, check):
+    """A number or a sequence of `dim` numbers -> a list of `dim` values."""
+    if isinstance(value, (tuple, list)):
+        if len(value) != dim:
+            raise ValueError(f"interpolate: {name} must have one entry per spatial dimension ({dim}), got {value!r}")
+        vals = list(value)
+    else:
+        vals = [value] * dim
+    for v in vals:
+        if not check(v):
+            raise TypeError(f"interpolate: {name} must be {'an int' if name == 'size' else 'a number'} or a "
+                            f"sequence of {dim}, got {value!r}")
+    return vals
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """Resize (N, C, H, W) images, or (N, C, L) signals with the nearest modes, as PyTorch's F.interpolate.
+
+    Exactly one of size (int or one per spatial dim) and scale_factor (number or one per dim; the output is
+    floor(in * scale_factor)) is given. mode: "nearest" (source index floor(dst * in/out), or floor(dst /
+    scale_factor) when scale_factor is given and recompute_scale_factor is not True; on 4-D inputs an unchanged
+    size copies and a doubled one repeats each pixel whatever the factor, as PyTorch's 2-D kernel does),
+    "nearest-exact" (pixel centres), "bilinear" (align_corners=True maps the corner pixels onto each other;
+    False, the default, maps pixel areas and clamps source coordinates below 0 to 0) and "area" (adaptive average
+    pooling, 4-D only). The source pixels are PyTorch's (checked against PyTorch 2.15); the backward is the exact
+    adjoint of the forward (PyTorch's 1-D nearest backward is not, when a scale factor is given)."""
+    op = "interpolate"
+    _check_input(input, op)
+    if mode not in _MODES:
+        extra = " (a PyTorch mode gpumemnet does not implement)" if mode in _PYTORCH_ONLY else ""
+        raise ValueError(f"{op}: mode {mode!r} is not supported{extra}; expected one of {', '.join(_MODES)}")
+    if input.ndim not in (3, 4):
+        raise ValueError(f"{op}: expected a 4-D input (N, C, H, W) or a 3-D one (N, C, L), got shape "
+                         f"{tuple(input.shape)}")
+    if antialias:
+        raise ValueError(f"{op}: antialias=True is not supported")
+    if mode == "bilinear":
+        align_corners = bool(align_corners)  # PyTorch's default: False
+    elif align_corners is not None:
+        raise ValueError(f"{op}: align_corners option can only be set with the interpolating modes: linear | "
+                         f"bilinear | bicubic | trilinear (got mode {mode!r})")
+    else:
+        align_corners = False
+    dim = input.ndim - 2
+    spatial = tuple(input.shape[2:])
+    if (size is None) == (scale_factor is None):
+        raise ValueError(f"{op}: " + ("only one of size or scale_factor should be defined" if size is not None
+                                       else "either size or scale_factor should be defined"))
+    scales = None
+    if size is not None:
+        if recompute_scale_factor:
+            raise ValueError(f"{op}: recompute_scale_factor is not meaningful with an explicit size")
+        out = tuple(int(v) for v in _per_dim(size, dim, "size", _is_int))
+    else:
+        factors = [float(v) for v in _per_dim(scale_factor, dim, "scale_factor",
+                                              lambda v: isinstance(v, numbers.Real) and not isinstance(v, bool))]
+        if any(not (f > 0) or math.isinf(f) for f in factors):
+            raise ValueError(f"{op}: scale_factor must be positive and finite, got {scale_factor!r}")
+        out = tuple(math.floor(float(n) * f) for n, f in zip(spatial, factors))
+        if not recompute_scale_factor:
+            scales = tuple(factors)  # PyTorch uses the given factor, not out/in, for the source coordinates
+    if any(o <= 0 for o in out):
+        raise ValueError(f"{op}: the output size {out} must be positive (input of shape {tuple(input.shape)}, "
+                         f"size={size!r}, scale_factor={scale_factor!r})")
+    if mode == "area":
+        if dim != 2:
+            raise ValueError(f"{op}: mode 'area' needs a 4-D input (N, C, H, W), got shape {tuple(input.shape)}")
+        return adaptive_avg_pool2d(input, out)
+    if _needs_grad(input):
+        return _Interpolate.apply(input, out, mode, align_corners, scales)
+    return _C.interpolate(input, out, mode, align_corners, scales)
