@@ -1,0 +1,239 @@
+"""autocast and GradScaler: the policy, restoring state, the weight-cast cache, loss scaling with skipped steps,
+scale growth and backoff, state_dict, and the errors of misuse."""
+import numpy as np
+import pytest
+
+import gpumemnet as gm
+from gpumemnet.amp import _state as amp_state
+
+
+def _param(shape, seed):
+    rng = np.random.default_rng(seed)
+    return gm.tensor(rng.standard_normal(shape).astype(np.float32), requires_grad=True)
+
+
+# ---- autocast --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", [gm.float16, gm.bfloat16])
+def test_matmul_runs_in_low_precision_and_reductions_in_float32(dtype):
+    a, b = _param((8, 16), 0), _param((16, 4), 1)
+    with gm.autocast("cpu", dtype=dtype):
+        y = a @ b
+        s = y.sum()
+        e = y.exp()
+    assert y.dtype == dtype
+    assert s.dtype == gm.float32 and e.dtype == gm.float32
+    ref = a.detach().numpy() @ b.detach().numpy()
+    tol = 1e-2 if dtype == gm.float16 else 5e-2
+    np.testing.assert_allclose(y.detach().float().numpy(), ref, rtol=tol, atol=tol)
+    s.backward()
+    assert a.grad.dtype == gm.float32 and b.grad.dtype == gm.float32  # grads land in the parameters' dtype
+    np.testing.assert_allclose(a.grad.numpy(), np.ones((8, 4)) @ b.detach().numpy().T, rtol=tol, atol=tol)
+
+
+def test_binary_ops_promote_and_others_follow_inputs():
+    a = _param((4, 4), 2)
+    with gm.autocast("cpu", dtype=gm.float16):
+        h = a @ a
+        assert (h + a).dtype == gm.float32  # float16 + float32 promotes
+        assert (h * 2.0).dtype == gm.float16  # follows its input
+        assert h.abs().dtype == gm.float16
+
+
+def test_autocast_restores_state_nested_and_on_exceptions():
+    assert not amp_state.enabled
+    with gm.autocast("cpu", dtype=gm.float16):
+        with gm.autocast("cpu", dtype=gm.bfloat16):
+            assert amp_state.dtype == gm.bfloat16
+        assert amp_state.dtype == gm.float16
+        with gm.autocast("cpu", enabled=False):
+            assert not amp_state.enabled
+            a = _param((2, 2), 3)
+            assert (a @ a).dtype == gm.float32
+        assert amp_state.enabled
+    assert not amp_state.enabled
+    with pytest.raises(KeyError):
+        with gm.autocast("cpu", dtype=gm.float16):
+            raise KeyError
+    assert not amp_state.enabled and amp_state.depth == 0 and not amp_state.cache
+
+
+def test_autocast_as_decorator():
+    @gm.autocast("cpu", dtype=gm.bfloat16)
+    def f(a):
+        return a @ a
+    assert f(_param((3, 3), 4)).dtype == gm.bfloat16
+    assert not amp_state.enabled
+
+
+def test_parameter_casts_are_cached_for_the_outermost_region():
+    w = _param((32, 32), 5)
+    x = gm.ones(4, 32)
+    with gm.autocast("cpu", dtype=gm.float16):
+        y1 = x @ w
+        n_after_first = len(amp_state.cache)
+        y2 = (x * 2.0) @ w
+        with gm.autocast("cpu", dtype=gm.float16):
+            y3 = x @ w
+        assert len(amp_state.cache) == n_after_first == 1  # one float16 copy of w, reused
+        assert y1.grad_fn.next_functions[1][0] is y2.grad_fn.next_functions[1][0] is \
+            y3.grad_fn.next_functions[1][0]
+    assert not amp_state.cache  # released with the outermost region
+    (y1.sum() + y2.sum() + y3.sum()).backward()
+    np.testing.assert_allclose(w.grad.numpy(), np.full((32, 32), 16.0), rtol=1e-3)
+
+
+def test_autocast_bad_arguments():
+    with pytest.raises(ValueError, match="device_type"):
+        gm.autocast("tpu")
+    with pytest.raises(ValueError, match="float16 or gpumemnet.bfloat16"):
+        gm.autocast("cpu", dtype=gm.float64)
+    with pytest.raises(TypeError):
+        gm.autocast("cpu", dtype="complex64")
+
+
+def test_autocast_halves_saved_matmul_inputs():
+    # The activation a linear layer saves for backward takes half the bytes under float16 autocast.
+    x = gm.ones(64, 256, device="meta", requires_grad=True)
+    w = gm.ones(256, 256, device="meta", requires_grad=True)
+
+    def saved_by_matmul(**autocast):
+        h = x * 1.0  # an intermediate, 64 KiB in float32
+        base = gm.memory.memory_stats("meta")["by_category"]["activation"]["current"]
+        if autocast:
+            with gm.autocast("cpu", **autocast):
+                y = h @ w
+        else:
+            y = h @ w
+        return gm.memory.memory_stats("meta")["by_category"]["activation"]["current"] - base, y
+
+    fp32_bytes, y1 = saved_by_matmul()
+    half_bytes, y2 = saved_by_matmul(dtype=gm.float16)
+    assert fp32_bytes == 64 * 256 * 4
+    # the float16 copy of h (half of fp32_bytes) plus the float16 copy of w, made once per autocast region
+    assert half_bytes == fp32_bytes // 2 + 256 * 256 * 2
+    del x, w, y1, y2
+
+
+# ---- GradScaler --------------------------------------------------------------------------------------------
+def _model(seed=0):
+    w = _param((4, 3), seed)
+    return w, gm.optim.SGD([w], lr=0.1)
+
+
+def _loss(w, x):
+    return ((x @ w) ** 2).mean()
+
+
+def test_scale_and_unscale_are_exact():
+    w, opt = _model()
+    scaler = gm.amp.GradScaler(init_scale=1024.0)
+    x = gm.ones(2, 4)
+    loss = _loss(w, x)
+    scaled = scaler.scale(loss)
+    assert scaled.item() == pytest.approx(loss.item() * 1024.0)
+    scaled.backward()
+    g_scaled = w.grad.numpy().copy()
+    scaler.unscale_(opt)
+    np.testing.assert_array_equal(w.grad.numpy(), (g_scaled / np.float32(1024.0)).astype(np.float32))
+    with pytest.raises(RuntimeError, match="already called"):
+        scaler.unscale_(opt)
+    before = w.detach().numpy().copy()
+    scaler.step(opt)
+    np.testing.assert_allclose(w.detach().numpy(), before - 0.1 * g_scaled / 1024.0, rtol=1e-6)
+    scaler.update()
+    assert scaler.get_scale() == 1024.0
+
+
+def test_injected_inf_skips_the_step_and_halves_the_scale():
+    w, opt = _model()
+    scaler = gm.amp.GradScaler(init_scale=2.0 ** 16)
+    scaler.scale(_loss(w, gm.ones(2, 4))).backward()
+    with gm.no_grad():
+        w.grad[0, 0] = float("inf")
+    before = w.detach().numpy().copy()
+    assert scaler.step(opt) is None
+    np.testing.assert_array_equal(w.detach().numpy(), before)  # untouched
+    scaler.update()
+    assert scaler.get_scale() == 2.0 ** 15
+    opt.zero_grad()
+    scaler.scale(_loss(w, gm.ones(2, 4))).backward()
+    with gm.no_grad():
+        w.grad[1, 1] = float("nan")
+    scaler.step(opt)
+    scaler.update()
+    assert scaler.get_scale() == 2.0 ** 14
+    np.testing.assert_array_equal(w.detach().numpy(), before)
+
+
+def test_scale_grows_after_growth_interval_clean_steps():
+    w, opt = _model()
+    scaler = gm.amp.GradScaler(init_scale=8.0, growth_factor=2.0, growth_interval=3)
+    scales = []
+    for _ in range(7):
+        opt.zero_grad()
+        scaler.scale(_loss(w, gm.ones(2, 4))).backward()
+        scaler.step(opt)
+        scaler.update()
+        scales.append(scaler.get_scale())
+    assert scales == [8.0, 8.0, 16.0, 16.0, 16.0, 32.0, 32.0]
+
+
+def test_state_dict_round_trip(tmp_path):
+    scaler = gm.amp.GradScaler(init_scale=128.0, growth_interval=5)
+    w, opt = _model()
+    for _ in range(2):
+        scaler.scale(_loss(w, gm.ones(2, 4))).backward()
+        scaler.step(opt)
+        scaler.update()
+    state = scaler.state_dict()
+    assert state == {"scale": 128.0, "growth_factor": 2.0, "backoff_factor": 0.5, "growth_interval": 5,
+                     "_growth_tracker": 2}
+    gm.save({"scaler": state}, tmp_path / "ckpt.safetensors")
+    other = gm.amp.GradScaler()
+    other.load_state_dict(gm.load(tmp_path / "ckpt.safetensors")["scaler"])
+    assert other.state_dict() == state
+    with pytest.raises(KeyError, match="missing"):
+        other.load_state_dict({"scale": 1.0})
+
+
+def test_misuse_gives_clear_errors():
+    w, opt = _model()
+    scaler = gm.amp.GradScaler()
+    with pytest.raises(RuntimeError, match="before scale"):
+        scaler.step(opt)
+    with pytest.raises(ValueError, match="init_scale"):
+        gm.amp.GradScaler(init_scale=0)
+    with pytest.raises(ValueError, match="growth_interval"):
+        gm.amp.GradScaler(growth_interval=0)
+    disabled = gm.amp.GradScaler(enabled=False)
+    loss = _loss(w, gm.ones(2, 4))
+    assert disabled.scale(loss) is loss and disabled.get_scale() == 1.0
+
+
+def test_story_002_accumulation_loop_runs_as_written():
+    """The loop of story 002 with gm names: autocast, scale(loss / accumulation_steps).backward(), and
+    step/update/zero_grad every accumulation_steps micro-batches. Its update equals one full-batch step."""
+    rng = np.random.default_rng(7)
+    data = [(gm.tensor(rng.standard_normal((2, 4)).astype(np.float32)),
+             gm.tensor(rng.standard_normal((2, 3)).astype(np.float32))) for _ in range(4)]
+    w0 = rng.standard_normal((4, 3)).astype(np.float32)
+    w = gm.tensor(w0, requires_grad=True)
+    opt = gm.optim.SGD([w], lr=0.5)
+    scaler = gm.amp.GradScaler()
+    accumulation_steps = 4
+    for i, (image, target) in enumerate(data):
+        with gm.autocast("cpu", dtype=gm.bfloat16):
+            out = image @ w
+            train_loss = ((out - target) ** 2).mean()
+        train_loss = train_loss / accumulation_steps
+        scaler.scale(train_loss).backward()
+        if (i + 1) % accumulation_steps == 0:
+            scaler.step(opt)
+            scaler.update()
+            opt.zero_grad()
+    # reference: one float64 step on the full batch
+    x = np.concatenate([d[0].numpy() for d in data]).astype(np.float64)
+    y = np.concatenate([d[1].numpy() for d in data]).astype(np.float64)
+    grad = 2 * x.T @ (x @ w0 - y) / y.size
+    np.testing.assert_allclose(w.detach().numpy(), w0 - 0.5 * grad, rtol=0.05, atol=0.02)
+    assert w.grad is None
