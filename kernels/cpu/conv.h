@@ -1,0 +1,86 @@
+/* kernels/cpu/conv.h — 2-D convolution (NCHW) and the linear layer on the CPU. Pure compute over raw pointers:
+ * nothing is allocated; scratch space arrives from the caller (csrc/ops_conv.c allocates it tagged workspace).
+ *
+ * One geometry describes a convolution and both of its gradients; conv_transpose2d is the input-gradient of
+ * the convolution whose input is its output, so it needs no kernel of its own (csrc maps it onto these).
+ *
+ * Three algorithms, chosen here from the geometry alone:
+ *   depthwise  groups > 1 with one input channel per group (C == G): a direct loop, no workspace.
+ *   pointwise  1x1, stride 1, no padding, over an input whose (H, W) planes are contiguous: the input already
+ *              is the column matrix, so each pass is one gemm per (item, group), no workspace.
+ *   im2col     everything else: the column matrix (C/G*R*S rows) is built one tile of output positions at a
+ *              time in the workspace, so the workspace is bounded by the caller's limit, not by the image.
+ *
+ * Layouts: inp may have any element strides (inp_strides, used where it is read: the forward and the weight
+ * gradient); every other tensor is contiguous: out/dout (N, K, P, Q), dinp (N, C, H, W), weight/dweight
+ * (K, C/G, R, S), bias (K) for the forward and (C) for backward_data. dtypes: float32 and float64 (the
+ * functions return GM_ERR_UNSUPPORTED for the others). */
+#ifndef GM_KERNELS_CPU_CONV_H
+#define GM_KERNELS_CPU_CONV_H
+
+#include "../common.h"
+
+typedef struct {
+    int64_t N, C, H, W;   /* input */
+    int64_t K, R, S;      /* weight (K, C/G, R, S) */
+    int64_t P, Q;         /* output */
+    int64_t sh, sw;       /* stride */
+    int64_t ph, pw;       /* padding before (top, left); the padding after is whatever P and Q imply */
+    int64_t dh, dw;       /* dilation */
+    int64_t G;            /* groups */
+    int64_t xs[4];        /* element strides of inp (N, C, H, W) */
+} conv_geom;
+
+typedef enum { CONV_ALGO_IM2COL = 0, CONV_ALGO_POINTWISE = 1, CONV_ALGO_DEPTHWISE = 2 } conv_algo;
+typedef enum { CONV_FORWARD = 0, CONV_BACKWARD_DATA = 1, CONV_BACKWARD_WEIGHT = 2 } conv_pass;
+
+/* The algorithm a pass runs (backward_data writes a contiguous dinp, so inp's strides do not matter there). */
+conv_algo conv2d_algo(const conv_geom *g, conv_pass pass);
+
+/* Bytes of workspace one column of the im2col matrix takes: the least workspace an im2col pass can run in. */
+size_t conv2d_column_nbytes(const conv_geom *g, gm_dtype dt);
+
+/* Workspace bytes the pass will use, given at most `limit` bytes and nthreads threads: 0 when its algorithm
+ * needs none, else whole columns (one buffer per thread for the forward and the input-gradient, one shared
+ * buffer for the weight-gradient; never more columns than positions per item). When even one column does not
+ * fit it returns conv2d_column_nbytes(), which is more than limit: the caller decides (csrc raises). The
+ * kernels plan their tiles from the workspace they are given, so pass them exactly this many bytes (or more). */
+size_t conv2d_workspace_nbytes(const conv_geom *g, gm_dtype dt, conv_pass pass, size_t limit, int nthreads);
+
+/* out = conv(inp, weight) + bias (bias may be NULL). */
+int conv2d_forward(void *out, const void *inp, const void *weight, const void *bias, const conv_geom *g,
+                   gm_dtype dt, void *ws, size_t ws_nbytes, int nthreads);
+
+/* dinp = conv's input-gradient of dout, plus bias[c] on every (n, c) plane when bias is not NULL (that is
+ * conv_transpose2d's forward with its bias). */
+int conv2d_backward_data(void *dinp, const void *dout, const void *weight, const void *bias, const conv_geom *g,
+                         gm_dtype dt, void *ws, size_t ws_nbytes, int nthreads);
+
+/* dweight = conv's weight-gradient: sum over items and positions of dout x columns of inp. Overwrites
+ * dweight. */
+int conv2d_backward_weight(void *dweight, const void *dout, const void *inp, const conv_geom *g, gm_dtype dt,
+                           void *ws, size_t ws_nbytes, int nthreads);
+
+/* dbias (K) = the sum of t (N, K, L) over N and L; t has element strides ts (N, K, L). Accumulates in double. */
+int conv_bias_backward(void *dbias, const void *t, int64_t N, int64_t K, int64_t L, const int64_t ts[3],
+                       gm_dtype dt, int nthreads);
+
+/* The linear layer, out (M, Fo) = x (M, Fi) @ w (Fo, Fi)^T + bias. Each matrix operand arrives as a pointer, a
+ * transpose flag and a leading dimension, as BLAS reads it: trans 0 means row-major with rows ld elements
+ * apart, trans 1 means column-major (the transpose of a row-major matrix). Outputs are contiguous. */
+typedef struct {
+    const void *p;
+    int trans;
+    int64_t ld;
+} conv_mat;
+
+/* out (M, Fo) contiguous. bias (Fo) or NULL: it is written into out first and the gemm adds onto it (beta = 1),
+ * so no output-sized temporary exists. */
+int linear_forward(void *out, conv_mat x, conv_mat w, const void *bias, int64_t M, int64_t Fi, int64_t Fo, gm_dtype dt,
+                   int nthreads);
+
+/* Any of dx (M, Fi), dw (Fo, Fi), db (Fo) may be NULL (not wanted). g is (M, Fo). */
+int linear_backward(void *dx, void *dw, void *db, conv_mat g, conv_mat x, conv_mat w, int64_t M, int64_t Fi, int64_t Fo,
+                    gm_dtype dt, int nthreads);
+
+#endif

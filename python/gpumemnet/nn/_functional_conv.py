@@ -1,0 +1,200 @@
+"""Convolution and linear layers, with PyTorch's names and signatures: conv2d, conv_transpose2d, linear.
+
+Each op is an autograd Function over the C ops in csrc/ops_conv.c, called through `apply` only when a gradient
+is needed. C validates shapes, dtypes and devices (the same checks on every device, meta included); here
+arguments are normalised the way PyTorch does (an int means the same value for both spatial dims) and a 3-D
+(C, H, W) input is treated as a batch of one. Each backward keeps only what its gradients need: the weight for
+the input's gradient, the input for the weight's gradient, nothing for the bias's; shapes are plain attributes.
+"""
+import numbers
+
+from .. import _C
+from .. import amp as _amp
+from .._functions import cast as _cast
+from .._tensor import _needs_grad
+from ..autograd import Function, _NO_CTX
+
+__all__ = ["conv2d", "conv_transpose2d", "linear"]
+
+
+# ---- argument normalisation -------------------------------------------------------------------------------------
+def _is_int(v):
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+
+def _pair(value, name, op):
+    """An int or a sequence of one or two ints -> (a, b), as PyTorch's _pair."""
+    if _is_int(value):
+        return (int(value), int(value))
+    if isinstance(value, (tuple, list)) and len(value) in (1, 2) and all(_is_int(v) for v in value):
+        return (int(value[0]), int(value[-1]))
+    raise TypeError(f"{op}: {name} must be an int or a tuple of 2 ints, got {value!r}")
+
+
+def _groups(groups, op):
+    if not _is_int(groups):
+        raise TypeError(f"{op}: groups must be an int, got {groups!r}")
+    return int(groups)
+
+
+def _check_tensors(op, input, weight, bias):
+    for name, t in (("input", input), ("weight", weight)):
+        if not isinstance(t, _C.TensorBase):
+            raise TypeError(f"{op}: {name} must be a Tensor, got {type(t).__name__}")
+    if bias is not None and not isinstance(bias, _C.TensorBase):
+        raise TypeError(f"{op}: bias must be a Tensor or None, got {type(bias).__name__}")
+
+
+def _check_image(op, input):
+    if input.ndim not in (3, 4):
+        raise ValueError(f"{op}: expected a 3-D (C, H, W) or 4-D (N, C, H, W) input, got shape {tuple(input.shape)}")
+
+
+_HALF = (2, 3)  # float16, bfloat16
+
+
+def _call(cfn, *args):
+    """cfn(*args), with float16/bfloat16 operands on the CPU (and on meta, which simulates it) widened to float32
+    scratch copies and the results rounded back: half-precision storage, float32 arithmetic (the CPU kernels
+    compute in float32 or float64 only). Under autocast this is what keeps saved activations at half size."""
+    half = next((a._dtype for a in args if isinstance(a, _C.TensorBase) and a._dtype in _HALF and
+                 not a._device.startswith("cuda")), None)
+    if half is None:
+        return cfn(*args)
+    prev = _C.set_category("workspace")
+    try:
+        wide = [_cast(a, 0) if isinstance(a, _C.TensorBase) and a._dtype in _HALF else a for a in args]
+    finally:
+        _C.set_category(prev)
+    out = cfn(*wide)
+    del wide
+    if isinstance(out, tuple):
+        return tuple(None if o is None else _cast(o, half) for o in out)
+    return _cast(out, half)
+
+
+def _autocast(input, weight, bias):
+    return _amp.lower(input, weight, bias) if _amp._state.enabled else (input, weight, bias)
+
+
+def _mask(ctx):
+    need = ctx.needs_input_grad
+    return (bool(need[0]), bool(need[1]), bool(need[2]))
+
+
+# ---- conv2d ----------------------------------------------------------------------------------------------------
+class _Conv2d(Function):
+    @staticmethod
+    def forward(ctx, x, w, b, stride, padding, dilation, groups):
+        unbatched = x.ndim == 3
+        if unbatched:
+            x = x._unsqueeze(0)
+        out = _call(_C.conv2d, x, w, b, stride, padding, dilation, groups)
+        need = ctx.needs_input_grad
+        if need:
+            ctx.save_for_backward(x if need[1] else None, w if need[0] else None)
+            ctx.shapes = (x.shape, w.shape)
+            ctx.args = (stride, padding, dilation, groups)
+            ctx.unbatched = unbatched
+        return out._squeeze(0) if unbatched else out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        if ctx.unbatched:
+            g = g._unsqueeze(0)
+        dx, dw, db = _call(_C.conv2d_backward, g, x, w, *ctx.args, _mask(ctx), *ctx.shapes)
+        if ctx.unbatched and dx is not None:
+            dx = dx._squeeze(0)
+        return dx, dw, db, None, None, None, None
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-D convolution (cross-correlation) of an (N, C, H, W) or (C, H, W) input with an
+    (out_channels, C/groups, kH, kW) weight. padding: an int, a pair, 'valid' (none) or 'same' (output as large as
+    the input; stride 1 only; an odd total goes to the bottom/right, as in PyTorch). On the CPU the im2col columns
+    use at most get_conv_workspace_limit() bytes at a time; depthwise and 1x1 convolutions need none."""
+    op = "conv2d"
+    _check_tensors(op, input, weight, bias)
+    _check_image(op, input)
+    if isinstance(padding, str):
+        if padding not in ("same", "valid"):
+            raise ValueError(f"{op}: invalid padding string {padding!r}; expected 'same' or 'valid'")
+    else:
+        padding = _pair(padding, "padding", op)
+    args = (_pair(stride, "stride", op), padding, _pair(dilation, "dilation", op), _groups(groups, op))
+    input, weight, bias = _autocast(input, weight, bias)
+    if _needs_grad(input, weight, bias):
+        return _Conv2d.apply(input, weight, bias, *args)
+    return _Conv2d.forward(_NO_CTX, input, weight, bias, *args)
+
+
+# ---- conv_transpose2d ------------------------------------------------------------------------------------------
+class _ConvTranspose2d(Function):
+    @staticmethod
+    def forward(ctx, x, w, b, stride, padding, output_padding, groups, dilation):
+        unbatched = x.ndim == 3
+        if unbatched:
+            x = x._unsqueeze(0)
+        out = _call(_C.conv_transpose2d, x, w, b, stride, padding, output_padding, groups, dilation)
+        need = ctx.needs_input_grad
+        if need:
+            ctx.save_for_backward(x if need[1] else None, w if need[0] else None)
+            ctx.shapes = (x.shape, w.shape)
+            ctx.args = (stride, padding, output_padding, groups, dilation)
+            ctx.unbatched = unbatched
+        return out._squeeze(0) if unbatched else out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        if ctx.unbatched:
+            g = g._unsqueeze(0)
+        dx, dw, db = _call(_C.conv_transpose2d_backward, g, x, w, *ctx.args, _mask(ctx), *ctx.shapes)
+        if ctx.unbatched and dx is not None:
+            dx = dx._squeeze(0)
+        return dx, dw, db, None, None, None, None, None
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """The transposed convolution (the gradient of conv2d with respect to its input) of an (N, C_in, H, W) or
+    (C_in, H, W) input with an (C_in, out_channels/groups, kH, kW) weight. The output has
+    (H - 1)*stride - 2*padding + dilation*(kH - 1) + output_padding + 1 rows (likewise columns);
+    output_padding must be smaller than stride or dilation."""
+    op = "conv_transpose2d"
+    _check_tensors(op, input, weight, bias)
+    _check_image(op, input)
+    if isinstance(padding, str):
+        raise TypeError(f"{op}: padding must be an int or a tuple of 2 ints, got {padding!r}")
+    args = (_pair(stride, "stride", op), _pair(padding, "padding", op), _pair(output_padding, "output_padding", op),
+            _groups(groups, op), _pair(dilation, "dilation", op))
+    input, weight, bias = _autocast(input, weight, bias)
+    if _needs_grad(input, weight, bias):
+        return _ConvTranspose2d.apply(input, weight, bias, *args)
+    return _ConvTranspose2d.forward(_NO_CTX, input, weight, bias, *args)
+
+
+# ---- linear ------------------------------------------------------------------------------------------------------
+class _Linear(Function):
+    @staticmethod
+    def forward(ctx, x, w, b):
+        need = ctx.needs_input_grad
+        if need:
+            ctx.save_for_backward(x if need[1] else None, w if need[0] else None)
+            ctx.shapes = (x.shape, w.shape)
+        return _call(_C.linear, x, w, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        return _call(_C.linear_backward, g, x, w, _mask(ctx), *ctx.shapes)
+
+
+def linear(input, weight, bias=None):
+    """input (..., in_features) @ weight (out_features, in_features)^T + bias (out_features): one gemm, the bias
+    written into the output first so that no output-sized temporary exists."""
+    _check_tensors("linear", input, weight, bias)
+    input, weight, bias = _autocast(input, weight, bias)
+    if _needs_grad(input, weight, bias):
+        return _Linear.apply(input, weight, bias)
+    return _Linear.forward(_NO_CTX, input, weight, bias)
