@@ -1,0 +1,97 @@
+/* kernels/cpu/softmax.c — softmax / log_softmax (see softmax.h).
+ *
+ * Work is split into (outer index, tile of up to TILE positions along inner). A tile's running maxima and sums
+ * live on the stack, and each of the D rows of a tile is read as a contiguous run of `tile` elements: for the
+ * usual last-dim softmax (inner = 1) a tile is one position and the rows are the D contiguous values; for a
+ * softmax over channels of (N, C, H, W) (inner = H*W) the walk stays sequential in memory instead of striding
+ * by H*W per element. */
+#include "softmax.h"
+#include "nn_dtype.h"
+
+/* 256 positions: two double accumulators each, 4 KiB of stack, and a 1 KiB contiguous run per float32 row. */
+#define TILE 256
+
+int softmax_forward(void *out, const void *inp, int64_t outer, int64_t D, int64_t inner, gm_dtype dt, int log,
+                    int nthreads) {
+    if (!gm_dtype_is_float(dt) || outer < 0 || D < 0 || inner < 0) return GM_ERR_ARG;
+    if (D == 0 || inner == 0) return GM_OK;
+    const int64_t ntiles = (inner + TILE - 1) / TILE, units = outer * ntiles;
+    const int nt = nn_threads(outer * D * inner, nthreads);
+    (void)nt;
+    NN_DISPATCH(dt, _Pragma("omp parallel for schedule(static) num_threads(nt)")
+    for (int64_t u = 0; u < units; u++) {
+        const int64_t o = u / ntiles, j0 = (u % ntiles) * TILE;
+        const int64_t tile = inner - j0 < TILE ? inner - j0 : TILE;
+        const int64_t base = o * D * inner + j0;
+        double mx[TILE], sum[TILE];
+        for (int64_t j = 0; j < tile; j++) { mx[j] = -INFINITY; sum[j] = 0.0; }
+        for (int64_t d = 0; d < D; d++)
+            for (int64_t j = 0; j < tile; j++) {
+                const double v = nn_ld(inp, base + d * inner + j, DT);
+                /* NaN must win so that a NaN row gives NaN, not a finite softmax of the rest */
+                if (v > mx[j] || v != v) mx[j] = v;
+            }
+        /* a row of all -inf has max -inf: shift by 0 instead, giving exp(-inf) = 0 sums and NaN results as
+         * PyTorch does, without computing -inf - -inf */
+        for (int64_t j = 0; j < tile; j++)
+            if (mx[j] == -INFINITY) mx[j] = 0.0;
+        /* softmax in float32/float64 keeps each exp in out and rescales it below: one exp per element instead of
+         * two (out may be inp: each element is read before it is overwritten). Half types recompute instead, so
+         * that their single rounding is of the final value. */
+        const int keep_exp = !log && ((int)DT == GM_F32 || (int)DT == GM_F64);
+        for (int64_t d = 0; d < D; d++)
+            for (int64_t j = 0; j < tile; j++) {
+                const int64_t i = base + d * inner + j;
+                const double e = nn_exp(nn_ld(inp, i, DT) - mx[j], DT);
+                sum[j] += e;
+                if (keep_exp) nn_st(out, i, DT, e);
+            }
+        if (log) {
+            for (int64_t j = 0; j < tile; j++) sum[j] = mx[j] + nn_log(sum[j], DT); /* log-sum-exp */
+            for (int64_t d = 0; d < D; d++)
+                for (int64_t j = 0; j < tile; j++) {
+                    const int64_t i = base + d * inner + j;
+                    nn_st(out, i, DT, nn_ld(inp, i, DT) - sum[j]);
+                }
+        } else {
+            for (int64_t j = 0; j < tile; j++) sum[j] = 1.0 / sum[j];
+            for (int64_t d = 0; d < D; d++)
+                for (int64_t j = 0; j < tile; j++) {
+                    const int64_t i = base + d * inner + j;
+                    const double e = keep_exp ? nn_ld(out, i, DT) : nn_exp(nn_ld(inp, i, DT) - mx[j], DT);
+                    nn_st(out, i, DT, e * sum[j]);
+                }
+        }
+    })
+    return GM_OK;
+}
+
+int softmax_backward(void *dinp, const void *dout, const void *out, int64_t outer, int64_t D, int64_t inner,
+                     gm_dtype dt, int log, int nthreads) {
+    if (!gm_dtype_is_float(dt) || outer < 0 || D < 0 || inner < 0) return GM_ERR_ARG;
+    if (D == 0 || inner == 0) return GM_OK;
+    const int64_t ntiles = (inner + TILE - 1) / TILE, units = outer * ntiles;
+    const int nt = nn_threads(outer * D * inner, nthreads);
+    (void)nt;
+    NN_DISPATCH(dt, _Pragma("omp parallel for schedule(static) num_threads(nt)")
+    for (int64_t u = 0; u < units; u++) {
+        const int64_t o = u / ntiles, j0 = (u % ntiles) * TILE;
+        const int64_t tile = inner - j0 < TILE ? inner - j0 : TILE;
+        const int64_t base = o * D * inner + j0;
+        double acc[TILE];
+        for (int64_t j = 0; j < tile; j++) acc[j] = 0.0;
+        for (int64_t d = 0; d < D; d++)
+            for (int64_t j = 0; j < tile; j++) {
+                const int64_t i = base + d * inner + j;
+                const double g = nn_ld(dout, i, DT);
+                acc[j] += log ? g : g * nn_ld(out, i, DT);
+            }
+        for (int64_t d = 0; d < D; d++)
+            for (int64_t j = 0; j < tile; j++) {
+                const int64_t i = base + d * inner + j;
+                const double g = nn_ld(dout, i, DT), y = nn_ld(out, i, DT);
+                nn_st(dinp, i, DT, log ? g - nn_exp(y, DT) * acc[j] : y * (g - acc[j]));
+            }
+    })
+    return GM_OK;
+}

@@ -1,0 +1,407 @@
+"""Activations, dropout, batch norm, softmax and losses: PyTorch's functional API over csrc/ops_nnops.c.
+
+Each op checks its arguments as PyTorch does, then either calls C directly (no gradient needed: nothing is
+saved) or goes through a Function whose backward is one C call. What each backward keeps is chosen for memory:
+  relu / leaky_relu (slope >= 0) / sigmoid / tanh / softmax / log_softmax save their OUTPUT, which the next
+    layer usually keeps anyway (so it costs nothing extra), and which makes relu_ possible;
+  gelu saves its input; dropout a 1-byte mask; batch_norm the input plus per-channel mean and 1/std;
+  cross_entropy the logits plus one log-sum-exp per position (no probability tensor);
+  nll_loss only the target (its gradient does not depend on the input's values).
+Running statistics of batch_norm are updated in place by C, outside any graph. Dropout masks come from the
+global Philox generator (see kernels/cpu/dropout.h for the stream), so resetting gm.set_rng_state replays them.
+"""
+import warnings
+
+from .. import _C
+from .._tensor import _check_inplace, _needs_grad
+from ..autograd import Function
+
+__all__ = ["relu", "relu_", "leaky_relu", "sigmoid", "tanh", "gelu", "dropout", "dropout2d", "batch_norm",
+           "softmax", "log_softmax", "cross_entropy", "nll_loss", "mse_loss", "l1_loss",
+           "binary_cross_entropy_with_logits"]
+
+# op codes: csrc/ops_nnops.c
+RELU, LEAKY_RELU, SIGMOID, TANH, GELU, GELU_TANH = range(6)
+MSE, L1 = range(2)
+_REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
+
+
+def _check_tensor(x, op, name="input"):
+    if not isinstance(x, _C.TensorBase):
+        raise TypeError(f"{op}: {name} must be a Tensor, got {type(x).__name__}")
+
+
+def _reduction(reduction, op):
+    code = _REDUCTIONS.get(reduction) if isinstance(reduction, str) else None
+    if code is None:
+        raise ValueError(f"{op}: reduction must be 'none', 'mean' or 'sum', got {reduction!r}")
+    return code
+
+
+def _no_grad_for(t, op, name):
+    """Weights of the losses are constants here: refuse rather than silently give them no gradient."""
+    if t is not None and _needs_grad(t):
+        raise RuntimeError(f"{op}: {name} requires grad, but gradients with respect to {name} are not supported; "
+                           f"pass {name}.detach()")
+
+
+def _as_activation(t):
+    """Tag a tensor kept for backward that autograd would not re-tag itself (it has no grad_fn)."""
+    if t._category == "other":
+        t._category = "activation"
+    return t
+
+
+# ---- activations ----------------------------------------------------------------------------------------------
+def _saves_input(op, alpha):
+    return op in (GELU, GELU_TANH) or (op == LEAKY_RELU and alpha < 0)
+
+
+class _Activation(Function):
+    @staticmethod
+    def forward(ctx, x, op, alpha):
+        out = _C.activation(op, x, alpha)
+        if ctx.needs_input_grad:
+            ctx.op, ctx.alpha = op, alpha
+            ctx.save_for_backward(x if _saves_input(op, alpha) else out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        saved, = ctx.saved_tensors
+        return _C.activation_backward(ctx.op, g, saved, ctx.alpha), None, None
+
+    def name(self):
+        return ("ReluBackward", "LeakyReluBackward", "SigmoidBackward", "TanhBackward", "GeluBackward",
+                "GeluBackward")[self.op]
+
+
+class _ActivationInplace(Function):
+    """act_(x) recorded as a node whose output is x itself (as _tensor._InplaceBinary): the edge to x's old
+    producer is taken before the write, and backward reads the new values (the output)."""
+
+    @staticmethod
+    def forward(ctx, x, op, alpha):
+        _C.activation(op, x, alpha, x)
+        ctx.op, ctx.alpha = op, alpha
+        ctx.save_for_backward(x)
+        return x
+
+    backward = staticmethod(_Activation.backward)
+    name = _Activation.name
+
+
+def _activation(x, op, alpha, inplace, opname):
+    _check_tensor(x, opname)
+    if inplace:
+        if _check_inplace(x, opname + "_"):
+            if _saves_input(op, alpha):
+                raise RuntimeError(f"{opname}_: the in-place form cannot be differentiated with negative_slope="
+                                   f"{alpha} (the gradient needs the input, which the write destroys); use "
+                                   f"inplace=False")
+            return _ActivationInplace.apply(x, op, alpha)
+        _C.activation(op, x, alpha, x)
+        return x
+    return _Activation.apply(x, op, alpha) if _needs_grad(x) else _C.activation(op, x, alpha)
+
+
+def relu(input, inplace=False):
+    return _activation(input, RELU, 0.0, inplace, "relu")
+
+
+def relu_(input):
+    return _activation(input, RELU, 0.0, True, "relu")
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    return _activation(input, LEAKY_RELU, float(negative_slope), inplace, "leaky_relu")
+
+
+def sigmoid(input):
+    return _activation(input, SIGMOID, 0.0, False, "sigmoid")
+
+
+def tanh(input):
+    return _activation(input, TANH, 0.0, False, "tanh")
+
+
+def gelu(input, approximate="none"):
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    return _activation(input, GELU if approximate == "none" else GELU_TANH, 0.0, False, "gelu")
+
+
+# ---- dropout ------------------------------------------------------------------------------------------------------
+class _Dropout(Function):
+    @staticmethod
+    def forward(ctx, x, p, channelwise, inplace):
+        out, mask = _C.dropout(x, p, channelwise, inplace)
+        ctx.p = p
+        ctx.save_for_backward(_as_activation(mask))
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        mask, = ctx.saved_tensors
+        return _C.dropout_backward(g, mask, ctx.p), None, None, None
+
+    def name(self):
+        return "DropoutBackward"
+
+
+def _dropout(input, p, training, inplace, channelwise, op):
+    _check_tensor(input, op)
+    if isinstance(p, bool) or not isinstance(p, (int, float)):
+        raise TypeError(f"{op}: p must be a number, got {type(p).__name__}")
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"{op}: dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0:
+        return input  # the identity: no copy, no mask, no random numbers drawn
+    if inplace:
+        if _check_inplace(input, op + "_"):
+            return _Dropout.apply(input, float(p), channelwise, True)
+        return _C.dropout(input, float(p), channelwise, True)[0]
+    if _needs_grad(input):
+        return _Dropout.apply(input, float(p), channelwise, False)
+    return _C.dropout(input, float(p), channelwise, False)[0]
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    """Zero each element with probability p and scale the rest by 1/(1-p)."""
+    return _dropout(input, p, training, inplace, False, "dropout")
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of (N, C, H, W) (or unbatched (C, H, W)) input with probability p."""
+    return _dropout(input, p, training, inplace, True, "dropout2d")
+
+
+# ---- batch norm -------------------------------------------------------------------------------------------------
+def _in_recomputation():
+    from ..utils.checkpoint import in_recomputation  # late: utils imports nn-dependent modules
+    return in_recomputation()
+
+
+class _BatchNorm(Function):
+    @staticmethod
+    def forward(ctx, x, running_mean, running_var, weight, bias, training, momentum, eps):
+        out, mean, invstd = _C.batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps)
+        need_x, need_w, need_b = ctx.needs_input_grad[0], ctx.needs_input_grad[3], ctx.needs_input_grad[4]
+        ctx.training = training
+        ctx.param_dtype = (weight if weight is not None else bias if bias is not None else x)._dtype
+        # In eval mode dx = g * w * invstd: the input is needed only for the weight's gradient.
+        keep_x = training or need_w
+        ctx.save_for_backward(x if keep_x else None, weight if need_x else None, _as_activation(mean),
+                              _as_activation(invstd))
+        ctx.needs = (need_x, need_w, need_b)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, weight, mean, invstd = ctx.saved_tensors
+        dx, dw, db = _C.batch_norm_backward(g, x, weight, mean, invstd, ctx.training, *ctx.needs,
+                                            param_dtype=ctx.param_dtype)
+        return dx, None, None, dw, db, None, None, None
+
+    def name(self):
+        return "BatchNormBackward"
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
+    """Normalize each channel (dim 1) of input over every other dim. training: batch statistics, and the running
+    ones (if given) are updated in place with the unbiased variance; eval: the running statistics."""
+    _check_tensor(input, "batch_norm")
+    if momentum is None:
+        raise ValueError("batch_norm: momentum=None (a cumulative average) needs the module's batch count; pass "
+                         "the factor as a number")
+    for name, t in (("running_mean", running_mean), ("running_var", running_var)):
+        if t is not None and _needs_grad(t):
+            raise RuntimeError(f"batch_norm: {name} requires grad; running statistics are buffers updated in "
+                               f"place and cannot be part of a graph")
+    if training and running_mean is not None and _in_recomputation():
+        # a checkpointed segment re-running its forward for backward: the batch statistics (and so the output)
+        # are the same without the running ones, which the original forward already updated once
+        running_mean = running_var = None
+    args = (input, running_mean, running_var, weight, bias, bool(training), float(momentum), float(eps))
+    if _needs_grad(input, weight, bias):
+        return _BatchNorm.apply(*args)
+    return _C.batch_norm(*args)[0]
+
+
+# ---- softmax ------------------------------------------------------------------------------------------------------
+class _Softmax(Function):
+    @staticmethod
+    def forward(ctx, x, dim, log):
+        out = _C.softmax(x, dim, log)
+        ctx.dim, ctx.log = dim, log
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        out, = ctx.saved_tensors
+        return _C.softmax_backward(g, out, ctx.dim, ctx.log), None, None
+
+    def name(self):
+        return "LogSoftmaxBackward" if self.log else "SoftmaxBackward"
+
+
+def _softmax(input, dim, dtype, log, op):
+    _check_tensor(input, op)
+    if dim is None:  # PyTorch's legacy implicit choice, with its warning
+        dim = 0 if input.ndim in (0, 1, 3) else 1
+        warnings.warn(f"Implicit dimension choice for {op} has been deprecated. Change the call to include dim=X "
+                      f"as an argument.", stacklevel=3)
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise TypeError(f"{op}: dim must be an int, got {type(dim).__name__}")
+    if dtype is not None:
+        input = input.to(dtype)
+    return _Softmax.apply(input, dim, log) if _needs_grad(input) else _C.softmax(input, dim, log)
+
+
+def softmax(input, dim=None, dtype=None):
+    return _softmax(input, dim, dtype, False, "softmax")
+
+
+def log_softmax(input, dim=None, dtype=None):
+    return _softmax(input, dim, dtype, True, "log_softmax")
+
+
+# ---- class losses -----------------------------------------------------------------------------------------------
+class _CrossEntropy(Function):
+    @staticmethod
+    def forward(ctx, x, target, weight, ignore_index, reduction, label_smoothing):
+        loss, lse, wsum = _C.cross_entropy(x, target, weight, ignore_index, reduction, label_smoothing)
+        ctx.args = (ignore_index, reduction, label_smoothing, wsum)
+        ctx.save_for_backward(x, target, weight, _as_activation(lse))
+        return loss
+
+    @staticmethod
+    def backward(ctx, g):
+        x, target, weight, lse = ctx.saved_tensors
+        return _C.cross_entropy_backward(g, x, target, weight, lse, *ctx.args), None, None, None, None, None
+
+    def name(self):
+        return "CrossEntropyLossBackward"
+
+
+def _class_loss_args(op, input, target, weight, ignore_index, reduction):
+    _check_tensor(input, op)
+    _check_tensor(target, op, "target")
+    if weight is not None:
+        _check_tensor(weight, op, "weight")
+    _no_grad_for(weight, op, "weight")
+    if isinstance(ignore_index, bool) or not isinstance(ignore_index, int):
+        raise TypeError(f"{op}: ignore_index must be an int, got {type(ignore_index).__name__}")
+    return _reduction(reduction, op)
+
+
+def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+    """Log-softmax over dim 1 (dim 0 for unbatched (C,) input) and negative log-likelihood of the class index
+    targets, in one fused kernel. mean divides by the summed weight of the non-ignored targets (PyTorch's rule);
+    label_smoothing mixes in the uniform distribution over the C classes."""
+    red = _class_loss_args("cross_entropy", input, target, weight, ignore_index, reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
+    args = (input, target, weight, ignore_index, red, float(label_smoothing))
+    if _needs_grad(input):
+        return _CrossEntropy.apply(*args)
+    return _C.cross_entropy(*args)[0]
+
+
+class _NllLoss(Function):
+    @staticmethod
+    def forward(ctx, x, target, weight, ignore_index, reduction):
+        loss, wsum = _C.nll_loss(x, target, weight, ignore_index, reduction)
+        ctx.args = (ignore_index, reduction, wsum, tuple(x.shape), x._dtype)
+        ctx.save_for_backward(target, weight)
+        return loss
+
+    @staticmethod
+    def backward(ctx, g):
+        target, weight = ctx.saved_tensors
+        return _C.nll_loss_backward(g, target, weight, *ctx.args), None, None, None, None
+
+    def name(self):
+        return "NllLossBackward"
+
+
+def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
+    """Negative log-likelihood of class index targets; input holds log-probabilities (N, C, ...) or (C,)."""
+    red = _class_loss_args("nll_loss", input, target, weight, ignore_index, reduction)
+    if _needs_grad(input):
+        return _NllLoss.apply(input, target, weight, ignore_index, red)
+    return _C.nll_loss(input, target, weight, ignore_index, red)[0]
+
+
+# ---- pointwise losses --------------------------------------------------------------------------------------------
+class _PointwiseLoss(Function):
+    @staticmethod
+    def forward(ctx, x, target, op, reduction):
+        ctx.op, ctx.reduction = op, reduction
+        ctx.save_for_backward(x, target)
+        return _C.pointwise_loss(op, x, target, reduction)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, target = ctx.saved_tensors
+        dx, dt = _C.pointwise_loss_backward(ctx.op, g, x, target, ctx.reduction, ctx.needs_input_grad[0],
+                                            ctx.needs_input_grad[1])
+        return dx, dt, None, None
+
+    def name(self):
+        return "MseLossBackward" if self.op == MSE else "L1LossBackward"
+
+
+def _pointwise_loss(input, target, reduction, op, opname):
+    _check_tensor(input, opname)
+    _check_tensor(target, opname, "target")
+    red = _reduction(reduction, opname)
+    if _needs_grad(input, target):
+        return _PointwiseLoss.apply(input, target, op, red)
+    return _C.pointwise_loss(op, input, target, red)
+
+
+def mse_loss(input, target, reduction="mean"):
+    """(input - target)^2; input and target must have the same shape (no silent broadcasting)."""
+    return _pointwise_loss(input, target, reduction, MSE, "mse_loss")
+
+
+def l1_loss(input, target, reduction="mean"):
+    """|input - target|; input and target must have the same shape."""
+    return _pointwise_loss(input, target, reduction, L1, "l1_loss")
+
+
+class _BceWithLogits(Function):
+    @staticmethod
+    def forward(ctx, x, target, weight, pos_weight, reduction):
+        ctx.reduction = reduction
+        ctx.save_for_backward(x, target, weight, pos_weight)
+        return _C.bce_with_logits(x, target, weight, pos_weight, reduction)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, target, weight, pos_weight = ctx.saved_tensors
+        dx, dt = _C.bce_with_logits_backward(g, x, target, weight, pos_weight, ctx.reduction,
+                                             ctx.needs_input_grad[0], ctx.needs_input_grad[1])
+        return dx, dt, None, None, None
+
+    def name(self):
+        return "BinaryCrossEntropyWithLogitsBackward"
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean", pos_weight=None):
+    """Sigmoid + binary cross-entropy in the stable form; weight broadcasts to input, pos_weight (the weight of
+    positive examples, e.g. one per class of the last dim) too."""
+    op = "binary_cross_entropy_with_logits"
+    _check_tensor(input, op)
+    _check_tensor(target, op, "target")
+    for name, t in (("weight", weight), ("pos_weight", pos_weight)):
+        if t is not None:
+            _check_tensor(t, op, name)
+        _no_grad_for(t, op, name)
+    red = _reduction(reduction, op)
+    if _needs_grad(input, target):
+        return _BceWithLogits.apply(input, target, weight, pos_weight, red)
+    return _C.bce_with_logits(input, target, weight, pos_weight, red)
+
