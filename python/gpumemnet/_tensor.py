@@ -199,7 +199,27 @@ class Tensor(_C.TensorBase):
             arr = _C.TensorBase.numpy(self if self._dtype != 3 else F.cast(self, 0))
             body = np.array2string(arr, separator=", ", prefix="tensor(", threshold=1000, edgeitems=3,
                                    formatter=_float_formatter(arr))
-        return "tensor(" + body + (", " + ", ".join(extra) if extra else "") + ")"
+        text = "tensor(" + body + (", " + ", ".join(extra) if extra else "") + ")"
+        return "Parameter containing:\n" + text if self._is_param else text
+
+    def __deepcopy__(self, memo):
+        """A copy with its own storage, keeping requires_grad, the parameter flag, the category, the name and a
+        copy of .grad (what copy.deepcopy(model) needs)."""
+        if self.grad_fn is not None:
+            raise RuntimeError("deepcopy: only leaf tensors can be deep-copied (PyTorch's rule); detach() first")
+        if id(self) in memo:
+            return memo[id(self)]
+        with autograd.no_grad():
+            out = F.Clone.forward(autograd._NO_CTX, self)
+        out._category = self._category
+        out._is_param = self._is_param
+        out._name = self._name
+        out.requires_grad = self.requires_grad
+        if self.grad is not None:
+            import copy
+            out.grad = copy.deepcopy(self.grad, memo)
+        memo[id(self)] = out
+        return out
 
     # ---- autograd -----------------------------------------------------------------------------------------
     def backward(self, gradient=None, retain_graph=False):
@@ -317,6 +337,14 @@ class Tensor(_C.TensorBase):
     def sqrt(self): return F.Sqrt.apply(self) if _needs_grad(self) else _C.unary(F.SQRT, self)
     def abs(self): return F.Abs.apply(self) if _needs_grad(self) else _C.unary(F.ABS, self)
     def neg(self): return -self
+
+    # neural-network ops, as methods (gpumemnet.nn.functional does the work)
+    def relu(self): return _nnf().relu(self)
+    def relu_(self): return _nnf().relu_(self)
+    def sigmoid(self): return _nnf().sigmoid(self)
+    def tanh(self): return _nnf().tanh(self)
+    def softmax(self, dim, dtype=None): return _nnf().softmax(self, dim, dtype=dtype)
+    def log_softmax(self, dim, dtype=None): return _nnf().log_softmax(self, dim, dtype=dtype)
 
     def clamp(self, min=None, max=None):
         if min is None and max is None:
@@ -525,6 +553,17 @@ def _float_formatter(arr):
         return fmt(v) if np.isfinite(v) else str(v)
     width = max((len(one(v)) for v in arr.reshape(-1)[:2000]), default=0)
     return {"float_kind": lambda v: one(v).rjust(width)}
+
+
+_nn_functional = None
+
+
+def _nnf():
+    global _nn_functional
+    if _nn_functional is None:
+        from .nn import functional
+        _nn_functional = functional
+    return _nn_functional
 
 
 def _C_wrap(dim, ndim):

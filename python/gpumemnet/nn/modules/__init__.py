@@ -1,0 +1,16 @@
+"""The layers of gpumemnet.nn, one family per file; see gpumemnet/nn/__init__.py for the public names."""
+from .module import Module  # noqa: F401
+from .container import Sequential, ModuleList, ModuleDict  # noqa: F401
+from .linear import Identity, Linear  # noqa: F401
+from .conv import Conv2d, ConvTranspose2d  # noqa: F401
+from .pooling import MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, GlobalAvgPool2d, GlobalMaxPool2d  # noqa: F401
+from .activation import ReLU, LeakyReLU, Sigmoid, Tanh, GELU  # noqa: F401
+from .dropout import Dropout, Dropout2d  # noqa: F401
+from .batchnorm import BatchNorm2d  # noqa: F401
+from .loss import CrossEntropyLoss, MSELoss, L1Loss, BCEWithLogitsLoss  # noqa: F401
+from .misc import Flatten, Upsample  # noqa: F401
+
+__all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Identity", "Linear", "Conv2d", "ConvTranspose2d",
+           "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "GlobalAvgPool2d", "GlobalMaxPool2d", "ReLU", "LeakyReLU",
+           "Sigmoid", "Tanh", "GELU", "Dropout", "Dropout2d", "BatchNorm2d", "CrossEntropyLoss", "MSELoss", "L1Loss",
+           "BCEWithLogitsLoss", "Flatten", "Upsample"]

@@ -1,0 +1,43 @@
+"""Helpers shared by the layers: PyTorch's argument forms (_pair) and parameter/buffer creation with the
+factory arguments device= and dtype= (device="meta" builds a model without touching a byte of data)."""
+import collections.abc
+
+from ... import _C
+from ..._dtype import as_dtype, device_str
+
+
+def _pair(x, name="argument"):
+    if isinstance(x, collections.abc.Iterable) and not isinstance(x, str):
+        t = tuple(x)
+        if len(t) != 2:
+            raise ValueError(f"{name} must be an int or a pair of ints, got {x!r}")
+        return t
+    return (x, x)
+
+
+def new_tensor(shape, device=None, dtype=None, category="parameter", floating=True):
+    """Uninitialised storage for a parameter or buffer, allocated under `category` from the start (so the peak
+    statistics never count it as something else)."""
+    dt = as_dtype(dtype) if dtype is not None else None
+    code = 0 if dt is None else dt.code
+    if floating and dt is not None and not dt.is_floating_point:
+        raise TypeError(f"dtype: parameters must be of a floating point dtype, got {dt}")
+    prev = _C.set_category(category)
+    try:
+        return _C.empty(tuple(shape), code, device_str(device))
+    finally:
+        _C.set_category(prev)
+
+
+_REDUCTIONS = ("none", "mean", "sum")
+
+
+def check_reduction(reduction, size_average=None, reduce=None):
+    """PyTorch's reduction argument, including its deprecated size_average/reduce form."""
+    if size_average is not None or reduce is not None:
+        size_average = True if size_average is None else size_average
+        reduce = True if reduce is None else reduce
+        reduction = ("mean" if size_average else "sum") if reduce else "none"
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction; expected one of 'none', 'mean', 'sum'")
+    return reduction

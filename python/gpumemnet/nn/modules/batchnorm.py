@@ -1,0 +1,84 @@
+"""BatchNorm2d: PyTorch's attributes (weight, bias, running_mean, running_var, num_batches_tracked), defaults and
+running-statistics rule (momentum=None: cumulative average over the batches seen).
+
+The running statistics are model state, not activations: they are allocated under the "parameter" category, so
+memory reports count them with the model's weights."""
+from .. import functional as F
+from ...utils.checkpoint import in_recomputation
+from .. import init
+from ..parameter import Parameter
+from ._utils import new_tensor
+from .module import Module
+
+__all__ = ["BatchNorm2d"]
+
+
+class _BatchNorm(Module):
+    _expected_dim = None
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None,
+                 dtype=None):
+        super().__init__()
+        if isinstance(num_features, bool) or not isinstance(num_features, int) or num_features <= 0:
+            raise ValueError(f"{type(self).__name__}: num_features must be a positive int, got {num_features!r}")
+        self.num_features = num_features
+        self.eps = eps
+        self.momentum = momentum
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        if affine:
+            self.weight = Parameter(new_tensor((num_features,), device, dtype))
+            self.bias = Parameter(new_tensor((num_features,), device, dtype))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", new_tensor((num_features,), device, dtype))
+            self.register_buffer("running_var", new_tensor((num_features,), device, dtype))
+            self.register_buffer("num_batches_tracked", new_tensor((), device, "int64", floating=False))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+        self.reset_parameters()
+
+    def reset_running_stats(self):
+        if self.track_running_stats:
+            init.zeros_(self.running_mean)
+            init.ones_(self.running_var)
+            init.zeros_(self.num_batches_tracked)
+
+    def reset_parameters(self):
+        self.reset_running_stats()
+        if self.affine:
+            init.ones_(self.weight)
+            init.zeros_(self.bias)
+
+    def forward(self, input):
+        if input.ndim != self._expected_dim:
+            raise ValueError(f"{type(self).__name__}: expected {self._expected_dim}D input (got {input.ndim}D input "
+                             f"of shape {tuple(input.shape)})")
+        factor = 0.0 if self.momentum is None else self.momentum
+        # A checkpointed segment's recomputation replays the forward: count its batch once, not twice.
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None and \
+                not in_recomputation():
+            nbt = self.num_batches_tracked
+            nbt.add_(1)
+            if self.momentum is None:
+                # cumulative moving average; on meta there is no count to read and no statistic to update
+                factor = 1.0 / float(nbt.item()) if nbt._device != "meta" else 0.0
+        # In eval mode, the running statistics are used when they exist (batch statistics otherwise).
+        use_batch_stats = self.training or (self.running_mean is None and self.running_var is None)
+        track = not self.training or self.track_running_stats
+        return F.batch_norm(input, self.running_mean if track else None, self.running_var if track else None,
+                            self.weight, self.bias, use_batch_stats, factor, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+                f"track_running_stats={self.track_running_stats}")
+
+
+class BatchNorm2d(_BatchNorm):
+    """Normalise each channel of (N, C, H, W) by the batch's mean and variance (training) or the running ones
+    (eval), then scale by weight and shift by bias."""
+    _expected_dim = 4

@@ -1,0 +1,214 @@
+"""Containers: Sequential, ModuleList, ModuleDict — the module trees whose names ("features.0.weight") match
+PyTorch's for the same structure, so that state_dicts and reports line up."""
+import operator
+from collections import OrderedDict
+
+from .module import Module, _addindent
+
+__all__ = ["Sequential", "ModuleList", "ModuleDict"]
+
+
+def _index(idx, n, what):
+    idx = operator.index(idx)
+    if not -n <= idx < n:
+        raise IndexError(f"index {idx} is out of range for a {what} of length {n}")
+    return idx % n
+
+
+class Sequential(Module):
+    """Sequential(*modules) or Sequential(OrderedDict(name=module)): calls them in order."""
+
+    def __init__(self, *args):
+        super().__init__()
+        if len(args) == 1 and isinstance(args[0], OrderedDict):
+            for key, module in args[0].items():
+                self.add_module(key, module)
+        else:
+            for idx, module in enumerate(args):
+                self.add_module(str(idx), module)
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return type(self)(OrderedDict(list(self._modules.items())[idx]))
+        return list(self._modules.values())[_index(idx, len(self), "Sequential")]
+
+    def __setitem__(self, idx, module):
+        key = list(self._modules.keys())[_index(idx, len(self), "Sequential")]
+        setattr(self, key, module)
+
+    def __delitem__(self, idx):
+        if isinstance(idx, slice):
+            for key in list(self._modules.keys())[idx]:
+                delattr(self, key)
+        else:
+            delattr(self, list(self._modules.keys())[_index(idx, len(self), "Sequential")])
+        # keep the numbering contiguous, as PyTorch does
+        items = list(self._modules.items())
+        self._modules.clear()
+        for i, (key, m) in enumerate(items):
+            self._modules[str(i) if key.isdigit() else key] = m
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def append(self, module):
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules):
+        for m in modules:
+            self.append(m)
+        return self
+
+    def insert(self, index, module):
+        if not isinstance(module, Module):
+            raise TypeError(f"module should be of type Module, got {type(module).__name__}")
+        n = len(self)
+        if not -n <= index <= n:
+            raise IndexError(f"index {index} is out of range for insertion into a Sequential of length {n}")
+        if index < 0:
+            index += n
+        mods = list(self._modules.values())
+        mods.insert(index, module)
+        self._modules.clear()
+        for i, m in enumerate(mods):
+            self.add_module(str(i), m)
+        return self
+
+    def forward(self, input):
+        for module in self._modules.values():
+            input = module(input)
+        return input
+
+
+class ModuleList(Module):
+    """A list of modules, registered (so their parameters are seen) but not called in any order."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.extend(modules)
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return type(self)(list(self._modules.values())[idx])
+        return self._modules[str(_index(idx, len(self), "ModuleList"))]
+
+    def __setitem__(self, idx, module):
+        self.add_module(str(_index(idx, len(self), "ModuleList")), module)
+
+    def __delitem__(self, idx):
+        if isinstance(idx, slice):
+            for k in range(len(self))[idx]:
+                del self._modules[str(k)]
+        else:
+            del self._modules[str(_index(idx, len(self), "ModuleList"))]
+        mods = list(self._modules.values())
+        self._modules.clear()
+        for i, m in enumerate(mods):
+            self._modules[str(i)] = m
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def __iadd__(self, modules):
+        return self.extend(modules)
+
+    def __add__(self, other):
+        return ModuleList(list(self) + list(other))
+
+    def append(self, module):
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules):
+        if isinstance(modules, Module) and not isinstance(modules, (ModuleList, Sequential)):
+            raise TypeError(f"ModuleList.extend should be called with an iterable, but got "
+                            f"{type(modules).__name__}")
+        for m in modules:
+            self.append(m)
+        return self
+
+    def insert(self, index, module):
+        mods = list(self._modules.values())
+        mods.insert(index, module)
+        self._modules.clear()
+        for i, m in enumerate(mods):
+            self.add_module(str(i), m)
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError("ModuleList is not callable: iterate over it in your module's forward")
+
+    def __repr__(self):
+        # PyTorch's compact form: runs of identical entries print once, as "(0-2): 3 x Linear(...)"
+        reprs = [repr(m) for m in self]
+        if not reprs:
+            return self._get_name() + "()"
+        runs = []  # [start, end, repr]
+        for i, r in enumerate(reprs):
+            if runs and runs[-1][2] == r:
+                runs[-1][1] = i
+            else:
+                runs.append([i, i, r])
+        lines = [_addindent(f"({a}): {r}" if a == b else f"({a}-{b}): {b - a + 1} x {r}", 2) for a, b, r in runs]
+        return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
+
+
+class ModuleDict(Module):
+    """An ordered dict of modules, registered under their keys."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __getitem__(self, key):
+        return self._modules[key]
+
+    def __setitem__(self, key, module):
+        self.add_module(key, module)
+
+    def __delitem__(self, key):
+        del self._modules[key]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules)
+
+    def __contains__(self, key):
+        return key in self._modules
+
+    def keys(self):
+        return self._modules.keys()
+
+    def items(self):
+        return self._modules.items()
+
+    def values(self):
+        return self._modules.values()
+
+    def pop(self, key):
+        m = self[key]
+        del self[key]
+        return m
+
+    def clear(self):
+        self._modules.clear()
+
+    def update(self, modules):
+        items = modules.items() if hasattr(modules, "items") else modules
+        for j, kv in enumerate(items):
+            if len(kv) != 2:
+                raise ValueError(f"ModuleDict update sequence element #{j} has length {len(kv)}; 2 is required")
+            self[kv[0]] = kv[1]
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError("ModuleDict is not callable: look modules up by key in your module's forward")

@@ -1,0 +1,153 @@
+"""Conv2d and ConvTranspose2d, with PyTorch's constructor arguments, attribute names and initialisation."""
+import math
+
+from .. import functional as F
+from .. import init
+from ..parameter import Parameter
+from ._utils import _pair, new_tensor
+from .module import Module
+
+__all__ = ["Conv2d", "ConvTranspose2d"]
+
+
+class _ConvNd(Module):
+    def __init__(self, in_channels, out_channels, kernel_size, stride, padding, dilation, transposed,
+                 output_padding, groups, bias, padding_mode, device=None, dtype=None):
+        super().__init__()
+        name = type(self).__name__
+        for arg, v in (("in_channels", in_channels), ("out_channels", out_channels), ("groups", groups)):
+            if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+                raise ValueError(f"{name}: {arg} must be a positive integer, got {v!r}")
+        if in_channels % groups:
+            raise ValueError(f"{name}: in_channels ({in_channels}) must be divisible by groups ({groups})")
+        if out_channels % groups:
+            raise ValueError(f"{name}: out_channels ({out_channels}) must be divisible by groups ({groups})")
+        if padding_mode != "zeros":
+            # Only zero padding exists in the kernels; say so rather than silently padding with zeros.
+            raise ValueError(f"{name}: padding_mode must be 'zeros' (the only one gpumemnet implements), "
+                             f"got {padding_mode!r}")
+        self.in_channels = in_channels
+        self.out_channels = out_channels
+        self.kernel_size = _pair(kernel_size, "kernel_size")
+        self.stride = _pair(stride, "stride")
+        self.dilation = _pair(dilation, "dilation")
+        for arg in ("kernel_size", "stride", "dilation"):
+            if any(isinstance(v, bool) or not isinstance(v, int) or v <= 0 for v in getattr(self, arg)):
+                raise ValueError(f"{name}: {arg} must be positive ints, got {getattr(self, arg)!r}")
+        if isinstance(padding, str):
+            if padding not in ("valid", "same"):
+                raise ValueError(f"{name}: invalid padding string {padding!r}, should be one of {{'valid', 'same'}}")
+            if padding == "same" and any(s != 1 for s in self.stride):
+                raise ValueError(f"{name}: padding='same' is not supported for strided convolutions")
+            self.padding = padding
+            self._padding = self._same_padding() if padding == "same" else (0, 0)
+        else:
+            self.padding = _pair(padding, "padding")
+            if any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in self.padding):
+                raise ValueError(f"{name}: padding must be non-negative ints, got {self.padding!r}")
+            self._padding = self.padding
+        self.transposed = transposed
+        self.output_padding = _pair(output_padding, "output_padding")
+        self.groups = groups
+        self.padding_mode = padding_mode
+        shape = ((in_channels, out_channels // groups) if transposed else (out_channels, in_channels // groups)) \
+            + self.kernel_size
+        self.weight = Parameter(new_tensor(shape, device, dtype))
+        if bias:
+            self.bias = Parameter(new_tensor((out_channels,), device, dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def _same_padding(self):
+        pads = []
+        for d, k in zip(self.dilation, self.kernel_size):
+            total = d * (k - 1)
+            if total % 2:
+                # PyTorch pads the extra row/column on one side only; the kernels take symmetric padding.
+                raise ValueError(f"{type(self).__name__}: padding='same' with kernel_size={self.kernel_size} and "
+                                 f"dilation={self.dilation} needs asymmetric padding, which gpumemnet does not "
+                                 f"support; use an odd kernel size")
+            pads.append(total // 2)
+        return tuple(pads)
+
+    def reset_parameters(self):
+        # PyTorch's default initialisation (see Linear): U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weight and bias.
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
+            if fan_in != 0:
+                bound = 1 / math.sqrt(fan_in)
+                init.uniform_(self.bias, -bound, bound)
+
+    def extra_repr(self):
+        s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
+        if self.padding != (0,) * len(self.padding):
+            s += f", padding={self.padding}"
+        if self.dilation != (1,) * len(self.dilation):
+            s += f", dilation={self.dilation}"
+        if self.output_padding != (0,) * len(self.output_padding):
+            s += f", output_padding={self.output_padding}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        if self.padding_mode != "zeros":
+            s += f", padding_mode={self.padding_mode}"
+        return s
+
+
+class Conv2d(_ConvNd):
+    """2-D convolution over (N, C_in, H, W). weight: (out_channels, in_channels/groups, kH, kW).
+    groups=in_channels gives a depthwise convolution (its own direct kernel)."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                 bias=True, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, False, 0, groups, bias,
+                         padding_mode, device, dtype)
+
+    def forward(self, input):
+        return F.conv2d(input, self.weight, self.bias, self.stride, self._padding, self.dilation, self.groups)
+
+
+class ConvTranspose2d(_ConvNd):
+    """The gradient of Conv2d with respect to its input, used as an upsampling layer.
+    weight: (in_channels, out_channels/groups, kH, kW)."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
+                 bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
+        if isinstance(padding, str):
+            raise ValueError(f"ConvTranspose2d: padding must be ints, got {padding!r}")
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, True, output_padding,
+                         groups, bias, padding_mode, device, dtype)
+        for op, s, d in zip(self.output_padding, self.stride, self.dilation):
+            if not 0 <= op < max(s, d):
+                raise ValueError(f"ConvTranspose2d: output_padding {self.output_padding} must be smaller than "
+                                 f"either stride {self.stride} or dilation {self.dilation}")
+
+    def _output_padding(self, input, output_size):
+        """The output_padding that makes the output exactly output_size (PyTorch's rule)."""
+        if output_size is None:
+            return self.output_padding
+        output_size = tuple(output_size)
+        if len(output_size) == input.ndim:
+            output_size = output_size[-2:]
+        if len(output_size) != 2:
+            raise ValueError(f"ConvTranspose2d: output_size must have 2 or {input.ndim} elements, got {output_size}")
+        pads = []
+        for i in range(2):
+            in_size = input.shape[input.ndim - 2 + i]
+            min_size = (in_size - 1) * self.stride[i] - 2 * self.padding[i] + \
+                self.dilation[i] * (self.kernel_size[i] - 1) + 1
+            max_size = min_size + self.stride[i] - 1
+            if not min_size <= output_size[i] <= max_size:
+                raise ValueError(f"ConvTranspose2d: requested an output size of {output_size}, but valid sizes "
+                                 f"range from ({min_size}..{max_size}) in dimension {i} (for an input of "
+                                 f"{tuple(input.shape[-2:])})")
+            pads.append(output_size[i] - min_size)
+        return tuple(pads)
+
+    def forward(self, input, output_size=None):
+        output_padding = self._output_padding(input, output_size)
+        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding, output_padding,
+                                  self.groups, self.dilation)

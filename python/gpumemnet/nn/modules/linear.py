@@ -1,0 +1,52 @@
+"""Linear and Identity."""
+import math
+
+from .. import functional as F
+from .. import init
+from ..parameter import Parameter
+from ._utils import new_tensor
+from .module import Module
+
+__all__ = ["Identity", "Linear"]
+
+
+class Identity(Module):
+    """Returns its input; accepts and ignores any constructor arguments (a placeholder in a tree)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    def forward(self, input):
+        return input
+
+
+class Linear(Module):
+    """y = x @ weight.T + bias, weight (out_features, in_features)."""
+
+    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
+        super().__init__()
+        for name, v in (("in_features", in_features), ("out_features", out_features)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ValueError(f"Linear: {name} must be a non-negative int, got {v!r}")
+        self.in_features = in_features
+        self.out_features = out_features
+        self.weight = Parameter(new_tensor((out_features, in_features), device, dtype))
+        if bias:
+            self.bias = Parameter(new_tensor((out_features,), device, dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        # PyTorch's default: kaiming_uniform_(a=sqrt(5)), i.e. U(-1/sqrt(fan_in), 1/sqrt(fan_in)), for both
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in = self.in_features
+            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input):
+        return F.linear(input, self.weight, self.bias)
+
+    def extra_repr(self):
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"

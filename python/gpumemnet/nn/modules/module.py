@@ -1,0 +1,530 @@
+"""Module: the base of every layer — registration of parameters, buffers and submodules, traversal, train/eval,
+device/dtype moves, state_dict, PyTorch's repr, and forward calls tagged with an allocator scope.
+
+Every call of a module runs its forward under the allocator scope "<path> forward" (e.g. "features.3 forward"),
+so that memory statistics, the history and OutOfMemoryError say which layer allocated what. Paths are the
+names of named_modules() seen from the root: they are computed once, the first time the root is called (a
+module added later learns its path from its parent on its own first call)."""
+import itertools
+import threading
+from collections import OrderedDict, namedtuple
+
+from ... import _C
+from ...autograd import RemovableHandle, no_grad
+from ..._dtype import as_dtype, device_str
+from ..parameter import Parameter
+
+__all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook"]
+
+_IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
+
+# Hooks run for every module (gm.summary and the estimator use these: they see each layer's output).
+_global_pre_hooks = []
+_global_hooks = []
+
+
+def register_module_forward_pre_hook(hook):
+    """hook(module, args) -> None or new args, before every module's forward."""
+    _global_pre_hooks.append(hook)
+    return RemovableHandle(_global_pre_hooks, hook)
+
+
+def register_module_forward_hook(hook):
+    """hook(module, args, output) -> None or a new output, after every module's forward."""
+    _global_hooks.append(hook)
+    return RemovableHandle(_global_hooks, hook)
+
+
+class _Running(threading.local):
+    """The modules whose forward is running on this thread, innermost last."""
+
+    def __init__(self):
+        self.stack = []
+
+
+_running = _Running()
+
+
+def _addindent(s, n):
+    lines = s.split("\n")
+    if len(lines) == 1:
+        return s
+    return lines[0] + "\n" + "\n".join(" " * n + line for line in lines[1:])
+
+
+class Module:
+    """Base class of all layers. Subclasses call super().__init__() first, assign Parameters, Modules and
+    buffers (register_buffer) as attributes, and define forward()."""
+
+    training: bool
+
+    def __init__(self):
+        object.__setattr__(self, "training", True)
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_non_persistent_buffers_set", set())
+        object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "_forward_pre_hooks", [])
+        object.__setattr__(self, "_forward_hooks", [])
+        object.__setattr__(self, "_path", None)   # "features.3", set on the first call
+        object.__setattr__(self, "_scope", None)  # "features.3 forward"
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
+
+    # ---- calling ---------------------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        scope = self._scope
+        if scope is None:
+            scope = self._resolve_paths()
+        prev = _C.set_scope(scope)
+        stack = _running.stack
+        stack.append(self)
+        try:
+            if self._forward_pre_hooks or _global_pre_hooks:
+                for hook in itertools.chain(_global_pre_hooks, self._forward_pre_hooks):
+                    r = hook(self, args)
+                    if r is not None:
+                        args = r if isinstance(r, tuple) else (r,)
+            out = self.forward(*args, **kwargs)
+            if self._forward_hooks or _global_hooks:
+                for hook in itertools.chain(_global_hooks, self._forward_hooks):
+                    r = hook(self, args, out)
+                    if r is not None:
+                        out = r
+            return out
+        finally:
+            stack.pop()
+            _C.set_scope(prev)
+
+    def _resolve_paths(self):
+        """Name this module and everything under it, from the running parent if it holds us as a child (a module
+        added after the root's first call), else as a root. Parameters and buffers get their full names too
+        (`_name`, read by memory reports: "fc1.weight")."""
+        prefix = ""
+        stack = _running.stack
+        if stack:
+            parent = stack[-1]
+            for name, child in parent._modules.items():
+                if child is self:
+                    prefix = f"{parent._path}.{name}" if parent._path else name
+                    break
+        for path, m in self.named_modules(prefix=prefix):
+            object.__setattr__(m, "_path", path)
+            # The root has no path of its own: its class name says what ran.
+            object.__setattr__(m, "_scope", f"{path or type(m).__name__} forward")
+        for name, t in itertools.chain(self.named_parameters(prefix=prefix), self.named_buffers(prefix=prefix)):
+            t._name = name
+        return self._scope
+
+    # ---- hooks ------------------------------------------------------------------------------------------
+    def register_forward_pre_hook(self, hook):
+        """hook(module, args) -> None or new args."""
+        self._forward_pre_hooks.append(hook)
+        return RemovableHandle(self._forward_pre_hooks, hook)
+
+    def register_forward_hook(self, hook):
+        """hook(module, args, output) -> None or a new output."""
+        self._forward_hooks.append(hook)
+        return RemovableHandle(self._forward_hooks, hook)
+
+    # ---- registration -----------------------------------------------------------------------------------
+    def _check_name(self, name, kind):
+        if "_parameters" not in self.__dict__:
+            raise AttributeError(f"cannot assign {kind} before Module.__init__() call")
+        if not isinstance(name, str):
+            raise TypeError(f"{kind} name should be a string, got {type(name).__name__}")
+        if "." in name:
+            raise KeyError(f'{kind} name must not contain "." (got {name})')
+        if name == "":
+            raise KeyError(f"{kind} name must not be empty")
+
+    def register_parameter(self, name, param):
+        """Add a parameter (a Parameter, or None for an absent one such as bias=False)."""
+        self._check_name(name, "parameter")
+        if hasattr(self, name) and name not in self._parameters:
+            raise KeyError(f"attribute '{name}' already exists")
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
+                            f"(gpumemnet.nn.Parameter or None required)")
+        if param is not None and param.grad_fn is not None:
+            raise ValueError(f"cannot assign non-leaf Tensor to parameter '{name}'; make it a leaf first, e.g. "
+                             f"Parameter(t.detach())")
+        self._parameters[name] = param
+
+    def register_buffer(self, name, tensor, persistent=True):
+        """Add a tensor that is state but not a parameter (BatchNorm's running_mean). Persistent buffers are part
+        of state_dict."""
+        self._check_name(name, "buffer")
+        if hasattr(self, name) and name not in self._buffers:
+            raise KeyError(f"attribute '{name}' already exists")
+        if tensor is not None and not isinstance(tensor, _C.TensorBase):
+            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
+                            f"(gpumemnet Tensor or None required)")
+        self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent_buffers_set.discard(name)
+        else:
+            self._non_persistent_buffers_set.add(name)
+
+    def add_module(self, name, module):
+        if not isinstance(module, Module) and module is not None:
+            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        self._check_name(name, "module")
+        if hasattr(self, name) and name not in self._modules:
+            raise KeyError(f"attribute '{name}' already exists")
+        self._modules[name] = module
+
+    register_module = add_module
+
+    def __getattr__(self, name):
+        # Only reached when normal lookup fails: parameters, buffers and submodules live in their dicts.
+        d = self.__dict__
+        if "_parameters" in d:
+            for table in ("_parameters", "_buffers", "_modules"):
+                t = d[table]
+                if name in t:
+                    return t[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __setattr__(self, name, value):
+        d = self.__dict__
+        params = d.get("_parameters")
+        if isinstance(value, Parameter):
+            if params is None:
+                raise AttributeError("cannot assign parameters before Module.__init__() call")
+            for t in (d["_buffers"], d["_modules"]):
+                t.pop(name, None)
+            d.pop(name, None)
+            d["_non_persistent_buffers_set"].discard(name)
+            self.register_parameter(name, value)
+        elif params is not None and name in params:
+            if value is not None:
+                raise TypeError(f"cannot assign '{type(value).__name__}' as parameter '{name}' "
+                                f"(gpumemnet.nn.Parameter or None expected)")
+            self.register_parameter(name, value)
+        elif isinstance(value, Module):
+            if params is None:
+                raise AttributeError("cannot assign module before Module.__init__() call")
+            params.pop(name, None)
+            d["_buffers"].pop(name, None)
+            d["_non_persistent_buffers_set"].discard(name)
+            d.pop(name, None)
+            d["_modules"][name] = value
+        elif params is not None and name in d["_modules"]:
+            if value is not None:
+                raise TypeError(f"cannot assign '{type(value).__name__}' as child module '{name}' "
+                                f"(gpumemnet.nn.Module or None expected)")
+            d["_modules"][name] = value
+        elif params is not None and name in d["_buffers"]:
+            if value is not None and not isinstance(value, _C.TensorBase):
+                raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' "
+                                f"(gpumemnet Tensor or None expected)")
+            d["_buffers"][name] = value
+        else:
+            object.__setattr__(self, name, value)
+
+    def __delattr__(self, name):
+        d = self.__dict__
+        for table in ("_parameters", "_buffers", "_modules"):
+            if name in d.get(table, ()):
+                del d[table][name]
+                d["_non_persistent_buffers_set"].discard(name)
+                return
+        object.__delattr__(self, name)
+
+    def __dir__(self):
+        keys = list(object.__dir__(self)) + list(self._parameters) + list(self._buffers) + list(self._modules)
+        return sorted(k for k in set(keys) if not k[0].isdigit())
+
+    # ---- traversal ---------------------------------------------------------------------------------------
+    def _named_members(self, get, prefix="", recurse=True, remove_duplicate=True):
+        memo = set()
+        mods = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse else \
+            [(prefix, self)]
+        for mod_prefix, mod in mods:
+            for k, v in get(mod):
+                if v is None or (remove_duplicate and id(v) in memo):
+                    continue
+                if remove_duplicate:
+                    memo.add(id(v))
+                yield (mod_prefix + ("." if mod_prefix else "") + k, v)
+
+    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+        """(name, parameter) pairs; a parameter shared by several modules is listed once, under its first
+        name (what an optimizer must see: updating it twice would be wrong)."""
+        return self._named_members(lambda m: m._parameters.items(), prefix, recurse, remove_duplicate)
+
+    def parameters(self, recurse=True):
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
+        return self._named_members(lambda m: m._buffers.items(), prefix, recurse, remove_duplicate)
+
+    def buffers(self, recurse=True):
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    def named_children(self):
+        memo = set()
+        for name, m in self._modules.items():
+            if m is not None and id(m) not in memo:
+                memo.add(id(m))
+                yield name, m
+
+    def children(self):
+        for _, m in self.named_children():
+            yield m
+
+    def named_modules(self, memo=None, prefix="", remove_duplicate=True):
+        if memo is None:
+            memo = set()
+        if id(self) in memo:
+            return
+        if remove_duplicate:
+            memo.add(id(self))
+        yield prefix, self
+        for name, m in self._modules.items():
+            if m is None:
+                continue
+            yield from m.named_modules(memo, prefix + ("." if prefix else "") + name, remove_duplicate)
+
+    def modules(self):
+        for _, m in self.named_modules():
+            yield m
+
+    def get_submodule(self, target):
+        if target == "":
+            return self
+        mod = self
+        for item in target.split("."):
+            if item not in mod._modules or mod._modules[item] is None:
+                raise AttributeError(f"{mod._get_name()} has no attribute `{item}`")
+            mod = mod._modules[item]
+        return mod
+
+    def get_parameter(self, target):
+        path, _, name = target.rpartition(".")
+        mod = self.get_submodule(path)
+        if name not in mod._parameters:
+            raise AttributeError(f"{mod._get_name()} has no parameter `{name}`")
+        return mod._parameters[name]
+
+    def get_buffer(self, target):
+        path, _, name = target.rpartition(".")
+        mod = self.get_submodule(path)
+        if name not in mod._buffers:
+            raise AttributeError(f"{mod._get_name()} has no buffer `{name}`")
+        return mod._buffers[name]
+
+    # ---- modes and gradients ----------------------------------------------------------------------------
+    def train(self, mode=True):
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")
+        for m in self.modules():
+            object.__setattr__(m, "training", mode)
+        return self
+
+    def eval(self):
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad=True):
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none=True):
+        """Drop (default) or zero every parameter's .grad. Dropping frees the gradient memory until the next
+        backward, which is why it is the default."""
+        for p in self.parameters():
+            if p.grad is None:
+                continue
+            if set_to_none:
+                p.grad = None
+            else:
+                g = p.grad
+                if g.grad_fn is not None:
+                    g = g.detach()
+                    p.grad = g
+                _C.fill_(g, 0)
+
+    def apply(self, fn):
+        """fn(module) on every submodule (children first) and then self; e.g. a custom initialisation."""
+        for m in self.children():
+            m.apply(fn)
+        fn(self)
+        return self
+
+    # ---- device and dtype -----------------------------------------------------------------------------------
+    def _apply_tensors(self, convert):
+        """Replace every parameter and buffer t by convert(t), keeping the same objects where convert returns t.
+        A converted parameter is a new Parameter (a gpumemnet tensor's storage, device and dtype are fixed), so an
+        optimizer built before the move holds stale tensors: move the model first, as in PyTorch."""
+        for m in self.modules():
+            for name, p in m._parameters.items():
+                if p is None:
+                    continue
+                new = convert(p)
+                if new is p:
+                    continue
+                q = Parameter(new, p.requires_grad)
+                if p.grad is not None:
+                    q.grad = convert(p.grad)
+                q._name = p._name
+                m._parameters[name] = q
+            for name, b in m._buffers.items():
+                if b is not None:
+                    new = convert(b)
+                    if new is not b:
+                        new._name = b._name
+                    m._buffers[name] = new
+        return self
+
+    def to(self, *args, device=None, dtype=None, non_blocking=False):
+        """to(device), to(dtype), to(device, dtype), to(tensor): move and/or cast. dtype applies to floating
+        parameters and buffers only (num_batches_tracked stays int64), as in PyTorch."""
+        for a in args:
+            if isinstance(a, _C.TensorBase):
+                device, dtype = a._device, a.dtype
+            elif isinstance(a, str) or type(a).__name__ == "device":
+                device = a
+            elif a is not None:
+                dtype = a
+        dev = device_str(device) if device is not None else None
+        dt = as_dtype(dtype) if dtype is not None else None
+        if dt is not None and not dt.is_floating_point:
+            raise TypeError(f"nn.Module.to only accepts floating point dtypes, but got desired dtype={dt}")
+
+        def convert(t):
+            # allocate under t's own category: a moved gradient is still a gradient, a buffer still model state
+            prev = _C.set_category(t._category)
+            try:
+                out = t.detach()
+                if dt is not None and t.dtype.is_floating_point and t._dtype != dt.code:
+                    out = out.to(dtype=dt)
+                if dev is not None and out._device != dev:
+                    out = out.to(device=dev)
+            finally:
+                _C.set_category(prev)
+            return t if out._storage_id == t._storage_id else out
+        return self._apply_tensors(convert)
+
+    def to_empty(self, device):
+        """Move to device without copying values (e.g. from meta, then initialise): new storage, no data."""
+        dev = device_str(device)
+
+        def convert(t):
+            if t._device == dev:
+                return t
+            prev = _C.set_category(t._category)
+            try:
+                return _C.empty(t.shape, t._dtype, dev)
+            finally:
+                _C.set_category(prev)
+        return self._apply_tensors(convert)
+
+    def cpu(self):
+        return self.to("cpu")
+
+    def cuda(self, device=0):
+        return self.to(f"cuda:{device}" if isinstance(device, int) else device)
+
+    def float(self):
+        return self.to(dtype="float32")
+
+    def double(self):
+        return self.to(dtype="float64")
+
+    def half(self):
+        return self.to(dtype="float16")
+
+    def bfloat16(self):
+        return self.to(dtype="bfloat16")
+
+    # ---- state_dict ---------------------------------------------------------------------------------------
+    def state_dict(self, *, destination=None, prefix="", keep_vars=False):
+        """OrderedDict of parameters and persistent buffers by full name, as detached tensors sharing storage
+        (keep_vars=True: the Parameter objects themselves)."""
+        if destination is None:
+            destination = OrderedDict()
+        for name, p in self._parameters.items():
+            if p is not None:
+                destination[prefix + name] = p if keep_vars else p.detach()
+        for name, b in self._buffers.items():
+            if b is not None and name not in self._non_persistent_buffers_set:
+                destination[prefix + name] = b if keep_vars else b.detach()
+        for name, m in self._modules.items():
+            if m is not None:
+                m.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
+        return destination
+
+    def load_state_dict(self, state_dict, strict=True):
+        """Copy values from state_dict into this module's parameters and persistent buffers, in place.
+
+        Every problem is collected first, then reported in one RuntimeError: missing and unexpected keys (only
+        when strict) and every shape mismatch (always: a wrong shape cannot be copied). Nothing is copied when
+        there is an error. Returns (missing_keys, unexpected_keys)."""
+        if not hasattr(state_dict, "keys") or not hasattr(state_dict, "__getitem__"):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict).__name__}.")
+        own = self.state_dict(keep_vars=True)
+        missing = [k for k in own if k not in state_dict]
+        unexpected = [k for k in state_dict.keys() if k not in own]
+        errors = []
+        pairs = []
+        for k, target in own.items():
+            if k not in state_dict:
+                continue
+            value = state_dict[k]
+            if not isinstance(value, _C.TensorBase):
+                try:
+                    import numpy as np
+                    value = _C.from_numpy(np.asarray(value), target._dtype, "cpu")
+                except (TypeError, ValueError):
+                    errors.append(f'While copying the parameter named "{k}", expected a tensor or an array-like '
+                                  f"value from checkpoint but received {type(value).__name__}")
+                    continue
+            if tuple(value.shape) != tuple(target.shape):
+                errors.append(f"size mismatch for {k}: copying a param with shape {tuple(value.shape)} from "
+                              f"checkpoint, the shape in current model is {tuple(target.shape)}.")
+                continue
+            pairs.append((k, target, value))
+        if strict:
+            if unexpected:
+                errors.insert(0, "Unexpected key(s) in state_dict: " + ", ".join(f'"{k}"' for k in unexpected)
+                              + ". ")
+            if missing:
+                errors.insert(0, "Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing) + ". ")
+        if errors:
+            raise RuntimeError(f"Error(s) in loading state_dict for {self._get_name()}:\n\t" + "\n\t".join(errors))
+        with no_grad():
+            for k, target, value in pairs:
+                if target._device == "meta":
+                    continue  # nothing to copy into; shapes were checked
+                if value._device == "meta":
+                    raise RuntimeError(f'While copying the parameter named "{k}": the checkpoint value is on the '
+                                       f"meta device and holds no data")
+                if value._device != target._device:
+                    value = value.to(device=target._device)
+                _C.copy_(target, value)
+        return _IncompatibleKeys(missing, unexpected)
+
+    # ---- repr --------------------------------------------------------------------------------------------
+    def extra_repr(self):
+        return ""
+
+    def _get_name(self):
+        return type(self).__name__
+
+    def __repr__(self):
+        extra = self.extra_repr()
+        extra_lines = extra.split("\n") if extra else []
+        child_lines = [f"({key}): " + _addindent(repr(m), 2) for key, m in self._modules.items()]
+        lines = extra_lines + child_lines
+        s = self._get_name() + "("
+        if lines:
+            if len(extra_lines) == 1 and not child_lines:
+                s += extra_lines[0]
+            else:
+                s += "\n  " + "\n  ".join(lines) + "\n"
+        return s + ")"
