@@ -26,6 +26,7 @@ def main():
 
     rows = []
     a, b = gm.rand(args.n), gm.rand(args.n)
+    per_call_us(lambda: a + b, args.number)  # warm up (CPU clock, caches) before the first measured row
     rows.append(("gpumemnet a + b", per_call_us(lambda: a + b, args.number)))
     ag, bg = gm.rand(args.n, requires_grad=True), gm.rand(args.n, requires_grad=True)
     rows.append(("gpumemnet a + b (recording grad)", per_call_us(lambda: ag + bg, args.number)))

@@ -237,3 +237,25 @@ def test_story_002_accumulation_loop_runs_as_written():
     grad = 2 * x.T @ (x @ w0 - y) / y.size
     np.testing.assert_allclose(w.detach().numpy(), w0 - 0.5 * grad, rtol=0.05, atol=0.02)
     assert w.grad is None
+
+
+def test_cnn_under_autocast_keeps_float32_where_the_policy_says():
+    gm.manual_seed(0)
+    net = gm.nn.Sequential(gm.nn.Conv2d(1, 4, 3, padding=1), gm.nn.BatchNorm2d(4), gm.nn.ReLU(),
+                           gm.nn.MaxPool2d(2), gm.nn.Flatten(), gm.nn.Linear(4 * 4 * 4, 10))
+    x = gm.randn(8, 1, 8, 8)
+    y = gm.tensor(np.arange(8) % 10)
+    loss32 = gm.nn.functional.cross_entropy(net(x), y)
+    for dtype in (gm.bfloat16, gm.float16):
+        with gm.autocast("cpu", dtype=dtype):
+            h = net[0](x)
+            assert h.dtype == dtype  # convolution in low precision
+            logits = net(x)
+            assert logits.dtype == dtype  # linear in low precision
+            assert logits.softmax(1).dtype == gm.float32  # softmax in float32
+            loss = gm.nn.functional.cross_entropy(logits, y)
+            assert loss.dtype == gm.float32  # losses in float32
+        assert abs(loss.item() - loss32.item()) < 0.05
+        loss.backward()
+        assert net[0].weight.grad.dtype == gm.float32
+        net.zero_grad()

@@ -13,6 +13,7 @@ global Philox generator (see kernels/cpu/dropout.h for the stream), so resetting
 import warnings
 
 from .. import _C
+from .. import amp as _amp
 from .._tensor import _check_inplace, _needs_grad
 from ..autograd import Function
 
@@ -24,6 +25,11 @@ __all__ = ["relu", "relu_", "leaky_relu", "sigmoid", "tanh", "gelu", "dropout", 
 RELU, LEAKY_RELU, SIGMOID, TANH, GELU, GELU_TANH = range(6)
 MSE, L1 = range(2)
 _REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
+
+
+def _fp32(*tensors):
+    """autocast's float32 ops (softmax, log_softmax, the losses): half inputs are widened first."""
+    return _amp.fp32(*tensors) if _amp._state.enabled else tensors
 
 
 def _check_tensor(x, op, name="input"):
@@ -256,6 +262,7 @@ def _softmax(input, dim, dtype, log, op):
         raise TypeError(f"{op}: dim must be an int, got {type(dim).__name__}")
     if dtype is not None:
         input = input.to(dtype)
+    input, = _fp32(input)
     return _Softmax.apply(input, dim, log) if _needs_grad(input) else _C.softmax(input, dim, log)
 
 
@@ -303,6 +310,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     red = _class_loss_args("cross_entropy", input, target, weight, ignore_index, reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
+    input, weight = _fp32(input, weight)
     args = (input, target, weight, ignore_index, red, float(label_smoothing))
     if _needs_grad(input):
         return _CrossEntropy.apply(*args)
@@ -329,6 +337,7 @@ class _NllLoss(Function):
 def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     """Negative log-likelihood of class index targets; input holds log-probabilities (N, C, ...) or (C,)."""
     red = _class_loss_args("nll_loss", input, target, weight, ignore_index, reduction)
+    input, weight = _fp32(input, weight)
     if _needs_grad(input):
         return _NllLoss.apply(input, target, weight, ignore_index, red)
     return _C.nll_loss(input, target, weight, ignore_index, red)[0]
@@ -357,6 +366,7 @@ def _pointwise_loss(input, target, reduction, op, opname):
     _check_tensor(input, opname)
     _check_tensor(target, opname, "target")
     red = _reduction(reduction, opname)
+    input, target = _fp32(input, target)
     if _needs_grad(input, target):
         return _PointwiseLoss.apply(input, target, op, red)
     return _C.pointwise_loss(op, input, target, red)
@@ -401,6 +411,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
             _check_tensor(t, op, name)
         _no_grad_for(t, op, name)
     red = _reduction(reduction, op)
+    input, target, weight, pos_weight = _fp32(input, target, weight, pos_weight)
     if _needs_grad(input, target):
         return _BceWithLogits.apply(input, target, weight, pos_weight, red)
     return _C.bce_with_logits(input, target, weight, pos_weight, red)
