@@ -123,6 +123,14 @@ int gm_wrap_dim(int64_t dim, int ndim, const char *argname);
 /* Check that every tensor is on `dev`; -1 + RuntimeError naming the op otherwise. */
 int gm_check_same_device(const char *op, GMTensor *a, GMTensor *b);
 
+/* ---- shared by the op families (ophelpers.c) --------------------------------------------------------- */
+/* o as a Tensor, or NULL + TypeError "op: argname must be a Tensor, got ...". */
+GMTensor *gm_tensor_arg(PyObject *o, const char *op, const char *argname);
+/* 0 for GM_OK; otherwise -1 + RuntimeError naming op and the status. */
+int gm_kernel_status(const char *op, int status);
+/* gm_empty tagged `workspace` (scratch an op frees before it returns). */
+GMTensor *gm_empty_workspace(int ndim, const int64_t *shape, gm_dtype dt, gm_device dev);
+
 /* Thread count for OpenMP loops in csrc (kernels read it through their own argument). */
 extern int gm_num_threads;
 

@@ -327,12 +327,6 @@ static int plan_conv_transpose2d(const char *op, const int64_t *xs, const int64_
 }
 
 /* ---- scratch --------------------------------------------------------------------------------------------- */
-static GMTensor *workspace_empty(int nd, const int64_t *shape, gm_dtype dt, gm_device dev) {
-    int prev = gm_swap_category(GM_CAT_WORKSPACE);
-    GMTensor *t = gm_empty(nd, shape, dt, dev);
-    gm_swap_category(prev);
-    return t;
-}
 
 static size_t tensor_nbytes(GMTensor *t) { return t ? (size_t)gm_numel(t) * gm_dtype_size(t->dtype) : 0; }
 
@@ -343,7 +337,7 @@ static int contiguous(GMTensor *t, GMTensor **out, size_t *used) {
         Py_XINCREF(t);
         return 0;
     }
-    GMTensor *c = workspace_empty(t->ndim, t->shape, t->dtype, t->device);
+    GMTensor *c = gm_empty_workspace(t->ndim, t->shape, t->dtype, t->device);
     if (!c) return -1;
     if (t->device.type != GM_DEV_META && gm_copy_into(c, t) < 0) {
         Py_DECREF(c);
@@ -375,7 +369,7 @@ static int conv_workspace(const char *op, const conv_geom *g, gm_dtype dt, const
         return -1;
     }
     int64_t len = (int64_t)n;
-    *ws = workspace_empty(1, &len, GM_BOOL, dev);
+    *ws = gm_empty_workspace(1, &len, GM_BOOL, dev);
     return *ws ? 0 : -1;
 }
 

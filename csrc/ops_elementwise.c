@@ -315,9 +315,7 @@ static int ew_copy_raw(const char *op, GMTensor *dst, GMTensor *src) {
 
 /* A new tensor holding src's values as dtype dt (src's shape, contiguous). */
 static GMTensor *ew_cast_new(const char *op, GMTensor *src, gm_dtype dt) {
-    int prev = gm_swap_category(GM_CAT_WORKSPACE); /* scratch: freed as soon as the op is done */
-    GMTensor *t = gm_empty(src->ndim, src->shape, dt, src->device);
-    gm_swap_category(prev);
+    GMTensor *t = gm_empty_workspace(src->ndim, src->shape, dt, src->device); /* freed when the op is done */
     if (t && ew_copy_raw(op, t, src) < 0) Py_CLEAR(t);
     return t;
 }

@@ -7,11 +7,6 @@
 #include "gm.h"
 #include "cpu/index.h"
 
-static GMTensor *tensor_arg(PyObject *o, const char *op, const char *argname) {
-    if (gm_is_tensor(o)) return (GMTensor *)o;
-    PyErr_Format(PyExc_TypeError, "%s: %s must be a Tensor, got %.100s", op, argname, Py_TYPE(o)->tp_name);
-    return NULL;
-}
 
 static int no_cuda_kernel(const char *op, GMTensor *t) {
     if (t->device.type != GM_DEV_CUDA) return 0;
@@ -21,12 +16,6 @@ static int no_cuda_kernel(const char *op, GMTensor *t) {
     return -1;
 }
 
-static int kernel_status(const char *op, int status) {
-    if (status == GM_OK) return 0;
-    PyErr_Format(PyExc_RuntimeError, "%s: the CPU kernel failed with status %d (an argument the validation "
-                 "missed; please report)", op, status);
-    return -1;
-}
 
 /* A fresh temporary like t's shape in dtype dt on t's device, tagged workspace; filled from t except on meta. */
 static GMTensor *temp_copy(GMTensor *t, gm_dtype dt) {
@@ -43,7 +32,7 @@ static GMTensor *temp_copy(GMTensor *t, gm_dtype dt) {
 /* The int64 index argument, contiguous (a new reference: the tensor itself or a workspace copy). Only int64 is
  * accepted: a float index is a bug in the caller, and bool masks go through nonzero_flat first. */
 static GMTensor *index_arg(PyObject *o, const char *op, GMTensor *a) {
-    GMTensor *idx = tensor_arg(o, op, "index");
+    GMTensor *idx = gm_tensor_arg(o, op, "index");
     if (!idx) return NULL;
     if (idx->dtype != GM_I64) {
         PyErr_Format(PyExc_TypeError, "%s: index must be an int64 tensor, got %s%s", op, gm_dtype_name(idx->dtype),
@@ -106,7 +95,7 @@ static PyObject *py_index(PyObject *self, PyObject *args) {
     PyObject *ao, *io;
     long long dim_arg;
     if (!PyArg_ParseTuple(args, "OLO:index", &ao, &dim_arg, &io)) return NULL;
-    GMTensor *a = tensor_arg(ao, "index", "a");
+    GMTensor *a = gm_tensor_arg(ao, "index", "a");
     if (!a || no_cuda_kernel("index", a) < 0) return NULL;
     int ndim, ondim;
     int64_t shape[GM_MAX_DIMS], strides[GM_MAX_DIMS], oshape[GM_MAX_DIMS];
@@ -126,7 +115,7 @@ static PyObject *py_index(PyObject *self, PyObject *args) {
         int st = index_gather_forward(gm_tensor_data(out), gm_tensor_data(a), (const int64_t *)gm_tensor_data(idx),
                                       gm_numel(idx), ndim, shape, bstrides, dim, gm_dtype_size(a->dtype),
                                       gm_num_threads);
-        if (kernel_status("index", st) < 0) goto fail;
+        if (gm_kernel_status("index", st) < 0) goto fail;
     }
     Py_DECREF(idx);
     return (PyObject *)out;
@@ -201,7 +190,7 @@ static PyObject *py_index_put_(PyObject *self, PyObject *args, PyObject *kwargs)
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OLOO|p:index_put_", kwlist, &ao, &dim_arg, &io, &vo,
                                      &accumulate))
         return NULL;
-    GMTensor *a = tensor_arg(ao, "index_put_", "a");
+    GMTensor *a = gm_tensor_arg(ao, "index_put_", "a");
     if (!a || no_cuda_kernel("index_put_", a) < 0) return NULL;
     int ndim, vndim;
     int64_t shape[GM_MAX_DIMS], strides[GM_MAX_DIMS], vshape[GM_MAX_DIMS], vstrides[GM_MAX_DIMS];
@@ -230,7 +219,7 @@ static PyObject *py_index_put_(PyObject *self, PyObject *args, PyObject *kwargs)
         int st = index_put_forward(gm_tensor_data(a), gm_tensor_data(v), (const int64_t *)gm_tensor_data(idx),
                                    idx->ndim, idx->shape, ndim, shape, dstrides, vstrides, dim, a->dtype, accumulate,
                                    gm_num_threads);
-        if (kernel_status("index_put_", st) < 0) goto fail;
+        if (gm_kernel_status("index_put_", st) < 0) goto fail;
     }
     gm_bump_version(a);
     Py_DECREF(v);
@@ -250,7 +239,7 @@ fail:
 /* ---- nonzero_flat --------------------------------------------------------------------------------------- */
 
 static PyObject *py_nonzero_flat(PyObject *self, PyObject *mo) {
-    GMTensor *m = tensor_arg(mo, "nonzero_flat", "mask");
+    GMTensor *m = gm_tensor_arg(mo, "nonzero_flat", "mask");
     if (!m) return NULL;
     if (m->dtype != GM_BOOL) {
         PyErr_Format(PyExc_TypeError, "nonzero_flat: mask must be a bool tensor, got %s", gm_dtype_name(m->dtype));
@@ -268,12 +257,12 @@ static PyObject *py_nonzero_flat(PyObject *self, PyObject *mo) {
     gm_byte_strides(m, bstrides);
     const uint8_t *data = (const uint8_t *)gm_tensor_data(m);
     int st = index_nonzero_count(&count, data, m->ndim, m->shape, bstrides, gm_num_threads);
-    if (kernel_status("nonzero_flat", st) < 0) return NULL;
+    if (gm_kernel_status("nonzero_flat", st) < 0) return NULL;
     GMTensor *out = gm_empty(1, &count, GM_I64, m->device);
     if (!out) return NULL;
     st = index_nonzero_fill((int64_t *)gm_tensor_data(out), count, data, m->ndim, m->shape, bstrides,
                             gm_num_threads);
-    if (kernel_status("nonzero_flat", st) < 0) {
+    if (gm_kernel_status("nonzero_flat", st) < 0) {
         Py_DECREF(out);
         return NULL;
     }

@@ -113,9 +113,7 @@ static void fold_batch(matmul_geom *g, int64_t es) {
 
 /* A temporary contiguous copy of t (same shape): on meta only allocated, so that the estimate sees it. */
 static GMTensor *contiguous_copy(GMTensor *t) {
-    int prev = gm_swap_category(GM_CAT_WORKSPACE); /* scratch, freed when the product is done */
-    GMTensor *c = gm_empty(t->ndim, t->shape, t->dtype, t->device);
-    gm_swap_category(prev);
+    GMTensor *c = gm_empty_workspace(t->ndim, t->shape, t->dtype, t->device); /* freed after the product */
     if (!c) return NULL;
     if (t->device.type != GM_DEV_META && gm_copy_into(c, t) < 0) {
         Py_DECREF(c);
@@ -180,10 +178,7 @@ static PyObject *py_matmul(PyObject *self, PyObject *args, PyObject *kwargs) {
     size_t wsb = cpu_matmul_workspace_nbytes(dt, g.M, g.N, g.K);
     if (wsb) {
         int64_t n = (int64_t)(wsb / sizeof(float));
-        int prev = gm_swap_category(GM_CAT_WORKSPACE);
-        ws = gm_empty(1, &n, GM_F32, a->device);
-        gm_swap_category(prev);
-        if (!ws) goto fail;
+        if (!(ws = gm_empty_workspace(1, &n, GM_F32, a->device))) goto fail;
     }
     if (a->device.type == GM_DEV_CPU) {
         int st;

@@ -38,17 +38,12 @@
 
 /* ---- shared helpers ----------------------------------------------------------------------------------------- */
 
-static GMTensor *tensor_arg(PyObject *o, const char *op, const char *argname) {
-    if (gm_is_tensor(o)) return (GMTensor *)o;
-    PyErr_Format(PyExc_TypeError, "%s: %s must be a Tensor, got %.100s", op, argname, Py_TYPE(o)->tp_name);
-    return NULL;
-}
 
 /* None -> *out = NULL; a tensor -> *out = it; else TypeError. */
 static int opt_tensor_arg(PyObject *o, const char *op, const char *argname, GMTensor **out) {
     *out = NULL;
     if (o == Py_None) return 0;
-    return (*out = tensor_arg(o, op, argname)) ? 0 : -1;
+    return (*out = gm_tensor_arg(o, op, argname)) ? 0 : -1;
 }
 
 static int check_float(const char *op, const char *argname, GMTensor *t) {
@@ -84,12 +79,6 @@ static int same_dtype(const char *op, const char *an, GMTensor *a, const char *b
     return -1;
 }
 
-static int kernel_status(const char *op, int status) {
-    if (status == GM_OK) return 0;
-    PyErr_Format(PyExc_RuntimeError, "%s: the CPU kernel failed with status %d (an argument the validation "
-                 "missed; please report)", op, status);
-    return -1;
-}
 
 static int reduction_arg(const char *op, int reduction) {
     if (reduction >= LOSS_NONE && reduction <= LOSS_SUM) return 0;
@@ -103,19 +92,11 @@ static inline void *data(GMTensor *t) { return t ? (void *)gm_tensor_data(t) : N
 /* Statistics saved per channel/position: float64 for float64 data, float32 otherwise (as PyTorch keeps them). */
 static inline gm_dtype stats_dtype(gm_dtype dt) { return dt == GM_F64 ? GM_F64 : GM_F32; }
 
-/* Scratch: allocated tagged workspace, so the allocator's statistics show it as such. */
-static GMTensor *ws_empty(int ndim, const int64_t *shape, gm_dtype dt, gm_device dev) {
-    int prev = gm_swap_category(GM_CAT_WORKSPACE);
-    GMTensor *t = gm_empty(ndim, shape, dt, dev);
-    gm_swap_category(prev);
-    return t;
-}
-
 /* t itself (new reference) when contiguous, else a contiguous workspace copy in dtype dt (filled except on meta).
  * The kernels of this family take contiguous arrays: activations coming out of conv/linear already are. */
 static GMTensor *contig_as(GMTensor *t, gm_dtype dt) {
     if (gm_is_contiguous(t) && t->dtype == dt) return (GMTensor *)Py_NewRef(t);
-    GMTensor *c = ws_empty(t->ndim, t->shape, dt, t->device);
+    GMTensor *c = gm_empty_workspace(t->ndim, t->shape, dt, t->device);
     if (!c) return NULL;
     if (t->device.type != GM_DEV_META && gm_copy_into(c, t) < 0) {
         Py_DECREF(c);
@@ -178,7 +159,7 @@ static PyObject *py_activation(PyObject *self, PyObject *args, PyObject *kwargs)
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iO|dO:activation", kwlist, &op, &xo, &alpha, &outo)) return NULL;
     if (act_op_arg(op) < 0) return NULL;
     const char *name = act_names[op];
-    GMTensor *x = tensor_arg(xo, name, "input");
+    GMTensor *x = gm_tensor_arg(xo, name, "input");
     if (!x || check_float(name, "input", x) < 0 || check_devices(name, x, NULL, 0) < 0) return NULL;
     const int inplace = outo != Py_None;
     if (inplace && outo != xo) {
@@ -195,7 +176,7 @@ static PyObject *py_activation(PyObject *self, PyObject *args, PyObject *kwargs)
         Py_BEGIN_ALLOW_THREADS
         st = activation_forward(data(out), data(xc), gm_numel(x), x->dtype, op, alpha, gm_num_threads);
         Py_END_ALLOW_THREADS
-        if (kernel_status(name, st) < 0) goto fail;
+        if (gm_kernel_status(name, st) < 0) goto fail;
         if (inplace && xc != x && gm_copy_into(x, xc) < 0) goto fail;
     }
     Py_DECREF(xc);
@@ -220,7 +201,7 @@ static PyObject *py_activation_backward(PyObject *self, PyObject *args, PyObject
         return NULL;
     if (act_op_arg(op) < 0) return NULL;
     const char *name = act_names[op];
-    GMTensor *g = tensor_arg(go, name, "grad"), *s = g ? tensor_arg(so, name, "saved") : NULL;
+    GMTensor *g = gm_tensor_arg(go, name, "grad"), *s = g ? gm_tensor_arg(so, name, "saved") : NULL;
     if (!s || check_float(name, "grad", g) < 0 || check_devices(name, g, &s, 1) < 0 ||
         same_shape(name, "grad", g, "saved tensor", s) < 0 || same_dtype(name, "grad", g, "saved tensor", s) < 0)
         return NULL;
@@ -232,7 +213,7 @@ static PyObject *py_activation_backward(PyObject *self, PyObject *args, PyObject
         Py_BEGIN_ALLOW_THREADS
         st = activation_backward(data(dx), data(gc), data(sc), gm_numel(g), g->dtype, op, alpha, gm_num_threads);
         Py_END_ALLOW_THREADS
-        if (kernel_status(name, st) < 0) Py_CLEAR(dx);
+        if (gm_kernel_status(name, st) < 0) Py_CLEAR(dx);
     }
 done:
     Py_XDECREF(gc);
@@ -283,7 +264,7 @@ static PyObject *py_dropout(PyObject *self, PyObject *args, PyObject *kwargs) {
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Od|pp:dropout", kwlist, &xo, &p, &channelwise, &inplace))
         return NULL;
     const char *name = channelwise ? "dropout2d" : "dropout";
-    GMTensor *x = tensor_arg(xo, name, "input");
+    GMTensor *x = gm_tensor_arg(xo, name, "input");
     if (!x || check_float(name, "input", x) < 0 || check_devices(name, x, NULL, 0) < 0 || check_p(name, p) < 0)
         return NULL;
     int mndim;
@@ -310,7 +291,7 @@ static PyObject *py_dropout(PyObject *self, PyObject *args, PyObject *kwargs) {
             st = dropout_apply_forward(data(out), data(xc), (const uint8_t *)data(mask), outer, inner, keep_scale(p),
                                        x->dtype, gm_num_threads);
         Py_END_ALLOW_THREADS
-        if (kernel_status(name, st) < 0) goto fail;
+        if (gm_kernel_status(name, st) < 0) goto fail;
         if (inplace && xc != x && gm_copy_into(x, xc) < 0) goto fail;
     }
     Py_DECREF(xc);
@@ -335,7 +316,7 @@ static PyObject *py_dropout_backward(PyObject *self, PyObject *args) {
     double p;
     if (!PyArg_ParseTuple(args, "OOd:dropout_backward", &go, &mo, &p)) return NULL;
     const char *name = "dropout_backward";
-    GMTensor *g = tensor_arg(go, name, "grad"), *m = g ? tensor_arg(mo, name, "mask") : NULL;
+    GMTensor *g = gm_tensor_arg(go, name, "grad"), *m = g ? gm_tensor_arg(mo, name, "mask") : NULL;
     if (!m || check_float(name, "grad", g) < 0 || check_devices(name, g, &m, 1) < 0 || check_p(name, p) < 0)
         return NULL;
     if (m->dtype != GM_BOOL) {
@@ -363,7 +344,7 @@ static PyObject *py_dropout_backward(PyObject *self, PyObject *args) {
         st = dropout_apply_forward(data(dx), data(gc), (const uint8_t *)data(mc), gm_numel(m), inner, keep_scale(p),
                                    g->dtype, gm_num_threads);
         Py_END_ALLOW_THREADS
-        if (kernel_status(name, st) < 0) Py_CLEAR(dx);
+        if (gm_kernel_status(name, st) < 0) Py_CLEAR(dx);
     }
 done:
     Py_XDECREF(gc);
@@ -414,7 +395,7 @@ static PyObject *py_batch_norm(PyObject *self, PyObject *args, PyObject *kwargs)
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOpdd:batch_norm", kwlist, &xo, &rmo, &rvo, &wo, &bo,
                                      &training, &momentum, &eps))
         return NULL;
-    GMTensor *x = tensor_arg(xo, name, "input"), *rm, *rv, *w, *b;
+    GMTensor *x = gm_tensor_arg(xo, name, "input"), *rm, *rv, *w, *b;
     int64_t N, C, HW;
     if (!x || check_float(name, "input", x) < 0 || nc_geometry(name, x, &N, &C, &HW) < 0 ||
         channel_arg(name, "running_mean", rmo, x, C, &rm) < 0 || channel_arg(name, "running_var", rvo, x, C, &rv) < 0 ||
@@ -457,7 +438,7 @@ static PyObject *py_batch_norm(PyObject *self, PyObject *args, PyObject *kwargs)
         st = batchnorm_forward(data(out), data(mean), data(invstd), data(rmc), data(rvc), data(xc), data(wc),
                                data(bc), N, C, HW, x->dtype, wdt, rdt, sdt, training, momentum, eps, gm_num_threads);
         Py_END_ALLOW_THREADS
-        if (kernel_status(name, st) < 0) goto done;
+        if (gm_kernel_status(name, st) < 0) goto done;
         /* running stats that were not contiguous were updated in a copy: write it back */
         if (training && rm && ((rmc != rm && gm_copy_into(rm, rmc) < 0) || (rvc != rv && gm_copy_into(rv, rvc) < 0)))
             goto done;
@@ -489,9 +470,9 @@ static PyObject *py_batch_norm_backward(PyObject *self, PyObject *args, PyObject
                                      &io, &training, &need_x, &need_w, &need_b, &pdo))
         return NULL;
     /* input may be None in eval mode without a weight gradient (it is not read then): grad gives the geometry */
-    GMTensor *g = tensor_arg(go, name, "grad"), *x = NULL, *w, *m, *is;
+    GMTensor *g = gm_tensor_arg(go, name, "grad"), *x = NULL, *w, *m, *is;
     int64_t N, C, HW;
-    if (!g || (xo != Py_None && !(x = tensor_arg(xo, name, "input"))) || check_float(name, "grad", g) < 0 ||
+    if (!g || (xo != Py_None && !(x = gm_tensor_arg(xo, name, "input"))) || check_float(name, "grad", g) < 0 ||
         (x && (same_shape(name, "grad", g, "input", x) < 0 || same_dtype(name, "grad", g, "input", x) < 0)) ||
         nc_geometry(name, g, &N, &C, &HW) < 0 || channel_arg(name, "weight", wo, g, C, &w) < 0 ||
         channel_arg(name, "mean", mo, g, C, &m) < 0 || channel_arg(name, "invstd", io, g, C, &is) < 0)
@@ -527,7 +508,7 @@ static PyObject *py_batch_norm_backward(PyObject *self, PyObject *args, PyObject
         st = batchnorm_backward(data(dx), data(dw), data(db), data(gc), data(xc), data(wc), data(mc), data(ic), N, C,
                                 HW, g->dtype, wdt, m->dtype, training, gm_num_threads);
         Py_END_ALLOW_THREADS
-        if (kernel_status(name, st) < 0) goto done;
+        if (gm_kernel_status(name, st) < 0) goto done;
     }
     res = Py_BuildValue("(OOO)", dx ? (PyObject *)dx : Py_None, dw ? (PyObject *)dw : Py_None,
                         db ? (PyObject *)db : Py_None);
@@ -564,7 +545,7 @@ static PyObject *py_softmax(PyObject *self, PyObject *args, PyObject *kwargs) {
     int log = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OL|p:softmax", kwlist, &xo, &dim, &log)) return NULL;
     const char *name = log ? "log_softmax" : "softmax";
-    GMTensor *x = tensor_arg(xo, name, "input");
+    GMTensor *x = gm_tensor_arg(xo, name, "input");
     int64_t outer, D, inner;
     if (!x || check_float(name, "input", x) < 0 || check_devices(name, x, NULL, 0) < 0 ||
         dim_geometry(x, dim, log ? "log_softmax: dim" : "softmax: dim", &outer, &D, &inner) < 0)
@@ -577,7 +558,7 @@ static PyObject *py_softmax(PyObject *self, PyObject *args, PyObject *kwargs) {
         Py_BEGIN_ALLOW_THREADS
         st = softmax_forward(data(out), data(xc), outer, D, inner, x->dtype, log, gm_num_threads);
         Py_END_ALLOW_THREADS
-        if (kernel_status(name, st) < 0) Py_CLEAR(out);
+        if (gm_kernel_status(name, st) < 0) Py_CLEAR(out);
     }
     Py_DECREF(xc);
     return (PyObject *)out;
@@ -591,7 +572,7 @@ static PyObject *py_softmax_backward(PyObject *self, PyObject *args, PyObject *k
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOL|p:softmax_backward", kwlist, &go, &oo, &dim, &log))
         return NULL;
     const char *name = log ? "log_softmax_backward" : "softmax_backward";
-    GMTensor *g = tensor_arg(go, name, "grad"), *y = g ? tensor_arg(oo, name, "out") : NULL;
+    GMTensor *g = gm_tensor_arg(go, name, "grad"), *y = g ? gm_tensor_arg(oo, name, "out") : NULL;
     int64_t outer, D, inner;
     if (!y || check_float(name, "grad", g) < 0 || check_devices(name, g, &y, 1) < 0 ||
         same_shape(name, "grad", g, "out", y) < 0 || same_dtype(name, "grad", g, "out", y) < 0 ||
@@ -605,7 +586,7 @@ static PyObject *py_softmax_backward(PyObject *self, PyObject *args, PyObject *k
         Py_BEGIN_ALLOW_THREADS
         st = softmax_backward(data(dx), data(gc), data(yc), outer, D, inner, g->dtype, log, gm_num_threads);
         Py_END_ALLOW_THREADS
-        if (kernel_status(name, st) < 0) Py_CLEAR(dx);
+        if (gm_kernel_status(name, st) < 0) Py_CLEAR(dx);
     }
 done:
     Py_XDECREF(gc);
@@ -733,7 +714,7 @@ static PyObject *py_cross_entropy(PyObject *self, PyObject *args, PyObject *kwar
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|OLid:cross_entropy", kwlist, &xo, &to, &wo, &ignore_index,
                                      &reduction, &eps))
         return NULL;
-    GMTensor *x = tensor_arg(xo, name, "input"), *t = x ? tensor_arg(to, name, "target") : NULL;
+    GMTensor *x = gm_tensor_arg(xo, name, "input"), *t = x ? gm_tensor_arg(to, name, "target") : NULL;
     int64_t N, C, inner;
     if (!t || check_float(name, "input", x) < 0 || reduction_arg(name, reduction) < 0 || smoothing_arg(name, eps) < 0 ||
         check_devices(name, x, &t, 1) < 0 || class_geometry(name, x->ndim, x->shape, t, &N, &C, &inner) < 0 ||
@@ -755,7 +736,7 @@ static PyObject *py_cross_entropy(PyObject *self, PyObject *args, PyObject *kwar
                                    (const double *)data(wd), N, C, inner, ignore_index, reduction, eps, x->dtype,
                                    lse->dtype, gm_num_threads);
         Py_END_ALLOW_THREADS
-        if (kernel_status(name, st) < 0) goto done;
+        if (gm_kernel_status(name, st) < 0) goto done;
     }
     PyObject *ws = float_or_nan(wsum, x);
     if (ws) res = Py_BuildValue("(OON)", (PyObject *)loss, (PyObject *)lse, ws);
@@ -779,8 +760,8 @@ static PyObject *py_cross_entropy_backward(PyObject *self, PyObject *args, PyObj
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOLidd:cross_entropy_backward", kwlist, &go, &xo, &to, &wo,
                                      &lo, &ignore_index, &reduction, &eps, &wsum))
         return NULL;
-    GMTensor *g = tensor_arg(go, name, "grad"), *x = g ? tensor_arg(xo, name, "input") : NULL;
-    GMTensor *t = x ? tensor_arg(to, name, "target") : NULL, *l = t ? tensor_arg(lo, name, "lse") : NULL;
+    GMTensor *g = gm_tensor_arg(go, name, "grad"), *x = g ? gm_tensor_arg(xo, name, "input") : NULL;
+    GMTensor *t = x ? gm_tensor_arg(to, name, "target") : NULL, *l = t ? gm_tensor_arg(lo, name, "lse") : NULL;
     int64_t N, C, inner;
     if (!l || check_float(name, "input", x) < 0 || reduction_arg(name, reduction) < 0 || smoothing_arg(name, eps) < 0)
         return NULL;
@@ -806,7 +787,7 @@ static PyObject *py_cross_entropy_backward(PyObject *self, PyObject *args, PyObj
                                     data(lc), N, C, inner, ignore_index, reduction, eps, wsum, x->dtype, l->dtype,
                                     gm_num_threads);
         Py_END_ALLOW_THREADS
-        if (kernel_status(name, st) < 0) Py_CLEAR(dx);
+        if (gm_kernel_status(name, st) < 0) Py_CLEAR(dx);
     }
 done:
     Py_XDECREF(gc);
@@ -826,7 +807,7 @@ static PyObject *py_nll_loss(PyObject *self, PyObject *args, PyObject *kwargs) {
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|OLi:nll_loss", kwlist, &xo, &to, &wo, &ignore_index,
                                      &reduction))
         return NULL;
-    GMTensor *x = tensor_arg(xo, name, "input"), *t = x ? tensor_arg(to, name, "target") : NULL;
+    GMTensor *x = gm_tensor_arg(xo, name, "input"), *t = x ? gm_tensor_arg(to, name, "target") : NULL;
     int64_t N, C, inner;
     if (!t || check_float(name, "input", x) < 0 || reduction_arg(name, reduction) < 0 ||
         check_devices(name, x, &t, 1) < 0 || class_geometry(name, x->ndim, x->shape, t, &N, &C, &inner) < 0 ||
@@ -845,7 +826,7 @@ static PyObject *py_nll_loss(PyObject *self, PyObject *args, PyObject *kwargs) {
         st = nll_loss_forward(data(loss), &wsum, data(xc), (const int64_t *)data(tc), (const double *)data(wd), N, C,
                               inner, ignore_index, reduction, x->dtype, gm_num_threads);
         Py_END_ALLOW_THREADS
-        if (kernel_status(name, st) < 0) goto done;
+        if (gm_kernel_status(name, st) < 0) goto done;
     }
     PyObject *ws = float_or_nan(wsum, x);
     if (ws) res = Py_BuildValue("(ON)", (PyObject *)loss, ws);
@@ -871,7 +852,7 @@ static PyObject *py_nll_loss_backward(PyObject *self, PyObject *args, PyObject *
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOLidOO:nll_loss_backward", kwlist, &go, &to, &wo, &ignore_index,
                                      &reduction, &wsum, &shpo, &dto))
         return NULL;
-    GMTensor *g = tensor_arg(go, name, "grad"), *t = g ? tensor_arg(to, name, "target") : NULL;
+    GMTensor *g = gm_tensor_arg(go, name, "grad"), *t = g ? gm_tensor_arg(to, name, "target") : NULL;
     int64_t N, C, inner;
     if (!t || gm_parse_shape(shpo, &ndim, shape, "shape") < 0 || gm_parse_dtype(dto, &dt, "dtype") < 0 ||
         reduction_arg(name, reduction) < 0 || check_devices(name, g, &t, 1) < 0 ||
@@ -889,7 +870,7 @@ static PyObject *py_nll_loss_backward(PyObject *self, PyObject *args, PyObject *
         st = nll_loss_backward(data(dx), data(gc), (const int64_t *)data(tc), (const double *)data(wd), N, C, inner,
                                ignore_index, reduction, wsum, dt, gm_num_threads);
         Py_END_ALLOW_THREADS
-        if (kernel_status(name, st) < 0) Py_CLEAR(dx);
+        if (gm_kernel_status(name, st) < 0) Py_CLEAR(dx);
     }
 done:
     Py_XDECREF(gc);
@@ -930,7 +911,7 @@ static PyObject *py_pointwise_loss(PyObject *self, PyObject *args, PyObject *kwa
         return NULL;
     if (pw_op_arg(op) < 0) return NULL;
     const char *name = pw_names[op];
-    GMTensor *x = tensor_arg(xo, name, "input"), *t = x ? tensor_arg(to, name, "target") : NULL;
+    GMTensor *x = gm_tensor_arg(xo, name, "input"), *t = x ? gm_tensor_arg(to, name, "target") : NULL;
     if (!t || reduction_arg(name, reduction) < 0 || check_pair(name, x, t) < 0) return NULL;
     GMTensor *xc = contig(x), *tc = contig(t), *loss = NULL;
     if (!xc || !tc || !(loss = loss_out(reduction, x, x->dtype))) goto done;
@@ -940,7 +921,7 @@ static PyObject *py_pointwise_loss(PyObject *self, PyObject *args, PyObject *kwa
         st = pointwise_loss_forward(data(loss), data(xc), data(tc), gm_numel(x), op, reduction, x->dtype,
                                     gm_num_threads);
         Py_END_ALLOW_THREADS
-        if (kernel_status(name, st) < 0) Py_CLEAR(loss);
+        if (gm_kernel_status(name, st) < 0) Py_CLEAR(loss);
     }
 done:
     Py_XDECREF(xc);
@@ -957,8 +938,8 @@ static PyObject *py_pointwise_loss_backward(PyObject *self, PyObject *args, PyOb
         return NULL;
     if (pw_op_arg(op) < 0) return NULL;
     const char *name = pw_names[op];
-    GMTensor *g = tensor_arg(go, name, "grad"), *x = g ? tensor_arg(xo, name, "input") : NULL;
-    GMTensor *t = x ? tensor_arg(to, name, "target") : NULL;
+    GMTensor *g = gm_tensor_arg(go, name, "grad"), *x = g ? gm_tensor_arg(xo, name, "input") : NULL;
+    GMTensor *t = x ? gm_tensor_arg(to, name, "target") : NULL;
     if (!t || reduction_arg(name, reduction) < 0 || check_pair(name, x, t) < 0 ||
         check_devices(name, x, &g, 1) < 0 || check_loss_grad(name, g, reduction, x, x->dtype) < 0)
         return NULL;
@@ -973,7 +954,7 @@ static PyObject *py_pointwise_loss_backward(PyObject *self, PyObject *args, PyOb
         st = pointwise_loss_backward(data(dx), data(dtg), data(gc), data(xc), data(tc), gm_numel(x), op, reduction,
                                      x->dtype, gm_num_threads);
         Py_END_ALLOW_THREADS
-        if (kernel_status(name, st) < 0) goto done;
+        if (gm_kernel_status(name, st) < 0) goto done;
     }
     res = Py_BuildValue("(OO)", dx ? (PyObject *)dx : Py_None, dtg ? (PyObject *)dtg : Py_None);
 done:
@@ -1022,7 +1003,7 @@ static GMTensor *suffix_weight(const char *op, const char *argname, PyObject *o,
     } else {
         GMTensor *tail = gm_view(w, k, w->shape + first, w->strides + first, w->offset); /* drop leading 1s */
         if (!tail) return NULL;
-        out = ws_empty(k, sshape, x->dtype, x->device);
+        out = gm_empty_workspace(k, sshape, x->dtype, x->device);
         if (out && x->device.type != GM_DEV_META && gm_copy_into(out, tail) < 0) Py_CLEAR(out);
         Py_DECREF(tail);
     }
@@ -1053,7 +1034,7 @@ static PyObject *py_bce_with_logits(PyObject *self, PyObject *args, PyObject *kw
     int reduction = LOSS_MEAN;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|OOi:bce_with_logits", kwlist, &xo, &to, &wo, &pwo, &reduction))
         return NULL;
-    GMTensor *x = tensor_arg(xo, name, "input"), *t = x ? tensor_arg(to, name, "target") : NULL, *wc, *pwc;
+    GMTensor *x = gm_tensor_arg(xo, name, "input"), *t = x ? gm_tensor_arg(to, name, "target") : NULL, *wc, *pwc;
     int64_t wp, pwp;
     if (!t || bce_args(name, x, t, wo, pwo, reduction, &wc, &wp, &pwc, &pwp) < 0) return NULL;
     GMTensor *xc = contig(x), *tc = contig(t), *loss = NULL;
@@ -1064,7 +1045,7 @@ static PyObject *py_bce_with_logits(PyObject *self, PyObject *args, PyObject *kw
         st = bce_logits_forward(data(loss), data(xc), data(tc), data(wc), wp, data(pwc), pwp, gm_numel(x), reduction,
                                 x->dtype, gm_num_threads);
         Py_END_ALLOW_THREADS
-        if (kernel_status(name, st) < 0) Py_CLEAR(loss);
+        if (gm_kernel_status(name, st) < 0) Py_CLEAR(loss);
     }
 done:
     Py_XDECREF(xc);
@@ -1083,8 +1064,8 @@ static PyObject *py_bce_with_logits_backward(PyObject *self, PyObject *args, PyO
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOipp:bce_with_logits_backward", kwlist, &go, &xo, &to, &wo,
                                      &pwo, &reduction, &need_x, &need_t))
         return NULL;
-    GMTensor *g = tensor_arg(go, name, "grad"), *x = g ? tensor_arg(xo, name, "input") : NULL;
-    GMTensor *t = x ? tensor_arg(to, name, "target") : NULL, *wc, *pwc;
+    GMTensor *g = gm_tensor_arg(go, name, "grad"), *x = g ? gm_tensor_arg(xo, name, "input") : NULL;
+    GMTensor *t = x ? gm_tensor_arg(to, name, "target") : NULL, *wc, *pwc;
     int64_t wp, pwp;
     if (!t || check_devices(name, x, &g, 1) < 0 || check_loss_grad(name, g, reduction, x, x->dtype) < 0 ||
         bce_args(name, x, t, wo, pwo, reduction, &wc, &wp, &pwc, &pwp) < 0)
@@ -1100,7 +1081,7 @@ static PyObject *py_bce_with_logits_backward(PyObject *self, PyObject *args, PyO
         st = bce_logits_backward(data(dx), data(dtg), data(gc), data(xc), data(tc), data(wc), wp, data(pwc), pwp,
                                  gm_numel(x), reduction, x->dtype, gm_num_threads);
         Py_END_ALLOW_THREADS
-        if (kernel_status(name, st) < 0) goto done;
+        if (gm_kernel_status(name, st) < 0) goto done;
     }
     res = Py_BuildValue("(OO)", dx ? (PyObject *)dx : Py_None, dtg ? (PyObject *)dtg : Py_None);
 done:

@@ -162,9 +162,7 @@ static int prepare(group *g) {
             if (!g->seqs[r]) continue;
             GMTensor *t = item(g, r, i);
             if (!gm_is_contiguous(t)) {
-                int prev = gm_swap_category(GM_CAT_WORKSPACE);
-                GMTensor *c = gm_empty(t->ndim, t->shape, t->dtype, t->device);
-                gm_swap_category(prev);
+                GMTensor *c = gm_empty_workspace(t->ndim, t->shape, t->dtype, t->device);
                 if (!c) return -1;
                 g->tmp[r][i] = c;
                 if (t->device.type != GM_DEV_META && gm_copy_into(c, t) < 0) return -1;
@@ -197,12 +195,6 @@ static int finish(group *g) {
     return 0;
 }
 
-static int kernel_status(const char *op, int st) {
-    if (st == GM_OK) return 0;
-    PyErr_Format(PyExc_RuntimeError, "%s: the CPU kernel failed with status %d (an argument the validation "
-                 "missed; please report)", op, st);
-    return -1;
-}
 
 /* PyErr_Format has no %g: numbers in messages go through this (repr's shortest round-trip form). */
 static const char *fmt_double(double v, char *buf) {
@@ -307,7 +299,7 @@ static PyObject *py_sgd_step(PyObject *self, PyObject *args, PyObject *kwargs) {
         st = sgd_step(g.ptr[0], (const void *const *)g.ptr[1], use_buf ? g.ptr[2] : NULL, fresh, g.numel, g.dt,
                       (int)g.n, &h, gm_num_threads);
         Py_END_ALLOW_THREADS
-        if (kernel_status(op, st) < 0) goto done;
+        if (gm_kernel_status(op, st) < 0) goto done;
     }
     if (finish(&g) < 0) goto done;
     res = Py_NewRef(Py_None);
@@ -354,7 +346,7 @@ static PyObject *py_adam_step(PyObject *self, PyObject *args, PyObject *kwargs) 
         st = adam_step(g.ptr[0], (const void *const *)g.ptr[1], g.ptr[2], g.ptr[3], h.amsgrad ? g.ptr[4] : NULL,
                        steps, g.numel, g.dt, (int)g.n, &h, gm_num_threads);
         Py_END_ALLOW_THREADS
-        if (kernel_status(op, st) < 0) goto done;
+        if (gm_kernel_status(op, st) < 0) goto done;
     }
     if (finish(&g) < 0) goto done;
     res = Py_NewRef(Py_None);

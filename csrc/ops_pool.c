@@ -17,11 +17,6 @@
 
 /* ---- shared checks ------------------------------------------------------------------------------------- */
 
-static GMTensor *tensor_arg(PyObject *o, const char *op, const char *argname) {
-    if (gm_is_tensor(o)) return (GMTensor *)o;
-    PyErr_Format(PyExc_TypeError, "%s: %s must be a Tensor, got %.100s", op, argname, Py_TYPE(o)->tp_name);
-    return NULL;
-}
 
 /* The tensor must hold floats and live where a kernel exists (cpu) or none is needed (meta). */
 static int check_float_tensor(const char *op, const char *argname, GMTensor *t) {
@@ -39,12 +34,6 @@ static int check_float_tensor(const char *op, const char *argname, GMTensor *t) 
     return 0;
 }
 
-static int kernel_status(const char *op, int status) {
-    if (status == GM_OK) return 0;
-    PyErr_Format(PyExc_RuntimeError, "%s: the CPU kernel failed with status %d (an argument the validation "
-                 "missed; please report)", op, status);
-    return -1;
-}
 
 /* An int or a sequence of one or two ints, as PyTorch's _pair; entries may be any sign (callers check). */
 static int parse_pair(PyObject *o, int64_t out[2], const char *op, const char *argname) {
@@ -194,7 +183,7 @@ static PyObject *py_max_pool2d(PyObject *self, PyObject *args, PyObject *kwargs)
     int64_t k[2], st[2], p[2], d[2], oshape[4];
     spatial s;
     pool2d_geom g;
-    GMTensor *x = tensor_arg(xo, op, "input");
+    GMTensor *x = gm_tensor_arg(xo, op, "input");
     if (!x || check_float_tensor(op, "input", x) < 0 || spatial_of(op, "input", x->ndim, x->shape, &s) < 0 ||
         parse_pair(ko, k, op, "kernel_size") < 0 || parse_pair(so, st, op, "stride") < 0 ||
         parse_pair(po, p, op, "padding") < 0 || parse_pair(dno, d, op, "dilation") < 0 ||
@@ -210,7 +199,7 @@ static PyObject *py_max_pool2d(PyObject *self, PyObject *args, PyObject *kwargs)
         strides4(x, in);
         int rc = maxpool2d_forward(gm_tensor_data(out), idx ? (int64_t *)gm_tensor_data(idx) : NULL,
                                    gm_tensor_data(x), in, x->dtype, &g, gm_num_threads);
-        if (kernel_status(op, rc) < 0) goto fail;
+        if (gm_kernel_status(op, rc) < 0) goto fail;
     }
     if (!idx) return (PyObject *)out;
     PyObject *res = PyTuple_Pack(2, out, idx);
@@ -228,7 +217,7 @@ static PyObject *py_max_pool2d_backward(PyObject *self, PyObject *args) {
     PyObject *go, *io, *shape_o;
     if (!PyArg_ParseTuple(args, "OOO:max_pool2d_backward", &go, &io, &shape_o)) return NULL;
     spatial s;
-    GMTensor *g = tensor_arg(go, op, "grad_output"), *idx = tensor_arg(io, op, "indices");
+    GMTensor *g = gm_tensor_arg(go, op, "grad_output"), *idx = gm_tensor_arg(io, op, "indices");
     if (!g || !idx || check_float_tensor(op, "grad_output", g) < 0 || input_shape_arg(op, shape_o, &s) < 0 ||
         gm_check_same_device(op, g, idx) < 0)
         return NULL;
@@ -249,9 +238,7 @@ static PyObject *py_max_pool2d_backward(PyObject *self, PyObject *args) {
     ic = (GMTensor *)Py_NewRef(idx);
     if (!gm_is_contiguous(idx)) { /* the kernel walks indices flat; ours always are, a caller's may not be */
         Py_DECREF(ic);
-        int prev = gm_swap_category(GM_CAT_WORKSPACE);
-        ic = gm_empty(idx->ndim, idx->shape, GM_I64, idx->device);
-        gm_swap_category(prev);
+        ic = gm_empty_workspace(idx->ndim, idx->shape, GM_I64, idx->device);
         if (!ic || gm_copy_into(ic, idx) < 0) goto fail;
     }
     int64_t ds[4];
@@ -315,7 +302,7 @@ static PyObject *py_avg_pool2d(PyObject *self, PyObject *args, PyObject *kwargs)
     spatial s;
     pool2d_geom g;
     int64_t div, oshape[4];
-    GMTensor *x = tensor_arg(xo, op, "input");
+    GMTensor *x = gm_tensor_arg(xo, op, "input");
     if (!x || check_float_tensor(op, "input", x) < 0 || spatial_of(op, "input", x->ndim, x->shape, &s) < 0 ||
         avg_args(op, &s, ko, so, po, ceil_mode, divo, &g, &div) < 0)
         return NULL;
@@ -324,7 +311,7 @@ static PyObject *py_avg_pool2d(PyObject *self, PyObject *args, PyObject *kwargs)
     if (!out || x->device.type != GM_DEV_CPU) return (PyObject *)out;
     int64_t in[4];
     strides4(x, in);
-    if (kernel_status(op, avgpool2d_forward(gm_tensor_data(out), gm_tensor_data(x), in, x->dtype, &g, cip, div,
+    if (gm_kernel_status(op, avgpool2d_forward(gm_tensor_data(out), gm_tensor_data(x), in, x->dtype, &g, cip, div,
                                             gm_num_threads)) < 0) {
         Py_DECREF(out);
         return NULL;
@@ -344,7 +331,7 @@ static PyObject *py_avg_pool2d_backward(PyObject *self, PyObject *args, PyObject
     spatial s;
     pool2d_geom geom;
     int64_t div, oshape[4];
-    GMTensor *g = tensor_arg(go, op, "grad_output");
+    GMTensor *g = gm_tensor_arg(go, op, "grad_output");
     if (!g || check_float_tensor(op, "grad_output", g) < 0 || input_shape_arg(op, shape_o, &s) < 0 ||
         avg_args(op, &s, ko, so, po, ceil_mode, divo, &geom, &div) < 0 ||
         check_grad_shape(op, g, out_shape(&s, geom.OH, geom.OW, oshape), oshape, &s) < 0)
@@ -353,7 +340,7 @@ static PyObject *py_avg_pool2d_backward(PyObject *self, PyObject *args, PyObject
     if (!dx || g->device.type != GM_DEV_CPU) return (PyObject *)dx;
     int64_t ds[4];
     strides4(g, ds);
-    if (kernel_status(op, avgpool2d_backward(gm_tensor_data(dx), gm_tensor_data(g), ds, g->dtype, &geom, cip, div,
+    if (gm_kernel_status(op, avgpool2d_backward(gm_tensor_data(dx), gm_tensor_data(g), ds, g->dtype, &geom, cip, div,
                                              gm_num_threads)) < 0) {
         Py_DECREF(dx);
         return NULL;
@@ -369,7 +356,7 @@ static PyObject *py_adaptive_avg_pool2d(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OO:adaptive_avg_pool2d", &xo, &so)) return NULL;
     spatial s;
     int64_t os[2], oshape[4];
-    GMTensor *x = tensor_arg(xo, op, "input");
+    GMTensor *x = gm_tensor_arg(xo, op, "input");
     if (!x || check_float_tensor(op, "input", x) < 0 || spatial_of(op, "input", x->ndim, x->shape, &s) < 0 ||
         parse_pair(so, os, op, "output_size") < 0)
         return NULL;
@@ -384,7 +371,7 @@ static PyObject *py_adaptive_avg_pool2d(PyObject *self, PyObject *args) {
     pool2d_geom g = {s.N, s.C, s.H, s.W, os[0], os[1], 1, 1, 1, 1, 0, 0, 1, 1};
     int64_t in[4];
     strides4(x, in);
-    if (kernel_status(op, adaptive_avgpool2d_forward(gm_tensor_data(out), gm_tensor_data(x), in, x->dtype, &g,
+    if (gm_kernel_status(op, adaptive_avgpool2d_forward(gm_tensor_data(out), gm_tensor_data(x), in, x->dtype, &g,
                                                      gm_num_threads)) < 0) {
         Py_DECREF(out);
         return NULL;
@@ -398,7 +385,7 @@ static PyObject *py_adaptive_avg_pool2d_backward(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OO:adaptive_avg_pool2d_backward", &go, &shape_o)) return NULL;
     spatial s;
     int64_t oshape[4];
-    GMTensor *g = tensor_arg(go, op, "grad_output");
+    GMTensor *g = gm_tensor_arg(go, op, "grad_output");
     if (!g || check_float_tensor(op, "grad_output", g) < 0 || input_shape_arg(op, shape_o, &s) < 0) return NULL;
     if (g->ndim != s.ndim) { /* any output size is possible: take it from grad_output, check the rest */
         PyErr_Format(PyExc_ValueError, "%s: grad_output has %d dimensions but the input has %d", op, g->ndim,
@@ -412,7 +399,7 @@ static PyObject *py_adaptive_avg_pool2d_backward(PyObject *self, PyObject *args)
     pool2d_geom geom = {s.N, s.C, s.H, s.W, OH, OW, 1, 1, 1, 1, 0, 0, 1, 1};
     int64_t ds[4];
     strides4(g, ds);
-    if (kernel_status(op, adaptive_avgpool2d_backward(gm_tensor_data(dx), gm_tensor_data(g), ds, g->dtype, &geom,
+    if (gm_kernel_status(op, adaptive_avgpool2d_backward(gm_tensor_data(dx), gm_tensor_data(g), ds, g->dtype, &geom,
                                                       gm_num_threads)) < 0) {
         Py_DECREF(dx);
         return NULL;
@@ -521,7 +508,7 @@ static PyObject *py_interpolate(PyObject *self, PyObject *args, PyObject *kwargs
     resize2d_geom g;
     int mode, n;
     int64_t size[GM_MAX_DIMS], oshape[4];
-    GMTensor *x = tensor_arg(xo, op, "input");
+    GMTensor *x = gm_tensor_arg(xo, op, "input");
     if (!x || check_float_tensor(op, "input", x) < 0 || (mode = resize_mode_arg(op, mode_s)) < 0 ||
         resize_input(op, x->ndim, x->shape, mode, align, &g) < 0 ||
         gm_parse_shape_any(size_o, &n, size, "interpolate: size") < 0 || scales_arg(op, scales_o, x->ndim - 2, &g) < 0)
@@ -538,7 +525,7 @@ static PyObject *py_interpolate(PyObject *self, PyObject *args, PyObject *kwargs
     if (!out || x->device.type != GM_DEV_CPU) return (PyObject *)out;
     int64_t in[4];
     resize_strides(x, in);
-    if (kernel_status(op, resize2d_forward(gm_tensor_data(out), gm_tensor_data(x), in, x->dtype, &g,
+    if (gm_kernel_status(op, resize2d_forward(gm_tensor_data(out), gm_tensor_data(x), in, x->dtype, &g,
                                            gm_num_threads)) < 0) {
         Py_DECREF(out);
         return NULL;
@@ -557,7 +544,7 @@ static PyObject *py_interpolate_backward(PyObject *self, PyObject *args, PyObjec
     resize2d_geom geom;
     int mode, n;
     int64_t shape[GM_MAX_DIMS], oshape[4];
-    GMTensor *g = tensor_arg(go, op, "grad_output");
+    GMTensor *g = gm_tensor_arg(go, op, "grad_output");
     if (!g || check_float_tensor(op, "grad_output", g) < 0 || (mode = resize_mode_arg(op, mode_s)) < 0 ||
         gm_parse_shape(shape_o, &n, shape, "interpolate_backward: input_shape") < 0 ||
         resize_input(op, n, shape, mode, align, &geom) < 0 || scales_arg(op, scales_o, n - 2, &geom) < 0)
@@ -580,7 +567,7 @@ static PyObject *py_interpolate_backward(PyObject *self, PyObject *args, PyObjec
     if (!dx || g->device.type != GM_DEV_CPU) return (PyObject *)dx;
     int64_t ds[4];
     resize_strides(g, ds);
-    if (kernel_status(op, resize2d_backward(gm_tensor_data(dx), gm_tensor_data(g), ds, g->dtype, &geom,
+    if (gm_kernel_status(op, resize2d_backward(gm_tensor_data(dx), gm_tensor_data(g), ds, g->dtype, &geom,
                                             gm_num_threads)) < 0) {
         Py_DECREF(dx);
         return NULL;

@@ -110,12 +110,6 @@ static int check_backend(const char *op, GMTensor *a) {
     return -1;
 }
 
-static int kernel_status(const char *op, int status) {
-    if (status == GM_OK) return 0;
-    PyErr_Format(PyExc_RuntimeError, "%s: the CPU kernel failed with status %d (an argument the validation "
-                 "missed; please report)", op, status);
-    return -1;
-}
 
 static PyObject *py_reduce(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *kwlist[] = {"op", "a", "dims", "keepdim", "dtype", NULL};
@@ -174,7 +168,7 @@ static PyObject *py_reduce(PyObject *self, PyObject *args, PyObject *kwargs) {
         Py_BEGIN_ALLOW_THREADS
         st = cpu_reduce_forward(gm_tensor_data(out), out_dt, gm_tensor_data(a), in_dt, &p.g, op, gm_num_threads);
         Py_END_ALLOW_THREADS
-        if (kernel_status(name, st) < 0) { Py_DECREF(out); return NULL; }
+        if (gm_kernel_status(name, st) < 0) { Py_DECREF(out); return NULL; }
     }
     return (PyObject *)out;
 }
@@ -198,7 +192,7 @@ static PyObject *arg_reduce(const char *name, PyObject *ao, PyObject *dims, int 
         st = cpu_reduce_arg_forward(vp, (int64_t *)gm_tensor_data(indices), gm_tensor_data(a), a->dtype, &p.g,
                                     is_max, gm_num_threads);
         Py_END_ALLOW_THREADS
-        if (kernel_status(name, st) < 0) goto fail;
+        if (gm_kernel_status(name, st) < 0) goto fail;
     }
     if (!want_values) return (PyObject *)indices;
     PyObject *res = PyTuple_Pack(2, (PyObject *)values, (PyObject *)indices);
@@ -287,7 +281,7 @@ static PyObject *py_var(PyObject *self, PyObject *args, PyObject *kwargs) {
         st = cpu_reduce_var_forward(gm_tensor_data(out), gm_tensor_data(a), a->dtype, &p.g, correction,
                                     gm_num_threads);
         Py_END_ALLOW_THREADS
-        if (kernel_status("var", st) < 0) { Py_DECREF(out); return NULL; }
+        if (gm_kernel_status("var", st) < 0) { Py_DECREF(out); return NULL; }
     }
     return (PyObject *)out;
 }
