@@ -118,6 +118,14 @@ class graph:
             return False
 
 
+def as_activation(t):
+    """Tag a tensor an op keeps for its backward that autograd would not re-tag itself (indices, masks,
+    statistics: made by the op, but with no grad_fn)."""
+    if t._category == "other":
+        t._category = "activation"
+    return t
+
+
 class _SavedTensor:
     __slots__ = ("packed", "version", "storage", "unpack")
 

@@ -16,6 +16,7 @@ from .. import _C
 from .. import amp as _amp
 from .._tensor import _check_inplace, _needs_grad
 from ..autograd import Function
+from ..autograd import as_activation as _as_activation
 
 __all__ = ["relu", "relu_", "leaky_relu", "sigmoid", "tanh", "gelu", "dropout", "dropout2d", "batch_norm",
            "softmax", "log_softmax", "cross_entropy", "nll_loss", "mse_loss", "l1_loss",
@@ -49,13 +50,6 @@ def _no_grad_for(t, op, name):
     if t is not None and _needs_grad(t):
         raise RuntimeError(f"{op}: {name} requires grad, but gradients with respect to {name} are not supported; "
                            f"pass {name}.detach()")
-
-
-def _as_activation(t):
-    """Tag a tensor kept for backward that autograd would not re-tag itself (it has no grad_fn)."""
-    if t._category == "other":
-        t._category = "activation"
-    return t
 
 
 # ---- activations ----------------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import numbers
 from .. import _C
 from .._functions import DIV
 from .._tensor import _needs_grad
-from ..autograd import Function
+from ..autograd import Function, as_activation
 
 __all__ = ["max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "global_avg_pool2d", "global_max_pool2d",
            "interpolate"]
@@ -61,7 +61,7 @@ class _MaxPool2d(Function):
     @staticmethod
     def forward(ctx, x, kernel, stride, padding, dilation, ceil_mode, return_indices):
         out, idx = _C.max_pool2d(x, kernel, stride, padding, dilation, ceil_mode, True)
-        ctx.save_for_backward(idx)  # the argmax is all backward needs: not the input
+        ctx.save_for_backward(as_activation(idx))  # the argmax is all backward needs: not the input
         ctx.in_shape = x.shape
         if return_indices:
             ctx.mark_non_differentiable(1)
@@ -192,7 +192,7 @@ class _GlobalMaxPool2d(Function):
     @staticmethod
     def forward(ctx, x):
         out, idx = _global_max(x, True)
-        ctx.save_for_backward(idx)
+        ctx.save_for_backward(as_activation(idx))
         ctx.in_shape = x.shape
         return _drop_hw(out)
 
