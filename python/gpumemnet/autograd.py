@@ -215,14 +215,16 @@ class Function(Node):
 
     @classmethod
     def apply(cls, *args):
-        Tensor = _tensor_class()
+        Tensor = _Tensor or _tensor_class()
         edges = None
         if _mode.enabled:
-            for i, a in enumerate(args):
+            i = 0
+            for a in args:
                 if type(a) is Tensor and a.requires_grad:
                     if edges is None:
                         edges = [None] * len(args)
                     edges[i] = _edge_of(a)
+                i += 1
         if edges is None:
             return cls.forward(_NO_CTX, *args)
         node = cls.__new__(cls)
@@ -234,17 +236,15 @@ class Function(Node):
         node.needs_input_grad = [e is not None for e in edges]
         out = cls.forward(node, *args)
         non_diff = node.__dict__.get("_non_diff", ())
-        for i, o in enumerate(out if type(out) is tuple else (out,)):
+        i = 0
+        for o in (out if type(out) is tuple else (out,)):
             # float outputs only: indices and masks never carry gradients
-            if type(o) is Tensor and i not in non_diff and o._dtype <= 3:
+            if type(o) is Tensor and o._dtype <= 3 and i not in non_diff:
                 o.requires_grad = True
                 o.grad_fn = node
                 o._output_nr = i
-                if any(type(a) is Tensor and a is not o and a._storage_id == o._storage_id for a in args):
-                    o._is_view = True
-                elif node._saved and o._category == "other" and \
-                        any(st is not None and st.storage == o._storage_id for st in node._saved):
-                    o._category = "activation"  # an output its own backward keeps (exp, sqrt, relu...)
+                _mark_output(o, args, node._saved, Tensor)
+            i += 1
         return out
 
     def save_for_backward(self, *tensors):
@@ -273,6 +273,21 @@ class Function(Node):
     def release(self):
         self._saved = None
         self._released = True
+
+
+def _mark_output(o, args, saved, Tensor):
+    """An output sharing an input's storage is a view (in-place writes to it are refused); an output its own
+    backward keeps (exp, sqrt, relu...) is an activation."""
+    sid = o._storage_id
+    for a in args:
+        if type(a) is Tensor and a is not o and a._storage_id == sid:
+            o._is_view = True
+            return
+    if saved and o._category == "other":
+        for st in saved:
+            if st is not None and st.storage == sid:
+                o._category = "activation"
+                return
 
 
 _Tensor = None
