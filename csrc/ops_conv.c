@@ -137,8 +137,9 @@ static int shape_of(GMTensor *t, PyObject *shape, const char *op, const char *na
     return gm_parse_shape(shape, nd, out, name);
 }
 
-/* Every tensor argument: same dtype as the first, floating point, same device. NULL entries are skipped. */
-static int check_operands(const char *op, GMTensor **ts, const char **names, int n) {
+/* Every tensor argument: same dtype as the first, floating point, same device. NULL entries are skipped.
+ * cpu_half: the CPU kernel reads float16/bfloat16 itself (conv2d's forward; its caller rejects depthwise). */
+static int check_operands_ex(const char *op, GMTensor **ts, const char **names, int n, int cpu_half) {
     GMTensor *ref = NULL;
     const char *ref_name = NULL;
     for (int i = 0; i < n; i++) {
@@ -168,16 +169,21 @@ static int check_operands(const char *op, GMTensor **ts, const char **names, int
                      gm_device_str(ref->device, d));
         return -1;
     }
-    /* meta stands in for a GPU, which has half-precision convolutions. The CPU kernels have none: the forward
-     * could widen a tile of columns cheaply, but the input-gradient sums over taps and tiles into whole input
-     * planes, which would need float copies of them beyond the workspace bound, and a forward-only half path
-     * would only move the error to backward. */
-    if (ref->device.type == GM_DEV_CPU && ref->dtype != GM_F32 && ref->dtype != GM_F64) {
+    /* meta stands in for a GPU, which has half-precision convolutions. On the CPU only conv2d's forward reads
+     * half precision itself (widening a tile of columns as it gathers them); the other passes sum over taps
+     * and tiles into whole planes, which in half would need float copies of them: the Python layer widens
+     * their operands (python/gpumemnet/nn/_functional_conv.py). */
+    int half = ref->dtype == GM_F16 || ref->dtype == GM_BF16;
+    if (ref->device.type == GM_DEV_CPU && ref->dtype != GM_F32 && ref->dtype != GM_F64 && !(cpu_half && half)) {
         PyErr_Format(PyExc_TypeError, "%s: %s is not supported on the CPU; use float32 or float64 (e.g. "
                      ".float() on the input and the parameters)", op, gm_dtype_name(ref->dtype));
         return -1;
     }
     return 0;
+}
+
+static int check_operands(const char *op, GMTensor **ts, const char **names, int n) {
+    return check_operands_ex(op, ts, names, n, 0);
 }
 
 static int check_bias(const char *op, GMTensor *b, int64_t n, const char *what) {
@@ -448,11 +454,17 @@ static PyObject *py_conv2d(PyObject *self, PyObject *args, PyObject *kwargs) {
     int64_t oshape[4];
     if (check_4d(op, "input", "(N, C, H, W)", x->ndim, x->shape) < 0 ||
         check_4d(op, "weight", "(out_channels, in_channels/groups, kH, kW)", w->ndim, w->shape) < 0 ||
-        check_operands(op, ops, names, 3) < 0 ||
+        check_operands_ex(op, ops, names, 3, 1) < 0 ||
         plan_conv2d(op, x->shape, w->shape, stride, padding, dilation, groups, &g, oshape) < 0 ||
         check_bias(op, b, w->shape[0], "out_channels") < 0)
         return NULL;
     set_input_strides(&g, x);
+    if (x->device.type == GM_DEV_CPU && (x->dtype == GM_F16 || x->dtype == GM_BF16) &&
+        conv2d_algo(&g, CONV_FORWARD) == CONV_ALGO_DEPTHWISE) {
+        PyErr_Format(PyExc_TypeError, "%s: %s depthwise convolutions (groups=%lld == in_channels) are not "
+                     "supported on the CPU; use float32 or float64", op, gm_dtype_name(x->dtype), (long long)groups);
+        return NULL;
+    }
 
     GMTensor *wc = NULL, *bc = NULL, *out = NULL, *ws = NULL;
     size_t used = 0;

@@ -553,8 +553,9 @@ def test_meta_shapes_and_allocations(workspace_limit, threads):
     assert gm.memory.memory_allocated("meta") - before == 8 * 128 * 28 * 28 * 4
     stats = gm.memory.memory_stats("meta")["by_category"]["workspace"]
     assert stats["current"] == 0
-    # one item's column matrix (64*9 rows x 784 positions) fits in 64 MiB: that is what the CPU would take
-    assert stats["peak"] == 64 * 9 * 28 * 28 * 4
+    # a tile of whole output rows of about 1 MiB of columns, not the item's whole column matrix (64*9 rows x 784
+    # positions), although that fits in 64 MiB: 1 MiB / (64*9*4 bytes) = 455 columns, rounded up to 17 rows of 28
+    assert stats["peak"] == 64 * 9 * 17 * 28 * 4
     out.sum().backward()
     assert tuple(x.grad.shape) == tuple(x.shape) and tuple(w.grad.shape) == tuple(w.shape)
     assert tuple(b.grad.shape) == (128,)
@@ -717,3 +718,97 @@ def test_half_precision_is_stored_half_and_computed_in_float32(dtype):
     y = linear(gm.tensor(x32.reshape(12, 32)).to(dtype),
                gm.tensor(rng.standard_normal((5, 32)).astype(np.float32)).to(dtype))
     assert y.dtype == dtype and tuple(y.shape) == (12, 5)
+
+
+# ---- tiles within an image, and the half-precision forward ------------------------------------------------------
+def test_tiles_split_an_image_by_output_rows(threads):
+    """The column buffer is whole output rows of about 1 MiB per thread, not the image's column matrix: in
+    float64 8*9*8 = 576 bytes per column, 2**20 // 576 = 1820 columns, rounded up to 29 rows of 64 (of 64 rows);
+    in float32 57 rows. Every pass still matches the references across the tile boundary, and meta plans the same
+    bytes."""
+    gm.set_num_threads(1)
+    x, w, b = R(2, 8, 64, 64), R(4, 8, 3, 3), R(4)
+    xt, wt = T(x, requires_grad=True), T(w, requires_grad=True)
+    gm.memory.reset_peak_memory_stats("cpu")
+    out = conv2d(xt, wt, T(b), padding=1)
+    assert _workspace_peak() == 29 * 64 * 8 * 9 * 8  # float64
+    assert_close(out, ref_conv2d(x, w, b, padding=1), 1e-10, 1e-10, what="forward")
+    dout = R(*out.shape)
+    out.backward(T(dout))
+    assert_close(wt.grad, ref_conv2d_grad_weight(x, dout, w.shape, padding=1), 1e-9, 1e-10, what="weight grad")
+    # the input-gradient is the transposed conv of dout: flip the kernel and swap its channels
+    dx_ref = ref_conv2d(dout, w[:, :, ::-1, ::-1].transpose(1, 0, 2, 3), padding=1)
+    assert_close(xt.grad, dx_ref, 1e-9, 1e-10, what="input grad")
+    peaks = []
+    for dev in ("cpu", "meta"):
+        gm.memory.reset_peak_memory_stats(dev)
+        conv2d(gm.zeros((1, 8, 64, 64), device=dev), gm.zeros((4, 8, 3, 3), device=dev), padding=1)
+        peaks.append(gm.memory.memory_stats(dev)["by_category"]["workspace"]["peak"])
+    assert peaks[0] == peaks[1] == 57 * 64 * 8 * 9 * 4
+
+
+HALF_CASES = [
+    dict(x=(2, 3, 9, 8), w=(4, 3, 3, 3), padding=1),
+    dict(x=(1, 6, 11, 10), w=(9, 2, 3, 2), stride=(2, 1), padding=(1, 0), groups=3),
+    dict(x=(2, 8, 7, 7), w=(5, 8, 1, 1)),                                     # pointwise: im2col widens the input
+    dict(x=(1, 4, 12, 12), w=(6, 4, 3, 3), dilation=2, padding="same"),
+    dict(x=(2, 16, 34, 33), w=(16, 16, 3, 3), padding=1),                      # threaded
+]
+
+
+@pytest.mark.parametrize("nthreads", [1, 2])
+@pytest.mark.parametrize("dtype", [gm.float16, gm.bfloat16])
+@pytest.mark.parametrize("case", HALF_CASES, ids=_case_ids)
+def test_half_forward_reads_half_directly(threads, workspace_limit, case, dtype, nthreads):
+    """_C.conv2d on float16/bfloat16 operands (a transposed view as the input, a bias): float32 arithmetic over
+    the widened values, rounded once; the workspace is the widened weight and bias plus per-thread float32 tiles,
+    far less than a float32 copy of the input, and meta allocates the same."""
+    gm.set_num_threads(nthreads)
+    case = dict(case)
+    xs, ws = case.pop("x"), case.pop("w")
+    x = gm.tensor(R(xs[0], xs[1], xs[3], xs[2]).astype(np.float32)).to(dtype).transpose(2, 3)
+    w = gm.tensor(R(*ws).astype(np.float32)).to(dtype)
+    b = gm.tensor(R(ws[0]).astype(np.float32)).to(dtype)
+    gm.memory.reset_peak_memory_stats("cpu")
+    out = _C.conv2d(x, w, b, **case)
+    peak = _workspace_peak()
+    assert out.dtype == dtype
+    wide = _C.conv2d(x.float(), w.float(), b.float(), **case)
+    np.testing.assert_array_equal(out.float().numpy(), wide.to(dtype).float().numpy())
+    ref = ref_conv2d(x.float().numpy().astype(np.float64), w.float().numpy().astype(np.float64),
+                     b.float().numpy().astype(np.float64), **case)
+    tol = 2.0 ** -8 if dtype == gm.float16 else 2.0 ** -6
+    np.testing.assert_allclose(out.float().numpy(), ref, atol=1e-3, rtol=tol)
+    K, CRS = ws[0], ws[1] * ws[2] * ws[3]
+    fixed = -(-(K * CRS + K) * 4 // 64) * 64
+    assert fixed < peak < fixed + nthreads * (CRS + K) * 4 * out.shape[2] * out.shape[3] + 512
+    md = lambda t: gm.empty(tuple(t.shape), dtype=dtype, device="meta")  # noqa: E731
+    gm.memory.reset_peak_memory_stats("meta")
+    _C.conv2d(md(x), md(w), md(b), **case)
+    assert gm.memory.memory_stats("meta")["by_category"]["workspace"]["peak"] == peak
+    # a limit that leaves room for a few columns only: many tiles. Not necessarily the same bits: OpenBLAS's
+    # float32 sums depend on the gemm's width (its small-matrix kernels), as they do for float32 operands.
+    _C.set_conv_workspace_limit(fixed + 40 * (CRS + K) * 4)
+    np.testing.assert_allclose(_C.conv2d(x, w, b, **case).float().numpy(), ref, atol=1e-3, rtol=tol)
+
+
+def test_half_forward_limits_and_unsupported_paths(workspace_limit):
+    x = gm.zeros((1, 4, 6, 6), dtype=gm.float16)
+    _C.set_conv_workspace_limit(100)  # less than the widened weight
+    with pytest.raises(RuntimeError, match=r"workspace limit \(100 bytes"):
+        _C.conv2d(x, gm.zeros((4, 4, 3, 3), dtype=gm.float16))
+    _C.set_conv_workspace_limit(64 << 20)
+    # depthwise has no half kernel: the C op says so, the functional API widens instead
+    with pytest.raises(TypeError, match=r"conv2d: float16 depthwise convolutions .* not supported on the CPU"):
+        _C.conv2d(x, gm.zeros((4, 1, 3, 3), dtype=gm.float16), groups=4)
+    out = conv2d(x, gm.ones((4, 1, 3, 3), dtype=gm.float16), padding=1, groups=4)
+    assert out.dtype == gm.float16 and float(out.float().sum()) == 0
+    # the backward passes take no half precision in C (the functional API widens their operands)
+    with pytest.raises(TypeError, match=r"conv2d_backward: float16 is not supported on the CPU"):
+        _C.conv2d_backward(gm.zeros((1, 4, 4, 4), dtype=gm.float16), x, gm.zeros((4, 4, 3, 3), dtype=gm.float16),
+                           (1, 1), (0, 0), (1, 1), 1, (True, True, False))
+    # no input channels: the output is the bias
+    e = _C.conv2d(gm.zeros((2, 0, 3, 3), dtype=gm.bfloat16), gm.zeros((3, 0, 1, 1), dtype=gm.bfloat16),
+                  gm.tensor(np.array([1, 2, 3], np.float32)).to(gm.bfloat16))
+    np.testing.assert_array_equal(e.float().numpy(), np.broadcast_to(np.array([1, 2, 3.])[None, :, None, None],
+                                                                       (2, 3, 3, 3)))

@@ -76,29 +76,43 @@ typedef struct {
     int64_t tile, nchunk, slots;
 } conv_plan;
 
-/* The plan for at most `budget` bytes of workspace. Applied to the workspace it returns (the kernels do), it
- * gives the same plan again. tile is 0 when one column does not fit. */
-static conv_plan plan_pass(const conv_geom *g, conv_pass pass, size_t es, size_t budget, int nthreads) {
-    const conv_algo algo = conv2d_algo(g, pass);
+/* The most columns a thread's tile takes, whatever the limit allows: about CONV_TILE_TARGET bytes (the columns
+ * then stay in L2/L3 between im2col and gemm, and the buffer shrinks with the image, so a smaller micro-batch
+ * or image needs less), but at least CONV_TILE_MIN_COLS columns, below which gemm runs short of its peak
+ * (benchmarks/conv_gflops.py), rounded up to whole output rows. A constant of the geometry: deterministic, and
+ * the same on meta as on the CPU. */
+#define CONV_TILE_TARGET ((size_t)1 << 20)
+#define CONV_TILE_MIN_COLS 256
+
+static int64_t tile_cap(const conv_geom *g, size_t col) {
+    int64_t cols = max64(CONV_TILE_MIN_COLS, col ? (int64_t)(CONV_TILE_TARGET / col) : g->P * g->Q);
+    return g->Q > 0 ? ceil_div64(cols, g->Q) * g->Q : cols;
+}
+
+/* The plan for at most `budget` bytes of workspace, `col` bytes per column of a thread's buffer. Applied to
+ * the workspace it returns (the kernels do), it gives the same plan again. tile is 0 when one column does not
+ * fit. */
+static conv_plan plan_cols(const conv_geom *g, conv_pass pass, conv_algo algo, size_t col, size_t budget,
+                           int nthreads) {
     const int64_t Cg = g->C / g->G, CRS = Cg * g->R * g->S, PQ = g->P * g->Q, NG = g->N * g->G;
     const double macs = (double)g->N * (double)g->K * (double)PQ * (double)CRS;
-    const size_t col = (size_t)CRS * es;
     conv_plan p = {nthreads > 1 && macs >= CONV_GEMM_GRAIN ? nthreads : 1, PQ, 1, 0};
     if (PQ == 0 || NG == 0) return p;
+    const int64_t cap = tile_cap(g, col);
     if (pass == CONV_BACKWARD_WEIGHT) {
         /* one shared buffer of columns; the threads split its rows (the weight-gradient's columns) */
         int64_t rows = algo == CONV_ALGO_IM2COL ? CRS : Cg;
         if (p.nt > rows) p.nt = (int)(rows > 0 ? rows : 1);
         if (algo == CONV_ALGO_IM2COL) {
             p.slots = 1;
-            p.tile = col ? min64(PQ, (int64_t)(budget / col)) : PQ;
+            p.tile = col ? min64(min64(PQ, cap * p.nt), (int64_t)(budget / col)) : PQ;
         }
         return p;
     }
     if (algo == CONV_ALGO_IM2COL) { /* a buffer per thread */
         if (col && (size_t)p.nt > budget / col) p.nt = (int)max64(1, (int64_t)(budget / col));
         p.slots = p.nt;
-        p.tile = col ? min64(PQ, (int64_t)(budget / ((size_t)p.nt * col))) : PQ;
+        p.tile = col ? min64(min64(PQ, cap), (int64_t)(budget / ((size_t)p.nt * col))) : PQ;
         if (p.tile < 1) return p;
     }
     if (pass == CONV_BACKWARD_DATA && algo == CONV_ALGO_IM2COL) {
@@ -111,7 +125,36 @@ static conv_plan plan_pass(const conv_geom *g, conv_pass pass, size_t es, size_t
     return p;
 }
 
+static conv_plan plan_pass(const conv_geom *g, conv_pass pass, size_t es, size_t budget, int nthreads) {
+    return plan_cols(g, pass, conv2d_algo(g, pass), (size_t)((g->C / g->G) * g->R * g->S) * es, budget, nthreads);
+}
+
+/* The half-precision forward (conv2d_forward_half below) keeps the weight and bias widened to float32 at the
+ * start of its workspace, then per thread a float32 column buffer and a float32 output tile (Kg rows): its
+ * "column" is CRS + Kg floats. */
+static int is_half(gm_dtype dt) { return dt == GM_F16 || dt == GM_BF16; }
+
+static size_t half_fixed_nbytes(const conv_geom *g) {
+    size_t n = (size_t)(g->K * (g->C / g->G) * g->R * g->S + g->K) * sizeof(float);
+    return (n + 63) & ~(size_t)63; /* the buffers after it start on a cache line */
+}
+
+static size_t half_col_nbytes(const conv_geom *g) {
+    return (size_t)((g->C / g->G) * g->R * g->S + g->K / g->G) * sizeof(float);
+}
+
+static size_t half_workspace_nbytes(const conv_geom *g, conv_pass pass, size_t limit, int nthreads) {
+    const int64_t CRS = g->C / g->G * g->R * g->S;
+    if (pass != CONV_FORWARD || conv2d_algo(g, pass) == CONV_ALGO_DEPTHWISE) return 0; /* unsupported */
+    if (g->P * g->Q == 0 || g->N == 0 || g->K == 0 || CRS == 0) return 0;
+    const size_t fixed = half_fixed_nbytes(g), col = half_col_nbytes(g);
+    if (limit < fixed + col) return fixed + col;
+    conv_plan p = plan_cols(g, pass, CONV_ALGO_IM2COL, col, limit - fixed, nthreads);
+    return fixed + (size_t)p.slots * (size_t)p.tile * col;
+}
+
 size_t conv2d_workspace_nbytes(const conv_geom *g, gm_dtype dt, conv_pass pass, size_t limit, int nthreads) {
+    if (is_half(dt)) return half_workspace_nbytes(g, pass, limit, nthreads);
     if (conv2d_algo(g, pass) != CONV_ALGO_IM2COL) return 0;
     size_t col = conv2d_column_nbytes(g, dt);
     if (col == 0 || g->P * g->Q == 0 || g->N == 0 || g->K == 0) return 0;
@@ -170,6 +213,100 @@ static int check_geom(const conv_geom *g) {
 #undef CONV_SUF
 #undef CONV_GEMM
 
+/* ---- the half-precision forward: float16/bfloat16 storage, float32 arithmetic, rounded once ----------------
+ * The input is read as it is stored (im2col widens while it gathers) and the output is rounded a tile at a
+ * time, so no float32 copy of either exists: the workspace holds the widened weight and bias (small) and, per
+ * thread, a float32 column buffer and a float32 output tile. Every algorithm but depthwise runs as im2col here
+ * (for a 1x1 convolution the columns are the widened input tile). */
+/* noinline: inlined into im2col_h, GCC left these loops scalar (-fopt-info-vec) */
+static __attribute__((noinline)) void load_run_h(float *d, const uint16_t *x, int64_t step, int64_t n, gm_dtype dt) {
+    if (dt == GM_F16 && step == 1) {
+        for (int64_t i = 0; i < n; i++) d[i] = gm_half_to_float(x[i]);
+    } else if (dt == GM_F16) {
+        for (int64_t i = 0; i < n; i++) d[i] = gm_half_to_float(x[i * step]);
+    } else if (step == 1) {
+        for (int64_t i = 0; i < n; i++) d[i] = gm_bf16_to_float(x[i]);
+    } else {
+        for (int64_t i = 0; i < n; i++) d[i] = gm_bf16_to_float(x[i * step]);
+    }
+}
+
+/* im2col_f32 over a half-precision input: the same columns, widened. */
+static void im2col_h(float *col, int64_t ld, const uint16_t *x, const conv_geom *g, int64_t n, int64_t grp,
+                     int64_t s0, int64_t cnt, gm_dtype dt) {
+    const int64_t Cg = g->C / g->G, R = g->R, S = g->S, Q = g->Q, CRS = Cg * R * S;
+    const int64_t xs1 = g->xs[1], xs2 = g->xs[2], xs3 = g->xs[3];
+    const uint16_t *xg = x + n * g->xs[0] + grp * Cg * xs1;
+    for (int64_t row = 0; row < CRS; row++) {
+        const int64_t c = row / (R * S), r = row / S % R, s = row % S, off = s * g->dw - g->pw;
+        const uint16_t *xc = xg + c * xs1;
+        int64_t qa, qb;
+        valid_cols(off, g->sw, g->W, Q, &qa, &qb);
+        for (int64_t pos = s0, end = s0 + cnt; pos < end;) {
+            const int64_t p = pos / Q, q0 = pos - p * Q, q1 = min64(Q, q0 + end - pos);
+            const int64_t h = p * g->sh - g->ph + r * g->dh;
+            float *d = col + row * ld + (pos - s0) - q0; /* d[q] for q in [q0, q1) */
+            if (h < 0 || h >= g->H) {
+                for (int64_t q = q0; q < q1; q++) d[q] = 0;
+            } else {
+                const int64_t a = min64(max64(qa, q0), q1), b = min64(max64(qb, a), q1);
+                for (int64_t q = q0; q < a; q++) d[q] = 0;
+                load_run_h(d + a, xc + h * xs2 + (a * g->sw + off) * xs3, g->sw * xs3, b - a, dt);
+                for (int64_t q = b; q < q1; q++) d[q] = 0;
+            }
+            pos += q1 - q0;
+        }
+    }
+}
+
+/* rows (n) of dst (ld apart) = src (n, len) rounded to dt. */
+static __attribute__((noinline)) void round_rows_h(uint16_t *dst, int64_t ld, const float *src, int64_t n, int64_t len, gm_dtype dt) {
+    for (int64_t i = 0; i < n; i++) {
+        uint16_t *d = dst + i * ld;
+        const float *sp = src + i * len;
+        if (dt == GM_F16) {
+            for (int64_t j = 0; j < len; j++) d[j] = gm_float_to_half(sp[j]);
+        } else {
+            for (int64_t j = 0; j < len; j++) d[j] = gm_float_to_bf16(sp[j]);
+        }
+    }
+}
+
+static int conv2d_forward_half(uint16_t *out, const uint16_t *x, const uint16_t *w, const uint16_t *bias,
+                               const conv_geom *g, gm_dtype dt, void *ws, size_t ws_nbytes, int nthreads) {
+    const int64_t N = g->N, K = g->K, G = g->G, Cg = g->C / G, Kg = K / G, CRS = Cg * g->R * g->S;
+    const int64_t PQ = g->P * g->Q;
+    if (N == 0 || K == 0 || PQ == 0) return GM_OK;
+    if (!out || !w || (N * g->C > 0 && !x)) return GM_ERR_ARG;
+    if (conv2d_algo(g, CONV_FORWARD) == CONV_ALGO_DEPTHWISE) return GM_ERR_UNSUPPORTED;
+    if (CRS == 0) { /* no input channels: the output is the bias, already in dt */
+        for (int64_t i = 0; i < N * K; i++)
+            for (int64_t j = 0; j < PQ; j++) out[i * PQ + j] = bias ? bias[i % K] : 0;
+        return GM_OK;
+    }
+    const size_t fixed = half_fixed_nbytes(g), colb = half_col_nbytes(g);
+    if (!ws || ws_nbytes < fixed + colb) return GM_ERR_ARG;
+    const conv_plan pl = plan_cols(g, CONV_FORWARD, CONV_ALGO_IM2COL, colb, ws_nbytes - fixed, nthreads);
+    if (pl.tile < 1) return GM_ERR_ARG;
+    float *w32 = ws, *b32 = w32 + K * CRS, *bufs = (float *)((char *)ws + fixed);
+    load_run_h(w32, w, 1, K * CRS, dt);
+    if (bias) load_run_h(b32, bias, 1, K, dt);
+    const int64_t tile = pl.tile, ntile = ceil_div64(PQ, tile), units = N * G * ntile;
+    blas_single_begin(pl.nt);
+#pragma omp parallel for num_threads(pl.nt) if (pl.nt > 1) schedule(dynamic)
+    for (int64_t u = 0; u < units; u++) {
+        const int64_t n = u / (G * ntile), grp = u / ntile % G, s0 = u % ntile * tile, cnt = min64(tile, PQ - s0);
+        float *col = bufs + (int64_t)omp_get_thread_num() * tile * (CRS + Kg), *ot = col + tile * CRS;
+        im2col_h(col, cnt, x, g, n, grp, s0, cnt, dt);
+        /* bias first, then gemm onto it, as the float32 forward does: the same sums, so the same roundings */
+        if (bias) fill_rows_f32(ot, b32 + grp * Kg, Kg, cnt, cnt);
+        gemm_f32(0, 0, Kg, cnt, CRS, 1, w32 + grp * Kg * CRS, CRS, col, cnt, bias ? 1 : 0, ot, cnt);
+        round_rows_h(out + (n * K + grp * Kg) * PQ + s0, PQ, ot, Kg, cnt, dt);
+    }
+    blas_single_end(pl.nt);
+    return GM_OK;
+}
+
 /* ---- entry points: dtype dispatch ----------------------------------------------------------------------- */
 int conv2d_forward(void *out, const void *inp, const void *weight, const void *bias, const conv_geom *g,
                    gm_dtype dt, void *ws, size_t ws_nbytes, int nthreads) {
@@ -177,6 +314,7 @@ int conv2d_forward(void *out, const void *inp, const void *weight, const void *b
     if (st) return st;
     if (dt == GM_F32) return conv2d_forward_f32(out, inp, weight, bias, g, ws, ws_nbytes, nthreads);
     if (dt == GM_F64) return conv2d_forward_f64(out, inp, weight, bias, g, ws, ws_nbytes, nthreads);
+    if (is_half(dt)) return conv2d_forward_half(out, inp, weight, bias, g, dt, ws, ws_nbytes, nthreads);
     return GM_ERR_UNSUPPORTED;
 }
 

@@ -13,8 +13,14 @@
  *
  * Layouts: inp may have any element strides (inp_strides, used where it is read: the forward and the weight
  * gradient); every other tensor is contiguous: out/dout (N, K, P, Q), dinp (N, C, H, W), weight/dweight
- * (K, C/G, R, S), bias (K) for the forward and (C) for backward_data. dtypes: float32 and float64 (the
- * functions return GM_ERR_UNSUPPORTED for the others). */
+ * (K, C/G, R, S), bias (K) for the forward and (C) for backward_data. dtypes: float32 and float64; the forward
+ * also float16 and bfloat16 (all operands in that dtype; not depthwise), computed in float32 and rounded once:
+ * the input is widened tile by tile as im2col reads it and the output rounded tile by tile, so the workspace
+ * holds the widened weight and bias and per-thread float32 tiles, never a float32 copy of an activation. The
+ * functions return GM_ERR_UNSUPPORTED for any other dtype (or pass).
+ *
+ * Tiles: an im2col tile is whole output rows of about 1 MiB of columns per thread (at least 256 columns), or
+ * less when the caller's limit says so; so the workspace follows the image size, not the batch size. */
 #ifndef GM_KERNELS_CPU_CONV_H
 #define GM_KERNELS_CPU_CONV_H
 
@@ -41,7 +47,8 @@ conv_algo conv2d_algo(const conv_geom *g, conv_pass pass);
 size_t conv2d_column_nbytes(const conv_geom *g, gm_dtype dt);
 
 /* Workspace bytes the pass will use, given at most `limit` bytes and nthreads threads: 0 when its algorithm
- * needs none, else whole columns (one buffer per thread for the forward and the input-gradient, one shared
+ * needs none (or the dtype is unsupported for the pass), else (for half precision, after the widened weight
+ * and bias) whole columns (one buffer per thread for the forward and the input-gradient, one shared
  * buffer for the weight-gradient; never more columns than positions per item). When even one column does not
  * fit it returns conv2d_column_nbytes(), which is more than limit: the caller decides (csrc raises). The
  * kernels plan their tiles from the workspace they are given, so pass them exactly this many bytes (or more). */

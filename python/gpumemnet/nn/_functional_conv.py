@@ -73,6 +73,15 @@ def _call(cfn, *args):
     return _cast(out, half)
 
 
+def _reads_half(x, w, b, groups):
+    """Whether _C.conv2d takes these operands as they are: all float16 or all bfloat16 and not depthwise (the
+    CPU forward widens tile by tile, so no float32 copy of the input or output exists; meta plans the same).
+    Otherwise _call widens them, as it does for the backward passes."""
+    dt = x._dtype
+    return (dt in _HALF and w._dtype == dt and (b is None or b._dtype == dt) and
+            not (groups > 1 and x.shape[1] == groups))
+
+
 def _autocast(input, weight, bias):
     return _amp.lower(input, weight, bias) if _amp._state.enabled else (input, weight, bias)
 
@@ -89,7 +98,8 @@ class _Conv2d(Function):
         unbatched = x.ndim == 3
         if unbatched:
             x = x._unsqueeze(0)
-        out = _call(_C.conv2d, x, w, b, stride, padding, dilation, groups)
+        args = (x, w, b, stride, padding, dilation, groups)
+        out = _C.conv2d(*args) if _reads_half(x, w, b, groups) else _call(_C.conv2d, *args)
         need = ctx.needs_input_grad
         if need:
             ctx.save_for_backward(x if need[1] else None, w if need[0] else None)
