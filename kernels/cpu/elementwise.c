@@ -115,43 +115,6 @@ static int ew_run(int nops, char *const *base, const int64_t *const *strides, in
     return GM_OK;
 }
 
-/* ---- float16 conversions ------------------------------------------------------------------------------------
- * The same values as common.h's gm_half_to_float / gm_float_to_half (round to nearest even; only NaN payloads
- * differ), but branch-light so that loops over halves vectorise: the reference versions normalise subnormals in a
- * loop and made float16 ops ~10x slower than float32. float -> half follows F. Giesen's "float_to_half_fast3_rtne".
- * Both were compared exhaustively with common.h's versions (every half; every float bit pattern). */
-static inline float ew_bits_f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
-static inline uint32_t ew_f_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
-
-/* Both compute every candidate and pick with integer masks: with ternaries GCC sinks the float ops into branches
- * and then refuses to vectorise them (-ftrapping-math forbids speculating them back). */
-static inline uint32_t ew_mask(int c) { return (uint32_t)0 - (uint32_t)(c != 0); }
-/* (Comparisons are on int32: the operands are below 2^31 and SSE2 has no unsigned 32-bit compare.) */
-
-static inline float ew_h2f(uint16_t h) {
-    const uint32_t em = h & 0x7fffu, sign = (uint32_t)(h & 0x8000u) << 16;
-    /* subnormal: bits 0x3f000000|em are 0.5 + em*2^-24, so subtracting 0.5 leaves em*2^-24 exactly, without a
-     * float-subnormal multiply that a process running with denormals-are-zero would flush */
-    const uint32_t sub = ew_f_bits(ew_bits_f(0x3f000000u | em) - 0.5f);
-    const uint32_t norm = (em << 13) + 0x38000000u;             /* rebias 15 -> 127 */
-    const uint32_t special = norm | 0x7f800000u;                /* inf / nan keep their mantissa */
-    const uint32_t ms = ew_mask((int32_t)em < 0x400), mi = ew_mask((int32_t)em >= 0x7c00);
-    const uint32_t u = (sub & ms) | (special & mi) | (norm & ~(ms | mi));
-    return ew_bits_f(u | sign);
-}
-
-static inline uint16_t ew_f2h(float f) {
-    const uint32_t x0 = ew_f_bits(f), sign = x0 & 0x80000000u, x = x0 ^ sign;
-    const uint32_t special = 0x7c00u | (ew_mask((int32_t)x > 0x7f800000) & 0x200u); /* inf (also for >= 65520) or nan */
-    /* below the smallest normal half a float add does the rounding: 0.5 has the half-subnormal ulp */
-    const uint32_t sub = ew_f_bits(ew_bits_f(x) + 0.5f) - 0x3f000000u;
-    /* rebias 127 -> 15 (mod 2^32), add the round-to-nearest-even bias, drop 13 mantissa bits */
-    const uint32_t norm = (x + 0xc8000fffu + ((x >> 13) & 1u)) >> 13;
-    const uint32_t ms = ew_mask((int32_t)x < 0x38800000), mi = ew_mask((int32_t)x >= 0x47800000);
-    const uint32_t o = (sub & ms) | (special & mi) | (norm & ~(ms | mi));
-    return (uint16_t)(o | (sign >> 16));
-}
-
 /* ---- dtypes: storage type, compute type, load/store, compute kind (f float, d double, i int64) ----------- */
 #define T_f32 float
 #define CT_f32 float
@@ -167,8 +130,8 @@ static inline uint16_t ew_f2h(float f) {
 
 #define T_f16 uint16_t
 #define CT_f16 float
-#define LD_f16(x) ew_h2f(x)
-#define ST_f16(v) ew_f2h(v)
+#define LD_f16(x) gm_half_to_float(x)
+#define ST_f16(v) gm_float_to_half(v)
 #define K_f16 f
 
 #define T_bf16 uint16_t
@@ -447,7 +410,7 @@ static void ew_scalar_bytes(const gm_scalar *v, gm_dtype dt, void *dst) {
     switch (dt) {
     case GM_F32: { float x = (float)v->f; memcpy(dst, &x, 4); break; }
     case GM_F64: memcpy(dst, &v->f, 8); break;
-    case GM_F16: { uint16_t x = ew_f2h((float)v->f); memcpy(dst, &x, 2); break; }
+    case GM_F16: { uint16_t x = gm_float_to_half((float)v->f); memcpy(dst, &x, 2); break; }
     case GM_BF16: { uint16_t x = gm_float_to_bf16((float)v->f); memcpy(dst, &x, 2); break; }
     case GM_I64: memcpy(dst, &v->i, 8); break;
     case GM_BOOL: *(uint8_t *)dst = (uint8_t)(v->f != 0 || v->i != 0); break;
@@ -541,7 +504,7 @@ EW_COPY_LOOP(uint64_t)
  * which round twice (through float32); the difference is at most one half-ulp tie in rare cases. */
 #define WL_f32(x) ((double)(x))
 #define WL_f64(x) (x)
-#define WL_f16(x) ((double)ew_h2f(x))
+#define WL_f16(x) ((double)gm_half_to_float(x))
 #define WL_bf16(x) ((double)gm_bf16_to_float(x))
 #define WL_i64(x) (x)
 #define WL_b8(x) ((int64_t)((x) != 0))
@@ -553,13 +516,13 @@ EW_COPY_LOOP(uint64_t)
 #define WK_b8 I
 #define CV_F_f32(v) ((float)(v))
 #define CV_F_f64(v) (v)
-#define CV_F_f16(v) ew_f2h((float)(v))
+#define CV_F_f16(v) gm_float_to_half((float)(v))
 #define CV_F_bf16(v) gm_float_to_bf16((float)(v))
 #define CV_F_i64(v) gm_f64_to_i64_sat(v)
 #define CV_F_b8(v) ((uint8_t)((v) != 0))
 #define CV_I_f32(v) ((float)(v))
 #define CV_I_f64(v) ((double)(v))
-#define CV_I_f16(v) ew_f2h((float)(v))
+#define CV_I_f16(v) gm_float_to_half((float)(v))
 #define CV_I_bf16(v) gm_float_to_bf16((float)(v))
 #define CV_I_i64(v) (v)
 #define CV_I_b8(v) ((uint8_t)((v) != 0))
