@@ -812,3 +812,40 @@ def test_half_forward_limits_and_unsupported_paths(workspace_limit):
                   gm.tensor(np.array([1, 2, 3], np.float32)).to(gm.bfloat16))
     np.testing.assert_array_equal(e.float().numpy(), np.broadcast_to(np.array([1, 2, 3.])[None, :, None, None],
                                                                        (2, 3, 3, 3)))
+
+
+@pytest.mark.parametrize("dtype", [gm.float16, gm.bfloat16])
+@pytest.mark.parametrize("transposed", [False, True])
+def test_half_backward_runs_per_item_in_float32(dtype, transposed):
+    """Half-precision gradients equal float32 ones to half precision, and the float32 scratch of the backward is
+    one batch item's, not the whole batch's."""
+    rng = np.random.default_rng(1)
+    n, c, h = 8, 4, 12
+    x32 = rng.standard_normal((n, c, h, h)).astype(np.float32)
+    w32 = rng.standard_normal((c, 6, 3, 3) if transposed else (6, c, 3, 3)).astype(np.float32)
+    fn = conv_transpose2d if transposed else conv2d
+    x = gm.tensor(x32).to(dtype).requires_grad_()
+    w = gm.tensor(w32).to(dtype).requires_grad_()
+    out = fn(x, w, padding=1)
+    g = gm.tensor(rng.standard_normal(tuple(out.shape)).astype(np.float32)).to(dtype)
+    gm.memory.reset_peak_memory_stats("cpu")
+    ws0 = gm.memory.memory_stats("cpu")["by_category"]["workspace"]["current"]
+    out.backward(g)
+    ws_peak = gm.memory.memory_stats("cpu")["by_category"]["workspace"]["peak"] - ws0
+    assert x.grad.dtype == dtype and w.grad.dtype == dtype
+    xr = gm.tensor(x.detach().float().numpy(), requires_grad=True)
+    wr = gm.tensor(w.detach().float().numpy(), requires_grad=True)
+    out_r, g_r = fn(xr, wr, padding=1), g.float()
+    gm.memory.reset_peak_memory_stats("cpu")
+    out_r.backward(g_r)
+    ws_peak_f32 = gm.memory.memory_stats("cpu")["by_category"]["workspace"]["peak"] - ws0
+    tol = 1e-2 if dtype == gm.bfloat16 else 2e-3
+    for got, ref in ((x.grad, xr.grad), (w.grad, wr.grad)):
+        ref = ref.numpy()
+        np.testing.assert_allclose(got.float().numpy(), ref, rtol=tol, atol=tol * np.abs(ref).max())
+    # beyond what the float32 backward itself needs: float32 copies of one item of x, of its gradient and of the
+    # output gradient, the widened weight and the float32 weight gradients (each block rounded up to 512 B) —
+    # nothing the size of the whole batch
+    x_item, g_item = x32.nbytes // n, 4 * g.numel() // n
+    assert ws_peak <= ws_peak_f32 + 2 * x_item + g_item + 4 * max(512, w32.nbytes) + 3 * 512
+    assert ws_peak < ws_peak_f32 + x32.nbytes  # less than one float32 copy of the input

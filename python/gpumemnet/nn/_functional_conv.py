@@ -73,6 +73,42 @@ def _call(cfn, *args):
     return _cast(out, half)
 
 
+def _half_of(*tensors):
+    return next((a._dtype for a in tensors if isinstance(a, _C.TensorBase) and a._dtype in _HALF and
+                 not a._device.startswith("cuda")), None)
+
+
+def _backward(cfn, g, x, w, args, mask, in_shape, w_shape):
+    """A convolution backward (conv2d's or conv_transpose2d's). With half operands on the CPU (or meta) it runs one
+    batch item at a time on float32 copies of that item only — so the float32 scratch is 1/N of the operands, not
+    all of them — accumulating the weight and bias gradients in float32 and rounding each once at the end."""
+    half = _half_of(g, x, w)
+    n = in_shape[0]
+    if half is None or n <= 1:
+        return _call(cfn, g, x, w, *args, mask, in_shape, w_shape)
+    dx = _C.empty(in_shape, half, g._device) if mask[0] else None
+    prev = _C.set_category("workspace")
+    try:
+        w32 = None if w is None else _cast(w, 0)
+        dw = db = None
+        item_shape = (1,) + tuple(in_shape[1:])
+        for i in range(n):
+            gi = _cast(g._slice(0, i, i + 1, 1), 0)
+            xi = None if x is None else _cast(x._slice(0, i, i + 1, 1), 0)
+            dxi, dwi, dbi = cfn(gi, xi, w32, *args, mask, item_shape, w_shape)
+            del gi, xi
+            if dxi is not None:
+                _C.copy_(dx._slice(0, i, i + 1, 1), dxi)  # rounds into the half gradient
+            if dwi is not None:
+                dw = dwi if dw is None else _C.binary(0, dw, dwi, dw)
+            if dbi is not None:
+                db = dbi if db is None else _C.binary(0, db, dbi, db)
+            del dxi, dwi, dbi
+    finally:
+        _C.set_category(prev)
+    return dx, None if dw is None else _cast(dw, half), None if db is None else _cast(db, half)
+
+
 def _reads_half(x, w, b, groups):
     """Whether _C.conv2d takes these operands as they are: all float16 or all bfloat16 and not depthwise (the
     CPU forward widens tile by tile, so no float32 copy of the input or output exists; meta plans the same).
@@ -113,7 +149,7 @@ class _Conv2d(Function):
         x, w = ctx.saved_tensors
         if ctx.unbatched:
             g = g._unsqueeze(0)
-        dx, dw, db = _call(_C.conv2d_backward, g, x, w, *ctx.args, _mask(ctx), *ctx.shapes)
+        dx, dw, db = _backward(_C.conv2d_backward, g, x, w, ctx.args, _mask(ctx), *ctx.shapes)
         if ctx.unbatched and dx is not None:
             dx = dx._squeeze(0)
         return dx, dw, db, None, None, None, None
@@ -160,7 +196,7 @@ class _ConvTranspose2d(Function):
         x, w = ctx.saved_tensors
         if ctx.unbatched:
             g = g._unsqueeze(0)
-        dx, dw, db = _call(_C.conv_transpose2d_backward, g, x, w, *ctx.args, _mask(ctx), *ctx.shapes)
+        dx, dw, db = _backward(_C.conv_transpose2d_backward, g, x, w, ctx.args, _mask(ctx), *ctx.shapes)
         if ctx.unbatched and dx is not None:
             dx = dx._squeeze(0)
         return dx, dw, db, None, None, None, None, None
