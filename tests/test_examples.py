@@ -11,24 +11,8 @@ import gpumemnet as gm
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 import seed000_regression  # noqa: E402
 import seed002_unet  # noqa: E402
+from story000 import STORY_000_TABLE  # noqa: E402
 
-STORY_000_ROWS = """\
-            Conv2d-1         [-1, 64, 384, 160]           1,216
-         MaxPool2d-2          [-1, 64, 192, 80]               0
-            Conv2d-3         [-1, 128, 192, 80]          73,856
-         MaxPool2d-4          [-1, 128, 96, 40]               0
-            Conv2d-5          [-1, 256, 96, 40]         295,168
-            Conv2d-6          [-1, 256, 96, 40]         590,080
-         MaxPool2d-7          [-1, 256, 48, 20]               0
-            Conv2d-8          [-1, 512, 48, 20]       1,180,160
-            Conv2d-9          [-1, 512, 48, 20]       2,359,808
-        MaxPool2d-10          [-1, 512, 24, 10]               0
-           Conv2d-11          [-1, 512, 24, 10]       2,359,808
-           Conv2d-12          [-1, 512, 24, 10]       2,359,808
-        MaxPool2d-13           [-1, 512, 12, 5]               0
-        Dropout2d-14           [-1, 512, 12, 5]               0
-           Linear-15                [-1, 19000]     583,699,000
-           Linear-16                [-1, 19000]     361,019,000"""
 
 GiB = 1 << 30
 
@@ -68,7 +52,7 @@ def test_seed000_full_is_the_story_network_on_meta_only(meta):
     lines = []
     r = seed000_regression.main(["--full"], log=lines.append)
     assert r["device"] == "meta"
-    assert "\n".join(r["summary"][3:19]) == STORY_000_ROWS
+    assert "\n".join(r["summary"][3:19]) == STORY_000_TABLE
     assert "Total params: 953,937,904" in r["summary"]
     fc, gap = r["heads"]["fc"], r["heads"]["gap"]
     assert fc["params"] == 953_937_904 and gap["params"] == 18_966_904

@@ -22,6 +22,7 @@ import gpumemnet.nn as nn
 import gpumemnet.nn.functional as F
 from gpumemnet import _C
 from gradcheck import assert_close, gradcheck, to_numpy
+from story000 import STORY_000_TABLE
 
 MiB = 1024 * 1024
 
@@ -787,23 +788,6 @@ def _torch_story(torch, **kw):
     return TorchStory000()
 
 
-STORY_000_TABLE = """\
-            Conv2d-1         [-1, 64, 384, 160]           1,216
-         MaxPool2d-2          [-1, 64, 192, 80]               0
-            Conv2d-3         [-1, 128, 192, 80]          73,856
-         MaxPool2d-4          [-1, 128, 96, 40]               0
-            Conv2d-5          [-1, 256, 96, 40]         295,168
-            Conv2d-6          [-1, 256, 96, 40]         590,080
-         MaxPool2d-7          [-1, 256, 48, 20]               0
-            Conv2d-8          [-1, 512, 48, 20]       1,180,160
-            Conv2d-9          [-1, 512, 48, 20]       2,359,808
-        MaxPool2d-10          [-1, 512, 24, 10]               0
-           Conv2d-11          [-1, 512, 24, 10]       2,359,808
-           Conv2d-12          [-1, 512, 24, 10]       2,359,808
-        MaxPool2d-13           [-1, 512, 12, 5]               0
-        Dropout2d-14           [-1, 512, 12, 5]               0
-           Linear-15                [-1, 19000]     583,699,000
-           Linear-16                [-1, 19000]     361,019,000"""
 
 
 def _summary_rows(model, x):
