@@ -60,6 +60,11 @@ struct gm_allocator {
     gm_block *free_list[2];
     gm_stat allocated, reserved, requested, cat[GM_NCAT];
     int64_t num_allocs, num_frees, num_segment_allocs, num_segment_frees, num_retries, num_ooms;
+    /* What the allocated peak was made of, and the allocation that reached it: estimates report these. */
+    int64_t at_peak[GM_NCAT];
+    const char *peak_scope;
+    int peak_category;
+    size_t peak_request;
     size_t limit;    /* 0: none */
     size_t capacity; /* what the device has */
     uintptr_t meta_next;
@@ -100,6 +105,14 @@ static void source_free(gm_allocator *A, char *p) {
 static inline void stat_add(gm_stat *s, int64_t delta) {
     s->current += delta;
     if (s->current > s->peak) s->peak = s->current;
+}
+
+/* Remember the composition of a new allocated peak (a handful of integers: cheap on every new peak). */
+static void snapshot_peak(gm_allocator *A, const char *scope, int category, size_t request) {
+    for (int i = 0; i < GM_NCAT; i++) A->at_peak[i] = A->cat[i].current;
+    A->peak_scope = scope;
+    A->peak_category = category;
+    A->peak_request = request;
 }
 
 /* ---- free lists --------------------------------------------------------------------------------- */
@@ -333,10 +346,12 @@ gm_block *gm_alloc(gm_device dev, size_t nbytes) {
     b->requested = nbytes;
     b->category = cur_category;
     b->scope = cur_scope;
+    int64_t old_peak = A->allocated.peak;
     stat_add(&A->allocated, (int64_t)b->size);
     stat_add(&A->requested, (int64_t)nbytes);
     stat_add(&A->cat[b->category], (int64_t)b->size);
     A->num_allocs++;
+    if (A->allocated.peak > old_peak) snapshot_peak(A, b->scope, b->category, nbytes);
     return b;
 }
 
@@ -408,8 +423,31 @@ static PyObject *py_memory_stats(PyObject *self, PyObject *arg) {
         }
         Py_DECREF(d);
     }
+    PyObject *at_peak = PyDict_New();
+    if (!at_peak) {
+        Py_DECREF(cats);
+        return NULL;
+    }
+    for (int i = 0; i < GM_NCAT; i++) {
+        PyObject *v = PyLong_FromLongLong(A->at_peak[i]);
+        if (!v || PyDict_SetItemString(at_peak, gm_category_names[i], v) < 0) {
+            Py_XDECREF(v);
+            Py_DECREF(at_peak);
+            Py_DECREF(cats);
+            return NULL;
+        }
+        Py_DECREF(v);
+    }
+    PyObject *peak_info = Py_BuildValue("{s:N,s:s,s:s,s:n}", "by_category", at_peak, "scope",
+                                        A->peak_scope ? A->peak_scope : "", "category",
+                                        gm_category_names[A->peak_category], "request", (Py_ssize_t)A->peak_request);
+    if (!peak_info) {
+        Py_DECREF(cats);
+        return NULL;
+    }
     return Py_BuildValue(
-        "{s:N,s:N,s:N,s:N,s:L,s:L,s:L,s:L,s:L,s:L,s:n,s:n,s:n,s:n}", "allocated", stat_dict(&A->allocated),
+        "{s:N,s:N,s:N,s:N,s:N,s:L,s:L,s:L,s:L,s:L,s:L,s:n,s:n,s:n,s:n}", "allocated", stat_dict(&A->allocated),
+        "at_peak", peak_info,
         "reserved", stat_dict(&A->reserved), "requested", stat_dict(&A->requested), "by_category", cats,
         "num_allocs", (long long)A->num_allocs, "num_frees", (long long)A->num_frees, "num_segment_allocs",
         (long long)A->num_segment_allocs, "num_segment_frees", (long long)A->num_segment_frees,
@@ -437,6 +475,7 @@ static PyObject *py_reset_peak(PyObject *self, PyObject *arg) {
     gm_allocator *A = parse_allocator(arg);
     if (!A) return NULL;
     A->allocated.peak = A->allocated.current;
+    snapshot_peak(A, "", GM_CAT_OTHER, 0);
     A->reserved.peak = A->reserved.current;
     A->requested.peak = A->requested.current;
     for (int i = 0; i < GM_NCAT; i++) A->cat[i].peak = A->cat[i].current;

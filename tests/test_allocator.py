@@ -298,3 +298,19 @@ def test_meta_makes_the_same_allocations_as_cpu(meta):
 def test_cuda_tensors_give_a_clear_error_until_the_backend_lands():
     with pytest.raises(RuntimeError, match="cuda:0"):
         gm.empty(3, device="cuda")
+
+
+def test_peak_composition_and_the_allocation_that_reached_it(meta):
+    with gm.memory.scope("fc1 forward"), gm.memory.category("activation"):
+        a = f32(1000)  # 4096 B
+    with gm.memory.scope("fc2 forward"):
+        b = f32(10)  # 512 B: this one sets the peak
+    del a
+    c = f32(100)  # 512 B, below the peak
+    at = gm.memory.memory_stats(meta)["at_peak"]
+    assert at["by_category"]["activation"] == 4096 and at["by_category"]["other"] == 512
+    assert sum(at["by_category"].values()) == gm.memory.max_memory_allocated(meta)
+    assert at["scope"] == "fc2 forward" and at["category"] == "other" and at["request"] == 40
+    gm.memory.reset_peak_memory_stats(meta)
+    assert gm.memory.memory_stats(meta)["at_peak"]["by_category"]["other"] == 1024
+    del b, c
