@@ -19,6 +19,7 @@ from ._creation import (  # noqa: E402,F401
     squeeze, unsqueeze)
 from . import autograd, memory, cuda, random, amp, nn, optim, utils  # noqa: E402
 from .serialization import save, load  # noqa: E402
+from ._estimate import summary  # noqa: E402
 from .amp import autocast  # noqa: E402
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled  # noqa: E402
 from .random import manual_seed, get_rng_state, set_rng_state  # noqa: E402

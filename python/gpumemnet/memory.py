@@ -77,3 +77,11 @@ def scope(name):
         yield
     finally:
         _C.set_scope(prev)
+
+
+def estimate(*args, **kwargs):
+    """A first training step (forward, loss, backward, optimizer step) of a meta copy of the model: peak
+    allocated bytes (exactly the CPU's), bytes per category at the peak, where it was reached, the inference
+    peak and per-layer rows — before a single real byte is spent. See gpumemnet._estimate.estimate."""
+    from ._estimate import estimate as _estimate
+    return _estimate(*args, **kwargs)

@@ -1,0 +1,331 @@
+"""Know before you run: estimate(...) and summary(...) run one real training step of a copy of the model on the
+meta device.
+
+Nothing here models memory with formulas. The meta device runs every op's shape inference and every allocation
+through the same allocator policy as the CPU (and CUDA), so the bytes of a step run on meta are the bytes the real
+step will take, byte for byte. The copy is made without touching data: every parameter and buffer is replaced by
+an empty meta tensor of the same shape before the deep copy, so the real model, its gradients and the random
+generator are left exactly as they were.
+"""
+import copy
+import gc
+import time
+
+from . import _C
+from . import memory as _memory
+from . import random as _random
+from ._dtype import as_dtype, device_str
+from .autograd import no_grad
+from .nn.modules.module import Module, register_module_forward_hook, register_module_forward_pre_hook
+from .nn.parameter import Parameter
+
+__all__ = ["Estimate", "LayerRow", "estimate", "summary"]
+
+META = "meta"
+
+
+def _fmt(n):
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
+        n /= 1024
+
+
+class LayerRow:
+    """One call of a leaf module in the training forward: torchsummary's row plus the bytes it kept for backward
+    (the growth of the 'activation' category while it ran: what its backward will read)."""
+    __slots__ = ("path", "type", "output_shape", "params", "kept")
+
+    def __init__(self, path, type_, output_shape, params, kept):
+        self.path, self.type, self.output_shape, self.params, self.kept = path, type_, output_shape, params, kept
+
+    def __repr__(self):
+        return (f"LayerRow({self.path!r}, {self.type}, {self.output_shape}, params={self.params}, "
+                f"kept={self.kept})")
+
+
+class Estimate:
+    """What one training step needs. Bytes are allocator bytes (blocks rounded as the allocator rounds them).
+
+    peak            peak allocated bytes of the step, over what was live before it (parameters, input)
+    peak_reserved   peak reserved bytes (segments: blocks + cache) for the model, input and step together,
+                    from an empty cache: what the device must hand the allocator (compare with `total`)
+    at_peak         {category: bytes} at the moment of the peak, over the pre-step values
+    peak_scope      the allocator scope of the allocation that reached the peak ("fc1 backward", "Adam.step")
+    inference_peak  peak of a forward under no_grad in eval mode, over what was live before it
+    params, trainable, param_bytes, gradient_bytes, optimizer_bytes, activation_bytes (peak saved for backward),
+    input_bytes, layers (LayerRow list), total (what the device must hold: parameters + input + step peak)."""
+
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+    @property
+    def total(self):
+        return self.param_bytes + self.input_bytes + self.peak
+
+    def fits(self, capacity):
+        return self.total <= capacity
+
+    def verdict(self, capacity):
+        if self.fits(capacity):
+            return f"fits: {_fmt(self.total)} of {_fmt(capacity)}"
+        return f"does not fit: needs {_fmt(self.total)}, has {_fmt(capacity)}"
+
+    def __repr__(self):
+        return (f"Estimate(peak={_fmt(self.peak)} in {self.peak_scope!r}, total={_fmt(self.total)}, "
+                f"params={self.params:,}, inference_peak={_fmt(self.inference_peak)})")
+
+
+# ---- the meta copy ----------------------------------------------------------------------------------------------
+def _meta_copy(model):
+    """A deep copy of model whose parameters and buffers are empty meta tensors (no data is read or copied)."""
+    memo = {}
+    with _memory.category("parameter"):
+        for m in model.modules():
+            for name, p in m._parameters.items():
+                if p is not None and id(p) not in memo:
+                    q = Parameter(_C.empty(tuple(p.shape), p._dtype, META), requires_grad=p.requires_grad)
+                    q._name = getattr(p, "_name", None) or name
+                    memo[id(p)] = q
+            for name, b in m._buffers.items():
+                if b is not None and id(b) not in memo:
+                    memo[id(b)] = _C.empty(tuple(b.shape), b._dtype, META)
+    clone = copy.deepcopy(model, memo)
+    orig = [(n, tuple(p.shape)) for n, p in model.named_parameters()]
+    mine = [(n, tuple(p.shape)) for n, p in clone.named_parameters()]
+    if orig != mine or any(p._device != META for p in clone.parameters()):
+        raise RuntimeError("estimate: the meta copy of the model does not have the model's parameters (a parameter "
+                           "held outside a Module's registered parameters cannot be copied without its data)")
+    return clone
+
+
+def _cat(name):
+    return _memory.memory_stats(META)["by_category"][name]["current"]
+
+
+class _LayerRecorder:
+    """Global forward hooks that record each leaf module of `root` as it runs, while `on`."""
+
+    def __init__(self, root):
+        self.paths = {id(m): (p, m) for p, m in root.named_modules() if not m._modules and m is not root}
+        self.rows, self.starts, self.on = [], [], False
+        self.handles = [register_module_forward_pre_hook(self.pre), register_module_forward_hook(self.post)]
+
+    def pre(self, mod, args):
+        if self.on and id(mod) in self.paths:
+            self.starts.append(_cat("activation"))
+
+    def post(self, mod, args, out):
+        if not (self.on and id(mod) in self.paths):
+            return
+        kept = _cat("activation") - self.starts.pop()
+        shape = tuple(out.shape) if isinstance(out, _C.TensorBase) else \
+            [tuple(o.shape) for o in out if isinstance(o, _C.TensorBase)]
+        n = sum(p.numel() for p in mod.parameters())
+        self.rows.append(LayerRow(self.paths[id(mod)][0], type(mod).__name__, shape, n, kept))
+
+    def remove(self):
+        for h in self.handles:
+            h.remove()
+
+
+# ---- estimate ------------------------------------------------------------------------------------------------
+def _meta_like(spec, batch, what):
+    """A meta tensor for target: a Tensor (its shape and dtype; the first dim becomes the micro-batch) or a shape."""
+    if isinstance(spec, _C.TensorBase):
+        shape, dtype = tuple(spec.shape), spec._dtype
+    elif isinstance(spec, (tuple, list)):
+        shape, dtype = tuple(spec), as_dtype("float32").code
+    else:
+        raise TypeError(f"estimate: {what} must be a Tensor or a shape, got {type(spec).__name__}")
+    if batch is not None and shape:
+        shape = (batch,) + shape[1:]
+    return _C.empty(shape, dtype, META)
+
+
+def _check_shape(shape, what):
+    if isinstance(shape, int):
+        shape = (shape,)
+    try:
+        shape = tuple(shape)
+    except TypeError:
+        raise TypeError(f"estimate: {what} must be a tuple of ints, got {type(shape).__name__}") from None
+    if not all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in shape):
+        raise ValueError(f"estimate: {what} must be positive ints, got {shape}")
+    return shape
+
+
+def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, target=None, autocast=None,
+             checkpoint_segments=None, accumulation_steps=1, device="cpu"):
+    """Run the first training step of `model` (forward, loss, backward, the optimizer's first step) on a meta
+    copy and return an Estimate. The model itself is not touched.
+
+    input_shape: one sample's shape with batch_size, or the whole batch's shape when batch_size is None.
+    loss_fn(output, target): default output.sum(); target: a Tensor or shape (first dim = micro-batch).
+    optimizer: a class or factory called with the parameters (default gm.optim.Adam); False: no step.
+    autocast: a dtype (gm.bfloat16, gm.float16) for forward + loss under gm.autocast(device's type).
+    checkpoint_segments: run a Sequential model through gm.utils.checkpoint_sequential.
+    accumulation_steps: k micro-batches of batch // k, each loss divided by k and backpropagated, then one step.
+    device: the device the estimate stands for (its autocast policy; summary compares with its capacity)."""
+    from .optim import Adam
+    from .utils.checkpoint import checkpoint_sequential
+    from .amp import autocast as _autocast
+
+    if not isinstance(model, Module):
+        raise TypeError(f"estimate: model must be a gpumemnet.nn.Module, got {type(model).__name__}")
+    params = list(model.parameters())
+    if not params:
+        raise ValueError(f"estimate: {type(model).__name__} has no parameters: there is no training step to "
+                         f"estimate (use a forward under no_grad)")
+    shape = _check_shape(input_shape, "input_shape")
+    if batch_size is not None:
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"estimate: batch_size must be a positive int or None, got {batch_size!r}")
+        shape = (batch_size,) + shape
+    k = accumulation_steps
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"estimate: accumulation_steps must be a positive int, got {k!r}")
+    if shape[0] % k:
+        raise ValueError(f"estimate: the batch of {shape[0]} (input shape {shape}) does not split into "
+                         f"{k} equal micro-batches")
+    micro = shape[0] // k
+    if checkpoint_segments is not None and not hasattr(model, "children"):
+        raise TypeError("estimate: checkpoint_segments needs a Sequential model")
+    dev = device_str(device)
+    amp_dtype = as_dtype(autocast, "estimate(autocast)") if autocast is not None else None
+    if optimizer is None:
+        optimizer = Adam
+
+    rng = _random.get_rng_state()
+    t0 = time.perf_counter()
+    gc.collect()
+    _memory.empty_cache(META)  # the estimate stands for a fresh process: no cache to reuse
+    p0, r0 = _cat("parameter"), _memory.memory_reserved(META)
+    clone = _meta_copy(model)
+    param_bytes = _cat("parameter") - p0
+    a0 = _memory.memory_allocated(META)
+    x = _C.empty(shape, params[0]._dtype, META)
+    y = _meta_like(target, micro, "target") if target is not None else None
+    input_bytes = _memory.memory_allocated(META) - a0
+    opt = optimizer(list(clone.parameters())) if optimizer is not False else None
+    recorder = _LayerRecorder(clone)
+    try:
+        clone.train()
+        gc.collect()
+        _memory.reset_peak_memory_stats(META)
+        before = _memory.memory_stats(META)
+        base = before["allocated"]["current"]
+        base_cat = {c: v["current"] for c, v in before["by_category"].items()}
+        for i in range(k):
+            xi = x[i * micro:(i + 1) * micro] if k > 1 else x
+            recorder.on = i == 0
+            try:
+                with _autocast(dev.split(":")[0], dtype=amp_dtype) if amp_dtype is not None else _nullctx():
+                    out = checkpoint_sequential(clone, checkpoint_segments, xi) if checkpoint_segments \
+                        else clone(xi)
+                    recorder.on = False
+                    loss = out.sum() if loss_fn is None else loss_fn(out, y)
+            except _C.OutOfMemoryError:
+                raise
+            except (ValueError, RuntimeError, TypeError, IndexError) as e:
+                raise ValueError(f"estimate: the model does not accept an input of shape {tuple(xi.shape)} "
+                                 f"(input_shape={tuple(input_shape)}, batch_size={batch_size}): {e}") from e
+            finally:
+                recorder.on = False
+            del out
+            if not isinstance(loss, _C.TensorBase) or loss.numel() != 1:
+                got = tuple(loss.shape) if isinstance(loss, _C.TensorBase) else type(loss).__name__
+                raise ValueError(f"estimate: the loss must be a scalar tensor, got {got}")
+            if k > 1:
+                loss = loss / k
+            loss.backward()
+            del loss
+        grad_bytes = _cat("gradient") - base_cat["gradient"]
+        if opt is not None:
+            opt.step()
+        after = _memory.memory_stats(META)
+        optimizer_bytes = _cat("optimizer") - base_cat["optimizer"]
+        peak = after["allocated"]["peak"] - base
+        peak_reserved = after["reserved"]["peak"] - r0
+        at = after["at_peak"]
+        at_peak = {c: v - base_cat[c] for c, v in at["by_category"].items()}
+        activation_bytes = after["by_category"]["activation"]["peak"] - base_cat["activation"]
+        rows = recorder.rows
+        recorder.remove()
+        recorder = None
+        # the step's state goes before the inference forward: a validation pass holds only the model
+        del opt
+        for p in clone.parameters():
+            p.grad = None
+        gc.collect()
+        _memory.empty_cache(META)
+        clone.eval()
+        _memory.reset_peak_memory_stats(META)
+        ibase = _memory.memory_allocated(META)
+        with no_grad(), _autocast(dev.split(":")[0], dtype=amp_dtype) if amp_dtype is not None else _nullctx():
+            out = clone(x[:micro] if k > 1 else x)
+        del out
+        inference_peak = _memory.max_memory_allocated(META) - ibase
+    finally:
+        if recorder is not None:
+            recorder.remove()
+        del clone, x, y
+        opt = None
+        gc.collect()
+        _memory.empty_cache(META)
+        _random.set_rng_state(rng)
+    return Estimate(
+        peak=peak, peak_reserved=peak_reserved, at_peak=at_peak, peak_scope=at["scope"],
+        inference_peak=inference_peak, params=sum(p.numel() for p in params),
+        trainable=sum(p.numel() for p in params if p.requires_grad), param_bytes=param_bytes,
+        gradient_bytes=grad_bytes, optimizer_bytes=optimizer_bytes, activation_bytes=activation_bytes,
+        input_bytes=input_bytes, layers=rows, input_shape=shape, micro_batch=micro, device=dev,
+        seconds=time.perf_counter() - t0)
+
+
+class _nullctx:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+# ---- summary -------------------------------------------------------------------------------------------------
+def summary(model, input_size, batch_size=-1, device="cpu", optimizer=None, capacity=None, **kw):
+    """Print and return torchsummary's table (Layer (type), Output Shape, Param #) with a column of the bytes each
+    layer keeps for backward, the memory of one training step by kind, and whether it fits the device: its
+    capacity, or its limit (gm.memory.set_limit) when one is set, or `capacity` (bytes) when given.
+    batch_size=-1 prints -1 as the batch dimension, as torchsummary does, and estimates a batch of 1."""
+    dev = device_str(device)
+    est = estimate(model, input_size, optimizer=optimizer, batch_size=abs(batch_size) if batch_size else 1,
+                   device=dev, **kw)
+    if capacity is None:
+        limit = _memory.get_limit(dev)
+        capacity = limit if limit else _memory.capacity(dev)
+    line, dline = "-" * 78, "=" * 78
+    out = [line, f"{'Layer (type)':>20}  {'Output Shape':>25} {'Param #':>15} {'Kept':>12}", dline]
+    for i, r in enumerate(est.layers, 1):
+        if isinstance(r.output_shape, tuple):
+            shape = "[" + ", ".join([str(batch_size)] + [str(s) for s in r.output_shape[1:]]) + "]"
+        else:
+            shape = str([[batch_size] + list(s[1:]) for s in r.output_shape])
+        out.append(f"{r.type + '-' + str(i):>20}  {shape:>25} {r.params:>15,} {_fmt(r.kept):>12}")
+    out += [dline,
+            f"Total params: {est.params:,}",
+            f"Trainable params: {est.trainable:,}",
+            f"Non-trainable params: {est.params - est.trainable:,}",
+            line,
+            f"Parameters (MB): {est.param_bytes / 2**20:.2f}",
+            f"Gradients (MB): {est.gradient_bytes / 2**20:.2f}",
+            f"Optimizer state (MB): {est.optimizer_bytes / 2**20:.2f}",
+            f"Activations saved for backward (MB): {est.activation_bytes / 2**20:.2f}",
+            f"Input (MB): {est.input_bytes / 2**20:.2f}",
+            f"Training step peak (MB): {est.total / 2**20:.2f} (reached in {est.peak_scope or '?'})",
+            f"Inference peak (MB): {(est.param_bytes + est.input_bytes + est.inference_peak) / 2**20:.2f}",
+            f"Device {dev}: {_fmt(capacity)}",
+            line,
+            est.verdict(capacity)]
+    text = "\n".join(out)
+    print(text)
+    return text

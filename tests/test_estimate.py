@@ -1,0 +1,179 @@
+"""Know before you run (gpumemnet._estimate): the meta estimate of a first training step equals, byte for byte, the
+peak of the same step really run on the CPU (digits CNN and story 002's UNet; plain fp32, checkpoint, autocast
+bfloat16, accumulation), the real model is untouched, the story-000 summary reproduces torchsummary's rows and
+says the network fits the 15.92 GiB card with a fused Adam, and bad inputs raise clear errors."""
+import contextlib
+import gc
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import gpumemnet as gm
+import gpumemnet.nn as nn
+import gpumemnet.nn.functional as F
+from gpumemnet import _estimate
+from gpumemnet.demo import make_model
+from story000 import STORY_000_TABLE
+from test_nn import Story000
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+from seed002_unet import UNet  # noqa: E402
+
+GiB = 1 << 30
+
+
+@pytest.fixture(autouse=True)
+def meta_is_left_empty():
+    yield
+    gc.collect()
+    gm.memory.empty_cache("meta")
+
+
+def _digits():
+    return make_model(16)
+
+
+def _unet(checkpointing=False):
+    return UNet(3, 3, 4, 2, checkpointing=checkpointing)
+
+
+def _real_step(model, x, y=None, k=1, amp=None, segments=None):
+    """A first training step on the CPU exactly as estimate() describes it; returns the step's peak over the
+    bytes live before it."""
+    opt = gm.optim.Adam(model.parameters())
+    gc.collect()
+    gm.memory.reset_peak_memory_stats("cpu")
+    base = gm.memory.memory_allocated("cpu")
+    m = x.shape[0] // k
+    for i in range(k):
+        xi = x[i * m:(i + 1) * m] if k > 1 else x
+        with gm.autocast("cpu", dtype=amp) if amp is not None else contextlib.nullcontext():
+            out = gm.utils.checkpoint_sequential(model, segments, xi) if segments else model(xi)
+            loss = out.sum() if y is None else F.cross_entropy(out, y[i * m:(i + 1) * m])
+        del out
+        if k > 1:
+            loss = loss / k
+        loss.backward()
+        del loss
+    opt.step()
+    peak = gm.memory.max_memory_allocated("cpu") - base
+    del opt
+    return peak
+
+
+CASES = [dict(), dict(segments=2), dict(amp=gm.bfloat16), dict(k=4)]
+
+
+def _ids(c):
+    return ",".join(f"{k}={v}" for k, v in c.items()) or "fp32"
+
+
+@pytest.mark.parametrize("case", CASES, ids=_ids)
+def test_digits_estimate_equals_the_cpu_step(case):
+    gm.manual_seed(0)
+    model = _digits()
+    x = gm.randn(32, 1, 8, 8)
+    before = [p.detach().numpy().copy() for p in model.parameters()]
+    rng = gm.get_rng_state()
+    est = _estimate.estimate(model, (1, 8, 8), batch_size=32, checkpoint_segments=case.get("segments"),
+                             autocast=case.get("amp"), accumulation_steps=case.get("k", 1))
+    # untouched: values bitwise, no gradients, the generator where it was
+    for a, p in zip(before, model.parameters()):
+        np.testing.assert_array_equal(a, p.detach().numpy())
+        assert p.grad is None and p._device == "cpu"
+    assert all(np.array_equal(a, b) for a, b in zip(np.atleast_1d(rng), np.atleast_1d(gm.get_rng_state())))
+    assert gm.memory.memory_allocated("meta") == 0
+    gm.memory.empty_cache("cpu")
+    assert est.peak == _real_step(model, x, **case)
+    assert est.params == sum(p.numel() for p in model.parameters()) == est.trainable
+    assert est.optimizer_bytes >= 2 * est.params * 4 and est.gradient_bytes >= est.params * 4
+    assert 0 < est.inference_peak < est.peak
+    assert sum(est.at_peak.values()) == est.peak
+    assert [r.type for r in est.layers] == [type(m).__name__ for m in model.children()]
+
+
+@pytest.mark.parametrize("case", [dict(), dict(checkpointing=True), dict(amp=gm.bfloat16), dict(k=2)], ids=_ids)
+def test_unet_estimate_equals_the_cpu_step(case):
+    gm.manual_seed(0)
+    model = _unet(case.get("checkpointing", False))
+    x, y = gm.randn(4, 3, 16, 16), gm.zeros(4, 16, 16, dtype=gm.int64)
+    est = _estimate.estimate(model, (4, 3, 16, 16), loss_fn=F.cross_entropy, target=y, autocast=case.get("amp"),
+                             accumulation_steps=case.get("k", 1))
+    assert all(p.grad is None for p in model.parameters())
+    gm.memory.empty_cache("cpu")
+    assert est.peak == _real_step(model, x, y, k=case.get("k", 1), amp=case.get("amp"))
+
+
+def test_techniques_order_as_expected():
+    model = _unet()
+    plain = _estimate.estimate(model, (3, 16, 16), batch_size=4)
+    ck = _estimate.estimate(_unet(True), (3, 16, 16), batch_size=4)
+    acc = _estimate.estimate(model, (3, 16, 16), batch_size=4, accumulation_steps=4)
+    assert ck.activation_bytes < plain.activation_bytes and acc.activation_bytes < plain.activation_bytes
+    assert plain.peak_reserved >= plain.total
+
+
+def test_layer_rows_record_saved_bytes():
+    gm.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+    est = _estimate.estimate(model, (8,), batch_size=32)
+    assert [(r.path, r.type, r.output_shape, r.params) for r in est.layers] == \
+        [("0", "Linear", (32, 16), 144), ("1", "ReLU", (32, 16), 0), ("2", "Linear", (32, 4), 68)]
+    # ReLU saves its output (32 x 16 floats, one 2 KiB block); the second Linear saves its input, which is that
+    # same tensor: nothing new
+    assert est.layers[1].kept == 2048 and est.layers[2].kept == 0
+
+
+# ---- summary -------------------------------------------------------------------------------------------------------
+def test_story_000_summary_rows_and_verdict(capsys):
+    model = Story000(device="meta")
+    text = _estimate.summary(model, (2, 384, 160), capacity=int(15.92 * GiB))
+    assert capsys.readouterr().out.strip() == text.strip()
+    lines = text.splitlines()
+    rows = [ln for ln in lines if ln.strip() and ln.split()[0][-2:].strip("-").isdigit()
+            and "-" in ln.split()[0]]
+    expected = STORY_000_TABLE.splitlines()
+    assert len(rows) == len(expected)
+    for got, want in zip(rows, expected):
+        assert got.startswith(want), (got, want)
+    assert "Total params: 953,937,904" in text
+    # 953.9M params x 16 B (weights, gradients, Adam's two moments) = 14.2 GiB: fits with the fused Adam
+    assert lines[-1].startswith("fits: 14.2") and lines[-1].endswith("of 15.92 GiB")
+    est_small = _estimate.summary(model, (2, 384, 160), capacity=14 * GiB)
+    assert est_small.splitlines()[-1].startswith("does not fit: needs 14.2")
+    del model
+
+
+def test_summary_uses_the_device_limit(capsys):
+    gm.memory.set_limit("cpu", 1 << 20)
+    try:
+        text = _estimate.summary(_digits(), (1, 8, 8), batch_size=8)
+    finally:
+        gm.memory.set_limit("cpu", None)
+    assert "[8, 8, 8, 8]" in text and text.splitlines()[-1].endswith("of 1.00 MiB")
+
+
+# ---- errors --------------------------------------------------------------------------------------------------------
+def test_input_shape_that_does_not_fit_the_model():
+    with pytest.raises(ValueError, match=r"does not accept an input of shape \(2, 3, 8, 8\)"):
+        _estimate.estimate(_digits(), (3, 8, 8), batch_size=2)
+
+
+def test_loss_that_is_not_a_scalar():
+    with pytest.raises(ValueError, match=r"loss must be a scalar tensor, got \(2, 10\)"):
+        _estimate.estimate(_digits(), (1, 8, 8), batch_size=2, loss_fn=lambda out, y: out)
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="has no parameters"):
+        _estimate.estimate(nn.Sequential(nn.ReLU()), (4,), batch_size=2)
+    with pytest.raises(TypeError, match="must be a gpumemnet.nn.Module"):
+        _estimate.estimate(lambda x: x, (4,))
+    with pytest.raises(ValueError, match="input_shape must be positive ints"):
+        _estimate.estimate(_digits(), (1, 0, 8))
+    with pytest.raises(ValueError, match="batch of 6 .* does not split into 4"):
+        _estimate.estimate(_digits(), (1, 8, 8), batch_size=6, accumulation_steps=4)
+    with pytest.raises(ValueError, match="batch_size must be a positive int"):
+        _estimate.estimate(_digits(), (1, 8, 8), batch_size=0)
