@@ -13,9 +13,14 @@
  *   - when a new segment would cross the limit or the capacity, a segment of exactly the rounded request is
  *     tried instead; then the cache (segments holding no live block) is released and the request retried;
  *     only then OutOfMemoryError is raised.
- * Statistics are kept per device and per category, current and peak. Everything runs under the GIL. */
+ * Statistics are kept per device and per category, current and peak. Everything runs under the GIL.
+ *
+ * History (off by default): a per-device ring of the newest N events, one per alloc, free and category retag
+ * (a retag is a pair: -bytes in the old category, +bytes in the new one, so summing a category's deltas gives
+ * its exact curve). Disabled, the alloc/free paths pay one pointer test. */
 #include "gm.h"
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #define KiB ((size_t)1024)
@@ -34,6 +39,23 @@ const char *const gm_category_names[GM_NCAT] = {"parameter", "gradient", "optimi
 typedef struct { int64_t current, peak; } gm_stat;
 
 typedef struct gm_allocator gm_allocator;
+
+enum { EV_ALLOC, EV_FREE, EV_RETAG };
+static const char *const event_kinds[] = {"alloc", "free", "retag"};
+
+typedef struct {
+    int64_t t_ns;      /* since recording started */
+    int64_t delta;     /* +block bytes (alloc), -block bytes (free) */
+    int64_t allocated; /* the device's allocated bytes after the event */
+    const char *scope; /* interned (scope_names): lives as long as the module */
+    int8_t category, kind;
+} gm_event;
+
+typedef struct {
+    gm_event *ev;
+    size_t cap, head, count; /* head: where the next event goes */
+    int64_t t0;
+} gm_history;
 
 typedef struct gm_segment {
     char *base;
@@ -68,6 +90,7 @@ struct gm_allocator {
     size_t limit;    /* 0: none */
     size_t capacity; /* what the device has */
     uintptr_t meta_next;
+    gm_history *history; /* NULL: not recording */
 };
 
 static gm_allocator cpu_alloc, meta_alloc;
@@ -113,6 +136,34 @@ static void snapshot_peak(gm_allocator *A, const char *scope, int category, size
     A->peak_scope = scope;
     A->peak_category = category;
     A->peak_request = request;
+}
+
+/* ---- history --------------------------------------------------------------------------------- */
+static int64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Called only when A->history is set: the disabled cost stays the caller's one branch. */
+static void record_event(gm_allocator *A, int kind, int64_t delta, int category, const char *scope) {
+    gm_history *h = A->history;
+    gm_event *e = &h->ev[h->head];
+    e->t_ns = now_ns() - h->t0;
+    e->delta = delta;
+    e->allocated = A->allocated.current;
+    e->scope = scope;
+    e->category = (int8_t)category;
+    e->kind = (int8_t)kind;
+    h->head = (h->head + 1) % h->cap;
+    if (h->count < h->cap) h->count++;
+}
+
+static void history_free(gm_allocator *A) {
+    if (!A->history) return;
+    free(A->history->ev);
+    free(A->history);
+    A->history = NULL;
 }
 
 /* ---- free lists --------------------------------------------------------------------------------- */
@@ -352,6 +403,7 @@ gm_block *gm_alloc(gm_device dev, size_t nbytes) {
     stat_add(&A->cat[b->category], (int64_t)b->size);
     A->num_allocs++;
     if (A->allocated.peak > old_peak) snapshot_peak(A, b->scope, b->category, nbytes);
+    if (A->history) record_event(A, EV_ALLOC, (int64_t)b->size, b->category, b->scope);
     return b;
 }
 
@@ -372,6 +424,7 @@ void gm_free(gm_block *b) {
     stat_add(&A->requested, -(int64_t)b->requested);
     stat_add(&A->cat[b->category], -(int64_t)b->size);
     A->num_frees++;
+    if (A->history) record_event(A, EV_FREE, -(int64_t)b->size, b->category, b->scope);
     b->allocated = 0;
     b->requested = 0;
     if (b->next && !b->next->allocated) absorb_next(A, b);
@@ -395,6 +448,10 @@ void gm_block_set_category(gm_block *b, int category) {
     gm_allocator *A = b->owner;
     stat_add(&A->cat[b->category], -(int64_t)b->size);
     stat_add(&A->cat[category], (int64_t)b->size);
+    if (A->history) {
+        record_event(A, EV_RETAG, -(int64_t)b->size, b->category, b->scope);
+        record_event(A, EV_RETAG, (int64_t)b->size, category, b->scope);
+    }
     b->category = category;
 }
 
@@ -572,6 +629,61 @@ static PyObject *py_set_scope(PyObject *self, PyObject *arg) {
 
 static PyObject *py_get_scope(PyObject *self, PyObject *unused) { return PyUnicode_FromString(cur_scope); }
 
+/* record_history(device, enabled, max_entries): enabling (again) starts a fresh, empty recording. */
+static PyObject *py_record_history(PyObject *self, PyObject *args) {
+    PyObject *devobj;
+    int enabled;
+    Py_ssize_t max_entries;
+    if (!PyArg_ParseTuple(args, "Opn:record_history", &devobj, &enabled, &max_entries)) return NULL;
+    gm_allocator *A = parse_allocator(devobj);
+    if (!A) return NULL;
+    if (enabled && (max_entries <= 0 || (size_t)max_entries > ((size_t)1 << 32))) {
+        PyErr_Format(PyExc_ValueError, "record_history: max_entries must be in [1, 2**32], got %zd", max_entries);
+        return NULL;
+    }
+    history_free(A);
+    if (!enabled) Py_RETURN_NONE;
+    gm_history *h = calloc(1, sizeof *h);
+    gm_event *ev = h ? malloc((size_t)max_entries * sizeof *ev) : NULL;
+    if (!ev) {
+        free(h);
+        return PyErr_NoMemory();
+    }
+    h->ev = ev;
+    h->cap = (size_t)max_entries;
+    h->t0 = now_ns();
+    A->history = h;
+    Py_RETURN_NONE;
+}
+
+/* get_history(device) -> [(t_ns, delta_bytes, category, scope, allocated_after, kind), ...], oldest first. */
+static PyObject *py_get_history(PyObject *self, PyObject *arg) {
+    gm_allocator *A = parse_allocator(arg);
+    if (!A) return NULL;
+    gm_history *h = A->history;
+    PyObject *list = PyList_New(h ? (Py_ssize_t)h->count : 0);
+    if (!list || !h) return list;
+    size_t first = (h->head + h->cap - h->count) % h->cap;
+    for (size_t i = 0; i < h->count; i++) {
+        const gm_event *e = &h->ev[(first + i) % h->cap];
+        PyObject *t = Py_BuildValue("(LLssLs)", (long long)e->t_ns, (long long)e->delta,
+                                    gm_category_names[(int)e->category], e->scope, (long long)e->allocated,
+                                    event_kinds[(int)e->kind]);
+        if (!t) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, t);
+    }
+    return list;
+}
+
+static PyObject *py_history_enabled(PyObject *self, PyObject *arg) {
+    gm_allocator *A = parse_allocator(arg);
+    if (!A) return NULL;
+    return PyBool_FromLong(A->history != NULL);
+}
+
 PyMethodDef gm_allocator_methods[] = {
     {"memory_stats", py_memory_stats, METH_O, "Allocator statistics of a device as a dict."},
     {"memory_allocated", py_memory_allocated, METH_O, "Bytes in live blocks on a device."},
@@ -587,5 +699,10 @@ PyMethodDef gm_allocator_methods[] = {
     {"get_category", py_get_category, METH_NOARGS, "This thread's allocation category."},
     {"set_scope", py_set_scope, METH_O, "Set this thread's allocation scope; returns the previous."},
     {"get_scope", py_get_scope, METH_NOARGS, "This thread's allocation scope."},
+    {"record_history", py_record_history, METH_VARARGS,
+     "record_history(device, enabled, max_entries): start a fresh ring of allocation events, or stop and free it."},
+    {"get_history", py_get_history, METH_O,
+     "Recorded events, oldest first: (t_ns, delta_bytes, category, scope, allocated_after, kind)."},
+    {"history_enabled", py_history_enabled, METH_O, "Whether a device is recording its history."},
     {NULL, NULL, 0, NULL},
 };

@@ -6,6 +6,7 @@ import contextlib
 
 from . import _C
 from ._dtype import device_str
+from ._history import record_history, history, dump_history, plot_timeline, memory_summary  # noqa: F401
 
 CATEGORIES = ("parameter", "gradient", "optimizer", "activation", "workspace", "input", "other")
 
