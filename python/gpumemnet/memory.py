@@ -86,3 +86,17 @@ def estimate(*args, **kwargs):
     peak and per-layer rows — before a single real byte is spent. See gpumemnet._estimate.estimate."""
     from ._estimate import estimate as _estimate
     return _estimate(*args, **kwargs)
+
+
+def max_batch_size(*args, **kwargs):
+    """The largest batch predicted to fit a budget, by search over meta estimates (no OOM is ever triggered).
+    See gpumemnet._plan.max_batch_size."""
+    from ._plan import max_batch_size as _max_batch_size
+    return _max_batch_size(*args, **kwargs)
+
+
+def plan(*args, **kwargs):
+    """The fastest configuration (micro-batch, accumulation, checkpoint segments, autocast) predicted to fit a
+    budget; plan.step(x, y, optimizer) runs one full-batch step with it. See gpumemnet._plan.plan."""
+    from ._plan import plan as _plan
+    return _plan(*args, **kwargs)

@@ -1,0 +1,270 @@
+"""Know before you run, part two: the largest batch that fits a budget, and a training plan (micro-batch,
+gradient accumulation, activation checkpointing, autocast) that fits it — chosen from meta estimates only.
+
+Every figure here is an `Estimate.total` (parameters + input + the peak of one first training step) from
+gpumemnet._estimate.estimate, which runs the step on a meta copy of the model: nothing is allocated on the
+device and no OutOfMemoryError is ever provoked to find the answer.
+
+The cost model of `plan` (relative time of one optimizer step of the whole batch, fp32 without tricks = 1.0):
+    x 1.35 when checkpointing: each checkpointed segment's forward runs again in backward (whatever the number
+           of segments, every layer but the last segment's is recomputed once);
+    x 1.1  per halving of the micro-batch (accumulation over k micro-batches costs 1.1 ** log2(k)): smaller
+           calls use the cores and the BLAS less well, and every micro-batch pays the per-call overhead;
+    x 1.0  for autocast: on the CPU bfloat16 saves memory but no time, so it is neither rewarded nor penalised.
+It is deliberately simple and documented rather than measured: it only has to order the configurations.
+"""
+import math
+
+from . import _C
+from ._estimate import _fmt, estimate
+
+__all__ = ["Plan", "max_batch_size", "plan", "step_cost"]
+
+CHECKPOINT_COST = 1.35
+HALVING_COST = 1.1
+AUTOCAST_COST = 1.0
+
+
+def _positive_int(v, what, fn):
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        raise ValueError(f"{fn}: {what} must be a positive int, got {v!r}")
+    return v
+
+
+def _budget(budget, fn):
+    if isinstance(budget, bool) or not isinstance(budget, (int, float)):
+        raise TypeError(f"{fn}: budget must be a number of bytes, got {type(budget).__name__}")
+    if budget <= 0:
+        raise ValueError(f"{fn}: budget must be a positive number of bytes, got {budget}")
+    return budget
+
+
+def _sample_shape(input_shape):
+    return (input_shape,) if isinstance(input_shape, int) else tuple(input_shape)
+
+
+# ---- max_batch_size ----------------------------------------------------------------------------------------------
+def max_batch_size(model, input_shape, budget, loss_fn=None, optimizer=None, target=None, lo=1, hi=None,
+                   **estimate_kwargs):
+    """The largest batch whose predicted training step (Estimate.total: parameters + input + step peak) fits in
+    `budget` bytes: doubling from `lo` until a batch does not fit (or `hi` is reached), then a binary search.
+
+    input_shape: one sample's shape. target: a Tensor or shape whose first dim follows the batch. The other
+    keywords (autocast, checkpoint_segments, accumulation_steps, device) go to estimate(); with
+    accumulation_steps=k only multiples of k are considered. Raises ValueError when even `lo` does not fit,
+    saying by how many bytes. The search assumes the total does not shrink as the batch grows."""
+    fn = "max_batch_size"
+    _budget(budget, fn)
+    if "batch_size" in estimate_kwargs:
+        raise TypeError(f"{fn}: batch_size is what is searched for; give lo and hi instead")
+    _positive_int(lo, "lo", fn)
+    if hi is not None and (_positive_int(hi, "hi", fn) < lo):
+        raise ValueError(f"{fn}: hi ({hi}) must be at least lo ({lo})")
+    k = _positive_int(estimate_kwargs.get("accumulation_steps", 1), "accumulation_steps", fn)
+    shape = _sample_shape(input_shape)
+    totals = {}
+
+    def total(units):  # the batch is units * k: every micro-batch the same size
+        if units not in totals:
+            try:
+                totals[units] = estimate(model, shape, loss_fn=loss_fn, optimizer=optimizer, target=target,
+                                         batch_size=units * k, **estimate_kwargs).total
+            except _C.OutOfMemoryError:  # past even the meta device's capacity: certainly too large
+                totals[units] = math.inf
+        return totals[units]
+
+    u_lo, u_hi = -(-lo // k), (hi // k if hi is not None else None)
+    if u_hi is not None and u_hi < u_lo:
+        raise ValueError(f"{fn}: no multiple of accumulation_steps={k} lies between lo={lo} and hi={hi}")
+    if total(u_lo) > budget:
+        need = totals[u_lo]
+        raise ValueError(f"{fn}: even a batch of {u_lo * k} does not fit: it needs {_fmt(need)} ({need} bytes), "
+                         f"{need - budget} bytes over the budget of {_fmt(budget)} ({budget} bytes)")
+    good, bad = u_lo, None
+    while u_hi is None or good < u_hi:
+        nxt = good * 2 if u_hi is None else min(good * 2, u_hi)
+        if total(nxt) <= budget:
+            good = nxt
+        else:
+            bad = nxt
+            break
+    if bad is not None:
+        while bad - good > 1:  # invariant: good fits, bad does not
+            mid = (good + bad) // 2
+            if total(mid) <= budget:
+                good = mid
+            else:
+                bad = mid
+    return good * k
+
+
+# ---- plan --------------------------------------------------------------------------------------------------------
+def step_cost(accumulation_steps=1, checkpoint_segments=None, autocast=None):
+    """The relative time of one optimizer step under the module's cost model (fp32, no tricks = 1.0)."""
+    cost = HALVING_COST ** math.log2(accumulation_steps)
+    if checkpoint_segments:
+        cost *= CHECKPOINT_COST
+    if autocast is not None:
+        cost *= AUTOCAST_COST
+    return cost
+
+
+class Plan:
+    """How to run one optimizer step of `batch_size` samples within `budget` bytes.
+
+    micro_batch, accumulation_steps   batch_size = micro_batch * accumulation_steps
+    checkpoint_segments               None or the segments of gm.utils.checkpoint_sequential (Sequential only)
+    autocast                          None or the autocast dtype (gm.bfloat16)
+    predicted_peak                    Estimate.total of the configuration: parameters + input + step peak
+    predicted_time                    relative step time under the cost model (see the module's docstring)
+    estimate                          the Estimate behind predicted_peak
+    considered                        [(config dict, total bytes, time)] in the order they were estimated"""
+
+    def __init__(self, model, loss_fn, batch_size, budget, accumulation_steps, checkpoint_segments, autocast,
+                 est, time, considered):
+        self.model, self.loss_fn, self.batch_size, self.budget = model, loss_fn, batch_size, budget
+        self.accumulation_steps = accumulation_steps
+        self.micro_batch = batch_size // accumulation_steps
+        self.checkpoint_segments, self.autocast = checkpoint_segments, autocast
+        self.estimate, self.predicted_peak, self.predicted_time = est, est.total, time
+        self.considered = considered
+
+    def __repr__(self):
+        amp = None if self.autocast is None else str(self.autocast)
+        return (f"Plan(micro_batch={self.micro_batch}, accumulation_steps={self.accumulation_steps}, "
+                f"checkpoint_segments={self.checkpoint_segments}, autocast={amp}, "
+                f"predicted_peak={_fmt(self.predicted_peak)} of {_fmt(self.budget)}, "
+                f"predicted_time={self.predicted_time:.2f})")
+
+    def step(self, x, y, optimizer):
+        """One optimizer step of the whole batch (x, y) as planned: k micro-batches, each under autocast and
+        checkpointing as planned, each loss divided by k before its backward (the gradients sum to the
+        full-batch gradient of a mean loss), then optimizer.step() and optimizer.zero_grad().
+        Returns the full batch's loss (the sum of the scaled micro-batch losses) as a float."""
+        from .amp import autocast as _autocast
+        from .utils.checkpoint import checkpoint_sequential
+
+        if not isinstance(x, _C.TensorBase):
+            raise TypeError(f"Plan.step: x must be a Tensor, got {type(x).__name__}")
+        if x.dim() == 0 or x.shape[0] != self.batch_size:
+            raise ValueError(f"Plan.step: x must hold the planned batch of {self.batch_size} samples in its "
+                             f"first dim, got shape {tuple(x.shape)}")
+        if y is not None and (not isinstance(y, _C.TensorBase) or y.dim() == 0 or y.shape[0] != self.batch_size):
+            got = tuple(y.shape) if isinstance(y, _C.TensorBase) else type(y).__name__
+            raise ValueError(f"Plan.step: y must be None or a Tensor of {self.batch_size} targets in its first "
+                             f"dim, got {got}")
+        k, m = self.accumulation_steps, self.micro_batch
+        device_type = x._device.split(":")[0]
+        total = 0.0
+        for i in range(k):
+            xi = x[i * m:(i + 1) * m] if k > 1 else x
+            yi = (y[i * m:(i + 1) * m] if k > 1 else y) if y is not None else None
+            with _autocast(device_type, dtype=self.autocast) if self.autocast is not None else _nullctx():
+                out = checkpoint_sequential(self.model, self.checkpoint_segments, xi) \
+                    if self.checkpoint_segments else self.model(xi)
+                loss = self.loss_fn(out, yi)
+            del out  # what backward needs is held by the graph; the output itself can go
+            if not isinstance(loss, _C.TensorBase) or loss.numel() != 1:
+                got = tuple(loss.shape) if isinstance(loss, _C.TensorBase) else type(loss).__name__
+                raise ValueError(f"Plan.step: the loss must be a scalar tensor, got {got}")
+            if k > 1:
+                loss = loss / k
+            loss.backward()
+            total += float(loss.detach().item())
+            del loss
+        optimizer.step()
+        optimizer.zero_grad()
+        return total
+
+
+class _nullctx:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _grid(model, batch_size):
+    from .nn.modules.container import Sequential
+    from ._dtype import bfloat16
+
+    ks, k = [], 1
+    while k <= batch_size and batch_size % k == 0:
+        ks.append(k)
+        k *= 2
+    segs = [None] + ([s for s in (2, 4) if s <= len(model)] if isinstance(model, Sequential) else [])
+    return [dict(accumulation_steps=k, checkpoint_segments=s, autocast=a)
+            for k in ks for s in segs for a in (None, bfloat16)]
+
+
+def _check_candidate(c, model, batch_size):
+    from .nn.modules.container import Sequential
+
+    if not isinstance(c, dict) or set(c) - {"accumulation_steps", "checkpoint_segments", "autocast"}:
+        raise TypeError(f"plan: a candidate must be a dict of accumulation_steps, checkpoint_segments and "
+                        f"autocast, got {c!r}")
+    c = dict(dict(accumulation_steps=1, checkpoint_segments=None, autocast=None), **c)
+    k = _positive_int(c["accumulation_steps"], "a candidate's accumulation_steps", "plan")
+    if batch_size % k:
+        raise ValueError(f"plan: a candidate's accumulation_steps={k} does not divide batch_size={batch_size}")
+    if c["checkpoint_segments"] is not None and not isinstance(model, Sequential):
+        raise TypeError(f"plan: checkpoint_segments needs an nn.Sequential model, got {type(model).__name__}")
+    return c
+
+
+def plan(model, loss_fn, input_shape, batch_size, budget, target=None, optimizer=None, candidates=None):
+    """The fastest configuration (under the cost model in this module's docstring) whose predicted training
+    step fits in `budget` bytes, as a Plan; plan.step(x, y, optimizer) then runs it.
+
+    input_shape: one sample's shape; target: a Tensor or shape (first dim follows the micro-batch);
+    optimizer: as for estimate() (a class or factory of the parameters; default Adam) — the one step() is
+    given should be the same kind, or the prediction is for another optimizer's state.
+    candidates: dicts of accumulation_steps, checkpoint_segments, autocast to choose from; default: every
+    accumulation k = 1, 2, 4, ... dividing batch_size, checkpoint segments None, 2, 4 (Sequential only) and
+    autocast None or gm.bfloat16. Ties in time go to fp32, then fewer segments. Raises ValueError naming the
+    smallest predicted total when nothing fits."""
+    from .nn.modules.module import Module
+
+    if not isinstance(model, Module):
+        raise TypeError(f"plan: model must be a gpumemnet.nn.Module, got {type(model).__name__}")
+    if not callable(loss_fn):
+        raise TypeError(f"plan: loss_fn must be callable (output, target) -> scalar, got "
+                        f"{type(loss_fn).__name__}")
+    _positive_int(batch_size, "batch_size", "plan")
+    _budget(budget, "plan")
+    shape = _sample_shape(input_shape)
+    cands = _grid(model, batch_size) if candidates is None else \
+        [_check_candidate(c, model, batch_size) for c in candidates]
+    if not cands:
+        raise ValueError("plan: candidates is empty")
+
+    def order(c):
+        return (step_cost(**c), c["autocast"] is not None, c["checkpoint_segments"] or 0, c["accumulation_steps"])
+
+    considered, best = [], None
+    for c in sorted(cands, key=order):
+        t = step_cost(**c)
+        try:
+            est = estimate(model, shape, loss_fn=loss_fn, optimizer=optimizer, batch_size=batch_size,
+                           target=target, **c)
+            need = est.total
+        except _C.OutOfMemoryError:
+            est, need = None, math.inf
+        considered.append((c, need, t))
+        if need <= budget:  # sorted by time (then the tie-breaks): the first that fits is the choice
+            best = (c, est, t)
+            break
+    if best is None:
+        c, need, _ = min(considered, key=lambda r: r[1])
+        raise ValueError(f"plan: no configuration fits the budget of {_fmt(budget)} ({budget} bytes): the "
+                         f"smallest predicted total is {_fmt(need)} ({need} bytes), with {_describe(c)}")
+    c, est, t = best
+    return Plan(model, loss_fn, batch_size, budget, c["accumulation_steps"], c["checkpoint_segments"],
+                c["autocast"], est, t, considered)
+
+
+def _describe(c):
+    amp = "fp32" if c["autocast"] is None else f"autocast {c['autocast']}"
+    return (f"accumulation_steps={c['accumulation_steps']}, checkpoint_segments={c['checkpoint_segments']}, "
+            f"{amp}")
