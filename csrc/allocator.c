@@ -61,6 +61,8 @@ typedef struct gm_segment {
     char *base;
     size_t size;
     int pool;
+    struct gm_block *head;               /* the block at base: splits and merges never remove it */
+    struct gm_segment *sprev, *snext;    /* every segment of the device, so an OOM report can list live blocks */
 } gm_segment;
 
 struct gm_block {
@@ -71,6 +73,7 @@ struct gm_block {
     int pool;         /* 0 small, 1 large */
     int category;
     const char *scope;
+    const char *label; /* the tensor's name ("fc1.weight"), interned, or NULL */
     gm_segment *seg;
     gm_block *prev, *next;   /* address-ordered neighbours inside the segment */
     gm_block *fprev, *fnext; /* the pool's free list, ordered by (size, addr) */
@@ -79,6 +82,7 @@ struct gm_block {
 
 struct gm_allocator {
     gm_device dev;
+    gm_segment *segments;
     gm_block *free_list[2];
     gm_stat allocated, reserved, requested, cat[GM_NCAT];
     int64_t num_allocs, num_frees, num_segment_allocs, num_segment_frees, num_retries, num_ooms;
@@ -232,6 +236,32 @@ static size_t largest_free_block(gm_allocator *A) {
     return best;
 }
 
+/* The n largest live blocks (n <= 5), largest first. */
+#define GM_TOP_BLOCKS 5
+static int largest_live_blocks(gm_allocator *A, const gm_block **top) {
+    int n = 0;
+    for (gm_segment *sg = A->segments; sg; sg = sg->snext) {
+        for (const gm_block *b = sg->head; b; b = b->next) {
+            if (!b->allocated) continue;
+            int i = n < GM_TOP_BLOCKS ? n++ : GM_TOP_BLOCKS;
+            if (i == GM_TOP_BLOCKS) {
+                if (b->size <= top[GM_TOP_BLOCKS - 1]->size) continue;
+                i = GM_TOP_BLOCKS - 1;
+            }
+            while (i > 0 && top[i - 1]->size < b->size) { top[i] = top[i - 1]; i--; }
+            top[i] = b;
+        }
+    }
+    return n;
+}
+
+/* "fc1.weight", or what it is and where it was made: "activation from features.3 forward". */
+static const char *block_description(const gm_block *b, char *buf, size_t len) {
+    if (b->label) return b->label;
+    snprintf(buf, len, "%s%s%s", gm_category_names[b->category], b->scope[0] ? " from " : "", b->scope);
+    return buf;
+}
+
 static void raise_oom(gm_allocator *A, size_t nbytes) {
     char dev[16], a[32], c[32], l[32], u[32], f[32], g[32];
     size_t cached = (size_t)(A->reserved.current - A->allocated.current);
@@ -245,14 +275,23 @@ static void raise_oom(gm_allocator *A, size_t nbytes) {
                         fmt_bytes((double)A->cat[i].current, u));
         if (pos >= sizeof cats) break;
     }
+    const gm_block *top[GM_TOP_BLOCKS];
+    int ntop = largest_live_blocks(A, top);
+    char tops[640] = "";
+    size_t tpos = 0;
+    for (int i = 0; i < ntop && tpos < sizeof tops; i++) {
+        char d[160], sz[32];
+        tpos += snprintf(tops + tpos, sizeof tops - tpos, "%s%s %s", i ? " · " : "\n  largest tensors: ",
+                         block_description(top[i], d, sizeof d), fmt_bytes((double)top[i]->size, sz));
+    }
     PyObject *msg = PyUnicode_FromFormat(
         "%s on %s: tried to allocate %s (%s%s%s)\n"
         "  capacity %s, limit %s; in use %s%s%s\n"
-        "  cached but free %s (largest free block %s)",
+        "  cached but free %s (largest free block %s)%s",
         prefix, gm_device_str(A->dev, dev), fmt_bytes((double)nbytes, a), gm_category_names[cur_category],
         cur_scope[0] ? " in " : "", cur_scope, fmt_bytes((double)A->capacity, c),
         A->limit ? fmt_bytes((double)A->limit, l) : "none", fmt_bytes((double)A->allocated.current, g),
-        pos ? ": " : "", cats, fmt_bytes((double)cached, f), fmt_bytes((double)largest, u));
+        pos ? ": " : "", cats, fmt_bytes((double)cached, f), fmt_bytes((double)largest, u), tops);
     if (!msg) return;
     PyObject *exc = PyObject_CallOneArg(GM_OutOfMemoryError, msg);
     Py_DECREF(msg);
@@ -264,6 +303,13 @@ static void raise_oom(gm_allocator *A, size_t nbytes) {
         Py_XDECREF(v);
     }
     PyObject *limit = A->limit ? PyLong_FromSize_t(A->limit) : Py_NewRef(Py_None);
+    PyObject *largest_list = PyList_New(0);
+    for (int i = 0; largest_list && i < ntop; i++) {
+        char d[160];
+        PyObject *item = Py_BuildValue("(sn)", block_description(top[i], d, sizeof d), (Py_ssize_t)top[i]->size);
+        if (item) PyList_Append(largest_list, item);
+        Py_XDECREF(item);
+    }
     /* The fields are attributes too, so tools need not parse the text. */
     struct { const char *name; PyObject *value; } attrs[] = {
         {"requested_bytes", PyLong_FromSize_t(nbytes)},
@@ -275,6 +321,7 @@ static void raise_oom(gm_allocator *A, size_t nbytes) {
         {"cached_free_bytes", PyLong_FromSize_t(cached)},
         {"largest_free_block", PyLong_FromSize_t(largest)},
         {"by_category", bycat},
+        {"largest_tensors", largest_list},
         {"category", PyUnicode_FromString(gm_category_names[cur_category])},
         {"scope", PyUnicode_FromString(cur_scope)},
     };
@@ -314,6 +361,10 @@ static gm_block *new_segment(gm_allocator *A, size_t size, int pool) {
     seg->pool = pool;
     gm_block *b = new_block(A, seg, seg->base, size, pool);
     if (!b) { source_free(A, seg->base); free(seg); return NULL; }
+    seg->head = b;
+    seg->snext = A->segments;
+    if (A->segments) A->segments->sprev = seg;
+    A->segments = seg;
     stat_add(&A->reserved, (int64_t)size);
     A->num_segment_allocs++;
     free_list_insert(A, b);
@@ -333,7 +384,10 @@ static size_t release_cached(gm_allocator *A) {
                 stat_add(&A->reserved, -(int64_t)b->seg->size);
                 released += b->seg->size;
                 A->num_segment_frees++;
-                free(b->seg);
+                gm_segment *sg = b->seg;
+                if (sg->sprev) sg->sprev->snext = sg->snext; else A->segments = sg->snext;
+                if (sg->snext) sg->snext->sprev = sg->sprev;
+                free(sg);
                 free(b);
             }
             b = next;
@@ -397,6 +451,7 @@ gm_block *gm_alloc(gm_device dev, size_t nbytes) {
     b->requested = nbytes;
     b->category = cur_category;
     b->scope = cur_scope;
+    b->label = NULL;
     int64_t old_peak = A->allocated.peak;
     stat_add(&A->allocated, (int64_t)b->size);
     stat_add(&A->requested, (int64_t)nbytes);
@@ -441,6 +496,15 @@ void gm_free(gm_block *b) {
 }
 
 char *gm_block_data(const gm_block *b) { return b->addr; }
+
+const char *gm_intern(PyObject *str) {
+    PyObject *kept = PyDict_SetDefault(scope_names, str, str); /* kept alive as long as the process */
+    return kept ? PyUnicode_AsUTF8(kept) : NULL;
+}
+
+void gm_block_set_label(gm_block *b, const char *label) {
+    if (b) b->label = label;
+}
 int gm_block_category(const gm_block *b) { return b->category; }
 
 void gm_block_set_category(gm_block *b, int category) {

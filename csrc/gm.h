@@ -42,6 +42,10 @@ gm_block *gm_alloc(gm_device dev, size_t nbytes);
 void gm_free(gm_block *b);
 char *gm_block_data(const gm_block *b);
 void gm_block_set_category(gm_block *b, int category);
+/* Name a block for OOM reports (the label must outlive it: pass gm_intern's result). */
+void gm_block_set_label(gm_block *b, const char *label);
+/* A UTF-8 copy of a str that lives as long as the process (NULL + exception on failure). */
+const char *gm_intern(PyObject *str);
 int gm_block_category(const gm_block *b);
 
 /* ---- storage: a refcounted byte range owned by one allocator block ------------------------------- */

@@ -317,6 +317,25 @@ static int set_category(GMTensor *self, PyObject *value, void *c) {
     return -1;
 }
 
+static PyObject *get_name(GMTensor *self, void *c) { return Py_NewRef(self->name ? self->name : Py_None); }
+
+/* The name also labels the storage's block, so an out-of-memory report can list "fc1.weight 2.17 GiB". */
+static int set_name(GMTensor *self, PyObject *value, void *c) {
+    if (value && value != Py_None) {
+        if (!PyUnicode_Check(value)) {
+            PyErr_Format(PyExc_TypeError, "_name: expected a str or None, got %.100s", Py_TYPE(value)->tp_name);
+            return -1;
+        }
+        const char *label = gm_intern(value);
+        if (!label) return -1;
+        gm_block_set_label(self->storage->block, label);
+    }
+    PyObject *old = self->name;
+    self->name = (value && value != Py_None) ? Py_NewRef(value) : NULL;
+    Py_XDECREF(old);
+    return 0;
+}
+
 static PyObject *get_requires_grad(GMTensor *self, void *c) { return PyBool_FromLong(self->requires_grad); }
 
 static int set_requires_grad(GMTensor *self, PyObject *value, void *c) {
@@ -372,6 +391,7 @@ static PyGetSetDef tensor_getset[] = {
     {"_category", (getter)get_category, (setter)set_category, "Memory category of the storage.", NULL},
     {"requires_grad", (getter)get_requires_grad, (setter)set_requires_grad, "Whether autograd records ops.", NULL},
     {"grad", (getter)get_grad, (setter)set_grad, "Accumulated gradient, or None.", NULL},
+    {"_name", (getter)get_name, (setter)set_name, "Name used in memory reports (labels the storage).", NULL},
     {NULL},
 };
 
@@ -379,7 +399,6 @@ static PyMemberDef tensor_members[] = {
     {"grad_fn", T_OBJECT, offsetof(GMTensor, grad_fn), 0, "The autograd node that made this tensor."},
     {"_hooks", T_OBJECT, offsetof(GMTensor, hooks), 0, "Gradient hooks."},
     {"_grad_acc", T_OBJECT, offsetof(GMTensor, grad_acc), 0, "A leaf's gradient accumulator node."},
-    {"_name", T_OBJECT, offsetof(GMTensor, name), 0, "Name used in memory reports."},
     {"_retains_grad", T_BOOL, offsetof(GMTensor, retains_grad), 0, "Whether a non-leaf keeps .grad."},
     {"_is_param", T_BOOL, offsetof(GMTensor, is_param), 0, "Whether this tensor is an nn.Parameter."},
     {"_is_view", T_BOOL, offsetof(GMTensor, is_view), 0, "Made by a recorded view of a tensor in a graph."},

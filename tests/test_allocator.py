@@ -314,3 +314,34 @@ def test_peak_composition_and_the_allocation_that_reached_it(meta):
     gm.memory.reset_peak_memory_stats(meta)
     assert gm.memory.memory_stats(meta)["at_peak"]["by_category"]["other"] == 1024
     del b, c
+
+
+def test_oom_lists_the_largest_live_tensors_by_name(meta):
+    w = f32(MiB)  # 4 MiB
+    w._name = "fc1.weight"
+    g = f32(MiB // 2)  # 2 MiB
+    g._name = "fc1.weight.grad"
+    with gm.memory.scope("features.3 forward"), gm.memory.category("activation"):
+        a = f32(MiB // 4)  # 1 MiB, unnamed: described by category and scope
+    small = f32(10)
+    gm.memory.set_limit(meta, gm.memory.memory_reserved(meta))
+    with pytest.raises(gm.OutOfMemoryError) as info:
+        f32(8 * MiB)
+    err = info.value
+    assert err.largest_tensors[:3] == [("fc1.weight", 4 * MiB), ("fc1.weight.grad", 2 * MiB),
+                                       ("activation from features.3 forward", MiB)]
+    assert len(err.largest_tensors) == 4 and err.largest_tensors[3][1] == 512
+    assert "largest tensors: fc1.weight 4.00 MiB · fc1.weight.grad 2.00 MiB · activation from features.3 " \
+           "forward 1.00 MiB" in str(err)
+    del w, g, a, small
+
+
+def test_module_parameters_and_their_gradients_carry_names_into_oom_reports(meta):
+    net = gm.nn.Sequential(gm.nn.Linear(512, 1024, device="meta"), gm.nn.ReLU(), gm.nn.Linear(1024, 10, device="meta"))
+    net(gm.ones(4, 512, device="meta")).sum().backward()
+    gm.memory.set_limit(meta, gm.memory.memory_reserved(meta))
+    with pytest.raises(gm.OutOfMemoryError) as info:
+        f32(8 * MiB)
+    names = [n for n, _ in info.value.largest_tensors[:2]]
+    assert names == ["0.weight", "0.weight.grad"]
+    del net

@@ -190,6 +190,8 @@ class AccumulateGrad(Node):
             if var.grad is None:
                 # Own the memory: the incoming gradient may alias a tensor someone else holds.
                 var.grad = g.detach().clone() if g.dtype == var.dtype else g.to(var.dtype)
+                if var._name is not None:
+                    var.grad._name = var._name + ".grad"
             else:
                 _C.binary(0, var.grad, g, var.grad)
         finally:
