@@ -262,6 +262,49 @@ static const char *block_description(const gm_block *b, char *buf, size_t len) {
     return buf;
 }
 
+/* Suggestions ranked by what holds the memory: each names the share it addresses and the API that helps. */
+#define GM_MAX_SUGGESTIONS 4
+static int oom_suggestions(gm_allocator *A, size_t nbytes, size_t cached, size_t largest,
+                           char out[GM_MAX_SUGGESTIONS][240]) {
+    double used = (double)(A->allocated.current > 0 ? A->allocated.current : 1);
+    double states = (double)(A->cat[GM_CAT_PARAMETER].current + A->cat[GM_CAT_GRADIENT].current +
+                             A->cat[GM_CAT_OPTIMIZER].current) / used;
+    double acts = (double)A->cat[GM_CAT_ACTIVATION].current / used;
+    double ws = (double)A->cat[GM_CAT_WORKSPACE].current / used;
+    struct suggestion { double share; char text[240]; } s[GM_MAX_SUGGESTIONS];
+    int n = 0;
+    if (states >= 0.4) {
+        s[n].share = states;
+        snprintf(s[n++].text, 240, "parameters, gradients and optimizer state are %.0f%% of use: a global pooling head "
+                 "(nn.GlobalAvgPool2d) instead of a huge Linear removes most of its weights; SGD keeps half of "
+                 "Adam's state", 100 * states);
+    }
+    if (acts >= 0.3) {
+        s[n].share = acts;
+        snprintf(s[n++].text, 240, "activations saved for backward are %.0f%% of use: checkpointing "
+                 "(gm.utils.checkpoint_sequential), autocast (half the bytes), or a smaller micro-batch with "
+                 "gradient accumulation (gm.memory.plan picks one)", 100 * acts);
+    }
+    if (ws >= 0.2) {
+        s[n].share = ws;
+        snprintf(s[n++].text, 240, "kernel workspace is %.0f%% of use: lower it with "
+                 "gpumemnet._C.set_conv_workspace_limit", 100 * ws);
+    }
+    if (cached >= nbytes && largest < nbytes) {
+        s[n].share = (double)cached / used;
+        snprintf(s[n++].text, 240, "enough memory is cached but free, yet no free block holds the request "
+                 "(fragmentation): gm.memory.empty_cache() between phases lets the segments be made anew");
+    }
+    for (int i = 1; i < n; i++) /* largest share first */
+        for (int j = i; j > 0 && s[j].share > s[j - 1].share; j--) {
+            struct suggestion tmp = s[j];
+            s[j] = s[j - 1];
+            s[j - 1] = tmp;
+        }
+    for (int i = 0; i < n; i++) memcpy(out[i], s[i].text, 240);
+    return n;
+}
+
 static void raise_oom(gm_allocator *A, size_t nbytes) {
     char dev[16], a[32], c[32], l[32], u[32], f[32], g[32];
     size_t cached = (size_t)(A->reserved.current - A->allocated.current);
@@ -284,14 +327,21 @@ static void raise_oom(gm_allocator *A, size_t nbytes) {
         tpos += snprintf(tops + tpos, sizeof tops - tpos, "%s%s %s", i ? " · " : "\n  largest tensors: ",
                          block_description(top[i], d, sizeof d), fmt_bytes((double)top[i]->size, sz));
     }
+    char sugg[GM_MAX_SUGGESTIONS][240];
+    int nsugg = oom_suggestions(A, nbytes, cached, largest, sugg);
+    char sugs[GM_MAX_SUGGESTIONS * 250 + 8] = "";
+    size_t spos = 0;
+    for (int i = 0; i < nsugg && spos < sizeof sugs; i++)
+        spos += snprintf(sugs + spos, sizeof sugs - spos, "\n    - %s", sugg[i]);
     PyObject *msg = PyUnicode_FromFormat(
         "%s on %s: tried to allocate %s (%s%s%s)\n"
         "  capacity %s, limit %s; in use %s%s%s\n"
-        "  cached but free %s (largest free block %s)%s",
+        "  cached but free %s (largest free block %s)%s%s%s",
         prefix, gm_device_str(A->dev, dev), fmt_bytes((double)nbytes, a), gm_category_names[cur_category],
         cur_scope[0] ? " in " : "", cur_scope, fmt_bytes((double)A->capacity, c),
         A->limit ? fmt_bytes((double)A->limit, l) : "none", fmt_bytes((double)A->allocated.current, g),
-        pos ? ": " : "", cats, fmt_bytes((double)cached, f), fmt_bytes((double)largest, u), tops);
+        pos ? ": " : "", cats, fmt_bytes((double)cached, f), fmt_bytes((double)largest, u), tops,
+        nsugg ? "\n  suggestions:" : "", sugs);
     if (!msg) return;
     PyObject *exc = PyObject_CallOneArg(GM_OutOfMemoryError, msg);
     Py_DECREF(msg);
@@ -303,6 +353,12 @@ static void raise_oom(gm_allocator *A, size_t nbytes) {
         Py_XDECREF(v);
     }
     PyObject *limit = A->limit ? PyLong_FromSize_t(A->limit) : Py_NewRef(Py_None);
+    PyObject *suggestion_list = PyList_New(0);
+    for (int i = 0; suggestion_list && i < nsugg; i++) {
+        PyObject *item = PyUnicode_FromString(sugg[i]);
+        if (item) PyList_Append(suggestion_list, item);
+        Py_XDECREF(item);
+    }
     PyObject *largest_list = PyList_New(0);
     for (int i = 0; largest_list && i < ntop; i++) {
         char d[160];
@@ -322,6 +378,7 @@ static void raise_oom(gm_allocator *A, size_t nbytes) {
         {"largest_free_block", PyLong_FromSize_t(largest)},
         {"by_category", bycat},
         {"largest_tensors", largest_list},
+        {"suggestions", suggestion_list},
         {"category", PyUnicode_FromString(gm_category_names[cur_category])},
         {"scope", PyUnicode_FromString(cur_scope)},
     };

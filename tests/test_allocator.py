@@ -345,3 +345,32 @@ def test_module_parameters_and_their_gradients_carry_names_into_oom_reports(meta
     names = [n for n, _ in info.value.largest_tensors[:2]]
     assert names == ["0.weight", "0.weight.grad"]
     del net
+
+
+def test_oom_suggestions_follow_what_holds_the_memory(meta):
+    # parameters and optimizer state dominate: the global-pooling-head advice comes first
+    with gm.memory.category("parameter"):
+        w = f32(2 * MiB)  # 8 MiB
+    with gm.memory.category("optimizer"):
+        s = f32(2 * MiB)
+    with gm.memory.category("activation"):
+        a = f32(MiB // 2)  # 2 MiB
+    gm.memory.set_limit(meta, gm.memory.memory_reserved(meta))
+    with pytest.raises(gm.OutOfMemoryError) as info:
+        f32(4 * MiB)
+    sug = info.value.suggestions
+    assert len(sug) == 1 and sug[0].startswith("parameters, gradients and optimizer state are 89% of use")
+    assert "GlobalAvgPool2d" in sug[0] and "suggestions:\n    - parameters" in str(info.value)
+    gm.memory.set_limit(meta, None)
+    del w, s
+    # now activations dominate: checkpointing / autocast / accumulation come first
+    with gm.memory.category("activation"):
+        b = f32(2 * MiB)
+    with gm.memory.category("parameter"):
+        p = f32(MiB // 4)
+    gm.memory.set_limit(meta, gm.memory.memory_reserved(meta))
+    with pytest.raises(gm.OutOfMemoryError) as info:
+        f32(16 * MiB)
+    sug = info.value.suggestions
+    assert sug[0].startswith("activations saved for backward are 91% of use") and "checkpoint" in sug[0]
+    del a, b, p
