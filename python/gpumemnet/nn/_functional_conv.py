@@ -53,12 +53,17 @@ def _check_image(op, input):
 _HALF = (2, 3)  # float16, bfloat16
 
 
+def _half_of(*tensors):
+    """The half dtype among operands the CPU kernels must widen (CPU or meta), or None."""
+    return next((a._dtype for a in tensors if isinstance(a, _C.TensorBase) and a._dtype in _HALF and
+                 not a._device.startswith("cuda")), None)
+
+
 def _call(cfn, *args):
     """cfn(*args), with float16/bfloat16 operands on the CPU (and on meta, which simulates it) widened to float32
     scratch copies and the results rounded back: half-precision storage, float32 arithmetic (the CPU kernels
     compute in float32 or float64 only). Under autocast this is what keeps saved activations at half size."""
-    half = next((a._dtype for a in args if isinstance(a, _C.TensorBase) and a._dtype in _HALF and
-                 not a._device.startswith("cuda")), None)
+    half = _half_of(*args)
     if half is None:
         return cfn(*args)
     prev = _C.set_category("workspace")
@@ -71,11 +76,6 @@ def _call(cfn, *args):
     if isinstance(out, tuple):
         return tuple(None if o is None else _cast(o, half) for o in out)
     return _cast(out, half)
-
-
-def _half_of(*tensors):
-    return next((a._dtype for a in tensors if isinstance(a, _C.TensorBase) and a._dtype in _HALF and
-                 not a._device.startswith("cuda")), None)
 
 
 def _backward(cfn, g, x, w, args, mask, in_shape, w_shape):
@@ -127,8 +127,34 @@ def _mask(ctx):
     return (bool(need[0]), bool(need[1]), bool(need[2]))
 
 
+class _Conv(Function):
+    """What conv2d and conv_transpose2d share: the saved operands and a backward through `backward_op`."""
+    backward_op = None
+
+    @staticmethod
+    def _save(ctx, x, w, args, unbatched):
+        need = ctx.needs_input_grad
+        if need:
+            ctx.save_for_backward(x if need[1] else None, w if need[0] else None)
+            ctx.shapes = (x.shape, w.shape)
+            ctx.args = args
+            ctx.unbatched = unbatched
+
+    @classmethod
+    def backward(cls, ctx, g):
+        x, w = ctx.saved_tensors
+        if ctx.unbatched:
+            g = g._unsqueeze(0)
+        dx, dw, db = _backward(cls.backward_op, g, x, w, ctx.args, _mask(ctx), *ctx.shapes)
+        if ctx.unbatched and dx is not None:
+            dx = dx._squeeze(0)
+        return (dx, dw, db) + (None,) * len(ctx.args)
+
+
 # ---- conv2d ----------------------------------------------------------------------------------------------------
-class _Conv2d(Function):
+class _Conv2d(_Conv):
+    backward_op = staticmethod(_C.conv2d_backward)
+
     @staticmethod
     def forward(ctx, x, w, b, stride, padding, dilation, groups):
         unbatched = x.ndim == 3
@@ -136,23 +162,8 @@ class _Conv2d(Function):
             x = x._unsqueeze(0)
         args = (x, w, b, stride, padding, dilation, groups)
         out = _C.conv2d(*args) if _reads_half(x, w, b, groups) else _call(_C.conv2d, *args)
-        need = ctx.needs_input_grad
-        if need:
-            ctx.save_for_backward(x if need[1] else None, w if need[0] else None)
-            ctx.shapes = (x.shape, w.shape)
-            ctx.args = (stride, padding, dilation, groups)
-            ctx.unbatched = unbatched
+        _Conv._save(ctx, x, w, (stride, padding, dilation, groups), unbatched)
         return out._squeeze(0) if unbatched else out
-
-    @staticmethod
-    def backward(ctx, g):
-        x, w = ctx.saved_tensors
-        if ctx.unbatched:
-            g = g._unsqueeze(0)
-        dx, dw, db = _backward(_C.conv2d_backward, g, x, w, ctx.args, _mask(ctx), *ctx.shapes)
-        if ctx.unbatched and dx is not None:
-            dx = dx._squeeze(0)
-        return dx, dw, db, None, None, None, None
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
@@ -176,30 +187,17 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 
 # ---- conv_transpose2d ------------------------------------------------------------------------------------------
-class _ConvTranspose2d(Function):
+class _ConvTranspose2d(_Conv):
+    backward_op = staticmethod(_C.conv_transpose2d_backward)
+
     @staticmethod
     def forward(ctx, x, w, b, stride, padding, output_padding, groups, dilation):
         unbatched = x.ndim == 3
         if unbatched:
             x = x._unsqueeze(0)
         out = _call(_C.conv_transpose2d, x, w, b, stride, padding, output_padding, groups, dilation)
-        need = ctx.needs_input_grad
-        if need:
-            ctx.save_for_backward(x if need[1] else None, w if need[0] else None)
-            ctx.shapes = (x.shape, w.shape)
-            ctx.args = (stride, padding, output_padding, groups, dilation)
-            ctx.unbatched = unbatched
+        _Conv._save(ctx, x, w, (stride, padding, output_padding, groups, dilation), unbatched)
         return out._squeeze(0) if unbatched else out
-
-    @staticmethod
-    def backward(ctx, g):
-        x, w = ctx.saved_tensors
-        if ctx.unbatched:
-            g = g._unsqueeze(0)
-        dx, dw, db = _backward(_C.conv_transpose2d_backward, g, x, w, ctx.args, _mask(ctx), *ctx.shapes)
-        if ctx.unbatched and dx is not None:
-            dx = dx._squeeze(0)
-        return dx, dw, db, None, None, None, None, None
 
 
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
