@@ -135,6 +135,19 @@ int gm_kernel_status(const char *op, int status);
 /* gm_empty tagged `workspace` (scratch an op frees before it returns). */
 GMTensor *gm_empty_workspace(int ndim, const int64_t *shape, gm_dtype dt, gm_device dev);
 
+/* ---- CUDA (csrc/cuda.c, csrc/transfer.c) -------------------------------------------------------------------
+ * Ops dispatch on the device: CPU kernels for cpu, nothing for meta, and for cuda the `cuda_*` entry points of
+ * kernels/cuda/ (kernels/cuda/README.md) with a context from gm_cuda_ctx_for. */
+#include "../kernels/cuda/cuda_ctx.h"
+/* The context of CUDA device dev for the calling thread: makes dev current and creates its stream and handles
+ * on first use. NULL + RuntimeError when this build has no CUDA or the device cannot be used. */
+gm_cuda_ctx *gm_cuda_ctx_for(gm_device dev);
+/* 0 for GM_OK; otherwise -1 + RuntimeError "op: the CUDA kernel failed: <ctx->err>" (or the status). */
+int gm_cuda_kernel_status(const char *op, int status, const gm_cuda_ctx *ctx);
+/* Copy src into dst when they live on different devices (cpu <-> cuda:N, cuda:N <-> cuda:M): shapes equal,
+ * any dtypes (cast) and strides. 0, or -1 + exception. gm_copy_into calls it for cross-device pairs. */
+int gm_copy_across(GMTensor *dst, GMTensor *src);
+
 /* Thread count for OpenMP loops in csrc (kernels read it through their own argument). */
 extern int gm_num_threads;
 

@@ -9,6 +9,14 @@
 
 #define GM_MAX_DIMS 16
 
+/* Helpers marked GM_HD are compiled for the GPU too (kernels/cuda/ shares them, so both backends round the same
+ * way); in C and in the CUDA emulator they are plain functions. */
+#if defined(__CUDACC__)
+#define GM_HD __host__ __device__
+#else
+#define GM_HD
+#endif
+
 typedef enum {
     GM_F32 = 0,
     GM_F64 = 1,
@@ -33,12 +41,12 @@ static inline int gm_dtype_is_float(gm_dtype dt) { return dt <= GM_BF16; }
  * vectorise: every candidate is computed and picked with integer masks (with ternaries GCC sinks the float ops
  * into branches and then will not vectorise them). float -> half follows F. Giesen's "float_to_half_fast3_rtne".
  * Checked exhaustively against a reference with branches (every half; every float bit pattern). */
-static inline float gm_bits_f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
-static inline uint32_t gm_f_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
-static inline uint32_t gm_mask(int c) { return (uint32_t)0 - (uint32_t)(c != 0); }
+GM_HD static inline float gm_bits_f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+GM_HD static inline uint32_t gm_f_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+GM_HD static inline uint32_t gm_mask(int c) { return (uint32_t)0 - (uint32_t)(c != 0); }
 /* (comparisons are on int32: the operands are below 2^31 and SSE2 has no unsigned 32-bit compare) */
 
-static inline float gm_half_to_float(uint16_t h) {
+GM_HD static inline float gm_half_to_float(uint16_t h) {
     const uint32_t em = h & 0x7fffu, sign = (uint32_t)(h & 0x8000u) << 16;
     /* subnormal: bits 0x3f000000|em are 0.5 + em*2^-24, so subtracting 0.5 leaves em*2^-24 exactly, without a
      * float-subnormal multiply that a process running with denormals-are-zero would flush */
@@ -49,7 +57,7 @@ static inline float gm_half_to_float(uint16_t h) {
     return gm_bits_f(((sub & ms) | (special & mi) | (norm & ~(ms | mi))) | sign);
 }
 
-static inline uint16_t gm_float_to_half(float f) {
+GM_HD static inline uint16_t gm_float_to_half(float f) {
     const uint32_t x0 = gm_f_bits(f), sign = x0 & 0x80000000u, x = x0 ^ sign;
     const uint32_t special = 0x7c00u | (gm_mask((int32_t)x > 0x7f800000) & 0x200u); /* inf (also >= 65520), nan */
     /* below the smallest normal half a float add does the rounding: 0.5 has the half-subnormal ulp */
@@ -60,14 +68,14 @@ static inline uint16_t gm_float_to_half(float f) {
     return (uint16_t)(((sub & ms) | (special & mi) | (norm & ~(ms | mi))) | (sign >> 16));
 }
 
-static inline float gm_bf16_to_float(uint16_t b) {
+GM_HD static inline float gm_bf16_to_float(uint16_t b) {
     uint32_t bits = (uint32_t)b << 16;
     float f;
     memcpy(&f, &bits, 4);
     return f;
 }
 
-static inline uint16_t gm_float_to_bf16(float f) {
+GM_HD static inline uint16_t gm_float_to_bf16(float f) {
     uint32_t x;
     memcpy(&x, &f, 4);
     if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u); /* quiet nan */
