@@ -100,7 +100,11 @@ def run(exe, *args, env=None):
 
 
 # ---- the scheduler -----------------------------------------------------------------------------------------------
-def test_grid_stride_loops_cover_every_element_once(build):
+# Kernels must not depend on the order of blocks or threads: the order-independent tests run in three orders.
+SCHEDULES = ["forward", "reverse", "random:12345"]
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_grid_stride_loops_cover_every_element_once(build, schedule):
     exe = build(r"""
 #include "cuda/cuda_common.cuh"
 __global__ void mark(int *hits, int64_t n) { GM_CU_GRID_STRIDE(i, n) hits[i] += 1; }
@@ -127,10 +131,11 @@ int main() {
     printf("OK\n");
 }
 """)
-    run(exe)
+    run(exe, env={"GPUMEMNET_EMU_SCHEDULE": schedule})
 
 
-def test_shared_memory_reductions_with_syncthreads(build):
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_shared_memory_reductions_with_syncthreads(build, schedule):
     exe = build(r"""
 #include "cuda/cuda_common.cuh"
 /* cuda_common.cuh's block reduction (256 threads), then one partial per block */
@@ -198,10 +203,11 @@ int main() {
     printf("OK\n");
 }
 """)
-    run(exe)
+    run(exe, env={"GPUMEMNET_EMU_SCHEDULE": schedule})
 
 
-def test_builtin_variables_in_1d_2d_3d(build):
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_builtin_variables_in_1d_2d_3d(build, schedule):
     exe = build(r"""
 struct Rec { unsigned t[3], b[3], bd[3], gd[3], after[3]; int seen; };
 __global__ void record(Rec *out) {
@@ -246,7 +252,7 @@ int main() {
     printf("OK\n");
 }
 """)
-    run(exe)
+    run(exe, env={"GPUMEMNET_EMU_SCHEDULE": schedule})
 
 
 def test_divergent_syncthreads_is_a_sticky_launch_failure(build):
@@ -426,8 +432,96 @@ int main() {
     run(exe)
 
 
+def test_missing_barrier_shows_up_in_another_schedule(build):
+    """A read of another thread's shared write without a __syncthreads between them is a race: the result depends
+    on which thread runs first. Forward order alone would hide it; reverse order exposes it."""
+    exe = build(r"""
+__global__ void neighbours(int *out, int with_barrier, int salt) {
+    __shared__ int s[64];
+    s[threadIdx.x] = (int)threadIdx.x + salt;
+    if (with_barrier) __syncthreads(); /* uniform: every thread takes the same branch */
+    out[threadIdx.x] = s[(threadIdx.x + 1) % 64];
+}
+int main() {
+    int *d, h[64];
+    CU(cudaMalloc(&d, sizeof h));
+    for (int with = 1; with >= 0; with--) {
+        CU(cudaMemset(d, 0, sizeof h));
+        const int salt = with ? 1 : 1000; /* shared memory keeps the last launch's values here: differ */
+        gm_emu_launch(neighbours, dim3(1), dim3(64), d, with, salt);
+        CU(cudaGetLastError());
+        CU(cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost));
+        int right = 0;
+        for (int t = 0; t < 64; t++) right += h[t] == (t + 1) % 64 + salt;
+        printf("barrier %d: %d of 64 right\n", with, right);
+    }
+    printf("OK\n");
+}
+""")
+    for schedule in SCHEDULES:
+        assert "barrier 1: 64 of 64 right" in run(exe, env={"GPUMEMNET_EMU_SCHEDULE": schedule})
+    fwd = run(exe, env={"GPUMEMNET_EMU_SCHEDULE": "forward"})
+    rev = run(exe, env={"GPUMEMNET_EMU_SCHEDULE": "reverse"})
+    assert "barrier 0: 64 of 64 right" not in fwd + rev  # the race is visible in at least one order
+
+
+def test_pointer_arguments_must_be_device_memory(build):
+    exe = build(r"""
+__global__ void copy(float *dst, const float *src, int n) {
+    for (int i = threadIdx.x; i < n; i += blockDim.x) dst[i] = src[i];
+}
+__global__ void optional(float *dst, const float *bias, const float *end) { dst[threadIdx.x] = bias ? 1.0f : 2.0f; (void)end; }
+int main(int argc, char **argv) {
+    float host[16] = {0}, *d, *d2, *pinned, h[16];
+    CU(cudaMalloc(&d, sizeof host));
+    CU(cudaMalloc(&d2, sizeof host));
+    CU(cudaMallocHost(&pinned, sizeof host));
+    if (!strcmp(argv[1], "off")) { /* GPUMEMNET_EMU_CHECK_POINTERS=0 */
+        gm_emu_launch(copy, dim3(1), dim3(16), d, (const float *)host, 16);
+        CU(cudaGetLastError());
+        printf("OK\n");
+        return 0;
+    }
+    /* NULL, one past the end of a block (an end pointer) and pinned host memory are fine */
+    gm_emu_launch(optional, dim3(1), dim3(16), d, (const float *)NULL, (const float *)(d2 + 16));
+    CU(cudaGetLastError());
+    gm_emu_launch(copy, dim3(1), dim3(16), d, (const float *)pinned, 16);
+    CU(cudaGetLastError());
+    /* a host array: a GPU would fault; here the launch fails the same way before anything runs */
+    CU(cudaMemset(d, 0, sizeof host));
+    gm_emu_launch(copy, dim3(1), dim3(16), d, (const float *)host, 16);
+    cudaError_t e = cudaGetLastError();
+    CHECK(e == cudaErrorIllegalAddress);
+    CHECK(strstr(cudaGetErrorString(e), "kernel argument 2"));
+    CHECK(strstr(gm_emu_last_message(), "not device memory"));
+    CHECK(cudaDeviceSynchronize() == cudaErrorIllegalAddress); /* sticky */
+    gm_emu_reset();
+    CU(cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost));
+    CHECK(h[0] == 0.0f);
+    /* freed memory */
+    CU(cudaFree(d2));
+    gm_emu_launch(copy, dim3(1), dim3(16), d, (const float *)d2, 16);
+    CHECK(cudaGetLastError() == cudaErrorIllegalAddress);
+    gm_emu_reset();
+    /* another device's memory */
+    float *other;
+    CU(cudaSetDevice(1));
+    CU(cudaMalloc(&other, sizeof host));
+    CU(cudaSetDevice(0));
+    gm_emu_launch(copy, dim3(1), dim3(16), other, (const float *)d, 16);
+    CHECK(cudaGetLastError() == cudaErrorIllegalAddress);
+    CHECK(strstr(gm_emu_last_message(), "memory of device 1, but the kernel runs on device 0"));
+    gm_emu_reset();
+    printf("OK\n");
+}
+""")
+    run(exe, "on", env={"GPUMEMNET_EMU_DEVICES": "2"})
+    run(exe, "off", env={"GPUMEMNET_EMU_DEVICES": "2", "GPUMEMNET_EMU_CHECK_POINTERS": "0"})
+
+
 # ---- atomics -----------------------------------------------------------------------------------------------------
-def test_atomics(build):
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_atomics(build, schedule):
     exe = build(r"""
 #include <limits.h>
 struct Acc {
@@ -533,7 +627,7 @@ int main() {
     printf("OK\n");
 }
 """)
-    run(exe)
+    run(exe, env={"GPUMEMNET_EMU_SCHEDULE": schedule})
 
 
 # ---- memory ------------------------------------------------------------------------------------------------------
@@ -661,7 +755,8 @@ def test_poison_byte_from_environment(memory_exe):
 
 @pytest.mark.parametrize("env", [{"GPUMEMNET_EMU_MEMORY": "banana"}, {"GPUMEMNET_EMU_MEMORY": "12Q"},
                                  {"GPUMEMNET_EMU_DEVICES": "-1"}, {"GPUMEMNET_EMU_DEVICES": "two"},
-                                 {"GPUMEMNET_EMU_POISON": "256"}])
+                                 {"GPUMEMNET_EMU_POISON": "256"}, {"GPUMEMNET_EMU_SCHEDULE": "sideways"},
+                                 {"GPUMEMNET_EMU_SCHEDULE": "random:x"}, {"GPUMEMNET_EMU_CHECK_POINTERS": "yes"}])
 def test_malformed_environment_is_an_initialization_error(memory_exe, env):
     run(memory_exe, "bad-env", env=env)
 

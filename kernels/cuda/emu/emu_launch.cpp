@@ -1,8 +1,10 @@
 /* kernels/cuda/emu/emu_launch.cpp — the CUDA emulator's kernel launches: one block at a time, each CUDA thread
  * of the block a cooperative fiber on the launching OS thread.
  *
- * The scheduler. A launch runs the blocks of the grid in order (x fastest, then y, then z). Within a block:
- *  - round one: a fiber starts thread 0 and runs it until it returns or calls __syncthreads(). If it returns,
+ * The scheduler. A launch runs the blocks of the grid one after another, by default in order (x fastest, then
+ * y, then z; GPUMEMNET_EMU_SCHEDULE=reverse or random:SEED permute blocks and threads, see order_threads).
+ * Within a block:
+ *  - round one: a fiber starts the first thread and runs it until it returns or calls __syncthreads(). If it returns,
  *    the same fiber goes straight on with the next thread (a kernel that never synchronises therefore runs its
  *    whole block on one fiber, one thread after another, with no switches at all). If it waits at the barrier,
  *    it stays suspended there and a new fiber takes the next thread. After round one every thread has either
