@@ -1163,6 +1163,27 @@ def test_kernel_file_builds_against_the_emulator(tmp_path, name):
     assert r.returncode == 0, f"{name} does not compile against the emulator:\n{r.stderr}"
 
 
+def test_no_conflicting_inline_definitions_across_kernel_files(tmp_path):
+    """nvcc compiles each .cu's device code on its own, so two files may both define, say, an `inline __device__
+    float load(...)` with different bodies. Linked together as C++ for the emulator, that is an ODR violation: the
+    linker keeps one of the two and one file silently runs the other's code. Flag same-name inline (weak)
+    definitions of different sizes; the fix is `static` (or an anonymous namespace) for file-local helpers."""
+    nm = shutil.which("nm")
+    if not nm:
+        pytest.skip("nm (binutils) not found")
+    sizes = {}
+    for name in emulated_sources():
+        obj = str(tmp_path / (name + ".o"))
+        compile_one(os.path.join(KERNELS, "cuda", name), obj)
+        out = subprocess.run([nm, "-S", "--defined-only", obj], capture_output=True, text=True, check=True).stdout
+        for line in out.splitlines():
+            f = line.split()
+            if len(f) == 4 and f[2] in ("W", "V", "u"):
+                sizes.setdefault(f[3], {})[name] = f[1]
+    clashes = {sym: by_file for sym, by_file in sizes.items() if len(set(by_file.values())) > 1}
+    assert not clashes, f"inline definitions that differ between kernel files (make them static): {clashes}"
+
+
 def test_philox_fill_is_bit_identical_to_the_cpu(build):
     """kernels/cuda/philox.cu, run by the emulator, against kernels/cpu/philox.c: the same stream, bit for bit."""
     exe = build(r"""
