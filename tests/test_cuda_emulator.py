@@ -519,6 +519,36 @@ int main(int argc, char **argv) {
     run(exe, "off", env={"GPUMEMNET_EMU_DEVICES": "2", "GPUMEMNET_EMU_CHECK_POINTERS": "0"})
 
 
+def test_writes_outside_a_block_are_caught_after_the_launch(build):
+    exe = build(r"""
+__global__ void fill(float *p, int from, int to) {
+    for (int i = from + (int)threadIdx.x; i < to; i += blockDim.x) p[i] = 1.0f;
+}
+int main() {
+    float *p, *q;
+    CU(cudaMalloc(&p, 16 * sizeof(float)));
+    CU(cudaMalloc(&q, 16 * sizeof(float)));
+    gm_emu_launch(fill, dim3(1), dim3(32), p, 0, 16); /* in bounds */
+    CU(cudaGetLastError());
+    gm_emu_launch(fill, dim3(1), dim3(32), p, 0, 17); /* one element too far */
+    cudaError_t e = cudaGetLastError();
+    CHECK(e == cudaErrorIllegalAddress);
+    CHECK(strstr(gm_emu_last_message(), "at byte offset 64, past its end"));
+    CHECK(strstr(cudaGetErrorString(e), "an illegal memory access was encountered"));
+    CHECK(cudaDeviceSynchronize() == cudaErrorIllegalAddress);
+    gm_emu_reset();
+    gm_emu_launch(fill, dim3(1), dim3(32), q, -2, 3); /* a negative index */
+    CHECK(cudaGetLastError() == cudaErrorIllegalAddress);
+    CHECK(strstr(gm_emu_last_message(), "at byte offset -8, before its start"));
+    gm_emu_reset();
+    gm_emu_launch(fill, dim3(1), dim3(32), q, 0, 16); /* the zones were restored: reported once */
+    CU(cudaGetLastError());
+    printf("OK\n");
+}
+""")
+    run(exe)
+
+
 # ---- atomics -----------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("schedule", SCHEDULES)
 def test_atomics(build, schedule):

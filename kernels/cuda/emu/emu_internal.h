@@ -29,6 +29,10 @@ unsigned char poison_byte();
 cudaError_t check_kernel_pointers(const void *const *ptrs, const int *arg_index, int n, int dev, char *why,
                                   size_t why_len);
 
+/* After a launch on device dev: cudaSuccess, or cudaErrorIllegalAddress with why when a red zone around one
+ * of its cudaMalloc blocks was overwritten (the first one found; its zones are restored). */
+cudaError_t check_redzones(int dev, char *why, size_t why_len);
+
 /* Marks device dev as crashed: every later call touching it returns e, until gm_emu_reset(). */
 void set_sticky(int dev, cudaError_t e, const char *msg);
 

@@ -451,14 +451,20 @@ void gm_emu_run(const dim3 *grid, const dim3 *block, void (*fn)(void *), void *c
         ok = run_block(why, sizeof why);
     }
     tl_in_launch = false;
+    char name[256], msg[768];
+    cudaError_t e = cudaSuccess;
     if (!ok) {
-        char name[256], msg[768];
         describe_kernel(kernel, name, sizeof name);
         const uint3 bi = gm_emu_block_idx;
         snprintf(msg, sizeof msg, "%s, block (%u,%u,%u) of grid (%u,%u,%u) with (%u,%u,%u) threads: %s", name, bi.x,
                  bi.y, bi.z, g.x, g.y, g.z, b.x, b.y, b.z, why);
-        set_sticky(dev, cudaErrorLaunchFailure, msg);
+        e = cudaErrorLaunchFailure;
+    } else if ((e = check_redzones(dev, why, sizeof why))) {
+        describe_kernel(kernel, name, sizeof name);
+        snprintf(msg, sizeof msg, "%s (grid (%u,%u,%u), (%u,%u,%u) threads) %s", name, g.x, g.y, g.z, b.x, b.y, b.z,
+                 why);
     }
+    if (e) set_sticky(dev, e, msg);
 }
 
 unsigned long long gm_emu_launch_count(void) { return g_launches.load(); }

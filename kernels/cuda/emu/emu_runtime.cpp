@@ -12,13 +12,19 @@
  *    dtype), so a kernel that reads memory nobody wrote gives visibly wrong results;
  *  - cudaFree of a pointer that is not a live cudaMalloc block; cudaMemcpy/cudaMemset whose device range is
  *    not inside one live block (overruns included) or whose direction does not match the pointers;
- *  - launch configurations (emu_launch.cpp) and divergent __syncthreads(), a sticky error like a crashed
- *    context: every later call on that device returns it until gm_emu_reset().
- * Known limits (what only a real GPU shows): no concurrency, so no data races, no memory-model or
- * warp-scheduling bugs and no stream-ordering bugs (all work is finished when a call returns); out-of-bounds
- * accesses inside kernels are not caught (a wild one may crash the process instead of raising
- * cudaErrorIllegalAddress); shared memory keeps the previous block's values instead of being undefined; the
- * fast-math intrinsics are exact; no timing, occupancy, register or shared-memory limits; real cuDNN/cuBLAS are
+ *  - launches (emu_launch.cpp): the configuration; pointer arguments that a GPU could not dereference (host,
+ *    freed, or another device's memory: cudaErrorIllegalAddress); divergent __syncthreads(); __trap(). The
+ *    last three are sticky, like a crashed context: every later call on that device returns the error until
+ *    gm_emu_reset();
+ *  - order dependence: GPUMEMNET_EMU_SCHEDULE=reverse or random:SEED runs blocks and threads in other orders,
+ *    so a missing __syncthreads or an assumption about block order changes the results.
+ * Known limits (what only a real GPU shows): no concurrency, so no data races inside a phase between
+ * barriers, no memory-model, warp-scheduling or stream-ordering bugs (all work is finished when a call
+ * returns); out-of-bounds accesses inside kernels are not caught (a wild one may crash the process instead of
+ * raising cudaErrorIllegalAddress), nor pointers hidden in struct arguments; shared memory is a static that
+ * keeps the previous block's (or launch's) values instead of being undefined, so a read before any write goes
+ * unnoticed; threads waiting at different __syncthreads() calls are released together; the fast-math
+ * intrinsics are exact; no timing, occupancy, register, stack or shared-memory limits; cuDNN/cuBLAS are
  * replaced by plain loops (emu/<name>_emu.cpp). */
 #include "emu_internal.h"
 
@@ -31,6 +37,8 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,11 +153,39 @@ std::mutex g_launch_msg_mu;
 char g_launch_msg[768]; /* text of the last sticky failure (cudaGetErrorString of it); stays until reset */
 cudaError_t g_launch_msg_code = cudaSuccess;
 
-/* ---- memory ---- */
+/* ---- memory ----
+ * Each cudaMalloc block sits between two red zones filled with kRedzoneByte: after every launch the zones of
+ * the launch's device are checked, so a kernel that writes just before or past the end of a block is caught
+ * (as the fault or corruption it would be on a GPU). With the caching allocator's segments that covers the
+ * ends of segments; with GPUMEMNET_NO_CACHING=1 every tensor has its own block and zones. */
+const size_t kRedzoneFront = kAlign; /* keeps the block 512-aligned */
+const size_t kRedzoneBack = 256;
+const unsigned char kRedzoneByte = 0xFB;
+
 struct Block {
     size_t size;
     int device;
 };
+
+void *block_base(uintptr_t p) { return (void *)(p - kRedzoneFront); }
+
+/* The offset from p (negative: before the block) of the first red-zone byte of block (p, b) that is not
+ * kRedzoneByte, or 0 when both zones are intact. */
+ptrdiff_t broken_redzone(uintptr_t p, const Block &b) {
+    static unsigned char intact[kRedzoneFront > kRedzoneBack ? kRedzoneFront : kRedzoneBack];
+    if (!intact[0]) memset(intact, kRedzoneByte, sizeof intact);
+    const unsigned char *front = (const unsigned char *)block_base(p), *back = (const unsigned char *)p + b.size;
+    if (!memcmp(front, intact, kRedzoneFront) && !memcmp(back, intact, kRedzoneBack)) return 0;
+    for (size_t i = 0; i < kRedzoneFront; i++)
+        if (front[i] != kRedzoneByte) return (ptrdiff_t)i - (ptrdiff_t)kRedzoneFront;
+    for (size_t i = 0;; i++)
+        if (back[i] != kRedzoneByte) return (ptrdiff_t)(b.size + i);
+}
+
+void fill_redzones(uintptr_t p, size_t size) {
+    memset(block_base(p), kRedzoneByte, kRedzoneFront);
+    memset((char *)p + size, kRedzoneByte, kRedzoneBack);
+}
 std::mutex g_mem_mu;
 std::map<uintptr_t, Block> g_device_blocks; /* by address, so a range lookup finds the enclosing block */
 std::map<uintptr_t, size_t> g_host_blocks;  /* cudaMallocHost / cudaHostAlloc */
@@ -374,6 +410,22 @@ cudaError_t check_kernel_pointers(const void *const *ptrs, const int *arg_index,
     return cudaSuccess;
 }
 
+cudaError_t check_redzones(int dev, char *why, size_t why_len) {
+    std::lock_guard<std::mutex> g(g_mem_mu);
+    for (auto &kv : g_device_blocks) {
+        if (kv.second.device != dev) continue;
+        ptrdiff_t off = broken_redzone(kv.first, kv.second);
+        if (!off) continue;
+        snprintf(why, why_len,
+                 "wrote outside the %zu-byte cudaMalloc block at %p: at byte offset %td, %s (found in its red zone "
+                 "after the launch)",
+                 kv.second.size, (void *)kv.first, off, off < 0 ? "before its start" : "past its end");
+        fill_redzones(kv.first, kv.second.size); /* reported once */
+        return cudaErrorIllegalAddress;
+    }
+    return cudaSuccess;
+}
+
 void set_sticky(int dev, cudaError_t e, const char *msg) {
     {
         std::lock_guard<std::mutex> g(g_launch_msg_mu);
@@ -507,7 +559,7 @@ cudaError_t cudaDeviceReset(void) {
     std::lock_guard<std::mutex> g(g_mem_mu);
     for (auto it = g_device_blocks.begin(); it != g_device_blocks.end();) {
         if (it->second.device == dev) {
-            free((void *)it->first);
+            free(block_base(it->first));
             it = g_device_blocks.erase(it);
         } else {
             ++it;
@@ -543,11 +595,14 @@ cudaError_t cudaMalloc(void **ptr, size_t size) {
         return fail(cudaErrorMemoryAllocation,
                     "cudaMalloc of %zu bytes on device %d: %zu of its %zu bytes are allocated (GPUMEMNET_EMU_MEMORY)",
                     size, dev, used, cap);
-    void *p = nullptr;
-    if (posix_memalign(&p, kAlign, size) != 0)
+    void *base = nullptr;
+    if (size > SIZE_MAX - kRedzoneFront - kRedzoneBack ||
+        posix_memalign(&base, kAlign, kRedzoneFront + size + kRedzoneBack) != 0)
         return fail(cudaErrorMemoryAllocation, "cudaMalloc of %zu bytes on device %d: the host is out of memory",
                     size, dev);
+    char *p = (char *)base + kRedzoneFront;
     memset(p, g_cfg.poison, size);
+    fill_redzones((uintptr_t)p, size);
     g_device_blocks[(uintptr_t)p] = Block{size, dev};
     g_used[dev] += size;
     *ptr = p;
@@ -572,7 +627,7 @@ cudaError_t cudaFree(void *ptr) {
     if (cudaError_t e = sticky(dev)) return e; /* a crashed context frees nothing */
     g_used[dev] -= it->second.size;
     g_device_blocks.erase(it);
-    free(ptr);
+    free(block_base((uintptr_t)ptr));
     return cudaSuccess;
 }
 

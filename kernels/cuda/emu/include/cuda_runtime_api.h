@@ -8,7 +8,10 @@
  * Environment (read once, at the first call):
  *   GPUMEMNET_EMU_DEVICES  number of devices (default 1; 0 = no device, like a machine without a GPU)
  *   GPUMEMNET_EMU_MEMORY   bytes per device (default 8 GiB; a K/M/G suffix, powers of 1024, is accepted)
- *   GPUMEMNET_EMU_POISON   the byte fresh cudaMalloc memory is filled with (default 0xCD) */
+ *   GPUMEMNET_EMU_POISON   the byte fresh cudaMalloc memory is filled with (default 0xCD)
+ *   GPUMEMNET_EMU_SCHEDULE forward (default), reverse or random:SEED: the order blocks and threads run in
+ *   GPUMEMNET_EMU_CHECK_POINTERS  1 (default): a launch with a pointer argument a GPU could not dereference fails
+ * A malformed value makes every call fail with cudaErrorInitializationError, saying which. */
 #ifndef GM_EMU_CUDA_RUNTIME_API_H
 #define GM_EMU_CUDA_RUNTIME_API_H
 
