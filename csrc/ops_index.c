@@ -161,7 +161,7 @@ static GMTensor *cuda_scalar_tensor(PyObject *v, gm_dtype dt, gm_device dev, con
     t = gm_empty(0, NULL, dt, dev);
     if (t) {
         gm_block_set_category(t->storage->block, GM_CAT_WORKSPACE);
-        if (gm_copy_into(t, h) < 0) Py_CLEAR(t);
+        if (gm_copy_across(t, h) < 0) Py_CLEAR(t);
     }
     Py_DECREF(h);
     return t;

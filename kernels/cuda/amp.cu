@@ -28,7 +28,7 @@ struct amp_table {
 };
 static_assert(sizeof(amp_table) + sizeof(double) <= 4000, "kernel parameters must fit 4 KiB");
 
-__global__ void amp_reset_kernel() { g_amp_found_inf = 0; }
+__global__ void amp_reset_kernel(int value) { g_amp_found_inf = value; }
 
 template <int DT> __global__ void amp_unscale_kernel(amp_table L, double inv_scale) {
     typedef typename gm_cu_type<DT>::st S;
@@ -73,9 +73,8 @@ extern "C" int cuda_amp_unscale_forward(void *const *g, const gm_dtype *dt, cons
         if (numel[t] < 0 || (numel[t] > 0 && !g[t])) return GM_ERR_ARG;
     }
     static const gm_dtype kinds[4] = {GM_F32, GM_F64, GM_F16, GM_BF16};
-    int *d_flag, flag = 0;
-    GM_CU_CHECK(ctx, cudaGetSymbolAddress((void **)&d_flag, g_amp_found_inf));
-    GM_LAUNCH(amp_reset_kernel, 1, 1, ctx);
+    int flag = 0;
+    GM_LAUNCH(amp_reset_kernel, 1, 1, ctx, 0);
     amp_table L;
     for (int q = 0; q < 4; q++) {
         L.n = 0;
@@ -93,9 +92,13 @@ extern "C" int cuda_amp_unscale_forward(void *const *g, const gm_dtype *dt, cons
         amp_flush(kinds[q], L, inv_scale, ctx);
     }
     GM_CU_LAUNCHED(ctx);
+#ifdef GM_CUDA_EMU /* only the synchronous copy there; enough, as emulated launches have run when they return */
+    GM_CU_CHECK(ctx, cudaMemcpyFromSymbol(&flag, g_amp_found_inf, sizeof flag));
+#else
     cudaStream_t s = (cudaStream_t)ctx->stream;
-    GM_CU_CHECK(ctx, cudaMemcpyAsync(&flag, d_flag, sizeof flag, cudaMemcpyDeviceToHost, s));
+    GM_CU_CHECK(ctx, cudaMemcpyFromSymbolAsync(&flag, g_amp_found_inf, sizeof flag, 0, cudaMemcpyDeviceToHost, s));
     GM_CU_CHECK(ctx, cudaStreamSynchronize(s));
+#endif
     if (flag) *found_inf = 1;
     return GM_OK;
 }

@@ -19,16 +19,24 @@ __device__ unsigned long long g_idx_first_bad;   /* bounds check: smallest bad p
 __device__ unsigned long long g_nz_total;        /* nonzero_count */
 __device__ long long g_nz_block[NZ_MAX_BLOCKS];  /* nonzero_fill: count of each block's range */
 
-template <typename T> static int symbol_ptr(gm_cuda_ctx *ctx, T **p, T &sym) {
-    GM_CU_CHECK(ctx, cudaGetSymbolAddress((void **)p, sym));
-    return GM_OK;
-}
-
-/* Copy n bytes of device memory to the host and wait for them. */
+/* Copy n bytes of device memory to the host once the work queued before has run, and wait for them. */
 static int read_back(gm_cuda_ctx *ctx, void *host, const void *dev, size_t n) {
     cudaStream_t s = (cudaStream_t)ctx->stream;
     GM_CU_CHECK(ctx, cudaMemcpyAsync(host, dev, n, cudaMemcpyDeviceToHost, s));
     GM_CU_CHECK(ctx, cudaStreamSynchronize(s));
+    return GM_OK;
+}
+
+/* The same for a __device__ variable. The emulator has only the synchronous cudaMemcpyFromSymbol, which is
+ * enough there: its launches have run to completion when they return. */
+template <typename T> static int read_symbol(gm_cuda_ctx *ctx, T *host, const T &sym) {
+#ifdef GM_CUDA_EMU
+    GM_CU_CHECK(ctx, cudaMemcpyFromSymbol(host, sym, sizeof(T)));
+#else
+    cudaStream_t s = (cudaStream_t)ctx->stream;
+    GM_CU_CHECK(ctx, cudaMemcpyFromSymbolAsync(host, sym, sizeof(T), 0, cudaMemcpyDeviceToHost, s));
+    GM_CU_CHECK(ctx, cudaStreamSynchronize(s));
+#endif
     return GM_OK;
 }
 
@@ -79,12 +87,11 @@ extern "C" int cuda_index_check_bounds(const int64_t *idx, int64_t n, int64_t si
     *bad_value = 0;
     if (n <= 0) return GM_OK;
     if (!idx) return GM_ERR_ARG;
-    unsigned long long *d_first, first;
-    if (symbol_ptr(ctx, &d_first, g_idx_first_bad) != GM_OK) return GM_ERR_BACKEND;
+    unsigned long long first;
     GM_LAUNCH(reset_scratch_kernel, 1, 1, ctx, 0);
     GM_LAUNCH(check_bounds_kernel, gm_cu_blocks(n, ctx), GM_CU_THREADS, ctx, idx, n, size);
     GM_CU_LAUNCHED(ctx);
-    if (read_back(ctx, &first, d_first, sizeof first) != GM_OK) return GM_ERR_BACKEND;
+    if (read_symbol(ctx, &first, g_idx_first_bad) != GM_OK) return GM_ERR_BACKEND;
     if (first == ~0ull) return GM_OK;
     *bad_pos = (int64_t)first;
     return read_back(ctx, bad_value, idx + first, sizeof *bad_value);
@@ -307,12 +314,11 @@ extern "C" int cuda_index_nonzero_count(int64_t *count, const uint8_t *mask, int
     const int64_t *s[1] = {strides};
     gm_cu_geom<1> g = gm_cu_geom_make<1>(ndim, shape, s);
     if (g.numel == 0) return GM_OK;
-    unsigned long long *d_total, total;
-    if (symbol_ptr(ctx, &d_total, g_nz_total) != GM_OK) return GM_ERR_BACKEND;
+    unsigned long long total;
     GM_LAUNCH(reset_scratch_kernel, 1, 1, ctx, 1);
     GM_LAUNCH(nonzero_count_kernel, gm_cu_blocks(g.numel, ctx), GM_CU_THREADS, ctx, mask, g);
     GM_CU_LAUNCHED(ctx);
-    if (read_back(ctx, &total, d_total, sizeof total) != GM_OK) return GM_ERR_BACKEND;
+    if (read_symbol(ctx, &total, g_nz_total) != GM_OK) return GM_ERR_BACKEND;
     *count = (int64_t)total;
     return GM_OK;
 }
