@@ -1,7 +1,48 @@
 /* csrc/ops_amp.c — _C.amp_unscale_(grads, inv_scale) -> found_inf: GradScaler's fused unscale and
- * non-finite check over a list of gradients, in place. */
+ * non-finite check over a list of gradients, in place. CPU gradients go through kernels/cpu/amp.c one by one;
+ * the CUDA gradients of each device through one call of kernels/cuda/amp.cu (one launch per dtype, one read-back
+ * of the flag). */
 #include "gm.h"
 #include "../kernels/cpu/amp.h"
+#ifdef GM_WITH_CUDA
+#include "../kernels/cuda/amp.h"
+
+/* Unscale the CUDA gradients of the list, device by device. 0, or -1 + exception. */
+static int unscale_cuda(PyObject *seq, double inv_scale, int *found_inf) {
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    void **ptr = PyMem_Calloc((size_t)(n > 0 ? n : 1), sizeof(void *));
+    gm_dtype *dt = PyMem_Calloc((size_t)(n > 0 ? n : 1), sizeof(gm_dtype));
+    int64_t *numel = PyMem_Calloc((size_t)(n > 0 ? n : 1), sizeof(int64_t));
+    int rc = -1;
+    if (!ptr || !dt || !numel) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (int dev = 0; dev < GM_MAX_CUDA_DEVICES; dev++) {
+        int k = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            GMTensor *t = (GMTensor *)PySequence_Fast_GET_ITEM(seq, i);
+            if (t->device.type != GM_DEV_CUDA || t->device.index != dev) continue;
+            ptr[k] = gm_tensor_data(t);
+            dt[k] = t->dtype;
+            numel[k] = gm_numel(t);
+            k++;
+        }
+        if (k == 0) continue;
+        gm_device d = {GM_DEV_CUDA, dev};
+        gm_cuda_ctx *ctx = gm_cuda_ctx_for(d);
+        if (!ctx) goto done;
+        int st = cuda_amp_unscale_forward(ptr, dt, numel, k, inv_scale, found_inf, ctx);
+        if (gm_cuda_kernel_status("amp_unscale_", st, ctx) < 0) goto done;
+    }
+    rc = 0;
+done:
+    PyMem_Free(ptr);
+    PyMem_Free(dt);
+    PyMem_Free(numel);
+    return rc;
+}
+#endif
 
 static PyObject *py_amp_unscale(PyObject *self, PyObject *args) {
     PyObject *seq_obj;
@@ -9,7 +50,7 @@ static PyObject *py_amp_unscale(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "Od:amp_unscale_", &seq_obj, &inv_scale)) return NULL;
     PyObject *seq = PySequence_Fast(seq_obj, "amp_unscale_: grads must be a sequence of tensors");
     if (!seq) return NULL;
-    int found_inf = 0;
+    int found_inf = 0, has_cuda = 0;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     /* Validate everything before touching anything: a bad entry must not leave half the grads unscaled. */
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -29,13 +70,18 @@ static PyObject *py_amp_unscale(PyObject *self, PyObject *args) {
             PyErr_Format(PyExc_ValueError, "amp_unscale_: grads[%zd] is not contiguous", i);
             goto fail;
         }
-        if (t->device.type == GM_DEV_CUDA) {
-            PyErr_SetString(PyExc_RuntimeError, "amp_unscale_: no CUDA kernel for this op yet");
-            goto fail;
-        }
+        if (t->device.type == GM_DEV_CUDA) has_cuda = 1;
     }
+    (void)has_cuda; /* read by the CUDA build only */
+#ifdef GM_WITH_CUDA
+    if (has_cuda && unscale_cuda(seq, inv_scale, &found_inf) < 0) goto fail;
+#endif
     for (Py_ssize_t i = 0; i < n; i++) {
         GMTensor *t = (GMTensor *)PySequence_Fast_GET_ITEM(seq, i);
+        if (t->device.type == GM_DEV_CUDA) {
+            gm_bump_version(t);
+            continue;
+        }
         if (t->device.type == GM_DEV_META) continue;
         int st = cpu_amp_unscale_forward(gm_tensor_data(t), t->dtype, gm_numel(t), inv_scale, &found_inf,
                                          gm_num_threads);

@@ -2,19 +2,13 @@
  * index's backward), nonzero_flat and cat. Validation and shapes here, shared by every device; the CPU compute
  * is kernels/cpu/index.c; cat is a series of gm_copy_into into views of its output. On meta every op validates
  * and allocates what the CPU would (including temporaries) and computes nothing; nonzero_flat cannot run there
- * because its output size depends on the data. There are no CUDA kernels for this family yet: CUDA tensors get a
- * RuntimeError (cat works wherever gm_copy_into does). */
+ * because its output size depends on the data. On cuda the kernels are kernels/cuda/index.cu, called with the
+ * same arguments and after the same allocations (cat works wherever gm_copy_into does). */
 #include "gm.h"
 #include "cpu/index.h"
-
-
-static int no_cuda_kernel(const char *op, GMTensor *t) {
-    if (t->device.type != GM_DEV_CUDA) return 0;
-    char d[16];
-    PyErr_Format(PyExc_RuntimeError, "%s: no CUDA kernel for this op yet (tensor on %s)", op,
-                 gm_device_str(t->device, d));
-    return -1;
-}
+#ifdef GM_WITH_CUDA
+#include "../kernels/cuda/index.h"
+#endif
 
 
 /* A fresh temporary like t's shape in dtype dt on t's device, tagged workspace; filled from t except on meta. */
@@ -46,16 +40,32 @@ static GMTensor *index_arg(PyObject *o, const char *op, GMTensor *a) {
     return temp_copy(idx, GM_I64);
 }
 
-/* Every index within [-size, size), or IndexError naming the first offender (cpu only: meta has no data). */
+static int out_of_bounds(const char *op, int64_t value, int dim, int64_t size) {
+    PyErr_Format(PyExc_IndexError, "%s: index %lld is out of bounds for dimension %d with size %lld", op,
+                 (long long)value, dim, (long long)size);
+    return -1;
+}
+
+/* Every index within [-size, size), or IndexError naming the first offender (meta has no data to check). On
+ * cuda the check reads one number back from the device, which waits for the queued work: the price of raising
+ * IndexError here, where the CPU raises it, instead of failing later inside a kernel. */
 static int check_bounds(const char *op, GMTensor *idx, int dim, int64_t size) {
+    const int64_t n = gm_numel(idx);
+    if (idx->device.type == GM_DEV_CUDA) {
+#ifdef GM_WITH_CUDA
+        gm_cuda_ctx *ctx = gm_cuda_ctx_for(idx->device);
+        if (!ctx) return -1;
+        int64_t pos, value;
+        int st = cuda_index_check_bounds((const int64_t *)gm_tensor_data(idx), n, size, &pos, &value, ctx);
+        if (gm_cuda_kernel_status(op, st, ctx) < 0) return -1;
+        if (pos >= 0) return out_of_bounds(op, value, dim, size);
+#endif
+        return 0;
+    }
     if (idx->device.type != GM_DEV_CPU) return 0;
-    const int64_t *p = (const int64_t *)gm_tensor_data(idx), n = gm_numel(idx);
+    const int64_t *p = (const int64_t *)gm_tensor_data(idx);
     for (int64_t j = 0; j < n; j++)
-        if (p[j] < -size || p[j] >= size) {
-            PyErr_Format(PyExc_IndexError, "%s: index %lld is out of bounds for dimension %d with size %lld", op,
-                         (long long)p[j], dim, (long long)size);
-            return -1;
-        }
+        if (p[j] < -size || p[j] >= size) return out_of_bounds(op, p[j], dim, size);
     return 0;
 }
 
@@ -96,7 +106,7 @@ static PyObject *py_index(PyObject *self, PyObject *args) {
     long long dim_arg;
     if (!PyArg_ParseTuple(args, "OLO:index", &ao, &dim_arg, &io)) return NULL;
     GMTensor *a = gm_tensor_arg(ao, "index", "a");
-    if (!a || no_cuda_kernel("index", a) < 0) return NULL;
+    if (!a) return NULL;
     int ndim, ondim;
     int64_t shape[GM_MAX_DIMS], strides[GM_MAX_DIMS], oshape[GM_MAX_DIMS];
     index_geometry(a, &ndim, shape, strides);
@@ -109,13 +119,24 @@ static PyObject *py_index(PyObject *self, PyObject *args) {
         goto fail;
     out = gm_empty(ondim, oshape, a->dtype, a->device);
     if (!out) goto fail;
-    if (a->device.type == GM_DEV_CPU) {
+    if (a->device.type != GM_DEV_META) {
         int64_t bstrides[GM_MAX_DIMS];
         for (int d = 0; d < ndim; d++) bstrides[d] = strides[d] * (int64_t)gm_dtype_size(a->dtype);
-        int st = index_gather_forward(gm_tensor_data(out), gm_tensor_data(a), (const int64_t *)gm_tensor_data(idx),
-                                      gm_numel(idx), ndim, shape, bstrides, dim, gm_dtype_size(a->dtype),
-                                      gm_num_threads);
-        if (gm_kernel_status("index", st) < 0) goto fail;
+        if (a->device.type == GM_DEV_CUDA) {
+#ifdef GM_WITH_CUDA
+            gm_cuda_ctx *ctx = gm_cuda_ctx_for(a->device);
+            if (!ctx) goto fail;
+            int st = cuda_index_gather_forward(gm_tensor_data(out), gm_tensor_data(a),
+                                               (const int64_t *)gm_tensor_data(idx), gm_numel(idx), ndim, shape,
+                                               bstrides, dim, gm_dtype_size(a->dtype), ctx);
+            if (gm_cuda_kernel_status("index", st, ctx) < 0) goto fail;
+#endif
+        } else {
+            int st = index_gather_forward(gm_tensor_data(out), gm_tensor_data(a),
+                                          (const int64_t *)gm_tensor_data(idx), gm_numel(idx), ndim, shape, bstrides,
+                                          dim, gm_dtype_size(a->dtype), gm_num_threads);
+            if (gm_kernel_status("index", st) < 0) goto fail;
+        }
     }
     Py_DECREF(idx);
     return (PyObject *)out;
@@ -129,7 +150,24 @@ fail:
 
 static int kind_rank(gm_dtype dt) { return dt == GM_BOOL ? 0 : dt == GM_I64 ? 1 : 2; }
 
-/* A 0-d tensor of dtype dt on dev holding the Python number v (written on cpu only). */
+static GMTensor *scalar_tensor(PyObject *v, gm_dtype dt, gm_device dev, const char *op);
+
+/* On cuda: the number written on the cpu, then copied to a workspace 0-d tensor on the device (which is what the
+ * cpu allocates on its own device). */
+static GMTensor *cuda_scalar_tensor(PyObject *v, gm_dtype dt, gm_device dev, const char *op) {
+    gm_device cpu = {GM_DEV_CPU, 0};
+    GMTensor *h = scalar_tensor(v, dt, cpu, op), *t = NULL;
+    if (!h) return NULL;
+    t = gm_empty(0, NULL, dt, dev);
+    if (t) {
+        gm_block_set_category(t->storage->block, GM_CAT_WORKSPACE);
+        if (gm_copy_across(t, h) < 0) Py_CLEAR(t);
+    }
+    Py_DECREF(h);
+    return t;
+}
+
+/* A 0-d tensor of dtype dt on dev holding the Python number v (written on cpu and cuda, not on meta). */
 static GMTensor *scalar_tensor(PyObject *v, gm_dtype dt, gm_device dev, const char *op) {
     int is_float = PyFloat_Check(v), is_int = PyLong_Check(v); /* bool is an int */
     if (!is_float && !is_int) {
@@ -141,6 +179,7 @@ static GMTensor *scalar_tensor(PyObject *v, gm_dtype dt, gm_device dev, const ch
         PyErr_Format(PyExc_TypeError, "%s: cannot write the float %R into a %s tensor", op, v, gm_dtype_name(dt));
         return NULL;
     }
+    if (dev.type == GM_DEV_CUDA) return cuda_scalar_tensor(v, dt, dev, op);
     GMTensor *t = gm_empty(0, NULL, dt, dev);
     if (!t || dev.type != GM_DEV_CPU) return t;
     gm_block_set_category(t->storage->block, GM_CAT_WORKSPACE);
@@ -191,7 +230,7 @@ static PyObject *py_index_put_(PyObject *self, PyObject *args, PyObject *kwargs)
                                      &accumulate))
         return NULL;
     GMTensor *a = gm_tensor_arg(ao, "index_put_", "a");
-    if (!a || no_cuda_kernel("index_put_", a) < 0) return NULL;
+    if (!a) return NULL;
     int ndim, vndim;
     int64_t shape[GM_MAX_DIMS], strides[GM_MAX_DIMS], vshape[GM_MAX_DIMS], vstrides[GM_MAX_DIMS];
     index_geometry(a, &ndim, shape, strides);
@@ -212,14 +251,25 @@ static PyObject *py_index_put_(PyObject *self, PyObject *args, PyObject *kwargs)
         else if (v->shape[vd] == vshape[d]) vstrides[d] = v->strides[vd];
         else goto bad_broadcast;
     }
-    if (a->device.type == GM_DEV_CPU) {
+    if (a->device.type != GM_DEV_META) {
         int64_t item = (int64_t)gm_dtype_size(a->dtype), dstrides[GM_MAX_DIMS];
         for (int d = 0; d < ndim; d++) dstrides[d] = strides[d] * item;
         for (int d = 0; d < vndim; d++) vstrides[d] *= item;
-        int st = index_put_forward(gm_tensor_data(a), gm_tensor_data(v), (const int64_t *)gm_tensor_data(idx),
-                                   idx->ndim, idx->shape, ndim, shape, dstrides, vstrides, dim, a->dtype, accumulate,
-                                   gm_num_threads);
-        if (gm_kernel_status("index_put_", st) < 0) goto fail;
+        if (a->device.type == GM_DEV_CUDA) {
+#ifdef GM_WITH_CUDA
+            gm_cuda_ctx *ctx = gm_cuda_ctx_for(a->device);
+            if (!ctx) goto fail;
+            int st = cuda_index_put_forward(gm_tensor_data(a), gm_tensor_data(v), (const int64_t *)gm_tensor_data(idx),
+                                            idx->ndim, idx->shape, ndim, shape, dstrides, vstrides, dim, a->dtype,
+                                            accumulate, ctx);
+            if (gm_cuda_kernel_status("index_put_", st, ctx) < 0) goto fail;
+#endif
+        } else {
+            int st = index_put_forward(gm_tensor_data(a), gm_tensor_data(v), (const int64_t *)gm_tensor_data(idx),
+                                       idx->ndim, idx->shape, ndim, shape, dstrides, vstrides, dim, a->dtype,
+                                       accumulate, gm_num_threads);
+            if (gm_kernel_status("index_put_", st) < 0) goto fail;
+        }
     }
     gm_bump_version(a);
     Py_DECREF(v);
@@ -252,21 +302,33 @@ static PyObject *py_nonzero_flat(PyObject *self, PyObject *mo) {
                         "where, or run this part on cpu)");
         return NULL;
     }
-    if (no_cuda_kernel("nonzero_flat", m) < 0) return NULL;
     int64_t bstrides[GM_MAX_DIMS], count = 0;
     gm_byte_strides(m, bstrides);
     const uint8_t *data = (const uint8_t *)gm_tensor_data(m);
+    GMTensor *out = NULL;
+    if (m->device.type == GM_DEV_CUDA) {
+#ifdef GM_WITH_CUDA
+        /* the count is read back to the host (a wait): the output's size depends on it */
+        gm_cuda_ctx *ctx = gm_cuda_ctx_for(m->device);
+        if (!ctx) return NULL;
+        int st = cuda_index_nonzero_count(&count, data, m->ndim, m->shape, bstrides, ctx);
+        if (gm_cuda_kernel_status("nonzero_flat", st, ctx) < 0) return NULL;
+        if (!(out = gm_empty(1, &count, GM_I64, m->device))) return NULL;
+        st = cuda_index_nonzero_fill((int64_t *)gm_tensor_data(out), count, data, m->ndim, m->shape, bstrides, ctx);
+        if (gm_cuda_kernel_status("nonzero_flat", st, ctx) < 0) goto fail;
+#endif
+        return (PyObject *)out;
+    }
     int st = index_nonzero_count(&count, data, m->ndim, m->shape, bstrides, gm_num_threads);
     if (gm_kernel_status("nonzero_flat", st) < 0) return NULL;
-    GMTensor *out = gm_empty(1, &count, GM_I64, m->device);
-    if (!out) return NULL;
+    if (!(out = gm_empty(1, &count, GM_I64, m->device))) return NULL;
     st = index_nonzero_fill((int64_t *)gm_tensor_data(out), count, data, m->ndim, m->shape, bstrides,
                             gm_num_threads);
-    if (gm_kernel_status("nonzero_flat", st) < 0) {
-        Py_DECREF(out);
-        return NULL;
-    }
+    if (gm_kernel_status("nonzero_flat", st) < 0) goto fail;
     return (PyObject *)out;
+fail:
+    Py_DECREF(out);
+    return NULL;
 }
 
 /* ---- cat ------------------------------------------------------------------------------------------------ */
@@ -373,7 +435,7 @@ PyMethodDef gm_index_methods[] = {
     {"index_put_", (PyCFunction)(void (*)(void))py_index_put_, METH_VARARGS | METH_KEYWORDS,
      "index_put_(a, dim, index, values, accumulate=False): write (or add) values, broadcast to the indexed shape, "
      "at index along dim; returns a."},
-    {"nonzero_flat", py_nonzero_flat, METH_O, "nonzero_flat(mask): int64 row-major positions of True (cpu only)."},
+    {"nonzero_flat", py_nonzero_flat, METH_O, "nonzero_flat(mask): int64 row-major positions of True (cpu and cuda; not meta)."},
     {"cat", py_cat, METH_VARARGS, "cat(tensors, dim=0): concatenate along dim, promoting dtypes."},
     {NULL, NULL, 0, NULL},
 };

@@ -1,9 +1,13 @@
 /* csrc/ops_matmul.c — _C.matmul with NumPy/PyTorch semantics: 1-D operands are promoted to a matrix and the
  * added dim removed again, batch dims broadcast (by 0 strides, never by copying). Validation and shapes are
  * shared by every device; the CPU kernel is kernels/cpu/matmul.c. Transposed operands reach BLAS as transpose
- * flags; only a matrix that is neither row- nor column-contiguous is copied into a temporary. */
+ * flags; only a matrix that is neither row- nor column-contiguous is copied into a temporary. On cuda the same
+ * operands, geometry and workspace go to kernels/cuda/matmul.cu (cuBLAS). */
 #include "gm.h"
 #include "cpu/matmul.h"
+#ifdef GM_WITH_CUDA
+#include "../kernels/cuda/matmul.h"
+#endif
 
 /* Shapes of the product, independent of strides. */
 typedef struct {
@@ -152,10 +156,6 @@ static PyObject *py_matmul(PyObject *self, PyObject *args, PyObject *kwargs) {
     }
     mm_shape s;
     if (infer_shape(a, b, &s) < 0) return NULL;
-    if (a->device.type == GM_DEV_CUDA) {
-        PyErr_SetString(PyExc_RuntimeError, "matmul: no CUDA kernel for matmul yet");
-        return NULL;
-    }
 
     GMTensor *ta = NULL, *tb = NULL, *out = NULL, *ws = NULL;
     int64_t es = (int64_t)gm_dtype_size(dt);
@@ -174,13 +174,28 @@ static PyObject *py_matmul(PyObject *self, PyObject *args, PyObject *kwargs) {
     if (cpu_matmul_needs_blas_layout(dt)) fold_batch(&g, es);
     if (!(out = gm_empty(s.out_ndim, s.out_shape, dt, a->device))) goto fail;
     /* The CPU path widens halves into a workspace. meta simulates the CPU's allocations (until a meta run can
-     * name a CUDA target, whose cuBLAS multiplies halves directly), so it allocates the workspace too. */
+     * name a CUDA target, whose cuBLAS multiplies halves directly), so it allocates the workspace too, and so does
+     * cuda, whose allocations must be the ones meta predicts: it uses the workspace only to pack a 16-bit operand
+     * that cuBLAS cannot read as it is. */
     size_t wsb = cpu_matmul_workspace_nbytes(dt, g.M, g.N, g.K);
     if (wsb) {
         int64_t n = (int64_t)(wsb / sizeof(float));
         if (!(ws = gm_empty_workspace(1, &n, GM_F32, a->device))) goto fail;
     }
-    if (a->device.type == GM_DEV_CPU) {
+    if (a->device.type == GM_DEV_CUDA) {
+#ifdef GM_WITH_CUDA
+        gm_cuda_ctx *ctx = gm_cuda_ctx_for(a->device);
+        if (!ctx) goto fail;
+        int st = cuda_matmul_forward(gm_tensor_data(out), gm_tensor_data(ta ? ta : a), gm_tensor_data(tb ? tb : b),
+                                     dt, &g, ws ? gm_tensor_data(ws) : NULL, wsb, ctx);
+        if (st == GM_ERR_UNSUPPORTED) {
+            PyErr_Format(PyExc_RuntimeError, "matmul: shapes %s and %s: a size exceeds cuBLAS's 32-bit integers",
+                         gm_shape_str(a->ndim, a->shape, sa), gm_shape_str(b->ndim, b->shape, sb));
+            goto fail;
+        }
+        if (gm_cuda_kernel_status("matmul", st, ctx) < 0) goto fail;
+#endif
+    } else if (a->device.type == GM_DEV_CPU) {
         int st;
         const void *pa = gm_tensor_data(ta ? ta : a), *pb = gm_tensor_data(tb ? tb : b);
         void *po = gm_tensor_data(out), *pw = ws ? gm_tensor_data(ws) : NULL;

@@ -3,9 +3,13 @@
  * allocated when every tensor is contiguous (always the case for parameters, autograd's gradients and the state
  * python/gpumemnet/optim creates). A non-contiguous tensor goes through a workspace copy, written back after
  * the kernel. On meta everything but the kernel runs. The state tensors are created by Python (lazily, tagged
- * "optimizer"); this file never allocates them. Kernels: kernels/cpu/optim.c. */
+ * "optimizer"); this file never allocates them. Kernels: kernels/cpu/optim.c, kernels/cuda/optim.cu (which
+ * passes its pointer tables in the launch parameters, so a CUDA step allocates nothing either). */
 #include "gm.h"
 #include "cpu/optim.h"
+#ifdef GM_WITH_CUDA
+#include "../kernels/cuda/optim.h"
+#endif
 
 #include <math.h>
 
@@ -86,7 +90,8 @@ static int add_role(group *g, int r, const char *name, PyObject *obj, int writes
 
 static int shares_storage(const GMTensor *a, const GMTensor *b) { return a->storage == b->storage; }
 
-/* Every tensor must match its parameter (shape, dtype, device); written tensors must not share memory. */
+/* Every tensor must match its parameter (shape, dtype, device); written tensors must not share memory. The
+ * parameters of one call share a device: one kernel call updates them all. */
 static int validate(group *g) {
     char b1[GM_SHAPE_BUF], b2[GM_SHAPE_BUF], d1[16], d2[16];
     for (Py_ssize_t i = 0; i < g->n; i++) {
@@ -96,9 +101,11 @@ static int validate(group *g) {
                          "float64, float16, bfloat16) can be optimized", g->op, i, gm_dtype_name(p->dtype));
             return -1;
         }
-        if (p->device.type == GM_DEV_CUDA) {
-            PyErr_Format(PyExc_RuntimeError, "%s: no CUDA kernel for optimizer steps yet (params[%zd] is on %s)",
-                         g->op, i, gm_device_str(p->device, d1));
+        GMTensor *p0 = item(g, 0, 0);
+        if (!gm_device_eq(p->device, p0->device)) {
+            PyErr_Format(PyExc_RuntimeError, "%s: params[%zd] is on %s but params[0] is on %s; one step updates the "
+                         "parameters of one device (put them in separate parameter groups)", g->op, i,
+                         gm_device_str(p->device, d1), gm_device_str(p0->device, d2));
             return -1;
         }
         for (int r = 1; r < g->nroles; r++) {
@@ -293,7 +300,17 @@ static PyObject *py_sgd_step(PyObject *self, PyObject *args, PyObject *kwargs) {
         for (Py_ssize_t i = 0; i < g.n; i++) fresh[i] = tmp[i] != 0;
     }
     if (prepare(&g) < 0) goto done;
-    if (g.n > 0 && item(&g, 0, 0)->device.type != GM_DEV_META) {
+    gm_device dev = g.n > 0 ? item(&g, 0, 0)->device : (gm_device){GM_DEV_META, 0};
+    if (dev.type == GM_DEV_CUDA) {
+#ifdef GM_WITH_CUDA
+        /* asynchronous: only launches, so there is no point releasing the GIL */
+        gm_cuda_ctx *ctx = gm_cuda_ctx_for(dev);
+        if (!ctx) goto done;
+        int st = cuda_sgd_step(g.ptr[0], (const void *const *)g.ptr[1], use_buf ? g.ptr[2] : NULL, fresh, g.numel,
+                               g.dt, (int)g.n, &h, ctx);
+        if (gm_cuda_kernel_status(op, st, ctx) < 0) goto done;
+#endif
+    } else if (dev.type == GM_DEV_CPU) {
         int st;
         Py_BEGIN_ALLOW_THREADS
         st = sgd_step(g.ptr[0], (const void *const *)g.ptr[1], use_buf ? g.ptr[2] : NULL, fresh, g.numel, g.dt,
@@ -340,7 +357,16 @@ static PyObject *py_adam_step(PyObject *self, PyObject *args, PyObject *kwargs) 
     if (!steps) { PyErr_NoMemory(); goto done; }
     if (parse_int_list(&g, so, "steps", steps, 1) < 0) goto done;
     if (prepare(&g) < 0) goto done;
-    if (g.n > 0 && item(&g, 0, 0)->device.type != GM_DEV_META) {
+    gm_device dev = g.n > 0 ? item(&g, 0, 0)->device : (gm_device){GM_DEV_META, 0};
+    if (dev.type == GM_DEV_CUDA) {
+#ifdef GM_WITH_CUDA
+        gm_cuda_ctx *ctx = gm_cuda_ctx_for(dev);
+        if (!ctx) goto done;
+        int st = cuda_adam_step(g.ptr[0], (const void *const *)g.ptr[1], g.ptr[2], g.ptr[3],
+                                h.amsgrad ? g.ptr[4] : NULL, steps, g.numel, g.dt, (int)g.n, &h, ctx);
+        if (gm_cuda_kernel_status(op, st, ctx) < 0) goto done;
+#endif
+    } else if (dev.type == GM_DEV_CPU) {
         int st;
         Py_BEGIN_ALLOW_THREADS
         st = adam_step(g.ptr[0], (const void *const *)g.ptr[1], g.ptr[2], g.ptr[3], h.amsgrad ? g.ptr[4] : NULL,

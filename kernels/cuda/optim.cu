@@ -1,0 +1,301 @@
+/* kernels/cuda/optim.cu — fused multi-tensor SGD and Adam/AdamW steps (optim.h), the CUDA twin of
+ * kernels/cpu/optim.c, whose formulas (PyTorch's single-tensor reference) are repeated here operation for
+ * operation.
+ *
+ * Multi-tensor launch: the tensors of one dtype go into a table passed BY VALUE in the kernel's parameters (room
+ * for CAP tensors in the 4 KiB every CUDA device accepts; a larger group takes one launch per CAP tensors, as
+ * PyTorch's multi_tensor_apply does). Each tensor is cut into chunks of MT_CHUNK elements and the blocks share out
+ * all chunks of all tensors, so one launch updates a list of many small and a few huge tensors evenly. A table
+ * in kernel parameters needs no device memory: the step allocates nothing (test_optim checks that) and needs no
+ * host-to-device copy.
+ *
+ * Bit-identical to the CPU: every multiply and add goes through mul()/add()/sub(), which on the GPU are the
+ * round-to-nearest intrinsics that nvcc never fuses into an FMA (the CPU build has no FMA contraction either);
+ * division and sqrt are IEEE-exact on both (nvcc's default -prec-div/-prec-sqrt). */
+#include <math.h>
+
+#include "cuda_common.cuh"
+#include "optim.h"
+
+#ifdef GM_CUDA_EMU
+#define MT_CHUNK 1000 /* small, so the emulator's tests cross chunk boundaries */
+#else
+#define MT_CHUNK 65536
+#endif
+
+/* ---- exact arithmetic --------------------------------------------------------------------------------- */
+#ifdef __CUDA_ARCH__
+__device__ __forceinline__ float mul(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ float add(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ float sub(float a, float b) { return __fsub_rn(a, b); }
+__device__ __forceinline__ double mul(double a, double b) { return __dmul_rn(a, b); }
+__device__ __forceinline__ double add(double a, double b) { return __dadd_rn(a, b); }
+__device__ __forceinline__ double sub(double a, double b) { return __dsub_rn(a, b); }
+#else
+template <typename T> __device__ __forceinline__ T mul(T a, T b) { return a * b; }
+template <typename T> __device__ __forceinline__ T add(T a, T b) { return a + b; }
+template <typename T> __device__ __forceinline__ T sub(T a, T b) { return a - b; }
+#endif
+__device__ __forceinline__ float sqrt_(float a) { return sqrtf(a); }
+__device__ __forceinline__ double sqrt_(double a) { return sqrt(a); }
+
+/* Storage value <-> compute value, rounding like common.h (what kernels/cpu/optim.c's LD/ST do). */
+template <int DT> __device__ __forceinline__ typename gm_cu_type<DT>::acc dec(typename gm_cu_type<DT>::st v) {
+    return gm_cu_ld<DT>(&v);
+}
+template <int DT> __device__ __forceinline__ typename gm_cu_type<DT>::st enc(typename gm_cu_type<DT>::acc v) {
+    typename gm_cu_type<DT>::st s;
+    gm_cu_st<DT>(&s, v);
+    return s;
+}
+
+/* ---- the tensor table ------------------------------------------------------------------------------------ */
+/* NP pointers per tensor, X per-tensor extras; chunk0[t] is tensor t's first chunk, chunk0[n] the total. */
+template <int NP, int CAP, typename X> struct mt_table {
+    int n;
+    int64_t chunk0[CAP + 1];
+    int64_t numel[CAP];
+    void *ptr[NP][CAP];
+    X x[CAP];
+};
+
+/* The tensor that holds chunk c: the last t with chunk0[t] <= c (empty tensors are never added). */
+template <int NP, int CAP, typename X>
+__device__ __forceinline__ int mt_find(const mt_table<NP, CAP, X> &L, int64_t c) {
+    int lo = 0, hi = L.n - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (L.chunk0[mid] <= c) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
+}
+
+/* Blocks share out the chunks; in a chunk the threads take consecutive elements (coalesced). The body sees t (the
+ * tensor) and i (the element). */
+#define MT_FOR_EACH(L, ...)                                                                                  \
+    for (int64_t c_ = blockIdx.x; c_ < (L).chunk0[(L).n]; c_ += gridDim.x) {                                 \
+        const int t = mt_find(L, c_);                                                                        \
+        const int64_t lo_ = (c_ - (L).chunk0[t]) * MT_CHUNK;                                                 \
+        const int64_t hi_ = gm_cu_min<int64_t>(lo_ + MT_CHUNK, (L).numel[t]);                                \
+        for (int64_t i = lo_ + threadIdx.x; i < hi_; i += blockDim.x) __VA_ARGS__                            \
+    }
+
+template <typename Table> static void mt_add(Table &L, int t, int64_t numel) {
+    L.numel[L.n] = numel;
+    L.chunk0[L.n + 1] = L.chunk0[L.n] + (numel + MT_CHUNK - 1) / MT_CHUNK;
+    (void)t;
+    L.n++;
+}
+
+template <typename Table> static void mt_reset(Table &L) {
+    L.n = 0;
+    L.chunk0[0] = 0;
+}
+
+template <typename Table> static unsigned mt_grid(const Table &L, const gm_cuda_ctx *ctx) {
+    return gm_cu_blocks(L.chunk0[L.n] * GM_CU_THREADS, ctx); /* at most one block per chunk */
+}
+
+/* ---- SGD ------------------------------------------------------------------------------------------------ */
+struct sgd_x {
+    int fresh;
+};
+#define SGD_CAP 64
+typedef mt_table<3, SGD_CAP, sgd_x> sgd_table;
+struct sgd_consts {
+    double lr, momentum, damp1, weight_decay, sign;
+    int nesterov;
+};
+static_assert(sizeof(sgd_table) + sizeof(sgd_consts) <= 4000, "kernel parameters must fit 4 KiB");
+
+/* HAS_BUF: momentum buffers in use (a buffer marked fresh starts as the decayed gradient). */
+template <int DT, int HAS_BUF> __global__ void sgd_kernel(sgd_table L, sgd_consts k) {
+    typedef typename gm_cu_type<DT>::st S;
+    typedef typename gm_cu_type<DT>::acc A;
+    const A lr = (A)k.lr, mom = (A)k.momentum, damp1 = (A)k.damp1, wd = (A)k.weight_decay, sign = (A)k.sign;
+    const A neg_lr = -lr;
+    MT_FOR_EACH(L, {
+        S *p = (S *)L.ptr[0][t];
+        const S *g = (const S *)L.ptr[1][t];
+        A w = dec<DT>(p[i]);
+        A d = add(mul(sign, dec<DT>(g[i])), mul(wd, w));
+        if (HAS_BUF) {
+            S *buf = (S *)L.ptr[2][t];
+            S bs = enc<DT>(L.x[t].fresh ? d : add(mul(dec<DT>(buf[i]), mom), mul(damp1, d)));
+            buf[i] = bs;
+            A b = dec<DT>(bs);
+            d = k.nesterov ? add(d, mul(mom, b)) : b;
+        }
+        p[i] = enc<DT>(add(w, mul(neg_lr, d)));
+    })
+}
+
+template <int DT> static void sgd_launch(const sgd_table &L, const sgd_consts &k, int has_buf, gm_cuda_ctx *ctx) {
+    auto *kern = has_buf ? &sgd_kernel<DT, 1> : &sgd_kernel<DT, 0>;
+    GM_LAUNCH(kern, mt_grid(L, ctx), GM_CU_THREADS, ctx, L, k);
+}
+
+static void sgd_flush(gm_dtype dt, sgd_table &L, const sgd_consts &k, int has_buf, gm_cuda_ctx *ctx) {
+    if (L.n == 0) return;
+    switch (dt) {
+    case GM_F32: sgd_launch<GM_F32>(L, k, has_buf, ctx); break;
+    case GM_F64: sgd_launch<GM_F64>(L, k, has_buf, ctx); break;
+    case GM_F16: sgd_launch<GM_F16>(L, k, has_buf, ctx); break;
+    default: sgd_launch<GM_BF16>(L, k, has_buf, ctx); break;
+    }
+    mt_reset(L);
+}
+
+/* ---- Adam / AdamW ---------------------------------------------------------------------------------------- */
+struct adam_x {
+    double step_size, bc2_sqrt; /* the tensor's bias corrections (its own step count) */
+};
+#define ADAM_CAP 48
+typedef mt_table<5, ADAM_CAP, adam_x> adam_table;
+struct adam_consts {
+    double sign, w1, beta2, one_b2, eps, l2, decay;
+};
+static_assert(sizeof(adam_table) + sizeof(adam_consts) <= 4000, "kernel parameters must fit 4 KiB");
+
+template <int DT, int AMSGRAD> __global__ void adam_kernel(adam_table L, adam_consts k) {
+    typedef typename gm_cu_type<DT>::st S;
+    typedef typename gm_cu_type<DT>::acc A;
+    const A sign = (A)k.sign, w1 = (A)k.w1, w1c = sub((A)1, w1), b2 = (A)k.beta2, one_b2 = (A)k.one_b2,
+            eps = (A)k.eps, l2 = (A)k.l2, decay = (A)k.decay;
+    const int low = w1 < (A)0.5;
+    MT_FOR_EACH(L, {
+        S *p = (S *)L.ptr[0][t], *m = (S *)L.ptr[2][t], *v = (S *)L.ptr[3][t];
+        const S *g = (const S *)L.ptr[1][t];
+        const A neg_step = (A)(-L.x[t].step_size), bc2_sqrt = (A)L.x[t].bc2_sqrt;
+        A w = dec<DT>(p[i]);
+        A d = add(mul(sign, dec<DT>(g[i])), mul(l2, w)); /* Adam's L2 term (l2 = 0 for AdamW) */
+        w = mul(w, decay);                                 /* AdamW's decoupled decay (1 for Adam) */
+        A m0 = dec<DT>(m[i]);
+        S ms = enc<DT>(low ? add(m0, mul(w1, sub(d, m0))) : sub(d, mul(sub(d, m0), w1c)));
+        S vs = enc<DT>(add(mul(dec<DT>(v[i]), b2), mul(mul(one_b2, d), d)));
+        m[i] = ms;
+        v[i] = vs;
+        A mm = dec<DT>(ms), vv = dec<DT>(vs);
+        if (AMSGRAD) {
+            S *vmax = (S *)L.ptr[4][t];
+            A vm = dec<DT>(vmax[i]);
+            vm = (vv > vm || vv != vv) ? vv : vm; /* torch.maximum propagates nan */
+            S vms = enc<DT>(vm);
+            vmax[i] = vms;
+            vv = dec<DT>(vms);
+        }
+        A denom = add(sqrt_(vv) / bc2_sqrt, eps);
+        p[i] = enc<DT>(add(w, mul(neg_step, mm / denom)));
+    })
+}
+
+template <int DT> static void adam_launch(const adam_table &L, const adam_consts &k, int ams, gm_cuda_ctx *ctx) {
+    auto *kern = ams ? &adam_kernel<DT, 1> : &adam_kernel<DT, 0>;
+    GM_LAUNCH(kern, mt_grid(L, ctx), GM_CU_THREADS, ctx, L, k);
+}
+
+static void adam_flush(gm_dtype dt, adam_table &L, const adam_consts &k, int ams, gm_cuda_ctx *ctx) {
+    if (L.n == 0) return;
+    switch (dt) {
+    case GM_F32: adam_launch<GM_F32>(L, k, ams, ctx); break;
+    case GM_F64: adam_launch<GM_F64>(L, k, ams, ctx); break;
+    case GM_F16: adam_launch<GM_F16>(L, k, ams, ctx); break;
+    default: adam_launch<GM_BF16>(L, k, ams, ctx); break;
+    }
+    mt_reset(L);
+}
+
+/* ---- entry points (argument checks as kernels/cpu/optim.c) ------------------------------------------------ */
+static int check_group(void *const *param, const void *const *grad, const int64_t *numel, const gm_dtype *dt,
+                       int ntensors) {
+    if (ntensors < 0 || (ntensors > 0 && (!param || !grad || !numel || !dt))) return GM_ERR_ARG;
+    for (int t = 0; t < ntensors; t++) {
+        if (numel[t] < 0 || (numel[t] > 0 && (!param[t] || !grad[t]))) return GM_ERR_ARG;
+        if (!gm_dtype_is_float(dt[t])) return GM_ERR_UNSUPPORTED;
+    }
+    return GM_OK;
+}
+
+static const gm_dtype FLOAT_DTYPES[4] = {GM_F32, GM_F64, GM_F16, GM_BF16};
+
+extern "C" int cuda_sgd_step(void *const *param, const void *const *grad, void *const *momentum_buf,
+                             const uint8_t *buf_fresh, const int64_t *numel, const gm_dtype *dt, int ntensors,
+                             const sgd_hparams *h, gm_cuda_ctx *ctx) {
+    int st = check_group(param, grad, numel, dt, ntensors);
+    if (st != GM_OK) return st;
+    const int use_buf = h->momentum != 0.0;
+    if (use_buf) {
+        if (!momentum_buf && ntensors > 0) return GM_ERR_ARG;
+        for (int t = 0; t < ntensors; t++)
+            if (numel[t] > 0 && !momentum_buf[t]) return GM_ERR_ARG;
+    }
+    sgd_consts k;
+    k.lr = h->lr;
+    k.momentum = h->momentum;
+    k.damp1 = 1.0 - h->dampening;
+    k.weight_decay = h->weight_decay;
+    k.sign = h->maximize ? -1.0 : 1.0;
+    k.nesterov = h->nesterov;
+    sgd_table L;
+    for (int q = 0; q < 4; q++) {
+        const gm_dtype want = FLOAT_DTYPES[q];
+        mt_reset(L);
+        for (int t = 0; t < ntensors; t++) {
+            if (dt[t] != want || numel[t] == 0) continue;
+            int j = L.n;
+            L.ptr[0][j] = param[t];
+            L.ptr[1][j] = (void *)grad[t];
+            L.ptr[2][j] = use_buf ? momentum_buf[t] : NULL;
+            L.x[j].fresh = buf_fresh ? buf_fresh[t] != 0 : 0;
+            mt_add(L, t, numel[t]);
+            if (L.n == SGD_CAP) sgd_flush(want, L, k, use_buf, ctx);
+        }
+        sgd_flush(want, L, k, use_buf, ctx);
+    }
+    GM_CU_LAUNCHED(ctx);
+    return GM_OK;
+}
+
+extern "C" int cuda_adam_step(void *const *param, const void *const *grad, void *const *exp_avg,
+                              void *const *exp_avg_sq, void *const *max_exp_avg_sq, const int64_t *step,
+                              const int64_t *numel, const gm_dtype *dt, int ntensors, const adam_hparams *h,
+                              gm_cuda_ctx *ctx) {
+    int st = check_group(param, grad, numel, dt, ntensors);
+    if (st != GM_OK) return st;
+    if (ntensors > 0 && (!exp_avg || !exp_avg_sq || !step || (h->amsgrad && !max_exp_avg_sq))) return GM_ERR_ARG;
+    for (int t = 0; t < ntensors; t++) {
+        if (step[t] < 1) return GM_ERR_ARG; /* step 0 would divide by a zero bias correction */
+        if (numel[t] > 0 && (!exp_avg[t] || !exp_avg_sq[t] || (h->amsgrad && !max_exp_avg_sq[t])))
+            return GM_ERR_ARG;
+    }
+    adam_consts k; /* as kernels/cpu/optim.c's adam_consts, computed in double on the host */
+    k.sign = h->maximize ? -1.0 : 1.0;
+    k.w1 = 1.0 - h->beta1;
+    k.beta2 = h->beta2;
+    k.one_b2 = 1.0 - h->beta2;
+    k.eps = h->eps;
+    k.l2 = h->decoupled ? 0.0 : h->weight_decay;
+    k.decay = h->decoupled ? 1.0 - h->lr * h->weight_decay : 1.0;
+    adam_table L;
+    for (int q = 0; q < 4; q++) {
+        const gm_dtype want = FLOAT_DTYPES[q];
+        mt_reset(L);
+        for (int t = 0; t < ntensors; t++) {
+            if (dt[t] != want || numel[t] == 0) continue;
+            int j = L.n;
+            L.ptr[0][j] = param[t];
+            L.ptr[1][j] = (void *)grad[t];
+            L.ptr[2][j] = exp_avg[t];
+            L.ptr[3][j] = exp_avg_sq[t];
+            L.ptr[4][j] = h->amsgrad ? max_exp_avg_sq[t] : NULL;
+            L.x[j].step_size = h->lr / (1.0 - pow(h->beta1, (double)step[t]));
+            L.x[j].bc2_sqrt = sqrt(1.0 - pow(h->beta2, (double)step[t]));
+            mt_add(L, t, numel[t]);
+            if (L.n == ADAM_CAP) adam_flush(want, L, k, h->amsgrad, ctx);
+        }
+        adam_flush(want, L, k, h->amsgrad, ctx);
+    }
+    GM_CU_LAUNCHED(ctx);
+    return GM_OK;
+}
