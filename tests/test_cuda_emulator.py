@@ -549,6 +549,56 @@ int main() {
     run(exe)
 
 
+def test_portable_context_switch(tmp_path):
+    """Off x86-64 the fibers switch with glibc's swapcontext (GM_EMU_UCONTEXT forces it here): barriers, traps
+    and divergence must behave the same."""
+    objs = []
+    for s in sorted(glob.glob(os.path.join(EMU, "*.cpp"))):
+        if not s.endswith("_emu.cpp"):
+            obj = str(tmp_path / (os.path.basename(s) + ".o"))
+            r = subprocess.run(compile_cmd(s, obj) + ["-DGM_EMU_UCONTEXT"], capture_output=True, text=True)
+            assert r.returncode == 0, r.stderr
+            objs.append(obj)
+    src = tmp_path / "prog.cu"
+    src.write_text(PRELUDE + r"""
+#include "cuda/cuda_common.cuh"
+__global__ void sums(const float *x, float *out) {
+    float r = gm_cu_block_reduce(x[blockIdx.x * 256 + threadIdx.x], gm_cu_sum());
+    if (threadIdx.x == 0) out[blockIdx.x] = r;
+}
+__global__ void diverge(int *p) { if (threadIdx.x == 7) __trap(); if (threadIdx.x) __syncthreads(); }
+int main() {
+    std::vector<float> h(4 * 256);
+    for (int i = 0; i < 4 * 256; i++) h[i] = (float)(i % 10);
+    float *x, *o, r[4];
+    CU(cudaMalloc(&x, h.size() * 4));
+    CU(cudaMalloc(&o, sizeof r));
+    CU(cudaMemcpy(x, h.data(), h.size() * 4, cudaMemcpyHostToDevice));
+    for (int rep = 0; rep < 3; rep++) {
+        gm_emu_launch(sums, dim3(4), dim3(256), (const float *)x, o);
+        CU(cudaGetLastError());
+        CU(cudaMemcpy(r, o, sizeof r, cudaMemcpyDeviceToHost));
+        for (int b = 0; b < 4; b++) {
+            float want = 0;
+            for (int t = 0; t < 256; t++) want += h[b * 256 + t];
+            CHECK(r[b] == want);
+        }
+        gm_emu_launch(diverge, dim3(1), dim3(16), (int *)o);
+        CHECK(cudaGetLastError() == cudaErrorLaunchFailure);
+        CHECK(strstr(gm_emu_last_message(), "__trap"));
+        gm_emu_reset();
+    }
+    printf("OK\n");
+}
+""")
+    obj = str(tmp_path / "prog.o")
+    compile_one(str(src), obj)
+    exe = str(tmp_path / "prog")
+    r = subprocess.run([CXX, "-o", exe, obj] + objs + ["-lpthread"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    run(exe)
+
+
 # ---- atomics -----------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("schedule", SCHEDULES)
 def test_atomics(build, schedule):

@@ -17,7 +17,7 @@ from ._creation import (  # noqa: E402,F401
     rand_like, randn_like, full_like, cat, stack, where, matmul, exp, log, sqrt, abs, clamp, clip, sum, mean,
     max, min, amax, amin, argmax, argmin, var, std, maximum, minimum, pow, reshape, flatten, transpose, permute,
     squeeze, unsqueeze)
-from . import autograd, memory, cuda, random, amp, nn, optim, utils  # noqa: E402
+from . import autograd, memory, cuda, backends, random, amp, nn, optim, utils  # noqa: E402
 from .serialization import save, load  # noqa: E402
 from ._estimate import summary  # noqa: E402
 from .amp import autocast  # noqa: E402

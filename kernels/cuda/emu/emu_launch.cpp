@@ -12,8 +12,8 @@
  *  - if some threads wait while others have returned, the block can never pass the barrier (on a GPU: a hang
  *    or garbage): the launch stops and the device gets the sticky cudaErrorLaunchFailure naming the block and
  *    the counts (a "divergent __syncthreads()");
- *  - if all wait, the barrier opens: each waiting fiber is resumed in thread order and runs to its next barrier
- *    or its end; then the same check again, until every thread has returned.
+ *  - if all wait, the barrier opens: each waiting fiber is resumed, in the order they arrived, and runs to its
+ *    next barrier or its end; then the same check again, until every thread has returned.
  * Blocks run one after another, so a `static` (__shared__) is the shared memory of the block that runs; fibers
  * switch only inside __syncthreads(), so atomics are plain read-modify-writes (cuda_runtime.h).
  *
@@ -21,7 +21,7 @@
  * corrupting a neighbour) are pooled for the life of the process: a launch allocates nothing once the pool
  * holds as many fibers as a block ever had waiting at once. The switch: on x86-64 a few instructions below
  * (callee-saved registers and the SSE/x87 control words, as the ABI requires across a call); elsewhere glibc's
- * swapcontext, which is correct but makes a system call per switch (about 30 times slower).
+ * swapcontext, which is correct but makes a system call per switch (about ten times slower).
  * One launch at a time (a mutex): csrc may launch from several Python threads with the GIL released, and the
  * built-in variables and the shared-memory statics are process-wide. */
 #include "emu_internal.h"
@@ -35,8 +35,13 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <ucontext.h>
 #include <unistd.h>
+
+#if defined(__x86_64__) && !defined(GM_EMU_UCONTEXT)
+#define GM_EMU_ASM_SWITCH 1
+#else
+#include <ucontext.h>
+#endif
 
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
 #include <cxxabi.h>
@@ -58,7 +63,7 @@ const size_t kStackBytes = 256 << 10;
 /* ---- context switch ----------------------------------------------------------------------------------------
  * Ctx is a suspended stack. ctx_init(c, stack, size, fn) prepares c to start fn() (which must never return) on
  * that stack; ctx_swap(from, to) saves the running context in *from and resumes *to. */
-#if defined(__x86_64__) && !defined(GM_EMU_UCONTEXT)
+#ifdef GM_EMU_ASM_SWITCH
 struct Ctx {
     void *sp;
 };
