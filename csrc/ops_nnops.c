@@ -6,10 +6,12 @@
  * kernel happens, including contiguous copies and the generator's advance for dropout, so memory estimates and
  * the RNG state after a rehearsal match the real run. On cuda the same outputs are allocated and the kernels of
  * kernels/cuda/{activation,dropout,norm,softmax,loss}.cu run on the device's stream. One difference in memory:
- * a loss that reduces across the whole input on cuda (the class losses always: their weight sum is returned to
- * Python; mse/l1/bce with reduction mean/sum) takes CUDA_LOSS_SCRATCH_BYTES (~12 KiB) of workspace for the
- * cross-block partial sums, freed before it returns (the CPU kernels sum on the host); the class losses also
- * wait for the stream once per call, to read that weight sum and the first out-of-range target back.
+ * a reduction across many blocks on cuda takes a small workspace for the blocks' partial sums, freed before the
+ * op returns: batch norm's per-channel sums (training, and backward with weight/bias gradients: 16 bytes per
+ * block, a few KiB), and the losses that reduce the whole input (the class losses always: their weight sum is
+ * returned to Python; mse/l1/bce with reduction mean/sum: CUDA_LOSS_SCRATCH_BYTES, ~12 KiB). The CPU kernels
+ * sum within one thread and need none. The class losses also wait for the stream once per call, to read that
+ * weight sum and the first out-of-range target back.
  *
  * Interface (python/gpumemnet/nn/_functional_nn.py is the only caller):
  *   activation(op, x, alpha=0.0, out=None) -> out        ops: RELU=0 LEAKY_RELU=1 SIGMOID=2 TANH=3 GELU=4
@@ -430,6 +432,18 @@ static int nc_geometry(const char *op, GMTensor *x, int64_t *N, int64_t *C, int6
     return 0;
 }
 
+#ifdef GM_WITH_CUDA
+/* The CUDA kernels' per-channel partial sums (kernels/cuda/norm.h): a few KiB of workspace, freed right after
+ * the call. The CPU kernel needs none (one thread walks a whole channel); a GPU splits channels over blocks. */
+static int bn_cuda_workspace(gm_device dev, int64_t N, int64_t C, int64_t HW, int reduce, const gm_cuda_ctx *ctx,
+                             GMTensor **ws) {
+    const size_t bytes = cuda_batchnorm_workspace_bytes(N, C, HW, reduce, ctx);
+    const int64_t n = (int64_t)(bytes / sizeof(double));
+    *ws = bytes ? gm_empty_workspace(1, &n, GM_F64, dev) : NULL;
+    return bytes && !*ws ? -1 : 0;
+}
+#endif
+
 static PyObject *py_batch_norm(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *kwlist[] = {"x", "running_mean", "running_var", "weight", "bias", "training", "momentum", "eps",
                              NULL};
@@ -480,11 +494,13 @@ static PyObject *py_batch_norm(PyObject *self, PyObject *args, PyObject *kwargs)
     if (on_cuda(x)) {
 #ifdef GM_WITH_CUDA
         gm_cuda_ctx *ctx = gm_cuda_ctx_for(x->device);
-        if (!ctx || gm_cuda_kernel_status(name, cuda_batchnorm_forward(data(out), data(mean), data(invstd), data(rmc),
-                                                                       data(rvc), data(xc), data(wc), data(bc), N, C, HW,
-                                                                       x->dtype, wdt, rdt, sdt, training, momentum, eps,
-                                                                       ctx), ctx) < 0)
-            goto done;
+        GMTensor *ws = NULL;
+        if (!ctx || bn_cuda_workspace(x->device, N, C, HW, training, ctx, &ws) < 0) goto done;
+        const int st = cuda_batchnorm_forward(data(out), data(mean), data(invstd), data(rmc), data(rvc), data(xc),
+                                              data(wc), data(bc), N, C, HW, x->dtype, wdt, rdt, sdt, training,
+                                              momentum, eps, data(ws), ctx);
+        Py_XDECREF(ws);
+        if (gm_cuda_kernel_status(name, st, ctx) < 0) goto done;
         if (training && rm && ((rmc != rm && gm_copy_into(rm, rmc) < 0) || (rvc != rv && gm_copy_into(rv, rvc) < 0)))
             goto done;
 #endif
@@ -561,10 +577,12 @@ static PyObject *py_batch_norm_backward(PyObject *self, PyObject *args, PyObject
     if (on_cuda(g)) {
 #ifdef GM_WITH_CUDA
         gm_cuda_ctx *ctx = gm_cuda_ctx_for(g->device);
-        if (!ctx || gm_cuda_kernel_status(name, cuda_batchnorm_backward(data(dx), data(dw), data(db), data(gc), data(xc),
-                                                                        data(wc), data(mc), data(ic), N, C, HW, g->dtype,
-                                                                        wdt, m->dtype, training, ctx), ctx) < 0)
-            goto done;
+        GMTensor *ws = NULL;
+        if (!ctx || bn_cuda_workspace(g->device, N, C, HW, training || need_w || need_b, ctx, &ws) < 0) goto done;
+        const int st = cuda_batchnorm_backward(data(dx), data(dw), data(db), data(gc), data(xc), data(wc), data(mc),
+                                               data(ic), N, C, HW, g->dtype, wdt, m->dtype, training, data(ws), ctx);
+        Py_XDECREF(ws);
+        if (gm_cuda_kernel_status(name, st, ctx) < 0) goto done;
 #endif
     } else if (on_cpu(g)) {
         int st;

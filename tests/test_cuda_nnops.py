@@ -253,7 +253,7 @@ def test_dropout_memory_matches_cpu():
 
 
 # ---- batch norm -------------------------------------------------------------------------------------------------
-BN_SHAPES = [(16, 5), (3, 4, 5, 7), (2, 3, 16, 20), (40, 3, 1, 1)]  # flat channel walk, and HW >= 256
+BN_SHAPES = [(16, 5), (200, 3), (3, 4, 5, 7), (2, 3, 16, 20), (40, 3, 1, 1)]  # channels split over blocks or not; HW = 1, < and >= 256
 
 
 def _bn_inputs(shape, dtype, pdtype, seed=0, offset=0.0):
@@ -359,11 +359,25 @@ def test_batch_norm_autograd_and_module():
         close(d, c, rtol=1e-5, atol=1e-5)
 
 
-def test_batch_norm_memory_matches_cpu():
+def test_batch_norm_memory():
+    """Outputs take the CPU's bytes; training (and backward's sums) also take the per-channel partial sums of
+    the blocks a channel is split over as workspace while the call runs: a few KiB, nothing left after."""
     cpu, dev = _bn_inputs((4, 3, 6, 6), gm.float32, gm.float32)
-    a = delta_bytes("cpu", lambda: _C.batch_norm(cpu["x"], cpu["rm"], cpu["rv"], cpu["w"], cpu["b"], True, 0.1, 1e-5))
-    b = delta_bytes("cuda", lambda: _C.batch_norm(dev["x"], dev["rm"], dev["rv"], dev["w"], dev["b"], True, 0.1, 1e-5))
-    assert a == b
+    for training in (True, False):
+        kc, pc = delta_bytes("cpu", lambda: _C.batch_norm(cpu["x"], cpu["rm"], cpu["rv"], cpu["w"], cpu["b"], training,
+                                                          0.1, 1e-5))
+        kd, pd = delta_bytes("cuda", lambda: _C.batch_norm(dev["x"], dev["rm"], dev["rv"], dev["w"], dev["b"],
+                                                           training, 0.1, 1e-5))
+        assert kd == kc
+        assert pc <= pd <= pc + 65536 and (pd == pc) == (not training)
+    gc, gd = pair(np.ones((4, 3, 6, 6)))
+    oc = _C.batch_norm(cpu["x"], None, None, cpu["w"], None, True, 0.1, 1e-5)
+    od = _C.batch_norm(dev["x"], None, None, dev["w"], None, True, 0.1, 1e-5)
+    for need in ((True, True, True), (True, False, False)):
+        kd, pd = delta_bytes("cuda", lambda: _C.batch_norm_backward(gd, dev["x"], dev["w"], od[1], od[2], True, *need))
+        kc, pc = delta_bytes("cpu", lambda: _C.batch_norm_backward(gc, cpu["x"], cpu["w"], oc[1], oc[2], True, *need))
+        assert kd == kc and pc < pd <= pc + 65536
+    assert gm.memory.memory_stats("cuda")["by_category"]["workspace"]["current"] == 0
 
 
 # ---- softmax ------------------------------------------------------------------------------------------------------

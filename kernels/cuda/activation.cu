@@ -1,6 +1,7 @@
 /* kernels/cuda/activation.cu — pointwise activations on CUDA (see kernels/cpu/activation.h for the contract and
  * kernels/cpu/activation.c for the reference). One grid-stride kernel per (dtype, op): the op switch is resolved
- * at compile time, so each kernel is a load, a few flops in double (as the CPU) and a store. */
+ * at compile time, so each kernel is loads, a few flops in double (as the CPU) and stores (NN_ILP elements per
+ * thread and step, see nn_common.cuh). */
 #include "activation.h"
 #include "nn_common.cuh"
 #include "../cpu/activation.h"
@@ -38,16 +39,41 @@ template <int DT, int OP> NN_DEV double act_bwd(double g, double s, double alpha
 }
 
 template <int DT, int OP> __global__ void act_fwd_kernel(void *out, const void *inp, int64_t n, double alpha) {
-    GM_CU_GRID_STRIDE(i, n) nn_st<DT>(out, i, act_fwd<DT, OP>(nn_ld<DT>(inp, i), alpha));
+    NN_ILP_STEPS(i0, n) {
+        double v[NN_ILP];
+#pragma unroll
+        for (int k = 0; k < NN_ILP; k++) {
+            const int64_t i = i0 + (int64_t)k * blockDim.x;
+            v[k] = i < n ? nn_ld<DT>(inp, i) : 0.0;
+        }
+#pragma unroll
+        for (int k = 0; k < NN_ILP; k++) {
+            const int64_t i = i0 + (int64_t)k * blockDim.x;
+            if (i < n) nn_st<DT>(out, i, act_fwd<DT, OP>(v[k], alpha));
+        }
+    }
 }
 
 template <int DT, int OP>
 __global__ void act_bwd_kernel(void *dinp, const void *dout, const void *saved, int64_t n, double alpha) {
-    GM_CU_GRID_STRIDE(i, n) nn_st<DT>(dinp, i, act_bwd<DT, OP>(nn_ld<DT>(dout, i), nn_ld<DT>(saved, i), alpha));
+    NN_ILP_STEPS(i0, n) {
+        double g[NN_ILP], s[NN_ILP];
+#pragma unroll
+        for (int k = 0; k < NN_ILP; k++) {
+            const int64_t i = i0 + (int64_t)k * blockDim.x;
+            g[k] = i < n ? nn_ld<DT>(dout, i) : 0.0;
+            s[k] = i < n ? nn_ld<DT>(saved, i) : 0.0;
+        }
+#pragma unroll
+        for (int k = 0; k < NN_ILP; k++) {
+            const int64_t i = i0 + (int64_t)k * blockDim.x;
+            if (i < n) nn_st<DT>(dinp, i, act_bwd<DT, OP>(g[k], s[k], alpha));
+        }
+    }
 }
 
 template <int DT> static int launch_fwd(void *out, const void *inp, int64_t n, int op, double alpha, gm_cuda_ctx *ctx) {
-    const unsigned grid = gm_cu_blocks(n, ctx);
+    const unsigned grid = nn_ilp_blocks(n, ctx);
 #define ACT_FWD_CASE(OP)                                                                                     \
     case OP: {                                                                                               \
         auto *k = &act_fwd_kernel<DT, OP>;                                                                   \
@@ -71,7 +97,7 @@ template <int DT> static int launch_fwd(void *out, const void *inp, int64_t n, i
 template <int DT>
 static int launch_bwd(void *dinp, const void *dout, const void *saved, int64_t n, int op, double alpha,
                       gm_cuda_ctx *ctx) {
-    const unsigned grid = gm_cu_blocks(n, ctx);
+    const unsigned grid = nn_ilp_blocks(n, ctx);
 #define ACT_BWD_CASE(OP)                                                                                     \
     case OP: {                                                                                               \
         auto *k = &act_bwd_kernel<DT, OP>;                                                                   \

@@ -18,7 +18,21 @@ __global__ void dropout_mask_kernel(uint8_t *mask, int64_t n, int64_t nblocks, d
 
 /* float32, elementwise: as the CPU's hot path, the product in float and a dropped element +0 (even for inf). */
 __global__ void dropout_apply_f32_kernel(float *out, const float *inp, const uint8_t *mask, int64_t n, float s) {
-    GM_CU_GRID_STRIDE(i, n) out[i] = mask[i] ? inp[i] * s : 0.0f;
+    NN_ILP_STEPS(i0, n) {
+        float v[NN_ILP];
+        uint8_t m[NN_ILP];
+#pragma unroll
+        for (int k = 0; k < NN_ILP; k++) {
+            const int64_t i = i0 + (int64_t)k * blockDim.x;
+            v[k] = i < n ? inp[i] : 0.0f;
+            m[k] = i < n ? mask[i] : 0;
+        }
+#pragma unroll
+        for (int k = 0; k < NN_ILP; k++) {
+            const int64_t i = i0 + (int64_t)k * blockDim.x;
+            if (i < n) out[i] = m[k] ? v[k] * s : 0.0f;
+        }
+    }
 }
 
 /* Every other case: the product in double, rounded once (the CPU's generic loops). Element i belongs to mask
@@ -26,9 +40,18 @@ __global__ void dropout_apply_f32_kernel(float *out, const float *inp, const uin
 template <int DT, bool ELEMENTWISE>
 __global__ void dropout_apply_kernel(void *out, const void *inp, const uint8_t *mask, int64_t n, int64_t inner,
                                      double scale) {
-    GM_CU_GRID_STRIDE(i, n) {
-        const uint8_t keep = mask[ELEMENTWISE ? i : i / inner];
-        nn_st<DT>(out, i, keep ? nn_ld<DT>(inp, i) * scale : 0.0);
+    NN_ILP_STEPS(i0, n) {
+        double v[NN_ILP];
+#pragma unroll
+        for (int k = 0; k < NN_ILP; k++) {
+            const int64_t i = i0 + (int64_t)k * blockDim.x;
+            v[k] = i < n && mask[ELEMENTWISE ? i : i / inner] ? nn_ld<DT>(inp, i) * scale : 0.0;
+        }
+#pragma unroll
+        for (int k = 0; k < NN_ILP; k++) {
+            const int64_t i = i0 + (int64_t)k * blockDim.x;
+            if (i < n) nn_st<DT>(out, i, v[k]);
+        }
     }
 }
 
@@ -62,7 +85,7 @@ extern "C" int cuda_dropout_apply_forward(void *out, const void *inp, const uint
     if (!gm_dtype_is_float(dt) || outer < 0 || inner < 0) return GM_ERR_ARG;
     const int64_t n = outer * inner;
     if (n == 0) return GM_OK;
-    const unsigned grid = gm_cu_blocks(n, ctx);
+    const unsigned grid = nn_ilp_blocks(n, ctx);
     if (inner == 1 && dt == GM_F32) {
         GM_LAUNCH(dropout_apply_f32_kernel, grid, GM_CU_THREADS, ctx, (float *)out, (const float *)inp, mask, n,
                   (float)scale);

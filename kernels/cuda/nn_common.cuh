@@ -69,6 +69,19 @@ struct nn_min_i64 {
     __host__ __device__ __forceinline__ int64_t operator()(int64_t a, int64_t b) const { return b < a ? b : a; }
 };
 
+/* Elementwise kernels take NN_ILP elements per thread per step of their grid-stride loop, loading all of them
+ * before storing any: a GPU needs several loads in flight per thread to reach its memory bandwidth, and a plain
+ * loop (a store between two loads through possibly aliasing pointers) keeps one. A step covers NN_ILP *
+ * blockDim consecutive elements, thread t taking t, t + blockDim, ...: every access stays coalesced. */
+#define NN_ILP 4
+#define NN_ILP_STEPS(i0, n)                                                                                  \
+    for (int64_t i0 = (int64_t)blockIdx.x * blockDim.x * NN_ILP + threadIdx.x; i0 < (n);                     \
+         i0 += (int64_t)gridDim.x * blockDim.x * NN_ILP)
+/* Blocks for an NN_ILP loop over n elements. */
+static inline unsigned nn_ilp_blocks(int64_t n, const gm_cuda_ctx *ctx) {
+    return gm_cu_blocks((n + NN_ILP - 1) / NN_ILP, ctx);
+}
+
 /* Instantiate CALL(DT) for a float dtype; GM_ERR_ARG otherwise (the CPU kernels' check). */
 #define NN_CU_DISPATCH(dt, CALL) GM_CU_SWITCH_FLOAT(dt, CALL)
 
