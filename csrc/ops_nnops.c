@@ -381,8 +381,8 @@ static PyObject *py_dropout_backward(PyObject *self, PyObject *args) {
 #ifdef GM_WITH_CUDA
         gm_cuda_ctx *ctx = gm_cuda_ctx_for(g->device);
         if (!ctx || gm_cuda_kernel_status(name, cuda_dropout_apply_forward(data(dx), data(gc), (const uint8_t *)data(mc),
-                                                                           gm_numel(m), inner, keep_scale(p), g->dtype,
-                                                                           ctx), ctx) < 0)
+                                                                           gm_numel(m), inner, keep_scale(p),
+                                                                           g->dtype, ctx), ctx) < 0)
             Py_CLEAR(dx);
 #endif
     } else if (dx && on_cpu(g)) {
@@ -638,8 +638,8 @@ static PyObject *py_softmax(PyObject *self, PyObject *args, PyObject *kwargs) {
     if (out && on_cuda(x)) {
 #ifdef GM_WITH_CUDA
         gm_cuda_ctx *ctx = gm_cuda_ctx_for(x->device);
-        if (!ctx || gm_cuda_kernel_status(name, cuda_softmax_forward(data(out), data(xc), outer, D, inner, x->dtype, log,
-                                                                     ctx), ctx) < 0)
+        if (!ctx || gm_cuda_kernel_status(name, cuda_softmax_forward(data(out), data(xc), outer, D, inner, x->dtype,
+                                                                     log, ctx), ctx) < 0)
             Py_CLEAR(out);
 #endif
     } else if (out && on_cpu(x)) {
@@ -1244,8 +1244,8 @@ static PyObject *py_bce_with_logits(PyObject *self, PyObject *args, PyObject *kw
             Py_CLEAR(loss);
             goto done;
         }
-        const int st = cuda_bce_logits_forward(data(loss), data(xc), data(tc), data(wc), wp, data(pwc), pwp, gm_numel(x),
-                                               reduction, x->dtype, data(scratch), ctx);
+        const int st = cuda_bce_logits_forward(data(loss), data(xc), data(tc), data(wc), wp, data(pwc), pwp,
+                                               gm_numel(x), reduction, x->dtype, data(scratch), ctx);
         Py_XDECREF(scratch);
         if (gm_cuda_kernel_status(name, st, ctx) < 0) Py_CLEAR(loss);
 #endif

@@ -253,7 +253,8 @@ def test_dropout_memory_matches_cpu():
 
 
 # ---- batch norm -------------------------------------------------------------------------------------------------
-BN_SHAPES = [(16, 5), (200, 3), (3, 4, 5, 7), (2, 3, 16, 20), (40, 3, 1, 1)]  # channels split over blocks or not; HW = 1, < and >= 256
+# channels split over blocks or not; HW = 1, < 256 and >= 256
+BN_SHAPES = [(16, 5), (200, 3), (3, 4, 5, 7), (2, 3, 16, 20), (40, 3, 1, 1)]
 
 
 def _bn_inputs(shape, dtype, pdtype, seed=0, offset=0.0):

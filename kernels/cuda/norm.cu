@@ -49,7 +49,9 @@ static bn_geom bn_make(int64_t N, int64_t C, int64_t HW, int64_t S) {
     return g;
 }
 
-static unsigned bn_grid(const bn_geom &g) { return (unsigned)gm_cu_min<int64_t>(gm_cu_max<int64_t>(g.C * g.S, 1), GM_CU_MAX_BLOCKS); }
+static unsigned bn_grid(const bn_geom &g) {
+    return (unsigned)gm_cu_min<int64_t>(gm_cu_max<int64_t>(g.C * g.S, 1), GM_CU_MAX_BLOCKS);
+}
 
 /* For each block's (channel c, chunk s), grid-stride over the C*S pairs (the same for every thread of a block). */
 #define BN_BLOCKS(g, c, s, ...)                                                                              \
@@ -213,7 +215,8 @@ __global__ void bn_bwd_apply_kernel(void *dinp, void *dweight, void *dbias, cons
             if (training) {
                 /* dx = w*invstd * (g - mean(g) - (x - mean) * invstd^2 * mean(g * (x - mean))) */
                 const double mg = sg / cnt, proj = sgx * is * is / cnt;
-                CHUNK_FOR(g, c, s, i, nn_st<DT>(dinp, i, k * (nn_ld<DT>(dout, i) - mg - (nn_ld<DT>(inp, i) - mu) * proj)))
+                CHUNK_FOR(g, c, s, i,
+                          nn_st<DT>(dinp, i, k * (nn_ld<DT>(dout, i) - mg - (nn_ld<DT>(inp, i) - mu) * proj)))
             } else {
                 CHUNK_FOR(g, c, s, i, nn_st<DT>(dinp, i, k * nn_ld<DT>(dout, i)))
             }
