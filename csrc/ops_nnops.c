@@ -380,9 +380,10 @@ static PyObject *py_dropout_backward(PyObject *self, PyObject *args) {
     if (dx && on_cuda(g)) {
 #ifdef GM_WITH_CUDA
         gm_cuda_ctx *ctx = gm_cuda_ctx_for(g->device);
-        if (!ctx || gm_cuda_kernel_status(name, cuda_dropout_apply_forward(data(dx), data(gc), (const uint8_t *)data(mc),
-                                                                           gm_numel(m), inner, keep_scale(p),
-                                                                           g->dtype, ctx), ctx) < 0)
+        const uint8_t *mdata = (const uint8_t *)data(mc);
+        if (!ctx || gm_cuda_kernel_status(name, cuda_dropout_apply_forward(data(dx), data(gc), mdata, gm_numel(m),
+                                                                           inner, keep_scale(p), g->dtype, ctx),
+                                          ctx) < 0)
             Py_CLEAR(dx);
 #endif
     } else if (dx && on_cpu(g)) {
