@@ -8,10 +8,10 @@
  * kernels/cuda/{activation,dropout,norm,softmax,loss}.cu run on the device's stream. One difference in memory:
  * a reduction across many blocks on cuda takes a small workspace for the blocks' partial sums, freed before the
  * op returns: batch norm's per-channel sums (training, and backward with weight/bias gradients: 16 bytes per
- * block, a few KiB), and the losses that reduce the whole input (the class losses always: their weight sum is
- * returned to Python; mse/l1/bce with reduction mean/sum: CUDA_LOSS_SCRATCH_BYTES, ~12 KiB). The CPU kernels
- * sum within one thread and need none. The class losses also wait for the stream once per call, to read that
- * weight sum and the first out-of-range target back.
+ * block, a few KiB), and the losses that reduce the whole input (the class losses always, forward and backward:
+ * the forward returns its weight sum to Python and both check the targets; mse/l1/bce with reduction mean/sum:
+ * CUDA_LOSS_SCRATCH_BYTES, ~12 KiB). The CPU kernels sum within one thread and need none. The class losses also
+ * wait for the stream once per call, to read that weight sum and the first out-of-range target back.
  *
  * Interface (python/gpumemnet/nn/_functional_nn.py is the only caller):
  *   activation(op, x, alpha=0.0, out=None) -> out        ops: RELU=0 LEAKY_RELU=1 SIGMOID=2 TANH=3 GELU=4
