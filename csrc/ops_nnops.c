@@ -4,7 +4,14 @@
  * allocates its outputs with gm_empty (current category) and any scratch as workspace (freed before returning),
  * then runs the CPU kernel (kernels/cpu/{activation,dropout,norm,softmax,loss}.c). On meta everything but the
  * kernel happens, including contiguous copies and the generator's advance for dropout, so memory estimates and
- * the RNG state after a rehearsal match the real run. There are no CUDA kernels for this family yet.
+ * the RNG state after a rehearsal match the real run. On cuda the same outputs are allocated and the kernels of
+ * kernels/cuda/{activation,dropout,norm,softmax,loss}.cu run on the device's stream. One difference in memory:
+ * a reduction across many blocks on cuda takes a small workspace for the blocks' partial sums, freed before the
+ * op returns: batch norm's per-channel sums (training, and backward with weight/bias gradients: 16 bytes per
+ * block, a few KiB), and the losses that reduce the whole input (the class losses always, forward and backward:
+ * the forward returns its weight sum to Python and both check the targets; mse/l1/bce with reduction mean/sum:
+ * CUDA_LOSS_SCRATCH_BYTES, ~12 KiB). The CPU kernels sum within one thread and need none. The class losses also
+ * wait for the stream once per call, to read that weight sum and the first out-of-range target back.
  *
  * Interface (python/gpumemnet/nn/_functional_nn.py is the only caller):
  *   activation(op, x, alpha=0.0, out=None) -> out        ops: RELU=0 LEAKY_RELU=1 SIGMOID=2 TANH=3 GELU=4
@@ -36,6 +43,14 @@
 #include "cpu/philox.h"
 #include "cpu/softmax.h"
 
+#ifdef GM_WITH_CUDA
+#include "../kernels/cuda/activation.h"
+#include "../kernels/cuda/dropout.h"
+#include "../kernels/cuda/loss.h"
+#include "../kernels/cuda/norm.h"
+#include "../kernels/cuda/softmax.h"
+#endif
+
 /* ---- shared helpers ----------------------------------------------------------------------------------------- */
 
 
@@ -53,15 +68,11 @@ static int check_float(const char *op, const char *argname, GMTensor *t) {
     return -1;
 }
 
-/* The first tensor decides the device: every other must match it, and CUDA has no kernels here yet. */
+/* The first tensor decides the device: every other must match it. */
 static int check_devices(const char *op, GMTensor *first, GMTensor *const *others, int n) {
     for (int i = 0; i < n; i++)
         if (others[i] && gm_check_same_device(op, first, others[i]) < 0) return -1;
-    if (first->device.type != GM_DEV_CUDA) return 0;
-    char d[16];
-    PyErr_Format(PyExc_RuntimeError, "%s: no CUDA kernel for this op yet (tensor on %s)", op,
-                 gm_device_str(first->device, d));
-    return -1;
+    return 0;
 }
 
 static int same_shape(const char *op, const char *an, GMTensor *a, const char *bn, GMTensor *b) {
@@ -87,6 +98,7 @@ static int reduction_arg(const char *op, int reduction) {
 }
 
 static inline int on_cpu(const GMTensor *t) { return t->device.type == GM_DEV_CPU; }
+static inline int on_cuda(const GMTensor *t) { return t->device.type == GM_DEV_CUDA; }
 static inline void *data(GMTensor *t) { return t ? (void *)gm_tensor_data(t) : NULL; }
 
 /* Statistics saved per channel/position: float64 for float64 data, float32 otherwise (as PyTorch keeps them). */
@@ -171,7 +183,15 @@ static PyObject *py_activation(PyObject *self, PyObject *args, PyObject *kwargs)
     /* in place: the kernel runs on x's data when x is contiguous, else on the copy, which goes back into x */
     out = inplace ? (GMTensor *)Py_NewRef(xc) : gm_empty(x->ndim, x->shape, x->dtype, x->device);
     if (!out) goto fail;
-    if (on_cpu(x)) {
+    if (on_cuda(x)) {
+#ifdef GM_WITH_CUDA
+        gm_cuda_ctx *ctx = gm_cuda_ctx_for(x->device);
+        if (!ctx || gm_cuda_kernel_status(name, cuda_activation_forward(data(out), data(xc), gm_numel(x), x->dtype, op,
+                                                                        alpha, ctx), ctx) < 0)
+            goto fail;
+        if (inplace && xc != x && gm_copy_into(x, xc) < 0) goto fail;
+#endif
+    } else if (on_cpu(x)) {
         int st;
         Py_BEGIN_ALLOW_THREADS
         st = activation_forward(data(out), data(xc), gm_numel(x), x->dtype, op, alpha, gm_num_threads);
@@ -208,7 +228,14 @@ static PyObject *py_activation_backward(PyObject *self, PyObject *args, PyObject
     GMTensor *gc = contig(g), *sc = contig(s), *dx = NULL;
     if (!gc || !sc) goto done;
     dx = gm_empty(g->ndim, g->shape, g->dtype, g->device);
-    if (dx && on_cpu(g)) {
+    if (dx && on_cuda(g)) {
+#ifdef GM_WITH_CUDA
+        gm_cuda_ctx *ctx = gm_cuda_ctx_for(g->device);
+        if (!ctx || gm_cuda_kernel_status(name, cuda_activation_backward(data(dx), data(gc), data(sc), gm_numel(g),
+                                                                         g->dtype, op, alpha, ctx), ctx) < 0)
+            Py_CLEAR(dx);
+#endif
+    } else if (dx && on_cpu(g)) {
         int st;
         Py_BEGIN_ALLOW_THREADS
         st = activation_backward(data(dx), data(gc), data(sc), gm_numel(g), g->dtype, op, alpha, gm_num_threads);
@@ -278,7 +305,19 @@ static PyObject *py_dropout(PyObject *self, PyObject *args, PyObject *kwargs) {
     /* p = 1 draws nothing (every element is dropped whatever the draw), as in PyTorch */
     uint64_t seed = 0, offset = 0;
     if (p < 1.0 && rng_take(gm_philox_blocks(GM_F32, outer), &seed, &offset) < 0) goto fail;
-    if (on_cpu(x)) {
+    if (on_cuda(x)) {
+#ifdef GM_WITH_CUDA
+        /* p = 1: the mask kernel keeps nothing (u < 0 never holds) whatever (seed, offset) */
+        gm_cuda_ctx *ctx = gm_cuda_ctx_for(x->device);
+        if (!ctx || gm_cuda_kernel_status(name, cuda_dropout_mask_forward((uint8_t *)data(mask), outer, p, seed, offset,
+                                                                          ctx), ctx) < 0 ||
+            gm_cuda_kernel_status(name, cuda_dropout_apply_forward(data(out), data(xc), (const uint8_t *)data(mask),
+                                                                   outer, inner, keep_scale(p), x->dtype, ctx),
+                                  ctx) < 0)
+            goto fail;
+        if (inplace && xc != x && gm_copy_into(x, xc) < 0) goto fail;
+#endif
+    } else if (on_cpu(x)) {
         int st;
         Py_BEGIN_ALLOW_THREADS
         if (p < 1.0) {
@@ -338,7 +377,16 @@ static PyObject *py_dropout_backward(PyObject *self, PyObject *args) {
     GMTensor *gc = contig(g), *mc = contig(m), *dx = NULL;
     if (!gc || !mc) goto done;
     dx = gm_empty(g->ndim, g->shape, g->dtype, g->device);
-    if (dx && on_cpu(g)) {
+    if (dx && on_cuda(g)) {
+#ifdef GM_WITH_CUDA
+        gm_cuda_ctx *ctx = gm_cuda_ctx_for(g->device);
+        const uint8_t *mdata = (const uint8_t *)data(mc);
+        if (!ctx || gm_cuda_kernel_status(name, cuda_dropout_apply_forward(data(dx), data(gc), mdata, gm_numel(m),
+                                                                           inner, keep_scale(p), g->dtype, ctx),
+                                          ctx) < 0)
+            Py_CLEAR(dx);
+#endif
+    } else if (dx && on_cpu(g)) {
         int st;
         Py_BEGIN_ALLOW_THREADS
         st = dropout_apply_forward(data(dx), data(gc), (const uint8_t *)data(mc), gm_numel(m), inner, keep_scale(p),
@@ -384,6 +432,18 @@ static int nc_geometry(const char *op, GMTensor *x, int64_t *N, int64_t *C, int6
     for (int d = 2; d < x->ndim; d++) *HW *= x->shape[d];
     return 0;
 }
+
+#ifdef GM_WITH_CUDA
+/* The CUDA kernels' per-channel partial sums (kernels/cuda/norm.h): a few KiB of workspace, freed right after
+ * the call. The CPU kernel needs none (one thread walks a whole channel); a GPU splits channels over blocks. */
+static int bn_cuda_workspace(gm_device dev, int64_t N, int64_t C, int64_t HW, int reduce, const gm_cuda_ctx *ctx,
+                             GMTensor **ws) {
+    const size_t bytes = cuda_batchnorm_workspace_bytes(N, C, HW, reduce, ctx);
+    const int64_t n = (int64_t)(bytes / sizeof(double));
+    *ws = bytes ? gm_empty_workspace(1, &n, GM_F64, dev) : NULL;
+    return bytes && !*ws ? -1 : 0;
+}
+#endif
 
 static PyObject *py_batch_norm(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *kwlist[] = {"x", "running_mean", "running_var", "weight", "bias", "training", "momentum", "eps",
@@ -432,7 +492,20 @@ static PyObject *py_batch_norm(PyObject *self, PyObject *args, PyObject *kwargs)
     if (!(out = gm_empty(x->ndim, x->shape, x->dtype, x->device)) || !(mean = gm_empty(1, cshape, sdt, x->device)) ||
         !(invstd = gm_empty(1, cshape, sdt, x->device)))
         goto done;
-    if (on_cpu(x)) {
+    if (on_cuda(x)) {
+#ifdef GM_WITH_CUDA
+        gm_cuda_ctx *ctx = gm_cuda_ctx_for(x->device);
+        GMTensor *ws = NULL;
+        if (!ctx || bn_cuda_workspace(x->device, N, C, HW, training, ctx, &ws) < 0) goto done;
+        const int st = cuda_batchnorm_forward(data(out), data(mean), data(invstd), data(rmc), data(rvc), data(xc),
+                                              data(wc), data(bc), N, C, HW, x->dtype, wdt, rdt, sdt, training,
+                                              momentum, eps, data(ws), ctx);
+        Py_XDECREF(ws);
+        if (gm_cuda_kernel_status(name, st, ctx) < 0) goto done;
+        if (training && rm && ((rmc != rm && gm_copy_into(rm, rmc) < 0) || (rvc != rv && gm_copy_into(rv, rvc) < 0)))
+            goto done;
+#endif
+    } else if (on_cpu(x)) {
         int st;
         Py_BEGIN_ALLOW_THREADS
         st = batchnorm_forward(data(out), data(mean), data(invstd), data(rmc), data(rvc), data(xc), data(wc),
@@ -502,7 +575,17 @@ static PyObject *py_batch_norm_backward(PyObject *self, PyObject *args, PyObject
     if ((need_x && !(dx = gm_empty(g->ndim, g->shape, g->dtype, g->device))) ||
         (need_w && !(dw = gm_empty(1, cshape, wdt, g->device))) || (need_b && !(db = gm_empty(1, cshape, wdt, g->device))))
         goto done;
-    if (on_cpu(g)) {
+    if (on_cuda(g)) {
+#ifdef GM_WITH_CUDA
+        gm_cuda_ctx *ctx = gm_cuda_ctx_for(g->device);
+        GMTensor *ws = NULL;
+        if (!ctx || bn_cuda_workspace(g->device, N, C, HW, training || need_w || need_b, ctx, &ws) < 0) goto done;
+        const int st = cuda_batchnorm_backward(data(dx), data(dw), data(db), data(gc), data(xc), data(wc), data(mc),
+                                               data(ic), N, C, HW, g->dtype, wdt, m->dtype, training, data(ws), ctx);
+        Py_XDECREF(ws);
+        if (gm_cuda_kernel_status(name, st, ctx) < 0) goto done;
+#endif
+    } else if (on_cpu(g)) {
         int st;
         Py_BEGIN_ALLOW_THREADS
         st = batchnorm_backward(data(dx), data(dw), data(db), data(gc), data(xc), data(wc), data(mc), data(ic), N, C,
@@ -553,7 +636,14 @@ static PyObject *py_softmax(PyObject *self, PyObject *args, PyObject *kwargs) {
     GMTensor *xc = contig(x), *out = NULL;
     if (!xc) return NULL;
     out = gm_empty(x->ndim, x->shape, x->dtype, x->device);
-    if (out && on_cpu(x)) {
+    if (out && on_cuda(x)) {
+#ifdef GM_WITH_CUDA
+        gm_cuda_ctx *ctx = gm_cuda_ctx_for(x->device);
+        if (!ctx || gm_cuda_kernel_status(name, cuda_softmax_forward(data(out), data(xc), outer, D, inner, x->dtype,
+                                                                     log, ctx), ctx) < 0)
+            Py_CLEAR(out);
+#endif
+    } else if (out && on_cpu(x)) {
         int st;
         Py_BEGIN_ALLOW_THREADS
         st = softmax_forward(data(out), data(xc), outer, D, inner, x->dtype, log, gm_num_threads);
@@ -581,7 +671,14 @@ static PyObject *py_softmax_backward(PyObject *self, PyObject *args, PyObject *k
     GMTensor *gc = contig(g), *yc = contig(y), *dx = NULL;
     if (!gc || !yc) goto done;
     dx = gm_empty(g->ndim, g->shape, g->dtype, g->device);
-    if (dx && on_cpu(g)) {
+    if (dx && on_cuda(g)) {
+#ifdef GM_WITH_CUDA
+        gm_cuda_ctx *ctx = gm_cuda_ctx_for(g->device);
+        if (!ctx || gm_cuda_kernel_status(name, cuda_softmax_backward(data(dx), data(gc), data(yc), outer, D, inner,
+                                                                      g->dtype, log, ctx), ctx) < 0)
+            Py_CLEAR(dx);
+#endif
+    } else if (dx && on_cpu(g)) {
         int st;
         Py_BEGIN_ALLOW_THREADS
         st = softmax_backward(data(dx), data(gc), data(yc), outer, D, inner, g->dtype, log, gm_num_threads);
@@ -663,16 +760,44 @@ static GMTensor *class_weight(const char *op, PyObject *wo, GMTensor *like, int6
     return wd;
 }
 
-/* IndexError naming the first class index outside [0, C) that is not ignore_index (cpu: meta has no data). */
+/* IndexError for the target `value` at flat position `pos` (the same text on every device). */
+static int bad_target_error(const char *op, int64_t pos, int64_t value, int64_t C, int64_t ignore_index) {
+    PyErr_Format(PyExc_IndexError, "%s: target %lld is out of bounds for %lld classes (expected a class index in "
+                 "[0, %lld) or ignore_index=%lld; at flat position %lld of the target)", op, (long long)value,
+                 (long long)C, (long long)C, (long long)ignore_index, (long long)pos);
+    return -1;
+}
+
+/* IndexError naming the first class index outside [0, C) that is not ignore_index (cpu: meta has no data; cuda
+ * checks when its kernels run, see cuda_check_targets and the class-loss forwards). */
 static int check_targets(const char *op, GMTensor *t, int64_t C, int64_t ignore_index) {
     if (!on_cpu(t)) return 0;
     const int64_t *p = (const int64_t *)data(t), bad = loss_first_bad_target(p, gm_numel(t), C, ignore_index);
-    if (bad < 0) return 0;
-    PyErr_Format(PyExc_IndexError, "%s: target %lld is out of bounds for %lld classes (expected a class index in "
-                 "[0, %lld) or ignore_index=%lld; at flat position %lld of the target)", op, (long long)p[bad],
-                 (long long)C, (long long)C, (long long)ignore_index, (long long)bad);
-    return -1;
+    return bad < 0 ? 0 : bad_target_error(op, bad, p[bad], C, ignore_index);
 }
+
+#ifdef GM_WITH_CUDA
+/* Device scratch of the CUDA loss kernels (kernels/cuda/loss.h): workspace, freed by the caller right after the
+ * call (the allocator is stream-ordered). The CPU kernels need none: see the note at the top of this file. */
+static GMTensor *cuda_loss_scratch(gm_device dev) {
+    const int64_t n = (CUDA_LOSS_SCRATCH_BYTES + 7) / 8;
+    return gm_empty_workspace(1, &n, GM_F64, dev);
+}
+
+/* check_targets on cuda: a device search and one read-back (the stream drains). */
+static int cuda_check_targets(const char *op, GMTensor *t, int64_t C, int64_t ignore_index, gm_cuda_ctx *ctx) {
+    GMTensor *scratch = cuda_loss_scratch(t->device);
+    if (!scratch) return -1;
+    int64_t bad[2];
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+    st = cuda_loss_first_bad_target(bad, (const int64_t *)data(t), gm_numel(t), C, ignore_index, data(scratch), ctx);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(scratch);
+    if (gm_cuda_kernel_status(op, st, ctx) < 0) return -1;
+    return bad[0] < 0 ? 0 : bad_target_error(op, bad[0], bad[1], C, ignore_index);
+}
+#endif
 
 /* Output of a loss: the per-element shape for NONE, 0-d otherwise. */
 static GMTensor *loss_out(int reduction, GMTensor *per_element, gm_dtype dt) {
@@ -729,7 +854,24 @@ static PyObject *py_cross_entropy(PyObject *self, PyObject *args, PyObject *kwar
     if (!xc || !tc || !(loss = loss_out(reduction, t, x->dtype)) ||
         !(lse = gm_empty(t->ndim, t->shape, stats_dtype(x->dtype), x->device)))
         goto done;
-    if (on_cpu(x)) {
+    if (on_cuda(x)) {
+#ifdef GM_WITH_CUDA
+        gm_cuda_ctx *ctx = gm_cuda_ctx_for(x->device);
+        GMTensor *scratch = ctx ? cuda_loss_scratch(x->device) : NULL;
+        if (!scratch) goto done;
+        int64_t bad[2];
+        int st;
+        Py_BEGIN_ALLOW_THREADS
+        st = cuda_cross_entropy_forward(data(loss), data(lse), &wsum, data(xc), (const int64_t *)data(tc),
+                                        (const double *)data(wd), N, C, inner, ignore_index, reduction, eps, x->dtype,
+                                        lse->dtype, data(scratch), bad, ctx);
+        Py_END_ALLOW_THREADS
+        Py_DECREF(scratch);
+        if (gm_cuda_kernel_status(name, st, ctx) < 0 ||
+            (bad[0] >= 0 && bad_target_error(name, bad[0], bad[1], C, ignore_index) < 0))
+            goto done;
+#endif
+    } else if (on_cpu(x)) {
         int st;
         Py_BEGIN_ALLOW_THREADS
         st = cross_entropy_forward(data(loss), data(lse), &wsum, data(xc), (const int64_t *)data(tc),
@@ -780,7 +922,17 @@ static PyObject *py_cross_entropy_backward(PyObject *self, PyObject *args, PyObj
     if (!ok) return NULL;
     GMTensor *gc = contig(g), *xc = contig(x), *tc = contig(t), *lc = contig(l), *dx = NULL;
     if (!gc || !xc || !tc || !lc || !(dx = gm_empty(x->ndim, x->shape, x->dtype, x->device))) goto done;
-    if (on_cpu(x)) {
+    if (on_cuda(x)) {
+#ifdef GM_WITH_CUDA
+        gm_cuda_ctx *ctx = gm_cuda_ctx_for(x->device);
+        if (!ctx || cuda_check_targets(name, tc, C, ignore_index, ctx) < 0 ||
+            gm_cuda_kernel_status(name, cuda_cross_entropy_backward(data(dx), data(gc), data(xc),
+                                                                    (const int64_t *)data(tc), (const double *)data(wd),
+                                                                    data(lc), N, C, inner, ignore_index, reduction, eps,
+                                                                    wsum, x->dtype, l->dtype, ctx), ctx) < 0)
+            Py_CLEAR(dx);
+#endif
+    } else if (on_cpu(x)) {
         int st;
         Py_BEGIN_ALLOW_THREADS
         st = cross_entropy_backward(data(dx), data(gc), data(xc), (const int64_t *)data(tc), (const double *)data(wd),
@@ -820,7 +972,23 @@ static PyObject *py_nll_loss(PyObject *self, PyObject *args, PyObject *kwargs) {
     PyObject *res = NULL;
     double wsum = 0.0;
     if (!xc || !tc || !(loss = loss_out(reduction, t, x->dtype))) goto done;
-    if (on_cpu(x)) {
+    if (on_cuda(x)) {
+#ifdef GM_WITH_CUDA
+        gm_cuda_ctx *ctx = gm_cuda_ctx_for(x->device);
+        GMTensor *scratch = ctx ? cuda_loss_scratch(x->device) : NULL;
+        if (!scratch) goto done;
+        int64_t bad[2];
+        int st;
+        Py_BEGIN_ALLOW_THREADS
+        st = cuda_nll_loss_forward(data(loss), &wsum, data(xc), (const int64_t *)data(tc), (const double *)data(wd), N,
+                                   C, inner, ignore_index, reduction, x->dtype, data(scratch), bad, ctx);
+        Py_END_ALLOW_THREADS
+        Py_DECREF(scratch);
+        if (gm_cuda_kernel_status(name, st, ctx) < 0 ||
+            (bad[0] >= 0 && bad_target_error(name, bad[0], bad[1], C, ignore_index) < 0))
+            goto done;
+#endif
+    } else if (on_cpu(x)) {
         int st;
         Py_BEGIN_ALLOW_THREADS
         st = nll_loss_forward(data(loss), &wsum, data(xc), (const int64_t *)data(tc), (const double *)data(wd), N, C,
@@ -864,7 +1032,16 @@ static PyObject *py_nll_loss_backward(PyObject *self, PyObject *args, PyObject *
     if (!ok) return NULL;
     GMTensor *gc = contig(g), *tc = contig(t), *dx = NULL;
     if (!gc || !tc || !(dx = gm_empty(ndim, shape, dt, g->device))) goto done;
-    if (on_cpu(g)) {
+    if (on_cuda(g)) {
+#ifdef GM_WITH_CUDA
+        gm_cuda_ctx *ctx = gm_cuda_ctx_for(g->device);
+        if (!ctx || cuda_check_targets(name, tc, C, ignore_index, ctx) < 0 ||
+            gm_cuda_kernel_status(name, cuda_nll_loss_backward(data(dx), data(gc), (const int64_t *)data(tc),
+                                                               (const double *)data(wd), N, C, inner, ignore_index,
+                                                               reduction, wsum, dt, ctx), ctx) < 0)
+            Py_CLEAR(dx);
+#endif
+    } else if (on_cpu(g)) {
         int st;
         Py_BEGIN_ALLOW_THREADS
         st = nll_loss_backward(data(dx), data(gc), (const int64_t *)data(tc), (const double *)data(wd), N, C, inner,
@@ -915,7 +1092,20 @@ static PyObject *py_pointwise_loss(PyObject *self, PyObject *args, PyObject *kwa
     if (!t || reduction_arg(name, reduction) < 0 || check_pair(name, x, t) < 0) return NULL;
     GMTensor *xc = contig(x), *tc = contig(t), *loss = NULL;
     if (!xc || !tc || !(loss = loss_out(reduction, x, x->dtype))) goto done;
-    if (on_cpu(x)) {
+    if (on_cuda(x)) {
+#ifdef GM_WITH_CUDA
+        gm_cuda_ctx *ctx = gm_cuda_ctx_for(x->device);
+        GMTensor *scratch = NULL;
+        if (!ctx || (reduction != LOSS_NONE && !(scratch = cuda_loss_scratch(x->device)))) {
+            Py_CLEAR(loss);
+            goto done;
+        }
+        const int st = cuda_pointwise_loss_forward(data(loss), data(xc), data(tc), gm_numel(x), op, reduction, x->dtype,
+                                                   data(scratch), ctx);
+        Py_XDECREF(scratch);
+        if (gm_cuda_kernel_status(name, st, ctx) < 0) Py_CLEAR(loss);
+#endif
+    } else if (on_cpu(x)) {
         int st;
         Py_BEGIN_ALLOW_THREADS
         st = pointwise_loss_forward(data(loss), data(xc), data(tc), gm_numel(x), op, reduction, x->dtype,
@@ -948,7 +1138,15 @@ static PyObject *py_pointwise_loss_backward(PyObject *self, PyObject *args, PyOb
     if (!gc || !xc || !tc || (need_x && !(dx = gm_empty(x->ndim, x->shape, x->dtype, x->device))) ||
         (need_t && !(dtg = gm_empty(x->ndim, x->shape, x->dtype, x->device))))
         goto done;
-    if (on_cpu(x)) {
+    if (on_cuda(x)) {
+#ifdef GM_WITH_CUDA
+        gm_cuda_ctx *ctx = gm_cuda_ctx_for(x->device);
+        if (!ctx || gm_cuda_kernel_status(name, cuda_pointwise_loss_backward(data(dx), data(dtg), data(gc), data(xc),
+                                                                             data(tc), gm_numel(x), op, reduction,
+                                                                             x->dtype, ctx), ctx) < 0)
+            goto done;
+#endif
+    } else if (on_cpu(x)) {
         int st;
         Py_BEGIN_ALLOW_THREADS
         st = pointwise_loss_backward(data(dx), data(dtg), data(gc), data(xc), data(tc), gm_numel(x), op, reduction,
@@ -1039,7 +1237,20 @@ static PyObject *py_bce_with_logits(PyObject *self, PyObject *args, PyObject *kw
     if (!t || bce_args(name, x, t, wo, pwo, reduction, &wc, &wp, &pwc, &pwp) < 0) return NULL;
     GMTensor *xc = contig(x), *tc = contig(t), *loss = NULL;
     if (!xc || !tc || !(loss = loss_out(reduction, x, x->dtype))) goto done;
-    if (on_cpu(x)) {
+    if (on_cuda(x)) {
+#ifdef GM_WITH_CUDA
+        gm_cuda_ctx *ctx = gm_cuda_ctx_for(x->device);
+        GMTensor *scratch = NULL;
+        if (!ctx || (reduction != LOSS_NONE && !(scratch = cuda_loss_scratch(x->device)))) {
+            Py_CLEAR(loss);
+            goto done;
+        }
+        const int st = cuda_bce_logits_forward(data(loss), data(xc), data(tc), data(wc), wp, data(pwc), pwp,
+                                               gm_numel(x), reduction, x->dtype, data(scratch), ctx);
+        Py_XDECREF(scratch);
+        if (gm_cuda_kernel_status(name, st, ctx) < 0) Py_CLEAR(loss);
+#endif
+    } else if (on_cpu(x)) {
         int st;
         Py_BEGIN_ALLOW_THREADS
         st = bce_logits_forward(data(loss), data(xc), data(tc), data(wc), wp, data(pwc), pwp, gm_numel(x), reduction,
@@ -1075,7 +1286,16 @@ static PyObject *py_bce_with_logits_backward(PyObject *self, PyObject *args, PyO
     if (!gc || !xc || !tc || (need_x && !(dx = gm_empty(x->ndim, x->shape, x->dtype, x->device))) ||
         (need_t && !(dtg = gm_empty(x->ndim, x->shape, x->dtype, x->device))))
         goto done;
-    if (on_cpu(x)) {
+    if (on_cuda(x)) {
+#ifdef GM_WITH_CUDA
+        gm_cuda_ctx *ctx = gm_cuda_ctx_for(x->device);
+        if (!ctx || gm_cuda_kernel_status(name, cuda_bce_logits_backward(data(dx), data(dtg), data(gc), data(xc),
+                                                                         data(tc), data(wc), wp, data(pwc), pwp,
+                                                                         gm_numel(x), reduction, x->dtype, ctx),
+                                          ctx) < 0)
+            goto done;
+#endif
+    } else if (on_cpu(x)) {
         int st;
         Py_BEGIN_ALLOW_THREADS
         st = bce_logits_backward(data(dx), data(dtg), data(gc), data(xc), data(tc), data(wc), wp, data(pwc), pwp,

@@ -1,0 +1,22 @@
+/* kernels/cuda/activation.h — CUDA entry points of kernels/cpu/activation.h (same arguments and results, with
+ * `int nthreads` replaced by the device context; pointers are device pointers; see kernels/cuda/README.md). */
+#ifndef GM_KERNELS_CUDA_ACTIVATION_H
+#define GM_KERNELS_CUDA_ACTIVATION_H
+
+#include "../common.h"
+#include "cuda_ctx.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+int cuda_activation_forward(void *out, const void *inp, int64_t n, gm_dtype dt, int op, double alpha,
+                            gm_cuda_ctx *ctx);
+int cuda_activation_backward(void *dinp, const void *dout, const void *saved, int64_t n, gm_dtype dt, int op,
+                             double alpha, gm_cuda_ctx *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
