@@ -1220,8 +1220,15 @@ __global__ void __launch_bounds__(256) k(float *__restrict__ p, const float *q, 
     (void)n;
 }
 void launch(float *p, const float *q, unsigned *b) { gm_emu_launch(k, dim3(1), dim3(256), p, q, 256, b); }
+struct table { int n; float v[4]; };
+__global__ void no_pointers(table t, double d) { (void)t; (void)d; }
+__global__ void no_arguments() {}
+void launch2() {
+    gm_emu_launch(no_pointers, dim3(1), dim3(32), table{}, 1.0);
+    gm_emu_launch(no_arguments, dim3(1), dim3(32));
+}
 """)
-    r = subprocess.run([CXX, "-x", "c++", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-c", str(cu), "-o",
+    r = subprocess.run([CXX, "-x", "c++", "-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror", "-c", str(cu), "-o",
                         str(tmp_path / "h.o")] + DEFS, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
 

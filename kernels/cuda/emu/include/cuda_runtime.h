@@ -121,8 +121,8 @@ inline void gm_emu_note_pointers([[maybe_unused]] const Tuple &t, [[maybe_unused
 template <typename... P>
 inline void gm_emu_launch(void (*kernel)(P...), dim3 grid, dim3 block, typename gm_emu_same<P>::type... args) {
     gm_emu_closure<P...> c{kernel, std::tuple<typename std::decay<P>::type...>(args...)};
-    const void *ptrs[sizeof...(P) + 1];
-    int numbers[sizeof...(P) + 1], n = 0;
+    const void *ptrs[sizeof...(P) + 1] = {};
+    int numbers[sizeof...(P) + 1] = {}, n = 0;
     gm_emu_note_pointers(c.args, ptrs, numbers, n, std::index_sequence_for<P...>{});
     gm_emu_run(&grid, &block, &gm_emu_closure<P...>::run, &c, reinterpret_cast<const void *>(kernel), ptrs,
                numbers, n);
