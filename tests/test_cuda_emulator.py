@@ -1243,14 +1243,28 @@ def emulated_sources():
     return out
 
 
+@pytest.fixture(scope="session")
+def kernel_object(tmp_path_factory):
+    """kernel_object(name) -> (object path or None, compiler output), compiled once per session."""
+    d = tmp_path_factory.mktemp("kernels")
+    done = {}
+
+    def _compile(name):
+        if name not in done:
+            obj = str(d / (name + ".o"))
+            r = subprocess.run(compile_cmd(os.path.join(KERNELS, "cuda", name), obj), capture_output=True, text=True)
+            done[name] = (obj if r.returncode == 0 else None, r.stderr)
+        return done[name]
+    return _compile
+
+
 @pytest.mark.parametrize("name", emulated_sources())
-def test_kernel_file_builds_against_the_emulator(tmp_path, name):
-    src = os.path.join(KERNELS, "cuda", name)
-    r = subprocess.run(compile_cmd(src, str(tmp_path / (name + ".o"))), capture_output=True, text=True)
-    assert r.returncode == 0, f"{name} does not compile against the emulator:\n{r.stderr}"
+def test_kernel_file_builds_against_the_emulator(kernel_object, name):
+    obj, out = kernel_object(name)
+    assert obj, f"{name} does not compile against the emulator:\n{out}"
 
 
-def test_no_conflicting_inline_definitions_across_kernel_files(tmp_path):
+def test_no_conflicting_inline_definitions_across_kernel_files(kernel_object):
     """nvcc compiles each .cu's device code on its own, so two files may both define, say, an `inline __device__
     float load(...)` with different bodies. Linked together as C++ for the emulator, that is an ODR violation: the
     linker keeps one of the two and one file silently runs the other's code. Flag same-name inline (weak)
@@ -1260,8 +1274,9 @@ def test_no_conflicting_inline_definitions_across_kernel_files(tmp_path):
         pytest.skip("nm (binutils) not found")
     sizes = {}
     for name in emulated_sources():
-        obj = str(tmp_path / (name + ".o"))
-        compile_one(os.path.join(KERNELS, "cuda", name), obj)
+        obj, _ = kernel_object(name)
+        if not obj:
+            continue  # test_kernel_file_builds_against_the_emulator reports it
         out = subprocess.run([nm, "-S", "--defined-only", obj], capture_output=True, text=True, check=True).stdout
         for line in out.splitlines():
             f = line.split()
