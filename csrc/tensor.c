@@ -719,6 +719,13 @@ static PyObject *tensor_item(GMTensor *self, PyObject *unused) {
                      "number, this one has shape %s", gm_shape_str(self->ndim, self->shape, a));
         return NULL;
     }
+    if (self->device.type == GM_DEV_CUDA) { /* one element to the host (waits for the kernels that write it) */
+        GMTensor *host = gm_to_device(self, (gm_device){GM_DEV_CPU, 0});
+        if (!host) return NULL;
+        PyObject *v = tensor_item(host, NULL);
+        Py_DECREF(host);
+        return v;
+    }
     if (self->device.type != GM_DEV_CPU) {
         PyErr_SetString(PyExc_RuntimeError, "item: a meta tensor has no data (it only has a shape)");
         return NULL;
@@ -829,6 +836,17 @@ static PyObject *py_arange(PyObject *self, PyObject *args) {
         return NULL;
     }
     int64_t n = (int64_t)count;
+    if (dev.type == GM_DEV_CUDA) { /* made on the host and uploaded: arange is never hot */
+        PyObject *a = Py_BuildValue("dddOs", start, end, step, dto, "cpu");
+        int prev = gm_swap_category(GM_CAT_WORKSPACE);
+        GMTensor *host = a ? (GMTensor *)py_arange(self, a) : NULL;
+        gm_swap_category(prev);
+        Py_XDECREF(a);
+        if (!host) return NULL;
+        GMTensor *t = gm_to_device(host, dev);
+        Py_DECREF(host);
+        return (PyObject *)t;
+    }
     GMTensor *t = gm_empty(1, &n, dt, dev);
     if (!t || dev.type != GM_DEV_CPU) return (PyObject *)t;
     char *p = gm_tensor_data(t);
