@@ -613,21 +613,6 @@ fail:
 }
 
 /* ---- copy_ / fill_ -------------------------------------------------------------------------------------------- */
-/* dst <- src across devices (cpu <-> cuda:N, cuda:N <-> cuda:M), src broadcast to dst's shape. gm_copy_across
- * moves same-shape tensors (casting on the way); a broadcast source first travels as it is, into a temporary on
- * dst's device, and is expanded there (moving the few source bytes, not the expanded ones). */
-static int ew_copy_across(const char *op, GMTensor *dst, GMTensor *src) {
-    int same = dst->ndim == src->ndim;
-    for (int d = 0; same && d < dst->ndim; d++) same = dst->shape[d] == src->shape[d];
-    if (same) return gm_copy_across(dst, src);
-    GMTensor *tmp = gm_empty_workspace(src->ndim, src->shape, src->dtype, dst->device);
-    if (!tmp) return -1;
-    int rc = gm_copy_across(tmp, src);
-    if (rc == 0) rc = ew_copy_raw(op, dst, tmp);
-    Py_DECREF(tmp);
-    return rc;
-}
-
 static int copy_into(const char *op, GMTensor *dst, GMTensor *src) {
     const int across = !gm_device_eq(dst->device, src->device) && dst->device.type != GM_DEV_META;
     if (across && src->device.type == GM_DEV_META) {
@@ -659,9 +644,9 @@ static int copy_into(const char *op, GMTensor *dst, GMTensor *src) {
     }
     if (ew_check_writable(op, dst, "the destination") < 0) return -1;
     int rc;
-    if (across) {
-        rc = ew_copy_across(op, dst, src);
-    } else if (dst->device.type != GM_DEV_META && ew_overlaps(dst, src)) {
+    /* across devices: gm_copy_across moves the bytes and broadcasts/casts on dst's device (and bumps the version) */
+    if (across) return gm_copy_across(dst, src);
+    if (dst->device.type != GM_DEV_META && ew_overlaps(dst, src)) {
         /* x[1:].copy_(x[:-1]) must read the old values: go through a temporary */
         GMTensor *tmp = ew_cast_new(op, src, src->dtype);
         if (!tmp) return -1;
