@@ -401,13 +401,24 @@ static void raise_oom(gm_allocator *A, size_t nbytes) {
     size_t spos = 0;
     for (int i = 0; i < nsugg && spos < sizeof sugs; i++)
         spos += snprintf(sugs + spos, sizeof sugs - spos, "\n    - %s", sugg[i]);
+    /* On a GPU the driver's view matters too: other processes (or another framework in this one) hold memory
+     * that our capacity figure does not show. */
+    char driver[128] = "", r[32], df[32];
+    snprintf(driver, sizeof driver, "; reserved %s", fmt_bytes((double)A->reserved.current, r));
+#ifdef GM_WITH_CUDA
+    size_t dfree, dtotal;
+    if (A->dev.type == GM_DEV_CUDA && gm_cuda_mem_info(A->dev.index, &dfree, &dtotal) == 0)
+        snprintf(driver, sizeof driver, "; reserved %s, free on the device %s",
+                 fmt_bytes((double)A->reserved.current, r), fmt_bytes((double)dfree, df));
+#endif
+    (void)df;
     PyObject *msg = PyUnicode_FromFormat(
         "%s on %s: tried to allocate %s (%s%s%s)\n"
-        "  capacity %s, limit %s; in use %s%s%s\n"
+        "  capacity %s, limit %s%s; in use %s%s%s\n"
         "  cached but free %s (largest free block %s)%s%s%s",
         prefix, gm_device_str(A->dev, dev), fmt_bytes((double)nbytes, a), gm_category_names[cur_category],
         cur_scope[0] ? " in " : "", cur_scope, fmt_bytes((double)A->capacity, c),
-        A->limit ? fmt_bytes((double)A->limit, l) : "none", fmt_bytes((double)A->allocated.current, g),
+        A->limit ? fmt_bytes((double)A->limit, l) : "none", driver, fmt_bytes((double)A->allocated.current, g),
         pos ? ": " : "", cats, fmt_bytes((double)cached, f), fmt_bytes((double)largest, u), tops,
         nsugg ? "\n  suggestions:" : "", sugs);
     if (!msg) return;

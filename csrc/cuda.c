@@ -310,6 +310,19 @@ int gm_cuda_kernel_status(const char *op, int status, const gm_cuda_ctx *ctx) {
 }
 #endif
 
+static PyObject *py_cuda_mem_get_info(PyObject *self, PyObject *arg) {
+#ifdef GM_WITH_CUDA
+    int i = gm_cuda_index_arg(arg, "mem_get_info");
+    if (i < 0) return NULL;
+    size_t free_bytes, total;
+    if (gm_cuda_mem_info(i, &free_bytes, &total) < 0) return gm_cuda_raise("mem_get_info"), NULL;
+    return Py_BuildValue("(KK)", (unsigned long long)free_bytes, (unsigned long long)total);
+#else
+    return PyErr_Format(PyExc_RuntimeError, "mem_get_info: no CUDA device %R (gpumemnet was built without CUDA)",
+                        arg);
+#endif
+}
+
 static PyObject *py_set_allow_tf32(PyObject *self, PyObject *arg) {
     int v = PyObject_IsTrue(arg);
     if (v < 0) return NULL;
@@ -465,6 +478,7 @@ PyMethodDef gm_cuda_methods[] = {
     {"_cuda_synchronize", py_cuda_synchronize, METH_O, "Wait for all work queued on CUDA device i."},
     {"_cuda_last_error", py_cuda_last_error, METH_NOARGS,
      "The last failed CUDA/cuBLAS/cuDNN call on this thread (text, file:line, error), or None."},
+    {"_cuda_mem_get_info", py_cuda_mem_get_info, METH_O, "(free, total) bytes of CUDA device i (cudaMemGetInfo)."},
     {"_set_allow_tf32", py_set_allow_tf32, METH_O,
      "Whether CUDA matrix products may use TF32 tensor cores (gm.backends.cuda.matmul.allow_tf32)."},
     {"_build_info", py_build_info, METH_NOARGS,
