@@ -12,7 +12,8 @@ import pytest
 import gpumemnet as gm
 from cuda_util import assert_close, requires_cuda, to_np
 
-pytestmark = requires_cuda
+# NumPy warns about the overflowing casts and NaN comparisons made on purpose here
+pytestmark = [requires_cuda, pytest.mark.filterwarnings("ignore::RuntimeWarning")]
 
 C = gm._C
 F32, F64, F16, BF16, I64, BOOL = range(6)
