@@ -1,8 +1,10 @@
 /* kernels/cuda/emu/emu_launch.cpp — the CUDA emulator's kernel launches: one block at a time, each CUDA thread
  * of the block a cooperative fiber on the launching OS thread.
  *
- * The scheduler. A launch runs the blocks of the grid in order (x fastest, then y, then z). Within a block:
- *  - round one: a fiber starts thread 0 and runs it until it returns or calls __syncthreads(). If it returns,
+ * The scheduler. A launch runs the blocks of the grid one after another, by default in order (x fastest, then
+ * y, then z; GPUMEMNET_EMU_SCHEDULE=reverse or random:SEED permute blocks and threads, see order_threads).
+ * Within a block:
+ *  - round one: a fiber starts the first thread and runs it until it returns or calls __syncthreads(). If it returns,
  *    the same fiber goes straight on with the next thread (a kernel that never synchronises therefore runs its
  *    whole block on one fiber, one thread after another, with no switches at all). If it waits at the barrier,
  *    it stays suspended there and a new fiber takes the next thread. After round one every thread has either
@@ -26,6 +28,7 @@
 
 #include <exception>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include <atomic>
@@ -142,11 +145,12 @@ struct Launch {
     void (*fn)(void *) = nullptr;
     void *closure = nullptr;
     unsigned nthreads = 0, next_thread = 0; /* threads in a block; the next one round one has not started */
+    std::vector<unsigned> order;             /* the block's threads (linear ids) in the order they start */
     unsigned returned = 0;                   /* threads that returned in the current round */
     uint3 first_returned;
     Fiber *current = nullptr;
     Ctx scheduler;
-    std::vector<Fiber *> waiting; /* at the barrier, in arrival order (= thread order) */
+    std::vector<Fiber *> waiting; /* at the barrier, in arrival order */
     std::vector<Fiber *> pool;    /* idle fibers */
     std::vector<Fiber *> all;
     const char *trap = nullptr; /* why the running kernel must stop (a __trap, an exception) */
@@ -180,7 +184,7 @@ void fiber_main() {
         if (L.trap) break;
         if (L.returned++ == 0) L.first_returned = f->tid;
         if (L.next_thread >= L.nthreads) break;
-        f->tid = thread_of(L.next_thread++);
+        f->tid = thread_of(L.order[L.next_thread++]);
         gm_emu_thread_idx = f->tid;
     }
     f->state = DONE;
@@ -275,7 +279,7 @@ bool run_block(char *why, size_t n) {
     L.waiting.clear();
     L.trap = nullptr;
     while (L.next_thread < L.nthreads) { /* round one */
-        if (!start_fiber(L.next_thread++)) {
+        if (!start_fiber(L.order[L.next_thread++])) {
             abandon_waiting();
             snprintf(why, n, "the emulator could not allocate a fiber stack (%zu KiB)", kStackBytes >> 10);
             return false;
@@ -299,7 +303,7 @@ bool run_block(char *why, size_t n) {
             abandon_waiting();
             return false;
         }
-        /* everyone arrived: open the barrier, in thread order */
+        /* everyone arrived: open the barrier, in arrival order (the schedule's order) */
         std::vector<Fiber *> batch;
         batch.swap(L.waiting);
         L.returned = 0;
@@ -311,6 +315,50 @@ bool run_block(char *why, size_t n) {
             }
         }
     }
+}
+
+/* ---- the order of blocks and threads ------------------------------------------------------------------------
+ * A GPU runs blocks and threads in no defined order; kernels must not depend on one. Forward order hides some
+ * such bugs (a missing __syncthreads between a write and another thread's read "works" when the writer happens
+ * to run first), so GPUMEMNET_EMU_SCHEDULE=reverse or random:SEED runs the same tests in other orders. */
+uint64_t splitmix64(uint64_t *state) {
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+uint64_t gcd(uint64_t a, uint64_t b) {
+    while (b) {
+        uint64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* Block k of `total` in launch order -> the linear block index to run: an affine permutation (a*k + c) mod total
+ * with a coprime to total, so a huge grid needs no table. */
+struct BlockOrder {
+    Schedule mode;
+    uint64_t total, a = 1, c = 0;
+    BlockOrder(Schedule m, uint64_t n, uint64_t *rng) : mode(m), total(n) {
+        if (mode != SCHEDULE_RANDOM || n < 2) return;
+        c = splitmix64(rng) % n;
+        do a = splitmix64(rng) % n; while (a == 0 || gcd(a, n) != 1);
+    }
+    uint64_t at(uint64_t k) const {
+        if (mode == SCHEDULE_REVERSE) return total - 1 - k;
+        if (mode == SCHEDULE_RANDOM) return (uint64_t)(((unsigned __int128)a * k + c) % total);
+        return k;
+    }
+};
+
+void order_threads(std::vector<unsigned> &order, unsigned n, Schedule mode, uint64_t *rng) {
+    order.resize(n);
+    for (unsigned i = 0; i < n; i++) order[i] = mode == SCHEDULE_REVERSE ? n - 1 - i : i;
+    if (mode == SCHEDULE_RANDOM)
+        for (unsigned i = n - 1; i > 0; i--) std::swap(order[i], order[splitmix64(rng) % (i + 1)]);
 }
 
 bool bad_config(const dim3 &g, const dim3 &b) {
@@ -351,7 +399,8 @@ void gm_emu_trap(const char *why) {
     ctx_swap(&f->ctx, &L.scheduler);
 }
 
-void gm_emu_run(const dim3 *grid, const dim3 *block, void (*fn)(void *), void *closure, const void *kernel) {
+void gm_emu_run(const dim3 *grid, const dim3 *block, void (*fn)(void *), void *closure, const void *kernel,
+                const void *const *pointer_args, const int *pointer_arg_numbers, int npointers) {
     if (tl_in_launch) {
         fail(cudaErrorNotSupported, "a kernel launched a kernel: dynamic parallelism is not emulated");
         return;
@@ -372,7 +421,19 @@ void gm_emu_run(const dim3 *grid, const dim3 *block, void (*fn)(void *), void *c
              name, g.x, g.y, g.z, b.x, b.y, b.z);
         return;
     }
+    char why[512] = "";
+    if (cudaError_t e = check_kernel_pointers(pointer_args, pointer_arg_numbers, npointers, dev, why, sizeof why)) {
+        char name[256], msg[768];
+        describe_kernel(kernel, name, sizeof name);
+        snprintf(msg, sizeof msg, "%s: %s", name, why);
+        set_sticky(dev, e, msg); /* as the fault the GPU would take: sticky, and nothing runs */
+        return;
+    }
     std::lock_guard<std::mutex> lock(g_launch_mu);
+    const unsigned long long launch = g_launches++;
+    unsigned long long seed;
+    const Schedule mode = schedule(&seed);
+    uint64_t rng = seed ^ (launch * 0xD1B54A32D192ED03ull);
     Launch &L = g_L;
     L.fn = fn;
     L.closure = closure;
@@ -380,22 +441,22 @@ void gm_emu_run(const dim3 *grid, const dim3 *block, void (*fn)(void *), void *c
     gm_emu_grid_dim = g;
     gm_emu_block_dim = b;
     tl_in_launch = true;
-    char why[512] = "";
     bool ok = true;
-    for (unsigned z = 0; ok && z < g.z; z++)
-        for (unsigned y = 0; ok && y < g.y; y++)
-            for (unsigned x = 0; ok && x < g.x; x++) {
-                gm_emu_block_idx = uint3{x, y, z};
-                ok = run_block(why, sizeof why);
-            }
+    const uint64_t nblocks = (uint64_t)g.x * g.y * g.z;
+    const BlockOrder blocks(mode, nblocks, &rng);
+    for (uint64_t k = 0; ok && k < nblocks; k++) {
+        const uint64_t i = blocks.at(k);
+        gm_emu_block_idx = uint3{(unsigned)(i % g.x), (unsigned)(i / g.x % g.y), (unsigned)(i / ((uint64_t)g.x * g.y))};
+        order_threads(L.order, L.nthreads, mode, &rng);
+        ok = run_block(why, sizeof why);
+    }
     tl_in_launch = false;
-    g_launches++;
     if (!ok) {
         char name[256], msg[768];
         describe_kernel(kernel, name, sizeof name);
         const uint3 bi = gm_emu_block_idx;
-        snprintf(msg, sizeof msg, "%s, block (%u,%u,%u) of grid (%u,%u,%u), block (%u,%u,%u): %s", name, bi.x, bi.y,
-                 bi.z, g.x, g.y, g.z, b.x, b.y, b.z, why);
+        snprintf(msg, sizeof msg, "%s, block (%u,%u,%u) of grid (%u,%u,%u) with (%u,%u,%u) threads: %s", name, bi.x,
+                 bi.y, bi.z, g.x, g.y, g.z, b.x, b.y, b.z, why);
         set_sticky(dev, cudaErrorLaunchFailure, msg);
     }
 }

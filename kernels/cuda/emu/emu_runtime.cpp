@@ -47,6 +47,9 @@ struct Config {
     int ndev = 1;
     size_t capacity[kMaxDevices];
     unsigned char poison = 0xCD;
+    Schedule schedule = SCHEDULE_FORWARD;
+    unsigned long long seed = 0;
+    bool check_pointers = true;
     char error[256] = ""; /* a malformed variable: every call fails with cudaErrorInitializationError */
 };
 Config g_cfg;
@@ -101,6 +104,29 @@ void configure() {
         else
             g_cfg.poison = (unsigned char)b;
     }
+    s = getenv("GPUMEMNET_EMU_SCHEDULE");
+    if (s && *s) {
+        char *end = nullptr;
+        if (!strcmp(s, "forward"))
+            g_cfg.schedule = SCHEDULE_FORWARD;
+        else if (!strcmp(s, "reverse"))
+            g_cfg.schedule = SCHEDULE_REVERSE;
+        else if (!strcmp(s, "random"))
+            g_cfg.schedule = SCHEDULE_RANDOM;
+        else if (!strncmp(s, "random:", 7) && isdigit((unsigned char)s[7]) &&
+                 (g_cfg.seed = strtoull(s + 7, &end, 10), !*end))
+            g_cfg.schedule = SCHEDULE_RANDOM;
+        else
+            snprintf(g_cfg.error, sizeof g_cfg.error,
+                     "GPUMEMNET_EMU_SCHEDULE=%.40s: expected forward, reverse, random or random:SEED", s);
+    }
+    s = getenv("GPUMEMNET_EMU_CHECK_POINTERS");
+    if (s && *s) {
+        if (!strcmp(s, "0") || !strcmp(s, "1"))
+            g_cfg.check_pointers = s[0] == '1';
+        else
+            snprintf(g_cfg.error, sizeof g_cfg.error, "GPUMEMNET_EMU_CHECK_POINTERS=%.40s: expected 0 or 1", s);
+    }
 }
 
 const Config &config() {
@@ -117,6 +143,7 @@ thread_local char tl_message[768];
 std::atomic<int> g_sticky[kMaxDevices];
 std::mutex g_launch_msg_mu;
 char g_launch_msg[768]; /* text of the last sticky failure (cudaGetErrorString of it); stays until reset */
+cudaError_t g_launch_msg_code = cudaSuccess;
 
 /* ---- memory ---- */
 struct Block {
@@ -310,10 +337,50 @@ cudaError_t ready(int *dev) {
     return sticky(tl_device);
 }
 
+Schedule schedule(unsigned long long *seed) {
+    *seed = config().seed;
+    return g_cfg.schedule;
+}
+
+unsigned char poison_byte() { return config().poison; }
+
+cudaError_t check_kernel_pointers(const void *const *ptrs, const int *arg_index, int n, int dev, char *why,
+                                  size_t why_len) {
+    if (!config().check_pointers) return cudaSuccess;
+    std::lock_guard<std::mutex> g(g_mem_mu);
+    for (int i = 0; i < n; i++) {
+        const void *p = ptrs[i];
+        if (!p) continue;
+        /* one past the end of a block is a valid pointer to pass (an end pointer), so look up p - 1 for it */
+        Range r = find_range(p, 0);
+        if (r.kind == NOT_DEVICE) {
+            Range before = find_range((const char *)p - 1, 1);
+            if (before.kind == IN_BLOCK && (uintptr_t)p == before.base + before.size) r = before;
+        }
+        if (r.kind != NOT_DEVICE && r.device == dev) continue;
+        if (r.kind != NOT_DEVICE) {
+            snprintf(why, why_len,
+                     "kernel argument %d is %p, memory of device %d, but the kernel runs on device %d", arg_index[i],
+                     p, r.device, dev);
+            return cudaErrorIllegalAddress;
+        }
+        auto h = g_host_blocks.upper_bound((uintptr_t)p);
+        if (h != g_host_blocks.begin() && (uintptr_t)p - (--h)->first <= h->second) continue; /* pinned */
+        snprintf(why, why_len,
+                 "kernel argument %d is %p, which is not device memory (no live cudaMalloc block holds it: a host "
+                 "pointer, or freed memory?); a GPU faults when it is dereferenced", arg_index[i], p);
+        return cudaErrorIllegalAddress;
+    }
+    return cudaSuccess;
+}
+
 void set_sticky(int dev, cudaError_t e, const char *msg) {
     {
         std::lock_guard<std::mutex> g(g_launch_msg_mu);
-        snprintf(g_launch_msg, sizeof g_launch_msg, "unspecified launch failure: %s", msg);
+        snprintf(g_launch_msg, sizeof g_launch_msg, "%s: %s",
+                 e == cudaErrorIllegalAddress ? "an illegal memory access was encountered" : "unspecified launch failure",
+                 msg);
+        g_launch_msg_code = e;
     }
     g_sticky[dev].store(e);
     fail(e, "%s", msg);
@@ -727,12 +794,15 @@ const char *cudaGetErrorString(cudaError_t e) {
     case cudaErrorInvalidDevice: return "invalid device ordinal";
     case cudaErrorInvalidResourceHandle: return "invalid resource handle";
     case cudaErrorNotReady: return "device not ready";
-    case cudaErrorIllegalAddress: return "an illegal memory access was encountered";
+    case cudaErrorIllegalAddress: {
+        std::lock_guard<std::mutex> g(g_launch_msg_mu);
+        return g_launch_msg_code == e && g_launch_msg[0] ? g_launch_msg : "an illegal memory access was encountered";
+    }
     case cudaErrorLaunchOutOfResources: return "too many resources requested for launch";
     case cudaErrorLaunchFailure: {
         /* the emulator knows why: say it (the text stays until the next failure or gm_emu_reset) */
         std::lock_guard<std::mutex> g(g_launch_msg_mu);
-        return g_launch_msg[0] ? g_launch_msg : "unspecified launch failure";
+        return g_launch_msg_code == e && g_launch_msg[0] ? g_launch_msg : "unspecified launch failure";
     }
     case cudaErrorNotPermitted: return "operation not permitted";
     case cudaErrorNotSupported: return "operation not supported";
@@ -747,6 +817,7 @@ void gm_emu_reset(void) {
     {
         std::lock_guard<std::mutex> g(g_launch_msg_mu);
         g_launch_msg[0] = '\0';
+        g_launch_msg_code = cudaSuccess;
     }
     tl_last = cudaSuccess;
     tl_message[0] = '\0';

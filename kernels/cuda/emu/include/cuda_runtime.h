@@ -63,7 +63,8 @@ void gm_emu_trap(const char *why);
  * configuration (and runs nothing) or the sticky cudaErrorLaunchFailure when a kernel fails. `kernel` is only
  * used to name it in messages. */
 void gm_emu_run(const dim3 *grid, const dim3 *block, void (*closure_fn)(void *), void *closure,
-                const void *kernel);
+                const void *kernel, const void *const *pointer_args, const int *pointer_arg_numbers,
+                int npointers);
 }
 
 inline const uint3 &threadIdx = gm_emu_thread_idx;
@@ -100,10 +101,31 @@ template <typename... P> struct gm_emu_closure {
     }
 };
 
+/* The launch checks the pointer arguments before anything runs (a host pointer where device memory is
+ * expected works on the CPU but faults on a GPU); these collect them (object pointers only). */
+template <typename T> inline void gm_emu_note_pointer(const T &v, int number, const void **ptrs, int *numbers,
+                                                      int &n) {
+    if constexpr (std::is_pointer<T>::value && !std::is_function<typename std::remove_pointer<T>::type>::value) {
+        if (v) {
+            ptrs[n] = (const void *)v;
+            numbers[n++] = number;
+        }
+    }
+}
+template <typename Tuple, size_t... I>
+inline void gm_emu_note_pointers([[maybe_unused]] const Tuple &t, [[maybe_unused]] const void **ptrs,
+                                 [[maybe_unused]] int *numbers, [[maybe_unused]] int &n, std::index_sequence<I...>) {
+    (gm_emu_note_pointer(std::get<I>(t), (int)I + 1, ptrs, numbers, n), ...);
+}
+
 template <typename... P>
 inline void gm_emu_launch(void (*kernel)(P...), dim3 grid, dim3 block, typename gm_emu_same<P>::type... args) {
     gm_emu_closure<P...> c{kernel, std::tuple<typename std::decay<P>::type...>(args...)};
-    gm_emu_run(&grid, &block, &gm_emu_closure<P...>::run, &c, reinterpret_cast<const void *>(kernel));
+    const void *ptrs[sizeof...(P) + 1];
+    int numbers[sizeof...(P) + 1], n = 0;
+    gm_emu_note_pointers(c.args, ptrs, numbers, n, std::index_sequence_for<P...>{});
+    gm_emu_run(&grid, &block, &gm_emu_closure<P...>::run, &c, reinterpret_cast<const void *>(kernel), ptrs,
+               numbers, n);
 }
 
 /* ---- atomics ------------------------------------------------------------------------------------------------
