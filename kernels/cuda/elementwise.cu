@@ -180,86 +180,78 @@ template <int S, int D> __device__ __forceinline__ void ew_cast_one(char *q, con
     }
 }
 
-/* ---- functors: one element, given its byte offset in each operand ---------------------------------------- */
+/* ---- functors: one element, given the operands' base pointers p (p[0] the output; NULL: a scalar operand) and
+ * the element's byte offset in each. The pointers are kernel arguments of their own, not functor members, so
+ * that the emulator's launch checks see every one of them (device memory of the right device). */
+#define EW_OUT(p, off) ((char *)(p)[0] + (off)[0])
+
 template <int DT, int OP> struct ew_bin_fn {
     typedef typename gm_cu_type<DT>::acc C;
-    char *o;
-    const char *a, *b; /* NULL: the scalar beside it */
-    C as, bs;
-    __device__ __forceinline__ void operator()(const int64_t *off) const {
-        const C x = a ? ew_ld<DT>(a + off[1]) : as;
-        const C y = b ? ew_ld<DT>(b + off[2]) : bs;
-        if (OP >= GM_EW_EQ) *(uint8_t *)(o + off[0]) = (uint8_t)ew_cmp<OP>(x, y);
-        else ew_st<DT>(o + off[0], ew_arith<OP>(x, y));
+    C as, bs; /* used where p[1] / p[2] is NULL */
+    __device__ __forceinline__ void operator()(const char *const *p, const int64_t *off) const {
+        const C x = p[1] ? ew_ld<DT>(p[1] + off[1]) : as;
+        const C y = p[2] ? ew_ld<DT>(p[2] + off[2]) : bs;
+        if (OP >= GM_EW_EQ) *(uint8_t *)EW_OUT(p, off) = (uint8_t)ew_cmp<OP>(x, y);
+        else ew_st<DT>(EW_OUT(p, off), ew_arith<OP>(x, y));
     }
 };
 
 template <int DT, int OP> struct ew_un_fn {
     typedef typename gm_cu_type<DT>::acc C;
-    char *o;
-    const char *a;
-    __device__ __forceinline__ void operator()(const int64_t *off) const {
-        const C x = ew_ld<DT>(a + off[1]);
-        if (OP == GM_EW_LOGICAL_NOT) *(uint8_t *)(o + off[0]) = (uint8_t)(x == 0);
-        else ew_st<DT>(o + off[0], ew_unary<OP>(x));
+    __device__ __forceinline__ void operator()(const char *const *p, const int64_t *off) const {
+        const C x = ew_ld<DT>(p[1] + off[1]);
+        if (OP == GM_EW_LOGICAL_NOT) *(uint8_t *)EW_OUT(p, off) = (uint8_t)(x == 0);
+        else ew_st<DT>(EW_OUT(p, off), ew_unary<OP>(x));
     }
 };
 
 /* exp/log/sqrt: float dtypes only (the dispatcher refuses the others before instantiating this) */
 template <int DT, int OP> struct ew_unf_fn {
-    typedef typename gm_cu_type<DT>::acc C;
-    char *o;
-    const char *a;
-    __device__ __forceinline__ void operator()(const int64_t *off) const {
-        ew_st<DT>(o + off[0], ew_unary_float<OP>(ew_ld<DT>(a + off[1])));
+    __device__ __forceinline__ void operator()(const char *const *p, const int64_t *off) const {
+        ew_st<DT>(EW_OUT(p, off), ew_unary_float<OP>(ew_ld<DT>(p[1] + off[1])));
     }
 };
 
 template <int DT> struct ew_clamp_fn {
     typedef typename gm_cu_type<DT>::acc C;
-    char *o;
-    const char *a, *lo, *hi; /* lo/hi NULL: the scalar bound (an absent bound is -inf/+inf, INT64_MIN/MAX) */
-    C los, his;
-    __device__ __forceinline__ void operator()(const int64_t *off) const {
-        const C x = ew_ld<DT>(a + off[1]);
-        const C l = lo ? ew_ld<DT>(lo + off[2]) : los;
-        const C h = hi ? ew_ld<DT>(hi + off[3]) : his;
-        ew_st<DT>(o + off[0], ew_clamp(x, l, h));
+    C los, his; /* where p[2] / p[3] is NULL: the scalar bound (an absent bound is -inf/+inf, INT64_MIN/MAX) */
+    __device__ __forceinline__ void operator()(const char *const *p, const int64_t *off) const {
+        const C x = ew_ld<DT>(p[1] + off[1]);
+        const C l = p[2] ? ew_ld<DT>(p[2] + off[2]) : los;
+        const C h = p[3] ? ew_ld<DT>(p[3] + off[3]) : his;
+        ew_st<DT>(EW_OUT(p, off), ew_clamp(x, l, h));
     }
 };
 
 /* where and fill only move bytes of the element size U */
-template <typename U> struct ew_where_fn {
-    char *o;
-    const char *c, *a, *b;
+template <typename U> struct ew_where_fn { /* p: out, cond, a, b */
     U as, bs;
-    __device__ __forceinline__ void operator()(const int64_t *off) const {
-        const int take = *(const uint8_t *)(c + off[1]) != 0;
+    __device__ __forceinline__ void operator()(const char *const *p, const int64_t *off) const {
+        const int take = *(const uint8_t *)(p[1] + off[1]) != 0;
         U v;
-        if (take) v = a ? *(const U *)(a + off[2]) : as;
-        else v = b ? *(const U *)(b + off[3]) : bs;
-        *(U *)(o + off[0]) = v;
+        if (take) v = p[2] ? *(const U *)(p[2] + off[2]) : as;
+        else v = p[3] ? *(const U *)(p[3] + off[3]) : bs;
+        *(U *)EW_OUT(p, off) = v;
     }
 };
 
 template <typename U> struct ew_fill_fn {
-    char *o;
     U v;
-    __device__ __forceinline__ void operator()(const int64_t *off) const { *(U *)(o + off[0]) = v; }
+    __device__ __forceinline__ void operator()(const char *const *p, const int64_t *off) const {
+        *(U *)EW_OUT(p, off) = v;
+    }
 };
 
 template <typename U> struct ew_copy_fn {
-    char *o;
-    const char *a;
-    __device__ __forceinline__ void operator()(const int64_t *off) const {
-        *(U *)(o + off[0]) = *(const U *)(a + off[1]);
+    __device__ __forceinline__ void operator()(const char *const *p, const int64_t *off) const {
+        *(U *)EW_OUT(p, off) = *(const U *)(p[1] + off[1]);
     }
 };
 
 template <int S, int D> struct ew_cast_fn {
-    char *o;
-    const char *a;
-    __device__ __forceinline__ void operator()(const int64_t *off) const { ew_cast_one<S, D>(o + off[0], a + off[1]); }
+    __device__ __forceinline__ void operator()(const char *const *p, const int64_t *off) const {
+        ew_cast_one<S, D>(EW_OUT(p, off), p[1] + off[1]);
+    }
 };
 
 /* ---- the one kernel: a grid-stride walk calling f on every element -------------------------------------- */
@@ -273,24 +265,26 @@ template <int N> __device__ __forceinline__ void ew_offsets32(const gm_cu_geom<N
     }
 }
 
-template <class F, int N> __global__ void ew_kernel(F f, gm_cu_geom<N> g) {
+template <class F, int N>
+__global__ void ew_kernel(F f, gm_cu_geom<N> g, char *out, const char *p1, const char *p2, const char *p3) {
+    const char *const p[4] = {out, p1, p2, p3};
     int64_t off[N];
     if (g.ndim == 1) { /* contiguous or one strided dim: a multiply per operand */
         int64_t st[N];
         for (int j = 0; j < N; j++) st[j] = g.st[j][0];
         GM_CU_GRID_STRIDE(i, g.numel) {
             for (int j = 0; j < N; j++) off[j] = i * st[j];
-            f(off);
+            f(p, off);
         }
     } else if (g.numel <= (int64_t)0xffffffffu) {
         GM_CU_GRID_STRIDE(i, g.numel) {
             ew_offsets32<N>(g, (uint32_t)i, off);
-            f(off);
+            f(p, off);
         }
     } else {
         GM_CU_GRID_STRIDE(i, g.numel) {
             gm_cu_offsets<N>(g, i, off);
-            f(off);
+            f(p, off);
         }
     }
 }
@@ -314,10 +308,13 @@ static int ew_geom(int ndim, const int64_t *shape, const int64_t *const strides[
     return 0;
 }
 
-template <class F, int N> static int ew_launch(const F &f, const gm_cu_geom<N> &g, gm_cuda_ctx *ctx) {
+/* Operands beyond N are NULL. */
+template <class F, int N>
+static int ew_launch(const F &f, const gm_cu_geom<N> &g, gm_cuda_ctx *ctx, char *out, const char *p1 = NULL,
+                     const char *p2 = NULL, const char *p3 = NULL) {
     if (g.numel == 0) return GM_OK;
-    void (*k)(F, gm_cu_geom<N>) = &ew_kernel<F, N>;
-    GM_LAUNCH(k, gm_cu_blocks(g.numel, ctx), GM_CU_THREADS, ctx, f, g);
+    void (*k)(F, gm_cu_geom<N>, char *, const char *, const char *, const char *) = &ew_kernel<F, N>;
+    GM_LAUNCH(k, gm_cu_blocks(g.numel, ctx), GM_CU_THREADS, ctx, f, g, out, p1, p2, p3);
     GM_CU_LAUNCHED(ctx);
     return GM_OK;
 }
@@ -329,8 +326,8 @@ template <int DT, int OP>
 static int bin_launch(char *out, const char *a, const gm_scalar *as, const char *b, const gm_scalar *bs,
                       const gm_cu_geom<3> &g, gm_cuda_ctx *ctx) {
     typedef typename gm_cu_type<DT>::acc C;
-    ew_bin_fn<DT, OP> f = {out, a, b, a ? (C)0 : ew_scalar_as<C>(as), b ? (C)0 : ew_scalar_as<C>(bs)};
-    return ew_launch(f, g, ctx);
+    ew_bin_fn<DT, OP> f = {a ? (C)0 : ew_scalar_as<C>(as), b ? (C)0 : ew_scalar_as<C>(bs)};
+    return ew_launch(f, g, ctx, out, a, b);
 }
 
 template <int DT>
@@ -369,17 +366,17 @@ extern "C" int cuda_elementwise_binary_forward(char *out, const int64_t *so,
 template <int DT>
 static int un_dt(int op, char *out, const char *a, const gm_cu_geom<2> &g, gm_cuda_ctx *ctx) {
     switch (op) {
-    case GM_EW_NEG: { ew_un_fn<DT, GM_EW_NEG> f = {out, a}; return ew_launch(f, g, ctx); }
-    case GM_EW_ABS: { ew_un_fn<DT, GM_EW_ABS> f = {out, a}; return ew_launch(f, g, ctx); }
-    case GM_EW_SIGN: { ew_un_fn<DT, GM_EW_SIGN> f = {out, a}; return ew_launch(f, g, ctx); }
-    case GM_EW_LOGICAL_NOT: { ew_un_fn<DT, GM_EW_LOGICAL_NOT> f = {out, a}; return ew_launch(f, g, ctx); }
+    case GM_EW_NEG: { ew_un_fn<DT, GM_EW_NEG> f; return ew_launch(f, g, ctx, out, a); }
+    case GM_EW_ABS: { ew_un_fn<DT, GM_EW_ABS> f; return ew_launch(f, g, ctx, out, a); }
+    case GM_EW_SIGN: { ew_un_fn<DT, GM_EW_SIGN> f; return ew_launch(f, g, ctx, out, a); }
+    case GM_EW_LOGICAL_NOT: { ew_un_fn<DT, GM_EW_LOGICAL_NOT> f; return ew_launch(f, g, ctx, out, a); }
     default: break;
     }
     if constexpr (DT == GM_F32 || DT == GM_F64 || DT == GM_F16 || DT == GM_BF16) {
         switch (op) {
-        case GM_EW_EXP: { ew_unf_fn<DT, GM_EW_EXP> f = {out, a}; return ew_launch(f, g, ctx); }
-        case GM_EW_LOG: { ew_unf_fn<DT, GM_EW_LOG> f = {out, a}; return ew_launch(f, g, ctx); }
-        case GM_EW_SQRT: { ew_unf_fn<DT, GM_EW_SQRT> f = {out, a}; return ew_launch(f, g, ctx); }
+        case GM_EW_EXP: { ew_unf_fn<DT, GM_EW_EXP> f; return ew_launch(f, g, ctx, out, a); }
+        case GM_EW_LOG: { ew_unf_fn<DT, GM_EW_LOG> f; return ew_launch(f, g, ctx, out, a); }
+        case GM_EW_SQRT: { ew_unf_fn<DT, GM_EW_SQRT> f; return ew_launch(f, g, ctx, out, a); }
         default: return GM_ERR_ARG;
         }
     }
@@ -405,8 +402,8 @@ template <int DT>
 static int clamp_dt(char *out, const char *a, const char *lo, const gm_scalar *los, const char *hi,
                     const gm_scalar *his, const gm_cu_geom<4> &g, gm_cuda_ctx *ctx) {
     typedef typename gm_cu_type<DT>::acc C;
-    ew_clamp_fn<DT> f = {out, a, lo, hi, lo ? (C)0 : ew_scalar_as<C>(los), hi ? (C)0 : ew_scalar_as<C>(his)};
-    return ew_launch(f, g, ctx);
+    ew_clamp_fn<DT> f = {lo ? (C)0 : ew_scalar_as<C>(los), hi ? (C)0 : ew_scalar_as<C>(his)};
+    return ew_launch(f, g, ctx, out, a, lo, hi);
 }
 
 extern "C" int cuda_elementwise_clamp_forward(char *out, const int64_t *so, const char *a, const int64_t *sa,
@@ -451,8 +448,8 @@ template <typename U> static U ew_bits_as(uint64_t bits) {
 template <typename U>
 static int where_size(char *out, const char *c, const char *a, uint64_t abits, const char *b, uint64_t bbits,
                       const gm_cu_geom<4> &g, gm_cuda_ctx *ctx) {
-    ew_where_fn<U> f = {out, c, a, b, ew_bits_as<U>(abits), ew_bits_as<U>(bbits)};
-    return ew_launch(f, g, ctx);
+    ew_where_fn<U> f = {ew_bits_as<U>(abits), ew_bits_as<U>(bbits)};
+    return ew_launch(f, g, ctx, out, c, a, b);
 }
 
 extern "C" int cuda_elementwise_where_forward(char *out, const int64_t *so, const char *cond, const int64_t *sc,
@@ -473,8 +470,8 @@ extern "C" int cuda_elementwise_where_forward(char *out, const int64_t *so, cons
 }
 
 template <typename U> static int fill_size(char *out, uint64_t bits, const gm_cu_geom<1> &g, gm_cuda_ctx *ctx) {
-    ew_fill_fn<U> f = {out, ew_bits_as<U>(bits)};
-    return ew_launch(f, g, ctx);
+    ew_fill_fn<U> f = {ew_bits_as<U>(bits)};
+    return ew_launch(f, g, ctx, out);
 }
 
 extern "C" int cuda_elementwise_fill_forward(char *out, const int64_t *so, gm_dtype dt, const gm_scalar *value,
@@ -506,13 +503,13 @@ extern "C" int cuda_elementwise_fill_forward(char *out, const int64_t *so, gm_dt
 
 /* ---- cast / copy ---------------------------------------------------------------------------------------------- */
 template <typename U> static int copy_size(char *out, const char *a, const gm_cu_geom<2> &g, gm_cuda_ctx *ctx) {
-    ew_copy_fn<U> f = {out, a};
-    return ew_launch(f, g, ctx);
+    ew_copy_fn<U> f;
+    return ew_launch(f, g, ctx, out, a);
 }
 
 template <int S, int D> static int cast_launch(char *out, const char *a, const gm_cu_geom<2> &g, gm_cuda_ctx *ctx) {
-    ew_cast_fn<S, D> f = {out, a};
-    return ew_launch(f, g, ctx);
+    ew_cast_fn<S, D> f;
+    return ew_launch(f, g, ctx, out, a);
 }
 
 template <int S> static int cast_from(gm_dtype out_dt, char *out, const char *a, const gm_cu_geom<2> &g,

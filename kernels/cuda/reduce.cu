@@ -136,8 +136,10 @@ typedef struct {
     int64_t out_size;
     double div;        /* MEAN: the element count (0 for an empty extent: 0/0 is the NaN PyTorch gives); SUM: 1 */
     double correction; /* var */
-    int64_t *indices;  /* arg reductions */
-    char *values;      /* arg reductions, may be NULL */
+    /* arg reductions (values may be NULL). Set by the kernel from its own pointer arguments: pointers travel as
+     * kernel arguments, never inside structs, so that the emulator's launch checks see every one of them. */
+    int64_t *indices;
+    char *values;
 } rd_params;
 
 /* ---- reducers ----------------------------------------------------------------------------------------------
@@ -285,8 +287,11 @@ __device__ __forceinline__ void rd_combine_columns(typename Red::A *buf, int t, 
 
 /* TX = 2^lx outputs per tile, TY = 256 / TX threads per output; blocks stride over the tiles. */
 template <class Red>
-__global__ void rd_kernel(char *out, const char *inp, rd_dims K, rd_dims R, int lx, rd_params prm) {
+__global__ void rd_kernel(char *out, int64_t *indices, char *values, const char *inp, rd_dims K, rd_dims R, int lx,
+                          rd_params prm) {
     typedef typename Red::A A;
+    prm.indices = indices;
+    prm.values = values;
     __shared__ A buf[GM_CU_THREADS];
     const int TX = 1 << lx, TY = GM_CU_THREADS >> lx;
     const int t = threadIdx.x, tx = t & (TX - 1), ty = t >> lx;
@@ -376,8 +381,12 @@ template <class Red>
 static int rd_launch(void *out, const void *inp, const rd_dims &K, const rd_dims &R, const rd_params &prm,
                      gm_cuda_ctx *ctx) {
     const int lx = rd_pick_lx(&K, &R);
-    void (*k)(char *, const char *, rd_dims, rd_dims, int, rd_params) = &rd_kernel<Red>;
-    GM_LAUNCH(k, rd_grid(&K, lx, ctx), GM_CU_THREADS, ctx, (char *)out, (const char *)inp, K, R, lx, prm);
+    void (*k)(char *, int64_t *, char *, const char *, rd_dims, rd_dims, int, rd_params) = &rd_kernel<Red>;
+    rd_params p = prm;
+    p.indices = NULL;
+    p.values = NULL;
+    GM_LAUNCH(k, rd_grid(&K, lx, ctx), GM_CU_THREADS, ctx, (char *)out, prm.indices, prm.values, (const char *)inp,
+              K, R, lx, p);
     GM_CU_LAUNCHED(ctx);
     return GM_OK;
 }
