@@ -2,12 +2,15 @@
  *
  * Each op: parse tensor-or-number operands, check devices, compute the result dtype by PyTorch's promotion rules,
  * broadcast shapes, check `out`, then allocate (cast temporaries, the output) through the allocator and run the
- * CPU kernel from kernels/cpu/elementwise.c. On meta everything but the kernel happens, so the allocator sees the
- * same temporaries a real run makes. CUDA has no elementwise kernels in this build yet (one check, ew_backend).
+ * backend's kernel (kernels/cpu/elementwise.c, kernels/cuda/elementwise.cu). On meta everything but the kernel
+ * happens, so the allocator sees the same temporaries a real run makes; CUDA allocates exactly what the CPU does.
  * Kernels take one dtype per op, so an operand of another dtype is cast into a temporary first; the temporary
  * has the operand's own shape (not the broadcast one), so a broadcast scalar-like tensor costs a few bytes. */
 #include "gm.h"
 #include "../kernels/cpu/elementwise.h"
+#ifdef GM_WITH_CUDA
+#include "../kernels/cuda/elementwise.h"
+#endif
 
 /* Kernels this large run without the GIL so that other Python threads (data loading) keep going. */
 #define EW_NOGIL_MIN 65536
@@ -178,15 +181,6 @@ static int ew_same_device(const char *op, const ew_arg *args, int n, GMTensor *o
     return 0;
 }
 
-/* CPU runs kernels, meta runs none; CUDA has no elementwise kernels in this build yet. */
-static int ew_backend(const char *op, gm_device dev) {
-    if (dev.type != GM_DEV_CUDA) return 0;
-    char d[16];
-    PyErr_Format(PyExc_RuntimeError, "%s: no CUDA kernel for elementwise ops yet (tensor on %s)", op,
-                 gm_device_str(dev, d));
-    return -1;
-}
-
 /* Broadcast the shapes of the tensor operands (numbers are 0-d) into ndim/shape, NumPy style. */
 static int ew_broadcast(const char *op, const ew_arg *args, int n, int *ndim, int64_t *shape) {
     int nd = 0;
@@ -288,7 +282,7 @@ static int ew_kernel_status(const char *op, int st) {
     return -1;
 }
 
-/* Run one kernel call, without the GIL when it is big enough to matter. */
+/* Run one CPU kernel call, without the GIL when it is big enough to matter. */
 #define EW_RUN(st, numel, call)                                                                                \
     do {                                                                                                       \
         if ((numel) >= EW_NOGIL_MIN) {                                                                         \
@@ -299,6 +293,31 @@ static int ew_kernel_status(const char *op, int st) {
         }                                                                                                      \
     } while (0)
 
+/* Run the kernel of device `dev` (never meta: callers skip the kernel there) and set rc to 0, or -1 with the
+ * exception set. CUDA_CALL may use `ctx`, the device's context. A CUDA launch only queues work on the device's
+ * stream, so it keeps the GIL. In a build without CUDA no tensor can live on a CUDA device (the allocator refuses
+ * to create one), so only the CPU call is compiled. */
+#ifdef GM_WITH_CUDA
+#define EW_DISPATCH(rc, op, dev, numel, CPU_CALL, CUDA_CALL)                                                   \
+    do {                                                                                                       \
+        if ((dev).type == GM_DEV_CUDA) {                                                                       \
+            gm_cuda_ctx *ctx = gm_cuda_ctx_for(dev);                                                           \
+            rc = ctx ? gm_cuda_kernel_status(op, (CUDA_CALL), ctx) : -1;                                       \
+        } else {                                                                                               \
+            int st_;                                                                                           \
+            EW_RUN(st_, numel, CPU_CALL);                                                                      \
+            rc = ew_kernel_status(op, st_);                                                                    \
+        }                                                                                                      \
+    } while (0)
+#else
+#define EW_DISPATCH(rc, op, dev, numel, CPU_CALL, CUDA_CALL)                                                   \
+    do {                                                                                                       \
+        int st_;                                                                                               \
+        EW_RUN(st_, numel, CPU_CALL);                                                                          \
+        rc = ew_kernel_status(op, st_);                                                                        \
+    } while (0)
+#endif
+
 /* dst <- src, casting, src broadcast to dst's shape. Validated by the caller; no overlap handling; nothing runs
  * on meta. */
 static int ew_copy_raw(const char *op, GMTensor *dst, GMTensor *src) {
@@ -307,10 +326,13 @@ static int ew_copy_raw(const char *op, GMTensor *dst, GMTensor *src) {
     if (n == 0) return 0;
     gm_byte_strides(dst, sd);
     ew_bcast_strides(src, dst->ndim, dst->shape, ss);
-    int st;
-    EW_RUN(st, n, elementwise_cast_forward(gm_tensor_data(dst), sd, dst->dtype, gm_tensor_data(src), ss,
-                                           src->dtype, dst->ndim, dst->shape, gm_num_threads));
-    return ew_kernel_status(op, st);
+    int rc;
+    EW_DISPATCH(rc, op, dst->device, n,
+                elementwise_cast_forward(gm_tensor_data(dst), sd, dst->dtype, gm_tensor_data(src), ss, src->dtype,
+                                         dst->ndim, dst->shape, gm_num_threads),
+                cuda_elementwise_cast_forward(gm_tensor_data(dst), sd, dst->dtype, gm_tensor_data(src), ss,
+                                              src->dtype, dst->ndim, dst->shape, ctx));
+    return rc;
 }
 
 /* A new tensor holding src's values as dtype dt (src's shape, contiguous). */
@@ -410,9 +432,7 @@ static PyObject *py_binary(PyObject *self, PyObject *args, PyObject *kwargs) {
         return NULL;
     }
     rdt = gm_ew_is_comparison(op) ? GM_BOOL : cdt;
-    if (ew_check_scalars(name, x, 2, cdt) < 0 || ew_broadcast(name, x, 2, &ndim, shape) < 0 ||
-        ew_backend(name, dev) < 0)
-        return NULL;
+    if (ew_check_scalars(name, x, 2, cdt) < 0 || ew_broadcast(name, x, 2, &ndim, shape) < 0) return NULL;
     if (!(res = ew_output(name, out, rdt, ndim, shape, dev))) return NULL;
     if (ew_prepare(name, &x[0], cdt, res, ndim, shape) < 0 || ew_prepare(name, &x[1], cdt, res, ndim, shape) < 0)
         goto fail;
@@ -420,11 +440,15 @@ static PyObject *py_binary(PyObject *self, PyObject *args, PyObject *kwargs) {
     if (dev.type != GM_DEV_META && n > 0) {
         int64_t so[GM_MAX_DIMS];
         gm_byte_strides(res, so);
-        int st;
-        EW_RUN(st, n, elementwise_binary_forward(gm_tensor_data(res), so, ew_data(&x[0]), x[0].bst, ew_scalar(&x[0]),
-                                                 ew_data(&x[1]), x[1].bst, ew_scalar(&x[1]), op, cdt, ndim, shape,
-                                                 gm_num_threads));
-        if (ew_kernel_status(name, st) < 0) goto fail;
+        int rc;
+        EW_DISPATCH(rc, name, dev, n,
+                    elementwise_binary_forward(gm_tensor_data(res), so, ew_data(&x[0]), x[0].bst, ew_scalar(&x[0]),
+                                               ew_data(&x[1]), x[1].bst, ew_scalar(&x[1]), op, cdt, ndim, shape,
+                                               gm_num_threads),
+                    cuda_elementwise_binary_forward(gm_tensor_data(res), so, ew_data(&x[0]), x[0].bst,
+                                                    ew_scalar(&x[0]), ew_data(&x[1]), x[1].bst, ew_scalar(&x[1]), op,
+                                                    cdt, ndim, shape, ctx));
+        if (rc < 0) goto fail;
     }
     ew_release(x, 2);
     return ew_finish(name, res, out);
@@ -464,17 +488,19 @@ static PyObject *py_unary(PyObject *self, PyObject *args, PyObject *kwargs) {
     }
     if ((op == GM_EW_EXP || op == GM_EW_LOG || op == GM_EW_SQRT) && !gm_dtype_is_float(cdt)) cdt = GM_F32;
     rdt = op == GM_EW_LOGICAL_NOT ? GM_BOOL : cdt;
-    if (ew_backend(name, dev) < 0) return NULL;
     if (!(res = ew_output(name, out, rdt, a->ndim, a->shape, dev))) return NULL;
     if (ew_prepare(name, &x, cdt, res, a->ndim, a->shape) < 0) goto fail;
     int64_t n = gm_numel(res);
     if (dev.type != GM_DEV_META && n > 0) {
         int64_t so[GM_MAX_DIMS];
         gm_byte_strides(res, so);
-        int st;
-        EW_RUN(st, n, elementwise_unary_forward(gm_tensor_data(res), so, ew_data(&x), x.bst, op, cdt, a->ndim,
-                                                a->shape, gm_num_threads));
-        if (ew_kernel_status(name, st) < 0) goto fail;
+        int rc;
+        EW_DISPATCH(rc, name, dev, n,
+                    elementwise_unary_forward(gm_tensor_data(res), so, ew_data(&x), x.bst, op, cdt, a->ndim,
+                                              a->shape, gm_num_threads),
+                    cuda_elementwise_unary_forward(gm_tensor_data(res), so, ew_data(&x), x.bst, op, cdt, a->ndim,
+                                                   a->shape, ctx));
+        if (rc < 0) goto fail;
     }
     ew_release(&x, 1);
     return ew_finish(name, res, out);
@@ -512,9 +538,7 @@ static PyObject *py_clamp(PyObject *self, PyObject *args, PyObject *kwargs) {
         PyErr_SetString(PyExc_TypeError, "clamp: not supported for bool tensors with bool bounds");
         return NULL;
     }
-    if (ew_check_scalars(name, x, 3, cdt) < 0 || ew_broadcast(name, x, 3, &ndim, shape) < 0 ||
-        ew_backend(name, dev) < 0)
-        return NULL;
+    if (ew_check_scalars(name, x, 3, cdt) < 0 || ew_broadcast(name, x, 3, &ndim, shape) < 0) return NULL;
     if (!(res = ew_output(name, out, cdt, ndim, shape, dev))) return NULL;
     for (int i = 0; i < 3; i++)
         if (ew_prepare(name, &x[i], cdt, res, ndim, shape) < 0) goto fail;
@@ -522,11 +546,15 @@ static PyObject *py_clamp(PyObject *self, PyObject *args, PyObject *kwargs) {
     if (dev.type != GM_DEV_META && n > 0) {
         int64_t so[GM_MAX_DIMS];
         gm_byte_strides(res, so);
-        int st;
-        EW_RUN(st, n, elementwise_clamp_forward(gm_tensor_data(res), so, ew_data(&x[0]), x[0].bst, ew_data(&x[1]),
-                                                x[1].bst, ew_scalar(&x[1]), ew_data(&x[2]), x[2].bst, ew_scalar(&x[2]),
-                                                cdt, ndim, shape, gm_num_threads));
-        if (ew_kernel_status(name, st) < 0) goto fail;
+        int rc;
+        EW_DISPATCH(rc, name, dev, n,
+                    elementwise_clamp_forward(gm_tensor_data(res), so, ew_data(&x[0]), x[0].bst, ew_data(&x[1]),
+                                              x[1].bst, ew_scalar(&x[1]), ew_data(&x[2]), x[2].bst, ew_scalar(&x[2]),
+                                              cdt, ndim, shape, gm_num_threads),
+                    cuda_elementwise_clamp_forward(gm_tensor_data(res), so, ew_data(&x[0]), x[0].bst, ew_data(&x[1]),
+                                                   x[1].bst, ew_scalar(&x[1]), ew_data(&x[2]), x[2].bst,
+                                                   ew_scalar(&x[2]), cdt, ndim, shape, ctx));
+        if (rc < 0) goto fail;
     }
     ew_release(x, 3);
     return ew_finish(name, res, out);
@@ -556,9 +584,7 @@ static PyObject *py_where(PyObject *self, PyObject *args) {
         ew_parse_arg(bo, &x[2], name, "b") < 0 || ew_same_device(name, x, 3, NULL, &dev) < 0)
         return NULL;
     gm_dtype cdt = ew_result_type(x + 1, 2);
-    if (ew_check_scalars(name, x + 1, 2, cdt) < 0 || ew_broadcast(name, x, 3, &ndim, shape) < 0 ||
-        ew_backend(name, dev) < 0)
-        return NULL;
+    if (ew_check_scalars(name, x + 1, 2, cdt) < 0 || ew_broadcast(name, x, 3, &ndim, shape) < 0) return NULL;
     if (!(res = gm_empty(ndim, shape, cdt, dev))) return NULL;
     /* where has no out=, so nothing it reads can overlap what it writes */
     if (ew_prepare(name, &x[0], GM_BOOL, NULL, ndim, shape) < 0 ||
@@ -568,11 +594,15 @@ static PyObject *py_where(PyObject *self, PyObject *args) {
     if (dev.type != GM_DEV_META && n > 0) {
         int64_t so[GM_MAX_DIMS];
         gm_byte_strides(res, so);
-        int st;
-        EW_RUN(st, n, elementwise_where_forward(gm_tensor_data(res), so, ew_data(&x[0]), x[0].bst, ew_data(&x[1]),
-                                                x[1].bst, ew_scalar(&x[1]), ew_data(&x[2]), x[2].bst, ew_scalar(&x[2]),
-                                                cdt, ndim, shape, gm_num_threads));
-        if (ew_kernel_status(name, st) < 0) goto fail;
+        int rc;
+        EW_DISPATCH(rc, name, dev, n,
+                    elementwise_where_forward(gm_tensor_data(res), so, ew_data(&x[0]), x[0].bst, ew_data(&x[1]),
+                                              x[1].bst, ew_scalar(&x[1]), ew_data(&x[2]), x[2].bst, ew_scalar(&x[2]),
+                                              cdt, ndim, shape, gm_num_threads),
+                    cuda_elementwise_where_forward(gm_tensor_data(res), so, ew_data(&x[0]), x[0].bst, ew_data(&x[1]),
+                                                   x[1].bst, ew_scalar(&x[1]), ew_data(&x[2]), x[2].bst,
+                                                   ew_scalar(&x[2]), cdt, ndim, shape, ctx));
+        if (rc < 0) goto fail;
     }
     ew_release(x, 3);
     return (PyObject *)res;
@@ -584,15 +614,11 @@ fail:
 
 /* ---- copy_ / fill_ -------------------------------------------------------------------------------------------- */
 static int copy_into(const char *op, GMTensor *dst, GMTensor *src) {
-    if (!gm_device_eq(dst->device, src->device) && dst->device.type != GM_DEV_META) {
-        char a[16], b[16];
-        if (src->device.type == GM_DEV_META)
-            PyErr_Format(PyExc_RuntimeError, "%s: cannot copy out of a meta tensor into a %s tensor: meta tensors "
-                         "have shapes but no data", op, gm_device_str(dst->device, a));
-        else
-            PyErr_Format(PyExc_RuntimeError, "%s: expected all tensors on the same device, got %s and %s (copies "
-                         "between devices are not supported here)", op, gm_device_str(dst->device, a),
-                         gm_device_str(src->device, b));
+    const int across = !gm_device_eq(dst->device, src->device) && dst->device.type != GM_DEV_META;
+    if (across && src->device.type == GM_DEV_META) {
+        char a[16];
+        PyErr_Format(PyExc_RuntimeError, "%s: cannot copy out of a meta tensor into a %s tensor: meta tensors "
+                     "have shapes but no data", op, gm_device_str(dst->device, a));
         return -1;
     }
     /* src must broadcast to dst's shape without changing it */
@@ -616,8 +642,10 @@ static int copy_into(const char *op, GMTensor *dst, GMTensor *src) {
                          gm_shape_str(src->ndim, src->shape, a), gm_shape_str(dst->ndim, dst->shape, b));
         return -1;
     }
-    if (ew_check_writable(op, dst, "the destination") < 0 || ew_backend(op, dst->device) < 0) return -1;
+    if (ew_check_writable(op, dst, "the destination") < 0) return -1;
     int rc;
+    /* across devices: gm_copy_across moves the bytes and broadcasts/casts on dst's device (and bumps the version) */
+    if (across) return gm_copy_across(dst, src);
     if (dst->device.type != GM_DEV_META && ew_overlaps(dst, src)) {
         /* x[1:].copy_(x[:-1]) must read the old values: go through a temporary */
         GMTensor *tmp = ew_cast_new(op, src, src->dtype);
@@ -670,16 +698,17 @@ static PyObject *py_fill_(PyObject *self, PyObject *args) {
         PyErr_Format(PyExc_OverflowError, "fill_: value does not fit in %s", gm_dtype_name(t->dtype));
         return NULL;
     }
-    if (ew_backend("fill_", t->device) < 0) return NULL;
     int64_t n = gm_numel(t);
     if (t->device.type != GM_DEV_META && n > 0) {
         int64_t so[GM_MAX_DIMS];
         gm_byte_strides(t, so);
-        int st;
+        int rc;
         /* an expanded view is fine here: every aliased element receives the same value */
-        EW_RUN(st, n, elementwise_fill_forward(gm_tensor_data(t), so, t->dtype, &x.s, t->ndim, t->shape,
-                                               gm_num_threads));
-        if (ew_kernel_status("fill_", st) < 0) return NULL;
+        EW_DISPATCH(rc, "fill_", t->device, n,
+                    elementwise_fill_forward(gm_tensor_data(t), so, t->dtype, &x.s, t->ndim, t->shape,
+                                             gm_num_threads),
+                    cuda_elementwise_fill_forward(gm_tensor_data(t), so, t->dtype, &x.s, t->ndim, t->shape, ctx));
+        if (rc < 0) return NULL;
     }
     gm_bump_version(t);
     return Py_NewRef(to);

@@ -1,0 +1,524 @@
+/* kernels/cuda/reduce.cu — CUDA reductions (contract: reduce.h; reference: kernels/cpu/reduce.c).
+ *
+ * The geometry is simplified on the host exactly as on the CPU (size-1 dims dropped, the reduced dims of
+ * order-insensitive reductions sorted by stride, contiguous neighbours merged), then one kernel template runs
+ * every reduction, parametrised by a "reducer" (accumulator type, identity, step, combine, store).
+ *
+ * Work split: a block of 256 threads takes a tile of TX consecutive outputs and gives each TY = 256/TX threads;
+ * those TY threads stride through the output's reduced elements, then combine their partials in shared memory.
+ *  - reduced elements adjacent in memory (a row sum): TX = 1, TY = 256 — one block per output, the threads of a
+ *    warp read consecutive elements;
+ *  - outputs adjacent in memory (a column sum, the batch dim of (N, C)): TX up to 32 neighbouring outputs, so a
+ *    warp reads 32 consecutive elements, and the remaining threads split the reduced extent;
+ *  - a short reduced extent: TY shrinks to it and the block takes more outputs.
+ * Accumulators are the CPU's: double whenever a float is involved, wrapping uint64 for integer sums/products,
+ * int64 for integer extremes, so results agree with the CPU up to summation order. Arg reductions keep
+ * (value, index) pairs and break ties on the index, so "first index" and "first NaN wins" hold whatever order
+ * the partials are combined in.
+ *
+ * Not done: one output over a very long extent (x.sum() of 10^8 elements) runs on a single block; splitting it
+ * across blocks needs a second pass and scratch memory, which the op's allocations (identical on every device,
+ * for the estimator) do not include. */
+#include <math.h>
+
+#include "cuda_common.cuh"
+#include "reduce.h"
+
+/* ---- geometry (host): the CPU's simplify ---------------------------------------------------------------- */
+typedef struct {
+    int n;
+    int64_t shape[GM_MAX_DIMS];
+    int64_t stride[GM_MAX_DIMS]; /* bytes */
+    int64_t total;
+} rd_dims;
+
+static int64_t rd_abs(int64_t v) { return v < 0 ? -v : v; }
+
+static void rd_simplify(rd_dims *d, int n, const int64_t *shape, const int64_t *stride, int sort_by_stride) {
+    d->n = 0;
+    d->total = 1;
+    for (int i = 0; i < n; i++) {
+        d->total *= shape[i];
+        if (shape[i] == 1) continue;
+        d->shape[d->n] = shape[i];
+        d->stride[d->n] = stride[i];
+        d->n++;
+    }
+    if (sort_by_stride) { /* decreasing |stride|, stable: the smallest stride ends up innermost */
+        for (int i = 1; i < d->n; i++) {
+            int64_t sh = d->shape[i], st = d->stride[i];
+            int j = i - 1;
+            while (j >= 0 && rd_abs(d->stride[j]) < rd_abs(st)) {
+                d->shape[j + 1] = d->shape[j];
+                d->stride[j + 1] = d->stride[j];
+                j--;
+            }
+            d->shape[j + 1] = sh;
+            d->stride[j + 1] = st;
+        }
+    }
+    int m = 0;
+    for (int i = 1; i < d->n; i++) {
+        if (d->stride[m] == d->stride[i] * d->shape[i]) {
+            d->shape[m] *= d->shape[i];
+            d->stride[m] = d->stride[i];
+        } else {
+            m++;
+            d->shape[m] = d->shape[i];
+            d->stride[m] = d->stride[i];
+        }
+    }
+    if (d->n > 0) d->n = m + 1;
+    if (d->n == 0) {
+        d->n = 1;
+        d->shape[0] = 1;
+        d->stride[0] = 0;
+    }
+}
+
+/* Byte offset of row-major linear index i over d: a multiply for one dim, 32-bit divisions when they suffice. */
+__device__ __forceinline__ int64_t rd_offset(const rd_dims &d, int64_t i) {
+    if (d.n == 1) return i * d.stride[0];
+    int64_t off = 0;
+    if (d.total <= (int64_t)0xffffffffu) {
+        uint32_t u = (uint32_t)i;
+        for (int k = d.n - 1; k > 0; k--) {
+            const uint32_t s = (uint32_t)d.shape[k], q = u / s;
+            off += (int64_t)(u - q * s) * d.stride[k];
+            u = q;
+        }
+        return off + (int64_t)u * d.stride[0];
+    }
+    for (int k = d.n - 1; k > 0; k--) {
+        const int64_t s = d.shape[k], q = i / s;
+        off += (i - q * s) * d.stride[k];
+        i = q;
+    }
+    return off + i * d.stride[0];
+}
+
+/* ---- loads and stores ------------------------------------------------------------------------------------- */
+template <int DT> __device__ __forceinline__ double rd_ld_d(const char *p) {
+    if (DT == GM_BOOL) return *(const uint8_t *)p != 0 ? 1.0 : 0.0;
+    if (DT == GM_I64) return (double)*(const int64_t *)p;
+    return (double)gm_cu_ld<DT>(p);
+}
+template <int DT> __device__ __forceinline__ int64_t rd_ld_i(const char *p) {
+    if (DT == GM_BOOL) return *(const uint8_t *)p != 0;
+    return *(const int64_t *)p;
+}
+
+/* The CPU's store_f64 / store_i64: round to the output dtype; double -> int64 saturates. */
+__device__ __forceinline__ void rd_store_f64(char *p, int dt, double v) {
+    switch (dt) {
+    case GM_F32: *(float *)p = (float)v; break;
+    case GM_F64: *(double *)p = v; break;
+    case GM_F16: *(uint16_t *)p = gm_float_to_half((float)v); break;
+    case GM_BF16: *(uint16_t *)p = gm_float_to_bf16((float)v); break;
+    case GM_I64:
+        *(int64_t *)p = v != v ? 0 : v >= 9223372036854775808.0 ? INT64_MAX
+                      : v < -9223372036854775808.0 ? INT64_MIN : (int64_t)v;
+        break;
+    default: *(uint8_t *)p = v != 0.0; break;
+    }
+}
+__device__ __forceinline__ void rd_store_i64(char *p, int dt, int64_t v) {
+    switch (dt) {
+    case GM_I64: *(int64_t *)p = v; break;
+    case GM_BOOL: *(uint8_t *)p = v != 0; break;
+    default: rd_store_f64(p, dt, (double)v); break;
+    }
+}
+
+/* What every reducer's store may need. */
+typedef struct {
+    int out_dt;
+    int64_t out_size;
+    double div;        /* MEAN: the element count (0 for an empty extent: 0/0 is the NaN PyTorch gives); SUM: 1 */
+    double correction; /* var */
+    /* arg reductions (values may be NULL). Set by the kernel from its own pointer arguments: pointers travel as
+     * kernel arguments, never inside structs, so that the emulator's launch checks see every one of them. */
+    int64_t *indices;
+    char *values;
+} rd_params;
+
+/* ---- reducers ----------------------------------------------------------------------------------------------
+ * A: accumulator (plain data: it lives in __shared__); init(): the identity; step(a, p, k): fold in the element
+ * at p, whose linear index in the reduced dims is k (each thread sees its k in increasing order);
+ * comb(a, b): merge two partials; store(out, o, a, prm): write output o. */
+template <int DT> struct rd_sum_d {
+    typedef double A;
+    static __device__ __forceinline__ A init() { return 0.0; }
+    static __device__ __forceinline__ A step(A a, const char *p, int64_t) { return a + rd_ld_d<DT>(p); }
+    static __device__ __forceinline__ A comb(A a, A b) { return a + b; }
+    static __device__ __forceinline__ void store(char *out, int64_t o, A a, const rd_params &c) {
+        rd_store_f64(out + o * c.out_size, c.out_dt, a / c.div);
+    }
+};
+template <int DT> struct rd_prod_d {
+    typedef double A;
+    static __device__ __forceinline__ A init() { return 1.0; }
+    static __device__ __forceinline__ A step(A a, const char *p, int64_t) { return a * rd_ld_d<DT>(p); }
+    static __device__ __forceinline__ A comb(A a, A b) { return a * b; }
+    static __device__ __forceinline__ void store(char *out, int64_t o, A a, const rd_params &c) {
+        rd_store_f64(out + o * c.out_size, c.out_dt, a);
+    }
+};
+/* Integer sums and products wrap (unsigned arithmetic keeps that defined), like PyTorch's int64. */
+template <int DT> struct rd_sum_i {
+    typedef unsigned long long A;
+    static __device__ __forceinline__ A init() { return 0; }
+    static __device__ __forceinline__ A step(A a, const char *p, int64_t) { return a + (A)rd_ld_i<DT>(p); }
+    static __device__ __forceinline__ A comb(A a, A b) { return a + b; }
+    static __device__ __forceinline__ void store(char *out, int64_t o, A a, const rd_params &c) {
+        rd_store_i64(out + o * c.out_size, c.out_dt, (int64_t)a);
+    }
+};
+template <int DT> struct rd_prod_i {
+    typedef unsigned long long A;
+    static __device__ __forceinline__ A init() { return 1; }
+    static __device__ __forceinline__ A step(A a, const char *p, int64_t) { return a * (A)rd_ld_i<DT>(p); }
+    static __device__ __forceinline__ A comb(A a, A b) { return a * b; }
+    static __device__ __forceinline__ void store(char *out, int64_t o, A a, const rd_params &c) {
+        rd_store_i64(out + o * c.out_size, c.out_dt, (int64_t)a);
+    }
+};
+/* Float extremes: take v when it is beyond a or NaN, unless a is already NaN (NaN propagates). */
+template <int DT, int MAX> struct rd_ext_d {
+    typedef double A;
+    static __device__ __forceinline__ A init() { return MAX ? -INFINITY : INFINITY; }
+    static __device__ __forceinline__ A comb(A a, A v) {
+        const bool take = (a == a) && !(MAX ? v <= a : v >= a);
+        return take ? v : a;
+    }
+    static __device__ __forceinline__ A step(A a, const char *p, int64_t) { return comb(a, rd_ld_d<DT>(p)); }
+    static __device__ __forceinline__ void store(char *out, int64_t o, A a, const rd_params &c) {
+        rd_store_f64(out + o * c.out_size, c.out_dt, a);
+    }
+};
+template <int DT, int MAX> struct rd_ext_i {
+    typedef long long A;
+    static __device__ __forceinline__ A init() { return MAX ? INT64_MIN : INT64_MAX; }
+    static __device__ __forceinline__ A comb(A a, A v) { return MAX ? (v > a ? v : a) : (v < a ? v : a); }
+    static __device__ __forceinline__ A step(A a, const char *p, int64_t) { return comb(a, rd_ld_i<DT>(p)); }
+    static __device__ __forceinline__ void store(char *out, int64_t o, A a, const rd_params &c) {
+        rd_store_i64(out + o * c.out_size, c.out_dt, a);
+    }
+};
+
+/* (value, index) with index -1 for "nothing seen yet". */
+typedef struct {
+    double v;
+    long long i;
+} rd_arg_d_acc;
+typedef struct {
+    long long v;
+    long long i;
+} rd_arg_i_acc;
+
+/* The better of two candidates: a NaN beats any number, a larger (max) / smaller (min) value beats a worse one,
+ * and between equals (or two NaNs) the smaller index wins. */
+template <int DT, int MAX> struct rd_arg_d {
+    typedef rd_arg_d_acc A;
+    static __device__ __forceinline__ A init() {
+        A a;
+        a.v = MAX ? -INFINITY : INFINITY;
+        a.i = -1;
+        return a;
+    }
+    static __device__ __forceinline__ A comb(A a, A b) {
+        if (a.i < 0) return b;
+        if (b.i < 0) return a;
+        const bool an = a.v != a.v, bn = b.v != b.v;
+        if (an || bn) return (an && bn) ? (a.i < b.i ? a : b) : (an ? a : b);
+        if (MAX ? b.v > a.v : b.v < a.v) return b;
+        if (MAX ? a.v > b.v : a.v < b.v) return a;
+        return a.i < b.i ? a : b;
+    }
+    static __device__ __forceinline__ A step(A a, const char *p, int64_t k) {
+        A b;
+        b.v = rd_ld_d<DT>(p);
+        b.i = k;
+        return comb(a, b);
+    }
+    static __device__ __forceinline__ void store(char *, int64_t o, A a, const rd_params &c) {
+        c.indices[o] = a.i;
+        if (c.values) rd_store_f64(c.values + o * c.out_size, c.out_dt, a.v);
+    }
+};
+template <int DT, int MAX> struct rd_arg_i {
+    typedef rd_arg_i_acc A;
+    static __device__ __forceinline__ A init() {
+        A a;
+        a.v = MAX ? INT64_MIN : INT64_MAX;
+        a.i = -1;
+        return a;
+    }
+    static __device__ __forceinline__ A comb(A a, A b) {
+        if (a.i < 0) return b;
+        if (b.i < 0) return a;
+        if (MAX ? b.v > a.v : b.v < a.v) return b;
+        if (MAX ? a.v > b.v : a.v < b.v) return a;
+        return a.i < b.i ? a : b;
+    }
+    static __device__ __forceinline__ A step(A a, const char *p, int64_t k) {
+        A b;
+        b.v = rd_ld_i<DT>(p);
+        b.i = k;
+        return comb(a, b);
+    }
+    static __device__ __forceinline__ void store(char *, int64_t o, A a, const rd_params &c) {
+        c.indices[o] = a.i;
+        if (c.values) rd_store_i64(c.values + o * c.out_size, c.out_dt, a.v);
+    }
+};
+
+/* ---- the kernels ------------------------------------------------------------------------------------------ */
+/* Combine the TY partials of each of the TX columns of buf (thread t = ty * TX + tx); afterwards buf[tx] holds
+ * column tx's result. Every thread of the block calls it (it synchronises). */
+template <class Red>
+__device__ __forceinline__ void rd_combine_columns(typename Red::A *buf, int t, int ty, int lx, int TY) {
+    __syncthreads();
+    for (int s = TY >> 1; s > 0; s >>= 1) {
+        if (ty < s) buf[t] = Red::comb(buf[t], buf[t + (s << lx)]);
+        __syncthreads();
+    }
+}
+
+/* TX = 2^lx outputs per tile, TY = 256 / TX threads per output; blocks stride over the tiles. */
+template <class Red>
+__global__ void rd_kernel(char *out, int64_t *indices, char *values, const char *inp, rd_dims K, rd_dims R, int lx,
+                          rd_params prm) {
+    typedef typename Red::A A;
+    prm.indices = indices;
+    prm.values = values;
+    __shared__ A buf[GM_CU_THREADS];
+    const int TX = 1 << lx, TY = GM_CU_THREADS >> lx;
+    const int t = threadIdx.x, tx = t & (TX - 1), ty = t >> lx;
+    const int64_t ntiles = (K.total + TX - 1) >> lx;
+    for (int64_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x) { /* the same trip count in every thread */
+        const int64_t o = (tile << lx) + tx;
+        A acc = Red::init();
+        if (o < K.total && R.total > 0) {
+            const char *base = inp + rd_offset(K, o);
+            for (int64_t k = ty; k < R.total; k += TY) acc = Red::step(acc, base + rd_offset(R, k), k);
+        }
+        buf[t] = acc;
+        rd_combine_columns<Red>(buf, t, ty, lx, TY);
+        if (ty == 0 && o < K.total) Red::store(out, o, buf[t], prm);
+        __syncthreads(); /* buf is rewritten by the next tile */
+    }
+}
+
+/* Variance, two passes as on the CPU (one pass loses everything to cancellation when |mean| >> std). */
+template <int DT> struct rd_sum_only {
+    typedef double A;
+    static __device__ __forceinline__ A comb(A a, A b) { return a + b; }
+};
+
+template <int DT>
+__global__ void rd_var_kernel(char *out, const char *inp, rd_dims K, rd_dims R, int lx, rd_params prm) {
+    __shared__ double buf[GM_CU_THREADS];
+    const int TX = 1 << lx, TY = GM_CU_THREADS >> lx;
+    const int t = threadIdx.x, tx = t & (TX - 1), ty = t >> lx;
+    const int64_t ntiles = (K.total + TX - 1) >> lx;
+    const double cnt = (double)R.total, denom = cnt - prm.correction;
+    for (int64_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
+        const int64_t o = (tile << lx) + tx;
+        const bool live = o < K.total && R.total > 0;
+        const char *base = live ? inp + rd_offset(K, o) : inp;
+        double s = 0.0;
+        if (live)
+            for (int64_t k = ty; k < R.total; k += TY) s += rd_ld_d<DT>(base + rd_offset(R, k));
+        buf[t] = s;
+        rd_combine_columns<rd_sum_only<DT> >(buf, t, ty, lx, TY);
+        const double mean = buf[tx] / cnt; /* an empty extent: 0/0, NaN, as on the CPU */
+        __syncthreads();                   /* everyone has read buf[tx] before it is overwritten */
+        double ss = 0.0;
+        if (live)
+            for (int64_t k = ty; k < R.total; k += TY) {
+                const double d = rd_ld_d<DT>(base + rd_offset(R, k)) - mean;
+                ss += d * d;
+            }
+        buf[t] = ss;
+        rd_combine_columns<rd_sum_only<DT> >(buf, t, ty, lx, TY);
+        if (ty == 0 && o < K.total) rd_store_f64(out + o * prm.out_size, prm.out_dt, buf[t] / (denom > 0.0 ? denom : 0.0));
+        __syncthreads();
+    }
+}
+
+/* ---- host side -------------------------------------------------------------------------------------------- */
+static int rd_pow2_at_least(int64_t n, int cap) {
+    int p = 1;
+    while (p < cap && p < n) p <<= 1;
+    return p;
+}
+
+/* log2 of TX, the outputs per block (see the file header). */
+static int rd_pick_lx(const rd_dims *K, const rd_dims *R) {
+    const int64_t nout = K->total, nred = R->total;
+    if (nred <= 1) return 8; /* nothing to split: one thread per output */
+    const int64_t kst = K->shape[K->n - 1] > 1 ? rd_abs(K->stride[K->n - 1]) : INT64_MAX;
+    const int64_t rst = rd_abs(R->stride[R->n - 1]);
+    int ty;
+    if (rst <= kst) {
+        ty = rd_pow2_at_least(nred, GM_CU_THREADS);
+    } else {
+        int tx = rd_pow2_at_least(nout, 32);
+        ty = rd_pow2_at_least(nred, GM_CU_THREADS / tx);
+    }
+    int lx = 0;
+    while ((GM_CU_THREADS >> lx) > ty) lx++;
+    return lx;
+}
+
+static unsigned rd_grid(const rd_dims *K, int lx, const gm_cuda_ctx *ctx) {
+    const int64_t ntiles = (K->total + (1 << lx) - 1) >> lx;
+    return gm_cu_blocks(ntiles * GM_CU_THREADS, ctx); /* one block per tile, capped */
+}
+
+template <class Red>
+static int rd_launch(void *out, const void *inp, const rd_dims &K, const rd_dims &R, const rd_params &prm,
+                     gm_cuda_ctx *ctx) {
+    const int lx = rd_pick_lx(&K, &R);
+    void (*k)(char *, int64_t *, char *, const char *, rd_dims, rd_dims, int, rd_params) = &rd_kernel<Red>;
+    rd_params p = prm;
+    p.indices = NULL;
+    p.values = NULL;
+    GM_LAUNCH(k, rd_grid(&K, lx, ctx), GM_CU_THREADS, ctx, (char *)out, prm.indices, prm.values, (const char *)inp,
+              K, R, lx, p);
+    GM_CU_LAUNCHED(ctx);
+    return GM_OK;
+}
+
+static int rd_check_geom(const reduce_geom *g) {
+    if (!g || g->nkept < 0 || g->nred < 0 || g->nkept > GM_MAX_DIMS || g->nred > GM_MAX_DIMS) return 0;
+    for (int i = 0; i < g->nkept; i++)
+        if (g->kept_shape[i] < 0) return 0;
+    for (int i = 0; i < g->nred; i++)
+        if (g->red_shape[i] < 0) return 0;
+    return 1;
+}
+
+static int rd_valid_dtype(int dt) { return dt >= 0 && dt < GM_NDTYPES; }
+
+static rd_params rd_make_params(gm_dtype out_dt) {
+    rd_params p;
+    p.out_dt = out_dt;
+    p.out_size = (int64_t)gm_dtype_size(out_dt);
+    p.div = 1.0;
+    p.correction = 0.0;
+    p.indices = NULL;
+    p.values = NULL;
+    return p;
+}
+
+/* Instantiate a reducer template for the runtime input dtype: every dtype (double family, extremes of floats)
+ * or the integer dtypes only (integer family). */
+#define RD_LAUNCH_ALL(RED, dt, ...)                                                                           \
+    switch (dt) {                                                                                             \
+    case GM_F32: return rd_launch<RED<GM_F32 __VA_ARGS__> >(out, inp, K, R, prm, ctx);                        \
+    case GM_F64: return rd_launch<RED<GM_F64 __VA_ARGS__> >(out, inp, K, R, prm, ctx);                        \
+    case GM_F16: return rd_launch<RED<GM_F16 __VA_ARGS__> >(out, inp, K, R, prm, ctx);                        \
+    case GM_BF16: return rd_launch<RED<GM_BF16 __VA_ARGS__> >(out, inp, K, R, prm, ctx);                      \
+    case GM_I64: return rd_launch<RED<GM_I64 __VA_ARGS__> >(out, inp, K, R, prm, ctx);                        \
+    default: return rd_launch<RED<GM_BOOL __VA_ARGS__> >(out, inp, K, R, prm, ctx);                           \
+    }
+#define RD_LAUNCH_FLOAT(RED, dt, ...)                                                                         \
+    switch (dt) {                                                                                             \
+    case GM_F32: return rd_launch<RED<GM_F32 __VA_ARGS__> >(out, inp, K, R, prm, ctx);                        \
+    case GM_F64: return rd_launch<RED<GM_F64 __VA_ARGS__> >(out, inp, K, R, prm, ctx);                        \
+    case GM_F16: return rd_launch<RED<GM_F16 __VA_ARGS__> >(out, inp, K, R, prm, ctx);                        \
+    default: return rd_launch<RED<GM_BF16 __VA_ARGS__> >(out, inp, K, R, prm, ctx);                           \
+    }
+#define RD_LAUNCH_INT(RED, dt, ...)                                                                           \
+    switch (dt) {                                                                                             \
+    case GM_I64: return rd_launch<RED<GM_I64 __VA_ARGS__> >(out, inp, K, R, prm, ctx);                        \
+    default: return rd_launch<RED<GM_BOOL __VA_ARGS__> >(out, inp, K, R, prm, ctx);                           \
+    }
+
+extern "C" int cuda_reduce_forward(void *out, gm_dtype out_dt, const void *inp, gm_dtype inp_dt,
+                                   const reduce_geom *g, int op, gm_cuda_ctx *ctx) {
+    if (!rd_check_geom(g) || !rd_valid_dtype(out_dt) || !rd_valid_dtype(inp_dt) || !ctx) return GM_ERR_ARG;
+    rd_dims K, R;
+    rd_simplify(&K, g->nkept, g->kept_shape, g->kept_strides, 0);
+    rd_simplify(&R, g->nred, g->red_shape, g->red_strides, 1);
+    if (K.total == 0) return GM_OK;
+    if (!out || (R.total > 0 && !inp)) return GM_ERR_ARG;
+    rd_params prm = rd_make_params(out_dt);
+    /* Accumulate in double whenever a float is involved (on either side), exactly in int64 otherwise. */
+    const int in_double = gm_dtype_is_float(inp_dt) || gm_dtype_is_float(out_dt);
+    switch (op) {
+    case REDUCE_SUM:
+        if (in_double) RD_LAUNCH_ALL(rd_sum_d, inp_dt, )
+        RD_LAUNCH_INT(rd_sum_i, inp_dt, )
+    case REDUCE_MEAN:
+        if (!gm_dtype_is_float(out_dt)) return GM_ERR_UNSUPPORTED;
+        prm.div = (double)R.total;
+        RD_LAUNCH_ALL(rd_sum_d, inp_dt, )
+    case REDUCE_PROD:
+        if (in_double) RD_LAUNCH_ALL(rd_prod_d, inp_dt, )
+        RD_LAUNCH_INT(rd_prod_i, inp_dt, )
+    case REDUCE_AMAX:
+    case REDUCE_AMIN:
+        if (out_dt != inp_dt) return GM_ERR_ARG;
+        if (R.total == 0) return GM_ERR_ARG; /* no identity: the caller reports the shape */
+        if (gm_dtype_is_float(inp_dt)) {
+            if (op == REDUCE_AMAX) RD_LAUNCH_FLOAT(rd_ext_d, inp_dt, , 1)
+            RD_LAUNCH_FLOAT(rd_ext_d, inp_dt, , 0)
+        }
+        if (op == REDUCE_AMAX) RD_LAUNCH_INT(rd_ext_i, inp_dt, , 1)
+        RD_LAUNCH_INT(rd_ext_i, inp_dt, , 0)
+    default:
+        return GM_ERR_ARG;
+    }
+}
+
+extern "C" int cuda_reduce_arg_forward(void *values, int64_t *indices, const void *inp, gm_dtype dt,
+                                       const reduce_geom *g, int is_max, gm_cuda_ctx *ctx) {
+    if (!rd_check_geom(g) || !rd_valid_dtype(dt) || !ctx) return GM_ERR_ARG;
+    rd_dims K, R;
+    rd_simplify(&K, g->nkept, g->kept_shape, g->kept_strides, 0);
+    rd_simplify(&R, g->nred, g->red_shape, g->red_strides, 0); /* no reordering: "first" is row-major order */
+    if (K.total == 0) return GM_OK;
+    if (R.total == 0 || !indices || !inp) return GM_ERR_ARG;
+    rd_params prm = rd_make_params(dt);
+    prm.indices = indices;
+    prm.values = (char *)values;
+    void *out = NULL;
+    if (gm_dtype_is_float(dt)) {
+        if (is_max) RD_LAUNCH_FLOAT(rd_arg_d, dt, , 1)
+        RD_LAUNCH_FLOAT(rd_arg_d, dt, , 0)
+    }
+    if (is_max) RD_LAUNCH_INT(rd_arg_i, dt, , 1)
+    RD_LAUNCH_INT(rd_arg_i, dt, , 0)
+}
+
+template <int DT>
+static int rd_var_launch(void *out, const void *inp, const rd_dims &K, const rd_dims &R, const rd_params &prm,
+                         gm_cuda_ctx *ctx) {
+    const int lx = rd_pick_lx(&K, &R);
+    void (*k)(char *, const char *, rd_dims, rd_dims, int, rd_params) = &rd_var_kernel<DT>;
+    GM_LAUNCH(k, rd_grid(&K, lx, ctx), GM_CU_THREADS, ctx, (char *)out, (const char *)inp, K, R, lx, prm);
+    GM_CU_LAUNCHED(ctx);
+    return GM_OK;
+}
+
+extern "C" int cuda_reduce_var_forward(void *out, const void *inp, gm_dtype dt, const reduce_geom *g,
+                                       double correction, gm_cuda_ctx *ctx) {
+    if (!rd_check_geom(g) || !rd_valid_dtype(dt) || !ctx) return GM_ERR_ARG;
+    if (!gm_dtype_is_float(dt)) return GM_ERR_UNSUPPORTED;
+    rd_dims K, R;
+    rd_simplify(&K, g->nkept, g->kept_shape, g->kept_strides, 0);
+    rd_simplify(&R, g->nred, g->red_shape, g->red_strides, 1);
+    if (K.total == 0) return GM_OK;
+    if (!out || (R.total > 0 && !inp)) return GM_ERR_ARG;
+    rd_params prm = rd_make_params(dt);
+    prm.correction = correction;
+    switch (dt) {
+    case GM_F32: return rd_var_launch<GM_F32>(out, inp, K, R, prm, ctx);
+    case GM_F64: return rd_var_launch<GM_F64>(out, inp, K, R, prm, ctx);
+    case GM_F16: return rd_var_launch<GM_F16>(out, inp, K, R, prm, ctx);
+    default: return rd_var_launch<GM_BF16>(out, inp, K, R, prm, ctx);
+    }
+}

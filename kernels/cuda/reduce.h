@@ -1,0 +1,31 @@
+/* kernels/cuda/reduce.h — the CUDA twins of kernels/cpu/reduce.h: sum, mean, prod, amax, amin, max/min with
+ * index, argmax/argmin, var over a reduce_geom (kept dims -> contiguous output, reduced dims), on device memory.
+ *
+ * Same arguments and semantics as the CPU kernels (accumulation in double whenever a float is involved, exact
+ * wrapping int64 otherwise; NaN propagates; the first index of the extreme, the first NaN winning), with the CPU
+ * names' `cpu_` prefix replaced by `cuda_` and the final `int nthreads` by the device context. Work is queued on
+ * ctx->stream; the call returns without waiting. */
+#ifndef GM_KERNELS_CUDA_REDUCE_H
+#define GM_KERNELS_CUDA_REDUCE_H
+
+#include "../cpu/reduce.h"
+#include "cuda_ctx.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+int cuda_reduce_forward(void *out, gm_dtype out_dt, const void *inp, gm_dtype inp_dt, const reduce_geom *g, int op,
+                        gm_cuda_ctx *ctx);
+
+int cuda_reduce_arg_forward(void *values, int64_t *indices, const void *inp, gm_dtype dt, const reduce_geom *g,
+                            int is_max, gm_cuda_ctx *ctx);
+
+int cuda_reduce_var_forward(void *out, const void *inp, gm_dtype dt, const reduce_geom *g, double correction,
+                            gm_cuda_ctx *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
