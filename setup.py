@@ -6,6 +6,10 @@ CPU part: every csrc/*.c and kernels/cpu/*.c, OpenMP, OpenBLAS from the scipy-op
 CUDA part, decided when build_ext runs (so that egg_info/sdist never need a toolkit):
   GPUMEMNET_CUDA=0     CPU only, whatever is installed.
   GPUMEMNET_CUDA=1     CUDA required: a missing nvcc, cuDNN or cuBLAS is an error.
+  GPUMEMNET_CUDA=emu   the CUDA emulator (kernels/cuda/README.md): the same kernels/cuda/*.cu compiled by the C++
+                       compiler against kernels/cuda/emu/include, running on the CPU as fibers, so that the CUDA
+                       code paths and the CPU-vs-CUDA tests run on machines without a GPU. Files that call cuDNN
+                       or cuBLAS are replaced by kernels/cuda/emu/*_emu.cpp. For testing, not for speed.
   unset                CUDA when nvcc is found (PATH, $CUDA_HOME/bin, /usr/local/cuda/bin) along with cuDNN and
                        cuBLAS; otherwise CPU only, and the reason is printed.
 Every kernels/cuda/*.cu is compiled by nvcc into objects linked into the same gpumemnet._C. cudart is linked
@@ -195,6 +199,12 @@ def detect_cuda():
     }
 
 
+def uses_vendor_library(src):
+    """True for the .cu files that call cuDNN or cuBLAS (the emulator build replaces them)."""
+    with open(os.path.join(ROOT, src), encoding="utf8") as f:
+        return re.search(r"#\s*include\s*[<\"](cudnn\.h|cublas_v2\.h|cublasLt\.h)[>\"]", f.read()) is not None
+
+
 # ---- the build command ---------------------------------------------------------------------------------------
 class BuildExt(build_ext):
     """build_ext that decides CPU vs CPU+CUDA, compiles .c files in parallel and .cu files with nvcc."""
@@ -207,9 +217,16 @@ class BuildExt(build_ext):
 
     def build_extensions(self):
         mode = os.environ.get("GPUMEMNET_CUDA", "").strip()
-        if mode not in ("", "0", "1"):
-            raise SystemExit(f"gpumemnet: GPUMEMNET_CUDA must be 0, 1 or unset, got {mode!r}")
+        if mode not in ("", "0", "1", "emu"):
+            raise SystemExit(f"gpumemnet: GPUMEMNET_CUDA must be 0, 1, emu or unset, got {mode!r}")
         cuda = None
+        if mode == "emu":
+            print("gpumemnet: building CPU + the CUDA emulator (GPUMEMNET_CUDA=emu; kernels run on the CPU)",
+                  flush=True)
+            for ext in self.extensions:
+                self.configure_emulator(ext)
+            super().build_extensions()
+            return
         if mode == "0":
             reason = "GPUMEMNET_CUDA=0"
         else:
@@ -254,6 +271,50 @@ class BuildExt(build_ext):
                 "-ldl", "-lrt", "-lpthread", "-lstdc++",
             ] + [f"-Wl,-rpath,{p}" for p in rpaths]
 
+    def configure_emulator(self, ext):
+        inc = os.path.join("kernels", "cuda", "emu", "include")
+        macros = [("GM_WITH_CUDA", "1"), ("GM_CUDA_EMU", "1"), ("GM_CUDA_VERSION", cstr("emulator")),
+                  ("GM_CUDA_ARCHS", cstr("emulator"))]
+        ext.define_macros += macros
+        ext.include_dirs.insert(0, inc)  # before anything that could hold a real cuda_runtime.h
+        self.invalidate_if_config_changed({"macros": ext.define_macros, "cuda": "emu"})
+        # The cuDNN / cuBLAS files are replaced by their stand-ins in emu/.
+        cu = [s for s in rel("kernels/cuda/*.cu") if not uses_vendor_library(s)]
+        sources = cu + rel("kernels/cuda/emu/*.cpp")
+        ext.depends += sources + rel("kernels/cuda/*.cuh") + rel("kernels/cuda/*.h") + rel(inc + "/*.h")
+        ext.extra_objects += self.compile_emulated(sources, ext, macros, inc)
+        ext.extra_link_args += ["-lstdc++", "-lpthread"]
+
+    def compile_emulated(self, sources, ext, macros, inc):
+        cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")
+        if not cxx:
+            raise SystemExit("gpumemnet: GPUMEMNET_CUDA=emu needs a C++17 compiler (g++), none found")
+        flags = ["-std=c++17", "-O2", "-fPIC", "-Wall", "-Wno-unused-function", "-Wno-unknown-pragmas"]
+        flags += [f"-D{k}={v}" for k, v in macros] + [f"-I{inc}", "-Ikernels"]
+        headers = rel("kernels/*.h") + rel("kernels/cuda/*.cuh") + rel("kernels/cuda/*.h") + rel(inc + "/*.h")
+        return self.compile_parallel(sources, headers, lambda src, obj: [cxx] + (
+            ["-x", "c++"] if src.endswith(".cu") else []) + ["-c", src, "-o", obj] + flags, "emu")
+
+    def compile_parallel(self, sources, headers, command, tag):
+        """Compile each source to build_temp/<tag>/<source>.o with command(src, obj), skipping up-to-date ones."""
+        def one(src):
+            obj = os.path.join(self.build_temp, tag, os.path.splitext(src)[0] + ".o")
+            if not self.force and os.path.exists(obj) and all(
+                    os.path.getmtime(obj) >= os.path.getmtime(p) for p in [src] + headers):
+                return obj
+            os.makedirs(os.path.dirname(obj), exist_ok=True)
+            cmd = command(src, obj)
+            print(" ".join(cmd), flush=True)
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            if r.stdout or r.stderr:
+                print(r.stdout + r.stderr, end="", flush=True)
+            if r.returncode:
+                raise SystemExit(f"gpumemnet: compiling {src} failed (exit {r.returncode})")
+            return obj
+
+        with ThreadPoolExecutor(self.jobs()) as pool:
+            return list(pool.map(one, sources))
+
     def invalidate_if_config_changed(self, config):
         """Switching CPU <-> CUDA (or toolkits) changes no source file; without this the old _C would be kept."""
         stamp = os.path.join(self.build_temp, "gpumemnet-config.json")
@@ -272,24 +333,8 @@ class BuildExt(build_ext):
         incs = [f"-I{d}" for d in ["kernels"] + cuda["include_dirs"]]
         flags = ["-O3", "-std=c++17", "-Xcompiler", "-fPIC", "-DGM_WITH_CUDA=1"] + cuda["gencode"]
         headers = rel("kernels/*.h") + rel("kernels/cuda/*.cuh") + rel("kernels/cuda/*.h")
-
-        def one(src):
-            obj = os.path.join(self.build_temp, os.path.splitext(src)[0] + ".o")
-            if not self.force and os.path.exists(obj) and all(
-                    os.path.getmtime(obj) >= os.path.getmtime(p) for p in [src] + headers):
-                return obj
-            os.makedirs(os.path.dirname(obj), exist_ok=True)
-            cmd = [cuda["nvcc"], "-c", src, "-o", obj] + flags + incs
-            print(" ".join(cmd), flush=True)
-            r = subprocess.run(cmd, capture_output=True, text=True)
-            if r.stdout or r.stderr:
-                print(r.stdout + r.stderr, end="", flush=True)
-            if r.returncode:
-                raise SystemExit(f"gpumemnet: nvcc failed on {src} (exit {r.returncode})")
-            return obj
-
-        with ThreadPoolExecutor(self.jobs()) as pool:
-            return list(pool.map(one, sources))
+        return self.compile_parallel(sources, headers, lambda src, obj: [cuda["nvcc"], "-c", src, "-o", obj] + flags
+                                     + incs, "nvcc")
 
     def build_extension(self, ext):
         # distutils compiles one file after another; a ThreadPool over the per-object compile is the usual fix.

@@ -1,5 +1,5 @@
 /* csrc/allocator.c — the one caching allocator (DESIGN.md "The allocator"), written once over a segment source:
- * malloc for cpu, a counter of fake addresses for meta (simulation), cudaMalloc for cuda:N (later).
+ * malloc for cpu, a counter of fake addresses for meta (simulation), cudaMalloc for cuda:N.
  * Because the policy is shared, a program run on meta makes the same decisions, byte for byte, as on cpu.
  *
  * Policy (the same as PyTorch's CUDA caching allocator, so figures are comparable and familiar):
@@ -14,6 +14,14 @@
  *     tried instead; then the cache (segments holding no live block) is released and the request retried;
  *     only then OutOfMemoryError is raised.
  * Statistics are kept per device and per category, current and peak. Everything runs under the GIL.
+ *
+ * Why PyTorch's sizes on the GPU too: cudaMalloc and cudaFree are slow (cudaFree synchronises the device), so
+ * segments are few and reused; 2 MiB small segments pack the many tiny tensors of a step (biases, BN
+ * statistics, scalars) together, 20 MiB large segments serve the mid-sized ones, and a request of 10 MiB or more
+ * (activations, weights) gets a segment rounded to 2 MiB so that at most 2 MiB is lost per big tensor. Blocks are
+ * only handed to the same stream (one per device), so a freed block is reused in stream order without an event.
+ * GPUMEMNET_NO_CACHING=1 (read at import) gives every block its own exact segment and returns it at once: slow,
+ * but then compute-sanitizer (cuda) or AddressSanitizer/valgrind (cpu) see every tensor's true bounds.
  *
  * History (off by default): a per-device ring of the newest N events, one per alloc, free and category retag
  * (a retag is a pair: -bytes in the old category, +bytes in the new one, so summing a category's deltas gives
@@ -95,9 +103,24 @@ struct gm_allocator {
     size_t capacity; /* what the device has */
     uintptr_t meta_next;
     gm_history *history; /* NULL: not recording */
+    int source_failed;   /* the segment source failed for another reason than "out of memory" */
+    int ready;
 };
 
 static gm_allocator cpu_alloc, meta_alloc;
+#ifdef GM_WITH_CUDA
+static gm_allocator cuda_alloc[GM_MAX_CUDA_DEVICES];
+#endif
+static int no_caching; /* GPUMEMNET_NO_CACHING=1 */
+
+#ifdef GM_WITH_CUDA
+/* csrc/cuda.c */
+void *gm_cuda_segment_alloc(int i, size_t size, int *out_of_memory);
+void gm_cuda_segment_free(int i, void *p);
+int gm_cuda_mem_info(int i, size_t *free_bytes, size_t *total);
+int gm_cuda_device_count(void);
+const char *gm_cuda_last_error(void);
+#endif
 /* Thread-local: set from Python (gm.memory scopes, modules, autograd) and read at every allocation. */
 static _Thread_local int cur_category = GM_CAT_OTHER;
 static _Thread_local const char *cur_scope = "";
@@ -119,12 +142,26 @@ static char *source_alloc(gm_allocator *A, size_t size) {
         A->meta_next += size + HUGE_ROUND;
         return p;
     }
+#ifdef GM_WITH_CUDA
+    if (A->dev.type == GM_DEV_CUDA) {
+        int oom = 0;
+        char *p = gm_cuda_segment_alloc(A->dev.index, size, &oom);
+        if (!p && !oom) A->source_failed = 1;
+        return p;
+    }
+#endif
     void *p = NULL;
     if (posix_memalign(&p, 4096, size) != 0) return NULL;
     return p;
 }
 
 static void source_free(gm_allocator *A, char *p) {
+#ifdef GM_WITH_CUDA
+    if (A->dev.type == GM_DEV_CUDA) {
+        gm_cuda_segment_free(A->dev.index, p);
+        return;
+    }
+#endif
     if (A->dev.type != GM_DEV_META) free(p);
 }
 
@@ -204,19 +241,50 @@ int gm_allocator_init(void) {
     meta_alloc.dev = (gm_device){GM_DEV_META, 0};
     meta_alloc.capacity = (size_t)1 << 50; /* 1 PiB: simulation is unbounded until told otherwise */
     meta_alloc.meta_next = (uintptr_t)1 << 44;
+    cpu_alloc.ready = meta_alloc.ready = 1;
+    const char *nc = getenv("GPUMEMNET_NO_CACHING");
+    no_caching = nc && nc[0] && strcmp(nc, "0") != 0;
     scope_names = PyDict_New();
     return scope_names ? 0 : -1;
 }
 
-/* Returns the allocator of dev, or NULL with RuntimeError (cuda is not usable until its backend lands). */
+/* Returns the allocator of dev, or NULL with RuntimeError (no such CUDA device, or no CUDA in this build).
+ * A CUDA device's allocator is set up on first use; its capacity is the device's total memory. */
 static gm_allocator *allocator_for(gm_device dev) {
     if (dev.type == GM_DEV_CPU) return &cpu_alloc;
     if (dev.type == GM_DEV_META) return &meta_alloc;
+#ifdef GM_WITH_CUDA
+    if (dev.index >= 0 && dev.index < GM_MAX_CUDA_DEVICES && cuda_alloc[dev.index].ready)
+        return &cuda_alloc[dev.index];
+    int n = gm_cuda_device_count();
+    if (dev.index < 0 || dev.index >= n) {
+        const char *why = gm_cuda_last_error();
+        if (n == 0)
+            PyErr_Format(PyExc_RuntimeError, "device cuda:%d: no CUDA device is available (%s)", dev.index,
+                         why[0] ? why : "none found");
+        else
+            PyErr_Format(PyExc_RuntimeError, "device cuda:%d: there %s %d CUDA device%s (cuda:0..cuda:%d)",
+                         dev.index, n == 1 ? "is" : "are", n, n == 1 ? "" : "s", n - 1);
+        return NULL;
+    }
+    size_t free_bytes, total;
+    if (gm_cuda_mem_info(dev.index, &free_bytes, &total) < 0) {
+        PyErr_Format(PyExc_RuntimeError, "device cuda:%d: cannot read its memory size: %s", dev.index,
+                     gm_cuda_last_error());
+        return NULL;
+    }
+    gm_allocator *A = &cuda_alloc[dev.index];
+    memset(A, 0, sizeof *A);
+    A->dev = dev;
+    A->capacity = total;
+    A->ready = 1;
+    return A;
+#else
     PyErr_Format(PyExc_RuntimeError,
-                 "device cuda:%d: CUDA tensors are not supported by this version of gpumemnet yet "
-                 "(the CUDA backend is not implemented); use device='cpu', or 'meta' to simulate",
-                 dev.index);
+                 "device cuda:%d: this build of gpumemnet has no CUDA support (nvcc was not found when it was "
+                 "built, or GPUMEMNET_CUDA=0); use device='cpu', or 'meta' to simulate a GPU", dev.index);
     return NULL;
+#endif
 }
 
 /* ---- the error that explains -------------------------------------------------------------------- */
@@ -333,13 +401,24 @@ static void raise_oom(gm_allocator *A, size_t nbytes) {
     size_t spos = 0;
     for (int i = 0; i < nsugg && spos < sizeof sugs; i++)
         spos += snprintf(sugs + spos, sizeof sugs - spos, "\n    - %s", sugg[i]);
+    /* On a GPU the driver's view matters too: other processes (or another framework in this one) hold memory
+     * that our capacity figure does not show. */
+    char driver[128] = "", r[32], df[32];
+    snprintf(driver, sizeof driver, "; reserved %s", fmt_bytes((double)A->reserved.current, r));
+#ifdef GM_WITH_CUDA
+    size_t dfree, dtotal;
+    if (A->dev.type == GM_DEV_CUDA && gm_cuda_mem_info(A->dev.index, &dfree, &dtotal) == 0)
+        snprintf(driver, sizeof driver, "; reserved %s, free on the device %s",
+                 fmt_bytes((double)A->reserved.current, r), fmt_bytes((double)dfree, df));
+#endif
+    (void)df;
     PyObject *msg = PyUnicode_FromFormat(
         "%s on %s: tried to allocate %s (%s%s%s)\n"
-        "  capacity %s, limit %s; in use %s%s%s\n"
+        "  capacity %s, limit %s%s; in use %s%s%s\n"
         "  cached but free %s (largest free block %s)%s%s%s",
         prefix, gm_device_str(A->dev, dev), fmt_bytes((double)nbytes, a), gm_category_names[cur_category],
         cur_scope[0] ? " in " : "", cur_scope, fmt_bytes((double)A->capacity, c),
-        A->limit ? fmt_bytes((double)A->limit, l) : "none", fmt_bytes((double)A->allocated.current, g),
+        A->limit ? fmt_bytes((double)A->limit, l) : "none", driver, fmt_bytes((double)A->allocated.current, g),
         pos ? ": " : "", cats, fmt_bytes((double)cached, f), fmt_bytes((double)largest, u), tops,
         nsugg ? "\n  suggestions:" : "", sugs);
     if (!msg) return;
@@ -469,9 +548,12 @@ gm_block *gm_alloc(gm_device dev, size_t nbytes) {
     }
     size_t size = nbytes < ROUND ? ROUND : (nbytes + ROUND - 1) / ROUND * ROUND;
     int pool = size <= SMALL_REQUEST ? 0 : 1;
-    gm_block *b = best_fit(A, pool, size);
+    int exact = no_caching && A->dev.type != GM_DEV_META;
+    gm_block *b = exact ? NULL : best_fit(A, pool, size);
+    A->source_failed = 0;
     if (!b) {
-        size_t seg_size = pool == 0 ? SMALL_SEGMENT
+        size_t seg_size = exact ? size
+                          : pool == 0 ? SMALL_SEGMENT
                           : size < LARGE_REQUEST ? LARGE_SEGMENT
                                                  : (size + HUGE_ROUND - 1) / HUGE_ROUND * HUGE_ROUND;
         b = new_segment(A, seg_size, pool);
@@ -481,6 +563,15 @@ gm_block *gm_alloc(gm_device dev, size_t nbytes) {
             release_cached(A);
             b = new_segment(A, seg_size, pool);
             if (!b && seg_size != size) b = new_segment(A, size, pool);
+        }
+        if (!b && A->source_failed) {
+#ifdef GM_WITH_CUDA
+            PyErr_Format(PyExc_RuntimeError, "allocating %zu bytes on cuda:%d failed (not for lack of memory): %s",
+                         nbytes, A->dev.index, gm_cuda_last_error());
+#else
+            PyErr_NoMemory();
+#endif
+            return NULL;
         }
         if (!b) {
             A->num_ooms++;
@@ -550,6 +641,7 @@ void gm_free(gm_block *b) {
         b = p;
     }
     free_list_insert(A, b);
+    if (no_caching && A->dev.type != GM_DEV_META && !b->prev && !b->next) release_cached(A);
 }
 
 char *gm_block_data(const gm_block *b) { return b->addr; }

@@ -21,8 +21,10 @@
 
 #ifdef GM_WITH_CUDA
 #include <cuda_runtime_api.h>
+#ifndef GM_CUDA_EMU /* the emulator has no cuBLAS / cuDNN: their kernels have plain-loop stand-ins there */
 #include <cublas_v2.h>
 #include <cudnn.h>
+#endif
 
 /* ---- the check macro ---------------------------------------------------------------------------------------
  * GM_CUDA_CHECK(call) evaluates a CUDA runtime, cuBLAS or cuDNN call once (_Generic picks the checker from the
@@ -31,11 +33,15 @@
  * status up; the binding turns the recorded text into a Python exception with gm_cuda_raise().
  * Other csrc files use it once gm.h carries these declarations (they are exported for that). */
 int gm_cuda_check_cudart(cudaError_t st, const char *call, const char *file, int line);
+#ifdef GM_CUDA_EMU
+#define GM_CUDA_CHECK(call) gm_cuda_check_cudart((call), #call, __FILE__, __LINE__)
+#else
 int gm_cuda_check_cublas(cublasStatus_t st, const char *call, const char *file, int line);
 int gm_cuda_check_cudnn(cudnnStatus_t st, const char *call, const char *file, int line);
 #define GM_CUDA_CHECK(call)                                                                                  \
     _Generic((call), cudaError_t: gm_cuda_check_cudart, cublasStatus_t: gm_cuda_check_cublas,              \
              cudnnStatus_t: gm_cuda_check_cudnn)((call), #call, __FILE__, __LINE__)
+#endif
 #endif
 
 /* The last failure recorded on this thread ("" if none since the last gm_cuda_clear_error()). */
@@ -72,6 +78,7 @@ int gm_cuda_check_cudart(cudaError_t st, const char *call, const char *file, int
     return gm_cuda_record(cudaGetErrorName(st), cudaGetErrorString(st), (long)st, call, file, line);
 }
 
+#ifndef GM_CUDA_EMU
 static const char *gm_cublas_status_name(cublasStatus_t st) {
     switch (st) {
     case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
@@ -100,16 +107,23 @@ int gm_cuda_check_cudnn(cudnnStatus_t st, const char *call, const char *file, in
     cudnnGetLastErrorString(detail, sizeof detail);
     return gm_cuda_record(cudnnGetErrorString(st), detail[0] ? detail : "cuDNN", (long)st, call, file, line);
 }
+#endif /* !GM_CUDA_EMU */
 
-/* Number of usable devices; 0 when there is no driver or no GPU (the reason stays in gm_cuda_last_error()). */
+/* Number of usable devices; 0 when there is no driver or no GPU (the reason stays in gm_cuda_last_error()).
+ * Asked once: the answer cannot change within a process (CUDA_VISIBLE_DEVICES is read at driver start). */
 static int gm_cuda_count(void) {
+    static int known = -1;
+    if (known >= 0) return known;
     int n = 0;
     int rc;
     Py_BEGIN_ALLOW_THREADS /* the first call loads and initialises the driver: can take a while */
     rc = GM_CUDA_CHECK(cudaGetDeviceCount(&n));
     Py_END_ALLOW_THREADS
-    return rc ? 0 : n;
+    known = rc ? 0 : (n > GM_MAX_CUDA_DEVICES ? GM_MAX_CUDA_DEVICES : n);
+    return known;
 }
+
+int gm_cuda_device_count(void) { return gm_cuda_count(); }
 
 /* Parse a device index argument and check it against the device count; -1 + IndexError/TypeError. */
 static int gm_cuda_index_arg(PyObject *arg, const char *fn) {
@@ -131,7 +145,192 @@ static int gm_cuda_index_arg(PyObject *arg, const char *fn) {
     }
     return (int)i;
 }
+
+/* ---- per-device contexts -------------------------------------------------------------------------------------
+ * One stream per device (DESIGN.md): every kernel, library call and copy of that device is queued on it, in
+ * program order, so the caching allocator may hand a freed block to the next op without waiting (the op that
+ * freed it was queued earlier on the same stream). The stream is non-blocking so that the legacy default stream
+ * never serialises against it. cuBLAS and cuDNN handles are bound to it. Each thread gets its own gm_cuda_ctx
+ * (the error buffer is per thread); the stream and handles are shared. Created on first use, never destroyed
+ * (the driver reclaims them at exit; destroying them from an atexit hook races the driver's own teardown). */
+typedef struct {
+    int ready;
+    void *stream, *cublas, *cudnn;
+    int sm_count;
+} gm_cuda_device_state;
+
+static gm_cuda_device_state dev_state[GM_MAX_CUDA_DEVICES];
+static _Thread_local gm_cuda_ctx thread_ctx[GM_MAX_CUDA_DEVICES];
+static int allow_tf32;
+
+static int gm_cuda_device_init(int i) {
+    gm_cuda_device_state *d = &dev_state[i];
+    cudaStream_t stream;
+    if (GM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking))) return -1;
+    d->stream = stream;
+    if (GM_CUDA_CHECK(cudaDeviceGetAttribute(&d->sm_count, cudaDevAttrMultiProcessorCount, i))) return -1;
+#ifndef GM_CUDA_EMU
+    cublasHandle_t blas;
+    cudnnHandle_t dnn;
+    if (GM_CUDA_CHECK(cublasCreate(&blas)) || GM_CUDA_CHECK(cublasSetStream(blas, stream))) return -1;
+    d->cublas = blas;
+    if (GM_CUDA_CHECK(cudnnCreate(&dnn)) || GM_CUDA_CHECK(cudnnSetStream(dnn, stream))) return -1;
+    d->cudnn = dnn;
+#endif
+    d->ready = 1;
+    return 0;
+}
+
+gm_cuda_ctx *gm_cuda_ctx_for(gm_device dev) {
+    char name[16];
+    if (dev.type != GM_DEV_CUDA || dev.index < 0 || dev.index >= GM_MAX_CUDA_DEVICES) {
+        PyErr_Format(PyExc_RuntimeError, "internal: gm_cuda_ctx_for(%s)", gm_device_str(dev, name));
+        return NULL;
+    }
+    int i = dev.index;
+    gm_cuda_clear_error();
+    if (GM_CUDA_CHECK(cudaSetDevice(i)) || (!dev_state[i].ready && gm_cuda_device_init(i) < 0)) {
+        gm_cuda_raise(gm_device_str(dev, name));
+        return NULL;
+    }
+    gm_cuda_ctx *c = &thread_ctx[i];
+    c->device = i;
+    c->stream = dev_state[i].stream;
+    c->cublas = dev_state[i].cublas;
+    c->cudnn = dev_state[i].cudnn;
+    c->sm_count = dev_state[i].sm_count;
+    c->allow_tf32 = allow_tf32;
+    c->err[0] = '\0';
+    return c;
+}
+
+int gm_cuda_kernel_status(const char *op, int status, const gm_cuda_ctx *ctx) {
+    if (status == GM_OK) return 0;
+    if (status == GM_ERR_BACKEND)
+        PyErr_Format(PyExc_RuntimeError, "%s: the CUDA kernel failed on cuda:%d: %s", op, ctx->device,
+                     ctx->err[0] ? ctx->err : "(no message)");
+    else
+        PyErr_Format(PyExc_RuntimeError, "%s: the CUDA kernel refused its arguments (status %d: %s; an argument "
+                     "the validation missed, please report)", op, status,
+                     status == GM_ERR_UNSUPPORTED ? "unsupported" : "bad argument");
+    return -1;
+}
+
+/* ---- device memory for the allocator (allocator.c) -------------------------------------------------------- */
+/* cudaMalloc on device i; NULL when the device is out of memory (the allocator then frees its cache, retries,
+ * and finally raises OutOfMemoryError). Any other failure is recorded for gm_cuda_last_error(). */
+void *gm_cuda_segment_alloc(int i, size_t size, int *out_of_memory) {
+    void *p = NULL;
+    *out_of_memory = 0;
+    if (GM_CUDA_CHECK(cudaSetDevice(i))) return NULL;
+    cudaError_t st = cudaMalloc(&p, size);
+    if (st == cudaErrorMemoryAllocation) {
+        (void)cudaGetLastError(); /* not sticky: clear it so that the next check does not report it again */
+        *out_of_memory = 1;
+        return NULL;
+    }
+    if (GM_CUDA_CHECK(st)) return NULL;
+    return p;
+}
+
+/* cudaFree waits for the device to finish with the memory (it synchronises), so a segment can go back to the
+ * driver while kernels that used it are still queued. */
+void gm_cuda_segment_free(int i, void *p) {
+    if (GM_CUDA_CHECK(cudaSetDevice(i))) return;
+    (void)GM_CUDA_CHECK(cudaFree(p));
+}
+
+/* Total and free bytes of device i (cudaMemGetInfo); 0 on failure. */
+int gm_cuda_mem_info(int i, size_t *free_bytes, size_t *total) {
+    *free_bytes = *total = 0;
+    if (GM_CUDA_CHECK(cudaSetDevice(i))) return -1;
+    return GM_CUDA_CHECK(cudaMemGetInfo(free_bytes, total));
+}
+
+/* ---- copies (transfer.c) --------------------------------------------------------------------------------------
+ * n bytes between host and device i or within device i, on the device's stream. Host-to-device from pageable
+ * memory returns once the source was staged (the caller may free it); device-to-host waits for the data. */
+enum { GM_COPY_H2D = 1, GM_COPY_D2H = 2, GM_COPY_D2D = 3 };
+
+int gm_cuda_copy(int i, void *dst, const void *src, size_t n, int kind) {
+    gm_cuda_ctx *c = gm_cuda_ctx_for((gm_device){GM_DEV_CUDA, i});
+    if (!c) return -1;
+    if (n == 0) return 0;
+    cudaStream_t s = (cudaStream_t)c->stream;
+    enum cudaMemcpyKind k = kind == GM_COPY_H2D   ? cudaMemcpyHostToDevice
+                            : kind == GM_COPY_D2H ? cudaMemcpyDeviceToHost
+                                                  : cudaMemcpyDeviceToDevice;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = GM_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, k, s)) ||
+         (kind == GM_COPY_D2H && GM_CUDA_CHECK(cudaStreamSynchronize(s)));
+    Py_END_ALLOW_THREADS
+    return rc ? gm_cuda_raise("copy") : 0;
+}
+
+/* Copy between two devices: through the host (peer access is not set up; rare in this library's use). */
+int gm_cuda_copy_peer(int dst_dev, void *dst, int src_dev, const void *src, size_t n) {
+    void *host = PyMem_RawMalloc(n ? n : 1);
+    if (!host) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    int rc = gm_cuda_copy(src_dev, host, src, n, GM_COPY_D2H) || gm_cuda_copy(dst_dev, dst, host, n, GM_COPY_H2D);
+    if (!rc) {
+        gm_cuda_ctx *c = gm_cuda_ctx_for((gm_device){GM_DEV_CUDA, dst_dev});
+        /* the host buffer is freed next: wait until the staged upload no longer needs it */
+        if (!c || GM_CUDA_CHECK(cudaStreamSynchronize((cudaStream_t)c->stream))) rc = c ? gm_cuda_raise("copy") : -1;
+    }
+    PyMem_RawFree(host);
+    return rc ? -1 : 0;
+}
+
+/* Wait for device i's stream (host reads of device data after kernels that wrote it). */
+int gm_cuda_stream_sync(int i) {
+    gm_cuda_ctx *c = gm_cuda_ctx_for((gm_device){GM_DEV_CUDA, i});
+    if (!c) return -1;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = GM_CUDA_CHECK(cudaStreamSynchronize((cudaStream_t)c->stream));
+    Py_END_ALLOW_THREADS
+    return rc ? gm_cuda_raise("synchronize") : 0;
+}
 #endif /* GM_WITH_CUDA */
+
+#ifndef GM_WITH_CUDA
+gm_cuda_ctx *gm_cuda_ctx_for(gm_device dev) {
+    char name[16];
+    PyErr_Format(PyExc_RuntimeError, "tensor on %s, but this build of gpumemnet has no CUDA support",
+                 gm_device_str(dev, name));
+    return NULL;
+}
+int gm_cuda_kernel_status(const char *op, int status, const gm_cuda_ctx *ctx) {
+    (void)ctx;
+    return gm_kernel_status(op, status);
+}
+#endif
+
+static PyObject *py_cuda_mem_get_info(PyObject *self, PyObject *arg) {
+#ifdef GM_WITH_CUDA
+    int i = gm_cuda_index_arg(arg, "mem_get_info");
+    if (i < 0) return NULL;
+    size_t free_bytes, total;
+    if (gm_cuda_mem_info(i, &free_bytes, &total) < 0) return gm_cuda_raise("mem_get_info"), NULL;
+    return Py_BuildValue("(KK)", (unsigned long long)free_bytes, (unsigned long long)total);
+#else
+    return PyErr_Format(PyExc_RuntimeError, "mem_get_info: no CUDA device %R (gpumemnet was built without CUDA)",
+                        arg);
+#endif
+}
+
+static PyObject *py_set_allow_tf32(PyObject *self, PyObject *arg) {
+    int v = PyObject_IsTrue(arg);
+    if (v < 0) return NULL;
+#ifdef GM_WITH_CUDA
+    allow_tf32 = v;
+#endif
+    Py_RETURN_NONE;
+}
 
 static PyObject *py_cuda_device_count(PyObject *self, PyObject *noargs) {
 #ifdef GM_WITH_CUDA
@@ -224,7 +423,14 @@ static PyObject *py_build_info(PyObject *self, PyObject *noargs) {
         gm_dict_set(d, "blas_package", PyUnicode_FromString(GM_BLAS_PACKAGE)) ||
         gm_dict_set(d, "openmp_threads", PyLong_FromLong(threads)))
         goto fail;
-#ifdef GM_WITH_CUDA
+#if defined(GM_WITH_CUDA) && defined(GM_CUDA_EMU)
+    if (gm_dict_set(d, "cuda", PyUnicode_FromString("emulator")) ||
+        gm_dict_set(d, "cuda_runtime", PyUnicode_FromString("emulator")) ||
+        gm_dict_set(d, "cuda_driver", PyUnicode_FromString("emulator")) ||
+        gm_dict_set(d, "cuda_archs", PyUnicode_FromString("emulator")) || gm_dict_set(d, "cudnn", gm_str_or_none(NULL)) ||
+        gm_dict_set(d, "cudnn_compiled", gm_str_or_none(NULL)) || gm_dict_set(d, "cublas", gm_str_or_none(NULL)))
+        goto fail;
+#elif defined(GM_WITH_CUDA)
     {
         /* These need no GPU and no driver: the runtime is in _C, cuBLAS and cuDNN answer from their library. */
         int drv = 0, rt = 0, maj = 0, min = 0, pat = 0;
@@ -272,6 +478,9 @@ PyMethodDef gm_cuda_methods[] = {
     {"_cuda_synchronize", py_cuda_synchronize, METH_O, "Wait for all work queued on CUDA device i."},
     {"_cuda_last_error", py_cuda_last_error, METH_NOARGS,
      "The last failed CUDA/cuBLAS/cuDNN call on this thread (text, file:line, error), or None."},
+    {"_cuda_mem_get_info", py_cuda_mem_get_info, METH_O, "(free, total) bytes of CUDA device i (cudaMemGetInfo)."},
+    {"_set_allow_tf32", py_set_allow_tf32, METH_O,
+     "Whether CUDA matrix products may use TF32 tensor cores (gm.backends.cuda.matmul.allow_tf32)."},
     {"_build_info", py_build_info, METH_NOARGS,
      "dict: version, blas (OpenBLAS config), blas_core, cuda, cudnn, cublas (None when not built), threads."},
     {NULL, NULL, 0, NULL},

@@ -147,6 +147,8 @@ int gm_cuda_kernel_status(const char *op, int status, const gm_cuda_ctx *ctx);
 /* Copy src into dst when they live on different devices (cpu <-> cuda:N, cuda:N <-> cuda:M): shapes equal,
  * any dtypes (cast) and strides. 0, or -1 + exception. gm_copy_into calls it for cross-device pairs. */
 int gm_copy_across(GMTensor *dst, GMTensor *src);
+/* A new contiguous tensor on dev holding t's values (same shape and dtype). NULL + exception. */
+GMTensor *gm_to_device(GMTensor *t, gm_device dev);
 
 /* Thread count for OpenMP loops in csrc (kernels read it through their own argument). */
 extern int gm_num_threads;
@@ -164,7 +166,8 @@ extern PyMethodDef gm_conv_methods[];              /* ops_conv.c: conv2d, conv_t
 extern PyMethodDef gm_pool_methods[];              /* ops_pool.c: pooling, interpolate */
 extern PyMethodDef gm_nnops_methods[];             /* ops_nnops.c: activations, dropout, norm, softmax, losses */
 extern PyMethodDef gm_optim_methods[];             /* ops_optim.c: fused optimizer steps */
-extern PyMethodDef gm_amp_methods[];               /* ops_amp.c: GradScaler's fused unscale */
+extern PyMethodDef gm_amp_methods[];
+extern PyMethodDef gm_transfer_methods[];          /* transfer.c: copies between devices */               /* ops_amp.c: GradScaler's fused unscale */
 
 int gm_tensor_type_init(PyObject *module);
 int gm_allocator_init(void);

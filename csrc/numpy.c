@@ -64,6 +64,19 @@ PyObject *gm_py_from_numpy(PyObject *self, PyObject *args, PyObject *kwargs) {
     }
     int64_t shape[GM_MAX_DIMS];
     for (int i = 0; i < ndim; i++) shape[i] = PyArray_DIM(src, i);
+    if (dev.type == GM_DEV_CUDA) { /* through a CPU tensor: NumPy does the casting copy, then one upload */
+        PyObject *kw = Py_BuildValue("{s:O}", "dtype", dto);
+        PyObject *a = kw ? PyTuple_Pack(1, obj) : NULL;
+        int prev = gm_swap_category(GM_CAT_WORKSPACE);
+        GMTensor *host = a ? (GMTensor *)gm_py_from_numpy(self, a, kw) : NULL;
+        gm_swap_category(prev);
+        Py_XDECREF(a);
+        Py_XDECREF(kw);
+        if (!host) return NULL;
+        GMTensor *t = gm_to_device(host, dev);
+        Py_DECREF(host);
+        return (PyObject *)t;
+    }
     GMTensor *t = gm_empty(ndim, shape, dt, dev);
     if (!t || dev.type != GM_DEV_CPU || gm_numel(t) == 0) return (PyObject *)t;
 
@@ -90,6 +103,15 @@ PyObject *gm_py_from_numpy(PyObject *self, PyObject *args, PyObject *kwargs) {
 }
 
 PyObject *gm_tensor_numpy(GMTensor *self, PyObject *unused) {
+    if (self->device.type == GM_DEV_CUDA) {
+        /* A copy in host memory (PyTorch needs .cpu() first; .numpy(force=True) does this): the array owns the
+         * new CPU tensor, so writing to it does not change the CUDA tensor. */
+        GMTensor *host = gm_to_device(self, (gm_device){GM_DEV_CPU, 0});
+        if (!host) return NULL;
+        PyObject *arr = gm_tensor_numpy(host, NULL);
+        Py_DECREF(host);
+        return arr;
+    }
     if (self->device.type != GM_DEV_CPU) {
         char d[16];
         PyErr_Format(PyExc_RuntimeError, "numpy: the tensor is on %s; only CPU tensors can be viewed as NumPy "

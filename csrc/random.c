@@ -141,12 +141,11 @@ static int run_fill(const char *op, GMTensor *t, int dist, double a, double b, u
         return -1;
     }
 #ifdef GM_WITH_CUDA
-    char err[512];
+    gm_cuda_ctx *ctx = gm_cuda_ctx_for(t->device);
+    if (!ctx) return -1;
     int st = gm_philox_fill_cuda(gm_tensor_data(t), t->dtype, dist, n, g_seed, offset, a, b, t->device.index,
-                                 NULL, err, sizeof err);
-    if (st == GM_OK) return 0;
-    PyErr_Format(PyExc_RuntimeError, "%s: the CUDA kernel failed: %s", op, err[0] ? err : "(no message)");
-    return -1;
+                                 ctx->stream, ctx->err, sizeof ctx->err);
+    return gm_cuda_kernel_status(op, st, ctx);
 #else
     char d[16];
     PyErr_Format(PyExc_RuntimeError, "%s: tensor on %s, but this build of gpumemnet has no CUDA support", op,

@@ -706,6 +706,24 @@ static PyObject *tensor_squeeze(GMTensor *self, PyObject *arg) {
     return (PyObject *)gm_view(self, n, shape, strides, self->offset);
 }
 
+/* self takes src's storage, geometry, dtype and device, keeping its identity (PyTorch's `param.data = src`):
+ * Module.to moves a parameter this way, so an optimizer built before the move still holds the moved tensor. */
+static PyObject *tensor_set_data(GMTensor *self, PyObject *arg) {
+    GMTensor *src = gm_tensor_arg(arg, "_set_data", "src");
+    if (!src) return NULL;
+    if (src == self) Py_RETURN_NONE;
+    src->storage->refcount++;
+    gm_storage_decref(self->storage);
+    self->storage = src->storage;
+    self->ndim = src->ndim;
+    self->dtype = src->dtype;
+    self->device = src->device;
+    self->offset = src->offset;
+    memcpy(self->shape, src->shape, sizeof self->shape);
+    memcpy(self->strides, src->strides, sizeof self->strides);
+    Py_RETURN_NONE;
+}
+
 static PyObject *tensor_is_contiguous(GMTensor *self, PyObject *unused) {
     return PyBool_FromLong(gm_is_contiguous(self));
 }
@@ -718,6 +736,13 @@ static PyObject *tensor_item(GMTensor *self, PyObject *unused) {
         PyErr_Format(PyExc_ValueError, "item: only a tensor with one element can be converted to a Python "
                      "number, this one has shape %s", gm_shape_str(self->ndim, self->shape, a));
         return NULL;
+    }
+    if (self->device.type == GM_DEV_CUDA) { /* one element to the host (waits for the kernels that write it) */
+        GMTensor *host = gm_to_device(self, (gm_device){GM_DEV_CPU, 0});
+        if (!host) return NULL;
+        PyObject *v = tensor_item(host, NULL);
+        Py_DECREF(host);
+        return v;
     }
     if (self->device.type != GM_DEV_CPU) {
         PyErr_SetString(PyExc_RuntimeError, "item: a meta tensor has no data (it only has a shape)");
@@ -743,6 +768,7 @@ static PyMethodDef tensor_methods[] = {
     {"_unsqueeze", (PyCFunction)tensor_unsqueeze, METH_O, "Insert a dimension of size 1 (view)."},
     {"_squeeze", (PyCFunction)tensor_squeeze, METH_O, "Drop dimensions of size 1 (view)."},
     {"_is_contiguous", (PyCFunction)tensor_is_contiguous, METH_NOARGS, "Row-major contiguous?"},
+    {"_set_data", (PyCFunction)tensor_set_data, METH_O, "Take another tensor's storage and geometry in place."},
     {"numel", (PyCFunction)tensor_numel, METH_NOARGS, "Number of elements."},
     {"item", (PyCFunction)tensor_item, METH_NOARGS, "The value of a one-element tensor as a Python number."},
     {"numpy", (PyCFunction)gm_tensor_numpy, METH_NOARGS, "A NumPy array sharing this CPU tensor's memory."},
@@ -829,6 +855,17 @@ static PyObject *py_arange(PyObject *self, PyObject *args) {
         return NULL;
     }
     int64_t n = (int64_t)count;
+    if (dev.type == GM_DEV_CUDA) { /* made on the host and uploaded: arange is never hot */
+        PyObject *a = Py_BuildValue("dddOs", start, end, step, dto, "cpu");
+        int prev = gm_swap_category(GM_CAT_WORKSPACE);
+        GMTensor *host = a ? (GMTensor *)py_arange(self, a) : NULL;
+        gm_swap_category(prev);
+        Py_XDECREF(a);
+        if (!host) return NULL;
+        GMTensor *t = gm_to_device(host, dev);
+        Py_DECREF(host);
+        return (PyObject *)t;
+    }
     GMTensor *t = gm_empty(1, &n, dt, dev);
     if (!t || dev.type != GM_DEV_CPU) return (PyObject *)t;
     char *p = gm_tensor_data(t);

@@ -168,10 +168,23 @@ def test_oom_frees_the_cache_before_giving_up(meta):
 def test_set_limit_bad_values():
     with pytest.raises(ValueError, match="positive"):
         gm.memory.set_limit("cpu", -5)
-    with pytest.raises(TypeError):
+    with pytest.raises(ValueError, match=r"fraction .* \(0, 1\], got 1.5"):
         gm.memory.set_limit("cpu", 1.5)
+    with pytest.raises(ValueError, match="fraction"):
+        gm.memory.set_limit("cpu", 0.0)
+    with pytest.raises(TypeError, match="nbytes must be"):
+        gm.memory.set_limit("cpu", "1GB")
     with pytest.raises(ValueError, match="unknown device"):
         gm.memory.set_limit("tpu", 100)
+
+
+def test_set_limit_as_a_fraction_of_the_capacity():
+    cap = gm.memory.capacity("meta")
+    try:
+        gm.memory.set_limit("meta", 0.25)
+        assert gm.memory.get_limit("meta") == int(0.25 * cap)
+    finally:
+        gm.memory.set_limit("meta", None)
 
 
 def test_overflowing_sizes_are_errors_not_wraps():

@@ -7,6 +7,8 @@ atol + rtol*|ref|, and a failure lists the first mismatches with their indices.
 """
 import itertools
 
+import gc
+
 import numpy as np
 import pytest
 
@@ -610,10 +612,15 @@ def test_meta_temporaries_are_allocated_and_freed():
 def test_cpu_temporaries_are_freed():
     a = T(np.ones(1000, np.float16))
     b = T(np.ones(1000, np.float32))
-    base = C.memory_allocated("cpu")
-    out = C.binary(MUL, a, b)
-    del out
-    assert C.memory_allocated("cpu") == base
+    gc.collect()  # a collection between the two readings would free unrelated tensors left by other tests
+    gc.disable()
+    try:
+        base = C.memory_allocated("cpu")
+        out = C.binary(MUL, a, b)
+        del out
+        assert C.memory_allocated("cpu") == base
+    finally:
+        gc.enable()
 
 
 # ---- through the Python API ------------------------------------------------------------------------------------------

@@ -263,13 +263,15 @@ def test_forward_hooks_modify_and_remove():
 
 
 # ---- device and dtype ------------------------------------------------------------------------------------------
-def test_to_dtype_makes_new_parameters_and_keeps_structure():
+def test_to_dtype_converts_parameters_in_place_and_keeps_structure():
     m = Tiny()
     m(gm.randn(2, 1, 6, 6)).sum().backward()
     old = m.fc.weight
     ref = to_numpy(old).astype(np.float64)
+    opt = gm.optim.SGD(m.parameters(), lr=1.0)
     assert m.double() is m
-    assert m.fc.weight is not old and isinstance(m.fc.weight, nn.Parameter)
+    # the same Parameter objects (PyTorch's `param.data = ...`): an optimizer made before the move still works
+    assert m.fc.weight is old and isinstance(m.fc.weight, nn.Parameter) and old.dtype == gm.float64
     assert all(p.dtype == gm.float64 and p._category == "parameter" for p in m.parameters())
     assert m.fc.weight.grad.dtype == gm.float64 and m.fc.weight.grad._category == "gradient"
     assert m.features[1].running_var.dtype == gm.float64
@@ -281,6 +283,9 @@ def test_to_dtype_makes_new_parameters_and_keeps_structure():
     assert m.to(gm.float64).fc.weight is same  # nothing to do: objects kept
     with pytest.raises(TypeError, match="floating point"):
         m.to(gm.int64)
+    before = to_numpy(m.fc.weight).copy()
+    opt.step()  # the optimizer holds the converted parameters: gradients in float64 step them
+    assert_close(m.fc.weight, before - to_numpy(m.fc.weight.grad), 1e-12, 1e-12)
 
 
 def test_to_meta_and_to_empty(meta):

@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
-# tools/gpu_check.sh OUTDIR [WHEELDIR] — build gpumemnet with CUDA on a GPU machine, show what was built and
-# run the test suite; results in OUTDIR (build.log, info.txt, pytest.log, junit.xml, summary.json).
-# WHEELDIR: for a machine with no network, a folder of wheels (setuptools, wheel, numpy, scipy-openblas32,
-# pytest) to install from with --no-index; the build then runs without isolation. Exit status: pytest's, or
-# non-zero when the build failed, no tests ran, or no GPU was visible (3). Later versions add more checks.
-set -euo pipefail
+# tools/gpu_check.sh OUTDIR [WHEELDIR] — the whole GPU check of issue 4 on a fresh CUDA machine, in one run:
+#   1. build gpumemnet with CUDA (cuDNN from the toolkit or the nvidia-cudnn wheel)      -> build.log, info.txt
+#   2. the test suite, CUDA tests included (every op CPU vs CUDA)                          -> pytest.log, junit.xml
+#   3. compute-sanitizer --tool memcheck over the CUDA op tests, caching off              -> sanitizer.log
+#   4. the GPU benchmarks (training steps vs PyTorch, fused Adam vs copy bandwidth)       -> bench.log
+#   5. summary.json: every status, test count and figure
+# The machine needs Python >= 3.10 with NumPy and pytest (PyTorch for the side-by-side figures); it may have no
+# network: WHEELDIR is a folder of wheels for what is missing (scipy-openblas32 at least; tools/fetch_gpu_wheels.sh
+# fills one). The venv sees the system's packages, so PyTorch and the nvidia-* wheels are reused.
+# Each step has its own time limit so the whole fits in 8 minutes on one H200. Exit status: 0 when the build,
+# the tests and the sanitizer passed on a visible GPU; otherwise the first failing step's number (3: no GPU).
+set -uo pipefail
 
 if [ $# -lt 1 ] || [ $# -gt 2 ]; then
     echo "usage: $0 OUTDIR [WHEELDIR]" >&2
@@ -18,55 +24,93 @@ cd "$repo"
 if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
     export PATH="/usr/local/cuda/bin:$PATH"
 fi
-export GPUMEMNET_CUDA=${GPUMEMNET_CUDA:-1} PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONUNBUFFERED=1
+jobs=$(nproc 2>/dev/null || echo 8)
+# sm_90 only: this script runs on Hopper; one target halves the compile time
+export GPUMEMNET_CUDA=1 GPUMEMNET_CUDA_ARCHS=${GPUMEMNET_CUDA_ARCHS:-sm_90} GPUMEMNET_JOBS=$jobs
+export PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONUNBUFFERED=1
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-"${PYTHON:-python3}" -m venv "$work/venv"
+"${PYTHON:-python3}" -m venv --system-site-packages "$work/venv"
 # shellcheck disable=SC1091
 . "$work/venv/bin/activate"
 
-build_rc=0
-t0=$SECONDS
-if [ -n "$wheels" ]; then
-    pip install -q --no-index --find-links "$wheels" setuptools wheel numpy scipy-openblas32 pytest \
-        >"$out/build.log" 2>&1 || build_rc=$?
-    [ "$build_rc" -ne 0 ] || pip install -v --no-build-isolation --no-index --find-links "$wheels" . \
-        >>"$out/build.log" 2>&1 || build_rc=$?
-else
-    pip install -v ".[test]" >"$out/build.log" 2>&1 || build_rc=$?
-fi
+step() { echo "== gpu_check: $* ($(date -u +%H:%M:%S))"; }
+
+# ---- 1. build ---------------------------------------------------------------------------------------------------
+step "build"
+t0=$SECONDS build_rc=0
+{
+    if [ -n "$wheels" ]; then
+        pip install --no-index --find-links "$wheels" --no-deps "$wheels"/*.whl || exit 1
+    fi
+    python -c "import numpy, scipy_openblas32, pytest, setuptools" || exit 1
+    pip install -v --no-build-isolation --no-deps . || exit 1
+} >"$out/build.log" 2>&1 || build_rc=1
 build_s=$((SECONDS - t0))
-grep -m1 -h "gpumemnet: building" "$out/build.log" || true
-
-test_rc=1 test_s=0
-if [ "$build_rc" -eq 0 ]; then
-    python -m gpumemnet 2>&1 | tee "$out/info.txt"
-    t0=$SECONDS
-    test_rc=0
-    python -m pytest -q tests --junitxml="$out/junit.xml" >"$out/pytest.log" 2>&1 || test_rc=$?
-    test_s=$((SECONDS - t0))
-    tail -n 15 "$out/pytest.log"
-else
-    echo "gpu_check: build failed (exit $build_rc); end of $out/build.log:" >&2
-    tail -n 60 "$out/build.log" >&2
+grep -m1 -h "gpumemnet: building" "$out/build.log"
+if [ "$build_rc" -ne 0 ]; then
+    tail -n 40 "$out/build.log"
 fi
 
-OUT="$out" BUILD_RC=$build_rc BUILD_S=$build_s TEST_RC=$test_rc TEST_S=$test_s python - <<'PY'
+test_rc=1 san_rc=1 bench_rc=1 test_s=0 san_s=0 bench_s=0
+if [ "$build_rc" -eq 0 ]; then
+    cd "$work"  # import the installed package, not the source tree
+    python -m gpumemnet >"$out/info.txt" 2>&1
+    cat "$out/info.txt"
+
+    # ---- 2. tests (xdist when present: 16 cores, one GPU) -------------------------------------------------------
+    step "tests"
+    t0=$SECONDS
+    par=$(python -c "import xdist" 2>/dev/null && echo "-n 8")
+    # shellcheck disable=SC2086
+    timeout 240 python -m pytest -q $par "$repo/tests" -p no:cacheprovider --junitxml="$out/junit.xml" \
+        >"$out/pytest.log" 2>&1
+    test_rc=$?
+    test_s=$((SECONDS - t0))
+    tail -n 12 "$out/pytest.log"
+
+    # ---- 3. compute-sanitizer over the CUDA op tests, every tensor its own cudaMalloc -------------------------
+    step "compute-sanitizer memcheck"
+    t0=$SECONDS
+    if command -v compute-sanitizer >/dev/null 2>&1; then
+        GPUMEMNET_NO_CACHING=1 timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
+            --target-processes all python -m pytest -q -x -p no:cacheprovider \
+            $(ls "$repo"/tests/test_cuda_*.py | grep -v -e emulator -e training) >"$out/sanitizer.log" 2>&1
+        san_rc=$?
+    else
+        echo "compute-sanitizer not found" >"$out/sanitizer.log"
+        san_rc=127
+    fi
+    san_s=$((SECONDS - t0))
+    tail -n 6 "$out/sanitizer.log"
+
+    # ---- 4. benchmarks -----------------------------------------------------------------------------------------
+    step "benchmarks"
+    t0=$SECONDS bench_rc=0
+    {
+        timeout 120 python "$repo/benchmarks/gpu_train_step.py" --json "$work/train.json" || bench_rc=$?
+        timeout 60 python "$repo/benchmarks/gpu_adam.py" --json "$work/adam.json" || bench_rc=$?
+    } >"$out/bench.log" 2>&1
+    bench_s=$((SECONDS - t0))
+    cat "$out/bench.log"
+fi
+
+# ---- 5. summary ---------------------------------------------------------------------------------------------------
+OUT="$out" WORK="$work" BUILD_RC=$build_rc BUILD_S=$build_s TEST_RC=$test_rc TEST_S=$test_s SAN_RC=$san_rc \
+SAN_S=$san_s BENCH_RC=$bench_rc BENCH_S=$bench_s python - <<'PY'
 import json, os, xml.etree.ElementTree as ET
 env = os.environ
-out = env["OUT"]
-s = {"build_rc": int(env["BUILD_RC"]), "build_seconds": int(env["BUILD_S"]),
-     "pytest_rc": int(env["TEST_RC"]), "pytest_seconds": int(env["TEST_S"])}
+out, work = env["OUT"], env["WORK"]
+s = {k.lower(): int(env[k]) for k in ("BUILD_RC", "BUILD_S", "TEST_RC", "TEST_S", "SAN_RC", "SAN_S", "BENCH_RC",
+                                        "BENCH_S")}
 try:
     from gpumemnet import _C, cuda
-    info = _C._build_info()
-    s["build_info"] = info
-    s["cuda_built"] = info["cuda"] is not None
-    s["devices"] = [{"index": i, "name": p.name, "total_memory": p.total_memory, "capability": f"{p.major}.{p.minor}",
-                     "multi_processor_count": p.multi_processor_count}
+    s["build_info"] = _C._build_info()
+    s["devices"] = [{"name": p.name, "total_memory": p.total_memory, "capability": f"{p.major}.{p.minor}",
+                     "sms": p.multi_processor_count}
                     for p in (cuda.get_device_properties(i) for i in range(cuda.device_count()))]
-except Exception as e:  # the build failed: summary.json still says so
+except Exception as e:
     s["import_error"] = f"{type(e).__name__}: {e}"
 junit = os.path.join(out, "junit.xml")
 if os.path.exists(junit):
@@ -75,16 +119,20 @@ if os.path.exists(junit):
     n = {k: int(suite.get(k, 0)) for k in ("tests", "failures", "errors", "skipped")}
     n["passed"] = n["tests"] - n["failures"] - n["errors"] - n["skipped"]
     s["tests"] = n
+for name in ("train", "adam"):
+    path = os.path.join(work, f"{name}.json")
+    if os.path.exists(path):
+        s[name] = json.load(open(path))
 s["gpu_found"] = bool(s.get("devices"))
-s["ok"] = (s["build_rc"] == 0 and s["pytest_rc"] == 0 and s.get("tests", {}).get("tests", 0) > 0
-           and s["gpu_found"])
+s["ok"] = (s["build_rc"] == 0 and s["test_rc"] == 0 and s.get("tests", {}).get("tests", 0) > 0
+           and s["san_rc"] == 0 and s["gpu_found"])
 with open(os.path.join(out, "summary.json"), "w") as f:
     json.dump(s, f, indent=2)
-print(json.dumps({k: s.get(k) for k in ("ok", "build_rc", "pytest_rc", "gpu_found", "tests")}))
+print(json.dumps({k: s.get(k) for k in ("ok", "build_rc", "test_rc", "san_rc", "bench_rc", "gpu_found", "tests")}))
 PY
 
-[ "$build_rc" -eq 0 ] || exit "$build_rc"
-[ "$test_rc" -ne 5 ] || { echo "gpu_check: pytest collected no tests" >&2; exit 1; }
-[ "$test_rc" -ne 0 ] || python -c 'import gpumemnet.cuda as c, sys; sys.exit(c.device_count() == 0)' \
-    || { echo "gpu_check: tests passed, but no CUDA device was visible: this was not a GPU check" >&2; exit 3; }
-exit "$test_rc"
+[ "$build_rc" -eq 0 ] || exit 1
+python -c 'import gpumemnet.cuda as c, sys; sys.exit(c.device_count() == 0)' || exit 3
+[ "$test_rc" -eq 0 ] || exit 2
+[ "$san_rc" -eq 0 ] || exit 4
+exit 0

@@ -173,7 +173,7 @@ int gm_philox_fill(void *out, gm_dtype dt, int dist, int64_t n, uint64_t seed, u
                    double b, int nthreads);
 
 /* The same fill on a CUDA device (kernels/cuda/philox.cu): out is device memory on `device`, stream a
- * cudaStream_t (NULL: the legacy default stream). On failure returns GM_ERR_BACKEND and writes the CUDA error
+ * cudaStream_t (csrc passes the device's stream, gm_cuda_ctx). On failure returns GM_ERR_BACKEND and writes the CUDA error
  * into err (errlen bytes). Only built when the extension is built with CUDA. */
 int gm_philox_fill_cuda(void *out, gm_dtype dt, int dist, int64_t n, uint64_t seed, uint64_t offset, double a,
                         double b, int device, void *stream, char *err, size_t errlen);

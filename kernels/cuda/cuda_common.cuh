@@ -1,4 +1,4 @@
-/* kernels/cuda/cuda_common.cuh — what every kernels/cuda/*.cu file shares: launching, error checks, grid sizing,
+/* kernels/cuda/cuda_common.cuh — what every .cu file of kernels/cuda/ shares: launching, error checks, grid sizing,
  * dtype loads/stores, strided N-d indexing and a block reduction.
  *
  * Every .cu file here is compiled two ways (kernels/cuda/README.md):
@@ -9,7 +9,7 @@
  * warp-synchronous code, no cooperative groups); fixed-size __shared__ arrays only (no `extern __shared__`);
  * convert 16-bit floats with common.h's gm_half_to_float & co. (bit-identical to the CPU kernels); no bare
  * min/max (use gm_cu_min/gm_cu_max). Files that call cuDNN or cuBLAS are the exception: the emulator build
- * replaces them (kernels/cuda/emu/*_emu.cpp). */
+ * replaces them (the _emu.cpp files in kernels/cuda/emu/). */
 #ifndef GM_KERNELS_CUDA_COMMON_CUH
 #define GM_KERNELS_CUDA_COMMON_CUH
 

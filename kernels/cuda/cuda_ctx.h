@@ -1,6 +1,6 @@
 /* kernels/cuda/cuda_ctx.h — what every CUDA kernel entry point receives instead of the CPU kernels' `nthreads`:
  * the device, its one stream, the library handles bound to that stream, and a buffer for a failure message.
- * Plain C: csrc/ fills it (csrc/cuda.c: gm_cuda_ctx_for) and kernels/cuda/*.cu read it.
+ * Plain C: csrc/ fills it (csrc/cuda.c: gm_cuda_ctx_for) and the .cu files of kernels/cuda/ read it.
  *
  * Conventions for every CUDA entry point (see kernels/cuda/README.md):
  *  - name = the CPU kernel's name with the prefix `cuda_` (elementwise_binary_forward -> cuda_elementwise_...),

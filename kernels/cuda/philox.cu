@@ -7,6 +7,8 @@
 #include <cuda_runtime.h>
 #include <stdio.h>
 
+#include "cuda_common.cuh"
+
 #include "../cpu/philox.h"
 
 #define PHILOX_CUDA_CHECK(call, err, errlen)                                                           \
@@ -78,12 +80,9 @@ __global__ void philox_fill_kernel(void *out, int64_t n, int64_t nblocks, uint64
 template <int DT>
 static void launch_dt(int dist, void *out, int64_t n, int64_t nblocks, uint64_t seed, uint64_t offset, double a,
                       double scale, int clamp, double high, unsigned grid, unsigned threads, cudaStream_t s) {
-    if (dist == GM_RNG_UNIFORM)
-        philox_fill_kernel<DT, GM_RNG_UNIFORM><<<grid, threads, 0, s>>>(out, n, nblocks, seed, offset, a, scale,
-                                                                        clamp, high);
-    else
-        philox_fill_kernel<DT, GM_RNG_NORMAL><<<grid, threads, 0, s>>>(out, n, nblocks, seed, offset, a, scale,
-                                                                       clamp, high);
+    const gm_cuda_ctx ctx = {0, (void *)s, NULL, NULL, 0, 0, {0}}; /* GM_LAUNCH reads the stream from it */
+    auto *k = dist == GM_RNG_UNIFORM ? &philox_fill_kernel<DT, GM_RNG_UNIFORM> : &philox_fill_kernel<DT, GM_RNG_NORMAL>;
+    GM_LAUNCH(k, grid, threads, &ctx, out, n, nblocks, seed, offset, a, scale, clamp, high);
 }
 
 extern "C" int gm_philox_fill_cuda(void *out, gm_dtype dt, int dist, int64_t n, uint64_t seed, uint64_t offset,
@@ -101,7 +100,7 @@ extern "C" int gm_philox_fill_cuda(void *out, gm_dtype dt, int dist, int64_t n, 
     const unsigned threads = 256;
     /* Enough blocks to fill the GPU several times over; the grid-stride loop covers the rest. */
     int64_t want = (nblocks + threads - 1) / threads;
-    unsigned grid = (unsigned)(want < 65535 ? want : 65535);
+    unsigned grid = (unsigned)(want < GM_CU_MAX_BLOCKS ? want : GM_CU_MAX_BLOCKS);
     cudaStream_t s = (cudaStream_t)stream;
     switch (dt) {
     case GM_F32: launch_dt<GM_F32>(dist, out, n, nblocks, seed, offset, a, scale, clamp, b, grid, threads, s); break;

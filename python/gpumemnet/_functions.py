@@ -296,6 +296,19 @@ class ToDtype(Function):
         return cast(g, ctx.src), None
 
 
+class ToDevice(Function):
+    """A copy to another device; the gradient is copied back to where the input lives."""
+
+    @staticmethod
+    def forward(ctx, a, device):
+        ctx.src = a._device
+        return _C._to_device(a, device)
+
+    @staticmethod
+    def backward(ctx, g):
+        return _C._to_device(g, ctx.src), None
+
+
 class Clone(Function):
     @staticmethod
     def forward(ctx, a):

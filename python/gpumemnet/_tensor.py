@@ -580,16 +580,13 @@ def _shape_arg(args):
 
 
 def _to_device(t, dev):
-    """Copy across devices. Only cpu <-> meta is possible before the CUDA backend: a meta tensor has no data,
-    so meta -> cpu is refused rather than inventing values."""
+    """Copy across devices (recorded by autograd: the gradient flows back to the source device). A meta tensor
+    has no data, so meta -> cpu/cuda is refused rather than inventing values."""
     if t._device == "meta" and dev != "meta":
         raise RuntimeError(f"to: a meta tensor has no data to copy to {dev}")
-    out = _C.empty(t.shape, t._dtype, dev)  # raises the allocator's clear error for cuda
-    if dev != "meta":
-        _C.copy_(out, t)
     if _needs_grad(t):
-        raise RuntimeError("to(device): moving a tensor that is part of a graph is not supported yet")
-    return out
+        return F.ToDevice.apply(t, dev)
+    return _C._to_device(t, dev)
 
 
 def matmul(a, b):

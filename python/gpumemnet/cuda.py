@@ -6,12 +6,19 @@ raising, except where a specific device is asked for. Memory statistics live in 
 from . import _C
 
 __all__ = ["is_available", "device_count", "get_device_properties", "get_device_name", "get_device_capability",
-           "empty_cache", "synchronize", "is_built"]
+           "empty_cache", "synchronize", "is_built", "is_emulated", "mem_get_info", "memory_allocated",
+           "max_memory_allocated", "memory_reserved", "max_memory_reserved", "reset_peak_memory_stats",
+           "memory_stats", "memory_summary", "set_per_process_memory_fraction"]
 
 
 def is_built():
     """True when gpumemnet was compiled with CUDA (whether or not this machine has a GPU)."""
     return _C._build_info()["cuda"] is not None
+
+
+def is_emulated():
+    """True for a GPUMEMNET_CUDA=emu build: "cuda" devices are the CPU emulator of kernels/cuda/README.md."""
+    return _C._build_info()["cuda"] == "emulator"
 
 
 def device_count():
@@ -113,3 +120,50 @@ def synchronize(device=None):
     A no-op when there is no CUDA device and none is named; naming one that does not exist raises."""
     for i in _devices(device, "synchronize"):
         _C._cuda_synchronize(i)
+
+
+# ---- PyTorch's torch.cuda memory names, answered by gpumemnet's allocator (see gm.memory for the full API) ----
+def _dev(device, what):
+    return f"cuda:{_require(device, what)}"
+
+
+def mem_get_info(device=None):
+    """(free, total) bytes of the device as the driver sees them (other processes included)."""
+    return _C._cuda_mem_get_info(_require(device, "mem_get_info"))
+
+
+def memory_allocated(device=None):
+    return _C.memory_allocated(_dev(device, "memory_allocated"))
+
+
+def max_memory_allocated(device=None):
+    return _C.max_memory_allocated(_dev(device, "max_memory_allocated"))
+
+
+def memory_reserved(device=None):
+    return _C.memory_reserved(_dev(device, "memory_reserved"))
+
+
+def max_memory_reserved(device=None):
+    return _C.memory_stats(_dev(device, "max_memory_reserved"))["reserved"]["peak"]
+
+
+def reset_peak_memory_stats(device=None):
+    _C.reset_peak_memory_stats(_dev(device, "reset_peak_memory_stats"))
+
+
+def memory_stats(device=None):
+    return _C.memory_stats(_dev(device, "memory_stats"))
+
+
+def memory_summary(device=None):
+    from .memory import memory_summary as summary
+    return summary(_dev(device, "memory_summary"))
+
+
+def set_per_process_memory_fraction(fraction, device=None):
+    """Cap gpumemnet's reserved bytes on the device at fraction x its capacity (gm.memory.set_limit)."""
+    from .memory import set_limit
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)):
+        raise TypeError(f"set_per_process_memory_fraction: fraction must be a float, got {type(fraction).__name__}")
+    set_limit(_dev(device, "set_per_process_memory_fraction"), float(fraction))

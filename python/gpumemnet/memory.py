@@ -45,9 +45,17 @@ def memory_stats(device="cpu"):
 def set_limit(device, nbytes):
     """Cap the bytes the allocator may reserve on device (None removes the cap). Crossing it frees the cache,
     retries, then raises gpumemnet.OutOfMemoryError: how tests reproduce an OOM, and how to rehearse a small
-    card on a large one."""
-    if nbytes is not None and (isinstance(nbytes, bool) or not isinstance(nbytes, int)):
-        raise TypeError(f"set_limit: nbytes must be an int or None, got {type(nbytes).__name__}")
+    card on a large one.
+
+    nbytes is a byte count (int), or a float in (0, 1]: that fraction of the device's capacity (PyTorch's
+    torch.cuda.set_per_process_memory_fraction), e.g. set_limit("cuda", 0.5)."""
+    if isinstance(nbytes, float):
+        if not 0.0 < nbytes <= 1.0:
+            raise ValueError(f"set_limit: a fraction of the capacity must be in (0, 1], got {nbytes}")
+        nbytes = int(nbytes * capacity(device))
+    elif nbytes is not None and (isinstance(nbytes, bool) or not isinstance(nbytes, int)):
+        raise TypeError(f"set_limit: nbytes must be an int (bytes), a float (fraction of the capacity) or None, "
+                        f"got {type(nbytes).__name__}")
     _C.set_limit(device_str(device), nbytes)
 
 

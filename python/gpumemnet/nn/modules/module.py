@@ -358,9 +358,9 @@ class Module:
 
     # ---- device and dtype -----------------------------------------------------------------------------------
     def _apply_tensors(self, convert):
-        """Replace every parameter and buffer t by convert(t), keeping the same objects where convert returns t.
-        A converted parameter is a new Parameter (a gpumemnet tensor's storage, device and dtype are fixed), so an
-        optimizer built before the move holds stale tensors: move the model first, as in PyTorch."""
+        """Replace every parameter and buffer t by convert(t). A parameter keeps its identity (its data is swapped
+        in place, as PyTorch's Module.to does), so an optimizer built before the move still holds it; its gradient
+        is converted too. Buffers are replaced."""
         for m in self.modules():
             for name, p in m._parameters.items():
                 if p is None:
@@ -368,11 +368,11 @@ class Module:
                 new = convert(p)
                 if new is p:
                     continue
-                q = Parameter(new, p.requires_grad)
-                if p.grad is not None:
-                    q.grad = convert(p.grad)
-                q._name = p._name
-                m._parameters[name] = q
+                grad = convert(p.grad) if p.grad is not None else None
+                p.grad = None
+                p._set_data(new)
+                p._name = p._name  # label the new storage for memory reports
+                p.grad = grad
             for name, b in m._buffers.items():
                 if b is not None:
                     new = convert(b)
