@@ -172,10 +172,11 @@ static int check_operands_ex(const char *op, GMTensor **ts, const char **names, 
         if (gm_check_same_device(op, ref, t) < 0) return -1;
     }
     if (!ref) return 0;
-    /* CUDA runs every pass in all four float dtypes (cuDNN / cuBLAS). meta stands in for a GPU, which has half-precision convolutions. On the CPU only conv2d's forward reads
-     * half precision itself (widening a tile of columns as it gathers them); the other passes sum over taps
-     * and tiles into whole planes, which in half would need float copies of them: the Python layer widens
-     * their operands (python/gpumemnet/nn/_functional_conv.py). */
+    /* CUDA runs every pass in all four float dtypes (cuDNN / cuBLAS). meta stands in for a GPU, which has
+     * half-precision convolutions. On the CPU only conv2d's forward reads half precision itself (widening a
+     * tile of columns as it gathers them); the other passes sum over taps and tiles into whole planes, which in
+     * half would need float copies of them: the Python layer widens their operands
+     * (python/gpumemnet/nn/_functional_conv.py). */
     int half = ref->dtype == GM_F16 || ref->dtype == GM_BF16;
     if (ref->device.type == GM_DEV_CPU && ref->dtype != GM_F32 && ref->dtype != GM_F64 && !(cpu_half && half)) {
         PyErr_Format(PyExc_TypeError, "%s: %s is not supported on the CPU; use float32 or float64 (e.g. "
