@@ -9,10 +9,19 @@
  *
  * Operands are copied only where a kernel needs them contiguous (weights, bias, gradients fed to gemm, the
  * transposed conv's input); the conv2d input is read through its strides. Such copies are workspace and
- * count against the limit, so the im2col columns get what is left of it. */
+ * count against the limit, so the im2col columns get what is left of it.
+ *
+ * On CUDA the same validation, outputs and contiguous copies, then cuDNN (kernels/cuda/conv.h) with its own
+ * workspace in place of the im2col columns: the algorithm is chosen among cuDNN's candidates by what the
+ * allocator can give (cuda_conv_pick below), so only the workspace differs from the CPU's allocations. The
+ * linear layer runs on cuBLAS (kernels/cuda/linear.h) with exactly the CPU's allocations. */
 #include "gm.h"
 #include "cpu/conv.h"
 #include "cpu/matmul.h"
+#ifdef GM_WITH_CUDA
+#include "cuda/conv.h"
+#include "cuda/linear.h"
+#endif
 
 /* 64 MiB of columns is a 3x3 conv over 64 channels at 120x120 per tile: big enough that gemm runs near its
  * peak, small next to the activations of any network that needs it. */
@@ -163,16 +172,11 @@ static int check_operands_ex(const char *op, GMTensor **ts, const char **names, 
         if (gm_check_same_device(op, ref, t) < 0) return -1;
     }
     if (!ref) return 0;
-    char d[16];
-    if (ref->device.type == GM_DEV_CUDA) {
-        PyErr_Format(PyExc_RuntimeError, "%s: no CUDA kernel in this build yet (tensors on %s)", op,
-                     gm_device_str(ref->device, d));
-        return -1;
-    }
-    /* meta stands in for a GPU, which has half-precision convolutions. On the CPU only conv2d's forward reads
-     * half precision itself (widening a tile of columns as it gathers them); the other passes sum over taps
-     * and tiles into whole planes, which in half would need float copies of them: the Python layer widens
-     * their operands (python/gpumemnet/nn/_functional_conv.py). */
+    /* CUDA runs every pass in all four float dtypes (cuDNN / cuBLAS). meta stands in for a GPU, which has
+     * half-precision convolutions. On the CPU only conv2d's forward reads half precision itself (widening a
+     * tile of columns as it gathers them); the other passes sum over taps and tiles into whole planes, which in
+     * half would need float copies of them: the Python layer widens their operands
+     * (python/gpumemnet/nn/_functional_conv.py). */
     int half = ref->dtype == GM_F16 || ref->dtype == GM_BF16;
     if (ref->device.type == GM_DEV_CPU && ref->dtype != GM_F32 && ref->dtype != GM_F64 && !(cpu_half && half)) {
         PyErr_Format(PyExc_TypeError, "%s: %s is not supported on the CPU; use float32 or float64 (e.g. "
@@ -396,6 +400,195 @@ static int plan_threads(gm_device dev) {
     return gm_num_threads;
 }
 
+/* ---- CUDA: choosing the cuDNN algorithm of a pass --------------------------------------------------------
+ * cuda_conv2d_algos lists the candidates best first (cuDNN's heuristics) with their workspace bytes; the first
+ * whose workspace the allocator can give (tagged workspace, under the device's limit) is used: an
+ * OutOfMemoryError from a larger one is cleared and the next is tried; when none fits, the last error stands.
+ * The choice is cached. Cache key: the device index, the pass, the dtype, allow_tf32 and the whole conv_geom
+ * (sizes, stride, padding, dilation, groups and the input's element strides, which cuDNN sees in its
+ * descriptor); value: the candidate. A cached choice whose workspace no longer fits (a lower limit, a fuller
+ * device) is dropped and the candidates are asked again. The table is small and replaced round-robin: a network
+ * has a few dozen distinct convolutions. The GIL serialises access (the pick runs with it held).
+ *
+ * For tests (_C._conv_algo_fake): a list of fake workspace sizes replaces the candidates; the pass then runs
+ * the direct kernels (valid with any workspace), so the selection logic is testable in the emulator and on a
+ * GPU alike. _C._conv_algo_last() tells what the last pick chose. */
+#ifdef GM_WITH_CUDA
+typedef struct {
+    int device, pass, dtype, tf32, fake;
+    conv_geom g;
+} conv_algo_key;
+
+#define CONV_ALGO_CACHE 256
+static struct {
+    int used;
+    conv_algo_key key;
+    cuda_conv_algo algo;
+} conv_algo_cache[CONV_ALGO_CACHE];
+static int conv_algo_next;
+
+static size_t conv_fake_ws[CUDA_CONV_MAX_ALGOS];
+static int conv_fake_n = -1; /* -1: no fake list */
+
+/* What the last pick chose: the pass, the candidate's index in the list (-1: from the cache), the candidate. */
+static struct {
+    int pass, index, cached;
+    cuda_conv_algo algo;
+} conv_algo_last = {-1, -1, 0, {0, 0, 0}};
+
+static conv_algo_key algo_key(gm_device dev, const conv_geom *g, gm_dtype dt, conv_pass pass, int tf32) {
+    conv_algo_key k;
+    memset(&k, 0, sizeof k); /* padding bytes too: keys are compared with memcmp */
+    k.device = dev.index, k.pass = (int)pass, k.dtype = (int)dt, k.tf32 = tf32, k.fake = conv_fake_n >= 0;
+    k.g = *g;
+    return k;
+}
+
+static int cuda_ws(size_t n, gm_device dev, GMTensor **ws) {
+    *ws = NULL;
+    if (n == 0) return 0;
+    int64_t len = (int64_t)n;
+    *ws = gm_empty_workspace(1, &len, GM_BOOL, dev);
+    return *ws ? 0 : -1;
+}
+
+static int is_oom(void) { return PyErr_ExceptionMatches(GM_OutOfMemoryError); }
+
+/* The candidate to run `pass` with, its workspace allocated into *ws (NULL when it needs none). 0, or -1 with
+ * an exception (OutOfMemoryError when no candidate's workspace fits). */
+static int cuda_conv_pick(const char *op, const conv_geom *g, gm_dtype dt, conv_pass pass, gm_device dev,
+                          gm_cuda_ctx *ctx, cuda_conv_algo *algo, GMTensor **ws) {
+    const conv_algo_key key = algo_key(dev, g, dt, pass, ctx->allow_tf32);
+    int slot = -1;
+    for (int i = 0; i < CONV_ALGO_CACHE; i++)
+        if (conv_algo_cache[i].used && !memcmp(&conv_algo_cache[i].key, &key, sizeof key)) {
+            slot = i;
+            break;
+        }
+    if (slot >= 0) {
+        if (cuda_ws(conv_algo_cache[slot].algo.ws, dev, ws) == 0) {
+            *algo = conv_algo_cache[slot].algo;
+            conv_algo_last.pass = pass, conv_algo_last.index = -1, conv_algo_last.cached = 1;
+            conv_algo_last.algo = *algo;
+            return 0;
+        }
+        if (!is_oom()) return -1;
+        PyErr_Clear(); /* it no longer fits: choose again */
+    }
+    cuda_conv_algo cand[CUDA_CONV_MAX_ALGOS];
+    int n = 0, fake = conv_fake_n >= 0;
+    if (fake) {
+        for (n = 0; n < conv_fake_n; n++) cand[n] = (cuda_conv_algo){CUDA_CONV_DIRECT, 0, conv_fake_ws[n]};
+    } else {
+        int st;
+        Py_BEGIN_ALLOW_THREADS
+        st = cuda_conv2d_algos(g, dt, pass, cand, CUDA_CONV_MAX_ALGOS, &n, ctx);
+        Py_END_ALLOW_THREADS
+        if (gm_cuda_kernel_status(op, st, ctx) < 0) return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        if (cuda_ws(cand[i].ws, dev, ws) < 0) {
+            if (i == n - 1 || !is_oom()) return -1;
+            PyErr_Clear();
+            continue;
+        }
+        *algo = cand[i];
+        if (slot < 0) {
+            slot = conv_algo_next;
+            conv_algo_next = (conv_algo_next + 1) % CONV_ALGO_CACHE;
+        }
+        conv_algo_cache[slot].used = 1;
+        conv_algo_cache[slot].key = key;
+        conv_algo_cache[slot].algo = *algo;
+        conv_algo_last.pass = pass, conv_algo_last.index = i, conv_algo_last.cached = 0;
+        conv_algo_last.algo = *algo;
+        return 0;
+    }
+    PyErr_Format(PyExc_RuntimeError, "%s: no convolution algorithm for this geometry", op);
+    return -1;
+}
+
+static void conv_algo_cache_clear(void) {
+    memset(conv_algo_cache, 0, sizeof conv_algo_cache);
+    conv_algo_next = 0;
+}
+
+/* Run one pass on CUDA: pick (and allocate the workspace), run, free the workspace (stream-ordered: safe right
+ * after the launch). which: CONV_FORWARD (a = out, b = inp, c = weight, bias), CONV_BACKWARD_DATA (a = dinp,
+ * b = dout, c = weight, bias), CONV_BACKWARD_WEIGHT (a = dweight, b = dout, c = inp). */
+static int cuda_conv_pass(const char *op, const conv_geom *g, gm_dtype dt, conv_pass pass, gm_device dev, void *a,
+                          const void *b, const void *c, const void *bias) {
+    gm_cuda_ctx *ctx = gm_cuda_ctx_for(dev);
+    if (!ctx) return -1;
+    cuda_conv_algo algo;
+    GMTensor *ws = NULL;
+    if (cuda_conv_pick(op, g, dt, pass, dev, ctx, &algo, &ws) < 0) return -1;
+    void *pws = ws ? gm_tensor_data(ws) : NULL;
+    size_t nws = tensor_nbytes(ws);
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+    if (pass == CONV_FORWARD) st = cuda_conv2d_forward(a, b, c, bias, g, dt, &algo, pws, nws, ctx);
+    else if (pass == CONV_BACKWARD_DATA) st = cuda_conv2d_backward_data(a, b, c, bias, g, dt, &algo, pws, nws, ctx);
+    else st = cuda_conv2d_backward_weight(a, b, c, g, dt, &algo, pws, nws, ctx);
+    Py_END_ALLOW_THREADS
+    Py_XDECREF(ws);
+    return gm_cuda_kernel_status(op, st, ctx);
+}
+#endif
+
+static PyObject *py_conv_algo_fake(PyObject *self, PyObject *arg) {
+#ifdef GM_WITH_CUDA
+    if (arg == Py_None) {
+        conv_fake_n = -1;
+        conv_algo_cache_clear();
+        Py_RETURN_NONE;
+    }
+    PyObject *seq = PySequence_Fast(arg, "_conv_algo_fake: expected None or a sequence of workspace sizes");
+    if (!seq) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n < 1 || n > CUDA_CONV_MAX_ALGOS) {
+        Py_DECREF(seq);
+        return PyErr_Format(PyExc_ValueError, "_conv_algo_fake: expected 1 to %d sizes", CUDA_CONV_MAX_ALGOS);
+    }
+    size_t v[CUDA_CONV_MAX_ALGOS];
+    for (Py_ssize_t i = 0; i < n; i++) {
+        v[i] = PyLong_AsSize_t(PySequence_Fast_GET_ITEM(seq, i));
+        if (v[i] == (size_t)-1 && PyErr_Occurred()) {
+            Py_DECREF(seq);
+            return NULL;
+        }
+    }
+    Py_DECREF(seq);
+    memcpy(conv_fake_ws, v, sizeof v);
+    conv_fake_n = (int)n;
+    conv_algo_cache_clear();
+    Py_RETURN_NONE;
+#else
+    (void)arg;
+    return PyErr_Format(PyExc_RuntimeError, "_conv_algo_fake: this build has no CUDA");
+#endif
+}
+
+static PyObject *py_conv_algo_last(PyObject *self, PyObject *unused) {
+#ifdef GM_WITH_CUDA
+    if (conv_algo_last.pass < 0) Py_RETURN_NONE;
+    static const char *const names[] = {"forward", "backward_data", "backward_weight"};
+    return Py_BuildValue("{s:s,s:i,s:O,s:i,s:i,s:n}", "pass", names[conv_algo_last.pass], "index",
+                         conv_algo_last.index, "cached", conv_algo_last.cached ? Py_True : Py_False, "algo",
+                         conv_algo_last.algo.algo, "math", conv_algo_last.algo.math, "workspace",
+                         (Py_ssize_t)conv_algo_last.algo.ws);
+#else
+    Py_RETURN_NONE;
+#endif
+}
+
+static PyObject *py_conv_algo_cache_clear(PyObject *self, PyObject *unused) {
+#ifdef GM_WITH_CUDA
+    conv_algo_cache_clear();
+#endif
+    Py_RETURN_NONE;
+}
+
 static void set_input_strides(conv_geom *g, GMTensor *t) {
     for (int i = 0; i < 4; i++) g->xs[i] = t ? t->strides[i] : 0;
 }
@@ -421,6 +614,16 @@ static int bias_backward(const char *op, GMTensor *t, GMTensor *db) {
     }
     GMTensor *src = tc ? tc : t;
     int st;
+    if (src->device.type == GM_DEV_CUDA) {
+#ifdef GM_WITH_CUDA
+        gm_cuda_ctx *ctx = gm_cuda_ctx_for(src->device);
+        st = ctx ? cuda_conv_bias_backward(gm_tensor_data(db), gm_tensor_data(src), src->shape[0], src->shape[1],
+                                           src->shape[2] * src->shape[3], ts, src->dtype, ctx)
+                 : GM_OK;
+        Py_XDECREF(tc);
+        return ctx ? gm_cuda_kernel_status(op, st, ctx) : -1;
+#endif
+    }
     Py_BEGIN_ALLOW_THREADS
     st = conv_bias_backward(gm_tensor_data(db), gm_tensor_data(src), src->shape[0], src->shape[1],
                             src->shape[2] * src->shape[3], ts, src->dtype, gm_num_threads);
@@ -471,6 +674,16 @@ static PyObject *py_conv2d(PyObject *self, PyObject *args, PyObject *kwargs) {
     const conv_pass pass = CONV_FORWARD;
     if (contiguous(w, &wc, &used) < 0 || contiguous(b, &bc, &used) < 0) goto fail;
     if (!(out = gm_empty(4, oshape, x->dtype, x->device))) goto fail;
+    if (x->device.type == GM_DEV_CUDA) {
+#ifdef GM_WITH_CUDA
+        if (cuda_conv_pass(op, &g, x->dtype, pass, x->device, gm_tensor_data(out), gm_tensor_data(x),
+                           gm_tensor_data(wc), data_or_null(bc)) < 0)
+            goto fail;
+#endif
+        Py_XDECREF(wc);
+        Py_XDECREF(bc);
+        return (PyObject *)out;
+    }
     const int nt = plan_threads(x->device);
     if (conv_workspace(op, &g, x->dtype, &pass, 1, used, x->device, nt, &ws) < 0) goto fail;
     if (x->device.type == GM_DEV_CPU) {
@@ -554,7 +767,18 @@ static PyObject *conv_backward(conv_bwd *a) {
         if (dw) passes[np++] = CONV_BACKWARD_WEIGHT;
         if ((dx || dw) && contiguous(go, &gc, &used) < 0) goto fail;
         if (dx && contiguous(w, &wc, &used) < 0) goto fail;
-        if (conv_workspace(op, g, dt, passes, np, used, dev, nt, &ws) < 0) goto fail;
+        if (dev.type == GM_DEV_CUDA) { /* each pass with its own cuDNN workspace, one after the other */
+#ifdef GM_WITH_CUDA
+            if (dx && cuda_conv_pass(op, g, dt, CONV_BACKWARD_DATA, dev, gm_tensor_data(dx), gm_tensor_data(gc),
+                                     gm_tensor_data(wc), NULL) < 0)
+                goto fail;
+            if (dw && cuda_conv_pass(op, g, dt, CONV_BACKWARD_WEIGHT, dev, gm_tensor_data(dw), gm_tensor_data(gc),
+                                     gm_tensor_data(x), NULL) < 0)
+                goto fail;
+#endif
+        } else if (conv_workspace(op, g, dt, passes, np, used, dev, nt, &ws) < 0) { /* im2col columns */
+            goto fail;
+        }
         if (cpu) {
             int st = GM_OK;
             size_t wsb = tensor_nbytes(ws);
@@ -577,7 +801,18 @@ static PyObject *conv_backward(conv_bwd *a) {
         if (dw) passes[np++] = CONV_BACKWARD_WEIGHT;
         if (dx && contiguous(w, &wc, &used) < 0) goto fail;
         if (dw && contiguous(x, &xc, &used) < 0) goto fail;
-        if (conv_workspace(op, g, dt, passes, np, used, dev, nt, &ws) < 0) goto fail;
+        if (dev.type == GM_DEV_CUDA) {
+#ifdef GM_WITH_CUDA
+            if (dx && cuda_conv_pass(op, g, dt, CONV_FORWARD, dev, gm_tensor_data(dx), gm_tensor_data(go),
+                                     gm_tensor_data(wc), NULL) < 0)
+                goto fail;
+            if (dw && cuda_conv_pass(op, g, dt, CONV_BACKWARD_WEIGHT, dev, gm_tensor_data(dw), gm_tensor_data(xc),
+                                     gm_tensor_data(go), NULL) < 0)
+                goto fail;
+#endif
+        } else if (conv_workspace(op, g, dt, passes, np, used, dev, nt, &ws) < 0) { /* im2col columns */
+            goto fail;
+        }
         if (cpu) {
             int st = GM_OK;
             size_t wsb = tensor_nbytes(ws);
@@ -596,7 +831,7 @@ static PyObject *conv_backward(conv_bwd *a) {
     Py_CLEAR(gc);
     Py_CLEAR(wc);
     Py_CLEAR(xc);
-    if (db && cpu && bias_backward(op, go, db) < 0) goto fail;
+    if (db && dev.type != GM_DEV_META && bias_backward(op, go, db) < 0) goto fail;
     return grads_tuple(dx, dw, db);
 fail:
     Py_XDECREF(ws);
@@ -679,6 +914,17 @@ static PyObject *py_conv_transpose2d(PyObject *self, PyObject *args, PyObject *k
     const conv_pass pass = CONV_BACKWARD_DATA;
     if (contiguous(x, &xc, &used) < 0 || contiguous(w, &wc, &used) < 0 || contiguous(b, &bc, &used) < 0) goto fail;
     if (!(out = gm_empty(4, oshape, x->dtype, x->device))) goto fail;
+    if (x->device.type == GM_DEV_CUDA) {
+#ifdef GM_WITH_CUDA
+        if (cuda_conv_pass(op, &g, x->dtype, pass, x->device, gm_tensor_data(out), gm_tensor_data(xc),
+                           gm_tensor_data(wc), data_or_null(bc)) < 0)
+            goto fail;
+#endif
+        Py_XDECREF(xc);
+        Py_XDECREF(wc);
+        Py_XDECREF(bc);
+        return (PyObject *)out;
+    }
     const int nt = plan_threads(x->device);
     if (conv_workspace(op, &g, x->dtype, &pass, 1, used, x->device, nt, &ws) < 0) goto fail;
     if (x->device.type == GM_DEV_CPU) {
@@ -806,7 +1052,15 @@ static PyObject *py_linear(PyObject *self, PyObject *args, PyObject *kwargs) {
         contiguous(b, &bc, &used) < 0)
         goto fail;
     if (!(out = gm_empty(x->ndim, oshape, x->dtype, x->device))) goto fail;
-    if (x->device.type == GM_DEV_CPU) {
+    if (x->device.type == GM_DEV_CUDA) {
+#ifdef GM_WITH_CUDA
+        gm_cuda_ctx *ctx = gm_cuda_ctx_for(x->device);
+        if (!ctx || gm_cuda_kernel_status(op, cuda_linear_forward(gm_tensor_data(out), mx, mw, data_or_null(bc), M, I,
+                                                                  O, x->dtype, ctx),
+                                          ctx) < 0)
+            goto fail;
+#endif
+    } else if (x->device.type == GM_DEV_CPU) {
         int st;
         void *po = gm_tensor_data(out), *pb = data_or_null(bc);
         Py_BEGIN_ALLOW_THREADS
@@ -868,7 +1122,15 @@ static PyObject *py_linear_backward(PyObject *self, PyObject *args, PyObject *kw
     if (mask[0] && !(dx = gm_empty(xnd, xshape, go->dtype, dev))) goto fail;
     if (mask[1] && !(dw = gm_empty(2, wshape, go->dtype, dev))) goto fail;
     if (mask[2] && !(db = gm_empty(1, &O, go->dtype, dev))) goto fail;
-    if (dev.type == GM_DEV_CPU) {
+    if (dev.type == GM_DEV_CUDA) {
+#ifdef GM_WITH_CUDA
+        gm_cuda_ctx *ctx = gm_cuda_ctx_for(dev);
+        if (!ctx || gm_cuda_kernel_status(op, cuda_linear_backward(data_or_null(dx), data_or_null(dw), data_or_null(db),
+                                                                   mg, mx, mw, M, I, O, go->dtype, ctx),
+                                          ctx) < 0)
+            goto fail;
+#endif
+    } else if (dev.type == GM_DEV_CPU) {
         int st;
         void *pdx = data_or_null(dx), *pdw = data_or_null(dw), *pdb = data_or_null(db);
         Py_BEGIN_ALLOW_THREADS
@@ -929,5 +1191,13 @@ PyMethodDef gm_conv_methods[] = {
      "set_conv_workspace_limit(nbytes): the most scratch one convolution may hold (default 64 MiB)."},
     {"get_conv_workspace_limit", py_get_conv_workspace_limit, METH_NOARGS,
      "get_conv_workspace_limit() -> bytes."},
+    {"_conv_algo_fake", py_conv_algo_fake, METH_O,
+     "_conv_algo_fake(sizes or None): for tests, CUDA convolutions choose among candidates with these workspace "
+     "sizes (best first; they run the direct kernels); None restores cuDNN's. Clears the algorithm cache."},
+    {"_conv_algo_last", py_conv_algo_last, METH_NOARGS,
+     "_conv_algo_last() -> dict(pass, index, cached, algo, math, workspace) of the last CUDA algorithm pick, or "
+     "None."},
+    {"_conv_algo_cache_clear", py_conv_algo_cache_clear, METH_NOARGS,
+     "_conv_algo_cache_clear(): forget the cached CUDA convolution algorithm choices."},
     {NULL, NULL, 0, NULL},
 };

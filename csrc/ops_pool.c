@@ -7,32 +7,32 @@
  * 1x1), allocates the outputs, then runs the CPU kernel (kernels/cpu/pool.c, resize.c); on meta it stops before
  * the kernel. Inputs are read through their strides, so nothing is copied and an inference max_pool2d allocates
  * exactly its output. Inputs are (N, C, H, W) or unbatched (C, H, W); for interpolate a 3-D input is (N, C, L),
- * as in PyTorch. There are no CUDA kernels for this family yet: CUDA tensors get a RuntimeError. */
+ * as in PyTorch. On CUDA the same validation and allocations run, then kernels/cuda/pool.cu and resize.cu,
+ * which give bit-identical results (see kernels/cuda/pool.h). */
 #include "gm.h"
 
 #include <math.h>
 
 #include "cpu/pool.h"
 #include "cpu/resize.h"
+#ifdef GM_WITH_CUDA
+#include "cuda/pool.h"
+#include "cuda/resize.h"
+#endif
 
 /* ---- shared checks ------------------------------------------------------------------------------------- */
 
 
-/* The tensor must hold floats and live where a kernel exists (cpu) or none is needed (meta). */
+/* The tensor must hold floats (every device has kernels for the four float dtypes; meta needs none). */
 static int check_float_tensor(const char *op, const char *argname, GMTensor *t) {
     if (!gm_dtype_is_float(t->dtype)) {
         PyErr_Format(PyExc_TypeError, "%s: expected a floating-point %s, got %s", op, argname,
                      gm_dtype_name(t->dtype));
         return -1;
     }
-    if (t->device.type == GM_DEV_CUDA) {
-        char d[16];
-        PyErr_Format(PyExc_RuntimeError, "%s: no CUDA kernel for this op yet (%s on %s)", op, argname,
-                     gm_device_str(t->device, d));
-        return -1;
-    }
     return 0;
 }
+
 
 
 /* An int or a sequence of one or two ints, as PyTorch's _pair; entries may be any sign (callers check). */
@@ -200,6 +200,17 @@ static PyObject *py_max_pool2d(PyObject *self, PyObject *args, PyObject *kwargs)
         int rc = maxpool2d_forward(gm_tensor_data(out), idx ? (int64_t *)gm_tensor_data(idx) : NULL,
                                    gm_tensor_data(x), in, x->dtype, &g, gm_num_threads);
         if (gm_kernel_status(op, rc) < 0) goto fail;
+    } else if (x->device.type == GM_DEV_CUDA) {
+#ifdef GM_WITH_CUDA
+        int64_t in[4];
+        strides4(x, in);
+        gm_cuda_ctx *ctx = gm_cuda_ctx_for(x->device);
+        if (!ctx || gm_cuda_kernel_status(op, cuda_maxpool2d_forward(gm_tensor_data(out),
+                                                                     idx ? (int64_t *)gm_tensor_data(idx) : NULL,
+                                                                     gm_tensor_data(x), in, x->dtype, &g, ctx),
+                                          ctx) < 0)
+            goto fail;
+#endif
     }
     if (!idx) return (PyObject *)out;
     PyObject *res = PyTuple_Pack(2, out, idx);
@@ -212,10 +223,53 @@ fail:
     return NULL;
 }
 
-static PyObject *py_max_pool2d_backward(PyObject *self, PyObject *args) {
+/* The window of max_pool2d_backward's optional arguments: all None (unknown: the CPU needs only the indices,
+ * CUDA then scatters per plane) or the forward's kernel_size, stride, padding, dilation, which must produce the
+ * indices' OH x OW (with or without ceil_mode). Fills g's window; *known says whether it was given. */
+static int backward_window(const char *op, const spatial *s, int64_t OH, int64_t OW, PyObject *ko, PyObject *so,
+                           PyObject *po, PyObject *dno, pool2d_geom *g, int *known) {
+    *known = ko != Py_None;
+    if (!*known) {
+        if (so != Py_None || po != Py_None || dno != Py_None) {
+            PyErr_Format(PyExc_ValueError, "%s: stride, padding and dilation need kernel_size", op);
+            return -1;
+        }
+        return 0;
+    }
+    int64_t k[2], st[2], p[2] = {0, 0}, d[2] = {1, 1};
+    if (parse_pair(ko, k, op, "kernel_size") < 0) return -1;
+    st[0] = k[0], st[1] = k[1];
+    if ((so != Py_None && parse_pair(so, st, op, "stride") < 0) ||
+        (po != Py_None && parse_pair(po, p, op, "padding") < 0) ||
+        (dno != Py_None && parse_pair(dno, d, op, "dilation") < 0))
+        return -1;
+    pool2d_geom a = {0}, b = {0};
+    if (pool_geometry(op, s, k, st, p, d, 0, &a) < 0) { /* may still be valid with ceil_mode */
+        PyErr_Clear();
+        a.OH = a.OW = -1;
+    }
+    if (pool_geometry(op, s, k, st, p, d, 1, &b) < 0) return -1;
+    if (!((a.OH == OH && a.OW == OW) || (b.OH == OH && b.OW == OW))) {
+        PyErr_Format(PyExc_ValueError, "%s: indices of %lldx%lld outputs per plane do not come from this window "
+                     "(kernel_size (%lld, %lld), stride (%lld, %lld), padding (%lld, %lld), dilation (%lld, %lld) "
+                     "gives %lldx%lld, or %lldx%lld with ceil_mode)", op, (long long)OH, (long long)OW,
+                     (long long)k[0], (long long)k[1], (long long)st[0], (long long)st[1], (long long)p[0],
+                     (long long)p[1], (long long)d[0], (long long)d[1], (long long)a.OH, (long long)a.OW,
+                     (long long)b.OH, (long long)b.OW);
+        return -1;
+    }
+    g->kh = k[0], g->kw = k[1], g->sh = st[0], g->sw = st[1], g->ph = p[0], g->pw = p[1], g->dh = d[0], g->dw = d[1];
+    return 0;
+}
+
+static PyObject *py_max_pool2d_backward(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *kwlist[] = {"grad_output", "indices", "input_shape", "kernel_size", "stride", "padding", "dilation",
+                             NULL};
     const char *op = "max_pool2d_backward";
-    PyObject *go, *io, *shape_o;
-    if (!PyArg_ParseTuple(args, "OOO:max_pool2d_backward", &go, &io, &shape_o)) return NULL;
+    PyObject *go, *io, *shape_o, *ko = Py_None, *so = Py_None, *po = Py_None, *dno = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|OOOO:max_pool2d_backward", kwlist, &go, &io, &shape_o, &ko,
+                                     &so, &po, &dno))
+        return NULL;
     spatial s;
     GMTensor *g = gm_tensor_arg(go, op, "grad_output"), *idx = gm_tensor_arg(io, op, "indices");
     if (!g || !idx || check_float_tensor(op, "grad_output", g) < 0 || input_shape_arg(op, shape_o, &s) < 0 ||
@@ -233,8 +287,10 @@ static PyObject *py_max_pool2d_backward(PyObject *self, PyObject *args) {
     }
     if (check_grad_shape(op, g, idx->ndim, idx->shape, &s) < 0) return NULL;
     pool2d_geom geom = {s.N, s.C, s.H, s.W, idx->shape[s.ndim - 2], idx->shape[s.ndim - 1], 1, 1, 1, 1, 0, 0, 1, 1};
+    int window;
+    if (backward_window(op, &s, geom.OH, geom.OW, ko, so, po, dno, &geom, &window) < 0) return NULL;
     GMTensor *dx = gm_empty(s.ndim, s.shape, g->dtype, g->device), *ic = NULL;
-    if (!dx || g->device.type != GM_DEV_CPU) return (PyObject *)dx;
+    if (!dx || g->device.type == GM_DEV_META) return (PyObject *)dx;
     ic = (GMTensor *)Py_NewRef(idx);
     if (!gm_is_contiguous(idx)) { /* the kernel walks indices flat; ours always are, a caller's may not be */
         Py_DECREF(ic);
@@ -243,6 +299,20 @@ static PyObject *py_max_pool2d_backward(PyObject *self, PyObject *args) {
     }
     int64_t ds[4];
     strides4(g, ds);
+    if (g->device.type == GM_DEV_CUDA) {
+#ifdef GM_WITH_CUDA
+        /* without the window the CUDA kernel scatters per plane (kernels/cuda/pool.h) */
+        if (!window) geom.kh = geom.kw = 0;
+        gm_cuda_ctx *ctx = gm_cuda_ctx_for(g->device);
+        if (!ctx || gm_cuda_kernel_status(op, cuda_maxpool2d_backward(gm_tensor_data(dx), gm_tensor_data(g), ds,
+                                                                      (const int64_t *)gm_tensor_data(ic), g->dtype,
+                                                                      &geom, ctx),
+                                          ctx) < 0)
+            goto fail;
+#endif
+        Py_DECREF(ic);
+        return (PyObject *)dx;
+    }
     int rc = maxpool2d_backward(gm_tensor_data(dx), gm_tensor_data(g), ds, (const int64_t *)gm_tensor_data(ic),
                                 g->dtype, &geom, gm_num_threads);
     if (rc != GM_OK) {
@@ -308,11 +378,25 @@ static PyObject *py_avg_pool2d(PyObject *self, PyObject *args, PyObject *kwargs)
         return NULL;
     int ond = out_shape(&s, g.OH, g.OW, oshape);
     GMTensor *out = gm_empty(ond, oshape, x->dtype, x->device);
-    if (!out || x->device.type != GM_DEV_CPU) return (PyObject *)out;
+    if (!out || x->device.type == GM_DEV_META) return (PyObject *)out;
     int64_t in[4];
     strides4(x, in);
-    if (gm_kernel_status(op, avgpool2d_forward(gm_tensor_data(out), gm_tensor_data(x), in, x->dtype, &g, cip, div,
-                                            gm_num_threads)) < 0) {
+    int rc;
+    if (x->device.type == GM_DEV_CUDA) {
+#ifdef GM_WITH_CUDA
+        gm_cuda_ctx *ctx = gm_cuda_ctx_for(x->device);
+        const int st = ctx ? cuda_avgpool2d_forward(gm_tensor_data(out), gm_tensor_data(x), in, x->dtype, &g, cip,
+                             div, ctx) : GM_OK;
+        rc = ctx ? gm_cuda_kernel_status(op, st, ctx) : -1;
+#else
+        rc = -1; /* unreachable: without CUDA the allocator makes no CUDA tensor */
+        PyErr_SetString(PyExc_RuntimeError, "this build has no CUDA");
+#endif
+    } else {
+        rc = gm_kernel_status(op, avgpool2d_forward(gm_tensor_data(out), gm_tensor_data(x), in, x->dtype, &g, cip,
+                                  div, gm_num_threads));
+    }
+    if (rc < 0) {
         Py_DECREF(out);
         return NULL;
     }
@@ -337,11 +421,25 @@ static PyObject *py_avg_pool2d_backward(PyObject *self, PyObject *args, PyObject
         check_grad_shape(op, g, out_shape(&s, geom.OH, geom.OW, oshape), oshape, &s) < 0)
         return NULL;
     GMTensor *dx = gm_empty(s.ndim, s.shape, g->dtype, g->device);
-    if (!dx || g->device.type != GM_DEV_CPU) return (PyObject *)dx;
+    if (!dx || g->device.type == GM_DEV_META) return (PyObject *)dx;
     int64_t ds[4];
     strides4(g, ds);
-    if (gm_kernel_status(op, avgpool2d_backward(gm_tensor_data(dx), gm_tensor_data(g), ds, g->dtype, &geom, cip, div,
-                                             gm_num_threads)) < 0) {
+    int rc;
+    if (g->device.type == GM_DEV_CUDA) {
+#ifdef GM_WITH_CUDA
+        gm_cuda_ctx *ctx = gm_cuda_ctx_for(g->device);
+        const int st = ctx ? cuda_avgpool2d_backward(gm_tensor_data(dx), gm_tensor_data(g), ds, g->dtype, &geom, cip,
+                             div, ctx) : GM_OK;
+        rc = ctx ? gm_cuda_kernel_status(op, st, ctx) : -1;
+#else
+        rc = -1; /* unreachable: without CUDA the allocator makes no CUDA tensor */
+        PyErr_SetString(PyExc_RuntimeError, "this build has no CUDA");
+#endif
+    } else {
+        rc = gm_kernel_status(op, avgpool2d_backward(gm_tensor_data(dx), gm_tensor_data(g), ds, g->dtype, &geom, cip,
+                                  div, gm_num_threads));
+    }
+    if (rc < 0) {
         Py_DECREF(dx);
         return NULL;
     }
@@ -367,12 +465,26 @@ static PyObject *py_adaptive_avg_pool2d(PyObject *self, PyObject *args) {
     }
     int ond = out_shape(&s, os[0], os[1], oshape);
     GMTensor *out = gm_empty(ond, oshape, x->dtype, x->device);
-    if (!out || x->device.type != GM_DEV_CPU) return (PyObject *)out;
+    if (!out || x->device.type == GM_DEV_META) return (PyObject *)out;
     pool2d_geom g = {s.N, s.C, s.H, s.W, os[0], os[1], 1, 1, 1, 1, 0, 0, 1, 1};
     int64_t in[4];
     strides4(x, in);
-    if (gm_kernel_status(op, adaptive_avgpool2d_forward(gm_tensor_data(out), gm_tensor_data(x), in, x->dtype, &g,
-                                                     gm_num_threads)) < 0) {
+    int rc;
+    if (x->device.type == GM_DEV_CUDA) {
+#ifdef GM_WITH_CUDA
+        gm_cuda_ctx *ctx = gm_cuda_ctx_for(x->device);
+        const int st = ctx ? cuda_adaptive_avgpool2d_forward(gm_tensor_data(out), gm_tensor_data(x), in, x->dtype, &g,
+                             ctx) : GM_OK;
+        rc = ctx ? gm_cuda_kernel_status(op, st, ctx) : -1;
+#else
+        rc = -1; /* unreachable: without CUDA the allocator makes no CUDA tensor */
+        PyErr_SetString(PyExc_RuntimeError, "this build has no CUDA");
+#endif
+    } else {
+        rc = gm_kernel_status(op, adaptive_avgpool2d_forward(gm_tensor_data(out), gm_tensor_data(x), in, x->dtype, &g,
+                                  gm_num_threads));
+    }
+    if (rc < 0) {
         Py_DECREF(out);
         return NULL;
     }
@@ -395,12 +507,26 @@ static PyObject *py_adaptive_avg_pool2d_backward(PyObject *self, PyObject *args)
     const int64_t OH = g->shape[s.ndim - 2], OW = g->shape[s.ndim - 1];
     if (check_grad_shape(op, g, out_shape(&s, OH, OW, oshape), oshape, &s) < 0) return NULL;
     GMTensor *dx = gm_empty(s.ndim, s.shape, g->dtype, g->device);
-    if (!dx || g->device.type != GM_DEV_CPU) return (PyObject *)dx;
+    if (!dx || g->device.type == GM_DEV_META) return (PyObject *)dx;
     pool2d_geom geom = {s.N, s.C, s.H, s.W, OH, OW, 1, 1, 1, 1, 0, 0, 1, 1};
     int64_t ds[4];
     strides4(g, ds);
-    if (gm_kernel_status(op, adaptive_avgpool2d_backward(gm_tensor_data(dx), gm_tensor_data(g), ds, g->dtype, &geom,
-                                                      gm_num_threads)) < 0) {
+    int rc;
+    if (g->device.type == GM_DEV_CUDA) {
+#ifdef GM_WITH_CUDA
+        gm_cuda_ctx *ctx = gm_cuda_ctx_for(g->device);
+        const int st = ctx ? cuda_adaptive_avgpool2d_backward(gm_tensor_data(dx), gm_tensor_data(g), ds, g->dtype,
+                             &geom, ctx) : GM_OK;
+        rc = ctx ? gm_cuda_kernel_status(op, st, ctx) : -1;
+#else
+        rc = -1; /* unreachable: without CUDA the allocator makes no CUDA tensor */
+        PyErr_SetString(PyExc_RuntimeError, "this build has no CUDA");
+#endif
+    } else {
+        rc = gm_kernel_status(op, adaptive_avgpool2d_backward(gm_tensor_data(dx), gm_tensor_data(g), ds, g->dtype,
+                                  &geom, gm_num_threads));
+    }
+    if (rc < 0) {
         Py_DECREF(dx);
         return NULL;
     }
@@ -522,11 +648,25 @@ static PyObject *py_interpolate(PyObject *self, PyObject *args, PyObject *kwargs
     g.OH = x->ndim == 4 ? size[0] : 1;
     g.OW = size[n - 1];
     GMTensor *out = gm_empty(resize_out_shape(&g, x->ndim, oshape), oshape, x->dtype, x->device);
-    if (!out || x->device.type != GM_DEV_CPU) return (PyObject *)out;
+    if (!out || x->device.type == GM_DEV_META) return (PyObject *)out;
     int64_t in[4];
     resize_strides(x, in);
-    if (gm_kernel_status(op, resize2d_forward(gm_tensor_data(out), gm_tensor_data(x), in, x->dtype, &g,
-                                           gm_num_threads)) < 0) {
+    int rc;
+    if (x->device.type == GM_DEV_CUDA) {
+#ifdef GM_WITH_CUDA
+        gm_cuda_ctx *ctx = gm_cuda_ctx_for(x->device);
+        const int st = ctx ? cuda_resize2d_forward(gm_tensor_data(out), gm_tensor_data(x), in, x->dtype, &g, ctx) :
+                             GM_OK;
+        rc = ctx ? gm_cuda_kernel_status(op, st, ctx) : -1;
+#else
+        rc = -1; /* unreachable: without CUDA the allocator makes no CUDA tensor */
+        PyErr_SetString(PyExc_RuntimeError, "this build has no CUDA");
+#endif
+    } else {
+        rc = gm_kernel_status(op, resize2d_forward(gm_tensor_data(out), gm_tensor_data(x), in, x->dtype, &g,
+                                  gm_num_threads));
+    }
+    if (rc < 0) {
         Py_DECREF(out);
         return NULL;
     }
@@ -564,11 +704,25 @@ static PyObject *py_interpolate_backward(PyObject *self, PyObject *args, PyObjec
         return NULL;
     }
     GMTensor *dx = gm_empty(n, shape, g->dtype, g->device);
-    if (!dx || g->device.type != GM_DEV_CPU) return (PyObject *)dx;
+    if (!dx || g->device.type == GM_DEV_META) return (PyObject *)dx;
     int64_t ds[4];
     resize_strides(g, ds);
-    if (gm_kernel_status(op, resize2d_backward(gm_tensor_data(dx), gm_tensor_data(g), ds, g->dtype, &geom,
-                                            gm_num_threads)) < 0) {
+    int rc;
+    if (g->device.type == GM_DEV_CUDA) {
+#ifdef GM_WITH_CUDA
+        gm_cuda_ctx *ctx = gm_cuda_ctx_for(g->device);
+        const int st = ctx ? cuda_resize2d_backward(gm_tensor_data(dx), gm_tensor_data(g), ds, g->dtype, &geom, ctx) :
+                             GM_OK;
+        rc = ctx ? gm_cuda_kernel_status(op, st, ctx) : -1;
+#else
+        rc = -1; /* unreachable: without CUDA the allocator makes no CUDA tensor */
+        PyErr_SetString(PyExc_RuntimeError, "this build has no CUDA");
+#endif
+    } else {
+        rc = gm_kernel_status(op, resize2d_backward(gm_tensor_data(dx), gm_tensor_data(g), ds, g->dtype, &geom,
+                                  gm_num_threads));
+    }
+    if (rc < 0) {
         Py_DECREF(dx);
         return NULL;
     }
@@ -582,8 +736,10 @@ PyMethodDef gm_pool_methods[] = {
     {"max_pool2d", FN(py_max_pool2d), KW,
      "max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode=False, with_indices=False): the output, "
      "or (output, int64 indices into each H*W plane) with with_indices."},
-    {"max_pool2d_backward", py_max_pool2d_backward, METH_VARARGS,
-     "max_pool2d_backward(grad_output, indices, input_shape): the input's gradient (scatter through indices)."},
+    {"max_pool2d_backward", FN(py_max_pool2d_backward), KW,
+     "max_pool2d_backward(grad_output, indices, input_shape, kernel_size=None, stride=None, padding=None, "
+     "dilation=None): the input's gradient (scatter through indices). The window is optional; given, CUDA "
+     "gathers per input element instead of scattering per plane (much faster for sliding windows)."},
     {"avg_pool2d", FN(py_avg_pool2d), KW,
      "avg_pool2d(input, kernel_size, stride, padding, ceil_mode=False, count_include_pad=True, "
      "divisor_override=None)."},

@@ -1,0 +1,267 @@
+/* kernels/cuda/conv.cu — convolution through cuDNN (conv.h). The only file that calls cuDNN (DESIGN.md): a move
+ * to cuDNN's graph API stays here. Not compiled in the emulator build (emu/conv_emu.cpp stands in).
+ *
+ * cuDNN 9's legacy convolution API (deprecated but shipped, the plainest path from C): descriptors, the _v7
+ * heuristics for the candidates, cudnnConvolution{Forward,BackwardData,BackwardFilter}. Descriptors are created
+ * per call and destroyed before it returns: a few microseconds against a convolution, and no cache to keep
+ * coherent with the geometry (csrc caches the algorithm choice, which is what costs).
+ *
+ * Math: float64 in double; float16/bfloat16 with float32 accumulation (the convolution descriptor's compute type)
+ * and tensor-op math; float32 with CUDNN_FMA_MATH (plain float32, which rules TF32 out: CUDNN_DEFAULT_MATH lets
+ * cuDNN use TF32 tensor cores on Ampere and later) unless ctx->allow_tf32, then CUDNN_DEFAULT_MATH. Each
+ * candidate keeps the math type the heuristics proposed it with (cuDNN picks kernels by algorithm and math type
+ * together); for float32 without TF32 only FMA-math candidates are kept.
+ *
+ * Layouts: NCHW tensors with explicit strides (cudnnSetTensorNdDescriptor), so the input of the forward and of
+ * the weight gradient is read through its strides as on the CPU, with no copy. The bias is written into the
+ * output first and cuDNN adds onto it (beta = 1), as the CPU's gemm does: one rounding in half precision.
+ *
+ * What cuDNN cannot express runs on the direct kernels (conv_direct.cu): padding that differs between the two
+ * sides (cuDNN pads symmetrically: padding='same' with an even kernel span; a transposed convolution whose
+ * output_padding >= stride), empty tensors (cuDNN rejects zero sizes), sizes beyond int, zero strides. */
+#include <cudnn.h>
+
+#include "conv.h"
+#include "cuda_common.cuh"
+
+#define DNN_CHECK(ctx, call)                                                                                 \
+    do {                                                                                                     \
+        cudnnStatus_t s_ = (call);                                                                           \
+        if (s_ != CUDNN_STATUS_SUCCESS) {                                                                    \
+            snprintf((ctx)->err, sizeof (ctx)->err, "%s failed at %s:%d: %s", #call, __FILE__, __LINE__,      \
+                     cudnnGetErrorString(s_));                                                               \
+            rc = GM_ERR_BACKEND;                                                                             \
+            goto done;                                                                                       \
+        }                                                                                                    \
+    } while (0)
+
+/* The descriptors of one pass. */
+typedef struct {
+    cudnnTensorDescriptor_t x, y;
+    cudnnFilterDescriptor_t w;
+    cudnnConvolutionDescriptor_t conv;
+} descs;
+
+static void destroy(descs *d) {
+    if (d->x) cudnnDestroyTensorDescriptor(d->x);
+    if (d->y) cudnnDestroyTensorDescriptor(d->y);
+    if (d->w) cudnnDestroyFilterDescriptor(d->w);
+    if (d->conv) cudnnDestroyConvolutionDescriptor(d->conv);
+    memset(d, 0, sizeof *d);
+}
+
+static int data_type(gm_dtype dt, cudnnDataType_t *t) {
+    switch (dt) {
+    case GM_F32: *t = CUDNN_DATA_FLOAT; return 1;
+    case GM_F64: *t = CUDNN_DATA_DOUBLE; return 1;
+    case GM_F16: *t = CUDNN_DATA_HALF; return 1;
+    case GM_BF16: *t = CUDNN_DATA_BFLOAT16; return 1;
+    default: return 0;
+    }
+}
+
+/* The math type the heuristics are asked with (see the top of the file). */
+static cudnnMathType_t base_math(gm_dtype dt, const gm_cuda_ctx *ctx) {
+    if (dt == GM_F16 || dt == GM_BF16) return CUDNN_TENSOR_OP_MATH;
+    if (dt == GM_F32) return ctx->allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+    return CUDNN_DEFAULT_MATH;
+}
+
+static int fits_int(int64_t v) { return v >= 0 && v <= 0x7fffffff; }
+
+/* Whether cuDNN can run this pass: non-empty, int-sized, symmetric padding that yields exactly P x Q outputs,
+ * and (where the input is read through its strides) positive strides on every dim longer than 1. */
+static int cudnn_can(const conv_geom *g, conv_pass pass) {
+    const int64_t dims[] = {g->N, g->C, g->H, g->W, g->K, g->P, g->Q, g->R, g->S};
+    for (int i = 0; i < 9; i++)
+        if (dims[i] < 1 || !fits_int(dims[i])) return 0;
+    if (!fits_int(g->N * g->C * g->H * g->W) || !fits_int(g->N * g->K * g->P * g->Q) ||
+        !fits_int(g->K * (g->C / g->G) * g->R * g->S))
+        return 0;
+    if ((g->H + 2 * g->ph - g->dh * (g->R - 1) - 1) / g->sh + 1 != g->P) return 0;
+    if ((g->W + 2 * g->pw - g->dw * (g->S - 1) - 1) / g->sw + 1 != g->Q) return 0;
+    if (pass != CONV_BACKWARD_DATA) {
+        const int64_t sizes[4] = {g->N, g->C, g->H, g->W};
+        for (int i = 0; i < 4; i++)
+            if (sizes[i] > 1 && (g->xs[i] < 1 || !fits_int(g->xs[i]))) return 0;
+    }
+    return 1;
+}
+
+/* Descriptors for `pass`: x (N, C, H, W) read through g->xs where the pass reads the input (forward, weight
+ * gradient), contiguous where it writes it (input gradient); y (N, K, P, Q) and w contiguous. */
+static int make_descs(descs *d, const conv_geom *g, gm_dtype dt, conv_pass pass, cudnnMathType_t math,
+                      gm_cuda_ctx *ctx) {
+    int rc = GM_OK;
+    cudnnDataType_t t;
+    if (!data_type(dt, &t)) return GM_ERR_ARG;
+    memset(d, 0, sizeof *d);
+    int xdim[4] = {(int)g->N, (int)g->C, (int)g->H, (int)g->W}, xst[4];
+    int ydim[4] = {(int)g->N, (int)g->K, (int)g->P, (int)g->Q};
+    int yst[4] = {(int)(g->K * g->P * g->Q), (int)(g->P * g->Q), (int)g->Q, 1};
+    if (pass == CONV_BACKWARD_DATA) {
+        xst[3] = 1, xst[2] = (int)g->W, xst[1] = (int)(g->H * g->W), xst[0] = (int)(g->C * g->H * g->W);
+    } else {
+        /* a dim of size 1 is never stepped over: give it the packed stride (cuDNN checks strides for overlap) */
+        int64_t packed = 1;
+        for (int i = 3; i >= 0; i--) {
+            xst[i] = (int)(xdim[i] > 1 ? g->xs[i] : packed);
+            packed = (xdim[i] > 1 ? g->xs[i] : packed) * xdim[i];
+        }
+    }
+    DNN_CHECK(ctx, cudnnCreateTensorDescriptor(&d->x));
+    DNN_CHECK(ctx, cudnnCreateTensorDescriptor(&d->y));
+    DNN_CHECK(ctx, cudnnCreateFilterDescriptor(&d->w));
+    DNN_CHECK(ctx, cudnnCreateConvolutionDescriptor(&d->conv));
+    DNN_CHECK(ctx, cudnnSetTensorNdDescriptor(d->x, t, 4, xdim, xst));
+    DNN_CHECK(ctx, cudnnSetTensorNdDescriptor(d->y, t, 4, ydim, yst));
+    DNN_CHECK(ctx, cudnnSetFilter4dDescriptor(d->w, t, CUDNN_TENSOR_NCHW, (int)g->K, (int)(g->C / g->G), (int)g->R,
+                                              (int)g->S));
+    DNN_CHECK(ctx, cudnnSetConvolution2dDescriptor(d->conv, (int)g->ph, (int)g->pw, (int)g->sh, (int)g->sw,
+                                                   (int)g->dh, (int)g->dw, CUDNN_CROSS_CORRELATION,
+                                                   dt == GM_F64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT));
+    DNN_CHECK(ctx, cudnnSetConvolutionGroupCount(d->conv, (int)g->G));
+    DNN_CHECK(ctx, cudnnSetConvolutionMathType(d->conv, math));
+done:
+    if (rc != GM_OK) destroy(d);
+    return rc;
+}
+
+/* Keep a proposed candidate? Only those that ran the heuristics' checks, and for float32 without TF32 only
+ * FMA math. */
+static int keep(cudnnStatus_t st, cudnnMathType_t math, gm_dtype dt, const gm_cuda_ctx *ctx) {
+    if (st != CUDNN_STATUS_SUCCESS) return 0;
+    return !(dt == GM_F32 && !ctx->allow_tf32 && math != CUDNN_FMA_MATH);
+}
+
+extern "C" int cuda_conv2d_algos(const conv_geom *g, gm_dtype dt, conv_pass pass, cuda_conv_algo *algos, int max,
+                                 int *count, gm_cuda_ctx *ctx) {
+    int rc = GM_OK, n = 0, got = 0;
+    descs d = {0};
+    if (!g || !algos || !count || max < 1) return GM_ERR_ARG;
+    *count = 0;
+    cudnnDataType_t t;
+    if (!data_type(dt, &t)) return GM_ERR_ARG;
+    if (!cudnn_can(g, pass)) {
+        algos[0] = (cuda_conv_algo){CUDA_CONV_DIRECT, 0, 0};
+        *count = 1;
+        return GM_OK;
+    }
+    if (!ctx->cudnn) {
+        snprintf(ctx->err, sizeof ctx->err, "no cuDNN handle for device %d", ctx->device);
+        return GM_ERR_BACKEND;
+    }
+    cudnnHandle_t h = (cudnnHandle_t)ctx->cudnn;
+    if ((rc = make_descs(&d, g, dt, pass, base_math(dt, ctx), ctx)) != GM_OK) return rc;
+    if (pass == CONV_FORWARD) {
+        cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+        DNN_CHECK(ctx, cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y,
+                                                              CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf));
+        for (int i = 0; i < got && n < max; i++) {
+            size_t ws = 0;
+            if (!keep(perf[i].status, perf[i].mathType, dt, ctx)) continue;
+            DNN_CHECK(ctx, cudnnSetConvolutionMathType(d.conv, perf[i].mathType));
+            if (cudnnGetConvolutionForwardWorkspaceSize(h, d.x, d.w, d.conv, d.y, perf[i].algo, &ws) !=
+                CUDNN_STATUS_SUCCESS)
+                continue;
+            algos[n++] = (cuda_conv_algo){(int)perf[i].algo, (int)perf[i].mathType, ws};
+        }
+    } else if (pass == CONV_BACKWARD_DATA) {
+        cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+        DNN_CHECK(ctx, cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, d.x,
+                                                                   CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, perf));
+        for (int i = 0; i < got && n < max; i++) {
+            size_t ws = 0;
+            if (!keep(perf[i].status, perf[i].mathType, dt, ctx)) continue;
+            DNN_CHECK(ctx, cudnnSetConvolutionMathType(d.conv, perf[i].mathType));
+            if (cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.w, d.y, d.conv, d.x, perf[i].algo, &ws) !=
+                CUDNN_STATUS_SUCCESS)
+                continue;
+            algos[n++] = (cuda_conv_algo){(int)perf[i].algo, (int)perf[i].mathType, ws};
+        }
+    } else {
+        cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+        DNN_CHECK(ctx, cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w,
+                                                                     CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got,
+                                                                     perf));
+        for (int i = 0; i < got && n < max; i++) {
+            size_t ws = 0;
+            if (!keep(perf[i].status, perf[i].mathType, dt, ctx)) continue;
+            DNN_CHECK(ctx, cudnnSetConvolutionMathType(d.conv, perf[i].mathType));
+            if (cudnnGetConvolutionBackwardFilterWorkspaceSize(h, d.x, d.y, d.conv, d.w, perf[i].algo, &ws) !=
+                CUDNN_STATUS_SUCCESS)
+                continue;
+            algos[n++] = (cuda_conv_algo){(int)perf[i].algo, (int)perf[i].mathType, ws};
+        }
+    }
+    /* No cuDNN candidate for this geometry and dtype (or none with the allowed math): the direct kernels. */
+    if (n == 0) algos[n++] = (cuda_conv_algo){CUDA_CONV_DIRECT, 0, 0};
+    *count = n;
+done:
+    destroy(&d);
+    return rc;
+}
+
+/* Run one pass with algo. x/y/w are the pass's operands in cuDNN's roles (x the convolution's input, y its
+ * output, w the filter); `out` says which one is written; bias (K for the forward, C for the input gradient) is
+ * filled into it first. */
+static int run(const conv_geom *g, gm_dtype dt, conv_pass pass, const cuda_conv_algo *algo, void *x, void *y,
+               void *w, const void *bias, void *ws, size_t ws_nbytes, gm_cuda_ctx *ctx) {
+    int rc = GM_OK;
+    descs d = {0};
+    if (ws_nbytes < algo->ws || (algo->ws && !ws)) return GM_ERR_ARG;
+    if (!ctx->cudnn) {
+        snprintf(ctx->err, sizeof ctx->err, "no cuDNN handle for device %d", ctx->device);
+        return GM_ERR_BACKEND;
+    }
+    cudnnHandle_t h = (cudnnHandle_t)ctx->cudnn;
+    /* alpha and beta are double for double data, float otherwise (cuDNN's scaling-parameter rule) */
+    const double a64 = 1.0, b64 = bias ? 1.0 : 0.0;
+    const float a32 = 1.0f, b32 = bias ? 1.0f : 0.0f;
+    const void *alpha = dt == GM_F64 ? (const void *)&a64 : (const void *)&a32;
+    const void *beta = dt == GM_F64 ? (const void *)&b64 : (const void *)&b32;
+    if (bias) {
+        int st = pass == CONV_FORWARD ? cuda_conv_fill_bias(y, bias, g->N, g->K, g->P * g->Q, dt, ctx)
+                                      : cuda_conv_fill_bias(x, bias, g->N, g->C, g->H * g->W, dt, ctx);
+        if (st != GM_OK) return st;
+    }
+    if ((rc = make_descs(&d, g, dt, pass, (cudnnMathType_t)algo->math, ctx)) != GM_OK) return rc;
+    if (pass == CONV_FORWARD)
+        DNN_CHECK(ctx, cudnnConvolutionForward(h, alpha, d.x, x, d.w, w, d.conv, (cudnnConvolutionFwdAlgo_t)algo->algo,
+                                               ws, ws_nbytes, beta, d.y, y));
+    else if (pass == CONV_BACKWARD_DATA)
+        DNN_CHECK(ctx, cudnnConvolutionBackwardData(h, alpha, d.w, w, d.y, y, d.conv,
+                                                    (cudnnConvolutionBwdDataAlgo_t)algo->algo, ws, ws_nbytes, beta,
+                                                    d.x, x));
+    else
+        DNN_CHECK(ctx, cudnnConvolutionBackwardFilter(h, alpha, d.x, x, d.y, y, d.conv,
+                                                      (cudnnConvolutionBwdFilterAlgo_t)algo->algo, ws, ws_nbytes,
+                                                      beta, d.w, w));
+done:
+    destroy(&d);
+    return rc;
+}
+
+extern "C" int cuda_conv2d_forward(void *out, const void *inp, const void *weight, const void *bias,
+                                   const conv_geom *g, gm_dtype dt, const cuda_conv_algo *algo, void *ws,
+                                   size_t ws_nbytes, gm_cuda_ctx *ctx) {
+    if (!g || !algo) return GM_ERR_ARG;
+    if (algo->algo == CUDA_CONV_DIRECT) return cuda_conv2d_direct_forward(out, inp, weight, bias, g, dt, ctx);
+    return run(g, dt, CONV_FORWARD, algo, (void *)inp, out, (void *)weight, bias, ws, ws_nbytes, ctx);
+}
+
+extern "C" int cuda_conv2d_backward_data(void *dinp, const void *dout, const void *weight, const void *bias,
+                                         const conv_geom *g, gm_dtype dt, const cuda_conv_algo *algo, void *ws,
+                                         size_t ws_nbytes, gm_cuda_ctx *ctx) {
+    if (!g || !algo) return GM_ERR_ARG;
+    if (algo->algo == CUDA_CONV_DIRECT) return cuda_conv2d_direct_backward_data(dinp, dout, weight, bias, g, dt, ctx);
+    return run(g, dt, CONV_BACKWARD_DATA, algo, dinp, (void *)dout, (void *)weight, bias, ws, ws_nbytes, ctx);
+}
+
+extern "C" int cuda_conv2d_backward_weight(void *dweight, const void *dout, const void *inp, const conv_geom *g,
+                                           gm_dtype dt, const cuda_conv_algo *algo, void *ws, size_t ws_nbytes,
+                                           gm_cuda_ctx *ctx) {
+    if (!g || !algo) return GM_ERR_ARG;
+    if (algo->algo == CUDA_CONV_DIRECT) return cuda_conv2d_direct_backward_weight(dweight, dout, inp, g, dt, ctx);
+    return run(g, dt, CONV_BACKWARD_WEIGHT, algo, (void *)inp, (void *)dout, dweight, NULL, ws, ws_nbytes, ctx);
+}

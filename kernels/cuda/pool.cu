@@ -1,0 +1,391 @@
+/* kernels/cuda/pool.cu — max / average / adaptive-average 2-D pooling on CUDA, forward and backward (pool.h).
+ *
+ * Forward: one thread per output element (grid-stride), the window walked exactly as kernels/cpu/pool.c walks
+ * it (same taps, same order, sums in double), so results are bit-identical to the CPU's.
+ * Backward: one thread per input element gathers the outputs whose window covers it, in the order the CPU's
+ * scatter visits them (output rows, then columns), rounding to the dtype after each addition as the CPU's
+ * `plane[i] += v` does: bit-identical, deterministic, and no atomics or zero-fill pass; each input gradient
+ * element is written once, coalesced. For the usual windows (kernel <= 2 * stride) an input has at most four
+ * covering outputs.
+ *
+ * The flat index of a thread is split into (n, c, y, x) with 32-bit divisions when the tensor has fewer than
+ * 2^31 elements (template parameter I), 64-bit otherwise. */
+#include "pool.h"
+#include "pool_common.cuh"
+
+#include <math.h>
+
+/* Taps along one axis of output o's max-pool window: the first tap inside [0, size) and how many there are
+ * (PyTorch's arithmetic, kernels/cpu/pool.c maxpool_row). */
+__host__ __device__ __forceinline__ void max_taps(int64_t o, int64_t stride, int64_t pad, int64_t k, int64_t dil,
+                                                  int64_t size, int64_t *first, int64_t *count) {
+    int64_t a = o * stride - pad;
+    const int64_t end = gm_cu_min<int64_t>(a + (k - 1) * dil + 1, size);
+    while (a < 0) a += dil;
+    *first = a;
+    *count = a >= end ? 0 : dil == 1 ? end - a : (end - a + dil - 1) / dil;
+}
+
+/* ---- max ------------------------------------------------------------------------------------------------ */
+template <int DT, typename I>
+__global__ void maxpool_fwd(void *out, int64_t *ind, const void *inp, gm_pl_st4 in, pool2d_geom g, int64_t total) {
+    GM_CU_GRID_STRIDE(i, total) {
+        const I ii = (I)i, OW = (I)g.OW, OH = (I)g.OH, C = (I)g.C;
+        const I ow = ii % OW, r = ii / OW, oh = r % OH, nc = r / OH, n = nc / C, c = nc - n * C;
+        int64_t h0, nh, w0, nw;
+        max_taps(oh, g.sh, g.ph, g.kh, g.dh, g.H, &h0, &nh);
+        max_taps(ow, g.sw, g.pw, g.kw, g.dw, g.W, &w0, &nw);
+        const int64_t base = (int64_t)n * in.s[0] + (int64_t)c * in.s[1];
+        const int64_t step_h = g.dh * in.s[2], step_w = g.dw * in.s[3];
+        double best = -INFINITY;
+        int64_t row = base + h0 * in.s[2] + w0 * in.s[3];
+        if (!ind) { /* values only: a NaN anywhere makes the result NaN */
+            int nan = 0;
+            for (int64_t a = 0; a < nh; a++, row += step_h) {
+                int64_t q = row;
+                for (int64_t b = 0; b < nw; b++, q += step_w) {
+                    const double v = gm_pl_ld<DT>(inp, q);
+                    best = v > best ? v : best;
+                    nan |= v != v;
+                }
+            }
+            gm_pl_st<DT>(out, i, nan ? (double)NAN : best);
+            continue;
+        }
+        /* first maximum wins; a NaN always wins (the last one), as on the CPU */
+        int64_t arg = -1, pos_row = h0 * g.W + w0;
+        for (int64_t a = 0; a < nh; a++, row += step_h, pos_row += g.dh * g.W) {
+            int64_t q = row, pos = pos_row;
+            for (int64_t b = 0; b < nw; b++, q += step_w, pos += g.dw) {
+                const double v = gm_pl_ld<DT>(inp, q);
+                if (v > best || v != v) {
+                    best = v;
+                    arg = pos;
+                }
+            }
+        }
+        gm_pl_st<DT>(out, i, best);
+        ind[i] = arg;
+    }
+}
+
+/* [*lo, *hi]: the outputs along one axis whose max-pool window has a tap at input position x. */
+__host__ __device__ __forceinline__ void covering(int64_t x, int64_t stride, int64_t pad, int64_t k, int64_t dil,
+                                                  int64_t nout, int64_t *lo, int64_t *hi) {
+    /* o covers x when 0 <= x + pad - o * stride <= (k - 1) * dil */
+    *lo = gm_cu_max<int64_t>(0, -gm_pl_floor_div(-(x + pad - (k - 1) * dil), stride));
+    *hi = gm_cu_min<int64_t>(nout - 1, gm_pl_floor_div(x + pad, stride));
+}
+
+template <int DT, typename I>
+__global__ void maxpool_bwd(void *dinp, const void *dout, gm_pl_st4 ds, const int64_t *ind, pool2d_geom g,
+                            int64_t total) {
+    GM_CU_GRID_STRIDE(i, total) {
+        const I ii = (I)i, W = (I)g.W, H = (I)g.H, C = (I)g.C;
+        const I w = ii % W, r = ii / W, h = r % H, nc = r / H, n = nc / C, c = nc - n * C;
+        int64_t oh0, oh1, ow0, ow1;
+        covering(h, g.sh, g.ph, g.kh, g.dh, g.OH, &oh0, &oh1);
+        covering(w, g.sw, g.pw, g.kw, g.dw, g.OW, &ow0, &ow1);
+        const int64_t pos = (int64_t)h * g.W + w, obase = (int64_t)n * ds.s[0] + (int64_t)c * ds.s[1];
+        const int64_t *pi = ind + (int64_t)nc * g.OH * g.OW;
+        double acc = 0.0;
+        for (int64_t oh = oh0; oh <= oh1; oh++) {
+            if ((h + g.ph - oh * g.sh) % g.dh) continue;
+            for (int64_t ow = ow0; ow <= ow1; ow++) {
+                if ((w + g.pw - ow * g.sw) % g.dw) continue;
+                if (pi[oh * g.OW + ow] == pos)
+                    acc = gm_pl_round<DT>(acc + gm_pl_ld<DT>(dout, obase + oh * ds.s[2] + ow * ds.s[3]));
+            }
+        }
+        gm_pl_st<DT>(dinp, i, acc);
+    }
+}
+
+/* The window is unknown (the caller passed only the indices): each thread owns one (n, c) plane and scatters
+ * its outputs' gradients in order, exactly the CPU's loop, into a plane zeroed beforehand (cudaMemsetAsync).
+ * Indices outside [0, H*W) are skipped (-1 marks an empty window). Fine for global max pooling (one output per
+ * plane); for sliding windows pass the window, which allows the gather above. */
+template <int DT, typename I>
+__global__ void maxpool_bwd_planes(void *dinp, const void *dout, gm_pl_st4 ds, const int64_t *ind, pool2d_geom g,
+                                   int64_t total) {
+    typedef typename gm_cu_type<DT>::st S;
+    GM_CU_GRID_STRIDE(p, total) {
+        const I pp = (I)p, C = (I)g.C;
+        const I n = pp / C, c = pp - n * C;
+        const int64_t HW = g.H * g.W, obase = (int64_t)n * ds.s[0] + (int64_t)c * ds.s[1];
+        const int64_t *pi = ind + p * g.OH * g.OW;
+        S *plane = (S *)dinp + p * HW;
+        for (int64_t oh = 0; oh < g.OH; oh++)
+            for (int64_t ow = 0; ow < g.OW; ow++) {
+                const int64_t k = pi[oh * g.OW + ow];
+                if (k < 0 || k >= HW) continue;
+                const double v = gm_pl_ld<DT>(dout, obase + oh * ds.s[2] + ow * ds.s[3]);
+                gm_pl_st<DT>(plane, k, gm_pl_ld<DT>(plane, k) + v);
+            }
+    }
+}
+
+/* ---- average --------------------------------------------------------------------------------------------- */
+/* Output (oh, ow)'s window clipped to the input and its divisor (kernels/cpu/pool.c avg_window). */
+__host__ __device__ __forceinline__ void avg_window(const pool2d_geom &g, int64_t oh, int64_t ow, int cip,
+                                                    int64_t dov, int64_t *h0, int64_t *h1, int64_t *w0,
+                                                    int64_t *w1, double *div) {
+    int64_t a0 = oh * g.sh - g.ph, b0 = ow * g.sw - g.pw;
+    int64_t a1 = gm_cu_min<int64_t>(a0 + g.kh, g.H + g.ph), b1 = gm_cu_min<int64_t>(b0 + g.kw, g.W + g.pw);
+    const int64_t padded = (a1 - a0) * (b1 - b0);
+    a0 = gm_cu_max<int64_t>(a0, 0);
+    b0 = gm_cu_max<int64_t>(b0, 0);
+    a1 = gm_cu_min<int64_t>(a1, g.H);
+    b1 = gm_cu_min<int64_t>(b1, g.W);
+    *h0 = a0, *h1 = a1, *w0 = b0, *w1 = b1;
+    *div = (double)(dov > 0 ? dov : cip ? padded : (a1 - a0) * (b1 - b0));
+}
+
+template <int DT, typename I>
+__global__ void avgpool_fwd(void *out, const void *inp, gm_pl_st4 in, pool2d_geom g, int cip, int64_t dov,
+                            int64_t total) {
+    GM_CU_GRID_STRIDE(i, total) {
+        const I ii = (I)i, OW = (I)g.OW, OH = (I)g.OH, C = (I)g.C;
+        const I ow = ii % OW, r = ii / OW, oh = r % OH, nc = r / OH, n = nc / C, c = nc - n * C;
+        const int64_t base = (int64_t)n * in.s[0] + (int64_t)c * in.s[1];
+        int64_t h0, h1, w0, w1;
+        double div, sum = 0.0;
+        avg_window(g, oh, ow, cip, dov, &h0, &h1, &w0, &w1, &div);
+        if (h0 >= h1 || w0 >= w1) { /* entirely in the padding: 0, as PyTorch */
+            gm_pl_st<DT>(out, i, 0.0);
+            continue;
+        }
+        for (int64_t h = h0; h < h1; h++)
+            for (int64_t w = w0; w < w1; w++) sum += gm_pl_ld<DT>(inp, base + h * in.s[2] + w * in.s[3]);
+        gm_pl_st<DT>(out, i, sum / div);
+    }
+}
+
+template <int DT, typename I>
+__global__ void avgpool_bwd(void *dinp, const void *dout, gm_pl_st4 ds, pool2d_geom g, int cip, int64_t dov,
+                            int64_t total) {
+    GM_CU_GRID_STRIDE(i, total) {
+        const I ii = (I)i, W = (I)g.W, H = (I)g.H, C = (I)g.C;
+        const I w = ii % W, r = ii / W, h = r % H, nc = r / H, n = nc / C, c = nc - n * C;
+        /* output o's window (before clipping) is [o * stride - pad, + k): it covers x for these o */
+        const int64_t oh0 = gm_cu_max<int64_t>(0, -gm_pl_floor_div(-(h + g.ph - g.kh + 1), g.sh));
+        const int64_t oh1 = gm_cu_min<int64_t>(g.OH - 1, gm_pl_floor_div(h + g.ph, g.sh));
+        const int64_t ow0 = gm_cu_max<int64_t>(0, -gm_pl_floor_div(-(w + g.pw - g.kw + 1), g.sw));
+        const int64_t ow1 = gm_cu_min<int64_t>(g.OW - 1, gm_pl_floor_div(w + g.pw, g.sw));
+        const int64_t obase = (int64_t)n * ds.s[0] + (int64_t)c * ds.s[1];
+        double acc = 0.0;
+        for (int64_t oh = oh0; oh <= oh1; oh++)
+            for (int64_t ow = ow0; ow <= ow1; ow++) {
+                int64_t a0, a1, b0, b1;
+                double div;
+                avg_window(g, oh, ow, cip, dov, &a0, &a1, &b0, &b1, &div);
+                if (h < a0 || h >= a1 || w < b0 || w >= b1) continue;
+                acc = gm_pl_round<DT>(acc + gm_pl_ld<DT>(dout, obase + oh * ds.s[2] + ow * ds.s[3]) / div);
+            }
+        gm_pl_st<DT>(dinp, i, acc);
+    }
+}
+
+/* ---- adaptive average ------------------------------------------------------------------------------------- */
+/* floor(a * c / b) and ceil((a + 1) * c / b): PyTorch's start_index / end_index. */
+__host__ __device__ __forceinline__ int64_t start_index(int64_t a, int64_t b, int64_t c) {
+    return (a / b) * c + ((a % b) * c) / b;
+}
+__host__ __device__ __forceinline__ int64_t end_index(int64_t a, int64_t b, int64_t c) {
+    return 1 + ((a + 1) * c - 1) / b;
+}
+
+template <int DT, typename I>
+__global__ void adaptive_fwd(void *out, const void *inp, gm_pl_st4 in, pool2d_geom g, int64_t total) {
+    GM_CU_GRID_STRIDE(i, total) {
+        const I ii = (I)i, OW = (I)g.OW, OH = (I)g.OH, C = (I)g.C;
+        const I ow = ii % OW, r = ii / OW, oh = r % OH, nc = r / OH, n = nc / C, c = nc - n * C;
+        const int64_t base = (int64_t)n * in.s[0] + (int64_t)c * in.s[1];
+        const int64_t h0 = start_index(oh, g.OH, g.H), h1 = end_index(oh, g.OH, g.H);
+        const int64_t w0 = start_index(ow, g.OW, g.W), w1 = end_index(ow, g.OW, g.W);
+        double sum = 0.0;
+        for (int64_t h = h0; h < h1; h++)
+            for (int64_t w = w0; w < w1; w++) sum += gm_pl_ld<DT>(inp, base + h * in.s[2] + w * in.s[3]);
+        gm_pl_st<DT>(out, i, sum / (double)((h1 - h0) * (w1 - w0)));
+    }
+}
+
+/* [*lo, *hi]: the adaptive windows along one axis (n outputs over `size` inputs) that contain x. Window o
+ * contains x iff start(o) <= x < end(o), which bounds o by floor(x*n/size) and ceil((x+1)*n/size) - 1. */
+__host__ __device__ __forceinline__ void adaptive_covering(int64_t x, int64_t n, int64_t size, int64_t *lo,
+                                                           int64_t *hi) {
+    *lo = x * n / size;
+    *hi = gm_cu_min<int64_t>(n - 1, ((x + 1) * n + size - 1) / size - 1);
+}
+
+template <int DT, typename I>
+__global__ void adaptive_bwd(void *dinp, const void *dout, gm_pl_st4 ds, pool2d_geom g, int64_t total) {
+    GM_CU_GRID_STRIDE(i, total) {
+        const I ii = (I)i, W = (I)g.W, H = (I)g.H, C = (I)g.C;
+        const I w = ii % W, r = ii / W, h = r % H, nc = r / H, n = nc / C, c = nc - n * C;
+        int64_t oh0, oh1, ow0, ow1;
+        adaptive_covering(h, g.OH, g.H, &oh0, &oh1);
+        adaptive_covering(w, g.OW, g.W, &ow0, &ow1);
+        const int64_t obase = (int64_t)n * ds.s[0] + (int64_t)c * ds.s[1];
+        double acc = 0.0;
+        for (int64_t oh = oh0; oh <= oh1; oh++) {
+            const int64_t a0 = start_index(oh, g.OH, g.H), a1 = end_index(oh, g.OH, g.H);
+            if (h < a0 || h >= a1) continue;
+            for (int64_t ow = ow0; ow <= ow1; ow++) {
+                const int64_t b0 = start_index(ow, g.OW, g.W), b1 = end_index(ow, g.OW, g.W);
+                if (w < b0 || w >= b1) continue;
+                const double div = (double)((a1 - a0) * (b1 - b0));
+                const double v = gm_pl_ld<DT>(dout, obase + oh * ds.s[2] + ow * ds.s[3]) / div;
+                acc = gm_pl_round<DT>(acc + v);
+            }
+        }
+        gm_pl_st<DT>(dinp, i, acc);
+    }
+}
+
+/* ---- entry points ------------------------------------------------------------------------------------------ */
+static int geom_ok(const pool2d_geom *g) {
+    return g && g->N >= 0 && g->C >= 0 && g->H >= 0 && g->W >= 0 && g->OH >= 0 && g->OW >= 0 && g->kh > 0 &&
+           g->kw > 0 && g->sh > 0 && g->sw > 0 && g->ph >= 0 && g->pw >= 0 && g->dh > 0 && g->dw > 0;
+}
+
+static int adaptive_ok(const pool2d_geom *g) {
+    return g && g->N >= 0 && g->C >= 0 && g->H > 0 && g->W > 0 && g->OH >= 0 && g->OW >= 0;
+}
+
+/* Launch KERNEL<DT, I>(args..., total) over `total` threads, I = 32-bit when the index fits. */
+#define POOL_LAUNCH(KERNEL, total, ...)                                                                      \
+    do {                                                                                                     \
+        if ((total) <= 0) break;                                                                             \
+        const unsigned nb_ = gm_cu_blocks((total), ctx);                                                     \
+        if (gm_pl_fits32(total)) {                                                                           \
+            auto *k_ = &KERNEL<DT, uint32_t>;                                                                \
+            GM_LAUNCH(k_, nb_, GM_CU_THREADS, ctx, __VA_ARGS__, (int64_t)(total));                           \
+        } else {                                                                                             \
+            auto *k_ = &KERNEL<DT, int64_t>;                                                                 \
+            GM_LAUNCH(k_, nb_, GM_CU_THREADS, ctx, __VA_ARGS__, (int64_t)(total));                           \
+        }                                                                                                    \
+    } while (0)
+
+template <int DT>
+static void launch_maxpool_fwd(void *out, int64_t *ind, const void *inp, gm_pl_st4 in, const pool2d_geom *g,
+                               gm_cuda_ctx *ctx) {
+    const int64_t total = g->N * g->C * g->OH * g->OW;
+    POOL_LAUNCH(maxpool_fwd, total, out, ind, inp, in, *g);
+}
+
+extern "C" int cuda_maxpool2d_forward(void *out, int64_t *indices, const void *inp, const int64_t in[4],
+                                      gm_dtype dt, const pool2d_geom *g, gm_cuda_ctx *ctx) {
+    if (!geom_ok(g)) return GM_ERR_ARG;
+    const gm_pl_st4 s = gm_pl_st4_of(in);
+#define CALL(DT) launch_maxpool_fwd<DT>(out, indices, inp, s, g, ctx)
+    GM_CU_SWITCH_FLOAT(dt, CALL);
+#undef CALL
+    GM_CU_LAUNCHED(ctx);
+    return GM_OK;
+}
+
+template <int DT>
+static void launch_maxpool_bwd(void *dinp, const void *dout, gm_pl_st4 ds, const int64_t *ind, const pool2d_geom *g,
+                               gm_cuda_ctx *ctx) {
+    if (g->kh > 0) {
+        const int64_t total = g->N * g->C * g->H * g->W;
+        POOL_LAUNCH(maxpool_bwd, total, dinp, dout, ds, ind, *g);
+    } else {
+        const int64_t total = g->N * g->C;
+        POOL_LAUNCH(maxpool_bwd_planes, total, dinp, dout, ds, ind, *g);
+    }
+}
+
+extern "C" int cuda_maxpool2d_backward(void *dinp, const void *dout, const int64_t ds[4], const int64_t *indices,
+                                       gm_dtype dt, const pool2d_geom *g, gm_cuda_ctx *ctx) {
+    if (!g || !gm_dtype_is_float(dt)) return GM_ERR_ARG;
+    pool2d_geom k = *g;
+    const int window = k.kh > 0 || k.kw > 0;
+    if (!window) k.kh = k.kw = 1; /* for the checks only */
+    if (!geom_ok(&k)) return GM_ERR_ARG;
+    if (!window) {
+        k.kh = 0;
+        const size_t nbytes = (size_t)(k.N * k.C * k.H * k.W) * gm_dtype_size(dt);
+        if (nbytes) GM_CU_CHECK(ctx, cudaMemsetAsync(dinp, 0, nbytes, (cudaStream_t)ctx->stream));
+    }
+    const gm_pl_st4 s = gm_pl_st4_of(ds);
+#define CALL(DT) launch_maxpool_bwd<DT>(dinp, dout, s, indices, &k, ctx)
+    GM_CU_SWITCH_FLOAT(dt, CALL);
+#undef CALL
+    GM_CU_LAUNCHED(ctx);
+    return GM_OK;
+}
+
+template <int DT>
+static void launch_avgpool_fwd(void *out, const void *inp, gm_pl_st4 in, const pool2d_geom *g, int cip, int64_t dov,
+                               gm_cuda_ctx *ctx) {
+    const int64_t total = g->N * g->C * g->OH * g->OW;
+    POOL_LAUNCH(avgpool_fwd, total, out, inp, in, *g, cip, dov);
+}
+
+extern "C" int cuda_avgpool2d_forward(void *out, const void *inp, const int64_t in[4], gm_dtype dt,
+                                      const pool2d_geom *g, int count_include_pad, int64_t divisor_override,
+                                      gm_cuda_ctx *ctx) {
+    if (!geom_ok(g) || g->dh != 1 || g->dw != 1 || divisor_override < 0) return GM_ERR_ARG;
+    const gm_pl_st4 s = gm_pl_st4_of(in);
+#define CALL(DT) launch_avgpool_fwd<DT>(out, inp, s, g, count_include_pad, divisor_override, ctx)
+    GM_CU_SWITCH_FLOAT(dt, CALL);
+#undef CALL
+    GM_CU_LAUNCHED(ctx);
+    return GM_OK;
+}
+
+template <int DT>
+static void launch_avgpool_bwd(void *dinp, const void *dout, gm_pl_st4 ds, const pool2d_geom *g, int cip,
+                               int64_t dov, gm_cuda_ctx *ctx) {
+    const int64_t total = g->N * g->C * g->H * g->W;
+    POOL_LAUNCH(avgpool_bwd, total, dinp, dout, ds, *g, cip, dov);
+}
+
+extern "C" int cuda_avgpool2d_backward(void *dinp, const void *dout, const int64_t ds[4], gm_dtype dt,
+                                       const pool2d_geom *g, int count_include_pad, int64_t divisor_override,
+                                       gm_cuda_ctx *ctx) {
+    if (!geom_ok(g) || g->dh != 1 || g->dw != 1 || divisor_override < 0) return GM_ERR_ARG;
+    const gm_pl_st4 s = gm_pl_st4_of(ds);
+#define CALL(DT) launch_avgpool_bwd<DT>(dinp, dout, s, g, count_include_pad, divisor_override, ctx)
+    GM_CU_SWITCH_FLOAT(dt, CALL);
+#undef CALL
+    GM_CU_LAUNCHED(ctx);
+    return GM_OK;
+}
+
+template <int DT>
+static void launch_adaptive_fwd(void *out, const void *inp, gm_pl_st4 in, const pool2d_geom *g, gm_cuda_ctx *ctx) {
+    const int64_t total = g->N * g->C * g->OH * g->OW;
+    POOL_LAUNCH(adaptive_fwd, total, out, inp, in, *g);
+}
+
+extern "C" int cuda_adaptive_avgpool2d_forward(void *out, const void *inp, const int64_t in[4], gm_dtype dt,
+                                               const pool2d_geom *g, gm_cuda_ctx *ctx) {
+    if (!adaptive_ok(g)) return GM_ERR_ARG;
+    const gm_pl_st4 s = gm_pl_st4_of(in);
+#define CALL(DT) launch_adaptive_fwd<DT>(out, inp, s, g, ctx)
+    GM_CU_SWITCH_FLOAT(dt, CALL);
+#undef CALL
+    GM_CU_LAUNCHED(ctx);
+    return GM_OK;
+}
+
+template <int DT>
+static void launch_adaptive_bwd(void *dinp, const void *dout, gm_pl_st4 ds, const pool2d_geom *g, gm_cuda_ctx *ctx) {
+    const int64_t total = g->N * g->C * g->H * g->W;
+    /* every output has a non-empty window, so OH or OW 0 means no output: the gradient is 0 */
+    POOL_LAUNCH(adaptive_bwd, total, dinp, dout, ds, *g);
+}
+
+extern "C" int cuda_adaptive_avgpool2d_backward(void *dinp, const void *dout, const int64_t ds[4], gm_dtype dt,
+                                                const pool2d_geom *g, gm_cuda_ctx *ctx) {
+    if (!adaptive_ok(g)) return GM_ERR_ARG;
+    const gm_pl_st4 s = gm_pl_st4_of(ds);
+#define CALL(DT) launch_adaptive_bwd<DT>(dinp, dout, s, g, ctx)
+    GM_CU_SWITCH_FLOAT(dt, CALL);
+#undef CALL
+    GM_CU_LAUNCHED(ctx);
+    return GM_OK;
+}
