@@ -26,12 +26,14 @@
 #ifdef GM_CUDA_EMU
 /* The emulator runs blocks one after another: few blocks keep tests fast and exercise the grid-stride loops. */
 #define GM_CU_MAX_BLOCKS 4
-#define GM_LAUNCH(kernel, grid, block, ctx, ...) gm_emu_launch((kernel), dim3(grid), dim3(block), __VA_ARGS__)
+#define GM_LAUNCH(kernel, grid, block, ctx, ...) \
+    ((void)(ctx), gm_emu_launch((kernel), dim3(grid), dim3(block), ##__VA_ARGS__))
 #else
 #define GM_CU_MAX_BLOCKS 65535
 /* A template kernel with commas in its arguments: bind it first, `auto *k = &my_kernel<A, B>;` */
 #define GM_LAUNCH(kernel, grid, block, ctx, ...) \
     (kernel)<<<(grid), (block), 0, (cudaStream_t)(ctx)->stream>>>(__VA_ARGS__)
+/* (a kernel without arguments: GM_LAUNCH(k, grid, block, ctx) works in both builds) */
 #endif
 
 /* Record "what failed at file:line: reason" in ctx->err and return GM_ERR_BACKEND from the calling function. */

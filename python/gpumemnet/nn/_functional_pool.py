@@ -63,6 +63,7 @@ class _MaxPool2d(Function):
         out, idx = _C.max_pool2d(x, kernel, stride, padding, dilation, ceil_mode, True)
         ctx.save_for_backward(as_activation(idx))  # the argmax is all backward needs: not the input
         ctx.in_shape = x.shape
+        ctx.window = (kernel, stride, padding, dilation)  # lets the CUDA backward gather instead of scatter
         if return_indices:
             ctx.mark_non_differentiable(1)
             return out, idx
@@ -71,7 +72,7 @@ class _MaxPool2d(Function):
     @staticmethod
     def backward(ctx, g, *unused):
         idx, = ctx.saved_tensors
-        return (_C.max_pool2d_backward(g, idx, ctx.in_shape),) + (None,) * 6
+        return (_C.max_pool2d_backward(g, idx, ctx.in_shape, *ctx.window),) + (None,) * 6
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
