@@ -9,6 +9,7 @@ generator are left exactly as they were.
 """
 import copy
 import gc
+import threading
 import time
 
 from . import _C
@@ -22,6 +23,15 @@ from .nn.parameter import Parameter
 __all__ = ["Estimate", "LayerRow", "estimate", "summary"]
 
 META = "meta"
+
+
+class _Busy(threading.local):
+    """How many estimates run on this thread: an OutOfMemoryError inside one (a `limit` reached) is an answer,
+    not something to explain with more estimates (gpumemnet._oom_predict checks this)."""
+    depth = 0
+
+
+busy = _Busy()
 
 
 def _fmt(n):
@@ -156,17 +166,22 @@ def _check_shape(shape, what):
 
 
 def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, target=None, autocast=None,
-             checkpoint_segments=None, accumulation_steps=1, device="cpu"):
+             checkpoint_segments=None, accumulation_steps=1, device="cpu", limit=None):
     """Run the first training step of `model` (forward, loss, backward, the optimizer's first step) on a meta
     copy and return an Estimate. The model itself is not touched.
 
     input_shape: one sample's shape with batch_size, or the whole batch's shape when batch_size is None.
-    loss_fn(output, target): default output.sum(); target: a Tensor or shape (first dim = micro-batch).
+    loss_fn(output, target): default output.sum(); target: a Tensor or shape (first dim = micro-batch). A loss_fn
+    without a target gets one made up: class indices (int64, the output's shape without dim 1, as cross_entropy
+    and nll_loss take) or, when loss_fn refuses those, a tensor of the output's shape and dtype (mse_loss...).
     optimizer: a class or factory called with the parameters (default gm.optim.Adam); False: no step.
     autocast: a dtype (gm.bfloat16, gm.float16) for forward + loss under gm.autocast(device's type).
     checkpoint_segments: run a Sequential model through gm.utils.checkpoint_sequential.
     accumulation_steps: k micro-batches of batch // k, each loss divided by k and backpropagated, then one step.
-    device: the device the estimate stands for (its autocast policy; summary compares with its capacity)."""
+    device: the device the estimate stands for (its autocast policy; summary compares with its capacity).
+    limit: run the step as gm.memory.set_limit(device, limit) would: the allocator frees its cache and retries
+    where the real device would, and OutOfMemoryError is raised where the real step would raise it. This is the
+    test of "fits" that counts reserved bytes (fragmentation included), not only allocated ones."""
     from .optim import Adam
     from .utils.checkpoint import checkpoint_sequential
     from .amp import autocast as _autocast
@@ -195,21 +210,32 @@ def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, 
     amp_dtype = as_dtype(autocast, "estimate(autocast)") if autocast is not None else None
     if optimizer is None:
         optimizer = Adam
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, float)) or limit <= 0):
+        raise ValueError(f"estimate: limit must be a positive number of bytes or None, got {limit!r}")
+    amp_ctx = (lambda: _autocast(dev.split(":")[0], dtype=amp_dtype)) if amp_dtype is not None else _nullctx
 
     rng = _random.get_rng_state()
     t0 = time.perf_counter()
     gc.collect()
     _memory.empty_cache(META)  # the estimate stands for a fresh process: no cache to reuse
     p0, r0 = _cat("parameter"), _memory.memory_reserved(META)
-    clone = _meta_copy(model)
-    param_bytes = _cat("parameter") - p0
-    a0 = _memory.memory_allocated(META)
-    x = _C.empty(shape, params[0]._dtype, META)
-    y = _meta_like(target, micro, "target") if target is not None else None
-    input_bytes = _memory.memory_allocated(META) - a0
-    opt = optimizer(list(clone.parameters())) if optimizer is not False else None
-    recorder = _LayerRecorder(clone)
+    # The caller's meta limit (someone rehearsing a small card on meta) is not the estimate's: it has its own.
+    meta_limit = _C.get_limit(META)
+    _C.set_limit(META, int(r0 + limit) if limit is not None else None)
+    clone = x = y = opt = recorder = None
+    busy.depth += 1
     try:
+        clone = _meta_copy(model)
+        param_bytes = _cat("parameter") - p0
+        a0 = _memory.memory_allocated(META)
+        x = _C.empty(shape, params[0]._dtype, META)
+        if target is not None:
+            y = _meta_like(target, micro, "target")
+        elif loss_fn is not None:
+            y = _made_up_target(clone, x[:micro] if k > 1 else x, loss_fn, amp_ctx)
+        input_bytes = _memory.memory_allocated(META) - a0
+        opt = optimizer(list(clone.parameters())) if optimizer is not False else None
+        recorder = _LayerRecorder(clone)
         clone.train()
         gc.collect()
         _memory.reset_peak_memory_stats(META)
@@ -219,19 +245,18 @@ def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, 
         for i in range(k):
             xi = x[i * micro:(i + 1) * micro] if k > 1 else x
             recorder.on = i == 0
-            try:
-                with _autocast(dev.split(":")[0], dtype=amp_dtype) if amp_dtype is not None else _nullctx():
+            with amp_ctx():
+                try:
                     out = checkpoint_sequential(clone, checkpoint_segments, xi) if checkpoint_segments \
                         else clone(xi)
+                except _C.OutOfMemoryError:
+                    raise
+                except (ValueError, RuntimeError, TypeError, IndexError) as e:
+                    raise ValueError(f"estimate: the model does not accept an input of shape {tuple(xi.shape)} "
+                                     f"(input_shape={tuple(input_shape)}, batch_size={batch_size}): {e}") from e
+                finally:
                     recorder.on = False
-                    loss = out.sum() if loss_fn is None else loss_fn(out, y)
-            except _C.OutOfMemoryError:
-                raise
-            except (ValueError, RuntimeError, TypeError, IndexError) as e:
-                raise ValueError(f"estimate: the model does not accept an input of shape {tuple(xi.shape)} "
-                                 f"(input_shape={tuple(input_shape)}, batch_size={batch_size}): {e}") from e
-            finally:
-                recorder.on = False
+                loss = out.sum() if loss_fn is None else _call_loss(loss_fn, out, y)
             del out
             if not isinstance(loss, _C.TensorBase) or loss.numel() != 1:
                 got = tuple(loss.shape) if isinstance(loss, _C.TensorBase) else type(loss).__name__
@@ -262,7 +287,7 @@ def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, 
         clone.eval()
         _memory.reset_peak_memory_stats(META)
         ibase = _memory.memory_allocated(META)
-        with no_grad(), _autocast(dev.split(":")[0], dtype=amp_dtype) if amp_dtype is not None else _nullctx():
+        with no_grad(), amp_ctx():
             out = clone(x[:micro] if k > 1 else x)
         del out
         inference_peak = _memory.max_memory_allocated(META) - ibase
@@ -273,7 +298,9 @@ def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, 
         opt = None
         gc.collect()
         _memory.empty_cache(META)
+        _C.set_limit(META, meta_limit)
         _random.set_rng_state(rng)
+        busy.depth -= 1
     return Estimate(
         peak=peak, peak_reserved=peak_reserved, at_peak=at_peak, peak_scope=at["scope"],
         inference_peak=inference_peak, params=sum(p.numel() for p in params),
@@ -289,6 +316,59 @@ class _nullctx:
 
     def __exit__(self, *exc):
         return False
+
+
+def _call_loss(loss_fn, out, y):
+    try:
+        return loss_fn(out, y)
+    except _C.OutOfMemoryError:
+        raise
+    except (ValueError, RuntimeError, TypeError, IndexError) as e:
+        got = "None" if y is None else f"{tuple(y.shape)} ({y.dtype})"
+        raise ValueError(f"estimate: loss_fn(output, target) failed for an output of shape {tuple(out.shape)} "
+                         f"and a target of {got}: {e}") from e
+
+
+def _made_up_target(clone, x, loss_fn, amp_ctx):
+    """A meta target loss_fn accepts, for a loss_fn given without one. The output's shape comes from a forward of
+    the micro-batch under no_grad in eval mode (on meta: shapes and allocations only, no dropout, no RNG); all it
+    allocated is freed and its cache released before the target is made, so the step starts from the allocator
+    state it would have had without it."""
+    was = clone.training
+    clone.eval()
+    try:
+        with no_grad(), amp_ctx():
+            out = clone(x)
+        if not isinstance(out, _C.TensorBase):
+            raise ValueError(f"estimate: loss_fn needs a target and the model's output is a "
+                             f"{type(out).__name__}, not a Tensor: pass target= (a Tensor or a shape)")
+        shape, dtype = tuple(out.shape), out._dtype
+        tries = [(None, None, "no target")]  # a loss that ignores its target gets none, as in the real step
+        if len(shape) >= 2:  # class indices: (N, C, d1...) -> (N, d1...)
+            tries.append((shape[:1] + shape[2:], as_dtype("int64").code, "class indices"))
+        tries.append((shape, dtype, "a tensor of the output's shape"))
+        errors = []
+        found = False
+        for tshape, tdtype, what in tries:
+            y = None if tshape is None else _C.empty(tshape, tdtype, META)
+            try:
+                with no_grad(), amp_ctx():
+                    loss_fn(out, y)
+                found = True
+                break
+            except _C.OutOfMemoryError:
+                raise
+            except (ValueError, RuntimeError, TypeError, IndexError, AttributeError) as e:
+                errors.append(f"{what}{'' if tshape is None else ' ' + str(tshape)}: {e}")
+        del out, y
+        if not found:
+            raise ValueError("estimate: loss_fn needs a target: pass target= (a Tensor, or a shape whose first dim "
+                             "is the batch); made-up targets were refused: " + "; ".join(errors))
+    finally:
+        clone.train(was)
+    gc.collect()
+    _memory.empty_cache(META)
+    return None if tshape is None else _C.empty(tshape, tdtype, META)
 
 
 # ---- summary -------------------------------------------------------------------------------------------------

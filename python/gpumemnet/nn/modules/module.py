@@ -93,6 +93,11 @@ class Module:
                     if r is not None:
                         out = r
             return out
+        except _C.OutOfMemoryError as e:
+            if len(stack) == 1:  # the outermost call: the model and its input are known, say what would fit
+                from ..._oom_predict import attach
+                attach(e, self, args)
+            raise
         finally:
             stack.pop()
             _C.set_scope(prev)

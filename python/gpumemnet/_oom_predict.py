@@ -1,0 +1,226 @@
+"""What would have fitted: when an OutOfMemoryError escapes a model's outermost call, a few meta estimates of the
+usual remedies, each with its predicted peak and saving, attached to the error (issue 6, item 5).
+
+The allocator's text (csrc/allocator.c) ranks remedies by what holds the memory, but it cannot say by how much
+each helps: only the Python layer knows the model and the input. Here the model and the input's shape are known,
+so each remedy is estimated as gpumemnet._estimate.estimate would for a user who asked: the same meta run of one
+first training step (or one forward, when the failing call recorded no graph), with the remedy applied to a meta
+copy. Nothing real is allocated, so this works while the device is full.
+
+Bounded on purpose: at most one estimate per remedy (seven), no remedy is tried once MAX_SECONDS of estimating
+have passed, and any failure of an estimate only drops that remedy. The original error is always what is raised;
+it gains `predictions` [(remedy, predicted peak bytes, saving bytes)], largest saving first, and a few lines of
+text. What the step is assumed to be: Adam (the optimizer is not known at forward time) and loss = output.sum()
+(its bytes are a scalar's); the figures are the whole step's need (parameters + input + peak, as
+Estimate.total), so a saving is the same whatever else the process holds."""
+import time
+
+from . import _C
+from . import _estimate
+from ._dtype import as_dtype
+from .autograd import is_grad_enabled
+from .nn.modules.module import Module, _running, register_module_forward_pre_hook
+
+MAX_SECONDS = 5.0
+DOMINANT_SHARE = 0.5  # a Linear holding at least this share of the parameters is worth replacing
+
+
+class _Checkpointed(Module):
+    """A block whose forward is recomputed in backward (gm.utils.checkpoint) while training."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, *args):
+        from .utils.checkpoint import checkpoint
+        return checkpoint(self.inner, *args) if self.training else self.inner(*args)
+
+
+class _GlobalPoolHead(Module):
+    """A Linear fed by the flattened (N, C*H*W) map, replaced by a global average pool of each channel and a
+    Linear(C, out): what nn.GlobalAvgPool2d before the classifier does, without changing the model's forward."""
+
+    def __init__(self, channels, linear):
+        super().__init__()
+        self.channels = channels
+        self.linear = linear
+
+    def forward(self, x):
+        from .nn import functional as F
+        return self.linear(F.global_avg_pool2d(x.reshape(x.shape[0], self.channels, -1, 1)))
+
+
+def _fmt(n):
+    return _estimate._fmt(n)
+
+
+def _replace(root, path, new):
+    *parents, name = path.split(".")
+    m = root
+    for p in parents:
+        m = m._modules[p]
+    m._modules[name] = new
+
+
+def _need(est, training):
+    """What the device must hold for the step (training) or the forward (inference)."""
+    return est.total if training else est.param_bytes + est.input_bytes + est.inference_peak
+
+
+def _dominant_linear(model, est):
+    """(path, Linear, channels) of a Linear holding most of the parameters and fed by a flattened (N, C, H, W)
+    map (the leaf called before it output one with C*H*W == in_features), or None."""
+    from .nn.modules.linear import Linear
+
+    total = sum(p.numel() for p in model.parameters())
+    best = None
+    for path, m in model.named_modules():
+        if isinstance(m, Linear) and (best is None or m.weight.numel() > best[1].weight.numel()):
+            best = (path, m)
+    if best is None or best[1].weight.numel() < DOMINANT_SHARE * total:
+        return None
+    path, lin = best
+    rows = est.layers
+    for i, r in enumerate(rows):
+        if r.path != path:
+            continue
+        for prev in reversed(rows[:i]):
+            s = prev.output_shape
+            if isinstance(s, tuple) and len(s) == 4:
+                if s[1] * s[2] * s[3] == lin.in_features and s[2] * s[3] > 1:
+                    return path, lin, s[1]
+                return None
+        return None
+    return None
+
+
+def _blocks(model, shape, device):
+    """Paths of the modules the model's forward calls directly, in call order (seen in a meta forward)."""
+    seen = []
+    clone = _estimate._meta_copy(model)
+
+    def pre(mod, args):  # (the failing call may still be on the stack below the clone)
+        stack = _running.stack
+        if len(stack) >= 2 and stack[-2] is clone and mod._path not in seen:
+            seen.append(mod._path)
+
+    handle = register_module_forward_pre_hook(pre)
+    try:
+        from .autograd import no_grad
+        with no_grad():
+            x = _C.empty(shape, next(iter(clone.parameters()))._dtype, "meta")
+            clone(x)
+    finally:
+        handle.remove()
+        del clone
+    return seen
+
+
+def _remedies(model, shape, dev, training, base):
+    """(text, estimate kwargs, model or None) for each remedy worth estimating, cheapest idea first."""
+    from .nn.modules.container import Sequential
+    from .nn.modules.linear import Linear
+    from .optim import SGD
+
+    n = shape[0]
+    out = []
+    for k in (2, 4):
+        if n % k == 0:
+            what = f"a batch of {n // k} with {k} accumulation steps" if training else \
+                f"the batch in {k} chunks of {n // k}"
+            out.append((what, dict(accumulation_steps=k), None))
+    if training:
+        if isinstance(model, Sequential) and len(model) >= 2:
+            s = 4 if len(model) >= 4 else 2
+            out.append((f"checkpointing in {s} segments (gm.utils.checkpoint_sequential)",
+                        dict(checkpoint_segments=s), None))
+        elif not isinstance(model, Sequential):
+            blocks = _blocks(model, shape, dev)
+            if len(blocks) >= 2:
+                def make(blocks=blocks):
+                    clone = _estimate._meta_copy(model)
+                    for p in blocks[:-1]:
+                        _replace(clone, p, _Checkpointed(_walk(clone, p)))
+                    return clone
+                out.append((f"checkpointing each of the {len(blocks) - 1} blocks before the last "
+                            f"(gm.utils.checkpoint)", {}, make))
+    if all(p._dtype == as_dtype("float32").code for p in model.parameters()):
+        dt = "float16" if dev.startswith("cuda") else "bfloat16"
+        out.append((f"autocast to {dt} (gm.autocast)", dict(autocast=as_dtype(dt)), None))
+    dom = _dominant_linear(model, base)
+    if dom is not None:
+        path, lin, c = dom
+
+        def make_gap(path=path, c=c):
+            clone = _estimate._meta_copy(model)
+            old = _walk(clone, path)
+            new = Linear(c, old.out_features, bias=old.bias is not None, device="meta", dtype=old.weight.dtype)
+            _replace(clone, path, _GlobalPoolHead(c, new))
+            return clone
+        out.append((f"a global average pool before {path} (nn.GlobalAvgPool2d): {path} becomes "
+                    f"Linear({c}, {lin.out_features}) instead of Linear({lin.in_features}, {lin.out_features})",
+                    {}, make_gap))
+    if training:
+        out.append(("SGD with momentum instead of Adam (one state tensor per parameter, not two)",
+                    dict(optimizer=lambda ps: SGD(ps, lr=0.01, momentum=0.9)), None))
+    return out
+
+
+def _walk(root, path):
+    m = root
+    for p in path.split("."):
+        m = m._modules[p]
+    return m
+
+
+def predict(model, x, training=None):
+    """[(remedy, predicted peak, saving)] for running `model` on an input like `x` (a Tensor or a shape, first
+    dim the batch), largest saving first, and the baseline's predicted need; only remedies that save bytes.
+    training: a training step (default: model.training and grad mode on) or a forward only."""
+    if training is None:
+        training = model.training and is_grad_enabled()
+    if isinstance(x, _C.TensorBase):
+        shape, dev = tuple(x.shape), x._device
+    else:
+        shape = tuple(x)
+        dev = next(iter(model.parameters()))._device
+    dev = "cuda" if dev.startswith("cuda") else "cpu"
+    t0 = time.perf_counter()
+    base = _estimate.estimate(model, shape, device=dev)
+    need = _need(base, training)
+    preds = []
+    for text, kw, make in _remedies(model, shape, dev, training, base):
+        if time.perf_counter() - t0 > MAX_SECONDS:
+            break
+        try:
+            variant = make() if make is not None else model
+            est = _estimate.estimate(variant, shape, device=dev, **kw)
+        except Exception:  # a remedy this model does not take: say nothing about it
+            continue
+        peak = _need(est, training)
+        if peak < need:
+            preds.append((text, peak, need - peak))
+    preds.sort(key=lambda p: -p[2])
+    return preds, need
+
+
+def attach(exc, model, args):
+    """Give exc (an OutOfMemoryError escaping model(*args)) its predictions; never raises."""
+    if _estimate.busy.depth or getattr(exc, "predictions", None) is not None:
+        return
+    try:
+        exc.predictions = []
+        if len(args) != 1 or not isinstance(args[0], _C.TensorBase) or args[0].dim() == 0:
+            return
+        training = model.training and is_grad_enabled()
+        preds, need = predict(model, args[0], training)
+        exc.predictions = preds
+        if preds and exc.args and isinstance(exc.args[0], str):
+            what = (f"one training step (Adam, loss = output.sum()) of a batch of {args[0].shape[0]}" if training
+                    else f"one forward without a graph of a batch of {args[0].shape[0]}")
+            lines = [f"\n  predicted by meta runs of {what}: it needs {_fmt(need)}; with"]
+            lines += [f"    - {t}: predicted peak {_fmt(p)} (saves {_fmt(s)})" for t, p, s in preds]
+            exc.args = (exc.args[0] + "\n".join(lines),) + exc.args[1:]
+    except Exception:  # an explanation that fails must not hide the error it explains
+        pass
