@@ -3,7 +3,9 @@ gradient accumulation, activation checkpointing, autocast) that fits it — chos
 
 Every figure here is an `Estimate.total` (parameters + input + the peak of one first training step) from
 gpumemnet._estimate.estimate, which runs the step on a meta copy of the model: nothing is allocated on the
-device and no OutOfMemoryError is ever provoked to find the answer.
+device and no OutOfMemoryError is ever provoked on it to find the answer. "Fits" means more than a total within
+the budget: the budget caps reserved bytes (gm.memory.set_limit caps segments, as a card's size does), so a
+candidate is also run on meta under the budget as a limit, and fits only if that run completes (see _fit).
 
 The cost model of `plan` (relative time of one optimizer step of the whole batch, fp32 without tricks = 1.0):
     x 1.35 when checkpointing: each checkpointed segment's forward runs again in backward (whatever the number
@@ -43,6 +45,24 @@ def _sample_shape(input_shape):
     return (input_shape,) if isinstance(input_shape, int) else tuple(input_shape)
 
 
+def _fit(budget, model, shape, **kw):
+    """(Estimate or None, total bytes, fits) for one configuration. A budget caps what the device can reserve
+    (segments), not only what live tensors hold: a step whose allocated total fits may still need one more
+    segment than the budget allows when its free space is scattered. So a configuration whose total fits is run
+    once more on meta under the budget as a limit, which frees the cache and retries exactly where the real
+    device would, and fits only if that run completes."""
+    try:
+        est = estimate(model, shape, **kw)
+    except _C.OutOfMemoryError:  # past even the meta device's capacity: certainly too large
+        return None, math.inf, False
+    if est.total > budget:
+        return est, est.total, False
+    try:  # the allocated figures are the same under the limit; the reserved ones are what the device sees
+        return estimate(model, shape, limit=budget, **kw), est.total, True
+    except _C.OutOfMemoryError:
+        return est, est.total, False
+
+
 # ---- max_batch_size ----------------------------------------------------------------------------------------------
 def max_batch_size(model, input_shape, budget, loss_fn=None, optimizer=None, target=None, lo=1, hi=None,
                    **estimate_kwargs):
@@ -64,20 +84,23 @@ def max_batch_size(model, input_shape, budget, loss_fn=None, optimizer=None, tar
     shape = _sample_shape(input_shape)
     totals = {}
 
-    def total(units):  # the batch is units * k: every micro-batch the same size
+    def total(units):  # the batch is units * k: every micro-batch the same size; inf when it does not fit
         if units not in totals:
-            try:
-                totals[units] = estimate(model, shape, loss_fn=loss_fn, optimizer=optimizer, target=target,
-                                         batch_size=units * k, **estimate_kwargs).total
-            except _C.OutOfMemoryError:  # past even the meta device's capacity: certainly too large
-                totals[units] = math.inf
+            _, need, ok = _fit(budget, model, shape, loss_fn=loss_fn, optimizer=optimizer, target=target,
+                               batch_size=units * k, **estimate_kwargs)
+            totals[units] = need if ok else math.inf
         return totals[units]
 
     u_lo, u_hi = -(-lo // k), (hi // k if hi is not None else None)
     if u_hi is not None and u_hi < u_lo:
         raise ValueError(f"{fn}: no multiple of accumulation_steps={k} lies between lo={lo} and hi={hi}")
     if total(u_lo) > budget:
-        need = totals[u_lo]
+        _, need, _ = _fit(budget, model, shape, loss_fn=loss_fn, optimizer=optimizer, target=target,
+                          batch_size=u_lo * k, **estimate_kwargs)
+        if need <= budget:  # allocated bytes fit, the segments they need do not
+            raise ValueError(f"{fn}: even a batch of {u_lo * k} does not fit: it needs {_fmt(need)} ({need} bytes) "
+                             f"of live tensors, but the allocator's segments for them do not fit in the budget "
+                             f"of {_fmt(budget)} ({budget} bytes)")
         raise ValueError(f"{fn}: even a batch of {u_lo * k} does not fit: it needs {_fmt(need)} ({need} bytes), "
                          f"{need - budget} bytes over the budget of {_fmt(budget)} ({budget} bytes)")
     good, bad = u_lo, None
@@ -116,6 +139,8 @@ class Plan:
     checkpoint_segments               None or the segments of gm.utils.checkpoint_sequential (Sequential only)
     autocast                          None or the autocast dtype (gm.bfloat16)
     predicted_peak                    Estimate.total of the configuration: parameters + input + step peak
+                                      (allocated bytes; a meta run under the budget as a limit completed too)
+    predicted_reserved                the peak of segments reserved in that run (parameters, input, step)
     predicted_time                    relative step time under the cost model (see the module's docstring)
     estimate                          the Estimate behind predicted_peak
     considered                        [(config dict, total bytes, time)] in the order they were estimated"""
@@ -127,6 +152,7 @@ class Plan:
         self.micro_batch = batch_size // accumulation_steps
         self.checkpoint_segments, self.autocast = checkpoint_segments, autocast
         self.estimate, self.predicted_peak, self.predicted_time = est, est.total, time
+        self.predicted_reserved = est.peak_reserved
         self.considered = considered
 
     def __repr__(self):
@@ -245,20 +271,17 @@ def plan(model, loss_fn, input_shape, batch_size, budget, target=None, optimizer
     considered, best = [], None
     for c in sorted(cands, key=order):
         t = step_cost(**c)
-        try:
-            est = estimate(model, shape, loss_fn=loss_fn, optimizer=optimizer, batch_size=batch_size,
-                           target=target, **c)
-            need = est.total
-        except _C.OutOfMemoryError:
-            est, need = None, math.inf
+        est, need, ok = _fit(budget, model, shape, loss_fn=loss_fn, optimizer=optimizer, batch_size=batch_size,
+                             target=target, **c)
         considered.append((c, need, t))
-        if need <= budget:  # sorted by time (then the tie-breaks): the first that fits is the choice
+        if ok:  # sorted by time (then the tie-breaks): the first that fits is the choice
             best = (c, est, t)
             break
     if best is None:
         c, need, _ = min(considered, key=lambda r: r[1])
+        why = " (its live tensors fit, but not the allocator's segments that hold them)" if need <= budget else ""
         raise ValueError(f"plan: no configuration fits the budget of {_fmt(budget)} ({budget} bytes): the "
-                         f"smallest predicted total is {_fmt(need)} ({need} bytes), with {_describe(c)}")
+                         f"smallest predicted total is {_fmt(need)} ({need} bytes){why}, with {_describe(c)}")
     c, est, t = best
     return Plan(model, loss_fn, batch_size, budget, c["accumulation_steps"], c["checkpoint_segments"],
                 c["autocast"], est, t, considered)
