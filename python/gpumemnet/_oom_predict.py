@@ -7,7 +7,7 @@ so each remedy is estimated as gpumemnet._estimate.estimate would for a user who
 first training step (or one forward, when the failing call recorded no graph), with the remedy applied to a meta
 copy. Nothing real is allocated, so this works while the device is full.
 
-Bounded on purpose: at most one estimate per remedy (seven), no remedy is tried once MAX_SECONDS of estimating
+Bounded on purpose: at most one estimate per remedy (eight), no remedy is tried once MAX_SECONDS of estimating
 have passed, and any failure of an estimate only drops that remedy. The original error is always what is raised;
 it gains `predictions` [(remedy, predicted peak bytes, saving bytes)], largest saving first, and a few lines of
 text. What the step is assumed to be: Adam (the optimizer is not known at forward time) and loss = output.sum()
@@ -18,7 +18,7 @@ import time
 from . import _C
 from . import _estimate
 from ._dtype import as_dtype
-from .autograd import is_grad_enabled
+from .autograd import enable_grad, is_grad_enabled
 from .nn.modules.module import Module, _running, register_module_forward_pre_hook
 
 MAX_SECONDS = 5.0
@@ -131,10 +131,11 @@ def _remedies(model, shape, dev, training, base):
                 f"the batch in {k} chunks of {n // k}"
             out.append((what, dict(accumulation_steps=k), None))
     if training:
-        if isinstance(model, Sequential) and len(model) >= 2:
-            s = 4 if len(model) >= 4 else 2
-            out.append((f"checkpointing in {s} segments (gm.utils.checkpoint_sequential)",
-                        dict(checkpoint_segments=s), None))
+        if isinstance(model, Sequential):
+            for s in (2, 4):  # which is better depends on where the peak falls: both are estimated
+                if len(model) >= s:
+                    out.append((f"checkpointing in {s} segments (gm.utils.checkpoint_sequential)",
+                                dict(checkpoint_segments=s), None))
         elif not isinstance(model, Sequential):
             blocks = _blocks(model, shape, dev)
             if len(blocks) >= 2:
@@ -214,7 +215,8 @@ def attach(exc, model, args):
         if len(args) != 1 or not isinstance(args[0], _C.TensorBase) or args[0].dim() == 0:
             return
         training = model.training and is_grad_enabled()
-        preds, need = predict(model, args[0], training)
+        with enable_grad():  # the failing call may run under no_grad; an estimate's step needs its graph
+            preds, need = predict(model, args[0], training)
         exc.predictions = preds
         if preds and exc.args and isinstance(exc.args[0], str):
             what = (f"one training step (Adam, loss = output.sum()) of a batch of {args[0].shape[0]}" if training

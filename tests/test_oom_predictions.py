@@ -1,0 +1,180 @@
+"""An OutOfMemoryError escaping a model's outermost call carries predictions (gpumemnet._oom_predict): each remedy
+with its predicted peak and saving, and each figure is what estimate() says of the remedy applied by hand: the
+story-000 net with a global average pooling head in place of its huge fc1, the story-002 UNet with checkpointed
+blocks. Predictions never replace the error, and an estimate's own OutOfMemoryError (a limit) gets none."""
+import gc
+import os
+import sys
+
+import pytest
+
+import gpumemnet as gm
+import gpumemnet.nn as nn
+import gpumemnet.nn.functional as F
+from gpumemnet import _estimate, _oom_predict
+from test_nn import Story000, _build_story
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+from seed002_unet import UNet  # noqa: E402
+
+MiB = 1 << 20
+# the story-000 network, scaled to a CPU test: fc1 still holds most of the parameters (960 x 2048 of 2.2M)
+SMALL = dict(widths=(4, 8, 8, 16), hidden=2048, classes=100)
+
+
+@pytest.fixture(autouse=True)
+def clean():
+    yield
+    gm.memory.set_limit("cpu", None)
+    gc.collect()
+    gm.memory.empty_cache("cpu")
+    gm.memory.empty_cache("meta")
+
+
+class StoryGAP(nn.Module):
+    """Story 000's fix (the seed's 2020.11.19 update): global average pooling before the classifier, so fc1 reads
+    16 features instead of 16 x 12 x 5."""
+
+    def __init__(self):
+        super().__init__()
+        _build_story(self, nn, **SMALL)
+        self.gap = nn.GlobalAvgPool2d()
+        self.fc1 = nn.Linear(16, SMALL["hidden"])
+
+    def forward(self, x):
+        r = F.relu
+        x = self.pool1(r(self.conv1(x)))
+        x = self.pool2(r(self.conv2(x)))
+        x = self.pool3(r(self.conv4(r(self.conv3(x)))))
+        x = self.pool4(r(self.conv6(r(self.conv5(x)))))
+        x = self.pool5(r(self.conv8(r(self.conv7(x)))))
+        return self.fc2(r(self.fc1(self.gap(self.dropout(x)).flatten(1))))
+
+
+def _oom(fn, headroom):
+    """Run fn under a CPU limit of what the process reserves now plus headroom; return the error it raises."""
+    gc.collect()
+    gm.memory.empty_cache("cpu")
+    gm.memory.set_limit("cpu", gm.memory.memory_reserved("cpu") + headroom)
+    try:
+        with pytest.raises(gm.OutOfMemoryError) as info:
+            fn()
+    finally:
+        gm.memory.set_limit("cpu", None)
+    return info.value
+
+
+def test_story_000_predicts_the_global_pooling_head_saving():
+    gm.manual_seed(0)
+    model = Story000(**SMALL)
+    x = gm.randn(2, 2, 384, 160)
+    err = _oom(lambda: model(x), 2 * MiB)
+    assert err.scope == "conv2 forward" and "out of memory on cpu" in str(err)  # the original error, kept
+    shape = tuple(x.shape)
+    need = _estimate.estimate(model, shape).total
+    gap = _estimate.estimate(StoryGAP(), shape).total
+    preds = {text.split(":")[0]: (peak, saving) for text, peak, saving in err.predictions}
+    head = "a global average pool before fc1 (nn.GlobalAvgPool2d)"
+    assert preds[head] == (gap, need - gap)
+    assert err.predictions[0][0].startswith(head)  # the largest saving, as the story found
+    assert gap < need / 3
+    text = str(err)
+    assert f"it needs {_estimate._fmt(need)}" in text
+    assert f"    - {head}: fc1 becomes Linear(16, 2048) instead of Linear(960, 2048): predicted peak " \
+           f"{_estimate._fmt(gap)} (saves {_estimate._fmt(need - gap)})" in text
+    # every other figure is an estimate too: SGD's is estimate() with SGD
+    sgd = _estimate.estimate(model, shape, optimizer=lambda ps: gm.optim.SGD(ps, lr=0.01, momentum=0.9)).total
+    assert preds["SGD with momentum instead of Adam (one state tensor per parameter, not two)"] == (sgd, need - sgd)
+    assert [s for _, _, s in err.predictions] == sorted((s for _, _, s in err.predictions), reverse=True)
+    assert all(p.grad is None for p in model.parameters())
+
+
+def test_unet_activation_bound_predicts_checkpointing_and_accumulation():
+    gm.manual_seed(0)
+    model = UNet(3, 3, 8, 2)
+    x = gm.randn(4, 3, 64, 64)
+    err = _oom(lambda: model(x).sum().backward(), 8 * MiB)
+    shape = tuple(x.shape)
+    need = _estimate.estimate(model, shape).total
+    ck = _estimate.estimate(UNet(3, 3, 8, 2, checkpointing=True), shape).total
+    acc = _estimate.estimate(model, shape, accumulation_steps=4).total
+    amp = _estimate.estimate(model, shape, autocast=gm.bfloat16).total
+    preds = {text: (peak, saving) for text, peak, saving in err.predictions}
+    assert preds["checkpointing each of the 5 blocks before the last (gm.utils.checkpoint)"] == (ck, need - ck)
+    assert preds["a batch of 1 with 4 accumulation steps"] == (acc, need - acc)
+    assert preds["autocast to bfloat16 (gm.autocast)"] == (amp, need - amp)
+    assert not any("global average pool" in t for t in preds)  # no huge Linear here
+    assert "checkpointing each of the 5 blocks before the last" in str(err)
+
+
+def test_sequential_is_checkpointed_in_segments_and_no_grad_predicts_forward_only():
+    gm.manual_seed(0)
+    model = nn.Sequential(*[m for _ in range(4) for m in (nn.Conv2d(8, 8, 3, padding=1), nn.ReLU())])
+    x = gm.randn(32, 8, 128, 128)  # 16 MiB: a segment of its own, with no room for anything else
+    err = _oom(lambda: model(x).sum().backward(), 4 * MiB)
+    preds = {text: peak for text, peak, _ in err.predictions}
+    shape = tuple(x.shape)
+    assert preds["checkpointing in 2 segments (gm.utils.checkpoint_sequential)"] == \
+        _estimate.estimate(model, shape, checkpoint_segments=2).total
+    # 4 segments of conv + ReLU save nothing at this peak: not offered
+    assert _estimate.estimate(model, shape, checkpoint_segments=4).total >= _estimate.estimate(model, shape).total
+    assert "checkpointing in 4 segments (gm.utils.checkpoint_sequential)" not in preds
+    # under no_grad nothing is kept for backward: the figures are the forward's, and only forward remedies
+    with gm.no_grad():
+        err = _oom(lambda: model(x), 4 * MiB)
+    e = _estimate.estimate(model, shape, accumulation_steps=2)
+    assert dict((t, p) for t, p, _ in err.predictions)["the batch in 2 chunks of 16"] == \
+        e.param_bytes + e.input_bytes + e.inference_peak
+    assert "one forward without a graph of a batch of 32" in str(err)
+    assert not any("checkpoint" in t or "SGD" in t for t, _, _ in err.predictions)
+
+
+def test_predictions_never_hide_the_error():
+    class Odd(nn.Module):  # a forward that takes two inputs: nothing is predicted, the error is as it was
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(256, 256)
+
+        def forward(self, a, b):
+            return self.lin(a) + b
+
+    model = Odd()
+    a, b = gm.randn(512, 256), gm.randn(512, 256)
+    err = _oom(lambda: model(a, b), 1024)
+    assert err.predictions == [] and "predicted by meta runs" not in str(err)
+    assert err.requested_bytes > 0 and "out of memory on cpu" in str(err)
+
+
+def test_an_estimate_under_a_limit_is_not_explained_again(monkeypatch):
+    calls = []
+    monkeypatch.setattr(_oom_predict, "predict", lambda *a, **k: calls.append(a) or ([], 0))
+    model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
+    with pytest.raises(gm.OutOfMemoryError) as info:
+        _estimate.estimate(model, (64,), batch_size=32, limit=4096)
+    assert calls == [] and not hasattr(info.value, "predictions")
+
+
+# ---- estimate: a loss_fn without a target ------------------------------------------------------------------------
+def test_a_loss_without_a_target_gets_class_indices():
+    gm.manual_seed(0)
+    model = UNet(3, 3, 4, 2)
+    made_up = _estimate.estimate(model, (3, 16, 16), batch_size=4, loss_fn=F.cross_entropy)
+    given = _estimate.estimate(model, (3, 16, 16), batch_size=4, loss_fn=F.cross_entropy,
+                               target=gm.zeros(4, 16, 16, dtype=gm.int64))
+    assert (made_up.peak, made_up.total, made_up.input_bytes) == (given.peak, given.total, given.input_bytes)
+    # a loss of the output's shape gets a float target of that shape
+    lin = nn.Linear(8, 3)
+    mse = _estimate.estimate(lin, (8,), batch_size=16, loss_fn=F.mse_loss)
+    assert mse.total == _estimate.estimate(lin, (8,), batch_size=16, loss_fn=F.mse_loss, target=(16, 3)).total
+
+
+def test_a_loss_that_refuses_every_made_up_target_says_what_is_needed():
+    def needs_a_dict(out, y):
+        return F.mse_loss(out, y["labels"])
+
+    with pytest.raises(ValueError, match=r"loss_fn needs a target: pass target= .*made-up targets were refused: "
+                                         r"no target: .*class indices \(16,\)"):
+        _estimate.estimate(nn.Linear(8, 3), (8,), batch_size=16, loss_fn=needs_a_dict)
+    with pytest.raises(ValueError, match=r"loss_fn\(output, target\) failed for an output of shape \(16, 3\) and a "
+                                         r"target of \(16, 5\)"):
+        _estimate.estimate(nn.Linear(8, 3), (8,), batch_size=16, loss_fn=F.mse_loss, target=(16, 5))
