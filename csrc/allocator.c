@@ -669,6 +669,25 @@ void gm_block_set_category(gm_block *b, int category) {
 }
 
 /* ---- Python interface ---------------------------------------------------------------------------- */
+/* label_unnamed(tensor, label): name the tensor's block in memory reports ("activation saved by features.3
+ * (Conv2d)") unless it has a name already (a parameter's "fc1.weight" stays). Autograd calls it when it keeps a
+ * tensor for backward; the label goes with the block, so reusing the block (gm_alloc) forgets it. */
+static PyObject *py_label_unnamed(PyObject *self, PyObject *args) {
+    PyObject *t, *label;
+    if (!PyArg_ParseTuple(args, "OU:label_unnamed", &t, &label)) return NULL;
+    if (!gm_is_tensor(t)) {
+        PyErr_Format(PyExc_TypeError, "label_unnamed: expected a Tensor, got %.100s", Py_TYPE(t)->tp_name);
+        return NULL;
+    }
+    gm_storage *st = ((GMTensor *)t)->storage;
+    if (st && st->block && !st->block->label) {
+        const char *s = gm_intern(label);
+        if (!s) return NULL;
+        st->block->label = s;
+    }
+    Py_RETURN_NONE;
+}
+
 static gm_allocator *parse_allocator(PyObject *arg) {
     gm_device dev;
     if (gm_parse_device(arg, &dev, "device") < 0) return NULL;
@@ -917,5 +936,7 @@ PyMethodDef gm_allocator_methods[] = {
     {"get_history", py_get_history, METH_O,
      "Recorded events, oldest first: (t_ns, delta_bytes, category, scope, allocated_after, kind)."},
     {"history_enabled", py_history_enabled, METH_O, "Whether a device is recording its history."},
+    {"label_unnamed", py_label_unnamed, METH_VARARGS,
+     "label_unnamed(tensor, label): name the tensor's block in memory reports unless it is named already."},
     {NULL, NULL, 0, NULL},
 };

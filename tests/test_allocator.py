@@ -362,6 +362,33 @@ def test_module_parameters_and_their_gradients_carry_names_into_oom_reports(meta
     del net
 
 
+def test_saved_activations_are_named_after_the_module_that_keeps_them(meta):
+    class Net(gm.nn.Module):
+        def __init__(self):
+            super().__init__()
+            nn = gm.nn
+            self.features = nn.Sequential(nn.Conv2d(4, 16, 3, padding=1), nn.ReLU(), nn.Conv2d(16, 16, 3, padding=1),
+                                          nn.BatchNorm2d(16), nn.ReLU())
+
+        def forward(self, x):
+            return self.features(x).mean()
+
+    net = Net().to("meta")
+    out = net(gm.empty(8, 4, 64, 64, device="meta"))
+    gm.memory.set_limit(meta, gm.memory.memory_reserved(meta))
+    with pytest.raises(gm.OutOfMemoryError) as info:
+        f32(16 * MiB)
+    act = 8 * 16 * 64 * 64 * 4  # one (8, 16, 64, 64) float32 map: 2 MiB
+    # ReLU keeps its output, BatchNorm keeps its input (the second conv's output): each is named by who keeps it
+    assert sorted(info.value.largest_tensors[:3]) == [("activation saved by features.1 (ReLU)", act),
+                                                      ("activation saved by features.3 (BatchNorm2d)", act),
+                                                      ("activation saved by features.4 (ReLU)", act)]
+    assert "activation saved by features.3 (BatchNorm2d) 2.00 MiB" in str(info.value)
+    # a parameter keeps its own name even where an op saves it for backward
+    assert ("features.2.weight", 9216) in info.value.largest_tensors
+    del net, out
+
+
 def test_oom_suggestions_follow_what_holds_the_memory(meta):
     # parameters and optimizer state dominate: the global-pooling-head advice comes first
     with gm.memory.category("parameter"):

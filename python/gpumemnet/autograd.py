@@ -123,7 +123,31 @@ def as_activation(t):
     statistics: made by the op, but with no grad_fn)."""
     if t._category == "other":
         t._category = "activation"
+        _label_saved(t)
     return t
+
+
+_modules_running = None  # gpumemnet.nn.modules.module._running (bound on first use: that module imports this one)
+
+
+def _label_saved(t):
+    """Name t's block after the module whose forward keeps it, for memory reports: "activation saved by
+    features.3 (Conv2d)" (the root model: "activation saved by Net"). The label is made once per module."""
+    global _modules_running
+    if _modules_running is None:
+        from .nn.modules.module import _running
+        _modules_running = _running
+    stack = _modules_running.stack
+    if stack:
+        m = stack[-1]
+        label = m.__dict__.get("_saved_label")
+        if label is None:
+            path = m._path
+            label = f"activation saved by {path} ({type(m).__name__})" if path else \
+                f"activation saved by {type(m).__name__}"
+            if path is not None:
+                object.__setattr__(m, "_saved_label", label)
+        _C.label_unnamed(t, label)
 
 
 class _SavedTensor:
@@ -135,6 +159,7 @@ class _SavedTensor:
         alias = t._as_strided(t.shape, t._strides, t._offset)
         if t.grad_fn is not None and t._category == "other":
             t._category = "activation"  # an intermediate kept alive for backward: what checkpointing saves
+            _label_saved(t)
         self.version = t._version
         self.storage = t._storage_id
         if graph._hooks_stack:
@@ -289,6 +314,7 @@ def _mark_output(o, args, saved, Tensor):
         for st in saved:
             if st is not None and st.storage == sid:
                 o._category = "activation"
+                _label_saved(o)
                 return
 
 
