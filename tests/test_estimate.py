@@ -22,6 +22,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from seed002_unet import UNet  # noqa: E402
 
 GiB = 1 << 30
+MiB = 1 << 20
 
 
 @pytest.fixture(autouse=True)
@@ -177,3 +178,42 @@ def test_bad_arguments():
         _estimate.estimate(_digits(), (1, 8, 8), batch_size=6, accumulation_steps=4)
     with pytest.raises(ValueError, match="batch_size must be a positive int"):
         _estimate.estimate(_digits(), (1, 8, 8), batch_size=0)
+
+
+# ---- a PyTorch-style Adam, for comparison ---------------------------------------------------------------------------
+def test_torch_style_adam_replays_pytorchs_temporaries():
+    import functools
+    # weights of 4 MiB and 2 MiB (multiples of 2 MiB: each block is exactly its tensor), a batch of one
+    model = nn.Sequential(nn.Linear(1024, 1024, bias=False), nn.Linear(1024, 512, bias=False))
+    w = [4 * MiB, 2 * MiB]
+    grads = sum(w)
+    fused = _estimate.estimate(model, (1, 1024))
+    assert fused.peak == grads + 2 * grads and fused.peak_scope == "Adam.step"  # in place: no temporaries
+    # PyTorch's loop at the second weight: its state appears (both weights' moments are then live), then
+    # sqrt and quotient for it, while the first weight's denom is still bound to `denom`
+    plain = _estimate.estimate(model, (1, 1024), optimizer=gm.memory.TorchStyleAdam)
+    assert plain.peak == grads + 2 * grads + 2 * w[1] + w[0] and plain.peak_scope == "TorchStyleAdam.step"
+    # weight decay: the gradient's copy for the second weight too
+    wd = _estimate.estimate(model, (1, 1024), optimizer=functools.partial(gm.memory.TorchStyleAdam,
+                                                                           weight_decay=1e-4))
+    assert wd.peak == plain.peak + w[1] and wd.at_peak["other"] == 3 * w[1] + w[0]
+    with pytest.raises(ValueError, match="TorchStyleAdam: parameter 0 is on cpu: this optimizer only replays"):
+        gm.memory.TorchStyleAdam(model.parameters())
+
+
+def test_story_000_peak_with_pytorchs_adam_does_not_fit_the_card():
+    import functools
+    model = Story000(device="meta")
+    card = int(15.92 * GiB)
+    ours = _estimate.estimate(model, (1, 2, 384, 160))
+    torch_like = _estimate.estimate(model, (1, 2, 384, 160),
+                                    optimizer=functools.partial(gm.memory.TorchStyleAdam, weight_decay=1e-4))
+    assert ours.fits(card) and not torch_like.fits(card)
+    assert torch_like.peak_scope == "TorchStyleAdam.step"
+    # the peak is at fc2.weight's turn (every moment is live by then): its gradient's copy, sqrt and quotient,
+    # each rounded up by at most a 2 MiB segment (fc1's denom was released at fc1.bias's turn)
+    fc2 = 361_019_000 * 4
+    assert 3 * fc2 <= torch_like.at_peak["other"] < 3 * (fc2 + 2 * MiB)
+    # every moment but fc2.bias's (76,000 bytes each, block-rounded) is live
+    assert ours.optimizer_bytes - 2 * MiB < torch_like.at_peak["optimizer"] < ours.optimizer_bytes
+    del model

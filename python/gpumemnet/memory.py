@@ -88,6 +88,14 @@ def scope(name):
         _C.set_scope(prev)
 
 
+def __getattr__(name):
+    # TorchStyleAdam lives with the estimator (it imports this module): bound on first use
+    if name == "TorchStyleAdam":
+        from ._torch_adam import TorchStyleAdam
+        return TorchStyleAdam
+    raise AttributeError(f"module 'gpumemnet.memory' has no attribute {name!r}")
+
+
 def estimate(*args, **kwargs):
     """A first training step (forward, loss, backward, optimizer step) of a meta copy of the model: peak
     allocated bytes (exactly the CPU's), bytes per category at the peak, where it was reached, the inference
