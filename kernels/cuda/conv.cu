@@ -10,7 +10,7 @@
  * and tensor-op math; float32 with CUDNN_FMA_MATH (plain float32, which rules TF32 out: CUDNN_DEFAULT_MATH lets
  * cuDNN use TF32 tensor cores on Ampere and later) unless ctx->allow_tf32, then CUDNN_DEFAULT_MATH. Each
  * candidate keeps the math type the heuristics proposed it with (cuDNN picks kernels by algorithm and math type
- * together); for float32 without TF32 only FMA-math candidates are kept.
+ * together), except float32 without TF32, which always runs with FMA math (used_math).
  *
  * Layouts: NCHW tensors with explicit strides (cudnnSetTensorNdDescriptor), so the input of the forward and of
  * the weight gradient is read through its strides as on the CPU, with no copy. The bias is written into the
@@ -127,11 +127,12 @@ done:
     return rc;
 }
 
-/* Keep a proposed candidate? Only those that ran the heuristics' checks, and for float32 without TF32 only
- * FMA math. */
-static int keep(cudnnStatus_t st, cudnnMathType_t math, gm_dtype dt, const gm_cuda_ctx *ctx) {
-    if (st != CUDNN_STATUS_SUCCESS) return 0;
-    return !(dt == GM_F32 && !ctx->allow_tf32 && math != CUDNN_FMA_MATH);
+/* The math type a proposed candidate runs with. The heuristics may report a float32 candidate with
+ * CUDNN_DEFAULT_MATH even when asked with CUDNN_FMA_MATH; without TF32 it is run with FMA math all the same
+ * (PyTorch and ONNX Runtime override it the same way), so no candidate is lost and none uses TF32. A candidate
+ * that cannot run with that math fails its workspace query below and is skipped. */
+static cudnnMathType_t used_math(cudnnMathType_t proposed, gm_dtype dt, const gm_cuda_ctx *ctx) {
+    return dt == GM_F32 && !ctx->allow_tf32 ? CUDNN_FMA_MATH : proposed;
 }
 
 extern "C" int cuda_conv2d_algos(const conv_geom *g, gm_dtype dt, conv_pass pass, cuda_conv_algo *algos, int max,
@@ -159,12 +160,13 @@ extern "C" int cuda_conv2d_algos(const conv_geom *g, gm_dtype dt, conv_pass pass
                                                               CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf));
         for (int i = 0; i < got && n < max; i++) {
             size_t ws = 0;
-            if (!keep(perf[i].status, perf[i].mathType, dt, ctx)) continue;
-            DNN_CHECK(ctx, cudnnSetConvolutionMathType(d.conv, perf[i].mathType));
+            if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
+            const cudnnMathType_t math = used_math(perf[i].mathType, dt, ctx);
+            DNN_CHECK(ctx, cudnnSetConvolutionMathType(d.conv, math));
             if (cudnnGetConvolutionForwardWorkspaceSize(h, d.x, d.w, d.conv, d.y, perf[i].algo, &ws) !=
                 CUDNN_STATUS_SUCCESS)
                 continue;
-            algos[n++] = (cuda_conv_algo){(int)perf[i].algo, (int)perf[i].mathType, ws};
+            algos[n++] = (cuda_conv_algo){(int)perf[i].algo, (int)math, ws};
         }
     } else if (pass == CONV_BACKWARD_DATA) {
         cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
@@ -172,12 +174,13 @@ extern "C" int cuda_conv2d_algos(const conv_geom *g, gm_dtype dt, conv_pass pass
                                                                    CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, perf));
         for (int i = 0; i < got && n < max; i++) {
             size_t ws = 0;
-            if (!keep(perf[i].status, perf[i].mathType, dt, ctx)) continue;
-            DNN_CHECK(ctx, cudnnSetConvolutionMathType(d.conv, perf[i].mathType));
+            if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
+            const cudnnMathType_t math = used_math(perf[i].mathType, dt, ctx);
+            DNN_CHECK(ctx, cudnnSetConvolutionMathType(d.conv, math));
             if (cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.w, d.y, d.conv, d.x, perf[i].algo, &ws) !=
                 CUDNN_STATUS_SUCCESS)
                 continue;
-            algos[n++] = (cuda_conv_algo){(int)perf[i].algo, (int)perf[i].mathType, ws};
+            algos[n++] = (cuda_conv_algo){(int)perf[i].algo, (int)math, ws};
         }
     } else {
         cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
@@ -186,12 +189,13 @@ extern "C" int cuda_conv2d_algos(const conv_geom *g, gm_dtype dt, conv_pass pass
                                                                      perf));
         for (int i = 0; i < got && n < max; i++) {
             size_t ws = 0;
-            if (!keep(perf[i].status, perf[i].mathType, dt, ctx)) continue;
-            DNN_CHECK(ctx, cudnnSetConvolutionMathType(d.conv, perf[i].mathType));
+            if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
+            const cudnnMathType_t math = used_math(perf[i].mathType, dt, ctx);
+            DNN_CHECK(ctx, cudnnSetConvolutionMathType(d.conv, math));
             if (cudnnGetConvolutionBackwardFilterWorkspaceSize(h, d.x, d.y, d.conv, d.w, perf[i].algo, &ws) !=
                 CUDNN_STATUS_SUCCESS)
                 continue;
-            algos[n++] = (cuda_conv_algo){(int)perf[i].algo, (int)perf[i].mathType, ws};
+            algos[n++] = (cuda_conv_algo){(int)perf[i].algo, (int)math, ws};
         }
     }
     /* No cuDNN candidate for this geometry and dtype (or none with the allowed math): the direct kernels. */
