@@ -118,13 +118,27 @@ def _blocks(model, shape, device):
 
 
 def _remedies(model, shape, dev, training, base):
-    """(text, estimate kwargs, model or None) for each remedy worth estimating, cheapest idea first."""
+    """(text, estimate kwargs, model or None) for each remedy worth estimating, in the order they are tried."""
     from .nn.modules.container import Sequential
     from .nn.modules.linear import Linear
     from .optim import SGD
 
     n = shape[0]
     out = []
+    # first: when a Linear holds most of the parameters, no batch-side remedy reaches its bytes
+    dom = _dominant_linear(model, base)
+    if dom is not None:
+        path, lin, c = dom
+
+        def make_gap(path=path, c=c):
+            clone = _estimate._meta_copy(model)
+            old = _walk(clone, path)
+            new = Linear(c, old.out_features, bias=old.bias is not None, device="meta", dtype=old.weight.dtype)
+            _replace(clone, path, _GlobalPoolHead(c, new))
+            return clone
+        out.append((f"a global average pool before {path} (nn.GlobalAvgPool2d): {path} becomes "
+                    f"Linear({c}, {lin.out_features}) instead of Linear({lin.in_features}, {lin.out_features})",
+                    {}, make_gap))
     for k in (2, 4):
         if n % k == 0:
             what = f"a batch of {n // k} with {k} accumulation steps" if training else \
@@ -149,19 +163,6 @@ def _remedies(model, shape, dev, training, base):
     if all(p._dtype == as_dtype("float32").code for p in model.parameters()):
         dt = "float16" if dev.startswith("cuda") else "bfloat16"
         out.append((f"autocast to {dt} (gm.autocast)", dict(autocast=as_dtype(dt)), None))
-    dom = _dominant_linear(model, base)
-    if dom is not None:
-        path, lin, c = dom
-
-        def make_gap(path=path, c=c):
-            clone = _estimate._meta_copy(model)
-            old = _walk(clone, path)
-            new = Linear(c, old.out_features, bias=old.bias is not None, device="meta", dtype=old.weight.dtype)
-            _replace(clone, path, _GlobalPoolHead(c, new))
-            return clone
-        out.append((f"a global average pool before {path} (nn.GlobalAvgPool2d): {path} becomes "
-                    f"Linear({c}, {lin.out_features}) instead of Linear({lin.in_features}, {lin.out_features})",
-                    {}, make_gap))
     if training:
         out.append(("SGD with momentum instead of Adam (one state tensor per parameter, not two)",
                     dict(optimizer=lambda ps: SGD(ps, lr=0.01, momentum=0.9)), None))
