@@ -99,7 +99,7 @@ def test_story_000_predicts_the_global_pooling_head_saving():
     # larger batch the peak moves from Adam.step to the backward, where the optimizer does not matter)
     sgd = _estimate.estimate(model, shape, optimizer=lambda ps: gm.optim.SGD(ps, lr=0.01, momentum=0.9)).total
     sgd_text = "SGD with momentum instead of Adam (one state tensor per parameter, not two)"
-    assert preds.get(sgd_text) == ((sgd, need - sgd) if sgd < need else None)
+    assert preds.get(sgd_text) == ((sgd, need - sgd) if need - sgd >= need / 100 else None)
     assert [s for _, _, s in err.predictions] == sorted((s for _, _, s in err.predictions), reverse=True)
     assert all(p.grad is None for p in model.parameters())
 

@@ -22,6 +22,7 @@ from .autograd import enable_grad, is_grad_enabled
 from .nn.modules.module import Module, _running, register_module_forward_pre_hook
 
 MAX_SECONDS = 5.0
+MIN_SHARE = 0.01  # a remedy saving less than this share of the need is not worth a line
 DOMINANT_SHARE = 0.5  # a Linear holding at least this share of the parameters is worth replacing
 
 
@@ -178,7 +179,8 @@ def _walk(root, path):
 
 def predict(model, x, training=None):
     """[(remedy, predicted peak, saving)] for running `model` on an input like `x` (a Tensor or a shape, first
-    dim the batch), largest saving first, and the baseline's predicted need; only remedies that save bytes.
+    dim the batch), largest saving first, and the baseline's predicted need; only remedies that save at least
+    MIN_SHARE of the need.
     training: a training step (default: model.training and grad mode on) or a forward only."""
     if training is None:
         training = model.training and is_grad_enabled()
@@ -201,7 +203,7 @@ def predict(model, x, training=None):
         except Exception:  # a remedy this model does not take: say nothing about it
             continue
         peak = _need(est, training)
-        if peak < need:
+        if need - peak >= need * MIN_SHARE:
             preds.append((text, peak, need - peak))
     preds.sort(key=lambda p: -p[2])
     return preds, need
