@@ -1023,3 +1023,57 @@ def test_retain_grad_frees_without_gc(no_gc):
     h.sum().backward()
     del h
     assert _alloc() - base == 2 * _block(16 * 8 * 8)
+
+
+# ---- AccumulateGrad keeps the engine's gradient instead of copying it ----------------------------------------------
+def _backward_peak(loss):
+    gc.collect()
+    gm.memory.reset_peak_memory_stats("cpu")
+    before = gm.memory.memory_allocated("cpu")
+    loss.backward()
+    return gm.memory.max_memory_allocated("cpu") - before
+
+
+def test_accumulate_grad_keeps_an_unshared_gradient():
+    """The gradient mul's backward makes for w is referenced by nothing else: it becomes w.grad (retagged
+    `gradient`), so the backward's peak is that one buffer plus sum's scalar gradient, not two w-sized buffers."""
+    n = 1 << 18  # 1 MiB of float32
+    w = gm.zeros(n, requires_grad=True)
+    x = gm.tensor(np.arange(n, dtype=np.float32))
+    loss = (w * x).sum()
+    peak = _backward_peak(loss)
+    assert peak == n * 4 + 512  # w's gradient, and the 512-byte block of the scalar ones() that seeds backward
+    assert w.grad._category == "gradient"
+    assert gm.memory.memory_stats("cpu")["by_category"]["gradient"]["current"] >= n * 4
+    np.testing.assert_array_equal(w.grad.numpy(), np.arange(n, dtype=np.float32))
+    (w * x).sum().backward()  # the kept buffer accumulates like a copied one
+    np.testing.assert_array_equal(w.grad.numpy(), 2 * np.arange(n, dtype=np.float32))
+
+
+def test_accumulate_grad_copies_a_shared_gradient():
+    """A gradient someone else holds is copied: the user's gradient= argument, one tensor handed to two leaves
+    (add's backward), a view of a larger buffer; accumulation then never writes through to another tensor."""
+    n = 1024
+    w = gm.zeros(n, requires_grad=True)
+    t = gm.ones(n)
+    w.backward(t)  # the user keeps t
+    assert w.grad._storage_id != t._storage_id
+    w.backward(t)
+    np.testing.assert_array_equal(t.numpy(), np.ones(n, np.float32))
+    np.testing.assert_array_equal(w.grad.numpy(), np.full(n, 2, np.float32))
+    a, b = gm.zeros(n, requires_grad=True), gm.zeros(n, requires_grad=True)
+    c = gm.tensor(np.arange(n, dtype=np.float32))
+    for _ in range(2):
+        ((a + b) * c).sum().backward()  # add's backward passes one tensor to both leaves
+    assert a.grad._storage_id != b.grad._storage_id
+    np.testing.assert_array_equal(a.grad.numpy(), 2 * np.arange(n, dtype=np.float32))
+    np.testing.assert_array_equal(b.grad.numpy(), 2 * np.arange(n, dtype=np.float32))
+    # a slice of one backward buffer (cat's backward): copied, so the whole buffer is not kept alive by it
+    p, q = gm.zeros(n, requires_grad=True), gm.zeros(n, requires_grad=True)
+    (gm.cat([p, q]) * gm.ones(2 * n)).sum().backward()
+    assert p.grad._storage_nbytes == n * 4 and q.grad._storage_nbytes == n * 4
+    # a different dtype is converted, not kept
+    h = gm.zeros(n, requires_grad=True)
+    (h.to(gm.float16) * 2).float().sum().backward()
+    assert h.grad.dtype == gm.float32
+    np.testing.assert_array_equal(h.grad.numpy(), np.full(n, 2, np.float32))
