@@ -297,7 +297,6 @@ static PyObject *get_offset(GMTensor *self, void *c) { return PyLong_FromLongLon
 static PyObject *get_version(GMTensor *self, void *c) { return PyLong_FromLongLong(self->storage->version); }
 static PyObject *get_storage_id(GMTensor *self, void *c) { return PyLong_FromVoidPtr(self->storage); }
 static PyObject *get_storage_nbytes(GMTensor *self, void *c) { return PyLong_FromSize_t(self->storage->nbytes); }
-static PyObject *get_storage_refs(GMTensor *self, void *c) { return PyLong_FromSsize_t(self->storage->refcount); }
 static PyObject *get_data_ptr(GMTensor *self, void *c) { return PyLong_FromVoidPtr(gm_tensor_data(self)); }
 static PyObject *get_is_meta(GMTensor *self, void *c) { return PyBool_FromLong(self->device.type == GM_DEV_META); }
 
@@ -387,8 +386,6 @@ static PyGetSetDef tensor_getset[] = {
     {"_version", (getter)get_version, NULL, "In-place write counter of the storage.", NULL},
     {"_storage_id", (getter)get_storage_id, NULL, "Identity of the storage (equal for views).", NULL},
     {"_storage_nbytes", (getter)get_storage_nbytes, NULL, "Bytes of the storage.", NULL},
-    {"_storage_refs", (getter)get_storage_refs, NULL,
-     "Tensors sharing the storage (1: no view or alias of it exists; AccumulateGrad may then keep it).", NULL},
     {"_data_ptr", (getter)get_data_ptr, NULL, "Address of the first element.", NULL},
     {"is_meta", (getter)get_is_meta, NULL, "True for meta (shape-only) tensors.", NULL},
     {"_category", (getter)get_category, (setter)set_category, "Memory category of the storage.", NULL},

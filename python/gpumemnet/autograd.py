@@ -10,7 +10,6 @@ Grad mode is process-wide (not per thread): the per-op check is one global read.
 """
 import contextlib
 import functools
-import sys
 import weakref
 
 from . import _C
@@ -189,14 +188,8 @@ class AccumulateGrad(Node):
         prev_cat = _C.set_category("gradient")
         try:
             if var.grad is None:
-                if _stealable(g, var, grads):
-                    # The engine's gradient is referenced by nothing else: keep it as .grad (PyTorch steals it too)
-                    # instead of a parameter-sized copy that would exist next to it until it is freed.
-                    g._category = "gradient"
-                    var.grad = g
-                else:
-                    # Own the memory: the incoming gradient may alias a tensor someone else holds.
-                    var.grad = g.detach().clone() if g.dtype == var.dtype else g.to(var.dtype)
+                # Own the memory: the incoming gradient may alias a tensor someone else holds.
+                var.grad = g.detach().clone() if g.dtype == var.dtype else g.to(var.dtype)
                 if var._name is not None:
                     var.grad._name = var._name + ".grad"
             else:
@@ -204,21 +197,6 @@ class AccumulateGrad(Node):
         finally:
             _C.set_category(prev_cat)
         return ()
-
-
-# References to the incoming gradient while _stealable decides: the engine's list, apply_grads' local `g`,
-# _stealable's parameter `g` and getrefcount's argument. More means someone else (a user's gradient=, another
-# node's pending input, a hook's closure) holds it.
-_OWN_REFS = 4
-
-
-def _stealable(g, var, grads):
-    """Whether the incoming gradient can become var.grad as it is: no other Python reference, no other tensor on
-    its storage (a view or alias: in-place accumulation would write through it), the variable's dtype and device,
-    contiguous, and the whole of its storage (a slice would keep a larger block alive)."""
-    return (sys.getrefcount(grads[0]) <= _OWN_REFS and g._storage_refs == 1 and g._dtype == var._dtype and
-            g._device == var._device and g.grad_fn is None and not g.requires_grad and g._is_contiguous() and
-            g._offset == 0 and g._storage_nbytes == g.numel() * g.element_size())
 
 
 class _NoCtx:
@@ -442,7 +420,6 @@ def _run(roots, grad_outputs, retain_graph, capture=None):
                 continue
             n_out = (max(slot) + 1) if slot else 1
             grads = [slot.get(i) for i in range(n_out)]
-            slot = None  # the gradients live in `grads` only: AccumulateGrad can tell when nothing else holds one
             if isinstance(node, AccumulateGrad) and node.variable._hooks and grads[0] is not None:
                 for h in node.variable._hooks:
                     r = h(grads[0])
@@ -476,7 +453,6 @@ def _run(roots, grad_outputs, retain_graph, capture=None):
             for e, g in zip(node.next_functions, in_grads):
                 if e is not None and g is not None:
                     _accumulate(buf, e[0], e[1], g)
-            in_grads = g = grads = None  # `buf` holds the pending gradients alone (see AccumulateGrad)
     return capture
 
 
