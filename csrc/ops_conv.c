@@ -147,7 +147,7 @@ static int shape_of(GMTensor *t, PyObject *shape, const char *op, const char *na
 }
 
 /* Every tensor argument: same dtype as the first, floating point, same device. NULL entries are skipped.
- * cpu_half: the CPU kernel reads float16/bfloat16 itself (conv2d's forward; its caller rejects depthwise). */
+ * cpu_half: the CPU kernels read float16/bfloat16 themselves (the callers reject depthwise: cpu_depthwise_half). */
 static int check_operands_ex(const char *op, GMTensor **ts, const char **names, int n, int cpu_half) {
     GMTensor *ref = NULL;
     const char *ref_name = NULL;
@@ -173,10 +173,9 @@ static int check_operands_ex(const char *op, GMTensor **ts, const char **names, 
     }
     if (!ref) return 0;
     /* CUDA runs every pass in all four float dtypes (cuDNN / cuBLAS). meta stands in for a GPU, which has
-     * half-precision convolutions. On the CPU only conv2d's forward reads half precision itself (widening a
-     * tile of columns as it gathers them); the other passes sum over taps and tiles into whole planes, which in
-     * half would need float copies of them: the Python layer widens their operands
-     * (python/gpumemnet/nn/_functional_conv.py). */
+     * half-precision convolutions. On the CPU the im2col passes read float16/bfloat16 themselves (widening tiles
+     * of columns as they gather them, summing in float32 and rounding once); their callers reject depthwise
+     * (cpu_depthwise_half), whose half operands the Python layer widens (python/gpumemnet/nn/_functional_conv.py). */
     int half = ref->dtype == GM_F16 || ref->dtype == GM_BF16;
     if (ref->device.type == GM_DEV_CPU && ref->dtype != GM_F32 && ref->dtype != GM_F64 && !(cpu_half && half)) {
         PyErr_Format(PyExc_TypeError, "%s: %s is not supported on the CPU; use float32 or float64 (e.g. "
@@ -188,6 +187,15 @@ static int check_operands_ex(const char *op, GMTensor **ts, const char **names, 
 
 static int check_operands(const char *op, GMTensor **ts, const char **names, int n) {
     return check_operands_ex(op, ts, names, n, 0);
+}
+
+/* -1 with a TypeError for a half-precision depthwise convolution on the CPU (no half kernel for it). */
+static int cpu_depthwise_half(const char *op, const conv_geom *g, gm_dtype dt, gm_device dev) {
+    if (dev.type != GM_DEV_CPU || (dt != GM_F16 && dt != GM_BF16) || conv2d_algo(g, CONV_FORWARD) != CONV_ALGO_DEPTHWISE)
+        return 0;
+    PyErr_Format(PyExc_TypeError, "%s: %s depthwise convolutions (groups=%lld == channels) are not supported on the "
+                 "CPU; use float32 or float64", op, gm_dtype_name(dt), (long long)g->G);
+    return -1;
 }
 
 static int check_bias(const char *op, GMTensor *b, int64_t n, const char *what) {
@@ -662,12 +670,7 @@ static PyObject *py_conv2d(PyObject *self, PyObject *args, PyObject *kwargs) {
         check_bias(op, b, w->shape[0], "out_channels") < 0)
         return NULL;
     set_input_strides(&g, x);
-    if (x->device.type == GM_DEV_CPU && (x->dtype == GM_F16 || x->dtype == GM_BF16) &&
-        conv2d_algo(&g, CONV_FORWARD) == CONV_ALGO_DEPTHWISE) {
-        PyErr_Format(PyExc_TypeError, "%s: %s depthwise convolutions (groups=%lld == in_channels) are not "
-                     "supported on the CPU; use float32 or float64", op, gm_dtype_name(x->dtype), (long long)groups);
-        return NULL;
-    }
+    if (cpu_depthwise_half(op, &g, x->dtype, x->device) < 0) return NULL;
 
     GMTensor *wc = NULL, *bc = NULL, *out = NULL, *ws = NULL;
     size_t used = 0;
@@ -862,7 +865,7 @@ static int parse_backward(conv_bwd *a, PyObject *goo, PyObject *xo, PyObject *wo
         return -1;
     GMTensor *ops[] = {a->go, a->x, a->w};
     const char *names[] = {"grad_output", "input", "weight"};
-    if (check_operands(op, ops, names, 3) < 0) return -1;
+    if (check_operands_ex(op, ops, names, 3, 1) < 0) return -1;
     /* conv2d: dx needs w, dw needs x; conv_transpose2d: the same (the roles in the kernels differ). */
     if (a->mask[0] && check_needed(op, a->w, "weight", "input") < 0) return -1;
     if (a->mask[1] && check_needed(op, a->x, "input", "weight") < 0) return -1;
@@ -882,6 +885,7 @@ static PyObject *py_conv2d_backward(PyObject *self, PyObject *args, PyObject *kw
     if (parse_backward(&a, goo, xo, wo, xshape, wshape, masko) < 0) return NULL;
     if (plan_conv2d(a.op, a.xshape, a.wshape, stride, padding, dilation, groups, &a.g, oshape) < 0) return NULL;
     if (check_grad_output(a.op, a.go, oshape) < 0) return NULL;
+    if (cpu_depthwise_half(a.op, &a.g, a.go->dtype, a.go->device) < 0) return NULL;
     return conv_backward(&a);
 }
 
@@ -904,9 +908,9 @@ static PyObject *py_conv_transpose2d(PyObject *self, PyObject *args, PyObject *k
     int64_t oshape[4];
     if (check_4d(op, "input", "(N, C, H, W)", x->ndim, x->shape) < 0 ||
         check_4d(op, "weight", "(in_channels, out_channels/groups, kH, kW)", w->ndim, w->shape) < 0 ||
-        check_operands(op, ops, names, 3) < 0 ||
+        check_operands_ex(op, ops, names, 3, 1) < 0 ||
         plan_conv_transpose2d(op, x->shape, w->shape, stride, padding, opad, groups, dilation, &g, oshape) < 0 ||
-        check_bias(op, b, oshape[1], "out_channels") < 0)
+        check_bias(op, b, oshape[1], "out_channels") < 0 || cpu_depthwise_half(op, &g, x->dtype, x->device) < 0)
         return NULL;
     set_input_strides(&g, NULL); /* the underlying conv's input is our output: contiguous, never read */
     GMTensor *xc = NULL, *wc = NULL, *bc = NULL, *out = NULL, *ws = NULL;
@@ -965,6 +969,7 @@ static PyObject *py_conv_transpose2d_backward(PyObject *self, PyObject *args, Py
     if (plan_conv_transpose2d(a.op, a.xshape, a.wshape, stride, padding, opad, groups, dilation, &a.g, oshape) < 0)
         return NULL;
     if (check_grad_output(a.op, a.go, oshape) < 0) return NULL;
+    if (cpu_depthwise_half(a.op, &a.g, a.go->dtype, a.go->device) < 0) return NULL;
     return conv_backward(&a);
 }
 

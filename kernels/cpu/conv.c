@@ -83,22 +83,25 @@ typedef struct {
  * the same on meta as on the CPU. */
 #define CONV_TILE_TARGET ((size_t)1 << 20)
 #define CONV_TILE_MIN_COLS 256
+/* The half-precision passes' target (see hb_plan below). */
+#define CONV_HALF_TILE_TARGET ((size_t)256 << 10)
 
-static int64_t tile_cap(const conv_geom *g, size_t col) {
-    int64_t cols = max64(CONV_TILE_MIN_COLS, col ? (int64_t)(CONV_TILE_TARGET / col) : g->P * g->Q);
+static int64_t tile_cap_of(const conv_geom *g, size_t col, size_t target) {
+    int64_t cols = max64(CONV_TILE_MIN_COLS, col ? (int64_t)(target / col) : g->P * g->Q);
     return g->Q > 0 ? ceil_div64(cols, g->Q) * g->Q : cols;
 }
+
 
 /* The plan for at most `budget` bytes of workspace, `col` bytes per column of a thread's buffer. Applied to
  * the workspace it returns (the kernels do), it gives the same plan again. tile is 0 when one column does not
  * fit. */
-static conv_plan plan_cols(const conv_geom *g, conv_pass pass, conv_algo algo, size_t col, size_t budget,
+static conv_plan plan_cols(const conv_geom *g, conv_pass pass, conv_algo algo, size_t col, size_t target, size_t budget,
                            int nthreads) {
     const int64_t Cg = g->C / g->G, CRS = Cg * g->R * g->S, PQ = g->P * g->Q, NG = g->N * g->G;
     const double macs = (double)g->N * (double)g->K * (double)PQ * (double)CRS;
     conv_plan p = {nthreads > 1 && macs >= CONV_GEMM_GRAIN ? nthreads : 1, PQ, 1, 0};
     if (PQ == 0 || NG == 0) return p;
-    const int64_t cap = tile_cap(g, col);
+    const int64_t cap = tile_cap_of(g, col, target);
     if (pass == CONV_BACKWARD_WEIGHT) {
         /* one shared buffer of columns; the threads split its rows (the weight-gradient's columns) */
         int64_t rows = algo == CONV_ALGO_IM2COL ? CRS : Cg;
@@ -126,7 +129,8 @@ static conv_plan plan_cols(const conv_geom *g, conv_pass pass, conv_algo algo, s
 }
 
 static conv_plan plan_pass(const conv_geom *g, conv_pass pass, size_t es, size_t budget, int nthreads) {
-    return plan_cols(g, pass, conv2d_algo(g, pass), (size_t)((g->C / g->G) * g->R * g->S) * es, budget, nthreads);
+    return plan_cols(g, pass, conv2d_algo(g, pass), (size_t)((g->C / g->G) * g->R * g->S) * es, CONV_TILE_TARGET,
+                     budget, nthreads);
 }
 
 /* The half-precision forward (conv2d_forward_half below) keeps the weight and bias widened to float32 at the
@@ -143,13 +147,85 @@ static size_t half_col_nbytes(const conv_geom *g) {
     return (size_t)((g->C / g->G) * g->R * g->S + g->K / g->G) * sizeof(float);
 }
 
+/* The half-precision backward passes (conv2d_backward_*_half below) keep the same shape of workspace: widened
+ * weight (and bias) or the float32 weight-gradient first, then per thread a float32 plane block and tile
+ * buffers. hb_plan says how a pass shares them.
+ *   input-gradient: a unit is (item, group, block of `chunk` channels); its thread sums the block's gradient in a
+ *     float32 plane buffer (chunk x H x W) and rounds it once; per position of a tile it needs the widened
+ *     grad_output column (Kg) and the block's columns (chunk x R x S).
+ *   weight-gradient: thread t owns rows [CRS t / nt, CRS (t+1) / nt) of the columns, so its share of the float32
+ *     weight-gradient, and builds them `chunk` rows at a time; per position it needs those rows of the columns
+ *     and the widened grad_output column (Kg).
+ * The plane block is at most CONV_HALF_PLANE_TARGET bytes (at least one channel): the float32 scratch of the
+ * input-gradient follows the image, not the batch or the channel count. A thread's tile buffers aim at
+ * CONV_HALF_TILE_TARGET bytes (the half forward's too), a quarter of the float32 passes' target: these passes
+ * are what autocast runs when memory is short, the widening already costs a pass over each tile, and gemm keeps
+ * near its peak with CONV_TILE_MIN_COLS columns (benchmarks/conv_gflops.py). */
+#define CONV_HALF_PLANE_TARGET ((size_t)256 << 10)
+
+typedef struct {
+    int nt;
+    int64_t tile, chunk;  /* chunk: channels per unit (input-gradient) or the most rows per thread (weight) */
+    size_t fixed, plane;  /* bytes before the per-thread buffers; bytes of one thread's plane block */
+    size_t col;           /* bytes per position of one thread's tile buffers */
+} hb_plan;
+
+/* The plan for at most `budget` bytes; 0 when it fits, else the least workspace the pass needs. */
+static size_t hb_plan_for(const conv_geom *g, conv_pass pass, size_t budget, int nthreads, hb_plan *hp) {
+    const int64_t Cg = g->C / g->G, Kg = g->K / g->G, RS = g->R * g->S, CRS = Cg * RS, PQ = g->P * g->Q;
+    const int64_t HW = g->H * g->W, NG = g->N * g->G;
+    const double macs = (double)g->N * (double)g->K * (double)PQ * (double)CRS;
+    int nt = nthreads > 1 && macs >= CONV_GEMM_GRAIN ? nthreads : 1;
+    /* rows of columns a tile of CONV_TILE_MIN_COLS positions may hold within the target, beside grad_output's */
+    const int64_t rows = max64(1, (int64_t)(CONV_HALF_TILE_TARGET / sizeof(float)) / CONV_TILE_MIN_COLS - Kg);
+    for (;;) {
+        hb_plan p = {nt, 0, 0, 0, 0, 0};
+        if (pass == CONV_BACKWARD_DATA) {
+            p.chunk = min64(Cg, max64(1, (int64_t)(CONV_HALF_PLANE_TARGET / sizeof(float)) / max64(HW, 1)));
+            p.chunk = min64(p.chunk, max64(1, rows / RS));
+            if (NG * ceil_div64(Cg, p.chunk) < nt) /* few items: smaller blocks, so every thread has one */
+                p.chunk = max64(1, ceil_div64(Cg, ceil_div64(nt, NG)));
+            p.nt = (int)min64(nt, NG * ceil_div64(Cg, p.chunk));
+            p.fixed = (size_t)(g->K * CRS + g->C) * sizeof(float);
+            p.plane = (size_t)(p.chunk * HW) * sizeof(float);
+            p.col = (size_t)(p.chunk * RS + Kg) * sizeof(float);
+        } else {
+            p.nt = (int)min64(nt, CRS);
+            p.chunk = min64(ceil_div64(CRS, p.nt), rows);
+            p.fixed = (size_t)(g->K * CRS) * sizeof(float);
+            p.col = (size_t)(p.chunk + Kg) * sizeof(float);
+        }
+        p.fixed = (p.fixed + 63) & ~(size_t)63;
+        const size_t least = p.fixed + (size_t)p.nt * (p.plane + p.col);
+        if (budget >= least) {
+            const size_t per = (budget - p.fixed) / (size_t)p.nt - p.plane;
+            p.tile = min64(min64(PQ, tile_cap_of(g, p.col, CONV_HALF_TILE_TARGET)), (int64_t)(per / p.col));
+            *hp = p;
+            return 0;
+        }
+        if (nt == 1) return least;
+        nt = 1; /* one thread needs one set of buffers */
+    }
+}
+
+static size_t hb_nbytes(const hb_plan *p) {
+    return p->fixed + (size_t)p->nt * (p->plane + (size_t)p->tile * p->col);
+}
+
 static size_t half_workspace_nbytes(const conv_geom *g, conv_pass pass, size_t limit, int nthreads) {
     const int64_t CRS = g->C / g->G * g->R * g->S;
-    if (pass != CONV_FORWARD || conv2d_algo(g, pass) == CONV_ALGO_DEPTHWISE) return 0; /* unsupported */
-    if (g->P * g->Q == 0 || g->N == 0 || g->K == 0 || CRS == 0) return 0;
+    if (conv2d_algo(g, pass) == CONV_ALGO_DEPTHWISE) return 0; /* unsupported */
+    if (g->K == 0 || CRS == 0 || g->H * g->W == 0) return 0;
+    if (pass != CONV_FORWARD) {
+        if (g->P * g->Q == 0 || g->N == 0) return 0;
+        hb_plan p;
+        size_t least = hb_plan_for(g, pass, limit, nthreads, &p);
+        return least ? least : hb_nbytes(&p);
+    }
+    if (g->P * g->Q == 0 || g->N == 0) return 0;
     const size_t fixed = half_fixed_nbytes(g), col = half_col_nbytes(g);
     if (limit < fixed + col) return fixed + col;
-    conv_plan p = plan_cols(g, pass, CONV_ALGO_IM2COL, col, limit - fixed, nthreads);
+    conv_plan p = plan_cols(g, pass, CONV_ALGO_IM2COL, col, CONV_HALF_TILE_TARGET, limit - fixed, nthreads);
     return fixed + (size_t)p.slots * (size_t)p.tile * col;
 }
 
@@ -231,13 +307,13 @@ static __attribute__((noinline)) void load_run_h(float *d, const uint16_t *x, in
     }
 }
 
-/* im2col_f32 over a half-precision input: the same columns, widened. */
+/* im2col_f32 over a half-precision input: the same columns, widened; rows [j0, j1) only, row j0 first in col. */
 static void im2col_h(float *col, int64_t ld, const uint16_t *x, const conv_geom *g, int64_t n, int64_t grp,
-                     int64_t s0, int64_t cnt, gm_dtype dt) {
-    const int64_t Cg = g->C / g->G, R = g->R, S = g->S, Q = g->Q, CRS = Cg * R * S;
+                     int64_t s0, int64_t cnt, int64_t j0, int64_t j1, gm_dtype dt) {
+    const int64_t Cg = g->C / g->G, R = g->R, S = g->S, Q = g->Q;
     const int64_t xs1 = g->xs[1], xs2 = g->xs[2], xs3 = g->xs[3];
     const uint16_t *xg = x + n * g->xs[0] + grp * Cg * xs1;
-    for (int64_t row = 0; row < CRS; row++) {
+    for (int64_t row = j0; row < j1; row++) {
         const int64_t c = row / (R * S), r = row / S % R, s = row % S, off = s * g->dw - g->pw;
         const uint16_t *xc = xg + c * xs1;
         int64_t qa, qb;
@@ -245,7 +321,7 @@ static void im2col_h(float *col, int64_t ld, const uint16_t *x, const conv_geom 
         for (int64_t pos = s0, end = s0 + cnt; pos < end;) {
             const int64_t p = pos / Q, q0 = pos - p * Q, q1 = min64(Q, q0 + end - pos);
             const int64_t h = p * g->sh - g->ph + r * g->dh;
-            float *d = col + row * ld + (pos - s0) - q0; /* d[q] for q in [q0, q1) */
+            float *d = col + (row - j0) * ld + (pos - s0) - q0; /* d[q] for q in [q0, q1) */
             if (h < 0 || h >= g->H) {
                 for (int64_t q = q0; q < q1; q++) d[q] = 0;
             } else {
@@ -286,7 +362,8 @@ static int conv2d_forward_half(uint16_t *out, const uint16_t *x, const uint16_t 
     }
     const size_t fixed = half_fixed_nbytes(g), colb = half_col_nbytes(g);
     if (!ws || ws_nbytes < fixed + colb) return GM_ERR_ARG;
-    const conv_plan pl = plan_cols(g, CONV_FORWARD, CONV_ALGO_IM2COL, colb, ws_nbytes - fixed, nthreads);
+    const conv_plan pl = plan_cols(g, CONV_FORWARD, CONV_ALGO_IM2COL, colb, CONV_HALF_TILE_TARGET, ws_nbytes - fixed,
+                                   nthreads);
     if (pl.tile < 1) return GM_ERR_ARG;
     float *w32 = ws, *b32 = w32 + K * CRS, *bufs = (float *)((char *)ws + fixed);
     load_run_h(w32, w, 1, K * CRS, dt);
@@ -297,13 +374,121 @@ static int conv2d_forward_half(uint16_t *out, const uint16_t *x, const uint16_t 
     for (int64_t u = 0; u < units; u++) {
         const int64_t n = u / (G * ntile), grp = u / ntile % G, s0 = u % ntile * tile, cnt = min64(tile, PQ - s0);
         float *col = bufs + (int64_t)omp_get_thread_num() * tile * (CRS + Kg), *ot = col + tile * CRS;
-        im2col_h(col, cnt, x, g, n, grp, s0, cnt, dt);
+        im2col_h(col, cnt, x, g, n, grp, s0, cnt, 0, CRS, dt);
         /* bias first, then gemm onto it, as the float32 forward does: the same sums, so the same roundings */
         if (bias) fill_rows_f32(ot, b32 + grp * Kg, Kg, cnt, cnt);
         gemm_f32(0, 0, Kg, cnt, CRS, 1, w32 + grp * Kg * CRS, CRS, col, cnt, bias ? 1 : 0, ot, cnt);
         round_rows_h(out + (n * K + grp * Kg) * PQ + s0, PQ, ot, Kg, cnt, dt);
     }
     blas_single_end(pl.nt);
+    return GM_OK;
+}
+
+/* rows (n) of dst (len floats each, contiguous) = rows of src (ld apart) widened. */
+static void widen_rows_h(float *dst, const uint16_t *src, int64_t ld, int64_t n, int64_t len, gm_dtype dt) {
+    for (int64_t i = 0; i < n; i++) load_run_h(dst + i * len, src + i * ld, 1, len, dt);
+}
+
+/* The input-gradient in half precision (see hb_plan): per (item, group, channel block) the gradient is summed
+ * in a float32 plane block and rounded once, so no float32 copy of grad_output or of the input-gradient exists. */
+static int conv2d_backward_data_half(uint16_t *dx, const uint16_t *dout, const uint16_t *w, const uint16_t *bias,
+                                     const conv_geom *g, gm_dtype dt, void *ws, size_t ws_nbytes, int nthreads) {
+    const int64_t N = g->N, C = g->C, K = g->K, G = g->G, Cg = C / G, Kg = K / G, RS = g->R * g->S;
+    const int64_t CRS = Cg * RS, PQ = g->P * g->Q, HW = g->H * g->W;
+    if (N == 0 || C == 0 || HW == 0) return GM_OK;
+    if (!dx || (K > 0 && (!w || (PQ > 0 && !dout)))) return GM_ERR_ARG;
+    if (conv2d_algo(g, CONV_BACKWARD_DATA) == CONV_ALGO_DEPTHWISE) return GM_ERR_UNSUPPORTED;
+    if (Kg == 0 || PQ == 0) { /* nothing flows back: dinp is the bias (or zeros), already in dt */
+        for (int64_t i = 0; i < N * C; i++)
+            for (int64_t j = 0; j < HW; j++) dx[i * HW + j] = bias ? bias[i % C] : 0;
+        return GM_OK;
+    }
+    hb_plan pl;
+    if (!ws || hb_plan_for(g, CONV_BACKWARD_DATA, ws_nbytes, nthreads, &pl) || pl.tile < 1) return GM_ERR_ARG;
+    float *w32 = ws, *b32 = w32 + K * CRS;
+    load_run_h(w32, w, 1, K * CRS, dt);
+    if (bias) load_run_h(b32, bias, 1, C, dt);
+    const int64_t tile = pl.tile, chunk = pl.chunk, nchunk = ceil_div64(Cg, chunk), units = N * G * nchunk;
+    const int64_t per = (int64_t)((pl.plane + (size_t)tile * pl.col) / sizeof(float));
+    float *bufs = (float *)((char *)ws + pl.fixed);
+    blas_single_begin(pl.nt);
+#pragma omp parallel for num_threads(pl.nt) if (pl.nt > 1) schedule(dynamic)
+    for (int64_t u = 0; u < units; u++) {
+        const int64_t n = u / (G * nchunk), grp = u / nchunk % G, c0 = u % nchunk * chunk;
+        const int64_t c1 = min64(Cg, c0 + chunk);
+        float *plane = bufs + (int64_t)omp_get_thread_num() * per, *dcol = plane + chunk * HW;
+        float *g32 = dcol + tile * chunk * RS;
+        fill_rows_f32(plane, bias ? b32 + grp * Cg + c0 : NULL, c1 - c0, HW, HW);
+        for (int64_t s0 = 0; s0 < PQ; s0 += tile) {
+            const int64_t cnt = min64(tile, PQ - s0);
+            widen_rows_h(g32, dout + (n * K + grp * Kg) * PQ + s0, PQ, Kg, cnt, dt);
+            gemm_f32(1, 0, (c1 - c0) * RS, cnt, Kg, 1, w32 + grp * Kg * CRS + c0 * RS, CRS, g32, cnt, 0, dcol, cnt);
+            col2im_f32(plane, dcol, g, c0, c1, s0, cnt);
+        }
+        round_rows_h(dx + (n * C + grp * Cg + c0) * HW, HW, plane, c1 - c0, HW, dt);
+    }
+    blas_single_end(pl.nt);
+    return GM_OK;
+}
+
+/* The weight-gradient in half precision (see hb_plan): summed over items and positions into a float32
+ * weight-gradient, rounded once; each thread widens the tiles of grad_output and builds its rows of the columns. */
+static int conv2d_backward_weight_half(uint16_t *dw, const uint16_t *dout, const uint16_t *x, const conv_geom *g,
+                                       gm_dtype dt, void *ws, size_t ws_nbytes, int nthreads) {
+    const int64_t N = g->N, K = g->K, G = g->G, Cg = g->C / G, Kg = K / G, CRS = Cg * g->R * g->S;
+    const int64_t PQ = g->P * g->Q;
+    if (K == 0 || CRS == 0) return GM_OK;
+    if (!dw) return GM_ERR_ARG;
+    if (conv2d_algo(g, CONV_BACKWARD_WEIGHT) == CONV_ALGO_DEPTHWISE) return GM_ERR_UNSUPPORTED;
+    if (N == 0 || PQ == 0) {
+        memset(dw, 0, (size_t)(K * CRS) * sizeof(uint16_t)); /* +0 in both half formats */
+        return GM_OK;
+    }
+    if (!dout || !x) return GM_ERR_ARG;
+    hb_plan pl;
+    if (!ws || hb_plan_for(g, CONV_BACKWARD_WEIGHT, ws_nbytes, nthreads, &pl) || pl.tile < 1) return GM_ERR_ARG;
+    float *dw32 = ws, *bufs = (float *)((char *)ws + pl.fixed);
+    memset(dw32, 0, (size_t)(K * CRS) * sizeof(float));
+    const int64_t tile = pl.tile, per = (int64_t)((size_t)tile * pl.col / sizeof(float));
+    const int nt = pl.nt;
+    blas_single_begin(nt);
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        const int64_t t = omp_get_thread_num(), j0 = CRS * t / nt, j1 = CRS * (t + 1) / nt;
+        float *col = bufs + t * per, *g32 = col + tile * pl.chunk;
+        for (int64_t n = 0; n < N && j1 > j0; n++) {
+            for (int64_t grp = 0; grp < G; grp++) {
+                for (int64_t s0 = 0; s0 < PQ; s0 += tile) {
+                    const int64_t cnt = min64(tile, PQ - s0);
+                    widen_rows_h(g32, dout + (n * K + grp * Kg) * PQ + s0, PQ, Kg, cnt, dt);
+                    for (int64_t ja = j0; ja < j1; ja += pl.chunk) {
+                        const int64_t jb = min64(j1, ja + pl.chunk);
+                        im2col_h(col, cnt, x, g, n, grp, s0, cnt, ja, jb, dt);
+                        gemm_f32(0, 1, Kg, jb - ja, cnt, 1, g32, cnt, col, cnt, 1, dw32 + grp * Kg * CRS + ja, CRS);
+                    }
+                }
+            }
+        }
+    }
+    blas_single_end(nt);
+    round_rows_h(dw, K * CRS, dw32, 1, K * CRS, dt);
+    return GM_OK;
+}
+
+/* The bias gradient of half-precision t: sums in double, as the float32 one, rounded once. */
+static int conv_bias_backward_half(uint16_t *db, const uint16_t *t, int64_t N, int64_t K, int64_t L,
+                                   const int64_t ts[3], gm_dtype dt, int nthreads) {
+    int nt = use_threads(nthreads, (double)N * (double)K * (double)L);
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
+    for (int64_t k = 0; k < K; k++) {
+        double acc = 0;
+        for (int64_t n = 0; n < N; n++) {
+            const uint16_t *p = t + n * ts[0] + k * ts[1];
+            for (int64_t l = 0; l < L; l++)
+                acc += dt == GM_F16 ? gm_half_to_float(p[l * ts[2]]) : gm_bf16_to_float(p[l * ts[2]]);
+        }
+        db[k] = dt == GM_F16 ? gm_float_to_half((float)acc) : gm_float_to_bf16((float)acc);
+    }
     return GM_OK;
 }
 
@@ -324,6 +509,7 @@ int conv2d_backward_data(void *dinp, const void *dout, const void *weight, const
     if (st) return st;
     if (dt == GM_F32) return conv2d_backward_data_f32(dinp, dout, weight, bias, g, ws, ws_nbytes, nthreads);
     if (dt == GM_F64) return conv2d_backward_data_f64(dinp, dout, weight, bias, g, ws, ws_nbytes, nthreads);
+    if (is_half(dt)) return conv2d_backward_data_half(dinp, dout, weight, bias, g, dt, ws, ws_nbytes, nthreads);
     return GM_ERR_UNSUPPORTED;
 }
 
@@ -333,6 +519,7 @@ int conv2d_backward_weight(void *dweight, const void *dout, const void *inp, con
     if (st) return st;
     if (dt == GM_F32) return conv2d_backward_weight_f32(dweight, dout, inp, g, ws, ws_nbytes, nthreads);
     if (dt == GM_F64) return conv2d_backward_weight_f64(dweight, dout, inp, g, ws, ws_nbytes, nthreads);
+    if (is_half(dt)) return conv2d_backward_weight_half(dweight, dout, inp, g, dt, ws, ws_nbytes, nthreads);
     return GM_ERR_UNSUPPORTED;
 }
 
@@ -341,6 +528,7 @@ int conv_bias_backward(void *dbias, const void *t, int64_t N, int64_t K, int64_t
     if (N < 0 || K < 0 || L < 0 || (K > 0 && !dbias)) return GM_ERR_ARG;
     if (dt == GM_F32) return conv_bias_backward_f32(dbias, t, N, K, L, ts, nthreads);
     if (dt == GM_F64) return conv_bias_backward_f64(dbias, t, N, K, L, ts, nthreads);
+    if (is_half(dt)) return conv_bias_backward_half(dbias, t, N, K, L, ts, dt, nthreads);
     return GM_ERR_UNSUPPORTED;
 }
 
@@ -431,12 +619,12 @@ static void FN(im2col)(T *col, int64_t ld, const T *x, const conv_geom *g, int64
     }
 }
 
-/* The adjoint of im2col for channels [c0, c1): dx (Cg, H, W) of one item and group (contiguous) += the
+/* The adjoint of im2col for channels [c0, c1): dx (c1 - c0, H, W), channel c0's plane first (contiguous), += the
  * columns of positions [s0, s0 + cnt) in col, whose first row is channel c0's (r, s) = (0, 0). */
 static void FN(col2im)(T *dx, const T *col, const conv_geom *g, int64_t c0, int64_t c1, int64_t s0, int64_t cnt) {
     const int64_t R = g->R, S = g->S, Q = g->Q, H = g->H, W = g->W;
     for (int64_t c = c0; c < c1; c++) {
-        T *dxc = dx + c * H * W;
+        T *dxc = dx + (c - c0) * H * W;
         for (int64_t r = 0; r < R; r++) {
             for (int64_t s = 0; s < S; s++) {
                 const int64_t off = s * g->dw - g->pw;
@@ -740,7 +928,7 @@ static int FN(conv2d_backward_data)(T *dx, const T *dout, const T *w, const T *b
                 const int64_t cnt = min64(tile, PQ - s0);
                 FN(gemm)(1, 0, (c1 - c0) * RS, cnt, Kg, 1, w + grp * Kg * CRS + c0 * RS, CRS,
                          dout + (n * K + grp * Kg) * PQ + s0, PQ, 0, dcol, cnt);
-                FN(col2im)(dxg, dcol, g, c0, c1, s0, cnt);
+                FN(col2im)(dxg + c0 * HW, dcol, g, c0, c1, s0, cnt);
             }
         }
     }

@@ -13,14 +13,17 @@
  *
  * Layouts: inp may have any element strides (inp_strides, used where it is read: the forward and the weight
  * gradient); every other tensor is contiguous: out/dout (N, K, P, Q), dinp (N, C, H, W), weight/dweight
- * (K, C/G, R, S), bias (K) for the forward and (C) for backward_data. dtypes: float32 and float64; the forward
+ * (K, C/G, R, S), bias (K) for the forward and (C) for backward_data. dtypes: float32 and float64; every pass
  * also float16 and bfloat16 (all operands in that dtype; not depthwise), computed in float32 and rounded once:
- * the input is widened tile by tile as im2col reads it and the output rounded tile by tile, so the workspace
- * holds the widened weight and bias and per-thread float32 tiles, never a float32 copy of an activation. The
- * functions return GM_ERR_UNSUPPORTED for any other dtype (or pass).
+ * inputs are widened tile by tile as they are read and results rounded a tile (forward) or a block of planes
+ * (input-gradient: at most 256 KiB of float32 per thread) at a time, or once (the weight-gradient, summed in a
+ * float32 copy of it), so the workspace holds the widened weight (or the float32 weight-gradient) and per-thread
+ * float32 tiles, never a float32 copy of an activation. The functions return GM_ERR_UNSUPPORTED for any other
+ * dtype (or pass).
  *
  * Tiles: an im2col tile is whole output rows of about 1 MiB of columns per thread (at least 256 columns), or
- * less when the caller's limit says so; so the workspace follows the image size, not the batch size. */
+ * less when the caller's limit says so (256 KiB in half precision); so the workspace follows the image size, not the
+ * batch size. */
 #ifndef GM_KERNELS_CPU_CONV_H
 #define GM_KERNELS_CPU_CONV_H
 

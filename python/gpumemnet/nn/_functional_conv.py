@@ -78,13 +78,17 @@ def _call(cfn, *args):
     return _cast(out, half)
 
 
-def _backward(cfn, g, x, w, args, mask, in_shape, w_shape):
-    """A convolution backward (conv2d's or conv_transpose2d's). With half operands on the CPU (or meta) it runs one
-    batch item at a time on float32 copies of that item only — so the float32 scratch is 1/N of the operands, not
-    all of them — accumulating the weight and bias gradients in float32 and rounding each once at the end."""
+def _backward(cfn, g, x, w, args, mask, in_shape, w_shape, depthwise):
+    """A convolution backward (conv2d's or conv_transpose2d's). Half operands of one dtype on the CPU (or meta) go
+    to C as they are: its kernels widen tiles as they read them, sum in float32 and round each gradient once, so
+    no float32 copy of an activation or of a gradient exists. Depthwise convolutions (no half kernel) and mixed
+    dtypes run one batch item at a time on float32 copies of that item only — the float32 scratch is 1/N of the
+    operands — accumulating the weight and bias gradients in float32 and rounding each once at the end."""
     half = _half_of(g, x, w)
     n = in_shape[0]
-    if half is None or n <= 1:
+    if half is None or (not depthwise and all(t is None or t._dtype == half for t in (g, x, w))):
+        return cfn(g, x, w, *args, mask, in_shape, w_shape)
+    if n <= 1:
         return _call(cfn, g, x, w, *args, mask, in_shape, w_shape)
     dx = _C.empty(in_shape, half, g._device) if mask[0] else None
     prev = _C.set_category("workspace")
@@ -109,13 +113,18 @@ def _backward(cfn, g, x, w, args, mask, in_shape, w_shape):
     return dx, None if dw is None else _cast(dw, half), None if db is None else _cast(db, half)
 
 
-def _reads_half(x, w, b, groups):
-    """Whether _C.conv2d takes these operands as they are: all float16 or all bfloat16 and not depthwise (the
-    CPU forward widens tile by tile, so no float32 copy of the input or output exists; meta plans the same).
-    Otherwise _call widens them, as it does for the backward passes."""
+def _reads_half(x, w, b, depthwise):
+    """Whether the C op takes these operands as they are: all float16 or all bfloat16 and not depthwise (the
+    CPU kernels widen tile by tile, so no float32 copy of the input or output exists; meta plans the same).
+    Otherwise _call widens them."""
     dt = x._dtype
-    return (dt in _HALF and w._dtype == dt and (b is None or b._dtype == dt) and
-            not (groups > 1 and x.shape[1] == groups))
+    return dt in _HALF and w._dtype == dt and (b is None or b._dtype == dt) and not depthwise
+
+
+def _depthwise(groups, channels):
+    """Whether the underlying convolution (conv2d's, or the one conv_transpose2d is the input-gradient of) has one
+    input channel per group: the CPU has no half-precision kernel for it."""
+    return groups > 1 and channels == groups
 
 
 def _autocast(input, weight, bias):
@@ -132,20 +141,21 @@ class _Conv(Function):
     backward_op = None
 
     @staticmethod
-    def _save(ctx, x, w, args, unbatched):
+    def _save(ctx, x, w, args, unbatched, depthwise):
         need = ctx.needs_input_grad
         if need:
             ctx.save_for_backward(x if need[1] else None, w if need[0] else None)
             ctx.shapes = (x.shape, w.shape)
             ctx.args = args
             ctx.unbatched = unbatched
+            ctx.depthwise = depthwise
 
     @classmethod
     def backward(cls, ctx, g):
         x, w = ctx.saved_tensors
         if ctx.unbatched:
             g = g._unsqueeze(0)
-        dx, dw, db = _backward(cls.backward_op, g, x, w, ctx.args, _mask(ctx), *ctx.shapes)
+        dx, dw, db = _backward(cls.backward_op, g, x, w, ctx.args, _mask(ctx), *ctx.shapes, ctx.depthwise)
         if ctx.unbatched and dx is not None:
             dx = dx._squeeze(0)
         return (dx, dw, db) + (None,) * len(ctx.args)
@@ -161,8 +171,9 @@ class _Conv2d(_Conv):
         if unbatched:
             x = x._unsqueeze(0)
         args = (x, w, b, stride, padding, dilation, groups)
-        out = _C.conv2d(*args) if _reads_half(x, w, b, groups) else _call(_C.conv2d, *args)
-        _Conv._save(ctx, x, w, (stride, padding, dilation, groups), unbatched)
+        depthwise = _depthwise(groups, x.shape[1])
+        out = _C.conv2d(*args) if _reads_half(x, w, b, depthwise) else _call(_C.conv2d, *args)
+        _Conv._save(ctx, x, w, (stride, padding, dilation, groups), unbatched, depthwise)
         return out._squeeze(0) if unbatched else out
 
 
@@ -195,8 +206,10 @@ class _ConvTranspose2d(_Conv):
         unbatched = x.ndim == 3
         if unbatched:
             x = x._unsqueeze(0)
-        out = _call(_C.conv_transpose2d, x, w, b, stride, padding, output_padding, groups, dilation)
-        _Conv._save(ctx, x, w, (stride, padding, output_padding, groups, dilation), unbatched)
+        args = (x, w, b, stride, padding, output_padding, groups, dilation)
+        depthwise = _depthwise(groups, w.shape[1] * groups)  # the underlying conv's input is our output
+        out = _C.conv_transpose2d(*args) if _reads_half(x, w, b, depthwise) else _call(_C.conv_transpose2d, *args)
+        _Conv._save(ctx, x, w, (stride, padding, output_padding, groups, dilation), unbatched, depthwise)
         return out._squeeze(0) if unbatched else out
 
 
