@@ -199,3 +199,28 @@ def test_a_loss_that_refuses_every_made_up_target_says_what_is_needed():
     with pytest.raises(ValueError, match=r"loss_fn\(output, target\) failed for an output of shape \(16, 3\) and a "
                                          r"target of \(16, 5\)"):
         _estimate.estimate(nn.Linear(8, 3), (8,), batch_size=16, loss_fn=F.mse_loss, target=(16, 5))
+
+
+def test_an_oom_in_the_optimizer_step_is_explained_for_the_last_model():
+    """Adam's state appears in the first step: when it does not fit, the error names remedies for the model whose
+    forward ran last (held weakly, by the input's shape), SGD among them."""
+    # 32 MiB of weights: Adam's 64 MiB of state cannot hide in the free space of cached segments
+    model = nn.Sequential(nn.Linear(2048, 4096), nn.ReLU(), nn.Linear(4096, 10))
+    opt = gm.optim.Adam(model.parameters(), lr=1e-3)
+    x = gm.randn(4, 2048)
+    F.cross_entropy(model(x), gm.zeros(4, dtype=gm.int64)).backward()
+    err = _oom(opt.step)
+    texts = [t for t, _, _ in err.predictions]
+    assert any("SGD" in t for t in texts), texts
+    assert "predicted by meta runs of one training step (Adam, loss = output.sum()) of Sequential on a batch " \
+           "of 4" in str(err)
+
+
+def test_an_oom_in_backward_is_explained_and_the_input_is_not_kept_alive():
+    model = nn.Sequential(nn.Linear(256, 4096), nn.ReLU(), nn.Linear(4096, 4096), nn.ReLU(), nn.Linear(4096, 1))
+    x = gm.randn(64, 256)
+    loss = model(x).sum()
+    del x  # the root-call record holds the shape, not the tensor
+    err = _oom(loss.backward)
+    assert err.predictions and "predicted by meta runs" in str(err)
+    assert all(s > 0 for _, _, s in err.predictions)

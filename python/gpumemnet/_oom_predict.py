@@ -209,21 +209,34 @@ def predict(model, x, training=None):
     return preds, need
 
 
+def attach_last_root(exc):
+    """An OutOfMemoryError raised in backward or an optimizer step: explain it for the model whose root call ran
+    last (the one a training loop's loss came from), if any; never raises."""
+    last = getattr(_running, "last_root", None)
+    model = last[0]() if last is not None else None
+    if model is not None:
+        attach(exc, model, (last[1],))
+
+
 def attach(exc, model, args):
     """Give exc (an OutOfMemoryError escaping model(*args)) its predictions; never raises."""
     if _estimate.busy.depth or getattr(exc, "predictions", None) is not None:
         return
     try:
         exc.predictions = []
-        if len(args) != 1 or not isinstance(args[0], _C.TensorBase) or args[0].dim() == 0:
+        if len(args) != 1:
+            return
+        x = args[0]  # a tensor, or the shape of the input of the last root call (attach_last_root)
+        shape = tuple(x.shape) if isinstance(x, _C.TensorBase) else tuple(x)
+        if not shape:
             return
         training = model.training and is_grad_enabled()
         with enable_grad():  # the failing call may run under no_grad; an estimate's step needs its graph
-            preds, need = predict(model, args[0], training)
+            preds, need = predict(model, x if isinstance(x, _C.TensorBase) else shape, training)
         exc.predictions = preds
         if preds and exc.args and isinstance(exc.args[0], str):
-            what = (f"one training step (Adam, loss = output.sum()) of a batch of {args[0].shape[0]}" if training
-                    else f"one forward without a graph of a batch of {args[0].shape[0]}")
+            what = (f"one training step (Adam, loss = output.sum()) of {type(model).__name__} on a batch of "
+                    f"{shape[0]}" if training else f"one forward without a graph of a batch of {shape[0]}")
             lines = [f"\n  predicted by meta runs of {what}: it needs {_fmt(need)}; with"]
             lines += [f"    - {t}: predicted peak {_fmt(p)} (saves {_fmt(s)})" for t, p, s in preds]
             exc.args = (exc.args[0] + "\n".join(lines),) + exc.args[1:]

@@ -517,7 +517,12 @@ def backward(tensors, grad_tensors=None, retain_graph=False):
         if not t.requires_grad:
             raise _no_graph_error(t)
     grads = _default_grads(tensors, grad_tensors)
-    _run(tensors, grads, retain_graph)
+    try:
+        _run(tensors, grads, retain_graph)
+    except _C.OutOfMemoryError as e:  # say what would have fitted, for the model the loss came from
+        from ._oom_predict import attach_last_root
+        attach_last_root(e)
+        raise
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=False, allow_unused=False):

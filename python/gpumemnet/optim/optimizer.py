@@ -154,10 +154,15 @@ class Optimizer:
                 loss = closure()
         name = type(self).__name__
         any_grad = False
-        with no_grad(), scope(f"{name}.step"):
-            for group in self.param_groups:
-                if self._step_group(group):
-                    any_grad = True
+        try:
+            with no_grad(), scope(f"{name}.step"):
+                for group in self.param_groups:
+                    if self._step_group(group):
+                        any_grad = True
+        except _C.OutOfMemoryError as e:  # the first step creates the state: say what would have fitted
+            from .._oom_predict import attach_last_root
+            attach_last_root(e)
+            raise
         if not any_grad:
             self._warn_no_gradient()
         return loss

@@ -7,6 +7,7 @@ names of named_modules() seen from the root: they are computed once, the first t
 module added later learns its path from its parent on its own first call)."""
 import itertools
 import threading
+import weakref
 from collections import OrderedDict, namedtuple
 
 from ... import _C
@@ -79,6 +80,10 @@ class Module:
             scope = self._resolve_paths()
         prev = _C.set_scope(scope)
         stack = _running.stack
+        if not stack and len(args) == 1 and isinstance(args[0], _C.TensorBase):
+            # a root call: an OOM later in backward or the optimizer step is explained for this model and an
+            # input of this shape (held weakly and by shape: nothing stays alive for it)
+            _running.last_root = (weakref.ref(self), tuple(args[0].shape))
         stack.append(self)
         try:
             if self._forward_pre_hooks or _global_pre_hooks:
