@@ -39,6 +39,16 @@ typedef struct gm_block gm_block;
  * exception set (OutOfMemoryError, or RuntimeError for an unusable device / overflowing size). A zero-byte
  * request returns a valid block of the minimum size. */
 gm_block *gm_alloc(gm_device dev, size_t nbytes);
+/* gm_alloc for callers with a fallback: running out of memory (after releasing the cache and retrying) returns
+ * NULL with no exception set and is not counted as an OOM; other failures (unusable device) raise as gm_alloc. */
+gm_block *gm_try_alloc(gm_device dev, size_t nbytes);
+/* Page-locked host memory (cudaHostAlloc) from the pinned allocator ("cpu-pinned" in the memory statistics).
+ * NULL + RuntimeError without CUDA in the build or without a device, OutOfMemoryError as gm_alloc. */
+gm_block *gm_alloc_pinned(size_t nbytes);
+int gm_block_is_pinned(const gm_block *b);
+/* After queueing a copy that reads pinned block b on device's stream: b is not reused before that copy ran
+ * (freeing it earlier parks it until the stream passes). 0, or -1 with the failure in gm_cuda_last_error(). */
+int gm_block_record_stream(gm_block *b, int device);
 void gm_free(gm_block *b);
 char *gm_block_data(const gm_block *b);
 void gm_block_set_category(gm_block *b, int category);
@@ -59,6 +69,8 @@ typedef struct {
 } gm_storage;
 
 gm_storage *gm_storage_new(gm_device dev, size_t nbytes); /* NULL + exception */
+/* A storage owning block b (allocated for dev); NULL + exception (b is then freed). */
+gm_storage *gm_storage_wrap(gm_block *b, gm_device dev, size_t nbytes);
 void gm_storage_decref(gm_storage *s);
 
 /* ---- the Tensor object ----------------------------------------------------------------------------- */
@@ -100,6 +112,10 @@ void gm_byte_strides(const GMTensor *t, int64_t *out);
 
 /* New contiguous tensor with fresh storage (allocated with the current category). NULL + exception. */
 GMTensor *gm_empty(int ndim, const int64_t *shape, gm_dtype dt, gm_device dev);
+/* gm_empty through gm_try_alloc: NULL with no exception when the memory is not there (see gm_try_alloc). */
+GMTensor *gm_try_empty(int ndim, const int64_t *shape, gm_dtype dt, gm_device dev);
+/* A new contiguous CPU tensor in pinned host memory. NULL + exception. */
+GMTensor *gm_empty_pinned(int ndim, const int64_t *shape, gm_dtype dt);
 /* New tensor sharing base's storage with the given geometry (no checks: callers validate). */
 GMTensor *gm_view(GMTensor *base, int ndim, const int64_t *shape, const int64_t *strides, int64_t offset);
 /* Contiguous row-major strides for shape. */
@@ -147,6 +163,9 @@ int gm_cuda_kernel_status(const char *op, int status, const gm_cuda_ctx *ctx);
 /* Copy src into dst when they live on different devices (cpu <-> cuda:N, cuda:N <-> cuda:M): shapes equal,
  * any dtypes (cast) and strides. 0, or -1 + exception. gm_copy_into calls it for cross-device pairs. */
 int gm_copy_across(GMTensor *dst, GMTensor *src);
+/* gm_copy_across; with non_blocking, a host-to-device copy from pinned memory returns before it ran (the source
+ * block is kept from reuse until it has: gm_block_record_stream). Other copies are as gm_copy_across. */
+int gm_copy_across_async(GMTensor *dst, GMTensor *src, int non_blocking);
 /* A new contiguous tensor on dev holding t's values (same shape and dtype). NULL + exception. */
 GMTensor *gm_to_device(GMTensor *t, gm_device dev);
 
