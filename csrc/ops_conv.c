@@ -444,15 +444,19 @@ static conv_algo_key algo_key(gm_device dev, const conv_geom *g, gm_dtype dt, co
     return k;
 }
 
-static int cuda_ws(size_t n, gm_device dev, GMTensor **ws) {
+/* The workspace of a candidate algorithm into *ws (NULL for none): 0; 1 when it does not fit and `fallback`
+ * (another candidate follows: gm_try_alloc, so no OutOfMemoryError is built nor an OOM counted); -1 with an
+ * exception (OutOfMemoryError when the last candidate does not fit). */
+static int cuda_ws(size_t n, gm_device dev, GMTensor **ws, int fallback) {
     *ws = NULL;
     if (n == 0) return 0;
     int64_t len = (int64_t)n;
-    *ws = gm_empty_workspace(1, &len, GM_BOOL, dev);
-    return *ws ? 0 : -1;
+    int prev = gm_swap_category(GM_CAT_WORKSPACE);
+    *ws = fallback ? gm_try_empty(1, &len, GM_BOOL, dev) : gm_empty(1, &len, GM_BOOL, dev);
+    gm_swap_category(prev);
+    if (*ws) return 0;
+    return PyErr_Occurred() ? -1 : 1;
 }
-
-static int is_oom(void) { return PyErr_ExceptionMatches(GM_OutOfMemoryError); }
 
 /* The candidate to run `pass` with, its workspace allocated into *ws (NULL when it needs none). 0, or -1 with
  * an exception (OutOfMemoryError when no candidate's workspace fits). */
@@ -466,14 +470,14 @@ static int cuda_conv_pick(const char *op, const conv_geom *g, gm_dtype dt, conv_
             break;
         }
     if (slot >= 0) {
-        if (cuda_ws(conv_algo_cache[slot].algo.ws, dev, ws) == 0) {
+        int r = cuda_ws(conv_algo_cache[slot].algo.ws, dev, ws, 1);
+        if (r == 0) {
             *algo = conv_algo_cache[slot].algo;
             conv_algo_last.pass = pass, conv_algo_last.index = -1, conv_algo_last.cached = 1;
             conv_algo_last.algo = *algo;
             return 0;
         }
-        if (!is_oom()) return -1;
-        PyErr_Clear(); /* it no longer fits: choose again */
+        if (r < 0) return -1; /* r == 1: it no longer fits, choose again */
     }
     cuda_conv_algo cand[CUDA_CONV_MAX_ALGOS];
     int n = 0, fake = conv_fake_n >= 0;
@@ -487,11 +491,9 @@ static int cuda_conv_pick(const char *op, const conv_geom *g, gm_dtype dt, conv_
         if (gm_cuda_kernel_status(op, st, ctx) < 0) return -1;
     }
     for (int i = 0; i < n; i++) {
-        if (cuda_ws(cand[i].ws, dev, ws) < 0) {
-            if (i == n - 1 || !is_oom()) return -1;
-            PyErr_Clear();
-            continue;
-        }
+        int r = cuda_ws(cand[i].ws, dev, ws, i < n - 1);
+        if (r < 0) return -1;
+        if (r > 0) continue;
         *algo = cand[i];
         if (slot < 0) {
             slot = conv_algo_next;
