@@ -160,6 +160,39 @@ GMTensor *gm_empty_workspace(int ndim, const int64_t *shape, gm_dtype dt, gm_dev
 gm_cuda_ctx *gm_cuda_ctx_for(gm_device dev);
 /* 0 for GM_OK; otherwise -1 + RuntimeError "op: the CUDA kernel failed: <ctx->err>" (or the status). */
 int gm_cuda_kernel_status(const char *op, int status, const gm_cuda_ctx *ctx);
+/* ---- dispatch: one kernel call on a tensor's device -------------------------------------------------------------
+ * GM_KERNEL(op, dev, CPU_CALL, CUDA_CALL) runs CPU_CALL (a kernels/cpu call ending in gm_num_threads) on cpu and
+ * CUDA_CALL (its kernels/cuda twin ending in `ctx`, the device's context that the macro declares) on cuda:N, and
+ * nothing on meta. The GIL is released around a CPU kernel (it computes; it touches no Python object) and kept
+ * for a CUDA one (it only queues work on the device's stream). It evaluates to 0, or to -1 with an exception naming
+ * op (gm_kernel_status, gm_cuda_kernel_status):
+ *     if (GM_KERNEL(op, x->device, relu_forward(out, in, n, gm_num_threads), cuda_relu_forward(out, in, n, ctx)) < 0)
+ *         goto fail;
+ * Without CUDA in the build CUDA_CALL is not compiled (its kernels are not declared) and a CUDA device is refused
+ * with gm_cuda_ctx_for's error (unreachable: that build's allocator makes no CUDA tensor). A GNU C statement
+ * expression, as the build requires GCC or Clang anyway (nvcc's host compiler, _Generic, __builtin overflow). */
+#define GM_KERNEL(op, dev, CPU_CALL, CUDA_CALL)                                                                 \
+    ((dev).type == GM_DEV_CPU    ? GM_KERNEL_CPU_(op, CPU_CALL)                                                 \
+     : (dev).type == GM_DEV_CUDA ? GM_KERNEL_CUDA_(op, dev, CUDA_CALL)                                          \
+                                 : 0)
+#define GM_KERNEL_CPU_(op, CPU_CALL)                                                                            \
+    ({                                                                                                          \
+        int gm_st_;                                                                                             \
+        Py_BEGIN_ALLOW_THREADS                                                                                  \
+        gm_st_ = (CPU_CALL);                                                                                    \
+        Py_END_ALLOW_THREADS                                                                                    \
+        gm_kernel_status(op, gm_st_);                                                                           \
+    })
+#ifdef GM_WITH_CUDA
+#define GM_KERNEL_CUDA_(op, dev, CUDA_CALL)                                                                     \
+    ({                                                                                                          \
+        gm_cuda_ctx *ctx = gm_cuda_ctx_for(dev);                                                                \
+        ctx ? gm_cuda_kernel_status(op, (CUDA_CALL), ctx) : -1;                                                 \
+    })
+#else
+#define GM_KERNEL_CUDA_(op, dev, CUDA_CALL) (gm_cuda_ctx_for(dev) ? 0 : -1)
+#endif
+
 /* Copy src into dst when they live on different devices (cpu <-> cuda:N, cuda:N <-> cuda:M): shapes equal,
  * any dtypes (cast) and strides. 0, or -1 + exception. gm_copy_into calls it for cross-device pairs. */
 int gm_copy_across(GMTensor *dst, GMTensor *src);

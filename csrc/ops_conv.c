@@ -1054,22 +1054,10 @@ static PyObject *py_linear(PyObject *self, PyObject *args, PyObject *kwargs) {
         contiguous(b, &bc, &used) < 0)
         goto fail;
     if (!(out = gm_empty(x->ndim, oshape, x->dtype, x->device))) goto fail;
-    if (x->device.type == GM_DEV_CUDA) {
-#ifdef GM_WITH_CUDA
-        gm_cuda_ctx *ctx = gm_cuda_ctx_for(x->device);
-        if (!ctx || gm_cuda_kernel_status(op, cuda_linear_forward(gm_tensor_data(out), mx, mw, data_or_null(bc), M, I,
-                                                                  O, x->dtype, ctx),
-                                          ctx) < 0)
-            goto fail;
-#endif
-    } else if (x->device.type == GM_DEV_CPU) {
-        int st;
-        void *po = gm_tensor_data(out), *pb = data_or_null(bc);
-        Py_BEGIN_ALLOW_THREADS
-        st = linear_forward(po, mx, mw, pb, M, I, O, x->dtype, gm_num_threads);
-        Py_END_ALLOW_THREADS
-        if (kernel_status(op, st) < 0) goto fail;
-    }
+    void *po = gm_tensor_data(out), *pb = data_or_null(bc);
+    if (GM_KERNEL(op, x->device, linear_forward(po, mx, mw, pb, M, I, O, x->dtype, gm_num_threads),
+                  cuda_linear_forward(po, mx, mw, pb, M, I, O, x->dtype, ctx)) < 0)
+        goto fail;
     Py_XDECREF(xc);
     Py_XDECREF(wc);
     Py_XDECREF(bc);
@@ -1124,22 +1112,10 @@ static PyObject *py_linear_backward(PyObject *self, PyObject *args, PyObject *kw
     if (mask[0] && !(dx = gm_empty(xnd, xshape, go->dtype, dev))) goto fail;
     if (mask[1] && !(dw = gm_empty(2, wshape, go->dtype, dev))) goto fail;
     if (mask[2] && !(db = gm_empty(1, &O, go->dtype, dev))) goto fail;
-    if (dev.type == GM_DEV_CUDA) {
-#ifdef GM_WITH_CUDA
-        gm_cuda_ctx *ctx = gm_cuda_ctx_for(dev);
-        if (!ctx || gm_cuda_kernel_status(op, cuda_linear_backward(data_or_null(dx), data_or_null(dw), data_or_null(db),
-                                                                   mg, mx, mw, M, I, O, go->dtype, ctx),
-                                          ctx) < 0)
-            goto fail;
-#endif
-    } else if (dev.type == GM_DEV_CPU) {
-        int st;
-        void *pdx = data_or_null(dx), *pdw = data_or_null(dw), *pdb = data_or_null(db);
-        Py_BEGIN_ALLOW_THREADS
-        st = linear_backward(pdx, pdw, pdb, mg, mx, mw, M, I, O, go->dtype, gm_num_threads);
-        Py_END_ALLOW_THREADS
-        if (kernel_status(op, st) < 0) goto fail;
-    }
+    void *pdx = data_or_null(dx), *pdw = data_or_null(dw), *pdb = data_or_null(db);
+    if (GM_KERNEL(op, dev, linear_backward(pdx, pdw, pdb, mg, mx, mw, M, I, O, go->dtype, gm_num_threads),
+                  cuda_linear_backward(pdx, pdw, pdb, mg, mx, mw, M, I, O, go->dtype, ctx)) < 0)
+        goto fail;
     Py_XDECREF(gc);
     Py_XDECREF(xc);
     Py_XDECREF(wc);

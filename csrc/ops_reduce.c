@@ -104,37 +104,6 @@ static GMTensor *as_tensor(PyObject *o, const char *op, const char *argname) {
     return (GMTensor *)o;
 }
 
-/* Backends: CPU runs the kernel (without the GIL), CUDA queues it on the device's stream (no need to drop the
- * GIL for that), meta runs nothing. 0, or -1 with the exception set. CUDA_CALL may use `ctx`. In a build without
- * CUDA no tensor can live on a CUDA device, so only the CPU call is compiled. */
-#ifdef GM_WITH_CUDA
-#define RD_DISPATCH(rc, op, dev, CPU_CALL, CUDA_CALL)                                                          \
-    do {                                                                                                       \
-        rc = 0;                                                                                                \
-        if ((dev).type == GM_DEV_CPU) {                                                                        \
-            int st_;                                                                                           \
-            Py_BEGIN_ALLOW_THREADS st_ = (CPU_CALL);                                                           \
-            Py_END_ALLOW_THREADS                                                                               \
-            rc = gm_kernel_status(op, st_);                                                                    \
-        } else if ((dev).type == GM_DEV_CUDA) {                                                                \
-            gm_cuda_ctx *ctx = gm_cuda_ctx_for(dev);                                                           \
-            rc = ctx ? gm_cuda_kernel_status(op, (CUDA_CALL), ctx) : -1;                                       \
-        }                                                                                                      \
-    } while (0)
-#else
-#define RD_DISPATCH(rc, op, dev, CPU_CALL, CUDA_CALL)                                                          \
-    do {                                                                                                       \
-        rc = 0;                                                                                                \
-        if ((dev).type == GM_DEV_CPU) {                                                                        \
-            int st_;                                                                                           \
-            Py_BEGIN_ALLOW_THREADS st_ = (CPU_CALL);                                                           \
-            Py_END_ALLOW_THREADS                                                                               \
-            rc = gm_kernel_status(op, st_);                                                                    \
-        }                                                                                                      \
-    } while (0)
-#endif
-
-
 static PyObject *py_reduce(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *kwlist[] = {"op", "a", "dims", "keepdim", "dtype", NULL};
     int op, keepdim = 0;
@@ -186,10 +155,10 @@ static PyObject *py_reduce(PyObject *self, PyObject *args, PyObject *kwargs) {
     if ((op == REDUCE_AMAX || op == REDUCE_AMIN) && check_nonempty(name, a, &p) < 0) return NULL;
     GMTensor *out = gm_empty(p.out_ndim, p.out_shape, out_dt, a->device);
     if (!out) return NULL;
-    int rc;
-    RD_DISPATCH(rc, name, a->device,
-                cpu_reduce_forward(gm_tensor_data(out), out_dt, gm_tensor_data(a), in_dt, &p.g, op, gm_num_threads),
-                cuda_reduce_forward(gm_tensor_data(out), out_dt, gm_tensor_data(a), in_dt, &p.g, op, ctx));
+    int rc = GM_KERNEL(name, a->device,
+                       cpu_reduce_forward(gm_tensor_data(out), out_dt, gm_tensor_data(a), in_dt, &p.g, op,
+                                          gm_num_threads),
+                       cuda_reduce_forward(gm_tensor_data(out), out_dt, gm_tensor_data(a), in_dt, &p.g, op, ctx));
     if (rc < 0) { Py_DECREF(out); return NULL; }
     return (PyObject *)out;
 }
@@ -206,12 +175,11 @@ static PyObject *arg_reduce(const char *name, PyObject *ao, PyObject *dims, int 
     if (want_values && !(values = gm_empty(p.out_ndim, p.out_shape, a->dtype, a->device))) return NULL;
     if (!(indices = gm_empty(p.out_ndim, p.out_shape, GM_I64, a->device))) goto fail;
     void *vp = values ? gm_tensor_data(values) : NULL;
-    int rc;
-    RD_DISPATCH(rc, name, a->device,
-                cpu_reduce_arg_forward(vp, (int64_t *)gm_tensor_data(indices), gm_tensor_data(a), a->dtype, &p.g,
-                                       is_max, gm_num_threads),
-                cuda_reduce_arg_forward(vp, (int64_t *)gm_tensor_data(indices), gm_tensor_data(a), a->dtype, &p.g,
-                                        is_max, ctx));
+    int rc = GM_KERNEL(name, a->device,
+                       cpu_reduce_arg_forward(vp, (int64_t *)gm_tensor_data(indices), gm_tensor_data(a), a->dtype,
+                                              &p.g, is_max, gm_num_threads),
+                       cuda_reduce_arg_forward(vp, (int64_t *)gm_tensor_data(indices), gm_tensor_data(a), a->dtype,
+                                               &p.g, is_max, ctx));
     if (rc < 0) goto fail;
     if (!want_values) return (PyObject *)indices;
     PyObject *res = PyTuple_Pack(2, (PyObject *)values, (PyObject *)indices);
@@ -293,11 +261,11 @@ static PyObject *py_var(PyObject *self, PyObject *args, PyObject *kwargs) {
     if (plan_reduction("var", a, dims, keepdim, &p) < 0) return NULL;
     GMTensor *out = gm_empty(p.out_ndim, p.out_shape, a->dtype, a->device);
     if (!out) return NULL;
-    int rc;
-    RD_DISPATCH(rc, "var", a->device,
-                cpu_reduce_var_forward(gm_tensor_data(out), gm_tensor_data(a), a->dtype, &p.g, correction,
-                                       gm_num_threads),
-                cuda_reduce_var_forward(gm_tensor_data(out), gm_tensor_data(a), a->dtype, &p.g, correction, ctx));
+    int rc = GM_KERNEL("var", a->device,
+                       cpu_reduce_var_forward(gm_tensor_data(out), gm_tensor_data(a), a->dtype, &p.g, correction,
+                                              gm_num_threads),
+                       cuda_reduce_var_forward(gm_tensor_data(out), gm_tensor_data(a), a->dtype, &p.g, correction,
+                                               ctx));
     if (rc < 0) { Py_DECREF(out); return NULL; }
     return (PyObject *)out;
 }
