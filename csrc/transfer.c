@@ -12,7 +12,6 @@
 int gm_cuda_copy(int i, void *dst, const void *src, size_t n, int kind);
 int gm_cuda_copy_peer(int dst_dev, void *dst, int src_dev, const void *src, size_t n);
 int gm_cuda_stream_sync(int i);
-int gm_cuda_raise(const char *what);
 enum { GM_COPY_H2D = 1, GM_COPY_D2H = 2, GM_COPY_D2D = 3 };
 
 /* An upload from pinned memory is truly asynchronous (the DMA reads the source while the host runs on), unlike one
@@ -21,8 +20,8 @@ enum { GM_COPY_H2D = 1, GM_COPY_D2H = 2, GM_COPY_D2D = 3 };
  * allocator keeps the block from reuse until the stream passed it, and writing into the source before then is
  * the caller's race (as in PyTorch: synchronize first). */
 static int after_pinned_upload(gm_block *src, int device, int non_blocking) {
-    if (!non_blocking) return gm_cuda_stream_sync(device);
-    return gm_block_record_stream(src, device) < 0 ? gm_cuda_raise("copy (recording the upload's event)") : 0;
+    if (non_blocking && gm_block_record_stream(src, device) == 0) return 0;
+    return gm_cuda_stream_sync(device); /* blocking, or no event could be recorded: wait instead */
 }
 
 /* n bytes from src (on device s) to dst (on device d): both contiguous, neither on meta. */
