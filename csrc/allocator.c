@@ -23,6 +23,19 @@
  * GPUMEMNET_NO_CACHING=1 (read at import) gives every block its own exact segment and returns it at once: slow,
  * but then compute-sanitizer (cuda) or AddressSanitizer/valgrind (cpu) see every tensor's true bounds.
  *
+ * Pinned host memory (Tensor.pin_memory) is a fourth instance of the same allocator over cudaHostAlloc: page-locked
+ * memory is slow to get and to give back (cudaHostAlloc maps it for the GPU; cudaFreeHost synchronises), which is
+ * exactly what caching is for. Its statistics are those of a pseudo-device "cpu-pinned" (gm.memory.memory_stats(
+ * "cpu-pinned"), its own limit and empty_cache), kept apart from "cpu" so that a CPU limit or a CPU estimate is not
+ * changed by staging buffers. A non-blocking copy from a pinned block records an event on the device's stream
+ * (gm_block_record_stream); when such a block is freed before the stream passed the event, it stays allocated (on
+ * a pending list) and is only made reusable once the event has passed: the next pinned allocation or empty_cache
+ * looks. So `x.pin_memory().cuda(non_blocking=True)` may drop the pinned tensor at once, as in PyTorch.
+ *
+ * gm_try_alloc is gm_alloc for callers with a fallback (cuDNN algorithms tried best first): the same policy,
+ * cache release and retry included, but running out of memory returns NULL with no exception and is not counted
+ * in num_ooms; an OutOfMemoryError (and its report) is only built by the allocation that finally fails.
+ *
  * History (off by default): a per-device ring of the newest N events, one per alloc, free and category retag
  * (a retag is a pair: -bytes in the old category, +bytes in the new one, so summing a category's deltas gives
  * its exact curve). Disabled, the alloc/free paths pay one pointer test. */
@@ -86,6 +99,9 @@ struct gm_block {
     gm_block *prev, *next;   /* address-ordered neighbours inside the segment */
     gm_block *fprev, *fnext; /* the pool's free list, ordered by (size, addr) */
     gm_allocator *owner;
+    void *event;             /* pinned only: cudaEvent_t recorded after the last non-blocking copy from it */
+    int event_dev;           /* the device whose stream `event` was recorded on */
+    gm_block *pending_next;  /* on the owner's pending list: freed, but a queued copy may still read it */
 };
 
 struct gm_allocator {
@@ -104,10 +120,13 @@ struct gm_allocator {
     uintptr_t meta_next;
     gm_history *history; /* NULL: not recording */
     int source_failed;   /* the segment source failed for another reason than "out of memory" */
+    int quiet;           /* gm_try_alloc in progress: running out of memory returns NULL without an exception */
+    int pinned;          /* page-locked host memory from cudaHostAlloc (dev is cpu) */
+    gm_block *pending;   /* pinned: freed blocks whose last copy had not run yet (still counted as allocated) */
     int ready;
 };
 
-static gm_allocator cpu_alloc, meta_alloc;
+static gm_allocator cpu_alloc, meta_alloc, pinned_alloc;
 #ifdef GM_WITH_CUDA
 static gm_allocator cuda_alloc[GM_MAX_CUDA_DEVICES];
 #endif
@@ -120,6 +139,11 @@ void gm_cuda_segment_free(int i, void *p);
 int gm_cuda_mem_info(int i, size_t *free_bytes, size_t *total);
 int gm_cuda_device_count(void);
 const char *gm_cuda_last_error(void);
+void *gm_cuda_host_alloc(size_t size, int *out_of_memory);
+void gm_cuda_host_free(void *p);
+int gm_cuda_event_record(void **event, int *event_dev, int device);
+int gm_cuda_event_done(void *event);
+void gm_cuda_event_destroy(void *event);
 #endif
 /* Thread-local: set from Python (gm.memory scopes, modules, autograd) and read at every allocation. */
 static _Thread_local int cur_category = GM_CAT_OTHER;
@@ -143,9 +167,9 @@ static char *source_alloc(gm_allocator *A, size_t size) {
         return p;
     }
 #ifdef GM_WITH_CUDA
-    if (A->dev.type == GM_DEV_CUDA) {
+    if (A->dev.type == GM_DEV_CUDA || A->pinned) {
         int oom = 0;
-        char *p = gm_cuda_segment_alloc(A->dev.index, size, &oom);
+        char *p = A->pinned ? gm_cuda_host_alloc(size, &oom) : gm_cuda_segment_alloc(A->dev.index, size, &oom);
         if (!p && !oom) A->source_failed = 1;
         return p;
     }
@@ -157,6 +181,10 @@ static char *source_alloc(gm_allocator *A, size_t size) {
 
 static void source_free(gm_allocator *A, char *p) {
 #ifdef GM_WITH_CUDA
+    if (A->pinned) {
+        gm_cuda_host_free(p);
+        return;
+    }
     if (A->dev.type == GM_DEV_CUDA) {
         gm_cuda_segment_free(A->dev.index, p);
         return;
@@ -241,7 +269,11 @@ int gm_allocator_init(void) {
     meta_alloc.dev = (gm_device){GM_DEV_META, 0};
     meta_alloc.capacity = (size_t)1 << 50; /* 1 PiB: simulation is unbounded until told otherwise */
     meta_alloc.meta_next = (uintptr_t)1 << 44;
-    cpu_alloc.ready = meta_alloc.ready = 1;
+    memset(&pinned_alloc, 0, sizeof pinned_alloc);
+    pinned_alloc.dev = (gm_device){GM_DEV_CPU, 0};
+    pinned_alloc.capacity = cpu_alloc.capacity; /* page-locked memory is host memory */
+    pinned_alloc.pinned = 1;
+    cpu_alloc.ready = meta_alloc.ready = pinned_alloc.ready = 1;
     const char *nc = getenv("GPUMEMNET_NO_CACHING");
     no_caching = nc && nc[0] && strcmp(nc, "0") != 0;
     scope_names = PyDict_New();
@@ -288,6 +320,12 @@ static gm_allocator *allocator_for(gm_device dev) {
 }
 
 /* ---- the error that explains -------------------------------------------------------------------- */
+/* "cpu", "meta", "cuda:N", or "cpu-pinned" for the pinned host allocator (buf >= 16 bytes). */
+static const char *allocator_name(const gm_allocator *A, char *buf) {
+    if (A->pinned) return strcpy(buf, "cpu-pinned");
+    return gm_device_str(A->dev, buf);
+}
+
 static const char *fmt_bytes(double b, char *buf) {
     const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
     int u = 0;
@@ -416,7 +454,7 @@ static void raise_oom(gm_allocator *A, size_t nbytes) {
         "%s on %s: tried to allocate %s (%s%s%s)\n"
         "  capacity %s, limit %s%s; in use %s%s%s\n"
         "  cached but free %s (largest free block %s)%s%s%s",
-        prefix, gm_device_str(A->dev, dev), fmt_bytes((double)nbytes, a), gm_category_names[cur_category],
+        prefix, allocator_name(A, dev), fmt_bytes((double)nbytes, a), gm_category_names[cur_category],
         cur_scope[0] ? " in " : "", cur_scope, fmt_bytes((double)A->capacity, c),
         A->limit ? fmt_bytes((double)A->limit, l) : "none", driver, fmt_bytes((double)A->allocated.current, g),
         pos ? ": " : "", cats, fmt_bytes((double)cached, f), fmt_bytes((double)largest, u), tops,
@@ -507,9 +545,12 @@ static gm_block *new_segment(gm_allocator *A, size_t size, int pool) {
     return b;
 }
 
+static void process_pending(gm_allocator *A);
+
 /* Release every segment that holds no live block. Returns the bytes released. */
 static size_t release_cached(gm_allocator *A) {
     size_t released = 0;
+    if (A->pending) process_pending(A);
     for (int p = 0; p < 2; p++) {
         gm_block *b = A->free_list[p];
         while (b) {
@@ -538,9 +579,9 @@ static gm_block *best_fit(gm_allocator *A, int pool, size_t size) {
     return NULL;
 }
 
-gm_block *gm_alloc(gm_device dev, size_t nbytes) {
-    gm_allocator *A = allocator_for(dev);
-    if (!A) return NULL;
+/* The allocation itself; A->quiet decides whether running out of memory raises. */
+static gm_block *alloc_block(gm_allocator *A, size_t nbytes) {
+    if (A->pending) process_pending(A);
     if (nbytes > MAX_REQUEST) {
         PyErr_Format(PyExc_RuntimeError, "allocation of %zu bytes on this device is larger than any device "
                      "can hold (the size computation probably overflowed)", nbytes);
@@ -566,14 +607,16 @@ gm_block *gm_alloc(gm_device dev, size_t nbytes) {
         }
         if (!b && A->source_failed) {
 #ifdef GM_WITH_CUDA
-            PyErr_Format(PyExc_RuntimeError, "allocating %zu bytes on cuda:%d failed (not for lack of memory): %s",
-                         nbytes, A->dev.index, gm_cuda_last_error());
+            char name[16];
+            PyErr_Format(PyExc_RuntimeError, "allocating %zu bytes on %s failed (not for lack of memory): %s",
+                         nbytes, allocator_name(A, name), gm_cuda_last_error());
 #else
             PyErr_NoMemory();
 #endif
             return NULL;
         }
         if (!b) {
+            if (A->quiet) return NULL; /* the caller has a fallback: no report, not an OOM */
             A->num_ooms++;
             raise_oom(A, nbytes);
             return NULL;
@@ -610,6 +653,55 @@ gm_block *gm_alloc(gm_device dev, size_t nbytes) {
     return b;
 }
 
+gm_block *gm_alloc(gm_device dev, size_t nbytes) {
+    gm_allocator *A = allocator_for(dev);
+    return A ? alloc_block(A, nbytes) : NULL;
+}
+
+gm_block *gm_try_alloc(gm_device dev, size_t nbytes) {
+    gm_allocator *A = allocator_for(dev);
+    if (!A) return NULL;
+    A->quiet = 1;
+    gm_block *b = alloc_block(A, nbytes);
+    A->quiet = 0;
+    return b;
+}
+
+gm_block *gm_alloc_pinned(size_t nbytes) {
+#ifdef GM_WITH_CUDA
+    /* cudaHostAlloc needs a driver and a device: say so plainly rather than with the runtime's error code */
+    if (gm_cuda_device_count() == 0) {
+        const char *why = gm_cuda_last_error();
+        PyErr_Format(PyExc_RuntimeError, "pin_memory: pinned host memory needs a CUDA device, and none is available "
+                     "(%s)", why[0] ? why : "none found");
+        return NULL;
+    }
+    return alloc_block(&pinned_alloc, nbytes);
+#else
+    (void)nbytes;
+    PyErr_SetString(PyExc_RuntimeError, "pin_memory: pinned host memory needs CUDA, and this build of gpumemnet has "
+                    "no CUDA support (nvcc was not found when it was built, or GPUMEMNET_CUDA=0)");
+    return NULL;
+#endif
+}
+
+int gm_block_is_pinned(const gm_block *b) { return b && b->owner->pinned; }
+
+#ifdef GM_WITH_CUDA
+int gm_block_record_stream(gm_block *b, int device) {
+    return gm_cuda_event_record(&b->event, &b->event_dev, device);
+}
+
+/* Whether the last copy from pinned block b has run (then its event is destroyed). */
+static int copies_done(gm_block *b) {
+    if (!b->event) return 1;
+    if (!gm_cuda_event_done(b->event)) return 0;
+    gm_cuda_event_destroy(b->event);
+    b->event = NULL;
+    return 1;
+}
+#endif
+
 /* Merge free neighbour `n` into `b` (n directly follows b in the segment). */
 static void absorb_next(gm_allocator *A, gm_block *b) {
     gm_block *n = b->next;
@@ -620,9 +712,40 @@ static void absorb_next(gm_allocator *A, gm_block *b) {
     free(n);
 }
 
+static void free_block(gm_allocator *A, gm_block *b);
+
 void gm_free(gm_block *b) {
     if (!b) return;
-    gm_allocator *A = b->owner;
+#ifdef GM_WITH_CUDA
+    if (b->event && !copies_done(b)) { /* a queued copy still reads it: reusable once the stream passed it */
+        b->pending_next = b->owner->pending;
+        b->owner->pending = b;
+        return;
+    }
+#endif
+    free_block(b->owner, b);
+}
+
+/* Free the pending blocks whose copies have run. */
+static void process_pending(gm_allocator *A) {
+#ifdef GM_WITH_CUDA
+    gm_block **link = &A->pending;
+    while (*link) {
+        gm_block *b = *link;
+        if (copies_done(b)) {
+            *link = b->pending_next;
+            b->pending_next = NULL;
+            free_block(A, b);
+        } else {
+            link = &b->pending_next;
+        }
+    }
+#else
+    (void)A;
+#endif
+}
+
+static void free_block(gm_allocator *A, gm_block *b) {
     stat_add(&A->allocated, -(int64_t)b->size);
     stat_add(&A->requested, -(int64_t)b->requested);
     stat_add(&A->cat[b->category], -(int64_t)b->size);
@@ -688,7 +811,9 @@ static PyObject *py_label_unnamed(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* A device name, or "cpu-pinned" for the pinned host memory allocator (statistics, limit, cache, history). */
 static gm_allocator *parse_allocator(PyObject *arg) {
+    if (PyUnicode_Check(arg) && PyUnicode_CompareWithASCIIString(arg, "cpu-pinned") == 0) return &pinned_alloc;
     gm_device dev;
     if (gm_parse_device(arg, &dev, "device") < 0) return NULL;
     return allocator_for(dev);

@@ -240,6 +240,53 @@ void gm_cuda_segment_free(int i, void *p) {
     (void)GM_CUDA_CHECK(cudaFree(p));
 }
 
+/* ---- pinned host memory for the allocator (allocator.c) ----------------------------------------------------
+ * Portable: usable for copies with every device, not only the one current when it was allocated. */
+void *gm_cuda_host_alloc(size_t size, int *out_of_memory) {
+    void *p = NULL;
+    *out_of_memory = 0;
+    cudaError_t st = cudaHostAlloc(&p, size, cudaHostAllocPortable);
+    if (st == cudaErrorMemoryAllocation) {
+        (void)cudaGetLastError();
+        *out_of_memory = 1;
+        return NULL;
+    }
+    if (GM_CUDA_CHECK(st)) return NULL;
+    return p;
+}
+
+void gm_cuda_host_free(void *p) { (void)GM_CUDA_CHECK(cudaFreeHost(p)); }
+
+/* Record *event (created on first use, without timing: cheaper) on device's stream after the work queued so far.
+ * An event lives on one device: recorded before on another one, it is waited for and replaced. */
+int gm_cuda_event_record(void **event, int *event_dev, int device) {
+    gm_cuda_ctx *c = gm_cuda_ctx_for((gm_device){GM_DEV_CUDA, device});
+    if (!c) {
+        PyErr_Clear(); /* the caller reports gm_cuda_last_error() */
+        return -1;
+    }
+    if (*event && *event_dev != device) {
+        int prev = device;
+        if (GM_CUDA_CHECK(cudaSetDevice(*event_dev)) || GM_CUDA_CHECK(cudaEventSynchronize((cudaEvent_t)*event)) ||
+            GM_CUDA_CHECK(cudaEventDestroy((cudaEvent_t)*event)) || GM_CUDA_CHECK(cudaSetDevice(prev)))
+            return -1;
+        *event = NULL;
+    }
+    if (!*event) {
+        cudaEvent_t ev;
+        if (GM_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming))) return -1;
+        *event = ev;
+        *event_dev = device;
+    }
+    return GM_CUDA_CHECK(cudaEventRecord((cudaEvent_t)*event, (cudaStream_t)c->stream));
+}
+
+/* 1 when the stream passed the event, 0 while it is pending. A failed query (a crashed context, whose queued copies
+ * will never run) counts as passed: nothing can read the memory any more. */
+int gm_cuda_event_done(void *event) { return cudaEventQuery((cudaEvent_t)event) != cudaErrorNotReady; }
+
+void gm_cuda_event_destroy(void *event) { (void)cudaEventDestroy((cudaEvent_t)event); }
+
 /* Total and free bytes of device i (cudaMemGetInfo); 0 on failure. */
 int gm_cuda_mem_info(int i, size_t *free_bytes, size_t *total) {
     *free_bytes = *total = 0;
@@ -383,6 +430,19 @@ static PyObject *py_cuda_synchronize(PyObject *self, PyObject *arg) {
 #endif
 }
 
+/* _emu_hold_streams(on): in the emulator build, events recorded while on stay pending (cudaEventQuery says not
+ * ready) until a synchronize or until turned off: lets tests see work that a GPU would still have queued. */
+static PyObject *py_emu_hold_streams(PyObject *self, PyObject *arg) {
+    int on = PyObject_IsTrue(arg);
+    if (on < 0) return NULL;
+#if defined(GM_WITH_CUDA) && defined(GM_CUDA_EMU)
+    gm_emu_hold_streams(on);
+    Py_RETURN_NONE;
+#else
+    return PyErr_Format(PyExc_RuntimeError, "_emu_hold_streams: only the emulator build (GPUMEMNET_CUDA=emu) has it");
+#endif
+}
+
 static PyObject *py_cuda_last_error(PyObject *self, PyObject *noargs) {
     if (!gm_cuda_err[0]) Py_RETURN_NONE;
     return PyUnicode_FromString(gm_cuda_err);
@@ -476,6 +536,8 @@ PyMethodDef gm_cuda_methods[] = {
     {"_cuda_get_device_properties", py_cuda_get_device_properties, METH_O,
      "dict(name, total_memory, major, minor, multi_processor_count) of CUDA device i."},
     {"_cuda_synchronize", py_cuda_synchronize, METH_O, "Wait for all work queued on CUDA device i."},
+    {"_emu_hold_streams", py_emu_hold_streams, METH_O,
+     "Emulator build only: keep events recorded from now on pending until a synchronize or _emu_hold_streams(False)."},
     {"_cuda_last_error", py_cuda_last_error, METH_NOARGS,
      "The last failed CUDA/cuBLAS/cuDNN call on this thread (text, file:line, error), or None."},
     {"_cuda_mem_get_info", py_cuda_mem_get_info, METH_O, "(free, total) bytes of CUDA device i (cudaMemGetInfo)."},

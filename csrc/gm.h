@@ -39,6 +39,16 @@ typedef struct gm_block gm_block;
  * exception set (OutOfMemoryError, or RuntimeError for an unusable device / overflowing size). A zero-byte
  * request returns a valid block of the minimum size. */
 gm_block *gm_alloc(gm_device dev, size_t nbytes);
+/* gm_alloc for callers with a fallback: running out of memory (after releasing the cache and retrying) returns
+ * NULL with no exception set and is not counted as an OOM; other failures (unusable device) raise as gm_alloc. */
+gm_block *gm_try_alloc(gm_device dev, size_t nbytes);
+/* Page-locked host memory (cudaHostAlloc) from the pinned allocator ("cpu-pinned" in the memory statistics).
+ * NULL + RuntimeError without CUDA in the build or without a device, OutOfMemoryError as gm_alloc. */
+gm_block *gm_alloc_pinned(size_t nbytes);
+int gm_block_is_pinned(const gm_block *b);
+/* After queueing a copy that reads pinned block b on device's stream: b is not reused before that copy ran
+ * (freeing it earlier parks it until the stream passes). 0, or -1 with the failure in gm_cuda_last_error(). */
+int gm_block_record_stream(gm_block *b, int device);
 void gm_free(gm_block *b);
 char *gm_block_data(const gm_block *b);
 void gm_block_set_category(gm_block *b, int category);
@@ -59,6 +69,8 @@ typedef struct {
 } gm_storage;
 
 gm_storage *gm_storage_new(gm_device dev, size_t nbytes); /* NULL + exception */
+/* A storage owning block b (allocated for dev); NULL + exception (b is then freed). */
+gm_storage *gm_storage_wrap(gm_block *b, gm_device dev, size_t nbytes);
 void gm_storage_decref(gm_storage *s);
 
 /* ---- the Tensor object ----------------------------------------------------------------------------- */
@@ -100,6 +112,10 @@ void gm_byte_strides(const GMTensor *t, int64_t *out);
 
 /* New contiguous tensor with fresh storage (allocated with the current category). NULL + exception. */
 GMTensor *gm_empty(int ndim, const int64_t *shape, gm_dtype dt, gm_device dev);
+/* gm_empty through gm_try_alloc: NULL with no exception when the memory is not there (see gm_try_alloc). */
+GMTensor *gm_try_empty(int ndim, const int64_t *shape, gm_dtype dt, gm_device dev);
+/* A new contiguous CPU tensor in pinned host memory. NULL + exception. */
+GMTensor *gm_empty_pinned(int ndim, const int64_t *shape, gm_dtype dt);
 /* New tensor sharing base's storage with the given geometry (no checks: callers validate). */
 GMTensor *gm_view(GMTensor *base, int ndim, const int64_t *shape, const int64_t *strides, int64_t offset);
 /* Contiguous row-major strides for shape. */
@@ -144,9 +160,45 @@ GMTensor *gm_empty_workspace(int ndim, const int64_t *shape, gm_dtype dt, gm_dev
 gm_cuda_ctx *gm_cuda_ctx_for(gm_device dev);
 /* 0 for GM_OK; otherwise -1 + RuntimeError "op: the CUDA kernel failed: <ctx->err>" (or the status). */
 int gm_cuda_kernel_status(const char *op, int status, const gm_cuda_ctx *ctx);
+/* ---- dispatch: one kernel call on a tensor's device -------------------------------------------------------------
+ * GM_KERNEL(op, dev, CPU_CALL, CUDA_CALL) runs CPU_CALL (a kernels/cpu call ending in gm_num_threads) on cpu and
+ * CUDA_CALL (its kernels/cuda twin ending in `ctx`, the device's context that the macro declares) on cuda:N, and
+ * nothing on meta. The GIL is released around a CPU kernel (it computes; it touches no Python object) and kept
+ * for a CUDA one (it only queues work on the device's stream). It evaluates to 0, or to -1 with an exception naming
+ * op (gm_kernel_status, gm_cuda_kernel_status):
+ *     if (GM_KERNEL(op, x->device, relu_forward(out, in, n, gm_num_threads), cuda_relu_forward(out, in, n, ctx)) < 0)
+ *         goto fail;
+ * Without CUDA in the build CUDA_CALL is not compiled (its kernels are not declared) and a CUDA device is refused
+ * with gm_cuda_ctx_for's error (unreachable: that build's allocator makes no CUDA tensor). A GNU C statement
+ * expression, as the build requires GCC or Clang anyway (nvcc's host compiler, _Generic, __builtin overflow). */
+#define GM_KERNEL(op, dev, CPU_CALL, CUDA_CALL)                                                                 \
+    ((dev).type == GM_DEV_CPU    ? GM_KERNEL_CPU_(op, CPU_CALL)                                                 \
+     : (dev).type == GM_DEV_CUDA ? GM_KERNEL_CUDA_(op, dev, CUDA_CALL)                                          \
+                                 : 0)
+#define GM_KERNEL_CPU_(op, CPU_CALL)                                                                            \
+    ({                                                                                                          \
+        int gm_st_;                                                                                             \
+        Py_BEGIN_ALLOW_THREADS                                                                                  \
+        gm_st_ = (CPU_CALL);                                                                                    \
+        Py_END_ALLOW_THREADS                                                                                    \
+        gm_kernel_status(op, gm_st_);                                                                           \
+    })
+#ifdef GM_WITH_CUDA
+#define GM_KERNEL_CUDA_(op, dev, CUDA_CALL)                                                                     \
+    ({                                                                                                          \
+        gm_cuda_ctx *ctx = gm_cuda_ctx_for(dev);                                                                \
+        ctx ? gm_cuda_kernel_status(op, (CUDA_CALL), ctx) : -1;                                                 \
+    })
+#else
+#define GM_KERNEL_CUDA_(op, dev, CUDA_CALL) (gm_cuda_ctx_for(dev) ? 0 : -1)
+#endif
+
 /* Copy src into dst when they live on different devices (cpu <-> cuda:N, cuda:N <-> cuda:M): shapes equal,
  * any dtypes (cast) and strides. 0, or -1 + exception. gm_copy_into calls it for cross-device pairs. */
 int gm_copy_across(GMTensor *dst, GMTensor *src);
+/* gm_copy_across; with non_blocking, a host-to-device copy from pinned memory returns before it ran (the source
+ * block is kept from reuse until it has: gm_block_record_stream). Other copies are as gm_copy_across. */
+int gm_copy_across_async(GMTensor *dst, GMTensor *src, int non_blocking);
 /* A new contiguous tensor on dev holding t's values (same shape and dtype). NULL + exception. */
 GMTensor *gm_to_device(GMTensor *t, gm_device dev);
 

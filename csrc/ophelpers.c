@@ -1,5 +1,6 @@
 /* csrc/ophelpers.c — small helpers every op family shares: argument type checks, turning a kernel status into
- * an exception, and scratch tensors tagged `workspace`. */
+ * an exception (GM_KERNEL in gm.h dispatches a kernel call and uses these), and scratch tensors tagged
+ * `workspace`. */
 #include "gm.h"
 
 GMTensor *gm_tensor_arg(PyObject *o, const char *op, const char *argname) {
@@ -10,8 +11,9 @@ GMTensor *gm_tensor_arg(PyObject *o, const char *op, const char *argname) {
 
 int gm_kernel_status(const char *op, int status) {
     if (status == GM_OK) return 0;
-    PyErr_Format(PyExc_RuntimeError, "%s: the CPU kernel failed with status %d (an argument the validation "
-                 "missed; please report)", op, status);
+    PyErr_Format(PyExc_RuntimeError, "%s: the CPU kernel failed with status %d%s", op, status,
+                 status == GM_ERR_UNSUPPORTED ? " (a size exceeds BLAS's 32-bit integers, or the dtype is unsupported)"
+                                              : " (an argument the validation missed; please report)");
     return -1;
 }
 

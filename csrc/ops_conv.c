@@ -452,15 +452,19 @@ static conv_algo_key algo_key(gm_device dev, const conv_geom *g, gm_dtype dt, co
     return k;
 }
 
-static int cuda_ws(size_t n, gm_device dev, GMTensor **ws) {
+/* The workspace of a candidate algorithm into *ws (NULL for none): 0; 1 when it does not fit and `fallback`
+ * (another candidate follows: gm_try_alloc, so no OutOfMemoryError is built nor an OOM counted); -1 with an
+ * exception (OutOfMemoryError when the last candidate does not fit). */
+static int cuda_ws(size_t n, gm_device dev, GMTensor **ws, int fallback) {
     *ws = NULL;
     if (n == 0) return 0;
     int64_t len = (int64_t)n;
-    *ws = gm_empty_workspace(1, &len, GM_BOOL, dev);
-    return *ws ? 0 : -1;
+    int prev = gm_swap_category(GM_CAT_WORKSPACE);
+    *ws = fallback ? gm_try_empty(1, &len, GM_BOOL, dev) : gm_empty(1, &len, GM_BOOL, dev);
+    gm_swap_category(prev);
+    if (*ws) return 0;
+    return PyErr_Occurred() ? -1 : 1;
 }
-
-static int is_oom(void) { return PyErr_ExceptionMatches(GM_OutOfMemoryError); }
 
 /* The candidate to run `pass` with, its workspace allocated into *ws (NULL when it needs none). 0, or -1 with
  * an exception (OutOfMemoryError when no candidate's workspace fits). */
@@ -474,14 +478,14 @@ static int cuda_conv_pick(const char *op, const conv_geom *g, gm_dtype dt, conv_
             break;
         }
     if (slot >= 0) {
-        if (cuda_ws(conv_algo_cache[slot].algo.ws, dev, ws) == 0) {
+        int r = cuda_ws(conv_algo_cache[slot].algo.ws, dev, ws, 1);
+        if (r == 0) {
             *algo = conv_algo_cache[slot].algo;
             conv_algo_last.pass = pass, conv_algo_last.index = -1, conv_algo_last.cached = 1;
             conv_algo_last.algo = *algo;
             return 0;
         }
-        if (!is_oom()) return -1;
-        PyErr_Clear(); /* it no longer fits: choose again */
+        if (r < 0) return -1; /* r == 1: it no longer fits, choose again */
     }
     cuda_conv_algo cand[CUDA_CONV_MAX_ALGOS];
     int n = 0, fake = conv_fake_n >= 0;
@@ -495,11 +499,9 @@ static int cuda_conv_pick(const char *op, const conv_geom *g, gm_dtype dt, conv_
         if (gm_cuda_kernel_status(op, st, ctx) < 0) return -1;
     }
     for (int i = 0; i < n; i++) {
-        if (cuda_ws(cand[i].ws, dev, ws) < 0) {
-            if (i == n - 1 || !is_oom()) return -1;
-            PyErr_Clear();
-            continue;
-        }
+        int r = cuda_ws(cand[i].ws, dev, ws, i < n - 1);
+        if (r < 0) return -1;
+        if (r > 0) continue;
         *algo = cand[i];
         if (slot < 0) {
             slot = conv_algo_next;
@@ -1057,22 +1059,10 @@ static PyObject *py_linear(PyObject *self, PyObject *args, PyObject *kwargs) {
         contiguous(b, &bc, &used) < 0)
         goto fail;
     if (!(out = gm_empty(x->ndim, oshape, x->dtype, x->device))) goto fail;
-    if (x->device.type == GM_DEV_CUDA) {
-#ifdef GM_WITH_CUDA
-        gm_cuda_ctx *ctx = gm_cuda_ctx_for(x->device);
-        if (!ctx || gm_cuda_kernel_status(op, cuda_linear_forward(gm_tensor_data(out), mx, mw, data_or_null(bc), M, I,
-                                                                  O, x->dtype, ctx),
-                                          ctx) < 0)
-            goto fail;
-#endif
-    } else if (x->device.type == GM_DEV_CPU) {
-        int st;
-        void *po = gm_tensor_data(out), *pb = data_or_null(bc);
-        Py_BEGIN_ALLOW_THREADS
-        st = linear_forward(po, mx, mw, pb, M, I, O, x->dtype, gm_num_threads);
-        Py_END_ALLOW_THREADS
-        if (kernel_status(op, st) < 0) goto fail;
-    }
+    void *po = gm_tensor_data(out), *pb = data_or_null(bc);
+    if (GM_KERNEL(op, x->device, linear_forward(po, mx, mw, pb, M, I, O, x->dtype, gm_num_threads),
+                  cuda_linear_forward(po, mx, mw, pb, M, I, O, x->dtype, ctx)) < 0)
+        goto fail;
     Py_XDECREF(xc);
     Py_XDECREF(wc);
     Py_XDECREF(bc);
@@ -1127,22 +1117,10 @@ static PyObject *py_linear_backward(PyObject *self, PyObject *args, PyObject *kw
     if (mask[0] && !(dx = gm_empty(xnd, xshape, go->dtype, dev))) goto fail;
     if (mask[1] && !(dw = gm_empty(2, wshape, go->dtype, dev))) goto fail;
     if (mask[2] && !(db = gm_empty(1, &O, go->dtype, dev))) goto fail;
-    if (dev.type == GM_DEV_CUDA) {
-#ifdef GM_WITH_CUDA
-        gm_cuda_ctx *ctx = gm_cuda_ctx_for(dev);
-        if (!ctx || gm_cuda_kernel_status(op, cuda_linear_backward(data_or_null(dx), data_or_null(dw), data_or_null(db),
-                                                                   mg, mx, mw, M, I, O, go->dtype, ctx),
-                                          ctx) < 0)
-            goto fail;
-#endif
-    } else if (dev.type == GM_DEV_CPU) {
-        int st;
-        void *pdx = data_or_null(dx), *pdw = data_or_null(dw), *pdb = data_or_null(db);
-        Py_BEGIN_ALLOW_THREADS
-        st = linear_backward(pdx, pdw, pdb, mg, mx, mw, M, I, O, go->dtype, gm_num_threads);
-        Py_END_ALLOW_THREADS
-        if (kernel_status(op, st) < 0) goto fail;
-    }
+    void *pdx = data_or_null(dx), *pdw = data_or_null(dw), *pdb = data_or_null(db);
+    if (GM_KERNEL(op, dev, linear_backward(pdx, pdw, pdb, mg, mx, mw, M, I, O, go->dtype, gm_num_threads),
+                  cuda_linear_backward(pdx, pdw, pdb, mg, mx, mw, M, I, O, go->dtype, ctx)) < 0)
+        goto fail;
     Py_XDECREF(gc);
     Py_XDECREF(xc);
     Py_XDECREF(wc);

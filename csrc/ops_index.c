@@ -122,21 +122,14 @@ static PyObject *py_index(PyObject *self, PyObject *args) {
     if (a->device.type != GM_DEV_META) {
         int64_t bstrides[GM_MAX_DIMS];
         for (int d = 0; d < ndim; d++) bstrides[d] = strides[d] * (int64_t)gm_dtype_size(a->dtype);
-        if (a->device.type == GM_DEV_CUDA) {
-#ifdef GM_WITH_CUDA
-            gm_cuda_ctx *ctx = gm_cuda_ctx_for(a->device);
-            if (!ctx) goto fail;
-            int st = cuda_index_gather_forward(gm_tensor_data(out), gm_tensor_data(a),
-                                               (const int64_t *)gm_tensor_data(idx), gm_numel(idx), ndim, shape,
-                                               bstrides, dim, gm_dtype_size(a->dtype), ctx);
-            if (gm_cuda_kernel_status("index", st, ctx) < 0) goto fail;
-#endif
-        } else {
-            int st = index_gather_forward(gm_tensor_data(out), gm_tensor_data(a),
-                                          (const int64_t *)gm_tensor_data(idx), gm_numel(idx), ndim, shape, bstrides,
-                                          dim, gm_dtype_size(a->dtype), gm_num_threads);
-            if (gm_kernel_status("index", st) < 0) goto fail;
-        }
+        if (GM_KERNEL("index", a->device,
+                      index_gather_forward(gm_tensor_data(out), gm_tensor_data(a),
+                                           (const int64_t *)gm_tensor_data(idx), gm_numel(idx), ndim, shape, bstrides,
+                                           dim, gm_dtype_size(a->dtype), gm_num_threads),
+                      cuda_index_gather_forward(gm_tensor_data(out), gm_tensor_data(a),
+                                                (const int64_t *)gm_tensor_data(idx), gm_numel(idx), ndim, shape,
+                                                bstrides, dim, gm_dtype_size(a->dtype), ctx)) < 0)
+            goto fail;
     }
     Py_DECREF(idx);
     return (PyObject *)out;
@@ -255,21 +248,14 @@ static PyObject *py_index_put_(PyObject *self, PyObject *args, PyObject *kwargs)
         int64_t item = (int64_t)gm_dtype_size(a->dtype), dstrides[GM_MAX_DIMS];
         for (int d = 0; d < ndim; d++) dstrides[d] = strides[d] * item;
         for (int d = 0; d < vndim; d++) vstrides[d] *= item;
-        if (a->device.type == GM_DEV_CUDA) {
-#ifdef GM_WITH_CUDA
-            gm_cuda_ctx *ctx = gm_cuda_ctx_for(a->device);
-            if (!ctx) goto fail;
-            int st = cuda_index_put_forward(gm_tensor_data(a), gm_tensor_data(v), (const int64_t *)gm_tensor_data(idx),
-                                            idx->ndim, idx->shape, ndim, shape, dstrides, vstrides, dim, a->dtype,
-                                            accumulate, ctx);
-            if (gm_cuda_kernel_status("index_put_", st, ctx) < 0) goto fail;
-#endif
-        } else {
-            int st = index_put_forward(gm_tensor_data(a), gm_tensor_data(v), (const int64_t *)gm_tensor_data(idx),
-                                       idx->ndim, idx->shape, ndim, shape, dstrides, vstrides, dim, a->dtype,
-                                       accumulate, gm_num_threads);
-            if (gm_kernel_status("index_put_", st) < 0) goto fail;
-        }
+        if (GM_KERNEL("index_put_", a->device,
+                      index_put_forward(gm_tensor_data(a), gm_tensor_data(v), (const int64_t *)gm_tensor_data(idx),
+                                        idx->ndim, idx->shape, ndim, shape, dstrides, vstrides, dim, a->dtype,
+                                        accumulate, gm_num_threads),
+                      cuda_index_put_forward(gm_tensor_data(a), gm_tensor_data(v),
+                                             (const int64_t *)gm_tensor_data(idx), idx->ndim, idx->shape, ndim, shape,
+                                             dstrides, vstrides, dim, a->dtype, accumulate, ctx)) < 0)
+            goto fail;
     }
     gm_bump_version(a);
     Py_DECREF(v);

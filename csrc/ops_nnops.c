@@ -228,20 +228,12 @@ static PyObject *py_activation_backward(PyObject *self, PyObject *args, PyObject
     GMTensor *gc = contig(g), *sc = contig(s), *dx = NULL;
     if (!gc || !sc) goto done;
     dx = gm_empty(g->ndim, g->shape, g->dtype, g->device);
-    if (dx && on_cuda(g)) {
-#ifdef GM_WITH_CUDA
-        gm_cuda_ctx *ctx = gm_cuda_ctx_for(g->device);
-        if (!ctx || gm_cuda_kernel_status(name, cuda_activation_backward(data(dx), data(gc), data(sc), gm_numel(g),
-                                                                         g->dtype, op, alpha, ctx), ctx) < 0)
-            Py_CLEAR(dx);
-#endif
-    } else if (dx && on_cpu(g)) {
-        int st;
-        Py_BEGIN_ALLOW_THREADS
-        st = activation_backward(data(dx), data(gc), data(sc), gm_numel(g), g->dtype, op, alpha, gm_num_threads);
-        Py_END_ALLOW_THREADS
-        if (gm_kernel_status(name, st) < 0) Py_CLEAR(dx);
-    }
+    if (dx && GM_KERNEL(name, g->device,
+                        activation_backward(data(dx), data(gc), data(sc), gm_numel(g), g->dtype, op, alpha,
+                                            gm_num_threads),
+                        cuda_activation_backward(data(dx), data(gc), data(sc), gm_numel(g), g->dtype, op, alpha,
+                                                 ctx)) < 0)
+        Py_CLEAR(dx);
 done:
     Py_XDECREF(gc);
     Py_XDECREF(sc);
@@ -636,20 +628,10 @@ static PyObject *py_softmax(PyObject *self, PyObject *args, PyObject *kwargs) {
     GMTensor *xc = contig(x), *out = NULL;
     if (!xc) return NULL;
     out = gm_empty(x->ndim, x->shape, x->dtype, x->device);
-    if (out && on_cuda(x)) {
-#ifdef GM_WITH_CUDA
-        gm_cuda_ctx *ctx = gm_cuda_ctx_for(x->device);
-        if (!ctx || gm_cuda_kernel_status(name, cuda_softmax_forward(data(out), data(xc), outer, D, inner, x->dtype,
-                                                                     log, ctx), ctx) < 0)
-            Py_CLEAR(out);
-#endif
-    } else if (out && on_cpu(x)) {
-        int st;
-        Py_BEGIN_ALLOW_THREADS
-        st = softmax_forward(data(out), data(xc), outer, D, inner, x->dtype, log, gm_num_threads);
-        Py_END_ALLOW_THREADS
-        if (gm_kernel_status(name, st) < 0) Py_CLEAR(out);
-    }
+    if (out && GM_KERNEL(name, x->device,
+                         softmax_forward(data(out), data(xc), outer, D, inner, x->dtype, log, gm_num_threads),
+                         cuda_softmax_forward(data(out), data(xc), outer, D, inner, x->dtype, log, ctx)) < 0)
+        Py_CLEAR(out);
     Py_DECREF(xc);
     return (PyObject *)out;
 }
@@ -671,20 +653,11 @@ static PyObject *py_softmax_backward(PyObject *self, PyObject *args, PyObject *k
     GMTensor *gc = contig(g), *yc = contig(y), *dx = NULL;
     if (!gc || !yc) goto done;
     dx = gm_empty(g->ndim, g->shape, g->dtype, g->device);
-    if (dx && on_cuda(g)) {
-#ifdef GM_WITH_CUDA
-        gm_cuda_ctx *ctx = gm_cuda_ctx_for(g->device);
-        if (!ctx || gm_cuda_kernel_status(name, cuda_softmax_backward(data(dx), data(gc), data(yc), outer, D, inner,
-                                                                      g->dtype, log, ctx), ctx) < 0)
-            Py_CLEAR(dx);
-#endif
-    } else if (dx && on_cpu(g)) {
-        int st;
-        Py_BEGIN_ALLOW_THREADS
-        st = softmax_backward(data(dx), data(gc), data(yc), outer, D, inner, g->dtype, log, gm_num_threads);
-        Py_END_ALLOW_THREADS
-        if (gm_kernel_status(name, st) < 0) Py_CLEAR(dx);
-    }
+    if (dx && GM_KERNEL(name, g->device,
+                        softmax_backward(data(dx), data(gc), data(yc), outer, D, inner, g->dtype, log,
+                                         gm_num_threads),
+                        cuda_softmax_backward(data(dx), data(gc), data(yc), outer, D, inner, g->dtype, log, ctx)) < 0)
+        Py_CLEAR(dx);
 done:
     Py_XDECREF(gc);
     Py_XDECREF(yc);
@@ -1138,22 +1111,12 @@ static PyObject *py_pointwise_loss_backward(PyObject *self, PyObject *args, PyOb
     if (!gc || !xc || !tc || (need_x && !(dx = gm_empty(x->ndim, x->shape, x->dtype, x->device))) ||
         (need_t && !(dtg = gm_empty(x->ndim, x->shape, x->dtype, x->device))))
         goto done;
-    if (on_cuda(x)) {
-#ifdef GM_WITH_CUDA
-        gm_cuda_ctx *ctx = gm_cuda_ctx_for(x->device);
-        if (!ctx || gm_cuda_kernel_status(name, cuda_pointwise_loss_backward(data(dx), data(dtg), data(gc), data(xc),
-                                                                             data(tc), gm_numel(x), op, reduction,
-                                                                             x->dtype, ctx), ctx) < 0)
-            goto done;
-#endif
-    } else if (on_cpu(x)) {
-        int st;
-        Py_BEGIN_ALLOW_THREADS
-        st = pointwise_loss_backward(data(dx), data(dtg), data(gc), data(xc), data(tc), gm_numel(x), op, reduction,
-                                     x->dtype, gm_num_threads);
-        Py_END_ALLOW_THREADS
-        if (gm_kernel_status(name, st) < 0) goto done;
-    }
+    if (GM_KERNEL(name, x->device,
+                  pointwise_loss_backward(data(dx), data(dtg), data(gc), data(xc), data(tc), gm_numel(x), op,
+                                          reduction, x->dtype, gm_num_threads),
+                  cuda_pointwise_loss_backward(data(dx), data(dtg), data(gc), data(xc), data(tc), gm_numel(x), op,
+                                               reduction, x->dtype, ctx)) < 0)
+        goto done;
     res = Py_BuildValue("(OO)", dx ? (PyObject *)dx : Py_None, dtg ? (PyObject *)dtg : Py_None);
 done:
     Py_XDECREF(gc);
@@ -1286,23 +1249,12 @@ static PyObject *py_bce_with_logits_backward(PyObject *self, PyObject *args, PyO
     if (!gc || !xc || !tc || (need_x && !(dx = gm_empty(x->ndim, x->shape, x->dtype, x->device))) ||
         (need_t && !(dtg = gm_empty(x->ndim, x->shape, x->dtype, x->device))))
         goto done;
-    if (on_cuda(x)) {
-#ifdef GM_WITH_CUDA
-        gm_cuda_ctx *ctx = gm_cuda_ctx_for(x->device);
-        if (!ctx || gm_cuda_kernel_status(name, cuda_bce_logits_backward(data(dx), data(dtg), data(gc), data(xc),
-                                                                         data(tc), data(wc), wp, data(pwc), pwp,
-                                                                         gm_numel(x), reduction, x->dtype, ctx),
-                                          ctx) < 0)
-            goto done;
-#endif
-    } else if (on_cpu(x)) {
-        int st;
-        Py_BEGIN_ALLOW_THREADS
-        st = bce_logits_backward(data(dx), data(dtg), data(gc), data(xc), data(tc), data(wc), wp, data(pwc), pwp,
-                                 gm_numel(x), reduction, x->dtype, gm_num_threads);
-        Py_END_ALLOW_THREADS
-        if (gm_kernel_status(name, st) < 0) goto done;
-    }
+    if (GM_KERNEL(name, x->device,
+                  bce_logits_backward(data(dx), data(dtg), data(gc), data(xc), data(tc), data(wc), wp, data(pwc), pwp,
+                                      gm_numel(x), reduction, x->dtype, gm_num_threads),
+                  cuda_bce_logits_backward(data(dx), data(dtg), data(gc), data(xc), data(tc), data(wc), wp, data(pwc),
+                                           pwp, gm_numel(x), reduction, x->dtype, ctx)) < 0)
+        goto done;
     res = Py_BuildValue("(OO)", dx ? (PyObject *)dx : Py_None, dtg ? (PyObject *)dtg : Py_None);
 done:
     Py_XDECREF(gc);

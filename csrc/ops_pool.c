@@ -194,24 +194,13 @@ static PyObject *py_max_pool2d(PyObject *self, PyObject *args, PyObject *kwargs)
     if (!out) return NULL;
     /* Indices only when backward or the caller needs them: an inference forward allocates its output alone. */
     if (with_indices && !(idx = gm_empty(ond, oshape, GM_I64, x->device))) goto fail;
-    if (x->device.type == GM_DEV_CPU) {
-        int64_t in[4];
-        strides4(x, in);
-        int rc = maxpool2d_forward(gm_tensor_data(out), idx ? (int64_t *)gm_tensor_data(idx) : NULL,
-                                   gm_tensor_data(x), in, x->dtype, &g, gm_num_threads);
-        if (gm_kernel_status(op, rc) < 0) goto fail;
-    } else if (x->device.type == GM_DEV_CUDA) {
-#ifdef GM_WITH_CUDA
-        int64_t in[4];
-        strides4(x, in);
-        gm_cuda_ctx *ctx = gm_cuda_ctx_for(x->device);
-        if (!ctx || gm_cuda_kernel_status(op, cuda_maxpool2d_forward(gm_tensor_data(out),
-                                                                     idx ? (int64_t *)gm_tensor_data(idx) : NULL,
-                                                                     gm_tensor_data(x), in, x->dtype, &g, ctx),
-                                          ctx) < 0)
-            goto fail;
-#endif
-    }
+    int64_t in[4];
+    strides4(x, in);
+    int64_t *pidx = idx ? (int64_t *)gm_tensor_data(idx) : NULL;
+    if (GM_KERNEL(op, x->device, maxpool2d_forward(gm_tensor_data(out), pidx, gm_tensor_data(x), in, x->dtype, &g,
+                                                   gm_num_threads),
+                  cuda_maxpool2d_forward(gm_tensor_data(out), pidx, gm_tensor_data(x), in, x->dtype, &g, ctx)) < 0)
+        goto fail;
     if (!idx) return (PyObject *)out;
     PyObject *res = PyTuple_Pack(2, out, idx);
     Py_DECREF(out);
@@ -381,21 +370,11 @@ static PyObject *py_avg_pool2d(PyObject *self, PyObject *args, PyObject *kwargs)
     if (!out || x->device.type == GM_DEV_META) return (PyObject *)out;
     int64_t in[4];
     strides4(x, in);
-    int rc;
-    if (x->device.type == GM_DEV_CUDA) {
-#ifdef GM_WITH_CUDA
-        gm_cuda_ctx *ctx = gm_cuda_ctx_for(x->device);
-        const int st = ctx ? cuda_avgpool2d_forward(gm_tensor_data(out), gm_tensor_data(x), in, x->dtype, &g, cip,
-                             div, ctx) : GM_OK;
-        rc = ctx ? gm_cuda_kernel_status(op, st, ctx) : -1;
-#else
-        rc = -1; /* unreachable: without CUDA the allocator makes no CUDA tensor */
-        PyErr_SetString(PyExc_RuntimeError, "this build has no CUDA");
-#endif
-    } else {
-        rc = gm_kernel_status(op, avgpool2d_forward(gm_tensor_data(out), gm_tensor_data(x), in, x->dtype, &g, cip,
-                                  div, gm_num_threads));
-    }
+    int rc = GM_KERNEL(op, x->device,
+                       avgpool2d_forward(gm_tensor_data(out), gm_tensor_data(x), in, x->dtype, &g, cip, div,
+                                         gm_num_threads),
+                       cuda_avgpool2d_forward(gm_tensor_data(out), gm_tensor_data(x), in, x->dtype, &g, cip, div,
+                                              ctx));
     if (rc < 0) {
         Py_DECREF(out);
         return NULL;
@@ -424,21 +403,11 @@ static PyObject *py_avg_pool2d_backward(PyObject *self, PyObject *args, PyObject
     if (!dx || g->device.type == GM_DEV_META) return (PyObject *)dx;
     int64_t ds[4];
     strides4(g, ds);
-    int rc;
-    if (g->device.type == GM_DEV_CUDA) {
-#ifdef GM_WITH_CUDA
-        gm_cuda_ctx *ctx = gm_cuda_ctx_for(g->device);
-        const int st = ctx ? cuda_avgpool2d_backward(gm_tensor_data(dx), gm_tensor_data(g), ds, g->dtype, &geom, cip,
-                             div, ctx) : GM_OK;
-        rc = ctx ? gm_cuda_kernel_status(op, st, ctx) : -1;
-#else
-        rc = -1; /* unreachable: without CUDA the allocator makes no CUDA tensor */
-        PyErr_SetString(PyExc_RuntimeError, "this build has no CUDA");
-#endif
-    } else {
-        rc = gm_kernel_status(op, avgpool2d_backward(gm_tensor_data(dx), gm_tensor_data(g), ds, g->dtype, &geom, cip,
-                                  div, gm_num_threads));
-    }
+    int rc = GM_KERNEL(op, g->device,
+                       avgpool2d_backward(gm_tensor_data(dx), gm_tensor_data(g), ds, g->dtype, &geom, cip, div,
+                                          gm_num_threads),
+                       cuda_avgpool2d_backward(gm_tensor_data(dx), gm_tensor_data(g), ds, g->dtype, &geom, cip, div,
+                                               ctx));
     if (rc < 0) {
         Py_DECREF(dx);
         return NULL;
@@ -469,21 +438,11 @@ static PyObject *py_adaptive_avg_pool2d(PyObject *self, PyObject *args) {
     pool2d_geom g = {s.N, s.C, s.H, s.W, os[0], os[1], 1, 1, 1, 1, 0, 0, 1, 1};
     int64_t in[4];
     strides4(x, in);
-    int rc;
-    if (x->device.type == GM_DEV_CUDA) {
-#ifdef GM_WITH_CUDA
-        gm_cuda_ctx *ctx = gm_cuda_ctx_for(x->device);
-        const int st = ctx ? cuda_adaptive_avgpool2d_forward(gm_tensor_data(out), gm_tensor_data(x), in, x->dtype, &g,
-                             ctx) : GM_OK;
-        rc = ctx ? gm_cuda_kernel_status(op, st, ctx) : -1;
-#else
-        rc = -1; /* unreachable: without CUDA the allocator makes no CUDA tensor */
-        PyErr_SetString(PyExc_RuntimeError, "this build has no CUDA");
-#endif
-    } else {
-        rc = gm_kernel_status(op, adaptive_avgpool2d_forward(gm_tensor_data(out), gm_tensor_data(x), in, x->dtype, &g,
-                                  gm_num_threads));
-    }
+    int rc = GM_KERNEL(op, x->device,
+                       adaptive_avgpool2d_forward(gm_tensor_data(out), gm_tensor_data(x), in, x->dtype, &g,
+                                                  gm_num_threads),
+                       cuda_adaptive_avgpool2d_forward(gm_tensor_data(out), gm_tensor_data(x), in, x->dtype, &g,
+                                                       ctx));
     if (rc < 0) {
         Py_DECREF(out);
         return NULL;
@@ -511,21 +470,11 @@ static PyObject *py_adaptive_avg_pool2d_backward(PyObject *self, PyObject *args)
     pool2d_geom geom = {s.N, s.C, s.H, s.W, OH, OW, 1, 1, 1, 1, 0, 0, 1, 1};
     int64_t ds[4];
     strides4(g, ds);
-    int rc;
-    if (g->device.type == GM_DEV_CUDA) {
-#ifdef GM_WITH_CUDA
-        gm_cuda_ctx *ctx = gm_cuda_ctx_for(g->device);
-        const int st = ctx ? cuda_adaptive_avgpool2d_backward(gm_tensor_data(dx), gm_tensor_data(g), ds, g->dtype,
-                             &geom, ctx) : GM_OK;
-        rc = ctx ? gm_cuda_kernel_status(op, st, ctx) : -1;
-#else
-        rc = -1; /* unreachable: without CUDA the allocator makes no CUDA tensor */
-        PyErr_SetString(PyExc_RuntimeError, "this build has no CUDA");
-#endif
-    } else {
-        rc = gm_kernel_status(op, adaptive_avgpool2d_backward(gm_tensor_data(dx), gm_tensor_data(g), ds, g->dtype,
-                                  &geom, gm_num_threads));
-    }
+    int rc = GM_KERNEL(op, g->device,
+                       adaptive_avgpool2d_backward(gm_tensor_data(dx), gm_tensor_data(g), ds, g->dtype, &geom,
+                                                   gm_num_threads),
+                       cuda_adaptive_avgpool2d_backward(gm_tensor_data(dx), gm_tensor_data(g), ds, g->dtype, &geom,
+                                                        ctx));
     if (rc < 0) {
         Py_DECREF(dx);
         return NULL;
@@ -651,21 +600,9 @@ static PyObject *py_interpolate(PyObject *self, PyObject *args, PyObject *kwargs
     if (!out || x->device.type == GM_DEV_META) return (PyObject *)out;
     int64_t in[4];
     resize_strides(x, in);
-    int rc;
-    if (x->device.type == GM_DEV_CUDA) {
-#ifdef GM_WITH_CUDA
-        gm_cuda_ctx *ctx = gm_cuda_ctx_for(x->device);
-        const int st = ctx ? cuda_resize2d_forward(gm_tensor_data(out), gm_tensor_data(x), in, x->dtype, &g, ctx) :
-                             GM_OK;
-        rc = ctx ? gm_cuda_kernel_status(op, st, ctx) : -1;
-#else
-        rc = -1; /* unreachable: without CUDA the allocator makes no CUDA tensor */
-        PyErr_SetString(PyExc_RuntimeError, "this build has no CUDA");
-#endif
-    } else {
-        rc = gm_kernel_status(op, resize2d_forward(gm_tensor_data(out), gm_tensor_data(x), in, x->dtype, &g,
-                                  gm_num_threads));
-    }
+    int rc = GM_KERNEL(op, x->device,
+                       resize2d_forward(gm_tensor_data(out), gm_tensor_data(x), in, x->dtype, &g, gm_num_threads),
+                       cuda_resize2d_forward(gm_tensor_data(out), gm_tensor_data(x), in, x->dtype, &g, ctx));
     if (rc < 0) {
         Py_DECREF(out);
         return NULL;
@@ -707,21 +644,9 @@ static PyObject *py_interpolate_backward(PyObject *self, PyObject *args, PyObjec
     if (!dx || g->device.type == GM_DEV_META) return (PyObject *)dx;
     int64_t ds[4];
     resize_strides(g, ds);
-    int rc;
-    if (g->device.type == GM_DEV_CUDA) {
-#ifdef GM_WITH_CUDA
-        gm_cuda_ctx *ctx = gm_cuda_ctx_for(g->device);
-        const int st = ctx ? cuda_resize2d_backward(gm_tensor_data(dx), gm_tensor_data(g), ds, g->dtype, &geom, ctx) :
-                             GM_OK;
-        rc = ctx ? gm_cuda_kernel_status(op, st, ctx) : -1;
-#else
-        rc = -1; /* unreachable: without CUDA the allocator makes no CUDA tensor */
-        PyErr_SetString(PyExc_RuntimeError, "this build has no CUDA");
-#endif
-    } else {
-        rc = gm_kernel_status(op, resize2d_backward(gm_tensor_data(dx), gm_tensor_data(g), ds, g->dtype, &geom,
-                                  gm_num_threads));
-    }
+    int rc = GM_KERNEL(op, g->device,
+                       resize2d_backward(gm_tensor_data(dx), gm_tensor_data(g), ds, g->dtype, &geom, gm_num_threads),
+                       cuda_resize2d_backward(gm_tensor_data(dx), gm_tensor_data(g), ds, g->dtype, &geom, ctx));
     if (rc < 0) {
         Py_DECREF(dx);
         return NULL;

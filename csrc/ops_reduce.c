@@ -19,6 +19,37 @@ typedef struct {
     reduce_geom g;
 } plan;
 
+/* ---- splitting long reductions ---------------------------------------------------------------------------------
+ * On a GPU one block reduces a tile of outputs, so few outputs over a long extent (x.sum() of 10^8 elements)
+ * would leave all but one multiprocessor idle: the CUDA kernels then split the extent in `parts` pieces reduced
+ * into 16-byte partials (kernels/cuda/reduce.h). Only when at least 2 pieces of SPLIT_MIN elements exist, and
+ * with outputs x pieces at most SPLIT_BLOCKS (plenty of blocks for any GPU). The decision depends on the shapes
+ * alone, and the partials' scratch is allocated on every device (the CPU kernels ignore it), so that a run on cpu
+ * or meta allocates exactly what one on cuda does: memory estimates stay exact. It is small: <= 32 KiB. */
+#define SPLIT_MIN 65536
+#define SPLIT_BLOCKS 2048
+
+static int64_t split_parts(int64_t nout, int64_t nred) {
+    if (nout <= 0 || nred < 2 * SPLIT_MIN) return 1;
+    int64_t parts = nred / SPLIT_MIN, cap = SPLIT_BLOCKS / nout;
+    if (parts > cap) parts = cap;
+    return parts < 2 ? 1 : parts;
+}
+
+/* The scratch of p's reduction into *ws (NULL when it is not split) and its piece count. 0, or -1 + exception. */
+static int split_scratch(const plan *p, GMTensor *a, GMTensor **ws, int64_t *parts) {
+    int64_t nout = 1;
+    for (int i = 0; i < p->out_ndim; i++) nout *= p->out_shape[i];
+    *parts = split_parts(nout, p->red_numel);
+    *ws = NULL;
+    if (*parts <= 1) return 0;
+    const int64_t nbytes = nout * *parts * 16; /* REDUCE_SPLIT_BYTES */
+    *ws = gm_empty_workspace(1, &nbytes, GM_BOOL, a->device);
+    return *ws ? 0 : -1;
+}
+
+static void *data_or_null(GMTensor *t) { return t ? gm_tensor_data(t) : NULL; }
+
 /* Validate `dims` (None: all dims; an int; or a sequence of ints) against a and fill p. An empty sequence
  * reduces nothing (NumPy's axis=(); PyTorch's legacy "empty means all" is a trap we do not copy).
  * -1 with IndexError (out of range), ValueError (repeated) or TypeError (not ints). */
@@ -104,37 +135,6 @@ static GMTensor *as_tensor(PyObject *o, const char *op, const char *argname) {
     return (GMTensor *)o;
 }
 
-/* Backends: CPU runs the kernel (without the GIL), CUDA queues it on the device's stream (no need to drop the
- * GIL for that), meta runs nothing. 0, or -1 with the exception set. CUDA_CALL may use `ctx`. In a build without
- * CUDA no tensor can live on a CUDA device, so only the CPU call is compiled. */
-#ifdef GM_WITH_CUDA
-#define RD_DISPATCH(rc, op, dev, CPU_CALL, CUDA_CALL)                                                          \
-    do {                                                                                                       \
-        rc = 0;                                                                                                \
-        if ((dev).type == GM_DEV_CPU) {                                                                        \
-            int st_;                                                                                           \
-            Py_BEGIN_ALLOW_THREADS st_ = (CPU_CALL);                                                           \
-            Py_END_ALLOW_THREADS                                                                               \
-            rc = gm_kernel_status(op, st_);                                                                    \
-        } else if ((dev).type == GM_DEV_CUDA) {                                                                \
-            gm_cuda_ctx *ctx = gm_cuda_ctx_for(dev);                                                           \
-            rc = ctx ? gm_cuda_kernel_status(op, (CUDA_CALL), ctx) : -1;                                       \
-        }                                                                                                      \
-    } while (0)
-#else
-#define RD_DISPATCH(rc, op, dev, CPU_CALL, CUDA_CALL)                                                          \
-    do {                                                                                                       \
-        rc = 0;                                                                                                \
-        if ((dev).type == GM_DEV_CPU) {                                                                        \
-            int st_;                                                                                           \
-            Py_BEGIN_ALLOW_THREADS st_ = (CPU_CALL);                                                           \
-            Py_END_ALLOW_THREADS                                                                               \
-            rc = gm_kernel_status(op, st_);                                                                    \
-        }                                                                                                      \
-    } while (0)
-#endif
-
-
 static PyObject *py_reduce(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *kwlist[] = {"op", "a", "dims", "keepdim", "dtype", NULL};
     int op, keepdim = 0;
@@ -184,12 +184,15 @@ static PyObject *py_reduce(PyObject *self, PyObject *args, PyObject *kwargs) {
     plan p;
     if (plan_reduction(name, a, dims, keepdim, &p) < 0) return NULL;
     if ((op == REDUCE_AMAX || op == REDUCE_AMIN) && check_nonempty(name, a, &p) < 0) return NULL;
-    GMTensor *out = gm_empty(p.out_ndim, p.out_shape, out_dt, a->device);
-    if (!out) return NULL;
-    int rc;
-    RD_DISPATCH(rc, name, a->device,
-                cpu_reduce_forward(gm_tensor_data(out), out_dt, gm_tensor_data(a), in_dt, &p.g, op, gm_num_threads),
-                cuda_reduce_forward(gm_tensor_data(out), out_dt, gm_tensor_data(a), in_dt, &p.g, op, ctx));
+    GMTensor *out = gm_empty(p.out_ndim, p.out_shape, out_dt, a->device), *ws = NULL;
+    int64_t parts;
+    if (!out || split_scratch(&p, a, &ws, &parts) < 0) { Py_XDECREF(out); return NULL; }
+    int rc = GM_KERNEL(name, a->device,
+                       cpu_reduce_forward(gm_tensor_data(out), out_dt, gm_tensor_data(a), in_dt, &p.g, op,
+                                          gm_num_threads),
+                       cuda_reduce_forward(gm_tensor_data(out), out_dt, gm_tensor_data(a), in_dt, &p.g, op,
+                                           data_or_null(ws), parts, ctx));
+    Py_XDECREF(ws); /* stream-ordered: the device's next user of the block runs after this kernel */
     if (rc < 0) { Py_DECREF(out); return NULL; }
     return (PyObject *)out;
 }
@@ -206,12 +209,15 @@ static PyObject *arg_reduce(const char *name, PyObject *ao, PyObject *dims, int 
     if (want_values && !(values = gm_empty(p.out_ndim, p.out_shape, a->dtype, a->device))) return NULL;
     if (!(indices = gm_empty(p.out_ndim, p.out_shape, GM_I64, a->device))) goto fail;
     void *vp = values ? gm_tensor_data(values) : NULL;
-    int rc;
-    RD_DISPATCH(rc, name, a->device,
-                cpu_reduce_arg_forward(vp, (int64_t *)gm_tensor_data(indices), gm_tensor_data(a), a->dtype, &p.g,
-                                       is_max, gm_num_threads),
-                cuda_reduce_arg_forward(vp, (int64_t *)gm_tensor_data(indices), gm_tensor_data(a), a->dtype, &p.g,
-                                        is_max, ctx));
+    GMTensor *ws = NULL;
+    int64_t parts;
+    if (split_scratch(&p, a, &ws, &parts) < 0) goto fail;
+    int rc = GM_KERNEL(name, a->device,
+                       cpu_reduce_arg_forward(vp, (int64_t *)gm_tensor_data(indices), gm_tensor_data(a), a->dtype,
+                                              &p.g, is_max, gm_num_threads),
+                       cuda_reduce_arg_forward(vp, (int64_t *)gm_tensor_data(indices), gm_tensor_data(a), a->dtype,
+                                               &p.g, is_max, data_or_null(ws), parts, ctx));
+    Py_XDECREF(ws);
     if (rc < 0) goto fail;
     if (!want_values) return (PyObject *)indices;
     PyObject *res = PyTuple_Pack(2, (PyObject *)values, (PyObject *)indices);
@@ -293,11 +299,11 @@ static PyObject *py_var(PyObject *self, PyObject *args, PyObject *kwargs) {
     if (plan_reduction("var", a, dims, keepdim, &p) < 0) return NULL;
     GMTensor *out = gm_empty(p.out_ndim, p.out_shape, a->dtype, a->device);
     if (!out) return NULL;
-    int rc;
-    RD_DISPATCH(rc, "var", a->device,
-                cpu_reduce_var_forward(gm_tensor_data(out), gm_tensor_data(a), a->dtype, &p.g, correction,
-                                       gm_num_threads),
-                cuda_reduce_var_forward(gm_tensor_data(out), gm_tensor_data(a), a->dtype, &p.g, correction, ctx));
+    int rc = GM_KERNEL("var", a->device,
+                       cpu_reduce_var_forward(gm_tensor_data(out), gm_tensor_data(a), a->dtype, &p.g, correction,
+                                              gm_num_threads),
+                       cuda_reduce_var_forward(gm_tensor_data(out), gm_tensor_data(a), a->dtype, &p.g, correction,
+                                               ctx));
     if (rc < 0) { Py_DECREF(out); return NULL; }
     return (PyObject *)out;
 }

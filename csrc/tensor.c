@@ -178,16 +178,20 @@ void gm_byte_strides(const GMTensor *t, int64_t *out) {
 }
 
 /* ---- storage ---------------------------------------------------------------------------------------- */
-gm_storage *gm_storage_new(gm_device dev, size_t nbytes) {
+gm_storage *gm_storage_wrap(gm_block *b, gm_device dev, size_t nbytes) {
     gm_storage *s = PyMem_Calloc(1, sizeof *s);
-    if (!s) { PyErr_NoMemory(); return NULL; }
-    s->block = gm_alloc(dev, nbytes);
-    if (!s->block) { PyMem_Free(s); return NULL; }
+    if (!s) { gm_free(b); PyErr_NoMemory(); return NULL; }
+    s->block = b;
     s->refcount = 1;
-    s->data = gm_block_data(s->block);
+    s->data = gm_block_data(b);
     s->nbytes = nbytes;
     s->device = dev;
     return s;
+}
+
+gm_storage *gm_storage_new(gm_device dev, size_t nbytes) {
+    gm_block *b = gm_alloc(dev, nbytes);
+    return b ? gm_storage_wrap(b, dev, nbytes) : NULL;
 }
 
 void gm_storage_decref(gm_storage *s) {
@@ -202,7 +206,10 @@ static GMTensor *tensor_alloc(void) {
     return t;
 }
 
-GMTensor *gm_empty(int ndim, const int64_t *shape, gm_dtype dt, gm_device dev) {
+/* How gm_empty* get their bytes. */
+enum { ALLOC_RAISE, ALLOC_TRY, ALLOC_PINNED };
+
+static GMTensor *empty_with(int ndim, const int64_t *shape, gm_dtype dt, gm_device dev, int how) {
     int64_t numel = gm_checked_numel(ndim, shape, "shape");
     if (numel < 0) return NULL;
     int64_t nbytes;
@@ -211,7 +218,10 @@ GMTensor *gm_empty(int ndim, const int64_t *shape, gm_dtype dt, gm_device dev) {
                      (long long)numel, gm_dtype_name(dt));
         return NULL;
     }
-    gm_storage *s = gm_storage_new(dev, (size_t)nbytes);
+    gm_block *b = how == ALLOC_PINNED ? gm_alloc_pinned((size_t)nbytes)
+                  : how == ALLOC_TRY  ? gm_try_alloc(dev, (size_t)nbytes)
+                                      : gm_alloc(dev, (size_t)nbytes);
+    gm_storage *s = b ? gm_storage_wrap(b, dev, (size_t)nbytes) : NULL;
     if (!s) return NULL;
     GMTensor *t = tensor_alloc();
     if (!t) { gm_storage_decref(s); return NULL; }
@@ -224,6 +234,18 @@ GMTensor *gm_empty(int ndim, const int64_t *shape, gm_dtype dt, gm_device dev) {
     gm_contiguous_strides(ndim, shape, t->strides);
     t->output_nr = 0;
     return t;
+}
+
+GMTensor *gm_empty(int ndim, const int64_t *shape, gm_dtype dt, gm_device dev) {
+    return empty_with(ndim, shape, dt, dev, ALLOC_RAISE);
+}
+
+GMTensor *gm_try_empty(int ndim, const int64_t *shape, gm_dtype dt, gm_device dev) {
+    return empty_with(ndim, shape, dt, dev, ALLOC_TRY);
+}
+
+GMTensor *gm_empty_pinned(int ndim, const int64_t *shape, gm_dtype dt) {
+    return empty_with(ndim, shape, dt, (gm_device){GM_DEV_CPU, 0}, ALLOC_PINNED);
 }
 
 GMTensor *gm_view(GMTensor *base, int ndim, const int64_t *shape, const int64_t *strides, int64_t offset) {
@@ -299,6 +321,9 @@ static PyObject *get_storage_id(GMTensor *self, void *c) { return PyLong_FromVoi
 static PyObject *get_storage_nbytes(GMTensor *self, void *c) { return PyLong_FromSize_t(self->storage->nbytes); }
 static PyObject *get_data_ptr(GMTensor *self, void *c) { return PyLong_FromVoidPtr(gm_tensor_data(self)); }
 static PyObject *get_is_meta(GMTensor *self, void *c) { return PyBool_FromLong(self->device.type == GM_DEV_META); }
+static PyObject *get_is_pinned(GMTensor *self, void *c) {
+    return PyBool_FromLong(gm_block_is_pinned(self->storage->block));
+}
 
 static PyObject *get_category(GMTensor *self, void *c) {
     return PyUnicode_FromString(gm_category_names[gm_block_category(self->storage->block)]);
@@ -388,6 +413,7 @@ static PyGetSetDef tensor_getset[] = {
     {"_storage_nbytes", (getter)get_storage_nbytes, NULL, "Bytes of the storage.", NULL},
     {"_data_ptr", (getter)get_data_ptr, NULL, "Address of the first element.", NULL},
     {"is_meta", (getter)get_is_meta, NULL, "True for meta (shape-only) tensors.", NULL},
+    {"_is_pinned", (getter)get_is_pinned, NULL, "True when the storage is pinned host memory (pin_memory).", NULL},
     {"_category", (getter)get_category, (setter)set_category, "Memory category of the storage.", NULL},
     {"requires_grad", (getter)get_requires_grad, (setter)set_requires_grad, "Whether autograd records ops.", NULL},
     {"grad", (getter)get_grad, (setter)set_grad, "Accumulated gradient, or None.", NULL},

@@ -1,4 +1,5 @@
-/* csrc/transfer.c — copies between devices: gm_copy_across (copy_ / .to() / .cuda() / .cpu() across devices).
+/* csrc/transfer.c — copies between devices: gm_copy_across (copy_ / .to() / .cuda() / .cpu() across devices),
+ * and pinned host memory (pin_memory) with non-blocking uploads from it.
  *
  * Bytes cross the bus only as one contiguous run in the source's dtype; everything else (strides, broadcasting,
  * dtype casts) is done by gm_copy_into on one side, where the kernels for it live. The common case, a contiguous
@@ -10,7 +11,18 @@
 /* csrc/cuda.c */
 int gm_cuda_copy(int i, void *dst, const void *src, size_t n, int kind);
 int gm_cuda_copy_peer(int dst_dev, void *dst, int src_dev, const void *src, size_t n);
+int gm_cuda_stream_sync(int i);
 enum { GM_COPY_H2D = 1, GM_COPY_D2H = 2, GM_COPY_D2D = 3 };
+
+/* An upload from pinned memory is truly asynchronous (the DMA reads the source while the host runs on), unlike one
+ * from pageable memory, which returns once the source was staged. Blocking: wait for it, so that the caller may
+ * overwrite or free the source (PyTorch's non_blocking=False). Non-blocking: record an event instead; the
+ * allocator keeps the block from reuse until the stream passed it, and writing into the source before then is
+ * the caller's race (as in PyTorch: synchronize first). */
+static int after_pinned_upload(gm_block *src, int device, int non_blocking) {
+    if (non_blocking && gm_block_record_stream(src, device) == 0) return 0;
+    return gm_cuda_stream_sync(device); /* blocking, or no event could be recorded: wait instead */
+}
 
 /* n bytes from src (on device s) to dst (on device d): both contiguous, neither on meta. */
 static int copy_bytes(gm_device d, void *dst, gm_device s, const void *src, size_t n) {
@@ -32,7 +44,9 @@ static int same_geometry_contiguous(const GMTensor *a, const GMTensor *b) {
     return 1;
 }
 
-int gm_copy_across(GMTensor *dst, GMTensor *src) {
+int gm_copy_across(GMTensor *dst, GMTensor *src) { return gm_copy_across_async(dst, src, 0); }
+
+int gm_copy_across_async(GMTensor *dst, GMTensor *src, int non_blocking) {
     char dn[16], sn[16];
     if (src->device.type == GM_DEV_META && dst->device.type != GM_DEV_META) {
         PyErr_Format(PyExc_RuntimeError, "copy_: a meta tensor has no data to copy to %s",
@@ -44,6 +58,7 @@ int gm_copy_across(GMTensor *dst, GMTensor *src) {
         return 0;
     }
 #ifndef GM_WITH_CUDA
+    (void)non_blocking;
     PyErr_Format(PyExc_RuntimeError, "copy_: cannot copy from %s to %s: this build has no CUDA support",
                  gm_device_str(src->device, sn), gm_device_str(dst->device, dn));
     return -1;
@@ -72,6 +87,9 @@ int gm_copy_across(GMTensor *dst, GMTensor *src) {
     }
     size_t nbytes = (size_t)gm_numel(from) * gm_dtype_size(from->dtype);
     if (copy_bytes(to->device, gm_tensor_data(to), from->device, gm_tensor_data(from), nbytes) < 0) goto done;
+    if (to->device.type == GM_DEV_CUDA && gm_block_is_pinned(from->storage->block) &&
+        after_pinned_upload(from->storage->block, to->device.index, non_blocking) < 0)
+        goto done;
     /* 3. strides, broadcasting and the dtype cast happen on dst's device */
     if (landed && gm_copy_into(dst, landed) < 0) goto done;
     gm_bump_version(dst);
@@ -93,11 +111,13 @@ GMTensor *gm_to_device(GMTensor *t, gm_device dev) {
     return out;
 }
 
-/* _C._to_device(t, device): a new contiguous tensor on device with t's values (autograd lives in Python). */
+/* _C._to_device(t, device, non_blocking=False): a new contiguous tensor on device with t's values (autograd lives
+ * in Python). */
 static PyObject *py_to_device(PyObject *self, PyObject *args) {
     PyObject *to, *devo;
+    int non_blocking = 0;
     gm_device dev;
-    if (!PyArg_ParseTuple(args, "OO:_to_device", &to, &devo)) return NULL;
+    if (!PyArg_ParseTuple(args, "OO|p:_to_device", &to, &devo, &non_blocking)) return NULL;
     GMTensor *t = gm_tensor_arg(to, "to", "tensor");
     if (!t || gm_parse_device(devo, &dev, "device") < 0) return NULL;
     if (gm_device_eq(t->device, dev)) {
@@ -105,11 +125,30 @@ static PyObject *py_to_device(PyObject *self, PyObject *args) {
         if (out && gm_copy_into(out, t) < 0) Py_CLEAR(out);
         return (PyObject *)out;
     }
-    return (PyObject *)gm_to_device(t, dev);
+    GMTensor *out = gm_empty(t->ndim, t->shape, t->dtype, dev);
+    if (out && gm_copy_across_async(out, t, non_blocking) < 0) Py_CLEAR(out);
+    return (PyObject *)out;
+}
+
+/* _C._pin_memory(t): a contiguous copy of CPU tensor t in pinned host memory (t itself when already pinned). */
+static PyObject *py_pin_memory(PyObject *self, PyObject *arg) {
+    GMTensor *t = gm_tensor_arg(arg, "pin_memory", "tensor");
+    if (!t) return NULL;
+    if (t->device.type != GM_DEV_CPU) {
+        char dn[16];
+        return PyErr_Format(PyExc_RuntimeError, "pin_memory: cannot pin a tensor on %s: only CPU tensors can be "
+                            "pinned", gm_device_str(t->device, dn));
+    }
+    if (gm_block_is_pinned(t->storage->block)) return Py_NewRef(arg);
+    GMTensor *out = gm_empty_pinned(t->ndim, t->shape, t->dtype);
+    if (out && gm_copy_into(out, t) < 0) Py_CLEAR(out);
+    return (PyObject *)out;
 }
 
 PyMethodDef gm_transfer_methods[] = {
     {"_to_device", py_to_device, METH_VARARGS,
-     "_to_device(t, device): a contiguous copy of t on device (cpu, cuda:N; meta gets the shape only)."},
+     "_to_device(t, device, non_blocking=False): a contiguous copy of t on device (cpu, cuda:N; meta gets the "
+     "shape only); non_blocking: an upload from pinned memory returns before it ran."},
+    {"_pin_memory", py_pin_memory, METH_O, "_pin_memory(t): a contiguous copy of CPU tensor t in pinned memory."},
     {NULL, NULL, 0, NULL},
 };

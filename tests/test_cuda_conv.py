@@ -322,6 +322,40 @@ def test_no_algorithm_fits_raises_out_of_memory(fake_algos):
         _conv_once()
 
 
+def test_candidates_that_do_not_fit_are_not_out_of_memory_errors(fake_algos):
+    """A candidate whose workspace does not fit is tried through gm_try_alloc: the cache is released and the
+    allocation retried, but no OOM is counted (nor its report built); only the one that fits is allocated."""
+    gm.memory.empty_cache("cuda")
+    fake_algos([1 << 30, 2 << 20, 0])
+    gm.memory.set_limit("cuda", gm.memory.memory_stats("cuda")["reserved"]["current"] + (64 << 20))
+    x = gm.tensor(R(1, 2, 6, 6)).cuda()
+    w = gm.tensor(R(3, 2, 3, 3)).cuda()
+    st0 = gm.memory.memory_stats("cuda")
+    gm.memory.reset_peak_memory_stats("cuda")
+    F.conv2d(x, w, padding=1)
+    st = gm.memory.memory_stats("cuda")
+    assert st["num_ooms"] == st0["num_ooms"]
+    assert st["num_retries"] == st0["num_retries"] + 1           # the 1 GiB candidate: released, retried, refused
+    assert st["by_category"]["workspace"]["peak"] == 2 << 20      # exactly the candidate that fit
+    assert st["by_category"]["workspace"]["current"] == 0
+    assert st["num_allocs"] == st0["num_allocs"] + 2              # the output and that workspace
+
+
+def test_last_candidate_that_does_not_fit_counts_one_oom(fake_algos):
+    gm.memory.empty_cache("cuda")
+    fake_algos([1 << 30, 512 << 20])
+    gm.memory.set_limit("cuda", gm.memory.memory_stats("cuda")["reserved"]["current"] + (64 << 20))
+    x = gm.tensor(R(1, 2, 6, 6)).cuda()
+    w = gm.tensor(R(3, 2, 3, 3)).cuda()
+    st0 = gm.memory.memory_stats("cuda")
+    with pytest.raises(gm.OutOfMemoryError) as info:
+        F.conv2d(x, w, padding=1)
+    assert info.value.requested_bytes == 512 << 20 and info.value.category == "workspace"
+    st = gm.memory.memory_stats("cuda")
+    assert st["num_ooms"] == st0["num_ooms"] + 1
+    assert st["num_retries"] == st0["num_retries"] + 2
+
+
 def test_choice_runs_the_right_convolution(fake_algos):
     """Whatever candidate is picked, the result is the convolution (fake candidates run the direct kernels)."""
     fake_algos([0])

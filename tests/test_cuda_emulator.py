@@ -962,6 +962,92 @@ int main() {
     run(exe)
 
 
+def test_symbol_copies_async_and_symbol_addresses(build):
+    """cudaMemcpyToSymbol(Async)/FromSymbol(Async) with offsets and bounds, and cudaGetSymbolAddress, whose
+    address copies and kernels accept as device memory."""
+    exe = build(r"""
+__device__ unsigned long long g_counter;
+__device__ float g_table[8];
+__global__ void bump(unsigned long long *p) { atomicAdd(p, 1ull); }
+__global__ void scale(float *t) { t[threadIdx.x] *= 2.0f; }
+int main() {
+    cudaStream_t s;
+    CU(cudaStreamCreate(&s));
+    unsigned long long v = 40, out = 0;
+    CU(cudaMemcpyToSymbolAsync(g_counter, &v, sizeof v, 0, cudaMemcpyHostToDevice, s));
+    void *addr = NULL;
+    CU(cudaGetSymbolAddress(&addr, g_counter));
+    CHECK(addr == (void *)&g_counter);
+    gm_emu_launch(bump, dim3(2), dim3(1), (unsigned long long *)addr);
+    CU(cudaGetLastError());
+    CU(cudaMemcpyFromSymbolAsync(&out, g_counter, sizeof out, 0, cudaMemcpyDeviceToHost, s));
+    CU(cudaStreamSynchronize(s));
+    CHECK(out == 42);
+    float t[8] = {1, 2, 3, 4, 5, 6, 7, 8}, back[8] = {0};
+    CU(cudaMemcpyToSymbol(g_table, t, sizeof t));
+    void *taddr;
+    CU(cudaGetSymbolAddress(&taddr, g_table));
+    gm_emu_launch(scale, dim3(1), dim3(8), (float *)taddr);
+    CU(cudaGetLastError());
+    /* the address works with the plain copies too, and its bounds are checked there */
+    CU(cudaMemcpyAsync(back, taddr, sizeof back, cudaMemcpyDeviceToHost, s));
+    CHECK(back[0] == 2.0f && back[7] == 16.0f);
+    CHECK(cudaMemcpy(back, (char *)taddr + 4, sizeof back, cudaMemcpyDeviceToHost) == cudaErrorInvalidValue);
+    CHECK(cudaGetLastError() == cudaErrorInvalidValue);
+    CU(cudaGetLastError());
+    float two[2];
+    CU(cudaMemcpyFromSymbolAsync(two, g_table, sizeof two, 6 * sizeof(float), cudaMemcpyDeviceToHost, s));
+    CHECK(two[0] == 14.0f && two[1] == 16.0f);
+    CHECK(cudaMemcpyFromSymbolAsync(two, g_table, sizeof two, 7 * sizeof(float), cudaMemcpyDeviceToHost, s) ==
+          cudaErrorInvalidValue);
+    CHECK(cudaMemcpyToSymbolAsync(g_counter, &v, sizeof v, 0, cudaMemcpyDeviceToHost, s) ==
+          cudaErrorInvalidMemcpyDirection);
+    CU(cudaStreamDestroy(s));
+    CHECK(cudaMemcpyToSymbolAsync(g_counter, &v, sizeof v, 0, cudaMemcpyHostToDevice, s) ==
+          cudaErrorInvalidResourceHandle);
+    CHECK(cudaGetSymbolAddress(NULL, g_counter) == cudaErrorInvalidValue);
+    printf("OK\n");
+}
+""")
+    run(exe)
+
+
+def test_held_streams_keep_events_pending_until_a_synchronize(build):
+    """gm_emu_hold_streams: events recorded while held report cudaErrorNotReady (not an error: the last error
+    stays clear) until their event, stream or device is synchronized, or the hold ends."""
+    exe = build(r"""
+int main() {
+    cudaStream_t s;
+    cudaEvent_t a, b, c;
+    CU(cudaStreamCreate(&s));
+    CU(cudaEventCreateWithFlags(&a, cudaEventDisableTiming));
+    CU(cudaEventCreateWithFlags(&b, cudaEventDisableTiming));
+    CU(cudaEventCreateWithFlags(&c, cudaEventDisableTiming));
+    CU(cudaEventRecord(a, s));
+    gm_emu_hold_streams(1);
+    CU(cudaEventQuery(a));                      /* recorded before the hold: done */
+    CU(cudaEventRecord(b, s));
+    CU(cudaEventRecord(c, s));
+    CHECK(cudaEventQuery(b) == cudaErrorNotReady);
+    CU(cudaGetLastError());
+    CU(cudaEventSynchronize(b));               /* waits for b only */
+    CU(cudaEventQuery(b));
+    CHECK(cudaEventQuery(c) == cudaErrorNotReady);
+    CU(cudaStreamSynchronize(s));              /* the stream ran: c too */
+    CU(cudaEventQuery(c));
+    CU(cudaEventRecord(c, s));
+    CHECK(cudaEventQuery(c) == cudaErrorNotReady);
+    CU(cudaDeviceSynchronize());
+    CU(cudaEventQuery(c));
+    CU(cudaEventRecord(c, s));
+    gm_emu_hold_streams(0);                    /* ending the hold lets everything run */
+    CU(cudaEventQuery(c));
+    printf("OK\n");
+}
+""")
+    run(exe)
+
+
 # ---- devices and threads -----------------------------------------------------------------------------------------
 def test_current_device_is_per_thread_and_state_per_device(build):
     exe = build(r"""

@@ -41,7 +41,9 @@ def rand(dt, shape, rng):
     return rng.uniform(-2, 2, size=shape)
 
 
-def check(got, ref, what="", exact=False):
+def check(got, ref, what="", exact=False, scale=None):
+    """scale: the size of the summed terms (sum of |x|), for long sums whose result cancels: the summation order
+    then moves the result by about eps * scale, not eps * |result|."""
     assert got.device.type == "cuda" and ref.device.type == "cpu", what
     assert got.dtype == ref.dtype and tuple(got.shape) == tuple(ref.shape), what
     a, b = to_np(got), to_np(ref)
@@ -49,7 +51,8 @@ def check(got, ref, what="", exact=False):
         np.testing.assert_array_equal(a, b, err_msg=what)
     else:
         r, t = TOL[ref._dtype]
-        np.testing.assert_allclose(a, b, rtol=r, atol=t, equal_nan=True, err_msg=what)
+        np.testing.assert_allclose(a, b, rtol=r, atol=t if scale is None else max(t, r * scale), equal_nan=True,
+                                   err_msg=what)
 
 
 def dim_sets(nd):
@@ -178,6 +181,70 @@ def test_arg_ties_across_threads():
             check(fn(ga, 1), fn(a, 1), f"{NAMES[dt]} ties")
             check(fn(ga._transpose(0, 1), 0), fn(a._transpose(0, 1), 0), f"{NAMES[dt]} ties, transposed")
             check(fn(ga), fn(a), f"{NAMES[dt]} flattened")
+
+
+# ---- long extents split across blocks (csrc/ops_reduce.c: split_parts) ------------------------------------------
+SPLIT_MIN = 65536
+LONG = 3 * SPLIT_MIN + 77       # 3 pieces of the extent
+
+
+@pytest.mark.parametrize("dt", [F32, F64, F16, I64, BOOL], ids=NAMES.get)
+def test_long_extent_split_across_blocks(dt):
+    rng = np.random.default_rng(90 + dt)
+    x = rand(dt, (LONG,), rng)
+    a, ga = pair(x, dt)
+    scale = 2.0 * LONG  # |x| <= 2
+    ops = [SUM, MEAN, AMAX, AMIN] if dt not in (I64, BOOL) else [SUM, AMAX, AMIN, PROD]
+    for op in ops:
+        check(C.reduce(op, ga, None), C.reduce(op, a, None), f"op {op} all", scale=scale / (LONG if op == MEAN else 1))
+    b, gb = pair(rand(dt, (2, LONG), rng), dt)      # two outputs, each split
+    check(C.reduce(SUM, gb, 1), C.reduce(SUM, b, 1), "rows", scale=scale)
+    check(C.reduce(SUM, gb._transpose(0, 1), 0), C.reduce(SUM, b._transpose(0, 1), 0), "strided rows", scale=scale)
+    c, gc = pair(rand(dt, (LONG, 3), rng), dt)       # a column sum: outputs adjacent, extent strided
+    check(C.reduce(SUM, gc, 0, dtype=F64), C.reduce(SUM, c, 0, dtype=F64), "columns", scale=scale)
+
+
+def test_long_prod_and_arg_across_pieces():
+    x = np.ones(LONG)
+    x[[10, 2 * SPLIT_MIN + 5]] = 2.0               # the product's factors lie in two pieces
+    a, ga = pair(x, F64)
+    check(C.reduce(PROD, ga, None), C.reduce(PROD, a, None), "prod")
+    y = np.zeros((2, LONG))
+    y[0, [3 * SPLIT_MIN, 5, SPLIT_MIN + 1]] = 7.0  # ties in three pieces: the first index wins
+    y[1, [2 * SPLIT_MIN + 9, LONG - 1]] = np.nan   # the first NaN wins, from a later piece
+    for dt in (F32, F64):
+        b, gb = pair(y, dt)
+        for fn in (C.argmax, C.argmin):
+            check(fn(gb, 1), fn(b, 1), f"{fn.__name__} {NAMES[dt]}")
+        (gv, gi), (v, i) = C.max_dim(gb, 1), C.max_dim(b, 1)
+        check(gv, v, "values", exact=True)
+        check(gi, i, "indices")
+        assert to_np(gi).tolist() == [5, 2 * SPLIT_MIN + 9]
+        check(C.argmax(gb), C.argmax(b), "flattened")
+
+
+def test_long_extent_scratch_is_allocated_alike_everywhere():
+    """The partials' scratch (16 bytes per output and piece, tagged workspace) is allocated on cpu, meta and cuda
+    alike, so estimates made on meta or the CPU stay exact for CUDA."""
+    rng = np.random.default_rng(91)
+    x = rng.standard_normal((2, LONG)).astype(np.float32)
+    results = {}
+    for dev in ("cpu", "meta", "cuda"):
+        t = C.from_numpy(x, F32, "cpu")
+        t = t if dev == "cpu" else t.to(dev) if dev == "cuda" else gm.empty(2, LONG, device="meta")
+        gm.memory.reset_peak_memory_stats(dev)
+        st0 = gm.memory.memory_stats(dev)
+        out = C.reduce(SUM, t, 1)
+        st = gm.memory.memory_stats(dev)
+        results[dev] = (st["by_category"]["workspace"]["peak"] - st0["by_category"]["workspace"]["current"],
+                        st["num_allocs"] - st0["num_allocs"], st["allocated"]["current"] - st0["allocated"]["current"])
+        del out
+    assert results["cpu"] == results["meta"] == results["cuda"] == (512, 2, 512)   # 2 x 3 x 16 = 96 B -> 512 B
+    # short extents are not split: no scratch
+    gm.memory.reset_peak_memory_stats("cpu")
+    w0 = gm.memory.memory_stats("cpu")["num_allocs"]
+    C.reduce(SUM, C.from_numpy(x[:, :2 * SPLIT_MIN - 1], F32, "cpu"), 1)
+    assert gm.memory.memory_stats("cpu")["num_allocs"] - w0 == 2   # the input copy and the output
 
 
 # ---- var / std ------------------------------------------------------------------------------------------------

@@ -92,13 +92,9 @@ extern "C" int cuda_amp_unscale_forward(void *const *g, const gm_dtype *dt, cons
         amp_flush(kinds[q], L, inv_scale, ctx);
     }
     GM_CU_LAUNCHED(ctx);
-#ifdef GM_CUDA_EMU /* only the synchronous copy there; enough, as emulated launches have run when they return */
-    GM_CU_CHECK(ctx, cudaMemcpyFromSymbol(&flag, g_amp_found_inf, sizeof flag));
-#else
     cudaStream_t s = (cudaStream_t)ctx->stream;
     GM_CU_CHECK(ctx, cudaMemcpyFromSymbolAsync(&flag, g_amp_found_inf, sizeof flag, 0, cudaMemcpyDeviceToHost, s));
     GM_CU_CHECK(ctx, cudaStreamSynchronize(s));
-#endif
     if (flag) *found_inf = 1;
     return GM_OK;
 }

@@ -27,22 +27,19 @@ static int read_back(gm_cuda_ctx *ctx, void *host, const void *dev, size_t n) {
     return GM_OK;
 }
 
-/* The same for a __device__ variable. The emulator has only the synchronous cudaMemcpyFromSymbol, which is
- * enough there: its launches have run to completion when they return. */
+/* The same for a __device__ variable: copied on the stream, after the kernels that wrote it. */
 template <typename T> static int read_symbol(gm_cuda_ctx *ctx, T *host, const T &sym) {
-#ifdef GM_CUDA_EMU
-    GM_CU_CHECK(ctx, cudaMemcpyFromSymbol(host, sym, sizeof(T)));
-#else
     cudaStream_t s = (cudaStream_t)ctx->stream;
     GM_CU_CHECK(ctx, cudaMemcpyFromSymbolAsync(host, sym, sizeof(T), 0, cudaMemcpyDeviceToHost, s));
     GM_CU_CHECK(ctx, cudaStreamSynchronize(s));
-#endif
     return GM_OK;
 }
 
-__global__ void reset_scratch_kernel(int which) {
-    if (which == 0) g_idx_first_bad = ~0ull;
-    else g_nz_total = 0;
+/* Set a __device__ variable before the kernels queued next (the value is staged: it may live on the stack). */
+template <typename T> static int write_symbol(gm_cuda_ctx *ctx, const T &sym, T value) {
+    GM_CU_CHECK(ctx, cudaMemcpyToSymbolAsync(sym, &value, sizeof(T), 0, cudaMemcpyHostToDevice,
+                                             (cudaStream_t)ctx->stream));
+    return GM_OK;
 }
 
 struct min_op {
@@ -88,7 +85,7 @@ extern "C" int cuda_index_check_bounds(const int64_t *idx, int64_t n, int64_t si
     if (n <= 0) return GM_OK;
     if (!idx) return GM_ERR_ARG;
     unsigned long long first;
-    GM_LAUNCH(reset_scratch_kernel, 1, 1, ctx, 0);
+    if (write_symbol(ctx, g_idx_first_bad, ~0ull) != GM_OK) return GM_ERR_BACKEND;
     GM_LAUNCH(check_bounds_kernel, gm_cu_blocks(n, ctx), GM_CU_THREADS, ctx, idx, n, size);
     GM_CU_LAUNCHED(ctx);
     if (read_symbol(ctx, &first, g_idx_first_bad) != GM_OK) return GM_ERR_BACKEND;
@@ -315,7 +312,7 @@ extern "C" int cuda_index_nonzero_count(int64_t *count, const uint8_t *mask, int
     gm_cu_geom<1> g = gm_cu_geom_make<1>(ndim, shape, s);
     if (g.numel == 0) return GM_OK;
     unsigned long long total;
-    GM_LAUNCH(reset_scratch_kernel, 1, 1, ctx, 1);
+    if (write_symbol(ctx, g_nz_total, 0ull) != GM_OK) return GM_ERR_BACKEND;
     GM_LAUNCH(nonzero_count_kernel, gm_cu_blocks(g.numel, ctx), GM_CU_THREADS, ctx, mask, g);
     GM_CU_LAUNCHED(ctx);
     if (read_symbol(ctx, &total, g_nz_total) != GM_OK) return GM_ERR_BACKEND;

@@ -16,9 +16,11 @@
  * (value, index) pairs and break ties on the index, so "first index" and "first NaN wins" hold whatever order
  * the partials are combined in.
  *
- * Not done: one output over a very long extent (x.sum() of 10^8 elements) runs on a single block; splitting it
- * across blocks needs a second pass and scratch memory, which the op's allocations (identical on every device,
- * for the estimator) do not include. */
+ * Few outputs over a long extent (x.sum() of 10^8 elements: one tile, one block) are split (csrc/ops_reduce.c
+ * decides, from the shapes): each of `parts` blocks per tile reduces a contiguous piece of the reduced indices into a
+ * partial in scratch memory that the op allocated (on every device alike, for exact estimates), and a second
+ * kernel combines each output's partials in piece order. Elements keep their global reduced index k, so arg
+ * reductions still find the first index. Variance is not split (its two passes would need two rounds). */
 #include <math.h>
 
 #include "cuda_common.cuh"
@@ -347,6 +349,50 @@ __global__ void rd_var_kernel(char *out, const char *inp, rd_dims K, rd_dims R, 
     }
 }
 
+/* Pass 1 of a split reduction: block b takes tile b / parts and the b % parts'th piece of the reduced indices,
+ * writing one partial per output of the tile to partials[o * parts + piece]. */
+template <class Red>
+__global__ void rd_split_kernel(typename Red::A *partials, const char *inp, rd_dims K, rd_dims R, int lx,
+                                int64_t parts, int64_t chunk) {
+    typedef typename Red::A A;
+    __shared__ A buf[GM_CU_THREADS];
+    const int TX = 1 << lx, TY = GM_CU_THREADS >> lx;
+    const int t = threadIdx.x, tx = t & (TX - 1), ty = t >> lx;
+    const int64_t nblocks = ((K.total + TX - 1) >> lx) * parts;
+    for (int64_t b = blockIdx.x; b < nblocks; b += gridDim.x) {
+        const int64_t tile = b / parts, piece = b - tile * parts, o = (tile << lx) + tx;
+        const int64_t k0 = piece * chunk, k1 = gm_cu_min(R.total, k0 + chunk);
+        A acc = Red::init();
+        if (o < K.total) {
+            const char *base = inp + rd_offset(K, o);
+            for (int64_t k = k0 + ty; k < k1; k += TY) acc = Red::step(acc, base + rd_offset(R, k), k);
+        }
+        buf[t] = acc;
+        rd_combine_columns<Red>(buf, t, ty, lx, TY);
+        if (ty == 0 && o < K.total) partials[o * parts + piece] = buf[t];
+        __syncthreads();
+    }
+}
+
+/* Pass 2: a block per output folds its partials (threads stride over the pieces) and stores the result. */
+template <class Red>
+__global__ void rd_finish_kernel(char *out, int64_t *indices, char *values, const typename Red::A *partials,
+                                 int64_t nout, int64_t parts, rd_params prm) {
+    typedef typename Red::A A;
+    prm.indices = indices;
+    prm.values = values;
+    __shared__ A buf[GM_CU_THREADS];
+    const int t = threadIdx.x;
+    for (int64_t o = blockIdx.x; o < nout; o += gridDim.x) {
+        A acc = Red::init();
+        for (int64_t p = t; p < parts; p += GM_CU_THREADS) acc = Red::comb(acc, partials[o * parts + p]);
+        buf[t] = acc;
+        rd_combine_columns<Red>(buf, t, t, 0, GM_CU_THREADS);
+        if (t == 0) Red::store(out, o, buf[0], prm);
+        __syncthreads();
+    }
+}
+
 /* ---- host side -------------------------------------------------------------------------------------------- */
 static int rd_pow2_at_least(int64_t n, int cap) {
     int p = 1;
@@ -377,9 +423,32 @@ static unsigned rd_grid(const rd_dims *K, int lx, const gm_cuda_ctx *ctx) {
     return gm_cu_blocks(ntiles * GM_CU_THREADS, ctx); /* one block per tile, capped */
 }
 
+/* The partials of a split (scratch, parts > 1; reduce.h), then their combination. */
+template <class Red>
+static int rd_launch_split(void *out, const void *inp, const rd_dims &K, const rd_dims &R, const rd_params &prm,
+                           void *scratch, int64_t parts, gm_cuda_ctx *ctx) {
+    typedef typename Red::A A;
+    static_assert(sizeof(A) <= 16, "REDUCE_SPLIT_BYTES reserves 16 bytes per partial");
+    const int lx = rd_pick_lx(&K, &R);
+    const int64_t chunk = (R.total + parts - 1) / parts, ntiles = (K.total + (1 << lx) - 1) >> lx;
+    void (*k1)(A *, const char *, rd_dims, rd_dims, int, int64_t, int64_t) = &rd_split_kernel<Red>;
+    GM_LAUNCH(k1, gm_cu_blocks(ntiles * parts * GM_CU_THREADS, ctx), GM_CU_THREADS, ctx, (A *)scratch,
+              (const char *)inp, K, R, lx, parts, chunk);
+    GM_CU_LAUNCHED(ctx);
+    void (*k2)(char *, int64_t *, char *, const A *, int64_t, int64_t, rd_params) = &rd_finish_kernel<Red>;
+    rd_params p = prm;
+    p.indices = NULL;
+    p.values = NULL;
+    GM_LAUNCH(k2, gm_cu_blocks(K.total * GM_CU_THREADS, ctx), GM_CU_THREADS, ctx, (char *)out, prm.indices,
+              prm.values, (const A *)scratch, K.total, parts, p);
+    GM_CU_LAUNCHED(ctx);
+    return GM_OK;
+}
+
 template <class Red>
 static int rd_launch(void *out, const void *inp, const rd_dims &K, const rd_dims &R, const rd_params &prm,
-                     gm_cuda_ctx *ctx) {
+                     void *scratch, int64_t parts, gm_cuda_ctx *ctx) {
+    if (parts > 1) return rd_launch_split<Red>(out, inp, K, R, prm, scratch, parts, ctx);
     const int lx = rd_pick_lx(&K, &R);
     void (*k)(char *, int64_t *, char *, const char *, rd_dims, rd_dims, int, rd_params) = &rd_kernel<Red>;
     rd_params p = prm;
@@ -417,34 +486,34 @@ static rd_params rd_make_params(gm_dtype out_dt) {
  * or the integer dtypes only (integer family). */
 #define RD_LAUNCH_ALL(RED, dt, ...)                                                                           \
     switch (dt) {                                                                                             \
-    case GM_F32: return rd_launch<RED<GM_F32 __VA_ARGS__> >(out, inp, K, R, prm, ctx);                        \
-    case GM_F64: return rd_launch<RED<GM_F64 __VA_ARGS__> >(out, inp, K, R, prm, ctx);                        \
-    case GM_F16: return rd_launch<RED<GM_F16 __VA_ARGS__> >(out, inp, K, R, prm, ctx);                        \
-    case GM_BF16: return rd_launch<RED<GM_BF16 __VA_ARGS__> >(out, inp, K, R, prm, ctx);                      \
-    case GM_I64: return rd_launch<RED<GM_I64 __VA_ARGS__> >(out, inp, K, R, prm, ctx);                        \
-    default: return rd_launch<RED<GM_BOOL __VA_ARGS__> >(out, inp, K, R, prm, ctx);                           \
+    case GM_F32: return rd_launch<RED<GM_F32 __VA_ARGS__> >(out, inp, K, R, prm, scratch, parts, ctx);                        \
+    case GM_F64: return rd_launch<RED<GM_F64 __VA_ARGS__> >(out, inp, K, R, prm, scratch, parts, ctx);                        \
+    case GM_F16: return rd_launch<RED<GM_F16 __VA_ARGS__> >(out, inp, K, R, prm, scratch, parts, ctx);                        \
+    case GM_BF16: return rd_launch<RED<GM_BF16 __VA_ARGS__> >(out, inp, K, R, prm, scratch, parts, ctx);                      \
+    case GM_I64: return rd_launch<RED<GM_I64 __VA_ARGS__> >(out, inp, K, R, prm, scratch, parts, ctx);                        \
+    default: return rd_launch<RED<GM_BOOL __VA_ARGS__> >(out, inp, K, R, prm, scratch, parts, ctx);                           \
     }
 #define RD_LAUNCH_FLOAT(RED, dt, ...)                                                                         \
     switch (dt) {                                                                                             \
-    case GM_F32: return rd_launch<RED<GM_F32 __VA_ARGS__> >(out, inp, K, R, prm, ctx);                        \
-    case GM_F64: return rd_launch<RED<GM_F64 __VA_ARGS__> >(out, inp, K, R, prm, ctx);                        \
-    case GM_F16: return rd_launch<RED<GM_F16 __VA_ARGS__> >(out, inp, K, R, prm, ctx);                        \
-    default: return rd_launch<RED<GM_BF16 __VA_ARGS__> >(out, inp, K, R, prm, ctx);                           \
+    case GM_F32: return rd_launch<RED<GM_F32 __VA_ARGS__> >(out, inp, K, R, prm, scratch, parts, ctx);                        \
+    case GM_F64: return rd_launch<RED<GM_F64 __VA_ARGS__> >(out, inp, K, R, prm, scratch, parts, ctx);                        \
+    case GM_F16: return rd_launch<RED<GM_F16 __VA_ARGS__> >(out, inp, K, R, prm, scratch, parts, ctx);                        \
+    default: return rd_launch<RED<GM_BF16 __VA_ARGS__> >(out, inp, K, R, prm, scratch, parts, ctx);                           \
     }
 #define RD_LAUNCH_INT(RED, dt, ...)                                                                           \
     switch (dt) {                                                                                             \
-    case GM_I64: return rd_launch<RED<GM_I64 __VA_ARGS__> >(out, inp, K, R, prm, ctx);                        \
-    default: return rd_launch<RED<GM_BOOL __VA_ARGS__> >(out, inp, K, R, prm, ctx);                           \
+    case GM_I64: return rd_launch<RED<GM_I64 __VA_ARGS__> >(out, inp, K, R, prm, scratch, parts, ctx);                        \
+    default: return rd_launch<RED<GM_BOOL __VA_ARGS__> >(out, inp, K, R, prm, scratch, parts, ctx);                           \
     }
 
 extern "C" int cuda_reduce_forward(void *out, gm_dtype out_dt, const void *inp, gm_dtype inp_dt,
-                                   const reduce_geom *g, int op, gm_cuda_ctx *ctx) {
+                                   const reduce_geom *g, int op, void *scratch, int64_t parts, gm_cuda_ctx *ctx) {
     if (!rd_check_geom(g) || !rd_valid_dtype(out_dt) || !rd_valid_dtype(inp_dt) || !ctx) return GM_ERR_ARG;
     rd_dims K, R;
     rd_simplify(&K, g->nkept, g->kept_shape, g->kept_strides, 0);
     rd_simplify(&R, g->nred, g->red_shape, g->red_strides, 1);
     if (K.total == 0) return GM_OK;
-    if (!out || (R.total > 0 && !inp)) return GM_ERR_ARG;
+    if (!out || (R.total > 0 && !inp) || (parts > 1 && (!scratch || parts > R.total))) return GM_ERR_ARG;
     rd_params prm = rd_make_params(out_dt);
     /* Accumulate in double whenever a float is involved (on either side), exactly in int64 otherwise. */
     const int in_double = gm_dtype_is_float(inp_dt) || gm_dtype_is_float(out_dt);
@@ -475,13 +544,14 @@ extern "C" int cuda_reduce_forward(void *out, gm_dtype out_dt, const void *inp, 
 }
 
 extern "C" int cuda_reduce_arg_forward(void *values, int64_t *indices, const void *inp, gm_dtype dt,
-                                       const reduce_geom *g, int is_max, gm_cuda_ctx *ctx) {
+                                       const reduce_geom *g, int is_max, void *scratch, int64_t parts,
+                                       gm_cuda_ctx *ctx) {
     if (!rd_check_geom(g) || !rd_valid_dtype(dt) || !ctx) return GM_ERR_ARG;
     rd_dims K, R;
     rd_simplify(&K, g->nkept, g->kept_shape, g->kept_strides, 0);
     rd_simplify(&R, g->nred, g->red_shape, g->red_strides, 0); /* no reordering: "first" is row-major order */
     if (K.total == 0) return GM_OK;
-    if (R.total == 0 || !indices || !inp) return GM_ERR_ARG;
+    if (R.total == 0 || !indices || !inp || (parts > 1 && (!scratch || parts > R.total))) return GM_ERR_ARG;
     rd_params prm = rd_make_params(dt);
     prm.indices = indices;
     prm.values = (char *)values;

@@ -501,7 +501,14 @@ class Tensor(_C.TensorBase):
         put_plan(self, make_plan(self, idx), value, accumulate=False)
 
     # ---- conversion -----------------------------------------------------------------------------------------
-    def to(self, *args, dtype=None, device=None, copy=False):
+    def to(self, *args, dtype=None, device=None, copy=False, non_blocking=False):
+        """A tensor of the given dtype and/or on the given device (self when nothing changes).
+
+        non_blocking=True: a copy to CUDA from pinned memory (pin_memory()) returns before it ran, overlapping
+        the host's next work; the pinned source may be dropped at once (its memory is not reused before the copy
+        ran), but writing into it before gm.cuda.synchronize() races the copy, as in PyTorch. Other copies are
+        synchronous whatever the flag: from pageable memory the source is staged before the call returns, and a
+        copy to the host waits for the data."""
         for a in args:
             if isinstance(a, _C.TensorBase):
                 dtype, device = a.dtype, a.device
@@ -517,7 +524,7 @@ class Tensor(_C.TensorBase):
         if device is not None:
             dev = device_str(device)
             if dev != out._device:
-                out = _to_device(out, dev)
+                out = _to_device(out, dev, non_blocking)
         if copy and out is self:
             out = self.clone()
         return out
@@ -526,7 +533,26 @@ class Tensor(_C.TensorBase):
         return self.to(other.dtype)
 
     def cpu(self): return self.to(device="cpu")
-    def cuda(self, device=0): return self.to(device=f"cuda:{device}" if isinstance(device, int) else device)
+
+    def cuda(self, device=0, non_blocking=False):
+        return self.to(device=f"cuda:{device}" if isinstance(device, int) else device, non_blocking=non_blocking)
+
+    def pin_memory(self):
+        """A copy of this CPU tensor in pinned (page-locked) host memory, or self when it is pinned already.
+
+        Uploads from pinned memory run at the bus's full speed and can be asynchronous (.cuda(non_blocking=True)).
+        Its bytes are counted under the pseudo-device "cpu-pinned" (gm.memory.memory_stats("cpu-pinned")), not
+        under "cpu". Needs CUDA: RuntimeError without a CUDA device, as in PyTorch."""
+        if self.is_pinned():
+            return self
+        if _needs_grad(self):
+            return _PinMemory.apply(self)
+        return _C._pin_memory(self)
+
+    def is_pinned(self):
+        """Whether this tensor lives in pinned host memory (pin_memory())."""
+        return self._is_pinned
+
     def float(self): return self.to(dtype="float32")
     def double(self): return self.to(dtype="float64")
     def half(self): return self.to(dtype="float16")
@@ -579,14 +605,26 @@ def _shape_arg(args):
     return tuple(args)
 
 
-def _to_device(t, dev):
+def _to_device(t, dev, non_blocking=False):
     """Copy across devices (recorded by autograd: the gradient flows back to the source device). A meta tensor
-    has no data, so meta -> cpu/cuda is refused rather than inventing values."""
+    has no data, so meta -> cpu/cuda is refused rather than inventing values. A recorded copy is synchronous."""
     if t._device == "meta" and dev != "meta":
         raise RuntimeError(f"to: a meta tensor has no data to copy to {dev}")
     if _needs_grad(t):
         return F.ToDevice.apply(t, dev)
-    return _C._to_device(t, dev)
+    return _C._to_device(t, dev, bool(non_blocking))
+
+
+class _PinMemory(autograd.Function):
+    """pin_memory() of a tensor that requires grad: a copy; the gradient passes through unchanged."""
+
+    @staticmethod
+    def forward(ctx, a):
+        return _C._pin_memory(a)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
 
 
 def matmul(a, b):

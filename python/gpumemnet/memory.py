@@ -1,45 +1,58 @@
 """Memory statistics, limits, and the category/scope every allocation is tagged with.
 
 Byte counts come from gpumemnet's own caching allocator and are exact: block sizes are the requested size
-rounded up to 512 bytes, as in PyTorch's CUDA allocator (see csrc/allocator.c for the whole policy)."""
+rounded up to 512 bytes, as in PyTorch's CUDA allocator (see csrc/allocator.c for the whole policy).
+
+Besides the devices ("cpu", "cuda:N", "meta"), the functions below take "cpu-pinned": the allocator of pinned
+host memory (Tensor.pin_memory, DataLoader(pin_memory=True)). Pinned tensors are CPU tensors, but their bytes are
+counted there and not under "cpu", with a limit and a cache of their own (PyTorch keeps them apart too:
+torch.cuda.host_memory_stats)."""
 import contextlib
 
 from . import _C
 from ._dtype import device_str
 from ._history import record_history, history, dump_history, plot_timeline, memory_summary  # noqa: F401
 
+PINNED = "cpu-pinned"
+
+
+def _dev(device):
+    """The allocator a memory function addresses: a device, or the pinned host memory ("cpu-pinned")."""
+    return PINNED if isinstance(device, str) and device == PINNED else device_str(device)
+
+
 CATEGORIES = ("parameter", "gradient", "optimizer", "activation", "workspace", "input", "other")
 
 
 def memory_allocated(device="cpu"):
     """Bytes held by live tensors on device."""
-    return _C.memory_allocated(device_str(device))
+    return _C.memory_allocated(_dev(device))
 
 
 def max_memory_allocated(device="cpu"):
     """Peak of memory_allocated since start or the last reset_peak_memory_stats."""
-    return _C.max_memory_allocated(device_str(device))
+    return _C.max_memory_allocated(_dev(device))
 
 
 def memory_reserved(device="cpu"):
     """Bytes held by the allocator: live blocks plus the cache."""
-    return _C.memory_reserved(device_str(device))
+    return _C.memory_reserved(_dev(device))
 
 
 def reset_peak_memory_stats(device="cpu"):
-    _C.reset_peak_memory_stats(device_str(device))
+    _C.reset_peak_memory_stats(_dev(device))
 
 
 def empty_cache(device="cpu"):
     """Return cached, unused segments to the system; returns the bytes released."""
-    return _C.empty_cache(device_str(device))
+    return _C.empty_cache(_dev(device))
 
 
 def memory_stats(device="cpu"):
     """A dict: allocated/reserved/requested (current, peak), by_category (current, peak per category),
     counts (num_allocs, num_frees, num_segment_allocs/frees, num_retries, num_ooms), cached_free,
     largest_free_block, limit (0: none) and capacity."""
-    return _C.memory_stats(device_str(device))
+    return _C.memory_stats(_dev(device))
 
 
 def set_limit(device, nbytes):
@@ -56,15 +69,15 @@ def set_limit(device, nbytes):
     elif nbytes is not None and (isinstance(nbytes, bool) or not isinstance(nbytes, int)):
         raise TypeError(f"set_limit: nbytes must be an int (bytes), a float (fraction of the capacity) or None, "
                         f"got {type(nbytes).__name__}")
-    _C.set_limit(device_str(device), nbytes)
+    _C.set_limit(_dev(device), nbytes)
 
 
 def get_limit(device="cpu"):
-    return _C.get_limit(device_str(device))
+    return _C.get_limit(_dev(device))
 
 
 def capacity(device="cpu"):
-    return _C.memory_capacity(device_str(device))
+    return _C.memory_capacity(_dev(device))
 
 
 @contextlib.contextmanager

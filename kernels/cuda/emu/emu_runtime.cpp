@@ -189,6 +189,18 @@ void fill_redzones(uintptr_t p, size_t size) {
 std::mutex g_mem_mu;
 std::map<uintptr_t, Block> g_device_blocks; /* by address, so a range lookup finds the enclosing block */
 std::map<uintptr_t, size_t> g_host_blocks;  /* cudaMallocHost / cudaHostAlloc */
+/* __device__ variables whose address was taken (cudaGetSymbolAddress): device memory of every device, since the
+ * emulator's one global stands for each device's copy. Not in g_device_blocks: they have no red zones. */
+std::map<uintptr_t, size_t> g_symbols;
+
+/* Whether [p, p + n) lies inside one registered symbol; g_mem_mu held. */
+bool in_symbol(const void *p, size_t n) {
+    auto it = g_symbols.upper_bound((uintptr_t)p);
+    if (it == g_symbols.begin()) return false;
+    --it;
+    size_t off = (uintptr_t)p - it->first;
+    return off <= it->second && n <= it->second - off;
+}
 size_t g_used[kMaxDevices];
 
 enum RangeKind { NOT_DEVICE, IN_BLOCK, OVERRUN };
@@ -224,6 +236,7 @@ struct CUevent_st {
     int device;
     unsigned flags;
     bool recorded;
+    bool pending; /* recorded while gm_emu_hold_streams(1): "not ready" until a synchronize */
     std::chrono::steady_clock::time_point when;
 };
 
@@ -232,6 +245,13 @@ namespace {
 std::mutex g_handle_mu;
 std::set<cudaStream_t> g_streams;
 std::set<cudaEvent_t> g_events;
+bool g_hold; /* gm_emu_hold_streams; g_handle_mu held */
+
+/* The work of device dev (all devices: -1) has "run": its held events are no longer pending; g_handle_mu held. */
+void drain(int dev) {
+    for (cudaEvent_t e : g_events)
+        if (dev < 0 || e->device == dev) e->pending = false;
+}
 
 bool is_builtin_stream(cudaStream_t s) { return s == 0 || s == cudaStreamLegacy || s == cudaStreamPerThread; }
 
@@ -284,6 +304,7 @@ cudaError_t check_operand(const char *fn, const char *what, const void *p, size_
         return fail(cudaErrorInvalidValue,
                     "%s: %s %p + %zu bytes runs %zu bytes past the end of its cudaMalloc block (%zu bytes at %p)",
                     fn, what, p, n, (size_t)((uintptr_t)p + n - (r.base + r.size)), r.size, (void *)r.base);
+    if (want_device && r.kind == NOT_DEVICE && in_symbol(p, n)) return cudaSuccess;
     if (want_device && r.kind != IN_BLOCK)
         return fail(cudaErrorInvalidValue, "%s: %s %p is not device memory (no live cudaMalloc block holds it)",
                     fn, what, p);
@@ -402,6 +423,7 @@ cudaError_t check_kernel_pointers(const void *const *ptrs, const int *arg_index,
         }
         auto h = g_host_blocks.upper_bound((uintptr_t)p);
         if (h != g_host_blocks.begin() && (uintptr_t)p - (--h)->first <= h->second) continue; /* pinned */
+        if (in_symbol(p, 0)) continue;
         snprintf(why, why_len,
                  "kernel argument %d is %p, which is not device memory (no live cudaMalloc block holds it: a host "
                  "pointer, or freed memory?); a GPU faults when it is dereferenced", arg_index[i], p);
@@ -549,7 +571,10 @@ cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int dev
 
 cudaError_t cudaDeviceSynchronize(void) {
     int dev;
-    return ready(&dev); /* everything already ran; only a crashed device has something to say */
+    if (cudaError_t e = ready(&dev)) return e; /* everything already ran; only a crashed device has something to say */
+    std::lock_guard<std::mutex> g(g_handle_mu);
+    drain(dev);
+    return cudaSuccess;
 }
 
 /* Like the real one: destroys the current device's allocations and its crashed state. */
@@ -708,6 +733,10 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
     if (cudaError_t e = configured()) return e;
     int dev;
     if (cudaError_t e = check_stream("cudaStreamSynchronize", stream, &dev)) return e;
+    {
+        std::lock_guard<std::mutex> g(g_handle_mu);
+        drain(dev); /* one stream per device in gpumemnet: its events are this stream's */
+    }
     return sticky(dev);
 }
 
@@ -730,7 +759,7 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags) {
     if (flags & ~0xfu) return fail(cudaErrorInvalidValue, "cudaEventCreateWithFlags: unknown flags 0x%x", flags);
     int dev;
     if (cudaError_t e = ready(&dev)) return e;
-    cudaEvent_t ev = new CUevent_st{dev, flags, false, {}};
+    cudaEvent_t ev = new CUevent_st{dev, flags, false, false, {}};
     std::lock_guard<std::mutex> g(g_handle_mu);
     g_events.insert(ev);
     *event = ev;
@@ -747,6 +776,7 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
     if (!g_events.count(event))
         return fail(cudaErrorInvalidResourceHandle, "cudaEventRecord: %p is not a live event", (void *)event);
     event->recorded = true;
+    event->pending = g_hold;
     event->when = std::chrono::steady_clock::now();
     return cudaSuccess;
 }
@@ -757,10 +787,18 @@ cudaError_t cudaEventQuery(cudaEvent_t event) {
     std::lock_guard<std::mutex> g(g_handle_mu);
     if (!g_events.count(event))
         return fail(cudaErrorInvalidResourceHandle, "cudaEventQuery: %p is not a live event", (void *)event);
-    return cudaSuccess;
+    return event->pending ? cudaErrorNotReady : cudaSuccess; /* not ready is no error: the last error stays */
 }
 
-cudaError_t cudaEventSynchronize(cudaEvent_t event) { return cudaEventQuery(event); }
+cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+    int dev;
+    if (cudaError_t e = ready(&dev)) return e;
+    std::lock_guard<std::mutex> g(g_handle_mu);
+    if (!g_events.count(event))
+        return fail(cudaErrorInvalidResourceHandle, "cudaEventSynchronize: %p is not a live event", (void *)event);
+    event->pending = false;
+    return cudaSuccess;
+}
 
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end) {
     if (!ms) return fail(cudaErrorInvalidValue, "cudaEventElapsedTime: ms is NULL");
@@ -879,6 +917,25 @@ void gm_emu_reset(void) {
 }
 
 const char *gm_emu_last_message(void) { return tl_message; }
+
+void gm_emu_hold_streams(int on) {
+    std::lock_guard<std::mutex> g(g_handle_mu);
+    g_hold = on != 0;
+    if (!on) drain(-1);
+}
+
+cudaError_t gm_emu_stream_ready(const char *fn, cudaStream_t stream) {
+    int dev;
+    if (cudaError_t e = ready(&dev)) return e;
+    return check_stream(fn, stream, &dev);
+}
+
+cudaError_t gm_emu_register_symbol(const void *symbol, size_t size) {
+    if (cudaError_t e = configured()) return e;
+    std::lock_guard<std::mutex> g(g_mem_mu);
+    g_symbols[(uintptr_t)symbol] = size;
+    return cudaSuccess;
+}
 
 cudaError_t gm_emu_set_device_memory(int device, size_t bytes) {
     if (cudaError_t e = check_device_index(device)) return e;

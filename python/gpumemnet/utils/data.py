@@ -8,8 +8,13 @@ sample through collate_fn (default: `default_collate`, PyTorch's rules). Loading
 Shuffling: generator=None draws each epoch's order from gpumemnet's global generator (gm.manual_seed makes it
 reproducible, as torch.manual_seed does for PyTorch's DataLoader); an int seeds a NumPy Generator created once,
 so epochs differ from each other and a rerun repeats them; a numpy.random.Generator is used as given.
+
+pin_memory=True puts every batch tensor in pinned host memory (Tensor.pin_memory), so that
+`x.cuda(non_blocking=True)` uploads it asynchronously at full bus speed. Pinned bytes are counted under
+"cpu-pinned" in gm.memory. Without a CUDA device the flag is ignored with a warning, as in PyTorch.
 """
 import numbers
+import warnings
 
 import numpy as np
 
@@ -137,7 +142,8 @@ class DataLoader:
 
     shuffle: a new order every epoch; drop_last: skip a final incomplete batch; generator: None, an int seed or a
     numpy.random.Generator (see the module docstring); collate_fn: turns a list of samples into a batch.
-    num_workers / pin_memory are accepted for drop-in compatibility: loading runs in this process."""
+    pin_memory: batches in pinned host memory (see the module docstring). num_workers is accepted for drop-in
+    compatibility: loading runs in this process."""
 
     def __init__(self, dataset, batch_size=1, shuffle=False, drop_last=False, generator=None, collate_fn=None,
                  num_workers=0, pin_memory=False):
@@ -165,7 +171,11 @@ class DataLoader:
         self.generator = generator
         self.collate_fn = collate_fn
         self.num_workers = num_workers
-        self.pin_memory = pin_memory
+        self.pin_memory = bool(pin_memory)
+        if self.pin_memory and _C._cuda_device_count() == 0:
+            warnings.warn("DataLoader: pin_memory=True, but no CUDA device is available: batches stay in ordinary "
+                          "(pageable) memory", UserWarning, stacklevel=2)
+            self.pin_memory = False
 
     def __len__(self):
         n = len(self.dataset)
@@ -190,6 +200,21 @@ class DataLoader:
         for start in range(0, stop, self.batch_size):
             idx = order[start:start + self.batch_size]
             if fast:
-                yield [_gather(t, idx) for t in self.dataset.tensors]
+                batch = [_gather(t, idx) for t in self.dataset.tensors]
             else:
-                yield collate([self.dataset[int(i)] for i in idx])
+                batch = collate([self.dataset[int(i)] for i in idx])
+            yield _pin(batch) if self.pin_memory else batch
+
+
+def _pin(batch):
+    """batch with every CPU tensor in it (nested in lists, tuples, dicts) moved to pinned memory."""
+    if isinstance(batch, _C.TensorBase):
+        if batch._device != "cpu":
+            return batch
+        with category("input"):
+            return batch.pin_memory()
+    if isinstance(batch, dict):
+        return {k: _pin(v) for k, v in batch.items()}
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(_pin(v) for v in batch) if type(batch) in (list, tuple) else batch
+    return batch

@@ -302,6 +302,28 @@ inline cudaError_t cudaMemcpyFromSymbol(void *dst, const T &symbol, size_t count
     if (count) memcpy(dst, reinterpret_cast<const char *>(&symbol) + offset, count);
     return cudaSuccess;
 }
+/* The Async forms: launches and copies have run when they return, so these are the synchronous ones once the
+ * stream is known to be live. */
+template <typename T>
+inline cudaError_t cudaMemcpyToSymbolAsync(const T &symbol, const void *src, size_t count, size_t offset = 0,
+                                           cudaMemcpyKind kind = cudaMemcpyHostToDevice, cudaStream_t stream = 0) {
+    if (cudaError_t e = gm_emu_stream_ready("cudaMemcpyToSymbolAsync", stream)) return e;
+    return cudaMemcpyToSymbol(symbol, src, count, offset, kind);
+}
+template <typename T>
+inline cudaError_t cudaMemcpyFromSymbolAsync(void *dst, const T &symbol, size_t count, size_t offset = 0,
+                                             cudaMemcpyKind kind = cudaMemcpyDeviceToHost, cudaStream_t stream = 0) {
+    if (cudaError_t e = gm_emu_stream_ready("cudaMemcpyFromSymbolAsync", stream)) return e;
+    return cudaMemcpyFromSymbol(dst, symbol, count, offset, kind);
+}
+/* The device address of a __device__ variable: the global itself, registered so that copies and kernel arguments
+ * accept it as device memory. */
+template <typename T> inline cudaError_t cudaGetSymbolAddress(void **dev_ptr, const T &symbol) {
+    if (!dev_ptr) return cudaErrorInvalidValue;
+    if (cudaError_t e = gm_emu_register_symbol(&symbol, sizeof(T))) return e;
+    *dev_ptr = const_cast<T *>(&symbol);
+    return cudaSuccess;
+}
 
 #endif /* __cplusplus */
 

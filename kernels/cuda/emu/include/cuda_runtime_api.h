@@ -82,6 +82,16 @@ const char *gm_emu_last_message(void);
 /* Sets device `device`'s capacity to `bytes` (cudaMemGetInfo and cudaMalloc follow; bytes already allocated
  * stay). cudaErrorInvalidDevice for a bad index. */
 cudaError_t gm_emu_set_device_memory(int device, size_t bytes);
+/* On: events recorded from now on stay pending (cudaEventQuery: cudaErrorNotReady) until cudaEventSynchronize,
+ * cudaStreamSynchronize or cudaDeviceSynchronize on their device, or until turned off: as work a GPU would still
+ * have queued (the emulator runs everything at once), so tests can see what waits for it. */
+void gm_emu_hold_streams(int on);
+/* For the header's templates: cudaSuccess when the runtime is usable and `stream` is a live stream (else the
+ * error, recorded with fn's name). */
+cudaError_t gm_emu_stream_ready(const char *fn, cudaStream_t stream);
+/* For cudaGetSymbolAddress: [symbol, symbol + size) becomes device memory (of every device) for copies and for
+ * the kernel pointer checks. */
+cudaError_t gm_emu_register_symbol(const void *symbol, size_t size);
 /* Number of kernel launches run so far (all devices): lets tests check that an op launched at all. */
 unsigned long long gm_emu_launch_count(void);
 
