@@ -8,7 +8,7 @@ from . import _C
 __all__ = ["is_available", "device_count", "get_device_properties", "get_device_name", "get_device_capability",
            "empty_cache", "synchronize", "is_built", "is_emulated", "mem_get_info", "memory_allocated",
            "max_memory_allocated", "memory_reserved", "max_memory_reserved", "reset_peak_memory_stats",
-           "memory_stats", "memory_summary", "set_per_process_memory_fraction"]
+           "memory_stats", "memory_summary", "set_per_process_memory_fraction", "host_memory_stats"]
 
 
 def is_built():
@@ -167,3 +167,8 @@ def set_per_process_memory_fraction(fraction, device=None):
     if isinstance(fraction, bool) or not isinstance(fraction, (int, float)):
         raise TypeError(f"set_per_process_memory_fraction: fraction must be a float, got {type(fraction).__name__}")
     set_limit(_dev(device, "set_per_process_memory_fraction"), float(fraction))
+
+
+def host_memory_stats():
+    """Statistics of the pinned host memory allocator (PyTorch's name): gm.memory.memory_stats("cpu-pinned")."""
+    return _C.memory_stats("cpu-pinned")
