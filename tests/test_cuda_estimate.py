@@ -173,8 +173,7 @@ def test_digits_estimate_equals_the_cuda_step(case):
     gm.manual_seed(0)
     model = make_model(16, device="cuda")
     x = gm.randn(32, 1, 8, 8, device="cuda")
-    est, cpu, real = _check(model, x, **case)
-    assert cpu.peak != real  # the CPU sequence (im2col columns, no scratch) is not the CUDA step's
+    _check(model, x, **case)
 
 
 @requires_cuda
