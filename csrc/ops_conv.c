@@ -14,10 +14,16 @@
  * On CUDA the same validation, outputs and contiguous copies, then cuDNN (kernels/cuda/conv.h) with its own
  * workspace in place of the im2col columns: the algorithm is chosen among cuDNN's candidates by what the
  * allocator can give (cuda_conv_pick below), so only the workspace differs from the CPU's allocations. The
- * linear layer runs on cuBLAS (kernels/cuda/linear.h) with exactly the CPU's allocations. */
+ * linear layer runs on cuBLAS (kernels/cuda/linear.h) with exactly the CPU's allocations.
+ *
+ * On meta the allocations are the CPU's (im2col columns), or, when meta stands for CUDA (csrc/meta_target.h),
+ * CUDA's with no workspace at all: there is no cuDNN to ask on meta, so cuDNN's workspace is the one thing an
+ * estimate for CUDA leaves out (it is taken only when the allocator can still give it; the emulator's stand-in
+ * takes none, so there the estimate is exact). */
 #include "gm.h"
 #include "cpu/conv.h"
 #include "cpu/matmul.h"
+#include "meta_target.h"
 #ifdef GM_WITH_CUDA
 #include "cuda/conv.h"
 #include "cuda/linear.h"
@@ -369,7 +375,8 @@ static int contiguous(GMTensor *t, GMTensor **out, size_t *used) {
 /* One im2col workspace for the given passes (they share it, one after another): what is left of the limit
  * after `used` bytes of copies, at least one column. *ws stays NULL when no pass needs any; -1 with an exception
  * when one column exceeds the limit. The CPU kernels keep a column buffer per thread, so the size depends on
- * nthreads; meta plans exactly as the CPU does, so that a meta run reports the CPU's bytes. */
+ * nthreads; meta plans exactly as the CPU does, so that a meta run reports the CPU's bytes (unless meta stands for
+ * CUDA: then there are no columns, see the top of this file). */
 static int conv_workspace(const char *op, const conv_geom *g, gm_dtype dt, const conv_pass *passes, int npass,
                           size_t used, gm_device dev, int nthreads, GMTensor **ws) {
     *ws = NULL;
@@ -402,7 +409,7 @@ static int kernel_status(const char *op, int st) {
 static void *data_or_null(GMTensor *t) { return t ? gm_tensor_data(t) : NULL; }
 
 /* The thread count an op plans and runs with (read once: the kernel must see what the workspace was sized for).
- * meta plans like the CPU: it simulates the CPU's allocations until a meta run can name a CUDA target. */
+ * meta plans like the CPU (a meta run that stands for CUDA takes no columns at all). */
 static int plan_threads(gm_device dev) {
     (void)dev;
     return gm_num_threads;
@@ -679,9 +686,10 @@ static PyObject *py_conv2d(PyObject *self, PyObject *args, PyObject *kwargs) {
     const conv_pass pass = CONV_FORWARD;
     if (contiguous(w, &wc, &used) < 0 || contiguous(b, &bc, &used) < 0) goto fail;
     if (!(out = gm_empty(4, oshape, x->dtype, x->device))) goto fail;
-    if (x->device.type == GM_DEV_CUDA) {
+    if (x->device.type == GM_DEV_CUDA || gm_meta_as_cuda(x->device)) { /* meta for CUDA: no workspace */
 #ifdef GM_WITH_CUDA
-        if (cuda_conv_pass(op, &g, x->dtype, pass, x->device, gm_tensor_data(out), gm_tensor_data(x),
+        if (x->device.type == GM_DEV_CUDA &&
+            cuda_conv_pass(op, &g, x->dtype, pass, x->device, gm_tensor_data(out), gm_tensor_data(x),
                            gm_tensor_data(wc), data_or_null(bc)) < 0)
             goto fail;
 #endif
@@ -772,13 +780,14 @@ static PyObject *conv_backward(conv_bwd *a) {
         if (dw) passes[np++] = CONV_BACKWARD_WEIGHT;
         if ((dx || dw) && contiguous(go, &gc, &used) < 0) goto fail;
         if (dx && contiguous(w, &wc, &used) < 0) goto fail;
-        if (dev.type == GM_DEV_CUDA) { /* each pass with its own cuDNN workspace, one after the other */
+        /* each pass with its own cuDNN workspace, one after the other (meta for CUDA: none) */
+        if (dev.type == GM_DEV_CUDA || gm_meta_as_cuda(dev)) {
 #ifdef GM_WITH_CUDA
-            if (dx && cuda_conv_pass(op, g, dt, CONV_BACKWARD_DATA, dev, gm_tensor_data(dx), gm_tensor_data(gc),
-                                     gm_tensor_data(wc), NULL) < 0)
-                goto fail;
-            if (dw && cuda_conv_pass(op, g, dt, CONV_BACKWARD_WEIGHT, dev, gm_tensor_data(dw), gm_tensor_data(gc),
-                                     gm_tensor_data(x), NULL) < 0)
+            if (dev.type == GM_DEV_CUDA &&
+                ((dx && cuda_conv_pass(op, g, dt, CONV_BACKWARD_DATA, dev, gm_tensor_data(dx), gm_tensor_data(gc),
+                                       gm_tensor_data(wc), NULL) < 0) ||
+                 (dw && cuda_conv_pass(op, g, dt, CONV_BACKWARD_WEIGHT, dev, gm_tensor_data(dw), gm_tensor_data(gc),
+                                       gm_tensor_data(x), NULL) < 0)))
                 goto fail;
 #endif
         } else if (conv_workspace(op, g, dt, passes, np, used, dev, nt, &ws) < 0) { /* im2col columns */
@@ -806,13 +815,13 @@ static PyObject *conv_backward(conv_bwd *a) {
         if (dw) passes[np++] = CONV_BACKWARD_WEIGHT;
         if (dx && contiguous(w, &wc, &used) < 0) goto fail;
         if (dw && contiguous(x, &xc, &used) < 0) goto fail;
-        if (dev.type == GM_DEV_CUDA) {
+        if (dev.type == GM_DEV_CUDA || gm_meta_as_cuda(dev)) { /* meta for CUDA: no workspace */
 #ifdef GM_WITH_CUDA
-            if (dx && cuda_conv_pass(op, g, dt, CONV_FORWARD, dev, gm_tensor_data(dx), gm_tensor_data(go),
-                                     gm_tensor_data(wc), NULL) < 0)
-                goto fail;
-            if (dw && cuda_conv_pass(op, g, dt, CONV_BACKWARD_WEIGHT, dev, gm_tensor_data(dw), gm_tensor_data(xc),
-                                     gm_tensor_data(go), NULL) < 0)
+            if (dev.type == GM_DEV_CUDA &&
+                ((dx && cuda_conv_pass(op, g, dt, CONV_FORWARD, dev, gm_tensor_data(dx), gm_tensor_data(go),
+                                       gm_tensor_data(wc), NULL) < 0) ||
+                 (dw && cuda_conv_pass(op, g, dt, CONV_BACKWARD_WEIGHT, dev, gm_tensor_data(dw), gm_tensor_data(xc),
+                                       gm_tensor_data(go), NULL) < 0)))
                 goto fail;
 #endif
         } else if (conv_workspace(op, g, dt, passes, np, used, dev, nt, &ws) < 0) { /* im2col columns */
@@ -920,9 +929,10 @@ static PyObject *py_conv_transpose2d(PyObject *self, PyObject *args, PyObject *k
     const conv_pass pass = CONV_BACKWARD_DATA;
     if (contiguous(x, &xc, &used) < 0 || contiguous(w, &wc, &used) < 0 || contiguous(b, &bc, &used) < 0) goto fail;
     if (!(out = gm_empty(4, oshape, x->dtype, x->device))) goto fail;
-    if (x->device.type == GM_DEV_CUDA) {
+    if (x->device.type == GM_DEV_CUDA || gm_meta_as_cuda(x->device)) { /* meta for CUDA: no workspace */
 #ifdef GM_WITH_CUDA
-        if (cuda_conv_pass(op, &g, x->dtype, pass, x->device, gm_tensor_data(out), gm_tensor_data(xc),
+        if (x->device.type == GM_DEV_CUDA &&
+            cuda_conv_pass(op, &g, x->dtype, pass, x->device, gm_tensor_data(out), gm_tensor_data(xc),
                            gm_tensor_data(wc), data_or_null(bc)) < 0)
             goto fail;
 #endif

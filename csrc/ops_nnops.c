@@ -12,6 +12,9 @@
  * the forward returns its weight sum to Python and both check the targets; mse/l1/bce with reduction mean/sum:
  * CUDA_LOSS_SCRATCH_BYTES, ~12 KiB). The CPU kernels sum within one thread and need none. The class losses also
  * wait for the stream once per call, to read that weight sum and the first out-of-range target back.
+ * When meta stands for CUDA (csrc/meta_target.h: gm.memory.estimate(device="cuda")), an op on meta allocates and
+ * frees that same scratch at the same point (sizes from kernels/cuda/scratch_sizes.h), so the estimate is the
+ * CUDA run's bytes; with the default target (the CPU) meta allocates exactly what the CPU does.
  *
  * Interface (python/gpumemnet/nn/_functional_nn.py is the only caller):
  *   activation(op, x, alpha=0.0, out=None) -> out        ops: RELU=0 LEAKY_RELU=1 SIGMOID=2 TANH=3 GELU=4
@@ -42,6 +45,8 @@
 #include "cpu/norm.h"
 #include "cpu/philox.h"
 #include "cpu/softmax.h"
+#include "cuda/scratch_sizes.h"
+#include "meta_target.h"
 
 #ifdef GM_WITH_CUDA
 #include "../kernels/cuda/activation.h"
@@ -100,6 +105,23 @@ static int reduction_arg(const char *op, int reduction) {
 static inline int on_cpu(const GMTensor *t) { return t->device.type == GM_DEV_CPU; }
 static inline int on_cuda(const GMTensor *t) { return t->device.type == GM_DEV_CUDA; }
 static inline void *data(GMTensor *t) { return t ? (void *)gm_tensor_data(t) : NULL; }
+
+/* The CUDA kernels' scratch (kernels/cuda/scratch_sizes.h) in float64 elements: the losses' fixed record of
+ * partials, batch norm's per-channel partial sums (for the meta target's multiprocessor count). */
+#define LOSS_SCRATCH_N ((int64_t)((CUDA_LOSS_SCRATCH_BYTES + 7) / 8))
+static int64_t bn_scratch_n(int64_t N, int64_t C, int64_t HW, int reduce) {
+    return (int64_t)(cuda_batchnorm_workspace_bytes(N, C, HW, reduce, gm_meta_sm_count()) / sizeof(double));
+}
+
+/* On meta standing for CUDA (meta_target.h): the scratch the CUDA kernel would take (n float64s, 0: none),
+ * allocated as workspace and freed at once, where the CUDA op holds it (after the outputs, freed before the op
+ * returns). Same dtype and count as on CUDA, so the allocator sees the same request. */
+static int meta_scratch(gm_device dev, int64_t n) {
+    if (n <= 0) return 0;
+    GMTensor *ws = gm_empty_workspace(1, &n, GM_F64, dev);
+    Py_XDECREF(ws);
+    return ws ? 0 : -1;
+}
 
 /* Statistics saved per channel/position: float64 for float64 data, float32 otherwise (as PyTorch keeps them). */
 static inline gm_dtype stats_dtype(gm_dtype dt) { return dt == GM_F64 ? GM_F64 : GM_F32; }
@@ -430,7 +452,7 @@ static int nc_geometry(const char *op, GMTensor *x, int64_t *N, int64_t *C, int6
  * the call. The CPU kernel needs none (one thread walks a whole channel); a GPU splits channels over blocks. */
 static int bn_cuda_workspace(gm_device dev, int64_t N, int64_t C, int64_t HW, int reduce, const gm_cuda_ctx *ctx,
                              GMTensor **ws) {
-    const size_t bytes = cuda_batchnorm_workspace_bytes(N, C, HW, reduce, ctx);
+    const size_t bytes = cuda_batchnorm_workspace_bytes(N, C, HW, reduce, ctx->sm_count);
     const int64_t n = (int64_t)(bytes / sizeof(double));
     *ws = bytes ? gm_empty_workspace(1, &n, GM_F64, dev) : NULL;
     return bytes && !*ws ? -1 : 0;
@@ -497,6 +519,8 @@ static PyObject *py_batch_norm(PyObject *self, PyObject *args, PyObject *kwargs)
         if (training && rm && ((rmc != rm && gm_copy_into(rm, rmc) < 0) || (rvc != rv && gm_copy_into(rv, rvc) < 0)))
             goto done;
 #endif
+    } else if (gm_meta_as_cuda(x->device)) { /* the CUDA kernel's scratch, for an estimate */
+        if (meta_scratch(x->device, bn_scratch_n(N, C, HW, training)) < 0) goto done;
     } else if (on_cpu(x)) {
         int st;
         Py_BEGIN_ALLOW_THREADS
@@ -577,6 +601,8 @@ static PyObject *py_batch_norm_backward(PyObject *self, PyObject *args, PyObject
         Py_XDECREF(ws);
         if (gm_cuda_kernel_status(name, st, ctx) < 0) goto done;
 #endif
+    } else if (gm_meta_as_cuda(g->device)) { /* the CUDA kernel's scratch, for an estimate */
+        if (meta_scratch(g->device, bn_scratch_n(N, C, HW, training || need_w || need_b)) < 0) goto done;
     } else if (on_cpu(g)) {
         int st;
         Py_BEGIN_ALLOW_THREADS
@@ -753,7 +779,7 @@ static int check_targets(const char *op, GMTensor *t, int64_t C, int64_t ignore_
 /* Device scratch of the CUDA loss kernels (kernels/cuda/loss.h): workspace, freed by the caller right after the
  * call (the allocator is stream-ordered). The CPU kernels need none: see the note at the top of this file. */
 static GMTensor *cuda_loss_scratch(gm_device dev) {
-    const int64_t n = (CUDA_LOSS_SCRATCH_BYTES + 7) / 8;
+    const int64_t n = LOSS_SCRATCH_N;
     return gm_empty_workspace(1, &n, GM_F64, dev);
 }
 
@@ -844,6 +870,8 @@ static PyObject *py_cross_entropy(PyObject *self, PyObject *args, PyObject *kwar
             (bad[0] >= 0 && bad_target_error(name, bad[0], bad[1], C, ignore_index) < 0))
             goto done;
 #endif
+    } else if (gm_meta_as_cuda(x->device)) { /* the CUDA kernel's scratch, for an estimate */
+        if (meta_scratch(x->device, LOSS_SCRATCH_N) < 0) goto done;
     } else if (on_cpu(x)) {
         int st;
         Py_BEGIN_ALLOW_THREADS
@@ -905,6 +933,8 @@ static PyObject *py_cross_entropy_backward(PyObject *self, PyObject *args, PyObj
                                                                     wsum, x->dtype, l->dtype, ctx), ctx) < 0)
             Py_CLEAR(dx);
 #endif
+    } else if (gm_meta_as_cuda(x->device)) { /* the CUDA kernel's scratch, for an estimate */
+        if (meta_scratch(x->device, LOSS_SCRATCH_N) < 0) Py_CLEAR(dx);
     } else if (on_cpu(x)) {
         int st;
         Py_BEGIN_ALLOW_THREADS
@@ -961,6 +991,8 @@ static PyObject *py_nll_loss(PyObject *self, PyObject *args, PyObject *kwargs) {
             (bad[0] >= 0 && bad_target_error(name, bad[0], bad[1], C, ignore_index) < 0))
             goto done;
 #endif
+    } else if (gm_meta_as_cuda(x->device)) { /* the CUDA kernel's scratch, for an estimate */
+        if (meta_scratch(x->device, LOSS_SCRATCH_N) < 0) goto done;
     } else if (on_cpu(x)) {
         int st;
         Py_BEGIN_ALLOW_THREADS
@@ -1014,6 +1046,8 @@ static PyObject *py_nll_loss_backward(PyObject *self, PyObject *args, PyObject *
                                                                reduction, wsum, dt, ctx), ctx) < 0)
             Py_CLEAR(dx);
 #endif
+    } else if (gm_meta_as_cuda(g->device)) { /* the CUDA kernel's scratch, for an estimate */
+        if (meta_scratch(g->device, LOSS_SCRATCH_N) < 0) Py_CLEAR(dx);
     } else if (on_cpu(g)) {
         int st;
         Py_BEGIN_ALLOW_THREADS
@@ -1078,6 +1112,8 @@ static PyObject *py_pointwise_loss(PyObject *self, PyObject *args, PyObject *kwa
         Py_XDECREF(scratch);
         if (gm_cuda_kernel_status(name, st, ctx) < 0) Py_CLEAR(loss);
 #endif
+    } else if (gm_meta_as_cuda(x->device)) { /* the CUDA kernel's scratch, for an estimate */
+        if (meta_scratch(x->device, reduction != LOSS_NONE ? LOSS_SCRATCH_N : 0) < 0) Py_CLEAR(loss);
     } else if (on_cpu(x)) {
         int st;
         Py_BEGIN_ALLOW_THREADS
@@ -1213,6 +1249,8 @@ static PyObject *py_bce_with_logits(PyObject *self, PyObject *args, PyObject *kw
         Py_XDECREF(scratch);
         if (gm_cuda_kernel_status(name, st, ctx) < 0) Py_CLEAR(loss);
 #endif
+    } else if (gm_meta_as_cuda(x->device)) { /* the CUDA kernel's scratch, for an estimate */
+        if (meta_scratch(x->device, reduction != LOSS_NONE ? LOSS_SCRATCH_N : 0) < 0) Py_CLEAR(loss);
     } else if (on_cpu(x)) {
         int st;
         Py_BEGIN_ALLOW_THREADS
@@ -1272,6 +1310,10 @@ done:
 #define KW(fn) (PyCFunction)(void (*)(void))(fn), METH_VARARGS | METH_KEYWORDS
 
 PyMethodDef gm_nnops_methods[] = {
+    {"_set_meta_target", (PyCFunction)(void (*)(void))gm_py_set_meta_target, METH_VARARGS | METH_KEYWORDS,
+     "_set_meta_target(target, sm_count=0) -> previous (target, sm_count): what ops on meta allocate for on this "
+     "thread, 'cpu' (default) or 'cuda' (the CUDA kernels' scratch; convolutions without cuDNN workspace)."},
+    {"_get_meta_target", gm_py_get_meta_target, METH_NOARGS, "_get_meta_target() -> (target, sm_count)."},
     {"activation", KW(py_activation), "activation(op, x, alpha=0.0, out=None): relu/leaky_relu/sigmoid/tanh/gelu."},
     {"activation_backward", KW(py_activation_backward), "activation_backward(op, grad, saved, alpha=0.0)."},
     {"dropout", KW(py_dropout), "dropout(x, p, channelwise=False, inplace=False) -> (out, bool mask)."},

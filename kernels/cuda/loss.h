@@ -17,10 +17,8 @@
 #include "../common.h"
 #include "cuda_ctx.h"
 
-/* Cross-block partials per reduction: at most this many blocks feed one. */
-#define CUDA_LOSS_PARTS 512
-/* The result record (4 x 8 bytes) and three arrays of partials (total, weight sum, first bad position). */
-#define CUDA_LOSS_SCRATCH_BYTES (4 * 8 + 3 * 8 * CUDA_LOSS_PARTS)
+/* CUDA_LOSS_PARTS (cross-block partials per reduction) and CUDA_LOSS_SCRATCH_BYTES: scratch_sizes.h. */
+#include "scratch_sizes.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -14,24 +14,9 @@
 #include "norm.h"
 #include "nn_common.cuh"
 
-/* Fewest elements per block worth a split (the emulator, with few blocks, splits small test inputs too). */
-#ifdef GM_CUDA_EMU
-#define BN_MIN_CHUNK 64
-#else
-#define BN_MIN_CHUNK 4096
-#endif
-#define BN_MAX_SPLITS 1024
-
-/* Chunks per channel: about 8 blocks per multiprocessor in all (as gm_cu_blocks), none shorter than
- * BN_MIN_CHUNK. */
+/* Chunks per channel: kernels/cuda/scratch_sizes.h (csrc sizes the workspace with the same function). */
 static int64_t bn_splits(int64_t cnt, int64_t C, const gm_cuda_ctx *ctx) {
-    if (C < 1 || cnt < 1) return 1;
-    const int64_t target = (int64_t)(ctx->sm_count > 0 ? ctx->sm_count : 16) * 8;
-    int64_t s = (target + C - 1) / C;
-    const int64_t by_work = (cnt + BN_MIN_CHUNK - 1) / BN_MIN_CHUNK;
-    if (s > by_work) s = by_work;
-    if (s > BN_MAX_SPLITS) s = BN_MAX_SPLITS;
-    return s < 1 ? 1 : s;
+    return cuda_batchnorm_splits(cnt, C, ctx->sm_count);
 }
 
 /* The geometry every kernel here shares. */
@@ -222,12 +207,6 @@ __global__ void bn_bwd_apply_kernel(void *dinp, void *dweight, void *dbias, cons
             }
         }
     })
-}
-
-extern "C" size_t cuda_batchnorm_workspace_bytes(int64_t N, int64_t C, int64_t HW, int reduce,
-                                                 const gm_cuda_ctx *ctx) {
-    if (!reduce || N < 0 || C < 1 || HW < 0) return 0;
-    return (size_t)(2 * C * bn_splits(N * HW, C, ctx)) * sizeof(double);
 }
 
 extern "C" int cuda_batchnorm_forward(void *out, void *mean, void *invstd, void *running_mean, void *running_var,

@@ -5,17 +5,16 @@
 
 #include "../common.h"
 #include "cuda_ctx.h"
+#include "scratch_sizes.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* Device workspace (bytes, 0 when none) that a forward (reduce = training) or a backward (reduce = training or
- * dweight or dbias wanted) of this geometry takes: per-channel partial sums of the blocks a channel is split
- * over (a few KiB: about 2 * 8 bytes per block of the grid). One difference from the CPU kernels' arguments:
- * the CPU walks a channel in one thread, a GPU needs many blocks per channel to reach its bandwidth. */
-size_t cuda_batchnorm_workspace_bytes(int64_t N, int64_t C, int64_t HW, int reduce, const gm_cuda_ctx *ctx);
-
+/* The workspace of a forward or backward (per-channel partial sums, a few KiB) is
+ * cuda_batchnorm_workspace_bytes(N, C, HW, reduce, ctx->sm_count) of scratch_sizes.h. One difference from the
+ * CPU kernels' arguments: the CPU walks a channel in one thread, a GPU needs many blocks per channel to reach
+ * its bandwidth. */
 int cuda_batchnorm_forward(void *out, void *mean, void *invstd, void *running_mean, void *running_var,
                            const void *inp, const void *weight, const void *bias, int64_t N, int64_t C, int64_t HW,
                            gm_dtype dt, gm_dtype wdt, gm_dtype rdt, gm_dtype sdt, int training, double momentum,

@@ -6,6 +6,13 @@ through the same allocator policy as the CPU (and CUDA), so the bytes of a step 
 step will take, byte for byte. The copy is made without touching data: every parameter and buffer is replaced by
 an empty meta tensor of the same shape before the deep copy, so the real model, its gradients and the random
 generator are left exactly as they were.
+
+The meta run stands for the target device (_C._set_meta_target, csrc/meta_target.h): for device="cuda" the ops
+on meta also take the scratch the CUDA kernels take and the CPU kernels do not (batch norm's and the losses'
+cross-block partial sums), and convolutions take CUDA's workspace instead of the CPU's im2col columns. cuDNN
+cannot be asked on meta, so that workspace is modelled as 0 bytes: it is the one freedom between an estimate for
+CUDA and the real step (cuDNN's algorithm is chosen among those whose workspace the allocator can still give, so
+the real peak can only be higher by what was free at that moment). Estimate.notes says so.
 """
 import copy
 import gc
@@ -64,7 +71,9 @@ class Estimate:
     peak_scope      the allocator scope of the allocation that reached the peak ("fc1 backward", "Adam.step")
     inference_peak  peak of a forward under no_grad in eval mode, over what was live before it
     params, trainable, param_bytes, gradient_bytes, optimizer_bytes, activation_bytes (peak saved for backward),
-    input_bytes, layers (LayerRow list), total (what the device must hold: parameters + input + step peak)."""
+    input_bytes, layers (LayerRow list), total (what the device must hold: parameters + input + step peak),
+    device (what the estimate stands for: "cpu", "cuda:0"...), notes (what the figures leave out, as sentences:
+    for CUDA, cuDNN's convolution workspace)."""
 
     def __init__(self, **kw):
         self.__dict__.update(kw)
@@ -81,9 +90,32 @@ class Estimate:
             return f"fits: {_fmt(self.total)} of {_fmt(capacity)}"
         return f"does not fit: needs {_fmt(self.total)}, has {_fmt(capacity)}"
 
+    @property
+    def predicted_for(self):
+        """'predicted for cuda:0 (cuDNN workspace not included)', 'predicted for cpu'."""
+        return f"predicted for {self.device}" + (" (cuDNN workspace not included)" if self.notes else "")
+
     def __repr__(self):
         return (f"Estimate(peak={_fmt(self.peak)} in {self.peak_scope!r}, total={_fmt(self.total)}, "
-                f"params={self.params:,}, inference_peak={_fmt(self.inference_peak)})")
+                f"params={self.params:,}, inference_peak={_fmt(self.inference_peak)}, {self.predicted_for})")
+
+
+CUDNN_NOTE = ("cuDNN workspace not included: on meta there is no cuDNN to ask, so every convolution is modelled "
+              "with 0 bytes of workspace; on the GPU cuDNN takes an algorithm's workspace only when the allocator "
+              "can still give it, so the real peak may exceed this estimate by at most what is free at that moment "
+              "(a limit, gm.memory.set_limit, bounds it)")
+
+
+def _meta_target(dev):
+    """(target, sm_count) of _C._set_meta_target for the device an estimate stands for: 'cuda' with the GPU's
+    multiprocessor count when it is here (it sizes batch norm's scratch; 0 = unknown, the kernels' default),
+    'cpu' for everything else."""
+    if dev.split(":")[0] != "cuda":
+        return "cpu", 0
+    from . import cuda
+    index = int(dev.split(":")[1]) if ":" in dev else 0
+    sms = cuda.get_device_properties(index).multi_processor_count if index < cuda.device_count() else 0
+    return "cuda", sms
 
 
 # ---- the meta copy ----------------------------------------------------------------------------------------------
@@ -214,6 +246,7 @@ def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, 
         raise ValueError(f"estimate: limit must be a positive number of bytes or None, got {limit!r}")
     amp_ctx = (lambda: _autocast(dev.split(":")[0], dtype=amp_dtype)) if amp_dtype is not None else _nullctx
 
+    meta_target = _meta_target(dev)
     rng = _random.get_rng_state()
     t0 = time.perf_counter()
     gc.collect()
@@ -224,6 +257,7 @@ def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, 
     _C.set_limit(META, int(r0 + limit) if limit is not None else None)
     clone = x = y = opt = recorder = None
     busy.depth += 1
+    prev_target = _C._set_meta_target(*meta_target)
     try:
         clone = _meta_copy(model)
         param_bytes = _cat("parameter") - p0
@@ -299,6 +333,7 @@ def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, 
         gc.collect()
         _memory.empty_cache(META)
         _C.set_limit(META, meta_limit)
+        _C._set_meta_target(*prev_target)
         _random.set_rng_state(rng)
         busy.depth -= 1
     return Estimate(
@@ -307,7 +342,7 @@ def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, 
         trainable=sum(p.numel() for p in params if p.requires_grad), param_bytes=param_bytes,
         gradient_bytes=grad_bytes, optimizer_bytes=optimizer_bytes, activation_bytes=activation_bytes,
         input_bytes=input_bytes, layers=rows, input_shape=shape, micro_batch=micro, device=dev,
-        seconds=time.perf_counter() - t0)
+        notes=[CUDNN_NOTE] if meta_target[0] == "cuda" else [], seconds=time.perf_counter() - t0)
 
 
 class _nullctx:
@@ -403,7 +438,7 @@ def summary(model, input_size, batch_size=-1, device="cpu", optimizer=None, capa
             f"Input (MB): {est.input_bytes / 2**20:.2f}",
             f"Training step peak (MB): {est.total / 2**20:.2f} (reached in {est.peak_scope or '?'})",
             f"Inference peak (MB): {(est.param_bytes + est.input_bytes + est.inference_peak) / 2**20:.2f}",
-            f"Device {dev}: {_fmt(capacity)}",
+            f"Device {dev}: {_fmt(capacity)}" + (f", {est.predicted_for}" if est.notes else ""),
             line,
             est.verdict(capacity)]
     text = "\n".join(out)

@@ -54,9 +54,14 @@ _HALF = (2, 3)  # float16, bfloat16
 
 
 def _half_of(*tensors):
-    """The half dtype among operands the CPU kernels must widen (CPU or meta), or None."""
-    return next((a._dtype for a in tensors if isinstance(a, _C.TensorBase) and a._dtype in _HALF and
-                 not a._device.startswith("cuda")), None)
+    """The half dtype among operands the CPU kernels must widen (CPU, or meta standing for the CPU), or None. CUDA
+    takes halves as they are, and so does meta standing for CUDA (gm.memory.estimate(device="cuda"),
+    csrc/meta_target.h): an estimate for CUDA must not count the CPU's float32 copies."""
+    for a in tensors:
+        if isinstance(a, _C.TensorBase) and a._dtype in _HALF and not a._device.startswith("cuda") and \
+                (a._device != "meta" or _C._get_meta_target()[0] == "cpu"):
+            return a._dtype
+    return None
 
 
 def _call(cfn, *args):
