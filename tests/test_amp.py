@@ -46,6 +46,47 @@ def test_binary_ops_promote_and_others_follow_inputs(device):
         assert h.abs().dtype == gm.float16
 
 
+@pytest.mark.parametrize("dtype", [gm.float16, gm.bfloat16])
+def test_the_policy_table_on_every_op_it_names(device, dtype):
+    # one table for every device: low precision for convolution, transposed convolution, linear and matmul;
+    # float32 for softmax, log_softmax, the losses, reductions, batch norm's statistics, exp and log; the rest
+    # follows its input. Each result is checked against float64 NumPy at the dtype's precision.
+    F = gm.nn.functional
+    rng = np.random.default_rng(8)
+
+    def t(*shape):
+        return gm.from_numpy(rng.standard_normal(shape).astype(np.float32), device=device)
+    x, w, wt, lw = t(2, 3, 6, 6), t(4, 3, 3, 3), t(3, 2, 2, 2), t(5, 6)
+    tol = 1e-2 if dtype == gm.float16 else 6e-2
+    with gm.autocast(device, dtype=dtype):
+        h = F.conv2d(x, w, padding=1)
+        up = F.conv_transpose2d(x, wt, stride=2)
+        lin = F.linear(x, lw)
+        low = {"conv2d": h, "conv_transpose2d": up, "linear": lin, "matmul": x @ x, "relu": h.relu(),
+               "max_pool2d": F.max_pool2d(h, 2), "view": h.reshape(2, -1)}
+        high = {"softmax": F.softmax(h, 1), "log_softmax": F.log_softmax(h, 1), "mse_loss": F.mse_loss(h, h * 0.5),
+                "sum": h.sum(), "mean": h.mean(), "var": h.var(), "exp": h.exp(), "log": h.abs().log(),
+                "cross_entropy": F.cross_entropy(lin.reshape(-1, 5), gm.zeros(36, dtype=gm.int64, device=device)),
+                "batch_norm mean": F.batch_norm(h, None, None, training=True).mean()}
+    for name, r in low.items():
+        assert r.dtype == dtype and r.device == x.device, f"{name}: {r.dtype} on {r.device}"
+    for name, r in high.items():
+        assert r.dtype == gm.float32 and r.device == x.device, f"{name}: {r.dtype} on {r.device}"
+    h64 = to_np(h)
+    ref = np.zeros((2, 4, 6, 6))
+    xp = np.pad(to_np(x), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    for i in range(3):
+        for j in range(3):
+            ref += np.einsum("nchw,kc->nkhw", xp[:, :, i:i + 6, j:j + 6], to_np(w)[:, :, i, j])
+    np.testing.assert_allclose(h64, ref, rtol=tol, atol=tol * 4)
+    np.testing.assert_allclose(to_np(lin), to_np(x) @ to_np(lw).T, rtol=tol, atol=tol * 4)
+    # float32 ops compute on the low-precision values widened exactly: float32 accuracy on those values
+    np.testing.assert_allclose(to_np(high["exp"]), np.exp(h64), rtol=1e-6)
+    np.testing.assert_allclose(to_np(high["sum"]), h64.sum(), rtol=1e-5)
+    e = np.exp(h64 - h64.max(1, keepdims=True))
+    np.testing.assert_allclose(to_np(high["softmax"]), e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-7)
+
+
 def test_autocast_restores_state_nested_and_on_exceptions():
     assert not amp_state.enabled
     with gm.autocast("cpu", dtype=gm.float16):
