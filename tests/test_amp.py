@@ -123,8 +123,15 @@ def test_autocast_applies_to_its_own_device_only(device):
     assert gm.amp.is_autocast_enabled() is False
     with gm.autocast(device, dtype=gm.float16):
         assert gm.amp.is_autocast_enabled(device) and not gm.amp.is_autocast_enabled(other)
-        assert gm.amp.get_autocast_dtype(device) == gm.float16
+        assert gm.amp.get_autocast_dtype(device) == gm.float16 == gm.amp.get_autocast_dtype()
+        assert gm.amp.get_autocast_dtype(other) == (gm.bfloat16 if other == "cpu" else gm.float16)  # its default
         assert (a @ a).dtype == gm.float16
+    with gm.autocast(device, dtype=gm.bfloat16):
+        assert gm.amp.get_autocast_dtype(device) == gm.bfloat16
+    assert gm.amp.get_autocast_dtype() is None
+    assert gm.amp.get_autocast_dtype("cuda") == gm.float16 and gm.amp.get_autocast_dtype("cpu") == gm.bfloat16
+    with pytest.raises(ValueError, match="device_type"):
+        gm.amp.get_autocast_dtype("tpu")
 
 
 def test_parameter_casts_are_cached_for_the_outermost_region(device):
