@@ -39,3 +39,26 @@ def assert_close(cuda_t, cpu_t, dtype=None, exact=False, rtol=None, atol=None):
         return
     r, t = TOL[str(cpu_t.dtype).replace("gpumemnet.", "")]
     np.testing.assert_allclose(a, b, rtol=rtol if rtol is not None else r, atol=atol if atol is not None else t)
+
+
+# ---- one test, every device -----------------------------------------------------------------------------------
+# The toolkit tests (test_toolkit, test_checkpoint, test_amp) take a `device` argument: import this fixture
+# (`from cuda_util import device`) and each test runs on "cpu" and on "cuda", the latter skipped with
+# requires_cuda's reason when there is no CUDA device.
+DEVICES = [pytest.param("cpu", id="cpu"), pytest.param("cuda", id="cuda", marks=requires_cuda)]
+
+
+@pytest.fixture(params=DEVICES)
+def device(request):
+    return request.param
+
+
+def is_cuda(device):
+    return str(device).split(":")[0] == "cuda"
+
+
+def workspace_peak(device):
+    """The peak of the allocator's workspace category on device since its last reset_peak_memory_stats: on CUDA
+    the convolutions' workspace is cuDNN's own choice (0 in the emulator, whose stand-in needs none), so byte
+    bounds that include the whole peak allow for it by this figure."""
+    return gm.memory.memory_stats(device)["by_category"]["workspace"]["peak"]

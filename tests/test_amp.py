@@ -1,42 +1,90 @@
 """autocast and GradScaler: the policy, restoring state, the weight-cast cache, loss scaling with skipped steps,
-scale growth and backoff, state_dict, and the errors of misuse."""
+scale growth and backoff, state_dict, and the errors of misuse.
+
+The tests that compute run once per device (the `device` fixture of cuda_util.py: "cpu", and "cuda" when
+present, a GPU or the emulator), with gm.autocast(<that device>): the policy table is the same on both, and
+GradScaler's fused unscale runs the CUDA kernel (kernels/cuda/amp.cu) on CUDA gradients."""
 import numpy as np
 import pytest
 
 import gpumemnet as gm
 from gpumemnet.amp import _state as amp_state
 
+from cuda_util import device, is_cuda, to_np  # noqa: F401  (device: the per-device fixture)
 
-def _param(shape, seed):
+
+def _param(shape, seed, device="cpu"):
     rng = np.random.default_rng(seed)
-    return gm.tensor(rng.standard_normal(shape).astype(np.float32), requires_grad=True)
+    return gm.from_numpy(rng.standard_normal(shape).astype(np.float32), device=device).requires_grad_()
 
 
 # ---- autocast --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", [gm.float16, gm.bfloat16])
-def test_matmul_runs_in_low_precision_and_reductions_in_float32(dtype):
-    a, b = _param((8, 16), 0), _param((16, 4), 1)
-    with gm.autocast("cpu", dtype=dtype):
+def test_matmul_runs_in_low_precision_and_reductions_in_float32(device, dtype):
+    a, b = _param((8, 16), 0, device), _param((16, 4), 1, device)
+    with gm.autocast(device, dtype=dtype):
         y = a @ b
         s = y.sum()
         e = y.exp()
     assert y.dtype == dtype
     assert s.dtype == gm.float32 and e.dtype == gm.float32
-    ref = a.detach().numpy() @ b.detach().numpy()
+    assert y.device == s.device == a.device
+    ref = to_np(a) @ to_np(b)
     tol = 1e-2 if dtype == gm.float16 else 5e-2
-    np.testing.assert_allclose(y.detach().float().numpy(), ref, rtol=tol, atol=tol)
+    np.testing.assert_allclose(to_np(y), ref, rtol=tol, atol=tol)
     s.backward()
     assert a.grad.dtype == gm.float32 and b.grad.dtype == gm.float32  # grads land in the parameters' dtype
-    np.testing.assert_allclose(a.grad.numpy(), np.ones((8, 4)) @ b.detach().numpy().T, rtol=tol, atol=tol)
+    np.testing.assert_allclose(to_np(a.grad), np.ones((8, 4)) @ to_np(b).T, rtol=tol, atol=tol)
 
 
-def test_binary_ops_promote_and_others_follow_inputs():
-    a = _param((4, 4), 2)
-    with gm.autocast("cpu", dtype=gm.float16):
+def test_binary_ops_promote_and_others_follow_inputs(device):
+    a = _param((4, 4), 2, device)
+    with gm.autocast(device, dtype=gm.float16):
         h = a @ a
         assert (h + a).dtype == gm.float32  # float16 + float32 promotes
         assert (h * 2.0).dtype == gm.float16  # follows its input
         assert h.abs().dtype == gm.float16
+
+
+@pytest.mark.parametrize("dtype", [gm.float16, gm.bfloat16])
+def test_the_policy_table_on_every_op_it_names(device, dtype):
+    # one table for every device: low precision for convolution, transposed convolution, linear and matmul;
+    # float32 for softmax, log_softmax, the losses, reductions, batch norm's statistics, exp and log; the rest
+    # follows its input. Each result is checked against float64 NumPy at the dtype's precision.
+    F = gm.nn.functional
+    rng = np.random.default_rng(8)
+
+    def t(*shape):
+        return gm.from_numpy(rng.standard_normal(shape).astype(np.float32), device=device)
+    x, w, wt, lw = t(2, 3, 6, 6), t(4, 3, 3, 3), t(3, 2, 2, 2), t(5, 6)
+    tol = 1e-2 if dtype == gm.float16 else 6e-2
+    with gm.autocast(device, dtype=dtype):
+        h = F.conv2d(x, w, padding=1)
+        up = F.conv_transpose2d(x, wt, stride=2)
+        lin = F.linear(x, lw)
+        low = {"conv2d": h, "conv_transpose2d": up, "linear": lin, "matmul": x @ x, "relu": h.relu(),
+               "max_pool2d": F.max_pool2d(h, 2), "view": h.reshape(2, -1)}
+        high = {"softmax": F.softmax(h, 1), "log_softmax": F.log_softmax(h, 1), "mse_loss": F.mse_loss(h, h * 0.5),
+                "sum": h.sum(), "mean": h.mean(), "var": h.var(), "exp": h.exp(), "log": h.abs().log(),
+                "cross_entropy": F.cross_entropy(lin.reshape(-1, 5), gm.zeros(36, dtype=gm.int64, device=device)),
+                "batch_norm mean": F.batch_norm(h, None, None, training=True).mean()}
+    for name, r in low.items():
+        assert r.dtype == dtype and r.device == x.device, f"{name}: {r.dtype} on {r.device}"
+    for name, r in high.items():
+        assert r.dtype == gm.float32 and r.device == x.device, f"{name}: {r.dtype} on {r.device}"
+    h64 = to_np(h)
+    ref = np.zeros((2, 4, 6, 6))
+    xp = np.pad(to_np(x), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    for i in range(3):
+        for j in range(3):
+            ref += np.einsum("nchw,kc->nkhw", xp[:, :, i:i + 6, j:j + 6], to_np(w)[:, :, i, j])
+    np.testing.assert_allclose(h64, ref, rtol=tol, atol=tol * 4)
+    np.testing.assert_allclose(to_np(lin), to_np(x) @ to_np(lw).T, rtol=tol, atol=tol * 4)
+    # float32 ops compute on the low-precision values widened exactly: float32 accuracy on those values
+    np.testing.assert_allclose(to_np(high["exp"]), np.exp(h64), rtol=1e-6)
+    np.testing.assert_allclose(to_np(high["sum"]), h64.sum(), rtol=1e-5)
+    e = np.exp(h64 - h64.max(1, keepdims=True))
+    np.testing.assert_allclose(to_np(high["softmax"]), e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-7)
 
 
 def test_autocast_restores_state_nested_and_on_exceptions():
@@ -57,29 +105,50 @@ def test_autocast_restores_state_nested_and_on_exceptions():
     assert not amp_state.enabled and amp_state.depth == 0 and not amp_state.cache
 
 
-def test_autocast_as_decorator():
-    @gm.autocast("cpu", dtype=gm.bfloat16)
+def test_autocast_as_decorator(device):
+    @gm.autocast(device, dtype=gm.bfloat16)
     def f(a):
         return a @ a
-    assert f(_param((3, 3), 4)).dtype == gm.bfloat16
+    assert f(_param((3, 3), 4, device)).dtype == gm.bfloat16
     assert not amp_state.enabled
 
 
-def test_parameter_casts_are_cached_for_the_outermost_region():
-    w = _param((32, 32), 5)
-    x = gm.ones(4, 32)
-    with gm.autocast("cpu", dtype=gm.float16):
+def test_autocast_applies_to_its_own_device_only(device):
+    # a region for the other device type leaves this device's tensors alone; one for this device lowers them
+    other = "cpu" if is_cuda(device) else "cuda"
+    a = _param((4, 4), 6, device)
+    with gm.autocast(other, dtype=gm.float16):
+        assert (a @ a).dtype == gm.float32
+        assert a.softmax(1).dtype == gm.float32
+    assert gm.amp.is_autocast_enabled() is False
+    with gm.autocast(device, dtype=gm.float16):
+        assert gm.amp.is_autocast_enabled(device) and not gm.amp.is_autocast_enabled(other)
+        assert gm.amp.get_autocast_dtype(device) == gm.float16 == gm.amp.get_autocast_dtype()
+        assert gm.amp.get_autocast_dtype(other) == (gm.bfloat16 if other == "cpu" else gm.float16)  # its default
+        assert (a @ a).dtype == gm.float16
+    with gm.autocast(device, dtype=gm.bfloat16):
+        assert gm.amp.get_autocast_dtype(device) == gm.bfloat16
+    assert gm.amp.get_autocast_dtype() is None
+    assert gm.amp.get_autocast_dtype("cuda") == gm.float16 and gm.amp.get_autocast_dtype("cpu") == gm.bfloat16
+    with pytest.raises(ValueError, match="device_type"):
+        gm.amp.get_autocast_dtype("tpu")
+
+
+def test_parameter_casts_are_cached_for_the_outermost_region(device):
+    w = _param((32, 32), 5, device)
+    x = gm.ones(4, 32, device=device)
+    with gm.autocast(device, dtype=gm.float16):
         y1 = x @ w
         n_after_first = len(amp_state.cache)
         y2 = (x * 2.0) @ w
-        with gm.autocast("cpu", dtype=gm.float16):
+        with gm.autocast(device, dtype=gm.float16):
             y3 = x @ w
         assert len(amp_state.cache) == n_after_first == 1  # one float16 copy of w, reused
         assert y1.grad_fn.next_functions[1][0] is y2.grad_fn.next_functions[1][0] is \
             y3.grad_fn.next_functions[1][0]
     assert not amp_state.cache  # released with the outermost region
     (y1.sum() + y2.sum() + y3.sum()).backward()
-    np.testing.assert_allclose(w.grad.numpy(), np.full((32, 32), 16.0), rtol=1e-3)
+    np.testing.assert_allclose(to_np(w.grad), np.full((32, 32), 16.0), rtol=1e-3)
 
 
 def test_autocast_bad_arguments():
@@ -91,8 +160,10 @@ def test_autocast_bad_arguments():
         gm.autocast("cpu", dtype="complex64")
 
 
-def test_autocast_halves_saved_matmul_inputs():
-    # The activation a linear layer saves for backward takes half the bytes under float16 autocast.
+@pytest.mark.parametrize("device_type", ["cpu", "cuda"])
+def test_autocast_halves_saved_matmul_inputs(device_type):
+    # The activation a linear layer saves for backward takes half the bytes under float16 autocast. Meta tensors
+    # count as being on every device: the estimate follows the policy of the device type of the region.
     x = gm.ones(64, 256, device="meta", requires_grad=True)
     w = gm.ones(256, 256, device="meta", requires_grad=True)
 
@@ -100,7 +171,7 @@ def test_autocast_halves_saved_matmul_inputs():
         h = x * 1.0  # an intermediate, 64 KiB in float32
         base = gm.memory.memory_stats("meta")["by_category"]["activation"]["current"]
         if autocast:
-            with gm.autocast("cpu", **autocast):
+            with gm.autocast(device_type, **autocast):
                 y = h @ w
         else:
             y = h @ w
@@ -115,8 +186,8 @@ def test_autocast_halves_saved_matmul_inputs():
 
 
 # ---- GradScaler --------------------------------------------------------------------------------------------
-def _model(seed=0):
-    w = _param((4, 3), seed)
+def _model(seed=0, device="cpu"):
+    w = _param((4, 3), seed, device)
     return w, gm.optim.SGD([w], lr=0.1)
 
 
@@ -124,65 +195,73 @@ def _loss(w, x):
     return ((x @ w) ** 2).mean()
 
 
-def test_scale_and_unscale_are_exact():
-    w, opt = _model()
+def test_scale_and_unscale_are_exact(device):
+    w, opt = _model(device=device)
     scaler = gm.amp.GradScaler(init_scale=1024.0)
-    x = gm.ones(2, 4)
+    x = gm.ones(2, 4, device=device)
     loss = _loss(w, x)
     scaled = scaler.scale(loss)
     assert scaled.item() == pytest.approx(loss.item() * 1024.0)
     scaled.backward()
-    g_scaled = w.grad.numpy().copy()
+    g_scaled = to_np(w.grad).astype(np.float32)
     scaler.unscale_(opt)
-    np.testing.assert_array_equal(w.grad.numpy(), (g_scaled / np.float32(1024.0)).astype(np.float32))
+    assert w.grad.device == w.device
+    np.testing.assert_array_equal(to_np(w.grad), (g_scaled / np.float32(1024.0)).astype(np.float32))
     with pytest.raises(RuntimeError, match="already called"):
         scaler.unscale_(opt)
-    before = w.detach().numpy().copy()
+    before = to_np(w)
     scaler.step(opt)
-    np.testing.assert_allclose(w.detach().numpy(), before - 0.1 * g_scaled / 1024.0, rtol=1e-6)
+    np.testing.assert_allclose(to_np(w), before - 0.1 * g_scaled / 1024.0, rtol=1e-6)
     scaler.update()
     assert scaler.get_scale() == 1024.0
 
 
-def test_injected_inf_skips_the_step_and_halves_the_scale():
-    w, opt = _model()
+def test_injected_inf_skips_the_step_and_halves_the_scale(device):
+    w, opt = _model(device=device)
+    x = gm.ones(2, 4, device=device)
     scaler = gm.amp.GradScaler(init_scale=2.0 ** 16)
-    scaler.scale(_loss(w, gm.ones(2, 4))).backward()
+    scaler.scale(_loss(w, x)).backward()
     with gm.no_grad():
         w.grad[0, 0] = float("inf")
-    before = w.detach().numpy().copy()
+    before = to_np(w)
     assert scaler.step(opt) is None
-    np.testing.assert_array_equal(w.detach().numpy(), before)  # untouched
+    np.testing.assert_array_equal(to_np(w), before)  # untouched
     scaler.update()
     assert scaler.get_scale() == 2.0 ** 15
     opt.zero_grad()
-    scaler.scale(_loss(w, gm.ones(2, 4))).backward()
+    scaler.scale(_loss(w, x)).backward()
     with gm.no_grad():
         w.grad[1, 1] = float("nan")
     scaler.step(opt)
     scaler.update()
     assert scaler.get_scale() == 2.0 ** 14
-    np.testing.assert_array_equal(w.detach().numpy(), before)
+    np.testing.assert_array_equal(to_np(w), before)
+    # a clean step afterwards does update the parameters
+    opt.zero_grad()
+    scaler.scale(_loss(w, x)).backward()
+    scaler.step(opt)
+    scaler.update()
+    assert scaler.get_scale() == 2.0 ** 14 and not np.array_equal(to_np(w), before)
 
 
-def test_scale_grows_after_growth_interval_clean_steps():
-    w, opt = _model()
+def test_scale_grows_after_growth_interval_clean_steps(device):
+    w, opt = _model(device=device)
     scaler = gm.amp.GradScaler(init_scale=8.0, growth_factor=2.0, growth_interval=3)
     scales = []
     for _ in range(7):
         opt.zero_grad()
-        scaler.scale(_loss(w, gm.ones(2, 4))).backward()
+        scaler.scale(_loss(w, gm.ones(2, 4, device=device))).backward()
         scaler.step(opt)
         scaler.update()
         scales.append(scaler.get_scale())
     assert scales == [8.0, 8.0, 16.0, 16.0, 16.0, 32.0, 32.0]
 
 
-def test_state_dict_round_trip(tmp_path):
+def test_state_dict_round_trip(tmp_path, device):
     scaler = gm.amp.GradScaler(init_scale=128.0, growth_interval=5)
-    w, opt = _model()
+    w, opt = _model(device=device)
     for _ in range(2):
-        scaler.scale(_loss(w, gm.ones(2, 4))).backward()
+        scaler.scale(_loss(w, gm.ones(2, 4, device=device))).backward()
         scaler.step(opt)
         scaler.update()
     state = scaler.state_dict()
@@ -210,19 +289,23 @@ def test_misuse_gives_clear_errors():
     assert disabled.scale(loss) is loss and disabled.get_scale() == 1.0
 
 
-def test_story_002_accumulation_loop_runs_as_written():
+@pytest.mark.parametrize("dtype", [gm.bfloat16, gm.float16])
+def test_story_002_accumulation_loop_runs_as_written(device, dtype):
     """The loop of story 002 with gm names: autocast, scale(loss / accumulation_steps).backward(), and
     step/update/zero_grad every accumulation_steps micro-batches. Its update equals one full-batch step."""
     rng = np.random.default_rng(7)
-    data = [(gm.tensor(rng.standard_normal((2, 4)).astype(np.float32)),
-             gm.tensor(rng.standard_normal((2, 3)).astype(np.float32))) for _ in range(4)]
+    data = [(gm.from_numpy(rng.standard_normal((2, 4)).astype(np.float32), device=device),
+             gm.from_numpy(rng.standard_normal((2, 3)).astype(np.float32), device=device)) for _ in range(4)]
     w0 = rng.standard_normal((4, 3)).astype(np.float32)
-    w = gm.tensor(w0, requires_grad=True)
+    w = gm.from_numpy(w0, device=device).requires_grad_()
     opt = gm.optim.SGD([w], lr=0.5)
-    scaler = gm.amp.GradScaler()
+    # float16 tops out at 65504: at the default scale 2**16 this matmul's float16 weight gradient (entries near
+    # 1) overflows, and GradScaler rightly skips the step (the skip is tested above); 2**10 leaves it finite.
+    # bfloat16 has float32's range and takes the default.
+    scaler = gm.amp.GradScaler() if dtype == gm.bfloat16 else gm.amp.GradScaler(init_scale=2.0 ** 10)
     accumulation_steps = 4
     for i, (image, target) in enumerate(data):
-        with gm.autocast("cpu", dtype=gm.bfloat16):
+        with gm.autocast(device, dtype=dtype):
             out = image @ w
             train_loss = ((out - target) ** 2).mean()
         train_loss = train_loss / accumulation_steps
@@ -232,29 +315,31 @@ def test_story_002_accumulation_loop_runs_as_written():
             scaler.update()
             opt.zero_grad()
     # reference: one float64 step on the full batch
-    x = np.concatenate([d[0].numpy() for d in data]).astype(np.float64)
-    y = np.concatenate([d[1].numpy() for d in data]).astype(np.float64)
+    x = np.concatenate([to_np(d[0]) for d in data])
+    y = np.concatenate([to_np(d[1]) for d in data])
     grad = 2 * x.T @ (x @ w0 - y) / y.size
-    np.testing.assert_allclose(w.detach().numpy(), w0 - 0.5 * grad, rtol=0.05, atol=0.02)
+    assert w.device == data[0][0].device
+    np.testing.assert_allclose(to_np(w), w0 - 0.5 * grad, rtol=0.05, atol=0.02)
     assert w.grad is None
 
 
-def test_cnn_under_autocast_keeps_float32_where_the_policy_says():
+def test_cnn_under_autocast_keeps_float32_where_the_policy_says(device):
     gm.manual_seed(0)
     net = gm.nn.Sequential(gm.nn.Conv2d(1, 4, 3, padding=1), gm.nn.BatchNorm2d(4), gm.nn.ReLU(),
-                           gm.nn.MaxPool2d(2), gm.nn.Flatten(), gm.nn.Linear(4 * 4 * 4, 10))
-    x = gm.randn(8, 1, 8, 8)
-    y = gm.tensor(np.arange(8) % 10)
+                           gm.nn.MaxPool2d(2), gm.nn.Flatten(), gm.nn.Linear(4 * 4 * 4, 10)).to(device)
+    x = gm.randn(8, 1, 8, 8).to(device)
+    y = gm.tensor(np.arange(8) % 10).to(device)
     loss32 = gm.nn.functional.cross_entropy(net(x), y)
     for dtype in (gm.bfloat16, gm.float16):
-        with gm.autocast("cpu", dtype=dtype):
+        with gm.autocast(device, dtype=dtype):
             h = net[0](x)
-            assert h.dtype == dtype  # convolution in low precision
+            assert h.dtype == dtype and h.device == x.device  # convolution in low precision
             logits = net(x)
             assert logits.dtype == dtype  # linear in low precision
             assert logits.softmax(1).dtype == gm.float32  # softmax in float32
             loss = gm.nn.functional.cross_entropy(logits, y)
             assert loss.dtype == gm.float32  # losses in float32
+            assert net[1](h).dtype == dtype  # batch norm: float32 statistics, output in its input's dtype
         assert abs(loss.item() - loss32.item()) < 0.05
         loss.backward()
         assert net[0].weight.grad.dtype == gm.float32

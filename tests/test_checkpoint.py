@@ -1,5 +1,11 @@
 """Activation checkpointing, proven in allocator bytes: what it saves, that gradients are bit-identical, that
-dropout masks and autocast replay, that BatchNorm's running statistics are updated once, and its errors."""
+dropout masks and autocast replay, that BatchNorm's running statistics are updated once, and its errors.
+
+Every test but the error and meta ones runs once per device (the `device` fixture of cuda_util.py: "cpu", and
+"cuda" when present, a GPU or the emulator). Checkpointing is the same on CUDA: the same activations are kept
+and dropped, and the recomputation runs the same kernels on the same device, so gradients stay bit-identical.
+What CUDA adds (batch norm's per-block partial sums, cuDNN's convolution workspace) is workspace, freed before
+each op returns: the activation counts below do not see it."""
 import gc
 
 import numpy as np
@@ -9,30 +15,37 @@ import gpumemnet as gm
 from gpumemnet import nn
 from gpumemnet.utils.checkpoint import checkpoint, checkpoint_sequential
 
+from cuda_util import device, to_np  # noqa: F401  (device: the per-device fixture)
 
-def _net(blocks=16, channels=8, seed=0):
+
+def _net(blocks=16, channels=8, seed=0, device="cpu"):
     """Conv-BN-ReLU blocks: each keeps two activations for backward (the conv output for BN, the ReLU
     output), and a checkpoint boundary keeps one."""
     gm.manual_seed(seed)
     return nn.Sequential(*[nn.Sequential(nn.Conv2d(channels, channels, 3, padding=1), nn.BatchNorm2d(channels),
-                                         nn.ReLU()) for _ in range(blocks)])
+                                         nn.ReLU()) for _ in range(blocks)]).to(device)
 
 
-def _activation_peak_and_grads(net, x, segments=None):
+def _activation_peak_and_grads(net, x, segments=None, amp_dtype=None):
+    """The activation peak of a forward (under autocast when amp_dtype is given) and a backward (outside it, as
+    in story 002's loop), and the gradients."""
+    dev = x.device
     for p in net.parameters():
         p.grad = None
     gc.collect()
-    gm.memory.reset_peak_memory_stats("cpu")
-    base = gm.memory.memory_stats("cpu")["by_category"]["activation"]["current"]
-    out = checkpoint_sequential(net, segments, x) if segments else net(x)
-    out.sum().backward()
-    peak = gm.memory.memory_stats("cpu")["by_category"]["activation"]["peak"] - base
-    return peak, [p.grad.numpy().copy() for p in net.parameters()]
+    gm.memory.reset_peak_memory_stats(dev)
+    base = gm.memory.memory_stats(dev)["by_category"]["activation"]["current"]
+    with gm.autocast(dev.type, dtype=amp_dtype or gm.float16, enabled=amp_dtype is not None):
+        out = checkpoint_sequential(net, segments, x) if segments else net(x)
+        loss = out.float().sum()
+    loss.backward()
+    peak = gm.memory.memory_stats(dev)["by_category"]["activation"]["peak"] - base
+    return peak, [to_np(p.grad) for p in net.parameters()]
 
 
-def test_checkpoint_sequential_16_blocks_4_segments_keeps_at_most_35_percent():
-    net = _net()
-    x = gm.randn(4, 8, 16, 16)
+def test_checkpoint_sequential_16_blocks_4_segments_keeps_at_most_35_percent(device):
+    net = _net(device=device)
+    x = gm.randn(4, 8, 16, 16).to(device)
     block = 4 * 8 * 16 * 16 * 4  # one activation: 32 KiB
     base_peak, base_grads = _activation_peak_and_grads(net, x)
     ck_peak, ck_grads = _activation_peak_and_grads(net, x, segments=4)
@@ -42,7 +55,35 @@ def test_checkpoint_sequential_16_blocks_4_segments_keeps_at_most_35_percent():
     assert ck_peak == 3 * block + 4 * (2 * block + bn_stats)
     assert ck_peak <= 0.35 * base_peak
     for a, b in zip(base_grads, ck_grads):
-        np.testing.assert_array_equal(a, b)  # bit-identical on the CPU
+        np.testing.assert_array_equal(a, b)  # bit-identical: the same kernels recompute the same values
+
+
+@pytest.mark.parametrize("dtype", [gm.bfloat16, gm.float16])
+def test_checkpoint_sequential_under_autocast_halves_and_stays_bit_identical(device, dtype):
+    # story 002's combination: checkpoint inside autocast. The recomputation replays autocast (new low-precision
+    # copies of the weights, the same values), so the gradients are the plain autocast run's, bit for bit; the
+    # kept activations are the float32 run's in half the bytes: a conv output for BN and the ReLU output per
+    # block (low precision), BN's float32 per-channel mean and 1/std (one 512-byte block each), and the
+    # low-precision weight copies, now activations (float32 weights are saved as themselves) — except the first
+    # convolution's: its input needs no gradient, so it saves only that input (cast outside the activations).
+    net = _net(blocks=8, device=device)
+    x = gm.randn(4, 8, 16, 16).to(device)
+    base_peak, base_grads = _activation_peak_and_grads(net, x, amp_dtype=dtype)
+    ck_peak, ck_grads = _activation_peak_and_grads(net, x, segments=4, amp_dtype=dtype)
+    block = 4 * 8 * 16 * 16 * 2
+    weight = 8 * 8 * 3 * 3 * 2  # 1152 bytes: three 512-byte blocks
+    per_block = 2 * block + 2 * 512 + 1536
+    assert weight <= 1536
+    assert base_peak == 8 * per_block - 1536
+    # 3 boundaries (the segments' outputs) + the last segment's 2 blocks, kept as without checkpointing, + the
+    # weight copies of the checkpointed blocks 1-5: checkpoint drops them as saved tensors, but autocast's cache
+    # holds them until the forward's region ends (as PyTorch's does; they are tagged activation when an op saves
+    # them, so block 0's, never saved, is not counted). Each segment recomputed in backward casts its own again.
+    assert ck_peak == 3 * block + 2 * per_block + 5 * 1536
+    assert ck_peak < 0.5 * base_peak
+    assert all(g.dtype == np.float64 for g in ck_grads) and all(np.isfinite(g).all() for g in ck_grads)
+    for a, b in zip(base_grads, ck_grads):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_checkpoint_sequential_on_meta_matches_cpu_bytes():
@@ -61,10 +102,10 @@ def test_checkpoint_sequential_on_meta_matches_cpu_bytes():
     assert peaks["cpu"] == peaks["meta"]
 
 
-def test_dropout_masks_replay_exactly():
+def test_dropout_masks_replay_exactly(device):
     gm.manual_seed(3)
-    w = gm.randn(32, 32, requires_grad=True)
-    x = gm.randn(8, 32)
+    w = gm.randn(32, 32).to(device).requires_grad_()
+    x = gm.randn(8, 32).to(device)
 
     def seg(x):
         return nn.functional.dropout(x @ w, p=0.5, training=True).exp()
@@ -72,66 +113,68 @@ def test_dropout_masks_replay_exactly():
     state = gm.get_rng_state()
     out = checkpoint(seg, x)
     out.sum().backward()
-    g_ck = w.grad.numpy().copy()
+    g_ck = to_np(w.grad)
     after = gm.get_rng_state()
     w.grad = None
     gm.set_rng_state(state)
     out2 = seg(x)
     out2.sum().backward()
-    np.testing.assert_array_equal(out.detach().numpy(), out2.detach().numpy())
-    np.testing.assert_array_equal(g_ck, w.grad.numpy())
+    np.testing.assert_array_equal(to_np(out), to_np(out2))
+    np.testing.assert_array_equal(g_ck, to_np(w.grad))
     assert gm.get_rng_state() == after  # recomputation put the generator back where it was
 
 
-def test_batchnorm_running_stats_are_updated_once():
+def test_batchnorm_running_stats_are_updated_once(device):
     gm.manual_seed(0)
-    bn = nn.BatchNorm2d(3)
-    conv = nn.Conv2d(3, 3, 1)
-    x = gm.randn(4, 3, 5, 5)
+    bn = nn.BatchNorm2d(3).to(device)
+    conv = nn.Conv2d(3, 3, 1).to(device)
+    x = gm.randn(4, 3, 5, 5).to(device)
     seq = nn.Sequential(conv, bn, nn.ReLU())
     checkpoint_sequential(nn.Sequential(seq, nn.Identity()), 2, x).sum().backward()
-    mean_ck, var_ck = bn.running_mean.numpy().copy(), bn.running_var.numpy().copy()
+    mean_ck, var_ck = to_np(bn.running_mean), to_np(bn.running_var)
     n_ck = int(bn.num_batches_tracked.item())
-    bn2 = nn.BatchNorm2d(3)
+    bn2 = nn.BatchNorm2d(3).to(device)
     with gm.no_grad():
         nn.Sequential(conv, bn2)(x)
-    np.testing.assert_allclose(mean_ck, bn2.running_mean.numpy(), rtol=1e-6)
-    np.testing.assert_allclose(var_ck, bn2.running_var.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(mean_ck, to_np(bn2.running_mean), rtol=1e-6)
+    np.testing.assert_allclose(var_ck, to_np(bn2.running_var), rtol=1e-6)
     assert n_ck == 1
 
 
-def test_autocast_state_is_replayed():
-    w = gm.randn(16, 16, requires_grad=True)
-    x = gm.randn(4, 16)
-    with gm.autocast("cpu", dtype=gm.bfloat16):
+@pytest.mark.parametrize("dtype", [gm.bfloat16, gm.float16])
+def test_autocast_state_is_replayed(device, dtype):
+    w = gm.randn(16, 16).to(device).requires_grad_()
+    x = gm.randn(4, 16).to(device)
+    with gm.autocast(device, dtype=dtype):
         out = checkpoint(lambda t: (t @ w).relu(), x)
-    assert out.dtype == gm.bfloat16
+    assert out.dtype == dtype
     out.float().sum().backward()  # the recomputation runs outside autocast but replays it
-    g = w.grad.numpy().copy()
+    g = to_np(w.grad)
     w.grad = None
-    with gm.autocast("cpu", dtype=gm.bfloat16):
+    with gm.autocast(device, dtype=dtype):
         out2 = (x @ w).relu()
     out2.float().sum().backward()
-    np.testing.assert_array_equal(g, w.grad.numpy())
+    np.testing.assert_array_equal(g, to_np(w.grad))
 
 
-def test_no_input_requires_grad_nested_args_and_autograd_grad():
-    w = gm.randn(6, 6, requires_grad=True)
+def test_no_input_requires_grad_nested_args_and_autograd_grad(device):
+    w = gm.randn(6, 6).to(device).requires_grad_()
 
     def seg(pair, scale=1.0):
         a, b = pair
         return ((a @ w) * b).exp() * scale
 
-    a, b = gm.randn(3, 6), gm.randn(3, 6)
+    a, b = gm.randn(3, 6).to(device), gm.randn(3, 6).to(device)
     out = checkpoint(seg, (a, b), scale=2.0)
     (gw,) = gm.autograd.grad(out.sum(), [w])
     ref = seg((a, b), scale=2.0)
     (gw_ref,) = gm.autograd.grad(ref.sum(), [w])
-    np.testing.assert_array_equal(gw.numpy(), gw_ref.numpy())
+    assert gw.device == w.device
+    np.testing.assert_array_equal(to_np(gw), to_np(gw_ref))
     assert w.grad is None
     # gm.utils.checkpoint itself is callable, as in DESIGN.md
     out3 = gm.utils.checkpoint(seg, (a, b), scale=2.0)
-    np.testing.assert_array_equal(out3.detach().numpy(), ref.detach().numpy())
+    np.testing.assert_array_equal(to_np(out3), to_np(ref))
 
 
 def test_checkpoint_errors():

@@ -40,7 +40,14 @@ def is_autocast_enabled(device_type=None):
 
 
 def get_autocast_dtype(device_type=None):
-    return _state.dtype
+    """The dtype autocast lowers to on device_type: the active region's when it is for that device type, else the
+    device type's default (float16 on cuda, bfloat16 on cpu), as torch.get_autocast_dtype answers. Without a
+    device_type: the active region's, or None outside one."""
+    if device_type is None:
+        return _state.dtype if _state.enabled else None
+    if device_type not in _DEFAULT_DTYPE:
+        raise ValueError(f"get_autocast_dtype: device_type must be 'cpu' or 'cuda', got {device_type!r}")
+    return _state.dtype if is_autocast_enabled(device_type) else _DEFAULT_DTYPE[device_type]
 
 
 class autocast:
