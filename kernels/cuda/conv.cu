@@ -135,11 +135,26 @@ static cudnnMathType_t used_math(cudnnMathType_t proposed, gm_dtype dt, const gm
     return dt == GM_F32 && !ctx->allow_tf32 ? CUDNN_FMA_MATH : proposed;
 }
 
+/* Deterministic candidates first, each group in the heuristics' order: an algorithm that accumulates with
+ * atomics (some backward-data and backward-filter ones) gives gradients that differ in the last bits from run to
+ * run, which would break the promise that a checkpointed step's gradients equal the plain step's bit for bit.
+ * A non-deterministic one is used only when no deterministic candidate's workspace fits. */
+static void deterministic_first(cuda_conv_algo *algos, const int *nondet, int n) {
+    cuda_conv_algo sorted[CUDA_CONV_MAX_ALGOS];
+    int k = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < n; i++)
+            if (nondet[i] == pass) sorted[k++] = algos[i];
+    memcpy(algos, sorted, (size_t)n * sizeof *algos);
+}
+
 extern "C" int cuda_conv2d_algos(const conv_geom *g, gm_dtype dt, conv_pass pass, cuda_conv_algo *algos, int max,
                                  int *count, gm_cuda_ctx *ctx) {
     int rc = GM_OK, n = 0, got = 0;
+    int nondet[CUDA_CONV_MAX_ALGOS] = {0};
     descs d = {0};
     if (!g || !algos || !count || max < 1) return GM_ERR_ARG;
+    if (max > CUDA_CONV_MAX_ALGOS) max = CUDA_CONV_MAX_ALGOS;
     *count = 0;
     cudnnDataType_t t;
     if (!data_type(dt, &t)) return GM_ERR_ARG;
@@ -166,6 +181,7 @@ extern "C" int cuda_conv2d_algos(const conv_geom *g, gm_dtype dt, conv_pass pass
             if (cudnnGetConvolutionForwardWorkspaceSize(h, d.x, d.w, d.conv, d.y, perf[i].algo, &ws) !=
                 CUDNN_STATUS_SUCCESS)
                 continue;
+            nondet[n] = perf[i].determinism == CUDNN_NON_DETERMINISTIC;
             algos[n++] = (cuda_conv_algo){(int)perf[i].algo, (int)math, ws};
         }
     } else if (pass == CONV_BACKWARD_DATA) {
@@ -180,6 +196,7 @@ extern "C" int cuda_conv2d_algos(const conv_geom *g, gm_dtype dt, conv_pass pass
             if (cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.w, d.y, d.conv, d.x, perf[i].algo, &ws) !=
                 CUDNN_STATUS_SUCCESS)
                 continue;
+            nondet[n] = perf[i].determinism == CUDNN_NON_DETERMINISTIC;
             algos[n++] = (cuda_conv_algo){(int)perf[i].algo, (int)math, ws};
         }
     } else {
@@ -195,11 +212,13 @@ extern "C" int cuda_conv2d_algos(const conv_geom *g, gm_dtype dt, conv_pass pass
             if (cudnnGetConvolutionBackwardFilterWorkspaceSize(h, d.x, d.y, d.conv, d.w, perf[i].algo, &ws) !=
                 CUDNN_STATUS_SUCCESS)
                 continue;
+            nondet[n] = perf[i].determinism == CUDNN_NON_DETERMINISTIC;
             algos[n++] = (cuda_conv_algo){(int)perf[i].algo, (int)math, ws};
         }
     }
     /* No cuDNN candidate for this geometry and dtype (or none with the allowed math): the direct kernels. */
     if (n == 0) algos[n++] = (cuda_conv_algo){CUDA_CONV_DIRECT, 0, 0};
+    deterministic_first(algos, nondet, n);
     *count = n;
 done:
     destroy(&d);
