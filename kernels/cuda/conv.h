@@ -39,7 +39,8 @@ typedef struct {
 #define CUDA_CONV_DIRECT (-1)
 #define CUDA_CONV_MAX_ALGOS 16
 
-/* The candidates for `pass` over geometry g, deterministic ones first, each group best first (conv.cu says why), at most max (>= 1) of them; *count >= 1 on GM_OK.
+/* The candidates for `pass` over geometry g, deterministic ones first, each group best first (conv.cu says
+ * why), at most max (>= 1) of them; *count >= 1 on GM_OK.
  * When cuDNN cannot express the geometry (padding that is not symmetric, e.g. padding='same' with an even
  * kernel span, or a transposed convolution's output_padding >= stride; empty tensors; sizes beyond int; zero
  * input strides) the only candidate is CUDA_CONV_DIRECT. float32 excludes TF32 unless ctx->allow_tf32. */
