@@ -3,7 +3,8 @@
 #   1. build gpumemnet with CUDA (cuDNN from the toolkit or the nvidia-cudnn wheel)      -> build.log, info.txt
 #   2. the test suite, CUDA tests included (every op CPU vs CUDA)                          -> pytest.log, junit.xml
 #   3. compute-sanitizer --tool memcheck over the CUDA op tests, caching off              -> sanitizer.log
-#   4. the GPU benchmarks (training steps vs PyTorch, fused Adam vs copy bandwidth)       -> bench.log
+#   4. the GPU benchmarks (training steps vs PyTorch, fused Adam vs copy bandwidth, estimate vs measured peak)
+#                                                                                          -> bench.log
 #   5. summary.json: every status, test count and figure
 # The machine needs Python >= 3.10 with NumPy and pytest (PyTorch for the side-by-side figures); it may have no
 # network: WHEELDIR is a folder of wheels for what is missing (scipy-openblas32 at least; tools/fetch_gpu_wheels.sh
@@ -91,6 +92,7 @@ if [ "$build_rc" -eq 0 ]; then
     {
         timeout 120 python "$repo/benchmarks/gpu_train_step.py" --json "$work/train.json" || bench_rc=$?
         timeout 60 python "$repo/benchmarks/gpu_adam.py" --json "$work/adam.json" || bench_rc=$?
+        timeout 60 python "$repo/benchmarks/cuda_estimate_accuracy.py" --json "$work/estimate.json" || bench_rc=$?
     } >"$out/bench.log" 2>&1
     bench_s=$((SECONDS - t0))
     cat "$out/bench.log"
@@ -119,7 +121,7 @@ if os.path.exists(junit):
     n = {k: int(suite.get(k, 0)) for k in ("tests", "failures", "errors", "skipped")}
     n["passed"] = n["tests"] - n["failures"] - n["errors"] - n["skipped"]
     s["tests"] = n
-for name in ("train", "adam"):
+for name in ("train", "adam", "estimate"):
     path = os.path.join(work, f"{name}.json")
     if os.path.exists(path):
         s[name] = json.load(open(path))
