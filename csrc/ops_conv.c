@@ -693,21 +693,19 @@ static PyObject *py_conv2d(PyObject *self, PyObject *args, PyObject *kwargs) {
                            gm_tensor_data(wc), data_or_null(bc)) < 0)
             goto fail;
 #endif
-        Py_XDECREF(wc);
-        Py_XDECREF(bc);
-        return (PyObject *)out;
-    }
-    const int nt = plan_threads(x->device);
-    if (conv_workspace(op, &g, x->dtype, &pass, 1, used, x->device, nt, &ws) < 0) goto fail;
-    if (x->device.type == GM_DEV_CPU) {
-        int st;
-        size_t wsb = tensor_nbytes(ws);
-        void *po = gm_tensor_data(out), *px = gm_tensor_data(x), *pw = gm_tensor_data(wc), *pb = data_or_null(bc);
-        void *pws = data_or_null(ws);
-        Py_BEGIN_ALLOW_THREADS
-        st = conv2d_forward(po, px, pw, pb, &g, x->dtype, pws, wsb, nt);
-        Py_END_ALLOW_THREADS
-        if (kernel_status(op, st) < 0) goto fail;
+    } else { /* cpu, and meta planning the CPU's workspace */
+        const int nt = plan_threads(x->device);
+        if (conv_workspace(op, &g, x->dtype, &pass, 1, used, x->device, nt, &ws) < 0) goto fail;
+        if (x->device.type == GM_DEV_CPU) {
+            int st;
+            size_t wsb = tensor_nbytes(ws);
+            void *po = gm_tensor_data(out), *px = gm_tensor_data(x), *pw = gm_tensor_data(wc),
+                 *pb = data_or_null(bc), *pws = data_or_null(ws);
+            Py_BEGIN_ALLOW_THREADS
+            st = conv2d_forward(po, px, pw, pb, &g, x->dtype, pws, wsb, nt);
+            Py_END_ALLOW_THREADS
+            if (kernel_status(op, st) < 0) goto fail;
+        }
     }
     Py_XDECREF(ws);
     Py_XDECREF(wc);
@@ -936,22 +934,19 @@ static PyObject *py_conv_transpose2d(PyObject *self, PyObject *args, PyObject *k
                            gm_tensor_data(wc), data_or_null(bc)) < 0)
             goto fail;
 #endif
-        Py_XDECREF(xc);
-        Py_XDECREF(wc);
-        Py_XDECREF(bc);
-        return (PyObject *)out;
-    }
-    const int nt = plan_threads(x->device);
-    if (conv_workspace(op, &g, x->dtype, &pass, 1, used, x->device, nt, &ws) < 0) goto fail;
-    if (x->device.type == GM_DEV_CPU) {
-        int st;
-        size_t wsb = tensor_nbytes(ws);
-        void *po = gm_tensor_data(out), *px = gm_tensor_data(xc), *pw = gm_tensor_data(wc), *pb = data_or_null(bc);
-        void *pws = data_or_null(ws);
-        Py_BEGIN_ALLOW_THREADS
-        st = conv2d_backward_data(po, px, pw, pb, &g, x->dtype, pws, wsb, nt);
-        Py_END_ALLOW_THREADS
-        if (kernel_status(op, st) < 0) goto fail;
+    } else { /* cpu, and meta planning the CPU's workspace */
+        const int nt = plan_threads(x->device);
+        if (conv_workspace(op, &g, x->dtype, &pass, 1, used, x->device, nt, &ws) < 0) goto fail;
+        if (x->device.type == GM_DEV_CPU) {
+            int st;
+            size_t wsb = tensor_nbytes(ws);
+            void *po = gm_tensor_data(out), *px = gm_tensor_data(xc), *pw = gm_tensor_data(wc),
+                 *pb = data_or_null(bc), *pws = data_or_null(ws);
+            Py_BEGIN_ALLOW_THREADS
+            st = conv2d_backward_data(po, px, pw, pb, &g, x->dtype, pws, wsb, nt);
+            Py_END_ALLOW_THREADS
+            if (kernel_status(op, st) < 0) goto fail;
+        }
     }
     Py_XDECREF(ws);
     Py_XDECREF(xc);
