@@ -18,12 +18,15 @@
  *
  * Interface (python/gpumemnet/nn/_functional_nn.py is the only caller):
  *   activation(op, x, alpha=0.0, out=None) -> out        ops: RELU=0 LEAKY_RELU=1 SIGMOID=2 TANH=3 GELU=4
- *   activation_backward(op, grad, saved, alpha=0.0)           GELU_TANH=5; out=x is the in-place form
+ *   activation_backward(op, grad, saved, alpha=0.0, into_grad=False)   GELU_TANH=5; out=x is the in-place form
  *   dropout(x, p, channelwise=False, inplace=False) -> (out, bool mask)   mask (x.shape) or (x.shape[:-2])
- *   dropout_backward(grad, mask, p)
+ *   dropout_backward(grad, mask, p, into_grad=False)
  *   batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps) -> (out, mean, invstd)
  *   batch_norm_backward(grad, x, weight, mean, invstd, training, need_input, need_weight, need_bias,
- *                       param_dtype=None) -> (dx | None, dweight | None, dbias | None)
+ *                       param_dtype=None, into_grad=False) -> (dx | None, dweight | None, dbias | None)
+ * into_grad: the autograd engine hands grad over (nothing else references it: autograd.Function.grad_is_free), so
+ * the input gradient is written over it instead of into a new tensor of the same size. Each kernel reads
+ * grad[i] before it writes dx[i] (batch norm: per channel, after that channel's sums).
  *   softmax(x, dim, log=False), softmax_backward(grad, out, dim, log=False)
  *   cross_entropy(x, target, weight, ignore_index, reduction, label_smoothing) -> (loss, lse, wsum)
  *   cross_entropy_backward(grad, x, target, weight, lse, ignore_index, reduction, label_smoothing, wsum)
@@ -140,6 +143,13 @@ static GMTensor *contig_as(GMTensor *t, gm_dtype dt) {
 }
 static GMTensor *contig(GMTensor *t) { return t ? contig_as(t, t->dtype) : NULL; }
 
+/* Where a backward writes its same-shaped input gradient: over grad itself when the engine handed it over
+ * (into_grad) and nothing else holds its storage, else a new tensor. */
+static GMTensor *grad_result(GMTensor *g, int into_grad) {
+    if (into_grad && gm_is_contiguous(g) && g->storage->refcount == 1) return (GMTensor *)Py_NewRef(g);
+    return gm_empty(g->ndim, g->shape, g->dtype, g->device);
+}
+
 static PyObject *float_or_nan(double v, GMTensor *like) {
     return PyFloat_FromDouble(like->device.type == GM_DEV_META ? NAN : v);
 }
@@ -235,11 +245,12 @@ fail:
 }
 
 static PyObject *py_activation_backward(PyObject *self, PyObject *args, PyObject *kwargs) {
-    static char *kwlist[] = {"op", "grad", "saved", "alpha", NULL};
-    int op;
+    static char *kwlist[] = {"op", "grad", "saved", "alpha", "into_grad", NULL};
+    int op, into_grad = 0;
     double alpha = 0.0;
     PyObject *go, *so;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iOO|d:activation_backward", kwlist, &op, &go, &so, &alpha))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iOO|dp:activation_backward", kwlist, &op, &go, &so, &alpha,
+                                     &into_grad))
         return NULL;
     if (act_op_arg(op) < 0) return NULL;
     const char *name = act_names[op];
@@ -249,7 +260,7 @@ static PyObject *py_activation_backward(PyObject *self, PyObject *args, PyObject
         return NULL;
     GMTensor *gc = contig(g), *sc = contig(s), *dx = NULL;
     if (!gc || !sc) goto done;
-    dx = gm_empty(g->ndim, g->shape, g->dtype, g->device);
+    dx = grad_result(g, into_grad);
     if (dx && GM_KERNEL(name, g->device,
                         activation_backward(data(dx), data(gc), data(sc), gm_numel(g), g->dtype, op, alpha,
                                             gm_num_threads),
@@ -367,7 +378,8 @@ fail:
 static PyObject *py_dropout_backward(PyObject *self, PyObject *args) {
     PyObject *go, *mo;
     double p;
-    if (!PyArg_ParseTuple(args, "OOd:dropout_backward", &go, &mo, &p)) return NULL;
+    int into_grad = 0;
+    if (!PyArg_ParseTuple(args, "OOd|p:dropout_backward", &go, &mo, &p, &into_grad)) return NULL;
     const char *name = "dropout_backward";
     GMTensor *g = gm_tensor_arg(go, name, "grad"), *m = g ? gm_tensor_arg(mo, name, "mask") : NULL;
     if (!m || check_float(name, "grad", g) < 0 || check_devices(name, g, &m, 1) < 0 || check_p(name, p) < 0)
@@ -390,7 +402,7 @@ static PyObject *py_dropout_backward(PyObject *self, PyObject *args) {
     }
     GMTensor *gc = contig(g), *mc = contig(m), *dx = NULL;
     if (!gc || !mc) goto done;
-    dx = gm_empty(g->ndim, g->shape, g->dtype, g->device);
+    dx = grad_result(g, into_grad);
     if (dx && on_cuda(g)) {
 #ifdef GM_WITH_CUDA
         gm_cuda_ctx *ctx = gm_cuda_ctx_for(g->device);
@@ -551,12 +563,12 @@ done:
 
 static PyObject *py_batch_norm_backward(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *kwlist[] = {"grad", "x", "weight", "mean", "invstd", "training", "need_input", "need_weight",
-                             "need_bias", "param_dtype", NULL};
+                             "need_bias", "param_dtype", "into_grad", NULL};
     const char *name = "batch_norm_backward";
     PyObject *go, *xo, *wo, *mo, *io, *pdo = Py_None;
-    int training, need_x, need_w, need_b;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOpppp|O:batch_norm_backward", kwlist, &go, &xo, &wo, &mo,
-                                     &io, &training, &need_x, &need_w, &need_b, &pdo))
+    int training, need_x, need_w, need_b, into_grad = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOpppp|Op:batch_norm_backward", kwlist, &go, &xo, &wo, &mo,
+                                     &io, &training, &need_x, &need_w, &need_b, &pdo, &into_grad))
         return NULL;
     /* input may be None in eval mode without a weight gradient (it is not read then): grad gives the geometry */
     GMTensor *g = gm_tensor_arg(go, name, "grad"), *x = NULL, *w, *m, *is;
@@ -588,7 +600,7 @@ static PyObject *py_batch_norm_backward(PyObject *self, PyObject *args, PyObject
     GMTensor *dx = NULL, *dw = NULL, *db = NULL;
     PyObject *res = NULL;
     if (!gc || (x && !xc) || (w && !wc) || !mc || !ic) goto done;
-    if ((need_x && !(dx = gm_empty(g->ndim, g->shape, g->dtype, g->device))) ||
+    if ((need_x && !(dx = grad_result(g, into_grad))) ||
         (need_w && !(dw = gm_empty(1, cshape, wdt, g->device))) || (need_b && !(db = gm_empty(1, cshape, wdt, g->device))))
         goto done;
     if (on_cuda(g)) {
@@ -1315,14 +1327,15 @@ PyMethodDef gm_nnops_methods[] = {
      "thread, 'cpu' (default) or 'cuda' (the CUDA kernels' scratch; convolutions without cuDNN workspace)."},
     {"_get_meta_target", gm_py_get_meta_target, METH_NOARGS, "_get_meta_target() -> (target, sm_count)."},
     {"activation", KW(py_activation), "activation(op, x, alpha=0.0, out=None): relu/leaky_relu/sigmoid/tanh/gelu."},
-    {"activation_backward", KW(py_activation_backward), "activation_backward(op, grad, saved, alpha=0.0)."},
+    {"activation_backward", KW(py_activation_backward),
+     "activation_backward(op, grad, saved, alpha=0.0, into_grad=False)."},
     {"dropout", KW(py_dropout), "dropout(x, p, channelwise=False, inplace=False) -> (out, bool mask)."},
-    {"dropout_backward", py_dropout_backward, METH_VARARGS, "dropout_backward(grad, mask, p)."},
+    {"dropout_backward", py_dropout_backward, METH_VARARGS, "dropout_backward(grad, mask, p, into_grad=False)."},
     {"batch_norm", KW(py_batch_norm),
      "batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps) -> (out, mean, invstd)."},
     {"batch_norm_backward", KW(py_batch_norm_backward),
      "batch_norm_backward(grad, x, weight, mean, invstd, training, need_input, need_weight, need_bias, "
-     "param_dtype=None) -> (dx, dweight, dbias)."},
+     "param_dtype=None, into_grad=False) -> (dx, dweight, dbias)."},
     {"softmax", KW(py_softmax), "softmax(x, dim, log=False)."},
     {"softmax_backward", KW(py_softmax_backward), "softmax_backward(grad, out, dim, log=False)."},
     {"cross_entropy", KW(py_cross_entropy),

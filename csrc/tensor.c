@@ -926,6 +926,31 @@ static PyObject *py_get_num_threads(PyObject *self, PyObject *unused) { return P
 
 extern PyObject *gm_py_from_numpy(PyObject *self, PyObject *args, PyObject *kwargs); /* numpy.c */
 
+/* _grads_free(list) -> tuple of bools: which gradients the autograd engine may hand over to a backward to write
+ * its result into. A gradient is free when the list holds the only reference to it (no hook, no retained .grad,
+ * no capture, no NumPy array, no second consumer holds it: each would hold a reference) and no other tensor
+ * shares its storage (no view of it is alive). Only reference counts can tell this, hence C. */
+static PyObject *py_grads_free(PyObject *self, PyObject *list) {
+    if (!PyList_Check(list)) {
+        PyErr_Format(PyExc_TypeError, "_grads_free: expected a list, got %s", Py_TYPE(list)->tp_name);
+        return NULL;
+    }
+    const Py_ssize_t n = PyList_GET_SIZE(list);
+    PyObject *res = PyTuple_New(n);
+    if (!res) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *o = PyList_GET_ITEM(list, i); /* borrowed: the list's reference is the one counted */
+        int free_ = 0;
+        if (PyObject_TypeCheck(o, GMTensor_Base)) {
+            GMTensor *t = (GMTensor *)o;
+            free_ = Py_REFCNT(o) == 1 && t->storage->refcount == 1 && !t->requires_grad &&
+                    (!t->grad_fn || t->grad_fn == Py_None);
+        }
+        PyTuple_SET_ITEM(res, i, Py_NewRef(free_ ? Py_True : Py_False));
+    }
+    return res;
+}
+
 PyMethodDef gm_tensor_module_methods[] = {
     {"_set_tensor_class", py_set_tensor_class, METH_O, "Register the Python Tensor class C creates."},
     {"empty", py_empty, METH_VARARGS, "empty(shape, dtype, device): uninitialised tensor."},
@@ -934,6 +959,7 @@ PyMethodDef gm_tensor_module_methods[] = {
      "from_numpy(array, dtype=None, device='cpu'): copy an ndarray into tracked storage."},
     {"set_num_threads", py_set_num_threads, METH_O, "Threads used by gpumemnet's own CPU kernels."},
     {"get_num_threads", py_get_num_threads, METH_NOARGS, "Threads used by gpumemnet's own CPU kernels."},
+    {"_grads_free", py_grads_free, METH_O, "Which gradients in a list nothing else references (autograd)."},
     {NULL},
 };
 

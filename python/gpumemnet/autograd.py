@@ -237,8 +237,12 @@ _NO_CTX = _NoCtx()
 
 
 class Function(Node):
-    """Subclass with static `forward(ctx, *args)` and `backward(ctx, *grad_outputs)`; call `apply`."""
+    """Subclass with static `forward(ctx, *args)` and `backward(ctx, *grad_outputs)`; call `apply`.
+
+    A subclass whose backward can write an input gradient over an incoming gradient of the same shape sets
+    `reuses_grad = True` and asks `ctx.grad_is_free(i)` in backward."""
     __slots__ = ("__dict__",)
+    reuses_grad = False
 
     @classmethod
     def apply(cls, *args):
@@ -290,6 +294,13 @@ class Function(Node):
             return ()
         name = self.name()
         return tuple(None if s is None else s.get(name) for s in self._saved)
+
+    def grad_is_free(self, i=0):
+        """In backward: whether grad_outputs[i] was handed over by the engine (nothing else references it or
+        shares its storage), so the backward may overwrite it with its result instead of allocating another
+        tensor of that size. Always False unless the class sets reuses_grad."""
+        free = self.__dict__.get("_free_grads")
+        return bool(free and free[i])
 
     def apply_grads(self, grads):
         if self._released and self._saved is not None:
@@ -446,6 +457,7 @@ def _run(roots, grad_outputs, retain_graph, capture=None):
                 continue
             n_out = (max(slot) + 1) if slot else 1
             grads = [slot.get(i) for i in range(n_out)]
+            slot = None  # from here the engine's only reference to each gradient is in `grads` (see _grads_free)
             if isinstance(node, AccumulateGrad) and node.variable._hooks and grads[0] is not None:
                 for h in node.variable._hooks:
                     r = h(grads[0])
@@ -473,13 +485,22 @@ def _run(roots, grad_outputs, retain_graph, capture=None):
             if len(grads) == 1 and grads[0] is None:
                 continue
             _C.set_scope(_backward_scope(node._scope))
+            if node.reuses_grad:
+                node._free_grads = _C._grads_free(grads)
             in_grads = node.apply_grads(grads)
+            if node.reuses_grad:
+                node._free_grads = None
             if not retain_graph:
                 node.release()
-            for e, g in zip(node.next_functions, in_grads):
-                if e is not None and g is not None:
-                    _accumulate(buf, e[0], e[1], g)
+            _propagate(buf, node, in_grads)
+            in_grads = grads = None  # no stale reference may keep the next node's gradient from being free
     return capture
+
+
+def _propagate(buf, node, in_grads):
+    for e, g in zip(node.next_functions, in_grads):
+        if e is not None and g is not None:
+            _accumulate(buf, e[0], e[1], g)
 
 
 def _default_grads(tensors, grad_tensors):

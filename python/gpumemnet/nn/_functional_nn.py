@@ -58,6 +58,8 @@ def _saves_input(op, alpha):
 
 
 class _Activation(Function):
+    reuses_grad = True  # the input gradient may be written over the incoming one (autograd.Function)
+
     @staticmethod
     def forward(ctx, x, op, alpha):
         out = _C.activation(op, x, alpha)
@@ -69,7 +71,7 @@ class _Activation(Function):
     @staticmethod
     def backward(ctx, g):
         saved, = ctx.saved_tensors
-        return _C.activation_backward(ctx.op, g, saved, ctx.alpha), None, None
+        return _C.activation_backward(ctx.op, g, saved, ctx.alpha, ctx.grad_is_free(0)), None, None
 
     def name(self):
         return ("ReluBackward", "LeakyReluBackward", "SigmoidBackward", "TanhBackward", "GeluBackward",
@@ -87,6 +89,7 @@ class _ActivationInplace(Function):
         ctx.save_for_backward(x)
         return x
 
+    reuses_grad = True
     backward = staticmethod(_Activation.backward)
     name = _Activation.name
 
@@ -133,6 +136,8 @@ def gelu(input, approximate="none"):
 
 # ---- dropout ------------------------------------------------------------------------------------------------------
 class _Dropout(Function):
+    reuses_grad = True
+
     @staticmethod
     def forward(ctx, x, p, channelwise, inplace):
         out, mask = _C.dropout(x, p, channelwise, inplace)
@@ -143,7 +148,7 @@ class _Dropout(Function):
     @staticmethod
     def backward(ctx, g):
         mask, = ctx.saved_tensors
-        return _C.dropout_backward(g, mask, ctx.p), None, None, None
+        return _C.dropout_backward(g, mask, ctx.p, ctx.grad_is_free(0)), None, None, None
 
     def name(self):
         return "DropoutBackward"
@@ -183,6 +188,8 @@ def _in_recomputation():
 
 
 class _BatchNorm(Function):
+    reuses_grad = True
+
     @staticmethod
     def forward(ctx, x, running_mean, running_var, weight, bias, training, momentum, eps):
         out, mean, invstd = _C.batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps)
@@ -200,7 +207,7 @@ class _BatchNorm(Function):
     def backward(ctx, g):
         x, weight, mean, invstd = ctx.saved_tensors
         dx, dw, db = _C.batch_norm_backward(g, x, weight, mean, invstd, ctx.training, *ctx.needs,
-                                            param_dtype=ctx.param_dtype)
+                                            param_dtype=ctx.param_dtype, into_grad=ctx.grad_is_free(0))
         return dx, None, None, dw, db, None, None, None
 
     def name(self):
