@@ -77,11 +77,13 @@ typedef struct {
 } conv_plan;
 
 /* The most columns a thread's tile takes, whatever the limit allows: about CONV_TILE_TARGET bytes (the columns
- * then stay in L2/L3 between im2col and gemm, and the buffer shrinks with the image, so a smaller micro-batch
+ * then stay in L2 between im2col and gemm, and the buffer shrinks with the image, so a smaller micro-batch
  * or image needs less), but at least CONV_TILE_MIN_COLS columns, below which gemm runs short of its peak
  * (benchmarks/conv_gflops.py), rounded up to whole output rows. A constant of the geometry: deterministic, and
- * the same on meta as on the CPU. */
-#define CONV_TILE_TARGET ((size_t)1 << 20)
+ * the same on meta as on the CPU. 256 KiB rather than the 1 MiB of earlier versions: the workspace is a fixed
+ * cost that gradient accumulation cannot divide (2 MiB of a 23 MiB UNet step at 4 micro-batches), and the
+ * step time did not move beyond the machine's noise (benchmarks/memory_techniques.py). */
+#define CONV_TILE_TARGET ((size_t)256 << 10)
 #define CONV_TILE_MIN_COLS 256
 /* The half-precision passes' target (see hb_plan below). */
 #define CONV_HALF_TILE_TARGET ((size_t)256 << 10)
@@ -158,9 +160,9 @@ static size_t half_col_nbytes(const conv_geom *g) {
  *     and the widened grad_output column (Kg).
  * The plane block is at most CONV_HALF_PLANE_TARGET bytes (at least one channel): the float32 scratch of the
  * input-gradient follows the image, not the batch or the channel count. A thread's tile buffers aim at
- * CONV_HALF_TILE_TARGET bytes (the half forward's too), a quarter of the float32 passes' target: these passes
- * are what autocast runs when memory is short, the widening already costs a pass over each tile, and gemm keeps
- * near its peak with CONV_TILE_MIN_COLS columns (benchmarks/conv_gflops.py). */
+ * CONV_HALF_TILE_TARGET bytes (the half forward's too), as the float32 passes': these passes are what autocast
+ * runs when memory is short, and gemm keeps near its peak with CONV_TILE_MIN_COLS columns
+ * (benchmarks/conv_gflops.py). */
 #define CONV_HALF_PLANE_TARGET ((size_t)256 << 10)
 
 typedef struct {

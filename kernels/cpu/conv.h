@@ -21,9 +21,8 @@
  * float32 tiles, never a float32 copy of an activation. The functions return GM_ERR_UNSUPPORTED for any other
  * dtype (or pass).
  *
- * Tiles: an im2col tile is whole output rows of about 1 MiB of columns per thread (at least 256 columns), or
- * less when the caller's limit says so (256 KiB in half precision); so the workspace follows the image size, not the
- * batch size. */
+ * Tiles: an im2col tile is whole output rows of about 256 KiB of columns per thread (at least 256 columns), or
+ * less when the caller's limit says so; so the workspace follows the image size, not the batch size. */
 #ifndef GM_KERNELS_CPU_CONV_H
 #define GM_KERNELS_CPU_CONV_H
 
