@@ -318,6 +318,48 @@ fail:
     return NULL;
 }
 
+/* The backward from the input instead of indices: each window's argmax is found again in the input (the same
+ * code as the forward's, so the same element). Autograd saves the input in place of indices when the input is
+ * kept for backward anyway (python/gpumemnet/nn/_functional_pool.py): then max pooling keeps nothing of its own. */
+static PyObject *py_max_pool2d_backward_input(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *kwlist[] = {"grad_output", "input", "kernel_size", "stride", "padding", "dilation", "ceil_mode",
+                             NULL};
+    const char *op = "max_pool2d_backward_input";
+    PyObject *go, *xo, *ko, *so, *po, *dno;
+    int ceil_mode = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOO|p:max_pool2d_backward_input", kwlist, &go, &xo, &ko, &so,
+                                     &po, &dno, &ceil_mode))
+        return NULL;
+    int64_t k[2], st[2], p[2], d[2], oshape[4];
+    spatial s;
+    pool2d_geom geom;
+    GMTensor *g = gm_tensor_arg(go, op, "grad_output"), *x = g ? gm_tensor_arg(xo, op, "input") : NULL;
+    if (!x || check_float_tensor(op, "grad_output", g) < 0 || gm_check_same_device(op, g, x) < 0 ||
+        spatial_of(op, "input", x->ndim, x->shape, &s) < 0 || parse_pair(ko, k, op, "kernel_size") < 0 ||
+        parse_pair(so, st, op, "stride") < 0 || parse_pair(po, p, op, "padding") < 0 ||
+        parse_pair(dno, d, op, "dilation") < 0 || pool_geometry(op, &s, k, st, p, d, ceil_mode, &geom) < 0)
+        return NULL;
+    if (x->dtype != g->dtype) {
+        PyErr_Format(PyExc_TypeError, "%s: input is %s but grad_output is %s", op, gm_dtype_name(x->dtype),
+                     gm_dtype_name(g->dtype));
+        return NULL;
+    }
+    const int ond = out_shape(&s, geom.OH, geom.OW, oshape);
+    if (check_grad_shape(op, g, ond, oshape, &s) < 0) return NULL;
+    GMTensor *dx = gm_empty(s.ndim, s.shape, g->dtype, g->device);
+    if (!dx) return NULL;
+    int64_t ds[4], in[4];
+    strides4(g, ds);
+    strides4(x, in);
+    if (GM_KERNEL(op, g->device,
+                  maxpool2d_backward_input(gm_tensor_data(dx), gm_tensor_data(g), ds, gm_tensor_data(x), in,
+                                           g->dtype, &geom, gm_num_threads),
+                  cuda_maxpool2d_backward_input(gm_tensor_data(dx), gm_tensor_data(g), ds, gm_tensor_data(x), in,
+                                                g->dtype, &geom, ctx)) < 0)
+        Py_CLEAR(dx);
+    return (PyObject *)dx;
+}
+
 /* ---- avg_pool2d ------------------------------------------------------------------------------------------ */
 
 /* divisor_override: None (0 here) or a positive int. */
@@ -661,6 +703,9 @@ PyMethodDef gm_pool_methods[] = {
     {"max_pool2d", FN(py_max_pool2d), KW,
      "max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode=False, with_indices=False): the output, "
      "or (output, int64 indices into each H*W plane) with with_indices."},
+    {"max_pool2d_backward_input", FN(py_max_pool2d_backward_input), KW,
+     "max_pool2d_backward_input(grad_output, input, kernel_size, stride, padding, dilation, ceil_mode=False): "
+     "max_pool2d's input-gradient, each window's argmax found again in input."},
     {"max_pool2d_backward", FN(py_max_pool2d_backward), KW,
      "max_pool2d_backward(grad_output, indices, input_shape, kernel_size=None, stride=None, padding=None, "
      "dilation=None): the input's gradient (scatter through indices). The window is optional; given, CUDA "

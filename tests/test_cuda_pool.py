@@ -103,6 +103,29 @@ def test_max_pool2d_backward_with_the_window(shape, kw, dtype):
     exact(res[0], res[1])
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape, kw", MAXPOOL, ids=[str(i) for i in range(len(MAXPOOL))])
+def test_max_pool2d_backward_from_the_input(shape, kw, dtype):
+    """Without indices (autograd saves the input when it is kept anyway) each covering window's argmax is found
+    again on the device: the CPU's gradient, and the indices' gradient, with ties and a NaN."""
+    x = np.round(R(*shape) * 2) / 2
+    x.flat[3] = np.nan
+    k = kw["kernel_size"]
+    window = (k, kw.get("stride", k), kw.get("padding", 0), kw.get("dilation", 1))
+    ceil = kw.get("ceil_mode", False)
+    res, g0 = [], None
+    for dev in ("cuda", "cpu"):
+        t = gm.tensor(x).to(device=dev, dtype=dtype)
+        out, idx = F.max_pool2d(t, *window, ceil, return_indices=True)
+        g0 = R(*out.shape) if g0 is None else g0
+        g = gm.tensor(g0).to(device=dev, dtype=dtype)
+        res.append(_C.max_pool2d_backward_input(g, t, *window, ceil))
+        np.testing.assert_array_equal(to_np(res[-1]), to_np(_C.max_pool2d_backward(g, idx, t.shape, *window)))
+    exact(res[0], res[1])
+    # and through autograd: after a ReLU the pool keeps its input, on both devices alike
+    compare(lambda t: F.max_pool2d(F.relu(t), **kw), R(*shape), dtype)
+
+
 def test_max_pool2d_backward_window_must_match():
     x = gm.tensor(R(1, 1, 8, 8)).cuda()
     out, idx = _C.max_pool2d(x, (2, 2), (2, 2), (0, 0), (1, 1), False, True)

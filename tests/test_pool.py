@@ -292,6 +292,60 @@ def test_max_pool2d_noncontiguous_input_is_not_copied():
     assert gm.memory.max_memory_allocated("cpu") - before == block(y.numel() * 4)
 
 
+# ---- backward from the input: what autograd runs when the input is kept anyway ---------------------------------
+@pytest.mark.parametrize("case", MAX_CASES, ids=lambda c: str(c))
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+def test_max_pool2d_backward_from_input_equals_the_indices_one(case, dtype):
+    """Each window's argmax found again in the input is the forward's: the same gradient, bit for bit, with
+    ties (rounded values) and a NaN in the input, and through a strided view."""
+    shape, k, s, p, d, ceil = case
+    x = np.round(R(*shape) * 2) / 2  # many ties
+    x.flat[len(x.flat) // 2] = np.nan
+    t = gm.tensor(x, dtype=getattr(gm, dtype))
+    window = (k, s if s is not None else k, p, d)
+    out, idx = F.max_pool2d(t, k, s, p, d, ceil, return_indices=True)
+    g = gm.tensor(R(*out.shape), dtype=t.dtype)
+    by_idx = gm._C.max_pool2d_backward(g, idx, t.shape, *window)
+    by_input = gm._C.max_pool2d_backward_input(g, t, *window, ceil)
+    np.testing.assert_array_equal(to_numpy(by_input), to_numpy(by_idx))
+    if len(shape) == 4:  # a transposed view read through its strides
+        v = gm.tensor(np.ascontiguousarray(x.transpose(0, 1, 3, 2)), dtype=t.dtype)._transpose(2, 3)
+        np.testing.assert_array_equal(to_numpy(gm._C.max_pool2d_backward_input(g, v, *window, ceil)),
+                                      to_numpy(by_idx))
+
+
+def test_max_pool2d_keeps_no_indices_when_its_input_is_kept_anyway():
+    """After a ReLU (which keeps its output for backward) max pooling saves that output instead of int64
+    indices: the forward adds only the pooled output. From a tensor nothing keeps, it keeps the indices. The
+    gradients are the same either way."""
+    from gpumemnet.nn import functional as nnf
+    x = gm.tensor(distinct(2, 4, 16, 16), dtype=gm.float32, requires_grad=True)
+    h = nnf.relu(x * 1.0)  # kept by relu's backward
+    before = gm.memory.memory_allocated("cpu")
+    y = F.max_pool2d(h, 2)
+    assert gm.memory.memory_allocated("cpu") - before == block(2 * 4 * 8 * 8 * 4)  # the output alone
+    y.sum().backward()
+    g_input = to_numpy(x.grad)
+    x.grad = None
+    del y, h
+    h = x * 1.0  # mul keeps nothing of its output
+    before = gm.memory.memory_allocated("cpu")
+    y = F.max_pool2d(h, 2)
+    assert gm.memory.memory_allocated("cpu") - before == block(2 * 4 * 8 * 8 * 4) + block(2 * 4 * 8 * 8 * 8)
+    nnf.relu(y).sum().backward()  # relu of the max = max of the relu: the same gradient where positive
+    np.testing.assert_array_equal(to_numpy(x.grad), g_input)
+
+
+def test_max_pool2d_backward_from_input_errors():
+    x, g = gm.randn(1, 2, 6, 6), gm.randn(1, 2, 3, 3)
+    with pytest.raises(ValueError, match=r"grad_output has shape \(1, 2, 2, 2\).*has shape \(1, 2, 3, 3\)"):
+        gm._C.max_pool2d_backward_input(gm.randn(1, 2, 2, 2), x, 2, 2, 0, 1)
+    with pytest.raises(TypeError, match="input is float64 but grad_output is float32"):
+        gm._C.max_pool2d_backward_input(g, x.double(), 2, 2, 0, 1)
+    with pytest.raises(ValueError, match="kernel_size"):
+        gm._C.max_pool2d_backward_input(g, x, 0, 2, 0, 1)
+
+
 # ---- avg_pool2d --------------------------------------------------------------------------------------------------
 AVG_CASES = [  # shape, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override
     ((2, 3, 7, 6), 2, None, 0, False, True, None),

@@ -181,10 +181,13 @@ def test_eval_forward_holds_at_most_two_activations(device, mode, one_thread):
     assert two <= peak - resident <= two + 2 * BLOCK + extra
     assert peak <= resident + two + 2 * BLOCK + extra  # i.e. parameters + input + the two largest activations
     assert category("activation", device)["peak"] == 0
-    # with grad enabled the same forward keeps what backward would need
+    # with grad enabled the same forward keeps what backward would need: conv1's and bn1's outputs (`two`), then
+    # the second block's conv output, batch norm output (64 KiB each) and the first pool's output (32 KiB); the
+    # max pools keep their inputs, which the ReLUs keep anyway
     gm.memory.reset_peak_memory_stats(device)
     out2 = model(x)
-    assert gm.memory.max_memory_allocated(device) - resident > 1.8 * two
+    assert category("activation", device)["current"] >= two + 2 * 64 * 1024 + 32 * 1024
+    assert gm.memory.max_memory_allocated(device) - resident > 1.5 * two
     np.testing.assert_array_equal(to_np(out), to_np(out2))
     del out, out2
 

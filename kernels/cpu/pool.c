@@ -43,57 +43,77 @@ static inline int64_t ntaps(int64_t first, int64_t end, int64_t step) {
     return step == 1 ? end - first : (end - first + step - 1) / step;
 }
 
+/* The taps of output (oh, ow)'s window along one axis: the first inside [0, size) and how many there are. */
+static inline void max_taps(int64_t o, int64_t stride, int64_t pad, int64_t k, int64_t dil, int64_t size,
+                            int64_t *first, int64_t *count) {
+    int64_t a = o * stride - pad;
+    const int64_t end = imin(a + (k - 1) * dil + 1, size);
+    while (a < 0) a += dil;
+    *first = a;
+    *count = ntaps(a, end, dil);
+}
+
+/* The argmax of output (oh, ow)'s window in plane `base` of inp (its flat h*W + w, -1 for an empty window) and
+ * the max in *best. Strictly greater keeps the first maximum; a NaN always wins (the last one), as in PyTorch.
+ * The forward's indices and the backward that recomputes them from the input (maxpool2d_backward_input) both
+ * come from here, so they agree bit for bit. */
+static inline __attribute__((always_inline)) int64_t window_argmax(gm_dtype dt, const void *inp, const int64_t in[4],
+                                                                   const pool2d_geom *g, int64_t base, int64_t oh,
+                                                                   int64_t ow, double *best_out) {
+    int64_t h0, nh, w0, nw;
+    max_taps(oh, g->sh, g->ph, g->kh, g->dh, g->H, &h0, &nh);
+    max_taps(ow, g->sw, g->pw, g->kw, g->dw, g->W, &w0, &nw);
+    const int64_t step_h = g->dh * in[2], step_w = g->dw * in[3];
+    double best = -INFINITY;
+    int64_t arg = -1, row = base + h0 * in[2] + w0 * in[3], pos_row = h0 * g->W + w0;
+    /* pos walks the flat position of each tap alongside the memory offset */
+    for (int64_t i = 0; i < nh; i++, row += step_h, pos_row += g->dh * g->W) {
+        int64_t q = row, pos = pos_row;
+        for (int64_t j = 0; j < nw; j++, q += step_w, pos += g->dw) {
+            const double v = pool_ld(dt, inp, q);
+            /* Select by mask, not by branch: on real data the branch is taken at random and its
+             * mispredictions cost more than the whole window. */
+            const uint64_t m = -(uint64_t)((v > best) | (v != v));
+            uint64_t vb, bb;
+            memcpy(&vb, &v, 8);
+            memcpy(&bb, &best, 8);
+            bb = (vb & m) | (bb & ~m);
+            memcpy(&best, &bb, 8);
+            arg = (int64_t)(((uint64_t)pos & m) | ((uint64_t)arg & ~m));
+        }
+    }
+    *best_out = best;
+    return arg;
+}
+
 static inline __attribute__((always_inline)) void maxpool_row(gm_dtype dt, void *out, int64_t *ind,
                                                               const void *inp, const int64_t in[4],
                                                               const pool2d_geom *g, int64_t r) {
     const int64_t oh = r % g->OH, nc = r / g->OH, n = nc / g->C, c = nc % g->C;
-    const int64_t base = n * in[0] + c * in[1], step_h = g->dh * in[2], step_w = g->dw * in[3];
-    int64_t h0 = oh * g->sh - g->ph;
-    const int64_t h1 = imin(h0 + (g->kh - 1) * g->dh + 1, g->H);
-    while (h0 < 0) h0 += g->dh;
-    const int64_t nh = ntaps(h0, h1, g->dh);
+    const int64_t base = n * in[0] + c * in[1];
     for (int64_t ow = 0; ow < g->OW; ow++) {
-        int64_t w0 = ow * g->sw - g->pw;
-        const int64_t w1 = imin(w0 + (g->kw - 1) * g->dw + 1, g->W);
-        while (w0 < 0) w0 += g->dw;
-        const int64_t nw = ntaps(w0, w1, g->dw);
         double best = -INFINITY;
-        int64_t row = base + h0 * in[2] + w0 * in[3];
-        if (!ind) {
-            /* Values only (inference): a plain running max compiles to maxsd, no unpredictable branch; a NaN
-             * anywhere in the window makes the result NaN, as in PyTorch. */
-            int nan = 0;
-            for (int64_t i = 0; i < nh; i++, row += step_h) {
-                int64_t q = row;
-                for (int64_t j = 0; j < nw; j++, q += step_w) {
-                    const double v = pool_ld(dt, inp, q);
-                    best = v > best ? v : best;
-                    nan |= v != v;
-                }
-            }
-            pool_st(dt, out, r * g->OW + ow, nan ? NAN : best);
+        if (ind) {
+            ind[r * g->OW + ow] = window_argmax(dt, inp, in, g, base, oh, ow, &best);
+            pool_st(dt, out, r * g->OW + ow, best);
             continue;
         }
-        /* With indices: strictly greater keeps the first maximum; a NaN always wins (the last one), as in
-         * PyTorch. pos walks the flat h*W + w position of each tap alongside the memory offset. */
-        int64_t arg = -1, pos_row = h0 * g->W + w0;
-        for (int64_t i = 0; i < nh; i++, row += step_h, pos_row += g->dh * g->W) {
-            int64_t q = row, pos = pos_row;
-            for (int64_t j = 0; j < nw; j++, q += step_w, pos += g->dw) {
+        /* Values only (inference): a plain running max compiles to maxsd, no unpredictable branch; a NaN
+         * anywhere in the window makes the result NaN, as in PyTorch. */
+        int64_t h0, nh, w0, nw;
+        max_taps(oh, g->sh, g->ph, g->kh, g->dh, g->H, &h0, &nh);
+        max_taps(ow, g->sw, g->pw, g->kw, g->dw, g->W, &w0, &nw);
+        int64_t row = base + h0 * in[2] + w0 * in[3];
+        int nan = 0;
+        for (int64_t i = 0; i < nh; i++, row += g->dh * in[2]) {
+            int64_t q = row;
+            for (int64_t j = 0; j < nw; j++, q += g->dw * in[3]) {
                 const double v = pool_ld(dt, inp, q);
-                /* Select by mask, not by branch: on real data the branch is taken at random and its
-                 * mispredictions cost more than the whole window. */
-                const uint64_t m = -(uint64_t)((v > best) | (v != v));
-                uint64_t vb, bb;
-                memcpy(&vb, &v, 8);
-                memcpy(&bb, &best, 8);
-                bb = (vb & m) | (bb & ~m);
-                memcpy(&best, &bb, 8);
-                arg = (int64_t)(((uint64_t)pos & m) | ((uint64_t)arg & ~m));
+                best = v > best ? v : best;
+                nan |= v != v;
             }
         }
-        pool_st(dt, out, r * g->OW + ow, best);
-        ind[r * g->OW + ow] = arg;
+        pool_st(dt, out, r * g->OW + ow, nan ? NAN : best);
     }
 }
 
@@ -141,6 +161,33 @@ int maxpool2d_backward(void *dinp, const void *dout, const int64_t ds[4], const 
         }
     }
     return status;
+}
+
+/* One plane of maxpool2d_backward_input: the argmax of each window found again in the input. */
+static inline __attribute__((always_inline)) void maxpool_plane_bwd_input(gm_dtype dt, void *dinp, const void *dout,
+                                                                          const int64_t ds[4], const void *inp,
+                                                                          const int64_t in[4], const pool2d_geom *g,
+                                                                          int64_t p) {
+    const int64_t n = p / g->C, c = p % g->C, HW = g->H * g->W;
+    const int64_t obase = n * ds[0] + c * ds[1], ibase = n * in[0] + c * in[1];
+    char *plane = (char *)dinp + p * HW * (int64_t)gm_dtype_size(dt);
+    zero(plane, dt, HW);
+    for (int64_t oh = 0; oh < g->OH; oh++)
+        for (int64_t ow = 0; ow < g->OW; ow++) {
+            double best;
+            const int64_t i = window_argmax(dt, inp, in, g, ibase, oh, ow, &best);
+            if (i >= 0) add_at(dt, plane, i, pool_ld(dt, dout, obase + oh * ds[2] + ow * ds[3]));
+        }
+}
+
+int maxpool2d_backward_input(void *dinp, const void *dout, const int64_t ds[4], const void *inp,
+                             const int64_t in[4], gm_dtype dt, const pool2d_geom *g, int nthreads) {
+    if (!geom_ok(g) || !gm_dtype_is_float(dt)) return GM_ERR_ARG;
+    const int64_t planes = g->N * g->C;
+    const int nt = team(nthreads, planes, planes * (g->H * g->W + g->OH * g->OW * g->kh * g->kw));
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t p = 0; p < planes; p++) POOL_DISPATCH(dt, maxpool_plane_bwd_input(DT, dinp, dout, ds, inp, in, g, p));
+    return GM_OK;
 }
 
 /* ---- average --------------------------------------------------------------------------------------------- */

@@ -32,6 +32,12 @@ int maxpool2d_forward(void *out, int64_t *indices, const void *inp, const int64_
 int maxpool2d_backward(void *dinp, const void *dout, const int64_t ds[4], const int64_t *indices, gm_dtype dt,
                        const pool2d_geom *g, int nthreads);
 
+/* maxpool2d_backward without indices: each window's argmax is found again in inp (read through in[4]), exactly
+ * as maxpool2d_forward finds it, so the result is the same. What autograd runs when the input is kept anyway
+ * (saving it costs nothing, the indices would cost 8 bytes per output). */
+int maxpool2d_backward_input(void *dinp, const void *dout, const int64_t ds[4], const void *inp,
+                             const int64_t in[4], gm_dtype dt, const pool2d_geom *g, int nthreads);
+
 /* out (N, C, OH, OW) = sum of each window / divisor, where divisor is divisor_override when > 0, else the
  * window's size clipped to the padded input (count_include_pad) or to the input (not). A window entirely in
  * the padding gives 0. g->dh and g->dw must be 1. */

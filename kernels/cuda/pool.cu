@@ -27,45 +27,59 @@ __host__ __device__ __forceinline__ void max_taps(int64_t o, int64_t stride, int
 }
 
 /* ---- max ------------------------------------------------------------------------------------------------ */
+/* The argmax of output (oh, ow)'s window in plane `base` of inp (its flat h*W + w, -1 for an empty window) and
+ * the max in *best: kernels/cpu/pool.c's window_argmax, the same taps in the same order. The first maximum
+ * wins; a NaN always wins (the last one). The forward's indices and the backward without them both use it. */
+template <int DT>
+__device__ __forceinline__ int64_t window_argmax(const void *inp, const gm_pl_st4 &in, const pool2d_geom &g,
+                                                 int64_t base, int64_t oh, int64_t ow, double *best_out) {
+    int64_t h0, nh, w0, nw;
+    max_taps(oh, g.sh, g.ph, g.kh, g.dh, g.H, &h0, &nh);
+    max_taps(ow, g.sw, g.pw, g.kw, g.dw, g.W, &w0, &nw);
+    const int64_t step_h = g.dh * in.s[2], step_w = g.dw * in.s[3];
+    double best = -INFINITY;
+    int64_t arg = -1, row = base + h0 * in.s[2] + w0 * in.s[3], pos_row = h0 * g.W + w0;
+    for (int64_t a = 0; a < nh; a++, row += step_h, pos_row += g.dh * g.W) {
+        int64_t q = row, pos = pos_row;
+        for (int64_t b = 0; b < nw; b++, q += step_w, pos += g.dw) {
+            const double v = gm_pl_ld<DT>(inp, q);
+            if (v > best || v != v) {
+                best = v;
+                arg = pos;
+            }
+        }
+    }
+    *best_out = best;
+    return arg;
+}
+
 template <int DT, typename I>
 __global__ void maxpool_fwd(void *out, int64_t *ind, const void *inp, gm_pl_st4 in, pool2d_geom g, int64_t total) {
     GM_CU_GRID_STRIDE(i, total) {
         const I ii = (I)i, OW = (I)g.OW, OH = (I)g.OH, C = (I)g.C;
         const I ow = ii % OW, r = ii / OW, oh = r % OH, nc = r / OH, n = nc / C, c = nc - n * C;
+        const int64_t base = (int64_t)n * in.s[0] + (int64_t)c * in.s[1];
+        double best = -INFINITY;
+        if (ind) {
+            ind[i] = window_argmax<DT>(inp, in, g, base, oh, ow, &best);
+            gm_pl_st<DT>(out, i, best);
+            continue;
+        }
+        /* values only: a NaN anywhere makes the result NaN */
         int64_t h0, nh, w0, nw;
         max_taps(oh, g.sh, g.ph, g.kh, g.dh, g.H, &h0, &nh);
         max_taps(ow, g.sw, g.pw, g.kw, g.dw, g.W, &w0, &nw);
-        const int64_t base = (int64_t)n * in.s[0] + (int64_t)c * in.s[1];
-        const int64_t step_h = g.dh * in.s[2], step_w = g.dw * in.s[3];
-        double best = -INFINITY;
         int64_t row = base + h0 * in.s[2] + w0 * in.s[3];
-        if (!ind) { /* values only: a NaN anywhere makes the result NaN */
-            int nan = 0;
-            for (int64_t a = 0; a < nh; a++, row += step_h) {
-                int64_t q = row;
-                for (int64_t b = 0; b < nw; b++, q += step_w) {
-                    const double v = gm_pl_ld<DT>(inp, q);
-                    best = v > best ? v : best;
-                    nan |= v != v;
-                }
-            }
-            gm_pl_st<DT>(out, i, nan ? (double)NAN : best);
-            continue;
-        }
-        /* first maximum wins; a NaN always wins (the last one), as on the CPU */
-        int64_t arg = -1, pos_row = h0 * g.W + w0;
-        for (int64_t a = 0; a < nh; a++, row += step_h, pos_row += g.dh * g.W) {
-            int64_t q = row, pos = pos_row;
-            for (int64_t b = 0; b < nw; b++, q += step_w, pos += g.dw) {
+        int nan = 0;
+        for (int64_t a = 0; a < nh; a++, row += g.dh * in.s[2]) {
+            int64_t q = row;
+            for (int64_t b = 0; b < nw; b++, q += g.dw * in.s[3]) {
                 const double v = gm_pl_ld<DT>(inp, q);
-                if (v > best || v != v) {
-                    best = v;
-                    arg = pos;
-                }
+                best = v > best ? v : best;
+                nan |= v != v;
             }
         }
-        gm_pl_st<DT>(out, i, best);
-        ind[i] = arg;
+        gm_pl_st<DT>(out, i, nan ? (double)NAN : best);
     }
 }
 
@@ -77,9 +91,10 @@ __host__ __device__ __forceinline__ void covering(int64_t x, int64_t stride, int
     *hi = gm_cu_min<int64_t>(nout - 1, gm_pl_floor_div(x + pad, stride));
 }
 
+/* With ind NULL, each covering window's argmax is found again in inp (cuda_maxpool2d_backward_input). */
 template <int DT, typename I>
-__global__ void maxpool_bwd(void *dinp, const void *dout, gm_pl_st4 ds, const int64_t *ind, pool2d_geom g,
-                            int64_t total) {
+__global__ void maxpool_bwd(void *dinp, const void *dout, gm_pl_st4 ds, const int64_t *ind, const void *inp,
+                            gm_pl_st4 in, pool2d_geom g, int64_t total) {
     GM_CU_GRID_STRIDE(i, total) {
         const I ii = (I)i, W = (I)g.W, H = (I)g.H, C = (I)g.C;
         const I w = ii % W, r = ii / W, h = r % H, nc = r / H, n = nc / C, c = nc - n * C;
@@ -87,13 +102,14 @@ __global__ void maxpool_bwd(void *dinp, const void *dout, gm_pl_st4 ds, const in
         covering(h, g.sh, g.ph, g.kh, g.dh, g.OH, &oh0, &oh1);
         covering(w, g.sw, g.pw, g.kw, g.dw, g.OW, &ow0, &ow1);
         const int64_t pos = (int64_t)h * g.W + w, obase = (int64_t)n * ds.s[0] + (int64_t)c * ds.s[1];
-        const int64_t *pi = ind + (int64_t)nc * g.OH * g.OW;
-        double acc = 0.0;
+        const int64_t *pi = ind ? ind + (int64_t)nc * g.OH * g.OW : NULL;
+        const int64_t ibase = (int64_t)n * in.s[0] + (int64_t)c * in.s[1];
+        double acc = 0.0, best;
         for (int64_t oh = oh0; oh <= oh1; oh++) {
             if ((h + g.ph - oh * g.sh) % g.dh) continue;
             for (int64_t ow = ow0; ow <= ow1; ow++) {
                 if ((w + g.pw - ow * g.sw) % g.dw) continue;
-                if (pi[oh * g.OW + ow] == pos)
+                if ((pi ? pi[oh * g.OW + ow] : window_argmax<DT>(inp, in, g, ibase, oh, ow, &best)) == pos)
                     acc = gm_pl_round<DT>(acc + gm_pl_ld<DT>(dout, obase + oh * ds.s[2] + ow * ds.s[3]));
             }
         }
@@ -286,11 +302,11 @@ extern "C" int cuda_maxpool2d_forward(void *out, int64_t *indices, const void *i
 }
 
 template <int DT>
-static void launch_maxpool_bwd(void *dinp, const void *dout, gm_pl_st4 ds, const int64_t *ind, const pool2d_geom *g,
-                               gm_cuda_ctx *ctx) {
+static void launch_maxpool_bwd(void *dinp, const void *dout, gm_pl_st4 ds, const int64_t *ind, const void *inp,
+                               gm_pl_st4 in, const pool2d_geom *g, gm_cuda_ctx *ctx) {
     if (g->kh > 0) {
         const int64_t total = g->N * g->C * g->H * g->W;
-        POOL_LAUNCH(maxpool_bwd, total, dinp, dout, ds, ind, *g);
+        POOL_LAUNCH(maxpool_bwd, total, dinp, dout, ds, ind, inp, in, *g);
     } else {
         const int64_t total = g->N * g->C;
         POOL_LAUNCH(maxpool_bwd_planes, total, dinp, dout, ds, ind, *g);
@@ -310,7 +326,20 @@ extern "C" int cuda_maxpool2d_backward(void *dinp, const void *dout, const int64
         if (nbytes) GM_CU_CHECK(ctx, cudaMemsetAsync(dinp, 0, nbytes, (cudaStream_t)ctx->stream));
     }
     const gm_pl_st4 s = gm_pl_st4_of(ds);
-#define CALL(DT) launch_maxpool_bwd<DT>(dinp, dout, s, indices, &k, ctx)
+    const gm_pl_st4 none = {{0, 0, 0, 0}};
+#define CALL(DT) launch_maxpool_bwd<DT>(dinp, dout, s, indices, NULL, none, &k, ctx)
+    GM_CU_SWITCH_FLOAT(dt, CALL);
+#undef CALL
+    GM_CU_LAUNCHED(ctx);
+    return GM_OK;
+}
+
+extern "C" int cuda_maxpool2d_backward_input(void *dinp, const void *dout, const int64_t ds[4], const void *inp,
+                                             const int64_t in[4], gm_dtype dt, const pool2d_geom *g,
+                                             gm_cuda_ctx *ctx) {
+    if (!geom_ok(g) || !gm_dtype_is_float(dt)) return GM_ERR_ARG;
+    const gm_pl_st4 s = gm_pl_st4_of(ds), si = gm_pl_st4_of(in);
+#define CALL(DT) launch_maxpool_bwd<DT>(dinp, dout, s, NULL, inp, si, g, ctx)
     GM_CU_SWITCH_FLOAT(dt, CALL);
 #undef CALL
     GM_CU_LAUNCHED(ctx);

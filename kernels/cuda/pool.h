@@ -27,6 +27,9 @@ int cuda_maxpool2d_forward(void *out, int64_t *indices, const void *inp, const i
                            const pool2d_geom *g, gm_cuda_ctx *ctx);
 int cuda_maxpool2d_backward(void *dinp, const void *dout, const int64_t ds[4], const int64_t *indices, gm_dtype dt,
                             const pool2d_geom *g, gm_cuda_ctx *ctx);
+/* kernels/cpu/pool.h maxpool2d_backward_input: the gather above, each window's argmax found again in inp. */
+int cuda_maxpool2d_backward_input(void *dinp, const void *dout, const int64_t ds[4], const void *inp,
+                                  const int64_t in[4], gm_dtype dt, const pool2d_geom *g, gm_cuda_ctx *ctx);
 int cuda_avgpool2d_forward(void *out, const void *inp, const int64_t in[4], gm_dtype dt, const pool2d_geom *g,
                            int count_include_pad, int64_t divisor_override, gm_cuda_ctx *ctx);
 int cuda_avgpool2d_backward(void *dinp, const void *dout, const int64_t ds[4], gm_dtype dt, const pool2d_geom *g,

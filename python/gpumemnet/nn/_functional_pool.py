@@ -5,7 +5,9 @@ Each op is an autograd Function over the C ops in csrc/ops_pool.c, called throug
 needed. The C side validates shapes (the same checks on every device, meta included); here arguments are
 normalised the way PyTorch does (an int means the same value for both spatial dims, stride=None means the kernel
 size). What each backward keeps is chosen for memory:
-  max_pool2d      the int64 argmax indices (not the input); an inference forward allocates no indices at all
+  max_pool2d      the input when it is kept for backward anyway (an activation some op saved, e.g. a ReLU's
+                  output, or an input batch): nothing of its own, backward finds each argmax again; otherwise the
+                  int64 argmax indices (not the input). An inference forward allocates no indices at all
   avg_pool2d      nothing but sizes; adaptive_avg_pool2d and interpolate likewise
   global pooling  the average's gradient is a broadcast view (no input-sized gradient is allocated); the max's
                   gradient goes through the saved (N, C) indices
@@ -57,13 +59,24 @@ def _check_spatial(x, op):
 
 
 # ---- max_pool2d --------------------------------------------------------------------------------------------------
+# Categories of an input that stays alive through backward whatever max pooling saves: one an op saved for its own
+# backward (freed only after the pool's backward, which runs first), or the batch a DataLoader made.
+_KEPT = ("activation", "input")
+_INT64 = 4  # dtype code (python/gpumemnet/_dtype.py)
+
+
 class _MaxPool2d(Function):
     @staticmethod
     def forward(ctx, x, kernel, stride, padding, dilation, ceil_mode, return_indices):
-        out, idx = _C.max_pool2d(x, kernel, stride, padding, dilation, ceil_mode, True)
-        ctx.save_for_backward(as_activation(idx))  # the argmax is all backward needs: not the input
         ctx.in_shape = x.shape
         ctx.window = (kernel, stride, padding, dilation)  # lets the CUDA backward gather instead of scatter
+        ctx.ceil_mode = ceil_mode
+        if not return_indices and x._category in _KEPT:
+            # Saving a tensor that stays alive anyway costs nothing; the indices would cost 8 bytes per output.
+            ctx.save_for_backward(x)
+            return _C.max_pool2d(x, kernel, stride, padding, dilation, ceil_mode, False)
+        out, idx = _C.max_pool2d(x, kernel, stride, padding, dilation, ceil_mode, True)
+        ctx.save_for_backward(as_activation(idx))
         if return_indices:
             ctx.mark_non_differentiable(1)
             return out, idx
@@ -71,8 +84,12 @@ class _MaxPool2d(Function):
 
     @staticmethod
     def backward(ctx, g, *unused):
-        idx, = ctx.saved_tensors
-        return (_C.max_pool2d_backward(g, idx, ctx.in_shape, *ctx.window),) + (None,) * 6
+        saved, = ctx.saved_tensors
+        # By what was saved, not by a flag: under checkpointing the recomputed forward decides again, and its
+        # input's category may differ from the first run's.
+        if saved._dtype == _INT64:
+            return (_C.max_pool2d_backward(g, saved, ctx.in_shape, *ctx.window),) + (None,) * 6
+        return (_C.max_pool2d_backward_input(g, saved, *ctx.window, ctx.ceil_mode),) + (None,) * 6
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
