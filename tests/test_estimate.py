@@ -153,7 +153,31 @@ def test_summary_uses_the_device_limit(capsys):
         text = _estimate.summary(_digits(), (1, 8, 8), batch_size=8)
     finally:
         gm.memory.set_limit("cpu", None)
-    assert "[8, 8, 8, 8]" in text and text.splitlines()[-1].endswith("of 1.00 MiB")
+    # the 1 MiB limit is below one 2 MiB segment: the step fits the way the allocator then works (see below)
+    assert "[8, 8, 8, 8]" in text and "of 1.00 MiB" in text.splitlines()[-1]
+
+
+def test_summary_counts_the_allocators_segments(capsys):
+    """Allocated bytes within the capacity are not enough: the step also needs the allocator's segments. Between
+    the two, summary runs the step under the capacity as a limit and says which way it went."""
+    model = _digits()
+    est = _estimate.estimate(model, (1, 8, 8), batch_size=64)
+    assert est.total < est.peak_reserved  # 2 MiB segments for a ~1 MiB step
+    last = lambda cap: _estimate.summary(model, (1, 8, 8), batch_size=64, capacity=cap).splitlines()[-1]  # noqa
+
+    assert last(est.peak_reserved) == est.verdict(est.peak_reserved)  # even an empty cache's segments fit
+    assert last(est.total - 512).startswith("does not fit: needs")  # allocated bytes alone do not fit
+    # exactly the allocated bytes: the first segment of backward's gradients finds no room
+    tight = last(est.total)
+    assert tight.startswith(f"does not fit: needs {_estimate._fmt(est.total)} allocated, which is within")
+    assert "segments" in tight and "out of memory on meta" in tight
+    with pytest.raises(gm.OutOfMemoryError):
+        _estimate.estimate(model, (1, 8, 8), batch_size=64, limit=est.total)
+    # halfway: the step fits once the allocator frees its cache, as estimate(limit=) shows
+    half = (est.total + est.peak_reserved) // 2
+    _estimate.estimate(model, (1, 8, 8), batch_size=64, limit=half)
+    assert last(half) == est.verdict(half) + " (with the allocator releasing its cache during the step)"
+    capsys.readouterr()
 
 
 # ---- errors --------------------------------------------------------------------------------------------------------

@@ -83,6 +83,8 @@ class Estimate:
         return self.param_bytes + self.input_bytes + self.peak
 
     def fits(self, capacity):
+        """Whether the allocated bytes fit. The allocator also needs whole segments and may fragment them:
+        summary() settles that by running the step under capacity as a limit (estimate(..., limit=))."""
         return self.total <= capacity
 
     def verdict(self, capacity):
@@ -407,14 +409,30 @@ def _made_up_target(clone, x, loss_fn, amp_ctx):
 
 
 # ---- summary -------------------------------------------------------------------------------------------------
+def _verdict(est, capacity, run_under_limit):
+    """summary's last line. Allocated bytes within capacity are not enough: the allocator holds whole segments
+    and may fragment them. When the segments of the step from an empty cache fit too (peak_reserved), it fits;
+    between the two, the step runs again under capacity as a limit, as the device would run it (the allocator
+    releases its cache and retries before it gives up)."""
+    if not est.fits(capacity) or est.peak_reserved <= capacity:
+        return est.verdict(capacity)
+    try:
+        run_under_limit()
+    except _C.OutOfMemoryError as e:
+        return (f"does not fit: needs {_fmt(est.total)} allocated, which is within {_fmt(capacity)}, but not with "
+                f"the allocator's segments ({_fmt(est.peak_reserved)} from an empty cache) and their fragmentation: "
+                + str(e).splitlines()[0])
+    return est.verdict(capacity) + " (with the allocator releasing its cache during the step)"
+
+
 def summary(model, input_size, batch_size=-1, device="cpu", optimizer=None, capacity=None, **kw):
     """Print and return torchsummary's table (Layer (type), Output Shape, Param #) with a column of the bytes each
     layer keeps for backward, the memory of one training step by kind, and whether it fits the device: its
     capacity, or its limit (gm.memory.set_limit) when one is set, or `capacity` (bytes) when given.
     batch_size=-1 prints -1 as the batch dimension, as torchsummary does, and estimates a batch of 1."""
     dev = device_str(device)
-    est = estimate(model, input_size, optimizer=optimizer, batch_size=abs(batch_size) if batch_size else 1,
-                   device=dev, **kw)
+    batch = abs(batch_size) if batch_size else 1
+    est = estimate(model, input_size, optimizer=optimizer, batch_size=batch, device=dev, **kw)
     if capacity is None:
         limit = _memory.get_limit(dev)
         capacity = limit if limit else _memory.capacity(dev)
@@ -440,7 +458,8 @@ def summary(model, input_size, batch_size=-1, device="cpu", optimizer=None, capa
             f"Inference peak (MB): {(est.param_bytes + est.input_bytes + est.inference_peak) / 2**20:.2f}",
             f"Device {dev}: {_fmt(capacity)}" + (f", {est.predicted_for}" if est.notes else ""),
             line,
-            est.verdict(capacity)]
+            _verdict(est, capacity, lambda: estimate(model, input_size, optimizer=optimizer, batch_size=batch,
+                                                     device=dev, limit=capacity, **kw))]
     text = "\n".join(out)
     print(text)
     return text
