@@ -631,6 +631,10 @@ static int bias_backward(const char *op, GMTensor *t, GMTensor *db) {
     }
     GMTensor *src = tc ? tc : t;
     int st;
+    if (src->device.type == GM_DEV_META) { /* meta allocates the copy as the CPU does, and runs nothing */
+        Py_XDECREF(tc);
+        return 0;
+    }
     if (src->device.type == GM_DEV_CUDA) {
 #ifdef GM_WITH_CUDA
         gm_cuda_ctx *ctx = gm_cuda_ctx_for(src->device);
@@ -843,7 +847,7 @@ static PyObject *conv_backward(conv_bwd *a) {
     Py_CLEAR(gc);
     Py_CLEAR(wc);
     Py_CLEAR(xc);
-    if (db && dev.type != GM_DEV_META && bias_backward(op, go, db) < 0) goto fail;
+    if (db && bias_backward(op, go, db) < 0) goto fail;
     return grads_tuple(dx, dw, db);
 fail:
     Py_XDECREF(ws);

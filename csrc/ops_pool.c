@@ -279,12 +279,16 @@ static PyObject *py_max_pool2d_backward(PyObject *self, PyObject *args, PyObject
     int window;
     if (backward_window(op, &s, geom.OH, geom.OW, ko, so, po, dno, &geom, &window) < 0) return NULL;
     GMTensor *dx = gm_empty(s.ndim, s.shape, g->dtype, g->device), *ic = NULL;
-    if (!dx || g->device.type == GM_DEV_META) return (PyObject *)dx;
+    if (!dx) return NULL;
     ic = (GMTensor *)Py_NewRef(idx);
     if (!gm_is_contiguous(idx)) { /* the kernel walks indices flat; ours always are, a caller's may not be */
         Py_DECREF(ic);
         ic = gm_empty_workspace(idx->ndim, idx->shape, GM_I64, idx->device);
-        if (!ic || gm_copy_into(ic, idx) < 0) goto fail;
+        if (!ic || (idx->device.type != GM_DEV_META && gm_copy_into(ic, idx) < 0)) goto fail;
+    }
+    if (g->device.type == GM_DEV_META) { /* the same bytes as the CPU (the copy included), no kernel */
+        Py_DECREF(ic);
+        return (PyObject *)dx;
     }
     int64_t ds[4];
     strides4(g, ds);

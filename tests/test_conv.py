@@ -933,3 +933,21 @@ def test_half_depthwise_backward_runs_per_item_in_float32(dtype, transposed):
     x_item, g_item = x32.nbytes // n, 4 * g.numel() // n
     assert ws_peak <= ws_peak_f32 + 2 * x_item + g_item + 4 * max(512, w32.nbytes) + 3 * 512
     assert ws_peak < ws_peak_f32 + x32.nbytes  # less than one float32 copy of the input
+
+
+def test_meta_allocates_the_cpus_bytes_for_a_strided_grad_output():
+    """A transposed view's gradient reaches the convolution strided: the bias gradient then reads a contiguous
+    copy of it, and meta (what gm.memory.estimate runs) allocates that copy too."""
+    peaks = []
+    for dev in ("cpu", "meta"):
+        x = gm.zeros((2, 3, 8, 8), device=dev, requires_grad=True)
+        w, b = gm.zeros((4, 3, 3, 3), device=dev, requires_grad=True), gm.zeros(4, device=dev, requires_grad=True)
+        y = conv2d(x, w, b, padding=1).transpose(2, 3)
+        g = gm.zeros((2, 4, 8, 8), device=dev)
+        gc.collect()
+        gm.memory.record_history(True, device=dev)
+        y.backward(g)
+        peaks.append([(e["delta"], e["category"]) for e in gm.memory.history(dev) if e["kind"] == "alloc"])
+        gm.memory.record_history(False, device=dev)
+    assert peaks[0] == peaks[1]  # every allocation, in order
+    assert (2 * 4 * 8 * 8 * 4, "workspace") in peaks[0]  # the copy

@@ -283,6 +283,19 @@ def test_max_pool2d_meta_allocations():
         block(8 * 64 * 28 * 28 * 8)
 
 
+def test_max_pool2d_backward_meta_allocates_the_cpus_bytes_for_strided_indices():
+    peaks = []
+    for dev in ("cpu", "meta"):
+        x = gm.zeros((1, 2, 8, 8), device=dev)
+        out, idx = F.max_pool2d(x, 2, return_indices=True)
+        strided = idx.transpose(2, 3)  # the backward walks indices flat: it copies these first
+        gm.memory.reset_peak_memory_stats(dev)
+        before = gm.memory.memory_allocated(dev)
+        gm._C.max_pool2d_backward(out.transpose(2, 3), strided, x.shape, 2)
+        peaks.append(gm.memory.max_memory_allocated(dev) - before)
+    assert peaks[0] == peaks[1] == block(1 * 2 * 8 * 8 * 4) + block(1 * 2 * 4 * 4 * 8)
+
+
 def test_max_pool2d_noncontiguous_input_is_not_copied():
     x = gm.randn(2, 3, 12, 16)._transpose(2, 3)
     before = gm.memory.memory_allocated("cpu")
