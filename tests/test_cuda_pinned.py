@@ -69,6 +69,7 @@ def test_pin_memory_copies_into_the_pinned_allocator(clean_pinned):
     assert p1["reserved"]["current"] - p0["reserved"]["current"] == 2 * MiB
     assert p1["by_category"]["other"]["current"] - p0["by_category"]["other"]["current"] == 1536
     assert gm.memory.memory_allocated("cpu") == cpu0          # "cpu" does not count pinned bytes
+    assert gm.cuda.host_memory_stats() == p1                   # PyTorch's name for the same statistics
     assert p.pin_memory() is p                                 # pinned already: itself
     del p
     assert gm.memory.memory_allocated(PINNED) == p0["allocated"]["current"]
