@@ -847,15 +847,21 @@ static PyObject *py_set_tensor_class(PyObject *self, PyObject *cls) {
 
 static PyObject *py_empty(PyObject *self, PyObject *args) {
     PyObject *shp, *dto, *devo;
-    int ndim;
+    int ndim, pin = 0;
     int64_t shape[GM_MAX_DIMS];
     gm_dtype dt;
     gm_device dev;
-    if (!PyArg_ParseTuple(args, "OOO:empty", &shp, &dto, &devo)) return NULL;
+    if (!PyArg_ParseTuple(args, "OOO|p:empty", &shp, &dto, &devo, &pin)) return NULL;
     if (gm_parse_shape(shp, &ndim, shape, "size") < 0 || gm_parse_dtype(dto, &dt, "dtype") < 0 ||
         gm_parse_device(devo, &dev, "device") < 0)
         return NULL;
-    return (PyObject *)gm_empty(ndim, shape, dt, dev);
+    if (!pin) return (PyObject *)gm_empty(ndim, shape, dt, dev);
+    if (dev.type != GM_DEV_CPU) {
+        char dn[16];
+        return PyErr_Format(PyExc_RuntimeError, "empty: pin_memory=True needs device='cpu' (pinned memory is host "
+                            "memory), got device='%s'", gm_device_str(dev, dn));
+    }
+    return (PyObject *)gm_empty_pinned(ndim, shape, dt);
 }
 
 static PyObject *py_arange(PyObject *self, PyObject *args) {
@@ -953,7 +959,7 @@ static PyObject *py_grads_free(PyObject *self, PyObject *list) {
 
 PyMethodDef gm_tensor_module_methods[] = {
     {"_set_tensor_class", py_set_tensor_class, METH_O, "Register the Python Tensor class C creates."},
-    {"empty", py_empty, METH_VARARGS, "empty(shape, dtype, device): uninitialised tensor."},
+    {"empty", py_empty, METH_VARARGS, "empty(shape, dtype, device, pin_memory=False): uninitialised tensor."},
     {"arange", py_arange, METH_VARARGS, "arange(start, end, step, dtype, device)."},
     {"from_numpy", (PyCFunction)(void (*)(void))gm_py_from_numpy, METH_VARARGS | METH_KEYWORDS,
      "from_numpy(array, dtype=None, device='cpu'): copy an ndarray into tracked storage."},

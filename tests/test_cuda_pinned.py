@@ -39,6 +39,8 @@ def test_pin_memory_without_cuda_raises_runtime_error():
     with pytest.raises(RuntimeError, match="pin_memory: pinned host memory needs"):
         gm.ones(3).pin_memory()
     assert not gm.ones(3).is_pinned()
+    with pytest.raises(RuntimeError, match="pinned host memory needs"):
+        gm.empty(3, pin_memory=True)
     assert gm.memory.memory_stats(PINNED)["allocated"]["current"] == 0
 
 
@@ -74,6 +76,24 @@ def test_pin_memory_copies_into_the_pinned_allocator(clean_pinned):
     del p
     assert gm.memory.memory_allocated(PINNED) == p0["allocated"]["current"]
     assert gm.memory.empty_cache(PINNED) == 2 * MiB
+
+
+@requires_cuda
+def test_creation_functions_allocate_pinned_directly(clean_pinned):
+    """empty/zeros/ones/full(..., pin_memory=True): one pinned block, no pageable tensor on the way."""
+    cpu0, p0 = gm.memory.memory_allocated("cpu"), gm.memory.memory_allocated(PINNED)
+    gm.memory.reset_peak_memory_stats("cpu")
+    made = [gm.empty(3, 100, pin_memory=True), gm.zeros(3, 100, pin_memory=True),
+            gm.ones(3, 100, dtype=gm.float64, pin_memory=True), gm.full((3, 100), 2.5, pin_memory=True)]
+    assert all(t.is_pinned() and t.device == "cpu" for t in made)
+    assert gm.memory.memory_allocated(PINNED) - p0 == 3 * 1536 + 2560  # 1200 B -> 1536; the float64 2400 -> 2560
+    assert gm.memory.max_memory_allocated("cpu") == cpu0  # nothing pageable was made first
+    np.testing.assert_array_equal(made[1].numpy(), 0)
+    np.testing.assert_array_equal(made[2].numpy(), 1)
+    np.testing.assert_array_equal(made[3].numpy(), 2.5)
+    with pytest.raises(RuntimeError, match="pin_memory=True needs device='cpu'.*got device='cuda:0'"):
+        gm.zeros(3, device="cuda", pin_memory=True)
+    assert not gm.empty(3).is_pinned()
 
 
 @requires_cuda

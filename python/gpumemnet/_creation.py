@@ -47,25 +47,30 @@ def from_numpy(array, device=None):
     return _C.from_numpy(array, None, device_str(device))
 
 
-def empty(*size, dtype=None, device=None, requires_grad=False):
-    return _finish(_C.empty(_shape_arg(size), _code(dtype), device_str(device)), requires_grad)
+def empty(*size, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    """An uninitialised tensor. pin_memory=True (CPU only, needs CUDA): in pinned host memory, counted under
+    "cpu-pinned", as Tensor.pin_memory() makes, without a pageable copy first."""
+    return _finish(_C.empty(_shape_arg(size), _code(dtype), device_str(device), bool(pin_memory)), requires_grad)
 
 
-def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+def full(size, fill_value, dtype=None, device=None, requires_grad=False, pin_memory=False):
     if dtype is None:
         dtype = "bool" if isinstance(fill_value, bool) else \
             "int64" if isinstance(fill_value, numbers.Integral) else "float32"
-    t = _C.empty(_shape_arg((size,)) if isinstance(size, int) else tuple(size), _code(dtype), device_str(device))
+    t = _C.empty(_shape_arg((size,)) if isinstance(size, int) else tuple(size), _code(dtype), device_str(device),
+                 bool(pin_memory))
     _C.fill_(t, fill_value)
     return _finish(t, requires_grad)
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False):
-    return full(_shape_arg(size), 0, dtype=dtype or float32, device=device, requires_grad=requires_grad)
+def zeros(*size, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    return full(_shape_arg(size), 0, dtype=dtype or float32, device=device, requires_grad=requires_grad,
+                pin_memory=pin_memory)
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False):
-    return full(_shape_arg(size), 1, dtype=dtype or float32, device=device, requires_grad=requires_grad)
+def ones(*size, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    return full(_shape_arg(size), 1, dtype=dtype or float32, device=device, requires_grad=requires_grad,
+                pin_memory=pin_memory)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
