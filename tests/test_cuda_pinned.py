@@ -176,6 +176,23 @@ def test_blocking_upload_from_pinned_memory_waits_for_the_stream(clean_pinned):
 
 
 @requires_emulator
+def test_non_blocking_upload_of_a_tensor_that_requires_grad(clean_pinned):
+    """Recorded by autograd, the upload is still asynchronous, and the gradient comes back to the host."""
+    _C._emu_hold_streams(True)
+    base = gm.memory.memory_allocated(PINNED)
+    p = gm.tensor(R(1000)).pin_memory().requires_grad_()
+    d = p.cuda(non_blocking=True)     # queued
+    assert d.requires_grad
+    del p
+    assert gm.memory.memory_allocated(PINNED) == base + 4096  # held: the copy has not run
+    gm.cuda.synchronize()
+    x = gm.tensor(R(1000)).pin_memory().requires_grad_()
+    (x.cuda(non_blocking=True) * 3).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.full(1000, 3, np.float32))
+    np.testing.assert_array_equal(d.detach().cpu().numpy(), R(1000))
+
+
+@requires_emulator
 def test_non_blocking_upload_keeps_the_pinned_block_until_the_stream_passed_it(clean_pinned):
     _C._emu_hold_streams(True)
     base = gm.memory.memory_allocated(PINNED)

@@ -300,13 +300,13 @@ class ToDevice(Function):
     """A copy to another device; the gradient is copied back to where the input lives."""
 
     @staticmethod
-    def forward(ctx, a, device):
+    def forward(ctx, a, device, non_blocking=False):
         ctx.src = a._device
-        return _C._to_device(a, device)
+        return _C._to_device(a, device, non_blocking)
 
     @staticmethod
     def backward(ctx, g):
-        return _C._to_device(g, ctx.src), None
+        return _C._to_device(g, ctx.src), None, None
 
 
 class Clone(Function):

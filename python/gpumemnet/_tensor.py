@@ -607,11 +607,11 @@ def _shape_arg(args):
 
 def _to_device(t, dev, non_blocking=False):
     """Copy across devices (recorded by autograd: the gradient flows back to the source device). A meta tensor
-    has no data, so meta -> cpu/cuda is refused rather than inventing values. A recorded copy is synchronous."""
+    has no data, so meta -> cpu/cuda is refused rather than inventing values."""
     if t._device == "meta" and dev != "meta":
         raise RuntimeError(f"to: a meta tensor has no data to copy to {dev}")
     if _needs_grad(t):
-        return F.ToDevice.apply(t, dev)
+        return F.ToDevice.apply(t, dev, bool(non_blocking))
     return _C._to_device(t, dev, bool(non_blocking))
 
 
