@@ -177,17 +177,17 @@ def test_blocking_upload_from_pinned_memory_waits_for_the_stream(clean_pinned):
 
 @requires_emulator
 def test_non_blocking_upload_of_a_tensor_that_requires_grad(clean_pinned):
-    """Recorded by autograd, the upload is still asynchronous, and the gradient comes back to the host."""
+    """Recorded by autograd, the upload is still asynchronous (its pinned source is held after it is dropped, as
+    for a plain one), and the gradient comes back to the host."""
     _C._emu_hold_streams(True)
     base = gm.memory.memory_allocated(PINNED)
-    p = gm.tensor(R(1000)).pin_memory().requires_grad_()
+    x = gm.tensor(R(1000)).requires_grad_()
+    p = x.pin_memory()                # recorded: nothing but the upload below holds this copy
     d = p.cuda(non_blocking=True)     # queued
     assert d.requires_grad
     del p
-    assert gm.memory.memory_allocated(PINNED) == base + 4096  # held: the copy has not run
-    gm.cuda.synchronize()
-    x = gm.tensor(R(1000)).pin_memory().requires_grad_()
-    (x.cuda(non_blocking=True) * 3).sum().backward()
+    assert gm.memory.memory_allocated(PINNED) == base + 4096  # held: the copy has not run (blocking: freed)
+    (d * 3).sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), np.full(1000, 3, np.float32))
     np.testing.assert_array_equal(d.detach().cpu().numpy(), R(1000))
 
