@@ -780,35 +780,71 @@ static int bad_target_error(const char *op, int64_t pos, int64_t value, int64_t 
 }
 
 /* IndexError naming the first class index outside [0, C) that is not ignore_index (cpu: meta has no data; cuda
- * checks when its kernels run, see cuda_check_targets and the class-loss forwards). */
+ * checks when its kernels run, see device_check_targets and the class-loss forwards). */
 static int check_targets(const char *op, GMTensor *t, int64_t C, int64_t ignore_index) {
     if (!on_cpu(t)) return 0;
     const int64_t *p = (const int64_t *)data(t), bad = loss_first_bad_target(p, gm_numel(t), C, ignore_index);
     return bad < 0 ? 0 : bad_target_error(op, bad, p[bad], C, ignore_index);
 }
 
-#ifdef GM_WITH_CUDA
-/* Device scratch of the CUDA loss kernels (kernels/cuda/loss.h): workspace, freed by the caller right after the
- * call (the allocator is stream-ordered). The CPU kernels need none: see the note at the top of this file. */
-static GMTensor *cuda_loss_scratch(gm_device dev) {
-    const int64_t n = LOSS_SCRATCH_N;
-    return gm_empty_workspace(1, &n, GM_F64, dev);
-}
-
-/* check_targets on cuda: a device search and one read-back (the stream drains). */
-static int cuda_check_targets(const char *op, GMTensor *t, int64_t C, int64_t ignore_index, gm_cuda_ctx *ctx) {
-    GMTensor *scratch = cuda_loss_scratch(t->device);
-    if (!scratch) return -1;
-    int64_t bad[2];
-    int st;
-    Py_BEGIN_ALLOW_THREADS
-    st = cuda_loss_first_bad_target(bad, (const int64_t *)data(t), gm_numel(t), C, ignore_index, data(scratch), ctx);
-    Py_END_ALLOW_THREADS
-    Py_DECREF(scratch);
-    if (gm_cuda_kernel_status(op, st, ctx) < 0) return -1;
+/* check_targets for a CUDA kernel's record of the first bad target (kernels/cuda/loss.h: position or -1, value). */
+static int check_bad_record(const char *op, const int64_t bad[2], int64_t C, int64_t ignore_index) {
     return bad[0] < 0 ? 0 : bad_target_error(op, bad[0], bad[1], C, ignore_index);
 }
+
+/* How a loss's CUDA entry point runs (kernels/cuda/loss.h). LOSS_QUEUES: it returns once its work is queued, and
+ * keeps the GIL as GM_KERNEL does. LOSS_WAITS: it reads a result back (the class losses' weight sum and first bad
+ * target) and so waits for the stream, without the GIL, as a CPU kernel computes. */
+enum { LOSS_QUEUES, LOSS_WAITS };
+
+/* GM_KERNEL (gm.h) for a loss whose CUDA kernel takes the losses' device scratch (kernels/cuda/loss.h): on cuda,
+ * scratch_n float64s of workspace (0: none) are allocated after the outputs, handed to CUDA_CALL as `scratch`
+ * (NULL when none) beside `ctx`, and freed right after the call (the allocator is stream-ordered); on meta
+ * standing for CUDA the same request is made and released at that point (meta_scratch), so that an estimate sees
+ * the CUDA run's bytes. mode: LOSS_QUEUES or LOSS_WAITS. Evaluates to 0, or to -1 with an exception naming op. */
+#define LOSS_KERNEL(op, dev, scratch_n, mode, CPU_CALL, CUDA_CALL)                                              \
+    ((dev).type == GM_DEV_CPU ? GM_KERNEL_CPU_(op, CPU_CALL) : LOSS_KERNEL_CUDA(op, dev, scratch_n, mode, CUDA_CALL))
+/* LOSS_KERNEL's CUDA half on its own: nothing (0) on cpu and on meta standing for the CPU. */
+#define LOSS_KERNEL_CUDA(op, dev, scratch_n, mode, CUDA_CALL)                                                   \
+    ((dev).type == GM_DEV_CUDA ? LOSS_ON_CUDA_(op, dev, scratch_n, mode, CUDA_CALL)                             \
+                               : meta_scratch(dev, gm_meta_as_cuda(dev) ? (scratch_n) : 0))
+#ifdef GM_WITH_CUDA
+#define LOSS_ON_CUDA_(op, dev, scratch_n, mode, CUDA_CALL)                                                      \
+    ({                                                                                                          \
+        gm_cuda_ctx *ctx = gm_cuda_ctx_for(dev);                                                                \
+        GMTensor *scratch_t_ = NULL;                                                                            \
+        int rc_ = -1;                                                                                           \
+        if (ctx && cuda_scratch(dev, scratch_n, &scratch_t_) == 0) {                                            \
+            void *scratch = data(scratch_t_);                                                                   \
+            PyThreadState *gil_ = (mode) == LOSS_WAITS ? PyEval_SaveThread() : NULL; /* Py_BEGIN_ALLOW_THREADS */ \
+            const int st_ = (CUDA_CALL);                                                                        \
+            if (gil_) PyEval_RestoreThread(gil_);                                                               \
+            Py_XDECREF(scratch_t_);                                                                             \
+            rc_ = gm_cuda_kernel_status(op, st_, ctx);                                                          \
+        }                                                                                                       \
+        rc_;                                                                                                    \
+    })
+
+/* n float64s of workspace on dev for a CUDA kernel's scratch; *out is NULL when n is 0. 0, or -1 + exception. */
+static int cuda_scratch(gm_device dev, int64_t n, GMTensor **out) {
+    *out = n > 0 ? gm_empty_workspace(1, &n, GM_F64, dev) : NULL;
+    return n > 0 && !*out ? -1 : 0;
+}
+#else
+#define LOSS_ON_CUDA_(op, dev, scratch_n, mode, CUDA_CALL) GM_KERNEL_CUDA_(op, dev, CUDA_CALL)
 #endif
+
+/* The targets' check on the device, where the CPU's (check_targets, before any output) cannot read them: cuda
+ * searches them with the losses' scratch and reads the first bad one back; meta standing for CUDA makes that
+ * scratch's request. Backward calls it after its output, as the forwards' kernels check on the way. */
+static int device_check_targets(const char *op, GMTensor *t, int64_t C, int64_t ignore_index) {
+    int64_t bad[2] = {-1, 0};
+    if (LOSS_KERNEL_CUDA(op, t->device, LOSS_SCRATCH_N, LOSS_WAITS,
+                         cuda_loss_first_bad_target(bad, (const int64_t *)data(t), gm_numel(t), C, ignore_index,
+                                                    scratch, ctx)) < 0)
+        return -1;
+    return check_bad_record(op, bad, C, ignore_index);
+}
 
 /* Output of a loss: the per-element shape for NONE, 0-d otherwise. */
 static GMTensor *loss_out(int reduction, GMTensor *per_element, gm_dtype dt) {
@@ -865,34 +901,16 @@ static PyObject *py_cross_entropy(PyObject *self, PyObject *args, PyObject *kwar
     if (!xc || !tc || !(loss = loss_out(reduction, t, x->dtype)) ||
         !(lse = gm_empty(t->ndim, t->shape, stats_dtype(x->dtype), x->device)))
         goto done;
-    if (on_cuda(x)) {
-#ifdef GM_WITH_CUDA
-        gm_cuda_ctx *ctx = gm_cuda_ctx_for(x->device);
-        GMTensor *scratch = ctx ? cuda_loss_scratch(x->device) : NULL;
-        if (!scratch) goto done;
-        int64_t bad[2];
-        int st;
-        Py_BEGIN_ALLOW_THREADS
-        st = cuda_cross_entropy_forward(data(loss), data(lse), &wsum, data(xc), (const int64_t *)data(tc),
-                                        (const double *)data(wd), N, C, inner, ignore_index, reduction, eps, x->dtype,
-                                        lse->dtype, data(scratch), bad, ctx);
-        Py_END_ALLOW_THREADS
-        Py_DECREF(scratch);
-        if (gm_cuda_kernel_status(name, st, ctx) < 0 ||
-            (bad[0] >= 0 && bad_target_error(name, bad[0], bad[1], C, ignore_index) < 0))
-            goto done;
-#endif
-    } else if (gm_meta_as_cuda(x->device)) { /* the CUDA kernel's scratch, for an estimate */
-        if (meta_scratch(x->device, LOSS_SCRATCH_N) < 0) goto done;
-    } else if (on_cpu(x)) {
-        int st;
-        Py_BEGIN_ALLOW_THREADS
-        st = cross_entropy_forward(data(loss), data(lse), &wsum, data(xc), (const int64_t *)data(tc),
-                                   (const double *)data(wd), N, C, inner, ignore_index, reduction, eps, x->dtype,
-                                   lse->dtype, gm_num_threads);
-        Py_END_ALLOW_THREADS
-        if (gm_kernel_status(name, st) < 0) goto done;
-    }
+    int64_t bad[2] = {-1, 0}; /* the CUDA kernel checks the targets (the CPU's are checked above) */
+    if (LOSS_KERNEL(name, x->device, LOSS_SCRATCH_N, LOSS_WAITS,
+                    cross_entropy_forward(data(loss), data(lse), &wsum, data(xc), (const int64_t *)data(tc),
+                                          (const double *)data(wd), N, C, inner, ignore_index, reduction, eps,
+                                          x->dtype, lse->dtype, gm_num_threads),
+                    cuda_cross_entropy_forward(data(loss), data(lse), &wsum, data(xc), (const int64_t *)data(tc),
+                                               (const double *)data(wd), N, C, inner, ignore_index, reduction, eps,
+                                               x->dtype, lse->dtype, scratch, bad, ctx)) < 0 ||
+        check_bad_record(name, bad, C, ignore_index) < 0)
+        goto done;
     PyObject *ws = float_or_nan(wsum, x);
     if (ws) res = Py_BuildValue("(OON)", (PyObject *)loss, (PyObject *)lse, ws);
 done:
@@ -935,27 +953,15 @@ static PyObject *py_cross_entropy_backward(PyObject *self, PyObject *args, PyObj
     if (!ok) return NULL;
     GMTensor *gc = contig(g), *xc = contig(x), *tc = contig(t), *lc = contig(l), *dx = NULL;
     if (!gc || !xc || !tc || !lc || !(dx = gm_empty(x->ndim, x->shape, x->dtype, x->device))) goto done;
-    if (on_cuda(x)) {
-#ifdef GM_WITH_CUDA
-        gm_cuda_ctx *ctx = gm_cuda_ctx_for(x->device);
-        if (!ctx || cuda_check_targets(name, tc, C, ignore_index, ctx) < 0 ||
-            gm_cuda_kernel_status(name, cuda_cross_entropy_backward(data(dx), data(gc), data(xc),
-                                                                    (const int64_t *)data(tc), (const double *)data(wd),
-                                                                    data(lc), N, C, inner, ignore_index, reduction, eps,
-                                                                    wsum, x->dtype, l->dtype, ctx), ctx) < 0)
-            Py_CLEAR(dx);
-#endif
-    } else if (gm_meta_as_cuda(x->device)) { /* the CUDA kernel's scratch, for an estimate */
-        if (meta_scratch(x->device, LOSS_SCRATCH_N) < 0) Py_CLEAR(dx);
-    } else if (on_cpu(x)) {
-        int st;
-        Py_BEGIN_ALLOW_THREADS
-        st = cross_entropy_backward(data(dx), data(gc), data(xc), (const int64_t *)data(tc), (const double *)data(wd),
-                                    data(lc), N, C, inner, ignore_index, reduction, eps, wsum, x->dtype, l->dtype,
-                                    gm_num_threads);
-        Py_END_ALLOW_THREADS
-        if (gm_kernel_status(name, st) < 0) Py_CLEAR(dx);
-    }
+    if (device_check_targets(name, tc, C, ignore_index) < 0 ||
+        GM_KERNEL(name, x->device,
+                  cross_entropy_backward(data(dx), data(gc), data(xc), (const int64_t *)data(tc),
+                                         (const double *)data(wd), data(lc), N, C, inner, ignore_index, reduction, eps,
+                                         wsum, x->dtype, l->dtype, gm_num_threads),
+                  cuda_cross_entropy_backward(data(dx), data(gc), data(xc), (const int64_t *)data(tc),
+                                              (const double *)data(wd), data(lc), N, C, inner, ignore_index, reduction,
+                                              eps, wsum, x->dtype, l->dtype, ctx)) < 0)
+        Py_CLEAR(dx);
 done:
     Py_XDECREF(gc);
     Py_XDECREF(xc);
@@ -987,32 +993,15 @@ static PyObject *py_nll_loss(PyObject *self, PyObject *args, PyObject *kwargs) {
     PyObject *res = NULL;
     double wsum = 0.0;
     if (!xc || !tc || !(loss = loss_out(reduction, t, x->dtype))) goto done;
-    if (on_cuda(x)) {
-#ifdef GM_WITH_CUDA
-        gm_cuda_ctx *ctx = gm_cuda_ctx_for(x->device);
-        GMTensor *scratch = ctx ? cuda_loss_scratch(x->device) : NULL;
-        if (!scratch) goto done;
-        int64_t bad[2];
-        int st;
-        Py_BEGIN_ALLOW_THREADS
-        st = cuda_nll_loss_forward(data(loss), &wsum, data(xc), (const int64_t *)data(tc), (const double *)data(wd), N,
-                                   C, inner, ignore_index, reduction, x->dtype, data(scratch), bad, ctx);
-        Py_END_ALLOW_THREADS
-        Py_DECREF(scratch);
-        if (gm_cuda_kernel_status(name, st, ctx) < 0 ||
-            (bad[0] >= 0 && bad_target_error(name, bad[0], bad[1], C, ignore_index) < 0))
-            goto done;
-#endif
-    } else if (gm_meta_as_cuda(x->device)) { /* the CUDA kernel's scratch, for an estimate */
-        if (meta_scratch(x->device, LOSS_SCRATCH_N) < 0) goto done;
-    } else if (on_cpu(x)) {
-        int st;
-        Py_BEGIN_ALLOW_THREADS
-        st = nll_loss_forward(data(loss), &wsum, data(xc), (const int64_t *)data(tc), (const double *)data(wd), N, C,
-                              inner, ignore_index, reduction, x->dtype, gm_num_threads);
-        Py_END_ALLOW_THREADS
-        if (gm_kernel_status(name, st) < 0) goto done;
-    }
+    int64_t bad[2] = {-1, 0}; /* the CUDA kernel checks the targets (the CPU's are checked above) */
+    if (LOSS_KERNEL(name, x->device, LOSS_SCRATCH_N, LOSS_WAITS,
+                    nll_loss_forward(data(loss), &wsum, data(xc), (const int64_t *)data(tc), (const double *)data(wd),
+                                     N, C, inner, ignore_index, reduction, x->dtype, gm_num_threads),
+                    cuda_nll_loss_forward(data(loss), &wsum, data(xc), (const int64_t *)data(tc),
+                                          (const double *)data(wd), N, C, inner, ignore_index, reduction, x->dtype,
+                                          scratch, bad, ctx)) < 0 ||
+        check_bad_record(name, bad, C, ignore_index) < 0)
+        goto done;
     PyObject *ws = float_or_nan(wsum, x);
     if (ws) res = Py_BuildValue("(ON)", (PyObject *)loss, ws);
 done:
@@ -1049,25 +1038,13 @@ static PyObject *py_nll_loss_backward(PyObject *self, PyObject *args, PyObject *
     if (!ok) return NULL;
     GMTensor *gc = contig(g), *tc = contig(t), *dx = NULL;
     if (!gc || !tc || !(dx = gm_empty(ndim, shape, dt, g->device))) goto done;
-    if (on_cuda(g)) {
-#ifdef GM_WITH_CUDA
-        gm_cuda_ctx *ctx = gm_cuda_ctx_for(g->device);
-        if (!ctx || cuda_check_targets(name, tc, C, ignore_index, ctx) < 0 ||
-            gm_cuda_kernel_status(name, cuda_nll_loss_backward(data(dx), data(gc), (const int64_t *)data(tc),
-                                                               (const double *)data(wd), N, C, inner, ignore_index,
-                                                               reduction, wsum, dt, ctx), ctx) < 0)
-            Py_CLEAR(dx);
-#endif
-    } else if (gm_meta_as_cuda(g->device)) { /* the CUDA kernel's scratch, for an estimate */
-        if (meta_scratch(g->device, LOSS_SCRATCH_N) < 0) Py_CLEAR(dx);
-    } else if (on_cpu(g)) {
-        int st;
-        Py_BEGIN_ALLOW_THREADS
-        st = nll_loss_backward(data(dx), data(gc), (const int64_t *)data(tc), (const double *)data(wd), N, C, inner,
-                               ignore_index, reduction, wsum, dt, gm_num_threads);
-        Py_END_ALLOW_THREADS
-        if (gm_kernel_status(name, st) < 0) Py_CLEAR(dx);
-    }
+    if (device_check_targets(name, tc, C, ignore_index) < 0 ||
+        GM_KERNEL(name, g->device,
+                  nll_loss_backward(data(dx), data(gc), (const int64_t *)data(tc), (const double *)data(wd), N, C,
+                                    inner, ignore_index, reduction, wsum, dt, gm_num_threads),
+                  cuda_nll_loss_backward(data(dx), data(gc), (const int64_t *)data(tc), (const double *)data(wd), N,
+                                         C, inner, ignore_index, reduction, wsum, dt, ctx)) < 0)
+        Py_CLEAR(dx);
 done:
     Py_XDECREF(gc);
     Py_XDECREF(tc);
@@ -1099,6 +1076,9 @@ static int check_pair(const char *op, GMTensor *x, GMTensor *t) {
     return same_dtype(op, "target", t, "input", x);
 }
 
+/* The mse/l1/bce forwards' scratch (kernels/cuda/loss.h): their kernels reduce across blocks for MEAN and SUM only. */
+static int64_t reduced_scratch_n(int reduction) { return reduction != LOSS_NONE ? LOSS_SCRATCH_N : 0; }
+
 static PyObject *py_pointwise_loss(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *kwlist[] = {"op", "x", "target", "reduction", NULL};
     int op, reduction = LOSS_MEAN;
@@ -1111,29 +1091,12 @@ static PyObject *py_pointwise_loss(PyObject *self, PyObject *args, PyObject *kwa
     if (!t || reduction_arg(name, reduction) < 0 || check_pair(name, x, t) < 0) return NULL;
     GMTensor *xc = contig(x), *tc = contig(t), *loss = NULL;
     if (!xc || !tc || !(loss = loss_out(reduction, x, x->dtype))) goto done;
-    if (on_cuda(x)) {
-#ifdef GM_WITH_CUDA
-        gm_cuda_ctx *ctx = gm_cuda_ctx_for(x->device);
-        GMTensor *scratch = NULL;
-        if (!ctx || (reduction != LOSS_NONE && !(scratch = cuda_loss_scratch(x->device)))) {
-            Py_CLEAR(loss);
-            goto done;
-        }
-        const int st = cuda_pointwise_loss_forward(data(loss), data(xc), data(tc), gm_numel(x), op, reduction, x->dtype,
-                                                   data(scratch), ctx);
-        Py_XDECREF(scratch);
-        if (gm_cuda_kernel_status(name, st, ctx) < 0) Py_CLEAR(loss);
-#endif
-    } else if (gm_meta_as_cuda(x->device)) { /* the CUDA kernel's scratch, for an estimate */
-        if (meta_scratch(x->device, reduction != LOSS_NONE ? LOSS_SCRATCH_N : 0) < 0) Py_CLEAR(loss);
-    } else if (on_cpu(x)) {
-        int st;
-        Py_BEGIN_ALLOW_THREADS
-        st = pointwise_loss_forward(data(loss), data(xc), data(tc), gm_numel(x), op, reduction, x->dtype,
-                                    gm_num_threads);
-        Py_END_ALLOW_THREADS
-        if (gm_kernel_status(name, st) < 0) Py_CLEAR(loss);
-    }
+    if (LOSS_KERNEL(name, x->device, reduced_scratch_n(reduction), LOSS_QUEUES,
+                    pointwise_loss_forward(data(loss), data(xc), data(tc), gm_numel(x), op, reduction, x->dtype,
+                                           gm_num_threads),
+                    cuda_pointwise_loss_forward(data(loss), data(xc), data(tc), gm_numel(x), op, reduction, x->dtype,
+                                                scratch, ctx)) < 0)
+        Py_CLEAR(loss);
 done:
     Py_XDECREF(xc);
     Py_XDECREF(tc);
@@ -1248,29 +1211,12 @@ static PyObject *py_bce_with_logits(PyObject *self, PyObject *args, PyObject *kw
     if (!t || bce_args(name, x, t, wo, pwo, reduction, &wc, &wp, &pwc, &pwp) < 0) return NULL;
     GMTensor *xc = contig(x), *tc = contig(t), *loss = NULL;
     if (!xc || !tc || !(loss = loss_out(reduction, x, x->dtype))) goto done;
-    if (on_cuda(x)) {
-#ifdef GM_WITH_CUDA
-        gm_cuda_ctx *ctx = gm_cuda_ctx_for(x->device);
-        GMTensor *scratch = NULL;
-        if (!ctx || (reduction != LOSS_NONE && !(scratch = cuda_loss_scratch(x->device)))) {
-            Py_CLEAR(loss);
-            goto done;
-        }
-        const int st = cuda_bce_logits_forward(data(loss), data(xc), data(tc), data(wc), wp, data(pwc), pwp,
-                                               gm_numel(x), reduction, x->dtype, data(scratch), ctx);
-        Py_XDECREF(scratch);
-        if (gm_cuda_kernel_status(name, st, ctx) < 0) Py_CLEAR(loss);
-#endif
-    } else if (gm_meta_as_cuda(x->device)) { /* the CUDA kernel's scratch, for an estimate */
-        if (meta_scratch(x->device, reduction != LOSS_NONE ? LOSS_SCRATCH_N : 0) < 0) Py_CLEAR(loss);
-    } else if (on_cpu(x)) {
-        int st;
-        Py_BEGIN_ALLOW_THREADS
-        st = bce_logits_forward(data(loss), data(xc), data(tc), data(wc), wp, data(pwc), pwp, gm_numel(x), reduction,
-                                x->dtype, gm_num_threads);
-        Py_END_ALLOW_THREADS
-        if (gm_kernel_status(name, st) < 0) Py_CLEAR(loss);
-    }
+    if (LOSS_KERNEL(name, x->device, reduced_scratch_n(reduction), LOSS_QUEUES,
+                    bce_logits_forward(data(loss), data(xc), data(tc), data(wc), wp, data(pwc), pwp, gm_numel(x),
+                                       reduction, x->dtype, gm_num_threads),
+                    cuda_bce_logits_forward(data(loss), data(xc), data(tc), data(wc), wp, data(pwc), pwp, gm_numel(x),
+                                            reduction, x->dtype, scratch, ctx)) < 0)
+        Py_CLEAR(loss);
 done:
     Py_XDECREF(xc);
     Py_XDECREF(tc);

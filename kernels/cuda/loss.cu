@@ -29,8 +29,10 @@ struct loss_scratch {
     int64_t *bad;
 };
 
+/* The record and the partials in scratch s; all NULL without scratch (mse/l1/bce with LOSS_NONE take none). */
 static loss_scratch scratch_view(void *s) {
-    loss_scratch v;
+    loss_scratch v = {};
+    if (!s) return v;
     v.res = (loss_result *)s;
     v.tot = (double *)((char *)s + sizeof(loss_result));
     v.ws = v.tot + CUDA_LOSS_PARTS;
@@ -61,6 +63,27 @@ __device__ __forceinline__ void store_parts(double tot, double ws, int64_t bad, 
         if (pws) pws[blockIdx.x] = ws;
         if (pbad) pbad[blockIdx.x] = bad;
     }
+}
+
+/* Whether position p's target class t counts, and its weight *wt (1 without weights), added to the thread's
+ * weight sum *ws. It does not count when t is ignore_index, nor when t is outside [0, C): then *bad keeps the least
+ * such position, for the host's IndexError (a bad target never makes a kernel read out of bounds). */
+NN_DEV bool target_weight(int64_t t, int64_t p, int64_t C, int64_t ignore, const double *weight, double *wt,
+                          double *ws, int64_t *bad) {
+    if (t == ignore) return false;
+    if (t < 0 || t >= C) {
+        *bad = gm_cu_min(*bad, p);
+        return false;
+    }
+    *wt = weight ? weight[t] : 1.0;
+    *ws += *wt;
+    return true;
+}
+
+/* Position i's loss li: stored for LOSS_NONE, else added to the thread's total. */
+template <int DT> NN_DEV void put_loss(void *loss, int64_t i, double li, int reduction, double *tot) {
+    if (reduction == LOSS_NONE) nn_st<DT>(loss, i, li);
+    else *tot += li;
 }
 
 /* One block: partials -> res, and the reduced loss (sum, or mean over the weight sum / denom) into loss[0]. */
@@ -100,12 +123,27 @@ __global__ void bad_target_kernel(int64_t *pbad, const int64_t *target, int64_t 
     if (threadIdx.x == 0) pbad[blockIdx.x] = bad;
 }
 
-/* Copy the result record back and wait for it. */
-static int read_result(loss_result *h, const loss_scratch &v, gm_cuda_ctx *ctx) {
+/* Copy the result record back, wait for it, and hand the host the weight sum (unless wsum is NULL) and the first
+ * bad target (bad[0] = its position or -1, bad[1] = its value). */
+static int read_result(double *wsum, int64_t bad[2], const loss_scratch &v, gm_cuda_ctx *ctx) {
     GM_CU_LAUNCHED(ctx);
-    GM_CU_CHECK(ctx, cudaMemcpyAsync(h, v.res, sizeof *h, cudaMemcpyDeviceToHost, (cudaStream_t)ctx->stream));
+    loss_result h;
+    GM_CU_CHECK(ctx, cudaMemcpyAsync(&h, v.res, sizeof h, cudaMemcpyDeviceToHost, (cudaStream_t)ctx->stream));
     GM_CU_CHECK(ctx, cudaStreamSynchronize((cudaStream_t)ctx->stream));
+    if (wsum) *wsum = h.ws;
+    bad[0] = h.bad;
+    bad[1] = h.bad_value;
     return GM_OK;
+}
+
+/* After a class loss's partial kernel (grid blocks): the one-block kernel that reduces the partials and stores
+ * loss[0] (unless LOSS_NONE; the mean divides by the weight sum), then the read-back of read_result. */
+static int finish_class_loss(void *loss, double *wsum, int64_t bad[2], const loss_scratch &v, unsigned grid,
+                             int reduction, gm_dtype dt, const int64_t *target, gm_cuda_ctx *ctx) {
+    GM_LAUNCH(loss_finish_kernel, 1, GM_CU_THREADS, ctx, v.res, (const double *)v.tot, (const double *)v.ws,
+              (const int64_t *)v.bad, (int)grid, reduction == LOSS_NONE ? (void *)NULL : loss, reduction, (int)dt, 1,
+              0.0, target);
+    return read_result(wsum, bad, v, ctx);
 }
 
 extern "C" int cuda_loss_first_bad_target(int64_t bad[2], const int64_t *target, int64_t n, int64_t C,
@@ -119,12 +157,7 @@ extern "C" int cuda_loss_first_bad_target(int64_t bad[2], const int64_t *target,
     GM_LAUNCH(bad_target_kernel, grid, GM_CU_THREADS, ctx, v.bad, target, n, C, ignore_index);
     GM_LAUNCH(loss_finish_kernel, 1, GM_CU_THREADS, ctx, v.res, (const double *)NULL, (const double *)NULL,
               (const int64_t *)v.bad, (int)grid, (void *)NULL, (int)LOSS_NONE, (int)GM_F32, 0, 0.0, target);
-    loss_result h;
-    const int st = read_result(&h, v, ctx);
-    if (st != GM_OK) return st;
-    bad[0] = h.bad;
-    bad[1] = h.bad_value;
-    return GM_OK;
+    return read_result(NULL, bad, v, ctx);
 }
 
 /* ---- cross_entropy ------------------------------------------------------------------------------------------ */
@@ -169,18 +202,10 @@ __global__ void ce_fwd_cols_kernel(void *loss, void *lse, double *ptot, double *
         const double l = mx + nn_log<DT>(sum);
         nn_st_rt(lse, p, sdt, l);
         const int64_t t = target[p];
-        double li = 0.0;
-        if (t != ignore) {
-            if (t < 0 || t >= C) {
-                bad = gm_cu_min(bad, p);
-            } else {
-                const double wt = weight ? weight[t] : 1.0;
-                li = ce_position_loss(l, nn_ld<DT>(inp, base + t * inner), wx, wt, smoothing, eps_c, wall);
-                ws += wt;
-            }
-        }
-        if (reduction == LOSS_NONE) nn_st<DT>(loss, p, li);
-        else tot += li;
+        double li = 0.0, wt;
+        if (target_weight(t, p, C, ignore, weight, &wt, &ws, &bad))
+            li = ce_position_loss(l, nn_ld<DT>(inp, base + t * inner), wx, wt, smoothing, eps_c, wall);
+        put_loss<DT>(loss, p, li, reduction, &tot);
     }
     store_parts(tot, ws, bad, ptot, pws, pbad);
 }
@@ -211,18 +236,10 @@ __global__ void ce_fwd_rows_kernel(void *loss, void *lse, double *ptot, double *
             const double l = mx + nn_log<DT>(sum);
             nn_st_rt(lse, n, sdt, l);
             const int64_t t = target[n];
-            double li = 0.0;
-            if (t != ignore) {
-                if (t < 0 || t >= C) {
-                    bad = gm_cu_min(bad, n);
-                } else {
-                    const double wt = weight ? weight[t] : 1.0;
-                    li = ce_position_loss(l, nn_ld<DT>(inp, base + t), wx, wt, smoothing, eps_c, wall);
-                    ws += wt;
-                }
-            }
-            if (reduction == LOSS_NONE) nn_st<DT>(loss, n, li);
-            else tot += li;
+            double li = 0.0, wt;
+            if (target_weight(t, n, C, ignore, weight, &wt, &ws, &bad))
+                li = ce_position_loss(l, nn_ld<DT>(inp, base + t), wx, wt, smoothing, eps_c, wall);
+            put_loss<DT>(loss, n, li, reduction, &tot);
         }
     }
     store_parts(tot, ws, bad, ptot, pws, pbad);
@@ -330,16 +347,7 @@ extern "C" int cuda_cross_entropy_forward(void *loss, void *lse, double *wsum, c
                              (int)sdt, ctx)
     NN_CU_DISPATCH(dt, CALL)
 #undef CALL
-    GM_LAUNCH(loss_finish_kernel, 1, GM_CU_THREADS, ctx, v.res, (const double *)v.tot, (const double *)v.ws,
-              (const int64_t *)v.bad, (int)grid, reduction == LOSS_NONE ? (void *)NULL : loss, reduction, (int)dt, 1,
-              0.0, target);
-    loss_result h;
-    const int st = read_result(&h, v, ctx);
-    if (st != GM_OK) return st;
-    *wsum = h.ws;
-    bad[0] = h.bad;
-    bad[1] = h.bad_value;
-    return GM_OK;
+    return finish_class_loss(loss, wsum, bad, v, grid, reduction, dt, target, ctx);
 }
 
 extern "C" int cuda_cross_entropy_backward(void *dinp, const void *dout, const void *inp, const int64_t *target,
@@ -376,18 +384,9 @@ __global__ void nll_fwd_kernel(void *loss, double *ptot, double *pws, int64_t *p
     int64_t bad = NO_BAD;
     GM_CU_GRID_STRIDE(p, npos) {
         const int64_t t = target[p], n = inner == 1 ? p : p / inner, j = p - n * inner;
-        double li = 0.0;
-        if (t != ignore) {
-            if (t < 0 || t >= C) {
-                bad = gm_cu_min(bad, p);
-            } else {
-                const double wt = weight ? weight[t] : 1.0;
-                li = -wt * nn_ld<DT>(inp, (n * C + t) * inner + j);
-                ws += wt;
-            }
-        }
-        if (reduction == LOSS_NONE) nn_st<DT>(loss, p, li);
-        else tot += li;
+        double li = 0.0, wt;
+        if (target_weight(t, p, C, ignore, weight, &wt, &ws, &bad)) li = -wt * nn_ld<DT>(inp, (n * C + t) * inner + j);
+        put_loss<DT>(loss, p, li, reduction, &tot);
     }
     store_parts(tot, ws, bad, ptot, pws, pbad);
 }
@@ -420,16 +419,7 @@ extern "C" int cuda_nll_loss_forward(void *loss, double *wsum, const void *inp, 
     }
     NN_CU_DISPATCH(dt, CALL)
 #undef CALL
-    GM_LAUNCH(loss_finish_kernel, 1, GM_CU_THREADS, ctx, v.res, (const double *)v.tot, (const double *)v.ws,
-              (const int64_t *)v.bad, (int)grid, reduction == LOSS_NONE ? (void *)NULL : loss, reduction, (int)dt, 1,
-              0.0, target);
-    loss_result h;
-    const int st = read_result(&h, v, ctx);
-    if (st != GM_OK) return st;
-    *wsum = h.ws;
-    bad[0] = h.bad;
-    bad[1] = h.bad_value;
-    return GM_OK;
+    return finish_class_loss(loss, wsum, bad, v, grid, reduction, dt, target, ctx);
 }
 
 extern "C" int cuda_nll_loss_backward(void *dinp, const void *dout, const int64_t *target, const double *weight,
@@ -460,9 +450,7 @@ __global__ void pointwise_fwd_kernel(void *loss, double *ptot, const void *x, co
     double tot = 0.0;
     GM_CU_GRID_STRIDE(i, n) {
         const double d = nn_ld<DT>(x, i) - nn_ld<DT>(t, i);
-        const double li = OP == LOSS_MSE ? d * d : fabs(d);
-        if (reduction == LOSS_NONE) nn_st<DT>(loss, i, li);
-        else tot += li;
+        put_loss<DT>(loss, i, OP == LOSS_MSE ? d * d : fabs(d), reduction, &tot);
     }
     if (reduction != LOSS_NONE) store_parts(tot, 0.0, NO_BAD, ptot, NULL, NULL); /* uniform over the block */
 }
@@ -479,11 +467,16 @@ __global__ void pointwise_bwd_kernel(void *dx, void *dt_, const void *dout, cons
     }
 }
 
-/* After a reduction's partial kernel (grid blocks): the one-block kernel that stores loss[0]. */
-static void launch_finish_total(void *loss, const loss_scratch &v, unsigned grid, int reduction, gm_dtype dt,
-                                int64_t n, gm_cuda_ctx *ctx) {
-    GM_LAUNCH(loss_finish_kernel, 1, GM_CU_THREADS, ctx, v.res, (const double *)v.tot, (const double *)NULL,
-              (const int64_t *)NULL, (int)grid, loss, reduction, (int)dt, 0, (double)n, (const int64_t *)NULL);
+/* After an mse/l1/bce partial kernel (grid blocks): the one-block kernel that stores loss[0] (LOSS_NONE stored
+ * every element already), then the launches' status. */
+static int finish_total(void *loss, const loss_scratch &v, unsigned grid, int reduction, gm_dtype dt, int64_t n,
+                        gm_cuda_ctx *ctx) {
+    if (reduction != LOSS_NONE) {
+        GM_LAUNCH(loss_finish_kernel, 1, GM_CU_THREADS, ctx, v.res, (const double *)v.tot, (const double *)NULL,
+                  (const int64_t *)NULL, (int)grid, loss, reduction, (int)dt, 0, (double)n, (const int64_t *)NULL);
+    }
+    GM_CU_LAUNCHED(ctx);
+    return GM_OK;
 }
 
 extern "C" int cuda_pointwise_loss_forward(void *loss, const void *x, const void *t, int64_t n, int op, int reduction,
@@ -492,8 +485,7 @@ extern "C" int cuda_pointwise_loss_forward(void *loss, const void *x, const void
         reduction > LOSS_SUM || (reduction != LOSS_NONE && !scratch))
         return GM_ERR_ARG;
     if (reduction == LOSS_NONE && n == 0) return GM_OK;
-    loss_scratch v = {};
-    if (scratch) v = scratch_view(scratch);
+    const loss_scratch v = scratch_view(scratch);
     const unsigned grid = part_blocks(n, ctx);
 #define CALL(DT)                                                                                             \
     if (op == LOSS_MSE) {                                                                                    \
@@ -505,9 +497,7 @@ extern "C" int cuda_pointwise_loss_forward(void *loss, const void *x, const void
     }
     NN_CU_DISPATCH(dt, CALL)
 #undef CALL
-    if (reduction != LOSS_NONE) launch_finish_total(loss, v, grid, reduction, dt, n, ctx);
-    GM_CU_LAUNCHED(ctx);
-    return GM_OK;
+    return finish_total(loss, v, grid, reduction, dt, n, ctx);
 }
 
 extern "C" int cuda_pointwise_loss_backward(void *dx, void *dt_, const void *dout, const void *x, const void *t,
@@ -551,8 +541,7 @@ __global__ void bce_fwd_kernel(void *loss, double *ptot, const void *x, const vo
         softplus_pair<DT>(xi, &spp, &spn);
         double li = pwi * ti * spn + (1.0 - ti) * spp; /* a sum of non-negative terms: see kernels/cpu/loss.c */
         if (w) li *= nn_ld<DT>(w, i % w_period);
-        if (reduction == LOSS_NONE) nn_st<DT>(loss, i, li);
-        else tot += li;
+        put_loss<DT>(loss, i, li, reduction, &tot);
     }
     if (reduction != LOSS_NONE) store_parts(tot, 0.0, NO_BAD, ptot, NULL, NULL);
 }
@@ -589,8 +578,7 @@ extern "C" int cuda_bce_logits_forward(void *loss, const void *x, const void *t,
     if (!bce_args_ok(dt, n, reduction, w, w_period, pw, pw_period) || (reduction != LOSS_NONE && !scratch))
         return GM_ERR_ARG;
     if (reduction == LOSS_NONE && n == 0) return GM_OK;
-    loss_scratch v = {};
-    if (scratch) v = scratch_view(scratch);
+    const loss_scratch v = scratch_view(scratch);
     const unsigned grid = part_blocks(n, ctx);
 #define CALL(DT)                                                                                             \
     {                                                                                                        \
@@ -599,9 +587,7 @@ extern "C" int cuda_bce_logits_forward(void *loss, const void *x, const void *t,
     }
     NN_CU_DISPATCH(dt, CALL)
 #undef CALL
-    if (reduction != LOSS_NONE) launch_finish_total(loss, v, grid, reduction, dt, n, ctx);
-    GM_CU_LAUNCHED(ctx);
-    return GM_OK;
+    return finish_total(loss, v, grid, reduction, dt, n, ctx);
 }
 
 extern "C" int cuda_bce_logits_backward(void *dx, void *dtarget, const void *dout, const void *x, const void *t,
