@@ -2,9 +2,8 @@
  * (as kernels/cpu/pool.h's pool_ld / pool_st), the rounding of an in-place addition, 4-d strides by value, and
  * exact arithmetic helpers.
  *
- * Bit-identity with the CPU kernels rests on two things: the same operations in the same order, and no fused
- * multiply-add where the CPU rounds a product before adding (nvcc contracts a*b+c into one fma by default; the
- * CPU build has no FMA). gm_pl_mul() multiplies with explicit rounding (never contracted) on the device. */
+ * Bit-identity with the CPU kernels rests on the same operations in the same order, and on no fused multiply-add
+ * where the CPU rounds a product before adding (kernels/cpu/resize_taps.h's resize_mul, for resize.cu). */
 #ifndef GM_KERNELS_CUDA_POOL_COMMON_CUH
 #define GM_KERNELS_CUDA_POOL_COMMON_CUH
 
@@ -38,23 +37,6 @@ template <int DT> __host__ __device__ __forceinline__ double gm_pl_round(double 
     if (DT == GM_F32) return (double)(float)v;
     if (DT == GM_F16) return (double)gm_half_to_float(gm_float_to_half((float)v));
     return (double)gm_bf16_to_float(gm_float_to_bf16((float)v));
-}
-
-/* a * b rounded once and never fused with a following addition. */
-__host__ __device__ __forceinline__ double gm_pl_mul(double a, double b) {
-#ifdef __CUDA_ARCH__
-    return __dmul_rn(a, b);
-#else
-    return a * b;
-#endif
-}
-
-__host__ __device__ __forceinline__ float gm_pl_mulf(float a, float b) {
-#ifdef __CUDA_ARCH__
-    return __fmul_rn(a, b);
-#else
-    return a * b;
-#endif
 }
 
 __host__ __device__ __forceinline__ int64_t gm_pl_floor_div(int64_t a, int64_t b) {
