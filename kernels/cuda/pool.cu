@@ -56,8 +56,7 @@ __device__ __forceinline__ int64_t window_argmax(const void *inp, const gm_pl_st
 template <int DT, typename I>
 __global__ void maxpool_fwd(void *out, int64_t *ind, const void *inp, gm_pl_st4 in, pool2d_geom g, int64_t total) {
     GM_CU_GRID_STRIDE(i, total) {
-        const I ii = (I)i, OW = (I)g.OW, OH = (I)g.OH, C = (I)g.C;
-        const I ow = ii % OW, r = ii / OW, oh = r % OH, nc = r / OH, n = nc / C, c = nc - n * C;
+        const auto [n, c, oh, ow] = gm_pl_split<I>(i, g.C, g.OH, g.OW);
         const int64_t base = (int64_t)n * in.s[0] + (int64_t)c * in.s[1];
         double best = -INFINITY;
         if (ind) {
@@ -96,13 +95,12 @@ template <int DT, typename I>
 __global__ void maxpool_bwd(void *dinp, const void *dout, gm_pl_st4 ds, const int64_t *ind, const void *inp,
                             gm_pl_st4 in, pool2d_geom g, int64_t total) {
     GM_CU_GRID_STRIDE(i, total) {
-        const I ii = (I)i, W = (I)g.W, H = (I)g.H, C = (I)g.C;
-        const I w = ii % W, r = ii / W, h = r % H, nc = r / H, n = nc / C, c = nc - n * C;
+        const auto [n, c, h, w] = gm_pl_split<I>(i, g.C, g.H, g.W);
         int64_t oh0, oh1, ow0, ow1;
         covering(h, g.sh, g.ph, g.kh, g.dh, g.OH, &oh0, &oh1);
         covering(w, g.sw, g.pw, g.kw, g.dw, g.OW, &ow0, &ow1);
         const int64_t pos = (int64_t)h * g.W + w, obase = (int64_t)n * ds.s[0] + (int64_t)c * ds.s[1];
-        const int64_t *pi = ind ? ind + (int64_t)nc * g.OH * g.OW : NULL;
+        const int64_t *pi = ind ? ind + ((int64_t)n * g.C + c) * g.OH * g.OW : NULL;
         const int64_t ibase = (int64_t)n * in.s[0] + (int64_t)c * in.s[1];
         double acc = 0.0, best;
         for (int64_t oh = oh0; oh <= oh1; oh++) {
@@ -161,8 +159,7 @@ template <int DT, typename I>
 __global__ void avgpool_fwd(void *out, const void *inp, gm_pl_st4 in, pool2d_geom g, int cip, int64_t dov,
                             int64_t total) {
     GM_CU_GRID_STRIDE(i, total) {
-        const I ii = (I)i, OW = (I)g.OW, OH = (I)g.OH, C = (I)g.C;
-        const I ow = ii % OW, r = ii / OW, oh = r % OH, nc = r / OH, n = nc / C, c = nc - n * C;
+        const auto [n, c, oh, ow] = gm_pl_split<I>(i, g.C, g.OH, g.OW);
         const int64_t base = (int64_t)n * in.s[0] + (int64_t)c * in.s[1];
         int64_t h0, h1, w0, w1;
         double div, sum = 0.0;
@@ -181,8 +178,7 @@ template <int DT, typename I>
 __global__ void avgpool_bwd(void *dinp, const void *dout, gm_pl_st4 ds, pool2d_geom g, int cip, int64_t dov,
                             int64_t total) {
     GM_CU_GRID_STRIDE(i, total) {
-        const I ii = (I)i, W = (I)g.W, H = (I)g.H, C = (I)g.C;
-        const I w = ii % W, r = ii / W, h = r % H, nc = r / H, n = nc / C, c = nc - n * C;
+        const auto [n, c, h, w] = gm_pl_split<I>(i, g.C, g.H, g.W);
         /* output o's window (before clipping) is [o * stride - pad, + k): it covers x for these o */
         const int64_t oh0 = gm_cu_max<int64_t>(0, -gm_pl_floor_div(-(h + g.ph - g.kh + 1), g.sh));
         const int64_t oh1 = gm_cu_min<int64_t>(g.OH - 1, gm_pl_floor_div(h + g.ph, g.sh));
@@ -214,8 +210,7 @@ __host__ __device__ __forceinline__ int64_t end_index(int64_t a, int64_t b, int6
 template <int DT, typename I>
 __global__ void adaptive_fwd(void *out, const void *inp, gm_pl_st4 in, pool2d_geom g, int64_t total) {
     GM_CU_GRID_STRIDE(i, total) {
-        const I ii = (I)i, OW = (I)g.OW, OH = (I)g.OH, C = (I)g.C;
-        const I ow = ii % OW, r = ii / OW, oh = r % OH, nc = r / OH, n = nc / C, c = nc - n * C;
+        const auto [n, c, oh, ow] = gm_pl_split<I>(i, g.C, g.OH, g.OW);
         const int64_t base = (int64_t)n * in.s[0] + (int64_t)c * in.s[1];
         const int64_t h0 = start_index(oh, g.OH, g.H), h1 = end_index(oh, g.OH, g.H);
         const int64_t w0 = start_index(ow, g.OW, g.W), w1 = end_index(ow, g.OW, g.W);
@@ -237,8 +232,7 @@ __host__ __device__ __forceinline__ void adaptive_covering(int64_t x, int64_t n,
 template <int DT, typename I>
 __global__ void adaptive_bwd(void *dinp, const void *dout, gm_pl_st4 ds, pool2d_geom g, int64_t total) {
     GM_CU_GRID_STRIDE(i, total) {
-        const I ii = (I)i, W = (I)g.W, H = (I)g.H, C = (I)g.C;
-        const I w = ii % W, r = ii / W, h = r % H, nc = r / H, n = nc / C, c = nc - n * C;
+        const auto [n, c, h, w] = gm_pl_split<I>(i, g.C, g.H, g.W);
         int64_t oh0, oh1, ow0, ow1;
         adaptive_covering(h, g.OH, g.H, &oh0, &oh1);
         adaptive_covering(w, g.OW, g.W, &ow0, &ow1);
@@ -269,48 +263,21 @@ static int adaptive_ok(const pool2d_geom *g) {
     return g && g->N >= 0 && g->C >= 0 && g->H > 0 && g->W > 0 && g->OH >= 0 && g->OW >= 0;
 }
 
-/* Launch KERNEL<DT, I>(args..., total) over `total` threads, I = 32-bit when the index fits. */
-#define POOL_LAUNCH(KERNEL, total, ...)                                                                      \
-    do {                                                                                                     \
-        if ((total) <= 0) break;                                                                             \
-        const unsigned nb_ = gm_cu_blocks((total), ctx);                                                     \
-        if (gm_pl_fits32(total)) {                                                                           \
-            auto *k_ = &KERNEL<DT, uint32_t>;                                                                \
-            GM_LAUNCH(k_, nb_, GM_CU_THREADS, ctx, __VA_ARGS__, (int64_t)(total));                           \
-        } else {                                                                                             \
-            auto *k_ = &KERNEL<DT, int64_t>;                                                                 \
-            GM_LAUNCH(k_, nb_, GM_CU_THREADS, ctx, __VA_ARGS__, (int64_t)(total));                           \
-        }                                                                                                    \
-    } while (0)
-
-template <int DT>
-static void launch_maxpool_fwd(void *out, int64_t *ind, const void *inp, gm_pl_st4 in, const pool2d_geom *g,
-                               gm_cuda_ctx *ctx) {
-    const int64_t total = g->N * g->C * g->OH * g->OW;
-    POOL_LAUNCH(maxpool_fwd, total, out, ind, inp, in, *g);
-}
-
 extern "C" int cuda_maxpool2d_forward(void *out, int64_t *indices, const void *inp, const int64_t in[4],
                                       gm_dtype dt, const pool2d_geom *g, gm_cuda_ctx *ctx) {
     if (!geom_ok(g)) return GM_ERR_ARG;
-    const gm_pl_st4 s = gm_pl_st4_of(in);
-#define CALL(DT) launch_maxpool_fwd<DT>(out, indices, inp, s, g, ctx)
-    GM_CU_SWITCH_FLOAT(dt, CALL);
-#undef CALL
-    GM_CU_LAUNCHED(ctx);
-    return GM_OK;
+    GM_PL_LAUNCH_AND_RETURN(maxpool_fwd, dt, g->N * g->C * g->OH * g->OW, ctx, out, indices, inp, gm_pl_st4_of(in),
+                            *g);
 }
 
-template <int DT>
-static void launch_maxpool_bwd(void *dinp, const void *dout, gm_pl_st4 ds, const int64_t *ind, const void *inp,
-                               gm_pl_st4 in, const pool2d_geom *g, gm_cuda_ctx *ctx) {
-    if (g->kh > 0) {
-        const int64_t total = g->N * g->C * g->H * g->W;
-        POOL_LAUNCH(maxpool_bwd, total, dinp, dout, ds, ind, inp, in, *g);
-    } else {
-        const int64_t total = g->N * g->C;
-        POOL_LAUNCH(maxpool_bwd_planes, total, dinp, dout, ds, ind, *g);
-    }
+/* What both backward entry points launch: the gather (g->kh > 0; from ind, or with ind NULL from the argmax found
+ * again in inp) or the plane-wise scatter of a window-less call (g->kh == 0). */
+static int launch_maxpool_bwd(void *dinp, const void *dout, const int64_t ds[4], const int64_t *ind,
+                              const void *inp, gm_pl_st4 in, gm_dtype dt, const pool2d_geom *g, gm_cuda_ctx *ctx) {
+    const gm_pl_st4 s = gm_pl_st4_of(ds);
+    if (g->kh > 0)
+        GM_PL_LAUNCH_AND_RETURN(maxpool_bwd, dt, g->N * g->C * g->H * g->W, ctx, dinp, dout, s, ind, inp, in, *g);
+    GM_PL_LAUNCH_AND_RETURN(maxpool_bwd_planes, dt, g->N * g->C, ctx, dinp, dout, s, ind, *g);
 }
 
 extern "C" int cuda_maxpool2d_backward(void *dinp, const void *dout, const int64_t ds[4], const int64_t *indices,
@@ -325,96 +292,42 @@ extern "C" int cuda_maxpool2d_backward(void *dinp, const void *dout, const int64
         const size_t nbytes = (size_t)(k.N * k.C * k.H * k.W) * gm_dtype_size(dt);
         if (nbytes) GM_CU_CHECK(ctx, cudaMemsetAsync(dinp, 0, nbytes, (cudaStream_t)ctx->stream));
     }
-    const gm_pl_st4 s = gm_pl_st4_of(ds);
     const gm_pl_st4 none = {{0, 0, 0, 0}};
-#define CALL(DT) launch_maxpool_bwd<DT>(dinp, dout, s, indices, NULL, none, &k, ctx)
-    GM_CU_SWITCH_FLOAT(dt, CALL);
-#undef CALL
-    GM_CU_LAUNCHED(ctx);
-    return GM_OK;
+    return launch_maxpool_bwd(dinp, dout, ds, indices, NULL, none, dt, &k, ctx);
 }
 
 extern "C" int cuda_maxpool2d_backward_input(void *dinp, const void *dout, const int64_t ds[4], const void *inp,
                                              const int64_t in[4], gm_dtype dt, const pool2d_geom *g,
                                              gm_cuda_ctx *ctx) {
     if (!geom_ok(g) || !gm_dtype_is_float(dt)) return GM_ERR_ARG;
-    const gm_pl_st4 s = gm_pl_st4_of(ds), si = gm_pl_st4_of(in);
-#define CALL(DT) launch_maxpool_bwd<DT>(dinp, dout, s, NULL, inp, si, g, ctx)
-    GM_CU_SWITCH_FLOAT(dt, CALL);
-#undef CALL
-    GM_CU_LAUNCHED(ctx);
-    return GM_OK;
-}
-
-template <int DT>
-static void launch_avgpool_fwd(void *out, const void *inp, gm_pl_st4 in, const pool2d_geom *g, int cip, int64_t dov,
-                               gm_cuda_ctx *ctx) {
-    const int64_t total = g->N * g->C * g->OH * g->OW;
-    POOL_LAUNCH(avgpool_fwd, total, out, inp, in, *g, cip, dov);
+    return launch_maxpool_bwd(dinp, dout, ds, NULL, inp, gm_pl_st4_of(in), dt, g, ctx);
 }
 
 extern "C" int cuda_avgpool2d_forward(void *out, const void *inp, const int64_t in[4], gm_dtype dt,
                                       const pool2d_geom *g, int count_include_pad, int64_t divisor_override,
                                       gm_cuda_ctx *ctx) {
     if (!geom_ok(g) || g->dh != 1 || g->dw != 1 || divisor_override < 0) return GM_ERR_ARG;
-    const gm_pl_st4 s = gm_pl_st4_of(in);
-#define CALL(DT) launch_avgpool_fwd<DT>(out, inp, s, g, count_include_pad, divisor_override, ctx)
-    GM_CU_SWITCH_FLOAT(dt, CALL);
-#undef CALL
-    GM_CU_LAUNCHED(ctx);
-    return GM_OK;
-}
-
-template <int DT>
-static void launch_avgpool_bwd(void *dinp, const void *dout, gm_pl_st4 ds, const pool2d_geom *g, int cip,
-                               int64_t dov, gm_cuda_ctx *ctx) {
-    const int64_t total = g->N * g->C * g->H * g->W;
-    POOL_LAUNCH(avgpool_bwd, total, dinp, dout, ds, *g, cip, dov);
+    GM_PL_LAUNCH_AND_RETURN(avgpool_fwd, dt, g->N * g->C * g->OH * g->OW, ctx, out, inp, gm_pl_st4_of(in), *g,
+                            count_include_pad, divisor_override);
 }
 
 extern "C" int cuda_avgpool2d_backward(void *dinp, const void *dout, const int64_t ds[4], gm_dtype dt,
                                        const pool2d_geom *g, int count_include_pad, int64_t divisor_override,
                                        gm_cuda_ctx *ctx) {
     if (!geom_ok(g) || g->dh != 1 || g->dw != 1 || divisor_override < 0) return GM_ERR_ARG;
-    const gm_pl_st4 s = gm_pl_st4_of(ds);
-#define CALL(DT) launch_avgpool_bwd<DT>(dinp, dout, s, g, count_include_pad, divisor_override, ctx)
-    GM_CU_SWITCH_FLOAT(dt, CALL);
-#undef CALL
-    GM_CU_LAUNCHED(ctx);
-    return GM_OK;
-}
-
-template <int DT>
-static void launch_adaptive_fwd(void *out, const void *inp, gm_pl_st4 in, const pool2d_geom *g, gm_cuda_ctx *ctx) {
-    const int64_t total = g->N * g->C * g->OH * g->OW;
-    POOL_LAUNCH(adaptive_fwd, total, out, inp, in, *g);
+    GM_PL_LAUNCH_AND_RETURN(avgpool_bwd, dt, g->N * g->C * g->H * g->W, ctx, dinp, dout, gm_pl_st4_of(ds), *g,
+                            count_include_pad, divisor_override);
 }
 
 extern "C" int cuda_adaptive_avgpool2d_forward(void *out, const void *inp, const int64_t in[4], gm_dtype dt,
                                                const pool2d_geom *g, gm_cuda_ctx *ctx) {
     if (!adaptive_ok(g)) return GM_ERR_ARG;
-    const gm_pl_st4 s = gm_pl_st4_of(in);
-#define CALL(DT) launch_adaptive_fwd<DT>(out, inp, s, g, ctx)
-    GM_CU_SWITCH_FLOAT(dt, CALL);
-#undef CALL
-    GM_CU_LAUNCHED(ctx);
-    return GM_OK;
-}
-
-template <int DT>
-static void launch_adaptive_bwd(void *dinp, const void *dout, gm_pl_st4 ds, const pool2d_geom *g, gm_cuda_ctx *ctx) {
-    const int64_t total = g->N * g->C * g->H * g->W;
-    /* every output has a non-empty window, so OH or OW 0 means no output: the gradient is 0 */
-    POOL_LAUNCH(adaptive_bwd, total, dinp, dout, ds, *g);
+    GM_PL_LAUNCH_AND_RETURN(adaptive_fwd, dt, g->N * g->C * g->OH * g->OW, ctx, out, inp, gm_pl_st4_of(in), *g);
 }
 
 extern "C" int cuda_adaptive_avgpool2d_backward(void *dinp, const void *dout, const int64_t ds[4], gm_dtype dt,
                                                 const pool2d_geom *g, gm_cuda_ctx *ctx) {
     if (!adaptive_ok(g)) return GM_ERR_ARG;
-    const gm_pl_st4 s = gm_pl_st4_of(ds);
-#define CALL(DT) launch_adaptive_bwd<DT>(dinp, dout, s, g, ctx)
-    GM_CU_SWITCH_FLOAT(dt, CALL);
-#undef CALL
-    GM_CU_LAUNCHED(ctx);
-    return GM_OK;
+    /* every output has a non-empty window, so OH or OW 0 means no output: the gradient is 0 */
+    GM_PL_LAUNCH_AND_RETURN(adaptive_bwd, dt, g->N * g->C * g->H * g->W, ctx, dinp, dout, gm_pl_st4_of(ds), *g);
 }

@@ -20,8 +20,7 @@ template <int DT, typename I>
 __global__ void resize_fwd(void *out, const void *inp, gm_pl_st4 in, resize2d_geom g, resize_axis ah, resize_axis aw,
                            int64_t total) {
     GM_CU_GRID_STRIDE(i, total) {
-        const I ii = (I)i, OW = (I)g.OW, OH = (I)g.OH, C = (I)g.C;
-        const I ow = ii % OW, r = ii / OW, oh = r % OH, nc = r / OH, b = nc / C, c = nc - b * C;
+        const auto [b, c, oh, ow] = gm_pl_split<I>(i, g.C, g.OH, g.OW);
         const resize_tap th = resize_axis_tap(&ah, oh), tw = resize_axis_tap(&aw, ow);
         const int64_t base = (int64_t)b * in.s[0] + (int64_t)c * in.s[1];
         const int64_t r0 = base + th.i0 * in.s[2], r1 = base + th.i1 * in.s[2];
@@ -64,8 +63,7 @@ template <int DT, typename I>
 __global__ void resize_bwd(void *dinp, const void *dout, gm_pl_st4 ds, resize2d_geom g, resize_axis ah, resize_axis aw,
                            int64_t total) {
     GM_CU_GRID_STRIDE(i, total) {
-        const I ii = (I)i, W = (I)g.W, H = (I)g.H, C = (I)g.C;
-        const I w = ii % W, r = ii / W, h = r % H, nc = r / H, b = nc / C, c = nc - b * C;
+        const auto [b, c, h, w] = gm_pl_split<I>(i, g.C, g.H, g.W);
         int64_t oh0, oh1, ow0, ow1;
         readers(ah, h, &oh0, &oh1);
         readers(aw, w, &ow0, &ow1);
@@ -97,53 +95,20 @@ __global__ void resize_bwd(void *dinp, const void *dout, gm_pl_st4 ds, resize2d_
     }
 }
 
-#define RZ_LAUNCH(KERNEL, total, ...)                                                                        \
-    do {                                                                                                     \
-        if ((total) <= 0) break;                                                                             \
-        const unsigned nb_ = gm_cu_blocks((total), ctx);                                                     \
-        if (gm_pl_fits32(total)) {                                                                           \
-            auto *k_ = &KERNEL<DT, uint32_t>;                                                                \
-            GM_LAUNCH(k_, nb_, GM_CU_THREADS, ctx, __VA_ARGS__, (int64_t)(total));                           \
-        } else {                                                                                             \
-            auto *k_ = &KERNEL<DT, int64_t>;                                                                 \
-            GM_LAUNCH(k_, nb_, GM_CU_THREADS, ctx, __VA_ARGS__, (int64_t)(total));                           \
-        }                                                                                                    \
-    } while (0)
-
-template <int DT>
-static void launch_fwd(void *out, const void *inp, gm_pl_st4 in, const resize2d_geom *g, gm_cuda_ctx *ctx) {
-    resize_axis ah, aw;
-    resize_make_axes(g, DT == GM_F64, &ah, &aw);
-    const int64_t total = g->N * g->C * g->OH * g->OW;
-    RZ_LAUNCH(resize_fwd, total, out, inp, in, *g, ah, aw);
-}
-
-template <int DT>
-static void launch_bwd(void *dinp, const void *dout, gm_pl_st4 ds, const resize2d_geom *g, gm_cuda_ctx *ctx) {
-    resize_axis ah, aw;
-    resize_make_axes(g, DT == GM_F64, &ah, &aw);
-    const int64_t total = g->N * g->C * g->H * g->W;
-    RZ_LAUNCH(resize_bwd, total, dinp, dout, ds, *g, ah, aw);
-}
-
 extern "C" int cuda_resize2d_forward(void *out, const void *inp, const int64_t in[4], gm_dtype dt,
                                      const resize2d_geom *g, gm_cuda_ctx *ctx) {
     if (!g || !resize_geom_ok(g)) return GM_ERR_ARG;
-    const gm_pl_st4 s = gm_pl_st4_of(in);
-#define CALL(DT) launch_fwd<DT>(out, inp, s, g, ctx)
-    GM_CU_SWITCH_FLOAT(dt, CALL);
-#undef CALL
-    GM_CU_LAUNCHED(ctx);
-    return GM_OK;
+    resize_axis ah, aw;
+    resize_make_axes(g, dt == GM_F64, &ah, &aw);
+    GM_PL_LAUNCH_AND_RETURN(resize_fwd, dt, g->N * g->C * g->OH * g->OW, ctx, out, inp, gm_pl_st4_of(in), *g, ah,
+                            aw);
 }
 
 extern "C" int cuda_resize2d_backward(void *dinp, const void *dout, const int64_t ds[4], gm_dtype dt,
                                       const resize2d_geom *g, gm_cuda_ctx *ctx) {
     if (!g || !resize_geom_ok(g)) return GM_ERR_ARG;
-    const gm_pl_st4 s = gm_pl_st4_of(ds);
-#define CALL(DT) launch_bwd<DT>(dinp, dout, s, g, ctx)
-    GM_CU_SWITCH_FLOAT(dt, CALL);
-#undef CALL
-    GM_CU_LAUNCHED(ctx);
-    return GM_OK;
+    resize_axis ah, aw;
+    resize_make_axes(g, dt == GM_F64, &ah, &aw);
+    GM_PL_LAUNCH_AND_RETURN(resize_bwd, dt, g->N * g->C * g->H * g->W, ctx, dinp, dout, gm_pl_st4_of(ds), *g, ah,
+                            aw);
 }
