@@ -10,22 +10,8 @@
 
 #include <math.h>
 
-/* Below this many window elements visited in total, a parallel region costs more than it saves. */
-#define POOL_PARALLEL_GRAIN 32768
-
-/* Team size: one thread unless there is enough work, never more threads than items. */
-static int team(int nthreads, int64_t items, int64_t work) {
-    if (nthreads < 1 || work < POOL_PARALLEL_GRAIN) return 1;
-    return items < nthreads ? (int)(items > 0 ? items : 1) : nthreads;
-}
-
 /* Zero a contiguous float plane of n elements (all-zero bits are +0.0 in every float dtype). */
 static void zero(void *p, gm_dtype dt, int64_t n) { memset(p, 0, (size_t)n * gm_dtype_size(dt)); }
-
-/* plane[i] += v (backward's scatter). */
-static inline __attribute__((always_inline)) void add_at(gm_dtype dt, void *plane, int64_t i, double v) {
-    pool_st(dt, plane, i, pool_ld(dt, plane, i) + v);
-}
 
 /* ---- max ------------------------------------------------------------------------------------------------ */
 
@@ -97,7 +83,7 @@ int maxpool2d_forward(void *out, int64_t *indices, const void *inp, const int64_
                       const pool2d_geom *g, int nthreads) {
     if (!pool_geom_ok(g) || !gm_dtype_is_float(dt)) return GM_ERR_ARG;
     const int64_t rows = g->N * g->C * g->OH;
-    const int nt = team(nthreads, rows, rows * g->OW * g->kh * g->kw);
+    const int nt = pool_team(nthreads, rows, rows * g->OW * g->kh * g->kw);
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (int64_t r = 0; r < rows; r++) POOL_DISPATCH(dt, maxpool_row(DT, out, indices, inp, in, g, r));
     return GM_OK;
@@ -116,7 +102,7 @@ static inline __attribute__((always_inline)) int maxpool_plane_bwd(gm_dtype dt, 
             int64_t i = pi[oh * g->OW + ow];
             if (i == -1) continue; /* an empty window: nothing was read, nothing to send back */
             if (i < 0 || i >= HW) return GM_ERR_ARG;
-            add_at(dt, plane, i, pool_ld(dt, dout, obase + oh * ds[2] + ow * ds[3]));
+            pool_add_at(dt, plane, i, pool_ld(dt, dout, obase + oh * ds[2] + ow * ds[3]));
         }
     return GM_OK;
 }
@@ -125,7 +111,7 @@ int maxpool2d_backward(void *dinp, const void *dout, const int64_t ds[4], const 
                        const pool2d_geom *g, int nthreads) {
     if (!pool_geom_ok(g) || !gm_dtype_is_float(dt)) return GM_ERR_ARG;
     const int64_t planes = g->N * g->C;
-    const int nt = team(nthreads, planes, planes * (g->H * g->W + g->OH * g->OW));
+    const int nt = pool_team(nthreads, planes, planes * (g->H * g->W + g->OH * g->OW));
     int status = GM_OK;
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (int64_t p = 0; p < planes; p++) {
@@ -152,7 +138,7 @@ static inline __attribute__((always_inline)) void maxpool_plane_bwd_input(gm_dty
         for (int64_t ow = 0; ow < g->OW; ow++) {
             double best;
             const int64_t i = window_argmax(dt, inp, in, g, ibase, oh, ow, &best);
-            if (i >= 0) add_at(dt, plane, i, pool_ld(dt, dout, obase + oh * ds[2] + ow * ds[3]));
+            if (i >= 0) pool_add_at(dt, plane, i, pool_ld(dt, dout, obase + oh * ds[2] + ow * ds[3]));
         }
 }
 
@@ -160,7 +146,7 @@ int maxpool2d_backward_input(void *dinp, const void *dout, const int64_t ds[4], 
                              const int64_t in[4], gm_dtype dt, const pool2d_geom *g, int nthreads) {
     if (!pool_geom_ok(g) || !gm_dtype_is_float(dt)) return GM_ERR_ARG;
     const int64_t planes = g->N * g->C;
-    const int nt = team(nthreads, planes, planes * (g->H * g->W + g->OH * g->OW * g->kh * g->kw));
+    const int nt = pool_team(nthreads, planes, planes * (g->H * g->W + g->OH * g->OW * g->kh * g->kw));
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (int64_t p = 0; p < planes; p++) POOL_DISPATCH(dt, maxpool_plane_bwd_input(DT, dinp, dout, ds, inp, in, g, p));
     return GM_OK;
@@ -192,7 +178,7 @@ int avgpool2d_forward(void *out, const void *inp, const int64_t in[4], gm_dtype 
     if (!pool_geom_ok(g) || g->dh != 1 || g->dw != 1 || divisor_override < 0 || !gm_dtype_is_float(dt))
         return GM_ERR_ARG;
     const int64_t rows = g->N * g->C * g->OH;
-    const int nt = team(nthreads, rows, rows * g->OW * g->kh * g->kw);
+    const int nt = pool_team(nthreads, rows, rows * g->OW * g->kh * g->kw);
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (int64_t r = 0; r < rows; r++)
         POOL_DISPATCH(dt, avgpool_row(DT, out, inp, in, g, count_include_pad, divisor_override, r));
@@ -213,7 +199,7 @@ static inline __attribute__((always_inline)) void avgpool_plane_bwd(gm_dtype dt,
             pool_avg_window(g, oh, ow, cip, dov, &h0, &h1, &w0, &w1, &div);
             const double v = pool_ld(dt, dout, obase + oh * ds[2] + ow * ds[3]) / div;
             for (int64_t h = h0; h < h1; h++)
-                for (int64_t w = w0; w < w1; w++) add_at(dt, plane, h * g->W + w, v);
+                for (int64_t w = w0; w < w1; w++) pool_add_at(dt, plane, h * g->W + w, v);
         }
 }
 
@@ -222,7 +208,7 @@ int avgpool2d_backward(void *dinp, const void *dout, const int64_t ds[4], gm_dty
     if (!pool_geom_ok(g) || g->dh != 1 || g->dw != 1 || divisor_override < 0 || !gm_dtype_is_float(dt))
         return GM_ERR_ARG;
     const int64_t planes = g->N * g->C;
-    const int nt = team(nthreads, planes, planes * (g->H * g->W + g->OH * g->OW * g->kh * g->kw));
+    const int nt = pool_team(nthreads, planes, planes * (g->H * g->W + g->OH * g->OW * g->kh * g->kw));
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (int64_t p = 0; p < planes; p++)
         POOL_DISPATCH(dt, avgpool_plane_bwd(DT, dinp, dout, ds, g, count_include_pad, divisor_override, p));
@@ -252,7 +238,7 @@ int adaptive_avgpool2d_forward(void *out, const void *inp, const int64_t in[4], 
     const int64_t rows = g->N * g->C * g->OH;
     /* every output reads about (H/OH + 1) x (W/OW + 1) inputs */
     const int64_t work = g->N * g->C * (g->H + g->OH) * (g->W + g->OW);
-    const int nt = team(nthreads, rows, work);
+    const int nt = pool_team(nthreads, rows, work);
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (int64_t r = 0; r < rows; r++) POOL_DISPATCH(dt, adaptive_row(DT, out, inp, in, g, r));
     return GM_OK;
@@ -271,7 +257,7 @@ static inline __attribute__((always_inline)) void adaptive_plane_bwd(gm_dtype dt
             const int64_t w0 = pool_start_index(ow, g->OW, g->W), w1 = pool_end_index(ow, g->OW, g->W);
             const double v = pool_ld(dt, dout, obase + oh * ds[2] + ow * ds[3]) / (double)((h1 - h0) * (w1 - w0));
             for (int64_t h = h0; h < h1; h++)
-                for (int64_t w = w0; w < w1; w++) add_at(dt, plane, h * g->W + w, v);
+                for (int64_t w = w0; w < w1; w++) pool_add_at(dt, plane, h * g->W + w, v);
         }
     }
 }
@@ -280,7 +266,7 @@ int adaptive_avgpool2d_backward(void *dinp, const void *dout, const int64_t ds[4
                                 const pool2d_geom *g, int nthreads) {
     if (!pool_adaptive_ok(g) || !gm_dtype_is_float(dt)) return GM_ERR_ARG;
     const int64_t planes = g->N * g->C;
-    const int nt = team(nthreads, planes, planes * (g->H + g->OH) * (g->W + g->OW));
+    const int nt = pool_team(nthreads, planes, planes * (g->H + g->OH) * (g->W + g->OW));
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (int64_t p = 0; p < planes; p++) POOL_DISPATCH(dt, adaptive_plane_bwd(DT, dinp, dout, ds, g, p));
     return GM_OK;

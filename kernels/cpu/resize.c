@@ -10,14 +10,6 @@
  * when a scale factor is given that is not exactly out/in). */
 #include "resize_taps.h"
 
-/* Below this many output elements, a parallel region costs more than it saves. */
-#define RESIZE_PARALLEL_GRAIN 32768
-
-static int team(int nthreads, int64_t items, int64_t work) {
-    if (nthreads < 1 || work < RESIZE_PARALLEL_GRAIN) return 1;
-    return items < nthreads ? (int)(items > 0 ? items : 1) : nthreads;
-}
-
 /* Column taps are computed once per block of RESIZE_COLS columns and reused by every row of a block of
  * RESIZE_ROWS rows (forward) or by every row of a plane (backward), kept on the stack: 256 taps are 8 KiB. */
 #define RESIZE_COLS 256
@@ -52,7 +44,7 @@ int resize2d_forward(void *out, const void *inp, const int64_t in[4], gm_dtype d
                      int nthreads) {
     if (!resize_geom_ok(g) || !gm_dtype_is_float(dt)) return GM_ERR_ARG;
     const int64_t rows = g->N * g->C * g->OH, blocks = (rows + RESIZE_ROWS - 1) / RESIZE_ROWS;
-    const int nt = team(nthreads, blocks, rows * g->OW);
+    const int nt = pool_team(nthreads, blocks, rows * g->OW);
     resize_axis ah, aw;
     resize_make_axes(g, dt == GM_F64, &ah, &aw);
 #pragma omp parallel for num_threads(nt) schedule(static)
@@ -67,10 +59,6 @@ int resize2d_forward(void *out, const void *inp, const int64_t in[4], gm_dtype d
         }
     }
     return GM_OK;
-}
-
-static inline __attribute__((always_inline)) void add_at(gm_dtype dt, void *plane, int64_t i, double v) {
-    pool_st(dt, plane, i, pool_ld(dt, plane, i) + v);
 }
 
 static inline __attribute__((always_inline)) void resize_plane_bwd(gm_dtype dt, void *dinp, const void *dout,
@@ -91,12 +79,12 @@ static inline __attribute__((always_inline)) void resize_plane_bwd(gm_dtype dt, 
             for (int64_t j = 0; j < n; j++) {
                 const double v = pool_ld(dt, dout, orow + j * ds[3]);
                 if (g->mode != RESIZE_BILINEAR) {
-                    add_at(dt, plane, th.i0 * W + tw[j].i0, v);
+                    pool_add_at(dt, plane, th.i0 * W + tw[j].i0, v);
                 } else {
-                    add_at(dt, plane, th.i0 * W + tw[j].i0, th.l0 * tw[j].l0 * v);
-                    add_at(dt, plane, th.i0 * W + tw[j].i1, th.l0 * tw[j].l1 * v);
-                    add_at(dt, plane, th.i1 * W + tw[j].i0, th.l1 * tw[j].l0 * v);
-                    add_at(dt, plane, th.i1 * W + tw[j].i1, th.l1 * tw[j].l1 * v);
+                    pool_add_at(dt, plane, th.i0 * W + tw[j].i0, th.l0 * tw[j].l0 * v);
+                    pool_add_at(dt, plane, th.i0 * W + tw[j].i1, th.l0 * tw[j].l1 * v);
+                    pool_add_at(dt, plane, th.i1 * W + tw[j].i0, th.l1 * tw[j].l0 * v);
+                    pool_add_at(dt, plane, th.i1 * W + tw[j].i1, th.l1 * tw[j].l1 * v);
                 }
             }
         }
@@ -107,7 +95,7 @@ int resize2d_backward(void *dinp, const void *dout, const int64_t ds[4], gm_dtyp
                       int nthreads) {
     if (!resize_geom_ok(g) || !gm_dtype_is_float(dt)) return GM_ERR_ARG;
     const int64_t planes = g->N * g->C;
-    const int nt = team(nthreads, planes, planes * (g->H * g->W + g->OH * g->OW));
+    const int nt = pool_team(nthreads, planes, planes * (g->H * g->W + g->OH * g->OW));
     resize_axis ah, aw;
     resize_make_axes(g, dt == GM_F64, &ah, &aw);
 #pragma omp parallel for num_threads(nt) schedule(static)
