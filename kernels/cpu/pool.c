@@ -4,54 +4,16 @@
  * copy. Backward scatters each output's gradient into its window; threads split the (n, c) planes, which are
  * disjoint, so no two threads ever add into the same element and the result does not depend on the thread
  * count. Sums are taken in double. The window arithmetic is PyTorch's (aten/src/ATen/native/cpu/
- * MaxPoolKernel.cpp, AvgPoolKernel.cpp, AdaptiveAvgPoolKernel.cpp), so sizes, tie-breaking and divisors match. */
-#include "pool.h"
+ * MaxPoolKernel.cpp, AvgPoolKernel.cpp, AdaptiveAvgPoolKernel.cpp), so sizes, tie-breaking and divisors match;
+ * it lives in pool_window.h, shared with kernels/cuda/pool.cu. */
+#include "pool_window.h"
 
 #include <math.h>
-
-/* Below this many window elements visited in total, a parallel region costs more than it saves. */
-#define POOL_PARALLEL_GRAIN 32768
-
-static inline int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
-static inline int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
-
-static int geom_ok(const pool2d_geom *g) {
-    return g->N >= 0 && g->C >= 0 && g->H >= 0 && g->W >= 0 && g->OH >= 0 && g->OW >= 0 && g->kh > 0 &&
-           g->kw > 0 && g->sh > 0 && g->sw > 0 && g->ph >= 0 && g->pw >= 0 && g->dh > 0 && g->dw > 0;
-}
-
-/* Team size: one thread unless there is enough work, never more threads than items. */
-static int team(int nthreads, int64_t items, int64_t work) {
-    if (nthreads < 1 || work < POOL_PARALLEL_GRAIN) return 1;
-    return items < nthreads ? (int)(items > 0 ? items : 1) : nthreads;
-}
 
 /* Zero a contiguous float plane of n elements (all-zero bits are +0.0 in every float dtype). */
 static void zero(void *p, gm_dtype dt, int64_t n) { memset(p, 0, (size_t)n * gm_dtype_size(dt)); }
 
-/* plane[i] += v (backward's scatter). */
-static inline __attribute__((always_inline)) void add_at(gm_dtype dt, void *plane, int64_t i, double v) {
-    pool_st(dt, plane, i, pool_ld(dt, plane, i) + v);
-}
-
 /* ---- max ------------------------------------------------------------------------------------------------ */
-
-/* Taps of a window along one axis: first, first + step, ... below end (first >= 0 already). The division is
- * skipped for step 1, the usual case: it is the costliest instruction of a small window. */
-static inline int64_t ntaps(int64_t first, int64_t end, int64_t step) {
-    if (first >= end) return 0;
-    return step == 1 ? end - first : (end - first + step - 1) / step;
-}
-
-/* The taps of output (oh, ow)'s window along one axis: the first inside [0, size) and how many there are. */
-static inline void max_taps(int64_t o, int64_t stride, int64_t pad, int64_t k, int64_t dil, int64_t size,
-                            int64_t *first, int64_t *count) {
-    int64_t a = o * stride - pad;
-    const int64_t end = imin(a + (k - 1) * dil + 1, size);
-    while (a < 0) a += dil;
-    *first = a;
-    *count = ntaps(a, end, dil);
-}
 
 /* The argmax of output (oh, ow)'s window in plane `base` of inp (its flat h*W + w, -1 for an empty window) and
  * the max in *best. Strictly greater keeps the first maximum; a NaN always wins (the last one), as in PyTorch.
@@ -61,8 +23,8 @@ static inline __attribute__((always_inline)) int64_t window_argmax(gm_dtype dt, 
                                                                    const pool2d_geom *g, int64_t base, int64_t oh,
                                                                    int64_t ow, double *best_out) {
     int64_t h0, nh, w0, nw;
-    max_taps(oh, g->sh, g->ph, g->kh, g->dh, g->H, &h0, &nh);
-    max_taps(ow, g->sw, g->pw, g->kw, g->dw, g->W, &w0, &nw);
+    pool_max_taps(oh, g->sh, g->ph, g->kh, g->dh, g->H, &h0, &nh);
+    pool_max_taps(ow, g->sw, g->pw, g->kw, g->dw, g->W, &w0, &nw);
     const int64_t step_h = g->dh * in[2], step_w = g->dw * in[3];
     double best = -INFINITY;
     int64_t arg = -1, row = base + h0 * in[2] + w0 * in[3], pos_row = h0 * g->W + w0;
@@ -101,8 +63,8 @@ static inline __attribute__((always_inline)) void maxpool_row(gm_dtype dt, void 
         /* Values only (inference): a plain running max compiles to maxsd, no unpredictable branch; a NaN
          * anywhere in the window makes the result NaN, as in PyTorch. */
         int64_t h0, nh, w0, nw;
-        max_taps(oh, g->sh, g->ph, g->kh, g->dh, g->H, &h0, &nh);
-        max_taps(ow, g->sw, g->pw, g->kw, g->dw, g->W, &w0, &nw);
+        pool_max_taps(oh, g->sh, g->ph, g->kh, g->dh, g->H, &h0, &nh);
+        pool_max_taps(ow, g->sw, g->pw, g->kw, g->dw, g->W, &w0, &nw);
         int64_t row = base + h0 * in[2] + w0 * in[3];
         int nan = 0;
         for (int64_t i = 0; i < nh; i++, row += g->dh * in[2]) {
@@ -119,9 +81,9 @@ static inline __attribute__((always_inline)) void maxpool_row(gm_dtype dt, void 
 
 int maxpool2d_forward(void *out, int64_t *indices, const void *inp, const int64_t in[4], gm_dtype dt,
                       const pool2d_geom *g, int nthreads) {
-    if (!geom_ok(g) || !gm_dtype_is_float(dt)) return GM_ERR_ARG;
+    if (!pool_geom_ok(g) || !gm_dtype_is_float(dt)) return GM_ERR_ARG;
     const int64_t rows = g->N * g->C * g->OH;
-    const int nt = team(nthreads, rows, rows * g->OW * g->kh * g->kw);
+    const int nt = pool_team(nthreads, rows, rows * g->OW * g->kh * g->kw);
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (int64_t r = 0; r < rows; r++) POOL_DISPATCH(dt, maxpool_row(DT, out, indices, inp, in, g, r));
     return GM_OK;
@@ -140,16 +102,16 @@ static inline __attribute__((always_inline)) int maxpool_plane_bwd(gm_dtype dt, 
             int64_t i = pi[oh * g->OW + ow];
             if (i == -1) continue; /* an empty window: nothing was read, nothing to send back */
             if (i < 0 || i >= HW) return GM_ERR_ARG;
-            add_at(dt, plane, i, pool_ld(dt, dout, obase + oh * ds[2] + ow * ds[3]));
+            pool_add_at(dt, plane, i, pool_ld(dt, dout, obase + oh * ds[2] + ow * ds[3]));
         }
     return GM_OK;
 }
 
 int maxpool2d_backward(void *dinp, const void *dout, const int64_t ds[4], const int64_t *indices, gm_dtype dt,
                        const pool2d_geom *g, int nthreads) {
-    if (!geom_ok(g) || !gm_dtype_is_float(dt)) return GM_ERR_ARG;
+    if (!pool_geom_ok(g) || !gm_dtype_is_float(dt)) return GM_ERR_ARG;
     const int64_t planes = g->N * g->C;
-    const int nt = team(nthreads, planes, planes * (g->H * g->W + g->OH * g->OW));
+    const int nt = pool_team(nthreads, planes, planes * (g->H * g->W + g->OH * g->OW));
     int status = GM_OK;
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (int64_t p = 0; p < planes; p++) {
@@ -176,35 +138,21 @@ static inline __attribute__((always_inline)) void maxpool_plane_bwd_input(gm_dty
         for (int64_t ow = 0; ow < g->OW; ow++) {
             double best;
             const int64_t i = window_argmax(dt, inp, in, g, ibase, oh, ow, &best);
-            if (i >= 0) add_at(dt, plane, i, pool_ld(dt, dout, obase + oh * ds[2] + ow * ds[3]));
+            if (i >= 0) pool_add_at(dt, plane, i, pool_ld(dt, dout, obase + oh * ds[2] + ow * ds[3]));
         }
 }
 
 int maxpool2d_backward_input(void *dinp, const void *dout, const int64_t ds[4], const void *inp,
                              const int64_t in[4], gm_dtype dt, const pool2d_geom *g, int nthreads) {
-    if (!geom_ok(g) || !gm_dtype_is_float(dt)) return GM_ERR_ARG;
+    if (!pool_geom_ok(g) || !gm_dtype_is_float(dt)) return GM_ERR_ARG;
     const int64_t planes = g->N * g->C;
-    const int nt = team(nthreads, planes, planes * (g->H * g->W + g->OH * g->OW * g->kh * g->kw));
+    const int nt = pool_team(nthreads, planes, planes * (g->H * g->W + g->OH * g->OW * g->kh * g->kw));
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (int64_t p = 0; p < planes; p++) POOL_DISPATCH(dt, maxpool_plane_bwd_input(DT, dinp, dout, ds, inp, in, g, p));
     return GM_OK;
 }
 
 /* ---- average --------------------------------------------------------------------------------------------- */
-
-/* Output (oh, ow)'s window clipped to the input, [*h0, *h1) x [*w0, *w1), and its divisor. */
-static inline void avg_window(const pool2d_geom *g, int64_t oh, int64_t ow, int cip, int64_t dov, int64_t *h0,
-                              int64_t *h1, int64_t *w0, int64_t *w1, double *div) {
-    int64_t a0 = oh * g->sh - g->ph, b0 = ow * g->sw - g->pw;
-    int64_t a1 = imin(a0 + g->kh, g->H + g->ph), b1 = imin(b0 + g->kw, g->W + g->pw);
-    const int64_t padded = (a1 - a0) * (b1 - b0);
-    a0 = imax(a0, 0);
-    b0 = imax(b0, 0);
-    a1 = imin(a1, g->H);
-    b1 = imin(b1, g->W);
-    *h0 = a0, *h1 = a1, *w0 = b0, *w1 = b1;
-    *div = (double)(dov > 0 ? dov : cip ? padded : (a1 - a0) * (b1 - b0));
-}
 
 static inline __attribute__((always_inline)) void avgpool_row(gm_dtype dt, void *out, const void *inp,
                                                               const int64_t in[4], const pool2d_geom *g, int cip,
@@ -214,7 +162,7 @@ static inline __attribute__((always_inline)) void avgpool_row(gm_dtype dt, void 
     for (int64_t ow = 0; ow < g->OW; ow++) {
         int64_t h0, h1, w0, w1;
         double div, sum = 0.0;
-        avg_window(g, oh, ow, cip, dov, &h0, &h1, &w0, &w1, &div);
+        pool_avg_window(g, oh, ow, cip, dov, &h0, &h1, &w0, &w1, &div);
         if (h0 >= h1 || w0 >= w1) { /* entirely in the padding: PyTorch writes 0 */
             pool_st(dt, out, r * g->OW + ow, 0.0);
             continue;
@@ -227,10 +175,10 @@ static inline __attribute__((always_inline)) void avgpool_row(gm_dtype dt, void 
 
 int avgpool2d_forward(void *out, const void *inp, const int64_t in[4], gm_dtype dt, const pool2d_geom *g,
                       int count_include_pad, int64_t divisor_override, int nthreads) {
-    if (!geom_ok(g) || g->dh != 1 || g->dw != 1 || divisor_override < 0 || !gm_dtype_is_float(dt))
+    if (!pool_geom_ok(g) || g->dh != 1 || g->dw != 1 || divisor_override < 0 || !gm_dtype_is_float(dt))
         return GM_ERR_ARG;
     const int64_t rows = g->N * g->C * g->OH;
-    const int nt = team(nthreads, rows, rows * g->OW * g->kh * g->kw);
+    const int nt = pool_team(nthreads, rows, rows * g->OW * g->kh * g->kw);
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (int64_t r = 0; r < rows; r++)
         POOL_DISPATCH(dt, avgpool_row(DT, out, inp, in, g, count_include_pad, divisor_override, r));
@@ -248,19 +196,19 @@ static inline __attribute__((always_inline)) void avgpool_plane_bwd(gm_dtype dt,
         for (int64_t ow = 0; ow < g->OW; ow++) {
             int64_t h0, h1, w0, w1;
             double div;
-            avg_window(g, oh, ow, cip, dov, &h0, &h1, &w0, &w1, &div);
+            pool_avg_window(g, oh, ow, cip, dov, &h0, &h1, &w0, &w1, &div);
             const double v = pool_ld(dt, dout, obase + oh * ds[2] + ow * ds[3]) / div;
             for (int64_t h = h0; h < h1; h++)
-                for (int64_t w = w0; w < w1; w++) add_at(dt, plane, h * g->W + w, v);
+                for (int64_t w = w0; w < w1; w++) pool_add_at(dt, plane, h * g->W + w, v);
         }
 }
 
 int avgpool2d_backward(void *dinp, const void *dout, const int64_t ds[4], gm_dtype dt, const pool2d_geom *g,
                        int count_include_pad, int64_t divisor_override, int nthreads) {
-    if (!geom_ok(g) || g->dh != 1 || g->dw != 1 || divisor_override < 0 || !gm_dtype_is_float(dt))
+    if (!pool_geom_ok(g) || g->dh != 1 || g->dw != 1 || divisor_override < 0 || !gm_dtype_is_float(dt))
         return GM_ERR_ARG;
     const int64_t planes = g->N * g->C;
-    const int nt = team(nthreads, planes, planes * (g->H * g->W + g->OH * g->OW * g->kh * g->kw));
+    const int nt = pool_team(nthreads, planes, planes * (g->H * g->W + g->OH * g->OW * g->kh * g->kw));
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (int64_t p = 0; p < planes; p++)
         POOL_DISPATCH(dt, avgpool_plane_bwd(DT, dinp, dout, ds, g, count_include_pad, divisor_override, p));
@@ -269,19 +217,14 @@ int avgpool2d_backward(void *dinp, const void *dout, const int64_t ds[4], gm_dty
 
 /* ---- adaptive average ------------------------------------------------------------------------------------- */
 
-/* floor(a * c / b) and ceil((a + 1) * c / b), PyTorch's start_index / end_index (sizes are far below 2^31, so
- * the products cannot overflow). */
-static inline int64_t start_index(int64_t a, int64_t b, int64_t c) { return (a / b) * c + ((a % b) * c) / b; }
-static inline int64_t end_index(int64_t a, int64_t b, int64_t c) { return 1 + ((a + 1) * c - 1) / b; }
-
 static inline __attribute__((always_inline)) void adaptive_row(gm_dtype dt, void *out, const void *inp,
                                                                const int64_t in[4], const pool2d_geom *g,
                                                                int64_t r) {
     const int64_t oh = r % g->OH, nc = r / g->OH, n = nc / g->C, c = nc % g->C;
     const int64_t base = n * in[0] + c * in[1];
-    const int64_t h0 = start_index(oh, g->OH, g->H), h1 = end_index(oh, g->OH, g->H);
+    const int64_t h0 = pool_start_index(oh, g->OH, g->H), h1 = pool_end_index(oh, g->OH, g->H);
     for (int64_t ow = 0; ow < g->OW; ow++) {
-        const int64_t w0 = start_index(ow, g->OW, g->W), w1 = end_index(ow, g->OW, g->W);
+        const int64_t w0 = pool_start_index(ow, g->OW, g->W), w1 = pool_end_index(ow, g->OW, g->W);
         double sum = 0.0;
         for (int64_t h = h0; h < h1; h++)
             for (int64_t w = w0; w < w1; w++) sum += pool_ld(dt, inp, base + h * in[2] + w * in[3]);
@@ -291,12 +234,11 @@ static inline __attribute__((always_inline)) void adaptive_row(gm_dtype dt, void
 
 int adaptive_avgpool2d_forward(void *out, const void *inp, const int64_t in[4], gm_dtype dt,
                                const pool2d_geom *g, int nthreads) {
-    if (g->N < 0 || g->C < 0 || g->H <= 0 || g->W <= 0 || g->OH < 0 || g->OW < 0 || !gm_dtype_is_float(dt))
-        return GM_ERR_ARG;
+    if (!pool_adaptive_ok(g) || !gm_dtype_is_float(dt)) return GM_ERR_ARG;
     const int64_t rows = g->N * g->C * g->OH;
     /* every output reads about (H/OH + 1) x (W/OW + 1) inputs */
     const int64_t work = g->N * g->C * (g->H + g->OH) * (g->W + g->OW);
-    const int nt = team(nthreads, rows, work);
+    const int nt = pool_team(nthreads, rows, work);
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (int64_t r = 0; r < rows; r++) POOL_DISPATCH(dt, adaptive_row(DT, out, inp, in, g, r));
     return GM_OK;
@@ -310,22 +252,21 @@ static inline __attribute__((always_inline)) void adaptive_plane_bwd(gm_dtype dt
     char *plane = (char *)dinp + p * HW * (int64_t)gm_dtype_size(dt);
     zero(plane, dt, HW);
     for (int64_t oh = 0; oh < g->OH; oh++) {
-        const int64_t h0 = start_index(oh, g->OH, g->H), h1 = end_index(oh, g->OH, g->H);
+        const int64_t h0 = pool_start_index(oh, g->OH, g->H), h1 = pool_end_index(oh, g->OH, g->H);
         for (int64_t ow = 0; ow < g->OW; ow++) {
-            const int64_t w0 = start_index(ow, g->OW, g->W), w1 = end_index(ow, g->OW, g->W);
+            const int64_t w0 = pool_start_index(ow, g->OW, g->W), w1 = pool_end_index(ow, g->OW, g->W);
             const double v = pool_ld(dt, dout, obase + oh * ds[2] + ow * ds[3]) / (double)((h1 - h0) * (w1 - w0));
             for (int64_t h = h0; h < h1; h++)
-                for (int64_t w = w0; w < w1; w++) add_at(dt, plane, h * g->W + w, v);
+                for (int64_t w = w0; w < w1; w++) pool_add_at(dt, plane, h * g->W + w, v);
         }
     }
 }
 
 int adaptive_avgpool2d_backward(void *dinp, const void *dout, const int64_t ds[4], gm_dtype dt,
                                 const pool2d_geom *g, int nthreads) {
-    if (g->N < 0 || g->C < 0 || g->H <= 0 || g->W <= 0 || g->OH < 0 || g->OW < 0 || !gm_dtype_is_float(dt))
-        return GM_ERR_ARG;
+    if (!pool_adaptive_ok(g) || !gm_dtype_is_float(dt)) return GM_ERR_ARG;
     const int64_t planes = g->N * g->C;
-    const int nt = team(nthreads, planes, planes * (g->H + g->OH) * (g->W + g->OW));
+    const int nt = pool_team(nthreads, planes, planes * (g->H + g->OH) * (g->W + g->OW));
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (int64_t p = 0; p < planes; p++) POOL_DISPATCH(dt, adaptive_plane_bwd(DT, dinp, dout, ds, g, p));
     return GM_OK;

@@ -78,6 +78,21 @@ static inline __attribute__((always_inline)) void pool_st(gm_dtype dt, void *p, 
     }
 }
 
+/* plane[i] += v, rounded to dt as a stored element is: the backward scatters. */
+static inline __attribute__((always_inline)) void pool_add_at(gm_dtype dt, void *plane, int64_t i, double v) {
+    pool_st(dt, plane, i, pool_ld(dt, plane, i) + v);
+}
+
+/* Below this many elements visited in total, a parallel region costs more than it saves. */
+#define POOL_PARALLEL_GRAIN 32768
+
+/* Team size for a loop over `items` that visits `work` elements: one thread unless there is enough work, never
+ * more threads than items. */
+static inline int pool_team(int nthreads, int64_t items, int64_t work) {
+    if (nthreads < 1 || work < POOL_PARALLEL_GRAIN) return 1;
+    return items < nthreads ? (int)(items > 0 ? items : 1) : nthreads;
+}
+
 /* Run STMT with the constant DT equal to dt (a float dtype); other dtypes leave STMT unrun. */
 #define POOL_DISPATCH(dt, STMT)                                                                              \
     switch (dt) {                                                                                            \

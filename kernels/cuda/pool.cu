@@ -11,20 +11,10 @@
  * The flat index of a thread is split into (n, c, y, x) with 32-bit divisions when the tensor has fewer than
  * 2^31 elements (template parameter I), 64-bit otherwise. */
 #include "pool.h"
+#include "../cpu/pool_window.h"
 #include "pool_common.cuh"
 
 #include <math.h>
-
-/* Taps along one axis of output o's max-pool window: the first tap inside [0, size) and how many there are
- * (PyTorch's arithmetic, kernels/cpu/pool.c maxpool_row). */
-__host__ __device__ __forceinline__ void max_taps(int64_t o, int64_t stride, int64_t pad, int64_t k, int64_t dil,
-                                                  int64_t size, int64_t *first, int64_t *count) {
-    int64_t a = o * stride - pad;
-    const int64_t end = gm_cu_min<int64_t>(a + (k - 1) * dil + 1, size);
-    while (a < 0) a += dil;
-    *first = a;
-    *count = a >= end ? 0 : dil == 1 ? end - a : (end - a + dil - 1) / dil;
-}
 
 /* ---- max ------------------------------------------------------------------------------------------------ */
 /* The argmax of output (oh, ow)'s window in plane `base` of inp (its flat h*W + w, -1 for an empty window) and
@@ -34,8 +24,8 @@ template <int DT>
 __device__ __forceinline__ int64_t window_argmax(const void *inp, const gm_pl_st4 &in, const pool2d_geom &g,
                                                  int64_t base, int64_t oh, int64_t ow, double *best_out) {
     int64_t h0, nh, w0, nw;
-    max_taps(oh, g.sh, g.ph, g.kh, g.dh, g.H, &h0, &nh);
-    max_taps(ow, g.sw, g.pw, g.kw, g.dw, g.W, &w0, &nw);
+    pool_max_taps(oh, g.sh, g.ph, g.kh, g.dh, g.H, &h0, &nh);
+    pool_max_taps(ow, g.sw, g.pw, g.kw, g.dw, g.W, &w0, &nw);
     const int64_t step_h = g.dh * in.s[2], step_w = g.dw * in.s[3];
     double best = -INFINITY;
     int64_t arg = -1, row = base + h0 * in.s[2] + w0 * in.s[3], pos_row = h0 * g.W + w0;
@@ -56,8 +46,7 @@ __device__ __forceinline__ int64_t window_argmax(const void *inp, const gm_pl_st
 template <int DT, typename I>
 __global__ void maxpool_fwd(void *out, int64_t *ind, const void *inp, gm_pl_st4 in, pool2d_geom g, int64_t total) {
     GM_CU_GRID_STRIDE(i, total) {
-        const I ii = (I)i, OW = (I)g.OW, OH = (I)g.OH, C = (I)g.C;
-        const I ow = ii % OW, r = ii / OW, oh = r % OH, nc = r / OH, n = nc / C, c = nc - n * C;
+        const auto [n, c, oh, ow] = gm_pl_split<I>(i, g.C, g.OH, g.OW);
         const int64_t base = (int64_t)n * in.s[0] + (int64_t)c * in.s[1];
         double best = -INFINITY;
         if (ind) {
@@ -67,8 +56,8 @@ __global__ void maxpool_fwd(void *out, int64_t *ind, const void *inp, gm_pl_st4 
         }
         /* values only: a NaN anywhere makes the result NaN */
         int64_t h0, nh, w0, nw;
-        max_taps(oh, g.sh, g.ph, g.kh, g.dh, g.H, &h0, &nh);
-        max_taps(ow, g.sw, g.pw, g.kw, g.dw, g.W, &w0, &nw);
+        pool_max_taps(oh, g.sh, g.ph, g.kh, g.dh, g.H, &h0, &nh);
+        pool_max_taps(ow, g.sw, g.pw, g.kw, g.dw, g.W, &w0, &nw);
         int64_t row = base + h0 * in.s[2] + w0 * in.s[3];
         int nan = 0;
         for (int64_t a = 0; a < nh; a++, row += g.dh * in.s[2]) {
@@ -96,13 +85,12 @@ template <int DT, typename I>
 __global__ void maxpool_bwd(void *dinp, const void *dout, gm_pl_st4 ds, const int64_t *ind, const void *inp,
                             gm_pl_st4 in, pool2d_geom g, int64_t total) {
     GM_CU_GRID_STRIDE(i, total) {
-        const I ii = (I)i, W = (I)g.W, H = (I)g.H, C = (I)g.C;
-        const I w = ii % W, r = ii / W, h = r % H, nc = r / H, n = nc / C, c = nc - n * C;
+        const auto [n, c, h, w] = gm_pl_split<I>(i, g.C, g.H, g.W);
         int64_t oh0, oh1, ow0, ow1;
         covering(h, g.sh, g.ph, g.kh, g.dh, g.OH, &oh0, &oh1);
         covering(w, g.sw, g.pw, g.kw, g.dw, g.OW, &ow0, &ow1);
         const int64_t pos = (int64_t)h * g.W + w, obase = (int64_t)n * ds.s[0] + (int64_t)c * ds.s[1];
-        const int64_t *pi = ind ? ind + (int64_t)nc * g.OH * g.OW : NULL;
+        const int64_t *pi = ind ? ind + ((int64_t)n * g.C + c) * g.OH * g.OW : NULL;
         const int64_t ibase = (int64_t)n * in.s[0] + (int64_t)c * in.s[1];
         double acc = 0.0, best;
         for (int64_t oh = oh0; oh <= oh1; oh++) {
@@ -142,31 +130,15 @@ __global__ void maxpool_bwd_planes(void *dinp, const void *dout, gm_pl_st4 ds, c
 }
 
 /* ---- average --------------------------------------------------------------------------------------------- */
-/* Output (oh, ow)'s window clipped to the input and its divisor (kernels/cpu/pool.c avg_window). */
-__host__ __device__ __forceinline__ void avg_window(const pool2d_geom &g, int64_t oh, int64_t ow, int cip,
-                                                    int64_t dov, int64_t *h0, int64_t *h1, int64_t *w0,
-                                                    int64_t *w1, double *div) {
-    int64_t a0 = oh * g.sh - g.ph, b0 = ow * g.sw - g.pw;
-    int64_t a1 = gm_cu_min<int64_t>(a0 + g.kh, g.H + g.ph), b1 = gm_cu_min<int64_t>(b0 + g.kw, g.W + g.pw);
-    const int64_t padded = (a1 - a0) * (b1 - b0);
-    a0 = gm_cu_max<int64_t>(a0, 0);
-    b0 = gm_cu_max<int64_t>(b0, 0);
-    a1 = gm_cu_min<int64_t>(a1, g.H);
-    b1 = gm_cu_min<int64_t>(b1, g.W);
-    *h0 = a0, *h1 = a1, *w0 = b0, *w1 = b1;
-    *div = (double)(dov > 0 ? dov : cip ? padded : (a1 - a0) * (b1 - b0));
-}
-
 template <int DT, typename I>
 __global__ void avgpool_fwd(void *out, const void *inp, gm_pl_st4 in, pool2d_geom g, int cip, int64_t dov,
                             int64_t total) {
     GM_CU_GRID_STRIDE(i, total) {
-        const I ii = (I)i, OW = (I)g.OW, OH = (I)g.OH, C = (I)g.C;
-        const I ow = ii % OW, r = ii / OW, oh = r % OH, nc = r / OH, n = nc / C, c = nc - n * C;
+        const auto [n, c, oh, ow] = gm_pl_split<I>(i, g.C, g.OH, g.OW);
         const int64_t base = (int64_t)n * in.s[0] + (int64_t)c * in.s[1];
         int64_t h0, h1, w0, w1;
         double div, sum = 0.0;
-        avg_window(g, oh, ow, cip, dov, &h0, &h1, &w0, &w1, &div);
+        pool_avg_window(&g, oh, ow, cip, dov, &h0, &h1, &w0, &w1, &div);
         if (h0 >= h1 || w0 >= w1) { /* entirely in the padding: 0, as PyTorch */
             gm_pl_st<DT>(out, i, 0.0);
             continue;
@@ -181,8 +153,7 @@ template <int DT, typename I>
 __global__ void avgpool_bwd(void *dinp, const void *dout, gm_pl_st4 ds, pool2d_geom g, int cip, int64_t dov,
                             int64_t total) {
     GM_CU_GRID_STRIDE(i, total) {
-        const I ii = (I)i, W = (I)g.W, H = (I)g.H, C = (I)g.C;
-        const I w = ii % W, r = ii / W, h = r % H, nc = r / H, n = nc / C, c = nc - n * C;
+        const auto [n, c, h, w] = gm_pl_split<I>(i, g.C, g.H, g.W);
         /* output o's window (before clipping) is [o * stride - pad, + k): it covers x for these o */
         const int64_t oh0 = gm_cu_max<int64_t>(0, -gm_pl_floor_div(-(h + g.ph - g.kh + 1), g.sh));
         const int64_t oh1 = gm_cu_min<int64_t>(g.OH - 1, gm_pl_floor_div(h + g.ph, g.sh));
@@ -194,7 +165,7 @@ __global__ void avgpool_bwd(void *dinp, const void *dout, gm_pl_st4 ds, pool2d_g
             for (int64_t ow = ow0; ow <= ow1; ow++) {
                 int64_t a0, a1, b0, b1;
                 double div;
-                avg_window(g, oh, ow, cip, dov, &a0, &a1, &b0, &b1, &div);
+                pool_avg_window(&g, oh, ow, cip, dov, &a0, &a1, &b0, &b1, &div);
                 if (h < a0 || h >= a1 || w < b0 || w >= b1) continue;
                 acc = gm_pl_round<DT>(acc + gm_pl_ld<DT>(dout, obase + oh * ds.s[2] + ow * ds.s[3]) / div);
             }
@@ -203,22 +174,13 @@ __global__ void avgpool_bwd(void *dinp, const void *dout, gm_pl_st4 ds, pool2d_g
 }
 
 /* ---- adaptive average ------------------------------------------------------------------------------------- */
-/* floor(a * c / b) and ceil((a + 1) * c / b): PyTorch's start_index / end_index. */
-__host__ __device__ __forceinline__ int64_t start_index(int64_t a, int64_t b, int64_t c) {
-    return (a / b) * c + ((a % b) * c) / b;
-}
-__host__ __device__ __forceinline__ int64_t end_index(int64_t a, int64_t b, int64_t c) {
-    return 1 + ((a + 1) * c - 1) / b;
-}
-
 template <int DT, typename I>
 __global__ void adaptive_fwd(void *out, const void *inp, gm_pl_st4 in, pool2d_geom g, int64_t total) {
     GM_CU_GRID_STRIDE(i, total) {
-        const I ii = (I)i, OW = (I)g.OW, OH = (I)g.OH, C = (I)g.C;
-        const I ow = ii % OW, r = ii / OW, oh = r % OH, nc = r / OH, n = nc / C, c = nc - n * C;
+        const auto [n, c, oh, ow] = gm_pl_split<I>(i, g.C, g.OH, g.OW);
         const int64_t base = (int64_t)n * in.s[0] + (int64_t)c * in.s[1];
-        const int64_t h0 = start_index(oh, g.OH, g.H), h1 = end_index(oh, g.OH, g.H);
-        const int64_t w0 = start_index(ow, g.OW, g.W), w1 = end_index(ow, g.OW, g.W);
+        const int64_t h0 = pool_start_index(oh, g.OH, g.H), h1 = pool_end_index(oh, g.OH, g.H);
+        const int64_t w0 = pool_start_index(ow, g.OW, g.W), w1 = pool_end_index(ow, g.OW, g.W);
         double sum = 0.0;
         for (int64_t h = h0; h < h1; h++)
             for (int64_t w = w0; w < w1; w++) sum += gm_pl_ld<DT>(inp, base + h * in.s[2] + w * in.s[3]);
@@ -237,18 +199,17 @@ __host__ __device__ __forceinline__ void adaptive_covering(int64_t x, int64_t n,
 template <int DT, typename I>
 __global__ void adaptive_bwd(void *dinp, const void *dout, gm_pl_st4 ds, pool2d_geom g, int64_t total) {
     GM_CU_GRID_STRIDE(i, total) {
-        const I ii = (I)i, W = (I)g.W, H = (I)g.H, C = (I)g.C;
-        const I w = ii % W, r = ii / W, h = r % H, nc = r / H, n = nc / C, c = nc - n * C;
+        const auto [n, c, h, w] = gm_pl_split<I>(i, g.C, g.H, g.W);
         int64_t oh0, oh1, ow0, ow1;
         adaptive_covering(h, g.OH, g.H, &oh0, &oh1);
         adaptive_covering(w, g.OW, g.W, &ow0, &ow1);
         const int64_t obase = (int64_t)n * ds.s[0] + (int64_t)c * ds.s[1];
         double acc = 0.0;
         for (int64_t oh = oh0; oh <= oh1; oh++) {
-            const int64_t a0 = start_index(oh, g.OH, g.H), a1 = end_index(oh, g.OH, g.H);
+            const int64_t a0 = pool_start_index(oh, g.OH, g.H), a1 = pool_end_index(oh, g.OH, g.H);
             if (h < a0 || h >= a1) continue;
             for (int64_t ow = ow0; ow <= ow1; ow++) {
-                const int64_t b0 = start_index(ow, g.OW, g.W), b1 = end_index(ow, g.OW, g.W);
+                const int64_t b0 = pool_start_index(ow, g.OW, g.W), b1 = pool_end_index(ow, g.OW, g.W);
                 if (w < b0 || w >= b1) continue;
                 const double div = (double)((a1 - a0) * (b1 - b0));
                 const double v = gm_pl_ld<DT>(dout, obase + oh * ds.s[2] + ow * ds.s[3]) / div;
@@ -260,57 +221,21 @@ __global__ void adaptive_bwd(void *dinp, const void *dout, gm_pl_st4 ds, pool2d_
 }
 
 /* ---- entry points ------------------------------------------------------------------------------------------ */
-static int geom_ok(const pool2d_geom *g) {
-    return g && g->N >= 0 && g->C >= 0 && g->H >= 0 && g->W >= 0 && g->OH >= 0 && g->OW >= 0 && g->kh > 0 &&
-           g->kw > 0 && g->sh > 0 && g->sw > 0 && g->ph >= 0 && g->pw >= 0 && g->dh > 0 && g->dw > 0;
-}
-
-static int adaptive_ok(const pool2d_geom *g) {
-    return g && g->N >= 0 && g->C >= 0 && g->H > 0 && g->W > 0 && g->OH >= 0 && g->OW >= 0;
-}
-
-/* Launch KERNEL<DT, I>(args..., total) over `total` threads, I = 32-bit when the index fits. */
-#define POOL_LAUNCH(KERNEL, total, ...)                                                                      \
-    do {                                                                                                     \
-        if ((total) <= 0) break;                                                                             \
-        const unsigned nb_ = gm_cu_blocks((total), ctx);                                                     \
-        if (gm_pl_fits32(total)) {                                                                           \
-            auto *k_ = &KERNEL<DT, uint32_t>;                                                                \
-            GM_LAUNCH(k_, nb_, GM_CU_THREADS, ctx, __VA_ARGS__, (int64_t)(total));                           \
-        } else {                                                                                             \
-            auto *k_ = &KERNEL<DT, int64_t>;                                                                 \
-            GM_LAUNCH(k_, nb_, GM_CU_THREADS, ctx, __VA_ARGS__, (int64_t)(total));                           \
-        }                                                                                                    \
-    } while (0)
-
-template <int DT>
-static void launch_maxpool_fwd(void *out, int64_t *ind, const void *inp, gm_pl_st4 in, const pool2d_geom *g,
-                               gm_cuda_ctx *ctx) {
-    const int64_t total = g->N * g->C * g->OH * g->OW;
-    POOL_LAUNCH(maxpool_fwd, total, out, ind, inp, in, *g);
-}
-
 extern "C" int cuda_maxpool2d_forward(void *out, int64_t *indices, const void *inp, const int64_t in[4],
                                       gm_dtype dt, const pool2d_geom *g, gm_cuda_ctx *ctx) {
-    if (!geom_ok(g)) return GM_ERR_ARG;
-    const gm_pl_st4 s = gm_pl_st4_of(in);
-#define CALL(DT) launch_maxpool_fwd<DT>(out, indices, inp, s, g, ctx)
-    GM_CU_SWITCH_FLOAT(dt, CALL);
-#undef CALL
-    GM_CU_LAUNCHED(ctx);
-    return GM_OK;
+    if (!g || !pool_geom_ok(g)) return GM_ERR_ARG;
+    GM_PL_LAUNCH_AND_RETURN(maxpool_fwd, dt, g->N * g->C * g->OH * g->OW, ctx, out, indices, inp, gm_pl_st4_of(in),
+                            *g);
 }
 
-template <int DT>
-static void launch_maxpool_bwd(void *dinp, const void *dout, gm_pl_st4 ds, const int64_t *ind, const void *inp,
-                               gm_pl_st4 in, const pool2d_geom *g, gm_cuda_ctx *ctx) {
-    if (g->kh > 0) {
-        const int64_t total = g->N * g->C * g->H * g->W;
-        POOL_LAUNCH(maxpool_bwd, total, dinp, dout, ds, ind, inp, in, *g);
-    } else {
-        const int64_t total = g->N * g->C;
-        POOL_LAUNCH(maxpool_bwd_planes, total, dinp, dout, ds, ind, *g);
-    }
+/* What both backward entry points launch: the gather (g->kh > 0; from ind, or with ind NULL from the argmax found
+ * again in inp) or the plane-wise scatter of a window-less call (g->kh == 0). */
+static int launch_maxpool_bwd(void *dinp, const void *dout, const int64_t ds[4], const int64_t *ind,
+                              const void *inp, gm_pl_st4 in, gm_dtype dt, const pool2d_geom *g, gm_cuda_ctx *ctx) {
+    const gm_pl_st4 s = gm_pl_st4_of(ds);
+    if (g->kh > 0)
+        GM_PL_LAUNCH_AND_RETURN(maxpool_bwd, dt, g->N * g->C * g->H * g->W, ctx, dinp, dout, s, ind, inp, in, *g);
+    GM_PL_LAUNCH_AND_RETURN(maxpool_bwd_planes, dt, g->N * g->C, ctx, dinp, dout, s, ind, *g);
 }
 
 extern "C" int cuda_maxpool2d_backward(void *dinp, const void *dout, const int64_t ds[4], const int64_t *indices,
@@ -319,102 +244,48 @@ extern "C" int cuda_maxpool2d_backward(void *dinp, const void *dout, const int64
     pool2d_geom k = *g;
     const int window = k.kh > 0 || k.kw > 0;
     if (!window) k.kh = k.kw = 1; /* for the checks only */
-    if (!geom_ok(&k)) return GM_ERR_ARG;
+    if (!pool_geom_ok(&k)) return GM_ERR_ARG;
     if (!window) {
         k.kh = 0;
         const size_t nbytes = (size_t)(k.N * k.C * k.H * k.W) * gm_dtype_size(dt);
         if (nbytes) GM_CU_CHECK(ctx, cudaMemsetAsync(dinp, 0, nbytes, (cudaStream_t)ctx->stream));
     }
-    const gm_pl_st4 s = gm_pl_st4_of(ds);
     const gm_pl_st4 none = {{0, 0, 0, 0}};
-#define CALL(DT) launch_maxpool_bwd<DT>(dinp, dout, s, indices, NULL, none, &k, ctx)
-    GM_CU_SWITCH_FLOAT(dt, CALL);
-#undef CALL
-    GM_CU_LAUNCHED(ctx);
-    return GM_OK;
+    return launch_maxpool_bwd(dinp, dout, ds, indices, NULL, none, dt, &k, ctx);
 }
 
 extern "C" int cuda_maxpool2d_backward_input(void *dinp, const void *dout, const int64_t ds[4], const void *inp,
                                              const int64_t in[4], gm_dtype dt, const pool2d_geom *g,
                                              gm_cuda_ctx *ctx) {
-    if (!geom_ok(g) || !gm_dtype_is_float(dt)) return GM_ERR_ARG;
-    const gm_pl_st4 s = gm_pl_st4_of(ds), si = gm_pl_st4_of(in);
-#define CALL(DT) launch_maxpool_bwd<DT>(dinp, dout, s, NULL, inp, si, g, ctx)
-    GM_CU_SWITCH_FLOAT(dt, CALL);
-#undef CALL
-    GM_CU_LAUNCHED(ctx);
-    return GM_OK;
-}
-
-template <int DT>
-static void launch_avgpool_fwd(void *out, const void *inp, gm_pl_st4 in, const pool2d_geom *g, int cip, int64_t dov,
-                               gm_cuda_ctx *ctx) {
-    const int64_t total = g->N * g->C * g->OH * g->OW;
-    POOL_LAUNCH(avgpool_fwd, total, out, inp, in, *g, cip, dov);
+    if (!g || !pool_geom_ok(g) || !gm_dtype_is_float(dt)) return GM_ERR_ARG;
+    return launch_maxpool_bwd(dinp, dout, ds, NULL, inp, gm_pl_st4_of(in), dt, g, ctx);
 }
 
 extern "C" int cuda_avgpool2d_forward(void *out, const void *inp, const int64_t in[4], gm_dtype dt,
                                       const pool2d_geom *g, int count_include_pad, int64_t divisor_override,
                                       gm_cuda_ctx *ctx) {
-    if (!geom_ok(g) || g->dh != 1 || g->dw != 1 || divisor_override < 0) return GM_ERR_ARG;
-    const gm_pl_st4 s = gm_pl_st4_of(in);
-#define CALL(DT) launch_avgpool_fwd<DT>(out, inp, s, g, count_include_pad, divisor_override, ctx)
-    GM_CU_SWITCH_FLOAT(dt, CALL);
-#undef CALL
-    GM_CU_LAUNCHED(ctx);
-    return GM_OK;
-}
-
-template <int DT>
-static void launch_avgpool_bwd(void *dinp, const void *dout, gm_pl_st4 ds, const pool2d_geom *g, int cip,
-                               int64_t dov, gm_cuda_ctx *ctx) {
-    const int64_t total = g->N * g->C * g->H * g->W;
-    POOL_LAUNCH(avgpool_bwd, total, dinp, dout, ds, *g, cip, dov);
+    if (!g || !pool_geom_ok(g) || g->dh != 1 || g->dw != 1 || divisor_override < 0) return GM_ERR_ARG;
+    GM_PL_LAUNCH_AND_RETURN(avgpool_fwd, dt, g->N * g->C * g->OH * g->OW, ctx, out, inp, gm_pl_st4_of(in), *g,
+                            count_include_pad, divisor_override);
 }
 
 extern "C" int cuda_avgpool2d_backward(void *dinp, const void *dout, const int64_t ds[4], gm_dtype dt,
                                        const pool2d_geom *g, int count_include_pad, int64_t divisor_override,
                                        gm_cuda_ctx *ctx) {
-    if (!geom_ok(g) || g->dh != 1 || g->dw != 1 || divisor_override < 0) return GM_ERR_ARG;
-    const gm_pl_st4 s = gm_pl_st4_of(ds);
-#define CALL(DT) launch_avgpool_bwd<DT>(dinp, dout, s, g, count_include_pad, divisor_override, ctx)
-    GM_CU_SWITCH_FLOAT(dt, CALL);
-#undef CALL
-    GM_CU_LAUNCHED(ctx);
-    return GM_OK;
-}
-
-template <int DT>
-static void launch_adaptive_fwd(void *out, const void *inp, gm_pl_st4 in, const pool2d_geom *g, gm_cuda_ctx *ctx) {
-    const int64_t total = g->N * g->C * g->OH * g->OW;
-    POOL_LAUNCH(adaptive_fwd, total, out, inp, in, *g);
+    if (!g || !pool_geom_ok(g) || g->dh != 1 || g->dw != 1 || divisor_override < 0) return GM_ERR_ARG;
+    GM_PL_LAUNCH_AND_RETURN(avgpool_bwd, dt, g->N * g->C * g->H * g->W, ctx, dinp, dout, gm_pl_st4_of(ds), *g,
+                            count_include_pad, divisor_override);
 }
 
 extern "C" int cuda_adaptive_avgpool2d_forward(void *out, const void *inp, const int64_t in[4], gm_dtype dt,
                                                const pool2d_geom *g, gm_cuda_ctx *ctx) {
-    if (!adaptive_ok(g)) return GM_ERR_ARG;
-    const gm_pl_st4 s = gm_pl_st4_of(in);
-#define CALL(DT) launch_adaptive_fwd<DT>(out, inp, s, g, ctx)
-    GM_CU_SWITCH_FLOAT(dt, CALL);
-#undef CALL
-    GM_CU_LAUNCHED(ctx);
-    return GM_OK;
-}
-
-template <int DT>
-static void launch_adaptive_bwd(void *dinp, const void *dout, gm_pl_st4 ds, const pool2d_geom *g, gm_cuda_ctx *ctx) {
-    const int64_t total = g->N * g->C * g->H * g->W;
-    /* every output has a non-empty window, so OH or OW 0 means no output: the gradient is 0 */
-    POOL_LAUNCH(adaptive_bwd, total, dinp, dout, ds, *g);
+    if (!g || !pool_adaptive_ok(g)) return GM_ERR_ARG;
+    GM_PL_LAUNCH_AND_RETURN(adaptive_fwd, dt, g->N * g->C * g->OH * g->OW, ctx, out, inp, gm_pl_st4_of(in), *g);
 }
 
 extern "C" int cuda_adaptive_avgpool2d_backward(void *dinp, const void *dout, const int64_t ds[4], gm_dtype dt,
                                                 const pool2d_geom *g, gm_cuda_ctx *ctx) {
-    if (!adaptive_ok(g)) return GM_ERR_ARG;
-    const gm_pl_st4 s = gm_pl_st4_of(ds);
-#define CALL(DT) launch_adaptive_bwd<DT>(dinp, dout, s, g, ctx)
-    GM_CU_SWITCH_FLOAT(dt, CALL);
-#undef CALL
-    GM_CU_LAUNCHED(ctx);
-    return GM_OK;
+    if (!g || !pool_adaptive_ok(g)) return GM_ERR_ARG;
+    /* every output has a non-empty window, so OH or OW 0 means no output: the gradient is 0 */
+    GM_PL_LAUNCH_AND_RETURN(adaptive_bwd, dt, g->N * g->C * g->H * g->W, ctx, dinp, dout, gm_pl_st4_of(ds), *g);
 }

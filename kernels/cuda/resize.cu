@@ -1,107 +1,27 @@
 /* kernels/cuda/resize.cu — nearest / nearest-exact / bilinear resizing on CUDA, forward and backward (resize.h).
  *
- * Forward: one thread per output element; its row and column taps are computed by axis_tap, a line-for-line
- * port of kernels/cpu/resize.c's (PyTorch's source-index formulas in PyTorch's precision), so the same source
+ * Forward: one thread per output element; its row and column taps come from resize_axis_tap, the CPU's own code
+ * (kernels/cpu/resize_taps.h: PyTorch's source-index formulas in PyTorch's precision), so the same source
  * pixels and weights come out, and the bilinear blend is the CPU's expression in double with every product
- * rounded before it is added (gm_pl_mul: nvcc would otherwise fuse them into fma).
+ * rounded before it is added (resize_mul: nvcc would otherwise fuse them into fma).
  * Backward: one thread per input element. The taps are monotone in the output index, so the outputs reading
  * input row h form one range [lo, hi] (two binary searches), likewise for columns. The thread adds their
  * contributions in the CPU scatter's order — column blocks of RESIZE_COLS, then output rows, then columns, then
  * the four corners — rounding after each addition: bit-identical to the CPU, deterministic, no atomics. */
 #include "resize.h"
+#include "../cpu/resize_taps.h"
 #include "pool_common.cuh"
 
 /* Must equal RESIZE_COLS in kernels/cpu/resize.c: the CPU backward walks output columns in blocks of this many,
  * and the order of additions decides the rounding. */
 #define GM_RESIZE_CPU_COLS 256
 
-struct rz_tap {
-    int64_t i0, i1;
-    double l0, l1;
-};
-
-struct rz_axis {
-    int64_t in, out;
-    int mode, align, f64, is_1d;
-    float rf;
-    double rd;
-};
-
-/* kernels/cpu/resize.c make_axis, on the host. */
-static rz_axis make_axis(int64_t in, int64_t out, double scale, const resize2d_geom *g, int f64) {
-    rz_axis a = {in, out, g->mode, g->mode == RESIZE_BILINEAR && g->align_corners, f64, g->is_1d, 0.0f, 0.0};
-    if (a.align) {
-        a.rf = out > 1 ? (float)(in - 1) / (float)(out - 1) : 0.0f;
-        a.rd = out > 1 ? (double)(in - 1) / (double)(out - 1) : 0.0;
-    } else {
-        a.rf = scale > 0 ? (float)(1.0 / scale) : (float)in / (float)out;
-        a.rd = scale > 0 ? 1.0 / scale : (double)in / (double)out;
-    }
-    return a;
-}
-
-/* kernels/cpu/resize.c axis_tap (see the formulas there); products that the CPU rounds before an addition use
- * gm_pl_mul / gm_pl_mulf. */
-__host__ __device__ __forceinline__ rz_tap axis_tap(const rz_axis &a, int64_t o) {
-    rz_tap t;
-    int64_t i;
-    double real;
-    if (a.mode == RESIZE_BILINEAR && a.out == a.in) {
-        t.i0 = t.i1 = o;
-        t.l0 = 1.0, t.l1 = 0.0;
-        return t;
-    }
-    if (a.mode != RESIZE_BILINEAR && !a.is_1d) {
-        if (a.mode == RESIZE_NEAREST_EXACT) i = (int64_t)(float)(((double)o + 0.5) * (double)a.rf);
-        else if (a.out == a.in) i = o;
-        else if (a.out == 2 * a.in) i = o >> 1;
-        else i = (int64_t)gm_pl_mulf((float)o, a.rf);
-        t.i0 = t.i1 = i < a.in - 1 ? i : a.in - 1;
-        t.l0 = 1.0, t.l1 = 0.0;
-        return t;
-    }
-    if (a.f64) {
-        real = a.mode == RESIZE_NEAREST || a.align ? gm_pl_mul(a.rd, (double)o)
-                                                    : gm_pl_mul(a.rd, (double)o + 0.5) - 0.5;
-        if (real < 0.0) real = 0.0;
-        if (a.mode == RESIZE_NEAREST_EXACT) real += 0.5;
-        i = (int64_t)(float)real;
-    } else {
-        float rf = a.mode == RESIZE_NEAREST || a.align ? gm_pl_mulf(a.rf, (float)o)
-                                                        : gm_pl_mulf(a.rf, (float)o + 0.5f) - 0.5f;
-        if (rf < 0.0f) rf = 0.0f;
-        if (a.mode == RESIZE_NEAREST_EXACT) rf += 0.5f;
-        real = rf;
-        i = (int64_t)rf;
-    }
-    if (i > a.in - 1) i = a.in - 1;
-    t.i0 = i;
-    if (a.mode != RESIZE_BILINEAR) {
-        t.i1 = i;
-        t.l0 = 1.0, t.l1 = 0.0;
-        return t;
-    }
-    t.i1 = i + (i < a.in - 1 ? 1 : 0);
-    if (a.f64) {
-        double l1 = real - (double)i;
-        t.l1 = l1 < 0.0 ? 0.0 : l1 > 1.0 ? 1.0 : l1;
-        t.l0 = 1.0 - t.l1;
-    } else {
-        float l1 = (float)real - (float)i;
-        l1 = l1 < 0.0f ? 0.0f : l1 > 1.0f ? 1.0f : l1;
-        t.l1 = l1;
-        t.l0 = 1.0f - l1;
-    }
-    return t;
-}
-
 template <int DT, typename I>
-__global__ void resize_fwd(void *out, const void *inp, gm_pl_st4 in, resize2d_geom g, rz_axis ah, rz_axis aw,
+__global__ void resize_fwd(void *out, const void *inp, gm_pl_st4 in, resize2d_geom g, resize_axis ah, resize_axis aw,
                            int64_t total) {
     GM_CU_GRID_STRIDE(i, total) {
-        const I ii = (I)i, OW = (I)g.OW, OH = (I)g.OH, C = (I)g.C;
-        const I ow = ii % OW, r = ii / OW, oh = r % OH, nc = r / OH, b = nc / C, c = nc - b * C;
-        const rz_tap th = axis_tap(ah, oh), tw = axis_tap(aw, ow);
+        const auto [b, c, oh, ow] = gm_pl_split<I>(i, g.C, g.OH, g.OW);
+        const resize_tap th = resize_axis_tap(&ah, oh), tw = resize_axis_tap(&aw, ow);
         const int64_t base = (int64_t)b * in.s[0] + (int64_t)c * in.s[1];
         const int64_t r0 = base + th.i0 * in.s[2], r1 = base + th.i1 * in.s[2];
         const int64_t x0 = tw.i0 * in.s[3], x1 = tw.i1 * in.s[3];
@@ -109,40 +29,41 @@ __global__ void resize_fwd(void *out, const void *inp, gm_pl_st4 in, resize2d_ge
             gm_pl_st<DT>(out, i, gm_pl_ld<DT>(inp, r0 + x0));
             continue;
         }
-        const double top = gm_pl_mul(tw.l0, gm_pl_ld<DT>(inp, r0 + x0)) + gm_pl_mul(tw.l1, gm_pl_ld<DT>(inp, r0 + x1));
-        const double bot = gm_pl_mul(tw.l0, gm_pl_ld<DT>(inp, r1 + x0)) + gm_pl_mul(tw.l1, gm_pl_ld<DT>(inp, r1 + x1));
-        gm_pl_st<DT>(out, i, gm_pl_mul(th.l0, top) + gm_pl_mul(th.l1, bot));
+        const double v00 = gm_pl_ld<DT>(inp, r0 + x0), v01 = gm_pl_ld<DT>(inp, r0 + x1);
+        const double v10 = gm_pl_ld<DT>(inp, r1 + x0), v11 = gm_pl_ld<DT>(inp, r1 + x1);
+        const double top = resize_mul(tw.l0, v00) + resize_mul(tw.l1, v01);
+        const double bot = resize_mul(tw.l0, v10) + resize_mul(tw.l1, v11);
+        gm_pl_st<DT>(out, i, resize_mul(th.l0, top) + resize_mul(th.l1, bot));
     }
 }
 
 /* [*lo, *hi]: the outputs o with i0(o) <= x <= i1(o), i.e. those that read input index x (empty: lo > hi). */
-__host__ __device__ __forceinline__ void readers(const rz_axis &a, int64_t x, int64_t *lo, int64_t *hi) {
+__host__ __device__ __forceinline__ void readers(const resize_axis &a, int64_t x, int64_t *lo, int64_t *hi) {
     int64_t l = 0, h = a.out; /* first o with i1(o) >= x */
     while (l < h) {
         const int64_t m = l + (h - l) / 2;
-        if (axis_tap(a, m).i1 >= x) h = m;
+        if (resize_axis_tap(&a, m).i1 >= x) h = m;
         else l = m + 1;
     }
     *lo = l;
     l = 0, h = a.out; /* first o with i0(o) > x */
     while (l < h) {
         const int64_t m = l + (h - l) / 2;
-        if (axis_tap(a, m).i0 > x) h = m;
+        if (resize_axis_tap(&a, m).i0 > x) h = m;
         else l = m + 1;
     }
     *hi = l - 1;
 }
 
 template <int DT> __device__ __forceinline__ double corner(double acc, double lh, double lw, double v) {
-    return gm_pl_round<DT>(acc + gm_pl_mul(gm_pl_mul(lh, lw), v));
+    return gm_pl_round<DT>(acc + resize_mul(resize_mul(lh, lw), v));
 }
 
 template <int DT, typename I>
-__global__ void resize_bwd(void *dinp, const void *dout, gm_pl_st4 ds, resize2d_geom g, rz_axis ah, rz_axis aw,
+__global__ void resize_bwd(void *dinp, const void *dout, gm_pl_st4 ds, resize2d_geom g, resize_axis ah, resize_axis aw,
                            int64_t total) {
     GM_CU_GRID_STRIDE(i, total) {
-        const I ii = (I)i, W = (I)g.W, H = (I)g.H, C = (I)g.C;
-        const I w = ii % W, r = ii / W, h = r % H, nc = r / H, b = nc / C, c = nc - b * C;
+        const auto [b, c, h, w] = gm_pl_split<I>(i, g.C, g.H, g.W);
         int64_t oh0, oh1, ow0, ow1;
         readers(ah, h, &oh0, &oh1);
         readers(aw, w, &ow0, &ow1);
@@ -153,9 +74,9 @@ __global__ void resize_bwd(void *dinp, const void *dout, gm_pl_st4 ds, resize2d_
             for (int64_t c0 = ow0 / GM_RESIZE_CPU_COLS * GM_RESIZE_CPU_COLS; c0 <= ow1; c0 += GM_RESIZE_CPU_COLS) {
                 const int64_t a = gm_cu_max<int64_t>(ow0, c0), e = gm_cu_min<int64_t>(ow1, c0 + GM_RESIZE_CPU_COLS - 1);
                 for (int64_t oh = oh0; oh <= oh1; oh++) {
-                    const rz_tap th = axis_tap(ah, oh);
+                    const resize_tap th = resize_axis_tap(&ah, oh);
                     for (int64_t ow = a; ow <= e; ow++) {
-                        const rz_tap tw = axis_tap(aw, ow);
+                        const resize_tap tw = resize_axis_tap(&aw, ow);
                         const double v = gm_pl_ld<DT>(dout, obase + oh * ds.s[2] + ow * ds.s[3]);
                         if (!bil) {
                             acc = gm_pl_round<DT>(acc + v);
@@ -174,58 +95,20 @@ __global__ void resize_bwd(void *dinp, const void *dout, gm_pl_st4 ds, resize2d_
     }
 }
 
-static int geom_ok(const resize2d_geom *g) {
-    return g && g->N >= 0 && g->C >= 0 && g->H > 0 && g->W > 0 && g->OH > 0 && g->OW > 0 &&
-           (g->mode == RESIZE_NEAREST || g->mode == RESIZE_NEAREST_EXACT || g->mode == RESIZE_BILINEAR);
-}
-
-#define RZ_LAUNCH(KERNEL, total, ...)                                                                        \
-    do {                                                                                                     \
-        if ((total) <= 0) break;                                                                             \
-        const unsigned nb_ = gm_cu_blocks((total), ctx);                                                     \
-        if (gm_pl_fits32(total)) {                                                                           \
-            auto *k_ = &KERNEL<DT, uint32_t>;                                                                \
-            GM_LAUNCH(k_, nb_, GM_CU_THREADS, ctx, __VA_ARGS__, (int64_t)(total));                           \
-        } else {                                                                                             \
-            auto *k_ = &KERNEL<DT, int64_t>;                                                                 \
-            GM_LAUNCH(k_, nb_, GM_CU_THREADS, ctx, __VA_ARGS__, (int64_t)(total));                           \
-        }                                                                                                    \
-    } while (0)
-
-template <int DT>
-static void launch_fwd(void *out, const void *inp, gm_pl_st4 in, const resize2d_geom *g, gm_cuda_ctx *ctx) {
-    const rz_axis ah = make_axis(g->H, g->OH, g->scale_h, g, DT == GM_F64);
-    const rz_axis aw = make_axis(g->W, g->OW, g->scale_w, g, DT == GM_F64);
-    const int64_t total = g->N * g->C * g->OH * g->OW;
-    RZ_LAUNCH(resize_fwd, total, out, inp, in, *g, ah, aw);
-}
-
-template <int DT>
-static void launch_bwd(void *dinp, const void *dout, gm_pl_st4 ds, const resize2d_geom *g, gm_cuda_ctx *ctx) {
-    const rz_axis ah = make_axis(g->H, g->OH, g->scale_h, g, DT == GM_F64);
-    const rz_axis aw = make_axis(g->W, g->OW, g->scale_w, g, DT == GM_F64);
-    const int64_t total = g->N * g->C * g->H * g->W;
-    RZ_LAUNCH(resize_bwd, total, dinp, dout, ds, *g, ah, aw);
-}
-
 extern "C" int cuda_resize2d_forward(void *out, const void *inp, const int64_t in[4], gm_dtype dt,
                                      const resize2d_geom *g, gm_cuda_ctx *ctx) {
-    if (!geom_ok(g)) return GM_ERR_ARG;
-    const gm_pl_st4 s = gm_pl_st4_of(in);
-#define CALL(DT) launch_fwd<DT>(out, inp, s, g, ctx)
-    GM_CU_SWITCH_FLOAT(dt, CALL);
-#undef CALL
-    GM_CU_LAUNCHED(ctx);
-    return GM_OK;
+    if (!g || !resize_geom_ok(g)) return GM_ERR_ARG;
+    resize_axis ah, aw;
+    resize_make_axes(g, dt == GM_F64, &ah, &aw);
+    GM_PL_LAUNCH_AND_RETURN(resize_fwd, dt, g->N * g->C * g->OH * g->OW, ctx, out, inp, gm_pl_st4_of(in), *g, ah,
+                            aw);
 }
 
 extern "C" int cuda_resize2d_backward(void *dinp, const void *dout, const int64_t ds[4], gm_dtype dt,
                                       const resize2d_geom *g, gm_cuda_ctx *ctx) {
-    if (!geom_ok(g)) return GM_ERR_ARG;
-    const gm_pl_st4 s = gm_pl_st4_of(ds);
-#define CALL(DT) launch_bwd<DT>(dinp, dout, s, g, ctx)
-    GM_CU_SWITCH_FLOAT(dt, CALL);
-#undef CALL
-    GM_CU_LAUNCHED(ctx);
-    return GM_OK;
+    if (!g || !resize_geom_ok(g)) return GM_ERR_ARG;
+    resize_axis ah, aw;
+    resize_make_axes(g, dt == GM_F64, &ah, &aw);
+    GM_PL_LAUNCH_AND_RETURN(resize_bwd, dt, g->N * g->C * g->H * g->W, ctx, dinp, dout, gm_pl_st4_of(ds), *g, ah,
+                            aw);
 }
