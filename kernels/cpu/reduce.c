@@ -1,8 +1,9 @@
 /* kernels/cpu/reduce.c — strided CPU reductions (see reduce.h). The input is never copied: the kept dims are
  * walked outside (one output element at a time, split across OpenMP threads), the reduced dims inside.
- * Both sets of dims are first simplified (size-1 dims dropped, dims that are contiguous with each other
- * merged), which keeps the innermost loop long; order-insensitive reductions also put the smallest stride
- * innermost, so a reduction over a transposed view still walks memory in order.
+ * Both sets of dims are first simplified (reduce_common.h, shared with the CUDA kernels: size-1 dims dropped,
+ * dims that are contiguous with each other merged), which keeps the innermost loop long; order-insensitive
+ * reductions also put the smallest stride innermost, so a reduction over a transposed view still walks memory
+ * in order.
  *
  * When the kept dims move faster through memory than the reduced ones (a column sum of a row-major matrix,
  * the batch dim of (N, C)), one output at a time would stride through memory once per output. There the
@@ -13,105 +14,24 @@
 #include <math.h>
 #include <omp.h>
 
+#include "reduce_common.h"
+
 /* Below this many input elements in total, threads cost more than they save. */
 #define REDUCE_PARALLEL_GRAIN 32768
 /* Outputs accumulated together in the tiled walk: 64 doubles of accumulators stay in L1, and 64 neighbouring
  * floats span four cache lines per step. */
 #define TILE 64
 
-typedef struct {
-    int n;
-    int64_t shape[GM_MAX_DIMS];
-    int64_t stride[GM_MAX_DIMS];
-    int64_t total;
-} rdims;
-
-typedef struct {
-    gm_dtype out_dt;
-    size_t out_size;
-    double div;        /* MEAN: the element count; SUM: 1 */
-    double correction; /* var */
-    int64_t *indices;  /* arg reductions */
-    char *values;      /* arg reductions, may be NULL */
-} rctx;
-
 /* One output o whose reduced elements start at base. */
-typedef void (*row_fn)(char *out, int64_t o, const char *base, const rdims *R, const rctx *c);
+#define ROW_PARAMS char *out, int64_t o, const char *base, const rd_dims *R, const rd_params *c
 /* Outputs o .. o+n-1 (n <= TILE); output o+t's reduced elements start at base + t*ks. */
-typedef void (*tile_fn)(char *out, int64_t o, int64_t n, int64_t ks, const char *base, const rdims *R,
-                        const rctx *c);
+#define TILE_PARAMS char *out, int64_t o, int64_t n, int64_t ks, const char *base, const rd_dims *R, const rd_params *c
+typedef void (*row_fn)(ROW_PARAMS);
+typedef void (*tile_fn)(TILE_PARAMS);
 
-static int64_t iabs64(int64_t v) { return v < 0 ? -v : v; }
-
-/* Drop size-1 dims, optionally order by decreasing |stride| (only where the order of visits does not matter),
- * then merge neighbours that are contiguous with each other. Merging in row-major order keeps linear indices
- * (output positions, arg indices) unchanged. Always leaves at least one dim. */
-static void simplify(rdims *d, int n, const int64_t *shape, const int64_t *stride, int sort_by_stride) {
-    d->n = 0;
-    d->total = 1;
-    for (int i = 0; i < n; i++) {
-        d->total *= shape[i];
-        if (shape[i] == 1) continue;
-        d->shape[d->n] = shape[i];
-        d->stride[d->n] = stride[i];
-        d->n++;
-    }
-    if (sort_by_stride) { /* insertion sort: stable, n <= 16 */
-        for (int i = 1; i < d->n; i++) {
-            int64_t sh = d->shape[i], st = d->stride[i];
-            int j = i - 1;
-            while (j >= 0 && iabs64(d->stride[j]) < iabs64(st)) {
-                d->shape[j + 1] = d->shape[j];
-                d->stride[j + 1] = d->stride[j];
-                j--;
-            }
-            d->shape[j + 1] = sh;
-            d->stride[j + 1] = st;
-        }
-    }
-    int m = 0;
-    for (int i = 1; i < d->n; i++) {
-        if (d->stride[m] == d->stride[i] * d->shape[i]) {
-            d->shape[m] *= d->shape[i];
-            d->stride[m] = d->stride[i];
-        } else {
-            m++;
-            d->shape[m] = d->shape[i];
-            d->stride[m] = d->stride[i];
-        }
-    }
-    if (d->n > 0) d->n = m + 1;
-    if (d->n == 0) {
-        d->n = 1;
-        d->shape[0] = 1;
-        d->stride[0] = 0;
-    }
-}
-
-/* Visit every element of the reduced dims R from BASE: P points at it, IDX is its row-major linear index.
- * The innermost dim is a plain strided loop; the others advance as an odometer. R->total must be > 0.
+/* Visit every innermost run of the reduced dims R from BASE: the body runs once per run of N elements from P,
+ * S bytes apart. The innermost dim is the run; the others advance as an odometer. R->total must be > 0.
  * The body is variadic so that commas in it need no parentheses. */
-#define RED_ITER(BASE, R, P, IDX, ...)                                                                   \
-    do {                                                                                                 \
-        int64_t cnt_[GM_MAX_DIMS] = {0};                                                                 \
-        const char *row_ = (BASE);                                                                       \
-        const int nd_ = (R)->n;                                                                          \
-        const int64_t inn_ = (R)->shape[nd_ - 1], ins_ = (R)->stride[nd_ - 1];                           \
-        const int64_t rows_ = (R)->total / inn_;                                                         \
-        int64_t IDX = 0;                                                                                 \
-        for (int64_t r_ = 0; r_ < rows_; r_++) {                                                         \
-            const char *P = row_;                                                                        \
-            for (int64_t i_ = 0; i_ < inn_; i_++, P += ins_, IDX++) { __VA_ARGS__ }                      \
-            for (int d_ = nd_ - 2; d_ >= 0; d_--) {                                                      \
-                if (++cnt_[d_] < (R)->shape[d_]) { row_ += (R)->stride[d_]; break; }                     \
-                cnt_[d_] = 0;                                                                            \
-                row_ -= (R)->stride[d_] * ((R)->shape[d_] - 1);                                          \
-            }                                                                                            \
-        }                                                                                                \
-        (void)IDX;                                                                                       \
-    } while (0)
-
-/* Like RED_ITER, but the body runs once per innermost run: N elements from P, S bytes apart. */
 #define RED_SEG(BASE, R, P, N, S, ...)                                                                   \
     do {                                                                                                 \
         int64_t cnt_[GM_MAX_DIMS] = {0};                                                                 \
@@ -130,26 +50,16 @@ static void simplify(rdims *d, int n, const int64_t *shape, const int64_t *strid
         }                                                                                                \
     } while (0)
 
-static inline void store_f64(char *p, gm_dtype dt, double v) {
-    switch (dt) {
-    case GM_F32: *(float *)p = (float)v; break;
-    case GM_F64: *(double *)p = v; break;
-    case GM_F16: *(uint16_t *)p = gm_float_to_half((float)v); break;
-    case GM_BF16: *(uint16_t *)p = gm_float_to_bf16((float)v); break;
-    /* double -> int64 is undefined in C for NaN and out-of-range values: saturate instead */
-    case GM_I64: *(int64_t *)p = v != v ? 0 : v >= 0x1p63 ? INT64_MAX : v < -0x1p63 ? INT64_MIN : (int64_t)v; break;
-    case GM_BOOL: *(uint8_t *)p = v != 0.0; break;
-    default: break;
-    }
-}
-
-static inline void store_i64(char *p, gm_dtype dt, int64_t v) {
-    switch (dt) {
-    case GM_I64: *(int64_t *)p = v; break;
-    case GM_BOOL: *(uint8_t *)p = v != 0; break;
-    default: store_f64(p, dt, (double)v); break;
-    }
-}
+/* Like RED_SEG, but the body runs once per element: P points at it, IDX is its row-major linear index. */
+#define RED_ITER(BASE, R, P, IDX, ...)                                                                   \
+    do {                                                                                                 \
+        int64_t IDX = 0;                                                                                 \
+        RED_SEG(BASE, R, seg_, n_, s_, {                                                                 \
+            const char *P = seg_;                                                                        \
+            for (int64_t i_ = 0; i_ < n_; i_++, P += s_, IDX++) { __VA_ARGS__ }                          \
+        });                                                                                              \
+        (void)IDX;                                                                                       \
+    } while (0)
 
 #define LD_F32(p) ((double)*(const float *)(p))
 #define LD_F64(p) (*(const double *)(p))
@@ -164,6 +74,84 @@ static inline void store_i64(char *p, gm_dtype dt, int64_t v) {
  * rounding, which double accumulation keeps far below the output's precision). */
 
 #define TILE_LOOP(T, N) for (int64_t T = 0; T < (N); T++)
+
+/* In a tile function (TILE_PARAMS): the body runs for every reduced element (P, its index IDX) and every output
+ * t of the tile, whose element is at P + t * TS. Adjacent outputs (ks == ES) get TS = ES, a constant, so that
+ * the loop over t is a vector loop; it only vectorizes across outputs, whose accumulators are independent, so
+ * the results are those of the scalar loop. */
+#define TILE_ITER(ES, P, IDX, TS, ...)                                                                   \
+    do {                                                                                                 \
+        if (ks == (ES)) {                                                                                \
+            const int64_t TS = (ES);                                                                     \
+            RED_ITER(base, R, P, IDX, { _Pragma("omp simd") TILE_LOOP(t, n) { __VA_ARGS__ } });          \
+        } else {                                                                                         \
+            const int64_t TS = ks;                                                                       \
+            RED_ITER(base, R, P, IDX, { TILE_LOOP(t, n) { __VA_ARGS__ } });                              \
+        }                                                                                                \
+    } while (0)
+
+/* A pragma whose text holds macro arguments: a bare _Pragma("...") would not substitute them, and # would not
+ * expand them before quoting, hence the two steps. */
+#define RD_PRAGMA(TEXT) RD_DO_PRAGMA(TEXT)
+#define RD_DO_PRAGMA(TEXT) _Pragma(#TEXT)
+
+/* The double family's extremes, written once for both directions: X = max (INIT -INFINITY, BEYOND >,
+ * WITHIN <=) and X = min (INFINITY, <, >=). `v BEYOND a`: v is strictly more extreme than a; `v WITHIN a`:
+ * it is not, which is false for a NaN v, so that a NaN is taken. X also names the OpenMP reduction. */
+#define DEFINE_DOUBLE_EXTREMES(SUF, LOAD, ES, X, INIT, BEYOND, WITHIN)                                   \
+    /* The extreme of a run, and whether it holds a NaN (which then wins: NaN propagates). */            \
+    static double seg_##X##_d_##SUF(const char *p, int64_t n, int64_t s, int *nan) {                     \
+        double m = INIT;                                                                                 \
+        int h = 0;                                                                                       \
+        if (s == ES) {                                                                                   \
+            RD_PRAGMA(omp simd reduction(X:m) reduction(|:h))                                            \
+            for (int64_t i = 0; i < n; i++) {                                                            \
+                double v = LOAD(p + i * ES); m = v BEYOND m ? v : m; h |= v != v;                        \
+            }                                                                                            \
+        } else {                                                                                         \
+            for (int64_t i = 0; i < n; i++) {                                                            \
+                double v = LOAD(p + i * s); m = v BEYOND m ? v : m; h |= v != v;                         \
+            }                                                                                            \
+        }                                                                                                \
+        *nan |= h;                                                                                       \
+        return m;                                                                                        \
+    }                                                                                                    \
+    static void a##X##_d_##SUF(ROW_PARAMS) {                                                             \
+        double acc = INIT;                                                                               \
+        int nan = 0;                                                                                     \
+        RED_SEG(base, R, p, n, s, { double m = seg_##X##_d_##SUF(p, n, s, &nan); acc = m BEYOND acc ? m : acc; }); \
+        rd_store_f64(out + o * c->out_size, c->out_dt, nan ? NAN : acc);                                 \
+    }                                                                                                    \
+    /* Two vectorizable passes beat one branchy one: the extreme (and whether a NaN occurs), then the first \
+     * index holding it; NaN counts as the extreme, so the first NaN wins. */                            \
+    static void arg##X##_d_##SUF(ROW_PARAMS) {                                                           \
+        double m = INIT;                                                                                 \
+        int nan = 0;                                                                                     \
+        int64_t best = 0;                                                                                \
+        RED_SEG(base, R, p, n, s, { double x = seg_##X##_d_##SUF(p, n, s, &nan); m = x BEYOND m ? x : m; }); \
+        RED_ITER(base, R, p, k, { double v = LOAD(p); if (nan ? v != v : v == m) { best = k; goto found; } }); \
+    found:                                                                                               \
+        rd_store_arg_f64(c, o, best, nan ? NAN : m);                                                     \
+        (void)out;                                                                                       \
+    }                                                                                                    \
+    /* take: v is beyond or NaN, and a NaN already taken stays (& rather than && keeps it vectorizable). */ \
+    static void a##X##_dt_##SUF(TILE_PARAMS) {                                                           \
+        double acc[TILE];                                                                                \
+        TILE_LOOP(t, n) acc[t] = INIT;                                                                   \
+        TILE_ITER(ES, p, k, ts, {                                                                        \
+            double v = LOAD(p + t * ts), a = acc[t]; int take = (a == a) & !(v WITHIN a); acc[t] = take ? v : a; }); \
+        TILE_LOOP(t, n) rd_store_f64(out + (o + t) * c->out_size, c->out_dt, acc[t]);                    \
+    }                                                                                                    \
+    static void arg##X##_dt_##SUF(TILE_PARAMS) {                                                         \
+        double acc[TILE];                                                                                \
+        int64_t best[TILE];                                                                              \
+        TILE_LOOP(t, n) { acc[t] = INIT; best[t] = 0; }                                                  \
+        RED_ITER(base, R, p, k, { TILE_LOOP(t, n) {                                                      \
+            double v = LOAD(p + t * ks);                                                                 \
+            if (acc[t] == acc[t] && (v BEYOND acc[t] || v != v)) { acc[t] = v; best[t] = k; } } });      \
+        TILE_LOOP(t, n) rd_store_arg_f64(c, o + t, best[t], acc[t]);                                     \
+        (void)out;                                                                                       \
+    }
 
 /* Double family: every dtype can be read this way. int64 loses exactness above 2^53, which is why int64 ->
  * int64 sums and int64/bool extremes use the integer family below. */
@@ -193,154 +181,39 @@ static inline void store_i64(char *p, gm_dtype dt, int64_t v) {
         }                                                                                                \
         return a;                                                                                        \
     }                                                                                                    \
-    /* max/min of a run, and whether it holds a NaN (which then wins: NaN propagates). */                \
-    static double seg_max_d_##SUF(const char *p, int64_t n, int64_t s, int *nan) {                       \
-        double m = -INFINITY;                                                                            \
-        int h = 0;                                                                                       \
-        if (s == ES) {                                                                                   \
-            _Pragma("omp simd reduction(max:m) reduction(|:h)")                                          \
-            for (int64_t i = 0; i < n; i++) { double v = LOAD(p + i * ES); m = v > m ? v : m; h |= v != v; } \
-        } else {                                                                                         \
-            for (int64_t i = 0; i < n; i++) { double v = LOAD(p + i * s); m = v > m ? v : m; h |= v != v; } \
-        }                                                                                                \
-        *nan |= h;                                                                                       \
-        return m;                                                                                        \
-    }                                                                                                    \
-    static double seg_min_d_##SUF(const char *p, int64_t n, int64_t s, int *nan) {                       \
-        double m = INFINITY;                                                                             \
-        int h = 0;                                                                                       \
-        if (s == ES) {                                                                                   \
-            _Pragma("omp simd reduction(min:m) reduction(|:h)")                                          \
-            for (int64_t i = 0; i < n; i++) { double v = LOAD(p + i * ES); m = v < m ? v : m; h |= v != v; } \
-        } else {                                                                                         \
-            for (int64_t i = 0; i < n; i++) { double v = LOAD(p + i * s); m = v < m ? v : m; h |= v != v; } \
-        }                                                                                                \
-        *nan |= h;                                                                                       \
-        return m;                                                                                        \
-    }                                                                                                    \
-    static void sum_d_##SUF(char *out, int64_t o, const char *base, const rdims *R, const rctx *c) {     \
+    static void sum_d_##SUF(ROW_PARAMS) {                                                                \
         double acc = 0.0;                                                                                \
         if (R->total > 0) RED_SEG(base, R, p, n, s, { acc += seg_sum_d_##SUF(p, n, s); });               \
-        store_f64(out + o * c->out_size, c->out_dt, acc / c->div);                                       \
+        rd_store_f64(out + o * c->out_size, c->out_dt, acc / c->div);                                    \
     }                                                                                                    \
-    static void prod_d_##SUF(char *out, int64_t o, const char *base, const rdims *R, const rctx *c) {    \
+    static void prod_d_##SUF(ROW_PARAMS) {                                                               \
         double acc = 1.0;                                                                                \
         if (R->total > 0) RED_ITER(base, R, p, k, { acc *= LOAD(p); });                                  \
-        store_f64(out + o * c->out_size, c->out_dt, acc);                                                \
-    }                                                                                                    \
-    static void amax_d_##SUF(char *out, int64_t o, const char *base, const rdims *R, const rctx *c) {    \
-        double acc = -INFINITY;                                                                          \
-        int nan = 0;                                                                                     \
-        RED_SEG(base, R, p, n, s, { double m = seg_max_d_##SUF(p, n, s, &nan); acc = m > acc ? m : acc; }); \
-        store_f64(out + o * c->out_size, c->out_dt, nan ? NAN : acc);                                    \
-    }                                                                                                    \
-    static void amin_d_##SUF(char *out, int64_t o, const char *base, const rdims *R, const rctx *c) {    \
-        double acc = INFINITY;                                                                           \
-        int nan = 0;                                                                                     \
-        RED_SEG(base, R, p, n, s, { double m = seg_min_d_##SUF(p, n, s, &nan); acc = m < acc ? m : acc; }); \
-        store_f64(out + o * c->out_size, c->out_dt, nan ? NAN : acc);                                    \
-    }                                                                                                    \
-    /* Two vectorizable passes beat one branchy one: the extreme (and whether a NaN occurs), then the first \
-     * index holding it; NaN counts as the extreme, so the first NaN wins. */                            \
-    static void argmax_d_##SUF(char *out, int64_t o, const char *base, const rdims *R, const rctx *c) {  \
-        double m = -INFINITY;                                                                            \
-        int nan = 0;                                                                                     \
-        int64_t best = 0;                                                                                \
-        RED_SEG(base, R, p, n, s, { double x = seg_max_d_##SUF(p, n, s, &nan); m = x > m ? x : m; });   \
-        RED_ITER(base, R, p, k, { double v = LOAD(p); if (nan ? v != v : v == m) { best = k; goto found; } }); \
-    found:                                                                                               \
-        c->indices[o] = best;                                                                            \
-        if (c->values) store_f64(c->values + o * c->out_size, c->out_dt, nan ? NAN : m);                 \
-        (void)out;                                                                                       \
-    }                                                                                                    \
-    static void argmin_d_##SUF(char *out, int64_t o, const char *base, const rdims *R, const rctx *c) {  \
-        double m = INFINITY;                                                                             \
-        int nan = 0;                                                                                     \
-        int64_t best = 0;                                                                                \
-        RED_SEG(base, R, p, n, s, { double x = seg_min_d_##SUF(p, n, s, &nan); m = x < m ? x : m; });   \
-        RED_ITER(base, R, p, k, { double v = LOAD(p); if (nan ? v != v : v == m) { best = k; goto found; } }); \
-    found:                                                                                               \
-        c->indices[o] = best;                                                                            \
-        if (c->values) store_f64(c->values + o * c->out_size, c->out_dt, nan ? NAN : m);                 \
-        (void)out;                                                                                       \
+        rd_store_f64(out + o * c->out_size, c->out_dt, acc);                                             \
     }                                                                                                    \
     /* Two passes: the one-pass formula loses everything to cancellation when |mean| >> std. */          \
-    static void var_d_##SUF(char *out, int64_t o, const char *base, const rdims *R, const rctx *c) {     \
+    static void var_d_##SUF(ROW_PARAMS) {                                                                \
         double cnt = (double)R->total, mean = 0.0, ss = 0.0, denom = cnt - c->correction;                \
         if (R->total > 0) RED_SEG(base, R, p, n, s, { mean += seg_sum_d_##SUF(p, n, s); });              \
         mean /= cnt;                                                                                     \
         if (R->total > 0) RED_SEG(base, R, p, n, s, { ss += seg_ss_d_##SUF(p, n, s, mean); });           \
-        store_f64(out + o * c->out_size, c->out_dt, ss / (denom > 0.0 ? denom : 0.0));                   \
+        rd_store_f64(out + o * c->out_size, c->out_dt, ss / (denom > 0.0 ? denom : 0.0));                \
     }                                                                                                    \
     /* Tiled twins (see the file header): n neighbouring outputs, ks bytes apart, at once. Each output    \
-     * still sees its reduced elements in row-major order, so "first index" keeps its meaning. When the   \
-     * outputs are adjacent (ks == ES) the loop over the tile is a plain vector loop. */                 \
-    static void sum_dt_##SUF(char *out, int64_t o, int64_t n, int64_t ks, const char *base, const rdims *R, \
-                             const rctx *c) {                                                            \
+     * still sees its reduced elements in row-major order, so "first index" keeps its meaning. */        \
+    static void sum_dt_##SUF(TILE_PARAMS) {                                                              \
         double acc[TILE];                                                                                \
         TILE_LOOP(t, n) acc[t] = 0.0;                                                                    \
-        if (ks == ES) RED_ITER(base, R, p, k, { _Pragma("omp simd") TILE_LOOP(t, n) acc[t] += LOAD(p + t * ES); }); \
-        else RED_ITER(base, R, p, k, { TILE_LOOP(t, n) acc[t] += LOAD(p + t * ks); });                   \
-        TILE_LOOP(t, n) store_f64(out + (o + t) * c->out_size, c->out_dt, acc[t] / c->div);              \
+        TILE_ITER(ES, p, k, ts, { acc[t] += LOAD(p + t * ts); });                                        \
+        TILE_LOOP(t, n) rd_store_f64(out + (o + t) * c->out_size, c->out_dt, acc[t] / c->div);           \
     }                                                                                                    \
-    static void prod_dt_##SUF(char *out, int64_t o, int64_t n, int64_t ks, const char *base, const rdims *R, \
-                              const rctx *c) {                                                           \
+    static void prod_dt_##SUF(TILE_PARAMS) {                                                             \
         double acc[TILE];                                                                                \
         TILE_LOOP(t, n) acc[t] = 1.0;                                                                    \
         RED_ITER(base, R, p, k, { TILE_LOOP(t, n) acc[t] *= LOAD(p + t * ks); });                        \
-        TILE_LOOP(t, n) store_f64(out + (o + t) * c->out_size, c->out_dt, acc[t]);                       \
+        TILE_LOOP(t, n) rd_store_f64(out + (o + t) * c->out_size, c->out_dt, acc[t]);                    \
     }                                                                                                    \
-    /* take: v is larger or NaN, and a NaN already taken stays (& rather than && keeps it vectorizable). */                      \
-    static void amax_dt_##SUF(char *out, int64_t o, int64_t n, int64_t ks, const char *base, const rdims *R, \
-                              const rctx *c) {                                                           \
-        double acc[TILE];                                                                                \
-        TILE_LOOP(t, n) acc[t] = -INFINITY;                                                              \
-        if (ks == ES) RED_ITER(base, R, p, k, { _Pragma("omp simd") TILE_LOOP(t, n) {                    \
-            double v = LOAD(p + t * ES), a = acc[t]; int take = (a == a) & !(v <= a); acc[t] = take ? v : a; } });       \
-        else RED_ITER(base, R, p, k, { TILE_LOOP(t, n) {                                                 \
-            double v = LOAD(p + t * ks), a = acc[t]; int take = (a == a) & !(v <= a); acc[t] = take ? v : a; } });       \
-        TILE_LOOP(t, n) store_f64(out + (o + t) * c->out_size, c->out_dt, acc[t]);                       \
-    }                                                                                                    \
-    static void amin_dt_##SUF(char *out, int64_t o, int64_t n, int64_t ks, const char *base, const rdims *R, \
-                              const rctx *c) {                                                           \
-        double acc[TILE];                                                                                \
-        TILE_LOOP(t, n) acc[t] = INFINITY;                                                               \
-        if (ks == ES) RED_ITER(base, R, p, k, { _Pragma("omp simd") TILE_LOOP(t, n) {                    \
-            double v = LOAD(p + t * ES), a = acc[t]; int take = (a == a) & !(v >= a); acc[t] = take ? v : a; } });       \
-        else RED_ITER(base, R, p, k, { TILE_LOOP(t, n) {                                                 \
-            double v = LOAD(p + t * ks), a = acc[t]; int take = (a == a) & !(v >= a); acc[t] = take ? v : a; } });       \
-        TILE_LOOP(t, n) store_f64(out + (o + t) * c->out_size, c->out_dt, acc[t]);                       \
-    }                                                                                                    \
-    static void argmax_dt_##SUF(char *out, int64_t o, int64_t n, int64_t ks, const char *base,           \
-                                const rdims *R, const rctx *c) {                                         \
-        double acc[TILE];                                                                                \
-        int64_t best[TILE];                                                                              \
-        TILE_LOOP(t, n) { acc[t] = -INFINITY; best[t] = 0; }                                             \
-        RED_ITER(base, R, p, k, { TILE_LOOP(t, n) {                                                      \
-            double v = LOAD(p + t * ks);                                                                 \
-            if (acc[t] == acc[t] && (v > acc[t] || v != v)) { acc[t] = v; best[t] = k; } } });           \
-        TILE_LOOP(t, n) {                                                                                \
-            c->indices[o + t] = best[t];                                                                 \
-            if (c->values) store_f64(c->values + (o + t) * c->out_size, c->out_dt, acc[t]);              \
-        }                                                                                                \
-        (void)out;                                                                                       \
-    }                                                                                                    \
-    static void argmin_dt_##SUF(char *out, int64_t o, int64_t n, int64_t ks, const char *base,           \
-                                const rdims *R, const rctx *c) {                                         \
-        double acc[TILE];                                                                                \
-        int64_t best[TILE];                                                                              \
-        TILE_LOOP(t, n) { acc[t] = INFINITY; best[t] = 0; }                                              \
-        RED_ITER(base, R, p, k, { TILE_LOOP(t, n) {                                                      \
-            double v = LOAD(p + t * ks);                                                                 \
-            if (acc[t] == acc[t] && (v < acc[t] || v != v)) { acc[t] = v; best[t] = k; } } });           \
-        TILE_LOOP(t, n) {                                                                                \
-            c->indices[o + t] = best[t];                                                                 \
-            if (c->values) store_f64(c->values + (o + t) * c->out_size, c->out_dt, acc[t]);              \
-        }                                                                                                \
-        (void)out;                                                                                       \
-    }                                                                                                    \
-    static void var_dt_##SUF(char *out, int64_t o, int64_t n, int64_t ks, const char *base, const rdims *R, \
-                             const rctx *c) {                                                            \
+    static void var_dt_##SUF(TILE_PARAMS) {                                                              \
         double mean[TILE], ss[TILE], cnt = (double)R->total, denom = cnt - c->correction;                \
         TILE_LOOP(t, n) { mean[t] = 0.0; ss[t] = 0.0; }                                                  \
         if (R->total > 0 && ks == ES) {                                                                  \
@@ -356,13 +229,44 @@ static inline void store_i64(char *p, gm_dtype dt, int64_t v) {
         } else {                                                                                         \
             TILE_LOOP(t, n) mean[t] /= cnt;                                                              \
         }                                                                                                \
-        TILE_LOOP(t, n) store_f64(out + (o + t) * c->out_size, c->out_dt, ss[t] / (denom > 0.0 ? denom : 0.0)); \
+        TILE_LOOP(t, n) rd_store_f64(out + (o + t) * c->out_size, c->out_dt, ss[t] / (denom > 0.0 ? denom : 0.0)); \
+    }                                                                                                    \
+    DEFINE_DOUBLE_EXTREMES(SUF, LOAD, ES, max, -INFINITY, >, <=)                                         \
+    DEFINE_DOUBLE_EXTREMES(SUF, LOAD, ES, min, INFINITY, <, >=)
+
+/* The integer family's extremes, for X = max (INIT INT64_MIN, BEYOND >) and X = min (INT64_MAX, <). */
+#define DEFINE_INT_EXTREMES(SUF, LOAD, X, INIT, BEYOND)                                                  \
+    static void a##X##_i_##SUF(ROW_PARAMS) {                                                             \
+        int64_t acc = INIT;                                                                              \
+        RED_ITER(base, R, p, k, { int64_t v = LOAD(p); acc = v BEYOND acc ? v : acc; });                 \
+        rd_store_i64(out + o * c->out_size, c->out_dt, acc);                                             \
+    }                                                                                                    \
+    static void arg##X##_i_##SUF(ROW_PARAMS) {                                                           \
+        int64_t acc = INIT, best = 0;                                                                    \
+        RED_ITER(base, R, p, k, { int64_t v = LOAD(p); if (v BEYOND acc) { acc = v; best = k; } });      \
+        rd_store_arg_i64(c, o, best, acc);                                                               \
+        (void)out;                                                                                       \
+    }                                                                                                    \
+    static void a##X##_it_##SUF(TILE_PARAMS) {                                                           \
+        int64_t acc[TILE];                                                                               \
+        TILE_LOOP(t, n) acc[t] = INIT;                                                                   \
+        RED_ITER(base, R, p, k, { TILE_LOOP(t, n) {                                                      \
+            int64_t v = LOAD(p + t * ks); acc[t] = v BEYOND acc[t] ? v : acc[t]; } });                   \
+        TILE_LOOP(t, n) rd_store_i64(out + (o + t) * c->out_size, c->out_dt, acc[t]);                    \
+    }                                                                                                    \
+    static void arg##X##_it_##SUF(TILE_PARAMS) {                                                         \
+        int64_t acc[TILE], best[TILE];                                                                   \
+        TILE_LOOP(t, n) { acc[t] = INIT; best[t] = 0; }                                                  \
+        RED_ITER(base, R, p, k, { TILE_LOOP(t, n) {                                                      \
+            int64_t v = LOAD(p + t * ks); if (v BEYOND acc[t]) { acc[t] = v; best[t] = k; } } });        \
+        TILE_LOOP(t, n) rd_store_arg_i64(c, o + t, best[t], acc[t]);                                     \
+        (void)out;                                                                                       \
     }
 
 /* Integer family (int64 and bool inputs): exact, and wrapping like PyTorch's int64 on overflow (unsigned
  * arithmetic, so the wrap is defined behaviour). */
 #define DEFINE_INT_FAMILY(SUF, LOAD, ES)                                                                 \
-    static void sum_i_##SUF(char *out, int64_t o, const char *base, const rdims *R, const rctx *c) {     \
+    static void sum_i_##SUF(ROW_PARAMS) {                                                                \
         uint64_t acc = 0;                                                                                \
         if (R->total > 0) RED_SEG(base, R, p, n, s, {                                                    \
             uint64_t a = 0;                                                                              \
@@ -374,89 +278,27 @@ static inline void store_i64(char *p, gm_dtype dt, int64_t v) {
             }                                                                                            \
             acc += a;                                                                                    \
         });                                                                                              \
-        store_i64(out + o * c->out_size, c->out_dt, (int64_t)acc);                                       \
+        rd_store_i64(out + o * c->out_size, c->out_dt, (int64_t)acc);                                    \
     }                                                                                                    \
-    static void prod_i_##SUF(char *out, int64_t o, const char *base, const rdims *R, const rctx *c) {    \
+    static void prod_i_##SUF(ROW_PARAMS) {                                                               \
         uint64_t acc = 1;                                                                                \
         if (R->total > 0) RED_ITER(base, R, p, k, { acc *= (uint64_t)LOAD(p); });                        \
-        store_i64(out + o * c->out_size, c->out_dt, (int64_t)acc);                                       \
+        rd_store_i64(out + o * c->out_size, c->out_dt, (int64_t)acc);                                    \
     }                                                                                                    \
-    static void amax_i_##SUF(char *out, int64_t o, const char *base, const rdims *R, const rctx *c) {    \
-        int64_t acc = INT64_MIN;                                                                         \
-        RED_ITER(base, R, p, k, { int64_t v = LOAD(p); acc = v > acc ? v : acc; });                      \
-        store_i64(out + o * c->out_size, c->out_dt, acc);                                                \
-    }                                                                                                    \
-    static void amin_i_##SUF(char *out, int64_t o, const char *base, const rdims *R, const rctx *c) {    \
-        int64_t acc = INT64_MAX;                                                                         \
-        RED_ITER(base, R, p, k, { int64_t v = LOAD(p); acc = v < acc ? v : acc; });                      \
-        store_i64(out + o * c->out_size, c->out_dt, acc);                                                \
-    }                                                                                                    \
-    static void argmax_i_##SUF(char *out, int64_t o, const char *base, const rdims *R, const rctx *c) {  \
-        int64_t acc = INT64_MIN, best = 0;                                                               \
-        RED_ITER(base, R, p, k, { int64_t v = LOAD(p); if (v > acc) { acc = v; best = k; } });           \
-        c->indices[o] = best;                                                                            \
-        if (c->values) store_i64(c->values + o * c->out_size, c->out_dt, acc);                           \
-        (void)out;                                                                                       \
-    }                                                                                                    \
-    static void argmin_i_##SUF(char *out, int64_t o, const char *base, const rdims *R, const rctx *c) {  \
-        int64_t acc = INT64_MAX, best = 0;                                                               \
-        RED_ITER(base, R, p, k, { int64_t v = LOAD(p); if (v < acc) { acc = v; best = k; } });           \
-        c->indices[o] = best;                                                                            \
-        if (c->values) store_i64(c->values + o * c->out_size, c->out_dt, acc);                           \
-        (void)out;                                                                                       \
-    }                                                                                                    \
-    static void sum_it_##SUF(char *out, int64_t o, int64_t n, int64_t ks, const char *base, const rdims *R, \
-                             const rctx *c) {                                                            \
+    static void sum_it_##SUF(TILE_PARAMS) {                                                              \
         uint64_t acc[TILE];                                                                              \
         TILE_LOOP(t, n) acc[t] = 0;                                                                      \
         if (R->total > 0) RED_ITER(base, R, p, k, { TILE_LOOP(t, n) acc[t] += (uint64_t)LOAD(p + t * ks); }); \
-        TILE_LOOP(t, n) store_i64(out + (o + t) * c->out_size, c->out_dt, (int64_t)acc[t]);              \
+        TILE_LOOP(t, n) rd_store_i64(out + (o + t) * c->out_size, c->out_dt, (int64_t)acc[t]);           \
     }                                                                                                    \
-    static void prod_it_##SUF(char *out, int64_t o, int64_t n, int64_t ks, const char *base, const rdims *R, \
-                              const rctx *c) {                                                           \
+    static void prod_it_##SUF(TILE_PARAMS) {                                                             \
         uint64_t acc[TILE];                                                                              \
         TILE_LOOP(t, n) acc[t] = 1;                                                                      \
         if (R->total > 0) RED_ITER(base, R, p, k, { TILE_LOOP(t, n) acc[t] *= (uint64_t)LOAD(p + t * ks); }); \
-        TILE_LOOP(t, n) store_i64(out + (o + t) * c->out_size, c->out_dt, (int64_t)acc[t]);              \
+        TILE_LOOP(t, n) rd_store_i64(out + (o + t) * c->out_size, c->out_dt, (int64_t)acc[t]);           \
     }                                                                                                    \
-    static void amax_it_##SUF(char *out, int64_t o, int64_t n, int64_t ks, const char *base, const rdims *R, \
-                              const rctx *c) {                                                           \
-        int64_t acc[TILE];                                                                               \
-        TILE_LOOP(t, n) acc[t] = INT64_MIN;                                                              \
-        RED_ITER(base, R, p, k, { TILE_LOOP(t, n) { int64_t v = LOAD(p + t * ks); acc[t] = v > acc[t] ? v : acc[t]; } }); \
-        TILE_LOOP(t, n) store_i64(out + (o + t) * c->out_size, c->out_dt, acc[t]);                       \
-    }                                                                                                    \
-    static void amin_it_##SUF(char *out, int64_t o, int64_t n, int64_t ks, const char *base, const rdims *R, \
-                              const rctx *c) {                                                           \
-        int64_t acc[TILE];                                                                               \
-        TILE_LOOP(t, n) acc[t] = INT64_MAX;                                                              \
-        RED_ITER(base, R, p, k, { TILE_LOOP(t, n) { int64_t v = LOAD(p + t * ks); acc[t] = v < acc[t] ? v : acc[t]; } }); \
-        TILE_LOOP(t, n) store_i64(out + (o + t) * c->out_size, c->out_dt, acc[t]);                       \
-    }                                                                                                    \
-    static void argmax_it_##SUF(char *out, int64_t o, int64_t n, int64_t ks, const char *base,           \
-                                const rdims *R, const rctx *c) {                                         \
-        int64_t acc[TILE], best[TILE];                                                                   \
-        TILE_LOOP(t, n) { acc[t] = INT64_MIN; best[t] = 0; }                                             \
-        RED_ITER(base, R, p, k, { TILE_LOOP(t, n) {                                                      \
-            int64_t v = LOAD(p + t * ks); if (v > acc[t]) { acc[t] = v; best[t] = k; } } });             \
-        TILE_LOOP(t, n) {                                                                                \
-            c->indices[o + t] = best[t];                                                                 \
-            if (c->values) store_i64(c->values + (o + t) * c->out_size, c->out_dt, acc[t]);              \
-        }                                                                                                \
-        (void)out;                                                                                       \
-    }                                                                                                    \
-    static void argmin_it_##SUF(char *out, int64_t o, int64_t n, int64_t ks, const char *base,           \
-                                const rdims *R, const rctx *c) {                                         \
-        int64_t acc[TILE], best[TILE];                                                                   \
-        TILE_LOOP(t, n) { acc[t] = INT64_MAX; best[t] = 0; }                                             \
-        RED_ITER(base, R, p, k, { TILE_LOOP(t, n) {                                                      \
-            int64_t v = LOAD(p + t * ks); if (v < acc[t]) { acc[t] = v; best[t] = k; } } });             \
-        TILE_LOOP(t, n) {                                                                                \
-            c->indices[o + t] = best[t];                                                                 \
-            if (c->values) store_i64(c->values + (o + t) * c->out_size, c->out_dt, acc[t]);              \
-        }                                                                                                \
-        (void)out;                                                                                       \
-    }
+    DEFINE_INT_EXTREMES(SUF, LOAD, max, INT64_MIN, >)                                                    \
+    DEFINE_INT_EXTREMES(SUF, LOAD, min, INT64_MAX, <)
 
 DEFINE_DOUBLE_FAMILY(f32, LD_F32, 4)
 DEFINE_DOUBLE_FAMILY(f64, LD_F64, 8)
@@ -486,7 +328,7 @@ typedef struct {
 
 /* Walk the kept dims K (output element o, in row-major order) and call fn on each, splitting the outputs
  * into one contiguous range per thread. */
-static void drive_rows(char *out, const char *inp, const rdims *K, const rdims *R, row_fn fn, const rctx *c,
+static void drive_rows(char *out, const char *inp, const rd_dims *K, const rd_dims *R, row_fn fn, const rd_params *c,
                        int nt) {
     const int64_t nout = K->total;
     if (nt > nout) nt = (int)nout;
@@ -516,7 +358,7 @@ static void drive_rows(char *out, const char *inp, const rdims *K, const rdims *
 }
 
 /* The tiled walk: work items are TILE-wide runs of the innermost kept dim. */
-static void drive_tiles(char *out, const char *inp, const rdims *K, const rdims *R, tile_fn fn, const rctx *c,
+static void drive_tiles(char *out, const char *inp, const rd_dims *K, const rd_dims *R, tile_fn fn, const rd_params *c,
                         int nt) {
     const int64_t inner = K->shape[K->n - 1], ks = K->stride[K->n - 1];
     const int64_t ntile = (inner + TILE - 1) / TILE, items = K->total / inner * ntile;
@@ -534,7 +376,7 @@ static void drive_tiles(char *out, const char *inp, const rdims *K, const rdims 
     }
 }
 
-static void drive(char *out, const char *inp, const rdims *K, const rdims *R, rfns fns, const rctx *c,
+static void drive(char *out, const char *inp, const rd_dims *K, const rd_dims *R, rfns fns, const rd_params *c,
                   int nthreads) {
     const int64_t nout = K->total;
     if (nout <= 0) return;
@@ -542,33 +384,21 @@ static void drive(char *out, const char *inp, const rdims *K, const rdims *R, rf
     int nt = nthreads > 1 && nout > 1 && work >= REDUCE_PARALLEL_GRAIN ? nthreads : 1;
     /* Tiles pay off when stepping to the next output is a shorter jump than stepping to the next reduced
      * element: then neighbouring outputs share cache lines that one-at-a-time would fetch again and again. */
-    int64_t kst = iabs64(K->stride[K->n - 1]), rst = iabs64(R->stride[R->n - 1]);
+    int64_t kst = rd_abs64(K->stride[K->n - 1]), rst = rd_abs64(R->stride[R->n - 1]);
     if (K->shape[K->n - 1] > 1 && R->total > 1 && kst < rst)
         drive_tiles(out, inp, K, R, fns.tile, c, nt);
     else
         drive_rows(out, inp, K, R, fns.row, c, nt);
 }
 
-static int check_geom(const reduce_geom *g) {
-    if (!g || g->nkept < 0 || g->nred < 0 || g->nkept > GM_MAX_DIMS || g->nred > GM_MAX_DIMS) return 0;
-    for (int i = 0; i < g->nkept; i++)
-        if (g->kept_shape[i] < 0) return 0;
-    for (int i = 0; i < g->nred; i++)
-        if (g->red_shape[i] < 0) return 0;
-    return 1;
-}
-
-static int valid_dtype(gm_dtype dt) { return (int)dt >= 0 && dt < GM_NDTYPES; }
-
 int cpu_reduce_forward(void *out, gm_dtype out_dt, const void *inp, gm_dtype inp_dt, const reduce_geom *g,
                        int op, int nthreads) {
-    if (!check_geom(g) || !valid_dtype(out_dt) || !valid_dtype(inp_dt)) return GM_ERR_ARG;
-    rdims K, R;
-    simplify(&K, g->nkept, g->kept_shape, g->kept_strides, 0);
-    simplify(&R, g->nred, g->red_shape, g->red_strides, 1);
+    if (!rd_check_geom(g) || !rd_valid_dtype(out_dt) || !rd_valid_dtype(inp_dt)) return GM_ERR_ARG;
+    rd_dims K, R;
+    rd_simplify_geom(g, &K, &R, 1);
     if (K.total == 0) return GM_OK;
     if (!out || (R.total > 0 && !inp)) return GM_ERR_ARG;
-    rctx c = {out_dt, gm_dtype_size(out_dt), 1.0, 0.0, NULL, NULL};
+    rd_params c = rd_make_params(out_dt);
     /* Accumulate in double whenever a float is involved (on either side), exactly in int64 otherwise. */
     int in_double = gm_dtype_is_float(inp_dt) || gm_dtype_is_float(out_dt);
     rfns fn;
@@ -602,13 +432,14 @@ int cpu_reduce_forward(void *out, gm_dtype out_dt, const void *inp, gm_dtype inp
 
 int cpu_reduce_arg_forward(void *values, int64_t *indices, const void *inp, gm_dtype dt, const reduce_geom *g,
                            int is_max, int nthreads) {
-    if (!check_geom(g) || !valid_dtype(dt)) return GM_ERR_ARG;
-    rdims K, R;
-    simplify(&K, g->nkept, g->kept_shape, g->kept_strides, 0);
-    simplify(&R, g->nred, g->red_shape, g->red_strides, 0); /* no reordering: "first" is row-major order */
+    if (!rd_check_geom(g) || !rd_valid_dtype(dt)) return GM_ERR_ARG;
+    rd_dims K, R;
+    rd_simplify_geom(g, &K, &R, 0); /* no reordering: "first" is row-major order */
     if (K.total == 0) return GM_OK;
     if (R.total == 0 || !indices || !inp) return GM_ERR_ARG;
-    rctx c = {dt, gm_dtype_size(dt), 1.0, 0.0, indices, (char *)values};
+    rd_params c = rd_make_params(dt);
+    c.indices = indices;
+    c.values = (char *)values;
     rfns fn;
     if (gm_dtype_is_float(dt))
         fn = is_max ? FNS_DOUBLE(argmax, dt) : FNS_DOUBLE(argmin, dt);
@@ -620,14 +451,14 @@ int cpu_reduce_arg_forward(void *values, int64_t *indices, const void *inp, gm_d
 
 int cpu_reduce_var_forward(void *out, const void *inp, gm_dtype dt, const reduce_geom *g, double correction,
                            int nthreads) {
-    if (!check_geom(g) || !valid_dtype(dt)) return GM_ERR_ARG;
+    if (!rd_check_geom(g) || !rd_valid_dtype(dt)) return GM_ERR_ARG;
     if (!gm_dtype_is_float(dt)) return GM_ERR_UNSUPPORTED;
-    rdims K, R;
-    simplify(&K, g->nkept, g->kept_shape, g->kept_strides, 0);
-    simplify(&R, g->nred, g->red_shape, g->red_strides, 1);
+    rd_dims K, R;
+    rd_simplify_geom(g, &K, &R, 1);
     if (K.total == 0) return GM_OK;
     if (!out || (R.total > 0 && !inp)) return GM_ERR_ARG;
-    rctx c = {dt, gm_dtype_size(dt), 1.0, correction, NULL, NULL};
+    rd_params c = rd_make_params(dt);
+    c.correction = correction;
     drive((char *)out, (const char *)inp, &K, &R, FNS_DOUBLE(var, dt), &c, nthreads);
     return GM_OK;
 }

@@ -1,8 +1,9 @@
 /* kernels/cuda/reduce.cu — CUDA reductions (contract: reduce.h; reference: kernels/cpu/reduce.c).
  *
- * The geometry is simplified on the host exactly as on the CPU (size-1 dims dropped, the reduced dims of
- * order-insensitive reductions sorted by stride, contiguous neighbours merged), then one kernel template runs
- * every reduction, parametrised by a "reducer" (accumulator type, identity, step, combine, store).
+ * The geometry is simplified on the host by the CPU's own code (kernels/cpu/reduce_common.h: size-1 dims
+ * dropped, the reduced dims of order-insensitive reductions sorted by stride, contiguous neighbours merged), then
+ * one kernel template runs every reduction, parametrised by a "reducer" (accumulator type, identity, step,
+ * combine, store).
  *
  * Work split: a block of 256 threads takes a tile of TX consecutive outputs and gives each TY = 256/TX threads;
  * those TY threads stride through the output's reduced elements, then combine their partials in shared memory.
@@ -26,58 +27,9 @@
 #include "cuda_common.cuh"
 #include "reduce.h"
 
-/* ---- geometry (host): the CPU's simplify ---------------------------------------------------------------- */
-typedef struct {
-    int n;
-    int64_t shape[GM_MAX_DIMS];
-    int64_t stride[GM_MAX_DIMS]; /* bytes */
-    int64_t total;
-} rd_dims;
+#include "../cpu/reduce_common.h"
 
-static int64_t rd_abs(int64_t v) { return v < 0 ? -v : v; }
-
-static void rd_simplify(rd_dims *d, int n, const int64_t *shape, const int64_t *stride, int sort_by_stride) {
-    d->n = 0;
-    d->total = 1;
-    for (int i = 0; i < n; i++) {
-        d->total *= shape[i];
-        if (shape[i] == 1) continue;
-        d->shape[d->n] = shape[i];
-        d->stride[d->n] = stride[i];
-        d->n++;
-    }
-    if (sort_by_stride) { /* decreasing |stride|, stable: the smallest stride ends up innermost */
-        for (int i = 1; i < d->n; i++) {
-            int64_t sh = d->shape[i], st = d->stride[i];
-            int j = i - 1;
-            while (j >= 0 && rd_abs(d->stride[j]) < rd_abs(st)) {
-                d->shape[j + 1] = d->shape[j];
-                d->stride[j + 1] = d->stride[j];
-                j--;
-            }
-            d->shape[j + 1] = sh;
-            d->stride[j + 1] = st;
-        }
-    }
-    int m = 0;
-    for (int i = 1; i < d->n; i++) {
-        if (d->stride[m] == d->stride[i] * d->shape[i]) {
-            d->shape[m] *= d->shape[i];
-            d->stride[m] = d->stride[i];
-        } else {
-            m++;
-            d->shape[m] = d->shape[i];
-            d->stride[m] = d->stride[i];
-        }
-    }
-    if (d->n > 0) d->n = m + 1;
-    if (d->n == 0) {
-        d->n = 1;
-        d->shape[0] = 1;
-        d->stride[0] = 0;
-    }
-}
-
+/* ---- geometry: the CPU's rd_simplify (kernels/cpu/reduce_common.h) on the host, walked on the device ------ */
 /* Byte offset of row-major linear index i over d: a multiply for one dim, 32-bit divisions when they suffice. */
 __device__ __forceinline__ int64_t rd_offset(const rd_dims &d, int64_t i) {
     if (d.n == 1) return i * d.stride[0];
@@ -99,7 +51,7 @@ __device__ __forceinline__ int64_t rd_offset(const rd_dims &d, int64_t i) {
     return off + i * d.stride[0];
 }
 
-/* ---- loads and stores ------------------------------------------------------------------------------------- */
+/* ---- loads (the stores are reduce_common.h's rd_store_*) ---------------------------------------------------- */
 template <int DT> __device__ __forceinline__ double rd_ld_d(const char *p) {
     if (DT == GM_BOOL) return *(const uint8_t *)p != 0 ? 1.0 : 0.0;
     if (DT == GM_I64) return (double)*(const int64_t *)p;
@@ -109,40 +61,6 @@ template <int DT> __device__ __forceinline__ int64_t rd_ld_i(const char *p) {
     if (DT == GM_BOOL) return *(const uint8_t *)p != 0;
     return *(const int64_t *)p;
 }
-
-/* The CPU's store_f64 / store_i64: round to the output dtype; double -> int64 saturates. */
-__device__ __forceinline__ void rd_store_f64(char *p, int dt, double v) {
-    switch (dt) {
-    case GM_F32: *(float *)p = (float)v; break;
-    case GM_F64: *(double *)p = v; break;
-    case GM_F16: *(uint16_t *)p = gm_float_to_half((float)v); break;
-    case GM_BF16: *(uint16_t *)p = gm_float_to_bf16((float)v); break;
-    case GM_I64:
-        *(int64_t *)p = v != v ? 0 : v >= 9223372036854775808.0 ? INT64_MAX
-                      : v < -9223372036854775808.0 ? INT64_MIN : (int64_t)v;
-        break;
-    default: *(uint8_t *)p = v != 0.0; break;
-    }
-}
-__device__ __forceinline__ void rd_store_i64(char *p, int dt, int64_t v) {
-    switch (dt) {
-    case GM_I64: *(int64_t *)p = v; break;
-    case GM_BOOL: *(uint8_t *)p = v != 0; break;
-    default: rd_store_f64(p, dt, (double)v); break;
-    }
-}
-
-/* What every reducer's store may need. */
-typedef struct {
-    int out_dt;
-    int64_t out_size;
-    double div;        /* MEAN: the element count (0 for an empty extent: 0/0 is the NaN PyTorch gives); SUM: 1 */
-    double correction; /* var */
-    /* arg reductions (values may be NULL). Set by the kernel from its own pointer arguments: pointers travel as
-     * kernel arguments, never inside structs, so that the emulator's launch checks see every one of them. */
-    int64_t *indices;
-    char *values;
-} rd_params;
 
 /* ---- reducers ----------------------------------------------------------------------------------------------
  * A: accumulator (plain data: it lives in __shared__); init(): the identity; step(a, p, k): fold in the element
@@ -185,53 +103,67 @@ template <int DT> struct rd_prod_i {
         rd_store_i64(out + o * c.out_size, c.out_dt, (int64_t)a);
     }
 };
-/* Float extremes: take v when it is beyond a or NaN, unless a is already NaN (NaN propagates). */
-template <int DT, int MAX> struct rd_ext_d {
-    typedef double A;
-    static __device__ __forceinline__ A init() { return MAX ? -INFINITY : INFINITY; }
-    static __device__ __forceinline__ A comb(A a, A v) {
-        const bool take = (a == a) && !(MAX ? v <= a : v >= a);
-        return take ? v : a;
-    }
-    static __device__ __forceinline__ A step(A a, const char *p, int64_t) { return comb(a, rd_ld_d<DT>(p)); }
-    static __device__ __forceinline__ void store(char *out, int64_t o, A a, const rd_params &c) {
-        rd_store_f64(out + o * c.out_size, c.out_dt, a);
+/* What an extreme or arg reducer keeps, as on the CPU: a double for float inputs (NaN propagates), an int64 for
+ * integer ones (exact beyond 2^53). */
+template <int DT, bool FLOAT = (DT <= GM_BF16)> struct rd_val {
+    typedef double V;
+    static __device__ __forceinline__ V ld(const char *p) { return rd_ld_d<DT>(p); }
+    static __device__ __forceinline__ bool nan(V v) { return v != v; }
+    static __device__ __forceinline__ V lowest() { return -INFINITY; }
+    static __device__ __forceinline__ V highest() { return INFINITY; }
+    static __device__ __forceinline__ void store(char *p, gm_dtype dt, V v) { rd_store_f64(p, dt, v); }
+    static __device__ __forceinline__ void store_arg(const rd_params &c, int64_t o, int64_t i, V v) {
+        rd_store_arg_f64(&c, o, i, v);
     }
 };
-template <int DT, int MAX> struct rd_ext_i {
-    typedef long long A;
-    static __device__ __forceinline__ A init() { return MAX ? INT64_MIN : INT64_MAX; }
-    static __device__ __forceinline__ A comb(A a, A v) { return MAX ? (v > a ? v : a) : (v < a ? v : a); }
-    static __device__ __forceinline__ A step(A a, const char *p, int64_t) { return comb(a, rd_ld_i<DT>(p)); }
+template <int DT> struct rd_val<DT, false> {
+    typedef long long V;
+    static __device__ __forceinline__ V ld(const char *p) { return rd_ld_i<DT>(p); }
+    static __device__ __forceinline__ bool nan(V) { return false; }
+    static __device__ __forceinline__ V lowest() { return INT64_MIN; }
+    static __device__ __forceinline__ V highest() { return INT64_MAX; }
+    static __device__ __forceinline__ void store(char *p, gm_dtype dt, V v) { rd_store_i64(p, dt, v); }
+    static __device__ __forceinline__ void store_arg(const rd_params &c, int64_t o, int64_t i, V v) {
+        rd_store_arg_i64(&c, o, i, v);
+    }
+};
+
+/* Extremes: take v when it is beyond a or NaN, unless a is already NaN (NaN propagates). */
+template <int DT, int MAX> struct rd_ext {
+    typedef rd_val<DT> Val;
+    typedef typename Val::V A;
+    static __device__ __forceinline__ A init() { return MAX ? Val::lowest() : Val::highest(); }
+    static __device__ __forceinline__ A comb(A a, A v) {
+        const bool take = !Val::nan(a) && !(MAX ? v <= a : v >= a);
+        return take ? v : a;
+    }
+    static __device__ __forceinline__ A step(A a, const char *p, int64_t) { return comb(a, Val::ld(p)); }
     static __device__ __forceinline__ void store(char *out, int64_t o, A a, const rd_params &c) {
-        rd_store_i64(out + o * c.out_size, c.out_dt, a);
+        Val::store(out + o * c.out_size, c.out_dt, a);
     }
 };
 
 /* (value, index) with index -1 for "nothing seen yet". */
-typedef struct {
-    double v;
+template <class V> struct rd_pair {
+    V v;
     long long i;
-} rd_arg_d_acc;
-typedef struct {
-    long long v;
-    long long i;
-} rd_arg_i_acc;
+};
 
 /* The better of two candidates: a NaN beats any number, a larger (max) / smaller (min) value beats a worse one,
  * and between equals (or two NaNs) the smaller index wins. */
-template <int DT, int MAX> struct rd_arg_d {
-    typedef rd_arg_d_acc A;
+template <int DT, int MAX> struct rd_arg {
+    typedef rd_val<DT> Val;
+    typedef rd_pair<typename Val::V> A;
     static __device__ __forceinline__ A init() {
         A a;
-        a.v = MAX ? -INFINITY : INFINITY;
+        a.v = MAX ? Val::lowest() : Val::highest();
         a.i = -1;
         return a;
     }
     static __device__ __forceinline__ A comb(A a, A b) {
         if (a.i < 0) return b;
         if (b.i < 0) return a;
-        const bool an = a.v != a.v, bn = b.v != b.v;
+        const bool an = Val::nan(a.v), bn = Val::nan(b.v);
         if (an || bn) return (an && bn) ? (a.i < b.i ? a : b) : (an ? a : b);
         if (MAX ? b.v > a.v : b.v < a.v) return b;
         if (MAX ? a.v > b.v : a.v < b.v) return a;
@@ -239,39 +171,12 @@ template <int DT, int MAX> struct rd_arg_d {
     }
     static __device__ __forceinline__ A step(A a, const char *p, int64_t k) {
         A b;
-        b.v = rd_ld_d<DT>(p);
+        b.v = Val::ld(p);
         b.i = k;
         return comb(a, b);
     }
     static __device__ __forceinline__ void store(char *, int64_t o, A a, const rd_params &c) {
-        c.indices[o] = a.i;
-        if (c.values) rd_store_f64(c.values + o * c.out_size, c.out_dt, a.v);
-    }
-};
-template <int DT, int MAX> struct rd_arg_i {
-    typedef rd_arg_i_acc A;
-    static __device__ __forceinline__ A init() {
-        A a;
-        a.v = MAX ? INT64_MIN : INT64_MAX;
-        a.i = -1;
-        return a;
-    }
-    static __device__ __forceinline__ A comb(A a, A b) {
-        if (a.i < 0) return b;
-        if (b.i < 0) return a;
-        if (MAX ? b.v > a.v : b.v < a.v) return b;
-        if (MAX ? a.v > b.v : a.v < b.v) return a;
-        return a.i < b.i ? a : b;
-    }
-    static __device__ __forceinline__ A step(A a, const char *p, int64_t k) {
-        A b;
-        b.v = rd_ld_i<DT>(p);
-        b.i = k;
-        return comb(a, b);
-    }
-    static __device__ __forceinline__ void store(char *, int64_t o, A a, const rd_params &c) {
-        c.indices[o] = a.i;
-        if (c.values) rd_store_i64(c.values + o * c.out_size, c.out_dt, a.v);
+        Val::store_arg(c, o, a.i, a.v);
     }
 };
 
@@ -287,7 +192,9 @@ __device__ __forceinline__ void rd_combine_columns(typename Red::A *buf, int t, 
     }
 }
 
-/* TX = 2^lx outputs per tile, TY = 256 / TX threads per output; blocks stride over the tiles. */
+/* TX = 2^lx outputs per tile, TY = 256 / TX threads per output; blocks stride over the tiles. The kernels that
+ * store get prm's pointers (indices, values) as arguments of their own and put them back: pointers travel as
+ * kernel arguments, never inside structs, so that the emulator's launch checks see every one of them. */
 template <class Red>
 __global__ void rd_kernel(char *out, int64_t *indices, char *values, const char *inp, rd_dims K, rd_dims R, int lx,
                           rd_params prm) {
@@ -344,7 +251,8 @@ __global__ void rd_var_kernel(char *out, const char *inp, rd_dims K, rd_dims R, 
             }
         buf[t] = ss;
         rd_combine_columns<rd_sum_only<DT> >(buf, t, ty, lx, TY);
-        if (ty == 0 && o < K.total) rd_store_f64(out + o * prm.out_size, prm.out_dt, buf[t] / (denom > 0.0 ? denom : 0.0));
+        if (ty == 0 && o < K.total)
+            rd_store_f64(out + o * prm.out_size, prm.out_dt, buf[t] / (denom > 0.0 ? denom : 0.0));
         __syncthreads();
     }
 }
@@ -404,8 +312,8 @@ static int rd_pow2_at_least(int64_t n, int cap) {
 static int rd_pick_lx(const rd_dims *K, const rd_dims *R) {
     const int64_t nout = K->total, nred = R->total;
     if (nred <= 1) return 8; /* nothing to split: one thread per output */
-    const int64_t kst = K->shape[K->n - 1] > 1 ? rd_abs(K->stride[K->n - 1]) : INT64_MAX;
-    const int64_t rst = rd_abs(R->stride[R->n - 1]);
+    const int64_t kst = K->shape[K->n - 1] > 1 ? rd_abs64(K->stride[K->n - 1]) : INT64_MAX;
+    const int64_t rst = rd_abs64(R->stride[R->n - 1]);
     int ty;
     if (rst <= kst) {
         ty = rd_pow2_at_least(nred, GM_CU_THREADS);
@@ -423,6 +331,13 @@ static unsigned rd_grid(const rd_dims *K, int lx, const gm_cuda_ctx *ctx) {
     return gm_cu_blocks(ntiles * GM_CU_THREADS, ctx); /* one block per tile, capped */
 }
 
+/* prm as a kernel argument: without its pointers, which the kernel gets separately (see rd_kernel). */
+static rd_params rd_kernel_params(rd_params prm) {
+    prm.indices = NULL;
+    prm.values = NULL;
+    return prm;
+}
+
 /* The partials of a split (scratch, parts > 1; reduce.h), then their combination. */
 template <class Red>
 static int rd_launch_split(void *out, const void *inp, const rd_dims &K, const rd_dims &R, const rd_params &prm,
@@ -436,11 +351,8 @@ static int rd_launch_split(void *out, const void *inp, const rd_dims &K, const r
               (const char *)inp, K, R, lx, parts, chunk);
     GM_CU_LAUNCHED(ctx);
     void (*k2)(char *, int64_t *, char *, const A *, int64_t, int64_t, rd_params) = &rd_finish_kernel<Red>;
-    rd_params p = prm;
-    p.indices = NULL;
-    p.values = NULL;
     GM_LAUNCH(k2, gm_cu_blocks(K.total * GM_CU_THREADS, ctx), GM_CU_THREADS, ctx, (char *)out, prm.indices,
-              prm.values, (const A *)scratch, K.total, parts, p);
+              prm.values, (const A *)scratch, K.total, parts, rd_kernel_params(prm));
     GM_CU_LAUNCHED(ctx);
     return GM_OK;
 }
@@ -451,67 +363,36 @@ static int rd_launch(void *out, const void *inp, const rd_dims &K, const rd_dims
     if (parts > 1) return rd_launch_split<Red>(out, inp, K, R, prm, scratch, parts, ctx);
     const int lx = rd_pick_lx(&K, &R);
     void (*k)(char *, int64_t *, char *, const char *, rd_dims, rd_dims, int, rd_params) = &rd_kernel<Red>;
-    rd_params p = prm;
-    p.indices = NULL;
-    p.values = NULL;
     GM_LAUNCH(k, rd_grid(&K, lx, ctx), GM_CU_THREADS, ctx, (char *)out, prm.indices, prm.values, (const char *)inp,
-              K, R, lx, p);
+              K, R, lx, rd_kernel_params(prm));
     GM_CU_LAUNCHED(ctx);
     return GM_OK;
 }
 
-static int rd_check_geom(const reduce_geom *g) {
-    if (!g || g->nkept < 0 || g->nred < 0 || g->nkept > GM_MAX_DIMS || g->nred > GM_MAX_DIMS) return 0;
-    for (int i = 0; i < g->nkept; i++)
-        if (g->kept_shape[i] < 0) return 0;
-    for (int i = 0; i < g->nred; i++)
-        if (g->red_shape[i] < 0) return 0;
-    return 1;
-}
-
-static int rd_valid_dtype(int dt) { return dt >= 0 && dt < GM_NDTYPES; }
-
-static rd_params rd_make_params(gm_dtype out_dt) {
-    rd_params p;
-    p.out_dt = out_dt;
-    p.out_size = (int64_t)gm_dtype_size(out_dt);
-    p.div = 1.0;
-    p.correction = 0.0;
-    p.indices = NULL;
-    p.values = NULL;
-    return p;
-}
-
-/* Instantiate a reducer template for the runtime input dtype: every dtype (double family, extremes of floats)
- * or the integer dtypes only (integer family). */
+/* Instantiate a reducer template for the runtime input dtype: every dtype, or the integer dtypes only (the integer
+ * sums and products). The arguments after dt complete the template's: `RD_LAUNCH_ALL(rd_arg, dt, , 1)` launches
+ * rd_arg<dt, 1>. */
+#define RD_LAUNCH_AS(RED, DT, ...) return rd_launch<RED<DT __VA_ARGS__> >(out, inp, K, R, prm, scratch, parts, ctx)
 #define RD_LAUNCH_ALL(RED, dt, ...)                                                                           \
     switch (dt) {                                                                                             \
-    case GM_F32: return rd_launch<RED<GM_F32 __VA_ARGS__> >(out, inp, K, R, prm, scratch, parts, ctx);                        \
-    case GM_F64: return rd_launch<RED<GM_F64 __VA_ARGS__> >(out, inp, K, R, prm, scratch, parts, ctx);                        \
-    case GM_F16: return rd_launch<RED<GM_F16 __VA_ARGS__> >(out, inp, K, R, prm, scratch, parts, ctx);                        \
-    case GM_BF16: return rd_launch<RED<GM_BF16 __VA_ARGS__> >(out, inp, K, R, prm, scratch, parts, ctx);                      \
-    case GM_I64: return rd_launch<RED<GM_I64 __VA_ARGS__> >(out, inp, K, R, prm, scratch, parts, ctx);                        \
-    default: return rd_launch<RED<GM_BOOL __VA_ARGS__> >(out, inp, K, R, prm, scratch, parts, ctx);                           \
-    }
-#define RD_LAUNCH_FLOAT(RED, dt, ...)                                                                         \
-    switch (dt) {                                                                                             \
-    case GM_F32: return rd_launch<RED<GM_F32 __VA_ARGS__> >(out, inp, K, R, prm, scratch, parts, ctx);                        \
-    case GM_F64: return rd_launch<RED<GM_F64 __VA_ARGS__> >(out, inp, K, R, prm, scratch, parts, ctx);                        \
-    case GM_F16: return rd_launch<RED<GM_F16 __VA_ARGS__> >(out, inp, K, R, prm, scratch, parts, ctx);                        \
-    default: return rd_launch<RED<GM_BF16 __VA_ARGS__> >(out, inp, K, R, prm, scratch, parts, ctx);                           \
+    case GM_F32: RD_LAUNCH_AS(RED, GM_F32, __VA_ARGS__);                                                      \
+    case GM_F64: RD_LAUNCH_AS(RED, GM_F64, __VA_ARGS__);                                                      \
+    case GM_F16: RD_LAUNCH_AS(RED, GM_F16, __VA_ARGS__);                                                      \
+    case GM_BF16: RD_LAUNCH_AS(RED, GM_BF16, __VA_ARGS__);                                                    \
+    case GM_I64: RD_LAUNCH_AS(RED, GM_I64, __VA_ARGS__);                                                      \
+    default: RD_LAUNCH_AS(RED, GM_BOOL, __VA_ARGS__);                                                         \
     }
 #define RD_LAUNCH_INT(RED, dt, ...)                                                                           \
     switch (dt) {                                                                                             \
-    case GM_I64: return rd_launch<RED<GM_I64 __VA_ARGS__> >(out, inp, K, R, prm, scratch, parts, ctx);                        \
-    default: return rd_launch<RED<GM_BOOL __VA_ARGS__> >(out, inp, K, R, prm, scratch, parts, ctx);                           \
+    case GM_I64: RD_LAUNCH_AS(RED, GM_I64, __VA_ARGS__);                                                      \
+    default: RD_LAUNCH_AS(RED, GM_BOOL, __VA_ARGS__);                                                         \
     }
 
 extern "C" int cuda_reduce_forward(void *out, gm_dtype out_dt, const void *inp, gm_dtype inp_dt,
                                    const reduce_geom *g, int op, void *scratch, int64_t parts, gm_cuda_ctx *ctx) {
     if (!rd_check_geom(g) || !rd_valid_dtype(out_dt) || !rd_valid_dtype(inp_dt) || !ctx) return GM_ERR_ARG;
     rd_dims K, R;
-    rd_simplify(&K, g->nkept, g->kept_shape, g->kept_strides, 0);
-    rd_simplify(&R, g->nred, g->red_shape, g->red_strides, 1);
+    rd_simplify_geom(g, &K, &R, 1);
     if (K.total == 0) return GM_OK;
     if (!out || (R.total > 0 && !inp) || (parts > 1 && (!scratch || parts > R.total))) return GM_ERR_ARG;
     rd_params prm = rd_make_params(out_dt);
@@ -532,12 +413,8 @@ extern "C" int cuda_reduce_forward(void *out, gm_dtype out_dt, const void *inp, 
     case REDUCE_AMIN:
         if (out_dt != inp_dt) return GM_ERR_ARG;
         if (R.total == 0) return GM_ERR_ARG; /* no identity: the caller reports the shape */
-        if (gm_dtype_is_float(inp_dt)) {
-            if (op == REDUCE_AMAX) RD_LAUNCH_FLOAT(rd_ext_d, inp_dt, , 1)
-            RD_LAUNCH_FLOAT(rd_ext_d, inp_dt, , 0)
-        }
-        if (op == REDUCE_AMAX) RD_LAUNCH_INT(rd_ext_i, inp_dt, , 1)
-        RD_LAUNCH_INT(rd_ext_i, inp_dt, , 0)
+        if (op == REDUCE_AMAX) RD_LAUNCH_ALL(rd_ext, inp_dt, , 1)
+        RD_LAUNCH_ALL(rd_ext, inp_dt, , 0)
     default:
         return GM_ERR_ARG;
     }
@@ -548,20 +425,15 @@ extern "C" int cuda_reduce_arg_forward(void *values, int64_t *indices, const voi
                                        gm_cuda_ctx *ctx) {
     if (!rd_check_geom(g) || !rd_valid_dtype(dt) || !ctx) return GM_ERR_ARG;
     rd_dims K, R;
-    rd_simplify(&K, g->nkept, g->kept_shape, g->kept_strides, 0);
-    rd_simplify(&R, g->nred, g->red_shape, g->red_strides, 0); /* no reordering: "first" is row-major order */
+    rd_simplify_geom(g, &K, &R, 0); /* no reordering: "first" is row-major order */
     if (K.total == 0) return GM_OK;
     if (R.total == 0 || !indices || !inp || (parts > 1 && (!scratch || parts > R.total))) return GM_ERR_ARG;
     rd_params prm = rd_make_params(dt);
     prm.indices = indices;
     prm.values = (char *)values;
     void *out = NULL;
-    if (gm_dtype_is_float(dt)) {
-        if (is_max) RD_LAUNCH_FLOAT(rd_arg_d, dt, , 1)
-        RD_LAUNCH_FLOAT(rd_arg_d, dt, , 0)
-    }
-    if (is_max) RD_LAUNCH_INT(rd_arg_i, dt, , 1)
-    RD_LAUNCH_INT(rd_arg_i, dt, , 0)
+    if (is_max) RD_LAUNCH_ALL(rd_arg, dt, , 1)
+    RD_LAUNCH_ALL(rd_arg, dt, , 0)
 }
 
 template <int DT>
@@ -579,8 +451,7 @@ extern "C" int cuda_reduce_var_forward(void *out, const void *inp, gm_dtype dt, 
     if (!rd_check_geom(g) || !rd_valid_dtype(dt) || !ctx) return GM_ERR_ARG;
     if (!gm_dtype_is_float(dt)) return GM_ERR_UNSUPPORTED;
     rd_dims K, R;
-    rd_simplify(&K, g->nkept, g->kept_shape, g->kept_strides, 0);
-    rd_simplify(&R, g->nred, g->red_shape, g->red_strides, 1);
+    rd_simplify_geom(g, &K, &R, 1);
     if (K.total == 0) return GM_OK;
     if (!out || (R.total > 0 && !inp)) return GM_ERR_ARG;
     rd_params prm = rd_make_params(dt);
