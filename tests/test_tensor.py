@@ -1,5 +1,7 @@
 """Tensors as a user meets them: creation, NumPy interop, views and their sharing, indexing, conversion, repr,
 and the errors bad input gets. NumPy is the reference throughout."""
+import os
+
 import numpy as np
 import pytest
 
@@ -242,3 +244,19 @@ def test_cat_and_stack():
         gm.stack([gm.tensor(a), gm.tensor(b)])
     with pytest.raises(ValueError):
         gm.cat([gm.tensor(a), gm.tensor(b.T)])
+
+
+# ---- OpenMP's wait policy --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("given, seen", [(None, "PASSIVE"), ("ACTIVE", "ACTIVE")])
+def test_import_makes_idle_openmp_threads_sleep_unless_told_otherwise(given, seen):
+    """Spinning OpenMP threads make a busy machine 10-30x slower (benchmarks/omp_wait_policy.py): the import sets
+    OMP_WAIT_POLICY=PASSIVE before libgomp loads, and keeps a policy the user chose."""
+    import subprocess
+    import sys
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    if given is not None:
+        env["OMP_WAIT_POLICY"] = given
+    code = "import os, gpumemnet; print(os.environ['OMP_WAIT_POLICY'])"
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == seen

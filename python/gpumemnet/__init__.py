@@ -5,9 +5,10 @@
     (x @ x.T).sum().backward()
     gm.memory.memory_stats("cpu")
 """
-from ._loader import preload_openblas
+from ._loader import passive_openmp_waits, preload_openblas
 
 preload_openblas()
+passive_openmp_waits()
 
 from . import _C  # noqa: E402
 from ._dtype import (dtype, device, float32, float64, float16, bfloat16, int64, bool_)  # noqa: E402
