@@ -10,7 +10,7 @@ import pytest
 import gpumemnet as gm
 from gpumemnet.amp import _state as amp_state
 
-from cuda_util import device, is_cuda, to_np  # noqa: F401  (device: the per-device fixture)
+from cuda_util import device, is_cuda, requires_cuda, to_np  # noqa: F401  (device: the per-device fixture)
 
 
 def _param(shape, seed, device="cpu"):
@@ -321,6 +321,51 @@ def test_story_002_accumulation_loop_runs_as_written(device, dtype):
     assert w.device == data[0][0].device
     np.testing.assert_allclose(to_np(w), w0 - 0.5 * grad, rtol=0.05, atol=0.02)
     assert w.grad is None
+
+
+def test_torch_cuda_amp_spelling():
+    """Story 002 imports `from torch.cuda.amp import autocast, GradScaler`: the same names under gm.cuda.amp are
+    gm.autocast("cuda", float16 by default) and gm.amp.GradScaler("cuda"), with torch.cuda.amp's arguments."""
+    from gpumemnet.cuda.amp import GradScaler, autocast
+    a = autocast()
+    assert (a.device_type, a.dtype, a.enabled) == ("cuda", gm.float16, True)
+    assert autocast(dtype=gm.bfloat16, enabled=False).dtype == gm.bfloat16
+    with gm.cuda.amp.autocast():
+        assert gm.amp.is_autocast_enabled("cuda") and gm.amp.get_autocast_dtype("cuda") == gm.float16
+        assert not gm.amp.is_autocast_enabled("cpu")
+    assert not gm.amp.is_autocast_enabled("cuda")
+    s = GradScaler(init_scale=2.0 ** 10, growth_interval=5)
+    assert isinstance(s, gm.amp.GradScaler) and s.get_scale() == 2.0 ** 10 and s.is_enabled()
+    with pytest.raises(ValueError, match="growth_interval"):
+        GradScaler(growth_interval=0)
+
+
+@requires_cuda
+def test_story_002_loop_with_torch_cuda_amp_names_on_cuda():
+    """The story's loop as written, `with gm.cuda.amp.autocast():` and `gm.cuda.amp.GradScaler()`, gives the same
+    weights, bit for bit, as the current names."""
+    device = "cuda"
+    results = []
+    for spelling in ("torch.cuda.amp", "current"):
+        rng = np.random.default_rng(7)
+        data = [(gm.from_numpy(rng.standard_normal((2, 4)).astype(np.float32), device=device),
+                 gm.from_numpy(rng.standard_normal((2, 3)).astype(np.float32), device=device)) for _ in range(4)]
+        w = gm.from_numpy(rng.standard_normal((4, 3)).astype(np.float32), device=device).requires_grad_()
+        opt = gm.optim.SGD([w], lr=0.5)
+        scaler = gm.cuda.amp.GradScaler(init_scale=2.0 ** 10) if spelling == "torch.cuda.amp" else \
+            gm.amp.GradScaler("cuda", init_scale=2.0 ** 10)
+        for i, (image, target) in enumerate(data):
+            with (gm.cuda.amp.autocast() if spelling == "torch.cuda.amp" else gm.autocast("cuda", gm.float16)):
+                out = image @ w
+                assert out.dtype == gm.float16
+                train_loss = ((out - target) ** 2).mean()
+            scaler.scale(train_loss / 4).backward()
+            if (i + 1) % 4 == 0:
+                scaler.step(opt)
+                scaler.update()
+                opt.zero_grad()
+        results.append(to_np(w))
+    np.testing.assert_array_equal(results[0], results[1])
 
 
 def test_cnn_under_autocast_keeps_float32_where_the_policy_says(device):

@@ -3,7 +3,7 @@
 A CUDA build runs on a machine with no GPU or driver: everything here then answers "0 devices" instead of
 raising, except where a specific device is asked for. Memory statistics live in gm.memory, not here.
 """
-from . import _C
+from .. import _C
 
 __all__ = ["is_available", "device_count", "get_device_properties", "get_device_name", "get_device_capability",
            "empty_cache", "synchronize", "is_built", "is_emulated", "mem_get_info", "memory_allocated",
@@ -157,13 +157,13 @@ def memory_stats(device=None):
 
 
 def memory_summary(device=None):
-    from .memory import memory_summary as summary
+    from ..memory import memory_summary as summary
     return summary(_dev(device, "memory_summary"))
 
 
 def set_per_process_memory_fraction(fraction, device=None):
     """Cap gpumemnet's reserved bytes on the device at fraction x its capacity (gm.memory.set_limit)."""
-    from .memory import set_limit
+    from ..memory import set_limit
     if isinstance(fraction, bool) or not isinstance(fraction, (int, float)):
         raise TypeError(f"set_per_process_memory_fraction: fraction must be a float, got {type(fraction).__name__}")
     set_limit(_dev(device, "set_per_process_memory_fraction"), float(fraction))
@@ -172,3 +172,6 @@ def set_per_process_memory_fraction(fraction, device=None):
 def host_memory_stats():
     """Statistics of the pinned host memory allocator (PyTorch's name): gm.memory.memory_stats("cpu-pinned")."""
     return _C.memory_stats("cpu-pinned")
+
+
+from . import amp  # noqa: E402,F401  (torch.cuda.amp's spelling: gm.cuda.amp.autocast, gm.cuda.amp.GradScaler)

@@ -1,0 +1,24 @@
+"""torch.cuda.amp's spelling, for code written against it (story 002: `from torch.cuda.amp import autocast,
+GradScaler`, `with torch.cuda.amp.autocast():`): autocast for CUDA ops, float16 by default, and the GradScaler of
+gpumemnet.amp. The current names are gm.autocast("cuda", ...) and gm.amp.GradScaler("cuda", ...), as in PyTorch,
+which deprecates torch.cuda.amp; these stay quiet rather than warn."""
+from .. import amp as _amp
+from .._dtype import float16
+
+__all__ = ["autocast", "GradScaler"]
+
+
+class autocast(_amp.autocast):
+    """gm.autocast("cuda", dtype, enabled, cache_enabled), with torch.cuda.amp.autocast's arguments."""
+
+    def __init__(self, enabled=True, dtype=float16, cache_enabled=True):
+        super().__init__("cuda", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+
+
+class GradScaler(_amp.GradScaler):
+    """gm.amp.GradScaler("cuda", ...), with torch.cuda.amp.GradScaler's arguments."""
+
+    def __init__(self, init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000,
+                 enabled=True):
+        super().__init__("cuda", init_scale=init_scale, growth_factor=growth_factor, backoff_factor=backoff_factor,
+                         growth_interval=growth_interval, enabled=enabled)
