@@ -24,10 +24,7 @@
  *   batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps) -> (out, mean, invstd)
  *   batch_norm_backward(grad, x, weight, mean, invstd, training, need_input, need_weight, need_bias,
  *                       param_dtype=None, into_grad=False) -> (dx | None, dweight | None, dbias | None)
- * into_grad: the autograd engine hands grad over (nothing else references it: autograd.Function.grad_is_free), so
- * the input gradient is written over it instead of into a new tensor of the same size. Each kernel reads
- * grad[i] before it writes dx[i] (batch norm: per channel, after that channel's sums).
- *   softmax(x, dim, log=False), softmax_backward(grad, out, dim, log=False)
+ *   softmax(x, dim, log=False), softmax_backward(grad, out, dim, log=False, into_grad=False)
  *   cross_entropy(x, target, weight, ignore_index, reduction, label_smoothing) -> (loss, lse, wsum)
  *   cross_entropy_backward(grad, x, target, weight, lse, ignore_index, reduction, label_smoothing, wsum)
  *   nll_loss(x, target, weight, ignore_index, reduction) -> (loss, wsum)
@@ -36,7 +33,11 @@
  *                  need_target) -> (dx | None, dtarget | None)        ops: MSE=0 L1=1
  *   bce_with_logits(x, target, weight, pos_weight, reduction)
  *   bce_with_logits_backward(grad, x, target, weight, pos_weight, reduction, need_x, need_target)
- * reduction: NONE=0 MEAN=1 SUM=2 (PyTorch's enum). */
+ * reduction: NONE=0 MEAN=1 SUM=2 (PyTorch's enum).
+ * into_grad: the autograd engine hands grad over (nothing else references it: autograd.Function.grad_is_free), so
+ * the input gradient is written over it instead of into a new tensor of the same size. Each kernel reads
+ * grad[i] before it writes dx[i] (batch norm: per channel, after that channel's sums; softmax: per row, after
+ * the row's sum). */
 #include "gm.h"
 
 #include <math.h>
@@ -600,8 +601,8 @@ static PyObject *py_batch_norm_backward(PyObject *self, PyObject *args, PyObject
     GMTensor *dx = NULL, *dw = NULL, *db = NULL;
     PyObject *res = NULL;
     if (!gc || (x && !xc) || (w && !wc) || !mc || !ic) goto done;
-    if ((need_x && !(dx = grad_result(g, into_grad))) ||
-        (need_w && !(dw = gm_empty(1, cshape, wdt, g->device))) || (need_b && !(db = gm_empty(1, cshape, wdt, g->device))))
+    if ((need_x && !(dx = grad_result(g, into_grad))) || (need_w && !(dw = gm_empty(1, cshape, wdt, g->device))) ||
+        (need_b && !(db = gm_empty(1, cshape, wdt, g->device))))
         goto done;
     if (on_cuda(g)) {
 #ifdef GM_WITH_CUDA
@@ -675,11 +676,12 @@ static PyObject *py_softmax(PyObject *self, PyObject *args, PyObject *kwargs) {
 }
 
 static PyObject *py_softmax_backward(PyObject *self, PyObject *args, PyObject *kwargs) {
-    static char *kwlist[] = {"grad", "out", "dim", "log", NULL};
+    static char *kwlist[] = {"grad", "out", "dim", "log", "into_grad", NULL};
     PyObject *go, *oo;
     long long dim;
-    int log = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOL|p:softmax_backward", kwlist, &go, &oo, &dim, &log))
+    int log = 0, into_grad = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOL|pp:softmax_backward", kwlist, &go, &oo, &dim, &log,
+                                     &into_grad))
         return NULL;
     const char *name = log ? "log_softmax_backward" : "softmax_backward";
     GMTensor *g = gm_tensor_arg(go, name, "grad"), *y = g ? gm_tensor_arg(oo, name, "out") : NULL;
@@ -690,7 +692,7 @@ static PyObject *py_softmax_backward(PyObject *self, PyObject *args, PyObject *k
         return NULL;
     GMTensor *gc = contig(g), *yc = contig(y), *dx = NULL;
     if (!gc || !yc) goto done;
-    dx = gm_empty(g->ndim, g->shape, g->dtype, g->device);
+    dx = grad_result(g, into_grad);
     if (dx && GM_KERNEL(name, g->device,
                         softmax_backward(data(dx), data(gc), data(yc), outer, D, inner, g->dtype, log,
                                          gm_num_threads),
@@ -1283,7 +1285,7 @@ PyMethodDef gm_nnops_methods[] = {
      "batch_norm_backward(grad, x, weight, mean, invstd, training, need_input, need_weight, need_bias, "
      "param_dtype=None, into_grad=False) -> (dx, dweight, dbias)."},
     {"softmax", KW(py_softmax), "softmax(x, dim, log=False)."},
-    {"softmax_backward", KW(py_softmax_backward), "softmax_backward(grad, out, dim, log=False)."},
+    {"softmax_backward", KW(py_softmax_backward), "softmax_backward(grad, out, dim, log=False, into_grad=False)."},
     {"cross_entropy", KW(py_cross_entropy),
      "cross_entropy(x, target, weight=None, ignore_index=-100, reduction=1, label_smoothing=0.0) -> "
      "(loss, lse, wsum)."},

@@ -1,6 +1,6 @@
 """Backward writes an input gradient over the incoming gradient when nothing else can see it (autograd.Function's
-reuses_grad / grad_is_free, _C._grads_free): activations, dropout and batch norm then allocate no tensor of the
-activation's size in backward. Checked in exact allocator bytes against the same graph with the gradient held
+reuses_grad / grad_is_free, _C._grads_free): activations, softmax, dropout and batch norm then allocate no tensor of
+the activation's size in backward. Checked in exact allocator bytes against the same graph with the gradient held
 (a hook keeping it), and checked never to change a gradient that someone can still read: a hook's, a retained
 .grad, a captured autograd.grad result, a NumPy view, the gradient passed to backward(), one shared by two
 consumers. Values against NumPy. On every device (cuda_util's `device` fixture: a GPU or the emulator)."""
@@ -31,11 +31,20 @@ def _np_grad(op, h, g):
         return g * s * (1 - s)
     if op == "tanh":
         return g * (1 - np.tanh(h) ** 2)
+    if op == "softmax":  # over dim 1
+        y = np.exp(h - h.max(1, keepdims=True))
+        y /= y.sum(1, keepdims=True)
+        return y * (g - (g * y).sum(1, keepdims=True))
+    if op == "log_softmax":  # over dim 3
+        y = np.exp(h - h.max(3, keepdims=True))
+        y /= y.sum(3, keepdims=True)
+        return g - y * g.sum(3, keepdims=True)
     raise AssertionError(op)
 
 
 OPS = {"relu": F.relu, "leaky_relu": F.leaky_relu, "sigmoid": F.sigmoid, "tanh": F.tanh,
-       "relu_": lambda h: F.relu(h, inplace=True)}
+       "relu_": lambda h: F.relu(h, inplace=True), "softmax": lambda h: F.softmax(h, dim=1),
+       "log_softmax": lambda h: F.log_softmax(h, dim=3)}
 
 
 def _backward_allocs(device, fn, hold):
@@ -64,7 +73,8 @@ def test_activation_backward_reuses_a_free_gradient(device, op):
     np.testing.assert_array_equal(g_held, np.full(SHAPE, 2.0))  # the hook's gradient was not written over
     a = _x("cpu")[0].astype(np.float64)
     ref = 3 * _np_grad(op.rstrip("_"), 3 * a, np.full(SHAPE, 2.0))
-    np.testing.assert_allclose(gx_free, ref, rtol=1e-5, atol=1e-6)
+    # log_softmax's g - exp(y) * sum(g) cancels (2 - 32 y) in float32: an absolute tolerance of its size
+    np.testing.assert_allclose(gx_free, ref, rtol=1e-5, atol=1e-5 if op == "log_softmax" else 1e-6)
 
 
 def test_dropout_and_batch_norm_backward_reuse_a_free_gradient(device):

@@ -237,6 +237,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 
 # ---- softmax ------------------------------------------------------------------------------------------------------
 class _Softmax(Function):
+    reuses_grad = True
+
     @staticmethod
     def forward(ctx, x, dim, log):
         out = _C.softmax(x, dim, log)
@@ -247,7 +249,7 @@ class _Softmax(Function):
     @staticmethod
     def backward(ctx, g):
         out, = ctx.saved_tensors
-        return _C.softmax_backward(g, out, ctx.dim, ctx.log), None, None
+        return _C.softmax_backward(g, out, ctx.dim, ctx.log, ctx.grad_is_free(0)), None, None
 
     def name(self):
         return "LogSoftmaxBackward" if self.log else "SoftmaxBackward"
