@@ -44,7 +44,8 @@ def main():
             cudnn += f" (compiled against {info['cudnn_compiled']})"
         lines.append(f"cuDNN    {cudnn}")
         lines.append(f"cuBLAS   {info['cublas']}")
-    lines.append(f"threads  OpenMP {info['openmp_threads']}, BLAS {info['blas_threads']}")
+    lines.append(f"threads  OpenMP {info['openmp_threads']} (OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}), "
+                 f"BLAS {info['blas_threads']}")
 
     lines.append("devices")
     lines.append(f"  cpu     {_cpu_memory()}, {os.cpu_count()} logical CPUs")
