@@ -661,6 +661,40 @@ static int parse_mask(PyObject *o, int mask[3]) {
 }
 
 /* ---- conv2d ---------------------------------------------------------------------------------------------- */
+/* A pass that writes a new output from one operand (and the weight, bias): conv2d's forward (CONV_FORWARD), and
+ * conv_transpose2d's forward, which is the input-gradient pass (CONV_BACKWARD_DATA) of the conv whose input is
+ * its output. cuDNN on CUDA (meta standing for CUDA takes no workspace); on the CPU, and on meta planning it, an
+ * im2col workspace within what `used` bytes of operand copies left of the limit, then the kernel. 0 or -1. */
+static int run_out_pass(const char *op, const conv_geom *g, conv_pass pass, GMTensor *out, GMTensor *in,
+                        GMTensor *wc, GMTensor *bc, size_t used) {
+    const gm_device dev = out->device;
+    if (dev.type == GM_DEV_CUDA || gm_meta_as_cuda(dev)) {
+#ifdef GM_WITH_CUDA
+        if (dev.type == GM_DEV_CUDA &&
+            cuda_conv_pass(op, g, out->dtype, pass, dev, gm_tensor_data(out), gm_tensor_data(in),
+                           gm_tensor_data(wc), data_or_null(bc)) < 0)
+            return -1;
+#endif
+        return 0;
+    }
+    const int nt = plan_threads(dev);
+    GMTensor *ws = NULL;
+    if (conv_workspace(op, g, out->dtype, &pass, 1, used, dev, nt, &ws) < 0) return -1;
+    int st = GM_OK;
+    if (dev.type == GM_DEV_CPU) {
+        size_t wsb = tensor_nbytes(ws);
+        void *po = gm_tensor_data(out), *pi = gm_tensor_data(in), *pw = gm_tensor_data(wc), *pb = data_or_null(bc),
+             *pws = data_or_null(ws);
+        gm_dtype dt = out->dtype;
+        Py_BEGIN_ALLOW_THREADS
+        st = pass == CONV_FORWARD ? conv2d_forward(po, pi, pw, pb, g, dt, pws, wsb, nt)
+                                  : conv2d_backward_data(po, pi, pw, pb, g, dt, pws, wsb, nt);
+        Py_END_ALLOW_THREADS
+    }
+    Py_XDECREF(ws);
+    return kernel_status(op, st);
+}
+
 static PyObject *py_conv2d(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *kwlist[] = {"input", "weight", "bias", "stride", "padding", "dilation", "groups", NULL};
     const char *op = "conv2d";
@@ -685,38 +719,15 @@ static PyObject *py_conv2d(PyObject *self, PyObject *args, PyObject *kwargs) {
     set_input_strides(&g, x);
     if (cpu_depthwise_half(op, &g, x->dtype, x->device) < 0) return NULL;
 
-    GMTensor *wc = NULL, *bc = NULL, *out = NULL, *ws = NULL;
+    GMTensor *wc = NULL, *bc = NULL, *out = NULL;
     size_t used = 0;
-    const conv_pass pass = CONV_FORWARD;
     if (contiguous(w, &wc, &used) < 0 || contiguous(b, &bc, &used) < 0) goto fail;
     if (!(out = gm_empty(4, oshape, x->dtype, x->device))) goto fail;
-    if (x->device.type == GM_DEV_CUDA || gm_meta_as_cuda(x->device)) { /* meta for CUDA: no workspace */
-#ifdef GM_WITH_CUDA
-        if (x->device.type == GM_DEV_CUDA &&
-            cuda_conv_pass(op, &g, x->dtype, pass, x->device, gm_tensor_data(out), gm_tensor_data(x),
-                           gm_tensor_data(wc), data_or_null(bc)) < 0)
-            goto fail;
-#endif
-    } else { /* cpu, and meta planning the CPU's workspace */
-        const int nt = plan_threads(x->device);
-        if (conv_workspace(op, &g, x->dtype, &pass, 1, used, x->device, nt, &ws) < 0) goto fail;
-        if (x->device.type == GM_DEV_CPU) {
-            int st;
-            size_t wsb = tensor_nbytes(ws);
-            void *po = gm_tensor_data(out), *px = gm_tensor_data(x), *pw = gm_tensor_data(wc),
-                 *pb = data_or_null(bc), *pws = data_or_null(ws);
-            Py_BEGIN_ALLOW_THREADS
-            st = conv2d_forward(po, px, pw, pb, &g, x->dtype, pws, wsb, nt);
-            Py_END_ALLOW_THREADS
-            if (kernel_status(op, st) < 0) goto fail;
-        }
-    }
-    Py_XDECREF(ws);
+    if (run_out_pass(op, &g, CONV_FORWARD, out, x, wc, bc, used) < 0) goto fail;
     Py_XDECREF(wc);
     Py_XDECREF(bc);
     return (PyObject *)out;
 fail:
-    Py_XDECREF(ws);
     Py_XDECREF(wc);
     Py_XDECREF(bc);
     Py_XDECREF(out);
@@ -926,39 +937,16 @@ static PyObject *py_conv_transpose2d(PyObject *self, PyObject *args, PyObject *k
         check_bias(op, b, oshape[1], "out_channels") < 0 || cpu_depthwise_half(op, &g, x->dtype, x->device) < 0)
         return NULL;
     set_input_strides(&g, NULL); /* the underlying conv's input is our output: contiguous, never read */
-    GMTensor *xc = NULL, *wc = NULL, *bc = NULL, *out = NULL, *ws = NULL;
+    GMTensor *xc = NULL, *wc = NULL, *bc = NULL, *out = NULL;
     size_t used = 0;
-    const conv_pass pass = CONV_BACKWARD_DATA;
     if (contiguous(x, &xc, &used) < 0 || contiguous(w, &wc, &used) < 0 || contiguous(b, &bc, &used) < 0) goto fail;
     if (!(out = gm_empty(4, oshape, x->dtype, x->device))) goto fail;
-    if (x->device.type == GM_DEV_CUDA || gm_meta_as_cuda(x->device)) { /* meta for CUDA: no workspace */
-#ifdef GM_WITH_CUDA
-        if (x->device.type == GM_DEV_CUDA &&
-            cuda_conv_pass(op, &g, x->dtype, pass, x->device, gm_tensor_data(out), gm_tensor_data(xc),
-                           gm_tensor_data(wc), data_or_null(bc)) < 0)
-            goto fail;
-#endif
-    } else { /* cpu, and meta planning the CPU's workspace */
-        const int nt = plan_threads(x->device);
-        if (conv_workspace(op, &g, x->dtype, &pass, 1, used, x->device, nt, &ws) < 0) goto fail;
-        if (x->device.type == GM_DEV_CPU) {
-            int st;
-            size_t wsb = tensor_nbytes(ws);
-            void *po = gm_tensor_data(out), *px = gm_tensor_data(xc), *pw = gm_tensor_data(wc),
-                 *pb = data_or_null(bc), *pws = data_or_null(ws);
-            Py_BEGIN_ALLOW_THREADS
-            st = conv2d_backward_data(po, px, pw, pb, &g, x->dtype, pws, wsb, nt);
-            Py_END_ALLOW_THREADS
-            if (kernel_status(op, st) < 0) goto fail;
-        }
-    }
-    Py_XDECREF(ws);
+    if (run_out_pass(op, &g, CONV_BACKWARD_DATA, out, xc, wc, bc, used) < 0) goto fail;
     Py_XDECREF(xc);
     Py_XDECREF(wc);
     Py_XDECREF(bc);
     return (PyObject *)out;
 fail:
-    Py_XDECREF(ws);
     Py_XDECREF(xc);
     Py_XDECREF(wc);
     Py_XDECREF(bc);
