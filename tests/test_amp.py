@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import gpumemnet as gm
-from gpumemnet.amp import _state as amp_state
+from gpumemnet._core.autocast import _state as amp_state
 
 from cuda_util import device, is_cuda, requires_cuda, to_np  # noqa: F401  (device: the per-device fixture)
 

@@ -1,4 +1,4 @@
-"""Know before you run (gpumemnet._estimate): the meta estimate of a first training step equals, byte for byte, the
+"""Know before you run (gpumemnet.memory.estimator): the meta estimate of a first training step equals, byte for byte, the
 peak of the same step really run on the CPU (digits CNN and story 002's UNet; plain fp32, checkpoint, autocast
 bfloat16, accumulation), the real model is untouched, the story-000 summary reproduces torchsummary's rows and
 says the network fits the 15.92 GiB card with a fused Adam, and bad inputs raise clear errors."""
@@ -13,7 +13,7 @@ import pytest
 import gpumemnet as gm
 import gpumemnet.nn as nn
 import gpumemnet.nn.functional as F
-from gpumemnet import _estimate
+from gpumemnet.memory import estimator as _estimate
 from gpumemnet.demo import make_model
 from story000 import STORY_000_TABLE
 from test_nn import Story000

@@ -1,4 +1,4 @@
-"""Allocation history (csrc/allocator.c ring + python/gpumemnet/_history.py): the event stream is a faithful
+"""Allocation history (csrc/allocator.c ring + python/gpumemnet/memory/timeline.py): the event stream is a faithful
 ledger of the allocator (its running sum is the allocated figure), the ring keeps the newest events, and the
 JSON dump, the HTML/SVG timeline and memory_summary report what memory_stats says."""
 import gc
@@ -10,7 +10,8 @@ from xml.etree import ElementTree
 import pytest
 
 import gpumemnet as gm
-from gpumemnet import _C, _history as H
+from gpumemnet import _C
+from gpumemnet.memory import timeline as H
 
 CATS = ("parameter", "gradient", "optimizer", "activation", "workspace", "input", "other")
 

@@ -1,4 +1,4 @@
-"""An OutOfMemoryError escaping a model's outermost call carries predictions (gpumemnet._oom_predict): each remedy
+"""An OutOfMemoryError escaping a model's outermost call carries predictions (gpumemnet.memory.oom): each remedy
 with its predicted peak and saving, and each figure is what estimate() says of the remedy applied by hand: the
 story-000 net with a global average pooling head in place of its huge fc1, the story-002 UNet with checkpointed
 blocks. Predictions never replace the error, and an estimate's own OutOfMemoryError (a limit) gets none."""
@@ -11,7 +11,7 @@ import pytest
 import gpumemnet as gm
 import gpumemnet.nn as nn
 import gpumemnet.nn.functional as F
-from gpumemnet import _estimate, _oom_predict
+from gpumemnet.memory import estimator as _estimate, oom as _oom_predict
 from test_nn import Story000, _build_story
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))

@@ -1,4 +1,4 @@
-"""Know before you run, part two (gpumemnet._plan): max_batch_size is the largest batch whose meta estimate fits
+"""Know before you run, part two (gpumemnet.memory.planner): max_batch_size is the largest batch whose meta estimate fits
 (checked directly at the answer and one step past it) and spends no real byte; plan() picks the fastest
 configuration of the cost model that fits, and under a real CPU limit where the plain full-batch step raises
 OutOfMemoryError, plan.step completes and moves the parameters as the full-batch step does; bad inputs raise
@@ -11,7 +11,7 @@ import pytest
 import gpumemnet as gm
 import gpumemnet.nn as nn
 import gpumemnet.nn.functional as F
-from gpumemnet import _estimate, _plan
+from gpumemnet.memory import estimator as _estimate, planner as _plan
 
 SAMPLE = (1, 16, 16)
 

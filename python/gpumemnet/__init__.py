@@ -11,16 +11,16 @@ preload_openblas()
 passive_openmp_waits()
 
 from . import _C  # noqa: E402
-from ._dtype import (dtype, device, float32, float64, float16, bfloat16, int64, bool_)  # noqa: E402
-from ._tensor import Tensor  # noqa: E402
-from ._creation import (  # noqa: E402,F401
+from ._core.dtype import (dtype, device, float32, float64, float16, bfloat16, int64, bool_)  # noqa: E402
+from ._core.tensor import Tensor  # noqa: E402
+from ._core.creation import (  # noqa: E402,F401
     tensor, from_numpy, empty, full, zeros, ones, arange, rand, randn, zeros_like, ones_like, empty_like,
     rand_like, randn_like, full_like, cat, stack, where, matmul, exp, log, sqrt, abs, clamp, clip, sum, mean,
     max, min, amax, amin, argmax, argmin, var, std, maximum, minimum, pow, reshape, flatten, transpose, permute,
     squeeze, unsqueeze)
 from . import autograd, memory, cuda, backends, random, amp, nn, optim, utils  # noqa: E402
 from .serialization import save, load  # noqa: E402
-from ._estimate import summary  # noqa: E402
+from .memory import summary  # noqa: E402
 from .amp import autocast  # noqa: E402
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled  # noqa: E402
 from .random import manual_seed, get_rng_state, set_rng_state  # noqa: E402

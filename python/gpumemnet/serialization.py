@@ -27,7 +27,8 @@ import tempfile
 import numpy as np
 
 from . import _C
-from ._dtype import DTYPES, device_str
+from ._core.dtype import DTYPES, device_str
+from ._core.scope import category
 
 __all__ = ["save", "load"]
 
@@ -88,7 +89,6 @@ class _Encoder:
         self.keep.append(t)
         src = t.detach()
         if not src._is_contiguous():
-            from .memory import category
             with category("workspace"):  # a temporary, freed when the file is written
                 src = src.clone()
         self.keep.append(src)

@@ -4,6 +4,7 @@ A CUDA build runs on a machine with no GPU or driver: everything here then answe
 raising, except where a specific device is asked for. Memory statistics live in gm.memory, not here.
 """
 from .. import _C
+from .._core import hooks
 
 __all__ = ["is_available", "device_count", "get_device_properties", "get_device_name", "get_device_capability",
            "empty_cache", "synchronize", "is_built", "is_emulated", "mem_get_info", "memory_allocated",
@@ -157,16 +158,14 @@ def memory_stats(device=None):
 
 
 def memory_summary(device=None):
-    from ..memory import memory_summary as summary
-    return summary(_dev(device, "memory_summary"))
+    return hooks.require("memory_summary")(_dev(device, "memory_summary"))
 
 
 def set_per_process_memory_fraction(fraction, device=None):
     """Cap gpumemnet's reserved bytes on the device at fraction x its capacity (gm.memory.set_limit)."""
-    from ..memory import set_limit
     if isinstance(fraction, bool) or not isinstance(fraction, (int, float)):
         raise TypeError(f"set_per_process_memory_fraction: fraction must be a float, got {type(fraction).__name__}")
-    set_limit(_dev(device, "set_per_process_memory_fraction"), float(fraction))
+    hooks.require("set_limit")(_dev(device, "set_per_process_memory_fraction"), float(fraction))
 
 
 def host_memory_stats():

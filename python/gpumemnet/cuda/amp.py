@@ -3,7 +3,7 @@ GradScaler`, `with torch.cuda.amp.autocast():`): autocast for CUDA ops, float16 
 gpumemnet.amp. The current names are gm.autocast("cuda", ...) and gm.amp.GradScaler("cuda", ...), as in PyTorch,
 which deprecates torch.cuda.amp; these stay quiet rather than warn."""
 from .. import amp as _amp
-from .._dtype import float16
+from .._core.dtype import float16
 
 __all__ = ["autocast", "GradScaler"]
 

@@ -9,10 +9,10 @@ the input's gradient, the input for the weight's gradient, nothing for the bias'
 import numbers
 
 from .. import _C
-from .. import amp as _amp
-from .._functions import cast as _cast
-from .._tensor import _needs_grad
-from ..autograd import Function, _NO_CTX
+from .._core import autocast as _amp
+from .._core.functions import cast as _cast
+from .._core.autograd import needs_grad as _needs_grad
+from .._core.autograd import Function, _NO_CTX
 
 __all__ = ["conv2d", "conv_transpose2d", "linear"]
 

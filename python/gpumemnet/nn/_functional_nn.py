@@ -1,4 +1,6 @@
-"""Activations, dropout, batch norm, softmax and losses: PyTorch's functional API over csrc/ops_nnops.c.
+"""Activations, dropout, batch norm, softmax and losses: PyTorch's functional API over csrc/ops_nnops.c
+(layer 2, nn). The activations and softmax are defined in _core/activation.py (Tensor's methods need them)
+and re-exported here.
 
 Each op checks its arguments as PyTorch does, then either calls C directly (no gradient needed: nothing is
 saved) or goes through a Function whose backward is one C call. What each backward keeps is chosen for memory:
@@ -13,29 +15,21 @@ global Philox generator (see kernels/cpu/dropout.h for the stream), so resetting
 import warnings
 
 from .. import _C
-from .. import amp as _amp
-from .._tensor import _check_inplace, _needs_grad
-from ..autograd import Function
-from ..autograd import as_activation as _as_activation
+from .._core.activation import (  # noqa: F401  (the activations live in the core: Tensor.relu() etc. use them)
+    RELU, LEAKY_RELU, SIGMOID, TANH, GELU, GELU_TANH, _check_tensor, _fp32, relu, relu_, leaky_relu, sigmoid,
+    tanh, gelu, softmax, log_softmax)
+from .._core.autograd import Function
+from .._core.autograd import as_activation as _as_activation
+from .._core.autograd import check_inplace as _check_inplace, needs_grad as _needs_grad
+from .._core.state import state
 
 __all__ = ["relu", "relu_", "leaky_relu", "sigmoid", "tanh", "gelu", "dropout", "dropout2d", "batch_norm",
            "softmax", "log_softmax", "cross_entropy", "nll_loss", "mse_loss", "l1_loss",
            "binary_cross_entropy_with_logits"]
 
 # op codes: csrc/ops_nnops.c
-RELU, LEAKY_RELU, SIGMOID, TANH, GELU, GELU_TANH = range(6)
 MSE, L1 = range(2)
 _REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
-
-
-def _fp32(*tensors):
-    """autocast's float32 ops (softmax, log_softmax, the losses): half inputs are widened first."""
-    return _amp.fp32(*tensors) if _amp._state.enabled else tensors
-
-
-def _check_tensor(x, op, name="input"):
-    if not isinstance(x, _C.TensorBase):
-        raise TypeError(f"{op}: {name} must be a Tensor, got {type(x).__name__}")
 
 
 def _reduction(reduction, op):
@@ -52,95 +46,21 @@ def _no_grad_for(t, op, name):
                            f"pass {name}.detach()")
 
 
-# ---- activations ----------------------------------------------------------------------------------------------
-def _saves_input(op, alpha):
-    return op in (GELU, GELU_TANH) or (op == LEAKY_RELU and alpha < 0)
-
-
-class _Activation(Function):
-    reuses_grad = True  # the input gradient may be written over the incoming one (autograd.Function)
-
-    @staticmethod
-    def forward(ctx, x, op, alpha):
-        out = _C.activation(op, x, alpha)
-        if ctx.needs_input_grad:
-            ctx.op, ctx.alpha = op, alpha
-            ctx.save_for_backward(x if _saves_input(op, alpha) else out)
-        return out
-
-    @staticmethod
-    def backward(ctx, g):
-        saved, = ctx.saved_tensors
-        return _C.activation_backward(ctx.op, g, saved, ctx.alpha, ctx.grad_is_free(0)), None, None
-
-    def name(self):
-        return ("ReluBackward", "LeakyReluBackward", "SigmoidBackward", "TanhBackward", "GeluBackward",
-                "GeluBackward")[self.op]
-
-
-class _ActivationInplace(Function):
-    """act_(x) recorded as a node whose output is x itself (as _tensor._InplaceBinary): the edge to x's old
-    producer is taken before the write, and backward reads the new values (the output)."""
-
-    @staticmethod
-    def forward(ctx, x, op, alpha):
-        _C.activation(op, x, alpha, x)
-        ctx.op, ctx.alpha = op, alpha
-        ctx.save_for_backward(x)
-        return x
-
-    reuses_grad = True
-    backward = staticmethod(_Activation.backward)
-    name = _Activation.name
-
-
-def _activation(x, op, alpha, inplace, opname):
-    _check_tensor(x, opname)
-    if inplace:
-        if _check_inplace(x, opname + "_"):
-            if _saves_input(op, alpha):
-                raise RuntimeError(f"{opname}_: the in-place form cannot be differentiated with negative_slope="
-                                   f"{alpha} (the gradient needs the input, which the write destroys); use "
-                                   f"inplace=False")
-            return _ActivationInplace.apply(x, op, alpha)
-        _C.activation(op, x, alpha, x)
-        return x
-    return _Activation.apply(x, op, alpha) if _needs_grad(x) else _C.activation(op, x, alpha)
-
-
-def relu(input, inplace=False):
-    return _activation(input, RELU, 0.0, inplace, "relu")
-
-
-def relu_(input):
-    return _activation(input, RELU, 0.0, True, "relu")
-
-
-def leaky_relu(input, negative_slope=0.01, inplace=False):
-    return _activation(input, LEAKY_RELU, float(negative_slope), inplace, "leaky_relu")
-
-
-def sigmoid(input):
-    return _activation(input, SIGMOID, 0.0, False, "sigmoid")
-
-
-def tanh(input):
-    return _activation(input, TANH, 0.0, False, "tanh")
-
-
-def gelu(input, approximate="none"):
-    if approximate not in ("none", "tanh"):
-        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
-    return _activation(input, GELU if approximate == "none" else GELU_TANH, 0.0, False, "gelu")
-
-
 # ---- dropout ------------------------------------------------------------------------------------------------------
+def _mask_p(x, p):
+    """The p the mask is drawn with. An estimate's meta run (state.meta_draws_random off on its thread) uses 1:
+    C draws no random numbers for p = 1 and allocates the same output and mask, so an estimate never moves the
+    global Philox offset under a trainer's dropout running in another thread (a meta tensor has no values to
+    mask anyway). A meta run outside an estimate draws as the real run would."""
+    return 1.0 if x._device == "meta" and not state.meta_draws_random else p
+
+
 class _Dropout(Function):
     reuses_grad = True
 
     @staticmethod
     def forward(ctx, x, p, channelwise, inplace):
-        out, mask = _C.dropout(x, p, channelwise, inplace)
+        out, mask = _C.dropout(x, _mask_p(x, p), channelwise, inplace)
         ctx.p = p
         ctx.save_for_backward(_as_activation(mask))
         return out
@@ -165,10 +85,10 @@ def _dropout(input, p, training, inplace, channelwise, op):
     if inplace:
         if _check_inplace(input, op + "_"):
             return _Dropout.apply(input, float(p), channelwise, True)
-        return _C.dropout(input, float(p), channelwise, True)[0]
+        return _C.dropout(input, _mask_p(input, float(p)), channelwise, True)[0]
     if _needs_grad(input):
         return _Dropout.apply(input, float(p), channelwise, False)
-    return _C.dropout(input, float(p), channelwise, False)[0]
+    return _C.dropout(input, _mask_p(input, float(p)), channelwise, False)[0]
 
 
 def dropout(input, p=0.5, training=True, inplace=False):
@@ -182,11 +102,6 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
 
 
 # ---- batch norm -------------------------------------------------------------------------------------------------
-def _in_recomputation():
-    from ..utils.checkpoint import in_recomputation  # late: utils imports nn-dependent modules
-    return in_recomputation()
-
-
 class _BatchNorm(Function):
     reuses_grad = True
 
@@ -225,7 +140,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         if t is not None and _needs_grad(t):
             raise RuntimeError(f"batch_norm: {name} requires grad; running statistics are buffers updated in "
                                f"place and cannot be part of a graph")
-    if training and running_mean is not None and _in_recomputation():
+    if training and running_mean is not None and state.recomputing > 0:
         # a checkpointed segment re-running its forward for backward: the batch statistics (and so the output)
         # are the same without the running ones, which the original forward already updated once
         running_mean = running_var = None
@@ -233,48 +148,6 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     if _needs_grad(input, weight, bias):
         return _BatchNorm.apply(*args)
     return _C.batch_norm(*args)[0]
-
-
-# ---- softmax ------------------------------------------------------------------------------------------------------
-class _Softmax(Function):
-    reuses_grad = True
-
-    @staticmethod
-    def forward(ctx, x, dim, log):
-        out = _C.softmax(x, dim, log)
-        ctx.dim, ctx.log = dim, log
-        ctx.save_for_backward(out)
-        return out
-
-    @staticmethod
-    def backward(ctx, g):
-        out, = ctx.saved_tensors
-        return _C.softmax_backward(g, out, ctx.dim, ctx.log, ctx.grad_is_free(0)), None, None
-
-    def name(self):
-        return "LogSoftmaxBackward" if self.log else "SoftmaxBackward"
-
-
-def _softmax(input, dim, dtype, log, op):
-    _check_tensor(input, op)
-    if dim is None:  # PyTorch's legacy implicit choice, with its warning
-        dim = 0 if input.ndim in (0, 1, 3) else 1
-        warnings.warn(f"Implicit dimension choice for {op} has been deprecated. Change the call to include dim=X "
-                      f"as an argument.", stacklevel=3)
-    if isinstance(dim, bool) or not isinstance(dim, int):
-        raise TypeError(f"{op}: dim must be an int, got {type(dim).__name__}")
-    if dtype is not None:
-        input = input.to(dtype)
-    input, = _fp32(input)
-    return _Softmax.apply(input, dim, log) if _needs_grad(input) else _C.softmax(input, dim, log)
-
-
-def softmax(input, dim=None, dtype=None):
-    return _softmax(input, dim, dtype, False, "softmax")
-
-
-def log_softmax(input, dim=None, dtype=None):
-    return _softmax(input, dim, dtype, True, "log_softmax")
 
 
 # ---- class losses -----------------------------------------------------------------------------------------------

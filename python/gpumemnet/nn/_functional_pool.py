@@ -16,9 +16,9 @@ import math
 import numbers
 
 from .. import _C
-from .._functions import DIV
-from .._tensor import _needs_grad
-from ..autograd import Function, as_activation
+from .._core.functions import DIV
+from .._core.autograd import needs_grad as _needs_grad
+from .._core.autograd import Function, as_activation
 
 __all__ = ["max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "global_avg_pool2d", "global_max_pool2d",
            "interpolate"]

@@ -6,7 +6,7 @@ import math
 import warnings
 
 from .. import _C
-from ..autograd import no_grad
+from .._core.autograd import no_grad
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_", "xavier_uniform_",
            "xavier_normal_", "kaiming_uniform_", "kaiming_normal_"]

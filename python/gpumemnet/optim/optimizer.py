@@ -14,8 +14,9 @@ import warnings
 from collections import defaultdict
 
 from .. import _C
-from ..autograd import enable_grad, no_grad
-from ..memory import category, scope
+from .._core import hooks
+from .._core.autograd import enable_grad, no_grad
+from .._core.scope import category, scope
 
 __all__ = ["Optimizer", "NoGradientWarning"]
 
@@ -160,8 +161,9 @@ class Optimizer:
                     if self._step_group(group):
                         any_grad = True
         except _C.OutOfMemoryError as e:  # the first step creates the state: say what would have fitted
-            from .._oom_predict import attach_last_root
-            attach_last_root(e)
+            explain = hooks.get("explain_oom_last_root")  # gpumemnet.memory's, registered when it is imported
+            if explain is not None:
+                explain(e)
             raise
         if not any_grad:
             self._warn_no_gradient()

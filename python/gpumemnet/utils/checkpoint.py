@@ -6,28 +6,29 @@ every tensor an op saves is replaced by a placeholder (its position); the first 
 the function with the Philox state (seed, offset) of the original forward, so dropout masks and results are
 identical, and hands each node the tensor recomputed at the same position. BatchNorm's running statistics are
 not updated again during the recomputation (see `in_recomputation`), and the autocast state of the forward is
-replayed. No input needs requires_grad, inputs may be nested in lists/tuples/dicts, and gradients can be taken
+replayed. The replay saves and sets the global generator's state only where this thread draws from it: inside an
+estimate (whose meta ops draw nothing) it is left alone, so a trainer in another thread is not disturbed.
+No input needs requires_grad, inputs may be nested in lists/tuples/dicts, and gradients can be taken
 with backward() or gm.autograd.grad.
 """
 import sys
 import types
 
-from .. import autograd
-from .. import random as _random
+from .._core import autocast as _autocast
+from .._core import autograd
+from .._core import random as _random
+from .._core.state import state
+from .._core.tensor import Tensor
 
 __all__ = ["checkpoint", "checkpoint_sequential", "in_recomputation"]
-
-_recomputing = [0]
-
 
 def in_recomputation():
     """True while a checkpointed segment is being recomputed for backward (ops with side effects, like
     BatchNorm's running-statistics update, skip them then)."""
-    return _recomputing[0] > 0
+    return state.recomputing > 0
 
 
 def _has_tensor(obj):
-    from .._tensor import Tensor
     if isinstance(obj, Tensor):
         return True
     if isinstance(obj, (list, tuple)):
@@ -39,7 +40,6 @@ def _has_tensor(obj):
 
 def _detached(obj):
     """Inputs for the recomputation: the same values, cut from the outer graph (its nodes are already there)."""
-    from .._tensor import Tensor
     if isinstance(obj, Tensor):
         d = obj.detach()
         if obj.requires_grad:
@@ -58,6 +58,7 @@ class _Frame:
     def __init__(self, fn, args, kwargs, rng_state, autocast_state):
         self.fn, self.args, self.kwargs = fn, args, kwargs
         self.rng_state = rng_state
+        self.touches_rng = state.meta_draws_random  # False inside an estimate (see the module's docstring)
         self.autocast_state = autocast_state
         self.count = 0          # placeholders handed out in the forward
         self.recomputed = {}    # position -> tensor, emptied as backward consumes them
@@ -86,18 +87,18 @@ class _Frame:
             saved.append(t)
             return t
 
-        current = _random.get_rng_state()
-        from .. import amp
-        _recomputing[0] += 1
+        current = _random.get_rng_state() if self.touches_rng else None
+        state.recomputing += 1
         try:
             if self.rng_state is not None:
                 _random.set_rng_state(self.rng_state)
-            with autograd.enable_grad(), amp._replay(self.autocast_state), \
+            with autograd.enable_grad(), _autocast._replay(self.autocast_state), \
                     autograd.graph.saved_tensors_hooks(keep, _identity):
                 self.fn(*_detached(self.args), **_detached(self.kwargs))
         finally:
-            _recomputing[0] -= 1
-            _random.set_rng_state(current)
+            state.recomputing -= 1
+            if current is not None:
+                _random.set_rng_state(current)
         if len(saved) != self.count:
             raise RuntimeError(
                 f"checkpoint: the forward saved {self.count} tensors for backward but the recomputation saved "
@@ -117,9 +118,8 @@ def checkpoint(function, *args, preserve_rng_state=True, use_reentrant=False, **
                          "works in every case the reentrant one does")
     if not callable(function):
         raise TypeError(f"checkpoint: function must be callable, got {type(function).__name__}")
-    from .. import amp
-    rng = _random.get_rng_state() if preserve_rng_state else None
-    frame = _Frame(function, args, kwargs, rng, amp._capture())
+    rng = _random.get_rng_state() if preserve_rng_state and state.meta_draws_random else None
+    frame = _Frame(function, args, kwargs, rng, _autocast._capture())
     with autograd.graph.saved_tensors_hooks(frame.pack, frame.unpack):
         out = function(*args, **kwargs)
     if not _has_tensor(out):

@@ -19,7 +19,7 @@ import warnings
 import numpy as np
 
 from .. import _C
-from ..memory import category
+from .._core.scope import category
 
 __all__ = ["Dataset", "TensorDataset", "DataLoader", "default_collate"]
 

@@ -3,7 +3,7 @@ factory arguments device= and dtype= (device="meta" builds a model without touch
 import collections.abc
 
 from ... import _C
-from ..._dtype import as_dtype, device_str
+from ..._core.dtype import as_dtype, device_str
 
 
 def _pair(x, name="argument"):

@@ -6,13 +6,14 @@ so that memory statistics, the history and OutOfMemoryError say which layer allo
 names of named_modules() seen from the root: they are computed once, the first time the root is called (a
 module added later learns its path from its parent on its own first call)."""
 import itertools
-import threading
 import weakref
 from collections import OrderedDict, namedtuple
 
 from ... import _C
-from ...autograd import RemovableHandle, no_grad
-from ..._dtype import as_dtype, device_str
+from ..._core import hooks
+from ..._core.autograd import RemovableHandle, no_grad
+from ..._core.state import state
+from ..._core.dtype import as_dtype, device_str
 from ..parameter import Parameter
 
 __all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook"]
@@ -34,16 +35,6 @@ def register_module_forward_hook(hook):
     """hook(module, args, output) -> None or a new output, after every module's forward."""
     _global_hooks.append(hook)
     return RemovableHandle(_global_hooks, hook)
-
-
-class _Running(threading.local):
-    """The modules whose forward is running on this thread, innermost last."""
-
-    def __init__(self):
-        self.stack = []
-
-
-_running = _Running()
 
 
 def _addindent(s, n):
@@ -79,11 +70,11 @@ class Module:
         if scope is None:
             scope = self._resolve_paths()
         prev = _C.set_scope(scope)
-        stack = _running.stack
+        stack = state.modules  # per thread; autograd names saved activations after stack[-1]
         if not stack and len(args) == 1 and isinstance(args[0], _C.TensorBase):
             # a root call: an OOM later in backward or the optimizer step is explained for this model and an
             # input of this shape (held weakly and by shape: nothing stays alive for it)
-            _running.last_root = (weakref.ref(self), tuple(args[0].shape))
+            state.last_root = (weakref.ref(self), tuple(args[0].shape))
         stack.append(self)
         try:
             if self._forward_pre_hooks or _global_pre_hooks:
@@ -100,8 +91,9 @@ class Module:
             return out
         except _C.OutOfMemoryError as e:
             if len(stack) == 1:  # the outermost call: the model and its input are known, say what would fit
-                from ..._oom_predict import attach
-                attach(e, self, args)
+                explain = hooks.get("explain_oom")  # gpumemnet.memory's, registered when it is imported
+                if explain is not None:
+                    explain(e, self, args)
             raise
         finally:
             stack.pop()
@@ -112,7 +104,7 @@ class Module:
         added after the root's first call), else as a root. Parameters and buffers get their full names too
         (`_name`, read by memory reports: "fc1.weight")."""
         prefix = ""
-        stack = _running.stack
+        stack = state.modules
         if stack:
             parent = stack[-1]
             for name, child in parent._modules.items():

@@ -2,7 +2,7 @@
 gradient accumulation, activation checkpointing, autocast) that fits it — chosen from meta estimates only.
 
 Every figure here is an `Estimate.total` (parameters + input + the peak of one first training step) from
-gpumemnet._estimate.estimate, which runs the step on a meta copy of the model: nothing is allocated on the
+gpumemnet.memory.estimator.estimate, which runs the step on a meta copy of the model: nothing is allocated on the
 device and no OutOfMemoryError is ever provoked on it to find the answer. "Fits" means more than a total within
 the budget: the budget caps reserved bytes (gm.memory.set_limit caps segments, as a card's size does), so a
 candidate is also run on meta under the budget as a limit, and fits only if that run completes (see _fit).
@@ -17,8 +17,13 @@ It is deliberately simple and documented rather than measured: it only has to or
 """
 import math
 
-from . import _C
-from ._estimate import _fmt, estimate
+from .. import _C
+from .._core.autocast import autocast as _autocast
+from .._core.dtype import bfloat16
+from ..nn.modules.container import Sequential
+from ..nn.modules.module import Module
+from ..utils.checkpoint import checkpoint_sequential
+from .estimator import _fmt, estimate
 
 __all__ = ["Plan", "max_batch_size", "plan", "step_cost"]
 
@@ -167,8 +172,6 @@ class Plan:
         checkpointing as planned, each loss divided by k before its backward (the gradients sum to the
         full-batch gradient of a mean loss), then optimizer.step() and optimizer.zero_grad().
         Returns the full batch's loss (the sum of the scaled micro-batch losses) as a float."""
-        from .amp import autocast as _autocast
-        from .utils.checkpoint import checkpoint_sequential
 
         if not isinstance(x, _C.TensorBase):
             raise TypeError(f"Plan.step: x must be a Tensor, got {type(x).__name__}")
@@ -212,8 +215,6 @@ class _nullctx:
 
 
 def _grid(model, batch_size):
-    from .nn.modules.container import Sequential
-    from ._dtype import bfloat16
 
     ks, k = [], 1
     while k <= batch_size and batch_size % k == 0:
@@ -225,7 +226,6 @@ def _grid(model, batch_size):
 
 
 def _check_candidate(c, model, batch_size):
-    from .nn.modules.container import Sequential
 
     if not isinstance(c, dict) or set(c) - {"accumulation_steps", "checkpoint_segments", "autocast"}:
         raise TypeError(f"plan: a candidate must be a dict of accumulation_steps, checkpoint_segments and "
@@ -250,7 +250,6 @@ def plan(model, loss_fn, input_shape, batch_size, budget, target=None, optimizer
     accumulation k = 1, 2, 4, ... dividing batch_size, checkpoint segments None, 2, 4 (Sequential only) and
     autocast None or gm.bfloat16. Ties in time go to fp32, then fewer segments. Raises ValueError naming the
     smallest predicted total when nothing fits."""
-    from .nn.modules.module import Module
 
     if not isinstance(model, Module):
         raise TypeError(f"plan: model must be a gpumemnet.nn.Module, got {type(model).__name__}")

@@ -4,8 +4,9 @@ a scatter (_C.index_put_). PyTorch's combination of several advanced indices is 
 says so."""
 import numpy as np
 
-from . import _C
-from ._functions import reshape_nograd
+from .. import _C
+from .autograd import Function
+from .functions import reshape_nograd
 
 _I64, _BOOL = 4, 5
 
@@ -142,3 +143,21 @@ def put_plan(t, steps, values, accumulate=False):
         values = _C.empty((), v._dtype, v._device)
         _C.fill_(values, scalar)
     _C.index_put_(v, d, ti, values, accumulate)
+
+
+class IndexFn(Function):
+    """x[...] with basic and at most one advanced index; the plan is made by make_plan."""
+
+    @staticmethod
+    def forward(ctx, a, plan):
+        ctx.plan = plan
+        ctx.meta = (a.shape, a._dtype, a._device)
+        return apply_plan(a, plan)
+
+    @staticmethod
+    def backward(ctx, g):
+        shape, dt, dev = ctx.meta
+        grad = _C.empty(shape, dt, dev)
+        _C.fill_(grad, 0.0)
+        put_plan(grad, ctx.plan, g, accumulate=True)
+        return grad, None

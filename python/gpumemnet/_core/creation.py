@@ -3,10 +3,11 @@ import numbers
 
 import numpy as np
 
-from . import _C
-from . import _functions as F
-from ._dtype import as_dtype, device_str, float32
-from ._tensor import Tensor, _needs_grad, _shape_arg
+from .. import _C
+from . import functions as F
+from .autograd import needs_grad as _needs_grad
+from .dtype import as_dtype, device_str, float32
+from .tensor import Tensor, _shape_arg
 
 
 def _finish(t, requires_grad):
@@ -134,7 +135,7 @@ def where(condition, input, other):
 
 
 def matmul(a, b):
-    from ._tensor import matmul as mm
+    from .tensor import matmul as mm
     return mm(a, b)
 
 

@@ -4,7 +4,7 @@ Every backward returns gradients in the inputs' shapes and dtypes (broadcast dim
 dtypes cast back). Numbers (Python scalars) never receive gradients."""
 import math
 
-from . import _C
+from .. import _C
 from .autograd import Function
 
 # op codes: docs/C_API.md
@@ -589,23 +589,3 @@ class Cat(Function):
             out.append(cast(piece, dt) if piece._dtype != dt else piece)
             start += size
         return tuple(out)
-
-
-class IndexFn(Function):
-    """x[...] with basic and at most one advanced index; the plan is made by _tensor.index_plan."""
-
-    @staticmethod
-    def forward(ctx, a, plan):
-        from ._indexing import apply_plan
-        ctx.plan = plan
-        ctx.meta = (a.shape, a._dtype, a._device)
-        return apply_plan(a, plan)
-
-    @staticmethod
-    def backward(ctx, g):
-        from ._indexing import put_plan
-        shape, dt, dev = ctx.meta
-        grad = _C.empty(shape, dt, dev)
-        _C.fill_(grad, 0.0)
-        put_plan(grad, ctx.plan, g, accumulate=True)
-        return grad, None

@@ -15,8 +15,8 @@ traceback) allocates, per parameter, inside its loop:
 and Python frees `grad`'s copy and `denom` only when the next iteration rebinds the names. gpumemnet's fused Adam
 allocates none of these temporaries. This class replays exactly those allocations and frees, in that order, on
 meta tensors (no arithmetic: meta has no data), so that estimate() can put the two side by side."""
-from . import _C
-from . import memory as _memory
+from .. import _C
+from .._core.scope import category, scope
 
 __all__ = ["TorchStyleAdam"]
 
@@ -41,7 +41,7 @@ class TorchStyleAdam:
         return _C.empty(tuple(p.shape), p._dtype, "meta")
 
     def step(self):
-        with _memory.scope("TorchStyleAdam.step"):
+        with scope("TorchStyleAdam.step"):
             grad = denom = None
             for p in self.params:
                 if p.grad is None:
@@ -49,7 +49,7 @@ class TorchStyleAdam:
                 grad = p.grad  # the previous iteration's weight-decay copy dies here
                 st = self.state.get(id(p))
                 if st is None:
-                    with _memory.category("optimizer"):
+                    with category("optimizer"):
                         st = self.state[id(p)] = (self._like(p), self._like(p))  # exp_avg, exp_avg_sq
                 if self.weight_decay != 0:
                     grad = self._like(p)  # grad.add(p, alpha=weight_decay)

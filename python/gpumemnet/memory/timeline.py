@@ -9,10 +9,10 @@ category is an event, so this is exact even when the ring has dropped its oldest
 import html
 import json
 
-from . import _C
-from ._dtype import device_str
+from .. import _C
+from .._core.dtype import device_str
+from .stats import CATEGORIES
 
-CATEGORIES = ("parameter", "gradient", "optimizer", "activation", "workspace", "input", "other")
 # One colour per category, readable side by side (Okabe-Ito, colour-blind safe).
 COLORS = {"parameter": "#0072B2", "gradient": "#E69F00", "optimizer": "#CC79A7", "activation": "#009E73",
           "workspace": "#D55E00", "input": "#56B4E9", "other": "#999999"}

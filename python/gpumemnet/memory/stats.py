@@ -1,4 +1,4 @@
-"""Memory statistics, limits, and the category/scope every allocation is tagged with.
+"""Memory statistics and limits (layer 3, memory).
 
 Byte counts come from gpumemnet's own caching allocator and are exact: block sizes are the requested size
 rounded up to 512 bytes, as in PyTorch's CUDA allocator (see csrc/allocator.c for the whole policy).
@@ -7,11 +7,8 @@ Besides the devices ("cpu", "cuda:N", "meta"), the functions below take "cpu-pin
 host memory (Tensor.pin_memory, DataLoader(pin_memory=True)). Pinned tensors are CPU tensors, but their bytes are
 counted there and not under "cpu", with a limit and a cache of their own (PyTorch keeps them apart too:
 torch.cuda.host_memory_stats)."""
-import contextlib
-
-from . import _C
-from ._dtype import device_str
-from ._history import record_history, history, dump_history, plot_timeline, memory_summary  # noqa: F401
+from .. import _C
+from .._core.dtype import device_str
 
 PINNED = "cpu-pinned"
 
@@ -78,54 +75,3 @@ def get_limit(device="cpu"):
 
 def capacity(device="cpu"):
     return _C.memory_capacity(_dev(device))
-
-
-@contextlib.contextmanager
-def category(name):
-    """Tag allocations made inside the block with a category (parameter, gradient, optimizer, activation,
-    workspace, input, other)."""
-    prev = _C.set_category(name)
-    try:
-        yield
-    finally:
-        _C.set_category(prev)
-
-
-@contextlib.contextmanager
-def scope(name):
-    """Name the allocations made inside the block (e.g. 'features.3 forward') for reports and errors."""
-    prev = _C.set_scope(name)
-    try:
-        yield
-    finally:
-        _C.set_scope(prev)
-
-
-def __getattr__(name):
-    # TorchStyleAdam lives with the estimator (it imports this module): bound on first use
-    if name == "TorchStyleAdam":
-        from ._torch_adam import TorchStyleAdam
-        return TorchStyleAdam
-    raise AttributeError(f"module 'gpumemnet.memory' has no attribute {name!r}")
-
-
-def estimate(*args, **kwargs):
-    """A first training step (forward, loss, backward, optimizer step) of a meta copy of the model: peak
-    allocated bytes (exactly the CPU's), bytes per category at the peak, where it was reached, the inference
-    peak and per-layer rows — before a single real byte is spent. See gpumemnet._estimate.estimate."""
-    from ._estimate import estimate as _estimate
-    return _estimate(*args, **kwargs)
-
-
-def max_batch_size(*args, **kwargs):
-    """The largest batch predicted to fit a budget, by search over meta estimates (no OOM is ever triggered).
-    See gpumemnet._plan.max_batch_size."""
-    from ._plan import max_batch_size as _max_batch_size
-    return _max_batch_size(*args, **kwargs)
-
-
-def plan(*args, **kwargs):
-    """The fastest configuration (micro-batch, accumulation, checkpoint segments, autocast) predicted to fit a
-    budget; plan.step(x, y, optimizer) runs one full-batch step with it. See gpumemnet._plan.plan."""
-    from ._plan import plan as _plan
-    return _plan(*args, **kwargs)

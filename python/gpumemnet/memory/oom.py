@@ -3,7 +3,7 @@ usual remedies, each with its predicted peak and saving, attached to the error (
 
 The allocator's text (csrc/allocator.c) ranks remedies by what holds the memory, but it cannot say by how much
 each helps: only the Python layer knows the model and the input. Here the model and the input's shape are known,
-so each remedy is estimated as gpumemnet._estimate.estimate would for a user who asked: the same meta run of one
+so each remedy is estimated as gpumemnet.memory.estimator.estimate would for a user who asked: the same meta run of one
 first training step (or one forward, when the failing call recorded no graph), with the remedy applied to a meta
 copy. Nothing real is allocated, so this works while the device is full.
 
@@ -15,11 +15,17 @@ text. What the step is assumed to be: Adam (the optimizer is not known at forwar
 Estimate.total), so a saving is the same whatever else the process holds."""
 import time
 
-from . import _C
-from . import _estimate
-from ._dtype import as_dtype
-from .autograd import enable_grad, is_grad_enabled
-from .nn.modules.module import Module, _running, register_module_forward_pre_hook
+from .. import _C
+from .._core.autograd import enable_grad, is_grad_enabled, no_grad
+from .._core.dtype import as_dtype
+from .._core.state import state
+from ..nn import functional as F
+from ..nn.modules.container import Sequential
+from ..nn.modules.linear import Linear
+from ..nn.modules.module import Module, register_module_forward_pre_hook
+from ..optim import SGD
+from ..utils.checkpoint import checkpoint
+from . import estimator as _estimate
 
 MAX_SECONDS = 5.0
 MIN_SHARE = 0.01  # a remedy saving less than this share of the need is not worth a line
@@ -34,7 +40,6 @@ class _Checkpointed(Module):
         self.inner = inner
 
     def forward(self, *args):
-        from .utils.checkpoint import checkpoint
         return checkpoint(self.inner, *args) if self.training else self.inner(*args)
 
 
@@ -48,7 +53,6 @@ class _GlobalPoolHead(Module):
         self.linear = linear
 
     def forward(self, x):
-        from .nn import functional as F
         return self.linear(F.global_avg_pool2d(x.reshape(x.shape[0], self.channels, -1, 1)))
 
 
@@ -72,8 +76,6 @@ def _need(est, training):
 def _dominant_linear(model, est):
     """(path, Linear, channels) of a Linear holding most of the parameters and fed by a flattened (N, C, H, W)
     map (the leaf called before it output one with C*H*W == in_features), or None."""
-    from .nn.modules.linear import Linear
-
     total = sum(p.numel() for p in model.parameters())
     best = None
     for path, m in model.named_modules():
@@ -102,13 +104,12 @@ def _blocks(model, shape, device):
     clone = _estimate._meta_copy(model)
 
     def pre(mod, args):  # (the failing call may still be on the stack below the clone)
-        stack = _running.stack
+        stack = state.modules
         if len(stack) >= 2 and stack[-2] is clone and mod._path not in seen:
             seen.append(mod._path)
 
     handle = register_module_forward_pre_hook(pre)
     try:
-        from .autograd import no_grad
         with no_grad():
             x = _C.empty(shape, next(iter(clone.parameters()))._dtype, "meta")
             clone(x)
@@ -120,10 +121,6 @@ def _blocks(model, shape, device):
 
 def _remedies(model, shape, dev, training, base):
     """(text, estimate kwargs, model or None) for each remedy worth estimating, in the order they are tried."""
-    from .nn.modules.container import Sequential
-    from .nn.modules.linear import Linear
-    from .optim import SGD
-
     n = shape[0]
     out = []
     # first: when a Linear holds most of the parameters, no batch-side remedy reaches its bytes
@@ -212,7 +209,7 @@ def predict(model, x, training=None):
 def attach_last_root(exc):
     """An OutOfMemoryError raised in backward or an optimizer step: explain it for the model whose root call ran
     last (the one a training loop's loss came from), if any; never raises."""
-    last = getattr(_running, "last_root", None)
+    last = state.last_root
     model = last[0]() if last is not None else None
     if model is not None:
         attach(exc, model, (last[1],))

@@ -6,24 +6,17 @@ import weakref
 
 import numpy as np
 
-from . import _C
-from . import _functions as F
-from . import amp as _amp
+from .. import _C
+from . import activation
+from . import autocast as _amp
 from . import autograd
-from ._dtype import DTYPES, as_dtype, device_of, device_str
-from ._indexing import make_plan, put_plan
+from . import functions as F
+from .autograd import check_inplace as _check_inplace, needs_grad as _needs_grad
+from .dtype import DTYPES, as_dtype, device_of, device_str
+from .indexing import IndexFn, apply_plan, make_plan, put_plan
+from .state import state
 
-_mode = autograd._mode
 _amp_state = _amp._state
-
-
-def _needs_grad(*xs):
-    if not _mode.enabled:
-        return False
-    for x in xs:
-        if type(x) is Tensor and x.requires_grad:
-            return True
-    return False
 
 
 def _check_number(x, op):
@@ -39,21 +32,6 @@ def _binary(fn, op, a, b, name):
     if _needs_grad(a, b):
         return fn.apply(a, b)
     return _C.binary(op, a, b)
-
-
-def _check_inplace(t, name):
-    """In-place writes under grad mode: refused on leaves that require grad (PyTorch's rule) and on views of
-    tensors that require grad (gpumemnet does not rebase the graph of the base tensor)."""
-    if _mode.enabled and t.requires_grad:
-        if t.grad_fn is None:
-            raise RuntimeError(f"{name}: a leaf tensor that requires grad cannot be modified in place under grad "
-                               f"mode; wrap the update in gpumemnet.no_grad() (as optimizers do)")
-        if t._is_view:
-            raise RuntimeError(f"{name}: this tensor is a view of another tensor that is part of a graph; an "
-                               f"in-place write would not reach the other tensor's gradient. Use the "
-                               f"out-of-place form")
-        return True
-    return False
 
 
 def _inplace(fn, op, a, b, name):
@@ -179,7 +157,7 @@ class Tensor(_C.TensorBase):
         return self.float().numpy().tolist() if self._dtype == 3 else self.numpy().tolist()
 
     def numpy(self):
-        if _mode.enabled and self.requires_grad:
+        if state.grad_enabled and self.requires_grad:
             raise RuntimeError("numpy: this tensor requires grad; call .detach().numpy() to read its values")
         return _C.TensorBase.numpy(self)
 
@@ -338,13 +316,13 @@ class Tensor(_C.TensorBase):
     def abs(self): return F.Abs.apply(self) if _needs_grad(self) else _C.unary(F.ABS, self)
     def neg(self): return -self
 
-    # neural-network ops, as methods (gpumemnet.nn.functional does the work)
-    def relu(self): return _nnf().relu(self)
-    def relu_(self): return _nnf().relu_(self)
-    def sigmoid(self): return _nnf().sigmoid(self)
-    def tanh(self): return _nnf().tanh(self)
-    def softmax(self, dim, dtype=None): return _nnf().softmax(self, dim, dtype=dtype)
-    def log_softmax(self, dim, dtype=None): return _nnf().log_softmax(self, dim, dtype=dtype)
+    # neural-network ops, as methods (_core/activation.py does the work; nn.functional re-exports it)
+    def relu(self): return activation.relu(self)
+    def relu_(self): return activation.relu_(self)
+    def sigmoid(self): return activation.sigmoid(self)
+    def tanh(self): return activation.tanh(self)
+    def softmax(self, dim, dtype=None): return activation.softmax(self, dim, dtype=dtype)
+    def log_softmax(self, dim, dtype=None): return activation.log_softmax(self, dim, dtype=dtype)
 
     def clamp(self, min=None, max=None):
         if min is None and max is None:
@@ -488,8 +466,7 @@ class Tensor(_C.TensorBase):
     def __getitem__(self, idx):
         plan = make_plan(self, idx)
         if _needs_grad(self):
-            return F.IndexFn.apply(self, plan)
-        from ._indexing import apply_plan
+            return IndexFn.apply(self, plan)
         return apply_plan(self, plan)
 
     def __setitem__(self, idx, value):
@@ -581,17 +558,6 @@ def _float_formatter(arr):
     return {"float_kind": lambda v: one(v).rjust(width)}
 
 
-_nn_functional = None
-
-
-def _nnf():
-    global _nn_functional
-    if _nn_functional is None:
-        from .nn import functional
-        _nn_functional = functional
-    return _nn_functional
-
-
 def _C_wrap(dim, ndim):
     n = max(ndim, 1)
     if not -n <= dim < n:
@@ -636,3 +602,4 @@ def matmul(a, b):
 
 
 _C._set_tensor_class(Tensor)
+autograd.set_tensor_class(Tensor)

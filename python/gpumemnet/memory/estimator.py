@@ -4,8 +4,11 @@ meta device.
 Nothing here models memory with formulas. The meta device runs every op's shape inference and every allocation
 through the same allocator policy as the CPU (and CUDA), so the bytes of a step run on meta are the bytes the real
 step will take, byte for byte. The copy is made without touching data: every parameter and buffer is replaced by
-an empty meta tensor of the same shape before the deep copy, so the real model, its gradients and the random
-generator are left exactly as they were.
+an empty meta tensor of the same shape before the deep copy, so the real model and its gradients are left
+exactly as they were. Nor is the random generator touched: while an estimate runs, its thread's meta ops draw
+no random numbers (_core/state.py's meta_draws_random; dropout reads it), so a trainer drawing dropout masks in
+another thread sees the same stream with or without an estimate beside it. (Saving and restoring the
+generator's state around the run would not do: it would undo the other thread's draws made meanwhile.)
 
 The meta run stands for the target device (_C._set_meta_target, csrc/meta_target.h): for device="cuda" the ops
 on meta also take the scratch the CUDA kernels take and the CPU kernels do not (batch norm's and the losses'
@@ -19,13 +22,18 @@ import gc
 import threading
 import time
 
-from . import _C
-from . import memory as _memory
-from . import random as _random
-from ._dtype import as_dtype, device_str
-from .autograd import no_grad
-from .nn.modules.module import Module, register_module_forward_hook, register_module_forward_pre_hook
-from .nn.parameter import Parameter
+from .. import _C
+from .. import cuda
+from .._core.autocast import autocast as _autocast
+from .._core.autograd import no_grad
+from .._core.dtype import as_dtype, device_str
+from .._core.scope import category
+from .._core.state import state
+from ..nn.modules.module import Module, register_module_forward_hook, register_module_forward_pre_hook
+from ..nn.parameter import Parameter
+from ..optim import Adam
+from ..utils.checkpoint import checkpoint_sequential
+from . import stats as _memory
 
 __all__ = ["Estimate", "LayerRow", "estimate", "summary"]
 
@@ -34,7 +42,7 @@ META = "meta"
 
 class _Busy(threading.local):
     """How many estimates run on this thread: an OutOfMemoryError inside one (a `limit` reached) is an answer,
-    not something to explain with more estimates (gpumemnet._oom_predict checks this)."""
+    not something to explain with more estimates (gpumemnet.memory.oom checks this)."""
     depth = 0
 
 
@@ -114,7 +122,6 @@ def _meta_target(dev):
     'cpu' for everything else."""
     if dev.split(":")[0] != "cuda":
         return "cpu", 0
-    from . import cuda
     index = int(dev.split(":")[1]) if ":" in dev else 0
     sms = cuda.get_device_properties(index).multi_processor_count if index < cuda.device_count() else 0
     return "cuda", sms
@@ -124,7 +131,7 @@ def _meta_target(dev):
 def _meta_copy(model):
     """A deep copy of model whose parameters and buffers are empty meta tensors (no data is read or copied)."""
     memo = {}
-    with _memory.category("parameter"):
+    with category("parameter"):
         for m in model.modules():
             for name, p in m._parameters.items():
                 if p is not None and id(p) not in memo:
@@ -216,10 +223,6 @@ def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, 
     limit: run the step as gm.memory.set_limit(device, limit) would: the allocator frees its cache and retries
     where the real device would, and OutOfMemoryError is raised where the real step would raise it. This is the
     test of "fits" that counts reserved bytes (fragmentation included), not only allocated ones."""
-    from .optim import Adam
-    from .utils.checkpoint import checkpoint_sequential
-    from .amp import autocast as _autocast
-
     if not isinstance(model, Module):
         raise TypeError(f"estimate: model must be a gpumemnet.nn.Module, got {type(model).__name__}")
     params = list(model.parameters())
@@ -249,7 +252,7 @@ def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, 
     amp_ctx = (lambda: _autocast(dev.split(":")[0], dtype=amp_dtype)) if amp_dtype is not None else _nullctx
 
     meta_target = _meta_target(dev)
-    rng = _random.get_rng_state()
+    draws = state.meta_draws_random
     t0 = time.perf_counter()
     gc.collect()
     _memory.empty_cache(META)  # the estimate stands for a fresh process: no cache to reuse
@@ -259,6 +262,7 @@ def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, 
     _C.set_limit(META, int(r0 + limit) if limit is not None else None)
     clone = x = y = opt = recorder = None
     busy.depth += 1
+    state.meta_draws_random = False
     prev_target = _C._set_meta_target(*meta_target)
     try:
         clone = _meta_copy(model)
@@ -336,7 +340,7 @@ def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, 
         _memory.empty_cache(META)
         _C.set_limit(META, meta_limit)
         _C._set_meta_target(*prev_target)
-        _random.set_rng_state(rng)
+        state.meta_draws_random = draws
         busy.depth -= 1
     return Estimate(
         peak=peak, peak_reserved=peak_reserved, at_peak=at_peak, peak_scope=at["scope"],

@@ -1,0 +1,149 @@
+"""Autocast (layer 1, core): the per-thread state, the context manager, and the casts the ops apply.
+
+It lives in the core because Tensor's own methods (matmul, exp, sum...) apply the policy; gpumemnet.amp
+re-exports it beside GradScaler. The state is per thread, as in PyTorch.
+
+Autocast policy, applied by the ops themselves through `lower()` and `fp32()`:
+  - lower precision (the autocast dtype): conv2d, conv_transpose2d, linear, matmul — the ops whose saved inputs
+    dominate activation memory and whose kernels gain most;
+  - float32: softmax, log_softmax, the losses, reductions, the statistics of normalisations, exp and log;
+  - every other op follows its inputs, and binary ops promote (float16 + float32 -> float32).
+Casts of leaf tensors that require grad (parameters) are cached for the outermost autocast region, so a weight
+used by several ops is converted once. On the CPU the low-precision tensors are stored as float16/bfloat16 and
+the kernels compute in float32. A meta tensor counts as being on every device, so estimates on meta follow the
+policy of the device they stand in for.
+"""
+import contextlib
+import functools
+import threading
+
+from .. import _C
+from .dtype import as_dtype, float16, bfloat16, float32
+
+__all__ = ["autocast", "is_autocast_enabled", "get_autocast_dtype"]
+
+_DEFAULT_DTYPE = {"cuda": float16, "cpu": bfloat16}
+
+
+class _State(threading.local):
+    """This thread's autocast state. Scalars are class-level defaults (a new thread reads them without running
+    any code, and the per-op check `_state.enabled` stays one attribute read); the cache is made per thread."""
+    enabled = False
+    device = None
+    dtype = None
+    depth = 0      # nesting of enabled regions: the cache lives as long as the outermost
+
+    def __init__(self):
+        self.cache = {}
+
+
+_state = _State()
+
+
+def is_autocast_enabled(device_type=None):
+    return _state.enabled and (device_type is None or device_type == _state.device)
+
+
+def get_autocast_dtype(device_type=None):
+    """The dtype autocast lowers to on device_type: the active region's when it is for that device type, else the
+    device type's default (float16 on cuda, bfloat16 on cpu), as torch.get_autocast_dtype answers. Without a
+    device_type: the active region's, or None outside one."""
+    if device_type is None:
+        return _state.dtype if _state.enabled else None
+    if device_type not in _DEFAULT_DTYPE:
+        raise ValueError(f"get_autocast_dtype: device_type must be 'cpu' or 'cuda', got {device_type!r}")
+    return _state.dtype if is_autocast_enabled(device_type) else _DEFAULT_DTYPE[device_type]
+
+
+class autocast:
+    """with gm.autocast("cuda", dtype=gm.float16): ...  (also usable as a decorator). Nestable; the previous
+    state is restored on exit, even when the body raises."""
+
+    def __init__(self, device_type, dtype=None, enabled=True, cache_enabled=True):
+        if device_type not in ("cpu", "cuda"):
+            raise ValueError(f"autocast: device_type must be 'cpu' or 'cuda', got {device_type!r}")
+        if dtype is None:
+            dtype = _DEFAULT_DTYPE[device_type]
+        dtype = as_dtype(dtype, "autocast(dtype)")
+        if dtype not in (float16, bfloat16):
+            raise ValueError(f"autocast: dtype must be gpumemnet.float16 or gpumemnet.bfloat16, got {dtype!r}")
+        self.device_type = device_type
+        self.dtype = dtype
+        self.enabled = bool(enabled)
+        self.cache_enabled = cache_enabled
+
+    def __enter__(self):
+        s = _state
+        self._prev = (s.enabled, s.device, s.dtype)
+        if self.enabled:
+            s.depth += 1
+            s.enabled, s.device, s.dtype = True, self.device_type, self.dtype
+        else:
+            s.enabled = False
+        return self
+
+    def __exit__(self, *exc):
+        s = _state
+        if self.enabled:
+            s.depth -= 1
+            if s.depth == 0:
+                s.cache.clear()  # the cached low-precision weights die with the outermost region
+        s.enabled, s.device, s.dtype = self._prev
+        return False
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with autocast(self.device_type, self.dtype, self.enabled, self.cache_enabled):
+                return fn(*args, **kwargs)
+        return wrapper
+
+
+def _applies(t):
+    d = t._device
+    return d == "meta" or d.split(":")[0] == _state.device
+
+
+def _cast(t, dtype):
+    if t.requires_grad and t.grad_fn is None:  # a parameter: convert once per region
+        key = (id(t), t._version, dtype.code)
+        hit = _state.cache.get(key)
+        if hit is not None and hit[0] is t:
+            return hit[1]
+        out = t.to(dtype)
+        _state.cache[key] = (t, out)
+        return out
+    return t.to(dtype)
+
+
+def lower(*tensors):
+    """Inputs of a lower-precision op, cast to the autocast dtype (floating tensors on the autocast device)."""
+    if not _state.enabled:
+        return tensors
+    dt = _state.dtype
+    return tuple(_cast(t, dt) if t is not None and isinstance(t, _C.TensorBase) and t._dtype <= 3 and
+                 t._dtype != dt.code and _applies(t) else t for t in tensors)
+
+
+def fp32(*tensors):
+    """Inputs of a float32 op: low-precision floating tensors are widened to float32."""
+    if not _state.enabled:
+        return tensors
+    return tuple(_cast(t, float32) if t is not None and isinstance(t, _C.TensorBase) and t._dtype in (2, 3) and
+                 _applies(t) else t for t in tensors)
+
+
+def _capture():
+    """The autocast state, for checkpoint to replay during recomputation."""
+    return (_state.enabled, _state.device, _state.dtype)
+
+
+@contextlib.contextmanager
+def _replay(captured):
+    enabled, device, dtype = captured
+    if not enabled:
+        with autocast("cpu", enabled=False):
+            yield
+    else:
+        with autocast(device, dtype):
+            yield

@@ -1,0 +1,588 @@
+"""Reverse-mode autograd: the tape lives here, in Python; every byte it touches is allocated in C.
+
+A differentiable op is a `Function` subclass with `forward(ctx, *args)` and `backward(ctx, *grads)`.
+`Function.apply` records a node only when grad mode is on and an input requires grad. Nodes keep only what
+their backward needs (through `ctx.save_for_backward`) and drop it the moment their backward has run, unless
+`retain_graph=True`. Saved tensors pass through the saved-tensor hooks (pack/unpack): the one mechanism that
+checkpointing and host offload build on. Saved intermediates are re-tagged `activation` in the allocator.
+
+Layer 1 (core). Grad mode and the saved-tensor hooks are per thread (_core/state.py). The Tensor class is
+registered by _core/tensor.py (which imports this module); an OOM in backward is explained through
+_core/hooks.py by gpumemnet.memory.
+"""
+import contextlib
+import functools
+import weakref
+
+from .. import _C
+from . import hooks
+from .state import state
+
+__all__ = ["Function", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
+           "is_grad_enabled", "graph"]
+
+
+def is_grad_enabled():
+    return state.grad_enabled
+
+
+class _GradModeContext:
+    """Base of no_grad / enable_grad / set_grad_enabled: a context manager and a decorator that restores the
+    previous mode on exit, even when the body raises."""
+    _target = True
+
+    def __enter__(self):
+        self._prev = state.grad_enabled
+        state.grad_enabled = self._target
+        return self
+
+    def __exit__(self, *exc):
+        state.grad_enabled = self._prev
+        return False
+
+    def __call__(self, fn):
+        # Each call saves and restores its own previous mode (so recursion and threads sharing one decorator
+        # instance stay correct); the target is the instance's, e.g. inference_mode(False) keeps grad on.
+        target = self._target
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            prev = state.grad_enabled
+            state.grad_enabled = target
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                state.grad_enabled = prev
+        return wrapper
+
+
+class no_grad(_GradModeContext):
+    """Run without recording: no graph, no saved activations."""
+    _target = False
+
+
+class enable_grad(_GradModeContext):
+    _target = True
+
+
+class inference_mode(_GradModeContext):
+    """Like no_grad (gpumemnet keeps no extra inference-only state)."""
+
+    def __init__(self, mode=True):
+        self._target = not mode
+
+
+class set_grad_enabled(_GradModeContext):
+    """Set grad mode now; used as a context manager it restores the previous mode on exit."""
+
+    def __init__(self, mode):
+        self._prev = state.grad_enabled
+        self._target = bool(mode)
+        state.grad_enabled = self._target
+
+    def __enter__(self):
+        return self
+
+    def __call__(self, fn):
+        # As a decorator it acts when the function runs, not when the decorator is made (PyTorch's behaviour).
+        state.grad_enabled = self._prev
+        return super().__call__(fn)
+
+
+# ---- saved-tensor hooks --------------------------------------------------------------------------------
+class graph:
+    """Namespace mirroring torch.autograd.graph."""
+
+    class saved_tensors_hooks:
+        """Within this context, tensors saved for backward pass through pack_hook(tensor) -> obj, and come
+        back through unpack_hook(obj) -> tensor when backward needs them."""
+
+        def __init__(self, pack_hook, unpack_hook):
+            self.pack_hook = pack_hook
+            self.unpack_hook = unpack_hook
+
+        def __enter__(self):
+            state.saved_tensors_hooks.append((self.pack_hook, self.unpack_hook))
+            return self
+
+        def __exit__(self, *exc):
+            state.saved_tensors_hooks.pop()
+            return False
+
+
+def as_activation(t):
+    """Tag a tensor an op keeps for its backward that autograd would not re-tag itself (indices, masks,
+    statistics: made by the op, but with no grad_fn)."""
+    if t._category == "other":
+        t._category = "activation"
+        _label_saved(t)
+    return t
+
+
+def _label_saved(t):
+    """Name t's block after the module whose forward keeps it, for memory reports: "activation saved by
+    features.3 (Conv2d)" (the root model: "activation saved by Net"). The label is made once per module."""
+    stack = state.modules  # pushed by nn.Module.__call__
+    if stack:
+        m = stack[-1]
+        label = m.__dict__.get("_saved_label")
+        if label is None:
+            path = m._path
+            label = f"activation saved by {path} ({type(m).__name__})" if path else \
+                f"activation saved by {type(m).__name__}"
+            if path is not None:
+                object.__setattr__(m, "_saved_label", label)
+        _C.label_unnamed(t, label)
+
+
+class _SavedTensor:
+    __slots__ = ("packed", "version", "storage", "unpack")
+
+    def __init__(self, t):
+        # An alias that shares storage but not autograd metadata: saving an op's own output would otherwise
+        # make a reference cycle (output -> grad_fn -> saved output) that only the GC could free.
+        alias = t._as_strided(t.shape, t._strides, t._offset)
+        if t.grad_fn is not None and t._category == "other":
+            t._category = "activation"  # an intermediate kept alive for backward: what checkpointing saves
+            _label_saved(t)
+        self.version = t._version
+        self.storage = t._storage_id
+        hooks_stack = state.saved_tensors_hooks
+        if hooks_stack:
+            pack, self.unpack = hooks_stack[-1]
+            self.packed = pack(alias)
+        else:
+            self.unpack = None
+            self.packed = alias
+
+    def get(self, op_name):
+        if self.unpack is not None:
+            return self.unpack(self.packed)
+        t = self.packed
+        if t._version != self.version:
+            raise RuntimeError(
+                f"one of the tensors needed to compute the gradient of {op_name} has been modified by an "
+                f"in-place operation (its version is {t._version}, expected {self.version}); use the "
+                f"out-of-place form, or clone() the tensor before modifying it")
+        return t
+
+
+# ---- nodes ------------------------------------------------------------------------------------------------
+class Node:
+    """A recorded op. `next_functions[i]` is (node, output_nr) feeding input i, or None."""
+    __slots__ = ("next_functions", "_saved", "_pre_hooks", "_released", "needs_input_grad", "_scope",
+                 "__weakref__")
+
+    def name(self):
+        return type(self).__name__
+
+    def __repr__(self):
+        return f"<{self.name()}>"
+
+
+class AccumulateGrad(Node):
+    """Sink for a leaf: adds the incoming gradient into `.grad` (this is what makes accumulation work)."""
+    __slots__ = ("variable",)
+
+    def __init__(self, variable):
+        self.variable = variable
+        self.next_functions = ()
+        self._pre_hooks = None
+        self._saved = None
+        self._released = False
+
+    def apply_grads(self, grads):
+        g = grads[0]
+        var = self.variable
+        if g is None:
+            return ()
+        prev_cat = _C.set_category("gradient")
+        try:
+            if var.grad is None:
+                # Own the memory: the incoming gradient may alias a tensor someone else holds.
+                var.grad = g.detach().clone() if g.dtype == var.dtype else g.to(var.dtype)
+                if var._name is not None:
+                    var.grad._name = var._name + ".grad"
+            else:
+                _C.binary(0, var.grad, g, var.grad)
+        finally:
+            _C.set_category(prev_cat)
+        return ()
+
+
+class _NoCtx:
+    """The ctx passed to forward when nothing is recorded: saving is a no-op."""
+    __slots__ = ()
+    needs_input_grad = ()
+
+    def save_for_backward(self, *tensors):
+        pass
+
+
+_NO_CTX = _NoCtx()
+
+
+class Function(Node):
+    """Subclass with static `forward(ctx, *args)` and `backward(ctx, *grad_outputs)`; call `apply`.
+
+    A subclass whose backward can write an input gradient over an incoming gradient of the same shape sets
+    `reuses_grad = True` and asks `ctx.grad_is_free(i)` in backward."""
+    __slots__ = ("__dict__",)
+    reuses_grad = False
+
+    @classmethod
+    def apply(cls, *args):
+        Tensor = _Tensor
+        edges = None
+        if state.grad_enabled:
+            i = 0
+            for a in args:
+                if type(a) is Tensor and a.requires_grad:
+                    if edges is None:
+                        edges = [None] * len(args)
+                    edges[i] = _edge_of(a)
+                i += 1
+        if edges is None:
+            return cls.forward(_NO_CTX, *args)
+        node = cls.__new__(cls)
+        node._saved = None
+        node._pre_hooks = None
+        node._released = False
+        node._scope = _C.get_scope()  # where the forward ran: its backward is named after it
+        node.next_functions = edges
+        node.needs_input_grad = [e is not None for e in edges]
+        out = cls.forward(node, *args)
+        non_diff = node.__dict__.get("_non_diff", ())
+        i = 0
+        for o in (out if type(out) is tuple else (out,)):
+            # float outputs only: indices and masks never carry gradients
+            if type(o) is Tensor and o._dtype <= 3 and i not in non_diff:
+                o.requires_grad = True
+                o.grad_fn = node
+                o._output_nr = i
+                _mark_output(o, args, node._saved, Tensor)
+            i += 1
+        return out
+
+    def save_for_backward(self, *tensors):
+        self._saved = tuple(None if t is None else _SavedTensor(t) for t in tensors)
+
+    def mark_non_differentiable(self, *indices):
+        self._non_diff = set(indices)
+
+    @property
+    def saved_tensors(self):
+        if self._released:
+            raise RuntimeError(
+                f"trying to run backward through {self.name()} a second time, but its saved tensors were "
+                f"already freed; pass retain_graph=True to the first backward() if you need to call it twice")
+        if self._saved is None:
+            return ()
+        name = self.name()
+        return tuple(None if s is None else s.get(name) for s in self._saved)
+
+    def grad_is_free(self, i=0):
+        """In backward: whether grad_outputs[i] was handed over by the engine (nothing else references it or
+        shares its storage), so the backward may overwrite it with its result instead of allocating another
+        tensor of that size. Always False unless the class sets reuses_grad."""
+        free = self.__dict__.get("_free_grads")
+        return bool(free and free[i])
+
+    def apply_grads(self, grads):
+        if self._released and self._saved is not None:
+            self.saved_tensors  # raises the explanatory error
+        out = self.backward(self, *grads)
+        return out if isinstance(out, tuple) else (out,)
+
+    def release(self):
+        self._saved = None
+        self._released = True
+
+
+def _mark_output(o, args, saved, Tensor):
+    """An output sharing an input's storage is a view (in-place writes to it are refused); an output its own
+    backward keeps (exp, sqrt, relu...) is an activation."""
+    sid = o._storage_id
+    for a in args:
+        if type(a) is Tensor and a is not o and a._storage_id == sid:
+            o._is_view = True
+            return
+    if saved and o._category == "other":
+        for st in saved:
+            if st is not None and st.storage == sid:
+                o._category = "activation"
+                _label_saved(o)
+                return
+
+
+_Tensor = None  # gpumemnet.Tensor: set by _core/tensor.py when it is defined (that module imports this one)
+
+
+def set_tensor_class(cls):
+    global _Tensor
+    _Tensor = cls
+
+
+def needs_grad(*xs):
+    """The fast path's one check: grad mode is on and some input is a tensor that requires grad."""
+    if not state.grad_enabled:
+        return False
+    for x in xs:
+        if type(x) is _Tensor and x.requires_grad:
+            return True
+    return False
+
+
+def check_inplace(t, name):
+    """In-place writes under grad mode: refused on leaves that require grad (PyTorch's rule) and on views of
+    tensors that require grad (gpumemnet does not rebase the graph of the base tensor)."""
+    if state.grad_enabled and t.requires_grad:
+        if t.grad_fn is None:
+            raise RuntimeError(f"{name}: a leaf tensor that requires grad cannot be modified in place under grad "
+                               f"mode; wrap the update in gpumemnet.no_grad() (as optimizers do)")
+        if t._is_view:
+            raise RuntimeError(f"{name}: this tensor is a view of another tensor that is part of a graph; an "
+                               f"in-place write would not reach the other tensor's gradient. Use the "
+                               f"out-of-place form")
+        return True
+    return False
+
+
+def _edge_of(t):
+    fn = t.grad_fn
+    if fn is not None:
+        return (fn, t._output_nr)
+    # The leaf holds its accumulator weakly (the graph holds it strongly), as in PyTorch: a strong link both
+    # ways would be a cycle keeping every parameter alive until the GC runs.
+    ref = t._grad_acc
+    acc = ref() if ref is not None else None
+    if acc is None:
+        acc = AccumulateGrad(t)
+        t._grad_acc = weakref.ref(acc)
+    return (acc, 0)
+
+
+# ---- hooks on tensors ---------------------------------------------------------------------------------
+class RemovableHandle:
+    __slots__ = ("_list", "_fn")
+
+    def __init__(self, lst, fn):
+        self._list = lst
+        self._fn = fn
+
+    def remove(self):
+        if self._fn in self._list:
+            self._list.remove(self._fn)
+
+
+def register_tensor_hook(t, fn):
+    if not t.requires_grad:
+        raise RuntimeError("register_hook: cannot register a hook on a tensor that does not require grad")
+    if t.grad_fn is None:
+        # A leaf keeps its own hooks: its accumulator node lives only as long as some graph uses it.
+        if t._hooks is None:
+            t._hooks = []
+        hooks = t._hooks
+    else:
+        node, nr = t.grad_fn, t._output_nr
+        if node._pre_hooks is None:
+            node._pre_hooks = {}
+        hooks = node._pre_hooks.setdefault(nr, [])
+    hooks.append(fn)
+    return RemovableHandle(hooks, fn)
+
+
+# ---- the engine ---------------------------------------------------------------------------------------------
+def _no_graph_error(t):
+    return RuntimeError(
+        f"backward: this tensor (shape {tuple(t.shape)}) does not require grad and has no grad_fn, so there is "
+        f"nothing to differentiate. Usual causes: it was computed under no_grad()/inference_mode() (the forward "
+        f"of a training step must run with grad enabled), or it is a fresh leaf made from a detached value "
+        f"(e.g. Tensor(loss.detach(), requires_grad=True) re-wraps the loss: its gradient never reaches the "
+        f"model's parameters). Compute the loss from the model's output with grad enabled.")
+
+
+def _collect(roots):
+    """Topological order (outputs before inputs) of every node reachable from roots."""
+    order = []
+    seen = set()
+    stack = [(r, False) for r in roots]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            order.append(node)
+            continue
+        if node in seen:
+            continue
+        seen.add(node)
+        stack.append((node, True))
+        for e in node.next_functions:
+            if e is not None:
+                if e[0] not in seen:
+                    stack.append((e[0], False))
+    order.reverse()
+    return order
+
+
+def _accumulate(buf, node, nr, g):
+    slot = buf.get(node)
+    if slot is None:
+        slot = buf[node] = {}
+    prev = slot.get(nr)
+    slot[nr] = g if prev is None else prev + g
+
+
+def _backward_scope(forward_scope):
+    """'features.3 forward' -> 'features.3 backward'; '' -> 'backward'."""
+    if forward_scope.endswith(" forward"):
+        return forward_scope[:-len("forward")] + "backward"
+    return forward_scope + " backward" if forward_scope else "backward"
+
+
+@contextlib.contextmanager
+def _restore_scope(scope):
+    try:
+        yield
+    finally:
+        _C.set_scope(scope)
+
+
+def _run(roots, grad_outputs, retain_graph, capture=None):
+    """Run backward from (tensor, grad) pairs. With `capture` (a dict edge -> None) the gradients reaching
+    those edges are returned instead of being accumulated into leaves."""
+    buf = {}
+    root_nodes = []
+    for t, g in zip(roots, grad_outputs):
+        node, nr = _edge_of(t)
+        _accumulate(buf, node, nr, g)
+        root_nodes.append(node)
+    order = _collect(root_nodes)
+    outer_scope = _C.get_scope()
+    with no_grad(), _restore_scope(outer_scope):
+        for node in order:
+            slot = buf.pop(node, None)
+            if slot is None:
+                continue
+            n_out = (max(slot) + 1) if slot else 1
+            grads = [slot.get(i) for i in range(n_out)]
+            slot = None  # from here the engine's only reference to each gradient is in `grads` (see _grads_free)
+            if isinstance(node, AccumulateGrad) and node.variable._hooks and grads[0] is not None:
+                for h in node.variable._hooks:
+                    r = h(grads[0])
+                    if r is not None:
+                        grads[0] = r
+            if node._pre_hooks:
+                for nr, hooks in node._pre_hooks.items():
+                    if nr < len(grads) and grads[nr] is not None:
+                        for h in hooks:
+                            r = h(grads[nr])
+                            if r is not None:
+                                grads[nr] = r
+            if capture is not None and any((node, i) in capture for i in range(n_out)):
+                for i in range(n_out):
+                    if (node, i) in capture and grads[i] is not None:
+                        prev = capture[(node, i)]
+                        capture[(node, i)] = grads[i] if prev is None else prev + grads[i]
+                if isinstance(node, AccumulateGrad):
+                    continue
+            if isinstance(node, AccumulateGrad):
+                if capture is None:
+                    _C.set_scope("backward")
+                    node.apply_grads(grads)
+                continue
+            if len(grads) == 1 and grads[0] is None:
+                continue
+            _C.set_scope(_backward_scope(node._scope))
+            if node.reuses_grad:
+                node._free_grads = _C._grads_free(grads)
+            in_grads = node.apply_grads(grads)
+            if node.reuses_grad:
+                node._free_grads = None
+            if not retain_graph:
+                node.release()
+            _propagate(buf, node, in_grads)
+            in_grads = grads = None  # no stale reference may keep the next node's gradient from being free
+    return capture
+
+
+def _propagate(buf, node, in_grads):
+    for e, g in zip(node.next_functions, in_grads):
+        if e is not None and g is not None:
+            _accumulate(buf, e[0], e[1], g)
+
+
+def _filled_like(t, value):
+    """A tensor of t's shape, dtype and device filled with value (creation.full_like, which sits above us)."""
+    g = _C.empty(tuple(t.shape), t._dtype, t._device)
+    _C.fill_(g, value)
+    return g
+
+
+def _default_grads(tensors, grad_tensors):
+    Tensor = _Tensor
+    grad_tensors = list(grad_tensors)
+    if len(grad_tensors) != len(tensors):  # zip would silently drop the extra outputs
+        raise ValueError(f"backward: got {len(tensors)} outputs but {len(grad_tensors)} gradients")
+    out = []
+    for t, g in zip(tensors, grad_tensors):
+        if g is None:
+            if t.numel() != 1:
+                raise RuntimeError(
+                    f"backward: grad can be implicitly created only for a single-element output, this one has "
+                    f"shape {tuple(t.shape)}; pass gradient= with the same shape")
+            g = _filled_like(t, 1)
+        elif not isinstance(g, Tensor):
+            g = _filled_like(t, float(g))
+        elif tuple(g.shape) != tuple(t.shape):
+            raise ValueError(f"backward: gradient has shape {tuple(g.shape)} but the output has shape "
+                             f"{tuple(t.shape)}")
+        out.append(g)
+    return out
+
+
+def backward(tensors, grad_tensors=None, retain_graph=False):
+    """Accumulate d(tensors)/d(leaf) into every leaf's .grad."""
+    Tensor = _Tensor
+    if isinstance(tensors, Tensor):
+        tensors = [tensors]
+    tensors = list(tensors)
+    if grad_tensors is None or isinstance(grad_tensors, (Tensor, int, float)):  # one gradient (a number: filled)
+        grad_tensors = [grad_tensors] * len(tensors) if grad_tensors is None else [grad_tensors]
+    for t in tensors:
+        if not t.requires_grad:
+            raise _no_graph_error(t)
+    grads = _default_grads(tensors, grad_tensors)
+    try:
+        _run(tensors, grads, retain_graph)
+    except _C.OutOfMemoryError as e:  # say what would have fitted, for the model the loss came from
+        explain = hooks.get("explain_oom_last_root")
+        if explain is not None:
+            explain(e)
+        raise
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=False, allow_unused=False):
+    """The gradients of outputs with respect to inputs, returned (not accumulated into .grad)."""
+    Tensor = _Tensor
+    single_out = isinstance(outputs, Tensor)
+    outputs = [outputs] if single_out else list(outputs)
+    inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+    if grad_outputs is None or isinstance(grad_outputs, (Tensor, int, float)):
+        grad_outputs = [grad_outputs] * len(outputs) if grad_outputs is None else [grad_outputs]
+    for t in outputs:
+        if not t.requires_grad:
+            raise _no_graph_error(t)
+    for i, t in enumerate(inputs):
+        if not t.requires_grad:
+            raise RuntimeError(f"grad: input {i} (shape {tuple(t.shape)}) does not require grad")
+    edges = [_edge_of(t) for t in inputs]
+    capture = {e: None for e in edges}
+    _run(outputs, _default_grads(outputs, grad_outputs), retain_graph, capture)
+    result = []
+    for i, e in enumerate(edges):
+        g = capture[e]
+        if g is None and not allow_unused:
+            raise RuntimeError(f"grad: input {i} (shape {tuple(inputs[i].shape)}) was not used to compute the "
+                               f"outputs; pass allow_unused=True to get None for it")
+        result.append(g)
+    return tuple(result)

@@ -1,0 +1,41 @@
+"""Calls from a lower layer up to a higher one, registered by the higher layer when it is imported.
+
+Imports run down only (DESIGN.md, "Layers"): autograd and the optimizer cannot import the OOM predictor of
+gpumemnet.memory, nor gm.cuda the memory reports. Instead gpumemnet.memory registers its functions here when it
+is imported (gpumemnet/__init__.py imports it, so they are always set in a running program), and the lower
+layer calls them through `hooks.get(name)`. An OOM explanation is optional: `get` returns None before it is
+registered and the error is raised unexplained."""
+
+# name -> (what it does, what calls it)
+SLOTS = {
+    "explain_oom": "fn(error, module, args): attach what would have fitted to an OOM in module's forward "
+                   "(nn.Module.__call__)",
+    "explain_oom_last_root": "fn(error): the same for an OOM in backward or the optimizer step, for the last "
+                             "root module called on this thread (autograd.backward, Optimizer.step)",
+    "memory_summary": "fn(device) -> str: gm.memory.memory_summary (gm.cuda.memory_summary)",
+    "set_limit": "fn(device, nbytes_or_fraction): gm.memory.set_limit (gm.cuda.set_per_process_memory_fraction)",
+}
+
+_registered = {}
+
+
+def register(name, fn):
+    """Set the function behind a slot; returns the previous one (None if there was none)."""
+    if name not in SLOTS:
+        raise KeyError(f"hooks.register: unknown slot {name!r}; the slots are {sorted(SLOTS)}")
+    prev = _registered.get(name)
+    _registered[name] = fn
+    return prev
+
+
+def get(name):
+    """The function registered for a slot, or None."""
+    return _registered.get(name)
+
+
+def require(name):
+    """The function registered for a slot; a RuntimeError if gpumemnet.memory has not been imported."""
+    fn = _registered.get(name)
+    if fn is None:
+        raise RuntimeError(f"{name} is provided by gpumemnet.memory, which is not imported; import gpumemnet")
+    return fn

@@ -1,0 +1,27 @@
+"""gpumemnet.memory (layer 3): the memory intelligence, above the libraries it reasons about.
+
+  stats.py       memory_allocated, memory_stats, set_limit, capacity...: the allocator's figures and limits
+  timeline.py    record_history, dump_history, plot_timeline, memory_summary
+  estimator.py   estimate, summary (gm.summary): a first training step run on meta
+  planner.py     max_batch_size, plan: searches over estimates for a budget
+  oom.py         what an OutOfMemoryError says would have fitted (registered into the core's hooks)
+  torch_adam.py  TorchStyleAdam: PyTorch's Adam allocations, for estimate(optimizer=TorchStyleAdam)
+category and scope (tag allocations) live in the core (_core/scope.py), where the libraries use them.
+
+Importing this package registers its functions into gpumemnet._core.hooks: the lower layers (autograd, the
+optimizer, nn.Module, gm.cuda) reach them only through there."""
+from .._core import hooks as _hooks
+from .._core.scope import category, scope  # noqa: F401
+from .stats import (  # noqa: F401
+    PINNED, CATEGORIES, memory_allocated, max_memory_allocated, memory_reserved, reset_peak_memory_stats,
+    empty_cache, memory_stats, set_limit, get_limit, capacity)
+from .timeline import record_history, history, dump_history, plot_timeline, memory_summary  # noqa: F401
+from .estimator import estimate, summary  # noqa: F401
+from .planner import max_batch_size, plan  # noqa: F401
+from .torch_adam import TorchStyleAdam  # noqa: F401
+from . import oom as _oom
+
+_hooks.register("explain_oom", _oom.attach)
+_hooks.register("explain_oom_last_root", _oom.attach_last_root)
+_hooks.register("memory_summary", memory_summary)
+_hooks.register("set_limit", set_limit)
