@@ -15,8 +15,6 @@ Also: no python/gpumemnet/*.py over MAX_LINES lines (files stay readable in one 
 import ast
 import os
 
-import pytest
-
 PKG = "gpumemnet"
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python", PKG)
 MAX_LINES = 800
@@ -92,7 +90,8 @@ def imports_of(name, path, mods):
 def import_graph(root=ROOT):
     """{module: [(imported module, line)]} of the package under root (self-imports left out)."""
     mods = find_modules(root)
-    return {m: [(t, ln) for t, ln in imports_of(m, p, mods) if t != m] for m, p in mods.items() if p}, mods
+    graph = {m: sorted({(t, ln) for t, ln in imports_of(m, p, mods) if t != m}) for m, p in mods.items() if p}
+    return graph, mods
 
 
 def upward_edges(graph, layer=layer_of):
@@ -191,6 +190,3 @@ def test_the_checker_sees_a_planted_upward_import(tmp_path):
     assert cycles(graph) == [[f"{PKG}._core.a", f"{PKG}.memory.b", f"{PKG}.memory.c"]]
 
 
-if __name__ == "__main__":  # print the counts (also usable on an older tree: python test_layers_python.py ROOT)
-    import sys
-    pytest.main([__file__] if len(sys.argv) < 2 else [])

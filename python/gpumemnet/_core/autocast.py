@@ -26,14 +26,14 @@ _DEFAULT_DTYPE = {"cuda": float16, "cpu": bfloat16}
 
 
 class _State(threading.local):
-    """This thread's autocast state. Scalars are class-level defaults (a new thread reads them without running
-    any code, and the per-op check `_state.enabled` stays one attribute read); the cache is made per thread."""
-    enabled = False
-    device = None
-    dtype = None
-    depth = 0      # nesting of enabled regions: the cache lives as long as the outermost
+    """This thread's autocast state (threading.local runs __init__ once per thread: each starts disabled). The
+    per-op check is one attribute read, `_state.enabled` (see _core/state.py for its cost)."""
 
     def __init__(self):
+        self.enabled = False
+        self.device = None
+        self.dtype = None
+        self.depth = 0      # nesting of enabled regions: the cache lives as long as the outermost
         self.cache = {}
 
 

@@ -16,14 +16,17 @@ import weakref
 
 from .. import _C
 from . import hooks
-from .state import state
+from .state import grad_mode, state
+
+_grad_on = grad_mode.get  # the per-op read: one C call (see _core/state.py)
+_set_grad = grad_mode.set
 
 __all__ = ["Function", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
            "is_grad_enabled", "graph"]
 
 
 def is_grad_enabled():
-    return state.grad_enabled
+    return _grad_on()
 
 
 class _GradModeContext:
@@ -32,12 +35,12 @@ class _GradModeContext:
     _target = True
 
     def __enter__(self):
-        self._prev = state.grad_enabled
-        state.grad_enabled = self._target
+        self._prev = _grad_on()
+        _set_grad(self._target)
         return self
 
     def __exit__(self, *exc):
-        state.grad_enabled = self._prev
+        _set_grad(self._prev)
         return False
 
     def __call__(self, fn):
@@ -47,12 +50,12 @@ class _GradModeContext:
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            prev = state.grad_enabled
-            state.grad_enabled = target
+            prev = _grad_on()
+            _set_grad(target)
             try:
                 return fn(*args, **kwargs)
             finally:
-                state.grad_enabled = prev
+                _set_grad(prev)
         return wrapper
 
 
@@ -76,16 +79,16 @@ class set_grad_enabled(_GradModeContext):
     """Set grad mode now; used as a context manager it restores the previous mode on exit."""
 
     def __init__(self, mode):
-        self._prev = state.grad_enabled
+        self._prev = _grad_on()
         self._target = bool(mode)
-        state.grad_enabled = self._target
+        _set_grad(self._target)
 
     def __enter__(self):
         return self
 
     def __call__(self, fn):
         # As a decorator it acts when the function runs, not when the decorator is made (PyTorch's behaviour).
-        state.grad_enabled = self._prev
+        _set_grad(self._prev)
         return super().__call__(fn)
 
 
@@ -234,7 +237,7 @@ class Function(Node):
     def apply(cls, *args):
         Tensor = _Tensor
         edges = None
-        if state.grad_enabled:
+        if _grad_on():
             i = 0
             for a in args:
                 if type(a) is Tensor and a.requires_grad:
@@ -325,7 +328,7 @@ def set_tensor_class(cls):
 
 def needs_grad(*xs):
     """The fast path's one check: grad mode is on and some input is a tensor that requires grad."""
-    if not state.grad_enabled:
+    if not _grad_on():
         return False
     for x in xs:
         if type(x) is _Tensor and x.requires_grad:
@@ -336,7 +339,7 @@ def needs_grad(*xs):
 def check_inplace(t, name):
     """In-place writes under grad mode: refused on leaves that require grad (PyTorch's rule) and on views of
     tensors that require grad (gpumemnet does not rebase the graph of the base tensor)."""
-    if state.grad_enabled and t.requires_grad:
+    if _grad_on() and t.requires_grad:
         if t.grad_fn is None:
             raise RuntimeError(f"{name}: a leaf tensor that requires grad cannot be modified in place under grad "
                                f"mode; wrap the update in gpumemnet.no_grad() (as optimizers do)")

@@ -14,7 +14,6 @@ from . import functions as F
 from .autograd import check_inplace as _check_inplace, needs_grad as _needs_grad
 from .dtype import DTYPES, as_dtype, device_of, device_str
 from .indexing import IndexFn, apply_plan, make_plan, put_plan
-from .state import state
 
 _amp_state = _amp._state
 
@@ -157,7 +156,7 @@ class Tensor(_C.TensorBase):
         return self.float().numpy().tolist() if self._dtype == 3 else self.numpy().tolist()
 
     def numpy(self):
-        if state.grad_enabled and self.requires_grad:
+        if autograd.is_grad_enabled() and self.requires_grad:
             raise RuntimeError("numpy: this tensor requires grad; call .detach().numpy() to read its values")
         return _C.TensorBase.numpy(self)
 
