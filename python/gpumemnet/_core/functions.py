@@ -493,26 +493,27 @@ def reshape_nograd(t, shape):
     return t._view(shape) if t._can_view(shape) else contiguous(t)._view(shape)
 
 
-class Reshape(Function):
+class _Reshaping(Function):
+    """A change of shape only (same elements, same order): its forward keeps the input's shape in ctx.shape and
+    the gradient is the incoming one reshaped back to it."""
+
+    @staticmethod
+    def backward(ctx, g):
+        return reshape_nograd(g, ctx.shape), None
+
+
+class Reshape(_Reshaping):
     @staticmethod
     def forward(ctx, a, shape):
         ctx.shape = a.shape
         return reshape_nograd(a, shape)
 
-    @staticmethod
-    def backward(ctx, g):
-        return reshape_nograd(g, ctx.shape), None
 
-
-class View(Function):
+class View(_Reshaping):
     @staticmethod
     def forward(ctx, a, shape):
         ctx.shape = a.shape
         return a._view(shape)
-
-    @staticmethod
-    def backward(ctx, g):
-        return reshape_nograd(g, ctx.shape), None
 
 
 class Transpose(Function):
@@ -550,26 +551,18 @@ class Expand(Function):
         return sum_to(g, *ctx.meta), None
 
 
-class Unsqueeze(Function):
+class Unsqueeze(_Reshaping):
     @staticmethod
     def forward(ctx, a, dim):
         ctx.shape = a.shape
         return a._unsqueeze(dim)
 
-    @staticmethod
-    def backward(ctx, g):
-        return reshape_nograd(g, ctx.shape), None
 
-
-class Squeeze(Function):
+class Squeeze(_Reshaping):
     @staticmethod
     def forward(ctx, a, dim):
         ctx.shape = a.shape
         return a._squeeze(dim)
-
-    @staticmethod
-    def backward(ctx, g):
-        return reshape_nograd(g, ctx.shape), None
 
 
 class Cat(Function):

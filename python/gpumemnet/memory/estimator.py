@@ -180,6 +180,12 @@ class _LayerRecorder:
             h.remove()
 
 
+def _check_scalar_loss(loss, who):
+    if not isinstance(loss, _C.TensorBase) or loss.numel() != 1:
+        got = tuple(loss.shape) if isinstance(loss, _C.TensorBase) else type(loss).__name__
+        raise ValueError(f"{who}: the loss must be a scalar tensor, got {got}")
+
+
 # ---- estimate ------------------------------------------------------------------------------------------------
 def _meta_like(spec, batch, what):
     """A meta tensor for target: a Tensor (its shape and dtype; the first dim becomes the micro-batch) or a shape."""
@@ -298,9 +304,7 @@ def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, 
                     recorder.on = False
                 loss = out.sum() if loss_fn is None else _call_loss(loss_fn, out, y)
             del out
-            if not isinstance(loss, _C.TensorBase) or loss.numel() != 1:
-                got = tuple(loss.shape) if isinstance(loss, _C.TensorBase) else type(loss).__name__
-                raise ValueError(f"estimate: the loss must be a scalar tensor, got {got}")
+            _check_scalar_loss(loss, "estimate")
             if k > 1:
                 loss = loss / k
             loss.backward()

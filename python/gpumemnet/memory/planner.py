@@ -23,7 +23,7 @@ from .._core.dtype import bfloat16
 from ..nn.modules.container import Sequential
 from ..nn.modules.module import Module
 from ..utils.checkpoint import checkpoint_sequential
-from .estimator import _fmt, estimate
+from .estimator import _check_scalar_loss, _fmt, estimate
 
 __all__ = ["Plan", "max_batch_size", "plan", "step_cost"]
 
@@ -193,9 +193,7 @@ class Plan:
                     if self.checkpoint_segments else self.model(xi)
                 loss = self.loss_fn(out, yi)
             del out  # what backward needs is held by the graph; the output itself can go
-            if not isinstance(loss, _C.TensorBase) or loss.numel() != 1:
-                got = tuple(loss.shape) if isinstance(loss, _C.TensorBase) else type(loss).__name__
-                raise ValueError(f"Plan.step: the loss must be a scalar tensor, got {got}")
+            _check_scalar_loss(loss, "Plan.step")
             if k > 1:
                 loss = loss / k
             loss.backward()

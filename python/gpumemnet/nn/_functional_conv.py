@@ -6,31 +6,18 @@ arguments are normalised the way PyTorch does (an int means the same value for b
 (C, H, W) input is treated as a batch of one. Each backward keeps only what its gradients need: the weight for
 the input's gradient, the input for the weight's gradient, nothing for the bias's; shapes are plain attributes.
 """
-import numbers
 
 from .. import _C
 from .._core import autocast as _amp
 from .._core.functions import cast as _cast
 from .._core.autograd import needs_grad as _needs_grad
 from .._core.autograd import Function, _NO_CTX
+from ._args import _is_int, _pair
 
 __all__ = ["conv2d", "conv_transpose2d", "linear"]
 
 
 # ---- argument normalisation -------------------------------------------------------------------------------------
-def _is_int(v):
-    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
-
-
-def _pair(value, name, op):
-    """An int or a sequence of one or two ints -> (a, b), as PyTorch's _pair."""
-    if _is_int(value):
-        return (int(value), int(value))
-    if isinstance(value, (tuple, list)) and len(value) in (1, 2) and all(_is_int(v) for v in value):
-        return (int(value[0]), int(value[-1]))
-    raise TypeError(f"{op}: {name} must be an int or a tuple of 2 ints, got {value!r}")
-
-
 def _groups(groups, op):
     if not _is_int(groups):
         raise TypeError(f"{op}: groups must be an int, got {groups!r}")

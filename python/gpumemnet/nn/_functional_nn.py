@@ -12,12 +12,9 @@ saved) or goes through a Function whose backward is one C call. What each backwa
 Running statistics of batch_norm are updated in place by C, outside any graph. Dropout masks come from the
 global Philox generator (see kernels/cpu/dropout.h for the stream), so resetting gm.set_rng_state replays them.
 """
-import warnings
-
 from .. import _C
 from .._core.activation import (  # noqa: F401  (the activations live in the core: Tensor.relu() etc. use them)
-    RELU, LEAKY_RELU, SIGMOID, TANH, GELU, GELU_TANH, _check_tensor, _fp32, relu, relu_, leaky_relu, sigmoid,
-    tanh, gelu, softmax, log_softmax)
+    _check_tensor, _fp32, relu, relu_, leaky_relu, sigmoid, tanh, gelu, softmax, log_softmax)
 from .._core.autograd import Function
 from .._core.autograd import as_activation as _as_activation
 from .._core.autograd import check_inplace as _check_inplace, needs_grad as _needs_grad

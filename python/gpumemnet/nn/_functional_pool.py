@@ -18,6 +18,7 @@ import numbers
 from .. import _C
 from .._core.functions import DIV
 from .._core.autograd import needs_grad as _needs_grad
+from ._args import _is_int, _pair
 from .._core.autograd import Function, as_activation
 
 __all__ = ["max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "global_avg_pool2d", "global_max_pool2d",
@@ -25,19 +26,6 @@ __all__ = ["max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "global_avg_pool2d
 
 
 # ---- argument normalisation --------------------------------------------------------------------------------------
-def _is_int(v):
-    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
-
-
-def _pair(value, name, op):
-    """An int or a sequence of one or two ints -> (a, b), as PyTorch's _pair."""
-    if _is_int(value):
-        return (int(value), int(value))
-    if isinstance(value, (tuple, list)) and len(value) in (1, 2) and all(_is_int(v) for v in value):
-        return (int(value[0]), int(value[-1]))
-    raise TypeError(f"{op}: {name} must be an int or a tuple of 2 ints, got {value!r}")
-
-
 def _stride(stride, kernel, op):
     # PyTorch: stride None (or an empty list, its C++ default) means "same as the kernel": non-overlapping windows.
     if stride is None or (isinstance(stride, (tuple, list)) and len(stride) == 0):

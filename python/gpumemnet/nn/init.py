@@ -59,24 +59,23 @@ def _check(tensor, name):
         raise TypeError(f"{name}: expected a gpumemnet Tensor, got {type(tensor).__name__}")
 
 
+def _fill_random(name, fill, tensor, a, b, generator):
+    _check(tensor, name)
+    if generator is not None:
+        raise ValueError(f"{name}: gpumemnet has one global generator; seed it with gm.manual_seed")
+    with no_grad():
+        fill(tensor, float(a), float(b))
+    return tensor
+
+
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
     """Fill with U(a, b)."""
-    _check(tensor, "uniform_")
-    if generator is not None:
-        raise ValueError("uniform_: gpumemnet has one global generator; seed it with gm.manual_seed")
-    with no_grad():
-        _C.uniform_(tensor, float(a), float(b))
-    return tensor
+    return _fill_random("uniform_", _C.uniform_, tensor, a, b, generator)
 
 
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
     """Fill with N(mean, std^2)."""
-    _check(tensor, "normal_")
-    if generator is not None:
-        raise ValueError("normal_: gpumemnet has one global generator; seed it with gm.manual_seed")
-    with no_grad():
-        _C.normal_(tensor, float(mean), float(std))
-    return tensor
+    return _fill_random("normal_", _C.normal_, tensor, mean, std, generator)
 
 
 def constant_(tensor, val):

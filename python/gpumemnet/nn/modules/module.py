@@ -306,19 +306,19 @@ class Module:
             mod = mod._modules[item]
         return mod
 
-    def get_parameter(self, target):
+    def _get_tensor(self, target, table, what):
         path, _, name = target.rpartition(".")
         mod = self.get_submodule(path)
-        if name not in mod._parameters:
-            raise AttributeError(f"{mod._get_name()} has no parameter `{name}`")
-        return mod._parameters[name]
+        tensors = getattr(mod, table)
+        if name not in tensors:
+            raise AttributeError(f"{mod._get_name()} has no {what} `{name}`")
+        return tensors[name]
+
+    def get_parameter(self, target):
+        return self._get_tensor(target, "_parameters", "parameter")
 
     def get_buffer(self, target):
-        path, _, name = target.rpartition(".")
-        mod = self.get_submodule(path)
-        if name not in mod._buffers:
-            raise AttributeError(f"{mod._get_name()} has no buffer `{name}`")
-        return mod._buffers[name]
+        return self._get_tensor(target, "_buffers", "buffer")
 
     # ---- modes and gradients ----------------------------------------------------------------------------
     def train(self, mode=True):

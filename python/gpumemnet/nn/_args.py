@@ -1,0 +1,15 @@
+"""Argument normalisation shared by the functional op families (layer 2, nn): PyTorch's int-or-pair forms."""
+import numbers
+
+
+def _is_int(v):
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+
+def _pair(value, name, op):
+    """An int or a sequence of one or two ints -> (a, b), as PyTorch's _pair."""
+    if _is_int(value):
+        return (int(value), int(value))
+    if isinstance(value, (tuple, list)) and len(value) in (1, 2) and all(_is_int(v) for v in value):
+        return (int(value[0]), int(value[-1]))
+    raise TypeError(f"{op}: {name} must be an int or a tuple of 2 ints, got {value!r}")
