@@ -1,4 +1,5 @@
-"""gpumemnet: train CNNs on CPU and NVIDIA GPUs, memory first.
+"""gpumemnet: train CNNs on CPU and NVIDIA GPUs, memory first. (This file is the package's face, the top layer:
+it imports every layer below and re-exports the public names; see _core/__init__.py and tests/test_layers_python.py.)
 
     import gpumemnet as gm
     x = gm.randn(8, 3, requires_grad=True)

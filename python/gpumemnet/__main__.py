@@ -1,4 +1,5 @@
-"""`python -m gpumemnet`: what was built and what this machine offers (versions, BLAS kernels, devices, threads).
+"""`python -m gpumemnet` (the package's face, top layer): what was built and what this machine offers (versions,
+BLAS kernels, devices, threads).
 
 Paste its output into bug reports."""
 import os

@@ -1,4 +1,5 @@
-"""Load the OpenBLAS shared library from the scipy-openblas32 wheel before the extension needs it.
+"""Load the OpenBLAS shared library from the scipy-openblas32 wheel before the extension needs it (layer 0,
+beside _C: it imports nothing of gpumemnet).
 
 _C links against libscipy_openblas.so with an rpath to the wheel's folder beside ours in site-packages; when
 the two are installed in different places (a user site, a build folder) the rpath misses, so we load the

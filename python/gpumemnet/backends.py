@@ -1,4 +1,4 @@
-"""gm.backends: switches of the compute libraries underneath, under PyTorch's names.
+"""gm.backends (layer 2, a library): switches of the compute libraries underneath, under PyTorch's names.
 
     gm.backends.cuda.matmul.allow_tf32 = True   # let cuBLAS use TF32 tensor cores for float32 matmul
 

@@ -4,7 +4,8 @@ show where the memory went.
 The network is (Conv 3x3 -> BatchNorm -> ReLU -> MaxPool 2x2) x 2 -> global average pool -> Linear, trained
 with gpumemnet.optim.Adam (cosine-annealed rate) on batches from gpumemnet.utils.data.DataLoader. The global
 average pool keeps the classifier at 32 x 10 weights (what seed 000 learned the hard way). The same model built
-with device="meta" is how gpumemnet estimates memory before a run. Needs the [demo] extra (scikit-learn, tqdm)."""
+with device="meta" is how gpumemnet estimates memory before a run. Needs the [demo] extra (scikit-learn, tqdm).
+Like a user's script, it sits on top of the package (the top layer) and imports only public names."""
 import argparse
 import time
 

@@ -1,5 +1,5 @@
-"""gm.save / gm.load: checkpoints (model and optimizer state_dicts, or any nesting of dicts, lists and tuples of
-tensors and plain values) as ONE safetensors file.
+"""gm.save / gm.load (layer 2, a library): checkpoints (model and optimizer state_dicts, or any nesting of dicts,
+lists and tuples of tensors and plain values) as ONE safetensors file.
 
 Layout. Every tensor is stored under its key path ("fc1.weight" for a flat model state_dict, so that
 safetensors.torch.load_file gives PyTorch the same keys; "state.0.exp_avg" inside an optimizer's state_dict).

@@ -1,6 +1,15 @@
-"""Layer 1, the core: Tensor, autograd, the differentiable functions, creation, indexing, dtypes, the random
-stream, per-thread state and the hooks through which higher layers reach back in.
+"""Layer 1, the core: what a Tensor and its autograd need, below the libraries (nn, optim, amp, utils, cuda)
+and the memory intelligence, which build on it.
 
-Modules here import only _C, _loader and each other (in one direction: state/hooks/dtype < autograd <
-functions < indexing < tensor < creation); nothing here imports nn, optim, amp, utils, cuda or memory
-(tests/test_layers_python.py checks it)."""
+  state.py       per-thread state: grad mode, saved-tensor hooks, the modules running, recomputation
+  hooks.py       slots through which a higher layer (gpumemnet.memory) is called from here and the libraries
+  dtype.py, random.py, scope.py   dtypes and devices, the Philox generator, allocation category/scope
+  autograd.py    Function, the backward engine, grad mode
+  autocast.py    autocast's per-thread state and the casts ops apply
+  functions.py   the differentiable elementwise, reduction and shape Functions
+  activation.py  relu, sigmoid, tanh, gelu, softmax (Tensor methods and nn.functional ops)
+  indexing.py    x[idx], x[idx] = v
+  tensor.py      gpumemnet.Tensor
+  creation.py    tensor, zeros, rand, cat, ... (the gm.* factory functions)
+Each imports only _C and the ones listed above it (tests/test_layers_python.py checks there is no cycle and
+nothing imported from a higher layer)."""

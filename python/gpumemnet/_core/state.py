@@ -4,8 +4,8 @@ checkpoint recomputation, and whether meta ops may draw random numbers. (Autocas
 PyTorch keeps grad mode, inference mode and autocast per thread; so do we: `no_grad()` in one thread must not
 stop another thread's graph. The allocator's category and scope are per thread in C (csrc/allocator.c).
 
-Grad mode is read by every op that has an input requiring grad, so it is a ContextVar: its get() is one C call,
-about 10 ns, where a threading.local attribute costs about 50 ns (CPython 3.11, measured). Each thread starts
+Grad mode is read by every op (autograd.needs_grad), so it is a ContextVar: its get() is one C call, about 10 ns,
+where a threading.local attribute costs about 50 ns (CPython 3.11, measured). Each thread starts
 with its own empty context, so a new thread sees the default (grad on), as in PyTorch. (Unlike PyTorch's
 thread-local, an asyncio task copies the context when it is created, so a no_grad() it enters stays its own.)
 

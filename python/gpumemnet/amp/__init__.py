@@ -3,7 +3,7 @@
 autocast itself lives in the core (_core/autocast.py: Tensor's methods apply its policy); it is re-exported
 here. GradScaler is in grad_scaler.py."""
 from .._core.autocast import (  # noqa: F401
-    autocast, is_autocast_enabled, get_autocast_dtype, lower, fp32, _capture, _replay)
+    autocast, is_autocast_enabled, get_autocast_dtype, lower, fp32)
 from .grad_scaler import GradScaler  # noqa: F401
 
 __all__ = ["autocast", "GradScaler", "is_autocast_enabled", "get_autocast_dtype"]

@@ -1,4 +1,5 @@
-"""gm.cuda: is CUDA usable here, which devices, and the few device-wide actions (empty_cache, synchronize).
+"""gm.cuda (layer 2, a library; its memory reports come from gpumemnet.memory through _core/hooks.py): is CUDA
+usable here, which devices, and the few device-wide actions (empty_cache, synchronize).
 
 A CUDA build runs on a machine with no GPU or driver: everything here then answers "0 devices" instead of
 raising, except where a specific device is asked for. Memory statistics live in gm.memory, not here.

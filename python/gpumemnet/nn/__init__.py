@@ -1,4 +1,5 @@
-"""gpumemnet.nn: modules, parameters, initialisation and the functional ops, with PyTorch's names.
+"""gpumemnet.nn (layer 2, a library over _core): modules, parameters, initialisation and the functional ops, with
+PyTorch's names.
 
     import gpumemnet as gm
     import gpumemnet.nn as nn

@@ -1,6 +1,6 @@
-"""gpumemnet.utils: data loading (gpumemnet.utils.data: Dataset, TensorDataset, DataLoader) and activation
-checkpointing (gpumemnet.utils.checkpoint: callable itself, like the DESIGN's `gm.utils.checkpoint(fn, *args)`,
-and holding checkpoint / checkpoint_sequential as in torch.utils.checkpoint)."""
+"""gpumemnet.utils (layer 2, a library over _core): data loading (gpumemnet.utils.data: Dataset, TensorDataset,
+DataLoader) and activation checkpointing (gpumemnet.utils.checkpoint: callable itself, like the DESIGN's
+`gm.utils.checkpoint(fn, *args)`, and holding checkpoint / checkpoint_sequential as in torch.utils.checkpoint)."""
 from . import data  # noqa: F401
 from . import checkpoint  # noqa: F401
 from .checkpoint import checkpoint_sequential  # noqa: F401
