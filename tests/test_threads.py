@@ -1,7 +1,7 @@
 """State is per thread (DESIGN.md): grad mode, inference mode and autocast set in one thread are not seen in
-another; two models trained in two threads at once give exactly what they give one after the other; and an
+another; two models trained in two threads at once give exactly what they give one after the other; an
 estimate running beside a training loop neither changes the trainer's results (its dropout stream included) nor
-its own answer."""
+its own answer; and two estimates at once each give their own answer."""
 import sys
 import threading
 
@@ -207,3 +207,18 @@ def test_memory_category_and_scope_are_per_thread():
 
     _in_threads(tagging, plain)
     assert seen == {"a": ("optimizer", "thread A"), "b": "other"}
+
+
+def test_two_estimates_at_once_give_their_own_answers():
+    """The meta device's statistics and limit are process-wide (C): estimates in two threads take turns."""
+    models = [_cnn(30), _cnn(31, dropout=0.2)]
+    shapes = [(3, 8, 8), (3, 16, 16)]
+    ref = [gm.memory.estimate(m, s, loss_fn=F.cross_entropy, batch_size=4).peak for m, s in zip(models, shapes)]
+    got = [[], []]
+
+    def run(i):
+        for _ in range(10):
+            got[i].append(gm.memory.estimate(models[i], shapes[i], loss_fn=F.cross_entropy, batch_size=4).peak)
+
+    _in_threads(lambda: run(0), lambda: run(1))
+    assert [set(g) for g in got] == [{ref[0]}, {ref[1]}]

@@ -18,6 +18,7 @@ CUDA and the real step (cuDNN's algorithm is chosen among those whose workspace 
 the real peak can only be higher by what was free at that moment). Estimate.notes says so.
 """
 import copy
+import functools
 import gc
 import threading
 import time
@@ -47,6 +48,21 @@ class _Busy(threading.local):
 
 
 busy = _Busy()
+
+# The meta device's allocator, statistics, limit and target (_C._set_meta_target) are process-wide, in C. An
+# estimate resets its peak, sets its limit and target and reads its figures, so two estimates running at once in
+# two threads would read each other's allocations: they take turns. (Reentrant: the OOM predictor and plan run
+# estimates inside their own turn.)
+_meta_turn = threading.RLock()
+
+
+def holding_meta(fn):
+    """fn run while holding the meta device (see _meta_turn)."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with _meta_turn:
+            return fn(*args, **kwargs)
+    return wrapper
 
 
 def _fmt(n):
@@ -212,6 +228,7 @@ def _check_shape(shape, what):
     return shape
 
 
+@holding_meta
 def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, target=None, autocast=None,
              checkpoint_segments=None, accumulation_steps=1, device="cpu", limit=None):
     """Run the first training step of `model` (forward, loss, backward, the optimizer's first step) on a meta

@@ -174,6 +174,7 @@ def _walk(root, path):
     return m
 
 
+@_estimate.holding_meta  # its meta forward (_blocks) and estimates, as one turn on the meta device
 def predict(model, x, training=None):
     """[(remedy, predicted peak, saving)] for running `model` on an input like `x` (a Tensor or a shape, first
     dim the batch), largest saving first, and the baseline's predicted need; only remedies that save at least
