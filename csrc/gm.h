@@ -175,11 +175,29 @@ GMTensor *gm_empty_workspace(int ndim, const int64_t *shape, gm_dtype dt, gm_dev
 gm_cuda_ctx *gm_cuda_ctx_for(gm_device dev);
 /* 0 for GM_OK; otherwise -1 + RuntimeError "op: the CUDA kernel failed: <ctx->err>" (or the status). */
 int gm_cuda_kernel_status(const char *op, int status, const gm_cuda_ctx *ctx);
+/* ---- the GIL policy of CPU kernels (threads.c) --------------------------------------------------------------------
+ * A CPU kernel runs without the GIL when its op is large: the largest tensor the op made (gm_empty) or took
+ * (gm_tensor_arg) since the last dispatch on this thread has at least GM_NOGIL_MIN_WORK elements. 32768 elements
+ * take some 10-50 µs in the simplest kernels: from there, giving the GIL away costs well under the work, while a
+ * small op keeps it and its ~1 µs overhead (threads.c says why releasing it is not free). */
+#define GM_NOGIL_MIN_WORK 32768
+extern _Thread_local int64_t gm_op_work;
+static inline void gm_note_work(int64_t n) {
+    if (n > gm_op_work) gm_op_work = n;
+}
+/* The op's size noted so far, forgotten for the next op. */
+static inline int64_t gm_take_work(void) {
+    int64_t n = gm_op_work;
+    gm_op_work = 0;
+    return n;
+}
+
 /* ---- dispatch: one kernel call on a tensor's device -------------------------------------------------------------
  * GM_KERNEL(op, dev, CPU_CALL, CUDA_CALL) runs CPU_CALL (a kernels/cpu call ending in gm_num_threads) on cpu and
  * CUDA_CALL (its kernels/cuda twin ending in `ctx`, the device's context that the macro declares) on cuda:N, and
- * nothing on meta. The GIL is released around a CPU kernel (it computes; it touches no Python object) and kept
- * for a CUDA one (it only queues work on the device's stream). It evaluates to 0, or to -1 with an exception naming
+ * nothing on meta. The GIL is released around a large CPU kernel (it computes and touches no Python object; the
+ * status becomes an exception after the GIL is back) and kept for a CUDA one (it only queues work on the device's
+ * stream). It evaluates to 0, or to -1 with an exception naming
  * op (gm_kernel_status, gm_cuda_kernel_status):
  *     if (GM_KERNEL(op, x->device, relu_forward(out, in, n, gm_num_threads), cuda_relu_forward(out, in, n, ctx)) < 0)
  *         goto fail;
@@ -188,14 +206,18 @@ int gm_cuda_kernel_status(const char *op, int status, const gm_cuda_ctx *ctx);
  * expression, as the build requires GCC or Clang anyway (nvcc's host compiler, _Generic, __builtin overflow). */
 #define GM_KERNEL(op, dev, CPU_CALL, CUDA_CALL)                                                                 \
     ((dev).type == GM_DEV_CPU    ? GM_KERNEL_CPU_(op, CPU_CALL)                                                 \
-     : (dev).type == GM_DEV_CUDA ? GM_KERNEL_CUDA_(op, dev, CUDA_CALL)                                          \
-                                 : 0)
+     : (gm_op_work = 0, (dev).type == GM_DEV_CUDA) ? GM_KERNEL_CUDA_(op, dev, CUDA_CALL)                        \
+                                                   : 0)
 #define GM_KERNEL_CPU_(op, CPU_CALL)                                                                            \
     ({                                                                                                          \
         int gm_st_;                                                                                             \
-        Py_BEGIN_ALLOW_THREADS                                                                                  \
-        gm_st_ = (CPU_CALL);                                                                                    \
-        Py_END_ALLOW_THREADS                                                                                    \
+        if (gm_take_work() >= GM_NOGIL_MIN_WORK) {                                                              \
+            Py_BEGIN_ALLOW_THREADS                                                                              \
+            gm_st_ = (CPU_CALL);                                                                                \
+            Py_END_ALLOW_THREADS                                                                                \
+        } else {                                                                                                \
+            gm_st_ = (CPU_CALL);                                                                                \
+        }                                                                                                       \
         gm_kernel_status(op, gm_st_);                                                                           \
     })
 #ifdef GM_WITH_CUDA

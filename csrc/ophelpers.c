@@ -4,7 +4,10 @@
 #include "gm.h"
 
 GMTensor *gm_tensor_arg(PyObject *o, const char *op, const char *argname) {
-    if (gm_is_tensor(o)) return (GMTensor *)o;
+    if (gm_is_tensor(o)) {
+        gm_note_work(gm_numel((GMTensor *)o)); /* the op's size, for GM_KERNEL's GIL policy (threads.c) */
+        return (GMTensor *)o;
+    }
     PyErr_Format(PyExc_TypeError, "%s: %s must be a Tensor, got %.100s", op, argname, Py_TYPE(o)->tp_name);
     return NULL;
 }

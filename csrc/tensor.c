@@ -72,6 +72,7 @@ enum { ALLOC_RAISE, ALLOC_TRY, ALLOC_PINNED };
 static GMTensor *empty_with(int ndim, const int64_t *shape, gm_dtype dt, gm_device dev, int how) {
     int64_t numel = gm_checked_numel(ndim, shape, "shape");
     if (numel < 0) return NULL;
+    gm_note_work(numel); /* the op's size, for GM_KERNEL's GIL policy (threads.c) */
     int64_t nbytes;
     if (__builtin_mul_overflow(numel, (int64_t)gm_dtype_size(dt), &nbytes)) {
         PyErr_Format(PyExc_ValueError, "shape: %lld elements of %s overflow the addressable size",
