@@ -122,7 +122,9 @@ void gm_oom_snapshot(const gm_allocator *A, size_t nbytes, gm_oom_report *r) {
     r->nsugg = oom_suggestions(A, nbytes, r->cached, r->largest, r->suggestions);
 }
 
-static const char *top_name(const gm_oom_report *r, int i) { return r->top_label[i] ? r->top_label[i] : r->top_name[i]; }
+static const char *top_name(const gm_oom_report *r, int i) {
+    return r->top_label[i] ? r->top_label[i] : r->top_name[i];
+}
 
 void gm_oom_raise(const gm_oom_report *r) {
     char a[32], c[32], l[32], u[32], f[32], g[32];
