@@ -203,8 +203,6 @@ static PyObject *tensor_item(GMTensor *self, PyObject *unused) {
 
 extern PyObject *gm_tensor_numpy(GMTensor *self, PyObject *unused); /* numpy.c */
 
-extern PyObject *gm_tensor_numpy(GMTensor *self, PyObject *unused); /* numpy.c */
-
 /* The method table is gathered from the files that define the methods (views in tensor_views.c, numpy() in
  * numpy.c), so that each stays with its concern and the type, which names them all, sits above them. */
 static PyMethodDef tensor_methods[32];
