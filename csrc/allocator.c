@@ -13,7 +13,8 @@
  *   - when a new segment would cross the limit or the capacity, a segment of exactly the rounded request is
  *     tried instead; then the cache (segments holding no live block) is released and the request retried;
  *     only then OutOfMemoryError is raised.
- * Statistics are kept per device and per category, current and peak. Everything runs under the GIL.
+ * Statistics are kept per device and per category, current and peak. Each device's allocator has a lock
+ * (allocator.h), so allocation and free are safe from any thread, with or without the GIL.
  *
  * Why PyTorch's sizes on the GPU too: cudaMalloc and cudaFree are slow (cudaFree synchronises the device), so
  * segments are few and reused; 2 MiB small segments pack the many tiny tensors of a step (biases, BN
@@ -38,97 +39,20 @@
  *
  * History (off by default): a per-device ring of the newest N events, one per alloc, free and category retag
  * (a retag is a pair: -bytes in the old category, +bytes in the new one, so summing a category's deltas gives
- * its exact curve). Disabled, the alloc/free paths pay one pointer test. */
-#include "gm.h"
+ * its exact curve). Disabled, the alloc/free paths pay one pointer test.
+ *
+ * This file is the core (pools, segments, blocks, sources, the lock); the OOM report is alloc_report.c, the
+ * statistics, limits and history as Python sees them alloc_stats.c, the per-thread category and scope
+ * category.c. */
+#include "allocator.h"
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
-
-#define KiB ((size_t)1024)
-#define MiB (1024 * KiB)
-#define ROUND 512
-#define SMALL_REQUEST (1 * MiB)
-#define SMALL_SEGMENT (2 * MiB)
-#define LARGE_SEGMENT (20 * MiB)
-#define LARGE_REQUEST (10 * MiB)
-#define HUGE_ROUND (2 * MiB)
-#define MAX_REQUEST ((size_t)1 << 56) /* 64 PiB: anything larger is a size computation gone wrong */
-
-const char *const gm_category_names[GM_NCAT] = {"parameter", "gradient", "optimizer", "activation",
-                                                "workspace", "input",    "other"};
-
-typedef struct { int64_t current, peak; } gm_stat;
-
-typedef struct gm_allocator gm_allocator;
-
-enum { EV_ALLOC, EV_FREE, EV_RETAG };
-static const char *const event_kinds[] = {"alloc", "free", "retag"};
-
-typedef struct {
-    int64_t t_ns;      /* since recording started */
-    int64_t delta;     /* +block bytes (alloc), -block bytes (free) */
-    int64_t allocated; /* the device's allocated bytes after the event */
-    const char *scope; /* interned (scope_names): lives as long as the module */
-    int8_t category, kind;
-} gm_event;
-
-typedef struct {
-    gm_event *ev;
-    size_t cap, head, count; /* head: where the next event goes */
-    int64_t t0;
-} gm_history;
-
-typedef struct gm_segment {
-    char *base;
-    size_t size;
-    int pool;
-    struct gm_block *head;               /* the block at base: splits and merges never remove it */
-    struct gm_segment *sprev, *snext;    /* every segment of the device, so an OOM report can list live blocks */
-} gm_segment;
-
-struct gm_block {
-    char *addr;
-    size_t size;      /* bytes of the block (rounded) */
-    size_t requested; /* bytes asked for */
-    int allocated;
-    int pool;         /* 0 small, 1 large */
-    int category;
-    const char *scope;
-    const char *label; /* the tensor's name ("fc1.weight"), interned, or NULL */
-    gm_segment *seg;
-    gm_block *prev, *next;   /* address-ordered neighbours inside the segment */
-    gm_block *fprev, *fnext; /* the pool's free list, ordered by (size, addr) */
-    gm_allocator *owner;
-    void *event;             /* pinned only: cudaEvent_t recorded after the last non-blocking copy from it */
-    int event_dev;           /* the device whose stream `event` was recorded on */
-    gm_block *pending_next;  /* on the owner's pending list: freed, but a queued copy may still read it */
-};
-
-struct gm_allocator {
-    gm_device dev;
-    gm_segment *segments;
-    gm_block *free_list[2];
-    gm_stat allocated, reserved, requested, cat[GM_NCAT];
-    int64_t num_allocs, num_frees, num_segment_allocs, num_segment_frees, num_retries, num_ooms;
-    /* What the allocated peak was made of, and the allocation that reached it: estimates report these. */
-    int64_t at_peak[GM_NCAT];
-    const char *peak_scope;
-    int peak_category;
-    size_t peak_request;
-    size_t limit;    /* 0: none */
-    size_t capacity; /* what the device has */
-    uintptr_t meta_next;
-    gm_history *history; /* NULL: not recording */
-    int source_failed;   /* the segment source failed for another reason than "out of memory" */
-    int quiet;           /* gm_try_alloc in progress: running out of memory returns NULL without an exception */
-    int pinned;          /* page-locked host memory from cudaHostAlloc (dev is cpu) */
-    gm_block *pending;   /* pinned: freed blocks whose last copy had not run yet (still counted as allocated) */
-    int ready;
-};
 
 static gm_allocator cpu_alloc, meta_alloc, pinned_alloc;
 #ifdef GM_WITH_CUDA
 static gm_allocator cuda_alloc[GM_MAX_CUDA_DEVICES];
+/* Guards the first use of a CUDA device's allocator (its setup), not the allocators themselves. */
+static pthread_mutex_t cuda_setup_lock = PTHREAD_MUTEX_INITIALIZER;
 #endif
 static int no_caching; /* GPUMEMNET_NO_CACHING=1 */
 
@@ -145,18 +69,6 @@ int gm_cuda_event_record(void **event, int *event_dev, int device);
 int gm_cuda_event_done(void *event);
 void gm_cuda_event_destroy(void *event);
 #endif
-/* Thread-local: set from Python (gm.memory scopes, modules, autograd) and read at every allocation. */
-static _Thread_local int cur_category = GM_CAT_OTHER;
-static _Thread_local const char *cur_scope = "";
-static PyObject *scope_names; /* dict str -> str: interned scope strings kept alive for blocks to point at */
-
-int gm_current_category(void) { return cur_category; }
-
-int gm_swap_category(int category) {
-    int prev = cur_category;
-    cur_category = category;
-    return prev;
-}
 
 /* ---- segment sources ---------------------------------------------------------------------------- */
 static char *source_alloc(gm_allocator *A, size_t size) {
@@ -193,46 +105,11 @@ static void source_free(gm_allocator *A, char *p) {
     if (A->dev.type != GM_DEV_META) free(p);
 }
 
-/* ---- statistics ------------------------------------------------------------------------------- */
-static inline void stat_add(gm_stat *s, int64_t delta) {
-    s->current += delta;
-    if (s->current > s->peak) s->peak = s->current;
-}
-
-/* Remember the composition of a new allocated peak (a handful of integers: cheap on every new peak). */
-static void snapshot_peak(gm_allocator *A, const char *scope, int category, size_t request) {
+void gm_snapshot_peak(gm_allocator *A, const char *scope, int category, size_t request) {
     for (int i = 0; i < GM_NCAT; i++) A->at_peak[i] = A->cat[i].current;
     A->peak_scope = scope;
     A->peak_category = category;
     A->peak_request = request;
-}
-
-/* ---- history --------------------------------------------------------------------------------- */
-static int64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* Called only when A->history is set: the disabled cost stays the caller's one branch. */
-static void record_event(gm_allocator *A, int kind, int64_t delta, int category, const char *scope) {
-    gm_history *h = A->history;
-    gm_event *e = &h->ev[h->head];
-    e->t_ns = now_ns() - h->t0;
-    e->delta = delta;
-    e->allocated = A->allocated.current;
-    e->scope = scope;
-    e->category = (int8_t)category;
-    e->kind = (int8_t)kind;
-    h->head = (h->head + 1) % h->cap;
-    if (h->count < h->cap) h->count++;
-}
-
-static void history_free(gm_allocator *A) {
-    if (!A->history) return;
-    free(A->history->ev);
-    free(A->history);
-    A->history = NULL;
 }
 
 /* ---- free lists --------------------------------------------------------------------------------- */
@@ -255,40 +132,45 @@ static void free_list_remove(gm_allocator *A, gm_block *b) {
     b->fprev = b->fnext = NULL;
 }
 
+
 /* ---- devices ---------------------------------------------------------------------------------- */
 static size_t physical_memory(void) {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     return (pages > 0 && page > 0) ? (size_t)pages * (size_t)page : (size_t)1 << 40;
 }
 
+static void allocator_reset(gm_allocator *A, gm_device dev, size_t capacity) {
+    memset(A, 0, sizeof *A);
+    pthread_mutex_init(&A->lock, NULL);
+    A->dev = dev;
+    A->capacity = capacity;
+}
+
 int gm_allocator_init(void) {
-    memset(&cpu_alloc, 0, sizeof cpu_alloc);
-    memset(&meta_alloc, 0, sizeof meta_alloc);
-    cpu_alloc.dev = (gm_device){GM_DEV_CPU, 0};
-    cpu_alloc.capacity = physical_memory();
-    meta_alloc.dev = (gm_device){GM_DEV_META, 0};
-    meta_alloc.capacity = (size_t)1 << 50; /* 1 PiB: simulation is unbounded until told otherwise */
+    allocator_reset(&cpu_alloc, (gm_device){GM_DEV_CPU, 0}, physical_memory());
+    /* 1 PiB: simulation is unbounded until told otherwise */
+    allocator_reset(&meta_alloc, (gm_device){GM_DEV_META, 0}, (size_t)1 << 50);
     meta_alloc.meta_next = (uintptr_t)1 << 44;
-    memset(&pinned_alloc, 0, sizeof pinned_alloc);
-    pinned_alloc.dev = (gm_device){GM_DEV_CPU, 0};
-    pinned_alloc.capacity = cpu_alloc.capacity; /* page-locked memory is host memory */
+    /* page-locked memory is host memory */
+    allocator_reset(&pinned_alloc, (gm_device){GM_DEV_CPU, 0}, cpu_alloc.capacity);
     pinned_alloc.pinned = 1;
     cpu_alloc.ready = meta_alloc.ready = pinned_alloc.ready = 1;
     const char *nc = getenv("GPUMEMNET_NO_CACHING");
     no_caching = nc && nc[0] && strcmp(nc, "0") != 0;
-    scope_names = PyDict_New();
-    return scope_names ? 0 : -1;
+    return 0;
 }
 
-/* Returns the allocator of dev, or NULL with RuntimeError (no such CUDA device, or no CUDA in this build).
- * A CUDA device's allocator is set up on first use; its capacity is the device's total memory. */
-static gm_allocator *allocator_for(gm_device dev) {
+gm_allocator *gm_allocator_meta(void) { return &meta_alloc; }
+
+/* A CUDA device's allocator is set up on first use; its capacity is the device's total memory. */
+gm_allocator *gm_allocator_for(gm_device dev) {
     if (dev.type == GM_DEV_CPU) return &cpu_alloc;
     if (dev.type == GM_DEV_META) return &meta_alloc;
 #ifdef GM_WITH_CUDA
-    if (dev.index >= 0 && dev.index < GM_MAX_CUDA_DEVICES && cuda_alloc[dev.index].ready)
+    if (dev.index >= 0 && dev.index < GM_MAX_CUDA_DEVICES &&
+        __atomic_load_n(&cuda_alloc[dev.index].ready, __ATOMIC_ACQUIRE))
         return &cuda_alloc[dev.index];
-    int n = gm_cuda_device_count();
+    int n = gm_cuda_device_count(); /* before the setup lock: the first call releases and retakes the GIL */
     if (dev.index < 0 || dev.index >= n) {
         const char *why = gm_cuda_last_error();
         if (n == 0)
@@ -299,17 +181,23 @@ static gm_allocator *allocator_for(gm_device dev) {
                          dev.index, n == 1 ? "is" : "are", n, n == 1 ? "" : "s", n - 1);
         return NULL;
     }
+    gm_allocator *A = &cuda_alloc[dev.index];
     size_t free_bytes, total;
-    if (gm_cuda_mem_info(dev.index, &free_bytes, &total) < 0) {
+    int rc = 0;
+    pthread_mutex_lock(&cuda_setup_lock);
+    if (!A->ready) {
+        rc = gm_cuda_mem_info(dev.index, &free_bytes, &total);
+        if (rc == 0) {
+            allocator_reset(A, dev, total);
+            __atomic_store_n(&A->ready, 1, __ATOMIC_RELEASE);
+        }
+    }
+    pthread_mutex_unlock(&cuda_setup_lock);
+    if (rc < 0) {
         PyErr_Format(PyExc_RuntimeError, "device cuda:%d: cannot read its memory size: %s", dev.index,
                      gm_cuda_last_error());
         return NULL;
     }
-    gm_allocator *A = &cuda_alloc[dev.index];
-    memset(A, 0, sizeof *A);
-    A->dev = dev;
-    A->capacity = total;
-    A->ready = 1;
     return A;
 #else
     PyErr_Format(PyExc_RuntimeError,
@@ -319,193 +207,12 @@ static gm_allocator *allocator_for(gm_device dev) {
 #endif
 }
 
-/* ---- the error that explains -------------------------------------------------------------------- */
-/* "cpu", "meta", "cuda:N", or "cpu-pinned" for the pinned host allocator (buf >= 16 bytes). */
-static const char *allocator_name(const gm_allocator *A, char *buf) {
-    if (A->pinned) return strcpy(buf, "cpu-pinned");
-    return gm_device_str(A->dev, buf);
-}
-
-static const char *fmt_bytes(double b, char *buf) {
-    const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-    int u = 0;
-    while (b >= 1024.0 && u < 5) { b /= 1024.0; u++; }
-    if (u == 0) snprintf(buf, 32, "%.0f B", b); else snprintf(buf, 32, "%.2f %s", b, units[u]);
-    return buf;
-}
-
-static size_t largest_free_block(gm_allocator *A) {
-    size_t best = 0;
-    for (int p = 0; p < 2; p++)
-        for (gm_block *b = A->free_list[p]; b; b = b->fnext)
-            if (b->size > best) best = b->size;
-    return best;
-}
-
-/* The n largest live blocks (n <= 5), largest first. */
-#define GM_TOP_BLOCKS 5
-static int largest_live_blocks(gm_allocator *A, const gm_block **top) {
-    int n = 0;
-    for (gm_segment *sg = A->segments; sg; sg = sg->snext) {
-        for (const gm_block *b = sg->head; b; b = b->next) {
-            if (!b->allocated) continue;
-            int i = n < GM_TOP_BLOCKS ? n++ : GM_TOP_BLOCKS;
-            if (i == GM_TOP_BLOCKS) {
-                if (b->size <= top[GM_TOP_BLOCKS - 1]->size) continue;
-                i = GM_TOP_BLOCKS - 1;
-            }
-            while (i > 0 && top[i - 1]->size < b->size) { top[i] = top[i - 1]; i--; }
-            top[i] = b;
-        }
-    }
-    return n;
-}
-
-/* "fc1.weight", or what it is and where it was made: "activation from features.3 forward". */
-static const char *block_description(const gm_block *b, char *buf, size_t len) {
-    if (b->label) return b->label;
-    snprintf(buf, len, "%s%s%s", gm_category_names[b->category], b->scope[0] ? " from " : "", b->scope);
-    return buf;
-}
-
-/* Suggestions ranked by what holds the memory: each names the share it addresses and the API that helps. */
-#define GM_MAX_SUGGESTIONS 4
-static int oom_suggestions(gm_allocator *A, size_t nbytes, size_t cached, size_t largest,
-                           char out[GM_MAX_SUGGESTIONS][240]) {
-    double used = (double)(A->allocated.current > 0 ? A->allocated.current : 1);
-    double states = (double)(A->cat[GM_CAT_PARAMETER].current + A->cat[GM_CAT_GRADIENT].current +
-                             A->cat[GM_CAT_OPTIMIZER].current) / used;
-    double acts = (double)A->cat[GM_CAT_ACTIVATION].current / used;
-    double ws = (double)A->cat[GM_CAT_WORKSPACE].current / used;
-    struct suggestion { double share; char text[240]; } s[GM_MAX_SUGGESTIONS];
-    int n = 0;
-    if (states >= 0.4) {
-        s[n].share = states;
-        snprintf(s[n++].text, 240, "parameters, gradients and optimizer state are %.0f%% of use: a global pooling head "
-                 "(nn.GlobalAvgPool2d) instead of a huge Linear removes most of its weights; SGD keeps half of "
-                 "Adam's state", 100 * states);
-    }
-    if (acts >= 0.3) {
-        s[n].share = acts;
-        snprintf(s[n++].text, 240, "activations saved for backward are %.0f%% of use: checkpointing "
-                 "(gm.utils.checkpoint_sequential), autocast (half the bytes), or a smaller micro-batch with "
-                 "gradient accumulation (gm.memory.plan picks one)", 100 * acts);
-    }
-    if (ws >= 0.2) {
-        s[n].share = ws;
-        snprintf(s[n++].text, 240, "kernel workspace is %.0f%% of use: lower it with "
-                 "gpumemnet._C.set_conv_workspace_limit", 100 * ws);
-    }
-    if (cached >= nbytes && largest < nbytes) {
-        s[n].share = (double)cached / used;
-        snprintf(s[n++].text, 240, "enough memory is cached but free, yet no free block holds the request "
-                 "(fragmentation): gm.memory.empty_cache() between phases lets the segments be made anew");
-    }
-    for (int i = 1; i < n; i++) /* largest share first */
-        for (int j = i; j > 0 && s[j].share > s[j - 1].share; j--) {
-            struct suggestion tmp = s[j];
-            s[j] = s[j - 1];
-            s[j - 1] = tmp;
-        }
-    for (int i = 0; i < n; i++) memcpy(out[i], s[i].text, 240);
-    return n;
-}
-
-static void raise_oom(gm_allocator *A, size_t nbytes) {
-    char dev[16], a[32], c[32], l[32], u[32], f[32], g[32];
-    size_t cached = (size_t)(A->reserved.current - A->allocated.current);
-    size_t largest = largest_free_block(A);
-    const char *prefix = A->dev.type == GM_DEV_CUDA ? "CUDA out of memory" : "out of memory";
-    char cats[512] = "";
-    size_t pos = 0;
-    for (int i = 0; i < GM_NCAT; i++) {
-        if (A->cat[i].current == 0) continue;
-        pos += snprintf(cats + pos, sizeof cats - pos, "%s%s %s", pos ? " · " : "", gm_category_names[i],
-                        fmt_bytes((double)A->cat[i].current, u));
-        if (pos >= sizeof cats) break;
-    }
-    const gm_block *top[GM_TOP_BLOCKS];
-    int ntop = largest_live_blocks(A, top);
-    char tops[640] = "";
-    size_t tpos = 0;
-    for (int i = 0; i < ntop && tpos < sizeof tops; i++) {
-        char d[160], sz[32];
-        tpos += snprintf(tops + tpos, sizeof tops - tpos, "%s%s %s", i ? " · " : "\n  largest tensors: ",
-                         block_description(top[i], d, sizeof d), fmt_bytes((double)top[i]->size, sz));
-    }
-    char sugg[GM_MAX_SUGGESTIONS][240];
-    int nsugg = oom_suggestions(A, nbytes, cached, largest, sugg);
-    char sugs[GM_MAX_SUGGESTIONS * 250 + 8] = "";
-    size_t spos = 0;
-    for (int i = 0; i < nsugg && spos < sizeof sugs; i++)
-        spos += snprintf(sugs + spos, sizeof sugs - spos, "\n    - %s", sugg[i]);
-    /* On a GPU the driver's view matters too: other processes (or another framework in this one) hold memory
-     * that our capacity figure does not show. */
-    char driver[128] = "", r[32], df[32];
-    snprintf(driver, sizeof driver, "; reserved %s", fmt_bytes((double)A->reserved.current, r));
-#ifdef GM_WITH_CUDA
-    size_t dfree, dtotal;
-    if (A->dev.type == GM_DEV_CUDA && gm_cuda_mem_info(A->dev.index, &dfree, &dtotal) == 0)
-        snprintf(driver, sizeof driver, "; reserved %s, free on the device %s",
-                 fmt_bytes((double)A->reserved.current, r), fmt_bytes((double)dfree, df));
-#endif
-    (void)df;
-    PyObject *msg = PyUnicode_FromFormat(
-        "%s on %s: tried to allocate %s (%s%s%s)\n"
-        "  capacity %s, limit %s%s; in use %s%s%s\n"
-        "  cached but free %s (largest free block %s)%s%s%s",
-        prefix, allocator_name(A, dev), fmt_bytes((double)nbytes, a), gm_category_names[cur_category],
-        cur_scope[0] ? " in " : "", cur_scope, fmt_bytes((double)A->capacity, c),
-        A->limit ? fmt_bytes((double)A->limit, l) : "none", driver, fmt_bytes((double)A->allocated.current, g),
-        pos ? ": " : "", cats, fmt_bytes((double)cached, f), fmt_bytes((double)largest, u), tops,
-        nsugg ? "\n  suggestions:" : "", sugs);
-    if (!msg) return;
-    PyObject *exc = PyObject_CallOneArg(GM_OutOfMemoryError, msg);
-    Py_DECREF(msg);
-    if (!exc) return;
-    PyObject *bycat = PyDict_New();
-    for (int i = 0; bycat && i < GM_NCAT; i++) {
-        PyObject *v = PyLong_FromLongLong(A->cat[i].current);
-        if (v) PyDict_SetItemString(bycat, gm_category_names[i], v);
-        Py_XDECREF(v);
-    }
-    PyObject *limit = A->limit ? PyLong_FromSize_t(A->limit) : Py_NewRef(Py_None);
-    PyObject *suggestion_list = PyList_New(0);
-    for (int i = 0; suggestion_list && i < nsugg; i++) {
-        PyObject *item = PyUnicode_FromString(sugg[i]);
-        if (item) PyList_Append(suggestion_list, item);
-        Py_XDECREF(item);
-    }
-    PyObject *largest_list = PyList_New(0);
-    for (int i = 0; largest_list && i < ntop; i++) {
-        char d[160];
-        PyObject *item = Py_BuildValue("(sn)", block_description(top[i], d, sizeof d), (Py_ssize_t)top[i]->size);
-        if (item) PyList_Append(largest_list, item);
-        Py_XDECREF(item);
-    }
-    /* The fields are attributes too, so tools need not parse the text. */
-    struct { const char *name; PyObject *value; } attrs[] = {
-        {"requested_bytes", PyLong_FromSize_t(nbytes)},
-        {"device", PyUnicode_FromString(dev)},
-        {"capacity", PyLong_FromSize_t(A->capacity)},
-        {"limit", limit},
-        {"allocated_bytes", PyLong_FromLongLong(A->allocated.current)},
-        {"reserved_bytes", PyLong_FromLongLong(A->reserved.current)},
-        {"cached_free_bytes", PyLong_FromSize_t(cached)},
-        {"largest_free_block", PyLong_FromSize_t(largest)},
-        {"by_category", bycat},
-        {"largest_tensors", largest_list},
-        {"suggestions", suggestion_list},
-        {"category", PyUnicode_FromString(gm_category_names[cur_category])},
-        {"scope", PyUnicode_FromString(cur_scope)},
-    };
-    for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++) {
-        if (attrs[i].value) PyObject_SetAttrString(exc, attrs[i].name, attrs[i].value);
-        Py_XDECREF(attrs[i].value);
-    }
-    PyErr_Clear(); /* a failed attribute is not worth hiding the OOM for */
-    PyErr_SetObject(GM_OutOfMemoryError, exc);
-    Py_DECREF(exc);
+/* A device name, or "cpu-pinned" for the pinned host memory allocator (statistics, limit, cache, history). */
+gm_allocator *gm_allocator_parse(PyObject *arg) {
+    if (PyUnicode_Check(arg) && PyUnicode_CompareWithASCIIString(arg, "cpu-pinned") == 0) return &pinned_alloc;
+    gm_device dev;
+    if (gm_parse_device(arg, &dev, "device") < 0) return NULL;
+    return gm_allocator_for(dev);
 }
 
 /* ---- allocation ---------------------------------------------------------------------------------- */
@@ -545,10 +252,10 @@ static gm_block *new_segment(gm_allocator *A, size_t size, int pool) {
     return b;
 }
 
+
 static void process_pending(gm_allocator *A);
 
-/* Release every segment that holds no live block. Returns the bytes released. */
-static size_t release_cached(gm_allocator *A) {
+size_t gm_release_cached(gm_allocator *A) {
     size_t released = 0;
     if (A->pending) process_pending(A);
     for (int p = 0; p < 2; p++) {
@@ -579,14 +286,19 @@ static gm_block *best_fit(gm_allocator *A, int pool, size_t size) {
     return NULL;
 }
 
-/* The allocation itself; A->quiet decides whether running out of memory raises. */
-static gm_block *alloc_block(gm_allocator *A, size_t nbytes) {
-    if (A->pending) process_pending(A);
+/* Why an allocation failed; the Python error is made from it after the lock is released. */
+enum { FAIL_NONE, FAIL_TOO_LARGE, FAIL_SOURCE, FAIL_NO_MEMORY, FAIL_OOM };
+
+/* The allocation itself, under A's lock. NULL with *fail set; with `quiet`, running out of memory is neither
+ * counted nor reported (FAIL_OOM without a report). Touches no Python object: callable without the GIL. */
+static gm_block *alloc_block(gm_allocator *A, size_t nbytes, int quiet, int *fail, gm_oom_report *report) {
+    *fail = FAIL_NONE;
     if (nbytes > MAX_REQUEST) {
-        PyErr_Format(PyExc_RuntimeError, "allocation of %zu bytes on this device is larger than any device "
-                     "can hold (the size computation probably overflowed)", nbytes);
+        *fail = FAIL_TOO_LARGE;
         return NULL;
     }
+    gm_lock(A);
+    if (A->pending) process_pending(A);
     size_t size = nbytes < ROUND ? ROUND : (nbytes + ROUND - 1) / ROUND * ROUND;
     int pool = size <= SMALL_REQUEST ? 0 : 1;
     int exact = no_caching && A->dev.type != GM_DEV_META;
@@ -601,24 +313,17 @@ static gm_block *alloc_block(gm_allocator *A, size_t nbytes) {
         if (!b && seg_size != size) b = new_segment(A, size, pool);
         if (!b) {
             A->num_retries++;
-            release_cached(A);
+            gm_release_cached(A);
             b = new_segment(A, seg_size, pool);
             if (!b && seg_size != size) b = new_segment(A, size, pool);
         }
-        if (!b && A->source_failed) {
-#ifdef GM_WITH_CUDA
-            char name[16];
-            PyErr_Format(PyExc_RuntimeError, "allocating %zu bytes on %s failed (not for lack of memory): %s",
-                         nbytes, allocator_name(A, name), gm_cuda_last_error());
-#else
-            PyErr_NoMemory();
-#endif
-            return NULL;
-        }
         if (!b) {
-            if (A->quiet) return NULL; /* the caller has a fallback: no report, not an OOM */
-            A->num_ooms++;
-            raise_oom(A, nbytes);
+            *fail = A->source_failed ? FAIL_SOURCE : FAIL_OOM;
+            if (*fail == FAIL_OOM && !quiet) { /* the caller has no fallback: count it and say why */
+                A->num_ooms++;
+                gm_oom_snapshot(A, nbytes, report);
+            }
+            gm_unlock(A);
             return NULL;
         }
     }
@@ -628,7 +333,8 @@ static gm_block *alloc_block(gm_allocator *A, size_t nbytes) {
         gm_block *r = new_block(A, b->seg, b->addr + size, rest, pool);
         if (!r) {
             free_list_insert(A, b);
-            PyErr_NoMemory();
+            *fail = FAIL_NO_MEMORY;
+            gm_unlock(A);
             return NULL;
         }
         r->prev = b;
@@ -640,31 +346,69 @@ static gm_block *alloc_block(gm_allocator *A, size_t nbytes) {
     }
     b->allocated = 1;
     b->requested = nbytes;
-    b->category = cur_category;
-    b->scope = cur_scope;
+    b->category = gm_current_category();
+    b->scope = gm_current_scope();
     b->label = NULL;
     int64_t old_peak = A->allocated.peak;
     stat_add(&A->allocated, (int64_t)b->size);
     stat_add(&A->requested, (int64_t)nbytes);
     stat_add(&A->cat[b->category], (int64_t)b->size);
     A->num_allocs++;
-    if (A->allocated.peak > old_peak) snapshot_peak(A, b->scope, b->category, nbytes);
-    if (A->history) record_event(A, EV_ALLOC, (int64_t)b->size, b->category, b->scope);
+    if (A->allocated.peak > old_peak) gm_snapshot_peak(A, b->scope, b->category, nbytes);
+    if (A->history) gm_record_event(A, EV_ALLOC, (int64_t)b->size, b->category, b->scope);
+    gm_unlock(A);
+    return b;
+}
+
+/* The Python error for a failed alloc_block (with the GIL, without the lock). */
+static void raise_failure(gm_allocator *A, size_t nbytes, int fail, const gm_oom_report *report) {
+    char name[16];
+    switch (fail) {
+    case FAIL_TOO_LARGE:
+        PyErr_Format(PyExc_RuntimeError, "allocation of %zu bytes on this device is larger than any device "
+                     "can hold (the size computation probably overflowed)", nbytes);
+        break;
+    case FAIL_SOURCE:
+#ifdef GM_WITH_CUDA
+        PyErr_Format(PyExc_RuntimeError, "allocating %zu bytes on %s failed (not for lack of memory): %s",
+                     nbytes, gm_allocator_name(A, name), gm_cuda_last_error());
+#else
+        (void)name;
+        PyErr_NoMemory();
+#endif
+        break;
+    case FAIL_OOM:
+        gm_oom_raise(report);
+        break;
+    default:
+        PyErr_NoMemory();
+        break;
+    }
+}
+
+static gm_block *alloc_or_raise(gm_allocator *A, size_t nbytes, int quiet) {
+    int fail;
+    gm_oom_report report;
+    gm_block *b = alloc_block(A, nbytes, quiet, &fail, &report);
+    if (!b && !(quiet && fail == FAIL_OOM)) raise_failure(A, nbytes, fail, &report);
     return b;
 }
 
 gm_block *gm_alloc(gm_device dev, size_t nbytes) {
-    gm_allocator *A = allocator_for(dev);
-    return A ? alloc_block(A, nbytes) : NULL;
+    gm_allocator *A = gm_allocator_for(dev);
+    return A ? alloc_or_raise(A, nbytes, 0) : NULL;
 }
 
 gm_block *gm_try_alloc(gm_device dev, size_t nbytes) {
-    gm_allocator *A = allocator_for(dev);
-    if (!A) return NULL;
-    A->quiet = 1;
-    gm_block *b = alloc_block(A, nbytes);
-    A->quiet = 0;
-    return b;
+    gm_allocator *A = gm_allocator_for(dev);
+    return A ? alloc_or_raise(A, nbytes, 1) : NULL;
+}
+
+gm_block *gm_alloc_nogil(gm_device dev, size_t nbytes) {
+    if (dev.type == GM_DEV_CUDA) return NULL; /* its first use needs the GIL (gm_allocator_for) */
+    int fail;
+    gm_oom_report report;
+    return alloc_block(dev.type == GM_DEV_CPU ? &cpu_alloc : &meta_alloc, nbytes, 1, &fail, &report);
 }
 
 gm_block *gm_alloc_pinned(size_t nbytes) {
@@ -676,7 +420,7 @@ gm_block *gm_alloc_pinned(size_t nbytes) {
                      "(%s)", why[0] ? why : "none found");
         return NULL;
     }
-    return alloc_block(&pinned_alloc, nbytes);
+    return alloc_or_raise(&pinned_alloc, nbytes, 0);
 #else
     (void)nbytes;
     PyErr_SetString(PyExc_RuntimeError, "pin_memory: pinned host memory needs CUDA, and this build of gpumemnet has "
@@ -702,10 +446,9 @@ static int copies_done(gm_block *b) {
 }
 #endif
 
-/* Merge free neighbour `n` into `b` (n directly follows b in the segment). */
-static void absorb_next(gm_allocator *A, gm_block *b) {
+/* Fold b's successor in the segment into b (neither on a free list: the caller takes them off). */
+static void merge_next(gm_block *b) {
     gm_block *n = b->next;
-    free_list_remove(A, n);
     b->size += n->size;
     b->next = n->next;
     if (n->next) n->next->prev = b;
@@ -716,14 +459,18 @@ static void free_block(gm_allocator *A, gm_block *b);
 
 void gm_free(gm_block *b) {
     if (!b) return;
+    gm_allocator *A = b->owner;
+    gm_lock(A);
 #ifdef GM_WITH_CUDA
     if (b->event && !copies_done(b)) { /* a queued copy still reads it: reusable once the stream passed it */
-        b->pending_next = b->owner->pending;
-        b->owner->pending = b;
+        b->pending_next = A->pending;
+        A->pending = b;
+        gm_unlock(A);
         return;
     }
 #endif
-    free_block(b->owner, b);
+    free_block(A, b);
+    gm_unlock(A);
 }
 
 /* Free the pending blocks whose copies have run. */
@@ -750,318 +497,59 @@ static void free_block(gm_allocator *A, gm_block *b) {
     stat_add(&A->requested, -(int64_t)b->requested);
     stat_add(&A->cat[b->category], -(int64_t)b->size);
     A->num_frees++;
-    if (A->history) record_event(A, EV_FREE, -(int64_t)b->size, b->category, b->scope);
+    if (A->history) gm_record_event(A, EV_FREE, -(int64_t)b->size, b->category, b->scope);
     b->allocated = 0;
     b->requested = 0;
-    if (b->next && !b->next->allocated) absorb_next(A, b);
+    if (b->next && !b->next->allocated) {
+        free_list_remove(A, b->next);
+        merge_next(b);
+    }
     if (b->prev && !b->prev->allocated) { /* fold b into its free predecessor */
-        gm_block *p = b->prev;
-        free_list_remove(A, p);
-        p->size += b->size;
-        p->next = b->next;
-        if (b->next) b->next->prev = p;
-        free(b);
-        b = p;
+        b = b->prev;
+        free_list_remove(A, b);
+        merge_next(b);
     }
     free_list_insert(A, b);
-    if (no_caching && A->dev.type != GM_DEV_META && !b->prev && !b->next) release_cached(A);
+    if (no_caching && A->dev.type != GM_DEV_META && !b->prev && !b->next) gm_release_cached(A);
 }
 
 char *gm_block_data(const gm_block *b) { return b->addr; }
 
-const char *gm_intern(PyObject *str) {
-    PyObject *kept = PyDict_SetDefault(scope_names, str, str); /* kept alive as long as the process */
-    return kept ? PyUnicode_AsUTF8(kept) : NULL;
+void gm_block_label_unnamed(gm_block *b, const char *label) {
+    if (!b) return;
+    gm_lock(b->owner);
+    if (!b->label) b->label = label;
+    gm_unlock(b->owner);
 }
 
 void gm_block_set_label(gm_block *b, const char *label) {
-    if (b) b->label = label;
+    if (!b) return;
+    gm_lock(b->owner);
+    b->label = label;
+    gm_unlock(b->owner);
 }
-int gm_block_category(const gm_block *b) { return b->category; }
+
+int gm_block_category(const gm_block *b) {
+    gm_lock(b->owner);
+    int category = b->category;
+    gm_unlock(b->owner);
+    return category;
+}
 
 void gm_block_set_category(gm_block *b, int category) {
-    if (!b || b->category == category) return;
+    if (!b) return;
     gm_allocator *A = b->owner;
+    gm_lock(A);
+    if (b->category == category) {
+        gm_unlock(A);
+        return;
+    }
     stat_add(&A->cat[b->category], -(int64_t)b->size);
     stat_add(&A->cat[category], (int64_t)b->size);
     if (A->history) {
-        record_event(A, EV_RETAG, -(int64_t)b->size, b->category, b->scope);
-        record_event(A, EV_RETAG, (int64_t)b->size, category, b->scope);
+        gm_record_event(A, EV_RETAG, -(int64_t)b->size, b->category, b->scope);
+        gm_record_event(A, EV_RETAG, (int64_t)b->size, category, b->scope);
     }
     b->category = category;
+    gm_unlock(A);
 }
-
-/* ---- Python interface ---------------------------------------------------------------------------- */
-/* label_unnamed(tensor, label): name the tensor's block in memory reports ("activation saved by features.3
- * (Conv2d)") unless it has a name already (a parameter's "fc1.weight" stays). Autograd calls it when it keeps a
- * tensor for backward; the label goes with the block, so reusing the block (gm_alloc) forgets it. */
-static PyObject *py_label_unnamed(PyObject *self, PyObject *args) {
-    PyObject *t, *label;
-    if (!PyArg_ParseTuple(args, "OU:label_unnamed", &t, &label)) return NULL;
-    if (!gm_is_tensor(t)) {
-        PyErr_Format(PyExc_TypeError, "label_unnamed: expected a Tensor, got %.100s", Py_TYPE(t)->tp_name);
-        return NULL;
-    }
-    gm_storage *st = ((GMTensor *)t)->storage;
-    if (st && st->block && !st->block->label) {
-        const char *s = gm_intern(label);
-        if (!s) return NULL;
-        st->block->label = s;
-    }
-    Py_RETURN_NONE;
-}
-
-/* A device name, or "cpu-pinned" for the pinned host memory allocator (statistics, limit, cache, history). */
-static gm_allocator *parse_allocator(PyObject *arg) {
-    if (PyUnicode_Check(arg) && PyUnicode_CompareWithASCIIString(arg, "cpu-pinned") == 0) return &pinned_alloc;
-    gm_device dev;
-    if (gm_parse_device(arg, &dev, "device") < 0) return NULL;
-    return allocator_for(dev);
-}
-
-static PyObject *stat_dict(const gm_stat *s) {
-    return Py_BuildValue("{s:L,s:L}", "current", (long long)s->current, "peak", (long long)s->peak);
-}
-
-static PyObject *py_memory_stats(PyObject *self, PyObject *arg) {
-    gm_allocator *A = parse_allocator(arg);
-    if (!A) return NULL;
-    PyObject *cats = PyDict_New();
-    if (!cats) return NULL;
-    for (int i = 0; i < GM_NCAT; i++) {
-        PyObject *d = stat_dict(&A->cat[i]);
-        if (!d || PyDict_SetItemString(cats, gm_category_names[i], d) < 0) {
-            Py_XDECREF(d);
-            Py_DECREF(cats);
-            return NULL;
-        }
-        Py_DECREF(d);
-    }
-    PyObject *at_peak = PyDict_New();
-    if (!at_peak) {
-        Py_DECREF(cats);
-        return NULL;
-    }
-    for (int i = 0; i < GM_NCAT; i++) {
-        PyObject *v = PyLong_FromLongLong(A->at_peak[i]);
-        if (!v || PyDict_SetItemString(at_peak, gm_category_names[i], v) < 0) {
-            Py_XDECREF(v);
-            Py_DECREF(at_peak);
-            Py_DECREF(cats);
-            return NULL;
-        }
-        Py_DECREF(v);
-    }
-    PyObject *peak_info = Py_BuildValue("{s:N,s:s,s:s,s:n}", "by_category", at_peak, "scope",
-                                        A->peak_scope ? A->peak_scope : "", "category",
-                                        gm_category_names[A->peak_category], "request", (Py_ssize_t)A->peak_request);
-    if (!peak_info) {
-        Py_DECREF(cats);
-        return NULL;
-    }
-    return Py_BuildValue(
-        "{s:N,s:N,s:N,s:N,s:N,s:L,s:L,s:L,s:L,s:L,s:L,s:n,s:n,s:n,s:n}", "allocated", stat_dict(&A->allocated),
-        "at_peak", peak_info,
-        "reserved", stat_dict(&A->reserved), "requested", stat_dict(&A->requested), "by_category", cats,
-        "num_allocs", (long long)A->num_allocs, "num_frees", (long long)A->num_frees, "num_segment_allocs",
-        (long long)A->num_segment_allocs, "num_segment_frees", (long long)A->num_segment_frees,
-        "num_retries", (long long)A->num_retries, "num_ooms", (long long)A->num_ooms, "cached_free",
-        (Py_ssize_t)(A->reserved.current - A->allocated.current), "largest_free_block",
-        (Py_ssize_t)largest_free_block(A), "limit", (Py_ssize_t)A->limit, "capacity", (Py_ssize_t)A->capacity);
-}
-
-static PyObject *py_memory_allocated(PyObject *self, PyObject *arg) {
-    gm_allocator *A = parse_allocator(arg);
-    return A ? PyLong_FromLongLong(A->allocated.current) : NULL;
-}
-
-static PyObject *py_max_memory_allocated(PyObject *self, PyObject *arg) {
-    gm_allocator *A = parse_allocator(arg);
-    return A ? PyLong_FromLongLong(A->allocated.peak) : NULL;
-}
-
-static PyObject *py_memory_reserved(PyObject *self, PyObject *arg) {
-    gm_allocator *A = parse_allocator(arg);
-    return A ? PyLong_FromLongLong(A->reserved.current) : NULL;
-}
-
-static PyObject *py_reset_peak(PyObject *self, PyObject *arg) {
-    gm_allocator *A = parse_allocator(arg);
-    if (!A) return NULL;
-    A->allocated.peak = A->allocated.current;
-    snapshot_peak(A, "", GM_CAT_OTHER, 0);
-    A->reserved.peak = A->reserved.current;
-    A->requested.peak = A->requested.current;
-    for (int i = 0; i < GM_NCAT; i++) A->cat[i].peak = A->cat[i].current;
-    Py_RETURN_NONE;
-}
-
-static PyObject *py_empty_cache(PyObject *self, PyObject *arg) {
-    gm_allocator *A = parse_allocator(arg);
-    if (!A) return NULL;
-    return PyLong_FromSize_t(release_cached(A));
-}
-
-static PyObject *py_set_limit(PyObject *self, PyObject *args) {
-    PyObject *devobj, *limobj;
-    if (!PyArg_ParseTuple(args, "OO:set_limit", &devobj, &limobj)) return NULL;
-    gm_allocator *A = parse_allocator(devobj);
-    if (!A) return NULL;
-    if (limobj == Py_None) {
-        A->limit = 0;
-        Py_RETURN_NONE;
-    }
-    long long v = PyLong_AsLongLong(limobj);
-    if (v == -1 && PyErr_Occurred()) {
-        PyErr_Format(PyExc_TypeError, "set_limit: limit must be an int number of bytes or None, got %R", limobj);
-        return NULL;
-    }
-    if (v <= 0) {
-        PyErr_Format(PyExc_ValueError, "set_limit: limit must be a positive number of bytes or None, got %lld", v);
-        return NULL;
-    }
-    A->limit = (size_t)v;
-    Py_RETURN_NONE;
-}
-
-static PyObject *py_get_limit(PyObject *self, PyObject *arg) {
-    gm_allocator *A = parse_allocator(arg);
-    if (!A) return NULL;
-    if (!A->limit) Py_RETURN_NONE;
-    return PyLong_FromSize_t(A->limit);
-}
-
-static PyObject *py_memory_capacity(PyObject *self, PyObject *arg) {
-    gm_allocator *A = parse_allocator(arg);
-    return A ? PyLong_FromSize_t(A->capacity) : NULL;
-}
-
-static PyObject *py_set_meta_capacity(PyObject *self, PyObject *arg) {
-    long long v = PyLong_AsLongLong(arg);
-    if (v == -1 && PyErr_Occurred()) return NULL;
-    if (v <= 0) {
-        PyErr_Format(PyExc_ValueError, "set_meta_capacity: capacity must be positive, got %lld", v);
-        return NULL;
-    }
-    meta_alloc.capacity = (size_t)v;
-    Py_RETURN_NONE;
-}
-
-static PyObject *py_set_category(PyObject *self, PyObject *arg) {
-    const char *name = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
-    if (!name) {
-        PyErr_Format(PyExc_TypeError, "category must be a str, got %R", arg);
-        return NULL;
-    }
-    for (int i = 0; i < GM_NCAT; i++) {
-        if (strcmp(name, gm_category_names[i]) == 0) {
-            int prev = cur_category;
-            cur_category = i;
-            return PyUnicode_FromString(gm_category_names[prev]);
-        }
-    }
-    PyErr_Format(PyExc_ValueError, "unknown memory category %R; expected one of parameter, gradient, optimizer, "
-                 "activation, workspace, input, other", arg);
-    return NULL;
-}
-
-static PyObject *py_get_category(PyObject *self, PyObject *unused) {
-    return PyUnicode_FromString(gm_category_names[cur_category]);
-}
-
-static PyObject *py_set_scope(PyObject *self, PyObject *arg) {
-    if (!PyUnicode_Check(arg)) {
-        PyErr_Format(PyExc_TypeError, "scope must be a str, got %R", arg);
-        return NULL;
-    }
-    /* Intern: blocks keep a pointer to the scope's UTF-8, so the string must outlive them. */
-    PyObject *kept = PyDict_SetDefault(scope_names, arg, arg);
-    if (!kept) return NULL;
-    const char *s = PyUnicode_AsUTF8(kept);
-    if (!s) return NULL;
-    PyObject *prev = PyUnicode_FromString(cur_scope);
-    cur_scope = s;
-    return prev;
-}
-
-static PyObject *py_get_scope(PyObject *self, PyObject *unused) { return PyUnicode_FromString(cur_scope); }
-
-/* record_history(device, enabled, max_entries): enabling (again) starts a fresh, empty recording. */
-static PyObject *py_record_history(PyObject *self, PyObject *args) {
-    PyObject *devobj;
-    int enabled;
-    Py_ssize_t max_entries;
-    if (!PyArg_ParseTuple(args, "Opn:record_history", &devobj, &enabled, &max_entries)) return NULL;
-    gm_allocator *A = parse_allocator(devobj);
-    if (!A) return NULL;
-    if (enabled && (max_entries <= 0 || (size_t)max_entries > ((size_t)1 << 32))) {
-        PyErr_Format(PyExc_ValueError, "record_history: max_entries must be in [1, 2**32], got %zd", max_entries);
-        return NULL;
-    }
-    history_free(A);
-    if (!enabled) Py_RETURN_NONE;
-    gm_history *h = calloc(1, sizeof *h);
-    gm_event *ev = h ? malloc((size_t)max_entries * sizeof *ev) : NULL;
-    if (!ev) {
-        free(h);
-        return PyErr_NoMemory();
-    }
-    h->ev = ev;
-    h->cap = (size_t)max_entries;
-    h->t0 = now_ns();
-    A->history = h;
-    Py_RETURN_NONE;
-}
-
-/* get_history(device) -> [(t_ns, delta_bytes, category, scope, allocated_after, kind), ...], oldest first. */
-static PyObject *py_get_history(PyObject *self, PyObject *arg) {
-    gm_allocator *A = parse_allocator(arg);
-    if (!A) return NULL;
-    gm_history *h = A->history;
-    PyObject *list = PyList_New(h ? (Py_ssize_t)h->count : 0);
-    if (!list || !h) return list;
-    size_t first = (h->head + h->cap - h->count) % h->cap;
-    for (size_t i = 0; i < h->count; i++) {
-        const gm_event *e = &h->ev[(first + i) % h->cap];
-        PyObject *t = Py_BuildValue("(LLssLs)", (long long)e->t_ns, (long long)e->delta,
-                                    gm_category_names[(int)e->category], e->scope, (long long)e->allocated,
-                                    event_kinds[(int)e->kind]);
-        if (!t) {
-            Py_DECREF(list);
-            return NULL;
-        }
-        PyList_SET_ITEM(list, (Py_ssize_t)i, t);
-    }
-    return list;
-}
-
-static PyObject *py_history_enabled(PyObject *self, PyObject *arg) {
-    gm_allocator *A = parse_allocator(arg);
-    if (!A) return NULL;
-    return PyBool_FromLong(A->history != NULL);
-}
-
-PyMethodDef gm_allocator_methods[] = {
-    {"memory_stats", py_memory_stats, METH_O, "Allocator statistics of a device as a dict."},
-    {"memory_allocated", py_memory_allocated, METH_O, "Bytes in live blocks on a device."},
-    {"max_memory_allocated", py_max_memory_allocated, METH_O, "Peak bytes in live blocks since the last reset."},
-    {"memory_reserved", py_memory_reserved, METH_O, "Bytes held in segments (live + cached)."},
-    {"reset_peak_memory_stats", py_reset_peak, METH_O, "Set every peak to its current value."},
-    {"empty_cache", py_empty_cache, METH_O, "Release cached segments; returns the bytes released."},
-    {"set_limit", py_set_limit, METH_VARARGS, "Cap a device's reserved bytes (None: no cap)."},
-    {"get_limit", py_get_limit, METH_O, "The device's limit in bytes, or None."},
-    {"memory_capacity", py_memory_capacity, METH_O, "Bytes the device has."},
-    {"set_meta_capacity", py_set_meta_capacity, METH_O, "Capacity the meta device pretends to have."},
-    {"set_category", py_set_category, METH_O, "Set this thread's allocation category; returns the previous."},
-    {"get_category", py_get_category, METH_NOARGS, "This thread's allocation category."},
-    {"set_scope", py_set_scope, METH_O, "Set this thread's allocation scope; returns the previous."},
-    {"get_scope", py_get_scope, METH_NOARGS, "This thread's allocation scope."},
-    {"record_history", py_record_history, METH_VARARGS,
-     "record_history(device, enabled, max_entries): start a fresh ring of allocation events, or stop and free it."},
-    {"get_history", py_get_history, METH_O,
-     "Recorded events, oldest first: (t_ns, delta_bytes, category, scope, allocated_after, kind)."},
-    {"history_enabled", py_history_enabled, METH_O, "Whether a device is recording its history."},
-    {"label_unnamed", py_label_unnamed, METH_VARARGS,
-     "label_unnamed(tensor, label): name the tensor's block in memory reports unless it is named already."},
-    {NULL, NULL, 0, NULL},
-};

@@ -1,6 +1,14 @@
 /* csrc/gm.h — the C core's shared declarations: devices, storage, the Tensor object, the allocator's
  * interface, and the helpers every op file uses (argument parsing, errors, output allocation).
- * Each op family lives in its own csrc/ops_*.c and exports a PyMethodDef table that module.c gathers. */
+ * Each op family lives in its own csrc/ops_*.c and exports a PyMethodDef table that module.c gathers.
+ *
+ * The files call one way (tools/c_layers.py draws the graph; tests/test_layers_c.py keeps it acyclic), bottom up:
+ *   device.c errors.c category.c threads.c meta_target.c   names, exceptions, per-thread state (use nothing here)
+ *   args.c cuda.c                                          argument helpers; CUDA contexts, copies, segments
+ *   alloc_report.c, allocator.c, alloc_stats.c             the caching allocator (allocator.h)
+ *   tensor.c, ophelpers.c, transfer.c                      the Tensor object, op helpers, copies across devices
+ *   ops_*.c random.c numpy.c tensor_views.c tensor_type.c  the ops and the Python face of Tensor
+ *   module.c                                               gathers the method tables */
 #ifndef GM_H
 #define GM_H
 
@@ -17,12 +25,13 @@ typedef struct {
 } gm_device;
 
 static inline int gm_device_eq(gm_device a, gm_device b) { return a.type == b.type && a.index == b.index; }
-/* Parse "cpu", "meta", "cuda", "cuda:N" (str) into *dev. Returns 0, or -1 with ValueError naming `argname`. */
+/* ---- device.c ---- Parse "cpu", "meta", "cuda", "cuda:N" (str) into *dev. 0, or -1 with ValueError naming
+ * `argname`. */
 int gm_parse_device(PyObject *obj, gm_device *dev, const char *argname);
 /* Writes "cpu" / "meta" / "cuda:N" into buf (>= 16 bytes). */
 const char *gm_device_str(gm_device dev, char *buf);
 
-/* ---- categories and scope (allocator.c) ------------------------------------------------------- */
+/* ---- categories and scope (category.c) -------------------------------------------------------- */
 typedef enum {
     GM_CAT_PARAMETER = 0, GM_CAT_GRADIENT, GM_CAT_OPTIMIZER, GM_CAT_ACTIVATION,
     GM_CAT_WORKSPACE, GM_CAT_INPUT, GM_CAT_OTHER, GM_NCAT
@@ -32,8 +41,12 @@ int gm_current_category(void);
 /* Set this thread's category, returning the previous one: wrap a kernel's scratch allocation as
  *   int prev = gm_swap_category(GM_CAT_WORKSPACE); ws = gm_empty(...); gm_swap_category(prev); */
 int gm_swap_category(int category);
+/* This thread's scope ("features.3 forward"; interned: lives as long as the process). */
+const char *gm_current_scope(void);
+/* A UTF-8 copy of a str that lives as long as the process (NULL + exception on failure). */
+const char *gm_intern(PyObject *str);
 
-/* ---- allocator (allocator.c) ------------------------------------------------------------------ */
+/* ---- allocator (allocator.c; thread-safe: a lock per device, see allocator.h) -------------------- */
 typedef struct gm_block gm_block;
 /* Allocate nbytes on dev, tagged with the current thread's category and scope. Returns NULL with a Python
  * exception set (OutOfMemoryError, or RuntimeError for an unusable device / overflowing size). A zero-byte
@@ -42,6 +55,9 @@ gm_block *gm_alloc(gm_device dev, size_t nbytes);
 /* gm_alloc for callers with a fallback: running out of memory (after releasing the cache and retrying) returns
  * NULL with no exception set and is not counted as an OOM; other failures (unusable device) raise as gm_alloc. */
 gm_block *gm_try_alloc(gm_device dev, size_t nbytes);
+/* For code running without the GIL (cpu and meta only): the policy of gm_try_alloc, NULL on any failure with no
+ * exception set and nothing counted; the caller reports the failure once it holds the GIL again. */
+gm_block *gm_alloc_nogil(gm_device dev, size_t nbytes);
 /* Page-locked host memory (cudaHostAlloc) from the pinned allocator ("cpu-pinned" in the memory statistics).
  * NULL + RuntimeError without CUDA in the build or without a device, OutOfMemoryError as gm_alloc. */
 gm_block *gm_alloc_pinned(size_t nbytes);
@@ -52,10 +68,9 @@ int gm_block_record_stream(gm_block *b, int device);
 void gm_free(gm_block *b);
 char *gm_block_data(const gm_block *b);
 void gm_block_set_category(gm_block *b, int category);
-/* Name a block for OOM reports (the label must outlive it: pass gm_intern's result). */
+/* Name a block for OOM reports (the label must outlive it: pass gm_intern's result); _unnamed keeps a name. */
 void gm_block_set_label(gm_block *b, const char *label);
-/* A UTF-8 copy of a str that lives as long as the process (NULL + exception on failure). */
-const char *gm_intern(PyObject *str);
+void gm_block_label_unnamed(gm_block *b, const char *label);
 int gm_block_category(const gm_block *b);
 
 /* ---- storage: a refcounted byte range owned by one allocator block ------------------------------- */
@@ -97,9 +112,9 @@ typedef struct {
     int output_nr;
 } GMTensor;
 
-extern PyTypeObject *GMTensor_Base;   /* _C.TensorBase */
+extern PyTypeObject *GMTensor_Base;   /* _C.TensorBase (tensor.c; made by tensor_type.c) */
 extern PyTypeObject *GMTensor_Class;  /* the class C creates: gpumemnet.Tensor once registered */
-extern PyObject *GM_OutOfMemoryError;
+extern PyObject *GM_OutOfMemoryError; /* errors.c */
 
 static inline int gm_is_tensor(PyObject *o) { return PyObject_TypeCheck(o, GMTensor_Base); }
 int64_t gm_numel(const GMTensor *t);
@@ -127,7 +142,7 @@ int gm_copy_into(GMTensor *dst, GMTensor *src);
 /* Mark an in-place write (version bump). */
 static inline void gm_bump_version(GMTensor *t) { t->storage->version++; }
 
-/* ---- argument helpers ------------------------------------------------------------------------------ */
+/* ---- argument helpers (args.c) ------------------------------------------------------------------------ */
 /* Parse a shape from an int or a sequence of ints; 0 or -1 + exception naming argname. */
 int gm_parse_shape(PyObject *obj, int *ndim, int64_t *shape, const char *argname);
 /* Like gm_parse_shape but entries may be negative (-1 to infer, negative dims): callers check. */
@@ -143,10 +158,10 @@ int gm_wrap_dim(int64_t dim, int ndim, const char *argname);
 /* Check that every tensor is on `dev`; -1 + RuntimeError naming the op otherwise. */
 int gm_check_same_device(const char *op, GMTensor *a, GMTensor *b);
 
-/* ---- shared by the op families (ophelpers.c) --------------------------------------------------------- */
+/* ---- shared by the op families (ophelpers.c, errors.c) ------------------------------------------------ */
 /* o as a Tensor, or NULL + TypeError "op: argname must be a Tensor, got ...". */
 GMTensor *gm_tensor_arg(PyObject *o, const char *op, const char *argname);
-/* 0 for GM_OK; otherwise -1 + RuntimeError naming op and the status. */
+/* errors.c: 0 for GM_OK; otherwise -1 + RuntimeError naming op and the status. */
 int gm_kernel_status(const char *op, int status);
 /* gm_empty tagged `workspace` (scratch an op frees before it returns). */
 GMTensor *gm_empty_workspace(int ndim, const int64_t *shape, gm_dtype dt, gm_device dev);
@@ -160,11 +175,29 @@ GMTensor *gm_empty_workspace(int ndim, const int64_t *shape, gm_dtype dt, gm_dev
 gm_cuda_ctx *gm_cuda_ctx_for(gm_device dev);
 /* 0 for GM_OK; otherwise -1 + RuntimeError "op: the CUDA kernel failed: <ctx->err>" (or the status). */
 int gm_cuda_kernel_status(const char *op, int status, const gm_cuda_ctx *ctx);
+/* ---- the GIL policy of CPU kernels (threads.c) --------------------------------------------------------------------
+ * A CPU kernel runs without the GIL when its op is large: the largest tensor the op made (gm_empty) or took
+ * (gm_tensor_arg) since the last dispatch on this thread has at least GM_NOGIL_MIN_WORK elements. 32768 elements
+ * take some 10-50 µs in the simplest kernels: from there, giving the GIL away costs well under the work, while a
+ * small op keeps it and its ~1 µs overhead (threads.c says why releasing it is not free). */
+#define GM_NOGIL_MIN_WORK 32768
+extern _Thread_local int64_t gm_op_work;
+static inline void gm_note_work(int64_t n) {
+    if (n > gm_op_work) gm_op_work = n;
+}
+/* The op's size noted so far, forgotten for the next op. */
+static inline int64_t gm_take_work(void) {
+    int64_t n = gm_op_work;
+    gm_op_work = 0;
+    return n;
+}
+
 /* ---- dispatch: one kernel call on a tensor's device -------------------------------------------------------------
  * GM_KERNEL(op, dev, CPU_CALL, CUDA_CALL) runs CPU_CALL (a kernels/cpu call ending in gm_num_threads) on cpu and
  * CUDA_CALL (its kernels/cuda twin ending in `ctx`, the device's context that the macro declares) on cuda:N, and
- * nothing on meta. The GIL is released around a CPU kernel (it computes; it touches no Python object) and kept
- * for a CUDA one (it only queues work on the device's stream). It evaluates to 0, or to -1 with an exception naming
+ * nothing on meta. The GIL is released around a large CPU kernel (it computes and touches no Python object; the
+ * status becomes an exception after the GIL is back) and kept for a CUDA one (it only queues work on the device's
+ * stream). It evaluates to 0, or to -1 with an exception naming
  * op (gm_kernel_status, gm_cuda_kernel_status):
  *     if (GM_KERNEL(op, x->device, relu_forward(out, in, n, gm_num_threads), cuda_relu_forward(out, in, n, ctx)) < 0)
  *         goto fail;
@@ -173,14 +206,18 @@ int gm_cuda_kernel_status(const char *op, int status, const gm_cuda_ctx *ctx);
  * expression, as the build requires GCC or Clang anyway (nvcc's host compiler, _Generic, __builtin overflow). */
 #define GM_KERNEL(op, dev, CPU_CALL, CUDA_CALL)                                                                 \
     ((dev).type == GM_DEV_CPU    ? GM_KERNEL_CPU_(op, CPU_CALL)                                                 \
-     : (dev).type == GM_DEV_CUDA ? GM_KERNEL_CUDA_(op, dev, CUDA_CALL)                                          \
-                                 : 0)
+     : (gm_op_work = 0, (dev).type == GM_DEV_CUDA) ? GM_KERNEL_CUDA_(op, dev, CUDA_CALL)                        \
+                                                   : 0)
 #define GM_KERNEL_CPU_(op, CPU_CALL)                                                                            \
     ({                                                                                                          \
         int gm_st_;                                                                                             \
-        Py_BEGIN_ALLOW_THREADS                                                                                  \
-        gm_st_ = (CPU_CALL);                                                                                    \
-        Py_END_ALLOW_THREADS                                                                                    \
+        if (gm_take_work() >= GM_NOGIL_MIN_WORK) {                                                              \
+            Py_BEGIN_ALLOW_THREADS                                                                              \
+            gm_st_ = (CPU_CALL);                                                                                \
+            Py_END_ALLOW_THREADS                                                                                \
+        } else {                                                                                                \
+            gm_st_ = (CPU_CALL);                                                                                \
+        }                                                                                                       \
         gm_kernel_status(op, gm_st_);                                                                           \
     })
 #ifdef GM_WITH_CUDA
@@ -193,7 +230,8 @@ int gm_cuda_kernel_status(const char *op, int status, const gm_cuda_ctx *ctx);
 #define GM_KERNEL_CUDA_(op, dev, CUDA_CALL) (gm_cuda_ctx_for(dev) ? 0 : -1)
 #endif
 
-/* Copy src into dst when they live on different devices (cpu <-> cuda:N, cuda:N <-> cuda:M): shapes equal,
+/* ---- transfer.c ----
+ * Copy src into dst when they live on different devices (cpu <-> cuda:N, cuda:N <-> cuda:M): shapes equal,
  * any dtypes (cast) and strides. 0, or -1 + exception. gm_copy_into calls it for cross-device pairs. */
 int gm_copy_across(GMTensor *dst, GMTensor *src);
 /* gm_copy_across; with non_blocking, a host-to-device copy from pinned memory returns before it ran (the source
@@ -201,13 +239,21 @@ int gm_copy_across(GMTensor *dst, GMTensor *src);
 int gm_copy_across_async(GMTensor *dst, GMTensor *src, int non_blocking);
 /* A new contiguous tensor on dev holding t's values (same shape and dtype). NULL + exception. */
 GMTensor *gm_to_device(GMTensor *t, gm_device dev);
+/* transfer.c packs and casts on one device with the same-device copy of ops_elementwise.c (gm_copy_into), which
+ * sits above it (copy_ across devices calls gm_copy_across): module.c registers it here at import, so that the
+ * files call one way (DESIGN.md: the higher layer registers a hook into the lower one). */
+void gm_transfer_init(int (*same_device_copy)(GMTensor *dst, GMTensor *src));
 
-/* Thread count for OpenMP loops in csrc (kernels read it through their own argument). */
+/* threads.c: thread count for OpenMP loops in csrc (kernels read it through their own argument). */
 extern int gm_num_threads;
+void gm_threads_init(void);
 
 /* ---- per-family method tables (each ops_*.c defines one, module.c gathers them) ----------------------- */
-extern PyMethodDef gm_tensor_module_methods[];     /* tensor.c: creation, numpy */
-extern PyMethodDef gm_allocator_methods[];         /* allocator.c: stats, limit, category, scope */
+extern PyMethodDef gm_tensor_module_methods[];     /* tensor_type.c: creation, numpy, autograd helpers */
+extern PyMethodDef gm_tensor_view_methods[];       /* tensor_views.c: TensorBase's view methods */
+extern PyMethodDef gm_allocator_methods[];         /* alloc_stats.c: stats, limit, cache, history */
+extern PyMethodDef gm_category_methods[];          /* category.c: category, scope */
+extern PyMethodDef gm_threads_methods[];           /* threads.c: set/get_num_threads */
 extern PyMethodDef gm_elementwise_methods[];       /* ops_elementwise.c */
 extern PyMethodDef gm_reduce_methods[];            /* ops_reduce.c */
 extern PyMethodDef gm_matmul_methods[];            /* ops_matmul.c */
@@ -218,10 +264,11 @@ extern PyMethodDef gm_conv_methods[];              /* ops_conv.c: conv2d, conv_t
 extern PyMethodDef gm_pool_methods[];              /* ops_pool.c: pooling, interpolate */
 extern PyMethodDef gm_nnops_methods[];             /* ops_nnops.c: activations, dropout, norm, softmax, losses */
 extern PyMethodDef gm_optim_methods[];             /* ops_optim.c: fused optimizer steps */
-extern PyMethodDef gm_amp_methods[];
-extern PyMethodDef gm_transfer_methods[];          /* transfer.c: copies between devices */               /* ops_amp.c: GradScaler's fused unscale */
+extern PyMethodDef gm_amp_methods[];               /* ops_amp.c: GradScaler's fused unscale */
+extern PyMethodDef gm_transfer_methods[];          /* transfer.c: copies between devices */
 
 int gm_tensor_type_init(PyObject *module);
 int gm_allocator_init(void);
+int gm_errors_init(PyObject *module); /* errors.c: makes gm.OutOfMemoryError */
 
 #endif

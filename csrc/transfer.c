@@ -7,6 +7,11 @@
  * memcpy with no temporary. Temporaries are tagged `workspace` and freed before returning. */
 #include "gm.h"
 
+/* gm_copy_into (ops_elementwise.c), registered by module.c: transfer.c sits below the ops (gm.h). */
+static int (*copy_same_device)(GMTensor *dst, GMTensor *src);
+
+void gm_transfer_init(int (*same_device_copy)(GMTensor *dst, GMTensor *src)) { copy_same_device = same_device_copy; }
+
 #ifdef GM_WITH_CUDA
 /* csrc/cuda.c */
 int gm_cuda_copy(int i, void *dst, const void *src, size_t n, int kind);
@@ -75,7 +80,7 @@ int gm_copy_across_async(GMTensor *dst, GMTensor *src, int non_blocking) {
     GMTensor *from = src;
     if (!gm_is_contiguous(src)) {
         packed = gm_empty_workspace(src->ndim, src->shape, src->dtype, src->device);
-        if (!packed || gm_copy_into(packed, src) < 0) goto done;
+        if (!packed || copy_same_device(packed, src) < 0) goto done;
         from = packed;
     }
     /* 2. straight into dst when it has the same layout, otherwise into a landing tensor on dst's device */
@@ -91,7 +96,7 @@ int gm_copy_across_async(GMTensor *dst, GMTensor *src, int non_blocking) {
         after_pinned_upload(from->storage->block, to->device.index, non_blocking) < 0)
         goto done;
     /* 3. strides, broadcasting and the dtype cast happen on dst's device */
-    if (landed && gm_copy_into(dst, landed) < 0) goto done;
+    if (landed && copy_same_device(dst, landed) < 0) goto done;
     gm_bump_version(dst);
     rc = 0;
 done:
@@ -122,7 +127,7 @@ static PyObject *py_to_device(PyObject *self, PyObject *args) {
     if (!t || gm_parse_device(devo, &dev, "device") < 0) return NULL;
     if (gm_device_eq(t->device, dev)) {
         GMTensor *out = gm_empty(t->ndim, t->shape, t->dtype, dev);
-        if (out && gm_copy_into(out, t) < 0) Py_CLEAR(out);
+        if (out && copy_same_device(out, t) < 0) Py_CLEAR(out);
         return (PyObject *)out;
     }
     GMTensor *out = gm_empty(t->ndim, t->shape, t->dtype, dev);
@@ -141,7 +146,7 @@ static PyObject *py_pin_memory(PyObject *self, PyObject *arg) {
     }
     if (gm_block_is_pinned(t->storage->block)) return Py_NewRef(arg);
     GMTensor *out = gm_empty_pinned(t->ndim, t->shape, t->dtype);
-    if (out && gm_copy_into(out, t) < 0) Py_CLEAR(out);
+    if (out && copy_same_device(out, t) < 0) Py_CLEAR(out);
     return (PyObject *)out;
 }
 

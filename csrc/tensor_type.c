@@ -1,0 +1,398 @@
+/* csrc/tensor_type.c — the Python face of the Tensor: the TensorBase type (lifetime, attributes, the autograd
+ * slots Python reads, item()), the creation functions that run no kernel (empty, arange) and the registration of
+ * the Python subclass. The object underneath (storage, gm_empty, gm_view) is tensor.c; views are tensor_views.c;
+ * numpy() is numpy.c. This file sits above them all (and above transfer.c: item() and arange() on CUDA go
+ * through the host), which is why it, not tensor.c, makes the type. */
+#include "gm.h"
+#include <math.h>
+#include <structmember.h>
+
+static int tensor_traverse(GMTensor *self, visitproc visit, void *arg) {
+    Py_VISIT(self->grad);
+    Py_VISIT(self->grad_fn);
+    Py_VISIT(self->hooks);
+    Py_VISIT(self->name);
+    Py_VISIT(self->grad_acc);
+    return 0;
+}
+
+static int tensor_clear(GMTensor *self) {
+    Py_CLEAR(self->grad);
+    Py_CLEAR(self->grad_fn);
+    Py_CLEAR(self->hooks);
+    Py_CLEAR(self->name);
+    Py_CLEAR(self->grad_acc);
+    return 0;
+}
+
+static void tensor_dealloc(GMTensor *self) {
+    PyObject_GC_UnTrack(self);
+    if (self->weakreflist) PyObject_ClearWeakRefs((PyObject *)self);
+    tensor_clear(self);
+    gm_storage_decref(self->storage);
+    self->storage = NULL;
+    PyTypeObject *tp = Py_TYPE(self);
+    tp->tp_free((PyObject *)self);
+}
+
+static PyObject *tensor_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    PyErr_SetString(PyExc_TypeError, "create tensors with gpumemnet.tensor(...), zeros, empty, ... "
+                    "rather than calling the class");
+    return NULL;
+}
+
+/* ---- attributes ----------------------------------------------------------------------------------------- */
+static PyObject *get_shape(GMTensor *self, void *c) {
+    PyObject *t = PyTuple_New(self->ndim);
+    for (int i = 0; t && i < self->ndim; i++) PyTuple_SET_ITEM(t, i, PyLong_FromLongLong(self->shape[i]));
+    return t;
+}
+
+static PyObject *get_strides(GMTensor *self, void *c) {
+    PyObject *t = PyTuple_New(self->ndim);
+    for (int i = 0; t && i < self->ndim; i++) PyTuple_SET_ITEM(t, i, PyLong_FromLongLong(self->strides[i]));
+    return t;
+}
+
+static PyObject *get_dtype(GMTensor *self, void *c) { return PyLong_FromLong(self->dtype); }
+static PyObject *get_device(GMTensor *self, void *c) {
+    char buf[16];
+    return PyUnicode_FromString(gm_device_str(self->device, buf));
+}
+static PyObject *get_ndim(GMTensor *self, void *c) { return PyLong_FromLong(self->ndim); }
+static PyObject *get_offset(GMTensor *self, void *c) { return PyLong_FromLongLong(self->offset); }
+static PyObject *get_version(GMTensor *self, void *c) { return PyLong_FromLongLong(self->storage->version); }
+static PyObject *get_storage_id(GMTensor *self, void *c) { return PyLong_FromVoidPtr(self->storage); }
+static PyObject *get_storage_nbytes(GMTensor *self, void *c) { return PyLong_FromSize_t(self->storage->nbytes); }
+static PyObject *get_data_ptr(GMTensor *self, void *c) { return PyLong_FromVoidPtr(gm_tensor_data(self)); }
+static PyObject *get_is_meta(GMTensor *self, void *c) { return PyBool_FromLong(self->device.type == GM_DEV_META); }
+static PyObject *get_is_pinned(GMTensor *self, void *c) {
+    return PyBool_FromLong(gm_block_is_pinned(self->storage->block));
+}
+
+static PyObject *get_category(GMTensor *self, void *c) {
+    return PyUnicode_FromString(gm_category_names[gm_block_category(self->storage->block)]);
+}
+
+static int set_category(GMTensor *self, PyObject *value, void *c) {
+    const char *name = value && PyUnicode_Check(value) ? PyUnicode_AsUTF8(value) : NULL;
+    for (int i = 0; name && i < GM_NCAT; i++) {
+        if (strcmp(name, gm_category_names[i]) == 0) {
+            gm_block_set_category(self->storage->block, i);
+            return 0;
+        }
+    }
+    PyErr_Format(PyExc_ValueError, "_category: expected one of parameter, gradient, optimizer, activation, "
+                 "workspace, input, other; got %R", value);
+    return -1;
+}
+
+static PyObject *get_name(GMTensor *self, void *c) { return Py_NewRef(self->name ? self->name : Py_None); }
+
+/* The name also labels the storage's block, so an out-of-memory report can list "fc1.weight 2.17 GiB". */
+static int set_name(GMTensor *self, PyObject *value, void *c) {
+    if (value && value != Py_None) {
+        if (!PyUnicode_Check(value)) {
+            PyErr_Format(PyExc_TypeError, "_name: expected a str or None, got %.100s", Py_TYPE(value)->tp_name);
+            return -1;
+        }
+        const char *label = gm_intern(value);
+        if (!label) return -1;
+        gm_block_set_label(self->storage->block, label);
+    }
+    PyObject *old = self->name;
+    self->name = (value && value != Py_None) ? Py_NewRef(value) : NULL;
+    Py_XDECREF(old);
+    return 0;
+}
+
+static PyObject *get_requires_grad(GMTensor *self, void *c) { return PyBool_FromLong(self->requires_grad); }
+
+static int set_requires_grad(GMTensor *self, PyObject *value, void *c) {
+    int v = value ? PyObject_IsTrue(value) : 0;
+    if (v < 0) return -1;
+    if (v && !gm_dtype_is_float(self->dtype)) {
+        PyErr_Format(PyExc_RuntimeError, "requires_grad: only tensors of floating point dtype can require "
+                     "gradients, this one is %s", gm_dtype_name(self->dtype));
+        return -1;
+    }
+    self->requires_grad = v;
+    return 0;
+}
+
+static PyObject *get_grad(GMTensor *self, void *c) { return Py_NewRef(self->grad ? self->grad : Py_None); }
+
+static int set_grad(GMTensor *self, PyObject *value, void *c) {
+    if (value && value != Py_None) {
+        if (!gm_is_tensor(value)) {
+            PyErr_Format(PyExc_TypeError, "grad: expected a Tensor or None, got %.100s", Py_TYPE(value)->tp_name);
+            return -1;
+        }
+        GMTensor *g = (GMTensor *)value;
+        int same = g->ndim == self->ndim && g->dtype == self->dtype && gm_device_eq(g->device, self->device);
+        for (int i = 0; same && i < self->ndim; i++) same = g->shape[i] == self->shape[i];
+        if (!same) {
+            char a[GM_SHAPE_BUF], b[GM_SHAPE_BUF];
+            PyErr_Format(PyExc_ValueError, "grad: assigned gradient of shape %s and dtype %s does not match the "
+                         "tensor's shape %s and dtype %s", gm_shape_str(g->ndim, g->shape, a),
+                         gm_dtype_name(g->dtype), gm_shape_str(self->ndim, self->shape, b),
+                         gm_dtype_name(self->dtype));
+            return -1;
+        }
+    }
+    PyObject *old = self->grad;
+    self->grad = (value && value != Py_None) ? Py_NewRef(value) : NULL;
+    Py_XDECREF(old);
+    return 0;
+}
+
+static PyGetSetDef tensor_getset[] = {
+    {"shape", (getter)get_shape, NULL, "The size of each dimension.", NULL},
+    {"_strides", (getter)get_strides, NULL, "Strides in elements.", NULL},
+    {"_dtype", (getter)get_dtype, NULL, "dtype code.", NULL},
+    {"_device", (getter)get_device, NULL, "Device string.", NULL},
+    {"ndim", (getter)get_ndim, NULL, "Number of dimensions.", NULL},
+    {"_offset", (getter)get_offset, NULL, "Offset into the storage, in elements.", NULL},
+    {"_version", (getter)get_version, NULL, "In-place write counter of the storage.", NULL},
+    {"_storage_id", (getter)get_storage_id, NULL, "Identity of the storage (equal for views).", NULL},
+    {"_storage_nbytes", (getter)get_storage_nbytes, NULL, "Bytes of the storage.", NULL},
+    {"_data_ptr", (getter)get_data_ptr, NULL, "Address of the first element.", NULL},
+    {"is_meta", (getter)get_is_meta, NULL, "True for meta (shape-only) tensors.", NULL},
+    {"_is_pinned", (getter)get_is_pinned, NULL, "True when the storage is pinned host memory (pin_memory).", NULL},
+    {"_category", (getter)get_category, (setter)set_category, "Memory category of the storage.", NULL},
+    {"requires_grad", (getter)get_requires_grad, (setter)set_requires_grad, "Whether autograd records ops.", NULL},
+    {"grad", (getter)get_grad, (setter)set_grad, "Accumulated gradient, or None.", NULL},
+    {"_name", (getter)get_name, (setter)set_name, "Name used in memory reports (labels the storage).", NULL},
+    {NULL},
+};
+
+static PyMemberDef tensor_members[] = {
+    {"grad_fn", T_OBJECT, offsetof(GMTensor, grad_fn), 0, "The autograd node that made this tensor."},
+    {"_hooks", T_OBJECT, offsetof(GMTensor, hooks), 0, "Gradient hooks."},
+    {"_grad_acc", T_OBJECT, offsetof(GMTensor, grad_acc), 0, "A leaf's gradient accumulator node."},
+    {"_retains_grad", T_BOOL, offsetof(GMTensor, retains_grad), 0, "Whether a non-leaf keeps .grad."},
+    {"_is_param", T_BOOL, offsetof(GMTensor, is_param), 0, "Whether this tensor is an nn.Parameter."},
+    {"_is_view", T_BOOL, offsetof(GMTensor, is_view), 0, "Made by a recorded view of a tensor in a graph."},
+    {"_output_nr", T_INT, offsetof(GMTensor, output_nr), 0, "Which output of grad_fn this is."},
+    {NULL},
+};
+
+static PyObject *tensor_item(GMTensor *self, PyObject *unused) {
+    if (gm_numel(self) != 1) {
+        char a[GM_SHAPE_BUF];
+        PyErr_Format(PyExc_ValueError, "item: only a tensor with one element can be converted to a Python "
+                     "number, this one has shape %s", gm_shape_str(self->ndim, self->shape, a));
+        return NULL;
+    }
+    if (self->device.type == GM_DEV_CUDA) { /* one element to the host (waits for the kernels that write it) */
+        GMTensor *host = gm_to_device(self, (gm_device){GM_DEV_CPU, 0});
+        if (!host) return NULL;
+        PyObject *v = tensor_item(host, NULL);
+        Py_DECREF(host);
+        return v;
+    }
+    if (self->device.type != GM_DEV_CPU) {
+        PyErr_SetString(PyExc_RuntimeError, "item: a meta tensor has no data (it only has a shape)");
+        return NULL;
+    }
+    const char *p = gm_tensor_data(self);
+    if (self->dtype == GM_I64) { int64_t v; memcpy(&v, p, 8); return PyLong_FromLongLong(v); }
+    if (self->dtype == GM_BOOL) return PyBool_FromLong(*p != 0);
+    return PyFloat_FromDouble(gm_load_f64(p, self->dtype));
+}
+
+extern PyObject *gm_tensor_numpy(GMTensor *self, PyObject *unused); /* numpy.c */
+
+/* The method table is gathered from the files that define the methods (views in tensor_views.c, numpy() in
+ * numpy.c), so that each stays with its concern and the type, which names them all, sits above them. */
+static PyMethodDef tensor_methods[32];
+
+static int gather_methods(void) {
+    const PyMethodDef own[] = {
+        {"item", (PyCFunction)tensor_item, METH_NOARGS, "The value of a one-element tensor as a Python number."},
+        {"numpy", (PyCFunction)gm_tensor_numpy, METH_NOARGS, "A NumPy array sharing this CPU tensor's memory."},
+    };
+    size_t n = 0, cap = sizeof tensor_methods / sizeof tensor_methods[0] - 1; /* keep the NULL sentinel */
+    for (const PyMethodDef *m = gm_tensor_view_methods; m->ml_name; m++) {
+        if (n == cap) return -1;
+        tensor_methods[n++] = *m;
+    }
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) {
+        if (n == cap) return -1;
+        tensor_methods[n++] = own[i];
+    }
+    return 0;
+}
+
+static PyTypeObject TensorBaseType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "gpumemnet._C.TensorBase",
+    .tp_basicsize = sizeof(GMTensor),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "The C part of gpumemnet.Tensor: storage, geometry, dtype, device.",
+    .tp_new = tensor_new,
+    .tp_dealloc = (destructor)tensor_dealloc,
+    .tp_traverse = (traverseproc)tensor_traverse,
+    .tp_clear = (inquiry)tensor_clear,
+    .tp_weaklistoffset = offsetof(GMTensor, weakreflist),
+    .tp_methods = tensor_methods,
+    .tp_members = tensor_members,
+    .tp_getset = tensor_getset,
+};
+
+/* ---- creation ---------------------------------------------------------------------------------------- */
+static PyObject *py_set_tensor_class(PyObject *self, PyObject *cls) {
+    if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, GMTensor_Base)) {
+        PyErr_SetString(PyExc_TypeError, "_set_tensor_class: expected a subclass of TensorBase");
+        return NULL;
+    }
+    if (((PyTypeObject *)cls)->tp_basicsize != GMTensor_Base->tp_basicsize) {
+        PyErr_SetString(PyExc_TypeError, "_set_tensor_class: the subclass must declare __slots__ = ()");
+        return NULL;
+    }
+    Py_INCREF(cls);
+    Py_XDECREF(GMTensor_Class == GMTensor_Base ? NULL : (PyObject *)GMTensor_Class);
+    GMTensor_Class = (PyTypeObject *)cls;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_empty(PyObject *self, PyObject *args) {
+    PyObject *shp, *dto, *devo;
+    int ndim, pin = 0;
+    int64_t shape[GM_MAX_DIMS];
+    gm_dtype dt;
+    gm_device dev;
+    if (!PyArg_ParseTuple(args, "OOO|p:empty", &shp, &dto, &devo, &pin)) return NULL;
+    if (gm_parse_shape(shp, &ndim, shape, "size") < 0 || gm_parse_dtype(dto, &dt, "dtype") < 0 ||
+        gm_parse_device(devo, &dev, "device") < 0)
+        return NULL;
+    if (!pin) return (PyObject *)gm_empty(ndim, shape, dt, dev);
+    if (dev.type != GM_DEV_CPU) {
+        char dn[16];
+        return PyErr_Format(PyExc_RuntimeError, "empty: pin_memory=True needs device='cpu' (pinned memory is host "
+                            "memory), got device='%s'", gm_device_str(dev, dn));
+    }
+    return (PyObject *)gm_empty_pinned(ndim, shape, dt);
+}
+
+static PyObject *py_arange(PyObject *self, PyObject *args) {
+    double start, end, step;
+    PyObject *dto, *devo;
+    gm_dtype dt;
+    gm_device dev;
+    if (!PyArg_ParseTuple(args, "dddOO:arange", &start, &end, &step, &dto, &devo)) return NULL;
+    if (gm_parse_dtype(dto, &dt, "dtype") < 0 || gm_parse_device(devo, &dev, "device") < 0) return NULL;
+    if (step == 0 || step != step || start != start || end != end) {
+        PyErr_Format(PyExc_ValueError, "arange: step must be non-zero and bounds finite (start=%g, end=%g, "
+                     "step=%g)", start, end, step);
+        return NULL;
+    }
+    if ((end - start) / step < 0) {
+        PyErr_Format(PyExc_ValueError, "arange: the bounds start=%g, end=%g are inconsistent with step=%g",
+                     start, end, step);
+        return NULL;
+    }
+    double count = ceil((end - start) / step);
+    if (count > 9.0e18) {
+        PyErr_Format(PyExc_ValueError, "arange: %g elements are too many", count);
+        return NULL;
+    }
+    int64_t n = (int64_t)count;
+    if (dev.type == GM_DEV_CUDA) { /* made on the host and uploaded: arange is never hot */
+        PyObject *a = Py_BuildValue("dddOs", start, end, step, dto, "cpu");
+        int prev = gm_swap_category(GM_CAT_WORKSPACE);
+        GMTensor *host = a ? (GMTensor *)py_arange(self, a) : NULL;
+        gm_swap_category(prev);
+        Py_XDECREF(a);
+        if (!host) return NULL;
+        GMTensor *t = gm_to_device(host, dev);
+        Py_DECREF(host);
+        return (PyObject *)t;
+    }
+    GMTensor *t = gm_empty(1, &n, dt, dev);
+    if (!t || dev.type != GM_DEV_CPU) return (PyObject *)t;
+    char *p = gm_tensor_data(t);
+    for (int64_t i = 0; i < n; i++) {
+        double v = start + (double)i * step;
+        switch (dt) {
+        case GM_F32: ((float *)p)[i] = (float)v; break;
+        case GM_F64: ((double *)p)[i] = v; break;
+        case GM_F16: ((uint16_t *)p)[i] = gm_float_to_half((float)v); break;
+        case GM_BF16: ((uint16_t *)p)[i] = gm_float_to_bf16((float)v); break;
+        case GM_I64: ((int64_t *)p)[i] = (int64_t)v; break;
+        default: ((uint8_t *)p)[i] = v != 0; break;
+        }
+    }
+    return (PyObject *)t;
+}
+
+extern PyObject *gm_py_from_numpy(PyObject *self, PyObject *args, PyObject *kwargs); /* numpy.c */
+
+/* _grads_free(list) -> tuple of bools: which gradients the autograd engine may hand over to a backward to write
+ * its result into. A gradient is free when the list holds the only reference to it (no hook, no retained .grad,
+ * no capture, no NumPy array, no second consumer holds it: each would hold a reference) and no other tensor
+ * shares its storage (no view of it is alive). Only reference counts can tell this, hence C. */
+static PyObject *py_grads_free(PyObject *self, PyObject *list) {
+    if (!PyList_Check(list)) {
+        PyErr_Format(PyExc_TypeError, "_grads_free: expected a list, got %s", Py_TYPE(list)->tp_name);
+        return NULL;
+    }
+    const Py_ssize_t n = PyList_GET_SIZE(list);
+    PyObject *res = PyTuple_New(n);
+    if (!res) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *o = PyList_GET_ITEM(list, i); /* borrowed: the list's reference is the one counted */
+        int free_ = 0;
+        if (PyObject_TypeCheck(o, GMTensor_Base)) {
+            GMTensor *t = (GMTensor *)o;
+            free_ = Py_REFCNT(o) == 1 && t->storage->refcount == 1 && !t->requires_grad &&
+                    (!t->grad_fn || t->grad_fn == Py_None);
+        }
+        PyTuple_SET_ITEM(res, i, Py_NewRef(free_ ? Py_True : Py_False));
+    }
+    return res;
+}
+
+/* label_unnamed(tensor, label): name the tensor's block in memory reports ("activation saved by features.3
+ * (Conv2d)") unless it has a name already (a parameter's "fc1.weight" stays). Autograd calls it when it keeps a
+ * tensor for backward; the label goes with the block, so reusing the block (gm_alloc) forgets it. */
+static PyObject *py_label_unnamed(PyObject *self, PyObject *args) {
+    PyObject *t, *label;
+    if (!PyArg_ParseTuple(args, "OU:label_unnamed", &t, &label)) return NULL;
+    if (!gm_is_tensor(t)) {
+        PyErr_Format(PyExc_TypeError, "label_unnamed: expected a Tensor, got %.100s", Py_TYPE(t)->tp_name);
+        return NULL;
+    }
+    gm_storage *st = ((GMTensor *)t)->storage;
+    if (st && st->block) {
+        const char *s = gm_intern(label);
+        if (!s) return NULL;
+        gm_block_label_unnamed(st->block, s);
+    }
+    Py_RETURN_NONE;
+}
+
+PyMethodDef gm_tensor_module_methods[] = {
+    {"_set_tensor_class", py_set_tensor_class, METH_O, "Register the Python Tensor class C creates."},
+    {"empty", py_empty, METH_VARARGS, "empty(shape, dtype, device, pin_memory=False): uninitialised tensor."},
+    {"arange", py_arange, METH_VARARGS, "arange(start, end, step, dtype, device)."},
+    {"from_numpy", (PyCFunction)(void (*)(void))gm_py_from_numpy, METH_VARARGS | METH_KEYWORDS,
+     "from_numpy(array, dtype=None, device='cpu'): copy an ndarray into tracked storage."},
+    {"_grads_free", py_grads_free, METH_O, "Which gradients in a list nothing else references (autograd)."},
+    {"label_unnamed", py_label_unnamed, METH_VARARGS,
+     "label_unnamed(tensor, label): name the tensor's block in memory reports unless it is named already."},
+    {NULL},
+};
+
+int gm_tensor_type_init(PyObject *module) {
+    if (gather_methods() < 0) {
+        PyErr_SetString(PyExc_SystemError, "gpumemnet: the Tensor method table is too small");
+        return -1;
+    }
+    if (PyType_Ready(&TensorBaseType) < 0) return -1;
+    GMTensor_Base = &TensorBaseType;
+    GMTensor_Class = &TensorBaseType;
+    Py_INCREF(&TensorBaseType);
+    if (PyModule_AddObject(module, "TensorBase", (PyObject *)&TensorBaseType) < 0) return -1;
+    return 0;
+}
