@@ -5,6 +5,7 @@
 #define GM_OPS_NN_INTERNAL_H
 
 #include "gm.h"
+#include "ops_util.h"
 
 #include <stdio.h>
 
@@ -59,14 +60,7 @@ static inline int unit_interval_arg(const char *op, double v, const char *rule) 
 
 static inline int on_cpu(const GMTensor *t) { return t->device.type == GM_DEV_CPU; }
 static inline int on_cuda(const GMTensor *t) { return t->device.type == GM_DEV_CUDA; }
-static inline void *data(GMTensor *t) { return t ? (void *)gm_tensor_data(t) : NULL; }
-
-/* Py_XDECREF of each listed tensor, left to right (the order the allocator sees them freed in). */
-static inline void release_each(GMTensor *const *ts, size_t n) {
-    for (size_t i = 0; i < n; i++) Py_XDECREF(ts[i]);
-}
-#define RELEASE(...)                                                                                           \
-    release_each((GMTensor *const[]){__VA_ARGS__}, sizeof((GMTensor *const[]){__VA_ARGS__}) / sizeof(GMTensor *))
+static inline void *data(GMTensor *t) { return data_or_null(t); }
 
 /* (a | None, b | None) as a new tuple, the two slots of a backward's optional gradients. */
 static inline PyObject *pair_or_none(GMTensor *a, GMTensor *b) {
@@ -118,24 +112,24 @@ static inline int inplace_writeback(GMTensor *x, GMTensor *xc) {
 /* ---- the entry points (registered in ops_nnops.c) ------------------------------------------------------ */
 
 /* ops_activation.c */
-PyObject *gm_py_activation(PyObject *self, PyObject *args, PyObject *kwargs);
-PyObject *gm_py_activation_backward(PyObject *self, PyObject *args, PyObject *kwargs);
-PyObject *gm_py_softmax(PyObject *self, PyObject *args, PyObject *kwargs);
-PyObject *gm_py_softmax_backward(PyObject *self, PyObject *args, PyObject *kwargs);
+GM_PY_KW_DECL(activation);
+GM_PY_KW_DECL(activation_backward);
+GM_PY_KW_DECL(softmax);
+GM_PY_KW_DECL(softmax_backward);
 /* ops_dropout.c */
-PyObject *gm_py_dropout(PyObject *self, PyObject *args, PyObject *kwargs);
+GM_PY_KW_DECL(dropout);
 PyObject *gm_py_dropout_backward(PyObject *self, PyObject *args);
 /* ops_norm.c */
-PyObject *gm_py_batch_norm(PyObject *self, PyObject *args, PyObject *kwargs);
-PyObject *gm_py_batch_norm_backward(PyObject *self, PyObject *args, PyObject *kwargs);
+GM_PY_KW_DECL(batch_norm);
+GM_PY_KW_DECL(batch_norm_backward);
 /* ops_loss.c */
-PyObject *gm_py_cross_entropy(PyObject *self, PyObject *args, PyObject *kwargs);
-PyObject *gm_py_cross_entropy_backward(PyObject *self, PyObject *args, PyObject *kwargs);
-PyObject *gm_py_nll_loss(PyObject *self, PyObject *args, PyObject *kwargs);
-PyObject *gm_py_nll_loss_backward(PyObject *self, PyObject *args, PyObject *kwargs);
-PyObject *gm_py_pointwise_loss(PyObject *self, PyObject *args, PyObject *kwargs);
-PyObject *gm_py_pointwise_loss_backward(PyObject *self, PyObject *args, PyObject *kwargs);
-PyObject *gm_py_bce_with_logits(PyObject *self, PyObject *args, PyObject *kwargs);
-PyObject *gm_py_bce_with_logits_backward(PyObject *self, PyObject *args, PyObject *kwargs);
+GM_PY_KW_DECL(cross_entropy);
+GM_PY_KW_DECL(cross_entropy_backward);
+GM_PY_KW_DECL(nll_loss);
+GM_PY_KW_DECL(nll_loss_backward);
+GM_PY_KW_DECL(pointwise_loss);
+GM_PY_KW_DECL(pointwise_loss_backward);
+GM_PY_KW_DECL(bce_with_logits);
+GM_PY_KW_DECL(bce_with_logits_backward);
 
 #endif
