@@ -510,6 +510,26 @@ fail:
     return NULL;
 }
 
+/* clamp(x[0], x[1], x[2]) or, with is_where, where(x[0], x[1], x[2]) into res over the broadcast shape: the two
+ * kernels share one signature (x[1] and x[2] a tensor or a scalar each). Nothing runs on meta or when res is
+ * empty. 0, or -1 + exception. */
+static int ew_run3(const char *name, int is_where, GMTensor *res, ew_arg *x, gm_dtype cdt, int ndim,
+                   const int64_t *shape, gm_device dev) {
+    int64_t n = gm_numel(res);
+    if (dev.type == GM_DEV_META || n == 0) return 0;
+    int64_t so[GM_MAX_DIMS];
+    gm_byte_strides(res, so);
+    int rc;
+    EW_DISPATCH(rc, name, dev, n,
+                (is_where ? elementwise_where_forward : elementwise_clamp_forward)(
+                    gm_tensor_data(res), so, ew_data(&x[0]), x[0].bst, ew_data(&x[1]), x[1].bst, ew_scalar(&x[1]),
+                    ew_data(&x[2]), x[2].bst, ew_scalar(&x[2]), cdt, ndim, shape, gm_num_threads),
+                (is_where ? cuda_elementwise_where_forward : cuda_elementwise_clamp_forward)(
+                    gm_tensor_data(res), so, ew_data(&x[0]), x[0].bst, ew_data(&x[1]), x[1].bst, ew_scalar(&x[1]),
+                    ew_data(&x[2]), x[2].bst, ew_scalar(&x[2]), cdt, ndim, shape, ctx));
+    return rc;
+}
+
 /* ---- clamp ---------------------------------------------------------------------------------------------------- */
 static PyObject *py_clamp(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *kwlist[] = {"a", "min", "max", "out", NULL};
@@ -542,20 +562,7 @@ static PyObject *py_clamp(PyObject *self, PyObject *args, PyObject *kwargs) {
     if (!(res = ew_output(name, out, cdt, ndim, shape, dev))) return NULL;
     for (int i = 0; i < 3; i++)
         if (ew_prepare(name, &x[i], cdt, res, ndim, shape) < 0) goto fail;
-    int64_t n = gm_numel(res);
-    if (dev.type != GM_DEV_META && n > 0) {
-        int64_t so[GM_MAX_DIMS];
-        gm_byte_strides(res, so);
-        int rc;
-        EW_DISPATCH(rc, name, dev, n,
-                    elementwise_clamp_forward(gm_tensor_data(res), so, ew_data(&x[0]), x[0].bst, ew_data(&x[1]),
-                                              x[1].bst, ew_scalar(&x[1]), ew_data(&x[2]), x[2].bst, ew_scalar(&x[2]),
-                                              cdt, ndim, shape, gm_num_threads),
-                    cuda_elementwise_clamp_forward(gm_tensor_data(res), so, ew_data(&x[0]), x[0].bst, ew_data(&x[1]),
-                                                   x[1].bst, ew_scalar(&x[1]), ew_data(&x[2]), x[2].bst,
-                                                   ew_scalar(&x[2]), cdt, ndim, shape, ctx));
-        if (rc < 0) goto fail;
-    }
+    if (ew_run3(name, 0, res, x, cdt, ndim, shape, dev) < 0) goto fail;
     ew_release(x, 3);
     return ew_finish(name, res, out);
 fail:
@@ -590,20 +597,7 @@ static PyObject *py_where(PyObject *self, PyObject *args) {
     if (ew_prepare(name, &x[0], GM_BOOL, NULL, ndim, shape) < 0 ||
         ew_prepare(name, &x[1], cdt, NULL, ndim, shape) < 0 || ew_prepare(name, &x[2], cdt, NULL, ndim, shape) < 0)
         goto fail;
-    int64_t n = gm_numel(res);
-    if (dev.type != GM_DEV_META && n > 0) {
-        int64_t so[GM_MAX_DIMS];
-        gm_byte_strides(res, so);
-        int rc;
-        EW_DISPATCH(rc, name, dev, n,
-                    elementwise_where_forward(gm_tensor_data(res), so, ew_data(&x[0]), x[0].bst, ew_data(&x[1]),
-                                              x[1].bst, ew_scalar(&x[1]), ew_data(&x[2]), x[2].bst, ew_scalar(&x[2]),
-                                              cdt, ndim, shape, gm_num_threads),
-                    cuda_elementwise_where_forward(gm_tensor_data(res), so, ew_data(&x[0]), x[0].bst, ew_data(&x[1]),
-                                                   x[1].bst, ew_scalar(&x[1]), ew_data(&x[2]), x[2].bst,
-                                                   ew_scalar(&x[2]), cdt, ndim, shape, ctx));
-        if (rc < 0) goto fail;
-    }
+    if (ew_run3(name, 1, res, x, cdt, ndim, shape, dev) < 0) goto fail;
     ew_release(x, 3);
     return (PyObject *)res;
 fail:

@@ -1,0 +1,155 @@
+/* csrc/ops_activation.c — the element-wise activations (relu, leaky_relu, sigmoid, tanh, gelu, in-place forms)
+ * and softmax / log_softmax, forward and backward: validation, outputs, and the kernels of
+ * kernels/cpu/{activation,softmax}.c and kernels/cuda/{activation,softmax}.cu. Part of the nn op family
+ * (ops_nnops.c has its interface and method table; ops_nn_internal.h the helpers it shares). */
+#include "ops_nn_internal.h"
+
+#include "cpu/activation.h"
+#include "cpu/softmax.h"
+
+#ifdef GM_WITH_CUDA
+#include "../kernels/cuda/activation.h"
+#include "../kernels/cuda/softmax.h"
+#endif
+
+/* ---- activations -------------------------------------------------------------------------------------------- */
+
+static const char *const act_names[ACT_N] = {"relu", "leaky_relu", "sigmoid", "tanh", "gelu", "gelu"};
+
+static int act_op_arg(int op) {
+    if (op >= 0 && op < ACT_N) return 0;
+    PyErr_Format(PyExc_ValueError, "activation: unknown op %d; expected RELU=0 LEAKY_RELU=1 SIGMOID=2 TANH=3 "
+                 "GELU=4 GELU_TANH=5", op);
+    return -1;
+}
+
+PyObject *gm_py_activation(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *kwlist[] = {"op", "x", "alpha", "out", NULL};
+    int op;
+    double alpha = 0.0;
+    PyObject *xo, *outo = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iO|dO:activation", kwlist, &op, &xo, &alpha, &outo)) return NULL;
+    if (act_op_arg(op) < 0) return NULL;
+    const char *name = act_names[op];
+    GMTensor *x = gm_tensor_arg(xo, name, "input");
+    if (!x || check_float(name, "input", x) < 0 || check_devices(name, x, NULL, 0) < 0) return NULL;
+    const int inplace = outo != Py_None;
+    if (inplace && outo != xo) {
+        PyErr_Format(PyExc_ValueError, "%s: out must be the input itself (the in-place form) or None", name);
+        return NULL;
+    }
+    GMTensor *xc = contig(x), *out = NULL;
+    if (!xc) return NULL;
+    /* in place: the kernel runs on x's data when x is contiguous, else on the copy, which goes back into x */
+    out = inplace ? (GMTensor *)Py_NewRef(xc) : gm_empty(x->ndim, x->shape, x->dtype, x->device);
+    if (!out) goto fail;
+    if (GM_KERNEL(name, x->device,
+                  activation_forward(data(out), data(xc), gm_numel(x), x->dtype, op, alpha, gm_num_threads),
+                  cuda_activation_forward(data(out), data(xc), gm_numel(x), x->dtype, op, alpha, ctx)) < 0 ||
+        (inplace && inplace_writeback(x, xc) < 0))
+        goto fail;
+    Py_DECREF(xc);
+    if (inplace) {
+        Py_DECREF(out);
+        return Py_NewRef(xo);
+    }
+    return (PyObject *)out;
+fail:
+    Py_XDECREF(out);
+    Py_DECREF(xc);
+    return NULL;
+}
+
+PyObject *gm_py_activation_backward(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *kwlist[] = {"op", "grad", "saved", "alpha", "into_grad", NULL};
+    int op, into_grad = 0;
+    double alpha = 0.0;
+    PyObject *go, *so;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iOO|dp:activation_backward", kwlist, &op, &go, &so, &alpha,
+                                     &into_grad))
+        return NULL;
+    if (act_op_arg(op) < 0) return NULL;
+    const char *name = act_names[op];
+    GMTensor *g = gm_tensor_arg(go, name, "grad"), *s = g ? gm_tensor_arg(so, name, "saved") : NULL;
+    if (!s || check_float(name, "grad", g) < 0 || check_devices(name, g, &s, 1) < 0 ||
+        same_shape(name, "grad", g, "saved tensor", s) < 0 || same_dtype(name, "grad", g, "saved tensor", s) < 0)
+        return NULL;
+    GMTensor *gc = contig(g), *sc = contig(s), *dx = NULL;
+    if (!gc || !sc) goto done;
+    dx = grad_result(g, into_grad);
+    if (dx && GM_KERNEL(name, g->device,
+                        activation_backward(data(dx), data(gc), data(sc), gm_numel(g), g->dtype, op, alpha,
+                                            gm_num_threads),
+                        cuda_activation_backward(data(dx), data(gc), data(sc), gm_numel(g), g->dtype, op, alpha,
+                                                 ctx)) < 0)
+        Py_CLEAR(dx);
+done:
+    Py_XDECREF(gc);
+    Py_XDECREF(sc);
+    return (PyObject *)dx;
+}
+/* ---- softmax --------------------------------------------------------------------------------------------- */
+
+/* (outer, D, inner) around dim; a 0-d tensor is one element along its only (implicit) dim. */
+static int dim_geometry(GMTensor *x, long long dim_arg, const char *argname, int64_t *outer, int64_t *D,
+                        int64_t *inner) {
+    int dim = gm_wrap_dim(dim_arg, x->ndim, argname);
+    if (dim < 0) return -1;
+    *outer = *inner = 1;
+    *D = x->ndim ? x->shape[dim] : 1;
+    for (int d = 0; d < dim; d++) *outer *= x->shape[d];
+    for (int d = dim + 1; d < x->ndim; d++) *inner *= x->shape[d];
+    return 0;
+}
+
+PyObject *gm_py_softmax(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *kwlist[] = {"x", "dim", "log", NULL};
+    PyObject *xo;
+    long long dim;
+    int log = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OL|p:softmax", kwlist, &xo, &dim, &log)) return NULL;
+    const char *name = log ? "log_softmax" : "softmax";
+    GMTensor *x = gm_tensor_arg(xo, name, "input");
+    int64_t outer, D, inner;
+    if (!x || check_float(name, "input", x) < 0 || check_devices(name, x, NULL, 0) < 0 ||
+        dim_geometry(x, dim, log ? "log_softmax: dim" : "softmax: dim", &outer, &D, &inner) < 0)
+        return NULL;
+    GMTensor *xc = contig(x), *out = NULL;
+    if (!xc) return NULL;
+    out = gm_empty(x->ndim, x->shape, x->dtype, x->device);
+    if (out && GM_KERNEL(name, x->device,
+                         softmax_forward(data(out), data(xc), outer, D, inner, x->dtype, log, gm_num_threads),
+                         cuda_softmax_forward(data(out), data(xc), outer, D, inner, x->dtype, log, ctx)) < 0)
+        Py_CLEAR(out);
+    Py_DECREF(xc);
+    return (PyObject *)out;
+}
+
+PyObject *gm_py_softmax_backward(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *kwlist[] = {"grad", "out", "dim", "log", "into_grad", NULL};
+    PyObject *go, *oo;
+    long long dim;
+    int log = 0, into_grad = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOL|pp:softmax_backward", kwlist, &go, &oo, &dim, &log,
+                                     &into_grad))
+        return NULL;
+    const char *name = log ? "log_softmax_backward" : "softmax_backward";
+    GMTensor *g = gm_tensor_arg(go, name, "grad"), *y = g ? gm_tensor_arg(oo, name, "out") : NULL;
+    int64_t outer, D, inner;
+    if (!y || check_float(name, "grad", g) < 0 || check_devices(name, g, &y, 1) < 0 ||
+        same_shape(name, "grad", g, "out", y) < 0 || same_dtype(name, "grad", g, "out", y) < 0 ||
+        dim_geometry(g, dim, log ? "log_softmax_backward: dim" : "softmax_backward: dim", &outer, &D, &inner) < 0)
+        return NULL;
+    GMTensor *gc = contig(g), *yc = contig(y), *dx = NULL;
+    if (!gc || !yc) goto done;
+    dx = grad_result(g, into_grad);
+    if (dx && GM_KERNEL(name, g->device,
+                        softmax_backward(data(dx), data(gc), data(yc), outer, D, inner, g->dtype, log,
+                                         gm_num_threads),
+                        cuda_softmax_backward(data(dx), data(gc), data(yc), outer, D, inner, g->dtype, log, ctx)) < 0)
+        Py_CLEAR(dx);
+done:
+    Py_XDECREF(gc);
+    Py_XDECREF(yc);
+    return (PyObject *)dx;
+}

@@ -1,0 +1,217 @@
+/* kernels/cpu/conv_depthwise.c — the direct kernels of depthwise convolutions (groups == channels, each input
+ * channel feeding K/C output channels): the forward and both gradients, float32 and float64, no workspace. A gemm
+ * per channel would be one row long and waste the BLAS (benchmarks/conv_gflops.py), so these loop over planes
+ * with register-blocked rows instead. conv.c dispatches to them (conv2d_algo says when). */
+#ifndef CONV_T
+
+#include "conv_internal.h"
+
+#define CONV_TEMPLATE "conv_depthwise.c"
+#include "conv_typed.h"
+
+#else /* ================ typed part: T is CONV_T, FN(name) is name_<suffix> ================================ */
+
+/* 16-byte vectors (SSE2, the x86-64 baseline the build targets) through GCC/Clang vector extensions: the
+ * auto-vectorizer left the depthwise loops scalar (it will not keep an accumulator array in registers). */
+typedef T FN(vec) __attribute__((vector_size(16)));
+#define VEC FN(vec)
+#define VL ((int)(sizeof(VEC) / sizeof(T)))
+
+static inline VEC FN(vload)(const T *p) {
+    VEC v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline void FN(vstore)(T *p, VEC v) { memcpy(p, &v, sizeof v); }
+
+/* Sum of a[i] * b[i * bstride], i < n, in vector lanes (partial sums) for the contiguous case. */
+static inline T FN(dot)(const T *a, const T *b, int64_t bstride, int64_t n) {
+    int64_t i = 0;
+    T sum = 0;
+    if (bstride == 1) {
+        VEC acc = {0};
+        for (; i + VL <= n; i += VL) acc += FN(vload)(a + i) * FN(vload)(b + i);
+        for (int l = 0; l < VL; l++) sum += acc[l];
+    }
+    for (; i < n; i++) sum += a[i] * b[i * bstride];
+    return sum;
+}
+
+/* ---- depthwise: C == G, each input channel feeds mult = K / C output channels --------------------------- */
+/* One plane of a single-channel correlation: o (P, Q) = b0 (or o itself, when accumulate) + sum over taps (r, s)
+ * of wt(r, s) * x[p*sh - ph + r*dh, q*sw - pw + s*dw], x (H, W) read at element strides (xrs, xcs) and 0 outside,
+ * wt(r, s) = wk[r*wrs + s*wcs]. Interior columns (all S taps inside the row) are computed DW_BLOCK at a time in
+ * registers, so each output is stored once instead of once per tap. */
+#define DW_BLOCK 16
+#define DW_EDGE 32
+static void FN(dw_plane)(T *o, const T *x, int64_t xrs, int64_t xcs, const T *wk, int64_t wrs, int64_t wcs, T b0,
+                         int accumulate, const conv_geom *d) {
+    const int64_t H = d->H, W = d->W, P = d->P, Q = d->Q, R = d->R, S = d->S, sh = d->sh, sw = d->sw;
+    const int64_t ph = d->ph, pw = d->pw, dh = d->dh, dwl = d->dw, step = sw * xcs;
+    /* [lo, hi): columns whose taps all fall inside [0, W) */
+    const int64_t lo = min64(Q, max64(0, -floor_div(-pw, sw)));
+    const int64_t hi = max64(lo, min64(Q, floor_div(W - 1 - (S - 1) * dwl + pw, sw) + 1));
+    /* the taps [s0, s1) inside the row for the first DW_EDGE edge columns (left, then right): the same for
+     * every row, so the divisions are done once per plane */
+    int64_t edge_s0[DW_EDGE], edge_s1[DW_EDGE];
+    for (int64_t i = 0; i < DW_EDGE && i < lo + Q - hi; i++) {
+        const int64_t q = i < lo ? i : hi + i - lo, c0 = q * sw - pw;
+        edge_s0[i] = min64(S, max64(0, -floor_div(c0, dwl)));
+        edge_s1[i] = max64(edge_s0[i], min64(S, floor_div(W - 1 - c0, dwl) + 1));
+    }
+    for (int64_t p = 0; p < P; p++) {
+        T *orow = o + p * Q;
+        const int64_t h0 = p * sh - ph; /* row of tap r: h0 + r*dh; the taps inside [0, H) are [r0, r1) */
+        const int64_t r0 = min64(R, max64(0, -floor_div(h0, dh)));
+        const int64_t r1 = max64(r0, min64(R, floor_div(H - 1 - h0, dh) + 1));
+        int64_t q = 0;
+        for (int pass = 0; pass < 2; pass++) {
+            /* pass 0: the left border [0, lo); pass 1: what the blocks leave, up to Q; one output at a time, over
+             * the taps that fall inside the row */
+            const int64_t qend = pass == 0 ? lo : Q;
+            for (; q < qend; q++) {
+                const int64_t c0 = q * sw - pw; /* column of tap s: c0 + s*dw; the taps inside [0, W) are [s0, s1) */
+                int64_t s0 = 0, s1 = S;
+                if (q < lo || q >= hi) {
+                    const int64_t i = q < lo ? q : lo + q - hi;
+                    if (i < DW_EDGE) {
+                        s0 = edge_s0[i];
+                        s1 = edge_s1[i];
+                    } else {
+                        s0 = min64(S, max64(0, -floor_div(c0, dwl)));
+                        s1 = max64(s0, min64(S, floor_div(W - 1 - c0, dwl) + 1));
+                    }
+                }
+                T acc = accumulate ? orow[q] : b0;
+                for (int64_t r = r0; r < r1; r++) {
+                    const T *xr = x + (h0 + r * dh) * xrs + c0 * xcs, *wr = wk + r * wrs;
+                    for (int64_t s = s0; s < s1; s++) acc += wr[s * wcs] * xr[s * dwl * xcs];
+                }
+                orow[q] = acc;
+            }
+            if (pass == 1) break;
+            /* blocks of DW_BLOCK outputs, then of one vector, while all taps are inside the row */
+            for (int nv = DW_BLOCK / VL; nv >= 1; nv = nv > 1 ? 1 : 0) {
+                for (; q + nv * VL <= hi; q += nv * VL) {
+                    VEC acc[DW_BLOCK / VL];
+                    for (int v = 0; v < nv; v++)
+                        acc[v] = accumulate ? FN(vload)(orow + q + v * VL) : b0 + (VEC){0};
+                    for (int64_t r = r0; r < r1; r++) {
+                        const T *xr = x + (h0 + r * dh) * xrs + (q * sw - pw) * xcs, *wr = wk + r * wrs;
+                        for (int64_t s = 0; s < S; s++) {
+                            const T wv = wr[s * wcs], *xp = xr + s * dwl * xcs;
+                            for (int v = 0; v < nv; v++) {
+                                VEC xv;
+                                if (step == 1) {
+                                    xv = FN(vload)(xp + v * VL);
+                                } else {
+                                    for (int l = 0; l < VL; l++) xv[l] = xp[(v * VL + l) * step];
+                                }
+                                acc[v] += wv * xv;
+                            }
+                        }
+                    }
+                    for (int v = 0; v < nv; v++) FN(vstore)(orow + q + v * VL, acc[v]);
+                }
+            }
+        }
+    }
+}
+
+/* Planes are handed out a few at a time rather than split up front: on a machine shared with other work a
+ * thread that loses its core then delays only its current planes. */
+void FN(conv_depthwise_forward)(T *out, const T *x, const T *w, const T *bias, const conv_geom *g, int nthreads) {
+    const int64_t K = g->K, mult = K / g->C, RS = g->R * g->S, PQ = g->P * g->Q;
+    int nt = use_threads(nthreads, (double)g->N * (double)K * (double)PQ * (double)RS);
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(dynamic, 4)
+    for (int64_t nk = 0; nk < g->N * K; nk++) {
+        const int64_t n = nk / K, k = nk % K;
+        FN(dw_plane)(out + nk * PQ, x + n * g->xs[0] + (k / mult) * g->xs[1], g->xs[2], g->xs[3], w + k * RS, g->S,
+                     1, bias ? bias[k] : 0, 0, g);
+    }
+}
+
+/* dinp (N, C, H, W): each (n, c) plane gathers from its mult output channels; one thread owns a plane. With
+ * stride 1 that is the forward's correlation of dout with the flipped kernel, padded by dilation*(k-1) - pad;
+ * otherwise each dout row is scattered tap by tap. */
+void FN(conv_depthwise_backward_data)(T *dx, const T *dout, const T *w, const T *bias, const conv_geom *g,
+                                      int nthreads) {
+    const int64_t C = g->C, K = g->K, mult = K / C, R = g->R, S = g->S, P = g->P, Q = g->Q, H = g->H, W = g->W;
+    const int64_t RS = R * S;
+    const conv_geom flip = {.N = g->N, .C = K, .H = P, .W = Q, .K = C, .R = R, .S = S, .P = H, .Q = W, .sh = 1,
+                            .sw = 1, .ph = g->dh * (R - 1) - g->ph, .pw = g->dw * (S - 1) - g->pw, .dh = g->dh,
+                            .dw = g->dw, .G = C};
+    int nt = use_threads(nthreads, (double)g->N * (double)K * (double)(P * Q) * (double)RS);
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(dynamic, 4)
+    for (int64_t nc = 0; nc < g->N * C; nc++) {
+        const int64_t n = nc / C, c = nc % C;
+        T *dxc = dx + nc * H * W;
+        const T b0 = bias ? bias[c] : 0;
+        if (g->sh == 1 && g->sw == 1) {
+            for (int64_t m = 0; m < mult; m++) {
+                const int64_t k = c * mult + m;
+                FN(dw_plane)(dxc, dout + (n * K + k) * P * Q, Q, 1, w + k * RS + RS - 1, -S, -1, b0, m > 0, &flip);
+            }
+            if (mult == 0)
+                for (int64_t i = 0; i < H * W; i++) dxc[i] = b0;
+            continue;
+        }
+        for (int64_t i = 0; i < H * W; i++) dxc[i] = b0;
+        for (int64_t m = 0; m < mult; m++) {
+            const int64_t k = c * mult + m;
+            const T *dk = dout + (n * K + k) * P * Q, *wk = w + k * RS;
+            for (int64_t p = 0; p < P; p++) {
+                const T *drow = dk + p * Q;
+                for (int64_t r = 0; r < R; r++) {
+                    const int64_t h = p * g->sh - g->ph + r * g->dh;
+                    if (h < 0 || h >= H) continue;
+                    T *dr = dxc + h * W;
+                    for (int64_t s = 0; s < S; s++) {
+                        const int64_t off = s * g->dw - g->pw;
+                        const T wv = wk[r * S + s];
+                        int64_t qa, qb;
+                        valid_cols(off, g->sw, W, Q, &qa, &qb);
+                        for (int64_t q = qa; q < qb; q++) dr[q * g->sw + off] += wv * drow[q];
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* dweight (K, 1, R, S): one thread owns each output channel's R*S taps and sums over items and positions. */
+void FN(conv_depthwise_backward_weight)(T *dw, const T *dout, const T *x, const conv_geom *g, int nthreads) {
+    const int64_t K = g->K, mult = K / g->C, R = g->R, S = g->S, P = g->P, Q = g->Q;
+    const int64_t xs2 = g->xs[2], xs3 = g->xs[3];
+    int nt = use_threads(nthreads, (double)g->N * (double)K * (double)(P * Q) * (double)(R * S));
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(dynamic, 1)
+    for (int64_t k = 0; k < K; k++) {
+        T *dwk = dw + k * R * S;
+        for (int64_t i = 0; i < R * S; i++) dwk[i] = 0;
+        for (int64_t n = 0; n < g->N; n++) {
+            const T *xc = x + n * g->xs[0] + (k / mult) * g->xs[1], *dk = dout + (n * K + k) * P * Q;
+            for (int64_t p = 0; p < P; p++) {
+                for (int64_t r = 0; r < R; r++) {
+                    const int64_t h = p * g->sh - g->ph + r * g->dh;
+                    if (h < 0 || h >= g->H) continue;
+                    const T *xr = xc + h * xs2;
+                    for (int64_t s = 0; s < S; s++) {
+                        const int64_t off = s * g->dw - g->pw;
+                        int64_t qa, qb;
+                        valid_cols(off, g->sw, g->W, Q, &qa, &qb);
+                        if (qb > qa)
+                            dwk[r * S + s] += FN(dot)(dk + p * Q + qa, xr + (qa * g->sw + off) * xs3, g->sw * xs3,
+                                                      qb - qa);
+                    }
+                }
+            }
+        }
+    }
+}
+
+
+#undef VEC
+#undef VL
+
+#endif

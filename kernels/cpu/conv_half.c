@@ -1,0 +1,212 @@
+/* kernels/cpu/conv_half.c — the float16/bfloat16 passes of conv2d (not depthwise): storage in half precision,
+ * arithmetic in float32, each result rounded once. Inputs are widened tile by tile as they are gathered and
+ * results rounded a tile (forward), a block of planes (input-gradient) or once (weight-gradient) at a time, so the
+ * workspace holds the widened weight (or the float32 weight-gradient) and per-thread float32 tiles, never a
+ * float32 copy of an activation (hb_plan in conv_internal.h). conv.c dispatches to them. */
+#include "conv_internal.h"
+
+/* ---- the half-precision forward: float16/bfloat16 storage, float32 arithmetic, rounded once ----------------
+ * The input is read as it is stored (im2col widens while it gathers) and the output is rounded a tile at a
+ * time, so no float32 copy of either exists: the workspace holds the widened weight and bias (small) and, per
+ * thread, a float32 column buffer and a float32 output tile. Every algorithm but depthwise runs as im2col here
+ * (for a 1x1 convolution the columns are the widened input tile). */
+/* noinline: inlined into im2col_h, GCC left these loops scalar (-fopt-info-vec) */
+static __attribute__((noinline)) void load_run_h(float *d, const uint16_t *x, int64_t step, int64_t n, gm_dtype dt) {
+    if (dt == GM_F16 && step == 1) {
+        for (int64_t i = 0; i < n; i++) d[i] = gm_half_to_float(x[i]);
+    } else if (dt == GM_F16) {
+        for (int64_t i = 0; i < n; i++) d[i] = gm_half_to_float(x[i * step]);
+    } else if (step == 1) {
+        for (int64_t i = 0; i < n; i++) d[i] = gm_bf16_to_float(x[i]);
+    } else {
+        for (int64_t i = 0; i < n; i++) d[i] = gm_bf16_to_float(x[i * step]);
+    }
+}
+
+/* im2col_f32 over a half-precision input: the same columns, widened; rows [j0, j1) only, row j0 first in col. */
+static void im2col_h(float *col, int64_t ld, const uint16_t *x, const conv_geom *g, int64_t n, int64_t grp,
+                     int64_t s0, int64_t cnt, int64_t j0, int64_t j1, gm_dtype dt) {
+    const int64_t Cg = g->C / g->G, R = g->R, S = g->S, Q = g->Q;
+    const int64_t xs1 = g->xs[1], xs2 = g->xs[2], xs3 = g->xs[3];
+    const uint16_t *xg = x + n * g->xs[0] + grp * Cg * xs1;
+    for (int64_t row = j0; row < j1; row++) {
+        const int64_t c = row / (R * S), r = row / S % R, s = row % S, off = s * g->dw - g->pw;
+        const uint16_t *xc = xg + c * xs1;
+        int64_t qa, qb;
+        valid_cols(off, g->sw, g->W, Q, &qa, &qb);
+        for (int64_t pos = s0, end = s0 + cnt; pos < end;) {
+            const int64_t p = pos / Q, q0 = pos - p * Q, q1 = min64(Q, q0 + end - pos);
+            const int64_t h = p * g->sh - g->ph + r * g->dh;
+            float *d = col + (row - j0) * ld + (pos - s0) - q0; /* d[q] for q in [q0, q1) */
+            if (h < 0 || h >= g->H) {
+                for (int64_t q = q0; q < q1; q++) d[q] = 0;
+            } else {
+                const int64_t a = min64(max64(qa, q0), q1), b = min64(max64(qb, a), q1);
+                for (int64_t q = q0; q < a; q++) d[q] = 0;
+                load_run_h(d + a, xc + h * xs2 + (a * g->sw + off) * xs3, g->sw * xs3, b - a, dt);
+                for (int64_t q = b; q < q1; q++) d[q] = 0;
+            }
+            pos += q1 - q0;
+        }
+    }
+}
+
+/* rows (n) of dst (ld apart) = src (n, len) rounded to dt. */
+static __attribute__((noinline)) void round_rows_h(uint16_t *dst, int64_t ld, const float *src, int64_t n, int64_t len,
+                                                   gm_dtype dt) {
+    for (int64_t i = 0; i < n; i++) {
+        uint16_t *d = dst + i * ld;
+        const float *sp = src + i * len;
+        if (dt == GM_F16) {
+            for (int64_t j = 0; j < len; j++) d[j] = gm_float_to_half(sp[j]);
+        } else {
+            for (int64_t j = 0; j < len; j++) d[j] = gm_float_to_bf16(sp[j]);
+        }
+    }
+}
+
+int conv2d_forward_half(uint16_t *out, const uint16_t *x, const uint16_t *w, const uint16_t *bias,
+                        const conv_geom *g, gm_dtype dt, void *ws, size_t ws_nbytes, int nthreads) {
+    const int64_t N = g->N, K = g->K, G = g->G, Cg = g->C / G, Kg = K / G, CRS = Cg * g->R * g->S;
+    const int64_t PQ = g->P * g->Q;
+    if (N == 0 || K == 0 || PQ == 0) return GM_OK;
+    if (!out || !w || (N * g->C > 0 && !x)) return GM_ERR_ARG;
+    if (conv2d_algo(g, CONV_FORWARD) == CONV_ALGO_DEPTHWISE) return GM_ERR_UNSUPPORTED;
+    if (CRS == 0) { /* no input channels: the output is the bias, already in dt */
+        for (int64_t i = 0; i < N * K; i++)
+            for (int64_t j = 0; j < PQ; j++) out[i * PQ + j] = bias ? bias[i % K] : 0;
+        return GM_OK;
+    }
+    const size_t fixed = half_fixed_nbytes(g), colb = half_col_nbytes(g);
+    if (!ws || ws_nbytes < fixed + colb) return GM_ERR_ARG;
+    const conv_plan pl = conv_plan_cols(g, CONV_FORWARD, CONV_ALGO_IM2COL, colb, CONV_HALF_TILE_TARGET,
+                                        ws_nbytes - fixed, nthreads);
+    if (pl.tile < 1) return GM_ERR_ARG;
+    float *w32 = ws, *b32 = w32 + K * CRS, *bufs = (float *)((char *)ws + fixed);
+    load_run_h(w32, w, 1, K * CRS, dt);
+    if (bias) load_run_h(b32, bias, 1, K, dt);
+    const int64_t tile = pl.tile, ntile = ceil_div64(PQ, tile), units = N * G * ntile;
+    conv_blas_single_begin(pl.nt);
+#pragma omp parallel for num_threads(pl.nt) if (pl.nt > 1) schedule(dynamic)
+    for (int64_t u = 0; u < units; u++) {
+        const int64_t n = u / (G * ntile), grp = u / ntile % G, s0 = u % ntile * tile, cnt = min64(tile, PQ - s0);
+        float *col = bufs + (int64_t)omp_get_thread_num() * tile * (CRS + Kg), *ot = col + tile * CRS;
+        im2col_h(col, cnt, x, g, n, grp, s0, cnt, 0, CRS, dt);
+        /* bias first, then gemm onto it, as the float32 forward does: the same sums, so the same roundings */
+        if (bias) conv_fill_rows_f32(ot, b32 + grp * Kg, Kg, cnt, cnt);
+        conv_gemm_f32(0, 0, Kg, cnt, CRS, 1, w32 + grp * Kg * CRS, CRS, col, cnt, bias ? 1 : 0, ot, cnt);
+        round_rows_h(out + (n * K + grp * Kg) * PQ + s0, PQ, ot, Kg, cnt, dt);
+    }
+    conv_blas_single_end(pl.nt);
+    return GM_OK;
+}
+
+/* rows (n) of dst (len floats each, contiguous) = rows of src (ld apart) widened. */
+static void widen_rows_h(float *dst, const uint16_t *src, int64_t ld, int64_t n, int64_t len, gm_dtype dt) {
+    for (int64_t i = 0; i < n; i++) load_run_h(dst + i * len, src + i * ld, 1, len, dt);
+}
+
+/* The input-gradient in half precision (see hb_plan): per (item, group, channel block) the gradient is summed
+ * in a float32 plane block and rounded once, so no float32 copy of grad_output or of the input-gradient exists. */
+int conv2d_backward_data_half(uint16_t *dx, const uint16_t *dout, const uint16_t *w, const uint16_t *bias,
+                              const conv_geom *g, gm_dtype dt, void *ws, size_t ws_nbytes, int nthreads) {
+    const int64_t N = g->N, C = g->C, K = g->K, G = g->G, Cg = C / G, Kg = K / G, RS = g->R * g->S;
+    const int64_t CRS = Cg * RS, PQ = g->P * g->Q, HW = g->H * g->W;
+    if (N == 0 || C == 0 || HW == 0) return GM_OK;
+    if (!dx || (K > 0 && (!w || (PQ > 0 && !dout)))) return GM_ERR_ARG;
+    if (conv2d_algo(g, CONV_BACKWARD_DATA) == CONV_ALGO_DEPTHWISE) return GM_ERR_UNSUPPORTED;
+    if (Kg == 0 || PQ == 0) { /* nothing flows back: dinp is the bias (or zeros), already in dt */
+        for (int64_t i = 0; i < N * C; i++)
+            for (int64_t j = 0; j < HW; j++) dx[i * HW + j] = bias ? bias[i % C] : 0;
+        return GM_OK;
+    }
+    hb_plan pl;
+    if (!ws || conv_hb_plan_for(g, CONV_BACKWARD_DATA, ws_nbytes, nthreads, &pl) || pl.tile < 1) return GM_ERR_ARG;
+    float *w32 = ws, *b32 = w32 + K * CRS;
+    load_run_h(w32, w, 1, K * CRS, dt);
+    if (bias) load_run_h(b32, bias, 1, C, dt);
+    const int64_t tile = pl.tile, chunk = pl.chunk, nchunk = ceil_div64(Cg, chunk), units = N * G * nchunk;
+    const int64_t per = (int64_t)((pl.plane + (size_t)tile * pl.col) / sizeof(float));
+    float *bufs = (float *)((char *)ws + pl.fixed);
+    conv_blas_single_begin(pl.nt);
+#pragma omp parallel for num_threads(pl.nt) if (pl.nt > 1) schedule(dynamic)
+    for (int64_t u = 0; u < units; u++) {
+        const int64_t n = u / (G * nchunk), grp = u / nchunk % G, c0 = u % nchunk * chunk;
+        const int64_t c1 = min64(Cg, c0 + chunk);
+        float *plane = bufs + (int64_t)omp_get_thread_num() * per, *dcol = plane + chunk * HW;
+        float *g32 = dcol + tile * chunk * RS;
+        conv_fill_rows_f32(plane, bias ? b32 + grp * Cg + c0 : NULL, c1 - c0, HW, HW);
+        for (int64_t s0 = 0; s0 < PQ; s0 += tile) {
+            const int64_t cnt = min64(tile, PQ - s0);
+            widen_rows_h(g32, dout + (n * K + grp * Kg) * PQ + s0, PQ, Kg, cnt, dt);
+            conv_gemm_f32(1, 0, (c1 - c0) * RS, cnt, Kg, 1, w32 + grp * Kg * CRS + c0 * RS, CRS, g32, cnt, 0, dcol,
+                          cnt);
+            conv_col2im_f32(plane, dcol, g, c0, c1, s0, cnt);
+        }
+        round_rows_h(dx + (n * C + grp * Cg + c0) * HW, HW, plane, c1 - c0, HW, dt);
+    }
+    conv_blas_single_end(pl.nt);
+    return GM_OK;
+}
+
+/* The weight-gradient in half precision (see hb_plan): summed over items and positions into a float32
+ * weight-gradient, rounded once; each thread widens the tiles of grad_output and builds its rows of the columns. */
+int conv2d_backward_weight_half(uint16_t *dw, const uint16_t *dout, const uint16_t *x, const conv_geom *g,
+                                gm_dtype dt, void *ws, size_t ws_nbytes, int nthreads) {
+    const int64_t N = g->N, K = g->K, G = g->G, Cg = g->C / G, Kg = K / G, CRS = Cg * g->R * g->S;
+    const int64_t PQ = g->P * g->Q;
+    if (K == 0 || CRS == 0) return GM_OK;
+    if (!dw) return GM_ERR_ARG;
+    if (conv2d_algo(g, CONV_BACKWARD_WEIGHT) == CONV_ALGO_DEPTHWISE) return GM_ERR_UNSUPPORTED;
+    if (N == 0 || PQ == 0) {
+        memset(dw, 0, (size_t)(K * CRS) * sizeof(uint16_t)); /* +0 in both half formats */
+        return GM_OK;
+    }
+    if (!dout || !x) return GM_ERR_ARG;
+    hb_plan pl;
+    if (!ws || conv_hb_plan_for(g, CONV_BACKWARD_WEIGHT, ws_nbytes, nthreads, &pl) || pl.tile < 1) return GM_ERR_ARG;
+    float *dw32 = ws, *bufs = (float *)((char *)ws + pl.fixed);
+    memset(dw32, 0, (size_t)(K * CRS) * sizeof(float));
+    const int64_t tile = pl.tile, per = (int64_t)((size_t)tile * pl.col / sizeof(float));
+    const int nt = pl.nt;
+    conv_blas_single_begin(nt);
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        const int64_t t = omp_get_thread_num(), j0 = CRS * t / nt, j1 = CRS * (t + 1) / nt;
+        float *col = bufs + t * per, *g32 = col + tile * pl.chunk;
+        for (int64_t n = 0; n < N && j1 > j0; n++) {
+            for (int64_t grp = 0; grp < G; grp++) {
+                for (int64_t s0 = 0; s0 < PQ; s0 += tile) {
+                    const int64_t cnt = min64(tile, PQ - s0);
+                    widen_rows_h(g32, dout + (n * K + grp * Kg) * PQ + s0, PQ, Kg, cnt, dt);
+                    for (int64_t ja = j0; ja < j1; ja += pl.chunk) {
+                        const int64_t jb = min64(j1, ja + pl.chunk);
+                        im2col_h(col, cnt, x, g, n, grp, s0, cnt, ja, jb, dt);
+                        conv_gemm_f32(0, 1, Kg, jb - ja, cnt, 1, g32, cnt, col, cnt, 1, dw32 + grp * Kg * CRS + ja,
+                                      CRS);
+                    }
+                }
+            }
+        }
+    }
+    conv_blas_single_end(nt);
+    round_rows_h(dw, K * CRS, dw32, 1, K * CRS, dt);
+    return GM_OK;
+}
+
+/* The bias gradient of half-precision t: sums in double, as the float32 one, rounded once. */
+int conv_bias_backward_half(uint16_t *db, const uint16_t *t, int64_t N, int64_t K, int64_t L,
+                            const int64_t ts[3], gm_dtype dt, int nthreads) {
+    int nt = use_threads(nthreads, (double)N * (double)K * (double)L);
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
+    for (int64_t k = 0; k < K; k++) {
+        double acc = 0;
+        for (int64_t n = 0; n < N; n++) {
+            const uint16_t *p = t + n * ts[0] + k * ts[1];
+            for (int64_t l = 0; l < L; l++)
+                acc += dt == GM_F16 ? gm_half_to_float(p[l * ts[2]]) : gm_bf16_to_float(p[l * ts[2]]);
+        }
+        db[k] = dt == GM_F16 ? gm_float_to_half((float)acc) : gm_float_to_bf16((float)acc);
+    }
+    return GM_OK;
+}

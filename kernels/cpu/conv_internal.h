@@ -1,0 +1,155 @@
+/* kernels/cpu/conv_internal.h — private to the CPU convolution kernels (conv.c and the files it lists): the index
+ * arithmetic, how a pass shares its work (conv_plan, hb_plan and the tile constants), the OpenBLAS thread guard,
+ * and the functions one file of the family calls in another, declared once for each element type. Nothing
+ * outside kernels/cpu/conv*.c and linear.c includes it. */
+#ifndef GM_KERNELS_CPU_CONV_INTERNAL_H
+#define GM_KERNELS_CPU_CONV_INTERNAL_H
+
+#include "conv.h"
+
+#include <cblas.h>
+#include <limits.h>
+#include <omp.h>
+#include <string.h>
+
+/* Elements touched below which a loop stays on one thread: a fork/join costs a few microseconds. */
+#define CONV_PARALLEL_GRAIN 32768
+
+static inline int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* [*qa, *qb): the output columns q whose input column q*stride + off lies in [0, W), clipped to [0, Q). */
+static inline void valid_cols(int64_t off, int64_t stride, int64_t W, int64_t Q, int64_t *qa, int64_t *qb) {
+    int64_t lo = max64(0, -floor_div(off, stride)); /* ceil(-off / stride) */
+    int64_t hi = min64(Q, floor_div(W - 1 - off, stride) + 1);
+    *qa = min64(lo, Q);
+    *qb = max64(hi, *qa);
+}
+
+static inline int use_threads(int nthreads, double work) {
+    return nthreads > 1 && work >= CONV_PARALLEL_GRAIN ? nthreads : 1;
+}
+
+
+static inline int64_t ceil_div64(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* Multiply-adds below which a pass runs on one thread. */
+#define CONV_GEMM_GRAIN (1 << 20)
+
+/* How a pass shares its work: nt threads; tiles of `tile` output positions; for the input-gradient, each
+ * (item, group) split into `nchunk` blocks of channels. The im2col buffer is `slots` x tile columns. */
+typedef struct {
+    int nt;
+    int64_t tile, nchunk, slots;
+} conv_plan;
+
+/* The most columns a thread's tile takes, whatever the limit allows: about CONV_TILE_TARGET bytes (the columns
+ * then stay in L2 between im2col and gemm, and the buffer shrinks with the image, so a smaller micro-batch
+ * or image needs less), but at least CONV_TILE_MIN_COLS columns, below which gemm runs short of its peak
+ * (benchmarks/conv_gflops.py), rounded up to whole output rows. A constant of the geometry: deterministic, and
+ * the same on meta as on the CPU. 256 KiB rather than the 1 MiB of earlier versions: the workspace is a fixed
+ * cost that gradient accumulation cannot divide (2 MiB of a 23 MiB UNet step at 4 micro-batches), and the
+ * step time did not move beyond the machine's noise (benchmarks/memory_techniques.py). */
+#define CONV_TILE_TARGET ((size_t)256 << 10)
+#define CONV_TILE_MIN_COLS 256
+/* The half-precision passes' target (see hb_plan below). */
+#define CONV_HALF_TILE_TARGET ((size_t)256 << 10)
+
+/* The half-precision forward (conv2d_forward_half below) keeps the weight and bias widened to float32 at the
+ * start of its workspace, then per thread a float32 column buffer and a float32 output tile (Kg rows): its
+ * "column" is CRS + Kg floats. */
+static inline int is_half(gm_dtype dt) { return dt == GM_F16 || dt == GM_BF16; }
+
+static inline size_t half_fixed_nbytes(const conv_geom *g) {
+    size_t n = (size_t)(g->K * (g->C / g->G) * g->R * g->S + g->K) * sizeof(float);
+    return (n + 63) & ~(size_t)63; /* the buffers after it start on a cache line */
+}
+
+static inline size_t half_col_nbytes(const conv_geom *g) {
+    return (size_t)((g->C / g->G) * g->R * g->S + g->K / g->G) * sizeof(float);
+}
+
+
+/* The half-precision backward passes (conv2d_backward_*_half below) keep the same shape of workspace: widened
+ * weight (and bias) or the float32 weight-gradient first, then per thread a float32 plane block and tile
+ * buffers. hb_plan says how a pass shares them.
+ *   input-gradient: a unit is (item, group, block of `chunk` channels); its thread sums the block's gradient in a
+ *     float32 plane buffer (chunk x H x W) and rounds it once; per position of a tile it needs the widened
+ *     grad_output column (Kg) and the block's columns (chunk x R x S).
+ *   weight-gradient: thread t owns rows [CRS t / nt, CRS (t+1) / nt) of the columns, so its share of the float32
+ *     weight-gradient, and builds them `chunk` rows at a time; per position it needs those rows of the columns
+ *     and the widened grad_output column (Kg).
+ * The plane block is at most CONV_HALF_PLANE_TARGET bytes (at least one channel): the float32 scratch of the
+ * input-gradient follows the image, not the batch or the channel count. A thread's tile buffers aim at
+ * CONV_HALF_TILE_TARGET bytes (the half forward's too), as the float32 passes': these passes are what autocast
+ * runs when memory is short, and gemm keeps near its peak with CONV_TILE_MIN_COLS columns
+ * (benchmarks/conv_gflops.py). */
+#define CONV_HALF_PLANE_TARGET ((size_t)256 << 10)
+
+typedef struct {
+    int nt;
+    int64_t tile, chunk;  /* chunk: channels per unit (input-gradient) or the most rows per thread (weight) */
+    size_t fixed, plane;  /* bytes before the per-thread buffers; bytes of one thread's plane block */
+    size_t col;           /* bytes per position of one thread's tile buffers */
+} hb_plan;
+
+
+/* ---- conv_plan.c ------------------------------------------------------------------------------------------ */
+
+/* The plan for at most `budget` bytes of workspace, `col` bytes per column of a thread's buffer. Applied to
+ * the workspace it returns (the kernels do), it gives the same plan again. tile is 0 when one column does not
+ * fit. */
+conv_plan conv_plan_cols(const conv_geom *g, conv_pass pass, conv_algo algo, size_t col, size_t target, size_t budget,
+                         int nthreads);
+/* conv_plan_cols for a float32/float64 pass of element size es, with its own algorithm and tile target. */
+conv_plan conv_plan_pass(const conv_geom *g, conv_pass pass, size_t es, size_t budget, int nthreads);
+/* The half-precision backward plan for at most `budget` bytes; 0 when it fits, else the least workspace the pass
+ * needs. */
+size_t conv_hb_plan_for(const conv_geom *g, conv_pass pass, size_t budget, int nthreads, hb_plan *hp);
+/* OpenBLAS at one thread while any conv region of nt > 1 threads runs; the last region out restores the count. */
+void conv_blas_single_begin(int nt);
+void conv_blas_single_end(int nt);
+/* Checks shared by the conv entry points: sizes, and what BLAS's 32-bit integers can index. */
+int conv_check_geom(const conv_geom *g);
+
+/* ---- conv_half.c: the float16/bfloat16 passes (conv.c dispatches to them) ------------------------------- */
+int conv2d_forward_half(uint16_t *out, const uint16_t *x, const uint16_t *w, const uint16_t *bias, const conv_geom *g,
+                        gm_dtype dt, void *ws, size_t ws_nbytes, int nthreads);
+int conv2d_backward_data_half(uint16_t *dx, const uint16_t *dout, const uint16_t *w, const uint16_t *bias,
+                              const conv_geom *g, gm_dtype dt, void *ws, size_t ws_nbytes, int nthreads);
+int conv2d_backward_weight_half(uint16_t *dw, const uint16_t *dout, const uint16_t *x, const conv_geom *g,
+                                gm_dtype dt, void *ws, size_t ws_nbytes, int nthreads);
+int conv_bias_backward_half(uint16_t *db, const uint16_t *t, int64_t N, int64_t K, int64_t L, const int64_t ts[3],
+                            gm_dtype dt, int nthreads);
+
+/* ---- per element type (T float: suffix f32; T double: f64) ----------------------------------------------- */
+
+/* Row-major gemm C (M, N) = alpha op(A) op(B) + beta C, sizes already checked against INT_MAX. */
+#define CONV_DEFINE_GEMM(T, SUF, GEMM)                                                                          \
+    static inline void conv_gemm_##SUF(int ta, int tb, int64_t M, int64_t N, int64_t K, T alpha, const T *A,      \
+                                       int64_t lda, const T *B, int64_t ldb, T beta, T *C, int64_t ldc) {          \
+        GEMM(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)M, (blasint)N, \
+             (blasint)K, alpha, A, (blasint)(lda > 0 ? lda : 1), B, (blasint)(ldb > 0 ? ldb : 1), beta, C,         \
+             (blasint)(ldc > 0 ? ldc : 1));                                                                     \
+    }
+CONV_DEFINE_GEMM(float, f32, scipy_cblas_sgemm)
+CONV_DEFINE_GEMM(double, f64, scipy_cblas_dgemm)
+
+#define CONV_DECLARE_TYPED(T, SUF)                                                                              \
+    /* conv_im2col.c (see there) */                                                                             \
+    void conv_im2col_##SUF(T *col, int64_t ld, const T *x, const conv_geom *g, int64_t n, int64_t grp, int64_t s0, \
+                           int64_t cnt, int64_t j0, int64_t j1);                                                \
+    void conv_col2im_##SUF(T *dx, const T *col, const conv_geom *g, int64_t c0, int64_t c1, int64_t s0,          \
+                           int64_t cnt);                                                                        \
+    void conv_fill_rows_##SUF(T *dst, const T *vals, int64_t n, int64_t len, int64_t ld);                       \
+    /* conv_depthwise.c (see there) */                                                                          \
+    void conv_depthwise_forward_##SUF(T *out, const T *x, const T *w, const T *bias, const conv_geom *g,         \
+                                      int nthreads);                                                            \
+    void conv_depthwise_backward_data_##SUF(T *dx, const T *dout, const T *w, const T *bias, const conv_geom *g, \
+                                            int nthreads);                                                      \
+    void conv_depthwise_backward_weight_##SUF(T *dw, const T *dout, const T *x, const conv_geom *g, int nthreads);
+CONV_DECLARE_TYPED(float, f32)
+CONV_DECLARE_TYPED(double, f64)
+
+#endif

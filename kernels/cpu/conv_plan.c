@@ -1,0 +1,170 @@
+/* kernels/cpu/conv_plan.c — how a CPU convolution pass runs before it runs: the algorithm a geometry takes
+ * (conv2d_algo), the tiles and threads a pass shares its work into for the workspace it is given (conv_plan,
+ * hb_plan), the workspace bytes each pass asks for (conv2d_workspace_nbytes: csrc sizes its allocation with it, and
+ * meta plans with it exactly as the CPU does), the OpenBLAS thread guard and the geometry's checks. */
+#include "conv_internal.h"
+
+/* Whether element (h, w) of every (n, c) plane of inp is at h*W + w: the plane is a contiguous row of H*W. */
+static int planes_contiguous(const conv_geom *g) {
+    return (g->W == 1 || g->xs[3] == 1) && (g->H == 1 || g->xs[2] == g->W);
+}
+
+conv_algo conv2d_algo(const conv_geom *g, conv_pass pass) {
+    int64_t Cg = g->C / g->G;
+    if (g->G > 1 && Cg == 1) return CONV_ALGO_DEPTHWISE;
+    int one = g->R == 1 && g->S == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0 && g->P == g->H &&
+              g->Q == g->W;
+    if (!one) return CONV_ALGO_IM2COL;
+    if (pass == CONV_BACKWARD_DATA) return CONV_ALGO_POINTWISE; /* dinp is contiguous */
+    /* BLAS reads inp's (Cg, H*W) block of one item and group with leading dimension xs[1]. */
+    int64_t HW = g->H * g->W;
+    if (planes_contiguous(g) && (Cg == 1 || (g->xs[1] >= HW && g->xs[1] <= INT_MAX))) return CONV_ALGO_POINTWISE;
+    return CONV_ALGO_IM2COL;
+}
+
+size_t conv2d_column_nbytes(const conv_geom *g, gm_dtype dt) {
+    return (size_t)((g->C / g->G) * g->R * g->S) * gm_dtype_size(dt);
+}
+
+
+static int64_t tile_cap_of(const conv_geom *g, size_t col, size_t target) {
+    int64_t cols = max64(CONV_TILE_MIN_COLS, col ? (int64_t)(target / col) : g->P * g->Q);
+    return g->Q > 0 ? ceil_div64(cols, g->Q) * g->Q : cols;
+}
+
+conv_plan conv_plan_cols(const conv_geom *g, conv_pass pass, conv_algo algo, size_t col, size_t target, size_t budget,
+                         int nthreads) {
+    const int64_t Cg = g->C / g->G, CRS = Cg * g->R * g->S, PQ = g->P * g->Q, NG = g->N * g->G;
+    const double macs = (double)g->N * (double)g->K * (double)PQ * (double)CRS;
+    conv_plan p = {nthreads > 1 && macs >= CONV_GEMM_GRAIN ? nthreads : 1, PQ, 1, 0};
+    if (PQ == 0 || NG == 0) return p;
+    const int64_t cap = tile_cap_of(g, col, target);
+    if (pass == CONV_BACKWARD_WEIGHT) {
+        /* one shared buffer of columns; the threads split its rows (the weight-gradient's columns) */
+        int64_t rows = algo == CONV_ALGO_IM2COL ? CRS : Cg;
+        if (p.nt > rows) p.nt = (int)(rows > 0 ? rows : 1);
+        if (algo == CONV_ALGO_IM2COL) {
+            p.slots = 1;
+            p.tile = col ? min64(min64(PQ, cap * p.nt), (int64_t)(budget / col)) : PQ;
+        }
+        return p;
+    }
+    if (algo == CONV_ALGO_IM2COL) { /* a buffer per thread */
+        if (col && (size_t)p.nt > budget / col) p.nt = (int)max64(1, (int64_t)(budget / col));
+        p.slots = p.nt;
+        p.tile = col ? min64(min64(PQ, cap), (int64_t)(budget / ((size_t)p.nt * col))) : PQ;
+        if (p.tile < 1) return p;
+    }
+    if (pass == CONV_BACKWARD_DATA && algo == CONV_ALGO_IM2COL) {
+        /* col2im of one (item, group) stays on one thread per channel block: split channels if items are few */
+        if (NG < p.nt) p.nchunk = min64(Cg, ceil_div64(p.nt, NG));
+    } else if (NG * ceil_div64(PQ, p.tile) < p.nt) {
+        /* fewer tiles than threads (batch 1, small images): split the positions further */
+        p.tile = ceil_div64(PQ, ceil_div64(p.nt, NG));
+    }
+    return p;
+}
+
+conv_plan conv_plan_pass(const conv_geom *g, conv_pass pass, size_t es, size_t budget, int nthreads) {
+    return conv_plan_cols(g, pass, conv2d_algo(g, pass), (size_t)((g->C / g->G) * g->R * g->S) * es, CONV_TILE_TARGET,
+                     budget, nthreads);
+}
+
+size_t conv_hb_plan_for(const conv_geom *g, conv_pass pass, size_t budget, int nthreads, hb_plan *hp) {
+    const int64_t Cg = g->C / g->G, Kg = g->K / g->G, RS = g->R * g->S, CRS = Cg * RS, PQ = g->P * g->Q;
+    const int64_t HW = g->H * g->W, NG = g->N * g->G;
+    const double macs = (double)g->N * (double)g->K * (double)PQ * (double)CRS;
+    int nt = nthreads > 1 && macs >= CONV_GEMM_GRAIN ? nthreads : 1;
+    /* rows of columns a tile of CONV_TILE_MIN_COLS positions may hold within the target, beside grad_output's */
+    const int64_t rows = max64(1, (int64_t)(CONV_HALF_TILE_TARGET / sizeof(float)) / CONV_TILE_MIN_COLS - Kg);
+    for (;;) {
+        hb_plan p = {nt, 0, 0, 0, 0, 0};
+        if (pass == CONV_BACKWARD_DATA) {
+            p.chunk = min64(Cg, max64(1, (int64_t)(CONV_HALF_PLANE_TARGET / sizeof(float)) / max64(HW, 1)));
+            p.chunk = min64(p.chunk, max64(1, rows / RS));
+            if (NG * ceil_div64(Cg, p.chunk) < nt) /* few items: smaller blocks, so every thread has one */
+                p.chunk = max64(1, ceil_div64(Cg, ceil_div64(nt, NG)));
+            p.nt = (int)min64(nt, NG * ceil_div64(Cg, p.chunk));
+            p.fixed = (size_t)(g->K * CRS + g->C) * sizeof(float);
+            p.plane = (size_t)(p.chunk * HW) * sizeof(float);
+            p.col = (size_t)(p.chunk * RS + Kg) * sizeof(float);
+        } else {
+            p.nt = (int)min64(nt, CRS);
+            p.chunk = min64(ceil_div64(CRS, p.nt), rows);
+            p.fixed = (size_t)(g->K * CRS) * sizeof(float);
+            p.col = (size_t)(p.chunk + Kg) * sizeof(float);
+        }
+        p.fixed = (p.fixed + 63) & ~(size_t)63;
+        const size_t least = p.fixed + (size_t)p.nt * (p.plane + p.col);
+        if (budget >= least) {
+            const size_t per = (budget - p.fixed) / (size_t)p.nt - p.plane;
+            p.tile = min64(min64(PQ, tile_cap_of(g, p.col, CONV_HALF_TILE_TARGET)), (int64_t)(per / p.col));
+            *hp = p;
+            return 0;
+        }
+        if (nt == 1) return least;
+        nt = 1; /* one thread needs one set of buffers */
+    }
+}
+
+static size_t hb_nbytes(const hb_plan *p) {
+    return p->fixed + (size_t)p->nt * (p->plane + (size_t)p->tile * p->col);
+}
+
+static size_t half_workspace_nbytes(const conv_geom *g, conv_pass pass, size_t limit, int nthreads) {
+    const int64_t CRS = g->C / g->G * g->R * g->S;
+    if (conv2d_algo(g, pass) == CONV_ALGO_DEPTHWISE) return 0; /* unsupported */
+    if (g->K == 0 || CRS == 0 || g->H * g->W == 0) return 0;
+    if (pass != CONV_FORWARD) {
+        if (g->P * g->Q == 0 || g->N == 0) return 0;
+        hb_plan p;
+        size_t least = conv_hb_plan_for(g, pass, limit, nthreads, &p);
+        return least ? least : hb_nbytes(&p);
+    }
+    if (g->P * g->Q == 0 || g->N == 0) return 0;
+    const size_t fixed = half_fixed_nbytes(g), col = half_col_nbytes(g);
+    if (limit < fixed + col) return fixed + col;
+    conv_plan p = conv_plan_cols(g, pass, CONV_ALGO_IM2COL, col, CONV_HALF_TILE_TARGET, limit - fixed, nthreads);
+    return fixed + (size_t)p.slots * (size_t)p.tile * col;
+}
+
+size_t conv2d_workspace_nbytes(const conv_geom *g, gm_dtype dt, conv_pass pass, size_t limit, int nthreads) {
+    if (is_half(dt)) return half_workspace_nbytes(g, pass, limit, nthreads);
+    if (conv2d_algo(g, pass) != CONV_ALGO_IM2COL) return 0;
+    size_t col = conv2d_column_nbytes(g, dt);
+    if (col == 0 || g->P * g->Q == 0 || g->N == 0 || g->K == 0) return 0;
+    if (col > limit) return col;
+    conv_plan p = conv_plan_pass(g, pass, gm_dtype_size(dt), limit, nthreads);
+    return (size_t)p.slots * (size_t)p.tile * col;
+}
+
+static int blas_users, blas_saved;
+
+void conv_blas_single_begin(int nt) {
+    if (nt <= 1) return;
+#pragma omp critical(gm_conv_blas)
+    {
+        if (blas_users++ == 0) {
+            blas_saved = scipy_openblas_get_num_threads();
+            if (blas_saved != 1) scipy_openblas_set_num_threads(1);
+        }
+    }
+}
+
+void conv_blas_single_end(int nt) {
+    if (nt <= 1) return;
+#pragma omp critical(gm_conv_blas)
+    {
+        if (--blas_users == 0 && blas_saved != 1) scipy_openblas_set_num_threads(blas_saved);
+    }
+}
+
+int conv_check_geom(const conv_geom *g) {
+    if (!g || g->N < 0 || g->C < 0 || g->H < 0 || g->W < 0 || g->K < 0 || g->R < 1 || g->S < 1 || g->P < 0 ||
+        g->Q < 0 || g->sh < 1 || g->sw < 1 || g->dh < 1 || g->dw < 1 || g->ph < 0 || g->pw < 0 || g->G < 1 ||
+        g->C % g->G || g->K % g->G)
+        return GM_ERR_ARG;
+    int64_t CRS = g->C / g->G * g->R * g->S;
+    if (CRS > INT_MAX || g->K > INT_MAX || g->P * g->Q > INT_MAX || g->H * g->W > INT_MAX) return GM_ERR_UNSUPPORTED;
+    return GM_OK;
+}
