@@ -4,7 +4,7 @@
  * cuBLAS is column-major and our matrices are row-major: a row-major (R, C) matrix with leading dimension ld is
  * the column-major (C, R) matrix with the same ld, its transpose. So out = a @ b is computed as the column-major
  * product out^T (N, M) = b^T (N, K) @ a^T (K, M): b is cuBLAS's first operand, a its second, and a transposed
- * operand (column-contiguous, cpu_matmul_blas_layout's trans = 1) becomes CUBLAS_OP_T, never a copy.
+ * operand (column-contiguous, matmul_blas_layout's trans = 1) becomes CUBLAS_OP_T, never a copy.
  *
  * Batches: batch dims whose strides nest in both operands are merged (the output is contiguous, so they always
  * nest there), the innermost merged dim becomes one cublasGemmStridedBatchedEx call (a broadcast operand has
@@ -69,7 +69,7 @@ typedef struct {
 typedef struct {
     const char *a, *b;
     char *out;
-    int ta, tb;         /* cpu_matmul_blas_layout's trans flags */
+    int ta, tb;         /* matmul_blas_layout's trans flags */
     int64_t lda, ldb;   /* elements */
     int64_t sa, sb, so; /* batch strides in elements */
     int64_t count;      /* matrices in this call */
@@ -164,8 +164,8 @@ extern "C" int cuda_matmul_forward(void *out, const void *a, const void *b, gm_d
 
     gemm_call c;
     int64_t lda, ldb;
-    const int a_ok = cpu_matmul_blas_layout(M, K, g->a_rs, g->a_cs, (size_t)es, &c.ta, &lda);
-    const int b_ok = cpu_matmul_blas_layout(K, N, g->b_rs, g->b_cs, (size_t)es, &c.tb, &ldb);
+    const int a_ok = matmul_blas_layout(M, K, g->a_rs, g->a_cs, (size_t)es, &c.ta, &lda);
+    const int b_ok = matmul_blas_layout(K, N, g->b_rs, g->b_cs, (size_t)es, &c.tb, &ldb);
     c.lda = lda;
     c.ldb = ldb;
     const char *ca = (const char *)a, *cb = (const char *)b;
