@@ -62,4 +62,26 @@ static inline int matmul_blas_layout(int64_t rows, int64_t cols, int64_t rs, int
     return 0;
 }
 
+/* The number of products in the batch (the product of batch_shape), or -1 for a negative batch size. */
+static inline int64_t matmul_batch_count(const matmul_geom *g) {
+    int64_t nb = 1;
+    for (int d = 0; d < g->nbatch; d++) {
+        if (g->batch_shape[d] < 0) return -1;
+        nb *= g->batch_shape[d];
+    }
+    return nb;
+}
+
+/* Byte offsets in a and in b of product bi of the batch (row-major over batch_shape). */
+GM_HD static inline void matmul_batch_offsets(const matmul_geom *g, int64_t bi, int64_t *oa, int64_t *ob) {
+    *oa = 0;
+    *ob = 0;
+    for (int d = g->nbatch - 1; d >= 0; d--) {
+        const int64_t i = bi % g->batch_shape[d];
+        bi /= g->batch_shape[d];
+        *oa += i * g->a_bstrides[d];
+        *ob += i * g->b_bstrides[d];
+    }
+}
+
 #endif
