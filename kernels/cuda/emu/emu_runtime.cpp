@@ -464,6 +464,15 @@ void set_sticky(int dev, cudaError_t e, const char *msg) {
 
 using namespace gm_emu;
 
+/* cudaStreamDestroy / cudaEventDestroy: forget a live handle and free it, or fail naming the call. */
+template <typename H> static cudaError_t destroy_live(std::set<H> &live, H h, const char *call, const char *kind) {
+    if (cudaError_t e = configured()) return e;
+    std::lock_guard<std::mutex> g(g_handle_mu);
+    if (!live.erase(h)) return fail(cudaErrorInvalidResourceHandle, "%s: %p is not a live %s", call, (void *)h, kind);
+    delete h;
+    return cudaSuccess;
+}
+
 extern "C" {
 
 /* ---- devices ---------------------------------------------------------------------------------------------- */
@@ -721,12 +730,7 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned int flags) 
 cudaError_t cudaStreamCreate(cudaStream_t *stream) { return cudaStreamCreateWithFlags(stream, cudaStreamDefault); }
 
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
-    if (cudaError_t e = configured()) return e;
-    std::lock_guard<std::mutex> g(g_handle_mu);
-    if (!g_streams.erase(stream))
-        return fail(cudaErrorInvalidResourceHandle, "cudaStreamDestroy: %p is not a live stream", (void *)stream);
-    delete stream;
-    return cudaSuccess;
+    return destroy_live(g_streams, stream, "cudaStreamDestroy", "stream");
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
@@ -815,14 +819,7 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end) 
     return cudaSuccess;
 }
 
-cudaError_t cudaEventDestroy(cudaEvent_t event) {
-    if (cudaError_t e = configured()) return e;
-    std::lock_guard<std::mutex> g(g_handle_mu);
-    if (!g_events.erase(event))
-        return fail(cudaErrorInvalidResourceHandle, "cudaEventDestroy: %p is not a live event", (void *)event);
-    delete event;
-    return cudaSuccess;
-}
+cudaError_t cudaEventDestroy(cudaEvent_t event) { return destroy_live(g_events, event, "cudaEventDestroy", "event"); }
 
 /* ---- errors ----------------------------------------------------------------------------------------------- */
 cudaError_t cudaGetLastError(void) {
