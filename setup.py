@@ -293,7 +293,7 @@ class BuildExt(build_ext):
         flags += [f"-D{k}={v}" for k, v in macros] + [f"-I{inc}", "-Ikernels"]
         # kernels/*.h (what both backends share) and kernels/cuda/: nothing under kernels/cuda includes kernels/cpu.
         headers = rel("kernels/*.h") + rel("kernels/cuda/*.cuh") + rel("kernels/cuda/*.h")
-        headers += rel(inc + "/*.h")
+        headers += rel("kernels/cuda/emu/*.h") + rel(inc + "/*.h")
         return self.compile_parallel(sources, headers, lambda src, obj: [cxx] + (
             ["-x", "c++"] if src.endswith(".cu") else []) + ["-c", src, "-o", obj] + flags, "emu")
 
