@@ -291,8 +291,9 @@ class BuildExt(build_ext):
             raise SystemExit("gpumemnet: GPUMEMNET_CUDA=emu needs a C++17 compiler (g++), none found")
         flags = ["-std=c++17", "-O2", "-fPIC", "-Wall", "-Wno-unused-function", "-Wno-unknown-pragmas"]
         flags += [f"-D{k}={v}" for k, v in macros] + [f"-I{inc}", "-Ikernels"]
-        headers = rel("kernels/*.h") + rel("kernels/cpu/*.h") + rel("kernels/cuda/*.cuh") + rel("kernels/cuda/*.h")
-        headers += rel(inc + "/*.h")
+        # kernels/*.h (what both backends share) and kernels/cuda/: nothing under kernels/cuda includes kernels/cpu.
+        headers = rel("kernels/*.h") + rel("kernels/cuda/*.cuh") + rel("kernels/cuda/*.h")
+        headers += rel("kernels/cuda/emu/*.h") + rel(inc + "/*.h")
         return self.compile_parallel(sources, headers, lambda src, obj: [cxx] + (
             ["-x", "c++"] if src.endswith(".cu") else []) + ["-c", src, "-o", obj] + flags, "emu")
 
@@ -333,8 +334,9 @@ class BuildExt(build_ext):
         # kernels/ only, not csrc/: a kernel never sees Python or the allocator (DESIGN.md).
         incs = [f"-I{d}" for d in ["kernels"] + cuda["include_dirs"]]
         flags = ["-O3", "-std=c++17", "-Xcompiler", "-fPIC", "-DGM_WITH_CUDA=1"] + cuda["gencode"]
-        # kernels/cpu/ too: every .cu includes its CPU twin's header, some share code with it (resize_taps.h).
-        headers = rel("kernels/*.h") + rel("kernels/cpu/*.h") + rel("kernels/cuda/*.cuh") + rel("kernels/cuda/*.h")
+        # kernels/*.h, what both backends share (structs, Philox, pool windows, resize taps), and kernels/cuda/ itself:
+        # nothing under kernels/cuda includes kernels/cpu (kernels/README.md).
+        headers = rel("kernels/*.h") + rel("kernels/cuda/*.cuh") + rel("kernels/cuda/*.h")
         return self.compile_parallel(sources, headers, lambda src, obj: [cuda["nvcc"], "-c", src, "-o", obj] + flags
                                      + incs, "nvcc")
 

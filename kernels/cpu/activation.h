@@ -8,10 +8,8 @@
 #ifndef GM_KERNELS_CPU_ACTIVATION_H
 #define GM_KERNELS_CPU_ACTIVATION_H
 
+#include "../activation_ops.h" /* op codes ACT_* */
 #include "../common.h"
-
-/* Op codes (part of the _C interface: _C.activation(op, ...)). */
-enum { ACT_RELU = 0, ACT_LEAKY_RELU = 1, ACT_SIGMOID = 2, ACT_TANH = 3, ACT_GELU = 4, ACT_GELU_TANH = 5, ACT_N };
 
 /* out (n) = act(inp (n)), dtype dt (float). out may be inp (in place). alpha: leaky_relu's negative slope.
  * GM_ERR_ARG for an unknown op or a non-float dtype. */

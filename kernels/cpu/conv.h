@@ -26,21 +26,7 @@
 #ifndef GM_KERNELS_CPU_CONV_H
 #define GM_KERNELS_CPU_CONV_H
 
-#include "../common.h"
-
-typedef struct {
-    int64_t N, C, H, W;   /* input */
-    int64_t K, R, S;      /* weight (K, C/G, R, S) */
-    int64_t P, Q;         /* output */
-    int64_t sh, sw;       /* stride */
-    int64_t ph, pw;       /* padding before (top, left); the padding after is whatever P and Q imply */
-    int64_t dh, dw;       /* dilation */
-    int64_t G;            /* groups */
-    int64_t xs[4];        /* element strides of inp (N, C, H, W) */
-} conv_geom;
-
-typedef enum { CONV_ALGO_IM2COL = 0, CONV_ALGO_POINTWISE = 1, CONV_ALGO_DEPTHWISE = 2 } conv_algo;
-typedef enum { CONV_FORWARD = 0, CONV_BACKWARD_DATA = 1, CONV_BACKWARD_WEIGHT = 2 } conv_pass;
+#include "../conv_geom.h"
 
 /* The algorithm a pass runs (backward_data writes a contiguous dinp, so inp's strides do not matter there). */
 conv_algo conv2d_algo(const conv_geom *g, conv_pass pass);
@@ -74,14 +60,8 @@ int conv2d_backward_weight(void *dweight, const void *dout, const void *inp, con
 int conv_bias_backward(void *dbias, const void *t, int64_t N, int64_t K, int64_t L, const int64_t ts[3],
                        gm_dtype dt, int nthreads);
 
-/* The linear layer, out (M, Fo) = x (M, Fi) @ w (Fo, Fi)^T + bias. Each matrix operand arrives as a pointer, a
- * transpose flag and a leading dimension, as BLAS reads it: trans 0 means row-major with rows ld elements
- * apart, trans 1 means column-major (the transpose of a row-major matrix). Outputs are contiguous. */
-typedef struct {
-    const void *p;
-    int trans;
-    int64_t ld;
-} conv_mat;
+/* The linear layer, out (M, Fo) = x (M, Fi) @ w (Fo, Fi)^T + bias. Each matrix operand arrives as a conv_mat
+ * (kernels/conv_geom.h: pointer, transpose flag, leading dimension, as BLAS reads it). Outputs are contiguous. */
 
 /* out (M, Fo) contiguous. bias (Fo) or NULL: it is written into out first and the gemm adds onto it (beta = 1),
  * so no output-sized temporary exists. */

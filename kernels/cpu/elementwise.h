@@ -11,24 +11,7 @@
 #ifndef GM_KERNELS_CPU_ELEMENTWISE_H
 #define GM_KERNELS_CPU_ELEMENTWISE_H
 
-#include "../common.h"
-
-/* Binary ops (codes are part of the _C interface, docs/C_API.md). */
-enum {
-    GM_EW_ADD = 0, GM_EW_SUB, GM_EW_MUL, GM_EW_DIV, GM_EW_POW, GM_EW_MAXIMUM, GM_EW_MINIMUM,
-    GM_EW_EQ, GM_EW_NE, GM_EW_LT, GM_EW_LE, GM_EW_GT, GM_EW_GE, GM_EW_NBINARY
-};
-/* Unary ops. */
-enum { GM_EW_NEG = 0, GM_EW_EXP, GM_EW_LOG, GM_EW_SQRT, GM_EW_ABS, GM_EW_SIGN, GM_EW_LOGICAL_NOT, GM_EW_NUNARY };
-
-static inline int gm_ew_is_comparison(int op) { return op >= GM_EW_EQ && op < GM_EW_NBINARY; }
-
-/* A scalar operand. The caller fills both fields with the same number: kernels read `f` when computing in
- * float/double and `i` when computing in int64 (so an int64 scalar never goes through a double). */
-typedef struct {
-    double f;
-    int64_t i;
-} gm_scalar;
+#include "../elementwise_ops.h" /* op codes, gm_scalar, gm_f64_to_i64_sat */
 
 /* out = op(a, b) elementwise; out, a, b are (shape) with byte strides so, sa, sb.
  * a, b: dtype dt (or NULL: the scalar *as / *bs). out: dtype dt, or bool for comparisons.
@@ -68,13 +51,5 @@ int elementwise_cast_forward(char *out, const int64_t *so, gm_dtype out_dt,
 /* out[...] = value, rounded to dt once (bool: value != 0). */
 int elementwise_fill_forward(char *out, const int64_t *so, gm_dtype dt, const gm_scalar *value,
                              int ndim, const int64_t *shape, int nthreads);
-
-/* The saturating float -> int64 conversion the cast kernel uses (exported so csrc converts scalars the same way). */
-static inline int64_t gm_f64_to_i64_sat(double v) {
-    if (v != v) return 0;
-    if (v >= 9223372036854775807.0) return INT64_MAX;
-    if (v <= -9223372036854775808.0) return INT64_MIN;
-    return (int64_t)v;
-}
 
 #endif

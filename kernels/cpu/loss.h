@@ -15,9 +15,7 @@
 #define GM_KERNELS_CPU_LOSS_H
 
 #include "../common.h"
-
-enum { LOSS_NONE = 0, LOSS_MEAN = 1, LOSS_SUM = 2 };
-enum { LOSS_MSE = 0, LOSS_L1 = 1 };
+#include "../loss_ops.h" /* LOSS_NONE / MEAN / SUM, LOSS_MSE / L1 */
 
 /* Position of the first target outside [0, C) other than ignore_index, or -1 when all are valid. */
 int64_t loss_first_bad_target(const int64_t *target, int64_t n, int64_t C, int64_t ignore_index);

@@ -4,21 +4,9 @@
 #ifndef GM_KERNELS_CPU_MATMUL_H
 #define GM_KERNELS_CPU_MATMUL_H
 
-#include "../common.h"
+#include "../matmul_geom.h"
 
-typedef struct {
-    int nbatch;
-    int64_t batch_shape[GM_MAX_DIMS];
-    int64_t a_bstrides[GM_MAX_DIMS]; /* bytes; 0 where a is broadcast along that batch dim */
-    int64_t b_bstrides[GM_MAX_DIMS];
-    int64_t M, N, K;
-    int64_t a_rs, a_cs; /* bytes between rows / columns of one (M, K) matrix of a */
-    int64_t b_rs, b_cs; /* same for one (K, N) matrix of b */
-} matmul_geom;
-
-/* Whether BLAS can read a (rows, cols) matrix with these byte strides as it is: row-contiguous (*trans = 0)
- * or column-contiguous (*trans = 1, read as the transpose of a row-major matrix), with a leading dimension
- * *ld (elements) that fits BLAS's 32-bit integers. Returns 0 when the matrix needs a contiguous copy. */
+/* The test of kernels/matmul_geom.h's matmul_blas_layout (which both backends share), for csrc and this kernel. */
 int cpu_matmul_blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, size_t elem, int *trans,
                            int64_t *ld);
 

@@ -13,18 +13,7 @@
 #ifndef GM_KERNELS_CPU_OPTIM_H
 #define GM_KERNELS_CPU_OPTIM_H
 
-#include "../common.h"
-
-typedef struct {
-    double lr, momentum, dampening, weight_decay;
-    int nesterov, maximize;
-} sgd_hparams;
-
-typedef struct {
-    double lr, beta1, beta2, eps, weight_decay;
-    int decoupled; /* AdamW: param *= 1 - lr*weight_decay instead of grad += weight_decay*param */
-    int amsgrad, maximize;
-} adam_hparams;
+#include "../optim_hparams.h" /* sgd_hparams, adam_hparams */
 
 /* param[i] -= lr * d_p with d_p PyTorch's SGD direction. momentum_buf is NULL when h->momentum == 0;
  * buf_fresh[i] != 0 starts buffer i as the (decayed) gradient, as PyTorch does on a parameter's first step

@@ -6,7 +6,8 @@
  * count. Sums are taken in double. The window arithmetic is PyTorch's (aten/src/ATen/native/cpu/
  * MaxPoolKernel.cpp, AvgPoolKernel.cpp, AdaptiveAvgPoolKernel.cpp), so sizes, tie-breaking and divisors match;
  * it lives in pool_window.h, shared with kernels/cuda/pool.cu. */
-#include "pool_window.h"
+#include "pool.h"
+#include "../pool_window.h"
 
 #include <math.h>
 

@@ -10,16 +10,7 @@
 #ifndef GM_KERNELS_CPU_POOL_H
 #define GM_KERNELS_CPU_POOL_H
 
-#include "../common.h"
-
-typedef struct {
-    int64_t N, C, H, W; /* input */
-    int64_t OH, OW;     /* output */
-    int64_t kh, kw;     /* kernel */
-    int64_t sh, sw;     /* stride */
-    int64_t ph, pw;     /* padding (implicit: -inf for max, 0 for average) */
-    int64_t dh, dw;     /* dilation (max only; 1 for average) */
-} pool2d_geom;
+#include "../pool_geom.h"
 
 /* out (N, C, OH, OW) = max over each window of inp; indices (N, C, OH, OW), may be NULL (an inference forward
  * keeps no indices). The first maximal element wins; a NaN wins over any number (the last NaN in the window),

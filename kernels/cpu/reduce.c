@@ -14,7 +14,7 @@
 #include <math.h>
 #include <omp.h>
 
-#include "reduce_common.h"
+#include "../reduce_common.h"
 
 /* Below this many input elements in total, threads cost more than they save. */
 #define REDUCE_PARALLEL_GRAIN 32768

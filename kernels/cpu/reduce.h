@@ -8,18 +8,7 @@
 #ifndef GM_KERNELS_CPU_REDUCE_H
 #define GM_KERNELS_CPU_REDUCE_H
 
-#include "../common.h"
-
-typedef enum { REDUCE_SUM = 0, REDUCE_MEAN = 1, REDUCE_AMAX = 2, REDUCE_AMIN = 3, REDUCE_PROD = 4 } reduce_op;
-
-typedef struct {
-    int nkept;
-    int64_t kept_shape[GM_MAX_DIMS];
-    int64_t kept_strides[GM_MAX_DIMS]; /* bytes */
-    int nred;
-    int64_t red_shape[GM_MAX_DIMS];
-    int64_t red_strides[GM_MAX_DIMS]; /* bytes */
-} reduce_geom;
+#include "../reduce_geom.h"
 
 /* out (kept...) of out_dt = op over the reduced dims of inp.
  * SUM/MEAN/PROD accumulate in double when inp or out is floating point, else in int64 (wrapping);

@@ -8,7 +8,8 @@
  * pick the same pixels). The backward uses the forward's own coordinates, so it is the exact adjoint (PyTorch's
  * 1-D nearest backward uses nearest_idx, whose out == in and out == 2*in shortcuts disagree with its 1-D forward
  * when a scale factor is given that is not exactly out/in). */
-#include "resize_taps.h"
+#include "resize.h"
+#include "../resize_taps.h"
 
 /* Column taps are computed once per block of RESIZE_COLS columns and reused by every row of a block of
  * RESIZE_ROWS rows (forward) or by every row of a plane (backward), kept on the stack: 256 taps are 8 KiB. */

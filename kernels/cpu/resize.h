@@ -8,21 +8,8 @@
 #ifndef GM_KERNELS_CPU_RESIZE_H
 #define GM_KERNELS_CPU_RESIZE_H
 
-#include "pool.h"
-
-typedef enum { RESIZE_NEAREST = 0, RESIZE_NEAREST_EXACT = 1, RESIZE_BILINEAR = 2 } resize_mode;
-
-typedef struct {
-    int64_t N, C, H, W; /* input */
-    int64_t OH, OW;     /* output, >= 1 */
-    int mode;           /* resize_mode */
-    int align_corners;  /* bilinear only: corners of input and output grids coincide */
-    int is_1d;          /* the input was (N, C, L) (H = OH = 1): PyTorch's 1-D nearest kernel picks source indices
-                         * by another formula than its 2-D one (resize.c) */
-    double scale_h;     /* the caller's scale factor (output / input), used for the source coordinate as PyTorch
-                         * does when it is given; <= 0: none, the ratio of sizes is used */
-    double scale_w;
-} resize2d_geom;
+#include "../resize_geom.h"
+#include "pool.h" /* pool_ld, pool_st, POOL_DISPATCH: resize.c's loops */
 
 /* out (N, C, OH, OW) = inp (N, C, H, W) resized. */
 int resize2d_forward(void *out, const void *inp, const int64_t in[4], gm_dtype dt, const resize2d_geom *g,

@@ -4,7 +4,6 @@
  * thread and step, see nn_common.cuh). */
 #include "activation.h"
 #include "nn_common.cuh"
-#include "../cpu/activation.h"
 
 /* The constants of the two GELU forms, as kernels/cpu/activation.c. */
 #define GELU_BETA 0.7978845608028654

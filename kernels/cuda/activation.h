@@ -3,6 +3,7 @@
 #ifndef GM_KERNELS_CUDA_ACTIVATION_H
 #define GM_KERNELS_CUDA_ACTIVATION_H
 
+#include "../activation_ops.h"
 #include "../common.h"
 #include "cuda_ctx.h"
 

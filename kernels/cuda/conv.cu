@@ -148,6 +148,26 @@ static void deterministic_first(cuda_conv_algo *algos, const int *nondet, int n)
     memcpy(algos, sorted, (size_t)n * sizeof *algos);
 }
 
+/* Append cuDNN's usable proposals perf[0..got) to algos[*n..max), each with the math it will run with (set on conv
+ * first: the workspace a proposal needs depends on it) and the workspace ws_size(algo, &bytes) reports; a proposal
+ * cuDNN failed on, or whose workspace it cannot size, is skipped. One loop for the three passes' Perf types. */
+template <typename Perf, typename WsSize>
+static int add_candidates(const Perf *perf, int got, cudnnConvolutionDescriptor_t conv, gm_dtype dt,
+                          gm_cuda_ctx *ctx, cuda_conv_algo *algos, int *nondet, int max, int *n, WsSize ws_size) {
+    int rc = GM_OK;
+    for (int i = 0; i < got && *n < max; i++) {
+        size_t ws = 0;
+        if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
+        const cudnnMathType_t math = used_math(perf[i].mathType, dt, ctx);
+        DNN_CHECK(ctx, cudnnSetConvolutionMathType(conv, math));
+        if (ws_size(perf[i].algo, &ws) != CUDNN_STATUS_SUCCESS) continue;
+        nondet[*n] = perf[i].determinism == CUDNN_NON_DETERMINISTIC;
+        algos[(*n)++] = (cuda_conv_algo){(int)perf[i].algo, (int)math, ws};
+    }
+done:
+    return rc;
+}
+
 extern "C" int cuda_conv2d_algos(const conv_geom *g, gm_dtype dt, conv_pass pass, cuda_conv_algo *algos, int max,
                                  int *count, gm_cuda_ctx *ctx) {
     int rc = GM_OK, n = 0, got = 0;
@@ -173,49 +193,29 @@ extern "C" int cuda_conv2d_algos(const conv_geom *g, gm_dtype dt, conv_pass pass
         cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
         DNN_CHECK(ctx, cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y,
                                                               CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf));
-        for (int i = 0; i < got && n < max; i++) {
-            size_t ws = 0;
-            if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
-            const cudnnMathType_t math = used_math(perf[i].mathType, dt, ctx);
-            DNN_CHECK(ctx, cudnnSetConvolutionMathType(d.conv, math));
-            if (cudnnGetConvolutionForwardWorkspaceSize(h, d.x, d.w, d.conv, d.y, perf[i].algo, &ws) !=
-                CUDNN_STATUS_SUCCESS)
-                continue;
-            nondet[n] = perf[i].determinism == CUDNN_NON_DETERMINISTIC;
-            algos[n++] = (cuda_conv_algo){(int)perf[i].algo, (int)math, ws};
-        }
+        rc = add_candidates(perf, got, d.conv, dt, ctx, algos, nondet, max, &n,
+                            [&](cudnnConvolutionFwdAlgo_t a, size_t *ws) {
+                                return cudnnGetConvolutionForwardWorkspaceSize(h, d.x, d.w, d.conv, d.y, a, ws);
+                            });
     } else if (pass == CONV_BACKWARD_DATA) {
         cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
         DNN_CHECK(ctx, cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, d.x,
                                                                    CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, perf));
-        for (int i = 0; i < got && n < max; i++) {
-            size_t ws = 0;
-            if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
-            const cudnnMathType_t math = used_math(perf[i].mathType, dt, ctx);
-            DNN_CHECK(ctx, cudnnSetConvolutionMathType(d.conv, math));
-            if (cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.w, d.y, d.conv, d.x, perf[i].algo, &ws) !=
-                CUDNN_STATUS_SUCCESS)
-                continue;
-            nondet[n] = perf[i].determinism == CUDNN_NON_DETERMINISTIC;
-            algos[n++] = (cuda_conv_algo){(int)perf[i].algo, (int)math, ws};
-        }
+        rc = add_candidates(perf, got, d.conv, dt, ctx, algos, nondet, max, &n,
+                            [&](cudnnConvolutionBwdDataAlgo_t a, size_t *ws) {
+                                return cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.w, d.y, d.conv, d.x, a, ws);
+                            });
     } else {
         cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
         DNN_CHECK(ctx, cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w,
                                                                      CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got,
                                                                      perf));
-        for (int i = 0; i < got && n < max; i++) {
-            size_t ws = 0;
-            if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
-            const cudnnMathType_t math = used_math(perf[i].mathType, dt, ctx);
-            DNN_CHECK(ctx, cudnnSetConvolutionMathType(d.conv, math));
-            if (cudnnGetConvolutionBackwardFilterWorkspaceSize(h, d.x, d.y, d.conv, d.w, perf[i].algo, &ws) !=
-                CUDNN_STATUS_SUCCESS)
-                continue;
-            nondet[n] = perf[i].determinism == CUDNN_NON_DETERMINISTIC;
-            algos[n++] = (cuda_conv_algo){(int)perf[i].algo, (int)math, ws};
-        }
+        rc = add_candidates(perf, got, d.conv, dt, ctx, algos, nondet, max, &n,
+                            [&](cudnnConvolutionBwdFilterAlgo_t a, size_t *ws) {
+                                return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, d.x, d.y, d.conv, d.w, a, ws);
+                            });
     }
+    if (rc != GM_OK) goto done;
     /* No cuDNN candidate for this geometry and dtype (or none with the allowed math): the direct kernels. */
     if (n == 0) algos[n++] = (cuda_conv_algo){CUDA_CONV_DIRECT, 0, 0};
     deterministic_first(algos, nondet, n);

@@ -1,5 +1,5 @@
-/* kernels/cuda/conv.h — 2-D convolution (NCHW) on CUDA: the passes of kernels/cpu/conv.h (conv_transpose2d maps
- * onto them in csrc exactly as on the CPU), cuDNN underneath.
+/* kernels/cuda/conv.h — 2-D convolution (NCHW) on CUDA: the passes of the CPU backend (the same conv_geom,
+ * kernels/conv_geom.h; conv_transpose2d maps onto them in csrc exactly as on the CPU), cuDNN underneath.
  *
  * Three files implement these declarations:
  *   conv.cu          cuDNN (the only file with cuDNN calls): the algorithm candidates and the three passes;
@@ -21,7 +21,7 @@
 #ifndef GM_KERNELS_CUDA_CONV_H
 #define GM_KERNELS_CUDA_CONV_H
 
-#include "../cpu/conv.h"
+#include "../conv_geom.h"
 #include "cuda_ctx.h"
 
 #ifdef __cplusplus

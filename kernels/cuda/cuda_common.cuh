@@ -106,20 +106,19 @@ __host__ __device__ __forceinline__ double gm_cu_ld_f64(const void *p, int dt) {
 }
 
 /* Instantiate CALL(DT) for the runtime dtype `dt` (float dtypes only / every dtype); others: GM_ERR_ARG. */
-#define GM_CU_SWITCH_FLOAT(dt, CALL)                                                                         \
-    switch (dt) {                                                                                            \
+#define GM_CU_CASES_FLOAT(CALL)                                                                              \
     case GM_F32: CALL(GM_F32); break;                                                                        \
     case GM_F64: CALL(GM_F64); break;                                                                        \
     case GM_F16: CALL(GM_F16); break;                                                                        \
-    case GM_BF16: CALL(GM_BF16); break;                                                                      \
+    case GM_BF16: CALL(GM_BF16); break;
+#define GM_CU_SWITCH_FLOAT(dt, CALL)                                                                         \
+    switch (dt) {                                                                                            \
+    GM_CU_CASES_FLOAT(CALL)                                                                                  \
     default: return GM_ERR_ARG;                                                                              \
     }
 #define GM_CU_SWITCH_ALL(dt, CALL)                                                                           \
     switch (dt) {                                                                                            \
-    case GM_F32: CALL(GM_F32); break;                                                                        \
-    case GM_F64: CALL(GM_F64); break;                                                                        \
-    case GM_F16: CALL(GM_F16); break;                                                                        \
-    case GM_BF16: CALL(GM_BF16); break;                                                                      \
+    GM_CU_CASES_FLOAT(CALL)                                                                                  \
     case GM_I64: CALL(GM_I64); break;                                                                        \
     case GM_BOOL: CALL(GM_BOOL); break;                                                                      \
     default: return GM_ERR_ARG;                                                                              \

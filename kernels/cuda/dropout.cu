@@ -3,7 +3,7 @@
  * per block, as the CPU loop), grid-stride loops for the application. */
 #include "dropout.h"
 #include "nn_common.cuh"
-#include "../cpu/philox.h"
+#include "../philox.h"
 
 __global__ void dropout_mask_kernel(uint8_t *mask, int64_t n, int64_t nblocks, double keep, uint64_t seed,
                                     uint64_t offset, int bits, double inv) {

@@ -1,6 +1,6 @@
 /* kernels/cuda/dropout.h — CUDA entry points of kernels/cpu/dropout.h (same arguments and results, `int
  * nthreads` replaced by the device context; pointers are device pointers; see kernels/cuda/README.md). The mask
- * is bit-identical to the CPU's for the same (seed, offset): both read kernels/cpu/philox.h. */
+ * is bit-identical to the CPU's for the same (seed, offset): both read kernels/philox.h. */
 #ifndef GM_KERNELS_CUDA_DROPOUT_H
 #define GM_KERNELS_CUDA_DROPOUT_H
 

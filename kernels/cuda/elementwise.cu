@@ -148,13 +148,6 @@ template <> __device__ __forceinline__ int64_t ew_clamp(int64_t x, int64_t lo, i
 }
 
 /* ---- casts: the CPU's widen (double for floats, int64 for ints) then narrow ------------------------------- */
-__host__ __device__ __forceinline__ int64_t ew_f64_to_i64_sat(double v) {
-    if (v != v) return 0;
-    if (v >= 9223372036854775807.0) return INT64_MAX;
-    if (v <= -9223372036854775808.0) return INT64_MIN;
-    return (int64_t)v;
-}
-
 template <int S, int D> __device__ __forceinline__ void ew_cast_one(char *q, const char *p) {
     if (S == GM_F32 || S == GM_F64 || S == GM_F16 || S == GM_BF16) {
         const double w = (double)gm_cu_ld<S>(p); /* exact for every float dtype */
@@ -163,7 +156,7 @@ template <int S, int D> __device__ __forceinline__ void ew_cast_one(char *q, con
         case GM_F64: *(double *)q = w; break;
         case GM_F16: *(uint16_t *)q = gm_float_to_half((float)w); break;
         case GM_BF16: *(uint16_t *)q = gm_float_to_bf16((float)w); break;
-        case GM_I64: *(int64_t *)q = ew_f64_to_i64_sat(w); break;
+        case GM_I64: *(int64_t *)q = gm_f64_to_i64_sat(w); break; /* elementwise_ops.h */
         default: *(uint8_t *)q = (uint8_t)(w != 0); break;
         }
     } else {

@@ -8,7 +8,7 @@
 #ifndef GM_KERNELS_CUDA_ELEMENTWISE_H
 #define GM_KERNELS_CUDA_ELEMENTWISE_H
 
-#include "../cpu/elementwise.h"
+#include "../elementwise_ops.h"
 #include "cuda_ctx.h"
 
 #ifdef __cplusplus

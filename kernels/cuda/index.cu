@@ -67,6 +67,22 @@ __device__ __forceinline__ int64_t wrap_index(int64_t v, int64_t size) {
     return v >= 0 && v < size ? v : -1;
 }
 
+/* Element i of an (outer, n_idx, inner) walk: its outer position o, index position j, inner position k, and
+ * v = idx[j] wrapped into [0, size) (-1 when out of bounds: the element is skipped). */
+struct elem_pos {
+    int64_t o, j, k, v;
+};
+__device__ __forceinline__ elem_pos elem_at(int64_t i, int64_t n_idx, int64_t inner, const int64_t *idx,
+                                            int64_t size) {
+    elem_pos p;
+    const int64_t r = i / inner;
+    p.k = i - r * inner;
+    p.o = r / n_idx;
+    p.j = r - p.o * n_idx;
+    p.v = wrap_index(idx[p.j], size);
+    return p;
+}
+
 /* ---- bounds check ---------------------------------------------------------------------------------------- */
 __global__ void check_bounds_kernel(const int64_t *idx, int64_t n, int64_t size) {
     unsigned long long first = ~0ull;
@@ -121,11 +137,9 @@ template <typename T>
 __global__ void gather_elems_kernel(T *out, const char *inp, const int64_t *idx, gather_geom g) {
     const int64_t total = g.outer * g.n_idx * g.inner;
     GM_CU_GRID_STRIDE(i, total) {
-        const int64_t r = i / g.inner, k = i - r * g.inner;
-        const int64_t o = r / g.n_idx, j = r - o * g.n_idx;
-        const int64_t v = wrap_index(idx[j], g.size);
-        if (v < 0) continue;
-        out[i] = *(const T *)(inp + geom_off(g.og, 0, o) + v * g.sdim + geom_off(g.ig, 0, k));
+        const elem_pos e = elem_at(i, g.n_idx, g.inner, idx, g.size);
+        if (e.v < 0) continue;
+        out[i] = *(const T *)(inp + geom_off(g.og, 0, e.o) + e.v * g.sdim + geom_off(g.ig, 0, e.k));
     }
 }
 
@@ -236,12 +250,10 @@ template <int DT, int ACC>
 __global__ void put_elems_kernel(char *dst, const char *src, const int64_t *idx, put_geom g) {
     const int64_t total = g.outer * g.n_idx * g.inner;
     GM_CU_GRID_STRIDE(i, total) {
-        const int64_t r = i / g.inner, k = i - r * g.inner;
-        const int64_t o = r / g.n_idx, j = r - o * g.n_idx;
-        const int64_t v = wrap_index(idx[j], g.size);
-        if (v < 0) continue;
-        char *d = dst + geom_off(g.og, 0, o) + geom_off(g.ig, 0, k) + v * g.sdim;
-        const char *s = src + geom_off(g.og, 1, o) + geom_off(g.ig, 1, k) + geom_off(g.jg, 0, j);
+        const elem_pos e = elem_at(i, g.n_idx, g.inner, idx, g.size);
+        if (e.v < 0) continue;
+        char *d = dst + geom_off(g.og, 0, e.o) + geom_off(g.ig, 0, e.k) + e.v * g.sdim;
+        const char *s = src + geom_off(g.og, 1, e.o) + geom_off(g.ig, 1, e.k) + geom_off(g.jg, 0, e.j);
         if (ACC) put_ops<DT>::atomic_add(d, s);
         else put_ops<DT>::copy(d, s);
     }

@@ -9,18 +9,8 @@
 #include <cublas_v2.h>
 
 #include "conv.h"
-#include "cuda_common.cuh"
+#include "cublas_common.cuh"
 #include "linear.h"
-
-#define BLAS_CHECK(ctx, call)                                                                                \
-    do {                                                                                                     \
-        cublasStatus_t s_ = (call);                                                                          \
-        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                                   \
-            snprintf((ctx)->err, sizeof (ctx)->err, "%s failed at %s:%d: %s (%s)", #call, __FILE__, __LINE__, \
-                     cublasGetStatusName(s_), cublasGetStatusString(s_));                                    \
-            return GM_ERR_BACKEND;                                                                           \
-        }                                                                                                    \
-    } while (0)
 
 static int fits_int(int64_t v) { return v >= 0 && v <= 0x7fffffff; }
 
@@ -34,19 +24,13 @@ static int gemm(gm_cuda_ctx *ctx, gm_dtype dt, int ta, int tb, int64_t m, int64_
         return GM_ERR_BACKEND;
     }
     cudaDataType_t t;
-    cublasComputeType_t compute = ctx->allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-    switch (dt) {
-    case GM_F32: t = CUDA_R_32F; break;
-    case GM_F64: t = CUDA_R_64F, compute = CUBLAS_COMPUTE_64F; break;
-    case GM_F16: t = CUDA_R_16F, compute = CUBLAS_COMPUTE_32F; break;
-    case GM_BF16: t = CUDA_R_16BF, compute = CUBLAS_COMPUTE_32F; break;
-    default: return GM_ERR_ARG;
-    }
+    cublasComputeType_t compute;
+    if (!gm_cublas_types(dt, ctx, &t, &compute)) return GM_ERR_ARG;
     const double a64 = 1.0, b64 = accumulate ? 1.0 : 0.0;
     const float a32 = 1.0f, b32 = accumulate ? 1.0f : 0.0f;
     const void *alpha = dt == GM_F64 ? (const void *)&a64 : (const void *)&a32;
     const void *beta = dt == GM_F64 ? (const void *)&b64 : (const void *)&b32;
-    BLAS_CHECK(ctx, cublasGemmEx((cublasHandle_t)ctx->cublas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+    GM_CUBLAS_CHECK(ctx, cublasGemmEx((cublasHandle_t)ctx->cublas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
                                  ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n, (int)m, (int)k, alpha, B, t, (int)ldb, A, t,
                                  (int)lda, beta, C, t, (int)ldc, compute, CUBLAS_GEMM_DEFAULT));
     return GM_OK;

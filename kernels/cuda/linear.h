@@ -1,6 +1,6 @@
-/* kernels/cuda/linear.h — the linear layer on CUDA: kernels/cpu/conv.h's linear_forward / linear_backward with
- * the prefix cuda_ and the device context in place of `nthreads`. Same operands (conv_mat: pointer, transpose
- * flag, leading dimension, as BLAS reads a row-major matrix), contiguous outputs, device pointers.
+/* kernels/cuda/linear.h — the linear layer on CUDA: the CPU's linear_forward / linear_backward with the prefix
+ * cuda_ and the device context in place of `nthreads`. Same operands (conv_mat, kernels/conv_geom.h: pointer,
+ * transpose flag, leading dimension, as BLAS reads a row-major matrix), contiguous outputs, device pointers.
  *
  * linear.cu runs the products on cuBLAS (cublasGemmEx: float32 accumulation for every float dtype, double for
  * float64; TF32 only with ctx->allow_tf32); the bias is written into the output first and the product added
@@ -9,7 +9,7 @@
 #ifndef GM_KERNELS_CUDA_LINEAR_H
 #define GM_KERNELS_CUDA_LINEAR_H
 
-#include "../cpu/conv.h"
+#include "../conv_geom.h" /* conv_mat */
 #include "cuda_ctx.h"
 
 #ifdef __cplusplus

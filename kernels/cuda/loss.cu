@@ -12,7 +12,6 @@
  * that order (and the libm of exp/log). The per-element math is the CPU kernel's, in double. */
 #include "loss.h"
 #include "nn_common.cuh"
-#include "../cpu/loss.h"
 
 #define CE_ROW_MIN 64
 #define NO_BAD INT64_MAX

@@ -15,6 +15,7 @@
 #define GM_KERNELS_CUDA_LOSS_H
 
 #include "../common.h"
+#include "../loss_ops.h"
 #include "cuda_ctx.h"
 
 /* CUDA_LOSS_PARTS (cross-block partials per reduction) and CUDA_LOSS_SCRATCH_BYTES: scratch_sizes.h. */

@@ -4,7 +4,7 @@
  * cuBLAS is column-major and our matrices are row-major: a row-major (R, C) matrix with leading dimension ld is
  * the column-major (C, R) matrix with the same ld, its transpose. So out = a @ b is computed as the column-major
  * product out^T (N, M) = b^T (N, K) @ a^T (K, M): b is cuBLAS's first operand, a its second, and a transposed
- * operand (column-contiguous, cpu_matmul_blas_layout's trans = 1) becomes CUBLAS_OP_T, never a copy.
+ * operand (column-contiguous, matmul_blas_layout's trans = 1) becomes CUBLAS_OP_T, never a copy.
  *
  * Batches: batch dims whose strides nest in both operands are merged (the output is contiguous, so they always
  * nest there), the innermost merged dim becomes one cublasGemmStridedBatchedEx call (a broadcast operand has
@@ -20,18 +20,8 @@
 #include <cublas_v2.h>
 #include <limits.h>
 
-#include "cuda_common.cuh"
+#include "cublas_common.cuh"
 #include "matmul.h"
-
-#define GM_CUBLAS_CHECK(ctx, call)                                                                           \
-    do {                                                                                                     \
-        cublasStatus_t gm_s_ = (call);                                                                       \
-        if (gm_s_ != CUBLAS_STATUS_SUCCESS) {                                                                \
-            snprintf((ctx)->err, sizeof (ctx)->err, "%s failed at %s:%d: %s (%s)", #call, __FILE__, __LINE__, \
-                     cublasGetStatusName(gm_s_), cublasGetStatusString(gm_s_));                              \
-            return GM_ERR_BACKEND;                                                                           \
-        }                                                                                                    \
-    } while (0)
 
 /* ---- int64: exact, wrapping (unsigned arithmetic), like the CPU loop; no BLAS has it ------------------- */
 __global__ void matmul_i64_kernel(uint64_t *out, const char *a, const char *b, matmul_geom g, int64_t total) {
@@ -69,7 +59,7 @@ typedef struct {
 typedef struct {
     const char *a, *b;
     char *out;
-    int ta, tb;         /* cpu_matmul_blas_layout's trans flags */
+    int ta, tb;         /* matmul_blas_layout's trans flags */
     int64_t lda, ldb;   /* elements */
     int64_t sa, sb, so; /* batch strides in elements */
     int64_t count;      /* matrices in this call */
@@ -93,6 +83,18 @@ static int gemm(gm_cuda_ctx *ctx, const gemm_types *t, const matmul_geom *g, con
         done += n;
     }
     return GM_OK;
+}
+
+/* A 16-bit (rows, cols) operand at src as cuBLAS will read it: src itself when its layout is readable (ok), else
+ * its row-major copy in dst, packed only when src differs from the last one packed there (*last): a broadcast
+ * operand is packed once for the whole batch. */
+static const char *readable(int ok, const char *src, const char **last, uint16_t *dst, int64_t rows, int64_t cols,
+                            int64_t rs, int64_t cs, gm_cuda_ctx *ctx) {
+    if (ok) return src;
+    if (src != *last)
+        GM_LAUNCH(pack16_kernel, gm_cu_blocks(rows * cols, ctx), GM_CU_THREADS, ctx, dst, src, rows, cols, rs, cs);
+    *last = src;
+    return (const char *)dst;
 }
 
 /* Batch dims without size-1 dims, merged where both operands' strides nest (innermost last). */
@@ -124,11 +126,8 @@ extern "C" int cuda_matmul_forward(void *out, const void *a, const void *b, gm_d
                                    void *workspace, size_t workspace_nbytes, gm_cuda_ctx *ctx) {
     if (!g || g->nbatch < 0 || g->nbatch > GM_MAX_DIMS || g->M < 0 || g->N < 0 || g->K < 0) return GM_ERR_ARG;
     if (dt == GM_BOOL || (int)dt < 0 || dt >= GM_NDTYPES) return GM_ERR_UNSUPPORTED;
-    int64_t nb = 1;
-    for (int d = 0; d < g->nbatch; d++) {
-        if (g->batch_shape[d] < 0) return GM_ERR_ARG;
-        nb *= g->batch_shape[d];
-    }
+    const int64_t nb = matmul_batch_count(g);
+    if (nb < 0) return GM_ERR_ARG;
     const int64_t M = g->M, N = g->N, K = g->K, es = (int64_t)gm_dtype_size(dt);
     cudaStream_t stream = (cudaStream_t)ctx->stream;
     if (nb == 0 || M == 0 || N == 0) return GM_OK;
@@ -152,20 +151,15 @@ extern "C" int cuda_matmul_forward(void *out, const void *a, const void *b, gm_d
 
     gemm_types t;
     t.es = es;
-    switch (dt) {
-    case GM_F32: t.type = CUDA_R_32F; t.compute = ctx->allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F; break;
-    case GM_F64: t.type = CUDA_R_64F; t.compute = CUBLAS_COMPUTE_64F; break;
-    case GM_F16: t.type = CUDA_R_16F; t.compute = CUBLAS_COMPUTE_32F; break;
-    default: t.type = CUDA_R_16BF; t.compute = CUBLAS_COMPUTE_32F; break;
-    }
+    if (!gm_cublas_types(dt, ctx, &t.type, &t.compute)) return GM_ERR_UNSUPPORTED; /* (bool and int64 left above) */
     GM_CUBLAS_CHECK(ctx, cublasSetMathMode((cublasHandle_t)ctx->cublas,
                                            (cublasMath_t)(CUBLAS_DEFAULT_MATH |
                                                           CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
 
     gemm_call c;
     int64_t lda, ldb;
-    const int a_ok = cpu_matmul_blas_layout(M, K, g->a_rs, g->a_cs, (size_t)es, &c.ta, &lda);
-    const int b_ok = cpu_matmul_blas_layout(K, N, g->b_rs, g->b_cs, (size_t)es, &c.tb, &ldb);
+    const int a_ok = matmul_blas_layout(M, K, g->a_rs, g->a_cs, (size_t)es, &c.ta, &lda);
+    const int b_ok = matmul_blas_layout(K, N, g->b_rs, g->b_cs, (size_t)es, &c.tb, &ldb);
     c.lda = lda;
     c.ldb = ldb;
     const char *ca = (const char *)a, *cb = (const char *)b;
@@ -183,29 +177,10 @@ extern "C" int cuda_matmul_forward(void *out, const void *a, const void *b, gm_d
         c.sa = c.sb = c.so = 0;
         c.count = 1;
         for (int64_t bi = 0; bi < nb; bi++) {
-            int64_t oa = 0, ob = 0, r = bi;
-            for (int d = g->nbatch - 1; d >= 0; d--) {
-                int64_t k = r % g->batch_shape[d];
-                r /= g->batch_shape[d];
-                oa += k * g->a_bstrides[d];
-                ob += k * g->b_bstrides[d];
-            }
-            c.a = ca + oa;
-            c.b = cb + ob;
-            if (!a_ok) {
-                if (c.a != last_a)
-                    GM_LAUNCH(pack16_kernel, gm_cu_blocks(M * K, ctx), GM_CU_THREADS, ctx, pa, c.a, M, K, g->a_rs,
-                              g->a_cs);
-                last_a = c.a;
-                c.a = (const char *)pa;
-            }
-            if (!b_ok) {
-                if (c.b != last_b)
-                    GM_LAUNCH(pack16_kernel, gm_cu_blocks(K * N, ctx), GM_CU_THREADS, ctx, pb, c.b, K, N, g->b_rs,
-                              g->b_cs);
-                last_b = c.b;
-                c.b = (const char *)pb;
-            }
+            int64_t oa, ob;
+            matmul_batch_offsets(g, bi, &oa, &ob);
+            c.a = readable(a_ok, ca + oa, &last_a, pa, M, K, g->a_rs, g->a_cs, ctx);
+            c.b = readable(b_ok, cb + ob, &last_b, pb, K, N, g->b_rs, g->b_cs, ctx);
             GM_CU_LAUNCHED(ctx);
             c.out = co + bi * M * N * es;
             if (gemm(ctx, &t, g, &c) != GM_OK) return GM_ERR_BACKEND;

@@ -14,7 +14,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-#include "../cpu/matmul.h"
+#include "../matmul_geom.h"
 #include "cuda_ctx.h"
 
 int cuda_matmul_forward(void *out, const void *a, const void *b, gm_dtype dt, const matmul_geom *g,

@@ -52,6 +52,7 @@ template <int DT> __device__ __forceinline__ typename gm_cu_type<DT>::st enc(typ
 /* ---- the tensor table ------------------------------------------------------------------------------------ */
 /* NP pointers per tensor, X per-tensor extras; chunk0[t] is tensor t's first chunk, chunk0[n] the total. */
 template <int NP, int CAP, typename X> struct mt_table {
+    enum { cap = CAP };
     int n;
     int64_t chunk0[CAP + 1];
     int64_t numel[CAP];
@@ -81,10 +82,9 @@ __device__ __forceinline__ int mt_find(const mt_table<NP, CAP, X> &L, int64_t c)
         for (int64_t i = lo_ + threadIdx.x; i < hi_; i += blockDim.x) __VA_ARGS__                            \
     }
 
-template <typename Table> static void mt_add(Table &L, int t, int64_t numel) {
+template <typename Table> static void mt_add(Table &L, int64_t numel) {
     L.numel[L.n] = numel;
     L.chunk0[L.n + 1] = L.chunk0[L.n] + (numel + MT_CHUNK - 1) / MT_CHUNK;
-    (void)t;
     L.n++;
 }
 
@@ -95,6 +95,33 @@ template <typename Table> static void mt_reset(Table &L) {
 
 template <typename Table> static unsigned mt_grid(const Table &L, const gm_cuda_ctx *ctx) {
     return gm_cu_blocks(L.chunk0[L.n] * GM_CU_THREADS, ctx); /* at most one block per chunk */
+}
+
+/* A step's kernels, one per float dtype, indexed by the dtype's code (GM_F32, GM_F64, GM_F16, GM_BF16 are 0..3). */
+template <typename Table, typename Consts> using mt_kernels = void (*const[4])(Table, Consts);
+
+template <typename Table, typename Consts>
+static void mt_flush(Table &L, void (*kern)(Table, Consts), const Consts &k, gm_cuda_ctx *ctx) {
+    if (L.n == 0) return;
+    GM_LAUNCH(kern, mt_grid(L, ctx), GM_CU_THREADS, ctx, L, k);
+    mt_reset(L);
+}
+
+/* One step over a parameter group: the non-empty tensors of each float dtype in turn go into L (fill(j, t) sets
+ * table row j from tensor t), and kern[dtype] runs whenever L is full and after the dtype's last tensor. */
+template <typename Table, typename Consts, typename Fill>
+static void mt_step(Table &L, const Consts &k, mt_kernels<Table, Consts> &kern, const int64_t *numel,
+                    const gm_dtype *dt, int ntensors, Fill fill, gm_cuda_ctx *ctx) {
+    for (int q = GM_F32; q <= GM_BF16; q++) {
+        mt_reset(L);
+        for (int t = 0; t < ntensors; t++) {
+            if (dt[t] != q || numel[t] == 0) continue;
+            fill(L.n, t);
+            mt_add(L, numel[t]);
+            if (L.n == Table::cap) mt_flush(L, kern[q], k, ctx);
+        }
+        mt_flush(L, kern[q], k, ctx);
+    }
 }
 
 /* ---- SGD ------------------------------------------------------------------------------------------------ */
@@ -131,21 +158,9 @@ template <int DT, int HAS_BUF> __global__ void sgd_kernel(sgd_table L, sgd_const
     })
 }
 
-template <int DT> static void sgd_launch(const sgd_table &L, const sgd_consts &k, int has_buf, gm_cuda_ctx *ctx) {
-    auto *kern = has_buf ? &sgd_kernel<DT, 1> : &sgd_kernel<DT, 0>;
-    GM_LAUNCH(kern, mt_grid(L, ctx), GM_CU_THREADS, ctx, L, k);
-}
-
-static void sgd_flush(gm_dtype dt, sgd_table &L, const sgd_consts &k, int has_buf, gm_cuda_ctx *ctx) {
-    if (L.n == 0) return;
-    switch (dt) {
-    case GM_F32: sgd_launch<GM_F32>(L, k, has_buf, ctx); break;
-    case GM_F64: sgd_launch<GM_F64>(L, k, has_buf, ctx); break;
-    case GM_F16: sgd_launch<GM_F16>(L, k, has_buf, ctx); break;
-    default: sgd_launch<GM_BF16>(L, k, has_buf, ctx); break;
-    }
-    mt_reset(L);
-}
+static mt_kernels<sgd_table, sgd_consts> sgd_kernels[2] = { /* [HAS_BUF][dtype] */
+    {sgd_kernel<GM_F32, 0>, sgd_kernel<GM_F64, 0>, sgd_kernel<GM_F16, 0>, sgd_kernel<GM_BF16, 0>},
+    {sgd_kernel<GM_F32, 1>, sgd_kernel<GM_F64, 1>, sgd_kernel<GM_F16, 1>, sgd_kernel<GM_BF16, 1>}};
 
 /* ---- Adam / AdamW ---------------------------------------------------------------------------------------- */
 struct adam_x {
@@ -190,21 +205,9 @@ template <int DT, int AMSGRAD> __global__ void adam_kernel(adam_table L, adam_co
     })
 }
 
-template <int DT> static void adam_launch(const adam_table &L, const adam_consts &k, int ams, gm_cuda_ctx *ctx) {
-    auto *kern = ams ? &adam_kernel<DT, 1> : &adam_kernel<DT, 0>;
-    GM_LAUNCH(kern, mt_grid(L, ctx), GM_CU_THREADS, ctx, L, k);
-}
-
-static void adam_flush(gm_dtype dt, adam_table &L, const adam_consts &k, int ams, gm_cuda_ctx *ctx) {
-    if (L.n == 0) return;
-    switch (dt) {
-    case GM_F32: adam_launch<GM_F32>(L, k, ams, ctx); break;
-    case GM_F64: adam_launch<GM_F64>(L, k, ams, ctx); break;
-    case GM_F16: adam_launch<GM_F16>(L, k, ams, ctx); break;
-    default: adam_launch<GM_BF16>(L, k, ams, ctx); break;
-    }
-    mt_reset(L);
-}
+static mt_kernels<adam_table, adam_consts> adam_kernels[2] = { /* [AMSGRAD][dtype] */
+    {adam_kernel<GM_F32, 0>, adam_kernel<GM_F64, 0>, adam_kernel<GM_F16, 0>, adam_kernel<GM_BF16, 0>},
+    {adam_kernel<GM_F32, 1>, adam_kernel<GM_F64, 1>, adam_kernel<GM_F16, 1>, adam_kernel<GM_BF16, 1>}};
 
 /* ---- entry points (argument checks as kernels/cpu/optim.c) ------------------------------------------------ */
 static int check_group(void *const *param, const void *const *grad, const int64_t *numel, const gm_dtype *dt,
@@ -216,8 +219,6 @@ static int check_group(void *const *param, const void *const *grad, const int64_
     }
     return GM_OK;
 }
-
-static const gm_dtype FLOAT_DTYPES[4] = {GM_F32, GM_F64, GM_F16, GM_BF16};
 
 extern "C" int cuda_sgd_step(void *const *param, const void *const *grad, void *const *momentum_buf,
                              const uint8_t *buf_fresh, const int64_t *numel, const gm_dtype *dt, int ntensors,
@@ -238,21 +239,12 @@ extern "C" int cuda_sgd_step(void *const *param, const void *const *grad, void *
     k.sign = h->maximize ? -1.0 : 1.0;
     k.nesterov = h->nesterov;
     sgd_table L;
-    for (int q = 0; q < 4; q++) {
-        const gm_dtype want = FLOAT_DTYPES[q];
-        mt_reset(L);
-        for (int t = 0; t < ntensors; t++) {
-            if (dt[t] != want || numel[t] == 0) continue;
-            int j = L.n;
-            L.ptr[0][j] = param[t];
-            L.ptr[1][j] = (void *)grad[t];
-            L.ptr[2][j] = use_buf ? momentum_buf[t] : NULL;
-            L.x[j].fresh = buf_fresh ? buf_fresh[t] != 0 : 0;
-            mt_add(L, t, numel[t]);
-            if (L.n == SGD_CAP) sgd_flush(want, L, k, use_buf, ctx);
-        }
-        sgd_flush(want, L, k, use_buf, ctx);
-    }
+    mt_step(L, k, sgd_kernels[use_buf], numel, dt, ntensors, [&](int j, int t) {
+        L.ptr[0][j] = param[t];
+        L.ptr[1][j] = (void *)grad[t];
+        L.ptr[2][j] = use_buf ? momentum_buf[t] : NULL;
+        L.x[j].fresh = buf_fresh ? buf_fresh[t] != 0 : 0;
+    }, ctx);
     GM_CU_LAUNCHED(ctx);
     return GM_OK;
 }
@@ -278,24 +270,15 @@ extern "C" int cuda_adam_step(void *const *param, const void *const *grad, void 
     k.l2 = h->decoupled ? 0.0 : h->weight_decay;
     k.decay = h->decoupled ? 1.0 - h->lr * h->weight_decay : 1.0;
     adam_table L;
-    for (int q = 0; q < 4; q++) {
-        const gm_dtype want = FLOAT_DTYPES[q];
-        mt_reset(L);
-        for (int t = 0; t < ntensors; t++) {
-            if (dt[t] != want || numel[t] == 0) continue;
-            int j = L.n;
-            L.ptr[0][j] = param[t];
-            L.ptr[1][j] = (void *)grad[t];
-            L.ptr[2][j] = exp_avg[t];
-            L.ptr[3][j] = exp_avg_sq[t];
-            L.ptr[4][j] = h->amsgrad ? max_exp_avg_sq[t] : NULL;
-            L.x[j].step_size = h->lr / (1.0 - pow(h->beta1, (double)step[t]));
-            L.x[j].bc2_sqrt = sqrt(1.0 - pow(h->beta2, (double)step[t]));
-            mt_add(L, t, numel[t]);
-            if (L.n == ADAM_CAP) adam_flush(want, L, k, h->amsgrad, ctx);
-        }
-        adam_flush(want, L, k, h->amsgrad, ctx);
-    }
+    mt_step(L, k, adam_kernels[h->amsgrad != 0], numel, dt, ntensors, [&](int j, int t) {
+        L.ptr[0][j] = param[t];
+        L.ptr[1][j] = (void *)grad[t];
+        L.ptr[2][j] = exp_avg[t];
+        L.ptr[3][j] = exp_avg_sq[t];
+        L.ptr[4][j] = h->amsgrad ? max_exp_avg_sq[t] : NULL;
+        L.x[j].step_size = h->lr / (1.0 - pow(h->beta1, (double)step[t]));
+        L.x[j].bc2_sqrt = sqrt(1.0 - pow(h->beta2, (double)step[t]));
+    }, ctx);
     GM_CU_LAUNCHED(ctx);
     return GM_OK;
 }

@@ -1,5 +1,6 @@
 /* kernels/cuda/optim.h — fused, in-place, multi-tensor SGD and Adam/AdamW steps on CUDA. Same arguments and
- * results as kernels/cpu/optim.h (which defines sgd_hparams / adam_hparams and the update formulas), with
+ * results as the CPU steps (kernels/optim_hparams.h defines sgd_hparams / adam_hparams, kernels/cpu/optim.h
+ * states the update formulas), with
  * `int nthreads` replaced by the context: the arrays (param, grad, state pointers, numel, dt, step, buf_fresh)
  * are host arrays, the pointers in them device pointers. Nothing is allocated: the pointer tables travel in the
  * kernels' parameters. */
@@ -9,7 +10,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-#include "../cpu/optim.h"
+#include "../optim_hparams.h"
 #include "cuda_ctx.h"
 
 int cuda_sgd_step(void *const *param, const void *const *grad, void *const *momentum_buf, const uint8_t *buf_fresh,

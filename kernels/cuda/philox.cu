@@ -1,5 +1,5 @@
 /* kernels/cuda/philox.cu — CUDA fills of the Philox stream (uniform and normal, every float dtype).
- * The stream and the per-element math are defined once in kernels/cpu/philox.h (compiled here as
+ * The stream and the per-element math are defined once in kernels/philox.h (compiled here as
  * __host__ __device__), so this file is the CPU loop of kernels/cpu/philox.c turned into one thread per block;
  * the CPU fill is the reference the tests compare this one with. */
 #include <cuda_bf16.h>
@@ -9,7 +9,7 @@
 
 #include "cuda_common.cuh"
 
-#include "../cpu/philox.h"
+#include "../philox.h"
 
 #define PHILOX_CUDA_CHECK(call, err, errlen)                                                           \
     do {                                                                                               \

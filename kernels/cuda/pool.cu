@@ -11,7 +11,7 @@
  * The flat index of a thread is split into (n, c, y, x) with 32-bit divisions when the tensor has fewer than
  * 2^31 elements (template parameter I), 64-bit otherwise. */
 #include "pool.h"
-#include "../cpu/pool_window.h"
+#include "../pool_window.h"
 #include "pool_common.cuh"
 
 #include <math.h>

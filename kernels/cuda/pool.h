@@ -16,7 +16,7 @@
 #ifndef GM_KERNELS_CUDA_POOL_H
 #define GM_KERNELS_CUDA_POOL_H
 
-#include "../cpu/pool.h"
+#include "../pool_geom.h"
 #include "cuda_ctx.h"
 
 #ifdef __cplusplus

@@ -3,7 +3,7 @@
  * split of a thread's flat index into (n, c, y, x), and the launch of a kernel over every element of a tensor.
  *
  * Bit-identity with the CPU kernels rests on the same operations in the same order, and on no fused multiply-add
- * where the CPU rounds a product before adding (kernels/cpu/resize_taps.h's resize_mul, for resize.cu). */
+ * where the CPU rounds a product before adding (kernels/resize_taps.h's resize_mul, for resize.cu). */
 #ifndef GM_KERNELS_CUDA_POOL_COMMON_CUH
 #define GM_KERNELS_CUDA_POOL_COMMON_CUH
 

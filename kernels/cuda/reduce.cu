@@ -1,6 +1,6 @@
 /* kernels/cuda/reduce.cu — CUDA reductions (contract: reduce.h; reference: kernels/cpu/reduce.c).
  *
- * The geometry is simplified on the host by the CPU's own code (kernels/cpu/reduce_common.h: size-1 dims
+ * The geometry is simplified on the host by the code the CPU runs too (kernels/reduce_common.h: size-1 dims
  * dropped, the reduced dims of order-insensitive reductions sorted by stride, contiguous neighbours merged), then
  * one kernel template runs every reduction, parametrised by a "reducer" (accumulator type, identity, step,
  * combine, store).
@@ -27,9 +27,9 @@
 #include "cuda_common.cuh"
 #include "reduce.h"
 
-#include "../cpu/reduce_common.h"
+#include "../reduce_common.h"
 
-/* ---- geometry: the CPU's rd_simplify (kernels/cpu/reduce_common.h) on the host, walked on the device ------ */
+/* ---- geometry: the shared rd_simplify (kernels/reduce_common.h) on the host, walked on the device ------- */
 /* Byte offset of row-major linear index i over d: a multiply for one dim, 32-bit divisions when they suffice. */
 __device__ __forceinline__ int64_t rd_offset(const rd_dims &d, int64_t i) {
     if (d.n == 1) return i * d.stride[0];

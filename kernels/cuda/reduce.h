@@ -14,7 +14,7 @@
 #ifndef GM_KERNELS_CUDA_REDUCE_H
 #define GM_KERNELS_CUDA_REDUCE_H
 
-#include "../cpu/reduce.h"
+#include "../reduce_geom.h"
 #include "cuda_ctx.h"
 
 #ifdef __cplusplus

@@ -1,7 +1,7 @@
 /* kernels/cuda/resize.cu — nearest / nearest-exact / bilinear resizing on CUDA, forward and backward (resize.h).
  *
- * Forward: one thread per output element; its row and column taps come from resize_axis_tap, the CPU's own code
- * (kernels/cpu/resize_taps.h: PyTorch's source-index formulas in PyTorch's precision), so the same source
+ * Forward: one thread per output element; its row and column taps come from resize_axis_tap, the code the CPU
+ * runs too (kernels/resize_taps.h: PyTorch's source-index formulas in PyTorch's precision), so the same source
  * pixels and weights come out, and the bilinear blend is the CPU's expression in double with every product
  * rounded before it is added (resize_mul: nvcc would otherwise fuse them into fma).
  * Backward: one thread per input element. The taps are monotone in the output index, so the outputs reading
@@ -9,7 +9,7 @@
  * contributions in the CPU scatter's order — column blocks of RESIZE_COLS, then output rows, then columns, then
  * the four corners — rounding after each addition: bit-identical to the CPU, deterministic, no atomics. */
 #include "resize.h"
-#include "../cpu/resize_taps.h"
+#include "../resize_taps.h"
 #include "pool_common.cuh"
 
 /* Must equal RESIZE_COLS in kernels/cpu/resize.c: the CPU backward walks output columns in blocks of this many,

@@ -8,7 +8,7 @@
 #ifndef GM_KERNELS_CUDA_RESIZE_H
 #define GM_KERNELS_CUDA_RESIZE_H
 
-#include "../cpu/resize.h"
+#include "../resize_geom.h"
 #include "cuda_ctx.h"
 
 #ifdef __cplusplus

@@ -464,6 +464,21 @@ void set_sticky(int dev, cudaError_t e, const char *msg) {
 
 using namespace gm_emu;
 
+/* cudaErrorInvalidResourceHandle, naming the call, unless event is live (called with g_handle_mu held). */
+static cudaError_t check_event(const char *call, cudaEvent_t event) {
+    if (g_events.count(event)) return cudaSuccess;
+    return fail(cudaErrorInvalidResourceHandle, "%s: %p is not a live event", call, (void *)event);
+}
+
+/* cudaStreamDestroy / cudaEventDestroy: forget a live handle and free it, or fail naming the call. */
+template <typename H> static cudaError_t destroy_live(std::set<H> &live, H h, const char *call, const char *kind) {
+    if (cudaError_t e = configured()) return e;
+    std::lock_guard<std::mutex> g(g_handle_mu);
+    if (!live.erase(h)) return fail(cudaErrorInvalidResourceHandle, "%s: %p is not a live %s", call, (void *)h, kind);
+    delete h;
+    return cudaSuccess;
+}
+
 extern "C" {
 
 /* ---- devices ---------------------------------------------------------------------------------------------- */
@@ -721,12 +736,7 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned int flags) 
 cudaError_t cudaStreamCreate(cudaStream_t *stream) { return cudaStreamCreateWithFlags(stream, cudaStreamDefault); }
 
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
-    if (cudaError_t e = configured()) return e;
-    std::lock_guard<std::mutex> g(g_handle_mu);
-    if (!g_streams.erase(stream))
-        return fail(cudaErrorInvalidResourceHandle, "cudaStreamDestroy: %p is not a live stream", (void *)stream);
-    delete stream;
-    return cudaSuccess;
+    return destroy_live(g_streams, stream, "cudaStreamDestroy", "stream");
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
@@ -748,9 +758,7 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
     if (cudaError_t e = check_stream("cudaStreamWaitEvent", stream, &dev)) return e;
     (void)flags;
     std::lock_guard<std::mutex> g(g_handle_mu);
-    if (!g_events.count(event))
-        return fail(cudaErrorInvalidResourceHandle, "cudaStreamWaitEvent: %p is not a live event", (void *)event);
-    return cudaSuccess;
+    return check_event("cudaStreamWaitEvent", event);
 }
 
 /* ---- events ----------------------------------------------------------------------------------------------- */
@@ -773,8 +781,7 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
     if (cudaError_t e = ready(&dev)) return e;
     if (cudaError_t e = check_stream("cudaEventRecord", stream, &dev)) return e;
     std::lock_guard<std::mutex> g(g_handle_mu);
-    if (!g_events.count(event))
-        return fail(cudaErrorInvalidResourceHandle, "cudaEventRecord: %p is not a live event", (void *)event);
+    if (cudaError_t e = check_event("cudaEventRecord", event)) return e;
     event->recorded = true;
     event->pending = g_hold;
     event->when = std::chrono::steady_clock::now();
@@ -785,8 +792,7 @@ cudaError_t cudaEventQuery(cudaEvent_t event) {
     int dev;
     if (cudaError_t e = ready(&dev)) return e;
     std::lock_guard<std::mutex> g(g_handle_mu);
-    if (!g_events.count(event))
-        return fail(cudaErrorInvalidResourceHandle, "cudaEventQuery: %p is not a live event", (void *)event);
+    if (cudaError_t e = check_event("cudaEventQuery", event)) return e;
     return event->pending ? cudaErrorNotReady : cudaSuccess; /* not ready is no error: the last error stays */
 }
 
@@ -794,8 +800,7 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
     int dev;
     if (cudaError_t e = ready(&dev)) return e;
     std::lock_guard<std::mutex> g(g_handle_mu);
-    if (!g_events.count(event))
-        return fail(cudaErrorInvalidResourceHandle, "cudaEventSynchronize: %p is not a live event", (void *)event);
+    if (cudaError_t e = check_event("cudaEventSynchronize", event)) return e;
     event->pending = false;
     return cudaSuccess;
 }
@@ -815,14 +820,7 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end) 
     return cudaSuccess;
 }
 
-cudaError_t cudaEventDestroy(cudaEvent_t event) {
-    if (cudaError_t e = configured()) return e;
-    std::lock_guard<std::mutex> g(g_handle_mu);
-    if (!g_events.erase(event))
-        return fail(cudaErrorInvalidResourceHandle, "cudaEventDestroy: %p is not a live event", (void *)event);
-    delete event;
-    return cudaSuccess;
-}
+cudaError_t cudaEventDestroy(cudaEvent_t event) { return destroy_live(g_events, event, "cudaEventDestroy", "event"); }
 
 /* ---- errors ----------------------------------------------------------------------------------------------- */
 cudaError_t cudaGetLastError(void) {

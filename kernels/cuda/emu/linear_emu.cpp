@@ -1,47 +1,20 @@
 /* kernels/cuda/emu/linear_emu.cpp — the emulator build's stand-in for kernels/cuda/linear.cu (cuBLAS is not
  * there): the same entry points (linear.h) with the products as plain loops on the emulator's device memory
- * (host memory), accumulating in float (double for float64) as cuBLAS does with our compute types. The bias
+ * (blas_emu.h: host memory, float accumulation, double for float64, as cuBLAS with our compute types). The bias
  * fill and the bias gradient are the real CUDA kernels of conv_direct.cu, run by the emulator. */
 #include <string.h>
 
 #include "../conv.h"
 #include "../linear.h"
+#include "blas_emu.h"
 
-static double ld(const void *p, int64_t i, gm_dtype dt) {
-    switch (dt) {
-    case GM_F32: return ((const float *)p)[i];
-    case GM_F64: return ((const double *)p)[i];
-    case GM_F16: return gm_half_to_float(((const uint16_t *)p)[i]);
-    default: return gm_bf16_to_float(((const uint16_t *)p)[i]);
-    }
-}
-
-static void st(void *p, int64_t i, double v, gm_dtype dt) {
-    switch (dt) {
-    case GM_F32: ((float *)p)[i] = (float)v; break;
-    case GM_F64: ((double *)p)[i] = v; break;
-    case GM_F16: ((uint16_t *)p)[i] = gm_float_to_half((float)v); break;
-    default: ((uint16_t *)p)[i] = gm_float_to_bf16((float)v); break;
-    }
-}
-
-/* Row-major C (m x n, ldc) = op(A) op(B) (+ C), the same contract as linear.cu's gemm. */
+/* Row-major C (m x n, ldc) = op(A) op(B) (+ C), the same contract as linear.cu's gemm: an operand with its
+ * transpose flag is read through element strides (ld, 1), or (1, ld) when transposed. */
 static void gemm(gm_dtype dt, int ta, int tb, int64_t m, int64_t n, int64_t k, const void *A, int64_t lda,
                  const void *B, int64_t ldb, int accumulate, void *C, int64_t ldc) {
-    for (int64_t i = 0; i < m; i++)
-        for (int64_t j = 0; j < n; j++) {
-            double acc64 = 0.0;
-            float acc32 = 0.0f;
-            for (int64_t p = 0; p < k; p++) {
-                const double a = ld(A, ta ? p * lda + i : i * lda + p, dt);
-                const double b = ld(B, tb ? j * ldb + p : p * ldb + j, dt);
-                if (dt == GM_F64) acc64 += a * b;
-                else acc32 += (float)a * (float)b;
-            }
-            double v = dt == GM_F64 ? acc64 : (double)acc32;
-            if (accumulate) v += ld(C, i * ldc + j, dt);
-            st(C, i * ldc + j, v, dt);
-        }
+    const int64_t es = (int64_t)gm_dtype_size(dt);
+    blas_emu::gemm(dt, m, n, k, (const char *)A, (ta ? 1 : lda) * es, (ta ? lda : 1) * es, (const char *)B,
+                   (tb ? 1 : ldb) * es, (tb ? ldb : 1) * es, accumulate, (char *)C, ldc * es);
 }
 
 static int float_dtype(gm_dtype dt) { return dt == GM_F32 || dt == GM_F64 || dt == GM_F16 || dt == GM_BF16; }

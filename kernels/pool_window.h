@@ -1,16 +1,16 @@
-/* kernels/cpu/pool_window.h — the window arithmetic of pooling, shared by kernels/cpu/pool.c and
- * kernels/cuda/pool.cu: which input elements each output's window reads, and the average's divisor. PyTorch's
+/* kernels/pool_window.h — the window arithmetic of pooling, shared by kernels/cpu/pool.c and kernels/cuda/pool.cu
+ * (kernels/README.md): which input elements each output's window reads, and the average's divisor. PyTorch's
  * arithmetic (aten/src/ATen/native/cpu/MaxPoolKernel.cpp, AvgPoolKernel.cpp, AdaptiveAvgPoolKernel.cpp), so
  * sizes, tie-breaking and divisors match.
  *
  * Why one header for both backends: the CUDA kernels promise results bit-identical to the CPU's, which holds only
  * while both read the same taps in the same order. Written once, as inline functions that gcc compiles for the
  * host and nvcc also for the device (those marked GM_HD, kernels/common.h), as resize_taps.h does. Not part of
- * the interface (pool.h is). */
-#ifndef GM_KERNELS_CPU_POOL_WINDOW_H
-#define GM_KERNELS_CPU_POOL_WINDOW_H
+ * the interface (kernels/cpu/pool.h and kernels/cuda/pool.h are). */
+#ifndef GM_KERNELS_POOL_WINDOW_H
+#define GM_KERNELS_POOL_WINDOW_H
 
-#include "pool.h"
+#include "pool_geom.h"
 
 static inline int pool_geom_ok(const pool2d_geom *g) {
     return g->N >= 0 && g->C >= 0 && g->H >= 0 && g->W >= 0 && g->OH >= 0 && g->OW >= 0 && g->kh > 0 &&

@@ -1,14 +1,14 @@
-/* kernels/cpu/resize_taps.h — the source-index arithmetic of interpolation, shared by kernels/cpu/resize.c and
- * kernels/cuda/resize.cu: which input pixels each output index reads, and with which weights.
+/* kernels/resize_taps.h — the source-index arithmetic of interpolation, shared by kernels/cpu/resize.c and
+ * kernels/cuda/resize.cu (kernels/README.md): which input pixels each output index reads, and with which weights.
  *
  * Why one header for both backends: the CUDA kernels promise results bit-identical to the CPU's, and a
  * different rounding here picks a different source pixel. Written once, as inline functions that gcc compiles
  * for the host and nvcc also for the device (those marked GM_HD, kernels/common.h), as philox.h does. Not part of
- * the interface (resize.h is). */
-#ifndef GM_KERNELS_CPU_RESIZE_TAPS_H
-#define GM_KERNELS_CPU_RESIZE_TAPS_H
+ * the interface (kernels/cpu/resize.h and kernels/cuda/resize.h are). */
+#ifndef GM_KERNELS_RESIZE_TAPS_H
+#define GM_KERNELS_RESIZE_TAPS_H
 
-#include "resize.h"
+#include "resize_geom.h"
 
 /* a * b rounded once and never fused with a following addition: the CPU build has no FMA, but nvcc contracts
  * a*b+c into one fma by default, which would round differently. Plain products on the host. */

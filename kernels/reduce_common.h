@@ -1,16 +1,16 @@
-/* kernels/cpu/reduce_common.h — what the CPU reductions (kernels/cpu/reduce.c) and the CUDA ones
- * (kernels/cuda/reduce.cu) share: checking a reduce_geom, simplifying its dims, the parameters every store needs,
- * and the stores themselves.
+/* kernels/reduce_common.h — what the CPU reductions (kernels/cpu/reduce.c) and the CUDA ones
+ * (kernels/cuda/reduce.cu) share (kernels/README.md): checking a reduce_geom, simplifying its dims, the
+ * parameters every store needs, and the stores themselves.
  *
  * Why one header for both backends: the CUDA kernels promise the CPU's results up to summation order, which holds
  * only while both walk the same simplified dims and round, saturate and store the same way. Written once here, as
  * philox.h is for the random stream: the geometry runs on the host on both sides (plain static inline), the stores
  * run inside kernels too (GM_HD adds __host__ __device__ under nvcc). The walks over the dims differ (odometer
  * loops on CPU, index -> offset per thread on GPU) and stay in their files. */
-#ifndef GM_KERNELS_CPU_REDUCE_COMMON_H
-#define GM_KERNELS_CPU_REDUCE_COMMON_H
+#ifndef GM_KERNELS_REDUCE_COMMON_H
+#define GM_KERNELS_REDUCE_COMMON_H
 
-#include "reduce.h"
+#include "reduce_geom.h"
 
 /* One set of dims (kept or reduced) after rd_simplify. */
 typedef struct {
