@@ -15,12 +15,20 @@ bytes): the package's readers go through NumPy, which has no bfloat16, and would
 
 Safety. A write goes to a temporary file in the destination's directory, is flushed and fsync'ed, and only then
 replaces the destination (os.replace, atomic on POSIX): a failure at any point leaves an existing file as it
-was. Loading validates the header completely (a truncated or foreign file is a ValueError naming the path).
+was, and every I/O failure is an OSError naming the path (the safetensors package's own error for a full disk
+is translated). The temporary file's name carries the writer's process id (".NAME.gmsave-PID-XXXX.tmp"): a save
+killed mid-write (SIGKILL, power loss) cannot remove its own, so the next save to the same path removes the
+temporary files of writers that no longer run. Loading validates the header completely (a truncated, foreign or
+absurdly nested file is a ValueError naming the path).
+
+Structure. Checkpoints are trees: an object that contains itself, or nests deeper than _MAX_DEPTH levels, is a
+ValueError before any file is touched (JSON cannot express a cycle, and a reader would need that much stack).
 """
 import ctypes
 import errno
 import json
 import os
+import re
 import struct
 import tempfile
 
@@ -35,6 +43,7 @@ __all__ = ["save", "load"]
 _FORMAT_KEY = "gpumemnet"
 _FORMAT_VERSION = 1
 _MAX_HEADER = 100 * 1024 * 1024  # the limit the safetensors package itself enforces
+_MAX_DEPTH = 200  # nesting of dicts/lists/tuples; each level is three JSON levels, well inside json's own limit
 
 # gpumemnet dtype code <-> safetensors header dtype (and the name the package's TensorSpec takes).
 _ST_OF_CODE = {0: "F32", 1: "F64", 2: "F16", 3: "BF16", 4: "I64", 5: "BOOL"}
@@ -67,6 +76,7 @@ class _Encoder:
         self.entries = {}  # flat key -> (st_dtype, shape, data_ptr, nbytes, owner)
         self.by_id = {}    # id(tensor or array) -> flat key (one object saved twice is stored once)
         self.keep = []     # contiguous copies and the originals, alive until the write is done
+        self.open = set()  # id() of the containers being walked: one met again is a reference cycle
 
     def key_for(self, path):
         key = path or "tensor"
@@ -113,7 +123,7 @@ class _Encoder:
         self.entries[key] = (st, list(c.shape), c.ctypes.data, c.nbytes)
         return {"__ndarray__": key}
 
-    def encode(self, obj, path=""):
+    def encode(self, obj, path="", depth=0):
         if isinstance(obj, _C.TensorBase):
             return self.tensor(obj, path)
         if isinstance(obj, np.ndarray):
@@ -122,22 +132,36 @@ class _Encoder:
             obj = obj.item()
         if obj is None or isinstance(obj, (bool, int, float, str)):
             return obj
-        sub = (lambda k: f"{path}.{k}") if path else (lambda k: str(k))
-        if isinstance(obj, dict):
-            items = []
-            for k, v in obj.items():
-                if isinstance(k, np.generic):
-                    k = k.item()
-                if not (k is None or isinstance(k, (bool, int, float, str))):
-                    raise TypeError(f"save: dict key {k!r} at {path or 'the top level'} has type "
-                                    f"{type(k).__name__}; keys must be str, int, float, bool or None")
-                items.append([k, self.encode(v, sub(k))])
-            return {"__dict__": items}
-        if isinstance(obj, (list, tuple)):
-            enc = [self.encode(v, sub(i)) for i, v in enumerate(obj)]
-            return {"__tuple__": enc} if isinstance(obj, tuple) else enc
+        if isinstance(obj, (dict, list, tuple)):
+            return self.container(obj, path, depth)
         raise TypeError(f"save: cannot save {path or 'the object'} of type {type(obj).__name__}; expected "
                         f"tensors, NumPy arrays, dicts, lists, tuples, str, int, float, bool or None")
+
+
+    def container(self, obj, path, depth):
+        where = path or "the object"
+        if id(obj) in self.open:
+            raise ValueError(f"save: {where} contains itself (a reference cycle); a checkpoint must be a tree of "
+                             f"dicts, lists and tuples")
+        if depth >= _MAX_DEPTH:
+            raise ValueError(f"save: {where} nests dicts, lists and tuples more than {_MAX_DEPTH} levels deep")
+        sub = (lambda k: f"{path}.{k}") if path else (lambda k: str(k))
+        self.open.add(id(obj))
+        try:
+            if isinstance(obj, dict):
+                items = []
+                for k, v in obj.items():
+                    if isinstance(k, np.generic):
+                        k = k.item()
+                    if not (k is None or isinstance(k, (bool, int, float, str))):
+                        raise TypeError(f"save: dict key {k!r} at {path or 'the top level'} has type "
+                                        f"{type(k).__name__}; keys must be str, int, float, bool or None")
+                    items.append([k, self.encode(v, sub(k), depth + 1)])
+                return {"__dict__": items}
+            enc = [self.encode(v, sub(i), depth + 1) for i, v in enumerate(obj)]
+            return {"__tuple__": enc} if isinstance(obj, tuple) else enc
+        finally:
+            self.open.discard(id(obj))
 
 
 def _write_safetensors(entries, metadata, filename):
@@ -169,6 +193,49 @@ def _permission_error(path, where, e):
                                          f"({e.strerror or e})", os.fspath(path))
 
 
+def _as_os_error(e, path):
+    """The safetensors package reports a failed write (a full disk, a file-size limit) as its own SafetensorError
+    carrying "(os error N)": gm.save promises OSError for every I/O failure."""
+    if isinstance(e, OSError):
+        return e
+    m = re.search(r"os error (\d+)", str(e))
+    if m is None:
+        return None
+    code = int(m.group(1))
+    return OSError(code, f"save: cannot write {path}: {os.strerror(code)}", path)
+
+
+def _temp_prefix(path):
+    return f".{os.path.basename(path)}.gmsave-"
+
+
+def _remove_stale_temps(directory, path):
+    """Remove the temporary files that saves to `path` by processes no longer running left behind."""
+    pattern = re.compile(re.escape(_temp_prefix(path)) + r"(\d+)-[^/]*\.tmp\Z")
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for name in names:
+        m = pattern.match(name)
+        if m is None or _process_runs(int(m.group(1))):
+            continue
+        try:
+            os.unlink(os.path.join(directory, name))
+        except OSError:
+            pass  # another save removed it first, or it is not ours to remove: either way, not this save's concern
+
+
+def _process_runs(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: it runs, as another user
+        return True
+    return True
+
+
 def save(obj, path):
     """Write obj (a state_dict, or any nesting of dicts/lists/tuples of tensors and plain values) to path as one
     safetensors file, atomically. Tensors must be on the CPU (meta tensors have no data)."""
@@ -190,8 +257,9 @@ def save(obj, path):
     except ImportError:
         raise ImportError("save: gpumemnet checkpoints are safetensors files; install the package: "
                           "pip install safetensors") from None
+    _remove_stale_temps(directory, path)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
+        fd, tmp = tempfile.mkstemp(prefix=f"{_temp_prefix(path)}{os.getpid()}-", suffix=".tmp", dir=directory)
     except OSError as e:
         if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
             raise _permission_error(path, f"its directory {directory}", e) from e
@@ -209,8 +277,11 @@ def save(obj, path):
             os.unlink(tmp)
         except OSError:
             pass
-        if isinstance(e, OSError) and e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-            raise _permission_error(path, path, e) from e
+        os_error = _as_os_error(e, path) if isinstance(e, Exception) else None
+        if os_error is not None and os_error.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+            raise _permission_error(path, path, os_error) from e
+        if os_error is not None and os_error is not e:
+            raise os_error from e
         raise
     finally:
         enc.keep.clear()
@@ -242,6 +313,8 @@ def _read_header(f, size, path):
         header = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         raise _bad(path, "its header is not JSON (not a safetensors file?)") from None
+    except RecursionError:
+        raise _bad(path, "its header nests too deeply") from None
     if not isinstance(header, dict):
         raise _bad(path, "its header is not a JSON object")
     meta = header.pop("__metadata__", None) or {}
@@ -329,13 +402,16 @@ def load(path, device="cpu"):
                 doc = json.loads(meta[_FORMAT_KEY])
                 structure = doc["structure"]
                 version = doc["version"]
-            except (ValueError, KeyError, TypeError):
+            except (ValueError, KeyError, TypeError, RecursionError):
                 raise _bad(path, f"its '{_FORMAT_KEY}' metadata is not a valid structure") from None
             if version > _FORMAT_VERSION:
                 raise ValueError(f"load: {path} was written by a newer gpumemnet (format {version}; this one "
                                  f"reads up to {_FORMAT_VERSION})")
         wanted_arrays = set()
-        _collect_arrays(structure, wanted_arrays)
+        try:
+            _collect_arrays(structure, wanted_arrays)
+        except RecursionError:
+            raise _bad(path, f"its '{_FORMAT_KEY}' structure nests too deeply") from None
         tensors, arrays = {}, {}
         for key, st, shape, b, e in entries:
             if key in wanted_arrays or st not in _CODE_OF_ST:
@@ -357,8 +433,12 @@ def load(path, device="cpu"):
         return dict((key, tensors[key]) for key, *_ in entries)
     try:
         return _decode(structure, tensors, arrays, path)
-    except TypeError:
+    except (TypeError, ValueError) as e:
+        if isinstance(e, ValueError) and str(e).startswith("load:"):
+            raise
         raise _bad(path, "its structure metadata is malformed") from None
+    except RecursionError:
+        raise _bad(path, f"its '{_FORMAT_KEY}' structure nests too deeply") from None
 
 
 def _collect_arrays(node, out):
