@@ -141,3 +141,50 @@ def test_cli_usage_errors(argv):
     assert r.returncode == 2 if argv == ["run"] else r.returncode == 1
     assert ("the following arguments are required: script" in r.stderr if argv == ["run"]
             else "unknown command 'frobnicate'" in r.stderr)
+
+
+def test_pytorch_infrastructure_modules_behave_as_where_the_feature_is_off(tmp_path):
+    r = run_script(tmp_path, """
+        import os
+        import torch, torch.jit, torch.hub, torch.ops, torch.library, torch.fx, torch.compiler, torch._C
+        from torch.utils.data import Dataset, DataLoader
+        import gpumemnet as gm
+
+        def f(x):
+            return x + 1
+        assert not torch.jit.is_scripting() and not torch.jit.is_tracing()
+        assert torch.jit.unused(f) is f and torch.jit.script(f) is f and torch.jit.ignore(drop=True)(f) is f
+        assert torch.jit.annotate(list, [1]) == [1]
+        assert torch.fx.wrap(f) is f and torch.fx.wrap("name") == "name"
+        assert not torch.compiler.is_compiling() and torch.compiler.disable(f) is f
+        try:
+            torch.ops.load_library("/nowhere/libops.so")
+        except OSError as e:
+            assert "/nowhere/libops.so" in str(e)
+        else:
+            raise AssertionError("load_library loaded")
+        try:
+            torch.ops.torchvision.nms
+        except AttributeError as e:
+            assert "torch.ops.torchvision.nms" in str(e)
+        assert torch.library.register_fake("ns::op")(f) is f and torch.library.register_fake("ns::op", f) is f
+        assert torch.library.Library("ns", "DEF").define("op(Tensor x) -> Tensor") == "op"
+        os.environ["TORCH_HOME"] = "/some/home"
+        assert torch.hub._get_torch_home() == "/some/home" and torch.hub.get_dir() == "/some/home/hub"
+        try:
+            torch.hub.load_state_dict_from_url("https://example.invalid/w.pth")
+        except NotImplementedError as e:
+            assert "gm.load" in str(e)
+        torch._C._log_api_usage_once("x")
+        assert torch._C._get_tracing_state() is None
+        keys = torch._C.DispatchKeySet(torch._C.DispatchKey.AutocastCPU) | torch._C.DispatchKeySet("B")
+        assert keys.keys == {"AutocastCPU", "B"}
+        with torch._C._ExcludeDispatchKeyGuard(keys):
+            pass
+        assert torch.version.cuda == gm._C._build_info()["cuda"]
+        class Named(Dataset[int]):       # typing-style base classes, as torchvision's datasets write them
+            pass
+        assert issubclass(Named, Dataset) and DataLoader[int] is DataLoader
+        print("ok")
+    """)
+    assert r.returncode == 0 and r.stdout == "ok\n", r.stderr

@@ -25,8 +25,11 @@ import types
 
 __all__ = ["as_torch", "is_active", "missing_names"]
 
-# torch submodules that live elsewhere in gpumemnet; every other torch.X.Y is gpumemnet.X.Y.
-_RENAMED = {}
+# torch submodules that live elsewhere in gpumemnet; every other torch.X.Y is gpumemnet.X.Y. PyTorch's
+# infrastructure modules are stand-ins in gpumemnet.compat (what PyTorch does where the feature is off).
+_RENAMED = {f"torch.{name}": f"gpumemnet.compat.{name}"
+            for name in ("jit", "hub", "ops", "library", "fx", "compiler", "version")}
+_RENAMED["torch._C"] = "gpumemnet.compat._torch_c"
 
 # What `torch.__version__` says under the alias: the PyTorch release whose API gpumemnet follows (scripts and
 # torchvision compare it), marked as gpumemnet's in PEP 440's local part so that nobody mistakes it for PyTorch.
@@ -49,7 +52,11 @@ def missing_names():
 
 def _gm_name(torch_name):
     """gpumemnet's module for a torch module name, or None when gpumemnet has no such module."""
-    name = _RENAMED.get(torch_name, "gpumemnet" + torch_name[len("torch"):])
+    top = ".".join(torch_name.split(".")[:2])
+    if top in _RENAMED:  # torch.jit.annotations -> gpumemnet.compat.jit.annotations
+        name = _RENAMED[top] + torch_name[len(top):]
+    else:
+        name = "gpumemnet" + torch_name[len("torch"):]
     try:
         found = importlib.util.find_spec(name)
     except (ImportError, ValueError):  # a parent is missing, or is a module rather than a package
@@ -59,6 +66,16 @@ def _gm_name(torch_name):
 
 def _not_yet(torch_name):
     return f"{torch_name} is a PyTorch name gpumemnet does not have yet (running PyTorch code on gpumemnet)"
+
+
+# What looking up a missing name gives. tools/dropin_discover.py swaps these two for stand-ins, to list every
+# name a script needs in one run instead of one failure at a time.
+def _missing_attribute(torch_name):
+    raise AttributeError(_not_yet(torch_name))
+
+
+def _missing_module(torch_name):
+    raise ModuleNotFoundError(_not_yet(torch_name), name=torch_name)
 
 
 class _TorchModule(types.ModuleType):
@@ -81,7 +98,7 @@ class _TorchModule(types.ModuleType):
         if _gm_name(full) is not None:  # a submodule not imported yet
             return importlib.import_module(full)
         _record(full, "attribute")
-        raise AttributeError(_not_yet(full))
+        return _missing_attribute(full)
 
     def __setattr__(self, attr, value):
         # The import machinery's own attributes and submodule aliases stay here; a flag a script sets
@@ -125,7 +142,7 @@ class _Finder(importlib.abc.MetaPathFinder):
         gm_name = _gm_name(fullname)
         if gm_name is None:
             _record(fullname, "module")
-            raise ModuleNotFoundError(_not_yet(fullname), name=fullname)
+            return _missing_module(fullname)
         # Every alias is a package (an empty path), so `import torch.a.b` comes back here for torch.a.b.
         return importlib.util.spec_from_loader(fullname, _Loader(gm_name), is_package=True)
 
