@@ -25,6 +25,7 @@ from .memory import summary  # noqa: E402
 from .amp import autocast  # noqa: E402
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled  # noqa: E402
 from .random import manual_seed, get_rng_state, set_rng_state  # noqa: E402
+from .dropin import as_torch  # noqa: E402
 
 OutOfMemoryError = _C.OutOfMemoryError
 float = float32  # noqa: A001  (PyTorch's aliases)

@@ -1,10 +1,14 @@
 """`python -m gpumemnet` (the package's face, top layer): what was built and what this machine offers (versions,
-BLAS kernels, devices, threads).
+BLAS kernels, devices, threads). Paste its output into bug reports.
 
-Paste its output into bug reports."""
+`python -m gpumemnet run [--report] script.py [args...]`: runs a script written for PyTorch with `import torch`
+resolving to gpumemnet (gpumemnet/dropin.py)."""
+import argparse
 import os
 import platform
+import runpy
 import sys
+import traceback
 
 import numpy
 
@@ -25,7 +29,47 @@ def _cpu_memory():
         return "unknown"
 
 
-def main():
+def run(argv):
+    """`run`: the script runs as `python script.py args...` would run it, with torch resolving to gpumemnet."""
+    parser = argparse.ArgumentParser(
+        prog="python -m gpumemnet run",
+        description="Run a PyTorch script on gpumemnet: `import torch` resolves to gpumemnet.")
+    parser.add_argument("--report", action="store_true",
+                        help="at the end, list the PyTorch names the script looked up that gpumemnet lacks")
+    parser.add_argument("script", help="the Python script to run")
+    parser.add_argument("args", nargs=argparse.REMAINDER, help="the script's own arguments")
+    opts = parser.parse_args(argv)
+
+    from . import dropin  # the top layer: only the `run` command needs it
+    dropin.as_torch()
+    sys.argv = [opts.script] + opts.args
+    sys.path.insert(0, os.path.dirname(os.path.abspath(opts.script)))  # as `python script.py` does
+    try:
+        runpy.run_path(opts.script, run_name="__main__")
+    except SystemExit:
+        raise
+    except BaseException as e:  # shown as `python script.py` shows it: from the script's frame on
+        tb = e.__traceback__
+        while tb is not None and tb.tb_frame.f_code.co_filename != opts.script:
+            tb = tb.tb_next
+        traceback.print_exception(type(e), e, tb or e.__traceback__)
+        sys.exit(1)
+    finally:
+        if opts.report:
+            names = dropin.missing_names()
+            print(f"gpumemnet run: {len(names)} PyTorch name(s) looked up that gpumemnet does not have yet"
+                  + (":" if names else ""), file=sys.stderr)
+            for name in names:
+                print(f"  {name}", file=sys.stderr)
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "run":
+        return run(argv[1:])
+    if argv:
+        sys.exit(f"python -m gpumemnet: unknown command {argv[0]!r}; the commands are: (none) for build and "
+                 "machine information, `run script.py [args...]` for a PyTorch script")
     info = _C._build_info()
     version = getattr(sys.modules.get(__package__), "__version__", None) or info["version"]
     lines = [f"gpumemnet {version} (Python {platform.python_version()}, NumPy {numpy.__version__}, "

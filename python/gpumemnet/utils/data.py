@@ -29,6 +29,9 @@ _NP_CODE = {"float32": 0, "float64": 1, "float16": 2, "int64": 4, "bool": 5}  # 
 class Dataset:
     """Base class of map-style datasets: implement __getitem__(index) and __len__()."""
 
+    def __class_getitem__(cls, item):  # Dataset[T] in type hints and base classes, as PyTorch's Generic allows
+        return cls
+
     def __getitem__(self, index):
         raise NotImplementedError(f"{type(self).__name__} must implement __getitem__")
 
@@ -144,6 +147,9 @@ class DataLoader:
     numpy.random.Generator (see the module docstring); collate_fn: turns a list of samples into a batch.
     pin_memory: batches in pinned host memory (see the module docstring). num_workers is accepted for drop-in
     compatibility: loading runs in this process."""
+
+    def __class_getitem__(cls, item):  # DataLoader[T] in type hints
+        return cls
 
     def __init__(self, dataset, batch_size=1, shuffle=False, drop_last=False, generator=None, collate_fn=None,
                  num_workers=0, pin_memory=False):

@@ -1,0 +1,29 @@
+"""torch.hub: where PyTorch keeps downloads. gpumemnet downloads nothing: loading weights from a URL says so."""
+import os
+
+_hub_dir = None
+
+
+def _get_torch_home():
+    # PyTorch's rule: $TORCH_HOME, else $XDG_CACHE_HOME/torch, else ~/.cache/torch
+    return os.path.expanduser(os.getenv("TORCH_HOME",
+                                        os.path.join(os.getenv("XDG_CACHE_HOME", "~/.cache"), "torch")))
+
+
+def get_dir():
+    return _hub_dir if _hub_dir is not None else os.path.join(_get_torch_home(), "hub")
+
+
+def set_dir(d):
+    global _hub_dir
+    _hub_dir = os.path.expanduser(d)
+
+
+def load_state_dict_from_url(url, *args, **kwargs):
+    raise NotImplementedError(
+        f"load_state_dict_from_url({url!r}): gpumemnet does not download or unpickle PyTorch checkpoints; save "
+        "the weights with safetensors (safetensors.torch.save_file) and load them with gm.load")
+
+
+def load(*args, **kwargs):
+    raise NotImplementedError("torch.hub.load: gpumemnet does not fetch models from hubs")

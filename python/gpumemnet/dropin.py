@@ -1,0 +1,169 @@
+"""Code written for PyTorch runs on gpumemnet: `import torch` (and its submodules) resolve to gpumemnet.
+
+    python -m gpumemnet run train.py [args...]   # a script, unchanged
+    gm.as_torch()                                 # in a notebook, before the first `import torch`
+
+`torch.X.Y` is gpumemnet's `gpumemnet.X.Y` (`torch.nn.functional` is `gm.nn.functional`, `torch.cuda.amp` is
+`gm.cuda.amp`, ...): the objects are gpumemnet's own, so `isinstance(x, torch.Tensor)` holds for gpumemnet
+tensors and a flag set through the alias (`torch.backends.cuda.matmul.allow_tf32 = True`) reaches gpumemnet.
+
+A name gpumemnet lacks fails where it is looked up, with an AttributeError (or, for a module,
+ModuleNotFoundError) that says it is a PyTorch name gpumemnet does not have yet, instead of a confusing error
+later. Every such name is recorded: `missing_names()` lists them, and `run --report` prints them at the end.
+Some are probes the script handles (`getattr(torch, "compile", None)`), so the list is what the script asked
+for, not only what stopped it.
+
+This module is the package's top layer: it may import any part of gpumemnet, and nothing imports it but the
+package's face (`gpumemnet.as_torch`, `python -m gpumemnet run`).
+"""
+import importlib
+import importlib.abc
+import importlib.util
+import sys
+import threading
+import types
+
+__all__ = ["as_torch", "is_active", "missing_names"]
+
+# torch submodules that live elsewhere in gpumemnet; every other torch.X.Y is gpumemnet.X.Y. PyTorch's
+# infrastructure modules are stand-ins in gpumemnet.compat (what PyTorch does where the feature is off).
+_RENAMED = {f"torch.{name}": f"gpumemnet.compat.{name}"
+            for name in ("jit", "hub", "ops", "library", "fx", "compiler", "version")}
+_RENAMED["torch._C"] = "gpumemnet.compat._torch_c"
+
+# What `torch.__version__` says under the alias: the PyTorch release whose API gpumemnet follows (scripts and
+# torchvision compare it), marked as gpumemnet's in PEP 440's local part so that nobody mistakes it for PyTorch.
+TORCH_API_VERSION = "2.14.0"
+
+_missing = {}          # "torch.nn.GroupNorm" -> how it was asked for ("attribute" / "module")
+_missing_lock = threading.Lock()
+
+
+def _record(name, kind):
+    with _missing_lock:
+        _missing.setdefault(name, kind)
+
+
+def missing_names():
+    """The PyTorch names looked up under the alias that gpumemnet does not have, sorted."""
+    with _missing_lock:
+        return sorted(_missing)
+
+
+def _gm_name(torch_name):
+    """gpumemnet's module for a torch module name, or None when gpumemnet has no such module."""
+    top = ".".join(torch_name.split(".")[:2])
+    if top in _RENAMED:  # torch.jit.annotations -> gpumemnet.compat.jit.annotations
+        name = _RENAMED[top] + torch_name[len(top):]
+    else:
+        name = "gpumemnet" + torch_name[len("torch"):]
+    try:
+        found = importlib.util.find_spec(name)
+    except (ImportError, ValueError):  # a parent is missing, or is a module rather than a package
+        found = None
+    return name if found is not None else None
+
+
+def _not_yet(torch_name):
+    return f"{torch_name} is a PyTorch name gpumemnet does not have yet (running PyTorch code on gpumemnet)"
+
+
+# What looking up a missing name gives. tools/dropin_discover.py swaps these two for stand-ins, to list every
+# name a script needs in one run instead of one failure at a time.
+def _missing_attribute(torch_name):
+    raise AttributeError(_not_yet(torch_name))
+
+
+def _missing_module(torch_name):
+    raise ModuleNotFoundError(_not_yet(torch_name), name=torch_name)
+
+
+class _TorchModule(types.ModuleType):
+    """`torch.X` under the alias: reads and writes of public names go to the gpumemnet module behind it."""
+
+    def __init__(self, name, target):
+        super().__init__(name, target.__doc__)
+        object.__setattr__(self, "_gm_target", target)
+
+    def __getattr__(self, attr):  # only reached for names not in this module's own dict
+        if attr.startswith("__") and attr.endswith("__"):
+            raise AttributeError(attr)  # import machinery and hasattr(__file__)-style probes, not API names
+        target = object.__getattribute__(self, "_gm_target")
+        full = f"{self.__name__}.{attr}"
+        value = getattr(target, attr, _MISSING)
+        if isinstance(value, types.ModuleType) and value.__name__.startswith("gpumemnet."):
+            return importlib.import_module(full)  # the submodule's alias, so its missing names are reported too
+        if value is not _MISSING:
+            return value
+        if _gm_name(full) is not None:  # a submodule not imported yet
+            return importlib.import_module(full)
+        _record(full, "attribute")
+        return _missing_attribute(full)
+
+    def __setattr__(self, attr, value):
+        # The import machinery's own attributes and submodule aliases stay here; a flag a script sets
+        # (torch.backends.cudnn.benchmark = True) is gpumemnet's.
+        if (attr.startswith("__") and attr.endswith("__")) or isinstance(value, _TorchModule):
+            object.__setattr__(self, attr, value)
+        else:
+            setattr(object.__getattribute__(self, "_gm_target"), attr, value)
+
+    def __dir__(self):
+        return sorted(set(dir(object.__getattribute__(self, "_gm_target"))) | set(self.__dict__))
+
+    def __repr__(self):
+        return f"<module {self.__name__!r} (gpumemnet's {self._gm_target.__name__})>"
+
+
+_MISSING = object()
+
+
+class _Loader(importlib.abc.Loader):
+    def __init__(self, gm_name):
+        self.gm_name = gm_name
+
+    def create_module(self, spec):
+        target = importlib.import_module(self.gm_name)
+        module = _TorchModule(spec.name, target)
+        if spec.name == "torch":
+            module.__version__ = f"{TORCH_API_VERSION}+gpumemnet.{target.__version__}"
+        return module
+
+    def exec_module(self, module):
+        pass  # the gpumemnet module behind it ran when it was imported
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    """Answers for `torch` and every `torch.*` before any installed PyTorch can."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "torch" and not fullname.startswith("torch."):
+            return None
+        gm_name = _gm_name(fullname)
+        if gm_name is None:
+            _record(fullname, "module")
+            return _missing_module(fullname)
+        # Every alias is a package (an empty path), so `import torch.a.b` comes back here for torch.a.b.
+        return importlib.util.spec_from_loader(fullname, _Loader(gm_name), is_package=True)
+
+
+_finder = _Finder()
+
+
+def is_active():
+    return _finder in sys.meta_path
+
+
+def as_torch():
+    """Make `import torch` give gpumemnet from now on, in this process, and return the `torch` module.
+
+    Call it before anything imports torch: a PyTorch already imported stays what the names already bound to it
+    are, so mixing the two is refused."""
+    if is_active():
+        return importlib.import_module("torch")
+    real = sys.modules.get("torch")
+    if real is not None and not isinstance(real, _TorchModule):
+        raise RuntimeError("as_torch: PyTorch is already imported in this process; call gm.as_torch() (or use "
+                           "`python -m gpumemnet run`) before anything imports torch")
+    sys.meta_path.insert(0, _finder)
+    return importlib.import_module("torch")
