@@ -11,43 +11,10 @@
 /* Multiply-adds below which threading the int64 loop / the half conversions is not worth it. */
 #define MATMUL_PARALLEL_GRAIN 65536
 
+/* The rule itself lives in kernels/matmul_geom.h, which the CUDA backend reads too. */
 int cpu_matmul_blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, size_t elem, int *trans,
                            int64_t *ld) {
-    if (rows <= 0 || cols <= 0) { /* nothing is read: any valid ld will do */
-        *trans = 0;
-        *ld = cols > 1 ? cols : 1;
-        return cols <= INT_MAX;
-    }
-    if (elem == 0 || rs % (int64_t)elem || cs % (int64_t)elem) return 0;
-    int64_t r = rs / (int64_t)elem, c = cs / (int64_t)elem;
-    /* Row-major: (i, j) at i*ld + j, which needs unit column steps and ld >= cols. A single row has no row
-     * stride to speak of, so ld is free. */
-    if (cols == 1 || c == 1) {
-        if (rows == 1) {
-            *trans = 0;
-            *ld = cols;
-            return cols <= INT_MAX;
-        }
-        if (r >= cols && r <= INT_MAX) {
-            *trans = 0;
-            *ld = r;
-            return 1;
-        }
-    }
-    /* Column-major, read by BLAS as the transpose of a row-major (cols, rows) matrix: (i, j) at j*ld + i. */
-    if (rows == 1 || r == 1) {
-        if (cols == 1) {
-            *trans = 1;
-            *ld = rows;
-            return rows <= INT_MAX;
-        }
-        if (c >= rows && c <= INT_MAX) {
-            *trans = 1;
-            *ld = c;
-            return 1;
-        }
-    }
-    return 0;
+    return matmul_blas_layout(rows, cols, rs, cs, elem, trans, ld);
 }
 
 size_t cpu_matmul_workspace_nbytes(gm_dtype dt, int64_t M, int64_t N, int64_t K) {
