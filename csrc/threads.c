@@ -17,6 +17,7 @@
 
 int gm_num_threads = 1;
 _Thread_local int64_t gm_op_work;
+_Thread_local int64_t gm_gil_released_kernels;
 
 void gm_threads_init(void) { gm_num_threads = omp_get_max_threads(); }
 
@@ -35,8 +36,14 @@ static PyObject *py_set_num_threads(PyObject *self, PyObject *arg) {
 
 static PyObject *py_get_num_threads(PyObject *self, PyObject *unused) { return PyLong_FromLong(gm_num_threads); }
 
+static PyObject *py_gil_released_kernels(PyObject *self, PyObject *unused) {
+    return PyLong_FromLongLong(gm_gil_released_kernels);
+}
+
 PyMethodDef gm_threads_methods[] = {
     {"set_num_threads", py_set_num_threads, METH_O, "Threads used by gpumemnet's own CPU kernels."},
     {"get_num_threads", py_get_num_threads, METH_NOARGS, "Threads used by gpumemnet's own CPU kernels."},
+    {"_gil_released_kernels", py_gil_released_kernels, METH_NOARGS,
+     "How many CPU kernels the calling thread has run without the GIL (GM_KERNEL's policy; for tests)."},
     {NULL},
 };
