@@ -1,7 +1,7 @@
-"""GM_KERNEL's GIL policy (csrc/gm.h, csrc/threads.c): a CPU kernel runs without the GIL when the largest tensor
-its op made or took has at least 32768 elements, and keeps it otherwise. `_C._gil_released_kernels()` counts, per
-thread, the kernels that gave the GIL away. The reductions are the case the rule is for: a full reduction of a
-large tensor has a one-element output, so only its input says the kernel is long."""
+"""GM_KERNEL's GIL policy (csrc/gm.h, csrc/threads.c): a CPU kernel runs without the GIL when the largest tensor its op
+made or took (for a fused optimizer step: its whole group) has at least 32768 elements, and keeps it otherwise.
+`_C._gil_released_kernels()` counts, per thread, the kernels that gave the GIL away. The reductions are the case the
+rule is for: a full reduction of a large tensor has a one-element output, so only its input says the kernel is long."""
 import threading
 
 import numpy as np
@@ -48,6 +48,25 @@ def test_a_full_reduction_of_a_large_tensor_runs_without_the_gil(name):
 @pytest.mark.parametrize("name", REDUCTIONS)
 def test_a_small_reduction_keeps_the_gil(name):
     assert released_by(REDUCTIONS[name], data(SMALL)) == 0
+
+
+def _sgd(ps):
+    _C.sgd_step_(ps, [gm.ones_like(p) for p in ps], None, None, 0.1)
+
+
+def _adam(ps):
+    n = len(ps)
+    _C.adam_step_(ps, [gm.ones_like(p) for p in ps], [gm.zeros_like(p) for p in ps],
+                  [gm.zeros_like(p) for p in ps], None, [1] * n, 0.1, 0.9, 0.999)
+
+
+@pytest.mark.parametrize("step", [_sgd, _adam], ids=["sgd", "adam"])
+def test_an_optimizer_step_is_as_large_as_its_whole_group(step):
+    """The fused step walks every parameter of the group: many small parameters that add up to a large group
+    release the GIL; a small group keeps it (it used to give the GIL away on every step). The gradients and
+    states each call makes are small tensors: only the step's own kernel can count."""
+    assert released_by(step, [data(4096) for _ in range(16)]) == 1
+    assert released_by(step, [data(SMALL) for _ in range(4)]) == 0
 
 
 def test_the_size_is_noted_per_op():
