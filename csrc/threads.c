@@ -8,9 +8,11 @@
  * the op is the largest tensor (in elements) the op created or took as an argument since the last dispatch on
  * this thread: gm_empty and gm_tensor_arg note it, GM_KERNEL reads and resets it. Every op allocates its output
  * through gm_empty, so the rule is at least "output elements >= GM_NOGIL_MIN_WORK"; ops that parse their inputs
- * with gm_tensor_arg also count their inputs (a full reduction of a large tensor has a 1-element output). A note
- * left by an op whose kernel ran elsewhere (elementwise's own threshold, conv, matmul) is taken by the next
- * GM_KERNEL: at worst one small op then gives the GIL away, as every op did before. */
+ * with gm_tensor_arg also count their inputs (a full reduction of a large tensor has a 1-element output), and a
+ * fused optimizer step notes its whole group (ops_optim.c). _C._gil_released_kernels() counts, per thread, the
+ * kernels that ran without the GIL (tests/test_gil_policy.py). A note left by an op whose kernel ran elsewhere
+ * (elementwise's own threshold, conv, matmul) is taken by the next GM_KERNEL: at worst one small op then gives the
+ * GIL away, as every op did before. */
 #include "gm.h"
 #include <omp.h>
 #include <cblas.h>
