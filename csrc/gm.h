@@ -182,6 +182,9 @@ int gm_cuda_kernel_status(const char *op, int status, const gm_cuda_ctx *ctx);
  * small op keeps it and its ~1 µs overhead (threads.c says why releasing it is not free). */
 #define GM_NOGIL_MIN_WORK 32768
 extern _Thread_local int64_t gm_op_work;
+/* How many CPU kernels this thread ran without the GIL through GM_KERNEL: what the policy's tests read
+ * (_C._gil_released_kernels). */
+extern _Thread_local int64_t gm_gil_released_kernels;
 static inline void gm_note_work(int64_t n) {
     if (n > gm_op_work) gm_op_work = n;
 }
@@ -212,6 +215,7 @@ static inline int64_t gm_take_work(void) {
     ({                                                                                                          \
         int gm_st_;                                                                                             \
         if (gm_take_work() >= GM_NOGIL_MIN_WORK) {                                                              \
+            gm_gil_released_kernels++;                                                                          \
             Py_BEGIN_ALLOW_THREADS                                                                              \
             gm_st_ = (CPU_CALL);                                                                                \
             Py_END_ALLOW_THREADS                                                                                \

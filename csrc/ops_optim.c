@@ -149,7 +149,7 @@ static int validate(group *g) {
 }
 
 /* Fill pointer arrays; non-contiguous tensors get a contiguous workspace copy (allocated on meta too, so that
- * estimates see it). */
+ * estimates see it). Notes the group's size for GM_KERNEL's GIL policy: the kernel walks every parameter. */
 static int prepare(group *g) {
     size_t n = (size_t)(g->n > 0 ? g->n : 1);
     g->numel = PyMem_Calloc(n, sizeof(int64_t));
@@ -178,6 +178,9 @@ static int prepare(group *g) {
             g->ptr[r][i] = gm_tensor_data(t);
         }
     }
+    int64_t total = 0;
+    for (Py_ssize_t i = 0; i < g->n; i++) total += g->numel[i];
+    gm_note_work(total);
     return 0;
 nomem:
     PyErr_NoMemory();
@@ -301,23 +304,12 @@ static PyObject *py_sgd_step(PyObject *self, PyObject *args, PyObject *kwargs) {
     }
     if (prepare(&g) < 0) goto done;
     gm_device dev = g.n > 0 ? item(&g, 0, 0)->device : (gm_device){GM_DEV_META, 0};
-    if (dev.type == GM_DEV_CUDA) {
-#ifdef GM_WITH_CUDA
-        /* asynchronous: only launches, so there is no point releasing the GIL */
-        gm_cuda_ctx *ctx = gm_cuda_ctx_for(dev);
-        if (!ctx) goto done;
-        int st = cuda_sgd_step(g.ptr[0], (const void *const *)g.ptr[1], use_buf ? g.ptr[2] : NULL, fresh, g.numel,
-                               g.dt, (int)g.n, &h, ctx);
-        if (gm_cuda_kernel_status(op, st, ctx) < 0) goto done;
-#endif
-    } else if (dev.type == GM_DEV_CPU) {
-        int st;
-        Py_BEGIN_ALLOW_THREADS
-        st = sgd_step(g.ptr[0], (const void *const *)g.ptr[1], use_buf ? g.ptr[2] : NULL, fresh, g.numel, g.dt,
-                      (int)g.n, &h, gm_num_threads);
-        Py_END_ALLOW_THREADS
-        if (gm_kernel_status(op, st) < 0) goto done;
-    }
+    if (GM_KERNEL(op, dev,
+                  sgd_step(g.ptr[0], (const void *const *)g.ptr[1], use_buf ? g.ptr[2] : NULL, fresh, g.numel, g.dt,
+                           (int)g.n, &h, gm_num_threads),
+                  cuda_sgd_step(g.ptr[0], (const void *const *)g.ptr[1], use_buf ? g.ptr[2] : NULL, fresh, g.numel,
+                                g.dt, (int)g.n, &h, ctx)) < 0)
+        goto done;
     if (finish(&g) < 0) goto done;
     res = Py_NewRef(Py_None);
 done:
@@ -358,22 +350,12 @@ static PyObject *py_adam_step(PyObject *self, PyObject *args, PyObject *kwargs) 
     if (parse_int_list(&g, so, "steps", steps, 1) < 0) goto done;
     if (prepare(&g) < 0) goto done;
     gm_device dev = g.n > 0 ? item(&g, 0, 0)->device : (gm_device){GM_DEV_META, 0};
-    if (dev.type == GM_DEV_CUDA) {
-#ifdef GM_WITH_CUDA
-        gm_cuda_ctx *ctx = gm_cuda_ctx_for(dev);
-        if (!ctx) goto done;
-        int st = cuda_adam_step(g.ptr[0], (const void *const *)g.ptr[1], g.ptr[2], g.ptr[3],
-                                h.amsgrad ? g.ptr[4] : NULL, steps, g.numel, g.dt, (int)g.n, &h, ctx);
-        if (gm_cuda_kernel_status(op, st, ctx) < 0) goto done;
-#endif
-    } else if (dev.type == GM_DEV_CPU) {
-        int st;
-        Py_BEGIN_ALLOW_THREADS
-        st = adam_step(g.ptr[0], (const void *const *)g.ptr[1], g.ptr[2], g.ptr[3], h.amsgrad ? g.ptr[4] : NULL,
-                       steps, g.numel, g.dt, (int)g.n, &h, gm_num_threads);
-        Py_END_ALLOW_THREADS
-        if (gm_kernel_status(op, st) < 0) goto done;
-    }
+    if (GM_KERNEL(op, dev,
+                  adam_step(g.ptr[0], (const void *const *)g.ptr[1], g.ptr[2], g.ptr[3], h.amsgrad ? g.ptr[4] : NULL,
+                            steps, g.numel, g.dt, (int)g.n, &h, gm_num_threads),
+                  cuda_adam_step(g.ptr[0], (const void *const *)g.ptr[1], g.ptr[2], g.ptr[3],
+                                 h.amsgrad ? g.ptr[4] : NULL, steps, g.numel, g.dt, (int)g.n, &h, ctx)) < 0)
+        goto done;
     if (finish(&g) < 0) goto done;
     res = Py_NewRef(Py_None);
 done:

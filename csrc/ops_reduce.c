@@ -1,7 +1,9 @@
 /* csrc/ops_reduce.c — reductions: _C.reduce (sum, mean, amax, amin, prod), max_dim / min_dim, argmax / argmin,
  * var. Each validates its arguments and infers the output shape once for every device, allocates the outputs,
  * then runs the backend kernel (none on meta). The input is never copied: the kernels read it through its
- * strides (kernels/cpu/reduce.c, kernels/cuda/reduce.cu), and every device allocates the same outputs. */
+ * strides (kernels/cpu/reduce.c, kernels/cuda/reduce.cu), and every device allocates the same outputs. The input
+ * is taken with gm_tensor_arg, which notes its size for GM_KERNEL's GIL policy: a full reduction's output is one
+ * element, and only the input says the kernel is long. */
 #include "gm.h"
 #include "cpu/reduce.h"
 #ifdef GM_WITH_CUDA
@@ -127,14 +129,6 @@ static int check_nonempty(const char *op, GMTensor *a, const plan *p) {
     return -1;
 }
 
-static GMTensor *as_tensor(PyObject *o, const char *op, const char *argname) {
-    if (!gm_is_tensor(o)) {
-        PyErr_Format(PyExc_TypeError, "%s: %s must be a Tensor, got %.100s", op, argname, Py_TYPE(o)->tp_name);
-        return NULL;
-    }
-    return (GMTensor *)o;
-}
-
 static PyObject *py_reduce(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *kwlist[] = {"op", "a", "dims", "keepdim", "dtype", NULL};
     int op, keepdim = 0;
@@ -146,7 +140,7 @@ static PyObject *py_reduce(PyObject *self, PyObject *args, PyObject *kwargs) {
         return NULL;
     }
     const char *name = op_names[op];
-    GMTensor *a = as_tensor(ao, name, "input");
+    GMTensor *a = gm_tensor_arg(ao, name, "input");
     if (!a) return NULL;
     gm_dtype in_dt = a->dtype, out_dt;
     int has_dt = dto != Py_None;
@@ -200,7 +194,7 @@ static PyObject *py_reduce(PyObject *self, PyObject *args, PyObject *kwargs) {
 /* Shared by max_dim/min_dim (values and indices) and argmax/argmin (indices only). */
 static PyObject *arg_reduce(const char *name, PyObject *ao, PyObject *dims, int keepdim, int is_max,
                             int want_values) {
-    GMTensor *a = as_tensor(ao, name, "input");
+    GMTensor *a = gm_tensor_arg(ao, name, "input");
     if (!a) return NULL;
     plan p;
     if (plan_reduction(name, a, dims, keepdim, &p) < 0) return NULL;
@@ -284,7 +278,7 @@ static PyObject *py_var(PyObject *self, PyObject *args, PyObject *kwargs) {
     int keepdim = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|Odp:var", kwlist, &ao, &dims, &correction, &keepdim))
         return NULL;
-    GMTensor *a = as_tensor(ao, "var", "input");
+    GMTensor *a = gm_tensor_arg(ao, "var", "input");
     if (!a) return NULL;
     if (!gm_dtype_is_float(a->dtype)) {
         PyErr_Format(PyExc_TypeError, "var: needs a floating point tensor, got %s; convert it first (e.g. "

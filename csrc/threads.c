@@ -8,15 +8,18 @@
  * the op is the largest tensor (in elements) the op created or took as an argument since the last dispatch on
  * this thread: gm_empty and gm_tensor_arg note it, GM_KERNEL reads and resets it. Every op allocates its output
  * through gm_empty, so the rule is at least "output elements >= GM_NOGIL_MIN_WORK"; ops that parse their inputs
- * with gm_tensor_arg also count their inputs (a full reduction of a large tensor has a 1-element output). A note
- * left by an op whose kernel ran elsewhere (elementwise's own threshold, conv, matmul) is taken by the next
- * GM_KERNEL: at worst one small op then gives the GIL away, as every op did before. */
+ * with gm_tensor_arg also count their inputs (a full reduction of a large tensor has a 1-element output), and a
+ * fused optimizer step notes its whole group (ops_optim.c). _C._gil_released_kernels() counts, per thread, the
+ * kernels that ran without the GIL (tests/test_gil_policy.py). A note left by an op whose kernel ran elsewhere
+ * (elementwise's own threshold, conv, matmul) is taken by the next GM_KERNEL: at worst one small op then gives the
+ * GIL away, as every op did before. */
 #include "gm.h"
 #include <omp.h>
 #include <cblas.h>
 
 int gm_num_threads = 1;
 _Thread_local int64_t gm_op_work;
+_Thread_local int64_t gm_gil_released_kernels;
 
 void gm_threads_init(void) { gm_num_threads = omp_get_max_threads(); }
 
@@ -35,8 +38,14 @@ static PyObject *py_set_num_threads(PyObject *self, PyObject *arg) {
 
 static PyObject *py_get_num_threads(PyObject *self, PyObject *unused) { return PyLong_FromLong(gm_num_threads); }
 
+static PyObject *py_gil_released_kernels(PyObject *self, PyObject *unused) {
+    return PyLong_FromLongLong(gm_gil_released_kernels);
+}
+
 PyMethodDef gm_threads_methods[] = {
     {"set_num_threads", py_set_num_threads, METH_O, "Threads used by gpumemnet's own CPU kernels."},
     {"get_num_threads", py_get_num_threads, METH_NOARGS, "Threads used by gpumemnet's own CPU kernels."},
+    {"_gil_released_kernels", py_gil_released_kernels, METH_NOARGS,
+     "How many CPU kernels the calling thread has run without the GIL (GM_KERNEL's policy; for tests)."},
     {NULL},
 };

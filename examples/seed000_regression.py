@@ -33,7 +33,7 @@ GiB = 1 << 30
 
 # ---- the network --------------------------------------------------------------------------------------------------
 class Story000(nn.Module):
-    """The network behind the story's table (tests/test_nn.py builds the same one): eight 3x3 convolutions padded
+    """The network behind the story's table (tests/story000.py builds the same one): eight 3x3 convolutions padded
     by 1 with ReLU applied functionally (torchsummary lists no ReLU rows), five 2x2 max pools, Dropout2d, then
     the head. head="fc": fc1 (flattened features -> hidden) and fc2 (hidden -> outputs), the story's 583.7M and
     361.0M parameters; head="gap" / "gmp": a global average / max pool and one Linear (channels -> outputs)."""

@@ -15,8 +15,7 @@ import gpumemnet.nn as nn
 import gpumemnet.nn.functional as F
 from gpumemnet.memory import estimator as _estimate
 from gpumemnet.demo import make_model
-from story000 import STORY_000_TABLE
-from test_nn import Story000
+from story000 import STORY_000_TABLE, Story000
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 from seed002_unet import UNet  # noqa: E402

@@ -111,7 +111,6 @@ def test_kernel_backends_do_not_include_each_other():
         "\n  ".join(crossing)
 
 
-@pytest.mark.xfail(strict=True, reason="five test files over 800 lines are still to split (issue 13)")
 def test_no_source_file_is_too_long():
     long_files = []
     for top in ("csrc", "kernels", "python", "tests", "benchmarks", "examples", "tools"):

@@ -12,7 +12,7 @@ import gpumemnet as gm
 import gpumemnet.nn as nn
 import gpumemnet.nn.functional as F
 from gpumemnet.memory import estimator as _estimate, oom as _oom_predict
-from test_nn import Story000, _build_story
+from story000 import Story000, _build_story
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 from seed002_unet import UNet  # noqa: E402

@@ -12,6 +12,7 @@ import gpumemnet as gm
 from gpumemnet import serialization
 from gpumemnet.serialization import load, save
 from gradcheck import to_numpy
+from serialization_util import leftovers, old_file
 
 _rng = np.random.default_rng(7)
 
@@ -161,29 +162,19 @@ def test_file_mode_follows_the_umask(tmp_path):
 
 
 # ---- atomicity ------------------------------------------------------------------------------------------------------
-def _old_file(tmp_path):
-    path = tmp_path / "ckpt.safetensors"
-    save({"w": gm.ones(3)}, path)
-    return path, path.read_bytes()
-
-
-def _leftovers(tmp_path):
-    return sorted(p.name for p in tmp_path.iterdir() if p.name != "ckpt.safetensors")
-
-
-def test_unserializable_object_leaves_the_old_file(tmp_path):
-    path, old = _old_file(tmp_path)
+def test_unserializable_object_leaves_theold_file(tmp_path):
+    path, old = old_file(tmp_path)
     with pytest.raises(ValueError, match=r"layer\.w.*meta tensor"):
         save({"layer": {"w": gm.empty(2, device="meta")}}, path)
     with pytest.raises(TypeError, match=r"opt\.fn.*function"):
         save({"opt": {"fn": lambda: 0}}, path)
     with pytest.raises(TypeError, match="keys must be str"):
         save({(1, 2): 3}, path)
-    assert path.read_bytes() == old and _leftovers(tmp_path) == []
+    assert path.read_bytes() == old and leftovers(tmp_path) == []
 
 
-def test_failure_while_writing_leaves_the_old_file(tmp_path, monkeypatch):
-    path, old = _old_file(tmp_path)
+def test_failure_while_writing_leaves_theold_file(tmp_path, monkeypatch):
+    path, old = old_file(tmp_path)
     import safetensors
 
     def half_written(tensors, filename, metadata=None):
@@ -193,11 +184,11 @@ def test_failure_while_writing_leaves_the_old_file(tmp_path, monkeypatch):
     monkeypatch.setattr(safetensors, "serialize_file", half_written)
     with pytest.raises(OSError, match="No space left"):
         save({"w": gm.zeros(1000)}, path)
-    assert path.read_bytes() == old and _leftovers(tmp_path) == []
+    assert path.read_bytes() == old and leftovers(tmp_path) == []
 
 
-def test_failure_at_fsync_leaves_the_old_file(tmp_path, monkeypatch):
-    path, old = _old_file(tmp_path)
+def test_failure_at_fsync_leaves_theold_file(tmp_path, monkeypatch):
+    path, old = old_file(tmp_path)
 
     def failing_fsync(fd):
         raise OSError(5, "Input/output error")
@@ -205,7 +196,7 @@ def test_failure_at_fsync_leaves_the_old_file(tmp_path, monkeypatch):
     with pytest.raises(OSError, match="Input/output error"):
         save({"w": gm.zeros(10)}, path)
     monkeypatch.undo()
-    assert path.read_bytes() == old and _leftovers(tmp_path) == []
+    assert path.read_bytes() == old and leftovers(tmp_path) == []
     assert to_numpy(load(path)["w"]).tolist() == [1.0, 1.0, 1.0]
 
 

@@ -15,16 +15,7 @@ import pytest
 
 import gpumemnet as gm
 from gpumemnet.serialization import load, save
-
-
-def _old_file(directory):
-    path = directory / "ckpt.safetensors"
-    save({"w": gm.ones(3)}, path)
-    return path, path.read_bytes()
-
-
-def _others(directory):
-    return sorted(p.name for p in directory.iterdir() if p.name != "ckpt.safetensors")
+from serialization_util import leftovers, old_file
 
 
 @pytest.fixture
@@ -44,19 +35,19 @@ def small_disk(tmp_path):
 
 
 def test_full_disk_is_an_oserror_naming_the_path(small_disk):
-    path, old = _old_file(small_disk)
+    path, old = old_file(small_disk)
     with pytest.raises(OSError) as info:
         save({"w": gm.zeros(200_000)}, path)          # 800 KB on a 256 KiB disk
     e = info.value
     assert type(e) is OSError and e.errno == 28 and e.filename == str(path)
     assert str(path) in str(e) and "No space left on device" in str(e)
-    assert path.read_bytes() == old and _others(small_disk) == []
+    assert path.read_bytes() == old and leftovers(small_disk) == []
     assert np.array_equal(load(path)["w"].numpy(), np.ones(3, np.float32))
 
 
 def test_file_size_limit_is_an_oserror(tmp_path):
     # RLIMIT_FSIZE makes the write fail inside the safetensors package (EFBIG), without root.
-    path, old = _old_file(tmp_path)
+    path, old = old_file(tmp_path)
     code = textwrap.dedent(f"""
         import resource, signal
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
@@ -70,11 +61,11 @@ def test_file_size_limit_is_an_oserror(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["OSError", "27", str(path)]
-    assert path.read_bytes() == old and _others(tmp_path) == []
+    assert path.read_bytes() == old and leftovers(tmp_path) == []
 
 
 def test_killed_save_leaves_a_temp_that_the_next_save_removes(tmp_path):
-    path, old = _old_file(tmp_path)
+    path, old = old_file(tmp_path)
     code = textwrap.dedent(f"""
         import os, signal
         import gpumemnet as gm
@@ -90,7 +81,7 @@ def test_killed_save_leaves_a_temp_that_the_next_save_removes(tmp_path):
     """)
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60)
     assert r.returncode == -signal.SIGKILL
-    stale = _others(tmp_path)
+    stale = leftovers(tmp_path)
     assert len(stale) == 1 and stale[0].startswith(".ckpt.safetensors.gmsave-") and stale[0].endswith(".tmp")
     assert path.read_bytes() == old                  # the destination was never touched
 
@@ -100,12 +91,12 @@ def test_killed_save_leaves_a_temp_that_the_next_save_removes(tmp_path):
     other = tmp_path / ".other.safetensors.gmsave-999999999-abc.tmp"
     other.write_bytes(b"x")
     save({"w": gm.full((2,), 5.0)}, path)
-    assert _others(tmp_path) == sorted([live.name, other.name])
+    assert leftovers(tmp_path) == sorted([live.name, other.name])
     assert load(path)["w"].tolist() == [5.0, 5.0]
 
 
 def test_object_that_contains_itself(tmp_path):
-    path, old = _old_file(tmp_path)
+    path, old = old_file(tmp_path)
     d = {"w": gm.ones(2)}
     d["me"] = d
     with pytest.raises(ValueError, match=r"^save: me contains itself \(a reference cycle\)"):
@@ -114,7 +105,7 @@ def test_object_that_contains_itself(tmp_path):
     lst.append({"inner": [lst]})
     with pytest.raises(ValueError, match=r"^save: 1\.inner\.0 contains itself"):
         save(lst, path)
-    assert path.read_bytes() == old and _others(tmp_path) == []
+    assert path.read_bytes() == old and leftovers(tmp_path) == []
     shared = [gm.ones(1)]  # the same list twice is a DAG, not a cycle: saved as two copies of its structure
     save({"a": shared, "b": shared}, path)
     out = load(path)
@@ -122,14 +113,14 @@ def test_object_that_contains_itself(tmp_path):
 
 
 def test_nesting_depth(tmp_path):
-    path, old = _old_file(tmp_path)
+    path, old = old_file(tmp_path)
     deep = node = []
     for _ in range(100_000):
         node.append([])
         node = node[0]
     with pytest.raises(ValueError, match="nests dicts, lists and tuples more than 200 levels deep"):
         save(deep, path)
-    assert path.read_bytes() == old and _others(tmp_path) == []
+    assert path.read_bytes() == old and leftovers(tmp_path) == []
     ok = node = {}
     for _ in range(199):
         node["x"] = {}
