@@ -20,6 +20,9 @@ nvidia-* Python wheels, and reached at run time through an rpath.
                          PTX that the driver JIT-compiles on any other GPU from Ampere (A100) on, Blackwell
                          included. Two targets keep compile time short. "sm_80,sm_90,compute_90" style lists.
   GPUMEMNET_JOBS         parallel compile jobs (default: CPU count; `build_ext -j N` also works).
+  GPUMEMNET_SANITIZE=1   AddressSanitizer + UndefinedBehaviorSanitizer over the C sources, with -fno-wrapv so that
+                         signed overflow is reported instead of defined by CPython's own -fwrapv (tools/sanitize.sh
+                         runs the tests on such a build). For testing, not for speed.
 """
 import json
 import os
@@ -37,6 +40,9 @@ from setuptools.command.build_ext import build_ext
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_ARCHS = "sm_90,compute_80"
+# -fno-wrapv comes after CPython's -fwrapv and wins: UBSan then reports signed overflow in our size arithmetic.
+# -O1 keeps the reports' stacks readable while the suite still runs in minutes.
+SANITIZE_FLAGS = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-fno-wrapv", "-g", "-O1"]
 
 
 def rel(pattern):
@@ -216,6 +222,12 @@ class BuildExt(build_ext):
         return int(env) if env and env.isdigit() and int(env) > 0 else (os.cpu_count() or 1)
 
     def build_extensions(self):
+        if os.environ.get("GPUMEMNET_SANITIZE", "").strip() == "1":
+            print("gpumemnet: building with AddressSanitizer + UndefinedBehaviorSanitizer (GPUMEMNET_SANITIZE=1)",
+                  flush=True)
+            for ext in self.extensions:
+                ext.extra_compile_args += SANITIZE_FLAGS
+                ext.extra_link_args += ["-fsanitize=address,undefined"]
         mode = os.environ.get("GPUMEMNET_CUDA", "").strip()
         if mode not in ("", "0", "1", "emu"):
             raise SystemExit(f"gpumemnet: GPUMEMNET_CUDA must be 0, 1, emu or unset, got {mode!r}")
@@ -248,7 +260,7 @@ class BuildExt(build_ext):
 
     def configure(self, ext, cuda):
         ext.define_macros.append(("GM_BLAS_PACKAGE", cstr(f"scipy-openblas32 {scipy_openblas32.__version__}")))
-        config = {"macros": ext.define_macros, "cuda": cuda}
+        config = {"macros": ext.define_macros, "cuda": cuda, "flags": ext.extra_compile_args}
         if cuda:
             macros = [("GM_WITH_CUDA", "1"), ("GM_CUDA_VERSION", cstr(cuda["version"])),
                       ("GM_CUDNN_VERSION", cstr(cuda["cudnn_version"])),
@@ -277,7 +289,8 @@ class BuildExt(build_ext):
                   ("GM_CUDA_ARCHS", cstr("emulator"))]
         ext.define_macros += macros
         ext.include_dirs.insert(0, inc)  # before anything that could hold a real cuda_runtime.h
-        self.invalidate_if_config_changed({"macros": ext.define_macros, "cuda": "emu"})
+        self.invalidate_if_config_changed({"macros": ext.define_macros, "cuda": "emu",
+                                           "flags": ext.extra_compile_args})
         # The cuDNN / cuBLAS files are replaced by their stand-ins in emu/.
         cu = [s for s in rel("kernels/cuda/*.cu") if not uses_vendor_library(s)]
         sources = cu + rel("kernels/cuda/emu/*.cpp")
