@@ -148,8 +148,19 @@ static int check_kernel(const char *op, const int64_t *wshape) {
 static int64_t conv_out_size(const char *op, const int64_t *xshape, const int64_t *wshape, const int64_t dil[2],
                              const int64_t pads[4], const int64_t stride[2], int64_t out[2]) {
     for (int d = 0; d < 2; d++) {
-        int64_t padded = xshape[2 + d] + pads[2 * d] + pads[2 * d + 1];
-        int64_t span = dil[d] * (wshape[2 + d] - 1) + 1;
+        /* Checked: huge padding or dilation would overflow int64 (undefined behaviour without -fwrapv). */
+        int64_t padded, span;
+        if (__builtin_add_overflow(xshape[2 + d], pads[2 * d], &padded) ||
+            __builtin_add_overflow(padded, pads[2 * d + 1], &padded) ||
+            __builtin_mul_overflow(dil[d], wshape[2 + d] - 1, &span) || __builtin_add_overflow(span, 1, &span)) {
+            char sx[GM_SHAPE_BUF], sw[GM_SHAPE_BUF];
+            PyErr_Format(PyExc_ValueError, "%s: padding (%lld, %lld, %lld, %lld) or dilation (%lld, %lld) is too "
+                         "large: the padded input or the dilated kernel would not fit in 64 bits (input %s, "
+                         "weight %s)", op, (long long)pads[0], (long long)pads[1], (long long)pads[2],
+                         (long long)pads[3], (long long)dil[0], (long long)dil[1], gm_shape_str(4, xshape, sx),
+                         gm_shape_str(4, wshape, sw));
+            return -1;
+        }
         if (padded < span) {
             char sx[GM_SHAPE_BUF], sw[GM_SHAPE_BUF];
             PyErr_Format(PyExc_ValueError, "%s: the kernel %lldx%lld (dilation %lldx%lld) spans %lldx%lld, larger "
@@ -239,9 +250,26 @@ int plan_conv_transpose2d(const char *op, const int64_t *xs, const int64_t *ws, 
             return -1;
         }
     }
-    int64_t o[2];
-    for (int d = 0; d < 2; d++) o[d] = (xs[2 + d] - 1) * stride[d] - 2 * pads[2 * d] + dil[d] * (ws[2 + d] - 1) +
-                                       opad[d] + 1;
+    int64_t o[2], ws1_groups;
+    for (int d = 0; d < 2; d++) {
+        /* (in - 1) * stride - 2 * pad + dil * (k - 1) + output_padding + 1, checked: huge stride, padding or
+         * dilation would overflow int64 (undefined behaviour without -fwrapv) */
+        int64_t a, b, c;
+        if (__builtin_mul_overflow(xs[2 + d] - 1, stride[d], &a) || __builtin_mul_overflow(pads[2 * d], 2, &b) ||
+            __builtin_sub_overflow(a, b, &a) || __builtin_mul_overflow(dil[d], ws[2 + d] - 1, &c) ||
+            __builtin_add_overflow(a, c, &a) || __builtin_add_overflow(a, opad[d] + 1, &o[d])) {
+            PyErr_Format(PyExc_ValueError, "%s: stride (%lld, %lld), padding (%lld, %lld) or dilation (%lld, %lld) "
+                         "is too large: the output size would not fit in 64 bits (input %s, weight %s)", op,
+                         (long long)stride[0], (long long)stride[1], (long long)pads[0], (long long)pads[2],
+                         (long long)dil[0], (long long)dil[1], gm_shape_str(4, xs, sx), gm_shape_str(4, ws, sw));
+            return -1;
+        }
+    }
+    if (__builtin_mul_overflow(ws[1], groups, &ws1_groups)) {
+        PyErr_Format(PyExc_ValueError, "%s: groups=%lld times the weight's %lld output channels per group does not "
+                     "fit in 64 bits (weight %s)", op, (long long)groups, (long long)ws[1], gm_shape_str(4, ws, sw));
+        return -1;
+    }
     if (o[0] < 1 || o[1] < 1 || xs[2] < 1 || xs[3] < 1) {
         PyErr_Format(PyExc_ValueError, "%s: input %s with weight %s, stride (%lld, %lld), padding (%lld, %lld) "
                      "gives an empty output %lldx%lld", op, gm_shape_str(4, xs, sx), gm_shape_str(4, ws, sw),
@@ -249,11 +277,11 @@ int plan_conv_transpose2d(const char *op, const int64_t *xs, const int64_t *ws, 
                      (long long)o[0], (long long)o[1]);
         return -1;
     }
-    *g = (conv_geom){.N = xs[0], .C = ws[1] * groups, .H = o[0], .W = o[1], .K = xs[1], .R = ws[2], .S = ws[3],
+    *g = (conv_geom){.N = xs[0], .C = ws1_groups, .H = o[0], .W = o[1], .K = xs[1], .R = ws[2], .S = ws[3],
                      .P = xs[2], .Q = xs[3], .sh = stride[0], .sw = stride[1], .ph = pads[0], .pw = pads[2],
                      .dh = dil[0], .dw = dil[1], .G = groups};
     out[0] = xs[0];
-    out[1] = ws[1] * groups;
+    out[1] = ws1_groups;
     out[2] = o[0];
     out[3] = o[1];
     return 0;

@@ -91,7 +91,7 @@ static GMTensor *empty_with(int ndim, const int64_t *shape, gm_dtype dt, gm_devi
     t->dtype = dt;
     t->device = dev;
     t->offset = 0;
-    memcpy(t->shape, shape, sizeof(int64_t) * ndim);
+    if (ndim > 0) memcpy(t->shape, shape, sizeof(int64_t) * ndim);  /* a 0-d tensor may pass shape = NULL */
     gm_contiguous_strides(ndim, shape, t->strides);
     t->output_nr = 0;
     return t;
@@ -118,7 +118,9 @@ GMTensor *gm_view(GMTensor *base, int ndim, const int64_t *shape, const int64_t 
     t->dtype = base->dtype;
     t->device = base->device;
     t->offset = offset;
-    memcpy(t->shape, shape, sizeof(int64_t) * ndim);
-    memcpy(t->strides, strides, sizeof(int64_t) * ndim);
+    if (ndim > 0) {  /* a 0-d view may pass NULL arrays, which memcpy must not get even for 0 bytes */
+        memcpy(t->shape, shape, sizeof(int64_t) * ndim);
+        memcpy(t->strides, strides, sizeof(int64_t) * ndim);
+    }
     return t;
 }
