@@ -119,8 +119,17 @@ def _depthwise(groups, channels):
     return groups > 1 and channels == groups
 
 
-def _autocast(input, weight, bias):
-    return _amp.lower(input, weight, bias) if _amp._state.enabled else (input, weight, bias)
+def _autocast(op, input, weight, bias):
+    """The operands as the op computes on them: lowered under autocast, and then of one dtype. A float32 input
+    with a float16 weight outside autocast is refused as in PyTorch (the C op would otherwise get them widened
+    together by _call and return the half type silently)."""
+    if _amp._state.enabled:
+        input, weight, bias = _amp.lower(input, weight, bias)
+    for name, t in (("weight", weight), ("bias", bias)):  # (a non-float input: the C op says so first)
+        if t is not None and t._dtype != input._dtype and input.dtype.is_floating_point:
+            raise TypeError(f"{op}: input has dtype {input.dtype.name} but {name} has dtype {t.dtype.name}; cast "
+                            "one of them (or run the op under autocast)")
+    return input, weight, bias
 
 
 def _mask(ctx):
@@ -183,7 +192,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     else:
         padding = _pair(padding, "padding", op)
     args = (_pair(stride, "stride", op), padding, _pair(dilation, "dilation", op), _groups(groups, op))
-    input, weight, bias = _autocast(input, weight, bias)
+    input, weight, bias = _autocast(op, input, weight, bias)
     if _needs_grad(input, weight, bias):
         return _Conv2d.apply(input, weight, bias, *args)
     return _Conv2d.forward(_NO_CTX, input, weight, bias, *args)
@@ -217,7 +226,7 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
         raise TypeError(f"{op}: padding must be an int or a tuple of 2 ints, got {padding!r}")
     args = (_pair(stride, "stride", op), _pair(padding, "padding", op), _pair(output_padding, "output_padding", op),
             _groups(groups, op), _pair(dilation, "dilation", op))
-    input, weight, bias = _autocast(input, weight, bias)
+    input, weight, bias = _autocast(op, input, weight, bias)
     if _needs_grad(input, weight, bias):
         return _ConvTranspose2d.apply(input, weight, bias, *args)
     return _ConvTranspose2d.forward(_NO_CTX, input, weight, bias, *args)
@@ -243,7 +252,7 @@ def linear(input, weight, bias=None):
     """input (..., in_features) @ weight (out_features, in_features)^T + bias (out_features): one gemm, the bias
     written into the output first so that no output-sized temporary exists."""
     _check_tensors("linear", input, weight, bias)
-    input, weight, bias = _autocast(input, weight, bias)
+    input, weight, bias = _autocast("linear", input, weight, bias)
     if _needs_grad(input, weight, bias):
         return _Linear.apply(input, weight, bias)
     return _Linear.forward(_NO_CTX, input, weight, bias)
