@@ -384,13 +384,53 @@ def _decode(node, tensors, arrays, path):
     raise _bad(path, f"its structure holds an unknown node {node!r}")
 
 
-def load(path, device="cpu"):
+def load(path, device="cpu", map_location=None, weights_only=None, **kwargs):
     """Read a file written by save() (or any safetensors file: it loads as a flat {key: tensor} dict). With
-    device="meta" the tensors get their shapes and dtypes but no data is read (memory estimates)."""
+    device="meta" the tensors get their shapes and dtypes but no data is read (memory estimates).
+
+    PyTorch's spelling works too: `map_location` ("cpu", "cuda:0", "meta", a device, a {saved: target} dict, or
+    PyTorch's `lambda storage, loc: storage`) says where the tensors go; every tensor in a gpumemnet file was
+    saved from the CPU, so a dict is looked up under "cpu" and a callable gets (tensor, "cpu") and may return a
+    tensor to use instead. `weights_only` is accepted and changes nothing: a safetensors file holds data only,
+    so loading it never runs code (what weights_only=True asks of PyTorch's pickles)."""
+    unknown = set(kwargs) - {"pickle_module", "mmap"}
+    if unknown:
+        raise TypeError(f"load() got an unexpected keyword argument {sorted(unknown)[0]!r}")
     path = os.fspath(path)
+    callback = None
+    if isinstance(map_location, dict):
+        device = map_location.get("cpu", device)
+    elif callable(map_location):
+        callback = map_location
+    elif map_location is not None:
+        device = map_location
     dev = device_str(device)
-    if dev not in ("cpu", "meta"):
-        raise ValueError(f"load: device must be 'cpu' or 'meta', got {device!r}; load on the CPU, then move")
+    if dev not in ("cpu", "meta"):  # another device: read on the CPU, then move each tensor there
+        obj = load(path, "cpu")
+        return _map_tensors(obj, lambda t: t.to(dev))
+    obj = _load(path, dev)
+    if callback is not None:
+        obj = _map_tensors(obj, lambda t: _mapped(callback, t))
+    return obj
+
+
+def _mapped(callback, t):
+    out = callback(t, "cpu")
+    return out if isinstance(out, _C.TensorBase) else t
+
+
+def _map_tensors(obj, fn):
+    """obj with fn applied to every tensor in its dicts, lists and tuples (the structures save() writes)."""
+    if isinstance(obj, _C.TensorBase):
+        return fn(obj)
+    if isinstance(obj, dict):
+        return {k: _map_tensors(v, fn) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_map_tensors(v, fn) for v in obj)
+    return obj
+
+
+def _load(path, dev):
     if os.path.isdir(path):
         raise IsADirectoryError(errno.EISDIR, "load: the path is a directory; expected a safetensors file", path)
     with open(path, "rb") as f:
