@@ -205,6 +205,16 @@ int plan_conv2d(const char *op, const int64_t *xs, const int64_t *ws, PyObject *
         return -1;
     }
     if (check_kernel(op, ws) < 0) return -1;
+    if (ws[0] < 1) {
+        PyErr_Format(PyExc_ValueError, "%s: the weight must have at least 1 output channel, got weight of shape %s",
+                     op, gm_shape_str(4, ws, sw));
+        return -1;
+    }
+    if (xs[2] < 1 || xs[3] < 1) {  /* PyTorch too: only the batch (or channels) may be empty */
+        PyErr_Format(PyExc_ValueError, "%s: the input's height and width must be at least 1, got input of shape %s",
+                     op, gm_shape_str(4, xs, sx));
+        return -1;
+    }
     if (parse_padding(pad_o, op, 1, stride, dil, ws[2], ws[3], pads) < 0) return -1;
     if (conv_out_size(op, xs, ws, dil, pads, stride, pq) < 0) return -1;
     *g = (conv_geom){.N = xs[0], .C = xs[1], .H = xs[2], .W = xs[3], .K = ws[0], .R = ws[2], .S = ws[3],

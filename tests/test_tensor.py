@@ -260,3 +260,11 @@ def test_import_makes_idle_openmp_threads_sleep_unless_told_otherwise(given, see
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == seen
+
+
+def test_tensor_of_numpy_scalar_keeps_its_dtype():
+    # PyTorch: torch.tensor(np.float64(1.5)) is float64 (a Python float would be float32)
+    assert gm.tensor(np.float64(1.5)).dtype == gm.float64
+    assert gm.tensor(np.float32(1.5)).dtype == gm.float32
+    assert gm.tensor(1.5).dtype == gm.float32
+    assert float(gm.tensor(np.float64(0.1))) == 0.1

@@ -22,13 +22,13 @@ def _code(dtype, default=float32):
 
 def tensor(data, dtype=None, device=None, requires_grad=False):
     """Copy data (a number, nested lists, an ndarray or a Tensor) into a new tensor. Python floats become
-    float32 and ints int64 (PyTorch's defaults); an ndarray keeps its float width."""
+    float32 and ints int64 (PyTorch's defaults); an ndarray or a NumPy scalar keeps its float width."""
     dev = device_str(device)
     if isinstance(data, _C.TensorBase):
         out = data.detach().to(dtype=dtype, device=dev, copy=True)
         return _finish(out, requires_grad)
-    if isinstance(data, np.ndarray):
-        arr = data
+    if isinstance(data, (np.ndarray, np.generic)):  # a NumPy scalar keeps its dtype too, as in PyTorch
+        arr = np.asarray(data)
     else:
         try:
             arr = np.asarray(data)
