@@ -1,5 +1,5 @@
-"""BatchNorm2d: PyTorch's attributes (weight, bias, running_mean, running_var, num_batches_tracked), defaults and
-running-statistics rule (momentum=None: cumulative average over the batches seen).
+"""BatchNorm1d/2d/3d: PyTorch's attributes (weight, bias, running_mean, running_var, num_batches_tracked),
+defaults and running-statistics rule (momentum=None: cumulative average over the batches seen).
 
 The running statistics are model state, not activations: they are allocated under the "parameter" category, so
 memory reports count them with the model's weights."""
@@ -10,11 +10,11 @@ from ..parameter import Parameter
 from ._utils import new_tensor
 from .module import Module
 
-__all__ = ["BatchNorm2d"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
 
 
-class _BatchNorm(Module):
-    _expected_dim = None
+class _NormBase(Module):
+    """The parameters and running-statistic buffers that batch and instance norm share (PyTorch's _NormBase)."""
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None,
                  dtype=None):
@@ -54,9 +54,18 @@ class _BatchNorm(Module):
             init.ones_(self.weight)
             init.zeros_(self.bias)
 
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+                f"track_running_stats={self.track_running_stats}")
+
+
+class _BatchNorm(_NormBase):
+    _expected_dims = ()
+
     def forward(self, input):
-        if input.ndim != self._expected_dim:
-            raise ValueError(f"{type(self).__name__}: expected {self._expected_dim}D input (got {input.ndim}D input "
+        if input.ndim not in self._expected_dims:
+            want = " or ".join(f"{d}D" for d in self._expected_dims)
+            raise ValueError(f"{type(self).__name__}: expected {want} input (got {input.ndim}D input "
                              f"of shape {tuple(input.shape)})")
         factor = 0.0 if self.momentum is None else self.momentum
         # A checkpointed segment's recomputation replays the forward: count its batch once, not twice.
@@ -73,12 +82,22 @@ class _BatchNorm(Module):
         return F.batch_norm(input, self.running_mean if track else None, self.running_var if track else None,
                             self.weight, self.bias, use_batch_stats, factor, self.eps)
 
-    def extra_repr(self):
-        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
-                f"track_running_stats={self.track_running_stats}")
+
+# The C op takes (N, C, *) of any rank as (N, C, HW) without a copy: the three modules differ only in the ranks
+# they accept, as PyTorch's do.
+class BatchNorm1d(_BatchNorm):
+    """Normalise each channel of (N, C) or (N, C, L) by the batch's mean and variance (training) or the running
+    ones (eval), then scale by weight and shift by bias."""
+    _expected_dims = (2, 3)
 
 
 class BatchNorm2d(_BatchNorm):
     """Normalise each channel of (N, C, H, W) by the batch's mean and variance (training) or the running ones
     (eval), then scale by weight and shift by bias."""
-    _expected_dim = 4
+    _expected_dims = (4,)
+
+
+class BatchNorm3d(_BatchNorm):
+    """Normalise each channel of (N, C, D, H, W) by the batch's mean and variance (training) or the running ones
+    (eval), then scale by weight and shift by bias."""
+    _expected_dims = (5,)
