@@ -17,22 +17,25 @@ def _positive_int(owner, name, v):
 
 class GroupNorm(Module):
     """Normalize each of num_groups groups of consecutive channels of (N, C, *) input per sample; then scale and
-    shift each channel (affine)."""
+    shift each channel (affine; bias=False keeps the scale only, as PyTorch 2.x's keyword)."""
 
-    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None):
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None, *, bias=True):
         super().__init__()
         _positive_int("GroupNorm", "num_groups", num_groups)
         _positive_int("GroupNorm", "num_channels", num_channels)
         if num_channels % num_groups != 0:
-            raise ValueError(f"GroupNorm: num_channels must be divisible by num_groups, got num_channels="
-                             f"{num_channels} and num_groups={num_groups}")
+            raise ValueError(f"GroupNorm: num_channels ({num_channels}) must be divisible by num_groups "
+                             f"({num_groups})")
         self.num_groups = num_groups
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
         if affine:
             self.weight = Parameter(new_tensor((num_channels,), device, dtype))
-            self.bias = Parameter(new_tensor((num_channels,), device, dtype))
+            if bias:
+                self.bias = Parameter(new_tensor((num_channels,), device, dtype))
+            else:
+                self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -41,13 +44,15 @@ class GroupNorm(Module):
     def reset_parameters(self):
         if self.affine:
             init.ones_(self.weight)
-            init.zeros_(self.bias)
+            if self.bias is not None:
+                init.zeros_(self.bias)
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
-        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+                f"bias={self.bias is not None}")
 
 
 class LayerNorm(Module):
@@ -82,4 +87,5 @@ class LayerNorm(Module):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
-        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+        return (f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}, "
+                f"bias={self.bias is not None}")
