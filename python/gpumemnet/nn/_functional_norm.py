@@ -22,6 +22,7 @@ from .._core.activation import _check_tensor, _fp32
 from .._core.autograd import Function, no_grad
 from .._core.autograd import as_activation as _as_activation
 from .._core.autograd import needs_grad as _needs_grad
+from .._core.state import state
 from ._functional_nn import batch_norm
 
 __all__ = ["group_norm", "layer_norm", "instance_norm"]
@@ -160,7 +161,8 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
             raise RuntimeError(f"instance_norm: expected {name} of shape ({C},) (one value per channel of input "
                                f"shape {tuple(input.shape)}), got {tuple(t.shape)}")
     out, mean, rstd = _group_norm(input, C, weight, bias, eps)
-    if running_mean is not None:
+    # a checkpointed segment re-running its forward for backward: the original forward already moved them
+    if running_mean is not None and state.recomputing == 0:
         _update_running(running_mean, running_var, mean, rstd, spatial, float(momentum), float(eps))
     return out
 
