@@ -307,6 +307,18 @@ def test_group_norm_saves_input_and_stats_only():
     assert allocated() == before
 
 
+def test_layer_norm_permuted_keeps_one_copy():
+    """A channels-last input is copied once to contiguous; backward keeps that copy, not the permuted input's
+    storage as well (Reshape saves nothing), so the layer holds what PyTorch's does: one input-sized tensor."""
+    x = gm.zeros(2, 6, 5, 7, requires_grad=True)
+    before = allocated()
+    y = F.layer_norm(x.permute(0, 2, 3, 1), (6,))
+    n, rows = x.numel() * 4, 2 * 5 * 7
+    assert allocated() - before == 2 * rounded(n) + 2 * rounded(rows * 4)  # copy + output + mean + rstd
+    del y
+    assert allocated() == before
+
+
 def _step_bytes(device, fn):
     gm.memory.reset_peak_memory_stats(device)
     before = _C.memory_allocated(device)

@@ -66,11 +66,15 @@ class _NormBase(Module):
 class _BatchNorm(_NormBase):
     _expected_dims = ()
 
-    def forward(self, input):
+    def _check_input_dim(self, input):
+        """PyTorch's hook (subclasses in the wild override it): the ranks this module accepts."""
         if input.ndim not in self._expected_dims:
             want = " or ".join(f"{d}D" for d in self._expected_dims)
             raise ValueError(f"{type(self).__name__}: expected {want} input (got {input.ndim}D input "
                              f"of shape {tuple(input.shape)})")
+
+    def forward(self, input):
+        self._check_input_dim(input)
         factor = 0.0 if self.momentum is None else self.momentum
         # A checkpointed segment's recomputation replays the forward: count its batch once, not twice.
         if self.training and self.track_running_stats and self.num_batches_tracked is not None and \

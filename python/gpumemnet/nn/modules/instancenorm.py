@@ -21,11 +21,18 @@ class _InstanceNorm(_NormBase):
                                self.training or not self.track_running_stats,
                                self.momentum if self.momentum is not None else 0.0, self.eps)
 
-    def forward(self, input):
-        nb = self._no_batch_dim
+    def _get_no_batch_dim(self):
+        return self._no_batch_dim
+
+    def _check_input_dim(self, input):
+        nb = self._get_no_batch_dim()
         if input.ndim not in (nb, nb + 1):
             raise ValueError(f"{type(self).__name__}: expected {nb}D or {nb + 1}D input (got {input.ndim}D input "
                              f"of shape {tuple(input.shape)})")
+
+    def forward(self, input):
+        self._check_input_dim(input)
+        nb = self._get_no_batch_dim()
         feature_dim = input.ndim - nb
         if input.shape[feature_dim] != self.num_features:
             if self.affine:
