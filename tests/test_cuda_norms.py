@@ -121,3 +121,22 @@ def test_layer_norm_channels_last_on_cuda():
         res.append((y, t.grad, w.grad))
     for d, c in zip(res[1], res[0]):
         assert_close(d, c, rtol=1e-5, atol=1e-5)
+
+
+def test_meta_standing_for_cuda_allocates_what_cuda_does():
+    """No scratch on CUDA: an estimate for CUDA (meta target 'cuda') sees exactly the CUDA run's bytes, which are
+    the CPU's."""
+    def run(device):
+        def fn():
+            x = gm.zeros(4, 6, 9, 9, device=device)
+            w = gm.ones(6, device=device)
+            out, mean, rstd = _C.group_norm(x, 3, w, w)
+            return _C.group_norm_backward(out, x, w, mean, rstd, 3, True, True, True), out
+        return fn
+    prev = _C._set_meta_target("cuda", 0)
+    try:
+        meta = _delta_bytes("meta", run("meta"))
+    finally:
+        _C._set_meta_target(*prev)
+    assert meta == _delta_bytes("cuda", run("cuda")) == _delta_bytes("cpu", run("cpu"))
+    assert meta[1] > 0
