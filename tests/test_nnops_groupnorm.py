@@ -238,6 +238,21 @@ def test_group_and_layer_norm_modules_torch():
     assert repr(nn.BatchNorm1d(3)) == repr(torch.nn.BatchNorm1d(3))
 
 
+def test_sync_batch_norm_single_process_torch():
+    torch = pytest.importorskip("torch")
+    g = nn.Sequential(nn.Conv2d(2, 3, 1), nn.BatchNorm2d(3), nn.Sequential(nn.BatchNorm1d(3)))
+    g[0].bias = None
+    conv = g[0]
+    bn = g[1]
+    s = nn.SyncBatchNorm.convert_sync_batchnorm(g)
+    assert s is g and s[0] is conv and type(s[1]) is nn.SyncBatchNorm and type(s[2][0]) is nn.SyncBatchNorm
+    assert s[1].weight is bn.weight and s[1].running_mean is bn.running_mean
+    assert repr(nn.SyncBatchNorm(3)) == repr(torch.nn.SyncBatchNorm(3))
+    _module_vs_torch(nn.SyncBatchNorm(3), torch.nn.SyncBatchNorm(3), [(4, 3, 2, 2), (5, 3)], torch)
+    with pytest.raises(ValueError, match=r"expected at least 2D input \(got 1D input\)"):
+        nn.SyncBatchNorm(3)(T(R(3)))
+
+
 def test_module_paths():
     """torchvision imports these module paths."""
     from gpumemnet.nn.modules.instancenorm import InstanceNorm2d

@@ -10,7 +10,7 @@ from ..parameter import Parameter
 from ._utils import new_tensor
 from .module import Module
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm"]
 
 
 class _NormBase(Module):
@@ -109,3 +109,38 @@ class BatchNorm3d(_BatchNorm):
     """Normalise each channel of (N, C, D, H, W) by the batch's mean and variance (training) or the running ones
     (eval), then scale by weight and shift by bias."""
     _expected_dims = (5,)
+
+
+class SyncBatchNorm(_BatchNorm):
+    """Batch norm over the processes of a group in PyTorch. gpumemnet has no process group yet (no
+    gm.distributed), so this is what PyTorch's SyncBatchNorm does when torch.distributed is not initialized: the
+    batch norm of this process's batch, any rank >= 2. Kept so that scripts that convert their model
+    (SyncBatchNorm.convert_sync_batchnorm, torchvision's reference scripts with --sync-bn) run unchanged."""
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
+                 process_group=None, device=None, dtype=None, *, bias=True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
+        self.process_group = process_group
+
+    def _check_input_dim(self, input):
+        if input.ndim < 2:
+            raise ValueError(f"SyncBatchNorm: expected at least 2D input (got {input.ndim}D input)")
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module, process_group=None):
+        """module with every BatchNorm*d replaced by a SyncBatchNorm sharing its parameters and buffers (a new
+        module if module itself is one), as PyTorch's."""
+        out = module
+        if isinstance(module, _BatchNorm):
+            out = cls(module.num_features, module.eps, module.momentum, module.affine, module.track_running_stats,
+                      process_group, bias=module.bias is not None)
+            if module.affine:
+                out.weight = module.weight
+                out.bias = module.bias
+            out.running_mean = module.running_mean
+            out.running_var = module.running_var
+            out.num_batches_tracked = module.num_batches_tracked
+            out.training = module.training
+        for name, child in module.named_children():
+            out.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        return out
