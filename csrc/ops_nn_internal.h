@@ -122,6 +122,8 @@ PyObject *gm_py_dropout_backward(PyObject *self, PyObject *args);
 /* ops_norm.c */
 GM_PY_KW_DECL(batch_norm);
 GM_PY_KW_DECL(batch_norm_backward);
+GM_PY_KW_DECL(group_norm);
+GM_PY_KW_DECL(group_norm_backward);
 /* ops_loss.c */
 GM_PY_KW_DECL(cross_entropy);
 GM_PY_KW_DECL(cross_entropy_backward);

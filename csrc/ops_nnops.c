@@ -1,6 +1,6 @@
-/* csrc/ops_nnops.c — the nn op family: activations, dropout, batch norm, softmax, losses (forward and backward).
- * This file holds the family's interface (below) and its method table; the ops live in ops_activation.c
- * (activations, softmax), ops_dropout.c, ops_norm.c (batch norm) and ops_loss.c, over the helpers of
+/* csrc/ops_nnops.c — the nn op family: activations, dropout, batch/group norm, softmax, losses (forward and
+ * backward). This file holds the family's interface (below) and its method table; the ops live in
+ * ops_activation.c (activations, softmax), ops_dropout.c, ops_norm.c (batch and group norm) and ops_loss.c, over the helpers of
  * ops_nn_internal.h.
  *
  * Each _C function validates its arguments and infers output shapes (the same code for every device),
@@ -27,6 +27,10 @@
  *   batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps) -> (out, mean, invstd)
  *   batch_norm_backward(grad, x, weight, mean, invstd, training, need_input, need_weight, need_bias,
  *                       param_dtype=None, into_grad=False) -> (dx | None, dweight | None, dbias | None)
+ *   group_norm(x, num_groups, weight=None, bias=None, eps=1e-5) -> (out, mean, rstd)    mean/rstd (N, G)
+ *   group_norm_backward(grad, x, weight, mean, rstd, num_groups, need_input, need_weight, need_bias,
+ *                       param_dtype=None, into_grad=False) -> (dx | None, dweight | None, dbias | None)
+ *     (layer norm runs as group_norm of an (R, M) view with one group, instance norm with num_groups = C)
  *   softmax(x, dim, log=False), softmax_backward(grad, out, dim, log=False, into_grad=False)
  *   cross_entropy(x, target, weight, ignore_index, reduction, label_smoothing) -> (loss, lse, wsum)
  *   cross_entropy_backward(grad, x, target, weight, lse, ignore_index, reduction, label_smoothing, wsum)
@@ -64,6 +68,11 @@ PyMethodDef gm_nnops_methods[] = {
      "batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps) -> (out, mean, invstd)."},
     {"batch_norm_backward", KW(gm_py_batch_norm_backward),
      "batch_norm_backward(grad, x, weight, mean, invstd, training, need_input, need_weight, need_bias, "
+     "param_dtype=None, into_grad=False) -> (dx, dweight, dbias)."},
+    {"group_norm", KW(gm_py_group_norm),
+     "group_norm(x, num_groups, weight=None, bias=None, eps=1e-5) -> (out, mean, rstd): mean/rstd (N, G)."},
+    {"group_norm_backward", KW(gm_py_group_norm_backward),
+     "group_norm_backward(grad, x, weight, mean, rstd, num_groups, need_input, need_weight, need_bias, "
      "param_dtype=None, into_grad=False) -> (dx, dweight, dbias)."},
     {"softmax", KW(gm_py_softmax), "softmax(x, dim, log=False)."},
     {"softmax_backward", KW(gm_py_softmax_backward), "softmax_backward(grad, out, dim, log=False, into_grad=False)."},

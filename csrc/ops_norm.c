@@ -1,14 +1,18 @@
 /* csrc/ops_norm.c — batch norm, forward (running statistics updated in place) and backward
  * (kernels/cpu/norm.c, kernels/cuda/norm.cu), and the CUDA kernels' per-channel scratch, which meta standing
- * for CUDA requests too. Part of the nn op family (ops_nnops.c has its interface and method table;
+ * for CUDA requests too; group norm, forward and backward (kernels/cpu/group_norm.c, kernels/cuda/group_norm.cu:
+ * no scratch on any device), which nn/_functional_nn.py also runs layer norm and instance norm through. Part of
+ * the nn op family (ops_nnops.c has its interface and method table;
  * ops_nn_internal.h the helpers it shares). */
 #include "ops_nn_internal.h"
 
+#include "cpu/group_norm.h"
 #include "cpu/norm.h"
 #include "cuda/scratch_sizes.h"
 #include "meta_target.h"
 
 #ifdef GM_WITH_CUDA
+#include "../kernels/cuda/group_norm.h"
 #include "../kernels/cuda/norm.h"
 #endif
 
@@ -212,5 +216,131 @@ PyObject *gm_py_batch_norm_backward(PyObject *self, PyObject *args, PyObject *kw
                         db ? (PyObject *)db : Py_None);
 done:
     RELEASE(dx, dw, db, gc, xc, wc, mc, ic);
+    return res;
+}
+
+/* ---- group norm ---------------------------------------------------------------------------------------------- */
+
+/* A per-channel argument of group norm: None, or a float tensor of shape (C,) on x's device. RuntimeError with
+ * PyTorch's wording otherwise. */
+static int gn_channel_arg(const char *op, const char *argname, PyObject *o, GMTensor *x, int64_t C,
+                          GMTensor **out) {
+    if (opt_tensor_arg(o, op, argname, out) < 0) return -1;
+    GMTensor *t = *out;
+    if (!t) return 0;
+    if (check_float(op, argname, t) < 0 || gm_check_same_device(op, x, t) < 0) return -1;
+    if (t->ndim != 1 || t->shape[0] != C) {
+        char b[GM_SHAPE_BUF], xs[GM_SHAPE_BUF];
+        PyErr_Format(PyExc_RuntimeError, "%s: expected %s to be a vector of size equal to the number of channels "
+                     "in input (%lld), but got %s of shape %s and input of shape %s", op, argname, (long long)C,
+                     argname, gm_shape_str(t->ndim, t->shape, b), gm_shape_str(x->ndim, x->shape, xs));
+        return -1;
+    }
+    return 0;
+}
+
+/* x's (N, C, HW) and a valid group count: C divisible by G. */
+static int gn_geometry(const char *op, GMTensor *x, int64_t G, int64_t *N, int64_t *C, int64_t *HW) {
+    if (nc_geometry(op, x, N, C, HW) < 0) return -1;
+    if (G < 1 || *C % G) {
+        char xs[GM_SHAPE_BUF];
+        PyErr_Format(G < 1 ? PyExc_ValueError : PyExc_RuntimeError, "%s: expected the number of channels in input "
+                     "to be divisible by num_groups (a positive int), but got input of shape %s and num_groups=%lld",
+                     op, gm_shape_str(x->ndim, x->shape, xs), (long long)G);
+        return -1;
+    }
+    return 0;
+}
+
+PyObject *gm_py_group_norm(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *kwlist[] = {"x", "num_groups", "weight", "bias", "eps", NULL};
+    const char *name = "group_norm";
+    PyObject *xo, *wo = Py_None, *bo = Py_None;
+    long long G;
+    double eps = 1e-5;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OL|OOd:group_norm", kwlist, &xo, &G, &wo, &bo, &eps))
+        return NULL;
+    GMTensor *x = gm_tensor_arg(xo, name, "input"), *w, *b;
+    int64_t N, C, HW;
+    if (!x || check_float(name, "input", x) < 0 || gn_geometry(name, x, G, &N, &C, &HW) < 0 ||
+        gn_channel_arg(name, "weight", wo, x, C, &w) < 0 || gn_channel_arg(name, "bias", bo, x, C, &b) < 0 ||
+        (w && b && same_dtype(name, "weight", w, "bias", b) < 0))
+        return NULL;
+    const gm_dtype sdt = stats_dtype(x->dtype), wdt = w ? w->dtype : b ? b->dtype : x->dtype;
+    const int64_t sshape[2] = {N, G};
+    GMTensor *xc = contig(x), *wc = contig(w), *bc = contig(b), *out = NULL, *mean = NULL, *rstd = NULL;
+    PyObject *res = NULL;
+    if (!xc || (w && !wc) || (b && !bc)) goto done;
+    if (!(out = gm_empty(x->ndim, x->shape, x->dtype, x->device)) || !(mean = gm_empty(2, sshape, sdt, x->device)) ||
+        !(rstd = gm_empty(2, sshape, sdt, x->device)))
+        goto done;
+    if (GM_KERNEL(name, x->device,
+                  groupnorm_forward(data(out), data(mean), data(rstd), data(xc), data(wc), data(bc), N, C, HW, G,
+                                    x->dtype, wdt, sdt, eps, gm_num_threads),
+                  cuda_groupnorm_forward(data(out), data(mean), data(rstd), data(xc), data(wc), data(bc), N, C, HW,
+                                         G, x->dtype, wdt, sdt, eps, ctx)) < 0)
+        goto done;
+    res = PyTuple_Pack(3, (PyObject *)out, (PyObject *)mean, (PyObject *)rstd);
+done:
+    RELEASE(out, mean, rstd, xc, wc, bc);
+    return res;
+}
+
+/* One of the forward's saved statistics: (N, G) in the statistics dtype of x. */
+static int gn_stats_arg(const char *op, const char *argname, PyObject *o, GMTensor *x, int64_t N, int64_t G,
+                        GMTensor **out) {
+    if (!(*out = gm_tensor_arg(o, op, argname)) || gm_check_same_device(op, x, *out) < 0) return -1;
+    GMTensor *t = *out;
+    if (t->ndim == 2 && t->shape[0] == N && t->shape[1] == G && t->dtype == stats_dtype(x->dtype)) return 0;
+    char b[GM_SHAPE_BUF];
+    PyErr_Format(PyExc_ValueError, "%s: %s should be the forward's (%lld, %lld) %s statistics, got shape %s of %s",
+                 op, argname, (long long)N, (long long)G, gm_dtype_name(stats_dtype(x->dtype)),
+                 gm_shape_str(t->ndim, t->shape, b), gm_dtype_name(t->dtype));
+    return -1;
+}
+
+PyObject *gm_py_group_norm_backward(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *kwlist[] = {"grad", "x", "weight", "mean", "rstd", "num_groups", "need_input", "need_weight",
+                             "need_bias", "param_dtype", "into_grad", NULL};
+    const char *name = "group_norm_backward";
+    PyObject *go, *xo, *wo, *mo, *ro, *pdo = Py_None;
+    long long G;
+    int need_x, need_w, need_b, into_grad = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOLppp|Op:group_norm_backward", kwlist, &go, &xo, &wo, &mo,
+                                     &ro, &G, &need_x, &need_w, &need_b, &pdo, &into_grad))
+        return NULL;
+    GMTensor *g = gm_tensor_arg(go, name, "grad"), *x, *w, *m, *r;
+    int64_t N, C, HW;
+    if (!g || !(x = gm_tensor_arg(xo, name, "input")) || check_float(name, "grad", g) < 0 ||
+        same_shape(name, "grad", g, "input", x) < 0 || same_dtype(name, "grad", g, "input", x) < 0 ||
+        gm_check_same_device(name, g, x) < 0 || gn_geometry(name, g, G, &N, &C, &HW) < 0 ||
+        gn_channel_arg(name, "weight", wo, g, C, &w) < 0 || gn_stats_arg(name, "mean", mo, g, N, G, &m) < 0 ||
+        gn_stats_arg(name, "rstd", ro, g, N, G, &r) < 0)
+        return NULL;
+    gm_dtype wdt = w ? w->dtype : g->dtype;
+    if (pdo != Py_None && gm_parse_dtype(pdo, &wdt, "param_dtype") < 0) return NULL;
+    if (!gm_dtype_is_float(wdt)) {
+        PyErr_Format(PyExc_TypeError, "%s: param_dtype must be a floating point dtype, got %s", name,
+                     gm_dtype_name(wdt));
+        return NULL;
+    }
+    const int64_t cshape[1] = {C};
+    GMTensor *gc = contig(g), *xc = contig(x), *wc = contig(w), *mc = contig(m), *rc = contig(r);
+    GMTensor *dx = NULL, *dw = NULL, *db = NULL;
+    PyObject *res = NULL;
+    if (!gc || !xc || (w && !wc) || !mc || !rc) goto done;
+    if ((need_x && !(dx = grad_result(g, into_grad))) || (need_w && !(dw = gm_empty(1, cshape, wdt, g->device))) ||
+        (need_b && !(db = gm_empty(1, cshape, wdt, g->device))))
+        goto done;
+    if (GM_KERNEL(name, g->device,
+                  groupnorm_backward(data(dx), data(dw), data(db), data(gc), data(xc), data(wc), data(mc), data(rc),
+                                     N, C, HW, G, g->dtype, wdt, m->dtype, gm_num_threads),
+                  cuda_groupnorm_backward(data(dx), data(dw), data(db), data(gc), data(xc), data(wc), data(mc),
+                                          data(rc), N, C, HW, G, g->dtype, wdt, m->dtype, ctx)) < 0)
+        goto done;
+    res = Py_BuildValue("(OOO)", dx ? (PyObject *)dx : Py_None, dw ? (PyObject *)dw : Py_None,
+                        db ? (PyObject *)db : Py_None);
+done:
+    RELEASE(dx, dw, db, gc, xc, wc, mc, rc);
     return res;
 }

@@ -348,7 +348,7 @@ def test_repr_matches_pytorch():
     assert repr(m) == (
         "Sequential(\n"
         "  (0): Conv2d(3, 64, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1))\n"
-        "  (1): BatchNorm2d(64, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)\n"
+        "  (1): BatchNorm2d(64, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)\n"
         "  (2): ReLU(inplace=True)\n"
         "  (3): MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False)\n"
         "  (4): Dropout(p=0.5, inplace=False)\n"
@@ -374,7 +374,7 @@ def test_repr_matches_pytorch():
         nn.Identity(): "Identity()",
         nn.Linear(3, 1, bias=False): "Linear(in_features=3, out_features=1, bias=False)",
         nn.BatchNorm2d(8, momentum=None, affine=False):
-            "BatchNorm2d(8, eps=1e-05, momentum=None, affine=False, track_running_stats=True)",
+            "BatchNorm2d(8, eps=1e-05, momentum=None, affine=False, bias=False, track_running_stats=True)",
         nn.Upsample(scale_factor=2): "Upsample(scale_factor=2.0, mode='nearest')",
         nn.Upsample(size=(4, 4), mode="bilinear"): "Upsample(size=(4, 4), mode='bilinear')",
         nn.CrossEntropyLoss(): "CrossEntropyLoss()",

@@ -131,8 +131,11 @@ def test_batch_norm_errors():
         F.batch_norm(x, None, None, T(R(2)), training=True)
     with pytest.raises(ValueError, match="required in eval mode"):
         F.batch_norm(x, None, None)
-    with pytest.raises(ValueError, match=r"more than 1 value per channel when training, got input shape \(1, 3\)"):
+    with pytest.raises(ValueError, match=r"Expected more than 1 value per channel when training, got input size "
+                                         r"\[1, 3\]"):  # PyTorch's words (F.batch_norm checks before C does)
         F.batch_norm(T(R(1, 3)), None, None, training=True)
+    with pytest.raises(ValueError, match=r"more than 1 value per channel when training, got input shape \(1, 3\)"):
+        _C.batch_norm(T(R(1, 3)), None, None, None, None, True, 0.1, 1e-5)  # the C op's own check
     with pytest.raises(ValueError, match="at least 2 dims"):
         F.batch_norm(T(R(3)), None, None, training=True)
     with pytest.raises(TypeError, match="floating point"):

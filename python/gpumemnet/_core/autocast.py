@@ -7,6 +7,8 @@ Autocast policy, applied by the ops themselves through `lower()` and `fp32()`:
   - lower precision (the autocast dtype): conv2d, conv_transpose2d, linear, matmul — the ops whose saved inputs
     dominate activation memory and whose kernels gain most;
   - float32: softmax, log_softmax, the losses, reductions, the statistics of normalisations, exp and log;
+    group_norm and layer_norm (their output too: PyTorch's CUDA float32 list); batch_norm and instance_norm
+    follow their input as in PyTorch (statistics in float32 or wider inside the kernel either way);
   - every other op follows its inputs, and binary ops promote (float16 + float32 -> float32).
 Casts of leaf tensors that require grad (parameters) are cached for the outermost autocast region, so a weight
 used by several ops is converted once. On the CPU the low-precision tensors are stored as float16/bfloat16 and

@@ -137,6 +137,13 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         if t is not None and _needs_grad(t):
             raise RuntimeError(f"batch_norm: {name} requires grad; running statistics are buffers updated in "
                                f"place and cannot be part of a graph")
+    if training and input.ndim >= 2:
+        size = list(input.shape)
+        per_channel = 1
+        for i, s in enumerate(size):
+            per_channel *= s if i != 1 else 1
+        if per_channel == 1:  # PyTorch's check and words (its _verify_batch_size)
+            raise ValueError(f"Expected more than 1 value per channel when training, got input size {size}")
     if training and running_mean is not None and state.recomputing > 0:
         # a checkpointed segment re-running its forward for backward: the batch statistics (and so the output)
         # are the same without the running ones, which the original forward already updated once

@@ -7,6 +7,7 @@ Each op family lives in its own module (autograd Function + argument checks + th
   _functional_nn.py     relu, relu_, leaky_relu, sigmoid, tanh, gelu, dropout, dropout2d, batch_norm, softmax,
                         log_softmax, cross_entropy, nll_loss, mse_loss, l1_loss,
                         binary_cross_entropy_with_logits
+  _functional_norm.py   group_norm, layer_norm, instance_norm
 """
 from ._functional_conv import conv2d, conv_transpose2d, linear  # noqa: F401
 from ._functional_pool import (  # noqa: F401
@@ -14,3 +15,4 @@ from ._functional_pool import (  # noqa: F401
 from ._functional_nn import (  # noqa: F401
     relu, relu_, leaky_relu, sigmoid, tanh, gelu, dropout, dropout2d, batch_norm, softmax, log_softmax,
     cross_entropy, nll_loss, mse_loss, l1_loss, binary_cross_entropy_with_logits)
+from ._functional_norm import group_norm, layer_norm, instance_norm  # noqa: F401

@@ -1,5 +1,5 @@
-"""BatchNorm2d: PyTorch's attributes (weight, bias, running_mean, running_var, num_batches_tracked), defaults and
-running-statistics rule (momentum=None: cumulative average over the batches seen).
+"""BatchNorm1d/2d/3d: PyTorch's attributes (weight, bias, running_mean, running_var, num_batches_tracked),
+defaults and running-statistics rule (momentum=None: cumulative average over the batches seen).
 
 The running statistics are model state, not activations: they are allocated under the "parameter" category, so
 memory reports count them with the model's weights."""
@@ -10,14 +10,14 @@ from ..parameter import Parameter
 from ._utils import new_tensor
 from .module import Module
 
-__all__ = ["BatchNorm2d"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm"]
 
 
-class _BatchNorm(Module):
-    _expected_dim = None
+class _NormBase(Module):
+    """The parameters and running-statistic buffers that batch and instance norm share (PyTorch's _NormBase)."""
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None,
-                 dtype=None):
+                 dtype=None, *, bias=True):
         super().__init__()
         if isinstance(num_features, bool) or not isinstance(num_features, int) or num_features <= 0:
             raise ValueError(f"{type(self).__name__}: num_features must be a positive int, got {num_features!r}")
@@ -28,7 +28,10 @@ class _BatchNorm(Module):
         self.track_running_stats = track_running_stats
         if affine:
             self.weight = Parameter(new_tensor((num_features,), device, dtype))
-            self.bias = Parameter(new_tensor((num_features,), device, dtype))
+            if bias:
+                self.bias = Parameter(new_tensor((num_features,), device, dtype))
+            else:
+                self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -52,12 +55,26 @@ class _BatchNorm(Module):
         self.reset_running_stats()
         if self.affine:
             init.ones_(self.weight)
-            init.zeros_(self.bias)
+            if self.bias is not None:
+                init.zeros_(self.bias)
+
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+                f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
+
+
+class _BatchNorm(_NormBase):
+    _expected_dims = ()
+
+    def _check_input_dim(self, input):
+        """PyTorch's hook (subclasses in the wild override it): the ranks this module accepts."""
+        if input.ndim not in self._expected_dims:
+            want = " or ".join(f"{d}D" for d in self._expected_dims)
+            raise ValueError(f"{type(self).__name__}: expected {want} input (got {input.ndim}D input "
+                             f"of shape {tuple(input.shape)})")
 
     def forward(self, input):
-        if input.ndim != self._expected_dim:
-            raise ValueError(f"{type(self).__name__}: expected {self._expected_dim}D input (got {input.ndim}D input "
-                             f"of shape {tuple(input.shape)})")
+        self._check_input_dim(input)
         factor = 0.0 if self.momentum is None else self.momentum
         # A checkpointed segment's recomputation replays the forward: count its batch once, not twice.
         if self.training and self.track_running_stats and self.num_batches_tracked is not None and \
@@ -73,12 +90,57 @@ class _BatchNorm(Module):
         return F.batch_norm(input, self.running_mean if track else None, self.running_var if track else None,
                             self.weight, self.bias, use_batch_stats, factor, self.eps)
 
-    def extra_repr(self):
-        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
-                f"track_running_stats={self.track_running_stats}")
+
+# The C op takes (N, C, *) of any rank as (N, C, HW) without a copy: the three modules differ only in the ranks
+# they accept, as PyTorch's do.
+class BatchNorm1d(_BatchNorm):
+    """Normalise each channel of (N, C) or (N, C, L) by the batch's mean and variance (training) or the running
+    ones (eval), then scale by weight and shift by bias."""
+    _expected_dims = (2, 3)
 
 
 class BatchNorm2d(_BatchNorm):
     """Normalise each channel of (N, C, H, W) by the batch's mean and variance (training) or the running ones
     (eval), then scale by weight and shift by bias."""
-    _expected_dim = 4
+    _expected_dims = (4,)
+
+
+class BatchNorm3d(_BatchNorm):
+    """Normalise each channel of (N, C, D, H, W) by the batch's mean and variance (training) or the running ones
+    (eval), then scale by weight and shift by bias."""
+    _expected_dims = (5,)
+
+
+class SyncBatchNorm(_BatchNorm):
+    """Batch norm over the processes of a group in PyTorch. gpumemnet has no process group yet (no
+    gm.distributed), so this is what PyTorch's SyncBatchNorm does when torch.distributed is not initialized: the
+    batch norm of this process's batch, any rank >= 2. Kept so that scripts that convert their model
+    (SyncBatchNorm.convert_sync_batchnorm, torchvision's reference scripts with --sync-bn) run unchanged."""
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
+                 process_group=None, device=None, dtype=None, *, bias=True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
+        self.process_group = process_group
+
+    def _check_input_dim(self, input):
+        if input.ndim < 2:
+            raise ValueError(f"SyncBatchNorm: expected at least 2D input (got {input.ndim}D input)")
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module, process_group=None):
+        """module with every BatchNorm*d replaced by a SyncBatchNorm sharing its parameters and buffers (a new
+        module if module itself is one), as PyTorch's."""
+        out = module
+        if isinstance(module, _BatchNorm):
+            out = cls(module.num_features, module.eps, module.momentum, module.affine, module.track_running_stats,
+                      process_group, bias=module.bias is not None)
+            if module.affine:
+                out.weight = module.weight
+                out.bias = module.bias
+            out.running_mean = module.running_mean
+            out.running_var = module.running_var
+            out.num_batches_tracked = module.num_batches_tracked
+            out.training = module.training
+        for name, child in module.named_children():
+            out.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        return out

@@ -1,0 +1,91 @@
+"""GroupNorm and LayerNorm, with PyTorch's attributes (weight, bias; normalized_shape, num_groups, eps, affine /
+elementwise_affine), defaults and initialisation (weight 1, bias 0). Both run through F.group_norm's kernel
+(nn/_functional_norm.py)."""
+from .. import functional as F
+from .. import init
+from ..parameter import Parameter
+from ._utils import new_tensor
+from .module import Module
+
+__all__ = ["GroupNorm", "LayerNorm"]
+
+
+def _positive_int(owner, name, v):
+    if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+        raise ValueError(f"{owner}: {name} must be a positive int, got {v!r}")
+
+
+class GroupNorm(Module):
+    """Normalize each of num_groups groups of consecutive channels of (N, C, *) input per sample; then scale and
+    shift each channel (affine; bias=False keeps the scale only, as PyTorch 2.x's keyword)."""
+
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None, *, bias=True):
+        super().__init__()
+        _positive_int("GroupNorm", "num_groups", num_groups)
+        _positive_int("GroupNorm", "num_channels", num_channels)
+        if num_channels % num_groups != 0:
+            raise ValueError(f"GroupNorm: num_channels ({num_channels}) must be divisible by num_groups "
+                             f"({num_groups})")
+        self.num_groups = num_groups
+        self.num_channels = num_channels
+        self.eps = eps
+        self.affine = affine
+        if affine:
+            self.weight = Parameter(new_tensor((num_channels,), device, dtype))
+            if bias:
+                self.bias = Parameter(new_tensor((num_channels,), device, dtype))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        if self.affine:
+            init.ones_(self.weight)
+            if self.bias is not None:
+                init.zeros_(self.bias)
+
+    def forward(self, input):
+        return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+                f"bias={self.bias is not None}")
+
+
+class LayerNorm(Module):
+    """Normalize over the last len(normalized_shape) dims; then scale and shift elementwise (elementwise_affine;
+    bias=False keeps the scale only)."""
+
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None, dtype=None):
+        super().__init__()
+        if isinstance(normalized_shape, int) and not isinstance(normalized_shape, bool):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(int(s) for s in normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(new_tensor(self.normalized_shape, device, dtype))
+            if bias:
+                self.bias = Parameter(new_tensor(self.normalized_shape, device, dtype))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        if self.elementwise_affine:
+            init.ones_(self.weight)
+            if self.bias is not None:
+                init.zeros_(self.bias)
+
+    def forward(self, input):
+        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}, "
+                f"bias={self.bias is not None}")
