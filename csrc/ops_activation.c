@@ -1,4 +1,5 @@
-/* csrc/ops_activation.c — the element-wise activations (relu, leaky_relu, sigmoid, tanh, gelu, in-place forms)
+/* csrc/ops_activation.c — the element-wise activations (relu, leaky_relu, sigmoid, tanh, gelu, silu, hardswish,
+ * hardsigmoid, mish, hardtanh, elu, softplus; in-place forms)
  * and softmax / log_softmax, forward and backward: validation, outputs, and the kernels of
  * kernels/cpu/{activation,softmax}.c and kernels/cuda/{activation,softmax}.cu. Part of the nn op family
  * (ops_nnops.c has its interface and method table; ops_nn_internal.h the helpers it shares). */
@@ -14,21 +15,23 @@
 
 /* ---- activations -------------------------------------------------------------------------------------------- */
 
-static const char *const act_names[ACT_N] = {"relu", "leaky_relu", "sigmoid", "tanh", "gelu", "gelu"};
+static const char *const act_names[ACT_N] = {"relu", "leaky_relu", "sigmoid", "tanh", "gelu", "gelu", "silu",
+                                             "hardswish", "hardsigmoid", "mish", "hardtanh", "elu", "softplus"};
 
 static int act_op_arg(int op) {
     if (op >= 0 && op < ACT_N) return 0;
     PyErr_Format(PyExc_ValueError, "activation: unknown op %d; expected RELU=0 LEAKY_RELU=1 SIGMOID=2 TANH=3 "
-                 "GELU=4 GELU_TANH=5", op);
+                 "GELU=4 GELU_TANH=5 SILU=6 HARDSWISH=7 HARDSIGMOID=8 MISH=9 HARDTANH=10 ELU=11 SOFTPLUS=12", op);
     return -1;
 }
 
 PyObject *gm_py_activation(PyObject *self, PyObject *args, PyObject *kwargs) {
-    static char *kwlist[] = {"op", "x", "alpha", "out", NULL};
+    static char *kwlist[] = {"op", "x", "alpha", "out", "beta", NULL};
     int op;
-    double alpha = 0.0;
+    double alpha = 0.0, beta = 0.0;
     PyObject *xo, *outo = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iO|dO:activation", kwlist, &op, &xo, &alpha, &outo)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iO|dOd:activation", kwlist, &op, &xo, &alpha, &outo, &beta))
+        return NULL;
     if (act_op_arg(op) < 0) return NULL;
     const char *name = act_names[op];
     GMTensor *x = gm_tensor_arg(xo, name, "input");
@@ -44,8 +47,8 @@ PyObject *gm_py_activation(PyObject *self, PyObject *args, PyObject *kwargs) {
     out = inplace ? (GMTensor *)Py_NewRef(xc) : gm_empty(x->ndim, x->shape, x->dtype, x->device);
     if (!out) goto fail;
     if (GM_KERNEL(name, x->device,
-                  activation_forward(data(out), data(xc), gm_numel(x), x->dtype, op, alpha, gm_num_threads),
-                  cuda_activation_forward(data(out), data(xc), gm_numel(x), x->dtype, op, alpha, ctx)) < 0 ||
+                  activation_forward(data(out), data(xc), gm_numel(x), x->dtype, op, alpha, beta, gm_num_threads),
+                  cuda_activation_forward(data(out), data(xc), gm_numel(x), x->dtype, op, alpha, beta, ctx)) < 0 ||
         (inplace && inplace_writeback(x, xc) < 0))
         goto fail;
     Py_DECREF(xc);
@@ -61,12 +64,12 @@ fail:
 }
 
 PyObject *gm_py_activation_backward(PyObject *self, PyObject *args, PyObject *kwargs) {
-    static char *kwlist[] = {"op", "grad", "saved", "alpha", "into_grad", NULL};
+    static char *kwlist[] = {"op", "grad", "saved", "alpha", "into_grad", "beta", NULL};
     int op, into_grad = 0;
-    double alpha = 0.0;
+    double alpha = 0.0, beta = 0.0;
     PyObject *go, *so;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iOO|dp:activation_backward", kwlist, &op, &go, &so, &alpha,
-                                     &into_grad))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iOO|dpd:activation_backward", kwlist, &op, &go, &so, &alpha,
+                                     &into_grad, &beta))
         return NULL;
     if (act_op_arg(op) < 0) return NULL;
     const char *name = act_names[op];
@@ -78,10 +81,10 @@ PyObject *gm_py_activation_backward(PyObject *self, PyObject *args, PyObject *kw
     if (!gc || !sc) goto done;
     dx = grad_result(g, into_grad);
     if (dx && GM_KERNEL(name, g->device,
-                        activation_backward(data(dx), data(gc), data(sc), gm_numel(g), g->dtype, op, alpha,
+                        activation_backward(data(dx), data(gc), data(sc), gm_numel(g), g->dtype, op, alpha, beta,
                                             gm_num_threads),
                         cuda_activation_backward(data(dx), data(gc), data(sc), gm_numel(g), g->dtype, op, alpha,
-                                                 ctx)) < 0)
+                                                 beta, ctx)) < 0)
         Py_CLEAR(dx);
 done:
     Py_XDECREF(gc);

@@ -20,8 +20,10 @@
  * CUDA run's bytes; with the default target (the CPU) meta allocates exactly what the CPU does.
  *
  * Interface (python/gpumemnet/nn/_functional_nn.py is the only caller):
- *   activation(op, x, alpha=0.0, out=None) -> out        ops: RELU=0 LEAKY_RELU=1 SIGMOID=2 TANH=3 GELU=4
- *   activation_backward(op, grad, saved, alpha=0.0, into_grad=False)   GELU_TANH=5; out=x is the in-place form
+ *   activation(op, x, alpha=0.0, out=None, beta=0.0) -> out   ops: RELU=0 LEAKY_RELU=1 SIGMOID=2 TANH=3 GELU=4
+ *   activation_backward(op, grad, saved, alpha=0.0, into_grad=False, beta=0.0)   GELU_TANH=5 SILU=6 HARDSWISH=7
+ *       HARDSIGMOID=8 MISH=9 HARDTANH=10 ELU=11 SOFTPLUS=12 (kernels/activation_ops.h; alpha, beta: the op's
+ *       parameters, kernels/cpu/activation.h); out=x is the in-place form
  *   dropout(x, p, channelwise=False, inplace=False) -> (out, bool mask)   mask (x.shape) or (x.shape[:-2])
  *   dropout_backward(grad, mask, p, into_grad=False)
  *   batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps) -> (out, mean, invstd)
@@ -55,9 +57,11 @@ PyMethodDef gm_nnops_methods[] = {
      "_set_meta_target(target, sm_count=0) -> previous (target, sm_count): what ops on meta allocate for on this "
      "thread, 'cpu' (default) or 'cuda' (the CUDA kernels' scratch; convolutions without cuDNN workspace)."},
     {"_get_meta_target", gm_py_get_meta_target, METH_NOARGS, "_get_meta_target() -> (target, sm_count)."},
-    {"activation", KW(gm_py_activation), "activation(op, x, alpha=0.0, out=None): relu/leaky_relu/sigmoid/tanh/gelu."},
+    {"activation", KW(gm_py_activation),
+     "activation(op, x, alpha=0.0, out=None, beta=0.0): relu/leaky_relu/sigmoid/tanh/gelu/silu/hardswish/"
+     "hardsigmoid/mish/hardtanh/elu/softplus."},
     {"activation_backward", KW(gm_py_activation_backward),
-     "activation_backward(op, grad, saved, alpha=0.0, into_grad=False)."},
+     "activation_backward(op, grad, saved, alpha=0.0, into_grad=False, beta=0.0)."},
     {"dropout", KW(gm_py_dropout), "dropout(x, p, channelwise=False, inplace=False) -> (out, bool mask)."},
     {"dropout_backward", gm_py_dropout_backward, METH_VARARGS, "dropout_backward(grad, mask, p, into_grad=False)."},
     {"batch_norm", KW(gm_py_batch_norm),

@@ -9,6 +9,12 @@
 #define INV_SQRT_2PI 0.3989422804014327
 #define INV_SQRT_2 0.7071067811865476
 
+/* expm1 for elu (exp(x) - 1 loses every digit of a small negative x), single precision for the narrow dtypes
+ * as nn_exp & co. */
+static inline __attribute__((always_inline)) double act_expm1(double x, int dt) {
+    return dt == GM_F64 ? expm1(x) : (double)expm1f((float)x);
+}
+
 /* Each body reads v = input element i and writes `r` (DT: the dtype, a constant per dispatched copy). */
 #define ACT_LOOP(...)                                                                                        \
     NN_DISPATCH(dt, _Pragma("omp parallel for schedule(static) num_threads(nt)")                            \
@@ -19,7 +25,8 @@
                     nn_st(out, i, DT, r);                                                                    \
                 })
 
-int activation_forward(void *out, const void *inp, int64_t n, gm_dtype dt, int op, double alpha, int nthreads) {
+int activation_forward(void *out, const void *inp, int64_t n, gm_dtype dt, int op, double alpha, double beta,
+                       int nthreads) {
     if (!gm_dtype_is_float(dt) || n < 0) return GM_ERR_ARG;
     const int nt = nn_threads(n, nthreads);
     (void)nt;
@@ -32,6 +39,18 @@ int activation_forward(void *out, const void *inp, int64_t n, gm_dtype dt, int o
     case ACT_TANH: ACT_LOOP(r = nn_tanh(v, DT)) break;
     case ACT_GELU: ACT_LOOP(r = 0.5 * v * (1.0 + nn_erf(v * INV_SQRT_2, DT))) break;
     case ACT_GELU_TANH: ACT_LOOP(r = 0.5 * v * (1.0 + nn_tanh(GELU_BETA * (v + GELU_KAPPA * v * v * v), DT))) break;
+    case ACT_SILU: ACT_LOOP(r = v / (1.0 + nn_exp(-v, DT))) break;
+    /* the clamps are written as comparisons that let NaN through, as PyTorch's std::min/std::max order does */
+    case ACT_HARDSWISH: ACT_LOOP(double t = v + 3.0; t = t < 0.0 ? 0.0 : t; t = t > 6.0 ? 6.0 : t; r = v * t / 6.0)
+        break;
+    case ACT_HARDSIGMOID: ACT_LOOP(double t = v + 3.0; t = t < 0.0 ? 0.0 : t; t = t > 6.0 ? 6.0 : t; r = t / 6.0)
+        break;
+    case ACT_MISH: ACT_LOOP(r = v * nn_tanh(nn_log1p(nn_exp(v, DT), DT), DT)) break;
+    /* clamp(v, alpha, beta) = min(max(v, alpha), beta), also when alpha > beta (then everything is beta) */
+    case ACT_HARDTANH: ACT_LOOP(const double t = v < alpha ? alpha : v; r = t > beta ? beta : t) break;
+    case ACT_ELU: ACT_LOOP(r = v > 0.0 ? v : alpha * act_expm1(v, DT)) break;
+    /* alpha: beta of softplus, beta: its threshold, above which it is the identity */
+    case ACT_SOFTPLUS: ACT_LOOP(r = v * alpha > beta ? v : nn_log1p(nn_exp(v * alpha, DT), DT) / alpha) break;
     default: return GM_ERR_ARG;
     }
     return GM_OK;
@@ -48,7 +67,7 @@ int activation_forward(void *out, const void *inp, int64_t n, gm_dtype dt, int o
                 })
 
 int activation_backward(void *dinp, const void *dout, const void *saved, int64_t n, gm_dtype dt, int op,
-                        double alpha, int nthreads) {
+                        double alpha, double beta, int nthreads) {
     if (!gm_dtype_is_float(dt) || n < 0) return GM_ERR_ARG;
     const int nt = nn_threads(n, nthreads);
     (void)nt;
@@ -65,6 +84,24 @@ int activation_backward(void *dinp, const void *dout, const void *saved, int64_t
             const double t = nn_tanh(GELU_BETA * (s + GELU_KAPPA * s * s * s), DT);
             r = g * (0.5 * (1.0 + t) + 0.5 * s * (1.0 - t * t) * GELU_BETA * (1.0 + 3.0 * GELU_KAPPA * s * s)))
         break;
+    case ACT_SILU: ACT_GRAD_LOOP(const double sg = 1.0 / (1.0 + nn_exp(-s, DT)); r = g * sg * (1.0 + s * (1.0 - sg)))
+        break;
+    /* the subgradients at the kinks are PyTorch's: 0 at -3 and 1 at 3 for hardswish, 0 at both ends for
+     * hardsigmoid and hardtanh; NaN takes the last branch, as there */
+    case ACT_HARDSWISH: ACT_GRAD_LOOP(r = s <= -3.0 ? 0.0 : s < 3.0 ? g * (s / 3.0 + 0.5) : g) break;
+    /* saved: the output, in (0, 1) exactly where the input is in (-3, 3) */
+    case ACT_HARDSIGMOID: ACT_GRAD_LOOP(r = s > 0.0 && s < 1.0 ? g / 6.0 : 0.0) break;
+    case ACT_MISH:
+        ACT_GRAD_LOOP(const double sg = 1.0 / (1.0 + nn_exp(-s, DT));
+                      const double t = nn_tanh(nn_log1p(nn_exp(s, DT), DT), DT);
+                      r = g * (t + s * sg * (1.0 - t * t)))
+        break;
+    /* saved: the output, strictly inside (alpha, beta) exactly where the input is */
+    case ACT_HARDTANH: ACT_GRAD_LOOP(r = s <= alpha || s >= beta ? 0.0 : g) break;
+    /* saved: the output when alpha >= 0 (<= 0 exactly where the input is; d/dx alpha (e^x - 1) = out + alpha),
+     * else the input */
+    case ACT_ELU: ACT_GRAD_LOOP(r = s <= 0.0 ? (alpha >= 0.0 ? g * (s + alpha) : g * alpha * nn_exp(s, DT)) : g) break;
+    case ACT_SOFTPLUS: ACT_GRAD_LOOP(r = s * alpha > beta ? g : g / (1.0 + nn_exp(-s * alpha, DT))) break;
     default: return GM_ERR_ARG;
     }
     return GM_OK;

@@ -11,33 +11,68 @@
 #define INV_SQRT_2PI 0.3989422804014327
 #define INV_SQRT_2 0.7071067811865476
 
-template <int DT, int OP> NN_DEV double act_fwd(double v, double alpha) {
+/* expm1 for elu, single precision for the narrow dtypes as nn_exp & co. */
+template <int DT> NN_DEV double act_expm1(double x) { return DT == GM_F64 ? expm1(x) : (double)expm1f((float)x); }
+
+/* alpha, beta: the op's parameters (see kernels/cpu/activation.h) */
+template <int DT, int OP> NN_DEV double act_fwd(double v, double alpha, double beta) {
     switch (OP) {
     case ACT_RELU: return v <= 0.0 ? 0.0 : v; /* NaN passes through */
     case ACT_LEAKY_RELU: return v > 0.0 ? v : v * alpha;
     case ACT_SIGMOID: return 1.0 / (1.0 + nn_exp<DT>(-v));
     case ACT_TANH: return nn_tanh<DT>(v);
     case ACT_GELU: return 0.5 * v * (1.0 + nn_erf<DT>(v * INV_SQRT_2));
-    default: return 0.5 * v * (1.0 + nn_tanh<DT>(GELU_BETA * (v + GELU_KAPPA * v * v * v)));
+    case ACT_GELU_TANH: return 0.5 * v * (1.0 + nn_tanh<DT>(GELU_BETA * (v + GELU_KAPPA * v * v * v)));
+    case ACT_SILU: return v / (1.0 + nn_exp<DT>(-v));
+    case ACT_HARDSWISH:
+    case ACT_HARDSIGMOID: { /* comparisons that let NaN through, as the CPU */
+        double t = v + 3.0;
+        t = t < 0.0 ? 0.0 : t;
+        t = t > 6.0 ? 6.0 : t;
+        return OP == ACT_HARDSWISH ? v * t / 6.0 : t / 6.0;
+    }
+    case ACT_MISH: return v * nn_tanh<DT>(nn_log1p<DT>(nn_exp<DT>(v)));
+    case ACT_HARDTANH: {
+        const double t = v < alpha ? alpha : v;
+        return t > beta ? beta : t;
+    }
+    case ACT_ELU: return v > 0.0 ? v : alpha * act_expm1<DT>(v);
+    default: return v * alpha > beta ? v : nn_log1p<DT>(nn_exp<DT>(v * alpha)) / alpha; /* ACT_SOFTPLUS */
     }
 }
 
 /* g: the output's gradient, s: the saved tensor (output or input, see activation.h). */
-template <int DT, int OP> NN_DEV double act_bwd(double g, double s, double alpha) {
+template <int DT, int OP> NN_DEV double act_bwd(double g, double s, double alpha, double beta) {
     switch (OP) {
     case ACT_RELU: return s <= 0.0 ? 0.0 : g;
     case ACT_LEAKY_RELU: return s > 0.0 ? g : g * alpha;
     case ACT_SIGMOID: return g * s * (1.0 - s);
     case ACT_TANH: return g * (1.0 - s * s);
     case ACT_GELU: return g * (0.5 * (1.0 + nn_erf<DT>(s * INV_SQRT_2)) + s * INV_SQRT_2PI * nn_exp<DT>(-0.5 * s * s));
-    default: {
+    case ACT_GELU_TANH: {
         const double t = nn_tanh<DT>(GELU_BETA * (s + GELU_KAPPA * s * s * s));
         return g * (0.5 * (1.0 + t) + 0.5 * s * (1.0 - t * t) * GELU_BETA * (1.0 + 3.0 * GELU_KAPPA * s * s));
     }
+    case ACT_SILU: {
+        const double sg = 1.0 / (1.0 + nn_exp<DT>(-s));
+        return g * sg * (1.0 + s * (1.0 - sg));
+    }
+    case ACT_HARDSWISH: return s <= -3.0 ? 0.0 : s < 3.0 ? g * (s / 3.0 + 0.5) : g;
+    case ACT_HARDSIGMOID: return s > 0.0 && s < 1.0 ? g / 6.0 : 0.0; /* s: the output */
+    case ACT_MISH: {
+        const double sg = 1.0 / (1.0 + nn_exp<DT>(-s));
+        const double t = nn_tanh<DT>(nn_log1p<DT>(nn_exp<DT>(s)));
+        return g * (t + s * sg * (1.0 - t * t));
+    }
+    case ACT_HARDTANH: return s <= alpha || s >= beta ? 0.0 : g; /* s: the output */
+    case ACT_ELU: /* s: the output when alpha >= 0, else the input */
+        return s <= 0.0 ? (alpha >= 0.0 ? g * (s + alpha) : g * alpha * nn_exp<DT>(s)) : g;
+    default: return s * alpha > beta ? g : g / (1.0 + nn_exp<DT>(-s * alpha)); /* ACT_SOFTPLUS */
     }
 }
 
-template <int DT, int OP> __global__ void act_fwd_kernel(void *out, const void *inp, int64_t n, double alpha) {
+template <int DT, int OP>
+__global__ void act_fwd_kernel(void *out, const void *inp, int64_t n, double alpha, double beta) {
     NN_ILP_STEPS(i0, n) {
         double v[NN_ILP];
 #pragma unroll
@@ -48,13 +83,14 @@ template <int DT, int OP> __global__ void act_fwd_kernel(void *out, const void *
 #pragma unroll
         for (int k = 0; k < NN_ILP; k++) {
             const int64_t i = i0 + (int64_t)k * blockDim.x;
-            if (i < n) nn_st<DT>(out, i, act_fwd<DT, OP>(v[k], alpha));
+            if (i < n) nn_st<DT>(out, i, act_fwd<DT, OP>(v[k], alpha, beta));
         }
     }
 }
 
 template <int DT, int OP>
-__global__ void act_bwd_kernel(void *dinp, const void *dout, const void *saved, int64_t n, double alpha) {
+__global__ void act_bwd_kernel(void *dinp, const void *dout, const void *saved, int64_t n, double alpha,
+                               double beta) {
     NN_ILP_STEPS(i0, n) {
         double g[NN_ILP], s[NN_ILP];
 #pragma unroll
@@ -66,17 +102,18 @@ __global__ void act_bwd_kernel(void *dinp, const void *dout, const void *saved, 
 #pragma unroll
         for (int k = 0; k < NN_ILP; k++) {
             const int64_t i = i0 + (int64_t)k * blockDim.x;
-            if (i < n) nn_st<DT>(dinp, i, act_bwd<DT, OP>(g[k], s[k], alpha));
+            if (i < n) nn_st<DT>(dinp, i, act_bwd<DT, OP>(g[k], s[k], alpha, beta));
         }
     }
 }
 
-template <int DT> static int launch_fwd(void *out, const void *inp, int64_t n, int op, double alpha, gm_cuda_ctx *ctx) {
+template <int DT>
+static int launch_fwd(void *out, const void *inp, int64_t n, int op, double alpha, double beta, gm_cuda_ctx *ctx) {
     const unsigned grid = nn_ilp_blocks(n, ctx);
 #define ACT_FWD_CASE(OP)                                                                                     \
     case OP: {                                                                                               \
         auto *k = &act_fwd_kernel<DT, OP>;                                                                   \
-        GM_LAUNCH(k, grid, GM_CU_THREADS, ctx, out, inp, n, alpha);                                          \
+        GM_LAUNCH(k, grid, GM_CU_THREADS, ctx, out, inp, n, alpha, beta);                                    \
         break;                                                                                               \
     }
     switch (op) {
@@ -86,6 +123,13 @@ template <int DT> static int launch_fwd(void *out, const void *inp, int64_t n, i
         ACT_FWD_CASE(ACT_TANH)
         ACT_FWD_CASE(ACT_GELU)
         ACT_FWD_CASE(ACT_GELU_TANH)
+        ACT_FWD_CASE(ACT_SILU)
+        ACT_FWD_CASE(ACT_HARDSWISH)
+        ACT_FWD_CASE(ACT_HARDSIGMOID)
+        ACT_FWD_CASE(ACT_MISH)
+        ACT_FWD_CASE(ACT_HARDTANH)
+        ACT_FWD_CASE(ACT_ELU)
+        ACT_FWD_CASE(ACT_SOFTPLUS)
     default: return GM_ERR_ARG;
     }
 #undef ACT_FWD_CASE
@@ -94,13 +138,13 @@ template <int DT> static int launch_fwd(void *out, const void *inp, int64_t n, i
 }
 
 template <int DT>
-static int launch_bwd(void *dinp, const void *dout, const void *saved, int64_t n, int op, double alpha,
+static int launch_bwd(void *dinp, const void *dout, const void *saved, int64_t n, int op, double alpha, double beta,
                       gm_cuda_ctx *ctx) {
     const unsigned grid = nn_ilp_blocks(n, ctx);
 #define ACT_BWD_CASE(OP)                                                                                     \
     case OP: {                                                                                               \
         auto *k = &act_bwd_kernel<DT, OP>;                                                                   \
-        GM_LAUNCH(k, grid, GM_CU_THREADS, ctx, dinp, dout, saved, n, alpha);                                 \
+        GM_LAUNCH(k, grid, GM_CU_THREADS, ctx, dinp, dout, saved, n, alpha, beta);                           \
         break;                                                                                               \
     }
     switch (op) {
@@ -110,6 +154,13 @@ static int launch_bwd(void *dinp, const void *dout, const void *saved, int64_t n
         ACT_BWD_CASE(ACT_TANH)
         ACT_BWD_CASE(ACT_GELU)
         ACT_BWD_CASE(ACT_GELU_TANH)
+        ACT_BWD_CASE(ACT_SILU)
+        ACT_BWD_CASE(ACT_HARDSWISH)
+        ACT_BWD_CASE(ACT_HARDSIGMOID)
+        ACT_BWD_CASE(ACT_MISH)
+        ACT_BWD_CASE(ACT_HARDTANH)
+        ACT_BWD_CASE(ACT_ELU)
+        ACT_BWD_CASE(ACT_SOFTPLUS)
     default: return GM_ERR_ARG;
     }
 #undef ACT_BWD_CASE
@@ -118,20 +169,20 @@ static int launch_bwd(void *dinp, const void *dout, const void *saved, int64_t n
 }
 
 extern "C" int cuda_activation_forward(void *out, const void *inp, int64_t n, gm_dtype dt, int op, double alpha,
-                                       gm_cuda_ctx *ctx) {
+                                       double beta, gm_cuda_ctx *ctx) {
     if (!gm_dtype_is_float(dt) || n < 0 || op < 0 || op >= ACT_N) return GM_ERR_ARG;
     if (n == 0) return GM_OK;
-#define CALL(DT) return launch_fwd<DT>(out, inp, n, op, alpha, ctx)
+#define CALL(DT) return launch_fwd<DT>(out, inp, n, op, alpha, beta, ctx)
     NN_CU_DISPATCH(dt, CALL)
 #undef CALL
     return GM_OK;
 }
 
 extern "C" int cuda_activation_backward(void *dinp, const void *dout, const void *saved, int64_t n, gm_dtype dt,
-                                        int op, double alpha, gm_cuda_ctx *ctx) {
+                                        int op, double alpha, double beta, gm_cuda_ctx *ctx) {
     if (!gm_dtype_is_float(dt) || n < 0 || op < 0 || op >= ACT_N) return GM_ERR_ARG;
     if (n == 0) return GM_OK;
-#define CALL(DT) return launch_bwd<DT>(dinp, dout, saved, n, op, alpha, ctx)
+#define CALL(DT) return launch_bwd<DT>(dinp, dout, saved, n, op, alpha, beta, ctx)
     NN_CU_DISPATCH(dt, CALL)
 #undef CALL
     return GM_OK;

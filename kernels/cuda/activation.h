@@ -11,10 +11,10 @@
 extern "C" {
 #endif
 
-int cuda_activation_forward(void *out, const void *inp, int64_t n, gm_dtype dt, int op, double alpha,
+int cuda_activation_forward(void *out, const void *inp, int64_t n, gm_dtype dt, int op, double alpha, double beta,
                             gm_cuda_ctx *ctx);
 int cuda_activation_backward(void *dinp, const void *dout, const void *saved, int64_t n, gm_dtype dt, int op,
-                             double alpha, gm_cuda_ctx *ctx);
+                             double alpha, double beta, gm_cuda_ctx *ctx);
 
 #ifdef __cplusplus
 }
