@@ -6,7 +6,8 @@ re-exports it beside GradScaler. The state is per thread, as in PyTorch.
 Autocast policy, applied by the ops themselves through `lower()` and `fp32()`:
   - lower precision (the autocast dtype): conv2d, conv_transpose2d, linear, matmul — the ops whose saved inputs
     dominate activation memory and whose kernels gain most;
-  - float32: softmax, log_softmax, the losses, reductions, the statistics of normalisations, exp and log;
+  - float32: softmax, log_softmax, softplus, the losses, reductions, the statistics of normalisations, exp and
+    log;
   - every other op follows its inputs, and binary ops promote (float16 + float32 -> float32).
 Casts of leaf tensors that require grad (parameters) are cached for the outermost autocast region, so a weight
 used by several ops is converted once. On the CPU the low-precision tensors are stored as float16/bfloat16 and
