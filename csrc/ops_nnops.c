@@ -30,6 +30,8 @@
  *   batch_norm_backward(grad, x, weight, mean, invstd, training, need_input, need_weight, need_bias,
  *                       param_dtype=None, into_grad=False) -> (dx | None, dweight | None, dbias | None)
  *   softmax(x, dim, log=False), softmax_backward(grad, out, dim, log=False, into_grad=False)
+ *   prelu(x, weight) -> out; prelu_backward(grad, x, weight, need_input=True, need_weight=True, into_grad=False)
+ *       -> (dx | None, dweight | None)     weight: 1 or x.shape[1] elements (channel dim 1)
  *   cross_entropy(x, target, weight, ignore_index, reduction, label_smoothing) -> (loss, lse, wsum)
  *   cross_entropy_backward(grad, x, target, weight, lse, ignore_index, reduction, label_smoothing, wsum)
  *   nll_loss(x, target, weight, ignore_index, reduction) -> (loss, wsum)
@@ -71,6 +73,9 @@ PyMethodDef gm_nnops_methods[] = {
      "param_dtype=None, into_grad=False) -> (dx, dweight, dbias)."},
     {"softmax", KW(gm_py_softmax), "softmax(x, dim, log=False)."},
     {"softmax_backward", KW(gm_py_softmax_backward), "softmax_backward(grad, out, dim, log=False, into_grad=False)."},
+    {"prelu", KW(gm_py_prelu), "prelu(x, weight): x > 0 ? x : weight[channel] * x."},
+    {"prelu_backward", KW(gm_py_prelu_backward),
+     "prelu_backward(grad, x, weight, need_input=True, need_weight=True, into_grad=False) -> (dx, dweight)."},
     {"cross_entropy", KW(gm_py_cross_entropy),
      "cross_entropy(x, target, weight=None, ignore_index=-100, reduction=1, label_smoothing=0.0) -> "
      "(loss, lse, wsum)."},

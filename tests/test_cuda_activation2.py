@@ -122,3 +122,59 @@ def test_autograd(name, dtype):
         res.append((out.detach(), t.grad))
     assert_close(res[1][0], res[0][0])
     assert_close(res[1][1], res[0][1])
+
+
+# ---- prelu -------------------------------------------------------------------------------------------------------
+PRELU = [((2, 3, 4, 5), 3), ((2, 3, 4, 5), 1), ((4, 3), 3), ((6,), 1), ((0, 3, 2), 3), ((2, 300, 7), 300),
+         ((2, 0, 3), 1)]
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=NAMES.get)
+@pytest.mark.parametrize("xs,wn", PRELU)
+def test_prelu(xs, wn, dtype):
+    r = np.random.default_rng(7)
+    x = r.standard_normal(xs)
+    if x.size:
+        x.flat[::4] = 0.0
+    xc, xd = pair(x, dtype)
+    wc, wd = pair(np.linspace(-0.6, 0.9, wn), dtype)
+    gc, gd = pair(r.standard_normal(xs), dtype)
+    assert_close(_C.prelu(xd, wd), _C.prelu(xc, wc), exact=True)  # one multiply: the CPU's rounding
+    dxc, dwc = _C.prelu_backward(gc, xc, wc)
+    dxd, dwd = _C.prelu_backward(gd, xd, wd)
+    assert_close(dxd, dxc, exact=True)
+    assert_close(dwd, dwc)  # sums in double, in another order
+    dx, dw = _C.prelu_backward(gd, xd, wd, True, True, True)  # into_grad: dweight read grad before dx overwrote it
+    assert dx is gd
+    assert_close(gd, dxc, exact=True)
+    assert_close(dw, dwc)
+    only_w = _C.prelu_backward(gd, xd, wd, need_input=False)
+    assert only_w[0] is None
+
+
+def test_prelu_memory_matches_cpu():
+    r = np.random.default_rng(8)
+    xc, xd = pair(r.standard_normal((8, 16, 5, 5)))
+    wc, wd = pair(r.standard_normal(16))
+    sizes = {}
+    for dev, x, w in (("cuda", xd, wd), ("cpu", xc, wc)):
+        before = gm.memory.memory_allocated(dev)
+        keep = _C.prelu(x, w), _C.prelu_backward(x, x, w)
+        sizes[dev] = gm.memory.memory_allocated(dev) - before
+        del keep
+    assert sizes["cuda"] == sizes["cpu"]
+
+
+@pytest.mark.skipif(not _device_autograd_works(), reason="CUDA autograd needs the elementwise family's kernels")
+def test_prelu_module_autograd():
+    r = np.random.default_rng(9)
+    x = r.standard_normal((3, 4, 5, 5))
+    res = []
+    for dev in ("cpu", "cuda"):
+        m = gm.nn.PReLU(4).to(dev)
+        t = gm.tensor(x, dtype=gm.float32).to(dev).requires_grad_()
+        y = m(t * 1.0)
+        (y * y).sum().backward()
+        res.append((y.detach(), t.grad, m.weight.grad))
+    for d, c in zip(res[1], res[0]):
+        assert_close(d, c)

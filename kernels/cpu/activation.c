@@ -106,3 +106,56 @@ int activation_backward(void *dinp, const void *dout, const void *saved, int64_t
     }
     return GM_OK;
 }
+
+/* ---- prelu ---------------------------------------------------------------------------------------------------- */
+/* Row r of the (outer, C) rows of `inner` elements uses weight w[r % C] (wn == C) or w[0] (wn == 1). */
+#define PRELU_W(r) nn_ld(w, wn == 1 ? 0 : (r) % C, DT)
+
+int prelu_forward(void *out, const void *inp, const void *w, int64_t outer, int64_t C, int64_t inner, int64_t wn,
+                  gm_dtype dt, int nthreads) {
+    if (!gm_dtype_is_float(dt) || outer < 0 || C < 0 || inner < 0 || (wn != 1 && wn != C)) return GM_ERR_ARG;
+    const int64_t rows = outer * C;
+    const int nt = nn_threads(rows * inner, nthreads);
+    (void)nt;
+    NN_DISPATCH(dt, _Pragma("omp parallel for schedule(static) num_threads(nt)")
+                for (int64_t r = 0; r < rows; r++) {
+                    const double a = PRELU_W(r);
+                    for (int64_t i = r * inner; i < (r + 1) * inner; i++) {
+                        const double v = nn_ld(inp, i, DT);
+                        nn_st(out, i, DT, v > 0.0 ? v : a * v); /* NaN: a * NaN = NaN, as PyTorch */
+                    }
+                })
+    return GM_OK;
+}
+
+int prelu_backward(void *dinp, void *dw, const void *dout, const void *inp, const void *w, int64_t outer, int64_t C,
+                   int64_t inner, int64_t wn, gm_dtype dt, int nthreads) {
+    if (!gm_dtype_is_float(dt) || outer < 0 || C < 0 || inner < 0 || (wn != 1 && wn != C)) return GM_ERR_ARG;
+    const int64_t rows = outer * C;
+    const int nt = nn_threads(rows * inner, nthreads);
+    (void)nt;
+    /* the weight's gradient first: dinp may be dout */
+    if (dw) {
+        NN_DISPATCH(dt, _Pragma("omp parallel for schedule(static) num_threads(nt)")
+                    for (int64_t k = 0; k < wn; k++) {
+                        double s = 0.0; /* sum of x * g where x <= 0, over the rows of weight k, in row order */
+                        for (int64_t r = k; r < rows; r += (wn == 1 ? 1 : C))
+                            for (int64_t i = r * inner; i < (r + 1) * inner; i++) {
+                                const double v = nn_ld(inp, i, DT);
+                                s += v > 0.0 ? 0.0 : v * nn_ld(dout, i, DT);
+                            }
+                        nn_st(dw, k, DT, s);
+                    })
+    }
+    if (dinp) {
+        NN_DISPATCH(dt, _Pragma("omp parallel for schedule(static) num_threads(nt)")
+                    for (int64_t r = 0; r < rows; r++) {
+                        const double a = PRELU_W(r);
+                        for (int64_t i = r * inner; i < (r + 1) * inner; i++) {
+                            const double g = nn_ld(dout, i, DT);
+                            nn_st(dinp, i, DT, nn_ld(inp, i, DT) > 0.0 ? g : a * g);
+                        }
+                    })
+    }
+    return GM_OK;
+}

@@ -28,4 +28,15 @@ int activation_forward(void *out, const void *inp, int64_t n, gm_dtype dt, int o
 int activation_backward(void *dinp, const void *dout, const void *saved, int64_t n, gm_dtype dt, int op,
                         double alpha, double beta, int nthreads);
 
+/* prelu over inp viewed as (outer, C, inner) (C: the channel dim, 1 for inputs of fewer than 2 dims): out =
+ * inp > 0 ? inp : w[c] * inp, w of wn = C elements, or of one shared by every channel (wn = 1); w has dtype dt.
+ * out may be inp. GM_ERR_ARG for another wn, a non-float dtype or a negative size. */
+int prelu_forward(void *out, const void *inp, const void *w, int64_t outer, int64_t C, int64_t inner, int64_t wn,
+                  gm_dtype dt, int nthreads);
+
+/* The gradients of prelu from dout and its input: dinp (same layout; may be dout; NULL: not wanted) and dw (wn
+ * elements, sum of inp * dout where inp <= 0, accumulated in double; NULL: not wanted). */
+int prelu_backward(void *dinp, void *dw, const void *dout, const void *inp, const void *w, int64_t outer, int64_t C,
+                   int64_t inner, int64_t wn, gm_dtype dt, int nthreads);
+
 #endif

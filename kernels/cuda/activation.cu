@@ -187,3 +187,98 @@ extern "C" int cuda_activation_backward(void *dinp, const void *dout, const void
 #undef CALL
     return GM_OK;
 }
+
+/* ---- prelu (kernels/cpu/activation.h: the (outer, C, inner) layout, wn = 1 or C weights) --------------------- */
+struct prelu_geom {
+    int64_t n, C, inner, wn;
+};
+
+/* the weight of flat element i */
+template <int DT> NN_DEV double prelu_w(const void *w, int64_t i, const prelu_geom &g) {
+    return nn_ld<DT>(w, g.wn == 1 ? 0 : (i / g.inner) % g.C);
+}
+
+template <int DT> __global__ void prelu_fwd_kernel(void *out, const void *inp, const void *w, prelu_geom g) {
+    GM_CU_GRID_STRIDE(i, g.n) {
+        const double v = nn_ld<DT>(inp, i);
+        nn_st<DT>(out, i, v > 0.0 ? v : prelu_w<DT>(w, i, g) * v);
+    }
+}
+
+/* One block per weight (grid-stride over them): the sum of x * g where x <= 0 over its elements, in double. */
+template <int DT> __global__ void prelu_dw_kernel(void *dw, const void *dout, const void *inp, prelu_geom g) {
+    for (int64_t k = blockIdx.x; k < g.wn; k += gridDim.x) {
+        const int64_t per = g.wn == 1 ? g.n : g.n / g.C; /* elements of one weight (C > 0 here) */
+        double s = 0.0;
+        for (int64_t j = threadIdx.x; j < per; j += GM_CU_THREADS) {
+            const int64_t i = g.wn == 1 ? j : ((j / g.inner) * g.C + k) * g.inner + j % g.inner;
+            const double v = nn_ld<DT>(inp, i);
+            s += v > 0.0 ? 0.0 : v * nn_ld<DT>(dout, i);
+        }
+        s = gm_cu_block_reduce(s, gm_cu_sum());
+        if (threadIdx.x == 0) nn_st<DT>(dw, k, s);
+    }
+}
+
+template <int DT>
+__global__ void prelu_dx_kernel(void *dinp, const void *dout, const void *inp, const void *w, prelu_geom g) {
+    GM_CU_GRID_STRIDE(i, g.n) {
+        const double gv = nn_ld<DT>(dout, i);
+        nn_st<DT>(dinp, i, nn_ld<DT>(inp, i) > 0.0 ? gv : prelu_w<DT>(w, i, g) * gv);
+    }
+}
+
+static int prelu_args(prelu_geom *g, int64_t outer, int64_t C, int64_t inner, int64_t wn, gm_dtype dt) {
+    if (!gm_dtype_is_float(dt) || outer < 0 || C < 0 || inner < 0 || (wn != 1 && wn != C)) return GM_ERR_ARG;
+    g->n = outer * C * inner;
+    g->C = C;
+    g->inner = inner;
+    g->wn = wn;
+    return GM_OK;
+}
+
+template <int DT>
+static int launch_prelu_fwd(void *out, const void *inp, const void *w, prelu_geom g, gm_cuda_ctx *ctx) {
+    auto *k = &prelu_fwd_kernel<DT>;
+    GM_LAUNCH(k, gm_cu_blocks(g.n, ctx), GM_CU_THREADS, ctx, out, inp, w, g);
+    GM_CU_LAUNCHED(ctx);
+    return GM_OK;
+}
+
+template <int DT>
+static int launch_prelu_bwd(void *dinp, void *dw, const void *dout, const void *inp, const void *w, prelu_geom g,
+                            gm_cuda_ctx *ctx) {
+    if (dw && g.wn > 0) { /* first: dinp may be dout (the stream orders the two kernels) */
+        auto *k = &prelu_dw_kernel<DT>;
+        GM_LAUNCH(k, (unsigned)gm_cu_min<int64_t>(g.wn, GM_CU_MAX_BLOCKS), GM_CU_THREADS, ctx, dw, dout, inp, g);
+        GM_CU_LAUNCHED(ctx);
+    }
+    if (dinp && g.n) {
+        auto *k = &prelu_dx_kernel<DT>;
+        GM_LAUNCH(k, gm_cu_blocks(g.n, ctx), GM_CU_THREADS, ctx, dinp, dout, inp, w, g);
+        GM_CU_LAUNCHED(ctx);
+    }
+    return GM_OK;
+}
+
+extern "C" int cuda_prelu_forward(void *out, const void *inp, const void *w, int64_t outer, int64_t C, int64_t inner,
+                                  int64_t wn, gm_dtype dt, gm_cuda_ctx *ctx) {
+    prelu_geom g;
+    if (prelu_args(&g, outer, C, inner, wn, dt) != GM_OK) return GM_ERR_ARG;
+    if (g.n == 0) return GM_OK;
+#define CALL(DT) return launch_prelu_fwd<DT>(out, inp, w, g, ctx)
+    NN_CU_DISPATCH(dt, CALL)
+#undef CALL
+    return GM_OK;
+}
+
+extern "C" int cuda_prelu_backward(void *dinp, void *dw, const void *dout, const void *inp, const void *w,
+                                   int64_t outer, int64_t C, int64_t inner, int64_t wn, gm_dtype dt,
+                                   gm_cuda_ctx *ctx) {
+    prelu_geom g;
+    if (prelu_args(&g, outer, C, inner, wn, dt) != GM_OK) return GM_ERR_ARG;
+#define CALL(DT) return launch_prelu_bwd<DT>(dinp, dw, dout, inp, w, g, ctx)
+    NN_CU_DISPATCH(dt, CALL)
+#undef CALL
+    return GM_OK;
+}

@@ -20,7 +20,7 @@ from ._core.creation import (  # noqa: E402,F401
     max, min, amax, amin, argmax, argmin, var, std, maximum, minimum, pow, reshape, flatten, transpose, permute,
     squeeze, unsqueeze)
 from ._core.activation import (  # noqa: E402,F401  (torch.relu, torch.sigmoid_, torch.softmax...)
-    relu, relu_, sigmoid, sigmoid_, tanh, tanh_, softmax, log_softmax)
+    relu, relu_, sigmoid, sigmoid_, tanh, tanh_, softmax, log_softmax, prelu)
 from . import autograd, memory, cuda, backends, random, amp, nn, optim, utils  # noqa: E402
 from .serialization import save, load  # noqa: E402
 from .memory import summary  # noqa: E402

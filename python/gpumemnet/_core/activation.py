@@ -1,11 +1,11 @@
 """Activations and softmax (layer 1, core): relu, relu_, leaky_relu, sigmoid, sigmoid_, tanh, tanh_, gelu, silu,
-hardswish, hardsigmoid, mish, hardtanh, hardtanh_, relu6, elu, elu_, softplus, softmax, log_softmax.
+hardswish, hardsigmoid, mish, hardtanh, hardtanh_, relu6, elu, elu_, softplus, prelu, softmax, log_softmax.
 
 They are Tensor methods (x.relu(), x.softmax(dim)) as well as nn.functional ops, so they live below Tensor and
 gpumemnet.nn.functional re-exports them. What each backward keeps is chosen for memory: relu / leaky_relu
 (slope >= 0) / sigmoid / tanh / hardsigmoid / hardtanh / relu6 / elu (alpha >= 0) / softmax / log_softmax save
 their OUTPUT, which the next layer usually keeps anyway (so it costs nothing extra), and which makes the in-place
-forms free; gelu, silu, hardswish, mish and softplus save their input (kernels/cpu/activation.h says why).
+forms free; gelu, silu, hardswish, mish, softplus and prelu save their input (kernels/cpu/activation.h says why).
 """
 import warnings
 
@@ -190,6 +190,36 @@ def softplus(input, beta=1.0, threshold=20.0):
     _check_tensor(input, "softplus")
     input, = _fp32(input)
     return _activation(input, SOFTPLUS, False, "softplus", b, t)
+
+
+# ---- prelu --------------------------------------------------------------------------------------------------------
+class _PReLU(Function):
+    reuses_grad = True
+
+    @staticmethod
+    def forward(ctx, x, weight):
+        out = _C.prelu(x, weight)
+        ctx.save_for_backward(x, weight)  # both gradients need the input; the input's needs the weight
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, weight = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        return _C.prelu_backward(g, x, weight, need[0], need[1], ctx.grad_is_free(0))
+
+    def name(self):
+        return "PreluBackward"
+
+
+def prelu(input, weight):
+    """input > 0 ? input : weight * input, weight of 1 or input.shape[1] elements (one per channel). A
+    lower-precision op under autocast, as in PyTorch."""
+    _check_tensor(input, "prelu")
+    _check_tensor(weight, "prelu", "weight")
+    if _amp._state.enabled:
+        input, weight = _amp.lower(input, weight)
+    return _PReLU.apply(input, weight) if _needs_grad(input, weight) else _C.prelu(input, weight)
 
 
 # ---- softmax ------------------------------------------------------------------------------------------------------

@@ -322,6 +322,7 @@ class Tensor(_C.TensorBase):
     def sigmoid_(self): return activation.sigmoid_(self)
     def tanh(self): return activation.tanh(self)
     def tanh_(self): return activation.tanh_(self)
+    def prelu(self, weight): return activation.prelu(self, weight)
     def softmax(self, dim, dtype=None): return activation.softmax(self, dim, dtype=dtype)
     def log_softmax(self, dim, dtype=None): return activation.log_softmax(self, dim, dtype=dtype)
 

@@ -15,14 +15,14 @@ global Philox generator (see kernels/cpu/dropout.h for the stream), so resetting
 from .. import _C
 from .._core.activation import (  # noqa: F401  (the activations live in the core: Tensor.relu() etc. use them)
     _check_tensor, _fp32, relu, relu_, leaky_relu, leaky_relu_, sigmoid, tanh, gelu, silu, hardswish, hardsigmoid,
-    mish, hardtanh, hardtanh_, relu6, elu, elu_, softplus, softmax, log_softmax)
+    mish, hardtanh, hardtanh_, relu6, elu, elu_, softplus, prelu, softmax, log_softmax)
 from .._core.autograd import Function
 from .._core.autograd import as_activation as _as_activation
 from .._core.autograd import check_inplace as _check_inplace, needs_grad as _needs_grad
 from .._core.state import state
 
 __all__ = ["relu", "relu_", "leaky_relu", "leaky_relu_", "sigmoid", "tanh", "gelu", "silu", "hardswish",
-           "hardsigmoid", "mish", "hardtanh", "hardtanh_", "relu6", "elu", "elu_", "softplus", "dropout",
+           "hardsigmoid", "mish", "hardtanh", "hardtanh_", "relu6", "elu", "elu_", "softplus", "prelu", "dropout",
            "dropout2d", "batch_norm",
            "softmax", "log_softmax", "cross_entropy", "nll_loss", "mse_loss", "l1_loss",
            "binary_cross_entropy_with_logits"]

@@ -5,7 +5,7 @@ Each op family lives in its own module (autograd Function + argument checks + th
   _functional_pool.py   max_pool2d, avg_pool2d, adaptive_avg_pool2d, global_avg_pool2d, global_max_pool2d,
                         interpolate
   _functional_nn.py     relu, relu_, leaky_relu, leaky_relu_, sigmoid, tanh, gelu, silu, hardswish,
-                        hardsigmoid, mish, hardtanh, hardtanh_, relu6, elu, elu_, softplus, dropout, dropout2d,
+                        hardsigmoid, mish, hardtanh, hardtanh_, relu6, elu, elu_, softplus, prelu, dropout, dropout2d,
                         batch_norm, softmax, log_softmax, cross_entropy, nll_loss, mse_loss, l1_loss,
                         binary_cross_entropy_with_logits
 """
@@ -14,5 +14,5 @@ from ._functional_pool import (  # noqa: F401
     max_pool2d, avg_pool2d, adaptive_avg_pool2d, global_avg_pool2d, global_max_pool2d, interpolate)
 from ._functional_nn import (  # noqa: F401
     relu, relu_, leaky_relu, leaky_relu_, sigmoid, tanh, gelu, silu, hardswish, hardsigmoid, mish, hardtanh,
-    hardtanh_, relu6, elu, elu_, softplus, dropout, dropout2d, batch_norm, softmax, log_softmax,
+    hardtanh_, relu6, elu, elu_, softplus, prelu, dropout, dropout2d, batch_norm, softmax, log_softmax,
     cross_entropy, nll_loss, mse_loss, l1_loss, binary_cross_entropy_with_logits)

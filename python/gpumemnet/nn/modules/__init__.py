@@ -6,7 +6,7 @@ from .conv import Conv2d, ConvTranspose2d  # noqa: F401
 from .pooling import MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, GlobalAvgPool2d, GlobalMaxPool2d  # noqa: F401
 from .activation import (  # noqa: F401
     ReLU, LeakyReLU, Sigmoid, Tanh, GELU, SiLU, Hardswish, Hardsigmoid, Mish, Hardtanh, ReLU6, ELU, Softplus, Softmax,
-    LogSoftmax, Softmax2d)
+    LogSoftmax, Softmax2d, PReLU)
 from .dropout import Dropout, Dropout2d  # noqa: F401
 from .batchnorm import BatchNorm2d  # noqa: F401
 from .loss import CrossEntropyLoss, MSELoss, L1Loss, BCEWithLogitsLoss  # noqa: F401
@@ -15,5 +15,5 @@ from .misc import Flatten, Upsample  # noqa: F401
 __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Identity", "Linear", "Conv2d", "ConvTranspose2d",
            "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "GlobalAvgPool2d", "GlobalMaxPool2d", "ReLU", "LeakyReLU",
            "Sigmoid", "Tanh", "GELU", "SiLU", "Hardswish", "Hardsigmoid", "Mish", "Hardtanh", "ReLU6", "ELU",
-           "Softplus", "Softmax", "LogSoftmax", "Softmax2d", "Dropout", "Dropout2d", "BatchNorm2d", "CrossEntropyLoss",
+           "Softplus", "Softmax", "LogSoftmax", "Softmax2d", "PReLU", "Dropout", "Dropout2d", "BatchNorm2d", "CrossEntropyLoss",
            "MSELoss", "L1Loss", "BCEWithLogitsLoss", "Flatten", "Upsample"]

@@ -1,10 +1,13 @@
 """Activation layers: ReLU, LeakyReLU, Sigmoid, Tanh, GELU, SiLU, Hardswish, Hardsigmoid, Mish, Hardtanh, ReLU6,
-ELU, Softplus, Softmax, LogSoftmax, Softmax2d."""
+ELU, Softplus, Softmax, LogSoftmax, Softmax2d, PReLU."""
 from .. import functional as F
+from .. import init as _init  # PReLU's argument is called init
+from ..parameter import Parameter
+from ._utils import new_tensor
 from .module import Module
 
 __all__ = ["ReLU", "LeakyReLU", "Sigmoid", "Tanh", "GELU", "SiLU", "Hardswish", "Hardsigmoid", "Mish", "Hardtanh",
-           "ReLU6", "ELU", "Softplus", "Softmax", "LogSoftmax", "Softmax2d"]
+           "ReLU6", "ELU", "Softplus", "Softmax", "LogSoftmax", "Softmax2d", "PReLU"]
 
 
 class ReLU(Module):
@@ -189,3 +192,25 @@ class Softmax2d(Module):
         if input.dim() not in (3, 4):
             raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D instead")
         return F.softmax(input, -3)
+
+
+class PReLU(Module):
+    """x > 0 ? x : weight * x with a learned weight: one shared slope (num_parameters=1) or one per channel."""
+
+    def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
+        super().__init__()
+        if isinstance(num_parameters, bool) or not isinstance(num_parameters, int) or num_parameters < 1:
+            raise ValueError(f"PReLU: num_parameters must be a positive int, got {num_parameters!r}")
+        self.num_parameters = num_parameters
+        self.init = init
+        self.weight = Parameter(new_tensor((num_parameters,), device, dtype))
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        _init.constant_(self.weight, self.init)
+
+    def forward(self, input):
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self):
+        return f"num_parameters={self.num_parameters}"
