@@ -6,7 +6,8 @@ Each op checks its arguments as PyTorch does, then either calls C directly (no g
 saved) or goes through a Function whose backward is one C call. What each backward keeps is chosen for memory:
   relu / leaky_relu (slope >= 0) / sigmoid / tanh / softmax / log_softmax (and the others _core/activation.py
     lists) save their OUTPUT, which the next layer usually keeps anyway (so it costs nothing extra), and which
-    makes relu_ possible; gelu (silu, hardswish, mish, softplus) saves its input; dropout a 1-byte mask; batch_norm the input plus per-channel mean and 1/std;
+    makes relu_ possible; gelu (silu, hardswish, mish, softplus, prelu) saves its input;
+  dropout a 1-byte mask; batch_norm the input plus per-channel mean and 1/std;
   cross_entropy the logits plus one log-sum-exp per position (no probability tensor);
   nll_loss only the target (its gradient does not depend on the input's values).
 Running statistics of batch_norm are updated in place by C, outside any graph. Dropout masks come from the

@@ -15,5 +15,5 @@ from .misc import Flatten, Upsample  # noqa: F401
 __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Identity", "Linear", "Conv2d", "ConvTranspose2d",
            "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "GlobalAvgPool2d", "GlobalMaxPool2d", "ReLU", "LeakyReLU",
            "Sigmoid", "Tanh", "GELU", "SiLU", "Hardswish", "Hardsigmoid", "Mish", "Hardtanh", "ReLU6", "ELU",
-           "Softplus", "Softmax", "LogSoftmax", "Softmax2d", "PReLU", "Dropout", "Dropout2d", "BatchNorm2d", "CrossEntropyLoss",
-           "MSELoss", "L1Loss", "BCEWithLogitsLoss", "Flatten", "Upsample"]
+           "Softplus", "Softmax", "LogSoftmax", "Softmax2d", "PReLU", "Dropout", "Dropout2d", "BatchNorm2d",
+           "CrossEntropyLoss", "MSELoss", "L1Loss", "BCEWithLogitsLoss", "Flatten", "Upsample"]
