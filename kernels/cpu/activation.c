@@ -43,7 +43,10 @@ int activation_forward(void *out, const void *inp, int64_t n, gm_dtype dt, int o
     /* the clamps are written as comparisons that let NaN through, as PyTorch's std::min/std::max order does */
     case ACT_HARDSWISH: ACT_LOOP(double t = v + 3.0; t = t < 0.0 ? 0.0 : t; t = t > 6.0 ? 6.0 : t; r = v * t / 6.0)
         break;
-    case ACT_HARDSIGMOID: ACT_LOOP(double t = v + 3.0; t = t < 0.0 ? 0.0 : t; t = t > 6.0 ? 6.0 : t; r = t / 6.0)
+    /* relu6(v + 3) / 6, written so that an input strictly inside (-3, 3) gives an output strictly inside (0, 1)
+     * even in float64 (backward tests the output): v + 3 would round 3 - ulp up to 6 there; 3 - v is exact */
+    case ACT_HARDSIGMOID:
+        ACT_LOOP(r = v <= -3.0 ? 0.0 : v >= 3.0 ? 1.0 : v >= 0.0 ? 1.0 - (3.0 - v) / 6.0 : (v + 3.0) / 6.0)
         break;
     case ACT_MISH: ACT_LOOP(r = v * nn_tanh(nn_log1p(nn_exp(v, DT), DT), DT)) break;
     /* clamp(v, alpha, beta) = min(max(v, alpha), beta), also when alpha > beta (then everything is beta) */

@@ -24,13 +24,14 @@ template <int DT, int OP> NN_DEV double act_fwd(double v, double alpha, double b
     case ACT_GELU: return 0.5 * v * (1.0 + nn_erf<DT>(v * INV_SQRT_2));
     case ACT_GELU_TANH: return 0.5 * v * (1.0 + nn_tanh<DT>(GELU_BETA * (v + GELU_KAPPA * v * v * v)));
     case ACT_SILU: return v / (1.0 + nn_exp<DT>(-v));
-    case ACT_HARDSWISH:
-    case ACT_HARDSIGMOID: { /* comparisons that let NaN through, as the CPU */
+    case ACT_HARDSWISH: { /* comparisons that let NaN through, as the CPU */
         double t = v + 3.0;
         t = t < 0.0 ? 0.0 : t;
         t = t > 6.0 ? 6.0 : t;
-        return OP == ACT_HARDSWISH ? v * t / 6.0 : t / 6.0;
+        return v * t / 6.0;
     }
+    case ACT_HARDSIGMOID: /* strictly inside (0, 1) for inputs inside (-3, 3): see the CPU kernel */
+        return v <= -3.0 ? 0.0 : v >= 3.0 ? 1.0 : v >= 0.0 ? 1.0 - (3.0 - v) / 6.0 : (v + 3.0) / 6.0;
     case ACT_MISH: return v * nn_tanh<DT>(nn_log1p<DT>(nn_exp<DT>(v)));
     case ACT_HARDTANH: {
         const double t = v < alpha ? alpha : v;
