@@ -221,19 +221,24 @@ PyObject *gm_py_prelu_backward(PyObject *self, PyObject *args, PyObject *kwargs)
         same_dtype(name, "grad", g, "weight", w) < 0 || prelu_geometry(name, x, w, &outer, &C, &inner, &wn) < 0)
         return NULL;
     GMTensor *gc = contig(g), *xc = gc ? contig(x) : NULL, *wc = xc ? contig(w) : NULL, *dx = NULL, *dw = NULL;
+    GMTensor *part = NULL;
     PyObject *res = NULL;
     if (!wc) goto done;
     /* dw before dx: the kernels read grad for dw before dx may overwrite it (into_grad) */
     if (need_w && !(dw = gm_empty(w->ndim, w->shape, w->dtype, w->device))) goto done;
     if (need_x && !(dx = grad_result(g, into_grad))) goto done;
+    /* the weight gradient's partial sums (activation_ops.h): a size from the shape, the same on every device */
+    int64_t segs = need_w ? (int64_t)prelu_outer_chunks(outer, C) * C : 0;
+    if (segs > 0 && !(part = gm_empty_workspace(1, &segs, GM_F64, g->device))) goto done;
     if (GM_KERNEL(name, g->device,
-                  prelu_backward(dx ? data(dx) : NULL, dw ? data(dw) : NULL, data(gc), data(xc), data(wc), outer, C,
-                                 inner, wn, g->dtype, gm_num_threads),
-                  cuda_prelu_backward(dx ? data(dx) : NULL, dw ? data(dw) : NULL, data(gc), data(xc), data(wc), outer,
-                                      C, inner, wn, g->dtype, ctx)) < 0)
+                  prelu_backward(dx ? data(dx) : NULL, dw ? data(dw) : NULL, part ? data(part) : NULL, data(gc),
+                                 data(xc), data(wc), outer, C, inner, wn, g->dtype, gm_num_threads),
+                  cuda_prelu_backward(dx ? data(dx) : NULL, dw ? data(dw) : NULL, part ? data(part) : NULL, data(gc),
+                                      data(xc), data(wc), outer, C, inner, wn, g->dtype, ctx)) < 0)
         goto done;
     res = pair_or_none(dx, dw);
 done:
+    Py_XDECREF(part);
     Py_XDECREF(gc);
     Py_XDECREF(xc);
     Py_XDECREF(wc);

@@ -11,4 +11,15 @@ enum {
     ACT_SOFTPLUS = 12, ACT_N
 };
 
+/* prelu's weight gradient is summed in two deterministic steps on both backends: first one partial sum per
+ * segment, a (chunk of the outer dim, channel) pair, then each weight's partials in segment order. The number of
+ * outer chunks depends on the shape only, so the scratch (segments float64s, csrc allocates it on every device)
+ * is the same on the CPU, CUDA and meta: about PRELU_SEGMENTS segments, at least one chunk per channel. */
+#define PRELU_SEGMENTS 1024
+static inline long long prelu_outer_chunks(long long outer, long long C) {
+    long long want = C > 0 ? PRELU_SEGMENTS / C : 1;
+    if (want < 1) want = 1;
+    return outer < want ? outer : want;
+}
+
 #endif

@@ -156,3 +156,27 @@ def test_autocast_lowers_input_and_weight():
     assert y.dtype == gm.bfloat16
     y.float().sum().backward()
     assert m.weight.grad.dtype == gm.float32 and x.grad.dtype == gm.float32
+
+
+@pytest.mark.parametrize("xs,wn", [((700, 3, 2), 3), ((700, 3, 2), 1), ((3, 1500, 2), 1500), ((5, 400, 3), 1),
+                                   ((1030, 1), 1), ((5000, 3, 4), 1)])
+def test_weight_gradient_partial_sums(xs, wn):
+    """The weight's gradient is summed per (outer chunk, channel) segment (kernels/activation_ops.h): shapes whose
+    chunks do not divide the outer dim, more channels than segments, a single shared weight (over 32768 elements:
+    the threaded path). Against NumPy, and
+    bit-identical for any thread count (the order of the sums depends on the shape only)."""
+    x, g = _data(xs, 4), np.random.default_rng(5).standard_normal(xs)
+    w = np.linspace(-0.3, 0.4, wn)
+    axes = tuple(d for d in range(len(xs)) if d != 1) if wn > 1 else tuple(range(len(xs)))
+    ref = np.where(x > 0, 0.0, x * g).sum(axis=axes).reshape(wn)
+    got = []
+    threads = gm.get_num_threads()
+    try:
+        for n in (1, 2):
+            gm.set_num_threads(n)
+            _, dw = _C.prelu_backward(T(g), T(x), T(w), need_input=False)
+            got.append(to_numpy(dw))
+    finally:
+        gm.set_num_threads(threads)
+    assert_close(got[0], ref, 1e-10, 1e-12)
+    np.testing.assert_array_equal(got[0], got[1])

@@ -131,24 +131,34 @@ int prelu_forward(void *out, const void *inp, const void *w, int64_t outer, int6
     return GM_OK;
 }
 
-int prelu_backward(void *dinp, void *dw, const void *dout, const void *inp, const void *w, int64_t outer, int64_t C,
-                   int64_t inner, int64_t wn, gm_dtype dt, int nthreads) {
+/* Segment q = j * C + c of the sums: the rows (o, c) of channel c with o in outer chunk j (chunks of ceil(outer /
+ * J) rows). */
+int prelu_backward(void *dinp, void *dw, double *partial, const void *dout, const void *inp, const void *w,
+                   int64_t outer, int64_t C, int64_t inner, int64_t wn, gm_dtype dt, int nthreads) {
     if (!gm_dtype_is_float(dt) || outer < 0 || C < 0 || inner < 0 || (wn != 1 && wn != C)) return GM_ERR_ARG;
     const int64_t rows = outer * C;
     const int nt = nn_threads(rows * inner, nthreads);
     (void)nt;
     /* the weight's gradient first: dinp may be dout */
     if (dw) {
+        const int64_t J = prelu_outer_chunks(outer, C), per = J ? (outer + J - 1) / J : 0, segs = J * C;
         NN_DISPATCH(dt, _Pragma("omp parallel for schedule(static) num_threads(nt)")
-                    for (int64_t k = 0; k < wn; k++) {
-                        double s = 0.0; /* sum of x * g where x <= 0, over the rows of weight k, in row order */
-                        for (int64_t r = k; r < rows; r += (wn == 1 ? 1 : C))
-                            for (int64_t i = r * inner; i < (r + 1) * inner; i++) {
+                    for (int64_t q = 0; q < segs; q++) {
+                        const int64_t j = q / C, c = q - j * C, o1 = (j + 1) * per < outer ? (j + 1) * per : outer;
+                        double s = 0.0; /* x * g where x <= 0 */
+                        for (int64_t o = j * per; o < o1; o++)
+                            for (int64_t i = (o * C + c) * inner; i < (o * C + c + 1) * inner; i++) {
                                 const double v = nn_ld(inp, i, DT);
                                 s += v > 0.0 ? 0.0 : v * nn_ld(dout, i, DT);
                             }
-                        nn_st(dw, k, DT, s);
+                        partial[q] = s;
                     })
+        /* weight k's partials in segment order: every segment (wn = 1), or channel k's J of them */
+        for (int64_t k = 0; k < wn; k++) {
+            double s = 0.0;
+            for (int64_t q = wn == 1 ? 0 : k; q < segs; q += wn == 1 ? 1 : C) s += partial[q];
+            nn_st(dw, k, dt, s);
+        }
     }
     if (dinp) {
         NN_DISPATCH(dt, _Pragma("omp parallel for schedule(static) num_threads(nt)")

@@ -35,8 +35,10 @@ int prelu_forward(void *out, const void *inp, const void *w, int64_t outer, int6
                   gm_dtype dt, int nthreads);
 
 /* The gradients of prelu from dout and its input: dinp (same layout; may be dout; NULL: not wanted) and dw (wn
- * elements, sum of inp * dout where inp <= 0, accumulated in double; NULL: not wanted). */
-int prelu_backward(void *dinp, void *dw, const void *dout, const void *inp, const void *w, int64_t outer, int64_t C,
-                   int64_t inner, int64_t wn, gm_dtype dt, int nthreads);
+ * elements, sum of inp * dout where inp <= 0, in double; NULL: not wanted). partial: scratch of
+ * prelu_outer_chunks(outer, C) * C doubles (activation_ops.h), needed with dw. The sums' order depends on the
+ * shape only: the same result for any thread count. */
+int prelu_backward(void *dinp, void *dw, double *partial, const void *dout, const void *inp, const void *w,
+                   int64_t outer, int64_t C, int64_t inner, int64_t wn, gm_dtype dt, int nthreads);
 
 #endif

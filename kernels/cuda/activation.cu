@@ -192,6 +192,7 @@ extern "C" int cuda_activation_backward(void *dinp, const void *dout, const void
 /* ---- prelu (kernels/cpu/activation.h: the (outer, C, inner) layout, wn = 1 or C weights) --------------------- */
 struct prelu_geom {
     int64_t n, C, inner, wn;
+    int64_t outer, per, segs; /* per: rows of an outer chunk; segs: outer chunks * C */
 };
 
 /* the weight of flat element i */
@@ -206,16 +207,31 @@ template <int DT> __global__ void prelu_fwd_kernel(void *out, const void *inp, c
     }
 }
 
-/* One block per weight (grid-stride over them): the sum of x * g where x <= 0 over its elements, in double. */
-template <int DT> __global__ void prelu_dw_kernel(void *dw, const void *dout, const void *inp, prelu_geom g) {
-    for (int64_t k = blockIdx.x; k < g.wn; k += gridDim.x) {
-        const int64_t per = g.wn == 1 ? g.n : g.n / g.C; /* elements of one weight (C > 0 here) */
+/* Step 1 of the weight's gradient (kernels/activation_ops.h): one block per segment q = j * C + c, the rows (o, c)
+ * of outer chunk j, each thread summing x * g where x <= 0 over its elements, then the block's total. */
+template <int DT>
+__global__ void prelu_partial_kernel(double *partial, const void *dout, const void *inp, prelu_geom g) {
+    for (int64_t q = blockIdx.x; q < g.segs; q += gridDim.x) {
+        const int64_t j = q / g.C, c = q - j * g.C;
+        const int64_t o0 = j * g.per, o1 = gm_cu_min<int64_t>(o0 + g.per, g.outer);
+        const int64_t cnt = (o1 - o0) * g.inner;
         double s = 0.0;
-        for (int64_t j = threadIdx.x; j < per; j += GM_CU_THREADS) {
-            const int64_t i = g.wn == 1 ? j : ((j / g.inner) * g.C + k) * g.inner + j % g.inner;
+        for (int64_t m = threadIdx.x; m < cnt; m += GM_CU_THREADS) {
+            const int64_t o = o0 + m / g.inner, i = (o * g.C + c) * g.inner + m % g.inner;
             const double v = nn_ld<DT>(inp, i);
             s += v > 0.0 ? 0.0 : v * nn_ld<DT>(dout, i);
         }
+        s = gm_cu_block_reduce(s, gm_cu_sum());
+        if (threadIdx.x == 0) partial[q] = s;
+    }
+}
+
+/* Step 2: one block per weight k, its partials (every segment when wn = 1, else channel k's) in a fixed order. */
+template <int DT> __global__ void prelu_dw_kernel(void *dw, const double *partial, prelu_geom g) {
+    for (int64_t k = blockIdx.x; k < g.wn; k += gridDim.x) {
+        const int64_t step = g.wn == 1 ? 1 : g.C, cnt = g.wn == 1 ? g.segs : g.segs / g.C;
+        double s = 0.0;
+        for (int64_t t = threadIdx.x; t < cnt; t += GM_CU_THREADS) s += partial[k + t * step];
         s = gm_cu_block_reduce(s, gm_cu_sum());
         if (threadIdx.x == 0) nn_st<DT>(dw, k, s);
     }
@@ -235,6 +251,10 @@ static int prelu_args(prelu_geom *g, int64_t outer, int64_t C, int64_t inner, in
     g->C = C;
     g->inner = inner;
     g->wn = wn;
+    const int64_t J = prelu_outer_chunks(outer, C);
+    g->outer = outer;
+    g->per = J ? (outer + J - 1) / J : 0;
+    g->segs = J * C;
     return GM_OK;
 }
 
@@ -247,11 +267,17 @@ static int launch_prelu_fwd(void *out, const void *inp, const void *w, prelu_geo
 }
 
 template <int DT>
-static int launch_prelu_bwd(void *dinp, void *dw, const void *dout, const void *inp, const void *w, prelu_geom g,
-                            gm_cuda_ctx *ctx) {
-    if (dw && g.wn > 0) { /* first: dinp may be dout (the stream orders the two kernels) */
-        auto *k = &prelu_dw_kernel<DT>;
-        GM_LAUNCH(k, (unsigned)gm_cu_min<int64_t>(g.wn, GM_CU_MAX_BLOCKS), GM_CU_THREADS, ctx, dw, dout, inp, g);
+static int launch_prelu_bwd(void *dinp, void *dw, double *partial, const void *dout, const void *inp, const void *w,
+                            prelu_geom g, gm_cuda_ctx *ctx) {
+    if (dw && g.wn > 0) { /* first: dinp may be dout (the stream orders the kernels) */
+        if (g.segs > 0) {
+            auto *k = &prelu_partial_kernel<DT>;
+            GM_LAUNCH(k, (unsigned)gm_cu_min<int64_t>(g.segs, GM_CU_MAX_BLOCKS), GM_CU_THREADS, ctx, partial, dout, inp,
+                      g);
+            GM_CU_LAUNCHED(ctx);
+        }
+        auto *k2 = &prelu_dw_kernel<DT>;
+        GM_LAUNCH(k2, (unsigned)gm_cu_min<int64_t>(g.wn, GM_CU_MAX_BLOCKS), GM_CU_THREADS, ctx, dw, partial, g);
         GM_CU_LAUNCHED(ctx);
     }
     if (dinp && g.n) {
@@ -273,12 +299,12 @@ extern "C" int cuda_prelu_forward(void *out, const void *inp, const void *w, int
     return GM_OK;
 }
 
-extern "C" int cuda_prelu_backward(void *dinp, void *dw, const void *dout, const void *inp, const void *w,
-                                   int64_t outer, int64_t C, int64_t inner, int64_t wn, gm_dtype dt,
+extern "C" int cuda_prelu_backward(void *dinp, void *dw, double *partial, const void *dout, const void *inp,
+                                   const void *w, int64_t outer, int64_t C, int64_t inner, int64_t wn, gm_dtype dt,
                                    gm_cuda_ctx *ctx) {
     prelu_geom g;
     if (prelu_args(&g, outer, C, inner, wn, dt) != GM_OK) return GM_ERR_ARG;
-#define CALL(DT) return launch_prelu_bwd<DT>(dinp, dw, dout, inp, w, g, ctx)
+#define CALL(DT) return launch_prelu_bwd<DT>(dinp, dw, partial, dout, inp, w, g, ctx)
     NN_CU_DISPATCH(dt, CALL)
 #undef CALL
     return GM_OK;
