@@ -163,8 +163,8 @@ def test_autocast_lowers_input_and_weight():
 def test_weight_gradient_partial_sums(xs, wn):
     """The weight's gradient is summed per (outer chunk, channel) segment (kernels/activation_ops.h): shapes whose
     chunks do not divide the outer dim, more channels than segments, a single shared weight (over 32768 elements:
-    the threaded path). Against NumPy, and
-    bit-identical for any thread count (the order of the sums depends on the shape only)."""
+    the threaded path). Against NumPy, and bit-identical for any thread count (the order of the sums depends on
+    the shape only)."""
     x, g = _data(xs, 4), np.random.default_rng(5).standard_normal(xs)
     w = np.linspace(-0.3, 0.4, wn)
     axes = tuple(d for d in range(len(xs)) if d != 1) if wn > 1 else tuple(range(len(xs)))
