@@ -31,7 +31,9 @@
  *                       param_dtype=None, into_grad=False) -> (dx | None, dweight | None, dbias | None)
  *   softmax(x, dim, log=False), softmax_backward(grad, out, dim, log=False, into_grad=False)
  *   prelu(x, weight) -> out; prelu_backward(grad, x, weight, need_input=True, need_weight=True, into_grad=False)
- *       -> (dx | None, dweight | None)     weight: 1 or x.shape[1] elements (channel dim 1)
+ *       -> (dx | None, dweight | None)     weight: 1 or x.shape[1] elements (channel dim 1); with the weight's
+ *       gradient, a workspace of partial sums (prelu_outer_chunks(outer, C) * C float64s, kernels/activation_ops.h)
+ *       sized from the shape, so the same on every device
  *   cross_entropy(x, target, weight, ignore_index, reduction, label_smoothing) -> (loss, lse, wsum)
  *   cross_entropy_backward(grad, x, target, weight, lse, ignore_index, reduction, label_smoothing, wsum)
  *   nll_loss(x, target, weight, ignore_index, reduction) -> (loss, wsum)
