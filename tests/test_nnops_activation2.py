@@ -376,3 +376,43 @@ def test_autocast_softplus_is_float32_others_follow_input():
     assert F.softplus(x).dtype == gm.bfloat16
     a = math.log1p(math.exp(1.0))
     assert abs(F.softplus(T([1.0])).item() - a) < 1e-6
+
+
+def _mobilenet_v3_block(nn_):
+    """torchvision's MobileNetV3 inverted residual with squeeze-excitation, written against either library's nn;
+    Conv2dNormActivation's activations are in place (its default), as in torchvision."""
+    class SE(nn_.Module):
+        def __init__(self, c, s):
+            super().__init__()
+            self.avgpool = nn_.AdaptiveAvgPool2d(1)
+            self.fc1, self.fc2 = nn_.Conv2d(c, s, 1), nn_.Conv2d(s, c, 1)
+            self.activation, self.scale_activation = nn_.ReLU(), nn_.Hardsigmoid()
+
+        def forward(self, x):
+            scale = self.scale_activation(self.fc2(self.activation(self.fc1(self.avgpool(x)))))
+            return scale * x
+
+    return nn_.Sequential(
+        nn_.Conv2d(4, 8, 1, bias=False), nn_.BatchNorm2d(8), nn_.Hardswish(inplace=True),
+        nn_.Conv2d(8, 8, 3, padding=1, groups=8, bias=False), nn_.BatchNorm2d(8), nn_.SiLU(inplace=True), SE(8, 4),
+        nn_.Conv2d(8, 6, 1, bias=False), nn_.BatchNorm2d(6), nn_.ReLU6(inplace=True), nn_.Mish(),
+        nn_.Conv2d(6, 6, 1), nn_.ELU(inplace=True), nn_.Conv2d(6, 3, 1), nn_.PReLU(3), nn_.Softplus(), nn_.Flatten(),
+        nn_.LogSoftmax(dim=1))
+
+
+def test_mobilenet_v3_style_block_trains_as_torch():
+    """The activations together in a torchvision-style block (in-place forms after batch norm, squeeze-excitation
+    with hardsigmoid): the same loss and parameter gradients as PyTorch from the same weights."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    tm = _mobilenet_v3_block(torch.nn).double()
+    m = _mobilenet_v3_block(nn).double()
+    m.load_state_dict({k: gm.tensor(v.numpy()) for k, v in tm.state_dict().items()})
+    x = R(2, 4, 5, 5)
+    y, ty = m(T(x)), tm(torch.tensor(x))
+    assert_close(y, ty.detach().numpy(), 1e-10, 1e-8, what="output")
+    (y * T(np.arange(y.numel()).reshape(y.shape))).sum().backward()
+    (ty * torch.arange(ty.numel(), dtype=torch.float64).reshape(ty.shape)).sum().backward()
+    grads = dict(tm.named_parameters())
+    for name, p in m.named_parameters():
+        assert_close(p.grad, grads[name].grad.numpy(), 1e-9, 1e-7, what=name)
