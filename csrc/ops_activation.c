@@ -1,6 +1,6 @@
 /* csrc/ops_activation.c — the element-wise activations (relu, leaky_relu, sigmoid, tanh, gelu, silu, hardswish,
- * hardsigmoid, mish, hardtanh, elu, softplus; in-place forms)
- * and softmax / log_softmax, forward and backward: validation, outputs, and the kernels of
+ * hardsigmoid, mish, hardtanh, elu, softplus; in-place forms), prelu (with its weight's gradient) and softmax /
+ * log_softmax, forward and backward: validation, outputs, and the kernels of
  * kernels/cpu/{activation,softmax}.c and kernels/cuda/{activation,softmax}.cu. Part of the nn op family
  * (ops_nnops.c has its interface and method table; ops_nn_internal.h the helpers it shares). */
 #include "ops_nn_internal.h"
