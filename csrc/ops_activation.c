@@ -1,5 +1,6 @@
-/* csrc/ops_activation.c — the element-wise activations (relu, leaky_relu, sigmoid, tanh, gelu, in-place forms)
- * and softmax / log_softmax, forward and backward: validation, outputs, and the kernels of
+/* csrc/ops_activation.c — the element-wise activations (relu, leaky_relu, sigmoid, tanh, gelu, silu, hardswish,
+ * hardsigmoid, mish, hardtanh, elu, softplus; in-place forms), prelu (with its weight's gradient) and softmax /
+ * log_softmax, forward and backward: validation, outputs, and the kernels of
  * kernels/cpu/{activation,softmax}.c and kernels/cuda/{activation,softmax}.cu. Part of the nn op family
  * (ops_nnops.c has its interface and method table; ops_nn_internal.h the helpers it shares). */
 #include "ops_nn_internal.h"
@@ -14,21 +15,23 @@
 
 /* ---- activations -------------------------------------------------------------------------------------------- */
 
-static const char *const act_names[ACT_N] = {"relu", "leaky_relu", "sigmoid", "tanh", "gelu", "gelu"};
+static const char *const act_names[ACT_N] = {"relu", "leaky_relu", "sigmoid", "tanh", "gelu", "gelu", "silu",
+                                             "hardswish", "hardsigmoid", "mish", "hardtanh", "elu", "softplus"};
 
 static int act_op_arg(int op) {
     if (op >= 0 && op < ACT_N) return 0;
     PyErr_Format(PyExc_ValueError, "activation: unknown op %d; expected RELU=0 LEAKY_RELU=1 SIGMOID=2 TANH=3 "
-                 "GELU=4 GELU_TANH=5", op);
+                 "GELU=4 GELU_TANH=5 SILU=6 HARDSWISH=7 HARDSIGMOID=8 MISH=9 HARDTANH=10 ELU=11 SOFTPLUS=12", op);
     return -1;
 }
 
 PyObject *gm_py_activation(PyObject *self, PyObject *args, PyObject *kwargs) {
-    static char *kwlist[] = {"op", "x", "alpha", "out", NULL};
+    static char *kwlist[] = {"op", "x", "alpha", "out", "beta", NULL};
     int op;
-    double alpha = 0.0;
+    double alpha = 0.0, beta = 0.0;
     PyObject *xo, *outo = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iO|dO:activation", kwlist, &op, &xo, &alpha, &outo)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iO|dOd:activation", kwlist, &op, &xo, &alpha, &outo, &beta))
+        return NULL;
     if (act_op_arg(op) < 0) return NULL;
     const char *name = act_names[op];
     GMTensor *x = gm_tensor_arg(xo, name, "input");
@@ -44,8 +47,8 @@ PyObject *gm_py_activation(PyObject *self, PyObject *args, PyObject *kwargs) {
     out = inplace ? (GMTensor *)Py_NewRef(xc) : gm_empty(x->ndim, x->shape, x->dtype, x->device);
     if (!out) goto fail;
     if (GM_KERNEL(name, x->device,
-                  activation_forward(data(out), data(xc), gm_numel(x), x->dtype, op, alpha, gm_num_threads),
-                  cuda_activation_forward(data(out), data(xc), gm_numel(x), x->dtype, op, alpha, ctx)) < 0 ||
+                  activation_forward(data(out), data(xc), gm_numel(x), x->dtype, op, alpha, beta, gm_num_threads),
+                  cuda_activation_forward(data(out), data(xc), gm_numel(x), x->dtype, op, alpha, beta, ctx)) < 0 ||
         (inplace && inplace_writeback(x, xc) < 0))
         goto fail;
     Py_DECREF(xc);
@@ -61,12 +64,12 @@ fail:
 }
 
 PyObject *gm_py_activation_backward(PyObject *self, PyObject *args, PyObject *kwargs) {
-    static char *kwlist[] = {"op", "grad", "saved", "alpha", "into_grad", NULL};
+    static char *kwlist[] = {"op", "grad", "saved", "alpha", "into_grad", "beta", NULL};
     int op, into_grad = 0;
-    double alpha = 0.0;
+    double alpha = 0.0, beta = 0.0;
     PyObject *go, *so;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iOO|dp:activation_backward", kwlist, &op, &go, &so, &alpha,
-                                     &into_grad))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iOO|dpd:activation_backward", kwlist, &op, &go, &so, &alpha,
+                                     &into_grad, &beta))
         return NULL;
     if (act_op_arg(op) < 0) return NULL;
     const char *name = act_names[op];
@@ -78,10 +81,10 @@ PyObject *gm_py_activation_backward(PyObject *self, PyObject *args, PyObject *kw
     if (!gc || !sc) goto done;
     dx = grad_result(g, into_grad);
     if (dx && GM_KERNEL(name, g->device,
-                        activation_backward(data(dx), data(gc), data(sc), gm_numel(g), g->dtype, op, alpha,
+                        activation_backward(data(dx), data(gc), data(sc), gm_numel(g), g->dtype, op, alpha, beta,
                                             gm_num_threads),
                         cuda_activation_backward(data(dx), data(gc), data(sc), gm_numel(g), g->dtype, op, alpha,
-                                                 ctx)) < 0)
+                                                 beta, ctx)) < 0)
         Py_CLEAR(dx);
 done:
     Py_XDECREF(gc);
@@ -152,4 +155,94 @@ done:
     Py_XDECREF(gc);
     Py_XDECREF(yc);
     return (PyObject *)dx;
+}
+
+/* ---- prelu ------------------------------------------------------------------------------------------------ */
+
+/* x as (outer, C, inner) around its channel dim 1 (C = 1 below 2 dims), and the weight's count, which must be 1 or
+ * C (PyTorch's rule and message). */
+static int prelu_geometry(const char *op, GMTensor *x, GMTensor *w, int64_t *outer, int64_t *C, int64_t *inner,
+                          int64_t *wn) {
+    *outer = x->ndim >= 2 ? x->shape[0] : 1;
+    *C = x->ndim >= 2 ? x->shape[1] : 1;
+    *inner = 1;
+    if (x->ndim < 2) *inner = gm_numel(x);
+    for (int d = 2; d < x->ndim; d++) *inner *= x->shape[d];
+    *wn = gm_numel(w);
+    if (w->ndim > 1) {
+        PyErr_Format(PyExc_ValueError, "%s: expected weight to be a scalar or 1D tensor, but got %d dims", op,
+                     w->ndim);
+        return -1;
+    }
+    if (*wn != 1 && *wn != *C) {
+        PyErr_Format(PyExc_ValueError, "%s: mismatch of parameter numbers and input channel size: found parameter "
+                     "numbers = %lld and channel size = %lld", op, (long long)*wn, (long long)*C);
+        return -1;
+    }
+    return 0;
+}
+
+PyObject *gm_py_prelu(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *kwlist[] = {"x", "weight", NULL};
+    PyObject *xo, *wo;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO:prelu", kwlist, &xo, &wo)) return NULL;
+    GMTensor *x = gm_tensor_arg(xo, "prelu", "input"), *w = x ? gm_tensor_arg(wo, "prelu", "weight") : NULL;
+    int64_t outer, C, inner, wn;
+    if (!w || check_float("prelu", "input", x) < 0 || check_devices("prelu", x, &w, 1) < 0 ||
+        same_dtype("prelu", "input", x, "weight", w) < 0 || prelu_geometry("prelu", x, w, &outer, &C, &inner, &wn) < 0)
+        return NULL;
+    GMTensor *xc = contig(x), *wc = xc ? contig(w) : NULL, *out = NULL;
+    if (!wc) goto done;
+    out = gm_empty(x->ndim, x->shape, x->dtype, x->device);
+    if (out && GM_KERNEL("prelu", x->device,
+                         prelu_forward(data(out), data(xc), data(wc), outer, C, inner, wn, x->dtype, gm_num_threads),
+                         cuda_prelu_forward(data(out), data(xc), data(wc), outer, C, inner, wn, x->dtype, ctx)) < 0)
+        Py_CLEAR(out);
+done:
+    Py_XDECREF(xc);
+    Py_XDECREF(wc);
+    return (PyObject *)out;
+}
+
+PyObject *gm_py_prelu_backward(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *kwlist[] = {"grad", "x", "weight", "need_input", "need_weight", "into_grad", NULL};
+    PyObject *go, *xo, *wo;
+    int need_x = 1, need_w = 1, into_grad = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|ppp:prelu_backward", kwlist, &go, &xo, &wo, &need_x, &need_w,
+                                     &into_grad))
+        return NULL;
+    const char *name = "prelu_backward";
+    GMTensor *g = gm_tensor_arg(go, name, "grad"), *x = g ? gm_tensor_arg(xo, name, "input") : NULL;
+    GMTensor *w = x ? gm_tensor_arg(wo, name, "weight") : NULL;
+    int64_t outer, C, inner, wn;
+    GMTensor *others[2] = {x, w};
+    if (!w || check_float(name, "grad", g) < 0 || check_devices(name, g, others, 2) < 0 ||
+        same_shape(name, "grad", g, "input", x) < 0 || same_dtype(name, "grad", g, "input", x) < 0 ||
+        same_dtype(name, "grad", g, "weight", w) < 0 || prelu_geometry(name, x, w, &outer, &C, &inner, &wn) < 0)
+        return NULL;
+    GMTensor *gc = contig(g), *xc = gc ? contig(x) : NULL, *wc = xc ? contig(w) : NULL, *dx = NULL, *dw = NULL;
+    GMTensor *part = NULL;
+    PyObject *res = NULL;
+    if (!wc) goto done;
+    /* dw before dx: the kernels read grad for dw before dx may overwrite it (into_grad) */
+    if (need_w && !(dw = gm_empty(w->ndim, w->shape, w->dtype, w->device))) goto done;
+    if (need_x && !(dx = grad_result(g, into_grad))) goto done;
+    /* the weight gradient's partial sums (activation_ops.h): a size from the shape, the same on every device */
+    int64_t segs = need_w ? (int64_t)prelu_outer_chunks(outer, C) * C : 0;
+    if (segs > 0 && !(part = gm_empty_workspace(1, &segs, GM_F64, g->device))) goto done;
+    if (GM_KERNEL(name, g->device,
+                  prelu_backward(dx ? data(dx) : NULL, dw ? data(dw) : NULL, part ? data(part) : NULL, data(gc),
+                                 data(xc), data(wc), outer, C, inner, wn, g->dtype, gm_num_threads),
+                  cuda_prelu_backward(dx ? data(dx) : NULL, dw ? data(dw) : NULL, part ? data(part) : NULL, data(gc),
+                                      data(xc), data(wc), outer, C, inner, wn, g->dtype, ctx)) < 0)
+        goto done;
+    res = pair_or_none(dx, dw);
+done:
+    Py_XDECREF(part);
+    Py_XDECREF(gc);
+    Py_XDECREF(xc);
+    Py_XDECREF(wc);
+    Py_XDECREF(dx);
+    Py_XDECREF(dw);
+    return res;
 }

@@ -116,6 +116,8 @@ GM_PY_KW_DECL(activation);
 GM_PY_KW_DECL(activation_backward);
 GM_PY_KW_DECL(softmax);
 GM_PY_KW_DECL(softmax_backward);
+GM_PY_KW_DECL(prelu);
+GM_PY_KW_DECL(prelu_backward);
 /* ops_dropout.c */
 GM_PY_KW_DECL(dropout);
 PyObject *gm_py_dropout_backward(PyObject *self, PyObject *args);

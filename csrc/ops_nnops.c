@@ -20,8 +20,10 @@
  * CUDA run's bytes; with the default target (the CPU) meta allocates exactly what the CPU does.
  *
  * Interface (python/gpumemnet/nn/_functional_nn.py is the only caller):
- *   activation(op, x, alpha=0.0, out=None) -> out        ops: RELU=0 LEAKY_RELU=1 SIGMOID=2 TANH=3 GELU=4
- *   activation_backward(op, grad, saved, alpha=0.0, into_grad=False)   GELU_TANH=5; out=x is the in-place form
+ *   activation(op, x, alpha=0.0, out=None, beta=0.0) -> out   ops: RELU=0 LEAKY_RELU=1 SIGMOID=2 TANH=3 GELU=4
+ *   activation_backward(op, grad, saved, alpha=0.0, into_grad=False, beta=0.0)   GELU_TANH=5 SILU=6 HARDSWISH=7
+ *       HARDSIGMOID=8 MISH=9 HARDTANH=10 ELU=11 SOFTPLUS=12 (kernels/activation_ops.h; alpha, beta: the op's
+ *       parameters, kernels/cpu/activation.h); out=x is the in-place form
  *   dropout(x, p, channelwise=False, inplace=False) -> (out, bool mask)   mask (x.shape) or (x.shape[:-2])
  *   dropout_backward(grad, mask, p, into_grad=False)
  *   batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps) -> (out, mean, invstd)
@@ -32,6 +34,10 @@
  *                       param_dtype=None, into_grad=False) -> (dx | None, dweight | None, dbias | None)
  *     (layer norm runs as group_norm of an (R, M) view with one group, instance norm with num_groups = C)
  *   softmax(x, dim, log=False), softmax_backward(grad, out, dim, log=False, into_grad=False)
+ *   prelu(x, weight) -> out; prelu_backward(grad, x, weight, need_input=True, need_weight=True, into_grad=False)
+ *       -> (dx | None, dweight | None)     weight: 1 or x.shape[1] elements (channel dim 1); with the weight's
+ *       gradient, a workspace of partial sums (prelu_outer_chunks(outer, C) * C float64s, kernels/activation_ops.h)
+ *       sized from the shape, so the same on every device
  *   cross_entropy(x, target, weight, ignore_index, reduction, label_smoothing) -> (loss, lse, wsum)
  *   cross_entropy_backward(grad, x, target, weight, lse, ignore_index, reduction, label_smoothing, wsum)
  *   nll_loss(x, target, weight, ignore_index, reduction) -> (loss, wsum)
@@ -59,9 +65,11 @@ PyMethodDef gm_nnops_methods[] = {
      "_set_meta_target(target, sm_count=0) -> previous (target, sm_count): what ops on meta allocate for on this "
      "thread, 'cpu' (default) or 'cuda' (the CUDA kernels' scratch; convolutions without cuDNN workspace)."},
     {"_get_meta_target", gm_py_get_meta_target, METH_NOARGS, "_get_meta_target() -> (target, sm_count)."},
-    {"activation", KW(gm_py_activation), "activation(op, x, alpha=0.0, out=None): relu/leaky_relu/sigmoid/tanh/gelu."},
+    {"activation", KW(gm_py_activation),
+     "activation(op, x, alpha=0.0, out=None, beta=0.0): relu/leaky_relu/sigmoid/tanh/gelu/silu/hardswish/"
+     "hardsigmoid/mish/hardtanh/elu/softplus."},
     {"activation_backward", KW(gm_py_activation_backward),
-     "activation_backward(op, grad, saved, alpha=0.0, into_grad=False)."},
+     "activation_backward(op, grad, saved, alpha=0.0, into_grad=False, beta=0.0)."},
     {"dropout", KW(gm_py_dropout), "dropout(x, p, channelwise=False, inplace=False) -> (out, bool mask)."},
     {"dropout_backward", gm_py_dropout_backward, METH_VARARGS, "dropout_backward(grad, mask, p, into_grad=False)."},
     {"batch_norm", KW(gm_py_batch_norm),
@@ -76,6 +84,9 @@ PyMethodDef gm_nnops_methods[] = {
      "param_dtype=None, into_grad=False) -> (dx, dweight, dbias)."},
     {"softmax", KW(gm_py_softmax), "softmax(x, dim, log=False)."},
     {"softmax_backward", KW(gm_py_softmax_backward), "softmax_backward(grad, out, dim, log=False, into_grad=False)."},
+    {"prelu", KW(gm_py_prelu), "prelu(x, weight): x > 0 ? x : weight[channel] * x."},
+    {"prelu_backward", KW(gm_py_prelu_backward),
+     "prelu_backward(grad, x, weight, need_input=True, need_weight=True, into_grad=False) -> (dx, dweight)."},
     {"cross_entropy", KW(gm_py_cross_entropy),
      "cross_entropy(x, target, weight=None, ignore_index=-100, reduction=1, label_smoothing=0.0) -> "
      "(loss, lse, wsum)."},

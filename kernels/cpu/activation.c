@@ -9,6 +9,12 @@
 #define INV_SQRT_2PI 0.3989422804014327
 #define INV_SQRT_2 0.7071067811865476
 
+/* expm1 for elu (exp(x) - 1 loses every digit of a small negative x), single precision for the narrow dtypes
+ * as nn_exp & co. */
+static inline __attribute__((always_inline)) double act_expm1(double x, int dt) {
+    return dt == GM_F64 ? expm1(x) : (double)expm1f((float)x);
+}
+
 /* Each body reads v = input element i and writes `r` (DT: the dtype, a constant per dispatched copy). */
 #define ACT_LOOP(...)                                                                                        \
     NN_DISPATCH(dt, _Pragma("omp parallel for schedule(static) num_threads(nt)")                            \
@@ -19,7 +25,8 @@
                     nn_st(out, i, DT, r);                                                                    \
                 })
 
-int activation_forward(void *out, const void *inp, int64_t n, gm_dtype dt, int op, double alpha, int nthreads) {
+int activation_forward(void *out, const void *inp, int64_t n, gm_dtype dt, int op, double alpha, double beta,
+                       int nthreads) {
     if (!gm_dtype_is_float(dt) || n < 0) return GM_ERR_ARG;
     const int nt = nn_threads(n, nthreads);
     (void)nt;
@@ -32,6 +39,21 @@ int activation_forward(void *out, const void *inp, int64_t n, gm_dtype dt, int o
     case ACT_TANH: ACT_LOOP(r = nn_tanh(v, DT)) break;
     case ACT_GELU: ACT_LOOP(r = 0.5 * v * (1.0 + nn_erf(v * INV_SQRT_2, DT))) break;
     case ACT_GELU_TANH: ACT_LOOP(r = 0.5 * v * (1.0 + nn_tanh(GELU_BETA * (v + GELU_KAPPA * v * v * v), DT))) break;
+    case ACT_SILU: ACT_LOOP(r = v / (1.0 + nn_exp(-v, DT))) break;
+    /* the clamps are written as comparisons that let NaN through, as PyTorch's std::min/std::max order does */
+    case ACT_HARDSWISH: ACT_LOOP(double t = v + 3.0; t = t < 0.0 ? 0.0 : t; t = t > 6.0 ? 6.0 : t; r = v * t / 6.0)
+        break;
+    /* relu6(v + 3) / 6, written so that an input strictly inside (-3, 3) gives an output strictly inside (0, 1)
+     * even in float64 (backward tests the output): v + 3 would round 3 - ulp up to 6 there; 3 - v is exact */
+    case ACT_HARDSIGMOID:
+        ACT_LOOP(r = v <= -3.0 ? 0.0 : v >= 3.0 ? 1.0 : v >= 0.0 ? 1.0 - (3.0 - v) / 6.0 : (v + 3.0) / 6.0)
+        break;
+    case ACT_MISH: ACT_LOOP(r = v * nn_tanh(nn_log1p(nn_exp(v, DT), DT), DT)) break;
+    /* clamp(v, alpha, beta) = min(max(v, alpha), beta), also when alpha > beta (then everything is beta) */
+    case ACT_HARDTANH: ACT_LOOP(const double t = v < alpha ? alpha : v; r = t > beta ? beta : t) break;
+    case ACT_ELU: ACT_LOOP(r = v > 0.0 ? v : alpha * act_expm1(v, DT)) break;
+    /* alpha: beta of softplus, beta: its threshold, above which it is the identity */
+    case ACT_SOFTPLUS: ACT_LOOP(r = v * alpha > beta ? v : nn_log1p(nn_exp(v * alpha, DT), DT) / alpha) break;
     default: return GM_ERR_ARG;
     }
     return GM_OK;
@@ -48,7 +70,7 @@ int activation_forward(void *out, const void *inp, int64_t n, gm_dtype dt, int o
                 })
 
 int activation_backward(void *dinp, const void *dout, const void *saved, int64_t n, gm_dtype dt, int op,
-                        double alpha, int nthreads) {
+                        double alpha, double beta, int nthreads) {
     if (!gm_dtype_is_float(dt) || n < 0) return GM_ERR_ARG;
     const int nt = nn_threads(n, nthreads);
     (void)nt;
@@ -65,7 +87,88 @@ int activation_backward(void *dinp, const void *dout, const void *saved, int64_t
             const double t = nn_tanh(GELU_BETA * (s + GELU_KAPPA * s * s * s), DT);
             r = g * (0.5 * (1.0 + t) + 0.5 * s * (1.0 - t * t) * GELU_BETA * (1.0 + 3.0 * GELU_KAPPA * s * s)))
         break;
+    case ACT_SILU: ACT_GRAD_LOOP(const double sg = 1.0 / (1.0 + nn_exp(-s, DT)); r = g * sg * (1.0 + s * (1.0 - sg)))
+        break;
+    /* the subgradients at the kinks are PyTorch's: 0 at -3 and 1 at 3 for hardswish, 0 at both ends for
+     * hardsigmoid and hardtanh; NaN takes the last branch, as there */
+    case ACT_HARDSWISH: ACT_GRAD_LOOP(r = s <= -3.0 ? 0.0 : s < 3.0 ? g * (s / 3.0 + 0.5) : g) break;
+    /* saved: the output, in (0, 1) exactly where the input is in (-3, 3) */
+    case ACT_HARDSIGMOID: ACT_GRAD_LOOP(r = s > 0.0 && s < 1.0 ? g / 6.0 : 0.0) break;
+    case ACT_MISH:
+        ACT_GRAD_LOOP(const double sg = 1.0 / (1.0 + nn_exp(-s, DT));
+                      const double t = nn_tanh(nn_log1p(nn_exp(s, DT), DT), DT);
+                      r = g * (t + s * sg * (1.0 - t * t)))
+        break;
+    /* saved: the output, strictly inside (alpha, beta) exactly where the input is */
+    case ACT_HARDTANH: ACT_GRAD_LOOP(r = s <= alpha || s >= beta ? 0.0 : g) break;
+    /* saved: the output when alpha >= 0 (<= 0 exactly where the input is; d/dx alpha (e^x - 1) = out + alpha),
+     * else the input */
+    case ACT_ELU: ACT_GRAD_LOOP(r = s <= 0.0 ? (alpha >= 0.0 ? g * (s + alpha) : g * alpha * nn_exp(s, DT)) : g) break;
+    case ACT_SOFTPLUS: ACT_GRAD_LOOP(r = s * alpha > beta ? g : g / (1.0 + nn_exp(-s * alpha, DT))) break;
     default: return GM_ERR_ARG;
+    }
+    return GM_OK;
+}
+
+/* ---- prelu ---------------------------------------------------------------------------------------------------- */
+/* Row r of the (outer, C) rows of `inner` elements uses weight w[r % C] (wn == C) or w[0] (wn == 1). */
+#define PRELU_W(r) nn_ld(w, wn == 1 ? 0 : (r) % C, DT)
+
+int prelu_forward(void *out, const void *inp, const void *w, int64_t outer, int64_t C, int64_t inner, int64_t wn,
+                  gm_dtype dt, int nthreads) {
+    if (!gm_dtype_is_float(dt) || outer < 0 || C < 0 || inner < 0 || (wn != 1 && wn != C)) return GM_ERR_ARG;
+    const int64_t rows = outer * C;
+    const int nt = nn_threads(rows * inner, nthreads);
+    (void)nt;
+    NN_DISPATCH(dt, _Pragma("omp parallel for schedule(static) num_threads(nt)")
+                for (int64_t r = 0; r < rows; r++) {
+                    const double a = PRELU_W(r);
+                    for (int64_t i = r * inner; i < (r + 1) * inner; i++) {
+                        const double v = nn_ld(inp, i, DT);
+                        nn_st(out, i, DT, v > 0.0 ? v : a * v); /* NaN: a * NaN = NaN, as PyTorch */
+                    }
+                })
+    return GM_OK;
+}
+
+/* Segment q = j * C + c of the sums: the rows (o, c) of channel c with o in outer chunk j (chunks of ceil(outer /
+ * J) rows). */
+int prelu_backward(void *dinp, void *dw, double *partial, const void *dout, const void *inp, const void *w,
+                   int64_t outer, int64_t C, int64_t inner, int64_t wn, gm_dtype dt, int nthreads) {
+    if (!gm_dtype_is_float(dt) || outer < 0 || C < 0 || inner < 0 || (wn != 1 && wn != C)) return GM_ERR_ARG;
+    const int64_t rows = outer * C;
+    const int nt = nn_threads(rows * inner, nthreads);
+    (void)nt;
+    /* the weight's gradient first: dinp may be dout */
+    if (dw) {
+        const int64_t J = prelu_outer_chunks(outer, C), per = J ? (outer + J - 1) / J : 0, segs = J * C;
+        NN_DISPATCH(dt, _Pragma("omp parallel for schedule(static) num_threads(nt)")
+                    for (int64_t q = 0; q < segs; q++) {
+                        const int64_t j = q / C, c = q - j * C, o1 = (j + 1) * per < outer ? (j + 1) * per : outer;
+                        double s = 0.0; /* x * g where x <= 0 */
+                        for (int64_t o = j * per; o < o1; o++)
+                            for (int64_t i = (o * C + c) * inner; i < (o * C + c + 1) * inner; i++) {
+                                const double v = nn_ld(inp, i, DT);
+                                s += v > 0.0 ? 0.0 : v * nn_ld(dout, i, DT);
+                            }
+                        partial[q] = s;
+                    })
+        /* weight k's partials in segment order: every segment (wn = 1), or channel k's J of them */
+        for (int64_t k = 0; k < wn; k++) {
+            double s = 0.0;
+            for (int64_t q = wn == 1 ? 0 : k; q < segs; q += wn == 1 ? 1 : C) s += partial[q];
+            nn_st(dw, k, dt, s);
+        }
+    }
+    if (dinp) {
+        NN_DISPATCH(dt, _Pragma("omp parallel for schedule(static) num_threads(nt)")
+                    for (int64_t r = 0; r < rows; r++) {
+                        const double a = PRELU_W(r);
+                        for (int64_t i = r * inner; i < (r + 1) * inner; i++) {
+                            const double g = nn_ld(dout, i, DT);
+                            nn_st(dinp, i, DT, nn_ld(inp, i, DT) > 0.0 ? g : a * g);
+                        }
+                    })
     }
     return GM_OK;
 }

@@ -19,6 +19,8 @@ from ._core.creation import (  # noqa: E402,F401
     rand_like, randn_like, full_like, cat, stack, where, matmul, exp, log, sqrt, abs, clamp, clip, sum, mean,
     max, min, amax, amin, argmax, argmin, var, std, maximum, minimum, pow, reshape, flatten, transpose, permute,
     squeeze, unsqueeze)
+from ._core.activation import (  # noqa: E402,F401  (torch.relu, torch.sigmoid_, torch.softmax...)
+    relu, relu_, sigmoid, sigmoid_, tanh, tanh_, softmax, log_softmax, prelu)
 from . import autograd, memory, cuda, backends, random, amp, nn, optim, utils  # noqa: E402
 from .serialization import save, load  # noqa: E402
 from .memory import summary  # noqa: E402

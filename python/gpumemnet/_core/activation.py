@@ -1,23 +1,34 @@
-"""Activations and softmax (layer 1, core): relu, relu_, leaky_relu, sigmoid, tanh, gelu, softmax, log_softmax.
+"""Activations and softmax (layer 1, core): relu, relu_, leaky_relu, sigmoid, sigmoid_, tanh, tanh_, gelu, silu,
+hardswish, hardsigmoid, mish, hardtanh, hardtanh_, relu6, elu, elu_, softplus, prelu, softmax, log_softmax.
 
 They are Tensor methods (x.relu(), x.softmax(dim)) as well as nn.functional ops, so they live below Tensor and
 gpumemnet.nn.functional re-exports them. What each backward keeps is chosen for memory: relu / leaky_relu
-(slope >= 0) / sigmoid / tanh / softmax / log_softmax save their OUTPUT, which the next layer usually keeps
-anyway (so it costs nothing extra), and which makes relu_ possible; gelu saves its input.
+(slope >= 0) / sigmoid / tanh / hardsigmoid / hardtanh / relu6 / elu (alpha >= 0) / softmax / log_softmax save
+their OUTPUT, which the next layer usually keeps anyway (so it costs nothing extra), and which makes the in-place
+forms free; gelu, silu, hardswish, mish, softplus and prelu save their input (kernels/cpu/activation.h says why).
 """
 import warnings
 
 from .. import _C
 from . import autocast as _amp
 from .autograd import Function
+from .autograd import as_activation as _as_activation
 from .autograd import check_inplace as _check_inplace, needs_grad as _needs_grad
 
-# op codes: csrc/ops_nnops.c
-RELU, LEAKY_RELU, SIGMOID, TANH, GELU, GELU_TANH = range(6)
+# op codes: kernels/activation_ops.h
+(RELU, LEAKY_RELU, SIGMOID, TANH, GELU, GELU_TANH, SILU, HARDSWISH, HARDSIGMOID, MISH, HARDTANH, ELU,
+ SOFTPLUS) = range(13)
+_NODE_NAMES = ("ReluBackward", "LeakyReluBackward", "SigmoidBackward", "TanhBackward", "GeluBackward",
+               "GeluBackward", "SiluBackward", "HardswishBackward", "HardsigmoidBackward", "MishBackward",
+               "HardtanhBackward", "EluBackward", "SoftplusBackward")
+_INPUT_OPS = frozenset((GELU, GELU_TANH, SILU, HARDSWISH, MISH, SOFTPLUS))
+# leaky_relu and elu read their output when their slope / alpha is >= 0, else their input (and then, as in
+# PyTorch, their in-place forms cannot be differentiated); the parameter's name for that error:
+_SIGNED = {LEAKY_RELU: "negative_slope", ELU: "alpha"}
 
 
 def _fp32(*tensors):
-    """autocast's float32 ops (softmax, log_softmax, the losses): half inputs are widened first."""
+    """autocast's float32 ops (softmax, log_softmax, softplus, the losses): half inputs are widened first."""
     return _amp.fp32(*tensors) if _amp._state.enabled else tensors
 
 
@@ -26,41 +37,50 @@ def _check_tensor(x, op, name="input"):
         raise TypeError(f"{op}: {name} must be a Tensor, got {type(x).__name__}")
 
 
+def _number(v, op, name):
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        raise TypeError(f"{op}: {name} must be a number, got {type(v).__name__}") from None
+
+
 # ---- activations ----------------------------------------------------------------------------------------------
 def _saves_input(op, alpha):
-    return op in (GELU, GELU_TANH) or (op == LEAKY_RELU and alpha < 0)
+    return op in _INPUT_OPS or (op in _SIGNED and alpha < 0)
 
 
 class _Activation(Function):
     reuses_grad = True  # the input gradient may be written over the incoming one (autograd.Function)
 
     @staticmethod
-    def forward(ctx, x, op, alpha):
-        out = _C.activation(op, x, alpha)
+    def forward(ctx, x, op, alpha, beta):
+        out = _C.activation(op, x, alpha, None, beta)
         if ctx.needs_input_grad:
-            ctx.op, ctx.alpha = op, alpha
+            ctx.op, ctx.alpha, ctx.beta = op, alpha, beta
             ctx.save_for_backward(x if _saves_input(op, alpha) else out)
         return out
 
     @staticmethod
     def backward(ctx, g):
         saved, = ctx.saved_tensors
-        return _C.activation_backward(ctx.op, g, saved, ctx.alpha, ctx.grad_is_free(0)), None, None
+        return _C.activation_backward(ctx.op, g, saved, ctx.alpha, ctx.grad_is_free(0), ctx.beta), None, None, None
 
     def name(self):
-        return ("ReluBackward", "LeakyReluBackward", "SigmoidBackward", "TanhBackward", "GeluBackward",
-                "GeluBackward")[self.op]
+        return _NODE_NAMES[self.op]
 
 
 class _ActivationInplace(Function):
     """act_(x) recorded as a node whose output is x itself (as tensor._InplaceBinary): the edge to x's old
-    producer is taken before the write, and backward reads the new values (the output)."""
+    producer is taken before the write. Backward reads the new values (the output), or, for the ops whose
+    gradient needs the input (silu, hardswish, mish), a copy of the input taken before the write — what
+    PyTorch's silu_ & co. save too, so the in-place form then saves no memory but still runs in a graph."""
 
     @staticmethod
-    def forward(ctx, x, op, alpha):
-        _C.activation(op, x, alpha, x)
-        ctx.op, ctx.alpha = op, alpha
-        ctx.save_for_backward(x)
+    def forward(ctx, x, op, alpha, beta):
+        saved = _as_activation(x.detach().clone()) if _saves_input(op, alpha) else x
+        _C.activation(op, x, alpha, x, beta)
+        ctx.op, ctx.alpha, ctx.beta = op, alpha, beta
+        ctx.save_for_backward(saved)
         return x
 
     reuses_grad = True
@@ -68,44 +88,138 @@ class _ActivationInplace(Function):
     name = _Activation.name
 
 
-def _activation(x, op, alpha, inplace, opname):
+def _activation(x, op, inplace, opname, alpha=0.0, beta=0.0):
     _check_tensor(x, opname)
     if inplace:
         if _check_inplace(x, opname + "_"):
-            if _saves_input(op, alpha):
-                raise RuntimeError(f"{opname}_: the in-place form cannot be differentiated with negative_slope="
+            if op in _SIGNED and alpha < 0:
+                raise RuntimeError(f"{opname}_: the in-place form cannot be differentiated with {_SIGNED[op]}="
                                    f"{alpha} (the gradient needs the input, which the write destroys); use "
                                    f"inplace=False")
-            return _ActivationInplace.apply(x, op, alpha)
-        _C.activation(op, x, alpha, x)
+            return _ActivationInplace.apply(x, op, alpha, beta)
+        _C.activation(op, x, alpha, x, beta)
         return x
-    return _Activation.apply(x, op, alpha) if _needs_grad(x) else _C.activation(op, x, alpha)
+    if _needs_grad(x):
+        return _Activation.apply(x, op, alpha, beta)
+    return _C.activation(op, x, alpha, None, beta)
 
 
 def relu(input, inplace=False):
-    return _activation(input, RELU, 0.0, inplace, "relu")
+    return _activation(input, RELU, inplace, "relu")
 
 
 def relu_(input):
-    return _activation(input, RELU, 0.0, True, "relu")
+    return _activation(input, RELU, True, "relu")
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
-    return _activation(input, LEAKY_RELU, float(negative_slope), inplace, "leaky_relu")
+    return _activation(input, LEAKY_RELU, inplace, "leaky_relu", _number(negative_slope, "leaky_relu",
+                                                                           "negative_slope"))
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    return leaky_relu(input, negative_slope, True)
 
 
 def sigmoid(input):
-    return _activation(input, SIGMOID, 0.0, False, "sigmoid")
+    return _activation(input, SIGMOID, False, "sigmoid")
+
+
+def sigmoid_(input):
+    return _activation(input, SIGMOID, True, "sigmoid")
 
 
 def tanh(input):
-    return _activation(input, TANH, 0.0, False, "tanh")
+    return _activation(input, TANH, False, "tanh")
+
+
+def tanh_(input):
+    return _activation(input, TANH, True, "tanh")
 
 
 def gelu(input, approximate="none"):
     if approximate not in ("none", "tanh"):
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
-    return _activation(input, GELU if approximate == "none" else GELU_TANH, 0.0, False, "gelu")
+    return _activation(input, GELU if approximate == "none" else GELU_TANH, False, "gelu")
+
+
+def silu(input, inplace=False):
+    return _activation(input, SILU, inplace, "silu")
+
+
+def hardswish(input, inplace=False):
+    return _activation(input, HARDSWISH, inplace, "hardswish")
+
+
+def hardsigmoid(input, inplace=False):
+    return _activation(input, HARDSIGMOID, inplace, "hardsigmoid")
+
+
+def mish(input, inplace=False):
+    return _activation(input, MISH, inplace, "mish")
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    lo, hi = _number(min_val, "hardtanh", "min_val"), _number(max_val, "hardtanh", "max_val")
+    if lo > hi:
+        raise ValueError(f"hardtanh: min_val cannot be greater than max_val (got min_val={lo}, max_val={hi})")
+    return _activation(input, HARDTANH, inplace, "hardtanh", lo, hi)
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    return hardtanh(input, min_val, max_val, True)
+
+
+def relu6(input, inplace=False):
+    """hardtanh(input, 0, 6), as PyTorch computes it (its gradient node is a HardtanhBackward too)."""
+    return _activation(input, HARDTANH, inplace, "relu6", 0.0, 6.0)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    return _activation(input, ELU, inplace, "elu", _number(alpha, "elu", "alpha"))
+
+
+def elu_(input, alpha=1.0):
+    return elu(input, alpha, True)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    """log(1 + exp(beta x)) / beta, the identity where beta x > threshold. A float32 op under autocast, as in
+    PyTorch (exp of a half input overflows early)."""
+    b, t = _number(beta, "softplus", "beta"), _number(threshold, "softplus", "threshold")
+    _check_tensor(input, "softplus")
+    input, = _fp32(input)
+    return _activation(input, SOFTPLUS, False, "softplus", b, t)
+
+
+# ---- prelu --------------------------------------------------------------------------------------------------------
+class _PReLU(Function):
+    reuses_grad = True
+
+    @staticmethod
+    def forward(ctx, x, weight):
+        out = _C.prelu(x, weight)
+        ctx.save_for_backward(x, weight)  # both gradients need the input; the input's needs the weight
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, weight = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        return _C.prelu_backward(g, x, weight, need[0], need[1], ctx.grad_is_free(0))
+
+    def name(self):
+        return "PreluBackward"
+
+
+def prelu(input, weight):
+    """input > 0 ? input : weight * input, weight of 1 or input.shape[1] elements (one per channel). A
+    lower-precision op under autocast, as in PyTorch."""
+    _check_tensor(input, "prelu")
+    _check_tensor(weight, "prelu", "weight")
+    if _amp._state.enabled:
+        input, weight = _amp.lower(input, weight)
+    return _PReLU.apply(input, weight) if _needs_grad(input, weight) else _C.prelu(input, weight)
 
 
 # ---- softmax ------------------------------------------------------------------------------------------------------

@@ -6,8 +6,8 @@ re-exports it beside GradScaler. The state is per thread, as in PyTorch.
 Autocast policy, applied by the ops themselves through `lower()` and `fp32()`:
   - lower precision (the autocast dtype): conv2d, conv_transpose2d, linear, matmul — the ops whose saved inputs
     dominate activation memory and whose kernels gain most;
-  - float32: softmax, log_softmax, the losses, reductions, the statistics of normalisations, exp and log;
-    group_norm and layer_norm (their output too: PyTorch's CUDA float32 list); batch_norm and instance_norm
+  - float32: softmax, log_softmax, softplus, the losses, reductions, the statistics of normalisations, exp and
+    log; group_norm and layer_norm (their output too: PyTorch's CUDA float32 list); batch_norm and instance_norm
     follow their input as in PyTorch (statistics in float32 or wider inside the kernel either way);
   - every other op follows its inputs, and binary ops promote (float16 + float32 -> float32).
 Casts of leaf tensors that require grad (parameters) are cached for the outermost autocast region, so a weight

@@ -319,7 +319,10 @@ class Tensor(_C.TensorBase):
     def relu(self): return activation.relu(self)
     def relu_(self): return activation.relu_(self)
     def sigmoid(self): return activation.sigmoid(self)
+    def sigmoid_(self): return activation.sigmoid_(self)
     def tanh(self): return activation.tanh(self)
+    def tanh_(self): return activation.tanh_(self)
+    def prelu(self, weight): return activation.prelu(self, weight)
     def softmax(self, dim, dtype=None): return activation.softmax(self, dim, dtype=dtype)
     def log_softmax(self, dim, dtype=None): return activation.log_softmax(self, dim, dtype=dtype)
 

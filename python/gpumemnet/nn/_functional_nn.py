@@ -4,9 +4,10 @@ and re-exported here.
 
 Each op checks its arguments as PyTorch does, then either calls C directly (no gradient needed: nothing is
 saved) or goes through a Function whose backward is one C call. What each backward keeps is chosen for memory:
-  relu / leaky_relu (slope >= 0) / sigmoid / tanh / softmax / log_softmax save their OUTPUT, which the next
-    layer usually keeps anyway (so it costs nothing extra), and which makes relu_ possible;
-  gelu saves its input; dropout a 1-byte mask; batch_norm the input plus per-channel mean and 1/std;
+  relu / leaky_relu (slope >= 0) / sigmoid / tanh / softmax / log_softmax (and the others _core/activation.py
+    lists) save their OUTPUT, which the next layer usually keeps anyway (so it costs nothing extra), and which
+    makes relu_ possible; gelu (silu, hardswish, mish, softplus, prelu) saves its input;
+  dropout a 1-byte mask; batch_norm the input plus per-channel mean and 1/std;
   cross_entropy the logits plus one log-sum-exp per position (no probability tensor);
   nll_loss only the target (its gradient does not depend on the input's values).
 Running statistics of batch_norm are updated in place by C, outside any graph. Dropout masks come from the
@@ -14,13 +15,16 @@ global Philox generator (see kernels/cpu/dropout.h for the stream), so resetting
 """
 from .. import _C
 from .._core.activation import (  # noqa: F401  (the activations live in the core: Tensor.relu() etc. use them)
-    _check_tensor, _fp32, relu, relu_, leaky_relu, sigmoid, tanh, gelu, softmax, log_softmax)
+    _check_tensor, _fp32, relu, relu_, leaky_relu, leaky_relu_, sigmoid, tanh, gelu, silu, hardswish, hardsigmoid,
+    mish, hardtanh, hardtanh_, relu6, elu, elu_, softplus, prelu, softmax, log_softmax)
 from .._core.autograd import Function
 from .._core.autograd import as_activation as _as_activation
 from .._core.autograd import check_inplace as _check_inplace, needs_grad as _needs_grad
 from .._core.state import state
 
-__all__ = ["relu", "relu_", "leaky_relu", "sigmoid", "tanh", "gelu", "dropout", "dropout2d", "batch_norm",
+__all__ = ["relu", "relu_", "leaky_relu", "leaky_relu_", "sigmoid", "tanh", "gelu", "silu", "hardswish",
+           "hardsigmoid", "mish", "hardtanh", "hardtanh_", "relu6", "elu", "elu_", "softplus", "prelu", "dropout",
+           "dropout2d", "batch_norm",
            "softmax", "log_softmax", "cross_entropy", "nll_loss", "mse_loss", "l1_loss",
            "binary_cross_entropy_with_logits"]
 

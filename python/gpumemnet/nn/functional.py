@@ -4,8 +4,9 @@ Each op family lives in its own module (autograd Function + argument checks + th
   _functional_conv.py   conv2d, conv_transpose2d, linear
   _functional_pool.py   max_pool2d, avg_pool2d, adaptive_avg_pool2d, global_avg_pool2d, global_max_pool2d,
                         interpolate
-  _functional_nn.py     relu, relu_, leaky_relu, sigmoid, tanh, gelu, dropout, dropout2d, batch_norm, softmax,
-                        log_softmax, cross_entropy, nll_loss, mse_loss, l1_loss,
+  _functional_nn.py     relu, relu_, leaky_relu, leaky_relu_, sigmoid, tanh, gelu, silu, hardswish,
+                        hardsigmoid, mish, hardtanh, hardtanh_, relu6, elu, elu_, softplus, prelu, dropout, dropout2d,
+                        batch_norm, softmax, log_softmax, cross_entropy, nll_loss, mse_loss, l1_loss,
                         binary_cross_entropy_with_logits
   _functional_norm.py   group_norm, layer_norm, instance_norm
 """
@@ -13,6 +14,7 @@ from ._functional_conv import conv2d, conv_transpose2d, linear  # noqa: F401
 from ._functional_pool import (  # noqa: F401
     max_pool2d, avg_pool2d, adaptive_avg_pool2d, global_avg_pool2d, global_max_pool2d, interpolate)
 from ._functional_nn import (  # noqa: F401
-    relu, relu_, leaky_relu, sigmoid, tanh, gelu, dropout, dropout2d, batch_norm, softmax, log_softmax,
+    relu, relu_, leaky_relu, leaky_relu_, sigmoid, tanh, gelu, silu, hardswish, hardsigmoid, mish, hardtanh,
+    hardtanh_, relu6, elu, elu_, softplus, prelu, dropout, dropout2d, batch_norm, softmax, log_softmax,
     cross_entropy, nll_loss, mse_loss, l1_loss, binary_cross_entropy_with_logits)
 from ._functional_norm import group_norm, layer_norm, instance_norm  # noqa: F401
