@@ -23,12 +23,15 @@ import sys
 import threading
 import types
 
+from ._core import hooks as _hooks
+
 __all__ = ["as_torch", "is_active", "missing_names"]
 
 # torch submodules that live elsewhere in gpumemnet; every other torch.X.Y is gpumemnet.X.Y. PyTorch's
 # infrastructure modules are stand-ins in gpumemnet.compat (what PyTorch does where the feature is off).
 _RENAMED = {f"torch.{name}": f"gpumemnet.compat.{name}"
-            for name in ("jit", "hub", "ops", "library", "fx", "compiler", "version")}
+            for name in ("jit", "hub", "ops", "library", "fx", "compiler", "version", "_custom_ops", "_dynamo",
+                         "onnx", "ao")}
 _RENAMED["torch._C"] = "gpumemnet.compat._torch_c"
 
 # What `torch.__version__` says under the alias: the PyTorch release whose API gpumemnet follows (scripts and
@@ -42,6 +45,10 @@ _missing_lock = threading.Lock()
 def _record(name, kind):
     with _missing_lock:
         _missing.setdefault(name, kind)
+
+
+# The names that exist only so that imports succeed (_core/unsupported.py) report here when they are used.
+_hooks.register("missing_name", lambda torch_name: _record(torch_name, "call"))
 
 
 def missing_names():

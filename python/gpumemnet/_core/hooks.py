@@ -14,6 +14,8 @@ SLOTS = {
                              "root module called on this thread (autograd.backward, Optimizer.step)",
     "memory_summary": "fn(device) -> str: gm.memory.memory_summary (gm.cuda.memory_summary)",
     "set_limit": "fn(device, nbytes_or_fraction): gm.memory.set_limit (gm.cuda.set_per_process_memory_fraction)",
+    "missing_name": "fn(torch_name): a PyTorch name that exists only so that imports succeed was used "
+                    "(_core/unsupported.py); gpumemnet.dropin lists it in `run --report`",
 }
 
 _registered = {}

@@ -9,6 +9,8 @@ Each op family lives in its own module (autograd Function + argument checks + th
                         batch_norm, softmax, log_softmax, cross_entropy, nll_loss, mse_loss, l1_loss,
                         binary_cross_entropy_with_logits
   _functional_norm.py   group_norm, layer_norm, instance_norm
+grid_sample and affine_grid exist only so that code importing them loads (torchvision's transforms); calling
+them raises NotImplementedError (_core/unsupported.py).
 """
 from ._functional_conv import conv2d, conv_transpose2d, linear  # noqa: F401
 from ._functional_pool import (  # noqa: F401
@@ -18,3 +20,7 @@ from ._functional_nn import (  # noqa: F401
     hardtanh_, relu6, elu, elu_, softplus, prelu, dropout, dropout2d, batch_norm, softmax, log_softmax,
     cross_entropy, nll_loss, mse_loss, l1_loss, binary_cross_entropy_with_logits)
 from ._functional_norm import group_norm, layer_norm, instance_norm  # noqa: F401
+from .._core import unsupported as _unsupported
+
+grid_sample = _unsupported.function("torch.nn.functional.grid_sample")
+affine_grid = _unsupported.function("torch.nn.functional.affine_grid")
