@@ -70,7 +70,7 @@ def _replace(root, path, new):
 
 def _need(est, training):
     """What the device must hold for the step (training) or the forward (inference)."""
-    return est.total if training else est.param_bytes + est.input_bytes + est.inference_peak
+    return est.total if training else est.inference_total
 
 
 def _dominant_linear(model, est):
