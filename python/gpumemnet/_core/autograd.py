@@ -572,6 +572,9 @@ def backward(tensors, grad_tensors=None, retain_graph=False):
     for t in tensors:
         if not t.requires_grad:
             raise _no_graph_error(t)
+    starting = hooks.get("backward_starting")  # set only in `python -m gpumemnet run`
+    if starting is not None:
+        starting(tensors)
     grads = _default_grads(tensors, grad_tensors)
     try:
         _run(tensors, grads, retain_graph)

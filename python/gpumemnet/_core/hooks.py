@@ -14,6 +14,8 @@ SLOTS = {
                              "root module called on this thread (autograd.backward, Optimizer.step)",
     "memory_summary": "fn(device) -> str: gm.memory.memory_summary (gm.cuda.memory_summary)",
     "set_limit": "fn(device, nbytes_or_fraction): gm.memory.set_limit (gm.cuda.set_per_process_memory_fraction)",
+    "backward_starting": "fn(tensors): before a backward() runs (autograd.backward); `python -m gpumemnet run` "
+                         "estimates a model's first training step there (gpumemnet.memory.first_step)",
 }
 
 _registered = {}

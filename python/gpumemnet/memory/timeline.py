@@ -188,8 +188,8 @@ class MemorySummary(str):
 
 
 class Timeline:
-    """plot_timeline() without a path: the recorded history drawn as an inline SVG, shown as such in a notebook (_repr_html_,
-    _repr_svg_); its repr in a terminal is one line naming the peak. .svg is the SVG text."""
+    """plot_timeline() without a path: the recorded history drawn as an inline SVG, shown as such in a notebook
+    (_repr_html_, _repr_svg_); its repr in a terminal is one line naming the peak. .svg is the SVG text."""
 
     def __init__(self, svg, label, device):
         self.svg, self.label, self.device = svg, label, device
