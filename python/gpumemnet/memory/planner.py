@@ -306,6 +306,12 @@ def plan(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, targ
                 c["autocast"], est, t, considered)
 
 
+def _config(p):
+    """A Plan's configuration, as the candidates' dicts."""
+    return dict(accumulation_steps=p.accumulation_steps, checkpoint_segments=p.checkpoint_segments,
+                autocast=p.autocast)
+
+
 def _describe(c):
     amp = "fp32" if c["autocast"] is None else f"autocast {c['autocast']}"
     return (f"accumulation_steps={c['accumulation_steps']}, checkpoint_segments={c['checkpoint_segments']}, "

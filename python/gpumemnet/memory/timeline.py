@@ -1,7 +1,7 @@
 """Allocation history and reports: record_history, dump_history, plot_timeline, memory_summary.
 
-In a notebook, memory_summary() shows as an HTML table and plot_timeline() (no path) as an inline SVG; in a terminal both stay
-plain text.
+In a notebook, memory_summary() shows as an HTML table and plot_timeline() (no path) as an inline SVG; in a
+terminal both stay plain text.
 
 The events come from the allocator's per-device ring (csrc/allocator.c): one per alloc, free and category retag
 (a retag is a -bytes/+bytes pair), each with its time, signed block bytes, category, scope and the device's
