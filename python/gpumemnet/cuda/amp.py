@@ -19,7 +19,7 @@ class autocast(_amp.autocast):
     def __init__(self, enabled=True, dtype=float16, cache_enabled=True):
         if enabled and _C._cuda_device_count() == 0:
             # PyTorch's behaviour and words (torch.autocast on a machine without CUDA): warn, run without it
-            warnings.warn("User provided device_type of 'cuda', but CUDA is not available. Disabling",
+            warnings.warn("CUDA is not available. Disabling autocast.",
                           UserWarning, stacklevel=2)
             enabled = False
         super().__init__("cuda", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
