@@ -81,8 +81,8 @@ def _predicted(stderr):
 
 
 @pytest.mark.parametrize("optimizer, loss", [(SGD, "criterion(out, y)"), (SGD, "F.cross_entropy(out, y)"),
-                                             (ADAM, "criterion(out, y)")],
-                         ids=["SGD-CrossEntropyLoss", "SGD-F.cross_entropy", "Adam-CrossEntropyLoss"])
+                                             (ADAM, "criterion(out, y)"), (SGD, "criterion(out.view(-1, 10), y)")],
+                         ids=["SGD-CrossEntropyLoss", "SGD-F.cross_entropy", "Adam-CrossEntropyLoss", "view"])
 def test_printed_peak_equals_the_measured_peak_of_step_1(tmp_path, optimizer, loss):
     r = _run(_write(tmp_path, optimizer, loss))
     assert r.returncode == 0, r.stderr
@@ -91,8 +91,22 @@ def test_printed_peak_equals_the_measured_peak_of_step_1(tmp_path, optimizer, lo
     assert predicted == measured, line
     kind = "Adam" if optimizer == ADAM else "SGD"
     name = "CrossEntropyLoss" if loss.startswith("criterion") else "F.cross_entropy"
+    assert "not seen" not in line
     assert f"loss {name}, {kind}) on cpu" in line and line.endswith(": fits")
     assert "(--cap)" not in line and "guessed" not in line
+
+
+def test_autocast_and_adamw_are_estimated_as_the_script_runs_them(tmp_path):
+    script = _write(tmp_path, "optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)")
+    text = script.read_text().replace("    out = model(x)\n    loss = criterion(out, y)\n",
+                                      "    with torch.autocast('cpu', dtype=torch.bfloat16):\n"
+                                      "        out = model(x)\n        loss = criterion(out, y)\n")
+    assert "torch.autocast" in text
+    script.write_text(text)
+    r = _run(script)
+    predicted, line = _predicted(r.stderr)
+    assert "AdamW, autocast bfloat16) on cpu" in line
+    assert predicted == int(_lines(r.stdout, "MEASURED")[0].split()[1])
 
 
 def test_the_estimate_does_not_disturb_the_run(tmp_path):

@@ -119,8 +119,12 @@ def _spec(value, outputs):
     """A template entry for one argument of a loss call."""
     if isinstance(value, _C.TensorBase):
         for path, ref in outputs:
-            if ref() is value:
-                return ("output", path)
+            out = ref()
+            if out is value:
+                return ("output", path, None)
+            # a reshaped view of the output (criterion(out.view(-1, C), y)): replayed as the same reshape
+            if out is not None and out._storage_id == value._storage_id and out.numel() == value.numel():
+                return ("output", path, tuple(value.shape))
         return ("tensor", tuple(value.shape), value._dtype)
     return ("value", value)
 
@@ -366,7 +370,8 @@ def _replay(loss, loss_tensor):
     def value(entry, out, y, key):
         kind = entry[0]
         if kind == "output":
-            return _at(out, entry[1])
+            o = _at(out, entry[1])
+            return o if entry[2] is None else o.reshape(entry[2])
         if kind == "tensor":
             return y if key == tkey else _C.empty(entry[1], entry[2], "meta")
         return entry[1]
