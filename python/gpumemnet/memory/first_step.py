@@ -92,7 +92,7 @@ def _at(obj, path):
     return obj
 
 
-class _Loss_:
+class _LossCall:
     """A loss applied to a watched model's output: what to call, and its arguments as a template (the model's
     output by its path in the output, other tensors by shape and dtype, anything else as it was)."""
 
@@ -176,7 +176,7 @@ class _Watcher:
             targs = [_spec(a, call.outputs) for a in args]
             tkw = {k: _spec(v, call.outputs) for k, v in kwargs.items()}
             if any(t[0] == "output" for t in targs + list(tkw.values())):
-                call.loss = _Loss_(fn, name, targs, tkw, result)
+                call.loss = _LossCall(fn, name, targs, tkw, result)
                 return
 
     def backward_starting(self, tensors):
