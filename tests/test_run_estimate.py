@@ -186,3 +186,22 @@ def test_watch_is_off_outside_run_mode():
     assert hooks.get("backward_starting") is None
     assert first_step.wrap_torch_attribute("torch.nn.functional.cross_entropy", len) is len
     del w
+
+
+def test_a_failure_of_the_watching_never_breaks_the_script(monkeypatch):
+    import io
+    import gpumemnet.nn as nn
+
+    def broken(*args):
+        raise RuntimeError("made to fail")
+    monkeypatch.setattr(first_step, "_Call", broken)
+    out = io.StringIO()
+    first_step.watch(out=out)
+    try:
+        model = nn.Linear(4, 2)
+        for _ in range(2):
+            model(gm.randn(3, 4)).sum().backward()  # runs as without the watching
+    finally:
+        first_step.unwatch()
+    assert out.getvalue() == "gpumemnet run: watching for step 1 stopped: RuntimeError: made to fail\n"
+    assert model.weight.grad is not None

@@ -130,6 +130,22 @@ def _spec(value, outputs):
 
 
 # ---- the watcher --------------------------------------------------------------------------------------------
+def _never_fails(method):
+    """A hook of the watcher runs inside the script's own calls: a failure of the watching says so once on
+    stderr and stops the watching, instead of breaking the script's run."""
+    def hook(self, *args):
+        try:
+            return method(self, *args)
+        except EstimateOnly:
+            raise
+        except Exception as e:
+            if not self.broken:
+                self.broken = True
+                print(f"gpumemnet run: watching for step 1 stopped: {type(e).__name__}: {e}", file=self.out)
+    hook.__name__ = method.__name__
+    return hook
+
+
 class _Watcher:
     def __init__(self, cap, estimate_only, out):
         self.cap, self.estimate_only, self.out = cap, estimate_only, out
@@ -137,6 +153,7 @@ class _Watcher:
         self.pending = {}               # id(model) -> _Call (its latest root call in training)
         self.done = weakref.WeakSet()   # models estimated already
         self.estimated = 0
+        self.broken = False
         self.handles = [register_module_forward_pre_hook(self.pre), register_module_forward_hook(self.post)]
 
     def close(self):
@@ -144,8 +161,10 @@ class _Watcher:
             h.remove()
 
     # -- hooks (every module call: cheap unless it is a root call) --
+    @_never_fails
     def pre(self, mod, args):
-        if len(state.modules) != 1 or _estimator.busy.depth or isinstance(mod, _Loss) or mod in self.done:
+        if self.broken or len(state.modules) != 1 or _estimator.busy.depth or isinstance(mod, _Loss) or \
+                mod in self.done:
             return
         if not (mod.training and is_grad_enabled()) or not args or \
                 not all(isinstance(a, _C.TensorBase) for a in args):
@@ -155,8 +174,9 @@ class _Watcher:
         with self.lock:
             self.pending[id(mod)] = _Call(mod, args)
 
+    @_never_fails
     def post(self, mod, args, out):
-        if len(state.modules) != 1 or _estimator.busy.depth:
+        if self.broken or len(state.modules) != 1 or _estimator.busy.depth:
             return
         call = self.pending.get(id(mod))
         if call is not None and call.model() is mod and not call.outputs:
@@ -166,6 +186,7 @@ class _Watcher:
         elif isinstance(mod, _Loss):
             self.loss_called(mod, type(mod).__name__, args, {}, out)
 
+    @_never_fails
     def loss_called(self, fn, name, args, kwargs, result):
         """A loss was computed: remember it for the model whose output it took."""
         with self.lock:
@@ -179,8 +200,9 @@ class _Watcher:
                 call.loss = _LossCall(fn, name, targs, tkw, result)
                 return
 
+    @_never_fails
     def backward_starting(self, tensors):
-        if not self.pending or _estimator.busy.depth:
+        if self.broken or not self.pending or _estimator.busy.depth:
             return
         root = tensors[0].grad_fn if tensors else None
         if root is None:
@@ -201,6 +223,7 @@ class _Watcher:
             self.done.add(model)
             self.report(model, call, tensors[0])
 
+    @_never_fails
     def forward_oom(self, module):
         """An OutOfMemoryError escaped a root call: when it is a watched model's first training forward, the
         estimate is made now (the loss not seen yet: guessed), before the error goes up."""
@@ -252,8 +275,8 @@ class _Watcher:
                 f"{type(opt).__name__ if opt is not None else 'no optimizer'}"
                 f"{', autocast ' + str(call.amp).replace('gpumemnet.', '') if call.amp is not None else ''}) on {dev}")
         fits = predicted <= capacity
-        line = (f"{what}: {note}peak {_fmt(predicted)} predicted ({predicted} bytes: {_fmt(call.held)} held at its start + "
-                f"{_fmt(est.peak)} for the step, reached in {est.peak_scope or '?'}), capacity {_fmt(capacity)}"
+        line = (f"{what}: {note}peak {_fmt(predicted)} predicted ({predicted} bytes: {_fmt(call.held)} held at its "
+                f"start + {_fmt(est.peak)} for the step, reached in {est.peak_scope or '?'}), capacity {_fmt(capacity)}"
                 f"{' (--cap)' if self.cap else ''}: " + ("fits" if fits else
                                                           f"does not fit ({_fmt(predicted - capacity)} over)"))
         remedies = [] if fits else self.remedies(model, call, est, loss_fn, target, factory, capacity)
