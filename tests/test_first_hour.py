@@ -16,7 +16,6 @@ import pytest
 import gpumemnet as gm
 import gpumemnet.nn as nn
 import gpumemnet.nn.functional as F
-from gpumemnet.memory import estimator as _estimate
 from gpumemnet.memory import planner as _plan
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")

@@ -12,7 +12,6 @@ import pytest
 
 import gpumemnet as gm
 import gpumemnet.nn as nn
-from gpumemnet.memory import estimator as _estimate
 from gpumemnet.memory import timeline as _timeline
 
 
