@@ -157,9 +157,11 @@ def test_estimate_only_without_training(tmp_path):
     assert r.returncode == 0 and "without reaching a training step" in r.stderr
 
 
-def test_bad_cap_is_refused(tmp_path):
+def test_bad_options_are_refused(tmp_path):
     r = _run(_write(tmp_path), "--cap", "six gigs")
     assert r.returncode == 2 and "--cap: cannot read 'six gigs' as a size" in r.stderr
+    r = _run(_write(tmp_path), "--estimate-only", "--no-estimate")
+    assert r.returncode == 2 and "opposite things" in r.stderr
 
 
 @pytest.mark.parametrize("text, n", [("6GiB", 6 * 2**30), ("6 GiB", 6 * 2**30), ("512MiB", 512 * 2**20),

@@ -48,6 +48,8 @@ def run(argv):
     parser.add_argument("script", help="the Python script to run")
     parser.add_argument("args", nargs=argparse.REMAINDER, help="the script's own arguments")
     opts = parser.parse_args(argv)
+    if opts.estimate_only and opts.no_estimate:
+        parser.error("--estimate-only and --no-estimate ask for opposite things; give one")
 
     from . import dropin  # the top layer: only the `run` command needs it
     from .memory import first_step, set_limit
