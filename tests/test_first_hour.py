@@ -184,3 +184,16 @@ def test_cuda_amp_autocast_warns_and_disables_itself():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         gm.cuda.amp.autocast(enabled=False)  # asked for nothing: nothing to warn about
+
+
+# ---- no driver -------------------------------------------------------------------------------------------------------
+def test_no_driver_says_so():
+    """A CUDA build on a machine with no NVIDIA driver: the runtime's cudaErrorInsufficientDriver ("driver version
+    is insufficient") would send people to upgrade a driver they do not have."""
+    info = gm._C._build_info()
+    if info["cuda"] in (None, "emulator") or info["cuda_driver"] is not None:
+        pytest.skip("needs a real CUDA build on a machine without an NVIDIA driver")
+    assert gm.cuda.device_count() == 0
+    with pytest.raises(RuntimeError, match="no NVIDIA driver found") as e:
+        gm.zeros(2, device="cuda")
+    assert "insufficient" not in str(e.value)
