@@ -75,6 +75,15 @@ int gm_cuda_check_cudart(cudaError_t st, const char *call, const char *file, int
     /* Clears the runtime's per-thread "last error" for the non-sticky errors, so a later unrelated check does
      * not report this one again; a sticky error (a crashed kernel) stays and every later call reports it. */
     (void)cudaGetLastError();
+#ifndef GM_CUDA_EMU
+    /* With no driver installed at all, the runtime answers cudaErrorInsufficientDriver, whose text ("CUDA driver
+     * version is insufficient for CUDA runtime version") sends people to upgrade a driver they do not have. A
+     * driver version of 0 says there is none. */
+    int drv = 0;
+    if (st == cudaErrorInsufficientDriver && cudaDriverGetVersion(&drv) == cudaSuccess && drv == 0)
+        return gm_cuda_record(cudaGetErrorName(st), "no NVIDIA driver found: install the NVIDIA driver to use CUDA",
+                              (long)st, call, file, line);
+#endif
     return gm_cuda_record(cudaGetErrorName(st), cudaGetErrorString(st), (long)st, call, file, line);
 }
 

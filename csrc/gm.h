@@ -32,8 +32,17 @@ int gm_parse_device(PyObject *obj, gm_device *dev, const char *argname);
 const char *gm_device_str(gm_device dev, char *buf);
 
 /* ---- categories and scope (category.c) -------------------------------------------------------- */
+/* What a block holds; the one definition of each (the Python side, gm.memory.CATEGORY_DOCS, says the same):
+ *   parameter        weights and buffers of a model (nn.Parameter, register_buffer)
+ *   gradient         the .grad of leaves (parameters), accumulated in backward
+ *   optimizer        optimizer state (momentum, Adam's moments)
+ *   activation       tensors kept by the forward for backward (saved tensors), until backward has used them
+ *   activation_grad  gradients of activations flowing through backward, and the temporaries that make them
+ *   workspace        kernel scratch (im2col columns, cuDNN workspace, reduction partials), freed at once
+ *   input            the data given to a model (gm.memory.estimate's batch and target)
+ *   other            everything else: tensors made outside a model and not saved for backward */
 typedef enum {
-    GM_CAT_PARAMETER = 0, GM_CAT_GRADIENT, GM_CAT_OPTIMIZER, GM_CAT_ACTIVATION,
+    GM_CAT_PARAMETER = 0, GM_CAT_GRADIENT, GM_CAT_OPTIMIZER, GM_CAT_ACTIVATION, GM_CAT_ACTIVATION_GRAD,
     GM_CAT_WORKSPACE, GM_CAT_INPUT, GM_CAT_OTHER, GM_NCAT
 } gm_category;
 extern const char *const gm_category_names[GM_NCAT];

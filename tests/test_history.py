@@ -13,7 +13,7 @@ import gpumemnet as gm
 from gpumemnet import _C
 from gpumemnet.memory import timeline as H
 
-CATS = ("parameter", "gradient", "optimizer", "activation", "workspace", "input", "other")
+CATS = ("parameter", "gradient", "optimizer", "activation", "activation_grad", "workspace", "input", "other")
 
 
 @pytest.fixture(params=["cpu", "meta"])
@@ -222,8 +222,12 @@ def test_memory_summary(device):
     fb = H.format_bytes
     for c in CATS:
         row = next(line for line in text.splitlines() if line.split()[:1] == [c])
-        cur, pk, atp = s["by_category"][c]["current"], s["by_category"][c]["peak"], s["at_peak"]["by_category"][c]
-        assert row.split() == [c] + fb(cur).split() + fb(pk).split() + fb(atp).split()
+        cur, atp = s["by_category"][c]["current"], s["at_peak"]["by_category"][c]
+        assert row.split() == [c] + fb(cur).split() + fb(atp).split()
+    # the breakdown is the one at the moment of the peak: it adds up to the peak, which the total row shows
+    assert sum(s["at_peak"]["by_category"].values()) == s["allocated"]["peak"]
+    total = next(line for line in text.splitlines() if line.startswith(" total allocated"))
+    assert total.split()[2:] == fb(s["allocated"]["current"]).split() + fb(s["allocated"]["peak"]).split()
     for key in ("num_allocs", "num_frees", "num_retries", "num_ooms"):
         word = key[4:]
         assert re.search(rf"\b{word} {s[key]}\b", text), key

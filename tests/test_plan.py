@@ -63,7 +63,7 @@ def test_max_batch_size_is_the_largest_that_fits(kw):
     gc.collect()  # garbage of earlier tests must not be freed between the two readings
     gm.memory.reset_peak_memory_stats("cpu")
     before = gm.memory.memory_allocated("cpu")
-    b = _plan.max_batch_size(model, SAMPLE, budget, loss_fn=F.cross_entropy, optimizer=_sgd, target=y, **kw)
+    b = _plan.max_batch_size(model, SAMPLE, loss_fn=F.cross_entropy, optimizer=_sgd, target=y, budget=budget, **kw)
     # meta estimates only: not one byte more on the CPU, not even transiently
     assert gm.memory.memory_allocated("cpu") == before == gm.memory.max_memory_allocated("cpu")
     step = kw.get("accumulation_steps", 1)
@@ -75,29 +75,29 @@ def test_max_batch_size_is_the_largest_that_fits(kw):
 
 def test_max_batch_size_hi_and_lo():
     model = _model()
-    assert _plan.max_batch_size(model, SAMPLE, 1 << 30, hi=5) == 5  # everything fits: the cap is the answer
-    assert _plan.max_batch_size(model, SAMPLE, 1 << 30, lo=3, hi=3) == 3
-    b = _plan.max_batch_size(model, SAMPLE, 300_000, lo=2)
-    assert _plan.max_batch_size(model, SAMPLE, 300_000, lo=2, hi=b + 10) == b
+    assert _plan.max_batch_size(model, SAMPLE, budget=1 << 30, hi=5) == 5  # everything fits: the cap is the answer
+    assert _plan.max_batch_size(model, SAMPLE, budget=1 << 30, lo=3, hi=3) == 3
+    b = _plan.max_batch_size(model, SAMPLE, budget=300_000, lo=2)
+    assert _plan.max_batch_size(model, SAMPLE, budget=300_000, lo=2, hi=b + 10) == b
 
 
 def test_max_batch_size_errors():
     model = _model()
     for budget in (0, -5):
         with pytest.raises(ValueError, match="budget must be a positive number of bytes"):
-            _plan.max_batch_size(model, SAMPLE, budget)
+            _plan.max_batch_size(model, SAMPLE, budget=budget)
     with pytest.raises(TypeError, match="budget must be a number of bytes"):
-        _plan.max_batch_size(model, SAMPLE, "1 GiB")
+        _plan.max_batch_size(model, SAMPLE, budget="1 GiB")
     need = _estimate.estimate(model, SAMPLE, batch_size=1).total
     with pytest.raises(ValueError, match=rf"even a batch of 1 does not fit: .*\({need} bytes\), "
                                          rf"{need - 10_000} bytes over the budget"):
-        _plan.max_batch_size(model, SAMPLE, 10_000)
-    with pytest.raises(TypeError, match="batch_size is what is searched for"):
-        _plan.max_batch_size(model, SAMPLE, 1 << 20, batch_size=4)
+        _plan.max_batch_size(model, SAMPLE, budget=10_000)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'batch_size'"):  # it is what is searched for
+        _plan.max_batch_size(model, SAMPLE, budget=1 << 20, batch_size=4)
     with pytest.raises(ValueError, match=r"hi \(2\) must be at least lo \(4\)"):
-        _plan.max_batch_size(model, SAMPLE, 1 << 20, lo=4, hi=2)
+        _plan.max_batch_size(model, SAMPLE, budget=1 << 20, lo=4, hi=2)
     with pytest.raises(ValueError, match=r"loss must be a scalar tensor, got \(1, 10\)"):
-        _plan.max_batch_size(model, SAMPLE, 1 << 20, loss_fn=lambda out, y: out)
+        _plan.max_batch_size(model, SAMPLE, budget=1 << 20, loss_fn=lambda out, y: out)
 
 
 # ---- plan: the choice ------------------------------------------------------------------------------------------------
@@ -120,8 +120,8 @@ def grid_totals():
 @pytest.mark.parametrize("budget", [700_000, 310_000, 280_000, 250_000, 220_000])
 def test_plan_is_the_fastest_configuration_that_fits(budget, grid_totals):
     model, batch = _model(), 16
-    p = _plan.plan(model, F.cross_entropy, SAMPLE, batch, budget, target=gm.zeros(batch, dtype=gm.int64),
-                   optimizer=_sgd)
+    p = _plan.plan(model, SAMPLE, F.cross_entropy, batch_size=batch, budget=budget,
+                   target=gm.zeros(batch, dtype=gm.int64), optimizer=_sgd)
     assert p.micro_batch * p.accumulation_steps == batch
     chosen = dict(accumulation_steps=p.accumulation_steps, checkpoint_segments=p.checkpoint_segments,
                   autocast=p.autocast)
@@ -151,7 +151,8 @@ def test_plan_only_offers_checkpointing_for_sequential():
     assert {c["checkpoint_segments"] for c in _plan._grid(_model(), 6)} == {None, 2, 4}
     assert {c["accumulation_steps"] for c in _plan._grid(_model(), 6)} == {1, 2}
     with pytest.raises(TypeError, match="checkpoint_segments needs an nn.Sequential"):
-        _plan.plan(Net(), F.cross_entropy, SAMPLE, 4, 1 << 30, candidates=[dict(checkpoint_segments=2)])
+        _plan.plan(Net(), SAMPLE, F.cross_entropy, batch_size=4, budget=1 << 30,
+                   candidates=[dict(checkpoint_segments=2)])
 
 
 # ---- plan: the step under a real limit -----------------------------------------------------------------------------
@@ -182,7 +183,8 @@ def test_plan_step_fits_a_limit_the_plain_step_does_not():
     # fp32 only: bfloat16 may fit as well, but its gradients are not the fp32 ones this test compares
     fp32 = [c for c in _plan._grid(model, batch) if c["autocast"] is None]
     budget = (plain_total + _total(model, batch, accumulation_steps=2)) // 2
-    p = _plan.plan(model, F.cross_entropy, SAMPLE, batch, budget, target=y, optimizer=_sgd, candidates=fp32)
+    p = _plan.plan(model, SAMPLE, F.cross_entropy, batch_size=batch, budget=budget, target=y, optimizer=_sgd,
+                   candidates=fp32)
     assert p.predicted_peak <= budget < plain_total and p.accumulation_steps == 2 and p.micro_batch == 64
     gc.collect()
     gm.memory.empty_cache("cpu")
@@ -209,21 +211,22 @@ def test_plan_errors():
     model = _model()
     for budget in (0, -1):
         with pytest.raises(ValueError, match="budget must be a positive number of bytes"):
-            _plan.plan(model, F.cross_entropy, SAMPLE, 8, budget)
+            _plan.plan(model, SAMPLE, F.cross_entropy, batch_size=8, budget=budget)
     cands = [dict(accumulation_steps=1), dict(accumulation_steps=8)]
     smallest = min(_estimate.estimate(model, SAMPLE, batch_size=8, **c).total for c in cands)
     with pytest.raises(ValueError, match=rf"no configuration fits the budget of .* \(20000 bytes\): the smallest "
                                          rf"predicted total is .* \({smallest} bytes\), with accumulation_steps=8"):
-        _plan.plan(model, lambda out, y: out.sum(), SAMPLE, 8, 20_000, candidates=cands)
+        _plan.plan(model, SAMPLE, lambda out, y: out.sum(), batch_size=8, budget=20_000, candidates=cands)
     with pytest.raises(ValueError, match=r"loss must be a scalar tensor, got \(8, 10\)"):
-        _plan.plan(model, lambda out, y: out, SAMPLE, 8, 1 << 30)
+        _plan.plan(model, SAMPLE, lambda out, y: out, batch_size=8, budget=1 << 30)
     with pytest.raises(ValueError, match="accumulation_steps=3 does not divide batch_size=8"):
-        _plan.plan(model, F.cross_entropy, SAMPLE, 8, 1 << 30, candidates=[dict(accumulation_steps=3)])
+        _plan.plan(model, SAMPLE, F.cross_entropy, batch_size=8, budget=1 << 30,
+                   candidates=[dict(accumulation_steps=3)])
     with pytest.raises(ValueError, match="batch_size must be a positive int"):
-        _plan.plan(model, F.cross_entropy, SAMPLE, 0, 1 << 30)
+        _plan.plan(model, SAMPLE, F.cross_entropy, batch_size=0, budget=1 << 30)
     with pytest.raises(TypeError, match="loss_fn must be callable"):
-        _plan.plan(model, None, SAMPLE, 8, 1 << 30)
-    p = _plan.plan(model, lambda out, y: out.sum(), SAMPLE, 8, 1 << 30)
+        _plan.plan(model, SAMPLE, 42, batch_size=8, budget=1 << 30)
+    p = _plan.plan(model, SAMPLE, lambda out, y: out.sum(), batch_size=8, budget=1 << 30)
     with pytest.raises(ValueError, match=r"planned batch of 8 samples .* got shape \(4, 1, 16, 16\)"):
         p.step(gm.randn(4, *SAMPLE), None, _sgd(model.parameters()))
     p.loss_fn = lambda out, y: out
@@ -247,7 +250,8 @@ def test_a_tight_budget_counts_the_segments_not_only_the_tensors():
     target = gm.zeros(batch, dtype=gm.int64)
     budget = _total(_model(), batch)  # the plain step's allocated total, to the byte
     fp32 = [c for c in _plan._grid(_model(), batch) if c["autocast"] is None]
-    p = _plan.plan(_model(), F.cross_entropy, SAMPLE, batch, budget, target=target, optimizer=_sgd, candidates=fp32)
+    p = _plan.plan(_model(), SAMPLE, F.cross_entropy, batch_size=batch, budget=budget, target=target,
+                   optimizer=_sgd, candidates=fp32)
     assert p.accumulation_steps > 1 and p.predicted_peak < budget and p.predicted_reserved <= budget
     plain = p.considered[0]
     assert plain[0]["accumulation_steps"] == 1 and plain[0]["checkpoint_segments"] is None and plain[1] == budget
@@ -256,7 +260,7 @@ def test_a_tight_budget_counts_the_segments_not_only_the_tensors():
         _estimate.estimate(_model(), SAMPLE, loss_fn=F.cross_entropy, optimizer=_sgd, batch_size=batch,
                            target=target, limit=budget)
     with pytest.raises(ValueError, match="does not fit"):
-        _plan.max_batch_size(_model(), SAMPLE, budget, loss_fn=F.cross_entropy, optimizer=_sgd, lo=batch, hi=batch,
+        _plan.max_batch_size(_model(), SAMPLE, F.cross_entropy, _sgd, budget=budget, lo=batch, hi=batch,
                              target=target)
 
     def real_step(step):

@@ -1,8 +1,9 @@
 """`python -m gpumemnet` (the package's face, top layer): what was built and what this machine offers (versions,
 BLAS kernels, devices, threads). Paste its output into bug reports.
 
-`python -m gpumemnet run [--report] script.py [args...]`: runs a script written for PyTorch with `import torch`
-resolving to gpumemnet (gpumemnet/dropin.py)."""
+`python -m gpumemnet run [--report] [--cap SIZE] [--estimate-only] script.py [args...]`: runs a script written
+for PyTorch with `import torch` resolving to gpumemnet (gpumemnet/dropin.py); before each model's first training
+step, prints that step's predicted peak (gpumemnet/memory/first_step.py)."""
 import argparse
 import os
 import platform
@@ -36,16 +37,44 @@ def run(argv):
         description="Run a PyTorch script on gpumemnet: `import torch` resolves to gpumemnet.")
     parser.add_argument("--report", action="store_true",
                         help="at the end, list the PyTorch names the script looked up that gpumemnet lacks")
+    parser.add_argument("--cap", metavar="SIZE",
+                        help="run as on a card of this size (6GiB, 512MiB, 8GB): the limit of the script's device "
+                             "(each CUDA device, or the CPU when there is none) and the capacity the first-step "
+                             "estimates compare with")
+    parser.add_argument("--estimate-only", action="store_true",
+                        help="stop the script after the first model's step-1 estimate, without training")
+    parser.add_argument("--no-estimate", action="store_true",
+                        help="do not estimate each model's first training step")
     parser.add_argument("script", help="the Python script to run")
     parser.add_argument("args", nargs=argparse.REMAINDER, help="the script's own arguments")
     opts = parser.parse_args(argv)
+    if opts.estimate_only and opts.no_estimate:
+        parser.error("--estimate-only and --no-estimate ask for opposite things; give one")
 
     from . import dropin  # the top layer: only the `run` command needs it
+    from .memory import first_step, set_limit
+    cap = None
+    if opts.cap is not None:
+        try:
+            cap = first_step.parse_bytes(opts.cap)
+        except ValueError as e:
+            parser.error(f"--cap: {e}")
+        # The card rehearsed stands for the device the script trains on: its GPUs, or the CPU without one.
+        for dev in [f"cuda:{i}" for i in range(cuda.device_count())] or ["cpu"]:
+            set_limit(dev, cap)
+    if not opts.no_estimate:
+        first_step.watch(cap=cap, estimate_only=opts.estimate_only)
+        dropin.set_attribute_hook(first_step.wrap_torch_attribute)
     dropin.as_torch()
     sys.argv = [opts.script] + opts.args
     sys.path.insert(0, os.path.dirname(os.path.abspath(opts.script)))  # as `python script.py` does
     try:
         runpy.run_path(opts.script, run_name="__main__")
+        if opts.estimate_only:
+            print("gpumemnet run: the script ended without reaching a training step (no backward() from a "
+                  "model's output): nothing to estimate", file=sys.stderr)
+    except first_step.EstimateOnly as e:
+        sys.exit(e.code)
     except SystemExit:
         raise
     except BaseException as e:  # shown as `python script.py` shows it: from the script's frame on
@@ -55,6 +84,8 @@ def run(argv):
         traceback.print_exception(type(e), e, tb or e.__traceback__)
         sys.exit(1)
     finally:
+        first_step.unwatch()
+        dropin.set_attribute_hook(None)
         if opts.report:
             names = dropin.missing_names()
             print(f"gpumemnet run: {len(names)} PyTorch name(s) looked up that gpumemnet does not have yet"

@@ -39,6 +39,15 @@ _RENAMED["torch._C"] = "gpumemnet.compat._torch_c"
 TORCH_API_VERSION = "2.14.0"
 
 _missing = {}          # "torch.nn.GroupNorm" -> how it was asked for ("attribute" / "module")
+# fn(torch_name, value) -> value, applied to every attribute read through the alias; `python -m gpumemnet run`
+# sets it (gpumemnet.memory.first_step.wrap_torch_attribute: sees which loss function a script applies).
+_attribute_hook = None
+
+
+def set_attribute_hook(fn):
+    """Set (or, with None, remove) the function every attribute read through the alias passes through."""
+    global _attribute_hook
+    _attribute_hook = fn
 _missing_lock = threading.Lock()
 
 
@@ -101,7 +110,7 @@ class _TorchModule(types.ModuleType):
         if isinstance(value, types.ModuleType) and value.__name__.startswith("gpumemnet."):
             return importlib.import_module(full)  # the submodule's alias, so its missing names are reported too
         if value is not _MISSING:
-            return value
+            return value if _attribute_hook is None else _attribute_hook(full, value)
         if _gm_name(full) is not None:  # a submodule not imported yet
             return importlib.import_module(full)
         _record(full, "attribute")

@@ -160,7 +160,14 @@ class _SavedTensor:
 
     def get(self, op_name):
         if self.unpack is not None:
-            return self.unpack(self.packed)
+            # What an unpack hook makes (a checkpoint's recomputed forward, an offloaded tensor brought back) is
+            # forward state, not a gradient: it is made under "other", as in the forward, and re-tagged
+            # "activation" when saved, instead of under backward's "activation_grad" (see _run).
+            prev = _C.set_category("other")
+            try:
+                return self.unpack(self.packed)
+            finally:
+                _C.set_category(prev)
         t = self.packed
         if t._version != self.version:
             raise RuntimeError(
@@ -450,6 +457,14 @@ def _restore_scope(scope):
         _C.set_scope(scope)
 
 
+@contextlib.contextmanager
+def _restore_category(category):
+    try:
+        yield
+    finally:
+        _C.set_category(category)
+
+
 def _run(roots, grad_outputs, retain_graph, capture=None):
     """Run backward from (tensor, grad) pairs. With `capture` (a dict edge -> None) the gradients reaching
     those edges are returned instead of being accumulated into leaves."""
@@ -461,7 +476,10 @@ def _run(roots, grad_outputs, retain_graph, capture=None):
         root_nodes.append(node)
     order = _collect(root_nodes)
     outer_scope = _C.get_scope()
-    with no_grad(), _restore_scope(outer_scope):
+    # What backward allocates is tagged "activation_grad" (gradients of activations and their temporaries);
+    # AccumulateGrad tags leaf gradients "gradient", kernels their scratch "workspace" (gm.memory.CATEGORY_DOCS).
+    outer_category = _C.set_category("activation_grad")
+    with no_grad(), _restore_scope(outer_scope), _restore_category(outer_category):
         for node in order:
             slot = buf.pop(node, None)
             if slot is None:
@@ -554,6 +572,9 @@ def backward(tensors, grad_tensors=None, retain_graph=False):
     for t in tensors:
         if not t.requires_grad:
             raise _no_graph_error(t)
+    starting = hooks.get("backward_starting")  # set only in `python -m gpumemnet run`
+    if starting is not None:
+        starting(tensors)
     grads = _default_grads(tensors, grad_tensors)
     try:
         _run(tensors, grads, retain_graph)

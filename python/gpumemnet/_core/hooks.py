@@ -16,6 +16,8 @@ SLOTS = {
     "set_limit": "fn(device, nbytes_or_fraction): gm.memory.set_limit (gm.cuda.set_per_process_memory_fraction)",
     "missing_name": "fn(torch_name): a PyTorch name that exists only so that imports succeed was used "
                     "(_core/unsupported.py); gpumemnet.dropin lists it in `run --report`",
+    "backward_starting": "fn(tensors): before a backward() runs (autograd.backward); `python -m gpumemnet run` "
+                         "estimates a model's first training step there (gpumemnet.memory.first_step)",
 }
 
 _registered = {}

@@ -1,4 +1,9 @@
-"""GradScaler (layer 2, amp): loss scaling with a fused unscale and inf/nan check."""
+"""GradScaler (layer 2, amp): loss scaling with a fused unscale and inf/nan check.
+
+GradScaler("cuda") (the default, and gm.cuda.amp.GradScaler) on a machine without CUDA warns and disables
+itself, as PyTorch's does: scale() then returns the loss as it is and step() is optimizer.step()."""
+import warnings
+
 from .. import _C
 
 __all__ = ["GradScaler"]
@@ -32,6 +37,11 @@ class GradScaler:
         if isinstance(growth_interval, bool) or not isinstance(growth_interval, int) or growth_interval < 1:
             raise ValueError(f"GradScaler: growth_interval must be a positive int, got {growth_interval!r}")
         self._enabled = bool(enabled)
+        if self._enabled and str(device).split(":")[0] == "cuda" and _C._cuda_device_count() == 0:
+            # PyTorch's behaviour and words: a scaler for CUDA on a machine without it would only cost time
+            warnings.warn("torch.cuda.amp.GradScaler is enabled, but CUDA is not available.  Disabling.",
+                          UserWarning, stacklevel=2)
+            self._enabled = False
         self._scale = float(init_scale)
         self._growth_factor = float(growth_factor)
         self._backoff_factor = float(backoff_factor)

@@ -13,10 +13,12 @@ optimizer, nn.Module, gm.cuda) reach them only through there."""
 from .._core import hooks as _hooks
 from .._core.scope import category, scope  # noqa: F401
 from .stats import (  # noqa: F401
-    PINNED, CATEGORIES, memory_allocated, max_memory_allocated, memory_reserved, reset_peak_memory_stats,
+    PINNED, CATEGORIES, CATEGORY_DOCS, format_bytes, memory_allocated, max_memory_allocated, memory_reserved,
+    reset_peak_memory_stats,
     empty_cache, memory_stats, set_limit, get_limit, capacity)
-from .timeline import record_history, history, dump_history, plot_timeline, memory_summary  # noqa: F401
-from .estimator import estimate, summary  # noqa: F401
+from .timeline import (  # noqa: F401
+    record_history, history, dump_history, plot_timeline, memory_summary, MemorySummary, Timeline)
+from .estimator import estimate, summary, Estimate, Summary  # noqa: F401
 from .planner import max_batch_size, plan  # noqa: F401
 from .torch_adam import TorchStyleAdam  # noqa: F401
 from . import oom as _oom

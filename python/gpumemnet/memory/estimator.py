@@ -20,6 +20,8 @@ the real peak can only be higher by what was free at that moment). Estimate.note
 import copy
 import functools
 import gc
+import html
+import sys
 import threading
 import time
 
@@ -36,7 +38,7 @@ from ..optim import Adam
 from ..utils.checkpoint import checkpoint_sequential
 from . import stats as _memory
 
-__all__ = ["Estimate", "LayerRow", "estimate", "summary"]
+__all__ = ["Estimate", "LayerRow", "Summary", "estimate", "summary"]
 
 META = "meta"
 
@@ -65,11 +67,7 @@ def holding_meta(fn):
     return wrapper
 
 
-def _fmt(n):
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
-        n /= 1024
+_fmt = _memory.format_bytes  # one unit everywhere (stats.format_bytes)
 
 
 class LayerRow:
@@ -88,16 +86,24 @@ class LayerRow:
 class Estimate:
     """What one training step needs. Bytes are allocator bytes (blocks rounded as the allocator rounds them).
 
-    peak            peak allocated bytes of the step, over what was live before it (parameters, input)
+    One definition of "peak" in everything shown (repr, summary, run mode): what the device holds at the highest
+    moment, parameters and input included. These are `total` (the training step) and `inference_total` (a
+    forward under no_grad in eval mode); the attributes below named peak are the part of them above the
+    parameters and input.
+
+    total           parameters + input + peak: the training step's peak on the device
+    inference_total parameters + input + inference_peak: the inference forward's peak on the device
+    peak            the step's peak allocated bytes above what was live before it (parameters, input)
+    inference_peak  the same for the inference forward
     peak_reserved   peak reserved bytes (segments: blocks + cache) for the model, input and step together,
                     from an empty cache: what the device must hand the allocator (compare with `total`)
-    at_peak         {category: bytes} at the moment of the peak, over the pre-step values
+    at_peak         {category: bytes} at the moment of the step's peak, parameters and input included: it sums
+                    to `total` (each category's own highest value, at other moments, is not shown: those do not
+                    add up to a peak). Categories: gm.memory.CATEGORY_DOCS
     peak_scope      the allocator scope of the allocation that reached the peak ("fc1 backward", "Adam.step")
-    inference_peak  peak of a forward under no_grad in eval mode, over what was live before it
     params, trainable, param_bytes, gradient_bytes, optimizer_bytes, activation_bytes (peak saved for backward),
-    input_bytes, layers (LayerRow list), total (what the device must hold: parameters + input + step peak),
-    device (what the estimate stands for: "cpu", "cuda:0"...), notes (what the figures leave out, as sentences:
-    for CUDA, cuDNN's convolution workspace)."""
+    input_bytes, layers (LayerRow list), device (what the estimate stands for: "cpu", "cuda:0"...), notes (what
+    the figures leave out, as sentences: for CUDA, cuDNN's convolution workspace)."""
 
     def __init__(self, **kw):
         self.__dict__.update(kw)
@@ -105,6 +111,10 @@ class Estimate:
     @property
     def total(self):
         return self.param_bytes + self.input_bytes + self.peak
+
+    @property
+    def inference_total(self):
+        return self.param_bytes + self.input_bytes + self.inference_peak
 
     def fits(self, capacity):
         """Whether the allocated bytes fit. The allocator also needs whole segments and may fragment them:
@@ -121,9 +131,39 @@ class Estimate:
         """'predicted for cuda:0 (cuDNN workspace not included)', 'predicted for cpu'."""
         return f"predicted for {self.device}" + (" (cuDNN workspace not included)" if self.notes else "")
 
+    def breakdown(self):
+        """[(category, bytes)] at the moment of the peak, the categories holding bytes, largest first."""
+        return sorted(((c, b) for c, b in self.at_peak.items() if b), key=lambda cb: -cb[1])
+
     def __repr__(self):
-        return (f"Estimate(peak={_fmt(self.peak)} in {self.peak_scope!r}, total={_fmt(self.total)}, "
-                f"params={self.params:,}, inference_peak={_fmt(self.inference_peak)}, {self.predicted_for})")
+        return (f"Estimate(training peak {_fmt(self.total)} in {self.peak_scope!r}, inference peak "
+                f"{_fmt(self.inference_total)}, params={self.params:,}, {self.predicted_for})")
+
+    def _repr_html_(self):
+        """A notebook shows the estimate as a table (text stays the repr in a terminal)."""
+        rows = [("training peak", f"{_fmt(self.total)} (reached in {self.peak_scope or '?'})")]
+        rows += [(f"&nbsp;&nbsp;{c} at the peak", _fmt(b)) for c, b in self.breakdown()]
+        rows += [("inference peak", _fmt(self.inference_total)), ("parameters", f"{self.params:,} "
+                 f"({_fmt(self.param_bytes)})"), ("gradients", _fmt(self.gradient_bytes)),
+                 ("optimizer state", _fmt(self.optimizer_bytes)),
+                 ("activations saved for backward (most at once)", _fmt(self.activation_bytes)),
+                 ("input", _fmt(self.input_bytes))]
+        return _html_table(f"gpumemnet estimate: one training step, {html.escape(self.predicted_for)}",
+                           [(k, html.escape(v)) for k, v in rows])
+
+
+def _html_table(caption, rows, header=None):
+    """A small self-contained HTML table (no scripts, no external styles): caption, optional header, rows of
+    already-escaped cells."""
+    out = ['<table class="gpumemnet" style="border-collapse:collapse;font-family:monospace">',
+           f'<caption style="text-align:left;font-weight:bold">{caption}</caption>']
+    if header:
+        out.append("<tr>" + "".join(f'<th style="text-align:left;padding:0 8px">{h}</th>' for h in header)
+                   + "</tr>")
+    for row in rows:
+        out.append("<tr>" + "".join(f'<td style="padding:0 8px">{c}</td>' for c in row) + "</tr>")
+    out.append("</table>")
+    return "\n".join(out)
 
 
 CUDNN_NOTE = ("cuDNN workspace not included: on meta there is no cuDNN to ask, so every convolution is modelled "
@@ -228,13 +268,33 @@ def _check_shape(shape, what):
     return shape
 
 
-@holding_meta
+def _input_specs(input_shape, batch_size, dtype):
+    """[(shape, dtype code)] of the model's inputs: input_shape is one sample's shape (with batch_size) or the
+    whole batch's; or a Tensor (its shape and dtype), or a tuple/list of Tensors for a model of several inputs
+    (python -m gpumemnet run passes the script's own inputs so)."""
+    if isinstance(input_shape, _C.TensorBase) or (isinstance(input_shape, (tuple, list)) and input_shape
+                                                   and all(isinstance(t, _C.TensorBase) for t in input_shape)):
+        tensors = [input_shape] if isinstance(input_shape, _C.TensorBase) else list(input_shape)
+        specs = []
+        for t in tensors:
+            shape = tuple(t.shape)
+            if not shape:
+                raise ValueError("estimate: an input tensor must have a batch dimension, got a 0-d tensor")
+            specs.append(((batch_size,) + shape[1:] if batch_size is not None else shape, t._dtype))
+        return specs
+    shape = _check_shape(input_shape, "input_shape")
+    return [((batch_size,) + shape if batch_size is not None else shape, dtype)]
+
+
 def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, target=None, autocast=None,
              checkpoint_segments=None, accumulation_steps=1, device="cpu", limit=None):
     """Run the first training step of `model` (forward, loss, backward, the optimizer's first step) on a meta
     copy and return an Estimate. The model itself is not touched.
 
-    input_shape: one sample's shape with batch_size, or the whole batch's shape when batch_size is None.
+    The order of the leading arguments is the same in estimate, plan and max_batch_size: model, input_shape,
+    loss_fn, optimizer, batch_size, target.
+    input_shape: one sample's shape with batch_size, or the whole batch's shape when batch_size is None; or a
+    Tensor (its shape and dtype), or a tuple of Tensors for a model taking several inputs.
     loss_fn(output, target): default output.sum(); target: a Tensor or shape (first dim = micro-batch). A loss_fn
     without a target gets one made up: class indices (int64, the output's shape without dim 1, as cross_entropy
     and nll_loss take) or, when loss_fn refuses those, a tensor of the output's shape and dtype (mse_loss...).
@@ -246,17 +306,26 @@ def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, 
     limit: run the step as gm.memory.set_limit(device, limit) would: the allocator frees its cache and retries
     where the real device would, and OutOfMemoryError is raised where the real step would raise it. This is the
     test of "fits" that counts reserved bytes (fragmentation included), not only allocated ones."""
+    with _meta_turn:
+        return _estimate(model, input_shape, loss_fn, optimizer, batch_size, target, autocast, checkpoint_segments,
+                         accumulation_steps, device, limit)
+
+
+def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, target=None, autocast=None,
+              checkpoint_segments=None, accumulation_steps=1, device="cpu", limit=None, keep_outputs=False):
+    """estimate(); keep_outputs: the output and the loss stay alive until the optimizer step has run, as in a
+    script that holds them in variables (`out = model(x); loss = ...`: python -m gpumemnet run)."""
     if not isinstance(model, Module):
         raise TypeError(f"estimate: model must be a gpumemnet.nn.Module, got {type(model).__name__}")
     params = list(model.parameters())
     if not params:
         raise ValueError(f"estimate: {type(model).__name__} has no parameters: there is no training step to "
                          f"estimate (use a forward under no_grad)")
-    shape = _check_shape(input_shape, "input_shape")
     if batch_size is not None:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"estimate: batch_size must be a positive int or None, got {batch_size!r}")
-        shape = (batch_size,) + shape
+    specs = _input_specs(input_shape, batch_size, params[0]._dtype)
+    shape = specs[0][0]
     k = accumulation_steps
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValueError(f"estimate: accumulation_steps must be a positive int, got {k!r}")
@@ -274,16 +343,21 @@ def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, 
         raise ValueError(f"estimate: limit must be a positive number of bytes or None, got {limit!r}")
     amp_ctx = (lambda: _autocast(dev.split(":")[0], dtype=amp_dtype)) if amp_dtype is not None else _nullctx
 
+    def micro_batch(xs, i):
+        return [x[i * micro:(i + 1) * micro] for x in xs] if k > 1 else xs
+
     meta_target = _meta_target(dev)
     draws = state.meta_draws_random
     t0 = time.perf_counter()
     gc.collect()
     _memory.empty_cache(META)  # the estimate stands for a fresh process: no cache to reuse
-    p0, r0 = _cat("parameter"), _memory.memory_reserved(META)
+    start = _memory.memory_stats(META)
+    pre_cat = {c: v["current"] for c, v in start["by_category"].items()}
+    p0, r0 = pre_cat["parameter"], _memory.memory_reserved(META)
     # The caller's meta limit (someone rehearsing a small card on meta) is not the estimate's: it has its own.
     meta_limit = _C.get_limit(META)
     _C.set_limit(META, int(r0 + limit) if limit is not None else None)
-    clone = x = y = opt = recorder = None
+    clone = xs = y = opt = recorder = out = loss = None
     busy.depth += 1
     state.meta_draws_random = False
     prev_target = _C._set_meta_target(*meta_target)
@@ -291,11 +365,12 @@ def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, 
         clone = _meta_copy(model)
         param_bytes = _cat("parameter") - p0
         a0 = _memory.memory_allocated(META)
-        x = _C.empty(shape, params[0]._dtype, META)
-        if target is not None:
-            y = _meta_like(target, micro, "target")
-        elif loss_fn is not None:
-            y = _made_up_target(clone, x[:micro] if k > 1 else x, loss_fn, amp_ctx)
+        with category("input"):
+            xs = [_C.empty(sh, dt, META) for sh, dt in specs]
+            if target is not None:
+                y = _meta_like(target, micro, "target")
+        if target is None and loss_fn is not None:
+            y = _made_up_target(clone, micro_batch(xs, 0), loss_fn, amp_ctx)
         input_bytes = _memory.memory_allocated(META) - a0
         opt = optimizer(list(clone.parameters())) if optimizer is not False else None
         recorder = _LayerRecorder(clone)
@@ -306,35 +381,41 @@ def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, 
         base = before["allocated"]["current"]
         base_cat = {c: v["current"] for c, v in before["by_category"].items()}
         for i in range(k):
-            xi = x[i * micro:(i + 1) * micro] if k > 1 else x
+            xi = micro_batch(xs, i)
             recorder.on = i == 0
+            out = loss = None  # the previous micro-batch's, held as a script's variables hold them
             with amp_ctx():
                 try:
-                    out = checkpoint_sequential(clone, checkpoint_segments, xi) if checkpoint_segments \
-                        else clone(xi)
+                    out = checkpoint_sequential(clone, checkpoint_segments, *xi) if checkpoint_segments \
+                        else clone(*xi)
                 except _C.OutOfMemoryError:
                     raise
                 except (ValueError, RuntimeError, TypeError, IndexError) as e:
-                    raise ValueError(f"estimate: the model does not accept an input of shape {tuple(xi.shape)} "
-                                     f"(input_shape={tuple(input_shape)}, batch_size={batch_size}): {e}") from e
+                    got = ", ".join(str(tuple(x.shape)) for x in xi)
+                    raise ValueError(f"estimate: the model does not accept an input of shape {got} "
+                                     f"(input_shape={_shape_text(input_shape)}, batch_size={batch_size}): {e}") from e
                 finally:
                     recorder.on = False
                 loss = out.sum() if loss_fn is None else _call_loss(loss_fn, out, y)
-            del out
+            if not keep_outputs:
+                out = None
             _check_scalar_loss(loss, "estimate")
             if k > 1:
                 loss = loss / k
             loss.backward()
-            del loss
+            if not keep_outputs:
+                loss = None
         grad_bytes = _cat("gradient") - base_cat["gradient"]
         if opt is not None:
             opt.step()
+        out = loss = None
         after = _memory.memory_stats(META)
         optimizer_bytes = _cat("optimizer") - base_cat["optimizer"]
         peak = after["allocated"]["peak"] - base
         peak_reserved = after["reserved"]["peak"] - r0
         at = after["at_peak"]
-        at_peak = {c: v - base_cat[c] for c, v in at["by_category"].items()}
+        # at the moment of the peak, everything the step's device holds: parameters and input included
+        at_peak = {c: v - pre_cat[c] for c, v in at["by_category"].items()}
         activation_bytes = after["by_category"]["activation"]["peak"] - base_cat["activation"]
         rows = recorder.rows
         recorder.remove()
@@ -349,13 +430,13 @@ def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, 
         _memory.reset_peak_memory_stats(META)
         ibase = _memory.memory_allocated(META)
         with no_grad(), amp_ctx():
-            out = clone(x[:micro] if k > 1 else x)
-        del out
+            out = clone(*micro_batch(xs, 0))
+        out = None
         inference_peak = _memory.max_memory_allocated(META) - ibase
     finally:
         if recorder is not None:
             recorder.remove()
-        del clone, x, y
+        del clone, xs, y, out, loss
         opt = None
         gc.collect()
         _memory.empty_cache(META)
@@ -370,6 +451,14 @@ def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, 
         gradient_bytes=grad_bytes, optimizer_bytes=optimizer_bytes, activation_bytes=activation_bytes,
         input_bytes=input_bytes, layers=rows, input_shape=shape, micro_batch=micro, device=dev,
         notes=[CUDNN_NOTE] if meta_target[0] == "cuda" else [], seconds=time.perf_counter() - t0)
+
+
+def _shape_text(input_shape):
+    if isinstance(input_shape, _C.TensorBase):
+        return str(tuple(input_shape.shape))
+    if isinstance(input_shape, (tuple, list)) and any(isinstance(t, _C.TensorBase) for t in input_shape):
+        return str([tuple(t.shape) for t in input_shape])
+    return str(tuple(input_shape))
 
 
 class _nullctx:
@@ -391,7 +480,7 @@ def _call_loss(loss_fn, out, y):
                          f"and a target of {got}: {e}") from e
 
 
-def _made_up_target(clone, x, loss_fn, amp_ctx):
+def _made_up_target(clone, xs, loss_fn, amp_ctx):
     """A meta target loss_fn accepts, for a loss_fn given without one. The output's shape comes from a forward of
     the micro-batch under no_grad in eval mode (on meta: shapes and allocations only, no dropout, no RNG); all it
     allocated is freed and its cache released before the target is made, so the step starts from the allocator
@@ -400,7 +489,7 @@ def _made_up_target(clone, x, loss_fn, amp_ctx):
     clone.eval()
     try:
         with no_grad(), amp_ctx():
-            out = clone(x)
+            out = clone(*xs)
         if not isinstance(out, _C.TensorBase):
             raise ValueError(f"estimate: loss_fn needs a target and the model's output is a "
                              f"{type(out).__name__}, not a Tensor: pass target= (a Tensor or a shape)")
@@ -430,7 +519,10 @@ def _made_up_target(clone, x, loss_fn, amp_ctx):
         clone.train(was)
     gc.collect()
     _memory.empty_cache(META)
-    return None if tshape is None else _C.empty(tshape, tdtype, META)
+    if tshape is None:
+        return None
+    with category("input"):
+        return _C.empty(tshape, tdtype, META)
 
 
 # ---- summary -------------------------------------------------------------------------------------------------
@@ -450,41 +542,83 @@ def _verdict(est, capacity, run_under_limit):
     return est.verdict(capacity) + " (with the allocator releasing its cache during the step)"
 
 
-def summary(model, input_size, batch_size=-1, device="cpu", optimizer=None, capacity=None, **kw):
-    """Print and return torchsummary's table (Layer (type), Output Shape, Param #) with a column of the bytes each
-    layer keeps for backward, the memory of one training step by kind, and whether it fits the device: its
+class Summary(str):
+    """What summary() returns: the table's text (a str, so it prints, compares and splits as before), shown as
+    itself by repr (not as a quoted string) and as an HTML table in a notebook (_repr_html_)."""
+
+    def __new__(cls, text, est=None, header=(), rows=(), footer=()):
+        self = super().__new__(cls, text)
+        self.estimate, self._header, self._rows, self._footer = est, header, rows, footer
+        return self
+
+    def __repr__(self):
+        return str(self)
+
+    def _repr_html_(self):
+        e = html.escape
+        table = _html_table("gpumemnet summary", [[e(c) for c in r] for r in self._rows],
+                            header=[e(h) for h in self._header])
+        return table + "\n<pre>" + e("\n".join(self._footer)) + "</pre>"
+
+
+def _interactive():
+    """True in IPython/Jupyter and in the plain interactive interpreter: there the value a call returns is shown,
+    so summary() does not print it too (a notebook would show the table twice)."""
+    ipython = sys.modules.get("IPython")
+    if ipython is not None and getattr(ipython, "get_ipython", lambda: None)() is not None:
+        return True
+    return hasattr(sys, "ps1")
+
+
+def summary(model, input_size, batch_size=-1, device="cpu", optimizer=None, capacity=None, loss_fn=None,
+            target=None, autocast=None, checkpoint_segments=None, accumulation_steps=1):
+    """torchsummary's table (Layer (type), Output Shape, Param #) with a column of the bytes each layer keeps for
+    backward, the memory of one training step by kind and at its peak, and whether it fits the device: its
     capacity, or its limit (gm.memory.set_limit) when one is set, or `capacity` (bytes) when given.
-    batch_size=-1 prints -1 as the batch dimension, as torchsummary does, and estimates a batch of 1."""
+    batch_size=-1 prints -1 as the batch dimension, as torchsummary does, and estimates a batch of 1.
+
+    Returns a Summary: the text (a str) that shows itself as the table, and as HTML in a notebook. Printed too
+    when run from a script, as torchsummary prints it; not printed in IPython/Jupyter or the interactive
+    interpreter, where the returned value is shown (once). Figures are MiB/GiB (gm.memory.format_bytes); the
+    peaks are estimate()'s Estimate.total and Estimate.inference_total, the same figures by the same names."""
     dev = device_str(device)
     batch = abs(batch_size) if batch_size else 1
+    kw = dict(loss_fn=loss_fn, target=target, autocast=autocast, checkpoint_segments=checkpoint_segments,
+              accumulation_steps=accumulation_steps)
     est = estimate(model, input_size, optimizer=optimizer, batch_size=batch, device=dev, **kw)
     if capacity is None:
         limit = _memory.get_limit(dev)
         capacity = limit if limit else _memory.capacity(dev)
     line, dline = "-" * 78, "=" * 78
-    out = [line, f"{'Layer (type)':>20}  {'Output Shape':>25} {'Param #':>15} {'Kept':>12}", dline]
+    header = ("Layer (type)", "Output Shape", "Param #", "Kept")
+    rows = []
     for i, r in enumerate(est.layers, 1):
         if isinstance(r.output_shape, tuple):
             shape = "[" + ", ".join([str(batch_size)] + [str(s) for s in r.output_shape[1:]]) + "]"
         else:
             shape = str([[batch_size] + list(s[1:]) for s in r.output_shape])
-        out.append(f"{r.type + '-' + str(i):>20}  {shape:>25} {r.params:>15,} {_fmt(r.kept):>12}")
-    out += [dline,
-            f"Total params: {est.params:,}",
-            f"Trainable params: {est.trainable:,}",
-            f"Non-trainable params: {est.params - est.trainable:,}",
-            line,
-            f"Parameters (MB): {est.param_bytes / 2**20:.2f}",
-            f"Gradients (MB): {est.gradient_bytes / 2**20:.2f}",
-            f"Optimizer state (MB): {est.optimizer_bytes / 2**20:.2f}",
-            f"Activations saved for backward (MB): {est.activation_bytes / 2**20:.2f}",
-            f"Input (MB): {est.input_bytes / 2**20:.2f}",
-            f"Training step peak (MB): {est.total / 2**20:.2f} (reached in {est.peak_scope or '?'})",
-            f"Inference peak (MB): {(est.param_bytes + est.input_bytes + est.inference_peak) / 2**20:.2f}",
-            f"Device {dev}: {_fmt(capacity)}" + (f", {est.predicted_for}" if est.notes else ""),
-            line,
-            _verdict(est, capacity, lambda: estimate(model, input_size, optimizer=optimizer, batch_size=batch,
-                                                     device=dev, limit=capacity, **kw))]
-    text = "\n".join(out)
-    print(text)
+        rows.append((f"{r.type}-{i}", shape, f"{r.params:,}", _fmt(r.kept)))
+    out = [line, f"{header[0]:>20}  {header[1]:>25} {header[2]:>15} {header[3]:>12}", dline]
+    out += [f"{a:>20}  {b:>25} {c:>15} {d:>12}" for a, b, c, d in rows]
+    at = " · ".join(f"{c} {_fmt(b)}" for c, b in est.breakdown())
+    footer = [f"Total params: {est.params:,}",
+              f"Trainable params: {est.trainable:,}",
+              f"Non-trainable params: {est.params - est.trainable:,}",
+              line,
+              f"Parameters: {_fmt(est.param_bytes)}",
+              f"Gradients: {_fmt(est.gradient_bytes)}",
+              f"Optimizer state: {_fmt(est.optimizer_bytes)}",
+              f"Activations saved for backward (most at once): {_fmt(est.activation_bytes)}",
+              f"Input: {_fmt(est.input_bytes)}",
+              f"Training step peak: {_fmt(est.total)} (reached in {est.peak_scope or '?'})",
+              f"  at that moment: {at}",
+              f"Inference peak: {_fmt(est.inference_total)}",
+              f"Device {dev}: {_fmt(capacity)}" + (f", {est.predicted_for}" if est.notes else ""),
+              line,
+              _verdict(est, capacity, lambda: estimate(model, input_size, optimizer=optimizer, batch_size=batch,
+                                                       device=dev, limit=capacity, **kw))]
+    out += [dline] + footer
+    text = Summary("\n".join(out), est, header, rows, footer)
+    if not _interactive():
+        print(text)
     return text

@@ -26,6 +26,8 @@ from ..nn.modules.module import Module, register_module_forward_pre_hook
 from ..optim import SGD
 from ..utils.checkpoint import checkpoint
 from . import estimator as _estimate
+from . import planner as _planner
+from . import stats as _stats
 
 MAX_SECONDS = 5.0
 MIN_SHARE = 0.01  # a remedy saving less than this share of the need is not worth a line
@@ -70,7 +72,7 @@ def _replace(root, path, new):
 
 def _need(est, training):
     """What the device must hold for the step (training) or the forward (inference)."""
-    return est.total if training else est.param_bytes + est.input_bytes + est.inference_peak
+    return est.total if training else est.inference_total
 
 
 def _dominant_linear(model, est):
@@ -207,6 +209,27 @@ def predict(model, x, training=None):
     return preds, need
 
 
+def _plan_for(model, shape, limit):
+    """gm.memory.plan's answer for the step (Adam, output.sum(), as the predictions) within `limit` bytes: a Plan,
+    or the ValueError saying that nothing fits; None when it cannot be asked (a model input it cannot make)."""
+    try:
+        return _planner.plan(model, shape[1:], batch_size=shape[0], budget=limit)
+    except ValueError as e:
+        return e
+    except Exception:
+        return None
+
+
+def _plan_text(p, limit):
+    if p is None:
+        return f"  none of these fits the {_fmt(limit)}"
+    if isinstance(p, ValueError):
+        return f"  none of these fits the {_fmt(limit)}, nor does any configuration gm.memory.plan tries: {p}"
+    return (f"  none of these fits the {_fmt(limit)}; gm.memory.plan finds one that does: "
+            f"{_planner._describe(_planner._config(p))}, predicted peak {_fmt(p.predicted_peak)} "
+            f"(gm.memory.plan(model, input_shape, loss_fn, batch_size=..., budget=...).step(x, y, optimizer))")
+
+
 def attach_last_root(exc):
     """An OutOfMemoryError raised in backward or an optimizer step: explain it for the model whose root call ran
     last (the one a training loop's loss came from), if any; never raises."""
@@ -232,11 +255,21 @@ def attach(exc, model, args):
         with enable_grad():  # the failing call may run under no_grad; an estimate's step needs its graph
             preds, need = predict(model, x if isinstance(x, _C.TensorBase) else shape, training)
         exc.predictions = preds
-        if preds and exc.args and isinstance(exc.args[0], str):
+        exc.plan = None
+        dev = next(iter(model.parameters()))._device
+        limit = _stats.get_limit(dev) or _stats.capacity(dev)
+        fitting = [p for _, p, _ in preds if p <= limit]
+        if training and not fitting and len(shape) >= 1:
+            exc.plan = _plan_for(model, shape, limit)
+        if (preds or exc.plan) and exc.args and isinstance(exc.args[0], str):
             what = (f"one training step (Adam, loss = output.sum()) of {type(model).__name__} on a batch of "
                     f"{shape[0]}" if training else f"one forward without a graph of a batch of {shape[0]}")
             lines = [f"\n  predicted by meta runs of {what}: it needs {_fmt(need)}; with"]
-            lines += [f"    - {t}: predicted peak {_fmt(p)} (saves {_fmt(s)})" for t, p, s in preds]
+            lines += [f"    - {t}: predicted peak {_fmt(p)} (saves {_fmt(s)}): "
+                      + (f"fits the {_fmt(limit)}" if p <= limit else f"still {_fmt(p - limit)} over the {_fmt(limit)}")
+                      for t, p, s in preds]
+            if training and not fitting:
+                lines.append(_plan_text(exc.plan, limit))
             exc.args = (exc.args[0] + "\n".join(lines),) + exc.args[1:]
     except Exception:  # an explanation that fails must not hide the error it explains
         pass

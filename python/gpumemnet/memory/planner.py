@@ -16,6 +16,7 @@ The cost model of `plan` (relative time of one optimizer step of the whole batch
 It is deliberately simple and documented rather than measured: it only has to order the configurations.
 """
 import math
+import warnings
 
 from .. import _C
 from .._core.autocast import autocast as _autocast
@@ -69,23 +70,31 @@ def _fit(budget, model, shape, **kw):
 
 
 # ---- max_batch_size ----------------------------------------------------------------------------------------------
-def max_batch_size(model, input_shape, budget, loss_fn=None, optimizer=None, target=None, lo=1, hi=None,
-                   **estimate_kwargs):
+def max_batch_size(model, input_shape, loss_fn=None, optimizer=None, target=None, budget=None, lo=1, hi=None,
+                   autocast=None, checkpoint_segments=None, accumulation_steps=1, device="cpu"):
     """The largest batch whose predicted training step (Estimate.total: parameters + input + step peak) fits in
     `budget` bytes: doubling from `lo` until a batch does not fit (or `hi` is reached), then a binary search.
 
-    input_shape: one sample's shape. target: a Tensor or shape whose first dim follows the batch. The other
-    keywords (autocast, checkpoint_segments, accumulation_steps, device) go to estimate(); with
-    accumulation_steps=k only multiples of k are considered. Raises ValueError when even `lo` does not fit,
-    saying by how many bytes. The search assumes the total does not shrink as the batch grows."""
+    The leading arguments are estimate()'s, in its order (model, input_shape, loss_fn, optimizer, target: the
+    batch size is what is searched for); budget is required. input_shape: one sample's shape. target: a Tensor or
+    shape whose first dim follows the batch. autocast, checkpoint_segments, accumulation_steps and device are
+    estimate()'s; with accumulation_steps=k only multiples of k are considered. Raises ValueError when even `lo`
+    does not fit, saying by how many bytes. The search assumes the total does not shrink as the batch grows.
+    (The former order, max_batch_size(model, input_shape, budget, ...), still works, with a DeprecationWarning.)"""
+    if loss_fn is not None and not callable(loss_fn) and isinstance(loss_fn, (int, float)) and budget is None:
+        warnings.warn("max_batch_size(model, input_shape, budget, ...): budget is now a keyword after loss_fn, "
+                      "optimizer and target, as in estimate(); pass budget=", DeprecationWarning, stacklevel=2)
+        budget, loss_fn = loss_fn, None
+    if budget is None:
+        raise TypeError("max_batch_size() missing required argument: 'budget' (bytes)")
+    estimate_kwargs = dict(autocast=autocast, checkpoint_segments=checkpoint_segments,
+                           accumulation_steps=accumulation_steps, device=device)
     fn = "max_batch_size"
     _budget(budget, fn)
-    if "batch_size" in estimate_kwargs:
-        raise TypeError(f"{fn}: batch_size is what is searched for; give lo and hi instead")
     _positive_int(lo, "lo", fn)
     if hi is not None and (_positive_int(hi, "hi", fn) < lo):
         raise ValueError(f"{fn}: hi ({hi}) must be at least lo ({lo})")
-    k = _positive_int(estimate_kwargs.get("accumulation_steps", 1), "accumulation_steps", fn)
+    k = _positive_int(accumulation_steps, "accumulation_steps", fn)
     shape = _sample_shape(input_shape)
     totals = {}
 
@@ -237,21 +246,34 @@ def _check_candidate(c, model, batch_size):
     return c
 
 
-def plan(model, loss_fn, input_shape, batch_size, budget, target=None, optimizer=None, candidates=None):
+def plan(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, target=None, budget=None,
+         candidates=None):
     """The fastest configuration (under the cost model in this module's docstring) whose predicted training
     step fits in `budget` bytes, as a Plan; plan.step(x, y, optimizer) then runs it.
 
-    input_shape: one sample's shape; target: a Tensor or shape (first dim follows the micro-batch);
-    optimizer: as for estimate() (a class or factory of the parameters; default Adam) — the one step() is
-    given should be the same kind, or the prediction is for another optimizer's state.
-    candidates: dicts of accumulation_steps, checkpoint_segments, autocast to choose from; default: every
-    accumulation k = 1, 2, 4, ... dividing batch_size, checkpoint segments None, 2, 4 (Sequential only) and
-    autocast None or gm.bfloat16. Ties in time go to fp32, then fewer segments. Raises ValueError naming the
-    smallest predicted total when nothing fits."""
-
+    The leading arguments are estimate()'s, in its order: model, input_shape (one sample's shape), loss_fn
+    (default output.sum()), optimizer (as for estimate(): a class or factory of the parameters, default Adam —
+    the one step() is given should be the same kind, or the prediction is for another optimizer's state),
+    batch_size (required), target (a Tensor or shape, first dim following the micro-batch); then budget (bytes,
+    required). candidates: dicts of accumulation_steps, checkpoint_segments, autocast to choose from; default:
+    every accumulation k = 1, 2, 4, ... dividing batch_size, checkpoint segments None, 2, 4 (Sequential only)
+    and autocast None or gm.bfloat16. Ties in time go to fp32, then fewer segments. Raises ValueError naming the
+    smallest predicted total when nothing fits. (The former order, plan(model, loss_fn, input_shape, batch_size,
+    budget, ...), still works, with a DeprecationWarning.)"""
+    if callable(input_shape) and not isinstance(input_shape, (tuple, list, int)):
+        warnings.warn("plan(model, loss_fn, input_shape, batch_size, budget): the order is now estimate()'s, "
+                      "plan(model, input_shape, loss_fn, optimizer, batch_size, target, budget); pass them by "
+                      "keyword", DeprecationWarning, stacklevel=2)
+        # a positional call in the former order (loss_fn, input_shape, batch_size, budget, target, optimizer)
+        # landed in (input_shape, loss_fn, optimizer, batch_size, target, budget): put each back
+        input_shape, loss_fn, optimizer, batch_size, budget = loss_fn, input_shape, budget, optimizer, batch_size
+    if batch_size is None:
+        raise TypeError("plan() missing required argument: 'batch_size'")
+    if budget is None:
+        raise TypeError("plan() missing required argument: 'budget' (bytes)")
     if not isinstance(model, Module):
         raise TypeError(f"plan: model must be a gpumemnet.nn.Module, got {type(model).__name__}")
-    if not callable(loss_fn):
+    if loss_fn is not None and not callable(loss_fn):
         raise TypeError(f"plan: loss_fn must be callable (output, target) -> scalar, got "
                         f"{type(loss_fn).__name__}")
     _positive_int(batch_size, "batch_size", "plan")
@@ -282,6 +304,12 @@ def plan(model, loss_fn, input_shape, batch_size, budget, target=None, optimizer
     c, est, t = best
     return Plan(model, loss_fn, batch_size, budget, c["accumulation_steps"], c["checkpoint_segments"],
                 c["autocast"], est, t, considered)
+
+
+def _config(p):
+    """A Plan's configuration, as the candidates' dicts."""
+    return dict(accumulation_steps=p.accumulation_steps, checkpoint_segments=p.checkpoint_segments,
+                autocast=p.autocast)
 
 
 def _describe(c):

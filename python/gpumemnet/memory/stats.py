@@ -18,7 +18,30 @@ def _dev(device):
     return PINNED if isinstance(device, str) and device == PINNED else device_str(device)
 
 
-CATEGORIES = ("parameter", "gradient", "optimizer", "activation", "workspace", "input", "other")
+# Every block is tagged with one of these (csrc/gm.h's gm_category, in its order). The one definition of each:
+CATEGORY_DOCS = {
+    "parameter": "weights and buffers of a model (nn.Parameter, register_buffer)",
+    "gradient": "the .grad of parameters (and other leaves), accumulated in backward",
+    "optimizer": "optimizer state (momentum buffers, Adam's two moments)",
+    "activation": "tensors the forward keeps for backward, until backward has used them",
+    "activation_grad": "gradients of activations flowing through backward, and the temporaries that make them",
+    "workspace": "kernel scratch (im2col columns, cuDNN workspace, reduction partials), freed when the op returns",
+    "input": "the data given to a model (gm.memory.estimate's batch and target)",
+    "other": "everything else: tensors made outside a model and not kept for backward",
+}
+CATEGORIES = tuple(CATEGORY_DOCS)
+
+
+def format_bytes(n):
+    """'512 B', '1.50 KiB', '2.00 MiB', '5.50 GiB': the one unit of every memory figure gpumemnet shows (binary
+    prefixes, as the OutOfMemoryError's text in csrc/alloc_report.c; never "MB" for 2**20 bytes)."""
+    n = float(n)
+    sign = "-" if n < 0 else ""
+    n = abs(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{sign}{n:.0f} B" if unit == "B" else f"{sign}{n:.2f} {unit}"
+        n /= 1024
 
 
 def memory_allocated(device="cpu"):

@@ -1,5 +1,8 @@
 """Allocation history and reports: record_history, dump_history, plot_timeline, memory_summary.
 
+In a notebook, memory_summary() shows as an HTML table and plot_timeline() (no path) as an inline SVG; in a
+terminal both stay plain text.
+
 The events come from the allocator's per-device ring (csrc/allocator.c): one per alloc, free and category retag
 (a retag is a -bytes/+bytes pair), each with its time, signed block bytes, category, scope and the device's
 allocated bytes after it. Nothing here allocates on a device, so reading the history does not change it.
@@ -11,11 +14,11 @@ import json
 
 from .. import _C
 from .._core.dtype import device_str
-from .stats import CATEGORIES
+from .stats import CATEGORIES, format_bytes
 
 # One colour per category, readable side by side (Okabe-Ito, colour-blind safe).
 COLORS = {"parameter": "#0072B2", "gradient": "#E69F00", "optimizer": "#CC79A7", "activation": "#009E73",
-          "workspace": "#D55E00", "input": "#56B4E9", "other": "#999999"}
+          "activation_grad": "#F0E442", "workspace": "#D55E00", "input": "#56B4E9", "other": "#999999"}
 FIELDS = ("t_ns", "delta", "category", "scope", "allocated", "kind")
 MAX_COLUMNS = 2000  # the timeline keeps at most this many events (per bucket, the one with most allocated)
 
@@ -56,17 +59,6 @@ def dump_history(path, device="cpu"):
     with open(path, "w") as f:
         json.dump(doc, f, indent=1)
     return doc
-
-
-def format_bytes(n):
-    """'512 B', '1.50 KiB', '2.00 MiB' ... (binary units, as the OutOfMemoryError message)."""
-    n = float(n)
-    sign = "-" if n < 0 else ""
-    n = abs(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{sign}{n:.0f} B" if unit == "B" else f"{sign}{n:.2f} {unit}"
-        n /= 1024
 
 
 def _columns(events):
@@ -130,10 +122,13 @@ def _svg(dev, events, series, present, peak, width=960, height=420):
     return "\n".join(out), label
 
 
-def plot_timeline(path, device="cpu"):
+def plot_timeline(path=None, device="cpu"):
     """Draw the recorded history as a stacked area of allocated bytes by category over event index, the peak
     marked and labelled with its scope. path ending in .png: a matplotlib figure (matplotlib required);
-    otherwise a self-contained HTML page with an inline SVG (no network, no scripts). Returns path."""
+    otherwise a self-contained HTML page with an inline SVG (no network, no scripts). Returns path.
+    Without a path: a Timeline, which a notebook shows inline (SVG)."""
+    if path is None:
+        return inline_timeline(device)
     dev, events, series, present, peak = _timeline(device)
     if str(path).lower().endswith(".png"):
         return _plot_png(path, dev, events, series, present, peak)
@@ -170,33 +165,84 @@ def _plot_png(path, dev, events, series, present, peak):
     return path
 
 
+class MemorySummary(str):
+    """What memory_summary() returns: the report's text (a str: print it, as with torch.cuda.memory_summary()),
+    and in a notebook an HTML table (_repr_html_)."""
+
+    def __new__(cls, text, device, rows, notes):
+        self = super().__new__(cls, text)
+        self.device, self._rows, self._notes = device, rows, notes
+        return self
+
+    def _repr_html_(self):
+        e = html.escape
+        out = ['<table class="gpumemnet" style="border-collapse:collapse;font-family:monospace">',
+               f'<caption style="text-align:left;font-weight:bold">gpumemnet memory summary: {e(self.device)}'
+               '</caption>', "<tr>" + "".join(f'<th style="text-align:left;padding:0 8px">{h}</th>'
+                                              for h in ("category", "current", "at the peak")) + "</tr>"]
+        for name, cur, atp in self._rows:
+            out.append(f'<tr><td style="padding:0 8px">{e(name)}</td><td style="padding:0 8px">{e(cur)}</td>'
+                       f'<td style="padding:0 8px">{e(atp)}</td></tr>')
+        out.append("</table>")
+        return "\n".join(out) + "\n<pre>" + e("\n".join(self._notes)) + "</pre>"
+
+
+class Timeline:
+    """plot_timeline() without a path: the recorded history drawn as an inline SVG, shown as such in a notebook
+    (_repr_html_, _repr_svg_); its repr in a terminal is one line naming the peak. .svg is the SVG text."""
+
+    def __init__(self, svg, label, device):
+        self.svg, self.label, self.device = svg, label, device
+
+    def _repr_html_(self):
+        return self.svg
+
+    def _repr_svg_(self):
+        return self.svg
+
+    def __repr__(self):
+        return f"<memory timeline of {self.device}: {self.label}>"
+
+
+def inline_timeline(device="cpu"):
+    """The recorded history (record_history) as a Timeline: a stacked area of allocated bytes by category over
+    event index, the peak marked; a notebook shows it inline (SVG), plot_timeline(path) writes it to a file."""
+    dev, events, series, present, peak = _timeline(device)
+    svg, label = _svg(dev, events, series, present, peak)
+    return Timeline(svg, label, dev)
+
+
 def memory_summary(device="cpu"):
-    """A readable report of memory_stats(device): by category the current, peak and at-peak bytes, then the
-    cache (reserved, cached but free, largest free block, segments) and the allocator's counters."""
+    """A readable report of memory_stats(device): by category the current bytes and the bytes at the moment of
+    the peak (those add up to the peak; each category's own highest value, reached at other moments, would not:
+    it is in memory_stats), then the cache (reserved, cached but free, largest free block, segments) and the
+    allocator's counters. Returns a MemorySummary: a str, shown as an HTML table in a notebook."""
     dev = device_str(device)
     s = _C.memory_stats(dev)
     at = s["at_peak"]
-    rows = [(c, s["by_category"][c]["current"], s["by_category"][c]["peak"], at["by_category"][c])
-            for c in CATEGORIES]
-    rows.append(("total allocated", s["allocated"]["current"], s["allocated"]["peak"], sum(r[3] for r in rows)))
+    rows = [(c, s["by_category"][c]["current"], at["by_category"][c]) for c in CATEGORIES]
+    rows.append(("total allocated", s["allocated"]["current"], s["allocated"]["peak"]))
     w = 76
     lines = ["=" * w, f" gpumemnet memory summary: {dev}".ljust(w), "=" * w,
-             f" {'category':<18}{'current':>18}{'peak':>18}{'at peak':>18}", "-" * w]
-    for name, cur, pk, atp in rows:
+             f" {'category':<18}{'current':>18}{'at the peak':>18}", "-" * w]
+    for name, cur, atp in rows:
         if name == "total allocated":
             lines.append("-" * w)
-        lines.append(f" {name:<18}{format_bytes(cur):>18}{format_bytes(pk):>18}{format_bytes(atp):>18}")
+        lines.append(f" {name:<18}{format_bytes(cur):>18}{format_bytes(atp):>18}")
     lines.append("-" * w)
+    notes = []
     if s["allocated"]["peak"]:
-        lines.append(f" peak reached by a {format_bytes(at['request'])} {at['category']} request"
+        notes.append(f" peak reached by a {format_bytes(at['request'])} {at['category']} request"
                      f" in {at['scope'] or '(no scope)'}")
     limit = format_bytes(s["limit"]) if s["limit"] else "none"
     segments = s["num_segment_allocs"] - s["num_segment_frees"]
-    lines += [f" reserved {format_bytes(s['reserved']['current'])} (peak {format_bytes(s['reserved']['peak'])})"
+    notes += [f" reserved {format_bytes(s['reserved']['current'])} (peak {format_bytes(s['reserved']['peak'])})"
               f" · cached but free {format_bytes(s['cached_free'])}"
               f" · largest free block {format_bytes(s['largest_free_block'])}",
               f" segments {segments} (allocated {s['num_segment_allocs']}, freed {s['num_segment_frees']})"
               f" · capacity {format_bytes(s['capacity'])} · limit {limit}",
               f" allocs {s['num_allocs']} · frees {s['num_frees']} · retries {s['num_retries']}"
-              f" · ooms {s['num_ooms']}", "=" * w]
-    return "\n".join(lines)
+              f" · ooms {s['num_ooms']}", " categories: gm.memory.CATEGORY_DOCS"]
+    lines += notes + ["=" * w]
+    return MemorySummary("\n".join(lines), dev,
+                         [(n, format_bytes(c), format_bytes(a)) for n, c, a in rows], notes)

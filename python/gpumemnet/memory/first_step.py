@@ -1,0 +1,467 @@
+"""`python -m gpumemnet run`: the peak of each model's first training step, predicted before that step's
+backward runs, as one line on stderr (and, when it does not fit, the configurations plan() tried).
+
+What is watched, only while run mode is on (watch() / unwatch(); the package's face turns it on):
+  - every root call of a Module (the outermost module entered from the script) in training mode with grad
+    enabled and parameters that require grad: its input tensors' shapes and dtypes, the autocast region it ran
+    in, the bytes its device held when it started, and the graph nodes of its outputs (weakly: nothing is kept
+    alive for it);
+  - the loss applied to such an output: a loss Module's call (nn.CrossEntropyLoss()(out, y)), or a loss function
+    reached through the `torch.nn.functional` alias (F.cross_entropy(out, y): wrap_torch_attribute), with the
+    other arguments kept as shapes and dtypes;
+  - the first backward() whose graph reaches a watched model's outputs (the `backward_starting` hook of
+    _core/hooks.py): there, before anything of backward runs, the model's training step is estimated.
+
+The estimate is gm.memory.estimate's meta run of the same step: the model's meta copy, inputs of the same
+shapes and dtypes, the same loss replayed on them (a loss Module is copied with meta buffers; a loss function is
+called with the same arguments), the optimizer that holds the model's parameters rebuilt over the copy's with the
+same class and hyper-parameters, the same autocast. It is exact where the script does what a training loop
+does: the output and the loss are held in variables until the next iteration (so the estimate keeps them alive
+through the step), and the target is on the device before the forward. The line's peak is the bytes the device
+held when the forward started plus the step's own peak, so it can be compared with the device's capacity and with
+gm.memory.max_memory_allocated() after the step. Not included: what the script allocates between the forward and
+backward besides the loss (metrics, logging), ops applied after the loss (a GradScaler's scaled loss, a division
+by accumulation steps: a few scalar blocks), and a GradScaler's own step.
+
+Nothing the script sees changes: the estimate runs on a copy on the meta device, draws no random numbers and
+leaves the model, its gradients and the optimizer as they were."""
+import copy
+import gc
+import inspect
+import sys
+import threading
+import weakref
+
+from .. import _C
+from .._core import hooks
+from .._core.autocast import get_autocast_dtype, is_autocast_enabled
+from .._core.autograd import is_grad_enabled
+from .._core.scope import category
+from .._core.state import state
+from ..nn.modules.loss import _Loss
+from ..nn.modules.module import Module, register_module_forward_hook, register_module_forward_pre_hook
+from ..optim.optimizer import Optimizer
+from . import estimator as _estimator
+from . import planner as _planner
+from . import stats as _stats
+
+__all__ = ["watch", "unwatch", "parse_bytes", "wrap_torch_attribute", "EstimateOnly"]
+
+_fmt = _stats.format_bytes
+
+
+class EstimateOnly(SystemExit):
+    """Raised after the estimate with --estimate-only: the script stops there, exit status 0."""
+
+
+def parse_bytes(text):
+    """'6GiB', '6 GiB', '512MiB', '6G' (binary), '6GB' (decimal, 10**9), or a number of bytes -> int."""
+    units = {"": 1, "b": 1, "k": 2**10, "kib": 2**10, "m": 2**20, "mib": 2**20, "g": 2**30, "gib": 2**30,
+             "t": 2**40, "tib": 2**40, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}
+    s = str(text).strip().lower().replace(" ", "")
+    i = len(s)
+    while i and not (s[i - 1].isdigit() or s[i - 1] == "."):
+        i -= 1
+    number, unit = s[:i], s[i:]
+    try:
+        value = float(number) * units[unit]
+    except (ValueError, KeyError):
+        raise ValueError(f"cannot read {text!r} as a size: write a number and a unit such as 6GiB, 512MiB or "
+                         f"6GB (GiB/MiB are binary, GB/MB decimal)") from None
+    if value <= 0:
+        raise ValueError(f"a size must be positive, got {text!r}")
+    return int(value)
+
+
+# ---- what is recorded ---------------------------------------------------------------------------------------
+def _tensors_in(obj, path=()):
+    """[(path, tensor)] of the tensors in a model's output: a tensor, or tuples, lists, dicts (and namedtuples
+    such as torchvision's InceptionOutputs) of them."""
+    if isinstance(obj, _C.TensorBase):
+        return [(path, obj)]
+    if isinstance(obj, (tuple, list)):
+        return [r for i, o in enumerate(obj) for r in _tensors_in(o, path + (i,))]
+    if isinstance(obj, dict):
+        return [r for k, o in obj.items() for r in _tensors_in(o, path + (k,))]
+    return []
+
+
+def _at(obj, path):
+    for key in path:
+        obj = obj[key]
+    return obj
+
+
+class _LossCall:
+    """A loss applied to a watched model's output: what to call, and its arguments as a template (the model's
+    output by its path in the output, other tensors by shape and dtype, anything else as it was)."""
+
+    def __init__(self, fn, name, args, kwargs, result):
+        self.fn, self.name, self.args, self.kwargs = fn, name, args, kwargs
+        self.result = weakref.ref(result) if isinstance(result, _C.TensorBase) else None
+
+
+class _Call:
+    """A root call of a model in training: all the estimate needs, nothing that keeps a tensor alive."""
+
+    def __init__(self, model, args):
+        self.model = weakref.ref(model)
+        self.inputs = [(tuple(a.shape), a._dtype, a._device) for a in args]
+        self.device = next(p for p in model.parameters())._device
+        self.held = _stats.memory_allocated(self.device)  # before the forward allocates anything
+        self.amp = get_autocast_dtype() if is_autocast_enabled() else None
+        self.outputs = []   # [(path, weakref to the output tensor)]
+        self.nodes = []     # weakrefs to the outputs' graph nodes: the graph outlives the output variables
+        self.loss = None
+
+
+def _spec(value, outputs):
+    """A template entry for one argument of a loss call."""
+    if isinstance(value, _C.TensorBase):
+        for path, ref in outputs:
+            out = ref()
+            if out is value:
+                return ("output", path, None)
+            # a reshaped view of the output (criterion(out.view(-1, C), y)): replayed as the same reshape
+            if out is not None and out._storage_id == value._storage_id and out.numel() == value.numel():
+                return ("output", path, tuple(value.shape))
+        return ("tensor", tuple(value.shape), value._dtype)
+    return ("value", value)
+
+
+# ---- the watcher --------------------------------------------------------------------------------------------
+def _never_fails(method):
+    """A hook of the watcher runs inside the script's own calls: a failure of the watching says so once on
+    stderr and stops the watching, instead of breaking the script's run."""
+    def hook(self, *args):
+        try:
+            return method(self, *args)
+        except EstimateOnly:
+            raise
+        except Exception as e:
+            if not self.broken:
+                self.broken = True
+                print(f"gpumemnet run: watching for step 1 stopped: {type(e).__name__}: {e}", file=self.out)
+    hook.__name__ = method.__name__
+    return hook
+
+
+class _Watcher:
+    def __init__(self, cap, estimate_only, out):
+        self.cap, self.estimate_only, self.out = cap, estimate_only, out
+        self.lock = threading.Lock()
+        self.pending = {}               # id(model) -> _Call (its latest root call in training)
+        self.done = weakref.WeakSet()   # models estimated already
+        self.estimated = 0
+        self.broken = False
+        self.handles = [register_module_forward_pre_hook(self.pre), register_module_forward_hook(self.post)]
+
+    def close(self):
+        for h in self.handles:
+            h.remove()
+
+    # -- hooks (every module call: cheap unless it is a root call) --
+    @_never_fails
+    def pre(self, mod, args):
+        if self.broken or len(state.modules) != 1 or _estimator.busy.depth or isinstance(mod, _Loss) or \
+                mod in self.done:
+            return
+        if not (mod.training and is_grad_enabled()) or not args or \
+                not all(isinstance(a, _C.TensorBase) for a in args):
+            return
+        if not any(p.requires_grad for p in mod.parameters()):
+            return
+        with self.lock:
+            self.pending[id(mod)] = _Call(mod, args)
+
+    @_never_fails
+    def post(self, mod, args, out):
+        if self.broken or len(state.modules) != 1 or _estimator.busy.depth:
+            return
+        call = self.pending.get(id(mod))
+        if call is not None and call.model() is mod and not call.outputs:
+            found = _tensors_in(out)
+            call.outputs = [(path, weakref.ref(t)) for path, t in found]
+            call.nodes = [weakref.ref(t.grad_fn) for _, t in found if t.grad_fn is not None]
+        elif isinstance(mod, _Loss):
+            self.loss_called(mod, type(mod).__name__, args, {}, out)
+
+    @_never_fails
+    def loss_called(self, fn, name, args, kwargs, result):
+        """A loss was computed: remember it for the model whose output it took."""
+        with self.lock:
+            calls = list(self.pending.values())
+        for call in calls:
+            if not call.outputs:
+                continue
+            targs = [_spec(a, call.outputs) for a in args]
+            tkw = {k: _spec(v, call.outputs) for k, v in kwargs.items()}
+            if any(t[0] == "output" for t in targs + list(tkw.values())):
+                call.loss = _LossCall(fn, name, targs, tkw, result)
+                return
+
+    @_never_fails
+    def backward_starting(self, tensors):
+        if self.broken or not self.pending or _estimator.busy.depth:
+            return
+        root = tensors[0].grad_fn if tensors else None
+        if root is None:
+            return
+        with self.lock:
+            calls = list(self.pending.items())
+        for key, call in calls:
+            model = call.model()
+            if model is None:
+                with self.lock:
+                    self.pending.pop(key, None)
+                continue
+            nodes = {id(n()) for n in call.nodes if n() is not None}
+            if not nodes or not _reaches(root, nodes):
+                continue
+            with self.lock:
+                self.pending.pop(key, None)
+            self.done.add(model)
+            self.report(model, call, tensors[0])
+
+    @_never_fails
+    def forward_oom(self, module):
+        """An OutOfMemoryError escaped a root call: when it is a watched model's first training forward, the
+        estimate is made now (the loss not seen yet: guessed), before the error goes up."""
+        call = self.pending.get(id(module))
+        if call is None or call.model() is not module or call.outputs or module in self.done:
+            return
+        with self.lock:
+            self.pending.pop(id(module), None)
+        self.done.add(module)
+        self.report(module, call, None, note="its forward ran out of memory; ")
+
+    # -- the estimate and its line --
+    def report(self, model, call, loss, note=""):
+        name = type(model).__name__
+        try:
+            line, remedies = self.estimate(model, call, loss, note)
+        except Exception as e:  # the script's run matters more than its estimate
+            print(f"gpumemnet run: step 1 of {name} could not be estimated: {type(e).__name__}: {e}",
+                  file=self.out)
+            if self.estimate_only:
+                raise EstimateOnly(1) from None
+            return
+        print(line, file=self.out)
+        for r in remedies:
+            print(r, file=self.out)
+        self.out.flush()
+        self.estimated += 1
+        if self.estimate_only:
+            raise EstimateOnly(0)
+
+    def estimate(self, model, call, loss_tensor, note=""):
+        dev = call.device
+        opt = _optimizer_of(model)
+        loss = call.loss
+        with _estimator._meta_turn:
+            inputs = [_C.empty(shape, dtype, "meta") for shape, dtype, _ in call.inputs]
+            if loss_tensor is None:  # the forward did not finish: the loss is guessed
+                target, loss_fn, loss_name = _guess_loss()
+            else:
+                target, loss_fn, loss_name = _replay(loss, loss_tensor)
+            factory = _optimizer_factory(model, opt) if opt is not None else False
+            est = _estimator._estimate(model, inputs, loss_fn=loss_fn, optimizer=factory, target=target,
+                                       autocast=call.amp, device=dev, keep_outputs=call.outputs[0][1]() is not None
+                                       if call.outputs else False)
+        capacity = self.cap or _stats.get_limit(dev) or _stats.capacity(dev)
+        predicted = call.held + est.peak
+        shapes = ", ".join(str(s) for s, _, _ in call.inputs)
+        what = (f"gpumemnet run: step 1 of {type(model).__name__} (input {shapes}, loss {loss_name}, "
+                f"{type(opt).__name__ if opt is not None else 'no optimizer'}"
+                f"{', autocast ' + str(call.amp).replace('gpumemnet.', '') if call.amp is not None else ''}) on {dev}")
+        fits = predicted <= capacity
+        line = (f"{what}: {note}peak {_fmt(predicted)} predicted ({predicted} bytes: {_fmt(call.held)} held at its "
+                f"start + {_fmt(est.peak)} for the step, reached in {est.peak_scope or '?'}), capacity {_fmt(capacity)}"
+                f"{' (--cap)' if self.cap else ''}: " + ("fits" if fits else
+                                                          f"does not fit ({_fmt(predicted - capacity)} over)"))
+        remedies = [] if fits else self.remedies(model, call, est, loss_fn, target, factory, capacity)
+        return line, remedies
+
+    def remedies(self, model, call, est, loss_fn, target, factory, capacity):
+        """plan()'s configurations, in the order it ranks them (fastest first), each checked against what the
+        device has left for this model's step once everything else the process holds is counted."""
+        besides = call.held - est.param_bytes - est.input_bytes  # held at the start that is not model or batch
+        budget = capacity - besides
+        shape, dtype, _ = call.inputs[0]
+        if len(call.inputs) != 1 or dtype != next(model.parameters())._dtype or len(shape) < 1:
+            return ["  (plan() needs one input of the parameters' dtype; it has none to offer here)"]
+        if budget <= 0:
+            return [f"  the process holds {_fmt(besides)} besides this model and its batch: nothing is left for "
+                    f"the step"]
+        with _estimator._meta_turn:
+            try:
+                p = _planner.plan(model, shape[1:], loss_fn, factory or None, batch_size=shape[0], target=target,
+                                  budget=budget)
+            except ValueError as e:
+                return [f"  plan(): {e}"]
+        out = [f"  remedies ranked by plan() (fastest first; {_fmt(budget)} left for the model, its batch and the "
+               f"step):"]
+        for c, need, t in p.considered:
+            ok = need <= budget and c == _planner._config(p)
+            out.append(f"    - {_planner._describe(c)}: {_fmt(need) if need != float('inf') else 'too large'}"
+                       f" predicted, time x{t:.2f}: " + ("fits" if ok else "does not fit"))
+        out.append(f"  fits with {_planner._describe(_planner._config(p))} (gm.memory.plan(...).step(x, y, optimizer) "
+                   f"runs it)")
+        return out
+
+
+def _reaches(root, ids):
+    """Whether the graph from node `root` reaches a node whose id is in ids."""
+    seen, stack = set(), [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in ids:
+            return True
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        for e in getattr(node, "next_functions", ()) or ():
+            if e is not None and e[0] is not None:
+                stack.append(e[0])
+    return False
+
+
+def _optimizer_of(model):
+    """The optimizer holding most of the model's trainable parameters, or None. Optimizers are found among the
+    live objects (once per model): nothing in the optimizers has to know about run mode."""
+    mine = {id(p) for p in model.parameters() if p.requires_grad}
+    best, count = None, 0
+    for o in gc.get_objects():
+        if isinstance(o, Optimizer):
+            n = sum(1 for g in o.param_groups for p in g["params"] if id(p) in mine)
+            if n > count:
+                best, count = o, n
+    return best
+
+
+def _optimizer_factory(model, opt):
+    """A factory of the same optimizer (class, groups and their hyper-parameters) over the meta copy's
+    parameters, which come in model.parameters()' order."""
+    index = {id(p): i for i, p in enumerate(model.parameters())}
+    sig = inspect.signature(type(opt).__init__).parameters
+    defaults = {k: v for k, v in opt.defaults.items() if k in sig}
+
+    def make(params):
+        groups = []
+        for g in opt.param_groups:
+            ps = [params[index[id(p)]] for p in g["params"] if id(p) in index]
+            if ps:
+                groups.append(dict({k: v for k, v in g.items() if k != "params"}, params=ps))
+        return type(opt)(groups, **defaults)
+    return make
+
+
+def _meta_module(mod):
+    """A copy of a loss Module whose tensors (class weights...) are empty meta tensors."""
+    memo = {}
+    for m in mod.modules():
+        for t in list(m._parameters.values()) + list(m._buffers.values()):
+            if t is not None:
+                memo[id(t)] = _C.empty(tuple(t.shape), t._dtype, "meta")
+    return copy.deepcopy(mod, memo)
+
+
+def _guess_loss():
+    """(target, loss_fn, name) when the loss was not seen: the script's loss Module when it made exactly one (the
+    estimate makes up its target: class indices, or a tensor like the output), else output.sum()."""
+    losses = [o for o in gc.get_objects() if isinstance(o, _Loss)]
+    if len(losses) != 1:
+        return None, None, "not seen (output.sum() instead)"
+    return None, _meta_module(losses[0]), f"{type(losses[0]).__name__} (guessed: the only loss module)"
+
+
+def _replay(loss, loss_tensor):
+    """(target, loss_fn, name) for the estimate: the recorded loss replayed on the meta output, its first tensor
+    argument that is not the output standing as the target (made as the estimate's input); without a recorded
+    loss, output.sum() (named so on the line)."""
+    if loss is None:
+        return None, None, "not seen (output.sum() instead)"
+    fn = _meta_module(loss.fn) if isinstance(loss.fn, Module) else loss.fn
+    entries = list(enumerate(loss.args)) + list(loss.kwargs.items())
+    tkey = next((k for k, t in entries if t[0] == "tensor"), None)
+    target = None
+    if tkey is not None:
+        t = dict(entries)[tkey]
+        with category("input"):
+            target = _C.empty(t[1], t[2], "meta")
+
+    def value(entry, out, y, key):
+        kind = entry[0]
+        if kind == "output":
+            o = _at(out, entry[1])
+            return o if entry[2] is None else o.reshape(entry[2])
+        if kind == "tensor":
+            return y if key == tkey else _C.empty(entry[1], entry[2], "meta")
+        return entry[1]
+
+    def loss_fn(out, y):
+        args = [value(e, out, y, i) for i, e in enumerate(loss.args)]
+        kwargs = {k: value(e, out, y, k) for k, e in loss.kwargs.items()}
+        return fn(*args, **kwargs)
+    name = loss.name
+    if loss.result is None or loss.result() is not loss_tensor:
+        name += " (backward from an expression of it)"
+    return target, loss_fn, name
+
+
+# ---- turning it on -----------------------------------------------------------------------------------------------
+_watcher = None
+_LOSS_NAMES = ("cross_entropy", "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div")
+_wrapped = {}
+
+
+def wrap_torch_attribute(name, value):
+    """For the `torch` alias (gpumemnet.dropin): torch.nn.functional's loss functions, wrapped so that run mode
+    sees which loss a script applies to its model's output. Everything else is returned as it is."""
+    if _watcher is None or not name.startswith("torch.nn.functional.") or not callable(value):
+        return value
+    short = name.rsplit(".", 1)[1]
+    if not (short.endswith("_loss") or short in _LOSS_NAMES):
+        return value
+    w = _wrapped.get(value)
+    if w is None:
+        def w(*args, _fn=value, _name=f"F.{short}", **kwargs):
+            result = _fn(*args, **kwargs)
+            watcher = _watcher
+            if watcher is not None and watcher.pending and not _estimator.busy.depth:
+                watcher.loss_called(_fn, _name, args, kwargs, result)
+            return result
+        w.__name__, w.__qualname__, w.__doc__, w.__wrapped__ = value.__name__, value.__qualname__, value.__doc__, value
+        _wrapped[value] = w
+    return w
+
+
+def watch(cap=None, estimate_only=False, out=None):
+    """Turn run mode's first-step estimates on (python -m gpumemnet run). cap: bytes, the capacity the estimate
+    compares with (the caller also sets it as the device's limit); estimate_only: stop the script after the
+    first estimate (EstimateOnly, a SystemExit with status 0)."""
+    global _watcher
+    unwatch()
+    _watcher = w = _Watcher(cap, estimate_only, out or sys.stderr)
+    hooks.register("backward_starting", w.backward_starting)
+    explain = hooks.get("explain_oom")
+
+    def explain_then_estimate(exc, module, args):
+        if explain is not None:
+            explain(exc, module, args)
+        w.forward_oom(module)
+    w.explain_oom = explain
+    hooks.register("explain_oom", explain_then_estimate)
+    return w
+
+
+def unwatch():
+    """Turn it off again; returns how many estimates were printed."""
+    global _watcher
+    w, _watcher = _watcher, None
+    hooks.register("backward_starting", None)
+    if w is None:
+        return 0
+    w.close()
+    hooks.register("explain_oom", w.explain_oom)
+    return w.estimated

@@ -1,0 +1,209 @@
+"""`python -m gpumemnet run`: the peak of each model's first training step, printed before the step (issue 12 §2;
+gpumemnet/memory/first_step.py). Each test writes a small PyTorch script (spelled `import torch`) to a tmp file
+and runs it through `python -m gpumemnet run` in a subprocess: the printed peak equals the peak the script then
+measures (gm.memory.max_memory_allocated over its first step), --cap small enough says "does not fit" with
+plan()'s remedies, --estimate-only stops before step 1, and the run trains exactly as without the estimate."""
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+import gpumemnet as gm
+from gpumemnet.memory import first_step
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+
+SCRIPT = """
+import sys
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import gpumemnet as gm  # only to measure what the step really took
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 16, 3, padding=1)
+        self.bn = nn.BatchNorm2d(16)
+        self.conv2 = nn.Conv2d(16, 32, 3, padding=1)
+        self.drop = nn.Dropout(0.3)
+        self.fc = nn.Linear(32 * 8 * 8, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.bn(self.conv1(x))), 2)
+        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+        return self.fc(self.drop(torch.flatten(x, 1)))
+
+torch.manual_seed(0)
+model = Net()
+OPTIMIZER
+criterion = nn.CrossEntropyLoss()
+x = torch.randn(BATCH, 3, 32, 32)
+y = torch.zeros(BATCH, dtype=torch.int64)
+for step in range(3):
+    gm.memory.reset_peak_memory_stats("cpu")
+    out = model(x)
+    loss = LOSS
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    if step == 0:
+        print("MEASURED", gm.memory.max_memory_allocated("cpu"), flush=True)
+print("PARAMS", sum(float(p.detach().sum().item()) for p in model.parameters()))
+"""
+
+SGD = "optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)"
+ADAM = "optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)"
+
+
+def _write(tmp_path, optimizer=SGD, loss="criterion(out, y)", batch=32):
+    path = tmp_path / "train.py"
+    path.write_text(SCRIPT.replace("OPTIMIZER", optimizer).replace("LOSS", loss).replace("BATCH", str(batch)))
+    return path
+
+
+def _run(script, *flags):
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python") + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, "-m", "gpumemnet", "run", *flags, str(script)], capture_output=True,
+                          text=True, timeout=300, env=env, cwd=str(script.parent))
+
+
+def _lines(text, prefix):
+    return [ln for ln in text.splitlines() if ln.startswith(prefix)]
+
+
+def _predicted(stderr):
+    lines = _lines(stderr, "gpumemnet run: step 1 of Net")
+    assert len(lines) == 1, stderr  # one line per model, printed once
+    return int(re.search(r"predicted \((\d+) bytes", lines[0]).group(1)), lines[0]
+
+
+@pytest.mark.parametrize("optimizer, loss", [(SGD, "criterion(out, y)"), (SGD, "F.cross_entropy(out, y)"),
+                                             (ADAM, "criterion(out, y)"), (SGD, "criterion(out.view(-1, 10), y)")],
+                         ids=["SGD-CrossEntropyLoss", "SGD-F.cross_entropy", "Adam-CrossEntropyLoss", "view"])
+def test_printed_peak_equals_the_measured_peak_of_step_1(tmp_path, optimizer, loss):
+    r = _run(_write(tmp_path, optimizer, loss))
+    assert r.returncode == 0, r.stderr
+    predicted, line = _predicted(r.stderr)
+    measured = int(_lines(r.stdout, "MEASURED")[0].split()[1])
+    assert predicted == measured, line
+    kind = "Adam" if optimizer == ADAM else "SGD"
+    name = "CrossEntropyLoss" if loss.startswith("criterion") else "F.cross_entropy"
+    assert "not seen" not in line
+    assert f"loss {name}, {kind}) on cpu" in line and line.endswith(": fits")
+    assert "(--cap)" not in line and "guessed" not in line
+
+
+def test_autocast_and_adamw_are_estimated_as_the_script_runs_them(tmp_path):
+    script = _write(tmp_path, "optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)")
+    text = script.read_text().replace("    out = model(x)\n    loss = criterion(out, y)\n",
+                                      "    with torch.autocast('cpu', dtype=torch.bfloat16):\n"
+                                      "        out = model(x)\n        loss = criterion(out, y)\n")
+    assert "torch.autocast" in text
+    script.write_text(text)
+    r = _run(script)
+    predicted, line = _predicted(r.stderr)
+    assert "AdamW, autocast bfloat16) on cpu" in line
+    assert predicted == int(_lines(r.stdout, "MEASURED")[0].split()[1])
+
+
+def test_the_estimate_does_not_disturb_the_run(tmp_path):
+    """Dropout draws from the generator and the model has BatchNorm statistics: the trained parameters are the
+    same, bit for bit, with and without the estimate before step 1."""
+    script = _write(tmp_path, ADAM)
+    with_estimate, without = _run(script), _run(script, "--no-estimate")
+    assert with_estimate.returncode == 0 and without.returncode == 0, with_estimate.stderr + without.stderr
+    assert _lines(with_estimate.stdout, "PARAMS") == _lines(without.stdout, "PARAMS")
+    assert "step 1 of" in with_estimate.stderr and "step 1 of" not in without.stderr
+
+
+def test_a_small_cap_does_not_fit_and_gets_plans_remedies(tmp_path):
+    script = _write(tmp_path, ADAM, batch=64)
+    full, _ = _predicted(_run(script, "--estimate-only").stderr)
+    # between the forward's need and the step's: the estimate is made at backward(), the run then fails
+    cap = full - 2 * 2**20
+    r = _run(script, "--cap", f"{cap // 1024}KiB")
+    predicted, line = _predicted(r.stderr)
+    assert f"capacity {gm.memory.format_bytes(cap // 1024 * 1024)} (--cap): does not fit" in line
+    remedies = r.stderr[r.stderr.index(line) + len(line):]
+    assert "remedies ranked by plan() (fastest first" in remedies
+    assert re.search(r"- accumulation_steps=1, checkpoint_segments=None, fp32: .* predicted, time x1.00: does not "
+                     r"fit", remedies)
+    assert "fits with accumulation_steps=" in remedies
+    assert r.returncode == 1 and "OutOfMemoryError" in r.stderr  # the cap is the card's: the real step fails too
+
+
+def test_a_cap_below_the_forward_estimates_when_the_forward_runs_out(tmp_path):
+    r = _run(_write(tmp_path, ADAM, batch=64), "--cap", "4MiB")
+    _, line = _predicted(r.stderr)
+    assert "its forward ran out of memory" in line and "loss CrossEntropyLoss (guessed" in line
+    assert "does not fit" in line and "out of memory on cpu" in r.stderr
+
+
+def test_estimate_only_stops_before_step_1(tmp_path):
+    r = _run(_write(tmp_path), "--estimate-only")
+    assert r.returncode == 0, r.stderr
+    predicted, line = _predicted(r.stderr)
+    assert "MEASURED" not in r.stdout and "PARAMS" not in r.stdout
+    assert predicted == int(_lines(_run(_write(tmp_path)).stdout, "MEASURED")[0].split()[1])
+
+
+def test_estimate_only_without_training(tmp_path):
+    path = tmp_path / "noop.py"
+    path.write_text("import torch\nprint(torch.zeros(2).sum().item())\n")
+    r = _run(path, "--estimate-only")
+    assert r.returncode == 0 and "without reaching a training step" in r.stderr
+
+
+def test_bad_options_are_refused(tmp_path):
+    r = _run(_write(tmp_path), "--cap", "six gigs")
+    assert r.returncode == 2 and "--cap: cannot read 'six gigs' as a size" in r.stderr
+    r = _run(_write(tmp_path), "--estimate-only", "--no-estimate")
+    assert r.returncode == 2 and "opposite things" in r.stderr
+
+
+@pytest.mark.parametrize("text, n", [("6GiB", 6 * 2**30), ("6 GiB", 6 * 2**30), ("512MiB", 512 * 2**20),
+                                     ("6G", 6 * 2**30), ("8GB", 8 * 10**9), ("1.5KiB", 1536), ("4096", 4096)])
+def test_parse_bytes(text, n):
+    assert first_step.parse_bytes(text) == n
+
+
+def test_parse_bytes_errors():
+    for bad in ("", "GiB", "-1GiB", "6 parsecs"):
+        with pytest.raises(ValueError):
+            first_step.parse_bytes(bad)
+
+
+def test_watch_is_off_outside_run_mode():
+    """Outside `run`, no hook of first_step is set: backward() and torch attributes are left alone."""
+    from gpumemnet._core import hooks
+    assert hooks.get("backward_starting") is None
+    w = first_step.watch()
+    try:
+        assert hooks.get("backward_starting") is not None
+    finally:
+        assert first_step.unwatch() == 0
+    assert hooks.get("backward_starting") is None
+    assert first_step.wrap_torch_attribute("torch.nn.functional.cross_entropy", len) is len
+    del w
+
+
+def test_a_failure_of_the_watching_never_breaks_the_script(monkeypatch):
+    import io
+    import gpumemnet.nn as nn
+
+    def broken(*args):
+        raise RuntimeError("made to fail")
+    monkeypatch.setattr(first_step, "_Call", broken)
+    out = io.StringIO()
+    first_step.watch(out=out)
+    try:
+        model = nn.Linear(4, 2)
+        for _ in range(2):
+            model(gm.randn(3, 4)).sum().backward()  # runs as without the watching
+    finally:
+        first_step.unwatch()
+    assert out.getvalue() == "gpumemnet run: watching for step 1 stopped: RuntimeError: made to fail\n"
+    assert model.weight.grad is not None
