@@ -106,6 +106,12 @@ def test_random_samplers_are_permutations_and_seeded():
     w = list(D.WeightedRandomSampler(gm.tensor([0.1, 0.9, 0.0]), 2, replacement=False))
     assert sorted(w) == [0, 1]
     assert len(D.WeightedRandomSampler([1, 2], 7)) == 7 == len(TD.WeightedRandomSampler([1, 2], 7))
+    class SeededGenerator:  # what a script's torch.Generator().manual_seed(7) offers
+        def initial_seed(self):
+            return 7
+    assert list(D.RandomSampler(ds, generator=SeededGenerator())) == list(D.RandomSampler(ds, generator=7))
+    with pytest.raises(TypeError, match="generator"):
+        D.RandomSampler(ds, generator="seed")
     dl = D.DataLoader(ds, batch_size=6, shuffle=True, generator=3)
     batches = [b.numpy().tolist() for b in dl]
     assert sorted(sum(batches, [])) == ds and [len(b) for b in batches] == [6, 6, 6, 2]

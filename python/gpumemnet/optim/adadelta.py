@@ -18,7 +18,7 @@ class Adadelta(Optimizer):
 
     def _validate_group(self, group):
         for key in ("lr", "eps", "weight_decay"):
-            _nonneg(None, "Adadelta", key, group[key])
+            _nonneg("Adadelta", key, group[key])
         if not 0.0 <= group["rho"] <= 1.0:
             raise ValueError(f"Adadelta: invalid rho {group['rho']!r}: expected a value in [0, 1]")
 

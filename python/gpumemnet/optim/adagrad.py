@@ -37,7 +37,7 @@ class Adagrad(Optimizer):
 
     def _validate_group(self, group):
         for key in ("lr", "lr_decay", "weight_decay", "eps"):
-            _nonneg(None, "Adagrad", key, group[key])
+            _nonneg("Adagrad", key, group[key])
 
     def _step_group(self, group):
         params, grads = self._with_grad(group)

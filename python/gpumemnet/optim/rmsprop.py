@@ -8,7 +8,7 @@ from .optimizer import Optimizer
 __all__ = ["RMSprop"]
 
 
-def _nonneg(name, cls, key, value):
+def _nonneg(cls, key, value):
     if not isinstance(value, (int, float)) or isinstance(value, bool) or not value >= 0.0:
         raise ValueError(f"{cls}: invalid {key} {value!r}: expected a number >= 0")
 
@@ -25,7 +25,7 @@ class RMSprop(Optimizer):
 
     def _validate_group(self, group):
         for key in ("lr", "eps", "momentum", "weight_decay", "alpha"):
-            _nonneg(None, "RMSprop", key, group[key])
+            _nonneg("RMSprop", key, group[key])
 
     def _step_group(self, group):
         params, grads = self._with_grad(group)

@@ -2,7 +2,8 @@
 
 Randomness (generator=): None draws each iteration's order from gpumemnet's global generator (gm.manual_seed makes
 it reproducible, as torch.manual_seed does for PyTorch); an int seeds a NumPy Generator created once (epochs
-differ from each other, a rerun repeats them); a numpy.random.Generator is used as given."""
+differ from each other, a rerun repeats them); a numpy.random.Generator is used as given; an object with
+initial_seed() (a torch.Generator-like one) is taken as an int seed."""
 import numbers
 
 import numpy as np
@@ -19,7 +20,10 @@ def _resolve_generator(generator, who):
         return generator
     if isinstance(generator, numbers.Integral) and not isinstance(generator, bool):
         return np.random.default_rng(int(generator))
-    raise TypeError(f"{who}: generator must be None, an int seed or a numpy.random.Generator, got "
+    if callable(getattr(generator, "initial_seed", None)):  # a torch.Generator-like object: its seed
+        return np.random.default_rng(int(generator.initial_seed()))
+    raise TypeError(f"{who}: generator must be None, an int seed, a numpy.random.Generator or a Generator with "
+                    f"initial_seed(), got "
                     f"{type(generator).__name__}")
 
 
