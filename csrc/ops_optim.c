@@ -1,10 +1,11 @@
 /* csrc/ops_optim.c — fused optimizer steps: _C.sgd_step_, _C.adam_step_ (Adam and AdamW), _C.rmsprop_step_,
- * _C.adagrad_step_ and _C.adadelta_step_. One call updates a whole parameter group in place: parameters and state tensors are written, gradients read, and nothing is
- * allocated when every tensor is contiguous (always the case for parameters, autograd's gradients and the state
- * python/gpumemnet/optim creates). A non-contiguous tensor goes through a workspace copy, written back after
- * the kernel. On meta everything but the kernel runs. The state tensors are created by Python (lazily, tagged
- * "optimizer"); this file never allocates them. Kernels: kernels/cpu/optim.c, kernels/cuda/optim.cu (which
- * passes its pointer tables in the launch parameters, so a CUDA step allocates nothing either). */
+ * _C.adagrad_step_ and _C.adadelta_step_. One call updates a whole parameter group in place: parameters and
+ * state tensors are written, gradients read, and nothing is allocated when every tensor is contiguous (always the
+ * case for parameters, autograd's gradients and the state python/gpumemnet/optim creates). A non-contiguous
+ * tensor goes through a workspace copy, written back after the kernel. On meta everything but the kernel runs.
+ * The state tensors are created by Python (lazily, tagged "optimizer"); this file never allocates them. Kernels:
+ * kernels/cpu/optim.c, kernels/cuda/optim.cu (which passes its pointer tables in the launch parameters, so a CUDA
+ * step allocates nothing either). */
 #include "gm.h"
 #include "cpu/optim.h"
 #ifdef GM_WITH_CUDA

@@ -84,3 +84,71 @@ def test_compile_returns_the_model():
 
     assert f(1) == 2
     assert gm.compile(f) is f
+
+
+# A training script in the style of torchvision's reference train.py, run unchanged under the torch alias: the
+# names of this slice resolve and work together (cudnn flags, init, DataParallel, compile, RMSprop, warm-up +
+# cosine SequentialLR, a sampler and workers, default_collate from torch.utils.data.dataloader, clipping).
+SCRIPT = """
+import gpumemnet as gm
+gm.as_torch()
+import torch
+import torch.backends.cudnn as cudnn
+import torch.nn as nn
+from torch.utils.data.dataloader import default_collate
+from torch.utils.data import DataLoader, RandomSampler, SequentialSampler, TensorDataset
+cudnn.benchmark = True
+model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(), nn.Flatten(), nn.Linear(8 * 6 * 6, 4))
+for m in model.modules():
+    if isinstance(m, nn.Conv2d):
+        nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
+    elif isinstance(m, nn.Linear):
+        nn.init.trunc_normal_(m.weight, std=0.02); nn.init.zeros_(m.bias)
+model = torch.nn.DataParallel(model)
+model = torch.compile(model)
+opt = torch.optim.RMSprop(model.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4, eps=0.0316, alpha=0.9)
+main = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=8)
+warm = torch.optim.lr_scheduler.LinearLR(opt, start_factor=0.01, total_iters=2)
+sched = torch.optim.lr_scheduler.SequentialLR(opt, schedulers=[warm, main], milestones=[2])
+x = torch.randn(32, 3, 8, 8); y = (torch.rand(32) * 4).long()
+ds = TensorDataset(x, y)
+dl = DataLoader(ds, batch_size=8, sampler=RandomSampler(ds), num_workers=2, pin_memory=False, drop_last=True,
+                collate_fn=default_collate, persistent_workers=True)
+crit = nn.CrossEntropyLoss()
+lrs = []
+for epoch in range(3):
+    for xb, yb in dl:
+        opt.zero_grad()
+        loss = crit(model(xb), yb)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+    sched.step()
+    lrs.append(sched.get_last_lr()[0])
+import gpumemnet.dropin as d
+print(repr((lrs, list(model.state_dict())[:2], d.missing_names(), float(loss))))
+"""
+
+
+def test_reference_style_script_runs_under_the_alias(tmp_path):
+    import ast
+    import os
+    import subprocess
+    import sys
+    path = tmp_path / "train.py"
+    path.write_text(SCRIPT)
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(gm.__file__)))
+    out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300, env=env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    lrs, keys, missing, loss = ast.literal_eval(out.stdout.strip().splitlines()[-1])
+    assert missing == [] and keys == ["module.0.weight", "module.0.bias"]
+    o = torch.optim.RMSprop([torch.zeros(1, requires_grad=True)], lr=0.01)
+    s = torch.optim.lr_scheduler.SequentialLR(o, [torch.optim.lr_scheduler.LinearLR(o, 0.01, total_iters=2),
+                                                  torch.optim.lr_scheduler.CosineAnnealingLR(o, T_max=8)], [2])
+    want = []
+    for _ in range(3):
+        o.step()
+        s.step()
+        want.append(s.get_last_lr()[0])
+    assert lrs == pytest.approx(want, rel=1e-12)
+    assert loss == loss  # finite training

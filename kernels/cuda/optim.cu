@@ -1,6 +1,6 @@
-/* kernels/cuda/optim.cu — fused multi-tensor SGD, Adam/AdamW, RMSprop, Adagrad and Adadelta steps (optim.h), the CUDA twin of
- * kernels/cpu/optim.c, whose formulas (PyTorch's single-tensor reference) are repeated here operation for
- * operation.
+/* kernels/cuda/optim.cu — fused multi-tensor SGD, Adam/AdamW, RMSprop, Adagrad and Adadelta steps (optim.h),
+ * the CUDA twin of kernels/cpu/optim.c, whose formulas (PyTorch's single-tensor reference) are repeated here
+ * operation for operation.
  *
  * Multi-tensor launch: the tensors of one dtype go into a table passed BY VALUE in the kernel's parameters (room
  * for CAP tensors in the 4 KiB every CUDA device accepts; a larger group takes one launch per CAP tensors, as

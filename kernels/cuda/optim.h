@@ -1,9 +1,8 @@
-/* kernels/cuda/optim.h — fused, in-place, multi-tensor SGD, Adam/AdamW, RMSprop, Adagrad and Adadelta steps on CUDA. Same arguments and
- * results as the CPU steps (kernels/optim_hparams.h defines sgd_hparams / adam_hparams, kernels/cpu/optim.h
- * states the update formulas), with
- * `int nthreads` replaced by the context: the arrays (param, grad, state pointers, numel, dt, step, buf_fresh)
- * are host arrays, the pointers in them device pointers. Nothing is allocated: the pointer tables travel in the
- * kernels' parameters. */
+/* kernels/cuda/optim.h — fused, in-place, multi-tensor SGD, Adam/AdamW, RMSprop, Adagrad and Adadelta steps on
+ * CUDA. Same arguments and results as the CPU steps (kernels/optim_hparams.h defines the hyper-parameter structs,
+ * kernels/cpu/optim.h states the update formulas), with `int nthreads` replaced by the context: the arrays (param,
+ * grad, state pointers, numel, dt, step, buf_fresh) are host arrays, the pointers in them device pointers.
+ * Nothing is allocated: the pointer tables travel in the kernels' parameters. */
 #ifndef GM_KERNELS_CUDA_OPTIM_H
 #define GM_KERNELS_CUDA_OPTIM_H
 
