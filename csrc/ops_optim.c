@@ -1,10 +1,11 @@
-/* csrc/ops_optim.c — fused optimizer steps: _C.sgd_step_ and _C.adam_step_ (Adam and AdamW). One call updates a
- * whole parameter group in place: parameters and state tensors are written, gradients read, and nothing is
- * allocated when every tensor is contiguous (always the case for parameters, autograd's gradients and the state
- * python/gpumemnet/optim creates). A non-contiguous tensor goes through a workspace copy, written back after
- * the kernel. On meta everything but the kernel runs. The state tensors are created by Python (lazily, tagged
- * "optimizer"); this file never allocates them. Kernels: kernels/cpu/optim.c, kernels/cuda/optim.cu (which
- * passes its pointer tables in the launch parameters, so a CUDA step allocates nothing either). */
+/* csrc/ops_optim.c — fused optimizer steps: _C.sgd_step_, _C.adam_step_ (Adam and AdamW), _C.rmsprop_step_,
+ * _C.adagrad_step_ and _C.adadelta_step_. One call updates a whole parameter group in place: parameters and
+ * state tensors are written, gradients read, and nothing is allocated when every tensor is contiguous (always the
+ * case for parameters, autograd's gradients and the state python/gpumemnet/optim creates). A non-contiguous
+ * tensor goes through a workspace copy, written back after the kernel. On meta everything but the kernel runs.
+ * The state tensors are created by Python (lazily, tagged "optimizer"); this file never allocates them. Kernels:
+ * kernels/cpu/optim.c, kernels/cuda/optim.cu (which passes its pointer tables in the launch parameters, so a CUDA
+ * step allocates nothing either). */
 #include "gm.h"
 #include "cpu/optim.h"
 #ifdef GM_WITH_CUDA
@@ -364,6 +365,115 @@ done:
     return res;
 }
 
+static PyObject *py_rmsprop_step(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *kwlist[] = {"params", "grads", "square_avgs", "momentum_buffers", "grad_avgs", "lr", "alpha", "eps",
+                             "weight_decay", "momentum", "centered", "maximize", NULL};
+    PyObject *po, *go, *so, *bo, *ao;
+    rmsprop_hparams h = {0};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOddd|ddpp:rmsprop_step_", kwlist, &po, &go, &so, &bo, &ao,
+                                     &h.lr, &h.alpha, &h.eps, &h.weight_decay, &h.momentum, &h.centered,
+                                     &h.maximize))
+        return NULL;
+    const char *op = "rmsprop_step_";
+    if (check_range(op, "lr", h.lr, 0.0, INFINITY, 0) < 0 || check_range(op, "alpha", h.alpha, 0.0, INFINITY, 0) < 0 ||
+        check_range(op, "eps", h.eps, 0.0, INFINITY, 0) < 0 ||
+        check_range(op, "weight_decay", h.weight_decay, 0.0, INFINITY, 0) < 0 ||
+        check_range(op, "momentum", h.momentum, 0.0, INFINITY, 0) < 0)
+        return NULL;
+    group g = {.op = op};
+    PyObject *res = NULL;
+    const int has_buf = h.momentum > 0.0;
+    if (add_role(&g, 0, "params", po, 1, 0) < 0 || add_role(&g, 1, "grads", go, 0, 0) < 0 ||
+        add_role(&g, 2, "square_avgs", so, 1, 0) < 0 ||
+        add_role(&g, 3, "momentum_buffers", has_buf ? bo : Py_None, 1, !has_buf) < 0 ||
+        add_role(&g, 4, "grad_avgs", h.centered ? ao : Py_None, 1, !h.centered) < 0 || validate(&g) < 0 ||
+        prepare(&g) < 0)
+        goto done;
+    gm_device dev = g.n > 0 ? item(&g, 0, 0)->device : (gm_device){GM_DEV_META, 0};
+    if (GM_KERNEL(op, dev,
+                  rmsprop_step(g.ptr[0], (const void *const *)g.ptr[1], g.ptr[2], has_buf ? g.ptr[3] : NULL,
+                               h.centered ? g.ptr[4] : NULL, g.numel, g.dt, (int)g.n, &h, gm_num_threads),
+                  cuda_rmsprop_step(g.ptr[0], (const void *const *)g.ptr[1], g.ptr[2], has_buf ? g.ptr[3] : NULL,
+                                    h.centered ? g.ptr[4] : NULL, g.numel, g.dt, (int)g.n, &h, ctx)) < 0)
+        goto done;
+    if (finish(&g) < 0) goto done;
+    res = Py_NewRef(Py_None);
+done:
+    group_free(&g);
+    return res;
+}
+
+static PyObject *py_adagrad_step(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *kwlist[] = {"params", "grads", "state_sums", "steps", "lr", "lr_decay", "weight_decay", "eps",
+                             "maximize", NULL};
+    PyObject *po, *go, *so, *to;
+    adagrad_hparams h = {0};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOdddd|p:adagrad_step_", kwlist, &po, &go, &so, &to, &h.lr,
+                                     &h.lr_decay, &h.weight_decay, &h.eps, &h.maximize))
+        return NULL;
+    const char *op = "adagrad_step_";
+    if (check_range(op, "lr", h.lr, 0.0, INFINITY, 0) < 0 ||
+        check_range(op, "lr_decay", h.lr_decay, 0.0, INFINITY, 0) < 0 ||
+        check_range(op, "weight_decay", h.weight_decay, 0.0, INFINITY, 0) < 0 ||
+        check_range(op, "eps", h.eps, 0.0, INFINITY, 0) < 0)
+        return NULL;
+    group g = {.op = op};
+    int64_t *steps = NULL;
+    PyObject *res = NULL;
+    if (add_role(&g, 0, "params", po, 1, 0) < 0 || add_role(&g, 1, "grads", go, 0, 0) < 0 ||
+        add_role(&g, 2, "state_sums", so, 1, 0) < 0 || validate(&g) < 0)
+        goto done;
+    steps = PyMem_Calloc((size_t)(g.n > 0 ? g.n : 1), sizeof(int64_t));
+    if (!steps) { PyErr_NoMemory(); goto done; }
+    if (parse_int_list(&g, to, "steps", steps, 1) < 0 || prepare(&g) < 0) goto done;
+    gm_device dev = g.n > 0 ? item(&g, 0, 0)->device : (gm_device){GM_DEV_META, 0};
+    if (GM_KERNEL(op, dev,
+                  adagrad_step(g.ptr[0], (const void *const *)g.ptr[1], g.ptr[2], steps, g.numel, g.dt, (int)g.n, &h,
+                               gm_num_threads),
+                  cuda_adagrad_step(g.ptr[0], (const void *const *)g.ptr[1], g.ptr[2], steps, g.numel, g.dt,
+                                    (int)g.n, &h, ctx)) < 0)
+        goto done;
+    if (finish(&g) < 0) goto done;
+    res = Py_NewRef(Py_None);
+done:
+    PyMem_Free(steps);
+    group_free(&g);
+    return res;
+}
+
+static PyObject *py_adadelta_step(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *kwlist[] = {"params", "grads", "square_avgs", "acc_deltas", "lr", "rho", "eps", "weight_decay",
+                             "maximize", NULL};
+    PyObject *po, *go, *so, *ao;
+    adadelta_hparams h = {0};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOdddd|p:adadelta_step_", kwlist, &po, &go, &so, &ao, &h.lr,
+                                     &h.rho, &h.eps, &h.weight_decay, &h.maximize))
+        return NULL;
+    const char *op = "adadelta_step_";
+    if (check_range(op, "lr", h.lr, 0.0, INFINITY, 0) < 0 || check_range(op, "rho", h.rho, 0.0, 1.0, 0) < 0 ||
+        check_range(op, "eps", h.eps, 0.0, INFINITY, 0) < 0 ||
+        check_range(op, "weight_decay", h.weight_decay, 0.0, INFINITY, 0) < 0)
+        return NULL;
+    group g = {.op = op};
+    PyObject *res = NULL;
+    if (add_role(&g, 0, "params", po, 1, 0) < 0 || add_role(&g, 1, "grads", go, 0, 0) < 0 ||
+        add_role(&g, 2, "square_avgs", so, 1, 0) < 0 || add_role(&g, 3, "acc_deltas", ao, 1, 0) < 0 ||
+        validate(&g) < 0 || prepare(&g) < 0)
+        goto done;
+    gm_device dev = g.n > 0 ? item(&g, 0, 0)->device : (gm_device){GM_DEV_META, 0};
+    if (GM_KERNEL(op, dev,
+                  adadelta_step(g.ptr[0], (const void *const *)g.ptr[1], g.ptr[2], g.ptr[3], g.numel, g.dt, (int)g.n,
+                                &h, gm_num_threads),
+                  cuda_adadelta_step(g.ptr[0], (const void *const *)g.ptr[1], g.ptr[2], g.ptr[3], g.numel, g.dt,
+                                     (int)g.n, &h, ctx)) < 0)
+        goto done;
+    if (finish(&g) < 0) goto done;
+    res = Py_NewRef(Py_None);
+done:
+    group_free(&g);
+    return res;
+}
+
 #define KW(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
 PyMethodDef gm_optim_methods[] = {
     {"sgd_step_", KW(py_sgd_step),
@@ -375,5 +485,15 @@ PyMethodDef gm_optim_methods[] = {
      "adam_step_(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, lr, beta1, beta2, eps=1e-8, "
      "weight_decay=0, decoupled=False, amsgrad=False, maximize=False): one fused in-place Adam (decoupled=True: "
      "AdamW) step over a group; steps[i] >= 1 is param i's step count after this update."},
+    {"rmsprop_step_", KW(py_rmsprop_step),
+     "rmsprop_step_(params, grads, square_avgs, momentum_buffers, grad_avgs, lr, alpha, eps, weight_decay=0, "
+     "momentum=0, centered=False, maximize=False): one fused in-place RMSprop step over a group. momentum_buffers: "
+     "one zero-initialised tensor per param when momentum > 0 (else None); grad_avgs likewise when centered."},
+    {"adagrad_step_", KW(py_adagrad_step),
+     "adagrad_step_(params, grads, state_sums, steps, lr, lr_decay, weight_decay, eps, maximize=False): one fused "
+     "in-place Adagrad step over a group; steps[i] >= 1 is param i's step count after this update."},
+    {"adadelta_step_", KW(py_adadelta_step),
+     "adadelta_step_(params, grads, square_avgs, acc_deltas, lr, rho, eps, weight_decay, maximize=False): one "
+     "fused in-place Adadelta step over a group."},
     {NULL, NULL, 0, NULL},
 };

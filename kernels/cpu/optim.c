@@ -1,4 +1,5 @@
-/* kernels/cpu/optim.c — fused in-place SGD and Adam/AdamW steps over a list of tensors (see optim.h).
+/* kernels/cpu/optim.c — fused in-place SGD, Adam/AdamW, RMSprop, Adagrad and Adadelta steps over a list of tensors
+ * (see optim.h).
  *
  * One OpenMP team serves the whole group: each tensor's elements are split among the threads by an orphaned
  * `omp for` (with its barrier), so a group of many small tensors does not pay a fork per tensor. Groups too small
@@ -108,6 +109,100 @@ DEFINE_ADAM(adam_f64, double, double, sqrt, LD_SAME, ST_SAME)
 DEFINE_ADAM(adam_f16, uint16_t, float, sqrtf, LD_F16, ST_F16)
 DEFINE_ADAM(adam_bf16, uint16_t, float, sqrtf, LD_BF16, ST_BF16)
 
+/* ---- RMSprop, Adagrad, Adadelta ------------------------------------------------------------------------------ */
+/* Operation for operation PyTorch's single-tensor steps (torch/optim/rmsprop.py, adagrad.py, adadelta.py): each
+ * in-place op there is one rounded operation here, in the same order. PyTorch's vectorised CPU kernels may round
+ * a last bit differently (tests compare float32 to its rounding, float64 to 1e-12). */
+#define DEFINE_RMSPROP(NAME, T, ACC, SQRT, LD, ST)                                                                \
+    INLINE void NAME##_loop(T *restrict p, const T *restrict g, T *restrict sq, T *restrict buf,                \
+                            T *restrict ga, int64_t n, const rmsprop_hparams *h, const int has_buf,             \
+                            const int centered) {                                                               \
+        const ACC neg_lr = (ACC)(-h->lr), alpha = (ACC)h->alpha, one_a = (ACC)(1.0 - h->alpha),                 \
+                  eps = (ACC)h->eps, wd = (ACC)h->weight_decay, mom = (ACC)h->momentum,                         \
+                  sign = h->maximize ? (ACC)-1 : (ACC)1, w1 = one_a, w1c = (ACC)1 - one_a;                      \
+        const int low = w1 < (ACC)0.5;                                                                          \
+        _Pragma("omp for schedule(static)")                                                                     \
+        for (int64_t i = 0; i < n; i++) {                                                                       \
+            ACC w = LD(p[i]);                                                                                   \
+            ACC d = sign * LD(g[i]) + wd * w;                                                                   \
+            T ss = ST(LD(sq[i]) * alpha + one_a * d * d);                                                       \
+            sq[i] = ss;                                                                                         \
+            ACC avg = LD(ss);                                                                                   \
+            if (centered) {                                                                                     \
+                ACC a0 = LD(ga[i]);                                                                             \
+                T gs = ST(low ? a0 + w1 * (d - a0) : d - (d - a0) * w1c); /* lerp(grad_avg, g, 1 - alpha) */   \
+                ga[i] = gs;                                                                                     \
+                ACC gg = LD(gs);                                                                                \
+                avg = avg - gg * gg;                                                                            \
+            }                                                                                                   \
+            avg = SQRT(avg) + eps;                                                                              \
+            if (has_buf) {                                                                                      \
+                T bs = ST(LD(buf[i]) * mom + d / avg);                                                          \
+                buf[i] = bs;                                                                                    \
+                p[i] = ST(w + neg_lr * LD(bs));                                                                 \
+            } else {                                                                                            \
+                p[i] = ST(w + neg_lr * (d / avg));                                                              \
+            }                                                                                                   \
+        }                                                                                                       \
+    }                                                                                                           \
+    static void NAME(T *p, const T *g, T *sq, T *buf, T *ga, int64_t n, const rmsprop_hparams *h) {             \
+        if (buf && ga) NAME##_loop(p, g, sq, buf, ga, n, h, 1, 1);                                              \
+        else if (buf) NAME##_loop(p, g, sq, buf, ga, n, h, 1, 0);                                               \
+        else if (ga) NAME##_loop(p, g, sq, buf, ga, n, h, 0, 1);                                                \
+        else NAME##_loop(p, g, sq, buf, ga, n, h, 0, 0);                                                        \
+    }
+
+DEFINE_RMSPROP(rmsprop_f32, float, float, sqrtf, LD_SAME, ST_SAME)
+DEFINE_RMSPROP(rmsprop_f64, double, double, sqrt, LD_SAME, ST_SAME)
+DEFINE_RMSPROP(rmsprop_f16, uint16_t, float, sqrtf, LD_F16, ST_F16)
+DEFINE_RMSPROP(rmsprop_bf16, uint16_t, float, sqrtf, LD_BF16, ST_BF16)
+
+/* clr: the step's lr after lr_decay (per tensor: it depends on the tensor's step count). */
+#define DEFINE_ADAGRAD(NAME, T, ACC, SQRT, LD, ST)                                                                \
+    static void NAME(T *restrict p, const T *restrict g, T *restrict sum, int64_t n, double clr,                \
+                     const adagrad_hparams *h) {                                                                \
+        const ACC neg_clr = (ACC)(-clr), eps = (ACC)h->eps, wd = (ACC)h->weight_decay,                          \
+                  sign = h->maximize ? (ACC)-1 : (ACC)1;                                                        \
+        _Pragma("omp for schedule(static)")                                                                     \
+        for (int64_t i = 0; i < n; i++) {                                                                       \
+            ACC w = LD(p[i]);                                                                                   \
+            ACC d = sign * LD(g[i]) + wd * w;                                                                   \
+            T ss = ST(LD(sum[i]) + d * d);                                                                      \
+            sum[i] = ss;                                                                                        \
+            ACC std = SQRT(LD(ss)) + eps;                                                                       \
+            p[i] = ST(w + neg_clr * (d / std));                                                                 \
+        }                                                                                                       \
+    }
+
+DEFINE_ADAGRAD(adagrad_f32, float, float, sqrtf, LD_SAME, ST_SAME)
+DEFINE_ADAGRAD(adagrad_f64, double, double, sqrt, LD_SAME, ST_SAME)
+DEFINE_ADAGRAD(adagrad_f16, uint16_t, float, sqrtf, LD_F16, ST_F16)
+DEFINE_ADAGRAD(adagrad_bf16, uint16_t, float, sqrtf, LD_BF16, ST_BF16)
+
+#define DEFINE_ADADELTA(NAME, T, ACC, SQRT, LD, ST)                                                               \
+    static void NAME(T *restrict p, const T *restrict g, T *restrict sq, T *restrict acc, int64_t n,            \
+                     const adadelta_hparams *h) {                                                               \
+        const ACC neg_lr = (ACC)(-h->lr), rho = (ACC)h->rho, one_rho = (ACC)(1.0 - h->rho), eps = (ACC)h->eps,  \
+                  wd = (ACC)h->weight_decay, sign = h->maximize ? (ACC)-1 : (ACC)1;                             \
+        _Pragma("omp for schedule(static)")                                                                     \
+        for (int64_t i = 0; i < n; i++) {                                                                       \
+            ACC w = LD(p[i]);                                                                                   \
+            ACC d = sign * LD(g[i]) + wd * w;                                                                   \
+            T ss = ST(LD(sq[i]) * rho + one_rho * d * d);                                                       \
+            sq[i] = ss;                                                                                         \
+            ACC std = SQRT(LD(ss) + eps);                                                                       \
+            ACC a0 = LD(acc[i]);                                                                                \
+            ACC delta = SQRT(a0 + eps) / std * d;                                                               \
+            acc[i] = ST(a0 * rho + one_rho * delta * delta);                                                    \
+            p[i] = ST(w + neg_lr * delta);                                                                      \
+        }                                                                                                       \
+    }
+
+DEFINE_ADADELTA(adadelta_f32, float, float, sqrtf, LD_SAME, ST_SAME)
+DEFINE_ADADELTA(adadelta_f64, double, double, sqrt, LD_SAME, ST_SAME)
+DEFINE_ADADELTA(adadelta_f16, uint16_t, float, sqrtf, LD_F16, ST_F16)
+DEFINE_ADADELTA(adadelta_bf16, uint16_t, float, sqrtf, LD_BF16, ST_BF16)
+
 /* ---- entry points ------------------------------------------------------------------------------------------ */
 static int check_group(void *const *param, const void *const *grad, const int64_t *numel, const gm_dtype *dt,
                        int ntensors, int64_t *total) {
@@ -177,6 +272,81 @@ int adam_step(void *const *param, const void *const *grad, void *const *exp_avg,
         case GM_F64: adam_f64(param[t], grad[t], exp_avg[t], exp_avg_sq[t], vmax, numel[t], &c); break;
         case GM_F16: adam_f16(param[t], grad[t], exp_avg[t], exp_avg_sq[t], vmax, numel[t], &c); break;
         default: adam_bf16(param[t], grad[t], exp_avg[t], exp_avg_sq[t], vmax, numel[t], &c); break;
+        }
+    }
+    return GM_OK;
+}
+
+/* Every tensor of a state list is present where its parameter has elements. */
+static int check_state(void *const *state, const int64_t *numel, int ntensors) {
+    if (ntensors > 0 && !state) return GM_ERR_ARG;
+    for (int t = 0; t < ntensors; t++)
+        if (numel[t] > 0 && !state[t]) return GM_ERR_ARG;
+    return GM_OK;
+}
+
+int rmsprop_step(void *const *param, const void *const *grad, void *const *square_avg, void *const *momentum_buf,
+                 void *const *grad_avg, const int64_t *numel, const gm_dtype *dt, int ntensors,
+                 const rmsprop_hparams *h, int nthreads) {
+    int64_t total;
+    int st = check_group(param, grad, numel, dt, ntensors, &total);
+    const int has_buf = h->momentum > 0.0, centered = h->centered != 0;
+    if (st == GM_OK) st = check_state(square_avg, numel, ntensors);
+    if (st == GM_OK && has_buf) st = check_state(momentum_buf, numel, ntensors);
+    if (st == GM_OK && centered) st = check_state(grad_avg, numel, ntensors);
+    if (st != GM_OK) return st;
+    int nt = nthreads > 0 ? nthreads : 1;
+#pragma omp parallel num_threads(nt) if (nt > 1 && total >= OPTIM_PARALLEL_MIN)
+    for (int t = 0; t < ntensors; t++) {
+        void *buf = has_buf ? momentum_buf[t] : NULL, *ga = centered ? grad_avg[t] : NULL;
+        switch (dt[t]) {
+        case GM_F32: rmsprop_f32(param[t], grad[t], square_avg[t], buf, ga, numel[t], h); break;
+        case GM_F64: rmsprop_f64(param[t], grad[t], square_avg[t], buf, ga, numel[t], h); break;
+        case GM_F16: rmsprop_f16(param[t], grad[t], square_avg[t], buf, ga, numel[t], h); break;
+        default: rmsprop_bf16(param[t], grad[t], square_avg[t], buf, ga, numel[t], h); break;
+        }
+    }
+    return GM_OK;
+}
+
+int adagrad_step(void *const *param, const void *const *grad, void *const *sum, const int64_t *step,
+                 const int64_t *numel, const gm_dtype *dt, int ntensors, const adagrad_hparams *h, int nthreads) {
+    int64_t total;
+    int st = check_group(param, grad, numel, dt, ntensors, &total);
+    if (st == GM_OK) st = check_state(sum, numel, ntensors);
+    if (st != GM_OK) return st;
+    if (ntensors > 0 && !step) return GM_ERR_ARG;
+    for (int t = 0; t < ntensors; t++)
+        if (step[t] < 1) return GM_ERR_ARG;
+    int nt = nthreads > 0 ? nthreads : 1;
+#pragma omp parallel num_threads(nt) if (nt > 1 && total >= OPTIM_PARALLEL_MIN)
+    for (int t = 0; t < ntensors; t++) {
+        double clr = h->lr / (1.0 + (double)(step[t] - 1) * h->lr_decay);
+        switch (dt[t]) {
+        case GM_F32: adagrad_f32(param[t], grad[t], sum[t], numel[t], clr, h); break;
+        case GM_F64: adagrad_f64(param[t], grad[t], sum[t], numel[t], clr, h); break;
+        case GM_F16: adagrad_f16(param[t], grad[t], sum[t], numel[t], clr, h); break;
+        default: adagrad_bf16(param[t], grad[t], sum[t], numel[t], clr, h); break;
+        }
+    }
+    return GM_OK;
+}
+
+int adadelta_step(void *const *param, const void *const *grad, void *const *square_avg, void *const *acc_delta,
+                  const int64_t *numel, const gm_dtype *dt, int ntensors, const adadelta_hparams *h, int nthreads) {
+    int64_t total;
+    int st = check_group(param, grad, numel, dt, ntensors, &total);
+    if (st == GM_OK) st = check_state(square_avg, numel, ntensors);
+    if (st == GM_OK) st = check_state(acc_delta, numel, ntensors);
+    if (st != GM_OK) return st;
+    int nt = nthreads > 0 ? nthreads : 1;
+#pragma omp parallel num_threads(nt) if (nt > 1 && total >= OPTIM_PARALLEL_MIN)
+    for (int t = 0; t < ntensors; t++) {
+        switch (dt[t]) {
+        case GM_F32: adadelta_f32(param[t], grad[t], square_avg[t], acc_delta[t], numel[t], h); break;
+        case GM_F64: adadelta_f64(param[t], grad[t], square_avg[t], acc_delta[t], numel[t], h); break;
+        case GM_F16: adadelta_f16(param[t], grad[t], square_avg[t], acc_delta[t], numel[t], h); break;
+        default: adadelta_bf16(param[t], grad[t], square_avg[t], acc_delta[t], numel[t], h); break;
         }
     }
     return GM_OK;

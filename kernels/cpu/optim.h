@@ -27,4 +27,22 @@ int adam_step(void *const *param, const void *const *grad, void *const *exp_avg,
               void *const *max_exp_avg_sq, const int64_t *step, const int64_t *numel, const gm_dtype *dt,
               int ntensors, const adam_hparams *h, int nthreads);
 
+/* RMSprop: square_avg = alpha*square_avg + (1-alpha)*g^2; centered: grad_avg = lerp(grad_avg, g, 1-alpha) and
+ * avg = sqrt(square_avg - grad_avg^2) + eps, else sqrt(square_avg) + eps; momentum > 0:
+ * buf = momentum*buf + g/avg, param -= lr*buf; else param -= lr*g/avg. momentum_buf is used (non-NULL) only when
+ * h->momentum > 0, grad_avg only when h->centered. */
+int rmsprop_step(void *const *param, const void *const *grad, void *const *square_avg, void *const *momentum_buf,
+                 void *const *grad_avg, const int64_t *numel, const gm_dtype *dt, int ntensors,
+                 const rmsprop_hparams *h, int nthreads);
+
+/* Adagrad: sum += g^2, param -= clr * g / (sqrt(sum) + eps) with clr = lr / (1 + (step[i]-1)*lr_decay);
+ * step[i] >= 1 is tensor i's step count after this update. */
+int adagrad_step(void *const *param, const void *const *grad, void *const *sum, const int64_t *step,
+                 const int64_t *numel, const gm_dtype *dt, int ntensors, const adagrad_hparams *h, int nthreads);
+
+/* Adadelta: square_avg = rho*square_avg + (1-rho)*g^2; delta = sqrt(acc_delta + eps) / sqrt(square_avg + eps) * g;
+ * acc_delta = rho*acc_delta + (1-rho)*delta^2; param -= lr*delta. */
+int adadelta_step(void *const *param, const void *const *grad, void *const *square_avg, void *const *acc_delta,
+                  const int64_t *numel, const gm_dtype *dt, int ntensors, const adadelta_hparams *h, int nthreads);
+
 #endif

@@ -1,6 +1,6 @@
-/* kernels/cuda/optim.cu — fused multi-tensor SGD and Adam/AdamW steps (optim.h), the CUDA twin of
- * kernels/cpu/optim.c, whose formulas (PyTorch's single-tensor reference) are repeated here operation for
- * operation.
+/* kernels/cuda/optim.cu — fused multi-tensor SGD, Adam/AdamW, RMSprop, Adagrad and Adadelta steps (optim.h),
+ * the CUDA twin of kernels/cpu/optim.c, whose formulas (PyTorch's single-tensor reference) are repeated here
+ * operation for operation.
  *
  * Multi-tensor launch: the tensors of one dtype go into a table passed BY VALUE in the kernel's parameters (room
  * for CAP tensors in the 4 KiB every CUDA device accepts; a larger group takes one launch per CAP tensors, as
@@ -209,6 +209,116 @@ static mt_kernels<adam_table, adam_consts> adam_kernels[2] = { /* [AMSGRAD][dtyp
     {adam_kernel<GM_F32, 0>, adam_kernel<GM_F64, 0>, adam_kernel<GM_F16, 0>, adam_kernel<GM_BF16, 0>},
     {adam_kernel<GM_F32, 1>, adam_kernel<GM_F64, 1>, adam_kernel<GM_F16, 1>, adam_kernel<GM_BF16, 1>}};
 
+/* ---- RMSprop, Adagrad, Adadelta (kernels/cpu/optim.c's loops, operation for operation) ------------------------ */
+struct no_x {
+    int unused;
+};
+#define RMSPROP_CAP 48
+typedef mt_table<5, RMSPROP_CAP, no_x> rmsprop_table;
+struct rmsprop_consts {
+    double neg_lr, alpha, one_a, eps, wd, mom, sign;
+};
+static_assert(sizeof(rmsprop_table) + sizeof(rmsprop_consts) <= 4000, "kernel parameters must fit 4 KiB");
+
+template <int DT, int HAS_BUF, int CENTERED> __global__ void rmsprop_kernel(rmsprop_table L, rmsprop_consts k) {
+    typedef typename gm_cu_type<DT>::st S;
+    typedef typename gm_cu_type<DT>::acc A;
+    const A neg_lr = (A)k.neg_lr, alpha = (A)k.alpha, one_a = (A)k.one_a, eps = (A)k.eps, wd = (A)k.wd,
+            mom = (A)k.mom, sign = (A)k.sign, w1 = one_a, w1c = sub((A)1, one_a);
+    const int low = w1 < (A)0.5;
+    MT_FOR_EACH(L, {
+        S *p = (S *)L.ptr[0][t], *sq = (S *)L.ptr[2][t];
+        const S *g = (const S *)L.ptr[1][t];
+        A w = dec<DT>(p[i]);
+        A d = add(mul(sign, dec<DT>(g[i])), mul(wd, w));
+        S ss = enc<DT>(add(mul(dec<DT>(sq[i]), alpha), mul(mul(one_a, d), d)));
+        sq[i] = ss;
+        A avg = dec<DT>(ss);
+        if (CENTERED) {
+            S *ga = (S *)L.ptr[4][t];
+            A a0 = dec<DT>(ga[i]);
+            S gs = enc<DT>(low ? add(a0, mul(w1, sub(d, a0))) : sub(d, mul(sub(d, a0), w1c)));
+            ga[i] = gs;
+            A gg = dec<DT>(gs);
+            avg = sub(avg, mul(gg, gg));
+        }
+        avg = add(sqrt_(avg), eps);
+        if (HAS_BUF) {
+            S *buf = (S *)L.ptr[3][t];
+            S bs = enc<DT>(add(mul(dec<DT>(buf[i]), mom), d / avg));
+            buf[i] = bs;
+            p[i] = enc<DT>(add(w, mul(neg_lr, dec<DT>(bs))));
+        } else {
+            p[i] = enc<DT>(add(w, mul(neg_lr, d / avg)));
+        }
+    })
+}
+
+#define RMSPROP_ROW(B, C) {rmsprop_kernel<GM_F32, B, C>, rmsprop_kernel<GM_F64, B, C>, \
+                           rmsprop_kernel<GM_F16, B, C>, rmsprop_kernel<GM_BF16, B, C>}
+static mt_kernels<rmsprop_table, rmsprop_consts> rmsprop_kernels[4] = { /* [HAS_BUF * 2 + CENTERED][dtype] */
+    RMSPROP_ROW(0, 0), RMSPROP_ROW(0, 1), RMSPROP_ROW(1, 0), RMSPROP_ROW(1, 1)};
+
+struct adagrad_x {
+    double neg_clr; /* -lr / (1 + (step - 1) * lr_decay): the tensor's own step count */
+};
+#define ADAGRAD_CAP 64
+typedef mt_table<3, ADAGRAD_CAP, adagrad_x> adagrad_table;
+struct adagrad_consts {
+    double eps, wd, sign;
+};
+static_assert(sizeof(adagrad_table) + sizeof(adagrad_consts) <= 4000, "kernel parameters must fit 4 KiB");
+
+template <int DT> __global__ void adagrad_kernel(adagrad_table L, adagrad_consts k) {
+    typedef typename gm_cu_type<DT>::st S;
+    typedef typename gm_cu_type<DT>::acc A;
+    const A eps = (A)k.eps, wd = (A)k.wd, sign = (A)k.sign;
+    MT_FOR_EACH(L, {
+        S *p = (S *)L.ptr[0][t], *sum = (S *)L.ptr[2][t];
+        const S *g = (const S *)L.ptr[1][t];
+        const A neg_clr = (A)L.x[t].neg_clr;
+        A w = dec<DT>(p[i]);
+        A d = add(mul(sign, dec<DT>(g[i])), mul(wd, w));
+        S ss = enc<DT>(add(dec<DT>(sum[i]), mul(d, d)));
+        sum[i] = ss;
+        A std = add(sqrt_(dec<DT>(ss)), eps);
+        p[i] = enc<DT>(add(w, mul(neg_clr, d / std)));
+    })
+}
+
+static mt_kernels<adagrad_table, adagrad_consts> adagrad_kernels = {
+    adagrad_kernel<GM_F32>, adagrad_kernel<GM_F64>, adagrad_kernel<GM_F16>, adagrad_kernel<GM_BF16>};
+
+#define ADADELTA_CAP 64
+typedef mt_table<4, ADADELTA_CAP, no_x> adadelta_table;
+struct adadelta_consts {
+    double neg_lr, rho, one_rho, eps, wd, sign;
+};
+static_assert(sizeof(adadelta_table) + sizeof(adadelta_consts) <= 4000, "kernel parameters must fit 4 KiB");
+
+template <int DT> __global__ void adadelta_kernel(adadelta_table L, adadelta_consts k) {
+    typedef typename gm_cu_type<DT>::st S;
+    typedef typename gm_cu_type<DT>::acc A;
+    const A neg_lr = (A)k.neg_lr, rho = (A)k.rho, one_rho = (A)k.one_rho, eps = (A)k.eps, wd = (A)k.wd,
+            sign = (A)k.sign;
+    MT_FOR_EACH(L, {
+        S *p = (S *)L.ptr[0][t], *sq = (S *)L.ptr[2][t], *acc = (S *)L.ptr[3][t];
+        const S *g = (const S *)L.ptr[1][t];
+        A w = dec<DT>(p[i]);
+        A d = add(mul(sign, dec<DT>(g[i])), mul(wd, w));
+        S ss = enc<DT>(add(mul(dec<DT>(sq[i]), rho), mul(mul(one_rho, d), d)));
+        sq[i] = ss;
+        A std = sqrt_(add(dec<DT>(ss), eps));
+        A a0 = dec<DT>(acc[i]);
+        A delta = mul(sqrt_(add(a0, eps)) / std, d);
+        acc[i] = enc<DT>(add(mul(a0, rho), mul(mul(one_rho, delta), delta)));
+        p[i] = enc<DT>(add(w, mul(neg_lr, delta)));
+    })
+}
+
+static mt_kernels<adadelta_table, adadelta_consts> adadelta_kernels = {
+    adadelta_kernel<GM_F32>, adadelta_kernel<GM_F64>, adadelta_kernel<GM_F16>, adadelta_kernel<GM_BF16>};
+
 /* ---- entry points (argument checks as kernels/cpu/optim.c) ------------------------------------------------ */
 static int check_group(void *const *param, const void *const *grad, const int64_t *numel, const gm_dtype *dt,
                        int ntensors) {
@@ -278,6 +388,91 @@ extern "C" int cuda_adam_step(void *const *param, const void *const *grad, void 
         L.ptr[4][j] = h->amsgrad ? max_exp_avg_sq[t] : NULL;
         L.x[j].step_size = h->lr / (1.0 - pow(h->beta1, (double)step[t]));
         L.x[j].bc2_sqrt = sqrt(1.0 - pow(h->beta2, (double)step[t]));
+    }, ctx);
+    GM_CU_LAUNCHED(ctx);
+    return GM_OK;
+}
+
+static int check_state(void *const *state, const int64_t *numel, int ntensors) {
+    if (ntensors > 0 && !state) return GM_ERR_ARG;
+    for (int t = 0; t < ntensors; t++)
+        if (numel[t] > 0 && !state[t]) return GM_ERR_ARG;
+    return GM_OK;
+}
+
+extern "C" int cuda_rmsprop_step(void *const *param, const void *const *grad, void *const *square_avg,
+                                 void *const *momentum_buf, void *const *grad_avg, const int64_t *numel,
+                                 const gm_dtype *dt, int ntensors, const rmsprop_hparams *h, gm_cuda_ctx *ctx) {
+    const int has_buf = h->momentum > 0.0, centered = h->centered != 0;
+    int st = check_group(param, grad, numel, dt, ntensors);
+    if (st == GM_OK) st = check_state(square_avg, numel, ntensors);
+    if (st == GM_OK && has_buf) st = check_state(momentum_buf, numel, ntensors);
+    if (st == GM_OK && centered) st = check_state(grad_avg, numel, ntensors);
+    if (st != GM_OK) return st;
+    rmsprop_consts k;
+    k.neg_lr = -h->lr;
+    k.alpha = h->alpha;
+    k.one_a = 1.0 - h->alpha;
+    k.eps = h->eps;
+    k.wd = h->weight_decay;
+    k.mom = h->momentum;
+    k.sign = h->maximize ? -1.0 : 1.0;
+    rmsprop_table L;
+    mt_step(L, k, rmsprop_kernels[has_buf * 2 + centered], numel, dt, ntensors, [&](int j, int t) {
+        L.ptr[0][j] = param[t];
+        L.ptr[1][j] = (void *)grad[t];
+        L.ptr[2][j] = square_avg[t];
+        L.ptr[3][j] = has_buf ? momentum_buf[t] : NULL;
+        L.ptr[4][j] = centered ? grad_avg[t] : NULL;
+    }, ctx);
+    GM_CU_LAUNCHED(ctx);
+    return GM_OK;
+}
+
+extern "C" int cuda_adagrad_step(void *const *param, const void *const *grad, void *const *sum, const int64_t *step,
+                                 const int64_t *numel, const gm_dtype *dt, int ntensors, const adagrad_hparams *h,
+                                 gm_cuda_ctx *ctx) {
+    int st = check_group(param, grad, numel, dt, ntensors);
+    if (st == GM_OK) st = check_state(sum, numel, ntensors);
+    if (st != GM_OK) return st;
+    if (ntensors > 0 && !step) return GM_ERR_ARG;
+    for (int t = 0; t < ntensors; t++)
+        if (step[t] < 1) return GM_ERR_ARG;
+    adagrad_consts k;
+    k.eps = h->eps;
+    k.wd = h->weight_decay;
+    k.sign = h->maximize ? -1.0 : 1.0;
+    adagrad_table L;
+    mt_step(L, k, adagrad_kernels, numel, dt, ntensors, [&](int j, int t) {
+        L.ptr[0][j] = param[t];
+        L.ptr[1][j] = (void *)grad[t];
+        L.ptr[2][j] = sum[t];
+        L.x[j].neg_clr = -(h->lr / (1.0 + (double)(step[t] - 1) * h->lr_decay));
+    }, ctx);
+    GM_CU_LAUNCHED(ctx);
+    return GM_OK;
+}
+
+extern "C" int cuda_adadelta_step(void *const *param, const void *const *grad, void *const *square_avg,
+                                  void *const *acc_delta, const int64_t *numel, const gm_dtype *dt, int ntensors,
+                                  const adadelta_hparams *h, gm_cuda_ctx *ctx) {
+    int st = check_group(param, grad, numel, dt, ntensors);
+    if (st == GM_OK) st = check_state(square_avg, numel, ntensors);
+    if (st == GM_OK) st = check_state(acc_delta, numel, ntensors);
+    if (st != GM_OK) return st;
+    adadelta_consts k;
+    k.neg_lr = -h->lr;
+    k.rho = h->rho;
+    k.one_rho = 1.0 - h->rho;
+    k.eps = h->eps;
+    k.wd = h->weight_decay;
+    k.sign = h->maximize ? -1.0 : 1.0;
+    adadelta_table L;
+    mt_step(L, k, adadelta_kernels, numel, dt, ntensors, [&](int j, int t) {
+        L.ptr[0][j] = param[t];
+        L.ptr[1][j] = (void *)grad[t];
+        L.ptr[2][j] = square_avg[t];
+        L.ptr[3][j] = acc_delta[t];
     }, ctx);
     GM_CU_LAUNCHED(ctx);
     return GM_OK;

@@ -39,6 +39,15 @@ bool = bool_  # noqa: A001
 __version__ = "0.1.0"
 
 
+def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None, options=None,
+            disable=False):
+    """torch.compile's signature; gpumemnet runs eagerly, so the model (or function) comes back unchanged (also as
+    a decorator, @gm.compile or @gm.compile(mode=...))."""
+    if model is None:
+        return lambda m: m
+    return model
+
+
 def set_num_threads(n):
     """Threads for gpumemnet's own CPU kernels (OpenMP) and for OpenBLAS."""
     _C.set_num_threads(n)

@@ -1,15 +1,22 @@
 """gpumemnet.nn.init: in-place initialisations with PyTorch's names and formulas, drawing from the global Philox
 generator (gm.manual_seed). Each one runs under no_grad and returns its tensor. On the meta device they draw
 nothing but still advance the generator exactly as the CPU would, so a model built on meta and one built on cpu
-leave the generator in the same state."""
+leave the generator in the same state.
+
+The structured ones (orthogonal_'s QR, trunc_normal_'s inverse normal CDF, eye_, dirac_, sparse_'s zero pattern)
+draw on the tensor's device through the same generator, then compute the values on the host in NumPy and copy
+them back once: initialisation runs once per model, and this keeps every random draw the generator's."""
 import math
 import warnings
+
+import numpy as np
 
 from .. import _C
 from .._core.autograd import no_grad
 
-__all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_", "xavier_uniform_",
-           "xavier_normal_", "kaiming_uniform_", "kaiming_normal_"]
+__all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "zeros_", "ones_", "eye_",
+           "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "orthogonal_",
+           "sparse_"]
 
 _LINEAR = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d")
 
@@ -49,7 +56,7 @@ def _calculate_fan_in_and_fan_out(tensor):
 def _calculate_correct_fan(tensor, mode):
     mode = mode.lower()
     if mode not in ("fan_in", "fan_out"):
-        raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
+        raise ValueError(f"Mode {mode} not supported, please use one of {['fan_in', 'fan_out']}")
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     return fan_in if mode == "fan_in" else fan_out
 
@@ -129,3 +136,181 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gener
     if std is None:
         return tensor
     return normal_(tensor, 0.0, std, generator)
+
+
+# ---- structured initialisations (values computed on the host) ------------------------------------------------
+def _host(tensor):
+    """The tensor's values as a float64 ndarray (a host copy)."""
+    t = tensor.detach()
+    if t._device != "cpu":
+        t = t.cpu()
+    return np.asarray(t.float().numpy() if t._dtype == 3 else t.numpy(), dtype=np.float64)
+
+
+def _write(tensor, array):
+    """Copy a host array of the tensor's shape into it (one transfer, converted to its dtype)."""
+    src = _C.from_numpy(np.ascontiguousarray(array.reshape(tuple(tensor.shape))), tensor._dtype, tensor._device)
+    _C.copy_(tensor, src)
+
+
+# Acklam's rational approximation of the standard normal quantile (relative error < 1.2e-9, well below float32's
+# rounding): NumPy has no erfinv, and one uniform draw + the inverse CDF keeps the generator's advance fixed.
+_A = (-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02, 1.383577518672690e+02,
+      -3.066479806614716e+01, 2.506628277459239e+00)
+_B = (-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02, 6.680131188771972e+01,
+      -1.328068155288572e+01)
+_CC = (-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00, -2.549732539343734e+00,
+       4.374664141464968e+00, 2.938163982698783e+00)
+_D = (7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00, 3.754408661907416e+00)
+
+
+def _ndtri(p):
+    p = np.asarray(p, dtype=np.float64)
+    out = np.empty_like(p)
+    lo, hi = p < 0.02425, p > 1 - 0.02425
+    mid = ~(lo | hi)
+    q = p[mid] - 0.5
+    r = q * q
+    out[mid] = (((((_A[0] * r + _A[1]) * r + _A[2]) * r + _A[3]) * r + _A[4]) * r + _A[5]) * q / \
+        (((((_B[0] * r + _B[1]) * r + _B[2]) * r + _B[3]) * r + _B[4]) * r + 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for mask, sign, val in ((lo, 1.0, p), (hi, -1.0, 1 - p)):
+            q = np.sqrt(-2 * np.log(val[mask]))
+            out[mask] = sign * (((((_CC[0] * q + _CC[1]) * q + _CC[2]) * q + _CC[3]) * q + _CC[4]) * q + _CC[5]) / \
+                ((((_D[0] * q + _D[1]) * q + _D[2]) * q + _D[3]) * q + 1)
+    out[p <= 0] = -np.inf  # the limits, which the tail formula would make nan
+    out[p >= 1] = np.inf
+    return out
+
+
+def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
+    """N(mean, std^2) truncated to [a, b] (a and b are absolute bounds, as in PyTorch): a uniform draw between the
+    normal CDF at a and at b, mapped through the inverse CDF, clamped to [a, b] against rounding."""
+    _check(tensor, "trunc_normal_")
+    if generator is not None:
+        raise ValueError("trunc_normal_: gpumemnet has one global generator; seed it with gm.manual_seed")
+    if (mean < a - 2 * std) or (mean > b + 2 * std):
+        warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of values "
+                      "may be incorrect.", stacklevel=2)
+
+    def cdf(x):
+        return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+    with no_grad():
+        # Half types draw their uniforms in float32: float16's steps near 1 (2^-11) would cut the tails off.
+        draw = tensor if tensor._dtype in (0, 1) else _C.empty(tuple(tensor.shape), 0, tensor._device)
+        _C.uniform_(draw, cdf((a - mean) / std), cdf((b - mean) / std))
+        if tensor._device != "meta" and tensor.numel() > 0:
+            _write(tensor, np.clip(mean + std * _ndtri(_host(draw)), a, b))
+    return tensor
+
+
+def eye_(tensor):
+    """The identity matrix (2-D tensors only; rectangular: ones on the main diagonal)."""
+    _check(tensor, "eye_")
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    with no_grad():
+        if tensor._device != "meta":
+            _write(tensor, np.eye(*tuple(tensor.shape)))
+    return tensor
+
+
+def dirac_(tensor, groups=1):
+    """The Dirac delta for a {3, 4, 5}-D convolution weight: each group passes through as many input channels as
+    it can, unchanged (1 at the kernel's centre)."""
+    _check(tensor, "dirac_")
+    dims = tensor.ndim
+    if dims not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    sizes = tuple(tensor.shape)
+    if sizes[0] % groups != 0:
+        raise ValueError("dim 0 must be divisible by groups")
+    if tensor._device == "meta":
+        return tensor
+    per_group = sizes[0] // groups
+    out = np.zeros(sizes)
+    centre = tuple(s // 2 for s in sizes[2:])
+    for g in range(groups):
+        for d in range(min(per_group, sizes[1])):
+            out[(g * per_group + d, d) + centre] = 1
+    with no_grad():
+        _write(tensor, out)
+    return tensor
+
+
+def orthogonal_(tensor, gain=1, generator=None):
+    """A (semi-)orthogonal matrix, trailing dimensions flattened (Saxe et al., 2013): the Q of a QR factorisation
+    of a standard normal draw, its columns' signs fixed by R's diagonal so that Q is uniformly distributed. The
+    normal draw is the generator's, on the tensor's device; the QR runs in NumPy on the host (float64) under
+    no_grad, and Q is copied back once."""
+    _check(tensor, "orthogonal_")
+    if generator is not None:
+        raise ValueError("orthogonal_: gpumemnet has one global generator; seed it with gm.manual_seed")
+    if tensor.ndim < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
+    with no_grad():
+        _C.normal_(tensor, 0.0, 1.0)
+        if tensor._device == "meta":
+            return tensor
+        rows = tensor.shape[0]
+        flat = _host(tensor).reshape(rows, -1)
+        if rows < flat.shape[1]:
+            flat = flat.T
+        q, r = np.linalg.qr(flat)
+        q = q * np.sign(np.diag(r))
+        if rows < q.shape[0]:
+            q = q.T
+        _write(tensor, q * gain)
+    return tensor
+
+
+def sparse_(tensor, sparsity, std=0.01, generator=None):
+    """A 2-D tensor drawn from N(0, std^2) with ceil(sparsity * rows) zeros in each column, at random rows (the
+    rows come from a uniform draw of the generator, ranked per column)."""
+    _check(tensor, "sparse_")
+    if generator is not None:
+        raise ValueError("sparse_: gpumemnet has one global generator; seed it with gm.manual_seed")
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    if tensor._device == "meta":
+        return tensor
+    rows, cols = tuple(tensor.shape)
+    num_zeros = math.ceil(sparsity * rows)
+    with no_grad():
+        _C.normal_(tensor, 0.0, float(std))
+        keys = _C.empty((rows, cols), 1, "cpu")  # float64 keys, on the host: their ranks are the permutation
+        _C.uniform_(keys, 0.0, 1.0)
+        values = _host(tensor)
+        zero_rows = np.argsort(_C.TensorBase.numpy(keys), axis=0)[:num_zeros]
+        values[zero_rows, np.arange(cols)[None, :]] = 0
+        _write(tensor, values)
+    return tensor
+
+
+def _make_deprecate(meth):
+    new_name = meth.__name__
+    old_name = new_name[:-1]
+
+    def deprecated_init(*args, **kwargs):
+        warnings.warn(f"`nn.init.{old_name}` is now deprecated in favor of `nn.init.{new_name}`.", FutureWarning,
+                      stacklevel=2)
+        return meth(*args, **kwargs)
+    deprecated_init.__name__ = old_name
+    deprecated_init.__doc__ = f"Deprecated alias of {new_name} (as in PyTorch)."
+    return deprecated_init
+
+
+# PyTorch's deprecated names without the trailing underscore, which older repositories still call.
+uniform = _make_deprecate(uniform_)
+normal = _make_deprecate(normal_)
+constant = _make_deprecate(constant_)
+eye = _make_deprecate(eye_)
+dirac = _make_deprecate(dirac_)
+xavier_uniform = _make_deprecate(xavier_uniform_)
+xavier_normal = _make_deprecate(xavier_normal_)
+kaiming_uniform = _make_deprecate(kaiming_uniform_)
+kaiming_normal = _make_deprecate(kaiming_normal_)
+orthogonal = _make_deprecate(orthogonal_)
+sparse = _make_deprecate(sparse_)

@@ -3,4 +3,5 @@ DataLoader) and activation checkpointing (gpumemnet.utils.checkpoint: callable i
 `gm.utils.checkpoint(fn, *args)`, and holding checkpoint / checkpoint_sequential as in torch.utils.checkpoint)."""
 from . import data  # noqa: F401
 from . import checkpoint  # noqa: F401
+from . import model_zoo  # noqa: F401
 from .checkpoint import checkpoint_sequential  # noqa: F401

@@ -6,10 +6,14 @@ allow_tf32 is False by default (as in PyTorch since 1.12): float32 products then
 float32 accuracy. True trades about three decimal digits of the inputs' precision for tensor-core speed on
 Ampere and later. It applies to every CUDA device and to contexts created later; float16, bfloat16 and float64
 products are not affected, and neither is the CPU.
-"""
-from . import _C
 
-__all__ = ["cuda"]
+gm.backends.cudnn (a module, so that `import torch.backends.cudnn as cudnn` works under the alias) holds cuDNN's
+flags under PyTorch's names.
+"""
+from .. import _C
+from . import cudnn  # noqa: F401
+
+__all__ = ["cuda", "cudnn"]
 
 
 class _CudaMatmul:

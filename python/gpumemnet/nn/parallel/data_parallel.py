@@ -1,0 +1,24 @@
+"""DataParallel(module, device_ids=None, output_device=None, dim=0): PyTorch's wrapper, on one device.
+
+gpumemnet trains on one device, so nothing is replicated or scattered: forward calls the wrapped module with the
+inputs as given (what PyTorch's DataParallel does when it has one device or none). The wrapping itself is
+PyTorch's: the model is `.module`, and state_dict keys carry the "module." prefix, so checkpoints saved from a
+DataParallel model load into one here and the other way round."""
+from ..modules.module import Module
+
+__all__ = ["DataParallel"]
+
+
+class DataParallel(Module):
+    def __init__(self, module, device_ids=None, output_device=None, dim=0):
+        super().__init__()
+        if not isinstance(module, Module):
+            raise TypeError(f"DataParallel: module must be an nn.Module, got {type(module).__name__}")
+        self.module = module
+        self.device_ids = [] if device_ids is None else list(device_ids)
+        self.output_device = output_device if output_device is not None else (
+            self.device_ids[0] if self.device_ids else None)
+        self.dim = dim
+
+    def forward(self, *inputs, **kwargs):
+        return self.module(*inputs, **kwargs)

@@ -1,0 +1,147 @@
+"""Datasets with PyTorch's names and rules: Dataset (map-style), IterableDataset, TensorDataset, ConcatDataset,
+ChainDataset, Subset and random_split (lengths as counts or fractions)."""
+import bisect
+import itertools
+import math
+import warnings
+
+import numpy as np
+
+from ... import _C
+from .sampler import _resolve_generator, _rng
+
+__all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "ChainDataset", "Subset",
+           "random_split"]
+
+
+class Dataset:
+    """Base class of map-style datasets: implement __getitem__(index) and __len__()."""
+
+    def __class_getitem__(cls, item):  # Dataset[T] in type hints and base classes, as PyTorch's Generic allows
+        return cls
+
+    def __getitem__(self, index):
+        raise NotImplementedError(f"{type(self).__name__} must implement __getitem__")
+
+    def __len__(self):
+        raise NotImplementedError(f"{type(self).__name__} must implement __len__")
+
+    def __add__(self, other):
+        return ConcatDataset([self, other])
+
+
+class IterableDataset(Dataset):
+    """Base class of datasets read as a stream: implement __iter__()."""
+
+    def __iter__(self):
+        raise NotImplementedError(f"{type(self).__name__} must implement __iter__")
+
+    def __add__(self, other):
+        return ChainDataset([self, other])
+
+
+class TensorDataset(Dataset):
+    """Rows of tensors or NumPy arrays sharing their first dimension; item i is (t[i] for each t)."""
+
+    def __init__(self, *tensors):
+        if not tensors:
+            raise ValueError("TensorDataset: expected at least one tensor or array")
+        for i, t in enumerate(tensors):
+            if not isinstance(t, (_C.TensorBase, np.ndarray)):
+                raise TypeError(f"TensorDataset: argument {i} must be a gpumemnet Tensor or a NumPy array, got "
+                                f"{type(t).__name__}")
+            if t.ndim == 0:
+                raise ValueError(f"TensorDataset: argument {i} is 0-dimensional; every argument needs a first "
+                                 f"dimension to index samples by")
+            if isinstance(t, _C.TensorBase) and t._device == "meta":
+                raise ValueError(f"TensorDataset: argument {i} is a meta tensor, which has no data to load")
+        n = tensors[0].shape[0]
+        for i, t in enumerate(tensors[1:], 1):
+            if t.shape[0] != n:
+                raise ValueError(f"TensorDataset: size mismatch between tensors: argument 0 has {n} rows but "
+                                 f"argument {i} has {t.shape[0]} (shape {tuple(t.shape)}); all must have the same "
+                                 f"first dimension")
+        self.tensors = tensors
+
+    def __getitem__(self, index):
+        return tuple(t[index] for t in self.tensors)
+
+    def __len__(self):
+        return self.tensors[0].shape[0]
+
+
+class ConcatDataset(Dataset):
+    """Map-style datasets one after the other."""
+
+    def __init__(self, datasets):
+        self.datasets = list(datasets)
+        assert len(self.datasets) > 0, "datasets should not be an empty iterable"
+        for d in self.datasets:
+            assert not isinstance(d, IterableDataset), "ConcatDataset does not support IterableDataset"
+        self.cumulative_sizes = list(itertools.accumulate(len(d) for d in self.datasets))
+
+    def __len__(self):
+        return self.cumulative_sizes[-1]
+
+    def __getitem__(self, idx):
+        if idx < 0:
+            if -idx > len(self):
+                raise ValueError("absolute value of index should not exceed dataset length")
+            idx = len(self) + idx
+        i = bisect.bisect_right(self.cumulative_sizes, idx)
+        return self.datasets[i][idx - (self.cumulative_sizes[i - 1] if i > 0 else 0)]
+
+
+class ChainDataset(IterableDataset):
+    """Iterable datasets one after the other."""
+
+    def __init__(self, datasets):
+        self.datasets = datasets
+
+    def __iter__(self):
+        for d in self.datasets:
+            assert isinstance(d, IterableDataset), "ChainDataset only supports IterableDataset"
+            yield from d
+
+    def __len__(self):
+        return sum(len(d) for d in self.datasets)
+
+
+class Subset(Dataset):
+    """The samples of `dataset` at `indices`, in that order."""
+
+    def __init__(self, dataset, indices):
+        self.dataset = dataset
+        self.indices = indices
+
+    def __getitem__(self, idx):
+        if isinstance(idx, list):
+            return self.dataset[[self.indices[i] for i in idx]]
+        return self.dataset[self.indices[idx]]
+
+    def __len__(self):
+        return len(self.indices)
+
+
+def random_split(dataset, lengths, generator=None):
+    """Split into non-overlapping Subsets of the given lengths (counts summing to len(dataset), or fractions
+    summing to 1: floor(n * f) each, the remainder dealt round-robin, as PyTorch does)."""
+    n = len(dataset)
+    if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
+        counts = []
+        for i, frac in enumerate(lengths):
+            if frac < 0 or frac > 1:
+                raise ValueError(f"Fraction at index {i} is not between 0 and 1")
+            counts.append(int(math.floor(n * frac)))
+        for i in range(n - sum(counts)):
+            counts[i % len(counts)] += 1
+        for i, c in enumerate(counts):
+            if c == 0:
+                warnings.warn(f"Length of split at index {i} is 0. This might result in an empty dataset.",
+                              stacklevel=2)
+        lengths = counts
+    if sum(lengths) != n:
+        raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
+    perm = _rng(_resolve_generator(generator, "random_split")).permutation(sum(lengths)).tolist()
+    return [Subset(dataset, perm[end - length:end])
+            for end, length in zip(itertools.accumulate(lengths), lengths)]
