@@ -27,3 +27,23 @@ def load_state_dict_from_url(url, *args, **kwargs):
 
 def load(*args, **kwargs):
     raise NotImplementedError("torch.hub.load: gpumemnet does not fetch models from hubs")
+
+
+try:  # torch.hub's own rule: tqdm's progress bar where installed, else a silent stand-in of the same shape
+    from tqdm import tqdm  # noqa: F401
+except ImportError:  # pragma: no cover - tqdm is installed with the test and demo extras
+    class tqdm:  # noqa: N801 - PyTorch's name
+        def __init__(self, total=None, disable=False, unit=None, *args, **kwargs):
+            self.total, self.n = total, 0
+
+        def update(self, n=1):
+            self.n += n
+
+        def close(self):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.close()
