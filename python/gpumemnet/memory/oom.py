@@ -14,6 +14,7 @@ text. What the step is assumed to be: Adam (the optimizer is not known at forwar
 (its bytes are a scalar's); the figures are the whole step's need (parameters + input + peak, as
 Estimate.total), so a saving is the same whatever else the process holds."""
 import time
+import weakref
 
 from .. import _C
 from .._core.autograd import enable_grad, is_grad_enabled, no_grad
@@ -210,24 +211,53 @@ def predict(model, x, training=None):
 
 
 def _plan_for(model, shape, limit):
-    """gm.memory.plan's answer for the step (Adam, output.sum(), as the predictions) within `limit` bytes: a Plan,
-    or the ValueError saying that nothing fits; None when it cannot be asked (a model input it cannot make)."""
+    """gm.memory.plan's answer for the step (Adam, output.sum(), as the predictions) within `limit` bytes, as a plain
+    dict (the configuration and its predicted peak: an error keeps no Plan, which holds the model); the str of the
+    ValueError saying that nothing fits; None when it cannot be asked (a model input it cannot make)."""
     try:
-        return _planner.plan(model, shape[1:], batch_size=shape[0], budget=limit)
+        p = _planner.plan(model, shape[1:], batch_size=shape[0], budget=limit)
     except ValueError as e:
-        return e
+        return str(e)
     except Exception:
         return None
+    return dict(_planner._config(p), micro_batch=p.micro_batch, predicted_peak=p.predicted_peak)
 
 
 def _plan_text(p, limit):
     if p is None:
         return f"  none of these fits the {_fmt(limit)}"
-    if isinstance(p, ValueError):
+    if isinstance(p, str):
         return f"  none of these fits the {_fmt(limit)}, nor does any configuration gm.memory.plan tries: {p}"
     return (f"  none of these fits the {_fmt(limit)}; gm.memory.plan finds one that does: "
-            f"{_planner._describe(_planner._config(p))}, predicted peak {_fmt(p.predicted_peak)} "
+            f"{_planner._describe(p)}, predicted peak {_fmt(p['predicted_peak'])} "
             f"(gm.memory.plan(model, input_shape, loss_fn, batch_size=..., budget=...).step(x, y, optimizer))")
+
+
+# What attach() found for a model, input shape and limit, so that a loop that keeps running out of memory (and
+# catches it) pays for the meta runs once: the model's identity and structure are part of the key.
+_explained = {}
+_EXPLAINED_MAX = 16
+
+
+def _fingerprint(model):
+    return tuple((name, type(m).__name__, m.training) for name, m in model.named_modules()) + tuple(
+        (name, tuple(p.shape), p._dtype, p.requires_grad) for name, p in model.named_parameters())
+
+
+def _explanation(model, shape, training, limit):
+    """(predictions, need, plan) for attach, computed once per model, structure, input shape, mode and limit."""
+    key = (id(model), _fingerprint(model), shape, training, limit)
+    hit = _explained.get(key)
+    if hit is not None and hit[0]() is model:
+        return hit[1]
+    with enable_grad():  # the failing call may run under no_grad; an estimate's step needs its graph
+        preds, need = predict(model, shape, training)
+    fitting = [p for _, p, _ in preds if p <= limit]
+    plan = _plan_for(model, shape, limit) if training and not fitting and len(shape) >= 1 else None
+    if len(_explained) >= _EXPLAINED_MAX:
+        _explained.pop(next(iter(_explained)))
+    _explained[key] = (weakref.ref(model), (preds, need, plan))
+    return preds, need, plan
 
 
 def attach_last_root(exc):
@@ -252,15 +282,11 @@ def attach(exc, model, args):
         if not shape:
             return
         training = model.training and is_grad_enabled()
-        with enable_grad():  # the failing call may run under no_grad; an estimate's step needs its graph
-            preds, need = predict(model, x if isinstance(x, _C.TensorBase) else shape, training)
-        exc.predictions = preds
-        exc.plan = None
         dev = next(iter(model.parameters()))._device
         limit = _stats.get_limit(dev) or _stats.capacity(dev)
+        preds, need, exc.plan = _explanation(model, shape, training, limit)
+        exc.predictions = list(preds)
         fitting = [p for _, p, _ in preds if p <= limit]
-        if training and not fitting and len(shape) >= 1:
-            exc.plan = _plan_for(model, shape, limit)
         if (preds or exc.plan) and exc.args and isinstance(exc.args[0], str):
             what = (f"one training step (Adam, loss = output.sum()) of {type(model).__name__} on a batch of "
                     f"{shape[0]}" if training else f"one forward without a graph of a batch of {shape[0]}")

@@ -1,0 +1,119 @@
+"""An OutOfMemoryError carries its cause and only its cause, and a training loop recovers from it any number of
+times: 1,000 OOMs (in forward, in backward and in the optimizer's first step), each followed by a step that fits,
+leave the allocator's bytes exactly where they were and the process's resident memory within noise."""
+import gc
+import types
+
+import pytest
+
+import gpumemnet as gm
+from gpumemnet import nn
+
+LIMIT_SLACK = 4096  # bytes the allocator may reserve beyond what it holds when the phase starts
+
+
+def _rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096
+
+
+def _net():
+    gm.manual_seed(0)
+    return nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.Conv2d(16, 16, 3, padding=1), nn.ReLU(),
+                         nn.GlobalAvgPool2d(), nn.Linear(16, 300_000))
+    # The classifier's 19.2 MB weight lives in a segment of its own, and so does each tensor of its size: its
+    # output (2.4 MB) in forward, its gradient in backward, Adam's moments in the first step need new segments.
+
+
+def _cap_now():
+    """Limit the CPU to the segments in use now (the cache emptied first): the next new segment fails."""
+    gm.memory.empty_cache("cpu")
+    gm.memory.set_limit("cpu", gm.memory.memory_reserved("cpu") + LIMIT_SLACK)
+
+
+def _oom_in(phase, net, x, y):
+    """Run one step with the limit set when `phase` starts (_cap_now); return the error."""
+    loss_fn = nn.CrossEntropyLoss()
+    opt = gm.optim.Adam(net.parameters(), lr=1e-3)  # new: its first step allocates the moments
+    try:
+        if phase == "forward":
+            _cap_now()
+        loss = loss_fn(net(x), y)
+        if phase == "backward":
+            _cap_now()
+        loss.backward()
+        if phase == "step":
+            _cap_now()
+        opt.step()
+    except gm.OutOfMemoryError as e:
+        return e
+    finally:
+        gm.memory.set_limit("cpu", None)
+        net.zero_grad(set_to_none=True)
+    raise AssertionError(f"no OutOfMemoryError in {phase}")
+
+
+def _batch():
+    return gm.randn(2, 3, 16, 16), gm.tensor([0, 299_999])
+
+
+def _fitting_step(net, opt, x, y):
+    loss = nn.functional.cross_entropy(net(x), y)
+    loss.backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+
+
+def _refs(obj, seen, depth=0):
+    """Every object reachable from obj through containers and instance dicts (not through tracebacks)."""
+    if id(obj) in seen or depth > 30:
+        return
+    seen[id(obj)] = obj
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            _refs(k, seen, depth + 1)
+            _refs(v, seen, depth + 1)
+    elif isinstance(obj, (list, tuple, set, frozenset)):
+        for v in obj:
+            _refs(v, seen, depth + 1)
+    elif hasattr(obj, "__dict__") and not isinstance(obj, type):
+        _refs(vars(obj), seen, depth + 1)
+
+
+@pytest.mark.parametrize("phase", ["forward", "backward", "step"])
+def test_error_holds_no_tensor_frame_or_graph(phase):
+    net = _net()
+    err = _oom_in(phase, net, *_batch())
+    assert "out of memory" in str(err)
+    seen = {}
+    _refs(err.args, seen)
+    _refs(vars(err), seen)
+    if err.__context__ is not None:
+        _refs(err.__context__, seen)
+    bad = [type(o).__name__ for o in seen.values()
+           if isinstance(o, (gm.Tensor, nn.Module, types.FrameType, types.TracebackType))
+           or type(o).__name__ in ("Node", "Function", "BackwardCFunction")]
+    assert not bad, f"the error of an OOM in {phase} holds {bad}"
+
+
+def test_a_thousand_ooms_keep_memory_flat():
+    net = _net()
+    opt = gm.optim.Adam(net.parameters(), lr=1e-3)
+    x, y = _batch()
+    errors = []
+
+    def rounds(n):
+        for i in range(n):
+            errors.append(_oom_in(("forward", "backward", "step")[i % 3], net, x, y))
+            _fitting_step(net, opt, x, y)
+            if len(errors) > 5:  # a user who keeps the last few errors around
+                errors.pop(0)
+
+    rounds(100)
+    gc.collect()
+    allocated, rss = gm.memory.memory_allocated("cpu"), _rss()
+    rounds(900)
+    gc.collect()
+    assert gm.memory.memory_allocated("cpu") == allocated
+    grown = _rss() - rss
+    assert grown < 16 << 20, f"resident memory grew by {grown / 2**20:.1f} MiB over 900 OOM-and-recover steps"
