@@ -22,10 +22,12 @@ from .._core.state import state
 
 __all__ = ["relu", "relu_", "leaky_relu", "sigmoid", "tanh", "gelu", "dropout", "dropout2d", "batch_norm",
            "softmax", "log_softmax", "cross_entropy", "nll_loss", "mse_loss", "l1_loss",
-           "binary_cross_entropy_with_logits"]
+           "binary_cross_entropy_with_logits", "smooth_l1_loss", "huber_loss", "binary_cross_entropy", "kl_div"]
 
-# op codes: csrc/ops_nnops.c
-MSE, L1 = range(2)
+# op codes: kernels/loss_ops.h
+MSE, L1, SMOOTH_L1, HUBER, BCE, KL_DIV = range(6)
+_BACKWARD_NAMES = ("MseLossBackward", "L1LossBackward", "SmoothL1LossBackward", "HuberLossBackward",
+                   "BinaryCrossEntropyBackward", "KlDivBackward")
 _REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
 
 
@@ -219,30 +221,30 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
 # ---- pointwise losses --------------------------------------------------------------------------------------------
 class _PointwiseLoss(Function):
     @staticmethod
-    def forward(ctx, x, target, op, reduction):
-        ctx.op, ctx.reduction = op, reduction
+    def forward(ctx, x, target, op, reduction, param):
+        ctx.op, ctx.reduction, ctx.param = op, reduction, param
         ctx.save_for_backward(x, target)
-        return _C.pointwise_loss(op, x, target, reduction)
+        return _C.pointwise_loss(op, x, target, reduction, param)
 
     @staticmethod
     def backward(ctx, g):
         x, target = ctx.saved_tensors
         dx, dt = _C.pointwise_loss_backward(ctx.op, g, x, target, ctx.reduction, ctx.needs_input_grad[0],
-                                            ctx.needs_input_grad[1])
-        return dx, dt, None, None
+                                            ctx.needs_input_grad[1], ctx.param)
+        return dx, dt, None, None, None
 
     def name(self):
-        return "MseLossBackward" if self.op == MSE else "L1LossBackward"
+        return _BACKWARD_NAMES[self.op]
 
 
-def _pointwise_loss(input, target, reduction, op, opname):
+def _pointwise_loss(input, target, reduction, op, opname, param=0.0):
     _check_tensor(input, opname)
     _check_tensor(target, opname, "target")
     red = _reduction(reduction, opname)
     input, target = _fp32(input, target)
     if _needs_grad(input, target):
-        return _PointwiseLoss.apply(input, target, op, red)
-    return _C.pointwise_loss(op, input, target, red)
+        return _PointwiseLoss.apply(input, target, op, red, float(param))
+    return _C.pointwise_loss(op, input, target, red, float(param))
 
 
 def mse_loss(input, target, reduction="mean"):
@@ -253,6 +255,58 @@ def mse_loss(input, target, reduction="mean"):
 def l1_loss(input, target, reduction="mean"):
     """|input - target|; input and target must have the same shape."""
     return _pointwise_loss(input, target, reduction, L1, "l1_loss")
+
+
+def _number(v, op, name):
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise TypeError(f"{op}: {name} must be a number, got {type(v).__name__}")
+    return float(v)
+
+
+def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
+    """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (d = input - target); beta = 0 is l1_loss."""
+    return _pointwise_loss(input, target, reduction, SMOOTH_L1, "smooth_l1_loss", _number(beta, "smooth_l1_loss",
+                                                                                          "beta"))
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0):
+    """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta): smooth_l1_loss times delta (beta = delta)."""
+    return _pointwise_loss(input, target, reduction, HUBER, "huber_loss", _number(delta, "huber_loss", "delta"))
+
+
+def binary_cross_entropy(input, target, weight=None, reduction="mean"):
+    """-(t log x + (1 - t) log(1 - x)) of probabilities x (each log clamped at -100, as PyTorch); the CPU raises
+    RuntimeError for an x outside [0, 1]. weight broadcasts to input."""
+    op = "binary_cross_entropy"
+    _check_tensor(input, op)
+    _check_tensor(target, op, "target")
+    red = _reduction(reduction, op)
+    if weight is None:
+        return _pointwise_loss(input, target, reduction, BCE, op)
+    _check_tensor(weight, op, "weight")
+    _no_grad_for(weight, op, "weight")
+    # A weight is applied as PyTorch's kernel does it too: the unreduced loss (one tensor of input's size),
+    # times the weight, then reduced; composed from differentiable ops, so every device and the meta bytes follow.
+    loss = _pointwise_loss(input, target, "none", BCE, op) * weight
+    if tuple(loss.shape) != tuple(input.shape):
+        raise ValueError(f"{op}: weight shape {tuple(weight.shape)} cannot be broadcast to input shape "
+                         f"{tuple(input.shape)}")
+    return loss if red == 0 else loss.mean() if red == 1 else loss.sum()
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """Pointwise KL divergence of log-probabilities input from target: t (log t - input), or, with log_target,
+    exp(t) (t - input). 'batchmean' divides the sum by input.size(0) (the true KL divergence per sample); 'mean'
+    divides by the element count, as PyTorch does."""
+    op = "kl_div"
+    if size_average is not None or reduce is not None:  # PyTorch's deprecated form of reduction
+        reduction = ("mean" if size_average is None or size_average else "sum") if reduce is None or reduce \
+            else "none"
+    if reduction == "batchmean":
+        _check_tensor(input, op)
+        total = _pointwise_loss(input, target, "sum", KL_DIV, op, float(bool(log_target)))
+        return total / input.shape[0] if input.ndim > 0 else total
+    return _pointwise_loss(input, target, reduction, KL_DIV, op, float(bool(log_target)))
 
 
 class _BceWithLogits(Function):

@@ -6,11 +6,13 @@ Each op family lives in its own module (autograd Function + argument checks + th
                         interpolate
   _functional_nn.py     relu, relu_, leaky_relu, sigmoid, tanh, gelu, dropout, dropout2d, batch_norm, softmax,
                         log_softmax, cross_entropy, nll_loss, mse_loss, l1_loss,
-                        binary_cross_entropy_with_logits
+                        binary_cross_entropy_with_logits, smooth_l1_loss, huber_loss, binary_cross_entropy,
+                        kl_div
 """
 from ._functional_conv import conv2d, conv_transpose2d, linear  # noqa: F401
 from ._functional_pool import (  # noqa: F401
     max_pool2d, avg_pool2d, adaptive_avg_pool2d, global_avg_pool2d, global_max_pool2d, interpolate)
 from ._functional_nn import (  # noqa: F401
     relu, relu_, leaky_relu, sigmoid, tanh, gelu, dropout, dropout2d, batch_norm, softmax, log_softmax,
-    cross_entropy, nll_loss, mse_loss, l1_loss, binary_cross_entropy_with_logits)
+    cross_entropy, nll_loss, mse_loss, l1_loss, binary_cross_entropy_with_logits, smooth_l1_loss, huber_loss,
+    binary_cross_entropy, kl_div)

@@ -14,3 +14,7 @@ __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Identity", "Line
            "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "GlobalAvgPool2d", "GlobalMaxPool2d", "ReLU", "LeakyReLU",
            "Sigmoid", "Tanh", "GELU", "Dropout", "Dropout2d", "BatchNorm2d", "CrossEntropyLoss", "MSELoss", "L1Loss",
            "BCEWithLogitsLoss", "Flatten", "Upsample"]
+
+# issue 12, nn layers and losses (helper "nnlayers"): kept on their own lines so merges stay clean
+from .loss import NLLLoss, SmoothL1Loss, HuberLoss, BCELoss, KLDivLoss  # noqa: F401,E402
+__all__ += ["NLLLoss", "SmoothL1Loss", "HuberLoss", "BCELoss", "KLDivLoss"]
