@@ -8,6 +8,7 @@ Each op family lives in its own module (autograd Function + argument checks + th
                         log_softmax, cross_entropy, nll_loss, mse_loss, l1_loss,
                         binary_cross_entropy_with_logits, smooth_l1_loss, huber_loss, binary_cross_entropy,
                         kl_div
+  _functional_layers.py pad, pixel_shuffle, pixel_unshuffle, embedding, one_hot
 """
 from ._functional_conv import conv2d, conv_transpose2d, linear  # noqa: F401
 from ._functional_pool import (  # noqa: F401
@@ -16,3 +17,4 @@ from ._functional_nn import (  # noqa: F401
     relu, relu_, leaky_relu, sigmoid, tanh, gelu, dropout, dropout2d, batch_norm, softmax, log_softmax,
     cross_entropy, nll_loss, mse_loss, l1_loss, binary_cross_entropy_with_logits, smooth_l1_loss, huber_loss,
     binary_cross_entropy, kl_div)
+from ._functional_layers import pad, pixel_shuffle, pixel_unshuffle, embedding, one_hot  # noqa: F401,E402

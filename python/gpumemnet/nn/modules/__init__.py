@@ -18,3 +18,10 @@ __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Identity", "Line
 # issue 12, nn layers and losses (helper "nnlayers"): kept on their own lines so merges stay clean
 from .loss import NLLLoss, SmoothL1Loss, HuberLoss, BCELoss, KLDivLoss  # noqa: F401,E402
 __all__ += ["NLLLoss", "SmoothL1Loss", "HuberLoss", "BCELoss", "KLDivLoss"]
+from .padding import *  # noqa: F401,F403,E402
+from .padding import __all__ as _padding_all  # noqa: E402
+from .pixelshuffle import PixelShuffle, PixelUnshuffle  # noqa: F401,E402
+from .misc import UpsamplingNearest2d, UpsamplingBilinear2d  # noqa: F401,E402
+from .sparse import Embedding  # noqa: F401,E402
+__all__ += _padding_all + ["PixelShuffle", "PixelUnshuffle", "UpsamplingNearest2d", "UpsamplingBilinear2d",
+                            "Embedding"]
