@@ -14,7 +14,9 @@ from .._core.autograd import needs_grad as _needs_grad
 from .._core.autograd import no_grad as _no_grad
 from .._core.dtype import int64 as _int64
 
-__all__ = ["pad", "pixel_shuffle", "pixel_unshuffle", "embedding", "one_hot"]
+from ._functional_nn import dropout2d as _dropout2d
+
+__all__ = ["pad", "pixel_shuffle", "pixel_unshuffle", "embedding", "one_hot", "dropout1d", "dropout3d"]
 
 _MODES = {"constant": 0, "reflect": 1, "replicate": 2, "circular": 3}
 
@@ -196,3 +198,31 @@ def one_hot(tensor, num_classes=-1):
         _C.fill_(one, 1)
         _C.index_put_(out.reshape(-1), 0, flat, one, False)
     return out
+
+
+# ---- channel dropout of 1-D and 3-D inputs -----------------------------------------------------------------------
+def _channel_dropout(input, p, training, inplace, op, ndims, shape_of):
+    """dropout2d (one mask entry per channel) on a 4-D / 3-D view of input: the same Philox stream, mask and
+    bytes. A view needs input's strides to allow it; in-place on one that does not would miss the input, so
+    it raises."""
+    _check_tensor(input, op)
+    if input.ndim not in ndims:
+        raise RuntimeError(f"{op}: Expected {ndims[0]}D or {ndims[1]}D input, but received a {input.ndim}D input")
+    view = shape_of(tuple(input.shape))
+    if not training or p == 0:
+        _dropout2d(input, p, False, inplace)  # checks p; the identity, as PyTorch's (no copy, no draw)
+        return input
+    if inplace and not input._can_view(view):
+        raise RuntimeError(f"{op}: inplace=True needs an input whose strides allow a view of shape {view}")
+    return _dropout2d(input.reshape(view), p, training, inplace).reshape(tuple(input.shape))
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of (N, C, L) or (C, L) input with probability p."""
+    return _channel_dropout(input, p, training, inplace, "dropout1d", (2, 3), lambda s: s + (1,))
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) input with probability p."""
+    return _channel_dropout(input, p, training, inplace, "dropout3d", (4, 5),
+                            lambda s: s[:-3] + (s[-3] * s[-2], s[-1]))

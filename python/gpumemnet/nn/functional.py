@@ -8,7 +8,8 @@ Each op family lives in its own module (autograd Function + argument checks + th
                         log_softmax, cross_entropy, nll_loss, mse_loss, l1_loss,
                         binary_cross_entropy_with_logits, smooth_l1_loss, huber_loss, binary_cross_entropy,
                         kl_div
-  _functional_layers.py pad, pixel_shuffle, pixel_unshuffle, embedding, one_hot
+  _functional_layers.py pad, pixel_shuffle, pixel_unshuffle, embedding, one_hot, dropout1d, dropout3d
+  _functional_pool1d.py max_pool1d, avg_pool1d, adaptive_avg_pool1d, adaptive_max_pool1d, adaptive_max_pool2d
 """
 from ._functional_conv import conv2d, conv_transpose2d, linear  # noqa: F401
 from ._functional_pool import (  # noqa: F401
@@ -17,4 +18,7 @@ from ._functional_nn import (  # noqa: F401
     relu, relu_, leaky_relu, sigmoid, tanh, gelu, dropout, dropout2d, batch_norm, softmax, log_softmax,
     cross_entropy, nll_loss, mse_loss, l1_loss, binary_cross_entropy_with_logits, smooth_l1_loss, huber_loss,
     binary_cross_entropy, kl_div)
-from ._functional_layers import pad, pixel_shuffle, pixel_unshuffle, embedding, one_hot  # noqa: F401,E402
+from ._functional_layers import (  # noqa: F401,E402
+    pad, pixel_shuffle, pixel_unshuffle, embedding, one_hot, dropout1d, dropout3d)
+from ._functional_pool1d import (  # noqa: F401,E402
+    max_pool1d, avg_pool1d, adaptive_avg_pool1d, adaptive_max_pool1d, adaptive_max_pool2d)
