@@ -213,3 +213,16 @@ def test_meta_bytes_equal_cpu(name, reduction):
             out.sum().backward()
         return _peak_bytes(device, step)
     assert run("meta") == run("cpu") > 0
+
+
+def test_autocast_runs_losses_in_float32():
+    x, t = probs(4, 3), probs(4, 3)
+    with gm.autocast("cpu", dtype=gm.bfloat16):
+        for fn in (F.smooth_l1_loss, F.huber_loss, F.binary_cross_entropy, F.kl_div):
+            out = fn(T(x, gm.bfloat16), T(t, gm.bfloat16))
+            assert out.dtype == gm.float32, fn.__name__
+        assert F.binary_cross_entropy(T(x, gm.bfloat16), T(t, gm.bfloat16),
+                                      T(np.ones(3), gm.bfloat16)).dtype == gm.float32
+    with gm.autocast("cuda", enabled=True):
+        with pytest.raises(RuntimeError, match="unsafe to autocast"):
+            F.binary_cross_entropy(T(x, gm.float32), T(t, gm.float32))

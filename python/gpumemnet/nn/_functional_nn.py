@@ -15,6 +15,7 @@ global Philox generator (see kernels/cpu/dropout.h for the stream), so resetting
 from .. import _C
 from .._core.activation import (  # noqa: F401  (the activations live in the core: Tensor.relu() etc. use them)
     _check_tensor, _fp32, relu, relu_, leaky_relu, sigmoid, tanh, gelu, softmax, log_softmax)
+from .._core import autocast as _amp
 from .._core.autograd import Function
 from .._core.autograd import as_activation as _as_activation
 from .._core.autograd import check_inplace as _check_inplace, needs_grad as _needs_grad
@@ -281,12 +282,20 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     _check_tensor(input, op)
     _check_tensor(target, op, "target")
     red = _reduction(reduction, op)
+    if _amp.is_autocast_enabled("cuda"):  # PyTorch's CUDA autocast refuses it, with this advice
+        raise RuntimeError(
+            "torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to autocast.\n"
+            "Many models use a sigmoid layer right before the binary cross entropy layer.\n"
+            "In this case, combine the two layers using torch.nn.functional.binary_cross_entropy_with_logits\n"
+            "or torch.nn.BCEWithLogitsLoss.  binary_cross_entropy_with_logits and BCEWithLogits are\n"
+            "safe to autocast.")
     if weight is None:
         return _pointwise_loss(input, target, reduction, BCE, op)
     _check_tensor(weight, op, "weight")
     _no_grad_for(weight, op, "weight")
     # A weight is applied as PyTorch's kernel does it too: the unreduced loss (one tensor of input's size),
     # times the weight, then reduced; composed from differentiable ops, so every device and the meta bytes follow.
+    (weight,) = _fp32(weight)
     loss = _pointwise_loss(input, target, "none", BCE, op) * weight
     if tuple(loss.shape) != tuple(input.shape):
         raise ValueError(f"{op}: weight shape {tuple(weight.shape)} cannot be broadcast to input shape "
