@@ -62,3 +62,13 @@ def test_channel_dropout_same_mask(shape, fn):
         gm.manual_seed(11)
         outs.append(fn(x.to(dev), 0.4))
     assert_close(outs[1], outs[0], exact=True)
+
+
+def test_bernoulli_same_draws_on_both_devices():
+    res = []
+    for dev in ("cpu", "cuda"):
+        gm.manual_seed(9)
+        res.append(gm.empty(5000, device=dev).bernoulli_(0.3))
+        res.append(gm.empty(300, dtype=gm.float64, device=dev).normal_(0.5, 2.0))
+    assert_close(res[2], res[0], exact=True)
+    assert_close(res[3], res[1], exact=True)
