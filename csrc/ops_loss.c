@@ -39,7 +39,7 @@ static int class_geometry(const char *op, int ndim, const int64_t *shape, GMTens
     if (target->dtype != GM_I64) {
         PyErr_Format(PyExc_TypeError, "%s: target must be an int64 tensor of class indices, got %s%s", op,
                      gm_dtype_name(target->dtype), gm_dtype_is_float(target->dtype) ?
-                     " (class-probability targets are not supported; convert indices with .long())" : "");
+                     " (class-probability targets must have the input's shape; convert class indices with .long())" : "");
         return -1;
     }
     if (ndim < 1) {

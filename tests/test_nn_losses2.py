@@ -226,3 +226,22 @@ def test_autocast_runs_losses_in_float32():
     with gm.autocast("cuda", enabled=True):
         with pytest.raises(RuntimeError, match="unsafe to autocast"):
             F.binary_cross_entropy(T(x, gm.float32), T(t, gm.float32))
+
+
+@pytest.mark.parametrize("shape", [(5, 4), (2, 4, 3, 2), (4,)])
+def test_cross_entropy_probability_targets_like_torch(shape):
+    """torchvision's mixup/cutmix hand CrossEntropyLoss(label_smoothing=0.1) soft targets."""
+    torch = pytest.importorskip("torch")
+    x = R(*shape)
+    t = probs(*shape)
+    t /= t.sum(axis=1 if len(shape) > 1 else 0, keepdims=True)
+    w = rng.uniform(0.5, 2.0, 4)
+    for red in REDUCTIONS:
+        for kw in ({}, {"label_smoothing": 0.1}, {"weight": w, "label_smoothing": 0.2}):
+            gkw = {k: (T(v) if k == "weight" else v) for k, v in kw.items()}
+            tkw = {k: (torch.tensor(v) if k == "weight" else v) for k, v in kw.items()}
+            check_against_torch(lambda a, b: F.cross_entropy(a, b, reduction=red, **gkw),
+                                lambda a, b: torch.nn.functional.cross_entropy(a, b, reduction=red, **tkw),
+                                [x, t], atol=1e-12, rtol=1e-10, what=f"soft-target cross_entropy {red} {kw}")
+    with pytest.raises(RuntimeError, match="ignore_index is not supported for floating point target"):
+        F.cross_entropy(T(x), T(t), ignore_index=1)

@@ -182,15 +182,38 @@ def _class_loss_args(op, input, target, weight, ignore_index, reduction):
 def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
     """Log-softmax over dim 1 (dim 0 for unbatched (C,) input) and negative log-likelihood of the class index
     targets, in one fused kernel. mean divides by the summed weight of the non-ignored targets (PyTorch's rule);
-    label_smoothing mixes in the uniform distribution over the C classes."""
+    label_smoothing mixes in the uniform distribution over the C classes. A float target of input's shape holds
+    class probabilities (mixup, cutmix): _cross_entropy_probs."""
     red = _class_loss_args("cross_entropy", input, target, weight, ignore_index, reduction)
+    # a float target of input's shape holds class probabilities; any other float target is refused by C
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
+    if target.is_floating_point() and tuple(target.shape) == tuple(input.shape):
+        return _cross_entropy_probs(input, target, weight, ignore_index, red, float(label_smoothing))
     input, weight = _fp32(input, weight)
     args = (input, target, weight, ignore_index, red, float(label_smoothing))
     if _needs_grad(input):
         return _CrossEntropy.apply(*args)
     return _C.cross_entropy(*args)[0]
+
+
+def _cross_entropy_probs(input, target, weight, ignore_index, red, eps):
+    """Class-probability targets (mixup / cutmix in torchvision's reference script): -sum_c w_c t_c log_softmax(x)_c
+    per position, t smoothed to t (1 - eps) + eps / C; mean divides by the number of positions. Composed from
+    log_softmax and elementwise ops, as PyTorch composes it (the log-probabilities and one product are the
+    temporaries), so every device, meta and the gradients of input and target follow."""
+    if ignore_index != -100:
+        raise RuntimeError("ignore_index is not supported for floating point target")
+    input, target, weight = _fp32(input, target, weight)
+    dim = 1 if input.ndim > 1 else 0
+    C = input.shape[dim]
+    if eps > 0:
+        target = target * (1.0 - eps) + eps / C
+    prod = log_softmax(input, dim) * target
+    if weight is not None:
+        prod = prod * (weight.reshape((C,) + (1,) * (input.ndim - 2)) if input.ndim > 1 else weight)
+    loss = -prod.sum(dim)
+    return loss if red == 0 else loss.mean() if red == 1 else loss.sum()
 
 
 class _NllLoss(Function):
