@@ -32,6 +32,7 @@ def both(fn, x, grad=True):
                                 lambda a: F.avg_pool1d(a.reshape(2, 8, 12), 3, 2, padding=1),
                                 lambda a: F.adaptive_avg_pool1d(a.reshape(2, 8, 12), 5),
                                 lambda a: F.adaptive_max_pool2d(a, (2, 3)),
+                                lambda a: F.adaptive_max_pool2d(a, (3, 4)),
                                 lambda a: F.pad(a, (1, 2, 2, 1), "reflect")])
 def test_compositions(fn):
     x = gm.tensor(np.random.default_rng(0).standard_normal((2, 4, 4, 6)), dtype=gm.float32)
@@ -72,3 +73,17 @@ def test_bernoulli_same_draws_on_both_devices():
         res.append(gm.empty(300, dtype=gm.float64, device=dev).normal_(0.5, 2.0))
     assert_close(res[2], res[0], exact=True)
     assert_close(res[3], res[1], exact=True)
+
+
+@pytest.mark.parametrize("dtype", [gm.float32, gm.float64, gm.float16, gm.bfloat16], ids=str)
+@pytest.mark.parametrize("size", [(1, 1), (3, 4), (7, 5), (2, 9)])
+def test_adaptive_max_pool2d_kernel(size, dtype):
+    """The C op's forward on both devices: values and indices bit-identical (uneven windows, a NaN, ties)."""
+    from gpumemnet import _C
+    x = np.random.default_rng(4).standard_normal((2, 3, 7, 9))
+    x[0, 1, 2, 3] = np.nan
+    x[1, 2, :2, :2] = 1.0  # a tie: the first position wins
+    xc = gm.tensor(x, dtype=dtype)
+    (oc, ic), (od, idd) = _C.adaptive_max_pool2d(xc, size), _C.adaptive_max_pool2d(xc.cuda(), size)
+    assert_close(od, oc, exact=True)
+    assert_close(idd, ic, exact=True)

@@ -1,5 +1,5 @@
 """1-D pooling, adaptive max pooling and channel dropout of 1-D/3-D inputs (nn/_functional_pool1d.py,
-nn/_functional_layers.py: compositions over the 2-D ops): values and float64 gradients against PyTorch and finite
+nn/_functional_layers.py: compositions over the 2-D ops; adaptive_max_pool2d is a C op, csrc/ops_pool.c): values and float64 gradients against PyTorch and finite
 differences, indices, errors, meta bytes against the CPU, and the dropout masks' channel structure."""
 import numpy as np
 import pytest
@@ -14,8 +14,9 @@ POOL1D = [  # gm module, torch module name, args, kwargs
     ("MaxPool1d", (3,), {}), ("MaxPool1d", (3, 2), {"padding": 1, "dilation": 2}),
     ("MaxPool1d", (2,), {"ceil_mode": True}), ("AvgPool1d", (3, 2), {"padding": 1}),
     ("AvgPool1d", (4,), {"count_include_pad": False, "padding": 2}), ("AdaptiveAvgPool1d", (4,), {}),
-    ("AdaptiveMaxPool1d", (3,), {}), ("AdaptiveMaxPool2d", ((2, 3),), {}), ("AdaptiveMaxPool2d", (1,), {}),
-    ("AdaptiveMaxPool2d", ((None, 2),), {}),
+    ("AdaptiveMaxPool1d", (3,), {}), ("AdaptiveMaxPool1d", (5,), {}), ("AdaptiveMaxPool2d", ((2, 3),), {}),
+    ("AdaptiveMaxPool2d", (1,), {}), ("AdaptiveMaxPool2d", ((None, 2),), {}), ("AdaptiveMaxPool2d", ((4, 5),), {}),
+    ("AdaptiveMaxPool2d", (7,), {}),  # uneven, overlapping and single-element windows
 ]
 
 
@@ -36,8 +37,15 @@ def test_unbatched_and_indices_like_torch():
     assert_close(got, ref.numpy(), 0, 0, what="max_pool1d unbatched")
     np.testing.assert_array_equal(idx.numpy(), ridx.numpy())
     x4 = R(2, 2, 4, 6)
-    got, idx = F.adaptive_max_pool2d(T(x4), (2, 3), return_indices=True)
-    ref, ridx = torch.nn.functional.adaptive_max_pool2d(torch.tensor(x4), (2, 3), return_indices=True)
+    for size in ((2, 3), (3, 4), (5, 7)):
+        got, idx = F.adaptive_max_pool2d(T(x4), size, return_indices=True)
+        ref, ridx = torch.nn.functional.adaptive_max_pool2d(torch.tensor(x4), size, return_indices=True)
+        np.testing.assert_array_equal(idx.numpy(), ridx.numpy())
+        assert_close(got, ref.numpy(), 0, 0, what=f"adaptive_max_pool2d {size}")
+    xn = x4.copy()
+    xn[0, 0, 1, 1] = np.nan  # a NaN wins its windows, as in PyTorch
+    got, idx = F.adaptive_max_pool2d(T(xn), (3, 4), return_indices=True)
+    ref, ridx = torch.nn.functional.adaptive_max_pool2d(torch.tensor(xn), (3, 4), return_indices=True)
     np.testing.assert_array_equal(idx.numpy(), ridx.numpy())
     assert_close(F.avg_pool1d(T(x), 2), torch.nn.functional.avg_pool1d(torch.tensor(x), 2).numpy(), 1e-15, 1e-15)
 
@@ -47,8 +55,12 @@ def test_errors():
         F.max_pool1d(gm.zeros(1, 2, 3, 4), 2)
     with pytest.raises(TypeError, match="kernel_size must be an int"):
         F.avg_pool1d(gm.zeros(1, 2, 8), (2, 2))
-    with pytest.raises(NotImplementedError, match="height 5 is not a multiple of the output's 2"):
-        F.adaptive_max_pool2d(gm.zeros(1, 2, 5, 4), 2)
+    with pytest.raises(ValueError, match="output_size must be non-negative"):
+        F.adaptive_max_pool2d(gm.zeros(1, 2, 5, 4), -1)
+    with pytest.raises(TypeError, match="output_size must be an int or a pair"):
+        F.adaptive_max_pool2d(gm.zeros(1, 2, 5, 4), 1.5)
+    with pytest.raises(RuntimeError, match="3-D"):
+        F.adaptive_max_pool2d(gm.zeros(5, 4), 1)
     with pytest.raises(RuntimeError, match="Expected 2D or 3D input, but received a 4D input"):
         F.dropout1d(gm.zeros(1, 2, 3, 4))
     with pytest.raises(RuntimeError, match="Expected 4D or 5D input"):
@@ -56,7 +68,9 @@ def test_errors():
 
 
 @pytest.mark.parametrize("fn", [lambda x: F.max_pool1d(x, 3, 2), lambda x: F.avg_pool1d(x, 2),
-                                lambda x: F.adaptive_avg_pool1d(x, 5), lambda x: F.adaptive_max_pool1d(x, 4)])
+                                lambda x: F.adaptive_avg_pool1d(x, 5), lambda x: F.adaptive_max_pool1d(x, 4),
+                                lambda x: F.adaptive_max_pool1d(x, 7),
+                                lambda x: F.adaptive_max_pool2d(x.reshape(4, 6, 5, 8), (3, 3))])
 def test_meta_bytes_equal_cpu(fn):
     def run(device):
         a = gm.randn(4, 6, 40).to(device).requires_grad_()

@@ -1,12 +1,15 @@
-"""1-D pooling and adaptive max pooling (layer 2, nn), composed from the 2-D ops of _functional_pool.py.
+"""1-D pooling and adaptive max pooling (layer 2, nn): adaptive_max_pool2d over csrc/ops_pool.c, the 1-D ops
+composed from the 2-D ones.
 
 A 1-D op runs its 2-D twin on the (N, C, 1, L) view of an (N, C, L) input (unsqueeze: a view, no copy) with a
 (1, k) window, then drops the unit dim (a view again): the same kernels, so CPU/CUDA/meta and the backward come
 for free, and the memory is exactly the 2-D op's. 2-D indices h*W + w are w here, PyTorch's 1-D indices.
-adaptive_max_pool2d is max_pool2d with kernel = stride = H / OH (resp. W / OW) when the input size divides
-evenly, which makes the adaptive windows [floor(i H / OH), ceil((i + 1) H / OH)) exactly those fixed windows
-(output_size 1, the usual use, always divides); uneven adaptive windows have no kernel yet and raise."""
+adaptive_max_pool2d's windows are adaptive average's, [floor(i H / OH), ceil((i + 1) H / OH)); it saves its
+int64 indices (8 bytes per output, as PyTorch) and its backward is max_pool2d_backward's window-less scatter of
+the gradient to them."""
+from .. import _C
 from .._core.activation import _check_tensor
+from .._core.autograd import Function, as_activation, needs_grad
 from ._args import _is_int
 from ._functional_pool import adaptive_avg_pool2d, avg_pool2d, max_pool2d
 
@@ -58,17 +61,29 @@ def adaptive_avg_pool1d(input, output_size):
     return adaptive_avg_pool2d(input.unsqueeze(-2), (1, _single(output_size, "output_size", op))).squeeze(-2)
 
 
-def _even_window(size, out, op, what):
-    if out <= 0 or size % out:
-        raise NotImplementedError(f"{op}: the input's {what} {size} is not a multiple of the output's {out}: uneven "
-                                  f"adaptive max windows are not supported (only sizes that divide evenly, such as "
-                                  f"output_size=1)")
-    return size // out
+class _AdaptiveMaxPool2d(Function):
+    @staticmethod
+    def forward(ctx, x, size, return_indices):
+        ctx.in_shape = tuple(x.shape)
+        out, idx = _C.adaptive_max_pool2d(x, size)
+        ctx.save_for_backward(as_activation(idx))
+        if return_indices:
+            ctx.mark_non_differentiable(1)
+            return out, idx
+        return out
+
+    @staticmethod
+    def backward(ctx, g, *unused):
+        idx, = ctx.saved_tensors
+        return _C.max_pool2d_backward(g, idx, ctx.in_shape), None, None
+
+    def name(self):
+        return "AdaptiveMaxPool2DBackward"
 
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):
-    """Max pooling to a fixed output size (an int, or a pair whose None entries keep the input's size), for
-    input sizes that are multiples of the output size."""
+    """Max pooling to a fixed output size (an int, or a pair whose None entries keep the input's size); with
+    return_indices also the int64 flat positions h*W + w of the maxima."""
     op = "adaptive_max_pool2d"
     _check_tensor(input, op)
     if input.ndim not in (3, 4):
@@ -82,9 +97,12 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     else:
         raise TypeError(f"{op}: output_size must be an int or a pair of ints (None keeps that size), got "
                         f"{output_size!r}")
-    h, w = input.shape[-2], input.shape[-1]
-    k = (_even_window(h, size[0], op, "height"), _even_window(w, size[1], op, "width"))
-    return max_pool2d(input, k, k, 0, 1, False, return_indices)
+    if size[0] < 0 or size[1] < 0:
+        raise ValueError(f"{op}: output_size must be non-negative, got {output_size!r}")
+    if needs_grad(input):
+        return _AdaptiveMaxPool2d.apply(input, size, bool(return_indices))
+    out, idx = _C.adaptive_max_pool2d(input, size)
+    return (out, idx) if return_indices else out
 
 
 def adaptive_max_pool1d(input, output_size, return_indices=False):

@@ -100,8 +100,6 @@ class AdaptiveAvgPool1d(AdaptiveAvgPool2d):
 
 
 class AdaptiveMaxPool2d(Module):
-    """Input sizes must be multiples of output_size (F.adaptive_max_pool2d)."""
-
     def __init__(self, output_size, return_indices=False):
         super().__init__()
         self.output_size = output_size
