@@ -100,3 +100,31 @@ def test_channel_dropout(shape, fn):
     np.testing.assert_array_equal(a.grad.numpy(), out)  # the gradient is the mask's scale
     assert fn(x, 0.5, training=False) is x
     assert isinstance(nn.Dropout1d(0.2), nn.Module) and repr(nn.Dropout3d(0.2)) == "Dropout3d(p=0.2, inplace=False)"
+
+
+@pytest.mark.parametrize("feature", [False, True])
+def test_alpha_dropout(feature):
+    """Kept units x a + alpha' a p, dropped ones alpha' a (p - 1) (PyTorch's formula); the gradient is a on kept
+    units and 0 on dropped ones; whole channels for the feature variant; the SELU fixed point's mean and
+    variance are kept."""
+    p, ap = 0.3, 1.7580993408473766
+    a = 1.0 / ((ap ** 2 * p + 1) * (1 - p)) ** 0.5
+    fn = F.feature_alpha_dropout if feature else F.alpha_dropout
+    x = R(40, 8, 5)
+    xg = T(x, requires_grad=True)
+    gm.manual_seed(4)
+    out = fn(xg, p, training=True)
+    out.sum().backward()
+    o, g = out.detach().numpy(), xg.grad.numpy()
+    kept = np.isclose(g, a)
+    assert np.all(kept | (g == 0)) and 0.2 < 1 - kept.mean() < 0.4
+    np.testing.assert_allclose(o, np.where(kept, x * a + ap * a * p, ap * a * (p - 1)), rtol=1e-12, atol=1e-12)
+    if feature:
+        assert all(len(set(row)) == 1 for row in kept.reshape(40 * 8, 5))
+    assert fn(xg, p) is xg  # the function's default is training=False, as PyTorch's
+    np.testing.assert_array_equal(fn(T(x), 1.0, training=True).numpy(), np.zeros_like(x))
+    gm.manual_seed(1)
+    y = nn.AlphaDropout(0.2).train()(gm.randn(200000, dtype=gm.float64)).numpy()
+    assert abs(y.mean()) < 0.01 and abs(y.std() - 1) < 0.01
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        fn(T(x), 1.5, training=True)

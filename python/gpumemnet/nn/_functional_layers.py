@@ -16,7 +16,8 @@ from .._core.dtype import int64 as _int64
 
 from ._functional_nn import dropout2d as _dropout2d
 
-__all__ = ["pad", "pixel_shuffle", "pixel_unshuffle", "embedding", "one_hot", "dropout1d", "dropout3d"]
+__all__ = ["pad", "pixel_shuffle", "pixel_unshuffle", "embedding", "one_hot", "dropout1d", "dropout3d",
+           "alpha_dropout", "feature_alpha_dropout"]
 
 _MODES = {"constant": 0, "reflect": 1, "replicate": 2, "circular": 3}
 
@@ -226,3 +227,43 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
     """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) input with probability p."""
     return _channel_dropout(input, p, training, inplace, "dropout3d", (4, 5),
                             lambda s: s[:-3] + (s[-3] * s[-2], s[-1]))
+
+
+# ---- alpha dropout (SELU networks) ---------------------------------------------------------------------------
+_SELU_ALPHA_PRIME = 1.7580993408473766  # -selu's scale * alpha: the value a dropped unit takes
+
+
+def _alpha_dropout(input, p, training, inplace, feature, op):
+    """PyTorch's formula (aten/src/ATen/native/Dropout.cpp): kept units x a, dropped ones -alpha' a, plus
+    alpha' a p, so a SELU activation's mean and variance are kept. Composed: a Bernoulli keep mask (per element,
+    or per (N, C) channel for feature) from the Philox generator, then x * (a mask) + b, whose gradient is
+    a mask; the mask and b are the temporaries, as in PyTorch."""
+    _check_tensor(input, op)
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
+        raise ValueError(f"{op}: dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0:
+        return input
+    if p == 1:
+        return input * 0.0
+    if inplace:
+        raise NotImplementedError(f"{op}: inplace=True is not supported; use inplace=False")
+    shape = tuple(input.shape)
+    if feature:
+        if input.ndim < 2:
+            raise RuntimeError(f"{op}: Feature dropout requires at least 2 dimensions in the input")
+        shape = shape[:2] + (1,) * (input.ndim - 2)
+    a = 1.0 / (((_SELU_ALPHA_PRIME ** 2) * p + 1.0) * (1.0 - p)) ** 0.5
+    keep = _C.empty(shape, input._dtype, input._device)
+    keep.bernoulli_(1.0 - p)
+    b = keep * (_SELU_ALPHA_PRIME * a) + (_SELU_ALPHA_PRIME * a * p - _SELU_ALPHA_PRIME * a)
+    return input * (keep * a) + b
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Alpha dropout of every element (note PyTorch's default training=False for the function)."""
+    return _alpha_dropout(input, p, training, inplace, False, "alpha_dropout")
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Alpha dropout of whole channels (dim 1)."""
+    return _alpha_dropout(input, p, training, inplace, True, "feature_alpha_dropout")

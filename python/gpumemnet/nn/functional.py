@@ -8,7 +8,8 @@ Each op family lives in its own module (autograd Function + argument checks + th
                         log_softmax, cross_entropy, nll_loss, mse_loss, l1_loss,
                         binary_cross_entropy_with_logits, smooth_l1_loss, huber_loss, binary_cross_entropy,
                         kl_div
-  _functional_layers.py pad, pixel_shuffle, pixel_unshuffle, embedding, one_hot, dropout1d, dropout3d
+  _functional_layers.py pad, pixel_shuffle, pixel_unshuffle, embedding, one_hot, dropout1d, dropout3d,
+                        alpha_dropout, feature_alpha_dropout
   _functional_pool1d.py max_pool1d, avg_pool1d, adaptive_avg_pool1d, adaptive_max_pool1d, adaptive_max_pool2d
 """
 from ._functional_conv import conv2d, conv_transpose2d, linear  # noqa: F401
@@ -19,6 +20,7 @@ from ._functional_nn import (  # noqa: F401
     cross_entropy, nll_loss, mse_loss, l1_loss, binary_cross_entropy_with_logits, smooth_l1_loss, huber_loss,
     binary_cross_entropy, kl_div)
 from ._functional_layers import (  # noqa: F401,E402
-    pad, pixel_shuffle, pixel_unshuffle, embedding, one_hot, dropout1d, dropout3d)
+    pad, pixel_shuffle, pixel_unshuffle, embedding, one_hot, dropout1d, dropout3d, alpha_dropout,
+    feature_alpha_dropout)
 from ._functional_pool1d import (  # noqa: F401,E402
     max_pool1d, avg_pool1d, adaptive_avg_pool1d, adaptive_max_pool1d, adaptive_max_pool2d)

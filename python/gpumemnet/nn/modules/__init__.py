@@ -23,9 +23,9 @@ from .padding import __all__ as _padding_all  # noqa: E402
 from .pixelshuffle import PixelShuffle, PixelUnshuffle  # noqa: F401,E402
 from .misc import UpsamplingNearest2d, UpsamplingBilinear2d  # noqa: F401,E402
 from .sparse import Embedding  # noqa: F401,E402
-from .dropout import Dropout1d, Dropout3d  # noqa: F401,E402
+from .dropout import Dropout1d, Dropout3d, AlphaDropout, FeatureAlphaDropout  # noqa: F401,E402
 from .pooling import (  # noqa: F401,E402
     MaxPool1d, AvgPool1d, AdaptiveAvgPool1d, AdaptiveMaxPool1d, AdaptiveMaxPool2d)
 __all__ += _padding_all + ["PixelShuffle", "PixelUnshuffle", "UpsamplingNearest2d", "UpsamplingBilinear2d",
-                            "Embedding", "Dropout1d", "Dropout3d", "MaxPool1d", "AvgPool1d", "AdaptiveAvgPool1d",
-                            "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"]
+                            "Embedding", "Dropout1d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout",
+                            "MaxPool1d", "AvgPool1d", "AdaptiveAvgPool1d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"]
