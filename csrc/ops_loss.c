@@ -1,5 +1,6 @@
 /* csrc/ops_loss.c — the losses, forward and backward: cross_entropy (fused with log-softmax) and nll_loss (the
- * class losses), mse_loss and l1_loss (pointwise), binary_cross_entropy_with_logits; the checks of their
+ * class losses), the pointwise ones (mse_loss, l1_loss, smooth_l1_loss, huber_loss, binary_cross_entropy, kl_div:
+ * kernels/loss_ops.h), binary_cross_entropy_with_logits; the checks of their
  * targets, and the CUDA kernels' cross-block scratch, which meta standing for CUDA requests too
  * (kernels/cpu/loss.c, kernels/cuda/loss.cu). Part of the nn op family (ops_nnops.c has its interface and method
  * table; ops_nn_internal.h the helpers it shares). */
@@ -38,7 +39,7 @@ static int class_geometry(const char *op, int ndim, const int64_t *shape, GMTens
     if (target->dtype != GM_I64) {
         PyErr_Format(PyExc_TypeError, "%s: target must be an int64 tensor of class indices, got %s%s", op,
                      gm_dtype_name(target->dtype), gm_dtype_is_float(target->dtype) ?
-                     " (class-probability targets are not supported; convert indices with .long())" : "");
+                     " (class-probability targets must have the input's shape; convert class indices with .long())" : "");
         return -1;
     }
     if (ndim < 1) {
@@ -370,14 +371,29 @@ done:
     return (PyObject *)dx;
 }
 
-/* ---- pointwise losses: mse, l1 ---------------------------------------------------------------------------- */
+/* ---- pointwise losses: mse, l1, smooth_l1, huber, binary_cross_entropy, kl_div ----------------------------- */
 
-static const char *const pw_names[2] = {"mse_loss", "l1_loss"};
+static const char *const pw_names[LOSS_POINTWISE_OPS] = {"mse_loss",    "l1_loss",              "smooth_l1_loss",
+                                                         "huber_loss", "binary_cross_entropy", "kl_div"};
 
 static int pw_op_arg(int op) {
-    if (op == LOSS_MSE || op == LOSS_L1) return 0;
-    PyErr_Format(PyExc_ValueError, "pointwise_loss: unknown op %d; expected MSE=0 L1=1", op);
+    if (op >= 0 && op < LOSS_POINTWISE_OPS) return 0;
+    PyErr_Format(PyExc_ValueError, "pointwise_loss: unknown op %d; expected MSE=0 L1=1 SMOOTH_L1=2 HUBER=3 BCE=4 "
+                 "KL_DIV=5", op);
     return -1;
+}
+
+/* param: smooth_l1's beta >= 0 and huber's delta > 0, with PyTorch's messages (RuntimeError). */
+static int pw_param_arg(int op, double param) {
+    if (op == LOSS_SMOOTH_L1 && !(param >= 0.0)) {
+        PyErr_Format(PyExc_RuntimeError, "smooth_l1_loss does not support negative values for beta, got %g", param);
+        return -1;
+    }
+    if (op == LOSS_HUBER && !(param > 0.0)) {
+        PyErr_Format(PyExc_RuntimeError, "huber_loss does not support non-positive values for delta, got %g", param);
+        return -1;
+    }
+    return 0;
 }
 
 /* input and target: float, same shape (no silent broadcasting: a (N, 1) vs (N,) mix-up is a classic bug) and
@@ -402,27 +418,42 @@ static int input_target_grads(GMTensor *x, int need_x, int need_t, GMTensor **dx
     return 0;
 }
 
+/* The CPU kernel's status, noting in *ok whether it was LOSS_ERR_RANGE. */
+static int range_status(int status, int *ok) {
+    *ok = status != LOSS_ERR_RANGE;
+    return status;
+}
+
 /* The mse/l1/bce forwards' scratch (kernels/cuda/loss.h): their kernels reduce across blocks for MEAN and SUM only. */
 static int64_t reduced_scratch_n(int reduction) { return reduction != LOSS_NONE ? LOSS_SCRATCH_N : 0; }
 
 PyObject *gm_py_pointwise_loss(PyObject *self, PyObject *args, PyObject *kwargs) {
-    static char *kwlist[] = {"op", "x", "target", "reduction", NULL};
+    static char *kwlist[] = {"op", "x", "target", "reduction", "param", NULL};
     int op, reduction = LOSS_MEAN;
+    double param = 0.0;
     PyObject *xo, *to;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iOO|i:pointwise_loss", kwlist, &op, &xo, &to, &reduction))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iOO|id:pointwise_loss", kwlist, &op, &xo, &to, &reduction,
+                                     &param))
         return NULL;
-    if (pw_op_arg(op) < 0) return NULL;
+    if (pw_op_arg(op) < 0 || pw_param_arg(op, param) < 0) return NULL;
     const char *name = pw_names[op];
     GMTensor *x = gm_tensor_arg(xo, name, "input"), *t = x ? gm_tensor_arg(to, name, "target") : NULL;
     if (!t || reduction_arg(name, reduction) < 0 || check_pair(name, x, t) < 0) return NULL;
     GMTensor *xc = contig(x), *tc = contig(t), *loss = NULL;
     if (!xc || !tc || !(loss = loss_out(reduction, x, x->dtype))) goto done;
+    int range_ok = 1;
     if (LOSS_KERNEL(name, x->device, reduced_scratch_n(reduction), LOSS_QUEUES,
-                    pointwise_loss_forward(data(loss), data(xc), data(tc), gm_numel(x), op, reduction, x->dtype,
-                                           gm_num_threads),
-                    cuda_pointwise_loss_forward(data(loss), data(xc), data(tc), gm_numel(x), op, reduction, x->dtype,
-                                                scratch, ctx)) < 0)
+                    range_status(pointwise_loss_forward(data(loss), data(xc), data(tc), gm_numel(x), op, param,
+                                                        reduction, x->dtype, gm_num_threads), &range_ok),
+                    cuda_pointwise_loss_forward(data(loss), data(xc), data(tc), gm_numel(x), op, param, reduction,
+                                                x->dtype, scratch, ctx)) < 0) {
         Py_CLEAR(loss);
+        if (!range_ok) { /* PyTorch's error, in place of the generic kernel-status one */
+            PyErr_Clear();
+            PyErr_SetString(PyExc_RuntimeError, "binary_cross_entropy: all elements of input should be between 0 "
+                            "and 1");
+        }
+    }
 done:
     Py_XDECREF(xc);
     Py_XDECREF(tc);
@@ -430,13 +461,14 @@ done:
 }
 
 PyObject *gm_py_pointwise_loss_backward(PyObject *self, PyObject *args, PyObject *kwargs) {
-    static char *kwlist[] = {"op", "grad", "x", "target", "reduction", "need_x", "need_target", NULL};
+    static char *kwlist[] = {"op", "grad", "x", "target", "reduction", "need_x", "need_target", "param", NULL};
     int op, reduction, need_x, need_t;
+    double param = 0.0;
     PyObject *go, *xo, *to;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iOOOipp:pointwise_loss_backward", kwlist, &op, &go, &xo, &to,
-                                     &reduction, &need_x, &need_t))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iOOOipp|d:pointwise_loss_backward", kwlist, &op, &go, &xo, &to,
+                                     &reduction, &need_x, &need_t, &param))
         return NULL;
-    if (pw_op_arg(op) < 0) return NULL;
+    if (pw_op_arg(op) < 0 || pw_param_arg(op, param) < 0) return NULL;
     const char *name = pw_names[op];
     GMTensor *g = gm_tensor_arg(go, name, "grad"), *x = g ? gm_tensor_arg(xo, name, "input") : NULL;
     GMTensor *t = x ? gm_tensor_arg(to, name, "target") : NULL;
@@ -448,9 +480,9 @@ PyObject *gm_py_pointwise_loss_backward(PyObject *self, PyObject *args, PyObject
     if (!gc || !xc || !tc || input_target_grads(x, need_x, need_t, &dx, &dtg) < 0) goto done;
     if (GM_KERNEL(name, x->device,
                   pointwise_loss_backward(data(dx), data(dtg), data(gc), data(xc), data(tc), gm_numel(x), op,
-                                          reduction, x->dtype, gm_num_threads),
+                                          param, reduction, x->dtype, gm_num_threads),
                   cuda_pointwise_loss_backward(data(dx), data(dtg), data(gc), data(xc), data(tc), gm_numel(x), op,
-                                               reduction, x->dtype, ctx)) < 0)
+                                               param, reduction, x->dtype, ctx)) < 0)
         goto done;
     res = pair_or_none(dx, dtg);
 done:

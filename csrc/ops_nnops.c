@@ -42,8 +42,9 @@
  *   cross_entropy_backward(grad, x, target, weight, lse, ignore_index, reduction, label_smoothing, wsum)
  *   nll_loss(x, target, weight, ignore_index, reduction) -> (loss, wsum)
  *   nll_loss_backward(grad, target, weight, ignore_index, reduction, wsum, shape, dtype) -> dx
- *   pointwise_loss(op, x, target, reduction), pointwise_loss_backward(op, grad, x, target, reduction, need_x,
- *                  need_target) -> (dx | None, dtarget | None)        ops: MSE=0 L1=1
+ *   pointwise_loss(op, x, target, reduction, param=0), pointwise_loss_backward(op, grad, x, target, reduction,
+ *                  need_x, need_target, param=0) -> (dx | None, dtarget | None)
+ *                  ops: MSE=0 L1=1 SMOOTH_L1=2 (param beta) HUBER=3 (delta) BCE=4 KL_DIV=5 (log_target)
  *   bce_with_logits(x, target, weight, pos_weight, reduction)
  *   bce_with_logits_backward(grad, x, target, weight, pos_weight, reduction, need_x, need_target)
  * reduction: NONE=0 MEAN=1 SUM=2 (PyTorch's enum).
@@ -95,9 +96,10 @@ PyMethodDef gm_nnops_methods[] = {
     {"nll_loss", KW(gm_py_nll_loss), "nll_loss(x, target, weight=None, ignore_index=-100, reduction=1) -> (loss, wsum)."},
     {"nll_loss_backward", KW(gm_py_nll_loss_backward),
      "nll_loss_backward(grad, target, weight, ignore_index, reduction, wsum, shape, dtype)."},
-    {"pointwise_loss", KW(gm_py_pointwise_loss), "pointwise_loss(op, x, target, reduction=1): MSE=0, L1=1."},
+    {"pointwise_loss", KW(gm_py_pointwise_loss), "pointwise_loss(op, x, target, reduction=1, param=0.0): MSE=0, L1=1, SMOOTH_L1=2 (param beta), "
+     "HUBER=3 (param delta), BCE=4, KL_DIV=5 (param log_target)."},
     {"pointwise_loss_backward", KW(gm_py_pointwise_loss_backward),
-     "pointwise_loss_backward(op, grad, x, target, reduction, need_x, need_target) -> (dx, dtarget)."},
+     "pointwise_loss_backward(op, grad, x, target, reduction, need_x, need_target, param=0.0) -> (dx, dtarget)."},
     {"bce_with_logits", KW(gm_py_bce_with_logits),
      "bce_with_logits(x, target, weight=None, pos_weight=None, reduction=1)."},
     {"bce_with_logits_backward", KW(gm_py_bce_with_logits_backward),

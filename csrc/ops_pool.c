@@ -1,6 +1,6 @@
 /* csrc/ops_pool.c — pooling and resizing: max_pool2d (indices only when asked), avg_pool2d,
- * adaptive_avg_pool2d, interpolate (nearest, nearest-exact, bilinear), and the backward of each. Global pooling
- * is built on these in python/gpumemnet/nn/_functional_pool.py.
+ * adaptive_avg_pool2d, adaptive_max_pool2d, interpolate (nearest, nearest-exact, bilinear), and the backward of
+ * each. Global pooling is built on these in python/gpumemnet/nn/_functional_pool.py.
  *
  * Each op validates its arguments and infers the output shape once for every device (PyTorch's rules: pad at
  * most half the kernel, ceil_mode's last window starting inside the input or the left padding, output at least
@@ -496,6 +496,41 @@ static PyObject *py_adaptive_avg_pool2d(PyObject *self, PyObject *args) {
     return (PyObject *)out;
 }
 
+/* (out, indices); the backward is max_pool2d_backward(grad, indices, input_shape), the window-less scatter. */
+static PyObject *py_adaptive_max_pool2d(PyObject *self, PyObject *args) {
+    const char *op = "adaptive_max_pool2d";
+    PyObject *xo, *so;
+    if (!PyArg_ParseTuple(args, "OO:adaptive_max_pool2d", &xo, &so)) return NULL;
+    spatial s;
+    int64_t os[2], oshape[4];
+    GMTensor *x = gm_tensor_arg(xo, op, "input");
+    if (!x || check_float_tensor(op, "input", x) < 0 || spatial_of(op, "input", x->ndim, x->shape, &s) < 0 ||
+        parse_pair(so, os, op, "output_size") < 0)
+        return NULL;
+    if (os[0] < 0 || os[1] < 0) {
+        PyErr_Format(PyExc_ValueError, "%s: output_size must be non-negative, got (%lld, %lld)", op,
+                     (long long)os[0], (long long)os[1]);
+        return NULL;
+    }
+    int ond = out_shape(&s, os[0], os[1], oshape);
+    GMTensor *out = gm_empty(ond, oshape, x->dtype, x->device), *ind = out ? gm_empty(ond, oshape, GM_I64, x->device)
+                                                                           : NULL;
+    pool2d_geom g = {s.N, s.C, s.H, s.W, os[0], os[1], 1, 1, 1, 1, 0, 0, 1, 1};
+    int64_t in[4];
+    strides4(x, in);
+    int64_t *pi = ind ? (int64_t *)gm_tensor_data(ind) : NULL;
+    if (!ind || GM_KERNEL(op, x->device,
+                          adaptive_maxpool2d_forward(gm_tensor_data(out), pi, gm_tensor_data(x), in, x->dtype, &g,
+                                                     gm_num_threads),
+                          cuda_adaptive_maxpool2d_forward(gm_tensor_data(out), pi, gm_tensor_data(x), in, x->dtype, &g,
+                                                          ctx)) < 0) {
+        Py_XDECREF(out);
+        Py_XDECREF(ind);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", out, ind);
+}
+
 static PyObject *py_adaptive_avg_pool2d_backward(PyObject *self, PyObject *args) {
     const char *op = "adaptive_avg_pool2d_backward";
     PyObject *go, *shape_o;
@@ -720,6 +755,8 @@ PyMethodDef gm_pool_methods[] = {
     {"avg_pool2d_backward", FN(py_avg_pool2d_backward), KW,
      "avg_pool2d_backward(grad_output, input_shape, kernel_size, stride, padding, ceil_mode=False, "
      "count_include_pad=True, divisor_override=None)."},
+    {"adaptive_max_pool2d", py_adaptive_max_pool2d, METH_VARARGS,
+     "adaptive_max_pool2d(input, output_size) -> (out, int64 indices h*W + w)."},
     {"adaptive_avg_pool2d", py_adaptive_avg_pool2d, METH_VARARGS,
      "adaptive_avg_pool2d(input, output_size): PyTorch's floor/ceil windows."},
     {"adaptive_avg_pool2d_backward", py_adaptive_avg_pool2d_backward, METH_VARARGS,

@@ -179,39 +179,42 @@ int nll_loss_backward(void *dinp, const void *dout, const int64_t *target, const
     return GM_OK;
 }
 
-int pointwise_loss_forward(void *loss, const void *x, const void *t, int64_t n, int op, int reduction,
+int pointwise_loss_forward(void *loss, const void *x, const void *t, int64_t n, int op, double param, int reduction,
                            gm_dtype dt, int nthreads) {
-    if (!gm_dtype_is_float(dt) || n < 0 || (op != LOSS_MSE && op != LOSS_L1) || reduction < LOSS_NONE ||
+    if (!gm_dtype_is_float(dt) || n < 0 || op < 0 || op >= LOSS_POINTWISE_OPS || reduction < LOSS_NONE ||
         reduction > LOSS_SUM)
         return GM_ERR_ARG;
     const int nt = nn_threads(n, nthreads);
     (void)nt;
     double total = 0.0;
-    NN_DISPATCH(dt, _Pragma("omp parallel for schedule(static) num_threads(nt) reduction(+ : total)")
+    int64_t out_of_range = 0; /* binary_cross_entropy's inputs must be probabilities */
+    NN_DISPATCH(dt, _Pragma("omp parallel for schedule(static) num_threads(nt) reduction(+ : total, out_of_range)")
     for (int64_t i = 0; i < n; i++) {
-        const double d = nn_ld(x, i, DT) - nn_ld(t, i, DT);
-        const double li = op == LOSS_MSE ? d * d : fabs(d);
+        const double xi = nn_ld(x, i, DT);
+        if (op == LOSS_BCE && !(xi >= 0.0 && xi <= 1.0)) out_of_range++;
+        const double li = pointwise_loss_value(op, xi, nn_ld(t, i, DT), param);
         if (reduction == LOSS_NONE) nn_st(loss, i, DT, li);
         else total += li;
     })
+    if (out_of_range) return LOSS_ERR_RANGE;
     if (reduction != LOSS_NONE) store_total(loss, reduction, total, (double)n, dt);
     return GM_OK;
 }
 
 int pointwise_loss_backward(void *dx, void *dt_, const void *dout, const void *x, const void *t, int64_t n,
-                            int op, int reduction, gm_dtype dt, int nthreads) {
-    if (!gm_dtype_is_float(dt) || n < 0 || (op != LOSS_MSE && op != LOSS_L1) || reduction < LOSS_NONE ||
+                            int op, double param, int reduction, gm_dtype dt, int nthreads) {
+    if (!gm_dtype_is_float(dt) || n < 0 || op < 0 || op >= LOSS_POINTWISE_OPS || reduction < LOSS_NONE ||
         reduction > LOSS_SUM)
         return GM_ERR_ARG;
     const int nt = nn_threads(n, nthreads);
     (void)nt;
     NN_DISPATCH(dt, _Pragma("omp parallel for schedule(static) num_threads(nt)")
     for (int64_t i = 0; i < n; i++) {
-        const double d = nn_ld(x, i, DT) - nn_ld(t, i, DT), s = grad_scale(dout, i, reduction, (double)n, DT);
-        /* l1: sign(0) = 0 (PyTorch's subgradient); NaN differences give NaN */
-        const double g = op == LOSS_MSE ? 2.0 * d * s : (d > 0.0 ? s : d < 0.0 ? -s : d == 0.0 ? 0.0 : d);
-        if (dx) nn_st(dx, i, DT, g);
-        if (dt_) nn_st(dt_, i, DT, -g);
+        const double s = grad_scale(dout, i, reduction, (double)n, DT);
+        double gx, gt;
+        pointwise_loss_grads(op, nn_ld(x, i, DT), nn_ld(t, i, DT), param, &gx, &gt);
+        if (dx) nn_st(dx, i, DT, gx * s);
+        if (dt_) nn_st(dt_, i, DT, gt * s);
     })
     return GM_OK;
 }

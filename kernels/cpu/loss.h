@@ -15,7 +15,7 @@
 #define GM_KERNELS_CPU_LOSS_H
 
 #include "../common.h"
-#include "../loss_ops.h" /* LOSS_NONE / MEAN / SUM, LOSS_MSE / L1 */
+#include "../loss_ops.h" /* LOSS_NONE / MEAN / SUM, the pointwise ops and their math */
 
 /* Position of the first target outside [0, C) other than ignore_index, or -1 when all are valid. */
 int64_t loss_first_bad_target(const int64_t *target, int64_t n, int64_t C, int64_t ignore_index);
@@ -46,13 +46,14 @@ int nll_loss_backward(void *dinp, const void *dout, const int64_t *target, const
                       int64_t C, int64_t inner, int64_t ignore_index, int reduction, double wsum, gm_dtype dt,
                       int nthreads);
 
-/* loss = (x - t)^2 (LOSS_MSE) or |x - t| (LOSS_L1), x and t (n). */
-int pointwise_loss_forward(void *loss, const void *x, const void *t, int64_t n, int op, int reduction,
+/* loss_i = pointwise_loss_value(op, x_i, t_i, param) (kernels/loss_ops.h: mse, l1, smooth_l1, huber,
+ * binary_cross_entropy, kl_div), x and t (n). LOSS_BCE returns LOSS_ERR_RANGE if an x is outside [0, 1]. */
+int pointwise_loss_forward(void *loss, const void *x, const void *t, int64_t n, int op, double param, int reduction,
                            gm_dtype dt, int nthreads);
 
-/* dx (n) and dt_ (n), either may be NULL: 2(x - t) s or sign(x - t) s, and its negation for the target. */
+/* dx (n) and dt_ (n), either may be NULL: pointwise_loss_grads(...) times the incoming gradient. */
 int pointwise_loss_backward(void *dx, void *dt_, const void *dout, const void *x, const void *t, int64_t n,
-                            int op, int reduction, gm_dtype dt, int nthreads);
+                            int op, double param, int reduction, gm_dtype dt, int nthreads);
 
 /* binary_cross_entropy_with_logits, in the stable form (no overflow, no cancellation)
  *   loss_i = w * (pw t softplus(-x) + (1 - t) softplus(x)),  softplus(x) = log1p(exp(-|x|)) + max(x, 0)

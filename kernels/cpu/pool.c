@@ -245,6 +245,34 @@ int adaptive_avgpool2d_forward(void *out, const void *inp, const int64_t in[4], 
     return GM_OK;
 }
 
+/* One output of adaptive_maxpool2d_forward (flat index i): window_argmax's rule over an adaptive window. */
+static inline __attribute__((always_inline)) void adaptive_max_one(gm_dtype dt, void *out, int64_t *ind,
+                                                                   const void *inp, const int64_t in[4],
+                                                                   const pool2d_geom *g, int64_t i) {
+    const int64_t ow = i % g->OW, oh = (i / g->OW) % g->OH, nc = i / (g->OW * g->OH), n = nc / g->C, c = nc % g->C;
+    const int64_t h0 = pool_start_index(oh, g->OH, g->H), h1 = pool_end_index(oh, g->OH, g->H);
+    const int64_t w0 = pool_start_index(ow, g->OW, g->W), w1 = pool_end_index(ow, g->OW, g->W);
+    double best = -INFINITY;
+    int64_t arg = -1;
+    for (int64_t h = h0; h < h1; h++)
+        for (int64_t w = w0; w < w1; w++) {
+            const double v = pool_ld(dt, inp, n * in[0] + c * in[1] + h * in[2] + w * in[3]);
+            if (v > best || v != v) best = v, arg = h * g->W + w;
+        }
+    pool_st(dt, out, i, best);
+    ind[i] = arg;
+}
+
+int adaptive_maxpool2d_forward(void *out, int64_t *indices, const void *inp, const int64_t in[4], gm_dtype dt,
+                               const pool2d_geom *g, int nthreads) {
+    if (!pool_adaptive_ok(g) || !gm_dtype_is_float(dt) || !indices) return GM_ERR_ARG;
+    const int64_t total = g->N * g->C * g->OH * g->OW;
+    const int nt = pool_team(nthreads, total, g->N * g->C * (g->H + g->OH) * (g->W + g->OW));
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t i = 0; i < total; i++) POOL_DISPATCH(dt, adaptive_max_one(DT, out, indices, inp, in, g, i));
+    return GM_OK;
+}
+
 static inline __attribute__((always_inline)) void adaptive_plane_bwd(gm_dtype dt, void *dinp, const void *dout,
                                                                      const int64_t ds[4], const pool2d_geom *g,
                                                                      int64_t p) {

@@ -46,6 +46,12 @@ int adaptive_avgpool2d_forward(void *out, const void *inp, const int64_t in[4], 
 int adaptive_avgpool2d_backward(void *dinp, const void *dout, const int64_t ds[4], gm_dtype dt,
                                 const pool2d_geom *g, int nthreads);
 
+/* Adaptive max: output (oh, ow) is the max of the adaptive window (as adaptive average's) and indices its flat
+ * position h*W + w, by maxpool2d_forward's rule (the first maximum; a NaN wins, the last one). indices is
+ * required; the backward is maxpool2d_backward with those indices. */
+int adaptive_maxpool2d_forward(void *out, int64_t *indices, const void *inp, const int64_t in[4], gm_dtype dt,
+                               const pool2d_geom *g, int nthreads);
+
 /* ---- shared by pool.c and resize.c (not part of the interface) ---------------------------------------- */
 
 /* Element i of a float tensor of dtype dt as a double, and the reverse (rounded to nearest even). Called with a

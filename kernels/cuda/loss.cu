@@ -441,28 +441,27 @@ extern "C" int cuda_nll_loss_backward(void *dinp, const void *dout, const int64_
     return GM_OK;
 }
 
-/* ---- pointwise losses: mse, l1 ---------------------------------------------------------------------------- */
+/* ---- pointwise losses: mse, l1, smooth_l1, huber, binary_cross_entropy, kl_div (kernels/loss_ops.h) ---------- */
 
-template <int DT, int OP>
-__global__ void pointwise_fwd_kernel(void *loss, double *ptot, const void *x, const void *t, int64_t n,
-                                     int reduction) {
+template <int DT>
+__global__ void pointwise_fwd_kernel(void *loss, double *ptot, const void *x, const void *t, int64_t n, int op,
+                                     double param, int reduction) {
     double tot = 0.0;
     GM_CU_GRID_STRIDE(i, n) {
-        const double d = nn_ld<DT>(x, i) - nn_ld<DT>(t, i);
-        put_loss<DT>(loss, i, OP == LOSS_MSE ? d * d : fabs(d), reduction, &tot);
+        put_loss<DT>(loss, i, pointwise_loss_value(op, nn_ld<DT>(x, i), nn_ld<DT>(t, i), param), reduction, &tot);
     }
     if (reduction != LOSS_NONE) store_parts(tot, 0.0, NO_BAD, ptot, NULL, NULL); /* uniform over the block */
 }
 
-template <int DT, int OP>
+template <int DT>
 __global__ void pointwise_bwd_kernel(void *dx, void *dt_, const void *dout, const void *x, const void *t, int64_t n,
-                                     int reduction) {
+                                     int op, double param, int reduction) {
     GM_CU_GRID_STRIDE(i, n) {
-        const double d = nn_ld<DT>(x, i) - nn_ld<DT>(t, i), s = grad_scale<DT>(dout, i, reduction, (double)n);
-        /* l1: sign(0) = 0 (PyTorch's subgradient); NaN differences give NaN */
-        const double g = OP == LOSS_MSE ? 2.0 * d * s : (d > 0.0 ? s : d < 0.0 ? -s : d == 0.0 ? 0.0 : d);
-        if (dx) nn_st<DT>(dx, i, g);
-        if (dt_) nn_st<DT>(dt_, i, -g);
+        const double s = grad_scale<DT>(dout, i, reduction, (double)n);
+        double gx, gt;
+        pointwise_loss_grads(op, nn_ld<DT>(x, i), nn_ld<DT>(t, i), param, &gx, &gt);
+        if (dx) nn_st<DT>(dx, i, gx * s);
+        if (dt_) nn_st<DT>(dt_, i, gt * s);
     }
 }
 
@@ -478,21 +477,18 @@ static int finish_total(void *loss, const loss_scratch &v, unsigned grid, int re
     return GM_OK;
 }
 
-extern "C" int cuda_pointwise_loss_forward(void *loss, const void *x, const void *t, int64_t n, int op, int reduction,
-                                           gm_dtype dt, void *scratch, gm_cuda_ctx *ctx) {
-    if (!gm_dtype_is_float(dt) || n < 0 || (op != LOSS_MSE && op != LOSS_L1) || reduction < LOSS_NONE ||
+extern "C" int cuda_pointwise_loss_forward(void *loss, const void *x, const void *t, int64_t n, int op, double param,
+                                           int reduction, gm_dtype dt, void *scratch, gm_cuda_ctx *ctx) {
+    if (!gm_dtype_is_float(dt) || n < 0 || op < 0 || op >= LOSS_POINTWISE_OPS || reduction < LOSS_NONE ||
         reduction > LOSS_SUM || (reduction != LOSS_NONE && !scratch))
         return GM_ERR_ARG;
     if (reduction == LOSS_NONE && n == 0) return GM_OK;
     const loss_scratch v = scratch_view(scratch);
     const unsigned grid = part_blocks(n, ctx);
 #define CALL(DT)                                                                                             \
-    if (op == LOSS_MSE) {                                                                                    \
-        auto *k = &pointwise_fwd_kernel<DT, LOSS_MSE>;                                                       \
-        GM_LAUNCH(k, grid, GM_CU_THREADS, ctx, loss, v.tot, x, t, n, reduction);                             \
-    } else {                                                                                                 \
-        auto *k = &pointwise_fwd_kernel<DT, LOSS_L1>;                                                        \
-        GM_LAUNCH(k, grid, GM_CU_THREADS, ctx, loss, v.tot, x, t, n, reduction);                             \
+    {                                                                                                        \
+        auto *k = &pointwise_fwd_kernel<DT>;                                                                 \
+        GM_LAUNCH(k, grid, GM_CU_THREADS, ctx, loss, v.tot, x, t, n, op, param, reduction);                  \
     }
     NN_CU_DISPATCH(dt, CALL)
 #undef CALL
@@ -500,19 +496,17 @@ extern "C" int cuda_pointwise_loss_forward(void *loss, const void *x, const void
 }
 
 extern "C" int cuda_pointwise_loss_backward(void *dx, void *dt_, const void *dout, const void *x, const void *t,
-                                            int64_t n, int op, int reduction, gm_dtype dt, gm_cuda_ctx *ctx) {
-    if (!gm_dtype_is_float(dt) || n < 0 || (op != LOSS_MSE && op != LOSS_L1) || reduction < LOSS_NONE ||
+                                            int64_t n, int op, double param, int reduction, gm_dtype dt,
+                                            gm_cuda_ctx *ctx) {
+    if (!gm_dtype_is_float(dt) || n < 0 || op < 0 || op >= LOSS_POINTWISE_OPS || reduction < LOSS_NONE ||
         reduction > LOSS_SUM)
         return GM_ERR_ARG;
     if (n == 0 || (!dx && !dt_)) return GM_OK;
     const unsigned grid = gm_cu_blocks(n, ctx);
 #define CALL(DT)                                                                                             \
-    if (op == LOSS_MSE) {                                                                                    \
-        auto *k = &pointwise_bwd_kernel<DT, LOSS_MSE>;                                                       \
-        GM_LAUNCH(k, grid, GM_CU_THREADS, ctx, dx, dt_, dout, x, t, n, reduction);                           \
-    } else {                                                                                                 \
-        auto *k = &pointwise_bwd_kernel<DT, LOSS_L1>;                                                        \
-        GM_LAUNCH(k, grid, GM_CU_THREADS, ctx, dx, dt_, dout, x, t, n, reduction);                           \
+    {                                                                                                        \
+        auto *k = &pointwise_bwd_kernel<DT>;                                                                 \
+        GM_LAUNCH(k, grid, GM_CU_THREADS, ctx, dx, dt_, dout, x, t, n, op, param, reduction);                \
     }
     NN_CU_DISPATCH(dt, CALL)
 #undef CALL

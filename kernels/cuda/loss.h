@@ -48,10 +48,12 @@ int cuda_nll_loss_backward(void *dinp, const void *dout, const int64_t *target, 
                            gm_cuda_ctx *ctx);
 
 /* Asynchronous; scratch is needed for LOSS_MEAN / LOSS_SUM only (may be NULL for LOSS_NONE). */
-int cuda_pointwise_loss_forward(void *loss, const void *x, const void *t, int64_t n, int op, int reduction,
-                                gm_dtype dt, void *scratch, gm_cuda_ctx *ctx);
+/* binary_cross_entropy does not check that x is in [0, 1] here (the CPU kernel does): out-of-range inputs give
+ * NaN, where PyTorch's CUDA kernel raises a device-side assert. */
+int cuda_pointwise_loss_forward(void *loss, const void *x, const void *t, int64_t n, int op, double param,
+                                int reduction, gm_dtype dt, void *scratch, gm_cuda_ctx *ctx);
 int cuda_pointwise_loss_backward(void *dx, void *dt_, const void *dout, const void *x, const void *t, int64_t n,
-                                 int op, int reduction, gm_dtype dt, gm_cuda_ctx *ctx);
+                                 int op, double param, int reduction, gm_dtype dt, gm_cuda_ctx *ctx);
 
 /* Asynchronous; scratch as for cuda_pointwise_loss_forward. */
 int cuda_bce_logits_forward(void *loss, const void *x, const void *t, const void *w, int64_t w_period,

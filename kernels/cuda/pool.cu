@@ -220,6 +220,27 @@ __global__ void adaptive_bwd(void *dinp, const void *dout, gm_pl_st4 ds, pool2d_
     }
 }
 
+/* ---- adaptive max: kernels/cpu/pool.c's adaptive_max_one, the same taps in the same order ----------------- */
+template <int DT, typename I>
+__global__ void adaptive_max_fwd(void *out, int64_t *ind, const void *inp, gm_pl_st4 in, pool2d_geom g,
+                                 int64_t total) {
+    GM_CU_GRID_STRIDE(i, total) {
+        const auto [n, c, oh, ow] = gm_pl_split<I>(i, g.C, g.OH, g.OW);
+        const int64_t h0 = pool_start_index(oh, g.OH, g.H), h1 = pool_end_index(oh, g.OH, g.H);
+        const int64_t w0 = pool_start_index(ow, g.OW, g.W), w1 = pool_end_index(ow, g.OW, g.W);
+        const int64_t base = (int64_t)n * in.s[0] + (int64_t)c * in.s[1];
+        double best = -INFINITY;
+        int64_t arg = -1;
+        for (int64_t h = h0; h < h1; h++)
+            for (int64_t w = w0; w < w1; w++) {
+                const double v = gm_pl_ld<DT>(inp, base + h * in.s[2] + w * in.s[3]);
+                if (v > best || v != v) best = v, arg = h * g.W + w;
+            }
+        gm_pl_st<DT>(out, i, best);
+        ind[i] = arg;
+    }
+}
+
 /* ---- entry points ------------------------------------------------------------------------------------------ */
 extern "C" int cuda_maxpool2d_forward(void *out, int64_t *indices, const void *inp, const int64_t in[4],
                                       gm_dtype dt, const pool2d_geom *g, gm_cuda_ctx *ctx) {
@@ -288,4 +309,11 @@ extern "C" int cuda_adaptive_avgpool2d_backward(void *dinp, const void *dout, co
     if (!g || !pool_adaptive_ok(g)) return GM_ERR_ARG;
     /* every output has a non-empty window, so OH or OW 0 means no output: the gradient is 0 */
     GM_PL_LAUNCH_AND_RETURN(adaptive_bwd, dt, g->N * g->C * g->H * g->W, ctx, dinp, dout, gm_pl_st4_of(ds), *g);
+}
+
+extern "C" int cuda_adaptive_maxpool2d_forward(void *out, int64_t *indices, const void *inp, const int64_t in[4],
+                                               gm_dtype dt, const pool2d_geom *g, gm_cuda_ctx *ctx) {
+    if (!g || !pool_adaptive_ok(g) || !indices) return GM_ERR_ARG;
+    GM_PL_LAUNCH_AND_RETURN(adaptive_max_fwd, dt, g->N * g->C * g->OH * g->OW, ctx, out, indices, inp,
+                            gm_pl_st4_of(in), *g);
 }

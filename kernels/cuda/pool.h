@@ -38,6 +38,9 @@ int cuda_adaptive_avgpool2d_forward(void *out, const void *inp, const int64_t in
                                     const pool2d_geom *g, gm_cuda_ctx *ctx);
 int cuda_adaptive_avgpool2d_backward(void *dinp, const void *dout, const int64_t ds[4], gm_dtype dt,
                                      const pool2d_geom *g, gm_cuda_ctx *ctx);
+/* Its backward is cuda_maxpool2d_backward with the indices and no window (g->kh = g->kw = 0). */
+int cuda_adaptive_maxpool2d_forward(void *out, int64_t *indices, const void *inp, const int64_t in[4],
+                                    gm_dtype dt, const pool2d_geom *g, gm_cuda_ctx *ctx);
 
 #ifdef __cplusplus
 }

@@ -14,6 +14,7 @@ passive_openmp_waits()
 from . import _C  # noqa: E402
 from ._core.dtype import (dtype, device, float32, float64, float16, bfloat16, int64, bool_)  # noqa: E402
 from ._core.tensor import Tensor  # noqa: E402
+from ._core.tensor import bernoulli  # noqa: E402,F401  (issue 12, helper "nnlayers")
 from ._core.creation import (  # noqa: E402,F401
     tensor, from_numpy, empty, full, zeros, ones, arange, rand, randn, zeros_like, ones_like, empty_like,
     rand_like, randn_like, full_like, cat, stack, where, matmul, exp, log, sqrt, abs, clamp, clip, sum, mean,

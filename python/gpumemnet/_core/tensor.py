@@ -354,6 +354,34 @@ class Tensor(_C.TensorBase):
         _C.copy_(self, src)
         return self
 
+    # ---- random fills in place (issue 12, helper "nnlayers"): the global Philox generator (_C.uniform_ /
+    # normal_), so the numbers are the same on CPU and CUDA and gm.set_rng_state replays them ----------------
+    def uniform_(self, a=0.0, b=1.0, *, generator=None):
+        _random_fill_checks(self, "uniform_", generator)
+        _C.uniform_(self, float(a), float(b))
+        return self
+
+    def normal_(self, mean=0.0, std=1.0, *, generator=None):
+        _random_fill_checks(self, "normal_", generator)
+        _C.normal_(self, float(mean), float(std))
+        return self
+
+    def bernoulli_(self, p=0.5, *, generator=None):
+        """1 with probability p (a number, or a tensor of probabilities broadcast to self), else 0: a uniform
+        draw u in [0, 1) per element, 1 where u < p (torchvision's StochasticDepth: empty(size).bernoulli_(q))."""
+        _random_fill_checks(self, "bernoulli_", generator, floats_only=False)
+        if not isinstance(p, _C.TensorBase) and not 0.0 <= p <= 1.0:
+            raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
+        u = self if self.is_floating_point() else _C.empty(tuple(self.shape), 0, self._device)
+        _C.uniform_(u, 0.0, 1.0)
+        _C.copy_(self, u < p)  # the comparison's bool tensor is the one temporary
+        return self
+
+    def bernoulli(self, p=None, *, generator=None):
+        """A new tensor of 0/1 draws with probabilities self (or p), in self's dtype."""
+        out = _C.empty(tuple(self.shape), self._dtype, self._device)
+        return Tensor.bernoulli_(out, self if p is None else p, generator=generator)
+
     # ---- reductions ------------------------------------------------------------------------------------------
     def sum(self, dim=None, keepdim=False, dtype=None):
         x = _amp.fp32(self)[0] if _amp_state.enabled else self
@@ -605,3 +633,18 @@ def matmul(a, b):
 
 _C._set_tensor_class(Tensor)
 autograd.set_tensor_class(Tensor)
+
+
+def _random_fill_checks(t, op, generator, floats_only=True):
+    if generator is not None:
+        raise NotImplementedError(f"{op}: generator= is not supported; gpumemnet has one global Philox generator "
+                                  f"(gm.manual_seed)")
+    if floats_only and not t.is_floating_point():
+        raise RuntimeError(f"{op}: expected a floating-point tensor, got {t.dtype}")
+    if _check_inplace(t, op):
+        raise RuntimeError(f"{op}: in-place random fill of a tensor in a graph is not supported")
+
+
+def bernoulli(input, p=None, *, generator=None):
+    """gm.bernoulli: 0/1 draws with probabilities input (or the number p), in input's dtype."""
+    return input.bernoulli(p, generator=generator)

@@ -17,6 +17,7 @@ from .. import _C
 from .._core.activation import (  # noqa: F401  (the activations live in the core: Tensor.relu() etc. use them)
     _check_tensor, _fp32, relu, relu_, leaky_relu, leaky_relu_, sigmoid, tanh, gelu, silu, hardswish, hardsigmoid,
     mish, hardtanh, hardtanh_, relu6, elu, elu_, softplus, prelu, softmax, log_softmax)
+from .._core import autocast as _amp
 from .._core.autograd import Function
 from .._core.autograd import as_activation as _as_activation
 from .._core.autograd import check_inplace as _check_inplace, needs_grad as _needs_grad
@@ -26,10 +27,12 @@ __all__ = ["relu", "relu_", "leaky_relu", "leaky_relu_", "sigmoid", "tanh", "gel
            "hardsigmoid", "mish", "hardtanh", "hardtanh_", "relu6", "elu", "elu_", "softplus", "prelu", "dropout",
            "dropout2d", "batch_norm",
            "softmax", "log_softmax", "cross_entropy", "nll_loss", "mse_loss", "l1_loss",
-           "binary_cross_entropy_with_logits"]
+           "binary_cross_entropy_with_logits", "smooth_l1_loss", "huber_loss", "binary_cross_entropy", "kl_div"]
 
-# op codes: csrc/ops_nnops.c
-MSE, L1 = range(2)
+# op codes: kernels/loss_ops.h
+MSE, L1, SMOOTH_L1, HUBER, BCE, KL_DIV = range(6)
+_BACKWARD_NAMES = ("MseLossBackward", "L1LossBackward", "SmoothL1LossBackward", "HuberLossBackward",
+                   "BinaryCrossEntropyBackward", "KlDivBackward")
 _REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
 
 
@@ -190,15 +193,38 @@ def _class_loss_args(op, input, target, weight, ignore_index, reduction):
 def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
     """Log-softmax over dim 1 (dim 0 for unbatched (C,) input) and negative log-likelihood of the class index
     targets, in one fused kernel. mean divides by the summed weight of the non-ignored targets (PyTorch's rule);
-    label_smoothing mixes in the uniform distribution over the C classes."""
+    label_smoothing mixes in the uniform distribution over the C classes. A float target of input's shape holds
+    class probabilities (mixup, cutmix): _cross_entropy_probs."""
     red = _class_loss_args("cross_entropy", input, target, weight, ignore_index, reduction)
+    # a float target of input's shape holds class probabilities; any other float target is refused by C
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
+    if target.is_floating_point() and tuple(target.shape) == tuple(input.shape):
+        return _cross_entropy_probs(input, target, weight, ignore_index, red, float(label_smoothing))
     input, weight = _fp32(input, weight)
     args = (input, target, weight, ignore_index, red, float(label_smoothing))
     if _needs_grad(input):
         return _CrossEntropy.apply(*args)
     return _C.cross_entropy(*args)[0]
+
+
+def _cross_entropy_probs(input, target, weight, ignore_index, red, eps):
+    """Class-probability targets (mixup / cutmix in torchvision's reference script): -sum_c w_c t_c log_softmax(x)_c
+    per position, t smoothed to t (1 - eps) + eps / C; mean divides by the number of positions. Composed from
+    log_softmax and elementwise ops, as PyTorch composes it (the log-probabilities and one product are the
+    temporaries), so every device, meta and the gradients of input and target follow."""
+    if ignore_index != -100:
+        raise RuntimeError("ignore_index is not supported for floating point target")
+    input, target, weight = _fp32(input, target, weight)
+    dim = 1 if input.ndim > 1 else 0
+    C = input.shape[dim]
+    if eps > 0:
+        target = target * (1.0 - eps) + eps / C
+    prod = log_softmax(input, dim) * target
+    if weight is not None:
+        prod = prod * (weight.reshape((C,) + (1,) * (input.ndim - 2)) if input.ndim > 1 else weight)
+    loss = -prod.sum(dim)
+    return loss if red == 0 else loss.mean() if red == 1 else loss.sum()
 
 
 class _NllLoss(Function):
@@ -230,30 +256,30 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
 # ---- pointwise losses --------------------------------------------------------------------------------------------
 class _PointwiseLoss(Function):
     @staticmethod
-    def forward(ctx, x, target, op, reduction):
-        ctx.op, ctx.reduction = op, reduction
+    def forward(ctx, x, target, op, reduction, param):
+        ctx.op, ctx.reduction, ctx.param = op, reduction, param
         ctx.save_for_backward(x, target)
-        return _C.pointwise_loss(op, x, target, reduction)
+        return _C.pointwise_loss(op, x, target, reduction, param)
 
     @staticmethod
     def backward(ctx, g):
         x, target = ctx.saved_tensors
         dx, dt = _C.pointwise_loss_backward(ctx.op, g, x, target, ctx.reduction, ctx.needs_input_grad[0],
-                                            ctx.needs_input_grad[1])
-        return dx, dt, None, None
+                                            ctx.needs_input_grad[1], ctx.param)
+        return dx, dt, None, None, None
 
     def name(self):
-        return "MseLossBackward" if self.op == MSE else "L1LossBackward"
+        return _BACKWARD_NAMES[self.op]
 
 
-def _pointwise_loss(input, target, reduction, op, opname):
+def _pointwise_loss(input, target, reduction, op, opname, param=0.0):
     _check_tensor(input, opname)
     _check_tensor(target, opname, "target")
     red = _reduction(reduction, opname)
     input, target = _fp32(input, target)
     if _needs_grad(input, target):
-        return _PointwiseLoss.apply(input, target, op, red)
-    return _C.pointwise_loss(op, input, target, red)
+        return _PointwiseLoss.apply(input, target, op, red, float(param))
+    return _C.pointwise_loss(op, input, target, red, float(param))
 
 
 def mse_loss(input, target, reduction="mean"):
@@ -264,6 +290,66 @@ def mse_loss(input, target, reduction="mean"):
 def l1_loss(input, target, reduction="mean"):
     """|input - target|; input and target must have the same shape."""
     return _pointwise_loss(input, target, reduction, L1, "l1_loss")
+
+
+def _number(v, op, name):
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise TypeError(f"{op}: {name} must be a number, got {type(v).__name__}")
+    return float(v)
+
+
+def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
+    """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (d = input - target); beta = 0 is l1_loss."""
+    return _pointwise_loss(input, target, reduction, SMOOTH_L1, "smooth_l1_loss", _number(beta, "smooth_l1_loss",
+                                                                                          "beta"))
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0):
+    """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta): smooth_l1_loss times delta (beta = delta)."""
+    return _pointwise_loss(input, target, reduction, HUBER, "huber_loss", _number(delta, "huber_loss", "delta"))
+
+
+def binary_cross_entropy(input, target, weight=None, reduction="mean"):
+    """-(t log x + (1 - t) log(1 - x)) of probabilities x (each log clamped at -100, as PyTorch); the CPU raises
+    RuntimeError for an x outside [0, 1]. weight broadcasts to input."""
+    op = "binary_cross_entropy"
+    _check_tensor(input, op)
+    _check_tensor(target, op, "target")
+    red = _reduction(reduction, op)
+    if _amp.is_autocast_enabled("cuda"):  # PyTorch's CUDA autocast refuses it, with this advice
+        raise RuntimeError(
+            "torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to autocast.\n"
+            "Many models use a sigmoid layer right before the binary cross entropy layer.\n"
+            "In this case, combine the two layers using torch.nn.functional.binary_cross_entropy_with_logits\n"
+            "or torch.nn.BCEWithLogitsLoss.  binary_cross_entropy_with_logits and BCEWithLogits are\n"
+            "safe to autocast.")
+    if weight is None:
+        return _pointwise_loss(input, target, reduction, BCE, op)
+    _check_tensor(weight, op, "weight")
+    _no_grad_for(weight, op, "weight")
+    # A weight is applied as PyTorch's kernel does it too: the unreduced loss (one tensor of input's size),
+    # times the weight, then reduced; composed from differentiable ops, so every device and the meta bytes follow.
+    (weight,) = _fp32(weight)
+    loss = _pointwise_loss(input, target, "none", BCE, op) * weight
+    if tuple(loss.shape) != tuple(input.shape):
+        raise ValueError(f"{op}: weight shape {tuple(weight.shape)} cannot be broadcast to input shape "
+                         f"{tuple(input.shape)}")
+    return loss if red == 0 else loss.mean() if red == 1 else loss.sum()
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """Pointwise KL divergence of log-probabilities input from target: t (log t - input), or, with log_target,
+    exp(t) (t - input). 'batchmean' divides the sum by input.size(0) (the true KL divergence per sample); 'mean'
+    divides by the element count, as PyTorch does."""
+    op = "kl_div"
+    if size_average is not None or reduce is not None:  # PyTorch's deprecated form of reduction
+        reduction = ("mean" if size_average is None or size_average else "sum") if reduce is None or reduce \
+            else "none"
+    if reduction == "batchmean":
+        _check_tensor(input, op)
+        total = _pointwise_loss(input, target, "sum", KL_DIV, op, float(bool(log_target)))
+        return total / input.shape[0] if input.ndim > 0 else total
+    return _pointwise_loss(input, target, reduction, KL_DIV, op, float(bool(log_target)))
 
 
 class _BceWithLogits(Function):

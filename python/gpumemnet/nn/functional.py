@@ -7,8 +7,11 @@ Each op family lives in its own module (autograd Function + argument checks + th
   _functional_nn.py     relu, relu_, leaky_relu, leaky_relu_, sigmoid, tanh, gelu, silu, hardswish,
                         hardsigmoid, mish, hardtanh, hardtanh_, relu6, elu, elu_, softplus, prelu, dropout, dropout2d,
                         batch_norm, softmax, log_softmax, cross_entropy, nll_loss, mse_loss, l1_loss,
-                        binary_cross_entropy_with_logits
+                        binary_cross_entropy_with_logits, smooth_l1_loss, huber_loss, binary_cross_entropy, kl_div
   _functional_norm.py   group_norm, layer_norm, instance_norm
+  _functional_layers.py pad, pixel_shuffle, pixel_unshuffle, embedding, one_hot, dropout1d, dropout3d,
+                        alpha_dropout, feature_alpha_dropout
+  _functional_pool1d.py max_pool1d, avg_pool1d, adaptive_avg_pool1d, adaptive_max_pool1d, adaptive_max_pool2d
 grid_sample and affine_grid exist only so that code importing them loads (torchvision's transforms); calling
 them raises NotImplementedError (_core/unsupported.py).
 """
@@ -18,8 +21,14 @@ from ._functional_pool import (  # noqa: F401
 from ._functional_nn import (  # noqa: F401
     relu, relu_, leaky_relu, leaky_relu_, sigmoid, tanh, gelu, silu, hardswish, hardsigmoid, mish, hardtanh,
     hardtanh_, relu6, elu, elu_, softplus, prelu, dropout, dropout2d, batch_norm, softmax, log_softmax,
-    cross_entropy, nll_loss, mse_loss, l1_loss, binary_cross_entropy_with_logits)
+    cross_entropy, nll_loss, mse_loss, l1_loss, binary_cross_entropy_with_logits, smooth_l1_loss, huber_loss,
+    binary_cross_entropy, kl_div)
 from ._functional_norm import group_norm, layer_norm, instance_norm  # noqa: F401
+from ._functional_layers import (  # noqa: F401
+    pad, pixel_shuffle, pixel_unshuffle, embedding, one_hot, dropout1d, dropout3d, alpha_dropout,
+    feature_alpha_dropout)
+from ._functional_pool1d import (  # noqa: F401
+    max_pool1d, avg_pool1d, adaptive_avg_pool1d, adaptive_max_pool1d, adaptive_max_pool2d)
 from .._core import unsupported as _unsupported
 
 grid_sample = _unsupported.function("torch.nn.functional.grid_sample")

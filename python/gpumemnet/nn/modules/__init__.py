@@ -1,23 +1,31 @@
 """The layers of gpumemnet.nn, one family per file; see gpumemnet/nn/__init__.py for the public names."""
-from .module import Module  # noqa: F401
-from .container import Sequential, ModuleList, ModuleDict  # noqa: F401
-from .linear import Identity, Linear  # noqa: F401
-from .conv import Conv2d, ConvTranspose2d, Conv3d  # noqa: F401
-from .pooling import MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, GlobalAvgPool2d, GlobalMaxPool2d  # noqa: F401
-from .activation import (  # noqa: F401
-    ReLU, LeakyReLU, Sigmoid, Tanh, GELU, SiLU, Hardswish, Hardsigmoid, Mish, Hardtanh, ReLU6, ELU, Softplus, Softmax,
-    LogSoftmax, Softmax2d, PReLU)
-from .dropout import Dropout, Dropout2d  # noqa: F401
-from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, SyncBatchNorm  # noqa: F401
-from .normalization import GroupNorm, LayerNorm  # noqa: F401
-from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d  # noqa: F401
-from .loss import CrossEntropyLoss, MSELoss, L1Loss, BCEWithLogitsLoss  # noqa: F401
-from .misc import Flatten, Upsample  # noqa: F401
+from .module import Module
+from .container import Sequential, ModuleList, ModuleDict
+from .linear import Identity, Linear
+from .conv import Conv2d, ConvTranspose2d, Conv3d
+from .pooling import (MaxPool1d, MaxPool2d, AvgPool1d, AvgPool2d, AdaptiveAvgPool1d, AdaptiveAvgPool2d,
+                      AdaptiveMaxPool1d, AdaptiveMaxPool2d, GlobalAvgPool2d, GlobalMaxPool2d)
+from .activation import (ReLU, LeakyReLU, Sigmoid, Tanh, GELU, SiLU, Hardswish, Hardsigmoid, Mish, Hardtanh, ReLU6,
+                         ELU, Softplus, Softmax, LogSoftmax, Softmax2d, PReLU)
+from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d, AlphaDropout, FeatureAlphaDropout
+from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, SyncBatchNorm
+from .normalization import GroupNorm, LayerNorm
+from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
+from .loss import (CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, SmoothL1Loss, HuberLoss, BCELoss, BCEWithLogitsLoss,
+                   KLDivLoss)
+from .misc import Flatten, Upsample, UpsamplingNearest2d, UpsamplingBilinear2d
+from .padding import *  # noqa: F403 - the 15 padding layers, listed in padding.py's __all__
+from .padding import __all__ as _padding_all
+from .pixelshuffle import PixelShuffle, PixelUnshuffle
+from .sparse import Embedding
 
 __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Identity", "Linear", "Conv2d", "ConvTranspose2d",
-           "Conv3d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "GlobalAvgPool2d", "GlobalMaxPool2d", "ReLU", "LeakyReLU",
+           "Conv3d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
+           "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "GlobalAvgPool2d", "GlobalMaxPool2d", "ReLU", "LeakyReLU",
            "Sigmoid", "Tanh", "GELU", "SiLU", "Hardswish", "Hardsigmoid", "Mish", "Hardtanh", "ReLU6", "ELU",
-           "Softplus", "Softmax", "LogSoftmax", "Softmax2d", "PReLU", "Dropout", "Dropout2d", "BatchNorm1d",
-           "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "GroupNorm", "LayerNorm", "InstanceNorm1d",
-           "InstanceNorm2d", "InstanceNorm3d",
-           "CrossEntropyLoss", "MSELoss", "L1Loss", "BCEWithLogitsLoss", "Flatten", "Upsample"]
+           "Softplus", "Softmax", "LogSoftmax", "Softmax2d", "PReLU", "Dropout", "Dropout1d", "Dropout2d",
+           "Dropout3d", "AlphaDropout", "FeatureAlphaDropout", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
+           "SyncBatchNorm", "GroupNorm", "LayerNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",
+           "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss",
+           "BCEWithLogitsLoss", "KLDivLoss", "Flatten", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d",
+           "PixelShuffle", "PixelUnshuffle", "Embedding"] + _padding_all

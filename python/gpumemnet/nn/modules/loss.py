@@ -4,7 +4,8 @@ from .. import functional as F
 from ._utils import check_reduction
 from .module import Module
 
-__all__ = ["CrossEntropyLoss", "MSELoss", "L1Loss", "BCEWithLogitsLoss"]
+__all__ = ["CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss",
+           "BCEWithLogitsLoss", "KLDivLoss"]
 
 
 class _Loss(Module):
@@ -32,6 +33,18 @@ class CrossEntropyLoss(_WeightedLoss):
         return F.cross_entropy(input, target, self.weight, self.ignore_index, self.reduction, self.label_smoothing)
 
 
+class NLLLoss(_WeightedLoss):
+    """Negative log-likelihood of log-probabilities (N, C) or (N, C, d1, ...) against int64 class targets."""
+
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+        super().__init__(weight, size_average, reduce, reduction)
+        self.ignore_index = ignore_index
+
+    def forward(self, input, target):
+        return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
+                          reduction=self.reduction)
+
+
 class MSELoss(_Loss):
     def forward(self, input, target):
         return F.mse_loss(input, target, reduction=self.reduction)
@@ -40,6 +53,45 @@ class MSELoss(_Loss):
 class L1Loss(_Loss):
     def forward(self, input, target):
         return F.l1_loss(input, target, reduction=self.reduction)
+
+
+class SmoothL1Loss(_Loss):
+    def __init__(self, size_average=None, reduce=None, reduction="mean", beta=1.0):
+        super().__init__(size_average, reduce, reduction)
+        self.beta = beta
+
+    def forward(self, input, target):
+        return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
+
+
+class HuberLoss(_Loss):
+    def __init__(self, reduction="mean", delta=1.0):
+        super().__init__(reduction=reduction)
+        self.delta = delta
+
+    def forward(self, input, target):
+        return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
+
+
+class BCELoss(_WeightedLoss):
+    """Binary cross-entropy of probabilities (after a sigmoid); BCEWithLogitsLoss is the stable form."""
+
+    def forward(self, input, target):
+        return F.binary_cross_entropy(input, target, weight=self.weight, reduction=self.reduction)
+
+
+class KLDivLoss(Module):
+    """KL divergence of log-probabilities input from target; reduction may also be 'batchmean'."""
+
+    def __init__(self, size_average=None, reduce=None, reduction="mean", log_target=False):
+        super().__init__()
+        if size_average is not None or reduce is not None or reduction != "batchmean":
+            reduction = check_reduction(reduction, size_average, reduce)
+        self.reduction = reduction
+        self.log_target = log_target
+
+    def forward(self, input, target):
+        return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
 
 
 class BCEWithLogitsLoss(_Loss):

@@ -1,8 +1,8 @@
-"""Shape and resampling layers: Flatten, Upsample."""
+"""Shape and resampling layers: Flatten, Upsample, UpsamplingNearest2d, UpsamplingBilinear2d."""
 from .. import functional as F
 from .module import Module
 
-__all__ = ["Flatten", "Upsample"]
+__all__ = ["Flatten", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d"]
 
 
 class Flatten(Module):
@@ -48,3 +48,17 @@ class Upsample(Module):
     def extra_repr(self):
         info = f"scale_factor={self.scale_factor!r}" if self.scale_factor is not None else f"size={self.size!r}"
         return info + f", mode={self.mode!r}"
+
+
+class UpsamplingNearest2d(Upsample):
+    """Upsample with mode 'nearest' (PyTorch's older name)."""
+
+    def __init__(self, size=None, scale_factor=None):
+        super().__init__(size, scale_factor, mode="nearest")
+
+
+class UpsamplingBilinear2d(Upsample):
+    """Upsample with mode 'bilinear' and align_corners=True (PyTorch's older name, and its corner rule)."""
+
+    def __init__(self, size=None, scale_factor=None):
+        super().__init__(size, scale_factor, mode="bilinear", align_corners=True)

@@ -1,0 +1,269 @@
+"""Padding, pixel (un)shuffle, embedding and one_hot: F.pad, F.pixel_shuffle, F.pixel_unshuffle, F.embedding,
+F.one_hot with PyTorch's signatures (layer 2, nn), over csrc/ops_pad.c and the index ops (csrc/ops_index.c).
+
+pad saves nothing for its backward (the input's shape and the pads are enough: the gradient of every mode is a
+gather of the output gradient). pixel_shuffle and pixel_unshuffle are a reshape, a permute and a reshape, composed
+from the core's differentiable shape ops: the first reshape and the permute are views, the last reshape is the
+one copy (as in PyTorch), and the backward is the same composition reversed. embedding is the index ops' gather
+(forward) and accumulating scatter (backward: a zeroed weight-shaped gradient, PyTorch's dense one), saving only
+the indices; one_hot a zeroed int64 tensor and one scatter."""
+from .. import _C
+from .._core.activation import _check_tensor
+from .._core.autograd import Function
+from .._core.autograd import needs_grad as _needs_grad
+from .._core.autograd import no_grad as _no_grad
+from .._core.dtype import int64 as _int64
+
+from ._functional_nn import dropout2d as _dropout2d
+
+__all__ = ["pad", "pixel_shuffle", "pixel_unshuffle", "embedding", "one_hot", "dropout1d", "dropout3d",
+           "alpha_dropout", "feature_alpha_dropout"]
+
+_MODES = {"constant": 0, "reflect": 1, "replicate": 2, "circular": 3}
+
+
+class _Pad(Function):
+    @staticmethod
+    def forward(ctx, x, pads, mode, value):
+        ctx.pads, ctx.mode, ctx.shape = pads, mode, tuple(x.shape)
+        return _C.pad(x, pads, mode, value)
+
+    @staticmethod
+    def backward(ctx, g):
+        return _C.pad_backward(g, ctx.pads, ctx.mode, ctx.shape), None, None, None
+
+    def name(self):
+        return ("ConstantPadNdBackward", "ReflectionPadBackward", "ReplicationPadBackward",
+                "CircularPadBackward")[self.mode]
+
+
+def _crop(input, pads):
+    """input narrowed by the negative entries of pads (a view), and pads with those entries set to 0."""
+    idx = [slice(None)] * input.ndim
+    for j in range(len(pads) // 2):
+        lo, hi = pads[2 * j], pads[2 * j + 1]
+        n = input.shape[input.ndim - 1 - j]
+        idx[input.ndim - 1 - j] = slice(max(0, -lo), n - max(0, -hi))
+    return input[tuple(idx)], tuple(max(0, p) for p in pads)
+
+
+def pad(input, pad, mode="constant", value=None):
+    """Pad the last len(pad) // 2 dims: pad = (left, right, top, bottom, front, back), as PyTorch. Negative pads
+    crop. mode 'constant' (fill `value`, default 0) pads up to the last 3 dims of any dtype; 'reflect',
+    'replicate' and 'circular' the last 1, 2 or 3 dims of a 2-D..5-D float input, as PyTorch allows."""
+    _check_tensor(input, "pad")
+    if isinstance(pad, int) or not all(isinstance(p, int) and not isinstance(p, bool) for p in pad):
+        raise TypeError(f"pad: pad must be a tuple of ints, got {pad!r}")
+    code = _MODES.get(mode) if isinstance(mode, str) else None
+    if code is None:
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    if code != 0 and value is not None and value != 0:
+        raise RuntimeError(f"Padding mode \"{mode}\" doesn't take in value argument")
+    pads = tuple(int(p) for p in pad)
+    if code == 3 and any(p < 0 for p in pads) and len(pads) % 2 == 0 and len(pads) // 2 <= input.ndim:
+        input, pads = _crop(input, pads)  # PyTorch's circular padding crops first, then wraps the rest
+    value = 0.0 if value is None else float(value)
+    if _needs_grad(input):
+        return _Pad.apply(input, pads, code, value)
+    return _C.pad(input, pads, code, value)
+
+
+def _factor(f, op, name):
+    if isinstance(f, bool) or not isinstance(f, int):
+        raise TypeError(f"{op}: {name} must be an int, got {type(f).__name__}")
+    if f <= 0:
+        raise RuntimeError(f"{op} expects a positive {name}, but got {f}")
+    return f
+
+
+def pixel_shuffle(input, upscale_factor):
+    """(*, C r^2, H, W) -> (*, C, H r, W r): sub-pixel convolution's rearrangement (ESPCN)."""
+    op = "pixel_shuffle"
+    _check_tensor(input, op)
+    r = _factor(upscale_factor, op, "upscale_factor")
+    if input.ndim < 3:
+        raise RuntimeError(f"{op} expects input to have at least 3 dimensions, but got input with {input.ndim} "
+                           f"dimension(s)")
+    *lead, c, h, w = input.shape
+    if c % (r * r):
+        raise RuntimeError(f"{op} expects its input's 'channel' dimension to be divisible by the square of "
+                           f"upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
+    n = len(lead)
+    x = input.reshape(*lead, c // (r * r), r, r, h, w)
+    x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
+    return x.reshape(*lead, c // (r * r), h * r, w * r)
+
+
+def pixel_unshuffle(input, downscale_factor):
+    """(*, C, H r, W r) -> (*, C r^2, H, W): pixel_shuffle's inverse."""
+    op = "pixel_unshuffle"
+    _check_tensor(input, op)
+    r = _factor(downscale_factor, op, "downscale_factor")
+    if input.ndim < 3:
+        raise RuntimeError(f"{op} expects input to have at least 3 dimensions, but got input with {input.ndim} "
+                           f"dimension(s)")
+    *lead, c, h, w = input.shape
+    for name, size, dim in (("height", h, -2), ("width", w, -1)):
+        if size % r:
+            raise RuntimeError(f"{op} expects {name} to be divisible by downscale_factor, but input.size({dim})="
+                               f"{size} is not divisible by {r}")
+    n = len(lead)
+    x = input.reshape(*lead, c, h // r, r, w // r, r)
+    x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
+    return x.reshape(*lead, c * r * r, h // r, w // r)
+
+
+# ---- embedding, one_hot ---------------------------------------------------------------------------------------
+class _Embedding(Function):
+    @staticmethod
+    def forward(ctx, weight, indices, padding_idx):
+        ctx.meta = (tuple(weight.shape), weight._dtype, weight._device, padding_idx)
+        ctx.save_for_backward(indices)
+        return _C.index(weight, 0, indices)
+
+    @staticmethod
+    def backward(ctx, g):
+        indices, = ctx.saved_tensors
+        shape, dt, dev, padding_idx = ctx.meta
+        grad = _C.empty(shape, dt, dev)
+        _C.fill_(grad, 0.0)
+        _C.index_put_(grad, 0, indices, g, True)
+        if padding_idx is not None:
+            _C.fill_(grad._select(0, padding_idx), 0.0)  # the padding row is never trained
+        return grad, None, None
+
+    def name(self):
+        return "EmbeddingBackward"
+
+
+def _embedding_renorm_(weight, indices, max_norm, norm_type):
+    """Rescale in place (outside autograd, as PyTorch) the rows that indices reference whose norm exceeds
+    max_norm, to norm max_norm (PyTorch's 1e-7 guard included)."""
+    with _no_grad():
+        rows = _C.index(weight, 0, indices.reshape(-1))
+        norms = (rows.abs() ** norm_type).sum(1) ** (1.0 / norm_type)
+        scale = (norms > max_norm) * (max_norm / (norms + 1e-7) - 1.0) + 1.0
+        _C.index_put_(weight, 0, indices.reshape(-1), rows * scale.reshape(-1, 1), False)
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
+              sparse=False):
+    """Rows of weight (num_embeddings, embedding_dim) picked by the int64 indices input: shape (*input, dim)."""
+    op = "embedding"
+    _check_tensor(input, op)
+    _check_tensor(weight, op, "weight")
+    if input._dtype != _int64.code:
+        raise RuntimeError(f"{op}: Expected tensor for argument #1 'indices' to have scalar type Long; but got "
+                           f"{input.dtype} instead")
+    if weight.ndim != 2:
+        raise RuntimeError(f"{op}: 'weight' must be 2-D, got shape {tuple(weight.shape)}")
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError(f"{op}: scale_grad_by_freq and sparse gradients are not supported")
+    if padding_idx is not None:
+        n = weight.shape[0]
+        if not -n <= padding_idx < n:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        padding_idx = padding_idx % n
+    if max_norm is not None:
+        _embedding_renorm_(weight, input, float(max_norm), float(norm_type))
+    if _needs_grad(weight):
+        return _Embedding.apply(weight, input, padding_idx)
+    return _C.index(weight, 0, input)
+
+
+def one_hot(tensor, num_classes=-1):
+    """int64 (*, num_classes) with a 1 at each index of the int64 tensor; num_classes=-1 takes max + 1 (which
+    reads the values, so it needs a device with data, not meta)."""
+    op = "one_hot"
+    _check_tensor(tensor, op, "tensor")
+    if tensor._dtype != _int64.code:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    n = tensor.numel()
+    has_data = tensor._device != "meta"
+    if num_classes == -1:
+        if not has_data:
+            raise RuntimeError("one_hot: num_classes=-1 reads the values (max + 1): pass num_classes on meta")
+        if n == 0:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        num_classes = int(tensor.amax().item()) + 1
+    if has_data and n:
+        if int(tensor.amin().item()) < 0:
+            raise RuntimeError("Class values must be non-negative.")
+        if int(tensor.amax().item()) >= num_classes:
+            raise RuntimeError("Class values must be smaller than num_classes.")
+    out = _C.empty(tuple(tensor.shape) + (num_classes,), tensor._dtype, tensor._device)
+    _C.fill_(out, 0)
+    if n:
+        flat = _C.arange(0, n * num_classes, num_classes, tensor._dtype, tensor._device) + tensor.reshape(-1)
+        one = _C.empty((), tensor._dtype, tensor._device)
+        _C.fill_(one, 1)
+        _C.index_put_(out.reshape(-1), 0, flat, one, False)
+    return out
+
+
+# ---- channel dropout of 1-D and 3-D inputs -----------------------------------------------------------------------
+def _channel_dropout(input, p, training, inplace, op, ndims, shape_of):
+    """dropout2d (one mask entry per channel) on a 4-D / 3-D view of input: the same Philox stream, mask and
+    bytes. A view needs input's strides to allow it; in-place on one that does not would miss the input, so
+    it raises."""
+    _check_tensor(input, op)
+    if input.ndim not in ndims:
+        raise RuntimeError(f"{op}: Expected {ndims[0]}D or {ndims[1]}D input, but received a {input.ndim}D input")
+    view = shape_of(tuple(input.shape))
+    if not training or p == 0:
+        _dropout2d(input, p, False, inplace)  # checks p; the identity, as PyTorch's (no copy, no draw)
+        return input
+    if inplace and not input._can_view(view):
+        raise RuntimeError(f"{op}: inplace=True needs an input whose strides allow a view of shape {view}")
+    return _dropout2d(input.reshape(view), p, training, inplace).reshape(tuple(input.shape))
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of (N, C, L) or (C, L) input with probability p."""
+    return _channel_dropout(input, p, training, inplace, "dropout1d", (2, 3), lambda s: s + (1,))
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) input with probability p."""
+    return _channel_dropout(input, p, training, inplace, "dropout3d", (4, 5),
+                            lambda s: s[:-3] + (s[-3] * s[-2], s[-1]))
+
+
+# ---- alpha dropout (SELU networks) ---------------------------------------------------------------------------
+_SELU_ALPHA_PRIME = 1.7580993408473766  # -selu's scale * alpha: the value a dropped unit takes
+
+
+def _alpha_dropout(input, p, training, inplace, feature, op):
+    """PyTorch's formula (aten/src/ATen/native/Dropout.cpp): kept units x a, dropped ones -alpha' a, plus
+    alpha' a p, so a SELU activation's mean and variance are kept. Composed: a Bernoulli keep mask (per element,
+    or per (N, C) channel for feature) from the Philox generator, then x * (a mask) + b, whose gradient is
+    a mask; the mask and b are the temporaries, as in PyTorch."""
+    _check_tensor(input, op)
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
+        raise ValueError(f"{op}: dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0:
+        return input
+    if p == 1:
+        return input * 0.0
+    if inplace:
+        raise NotImplementedError(f"{op}: inplace=True is not supported; use inplace=False")
+    shape = tuple(input.shape)
+    if feature:
+        if input.ndim < 2:
+            raise RuntimeError(f"{op}: Feature dropout requires at least 2 dimensions in the input")
+        shape = shape[:2] + (1,) * (input.ndim - 2)
+    a = 1.0 / (((_SELU_ALPHA_PRIME ** 2) * p + 1.0) * (1.0 - p)) ** 0.5
+    keep = _C.empty(shape, input._dtype, input._device)
+    keep.bernoulli_(1.0 - p)
+    b = keep * (_SELU_ALPHA_PRIME * a) + (_SELU_ALPHA_PRIME * a * p - _SELU_ALPHA_PRIME * a)
+    return input * (keep * a) + b
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Alpha dropout of every element (note PyTorch's default training=False for the function)."""
+    return _alpha_dropout(input, p, training, inplace, False, "alpha_dropout")
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Alpha dropout of whole channels (dim 1)."""
+    return _alpha_dropout(input, p, training, inplace, True, "feature_alpha_dropout")

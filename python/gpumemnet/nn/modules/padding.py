@@ -1,0 +1,67 @@
+"""Padding layers with PyTorch's names: Constant/Zero/Reflection/Replication/CircularPad{1,2,3}d, over F.pad.
+padding is an int (the same on every side) or a tuple (left, right[, top, bottom[, front, back]])."""
+from .. import functional as F
+from .module import Module
+
+__all__ = ["ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d",
+           "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d",
+           "ReplicationPad3d", "CircularPad1d", "CircularPad2d", "CircularPad3d"]
+
+
+def _padding(padding, dims, cls):
+    if isinstance(padding, int) and not isinstance(padding, bool):
+        return (padding,) * (2 * dims)
+    padding = tuple(padding)
+    if len(padding) != 2 * dims or not all(isinstance(p, int) and not isinstance(p, bool) for p in padding):
+        raise ValueError(f"{cls}: padding must be an int or a tuple of {2 * dims} ints, got {padding!r}")
+    return padding
+
+
+class _PadNd(Module):
+    mode = "constant"
+    dims = 2
+
+    def __init__(self, padding, value=None):
+        super().__init__()
+        self.padding = _padding(padding, self.dims, type(self).__name__)
+        if value is not None:
+            self.value = float(value)
+
+    def forward(self, input):
+        return F.pad(input, self.padding, self.mode, getattr(self, "value", None))
+
+    def extra_repr(self):
+        zero = type(self).__name__.startswith("Zero")
+        return f"{self.padding}" + (f", value={self.value}" if self.mode == "constant" and not zero else "")
+
+
+def _make(name, mode, dims, doc):
+    if mode == "constant" and not name.startswith("Zero"):
+        def init(self, padding, value):
+            _PadNd.__init__(self, padding, value)
+    elif mode == "constant":
+        def init(self, padding):
+            _PadNd.__init__(self, padding, 0.0)
+    else:
+        def init(self, padding):
+            _PadNd.__init__(self, padding)
+    return type(name, (_PadNd,), {"mode": mode, "dims": dims, "__init__": init, "__doc__": doc,
+                                  "__module__": __name__})
+
+
+ConstantPad1d = _make("ConstantPad1d", "constant", 1, "Pad the last dim with a constant.")
+ConstantPad2d = _make("ConstantPad2d", "constant", 2, "Pad the last 2 dims with a constant.")
+ConstantPad3d = _make("ConstantPad3d", "constant", 3, "Pad the last 3 dims with a constant.")
+ZeroPad1d = _make("ZeroPad1d", "constant", 1, "Pad the last dim with zeros.")
+ZeroPad2d = _make("ZeroPad2d", "constant", 2, "Pad the last 2 dims with zeros.")
+ZeroPad3d = _make("ZeroPad3d", "constant", 3, "Pad the last 3 dims with zeros.")
+ReflectionPad1d = _make("ReflectionPad1d", "reflect", 1, "Mirror the last dim about its edges.")
+ReflectionPad2d = _make("ReflectionPad2d", "reflect", 2, "Mirror the last 2 dims about their edges (style "
+                                                         "transfer, CycleGAN).")
+ReflectionPad3d = _make("ReflectionPad3d", "reflect", 3, "Mirror the last 3 dims about their edges.")
+ReplicationPad1d = _make("ReplicationPad1d", "replicate", 1, "Repeat the edge values of the last dim.")
+ReplicationPad2d = _make("ReplicationPad2d", "replicate", 2, "Repeat the edge values of the last 2 dims.")
+ReplicationPad3d = _make("ReplicationPad3d", "replicate", 3, "Repeat the edge values of the last 3 dims.")
+CircularPad1d = _make("CircularPad1d", "circular", 1, "Wrap the last dim around.")
+CircularPad2d = _make("CircularPad2d", "circular", 2, "Wrap the last 2 dims around.")
+CircularPad3d = _make("CircularPad3d", "circular", 3, "Wrap the last 3 dims around.")
