@@ -17,7 +17,8 @@
 
 static const char *const binary_names[GM_EW_NBINARY] = {"add", "sub", "mul", "div", "pow", "maximum", "minimum",
                                                         "eq", "ne", "lt", "le", "gt", "ge"};
-static const char *const unary_names[GM_EW_NUNARY] = {"neg", "exp", "log", "sqrt", "abs", "sign", "logical_not"};
+static const char *const unary_names[GM_EW_NUNARY] = {"neg", "exp", "log", "sqrt", "abs", "sign", "logical_not",
+                                                               "round", "floor", "ceil"};
 
 /* ---- operands: a tensor or a Python number ------------------------------------------------------------------ */
 enum { EW_NUM_BOOL = 0, EW_NUM_INT = 1, EW_NUM_FLOAT = 2 };
@@ -487,6 +488,11 @@ static PyObject *py_unary(PyObject *self, PyObject *args, PyObject *kwargs) {
         return NULL;
     }
     if ((op == GM_EW_EXP || op == GM_EW_LOG || op == GM_EW_SQRT) && !gm_dtype_is_float(cdt)) cdt = GM_F32;
+    if ((op == GM_EW_ROUND || op == GM_EW_FLOOR || op == GM_EW_CEIL) && !gm_dtype_is_float(cdt)) {
+        /* PyTorch returns an integer tensor unchanged; the Python layer does that, so reaching here is a misuse */
+        PyErr_Format(PyExc_TypeError, "%s: expects a floating-point tensor, got %s", name, gm_dtype_name(cdt));
+        return NULL;
+    }
     rdt = op == GM_EW_LOGICAL_NOT ? GM_BOOL : cdt;
     if (!(res = ew_output(name, out, rdt, a->ndim, a->shape, dev))) return NULL;
     if (ew_prepare(name, &x, cdt, res, a->ndim, a->shape) < 0) goto fail;

@@ -12,7 +12,10 @@ enum {
     GM_EW_EQ, GM_EW_NE, GM_EW_LT, GM_EW_LE, GM_EW_GT, GM_EW_GE, GM_EW_NBINARY
 };
 /* Unary ops. */
-enum { GM_EW_NEG = 0, GM_EW_EXP, GM_EW_LOG, GM_EW_SQRT, GM_EW_ABS, GM_EW_SIGN, GM_EW_LOGICAL_NOT, GM_EW_NUNARY };
+/* ROUND (half to even, as PyTorch and numpy.rint), FLOOR, CEIL: float dtypes only (an integer is its own rounding;
+ * the Python layer returns it unchanged). */
+enum { GM_EW_NEG = 0, GM_EW_EXP, GM_EW_LOG, GM_EW_SQRT, GM_EW_ABS, GM_EW_SIGN, GM_EW_LOGICAL_NOT, GM_EW_ROUND,
+       GM_EW_FLOOR, GM_EW_CEIL, GM_EW_NUNARY };
 
 static inline int gm_ew_is_comparison(int op) { return op >= GM_EW_EQ && op < GM_EW_NBINARY; }
 

@@ -190,6 +190,13 @@ static int ew_run(int nops, char *const *base, const int64_t *const *strides, in
     }
 EW_FLOAT_OPS(f, float, powf, expf, logf, sqrtf, fabsf)
 EW_FLOAT_OPS(d, double, pow, exp, log, sqrt, fabs)
+/* rint rounds half to even under the default rounding mode, as torch.round and numpy.rint do */
+static inline float ew_round_f(float x) { return rintf(x); }
+static inline double ew_round_d(double x) { return rint(x); }
+static inline float ew_floor_f(float x) { return floorf(x); }
+static inline double ew_floor_d(double x) { return floor(x); }
+static inline float ew_ceil_f(float x) { return ceilf(x); }
+static inline double ew_ceil_d(double x) { return ceil(x); }
 
 /* int64 arithmetic goes through uint64 so that overflow wraps (as in PyTorch) instead of being UB. */
 static inline int64_t ew_add_i(int64_t x, int64_t y) { return (int64_t)((uint64_t)x + (uint64_t)y); }
@@ -337,6 +344,9 @@ EW_FOR_DTYPES(EW_UN_ALL, neg)
 EW_FOR_FLOATS(EW_UN_ALL, exp)
 EW_FOR_FLOATS(EW_UN_ALL, log)
 EW_FOR_FLOATS(EW_UN_ALL, sqrt)
+EW_FOR_FLOATS(EW_UN_ALL, round)
+EW_FOR_FLOATS(EW_UN_ALL, floor)
+EW_FOR_FLOATS(EW_UN_ALL, ceil)
 EW_FOR_DTYPES(EW_UN_ALL, abs)
 EW_FOR_DTYPES(EW_UN_ALL, sign)
 EW_FOR_DTYPES(EW_UN_BOOL_ALL, lnot)
@@ -346,6 +356,7 @@ EW_FOR_DTYPES(EW_UN_BOOL_ALL, lnot)
 static const ew_loop un_loops[GM_EW_NUNARY][GM_NDTYPES] = {
     /* neg of bool is refused below (PyTorch refuses it too); the loop exists only to keep the table regular */
     EW_UROW(neg), EW_UROW_F(exp), EW_UROW_F(log), EW_UROW_F(sqrt), EW_UROW(abs), EW_UROW(sign), EW_UROW(lnot),
+    EW_UROW_F(round), EW_UROW_F(floor), EW_UROW_F(ceil),
 };
 
 int elementwise_unary_forward(char *out, const int64_t *so, const char *a, const int64_t *sa,

@@ -113,6 +113,12 @@ __device__ __forceinline__ float ew_log(float x) { return logf(x); }
 __device__ __forceinline__ double ew_log(double x) { return log(x); }
 __device__ __forceinline__ float ew_sqrt(float x) { return sqrtf(x); }
 __device__ __forceinline__ double ew_sqrt(double x) { return sqrt(x); }
+__device__ __forceinline__ float ew_round(float x) { return rintf(x); } /* half to even, as on the CPU */
+__device__ __forceinline__ double ew_round(double x) { return rint(x); }
+__device__ __forceinline__ float ew_floor(float x) { return floorf(x); }
+__device__ __forceinline__ double ew_floor(double x) { return floor(x); }
+__device__ __forceinline__ float ew_ceil(float x) { return ceilf(x); }
+__device__ __forceinline__ double ew_ceil(double x) { return ceil(x); }
 __device__ __forceinline__ float ew_abs(float x) { return fabsf(x); }
 __device__ __forceinline__ double ew_abs(double x) { return fabs(x); }
 __device__ __forceinline__ int64_t ew_abs(int64_t x) { return x < 0 ? (int64_t)(0 - (uint64_t)x) : x; }
@@ -132,6 +138,9 @@ template <int OP, typename C> __device__ __forceinline__ C ew_unary_float(C x) {
     switch (OP) {
     case GM_EW_EXP: return ew_exp(x);
     case GM_EW_LOG: return ew_log(x);
+    case GM_EW_ROUND: return ew_round(x);
+    case GM_EW_FLOOR: return ew_floor(x);
+    case GM_EW_CEIL: return ew_ceil(x);
     default: return ew_sqrt(x);
     }
 }
@@ -198,7 +207,7 @@ template <int DT, int OP> struct ew_un_fn {
     }
 };
 
-/* exp/log/sqrt: float dtypes only (the dispatcher refuses the others before instantiating this) */
+/* exp/log/sqrt/round/floor/ceil: float dtypes only (the dispatcher refuses the others before instantiating this) */
 template <int DT, int OP> struct ew_unf_fn {
     __device__ __forceinline__ void operator()(const char *const *p, const int64_t *off) const {
         ew_st<DT>(EW_OUT(p, off), ew_unary_float<OP>(ew_ld<DT>(p[1] + off[1])));
@@ -370,10 +379,13 @@ static int un_dt(int op, char *out, const char *a, const gm_cu_geom<2> &g, gm_cu
         case GM_EW_EXP: { ew_unf_fn<DT, GM_EW_EXP> f; return ew_launch(f, g, ctx, out, a); }
         case GM_EW_LOG: { ew_unf_fn<DT, GM_EW_LOG> f; return ew_launch(f, g, ctx, out, a); }
         case GM_EW_SQRT: { ew_unf_fn<DT, GM_EW_SQRT> f; return ew_launch(f, g, ctx, out, a); }
+        case GM_EW_ROUND: { ew_unf_fn<DT, GM_EW_ROUND> f; return ew_launch(f, g, ctx, out, a); }
+        case GM_EW_FLOOR: { ew_unf_fn<DT, GM_EW_FLOOR> f; return ew_launch(f, g, ctx, out, a); }
+        case GM_EW_CEIL: { ew_unf_fn<DT, GM_EW_CEIL> f; return ew_launch(f, g, ctx, out, a); }
         default: return GM_ERR_ARG;
         }
     }
-    return GM_ERR_UNSUPPORTED; /* exp/log/sqrt of an integer dtype */
+    return GM_ERR_UNSUPPORTED; /* exp/log/sqrt/round/floor/ceil of an integer dtype */
 }
 
 extern "C" int cuda_elementwise_unary_forward(char *out, const int64_t *so, const char *a, const int64_t *sa,

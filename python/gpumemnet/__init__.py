@@ -12,13 +12,20 @@ preload_openblas()
 passive_openmp_waits()
 
 from . import _C  # noqa: E402
-from ._core.dtype import (dtype, device, float32, float64, float16, bfloat16, int64, bool_)  # noqa: E402
+from ._core.dtype import (dtype, device, float32, float64, float16, bfloat16, int64, bool_, uint8, int8, int16,  # noqa: E402,F401,E501
+                          int32, iinfo, finfo, get_default_dtype, set_default_dtype, memory_format,
+                          contiguous_format, preserve_format, channels_last, channels_last_3d)
 from ._core.tensor import Tensor  # noqa: E402
 from ._core.creation import (  # noqa: E402,F401
     tensor, from_numpy, empty, full, zeros, ones, arange, rand, randn, zeros_like, ones_like, empty_like,
     rand_like, randn_like, full_like, cat, stack, where, matmul, exp, log, sqrt, abs, clamp, clip, sum, mean,
     max, min, amax, amin, argmax, argmin, var, std, maximum, minimum, pow, reshape, flatten, transpose, permute,
-    squeeze, unsqueeze)
+    squeeze, unsqueeze,
+    as_tensor, scalar_tensor, is_tensor, is_floating_point, numel, eye, linspace, logspace, randint, randperm,
+    split, chunk, narrow, div, divide, true_divide, round, floor, ceil, trunc, fix, square, rsqrt, mm, bmm, unbind,
+    tensor_split, isnan, isinf, isfinite, isclose, allclose, equal, all, any, prod, norm, masked_fill,
+    index_select, sign, logical_and, logical_or, logical_xor, logical_not, sigmoid, tanh, swapaxes, swapdims,
+    movedim, select, neg, negative, mul, multiply, add, sub, subtract, clamp_min, clamp_max)
 from . import autograd, memory, cuda, backends, random, amp, nn, optim, utils  # noqa: E402
 from .serialization import save, load  # noqa: E402
 from .memory import summary  # noqa: E402
@@ -32,6 +39,9 @@ float = float32  # noqa: A001  (PyTorch's aliases)
 double = float64
 half = float16
 long = int64
+int = int32  # noqa: A001
+short = int16
+char = int8
 bool = bool_  # noqa: A001
 
 __version__ = "0.1.0"

@@ -9,6 +9,7 @@ and the memory intelligence, which build on it.
   functions.py   the differentiable elementwise, reduction and shape Functions
   activation.py  relu, sigmoid, tanh, gelu, softmax (Tensor methods and nn.functional ops)
   indexing.py    x[idx], x[idx] = v
+  tensor_methods.py  the Tensor methods composed of other ops (split, repeat, round, new_*, memory formats)
   tensor.py      gpumemnet.Tensor
   creation.py    tensor, zeros, rand, cat, ... (the gm.* factory functions)
 Each imports only _C and the ones listed above it (tests/test_layers_python.py checks there is no cycle and
