@@ -190,8 +190,10 @@ def eye(n, m=None, dtype=None, device=None, requires_grad=False):
 
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
-    """steps points from start to end inclusive, computed in float64 the way PyTorch does (from start for the
-    first half, back from end for the second), so both ends are exact."""
+    """steps points from start to end inclusive, computed the way PyTorch does (from start for the first half,
+    back from end for the second, so both ends are exact). For float32 the step is rounded to float32 as
+    PyTorch's is, and each point is computed in float64 then rounded once: what PyTorch's fused multiply-add
+    gives."""
     if not isinstance(steps, numbers.Integral) or steps < 0:
         raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
     dev = device_str(device)
@@ -199,7 +201,8 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     if steps == 1:
         return _finish(full((1,), float(start), dtype=DTYPES[code], device=dev), requires_grad)
     i = _C.arange(0.0, float(steps), 1.0, 1, dev)
-    step = (float(end) - float(start)) / builtins.max(steps - 1, 1)
+    ft = np.float32 if code == 0 else np.float64
+    step = float((ft(end) - ft(start)) / ft(builtins.max(steps - 1, 1)))
     lo = _C.binary(F.ADD, _C.binary(F.MUL, i, step), float(start))
     hi = _C.binary(F.SUB, float(end), _C.binary(F.MUL, _C.binary(F.SUB, float(steps - 1), i), step))
     out = _C.where(_C.binary(F.LT, i, float(steps // 2)), lo, hi)

@@ -293,8 +293,8 @@ class TensorMethods:
         return _C.binary(F.EQ, _C.binary(F.SUB, self, self), 0.0)
 
     def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
-        """|self - other| <= atol + rtol * |other|, elementwise (PyTorch's and NumPy's test); equal infinities
-        are close; NaNs are close to each other only with equal_nan."""
+        """|self - other| <= atol + rtol * |other| where that difference is finite, elementwise (PyTorch's
+        test); equal values (infinities too) are close; NaNs are close to each other only with equal_nan."""
         a, b = self.detach(), other.detach() if isinstance(other, _C.TensorBase) else other
         if isinstance(b, _C.TensorBase) and a._dtype != b._dtype:
             raise RuntimeError(f"isclose: {self.dtype} did not match {other.dtype}")
@@ -302,7 +302,8 @@ class TensorMethods:
         diff = _C.unary(F.ABS, _C.binary(F.SUB, a, b))
         bound = _C.binary(F.ADD, _C.binary(F.MUL, _C.unary(F.ABS, b) if isinstance(b, _C.TensorBase)
                                             else abs(b), rtol), atol)
-        close = _C.binary(F.MAXIMUM, eq, _C.binary(F.LE, diff, bound))
+        within = _C.binary(F.MINIMUM, _C.binary(F.LE, diff, bound), _C.binary(F.LT, diff, math.inf))
+        close = _C.binary(F.MAXIMUM, eq, within)
         if equal_nan:
             both = _C.binary(F.MINIMUM, _C.binary(F.NE, a, a), _C.binary(F.NE, b, b))
             close = _C.binary(F.MAXIMUM, close, both)
