@@ -304,7 +304,7 @@ def test_format_of_a_0d_tensor_formats_its_value():
         f"{gm.zeros(2):.2f}"
 
 
-# ---- default dtype, iinfo/finfo, dtypes without storage -------------------------------------------------------
+# ---- default dtype, iinfo/finfo -------------------------------------------------------
 def test_default_dtype_follows_set_default_dtype():
     assert gm.get_default_dtype() == gm.float32
     try:
@@ -330,16 +330,3 @@ def test_iinfo_finfo_against_torch():
     assert gm.finfo().eps == torch.finfo().eps
     with pytest.raises(TypeError, match="iinfo: expected an integer dtype"):
         gm.iinfo(gm.float32)
-
-
-def test_narrow_int_dtypes_exist_but_refuse_storage():
-    for d, size in ((gm.uint8, 1), (gm.int8, 1), (gm.int16, 2), (gm.int32, 4)):
-        assert d.itemsize == size and not d.is_floating_point
-    assert gm.int is gm.int32 and gm.short is gm.int16 and gm.char is gm.int8
-    x = gm.tensor([1.0])
-    for make in (lambda: x.byte(), lambda: x.int(), lambda: x.to(gm.uint8), lambda: gm.zeros(2, dtype=gm.int32),
-                 lambda: gm.tensor([1], dtype="int16"), lambda: gm.arange(3, dtype=gm.int8)):
-        with pytest.raises(TypeError, match="gpumemnet has no (uint8|int32|int16|int8) tensors yet"):
-            make()
-    img = np.arange(12, dtype=np.uint8).reshape(3, 4)  # an image pipeline's bytes come in as int64 values
-    assert np.array_equal(to_numpy(gm.from_numpy(img).float().div(255)), img / np.float32(255))

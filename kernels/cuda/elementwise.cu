@@ -439,6 +439,10 @@ static uint64_t ew_scalar_bits(const gm_scalar *v, gm_dtype dt) {
     case GM_F16: { uint16_t x = gm_float_to_half((float)v->f); memcpy(&bits, &x, 2); break; }
     case GM_BF16: { uint16_t x = gm_float_to_bf16((float)v->f); memcpy(&bits, &x, 2); break; }
     case GM_I64: memcpy(&bits, &v->i, 8); break;
+    /* storage-only integers: the low bits of the int64 value, as a cast */
+    case GM_U8: case GM_I8: bits = (uint8_t)(uint64_t)v->i; break;
+    case GM_I16: bits = (uint16_t)(uint64_t)v->i; break;
+    case GM_I32: bits = (uint32_t)(uint64_t)v->i; break;
     default: { uint8_t x = (uint8_t)(v->f != 0 || v->i != 0); memcpy(&bits, &x, 1); break; }
     }
     return bits;
@@ -481,7 +485,7 @@ template <typename U> static int fill_size(char *out, uint64_t bits, const gm_cu
 
 extern "C" int cuda_elementwise_fill_forward(char *out, const int64_t *so, gm_dtype dt, const gm_scalar *value,
                                              int ndim, const int64_t *shape, gm_cuda_ctx *ctx) {
-    if (!ew_valid_dtype(dt) || !out || !value || !ctx) return GM_ERR_ARG;
+    if (dt < 0 || dt >= GM_NDTYPES_ALL || !out || !value || !ctx) return GM_ERR_ARG; /* any storage dtype */
     const uint64_t bits = ew_scalar_bits(value, dt);
     const int64_t *st[1] = {so};
     gm_cu_geom<1> g;
@@ -512,6 +516,14 @@ template <typename U> static int copy_size(char *out, const char *a, const gm_cu
     return ew_launch(f, g, ctx, out, a);
 }
 
+/* A cast involving a storage-only integer dtype: gm_cast_any (kernels/elementwise_ops.h), as on the CPU. */
+struct ew_cast_any_fn {
+    int s, d;
+    __device__ __forceinline__ void operator()(const char *const *p, const int64_t *off) const {
+        gm_cast_any(EW_OUT(p, off), d, p[1] + off[1], s);
+    }
+};
+
 template <int S, int D> static int cast_launch(char *out, const char *a, const gm_cu_geom<2> &g, gm_cuda_ctx *ctx) {
     ew_cast_fn<S, D> f;
     return ew_launch(f, g, ctx, out, a);
@@ -528,7 +540,8 @@ template <int S> static int cast_from(gm_dtype out_dt, char *out, const char *a,
 extern "C" int cuda_elementwise_cast_forward(char *out, const int64_t *so, gm_dtype out_dt,
                                              const char *a, const int64_t *sa, gm_dtype a_dt,
                                              int ndim, const int64_t *shape, gm_cuda_ctx *ctx) {
-    if (!ew_valid_dtype(out_dt) || !ew_valid_dtype(a_dt) || !out || !a || !ctx) return GM_ERR_ARG;
+    if ((int)out_dt < 0 || out_dt >= GM_NDTYPES_ALL || (int)a_dt < 0 || a_dt >= GM_NDTYPES_ALL || !out || !a || !ctx)
+        return GM_ERR_ARG;
     const int64_t *st[2] = {so, sa};
     gm_cu_geom<2> g;
     if (ew_geom<2>(ndim, shape, st, &g) < 0) return GM_ERR_ARG;
@@ -547,6 +560,10 @@ extern "C" int cuda_elementwise_cast_forward(char *out, const int64_t *so, gm_dt
         case 4: return copy_size<uint32_t>(out, a, g, ctx);
         default: return copy_size<uint64_t>(out, a, g, ctx);
         }
+    }
+    if (gm_dtype_is_narrow(out_dt) || gm_dtype_is_narrow(a_dt)) {
+        ew_cast_any_fn f = {(int)a_dt, (int)out_dt};
+        return ew_launch(f, g, ctx, out, a);
     }
 #define EW_CAST_FROM(S) return cast_from<S>(out_dt, out, a, g, ctx)
     GM_CU_SWITCH_ALL(a_dt, EW_CAST_FROM);

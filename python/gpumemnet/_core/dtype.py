@@ -24,23 +24,20 @@ bfloat16 = dtype("bfloat16", 3, 2, True)
 int64 = dtype("int64", 4, 8, False)
 bool_ = dtype("bool", 5, 1, False)
 
-DTYPES = (float32, float64, float16, bfloat16, int64, bool_)  # indexed by code: the storage dtypes
-
-# PyTorch's narrower integer dtypes, as names only (code None): code that mentions them (torchvision evaluates
-# torch.uint8 at import), iinfo and comparisons work, but gpumemnet has no storage for them yet, so every attempt
-# to make a tensor of one raises TypeError (as_dtype) rather than silently widening. NumPy arrays of these types
-# are copied in as int64 (from_numpy), which keeps their values.
-uint8 = dtype("uint8", None, 1, False)
-int8 = dtype("int8", None, 1, False)
-int16 = dtype("int16", None, 2, False)
-int32 = dtype("int32", None, 4, False)
-NO_STORAGE = (uint8, int8, int16, int32)
+# PyTorch's narrower integer dtypes are storage dtypes (kernels/common.h GM_U8..GM_I32): tensors of them are
+# made, filled, cast both ways, copied, viewed, indexed, concatenated, compared, and move to NumPy and back; other
+# ops (arithmetic, reductions, nn ops) raise TypeError naming the op and the dtype: cast with .long()/.float().
+uint8 = dtype("uint8", 6, 1, False)
+int8 = dtype("int8", 7, 1, False)
+int16 = dtype("int16", 8, 2, False)
+int32 = dtype("int32", 9, 4, False)
+DTYPES = (float32, float64, float16, bfloat16, int64, bool_, uint8, int8, int16, int32)  # indexed by code
 _ALIASES = {"float": float32, "double": float64, "half": float16, "long": int64, "int": int32, "short": int16,
             "char": int8, "byte": uint8}
 
 
 def _by_name(name):
-    for d in DTYPES + NO_STORAGE:
+    for d in DTYPES:
         if d.name == name:
             return d
     if name in _ALIASES:
@@ -48,21 +45,13 @@ def _by_name(name):
     raise TypeError(f"unknown dtype {name!r}; expected one of " + ", ".join(d.name for d in DTYPES))
 
 
-def _storage(d, argname):
-    if d.code is None:
-        raise TypeError(f"{argname}: gpumemnet has no {d.name} tensors yet (its dtypes are "
-                        + ", ".join(x.name for x in DTYPES) + "); use int64 for integers")
-    return d
-
-
 def as_dtype(obj, argname="dtype"):
     """Accept a gpumemnet dtype, its name, a NumPy dtype or a Python type (float -> the default dtype, float32
-    unless set_default_dtype changed it, as in PyTorch). A dtype without storage (uint8, int8, int16, int32)
-    raises TypeError naming argname."""
+    unless set_default_dtype changed it, as in PyTorch)."""
     if isinstance(obj, dtype):
-        return _storage(obj, argname)
+        return obj
     if isinstance(obj, str):
-        return _storage(_by_name(obj), argname)
+        return _by_name(obj)
     if obj is float:
         return _default[0]
     if obj is int:
@@ -74,7 +63,7 @@ def as_dtype(obj, argname="dtype"):
         npd = np.dtype(obj)
     except TypeError:
         raise TypeError(f"{argname}: expected a gpumemnet dtype, got {obj!r}") from None
-    table = {"float32": float32, "float64": float64, "float16": float16, "int64": int64, "bool": bool_}
+    table = {d.name: d for d in DTYPES}
     if npd.name in table:
         return table[npd.name]
     raise TypeError(f"{argname}: NumPy dtype {npd} has no gpumemnet equivalent")

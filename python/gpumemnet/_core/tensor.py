@@ -546,7 +546,7 @@ class Tensor(TensorMethods, _C.TensorBase):
     def bfloat16(self): return self.to(dtype="bfloat16")
     def long(self): return self.to(dtype="int64")
     def bool(self): return self.to(dtype="bool")
-    # no storage for these yet: each raises TypeError naming the dtype (_core/dtype.py)
+    # storage-only integer dtypes (_core/dtype.py says which ops take them)
     def int(self): return self.to(dtype="int32")
     def short(self): return self.to(dtype="int16")
     def char(self): return self.to(dtype="int8")
