@@ -144,6 +144,22 @@ def test_view_as_reshape_as_expand_as_swapaxes_movedim():
                                   t.index_select(1, torch.tensor([2, 0])).numpy())
 
 
+def test_diff_against_torch():
+    torch = pytest.importorskip("torch")
+    a = rnd(3, 5)
+    for kw in ({}, {"n": 2}, {"dim": 0}, {"n": 3, "dim": 0}, {"n": 0}, {"prepend": np.ones((3, 1)),
+                                                                         "append": np.zeros((3, 2))}):
+        g_kw = {k: gm.tensor(v) if isinstance(v, np.ndarray) else v for k, v in kw.items()}
+        t_kw = {k: torch.tensor(v) if isinstance(v, np.ndarray) else v for k, v in kw.items()}
+        np.testing.assert_array_equal(to_numpy(gm.diff(gm.tensor(a), **g_kw)), torch.diff(torch.tensor(a),
+                                                                                             **t_kw).numpy())
+    assert gm.tensor([1, 4, 9]).diff().tolist() == [3, 5]
+    assert gm.tensor([True, True, False]).diff().tolist() == [False, True]
+    gradcheck(lambda x: x.diff(2, 1), [gm.tensor(a, requires_grad=True)])
+    with pytest.raises(RuntimeError, match="diff expects input to be at least one-dimensional"):
+        gm.tensor(1.0).diff()
+
+
 # ---- products ---------------------------------------------------------------------------------------------------
 def test_mm_bmm_against_torch_and_errors():
     pytest.importorskip("torch")

@@ -209,6 +209,27 @@ class TensorMethods:
         out = tuple(int(r) * s for r, s in zip(sizes, shape))
         return self.reshape(inter).expand(big).reshape(out)
 
+    def diff(self, n=1, dim=-1, prepend=None, append=None):
+        """The n-th forward difference along dim (bool tensors: != of neighbours, as PyTorch), with prepend /
+        append concatenated first."""
+        if self.ndim == 0:
+            raise RuntimeError("diff expects input to be at least one-dimensional")
+        if not isinstance(n, numbers.Integral) or n < 0:
+            raise RuntimeError(f"order must be non-negative but got {n}")
+        d = _dim(dim, self.ndim, "diff")
+        x = self
+        if prepend is not None or append is not None:
+            parts = [p if isinstance(p, _C.TensorBase) else _C.from_numpy(np.asarray(p), self._dtype, self._device)
+                     for p in (prepend, self, append) if p is not None]
+            x = F.Cat.apply(d, *parts) if _needs_grad(*parts) else _C.cat(parts, d)
+        for _ in range(int(n)):
+            size = x.shape[d]
+            if size <= 1:
+                return x.narrow(d, 0, 0)
+            hi, lo = x.narrow(d, 1, size - 1), x.narrow(d, 0, size - 1)
+            x = hi != lo if x._dtype == _BOOL else hi - lo
+        return x
+
     def view_as(self, other): return self.view(tuple(other.shape))
     def reshape_as(self, other): return self.reshape(tuple(other.shape))
     def expand_as(self, other): return self.expand(tuple(other.shape))
