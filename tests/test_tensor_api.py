@@ -160,6 +160,30 @@ def test_diff_against_torch():
         gm.tensor(1.0).diff()
 
 
+def test_cat_stack_edge_cases_against_torch():
+    torch = pytest.importorskip("torch")
+
+    def both(fn):
+        g, t = fn(gm), fn(torch)
+        assert str(g.dtype).split(".")[-1] == str(t.dtype).split(".")[-1]
+        np.testing.assert_array_equal(to_numpy(g), t.numpy())
+
+    both(lambda m: m.cat([m.zeros(0), m.ones(2, 3)]))                       # the legacy empty 1-D tensor
+    both(lambda m: m.cat([m.ones(2, 3), m.zeros(0, dtype=m.float64), m.ones(2, 3)], 1))
+    both(lambda m: m.cat([m.zeros(2, 0), m.ones(2, 3)], 1))
+    both(lambda m: m.cat((m.zeros(2, 3), m.ones(2, 3, dtype=m.float64)), dim=-1))
+    both(lambda m: m.stack((m.zeros(()), m.ones(()))))
+    both(lambda m: m.stack([m.zeros(2, 3), m.ones(2, 3)], dim=-1))
+    both(lambda m: m.concat([m.zeros(2, 3), m.ones(1, 3)]))
+    both(lambda m: m.hstack([m.zeros(2, 3), m.ones(2, 1)]))
+    both(lambda m: m.hstack([m.zeros(3), m.ones(2)]))
+    both(lambda m: m.vstack([m.zeros(3), m.ones(2, 3)]))
+    with pytest.raises(RuntimeError, match="stack expects a non-empty TensorList"):
+        gm.stack([])
+    a = gm.tensor(rnd(2, 3), requires_grad=True)
+    gradcheck(lambda x: gm.cat([gm.zeros(0, dtype=gm.float64), x, x * 2], 1), [a])
+
+
 # ---- products ---------------------------------------------------------------------------------------------------
 def test_mm_bmm_against_torch_and_errors():
     pytest.importorskip("torch")

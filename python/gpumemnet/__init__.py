@@ -22,7 +22,7 @@ from ._core.creation import (  # noqa: E402,F401
     max, min, amax, amin, argmax, argmin, var, std, maximum, minimum, pow, reshape, flatten, transpose, permute,
     squeeze, unsqueeze,
     as_tensor, scalar_tensor, is_tensor, is_floating_point, numel, eye, linspace, logspace, randint, randperm,
-    split, chunk, narrow, diff, div, divide, true_divide, round, floor, ceil, trunc, fix, square, rsqrt, mm, bmm, unbind,
+    split, chunk, narrow, diff, concat, concatenate, hstack, vstack, div, divide, true_divide, round, floor, ceil, trunc, fix, square, rsqrt, mm, bmm, unbind,
     tensor_split, isnan, isinf, isfinite, isclose, allclose, equal, all, any, prod, norm, masked_fill,
     index_select, sign, logical_and, logical_or, logical_xor, logical_not, sigmoid, tanh, swapaxes, swapdims,
     movedim, select, neg, negative, mul, multiply, add, sub, subtract, clamp_min, clamp_max)
@@ -31,7 +31,8 @@ from .serialization import save, load  # noqa: E402
 from .memory import summary  # noqa: E402
 from .amp import autocast  # noqa: E402
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled  # noqa: E402
-from .random import manual_seed, get_rng_state, set_rng_state  # noqa: E402
+from .random import (manual_seed, get_rng_state, set_rng_state, initial_seed, seed, Generator,  # noqa: E402,F401
+                     default_generator)
 from .dropin import as_torch  # noqa: E402
 
 OutOfMemoryError = _C.OutOfMemoryError

@@ -7,6 +7,7 @@ import numpy as np
 from .. import _C
 from . import functions as F
 from .autograd import needs_grad as _needs_grad
+from .random import drawing_from
 from .dtype import DTYPES, as_dtype, device_str, get_default_dtype, int64
 from .tensor import Tensor, _shape_arg
 
@@ -84,14 +85,16 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
                    requires_grad)
 
 
-def rand(*size, dtype=None, device=None, requires_grad=False):
-    """Uniform [0, 1) from the Philox generator (gpumemnet.manual_seed)."""
-    return _finish(_C.rand(_shape_arg(size), _code(dtype), device_str(device)), requires_grad)
+def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
+    """Uniform [0, 1) from the Philox generator (gpumemnet.manual_seed), or from generator."""
+    with drawing_from(generator):
+        return _finish(_C.rand(_shape_arg(size), _code(dtype), device_str(device)), requires_grad)
 
 
-def randn(*size, dtype=None, device=None, requires_grad=False):
-    """Standard normal from the Philox generator (gpumemnet.manual_seed)."""
-    return _finish(_C.randn(_shape_arg(size), _code(dtype), device_str(device)), requires_grad)
+def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
+    """Standard normal from the Philox generator (gpumemnet.manual_seed), or from generator."""
+    with drawing_from(generator):
+        return _finish(_C.randn(_shape_arg(size), _code(dtype), device_str(device)), requires_grad)
 
 
 def _like(fn):
@@ -108,7 +111,17 @@ zeros_like, ones_like, empty_like, rand_like, randn_like, full_like = (
 
 
 def cat(tensors, dim=0):
+    """Concatenate along dim. As in PyTorch, 1-D empty tensors (shape (0,)) are skipped whatever the others'
+    shape (legacy code builds results by cat-ing onto torch.zeros(0) / torch.tensor([]))."""
     tensors = list(tensors)
+    if len(tensors) > 1 and builtins.any(isinstance(t, _C.TensorBase) and tuple(t.shape) == (0,) for t in tensors):
+        kept = [t for t in tensors if not (isinstance(t, _C.TensorBase) and tuple(t.shape) == (0,))]
+        if kept:
+            code = tensors[0]._dtype
+            for t in tensors[1:]:
+                code = _C.cat([_C.empty((0,), code, "meta"), _C.empty((0,), t._dtype, "meta")], 0)._dtype
+            out = cat(kept, dim)  # the skipped tensors still take part in the result dtype, as in PyTorch
+            return out if out._dtype == code else out.to(DTYPES[code])
     if _needs_grad(*tensors):
         return F.Cat.apply(dim, *tensors)
     return _C.cat(tensors, dim)
@@ -117,7 +130,7 @@ def cat(tensors, dim=0):
 def stack(tensors, dim=0):
     tensors = list(tensors)
     if not tensors:
-        raise ValueError("stack: expected a non-empty list of tensors")
+        raise RuntimeError("stack expects a non-empty TensorList")
     shape = tuple(tensors[0].shape)
     for i, t in enumerate(tensors):
         if tuple(t.shape) != shape:
@@ -127,6 +140,20 @@ def stack(tensors, dim=0):
     if not -n <= dim < n:
         raise IndexError(f"stack: dim {dim} is out of range for stacking tensors of {len(shape)} dimensions")
     return cat([t.unsqueeze(dim % n) for t in tensors], dim % n)
+
+
+concat = concatenate = cat
+
+
+def hstack(tensors):
+    """cat along dim 1, or dim 0 for 1-D tensors (PyTorch's rule)."""
+    tensors = [t if t.ndim else t.reshape(1) for t in tensors]
+    return cat(tensors, 0 if tensors and tensors[0].ndim == 1 else 1)
+
+
+def vstack(tensors):
+    """cat along dim 0 after making 0-d and 1-D tensors rows."""
+    return cat([t.reshape(1, -1) if t.ndim < 2 else t for t in tensors], 0)
 
 
 def where(condition, input, other):
@@ -214,7 +241,7 @@ def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_gra
     return _finish(F.cast(_C.binary(F.POW, float(base), pts), _code(dtype)), requires_grad)
 
 
-def randint(low=0, high=None, size=None, *, dtype=None, device=None, requires_grad=False):
+def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
     """Uniform integers in [low, high) from the Philox generator: randint(high, size) or randint(low, high,
     size). Drawn as floor(low + u * (high - low)) with u uniform float64 in [0, 1)."""
     if size is None:  # randint(high, size)
@@ -226,14 +253,15 @@ def randint(low=0, high=None, size=None, *, dtype=None, device=None, requires_gr
     low, high = int(low), int(high)
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
-    u = _C.rand(tuple(size), 1, device_str(device))
+    with drawing_from(generator):
+        u = _C.rand(tuple(size), 1, device_str(device))
     v = _C.unary(F.FLOOR, _C.binary(F.ADD, _C.binary(F.MUL, u, float(high - low)), float(low)))
     # float64 u * (high - low) can round up to high for huge ranges: clamp into [low, high - 1]
     v = _C.clamp(v, float(low), float(high - 1))
     return _finish(F.cast(v, (int64 if dtype is None else as_dtype(dtype)).code), requires_grad)
 
 
-def randperm(n, *, dtype=None, device=None, requires_grad=False):
+def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
     """A random permutation of 0..n-1 from the Philox generator (gpumemnet.manual_seed): the ranks of n uniform
     float64 draws. The ranking runs on the host (NumPy's stable argsort) and the result is copied to device."""
     if not isinstance(n, numbers.Integral) or n < 0:
@@ -242,7 +270,8 @@ def randperm(n, *, dtype=None, device=None, requires_grad=False):
     code = (int64 if dtype is None else as_dtype(dtype)).code
     if dev == "meta":
         return _finish(_C.empty((int(n),), code, "meta"), requires_grad)
-    keys = _C.TensorBase.numpy(_C.rand((int(n),), 1, "cpu"))
+    with drawing_from(generator):
+        keys = _C.TensorBase.numpy(_C.rand((int(n),), 1, "cpu"))
     return _finish(_C.from_numpy(np.argsort(keys, kind="stable"), code, dev), requires_grad)
 
 
