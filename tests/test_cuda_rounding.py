@@ -42,7 +42,9 @@ def test_tensor_methods_on_cuda():
     xc = x.cuda()
     for fn in (lambda t: t.round(decimals=1), lambda t: t.div(3, rounding_mode="floor"),
                lambda t: t.trunc(), lambda t: t.repeat(2, 1).chunk(3, 1)[1], lambda t: t.isclose(t.round()),
-               lambda t: t.prod(1), lambda t: t.norm(dim=0), lambda t: gm.eye(4, device=t.device)):
+               lambda t: t.prod(1), lambda t: t.norm(dim=0), lambda t: gm.eye(4, device=t.device),
+               lambda t: t.topk(2, 1)[0], lambda t: t.topk(3, 0, largest=False)[1], lambda t: t.sort(0)[1],
+               lambda t: t.argsort(1, descending=True)):
         np.testing.assert_array_equal(fn(xc).cpu().numpy(), fn(x).numpy())
     y = xc.detach().requires_grad_()
     (y.round() + y).sum().backward()

@@ -184,6 +184,50 @@ def test_cat_stack_edge_cases_against_torch():
     gradcheck(lambda x: gm.cat([gm.zeros(0, dtype=gm.float64), x, x * 2], 1), [a])
 
 
+def test_sort_argsort_topk_against_torch():
+    torch = pytest.importorskip("torch")
+    a = rnd(4, 7).astype(np.float32)
+    a[0, 2], a[2, 5] = np.nan, np.inf
+    a[1, 1] = a[1, 4] = a[1, 6]  # ties keep their order (stable)
+    g, t = gm.tensor(a), torch.tensor(a)
+    for kw in ({}, {"descending": True}, {"dim": 0}, {"dim": 0, "descending": True}):
+        gv, gi = g.sort(**kw)
+        tv, ti = t.sort(**kw, stable=True)
+        np.testing.assert_array_equal(to_numpy(gi), ti.numpy())
+        np.testing.assert_array_equal(to_numpy(gv), tv.numpy())
+        np.testing.assert_array_equal(to_numpy(gm.argsort(g, **kw)), torch.argsort(t, **kw, stable=True).numpy())
+    i = gm.tensor([[3, 1, 2], [0, 0, -5]])
+    np.testing.assert_array_equal(to_numpy(i.sort(descending=True)[0]), [[3, 2, 1], [0, 0, -5]])
+    b = rnd(5, 6, seed=3)
+    for k, kw in ((3, {}), (2, {"dim": 0}), (4, {"largest": False}), (0, {})):
+        gv, gi = gm.tensor(b).topk(k, **kw)
+        tv, ti = torch.tensor(b).topk(k, **kw)
+        np.testing.assert_array_equal(to_numpy(gi), ti.numpy())
+        np.testing.assert_array_equal(to_numpy(gv), tv.numpy())
+    check_against_torch(lambda x: x.topk(3, 1)[0], lambda x: x.topk(3, 1)[0], [b])
+    check_against_torch(lambda x: x.sort(0, descending=True)[0], lambda x: x.sort(0, descending=True)[0], [b])
+    gradcheck(lambda x: x.topk(2, 0, largest=False)[0], [gm.tensor(b, requires_grad=True)])
+    idx = gm.tensor(rnd(5, 6, seed=4)).argsort(1)
+    np.testing.assert_array_equal(to_numpy(gm.take_along_dim(gm.tensor(b), idx, 1)),
+                                  np.take_along_axis(b, to_numpy(idx), 1))
+    with pytest.raises(RuntimeError, match="selected index k out of range"):
+        gm.tensor(b).topk(7)
+    with pytest.raises(RuntimeError, match="take_along_dim: indices of shape"):
+        gm.tensor(b).take_along_dim(gm.zeros(2, 2, dtype=gm.int64), 1)
+
+
+def test_sort_topk_meta_bytes_equal_cpu():
+    def run(dev):
+        base = gm.memory.memory_stats(dev)["allocated"]
+        x = gm.zeros(6, 9, device=dev)
+        ys = [x.topk(3, 1), x.sort(0), x.argsort()]
+        now = gm.memory.memory_stats(dev)["allocated"]
+        out = now["current"] - base["current"], [tuple(y.shape) for p in ys[:2] for y in p]
+        del ys, x
+        return out
+    assert run("meta") == run("cpu")
+
+
 # ---- products ---------------------------------------------------------------------------------------------------
 def test_mm_bmm_against_torch_and_errors():
     pytest.importorskip("torch")

@@ -22,7 +22,7 @@ from ._core.creation import (  # noqa: E402,F401
     max, min, amax, amin, argmax, argmin, var, std, maximum, minimum, pow, reshape, flatten, transpose, permute,
     squeeze, unsqueeze,
     as_tensor, scalar_tensor, is_tensor, is_floating_point, numel, eye, linspace, logspace, randint, randperm,
-    split, chunk, narrow, diff, concat, concatenate, hstack, vstack, div, divide, true_divide, round, floor, ceil, trunc, fix, square, rsqrt, mm, bmm, unbind,
+    split, chunk, narrow, argsort, sort, topk, msort, take_along_dim, diff, concat, concatenate, hstack, vstack, div, divide, true_divide, round, floor, ceil, trunc, fix, square, rsqrt, mm, bmm, unbind,
     tensor_split, isnan, isinf, isfinite, isclose, allclose, equal, all, any, prod, norm, masked_fill,
     index_select, sign, logical_and, logical_or, logical_xor, logical_not, sigmoid, tanh, swapaxes, swapdims,
     movedim, select, neg, negative, mul, multiply, add, sub, subtract, clamp_min, clamp_max)

@@ -263,6 +263,62 @@ class TensorMethods:
                                f"{mat2.shape[0]}")
         return self.matmul(mat2)
 
+    # ---- sorting: the order is found on the host (NumPy's stable sort), the values gathered on the device --------
+    def argsort(self, dim=-1, descending=False, stable=False):
+        """Indices that sort dim (stable always: ties keep their order; NaN sorts as the largest value, as in
+        PyTorch). The ranking runs on the host: a CUDA tensor makes a round trip through host memory."""
+        d = _dim(dim, self.ndim, "argsort")
+        if self._device == "meta":
+            return _C.empty(tuple(self.shape), 4, "meta")
+        a = self.detach()
+        a = _C.TensorBase.numpy((a if a._dtype != 3 else F.cast(a, 0)).cpu() if a._device != "cpu" else
+                                (a if a._dtype != 3 else F.cast(a, 0)))
+        a = np.moveaxis(a, d, -1) if self.ndim else a.reshape(1)
+        if descending:  # a stable descending order: the ascending order of the reversed row, reversed back
+            n = a.shape[-1]
+            idx = (n - 1) - np.argsort(a[..., ::-1], axis=-1, kind="stable")[..., ::-1]
+        else:
+            idx = np.argsort(a, axis=-1, kind="stable")
+        idx = np.moveaxis(idx, -1, d) if self.ndim else idx.reshape(())
+        return _C.from_numpy(np.ascontiguousarray(idx), 4, self._device)
+
+    def sort(self, dim=-1, descending=False, stable=False):
+        """(values, indices) along dim; values are differentiable (gathered with take_along_dim)."""
+        idx = self.argsort(dim, descending, stable)
+        return self.take_along_dim(idx, dim), idx
+
+    def topk(self, k, dim=-1, largest=True, sorted=True):
+        """The k largest (smallest with largest=False) entries along dim and their indices, in order."""
+        d = _dim(dim, self.ndim, "topk")
+        size = self.shape[d] if self.ndim else 1
+        if not isinstance(k, numbers.Integral) or not 0 <= k <= size:
+            raise RuntimeError(f"selected index k out of range: k={k} for a dimension of size {size}")
+        idx = self.argsort(d, descending=largest)
+        idx = idx.narrow(d, 0, int(k)).contiguous() if self.ndim else idx
+        return self.take_along_dim(idx, d), idx
+
+    def msort(self):
+        return self.sort(0)[0]
+
+    def take_along_dim(self, indices, dim):
+        """out[..., i, ...] = self[..., indices[..., i, ...], ...] along dim (indices of self's shape except
+        along dim). Composed of differentiable flat indexing: rows of self and one index tensor."""
+        if not isinstance(indices, _C.TensorBase) or indices._dtype != 4:
+            raise TypeError("take_along_dim: indices must be an int64 tensor")
+        if self.ndim == 0:
+            return self.reshape(()) if indices.ndim == 0 else self.expand(tuple(indices.shape))
+        d = _dim(dim, self.ndim, "take_along_dim")
+        if indices.ndim != self.ndim or any(i != d and indices.shape[i] != self.shape[i] for i in range(self.ndim)):
+            raise RuntimeError(f"take_along_dim: indices of shape {tuple(indices.shape)} must match the input's "
+                               f"shape {tuple(self.shape)} except in dimension {d}")
+        n, k = self.shape[d], indices.shape[d]
+        x = self.movedim(d, -1).reshape(-1, n)
+        rows = x.shape[0]
+        base = _C.binary(F.MUL, _C.arange(0.0, float(rows), 1.0, 4, self._device), n)
+        flat = _C.binary(F.ADD, indices.movedim(d, -1).reshape(rows, k), base.reshape(rows, 1))
+        moved = tuple(s for i, s in enumerate(self.shape) if i != d) + (k,)
+        return x.reshape(-1)[flat.reshape(-1)].reshape(moved).movedim(-1, d)
+
     # ---- new_* constructors: this tensor's dtype and device unless given -------------------------------------
     def _new(self, size, value, dtype, device, requires_grad):
         code = (self.dtype if dtype is None else as_dtype(dtype)).code
