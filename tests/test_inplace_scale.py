@@ -60,3 +60,25 @@ def test_still_refused_where_the_old_value_is_needed():
         (x * 1.0).mul_(w)
     with pytest.raises(RuntimeError, match="a leaf tensor that requires grad cannot be modified in place"):
         x.mul_(2.0)
+
+
+def test_masked_fill_in_place_in_a_graph():
+    torch = pytest.importorskip("torch")
+    a, m = rnd(3, 4), rnd(3, 4, seed=5) > 0
+
+    def fn(mod, x, mask):
+        y = x * 2
+        y.masked_fill_(mask, -1.0)
+        return y * x
+
+    g = gm.tensor(a, requires_grad=True)
+    t = torch.tensor(a, requires_grad=True)
+    fn(gm, g, gm.tensor(m)).sum().backward()
+    fn(torch, t, torch.tensor(m)).sum().backward()
+    np.testing.assert_allclose(to_numpy(g.grad), t.grad.numpy(), rtol=1e-12)
+    gradcheck(lambda x: fn(gm, x, gm.tensor(m)), [gm.tensor(a, requires_grad=True)])
+    x = gm.tensor(a, requires_grad=True)
+    y = x.exp()
+    y.masked_fill_(gm.tensor(m), 0.0)
+    with pytest.raises(RuntimeError, match="modified by an in-place operation"):
+        y.sum().backward()

@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import _C
 from . import functions as F
-from .autograd import Function, needs_grad as _needs_grad
+from .autograd import Function, check_inplace as _check_inplace, needs_grad as _needs_grad
 from .dtype import DTYPES, as_dtype, device_str, memory_format
 
 _BOOL = 5
@@ -432,7 +432,13 @@ class TensorMethods:
         return out if out._dtype == self._dtype else out.to(self.dtype)
 
     def masked_fill_(self, mask, value):
-        return self.copy_(self.masked_fill(mask, value))
+        """In place; on a tensor in a graph it is recorded (the gradient is g where mask is False, 0 where it is
+        True: no old value is needed), and a node that saved the old value raises at backward (version check)."""
+        filled = self.detach().masked_fill(mask, value.detach() if isinstance(value, _C.TensorBase) else value)
+        if _check_inplace(self, "masked_fill_"):
+            return _InplaceMaskedFill.apply(self, mask, filled)
+        _C.copy_(self, filled)
+        return self
 
     def where(self, condition, other):
         return _where(condition, self, other)
@@ -497,6 +503,21 @@ class TensorMethods:
         if self.ndim == 0 and self._device != "meta":
             return self.item().__format__(spec)
         return object.__format__(self, spec)
+
+
+class _InplaceMaskedFill(Function):
+    """a.masked_fill_(mask, v) for `a` in a graph: the node's output is `a` itself (edges taken before the write)."""
+
+    @staticmethod
+    def forward(ctx, a, mask, filled):
+        ctx.save_for_backward(mask)
+        _C.copy_(a, filled)  # bumps a's version
+        return a
+
+    @staticmethod
+    def backward(ctx, g):
+        mask, = ctx.saved_tensors
+        return _C.where(mask, 0.0, g), None, None
 
 
 class _Prod(Function):
