@@ -3,21 +3,30 @@
  * allocates a tensor or knows the allocator, so the allocator and the Tensor object may both use them. */
 #include "gm.h"
 
-static const char *const dtype_names[GM_NDTYPES] = {"float32", "float64", "float16", "bfloat16", "int64", "bool"};
+static const char *const dtype_names[GM_NDTYPES_ALL] = {"float32", "float64", "float16", "bfloat16", "int64", "bool",
+                                                        "uint8", "int8", "int16", "int32"};
 
-const char *gm_dtype_name(gm_dtype dt) { return (unsigned)dt < GM_NDTYPES ? dtype_names[dt] : "?"; }
+const char *gm_dtype_name(gm_dtype dt) { return (unsigned)dt < GM_NDTYPES_ALL ? dtype_names[dt] : "?"; }
+
+int gm_check_compute_dtype(const char *op, const char *argname, gm_dtype dt) {
+    if (!gm_dtype_is_narrow(dt)) return 0;
+    PyErr_Format(PyExc_TypeError, "%s: %s of dtype %s is not supported (gpumemnet stores %s tensors and can "
+                 "cast, copy, index, concatenate and compare them; cast with .long() or .float() first)",
+                 op, argname, gm_dtype_name(dt), gm_dtype_name(dt));
+    return -1;
+}
 
 int gm_parse_dtype(PyObject *obj, gm_dtype *dt, const char *argname) {
     if (PyLong_Check(obj)) {
         long v = PyLong_AsLong(obj);
-        if (v >= 0 && v < GM_NDTYPES) { *dt = (gm_dtype)v; return 0; }
+        if (v >= 0 && v < GM_NDTYPES_ALL) { *dt = (gm_dtype)v; return 0; }
     } else if (PyUnicode_Check(obj)) {
         const char *s = PyUnicode_AsUTF8(obj);
-        for (int i = 0; s && i < GM_NDTYPES; i++)
+        for (int i = 0; s && i < GM_NDTYPES_ALL; i++)
             if (strcmp(s, dtype_names[i]) == 0) { *dt = (gm_dtype)i; return 0; }
     }
     PyErr_Format(PyExc_TypeError, "%s: unknown dtype %R; expected one of float32, float64, float16, bfloat16, "
-                 "int64, bool", argname, obj);
+                 "int64, bool, uint8, int8, int16, int32", argname, obj);
     return -1;
 }
 

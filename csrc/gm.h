@@ -159,6 +159,8 @@ int gm_parse_shape_any(PyObject *obj, int *ndim, int64_t *shape, const char *arg
 /* Parse a dtype given as its name ("float32", ...) or its integer code. */
 int gm_parse_dtype(PyObject *obj, gm_dtype *dt, const char *argname);
 const char *gm_dtype_name(gm_dtype dt);
+/* TypeError naming op, argname and dt when dt is a storage-only integer dtype (kernels/common.h); 0 otherwise. */
+int gm_check_compute_dtype(const char *op, const char *argname, gm_dtype dt);
 /* "(2, 3, 4)" into buf (>= 16*22 bytes). */
 const char *gm_shape_str(int ndim, const int64_t *shape, char *buf);
 #define GM_SHAPE_BUF 400

@@ -16,11 +16,16 @@ static int dtype_to_npy(gm_dtype dt) {
     case GM_F16: return NPY_FLOAT16;
     case GM_I64: return NPY_INT64;
     case GM_BOOL: return NPY_BOOL;
+    case GM_U8: return NPY_UINT8;
+    case GM_I8: return NPY_INT8;
+    case GM_I16: return NPY_INT16;
+    case GM_I32: return NPY_INT32;
     default: return -1; /* bfloat16: NumPy has no such type */
     }
 }
 
-/* The gpumemnet dtype an ndarray becomes by default: floats keep their width, integers become int64. */
+/* The gpumemnet dtype an ndarray becomes by default: floats keep their width, uint8/int8/16/32 theirs (as
+ * torch.from_numpy), other integers (uint16/32/64) become int64. */
 static int default_dtype(PyArray_Descr *d, gm_dtype *out) {
     switch (d->kind) {
     case 'f':
@@ -28,7 +33,12 @@ static int default_dtype(PyArray_Descr *d, gm_dtype *out) {
         if (PyDataType_ELSIZE(d) == 4) { *out = GM_F32; return 0; }
         if (PyDataType_ELSIZE(d) == 8) { *out = GM_F64; return 0; }
         return -1; /* long double */
-    case 'i': case 'u': *out = GM_I64; return 0;
+    case 'u':
+        *out = PyDataType_ELSIZE(d) == 1 ? GM_U8 : GM_I64;
+        return 0;
+    case 'i':
+        *out = PyDataType_ELSIZE(d) == 1 ? GM_I8 : PyDataType_ELSIZE(d) == 2 ? GM_I16 : PyDataType_ELSIZE(d) == 4 ? GM_I32 : GM_I64;
+        return 0;
     case 'b': *out = GM_BOOL; return 0;
     default: return -1;
     }

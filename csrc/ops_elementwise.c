@@ -17,7 +17,8 @@
 
 static const char *const binary_names[GM_EW_NBINARY] = {"add", "sub", "mul", "div", "pow", "maximum", "minimum",
                                                         "eq", "ne", "lt", "le", "gt", "ge"};
-static const char *const unary_names[GM_EW_NUNARY] = {"neg", "exp", "log", "sqrt", "abs", "sign", "logical_not"};
+static const char *const unary_names[GM_EW_NUNARY] = {"neg", "exp", "log", "sqrt", "abs", "sign", "logical_not",
+                                                               "round", "floor", "ceil"};
 
 /* ---- operands: a tensor or a Python number ------------------------------------------------------------------ */
 enum { EW_NUM_BOOL = 0, EW_NUM_INT = 1, EW_NUM_FLOAT = 2 };
@@ -106,7 +107,7 @@ static void ew_release(ew_arg *args, int n) {
 static int ew_rank(int dt) {
     switch (dt) {
     case GM_BOOL: return 0;
-    case GM_I64: return 1;
+    case GM_I64: case GM_U8: case GM_I8: case GM_I16: case GM_I32: return 1;
     case GM_F16: case GM_BF16: return 2;
     case GM_F32: return 3;
     default: return 4; /* GM_F64 */
@@ -117,6 +118,11 @@ static int ew_promote(int a, int b) {
     if (a == EW_UNDEF) return b;
     if (b == EW_UNDEF || a == b) return a;
     if ((a == GM_F16 && b == GM_BF16) || (a == GM_BF16 && b == GM_F16)) return GM_F32; /* neither holds the other */
+    /* a storage-only integer with int64 gives int64 (as in PyTorch); two different ones stay the first, which
+     * only comparisons accept (they compute in int64) */
+    if (a == GM_I64 || b == GM_I64) {
+        if (gm_dtype_is_narrow((gm_dtype)a) || gm_dtype_is_narrow((gm_dtype)b)) return GM_I64;
+    }
     return ew_rank(a) >= ew_rank(b) ? a : b;
 }
 
@@ -425,6 +431,12 @@ static PyObject *py_binary(PyObject *self, PyObject *args, PyObject *kwargs) {
     if (ew_same_device(name, x, 2, out, &dev) < 0) return NULL;
 
     gm_dtype cdt = ew_result_type(x, 2), rdt;
+    if (gm_dtype_is_narrow(cdt)) {
+        /* storage-only integers: compared in int64 (the same answer); arithmetic would need their wrapping
+         * kernels, which gpumemnet does not have */
+        if (gm_ew_is_comparison(op)) cdt = GM_I64;
+        else if (gm_check_compute_dtype(name, "the result", cdt) < 0) return NULL;
+    }
     if (op == GM_EW_DIV && !gm_dtype_is_float(cdt)) cdt = GM_F32; /* true division */
     if (op == GM_EW_SUB && cdt == GM_BOOL) {
         PyErr_Format(PyExc_TypeError, "%s: subtracting two bool values is not supported; use logical_xor "
@@ -482,11 +494,17 @@ static PyObject *py_unary(PyObject *self, PyObject *args, PyObject *kwargs) {
         return NULL;
     GMTensor *a = x.t;
     gm_dtype cdt = a->dtype, rdt;
+    if (gm_check_compute_dtype(name, "a", cdt) < 0) return NULL;
     if (op == GM_EW_NEG && cdt == GM_BOOL) {
         PyErr_Format(PyExc_TypeError, "%s: negating a bool tensor is not supported; use logical_not instead", name);
         return NULL;
     }
     if ((op == GM_EW_EXP || op == GM_EW_LOG || op == GM_EW_SQRT) && !gm_dtype_is_float(cdt)) cdt = GM_F32;
+    if ((op == GM_EW_ROUND || op == GM_EW_FLOOR || op == GM_EW_CEIL) && !gm_dtype_is_float(cdt)) {
+        /* PyTorch returns an integer tensor unchanged; the Python layer does that, so reaching here is a misuse */
+        PyErr_Format(PyExc_TypeError, "%s: expects a floating-point tensor, got %s", name, gm_dtype_name(cdt));
+        return NULL;
+    }
     rdt = op == GM_EW_LOGICAL_NOT ? GM_BOOL : cdt;
     if (!(res = ew_output(name, out, rdt, a->ndim, a->shape, dev))) return NULL;
     if (ew_prepare(name, &x, cdt, res, a->ndim, a->shape) < 0) goto fail;
@@ -554,6 +572,7 @@ static PyObject *py_clamp(PyObject *self, PyObject *args, PyObject *kwargs) {
     }
     if (ew_same_device(name, x, 3, out, &dev) < 0) return NULL;
     gm_dtype cdt = ew_result_type(x, 3);
+    if (gm_check_compute_dtype(name, "a", cdt) < 0) return NULL;
     if (cdt == GM_BOOL) {
         PyErr_SetString(PyExc_TypeError, "clamp: not supported for bool tensors with bool bounds");
         return NULL;
@@ -591,6 +610,7 @@ static PyObject *py_where(PyObject *self, PyObject *args) {
         ew_parse_arg(bo, &x[2], name, "b") < 0 || ew_same_device(name, x, 3, NULL, &dev) < 0)
         return NULL;
     gm_dtype cdt = ew_result_type(x + 1, 2);
+    if (gm_check_compute_dtype(name, "the result", cdt) < 0) return NULL;
     if (ew_check_scalars(name, x + 1, 2, cdt) < 0 || ew_broadcast(name, x, 3, &ndim, shape) < 0) return NULL;
     if (!(res = gm_empty(ndim, shape, cdt, dev))) return NULL;
     /* where has no out=, so nothing it reads can overlap what it writes */

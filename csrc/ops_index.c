@@ -223,7 +223,7 @@ static PyObject *py_index_put_(PyObject *self, PyObject *args, PyObject *kwargs)
                                      &accumulate))
         return NULL;
     GMTensor *a = gm_tensor_arg(ao, "index_put_", "a");
-    if (!a) return NULL;
+    if (!a || (accumulate && gm_check_compute_dtype("index_put_(accumulate=True)", "a", a->dtype) < 0)) return NULL;
     int ndim, vndim;
     int64_t shape[GM_MAX_DIMS], strides[GM_MAX_DIMS], vshape[GM_MAX_DIMS], vstrides[GM_MAX_DIMS];
     index_geometry(a, &ndim, shape, strides);
@@ -330,6 +330,10 @@ static gm_dtype promote(gm_dtype a, gm_dtype b) {
     }
     if (fa) return a;
     if (fb) return b;
+    /* bool with a storage-only integer keeps the integer, as in PyTorch; two different integers give int64 (PyTorch
+     * would pick the smallest type holding both: the values are the same) */
+    if (a == GM_BOOL) return b;
+    if (b == GM_BOOL) return a;
     return GM_I64;
 }
 

@@ -150,6 +150,7 @@ static PyObject *py_matmul(PyObject *self, PyObject *args, PyObject *kwargs) {
         return NULL;
     }
     gm_dtype dt = a->dtype;
+    if (gm_check_compute_dtype("matmul", "a", dt) < 0) return NULL;
     if (dt == GM_BOOL) {
         PyErr_SetString(PyExc_TypeError, "matmul: bool tensors are not supported; cast to int64 or a float dtype");
         return NULL;

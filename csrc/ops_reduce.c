@@ -141,7 +141,7 @@ static PyObject *py_reduce(PyObject *self, PyObject *args, PyObject *kwargs) {
     }
     const char *name = op_names[op];
     GMTensor *a = gm_tensor_arg(ao, name, "input");
-    if (!a) return NULL;
+    if (!a || gm_check_compute_dtype(name, "input", a->dtype) < 0) return NULL;
     gm_dtype in_dt = a->dtype, out_dt;
     int has_dt = dto != Py_None;
     if (has_dt && gm_parse_dtype(dto, &out_dt, "dtype") < 0) return NULL;
@@ -195,7 +195,7 @@ static PyObject *py_reduce(PyObject *self, PyObject *args, PyObject *kwargs) {
 static PyObject *arg_reduce(const char *name, PyObject *ao, PyObject *dims, int keepdim, int is_max,
                             int want_values) {
     GMTensor *a = gm_tensor_arg(ao, name, "input");
-    if (!a) return NULL;
+    if (!a || gm_check_compute_dtype(name, "input", a->dtype) < 0) return NULL;
     plan p;
     if (plan_reduction(name, a, dims, keepdim, &p) < 0) return NULL;
     if (check_nonempty(name, a, &p) < 0) return NULL;
@@ -279,7 +279,7 @@ static PyObject *py_var(PyObject *self, PyObject *args, PyObject *kwargs) {
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|Odp:var", kwlist, &ao, &dims, &correction, &keepdim))
         return NULL;
     GMTensor *a = gm_tensor_arg(ao, "var", "input");
-    if (!a) return NULL;
+    if (!a || gm_check_compute_dtype("var", "input", a->dtype) < 0) return NULL;
     if (!gm_dtype_is_float(a->dtype)) {
         PyErr_Format(PyExc_TypeError, "var: needs a floating point tensor, got %s; convert it first (e.g. "
                      ".float())", gm_dtype_name(a->dtype));

@@ -4,6 +4,7 @@
  * numpy() is numpy.c. This file sits above them all (and above transfer.c: item() and arange() on CUDA go
  * through the host), which is why it, not tensor.c, makes the type. */
 #include "gm.h"
+#include "../kernels/elementwise_ops.h" /* gm_cast_any: arange into a storage-only integer dtype */
 #include <math.h>
 #include <structmember.h>
 
@@ -320,7 +321,11 @@ static PyObject *py_arange(PyObject *self, PyObject *args) {
         case GM_F16: ((uint16_t *)p)[i] = gm_float_to_half((float)v); break;
         case GM_BF16: ((uint16_t *)p)[i] = gm_float_to_bf16((float)v); break;
         case GM_I64: ((int64_t *)p)[i] = (int64_t)v; break;
-        default: ((uint8_t *)p)[i] = v != 0; break;
+        case GM_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+        default: { /* a storage-only integer: through int64, keeping the low bits as a cast does */
+            const int64_t w = (int64_t)v;
+            gm_cast_any(p + i * (int64_t)gm_dtype_size(dt), dt, (const char *)&w, GM_I64);
+        }
         }
     }
     return (PyObject *)t;

@@ -24,18 +24,27 @@ typedef enum {
     GM_BF16 = 3,
     GM_I64 = 4,
     GM_BOOL = 5,
-    GM_NDTYPES
+    GM_NDTYPES, /* the compute dtypes: every kernel family takes these (and refuses the ones below with GM_ERR_ARG) */
+    /* Storage-only integer dtypes (PyTorch's uint8/int8/int16/int32): tensors of them can be made, filled, cast,
+     * copied, viewed, indexed, concatenated and compared (csrc casts them to int64 first); the other ops refuse
+     * them in csrc with a TypeError naming the op and the dtype. */
+    GM_U8 = GM_NDTYPES,
+    GM_I8,
+    GM_I16,
+    GM_I32,
+    GM_NDTYPES_ALL
 } gm_dtype;
 
 /* Kernel status: 0 is success; anything else is an error csrc/ turns into a Python exception. */
 enum { GM_OK = 0, GM_ERR_ARG = 1, GM_ERR_UNSUPPORTED = 2, GM_ERR_BACKEND = 3 };
 
 static inline size_t gm_dtype_size(gm_dtype dt) {
-    static const size_t sizes[GM_NDTYPES] = {4, 8, 2, 2, 8, 1};
+    static const size_t sizes[GM_NDTYPES_ALL] = {4, 8, 2, 2, 8, 1, 1, 1, 2, 4};
     return sizes[dt];
 }
 
 static inline int gm_dtype_is_float(gm_dtype dt) { return dt <= GM_BF16; }
+static inline int gm_dtype_is_narrow(gm_dtype dt) { return dt >= GM_U8 && dt < GM_NDTYPES_ALL; }
 
 /* IEEE half <-> float, round to nearest even, inf/nan/subnormals handled. Branch-light so that loops over halves
  * vectorise: every candidate is computed and picked with integer masks (with ternaries GCC sinks the float ops
@@ -92,6 +101,10 @@ static inline double gm_load_f64(const char *p, gm_dtype dt) {
     case GM_BF16: { uint16_t v; memcpy(&v, p, 2); return gm_bf16_to_float(v); }
     case GM_I64: { int64_t v; memcpy(&v, p, 8); return (double)v; }
     case GM_BOOL: return *(const uint8_t *)p ? 1.0 : 0.0;
+    case GM_U8: return *(const uint8_t *)p;
+    case GM_I8: return *(const int8_t *)p;
+    case GM_I16: { int16_t v; memcpy(&v, p, 2); return v; }
+    case GM_I32: { int32_t v; memcpy(&v, p, 4); return v; }
     default: return 0.0;
     }
 }

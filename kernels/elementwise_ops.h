@@ -12,7 +12,10 @@ enum {
     GM_EW_EQ, GM_EW_NE, GM_EW_LT, GM_EW_LE, GM_EW_GT, GM_EW_GE, GM_EW_NBINARY
 };
 /* Unary ops. */
-enum { GM_EW_NEG = 0, GM_EW_EXP, GM_EW_LOG, GM_EW_SQRT, GM_EW_ABS, GM_EW_SIGN, GM_EW_LOGICAL_NOT, GM_EW_NUNARY };
+/* ROUND (half to even, as PyTorch and numpy.rint), FLOOR, CEIL: float dtypes only (an integer is its own rounding;
+ * the Python layer returns it unchanged). */
+enum { GM_EW_NEG = 0, GM_EW_EXP, GM_EW_LOG, GM_EW_SQRT, GM_EW_ABS, GM_EW_SIGN, GM_EW_LOGICAL_NOT, GM_EW_ROUND,
+       GM_EW_FLOOR, GM_EW_CEIL, GM_EW_NUNARY };
 
 static inline int gm_ew_is_comparison(int op) { return op >= GM_EW_EQ && op < GM_EW_NBINARY; }
 
@@ -30,6 +33,40 @@ GM_HD static inline int64_t gm_f64_to_i64_sat(double v) {
     if (v >= 9223372036854775807.0) return INT64_MAX;
     if (v <= -9223372036854775808.0) return INT64_MIN;
     return (int64_t)v;
+}
+
+/* One element of any dtype (storage-only ints included) into any dtype: floats widen to double, integers to int64,
+ * then narrow as the cast kernels do (float -> int saturates to int64 first; int64 -> a narrower integer keeps the
+ * low bits, wrapping as PyTorch's casts do; -> bool is != 0). The cast kernels of both backends use it for every
+ * pair that involves a storage-only integer dtype (the other pairs have their own vectorised loops). */
+GM_HD static inline void gm_cast_any(char *q, int d, const char *p, int s) {
+    const int is_f = s <= GM_BF16;
+    double f = 0;
+    int64_t i = 0;
+    switch (s) {
+    case GM_F32: f = *(const float *)p; break;
+    case GM_F64: f = *(const double *)p; break;
+    case GM_F16: f = gm_half_to_float(*(const uint16_t *)p); break;
+    case GM_BF16: f = gm_bf16_to_float(*(const uint16_t *)p); break;
+    case GM_I64: i = *(const int64_t *)p; break;
+    case GM_BOOL: i = *(const uint8_t *)p != 0; break;
+    case GM_U8: i = *(const uint8_t *)p; break;
+    case GM_I8: i = *(const int8_t *)p; break;
+    case GM_I16: i = *(const int16_t *)p; break;
+    default: i = *(const int32_t *)p; break;
+    }
+    if (is_f) i = gm_f64_to_i64_sat(f);
+    switch (d) {
+    case GM_F32: *(float *)q = is_f ? (float)f : (float)i; break;
+    case GM_F64: *(double *)q = is_f ? f : (double)i; break;
+    case GM_F16: *(uint16_t *)q = gm_float_to_half(is_f ? (float)f : (float)i); break;
+    case GM_BF16: *(uint16_t *)q = gm_float_to_bf16(is_f ? (float)f : (float)i); break;
+    case GM_I64: *(int64_t *)q = i; break;
+    case GM_BOOL: *(uint8_t *)q = (uint8_t)(is_f ? f != 0 : i != 0); break;
+    case GM_U8: case GM_I8: *(uint8_t *)q = (uint8_t)(uint64_t)i; break;
+    case GM_I16: *(uint16_t *)q = (uint16_t)(uint64_t)i; break;
+    default: *(uint32_t *)q = (uint32_t)(uint64_t)i; break;
+    }
 }
 
 #endif

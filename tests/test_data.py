@@ -102,7 +102,7 @@ def test_dtypes_of_numpy_fields():
     i32 = np.arange(6, dtype=np.int32)
     flags = np.arange(6) % 2 == 0
     xb, ib, fb = next(iter(DataLoader(TensorDataset(f64, i32, flags), batch_size=6)))
-    assert xb.dtype == gm.float64 and ib.dtype == gm.int64 and fb.dtype == gm.bool
+    assert xb.dtype == gm.float64 and ib.dtype == gm.int32 and fb.dtype == gm.bool
     np.testing.assert_array_equal(to_numpy(ib), i32)
     np.testing.assert_array_equal(to_numpy(fb), flags)
 

@@ -124,7 +124,7 @@ def test_foreign_safetensors_file_loads_flat(tmp_path):
     back = load(path)
     assert set(back) == {"a", "b.c", "i"}
     assert back["b.c"].dtype == gm.float64 and to_numpy(back["b.c"]).tolist() == [[1.0, 1.0], [1.0, 1.0]]
-    assert back["i"].dtype == gm.int64 and to_numpy(back["i"]).tolist() == [0, 1, 2]  # int32 widens
+    assert back["i"].dtype == gm.int32 and to_numpy(back["i"]).tolist() == [0, 1, 2]  # int32 stays int32
 
 
 def test_shared_tensor_is_stored_once(tmp_path):

@@ -20,7 +20,8 @@ def test_tensor_from_python_data_uses_pytorch_default_dtypes():
 
 @pytest.mark.parametrize("np_dtype,gm_dtype", [
     (np.float32, gm.float32), (np.float64, gm.float64), (np.float16, gm.float16), (np.int64, gm.int64),
-    (np.int32, gm.int64), (np.uint8, gm.int64), (np.bool_, gm.bool)])
+    (np.int32, gm.int32), (np.uint8, gm.uint8), (np.int8, gm.int8), (np.int16, gm.int16), (np.uint32, gm.int64),
+    (np.bool_, gm.bool)])  # narrow integers keep their type, as torch.from_numpy does; uint16/32/64 widen to int64
 def test_from_numpy_dtypes(np_dtype, gm_dtype):
     a = (np.arange(12).reshape(3, 4) % 5).astype(np_dtype)
     t = gm.from_numpy(a)

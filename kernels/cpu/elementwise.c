@@ -190,6 +190,13 @@ static int ew_run(int nops, char *const *base, const int64_t *const *strides, in
     }
 EW_FLOAT_OPS(f, float, powf, expf, logf, sqrtf, fabsf)
 EW_FLOAT_OPS(d, double, pow, exp, log, sqrt, fabs)
+/* rint rounds half to even under the default rounding mode, as torch.round and numpy.rint do */
+static inline float ew_round_f(float x) { return rintf(x); }
+static inline double ew_round_d(double x) { return rint(x); }
+static inline float ew_floor_f(float x) { return floorf(x); }
+static inline double ew_floor_d(double x) { return floor(x); }
+static inline float ew_ceil_f(float x) { return ceilf(x); }
+static inline double ew_ceil_d(double x) { return ceil(x); }
 
 /* int64 arithmetic goes through uint64 so that overflow wraps (as in PyTorch) instead of being UB. */
 static inline int64_t ew_add_i(int64_t x, int64_t y) { return (int64_t)((uint64_t)x + (uint64_t)y); }
@@ -337,6 +344,9 @@ EW_FOR_DTYPES(EW_UN_ALL, neg)
 EW_FOR_FLOATS(EW_UN_ALL, exp)
 EW_FOR_FLOATS(EW_UN_ALL, log)
 EW_FOR_FLOATS(EW_UN_ALL, sqrt)
+EW_FOR_FLOATS(EW_UN_ALL, round)
+EW_FOR_FLOATS(EW_UN_ALL, floor)
+EW_FOR_FLOATS(EW_UN_ALL, ceil)
 EW_FOR_DTYPES(EW_UN_ALL, abs)
 EW_FOR_DTYPES(EW_UN_ALL, sign)
 EW_FOR_DTYPES(EW_UN_BOOL_ALL, lnot)
@@ -346,6 +356,7 @@ EW_FOR_DTYPES(EW_UN_BOOL_ALL, lnot)
 static const ew_loop un_loops[GM_EW_NUNARY][GM_NDTYPES] = {
     /* neg of bool is refused below (PyTorch refuses it too); the loop exists only to keep the table regular */
     EW_UROW(neg), EW_UROW_F(exp), EW_UROW_F(log), EW_UROW_F(sqrt), EW_UROW(abs), EW_UROW(sign), EW_UROW(lnot),
+    EW_UROW_F(round), EW_UROW_F(floor), EW_UROW_F(ceil),
 };
 
 int elementwise_unary_forward(char *out, const int64_t *so, const char *a, const int64_t *sa,
@@ -414,6 +425,9 @@ static void ew_scalar_bytes(const gm_scalar *v, gm_dtype dt, void *dst) {
     case GM_BF16: { uint16_t x = gm_float_to_bf16((float)v->f); memcpy(dst, &x, 2); break; }
     case GM_I64: memcpy(dst, &v->i, 8); break;
     case GM_BOOL: *(uint8_t *)dst = (uint8_t)(v->f != 0 || v->i != 0); break;
+    case GM_U8: case GM_I8: *(uint8_t *)dst = (uint8_t)(uint64_t)v->i; break; /* the low bits, as a cast */
+    case GM_I16: { uint16_t x = (uint16_t)(uint64_t)v->i; memcpy(dst, &x, 2); break; }
+    case GM_I32: { uint32_t x = (uint32_t)(uint64_t)v->i; memcpy(dst, &x, 4); break; }
     default: break;
     }
 }
@@ -474,7 +488,7 @@ EW_FILL_LOOP(uint64_t)
 
 int elementwise_fill_forward(char *out, const int64_t *so, gm_dtype dt, const gm_scalar *value,
                              int ndim, const int64_t *shape, int nthreads) {
-    if ((int)dt < 0 || dt >= GM_NDTYPES || !out || !value) return GM_ERR_ARG;
+    if ((int)dt < 0 || dt >= GM_NDTYPES_ALL || !out || !value) return GM_ERR_ARG;
     uint64_t v = 0;
     ew_scalar_bytes(value, dt, &v);
     char *base[1] = {out};
@@ -552,14 +566,23 @@ static const ew_loop cast_loops[GM_NDTYPES][GM_NDTYPES] = {
     EW_CROW(f32), EW_CROW(f64), EW_CROW(f16), EW_CROW(bf16), EW_CROW(i64), EW_CROW(b8),
 };
 
+/* A cast involving a storage-only integer dtype: one element at a time through gm_cast_any. */
+static void cast_any(int64_t n, char *const *p, const int64_t *s, const void *ctx) {
+    const int *dts = (const int *)ctx; /* {source, destination} */
+    for (int64_t i = 0; i < n; i++) gm_cast_any(p[0] + i * s[0], dts[1], p[1] + i * s[1], dts[0]);
+}
+
 int elementwise_cast_forward(char *out, const int64_t *so, gm_dtype out_dt,
                              const char *a, const int64_t *sa, gm_dtype a_dt,
                              int ndim, const int64_t *shape, int nthreads) {
-    if ((int)out_dt < 0 || out_dt >= GM_NDTYPES || (int)a_dt < 0 || a_dt >= GM_NDTYPES || !out || !a)
+    if ((int)out_dt < 0 || out_dt >= GM_NDTYPES_ALL || (int)a_dt < 0 || a_dt >= GM_NDTYPES_ALL || !out || !a)
         return GM_ERR_ARG;
     char *base[2] = {out, (char *)a};
     const int64_t *st[2] = {so, sa};
-    ew_loop fn = cast_loops[a_dt][out_dt];
+    const int dts[2] = {(int)a_dt, (int)out_dt};
+    if (out_dt != a_dt && (gm_dtype_is_narrow(out_dt) || gm_dtype_is_narrow(a_dt)))
+        return ew_run(2, base, st, ndim, shape, cast_any, dts, nthreads);
+    ew_loop fn = out_dt == a_dt ? NULL : cast_loops[a_dt][out_dt];
     /* Same dtype (bool included: any nonzero byte stays as is, like a memcpy in PyTorch) moves bytes. */
     if (out_dt == a_dt)
         fn = ew_by_size(gm_dtype_size(a_dt), copy_uint8_t, copy_uint16_t, copy_uint32_t, copy_uint64_t);

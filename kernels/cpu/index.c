@@ -221,8 +221,9 @@ int index_put_forward(char *dst, const char *src, const int64_t *idx, int idx_nd
                       int ndim, const int64_t *shape, const int64_t *dst_strides, const int64_t *src_strides,
                       int dim, gm_dtype dt, int accumulate, int nthreads) {
     if (ndim < 1 || ndim > GM_MAX_DIMS || dim < 0 || dim >= ndim || idx_ndim < 0 ||
-        ndim - 1 + idx_ndim > GM_MAX_DIMS || (int)dt < 0 || dt >= GM_NDTYPES)
+        ndim - 1 + idx_ndim > GM_MAX_DIMS || (int)dt < 0 || dt >= GM_NDTYPES_ALL)
         return GM_ERR_ARG;
+    if (accumulate && gm_dtype_is_narrow(dt)) return GM_ERR_UNSUPPORTED; /* writes move bytes; adds need a type */
     const int64_t n_idx = prod(idx_ndim, idx_shape), size = shape[dim], sdim = dst_strides[dim];
     if (n_idx < 0 || !indices_ok(idx, n_idx, size)) return GM_ERR_ARG;
     /* the (outer, inner) space: a's dims without dim; src strides skip the index dims */

@@ -113,6 +113,12 @@ __device__ __forceinline__ float ew_log(float x) { return logf(x); }
 __device__ __forceinline__ double ew_log(double x) { return log(x); }
 __device__ __forceinline__ float ew_sqrt(float x) { return sqrtf(x); }
 __device__ __forceinline__ double ew_sqrt(double x) { return sqrt(x); }
+__device__ __forceinline__ float ew_round(float x) { return rintf(x); } /* half to even, as on the CPU */
+__device__ __forceinline__ double ew_round(double x) { return rint(x); }
+__device__ __forceinline__ float ew_floor(float x) { return floorf(x); }
+__device__ __forceinline__ double ew_floor(double x) { return floor(x); }
+__device__ __forceinline__ float ew_ceil(float x) { return ceilf(x); }
+__device__ __forceinline__ double ew_ceil(double x) { return ceil(x); }
 __device__ __forceinline__ float ew_abs(float x) { return fabsf(x); }
 __device__ __forceinline__ double ew_abs(double x) { return fabs(x); }
 __device__ __forceinline__ int64_t ew_abs(int64_t x) { return x < 0 ? (int64_t)(0 - (uint64_t)x) : x; }
@@ -132,6 +138,9 @@ template <int OP, typename C> __device__ __forceinline__ C ew_unary_float(C x) {
     switch (OP) {
     case GM_EW_EXP: return ew_exp(x);
     case GM_EW_LOG: return ew_log(x);
+    case GM_EW_ROUND: return ew_round(x);
+    case GM_EW_FLOOR: return ew_floor(x);
+    case GM_EW_CEIL: return ew_ceil(x);
     default: return ew_sqrt(x);
     }
 }
@@ -198,7 +207,7 @@ template <int DT, int OP> struct ew_un_fn {
     }
 };
 
-/* exp/log/sqrt: float dtypes only (the dispatcher refuses the others before instantiating this) */
+/* exp/log/sqrt/round/floor/ceil: float dtypes only (the dispatcher refuses the others before instantiating this) */
 template <int DT, int OP> struct ew_unf_fn {
     __device__ __forceinline__ void operator()(const char *const *p, const int64_t *off) const {
         ew_st<DT>(EW_OUT(p, off), ew_unary_float<OP>(ew_ld<DT>(p[1] + off[1])));
@@ -370,10 +379,13 @@ static int un_dt(int op, char *out, const char *a, const gm_cu_geom<2> &g, gm_cu
         case GM_EW_EXP: { ew_unf_fn<DT, GM_EW_EXP> f; return ew_launch(f, g, ctx, out, a); }
         case GM_EW_LOG: { ew_unf_fn<DT, GM_EW_LOG> f; return ew_launch(f, g, ctx, out, a); }
         case GM_EW_SQRT: { ew_unf_fn<DT, GM_EW_SQRT> f; return ew_launch(f, g, ctx, out, a); }
+        case GM_EW_ROUND: { ew_unf_fn<DT, GM_EW_ROUND> f; return ew_launch(f, g, ctx, out, a); }
+        case GM_EW_FLOOR: { ew_unf_fn<DT, GM_EW_FLOOR> f; return ew_launch(f, g, ctx, out, a); }
+        case GM_EW_CEIL: { ew_unf_fn<DT, GM_EW_CEIL> f; return ew_launch(f, g, ctx, out, a); }
         default: return GM_ERR_ARG;
         }
     }
-    return GM_ERR_UNSUPPORTED; /* exp/log/sqrt of an integer dtype */
+    return GM_ERR_UNSUPPORTED; /* exp/log/sqrt/round/floor/ceil of an integer dtype */
 }
 
 extern "C" int cuda_elementwise_unary_forward(char *out, const int64_t *so, const char *a, const int64_t *sa,
@@ -427,6 +439,10 @@ static uint64_t ew_scalar_bits(const gm_scalar *v, gm_dtype dt) {
     case GM_F16: { uint16_t x = gm_float_to_half((float)v->f); memcpy(&bits, &x, 2); break; }
     case GM_BF16: { uint16_t x = gm_float_to_bf16((float)v->f); memcpy(&bits, &x, 2); break; }
     case GM_I64: memcpy(&bits, &v->i, 8); break;
+    /* storage-only integers: the low bits of the int64 value, as a cast */
+    case GM_U8: case GM_I8: bits = (uint8_t)(uint64_t)v->i; break;
+    case GM_I16: bits = (uint16_t)(uint64_t)v->i; break;
+    case GM_I32: bits = (uint32_t)(uint64_t)v->i; break;
     default: { uint8_t x = (uint8_t)(v->f != 0 || v->i != 0); memcpy(&bits, &x, 1); break; }
     }
     return bits;
@@ -469,7 +485,7 @@ template <typename U> static int fill_size(char *out, uint64_t bits, const gm_cu
 
 extern "C" int cuda_elementwise_fill_forward(char *out, const int64_t *so, gm_dtype dt, const gm_scalar *value,
                                              int ndim, const int64_t *shape, gm_cuda_ctx *ctx) {
-    if (!ew_valid_dtype(dt) || !out || !value || !ctx) return GM_ERR_ARG;
+    if (dt < 0 || dt >= GM_NDTYPES_ALL || !out || !value || !ctx) return GM_ERR_ARG; /* any storage dtype */
     const uint64_t bits = ew_scalar_bits(value, dt);
     const int64_t *st[1] = {so};
     gm_cu_geom<1> g;
@@ -500,6 +516,14 @@ template <typename U> static int copy_size(char *out, const char *a, const gm_cu
     return ew_launch(f, g, ctx, out, a);
 }
 
+/* A cast involving a storage-only integer dtype: gm_cast_any (kernels/elementwise_ops.h), as on the CPU. */
+struct ew_cast_any_fn {
+    int s, d;
+    __device__ __forceinline__ void operator()(const char *const *p, const int64_t *off) const {
+        gm_cast_any(EW_OUT(p, off), d, p[1] + off[1], s);
+    }
+};
+
 template <int S, int D> static int cast_launch(char *out, const char *a, const gm_cu_geom<2> &g, gm_cuda_ctx *ctx) {
     ew_cast_fn<S, D> f;
     return ew_launch(f, g, ctx, out, a);
@@ -516,7 +540,8 @@ template <int S> static int cast_from(gm_dtype out_dt, char *out, const char *a,
 extern "C" int cuda_elementwise_cast_forward(char *out, const int64_t *so, gm_dtype out_dt,
                                              const char *a, const int64_t *sa, gm_dtype a_dt,
                                              int ndim, const int64_t *shape, gm_cuda_ctx *ctx) {
-    if (!ew_valid_dtype(out_dt) || !ew_valid_dtype(a_dt) || !out || !a || !ctx) return GM_ERR_ARG;
+    if ((int)out_dt < 0 || out_dt >= GM_NDTYPES_ALL || (int)a_dt < 0 || a_dt >= GM_NDTYPES_ALL || !out || !a || !ctx)
+        return GM_ERR_ARG;
     const int64_t *st[2] = {so, sa};
     gm_cu_geom<2> g;
     if (ew_geom<2>(ndim, shape, st, &g) < 0) return GM_ERR_ARG;
@@ -535,6 +560,10 @@ extern "C" int cuda_elementwise_cast_forward(char *out, const int64_t *so, gm_dt
         case 4: return copy_size<uint32_t>(out, a, g, ctx);
         default: return copy_size<uint64_t>(out, a, g, ctx);
         }
+    }
+    if (gm_dtype_is_narrow(out_dt) || gm_dtype_is_narrow(a_dt)) {
+        ew_cast_any_fn f = {(int)a_dt, (int)out_dt};
+        return ew_launch(f, g, ctx, out, a);
     }
 #define EW_CAST_FROM(S) return cast_from<S>(out_dt, out, a, g, ctx)
     GM_CU_SWITCH_ALL(a_dt, EW_CAST_FROM);

@@ -281,8 +281,9 @@ extern "C" int cuda_index_put_forward(char *dst, const char *src, const int64_t 
                                       const int64_t *dst_strides, const int64_t *src_strides, int dim, gm_dtype dt,
                                       int accumulate, gm_cuda_ctx *ctx) {
     if (ndim < 1 || ndim > GM_MAX_DIMS || dim < 0 || dim >= ndim || idx_ndim < 0 ||
-        ndim - 1 + idx_ndim > GM_MAX_DIMS || (int)dt < 0 || dt >= GM_NDTYPES)
+        ndim - 1 + idx_ndim > GM_MAX_DIMS || (int)dt < 0 || dt >= GM_NDTYPES_ALL)
         return GM_ERR_ARG;
+    if (accumulate && gm_dtype_is_narrow(dt)) return GM_ERR_UNSUPPORTED; /* writes move bytes; adds need a type */
     put_geom g;
     g.outer = prod(dim, shape);
     g.inner = prod(ndim - dim - 1, shape + dim + 1);
@@ -297,6 +298,11 @@ extern "C" int cuda_index_put_forward(char *dst, const char *src, const int64_t 
     g.og = gm_cu_geom_make<2>(dim, shape, so);
     g.ig = gm_cu_geom_make<2>(ndim - dim - 1, shape + dim + 1, si);
     g.jg = gm_cu_geom_make<1>(idx_ndim, idx_shape, sj);
+    /* a storage-only integer (writes only, refused above for adds) moves as the compute dtype of its size:
+     * put_ops::copy moves the storage type's bytes as they are */
+    if (dt == GM_U8 || dt == GM_I8) dt = GM_BOOL;
+    else if (dt == GM_I16) dt = GM_F16;
+    else if (dt == GM_I32) dt = GM_F32;
 #define PUT_CALL(DT) launch_put<DT>(dst, src, idx, g, accumulate, ctx)
     GM_CU_SWITCH_ALL(dt, PUT_CALL);
 #undef PUT_CALL

@@ -12,14 +12,22 @@ preload_openblas()
 passive_openmp_waits()
 
 from . import _C  # noqa: E402
-from ._core.dtype import (dtype, device, float32, float64, float16, bfloat16, int64, bool_)  # noqa: E402
+from ._core.dtype import (dtype, device, float32, float64, float16, bfloat16, int64, bool_, uint8, int8, int16,  # noqa: E402,F401,E501
+                          int32, iinfo, finfo, get_default_dtype, set_default_dtype, memory_format,
+                          contiguous_format, preserve_format, channels_last, channels_last_3d)
 from ._core.tensor import Tensor  # noqa: E402
 from ._core.tensor import bernoulli  # noqa: E402,F401  (issue 12, helper "nnlayers")
 from ._core.creation import (  # noqa: E402,F401
     tensor, from_numpy, empty, full, zeros, ones, arange, rand, randn, zeros_like, ones_like, empty_like,
     rand_like, randn_like, full_like, cat, stack, where, matmul, exp, log, sqrt, abs, clamp, clip, sum, mean,
     max, min, amax, amin, argmax, argmin, var, std, maximum, minimum, pow, reshape, flatten, transpose, permute,
-    squeeze, unsqueeze)
+    squeeze, unsqueeze,
+    as_tensor, scalar_tensor, is_tensor, is_floating_point, numel, eye, linspace, logspace, randint, randperm,
+    split, chunk, narrow, argsort, sort, topk, msort, take_along_dim, diff, concat, concatenate, hstack, vstack,
+    div, divide, true_divide, round, floor, ceil, trunc, fix, square, rsqrt, mm, bmm, unbind,
+    tensor_split, isnan, isinf, isfinite, isclose, allclose, equal, all, any, prod, norm, masked_fill,
+    index_select, sign, logical_and, logical_or, logical_xor, logical_not, swapaxes, swapdims,
+    movedim, select, neg, negative, mul, multiply, add, sub, subtract, clamp_min, clamp_max)
 from ._core.activation import (  # noqa: E402,F401  (torch.relu, torch.sigmoid_, torch.softmax...)
     relu, relu_, sigmoid, sigmoid_, tanh, tanh_, softmax, log_softmax, prelu)
 from . import autograd, memory, cuda, backends, random, amp, nn, optim, utils  # noqa: E402
@@ -27,7 +35,8 @@ from .serialization import save, load  # noqa: E402
 from .memory import summary  # noqa: E402
 from .amp import autocast  # noqa: E402
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled  # noqa: E402
-from .random import manual_seed, get_rng_state, set_rng_state  # noqa: E402
+from .random import (manual_seed, get_rng_state, set_rng_state, initial_seed, seed, Generator,  # noqa: E402,F401
+                     default_generator)
 from .dropin import as_torch  # noqa: E402
 
 OutOfMemoryError = _C.OutOfMemoryError
@@ -35,6 +44,9 @@ float = float32  # noqa: A001  (PyTorch's aliases)
 double = float64
 half = float16
 long = int64
+int = int32  # noqa: A001
+short = int16
+char = int8
 bool = bool_  # noqa: A001
 
 __version__ = "0.1.0"

@@ -46,7 +46,7 @@ _MAX_HEADER = 100 * 1024 * 1024  # the limit the safetensors package itself enfo
 _MAX_DEPTH = 200  # nesting of dicts/lists/tuples; each level is three JSON levels, well inside json's own limit
 
 # gpumemnet dtype code <-> safetensors header dtype (and the name the package's TensorSpec takes).
-_ST_OF_CODE = {0: "F32", 1: "F64", 2: "F16", 3: "BF16", 4: "I64", 5: "BOOL"}
+_ST_OF_CODE = {0: "F32", 1: "F64", 2: "F16", 3: "BF16", 4: "I64", 5: "BOOL", 6: "U8", 7: "I8", 8: "I16", 9: "I32"}
 _CODE_OF_ST = {v: k for k, v in _ST_OF_CODE.items()}
 _SPEC_NAME = {"F32": "float32", "F64": "float64", "F16": "float16", "BF16": "bfloat16", "I64": "int64",
               "BOOL": "bool", "I8": "int8", "U8": "uint8", "I16": "int16", "U16": "uint16", "I32": "int32",
@@ -461,7 +461,7 @@ def _load(path, dev):
                 a = np.frombuffer(buf, dtype=np.dtype(_NP_OF_ST[st]).newbyteorder("<")).reshape(shape)
                 a = a.astype(a.dtype.newbyteorder("="), copy=False)
                 arrays[key] = a
-                # A foreign file's int32 or uint8 tensor becomes a gpumemnet tensor (ints widen to int64).
+                # (U8/I8/I16/I32 have codes, so only a foreign file's U16/U32/U64 get here: they widen to int64)
                 tensors[key] = a if key in wanted_arrays else _C.from_numpy(a, None, dev)
                 continue
             t = _C.empty(tuple(shape), _CODE_OF_ST[st], dev)

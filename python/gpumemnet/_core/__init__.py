@@ -3,12 +3,14 @@ and the memory intelligence, which build on it.
 
   state.py       per-thread state: grad mode, saved-tensor hooks, the modules running, recomputation
   hooks.py       slots through which a higher layer (gpumemnet.memory) is called from here and the libraries
-  dtype.py, random.py, scope.py   dtypes and devices, the Philox generator, allocation category/scope
+  dtype.py, random.py, scope.py   dtypes, devices and memory formats, the Philox generator and Generator,
+                 allocation category/scope
   autograd.py    Function, the backward engine, grad mode
   autocast.py    autocast's per-thread state and the casts ops apply
   functions.py   the differentiable elementwise, reduction and shape Functions
   activation.py  relu, sigmoid, tanh, gelu, softmax (Tensor methods and nn.functional ops)
   indexing.py    x[idx], x[idx] = v
+  tensor_methods.py  the Tensor methods composed of other ops (split, repeat, round, new_*, memory formats)
   tensor.py      gpumemnet.Tensor
   creation.py    tensor, zeros, rand, cat, ... (the gm.* factory functions)
 Each imports only _C and the ones listed above it (tests/test_layers_python.py checks there is no cycle and

@@ -1,4 +1,5 @@
 """Tensor creation: from data, filled, ranges, random (Philox), *_like, and cat/stack/where."""
+import builtins
 import numbers
 
 import numpy as np
@@ -6,7 +7,8 @@ import numpy as np
 from .. import _C
 from . import functions as F
 from .autograd import needs_grad as _needs_grad
-from .dtype import as_dtype, device_str, float32
+from .random import drawing_from
+from .dtype import DTYPES, as_dtype, device_str, get_default_dtype, int64
 from .tensor import Tensor, _shape_arg
 
 
@@ -16,13 +18,14 @@ def _finish(t, requires_grad):
     return t
 
 
-def _code(dtype, default=float32):
-    return (default if dtype is None else as_dtype(dtype)).code
+def _code(dtype, default=None):
+    return (default or get_default_dtype() if dtype is None else as_dtype(dtype)).code
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False):
     """Copy data (a number, nested lists, an ndarray or a Tensor) into a new tensor. Python floats become
-    float32 and ints int64 (PyTorch's defaults); an ndarray or a NumPy scalar keeps its float width."""
+    the default dtype (float32, gpumemnet.set_default_dtype) and ints int64 (PyTorch's defaults); an ndarray or a
+    NumPy scalar keeps its dtype."""
     dev = device_str(device)
     if isinstance(data, _C.TensorBase):
         out = data.detach().to(dtype=dtype, device=dev, copy=True)
@@ -35,7 +38,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
         except ValueError as e:
             raise ValueError(f"tensor: data must be a rectangular nested sequence of numbers ({e})") from None
         if arr.dtype.kind == "f":
-            arr = arr.astype(np.float32) if dtype is None else arr
+            dtype = get_default_dtype() if dtype is None else dtype
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"tensor: data of NumPy dtype {arr.dtype} is not numeric; expected numbers, bools, or "
                         f"nested lists of them")
@@ -57,7 +60,7 @@ def empty(*size, dtype=None, device=None, requires_grad=False, pin_memory=False)
 def full(size, fill_value, dtype=None, device=None, requires_grad=False, pin_memory=False):
     if dtype is None:
         dtype = "bool" if isinstance(fill_value, bool) else \
-            "int64" if isinstance(fill_value, numbers.Integral) else "float32"
+            "int64" if isinstance(fill_value, numbers.Integral) else get_default_dtype()
     t = _C.empty(_shape_arg((size,)) if isinstance(size, int) else tuple(size), _code(dtype), device_str(device),
                  bool(pin_memory))
     _C.fill_(t, fill_value)
@@ -65,12 +68,12 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False, pin_mem
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False, pin_memory=False):
-    return full(_shape_arg(size), 0, dtype=dtype or float32, device=device, requires_grad=requires_grad,
+    return full(_shape_arg(size), 0, dtype=dtype or get_default_dtype(), device=device, requires_grad=requires_grad,
                 pin_memory=pin_memory)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False, pin_memory=False):
-    return full(_shape_arg(size), 1, dtype=dtype or float32, device=device, requires_grad=requires_grad,
+    return full(_shape_arg(size), 1, dtype=dtype or get_default_dtype(), device=device, requires_grad=requires_grad,
                 pin_memory=pin_memory)
 
 
@@ -78,19 +81,21 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     if end is None:
         start, end = 0, start
     if dtype is None:
-        dtype = "int64" if all(isinstance(v, numbers.Integral) for v in (start, end, step)) else "float32"
+        dtype = "int64" if builtins.all(isinstance(v, numbers.Integral) for v in (start, end, step)) else get_default_dtype()
     return _finish(_C.arange(float(start), float(end), float(step), _code(dtype), device_str(device)),
                    requires_grad)
 
 
-def rand(*size, dtype=None, device=None, requires_grad=False):
-    """Uniform [0, 1) from the Philox generator (gpumemnet.manual_seed)."""
-    return _finish(_C.rand(_shape_arg(size), _code(dtype), device_str(device)), requires_grad)
+def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
+    """Uniform [0, 1) from the Philox generator (gpumemnet.manual_seed), or from generator."""
+    with drawing_from(generator):
+        return _finish(_C.rand(_shape_arg(size), _code(dtype), device_str(device)), requires_grad)
 
 
-def randn(*size, dtype=None, device=None, requires_grad=False):
-    """Standard normal from the Philox generator (gpumemnet.manual_seed)."""
-    return _finish(_C.randn(_shape_arg(size), _code(dtype), device_str(device)), requires_grad)
+def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
+    """Standard normal from the Philox generator (gpumemnet.manual_seed), or from generator."""
+    with drawing_from(generator):
+        return _finish(_C.randn(_shape_arg(size), _code(dtype), device_str(device)), requires_grad)
 
 
 def _like(fn):
@@ -107,7 +112,17 @@ zeros_like, ones_like, empty_like, rand_like, randn_like, full_like = (
 
 
 def cat(tensors, dim=0):
+    """Concatenate along dim. As in PyTorch, 1-D empty tensors (shape (0,)) are skipped whatever the others'
+    shape (legacy code builds results by cat-ing onto torch.zeros(0) / torch.tensor([]))."""
     tensors = list(tensors)
+    if len(tensors) > 1 and builtins.any(isinstance(t, _C.TensorBase) and tuple(t.shape) == (0,) for t in tensors):
+        kept = [t for t in tensors if not (isinstance(t, _C.TensorBase) and tuple(t.shape) == (0,))]
+        if kept:
+            code = tensors[0]._dtype
+            for t in tensors[1:]:
+                code = _C.cat([_C.empty((0,), code, "meta"), _C.empty((0,), t._dtype, "meta")], 0)._dtype
+            out = cat(kept, dim)  # the skipped tensors still take part in the result dtype, as in PyTorch
+            return out if out._dtype == code else out.to(DTYPES[code])
     if _needs_grad(*tensors):
         return F.Cat.apply(dim, *tensors)
     return _C.cat(tensors, dim)
@@ -116,7 +131,7 @@ def cat(tensors, dim=0):
 def stack(tensors, dim=0):
     tensors = list(tensors)
     if not tensors:
-        raise ValueError("stack: expected a non-empty list of tensors")
+        raise RuntimeError("stack expects a non-empty TensorList")
     shape = tuple(tensors[0].shape)
     for i, t in enumerate(tensors):
         if tuple(t.shape) != shape:
@@ -126,6 +141,20 @@ def stack(tensors, dim=0):
     if not -n <= dim < n:
         raise IndexError(f"stack: dim {dim} is out of range for stacking tensors of {len(shape)} dimensions")
     return cat([t.unsqueeze(dim % n) for t in tensors], dim % n)
+
+
+concat = concatenate = cat
+
+
+def hstack(tensors):
+    """cat along dim 1, or dim 0 for 1-D tensors (PyTorch's rule)."""
+    tensors = [t if t.ndim else t.reshape(1) for t in tensors]
+    return cat(tensors, 0 if tensors and tensors[0].ndim == 1 else 1)
+
+
+def vstack(tensors):
+    """cat along dim 0 after making 0-d and 1-D tensors rows."""
+    return cat([t.reshape(1, -1) if t.ndim < 2 else t for t in tensors], 0)
 
 
 def where(condition, input, other):
@@ -152,3 +181,144 @@ exp, log, sqrt, abs, clamp, sum, mean, max, min, amax, amin, argmax, argmin, var
                             "argmax", "argmin", "var", "std", "maximum", "minimum", "pow", "reshape", "flatten",
                             "transpose", "permute", "squeeze", "unsqueeze"))
 clip = clamp
+
+
+# ---- PyTorch's other factories and functions, composed of the ops above ------------------------------------
+def as_tensor(data, dtype=None, device=None):
+    """data itself when it is a tensor of that dtype and device already, else tensor(data, ...)."""
+    if isinstance(data, _C.TensorBase):
+        return data.to(dtype=dtype, device=device)
+    return tensor(data, dtype=dtype, device=device)
+
+
+def scalar_tensor(s, dtype=None, device=None, requires_grad=False):
+    return full((), s, dtype=dtype or get_default_dtype(), device=device, requires_grad=requires_grad)
+
+
+def is_tensor(obj):
+    return isinstance(obj, _C.TensorBase)
+
+
+def is_floating_point(t):
+    return t.is_floating_point()
+
+
+def numel(t):
+    return t.numel()
+
+
+def eye(n, m=None, dtype=None, device=None, requires_grad=False):
+    """The n x m identity (m defaults to n)."""
+    m = n if m is None else m
+    if n < 0 or m < 0:
+        raise RuntimeError(f"eye: n and m must be non-negative, got n={n}, m={m}")
+    rows, cols = arange(n, device=device), arange(m, device=device)
+    out = F.cast(_C.binary(F.EQ, rows.unsqueeze(1), cols), _code(dtype))
+    return _finish(out, requires_grad)
+
+
+def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
+    """steps points from start to end inclusive, computed the way PyTorch does (from start for the first half,
+    back from end for the second, so both ends are exact). For float32 the step is rounded to float32 as
+    PyTorch's is, and each point is computed in float64 then rounded once: what PyTorch's fused multiply-add
+    gives."""
+    if not isinstance(steps, numbers.Integral) or steps < 0:
+        raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
+    dev = device_str(device)
+    code = _code(dtype)
+    if steps == 1:
+        return _finish(full((1,), float(start), dtype=DTYPES[code], device=dev), requires_grad)
+    i = _C.arange(0.0, float(steps), 1.0, 1, dev)
+    ft = np.float32 if code == 0 else np.float64
+    step = float((ft(end) - ft(start)) / ft(builtins.max(steps - 1, 1)))
+    lo = _C.binary(F.ADD, _C.binary(F.MUL, i, step), float(start))
+    hi = _C.binary(F.SUB, float(end), _C.binary(F.MUL, _C.binary(F.SUB, float(steps - 1), i), step))
+    out = _C.where(_C.binary(F.LT, i, float(steps // 2)), lo, hi)
+    return _finish(F.cast(out, code), requires_grad)
+
+
+def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_grad=False):
+    pts = linspace(start, end, steps, dtype="float64", device=device)
+    return _finish(F.cast(_C.binary(F.POW, float(base), pts), _code(dtype)), requires_grad)
+
+
+def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
+    """Uniform integers in [low, high) from the Philox generator: randint(high, size) or randint(low, high,
+    size). Drawn as floor(low + u * (high - low)) with u uniform float64 in [0, 1)."""
+    if size is None:  # randint(high, size)
+        if high is None:
+            raise TypeError("randint() missing required argument 'size'")
+        low, high, size = 0, low, high
+    if high is None:
+        raise TypeError("randint() missing required argument 'high'")
+    low, high = int(low), int(high)
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    with drawing_from(generator):
+        u = _C.rand(tuple(size), 1, device_str(device))
+    v = _C.unary(F.FLOOR, _C.binary(F.ADD, _C.binary(F.MUL, u, float(high - low)), float(low)))
+    # float64 u * (high - low) can round up to high for huge ranges: clamp into [low, high - 1]
+    v = _C.clamp(v, float(low), float(high - 1))
+    return _finish(F.cast(v, (int64 if dtype is None else as_dtype(dtype)).code), requires_grad)
+
+
+def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
+    """A random permutation of 0..n-1 from the Philox generator (gpumemnet.manual_seed): the ranks of n uniform
+    float64 draws. The ranking runs on the host (NumPy's stable argsort) and the result is copied to device."""
+    if not isinstance(n, numbers.Integral) or n < 0:
+        raise RuntimeError(f"randperm: n must be a non-negative int, got {n!r}")
+    dev = device_str(device)
+    code = (int64 if dtype is None else as_dtype(dtype)).code
+    if dev == "meta":
+        return _finish(_C.empty((int(n),), code, "meta"), requires_grad)
+    with drawing_from(generator):
+        keys = _C.TensorBase.numpy(_C.rand((int(n),), 1, "cpu"))
+    return _finish(_C.from_numpy(np.argsort(keys, kind="stable"), code, dev), requires_grad)
+
+
+def split(t, split_size_or_sections, dim=0):
+    return t.split(split_size_or_sections, dim)
+
+
+def chunk(t, chunks, dim=0):
+    return t.chunk(chunks, dim)
+
+
+def narrow(t, dim, start, length):
+    return t.narrow(dim, start, length)
+
+
+def div(input, other, *, rounding_mode=None):
+    if not isinstance(input, _C.TensorBase):
+        input = tensor(input)
+    return input.div(other, rounding_mode=rounding_mode)
+
+
+divide = true_divide = div
+
+
+def round(input, *, decimals=0):  # noqa: A001  (torch.round)
+    return input.round(decimals=decimals)
+
+
+def _method(name):
+    def fn(t, *args, **kwargs):
+        if not isinstance(t, _C.TensorBase):
+            raise TypeError(f"{name}: expected a Tensor as the first argument, got {type(t).__name__}")
+        return getattr(t, name)(*args, **kwargs)
+    fn.__name__ = name
+    fn.__doc__ = f"gpumemnet.{name}(t, ...) is t.{name}(...)."
+    return fn
+
+
+(argsort, sort, topk, msort, take_along_dim, diff, floor, ceil, trunc, square, rsqrt, mm, bmm, unbind, tensor_split, isnan, isinf, isfinite, isclose, allclose,
+ equal, all, any, prod, norm, masked_fill, index_select, sign, logical_and, logical_or, logical_xor, logical_not,
+ sigmoid, tanh, swapaxes, movedim, select, neg, mul, add, sub, clamp_min, clamp_max) = (
+    _method(n) for n in ("argsort", "sort", "topk", "msort", "take_along_dim", "diff", "floor", "ceil", "trunc", "square", "rsqrt", "mm", "bmm", "unbind", "tensor_split",
+                         "isnan", "isinf", "isfinite", "isclose", "allclose", "equal", "all", "any", "prod",
+                         "norm", "masked_fill", "index_select", "sign", "logical_and", "logical_or", "logical_xor",
+                         "logical_not", "sigmoid", "tanh", "swapaxes", "movedim", "select", "neg", "mul", "add",
+                         "sub", "clamp_min", "clamp_max"))
+swapdims = swapaxes
+fix = trunc
+negative, multiply, subtract = neg, mul, sub

@@ -24,8 +24,16 @@ bfloat16 = dtype("bfloat16", 3, 2, True)
 int64 = dtype("int64", 4, 8, False)
 bool_ = dtype("bool", 5, 1, False)
 
-DTYPES = (float32, float64, float16, bfloat16, int64, bool_)
-_ALIASES = {"float": float32, "double": float64, "half": float16, "long": int64}
+# PyTorch's narrower integer dtypes are storage dtypes (kernels/common.h GM_U8..GM_I32): tensors of them are
+# made, filled, cast both ways, copied, viewed, indexed, concatenated, compared, and move to NumPy and back; other
+# ops (arithmetic, reductions, nn ops) raise TypeError naming the op and the dtype: cast with .long()/.float().
+uint8 = dtype("uint8", 6, 1, False)
+int8 = dtype("int8", 7, 1, False)
+int16 = dtype("int16", 8, 2, False)
+int32 = dtype("int32", 9, 4, False)
+DTYPES = (float32, float64, float16, bfloat16, int64, bool_, uint8, int8, int16, int32)  # indexed by code
+_ALIASES = {"float": float32, "double": float64, "half": float16, "long": int64, "int": int32, "short": int16,
+            "char": int8, "byte": uint8}
 
 
 def _by_name(name):
@@ -38,26 +46,115 @@ def _by_name(name):
 
 
 def as_dtype(obj, argname="dtype"):
-    """Accept a gpumemnet dtype, its name, a NumPy dtype or a Python type (float -> float32 as in PyTorch)."""
+    """Accept a gpumemnet dtype, its name, a NumPy dtype or a Python type (float -> the default dtype, float32
+    unless set_default_dtype changed it, as in PyTorch)."""
     if isinstance(obj, dtype):
         return obj
+    if isinstance(obj, str):
+        return _by_name(obj)
     if obj is float:
-        return float32
+        return _default[0]
     if obj is int:
         return int64
     if obj is bool:
         return bool_
-    if isinstance(obj, str):
-        return _by_name(obj)
     try:
         import numpy as np
         npd = np.dtype(obj)
     except TypeError:
         raise TypeError(f"{argname}: expected a gpumemnet dtype, got {obj!r}") from None
-    table = {"float32": float32, "float64": float64, "float16": float16, "int64": int64, "bool": bool_}
+    table = {d.name: d for d in DTYPES}
     if npd.name in table:
         return table[npd.name]
     raise TypeError(f"{argname}: NumPy dtype {npd} has no gpumemnet equivalent")
+
+
+_default = [float32]
+
+
+def get_default_dtype():
+    """The dtype of tensors made from Python floats and of factories given no dtype (float32 at start)."""
+    return _default[0]
+
+
+def set_default_dtype(d):
+    """Set get_default_dtype(); only a floating-point dtype is allowed (TypeError otherwise), as in PyTorch.
+    A Python float in arithmetic with an integer tensor still gives float32 (the C promotion rule)."""
+    if not isinstance(d, dtype) or not d.is_floating_point:
+        raise TypeError(f"set_default_dtype: only floating-point types are supported as the default type, got "
+                        f"{d!r}")
+    _default[0] = d
+
+
+class iinfo:
+    """Machine limits of an integer dtype (bits, min, max), as torch.iinfo."""
+
+    def __init__(self, type):
+        if not isinstance(type, dtype) or type.is_floating_point:
+            raise TypeError(f"iinfo: expected an integer dtype, got {type!r}")
+        self.dtype = type.name
+        if type is bool_:
+            self.bits, self.min, self.max = 8, 0, 1
+        else:
+            self.bits = 8 * type.itemsize
+            signed = type is not uint8
+            self.min = -(1 << (self.bits - 1)) if signed else 0
+            self.max = (1 << (self.bits - 1)) - 1 if signed else (1 << self.bits) - 1
+
+    def __repr__(self):
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
+
+
+class finfo:
+    """Machine limits of a float dtype (bits, eps, max, min, tiny/smallest_normal, resolution), as torch.finfo.
+    finfo() is that of the default dtype."""
+
+    def __init__(self, type=None):
+        type = _default[0] if type is None else type
+        if not isinstance(type, dtype) or not type.is_floating_point:
+            raise TypeError(f"finfo: expected a floating-point dtype, got {type!r}")
+        self.dtype = type.name
+        self.bits = 8 * type.itemsize
+        if type is bfloat16:  # 8 exponent bits like float32, 7 mantissa bits
+            self.eps, self.max, self.tiny, self.resolution = 2.0 ** -7, 3.3895313892515355e38, 2.0 ** -126, 0.01
+        else:
+            import numpy as np
+            fi = np.finfo(type.name)
+            self.eps, self.max, self.tiny, self.resolution = (float(fi.eps), float(fi.max), float(fi.tiny),
+                                                              float(fi.resolution))
+        self.min = -self.max
+        self.smallest_normal = self.tiny
+
+    def __repr__(self):
+        return (f"finfo(resolution={self.resolution}, min={self.min:g}, max={self.max:g}, eps={self.eps:g}, "
+                f"smallest_normal={self.tiny:g}, tiny={self.tiny:g}, dtype={self.dtype})")
+
+
+class memory_format:
+    """A memory format (PyTorch's torch.memory_format). gpumemnet keeps every tensor in NCHW (row-major) order
+    whatever format is asked for: to(memory_format=channels_last), contiguous(memory_format=...) and
+    Module.to(memory_format=...) are accepted and change nothing, so results are identical to NCHW and the bytes
+    allocated are unchanged. (Its conv kernels are written for NCHW; channels_last would be a speed choice.)"""
+    __slots__ = ("name", "ndim")
+
+    def __init__(self, name, ndim):
+        self.name, self.ndim = name, ndim
+
+    def __repr__(self):
+        return "gpumemnet." + self.name
+
+    def __reduce__(self):
+        return (getattr, (memory_format, self.name))
+
+
+memory_format.contiguous_format = memory_format("contiguous_format", None)
+memory_format.preserve_format = memory_format("preserve_format", None)
+memory_format.channels_last = memory_format("channels_last", 4)
+memory_format.channels_last_3d = memory_format("channels_last_3d", 5)
+contiguous_format = memory_format.contiguous_format
+preserve_format = memory_format.preserve_format
+channels_last = memory_format.channels_last
+channels_last_3d = memory_format.channels_last_3d
 
 
 class device:

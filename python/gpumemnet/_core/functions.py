@@ -9,7 +9,7 @@ from .autograd import Function
 
 # op codes: docs/C_API.md
 ADD, SUB, MUL, DIV, POW, MAXIMUM, MINIMUM, EQ, NE, LT, LE, GT, GE = range(13)
-NEG, EXP, LOG, SQRT, ABS, SIGN, LOGICAL_NOT = range(7)
+NEG, EXP, LOG, SQRT, ABS, SIGN, LOGICAL_NOT, ROUND, FLOOR, CEIL = range(10)
 SUM, MEAN, AMAX, AMIN, PROD = range(5)
 
 

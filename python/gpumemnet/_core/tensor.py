@@ -14,6 +14,7 @@ from . import functions as F
 from .autograd import check_inplace as _check_inplace, needs_grad as _needs_grad
 from .dtype import DTYPES, as_dtype, device_of, device_str
 from .indexing import IndexFn, apply_plan, make_plan, put_plan
+from .tensor_methods import TensorMethods, _check_format
 
 _amp_state = _amp._state
 
@@ -47,22 +48,34 @@ class _InplaceBinary(autograd.Function):
     @staticmethod
     def forward(ctx, a, b, op, fn):
         ctx.fn = fn
+        ctx.scale = None
         if fn.saves:
-            raise RuntimeError(f"in-place {fn.__name__.lower()} on a tensor that is part of a graph needs the old "
-                               f"value for its gradient; use the out-of-place form")
+            # a *= b and a /= b need only b for a's gradient (g * b, g / b): a number, or a tensor that needs no
+            # gradient, is kept; the old value of a is not needed. Anything else would need it: refused.
+            if op not in (F.MUL, F.DIV) or ctx.needs_input_grad[1]:
+                raise RuntimeError(f"in-place {fn.__name__.lower()} on a tensor that is part of a graph needs the "
+                                   f"old value for its gradient; use the out-of-place form")
+            ctx.scale = op
+            if isinstance(b, _C.TensorBase):
+                ctx.save_for_backward(b)
+            else:
+                ctx.b_number = b
         ctx.a_meta = (a.shape, a._dtype)
         ctx.b_meta = (b.shape, b._dtype) if isinstance(b, _C.TensorBase) else None
-        _C.binary(op, a, b, a)
+        _C.binary(op, a, b, a)  # bumps a's version: a node that saved the old a raises at backward
         return a
 
     @staticmethod
     def backward(ctx, g):
+        if ctx.scale is not None:
+            b = ctx.saved_tensors[0] if ctx.b_meta is not None else ctx.b_number
+            return F.sum_to(_C.binary(ctx.scale, g, b), *ctx.a_meta), None, None, None
         ga, gb = ctx.fn.grads(ctx, g)
         return (F.sum_to(ga, *ctx.a_meta) if ctx.needs_input_grad[0] else None,
                 F.sum_to(gb, *ctx.b_meta) if ctx.needs_input_grad[1] and gb is not None else None, None, None)
 
 
-class Tensor(_C.TensorBase):
+class Tensor(TensorMethods, _C.TensorBase):
     """A multi-dimensional array on a device, with autograd. Create with gpumemnet.tensor, zeros, ..."""
     __slots__ = ()
     __hash__ = object.__hash__
@@ -114,9 +127,6 @@ class Tensor(_C.TensorBase):
     @property
     def nbytes(self):
         return self.numel() * self.dtype.itemsize
-
-    def is_contiguous(self):
-        return self._is_contiguous()
 
     def is_floating_point(self):
         return self.dtype.is_floating_point
@@ -281,7 +291,6 @@ class Tensor(_C.TensorBase):
         return self - (o * alpha if alpha != 1 else o)
 
     mul = __mul__
-    div = __truediv__
 
     def pow(self, e): return self ** e
 
@@ -485,11 +494,6 @@ class Tensor(_C.TensorBase):
     def squeeze(self, dim=None):
         return F.Squeeze.apply(self, dim) if _needs_grad(self) else self._squeeze(dim)
 
-    def contiguous(self):
-        if self._is_contiguous():
-            return self
-        return self.clone()
-
     def clone(self):
         return F.Clone.apply(self) if _needs_grad(self) else F.Clone.forward(autograd._NO_CTX, self)
 
@@ -508,8 +512,11 @@ class Tensor(_C.TensorBase):
         put_plan(self, make_plan(self, idx), value, accumulate=False)
 
     # ---- conversion -----------------------------------------------------------------------------------------
-    def to(self, *args, dtype=None, device=None, copy=False, non_blocking=False):
+    def to(self, *args, dtype=None, device=None, copy=False, non_blocking=False, memory_format=None):
         """A tensor of the given dtype and/or on the given device (self when nothing changes).
+
+        memory_format (gpumemnet.channels_last, contiguous_format, preserve_format) is accepted and changes
+        nothing: gpumemnet keeps NCHW, so results are identical and no bytes change (gpumemnet.channels_last).
 
         non_blocking=True: a copy to CUDA from pinned memory (pin_memory()) returns before it ran, overlapping
         the host's next work; the pinned source may be dropped at once (its memory is not reused before the copy
@@ -519,13 +526,17 @@ class Tensor(_C.TensorBase):
         for a in args:
             if isinstance(a, _C.TensorBase):
                 dtype, device = a.dtype, a.device
+            elif isinstance(a, bool):
+                non_blocking = a  # to(device, dtype, non_blocking) positionally, as PyTorch allows
             elif isinstance(a, str) or type(a).__name__ == "device":
                 device = a
             else:
                 dtype = a
+        if memory_format is not None:
+            _check_format(memory_format, "to")
         out = self
         if dtype is not None:
-            dt = as_dtype(dtype)
+            dt = as_dtype(dtype, "to: dtype")
             if dt.code != self._dtype:
                 out = F.ToDtype.apply(out, dt.code) if _needs_grad(out) else F.cast(out, dt.code)
         if device is not None:
@@ -566,6 +577,11 @@ class Tensor(_C.TensorBase):
     def bfloat16(self): return self.to(dtype="bfloat16")
     def long(self): return self.to(dtype="int64")
     def bool(self): return self.to(dtype="bool")
+    # storage-only integer dtypes (_core/dtype.py says which ops take them)
+    def int(self): return self.to(dtype="int32")
+    def short(self): return self.to(dtype="int16")
+    def char(self): return self.to(dtype="int8")
+    def byte(self): return self.to(dtype="uint8")
 
 
 def _float_formatter(arr):

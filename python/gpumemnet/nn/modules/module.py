@@ -383,9 +383,13 @@ class Module:
                     m._buffers[name] = new
         return self
 
-    def to(self, *args, device=None, dtype=None, non_blocking=False):
+    def to(self, *args, device=None, dtype=None, non_blocking=False, memory_format=None):
         """to(device), to(dtype), to(device, dtype), to(tensor): move and/or cast. dtype applies to floating
-        parameters and buffers only (num_batches_tracked stays int64), as in PyTorch."""
+        parameters and buffers only (num_batches_tracked stays int64), as in PyTorch. memory_format
+        (gpumemnet.channels_last, ...) is accepted and changes nothing: gpumemnet keeps NCHW (same results, same
+        bytes; see gpumemnet.channels_last)."""
+        if memory_format is not None and type(memory_format).__name__ != "memory_format":
+            raise TypeError(f"to: memory_format must be a gpumemnet memory format, got {memory_format!r}")
         for a in args:
             if isinstance(a, _C.TensorBase):
                 device, dtype = a._device, a.dtype

@@ -1,0 +1,585 @@
+"""PyTorch's Tensor methods that are compositions of other Tensor ops: splitting, repeating, rounding, the new_*
+constructors, logical tests, prod/norm, memory formats. gpumemnet.Tensor inherits them (TensorMethods is its
+first base), so each is differentiable, runs on every device and is priced on meta for free, because every step
+is an op that already is. Where a composition costs more memory than PyTorch's fused op, the method says so."""
+import math
+import numbers
+
+import numpy as np
+
+from .. import _C
+from . import functions as F
+from .autograd import Function, check_inplace as _check_inplace, needs_grad as _needs_grad
+from .dtype import DTYPES, as_dtype, device_str, memory_format
+
+_BOOL = 5
+_FLOAT_CODES = (0, 1, 2, 3)
+
+
+class _Rounding(Function):
+    """round/floor/ceil: the derivative is 0 almost everywhere (PyTorch returns zeros too)."""
+
+    @staticmethod
+    def forward(ctx, a, op):
+        return _C.unary(op, a)
+
+    @staticmethod
+    def backward(ctx, g):
+        return F.cast(_C.binary(F.MUL, g, 0.0), g._dtype), None
+
+
+def _rounding(t, op, name):
+    if not isinstance(t, _C.TensorBase):
+        raise TypeError(f"{name}: expected a Tensor, got {type(t).__name__}")
+    if t._dtype not in _FLOAT_CODES:
+        return t.clone()  # an integer (or bool) is its own rounding; PyTorch returns a copy
+    return _Rounding.apply(t, op) if _needs_grad(t) else _C.unary(op, t)
+
+
+def _dim(dim, ndim, op):
+    n = max(ndim, 1)
+    if not isinstance(dim, numbers.Integral) or isinstance(dim, bool):
+        raise TypeError(f"{op}: dim must be an int, got {type(dim).__name__}")
+    if not -n <= dim < n:
+        raise IndexError(f"{op}: dimension {dim} is out of range for a tensor with {ndim} dimensions "
+                         f"(expected to be in range of [{-n}, {n - 1}])")
+    return dim % n
+
+
+def _dims_arg(dim, ndim, op):
+    if dim is None:
+        return None
+    if isinstance(dim, (tuple, list)):
+        return tuple(_dim(d, ndim, op) for d in dim)
+    return _dim(dim, ndim, op)
+
+
+class TensorMethods:
+    """The composed methods of gpumemnet.Tensor (see the module docstring)."""
+    __slots__ = ()
+
+    # ---- division and rounding ----------------------------------------------------------------------------
+    def div(self, other, *, rounding_mode=None):
+        """True division; rounding_mode='trunc' or 'floor' rounds the quotient (integer inputs then keep an
+        integer result, as in PyTorch). The quotient of two int64 tensors is computed in float32 first, so it
+        is exact only below 2**24."""
+        q = self / other
+        if rounding_mode is None:
+            return q
+        if rounding_mode == "floor":
+            q = q.floor()
+        elif rounding_mode == "trunc":
+            q = q.trunc()
+        else:
+            raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
+        ints = self._dtype not in _FLOAT_CODES and (
+            not isinstance(other, _C.TensorBase) or other._dtype not in _FLOAT_CODES) and \
+            not isinstance(other, float)
+        return q.to(self.dtype) if ints else q
+
+    divide = div
+    true_divide = div
+
+    def round(self, decimals=0):
+        """Round half to even (PyTorch and NumPy's rule). decimals != 0 scales by 10**decimals first, rounds,
+        and scales back, as PyTorch does (so the result carries the same float error as PyTorch's)."""
+        if not isinstance(decimals, numbers.Integral):
+            raise TypeError(f"round: decimals must be an int, got {type(decimals).__name__}")
+        if decimals == 0 or self._dtype not in _FLOAT_CODES:
+            return _rounding(self, F.ROUND, "round")
+        if decimals > 0:
+            p = 10.0 ** decimals
+            return _rounding(self * p, F.ROUND, "round") / p
+        p = 10.0 ** -decimals
+        return _rounding(self / p, F.ROUND, "round") * p
+
+    def floor(self): return _rounding(self, F.FLOOR, "floor")
+    def ceil(self): return _rounding(self, F.CEIL, "ceil")
+
+    def trunc(self):
+        if self._dtype not in _FLOAT_CODES:
+            return self.clone()
+        return _where(self < 0, self.ceil(), self.floor())
+
+    fix = trunc
+
+    def square(self): return self * self
+    def rsqrt(self): return 1.0 / self.sqrt()
+    def clamp_min(self, min): return self.clamp(min=min)
+    def clamp_max(self, max): return self.clamp(max=max)
+
+    # ---- splitting and joining ----------------------------------------------------------------------------------
+    def narrow(self, dim, start, length):
+        """A view of `length` entries of dim from `start` (negative start counts from the end)."""
+        d = _dim(dim, self.ndim, "narrow")
+        if self.ndim == 0:
+            raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+        size = self.shape[d]
+        start, length = int(start), int(length)
+        if not -size <= start <= size:
+            raise IndexError(f"narrow: start ({start}) is out of range for dimension {dim} of size {size} "
+                             f"(expected to be in range of [{-size}, {size}])")
+        if start < 0:
+            start += size
+        if length < 0:
+            raise RuntimeError(f"narrow(): length must be non-negative, got {length}")
+        if start + length > size:
+            raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
+        return self[(slice(None),) * d + (slice(start, start + length),)]
+
+    def split(self, split_size_or_sections, dim=0):
+        """Pieces of split_size along dim (the last may be smaller), or pieces of the listed sizes; views."""
+        d = _dim(dim, self.ndim, "split")
+        size = self.shape[d]
+        if isinstance(split_size_or_sections, numbers.Integral):
+            step = int(split_size_or_sections)
+            if step < 0 or (step == 0 and size != 0):
+                raise RuntimeError(f"split expects split_size be non-negative, but got split_size={step}")
+            if step == 0:
+                return (self,)
+            sizes = [min(step, size - s) for s in range(0, size, step)] or [0]
+        else:
+            sizes = [int(s) for s in split_size_or_sections]
+            if any(s < 0 for s in sizes) or sum(sizes) != size:
+                raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's "
+                                   f"size at dimension {d}), but got split_sizes={sizes}")
+        out, start = [], 0
+        for s in sizes:
+            out.append(self.narrow(d, start, s))
+            start += s
+        return tuple(out)
+
+    def tensor_split(self, indices_or_sections, dim=0):
+        d = _dim(dim, self.ndim, "tensor_split")
+        size = self.shape[d]
+        if isinstance(indices_or_sections, numbers.Integral):
+            n = int(indices_or_sections)
+            if n <= 0:
+                raise RuntimeError(f"number of sections must be larger than 0, got {n}")
+            q, r = divmod(size, n)
+            sizes = [q + 1] * r + [q] * (n - r)
+        else:
+            bounds = [min(max(int(i), 0), size) for i in indices_or_sections]
+            sizes, prev = [], 0
+            for b in bounds + [size]:
+                sizes.append(max(b - prev, 0))
+                prev = max(b, prev)
+        out, start = [], 0
+        for s in sizes:
+            out.append(self.narrow(d, start, s))
+            start += s
+        return tuple(out)
+
+    def chunk(self, chunks, dim=0):
+        """At most `chunks` views of ceil(size / chunks) entries each (PyTorch's rule: maybe fewer chunks)."""
+        if not isinstance(chunks, numbers.Integral) or chunks <= 0:
+            raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+        d = _dim(dim, self.ndim, "chunk")
+        size = self.shape[d]
+        step = -(-size // chunks)
+        if step == 0:
+            return tuple(self.narrow(d, 0, 0) for _ in range(chunks))
+        return self.split(step, d)
+
+    def unbind(self, dim=0):
+        d = _dim(dim, self.ndim, "unbind")
+        return tuple(self[(slice(None),) * d + (i,)] for i in range(self.shape[d]))
+
+    def select(self, dim, index):
+        d = _dim(dim, self.ndim, "select")
+        return self[(slice(None),) * d + (index,)]
+
+    def index_select(self, dim, index):
+        if not isinstance(index, _C.TensorBase) or index.ndim > 1:
+            raise TypeError("index_select: index must be a 0-d or 1-D int64 tensor")
+        d = _dim(dim, self.ndim, "index_select")
+        return self[(slice(None),) * d + (index.reshape(-1),)]
+
+    def repeat(self, *sizes):
+        """Tile the tensor: one materialised copy of the result, as PyTorch's repeat."""
+        sizes = tuple(sizes[0]) if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else tuple(sizes)
+        if len(sizes) < self.ndim:
+            raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions "
+                               "of tensor")
+        if any(int(s) < 0 for s in sizes):
+            raise RuntimeError(f"Trying to create tensor with negative dimension: repeat sizes {sizes}")
+        shape = (1,) * (len(sizes) - self.ndim) + tuple(self.shape)
+        inter = tuple(v for s in shape for v in (1, s))
+        big = tuple(v for r, s in zip(sizes, shape) for v in (int(r), s))
+        out = tuple(int(r) * s for r, s in zip(sizes, shape))
+        return self.reshape(inter).expand(big).reshape(out)
+
+    def diff(self, n=1, dim=-1, prepend=None, append=None):
+        """The n-th forward difference along dim (bool tensors: != of neighbours, as PyTorch), with prepend /
+        append concatenated first."""
+        if self.ndim == 0:
+            raise RuntimeError("diff expects input to be at least one-dimensional")
+        if not isinstance(n, numbers.Integral) or n < 0:
+            raise RuntimeError(f"order must be non-negative but got {n}")
+        d = _dim(dim, self.ndim, "diff")
+        x = self
+        if prepend is not None or append is not None:
+            parts = [p if isinstance(p, _C.TensorBase) else _C.from_numpy(np.asarray(p), self._dtype, self._device)
+                     for p in (prepend, self, append) if p is not None]
+            x = F.Cat.apply(d, *parts) if _needs_grad(*parts) else _C.cat(parts, d)
+        for _ in range(int(n)):
+            size = x.shape[d]
+            if size <= 1:
+                return x.narrow(d, 0, 0)
+            hi, lo = x.narrow(d, 1, size - 1), x.narrow(d, 0, size - 1)
+            x = hi != lo if x._dtype == _BOOL else hi - lo
+        return x
+
+    def view_as(self, other): return self.view(tuple(other.shape))
+    def reshape_as(self, other): return self.reshape(tuple(other.shape))
+    def expand_as(self, other): return self.expand(tuple(other.shape))
+
+    def swapaxes(self, a, b): return self.transpose(a, b)
+    swapdims = swapaxes
+
+    def movedim(self, source, destination):
+        src, dst = _dim(source, self.ndim, "movedim"), _dim(destination, self.ndim, "movedim")
+        order = [i for i in range(self.ndim) if i != src]
+        order.insert(dst, src)
+        return self.permute(order)
+
+    # ---- matrix products ----------------------------------------------------------------------------------
+    def mm(self, mat2):
+        if not isinstance(mat2, _C.TensorBase):
+            raise TypeError(f"mm: mat2 must be a Tensor, got {type(mat2).__name__}")
+        if self.ndim != 2 or mat2.ndim != 2:
+            raise RuntimeError(f"mm: self must be a matrix and mat2 must be a matrix, got shapes "
+                               f"{tuple(self.shape)} and {tuple(mat2.shape)}")
+        return self.matmul(mat2)
+
+    def bmm(self, mat2):
+        if not isinstance(mat2, _C.TensorBase):
+            raise TypeError(f"bmm: mat2 must be a Tensor, got {type(mat2).__name__}")
+        if self.ndim != 3 or mat2.ndim != 3:
+            raise RuntimeError(f"bmm: batch1 must be a 3D tensor and batch2 must be a 3D tensor, got shapes "
+                               f"{tuple(self.shape)} and {tuple(mat2.shape)}")
+        if self.shape[0] != mat2.shape[0]:
+            raise RuntimeError(f"bmm: batch1 and batch2 must have the same batch size, got {self.shape[0]} and "
+                               f"{mat2.shape[0]}")
+        return self.matmul(mat2)
+
+    # ---- sorting: the order is found on the host (NumPy's stable sort), the values gathered on the device --------
+    def argsort(self, dim=-1, descending=False, stable=False):
+        """Indices that sort dim (stable always: ties keep their order; NaN sorts as the largest value, as in
+        PyTorch). The ranking runs on the host: a CUDA tensor makes a round trip through host memory."""
+        d = _dim(dim, self.ndim, "argsort")
+        if self._device == "meta":
+            return _C.empty(tuple(self.shape), 4, "meta")
+        a = self.detach()
+        a = _C.TensorBase.numpy((a if a._dtype != 3 else F.cast(a, 0)).cpu() if a._device != "cpu" else
+                                (a if a._dtype != 3 else F.cast(a, 0)))
+        a = np.moveaxis(a, d, -1) if self.ndim else a.reshape(1)
+        if descending:  # a stable descending order: the ascending order of the reversed row, reversed back
+            n = a.shape[-1]
+            idx = (n - 1) - np.argsort(a[..., ::-1], axis=-1, kind="stable")[..., ::-1]
+        else:
+            idx = np.argsort(a, axis=-1, kind="stable")
+        idx = np.moveaxis(idx, -1, d) if self.ndim else idx.reshape(())
+        return _C.from_numpy(np.ascontiguousarray(idx), 4, self._device)
+
+    def sort(self, dim=-1, descending=False, stable=False):
+        """(values, indices) along dim; values are differentiable (gathered with take_along_dim)."""
+        idx = self.argsort(dim, descending, stable)
+        return self.take_along_dim(idx, dim), idx
+
+    def topk(self, k, dim=-1, largest=True, sorted=True):
+        """The k largest (smallest with largest=False) entries along dim and their indices, in order."""
+        d = _dim(dim, self.ndim, "topk")
+        size = self.shape[d] if self.ndim else 1
+        if not isinstance(k, numbers.Integral) or not 0 <= k <= size:
+            raise RuntimeError(f"selected index k out of range: k={k} for a dimension of size {size}")
+        idx = self.argsort(d, descending=largest)
+        idx = idx.narrow(d, 0, int(k)).contiguous() if self.ndim else idx
+        return self.take_along_dim(idx, d), idx
+
+    def msort(self):
+        return self.sort(0)[0]
+
+    def take_along_dim(self, indices, dim):
+        """out[..., i, ...] = self[..., indices[..., i, ...], ...] along dim (indices of self's shape except
+        along dim). Composed of differentiable flat indexing: rows of self and one index tensor."""
+        if not isinstance(indices, _C.TensorBase) or indices._dtype != 4:
+            raise TypeError("take_along_dim: indices must be an int64 tensor")
+        if self.ndim == 0:
+            return self.reshape(()) if indices.ndim == 0 else self.expand(tuple(indices.shape))
+        d = _dim(dim, self.ndim, "take_along_dim")
+        if indices.ndim != self.ndim or any(i != d and indices.shape[i] != self.shape[i] for i in range(self.ndim)):
+            raise RuntimeError(f"take_along_dim: indices of shape {tuple(indices.shape)} must match the input's "
+                               f"shape {tuple(self.shape)} except in dimension {d}")
+        n, k = self.shape[d], indices.shape[d]
+        x = self.movedim(d, -1).reshape(-1, n)
+        rows = x.shape[0]
+        base = _C.binary(F.MUL, _C.arange(0.0, float(rows), 1.0, 4, self._device), n)
+        flat = _C.binary(F.ADD, indices.movedim(d, -1).reshape(rows, k), base.reshape(rows, 1))
+        moved = tuple(s for i, s in enumerate(self.shape) if i != d) + (k,)
+        return x.reshape(-1)[flat.reshape(-1)].reshape(moved).movedim(-1, d)
+
+    # ---- new_* constructors: this tensor's dtype and device unless given -------------------------------------
+    def _new(self, size, value, dtype, device, requires_grad):
+        code = (self.dtype if dtype is None else as_dtype(dtype)).code
+        dev = self._device if device is None else device_str(device)
+        t = _C.empty(_size_arg(size), code, dev)
+        if value is not None:
+            _C.fill_(t, value)
+        if requires_grad:
+            t.requires_grad = True
+        return t
+
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
+        return self._new(size, 0, dtype, device, requires_grad)
+
+    def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
+        return self._new(size, 1, dtype, device, requires_grad)
+
+    def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
+        return self._new(size, None, dtype, device, requires_grad)
+
+    def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
+        return self._new((size,), fill_value, dtype, device, requires_grad)
+
+    def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+        """A copy of data with this tensor's dtype and device by default (PyTorch's rule, unlike tensor())."""
+        dev = self._device if device is None else device_str(device)
+        code = (self.dtype if dtype is None else as_dtype(dtype)).code
+        if isinstance(data, _C.TensorBase):
+            out = data.detach().to(dtype=DTYPES[code], device=dev, copy=True)
+        else:
+            out = _C.from_numpy(np.asarray(data), code, dev)
+        if requires_grad:
+            out.requires_grad = True
+        return out
+
+    # ---- logical tests -------------------------------------------------------------------------------------
+    def isnan(self):
+        return self != self if self._dtype in _FLOAT_CODES else _C.binary(F.NE, self, self)
+
+    def isinf(self):
+        if self._dtype not in _FLOAT_CODES:
+            return _C.binary(F.NE, self, self)  # all False, a new bool tensor
+        return _C.binary(F.EQ, _C.unary(F.ABS, self), math.inf)
+
+    def isfinite(self):
+        if self._dtype not in _FLOAT_CODES:
+            return _C.binary(F.EQ, self, self)
+        # x - x is 0 exactly for finite x and NaN for +-inf and NaN
+        return _C.binary(F.EQ, _C.binary(F.SUB, self, self), 0.0)
+
+    def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        """|self - other| <= atol + rtol * |other| where that difference is finite, elementwise (PyTorch's
+        test); equal values (infinities too) are close; NaNs are close to each other only with equal_nan."""
+        a, b = self.detach(), other.detach() if isinstance(other, _C.TensorBase) else other
+        if isinstance(b, _C.TensorBase) and a._dtype != b._dtype:
+            raise RuntimeError(f"isclose: {self.dtype} did not match {other.dtype}")
+        eq = _C.binary(F.EQ, a, b)
+        diff = _C.unary(F.ABS, _C.binary(F.SUB, a, b))
+        bound = _C.binary(F.ADD, _C.binary(F.MUL, _C.unary(F.ABS, b) if isinstance(b, _C.TensorBase)
+                                            else abs(b), rtol), atol)
+        within = _C.binary(F.MINIMUM, _C.binary(F.LE, diff, bound), _C.binary(F.LT, diff, math.inf))
+        close = _C.binary(F.MAXIMUM, eq, within)
+        if equal_nan:
+            both = _C.binary(F.MINIMUM, _C.binary(F.NE, a, a), _C.binary(F.NE, b, b))
+            close = _C.binary(F.MAXIMUM, close, both)
+        return close
+
+    def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        return bool(self.isclose(other, rtol, atol, equal_nan).all())
+
+    def equal(self, other):
+        return tuple(self.shape) == tuple(other.shape) and bool((self.detach() == other.detach()).all())
+
+    def all(self, dim=None, keepdim=False):
+        """Whether every entry (along dim) is nonzero, as a bool tensor."""
+        zero = _C.binary(F.EQ, self.detach(), 0)
+        return _C.binary(F.EQ, _C.reduce(F.SUM, zero, _dims_arg(dim, self.ndim, "all"), keepdim), 0)
+
+    def any(self, dim=None, keepdim=False):
+        nonzero = _C.binary(F.NE, self.detach(), 0)
+        return _C.binary(F.GT, _C.reduce(F.SUM, nonzero, _dims_arg(dim, self.ndim, "any"), keepdim), 0)
+
+    def logical_and(self, other): return _C.binary(F.MINIMUM, _as_bool(self), _as_bool(other))
+    def logical_or(self, other): return _C.binary(F.MAXIMUM, _as_bool(self), _as_bool(other))
+    def logical_xor(self, other): return _C.binary(F.NE, _as_bool(self), _as_bool(other))
+
+    def __and__(self, other): return _bool_op(self, other, "&", F.MINIMUM)
+    def __or__(self, other): return _bool_op(self, other, "|", F.MAXIMUM)
+    def __xor__(self, other): return _bool_op(self, other, "^", F.NE)
+    __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
+
+    def __invert__(self):
+        if self._dtype != _BOOL:
+            raise TypeError(f"~: bitwise not is supported for bool tensors only, got {self.dtype}")
+        return _C.unary(F.LOGICAL_NOT, self)
+
+    def masked_fill(self, mask, value):
+        """self where mask is False, value where it is True (mask broadcasts; the result keeps self's dtype)."""
+        if not isinstance(mask, _C.TensorBase) or mask._dtype != _BOOL:
+            raise TypeError(f"masked_fill: mask must be a bool tensor, got "
+                            f"{mask.dtype if isinstance(mask, _C.TensorBase) else type(mask).__name__}")
+        if isinstance(value, _C.TensorBase):
+            if value.ndim != 0:
+                raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                                   f"{value.ndim} dimension(s).")
+            value = value.to(self.dtype)
+        out = _where(mask, value, self)
+        if tuple(out.shape) != tuple(self.shape):
+            raise RuntimeError(f"masked_fill: mask of shape {tuple(mask.shape)} does not broadcast to the "
+                               f"tensor's shape {tuple(self.shape)}")
+        return out if out._dtype == self._dtype else out.to(self.dtype)
+
+    def masked_fill_(self, mask, value):
+        """In place; on a tensor in a graph it is recorded (the gradient is g where mask is False, 0 where it is
+        True: no old value is needed), and a node that saved the old value raises at backward (version check)."""
+        filled = self.detach().masked_fill(mask, value.detach() if isinstance(value, _C.TensorBase) else value)
+        if _check_inplace(self, "masked_fill_"):
+            return _InplaceMaskedFill.apply(self, mask, filled)
+        _C.copy_(self, filled)
+        return self
+
+    def where(self, condition, other):
+        return _where(condition, self, other)
+
+    # ---- reductions composed of others --------------------------------------------------------------------
+    def prod(self, dim=None, keepdim=False, dtype=None):
+        x = self if dtype is None else self.to(dtype)
+        d = _dims_arg(dim, x.ndim, "prod")
+        return _Prod.apply(x, d, keepdim) if _needs_grad(x) else _C.reduce(F.PROD, x, d, keepdim)
+
+    def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
+        """The vector p-norm over dim (all entries by default): 'fro' and 2 are the Euclidean norm."""
+        x = self if dtype is None else self.to(dtype)
+        if x._dtype not in _FLOAT_CODES:
+            raise RuntimeError(f"norm(): input dtype should be floating point, got {x.dtype}")
+        if p in ("fro", 2, 2.0):
+            return (x * x).sum(dim, keepdim).sqrt()
+        if p in (math.inf, float("inf")):
+            return x.abs().amax(dim, keepdim)
+        if p in (-math.inf, float("-inf")):
+            return x.abs().amin(dim, keepdim)
+        if p == 1:
+            return x.abs().sum(dim, keepdim)
+        if p == 0:
+            return (x != 0).sum(dim, keepdim).to(x.dtype)
+        if isinstance(p, numbers.Real):
+            return (x.abs() ** p).sum(dim, keepdim) ** (1.0 / p)
+        raise ValueError(f"norm: p must be a number or 'fro', got {p!r}")
+
+    # ---- memory formats: gpumemnet keeps NCHW ----------------------------------------------------------
+    def is_contiguous(self, memory_format=None):
+        """Whether the tensor is laid out densely in row-major order. gpumemnet keeps every tensor NCHW (see
+        gpumemnet.channels_last), so memory_format=channels_last asks whether the strides also fit that layout
+        (PyTorch's answer): only when the channel dim or the pixels are trivial (C == 1 or H * W == 1)."""
+        if memory_format is None or memory_format is _contiguous_format():
+            return self._is_contiguous()
+        fmt = _check_format(memory_format, "is_contiguous")
+        if fmt.name == "preserve_format":
+            raise RuntimeError("is_contiguous: preserve memory format is unsupported by the contiguous operator")
+        if self.ndim != fmt.ndim:
+            return False
+        order = [0] + list(range(2, self.ndim)) + [1]  # N, (D,) H, W, C: the innermost dim last
+        expected, stride = {}, 1
+        for d in reversed(order):
+            expected[d] = stride
+            stride *= self.shape[d]
+        return all(self.shape[d] == 1 or self._strides[d] == expected[d] for d in range(self.ndim))
+
+    def contiguous(self, memory_format=None):
+        """self when it is contiguous, else a contiguous copy. memory_format (contiguous_format, channels_last,
+        channels_last_3d) is accepted for PyTorch code and changes nothing: gpumemnet keeps NCHW, so results
+        are identical and no bytes change (gpumemnet.channels_last says why)."""
+        if memory_format is not None:
+            fmt = _check_format(memory_format, "contiguous")
+            if fmt.name == "preserve_format":
+                raise RuntimeError("contiguous: preserve memory format is unsupported by the contiguous operator")
+        return self if self._is_contiguous() else self.clone()
+
+    # ---- formatting -------------------------------------------------------------------------------------------
+    def __format__(self, spec):
+        """f"{loss:.4f}" formats a 0-d tensor's value, as PyTorch does; anything else formats as repr."""
+        if self.ndim == 0 and self._device != "meta":
+            return self.item().__format__(spec)
+        return object.__format__(self, spec)
+
+
+class _InplaceMaskedFill(Function):
+    """a.masked_fill_(mask, v) for `a` in a graph: the node's output is `a` itself (edges taken before the write)."""
+
+    @staticmethod
+    def forward(ctx, a, mask, filled):
+        ctx.save_for_backward(mask)
+        _C.copy_(a, filled)  # bumps a's version
+        return a
+
+    @staticmethod
+    def backward(ctx, g):
+        mask, = ctx.saved_tensors
+        return _C.where(mask, 0.0, g), None, None
+
+
+class _Prod(Function):
+    """prod over dims. d(prod)/dx_i is the product of the others: out / x_i without zeros; where a slice has
+    one zero, that entry gets the product of the nonzero others and the rest 0; two or more zeros give 0."""
+
+    @staticmethod
+    def forward(ctx, x, dims, keepdim):
+        out = _C.reduce(F.PROD, x, dims, keepdim)
+        ctx.save_for_backward(x, out)
+        ctx.dims, ctx.keepdim = dims, keepdim
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, out = ctx.saved_tensors
+        dims = F._norm_dims(ctx.dims, x.ndim)
+        g = F._unreduce(g, x.shape, dims, ctx.keepdim)
+        out = F._unreduce(out, x.shape, dims, ctx.keepdim)
+        zero = _C.binary(F.EQ, x, 0.0)
+        nzero = F._unreduce(_C.reduce(F.SUM, zero, ctx.dims, ctx.keepdim), x.shape, dims, ctx.keepdim)
+        others = F._unreduce(_C.reduce(F.PROD, _C.where(zero, 1.0, x), ctx.dims, ctx.keepdim), x.shape, dims,
+                             ctx.keepdim)
+        plain = _C.binary(F.DIV, out, _C.where(zero, 1.0, x))
+        one_zero = _C.where(zero, others, 0.0)
+        d = _C.where(_C.binary(F.EQ, nzero, 0), plain, _C.where(_C.binary(F.EQ, nzero, 1), one_zero, 0.0))
+        return F.cast(_C.binary(F.MUL, g, d), x._dtype), None, None
+
+
+def _where(cond, a, b):
+    if _needs_grad(a, b):
+        return F.Where.apply(cond, a, b)
+    return _C.where(cond, a, b)
+
+
+def _as_bool(x):
+    if isinstance(x, _C.TensorBase):
+        return x if x._dtype == _BOOL else _C.binary(F.NE, x, 0)
+    return bool(x)
+
+
+def _bool_op(a, b, sym, op):
+    for x in (a, b):
+        if isinstance(x, _C.TensorBase) and x._dtype != _BOOL:
+            raise TypeError(f"{sym}: bitwise operators are supported for bool tensors only, got {x.dtype}")
+        if not isinstance(x, (_C.TensorBase, bool)):
+            raise TypeError(f"{sym}: expected a bool tensor or a bool, got {type(x).__name__}")
+    return _C.binary(op, a, b)
+
+
+def _size_arg(size):
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        return tuple(size[0])
+    return tuple(size)
+
+
+def _contiguous_format():
+    return memory_format.contiguous_format
+
+
+def _check_format(fmt, op):
+    if not isinstance(fmt, memory_format):
+        raise TypeError(f"{op}: memory_format must be a gpumemnet memory format (gpumemnet.channels_last, ...), "
+                        f"got {fmt!r}")
+    return fmt

@@ -1,0 +1,54 @@
+"""gm.Generator (torch.Generator): streams of their own for rand/randn/randint/randperm(generator=); manual_seed
+returns the default generator; no_grad works as a decorator."""
+import numpy as np
+import pytest
+
+import gpumemnet as gm
+from gradcheck import to_numpy
+
+
+def test_manual_seed_returns_the_default_generator():
+    g = gm.manual_seed(5)
+    assert g is gm.default_generator and g.initial_seed() == 5 == gm.initial_seed()
+    a = gm.rand(3)
+    g.manual_seed(5)
+    assert gm.rand(3).tolist() == a.tolist()
+    state = g.get_state()
+    b = gm.rand(2)
+    g.set_state(state)
+    assert gm.rand(2).tolist() == b.tolist()
+
+
+def test_a_generator_is_a_stream_of_its_own():
+    gm.manual_seed(1)
+    ref = [gm.rand(4).tolist(), gm.randn(2, 2).tolist(), gm.randint(0, 100, (5,)).tolist(), gm.randperm(7).tolist()]
+    gen = gm.Generator().manual_seed(1)
+    gm.manual_seed(99)
+    before = gm.get_rng_state()
+    got = [gm.rand(4, generator=gen).tolist(), gm.randn(2, 2, generator=gen).tolist(),
+           gm.randint(0, 100, (5,), generator=gen).tolist(), gm.randperm(7, generator=gen).tolist()]
+    assert got == ref                        # the same seed gives the global generator's numbers
+    assert gm.get_rng_state() == before      # and the global generator did not move
+    other = gm.Generator().manual_seed(1)
+    assert gm.rand(4, generator=other).tolist() == ref[0]  # generators do not share a stream
+    assert gen.get_state()[1] > 0 and gen.initial_seed() == 1
+
+
+def test_generator_errors_and_repr():
+    with pytest.raises(TypeError, match="Generator.manual_seed: seed must be an int"):
+        gm.Generator().manual_seed(1.5)
+    with pytest.raises(TypeError, match="generator: expected a gpumemnet.Generator"):
+        gm.rand(2, generator=3)
+    assert "seed=7" in repr(gm.Generator("cpu").manual_seed(7)) and gm.Generator().device == "cpu"
+    s = gm.seed()
+    assert gm.initial_seed() == s
+
+
+def test_no_grad_is_a_decorator():
+    @gm.no_grad()
+    def f(x):
+        return x * 2
+
+    x = gm.ones(2, requires_grad=True)
+    assert not f(x).requires_grad and (x * 2).requires_grad
+    np.testing.assert_array_equal(to_numpy(f(x)), [2.0, 2.0])
