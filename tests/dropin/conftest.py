@@ -9,7 +9,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import dropin_harness  # noqa: E402
-from dropin_harness import MISSING, OUTCOMES, init_path  # noqa: E402
+from dropin_harness import MISSING, OUTCOMES, SPEED, init_path  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -71,12 +71,13 @@ def pytest_terminal_summary(terminalreporter):
     used = [c for c in checks if any(c in o for o in OUTCOMES.values())]
     tr = terminalreporter
     tr.section("gpumemnet drop-in conformance")
-    tr.write_line(f"{'case':30} " + " ".join(f"{c:9}" for c in used) + " first failure")
+    tr.write_line(f"{'case':30} " + " ".join(f"{c:9}" for c in used) + " step gm/torch  first failure")
     for name in sorted(OUTCOMES):
         o = OUTCOMES[name]
         cells = " ".join(f"{('ok' if o[c] == 'ok' else 'FAIL') if c in o else '-':9}" for c in used)
         first = next((o[c] for c in used if c in o and o[c] != "ok"), "")
-        tr.write_line(f"{name:30} {cells} {first.splitlines()[0][:150] if first else ''}")
+        speed = f"{SPEED[name][0] / SPEED[name][1]:5.2f}x" if name in SPEED and SPEED[name][1] > 0 else "-"
+        tr.write_line(f"{name:30} {cells} {speed:14} {first.splitlines()[0][:150] if first else ''}")
     if MISSING:
         tr.write_line("PyTorch names gpumemnet lacks, by the case that met them first:")
         for name in sorted(MISSING):

@@ -25,6 +25,7 @@ F64_FACTOR = 3.0
 
 OUTCOMES = {}   # builder -> {check: "ok" | its first failure}: the closing table (conftest.py)
 MISSING = {}    # builder -> PyTorch names gpumemnet lacks that its runs met first
+SPEED = {}      # builder -> (gpumemnet's, PyTorch's) mean seconds per training step
 
 
 def record(name, check, outcome):

@@ -14,7 +14,11 @@ step, then an evaluation forward under no_grad. Two deliberate departures, both 
   are built with aux_loss=True where they have one, and the loss is out + 0.5 x aux, as the segmentation
   reference script's criterion does.
 """
+import time
+
 import numpy as np
+
+STEP_SECONDS = []  # wall time of each training step of the last train() (forward to optimizer step)
 
 
 def build(torch, spec):
@@ -148,8 +152,10 @@ def train(torch, spec, init, mode, steps, progress=None):
     got = {}
     progress.append("train")
     named = dict(model.named_parameters())
+    STEP_SECONDS.clear()
     for step in range(steps):
         x, y = batch(torch, spec, step, dtype)
+        t0 = time.perf_counter()
         opt.zero_grad()
         if amp_ctx is not None:
             with amp_ctx():
@@ -175,6 +181,7 @@ def train(torch, spec, init, mode, steps, progress=None):
         else:
             opt.step()
         sched.step()
+        STEP_SECONDS.append(time.perf_counter() - t0)  # includes the copies to NumPy, alike on both sides
     for k, v in model.state_dict().items():
         got[f"state/{k}"] = to_numpy(v)
     progress.append("eval")

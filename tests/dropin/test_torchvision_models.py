@@ -56,6 +56,10 @@ def test_trains_like_pytorch(name, reference, gm_worker, workdir):
     bad = compare(dropin_harness.load(out), ref32, ref64)
     os.remove(out)
     record(name, "train", describe(bad).replace("\n", " ") if bad else "ok")
+    # step time gm / PyTorch at this size, 1 thread each, steps after the first (the closing figures)
+    t_gm, t_torch = ans["step_seconds"][1:], reference.answer(name, "float32")["step_seconds"][1:]
+    if t_gm and t_torch:
+        dropin_harness.SPEED[name] = (sum(t_gm) / len(t_gm), sum(t_torch) / len(t_torch))
     assert not bad, describe(bad)
 
 
