@@ -166,7 +166,7 @@ def train(torch, spec, init, mode, steps, progress=None):
             loss = loss_fn(out, y)
         for k, o in outputs(out).items():
             got[f"step{step}/out/{k}"] = to_numpy(o)
-        got[f"step{step}/loss"] = np.array(float(loss))
+        got[f"step{step}/loss"] = np.array(loss.item())
         if scaler is not None:
             scaler.scale(loss).backward()
         else:

@@ -67,7 +67,7 @@ def forward(torch, req):
     PROGRESS.append("forward")
     out = model(x)
     got = {f"step0/out/{k}": dropin_steps.to_numpy(o) for k, o in dropin_steps.outputs(out).items()}
-    got["step0/loss"] = np.array(float(dropin_steps.criterion(torch, spec)(out, y)))
+    got["step0/loss"] = np.array(dropin_steps.criterion(torch, spec)(out, y).item())
     np.savez(req["out"], **got)
     return {}
 

@@ -121,8 +121,10 @@ def test_amp_loop_like_pytorch(name, mode, reference, gm_worker, workdir):
         _gm_failed(name, mode, ans)
     bad = compare(dropin_harness.load(out), ref, ref64, rtol=0.0 if mode == "amp" else dropin_harness.RTOL)
     os.remove(out)
-    torch_warned = reference.answer(name, mode)["warnings"]
-    if torch_warned and not ans["warnings"]:
-        bad.append(("warnings", f"PyTorch warns {torch_warned[:2]}; gpumemnet says nothing"))
+    # PyTorch: "torch.cuda.amp.GradScaler is enabled, but CUDA is not available.  Disabling." (and autocast's);
+    # its deprecation warnings are not asked for
+    disabling = [w for w in reference.answer(name, mode)["warnings"] if "disabling" in w.lower()]
+    if disabling and not any("disabl" in w.lower() for w in ans["warnings"]):
+        bad.append(("warnings", f"PyTorch warns {disabling}; gpumemnet does not say it disables anything"))
     record(name, mode, describe(bad).replace("\n", " ") if bad else "ok")
     assert not bad, describe(bad)
