@@ -36,7 +36,7 @@ def gm_worker(workdir):
 @pytest.fixture(scope="session")
 def reference(torch_worker, workdir):
     """reference(name, mode) -> {key: array} of PyTorch's run (mode: "float32" (which also saves the initial state
-    to init_path(name)), "float64", "amp", "cuda_amp", "forward"), each run once per session and kept on disk;
+    to init_path(name)), "float64", "amp", "cuda_amp", "forward", "forward64"), each run once per session and kept on disk;
     reference.answer(name, mode) is the worker's answer (its warnings, its time)."""
     cache = {}
 
@@ -45,10 +45,13 @@ def reference(torch_worker, workdir):
         if (name, mode) not in cache:
             out = str(workdir / f"{name}.{mode}.torch.npz")
             init = init_path(workdir, name)
-            if mode == "forward":
+            if mode in ("forward", "forward64"):
+                if mode == "forward64":
+                    get(name, "forward")
                 have = os.path.exists(init)
                 ans = torch_worker.request(task="forward", model=name, out=out, init=init if have else None,
-                                           save_init=None if have else init)
+                                           save_init=None if have else init,
+                                           dtype="float64" if mode == "forward64" else "float32")
             else:
                 if mode != "float32":
                     get(name, "float32")

@@ -8,7 +8,8 @@ protocol). Arrays travel through .npz files. A request:
   {"task": "train", "model": name, "mode": "float32"|"float64"|"amp"|"cuda_amp", "steps": n,
    "init": path or null, "save_init": path or null, "out": path}
   {"task": "estimate", "model": name}              (gm only)
-  {"task": "forward", "model": name, "init": path or null, "save_init": path or null, "out": path}
+  {"task": "forward", "model": name, "dtype": "float32"|"float64", "init": path or null, "save_init": path or null,
+   "out": path}
                                                    build + one training-mode forward and its loss
   {"task": "list"}                                 torchvision's builder names
 
@@ -63,7 +64,10 @@ def forward(torch, req):
         dropin_steps.load_state(torch, model, load_npz(req["init"]))
     elif req.get("save_init"):
         np.savez(req["save_init"], **{k: v.detach().numpy() for k, v in model.state_dict().items()})
-    x, y = dropin_steps.batch(torch, spec, 0, "float32")
+    dtype = req.get("dtype", "float32")
+    if dtype == "float64":
+        model.double()
+    x, y = dropin_steps.batch(torch, spec, 0, dtype)
     PROGRESS.append("forward")
     out = model(x)
     got = {f"step0/out/{k}": dropin_steps.to_numpy(o) for k, o in dropin_steps.outputs(out).items()}

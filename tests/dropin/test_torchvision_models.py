@@ -72,13 +72,13 @@ def test_forward_like_pytorch(name, reference, gm_worker, workdir):
         pytest.skip("trained and compared in full by test_trains_like_pytorch")
     if spec.tier == "huge":
         pytest.skip("huge tier: only with GPUMEMNET_DROPIN_FULL=1 (tests/dropin/README.md)")
-    ref = reference(name, "forward")
+    ref, ref64 = reference(name, "forward"), reference(name, "forward64")
     out = str(workdir / f"{name}.forward.gm.npz")
     ans = gm_worker.request(task="forward", model=name, init=init_path(workdir, name), out=out)
     _met(name, ans)
     if not ans["ok"]:
         _gm_failed(name, "forward", ans)
-    bad = compare(dropin_harness.load(out), ref)
+    bad = compare(dropin_harness.load(out), ref, ref64)
     os.remove(out)
     record(name, "forward", describe(bad).replace("\n", " ") if bad else "ok")
     assert not bad, describe(bad)
