@@ -48,3 +48,13 @@ def test_a_dead_worker_is_reported(tmp_path, monkeypatch):
     ans = w.request(timeout=1, task="train", model="resnet18")
     assert not ans["ok"] and "took more than 1 s" in ans["error"]
     w.close()
+
+
+def test_float64_diagnosis_tells_rounding_from_a_bug():
+    rng = np.random.default_rng(1)
+    ref = {"grad/w": rng.standard_normal(10), "grad/zero": 1e-17 * rng.standard_normal(3), "eval/x": np.ones(2)}
+    noise = {"grad/w": ref["grad/w"] * (1 + 1e-12), "grad/zero": 1e-17 * rng.standard_normal(3),
+             "eval/x": np.ones(2) * (1 + 1e-5)}   # after the steps: amplified rounding, not judged
+    assert "matches" in dropin_harness.float64_diagnosis(noise, ref)
+    wrong = dict(noise, **{"grad/w": ref["grad/w"] + 1e-3})
+    assert "a bug" in dropin_harness.float64_diagnosis(wrong, ref)

@@ -55,6 +55,14 @@ def test_trains_like_pytorch(name, reference, gm_worker, workdir):
         _gm_failed(name, "train", ans)
     bad = compare(dropin_harness.load(out), ref32, ref64)
     os.remove(out)
+    if bad:  # tell conditioning from a bug: the same steps in float64 on both sides
+        out64 = str(workdir / f"{name}.float64.gm.npz")
+        a64 = gm_worker.request(task="train", model=name, mode="float64", steps=STEPS,
+                                init=init_path(workdir, name), out=out64)
+        bad.insert(0, ("float64", dropin_harness.float64_diagnosis(dropin_harness.load(out64), ref64)
+                    if a64["ok"] else f"gpumemnet's float64 run failed: {a64['error']}"))
+        if a64["ok"]:
+            os.remove(out64)
     record(name, "train", describe(bad).replace("\n", " ") if bad else "ok")
     # step time gm / PyTorch at this size, 1 thread each, steps after the first (the closing figures)
     t_gm, t_torch = ans["step_seconds"][1:], reference.answer(name, "float32")["step_seconds"][1:]
