@@ -77,8 +77,8 @@ def pytest_terminal_summary(terminalreporter):
     tr.write_line(f"{'case':30} " + " ".join(f"{c:9}" for c in used) + " step gm/torch  first failure")
     for name in sorted(OUTCOMES):
         o = OUTCOMES[name]
-        cells = " ".join(f"{('ok' if o[c] == 'ok' else 'FAIL') if c in o else '-':9}" for c in used)
-        first = next((o[c] for c in used if c in o and o[c] != "ok"), "")
+        cells = " ".join(f"{('ok' if o[c].startswith('ok') else 'FAIL') if c in o else '-':9}" for c in used)
+        first = next((o[c] for c in used if c in o and o[c] != "ok"), "")  # "ok (conditioning...)" shows
         speed = f"{SPEED[name][0] / SPEED[name][1]:5.2f}x" if name in SPEED and SPEED[name][1] > 0 else "-"
         tr.write_line(f"{name:30} {cells} {speed:14} {first.splitlines()[0][:150] if first else ''}")
     if MISSING:

@@ -138,7 +138,8 @@ def float64_diagnosis(got64, ref64, tol=1e-6):
     """Whether gpumemnet's float64 run of the same steps agrees with PyTorch's float64 run in the first forward and
     backward, before any optimizer step (to tol, each array relative to the largest of its kind: a gradient that is zero in exact arithmetic, such as a batch norm's
     bias ahead of a convolution and another batch norm, is rounding noise in both). Agreement there means a
-    float32 difference comes from the steps' conditioning, not from gpumemnet; a disagreement is a bug."""
+    float32 difference comes from the steps' conditioning, not from gpumemnet; a disagreement is a bug.
+    Returns (agrees, a sentence saying so)."""
     kind = lambda k: k.split("/")[0]  # noqa: E731 - step0, grad, state, eval
     scale = {}
     for k, v in ref64.items():
@@ -156,9 +157,9 @@ def float64_diagnosis(got64, ref64, tol=1e-6):
     worst.sort(reverse=True)
     e, k = worst[0] if worst else (0.0, "")
     if e <= tol:
-        return f"gpumemnet float64 matches PyTorch float64 in step 1's outputs and gradients (worst {e:.2g} " \
+        return True, f"gpumemnet float64 matches PyTorch float64 in step 1's outputs and gradients (worst {e:.2g} " \
                f"in {k}): the float32 difference is the steps' conditioning"
-    return f"gpumemnet float64 differs from PyTorch float64 too: {e:.3g} in {k} (a bug, not rounding)"
+    return False, f"gpumemnet float64 differs from PyTorch float64 too: {e:.3g} in {k} (a bug, not rounding)"
 
 
 def describe(bad, limit=6):

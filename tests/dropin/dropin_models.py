@@ -158,12 +158,12 @@ KNOWN_GAPS = {
     "deeplabv3_resnet50:estimate": "estimate != measured peak",
     "fcn_resnet101:estimate": "estimate != measured peak",
     "deeplabv3_resnet101:estimate": "estimate != measured peak",
-    # compared past the import with stand-ins, these differ from PyTorch by more than the rule allows (to
-    # investigate: all but googlenet's first differing arrays are batch norm parameters or their gradients)
-    "resnet50:train": "grad/layer4.2.bn2.bias differs (0.34 vs float64 0.35)",
-    "densenet121:train": "state/features.norm0.bias differs after 3 steps (0.36)",
-    "mnasnet0_5:train": "state/layers.1.weight differs after 3 steps (3.35)",
-    "googlenet:train": "eval/out differs 3.5x PyTorch float32's own distance from float64",
+    # (resnet50, densenet121, mnasnet0_5, googlenet differ in float32 after the steps and match in float64:
+    # accepted as conditioning by test_trains_like_pytorch, see README.md)
+    # the reference script's torch.cuda.amp loop on a machine without CUDA: the numbers match (a float32 run), but
+    # gpumemnet does not warn that it disables autocast and the scaler as PyTorch does (issue 12 section 6)
+    "resnet18:cuda_amp": "no 'Disabling' warning from torch.cuda.amp.autocast()/GradScaler() without CUDA",
+    "mobilenet_v2:cuda_amp": "no 'Disabling' warning from torch.cuda.amp.autocast()/GradScaler() without CUDA",
     "mnasnet0_75:forward": "step0/out 0.0015 from PyTorch float32, just over 3x its own distance from float64",
     # tests/dropin/scripts (test_repo_scripts.py), the first missing names each meets
     "cifar_resnet:script": "torch.optim.lr_scheduler.MultiStepLR",
