@@ -8,6 +8,10 @@
 Under the alias a missing name fails where it is looked up (gpumemnet/dropin.py). Here it gives a stand-in
 instead, so that the run goes on and meets every missing name: the list is what to implement next. A stand-in
 computes nothing, so a builder that met one counts as "needs", whatever happened after.
+
+Each builder runs one step of tests/dropin's training loop (dropin_steps.train: torchvision's reference recipe)
+at the input its table gives (dropin_models.SPECS), so what this lists is what the conformance suite will meet.
+`GPUMEMNET_DROPIN_STANDINS=1 pytest tests/dropin` runs the whole suite with these stand-ins (tests/dropin/README.md).
 """
 import argparse
 import os
