@@ -150,7 +150,7 @@ KNOWN_GAPS = {
     "googlenet": "torch.nn.init.trunc_normal_",
     # estimate != measured peak: a real discrepancy, not a missing name (stand-ins for the import only): 0.1-1 %
     # off, either way; resnet18/34/50/101 are exact. resnet152: both peaks in SGD.step, the CPU's gradient bytes
-    # 3.1 MB and optimizer bytes 0.26 MB over the estimate's, the same tensors: allocator blocks taken whole
+    # 3.1 MB and optimizer bytes 0.26 MB over the estimate's, the same tensors: likely allocator blocks taken whole
     # rather than split, in segments whose holes the model's own construction left (the meta copy has none)
     "resnet152:estimate": "estimate != measured peak",
     "wide_resnet50_2:estimate": "estimate != measured peak",
