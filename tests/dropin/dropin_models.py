@@ -148,10 +148,11 @@ KNOWN_GAPS = {
     "shufflenet_v2_x1_5": "Tensor.chunk",
     "shufflenet_v2_x2_0": "Tensor.chunk",
     "googlenet": "torch.nn.init.trunc_normal_",
-    # estimate != measured peak: a real discrepancy, not a missing name (stand-ins for the import only): 0.1-1 %
-    # off, either way; resnet18/34/50/101 are exact. resnet152: both peaks in SGD.step, the CPU's gradient bytes
-    # 3.1 MB and optimizer bytes 0.26 MB over the estimate's, the same tensors: likely allocator blocks taken whole
-    # rather than split, in segments whose holes the model's own construction left (the meta copy has none)
+    # estimate != measured peak: a real discrepancy, not a missing name (stand-ins for the import only), at
+    # batch 4: 0.02-1 % off, either way (VGG's were exact at batch 2); resnet18/34/50/101 are exact. resnet152:
+    # both peaks in SGD.step, the CPU's gradient bytes 3.1 MB and optimizer bytes 0.26 MB over the estimate's,
+    # the same tensors: likely allocator blocks taken whole rather than split, in segments whose holes the
+    # model's own construction left (the meta copy has none)
     "resnet152:estimate": "estimate != measured peak",
     "wide_resnet50_2:estimate": "estimate != measured peak",
     "wide_resnet101_2:estimate": "estimate != measured peak",
@@ -160,13 +161,20 @@ KNOWN_GAPS = {
     "deeplabv3_resnet50:estimate": "estimate != measured peak",
     "fcn_resnet101:estimate": "estimate != measured peak",
     "deeplabv3_resnet101:estimate": "estimate != measured peak",
+    "vgg11:estimate": "estimate != measured peak",
+    "vgg11_bn:estimate": "estimate != measured peak",
+    "vgg13:estimate": "estimate != measured peak",
+    "vgg13_bn:estimate": "estimate != measured peak",
+    "vgg16:estimate": "estimate != measured peak",
     # (resnet50, densenet121, mnasnet0_5, googlenet differ in float32 after the steps and match in float64:
     # accepted as conditioning by test_trains_like_pytorch, see README.md)
     # the reference script's torch.cuda.amp loop on a machine without CUDA: the numbers match (a float32 run), but
     # gpumemnet does not warn that it disables autocast and the scaler as PyTorch does (issue 12 section 6)
     "resnet18:cuda_amp": "no 'Disabling' warning from torch.cuda.amp.autocast()/GradScaler() without CUDA",
     "mobilenet_v2:cuda_amp": "no 'Disabling' warning from torch.cuda.amp.autocast()/GradScaler() without CUDA",
+    # float32 forward beyond 3x PyTorch's own distance from float64; gpumemnet float64 = PyTorch float64 to 1e-11
     "mnasnet0_75:forward": "step0/out 0.0015 from PyTorch float32, just over 3x its own distance from float64",
+    "resnet152:forward": "step0/out beyond 3x PyTorch float32's own distance from float64 (float64 agrees)",
     # tests/dropin/scripts (test_repo_scripts.py), the first missing names each meets
     "cifar_resnet:script": "torch.optim.lr_scheduler.MultiStepLR",
     "unet:script": "torch.channels_last, Module.to(memory_format=)",
