@@ -36,8 +36,8 @@ def gm_worker(workdir):
 @pytest.fixture(scope="session")
 def reference(torch_worker, workdir):
     """reference(name, mode) -> {key: array} of PyTorch's run (mode: "float32" (which also saves the initial state
-    to init_path(name)), "float64", "amp", "cuda_amp", "forward", "forward64"), each run once per session and kept on disk;
-    reference.answer(name, mode) is the worker's answer (its warnings, its time)."""
+    to init_path(name)), "float64", "amp", "cuda_amp", "forward", "forward64"), each run once per session and
+    kept on disk; reference.answer(name, mode) is the worker's answer (its warnings, its time)."""
     cache = {}
 
     def get(name, mode):

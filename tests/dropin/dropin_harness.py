@@ -136,8 +136,9 @@ def compare(got, ref32, ref64=None, keys=None, rtol=RTOL):
 
 def float64_diagnosis(got64, ref64, tol=1e-6):
     """Whether gpumemnet's float64 run of the same steps agrees with PyTorch's float64 run in the first forward and
-    backward, before any optimizer step (to tol, each array relative to the largest of its kind: a gradient that is zero in exact arithmetic, such as a batch norm's
-    bias ahead of a convolution and another batch norm, is rounding noise in both). Agreement there means a
+    backward, before any optimizer step (to tol, each array relative to the largest of its kind: a gradient that
+    is zero in exact arithmetic, such as a batch norm's bias ahead of a convolution and another batch norm, is
+    rounding noise in both). Agreement there means a
     float32 difference comes from the steps' conditioning, not from gpumemnet; a disagreement is a bug.
     Returns (agrees, a sentence saying so)."""
     kind = lambda k: k.split("/")[0]  # noqa: E731 - step0, grad, state, eval

@@ -51,7 +51,8 @@ def train(torch, req):
     if state is not None and req.get("save_init"):
         np.savez(req["save_init"], **state)
     np.savez(req["out"], **got)
-    return {"seconds": seconds, "step_seconds": list(dropin_steps.STEP_SECONDS), "warnings": sorted({str(w.message)[:200] for w in caught})}
+    return {"seconds": seconds, "step_seconds": list(dropin_steps.STEP_SECONDS),
+            "warnings": sorted({str(w.message)[:200] for w in caught})}
 
 
 def forward(torch, req):
