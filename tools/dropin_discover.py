@@ -8,8 +8,13 @@
 Under the alias a missing name fails where it is looked up (gpumemnet/dropin.py). Here it gives a stand-in
 instead, so that the run goes on and meets every missing name: the list is what to implement next. A stand-in
 computes nothing, so a builder that met one counts as "needs", whatever happened after.
+
+Each builder runs one step of tests/dropin's training loop (dropin_steps.train: torchvision's reference recipe)
+at the input its table gives (dropin_models.SPECS), so what this lists is what the conformance suite will meet.
+`GPUMEMNET_DROPIN_STANDINS=1 pytest tests/dropin` runs the whole suite with these stand-ins (tests/dropin/README.md).
 """
 import argparse
+import os
 import runpy
 import sys
 import traceback
@@ -95,25 +100,13 @@ def _builders(selected):
 
 
 def _train_step(name, builder, torch):
-    segmentation = name.startswith(("fcn", "deeplab", "lraspp"))
-    size = 80 if name.startswith("inception") else 64
-    torch.manual_seed(0)
-    model = builder(weights=None, num_classes=3 if segmentation else 10)
-    x = torch.randn(2, 3, size, size)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
-    out = model(x)
-    if segmentation:
-        out = out["out"]
-        y = torch.zeros(2, size, size, dtype=torch.int64)
-    else:
-        out = out[0] if isinstance(out, tuple) else out   # googlenet / inception in train mode: (logits, aux)
-        y = torch.tensor([1, 2])
-    loss = torch.nn.functional.cross_entropy(out, y, label_smoothing=0.1)
-    loss.backward()
-    opt.step()
-    model.eval()
-    with torch.no_grad():
-        model(x)
+    """One step of tests/dropin's training loop (torchvision's reference recipe, dropin_steps.train) at the input
+    size its table gives (dropin_models.SPECS); builders the table does not know get 2 x 3 x 64 x 64."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "dropin"))
+    import dropin_models
+    import dropin_steps
+    spec = dropin_models.SPECS.get(name) or dropin_models.Spec(name, input=(2, 3, 64, 64))
+    dropin_steps.train(torch, spec, None, "float32", 1)
 
 
 def main():

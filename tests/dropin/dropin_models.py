@@ -1,0 +1,200 @@
+"""The table of the conformance suite: every CNN builder of torchvision.models and torchvision.models.segmentation,
+with the input it is run at, how it is trained, and which tier runs it (tests/dropin/README.md says why).
+
+Tiers
+  train    CI: build, 3 training steps and an eval forward on both sides, compared (dropin_compare), and the
+           estimate check.
+  forward  CI: build + one training-mode forward and its loss, compared with PyTorch, and the estimate check;
+           the full training comparison only with GPUMEMNET_DROPIN_FULL=1 (too slow for CI's 2 cores).
+  huge     regnet_y_128gf (644M parameters: ~2.6 GB of weights, 10 GB for a float32 + float64 training
+           comparison): skipped in CI; everything with GPUMEMNET_DROPIN_FULL=1 on a machine that has the memory.
+
+KNOWN_GAPS is the one place that says what fails today and why: {key: reason}, where key is a builder name (all
+of its checks) or "builder:check" (check = train / forward / estimate / amp / cuda_amp / script). Its entries
+become pytest.mark.xfail(strict=False); GPUMEMNET_DROPIN_STRICT=1 ignores it (every case must pass). Empty it as
+the missing names land.
+"""
+import os
+from dataclasses import dataclass, field
+
+FULL = os.environ.get("GPUMEMNET_DROPIN_FULL") == "1"
+STRICT = os.environ.get("GPUMEMNET_DROPIN_STRICT") == "1"
+STEPS = 3
+
+
+@dataclass(frozen=True)
+class Spec:
+    name: str
+    # batch 4: with 2 samples, a batch norm over a 1 x 1 map (the last stage at 32 x 32) normalises 2 values to
+    # +-1 whichever they are, and PyTorch float32 itself lands up to 0.67 (relative) from float64 (MNASNet)
+    input: tuple = (4, 3, 32, 32)
+    tier: str = "forward"
+    kind: str = "cls"        # "cls" or "seg"
+    lr: float = 0.1          # the reference recipes: 0.1 for ResNet-style nets, 0.01 for AlexNet/VGG/SqueezeNet
+    scheduler: str = "cosine"
+    classes: int = 10
+    aux: bool = False        # segmentation: built with aux_loss=True
+    kwargs: dict = field(default_factory=dict, hash=False)
+
+
+def _specs():
+    s = []
+
+    def add(names, **kw):
+        s.extend(Spec(n, **kw) for n in names.split())
+
+    # The smallest of each family trains in CI; the rest of the family only adds width and depth.
+    add("alexnet", input=(2, 3, 64, 64), lr=0.01, tier="train", scheduler="step")
+    # VGG: 129M+ parameters even at 10 classes (its classifier takes 512 x 7 x 7 whatever the input): a training
+    # comparison writes ~4 GB of arrays, too slow for CI; AlexNet trains in CI for the plain conv/linear/dropout nets
+    add("vgg11 vgg11_bn vgg13 vgg13_bn vgg16 vgg16_bn vgg19 vgg19_bn", lr=0.01, scheduler="step")
+    add("resnet18 resnet50 resnext50_32x4d", tier="train", scheduler="step")
+    add("resnet34 resnet101 resnet152 resnext101_32x8d resnext101_64x4d wide_resnet50_2 wide_resnet101_2",
+        scheduler="step")
+    add("densenet121", tier="train")
+    add("densenet161 densenet169 densenet201")
+    add("squeezenet1_0 squeezenet1_1", input=(2, 3, 32, 32), lr=0.01, tier="train")
+    add("mobilenet_v2 mobilenet_v3_small mobilenet_v3_large", tier="train")
+    add("mnasnet0_5", tier="train")
+    add("mnasnet0_75 mnasnet1_0 mnasnet1_3")
+    add("shufflenet_v2_x0_5", tier="train")
+    add("shufflenet_v2_x1_0 shufflenet_v2_x1_5 shufflenet_v2_x2_0")
+    add("efficientnet_b0 efficientnet_v2_s", tier="train")
+    add("efficientnet_b1 efficientnet_b2 efficientnet_b3 efficientnet_b4 efficientnet_b5 efficientnet_b6 "
+        "efficientnet_b7 efficientnet_v2_m efficientnet_v2_l")
+    add("regnet_x_400mf regnet_y_400mf", tier="train")
+    add("regnet_x_800mf regnet_x_1_6gf regnet_x_3_2gf regnet_x_8gf regnet_x_16gf regnet_x_32gf "
+        "regnet_y_800mf regnet_y_1_6gf regnet_y_3_2gf regnet_y_8gf regnet_y_16gf regnet_y_32gf")
+    add("regnet_y_128gf", tier="huge")
+    add("googlenet", tier="train")
+    # 299 x 299 is the smallest input its auxiliary head takes in train mode: trained only in the full tier
+    add("inception_v3", input=(4, 3, 299, 299))
+    add("convnext_tiny", lr=0.01, tier="train")   # its recipe is AdamW at 1e-3; SGD 0.1 blows LayerNorm nets up
+    add("convnext_small convnext_base convnext_large", lr=0.01)
+    seg = dict(input=(4, 3, 64, 64), kind="seg", lr=0.02, classes=5)
+    add("lraspp_mobilenet_v3_large", tier="train", **seg)
+    add("deeplabv3_mobilenet_v3_large", tier="train", aux=True, **seg)
+    # the ResNet-backed ones take ~4x the mobile ones' time: forward tier (their backbone trains as resnet50)
+    add("fcn_resnet50 deeplabv3_resnet50 fcn_resnet101 deeplabv3_resnet101", aux=True, **seg)
+    return {x.name: x for x in s}
+
+
+SPECS = _specs()
+
+# The training loop in amp mode runs for these (dropin_steps.train's "amp" and "cuda_amp").
+AMP_MODELS = ("resnet18", "mobilenet_v2")
+
+NOT_CNNS = ("vit", "swin", "maxvit")  # torchvision's transformers: not in this issue's scope
+
+# What fails under today's main and why (the first failure each check meets); see the module docstring.
+KNOWN_GAPS = {
+    # every builder: `import torchvision` stops at torchvision/_meta_registrations.py's `import torch._custom_ops`;
+    # with stand-ins it goes on to meet torch._dynamo(.utils), torch.ao.quantization, torch.onnx(.symbolic_helper),
+    # torch.uint8/int8/int16/int32, torch.jit.annotations, torch.nn.modules.utils / .instancenorm,
+    # torch.utils.data.ConcatDataset, torch.utils.model_zoo, nn.Conv3d, nn.BatchNorm3d, F.grid_sample at import
+    "*": "import torchvision: torch._custom_ops",
+    # each builder's own missing names, met past the import with stand-ins (GPUMEMNET_DROPIN_STANDINS=1)
+    "resnet18": "torch.nn.GroupNorm (the init loop's isinstance)",
+    "resnet34": "torch.nn.GroupNorm (the init loop's isinstance)",
+    "resnet50": "torch.nn.GroupNorm (the init loop's isinstance)",
+    "resnet101": "torch.nn.GroupNorm (the init loop's isinstance)",
+    "resnet152": "torch.nn.GroupNorm (the init loop's isinstance)",
+    "resnext50_32x4d": "torch.nn.GroupNorm (the init loop's isinstance)",
+    "resnext101_32x8d": "torch.nn.GroupNorm (the init loop's isinstance)",
+    "resnext101_64x4d": "torch.nn.GroupNorm (the init loop's isinstance)",
+    "wide_resnet50_2": "torch.nn.GroupNorm (the init loop's isinstance)",
+    "wide_resnet101_2": "torch.nn.GroupNorm (the init loop's isinstance)",
+    "fcn_resnet50": "torch.nn.GroupNorm (the init loop's isinstance)",
+    "fcn_resnet101": "torch.nn.GroupNorm (the init loop's isinstance)",
+    "deeplabv3_resnet50": "torch.nn.GroupNorm (the init loop's isinstance)",
+    "deeplabv3_resnet101": "torch.nn.GroupNorm (the init loop's isinstance)",
+    "efficientnet_b0": "torch.nn.SiLU",
+    "efficientnet_b1": "torch.nn.SiLU",
+    "efficientnet_b2": "torch.nn.SiLU",
+    "efficientnet_b3": "torch.nn.SiLU",
+    "efficientnet_b4": "torch.nn.SiLU",
+    "efficientnet_b5": "torch.nn.SiLU",
+    "efficientnet_b6": "torch.nn.SiLU",
+    "efficientnet_b7": "torch.nn.SiLU",
+    "efficientnet_v2_s": "torch.nn.SiLU",
+    "efficientnet_v2_m": "torch.nn.SiLU",
+    "efficientnet_v2_l": "torch.nn.SiLU",
+    "mobilenet_v2": "torch.nn.ReLU6",
+    "mobilenet_v3_small": "torch.nn.Hardswish, torch.nn.Hardsigmoid",
+    "mobilenet_v3_large": "torch.nn.Hardswish, torch.nn.Hardsigmoid",
+    "lraspp_mobilenet_v3_large": "torch.nn.Hardswish, torch.nn.Hardsigmoid",
+    "deeplabv3_mobilenet_v3_large": "torch.nn.Hardswish, torch.nn.Hardsigmoid",
+    "regnet_x_400mf": "torch.divide, torch.round",
+    "regnet_x_800mf": "torch.divide, torch.round",
+    "regnet_x_1_6gf": "torch.divide, torch.round",
+    "regnet_x_3_2gf": "torch.divide, torch.round",
+    "regnet_x_8gf": "torch.divide, torch.round",
+    "regnet_x_16gf": "torch.divide, torch.round",
+    "regnet_x_32gf": "torch.divide, torch.round",
+    "regnet_y_400mf": "torch.divide, torch.round",
+    "regnet_y_800mf": "torch.divide, torch.round",
+    "regnet_y_1_6gf": "torch.divide, torch.round",
+    "regnet_y_3_2gf": "torch.divide, torch.round",
+    "regnet_y_8gf": "torch.divide, torch.round",
+    "regnet_y_16gf": "torch.divide, torch.round",
+    "regnet_y_32gf": "torch.divide, torch.round",
+    "regnet_y_128gf": "torch.divide, torch.round",
+    "convnext_tiny": "torch.nn.LayerNorm (channels-last), torch.nn.init.trunc_normal_",
+    "convnext_small": "torch.nn.LayerNorm (channels-last), torch.nn.init.trunc_normal_",
+    "convnext_base": "torch.nn.LayerNorm (channels-last), torch.nn.init.trunc_normal_",
+    "convnext_large": "torch.nn.LayerNorm (channels-last), torch.nn.init.trunc_normal_",
+    "shufflenet_v2_x0_5": "Tensor.chunk",
+    "shufflenet_v2_x1_0": "Tensor.chunk",
+    "shufflenet_v2_x1_5": "Tensor.chunk",
+    "shufflenet_v2_x2_0": "Tensor.chunk",
+    "googlenet": "torch.nn.init.trunc_normal_",
+    # estimate != measured peak: a real discrepancy, not a missing name (stand-ins for the import only), at
+    # batch 4: 0.02-1 % off, either way (VGG's were exact at batch 2); resnet18/34/50/101 are exact. resnet152:
+    # both peaks in SGD.step, the CPU's gradient bytes 3.1 MB and optimizer bytes 0.26 MB over the estimate's,
+    # the same tensors: likely allocator blocks taken whole rather than split, in segments whose holes the
+    # model's own construction left (the meta copy has none)
+    "resnet152:estimate": "estimate != measured peak",
+    "wide_resnet50_2:estimate": "estimate != measured peak",
+    "wide_resnet101_2:estimate": "estimate != measured peak",
+    "densenet161:estimate": "estimate != measured peak",
+    "fcn_resnet50:estimate": "estimate != measured peak",
+    "deeplabv3_resnet50:estimate": "estimate != measured peak",
+    "fcn_resnet101:estimate": "estimate != measured peak",
+    "deeplabv3_resnet101:estimate": "estimate != measured peak",
+    "vgg11:estimate": "estimate != measured peak",
+    "vgg11_bn:estimate": "estimate != measured peak",
+    "vgg13:estimate": "estimate != measured peak",
+    "vgg13_bn:estimate": "estimate != measured peak",
+    "vgg16:estimate": "estimate != measured peak",
+    # (resnet50, densenet121, mnasnet0_5, googlenet differ in float32 after the steps and match in float64:
+    # accepted as conditioning by test_trains_like_pytorch, see README.md)
+    # the reference script's torch.cuda.amp loop on a machine without CUDA: the numbers match (a float32 run), but
+    # gpumemnet does not warn that it disables autocast and the scaler as PyTorch does (issue 12 section 6)
+    "resnet18:cuda_amp": "no 'Disabling' warning from torch.cuda.amp.autocast()/GradScaler() without CUDA",
+    "mobilenet_v2:cuda_amp": "no 'Disabling' warning from torch.cuda.amp.autocast()/GradScaler() without CUDA",
+    # float32 forward beyond 3x PyTorch's own distance from float64; gpumemnet float64 = PyTorch float64 to 1e-11
+    "mnasnet0_75:forward": "step0/out 0.0015 from PyTorch float32, just over 3x its own distance from float64",
+    "resnet152:forward": "step0/out beyond 3x PyTorch float32's own distance from float64 (float64 agrees)",
+    # tests/dropin/scripts (test_repo_scripts.py), the first missing names each meets
+    "cifar_resnet:script": "torch.optim.lr_scheduler.MultiStepLR",
+    "unet:script": "torch.channels_last, Module.to(memory_format=)",
+    "unet_bilinear:script": "torch.channels_last, Module.to(memory_format=)",
+    "unet_amp:script": "torch.channels_last, Module.to(memory_format=)",
+    "dcgan:script": "torch.nn.BCELoss",
+    "espcn:script": "torch.nn.PixelShuffle, torch.nn.init.orthogonal_",
+    "fast_neural_style:script": "import torchvision: torch._custom_ops; nn.ReflectionPad2d, nn.InstanceNorm2d",
+}
+
+
+def known_gap(name, check):
+    """Why a check is expected to fail today (all the entries that apply, joined), or None. "*" applies to every
+    builder's checks (not to the scripts)."""
+    if STRICT:
+        return None
+    keys = [f"{name}:{check}", name] + (["*"] if check != "script" else [])
+    reasons = [KNOWN_GAPS[k] for k in keys if k in KNOWN_GAPS]
+    return "; ".join(reasons) or None
+
+
+def runs_training(spec):
+    return spec.tier == "train" or FULL
