@@ -353,7 +353,7 @@ static gm_block *alloc_block(gm_allocator *A, size_t nbytes, int quiet, int *fai
     stat_add(&A->allocated, (int64_t)b->size);
     stat_add(&A->requested, (int64_t)nbytes);
     stat_add(&A->cat[b->category], (int64_t)b->size);
-    A->num_allocs++;
+    b->serial = ++A->num_allocs;
     if (A->allocated.peak > old_peak) gm_snapshot_peak(A, b->scope, b->category, nbytes);
     if (A->history) gm_record_event(A, EV_ALLOC, (int64_t)b->size, b->category, b->scope);
     gm_unlock(A);
@@ -553,3 +553,5 @@ void gm_block_set_category(gm_block *b, int category) {
     b->category = category;
     gm_unlock(A);
 }
+
+int64_t gm_block_serial(const gm_block *b) { return b->serial; }

@@ -64,6 +64,7 @@ struct gm_block {
     int allocated;
     int pool;         /* 0 small, 1 large */
     int category;
+    int64_t serial;   /* the allocator's allocation count when it was taken: the order tensors were made in */
     const char *scope;
     const char *label; /* the tensor's name ("fc1.weight"), interned, or NULL */
     gm_segment *seg;

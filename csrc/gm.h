@@ -81,6 +81,8 @@ void gm_block_set_category(gm_block *b, int category);
 void gm_block_set_label(gm_block *b, const char *label);
 void gm_block_label_unnamed(gm_block *b, const char *label);
 int gm_block_category(const gm_block *b);
+/* The order blocks were allocated in, per allocator (1, 2, ...): estimates lay out a model's meta copy in it. */
+int64_t gm_block_serial(const gm_block *b);
 
 /* ---- storage: a refcounted byte range owned by one allocator block ------------------------------- */
 typedef struct {

@@ -66,6 +66,9 @@ static PyObject *get_version(GMTensor *self, void *c) { return PyLong_FromLongLo
 static PyObject *get_storage_id(GMTensor *self, void *c) { return PyLong_FromVoidPtr(self->storage); }
 static PyObject *get_storage_nbytes(GMTensor *self, void *c) { return PyLong_FromSize_t(self->storage->nbytes); }
 static PyObject *get_data_ptr(GMTensor *self, void *c) { return PyLong_FromVoidPtr(gm_tensor_data(self)); }
+static PyObject *get_alloc_serial(GMTensor *self, void *c) {
+    return PyLong_FromLongLong(gm_block_serial(self->storage->block));
+}
 static PyObject *get_is_meta(GMTensor *self, void *c) { return PyBool_FromLong(self->device.type == GM_DEV_META); }
 static PyObject *get_is_pinned(GMTensor *self, void *c) {
     return PyBool_FromLong(gm_block_is_pinned(self->storage->block));
@@ -158,6 +161,8 @@ static PyGetSetDef tensor_getset[] = {
     {"_storage_id", (getter)get_storage_id, NULL, "Identity of the storage (equal for views).", NULL},
     {"_storage_nbytes", (getter)get_storage_nbytes, NULL, "Bytes of the storage.", NULL},
     {"_data_ptr", (getter)get_data_ptr, NULL, "Address of the first element.", NULL},
+    {"_alloc_serial", (getter)get_alloc_serial, NULL, "When the storage's block was allocated (1, 2, ... per "
+     "device): the order tensors were made in.", NULL},
     {"is_meta", (getter)get_is_meta, NULL, "True for meta (shape-only) tensors.", NULL},
     {"_is_pinned", (getter)get_is_pinned, NULL, "True when the storage is pinned host memory (pin_memory).", NULL},
     {"_category", (getter)get_category, (setter)set_category, "Memory category of the storage.", NULL},

@@ -186,17 +186,22 @@ def _meta_target(dev):
 # ---- the meta copy ----------------------------------------------------------------------------------------------
 def _meta_copy(model):
     """A deep copy of model whose parameters and buffers are empty meta tensors (no data is read or copied)."""
-    memo = {}
+    memo, tensors = {}, {}
+    for m in model.modules():
+        for name, t in list(m._parameters.items()) + list(m._buffers.items()):
+            if t is not None:
+                tensors.setdefault(id(t), (name, t))
+    # In the order the model's tensors were allocated (which is not the order of model.modules(): torchvision's
+    # ResNet makes a block's downsample before the block), so that the meta allocator packs them into segments
+    # as the device's allocator did, and the step's blocks find the same free space.
     with category("parameter"):
-        for m in model.modules():
-            for name, p in m._parameters.items():
-                if p is not None and id(p) not in memo:
-                    q = Parameter(_C.empty(tuple(p.shape), p._dtype, META), requires_grad=p.requires_grad)
-                    q._name = getattr(p, "_name", None) or name
-                    memo[id(p)] = q
-            for name, b in m._buffers.items():
-                if b is not None and id(b) not in memo:
-                    memo[id(b)] = _C.empty(tuple(b.shape), b._dtype, META)
+        for name, t in sorted(tensors.values(), key=lambda nt: nt[1]._alloc_serial):
+            if isinstance(t, Parameter):
+                q = Parameter(_C.empty(tuple(t.shape), t._dtype, META), requires_grad=t.requires_grad)
+                q._name = getattr(t, "_name", None) or name
+            else:
+                q = _C.empty(tuple(t.shape), t._dtype, META)
+            memo[id(t)] = q
     clone = copy.deepcopy(model, memo)
     orig = [(n, tuple(p.shape)) for n, p in model.named_parameters()]
     mine = [(n, tuple(p.shape)) for n, p in clone.named_parameters()]
