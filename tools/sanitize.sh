@@ -34,6 +34,9 @@ for a in "$@"; do  # relative test paths are the repo's: pytest runs from the wo
     if [ -e "$repo/$a" ]; then args+=("$repo/$a"); else args+=("$a"); fi
 done
 
+# Resident-memory checks are meaningless here: ASan keeps freed memory in quarantine by design.
+args+=(--deselect "$repo/tests/test_oom_recover.py::test_a_thousand_ooms_keep_memory_flat")
+
 rc=0
 (cd "$work" && LD_PRELOAD="$asan" PYTHONPATH="$lib" \
     ASAN_OPTIONS="detect_leaks=0:log_path=$work/reports/asan" \
