@@ -414,3 +414,16 @@ def test_iinfo_finfo_against_torch():
     assert gm.finfo().eps == torch.finfo().eps
     with pytest.raises(TypeError, match="iinfo: expected an integer dtype"):
         gm.iinfo(gm.float32)
+
+
+def test_repeat_returns_new_memory_that_can_be_written():
+    # fast-neural-style's normalize_batch: style.repeat(batch, 1, 1, 1) then .div_(255); a view with stride 0
+    # (or self itself, for repeat(1, ...)) would refuse the write or alias the source
+    for shape, sizes in [((1, 3, 4, 4), (2, 1, 1, 1)), ((3,), (1,)), ((2, 3), (2, 2))]:
+        a = gm.randn(*shape)
+        before = a.numpy().copy()
+        r = a.repeat(*sizes)
+        r.div_(255.0)
+        assert r.is_contiguous()
+        np.testing.assert_array_equal(a.numpy(), before)
+        np.testing.assert_allclose(r.numpy(), np.tile(before, sizes) / 255.0, rtol=1e-6)

@@ -33,6 +33,17 @@ def gm_worker(workdir):
     w.close()
 
 
+@pytest.fixture
+def fresh_gm_worker(workdir):
+    """A gm worker of its own: a process whose allocator has served nothing but this test. The estimate is the
+    step of a script that builds the model and trains it; a worker that built 40 models before keeps partly used
+    segments whose free space changes where the step's blocks land (by up to 1 MB in the large pool, where a block
+    is not split for a remainder of 1 MiB or less), which no estimate from the model alone can know."""
+    w = dropin_harness.Worker("gm", str(workdir))
+    yield w
+    w.close()
+
+
 @pytest.fixture(scope="session")
 def reference(torch_worker, workdir):
     """reference(name, mode) -> {key: array} of PyTorch's run (mode: "float32" (which also saves the initial state

@@ -343,6 +343,11 @@ def needs_grad(*xs):
     return False
 
 
+def is_graph_view(t):
+    """Whether t is a view of a tensor in a graph under grad mode: the in-place writes check_inplace refuses."""
+    return _grad_on() and t.requires_grad and t.grad_fn is not None and t._is_view
+
+
 def check_inplace(t, name):
     """In-place writes under grad mode: refused on leaves that require grad (PyTorch's rule) and on views of
     tensors that require grad (gpumemnet does not rebase the graph of the base tensor)."""

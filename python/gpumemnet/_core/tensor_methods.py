@@ -207,7 +207,12 @@ class TensorMethods:
         inter = tuple(v for s in shape for v in (1, s))
         big = tuple(v for r, s in zip(sizes, shape) for v in (int(r), s))
         out = tuple(int(r) * s for r, s in zip(sizes, shape))
-        return self.reshape(inter).expand(big).reshape(out)
+        r = self.reshape(inter).expand(big).reshape(out)
+        # PyTorch's repeat always returns new memory; reshape can give back a view (stride 0 where a size-1
+        # dimension was repeated, or self itself when nothing was), and writing into that would alias
+        if not r.is_contiguous():
+            return r.contiguous()
+        return r.clone() if r._alloc_serial == self._alloc_serial else r
 
     def diff(self, n=1, dim=-1, prepend=None, append=None):
         """The n-th forward difference along dim (bool tensors: != of neighbours, as PyTorch), with prepend /

@@ -3,7 +3,17 @@ factory arguments device= and dtype= (device="meta" builds a model without touch
 import collections.abc
 
 from ... import _C
+from ..._core.autograd import is_graph_view
 from ..._core.dtype import as_dtype, device_str
+
+
+def _inplace(module, input):
+    """Whether a layer built with inplace=True writes into this input. Not into a view of a tensor in a graph
+    (EfficientNet's Dropout(inplace=True) after torch.flatten): gpumemnet cannot rebase the viewed tensor's graph
+    as PyTorch does, so the layer computes out of place there. Layers hand on what they return, so what the
+    network computes is the same; only the memory PyTorch would have saved is spent. An explicit x.relu_() on such
+    a view still raises (its caller expects x itself to change)."""
+    return module.inplace and not is_graph_view(input)
 
 
 def _pair(x, name="argument"):

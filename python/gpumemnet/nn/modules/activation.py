@@ -3,7 +3,7 @@ ELU, Softplus, Softmax, LogSoftmax, Softmax2d, PReLU."""
 from .. import functional as F
 from .. import init as _init  # PReLU's argument is called init
 from ..parameter import Parameter
-from ._utils import new_tensor
+from ._utils import _inplace, new_tensor
 from .module import Module
 
 __all__ = ["ReLU", "LeakyReLU", "Sigmoid", "Tanh", "GELU", "SiLU", "Hardswish", "Hardsigmoid", "Mish", "Hardtanh",
@@ -18,7 +18,7 @@ class ReLU(Module):
         self.inplace = inplace
 
     def forward(self, input):
-        return F.relu_(input) if self.inplace else F.relu(input)
+        return F.relu_(input) if _inplace(self, input) else F.relu(input)
 
     def extra_repr(self):
         return "inplace=True" if self.inplace else ""
@@ -31,7 +31,7 @@ class LeakyReLU(Module):
         self.inplace = inplace
 
     def forward(self, input):
-        return F.leaky_relu(input, self.negative_slope, self.inplace)
+        return F.leaky_relu(input, self.negative_slope, _inplace(self, input))
 
     def extra_repr(self):
         return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
@@ -73,7 +73,7 @@ class _InplaceActivation(Module):
         self.inplace = inplace
 
     def forward(self, input):
-        return type(self).fn(input, inplace=self.inplace)
+        return type(self).fn(input, inplace=_inplace(self, input))
 
     def extra_repr(self):
         return "inplace=True" if self.inplace else ""
@@ -116,7 +116,7 @@ class Hardtanh(Module):
             raise AssertionError(f"Hardtanh: max_val ({max_val}) must be greater than min_val ({min_val})")
 
     def forward(self, input):
-        return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
+        return F.hardtanh(input, self.min_val, self.max_val, _inplace(self, input))
 
     def extra_repr(self):
         return f"min_val={self.min_val}, max_val={self.max_val}" + (", inplace=True" if self.inplace else "")
@@ -142,7 +142,7 @@ class ELU(Module):
         self.inplace = inplace
 
     def forward(self, input):
-        return F.elu(input, self.alpha, self.inplace)
+        return F.elu(input, self.alpha, _inplace(self, input))
 
     def extra_repr(self):
         return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")

@@ -1,5 +1,6 @@
 """Dropout layers: active in training mode only; the mask comes from the Philox generator (replayable)."""
 from .. import functional as F
+from ._utils import _inplace
 from .module import Module
 
 __all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"]
@@ -21,28 +22,28 @@ class Dropout(_DropoutNd):
     """Zero each element with probability p and scale the rest by 1/(1-p)."""
 
     def forward(self, input):
-        return F.dropout(input, self.p, self.training, self.inplace)
+        return F.dropout(input, self.p, self.training, _inplace(self, input))
 
 
 class Dropout2d(_DropoutNd):
     """Zero whole channels of (N, C, H, W) with probability p."""
 
     def forward(self, input):
-        return F.dropout2d(input, self.p, self.training, self.inplace)
+        return F.dropout2d(input, self.p, self.training, _inplace(self, input))
 
 
 class Dropout1d(_DropoutNd):
     """Zero whole channels of (N, C, L) with probability p."""
 
     def forward(self, input):
-        return F.dropout1d(input, self.p, self.training, self.inplace)
+        return F.dropout1d(input, self.p, self.training, _inplace(self, input))
 
 
 class Dropout3d(_DropoutNd):
     """Zero whole channels of (N, C, D, H, W) with probability p."""
 
     def forward(self, input):
-        return F.dropout3d(input, self.p, self.training, self.inplace)
+        return F.dropout3d(input, self.p, self.training, _inplace(self, input))
 
 
 class AlphaDropout(_DropoutNd):
