@@ -88,6 +88,18 @@ NOT_CNNS = ("vit", "swin", "maxvit")  # torchvision's transformers: not in this 
 
 # What fails under today's main and why (the first failure each check meets); see the module docstring.
 KNOWN_GAPS = {
+    # float32 conditioning, not a bug: gpumemnet float64 matches PyTorch float64 to 1e-11 (outputs and gradients of
+    # step 1), but gpumemnet float32 lands 3.4x-4.6x further from float64 than PyTorch float32 does, just over the
+    # issue's 3x (relative errors 1.0e-3 .. 2.6e-3 of the loss; BatchNorm over 1 x 1 maps at batch 4 amplifies
+    # rounding). Where the float32 difference comes from is open (issue 14's kernel work).
+    "resnet152:forward": "float32 conditioning: float64 agrees to 1e-11; float32 3.4x PyTorch's own distance",
+    "mnasnet0_75:forward": "float32 conditioning: float64 agrees to 2e-12; float32 3.3x PyTorch's own distance",
+    "efficientnet_v2_l:forward": "float32 conditioning: float64 agrees to 8e-12; float32 3.6x PyTorch's distance",
+    "mobilenet_v2:cuda_amp": "float32 conditioning after 3 steps (a float32 run): up to 4x PyTorch's own distance",
+    # bfloat16 autocast + RMSprop: a BatchNorm bias whose gradient is ~0 in exact arithmetic is normalised by RMSprop
+    # to +-lr, so its value after the steps is rounding noise in both libraries (PyTorch's own bf16 run is 26% away
+    # from float64; gpumemnet's 121%)
+    "unet_amp:script": "bfloat16 + RMSprop conditioning of a BatchNorm bias (PyTorch's own run is 26% off float64)",
 }
 
 

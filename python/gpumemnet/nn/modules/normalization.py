@@ -15,6 +15,19 @@ def _positive_int(owner, name, v):
         raise ValueError(f"{owner}: {name} must be a positive int, got {v!r}")
 
 
+def _affine_parameters(module, affine, bias, shape, device, dtype):
+    """The scale (and shift, unless bias=False) of shape `shape`, or None for both when not affine; initialised."""
+    module.register_parameter("weight", Parameter(new_tensor(shape, device, dtype)) if affine else None)
+    module.register_parameter("bias", Parameter(new_tensor(shape, device, dtype)) if affine and bias else None)
+    module.reset_parameters()
+
+
+def _reset_affine(module):
+    if module.weight is not None:
+        init.ones_(module.weight)
+    if module.bias is not None:
+        init.zeros_(module.bias)
+
 class GroupNorm(Module):
     """Normalize each of num_groups groups of consecutive channels of (N, C, *) input per sample; then scale and
     shift each channel (affine; bias=False keeps the scale only, as PyTorch 2.x's keyword)."""
@@ -30,22 +43,10 @@ class GroupNorm(Module):
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
-        if affine:
-            self.weight = Parameter(new_tensor((num_channels,), device, dtype))
-            if bias:
-                self.bias = Parameter(new_tensor((num_channels,), device, dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        _affine_parameters(self, affine, bias, (num_channels,), device, dtype)
 
     def reset_parameters(self):
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
@@ -66,22 +67,10 @@ class LayerNorm(Module):
         self.normalized_shape = tuple(int(s) for s in normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(new_tensor(self.normalized_shape, device, dtype))
-            if bias:
-                self.bias = Parameter(new_tensor(self.normalized_shape, device, dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        _affine_parameters(self, elementwise_affine, bias, self.normalized_shape, device, dtype)
 
     def reset_parameters(self):
-        if self.elementwise_affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
