@@ -100,6 +100,11 @@ KNOWN_GAPS = {
     # to +-lr, so its value after the steps is rounding noise in both libraries (PyTorch's own bf16 run is 26% away
     # from float64; gpumemnet's 121%)
     "unet_amp:script": "bfloat16 + RMSprop conditioning of a BatchNorm bias (PyTorch's own run is 26% off float64)",
+    # the same with Adam: two InstanceNorm biases of the residual blocks whose gradients are tiny; Adam steps them
+    # by +-lr whatever their size, so PyTorch's own float32 run is 1.8% and 9% off float64 for them. The residual
+    # block's gradients (reflection pad, conv, instance norm, relu) match PyTorch to 1e-15 in float64, 5e-7 in
+    # float32 (checked by hand for this note; tests/test_nnops_groupnorm.py covers instance norm's gradients)
+    "fast_neural_style:script": "Adam conditioning of two InstanceNorm biases (PyTorch's own float32 is 9% off)",
 }
 
 
