@@ -95,4 +95,27 @@ POOL = [
                r"kernel_size must be positive, got \(0, 0\)"),
 ]
 
-CASES = CONV + LINEAR + MATMUL + SHAPES + LOSSES + POOL
+NORM = [
+    ErrorInput("batch_norm negative eps in training", lambda d: F.batch_norm(Z(d, 2, 3, 4, 4), Z(d, 3), Z(d, 3),
+               training=True, eps=-1.0), ValueError, r"batch_norm eps must be positive during training, but got -1.0"),
+    ErrorInput("batch_norm zero eps in training", lambda d: F.batch_norm(Z(d, 2, 3, 4, 4), Z(d, 3), Z(d, 3),
+               training=True, eps=0.0), ValueError, r"eps must be positive during training, but got 0.0"),
+]
+
+DTYPES = [
+    ErrorInput("int64 to a negative int power", lambda d: Z(d, 3, dtype=gm.int64) ** -1, RuntimeError,
+               r"Integers to negative integer powers are not allowed"),
+    ErrorInput("bool to a negative int power", lambda d: Z(d, 3, dtype=gm.bool) ** -2, RuntimeError,
+               r"Integers to negative integer powers are not allowed"),
+]
+
+INDEX = [
+    ErrorInput("list index out of range", lambda d: Z(d, 3)[[0, 5]], IndexError,
+               r"index 5 is out of bounds for dimension 0 with size 3"),
+    ErrorInput("negative list index out of range", lambda d: Z(d, 3, 3)[:, [0, -4]], IndexError,
+               r"index -4 is out of bounds for dimension 1 with size 3"),
+    ErrorInput("list index assignment out of range", lambda d: Z(d, 3).__setitem__([0, 3], 1.0), IndexError,
+               r"index 3 is out of bounds for dimension 0 with size 3"),
+]
+
+CASES = CONV + LINEAR + MATMUL + SHAPES + LOSSES + POOL + NORM + DTYPES + INDEX

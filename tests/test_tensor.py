@@ -269,3 +269,12 @@ def test_tensor_of_numpy_scalar_keeps_its_dtype():
     assert gm.tensor(np.float32(1.5)).dtype == gm.float32
     assert gm.tensor(1.5).dtype == gm.float32
     assert float(gm.tensor(np.float64(0.1))) == 0.1
+
+
+@pytest.mark.parametrize("shape,as_list", [((0, 2 ** 62), []), ((3, 0), [[], [], []]), ((0,), []),
+                                           ((2, 3, 0, 4), [[[], [], []], [[], [], []]])])
+def test_repr_and_tolist_of_an_empty_tensor_read_no_data(shape, as_list):
+    # gm.zeros(0, 2**62) allocates nothing, and NumPy cannot even describe such an array: PyTorch's forms
+    t = gm.zeros(*shape)
+    assert repr(t) == ("tensor([])" if len(shape) == 1 else f"tensor([], size={shape})")
+    assert t.tolist() == as_list

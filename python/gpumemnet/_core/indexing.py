@@ -65,7 +65,10 @@ def make_plan(t, idx):
                                  "supported; index in two steps")
             ti = _as_index_tensor(item, t._device)
             n = ti.ndim if ti._dtype == _BOOL else 1
-            adv = ("index", dim, n, ti)
+            # integer positions given as host data are checked on the host on every device: meta (which has no
+            # data to check a tensor's positions against) then refuses what the CPU refuses
+            host = None if isinstance(item, _C.TensorBase) or ti._dtype == _BOOL else np.asarray(item)
+            adv = ("index", dim, n, ti, host)
             dim += n
         else:
             raise IndexError(f"index: unsupported index of type {type(item).__name__}")
@@ -91,8 +94,14 @@ def _basic(t, steps):
 
 def _flat_index(v, step):
     """For a bool mask over dims [d, d+n): flatten those dims and turn the mask into linear positions."""
-    _, d, n, ti = step
+    _, d, n, ti, host = step
     if ti._dtype != _BOOL:
+        if host is not None and host.size:
+            size = v.shape[d]
+            bad = host[(host >= size) | (host < -size)]
+            if bad.size:
+                raise IndexError(f"index: index {int(bad.flat[0])} is out of bounds for dimension {d} with size "
+                                 f"{size}")
         return v, d, ti
     if ti.ndim == 0:  # x[True] is x[None], x[False] an empty selection of it
         v = v._unsqueeze(d)

@@ -163,6 +163,8 @@ class Tensor(TensorMethods, _C.TensorBase):
         return a.astype(dtype) if dtype is not None else a
 
     def tolist(self):
+        if self.numel() == 0:  # no data to read: nested empty lists of the shape (NumPy cannot hold (0, 2**62))
+            return _empty_list(tuple(self.shape))
         return self.float().numpy().tolist() if self._dtype == 3 else self.numpy().tolist()
 
     def numpy(self):
@@ -182,6 +184,8 @@ class Tensor(TensorMethods, _C.TensorBase):
             extra.append("requires_grad=True")
         if self._device == "meta":
             body = f"..., size={tuple(self.shape)}"
+        elif self.numel() == 0:
+            body = "[]" if self.ndim == 1 else f"[], size={tuple(self.shape)}"  # PyTorch's form, no data read
         else:
             arr = _C.TensorBase.numpy(self if self._dtype != 3 else F.cast(self, 0))
             body = np.array2string(arr, separator=", ", prefix="tensor(", threshold=1000, edgeitems=3,
@@ -248,7 +252,11 @@ class Tensor(TensorMethods, _C.TensorBase):
     def __mul__(self, o): return _binary(F.Mul, F.MUL, self, o, "mul")
     def __rmul__(self, o): return _binary(F.Mul, F.MUL, self, o, "mul")
     def __truediv__(self, o): return _binary(F.Div, F.DIV, self, o, "div")
-    def __pow__(self, o): return _binary(F.Pow, F.POW, self, o, "pow")
+    def __pow__(self, o):
+        if isinstance(o, int) and o < 0 and not isinstance(o, bool) and not self.dtype.is_floating_point:
+            # PyTorch's rule (and error): an integer result cannot hold 1 / x**n
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
+        return _binary(F.Pow, F.POW, self, o, "pow")
     def __matmul__(self, o): return matmul(self, o)
     def __rmatmul__(self, o): return matmul(o, self)
 
@@ -664,3 +672,10 @@ def _random_fill_checks(t, op, generator, floats_only=True):
 def bernoulli(input, p=None, *, generator=None):
     """gm.bernoulli: 0/1 draws with probabilities input (or the number p), in input's dtype."""
     return input.bernoulli(p, generator=generator)
+
+
+def _empty_list(shape):
+    """tolist() of a tensor with no element: [] at the first size-0 dimension, lists of it above."""
+    if not shape or shape[0] == 0:
+        return []
+    return [_empty_list(shape[1:]) for _ in range(shape[0])]
