@@ -28,6 +28,7 @@ def torch_worker(workdir):
 
 @pytest.fixture(scope="session")
 def gm_worker(workdir):
+    pytest.importorskip("torchvision")  # gpumemnet's side runs torchvision's code under the alias
     w = dropin_harness.Worker("gm", str(workdir))
     yield w
     w.close()
@@ -39,6 +40,7 @@ def fresh_gm_worker(workdir):
     step of a script that builds the model and trains it; a worker that built 40 models before keeps partly used
     segments whose free space changes where the step's blocks land (by up to 1 MB in the large pool, where a block
     is not split for a remainder of 1 MiB or less), which no estimate from the model alone can know."""
+    pytest.importorskip("torchvision")
     w = dropin_harness.Worker("gm", str(workdir))
     yield w
     w.close()
