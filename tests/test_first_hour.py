@@ -18,7 +18,8 @@ import gpumemnet.nn as nn
 import gpumemnet.nn.functional as F
 from gpumemnet.memory import planner as _plan
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+# the gpumemnet this test imported (installed, an in-place build, the sanitizer's build), for subprocesses
+GM_PATH = os.path.dirname(os.path.dirname(gm.__file__))
 SAMPLE = (1, 8, 8)
 
 
@@ -129,7 +130,7 @@ except gm.OutOfMemoryError as e:
 
 
 def _oom_run(limit_expr):
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python") + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = dict(os.environ, PYTHONPATH=GM_PATH + os.pathsep + os.environ.get("PYTHONPATH", ""))
     r = subprocess.run([sys.executable, "-c", OOM_SCRIPT.replace("LIMIT", limit_expr)], capture_output=True,
                        text=True, timeout=300, env=env)
     assert r.returncode == 0, r.stderr

@@ -13,7 +13,8 @@ import pytest
 import gpumemnet as gm
 from gpumemnet.memory import first_step
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+# the gpumemnet this test imported (installed, an in-place build, the sanitizer's build), for subprocesses
+GM_PATH = os.path.dirname(os.path.dirname(gm.__file__))
 
 SCRIPT = """
 import sys
@@ -65,7 +66,7 @@ def _write(tmp_path, optimizer=SGD, loss="criterion(out, y)", batch=32):
 
 
 def _run(script, *flags):
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python") + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = dict(os.environ, PYTHONPATH=GM_PATH + os.pathsep + os.environ.get("PYTHONPATH", ""))
     return subprocess.run([sys.executable, "-m", "gpumemnet", "run", *flags, str(script)], capture_output=True,
                           text=True, timeout=300, env=env, cwd=str(script.parent))
 
