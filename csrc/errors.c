@@ -1,7 +1,10 @@
 /* csrc/errors.c — the exceptions the C core raises that every layer needs: gm.OutOfMemoryError (raised by the
- * allocator, caught by autograd and the memory tools) and the one message for a failed CPU kernel. The bottom of
+ * allocator, caught by autograd and the memory tools) the one message for a failed CPU kernel, and gm_errorf. The bottom of
  * the C core: the allocator and the CUDA layer use it, it uses nothing else in csrc/. */
-#include "gm.h"
+#include "gm.h" /* Python.h first, as CPython asks */
+
+#include <stdarg.h>
+#include <stdio.h>
 
 PyObject *GM_OutOfMemoryError;
 
@@ -14,6 +17,18 @@ int gm_errors_init(PyObject *module) {
     if (!GM_OutOfMemoryError) return -1;
     Py_INCREF(GM_OutOfMemoryError);
     return PyModule_AddObject(module, "OutOfMemoryError", GM_OutOfMemoryError);
+}
+
+/* PyErr_Format has no %g or %f (it copies the rest of the format unchanged), and messages that quote a float need
+ * them: this formats with vsnprintf first. Always returns -1, so `return gm_errorf(...)` reads as a failure. */
+int gm_errorf(PyObject *type, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    PyErr_SetString(type, msg);
+    return -1;
 }
 
 int gm_kernel_status(const char *op, int status) {

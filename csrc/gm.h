@@ -174,6 +174,8 @@ int gm_check_same_device(const char *op, GMTensor *a, GMTensor *b);
 /* ---- shared by the op families (ophelpers.c, errors.c) ------------------------------------------------ */
 /* o as a Tensor, or NULL + TypeError "op: argname must be a Tensor, got ...". */
 GMTensor *gm_tensor_arg(PyObject *o, const char *op, const char *argname);
+/* errors.c: raise `type` with a printf-formatted message (%g allowed, unlike PyErr_Format); returns -1. */
+int gm_errorf(PyObject *type, const char *fmt, ...);
 /* errors.c: 0 for GM_OK; otherwise -1 + RuntimeError naming op and the status. */
 int gm_kernel_status(const char *op, int status);
 /* gm_empty tagged `workspace` (scratch an op frees before it returns). */

@@ -386,11 +386,11 @@ static int pw_op_arg(int op) {
 /* param: smooth_l1's beta >= 0 and huber's delta > 0, with PyTorch's messages (RuntimeError). */
 static int pw_param_arg(int op, double param) {
     if (op == LOSS_SMOOTH_L1 && !(param >= 0.0)) {
-        PyErr_Format(PyExc_RuntimeError, "smooth_l1_loss does not support negative values for beta, got %g", param);
+        gm_errorf(PyExc_RuntimeError, "smooth_l1_loss does not support negative values for beta, got %g", param);
         return -1;
     }
     if (op == LOSS_HUBER && !(param > 0.0)) {
-        PyErr_Format(PyExc_RuntimeError, "huber_loss does not support non-positive values for delta, got %g", param);
+        gm_errorf(PyExc_RuntimeError, "huber_loss does not support non-positive values for delta, got %g", param);
         return -1;
     }
     return 0;

@@ -286,7 +286,7 @@ static PyObject *py_var(PyObject *self, PyObject *args, PyObject *kwargs) {
         return NULL;
     }
     if (!(correction >= 0.0)) {
-        PyErr_Format(PyExc_ValueError, "var: correction must be a non-negative number, got %g", correction);
+        gm_errorf(PyExc_ValueError, "var: correction must be a non-negative number, got %g", correction);
         return NULL;
     }
     plan p;

@@ -84,17 +84,6 @@ static PyObject *py_set_rng_state(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* ValueError with a printf-formatted message: PyErr_Format has no %g, and these messages quote doubles. */
-static int value_error(const char *fmt, ...) {
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    PyErr_SetString(PyExc_ValueError, msg);
-    return -1;
-}
-
 static int check_float_dtype(const char *op, gm_dtype dt) {
     if (gm_dtype_is_float(dt)) return 0;
     PyErr_Format(PyExc_TypeError, "%s: random fills need a floating-point dtype (float32, float64, float16, "
@@ -114,19 +103,19 @@ static double dtype_max(gm_dtype dt) {
 
 static int check_uniform_args(const char *op, gm_dtype dt, double low, double high) {
     if (!isfinite(low) || !isfinite(high))
-        return value_error("%s: low and high must be finite, got low=%g, high=%g", op, low, high);
-    if (low > high) return value_error("%s: expected low <= high, got low=%g, high=%g", op, low, high);
+        return gm_errorf(PyExc_ValueError, "%s: low and high must be finite, got low=%g, high=%g", op, low, high);
+    if (low > high) return gm_errorf(PyExc_ValueError, "%s: expected low <= high, got low=%g, high=%g", op, low, high);
     double m = dtype_max(dt);
     if (fabs(low) > m || fabs(high) > m || !isfinite(high - low) || high - low > m)
-        return value_error("%s: the range [%g, %g) does not fit %s (largest value %g, and high - low must not "
+        return gm_errorf(PyExc_ValueError, "%s: the range [%g, %g) does not fit %s (largest value %g, and high - low must not "
                            "exceed it)", op, low, high, gm_dtype_name(dt), m);
     return 0;
 }
 
 static int check_normal_args(const char *op, double mean, double std) {
     if (!isfinite(mean) || !isfinite(std))
-        return value_error("%s: mean and std must be finite, got mean=%g, std=%g", op, mean, std);
-    if (std < 0) return value_error("%s: std must be non-negative, got %g", op, std);
+        return gm_errorf(PyExc_ValueError, "%s: mean and std must be finite, got mean=%g, std=%g", op, mean, std);
+    if (std < 0) return gm_errorf(PyExc_ValueError, "%s: std must be non-negative, got %g", op, std);
     return 0;
 }
 

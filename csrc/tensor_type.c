@@ -289,18 +289,18 @@ static PyObject *py_arange(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "dddOO:arange", &start, &end, &step, &dto, &devo)) return NULL;
     if (gm_parse_dtype(dto, &dt, "dtype") < 0 || gm_parse_device(devo, &dev, "device") < 0) return NULL;
     if (step == 0 || step != step || start != start || end != end) {
-        PyErr_Format(PyExc_ValueError, "arange: step must be non-zero and bounds finite (start=%g, end=%g, "
+        gm_errorf(PyExc_ValueError, "arange: step must be non-zero and bounds finite (start=%g, end=%g, "
                      "step=%g)", start, end, step);
         return NULL;
     }
     if ((end - start) / step < 0) {
-        PyErr_Format(PyExc_ValueError, "arange: the bounds start=%g, end=%g are inconsistent with step=%g",
+        gm_errorf(PyExc_ValueError, "arange: the bounds start=%g, end=%g are inconsistent with step=%g",
                      start, end, step);
         return NULL;
     }
     double count = ceil((end - start) / step);
     if (count > 9.0e18) {
-        PyErr_Format(PyExc_ValueError, "arange: %g elements are too many", count);
+        gm_errorf(PyExc_ValueError, "arange: %g elements are too many", count);
         return NULL;
     }
     int64_t n = (int64_t)count;
