@@ -1,5 +1,5 @@
 """Tiles of whole items (kernels/cpu/conv_plan.c, plan_items): the im2col forward and input-gradient of a layer
-whose image has few output positions (K/G >= 32, at most half a tile's columns per item) run one gemm over several
+whose image has few output positions (K/G >= 32, C/G*R*S >= 512, at most half a tile's columns per item) run one gemm over several
 items' columns, with the gemm's output (forward) or the gathered grad_output (input-gradient) in the workspace
 beside the columns. Each case checks that it took that path (the workspace is the items plan's, to the byte, and
 meta allocates the same), then the values and both gradients against NumPy and PyTorch, float64 gradients against
@@ -34,7 +34,7 @@ def items_bytes(xs, ws, es, nthreads, stride=1, padding=0, dilation=1, groups=1)
     nt = nthreads if nthreads > 1 and N * ws[0] * PQ * CRS >= GEMM_GRAIN else 1
     col = (CRS + Kg) * es
     want = max(MIN_COLS, TILE_TARGET // col)
-    if Kg < 32 or N < 2 or 2 * PQ > want:
+    if Kg < 32 or CRS < 512 or N < 2 or 2 * PQ > want:
         return None
     batches = -(-N // min(N, -(-want // PQ)))
     batches = -(-(-(-batches * groups // nt) * nt) // groups)
@@ -66,15 +66,15 @@ def ref_conv2d_grad_input(dout, xs, w, stride=1, padding=0, dilation=1, groups=1
 
 # x, w, conv arguments, threads; every case routes to the items plan (checked by items_bytes != None)
 CASES = [
-    dict(x=(4, 3, 5, 5), w=(32, 3, 3, 3), padding=1),                                    # 3x3, one batch of 4
-    dict(x=(3, 2, 6, 7), w=(33, 2, 3, 2), stride=(2, 1), dilation=(1, 2), padding=(1, 2)),  # strided, dilated
-    dict(x=(3, 4, 4, 4), w=(64, 2, 3, 3), groups=2, padding=1),                          # grouped, K/G = 32
-    dict(x=(2, 3, 9, 9), w=(32, 3, 7, 7), stride=2, padding=3),                          # 7x7/2
-    dict(x=(3, 4, 6, 6), w=(32, 4, 1, 1), stride=2),                                     # 1x1/2 (im2col)
-    dict(x=(5, 4, 4, 4), w=(32, 4, 3, 3), padding="same"),                               # batches 3 + 2
-    dict(x=(8, 16, 6, 6), w=(64, 16, 3, 3), padding=1, threads=2),                       # 2 threads: 4 + 4
-    dict(x=(7, 16, 6, 6), w=(64, 16, 3, 3), padding=1, threads=2),                       # 2 threads: 4 + 3
-    dict(x=(6, 16, 5, 5), w=(64, 8, 3, 3), padding=1, groups=2, threads=2),              # 2 threads, 2 groups
+    dict(x=(4, 64, 5, 5), w=(32, 64, 3, 3), padding=1),                                  # 3x3, one batch of 4
+    dict(x=(3, 96, 6, 7), w=(33, 96, 3, 2), stride=(2, 1), dilation=(1, 2), padding=(1, 2)),  # strided, dilated
+    dict(x=(3, 128, 4, 4), w=(64, 64, 3, 3), groups=2, padding=1),                       # grouped, K/G = 32
+    dict(x=(2, 16, 9, 9), w=(32, 16, 7, 7), stride=2, padding=3),                        # 7x7/2
+    dict(x=(3, 512, 6, 6), w=(32, 512, 1, 1), stride=2),                                 # 1x1/2 (im2col)
+    dict(x=(5, 64, 10, 10), w=(32, 64, 3, 3), padding="same"),                           # batches 3 + 2
+    dict(x=(8, 64, 6, 6), w=(64, 64, 3, 3), padding=1, threads=2),                       # 2 threads: 4 + 4
+    dict(x=(7, 64, 6, 6), w=(64, 64, 3, 3), padding=1, threads=2),                       # 2 threads: 4 + 3
+    dict(x=(6, 128, 5, 5), w=(64, 64, 3, 3), padding=1, groups=2, threads=2),            # 2 threads, 2 groups
 ]
 
 
@@ -131,27 +131,31 @@ def test_items_plan_matches_torch(case, threads):
 
 
 @pytest.mark.parametrize("case", [
-    dict(x=(3, 2, 3, 3), w=(32, 2, 2, 2), padding=1),
-    dict(x=(2, 4, 3, 4), w=(64, 2, 2, 3), groups=2, stride=(1, 2), dilation=(2, 1), padding=(1, 2)),
+    dict(x=(2, 64, 3, 3), w=(32, 64, 3, 3), padding=1),
+    dict(x=(2, 128, 3, 4), w=(64, 64, 3, 3), groups=2, stride=(1, 2), dilation=(2, 1), padding=(2, 1)),
 ], ids=_ids)
 def test_items_plan_gradcheck(case):
+    """The input and bias gradients by finite differences (the items plan runs the forward and the
+    input-gradient; the weight's 18k entries would take as many evaluations: its gradient is checked against
+    NumPy and PyTorch above)."""
     xs, ws, _, kw = _split(case)
     assert items_bytes(xs, ws, 8, 1, **kw) is not None
-    x, w, b = T(R(*xs), requires_grad=True), T(R(*ws), requires_grad=True), T(R(ws[0]), requires_grad=True)
+    x, w, b = T(R(*xs), requires_grad=True), T(R(*ws)), T(R(ws[0]), requires_grad=True)
     gradcheck(lambda x, w, b: conv2d(x, w, b, **kw), [x, w, b], what=f"conv2d {case}")
 
 
 def test_conv_transpose2d_through_the_items_plan():
     """conv_transpose2d's forward is the input-gradient pass with its bias: here through the items plan (the
-    convolution it transposes has K = 32 input channels of the transpose and 3x3 positions per item)."""
-    x, w, b = R(3, 32, 3, 3), R(32, 4, 3, 3), R(4)
+    convolution it transposes has K = 32 input channels of the transpose, C*R*S = 64*3*3 and 3x3 positions per
+    item)."""
+    x, w, b = R(3, 32, 3, 3), R(32, 64, 3, 3), R(64)
     kw = dict(stride=2, padding=1, output_padding=1)
     gm.memory.reset_peak_memory_stats("cpu")
     out = conv_transpose2d(T(x), T(w), T(b), **kw)
-    # the convolution: x (3, 4, 6, 6) -> (3, 32, 3, 3); CRS = 36, K = 32, float64, one batch of 3 items
-    assert _workspace_peak() == -(-(3 * 9 * (36 + 32) * 8) // 512) * 512
+    # the convolution: x (3, 64, 6, 6) -> (3, 32, 3, 3); CRS = 576, K = 32, float64, one batch of 3 items
+    assert _workspace_peak() == -(-(3 * 9 * (576 + 32) * 8) // 512) * 512
     assert_close(out, ref_conv_transpose2d(x, w, b, **kw), 1e-10, 1e-10)
-    xg, wg, bg = T(R(2, 32, 2, 2), requires_grad=True), T(R(32, 2, 2, 2), requires_grad=True), T(R(2), requires_grad=True)
+    xg, wg, bg = T(R(2, 32, 2, 2), requires_grad=True), T(R(32, 128, 2, 2)), T(R(128), requires_grad=True)
     gradcheck(lambda x, w, b: conv_transpose2d(x, w, b, stride=2), [xg, wg, bg], what="conv_transpose2d")
 
 
@@ -161,37 +165,37 @@ def test_meta_allocates_the_cpus_bytes(nthreads, threads):
     gm.set_num_threads(nthreads)
     hist = []
     for dev in ("cpu", "meta"):
-        x = gm.zeros((8, 16, 6, 6), device=dev, requires_grad=True)
-        w = gm.zeros((64, 16, 3, 3), device=dev, requires_grad=True)
+        x = gm.zeros((8, 64, 6, 6), device=dev, requires_grad=True)
+        w = gm.zeros((64, 64, 3, 3), device=dev, requires_grad=True)
         b = gm.zeros(64, device=dev, requires_grad=True)
         gm.memory.record_history(True, device=dev)
         conv2d(x, w, b, padding=1).sum().backward()
         hist.append([(e["delta"], e["category"]) for e in gm.memory.history(dev) if e["kind"] == "alloc"])
         gm.memory.record_history(False, device=dev)
     assert hist[0] == hist[1]
-    assert (items_bytes((8, 16, 6, 6), (64, 16, 3, 3), 4, nthreads, padding=1), "workspace") in hist[0]
+    assert (items_bytes((8, 64, 6, 6), (64, 64, 3, 3), 4, nthreads, padding=1), "workspace") in hist[0]
 
 
 def test_a_small_limit_falls_back_to_tiles_within_an_item(workspace_limit, threads):
     """Below two items per thread the per-item tiles run (within the limit), with the same results; one item, or
     an image that fills half a tile, never takes the items plan."""
     gm.set_num_threads(1)
-    xs, ws = (4, 8, 5, 5), (32, 8, 3, 3)
+    xs, ws = (4, 64, 5, 5), (32, 64, 3, 3)
     x, w = R(*xs), R(*ws)
     ref = ref_conv2d(x, w, padding=1)
     full = items_bytes(xs, ws, 8, 1, padding=1)
-    col = 72 * 8
-    for limit in (full, 2 * 25 * (72 + 32) * 8, 2 * 25 * (72 + 32) * 8 - 1, 25 * col, 7 * col):
+    col = 576 * 8
+    for limit in (full, 2 * 25 * (576 + 32) * 8, 2 * 25 * (576 + 32) * 8 - 1, 25 * col, 7 * col):
         _C.set_conv_workspace_limit(limit)
         xt, wt = T(x, requires_grad=True), T(w, requires_grad=True)
         gm.memory.reset_peak_memory_stats("cpu")
         out = conv2d(xt, wt, padding=1)
         peak = _workspace_peak()
         assert peak <= -(-limit // 512) * 512
-        items = limit >= 2 * 25 * (72 + 32) * 8
+        items = limit >= 2 * 25 * (576 + 32) * 8
         if items:  # the most items the limit holds: 4, then 2
-            nb = min(4, limit // (25 * (72 + 32) * 8))
-            assert peak == -(-(nb * 25 * (72 + 32) * 8) // 512) * 512
+            nb = min(4, limit // (25 * (576 + 32) * 8))
+            assert peak == -(-(nb * 25 * (576 + 32) * 8) // 512) * 512
         else:  # per-item tiles: as many columns as the limit holds, at most the item's 25 positions
             assert peak == -(-(min(25, limit // col) * col) // 512) * 512
         assert_close(out, ref, 1e-10, 1e-10, what=f"forward, limit {limit}")
@@ -199,8 +203,8 @@ def test_a_small_limit_falls_back_to_tiles_within_an_item(workspace_limit, threa
         out.backward(T(dout))
         assert_close(xt.grad, ref_conv2d_grad_input(dout, xs, w, padding=1), 1e-10, 1e-10, what=f"dx, limit {limit}")
     _C.set_conv_workspace_limit(64 << 20)
-    # one item; 16x16 = 256 positions, more than half the 315 columns a tile wants: per-item tiles of the image
-    for shape in ((1,) + xs[1:], (4, 8, 16, 16)):
+    # one item; 12x12 = 144 positions, more than half the 256 columns a tile wants: per-item tiles of the image
+    for shape in ((1,) + xs[1:], (4, 64, 12, 12)):
         assert items_bytes(shape, ws, 8, 1, padding=1) is None
         gm.memory.reset_peak_memory_stats("cpu")
         conv2d(T(R(*shape)), T(w), padding=1)

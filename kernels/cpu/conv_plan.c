@@ -93,12 +93,15 @@ static conv_plan plan_items(const conv_geom *g, size_t col, size_t budget, int n
     return p;
 }
 
-/* Whether a pass may run tiles of whole items: the im2col forward and input-gradient with K/G >= 32 (ResNeXt's
- * groups of 4 channels gained nothing: their gemms are too small for the columns to matter). Not the pointwise
+/* Whether a pass may run tiles of whole items: the im2col forward and input-gradient of a deep layer, K/G >= 32
+ * and C/G*R*S >= 512 (64 channels at 3x3), whose weight gemm repacks for every item. A shallow layer's weight
+ * stays in cache, and its tile of items would be larger than its activations (a 16->32 3x3 layer at 8x8: 176
+ * KiB against 96 KiB); ResNeXt's groups of 4 channels gained nothing either. Not the pointwise
  * gemm, which copies nothing: gathering a deep 1x1 layer's items (512->512 at 7x7, 256->1024 at 14x14) into
  * the workspace measured no faster there, and a pointwise pass keeps needing no workspace. */
 static int items_allowed(const conv_geom *g, conv_pass pass, conv_algo algo) {
-    return algo == CONV_ALGO_IM2COL && pass != CONV_BACKWARD_WEIGHT && g->K / g->G >= 32;
+    return algo == CONV_ALGO_IM2COL && pass != CONV_BACKWARD_WEIGHT && g->K / g->G >= 32 &&
+           g->C / g->G * g->R * g->S >= 512;
 }
 
 conv_plan conv_plan_pass(const conv_geom *g, conv_pass pass, size_t es, size_t budget, int nthreads) {
