@@ -45,6 +45,9 @@ void FN(conv_im2col)(T *col, int64_t ld, const T *x, const conv_geom *g, int64_t
                 if (contig) {
                     const T *sp = xr + off;
                     for (int64_t q = a; q < b; q++) d[q] = sp[q];
+                } else if (sw == 2 && xs3 == 1) { /* stride 2 (downsampling 1x1 and 3x3): vectorized by GCC */
+                    const T *sp = xr + off;
+                    for (int64_t q = a; q < b; q++) d[q] = sp[2 * q];
                 } else {
                     for (int64_t q = a; q < b; q++) d[q] = xr[(q * sw + off) * xs3];
                 }
@@ -84,6 +87,9 @@ void FN(conv_col2im_ld)(T *dx, const T *col, int64_t ld, const conv_geom *g, int
                         if (g->sw == 1) {
                             T *d = dr + off;
                             for (int64_t q = a; q < b; q++) d[q] += sp[q];
+                        } else if (g->sw == 2) {
+                            T *d = dr + off;
+                            for (int64_t q = a; q < b; q++) d[2 * q] += sp[q];
                         } else {
                             for (int64_t q = a; q < b; q++) dr[q * g->sw + off] += sp[q];
                         }
