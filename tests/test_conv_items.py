@@ -1,7 +1,7 @@
 """Tiles of whole items (kernels/cpu/conv_plan.c, plan_items): the im2col forward and input-gradient of a layer
-whose image has few output positions (K/G >= 32, C/G*R*S >= 512, at most half a tile's columns per item) run one gemm over several
-items' columns, with the gemm's output (forward) or the gathered grad_output (input-gradient) in the workspace
-beside the columns. Each case checks that it took that path (the workspace is the items plan's, to the byte, and
+whose image has few output positions (K/G >= 32, C/G*R*S >= 512, at most half a tile's columns per item) run
+one gemm over several items' columns, with the gemm's output (forward) or the gathered grad_output
+(input-gradient) in the workspace beside the columns. Each case checks that it took that path (the workspace is the items plan's, to the byte, and
 meta allocates the same), then the values and both gradients against NumPy and PyTorch, float64 gradients against
 finite differences, and the fall-back to per-item tiles when the workspace limit cannot hold two items per
 thread."""

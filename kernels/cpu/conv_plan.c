@@ -74,7 +74,8 @@ conv_plan conv_plan_cols(const conv_geom *g, conv_pass pass, conv_algo algo, siz
  * extra rows per column: the bound the within-item tiles already had, which a small image used to stay below.
  * The batches are balanced (8 items of 49 at two threads: 4 + 4, not 6 + 2) and there are at least as many
  * (batch, group) units as threads. items = 0 (not such a plan) when an item fills half a tile or more, there is
- * one item, or the budget cannot hold two items per thread: the within-item plan then runs. Planned again from the bytes it asks for, it gives the same plan (the budget bound is applied last). */
+ * one item, or the budget cannot hold two items per thread: the within-item plan then runs. Planned again from
+ * the bytes it asks for, it gives the same plan (the budget bound is applied last). */
 static conv_plan plan_items(const conv_geom *g, size_t col, size_t budget, int nthreads) {
     const int64_t N = g->N, G = g->G, PQ = g->P * g->Q, CRS = g->C / G * g->R * g->S;
     const double macs = (double)N * (double)g->K * (double)PQ * (double)CRS;
