@@ -56,7 +56,9 @@ def workspace_peak(fn):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--threads", type=int, default=None, help="gm.set_num_threads (default: all cores)")
-    p.add_argument("--rounds", type=int, default=7, help="paired rounds per shape (median and spread)")
+    p.add_argument("--rounds", "--repeat", type=int, default=7, help="paired rounds per shape (median and spread)")
+    p.add_argument("--backward", action="store_true", help="accepted for older command lines: both gradients are "
+                   "always timed")
     p.add_argument("--clock", choices=("wall", "cpu"), default="wall")
     p.add_argument("--only", default=None, help="only the shapes whose name or class contains this")
     args = p.parse_args()
