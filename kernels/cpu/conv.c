@@ -69,6 +69,63 @@ int conv_bias_backward(void *dbias, const void *t, int64_t N, int64_t K, int64_t
 
 #else /* ================ typed part: T is CONV_T, FN(name) is name_<suffix> ================================ */
 
+/* ---- tiles of whole items (conv_plan.items, see plan_items in conv_plan.c) ----------------------------------
+ * A unit is (batch of `items` consecutive items, group); its thread's buffer holds the batch's columns side by
+ * side (C/G*R*S rows, `tile` apart) and K/G rows more: the gemm's output, copied (with the bias) into each
+ * item's planes (forward), or the batch's grad_output gathered (input-gradient). The copies move K/G*P*Q
+ * elements per item against the gemm's K/G*P*Q*C/G*R*S multiply-adds. */
+static int FN(forward_items)(T *out, const T *x, const T *w, const T *bias, const conv_geom *g, T *ws,
+                             const conv_plan *pl) {
+    const int64_t N = g->N, K = g->K, G = g->G, Cg = g->C / G, Kg = K / G, CRS = Cg * g->R * g->S;
+    const int64_t PQ = g->P * g->Q, tile = pl->tile, nb = pl->items, units = ceil_div64(N, nb) * G;
+    conv_blas_single_begin(pl->nt);
+#pragma omp parallel for num_threads(pl->nt) if (pl->nt > 1) schedule(dynamic)
+    for (int64_t u = 0; u < units; u++) {
+        const int64_t grp = u % G, n0 = u / G * nb, n1 = min64(N, n0 + nb), cnt = (n1 - n0) * PQ;
+        T *col = ws + (int64_t)omp_get_thread_num() * tile * (CRS + Kg), *ot = col + tile * CRS;
+        for (int64_t n = n0; n < n1; n++) FN(conv_im2col)(col + (n - n0) * PQ, tile, x, g, n, grp, 0, PQ, 0, CRS);
+        FN(conv_gemm)(0, 0, Kg, cnt, CRS, 1, w + grp * Kg * CRS, CRS, col, tile, 0, ot, tile);
+        for (int64_t n = n0; n < n1; n++) {
+            for (int64_t k = 0; k < Kg; k++) {
+                const T *src = ot + k * tile + (n - n0) * PQ;
+                T *dst = out + (n * K + grp * Kg + k) * PQ;
+                if (bias) {
+                    const T b = bias[grp * Kg + k];
+                    for (int64_t i = 0; i < PQ; i++) dst[i] = src[i] + b;
+                } else {
+                    memcpy(dst, src, (size_t)PQ * sizeof(T));
+                }
+            }
+        }
+    }
+    conv_blas_single_end(pl->nt);
+    return GM_OK;
+}
+
+static int FN(backward_data_items)(T *dx, const T *dout, const T *w, const T *bias, const conv_geom *g, T *ws,
+                                   const conv_plan *pl) {
+    const int64_t N = g->N, C = g->C, K = g->K, G = g->G, Cg = C / G, Kg = K / G, CRS = Cg * g->R * g->S;
+    const int64_t PQ = g->P * g->Q, HW = g->H * g->W, tile = pl->tile, nb = pl->items;
+    const int64_t units = ceil_div64(N, nb) * G;
+    conv_blas_single_begin(pl->nt);
+#pragma omp parallel for num_threads(pl->nt) if (pl->nt > 1) schedule(dynamic)
+    for (int64_t u = 0; u < units; u++) {
+        const int64_t grp = u % G, n0 = u / G * nb, n1 = min64(N, n0 + nb), cnt = (n1 - n0) * PQ;
+        T *dcol = ws + (int64_t)omp_get_thread_num() * tile * (CRS + Kg), *dyt = dcol + tile * CRS;
+        for (int64_t n = n0; n < n1; n++)
+            for (int64_t k = 0; k < Kg; k++)
+                memcpy(dyt + k * tile + (n - n0) * PQ, dout + (n * K + grp * Kg + k) * PQ, (size_t)PQ * sizeof(T));
+        FN(conv_gemm)(1, 0, CRS, cnt, Kg, 1, w + grp * Kg * CRS, CRS, dyt, tile, 0, dcol, tile);
+        for (int64_t n = n0; n < n1; n++) {
+            T *dxg = dx + (n * C + grp * Cg) * HW;
+            FN(conv_fill_rows)(dxg, bias ? bias + grp * Cg : NULL, Cg, HW, HW);
+            FN(conv_col2im_ld)(dxg, dcol + (n - n0) * PQ, tile, g, 0, Cg, 0, PQ);
+        }
+    }
+    conv_blas_single_end(pl->nt);
+    return GM_OK;
+}
+
 /* ---- the three passes ------------------------------------------------------------------------------------ */
 static int FN(conv2d_forward)(T *out, const T *x, const T *w, const T *bias, const conv_geom *g, T *ws,
                               size_t ws_nbytes, int nthreads) {
@@ -87,6 +144,7 @@ static int FN(conv2d_forward)(T *out, const T *x, const T *w, const T *bias, con
     }
     const conv_plan pl = conv_plan_pass(g, CONV_FORWARD, sizeof(T), ws_nbytes, nthreads);
     if (pl.tile < 1 || (algo == CONV_ALGO_IM2COL && !ws)) return GM_ERR_ARG;
+    if (pl.items) return FN(forward_items)(out, x, w, bias, g, ws, &pl);
     const int64_t tile = pl.tile, ntile = ceil_div64(PQ, tile), units = N * G * ntile;
     const int64_t ldx = Cg == 1 ? PQ : g->xs[1];
     conv_blas_single_begin(pl.nt);
@@ -127,6 +185,7 @@ static int FN(conv2d_backward_data)(T *dx, const T *dout, const T *w, const T *b
     }
     const conv_plan pl = conv_plan_pass(g, CONV_BACKWARD_DATA, sizeof(T), ws_nbytes, nthreads);
     if (pl.tile < 1 || (algo == CONV_ALGO_IM2COL && !ws)) return GM_ERR_ARG;
+    if (pl.items) return FN(backward_data_items)(dx, dout, w, bias, g, ws, &pl);
     conv_blas_single_begin(pl.nt);
     if (algo == CONV_ALGO_POINTWISE) { /* dinp[n, g] (Cg, HW) = w_g^T (Cg, Kg) @ dout[n, g] (Kg, HW), by columns */
         const int64_t tile = pl.tile, ntile = ceil_div64(PQ, tile), units = N * G * ntile;

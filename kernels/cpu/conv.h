@@ -22,7 +22,11 @@
  * dtype (or pass).
  *
  * Tiles: an im2col tile is whole output rows of about 256 KiB of columns per thread (at least 256 columns), or
- * less when the caller's limit says so; so the workspace follows the image size, not the batch size. */
+ * less when the caller's limit says so; so the workspace follows the image size, not the batch size. A deep layer
+ * (K/G >= 32, C/G*R*S >= 512) whose image has at most half a tile's positions runs its forward and input-gradient
+ * over tiles of several whole items instead (one gemm for them all; the buffer then also holds the K/G rows of
+ * the gemm's output or of the gathered grad_output per column): the same column bound, which the small image
+ * used to stay under. conv2d_workspace_nbytes counts it, on meta as on the CPU. */
 #ifndef GM_KERNELS_CPU_CONV_H
 #define GM_KERNELS_CPU_CONV_H
 

@@ -42,6 +42,12 @@ static inline int64_t ceil_div64(int64_t a, int64_t b) { return (a + b - 1) / b;
 typedef struct {
     int nt;
     int64_t tile, nchunk, slots;
+    /* 0: tiles of output positions within one item. >= 2 (float32/float64 forward and input-gradient, im2col):
+     * a tile is `items` whole items side by side (tile = items * P * Q columns), so a deep layer with a small
+     * image still feeds gemm CONV_TILE_MIN_COLS columns or more; each thread's buffer then also holds the tile's
+     * gemm output (forward) or its gathered grad_output (input-gradient): K/G rows beside the C/G*R*S of the
+     * columns (conv_item_col_nbytes). */
+    int64_t items;
 } conv_plan;
 
 /* The most columns a thread's tile takes, whatever the limit allows: about CONV_TILE_TARGET bytes (the columns
@@ -104,6 +110,10 @@ conv_plan conv_plan_cols(const conv_geom *g, conv_pass pass, conv_algo algo, siz
                          int nthreads);
 /* conv_plan_cols for a float32/float64 pass of element size es, with its own algorithm and tile target. */
 conv_plan conv_plan_pass(const conv_geom *g, conv_pass pass, size_t es, size_t budget, int nthreads);
+/* Bytes per column of a thread's buffer in a plan of whole items (items >= 2): the columns and K/G more. */
+static inline size_t conv_item_col_nbytes(const conv_geom *g, size_t es) {
+    return (size_t)((g->C / g->G) * g->R * g->S + g->K / g->G) * es;
+}
 /* The half-precision backward plan for at most `budget` bytes; 0 when it fits, else the least workspace the pass
  * needs. */
 size_t conv_hb_plan_for(const conv_geom *g, conv_pass pass, size_t budget, int nthreads, hb_plan *hp);
@@ -142,6 +152,8 @@ CONV_DEFINE_GEMM(double, f64, scipy_cblas_dgemm)
                            int64_t cnt, int64_t j0, int64_t j1);                                                \
     void conv_col2im_##SUF(T *dx, const T *col, const conv_geom *g, int64_t c0, int64_t c1, int64_t s0,          \
                            int64_t cnt);                                                                        \
+    void conv_col2im_ld_##SUF(T *dx, const T *col, int64_t ld, const conv_geom *g, int64_t c0, int64_t c1,       \
+                              int64_t s0, int64_t cnt);                                                         \
     void conv_fill_rows_##SUF(T *dst, const T *vals, int64_t n, int64_t len, int64_t ld);                       \
     /* conv_depthwise.c (see there) */                                                                          \
     void conv_depthwise_forward_##SUF(T *out, const T *x, const T *w, const T *bias, const conv_geom *g,         \

@@ -65,9 +65,54 @@ conv_plan conv_plan_cols(const conv_geom *g, conv_pass pass, conv_algo algo, siz
     return p;
 }
 
+/* A plan of whole items per tile (conv_plan.items) for the forward or input-gradient of an im2col geometry whose
+ * item has at most half the output positions a tile wants (deep layers at the end of a network: 512->512 at 7x7
+ * is 49 columns): one gemm over several items' columns instead of one short gemm per item, which repacked the
+ * whole weight for every 49 columns (58 % of the sgemm ceiling, one thread; benchmarks/conv_gflops.py; a gemm of
+ * 196 columns already ran at ~95 % of a long one, so 14x14 keeps its per-item tiles and workspace). The tile is
+ * sized as the within-item one is (CONV_TILE_TARGET, at least CONV_TILE_MIN_COLS columns), counting the K/G
+ * extra rows per column: the bound the within-item tiles already had, which a small image used to stay below.
+ * The batches are balanced (8 items of 49 at two threads: 4 + 4, not 6 + 2) and there are at least as many
+ * (batch, group) units as threads. items = 0 (not such a plan) when an item fills half a tile or more, there is
+ * one item, or the budget cannot hold two items per thread: the within-item plan then runs. Planned again from
+ * the bytes it asks for, it gives the same plan (the budget bound is applied last). */
+static conv_plan plan_items(const conv_geom *g, size_t col, size_t budget, int nthreads) {
+    const int64_t N = g->N, G = g->G, PQ = g->P * g->Q, CRS = g->C / G * g->R * g->S;
+    const double macs = (double)N * (double)g->K * (double)PQ * (double)CRS;
+    conv_plan p = {nthreads > 1 && macs >= CONV_GEMM_GRAIN ? nthreads : 1, 0, 1, 0, 0};
+    if (PQ == 0 || N < 2 || col == 0) return p;
+    const int64_t want = max64(CONV_TILE_MIN_COLS, (int64_t)(CONV_TILE_TARGET / col));
+    if (2 * PQ > want) return p; /* 14x14's 196 columns already ran near the peak (and kept their workspace) */
+    int64_t batches = ceil_div64(N, min64(N, ceil_div64(want, PQ)));
+    batches = ceil_div64(ceil_div64(batches * G, p.nt) * p.nt, G); /* units a multiple of the threads */
+    int64_t nb = ceil_div64(N, min64(batches, N));
+    nb = min64(nb, (int64_t)(budget / ((size_t)p.nt * (size_t)PQ * col)));
+    if (nb < 2) return p;
+    p.items = nb;
+    p.tile = nb * PQ;
+    p.slots = p.nt;
+    return p;
+}
+
+/* Whether a pass may run tiles of whole items: the im2col forward and input-gradient of a deep layer, K/G >= 32
+ * and C/G*R*S >= 512 (64 channels at 3x3), whose weight gemm repacks for every item. A shallow layer's weight
+ * stays in cache, and its tile of items would be larger than its activations (a 16->32 3x3 layer at 8x8: 176
+ * KiB against 96 KiB); ResNeXt's groups of 4 channels gained nothing either. Not the pointwise
+ * gemm, which copies nothing: gathering a deep 1x1 layer's items (512->512 at 7x7, 256->1024 at 14x14) into
+ * the workspace measured no faster there, and a pointwise pass keeps needing no workspace. */
+static int items_allowed(const conv_geom *g, conv_pass pass, conv_algo algo) {
+    return algo == CONV_ALGO_IM2COL && pass != CONV_BACKWARD_WEIGHT && g->K / g->G >= 32 &&
+           g->C / g->G * g->R * g->S >= 512;
+}
+
 conv_plan conv_plan_pass(const conv_geom *g, conv_pass pass, size_t es, size_t budget, int nthreads) {
-    return conv_plan_cols(g, pass, conv2d_algo(g, pass), (size_t)((g->C / g->G) * g->R * g->S) * es, CONV_TILE_TARGET,
-                     budget, nthreads);
+    const conv_algo algo = conv2d_algo(g, pass);
+    if (items_allowed(g, pass, algo)) {
+        conv_plan p = plan_items(g, conv_item_col_nbytes(g, es), budget, nthreads);
+        if (p.items) return p;
+    }
+    return conv_plan_cols(g, pass, algo, (size_t)((g->C / g->G) * g->R * g->S) * es, CONV_TILE_TARGET, budget,
+                          nthreads);
 }
 
 size_t conv_hb_plan_for(const conv_geom *g, conv_pass pass, size_t budget, int nthreads, hb_plan *hp) {
@@ -135,7 +180,7 @@ size_t conv2d_workspace_nbytes(const conv_geom *g, gm_dtype dt, conv_pass pass, 
     if (col == 0 || g->P * g->Q == 0 || g->N == 0 || g->K == 0) return 0;
     if (col > limit) return col;
     conv_plan p = conv_plan_pass(g, pass, gm_dtype_size(dt), limit, nthreads);
-    return (size_t)p.slots * (size_t)p.tile * col;
+    return (size_t)p.slots * (size_t)p.tile * (p.items ? conv_item_col_nbytes(g, gm_dtype_size(dt)) : col);
 }
 
 static int blas_users, blas_saved;
