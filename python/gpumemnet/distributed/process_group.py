@@ -32,6 +32,9 @@ class DistBackendError(DistError):
     """The communication library failed, or a collective did not complete within the process group's timeout."""
 
 
+DistError.__module__ = DistBackendError.__module__ = "gpumemnet.distributed"  # where users name them
+
+
 class Backend(str):
     """The backends' names, as PyTorch's dist.Backend."""
     MPI = "mpi"
