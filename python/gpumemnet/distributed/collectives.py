@@ -137,10 +137,11 @@ def _launch(name, kind, out=None, inp=None, op=ReduceOp.SUM, root=0, async_op=Fa
             after.insert(0 if dev == "cpu" else 1, lambda: _divide(out, world))
 
     def finish():
-        for f in after:
-            f()
+        with no_grad():  # copies into the caller's tensors are not part of any graph (they may be leaves)
+            for f in after:
+                f()
 
-    work = Work(name, requests, finish if after else None)
+    work = Work(name, requests, finish if after else None, result=[out] if out is not None else [])
     if async_op:
         return work
     work.wait()
@@ -148,8 +149,7 @@ def _launch(name, kind, out=None, inp=None, op=ReduceOp.SUM, root=0, async_op=Fa
 
 
 def _divide(t, n):
-    with no_grad():
-        t.div_(n)
+    t.div_(n)
 
 
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
