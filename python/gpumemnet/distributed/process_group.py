@@ -275,9 +275,18 @@ class Work:
         if then is not None:
             then()
 
+    def _backend_error(self, e):
+        _state.broken = f"{self._op} failed: {e}"
+        return DistBackendError(f"{self._op}: {e}")
+
     def is_completed(self):
-        if not self._done and all(r.test() for r in self._requests):
-            self._finish()
+        try:
+            if not self._done and all(r.test() for r in self._requests):
+                self._finish()
+        except DistBackendError:
+            raise
+        except RuntimeError as e:  # the library's own failure (MPI_Error_string, ncclGetErrorString)
+            raise self._backend_error(e) from e
         return self._done
 
     def is_success(self):
@@ -296,7 +305,13 @@ class Work:
         limit = _state.timeout if timeout is None else _timeout_s(timeout)
         deadline = time.monotonic() + limit
         for r in self._requests:
-            if not r.wait(max(0.0, deadline - time.monotonic())):
+            try:
+                done = r.wait(max(0.0, deadline - time.monotonic()))
+            except DistBackendError:
+                raise
+            except RuntimeError as e:
+                raise self._backend_error(e) from e
+            if not done:
                 pg = _state.pg
                 _state.broken = f"{self._op} timed out on rank {pg.rank() if pg else '?'}"
                 raise DistBackendError(
