@@ -224,6 +224,7 @@ def _abort_on_uncaught(exc_type, exc, tb):
                          f"MPI_Abort ends every rank\n")
         sys.stdout.flush()
         sys.stderr.flush()
+        time.sleep(0.5)  # the launcher forwards output through pipes: let it read this before MPI_Abort kills us
     finally:
         _C.dist_mpi_abort(1)
         os._exit(1)
