@@ -11,7 +11,12 @@ How a tensor travels depends on its device:
          process; the scratch the CPU path allocates is allocated on meta too.
 Everything these functions allocate (host staging, the contiguous scratch of the list variants) is tagged with
 the allocator category `communication`. ReduceOp.AVG is a SUM followed by a division by the world size (MPI has
-no average), on floating dtypes only."""
+no average), on floating dtypes only.
+
+Progress: MPI moves a non-blocking collective's data only inside MPI calls (our Work.wait / is_completed polls, and
+every collective started after it). For communication that overlaps computation with nothing calling MPI in
+between (DDP's buckets during backward), MPICH runs a progress thread with MPIR_CVAR_ASYNC_PROGRESS=1 (we ask for
+MPI_THREAD_MULTIPLE, which it needs); it keeps one core polling."""
 import enum
 
 from .. import _C
