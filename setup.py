@@ -393,7 +393,8 @@ ext = Extension(
     extra_compile_args=["-O3", "-fno-math-errno", "-fopenmp", "-std=c11", "-Wall", "-Wno-unused-function"],
     extra_link_args=["-fopenmp"],
     library_dirs=[scipy_openblas32.get_lib_dir()],
-    libraries=[scipy_openblas32.get_library()],
+    # dl: gpumemnet.distributed dlopens the MPI library at run time (csrc/dist_mpi.h); glibc >= 2.34 has it in libc.
+    libraries=[scipy_openblas32.get_library(), "dl"],
     # The OpenBLAS wheel sits beside us in site-packages; gpumemnet/__init__.py also preloads it.
     runtime_library_dirs=["$ORIGIN/../scipy_openblas32/lib"],
     depends=rel("csrc/*.h") + rel("kernels/*.h") + rel("kernels/cpu/*.h"),

@@ -6,7 +6,8 @@
 
 /* In gm_category's order; each is defined beside the enum in gm.h. */
 const char *const gm_category_names[GM_NCAT] = {"parameter", "gradient",  "optimizer", "activation",
-                                                "activation_grad", "workspace", "input", "other"};
+                                                "activation_grad", "workspace", "input",
+                                                "communication", "other"};
 
 static _Thread_local int cur_category = GM_CAT_OTHER;
 static _Thread_local const char *cur_scope = "";
@@ -44,7 +45,7 @@ static PyObject *py_set_category(PyObject *self, PyObject *arg) {
         }
     }
     PyErr_Format(PyExc_ValueError, "unknown memory category %R; expected one of parameter, gradient, optimizer, "
-                 "activation, activation_grad, workspace, input, other", arg);
+                 "activation, activation_grad, workspace, input, communication, other", arg);
     return NULL;
 }
 

@@ -8,6 +8,7 @@
  *   alloc_report.c, allocator.c, alloc_stats.c             the caching allocator (allocator.h)
  *   tensor.c, ophelpers.c, transfer.c                      the Tensor object, op helpers, copies across devices
  *   ops_*.c random.c numpy.c tensor_views.c tensor_type.c  the ops and the Python face of Tensor
+ *   dist_mpi_lib.c, dist_mpi.c                             MPI, dlopen'ed at run time (dist_mpi.h)
  *   module.c                                               gathers the method tables */
 #ifndef GM_H
 #define GM_H
@@ -40,10 +41,12 @@ const char *gm_device_str(gm_device dev, char *buf);
  *   activation_grad  gradients of activations flowing through backward, and the temporaries that make them
  *   workspace        kernel scratch (im2col columns, cuDNN workspace, reduction partials), freed at once
  *   input            the data given to a model (gm.memory.estimate's batch and target)
+ *   communication    buffers of gpumemnet.distributed's collectives: host staging of CUDA tensors, gathered and
+ *                    scattered scratch, pickled objects
  *   other            everything else: tensors made outside a model and not saved for backward */
 typedef enum {
     GM_CAT_PARAMETER = 0, GM_CAT_GRADIENT, GM_CAT_OPTIMIZER, GM_CAT_ACTIVATION, GM_CAT_ACTIVATION_GRAD,
-    GM_CAT_WORKSPACE, GM_CAT_INPUT, GM_CAT_OTHER, GM_NCAT
+    GM_CAT_WORKSPACE, GM_CAT_INPUT, GM_CAT_COMMUNICATION, GM_CAT_OTHER, GM_NCAT
 } gm_category;
 extern const char *const gm_category_names[GM_NCAT];
 int gm_current_category(void);
@@ -284,6 +287,7 @@ extern PyMethodDef gm_pad_methods[];               /* ops_pad.c: F.pad */
 extern PyMethodDef gm_optim_methods[];             /* ops_optim.c: fused optimizer steps */
 extern PyMethodDef gm_amp_methods[];               /* ops_amp.c: GradScaler's fused unscale */
 extern PyMethodDef gm_transfer_methods[];          /* transfer.c: copies between devices */
+extern PyMethodDef gm_dist_mpi_methods[];          /* dist_mpi.c: gpumemnet.distributed's MPI backend */
 
 int gm_tensor_type_init(PyObject *module);
 int gm_allocator_init(void);

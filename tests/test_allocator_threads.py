@@ -10,7 +10,8 @@ import pytest
 import gpumemnet as gm
 from gpumemnet import _C
 
-CATEGORIES = ("parameter", "gradient", "optimizer", "activation", "activation_grad", "workspace", "input", "other")
+CATEGORIES = ("parameter", "gradient", "optimizer", "activation", "activation_grad", "workspace", "input",
+        "communication", "other")
 
 
 @pytest.fixture(autouse=True)

@@ -13,7 +13,8 @@ import gpumemnet as gm
 from gpumemnet import _C
 from gpumemnet.memory import timeline as H
 
-CATS = ("parameter", "gradient", "optimizer", "activation", "activation_grad", "workspace", "input", "other")
+CATS = ("parameter", "gradient", "optimizer", "activation", "activation_grad", "workspace", "input",
+        "communication", "other")
 
 
 @pytest.fixture(params=["cpu", "meta"])

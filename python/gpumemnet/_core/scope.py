@@ -1,7 +1,7 @@
 """The allocator's category and scope as context managers (layer 1, core).
 
 Every allocation is tagged with the current category (parameter, gradient, optimizer, activation,
-activation_grad, workspace, input, other: each defined in csrc/gm.h and gm.memory.CATEGORY_DOCS) and scope (e.g. 'features.3 forward'); both are per thread in C (csrc/allocator.c). The libraries
+activation_grad, workspace, input, communication, other: each defined in csrc/gm.h and gm.memory.CATEGORY_DOCS) and scope (e.g. 'features.3 forward'); both are per thread in C (csrc/allocator.c). The libraries
 tag what they allocate with these (the optimizer's state, a data loader's batches); gpumemnet.memory re-exports
 them for users."""
 import contextlib
@@ -14,7 +14,7 @@ __all__ = ["category", "scope"]
 @contextlib.contextmanager
 def category(name):
     """Tag allocations made inside the block with a category (parameter, gradient, optimizer, activation,
-    activation_grad, workspace, input, other)."""
+    activation_grad, workspace, input, communication, other)."""
     prev = _C.set_category(name)
     try:
         yield

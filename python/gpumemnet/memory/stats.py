@@ -27,6 +27,8 @@ CATEGORY_DOCS = {
     "activation_grad": "gradients of activations flowing through backward, and the temporaries that make them",
     "workspace": "kernel scratch (im2col columns, cuDNN workspace, reduction partials), freed when the op returns",
     "input": "the data given to a model (gm.memory.estimate's batch and target)",
+    "communication": "buffers of gpumemnet.distributed's collectives: host staging of CUDA tensors, gathered and "
+                     "scattered scratch, pickled objects",
     "other": "everything else: tensors made outside a model and not kept for backward",
 }
 CATEGORIES = tuple(CATEGORY_DOCS)

@@ -18,7 +18,8 @@ from .stats import CATEGORIES, format_bytes
 
 # One colour per category, readable side by side (Okabe-Ito, colour-blind safe).
 COLORS = {"parameter": "#0072B2", "gradient": "#E69F00", "optimizer": "#CC79A7", "activation": "#009E73",
-          "activation_grad": "#F0E442", "workspace": "#D55E00", "input": "#56B4E9", "other": "#999999"}
+          "activation_grad": "#F0E442", "workspace": "#D55E00", "input": "#56B4E9",
+          "communication": "#000000", "other": "#999999"}
 FIELDS = ("t_ns", "delta", "category", "scope", "allocated", "kind")
 MAX_COLUMNS = 2000  # the timeline keeps at most this many events (per bucket, the one with most allocated)
 

@@ -1,0 +1,283 @@
+"""The collectives, with PyTorch's names and signatures (layer 2, distributed).
+
+Every collective starts non-blocking in C (csrc/dist_mpi.c: MPI_Iallreduce, ...) and returns a Work; without
+async_op the call waits for it (with the process group's timeout) and returns None. Tensors are used in place.
+How a tensor travels depends on its device:
+  cpu    straight through MPI (contiguous tensors only: a copy would hide that the caller's tensor is not written);
+  cuda   through NCCL when the group has it (process_group: backend "nccl", or None with NCCL found); otherwise
+         staged: copied to host memory, sent through MPI, copied back when the Work completes;
+  meta   nothing moves and no group is needed, so that gm.memory.estimate can run a distributed step in one
+         process; the scratch the CPU path allocates is allocated on meta too.
+Everything these functions allocate (host staging, the contiguous scratch of the list variants) is tagged with
+the allocator category `communication`. ReduceOp.AVG is a SUM followed by a division by the world size (MPI has
+no average), on floating dtypes only."""
+import enum
+
+from .. import _C
+from .._core.autograd import no_grad
+from .._core.creation import cat, empty
+from .._core.scope import category
+from .._core.tensor import Tensor
+from . import process_group as pg_mod
+from .process_group import Work, _check_group, _require, _state
+
+__all__ = ["ReduceOp", "all_reduce", "broadcast", "all_gather", "all_gather_into_tensor", "reduce_scatter",
+           "reduce_scatter_tensor", "reduce", "gather", "scatter", "barrier"]
+
+
+class ReduceOp(enum.IntEnum):
+    """PyTorch's reduce ops (and its numbering). BAND/BOR/BXOR and PREMUL_SUM are not supported."""
+    SUM = 0
+    AVG = 1
+    PRODUCT = 2
+    MIN = 3
+    MAX = 4
+
+
+ReduceOp.RedOpType = ReduceOp
+# csrc/dist_mpi.c's codes (GM_MPI_SUM, PRODUCT, MIN, MAX); AVG runs as SUM.
+_C_OP = {ReduceOp.SUM: 0, ReduceOp.AVG: 0, ReduceOp.PRODUCT: 1, ReduceOp.MIN: 2, ReduceOp.MAX: 3}
+
+
+def _op(op, name, dtype):
+    try:
+        op = ReduceOp(op)
+    except ValueError:
+        raise ValueError(f"{name}: op must be a ReduceOp (SUM, AVG, PRODUCT, MIN, MAX), got {op!r}") from None
+    if op == ReduceOp.AVG and not dtype.is_floating_point:
+        raise ValueError(f"{name}: ReduceOp.AVG needs a floating-point tensor, got {dtype}")
+    return op
+
+
+def _tensor(t, name, arg):
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{name}: {arg} must be a Tensor, got {type(t).__name__}")
+    if not t.is_contiguous():
+        raise ValueError(f"{name}: {arg} must be contiguous; call .contiguous() on it and "
+                         f"communicate that tensor")
+    return t
+
+
+def _same(a, aname, b, bname, name, numel=True):
+    if a.dtype != b.dtype:
+        raise TypeError(f"{name}: {aname} is {a.dtype} but {bname} is {b.dtype}; they must have the same dtype")
+    if a.device != b.device:
+        raise ValueError(f"{name}: {aname} is on {a.device} but {bname} is on {b.device}")
+    if numel and a.shape != b.shape:
+        raise ValueError(f"{name}: {aname} has shape {tuple(a.shape)} but {bname} has {tuple(b.shape)}; they must "
+                         f"match")
+
+
+def _list(tensors, tensor, name, arg, world):
+    if not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"{name}: {arg} must be a list of Tensors, got {type(tensors).__name__}")
+    if len(tensors) != world:
+        raise ValueError(f"{name}: {arg} has {len(tensors)} tensors; expected one per rank (world_size {world})")
+    for i, t in enumerate(tensors):
+        _tensor(t, name, f"{arg}[{i}]")
+        _same(t, f"{arg}[{i}]", tensor, "tensor" if arg != "input_list" else "output", name)
+    return tensors
+
+
+def _world(tensor, name):
+    """The world size, or None on meta without a group (no rank exists there)."""
+    if tensor is not None and tensor.device.type == "meta" and _state.pg is None:
+        return None
+    _require(name)
+    return _state.pg.size()
+
+
+def _rank():
+    return _state.pg.rank() if _state.pg is not None else 0
+
+
+class _MpiRequest:
+    def __init__(self, cap):
+        self.cap = cap
+
+    def test(self):
+        return _C.dist_mpi_test(self.cap)
+
+    def wait(self, timeout_s):
+        return _C.dist_mpi_wait(self.cap, timeout_s)
+
+
+def _launch(name, kind, out=None, inp=None, op=ReduceOp.SUM, root=0, async_op=False, inplace=False, then=None):
+    """Start one C collective on out/inp (out is written; with inplace it is also read), on any device, and
+    return its Work (async_op) or wait for it. `then` runs when it completed."""
+    t = out if out is not None else inp
+    dev = t.device.type if t is not None else "cpu"
+    after = [] if then is None else [then]
+    avg = op == ReduceOp.AVG
+    if dev == "meta":
+        requests = []
+    else:
+        _require(name)
+        pg_mod.prune_pending()
+        if dev == "cuda" and _state.nccl is not None:
+            from . import _nccl
+            requests = [_nccl.start(_state.nccl, kind, out, inp, _C_OP[op], root, avg)]
+            avg = False  # NCCL averages itself (ncclAvg)
+        else:
+            bufs = []
+            for x, read in ((out, inplace), (inp, True)):
+                if x is None or dev == "cpu":
+                    bufs.append(x)
+                    continue
+                with category("communication"):  # host staging of a CUDA tensor
+                    bufs.append(x.to("cpu") if read else empty(x.shape, dtype=x.dtype, device="cpu"))
+            if dev != "cpu" and out is not None:
+                host = bufs[0]
+                after.insert(0, lambda: out.copy_(host))
+            requests = [_MpiRequest(_C.dist_mpi_start(kind, bufs[0], bufs[1], _C_OP[op], root))]
+        if avg and out is not None and (kind != "reduce" or _rank() == root):
+            world = _state.pg.size()
+            after.insert(0 if dev == "cpu" else 1, lambda: _divide(out, world))
+
+    def finish():
+        for f in after:
+            f()
+
+    work = Work(name, requests, finish if after else None)
+    if async_op:
+        return work
+    work.wait()
+    return None
+
+
+def _divide(t, n):
+    with no_grad():
+        t.div_(n)
+
+
+def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
+    """Reduce tensor across every rank, in place: every rank ends with the result."""
+    _check_group(group, "all_reduce")
+    _tensor(tensor, "all_reduce", "tensor")
+    op = _op(op, "all_reduce", tensor.dtype)
+    return _launch("all_reduce", "all_reduce", out=tensor, op=op, async_op=async_op, inplace=True)
+
+
+def broadcast(tensor, src, group=None, async_op=False, group_src=None):
+    """Copy rank src's tensor into tensor on every other rank."""
+    _check_group(group, "broadcast")
+    _tensor(tensor, "broadcast", "tensor")
+    src = src if group_src is None else group_src
+    _world(tensor, "broadcast")
+    return _launch("broadcast", "broadcast", out=tensor, root=src, async_op=async_op, inplace=True)
+
+
+def reduce(tensor, dst, op=ReduceOp.SUM, group=None, async_op=False, group_dst=None):
+    """Reduce tensor across every rank into rank dst's tensor (the others' are left as they were)."""
+    _check_group(group, "reduce")
+    _tensor(tensor, "reduce", "tensor")
+    op = _op(op, "reduce", tensor.dtype)
+    dst = dst if group_dst is None else group_dst
+    _world(tensor, "reduce")
+    return _launch("reduce", "reduce", out=tensor, op=op, root=dst, async_op=async_op, inplace=True)
+
+
+def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
+    """Every rank's input_tensor, in rank order, into output_tensor (world_size times as many elements)."""
+    name = "all_gather_into_tensor"
+    _check_group(group, name)
+    _tensor(output_tensor, name, "output_tensor")
+    _tensor(input_tensor, name, "input_tensor")
+    _same(output_tensor, "output_tensor", input_tensor, "input_tensor", name, numel=False)
+    world = _world(input_tensor, name)
+    if world is not None and output_tensor.numel() != world * input_tensor.numel():
+        raise ValueError(f"{name}: output_tensor has {output_tensor.numel()} elements; expected world_size "
+                         f"({world}) x the {input_tensor.numel()} of input_tensor")
+    return _launch(name, "all_gather", out=output_tensor, inp=input_tensor, async_op=async_op)
+
+
+def _scratch(n, like):
+    with category("communication"):
+        return empty((n,), dtype=like.dtype, device=like.device)
+
+
+def _unpack(flat, tensors):
+    n = tensors[0].numel()
+    for i, t in enumerate(tensors):
+        t.copy_(flat[i * n:(i + 1) * n].view(t.shape))
+
+
+def all_gather(tensor_list, tensor, group=None, async_op=False):
+    """Every rank's tensor, in rank order, into tensor_list (one tensor per rank, each like tensor)."""
+    _check_group(group, "all_gather")
+    _tensor(tensor, "all_gather", "tensor")
+    world = _world(tensor, "all_gather")
+    _list(tensor_list, tensor, "all_gather", "tensor_list", world if world is not None else len(tensor_list))
+    flat = _scratch(len(tensor_list) * tensor.numel(), tensor)
+    return _launch("all_gather", "all_gather", out=flat, inp=tensor, async_op=async_op,
+                   then=lambda: _unpack(flat, tensor_list))
+
+
+def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):  # noqa: A002 (PyTorch's)
+    """Reduce input across ranks and give rank r the r-th of world_size equal slices, into output."""
+    name = "reduce_scatter_tensor"
+    _check_group(group, name)
+    _tensor(output, name, "output")
+    _tensor(input, name, "input")
+    _same(input, "input", output, "output", name, numel=False)
+    op = _op(op, name, output.dtype)
+    world = _world(output, name)
+    if world is not None and input.numel() != world * output.numel():
+        raise ValueError(f"{name}: input has {input.numel()} elements; expected world_size ({world}) x the "
+                         f"{output.numel()} of output")
+    return _launch(name, "reduce_scatter", out=output, inp=input, op=op, async_op=async_op)
+
+
+def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
+    """Reduce input_list[r] across ranks into rank r's output."""
+    _check_group(group, "reduce_scatter")
+    _tensor(output, "reduce_scatter", "output")
+    op = _op(op, "reduce_scatter", output.dtype)
+    world = _world(output, "reduce_scatter")
+    _list(input_list, output, "reduce_scatter", "input_list", world if world is not None else len(input_list))
+    with category("communication"):
+        flat = cat([t.reshape(-1) for t in input_list]) if input_list else _scratch(0, output)
+    return _launch("reduce_scatter", "reduce_scatter", out=output, inp=flat, op=op, async_op=async_op)
+
+
+def gather(tensor, gather_list=None, dst=0, group=None, async_op=False, group_dst=None):
+    """Every rank's tensor, in rank order, into gather_list on rank dst (None elsewhere)."""
+    _check_group(group, "gather")
+    _tensor(tensor, "gather", "tensor")
+    dst = dst if group_dst is None else group_dst
+    world = _world(tensor, "gather")
+    flat = None
+    if _rank() == dst:
+        if gather_list is None:
+            raise ValueError(f"gather: rank {dst} (dst) needs a gather_list")
+        _list(gather_list, tensor, "gather", "gather_list", world if world is not None else len(gather_list))
+        flat = _scratch(len(gather_list) * tensor.numel(), tensor)
+    elif gather_list:
+        raise ValueError(f"gather: gather_list must be None or empty on ranks other than dst ({dst})")
+    return _launch("gather", "gather", out=flat, inp=tensor, root=dst, async_op=async_op,
+                   then=None if flat is None else (lambda: _unpack(flat, gather_list)))
+
+
+def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False, group_src=None):
+    """Rank src's scatter_list[r] into rank r's tensor."""
+    _check_group(group, "scatter")
+    _tensor(tensor, "scatter", "tensor")
+    src = src if group_src is None else group_src
+    world = _world(tensor, "scatter")
+    flat = None
+    if _rank() == src:
+        if scatter_list is None:
+            raise ValueError(f"scatter: rank {src} (src) needs a scatter_list")
+        _list(scatter_list, tensor, "scatter", "scatter_list", world if world is not None else len(scatter_list))
+        with category("communication"):
+            flat = cat([t.reshape(-1) for t in scatter_list])
+    elif scatter_list:
+        raise ValueError(f"scatter: scatter_list must be None or empty on ranks other than src ({src})")
+    return _launch("scatter", "scatter", out=tensor, inp=flat, root=src, async_op=async_op)
+
+
+def barrier(group=None, async_op=False, device_ids=None):
+    """Wait until every rank reached the barrier (with the process group's timeout)."""
+    _check_group(group, "barrier")
+    _require("barrier")
+    return _launch("barrier", "barrier", async_op=async_op)
