@@ -73,12 +73,6 @@ class _null:
         return False
 
 
-@pytest.fixture(autouse=True)
-def _category(monkeypatch):
-    if "communication" not in gm.memory.CATEGORIES:  # until gpumemnet.distributed adds the category
-        monkeypatch.setattr(_comm, "CATEGORY", "other")
-
-
 @pytest.mark.parametrize("n", [2, 3])
 @pytest.mark.parametrize("kw", [{}, {"gradient_as_bucket_view": True}, {"bucket_cap_mb": 0.0005}])
 def test_matches_one_process(n, kw):
@@ -129,9 +123,9 @@ def test_communication_bytes_and_buckets_in_category():
     nbytes = sum(p.numel() * 4 for p in _net().parameters())
 
     def rank(comm):
-        before = gm.memory.memory_stats("cpu")["by_category"][_comm.CATEGORY]["current"]
+        before = gm.memory.memory_stats("cpu")["by_category"]["communication"]["current"]
         ddp = DDP(_net(), process_group=comm)
-        held = gm.memory.memory_stats("cpu")["by_category"][_comm.CATEGORY]["current"] - before
+        held = gm.memory.memory_stats("cpu")["by_category"]["communication"]["current"] - before
         ddp(gm.zeros(2, 1, 6, 6)).sum().backward()
         return held, ddp.bucket_sizes()
     out = w.run(rank)

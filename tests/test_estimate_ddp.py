@@ -14,9 +14,7 @@ from gpumemnet.nn.parallel import DistributedDataParallel as DDP
 
 
 @pytest.fixture(autouse=True)
-def _category(monkeypatch):
-    if "communication" not in gm.memory.CATEGORIES:  # until gpumemnet.distributed adds the category
-        monkeypatch.setattr(_comm, "CATEGORY", "other")
+def meta_is_left_empty():
     yield
     gc.collect()
     gm.memory.empty_cache("meta")

@@ -70,12 +70,6 @@ def _zero_ranks(n, stage, steps, bucket_cap_mb=25, extra=None):
     return ThreadWorld(n).run(rank)
 
 
-@pytest.fixture(autouse=True)
-def _category(monkeypatch):
-    if "communication" not in gm.memory.CATEGORIES:  # until gpumemnet.distributed adds the category
-        monkeypatch.setattr(_comm, "CATEGORY", "other")
-
-
 @pytest.mark.parametrize("n", [2, 3])
 @pytest.mark.parametrize("stage", [1, 2])
 @pytest.mark.parametrize("cap", [25, 0.001])
