@@ -98,3 +98,34 @@ def test_bad_arguments():
         gm.memory.estimate(m, (1, 8, 8), batch_size=2, world_size=2, zero=3)
     with pytest.raises(ValueError, match=r"rank must be an int in \[0, 1\]"):
         gm.memory.estimate(m, (1, 8, 8), batch_size=2, world_size=2, rank=2)
+
+
+def _mlp():
+    gm.manual_seed(0)
+    return gm.nn.Sequential(gm.nn.Linear(256, 512), gm.nn.ReLU(), gm.nn.Linear(512, 256))
+
+
+def test_plan_picks_zero_when_plain_ddp_does_not_fit():
+    model = _mlp()
+    kw = dict(batch_size=4, world_size=4)
+    plain = gm.memory.estimate(model, (256,), **kw)
+    z2 = gm.memory.estimate(model, (256,), zero=2, **kw)
+    budget = (plain.total + z2.total) // 2 + (1 << 20)  # room for the segments of the ZeRO-2 step
+    assert budget < plain.total
+    p = gm.memory.plan(model, (256,), batch_size=4, budget=budget, world_size=4,
+                       candidates=[dict(zero=z, accumulation_steps=k) for z in (0, 1, 2) for k in (1, 2)])
+    assert (p.world_size, p.zero, p.accumulation_steps) == (4, 2, 1)
+    assert p.predicted_peak == z2.total and "zero=2" in repr(p)
+    big = gm.memory.plan(model, (256,), batch_size=4, budget=1 << 30, world_size=4)
+    assert (big.zero, big.accumulation_steps, big.autocast) == (0, 1, None)  # plain DDP when it fits
+    assert {c.get("zero") for c, _, _ in gm.memory.plan(model, (256,), batch_size=4, budget=budget,
+                                                         world_size=4).considered} <= {0, 1, 2}
+
+
+def test_plan_without_world_size_is_unchanged():
+    p = gm.memory.plan(_mlp(), (256,), batch_size=4, budget=1 << 30)
+    assert p.world_size is None and "zero" not in repr(p)
+    with pytest.raises(TypeError, match="a candidate must be a dict of"):
+        gm.memory.plan(_mlp(), (256,), batch_size=4, budget=1 << 30, candidates=[dict(zero=1)])
+    with pytest.raises(ValueError, match="zero must be 0, 1 or 2"):
+        gm.memory.plan(_mlp(), (256,), batch_size=4, budget=1 << 30, world_size=2, candidates=[dict(zero=5)])
