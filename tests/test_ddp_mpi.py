@@ -13,6 +13,11 @@ def test_ddp_matches_one_process(n):
 
 
 @pytest.mark.parametrize("n", [2, 3])
+def test_syncbatchnorm_matches_batchnorm_in_one_process(n):
+    check_ok(run("ddp_train.py", n, "syncbn", timeout=300), n)
+
+
+@pytest.mark.parametrize("n", [2, 3])
 def test_estimate_per_rank_equals_the_measured_step(n):
     check_ok(run("ddp_train.py", n, "memory", 0, timeout=300), n)
 

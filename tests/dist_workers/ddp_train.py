@@ -4,6 +4,8 @@ over MPI checked on every rank. Modes (argv[1]):
            gradients and parameters after several Adam steps; then the same with no_sync accumulation;
   zero1/2  ZeroRedundancyOptimizer stage 1 (under DDP) / 2 (alone) matches plain Adam, and this rank's optimizer
            state, measured by the allocator, is 1/N of plain Adam's;
+  syncbn   the digits CNN with SyncBatchNorm on N ranks of B/N matches it with BatchNorm in one process of batch
+           B, and this rank's estimate equals its measured first step;
   memory   (argv[2] = zero 0|1|2) gm.memory.estimate(..., world_size=N, zero=z, rank=r) before the step equals this
            rank's measured step: the wrapper's bytes, the step's peak and the whole process's peak.
 Prints 'OK rank r' (and figures as 'FIG ...') when every check passed; a failure raises, and the excepthook of
@@ -158,10 +160,43 @@ def check_memory(zero):
           f"communication_at_peak {stats['at_peak']['by_category']['communication']}", flush=True)
 
 
+def check_syncbn():
+    x, y = data()
+    gm.manual_seed(0)
+    ref = make_model(16)
+    train(ref, gm.optim.Adam(ref.parameters(), lr=1e-2), x, y, 3)
+    gm.manual_seed(0)
+    model = gm.nn.SyncBatchNorm.convert_sync_batchnorm(make_model(16))
+    xr, yr = mine(x, y)
+    est = gm.memory.estimate(model, (1, 8, 8), loss_fn=F.cross_entropy, target=gm.tensor(yr), batch_size=len(xr),
+                             world_size=world, rank=rank)
+    ddp = DDP(model)
+    xb, yb = gm.tensor(xr), gm.tensor(yr)
+    opt = gm.optim.Adam(ddp.parameters(), lr=1e-2)
+    gc.collect()
+    gm.memory.reset_peak_memory_stats("cpu")
+    base = gm.memory.memory_allocated("cpu")
+    F.cross_entropy(ddp(xb), yb).backward()
+    opt.step()
+    peak = gm.memory.max_memory_allocated("cpu") - base
+    if peak != est.peak:
+        raise AssertionError(f"rank {rank}: SyncBatchNorm step peak {peak}, estimated {est.peak}")
+    for _ in range(2):
+        opt.zero_grad()
+        F.cross_entropy(ddp(xb), yb).backward()
+        opt.step()
+    for (name, p), q in zip(model.named_parameters(), ref.parameters()):
+        close(p.detach().numpy(), q.detach().numpy(), f"SyncBatchNorm parameter {name}")
+    for (name, b), c in zip(model.named_buffers(), ref.buffers()):
+        close(b.numpy().astype(np.float64), c.numpy().astype(np.float64), f"SyncBatchNorm buffer {name}")
+
+
 if mode == "ddp":
     check_ddp()
 elif mode in ("zero1", "zero2"):
     check_zero(int(mode[-1]))
+elif mode == "syncbn":
+    check_syncbn()
 elif mode == "memory":
     check_memory(int(sys.argv[2]))
 else:

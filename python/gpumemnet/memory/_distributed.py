@@ -5,6 +5,7 @@ itself) and the optimizer as it makes it (ZeroRedundancyOptimizer for zero 1 and
 shards and gathered parameters are allocated on meta exactly as on the device; only the data movement is skipped."""
 from ..distributed import _comm
 from ..distributed.optim.zero import ZeroRedundancyOptimizer
+from ..nn.modules.batchnorm import SyncBatchNorm
 from ..nn.modules.module import Module
 from ..nn.parallel.distributed import DistributedDataParallel
 from ..utils.checkpoint import checkpoint_sequential
@@ -51,6 +52,9 @@ def wrap(clone, optimizer, world_size, zero, rank, checkpoint_segments, meta):
     """(module to run the step through, factory of the optimizer from the parameters, bytes the wrapper holds
     before the step: DDP's buckets)."""
     group = _comm.Simulated(rank, world_size)
+    for m in clone.modules():  # the clone is the estimate's own: its SyncBatchNorms sync over the simulated group
+        if isinstance(m, SyncBatchNorm) and m.process_group is None:
+            m.process_group = group
     a0 = _memory.memory_allocated(meta)
     inner = _Checkpointed(clone, checkpoint_segments) if checkpoint_segments else clone
     model = inner if zero == 2 else DistributedDataParallel(inner, process_group=group)
