@@ -110,7 +110,7 @@ def test_buckets_like_pytorch():
     assignment when it is importable."""
     sizes = [300_000, 10, 200_000, 50_000, 400_000, 7]
     params = [gm.nn.Parameter(gm.zeros(s)) for s in sizes]
-    got = _assign_buckets(params, 2 * 1024 * 1024)
+    got = _assign_buckets(params, 2 * 1024 * 1024, 1024 * 1024)
     assert got == [[5, 4], [3, 2, 1, 0]]
     torch = pytest.importorskip("torch")
     ts = [torch.zeros(s) for s in sizes][::-1]
@@ -204,3 +204,52 @@ def test_batchnorm_statistics_per_rank():
     out = ThreadWorld(2).run(rank)
     assert out[0][0] != out[1][0]
     assert out[0][1] == out[1][1] == out[0][0]
+
+
+def test_buckets_launch_as_soon_as_they_are_ready():
+    """Each bucket's all-reduce starts from the hook of the gradient that completes it (and of the buckets before
+    it: launches are in bucket order on every rank), during backward, whatever order the autograd engine
+    accumulates the leaves in. (gpumemnet's engine currently accumulates the first layer's leaves first, so on a
+    plain Sequential the buckets complete together near the end; an engine that accumulates each leaf as soon as
+    its gradient exists, as PyTorch's does, gives the overlap.)"""
+    events, buckets = [], []
+
+    def rank(comm):
+        gm.manual_seed(0)
+        net = gm.nn.Sequential(gm.nn.Linear(3, 4), gm.nn.ReLU(), gm.nn.Linear(4, 5), gm.nn.ReLU(),
+                               gm.nn.Linear(5, 2))
+        ddp = DDP(net, process_group=comm, bucket_cap_mb=0.00004)  # 41 bytes: one layer per bucket
+        launch = comm.all_reduce_sum
+        names = {id(p): n for n, p in net.named_parameters()}
+
+        def logged(t, async_op=False):
+            if comm.rank == 0:
+                events.append(("all_reduce", t.numel()))
+            return launch(t, async_op)
+        comm.all_reduce_sum = logged
+        if comm.rank == 0:
+            for p in net.parameters():
+                p.register_hook(lambda g, n=names[id(p)]: events.append(("gradient", n)))
+            buckets[:] = [[names[id(p)] for p in b.params] for b in ddp._buckets]
+        ddp(gm.ones(2, 3)).sum().backward()
+    ThreadWorld(2).run(rank)
+    assert len(buckets) == 3  # one per layer
+    sizes = {n: p.numel() for n, p in gm.nn.Sequential(gm.nn.Linear(3, 4), gm.nn.ReLU(), gm.nn.Linear(4, 5),
+                                                         gm.nn.ReLU(), gm.nn.Linear(5, 2)).named_parameters()}
+    expected, ready, nxt = [], set(), 0
+    for kind, name in events:
+        if kind != "gradient":
+            continue
+        expected.append((kind, name))
+        ready.add(name)
+        while nxt < len(buckets) and all(n in ready for n in buckets[nxt]):
+            expected.append(("all_reduce", sum(sizes[n] for n in buckets[nxt])))
+            nxt += 1
+    assert events == expected and nxt == len(buckets)
+
+
+def test_memory_summary_shows_the_buckets():
+    ddp = DDP(_net(), process_group=_comm.Simulated(0, 2))
+    text = str(gm.memory.memory_summary("cpu"))
+    line = next(ln for ln in text.splitlines() if ln.strip().startswith("communication"))
+    assert "0 B" not in line.split()[1:3] and ddp.bucket_sizes()

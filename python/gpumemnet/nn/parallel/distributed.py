@@ -4,15 +4,19 @@ Every rank holds the whole model and runs its own micro-batch; gradients are ave
 backward, so every replica takes the same optimizer step. As in PyTorch (Li et al., VLDB 2020):
 - at construction the parameters and buffers are broadcast from rank 0, and the buffers again before each forward
   (broadcast_buffers=True); BatchNorm's batch statistics stay per rank (use SyncBatchNorm to share them);
-- gradients are packed into buckets in reverse parameter order (the order backward produces them): the first
-  bucket 1 MiB, the others bucket_cap_mb (25 MiB); a bucket's averaging all-reduce is launched, asynchronously,
-  as soon as its last gradient has been accumulated (Tensor.register_post_accumulate_grad_hook), so communication
-  overlaps the rest of backward. Buckets are launched in index order on every rank (collectives must be issued in
-  the same order everywhere); the last one waits for all and writes the averages back into .grad;
+- gradients are packed into buckets in reverse parameter order (the order backward produces them) of
+  bucket_cap_mb (25 MiB), the first one of 1 MiB when bucket_cap_mb is left at its default; a bucket's averaging
+  all-reduce is launched, asynchronously, as soon as its last gradient has been accumulated
+  (Tensor.register_post_accumulate_grad_hook), so communication overlaps the rest of backward as far as the
+  autograd engine accumulates leaves early (gpumemnet's current engine accumulates them in forward order, so on a
+  plain Sequential the buckets complete near the end of backward). Buckets are launched in index order on every
+  rank (collectives must be issued in the same order everywhere); the last one waits for all and writes the
+  averages back into .grad;
 - no_sync() skips the reduction (gradients accumulate locally; the next synchronised backward reduces the sum);
 - find_unused_parameters=True walks the graph after forward and marks the parameters it does not reach ready.
-Not done: rebuilding buckets in the order of the first iteration (PyTorch does; ours stay in reverse parameter
-order), comm hooks, static_graph.
+Not done: PyTorch starts with a single bucket and rebuilds the buckets after the first iteration in the order the
+gradients arrived; ours are those limits applied in reverse parameter order from the start. Comm hooks,
+static_graph (accepted, no effect).
 
 Memory: the bucket buffers are allocator blocks of category "communication" (one copy of the gradients, held for
 the wrapper's lifetime). With gradient_as_bucket_view=True the gradients are views into them instead of a second
@@ -41,9 +45,12 @@ class _Bucket:
         self.work = None
 
 
-def _assign_buckets(params, cap_bytes):
-    """[[index]] of params in buckets: reverse order, one dtype/device per bucket, the first closed at 1 MiB and
-    the others at cap_bytes (PyTorch's _compute_bucket_assignment_by_size)."""
+def _assign_buckets(params, cap_bytes, first_cap_bytes=None):
+    """[[index]] of params in buckets: reverse order, one dtype/device per bucket, the first closed at
+    first_cap_bytes (default cap_bytes) and the others at cap_bytes (PyTorch's
+    _compute_bucket_assignment_by_size)."""
+    if first_cap_bytes is None:
+        first_cap_bytes = cap_bytes
     open_, limits, out = {}, {}, []
     for i in reversed(range(len(params))):
         p = params[i]
@@ -51,7 +58,7 @@ def _assign_buckets(params, cap_bytes):
         cur = open_.setdefault(key, [[], 0])
         cur[0].append(i)
         cur[1] += p.numel() * p.element_size()
-        if cur[1] >= limits.get(key, _FIRST_BUCKET_BYTES):
+        if cur[1] >= limits.get(key, first_cap_bytes):
             out.append(cur[0])
             open_[key] = [[], 0]
             limits[key] = cap_bytes
@@ -97,8 +104,10 @@ class DistributedDataParallel(Module):
         super().__init__()
         if not isinstance(module, Module):
             raise TypeError(f"DistributedDataParallel: module must be an nn.Module, got {type(module).__name__}")
-        if bucket_cap_mb is None:
+        first_cap = None
+        if bucket_cap_mb is None:  # PyTorch's default: 25 MiB, and a first bucket of 1 MiB to start early
             bucket_cap_mb = 25
+            first_cap = _FIRST_BUCKET_BYTES
         if isinstance(bucket_cap_mb, bool) or not isinstance(bucket_cap_mb, (int, float)) or bucket_cap_mb <= 0:
             raise ValueError(f"DistributedDataParallel: bucket_cap_mb must be a positive number, got {bucket_cap_mb!r}")
         self.module = module
@@ -112,6 +121,7 @@ class DistributedDataParallel(Module):
         self.gradient_as_bucket_view = gradient_as_bucket_view
         self.static_graph = static_graph
         self.bucket_bytes_cap = int(bucket_cap_mb * 1024 * 1024)
+        object.__setattr__(self, "_first_cap", first_cap)
         self.require_backward_grad_sync = True
         params = [p for p in module.parameters() if p.requires_grad]
         if not params:
@@ -138,7 +148,7 @@ class DistributedDataParallel(Module):
     def _build_buckets(self, params):
         buckets, slot = [], {}
         with category(_comm.CATEGORY), scope("DistributedDataParallel buckets"), no_grad():
-            for idx in _assign_buckets(params, self.bucket_bytes_cap):
+            for idx in _assign_buckets(params, self.bucket_bytes_cap, self._first_cap):
                 ps = [params[i] for i in idx]
                 n = sum(p.numel() for p in ps)
                 buf = _C.empty((n,), ps[0]._dtype, ps[0]._device)
