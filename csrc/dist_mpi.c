@@ -63,16 +63,16 @@ static PyObject *py_init(PyObject *self, PyObject *unused) {
     int flag = 0, rc, provided = 0;
     if (comm) return Py_BuildValue("(iii)", world_rank, world_size, init_here);
     gm_mpi_lock();
+    int fin = 0;
+    gm_mpi_finalized(&fin); /* (MPI_Initialized stays true after MPI_Finalize) */
+    if (fin) {
+        gm_mpi_unlock();
+        PyErr_SetString(PyExc_RuntimeError, "MPI was finalized in this process (destroy_process_group): it cannot be "
+                        "initialised again, MPI allows one MPI_Init per process");
+        return NULL;
+    }
     rc = gm_mpi_initialized(&flag);
     if (!rc && !flag) {
-        int fin = 0;
-        gm_mpi_finalized(&fin);
-        if (fin) {
-            gm_mpi_unlock();
-            PyErr_SetString(PyExc_RuntimeError, "MPI was finalized in this process: it cannot be initialised "
-                            "again (MPI allows one MPI_Init per process)");
-            return NULL;
-        }
         Py_BEGIN_ALLOW_THREADS /* the launcher's wire-up can take a while */
         rc = gm_mpi_init_thread(&provided);
         Py_END_ALLOW_THREADS
@@ -95,25 +95,35 @@ static PyObject *py_init(PyObject *self, PyObject *unused) {
     return Py_BuildValue("(iii)", world_rank, world_size, init_here);
 }
 
-static PyObject *py_finalize(PyObject *self, PyObject *unused) {
+/* Free our communicator and ops (destroy_process_group); MPI itself stays up for a later init_process_group. */
+static PyObject *py_free(PyObject *self, PyObject *unused) {
     if (!comm) Py_RETURN_NONE;
-    int rc = 0, fin = 0;
     gm_mpi_lock();
     for (int i = 0; i < 2; i++)
         for (int j = 0; j < GM_MPI_NOPS; j++)
             if (half_ops[i][j]) gm_mpi_op_free(&half_ops[i][j]);
     memset(half_ops, 0, sizeof half_ops);
-    rc = gm_mpi_comm_free(&comm);
+    int rc = gm_mpi_comm_free(&comm);
     comm = 0;
+    gm_mpi_unlock();
+    if (rc) return mpi_fail("destroy_process_group", rc), NULL;
+    Py_RETURN_NONE;
+}
+
+/* MPI_Finalize at interpreter exit, and only for an MPI we initialised: one that mpi4py or the program started is
+ * theirs to end. After it MPI cannot start again in this process. */
+static PyObject *py_finalize(PyObject *self, PyObject *unused) {
+    if (!gm_mpi.lib || !init_here) Py_RETURN_NONE;
+    int fin = 0, rc = 0;
+    gm_mpi_lock();
     gm_mpi_finalized(&fin);
-    /* Finalize only an MPI we initialised: one that mpi4py or the program started is theirs to end. */
-    if (!rc && init_here && !fin) {
+    if (!fin) {
         Py_BEGIN_ALLOW_THREADS
         rc = gm_mpi_finalize();
         Py_END_ALLOW_THREADS
     }
     gm_mpi_unlock();
-    if (rc) return mpi_fail("destroy_process_group", rc), NULL;
+    if (rc) return mpi_fail("MPI_Finalize", rc), NULL;
     Py_RETURN_NONE;
 }
 
@@ -365,7 +375,8 @@ PyMethodDef gm_dist_mpi_methods[] = {
     {"dist_mpi_abi", py_abi, METH_NOARGS, "The loaded MPI library's ABI, or None."},
     {"dist_mpi_init", py_init, METH_NOARGS, "Initialise MPI (if needed) and our communicator: (rank, size, "
      "initialised here)."},
-    {"dist_mpi_finalize", py_finalize, METH_NOARGS, "Free our communicator; MPI_Finalize if we initialised MPI."},
+    {"dist_mpi_free", py_free, METH_NOARGS, "Free our communicator and ops (MPI stays initialised)."},
+    {"dist_mpi_finalize", py_finalize, METH_NOARGS, "MPI_Finalize, if dist_mpi_init initialised MPI."},
     {"dist_mpi_abort", py_abort, METH_O, "MPI_Abort(MPI_COMM_WORLD, code): ends every rank."},
     {"dist_mpi_start", py_start, METH_VARARGS, "Start a non-blocking collective: (kind, output, input, op, root)."},
     {"dist_mpi_test", py_test, METH_O, "Whether a started collective completed (drives MPI's progress)."},

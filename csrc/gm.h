@@ -8,7 +8,7 @@
  *   alloc_report.c, allocator.c, alloc_stats.c             the caching allocator (allocator.h)
  *   tensor.c, ophelpers.c, transfer.c                      the Tensor object, op helpers, copies across devices
  *   ops_*.c random.c numpy.c tensor_views.c tensor_type.c  the ops and the Python face of Tensor
- *   dist_mpi_lib.c, dist_mpi.c                             MPI, dlopen'ed at run time (dist_mpi.h)
+ *   dist_mpi_lib.c, dist_mpi.c, dist_nccl.c                MPI and NCCL, dlopen'ed at run time (dist_mpi.h)
  *   module.c                                               gathers the method tables */
 #ifndef GM_H
 #define GM_H
@@ -288,6 +288,7 @@ extern PyMethodDef gm_optim_methods[];             /* ops_optim.c: fused optimiz
 extern PyMethodDef gm_amp_methods[];               /* ops_amp.c: GradScaler's fused unscale */
 extern PyMethodDef gm_transfer_methods[];          /* transfer.c: copies between devices */
 extern PyMethodDef gm_dist_mpi_methods[];          /* dist_mpi.c: gpumemnet.distributed's MPI backend */
+extern PyMethodDef gm_dist_nccl_methods[];         /* dist_nccl.c: its NCCL backend (CUDA builds) */
 
 int gm_tensor_type_init(PyObject *module);
 int gm_allocator_init(void);

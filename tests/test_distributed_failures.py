@@ -29,6 +29,15 @@ def test_a_rank_that_raises_ends_every_rank(mode, error):
     assert took < 60, f"took {took:.0f} s (the collective timeout is 120 s: only the abort can end it sooner)"
 
 
+def test_a_rank_that_exits_ends_every_rank():
+    """sys.exit(3) on one rank: no excepthook runs there (SystemExit), and its exit waits for the others (MPI_Finalize
+    after a barrier with the timeout); rank 0's all_reduce times out and aborts the job."""
+    proc, took, text = job("exit")
+    assert proc.returncode != 0 and "finished rank" not in proc.stdout, text
+    assert "rank 0 of 2 raised DistBackendError" in proc.stderr, text
+    assert took < 60, f"took {took:.0f} s"
+
+
 @pytest.mark.parametrize("mode, limit", [("timeout", "2"), ("wait_timeout", "1")])
 def test_a_rank_that_never_joins_times_out(mode, limit):
     proc, took, text = job(mode)

@@ -184,6 +184,17 @@ mt = gm.empty(8, device="meta")
 assert dist.all_reduce(mt) is None
 assert dist.all_reduce(mt, async_op=True).is_completed()
 
+# a leaf that requires grad is written in place as PyTorch's collectives do (no autograd error)
+leaf = gm.ones(3, requires_grad=True)
+dist.all_reduce(leaf, op=dist.ReduceOp.AVG)
+check(leaf.detach(), [1.0] * 3, "all_reduce of a leaf")
+
 dist.destroy_process_group()
 assert not dist.is_initialized()
+# MPI stays up: the group can be made again (MPI_Finalize waits for the interpreter's exit)
+dist.init_process_group("mpi")
+t = gm.ones(2)
+dist.all_reduce(t)
+check(t, [world] * 2, "all_reduce after a second init_process_group")
+dist.destroy_process_group()
 print(f"OK rank {rank}", flush=True)

@@ -3,6 +3,7 @@ collective; the whole job must end (not hang), with the failing rank's error in 
   raise        rank 1 raises ValueError before the collective
   bad_input    rank 1 passes a non-contiguous tensor to all_reduce
   oom          rank 1 runs out of memory (a 1 MiB limit on the CPU allocator)
+  exit         rank 1 calls sys.exit(3): no exception reaches the excepthook; rank 0 times out (2 s) and aborts
   timeout      rank 1 catches its own error and goes on without joining: rank 0's all_reduce times out (2 s)
   wait_timeout as timeout, with async_op and Work.wait(timeout=1)"""
 import sys
@@ -13,13 +14,15 @@ import gpumemnet as gm
 import gpumemnet.distributed as dist
 
 mode = sys.argv[1]
-dist.init_process_group("mpi", timeout=timedelta(seconds=2 if "timeout" in mode else 120))
+dist.init_process_group("mpi", timeout=timedelta(seconds=2 if "timeout" in mode or mode == "exit" else 120))
 rank = dist.get_rank()
 t = gm.ones(16)
 print(f"started rank {rank}", flush=True)
 if rank == 1:
     if mode == "raise":
         raise ValueError("rank 1 fails on purpose")
+    if mode == "exit":
+        sys.exit(3)
     if mode == "bad_input":
         dist.all_reduce(gm.ones(4, 4)[:, 1])
     if mode == "oom":

@@ -4,8 +4,9 @@ Every collective starts non-blocking in C (csrc/dist_mpi.c: MPI_Iallreduce, ...)
 async_op the call waits for it (with the process group's timeout) and returns None. Tensors are used in place.
 How a tensor travels depends on its device:
   cpu    straight through MPI (contiguous tensors only: a copy would hide that the caller's tensor is not written);
-  cuda   through NCCL when the group has it (process_group: backend "nccl", or None with NCCL found); otherwise
-         staged: copied to host memory, sent through MPI, copied back when the Work completes;
+  cuda   through NCCL when the group has it (process_group: backend "nccl", or None with NCCL found) for
+         all_reduce, broadcast, reduce, all_gather(_into_tensor), reduce_scatter(_tensor) on the communicator's
+         device; otherwise staged: copied to host memory, sent through MPI, copied back when the Work completes;
   meta   nothing moves and no group is needed, so that gm.memory.estimate can run a distributed step in one
          process; the scratch the CPU path allocates is allocated on meta too.
 Everything these functions allocate (host staging, the contiguous scratch of the list variants) is tagged with
@@ -114,10 +115,11 @@ def _launch(name, kind, out=None, inp=None, op=ReduceOp.SUM, root=0, async_op=Fa
     else:
         _require(name)
         pg_mod.prune_pending()
-        if dev == "cuda" and _state.nccl is not None:
-            from . import _nccl
-            requests = [_nccl.start(_state.nccl, kind, out, inp, _C_OP[op], root, avg)]
-            avg = False  # NCCL averages itself (ncclAvg)
+        from . import _nccl
+        if dev == "cuda" and _state.nccl is not None and _nccl.handles(_state.nccl, kind, out, inp):
+            code = 4 if avg else _C_OP[op]  # NCCL averages itself (ncclAvg)
+            requests = [_nccl.start(_state.nccl, kind, out, inp, code, root, _state.pg.size())]
+            avg = False
         else:
             bufs = []
             for x, read in ((out, inplace), (inp, True)):
@@ -135,10 +137,11 @@ def _launch(name, kind, out=None, inp=None, op=ReduceOp.SUM, root=0, async_op=Fa
             after.insert(0 if dev == "cpu" else 1, lambda: _divide(out, world))
 
     def finish():
-        for f in after:
-            f()
+        with no_grad():  # copies into the caller's tensors are not part of any graph (they may be leaves)
+            for f in after:
+                f()
 
-    work = Work(name, requests, finish if after else None)
+    work = Work(name, requests, finish if after else None, result=[out] if out is not None else [])
     if async_op:
         return work
     work.wait()
@@ -146,8 +149,7 @@ def _launch(name, kind, out=None, inp=None, op=ReduceOp.SUM, root=0, async_op=Fa
 
 
 def _divide(t, n):
-    with no_grad():
-        t.div_(n)
+    t.div_(n)
 
 
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):

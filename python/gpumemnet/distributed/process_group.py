@@ -77,6 +77,7 @@ class _State:
     nccl = None           # the NCCL communicator's state, when the group uses NCCL for CUDA tensors
     prev_hook = None
     pending = set()       # Works in flight: their tensors must outlive them
+    exit_registered = False
 
 
 _state = _State()
@@ -165,12 +166,14 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     if n > 1 and _state.prev_hook is None:
         _state.prev_hook = sys.excepthook
         sys.excepthook = _abort_on_uncaught
-    atexit.register(_at_exit)
+    if not _state.exit_registered:
+        _state.exit_registered = True
+        atexit.register(_at_exit)
 
 
 def destroy_process_group(group=None):
-    """Wait for the collectives in flight, free the communicators, and finalize MPI if init_process_group
-    initialised it (MPI allows one init per process: a later init_process_group then fails)."""
+    """Wait for the collectives in flight and free the communicators. MPI itself stays initialised (it can start
+    only once per process) until the interpreter exits, so init_process_group may run again."""
     _check_group(group, "destroy_process_group")
     if _state.pg is None:
         return
@@ -185,12 +188,28 @@ def destroy_process_group(group=None):
     _state.pg = GroupMember.WORLD = None
     if _state.prev_hook is not None:
         sys.excepthook, _state.prev_hook = _state.prev_hook, None
-    _C.dist_mpi_finalize()
+    _C.dist_mpi_free()
 
 
 def _at_exit():
-    if _state.pg is not None and not _state.broken:
+    """MPI_Finalize (if we initialised MPI), once every rank reached its exit: a barrier with the group's timeout
+    first, because MPI_Finalize waits for the other ranks without one. A rank whose peers are stuck elsewhere (or
+    that exits with sys.exit(1) while they wait in a collective) then leaves without MPI_Finalize after the timeout,
+    and the launcher ends the job. Nothing is finalized after a collective timed out: it is still in flight."""
+    if _state.broken:
+        return
+    if _state.pg is not None:
         destroy_process_group()
+    _C.dist_mpi_init()  # our communicator again (MPI is up), for the exit barrier
+    try:
+        late = not _C.dist_mpi_wait(_C.dist_mpi_start("barrier", None, None, 0, 0), _state.timeout)
+    finally:
+        _C.dist_mpi_free()
+    if late:
+        sys.stderr.write(f"gpumemnet.distributed: the other ranks did not reach their exit within {_state.timeout:g} "
+                         f"s; leaving without MPI_Finalize\n")
+        return
+    _C.dist_mpi_finalize()
 
 
 def _abort_on_uncaught(exc_type, exc, tb):
