@@ -73,6 +73,14 @@ def test_bad_rank():
         DistributedSampler(_Len(4), num_replicas=2, rank=-1)
 
 
+def test_needs_a_process_group_for_its_defaults():
+    import gpumemnet.distributed as dist
+    if dist.is_initialized():
+        pytest.skip("a process group is initialized in this process")
+    with pytest.raises(RuntimeError, match="call gpumemnet.distributed.init_process_group"):
+        DistributedSampler(_Len(4))
+
+
 def test_with_dataloader():
     data = gm.utils.data.TensorDataset(gm.arange(10))
     sampler = DistributedSampler(data, num_replicas=2, rank=0, shuffle=False)

@@ -17,6 +17,10 @@ model). After the local step each bucket is all-gathered into every rank's param
   bucket is reduce-scattered (averaged) asynchronously into this rank's shard of the gradients, the only gradient
   memory kept until the step. Parameters' .grad stay None. Every parameter must get a gradient in every backward.
 
+PyTorch's parameters_as_bucket_view is accepted and changes nothing (the gathered buckets are copied into the
+parameters); overlap_with_ddp=True is refused (stage 2 overlaps its reduce-scatter with backward itself). Stage 1
+must run under DDP when world_size > 1: it does not average the gradients (as PyTorch's ZeRO does not).
+
 Memory (what gm.memory.estimate(..., world_size=N, zero=1|2) runs on meta with a simulated group): the state is
 category "optimizer"; stage 2's gradient shards "gradient"; bucket, send and gather buffers "communication", freed
 when their collective has finished."""
