@@ -129,3 +129,13 @@ def test_plan_without_world_size_is_unchanged():
         gm.memory.plan(_mlp(), (256,), batch_size=4, budget=1 << 30, candidates=[dict(zero=1)])
     with pytest.raises(ValueError, match="zero must be 0, 1 or 2"):
         gm.memory.plan(_mlp(), (256,), batch_size=4, budget=1 << 30, world_size=2, candidates=[dict(zero=5)])
+
+
+def test_a_wrapped_model_is_estimated_as_its_ranks_step():
+    model = make_model(16)
+    ddp = DDP(model, process_group=_comm.Simulated(1, 2))
+    kw = dict(loss_fn=F.cross_entropy, batch_size=8)
+    a = gm.memory.estimate(ddp, (1, 8, 8), **kw)
+    b = gm.memory.estimate(model, (1, 8, 8), world_size=2, **kw)
+    assert (a.total, a.peak, a.comm_bytes, a.world_size) == (b.total, b.peak, b.comm_bytes, 2)
+    assert "Training step peak" in gm.summary(ddp, (1, 8, 8), batch_size=8)

@@ -11,7 +11,15 @@ from ..nn.parallel.distributed import DistributedDataParallel
 from ..utils.checkpoint import checkpoint_sequential
 from . import stats as _memory
 
-__all__ = ["check", "wrap"]
+__all__ = ["check", "unwrap", "wrap"]
+
+
+def unwrap(model, world_size):
+    """A model already wrapped in DistributedDataParallel is estimated as its module on the wrapper's world size
+    (the wrapper itself, with its buckets and its group, is not copied to meta)."""
+    if isinstance(model, DistributedDataParallel):
+        return model.module, model.process_group.size if world_size is None else world_size
+    return model, world_size
 
 
 def check(world_size, zero, rank):

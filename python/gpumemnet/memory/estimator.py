@@ -325,7 +325,9 @@ def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, 
     world_size: the step of one rank of a data-parallel run of world_size ranks, each with this batch (so give
     the per-rank batch): the model wrapped in gm.nn.parallel.DistributedDataParallel (zero=0) and the optimizer
     in gm.distributed.optim.ZeroRedundancyOptimizer(optimizer_class=optimizer, stage=zero) for zero=1 (under DDP)
-    or 2 (alone), as the script does it; every rank's figures (rank=None), or one rank's."""
+    or 2 (alone), as the script does it; every rank's figures (rank=None), or one rank's. A model given already
+    wrapped in DistributedDataParallel is estimated so, on the wrapper's world size."""
+    model, world_size = _distributed.unwrap(model, world_size)
     world_size, zero, ranks = _distributed.check(world_size, zero, rank)
     with _meta_turn:
         ests = [_estimate(model, input_shape, loss_fn, optimizer, batch_size, target, autocast, checkpoint_segments,
