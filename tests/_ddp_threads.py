@@ -12,6 +12,9 @@ class _Done:
     def wait(self, timeout=None):
         return True
 
+    def is_completed(self):
+        return True
+
 
 class ThreadWorld:
     def __init__(self, size):

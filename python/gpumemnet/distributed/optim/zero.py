@@ -141,6 +141,9 @@ class ZeroRedundancyOptimizer(Optimizer):
         b.pending -= 1
         if b.pending == 0:
             self._launch_ready()
+        for done in self._buckets[:self._next]:  # MPI progresses only inside its calls (see DDP's _progress)
+            if done.work is not None:
+                done.work.is_completed()
 
     def _launch_ready(self):
         buckets, comm = self._buckets, self._comm

@@ -235,6 +235,14 @@ class DistributedDataParallel(Module):
                 if self.gradient_as_bucket_view:
                     p.grad = view  # from now on backward accumulates into the bucket itself
         self._mark_ready(p, b)
+        self._progress()
+
+    def _progress(self):
+        """Let the launched all-reduces move on: MPI progresses a non-blocking collective only inside MPI calls, so
+        each gradient's hook asks the ones in flight (a test, never a wait)."""
+        for b in self._buckets[:self._next]:
+            if b.work is not None:
+                b.work.is_completed()
 
     def _mark_ready(self, p, b):
         self._ready.add(id(p))
