@@ -26,3 +26,13 @@ def test_the_nccl_binding_loads_nccl():
     assert _nccl.is_available() == (not gm.cuda.is_emulated())
     with pytest.raises(ValueError, match="unique_id must be 128 bytes, got 1"):
         gm._C.dist_nccl_init(b"x", 1, 0, 0)
+
+
+def test_cuda_tensors_through_nccl():
+    """On a GPU with NCCL (tools/gpu_check.sh): one rank per visible GPU, at most 2 (NCCL refuses two ranks on one
+    GPU; a world of one still runs every NCCL call)."""
+    from gpumemnet.distributed import _nccl
+    if gm.cuda.is_emulated() or not _nccl.is_available():
+        pytest.skip("needs a GPU and NCCL (the emulator stages CUDA tensors through MPI instead)")
+    n = min(2, gm.cuda.device_count())
+    check_ok(run("nccl.py", n, timeout=300), n)

@@ -64,5 +64,7 @@ def test_before_init():
 def test_communication_is_a_category():
     assert "communication" in gm.memory.CATEGORIES and gm.memory.CATEGORY_DOCS["communication"]
     with gm.memory.category("communication"):
-        t = gm.empty(10)
+        t = gm.empty(1000)
     assert t._category == "communication"
+    row = [ln for ln in gm.memory.memory_summary("cpu").splitlines() if ln.split()[:1] == ["communication"]]
+    assert row and "4.00 KiB" in row[0], gm.memory.memory_summary("cpu")

@@ -30,6 +30,17 @@ def _cpu_memory():
         return "unknown"
 
 
+def _mpi_line():
+    """The MPI library gpumemnet.distributed would load (loading it starts nothing), or how to get one."""
+    from .distributed import _mpi
+    try:
+        path, abi, version = _mpi.load()
+    except RuntimeError:
+        return "none found (gpumemnet.distributed needs one: pip install mpich)"
+    first = " ".join(version.splitlines()[0].split()) if version else "?"
+    return f"{first} ({abi}), {path}"
+
+
 def run(argv):
     """`run`: the script runs as `python script.py args...` would run it, with torch resolving to gpumemnet."""
     parser = argparse.ArgumentParser(
@@ -120,6 +131,7 @@ def main(argv=None):
             cudnn += f" (compiled against {info['cudnn_compiled']})"
         lines.append(f"cuDNN    {cudnn}")
         lines.append(f"cuBLAS   {info['cublas']}")
+    lines.append(f"MPI      {_mpi_line()}")
     lines.append(f"threads  OpenMP {info['openmp_threads']} (OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}), "
                  f"BLAS {info['blas_threads']}")
 

@@ -12,8 +12,6 @@ import os
 import site
 import sys
 
-import numpy as np
-
 from .. import _C
 
 ENV = "GPUMEMNET_NCCL_LIBRARY"
@@ -77,8 +75,10 @@ def _device(device_id, world_rank):
     return local % max(1, cuda.device_count())
 
 
-def init(rank, world_size, device_id=None, required=False):
-    """This rank's NCCL state {comm, device, version}, or None (CUDA tensors are then staged through MPI)."""
+def init(rank, world_size, mpi_min, mpi_broadcast, device_id=None, required=False):
+    """This rank's NCCL state {comm, device, version}, or None (CUDA tensors are then staged through MPI).
+    mpi_min(int) -> the smallest over the ranks and mpi_broadcast(bytes) -> rank 0's bytes are the process group's
+    MPI (given by process_group, so that this module needs nothing above _C)."""
     if not _usable():
         if required:
             from .. import cuda
@@ -86,23 +86,17 @@ def init(rank, world_size, device_id=None, required=False):
             raise RuntimeError(f"init_process_group(backend='nccl'): {why}; use backend='mpi'")
         return None
     # Every rank must agree: a rank without NCCL would leave the others waiting in ncclCommInitRank.
-    from . import collectives as C
-    from .._core.creation import from_numpy
     try:
         version, err = _load(), ""
     except RuntimeError as e:
         version, err = 0, str(e)
-    flag = from_numpy(np.array([1 if version else 0], dtype=np.int64))
-    C.all_reduce(flag, op=C.ReduceOp.MIN)
-    if not int(flag.item()):
+    if not mpi_min(1 if version else 0):
         if required:
             raise RuntimeError("init_process_group(backend='nccl'): " + (err or "NCCL is missing on another rank"))
         return None
     device = _device(device_id, rank)
-    uid = np.frombuffer(_C.dist_nccl_unique_id(), dtype=np.uint8).copy() if rank == 0 else np.zeros(128, np.uint8)
-    t = from_numpy(uid)
-    C.broadcast(t, 0)
-    comm = _C.dist_nccl_init(t.numpy().tobytes(), world_size, rank, device)
+    uid = mpi_broadcast(_C.dist_nccl_unique_id() if rank == 0 else bytes(128))
+    comm = _C.dist_nccl_init(uid, world_size, rank, device)
     return {"comm": comm, "device": device, "version": version}
 
 

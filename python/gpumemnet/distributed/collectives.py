@@ -19,7 +19,7 @@ from .._core.autograd import no_grad
 from .._core.creation import cat, empty
 from .._core.scope import category
 from .._core.tensor import Tensor
-from . import process_group as pg_mod
+from . import _nccl, process_group as pg_mod
 from .process_group import Work, _check_group, _require, _state
 
 __all__ = ["ReduceOp", "all_reduce", "broadcast", "all_gather", "all_gather_into_tensor", "reduce_scatter",
@@ -115,7 +115,6 @@ def _launch(name, kind, out=None, inp=None, op=ReduceOp.SUM, root=0, async_op=Fa
     else:
         _require(name)
         pg_mod.prune_pending()
-        from . import _nccl
         if dev == "cuda" and _state.nccl is not None and _nccl.handles(_state.nccl, kind, out, inp):
             code = 4 if avg else _C_OP[op]  # NCCL averages itself (ncclAvg)
             requests = [_nccl.start(_state.nccl, kind, out, inp, code, root, _state.pg.size())]

@@ -14,8 +14,11 @@ import sys
 import time
 from datetime import timedelta
 
+import numpy as np
+
 from .. import _C
-from . import _mpi
+from .._core.creation import from_numpy
+from . import _mpi, _nccl
 
 __all__ = ["DistError", "DistBackendError", "Backend", "GroupMember", "ProcessGroup", "Work", "is_available",
            "is_initialized", "is_mpi_available", "is_nccl_available", "init_process_group", "destroy_process_group",
@@ -93,7 +96,6 @@ def is_mpi_available():
 
 
 def is_nccl_available():
-    from . import _nccl
     return _nccl.is_available()
 
 
@@ -155,9 +157,8 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     _state.timeout, _state.init_here, _state.broken = timeout_s, bool(init_here), None
     _state.pg = GroupMember.WORLD = ProcessGroup(r, n, "mpi")
     if name in ("nccl", "undefined"):
-        from . import _nccl
         try:
-            _state.nccl = _nccl.init(r, n, device_id, required=name == "nccl")
+            _state.nccl = _nccl.init(r, n, _mpi_min, _mpi_broadcast, device_id, required=name == "nccl")
         except BaseException:
             _state.pg = GroupMember.WORLD = None
             raise
@@ -171,6 +172,25 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
         atexit.register(_at_exit)
 
 
+def _mpi_wait(cap, op):
+    if not _C.dist_mpi_wait(cap, _state.timeout):
+        raise DistBackendError(f"{op}: the other ranks did not join within {_state.timeout:g} s")
+
+
+def _mpi_min(value):
+    """The smallest int64 value over the ranks (straight through MPI: init_process_group's own agreement)."""
+    t = from_numpy(np.array([value], dtype=np.int64))
+    _mpi_wait(_C.dist_mpi_start("all_reduce", t, None, 2, 0), "init_process_group")
+    return int(t.item())
+
+
+def _mpi_broadcast(data):
+    """Rank 0's bytes (of the same length on every rank)."""
+    t = from_numpy(np.frombuffer(data, dtype=np.uint8).copy())
+    _mpi_wait(_C.dist_mpi_start("broadcast", t, None, 0, 0), "init_process_group")
+    return t.numpy().tobytes()
+
+
 def destroy_process_group(group=None):
     """Wait for the collectives in flight and free the communicators. MPI itself stays initialised (it can start
     only once per process) until the interpreter exits, so init_process_group may run again."""
@@ -181,7 +201,6 @@ def destroy_process_group(group=None):
         for w in list(_state.pending):
             w.wait()
     if _state.nccl is not None:
-        from . import _nccl
         _nccl.destroy(_state.nccl, abort=bool(_state.broken))
         _state.nccl = None
     _state.pending.clear()
@@ -224,6 +243,7 @@ def _abort_on_uncaught(exc_type, exc, tb):
                          f"MPI_Abort ends every rank\n")
         sys.stdout.flush()
         sys.stderr.flush()
+        time.sleep(0.5)  # the launcher forwards output through pipes: let it read this before MPI_Abort kills us
     finally:
         _C.dist_mpi_abort(1)
         os._exit(1)
@@ -275,9 +295,18 @@ class Work:
         if then is not None:
             then()
 
+    def _backend_error(self, e):
+        _state.broken = f"{self._op} failed: {e}"
+        return DistBackendError(f"{self._op}: {e}")
+
     def is_completed(self):
-        if not self._done and all(r.test() for r in self._requests):
-            self._finish()
+        try:
+            if not self._done and all(r.test() for r in self._requests):
+                self._finish()
+        except DistBackendError:
+            raise
+        except RuntimeError as e:  # the library's own failure (MPI_Error_string, ncclGetErrorString)
+            raise self._backend_error(e) from e
         return self._done
 
     def is_success(self):
@@ -296,7 +325,13 @@ class Work:
         limit = _state.timeout if timeout is None else _timeout_s(timeout)
         deadline = time.monotonic() + limit
         for r in self._requests:
-            if not r.wait(max(0.0, deadline - time.monotonic())):
+            try:
+                done = r.wait(max(0.0, deadline - time.monotonic()))
+            except DistBackendError:
+                raise
+            except RuntimeError as e:
+                raise self._backend_error(e) from e
+            if not done:
                 pg = _state.pg
                 _state.broken = f"{self._op} timed out on rank {pg.rank() if pg else '?'}"
                 raise DistBackendError(
