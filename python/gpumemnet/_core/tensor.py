@@ -233,6 +233,9 @@ class Tensor(TensorMethods, _C.TensorBase):
     def register_hook(self, hook):
         return autograd.register_tensor_hook(self, hook)
 
+    def register_post_accumulate_grad_hook(self, hook):
+        return autograd.register_post_accumulate_grad_hook(self, hook)
+
     def retain_grad(self):
         if self.grad_fn is None or self._retains_grad:
             return

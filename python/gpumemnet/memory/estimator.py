@@ -36,6 +36,7 @@ from ..nn.modules.module import Module, register_module_forward_hook, register_m
 from ..nn.parameter import Parameter
 from ..optim import Adam
 from ..utils.checkpoint import checkpoint_sequential
+from . import _distributed
 from . import stats as _memory
 
 __all__ = ["Estimate", "LayerRow", "Summary", "estimate", "summary"]
@@ -103,14 +104,23 @@ class Estimate:
     peak_scope      the allocator scope of the allocation that reached the peak ("fc1 backward", "Adam.step")
     params, trainable, param_bytes, gradient_bytes, optimizer_bytes, activation_bytes (peak saved for backward),
     input_bytes, layers (LayerRow list), device (what the estimate stands for: "cpu", "cuda:0"...), notes (what
-    the figures leave out, as sentences: for CUDA, cuDNN's convolution workspace)."""
+    the figures leave out, as sentences: for CUDA, cuDNN's convolution workspace).
+    Data parallel (estimate(..., world_size=N, zero=z)): the figures are one rank's, `rank`; comm_bytes is what
+    DistributedDataParallel holds from its construction (the gradient buckets, category communication), counted
+    in total; per_rank is [total of rank 0, 1, ...] when every rank was estimated (ZeRO: the shards differ), and
+    the Estimate is then the rank with the highest total."""
+    comm_bytes = 0
+    world_size = None
+    zero = 0
+    rank = None
+    per_rank = None
 
     def __init__(self, **kw):
         self.__dict__.update(kw)
 
     @property
     def total(self):
-        return self.param_bytes + self.input_bytes + self.peak
+        return self.param_bytes + self.input_bytes + self.comm_bytes + self.peak
 
     @property
     def inference_total(self):
@@ -292,7 +302,8 @@ def _input_specs(input_shape, batch_size, dtype):
 
 
 def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, target=None, autocast=None,
-             checkpoint_segments=None, accumulation_steps=1, device="cpu", limit=None):
+             checkpoint_segments=None, accumulation_steps=1, device="cpu", limit=None, world_size=None, zero=0,
+             rank=None):
     """Run the first training step of `model` (forward, loss, backward, the optimizer's first step) on a meta
     copy and return an Estimate. The model itself is not touched.
 
@@ -310,16 +321,30 @@ def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, 
     device: the device the estimate stands for (its autocast policy; summary compares with its capacity).
     limit: run the step as gm.memory.set_limit(device, limit) would: the allocator frees its cache and retries
     where the real device would, and OutOfMemoryError is raised where the real step would raise it. This is the
-    test of "fits" that counts reserved bytes (fragmentation included), not only allocated ones."""
+    test of "fits" that counts reserved bytes (fragmentation included), not only allocated ones.
+    world_size: the step of one rank of a data-parallel run of world_size ranks, each with this batch (so give
+    the per-rank batch): the model wrapped in gm.nn.parallel.DistributedDataParallel (zero=0) and the optimizer
+    in gm.distributed.optim.ZeroRedundancyOptimizer(optimizer_class=optimizer, stage=zero) for zero=1 (under DDP)
+    or 2 (alone), as the script does it; every rank's figures (rank=None), or one rank's. A model given already
+    wrapped in DistributedDataParallel is estimated so, on the wrapper's world size."""
+    model, world_size = _distributed.unwrap(model, world_size)
+    world_size, zero, ranks = _distributed.check(world_size, zero, rank)
     with _meta_turn:
-        return _estimate(model, input_shape, loss_fn, optimizer, batch_size, target, autocast, checkpoint_segments,
-                         accumulation_steps, device, limit)
+        ests = [_estimate(model, input_shape, loss_fn, optimizer, batch_size, target, autocast, checkpoint_segments,
+                          accumulation_steps, device, limit, dist=(world_size, zero, r)) for r in ranks]
+    if len(ests) == 1:
+        return ests[0]
+    worst = max(ests, key=lambda e: e.total)
+    worst.per_rank = [e.total for e in ests]
+    return worst
 
 
 def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, target=None, autocast=None,
-              checkpoint_segments=None, accumulation_steps=1, device="cpu", limit=None, keep_outputs=False):
+              checkpoint_segments=None, accumulation_steps=1, device="cpu", limit=None, keep_outputs=False,
+              dist=(None, 0, None)):
     """estimate(); keep_outputs: the output and the loss stay alive until the optimizer step has run, as in a
-    script that holds them in variables (`out = model(x); loss = ...`: python -m gpumemnet run)."""
+    script that holds them in variables (`out = model(x); loss = ...`: python -m gpumemnet run). dist:
+    (world_size, zero, rank) of one data-parallel rank, or world_size None (see memory/_distributed.py)."""
     if not isinstance(model, Module):
         raise TypeError(f"estimate: model must be a gpumemnet.nn.Module, got {type(model).__name__}")
     params = list(model.parameters())
@@ -377,7 +402,11 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         if target is None and loss_fn is not None:
             y = _made_up_target(clone, micro_batch(xs, 0), loss_fn, amp_ctx)
         input_bytes = _memory.memory_allocated(META) - a0
-        opt = optimizer(list(clone.parameters())) if optimizer is not False else None
+        step_model, make_optimizer, comm_bytes = clone, optimizer, 0
+        if dist[0] is not None:
+            step_model, make_optimizer, comm_bytes = _distributed.wrap(clone, optimizer, *dist, checkpoint_segments,
+                                                                       META)
+        opt = make_optimizer(list(clone.parameters())) if optimizer is not False else None
         recorder = _LayerRecorder(clone)
         clone.train()
         gc.collect()
@@ -391,8 +420,11 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
             out = loss = None  # the previous micro-batch's, held as a script's variables hold them
             with amp_ctx():
                 try:
-                    out = checkpoint_sequential(clone, checkpoint_segments, *xi) if checkpoint_segments \
-                        else clone(*xi)
+                    if dist[0] is not None:  # the wrapper runs the checkpointed Sequential itself
+                        out = step_model(*xi)
+                    else:
+                        out = checkpoint_sequential(clone, checkpoint_segments, *xi) if checkpoint_segments \
+                            else clone(*xi)
                 except _C.OutOfMemoryError:
                     raise
                 except (ValueError, RuntimeError, TypeError, IndexError) as e:
@@ -427,6 +459,7 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         recorder = None
         # the step's state goes before the inference forward: a validation pass holds only the model
         del opt
+        step_model = None
         for p in clone.parameters():
             p.grad = None
         gc.collect()
@@ -442,7 +475,7 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         if recorder is not None:
             recorder.remove()
         del clone, xs, y, out, loss
-        opt = None
+        opt = step_model = None
         gc.collect()
         _memory.empty_cache(META)
         _C.set_limit(META, meta_limit)
@@ -455,6 +488,7 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         trainable=sum(p.numel() for p in params if p.requires_grad), param_bytes=param_bytes,
         gradient_bytes=grad_bytes, optimizer_bytes=optimizer_bytes, activation_bytes=activation_bytes,
         input_bytes=input_bytes, layers=rows, input_shape=shape, micro_batch=micro, device=dev,
+        comm_bytes=comm_bytes, world_size=dist[0], zero=dist[1], rank=dist[2],
         notes=[CUDNN_NOTE] if meta_target[0] == "cuda" else [], seconds=time.perf_counter() - t0)
 
 

@@ -13,6 +13,9 @@ The cost model of `plan` (relative time of one optimizer step of the whole batch
     x 1.1  per halving of the micro-batch (accumulation over k micro-batches costs 1.1 ** log2(k)): smaller
            calls use the cores and the BLAS less well, and every micro-batch pays the per-call overhead;
     x 1.0  for autocast: on the CPU bfloat16 saves memory but no time, so it is neither rewarded nor penalised.
+    x 1.02 for ZeRO-2 and x 1.05 for ZeRO-1 (plan(..., world_size=N)): ZeRO-2's reduce-scatter and all-gather move
+           the bytes of DDP's all-reduce, plus a copy of each gradient into its bucket; ZeRO-1 all-gathers after
+           DDP's all-reduce, 1.5 times DDP's bytes (gm.distributed.optim.ZeroRedundancyOptimizer).
 It is deliberately simple and documented rather than measured: it only has to order the configurations.
 """
 import math
@@ -31,6 +34,7 @@ __all__ = ["Plan", "max_batch_size", "plan", "step_cost"]
 CHECKPOINT_COST = 1.35
 HALVING_COST = 1.1
 AUTOCAST_COST = 1.0
+ZERO_COST = {0: 1.0, 1: 1.05, 2: 1.02}
 
 
 def _positive_int(v, what, fn):
@@ -136,9 +140,9 @@ def max_batch_size(model, input_shape, loss_fn=None, optimizer=None, target=None
 
 
 # ---- plan --------------------------------------------------------------------------------------------------------
-def step_cost(accumulation_steps=1, checkpoint_segments=None, autocast=None):
+def step_cost(accumulation_steps=1, checkpoint_segments=None, autocast=None, zero=0):
     """The relative time of one optimizer step under the module's cost model (fp32, no tricks = 1.0)."""
-    cost = HALVING_COST ** math.log2(accumulation_steps)
+    cost = HALVING_COST ** math.log2(accumulation_steps) * ZERO_COST[zero]
     if checkpoint_segments:
         cost *= CHECKPOINT_COST
     if autocast is not None:
@@ -157,7 +161,13 @@ class Plan:
     predicted_reserved                the peak of segments reserved in that run (parameters, input, step)
     predicted_time                    relative step time under the cost model (see the module's docstring)
     estimate                          the Estimate behind predicted_peak
-    considered                        [(config dict, total bytes, time)] in the order they were estimated"""
+    considered                        [(config dict, total bytes, time)] in the order they were estimated
+    world_size, zero                  plan(..., world_size=N): every rank runs batch_size samples with the model in
+                                      DistributedDataParallel (zero 0, 1) and the optimizer in
+                                      ZeroRedundancyOptimizer(stage=zero) (zero 1, 2); the figures are the largest
+                                      rank's. step() runs the local part: give it the wrapped model's optimizer."""
+    world_size = None
+    zero = 0
 
     def __init__(self, model, loss_fn, batch_size, budget, accumulation_steps, checkpoint_segments, autocast,
                  est, time, considered):
@@ -171,7 +181,8 @@ class Plan:
 
     def __repr__(self):
         amp = None if self.autocast is None else str(self.autocast)
-        return (f"Plan(micro_batch={self.micro_batch}, accumulation_steps={self.accumulation_steps}, "
+        ranks = "" if self.world_size is None else f"world_size={self.world_size}, zero={self.zero}, "
+        return (f"Plan({ranks}micro_batch={self.micro_batch}, accumulation_steps={self.accumulation_steps}, "
                 f"checkpoint_segments={self.checkpoint_segments}, autocast={amp}, "
                 f"predicted_peak={_fmt(self.predicted_peak)} of {_fmt(self.budget)}, "
                 f"predicted_time={self.predicted_time:.2f})")
@@ -221,23 +232,27 @@ class _nullctx:
         return False
 
 
-def _grid(model, batch_size):
+def _grid(model, batch_size, world_size=None):
 
     ks, k = [], 1
     while k <= batch_size and batch_size % k == 0:
         ks.append(k)
         k *= 2
     segs = [None] + ([s for s in (2, 4) if s <= len(model)] if isinstance(model, Sequential) else [])
-    return [dict(accumulation_steps=k, checkpoint_segments=s, autocast=a)
-            for k in ks for s in segs for a in (None, bfloat16)]
+    zeros = (0, 1, 2) if world_size is not None else (None,)
+    return [dict(accumulation_steps=k, checkpoint_segments=s, autocast=a, **({} if z is None else {"zero": z}))
+            for k in ks for s in segs for a in (None, bfloat16) for z in zeros]
 
 
-def _check_candidate(c, model, batch_size):
+def _check_candidate(c, model, batch_size, world_size=None):
 
-    if not isinstance(c, dict) or set(c) - {"accumulation_steps", "checkpoint_segments", "autocast"}:
-        raise TypeError(f"plan: a candidate must be a dict of accumulation_steps, checkpoint_segments and "
-                        f"autocast, got {c!r}")
-    c = dict(dict(accumulation_steps=1, checkpoint_segments=None, autocast=None), **c)
+    keys = {"accumulation_steps", "checkpoint_segments", "autocast"} | ({"zero"} if world_size is not None else set())
+    if not isinstance(c, dict) or set(c) - keys:
+        raise TypeError(f"plan: a candidate must be a dict of {', '.join(sorted(keys))}, got {c!r}")
+    c = dict(dict(accumulation_steps=1, checkpoint_segments=None, autocast=None,
+                  **({"zero": 0} if world_size is not None else {})), **c)
+    if c.get("zero", 0) not in (0, 1, 2):
+        raise ValueError(f"plan: a candidate's zero must be 0, 1 or 2, got {c['zero']!r}")
     k = _positive_int(c["accumulation_steps"], "a candidate's accumulation_steps", "plan")
     if batch_size % k:
         raise ValueError(f"plan: a candidate's accumulation_steps={k} does not divide batch_size={batch_size}")
@@ -247,7 +262,7 @@ def _check_candidate(c, model, batch_size):
 
 
 def plan(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, target=None, budget=None,
-         candidates=None):
+         candidates=None, world_size=None):
     """The fastest configuration (under the cost model in this module's docstring) whose predicted training
     step fits in `budget` bytes, as a Plan; plan.step(x, y, optimizer) then runs it.
 
@@ -259,7 +274,10 @@ def plan(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, targ
     every accumulation k = 1, 2, 4, ... dividing batch_size, checkpoint segments None, 2, 4 (Sequential only)
     and autocast None or gm.bfloat16. Ties in time go to fp32, then fewer segments. Raises ValueError naming the
     smallest predicted total when nothing fits. (The former order, plan(model, loss_fn, input_shape, batch_size,
-    budget, ...), still works, with a DeprecationWarning.)"""
+    budget, ...), still works, with a DeprecationWarning.)
+    world_size: plan one rank of a data-parallel run of world_size ranks (batch_size is then per rank): the
+    candidates also choose zero = 0 (DistributedDataParallel), 1 or 2 (ZeroRedundancyOptimizer stage), and each
+    is estimated for every rank (estimate(..., world_size=, zero=)); budget is one device's."""
     if callable(input_shape) and not isinstance(input_shape, (tuple, list, int)):
         warnings.warn("plan(model, loss_fn, input_shape, batch_size, budget): the order is now estimate()'s, "
                       "plan(model, input_shape, loss_fn, optimizer, batch_size, target, budget); pass them by "
@@ -279,19 +297,24 @@ def plan(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, targ
     _positive_int(batch_size, "batch_size", "plan")
     _budget(budget, "plan")
     shape = _sample_shape(input_shape)
-    cands = _grid(model, batch_size) if candidates is None else \
-        [_check_candidate(c, model, batch_size) for c in candidates]
+    if world_size is not None:
+        _positive_int(world_size, "world_size", "plan")
+    cands = _grid(model, batch_size, world_size) if candidates is None else \
+        [_check_candidate(c, model, batch_size, world_size) for c in candidates]
     if not cands:
         raise ValueError("plan: candidates is empty")
 
     def order(c):
-        return (step_cost(**c), c["autocast"] is not None, c["checkpoint_segments"] or 0, c["accumulation_steps"])
+        return (step_cost(**c), c["autocast"] is not None, c["checkpoint_segments"] or 0, c["accumulation_steps"],
+                c.get("zero", 0))
+
+    ranks = {} if world_size is None else {"world_size": world_size}
 
     considered, best = [], None
     for c in sorted(cands, key=order):
         t = step_cost(**c)
         est, need, ok = _fit(budget, model, shape, loss_fn=loss_fn, optimizer=optimizer, batch_size=batch_size,
-                             target=target, **c)
+                             target=target, **c, **ranks)
         considered.append((c, need, t))
         if ok:  # sorted by time (then the tie-breaks): the first that fits is the choice
             best = (c, est, t)
@@ -302,17 +325,21 @@ def plan(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, targ
         raise ValueError(f"plan: no configuration fits the budget of {_fmt(budget)} ({budget} bytes): the "
                          f"smallest predicted total is {_fmt(need)} ({need} bytes){why}, with {_describe(c)}")
     c, est, t = best
-    return Plan(model, loss_fn, batch_size, budget, c["accumulation_steps"], c["checkpoint_segments"],
-                c["autocast"], est, t, considered)
+    p = Plan(model, loss_fn, batch_size, budget, c["accumulation_steps"], c["checkpoint_segments"],
+             c["autocast"], est, t, considered)
+    if world_size is not None:
+        p.world_size, p.zero = world_size, c["zero"]
+    return p
 
 
 def _config(p):
     """A Plan's configuration, as the candidates' dicts."""
     return dict(accumulation_steps=p.accumulation_steps, checkpoint_segments=p.checkpoint_segments,
-                autocast=p.autocast)
+                autocast=p.autocast, **({} if p.world_size is None else {"zero": p.zero}))
 
 
 def _describe(c):
     amp = "fp32" if c["autocast"] is None else f"autocast {c['autocast']}"
+    zero = "" if "zero" not in c else f", zero={c['zero']}"
     return (f"accumulation_steps={c['accumulation_steps']}, checkpoint_segments={c['checkpoint_segments']}, "
-            f"{amp}")
+            f"{amp}{zero}")

@@ -3,8 +3,11 @@ defaults and running-statistics rule (momentum=None: cumulative average over the
 
 The running statistics are model state, not activations: they are allocated under the "parameter" category, so
 memory reports count them with the model's weights."""
-from .. import functional as F
+from ... import distributed as _dist
+from ...distributed import _comm
 from ...utils.checkpoint import in_recomputation
+from .. import functional as F
+from .._functional_syncbn import sync_batch_norm
 from .. import init
 from ..parameter import Parameter
 from ._utils import new_tensor
@@ -112,10 +115,36 @@ class BatchNorm3d(_BatchNorm):
 
 
 class SyncBatchNorm(_BatchNorm):
-    """Batch norm over the processes of a group in PyTorch. gpumemnet has no process group yet (no
-    gm.distributed), so this is what PyTorch's SyncBatchNorm does when torch.distributed is not initialized: the
-    batch norm of this process's batch, any rank >= 2. Kept so that scripts that convert their model
-    (SyncBatchNorm.convert_sync_batchnorm, torchvision's reference scripts with --sync-bn) run unchanged."""
+    """Batch norm over the batches of every rank of the process group (gm.distributed), in training: N ranks of
+    batch B/N normalise as one process of batch B (nn/_functional_syncbn.py). With no process group initialized,
+    one rank, or in eval mode, it is the batch norm of this process's batch, any rank >= 2 (so that scripts that
+    convert their model, SyncBatchNorm.convert_sync_batchnorm, torchvision's reference scripts with --sync-bn,
+    run unchanged in one process)."""
+
+    def forward(self, input):
+        comm = self._group() if self.training else None
+        if comm is None:
+            return super().forward(input)
+        self._check_input_dim(input)
+        momentum = self.momentum
+        if self.track_running_stats and self.num_batches_tracked is not None and not in_recomputation():
+            self.num_batches_tracked.add_(1)
+            if momentum is None and input._device != "meta":
+                momentum = 1.0 / float(self.num_batches_tracked.item())
+        elif in_recomputation():
+            momentum = 0.0  # a checkpoint's replay updates nothing twice
+        return sync_batch_norm(input, self.running_mean if self.track_running_stats else None,
+                               self.running_var if self.track_running_stats else None, self.weight, self.bias,
+                               momentum or 0.0, self.eps, comm)
+
+    def _group(self):
+        """The group to synchronise over, or None: process_group when given, else the default one when
+        gm.distributed is initialized with more than one rank."""
+        if self.process_group is not None:
+            return _comm.world(self.process_group)
+        if _dist.is_initialized() and _dist.get_world_size() > 1:
+            return _comm.world()
+        return None
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
                  process_group=None, device=None, dtype=None, *, bias=True):

@@ -3,6 +3,7 @@ dataset.py, sampler.py, _collate.py, dataloader.py; every public name is gm.util
 Loading runs in the calling process (see dataloader.py for what num_workers > 0 means here)."""
 from ._collate import default_collate, default_convert  # noqa: F401
 from .dataloader import DataLoader, get_worker_info  # noqa: F401
+from .distributed import DistributedSampler  # noqa: F401
 from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, Subset, TensorDataset,  # noqa: F401
                       random_split)
 from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler, SubsetRandomSampler,  # noqa: F401
@@ -10,4 +11,4 @@ from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler, S
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "ChainDataset", "Subset", "random_split",
            "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler",
-           "BatchSampler", "DataLoader", "get_worker_info", "default_collate", "default_convert"]
+           "BatchSampler", "DistributedSampler", "DataLoader", "get_worker_info", "default_collate", "default_convert"]
