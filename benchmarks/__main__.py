@@ -14,6 +14,7 @@ import os
 import shlex
 import sys
 import tempfile
+import time
 
 from . import _models, _report, _runner
 
@@ -23,7 +24,7 @@ README = os.path.join(_runner.REPO, "README.md")
 # per run size: paired rounds, warm-up steps, conv batch / best-of / rounds, Adam floats / best-of / rounds,
 # per-op calls / best-of / rounds, callgrind ops
 SIZES = {
-    "quick": dict(rounds=3, warmup=1, conv=(2, 2, 1), adam=(4_000_000, 3, 2), overhead=(5000, 3, 3), callgrind=500),
+    "quick": dict(rounds=3, warmup=1, conv=(2, 3, 2), adam=(4_000_000, 3, 2), overhead=(5000, 3, 3), callgrind=500),
     "full": dict(rounds=10, warmup=2, conv=(8, 3, 3), adam=(16_000_000, 5, 3), overhead=(20000, 5, 7),
                  callgrind=2000),
 }
@@ -103,10 +104,23 @@ def main(argv=None):
         "notes": notes}}
     for n in notes:
         print(f"note: {n}")
+    start = time.perf_counter()
+    res["seconds"] = {}
     with tempfile.TemporaryDirectory(prefix="gm-bench-") as tmp:
         workers = [_runner.Worker(b, args.threads, args.device, tmp) for b in backends]
         try:
             res["environment"]["workers"] = {w.backend: w("info") for w in workers}
+            for w in list(workers):
+                if args.device == "cuda" and not res["environment"]["workers"][w.backend]["cuda_available"]:
+                    note = f"{w.backend}: CUDA is not available, left out"
+                    print(f"note: {note}")
+                    notes.append(note)
+                    workers.remove(w)
+                    w.close()
+                    del res["environment"]["workers"][w.backend]
+            if not workers:
+                raise SystemExit("no side can run on cuda")
+            backends = [w.backend for w in workers]
             for line in _report.header(res):
                 print(line)
             run_all(res, workers, models, modes, micro, size, args, tmp)
@@ -115,7 +129,10 @@ def main(argv=None):
                 w.close()
     if "callgrind" in micro:
         print("counting instructions under callgrind ...", flush=True)
+        t0 = time.perf_counter()
         res["callgrind"] = _runner.run_callgrind(backends, size["callgrind"])
+        res["seconds"]["callgrind"] = time.perf_counter() - t0
+    res["seconds"]["total"] = time.perf_counter() - start
     print()
     for line in _report.micro_lines(res):
         print(line)
@@ -126,13 +143,13 @@ def main(argv=None):
     if args.markdown:
         _report.update_readme(README, _report.markdown(res))
         print("README.md: figures table updated")
-    return 1 if any("error" in c for c in res.get("models", [])) else 0
+    return 1 if res.get("failed") else 0
 
 
 def run_all(res, workers, models, modes, micro, size, args, tmp):
+    t0 = time.perf_counter()
     if models:
         res["models"] = []
-        print(_report.model_lines({"models": []}) or "", end="")
         printed_header = False
         for model in models:
             for mode in modes:
@@ -150,15 +167,13 @@ def run_all(res, workers, models, modes, micro, size, args, tmp):
                 lines = _report.model_lines({"models": [case]})
                 print("\n".join(lines if not printed_header else lines[1:]), flush=True)
                 printed_header = True
-    batch, repeat, rounds = size["conv"]
-    if "conv" in micro:
-        res["conv"] = _runner.run_conv(workers, batch, repeat, rounds)
-    if "adam" in micro:
-        numel, reps, rounds = size["adam"]
-        res["adam"] = _runner.run_adam(workers, numel, reps, rounds)
-    if "overhead" in micro:
-        number, repeat, rounds = size["overhead"]
-        res["op_overhead"] = _runner.run_overhead(workers, number, repeat, rounds)
+        res["seconds"]["models"] = time.perf_counter() - t0
+    for name, key, fn in (("conv", "conv", _runner.run_conv), ("adam", "adam", _runner.run_adam),
+                          ("overhead", "op_overhead", _runner.run_overhead)):
+        if name in micro:
+            t0 = time.perf_counter()
+            res[key] = fn(workers, *size[name])
+            res["seconds"][name] = time.perf_counter() - t0
 
 
 if __name__ == "__main__":

@@ -40,7 +40,8 @@ def sync():
 
 
 def info(req):
-    out = {"backend": BACKEND, "threads": torch.get_num_threads(), "device": DEVICE}
+    out = {"backend": BACKEND, "threads": torch.get_num_threads(), "device": DEVICE,
+           "cuda_available": bool(torch.cuda.is_available())}
     if GM:
         import gpumemnet as gm
         b = gm._C._build_info()
@@ -52,7 +53,7 @@ def info(req):
         out.update(version=torch.__version__, blas=blas[0] if blas else None,
                    cpu_capability=torch.backends.cpu.get_cpu_capability(),
                    interop_threads=torch.get_num_interop_threads())
-    if DEVICE == "cuda":
+    if DEVICE == "cuda" and out["cuda_available"]:
         out["gpu"] = torch.cuda.get_device_name(0)
     return out
 
