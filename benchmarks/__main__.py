@@ -65,6 +65,19 @@ def selection(only):
     return [], [], micro
 
 
+def _shown(argv):
+    """The command line as the README shows it: without where the output went."""
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a in ("--json", "--markdown"):
+            skip = a == "--json"
+        elif not a.startswith("--json="):
+            out.append(a)
+    return out
+
+
 def have(module):
     return importlib.util.find_spec(module) is not None
 
@@ -96,7 +109,7 @@ def main(argv=None):
     backends = ["torch", "gm"] if with_torch else ["gm"]
     load = os.getloadavg()
     res = {"environment": {
-        "command": "python -m benchmarks " + shlex.join(argv if argv is not None else sys.argv[1:]),
+        "command": "python -m benchmarks " + shlex.join(_shown(argv if argv is not None else sys.argv[1:])),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "cpus": os.cpu_count(), "loadavg": f"{load[0]:.1f}", "device": args.device, "quick": args.quick,
         "threads": args.threads, "rounds": size["rounds"], "warmup": size["warmup"],

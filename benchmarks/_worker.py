@@ -176,15 +176,19 @@ def op_overhead(req):
     return out
 
 
-def _best(fn, repeat):
-    fn()
-    sync()
-    best = float("inf")
-    for _ in range(repeat):
-        t = time.perf_counter()
+def _interleaved(fns, repeat):
+    """{name: best seconds of `repeat` calls}, the calls of every fn taken in turn, so that a kernel and the
+    ceiling it is compared with meet the same machine (a drift or a busy neighbour hits both)."""
+    for fn in fns.values():
         fn()
-        sync()
-        best = min(best, time.perf_counter() - t)
+    sync()
+    best = dict.fromkeys(fns, float("inf"))
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            t = time.perf_counter()
+            fn()
+            sync()
+            best[name] = min(best[name], time.perf_counter() - t)
     return best
 
 
@@ -198,9 +202,9 @@ def adam(req):
         p.grad = torch.rand(numel // 4, device=DEVICE)
     opt = torch.optim.Adam(params, lr=1e-3)
     opt.step()  # the state exists from here on
-    t_adam = _best(opt.step, reps)
     src, dst = torch.rand(numel, device=DEVICE), torch.empty(numel, device=DEVICE)
-    t_copy = _best(lambda: dst.copy_(src), reps)
+    t = _interleaved({"adam": opt.step, "copy": lambda: dst.copy_(src)}, reps)
+    t_adam, t_copy = t["adam"], t["copy"]
     return {"adam_s": t_adam, "copy_s": t_copy, "adam_bytes_per_s": 28 * numel / t_adam,
             "copy_bytes_per_s": 8 * numel / t_copy}
 
@@ -233,9 +237,8 @@ def conv(req):
     a = torch.from_numpy(rng.standard_normal((1, k, crs), dtype=np.float32)).to(DEVICE)
     b = torch.from_numpy(rng.standard_normal((1, crs, n * p * q), dtype=np.float32)).to(DEVICE)
     with torch.no_grad():
-        t = {"fwd": _best(lambda: F.conv2d(x, w, None, stride, padding), repeat),
-             "bwd_data": _best(bd, repeat), "bwd_weight": _best(bw, repeat),
-             "sgemm": _best(lambda: torch.matmul(a, b), repeat)}
+        t = _interleaved({"fwd": lambda: F.conv2d(x, w, None, stride, padding), "bwd_data": bd, "bwd_weight": bw,
+                          "sgemm": lambda: torch.matmul(a, b)}, repeat)
     return {"gflop": flop / 1e9, **{f"{k}_gflops": flop / v / 1e9 for k, v in t.items()}}
 
 
