@@ -117,17 +117,11 @@ def gm_step_peak(step):
 
 
 def torch_step_peak(torch, step):
-    """The running sum of the allocation events torch.profiler records during one step: its peak."""
-    from torch.profiler import ProfilerActivity, profile
+    """The running sum of the allocation events torch.profiler records during one step: its peak (the measure
+    python -m benchmarks applies to PyTorch on the CPU)."""
+    from _worker import profiler_peak
     gc.collect()
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        step()
-    events = [e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"]
-    current = peak = 0
-    for e in sorted(events, key=lambda e: e.start_ns()):
-        current += e.nbytes()
-        peak = max(peak, current)
-    return peak
+    return profiler_peak(step)
 
 
 # ---- the two models --------------------------------------------------------------------------------------------------

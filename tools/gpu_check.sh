@@ -3,13 +3,14 @@
 #   1. build gpumemnet with CUDA (cuDNN from the toolkit or the nvidia-cudnn wheel)      -> build.log, info.txt
 #   2. the test suite, CUDA tests included (every op CPU vs CUDA)                          -> pytest.log, junit.xml
 #   3. compute-sanitizer --tool memcheck over the CUDA op tests, caching off              -> sanitizer.log
-#   4. the GPU benchmarks (training steps vs PyTorch, fused Adam vs copy bandwidth, estimate vs measured peak)
-#                                                                                          -> bench.log
+#   4. the GPU benchmarks: `python -m benchmarks --quick --device cuda` (every model and mode of issue 14 and the
+#      kernels, beside PyTorch), training steps at larger batches, fused Adam vs copy bandwidth, estimate vs
+#      measured peak                                                                       -> bench.log
 #   5. summary.json: every status, test count and figure
 # The machine needs Python >= 3.10 with NumPy and pytest (PyTorch for the side-by-side figures); it may have no
 # network: WHEELDIR is a folder of wheels for what is missing (scipy-openblas32 at least; tools/fetch_gpu_wheels.sh
 # fills one). The venv sees the system's packages, so PyTorch and the nvidia-* wheels are reused.
-# Each step has its own time limit so the whole fits in 8 minutes on one H200. Exit status: 0 when the build,
+# Each step has its own time limit so the whole fits in 11 minutes on one H200. Exit status: 0 when the build,
 # the tests and the sanitizer passed on a visible GPU; otherwise the first failing step's number (3: no GPU).
 set -uo pipefail
 
@@ -90,6 +91,10 @@ if [ "$build_rc" -eq 0 ]; then
     step "benchmarks"
     t0=$SECONDS bench_rc=0
     {
+        # from the repository root (the benchmarks package); its workers import the installed gpumemnet.
+        # Instruction counts are a CPU figure: callgrind is left to the CPU runs.
+        (cd "$repo" && timeout 180 python -m benchmarks --quick --device cuda --only models conv adam overhead \
+            --json "$work/bench.json") || bench_rc=$?
         timeout 120 python "$repo/benchmarks/gpu_train_step.py" --json "$work/train.json" || bench_rc=$?
         timeout 60 python "$repo/benchmarks/gpu_adam.py" --json "$work/adam.json" || bench_rc=$?
         timeout 60 python "$repo/benchmarks/cuda_estimate_accuracy.py" --json "$work/estimate.json" || bench_rc=$?
@@ -121,7 +126,7 @@ if os.path.exists(junit):
     n = {k: int(suite.get(k, 0)) for k in ("tests", "failures", "errors", "skipped")}
     n["passed"] = n["tests"] - n["failures"] - n["errors"] - n["skipped"]
     s["tests"] = n
-for name in ("train", "adam", "estimate"):
+for name in ("bench", "train", "adam", "estimate"):
     path = os.path.join(work, f"{name}.json")
     if os.path.exists(path):
         s[name] = json.load(open(path))
