@@ -101,6 +101,8 @@ class Estimate:
                     to `total` (each category's own highest value, at other moments, is not shown: those do not
                     add up to a peak). Categories: gm.memory.CATEGORY_DOCS
     peak_scope      the allocator scope of the allocation that reached the peak ("fc1 backward", "Adam.step")
+    fallback_peak   with a limit and a fallback set on the device (gm.memory.set_fallback), the peak bytes of the
+                    blocks that went to the fallback (host memory or files), not counted in peak
     params, trainable, param_bytes, gradient_bytes, optimizer_bytes, activation_bytes (peak saved for backward),
     input_bytes, layers (LayerRow list), device (what the estimate stands for: "cpu", "cuda:0"...), notes (what
     the figures leave out, as sentences: for CUDA, cuDNN's convolution workspace)."""
@@ -362,6 +364,10 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
     # The caller's meta limit (someone rehearsing a small card on meta) is not the estimate's: it has its own.
     meta_limit = _C.get_limit(META)
     _C.set_limit(META, int(r0 + limit) if limit is not None else None)
+    # Under a limit, the device's fallback (gm.memory.set_fallback) decides what does not fit: meta makes the same
+    # split, quietly (the warning is the real run's), and fallback_peak reports what went there.
+    meta_fallback, fallback = _C.get_fallback(META), _device_fallback(dev) if limit is not None else None
+    _C.set_fallback(META, *(fallback or (None, 0)), None)
     clone = xs = y = opt = recorder = out = loss = None
     busy.depth += 1
     state.meta_draws_random = False
@@ -418,6 +424,7 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         optimizer_bytes = _cat("optimizer") - base_cat["optimizer"]
         peak = after["allocated"]["peak"] - base
         peak_reserved = after["reserved"]["peak"] - r0
+        fallback_peak = sum(v["allocated"]["peak"] for k, v in after["by_location"].items() if k != "device")
         at = after["at_peak"]
         # at the moment of the peak, everything the step's device holds: parameters and input included
         at_peak = {c: v - pre_cat[c] for c, v in at["by_category"].items()}
@@ -446,6 +453,7 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         gc.collect()
         _memory.empty_cache(META)
         _C.set_limit(META, meta_limit)
+        _C.set_fallback(META, *(meta_fallback or (None, 0)), None)
         _C._set_meta_target(*prev_target)
         state.meta_draws_random = draws
         busy.depth -= 1
@@ -454,8 +462,17 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         inference_peak=inference_peak, params=sum(p.numel() for p in params),
         trainable=sum(p.numel() for p in params if p.requires_grad), param_bytes=param_bytes,
         gradient_bytes=grad_bytes, optimizer_bytes=optimizer_bytes, activation_bytes=activation_bytes,
+        fallback_peak=fallback_peak,
         input_bytes=input_bytes, layers=rows, input_shape=shape, micro_batch=micro, device=dev,
         notes=[CUDNN_NOTE] if meta_target[0] == "cuda" else [], seconds=time.perf_counter() - t0)
+
+
+def _device_fallback(dev):
+    """(location, category mask) of the fallback set on dev, or None (also for a device this build cannot use)."""
+    try:
+        return _C.get_fallback(dev)
+    except RuntimeError:
+        return None
 
 
 def _shape_text(input_shape):

@@ -1,0 +1,46 @@
+"""gm.memory.set_allocator("expandable") on a CUDA device (issue 15, item 4): the driver's virtual memory management
+(cuMemAddressReserve, cuMemCreate, cuMemMap, cuMemSetAccess; kernels/cuda/emu/emu_vmm.cpp stands in for them in the
+emulator build). The fragmentation case fails with the caching allocator and runs with expandable segments, with the
+figures meta predicts; a training step on expandable segments computes what it computes on cached segments, with the
+same allocated bytes."""
+import os
+import sys
+
+import numpy as np
+
+import gpumemnet as gm
+from cuda_util import requires_cuda
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "benchmarks"))
+import fragmentation  # noqa: E402
+from test_fallback import _run_step  # noqa: E402
+
+pytestmark = requires_cuda
+MiB = 1 << 20
+FIGURES = ("reserved_after_nine", "allocated_after_free", "reserved_after_free", "reserved_unallocated",
+           "largest_free_block", "expandable_would_help", "ok", "allocated_after", "reserved_after")
+
+
+def test_fragmentation_case_on_cuda_as_meta_predicts():
+    for mode in ("caching", "expandable"):
+        cuda, meta = fragmentation.run_fresh("cuda", mode), fragmentation.run_fresh("meta", mode)
+        assert {k: cuda.get(k) for k in FIGURES} == {k: meta.get(k) for k in FIGURES}, mode
+        assert cuda["ok"] == (mode == "expandable")
+    assert cuda["reserved_after"] == 42 * MiB
+    caching = fragmentation.run_fresh("cuda", "caching")
+    assert caching["error"].startswith("CUDA out of memory on cuda:0: tried to allocate 24.00 MiB")
+    assert any("set_allocator('expandable')" in s for s in caching["suggestions"])
+
+
+def test_a_training_step_on_expandable_segments(monkeypatch):
+    ref = _run_step("cuda", "none")
+    monkeypatch.setenv("GPUMEMNET_TEST_ALLOCATOR", "expandable")
+    got = _run_step("cuda", "none")
+    meta = _run_step("meta", "none", "cuda")
+    assert got["allocator"] == "expandable"
+    assert got["allocated_peak"] == ref["allocated_peak"]  # blocks hold the same bytes in both modes
+    assert meta["by_location"] == got["by_location"]  # reserved = mapped granules, predicted on meta
+    for a, b in zip(got["values"], ref["values"]):
+        np.testing.assert_array_equal(np.array(a), np.array(b))
