@@ -38,3 +38,18 @@ def test_without_a_cache_the_documented_defaults_are_used(tmp_path, monkeypatch)
     r = policy.DEFAULT_RATES
     assert policy.slowdown("meta", "host") == r["device_memory"] / r["host_link"]
     assert policy.slowdown("cpu", "file") == r["host_memory"] / r["disk"]
+
+
+def test_the_planner_uses_the_measured_factors(tmp_path, monkeypatch):
+    from gpumemnet.memory import planner
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert planner.cost_factors() == (planner.CHECKPOINT_COST, planner.HALVING_COST)
+    assert planner.step_cost(4, 2) == planner.HALVING_COST ** 2 * planner.CHECKPOINT_COST
+    rates = gm.memory.calibrate(nbytes=8 << 20)
+    assert 1.0 <= rates["checkpoint_cost"] <= 2.0 and 1.0 <= rates["halving_cost"] <= 2.0
+    path = calibration.cache_path()
+    doc = json.load(open(path))
+    doc["rates"].update(checkpoint_cost=1.5, halving_cost=1.25)
+    json.dump(doc, open(path, "w"))
+    assert planner.cost_factors() == (1.5, 1.25)
+    assert planner.step_cost(4, 2) == 1.25 ** 2 * 1.5

@@ -6,6 +6,9 @@ Measured, each the best of a few rounds (the least disturbed by other work):
   cpu_adam      parameters/s of gm.optim.Adam's fused CPU step over 4M fp32 parameters
   per_op        seconds of one small CPU op (1 element): the fixed cost every call pays
   disk          bytes/s written to (and synced in) the cache directory: the CPU fallback's tier
+  checkpoint_cost  a small CNN's training step with its forward run once more (checkpointing's recomputation)
+                   against the plain step: the planner's factor for checkpointing (planner.py)
+  halving_cost     the same step as two half-batch steps against one: the planner's factor per halving
 and, on a machine with a CUDA device (cuda:0):
   host_link     bytes/s of pinned host-to-device copies
   device_memory bytes/s of a device-to-device copy (read + write counted)
@@ -100,6 +103,7 @@ def _measure(nbytes):
     finally:
         if os.path.exists(path):
             os.unlink(path)
+    rates.update(_step_factors())
     try:
         has_cuda = _C._cuda_device_count() > 0
     except Exception:
@@ -121,10 +125,34 @@ def _measure(nbytes):
     return rates
 
 
+def _step_factors():
+    """checkpoint_cost and halving_cost of a small CNN on the CPU, each clamped to [1, 2] (noise on a busy machine
+    must not make a remedy look free, nor absurd)."""
+    from .._core import creation
+    from .._core.autograd import no_grad
+    from ..nn import Conv2d, GlobalAvgPool2d, Linear, MaxPool2d, ReLU, Sequential
+    net = Sequential(Conv2d(3, 16, 3, padding=1), ReLU(), Conv2d(16, 32, 3, padding=1), ReLU(), MaxPool2d(2),
+                     Conv2d(32, 32, 3, padding=1), ReLU(), GlobalAvgPool2d(), Linear(32, 10))
+    x = creation.randn(16, 3, 32, 32)
+
+    def step(xb):
+        net(xb).sum().backward()
+
+    def forward():
+        with no_grad():
+            net(x)
+    step(x)  # warm-up: the allocator's cache, the BLAS threads
+    t_step = _best(lambda: step(x))
+    t_fwd = _best(forward)
+    t_halves = _best(lambda: (step(x[:8]), step(x[8:])))
+    clamp = lambda v: min(2.0, max(1.0, v))  # noqa: E731
+    return {"checkpoint_cost": clamp(1.0 + t_fwd / t_step), "halving_cost": clamp(t_halves / t_step)}
+
+
 def calibrate(force=False, nbytes=256 << 20):
     """Measure this machine's rates once (about a second or two) and cache them; later calls read the cache unless
-    force. Returns {"host_memory", "cpu_adam", "per_op", "disk", and with a CUDA device "host_link",
-    "device_memory"} (bytes/s, parameters/s, seconds)."""
+    force. Returns {"host_memory", "cpu_adam", "per_op", "disk", "checkpoint_cost", "halving_cost", and with a
+    CUDA device "host_link", "device_memory"} (bytes/s, parameters/s, seconds, factors)."""
     if not force:
         cached = cached_rates()
         if cached is not None:

@@ -13,7 +13,8 @@ The cost model of `plan` (relative time of one optimizer step of the whole batch
     x 1.1  per halving of the micro-batch (accumulation over k micro-batches costs 1.1 ** log2(k)): smaller
            calls use the cores and the BLAS less well, and every micro-batch pays the per-call overhead;
     x 1.0  for autocast: on the CPU bfloat16 saves memory but no time, so it is neither rewarded nor penalised.
-It is deliberately simple and documented rather than measured: it only has to order the configurations.
+These are defaults: once gm.memory.calibrate() has measured this machine (a small CNN's step with its forward run
+again, and as two half-batch steps: calibration.py), step_cost uses the measured factors instead.
 """
 import math
 import warnings
@@ -24,6 +25,7 @@ from .._core.dtype import bfloat16
 from ..nn.modules.container import Sequential
 from ..nn.modules.module import Module
 from ..utils.checkpoint import checkpoint_sequential
+from .calibration import cached_rates
 from .estimator import _check_scalar_loss, _fmt, estimate
 
 __all__ = ["Plan", "max_batch_size", "plan", "step_cost"]
@@ -136,11 +138,19 @@ def max_batch_size(model, input_shape, loss_fn=None, optimizer=None, target=None
 
 
 # ---- plan --------------------------------------------------------------------------------------------------------
+def cost_factors():
+    """(checkpoint, halving): this machine's measured factors when gm.memory.calibrate() cached them, else the
+    module's defaults."""
+    r = cached_rates() or {}
+    return r.get("checkpoint_cost", CHECKPOINT_COST), r.get("halving_cost", HALVING_COST)
+
+
 def step_cost(accumulation_steps=1, checkpoint_segments=None, autocast=None):
     """The relative time of one optimizer step under the module's cost model (fp32, no tricks = 1.0)."""
-    cost = HALVING_COST ** math.log2(accumulation_steps)
+    checkpoint_cost, halving_cost = cost_factors()
+    cost = halving_cost ** math.log2(accumulation_steps)
     if checkpoint_segments:
-        cost *= CHECKPOINT_COST
+        cost *= checkpoint_cost
     if autocast is not None:
         cost *= AUTOCAST_COST
     return cost
