@@ -165,3 +165,19 @@ def test_estimate_under_a_limit_makes_the_devices_split(tmp_path):
     assert est.fallback_peak == 12 * MiB  # what the real step spills (test above)
     assert est.peak_reserved <= limit
     assert gm.memory.get_fallback("meta") is None  # meta's own setting is restored
+
+
+def test_a_warning_turned_into_an_error_frees_the_block():
+    gm.memory.empty_cache("meta")
+    gm.memory.set_limit("meta", gm.memory.memory_reserved("meta") + 8 * MiB)
+    gm.memory.set_fallback("meta", "host", ("optimizer",))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(UserWarning, match="meta is full"):
+            _state(16 * MiB, "meta")
+    assert _split("meta")["host"] == 0  # nothing leaked; the warning was given, so the next block is quiet
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        t = _state(16 * MiB, "meta")
+    assert _split("meta")["host"] == 16 * MiB
+    del t
