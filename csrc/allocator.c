@@ -156,6 +156,22 @@ int gm_allocator_init(void) {
 
 gm_allocator *gm_allocator_meta(void) { return &meta_alloc; }
 
+#ifdef GM_WITH_CUDA
+/* PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (what story 002's error message tells people to set), or the same
+ * in GPUMEMNET_CUDA_ALLOC_CONF: a CUDA device starts with expandable segments, as gm.memory.set_allocator would set. */
+static int wants_expandable(void) {
+    const char *names[] = {"GPUMEMNET_CUDA_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF"};
+    for (int i = 0; i < 2; i++) {
+        const char *v = getenv(names[i]), *k = v ? strstr(v, "expandable_segments:") : NULL;
+        if (k) {
+            k += strlen("expandable_segments:");
+            return strncmp(k, "True", 4) == 0 || strncmp(k, "true", 4) == 0 || k[0] == '1';
+        }
+    }
+    return 0;
+}
+#endif
+
 /* A CUDA device's allocator is set up on first use; its capacity is the device's total memory. */
 gm_allocator *gm_allocator_for(gm_device dev) {
     if (dev.type == GM_DEV_CPU) return &cpu_alloc;
@@ -183,6 +199,7 @@ gm_allocator *gm_allocator_for(gm_device dev) {
         rc = gm_cuda_mem_info(dev.index, &free_bytes, &total);
         if (rc == 0) {
             allocator_reset(A, dev, total);
+            if (wants_expandable()) A->granule = gm_vm_granularity(dev), A->expandable = A->granule != 0;
             __atomic_store_n(&A->ready, 1, __ATOMIC_RELEASE);
         }
     }

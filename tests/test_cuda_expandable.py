@@ -44,3 +44,12 @@ def test_a_training_step_on_expandable_segments(monkeypatch):
     assert meta["by_location"] == got["by_location"]  # reserved = mapped granules, predicted on meta
     for a, b in zip(got["values"], ref["values"]):
         np.testing.assert_array_equal(np.array(a), np.array(b))
+
+
+def test_pytorchs_setting_turns_expandable_segments_on(monkeypatch):
+    from test_expandable import fresh
+    code = "gm.empty(1, device='cuda'); print(json.dumps(gm.memory.get_allocator('cuda')))"
+    monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
+    assert fresh(code) == "expandable"
+    monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:128,expandable_segments:False")
+    assert fresh(code) == "caching"

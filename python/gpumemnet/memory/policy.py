@@ -123,7 +123,8 @@ def set_allocator(mode, device="cuda"):
     """"expandable": one growing segment per pool, physical memory mapped by granules where blocks need it (the CUDA
     driver's virtual memory management; meta simulates it), so free space scattered between live blocks is never
     lost (PyTorch's PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True). "caching": cached segments (the default).
-    Switch before the device holds a tensor (or after all are freed): blocks never move."""
+    Switch before the device holds a tensor (or after all are freed): blocks never move. A CUDA device also starts
+    in expandable mode when PYTORCH_CUDA_ALLOC_CONF (or GPUMEMNET_CUDA_ALLOC_CONF) says expandable_segments:True."""
     if mode not in ("caching", "expandable"):
         raise ValueError(f"set_allocator: mode must be 'caching' or 'expandable', got {mode!r}")
     _C.set_allocator(device_str(device), mode == "expandable")
