@@ -53,3 +53,33 @@ def test_pytorchs_setting_turns_expandable_segments_on(monkeypatch):
     assert fresh(code) == "expandable"
     monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:128,expandable_segments:False")
     assert fresh(code) == "caching"
+
+
+def test_estimate_for_cuda_runs_meta_in_the_devices_allocator_mode():
+    from test_expandable import fresh
+    code = """
+import sys
+import gpumemnet.nn as nn, gpumemnet.nn.functional as F
+out = []
+for mode in ("caching", "expandable"):
+    gm.memory.set_allocator(mode, device="cuda")
+    gm.manual_seed(0)
+    model = nn.Sequential(nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10))
+    est = gm.memory.estimate(model, (4, 1024), loss_fn=F.mse_loss, target=(4, 10), device="cuda")
+    model = model.to("cuda")
+    x, y = gm.randn(4, 1024).to("cuda"), gm.randn(4, 10).to("cuda")
+    opt = gm.optim.Adam(model.parameters())
+    F.mse_loss(model(x), y).backward()
+    opt.step()
+    out.append([est.peak_reserved, gm.memory.memory_stats("cuda")["reserved"]["peak"], gm.memory.get_allocator("meta")])
+    del model, x, y, opt
+    gm.memory.empty_cache("cuda")
+    gm.memory.reset_peak_memory_stats("cuda")
+print(json.dumps(out))
+"""
+    (c_est, c_real, c_meta), (x_est, x_real, x_meta) = fresh(code)
+    MiB = 1 << 20
+    # the 4 MiB weight: a 20 MiB segment of the caching allocator, two granules of an expandable segment
+    assert (c_est, c_real) == (22 * MiB, 22 * MiB)
+    assert (x_est, x_real) == (18 * MiB, 18 * MiB)
+    assert c_meta == x_meta == "caching"  # meta's own mode is back after each estimate

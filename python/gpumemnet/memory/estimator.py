@@ -17,6 +17,7 @@ cannot be asked on meta, so that workspace is modelled as 0 bytes: it is the one
 CUDA and the real step (cuDNN's algorithm is chosen among those whose workspace the allocator can still give, so
 the real peak can only be higher by what was free at that moment). Estimate.notes says so.
 """
+import contextlib
 import copy
 import functools
 import gc
@@ -24,6 +25,7 @@ import html
 import sys
 import threading
 import time
+import traceback
 
 from .. import _C
 from .. import cuda
@@ -313,9 +315,37 @@ def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, 
     limit: run the step as gm.memory.set_limit(device, limit) would: the allocator frees its cache and retries
     where the real device would, and OutOfMemoryError is raised where the real step would raise it. This is the
     test of "fits" that counts reserved bytes (fragmentation included), not only allocated ones."""
-    with _meta_turn:
+    with _meta_turn, _meta_mode_like(device):
         return _estimate(model, input_shape, loss_fn, optimizer, batch_size, target, autocast, checkpoint_segments,
                          accumulation_steps, device, limit)
+
+
+@contextlib.contextmanager
+def _meta_mode_like(device):
+    """Meta in the device's allocator mode (gm.memory.set_allocator: expandable segments reserve other bytes) while
+    an estimate runs, when meta holds nothing to switch it; its own mode after. An estimate that raises (an
+    OutOfMemoryError under a limit) has its frames cleared so that its meta tensors go before meta switches back."""
+    try:
+        mode, meta_mode = _device_allocator(device_str(device)), _C.get_allocator(META)
+    except (TypeError, ValueError, RuntimeError):  # a bad device: _estimate says so
+        mode = meta_mode = None
+    if mode == meta_mode:  # the usual case: nothing to switch, nothing else done
+        yield
+        return
+    gc.collect()
+    switched = _memory.memory_allocated(META) == 0
+    if switched:
+        _C.set_allocator(META, mode == "expandable")
+    try:
+        yield
+    except BaseException as e:
+        traceback.clear_frames(e.__traceback__)
+        raise
+    finally:
+        if switched:
+            gc.collect()
+            if _memory.memory_allocated(META) == 0:
+                _C.set_allocator(META, meta_mode == "expandable")
 
 
 def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, target=None, autocast=None,
@@ -465,6 +495,14 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         fallback_peak=fallback_peak,
         input_bytes=input_bytes, layers=rows, input_shape=shape, micro_batch=micro, device=dev,
         notes=[CUDNN_NOTE] if meta_target[0] == "cuda" else [], seconds=time.perf_counter() - t0)
+
+
+def _device_allocator(dev):
+    """'caching' or 'expandable': the allocator mode of dev ('caching' for a device this build cannot use)."""
+    try:
+        return _C.get_allocator(dev)
+    except RuntimeError:
+        return "caching"
 
 
 def _device_fallback(dev):
