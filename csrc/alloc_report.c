@@ -14,7 +14,7 @@ const char *gm_allocator_name(const gm_allocator *A, char *buf) {
     return gm_device_str(A->dev, buf);
 }
 
-static const char *fmt_bytes(double b, char *buf) {
+const char *gm_format_bytes(double b, char *buf) {
     const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
     int u = 0;
     while (b >= 1024.0 && u < 5) { b /= 1024.0; u++; }
@@ -83,10 +83,23 @@ static int oom_suggestions(const gm_allocator *A, size_t nbytes, size_t cached, 
         snprintf(s[n++].text, 240, "kernel workspace is %.0f%% of use: lower it with "
                  "gpumemnet._C.set_conv_workspace_limit", 100 * ws);
     }
-    if (cached >= nbytes && largest < nbytes) {
+    /* Reserved but unallocated bytes sit between live blocks once the cache was released (as it was before this
+     * error): with the room left under the cap they would hold the request, but no free block does. */
+    size_t cap = A->limit ? A->limit : A->capacity, reserved = (size_t)A->reserved.current;
+    size_t headroom = cap > reserved ? cap - reserved : 0;
+    int vmm = A->dev.type == GM_DEV_CUDA || A->dev.type == GM_DEV_META;
+    if (largest < nbytes && cached + headroom >= nbytes && cached > 0 && !A->expandable) {
+        char c[32], l[32];
         s[n].share = (double)cached / used;
-        snprintf(s[n++].text, 240, "enough memory is cached but free, yet no free block holds the request "
-                 "(fragmentation): gm.memory.empty_cache() between phases lets the segments be made anew");
+        if (vmm)
+            snprintf(s[n++].text, 240, "fragmentation: %s reserved but unallocated lies between live blocks, the "
+                     "largest free block is %s: gm.memory.set_allocator('expandable') maps memory where it is needed "
+                     "and would serve this request", gm_format_bytes((double)cached, c),
+                     gm_format_bytes((double)largest, l));
+        else
+            snprintf(s[n++].text, 240, "fragmentation: %s reserved but unallocated lies between live blocks, the "
+                     "largest free block is %s: freeing the long-lived tensors made between the short-lived ones "
+                     "lets their segments go", gm_format_bytes((double)cached, c), gm_format_bytes((double)largest, l));
     }
     for (int i = 1; i < n; i++) /* largest share first */
         for (int j = i; j > 0 && s[j].share > s[j - 1].share; j--) {
@@ -134,7 +147,7 @@ void gm_oom_raise(const gm_oom_report *r) {
     for (int i = 0; i < GM_NCAT; i++) {
         if (r->by_category[i] == 0) continue;
         pos += snprintf(cats + pos, sizeof cats - pos, "%s%s %s", pos ? " · " : "", gm_category_names[i],
-                        fmt_bytes((double)r->by_category[i], u));
+                        gm_format_bytes((double)r->by_category[i], u));
         if (pos >= sizeof cats) break;
     }
     char tops[640] = "";
@@ -142,7 +155,7 @@ void gm_oom_raise(const gm_oom_report *r) {
     for (int i = 0; i < r->ntop && tpos < sizeof tops; i++) {
         char sz[32];
         tpos += snprintf(tops + tpos, sizeof tops - tpos, "%s%s %s", i ? " · " : "\n  largest tensors: ",
-                         top_name(r, i), fmt_bytes((double)r->top_size[i], sz));
+                         top_name(r, i), gm_format_bytes((double)r->top_size[i], sz));
     }
     char sugs[GM_MAX_SUGGESTIONS * 250 + 8] = "";
     size_t spos = 0;
@@ -151,22 +164,22 @@ void gm_oom_raise(const gm_oom_report *r) {
     /* On a GPU the driver's view matters too: other processes (or another framework in this one) hold memory
      * that our capacity figure does not show. */
     char driver[128] = "", rs[32], df[32];
-    snprintf(driver, sizeof driver, "; reserved %s", fmt_bytes((double)r->reserved, rs));
+    snprintf(driver, sizeof driver, "; reserved %s", gm_format_bytes((double)r->reserved, rs));
 #ifdef GM_WITH_CUDA
     size_t dfree, dtotal;
     if (r->is_cuda && gm_cuda_mem_info(r->cuda_index, &dfree, &dtotal) == 0)
-        snprintf(driver, sizeof driver, "; reserved %s, free on the device %s", fmt_bytes((double)r->reserved, rs),
-                 fmt_bytes((double)dfree, df));
+        snprintf(driver, sizeof driver, "; reserved %s, free on the device %s", gm_format_bytes((double)r->reserved, rs),
+                 gm_format_bytes((double)dfree, df));
 #endif
     (void)df;
     PyObject *msg = PyUnicode_FromFormat(
         "%s on %s: tried to allocate %s (%s%s%s)\n"
         "  capacity %s, limit %s%s; in use %s%s%s\n"
         "  cached but free %s (largest free block %s)%s%s%s",
-        prefix, r->device, fmt_bytes((double)r->requested, a), gm_category_names[r->category],
-        r->scope[0] ? " in " : "", r->scope, fmt_bytes((double)r->capacity, c),
-        r->limit ? fmt_bytes((double)r->limit, l) : "none", driver, fmt_bytes((double)r->allocated, g),
-        pos ? ": " : "", cats, fmt_bytes((double)r->cached, f), fmt_bytes((double)r->largest, u), tops,
+        prefix, r->device, gm_format_bytes((double)r->requested, a), gm_category_names[r->category],
+        r->scope[0] ? " in " : "", r->scope, gm_format_bytes((double)r->capacity, c),
+        r->limit ? gm_format_bytes((double)r->limit, l) : "none", driver, gm_format_bytes((double)r->allocated, g),
+        pos ? ": " : "", cats, gm_format_bytes((double)r->cached, f), gm_format_bytes((double)r->largest, u), tops,
         r->nsugg ? "\n  suggestions:" : "", sugs);
     if (!msg) return;
     PyObject *exc = PyObject_CallOneArg(GM_OutOfMemoryError, msg);

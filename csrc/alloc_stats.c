@@ -29,6 +29,35 @@ typedef struct {
     size_t peak_request, limit, capacity;
 } stats_copy;
 
+/* A's fallback allocator when one was ever set up (its blocks may outlive set_fallback(None)), else NULL. */
+static gm_allocator *fallback_used(gm_allocator *A) {
+    if (A->pinned) return NULL;
+    gm_allocator *F = gm_fallback_of(A);
+    return F && F->ready && (F->num_allocs || A->fallback) ? F : NULL;
+}
+
+/* {"device": {allocated, reserved, by_category}, and where a fallback is or was used "host" or "file": the same}:
+ * what lives where. The device's own figures are memory_stats' top-level ones; the fallback's are not in them. */
+static PyObject *by_location(gm_allocator *A, const stats_copy *s) {
+    PyObject *d = Py_BuildValue("{s:{s:N,s:N,s:N}}", "device", "allocated", stat_dict(&s->allocated), "reserved",
+                                stat_dict(&s->reserved), "by_category", category_dict(NULL, s->cat));
+    gm_allocator *F = d ? fallback_used(A) : NULL;
+    if (!F) return d;
+    gm_stat allocated, reserved, cat[GM_NCAT];
+    int64_t num_allocs;
+    gm_lock(F);
+    allocated = F->allocated, reserved = F->reserved, num_allocs = F->num_allocs;
+    memcpy(cat, F->cat, sizeof cat);
+    int location = F->location;
+    gm_unlock(F);
+    PyObject *f = Py_BuildValue("{s:N,s:N,s:N,s:L}", "allocated", stat_dict(&allocated), "reserved",
+                                stat_dict(&reserved), "by_category", category_dict(NULL, cat), "num_allocs",
+                                (long long)num_allocs);
+    if (!f || PyDict_SetItemString(d, gm_location_name(location), f) < 0) Py_CLEAR(d);
+    Py_XDECREF(f);
+    return d;
+}
+
 static PyObject *py_memory_stats(PyObject *self, PyObject *arg) {
     gm_allocator *A = gm_allocator_parse(arg);
     if (!A) return NULL;
@@ -43,11 +72,15 @@ static PyObject *py_memory_stats(PyObject *self, PyObject *arg) {
     s.peak_scope = A->peak_scope, s.peak_category = A->peak_category, s.peak_request = A->peak_request;
     s.limit = A->limit, s.capacity = A->capacity;
     size_t largest = gm_largest_free_block(A);
+    int expandable = A->expandable;
     gm_unlock(A);
+    PyObject *locations = by_location(A, &s);
+    if (!locations) return NULL;
     PyObject *cats = category_dict(NULL, s.cat);
     PyObject *at_peak = cats ? category_dict(s.at_peak, NULL) : NULL;
     if (!at_peak) {
         Py_XDECREF(cats);
+        Py_DECREF(locations);
         return NULL;
     }
     PyObject *peak_info = Py_BuildValue("{s:N,s:s,s:s,s:n}", "by_category", at_peak, "scope",
@@ -55,10 +88,12 @@ static PyObject *py_memory_stats(PyObject *self, PyObject *arg) {
                                         gm_category_names[s.peak_category], "request", (Py_ssize_t)s.peak_request);
     if (!peak_info) {
         Py_DECREF(cats);
+        Py_DECREF(locations);
         return NULL;
     }
     return Py_BuildValue(
-        "{s:N,s:N,s:N,s:N,s:N,s:L,s:L,s:L,s:L,s:L,s:L,s:n,s:n,s:n,s:n}", "allocated", stat_dict(&s.allocated),
+        "{s:N,s:s,s:N,s:N,s:N,s:N,s:N,s:L,s:L,s:L,s:L,s:L,s:L,s:n,s:n,s:n,s:n}", "by_location", locations,
+        "allocator", expandable ? "expandable" : "caching", "allocated", stat_dict(&s.allocated),
         "at_peak", peak_info,
         "reserved", stat_dict(&s.reserved), "requested", stat_dict(&s.requested), "by_category", cats,
         "num_allocs", (long long)s.num_allocs, "num_frees", (long long)s.num_frees, "num_segment_allocs",
@@ -127,6 +162,14 @@ static PyObject *py_reset_peak(PyObject *self, PyObject *arg) {
     A->requested.peak = A->requested.current;
     for (int i = 0; i < GM_NCAT; i++) A->cat[i].peak = A->cat[i].current;
     gm_unlock(A);
+    gm_allocator *F = fallback_used(A);
+    if (F) {
+        gm_lock(F);
+        F->allocated.peak = F->allocated.current;
+        F->reserved.peak = F->reserved.current;
+        for (int i = 0; i < GM_NCAT; i++) F->cat[i].peak = F->cat[i].current;
+        gm_unlock(F);
+    }
     Py_RETURN_NONE;
 }
 
@@ -136,6 +179,12 @@ static PyObject *py_empty_cache(PyObject *self, PyObject *arg) {
     gm_lock(A);
     size_t released = gm_release_cached(A);
     gm_unlock(A);
+    gm_allocator *F = fallback_used(A);
+    if (F) {
+        gm_lock(F);
+        released += gm_release_cached(F);
+        gm_unlock(F);
+    }
     return PyLong_FromSize_t(released);
 }
 
@@ -215,7 +264,8 @@ static PyObject *py_record_history(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* get_history(device) -> [(t_ns, delta_bytes, category, scope, allocated_after, kind), ...], oldest first. */
+/* get_history(device) -> [(t_ns, delta_bytes, category, scope, allocated_after, kind, location), ...], oldest first.
+ * location: "device", or where a fallback block lives ("host", "file"); allocated_after is that location's. */
 static PyObject *py_get_history(PyObject *self, PyObject *arg) {
     static const char *const event_kinds[] = {"alloc", "free", "retag"};
     gm_allocator *A = gm_allocator_parse(arg);
@@ -234,9 +284,9 @@ static PyObject *py_get_history(PyObject *self, PyObject *arg) {
     PyObject *list = PyList_New((Py_ssize_t)n);
     for (size_t i = 0; list && i < n; i++) {
         const gm_event *e = &copy[i];
-        PyObject *t = Py_BuildValue("(LLssLs)", (long long)e->t_ns, (long long)e->delta,
+        PyObject *t = Py_BuildValue("(LLssLss)", (long long)e->t_ns, (long long)e->delta,
                                     gm_category_names[(int)e->category], e->scope, (long long)e->allocated,
-                                    event_kinds[(int)e->kind]);
+                                    event_kinds[(int)e->kind], gm_location_name(e->location));
         if (!t) Py_CLEAR(list);
         else PyList_SET_ITEM(list, (Py_ssize_t)i, t);
     }
@@ -331,7 +381,7 @@ PyMethodDef gm_allocator_methods[] = {
     {"record_history", py_record_history, METH_VARARGS,
      "record_history(device, enabled, max_entries): start a fresh ring of allocation events, or stop and free it."},
     {"get_history", py_get_history, METH_O,
-     "Recorded events, oldest first: (t_ns, delta_bytes, category, scope, allocated_after, kind)."},
+     "Recorded events, oldest first: (t_ns, delta_bytes, category, scope, allocated_after, kind, location)."},
     {"history_enabled", py_history_enabled, METH_O, "Whether a device is recording its history."},
     {"_allocator_stress", py_allocator_stress, METH_VARARGS,
      "_allocator_stress(device, threads, rounds, seed) -> (corruptions, failed): test hook, native threads "

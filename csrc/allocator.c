@@ -49,8 +49,10 @@
 #include <unistd.h>
 
 static gm_allocator cpu_alloc, meta_alloc, pinned_alloc;
+/* Each device's fallback allocator (alloc_policy.c switches it on): host memory for cuda:N and meta, files for cpu. */
+static gm_allocator cpu_fallback, meta_fallback;
 #ifdef GM_WITH_CUDA
-static gm_allocator cuda_alloc[GM_MAX_CUDA_DEVICES];
+static gm_allocator cuda_alloc[GM_MAX_CUDA_DEVICES], cuda_fallback[GM_MAX_CUDA_DEVICES];
 /* Guards the first use of a CUDA device's allocator (its setup), not the allocators themselves. */
 static pthread_mutex_t cuda_setup_lock = PTHREAD_MUTEX_INITIALIZER;
 #endif
@@ -64,6 +66,7 @@ int gm_cuda_mem_info(int i, size_t *free_bytes, size_t *total);
 int gm_cuda_device_count(void);
 const char *gm_cuda_last_error(void);
 void *gm_cuda_host_alloc(size_t size, int *out_of_memory);
+void *gm_cuda_host_alloc_mapped(size_t size, int *out_of_memory);
 void gm_cuda_host_free(void *p);
 int gm_cuda_event_record(void **event, int *event_dev, int device);
 int gm_cuda_event_done(void *event);
@@ -72,6 +75,12 @@ void gm_cuda_event_destroy(void *event);
 
 /* ---- segment sources ---------------------------------------------------------------------------- */
 static char *source_alloc(gm_allocator *A, size_t size) {
+    if (A->location == GM_LOC_FILE && A->dev.type != GM_DEV_META) {
+        int full = 0;
+        char *p = gm_file_segment_alloc(A->fallback_fd_dir, size, &full);
+        if (!p && !full) A->source_failed = 1;
+        return p;
+    }
     if (A->dev.type == GM_DEV_META) {
         /* Fake, never dereferenced, unique and 512-aligned addresses. */
         char *p = (char *)A->meta_next;
@@ -81,7 +90,9 @@ static char *source_alloc(gm_allocator *A, size_t size) {
 #ifdef GM_WITH_CUDA
     if (A->dev.type == GM_DEV_CUDA || A->pinned) {
         int oom = 0;
-        char *p = A->pinned ? gm_cuda_host_alloc(size, &oom) : gm_cuda_segment_alloc(A->dev.index, size, &oom);
+        char *p = A->pinned                      ? gm_cuda_host_alloc(size, &oom)
+                  : A->location == GM_LOC_HOST ? gm_cuda_host_alloc_mapped(size, &oom)
+                                               : gm_cuda_segment_alloc(A->dev.index, size, &oom);
         if (!p && !oom) A->source_failed = 1;
         return p;
     }
@@ -91,9 +102,13 @@ static char *source_alloc(gm_allocator *A, size_t size) {
     return p;
 }
 
-static void source_free(gm_allocator *A, char *p) {
+static void source_free(gm_allocator *A, char *p, size_t size) {
+    if (A->location == GM_LOC_FILE && A->dev.type != GM_DEV_META) {
+        gm_file_segment_free(p, size);
+        return;
+    }
 #ifdef GM_WITH_CUDA
-    if (A->pinned) {
+    if (A->pinned || (A->location == GM_LOC_HOST && A->dev.type == GM_DEV_CUDA)) {
         gm_cuda_host_free(p);
         return;
     }
@@ -111,27 +126,6 @@ void gm_snapshot_peak(gm_allocator *A, const char *scope, int category, size_t r
     A->peak_category = category;
     A->peak_request = request;
 }
-
-/* ---- free lists --------------------------------------------------------------------------------- */
-static int block_less(const gm_block *a, const gm_block *b) {
-    return a->size < b->size || (a->size == b->size && a->addr < b->addr);
-}
-
-static void free_list_insert(gm_allocator *A, gm_block *b) {
-    gm_block **head = &A->free_list[b->pool], *prev = NULL, *cur = *head;
-    while (cur && block_less(cur, b)) { prev = cur; cur = cur->fnext; }
-    b->fprev = prev;
-    b->fnext = cur;
-    if (cur) cur->fprev = b;
-    if (prev) prev->fnext = b; else *head = b;
-}
-
-static void free_list_remove(gm_allocator *A, gm_block *b) {
-    if (b->fprev) b->fprev->fnext = b->fnext; else A->free_list[b->pool] = b->fnext;
-    if (b->fnext) b->fnext->fprev = b->fprev;
-    b->fprev = b->fnext = NULL;
-}
-
 
 /* ---- devices ---------------------------------------------------------------------------------- */
 static size_t physical_memory(void) {
@@ -162,6 +156,22 @@ int gm_allocator_init(void) {
 
 gm_allocator *gm_allocator_meta(void) { return &meta_alloc; }
 
+#ifdef GM_WITH_CUDA
+/* PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (what story 002's error message tells people to set), or the same
+ * in GPUMEMNET_CUDA_ALLOC_CONF: a CUDA device starts with expandable segments, as gm.memory.set_allocator would set. */
+static int wants_expandable(void) {
+    const char *names[] = {"GPUMEMNET_CUDA_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF"};
+    for (int i = 0; i < 2; i++) {
+        const char *v = getenv(names[i]), *k = v ? strstr(v, "expandable_segments:") : NULL;
+        if (k) {
+            k += strlen("expandable_segments:");
+            return strncmp(k, "True", 4) == 0 || strncmp(k, "true", 4) == 0 || k[0] == '1';
+        }
+    }
+    return 0;
+}
+#endif
+
 /* A CUDA device's allocator is set up on first use; its capacity is the device's total memory. */
 gm_allocator *gm_allocator_for(gm_device dev) {
     if (dev.type == GM_DEV_CPU) return &cpu_alloc;
@@ -189,6 +199,7 @@ gm_allocator *gm_allocator_for(gm_device dev) {
         rc = gm_cuda_mem_info(dev.index, &free_bytes, &total);
         if (rc == 0) {
             allocator_reset(A, dev, total);
+            if (wants_expandable()) A->granule = gm_vm_granularity(dev), A->expandable = A->granule != 0;
             __atomic_store_n(&A->ready, 1, __ATOMIC_RELEASE);
         }
     }
@@ -216,18 +227,6 @@ gm_allocator *gm_allocator_parse(PyObject *arg) {
 }
 
 /* ---- allocation ---------------------------------------------------------------------------------- */
-static gm_block *new_block(gm_allocator *A, gm_segment *seg, char *addr, size_t size, int pool) {
-    gm_block *b = calloc(1, sizeof *b);
-    if (!b) return NULL;
-    b->addr = addr;
-    b->size = size;
-    b->pool = pool;
-    b->seg = seg;
-    b->owner = A;
-    b->scope = "";
-    return b;
-}
-
 /* A new segment of `size` bytes as one free block, or NULL (no exception) when the limit, the capacity or
  * the source says no. */
 static gm_block *new_segment(gm_allocator *A, size_t size, int pool) {
@@ -240,15 +239,15 @@ static gm_block *new_segment(gm_allocator *A, size_t size, int pool) {
     if (!seg->base) { free(seg); return NULL; }
     seg->size = size;
     seg->pool = pool;
-    gm_block *b = new_block(A, seg, seg->base, size, pool);
-    if (!b) { source_free(A, seg->base); free(seg); return NULL; }
+    gm_block *b = gm_new_block(A, seg, seg->base, size, pool);
+    if (!b) { source_free(A, seg->base, size); free(seg); return NULL; }
     seg->head = b;
     seg->snext = A->segments;
     if (A->segments) A->segments->sprev = seg;
     A->segments = seg;
     stat_add(&A->reserved, (int64_t)size);
     A->num_segment_allocs++;
-    free_list_insert(A, b);
+    gm_free_list_insert(A, b);
     return b;
 }
 
@@ -262,9 +261,9 @@ size_t gm_release_cached(gm_allocator *A) {
         gm_block *b = A->free_list[p];
         while (b) {
             gm_block *next = b->fnext;
-            if (!b->prev && !b->next) { /* the block is its whole segment */
-                free_list_remove(A, b);
-                source_free(A, b->seg->base);
+            if (!b->prev && !b->next && !b->seg->expandable) { /* the block is its whole segment */
+                gm_free_list_remove(A, b);
+                source_free(A, b->seg->base, b->seg->size);
                 stat_add(&A->reserved, -(int64_t)b->seg->size);
                 released += b->seg->size;
                 A->num_segment_frees++;
@@ -277,6 +276,7 @@ size_t gm_release_cached(gm_allocator *A) {
             b = next;
         }
     }
+    if (A->expandable) released += gm_expandable_release(A);
     return released;
 }
 
@@ -301,10 +301,20 @@ static gm_block *alloc_block(gm_allocator *A, size_t nbytes, int quiet, int *fai
     if (A->pending) process_pending(A);
     size_t size = nbytes < ROUND ? ROUND : (nbytes + ROUND - 1) / ROUND * ROUND;
     int pool = size <= SMALL_REQUEST ? 0 : 1;
-    int exact = no_caching && A->dev.type != GM_DEV_META;
-    gm_block *b = exact ? NULL : best_fit(A, pool, size);
+    int exact = no_caching && A->dev.type != GM_DEV_META && !A->expandable;
     A->source_failed = 0;
-    if (!b) {
+    gm_block *b = NULL;
+    if (A->expandable) { /* one growing segment per pool: no segment sizes, no exact-size retry */
+        b = gm_expandable_fit(A, pool, size);
+        if (!b && !A->source_failed) {
+            A->num_retries++;
+            gm_release_cached(A);
+            b = gm_expandable_fit(A, pool, size);
+        }
+    } else if (!exact) {
+        b = best_fit(A, pool, size);
+    }
+    if (!b && !A->expandable) {
         size_t seg_size = exact ? size
                           : pool == 0 ? SMALL_SEGMENT
                           : size < LARGE_REQUEST ? LARGE_SEGMENT
@@ -317,22 +327,24 @@ static gm_block *alloc_block(gm_allocator *A, size_t nbytes, int quiet, int *fai
             b = new_segment(A, seg_size, pool);
             if (!b && seg_size != size) b = new_segment(A, size, pool);
         }
-        if (!b) {
-            *fail = A->source_failed ? FAIL_SOURCE : FAIL_OOM;
-            if (*fail == FAIL_OOM && !quiet) { /* the caller has no fallback: count it and say why */
-                A->num_ooms++;
-                gm_oom_snapshot(A, nbytes, report);
-            }
-            gm_unlock(A);
-            return NULL;
-        }
     }
-    free_list_remove(A, b);
+    if (!b) {
+        *fail = A->source_failed ? FAIL_SOURCE : FAIL_OOM;
+        if (*fail == FAIL_OOM && !quiet) { /* the caller has no fallback: count it and say why */
+            A->num_ooms++;
+            gm_oom_snapshot(A, nbytes, report);
+        }
+        gm_unlock(A);
+        return NULL;
+    }
+    gm_free_list_remove(A, b);
     size_t rest = b->size - size;
-    if (pool == 0 ? rest >= ROUND : rest > SMALL_REQUEST) {
-        gm_block *r = new_block(A, b->seg, b->addr + size, rest, pool);
+    /* Expandable segments split off any rest: their blocks are carved from granules, not from 20 MiB segments, and
+     * a block then holds what the caching allocator's would (the same allocated bytes in both modes). */
+    if ((pool == 0 || A->expandable) ? rest >= ROUND : rest > SMALL_REQUEST) {
+        gm_block *r = gm_new_block(A, b->seg, b->addr + size, rest, pool);
         if (!r) {
-            free_list_insert(A, b);
+            gm_free_list_insert(A, b);
             *fail = FAIL_NO_MEMORY;
             gm_unlock(A);
             return NULL;
@@ -342,7 +354,7 @@ static gm_block *alloc_block(gm_allocator *A, size_t nbytes, int quiet, int *fai
         if (b->next) b->next->prev = r;
         b->next = r;
         b->size = size;
-        free_list_insert(A, r);
+        gm_free_list_insert(A, r);
     }
     b->allocated = 1;
     b->requested = nbytes;
@@ -355,7 +367,7 @@ static gm_block *alloc_block(gm_allocator *A, size_t nbytes, int quiet, int *fai
     stat_add(&A->cat[b->category], (int64_t)b->size);
     b->serial = ++A->num_allocs;
     if (A->allocated.peak > old_peak) gm_snapshot_peak(A, b->scope, b->category, nbytes);
-    if (A->history) gm_record_event(A, EV_ALLOC, (int64_t)b->size, b->category, b->scope);
+    if (gm_recording(A)) gm_record_event(A, EV_ALLOC, (int64_t)b->size, b->category, b->scope);
     gm_unlock(A);
     return b;
 }
@@ -386,10 +398,77 @@ static void raise_failure(gm_allocator *A, size_t nbytes, int fail, const gm_oom
     }
 }
 
+/* ---- fallback (switched on and off by alloc_policy.c) ------------------------------------------------------------
+ * When the device cannot serve a request (after releasing its cache and retrying) and the calling thread's category
+ * may fall back, the block comes from the device's fallback allocator: the same caching policy over memory the
+ * device can address without owning it (mapped pinned host memory for cuda:N, a memory-mapped file for cpu, fake
+ * addresses for meta, so that an estimate makes the same split). The block belongs to the fallback allocator: it is
+ * counted there (memory_stats' by_location), freed there, and every kernel reads it through the same pointer. */
+gm_allocator *gm_fallback_of(gm_allocator *A) {
+    gm_allocator *F = A == &cpu_alloc ? &cpu_fallback : A == &meta_alloc ? &meta_fallback : NULL;
+#ifdef GM_WITH_CUDA
+    if (A->dev.type == GM_DEV_CUDA && !A->pinned) F = &cuda_fallback[A->dev.index];
+#endif
+    if (F && !F->ready) {
+        allocator_reset(F, A->dev, cpu_alloc.capacity);
+        F->parent = A;
+        F->location = GM_LOC_HOST;
+        F->fallback_fd_dir = -1;
+        F->meta_next = (uintptr_t)1 << 54; /* apart from meta's own fake addresses */
+        F->ready = 1;
+    }
+    return F;
+}
+
+/* The allocator a request of the calling thread's category falls back to, or NULL. */
+static gm_allocator *fallback_for(gm_allocator *A) {
+    gm_lock(A);
+    gm_allocator *F = A->fallback && (A->fallback_mask >> gm_current_category() & 1u) ? A->fallback : NULL;
+    gm_unlock(A);
+    return F;
+}
+
+/* With the GIL: the one warning a fallback gives, at its first block since set_fallback; -1 when the warning was
+ * turned into an exception. */
+static int warn_fallback(gm_allocator *F, const gm_block *b) {
+    gm_allocator *A = F->parent;
+    gm_lock(F);
+    int first = !F->warned;
+    F->warned = 1;
+    gm_unlock(F);
+    if (!first) return 0;
+    char name[16], sz[32], cap[32];
+    gm_lock(A);
+    size_t cap_bytes = A->limit ? A->limit : A->capacity;
+    int limited = A->limit != 0;
+    gm_unlock(A);
+    gm_allocator_name(A, name);
+    return PyErr_WarnFormat(
+        PyExc_UserWarning, 1,
+        "%s is full (%s %s): a %s block of %s%s%s was placed in %s instead, as gm.memory.set_fallback allows, and "
+        "so will later blocks of its categories while the device stays full; %s. memory_stats('%s')['by_location'] "
+        "counts them (this warning is given once)",
+        name, limited ? "limit" : "capacity", gm_format_bytes((double)cap_bytes, cap),
+        gm_format_bytes((double)b->size, sz), gm_category_names[b->category], b->scope[0] ? " in " : "", b->scope,
+        F->location == GM_LOC_FILE ? "a memory-mapped file" : A->dev.type == GM_DEV_CUDA
+                                                                 ? "host memory the GPU reads over the bus"
+                                                                 : "host memory",
+        F->note[0] ? F->note : "expect the operations on them to be slower", name);
+}
+
 static gm_block *alloc_or_raise(gm_allocator *A, size_t nbytes, int quiet) {
     int fail;
     gm_oom_report report;
-    gm_block *b = alloc_block(A, nbytes, quiet, &fail, &report);
+    gm_allocator *F = fallback_for(A);
+    gm_block *b = alloc_block(A, nbytes, quiet || F, &fail, &report);
+    if (!b && F && fail == FAIL_OOM) {
+        b = alloc_block(F, nbytes, 1, &fail, &report);
+        if (b && warn_fallback(F, b) < 0) {
+            gm_free(b);
+            return NULL;
+        }
+        if (!b && fail == FAIL_OOM) b = alloc_block(A, nbytes, quiet, &fail, &report); /* the device's report */
+    }
     if (!b && !(quiet && fail == FAIL_OOM)) raise_failure(A, nbytes, fail, &report);
     return b;
 }
@@ -408,7 +487,11 @@ gm_block *gm_alloc_nogil(gm_device dev, size_t nbytes) {
     if (dev.type == GM_DEV_CUDA) return NULL; /* its first use needs the GIL (gm_allocator_for) */
     int fail;
     gm_oom_report report;
-    return alloc_block(dev.type == GM_DEV_CPU ? &cpu_alloc : &meta_alloc, nbytes, 1, &fail, &report);
+    gm_allocator *A = dev.type == GM_DEV_CPU ? &cpu_alloc : &meta_alloc, *F;
+    gm_block *b = alloc_block(A, nbytes, 1, &fail, &report);
+    if (!b && fail == FAIL_OOM && (F = fallback_for(A))) /* without the GIL no warning: the next gm_alloc gives it */
+        b = alloc_block(F, nbytes, 1, &fail, &report);
+    return b;
 }
 
 gm_block *gm_alloc_pinned(size_t nbytes) {
@@ -497,20 +580,20 @@ static void free_block(gm_allocator *A, gm_block *b) {
     stat_add(&A->requested, -(int64_t)b->requested);
     stat_add(&A->cat[b->category], -(int64_t)b->size);
     A->num_frees++;
-    if (A->history) gm_record_event(A, EV_FREE, -(int64_t)b->size, b->category, b->scope);
+    if (gm_recording(A)) gm_record_event(A, EV_FREE, -(int64_t)b->size, b->category, b->scope);
     b->allocated = 0;
     b->requested = 0;
     if (b->next && !b->next->allocated) {
-        free_list_remove(A, b->next);
+        gm_free_list_remove(A, b->next);
         merge_next(b);
     }
     if (b->prev && !b->prev->allocated) { /* fold b into its free predecessor */
         b = b->prev;
-        free_list_remove(A, b);
+        gm_free_list_remove(A, b);
         merge_next(b);
     }
-    free_list_insert(A, b);
-    if (no_caching && A->dev.type != GM_DEV_META && !b->prev && !b->next) gm_release_cached(A);
+    gm_free_list_insert(A, b);
+    if (no_caching && A->dev.type != GM_DEV_META && !b->prev && !b->next && !b->seg->expandable) gm_release_cached(A);
 }
 
 char *gm_block_data(const gm_block *b) { return b->addr; }
@@ -546,7 +629,7 @@ void gm_block_set_category(gm_block *b, int category) {
     }
     stat_add(&A->cat[b->category], -(int64_t)b->size);
     stat_add(&A->cat[category], (int64_t)b->size);
-    if (A->history) {
+    if (gm_recording(A)) {
         gm_record_event(A, EV_RETAG, -(int64_t)b->size, b->category, b->scope);
         gm_record_event(A, EV_RETAG, (int64_t)b->size, category, b->scope);
     }

@@ -18,6 +18,7 @@
 #include "gm.h"
 #include <pthread.h>
 #include <time.h>
+#include <stdlib.h>
 
 #define KiB ((size_t)1024)
 #define MiB (1024 * KiB)
@@ -41,6 +42,7 @@ typedef struct {
     int64_t allocated; /* the device's allocated bytes after the event */
     const char *scope; /* interned (gm_intern): lives as long as the module */
     int8_t category, kind;
+    int8_t location;   /* GM_LOC_*: where the block lives (a fallback allocator records into its device's ring) */
 } gm_event;
 
 typedef struct {
@@ -51,8 +53,12 @@ typedef struct {
 
 typedef struct gm_segment {
     char *base;
-    size_t size;
+    size_t size;       /* bytes of address space the blocks cover (expandable: grows, mapped or not) */
     int pool;
+    /* Expandable segments only (alloc_expand.c): address space reserved once, physical memory mapped per granule. */
+    int expandable;
+    size_t vsize;      /* bytes of address space reserved */
+    void **handles;    /* per granule of the reserved range: its physical memory, NULL while unmapped */
     struct gm_block *head;               /* the block at base: splits and merges never remove it */
     struct gm_segment *sprev, *snext;    /* every segment of the device, so an OOM report can list live blocks */
 } gm_segment;
@@ -94,9 +100,24 @@ struct gm_allocator {
     gm_history *history; /* NULL: not recording */
     int source_failed;   /* the segment source failed for another reason than "out of memory" */
     int pinned;          /* page-locked host memory from cudaHostAlloc (dev is cpu) */
+    /* Fallback (alloc_policy.c): when the device is full, blocks of the categories in fallback_mask come from
+     * `fallback`, a second allocator of the same device over memory the device can address but does not own. */
+    gm_allocator *fallback;   /* the device's fallback allocator while set_fallback is on, else NULL */
+    unsigned fallback_mask;   /* bit c: category c may fall back */
+    gm_allocator *parent;     /* a fallback allocator: the device it serves (its events go to the parent's ring) */
+    int location;             /* GM_LOC_*: where this allocator's memory is */
+    int fallback_fd_dir;      /* GM_LOC_FILE: the directory's descriptor (files are made in it and unlinked) */
+    int warned;               /* a fallback allocator: the one warning was given since set_fallback */
+    char note[320];           /* a fallback allocator: the expected slowdown, said in the warning */
+    /* Expandable segments (alloc_expand.c): one growing segment per pool, mapped by granules. */
+    int expandable;
+    size_t granule;
+    gm_segment *xseg[2];
     gm_block *pending;   /* pinned: freed blocks whose last copy had not run yet (still counted as allocated) */
     int ready;
 };
+
+enum { GM_LOC_DEVICE, GM_LOC_HOST, GM_LOC_FILE };
 
 static inline void gm_lock(gm_allocator *A) { pthread_mutex_lock(&A->lock); }
 static inline void gm_unlock(gm_allocator *A) { pthread_mutex_unlock(&A->lock); }
@@ -112,6 +133,60 @@ static inline int64_t gm_now_ns(void) {
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* ---- free lists and blocks (here, inline: the core and alloc_expand.c share them). Caller holds the lock. ---- */
+static inline int gm_block_less(const gm_block *a, const gm_block *b) {
+    return a->size < b->size || (a->size == b->size && a->addr < b->addr);
+}
+
+/* Each pool's free list is ordered by (size, addr): the first block large enough is the best fit. */
+static inline void gm_free_list_insert(gm_allocator *A, gm_block *b) {
+    gm_block **head = &A->free_list[b->pool], *prev = NULL, *cur = *head;
+    while (cur && gm_block_less(cur, b)) { prev = cur; cur = cur->fnext; }
+    b->fprev = prev;
+    b->fnext = cur;
+    if (cur) cur->fprev = b;
+    if (prev) prev->fnext = b; else *head = b;
+}
+
+static inline void gm_free_list_remove(gm_allocator *A, gm_block *b) {
+    if (b->fprev) b->fprev->fnext = b->fnext; else A->free_list[b->pool] = b->fnext;
+    if (b->fnext) b->fnext->fprev = b->fprev;
+    b->fprev = b->fnext = NULL;
+}
+
+static inline gm_block *gm_new_block(gm_allocator *A, gm_segment *seg, char *addr, size_t size, int pool) {
+    gm_block *b = calloc(1, sizeof *b);
+    if (!b) return NULL;
+    b->addr = addr;
+    b->size = size;
+    b->pool = pool;
+    b->seg = seg;
+    b->owner = A;
+    b->scope = "";
+    return b;
+}
+
+/* Whether A's events are recorded: its own ring, or (a fallback allocator) its device's. */
+static inline int gm_recording(const gm_allocator *A) { return A->history != NULL || A->parent != NULL; }
+
+/* ---- alloc_sources.c (at the bottom: sources beyond malloc and cudaMalloc) --------------------------------------
+ * A file of `size` bytes made in the directory `dirfd` names, unlinked at once (nothing is left behind, even after
+ * a crash) and mapped shared: the CPU fallback's memory, paged to the disk by the kernel (ZeRO-Infinity's NVMe
+ * tier). NULL when the disk is full or the file cannot be made; *out_of_space says which. */
+char *gm_file_segment_alloc(int dirfd, size_t size, int *out_of_space);
+void gm_file_segment_free(char *p, size_t size);
+/* Expandable segments' address space and physical memory, for cuda:N and meta (fake addresses, nothing mapped).
+ * The granularity: 0 when the device cannot (no virtual memory management). */
+size_t gm_vm_granularity(gm_device dev);
+char *gm_vm_reserve(gm_device dev, size_t size);
+void gm_vm_release(gm_device dev, char *base, size_t size);
+/* Map `size` bytes of new physical memory at addr: its handle (non-NULL), or NULL (*out_of_memory when the device
+ * is full, else the failure is recorded for gm_cuda_last_error). */
+void *gm_vm_map(gm_device dev, char *addr, size_t size, int *out_of_memory);
+void gm_vm_unmap(gm_device dev, char *addr, size_t size, void *handle);
+/* Wait for the device's queued work, before unmapping what it may still read. */
+void gm_vm_sync(gm_device dev);
+
 /* ---- allocator.c (the core) ---------------------------------------------------------------------------------- */
 /* The allocator of dev, or NULL with RuntimeError (no such CUDA device, or no CUDA in this build). */
 gm_allocator *gm_allocator_for(gm_device dev);
@@ -122,6 +197,22 @@ gm_allocator *gm_allocator_meta(void);
 size_t gm_release_cached(gm_allocator *A);
 /* Remember the composition of a new allocated peak. Caller holds the lock. */
 void gm_snapshot_peak(gm_allocator *A, const char *scope, int category, size_t request);
+/* The fallback allocator of A's device (set up on first use, not switched on), or NULL for pinned memory. */
+gm_allocator *gm_fallback_of(gm_allocator *A);
+
+/* ---- alloc_expand.c (below the core: the core calls it) ------------------------------------------------------- */
+/* Expandable mode: a free block of `pool` holding `size` bytes whose first `size` bytes are mapped, growing the
+ * pool's segment when no free block is large enough; NULL when the limit, the capacity, the address space or the
+ * source says no (*source_failed set for the last). Caller holds the lock. */
+gm_block *gm_expandable_fit(gm_allocator *A, int pool, size_t size);
+/* Unmap every granule that lies wholly inside a free block; the bytes released. Caller holds the lock. */
+size_t gm_expandable_release(gm_allocator *A);
+/* Unmap and give back both pools' segments (A holds no live block). Caller holds the lock. */
+void gm_expandable_drop(gm_allocator *A);
+
+/* ---- alloc_policy.c (above the core) -------------------------------------------------------------------------- */
+/* "device", "host" or "file" for a GM_LOC_*. */
+const char *gm_location_name(int location);
 
 /* ---- alloc_report.c ------------------------------------------------------------------------------------------ */
 #define GM_TOP_BLOCKS 5
@@ -144,6 +235,8 @@ typedef struct {
 
 /* "cpu", "meta", "cuda:N", or "cpu-pinned" (buf >= 16 bytes). */
 const char *gm_allocator_name(const gm_allocator *A, char *buf);
+/* "512 B", "1.50 KiB", "2.00 GiB" into buf (>= 32 bytes): the one unit of every figure shown. */
+const char *gm_format_bytes(double b, char *buf);
 /* The largest free block of A's pools. Caller holds the lock. */
 size_t gm_largest_free_block(const gm_allocator *A);
 /* Fill r for a request of nbytes that A cannot serve. Caller holds the lock; touches no Python object. */
@@ -152,8 +245,22 @@ void gm_oom_snapshot(const gm_allocator *A, size_t nbytes, gm_oom_report *r);
 void gm_oom_raise(const gm_oom_report *r);
 
 /* ---- history (the ring is appended to under the lock) ------------------------------------------------------- */
+/* A fallback allocator's events go to its device's ring, under the device's lock (taken inside the fallback's: the
+ * one nesting of two allocator locks, always in that order). */
+static inline void gm_record_event_in(gm_allocator *A, gm_history *h, int kind, int64_t delta, int category,
+                                      const char *scope);
 static inline void gm_record_event(gm_allocator *A, int kind, int64_t delta, int category, const char *scope) {
-    gm_history *h = A->history;
+    if (A->parent) {
+        gm_lock(A->parent);
+        if (A->parent->history) gm_record_event_in(A, A->parent->history, kind, delta, category, scope);
+        gm_unlock(A->parent);
+    } else if (A->history) {
+        gm_record_event_in(A, A->history, kind, delta, category, scope);
+    }
+}
+
+static inline void gm_record_event_in(gm_allocator *A, gm_history *h, int kind, int64_t delta, int category,
+                                      const char *scope) {
     gm_event *e = &h->ev[h->head];
     e->t_ns = gm_now_ns() - h->t0;
     e->delta = delta;
@@ -161,6 +268,7 @@ static inline void gm_record_event(gm_allocator *A, int kind, int64_t delta, int
     e->scope = scope;
     e->category = (int8_t)category;
     e->kind = (int8_t)kind;
+    e->location = (int8_t)A->location;
     h->head = (h->head + 1) % h->cap;
     if (h->count < h->cap) h->count++;
 }

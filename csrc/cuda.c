@@ -266,6 +266,37 @@ void *gm_cuda_host_alloc(size_t size, int *out_of_memory) {
 
 void gm_cuda_host_free(void *p) { (void)GM_CUDA_CHECK(cudaFreeHost(p)); }
 
+/* Pinned host memory mapped into every device's address space: the fallback of a full device (set_fallback). Its
+ * device pointer must be its host pointer (unified addressing, every 64-bit GPU since Fermi), because one block
+ * address serves kernels and host reads alike; a system without it is refused rather than handed a wrong pointer. */
+void *gm_cuda_host_alloc_mapped(size_t size, int *out_of_memory) {
+    void *p = NULL, *dp = NULL;
+    *out_of_memory = 0;
+    cudaError_t st = cudaHostAlloc(&p, size, cudaHostAllocPortable | cudaHostAllocMapped);
+    if (st == cudaErrorMemoryAllocation) {
+        (void)cudaGetLastError();
+        *out_of_memory = 1;
+        return NULL;
+    }
+    if (GM_CUDA_CHECK(st)) return NULL;
+    if (GM_CUDA_CHECK(cudaHostGetDevicePointer(&dp, p, 0)) || dp != p) {
+        if (dp != p && dp)
+            snprintf(gm_cuda_err, sizeof gm_cuda_err, "mapped host memory has device address %p for host address %p: "
+                     "the host fallback needs unified addressing", dp, p);
+        (void)cudaFreeHost(p);
+        return NULL;
+    }
+    return p;
+}
+
+/* A CUDA driver call's failure (CUresult `code`), recorded as GM_CUDA_CHECK records the runtime's: -1; 0 on success.
+ * For cuda_vmm.c, which reaches the driver through the runtime's entry points. */
+int gm_cuda_check_driver(int code, const char *call, const char *file, int line) {
+    if (code == 0) return 0;
+    return gm_cuda_record(code == 2 ? "CUDA_ERROR_OUT_OF_MEMORY" : "CUresult", "CUDA driver call failed", code, call,
+                          file, line);
+}
+
 /* Record *event (created on first use, without timing: cheaper) on device's stream after the work queued so far.
  * An event lives on one device: recorded before on another one, it is waited for and replaced. */
 int gm_cuda_event_record(void **event, int *event_dev, int device) {

@@ -274,6 +274,7 @@ void gm_threads_init(void);
 extern PyMethodDef gm_tensor_module_methods[];     /* tensor_type.c: creation, numpy, autograd helpers */
 extern PyMethodDef gm_tensor_view_methods[];       /* tensor_views.c: TensorBase's view methods */
 extern PyMethodDef gm_allocator_methods[];         /* alloc_stats.c: stats, limit, cache, history */
+extern PyMethodDef gm_alloc_policy_methods[];      /* alloc_policy.c: set_fallback, set_allocator */
 extern PyMethodDef gm_category_methods[];          /* category.c: category, scope */
 extern PyMethodDef gm_threads_methods[];           /* threads.c: set/get_num_threads */
 extern PyMethodDef gm_elementwise_methods[];       /* ops_elementwise.c */

@@ -137,7 +137,8 @@ def test_dump_history_writes_json(device, tmp_path):
     assert back == doc
     assert back["device"] == device
     assert len(back["events"]) > 6
-    assert set(back["events"][0]) == {"t_ns", "delta", "category", "scope", "allocated", "kind"}
+    assert set(back["events"][0]) == {"t_ns", "delta", "category", "scope", "allocated", "kind", "location"}
+    assert {e["location"] for e in back["events"]} == {"device"}  # no fallback set
     stats = gm.memory.memory_stats(device)
     assert back["at_peak"] == stats["at_peak"]
     assert set(back["at_peak"]["by_category"]) == set(CATS)

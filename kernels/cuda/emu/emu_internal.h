@@ -4,6 +4,7 @@
 #define GM_EMU_INTERNAL_H
 
 #include <cuda_runtime.h>
+#include <stdint.h>
 
 namespace gm_emu {
 
@@ -32,6 +33,17 @@ cudaError_t check_kernel_pointers(const void *const *ptrs, const int *arg_index,
 /* After a launch on device dev: cudaSuccess, or cudaErrorIllegalAddress with why when a red zone around one
  * of its cudaMalloc blocks was overwritten (the first one found; its zones are restored). */
 cudaError_t check_redzones(int dev, char *why, size_t why_len);
+
+/* Address space reserved by cuMemAddressReserve (emu_vmm.cpp) is memory of device dev for the pointer and copy
+ * checks, as one range without red zones: its pages are PROT_NONE until cuMemMap maps them, so touching an
+ * unmapped page faults, as on a GPU. */
+void add_vm_range(uintptr_t base, size_t size, int dev);
+void remove_vm_range(uintptr_t base);
+/* Physical memory (cuMemCreate) charged to device dev against its capacity, as cudaMalloc is: false when full. */
+bool charge(int dev, size_t size);
+void uncharge(int dev, size_t size);
+/* The calling thread's current device. */
+int current_device();
 
 /* Marks device dev as crashed: every later call touching it returns e, until gm_emu_reset(). */
 void set_sticky(int dev, cudaError_t e, const char *msg);

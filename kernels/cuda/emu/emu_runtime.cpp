@@ -165,6 +165,7 @@ const unsigned char kRedzoneByte = 0xFB;
 struct Block {
     size_t size;
     int device;
+    bool vm; /* an address range of cuMemAddressReserve (emu_vmm.cpp): no red zones, not for cudaFree */
 };
 
 void *block_base(uintptr_t p) { return (void *)(p - kRedzoneFront); }
@@ -189,6 +190,16 @@ void fill_redzones(uintptr_t p, size_t size) {
 std::mutex g_mem_mu;
 std::map<uintptr_t, Block> g_device_blocks; /* by address, so a range lookup finds the enclosing block */
 std::map<uintptr_t, size_t> g_host_blocks;  /* cudaMallocHost / cudaHostAlloc */
+std::map<uintptr_t, size_t> g_mapped_host;  /* the cudaHostAllocMapped ones: device-addressable */
+
+/* Whether [p, p + n) lies inside one mapped host block; g_mem_mu held. */
+bool in_mapped_host(const void *p, size_t n) {
+    auto it = g_mapped_host.upper_bound((uintptr_t)p);
+    if (it == g_mapped_host.begin()) return false;
+    --it;
+    size_t off = (uintptr_t)p - it->first;
+    return off <= it->second && n <= it->second - off;
+}
 /* __device__ variables whose address was taken (cudaGetSymbolAddress): device memory of every device, since the
  * emulator's one global stands for each device's copy. Not in g_device_blocks: they have no red zones. */
 std::map<uintptr_t, size_t> g_symbols;
@@ -304,7 +315,7 @@ cudaError_t check_operand(const char *fn, const char *what, const void *p, size_
         return fail(cudaErrorInvalidValue,
                     "%s: %s %p + %zu bytes runs %zu bytes past the end of its cudaMalloc block (%zu bytes at %p)",
                     fn, what, p, n, (size_t)((uintptr_t)p + n - (r.base + r.size)), r.size, (void *)r.base);
-    if (want_device && r.kind == NOT_DEVICE && in_symbol(p, n)) return cudaSuccess;
+    if (want_device && r.kind == NOT_DEVICE && (in_symbol(p, n) || in_mapped_host(p, n))) return cudaSuccess;
     if (want_device && r.kind != IN_BLOCK)
         return fail(cudaErrorInvalidValue, "%s: %s %p is not device memory (no live cudaMalloc block holds it)",
                     fn, what, p);
@@ -361,7 +372,7 @@ cudaError_t check_stream(const char *fn, cudaStream_t s, int *dev) {
     return cudaSuccess;
 }
 
-cudaError_t host_alloc(const char *fn, void **ptr, size_t size) {
+cudaError_t host_alloc(const char *fn, void **ptr, size_t size, bool mapped = false) {
     if (!ptr) return fail(cudaErrorInvalidValue, "%s: ptr is NULL", fn);
     *ptr = nullptr;
     int dev;
@@ -373,11 +384,37 @@ cudaError_t host_alloc(const char *fn, void **ptr, size_t size) {
     memset(p, config().poison, size);
     std::lock_guard<std::mutex> g(g_mem_mu);
     g_host_blocks[(uintptr_t)p] = size;
+    if (mapped) g_mapped_host[(uintptr_t)p] = size;
     *ptr = p;
     return cudaSuccess;
 }
 
 } // namespace
+
+void add_vm_range(uintptr_t base, size_t size, int dev) {
+    std::lock_guard<std::mutex> g(g_mem_mu);
+    g_device_blocks[base] = Block{size, dev, true};
+}
+
+void remove_vm_range(uintptr_t base) {
+    std::lock_guard<std::mutex> g(g_mem_mu);
+    g_device_blocks.erase(base);
+}
+
+bool charge(int dev, size_t size) {
+    std::lock_guard<std::mutex> g(g_mem_mu);
+    size_t cap = config().capacity[dev], used = g_used[dev];
+    if (used > cap || size > cap - used) return false;
+    g_used[dev] += size;
+    return true;
+}
+
+void uncharge(int dev, size_t size) {
+    std::lock_guard<std::mutex> g(g_mem_mu);
+    g_used[dev] -= size;
+}
+
+int current_device() { return tl_device; }
 
 cudaError_t fail(cudaError_t e, const char *fmt, ...) {
     va_list ap;
@@ -435,7 +472,7 @@ cudaError_t check_kernel_pointers(const void *const *ptrs, const int *arg_index,
 cudaError_t check_redzones(int dev, char *why, size_t why_len) {
     std::lock_guard<std::mutex> g(g_mem_mu);
     for (auto &kv : g_device_blocks) {
-        if (kv.second.device != dev) continue;
+        if (kv.second.device != dev || kv.second.vm) continue;
         ptrdiff_t off = broken_redzone(kv.first, kv.second);
         if (!off) continue;
         snprintf(why, why_len,
@@ -643,7 +680,7 @@ cudaError_t cudaMalloc(void **ptr, size_t size) {
     char *p = (char *)base + kRedzoneFront;
     memset(p, g_cfg.poison, size);
     fill_redzones((uintptr_t)p, size);
-    g_device_blocks[(uintptr_t)p] = Block{size, dev};
+    g_device_blocks[(uintptr_t)p] = Block{size, dev, false};
     g_used[dev] += size;
     *ptr = p;
     return cudaSuccess;
@@ -654,7 +691,7 @@ cudaError_t cudaFree(void *ptr) {
     if (!ptr) return sticky(tl_device);
     std::lock_guard<std::mutex> g(g_mem_mu);
     auto it = g_device_blocks.find((uintptr_t)ptr);
-    if (it == g_device_blocks.end()) {
+    if (it == g_device_blocks.end() || it->second.vm) {
         Range r = find_range(ptr, 1);
         if (r.kind != NOT_DEVICE)
             return fail(cudaErrorInvalidDevicePointer,
@@ -675,7 +712,7 @@ cudaError_t cudaMallocHost(void **ptr, size_t size) { return host_alloc("cudaMal
 
 cudaError_t cudaHostAlloc(void **ptr, size_t size, unsigned int flags) {
     if (flags & ~0x7u) return fail(cudaErrorInvalidValue, "cudaHostAlloc: unknown flags 0x%x", flags);
-    return host_alloc("cudaHostAlloc", ptr, size);
+    return host_alloc("cudaHostAlloc", ptr, size, (flags & cudaHostAllocMapped) != 0);
 }
 
 cudaError_t cudaFreeHost(void *ptr) {
@@ -687,7 +724,22 @@ cudaError_t cudaFreeHost(void *ptr) {
     if (it == g_host_blocks.end())
         return fail(cudaErrorInvalidValue, "cudaFreeHost(%p): not a live cudaMallocHost/cudaHostAlloc pointer", ptr);
     g_host_blocks.erase(it);
+    g_mapped_host.erase((uintptr_t)ptr);
     free(ptr);
+    return cudaSuccess;
+}
+
+cudaError_t cudaHostGetDevicePointer(void **pDevice, void *pHost, unsigned int flags) {
+    if (!pDevice) return fail(cudaErrorInvalidValue, "cudaHostGetDevicePointer: pDevice is NULL");
+    *pDevice = nullptr;
+    int dev;
+    if (cudaError_t e = ready(&dev)) return e;
+    if (flags) return fail(cudaErrorInvalidValue, "cudaHostGetDevicePointer: flags must be 0, got %u", flags);
+    std::lock_guard<std::mutex> g(g_mem_mu);
+    if (!in_mapped_host(pHost, 0))
+        return fail(cudaErrorInvalidValue, "cudaHostGetDevicePointer(%p): not in memory from cudaHostAlloc with "
+                    "cudaHostAllocMapped", pHost);
+    *pDevice = pHost;
     return cudaSuccess;
 }
 

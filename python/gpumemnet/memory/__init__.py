@@ -2,6 +2,8 @@
 
   stats.py       memory_allocated, memory_stats, set_limit, capacity...: the allocator's figures and limits
   timeline.py    record_history, dump_history, plot_timeline, memory_summary
+  policy.py      set_fallback (host memory or files when a device is full), set_allocator ("expandable")
+  calibration.py calibrate: this machine's bandwidths and rates, measured once and cached (the time model)
   estimator.py   estimate, summary (gm.summary): a first training step run on meta
   planner.py     max_batch_size, plan: searches over estimates for a budget
   oom.py         what an OutOfMemoryError says would have fitted (registered into the core's hooks)
@@ -18,6 +20,9 @@ from .stats import (  # noqa: F401
     empty_cache, memory_stats, set_limit, get_limit, capacity)
 from .timeline import (  # noqa: F401
     record_history, history, dump_history, plot_timeline, memory_summary, MemorySummary, Timeline)
+from .policy import (  # noqa: F401
+    set_fallback, get_fallback, set_allocator, get_allocator, fragmentation)
+from .calibration import calibrate  # noqa: F401
 from .estimator import estimate, summary, Estimate, Summary  # noqa: F401
 from .planner import max_batch_size, plan  # noqa: F401
 from .torch_adam import TorchStyleAdam  # noqa: F401

@@ -17,6 +17,7 @@ cannot be asked on meta, so that workspace is modelled as 0 bytes: it is the one
 CUDA and the real step (cuDNN's algorithm is chosen among those whose workspace the allocator can still give, so
 the real peak can only be higher by what was free at that moment). Estimate.notes says so.
 """
+import contextlib
 import copy
 import functools
 import gc
@@ -24,6 +25,7 @@ import html
 import sys
 import threading
 import time
+import traceback
 
 from .. import _C
 from .. import cuda
@@ -102,6 +104,8 @@ class Estimate:
                     to `total` (each category's own highest value, at other moments, is not shown: those do not
                     add up to a peak). Categories: gm.memory.CATEGORY_DOCS
     peak_scope      the allocator scope of the allocation that reached the peak ("fc1 backward", "Adam.step")
+    fallback_peak   with a limit and a fallback set on the device (gm.memory.set_fallback), the peak bytes of the
+                    blocks that went to the fallback (host memory or files), not counted in peak
     params, trainable, param_bytes, gradient_bytes, optimizer_bytes, activation_bytes (peak saved for backward),
     input_bytes, layers (LayerRow list), device (what the estimate stands for: "cpu", "cuda:0"...), notes (what
     the figures leave out, as sentences: for CUDA, cuDNN's convolution workspace).
@@ -329,7 +333,7 @@ def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, 
     wrapped in DistributedDataParallel is estimated so, on the wrapper's world size."""
     model, world_size = _distributed.unwrap(model, world_size)
     world_size, zero, ranks = _distributed.check(world_size, zero, rank)
-    with _meta_turn:
+    with _meta_turn, _meta_mode_like(device):
         ests = [_estimate(model, input_shape, loss_fn, optimizer, batch_size, target, autocast, checkpoint_segments,
                           accumulation_steps, device, limit, dist=(world_size, zero, r)) for r in ranks]
     if len(ests) == 1:
@@ -337,6 +341,34 @@ def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, 
     worst = max(ests, key=lambda e: e.total)
     worst.per_rank = [e.total for e in ests]
     return worst
+
+
+@contextlib.contextmanager
+def _meta_mode_like(device):
+    """Meta in the device's allocator mode (gm.memory.set_allocator: expandable segments reserve other bytes) while
+    an estimate runs, when meta holds nothing to switch it; its own mode after. An estimate that raises (an
+    OutOfMemoryError under a limit) has its frames cleared so that its meta tensors go before meta switches back."""
+    try:
+        mode, meta_mode = _device_allocator(device_str(device)), _C.get_allocator(META)
+    except (TypeError, ValueError, RuntimeError):  # a bad device: _estimate says so
+        mode = meta_mode = None
+    if mode == meta_mode:  # the usual case: nothing to switch, nothing else done
+        yield
+        return
+    gc.collect()
+    switched = _memory.memory_allocated(META) == 0
+    if switched:
+        _C.set_allocator(META, mode == "expandable")
+    try:
+        yield
+    except BaseException as e:
+        traceback.clear_frames(e.__traceback__)
+        raise
+    finally:
+        if switched:
+            gc.collect()
+            if _memory.memory_allocated(META) == 0:
+                _C.set_allocator(META, meta_mode == "expandable")
 
 
 def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, target=None, autocast=None,
@@ -387,6 +419,10 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
     # The caller's meta limit (someone rehearsing a small card on meta) is not the estimate's: it has its own.
     meta_limit = _C.get_limit(META)
     _C.set_limit(META, int(r0 + limit) if limit is not None else None)
+    # Under a limit, the device's fallback (gm.memory.set_fallback) decides what does not fit: meta makes the same
+    # split, quietly (the warning is the real run's), and fallback_peak reports what went there.
+    meta_fallback, fallback = _C.get_fallback(META), _device_fallback(dev) if limit is not None else None
+    _C.set_fallback(META, *(fallback or (None, 0)), None)
     clone = xs = y = opt = recorder = out = loss = None
     busy.depth += 1
     state.meta_draws_random = False
@@ -450,6 +486,7 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         optimizer_bytes = _cat("optimizer") - base_cat["optimizer"]
         peak = after["allocated"]["peak"] - base
         peak_reserved = after["reserved"]["peak"] - r0
+        fallback_peak = sum(v["allocated"]["peak"] for k, v in after["by_location"].items() if k != "device")
         at = after["at_peak"]
         # at the moment of the peak, everything the step's device holds: parameters and input included
         at_peak = {c: v - pre_cat[c] for c, v in at["by_category"].items()}
@@ -479,6 +516,7 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         gc.collect()
         _memory.empty_cache(META)
         _C.set_limit(META, meta_limit)
+        _C.set_fallback(META, *(meta_fallback or (None, 0)), None)
         _C._set_meta_target(*prev_target)
         state.meta_draws_random = draws
         busy.depth -= 1
@@ -487,9 +525,26 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         inference_peak=inference_peak, params=sum(p.numel() for p in params),
         trainable=sum(p.numel() for p in params if p.requires_grad), param_bytes=param_bytes,
         gradient_bytes=grad_bytes, optimizer_bytes=optimizer_bytes, activation_bytes=activation_bytes,
+        fallback_peak=fallback_peak,
         input_bytes=input_bytes, layers=rows, input_shape=shape, micro_batch=micro, device=dev,
         comm_bytes=comm_bytes, world_size=dist[0], zero=dist[1], rank=dist[2],
         notes=[CUDNN_NOTE] if meta_target[0] == "cuda" else [], seconds=time.perf_counter() - t0)
+
+
+def _device_allocator(dev):
+    """'caching' or 'expandable': the allocator mode of dev ('caching' for a device this build cannot use)."""
+    try:
+        return _C.get_allocator(dev)
+    except RuntimeError:
+        return "caching"
+
+
+def _device_fallback(dev):
+    """(location, category mask) of the fallback set on dev, or None (also for a device this build cannot use)."""
+    try:
+        return _C.get_fallback(dev)
+    except RuntimeError:
+        return None
 
 
 def _shape_text(input_shape):

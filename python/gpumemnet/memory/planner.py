@@ -16,7 +16,8 @@ The cost model of `plan` (relative time of one optimizer step of the whole batch
     x 1.02 for ZeRO-2 and x 1.05 for ZeRO-1 (plan(..., world_size=N)): ZeRO-2's reduce-scatter and all-gather move
            the bytes of DDP's all-reduce, plus a copy of each gradient into its bucket; ZeRO-1 all-gathers after
            DDP's all-reduce, 1.5 times DDP's bytes (gm.distributed.optim.ZeroRedundancyOptimizer).
-It is deliberately simple and documented rather than measured: it only has to order the configurations.
+These are defaults: once gm.memory.calibrate() has measured this machine (a small CNN's step with its forward run
+again, and as two half-batch steps: calibration.py), step_cost uses the measured factors instead.
 """
 import math
 import warnings
@@ -27,6 +28,7 @@ from .._core.dtype import bfloat16
 from ..nn.modules.container import Sequential
 from ..nn.modules.module import Module
 from ..utils.checkpoint import checkpoint_sequential
+from .calibration import cached_rates
 from .estimator import _check_scalar_loss, _fmt, estimate
 
 __all__ = ["Plan", "max_batch_size", "plan", "step_cost"]
@@ -140,11 +142,19 @@ def max_batch_size(model, input_shape, loss_fn=None, optimizer=None, target=None
 
 
 # ---- plan --------------------------------------------------------------------------------------------------------
+def cost_factors():
+    """(checkpoint, halving): this machine's measured factors when gm.memory.calibrate() cached them, else the
+    module's defaults."""
+    r = cached_rates() or {}
+    return r.get("checkpoint_cost", CHECKPOINT_COST), r.get("halving_cost", HALVING_COST)
+
+
 def step_cost(accumulation_steps=1, checkpoint_segments=None, autocast=None, zero=0):
     """The relative time of one optimizer step under the module's cost model (fp32, no tricks = 1.0)."""
-    cost = HALVING_COST ** math.log2(accumulation_steps) * ZERO_COST[zero]
+    checkpoint_cost, halving_cost = cost_factors()
+    cost = halving_cost ** math.log2(accumulation_steps) * ZERO_COST[zero]
     if checkpoint_segments:
-        cost *= CHECKPOINT_COST
+        cost *= checkpoint_cost
     if autocast is not None:
         cost *= AUTOCAST_COST
     return cost

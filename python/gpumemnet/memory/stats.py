@@ -73,7 +73,10 @@ def empty_cache(device="cpu"):
 def memory_stats(device="cpu"):
     """A dict: allocated/reserved/requested (current, peak), by_category (current, peak per category),
     counts (num_allocs, num_frees, num_segment_allocs/frees, num_retries, num_ooms), cached_free,
-    largest_free_block, limit (0: none) and capacity."""
+    largest_free_block, limit (0: none), capacity, allocator ("caching" or "expandable": set_allocator) and
+    by_location: {"device": allocated, reserved, by_category} plus, where a fallback is or was used (set_fallback),
+    "host" or "file" with the same figures for the blocks that live there. The top-level figures are the device's
+    own; the fallback's bytes are not in them (nor in memory_allocated), as they are not on the device."""
     return _C.memory_stats(_dev(device))
 
 

@@ -14,13 +14,14 @@ import json
 
 from .. import _C
 from .._core.dtype import device_str
+from .policy import describe as _describe_policy
 from .stats import CATEGORIES, format_bytes
 
 # One colour per category, readable side by side (Okabe-Ito, colour-blind safe).
 COLORS = {"parameter": "#0072B2", "gradient": "#E69F00", "optimizer": "#CC79A7", "activation": "#009E73",
           "activation_grad": "#F0E442", "workspace": "#D55E00", "input": "#56B4E9",
           "communication": "#000000", "other": "#999999"}
-FIELDS = ("t_ns", "delta", "category", "scope", "allocated", "kind")
+FIELDS = ("t_ns", "delta", "category", "scope", "allocated", "kind", "location")
 MAX_COLUMNS = 2000  # the timeline keeps at most this many events (per bucket, the one with most allocated)
 
 
@@ -33,7 +34,9 @@ def record_history(enabled=True, max_entries=100000, device="cpu"):
 
 
 def history(device="cpu"):
-    """The recorded events, oldest first, as dicts with keys t_ns, delta, category, scope, allocated, kind."""
+    """The recorded events, oldest first, as dicts with keys t_ns, delta, category, scope, allocated, kind and
+    location: "device", or where a block that fell back lives ("host", "file": set_fallback), allocated then being
+    that location's bytes."""
     return [dict(zip(FIELDS, e)) for e in _C.get_history(device_str(device))]
 
 
@@ -75,7 +78,7 @@ def _columns(events):
 
 def _timeline(device):
     dev = device_str(device)
-    events = history(dev)
+    events = [e for e in history(dev) if e["location"] == "device"]  # the curves are the device's own bytes
     if not events:
         raise RuntimeError(f"plot_timeline: no history recorded on {dev}; call "
                            f"record_history(device={dev!r}) before the code to observe")
@@ -243,7 +246,7 @@ def memory_summary(device="cpu"):
               f" segments {segments} (allocated {s['num_segment_allocs']}, freed {s['num_segment_frees']})"
               f" · capacity {format_bytes(s['capacity'])} · limit {limit}",
               f" allocs {s['num_allocs']} · frees {s['num_frees']} · retries {s['num_retries']}"
-              f" · ooms {s['num_ooms']}", " categories: gm.memory.CATEGORY_DOCS"]
+              f" · ooms {s['num_ooms']}"] + _describe_policy(dev) + [" categories: gm.memory.CATEGORY_DOCS"]
     lines += notes + ["=" * w]
     return MemorySummary("\n".join(lines), dev,
                          [(n, format_bytes(c), format_bytes(a)) for n, c, a in rows], notes)

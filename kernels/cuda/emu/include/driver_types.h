@@ -68,6 +68,15 @@ typedef struct CUevent_st *cudaEvent_t;
 #define cudaHostAllocDefault 0x00
 #define cudaHostAllocPortable 0x01
 #define cudaHostAllocMapped 0x02
+
+/* cudaGetDriverEntryPointByVersion: the emulator hands out its stand-ins for the driver's virtual memory
+ * management (cuda.h, emu_vmm.cpp), the one part of the driver API it emulates. */
+#define cudaEnableDefault 0x0
+enum cudaDriverEntryPointQueryResult {
+    cudaDriverEntryPointSuccess = 0,
+    cudaDriverEntryPointSymbolNotFound = 1,
+    cudaDriverEntryPointVersionNotSufficent = 2
+};
 #define cudaHostAllocWriteCombined 0x04
 
 /* The fields csrc/ and kernels read, and a few cheap neighbours; the layout is NOT the real struct's (code

@@ -1,0 +1,55 @@
+"""gm.memory.calibrate() (issue 15, item 5, the time model's measurements): measured once, cached as JSON under the
+user's cache directory keyed by machine, read back without measuring; set_fallback's slowdown reads it."""
+import json
+import os
+
+import gpumemnet as gm
+from gpumemnet.memory import calibration, policy
+
+
+def test_calibrate_measures_once_and_caches_per_machine(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert calibration.cached_rates() is None
+    rates = gm.memory.calibrate(nbytes=8 << 20)
+    for key in ("host_memory", "cpu_adam", "per_op", "disk"):
+        assert rates[key] > 0, key
+    assert rates["per_op"] < 1.0  # seconds per small op
+    path = calibration.cache_path()
+    assert os.path.dirname(path) == str(tmp_path / "gpumemnet")
+    doc = json.load(open(path))
+    assert doc["version"] == calibration.VERSION and doc["rates"] == rates
+    assert doc["machine"]["host"] in os.path.basename(path)
+    assert [f for f in os.listdir(tmp_path / "gpumemnet") if not f.endswith(".json")] == []  # no probe left
+    # the second call reads the cache: change it on disk and see the change come back
+    doc["rates"]["disk"] = 1e9
+    json.dump(doc, open(path, "w"))
+    assert gm.memory.calibrate()["disk"] == 1e9
+    assert gm.memory.calibrate(force=True, nbytes=8 << 20)["disk"] != 1e9
+    # the fallback's expected slowdown comes from the cached figures
+    doc = json.load(open(path))
+    doc["rates"].update(host_memory=30e9, disk=3e9, host_link=20e9, device_memory=2e12)
+    json.dump(doc, open(path, "w"))
+    assert policy.slowdown("cpu", "file") == 10.0
+    assert policy.slowdown("cuda:0", "host") == 100.0
+
+
+def test_without_a_cache_the_documented_defaults_are_used(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    r = policy.DEFAULT_RATES
+    assert policy.slowdown("meta", "host") == r["device_memory"] / r["host_link"]
+    assert policy.slowdown("cpu", "file") == r["host_memory"] / r["disk"]
+
+
+def test_the_planner_uses_the_measured_factors(tmp_path, monkeypatch):
+    from gpumemnet.memory import planner
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert planner.cost_factors() == (planner.CHECKPOINT_COST, planner.HALVING_COST)
+    assert planner.step_cost(4, 2) == planner.HALVING_COST ** 2 * planner.CHECKPOINT_COST
+    rates = gm.memory.calibrate(nbytes=8 << 20)
+    assert 1.0 <= rates["checkpoint_cost"] <= 2.0 and 1.0 <= rates["halving_cost"] <= 2.0
+    path = calibration.cache_path()
+    doc = json.load(open(path))
+    doc["rates"].update(checkpoint_cost=1.5, halving_cost=1.25)
+    json.dump(doc, open(path, "w"))
+    assert planner.cost_factors() == (1.5, 1.25)
+    assert planner.step_cost(4, 2) == 1.25 ** 2 * 1.5
