@@ -96,6 +96,33 @@ __attribute__((target("avx512f,avx512bw"))) static inline void pair_rows(uint32_
     _mm512_storeu_si512(o + 16, _mm512_permutex2var_epi16(x0, hi, x1));
 }
 
+/* B transposed (rs 1): pairs of 16 columns x 16 pairs, each column's pairs contiguous in memory, transposed as a
+ * 16 x 16 matrix of 32-bit words into o (rows NR words apart). */
+__attribute__((target("avx512f"))) static inline void transpose_pairs16(uint32_t *o, const uint16_t *p, int64_t cs) {
+    __m512i r[16], t[16];
+    for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_si512(p + i * cs);
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {
+        r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+        r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+        r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+        r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+    }
+    /* r[4b + c] holds, in each 128-bit lane L, words (4L + c) of rows 4b .. 4b + 3 */
+    for (int c = 0; c < 4; c++) {
+        const __m512i a0 = _mm512_shuffle_i32x4(r[c], r[4 + c], 0x88), a1 = _mm512_shuffle_i32x4(r[c], r[4 + c], 0xdd);
+        const __m512i b0 = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0x88);
+        const __m512i b1 = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0xdd);
+        _mm512_storeu_si512(o + (0 + c) * NR, _mm512_shuffle_i32x4(a0, b0, 0x88));
+        _mm512_storeu_si512(o + (8 + c) * NR, _mm512_shuffle_i32x4(a0, b0, 0xdd));
+        _mm512_storeu_si512(o + (4 + c) * NR, _mm512_shuffle_i32x4(a1, b1, 0x88));
+        _mm512_storeu_si512(o + (12 + c) * NR, _mm512_shuffle_i32x4(a1, b1, 0xdd));
+    }
+}
+
 /* B's rows [0, kc) (K) and columns [0, nc) as ceil(nc / NR) panels of kp pairs x NR columns, zero-padded, the
  * panels kps >= kp pairs apart (the pairs past kp zero). */
 static inline __attribute__((always_inline)) void pack_b_slice(uint32_t *dst, const uint16_t *p, int64_t rs,
@@ -105,7 +132,13 @@ static inline __attribute__((always_inline)) void pack_b_slice(uint32_t *dst, co
         uint32_t *d = dst + jr * kps;
         if (kps > kp) memset(d + kp * NR, 0, (size_t)((kps - kp) * NR) * sizeof(uint32_t));
         const int64_t cols = min64(NR, nc - jr);
-        for (int64_t q = 0; q < kp; q++) {
+        int64_t q = 0;
+        if (rs == 1 && cols == NR) /* B transposed: whole 16 x 16 blocks of pairs at once */
+            for (; q + 16 <= kc / 2; q += 16) {
+                transpose_pairs16(d + q * NR, p + 2 * q + jr * cs, cs);
+                transpose_pairs16(d + q * NR + 16, p + 2 * q + (jr + 16) * cs, cs);
+            }
+        for (; q < kp; q++) {
             const uint16_t *r0 = p + 2 * q * rs + jr * cs, *r1 = r0 + rs;
             const int odd = 2 * q + 1 >= kc; /* the last row of an odd slice pairs with zero */
             uint32_t *o = d + q * NR;
