@@ -303,14 +303,31 @@ __attribute__((target("avx512f,avx512bw,avx512bf16,amx-tile,amx-bf16"))) static 
 
 /* One KC slice on any CPU: both slices widened to float32 (exactly: bfloat16 is float32's upper half), then
  * OpenBLAS's sgemm adds their product to the tile. */
-static void slice_portable(const uint16_t *a, int64_t ars, int64_t acs, const uint16_t *b, int64_t brs, int64_t bcs,
-                           int64_t mc, int64_t nc, int64_t kc) {
+static void slice_widen(const uint16_t *a, int64_t ars, int64_t acs, const uint16_t *b, int64_t brs, int64_t bcs,
+                        int64_t mc, int64_t nc, int64_t kc) {
     for (int64_t i = 0; i < mc; i++)
         for (int64_t k = 0; k < kc; k++) wide_a[i * kc + k] = gm_bf16_to_float(a[i * ars + k * acs]);
     for (int64_t k = 0; k < kc; k++)
         for (int64_t j = 0; j < nc; j++) wide_b[k * nc + j] = gm_bf16_to_float(b[k * brs + j * bcs]);
+}
+
+static void slice_portable(const uint16_t *a, int64_t ars, int64_t acs, const uint16_t *b, int64_t brs, int64_t bcs,
+                           int64_t mc, int64_t nc, int64_t kc) {
+    slice_widen(a, ars, acs, b, brs, bcs, mc, nc, kc);
     scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)mc, (blasint)nc, (blasint)kc, 1.0f, wide_a,
                       (blasint)kc, wide_b, (blasint)nc, 1.0f, tile_c, NC);
+}
+
+/* C's block for a short sum (K <= SHORT_K) into float32 C: both slices widened and sgemm writes C in place. The
+ * tile unit pads K to 32 and the block's float32 tile costs a clear and a pass over C per product, which for the
+ * weight-gradient of a 2x2 map (K = 4 positions, C = 512 x 2304) is most of the work. */
+#define SHORT_K 16
+
+static void block_short(int64_t i0, int64_t mc, int64_t j0, int64_t nc, int64_t K, gm_bmat a, gm_bmat b, int beta,
+                        float *c, int64_t ldc) {
+    slice_widen(a.p + i0 * a.rs, a.rs, a.cs, b.p + j0 * b.cs, b.rs, b.cs, mc, nc, K);
+    scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)mc, (blasint)nc, (blasint)K, 1.0f, wide_a,
+                      (blasint)K, wide_b, (blasint)nc, beta ? 1.0f : 0.0f, c + i0 * ldc + j0, (blasint)ldc);
 }
 
 /* C's block of rows [i0, i0 + mc) and columns [j0, j0 + nc). */
@@ -360,7 +377,10 @@ int gemm_bf16(int64_t M, int64_t N, int64_t K, gm_bmat a, gm_bmat b, int beta, v
 #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(dynamic)
     for (int64_t job = 0; job < jobs; job++) {
         const int64_t i0 = job / nb * MC, j0 = job % nb * NC;
-        block(i0, min64(MC, M - i0), j0, min64(NC, N - j0), K, a, b, beta, c, ldc, c_bf16, mode);
+        if (!c_bf16 && K > 0 && K <= SHORT_K)
+            block_short(i0, min64(MC, M - i0), j0, min64(NC, N - j0), K, a, b, beta, c, ldc);
+        else
+            block(i0, min64(MC, M - i0), j0, min64(NC, N - j0), K, a, b, beta, c, ldc, c_bf16, mode);
     }
     return GM_OK;
 }
