@@ -19,11 +19,12 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def worker(lib, model, mode, accum):
+def worker(lib, model, mode, accum, threads):
     if lib == "gm":
         import gpumemnet as gm
         gm.as_torch()
     import torch
+    torch.set_num_threads(threads)
     import numpy as np
     torch.manual_seed(0)
     if model == "resnet18":
@@ -73,10 +74,11 @@ def main():
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--models", default="resnet18,unet")
     ap.add_argument("--accum", type=int, default=1, help="gradient accumulation micro-batches per step")
+    ap.add_argument("--threads", type=int, default=os.cpu_count(), help="threads of both libraries")
     ap.add_argument("--worker", nargs=3, metavar=("LIB", "MODEL", "MODE"))
     a = ap.parse_args()
     if a.worker:
-        return worker(*a.worker, a.accum)
+        return worker(*a.worker, a.accum, a.threads)
     try:
         import scipy_openblas32
         print("OpenBLAS:", scipy_openblas32.get_openblas_config())
@@ -91,7 +93,8 @@ def main():
     for model in a.models.split(","):
         procs = {}
         for lib, mode in configs:
-            p = subprocess.Popen([sys.executable, __file__, "--worker", lib, model, mode, "--accum", str(a.accum)],
+            p = subprocess.Popen([sys.executable, __file__, "--worker", lib, model, mode, "--accum", str(a.accum),
+                                  "--threads", str(a.threads)],
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
             procs[lib, mode] = p
         for p in procs.values():
@@ -105,7 +108,8 @@ def main():
         for p in procs.values():
             p.stdin.close()
             p.wait()
-        print(f"\n{model}: median ms (min-max) over {a.rounds} paired rounds, accumulation {a.accum}")
+        print(f"\n{model}: median ms (min-max) over {a.rounds} paired rounds, accumulation {a.accum}, "
+              f"{a.threads} threads")
         for c in configs:
             t = times[c]
             print(f"  {c[0]:5s} {c[1]}: {statistics.median(t):8.1f} ({min(t):.1f}-{max(t):.1f})")
