@@ -74,12 +74,13 @@ def test_bf16_conv_matches_pytorch_and_float64(case, threads):
     _check(case, threads)
 
 
-@pytest.mark.parametrize("path", ["avx512", "portable"])
+@pytest.mark.parametrize("path", ["native", "avx512", "portable"])
 def test_bf16_conv_other_product_paths(path):
-    """The same cases on the AVX512-BF16 kernel and on the portable path (forced: this CPU may have AMX)."""
+    """The same cases with the forward on gemm_bf16 too (opt-in, kernels/cpu/conv_half.c says why), on the best
+    product this CPU has, the AVX512-BF16 kernel and the portable path (forced: this CPU may have AMX)."""
     code = ("import sys; sys.path.insert(0, {!r}); import test_bf16_conv as t\n"
             "for c in t.CASES: t._check(c, 2)\nprint('ok')").format(os.path.dirname(__file__))
-    env = dict(os.environ, GPUMEMNET_GEMM_BF16=path)
+    env = dict(os.environ, GPUMEMNET_GEMM_BF16=path, GPUMEMNET_BF16_CONV_FORWARD="gemm")
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
 

@@ -6,6 +6,8 @@
 #include "conv_internal.h"
 #include "gemm_bf16.h"
 
+#include <stdlib.h>
+
 /* ---- the half-precision forward: float16/bfloat16 storage, float32 arithmetic, rounded once ----------------
  * The input is read as it is stored (im2col widens while it gathers) and the output is rounded a tile at a
  * time, so no float32 copy of either exists: the workspace holds the widened weight and bias (small) and, per
@@ -106,6 +108,20 @@ static int direct_cols(const conv_geom *g) {
            g->xs[2] == g->W;
 }
 
+/* The bfloat16 forward on gemm_bf16 is opt-in (GPUMEMNET_BF16_CONV_FORWARD=gemm) until an open question is
+ * settled: with it, tests/dropin's resnet18 amp comparison parts from PyTorch at layer4.0.downsample's weight
+ * gradient (err 2.35 vs float64, limit 3 x 0.754), identically on the AMX, AVX512-BF16 and portable products,
+ * while every unit case (tests/test_bf16_conv.py, that layer's shapes included) matches PyTorch's own error. The
+ * input-gradient and weight-gradient passes run on gemm_bf16 either way. */
+static int bf16_forward_on_gemm(void) {
+    static int on = -1;
+    if (on < 0) {
+        const char *e = getenv("GPUMEMNET_BF16_CONV_FORWARD");
+        on = e && strcmp(e, "gemm") == 0;
+    }
+    return on;
+}
+
 static int conv2d_forward_bf16(uint16_t *out, const uint16_t *x, const uint16_t *w, const uint16_t *bias,
                                const conv_geom *g, const conv_plan *pl, float *bufs) {
     const int64_t N = g->N, K = g->K, G = g->G, Cg = g->C / G, Kg = K / G, CRS = Cg * g->R * g->S;
@@ -147,7 +163,7 @@ int conv2d_forward_half(uint16_t *out, const uint16_t *x, const uint16_t *w, con
                                         ws_nbytes - fixed, nthreads);
     if (pl.tile < 1) return GM_ERR_ARG;
     float *w32 = ws, *b32 = w32 + K * CRS, *bufs = (float *)((char *)ws + fixed);
-    if (dt == GM_BF16) {
+    if (dt == GM_BF16 && bf16_forward_on_gemm()) {
         conv_blas_single_begin(pl.nt);
         int st = conv2d_forward_bf16(out, x, w, bias, g, &pl, bufs);
         conv_blas_single_end(pl.nt);
