@@ -1,7 +1,8 @@
-"""bfloat16 convolutions on bfloat16 products (kernels/cpu/gemm_bf16.c): forward and both gradients against
-PyTorch's bfloat16 CPU results and float64 references, on each of the product's paths (the AMX tiles, the
-AVX512-BF16 kernel, the portable float32 slices: GPUMEMNET_GEMM_BF16 picks the latter two in a subprocess), meta
-bytes equal to CPU bytes, and an autocast training step of a small CNN beside PyTorch's."""
+"""bfloat16 convolutions: forward and both gradients against PyTorch's bfloat16 CPU results and float64 references
+on the default route and, in subprocesses with GPUMEMNET_BF16_CONV=gemm, on bfloat16 products
+(kernels/cpu/gemm_bf16.c) on each of its paths (the AMX tiles, the AVX512-BF16 kernel, the portable float32 slices:
+GPUMEMNET_GEMM_BF16 picks one), meta bytes equal to CPU bytes, and an autocast training step of a small CNN beside
+PyTorch's."""
 import os
 import subprocess
 import sys
@@ -76,11 +77,11 @@ def test_bf16_conv_matches_pytorch_and_float64(case, threads):
 
 @pytest.mark.parametrize("path", ["native", "avx512", "portable"])
 def test_bf16_conv_other_product_paths(path):
-    """The same cases with the forward on gemm_bf16 too (opt-in, kernels/cpu/conv_half.c says why), on the best
-    product this CPU has, the AVX512-BF16 kernel and the portable path (forced: this CPU may have AMX)."""
+    """The same cases with the passes on gemm_bf16 (opt-in, kernels/cpu/conv_half.c says why), on the best product
+    this CPU has, the AVX512-BF16 kernel and the portable path (forced: this CPU may have AMX)."""
     code = ("import sys; sys.path.insert(0, {!r}); import test_bf16_conv as t\n"
             "for c in t.CASES: t._check(c, 2)\nprint('ok')").format(os.path.dirname(__file__))
-    env = dict(os.environ, GPUMEMNET_GEMM_BF16=path, GPUMEMNET_BF16_CONV_FORWARD="gemm")
+    env = dict(os.environ, GPUMEMNET_GEMM_BF16=path, GPUMEMNET_BF16_CONV="gemm")
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
 
