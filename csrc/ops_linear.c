@@ -76,7 +76,8 @@ PyObject *gm_py_linear(PyObject *self, PyObject *args, PyObject *kwargs) {
     GMTensor *ops[] = {x, w, b};
     const char *names[] = {"input", "weight", "bias"};
     int64_t M, I, O;
-    if (conv_check_operands(op, ops, names, 3, 0) < 0 ||
+    /* bfloat16 runs on the CPU (kernels/cpu/linear.c on gemm_bf16); float16 there is widened by the Python layer */
+    if (conv_check_operands(op, ops, names, 3, x->dtype == GM_BF16) < 0 ||
         plan_linear(op, x->ndim, x->shape, w->ndim, w->shape, &M, &I, &O) < 0 ||
         check_bias(op, b, w->shape[0], "out_features") < 0)
         return NULL;
@@ -110,7 +111,8 @@ PyObject *gm_py_linear_backward(PyObject *self, PyObject *args, PyObject *kwargs
     GMTensor *ops[] = {go, x, w};
     const char *names[] = {"grad_output", "input", "weight"};
     if (parse_mask(masko, mask) < 0 || shape_of(x, xshape_o, op, "input", &xnd, xshape) < 0 ||
-        shape_of(w, wshape_o, op, "weight", &wnd, wshape) < 0 || conv_check_operands(op, ops, names, 3, 0) < 0 ||
+        shape_of(w, wshape_o, op, "weight", &wnd, wshape) < 0 ||
+        conv_check_operands(op, ops, names, 3, go->dtype == GM_BF16) < 0 ||
         plan_linear(op, xnd, xshape, wnd, wshape, &M, &I, &O) < 0)
         return NULL;
     if (check_needed_operands(op, mask, x, w) < 0) return NULL;

@@ -87,9 +87,11 @@ GM_HD static inline float gm_bf16_to_float(uint16_t b) {
 GM_HD static inline uint16_t gm_float_to_bf16(float f) {
     uint32_t x;
     memcpy(&x, &f, 4);
-    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u); /* quiet nan */
-    x += 0x7fffu + ((x >> 16) & 1u); /* round to nearest even */
-    return (uint16_t)(x >> 16);
+    /* a select, not an early return: loops over this then vectorize (a float32 -> bfloat16 cast of 11M values
+     * went from 115 ms to a memory pass) */
+    const uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16; /* round to nearest even */
+    const uint32_t nan = (x >> 16) | 0x40u;                           /* quiet nan */
+    return (uint16_t)((x & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
 }
 
 /* Load any dtype as double / store a double as any dtype: the slow generic path (casts, scalars). */

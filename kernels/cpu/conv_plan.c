@@ -120,8 +120,11 @@ size_t conv_hb_plan_for(const conv_geom *g, conv_pass pass, size_t budget, int n
     const int64_t HW = g->H * g->W, NG = g->N * g->G;
     const double macs = (double)g->N * (double)g->K * (double)PQ * (double)CRS;
     int nt = nthreads > 1 && macs >= CONV_GEMM_GRAIN ? nthreads : 1;
-    /* rows of columns a tile of CONV_TILE_MIN_COLS positions may hold within the target, beside grad_output's */
-    const int64_t rows = max64(1, (int64_t)(CONV_HALF_TILE_TARGET / sizeof(float)) / CONV_TILE_MIN_COLS - Kg);
+    /* rows of columns a tile of CONV_TILE_MIN_COLS positions (or of the whole map, when smaller) may hold within
+     * the target, beside grad_output's: a 2x2 map of 512 channels otherwise got blocks of one row or channel, and
+     * one tiny product per row (ResNet-18's last stage at 64x64 spent seconds there) */
+    const int64_t cols = max64(1, min64(PQ, CONV_TILE_MIN_COLS));
+    const int64_t rows = max64(1, (int64_t)(CONV_HALF_TILE_TARGET / sizeof(float)) / cols - Kg);
     for (;;) {
         hb_plan p = {nt, 0, 0, 0, 0, 0};
         if (pass == CONV_BACKWARD_DATA) {

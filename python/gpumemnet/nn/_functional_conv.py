@@ -233,6 +233,14 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
 
 
 # ---- linear ------------------------------------------------------------------------------------------------------
+def _linear_call(cfn, *args):
+    """bfloat16 operands go to C as they are (kernels/cpu/linear.c multiplies them on gemm_bf16 with float32 sums
+    and rounds each result once: no float32 copies, on the CPU or on meta); float16 is still widened by _call."""
+    if _half_of(*args) == 3:
+        return cfn(*args)
+    return _call(cfn, *args)
+
+
 class _Linear(Function):
     @staticmethod
     def forward(ctx, x, w, b):
@@ -240,12 +248,12 @@ class _Linear(Function):
         if need:
             ctx.save_for_backward(x if need[1] else None, w if need[0] else None)
             ctx.shapes = (x.shape, w.shape)
-        return _call(_C.linear, x, w, b)
+        return _linear_call(_C.linear, x, w, b)
 
     @staticmethod
     def backward(ctx, g):
         x, w = ctx.saved_tensors
-        return _call(_C.linear_backward, g, x, w, _mask(ctx), *ctx.shapes)
+        return _linear_call(_C.linear_backward, g, x, w, _mask(ctx), *ctx.shapes)
 
 
 def linear(input, weight, bias=None):

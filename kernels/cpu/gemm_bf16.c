@@ -1,0 +1,386 @@
+/* kernels/cpu/gemm_bf16.c — the bfloat16 matrix product (gemm_bf16.h).
+ *
+ * Blocking as in GotoBLAS: C is cut into MC x NC blocks (the unit of parallel work); each block sums its
+ * K in KC slices into a float32 tile, for which a slice of A (MC x KC) and of B (KC x NC) are packed the way the
+ * micro-kernel reads them, then the tile is added to (or written over) C once, rounded to bfloat16 if C is.
+ *
+ * The native micro-kernel computes an MR x NR tile with vdpbf16ps, which multiplies pairs of bfloat16 along K
+ * and adds both products to a float32 lane: A is packed as MR-row panels of K-pairs (one 32-bit word per row and
+ * pair, broadcast), B as NR-column panels of K-pairs (32 words, two zmm registers); an odd K is padded with zero.
+ * MR x NR = 8 x 32 keeps 16 accumulators, 2 B registers and a broadcast in the 32 zmm registers, and 16
+ * independent vdpbf16ps per pair cover the instruction's latency on both FMA ports.
+ *
+ * Packing buffers are thread-local arrays of fixed size (~0.7 MiB a thread, created by the C runtime on a
+ * thread's first use, as OpenBLAS keeps its own): the callers' workspace plans do not change, so meta's byte
+ * count (which calls the same plans) stays equal to the CPU's. */
+#define _GNU_SOURCE /* syscall() */
+#include "gemm_bf16.h"
+
+#include <cblas.h>
+#include <cpuid.h>
+#include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MR 8
+#define NR 32
+#define MC 128
+#define NC 256
+#define KC 256 /* even: a slice holds whole K-pairs */
+
+/* Multiply-adds below which the blocks stay on one thread. */
+#define GEMM_BF16_GRAIN (1 << 20)
+
+static _Thread_local uint32_t pack_a[MC * KC / 2];
+static _Thread_local uint32_t pack_b[NC * KC / 2];
+static _Thread_local float tile_c[MC * NC];
+/* the portable path's float32 slices */
+static _Thread_local float wide_a[MC * KC];
+static _Thread_local float wide_b[KC * NC];
+
+static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+static int native_state = -1; /* -1: not yet decided */
+
+int gemm_bf16_native(void) {
+    int s = __atomic_load_n(&native_state, __ATOMIC_RELAXED);
+    if (s < 0) {
+        const char *e = getenv("GPUMEMNET_GEMM_BF16");
+        __builtin_cpu_init();
+        s = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+            __builtin_cpu_supports("avx512bf16") && !(e && strcmp(e, "portable") == 0);
+        __atomic_store_n(&native_state, s, __ATOMIC_RELAXED);
+    }
+    return s;
+}
+
+/* The (lo, hi) pair of bfloat16 as one word: lo in the low half, as vdpbf16ps reads it. */
+static inline __attribute__((always_inline)) uint32_t pair(uint16_t lo, uint16_t hi) {
+    return (uint32_t)lo | (uint32_t)hi << 16;
+}
+
+/* A's rows [0, mc) and columns [k0, k0 + kc) (p points at row 0, column 0) as ceil(mc / MR) panels of
+ * kp = ceil(kc / 2) pairs x MR rows; rows past mc and the column past an odd kc are zero. */
+static inline __attribute__((always_inline)) void pack_a_slice(uint32_t *dst, const uint16_t *p, int64_t rs,
+                                                                 int64_t cs, int64_t mc, int64_t kc) {
+    const int64_t kp = (kc + 1) / 2, kfull = kc / 2;
+    for (int64_t ir = 0; ir < mc; ir += MR) {
+        uint32_t *d = dst + ir * kp;
+        const int64_t rows = min64(MR, mc - ir);
+        for (int64_t i = 0; i < MR; i++) {
+            const uint16_t *r = p + (ir + i) * rs;
+            if (i >= rows) {
+                for (int64_t q = 0; q < kp; q++) d[q * MR + i] = 0;
+                continue;
+            }
+            if (cs == 1) {
+                for (int64_t q = 0; q < kfull; q++) d[q * MR + i] = pair(r[2 * q], r[2 * q + 1]);
+            } else {
+                for (int64_t q = 0; q < kfull; q++) d[q * MR + i] = pair(r[2 * q * cs], r[(2 * q + 1) * cs]);
+            }
+            if (kp > kfull) d[kfull * MR + i] = pair(r[2 * kfull * cs], 0);
+        }
+    }
+}
+
+/* o[j] = pair(r0[j], r1[j]) for j < NR: two 16-bit interleaves (vpermt2w). */
+__attribute__((target("avx512f,avx512bw"))) static inline void pair_rows(uint32_t *o, const uint16_t *r0,
+                                                                          const uint16_t *r1) {
+    const __m512i lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38, 6,
+                                        37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+    const __m512i hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
+    const __m512i x0 = _mm512_loadu_si512(r0), x1 = _mm512_loadu_si512(r1);
+    _mm512_storeu_si512(o, _mm512_permutex2var_epi16(x0, lo, x1));
+    _mm512_storeu_si512(o + 16, _mm512_permutex2var_epi16(x0, hi, x1));
+}
+
+/* B transposed (rs 1): pairs of 16 columns x 16 pairs, each column's pairs contiguous in memory, transposed as a
+ * 16 x 16 matrix of 32-bit words into o (rows NR words apart). */
+__attribute__((target("avx512f"))) static inline void transpose_pairs16(uint32_t *o, const uint16_t *p, int64_t cs) {
+    __m512i r[16], t[16];
+    for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_si512(p + i * cs);
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {
+        r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+        r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+        r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+        r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+    }
+    /* r[4b + c] holds, in each 128-bit lane L, words (4L + c) of rows 4b .. 4b + 3 */
+    for (int c = 0; c < 4; c++) {
+        const __m512i a0 = _mm512_shuffle_i32x4(r[c], r[4 + c], 0x88), a1 = _mm512_shuffle_i32x4(r[c], r[4 + c], 0xdd);
+        const __m512i b0 = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0x88);
+        const __m512i b1 = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0xdd);
+        _mm512_storeu_si512(o + (0 + c) * NR, _mm512_shuffle_i32x4(a0, b0, 0x88));
+        _mm512_storeu_si512(o + (8 + c) * NR, _mm512_shuffle_i32x4(a0, b0, 0xdd));
+        _mm512_storeu_si512(o + (4 + c) * NR, _mm512_shuffle_i32x4(a1, b1, 0x88));
+        _mm512_storeu_si512(o + (12 + c) * NR, _mm512_shuffle_i32x4(a1, b1, 0xdd));
+    }
+}
+
+/* B's rows [0, kc) (K) and columns [0, nc) as ceil(nc / NR) panels of kp pairs x NR columns, zero-padded, the
+ * panels kps >= kp pairs apart (the pairs past kp zero). */
+static inline __attribute__((always_inline)) void pack_b_slice(uint32_t *dst, const uint16_t *p, int64_t rs,
+                                                                 int64_t cs, int64_t kc, int64_t nc, int64_t kps) {
+    const int64_t kp = (kc + 1) / 2;
+    for (int64_t jr = 0; jr < nc; jr += NR) {
+        uint32_t *d = dst + jr * kps;
+        if (kps > kp) memset(d + kp * NR, 0, (size_t)((kps - kp) * NR) * sizeof(uint32_t));
+        const int64_t cols = min64(NR, nc - jr);
+        int64_t q = 0;
+        if (rs == 1 && cols == NR) /* B transposed: whole 16 x 16 blocks of pairs at once */
+            for (; q + 16 <= kc / 2; q += 16) {
+                transpose_pairs16(d + q * NR, p + 2 * q + jr * cs, cs);
+                transpose_pairs16(d + q * NR + 16, p + 2 * q + (jr + 16) * cs, cs);
+            }
+        for (; q < kp; q++) {
+            const uint16_t *r0 = p + 2 * q * rs + jr * cs, *r1 = r0 + rs;
+            const int odd = 2 * q + 1 >= kc; /* the last row of an odd slice pairs with zero */
+            uint32_t *o = d + q * NR;
+            if (cs == 1 && cols == NR && !odd) {
+                pair_rows(o, r0, r1);
+            } else if (rs == 1 && !odd) { /* B transposed: each pair is contiguous */
+                for (int64_t j = 0; j < cols; j++) o[j] = pair(r0[j * cs], r0[j * cs + 1]);
+                for (int64_t j = cols; j < NR; j++) o[j] = 0;
+            } else {
+                for (int64_t j = 0; j < cols; j++) o[j] = pair(r0[j * cs], odd ? 0 : r1[j * cs]);
+                for (int64_t j = cols; j < NR; j++) o[j] = 0;
+            }
+        }
+    }
+}
+
+/* tile (mr x nr of MR x NR, rows ldt apart) += the packed panels' product over kp pairs. */
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) static void kernel_native(int64_t kp, const uint32_t *pa,
+                                                                                   const uint32_t *pb, float *tile,
+                                                                                   int64_t ldt, int mr, int nr) {
+    __m512 acc[MR][2];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+    for (int64_t q = 0; q < kp; q++) {
+        const __m512bh b0 = (__m512bh)_mm512_loadu_si512(pb + q * NR);
+        const __m512bh b1 = (__m512bh)_mm512_loadu_si512(pb + q * NR + 16);
+        const uint32_t *ap = pa + q * MR;
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; i++) {
+            const __m512bh av = (__m512bh)_mm512_set1_epi32((int)ap[i]);
+            acc[i][0] = _mm512_dpbf16_ps(acc[i][0], av, b0);
+            acc[i][1] = _mm512_dpbf16_ps(acc[i][1], av, b1);
+        }
+    }
+    const __mmask16 m0 = nr >= 16 ? 0xFFFF : (__mmask16)((1u << nr) - 1);
+    const __mmask16 m1 = nr >= 32 ? 0xFFFF : nr > 16 ? (__mmask16)((1u << (nr - 16)) - 1) : 0;
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; i++) {
+        if (i < mr) {
+            float *r = tile + i * ldt;
+            _mm512_mask_storeu_ps(r, m0, _mm512_add_ps(_mm512_maskz_loadu_ps(m0, r), acc[i][0]));
+            _mm512_mask_storeu_ps(r + 16, m1, _mm512_add_ps(_mm512_maskz_loadu_ps(m1, r + 16), acc[i][1]));
+        }
+    }
+}
+
+/* One KC slice of a block on the native kernel: pack, then every MR x NR tile (B's panel stays in L1 while A's
+ * panels stream from L2). Compiled for AVX-512 so that the packing loops vectorize with it. */
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) static void slice_native(const uint16_t *a, int64_t ars,
+                                                                                  int64_t acs, const uint16_t *b,
+                                                                                  int64_t brs, int64_t bcs, int64_t mc,
+                                                                                  int64_t nc, int64_t kc) {
+    const int64_t kp = (kc + 1) / 2;
+    pack_a_slice(pack_a, a, ars, acs, mc, kc);
+    pack_b_slice(pack_b, b, brs, bcs, kc, nc, kp);
+    for (int64_t jr = 0; jr < nc; jr += NR)
+        for (int64_t ir = 0; ir < mc; ir += MR)
+            kernel_native(kp, pack_a + ir * kp, pack_b + jr * kp, tile_c + ir * NC + jr, NC, (int)min64(MR, mc - ir),
+                          (int)min64(NR, nc - jr));
+}
+
+/* ---- AMX: the same slices on the tile unit (Sapphire Rapids and later) ------------------------------------
+ * tdpbf16ps multiplies a 16 x 32 bfloat16 tile of A by a 16-pair x 16-column tile of B (B in the same pair
+ * layout as above) into a 16 x 16 float32 tile. A 32 x 32 block of the float32 tile takes 4 accumulator tiles,
+ * 2 of A and 2 of B. A is packed row-major here (rows of kc rounded up to 32, zero-padded; rows up to a multiple
+ * of 32), B as above with its pairs zero-padded to a multiple of 16: the tile unit then never reads past a
+ * buffer and padded rows and columns land in tile_c's unused part. */
+static _Thread_local uint16_t pack_a_amx[MC * KC];
+
+struct amx_config {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} __attribute__((aligned(64)));
+
+static int amx_state = -1;
+
+/* CPUID leaf 7: AMX-BF16 (EDX bit 22) and AMX-TILE (bit 24). */
+static int amx_cpuid(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return 0;
+    return (d >> 22 & 1) && (d >> 24 & 1);
+}
+
+/* Linux grants the tile data state to a process only on request (arch_prctl ARCH_REQ_XCOMP_PERM). */
+static int amx_usable(void) {
+    int s = __atomic_load_n(&amx_state, __ATOMIC_RELAXED);
+    if (s < 0) {
+        const char *e = getenv("GPUMEMNET_GEMM_BF16");
+        s = 0;
+#if defined(__linux__) && defined(__x86_64__)
+        __builtin_cpu_init();
+        if (!(e && (strcmp(e, "portable") == 0 || strcmp(e, "avx512") == 0)) && __builtin_cpu_supports("avx512bf16"))
+            s = syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XFEATURE_XTILEDATA */) == 0 &&
+                amx_cpuid();
+#endif
+        __atomic_store_n(&amx_state, s, __ATOMIC_RELAXED);
+    }
+    return s;
+}
+
+__attribute__((target("amx-tile,amx-bf16"))) static void amx_configure(void) {
+    struct amx_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette = 1;
+    for (int t = 0; t < 8; t++) {
+        cfg.rows[t] = 16;
+        cfg.colsb[t] = 64;
+    }
+    /* not _tile_loadconfig: GCC 12's names only 8 bytes of the operand, and the row and column counts written
+     * above were then dropped as dead stores */
+    __asm__ volatile("ldtilecfg %0" ::"m"(cfg));
+}
+
+__attribute__((target("amx-tile,amx-bf16"))) static void amx_release(void) {
+    _tile_release();
+}
+
+__attribute__((target("avx512f,avx512bw,avx512bf16,amx-tile,amx-bf16"))) static void slice_amx(
+    const uint16_t *a, int64_t ars, int64_t acs, const uint16_t *b, int64_t brs, int64_t bcs, int64_t mc, int64_t nc,
+    int64_t kc) {
+    const int64_t kp = (kc + 1) / 2, kp16 = (kp + 15) / 16 * 16, k32 = 2 * kp16, mc32 = (mc + 31) / 32 * 32;
+    for (int64_t i = 0; i < mc32; i++) { /* A row-major, kc rounded up to 32 with zeros, rows past mc zero */
+        uint16_t *d = pack_a_amx + i * k32;
+        if (i >= mc) {
+            memset(d, 0, (size_t)k32 * 2);
+            continue;
+        }
+        const uint16_t *r = a + i * ars;
+        if (acs == 1) memcpy(d, r, (size_t)kc * 2);
+        else for (int64_t k = 0; k < kc; k++) d[k] = r[k * acs];
+        memset(d + kc, 0, (size_t)(k32 - kc) * 2);
+    }
+    pack_b_slice(pack_b, b, brs, bcs, kc, nc, kp16);
+    const int64_t lda = k32 * 2, ldb = NR * 4, ldc = NC * 4;
+    for (int64_t jr = 0; jr < nc; jr += NR) {
+        const uint32_t *pb = pack_b + jr * kp16;
+        for (int64_t ir = 0; ir < mc32; ir += 32) {
+            float *c = tile_c + ir * NC + jr;
+            _tile_loadd(0, c, ldc);
+            _tile_loadd(1, c + 16, ldc);
+            _tile_loadd(2, c + 16 * NC, ldc);
+            _tile_loadd(3, c + 16 * NC + 16, ldc);
+            const uint16_t *pa = pack_a_amx + ir * k32;
+            for (int64_t q = 0; q < kp16; q += 16) {
+                _tile_loadd(4, pa + 2 * q, lda);
+                _tile_loadd(5, pa + 16 * k32 + 2 * q, lda);
+                _tile_loadd(6, pb + q * NR, ldb);
+                _tile_loadd(7, pb + q * NR + 16, ldb);
+                _tile_dpbf16ps(0, 4, 6);
+                _tile_dpbf16ps(1, 4, 7);
+                _tile_dpbf16ps(2, 5, 6);
+                _tile_dpbf16ps(3, 5, 7);
+            }
+            _tile_stored(0, c, ldc);
+            _tile_stored(1, c + 16, ldc);
+            _tile_stored(2, c + 16 * NC, ldc);
+            _tile_stored(3, c + 16 * NC + 16, ldc);
+        }
+    }
+}
+
+/* One KC slice on any CPU: both slices widened to float32 (exactly: bfloat16 is float32's upper half), then
+ * OpenBLAS's sgemm adds their product to the tile. */
+static void slice_widen(const uint16_t *a, int64_t ars, int64_t acs, const uint16_t *b, int64_t brs, int64_t bcs,
+                        int64_t mc, int64_t nc, int64_t kc) {
+    for (int64_t i = 0; i < mc; i++)
+        for (int64_t k = 0; k < kc; k++) wide_a[i * kc + k] = gm_bf16_to_float(a[i * ars + k * acs]);
+    for (int64_t k = 0; k < kc; k++)
+        for (int64_t j = 0; j < nc; j++) wide_b[k * nc + j] = gm_bf16_to_float(b[k * brs + j * bcs]);
+}
+
+static void slice_portable(const uint16_t *a, int64_t ars, int64_t acs, const uint16_t *b, int64_t brs, int64_t bcs,
+                           int64_t mc, int64_t nc, int64_t kc) {
+    slice_widen(a, ars, acs, b, brs, bcs, mc, nc, kc);
+    scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)mc, (blasint)nc, (blasint)kc, 1.0f, wide_a,
+                      (blasint)kc, wide_b, (blasint)nc, 1.0f, tile_c, NC);
+}
+
+/* C's block for a short sum (K <= SHORT_K) into float32 C: both slices widened and sgemm writes C in place. The
+ * tile unit pads K to 32 and the block's float32 tile costs a clear and a pass over C per product, which for the
+ * weight-gradient of a 2x2 map (K = 4 positions, C = 512 x 2304) is most of the work. */
+#define SHORT_K 16
+
+static void block_short(int64_t i0, int64_t mc, int64_t j0, int64_t nc, int64_t K, gm_bmat a, gm_bmat b, int beta,
+                        float *c, int64_t ldc) {
+    slice_widen(a.p + i0 * a.rs, a.rs, a.cs, b.p + j0 * b.cs, b.rs, b.cs, mc, nc, K);
+    scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)mc, (blasint)nc, (blasint)K, 1.0f, wide_a,
+                      (blasint)K, wide_b, (blasint)nc, beta ? 1.0f : 0.0f, c + i0 * ldc + j0, (blasint)ldc);
+}
+
+/* C's block of rows [i0, i0 + mc) and columns [j0, j0 + nc). */
+static void block(int64_t i0, int64_t mc, int64_t j0, int64_t nc, int64_t K, gm_bmat a, gm_bmat b, int beta, void *c,
+                  int64_t ldc, int c_bf16, int mode) {
+    /* the tile unit writes whole 32 x 32 blocks: its padding rows and columns are cleared too */
+    const int64_t mz = mode == 2 ? (mc + 31) / 32 * 32 : mc, nz = mode == 2 ? (nc + 31) / 32 * 32 : nc;
+    for (int64_t i = 0; i < mz; i++) memset(tile_c + i * NC, 0, (size_t)nz * sizeof(float));
+    if (mode == 2 && K > 0) amx_configure();
+    for (int64_t k0 = 0; k0 < K; k0 += KC) {
+        const int64_t kc = min64(KC, K - k0);
+        const uint16_t *pa = a.p + i0 * a.rs + k0 * a.cs, *pb = b.p + k0 * b.rs + j0 * b.cs;
+        if (mode == 2) slice_amx(pa, a.rs, a.cs, pb, b.rs, b.cs, mc, nc, kc);
+        else if (mode == 1) slice_native(pa, a.rs, a.cs, pb, b.rs, b.cs, mc, nc, kc);
+        else slice_portable(pa, a.rs, a.cs, pb, b.rs, b.cs, mc, nc, kc);
+    }
+    if (mode == 2 && K > 0) amx_release(); /* a configured tile state makes every context switch save 8 KiB */
+    for (int64_t i = 0; i < mc; i++) {
+        const float *t = tile_c + i * NC;
+        if (c_bf16) {
+            uint16_t *r = (uint16_t *)c + (i0 + i) * ldc + j0;
+            if (beta)
+                for (int64_t j = 0; j < nc; j++) r[j] = gm_float_to_bf16(t[j] + gm_bf16_to_float(r[j]));
+            else
+                for (int64_t j = 0; j < nc; j++) r[j] = gm_float_to_bf16(t[j]);
+        } else {
+            float *r = (float *)c + (i0 + i) * ldc + j0;
+            if (beta)
+                for (int64_t j = 0; j < nc; j++) r[j] += t[j];
+            else
+                memcpy(r, t, (size_t)nc * sizeof(float));
+        }
+    }
+}
+
+int gemm_bf16(int64_t M, int64_t N, int64_t K, gm_bmat a, gm_bmat b, int beta, void *c, int64_t ldc, int c_bf16,
+              int nthreads) {
+    if (M < 0 || N < 0 || K < 0) return GM_ERR_ARG;
+    if (M == 0 || N == 0) return GM_OK;
+    if (!c || (K > 0 && (!a.p || !b.p))) return GM_ERR_ARG;
+    const int native = gemm_bf16_native(), mode = native ? 1 + amx_usable() : 0;
+    const int64_t mb = (M + MC - 1) / MC, nb = (N + NC - 1) / NC, jobs = mb * nb;
+    /* the portable path's sgemm shares its own work among OpenBLAS's threads */
+    int nt = native && nthreads > 1 && jobs > 1 && (double)M * (double)N * (double)K >= GEMM_BF16_GRAIN
+                 ? (int)min64(nthreads, jobs)
+                 : 1;
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(dynamic)
+    for (int64_t job = 0; job < jobs; job++) {
+        const int64_t i0 = job / nb * MC, j0 = job % nb * NC;
+        if (!c_bf16 && K > 0 && K <= SHORT_K)
+            block_short(i0, min64(MC, M - i0), j0, min64(NC, N - j0), K, a, b, beta, c, ldc);
+        else
+            block(i0, min64(MC, M - i0), j0, min64(NC, N - j0), K, a, b, beta, c, ldc, c_bf16, mode);
+    }
+    return GM_OK;
+}
