@@ -74,6 +74,7 @@ struct gm_block {
     void *event;             /* pinned only: cudaEvent_t recorded after the last non-blocking copy from it */
     int event_dev;           /* the device whose stream `event` was recorded on */
     gm_block *pending_next;  /* on the owner's pending list: freed, but a queued copy may still read it */
+    int mirror;              /* meta only: held for the meta twin of a device block (gm_meta_mirror), not counted */
 };
 
 struct gm_allocator {
@@ -96,6 +97,11 @@ struct gm_allocator {
     int pinned;          /* page-locked host memory from cudaHostAlloc (dev is cpu) */
     gm_block *pending;   /* pinned: freed blocks whose last copy had not run yet (still counted as allocated) */
     int ready;
+    /* meta only (gm_meta_mirror): the mirrored blocks, and the one the claiming thread's next allocation takes */
+    gm_block **mirrors;
+    int nmirrors;
+    gm_block *claim;
+    pthread_t claim_thread;
 };
 
 static inline void gm_lock(gm_allocator *A) { pthread_mutex_lock(&A->lock); }
@@ -118,6 +124,12 @@ gm_allocator *gm_allocator_for(gm_device dev);
 /* A device name or "cpu-pinned"; NULL with the exception. */
 gm_allocator *gm_allocator_parse(PyObject *arg);
 gm_allocator *gm_allocator_meta(void);
+/* Lay out meta's segments as the source blocks' device has them (see allocator.c); the number of blocks mirrored,
+ * or -1 (out of memory, no exception). gm_meta_claim(i): the calling thread's next meta allocation takes the
+ * mirror of blocks[i]; gm_meta_mirror_end: the mirrors nobody claimed become free space. */
+int gm_meta_mirror(gm_block **blocks, int n);
+void gm_meta_claim(int i);
+void gm_meta_mirror_end(void);
 /* Release every segment that holds no live block; the bytes released. Caller holds the lock. */
 size_t gm_release_cached(gm_allocator *A);
 /* Remember the composition of a new allocated peak. Caller holds the lock. */
