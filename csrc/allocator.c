@@ -7,7 +7,9 @@
  *   - requests <= 1 MiB come from the small pool, carved out of 2 MiB segments;
  *   - requests < 10 MiB come from the large pool, carved out of 20 MiB segments;
  *   - larger requests get a segment of their own, rounded up to 2 MiB;
- *   - best fit: the smallest free block of the pool that is large enough (ties: the lowest address);
+ *   - best fit: the smallest free block of the pool that is large enough (ties: the oldest segment, then the
+ *     lowest address in it; PyTorch takes the lowest address, but where the system puts a new segment is not
+ *     something meta can copy, while the order segments were made in is: so meta decides as the device does);
  *   - a block is split when the rest is worth keeping (>= 512 B in the small pool, > 1 MiB in the large pool);
  *     freed blocks merge with free neighbours of the same segment;
  *   - when a new segment would cross the limit or the capacity, a segment of exactly the rounded request is
@@ -114,7 +116,9 @@ void gm_snapshot_peak(gm_allocator *A, const char *scope, int category, size_t r
 
 /* ---- free lists --------------------------------------------------------------------------------- */
 static int block_less(const gm_block *a, const gm_block *b) {
-    return a->size < b->size || (a->size == b->size && a->addr < b->addr);
+    if (a->size != b->size) return a->size < b->size;
+    if (a->seg->serial != b->seg->serial) return a->seg->serial < b->seg->serial;
+    return a->addr < b->addr;
 }
 
 static void free_list_insert(gm_allocator *A, gm_block *b) {
@@ -240,6 +244,7 @@ static gm_block *new_segment(gm_allocator *A, size_t size, int pool) {
     if (!seg->base) { free(seg); return NULL; }
     seg->size = size;
     seg->pool = pool;
+    seg->serial = ++A->segment_serial;
     gm_block *b = new_block(A, seg, seg->base, size, pool);
     if (!b) { source_free(A, seg->base); free(seg); return NULL; }
     seg->head = b;
@@ -579,15 +584,15 @@ int64_t gm_block_serial(const gm_block *b) { return b->serial; }
  * holes between parameters in segments that stay in use (empty_cache cannot return them), and a later request of
  * the step may then find a different free block on the device than on meta, and the peaks part. So an estimate
  * for the device the model lives on starts meta from the device's layout: every segment holding one of the
- * model's blocks gets a meta twin of the same size and pool (in the device's address order, so best fit breaks
- * ties the same way), each model block a twin at the same offset, held (mirror = 1, not counted) until the meta
+ * model's blocks gets a meta twin of the same size and pool (in the order the device made them, so best fit
+ * breaks ties the same way), each model block a twin at the same offset, held (mirror = 1, not counted) until the meta
  * copy of its tensor claims it; the rest of the segment, the builder's holes and whatever else the device holds
  * there, is free, as it is for a process holding only the model. */
-typedef struct { char *base; size_t size; int pool; } seg_key;
+typedef struct { char *base; size_t size; int pool; int64_t serial; } seg_key;
 
 static int seg_key_less(const void *a, const void *b) {
     const seg_key *x = a, *y = b;
-    return x->base < y->base ? -1 : x->base > y->base;
+    return (x->serial > y->serial) - (x->serial < y->serial);
 }
 
 /* b's first `size` bytes stay b; the rest becomes a new free block after it (on no free list), or NULL. */
@@ -624,7 +629,7 @@ int gm_meta_mirror(gm_block **blocks, int n) {
         sz[i] = blocks[i]->size;
         int k = 0;
         while (k < nseg && segs[k].base != g->base) k++;
-        if (k == nseg) segs[nseg++] = (seg_key){g->base, g->size, g->pool};
+        if (k == nseg) segs[nseg++] = (seg_key){g->base, g->size, g->pool, g->serial};
     }
     gm_unlock(S);
     qsort(segs, (size_t)nseg, sizeof *segs, seg_key_less);

@@ -54,6 +54,7 @@ typedef struct gm_segment {
     size_t size;
     int pool;
     struct gm_block *head;               /* the block at base: splits and merges never remove it */
+    int64_t serial;                      /* when it was made (1, 2, ... per device): best fit's tie-break */
     struct gm_segment *sprev, *snext;    /* every segment of the device, so an OOM report can list live blocks */
 } gm_segment;
 
@@ -97,6 +98,7 @@ struct gm_allocator {
     int pinned;          /* page-locked host memory from cudaHostAlloc (dev is cpu) */
     gm_block *pending;   /* pinned: freed blocks whose last copy had not run yet (still counted as allocated) */
     int ready;
+    int64_t segment_serial; /* segments made so far (never reset, unlike the statistics) */
     /* meta only (gm_meta_mirror): the mirrored blocks, and the one the claiming thread's next allocation takes */
     gm_block **mirrors;
     int nmirrors;
