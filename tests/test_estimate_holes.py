@@ -153,3 +153,25 @@ def test_mirror_argument_errors():
     assert _C._meta_mirror([]) == 0
     assert _C._meta_mirror([gm.empty(3, device="meta")]) == 0  # meta onto meta: nothing to mirror
     _C._meta_mirror_end()
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_best_fit_tie_goes_to_the_older_segment(device):
+    """Two free blocks of the same size in two segments: best fit takes the one in the segment made first, on the
+    CPU as on meta, wherever the system put the segments (meta cannot copy addresses, it can copy that order)."""
+    gc.collect()
+    gm.memory.empty_cache(device)
+    n = (9 * MiB + 512) // 4  # 9 MiB + 512: two per 20 MiB large segment
+    x1, x2 = gm.empty(n, device=device), gm.empty(n, device=device)
+    y1, y2 = gm.empty(n, device=device), gm.empty(n, device=device)
+
+    def segment_of(t):
+        return next(i for i, (_, _, blocks) in enumerate(gm._C._segments(device))
+                    if any(b[2] and b[3] == t._alloc_serial for b in blocks))
+
+    older, newer = segment_of(x2), segment_of(y2)
+    assert older != newer
+    del x1, y1  # a free block of 9 MiB + 512 in each
+    z = gm.empty(n, device=device)
+    assert segment_of(z) == older
+    del z, x2, y2
