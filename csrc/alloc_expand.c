@@ -31,6 +31,7 @@ static gm_segment *pool_segment(gm_allocator *A, int pool) {
     seg->vsize = vsize;
     seg->pool = pool;
     seg->expandable = 1;
+    seg->serial = ++A->segment_serial;
     seg->snext = A->segments;
     if (A->segments) A->segments->sprev = seg;
     A->segments = seg;

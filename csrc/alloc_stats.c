@@ -367,6 +367,97 @@ static PyObject *py_allocator_stress(PyObject *self, PyObject *args) {
     return Py_BuildValue("(ll)", corrupt, failed);
 }
 
+/* _segments(device): the layout, [(pool, size, [(offset, size, allocated, serial), ...]), ...] in address order
+ * (a test hook: what the estimate mirrors, and where a step's request lands). */
+typedef struct { uintptr_t base; size_t off, size; int64_t serial; int pool, allocated, head; size_t seg_size; }
+    block_copy;
+
+static int block_copy_less(const void *a, const void *b) {
+    const block_copy *x = a, *y = b;
+    return x->base != y->base ? (x->base < y->base ? -1 : 1) : (x->off > y->off) - (x->off < y->off);
+}
+
+static PyObject *py_segments(PyObject *self, PyObject *arg) {
+    gm_allocator *A = gm_allocator_parse(arg);
+    if (!A) return NULL;
+    size_t n = 0, cap = 256;
+    block_copy *v = malloc(cap * sizeof *v);
+    if (!v) return PyErr_NoMemory();
+    gm_lock(A);
+    for (gm_segment *g = A->segments; g && v; g = g->snext)
+        for (gm_block *b = g->head; b && v; b = b->next) {
+            if (n == cap) {
+                block_copy *w = realloc(v, (cap *= 2) * sizeof *v);
+                if (!w) free(v);
+                v = w;
+                if (!v) break;
+            }
+            v[n++] = (block_copy){(uintptr_t)g->base, (size_t)(b->addr - g->base), b->size, b->serial, g->pool,
+                                  b->allocated, b == g->head, g->size};
+        }
+    gm_unlock(A);
+    if (!v) return PyErr_NoMemory();
+    qsort(v, n, sizeof *v, block_copy_less);
+    PyObject *out = PyList_New(0), *blocks = NULL;
+    for (size_t i = 0; out && i < n; i++) {
+        if (v[i].head) {
+            blocks = PyList_New(0);
+            PyObject *seg = blocks ? Py_BuildValue("(inO)", v[i].pool, (Py_ssize_t)v[i].seg_size, blocks) : NULL;
+            Py_XDECREF(blocks);
+            if (!seg || PyList_Append(out, seg) < 0) Py_CLEAR(out);
+            Py_XDECREF(seg);
+            if (!out) break;
+        }
+        PyObject *b = Py_BuildValue("(nniL)", (Py_ssize_t)v[i].off, (Py_ssize_t)v[i].size, v[i].allocated,
+                                    (long long)v[i].serial);
+        if (!b || PyList_Append(blocks, b) < 0) Py_CLEAR(out);
+        Py_XDECREF(b);
+    }
+    free(v);
+    return out;
+}
+
+/* _meta_mirror(tensors): meta's segments laid out as the tensors' device has them (allocator.c, "mirroring");
+ * the number of tensors given a twin block (0: nothing mirrored: tensors on meta, pinned or on several devices). */
+static PyObject *py_meta_mirror(PyObject *self, PyObject *arg) {
+    PyObject *seq = PySequence_Fast(arg, "_meta_mirror: a sequence of tensors");
+    if (!seq) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n > INT_MAX) n = 0;
+    gm_block **blocks = PyMem_Calloc(n ? (size_t)n : 1, sizeof *blocks);
+    if (!blocks) {
+        Py_DECREF(seq);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *o = PySequence_Fast_GET_ITEM(seq, i);
+        if (!gm_is_tensor(o)) {
+            PyMem_Free(blocks);
+            Py_DECREF(seq);
+            return PyErr_Format(PyExc_TypeError, "_meta_mirror: item %zd is a %s, not a Tensor", i,
+                                Py_TYPE(o)->tp_name);
+        }
+        blocks[i] = ((GMTensor *)o)->storage->block;
+    }
+    int got = gm_meta_mirror(blocks, (int)n);
+    PyMem_Free(blocks);
+    Py_DECREF(seq);
+    if (got < 0) return PyErr_NoMemory();
+    return PyLong_FromLong(got);
+}
+
+static PyObject *py_meta_claim(PyObject *self, PyObject *arg) {
+    long i = PyLong_AsLong(arg);
+    if (i == -1 && PyErr_Occurred()) return NULL;
+    gm_meta_claim(i < INT_MIN || i > INT_MAX ? -1 : (int)i);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_meta_mirror_end(PyObject *self, PyObject *unused) {
+    gm_meta_mirror_end();
+    Py_RETURN_NONE;
+}
+
 PyMethodDef gm_allocator_methods[] = {
     {"memory_stats", py_memory_stats, METH_O, "Allocator statistics of a device as a dict."},
     {"memory_allocated", py_memory_allocated, METH_O, "Bytes in live blocks on a device."},
@@ -386,5 +477,14 @@ PyMethodDef gm_allocator_methods[] = {
     {"_allocator_stress", py_allocator_stress, METH_VARARGS,
      "_allocator_stress(device, threads, rounds, seed) -> (corruptions, failed): test hook, native threads "
      "allocating and freeing concurrently without the GIL."},
+    {"_segments", py_segments, METH_O,
+     "_segments(device) -> [(pool, size, [(offset, size, allocated, serial), ...]), ...]: the segments in address "
+     "order and their blocks (a test hook)."},
+    {"_meta_mirror", py_meta_mirror, METH_O,
+     "_meta_mirror(tensors) -> n: meta's segments laid out as the tensors' device has them, each tensor's block "
+     "held for its meta twin (estimate)."},
+    {"_meta_claim", py_meta_claim, METH_O,
+     "_meta_claim(i): this thread's next meta allocation takes the twin of _meta_mirror's tensors[i]."},
+    {"_meta_mirror_end", py_meta_mirror_end, METH_NOARGS, "The twins nobody claimed become free meta space."},
     {NULL, NULL, 0, NULL},
 };

@@ -60,6 +60,7 @@ typedef struct gm_segment {
     size_t vsize;      /* bytes of address space reserved */
     void **handles;    /* per granule of the reserved range: its physical memory, NULL while unmapped */
     struct gm_block *head;               /* the block at base: splits and merges never remove it */
+    int64_t serial;                      /* when it was made (1, 2, ... per device): best fit's tie-break */
     struct gm_segment *sprev, *snext;    /* every segment of the device, so an OOM report can list live blocks */
 } gm_segment;
 
@@ -80,6 +81,7 @@ struct gm_block {
     void *event;             /* pinned only: cudaEvent_t recorded after the last non-blocking copy from it */
     int event_dev;           /* the device whose stream `event` was recorded on */
     gm_block *pending_next;  /* on the owner's pending list: freed, but a queued copy may still read it */
+    int mirror;              /* meta only: held for the meta twin of a device block (gm_meta_mirror), not counted */
 };
 
 struct gm_allocator {
@@ -115,6 +117,12 @@ struct gm_allocator {
     gm_segment *xseg[2];
     gm_block *pending;   /* pinned: freed blocks whose last copy had not run yet (still counted as allocated) */
     int ready;
+    int64_t segment_serial; /* segments made so far (never reset, unlike the statistics) */
+    /* meta only (gm_meta_mirror): the mirrored blocks, and the one the claiming thread's next allocation takes */
+    gm_block **mirrors;
+    int nmirrors;
+    gm_block *claim;
+    pthread_t claim_thread;
 };
 
 enum { GM_LOC_DEVICE, GM_LOC_HOST, GM_LOC_FILE };
@@ -134,11 +142,15 @@ static inline int64_t gm_now_ns(void) {
 }
 
 /* ---- free lists and blocks (here, inline: the core and alloc_expand.c share them). Caller holds the lock. ---- */
+/* Each pool's free list is ordered by (size, segment age, addr): the first block large enough is the best fit, and
+ * among equal sizes the oldest segment's wins. Not the address alone (PyTorch's rule): where the system places a new
+ * segment is something the meta device cannot reproduce, and the estimate must choose as the device does. */
 static inline int gm_block_less(const gm_block *a, const gm_block *b) {
-    return a->size < b->size || (a->size == b->size && a->addr < b->addr);
+    if (a->size != b->size) return a->size < b->size;
+    if (a->seg->serial != b->seg->serial) return a->seg->serial < b->seg->serial;
+    return a->addr < b->addr;
 }
 
-/* Each pool's free list is ordered by (size, addr): the first block large enough is the best fit. */
 static inline void gm_free_list_insert(gm_allocator *A, gm_block *b) {
     gm_block **head = &A->free_list[b->pool], *prev = NULL, *cur = *head;
     while (cur && gm_block_less(cur, b)) { prev = cur; cur = cur->fnext; }
@@ -193,6 +205,12 @@ gm_allocator *gm_allocator_for(gm_device dev);
 /* A device name or "cpu-pinned"; NULL with the exception. */
 gm_allocator *gm_allocator_parse(PyObject *arg);
 gm_allocator *gm_allocator_meta(void);
+/* Lay out meta's segments as the source blocks' device has them (see allocator.c); the number of blocks mirrored,
+ * or -1 (out of memory, no exception). gm_meta_claim(i): the calling thread's next meta allocation takes the
+ * mirror of blocks[i]; gm_meta_mirror_end: the mirrors nobody claimed become free space. */
+int gm_meta_mirror(gm_block **blocks, int n);
+void gm_meta_claim(int i);
+void gm_meta_mirror_end(void);
 /* Release every segment that holds no live block; the bytes released. Caller holds the lock. */
 size_t gm_release_cached(gm_allocator *A);
 /* Remember the composition of a new allocated peak. Caller holds the lock. */

@@ -106,16 +106,9 @@ KNOWN_GAPS = {
     # float32 (checked by hand for this note; tests/test_nnops_groupnorm.py covers instance norm's gradients)
     "fast_neural_style:script": "Adam conditioning of two InstanceNorm biases (PyTorch's own float32 is 9% off)",
 }
-# The estimate is exact for the other builders. For these the CPU allocator, when the step starts, holds free
-# blocks that the builder's own temporaries left inside segments that stay in use (empty_cache cannot return
-# them); the meta copy of the model is laid out compactly, so a large request later finds a different free block
-# (on the CPU a 12 MiB hole it takes whole, on meta an exact fit) and the peaks part by 512 B .. 4.1 MB (<= 0.5%).
-# Allocation histories of the two runs are identical event for event up to that request (regnet_y_32gf). The fix
-# is to start the meta run from a copy of the device allocator's segments, not from an empty one.
-_HOLES = "the builder's temporaries leave holes in the CPU allocator that the meta copy does not have"
-KNOWN_GAPS.update({f"{name}:estimate": _HOLES for name in (
-    "efficientnet_b5", "regnet_x_32gf", "regnet_y_16gf", "regnet_y_32gf", "deeplabv3_mobilenet_v3_large",
-    "fcn_resnet50", "deeplabv3_resnet50", "fcn_resnet101", "deeplabv3_resnet101")})
+# The estimate is exact for every builder. (Until issue 12's last fix it was off by 512 B .. 4.1 MB for nine:
+# a builder's temporaries leave free holes in CPU segments that stay in use, which a compact meta copy did not
+# have; the meta copy now starts from the CPU's segment layout, memory/estimator.py _meta_copy.)
 
 
 def known_gap(name, check):

@@ -198,8 +198,9 @@ def _meta_target(dev):
 
 
 # ---- the meta copy ----------------------------------------------------------------------------------------------
-def _meta_copy(model):
-    """A deep copy of model whose parameters and buffers are empty meta tensors (no data is read or copied)."""
+def _meta_copy(model, device=None):
+    """A deep copy of model whose parameters and buffers are empty meta tensors (no data is read or copied).
+    device: the device the estimate stands for; when the model lives there, the copy starts from its layout."""
     memo, tensors = {}, {}
     for m in model.modules():
         for name, t in list(m._parameters.items()) + list(m._buffers.items()):
@@ -208,14 +209,28 @@ def _meta_copy(model):
     # In the order the model's tensors were allocated (which is not the order of model.modules(): torchvision's
     # ResNet makes a block's downsample before the block), so that the meta allocator packs them into segments
     # as the device's allocator did, and the step's blocks find the same free space.
-    with category("parameter"):
-        for name, t in sorted(tensors.values(), key=lambda nt: nt[1]._alloc_serial):
-            if isinstance(t, Parameter):
-                q = Parameter(_C.empty(tuple(t.shape), t._dtype, META), requires_grad=t.requires_grad)
-                q._name = getattr(t, "_name", None) or name
-            else:
-                q = _C.empty(tuple(t.shape), t._dtype, META)
-            memo[id(t)] = q
+    ordered = sorted(tensors.values(), key=lambda nt: nt[1]._alloc_serial)
+    # That order alone does not give the device's free space: a builder's temporaries leave holes between the
+    # parameters, in segments that stay in use, and a request of the step may find a hole on the device where meta
+    # has none (or another one). So when the model lives on the device the estimate stands for, meta starts from
+    # that device's segments: each tensor's twin at its block's offset, the holes free (allocator.c, "mirroring").
+    # A model on another device (an estimate for a CUDA card of a model on the CPU) has no layout there to copy.
+    mirror = device is not None and device != META and all(t._device == device for _, t in ordered) and \
+        _C._meta_mirror([t for _, t in ordered]) > 0
+    try:
+        with category("parameter"):
+            for i, (name, t) in enumerate(ordered):
+                if mirror:
+                    _C._meta_claim(i)
+                if isinstance(t, Parameter):
+                    q = Parameter(_C.empty(tuple(t.shape), t._dtype, META), requires_grad=t.requires_grad)
+                    q._name = getattr(t, "_name", None) or name
+                else:
+                    q = _C.empty(tuple(t.shape), t._dtype, META)
+                memo[id(t)] = q
+    finally:
+        if mirror:
+            _C._meta_mirror_end()
     clone = copy.deepcopy(model, memo)
     orig = [(n, tuple(p.shape)) for n, p in model.named_parameters()]
     mine = [(n, tuple(p.shape)) for n, p in clone.named_parameters()]
@@ -423,12 +438,12 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
     # split, quietly (the warning is the real run's), and fallback_peak reports what went there.
     meta_fallback, fallback = _C.get_fallback(META), _device_fallback(dev) if limit is not None else None
     _C.set_fallback(META, *(fallback or (None, 0)), None)
-    clone = xs = y = opt = recorder = out = loss = None
+    clone = xs = xi = y = opt = recorder = out = loss = None
     busy.depth += 1
     state.meta_draws_random = False
     prev_target = _C._set_meta_target(*meta_target)
     try:
-        clone = _meta_copy(model)
+        clone = _meta_copy(model, dev)
         param_bytes = _cat("parameter") - p0
         a0 = _memory.memory_allocated(META)
         with category("input"):
@@ -499,6 +514,7 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         step_model = None
         for p in clone.parameters():
             p.grad = None
+        del p  # the loop's last parameter would outlive the copy, and keep its segment from empty_cache
         gc.collect()
         _memory.empty_cache(META)
         clone.eval()
@@ -511,7 +527,7 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
     finally:
         if recorder is not None:
             recorder.remove()
-        del clone, xs, y, out, loss
+        del clone, xs, xi, y, out, loss  # xi too: the input's meta blocks go before empty_cache
         opt = step_model = None
         gc.collect()
         _memory.empty_cache(META)
