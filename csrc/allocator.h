@@ -94,6 +94,7 @@ struct gm_allocator {
     gm_history *history; /* NULL: not recording */
     int source_failed;   /* the segment source failed for another reason than "out of memory" */
     int pinned;          /* page-locked host memory from cudaHostAlloc (dev is cpu) */
+    int host;            /* meta only: the host memory of a meta run ("meta-host"), apart from its device's */
     gm_block *pending;   /* pinned: freed blocks whose last copy had not run yet (still counted as allocated) */
     int ready;
 };
@@ -115,7 +116,7 @@ static inline int64_t gm_now_ns(void) {
 /* ---- allocator.c (the core) ---------------------------------------------------------------------------------- */
 /* The allocator of dev, or NULL with RuntimeError (no such CUDA device, or no CUDA in this build). */
 gm_allocator *gm_allocator_for(gm_device dev);
-/* A device name or "cpu-pinned"; NULL with the exception. */
+/* A device name, "cpu-pinned" or "meta-host"; NULL with the exception. */
 gm_allocator *gm_allocator_parse(PyObject *arg);
 gm_allocator *gm_allocator_meta(void);
 /* Release every segment that holds no live block; the bytes released. Caller holds the lock. */
@@ -142,7 +143,7 @@ typedef struct {
     char suggestions[GM_MAX_SUGGESTIONS][240];
 } gm_oom_report;
 
-/* "cpu", "meta", "cuda:N", or "cpu-pinned" (buf >= 16 bytes). */
+/* "cpu", "meta", "cuda:N", "cpu-pinned" or "meta-host" (buf >= 16 bytes). */
 const char *gm_allocator_name(const gm_allocator *A, char *buf);
 /* The largest free block of A's pools. Caller holds the lock. */
 size_t gm_largest_free_block(const gm_allocator *A);

@@ -202,9 +202,21 @@ class AccumulateGrad(Node):
         self._released = False
 
     def apply_grads(self, grads):
+        # A first gradient that nothing else references (the engine's list holds the only reference: no hook,
+        # no capture, no view; see _C._grads_free) becomes .grad itself, as PyTorch's AccumulateGrad steals it,
+        # instead of a clone: the largest parameter's gradient is not held twice at the end of backward (story
+        # 000's fc1: 2.17 GiB).
+        steal = self.variable.grad is None and grads[0] is not None and _C._grads_free(grads)[0]
         g = grads[0]
         var = self.variable
         if g is None:
+            return ()
+        if steal and g.dtype == var.dtype and g.is_contiguous() and g._device == var._device and \
+                tuple(g.shape) == tuple(var.shape):
+            g._category = "gradient"
+            var.grad = g
+            if var._name is not None:
+                g._name = var._name + ".grad"
             return ()
         prev_cat = _C.set_category("gradient")
         try:

@@ -28,8 +28,9 @@ import time
 from .. import _C
 from .. import cuda
 from .._core.autocast import autocast as _autocast
+from .._core import offload as _offload
 from .._core.autograd import no_grad
-from .._core.dtype import as_dtype, device_str
+from .._core.dtype import DTYPES, as_dtype, device_str
 from .._core.scope import category
 from .._core.state import state
 from ..nn.modules.module import Module, register_module_forward_hook, register_module_forward_pre_hook
@@ -103,10 +104,20 @@ class Estimate:
     peak_scope      the allocator scope of the allocation that reached the peak ("fc1 backward", "Adam.step")
     params, trainable, param_bytes, gradient_bytes, optimizer_bytes, activation_bytes (peak saved for backward),
     input_bytes, layers (LayerRow list), device (what the estimate stands for: "cpu", "cuda:0"...), notes (what
-    the figures leave out, as sentences: for CUDA, cuDNN's convolution workspace)."""
+    the figures leave out, as sentences: for CUDA, cuDNN's convolution workspace).
+    host_peak       the host memory's highest allocated bytes during the step, for what the step keeps in host
+                    memory (an offloading optimizer's fp32 masters, state and staging; activations under
+                    save_on_cpu): 0 when nothing is offloaded. Counted by the allocator as "meta-host" (the same
+                    policy as the host's: byte for byte what "cpu-pinned", or "cpu" for pageable copies, shows)
+    bytes_to_host, bytes_to_device   what offload copies across the bus in the step (steady state: an
+                    offloading optimizer's one-time download of its masters is not counted); bytes_moved: both"""
 
     def __init__(self, **kw):
         self.__dict__.update(kw)
+
+    @property
+    def bytes_moved(self):
+        return self.bytes_to_host + self.bytes_to_device
 
     @property
     def total(self):
@@ -184,8 +195,9 @@ def _meta_target(dev):
 
 
 # ---- the meta copy ----------------------------------------------------------------------------------------------
-def _meta_copy(model):
-    """A deep copy of model whose parameters and buffers are empty meta tensors (no data is read or copied)."""
+def _meta_copy(model, param_dtype=None):
+    """A deep copy of model whose parameters and buffers are empty meta tensors (no data is read or copied);
+    with param_dtype, floating parameters and buffers in that dtype (model.to(param_dtype))."""
     memo, tensors = {}, {}
     for m in model.modules():
         for name, t in list(m._parameters.items()) + list(m._buffers.items()):
@@ -196,11 +208,12 @@ def _meta_copy(model):
     # as the device's allocator did, and the step's blocks find the same free space.
     with category("parameter"):
         for name, t in sorted(tensors.values(), key=lambda nt: nt[1]._alloc_serial):
+            dt = param_dtype if param_dtype is not None and t.dtype.is_floating_point else t._dtype
             if isinstance(t, Parameter):
-                q = Parameter(_C.empty(tuple(t.shape), t._dtype, META), requires_grad=t.requires_grad)
+                q = Parameter(_C.empty(tuple(t.shape), dt, META), requires_grad=t.requires_grad)
                 q._name = getattr(t, "_name", None) or name
             else:
-                q = _C.empty(tuple(t.shape), t._dtype, META)
+                q = _C.empty(tuple(t.shape), dt, META)
             memo[id(t)] = q
     clone = copy.deepcopy(model, memo)
     orig = [(n, tuple(p.shape)) for n, p in model.named_parameters()]
@@ -292,7 +305,8 @@ def _input_specs(input_shape, batch_size, dtype):
 
 
 def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, target=None, autocast=None,
-             checkpoint_segments=None, accumulation_steps=1, device="cpu", limit=None):
+             checkpoint_segments=None, accumulation_steps=1, device="cpu", limit=None, save_on_cpu=False,
+             param_dtype=None):
     """Run the first training step of `model` (forward, loss, backward, the optimizer's first step) on a meta
     copy and return an Estimate. The model itself is not touched.
 
@@ -310,14 +324,20 @@ def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, 
     device: the device the estimate stands for (its autocast policy; summary compares with its capacity).
     limit: run the step as gm.memory.set_limit(device, limit) would: the allocator frees its cache and retries
     where the real device would, and OutOfMemoryError is raised where the real step would raise it. This is the
-    test of "fits" that counts reserved bytes (fragmentation included), not only allocated ones."""
+    test of "fits" that counts reserved bytes (fragmentation included), not only allocated ones.
+    save_on_cpu: forward under gm.autograd.graph.save_on_cpu (saved activations in host memory; entering that
+    context around estimate() does the same). param_dtype: the model's floating parameters (and floating inputs)
+    in this dtype, as after model.to(param_dtype): gm.bfloat16 with optimizer=lambda ps: Adam(ps, offload="cpu")
+    is bf16 parameters on the device with fp32 masters on the host. Estimate.host_peak and bytes_moved say what
+    offload puts in host memory and moves per step."""
     with _meta_turn:
         return _estimate(model, input_shape, loss_fn, optimizer, batch_size, target, autocast, checkpoint_segments,
-                         accumulation_steps, device, limit)
+                         accumulation_steps, device, limit, save_on_cpu=save_on_cpu, param_dtype=param_dtype)
 
 
 def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, target=None, autocast=None,
-              checkpoint_segments=None, accumulation_steps=1, device="cpu", limit=None, keep_outputs=False):
+              checkpoint_segments=None, accumulation_steps=1, device="cpu", limit=None, keep_outputs=False,
+              save_on_cpu=False, param_dtype=None):
     """estimate(); keep_outputs: the output and the loss stay alive until the optimizer step has run, as in a
     script that holds them in variables (`out = model(x); loss = ...`: python -m gpumemnet run)."""
     if not isinstance(model, Module):
@@ -329,7 +349,10 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
     if batch_size is not None:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"estimate: batch_size must be a positive int or None, got {batch_size!r}")
+    pdt = as_dtype(param_dtype, "estimate(param_dtype)") if param_dtype is not None else None
     specs = _input_specs(input_shape, batch_size, params[0]._dtype)
+    if pdt is not None:  # the model's inputs follow its parameters' dtype, as after model.to(dtype) and x.to(dtype)
+        specs = [(sh, pdt.code if DTYPES[dt].is_floating_point else dt) for sh, dt in specs]
     shape = specs[0][0]
     k = accumulation_steps
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
@@ -367,7 +390,7 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
     state.meta_draws_random = False
     prev_target = _C._set_meta_target(*meta_target)
     try:
-        clone = _meta_copy(model)
+        clone = _meta_copy(model, pdt.code if pdt is not None else None)
         param_bytes = _cat("parameter") - p0
         a0 = _memory.memory_allocated(META)
         with category("input"):
@@ -381,7 +404,11 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         recorder = _LayerRecorder(clone)
         clone.train()
         gc.collect()
+        _memory.empty_cache(_memory.META_HOST)
+        host_base = _memory.memory_allocated(_memory.META_HOST)
         _memory.reset_peak_memory_stats(META)
+        _memory.reset_peak_memory_stats(_memory.META_HOST)
+        _offload.reset_bytes_moved()
         before = _memory.memory_stats(META)
         base = before["allocated"]["current"]
         base_cat = {c: v["current"] for c, v in before["by_category"].items()}
@@ -389,7 +416,7 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
             xi = micro_batch(xs, i)
             recorder.on = i == 0
             out = loss = None  # the previous micro-batch's, held as a script's variables hold them
-            with amp_ctx():
+            with amp_ctx(), (_offload.save_on_cpu() if save_on_cpu else _nullctx()):
                 try:
                     out = checkpoint_sequential(clone, checkpoint_segments, *xi) if checkpoint_segments \
                         else clone(*xi)
@@ -414,6 +441,8 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         if opt is not None:
             opt.step()
         out = loss = None
+        host_peak = _memory.max_memory_allocated(_memory.META_HOST) - host_base
+        moved = _offload.bytes_moved()
         after = _memory.memory_stats(META)
         optimizer_bytes = _cat("optimizer") - base_cat["optimizer"]
         peak = after["allocated"]["peak"] - base
@@ -445,6 +474,7 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         opt = None
         gc.collect()
         _memory.empty_cache(META)
+        _memory.empty_cache(_memory.META_HOST)
         _C.set_limit(META, meta_limit)
         _C._set_meta_target(*prev_target)
         state.meta_draws_random = draws
@@ -455,7 +485,8 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         trainable=sum(p.numel() for p in params if p.requires_grad), param_bytes=param_bytes,
         gradient_bytes=grad_bytes, optimizer_bytes=optimizer_bytes, activation_bytes=activation_bytes,
         input_bytes=input_bytes, layers=rows, input_shape=shape, micro_batch=micro, device=dev,
-        notes=[CUDNN_NOTE] if meta_target[0] == "cuda" else [], seconds=time.perf_counter() - t0)
+        notes=[CUDNN_NOTE] if meta_target[0] == "cuda" else [], seconds=time.perf_counter() - t0,
+        host_peak=host_peak, bytes_to_host=moved["to_host"], bytes_to_device=moved["to_device"])
 
 
 def _shape_text(input_shape):
