@@ -19,6 +19,7 @@ on the device, since the model still holds it, and would cost its bytes on the h
 PyTorch copies it too). No prefetch: with one stream an unpack's copy cannot overlap the backward kernels, and
 bringing the next saved tensors back early would only raise the device's peak by their bytes."""
 import threading
+import weakref
 
 from .. import _C
 from .autograd import graph
@@ -96,20 +97,34 @@ def to_device(h, device):
 class save_on_cpu(graph.saved_tensors_hooks):
     """Within this context, tensors saved for backward are copied to host memory (pinned with pin_memory=True)
     and copied back to their device when backward needs them (torch.autograd.graph.save_on_cpu). Saved
-    parameters and CPU tensors are kept as they are (see the module's docstring)."""
+    parameters and CPU tensors are kept as they are (see the module's docstring). A tensor saved by two ops (a
+    ReLU's output, and the flattened view of it the next Linear saves) is copied to the host once: the second
+    pack finds the first's host copy while it is alive (a weak map keyed by storage, offset, size and version);
+    each unpack makes its own device copy."""
 
     def __init__(self, pin_memory=False, device_type="cuda"):
         self.pin_memory = bool(pin_memory)
+        copies = weakref.WeakValueDictionary()
 
         def pack(t):
             if host_device(t._device) is None or t._category == "parameter":
-                return (None, t)
-            h = to_host(t.contiguous() if not t.is_contiguous() else t, self.pin_memory)
-            h._category = "activation"
-            return (t._device, h)
+                return (None, t, None)
+            if not t.is_contiguous():
+                t = t.contiguous()
+            # the same bytes under another shape (a flatten view) share one host copy
+            key = (t._storage_id, t._offset, t.numel(), t._version, t._dtype)
+            h = copies.get(key)
+            if h is None:
+                h = to_host(t, self.pin_memory)
+                h._category = "activation"
+                copies[key] = h
+            return (t._device, h, tuple(t.shape))
 
         def unpack(packed):
-            device, h = packed
-            return h if device is None else to_device(h, device)
+            device, h, shape = packed
+            if device is None:
+                return h
+            out = to_device(h, device)
+            return out if tuple(out.shape) == shape else out.view(shape)
 
         super().__init__(pack, unpack)
