@@ -99,7 +99,8 @@ class save_on_cpu(graph.saved_tensors_hooks):
     and copied back to their device when backward needs them (torch.autograd.graph.save_on_cpu). Saved
     parameters and CPU tensors are kept as they are (see the module's docstring). A tensor saved by two ops (a
     ReLU's output, and the flattened view of it the next Linear saves) is copied to the host once: the second
-    pack finds the first's host copy while it is alive (a weak map keyed by storage, offset, size and version);
+    pack finds the first's host copy while it is alive (a weak map keyed by the storage and its block's allocation
+    serial, which no later tensor in a reused block shares, offset, size and version);
     each unpack makes its own device copy."""
 
     def __init__(self, pin_memory=False, device_type="cuda"):
@@ -112,7 +113,7 @@ class save_on_cpu(graph.saved_tensors_hooks):
             if not t.is_contiguous():
                 t = t.contiguous()
             # the same bytes under another shape (a flatten view) share one host copy
-            key = (t._storage_id, t._offset, t.numel(), t._version, t._dtype)
+            key = (t._device, t._storage_id, t._alloc_serial, t._offset, t.numel(), t._version, t._dtype)
             h = copies.get(key)
             if h is None:
                 h = to_host(t, self.pin_memory)
