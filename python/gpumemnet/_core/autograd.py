@@ -212,7 +212,8 @@ class AccumulateGrad(Node):
         if g is None:
             return ()
         if steal and g.dtype == var.dtype and g.is_contiguous() and g._device == var._device and \
-                tuple(g.shape) == tuple(var.shape):
+                tuple(g.shape) == tuple(var.shape) and g._offset == 0 and \
+                g._storage_nbytes == g.numel() * g.element_size():  # not a view into a larger buffer
             g._category = "gradient"
             var.grad = g
             if var._name is not None:
