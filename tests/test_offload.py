@@ -235,23 +235,3 @@ def test_offload_sequential_on_meta_moves_only_the_chosen_layer():
     _offload.reset_bytes_moved()
     gm.utils.checkpoint.offload_sequential(m, x, offload=[2])  # the second Linear: it saves its input (32, 256)
     assert _offload.bytes_moved()["to_host"] == 32 * 256 * 4
-
-
-def test_accumulate_grad_steals_a_free_first_gradient():
-    """The first gradient of a leaf becomes its .grad without a copy when nothing else holds it (PyTorch's
-    AccumulateGrad does the same): the end of backward holds the largest weight's gradient once, not twice."""
-    lin = nn.Linear(512, 512, bias=False, device="meta")
-    x = gm.empty(4, 512, device="meta")
-    gm.memory.reset_peak_memory_stats("meta")
-    base = gm.memory.memory_allocated("meta")
-    lin(x).sum().backward()
-    nbytes = 512 * 512 * 4
-    assert gm.memory.max_memory_allocated("meta") - base < 2 * nbytes
-    assert lin.weight.grad._category == "gradient"
-    # a gradient someone holds (a hook's capture) is copied, as before
-    held = []
-    w = gm.randn(3, 3, requires_grad=True)
-    w.register_hook(lambda g: held.append(g))
-    (w * 2).sum().backward()
-    assert held and held[0] is not w.grad
-    np.testing.assert_array_equal(w.grad.numpy(), np.full((3, 3), 2.0, np.float32))

@@ -202,22 +202,9 @@ class AccumulateGrad(Node):
         self._released = False
 
     def apply_grads(self, grads):
-        # A first gradient that nothing else references (the engine's list holds the only reference: no hook,
-        # no capture, no view; see _C._grads_free) becomes .grad itself, as PyTorch's AccumulateGrad steals it,
-        # instead of a clone: the largest parameter's gradient is not held twice at the end of backward (story
-        # 000's fc1: 2.17 GiB).
-        steal = self.variable.grad is None and grads[0] is not None and _C._grads_free(grads)[0]
         g = grads[0]
         var = self.variable
         if g is None:
-            return ()
-        if steal and g.dtype == var.dtype and g.is_contiguous() and g._device == var._device and \
-                tuple(g.shape) == tuple(var.shape) and g._offset == 0 and \
-                g._storage_nbytes == g.numel() * g.element_size():  # not a view into a larger buffer
-            g._category = "gradient"
-            var.grad = g
-            if var._name is not None:
-                g._name = var._name + ".grad"
             return ()
         prev_cat = _C.set_category("gradient")
         try:
@@ -403,6 +390,29 @@ class RemovableHandle:
             self._list.remove(self._fn)
 
 
+class _PostAccumulateHook:
+    """A hook that runs after a leaf's gradient was accumulated into .grad (hook(tensor), returns None). It
+    shares the leaf's `_hooks` list with the pre-accumulation hooks (the Tensor has no other slot for it), marked
+    by this class; the engine runs the two kinds at their two moments."""
+    __slots__ = ("fn",)
+
+    def __init__(self, fn):
+        self.fn = fn
+
+
+def register_post_accumulate_grad_hook(t, fn):
+    """PyTorch's Tensor.register_post_accumulate_grad_hook: fn(t) after t.grad was updated in a backward
+    (DistributedDataParallel launches a bucket's all-reduce from it, while backward goes on)."""
+    if not t.requires_grad or t.grad_fn is not None:
+        raise RuntimeError("register_post_accumulate_grad_hook: post accumulate grad hooks can only be registered "
+                           "on leaf tensors that require grad")
+    if t._hooks is None:
+        t._hooks = []
+    hook = _PostAccumulateHook(fn)
+    t._hooks.append(hook)
+    return RemovableHandle(t._hooks, hook)
+
+
 def register_tensor_hook(t, fn):
     if not t.requires_grad:
         raise RuntimeError("register_hook: cannot register a hook on a tensor that does not require grad")
@@ -507,6 +517,8 @@ def _run(roots, grad_outputs, retain_graph, capture=None):
             slot = None  # from here the engine's only reference to each gradient is in `grads` (see _grads_free)
             if isinstance(node, AccumulateGrad) and node.variable._hooks and grads[0] is not None:
                 for h in node.variable._hooks:
+                    if type(h) is _PostAccumulateHook:
+                        continue
                     r = h(grads[0])
                     if r is not None:
                         grads[0] = r
@@ -528,6 +540,11 @@ def _run(roots, grad_outputs, retain_graph, capture=None):
                 if capture is None:
                     _C.set_scope("backward")
                     node.apply_grads(grads)
+                    if node.variable._hooks and grads[0] is not None:
+                        grads = None  # the gradient is in .grad now: a hook may free or replace it
+                        for h in list(node.variable._hooks):
+                            if type(h) is _PostAccumulateHook:
+                                h.fn(node.variable)
                 continue
             if len(grads) == 1 and grads[0] is None:
                 continue
