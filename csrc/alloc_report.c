@@ -11,6 +11,7 @@ int gm_cuda_mem_info(int i, size_t *free_bytes, size_t *total); /* cuda.c */
 
 const char *gm_allocator_name(const gm_allocator *A, char *buf) {
     if (A->pinned) return strcpy(buf, "cpu-pinned");
+    if (A->host) return strcpy(buf, "meta-host");
     return gm_device_str(A->dev, buf);
 }
 

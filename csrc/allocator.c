@@ -43,6 +43,11 @@
  * (a retag is a pair: -bytes in the old category, +bytes in the new one, so summing a category's deltas gives
  * its exact curve). Disabled, the alloc/free paths pay one pointer test.
  *
+ * A run on meta that stands for a GPU also has host memory (an offloading optimizer's fp32 masters and state,
+ * activations saved on the CPU): a fifth instance, "meta-host", hands out fake addresses like meta's but counts
+ * apart, so that an estimate gives the device peak and the host peak separately. Its tensors are meta tensors
+ * (ops on them run nothing); only their bytes are counted elsewhere (gm_alloc_pinned on meta).
+ *
  * This file is the core (pools, segments, blocks, sources, the lock); the OOM report is alloc_report.c, the
  * statistics, limits and history as Python sees them alloc_stats.c, the per-thread category and scope
  * category.c. */
@@ -50,7 +55,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-static gm_allocator cpu_alloc, meta_alloc, pinned_alloc;
+static gm_allocator cpu_alloc, meta_alloc, pinned_alloc, meta_host_alloc;
 /* Each device's fallback allocator (alloc_policy.c switches it on): host memory for cuda:N and meta, files for cpu. */
 static gm_allocator cpu_fallback, meta_fallback;
 #ifdef GM_WITH_CUDA
@@ -150,7 +155,10 @@ int gm_allocator_init(void) {
     /* page-locked memory is host memory */
     allocator_reset(&pinned_alloc, (gm_device){GM_DEV_CPU, 0}, cpu_alloc.capacity);
     pinned_alloc.pinned = 1;
-    cpu_alloc.ready = meta_alloc.ready = pinned_alloc.ready = 1;
+    allocator_reset(&meta_host_alloc, (gm_device){GM_DEV_META, 0}, (size_t)1 << 50);
+    meta_host_alloc.meta_next = (uintptr_t)1 << 46; /* apart from meta's addresses: storages stay distinct */
+    meta_host_alloc.host = 1;
+    cpu_alloc.ready = meta_alloc.ready = pinned_alloc.ready = meta_host_alloc.ready = 1;
     const char *nc = getenv("GPUMEMNET_NO_CACHING");
     no_caching = nc && nc[0] && strcmp(nc, "0") != 0;
     return 0;
@@ -220,9 +228,11 @@ gm_allocator *gm_allocator_for(gm_device dev) {
 #endif
 }
 
-/* A device name, or "cpu-pinned" for the pinned host memory allocator (statistics, limit, cache, history). */
+/* A device name, or "cpu-pinned" for the pinned host memory allocator, or "meta-host" for a meta run's host
+ * memory (statistics, limit, cache, history). */
 gm_allocator *gm_allocator_parse(PyObject *arg) {
     if (PyUnicode_Check(arg) && PyUnicode_CompareWithASCIIString(arg, "cpu-pinned") == 0) return &pinned_alloc;
+    if (PyUnicode_Check(arg) && PyUnicode_CompareWithASCIIString(arg, "meta-host") == 0) return &meta_host_alloc;
     gm_device dev;
     if (gm_parse_device(arg, &dev, "device") < 0) return NULL;
     return gm_allocator_for(dev);
@@ -512,6 +522,8 @@ gm_block *gm_alloc_nogil(gm_device dev, size_t nbytes) {
         b = alloc_block(F, nbytes, 1, &fail, &report);
     return b;
 }
+
+gm_block *gm_alloc_meta_host(size_t nbytes) { return alloc_or_raise(&meta_host_alloc, nbytes, 0); }
 
 gm_block *gm_alloc_pinned(size_t nbytes) {
 #ifdef GM_WITH_CUDA

@@ -115,6 +115,7 @@ struct gm_allocator {
     int expandable;
     size_t granule;
     gm_segment *xseg[2];
+    int host;            /* meta only: the host memory of a meta run ("meta-host"), apart from its device's */
     gm_block *pending;   /* pinned: freed blocks whose last copy had not run yet (still counted as allocated) */
     int ready;
     int64_t segment_serial; /* segments made so far (never reset, unlike the statistics) */
@@ -202,7 +203,7 @@ void gm_vm_sync(gm_device dev);
 /* ---- allocator.c (the core) ---------------------------------------------------------------------------------- */
 /* The allocator of dev, or NULL with RuntimeError (no such CUDA device, or no CUDA in this build). */
 gm_allocator *gm_allocator_for(gm_device dev);
-/* A device name or "cpu-pinned"; NULL with the exception. */
+/* A device name, "cpu-pinned" or "meta-host"; NULL with the exception. */
 gm_allocator *gm_allocator_parse(PyObject *arg);
 gm_allocator *gm_allocator_meta(void);
 /* Lay out meta's segments as the source blocks' device has them (see allocator.c); the number of blocks mirrored,
@@ -251,7 +252,7 @@ typedef struct {
     char suggestions[GM_MAX_SUGGESTIONS][240];
 } gm_oom_report;
 
-/* "cpu", "meta", "cuda:N", or "cpu-pinned" (buf >= 16 bytes). */
+/* "cpu", "meta", "cuda:N", "cpu-pinned" or "meta-host" (buf >= 16 bytes). */
 const char *gm_allocator_name(const gm_allocator *A, char *buf);
 /* "512 B", "1.50 KiB", "2.00 GiB" into buf (>= 32 bytes): the one unit of every figure shown. */
 const char *gm_format_bytes(double b, char *buf);

@@ -73,6 +73,8 @@ gm_block *gm_alloc_nogil(gm_device dev, size_t nbytes);
 /* Page-locked host memory (cudaHostAlloc) from the pinned allocator ("cpu-pinned" in the memory statistics).
  * NULL + RuntimeError without CUDA in the build or without a device, OutOfMemoryError as gm_alloc. */
 gm_block *gm_alloc_pinned(size_t nbytes);
+/* Host memory of a run on meta ("meta-host" in the statistics): fake addresses, counted apart from meta's. */
+gm_block *gm_alloc_meta_host(size_t nbytes);
 int gm_block_is_pinned(const gm_block *b);
 /* After queueing a copy that reads pinned block b on device's stream: b is not reused before that copy ran
  * (freeing it earlier parks it until the stream passes). 0, or -1 with the failure in gm_cuda_last_error(). */
@@ -145,6 +147,8 @@ GMTensor *gm_empty(int ndim, const int64_t *shape, gm_dtype dt, gm_device dev);
 GMTensor *gm_try_empty(int ndim, const int64_t *shape, gm_dtype dt, gm_device dev);
 /* A new contiguous CPU tensor in pinned host memory. NULL + exception. */
 GMTensor *gm_empty_pinned(int ndim, const int64_t *shape, gm_dtype dt);
+/* A new meta tensor whose bytes count as the meta run's host memory ("meta-host"). NULL + exception. */
+GMTensor *gm_empty_meta_host(int ndim, const int64_t *shape, gm_dtype dt);
 /* New tensor sharing base's storage with the given geometry (no checks: callers validate). */
 GMTensor *gm_view(GMTensor *base, int ndim, const int64_t *shape, const int64_t *strides, int64_t offset);
 /* Contiguous row-major strides for shape. */

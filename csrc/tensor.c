@@ -67,7 +67,7 @@ static GMTensor *tensor_alloc(void) {
 }
 
 /* How gm_empty* get their bytes. */
-enum { ALLOC_RAISE, ALLOC_TRY, ALLOC_PINNED };
+enum { ALLOC_RAISE, ALLOC_TRY, ALLOC_PINNED, ALLOC_META_HOST };
 
 static GMTensor *empty_with(int ndim, const int64_t *shape, gm_dtype dt, gm_device dev, int how) {
     int64_t numel = gm_checked_numel(ndim, shape, "shape");
@@ -79,7 +79,8 @@ static GMTensor *empty_with(int ndim, const int64_t *shape, gm_dtype dt, gm_devi
                      (long long)numel, gm_dtype_name(dt));
         return NULL;
     }
-    gm_block *b = how == ALLOC_PINNED ? gm_alloc_pinned((size_t)nbytes)
+    gm_block *b = how == ALLOC_PINNED      ? gm_alloc_pinned((size_t)nbytes)
+                  : how == ALLOC_META_HOST ? gm_alloc_meta_host((size_t)nbytes)
                   : how == ALLOC_TRY  ? gm_try_alloc(dev, (size_t)nbytes)
                                       : gm_alloc(dev, (size_t)nbytes);
     gm_storage *s = b ? gm_storage_wrap(b, dev, (size_t)nbytes) : NULL;
@@ -107,6 +108,10 @@ GMTensor *gm_try_empty(int ndim, const int64_t *shape, gm_dtype dt, gm_device de
 
 GMTensor *gm_empty_pinned(int ndim, const int64_t *shape, gm_dtype dt) {
     return empty_with(ndim, shape, dt, (gm_device){GM_DEV_CPU, 0}, ALLOC_PINNED);
+}
+
+GMTensor *gm_empty_meta_host(int ndim, const int64_t *shape, gm_dtype dt) {
+    return empty_with(ndim, shape, dt, (gm_device){GM_DEV_META, 0}, ALLOC_META_HOST);
 }
 
 GMTensor *gm_view(GMTensor *base, int ndim, const int64_t *shape, const int64_t *strides, int64_t offset) {

@@ -273,6 +273,8 @@ static PyObject *py_empty(PyObject *self, PyObject *args) {
         gm_parse_device(devo, &dev, "device") < 0)
         return NULL;
     if (!pin) return (PyObject *)gm_empty(ndim, shape, dt, dev);
+    /* on meta: the host memory of a simulated run (offloaded state, activations saved on the CPU) */
+    if (dev.type == GM_DEV_META) return (PyObject *)gm_empty_meta_host(ndim, shape, dt);
     if (dev.type != GM_DEV_CPU) {
         char dn[16];
         return PyErr_Format(PyExc_RuntimeError, "empty: pin_memory=True needs device='cpu' (pinned memory is host "
@@ -384,7 +386,8 @@ static PyObject *py_label_unnamed(PyObject *self, PyObject *args) {
 
 PyMethodDef gm_tensor_module_methods[] = {
     {"_set_tensor_class", py_set_tensor_class, METH_O, "Register the Python Tensor class C creates."},
-    {"empty", py_empty, METH_VARARGS, "empty(shape, dtype, device, pin_memory=False): uninitialised tensor."},
+    {"empty", py_empty, METH_VARARGS, "empty(shape, dtype, device, pin_memory=False): uninitialised tensor (pin_memory on meta: counted as "
+     "'meta-host', the host memory of a meta run)."},
     {"arange", py_arange, METH_VARARGS, "arange(start, end, step, dtype, device)."},
     {"from_numpy", (PyCFunction)(void (*)(void))gm_py_from_numpy, METH_VARARGS | METH_KEYWORDS,
      "from_numpy(array, dtype=None, device='cpu'): copy an ndarray into tracked storage."},

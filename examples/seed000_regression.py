@@ -3,6 +3,8 @@
 
     python examples/seed000_regression.py           # channels / 8 at 2 x 96 x 64: trains on the CPU in seconds
     python examples/seed000_regression.py --full    # the story's network (2 x 384 x 160 -> 19000), on meta only
+    python examples/seed000_regression.py --full --card 8GiB   # trains it on an 8 GiB card, by gm.memory.plan
+    python examples/seed000_regression.py --full --card 6GiB   # story 002's 6 GiB laptop card (bf16 parameters)
 
 What it prints:
   1. the torchsummary-style table of the story (Layer (type), Output Shape, Param #), from forward hooks;
@@ -15,6 +17,14 @@ What it prints:
 With --full nothing holds data: the network lives on the meta device, which runs every op's shape inference and
 allocation (with the CPU allocator's policy) but no kernel, so its byte counts are what a real step would use,
 without allocating 3.8 GB.
+
+--card SIZE (8GiB, 6GiB, 1.5MiB, or bytes): the story's net does not fit such a card with Adam (14.22 GiB), so
+gm.memory.plan(..., device="cuda") chooses how to train it there, offload included: the optimizer's fp32 state
+moves to pinned host memory (Adam(offload="cpu")) and, on 8 GiB as on 6 GiB, the parameters are bfloat16 on the
+device with fp32 masters on the host (fp32 parameters with the state offloaded need 9.29 GiB: at the end of
+backward fc1's 2.17 GiB gradient is held twice, the engine's and its clone in .grad). The steps then run under gm.memory.set_limit(device, SIZE) on CUDA (a real
+GPU, or the emulator of a GPUMEMNET_CUDA=emu build) or, without CUDA, on meta; it prints the planned and the
+measured device and host peaks.
 """
 import argparse
 import gc
@@ -213,6 +223,57 @@ def run_head(model, head, x, y, task, rng, args, full, device, result, log):
     return info
 
 
+# ---- a smaller card -------------------------------------------------------------------------------------------------
+def parse_size(text):
+    """'8GiB', '6 GiB', '1.5MiB', '512KiB' or a number of bytes -> bytes."""
+    t = text.replace(" ", "")
+    for unit, mult in (("GiB", GiB), ("MiB", 1 << 20), ("KiB", 1 << 10), ("B", 1)):
+        if t.endswith(unit):
+            return int(float(t[: -len(unit)]) * mult)
+    return int(t)
+
+
+def card_run(build, shape, batch, outputs, card, args, log):
+    """Plan the story's step for a CUDA card of `card` bytes, then run args.steps steps of it under that limit.
+    Returns the plan's and the run's figures."""
+    device = "cuda" if gm.cuda.is_available() else "meta"
+    host = gm.memory.PINNED if device == "cuda" else gm.memory.META_HOST
+    gc.collect()
+    base = gm.memory.memory_allocated(device)  # the peaks below are the model's and its step's alone
+    model = build("fc", device)
+    plan = gm.memory.plan(model, shape, F.mse_loss, batch_size=batch, budget=card, device="cuda")
+    log(f"\non a {fmt(card)} card: {plan}")
+    model = plan.prepare(model)
+    opt = plan.optimizer(model.parameters(), lr=args.lr)
+    rng = np.random.default_rng(args.seed)
+    gm.memory.set_limit(device, card)
+    # On meta the ops allocate what they would on CUDA (as estimate(device="cuda") runs them): a CUDA linear on
+    # bf16 takes no widened copies, where the CPU's does.
+    prev_target = gm._C._set_meta_target("cuda")
+    try:
+        x = gm.empty(batch, *shape, device="meta") if device == "meta" else \
+            gm.from_numpy(rng.standard_normal((batch, *shape)).astype(np.float32)).to(device)
+        y = gm.empty(batch, outputs, device="meta") if device == "meta" else \
+            gm.from_numpy(rng.standard_normal((batch, outputs)).astype(np.float32)).to(device)
+        if plan.param_dtype is not None:  # the data in the parameters' dtype (Plan.step would convert it)
+            x, y = x.to(plan.param_dtype), y.to(plan.param_dtype)
+        gc.collect()
+        gm.memory.reset_peak_memory_stats(device)
+        gm.memory.reset_peak_memory_stats(host)
+        host0 = gm.memory.memory_allocated(host)
+        losses = [plan.step(x, y, opt) for _ in range(max(args.steps, 1))]
+        dev_peak = gm.memory.max_memory_allocated(device) - base
+        host_peak = gm.memory.max_memory_allocated(host) - host0
+    finally:
+        gm.memory.set_limit(device, None)
+        gm._C._set_meta_target(*prev_target)
+    log(f"  ran {len(losses)} steps on {device} under a limit of {fmt(card)}: device peak {fmt(dev_peak)} "
+        f"(planned {fmt(plan.predicted_peak)}), host peak {fmt(host_peak)} (planned "
+        f"{fmt(plan.predicted_host_peak)}), {fmt(plan.predicted_bytes_moved)} across the bus per step"
+        + ("" if device == "meta" else f", loss {losses[0]:.4f} -> {losses[-1]:.4f}"))
+    return {"device": device, "plan": plan, "device_peak": dev_peak, "host_peak": host_peak, "losses": losses}
+
+
 # ---- main ---------------------------------------------------------------------------------------------------------
 def main(argv=None, log=print):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -226,6 +287,8 @@ def main(argv=None, log=print):
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--head", choices=("gap", "gmp"), default="gap", help="the fix: global average or max pool")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--card", default=None, help="plan and train the story's net on a CUDA card of this size "
+                   "(8GiB, 6GiB...): on CUDA when there is one, else on meta")
     args = p.parse_args(argv)
     full = args.full
     height = args.height or (384 if full else 96)
@@ -238,9 +301,12 @@ def main(argv=None, log=print):
     device = "meta" if full else "cpu"
     widths = tuple(max(c // div, 1) for c in (64, 128, 256, 512))
 
-    def build(head):
+    def build(head, where=device):
         gm.manual_seed(args.seed)
-        return Story000(widths, (height, width), outputs, head=head, device=device)
+        return Story000(widths, (height, width), outputs, head=head, device=where)
+
+    if args.card is not None:
+        return card_run(build, (2, height, width), batch, outputs, parse_size(args.card), args, log)
 
     log(f"story 000: input 2 x {height} x {width}, {outputs} outputs, channels {widths}, batch {batch}, on "
         f"{device}" + (" (shapes and allocations only: no byte of data)" if full else ""))

@@ -6,6 +6,7 @@ and the memory intelligence, which build on it.
   dtype.py, random.py, scope.py   dtypes, devices and memory formats, the Philox generator and Generator,
                  allocation category/scope
   autograd.py    Function, the backward engine, grad mode
+  offload.py     host copies for offload (bytes moved counted), save_on_cpu
   autocast.py    autocast's per-thread state and the casts ops apply
   functions.py   the differentiable elementwise, reduction and shape Functions
   activation.py  relu, sigmoid, tanh, gelu, softmax (Tensor methods and nn.functional ops)

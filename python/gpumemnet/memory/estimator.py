@@ -30,8 +30,9 @@ import traceback
 from .. import _C
 from .. import cuda
 from .._core.autocast import autocast as _autocast
+from .._core import offload as _offload
 from .._core.autograd import no_grad
-from .._core.dtype import as_dtype, device_str
+from .._core.dtype import DTYPES, as_dtype, device_str
 from .._core.scope import category
 from .._core.state import state
 from ..nn.modules.module import Module, register_module_forward_hook, register_module_forward_pre_hook
@@ -109,6 +110,12 @@ class Estimate:
     params, trainable, param_bytes, gradient_bytes, optimizer_bytes, activation_bytes (peak saved for backward),
     input_bytes, layers (LayerRow list), device (what the estimate stands for: "cpu", "cuda:0"...), notes (what
     the figures leave out, as sentences: for CUDA, cuDNN's convolution workspace).
+    host_peak       the host memory's highest allocated bytes during the step, for what the step keeps in host
+                    memory (an offloading optimizer's fp32 masters, state and staging; activations under
+                    save_on_cpu): 0 when nothing is offloaded. Counted by the allocator as "meta-host" (the same
+                    policy as the host's: byte for byte what "cpu-pinned", or "cpu" for pageable copies, shows)
+    bytes_to_host, bytes_to_device   what offload copies across the bus in the step (steady state: an
+                    offloading optimizer's one-time download of its masters is not counted); bytes_moved: both
     Data parallel (estimate(..., world_size=N, zero=z)): the figures are one rank's, `rank`; comm_bytes is what
     DistributedDataParallel holds from its construction (the gradient buckets, category communication), counted
     in total; per_rank is [total of rank 0, 1, ...] when every rank was estimated (ZeRO: the shards differ), and
@@ -118,9 +125,14 @@ class Estimate:
     zero = 0
     rank = None
     per_rank = None
+    host_peak = bytes_to_host = bytes_to_device = 0
 
     def __init__(self, **kw):
         self.__dict__.update(kw)
+
+    @property
+    def bytes_moved(self):
+        return self.bytes_to_host + self.bytes_to_device
 
     @property
     def total(self):
@@ -198,8 +210,9 @@ def _meta_target(dev):
 
 
 # ---- the meta copy ----------------------------------------------------------------------------------------------
-def _meta_copy(model, device=None):
-    """A deep copy of model whose parameters and buffers are empty meta tensors (no data is read or copied).
+def _meta_copy(model, device=None, param_dtype=None):
+    """A deep copy of model whose parameters and buffers are empty meta tensors (no data is read or copied);
+    with param_dtype, floating parameters and buffers in that dtype (model.to(param_dtype)).
     device: the device the estimate stands for; when the model lives there, the copy starts from its layout."""
     memo, tensors = {}, {}
     for m in model.modules():
@@ -215,18 +228,19 @@ def _meta_copy(model, device=None):
     # has none (or another one). So when the model lives on the device the estimate stands for, meta starts from
     # that device's segments: each tensor's twin at its block's offset, the holes free (allocator.c, "mirroring").
     # A model on another device (an estimate for a CUDA card of a model on the CPU) has no layout there to copy.
-    mirror = device is not None and device != META and all(t._device == device for _, t in ordered) and \
+    mirror = param_dtype is None and device is not None and device != META and all(t._device == device for _, t in ordered) and \
         _C._meta_mirror([t for _, t in ordered]) > 0
     try:
         with category("parameter"):
             for i, (name, t) in enumerate(ordered):
                 if mirror:
                     _C._meta_claim(i)
+                dt = param_dtype if param_dtype is not None and t.dtype.is_floating_point else t._dtype
                 if isinstance(t, Parameter):
-                    q = Parameter(_C.empty(tuple(t.shape), t._dtype, META), requires_grad=t.requires_grad)
+                    q = Parameter(_C.empty(tuple(t.shape), dt, META), requires_grad=t.requires_grad)
                     q._name = getattr(t, "_name", None) or name
                 else:
-                    q = _C.empty(tuple(t.shape), t._dtype, META)
+                    q = _C.empty(tuple(t.shape), dt, META)
                 memo[id(t)] = q
     finally:
         if mirror:
@@ -322,7 +336,7 @@ def _input_specs(input_shape, batch_size, dtype):
 
 def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, target=None, autocast=None,
              checkpoint_segments=None, accumulation_steps=1, device="cpu", limit=None, world_size=None, zero=0,
-             rank=None):
+             rank=None, save_on_cpu=False, param_dtype=None):
     """Run the first training step of `model` (forward, loss, backward, the optimizer's first step) on a meta
     copy and return an Estimate. The model itself is not touched.
 
@@ -341,6 +355,11 @@ def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, 
     limit: run the step as gm.memory.set_limit(device, limit) would: the allocator frees its cache and retries
     where the real device would, and OutOfMemoryError is raised where the real step would raise it. This is the
     test of "fits" that counts reserved bytes (fragmentation included), not only allocated ones.
+    save_on_cpu: forward under gm.autograd.graph.save_on_cpu (saved activations in host memory; entering that
+    context around estimate() does the same). param_dtype: the model's floating parameters (and floating inputs)
+    in this dtype, as after model.to(param_dtype): gm.bfloat16 with optimizer=lambda ps: Adam(ps, offload="cpu")
+    is bf16 parameters on the device with fp32 masters on the host. Estimate.host_peak and bytes_moved say what
+    offload puts in host memory and moves per step.
     world_size: the step of one rank of a data-parallel run of world_size ranks, each with this batch (so give
     the per-rank batch): the model wrapped in gm.nn.parallel.DistributedDataParallel (zero=0) and the optimizer
     in gm.distributed.optim.ZeroRedundancyOptimizer(optimizer_class=optimizer, stage=zero) for zero=1 (under DDP)
@@ -350,7 +369,8 @@ def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, 
     world_size, zero, ranks = _distributed.check(world_size, zero, rank)
     with _meta_turn, _meta_mode_like(device):
         ests = [_estimate(model, input_shape, loss_fn, optimizer, batch_size, target, autocast, checkpoint_segments,
-                          accumulation_steps, device, limit, dist=(world_size, zero, r)) for r in ranks]
+                          accumulation_steps, device, limit, dist=(world_size, zero, r), save_on_cpu=save_on_cpu,
+                          param_dtype=param_dtype) for r in ranks]
     if len(ests) == 1:
         return ests[0]
     worst = max(ests, key=lambda e: e.total)
@@ -388,7 +408,7 @@ def _meta_mode_like(device):
 
 def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, target=None, autocast=None,
               checkpoint_segments=None, accumulation_steps=1, device="cpu", limit=None, keep_outputs=False,
-              dist=(None, 0, None)):
+              dist=(None, 0, None), save_on_cpu=False, param_dtype=None):
     """estimate(); keep_outputs: the output and the loss stay alive until the optimizer step has run, as in a
     script that holds them in variables (`out = model(x); loss = ...`: python -m gpumemnet run). dist:
     (world_size, zero, rank) of one data-parallel rank, or world_size None (see memory/_distributed.py)."""
@@ -401,7 +421,10 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
     if batch_size is not None:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"estimate: batch_size must be a positive int or None, got {batch_size!r}")
+    pdt = as_dtype(param_dtype, "estimate(param_dtype)") if param_dtype is not None else None
     specs = _input_specs(input_shape, batch_size, params[0]._dtype)
+    if pdt is not None:  # the model's inputs follow its parameters' dtype, as after model.to(dtype) and x.to(dtype)
+        specs = [(sh, pdt.code if DTYPES[dt].is_floating_point else dt) for sh, dt in specs]
     shape = specs[0][0]
     k = accumulation_steps
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
@@ -443,7 +466,7 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
     state.meta_draws_random = False
     prev_target = _C._set_meta_target(*meta_target)
     try:
-        clone = _meta_copy(model, dev)
+        clone = _meta_copy(model, dev, pdt.code if pdt is not None else None)
         param_bytes = _cat("parameter") - p0
         a0 = _memory.memory_allocated(META)
         with category("input"):
@@ -461,7 +484,11 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         recorder = _LayerRecorder(clone)
         clone.train()
         gc.collect()
+        _memory.empty_cache(_memory.META_HOST)
+        host_base = _memory.memory_allocated(_memory.META_HOST)
         _memory.reset_peak_memory_stats(META)
+        _memory.reset_peak_memory_stats(_memory.META_HOST)
+        _offload.reset_bytes_moved()
         before = _memory.memory_stats(META)
         base = before["allocated"]["current"]
         base_cat = {c: v["current"] for c, v in before["by_category"].items()}
@@ -469,7 +496,7 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
             xi = micro_batch(xs, i)
             recorder.on = i == 0
             out = loss = None  # the previous micro-batch's, held as a script's variables hold them
-            with amp_ctx():
+            with amp_ctx(), (_offload.save_on_cpu() if save_on_cpu else _nullctx()):
                 try:
                     if dist[0] is not None:  # the wrapper runs the checkpointed Sequential itself
                         out = step_model(*xi)
@@ -497,6 +524,8 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         if opt is not None:
             opt.step()
         out = loss = None
+        host_peak = _memory.max_memory_allocated(_memory.META_HOST) - host_base
+        moved = _offload.bytes_moved()
         after = _memory.memory_stats(META)
         optimizer_bytes = _cat("optimizer") - base_cat["optimizer"]
         peak = after["allocated"]["peak"] - base
@@ -531,6 +560,7 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         opt = step_model = None
         gc.collect()
         _memory.empty_cache(META)
+        _memory.empty_cache(_memory.META_HOST)
         _C.set_limit(META, meta_limit)
         _C.set_fallback(META, *(meta_fallback or (None, 0)), None)
         _C._set_meta_target(*prev_target)
@@ -544,7 +574,8 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         fallback_peak=fallback_peak,
         input_bytes=input_bytes, layers=rows, input_shape=shape, micro_batch=micro, device=dev,
         comm_bytes=comm_bytes, world_size=dist[0], zero=dist[1], rank=dist[2],
-        notes=[CUDNN_NOTE] if meta_target[0] == "cuda" else [], seconds=time.perf_counter() - t0)
+        notes=[CUDNN_NOTE] if meta_target[0] == "cuda" else [], seconds=time.perf_counter() - t0,
+        host_peak=host_peak, bytes_to_host=moved["to_host"], bytes_to_device=moved["to_device"])
 
 
 def _device_allocator(dev):

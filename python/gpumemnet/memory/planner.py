@@ -18,25 +18,42 @@ The cost model of `plan` (relative time of one optimizer step of the whole batch
            DDP's all-reduce, 1.5 times DDP's bytes (gm.distributed.optim.ZeroRedundancyOptimizer).
 These are defaults: once gm.memory.calibrate() has measured this machine (a small CNN's step with its forward run
 again, and as two half-batch steps: calibration.py), step_cost uses the measured factors instead.
-"""
+
+Offload (planning for a CUDA device, device="cuda"): when nothing on the device fits, the remedies that move
+bytes to the host are candidates too, each priced by offload_cost(), kept apart from the factors above so that a
+time model calibrated on the machine (bandwidth, CPU Adam throughput, the step's own time) can feed it:
+    offload_optimizer   Adam/AdamW/SGD(offload="cpu"): fp32 masters and state in pinned host memory;
+    param_dtype=bf16    with it, bfloat16 parameters on the device (fp32 masters stay on the host);
+    save_on_cpu         activations saved for backward in host memory (gm.autograd.graph.save_on_cpu).
+Without measured figures offload_cost() uses fixed factors (OFFLOAD_OPTIMIZER_COST, SAVE_ON_CPU_COST): a step
+whose optimizer runs on the CPU is dominated by the bus and the CPU's Adam, ZeRO-Offload's own figures put it
+at 1.5-2x a GPU step for a model this size; activations moved to the host and back cost less, since only the
+saved tensors cross. So offload comes after every on-device remedy that fits, and activations before the
+optimizer."""
 import math
 import warnings
 
 from .. import _C
 from .._core.autocast import autocast as _autocast
-from .._core.dtype import bfloat16
+from .._core.dtype import bfloat16, device_str
 from ..nn.modules.container import Sequential
 from ..nn.modules.module import Module
+from ..optim import SGD, Adam, AdamW
+from .._core.offload import save_on_cpu as _save_on_cpu
 from ..utils.checkpoint import checkpoint_sequential
 from .calibration import cached_rates
 from .estimator import _check_scalar_loss, _fmt, estimate
 
-__all__ = ["Plan", "max_batch_size", "plan", "step_cost"]
+__all__ = ["Plan", "max_batch_size", "plan", "step_cost", "offload_cost"]
 
 CHECKPOINT_COST = 1.35
 HALVING_COST = 1.1
 AUTOCAST_COST = 1.0
 ZERO_COST = {0: 1.0, 1: 1.05, 2: 1.02}
+OFFLOAD_OPTIMIZER_COST = 1.8
+SAVE_ON_CPU_COST = 1.3
+OFFLOAD_KEYS = ("offload_optimizer", "save_on_cpu", "param_dtype")  # set in a candidate only when used
+_OFFLOADABLE = (Adam, AdamW, SGD)
 
 
 def _positive_int(v, what, fn):
@@ -149,7 +166,30 @@ def cost_factors():
     return r.get("checkpoint_cost", CHECKPOINT_COST), r.get("halving_cost", HALVING_COST)
 
 
-def step_cost(accumulation_steps=1, checkpoint_segments=None, autocast=None, zero=0):
+def offload_cost(offload_optimizer=False, save_on_cpu=False, estimate=None, timing=None):
+    """The slowdown factor of the offload remedies (1.0: none). With `timing` (a dict of measured figures:
+    "bandwidth" host<->device bytes/s, "cpu_adam" parameters/s of the CPU optimizer, "step_seconds" of the step
+    on the device without offload) and the configuration's `estimate` (bytes moved, parameters), it is
+    1 + (bytes moved / bandwidth + parameters / cpu_adam) / step_seconds: the copies and the CPU update are
+    synchronous (one stream per device), so they add to the step. Without them, the fixed factors of the
+    module's docstring."""
+    if not (offload_optimizer or save_on_cpu):
+        return 1.0
+    if timing is not None and estimate is not None:
+        extra = estimate.bytes_moved / timing["bandwidth"]
+        if offload_optimizer:
+            extra += estimate.trainable / timing["cpu_adam"]
+        return 1.0 + extra / timing["step_seconds"]
+    cost = 1.0
+    if offload_optimizer:
+        cost *= OFFLOAD_OPTIMIZER_COST
+    if save_on_cpu:
+        cost *= SAVE_ON_CPU_COST
+    return cost
+
+
+def step_cost(accumulation_steps=1, checkpoint_segments=None, autocast=None, zero=0, offload_optimizer=False,
+              save_on_cpu=False, param_dtype=None):
     """The relative time of one optimizer step under the module's cost model (fp32, no tricks = 1.0)."""
     checkpoint_cost, halving_cost = cost_factors()
     cost = halving_cost ** math.log2(accumulation_steps) * ZERO_COST[zero]
@@ -157,7 +197,7 @@ def step_cost(accumulation_steps=1, checkpoint_segments=None, autocast=None, zer
         cost *= checkpoint_cost
     if autocast is not None:
         cost *= AUTOCAST_COST
-    return cost
+    return cost * offload_cost(offload_optimizer, save_on_cpu)
 
 
 class Plan:
@@ -169,6 +209,9 @@ class Plan:
     predicted_peak                    Estimate.total of the configuration: parameters + input + step peak
                                       (allocated bytes; a meta run under the budget as a limit completed too)
     predicted_reserved                the peak of segments reserved in that run (parameters, input, step)
+    offload_optimizer, save_on_cpu, param_dtype   the offload remedies (module docstring); param_dtype: None or
+                                      the dtype of the parameters on the device (prepare(model) converts them)
+    predicted_host_peak, predicted_bytes_moved   the host memory and bus traffic of the step (0 without offload)
     predicted_time                    relative step time under the cost model (see the module's docstring)
     estimate                          the Estimate behind predicted_peak
     considered                        [(config dict, total bytes, time)] in the order they were estimated
@@ -180,7 +223,10 @@ class Plan:
     zero = 0
 
     def __init__(self, model, loss_fn, batch_size, budget, accumulation_steps, checkpoint_segments, autocast,
-                 est, time, considered):
+                 est, time, considered, offload_optimizer=False, save_on_cpu=False, param_dtype=None):
+        self.offload_optimizer, self.save_on_cpu, self.param_dtype = offload_optimizer, save_on_cpu, param_dtype
+        self.predicted_host_peak = getattr(est, "host_peak", 0)
+        self.predicted_bytes_moved = getattr(est, "bytes_to_host", 0) + getattr(est, "bytes_to_device", 0)
         self.model, self.loss_fn, self.batch_size, self.budget = model, loss_fn, batch_size, budget
         self.accumulation_steps = accumulation_steps
         self.micro_batch = batch_size // accumulation_steps
@@ -192,10 +238,27 @@ class Plan:
     def __repr__(self):
         amp = None if self.autocast is None else str(self.autocast)
         ranks = "" if self.world_size is None else f"world_size={self.world_size}, zero={self.zero}, "
+        off = ""
+        if self.offload_optimizer or self.save_on_cpu:
+            off = (f"offload_optimizer={self.offload_optimizer}, save_on_cpu={self.save_on_cpu}, "
+                   f"param_dtype={self.param_dtype}, predicted_host_peak={_fmt(self.predicted_host_peak)}, ")
         return (f"Plan({ranks}micro_batch={self.micro_batch}, accumulation_steps={self.accumulation_steps}, "
-                f"checkpoint_segments={self.checkpoint_segments}, autocast={amp}, "
+                f"checkpoint_segments={self.checkpoint_segments}, autocast={amp}, {off}"
                 f"predicted_peak={_fmt(self.predicted_peak)} of {_fmt(self.budget)}, "
                 f"predicted_time={self.predicted_time:.2f})")
+
+    def prepare(self, model=None):
+        """The model as planned: its floating parameters and buffers converted to param_dtype (when planned);
+        returns it. Call before making the optimizer."""
+        model = self.model if model is None else model
+        return model.to(self.param_dtype) if self.param_dtype is not None else model
+
+    def optimizer(self, params, cls=None, **kwargs):
+        """The planned optimizer over params: cls (default gm.optim.Adam) with offload="cpu" when planned."""
+        cls = Adam if cls is None else cls
+        if self.offload_optimizer:
+            kwargs["offload"] = "cpu"
+        return cls(params, **kwargs)
 
     def step(self, x, y, optimizer):
         """One optimizer step of the whole batch (x, y) as planned: k micro-batches, each under autocast and
@@ -214,11 +277,15 @@ class Plan:
                              f"dim, got {got}")
         k, m = self.accumulation_steps, self.micro_batch
         device_type = x._device.split(":")[0]
+        if self.param_dtype is not None:  # inputs follow the parameters' dtype
+            x = x.to(self.param_dtype) if x.dtype.is_floating_point else x
+            y = y.to(self.param_dtype) if y is not None and y.dtype.is_floating_point else y
         total = 0.0
         for i in range(k):
             xi = x[i * m:(i + 1) * m] if k > 1 else x
             yi = (y[i * m:(i + 1) * m] if k > 1 else y) if y is not None else None
-            with _autocast(device_type, dtype=self.autocast) if self.autocast is not None else _nullctx():
+            with _autocast(device_type, dtype=self.autocast) if self.autocast is not None else _nullctx(), \
+                    _save_on_cpu() if self.save_on_cpu else _nullctx():
                 out = checkpoint_sequential(self.model, self.checkpoint_segments, xi) \
                     if self.checkpoint_segments else self.model(xi)
                 loss = self.loss_fn(out, yi)
@@ -227,7 +294,7 @@ class Plan:
             if k > 1:
                 loss = loss / k
             loss.backward()
-            total += float(loss.detach().item())
+            total += float(loss.detach().item()) if loss._device != "meta" else math.nan  # meta: no data
             del loss
         optimizer.step()
         optimizer.zero_grad()
@@ -242,27 +309,41 @@ class _nullctx:
         return False
 
 
-def _grid(model, batch_size, world_size=None):
-
+def _grid(model, batch_size, world_size=None, offload=False):
+    """Every on-device configuration (with world_size, for each ZeRO stage); with offload (a CUDA device, an
+    optimizer that can offload) also each of them with activations on the host, the optimizer on the host, both,
+    and bf16 parameters with the optimizer on the host (not with autocast, which then has nothing left to cast)."""
     ks, k = [], 1
     while k <= batch_size and batch_size % k == 0:
         ks.append(k)
         k *= 2
     segs = [None] + ([s for s in (2, 4) if s <= len(model)] if isinstance(model, Sequential) else [])
     zeros = (0, 1, 2) if world_size is not None else (None,)
-    return [dict(accumulation_steps=k, checkpoint_segments=s, autocast=a, **({} if z is None else {"zero": z}))
+    base = [dict(accumulation_steps=k, checkpoint_segments=s, autocast=a, **({} if z is None else {"zero": z}))
             for k in ks for s in segs for a in (None, bfloat16) for z in zeros]
+    if not offload:
+        return base
+    extra = [dict(save_on_cpu=True), dict(offload_optimizer=True), dict(offload_optimizer=True, save_on_cpu=True),
+             dict(offload_optimizer=True, param_dtype=bfloat16),
+             dict(offload_optimizer=True, param_dtype=bfloat16, save_on_cpu=True)]
+    return base + [dict(c, **e) for e in extra for c in base
+                   if not (e.get("param_dtype") is not None and c["autocast"] is not None)
+                   and not (e.get("save_on_cpu") and c["checkpoint_segments"])]
 
 
 def _check_candidate(c, model, batch_size, world_size=None):
 
-    keys = {"accumulation_steps", "checkpoint_segments", "autocast"} | ({"zero"} if world_size is not None else set())
+    keys = {"accumulation_steps", "checkpoint_segments", "autocast", *OFFLOAD_KEYS} | \
+        ({"zero"} if world_size is not None else set())
     if not isinstance(c, dict) or set(c) - keys:
         raise TypeError(f"plan: a candidate must be a dict of {', '.join(sorted(keys))}, got {c!r}")
     c = dict(dict(accumulation_steps=1, checkpoint_segments=None, autocast=None,
                   **({"zero": 0} if world_size is not None else {})), **c)
     if c.get("zero", 0) not in (0, 1, 2):
         raise ValueError(f"plan: a candidate's zero must be 0, 1 or 2, got {c['zero']!r}")
+    for key in OFFLOAD_KEYS:  # a remedy not used is left out, as in the default grid
+        if not c.get(key):
+            c.pop(key, None)
     k = _positive_int(c["accumulation_steps"], "a candidate's accumulation_steps", "plan")
     if batch_size % k:
         raise ValueError(f"plan: a candidate's accumulation_steps={k} does not divide batch_size={batch_size}")
@@ -272,7 +353,7 @@ def _check_candidate(c, model, batch_size, world_size=None):
 
 
 def plan(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, target=None, budget=None,
-         candidates=None, world_size=None):
+         candidates=None, world_size=None, device="cpu"):
     """The fastest configuration (under the cost model in this module's docstring) whose predicted training
     step fits in `budget` bytes, as a Plan; plan.step(x, y, optimizer) then runs it.
 
@@ -283,7 +364,10 @@ def plan(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, targ
     required). candidates: dicts of accumulation_steps, checkpoint_segments, autocast to choose from; default:
     every accumulation k = 1, 2, 4, ... dividing batch_size, checkpoint segments None, 2, 4 (Sequential only)
     and autocast None or gm.bfloat16. Ties in time go to fp32, then fewer segments. Raises ValueError naming the
-    smallest predicted total when nothing fits. (The former order, plan(model, loss_fn, input_shape, batch_size,
+    smallest predicted total when nothing fits. device: the device the plan is for (as max_batch_size's: its
+    estimates stand for it, "cuda" from a machine without one too); for a CUDA device, with optimizer None or
+    Adam/AdamW/SGD, the offload remedies are candidates too (module docstring), and Plan.prepare(model),
+    Plan.optimizer(params) apply them. (The former order, plan(model, loss_fn, input_shape, batch_size,
     budget, ...), still works, with a DeprecationWarning.)
     world_size: plan one rank of a data-parallel run of world_size ranks (batch_size is then per rank): the
     candidates also choose zero = 0 (DistributedDataParallel), 1 or 2 (ZeroRedundancyOptimizer stage), and each
@@ -309,22 +393,24 @@ def plan(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, targ
     shape = _sample_shape(input_shape)
     if world_size is not None:
         _positive_int(world_size, "world_size", "plan")
-    cands = _grid(model, batch_size, world_size) if candidates is None else \
+    dev = device_str(device)
+    can_offload = dev.startswith("cuda") and (optimizer is None or optimizer in _OFFLOADABLE)
+    cands = _grid(model, batch_size, world_size, can_offload) if candidates is None else \
         [_check_candidate(c, model, batch_size, world_size) for c in candidates]
     if not cands:
         raise ValueError("plan: candidates is empty")
 
     def order(c):
         return (step_cost(**c), c["autocast"] is not None, c["checkpoint_segments"] or 0, c["accumulation_steps"],
-                c.get("zero", 0))
+                c.get("zero", 0), c.get("param_dtype") is not None)
 
     ranks = {} if world_size is None else {"world_size": world_size}
 
     considered, best = [], None
     for c in sorted(cands, key=order):
         t = step_cost(**c)
-        est, need, ok = _fit(budget, model, shape, loss_fn=loss_fn, optimizer=optimizer, batch_size=batch_size,
-                             target=target, **c, **ranks)
+        est, need, ok = _fit(budget, model, shape, loss_fn=loss_fn, batch_size=batch_size, target=target,
+                             device=dev, **_estimate_kwargs(c, optimizer), **ranks)
         considered.append((c, need, t))
         if ok:  # sorted by time (then the tie-breaks): the first that fits is the choice
             best = (c, est, t)
@@ -336,20 +422,43 @@ def plan(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, targ
                          f"smallest predicted total is {_fmt(need)} ({need} bytes){why}, with {_describe(c)}")
     c, est, t = best
     p = Plan(model, loss_fn, batch_size, budget, c["accumulation_steps"], c["checkpoint_segments"],
-             c["autocast"], est, t, considered)
+             c["autocast"], est, t, considered, offload_optimizer=bool(c.get("offload_optimizer")),
+             save_on_cpu=bool(c.get("save_on_cpu")), param_dtype=c.get("param_dtype"))
     if world_size is not None:
         p.world_size, p.zero = world_size, c["zero"]
     return p
 
 
+def _estimate_kwargs(c, optimizer):
+    """estimate()'s keywords for candidate c: the offloading optimizer made from `optimizer` (None: Adam)."""
+    kw = {k: v for k, v in c.items() if k not in OFFLOAD_KEYS}
+    kw["optimizer"] = optimizer
+    if c.get("offload_optimizer"):
+        cls = Adam if optimizer is None else optimizer
+        kw["optimizer"] = lambda ps: cls(ps, offload="cpu")
+    kw["save_on_cpu"] = bool(c.get("save_on_cpu"))
+    kw["param_dtype"] = c.get("param_dtype")
+    return kw
+
+
 def _config(p):
-    """A Plan's configuration, as the candidates' dicts."""
-    return dict(accumulation_steps=p.accumulation_steps, checkpoint_segments=p.checkpoint_segments,
-                autocast=p.autocast, **({} if p.world_size is None else {"zero": p.zero}))
+    """A Plan's configuration, as the candidates' dicts (an offload remedy only when used)."""
+    c = dict(accumulation_steps=p.accumulation_steps, checkpoint_segments=p.checkpoint_segments,
+             autocast=p.autocast, **({} if p.world_size is None else {"zero": p.zero}))
+    for key in OFFLOAD_KEYS:
+        if getattr(p, key, None):
+            c[key] = getattr(p, key)
+    return c
 
 
 def _describe(c):
     amp = "fp32" if c["autocast"] is None else f"autocast {c['autocast']}"
     zero = "" if "zero" not in c else f", zero={c['zero']}"
+    off = ""
+    if c.get("offload_optimizer"):
+        off += ", optimizer offloaded to the host" + (f" with {c['param_dtype']} parameters on the device"
+                                                      if c.get("param_dtype") is not None else "")
+    if c.get("save_on_cpu"):
+        off += ", activations saved on the host"
     return (f"accumulation_steps={c['accumulation_steps']}, checkpoint_segments={c['checkpoint_segments']}, "
-            f"{amp}{zero}")
+            f"{amp}{zero}{off}")

@@ -6,16 +6,20 @@ rounded up to 512 bytes, as in PyTorch's CUDA allocator (see csrc/allocator.c fo
 Besides the devices ("cpu", "cuda:N", "meta"), the functions below take "cpu-pinned": the allocator of pinned
 host memory (Tensor.pin_memory, DataLoader(pin_memory=True)). Pinned tensors are CPU tensors, but their bytes are
 counted there and not under "cpu", with a limit and a cache of their own (PyTorch keeps them apart too:
-torch.cuda.host_memory_stats)."""
+torch.cuda.host_memory_stats). And "meta-host": the host memory of a run on meta (an estimate of a step that
+offloads to the host: optimizer offload, save_on_cpu), counted apart from the meta device's, with the same policy
+as the host's allocator."""
 from .. import _C
 from .._core.dtype import device_str
 
 PINNED = "cpu-pinned"
+META_HOST = "meta-host"
 
 
 def _dev(device):
-    """The allocator a memory function addresses: a device, or the pinned host memory ("cpu-pinned")."""
-    return PINNED if isinstance(device, str) and device == PINNED else device_str(device)
+    """The allocator a memory function addresses: a device, the pinned host memory ("cpu-pinned"), or a meta run's
+    host memory ("meta-host")."""
+    return device if isinstance(device, str) and device in (PINNED, META_HOST) else device_str(device)
 
 
 # Every block is tagged with one of these (csrc/gm.h's gm_category, in its order). The one definition of each:

@@ -5,24 +5,29 @@ maximize), one fused in-place C call per parameter group (csrc/ops_optim.c).
 The fused call is the point (seed 000): PyTorch's unfused Adam computes `exp_avg_sq.sqrt()` and a weight-decay
 copy of the gradient as temporaries the size of the largest parameter — 2.18 GiB for that model's fc1 — and
 that is what ran out of memory. Here a step allocates nothing; the first step allocates exactly the state
-(exp_avg, exp_avg_sq, and max_exp_avg_sq with amsgrad), tagged "optimizer"."""
+(exp_avg, exp_avg_sq, and max_exp_avg_sq with amsgrad), tagged "optimizer".
+
+offload="cpu": fp32 master weights and the state in pinned host memory, the update on the CPU (optim/_offload.py).
+"""
 from .. import _C
+from ._offload import OffloadMixin
 from .optimizer import Optimizer
 
 __all__ = ["Adam", "AdamW"]
 
 
-class Adam(Optimizer):
+class Adam(OffloadMixin, Optimizer):
     _decoupled = False
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, amsgrad=False, *,
-                 maximize=False, foreach=None, capturable=False, differentiable=False, fused=None):
+                 maximize=False, foreach=None, capturable=False, differentiable=False, fused=None, offload=None):
         # foreach / fused / capturable: accepted for drop-in compatibility; every step here is fused.
         if differentiable:
             raise ValueError(f"{type(self).__name__}: differentiable=True is not supported (the step is a fused "
                              f"in-place kernel)")
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
                         maximize=maximize)
+        self._init_offload(offload)
         super().__init__(params, defaults)
 
     def _validate_group(self, group):
@@ -47,6 +52,11 @@ class Adam(Optimizer):
         if not params:
             return False
         amsgrad = bool(group["amsgrad"])
+        keys = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq") if amsgrad else ("exp_avg", "exp_avg_sq")
+        if self._offloads(params):
+            self._offloaded(params, grads, lambda p: self._host_state_of(p, keys),
+                            lambda p, master, g: self._host_update(group, p, master, g))
+            return True
         exp_avgs, exp_avg_sqs, max_sqs, steps = [], [], [] if amsgrad else None, []
         for p in params:
             st = self.state.setdefault(p, {})
@@ -68,6 +78,25 @@ class Adam(Optimizer):
             self.state[p]["step"] = s
         return True
 
+    def _host_state_of(self, p, keys):
+        st = self.state.setdefault(p, {})
+        st.setdefault("step", 0)
+        for key in keys:
+            if key not in st:
+                st[key] = self._host_state(p, key)
+        return st
+
+    def _host_update(self, group, p, master, g):
+        """One parameter's step on the host: the fp32 master and state, with the host gradient g."""
+        st = self.state[p]
+        beta1, beta2 = group["betas"]
+        amsgrad = bool(group["amsgrad"])
+        _C.adam_step_([master], [g], [st["exp_avg"]], [st["exp_avg_sq"]],
+                      [st["max_exp_avg_sq"]] if amsgrad else None, [st["step"] + 1], float(group["lr"]),
+                      float(beta1), float(beta2), float(group["eps"]), float(group["weight_decay"]),
+                      self._decoupled, amsgrad, bool(group["maximize"]))
+        st["step"] += 1
+
 
 class AdamW(Adam):
     """Adam with decoupled weight decay (Loshchilov & Hutter): param *= 1 - lr*weight_decay before the Adam
@@ -75,6 +104,6 @@ class AdamW(Adam):
     _decoupled = True
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
-                 maximize=False, foreach=None, capturable=False, differentiable=False, fused=None):
+                 maximize=False, foreach=None, capturable=False, differentiable=False, fused=None, offload=None):
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize, foreach=foreach,
-                         capturable=capturable, differentiable=differentiable, fused=fused)
+                         capturable=capturable, differentiable=differentiable, fused=fused, offload=offload)

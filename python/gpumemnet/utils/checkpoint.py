@@ -10,17 +10,21 @@ replayed. The replay saves and sets the global generator's state only where this
 estimate (whose meta ops draw nothing) it is left alone, so a trainer in another thread is not disturbed.
 No input needs requires_grad, inputs may be nested in lists/tuples/dicts, and gradients can be taken
 with backward() or gm.autograd.grad.
+
+offload_sequential is the other way to keep a layer's activations off the device: run it with its saved tensors
+in host memory (gm.autograd.graph.save_on_cpu), chosen layer by layer, so that only the largest go across.
 """
 import sys
 import types
 
 from .._core import autocast as _autocast
 from .._core import autograd
+from .._core.offload import save_on_cpu
 from .._core import random as _random
 from .._core.state import state
 from .._core.tensor import Tensor
 
-__all__ = ["checkpoint", "checkpoint_sequential", "in_recomputation"]
+__all__ = ["checkpoint", "checkpoint_sequential", "offload_sequential", "in_recomputation"]
 
 def in_recomputation():
     """True while a checkpointed segment is being recomputed for backward (ops with side effects, like
@@ -154,6 +158,47 @@ def checkpoint_sequential(functions, segments, input, preserve_rng_state=True, u
                            use_reentrant=use_reentrant)
         start = end
     return run(start, n)(input)
+
+
+def offload_sequential(functions, input, offload, pin_memory=False):
+    """Run a Sequential (or a list of modules/functions) on `input`, keeping the tensors that the chosen layers
+    save for backward in host memory (save_on_cpu(pin_memory)) and the rest on the device. `offload` chooses
+    the layers: a collection of child indices (ints) and/or child names (str, as in named_children()), or a
+    predicate module -> bool. Gradients are those of the plain run; what the chosen layers kept moves to the
+    host, and comes back, one tensor at a time, when backward reaches them."""
+    if hasattr(functions, "named_children"):
+        named = list(functions.named_children())
+    else:
+        named = [(str(i), m) for i, m in enumerate(functions)]
+    if callable(offload) and not isinstance(offload, (list, tuple, set, frozenset)):
+        chosen = {i for i, (_, m) in enumerate(named) if offload(m)}
+    else:
+        if isinstance(offload, (str, int)):
+            raise TypeError(f"offload_sequential: offload must be a collection of child indices or names, or a "
+                            f"predicate, got {offload!r} (wrap a single one in a list)")
+        names = {n: i for i, (n, _) in enumerate(named)}
+        chosen = set()
+        for o in offload:
+            if isinstance(o, bool) or not isinstance(o, (int, str)):
+                raise TypeError(f"offload_sequential: offload holds {o!r}; expected child indices (int) or names "
+                                f"(str)")
+            if isinstance(o, int):
+                if not -len(named) <= o < len(named):
+                    raise IndexError(f"offload_sequential: index {o} out of range for {len(named)} children")
+                chosen.add(o % len(named))
+            elif o not in names:
+                raise ValueError(f"offload_sequential: no child named {o!r}; the children are "
+                                 f"{[n for n, _ in named]}")
+            else:
+                chosen.add(names[o])
+    x = input
+    for i, (_, m) in enumerate(named):
+        if i in chosen:
+            with save_on_cpu(pin_memory=pin_memory):
+                x = m(x)
+        else:
+            x = m(x)
+    return x
 
 
 class _CallableModule(types.ModuleType):

@@ -1,0 +1,131 @@
+"""Host offload's plumbing (layer 1): where a device tensor's host copy lives, the copies across, the count of
+bytes they move, and save_on_cpu (gm.autograd.graph.save_on_cpu: saved activations in host memory).
+
+Where the host copy lives. A CUDA tensor's goes to host memory: pinned ("cpu-pinned" in the statistics) when asked,
+as an offloading optimizer always does, else pageable ("cpu"). A meta tensor's (a run on meta, an estimate) goes
+to "meta-host": meta tensors whose bytes the allocator counts apart from the meta device's (csrc/allocator.c), so
+that an estimate gives the device peak and the host peak separately, with the same policy and rounding as the
+real host allocator. On meta both pinned and pageable copies are counted there: an estimate's host peak stands for
+whichever host allocator the real run uses. A CPU tensor has no host copy to make: it already is one.
+
+Every copy crosses as one contiguous run in the tensor's own dtype (csrc/transfer.c: no temporary on either
+side); a dtype change happens on the host, on tensors that already exist, so a copy never takes memory that an
+estimate would not see. Copies are synchronous: the CUDA layer has one stream per device (DESIGN.md), so there is
+no second stream to overlap them with; bytes_moved() counts them, per thread, for estimates and the planner.
+
+save_on_cpu: PyTorch's semantics (pack copies a saved tensor to the host, unpack copies it back to its device),
+with one difference that saves work and memory: a saved *parameter* stays where it is (moving it frees nothing
+on the device, since the model still holds it, and would cost its bytes on the host and on the bus each step;
+PyTorch copies it too). No prefetch: with one stream an unpack's copy cannot overlap the backward kernels, and
+bringing the next saved tensors back early would only raise the device's peak by their bytes."""
+import threading
+import weakref
+
+from .. import _C
+from .autograd import graph
+
+__all__ = ["host_device", "host_empty", "copy_to_host", "copy_to_device", "to_host", "to_device", "bytes_moved", "reset_bytes_moved", "save_on_cpu"]
+
+
+class _Moved(threading.local):
+    def __init__(self):
+        self.to_host = 0
+        self.to_device = 0
+
+
+_moved = _Moved()
+
+
+def bytes_moved():
+    """{"to_host": bytes, "to_device": bytes} copied across by offload on this thread since the last reset."""
+    return {"to_host": _moved.to_host, "to_device": _moved.to_device}
+
+
+def reset_bytes_moved():
+    _moved.to_host = _moved.to_device = 0
+
+
+def host_device(device):
+    """The device a host copy of a tensor on `device` is made on: "cpu" for CUDA, "meta" (counted as "meta-host")
+    for meta, None for the CPU (nothing to offload)."""
+    kind = device.split(":")[0]
+    return {"cuda": "cpu", "meta": "meta"}.get(kind)
+
+
+def host_empty(shape, dtype, device, pin_memory=True):
+    """An uninitialised host tensor for a tensor on `device` (CUDA or meta): pinned if asked; on meta counted as
+    the run's host memory ("meta-host")."""
+    host = host_device(device)
+    if host == "meta":
+        return _C.empty(tuple(shape), dtype, "meta", True)
+    return _C.empty(tuple(shape), dtype, host, bool(pin_memory))
+
+
+def _nbytes(t):
+    return t.numel() * t.element_size()
+
+
+def copy_to_host(dst, src):
+    """dst.copy_(src), device -> host (same shape and dtype, both contiguous: one transfer, no temporary),
+    counted in bytes_moved()."""
+    _C.copy_(dst, src)
+    _moved.to_host += _nbytes(src)
+
+
+def copy_to_device(dst, src):
+    """dst.copy_(src), host -> device, as copy_to_host."""
+    _C.copy_(dst, src)
+    _moved.to_device += _nbytes(src)
+
+
+def to_host(t, pin_memory=True):
+    """A host copy of device tensor t (contiguous, t's dtype)."""
+    h = host_empty(t.shape, t._dtype, t._device, pin_memory)
+    _C.copy_(h, t)
+    _moved.to_host += _nbytes(t)
+    return h
+
+
+def to_device(h, device):
+    """A copy of host tensor h on device."""
+    out = _C.empty(tuple(h.shape), h._dtype, device)
+    _C.copy_(out, h)
+    _moved.to_device += _nbytes(h)
+    return out
+
+
+class save_on_cpu(graph.saved_tensors_hooks):
+    """Within this context, tensors saved for backward are copied to host memory (pinned with pin_memory=True)
+    and copied back to their device when backward needs them (torch.autograd.graph.save_on_cpu). Saved
+    parameters and CPU tensors are kept as they are (see the module's docstring). A tensor saved by two ops (a
+    ReLU's output, and the flattened view of it the next Linear saves) is copied to the host once: the second
+    pack finds the first's host copy while it is alive (a weak map keyed by the storage and its block's allocation
+    serial, which no later tensor in a reused block shares, offset, size and version);
+    each unpack makes its own device copy."""
+
+    def __init__(self, pin_memory=False, device_type="cuda"):
+        self.pin_memory = bool(pin_memory)
+        copies = weakref.WeakValueDictionary()
+
+        def pack(t):
+            if host_device(t._device) is None or t._category == "parameter":
+                return (None, t, None)
+            if not t.is_contiguous():
+                t = t.contiguous()
+            # the same bytes under another shape (a flatten view) share one host copy
+            key = (t._device, t._storage_id, t._alloc_serial, t._offset, t.numel(), t._version, t._dtype)
+            h = copies.get(key)
+            if h is None:
+                h = to_host(t, self.pin_memory)
+                h._category = "activation"
+                copies[key] = h
+            return (t._device, h, tuple(t.shape))
+
+        def unpack(packed):
+            device, h, shape = packed
+            if device is None:
+                return h
+            out = to_device(h, device)
+            return out if tuple(out.shape) == shape else out.view(shape)
+
+        super().__init__(pack, unpack)

@@ -1,0 +1,147 @@
+"""Optimizer offload (ZeRO-Offload's scheme, on one device): Adam/AdamW/SGD(..., offload="cpu").
+
+The device keeps the parameters (in their own dtype: float32, or bfloat16/float16 for half the bytes) and their
+gradients; the host keeps, in pinned memory, an fp32 master copy of every parameter and the optimizer's state.
+A step, parameter by parameter (each parameter is one bucket: the pinned caching allocator makes its transient
+buffers free after the first step, and the host holds at most one parameter's staging at a time):
+  1. the gradient is copied down (device -> pinned host, in its own dtype: one transfer, no temporary), and
+     widened to fp32 on the host when the parameter is a half type;
+  2. the fused CPU kernel (kernels/cpu/optim.c: multithreaded, vectorised) updates the fp32 master and state;
+  3. the master is copied up, rounded on the host to the parameter's dtype first when that is a half type.
+So the device holds exactly what it held without offload minus the optimizer state (and, for half
+parameters, half the parameter and gradient bytes); the host holds masters + state + one parameter's staging.
+
+The copies happen in step(), synchronously: the CUDA layer has one stream per device, so a copy made as
+backward produces each gradient (a post-accumulate-grad hook) could not overlap backward's kernels, and under
+gradient accumulation it would move each gradient once per micro-batch instead of once per step.
+
+What the user sees is unchanged: state_dict() has the keys and values it has without offload (its tensors are
+the host ones), load_state_dict() fills host state, gm.save/gm.load round-trip it. The fp32 masters are not in
+the state dict (PyTorch's optimizers have none): a master is (re)made from its parameter on the parameter's
+first step, after load_state_dict, and whenever the parameter was changed outside the optimizer (its version
+moved), so that `model.load_state_dict(...)` or `p.data.copy_(...)` are never overwritten by a stale master.
+For half parameters the master's bits below the half precision are not saved (the model's half parameters
+are then all there is, as in PyTorch's own half training).
+
+On a model whose parameters are on the CPU there is nothing to offload: the optimizer runs as without it, after
+a one-time note. On meta (an estimate) the host buffers are counted as "meta-host" (_core/offload.py)."""
+import warnings
+
+from .. import _C
+from .._core import offload as _off
+from .._core.dtype import as_dtype
+from .._core.scope import category
+
+__all__ = ["OffloadMixin"]
+
+_F32 = as_dtype("float32").code
+
+
+class OffloadMixin:
+    """The host side of an offloading optimizer. A subclass calls _init_offload(offload) in __init__ and, in
+    _step_group, hands a group's (params, grads) to _offloaded(...) when self._offloads(params)."""
+
+    def _init_offload(self, offload):
+        if offload not in (None, "cpu"):
+            raise ValueError(f"{type(self).__name__}: offload must be None or 'cpu', got {offload!r}")
+        self.offload = offload
+        self._masters = {}   # parameter -> its fp32 master on the host
+        self._synced = {}    # parameter -> its _version right after the step's upload
+        self._noted_cpu = False
+
+    def _offloads(self, params):
+        if getattr(self, "offload", None) is None or not params:
+            return False
+        if _off.host_device(params[0]._device) is not None:
+            return True
+        if not self._noted_cpu:
+            self._noted_cpu = True
+            warnings.warn(f"{type(self).__name__}(offload='cpu'): the parameters are on {params[0]._device}, "
+                          f"already host memory; the optimizer runs as without offload", UserWarning, stacklevel=4)
+        return False
+
+    # ---- host buffers ------------------------------------------------------------------------------------------
+    def _host_state(self, p, key, zero=True):
+        """A fp32 state tensor for p in pinned host memory, tagged "optimizer", zero-filled unless the step
+        writes it first."""
+        with category("optimizer"):
+            t = _off.host_empty(p.shape, _F32, p._device)
+        if zero and t._device != "meta":
+            _C.fill_(t, 0)
+        if p._name:
+            t._name = f"{key}({p._name})"
+        return t
+
+    def _master(self, p):
+        """p's fp32 master on the host, (re)made from p when it has none or p changed outside the optimizer."""
+        m = self._masters.get(p)
+        if m is not None and self._synced.get(p) == p._version:
+            return m
+        if m is None:
+            m = self._masters[p] = self._host_state(p, "master", zero=False)
+        # One-time (per resync) download, not part of a step's traffic: not counted in bytes_moved.
+        if p._dtype == _F32:
+            _C.copy_(m, p)
+        else:
+            with category("workspace"):
+                stage = _off.host_empty(p.shape, p._dtype, p._device)
+            _C.copy_(stage, p)
+            _C.copy_(m, stage)
+        return m
+
+    def _host_grad(self, g, device):
+        """g copied down, as fp32 on the host (tagged "gradient": the step's transient copy)."""
+        if not g.is_contiguous():
+            g = g.contiguous()
+        with category("gradient"):
+            if g._dtype == _F32:
+                gh = _off.host_empty(g.shape, _F32, device)
+                _off.copy_to_host(gh, g)
+                return gh
+            stage = _off.host_empty(g.shape, g._dtype, device)
+            _off.copy_to_host(stage, g)
+            gh = _off.host_empty(g.shape, _F32, device)
+        _C.copy_(gh, stage)
+        return gh
+
+    def _upload(self, p, master):
+        if p._dtype == _F32:
+            _off.copy_to_device(p, master)
+        else:
+            with category("workspace"):
+                stage = _off.host_empty(p.shape, p._dtype, p._device)
+            _C.copy_(stage, master)
+            _off.copy_to_device(p, stage)
+        self._synced[p] = p._version
+
+    def _offloaded(self, params, grads, prepare, update):
+        """Every parameter's master and state first (prepare(p) makes p's state), so that the first step holds
+        what every later one holds; then for each parameter: gradient down, update(p, master, host_grad) on the
+        host, master up."""
+        masters = []
+        for p in params:
+            masters.append(self._master(p))
+            prepare(p)
+        for p, g, master in zip(params, grads, masters):
+            gh = self._host_grad(g, p._device)
+            update(p, master, gh)
+            del gh
+            self._upload(p, master)
+
+    # ---- state_dict --------------------------------------------------------------------------------------------
+    def load_state_dict(self, state_dict):
+        super().load_state_dict(state_dict)
+        self._synced.clear()  # masters are remade from the parameters at the next step
+
+    def _adopt(self, p, key, value, existing):
+        if getattr(self, "offload", None) is None or _off.host_device(p._device) is None:
+            return super()._adopt(p, key, value, existing)
+        dst = existing
+        if not (isinstance(dst, _C.TensorBase) and tuple(dst.shape) == tuple(p.shape) and dst._dtype == _F32):
+            dst = self._host_state(p, key, zero=False)
+        if dst._device != "meta":
+            if value._device == "meta":
+                raise ValueError(f"load_state_dict: state {key!r} is a meta tensor (no data) but the parameter is "
+                                 f"on {p._device}")
+            _C.copy_(dst, value)
+        return dst
