@@ -167,6 +167,15 @@ static inline void gm_free_list_remove(gm_allocator *A, gm_block *b) {
     b->fprev = b->fnext = NULL;
 }
 
+/* Fold b's successor in the segment into b (neither on a free list: the caller takes them off). */
+static inline void gm_merge_next(gm_block *b) {
+    gm_block *n = b->next;
+    b->size += n->size;
+    b->next = n->next;
+    if (n->next) n->next->prev = b;
+    free(n);
+}
+
 static inline gm_block *gm_new_block(gm_allocator *A, gm_segment *seg, char *addr, size_t size, int pool) {
     gm_block *b = calloc(1, sizeof *b);
     if (!b) return NULL;
@@ -206,6 +215,10 @@ gm_allocator *gm_allocator_for(gm_device dev);
 /* A device name, "cpu-pinned" or "meta-host"; NULL with the exception. */
 gm_allocator *gm_allocator_parse(PyObject *arg);
 gm_allocator *gm_allocator_meta(void);
+int gm_no_caching(void); /* GPUMEMNET_NO_CACHING=1: every tensor its own segment */
+/* A new segment of `size` bytes as one free block on A's free list, or NULL (no exception) when the limit, the
+ * capacity or the source says no. Caller holds the lock. */
+gm_block *gm_new_segment(gm_allocator *A, size_t size, int pool);
 /* Lay out meta's segments as the source blocks' device has them (see allocator.c); the number of blocks mirrored,
  * or -1 (out of memory, no exception). gm_meta_claim(i): the calling thread's next meta allocation takes the
  * mirror of blocks[i]; gm_meta_mirror_end: the mirrors nobody claimed become free space. */
