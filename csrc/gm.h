@@ -286,6 +286,13 @@ extern PyMethodDef gm_amp_methods[];               /* ops_amp.c: GradScaler's fu
 extern PyMethodDef gm_transfer_methods[];          /* transfer.c: copies between devices */
 
 int gm_tensor_type_init(PyObject *module);
+/* tensor_type.c: TensorBase's number slots, filled by autograd_node.c (the operators record their autograd node
+ * in C) before gm_tensor_type_init makes the type ready. */
+extern PyNumberMethods gm_tensor_number_methods;
+/* ops_elementwise.c: a op b for op a GM_EW_* code (tensors or numbers), as _C.binary without out=. */
+PyObject *gm_binary(int op, PyObject *a, PyObject *b);
+extern PyMethodDef gm_autograd_node_methods[]; /* autograd_node.c: _autograd_setup */
+int gm_autograd_node_init(PyObject *module);    /* autograd_node.c: _C.Node and the operator slots */
 int gm_allocator_init(void);
 int gm_errors_init(PyObject *module); /* errors.c: makes gm.OutOfMemoryError */
 

@@ -230,6 +230,8 @@ static int gather_methods(void) {
     return 0;
 }
 
+PyNumberMethods gm_tensor_number_methods; /* filled by autograd_node.c before the type is made ready */
+
 static PyTypeObject TensorBaseType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "gpumemnet._C.TensorBase",
@@ -244,6 +246,7 @@ static PyTypeObject TensorBaseType = {
     .tp_methods = tensor_methods,
     .tp_members = tensor_members,
     .tp_getset = tensor_getset,
+    .tp_as_number = &gm_tensor_number_methods,
 };
 
 /* ---- creation ---------------------------------------------------------------------------------------- */

@@ -138,50 +138,16 @@ def _label_saved(t):
         _C.label_unnamed(t, label)
 
 
-class _SavedTensor:
-    __slots__ = ("packed", "version", "storage", "unpack")
-
-    def __init__(self, t):
-        # An alias that shares storage but not autograd metadata: saving an op's own output would otherwise
-        # make a reference cycle (output -> grad_fn -> saved output) that only the GC could free.
-        alias = t._as_strided(t.shape, t._strides, t._offset)
-        if t.grad_fn is not None and t._category == "other":
-            t._category = "activation"  # an intermediate kept alive for backward: what checkpointing saves
-            _label_saved(t)
-        self.version = t._version
-        self.storage = t._storage_id
-        hooks_stack = state.saved_tensors_hooks
-        if hooks_stack:
-            pack, self.unpack = hooks_stack[-1]
-            self.packed = pack(alias)
-        else:
-            self.unpack = None
-            self.packed = alias
-
-    def get(self, op_name):
-        if self.unpack is not None:
-            # What an unpack hook makes (a checkpoint's recomputed forward, an offloaded tensor brought back) is
-            # forward state, not a gradient: it is made under "other", as in the forward, and re-tagged
-            # "activation" when saved, instead of under backward's "activation_grad" (see _run).
-            prev = _C.set_category("other")
-            try:
-                return self.unpack(self.packed)
-            finally:
-                _C.set_category(prev)
-        t = self.packed
-        if t._version != self.version:
-            raise RuntimeError(
-                f"one of the tensors needed to compute the gradient of {op_name} has been modified by an "
-                f"in-place operation (its version is {t._version}, expected {self.version}); use the "
-                f"out-of-place form, or clone() the tensor before modifying it")
-        return t
+# What a node keeps of a tensor for backward (an alias, its version, or what the pack hook made of it): in C,
+# csrc/autograd_node.c, which the operators' fast path saves through too. `_SavedTensor(t)`, `.get(op_name)`.
+_SavedTensor = _C.SavedTensor
 
 
 # ---- nodes ------------------------------------------------------------------------------------------------
-class Node:
-    """A recorded op. `next_functions[i]` is (node, output_nr) feeding input i, or None."""
-    __slots__ = ("next_functions", "_saved", "_pre_hooks", "_released", "needs_input_grad", "_scope",
-                 "__weakref__")
+class Node(_C.Node):
+    """A recorded op. `next_functions[i]` is (node, output_nr) feeding input i, or None. The fields (edges, saved
+    tensors, hooks, the forward's scope) live in the C base (csrc/autograd_node.c)."""
+    __slots__ = ()
 
     def name(self):
         return type(self).__name__
@@ -254,11 +220,7 @@ class Function(Node):
                 i += 1
         if edges is None:
             return cls.forward(_NO_CTX, *args)
-        node = cls.__new__(cls)
-        node._saved = None
-        node._pre_hooks = None
-        node._released = False
-        node._scope = _C.get_scope()  # where the forward ran: its backward is named after it
+        node = cls.__new__(cls)  # the C base keeps the scope the forward runs in: backward is named after it
         node.next_functions = edges
         node.needs_input_grad = [e is not None for e in edges]
         out = cls.forward(node, *args)
