@@ -12,36 +12,13 @@
  * Above tensor_type.c (it fills TensorBase's number slots before the type is made ready) and ops_elementwise.c
  * (gm_binary); below module.c, which calls gm_autograd_init. */
 #include "gm.h"
+#include "autograd.h"
 #include "../kernels/elementwise_ops.h"
 #include <structmember.h>
 
 /* ---- the node ---------------------------------------------------------------------------------------------- */
-enum { META_NONE = 0, META_TENSOR = 1, META_NUMBER = 2 };
-
-typedef struct {
-    int kind;
-    int ndim;
-    gm_dtype dtype;
-    int64_t shape[GM_MAX_DIMS];
-    PyObject *number; /* META_NUMBER: the Python number */
-} node_meta;
-
-#define NODE_MAX_META 4
-
-typedef struct {
-    PyObject_HEAD
-    PyObject *next_functions; /* list: (node, output_nr) feeding input i, or None */
-    PyObject *saved;          /* tuple of _SavedTensor / None, or None */
-    PyObject *pre_hooks;      /* dict output_nr -> [hook], or None */
-    PyObject *needs_input_grad;
-    PyObject *weakreflist;
-    const char *scope; /* interned (gm_intern): the scope the forward ran in */
-    int released;
-    int n_meta;
-    node_meta meta[NODE_MAX_META];
-} GMNode;
-
 static PyTypeObject NodeType;
+PyTypeObject *GMNode_Type = &NodeType;
 
 static PyObject *node_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
     GMNode *n = (GMNode *)type->tp_alloc(type, 0);
@@ -61,6 +38,7 @@ static int node_traverse(GMNode *n, visitproc visit, void *arg) {
     Py_VISIT(n->saved);
     Py_VISIT(n->pre_hooks);
     Py_VISIT(n->needs_input_grad);
+    Py_VISIT(n->variable);
     for (int i = 0; i < n->n_meta; i++) Py_VISIT(n->meta[i].number);
     return 0;
 }
@@ -70,6 +48,7 @@ static int node_clear(GMNode *n) {
     Py_CLEAR(n->saved);
     Py_CLEAR(n->pre_hooks);
     Py_CLEAR(n->needs_input_grad);
+    Py_CLEAR(n->variable);
     node_clear_meta(n);
     return 0;
 }
@@ -186,6 +165,7 @@ static PyMemberDef node_members[] = {
     {"_saved", T_OBJECT, offsetof(GMNode, saved), 0, "Saved tensors (tuple of _SavedTensor), or None."},
     {"_pre_hooks", T_OBJECT, offsetof(GMNode, pre_hooks), 0, "Gradient hooks: {output_nr: [hook]}."},
     {"needs_input_grad", T_OBJECT, offsetof(GMNode, needs_input_grad), 0, "Whether input i needs a gradient."},
+    {"variable", T_OBJECT, offsetof(GMNode, variable), 0, "AccumulateGrad: the leaf tensor."},
     {NULL, 0, 0, 0, NULL},
 };
 
@@ -212,8 +192,8 @@ static PyTypeObject NodeType = {
 };
 
 /* ---- what Python registers (_autograd_setup) --------------------------------------------------------------- */
-static PyObject *grad_mode;       /* the ContextVar of grad mode (_core/state.py) */
-static PyObject *accumulate_cls;  /* autograd.AccumulateGrad */
+PyObject *gm_grad_mode;           /* the ContextVar of grad mode (_core/state.py) */
+PyObject *gm_accumulate_cls;       /* autograd.AccumulateGrad */
 static PyObject *thread_state;    /* state (its saved_tensors_hooks list) */
 static PyObject *label_saved;     /* autograd._label_saved(t) */
 static PyObject *fast_cls[GM_EW_NBINARY]; /* op code -> Function subclass recorded here (Add, Sub, Mul, Div) */
@@ -362,8 +342,8 @@ static PyTypeObject SavedType = {
 
 static int grad_enabled(void) {
     PyObject *v;
-    if (!grad_mode) return 1;
-    if (PyContextVar_Get(grad_mode, NULL, &v) < 0) return -1;
+    if (!gm_grad_mode) return 1;
+    if (PyContextVar_Get(gm_grad_mode, NULL, &v) < 0) return -1;
     int on = v == Py_True ? 1 : (v ? PyObject_IsTrue(v) : 1);
     Py_XDECREF(v);
     return on;
@@ -376,8 +356,18 @@ static PyObject *edge_of(GMTensor *t) {
     PyObject *acc = NULL;
     if (t->grad_acc && PyWeakref_Check(t->grad_acc)) acc = PyWeakref_GetObject(t->grad_acc);
     if (acc && acc != Py_None) return Py_BuildValue("(Oi)", acc, 0);
-    acc = PyObject_CallOneArg(accumulate_cls, (PyObject *)t);
-    if (!acc) return NULL;
+    /* A new accumulator, made as AccumulateGrad.__init__ makes it (without its Python frame: a leaf in a graph
+     * that is made and freed per op gets one each time, as in PyTorch) */
+    PyTypeObject *cls = (PyTypeObject *)gm_accumulate_cls;
+    if (!(acc = cls->tp_alloc(cls, 0))) return NULL;
+    GMNode *an = (GMNode *)acc;
+    an->scope = gm_current_scope();
+    Py_INCREF(t);
+    an->variable = (PyObject *)t;
+    if (!(an->next_functions = PyTuple_New(0))) {
+        Py_DECREF(acc);
+        return NULL;
+    }
     PyObject *ref = PyWeakref_NewRef(acc, NULL);
     if (!ref) {
         Py_DECREF(acc);
@@ -387,6 +377,19 @@ static PyObject *edge_of(GMTensor *t) {
     PyObject *e = Py_BuildValue("(Oi)", acc, 0);
     Py_DECREF(acc);
     return e;
+}
+
+/* _C._edge_of(t): autograd._edge_of, the one place accumulators are made. */
+static PyObject *py_edge_of(PyObject *self, PyObject *t) {
+    if (!gm_is_tensor(t)) {
+        PyErr_Format(PyExc_TypeError, "_edge_of: expected a Tensor, got %s", Py_TYPE(t)->tp_name);
+        return NULL;
+    }
+    if (!gm_accumulate_cls) {
+        PyErr_SetString(PyExc_RuntimeError, "_edge_of: autograd is not set up (_autograd_setup)");
+        return NULL;
+    }
+    return edge_of((GMTensor *)t);
 }
 
 static PyObject *saved_of(PyObject *x) {
@@ -520,7 +523,11 @@ static PyObject *py_autograd_setup(PyObject *self, PyObject *args) {
         Py_XSETREF(fast_cls[op], cls);
         fast_saves[op] = saves;
     }
-    PyObject **slots[] = {&grad_mode, &accumulate_cls, &thread_state, &label_saved, &fallback_binary,
+    if (!PyType_Check(acc) || !PyType_IsSubtype((PyTypeObject *)acc, &NodeType)) {
+        PyErr_SetString(PyExc_TypeError, "_autograd_setup: AccumulateGrad must subclass _C.Node");
+        return NULL;
+    }
+    PyObject **slots[] = {&gm_grad_mode, &gm_accumulate_cls, &thread_state, &label_saved, &fallback_binary,
                           &fallback_rsub, &fallback_rdiv};
     PyObject *vals[] = {gmode, acc, st, lab, fb, frs, frd};
     for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
@@ -531,6 +538,7 @@ static PyObject *py_autograd_setup(PyObject *self, PyObject *args) {
 }
 
 PyMethodDef gm_autograd_node_methods[] = {
+    {"_edge_of", py_edge_of, METH_O, "The edge to a tensor's gradient: (grad_fn, output_nr) or (AccumulateGrad, 0)."},
     {"_autograd_setup", py_autograd_setup, METH_VARARGS,
      "Register autograd's Python parts with the C recording path (called once by _core/tensor.py)."},
     {NULL, NULL, 0, NULL},

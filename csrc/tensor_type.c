@@ -345,7 +345,7 @@ extern PyObject *gm_py_from_numpy(PyObject *self, PyObject *args, PyObject *kwar
  * its result into. A gradient is free when the list holds the only reference to it (no hook, no retained .grad,
  * no capture, no NumPy array, no second consumer holds it: each would hold a reference) and no other tensor
  * shares its storage (no view of it is alive). Only reference counts can tell this, hence C. */
-static PyObject *py_grads_free(PyObject *self, PyObject *list) {
+PyObject *gm_grads_free(PyObject *list) {
     if (!PyList_Check(list)) {
         PyErr_Format(PyExc_TypeError, "_grads_free: expected a list, got %s", Py_TYPE(list)->tp_name);
         return NULL;
@@ -365,6 +365,8 @@ static PyObject *py_grads_free(PyObject *self, PyObject *list) {
     }
     return res;
 }
+
+static PyObject *py_grads_free(PyObject *self, PyObject *list) { return gm_grads_free(list); }
 
 /* label_unnamed(tensor, label): name the tensor's block in memory reports ("activation saved by features.3
  * (Conv2d)") unless it has a name already (a parameter's "fc1.weight" stays). Autograd calls it when it keeps a

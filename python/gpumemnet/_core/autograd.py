@@ -1,4 +1,5 @@
-"""Reverse-mode autograd: the tape lives here, in Python; every byte it touches is allocated in C.
+"""Reverse-mode autograd: the Python face of the engine in C (csrc/autograd_node.c: nodes, saved tensors, edges;
+csrc/autograd_engine.c: the backward walk); every byte it touches is allocated in C.
 
 A differentiable op is a `Function` subclass with `forward(ctx, *args)` and `backward(ctx, *grads)`.
 `Function.apply` records a node only when grad mode is on and an input requires grad. Nodes keep only what
@@ -10,9 +11,7 @@ Layer 1 (core). Grad mode and the saved-tensor hooks are per thread (_core/state
 registered by _core/tensor.py (which imports this module); an OOM in backward is explained through
 _core/hooks.py by gpumemnet.memory.
 """
-import contextlib
 import functools
-import weakref
 
 from .. import _C
 from . import hooks
@@ -157,8 +156,10 @@ class Node(_C.Node):
 
 
 class AccumulateGrad(Node):
-    """Sink for a leaf: adds the incoming gradient into `.grad` (this is what makes accumulation work)."""
-    __slots__ = ("variable",)
+    """Sink for a leaf: adds the incoming gradient into `.grad` (this is what makes accumulation work).
+    `variable` (the leaf) is a field of the C base. The accumulators of leaves are made in C (`_C._edge_of`,
+    csrc/autograd_node.c), which sets what __init__ sets without calling it: keep the two in step."""
+    __slots__ = ()
 
     def __init__(self, variable):
         self.variable = variable
@@ -325,18 +326,10 @@ def check_inplace(t, name):
     return False
 
 
-def _edge_of(t):
-    fn = t.grad_fn
-    if fn is not None:
-        return (fn, t._output_nr)
-    # The leaf holds its accumulator weakly (the graph holds it strongly), as in PyTorch: a strong link both
-    # ways would be a cycle keeping every parameter alive until the GC runs.
-    ref = t._grad_acc
-    acc = ref() if ref is not None else None
-    if acc is None:
-        acc = AccumulateGrad(t)
-        t._grad_acc = weakref.ref(acc)
-    return (acc, 0)
+# The edge to t's gradient: (grad_fn, output_nr), or (its AccumulateGrad, 0) for a leaf, which holds its
+# accumulator weakly (the graph holds it strongly), as in PyTorch: a strong link both ways would be a cycle keeping
+# every parameter alive until the GC runs. In C (csrc/autograd_node.c), shared with the operators' fast path.
+_edge_of = _C._edge_of
 
 
 # ---- hooks on tensors ---------------------------------------------------------------------------------
@@ -379,124 +372,10 @@ def _no_graph_error(t):
         f"model's parameters). Compute the loss from the model's output with grad enabled.")
 
 
-def _collect(roots):
-    """Topological order (outputs before inputs) of every node reachable from roots."""
-    order = []
-    seen = set()
-    stack = [(r, False) for r in roots]
-    while stack:
-        node, done = stack.pop()
-        if done:
-            order.append(node)
-            continue
-        if node in seen:
-            continue
-        seen.add(node)
-        stack.append((node, True))
-        for e in node.next_functions:
-            if e is not None:
-                if e[0] not in seen:
-                    stack.append((e[0], False))
-    order.reverse()
-    return order
-
-
-def _accumulate(buf, node, nr, g):
-    slot = buf.get(node)
-    if slot is None:
-        slot = buf[node] = {}
-    prev = slot.get(nr)
-    slot[nr] = g if prev is None else prev + g
-
-
-def _backward_scope(forward_scope):
-    """'features.3 forward' -> 'features.3 backward'; '' -> 'backward'."""
-    if forward_scope.endswith(" forward"):
-        return forward_scope[:-len("forward")] + "backward"
-    return forward_scope + " backward" if forward_scope else "backward"
-
-
-@contextlib.contextmanager
-def _restore_scope(scope):
-    try:
-        yield
-    finally:
-        _C.set_scope(scope)
-
-
-@contextlib.contextmanager
-def _restore_category(category):
-    try:
-        yield
-    finally:
-        _C.set_category(category)
-
-
 def _run(roots, grad_outputs, retain_graph, capture=None):
-    """Run backward from (tensor, grad) pairs. With `capture` (a dict edge -> None) the gradients reaching
-    those edges are returned instead of being accumulated into leaves."""
-    buf = {}
-    root_nodes = []
-    for t, g in zip(roots, grad_outputs):
-        node, nr = _edge_of(t)
-        _accumulate(buf, node, nr, g)
-        root_nodes.append(node)
-    order = _collect(root_nodes)
-    outer_scope = _C.get_scope()
-    # What backward allocates is tagged "activation_grad" (gradients of activations and their temporaries);
-    # AccumulateGrad tags leaf gradients "gradient", kernels their scratch "workspace" (gm.memory.CATEGORY_DOCS).
-    outer_category = _C.set_category("activation_grad")
-    with no_grad(), _restore_scope(outer_scope), _restore_category(outer_category):
-        for node in order:
-            slot = buf.pop(node, None)
-            if slot is None:
-                continue
-            n_out = (max(slot) + 1) if slot else 1
-            grads = [slot.get(i) for i in range(n_out)]
-            slot = None  # from here the engine's only reference to each gradient is in `grads` (see _grads_free)
-            if isinstance(node, AccumulateGrad) and node.variable._hooks and grads[0] is not None:
-                for h in node.variable._hooks:
-                    r = h(grads[0])
-                    if r is not None:
-                        grads[0] = r
-            if node._pre_hooks:
-                for nr, hooks in node._pre_hooks.items():
-                    if nr < len(grads) and grads[nr] is not None:
-                        for h in hooks:
-                            r = h(grads[nr])
-                            if r is not None:
-                                grads[nr] = r
-            if capture is not None and any((node, i) in capture for i in range(n_out)):
-                for i in range(n_out):
-                    if (node, i) in capture and grads[i] is not None:
-                        prev = capture[(node, i)]
-                        capture[(node, i)] = grads[i] if prev is None else prev + grads[i]
-                if isinstance(node, AccumulateGrad):
-                    continue
-            if isinstance(node, AccumulateGrad):
-                if capture is None:
-                    _C.set_scope("backward")
-                    node.apply_grads(grads)
-                continue
-            if len(grads) == 1 and grads[0] is None:
-                continue
-            _C.set_scope(_backward_scope(node._scope))
-            if node.reuses_grad:
-                node._free_grads = _C._grads_free(grads)
-            in_grads = node.apply_grads(grads)
-            if node.reuses_grad:
-                node._free_grads = None
-            if not retain_graph:
-                node.release()
-            _propagate(buf, node, in_grads)
-            in_grads = grads = None  # no stale reference may keep the next node's gradient from being free
-    return capture
-
-
-def _propagate(buf, node, in_grads):
-    for e, g in zip(node.next_functions, in_grads):
-        if e is not None and g is not None:
-            _accumulate(buf, e[0], e[1], g)
+    """Run backward from (tensor, grad) pairs (the walk is csrc/autograd_engine.c). With `capture` (a dict edge ->
+    None) the gradients reaching those edges are returned instead of being accumulated into leaves."""
+    return _C._run_backward([_edge_of(t) for t in roots], list(grad_outputs), retain_graph, capture)
 
 
 def _filled_like(t, value):
