@@ -77,9 +77,13 @@ def timed_rows(number=20000, rounds=5, libs=("gpumemnet", "torch")):
     return [(lib, name, statistics.median(s), max(s) - min(s)) for (lib, name), s in samples.items()]
 
 
+# The imports run uninstrumented (--instr-atstart=no; PyTorch's take many minutes under callgrind otherwise);
+# callgrind_control turns instrumentation on before the first case.
 _CHILD_HEAD = """
-import os, sys
+import os, subprocess, sys
 {imp}
+subprocess.run(["callgrind_control", "-i", "on", str(os.getpid())], stdout=subprocess.DEVNULL,
+               stderr=subprocess.DEVNULL)
 """
 
 _CHILD_CASE = """
@@ -100,13 +104,14 @@ def callgrind_instructions(lib, cases, n=2000, python=sys.executable):
     """Instructions of one op for each (setup, stmt) of `cases`, all in one process under callgrind (the
     imports are paid once): (count of 2n ops - count of n ops) / n. os.getppid() marks the boundaries:
     callgrind dumps and resets its counters whenever it is entered."""
-    if shutil.which("valgrind") is None:
-        raise RuntimeError("callgrind mode needs valgrind on PATH")
+    if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
+        raise RuntimeError("callgrind mode needs valgrind and callgrind_control on PATH")
     code = _CHILD_HEAD.format(imp=_IMPORT[lib]) + "".join(
         _CHILD_CASE.format(setup=setup, stmt=stmt, n=n, n2=2 * n) for setup, stmt in cases)
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "cg.out")
-        subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "--dump-before=os_getppid",
+        subprocess.run(["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
+                        "--dump-before=os_getppid",
                         python, "-c", code], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         totals = []
         # cg.out.1, cg.out.2, ... in order, then cg.out (the dump at exit)

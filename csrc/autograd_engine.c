@@ -163,11 +163,18 @@ static const char *backward_scope(const char *fwd) {
     size_t len = strlen(fwd);
     const char *suffix = " forward";
     size_t sl = strlen(suffix);
-    PyObject *s;
-    if (len >= sl && strcmp(fwd + len - sl, suffix) == 0)
-        s = PyUnicode_FromFormat("%.*sbackward", (int)(len - sl + 1), fwd);
-    else
-        s = len ? PyUnicode_FromFormat("%s backward", fwd) : PyUnicode_FromString("backward");
+    /* the forward scope up to and with the space before "forward", or all of it and a space */
+    int is_fwd = len >= sl && strcmp(fwd + len - sl, suffix) == 0;
+    size_t keep = is_fwd ? len - sl + 1 : len;
+    char *buf = PyMem_Malloc(keep + sizeof " backward");
+    if (!buf) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    memcpy(buf, fwd, keep);
+    strcpy(buf + keep, is_fwd || keep == 0 ? "backward" : " backward");
+    PyObject *s = PyUnicode_FromString(buf);
+    PyMem_Free(buf);
     if (!s) return NULL;
     const char *bwd = gm_intern(s);
     Py_DECREF(s);
