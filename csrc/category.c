@@ -19,6 +19,12 @@ int gm_current_category(void) { return cur_category; }
 
 const char *gm_current_scope(void) { return cur_scope; }
 
+const char *gm_set_scope(const char *interned_scope) {
+    const char *prev = cur_scope;
+    cur_scope = interned_scope;
+    return prev;
+}
+
 int gm_swap_category(int category) {
     int prev = cur_category;
     cur_category = category;

@@ -55,6 +55,9 @@ int gm_current_category(void);
 int gm_swap_category(int category);
 /* This thread's scope ("features.3 forward"; interned: lives as long as the process). */
 const char *gm_current_scope(void);
+/* Set this thread's scope to an interned string (gm_intern, or one gm_current_scope returned); returns the
+ * previous (autograd's backward walk names each node's allocations "<its forward scope> backward"). */
+const char *gm_set_scope(const char *interned_scope);
 /* A UTF-8 copy of a str that lives as long as the process (NULL + exception on failure). */
 const char *gm_intern(PyObject *str);
 
@@ -298,6 +301,16 @@ extern PyMethodDef gm_dist_mpi_methods[];          /* dist_mpi.c: gpumemnet.dist
 extern PyMethodDef gm_dist_nccl_methods[];         /* dist_nccl.c: its NCCL backend (CUDA builds) */
 
 int gm_tensor_type_init(PyObject *module);
+/* tensor_type.c: TensorBase's number slots, filled by autograd_node.c (the operators record their autograd node
+ * in C) before gm_tensor_type_init makes the type ready. */
+extern PyNumberMethods gm_tensor_number_methods;
+/* ops_elementwise.c: a op b for op a GM_EW_* code (tensors or numbers), as _C.binary without out=. */
+PyObject *gm_binary(int op, PyObject *a, PyObject *b);
+extern PyMethodDef gm_autograd_node_methods[]; /* autograd_node.c: _autograd_setup */
+extern PyMethodDef gm_autograd_engine_methods[]; /* autograd_engine.c: _run_backward */
+/* tensor_type.c: _C._grads_free(list): a tuple of whether each gradient may be overwritten by its consumer. */
+PyObject *gm_grads_free(PyObject *list);
+int gm_autograd_node_init(PyObject *module);    /* autograd_node.c: _C.Node and the operator slots */
 int gm_allocator_init(void);
 int gm_errors_init(PyObject *module); /* errors.c: makes gm.OutOfMemoryError */
 

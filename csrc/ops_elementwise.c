@@ -405,11 +405,19 @@ static PyObject *ew_finish(const char *op, GMTensor *res, GMTensor *out) {
 }
 
 /* ---- binary --------------------------------------------------------------------------------------------------- */
+static PyObject *binary_impl(int op, PyObject *ao, PyObject *bo, PyObject *outo);
+
 static PyObject *py_binary(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *kwlist[] = {"op", "a", "b", "out", NULL};
     int op;
     PyObject *ao, *bo, *outo = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iOO|O:binary", kwlist, &op, &ao, &bo, &outo)) return NULL;
+    return binary_impl(op, ao, bo, outo);
+}
+
+PyObject *gm_binary(int op, PyObject *a, PyObject *b) { return binary_impl(op, a, b, Py_None); }
+
+static PyObject *binary_impl(int op, PyObject *ao, PyObject *bo, PyObject *outo) {
     if (op < 0 || op >= GM_EW_NBINARY) {
         PyErr_Format(PyExc_ValueError, "binary: unknown op code %d (expected 0..%d)", op, GM_EW_NBINARY - 1);
         return NULL;

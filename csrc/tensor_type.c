@@ -230,6 +230,8 @@ static int gather_methods(void) {
     return 0;
 }
 
+PyNumberMethods gm_tensor_number_methods; /* filled by autograd_node.c before the type is made ready */
+
 static PyTypeObject TensorBaseType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "gpumemnet._C.TensorBase",
@@ -244,6 +246,7 @@ static PyTypeObject TensorBaseType = {
     .tp_methods = tensor_methods,
     .tp_members = tensor_members,
     .tp_getset = tensor_getset,
+    .tp_as_number = &gm_tensor_number_methods,
 };
 
 /* ---- creation ---------------------------------------------------------------------------------------- */
@@ -344,7 +347,7 @@ extern PyObject *gm_py_from_numpy(PyObject *self, PyObject *args, PyObject *kwar
  * its result into. A gradient is free when the list holds the only reference to it (no hook, no retained .grad,
  * no capture, no NumPy array, no second consumer holds it: each would hold a reference) and no other tensor
  * shares its storage (no view of it is alive). Only reference counts can tell this, hence C. */
-static PyObject *py_grads_free(PyObject *self, PyObject *list) {
+PyObject *gm_grads_free(PyObject *list) {
     if (!PyList_Check(list)) {
         PyErr_Format(PyExc_TypeError, "_grads_free: expected a list, got %s", Py_TYPE(list)->tp_name);
         return NULL;
@@ -364,6 +367,8 @@ static PyObject *py_grads_free(PyObject *self, PyObject *list) {
     }
     return res;
 }
+
+static PyObject *py_grads_free(PyObject *self, PyObject *list) { return gm_grads_free(list); }
 
 /* label_unnamed(tensor, label): name the tensor's block in memory reports ("activation saved by features.3
  * (Conv2d)") unless it has a name already (a parameter's "fc1.weight" stays). Autograd calls it when it keeps a

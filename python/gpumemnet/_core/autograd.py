@@ -1,4 +1,5 @@
-"""Reverse-mode autograd: the tape lives here, in Python; every byte it touches is allocated in C.
+"""Reverse-mode autograd: the Python face of the engine in C (csrc/autograd_node.c: nodes, saved tensors, edges;
+csrc/autograd_engine.c: the backward walk); every byte it touches is allocated in C.
 
 A differentiable op is a `Function` subclass with `forward(ctx, *args)` and `backward(ctx, *grads)`.
 `Function.apply` records a node only when grad mode is on and an input requires grad. Nodes keep only what
@@ -10,9 +11,7 @@ Layer 1 (core). Grad mode and the saved-tensor hooks are per thread (_core/state
 registered by _core/tensor.py (which imports this module); an OOM in backward is explained through
 _core/hooks.py by gpumemnet.memory.
 """
-import contextlib
 import functools
-import weakref
 
 from .. import _C
 from . import hooks
@@ -138,50 +137,16 @@ def _label_saved(t):
         _C.label_unnamed(t, label)
 
 
-class _SavedTensor:
-    __slots__ = ("packed", "version", "storage", "unpack")
-
-    def __init__(self, t):
-        # An alias that shares storage but not autograd metadata: saving an op's own output would otherwise
-        # make a reference cycle (output -> grad_fn -> saved output) that only the GC could free.
-        alias = t._as_strided(t.shape, t._strides, t._offset)
-        if t.grad_fn is not None and t._category == "other":
-            t._category = "activation"  # an intermediate kept alive for backward: what checkpointing saves
-            _label_saved(t)
-        self.version = t._version
-        self.storage = t._storage_id
-        hooks_stack = state.saved_tensors_hooks
-        if hooks_stack:
-            pack, self.unpack = hooks_stack[-1]
-            self.packed = pack(alias)
-        else:
-            self.unpack = None
-            self.packed = alias
-
-    def get(self, op_name):
-        if self.unpack is not None:
-            # What an unpack hook makes (a checkpoint's recomputed forward, an offloaded tensor brought back) is
-            # forward state, not a gradient: it is made under "other", as in the forward, and re-tagged
-            # "activation" when saved, instead of under backward's "activation_grad" (see _run).
-            prev = _C.set_category("other")
-            try:
-                return self.unpack(self.packed)
-            finally:
-                _C.set_category(prev)
-        t = self.packed
-        if t._version != self.version:
-            raise RuntimeError(
-                f"one of the tensors needed to compute the gradient of {op_name} has been modified by an "
-                f"in-place operation (its version is {t._version}, expected {self.version}); use the "
-                f"out-of-place form, or clone() the tensor before modifying it")
-        return t
+# What a node keeps of a tensor for backward (an alias, its version, or what the pack hook made of it): in C,
+# csrc/autograd_node.c, which the operators' fast path saves through too. `_SavedTensor(t)`, `.get(op_name)`.
+_SavedTensor = _C.SavedTensor
 
 
 # ---- nodes ------------------------------------------------------------------------------------------------
-class Node:
-    """A recorded op. `next_functions[i]` is (node, output_nr) feeding input i, or None."""
-    __slots__ = ("next_functions", "_saved", "_pre_hooks", "_released", "needs_input_grad", "_scope",
-                 "__weakref__")
+class Node(_C.Node):
+    """A recorded op. `next_functions[i]` is (node, output_nr) feeding input i, or None. The fields (edges, saved
+    tensors, hooks, the forward's scope) live in the C base (csrc/autograd_node.c)."""
+    __slots__ = ()
 
     def name(self):
         return type(self).__name__
@@ -191,8 +156,10 @@ class Node:
 
 
 class AccumulateGrad(Node):
-    """Sink for a leaf: adds the incoming gradient into `.grad` (this is what makes accumulation work)."""
-    __slots__ = ("variable",)
+    """Sink for a leaf: adds the incoming gradient into `.grad` (this is what makes accumulation work).
+    `variable` (the leaf) is a field of the C base. The accumulators of leaves are made in C (`_C._edge_of`,
+    csrc/autograd_node.c), which sets what __init__ sets without calling it: keep the two in step."""
+    __slots__ = ()
 
     def __init__(self, variable):
         self.variable = variable
@@ -217,6 +184,11 @@ class AccumulateGrad(Node):
                 _C.binary(0, var.grad, g, var.grad)
         finally:
             _C.set_category(prev_cat)
+        if var._hooks:
+            g = None  # the gradient is in .grad now: a hook may free or replace it
+            for h in list(var._hooks):
+                if type(h) is _PostAccumulateHook:
+                    h.fn(var)
         return ()
 
 
@@ -254,11 +226,7 @@ class Function(Node):
                 i += 1
         if edges is None:
             return cls.forward(_NO_CTX, *args)
-        node = cls.__new__(cls)
-        node._saved = None
-        node._pre_hooks = None
-        node._released = False
-        node._scope = _C.get_scope()  # where the forward ran: its backward is named after it
+        node = cls.__new__(cls)  # the C base keeps the scope the forward runs in: backward is named after it
         node.next_functions = edges
         node.needs_input_grad = [e is not None for e in edges]
         out = cls.forward(node, *args)
@@ -363,18 +331,10 @@ def check_inplace(t, name):
     return False
 
 
-def _edge_of(t):
-    fn = t.grad_fn
-    if fn is not None:
-        return (fn, t._output_nr)
-    # The leaf holds its accumulator weakly (the graph holds it strongly), as in PyTorch: a strong link both
-    # ways would be a cycle keeping every parameter alive until the GC runs.
-    ref = t._grad_acc
-    acc = ref() if ref is not None else None
-    if acc is None:
-        acc = AccumulateGrad(t)
-        t._grad_acc = weakref.ref(acc)
-    return (acc, 0)
+# The edge to t's gradient: (grad_fn, output_nr), or (its AccumulateGrad, 0) for a leaf, which holds its
+# accumulator weakly (the graph holds it strongly), as in PyTorch: a strong link both ways would be a cycle keeping
+# every parameter alive until the GC runs. In C (csrc/autograd_node.c), shared with the operators' fast path.
+_edge_of = _C._edge_of
 
 
 # ---- hooks on tensors ---------------------------------------------------------------------------------
@@ -393,11 +353,17 @@ class RemovableHandle:
 class _PostAccumulateHook:
     """A hook that runs after a leaf's gradient was accumulated into .grad (hook(tensor), returns None). It
     shares the leaf's `_hooks` list with the pre-accumulation hooks (the Tensor has no other slot for it), marked
-    by this class; the engine runs the two kinds at their two moments."""
+    by this class; the engine calls it with the gradient before accumulation, where it does nothing, and
+    AccumulateGrad.apply_grads runs it after."""
     __slots__ = ("fn",)
 
     def __init__(self, fn):
         self.fn = fn
+
+    def __call__(self, grad):
+        """As a pre-accumulation hook (the engine runs every entry of `_hooks` so): nothing; it runs from
+        AccumulateGrad.apply_grads, after the gradient is in .grad."""
+        return None
 
 
 def register_post_accumulate_grad_hook(t, fn):
@@ -440,131 +406,10 @@ def _no_graph_error(t):
         f"model's parameters). Compute the loss from the model's output with grad enabled.")
 
 
-def _collect(roots):
-    """Topological order (outputs before inputs) of every node reachable from roots."""
-    order = []
-    seen = set()
-    stack = [(r, False) for r in roots]
-    while stack:
-        node, done = stack.pop()
-        if done:
-            order.append(node)
-            continue
-        if node in seen:
-            continue
-        seen.add(node)
-        stack.append((node, True))
-        for e in node.next_functions:
-            if e is not None:
-                if e[0] not in seen:
-                    stack.append((e[0], False))
-    order.reverse()
-    return order
-
-
-def _accumulate(buf, node, nr, g):
-    slot = buf.get(node)
-    if slot is None:
-        slot = buf[node] = {}
-    prev = slot.get(nr)
-    slot[nr] = g if prev is None else prev + g
-
-
-def _backward_scope(forward_scope):
-    """'features.3 forward' -> 'features.3 backward'; '' -> 'backward'."""
-    if forward_scope.endswith(" forward"):
-        return forward_scope[:-len("forward")] + "backward"
-    return forward_scope + " backward" if forward_scope else "backward"
-
-
-@contextlib.contextmanager
-def _restore_scope(scope):
-    try:
-        yield
-    finally:
-        _C.set_scope(scope)
-
-
-@contextlib.contextmanager
-def _restore_category(category):
-    try:
-        yield
-    finally:
-        _C.set_category(category)
-
-
 def _run(roots, grad_outputs, retain_graph, capture=None):
-    """Run backward from (tensor, grad) pairs. With `capture` (a dict edge -> None) the gradients reaching
-    those edges are returned instead of being accumulated into leaves."""
-    buf = {}
-    root_nodes = []
-    for t, g in zip(roots, grad_outputs):
-        node, nr = _edge_of(t)
-        _accumulate(buf, node, nr, g)
-        root_nodes.append(node)
-    order = _collect(root_nodes)
-    outer_scope = _C.get_scope()
-    # What backward allocates is tagged "activation_grad" (gradients of activations and their temporaries);
-    # AccumulateGrad tags leaf gradients "gradient", kernels their scratch "workspace" (gm.memory.CATEGORY_DOCS).
-    outer_category = _C.set_category("activation_grad")
-    with no_grad(), _restore_scope(outer_scope), _restore_category(outer_category):
-        for node in order:
-            slot = buf.pop(node, None)
-            if slot is None:
-                continue
-            n_out = (max(slot) + 1) if slot else 1
-            grads = [slot.get(i) for i in range(n_out)]
-            slot = None  # from here the engine's only reference to each gradient is in `grads` (see _grads_free)
-            if isinstance(node, AccumulateGrad) and node.variable._hooks and grads[0] is not None:
-                for h in node.variable._hooks:
-                    if type(h) is _PostAccumulateHook:
-                        continue
-                    r = h(grads[0])
-                    if r is not None:
-                        grads[0] = r
-            if node._pre_hooks:
-                for nr, hooks in node._pre_hooks.items():
-                    if nr < len(grads) and grads[nr] is not None:
-                        for h in hooks:
-                            r = h(grads[nr])
-                            if r is not None:
-                                grads[nr] = r
-            if capture is not None and any((node, i) in capture for i in range(n_out)):
-                for i in range(n_out):
-                    if (node, i) in capture and grads[i] is not None:
-                        prev = capture[(node, i)]
-                        capture[(node, i)] = grads[i] if prev is None else prev + grads[i]
-                if isinstance(node, AccumulateGrad):
-                    continue
-            if isinstance(node, AccumulateGrad):
-                if capture is None:
-                    _C.set_scope("backward")
-                    node.apply_grads(grads)
-                    if node.variable._hooks and grads[0] is not None:
-                        grads = None  # the gradient is in .grad now: a hook may free or replace it
-                        for h in list(node.variable._hooks):
-                            if type(h) is _PostAccumulateHook:
-                                h.fn(node.variable)
-                continue
-            if len(grads) == 1 and grads[0] is None:
-                continue
-            _C.set_scope(_backward_scope(node._scope))
-            if node.reuses_grad:
-                node._free_grads = _C._grads_free(grads)
-            in_grads = node.apply_grads(grads)
-            if node.reuses_grad:
-                node._free_grads = None
-            if not retain_graph:
-                node.release()
-            _propagate(buf, node, in_grads)
-            in_grads = grads = None  # no stale reference may keep the next node's gradient from being free
-    return capture
-
-
-def _propagate(buf, node, in_grads):
-    for e, g in zip(node.next_functions, in_grads):
-        if e is not None and g is not None:
-            _accumulate(buf, e[0], e[1], g)
+    """Run backward from (tensor, grad) pairs (the walk is csrc/autograd_engine.c). With `capture` (a dict edge ->
+    None) the gradients reaching those edges are returned instead of being accumulated into leaves."""
+    return _C._run_backward([_edge_of(t) for t in roots], list(grad_outputs), retain_graph, capture)
 
 
 def _filled_like(t, value):

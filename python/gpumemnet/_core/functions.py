@@ -62,10 +62,9 @@ class Binary(Function):
     def forward(cls, ctx, a, b):
         out = _C.binary(cls.op, a, b)
         if ctx.needs_input_grad:
-            ctx.a_meta = (a.shape, a._dtype) if is_tensor(a) else None
-            ctx.b_meta = (b.shape, b._dtype) if is_tensor(b) else None
-            ctx.a_num = None if is_tensor(a) else a
-            ctx.b_num = None if is_tensor(b) else b
+            # each input's shape and dtype (or number), kept in the C node: what the operators' C fast path
+            # (csrc/autograd_node.c), which records these same nodes without calling forward, keeps too
+            ctx._record_inputs(a, b)
             if cls.saves:
                 ctx.save_for_backward(a if is_tensor(a) else None, b if is_tensor(b) else None,
                                       out if cls.saves == "out" else None)
@@ -75,7 +74,8 @@ class Binary(Function):
     def backward(cls, ctx, g):
         ga, gb = cls.grads(ctx, g)
         out = []
-        for need, meta, gi in ((ctx.needs_input_grad[0], ctx.a_meta, ga), (ctx.needs_input_grad[1], ctx.b_meta, gb)):
+        for need, meta, gi in ((ctx.needs_input_grad[0], ctx._input_meta(0), ga),
+                               (ctx.needs_input_grad[1], ctx._input_meta(1), gb)):
             out.append(sum_to(gi, meta[0], meta[1]) if need and gi is not None else None)
         return tuple(out)
 
@@ -83,7 +83,7 @@ class Binary(Function):
 def _operand(ctx, saved, i):
     """Saved tensor i, or the number that was passed in its place."""
     t = saved[i]
-    return t if t is not None else (ctx.a_num if i == 0 else ctx.b_num)
+    return t if t is not None else ctx._input_number(i)
 
 
 class Add(Binary):

@@ -42,6 +42,36 @@ def _inplace(fn, op, a, b, name):
     return a
 
 
+_SLOT_FUNCTIONS = {F.ADD: (F.Add, "add"), F.SUB: (F.Sub, "sub"), F.MUL: (F.Mul, "mul"), F.DIV: (F.Div, "div")}
+
+
+def _binary_slot(op, a, b):
+    """tensor op b where the C operator has no fast path: b is not a tensor or a plain number (a NumPy value,
+    a bool, something refused), or saved-tensor hooks are active."""
+    fn, name = _SLOT_FUNCTIONS[op]
+    return _binary(fn, op, a, b, name)
+
+
+def _rsub(self, o):
+    """o - self for a non-tensor o."""
+    o = _check_number(o, "sub")
+    if isinstance(o, _C.TensorBase):
+        return _binary(F.Sub, F.SUB, o, self, "sub")
+    return F.RSub.apply(self, o) if _needs_grad(self) else _C.binary(F.SUB, o, self)
+
+
+def _rtruediv(self, o):
+    """o / self for a non-tensor o."""
+    o = _check_number(o, "div")
+    return F.Div.apply(o, self) if _needs_grad(self) else _C.binary(F.DIV, o, self)
+
+
+_C._autograd_setup(
+    autograd.grad_mode, autograd.AccumulateGrad, autograd.state, autograd._label_saved,
+    {op: (fn, 0 if not fn.saves else 2 if fn.saves == "out" else 1) for op, (fn, _) in _SLOT_FUNCTIONS.items()},
+    _binary_slot, _rsub, _rtruediv)
+
+
 class _InplaceBinary(autograd.Function):
     """a op= b recorded as a node whose output is `a` itself: edges are taken before the write."""
 
@@ -249,12 +279,8 @@ class Tensor(TensorMethods, _C.TensorBase):
         autograd.register_tensor_hook(self, keep)
 
     # ---- arithmetic ------------------------------------------------------------------------------------------
-    def __add__(self, o): return _binary(F.Add, F.ADD, self, o, "add")
-    def __radd__(self, o): return _binary(F.Add, F.ADD, self, o, "add")
-    def __sub__(self, o): return _binary(F.Sub, F.SUB, self, o, "sub")
-    def __mul__(self, o): return _binary(F.Mul, F.MUL, self, o, "mul")
-    def __rmul__(self, o): return _binary(F.Mul, F.MUL, self, o, "mul")
-    def __truediv__(self, o): return _binary(F.Div, F.DIV, self, o, "div")
+    # +, -, * and / (and their reflections) are TensorBase's number slots, in C (csrc/autograd_node.c): they
+    # record their node without a Python frame, and call _binary_slot, _rsub and _rtruediv below for the rest.
     def __pow__(self, o):
         if isinstance(o, int) and o < 0 and not isinstance(o, bool) and not self.dtype.is_floating_point:
             # PyTorch's rule (and error): an integer result cannot hold 1 / x**n
@@ -262,16 +288,6 @@ class Tensor(TensorMethods, _C.TensorBase):
         return _binary(F.Pow, F.POW, self, o, "pow")
     def __matmul__(self, o): return matmul(self, o)
     def __rmatmul__(self, o): return matmul(o, self)
-
-    def __rsub__(self, o):
-        o = _check_number(o, "sub")
-        if isinstance(o, _C.TensorBase):
-            return _binary(F.Sub, F.SUB, o, self, "sub")
-        return F.RSub.apply(self, o) if _needs_grad(self) else _C.binary(F.SUB, o, self)
-
-    def __rtruediv__(self, o):
-        o = _check_number(o, "div")
-        return F.Div.apply(o, self) if _needs_grad(self) else _C.binary(F.DIV, o, self)
 
     def __rpow__(self, o):
         o = _check_number(o, "pow")
@@ -301,7 +317,7 @@ class Tensor(TensorMethods, _C.TensorBase):
     def sub(self, o, alpha=1):
         return self - (o * alpha if alpha != 1 else o)
 
-    mul = __mul__
+    def mul(self, o): return self * o
 
     def pow(self, e): return self ** e
 
