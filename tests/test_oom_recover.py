@@ -126,7 +126,10 @@ def test_a_thousand_ooms_keep_memory_flat():
     allocated, rss = gm.memory.memory_allocated("cpu"), settled_rss()
     rounds(880)
     gc.collect()
-    assert gm.memory.memory_allocated("cpu") == allocated
+    # Not one byte more. (Run alone it is exactly equal; after other tests in the same process the end can be
+    # lower: 10 MiB held by an earlier test was released during the loop in a full run, with the C engine and
+    # without. A leak only ever adds.)
+    assert gm.memory.memory_allocated("cpu") <= allocated
     grown = settled_rss() - rss
     if grown >= 16 << 20:
         # Seen on CI's pip-installed build under the whole suite (17-26 MiB), not in a standalone run of the same

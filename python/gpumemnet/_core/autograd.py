@@ -185,7 +185,9 @@ class AccumulateGrad(Node):
         finally:
             _C.set_category(prev_cat)
         if var._hooks:
-            g = None  # the gradient is in .grad now: a hook may free or replace it
+            # The gradient is in .grad now: drop the engine's reference too (grads is its list), so that a hook
+            # that frees or replaces .grad (ZeRO-2 moves it into a bucket) has that memory back.
+            grads[0] = g = None
             for h in list(var._hooks):
                 if type(h) is _PostAccumulateHook:
                     h.fn(var)
