@@ -110,7 +110,7 @@ def main(argv=None):
           f"peak by category:")
     for name, st in stats["by_category"].items():
         if st["peak"]:
-            print(f"  {name:10s} {fmt(st['peak']):>12s}")
+            print(f"  {name:15s} {fmt(st['peak']):>12s}")
 
 
 if __name__ == "__main__":
