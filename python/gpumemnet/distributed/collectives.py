@@ -246,20 +246,27 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
     return _launch("reduce_scatter", "reduce_scatter", out=output, inp=flat, op=op, async_op=async_op)
 
 
+def _root_list(lst, tensor, op, name, root, root_name):
+    """gather's and scatter's list: checked on the root rank (True there), refused unless empty elsewhere."""
+    world = _world(tensor, op)
+    if _rank() != root:
+        if lst:
+            raise ValueError(f"{op}: {name} must be None or empty on ranks other than {root_name} ({root})")
+        return False
+    if lst is None:
+        raise ValueError(f"{op}: rank {root} ({root_name}) needs a {name}")
+    _list(lst, tensor, op, name, world if world is not None else len(lst))
+    return True
+
+
 def gather(tensor, gather_list=None, dst=0, group=None, async_op=False, group_dst=None):
     """Every rank's tensor, in rank order, into gather_list on rank dst (None elsewhere)."""
     _check_group(group, "gather")
     _tensor(tensor, "gather", "tensor")
     dst = dst if group_dst is None else group_dst
-    world = _world(tensor, "gather")
     flat = None
-    if _rank() == dst:
-        if gather_list is None:
-            raise ValueError(f"gather: rank {dst} (dst) needs a gather_list")
-        _list(gather_list, tensor, "gather", "gather_list", world if world is not None else len(gather_list))
+    if _root_list(gather_list, tensor, "gather", "gather_list", dst, "dst"):
         flat = _scratch(len(gather_list) * tensor.numel(), tensor)
-    elif gather_list:
-        raise ValueError(f"gather: gather_list must be None or empty on ranks other than dst ({dst})")
     return _launch("gather", "gather", out=flat, inp=tensor, root=dst, async_op=async_op,
                    then=None if flat is None else (lambda: _unpack(flat, gather_list)))
 
@@ -269,16 +276,10 @@ def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False, group_
     _check_group(group, "scatter")
     _tensor(tensor, "scatter", "tensor")
     src = src if group_src is None else group_src
-    world = _world(tensor, "scatter")
     flat = None
-    if _rank() == src:
-        if scatter_list is None:
-            raise ValueError(f"scatter: rank {src} (src) needs a scatter_list")
-        _list(scatter_list, tensor, "scatter", "scatter_list", world if world is not None else len(scatter_list))
+    if _root_list(scatter_list, tensor, "scatter", "scatter_list", src, "src"):
         with category("communication"):
             flat = cat([t.reshape(-1) for t in scatter_list])
-    elif scatter_list:
-        raise ValueError(f"scatter: scatter_list must be None or empty on ranks other than src ({src})")
     return _launch("scatter", "scatter", out=tensor, inp=flat, root=src, async_op=async_op)
 
 
