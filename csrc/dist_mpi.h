@@ -21,9 +21,10 @@
  * a message that names what is supported. Status objects are never read: MPI_Test gets a 64-byte buffer, larger
  * than any of the three MPI_Status layouts (20, 24 and 32 bytes).
  * Tested: the MPICH ABI (the wheel's libmpi.so.12, which gpumemnet loads by default, tests/test_distributed_*.py) and
- * the MPI 5 ABI (the wheel's libmpi_abi.so.1, test_the_mpi_5_standard_abi_too). Open MPI's path is written from
- * its mpi.h (the ompi_mpi_* objects, MPI_IN_PLACE (void *)1, thread levels 0..3) and has not been run: no Open MPI
- * was at hand. Its mpiexec must launch it (another launcher starts every rank as a world of 1: refused by name). */
+ * the MPI 5 ABI (the wheel's libmpi_abi.so.1, test_the_mpi_5_standard_abi_too), and Open MPI 4.1.4 (Debian 12's
+ * openmpi-bin, libmpi.so.40: every distributed test passes under its mpiexec; .ci/run runs a subset). Its handles
+ * are the ompi_mpi_* objects, MPI_IN_PLACE is (void *)1, thread levels 0..3. Its mpiexec must launch it (another
+ * launcher starts every rank as a world of 1: refused by name). */
 #ifndef GM_DIST_MPI_H
 #define GM_DIST_MPI_H
 
