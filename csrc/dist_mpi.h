@@ -33,6 +33,8 @@
 typedef intptr_t gm_mpi_handle;
 
 enum { GM_MPI_ABI_MPICH = 1, GM_MPI_ABI_STANDARD = 2, GM_MPI_ABI_OPENMPI = 3 };
+/* MPI_UNDEFINED: -32766 in all three (MPICH's mpi.h, mpi_abi.h, Open MPI's mpi.h). */
+enum { GM_MPI_UNDEFINED = -32766 };
 
 /* The datatypes gpumemnet's tensors travel as (float16 and bfloat16 as uint16 with user-defined reduce ops; bool
  * as uint8). */
@@ -69,6 +71,8 @@ int gm_mpi_abort(gm_mpi_handle comm, int code);
 int gm_mpi_comm_rank(gm_mpi_handle comm, int *rank);
 int gm_mpi_comm_size(gm_mpi_handle comm, int *size);
 int gm_mpi_comm_dup(gm_mpi_handle comm, gm_mpi_handle *out);
+/* color GM_MPI_UNDEFINED: not a member (*out is then the library's MPI_COMM_NULL, never used). */
+int gm_mpi_comm_split(gm_mpi_handle comm, int color, int key, gm_mpi_handle *out);
 int gm_mpi_comm_free(gm_mpi_handle *comm);
 int gm_mpi_comm_set_errhandler(gm_mpi_handle comm, gm_mpi_handle handler);
 int gm_mpi_op_create(void (*fn)(void *, void *, int *, void *), int commute, gm_mpi_handle *op);

@@ -12,7 +12,7 @@ every rank on an uncaught exception; collectives.py the tensor collectives; obje
 from .process_group import (DistError, DistBackendError, Backend, GroupMember, ProcessGroup, Work,  # noqa: F401
                             is_available, is_initialized, is_mpi_available, is_nccl_available, init_process_group,
                             destroy_process_group, get_rank, get_world_size, get_backend, new_group,
-                            default_pg_timeout)
+                            get_group_rank, get_global_rank, get_process_group_ranks, default_pg_timeout)
 from .collectives import (ReduceOp, all_reduce, broadcast, all_gather, all_gather_into_tensor,  # noqa: F401
                           reduce_scatter, reduce_scatter_tensor, reduce, gather, scatter, barrier)
 from .objects import broadcast_object_list, all_gather_object, gather_object, scatter_object_list  # noqa: F401
