@@ -42,6 +42,14 @@ class _World:
         self.rank = dist.get_rank(group)
         self.size = dist.get_world_size(group)
 
+    def process_group(self):
+        return self.group if self.group is not None else self.dist.group.WORLD
+
+    def progress(self):
+        """Let collectives in flight move on (MPI progresses them only inside its calls)."""
+        from .process_group import prune_pending
+        prune_pending()
+
     def all_reduce_sum(self, t, async_op=False):
         return self.dist.all_reduce(t, op=self.dist.ReduceOp.SUM, group=self.group, async_op=async_op)
 
@@ -62,6 +70,25 @@ class _World:
         return self.dist.all_gather_object(out, obj, group=self.group)
 
 
+class SimulatedGroup:
+    """Simulated's face as a ProcessGroup (rank(), size()): what a DDP communication hook gets as its state under
+    the estimator instead of the default group. gpumemnet.distributed's collectives given it as group= run on
+    meta tensors only, moving nothing."""
+    simulated = True
+
+    def __init__(self, rank, world_size):
+        self._rank, self._size = rank, world_size
+
+    def rank(self):
+        return self._rank
+
+    def size(self):
+        return self._size
+
+    def __repr__(self):
+        return f"SimulatedGroup(rank={self._rank}, size={self._size})"
+
+
 class Simulated:
     """One rank of a world_size group, for the estimator: collectives move no data (see the module docstring)."""
     simulated = True
@@ -75,6 +102,9 @@ class Simulated:
 
     def _done(self, async_op):
         return _Done() if async_op else None
+
+    def process_group(self):
+        return SimulatedGroup(self.rank, self.size)
 
     def all_reduce_sum(self, t, async_op=False):
         return self._done(async_op)

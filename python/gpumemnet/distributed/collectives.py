@@ -98,6 +98,11 @@ def _resolve(group, name, tensor=None):
     moves), OFF where this rank is not in group (after PyTorch's warning)."""
     if group is None and _state.pg is None and tensor is not None and tensor.device.type == "meta":
         return None
+    if getattr(group, "simulated", False):  # the estimator's (distributed._comm.SimulatedGroup)
+        if tensor is not None and tensor.device.type != "meta":
+            raise ValueError(f"{name}: a simulated group (the estimator's) takes meta tensors only, got "
+                             f"{tensor.device}")
+        return None
     pg = _group(group, name)
     if pg is None:
         _warn_not_in_group(name)

@@ -21,7 +21,7 @@ from .. import _C
 from .._core.creation import from_numpy
 from . import _mpi, _nccl
 
-__all__ = ["DistError", "DistBackendError", "Backend", "GroupMember", "ProcessGroup", "Work", "is_available",
+__all__ = ["DistError", "DistBackendError", "Backend", "GroupMember", "group", "ProcessGroup", "Work", "is_available",
            "is_initialized", "is_mpi_available", "is_nccl_available", "init_process_group", "destroy_process_group",
            "get_rank", "get_world_size", "get_backend", "new_group", "get_group_rank", "get_global_rank",
            "get_process_group_ranks"]
@@ -76,6 +76,16 @@ class ProcessGroup:
 class GroupMember:
     WORLD = None  # the default group once init_process_group has run
     NON_GROUP_MEMBER = -100
+
+
+class _GroupMeta(type):
+    @property
+    def WORLD(cls):  # noqa: N802 (PyTorch's name)
+        return GroupMember.WORLD
+
+
+class group(metaclass=_GroupMeta):  # noqa: N801 (PyTorch's dist.group; group.WORLD is the default group)
+    pass
 
 
 class _State:
@@ -442,6 +452,11 @@ class Work:
     def result(self):
         self.wait()
         return self._result if self._result is not None else []
+
+    def get_future(self):
+        """A gpumemnet.futures.Future of result() (what DDP's communication hooks chain on)."""
+        from ..futures import Future
+        return Future._of_work(self)
 
     def wait(self, timeout=None):
         if self._done:

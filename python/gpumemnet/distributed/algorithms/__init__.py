@@ -1,0 +1,1 @@
+"""gpumemnet.distributed.algorithms: PyTorch's torch.distributed.algorithms (DDP communication hooks)."""
