@@ -11,8 +11,8 @@ is enough), so importing gpumemnet needs no MPI. process_group.py holds the grou
 every rank on an uncaught exception; collectives.py the tensor collectives; objects.py the pickled-object ones."""
 from .grad_bucket import GradBucket  # noqa: F401
 from .process_group import (DistError, DistBackendError, Backend, GroupMember, ProcessGroup, Work,  # noqa: F401
-                            group, is_available, is_initialized, is_mpi_available, is_nccl_available, init_process_group,
-                            destroy_process_group, get_rank, get_world_size, get_backend, new_group,
+                            group, is_available, is_initialized, is_mpi_available, is_nccl_available,
+                            init_process_group, destroy_process_group, get_rank, get_world_size, get_backend, new_group,
                             get_group_rank, get_global_rank, get_process_group_ranks, default_pg_timeout)
 from .collectives import (ReduceOp, all_reduce, broadcast, all_gather, all_gather_into_tensor,  # noqa: F401
                           reduce_scatter, reduce_scatter_tensor, reduce, gather, scatter, barrier)

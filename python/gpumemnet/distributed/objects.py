@@ -129,5 +129,6 @@ def scatter_object_list(scatter_object_output_list, scatter_object_input_list=No
             raise ValueError(f"scatter_object_list: rank {src} (src) needs a scatter_object_input_list of "
                              f"world_size ({world}) objects")
         holder = [list(scatter_object_input_list)]
-    broadcast_object_list(holder, group=pg, group_src=src)  # simple and correct; the objects are small (configs, seeds, states)
+    # simple and correct; the objects are small (configs, seeds, states)
+    broadcast_object_list(holder, group=pg, group_src=src)
     scatter_object_output_list[0] = holder[0][me]

@@ -26,8 +26,9 @@ Memory: the bucket buffers are allocator blocks of category "communication" (one
 the wrapper's lifetime). With gradient_as_bucket_view=True the gradients are views into them instead of a second
 copy: .grad then costs nothing beyond the buckets. A rebuild frees the old buckets before making the new ones
 (with gradient_as_bucket_view after, since the gradients live in them). What a comm hook allocates (the fp16
-copy of a bucket) is category "communication" too, held until the end of backward collects the result. gm.memory.estimate(..., world_size=N) runs this same code on
-meta with a simulated group (gpumemnet.distributed._comm), so its figures include the buckets."""
+copy of a bucket) is category "communication" too, held until the end of backward collects the result.
+gm.memory.estimate(..., world_size=N) runs this same code on meta with a simulated group
+(gpumemnet.distributed._comm), so its figures include the buckets (and a hook's copies: its comm_hook=)."""
 import contextlib
 import weakref
 
