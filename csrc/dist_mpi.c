@@ -11,8 +11,14 @@
 #include <sched.h>
 #include <time.h>
 
-static gm_mpi_handle comm;      /* our duplicate of MPI_COMM_WORLD; 0 before init */
-static int world_rank, world_size, init_here;
+/* A communicator with this process's rank in it and its size. */
+typedef struct {
+    gm_mpi_handle comm; /* 0 before init / after free */
+    int rank, size;
+} group_t;
+
+static group_t world;  /* our duplicate of MPI_COMM_WORLD: the default process group */
+static int init_here;
 static gm_mpi_handle half_ops[2][GM_MPI_NOPS]; /* user ops for float16 [0] and bfloat16 [1] */
 
 static int mpi_fail(const char *what, int rc) {
@@ -61,7 +67,7 @@ static PyObject *py_init(PyObject *self, PyObject *unused) {
         return NULL;
     }
     int flag = 0, rc, provided = 0;
-    if (comm) return Py_BuildValue("(iii)", world_rank, world_size, init_here);
+    if (world.comm) return Py_BuildValue("(iii)", world.rank, world.size, init_here);
     gm_mpi_lock();
     int fin = 0;
     gm_mpi_finalized(&fin); /* (MPI_Initialized stays true after MPI_Finalize) */
@@ -83,28 +89,28 @@ static PyObject *py_init(PyObject *self, PyObject *unused) {
     /* A duplicate keeps our collectives apart from any other MPI user in the process (mpi4py, a library). */
     gm_mpi_handle dup = 0;
     if (!rc) rc = gm_mpi_comm_dup(gm_mpi.comm_world, &dup);
-    if (!rc) rc = gm_mpi_comm_rank(dup, &world_rank);
-    if (!rc) rc = gm_mpi_comm_size(dup, &world_size);
+    if (!rc) rc = gm_mpi_comm_rank(dup, &world.rank);
+    if (!rc) rc = gm_mpi_comm_size(dup, &world.size);
     void (*const fns[2][GM_MPI_NOPS])(void *, void *, int *, void *) = {
         {f16_sum, f16_prod, f16_min, f16_max}, {bf16_sum, bf16_prod, bf16_min, bf16_max}};
     for (int i = 0; i < 2 && !rc; i++)
         for (int j = 0; j < GM_MPI_NOPS && !rc; j++) rc = gm_mpi_op_create(fns[i][j], 1, &half_ops[i][j]);
     gm_mpi_unlock();
     if (rc) return mpi_fail("init_process_group", rc), NULL;
-    comm = dup;
-    return Py_BuildValue("(iii)", world_rank, world_size, init_here);
+    world.comm = dup;
+    return Py_BuildValue("(iii)", world.rank, world.size, init_here);
 }
 
 /* Free our communicator and ops (destroy_process_group); MPI itself stays up for a later init_process_group. */
 static PyObject *py_free(PyObject *self, PyObject *unused) {
-    if (!comm) Py_RETURN_NONE;
+    if (!world.comm) Py_RETURN_NONE;
     gm_mpi_lock();
     for (int i = 0; i < 2; i++)
         for (int j = 0; j < GM_MPI_NOPS; j++)
             if (half_ops[i][j]) gm_mpi_op_free(&half_ops[i][j]);
     memset(half_ops, 0, sizeof half_ops);
-    int rc = gm_mpi_comm_free(&comm);
-    comm = 0;
+    int rc = gm_mpi_comm_free(&world.comm);
+    world.comm = 0;
     gm_mpi_unlock();
     if (rc) return mpi_fail("destroy_process_group", rc), NULL;
     Py_RETURN_NONE;
@@ -202,7 +208,8 @@ static GMTensor *buffer_arg(PyObject *o, const char *op, const char *arg) {
 }
 
 /* Checks that `big` holds world_size times `small`'s elements, of the same dtype. */
-static int check_pair(const char *op, GMTensor *big, const char *bigname, GMTensor *small, const char *smallname) {
+static int check_pair(const char *op, int world_size, GMTensor *big, const char *bigname, GMTensor *small,
+                      const char *smallname) {
     if (big->dtype != small->dtype) {
         PyErr_Format(PyExc_TypeError, "%s: %s is %s but %s is %s; they must have the same dtype", op, bigname,
                      gm_dtype_name(big->dtype), smallname, gm_dtype_name(small->dtype));
@@ -216,18 +223,31 @@ static int check_pair(const char *op, GMTensor *big, const char *bigname, GMTens
     return 0;
 }
 
-/* _C.dist_mpi_start(kind, out, inp, op, root) -> work. kind is one of all_reduce, broadcast, reduce (in place on
- * out), all_gather, gather (out gets world_size x inp), reduce_scatter, scatter (inp holds world_size x out),
- * barrier. out or inp is None where the kind has none (gather's out and scatter's inp off the root). */
-static PyObject *py_start(PyObject *self, PyObject *args) {
-    const char *kind;
-    PyObject *outo, *ino;
-    int op, root;
-    if (!PyArg_ParseTuple(args, "sOOii", &kind, &outo, &ino, &op, &root)) return NULL;
-    if (!comm) {
-        PyErr_Format(PyExc_RuntimeError, "%s: MPI is not initialised (init_process_group)", kind);
+/* The group a collective runs on: the default one (None) or a dist_mpi_split capsule. NULL + exception. */
+static const group_t *group_arg(PyObject *o, const char *kind) {
+    const group_t *g = &world;
+    if (o != Py_None && !(g = PyCapsule_GetPointer(o, "gpumemnet.dist_comm"))) return NULL;
+    if (!world.comm || !g->comm) {
+        PyErr_Format(PyExc_RuntimeError, "%s: %s", kind, !world.comm ? "MPI is not initialised (init_process_group)"
+                                                                      : "the group was destroyed");
         return NULL;
     }
+    return g;
+}
+
+/* _C.dist_mpi_start(kind, out, inp, op, root[, group]) -> work. kind is one of all_reduce, broadcast, reduce (in
+ * place on out), all_gather, gather (out gets world_size x inp), reduce_scatter, scatter (inp holds world_size x
+ * out), barrier. out or inp is None where the kind has none (gather's out and scatter's inp off the root). group:
+ * None (the default group) or a dist_mpi_split capsule; root and the sizes are the group's. */
+static PyObject *py_start(PyObject *self, PyObject *args) {
+    const char *kind;
+    PyObject *outo, *ino, *groupo = Py_None;
+    int op, root;
+    if (!PyArg_ParseTuple(args, "sOOii|O", &kind, &outo, &ino, &op, &root, &groupo)) return NULL;
+    const group_t *g = group_arg(groupo, kind);
+    if (!g) return NULL;
+    const gm_mpi_handle comm = g->comm;
+    const int world_rank = g->rank, world_size = g->size;
     if (op < 0 || op >= GM_MPI_NOPS) {
         PyErr_Format(PyExc_ValueError, "%s: unknown reduce op %d", kind, op);
         return NULL;
@@ -259,12 +279,12 @@ static PyObject *py_start(PyObject *self, PyObject *args) {
         PyErr_Format(PyExc_TypeError, "%s: %s must be a Tensor", kind, need_out && !out ? "output" : "input");
         return NULL;
     }
-    if (out && in && is >= 4 && (is <= 5 ? check_pair(kind, out, "output", in, "input")
-                                          : check_pair(kind, in, "input", out, "output")) < 0)
+    if (out && in && is >= 4 && (is <= 5 ? check_pair(kind, world_size, out, "output", in, "input")
+                                          : check_pair(kind, world_size, in, "input", out, "output")) < 0)
         return NULL;
     work_t *w = PyMem_Calloc(1, sizeof *w);
     if (!w) return PyErr_NoMemory();
-    w->keep = Py_BuildValue("(OO)", outo, ino);
+    w->keep = Py_BuildValue("(OOO)", outo, ino, groupo);
     PyObject *cap = w->keep ? PyCapsule_New(w, "gpumemnet.dist_work", work_destroy) : NULL;
     if (!cap) {
         Py_XDECREF(w->keep);
@@ -365,6 +385,66 @@ static PyObject *py_wait(PyObject *self, PyObject *args) {
     }
 }
 
+/* ---- groups of fewer ranks (new_group) ------------------------------------------------------------------------ */
+static void group_destroy(PyObject *cap) {
+    /* The communicator itself is freed by dist_mpi_comm_free (destroy_process_group, on every member): MPI_Comm_free
+     * is collective, so one left unfreed when its last reference goes is leaked rather than freed on one rank. */
+    PyMem_Free(PyCapsule_GetPointer(cap, "gpumemnet.dist_comm"));
+}
+
+/* _C.dist_mpi_split(member, key) -> a group capsule, or None off the group: MPI_Comm_split of the default group's
+ * communicator, which every rank of it must call (new_group first waits for them all with a timeout, so that this
+ * blocking call cannot hang). key orders the members' ranks in the new group. */
+static PyObject *py_split(PyObject *self, PyObject *args) {
+    int member, key;
+    if (!PyArg_ParseTuple(args, "pi", &member, &key)) return NULL;
+    if (!world.comm) {
+        PyErr_SetString(PyExc_RuntimeError, "new_group: MPI is not initialised (init_process_group)");
+        return NULL;
+    }
+    group_t g = {0, 0, 0};
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    gm_mpi_lock();
+    rc = gm_mpi_comm_split(world.comm, member ? 0 : GM_MPI_UNDEFINED, key, &g.comm);
+    if (!rc && member) rc = gm_mpi_comm_rank(g.comm, &g.rank);
+    if (!rc && member) rc = gm_mpi_comm_size(g.comm, &g.size);
+    gm_mpi_unlock();
+    Py_END_ALLOW_THREADS
+    if (rc) return mpi_fail("new_group", rc), NULL;
+    if (!member) Py_RETURN_NONE; /* g.comm is MPI_COMM_NULL: nothing to free */
+    group_t *h = PyMem_Malloc(sizeof *h);
+    PyObject *cap = h ? PyCapsule_New(h, "gpumemnet.dist_comm", group_destroy) : NULL;
+    if (!cap) {
+        PyMem_Free(h);
+        gm_mpi_lock();
+        gm_mpi_comm_free(&g.comm);
+        gm_mpi_unlock();
+        return h ? NULL : PyErr_NoMemory();
+    }
+    *h = g;
+    return cap;
+}
+
+/* _C.dist_mpi_group_info(group) -> (rank, size) in it. */
+static PyObject *py_group_info(PyObject *self, PyObject *cap) {
+    const group_t *g = group_arg(cap, "group");
+    return g ? Py_BuildValue("(ii)", g->rank, g->size) : NULL;
+}
+
+/* _C.dist_mpi_comm_free(group): MPI_Comm_free (destroy_process_group(group)); the group can no longer be used. */
+static PyObject *py_comm_free(PyObject *self, PyObject *cap) {
+    group_t *g = PyCapsule_GetPointer(cap, "gpumemnet.dist_comm");
+    if (!g) return NULL;
+    if (!g->comm) Py_RETURN_NONE;
+    gm_mpi_lock();
+    int rc = gm_mpi_comm_free(&g->comm);
+    gm_mpi_unlock();
+    g->comm = 0;
+    if (rc) return mpi_fail("destroy_process_group", rc), NULL;
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_abi(PyObject *self, PyObject *unused) {
     if (!gm_mpi.lib) Py_RETURN_NONE;
     return PyUnicode_FromString(gm_mpi.abi_name);
@@ -378,7 +458,11 @@ PyMethodDef gm_dist_mpi_methods[] = {
     {"dist_mpi_free", py_free, METH_NOARGS, "Free our communicator and ops (MPI stays initialised)."},
     {"dist_mpi_finalize", py_finalize, METH_NOARGS, "MPI_Finalize, if dist_mpi_init initialised MPI."},
     {"dist_mpi_abort", py_abort, METH_O, "MPI_Abort(MPI_COMM_WORLD, code): ends every rank."},
-    {"dist_mpi_start", py_start, METH_VARARGS, "Start a non-blocking collective: (kind, output, input, op, root)."},
+    {"dist_mpi_start", py_start, METH_VARARGS, "Start a non-blocking collective: (kind, output, input, op, root[, "
+     "group])."},
+    {"dist_mpi_split", py_split, METH_VARARGS, "MPI_Comm_split of the default group: (member, key) -> group or None."},
+    {"dist_mpi_group_info", py_group_info, METH_O, "(rank, size) of this process in a group."},
+    {"dist_mpi_comm_free", py_comm_free, METH_O, "Free a group's communicator."},
     {"dist_mpi_test", py_test, METH_O, "Whether a started collective completed (drives MPI's progress)."},
     {"dist_mpi_wait", py_wait, METH_VARARGS, "Wait for a collective, at most timeout_s: True, or False if late."},
     {NULL, NULL, 0, NULL},

@@ -21,9 +21,10 @@
  * a message that names what is supported. Status objects are never read: MPI_Test gets a 64-byte buffer, larger
  * than any of the three MPI_Status layouts (20, 24 and 32 bytes).
  * Tested: the MPICH ABI (the wheel's libmpi.so.12, which gpumemnet loads by default, tests/test_distributed_*.py) and
- * the MPI 5 ABI (the wheel's libmpi_abi.so.1, test_the_mpi_5_standard_abi_too). Open MPI's path is written from
- * its mpi.h (the ompi_mpi_* objects, MPI_IN_PLACE (void *)1, thread levels 0..3) and has not been run: no Open MPI
- * was at hand. Its mpiexec must launch it (another launcher starts every rank as a world of 1: refused by name). */
+ * the MPI 5 ABI (the wheel's libmpi_abi.so.1, test_the_mpi_5_standard_abi_too), and Open MPI 4.1.4 (Debian 12's
+ * openmpi-bin, libmpi.so.40: every distributed test passes under its mpiexec; .ci/run runs a subset). Its handles
+ * are the ompi_mpi_* objects, MPI_IN_PLACE is (void *)1, thread levels 0..3. Its mpiexec must launch it (another
+ * launcher starts every rank as a world of 1: refused by name). */
 #ifndef GM_DIST_MPI_H
 #define GM_DIST_MPI_H
 
@@ -32,6 +33,8 @@
 typedef intptr_t gm_mpi_handle;
 
 enum { GM_MPI_ABI_MPICH = 1, GM_MPI_ABI_STANDARD = 2, GM_MPI_ABI_OPENMPI = 3 };
+/* MPI_UNDEFINED: -32766 in all three (MPICH's mpi.h, mpi_abi.h, Open MPI's mpi.h). */
+enum { GM_MPI_UNDEFINED = -32766 };
 
 /* The datatypes gpumemnet's tensors travel as (float16 and bfloat16 as uint16 with user-defined reduce ops; bool
  * as uint8). */
@@ -68,6 +71,8 @@ int gm_mpi_abort(gm_mpi_handle comm, int code);
 int gm_mpi_comm_rank(gm_mpi_handle comm, int *rank);
 int gm_mpi_comm_size(gm_mpi_handle comm, int *size);
 int gm_mpi_comm_dup(gm_mpi_handle comm, gm_mpi_handle *out);
+/* color GM_MPI_UNDEFINED: not a member (*out is then the library's MPI_COMM_NULL, never used). */
+int gm_mpi_comm_split(gm_mpi_handle comm, int color, int key, gm_mpi_handle *out);
 int gm_mpi_comm_free(gm_mpi_handle *comm);
 int gm_mpi_comm_set_errhandler(gm_mpi_handle comm, gm_mpi_handle handler);
 int gm_mpi_op_create(void (*fn)(void *, void *, int *, void *), int commute, gm_mpi_handle *op);

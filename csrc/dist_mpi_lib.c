@@ -15,7 +15,7 @@ void gm_mpi_unlock(void) { pthread_mutex_unlock(&mpi_mutex); }
 
 /* The entry points, as dlsym found them; each wrapper below casts to the signature of the library's ABI. */
 static struct {
-    void *initialized, *finalized, *init_thread, *finalize, *abort, *comm_rank, *comm_size, *comm_dup, *comm_free,
+    void *initialized, *finalized, *init_thread, *finalize, *abort, *comm_rank, *comm_size, *comm_dup, *comm_split, *comm_free,
         *comm_set_errhandler, *op_create, *op_free, *ibarrier, *iallreduce, *ibcast, *iallgather,
         *ireduce_scatter_block, *ireduce, *igather, *iscatter, *test, *get_library_version, *error_string;
 } fn;
@@ -84,7 +84,7 @@ int gm_mpi_load(const char *path) {
         {"MPI_Initialized", &fn.initialized}, {"MPI_Finalized", &fn.finalized},
         {"MPI_Init_thread", &fn.init_thread}, {"MPI_Finalize", &fn.finalize}, {"MPI_Abort", &fn.abort},
         {"MPI_Comm_rank", &fn.comm_rank}, {"MPI_Comm_size", &fn.comm_size}, {"MPI_Comm_dup", &fn.comm_dup},
-        {"MPI_Comm_free", &fn.comm_free}, {"MPI_Comm_set_errhandler", &fn.comm_set_errhandler},
+        {"MPI_Comm_split", &fn.comm_split}, {"MPI_Comm_free", &fn.comm_free}, {"MPI_Comm_set_errhandler", &fn.comm_set_errhandler},
         {"MPI_Op_create", &fn.op_create}, {"MPI_Op_free", &fn.op_free}, {"MPI_Ibarrier", &fn.ibarrier},
         {"MPI_Iallreduce", &fn.iallreduce}, {"MPI_Ibcast", &fn.ibcast}, {"MPI_Iallgather", &fn.iallgather},
         {"MPI_Ireduce_scatter_block", &fn.ireduce_scatter_block}, {"MPI_Ireduce", &fn.ireduce},
@@ -187,6 +187,20 @@ int gm_mpi_comm_dup(gm_mpi_handle comm, gm_mpi_handle *out) {
     } else {
         void *o = NULL;
         rc = ((int (*)(void *, void **))fn.comm_dup)(P(comm), &o);
+        *out = (gm_mpi_handle)o;
+    }
+    return rc;
+}
+
+int gm_mpi_comm_split(gm_mpi_handle comm, int color, int key, gm_mpi_handle *out) {
+    int rc;
+    if (INTH) {
+        int o = 0;
+        rc = ((int (*)(int, int, int, int *))fn.comm_split)(I(comm), color, key, &o);
+        *out = o;
+    } else {
+        void *o = NULL;
+        rc = ((int (*)(void *, int, int, void **))fn.comm_split)(P(comm), color, key, &o);
         *out = (gm_mpi_handle)o;
     }
     return rc;

@@ -7,7 +7,7 @@ import pytest
 import gpumemnet as gm
 from gpumemnet.distributed import _comm
 from gpumemnet.nn.parallel import DistributedDataParallel as DDP
-from gpumemnet.nn.parallel.distributed import _assign_buckets
+from gpumemnet.nn.parallel.distributed import _assign_buckets, _bucket_assignment
 
 from _ddp_threads import ThreadWorld
 
@@ -106,16 +106,23 @@ def test_no_sync_does_not_communicate():
 
 
 def test_buckets_like_pytorch():
-    """Reverse order, the first bucket closed at 1 MiB, the rest at the cap; compared with PyTorch's own
-    assignment when it is importable."""
+    """PyTorch's compute_bucket_assignment_by_size: parameters in their order (buckets sorted by smallest index)
+    or in a ready order (kept), the first bucket closed at 1 MiB, the rest at the cap, or one bucket of all;
+    compared with PyTorch's own when it is importable. (_assign_buckets, ZeRO's, is the reverse-order one.)"""
     sizes = [300_000, 10, 200_000, 50_000, 400_000, 7]
     params = [gm.nn.Parameter(gm.zeros(s)) for s in sizes]
-    got = _assign_buckets(params, 2 * 1024 * 1024, 1024 * 1024)
-    assert got == [[5, 4], [3, 2, 1, 0]]
+    limits = [1024 * 1024, 2 * 1024 * 1024]
+    ready = [5, 4, 3, 2, 1, 0]
+    assert _bucket_assignment(params, limits) == [[0], [1, 2, 3, 4], [5]]
+    assert _bucket_assignment(params, limits, ready) == [[5, 4], [3, 2, 1, 0]]
+    assert _bucket_assignment(params, [1 << 62]) == [[0, 1, 2, 3, 4, 5]]
+    assert _assign_buckets(params, 2 * 1024 * 1024, 1024 * 1024) == [[5, 4], [3, 2, 1, 0]]
     torch = pytest.importorskip("torch")
-    ts = [torch.zeros(s) for s in sizes][::-1]
-    ref, _ = torch.distributed._compute_bucket_assignment_by_size(ts, [1024 * 1024, 2 * 1024 * 1024])
-    assert [[len(sizes) - 1 - i for i in b] for b in ref] == got
+    ts = [torch.zeros(s) for s in sizes]
+    cbs = torch.distributed._compute_bucket_assignment_by_size
+    assert cbs(ts, limits)[0] == _bucket_assignment(params, limits)
+    assert cbs([ts[i] for i in ready], limits, [], ready)[0] == _bucket_assignment(params, limits, ready)
+    assert cbs(ts, [1 << 62])[0] == _bucket_assignment(params, [1 << 62])
 
 
 def test_communication_bytes_and_buckets_in_category():
@@ -207,20 +214,26 @@ def test_batchnorm_statistics_per_rank():
 
 
 def test_buckets_launch_as_soon_as_they_are_ready():
-    """Each bucket's all-reduce starts from the hook of the gradient that completes it (and of the buckets before
+    """After the first iteration (one bucket) the buckets are rebuilt in the order the gradients became ready;
+    then each bucket's all-reduce starts from the hook of the gradient that completes it (and of the buckets before
     it: launches are in bucket order on every rank), during backward, whatever order the autograd engine
-    accumulates the leaves in. (gpumemnet's engine currently accumulates the first layer's leaves first, so on a
-    plain Sequential the buckets complete together near the end; an engine that accumulates each leaf as soon as
-    its gradient exists, as PyTorch's does, gives the overlap.)"""
-    events, buckets = [], []
+    accumulates the leaves in."""
+    events, buckets, first = [], [], []
 
     def rank(comm):
         gm.manual_seed(0)
         net = gm.nn.Sequential(gm.nn.Linear(3, 4), gm.nn.ReLU(), gm.nn.Linear(4, 5), gm.nn.ReLU(),
                                gm.nn.Linear(5, 2))
         ddp = DDP(net, process_group=comm, bucket_cap_mb=0.00004)  # 41 bytes: one layer per bucket
-        launch = comm.all_reduce_sum
         names = {id(p): n for n, p in net.named_parameters()}
+        order = []
+        if comm.rank == 0:
+            first[:] = [[names[id(p)] for p in b.params] for b in ddp._buckets]
+            for p in net.parameters():
+                p.register_post_accumulate_grad_hook(lambda p: order.append(names[id(p)]))
+        ddp(gm.ones(2, 3)).sum().backward()  # the iteration that records the ready order
+        ddp.zero_grad()
+        launch = comm.all_reduce_sum
 
         def logged(t, async_op=False):
             if comm.rank == 0:
@@ -230,10 +243,16 @@ def test_buckets_launch_as_soon_as_they_are_ready():
         if comm.rank == 0:
             for p in net.parameters():
                 p.register_hook(lambda g, n=names[id(p)]: events.append(("gradient", n)))
+        out = ddp(gm.ones(2, 3))  # the forward rebuilds the buckets
+        if comm.rank == 0:
             buckets[:] = [[names[id(p)] for p in b.params] for b in ddp._buckets]
-        ddp(gm.ones(2, 3)).sum().backward()
+            ps = list(net.parameters())
+            index = {n: i for i, (n, _) in enumerate(net.named_parameters())}
+            want = _bucket_assignment(ps, [41, 41], [index[n] for n in order[:len(ps)]])
+            assert buckets == [[names[id(ps[i])] for i in b] for b in want], (buckets, order)
+        out.sum().backward()
     ThreadWorld(2).run(rank)
-    assert len(buckets) == 3  # one per layer
+    assert len(first) == 1 and len(buckets) > 3  # one bucket, then several in ready order
     sizes = {n: p.numel() for n, p in gm.nn.Sequential(gm.nn.Linear(3, 4), gm.nn.ReLU(), gm.nn.Linear(4, 5),
                                                          gm.nn.ReLU(), gm.nn.Linear(5, 2)).named_parameters()}
     expected, ready, nxt = [], set(), 0

@@ -30,10 +30,11 @@ def test_example_ddp_digits(zero):
     import re
     import subprocess
     import sys
-    from dist_util import env, mpiexec_or_skip
+    from dist_util import env, launcher_flags, mpiexec_or_skip
     exe = mpiexec_or_skip()
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "ddp_digits.py")
-    proc = subprocess.run([exe, "-n", "2", sys.executable, script, "--epochs", "1", "--zero", str(zero)], env=env(),
+    proc = subprocess.run([exe, *launcher_flags(exe), "-n", "2", sys.executable, script, "--epochs", "1",
+                           "--zero", str(zero)], env=env(),
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     pairs = re.findall(r"rank (\d)/2: first step (\d+) bytes, estimated before training (\d+) bytes", proc.stdout)

@@ -38,10 +38,11 @@ def test_a_rank_that_exits_ends_every_rank():
     assert took < 60, f"took {took:.0f} s"
 
 
-@pytest.mark.parametrize("mode, limit", [("timeout", "2"), ("wait_timeout", "1")])
-def test_a_rank_that_never_joins_times_out(mode, limit):
+@pytest.mark.parametrize("mode, op, limit", [("timeout", "all_reduce", "2"), ("wait_timeout", "all_reduce", "1"),
+                                            ("new_group_timeout", "new_group", "2")])
+def test_a_rank_that_never_joins_times_out(mode, op, limit):
     proc, took, text = job(mode)
     assert proc.returncode != 0, text
-    assert "DistBackendError: all_reduce: rank 0 of 2 waited " + limit + " s" in proc.stderr, text
+    assert f"DistBackendError: {op}: rank 0 of 2 waited {limit} s" in proc.stderr, text
     assert "rank 0 of 2 raised DistBackendError" in proc.stderr and ABORT in proc.stderr, text
     assert took < 50, f"took {took:.0f} s: rank 1 sleeps 60 s, the abort must end it first"

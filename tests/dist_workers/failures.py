@@ -5,7 +5,8 @@ collective; the whole job must end (not hang), with the failing rank's error in 
   oom          rank 1 runs out of memory (a 1 MiB limit on the CPU allocator)
   exit         rank 1 calls sys.exit(3): no exception reaches the excepthook; rank 0 times out (2 s) and aborts
   timeout      rank 1 catches its own error and goes on without joining: rank 0's all_reduce times out (2 s)
-  wait_timeout as timeout, with async_op and Work.wait(timeout=1)"""
+  wait_timeout as timeout, with async_op and Work.wait(timeout=1)
+  new_group_timeout  as timeout, but rank 0 waits in new_group (whose MPI_Comm_split has no timeout of its own)"""
 import sys
 import time
 from datetime import timedelta
@@ -33,6 +34,8 @@ if rank == 1:
             raise ValueError("caught")
         except ValueError:
             time.sleep(60)  # never joins; rank 0's collective must give up first
+if mode == "new_group_timeout":
+    dist.new_group([0])
 if mode == "wait_timeout":
     dist.all_reduce(t, async_op=True).wait(timeout=timedelta(seconds=1))
 else:

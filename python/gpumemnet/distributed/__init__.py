@@ -9,12 +9,14 @@
 The MPI library is loaded when init_process_group runs (_mpi.py says where it is looked for; `pip install mpich`
 is enough), so importing gpumemnet needs no MPI. process_group.py holds the group, the timeout and the abort of
 every rank on an uncaught exception; collectives.py the tensor collectives; objects.py the pickled-object ones."""
+from .grad_bucket import GradBucket  # noqa: F401
 from .process_group import (DistError, DistBackendError, Backend, GroupMember, ProcessGroup, Work,  # noqa: F401
-                            is_available, is_initialized, is_mpi_available, is_nccl_available, init_process_group,
-                            destroy_process_group, get_rank, get_world_size, get_backend, new_group,
-                            default_pg_timeout)
+                            group, is_available, is_initialized, is_mpi_available, is_nccl_available,
+                            init_process_group, destroy_process_group, get_rank, get_world_size, get_backend, new_group,
+                            get_group_rank, get_global_rank, get_process_group_ranks, default_pg_timeout)
 from .collectives import (ReduceOp, all_reduce, broadcast, all_gather, all_gather_into_tensor,  # noqa: F401
                           reduce_scatter, reduce_scatter_tensor, reduce, gather, scatter, barrier)
 from .objects import broadcast_object_list, all_gather_object, gather_object, scatter_object_list  # noqa: F401
+from . import algorithms  # noqa: F401,E402  (torch.distributed.algorithms.ddp_comm_hooks: DDP's default hooks)
 
 is_gloo_available = lambda: False  # noqa: E731  (PyTorch's query; gloo is not a gpumemnet backend)

@@ -13,6 +13,11 @@ Everything these functions allocate (host staging, the contiguous scratch of the
 the allocator category `communication`. ReduceOp.AVG is a SUM followed by a division by the world size (MPI has
 no average), on floating dtypes only.
 
+Groups: every collective takes PyTorch's group= (None: the default group; or one from new_group, with its own MPI
+communicator). Ranks given as src/dst are global ranks, as group_src/group_dst the group's own; sizes (all_gather's
+list, AVG's divisor) are the group's. On a rank outside the group (new_group returned
+GroupMember.NON_GROUP_MEMBER there) a collective warns and does nothing, as PyTorch's do.
+
 Progress: MPI moves a non-blocking collective's data only inside MPI calls (our Work.wait / is_completed polls, and
 every collective started after it). For communication that overlaps computation with nothing calling MPI in
 between (DDP's buckets during backward), MPICH runs a progress thread with MPIR_CVAR_ASYNC_PROGRESS=1 (we ask for
@@ -25,7 +30,7 @@ from .._core.creation import cat, empty
 from .._core.scope import category
 from .._core.tensor import Tensor
 from . import _nccl, process_group as pg_mod
-from .process_group import Work, _check_group, _require, _state
+from .process_group import Work, _group, _Request, _state, _warn_not_in_group
 
 __all__ = ["ReduceOp", "all_reduce", "broadcast", "all_gather", "all_gather_into_tensor", "reduce_scatter",
            "reduce_scatter_tensor", "reduce", "gather", "scatter", "barrier"]
@@ -85,44 +90,63 @@ def _list(tensors, tensor, name, arg, world):
     return tensors
 
 
-def _world(tensor, name):
-    """The world size, or None on meta without a group (no rank exists there)."""
-    if tensor is not None and tensor.device.type == "meta" and _state.pg is None:
+OFF = object()  # _resolve's answer on a rank outside the group: the collective does nothing
+
+
+def _resolve(group, name, tensor=None):
+    """The ProcessGroup the collective runs on; None on meta without any group (no rank exists there: nothing
+    moves), OFF where this rank is not in group (after PyTorch's warning)."""
+    if group is None and _state.pg is None and tensor is not None and tensor.device.type == "meta":
         return None
-    _require(name)
-    return _state.pg.size()
+    if getattr(group, "simulated", False):  # the estimator's (distributed._comm.SimulatedGroup)
+        if tensor is not None and tensor.device.type != "meta":
+            raise ValueError(f"{name}: a simulated group (the estimator's) takes meta tensors only, got "
+                             f"{tensor.device}")
+        return None
+    pg = _group(group, name)
+    if pg is None:
+        _warn_not_in_group(name)
+        return OFF
+    return pg
 
 
-def _rank():
-    return _state.pg.rank() if _state.pg is not None else 0
+def _world(pg):
+    """The group's size, or None on meta without a group."""
+    return None if pg is None else pg.size()
 
 
-class _MpiRequest:
-    def __init__(self, cap):
-        self.cap = cap
-
-    def test(self):
-        return _C.dist_mpi_test(self.cap)
-
-    def wait(self, timeout_s):
-        return _C.dist_mpi_wait(self.cap, timeout_s)
+def _rank(pg):
+    return 0 if pg is None else pg.rank()
 
 
-def _launch(name, kind, out=None, inp=None, op=ReduceOp.SUM, root=0, async_op=False, inplace=False, then=None):
-    """Start one C collective on out/inp (out is written; with inplace it is also read), on any device, and
-    return its Work (async_op) or wait for it. `then` runs when it completed."""
+def _root(pg, global_rank, group_rank, name, arg):
+    """The root's rank in pg: group_rank (group_src / group_dst) when given, else global_rank (src / dst) looked up
+    in the group's ranks."""
+    if group_rank is not None:
+        return group_rank
+    if pg is None or pg is _state.pg:
+        return global_rank
+    if global_rank not in pg._ranks:
+        raise ValueError(f"{name}: {arg}={global_rank} is not in the group (its global ranks are {pg._ranks})")
+    return pg._ranks.index(global_rank)
+
+
+def _launch(name, kind, pg, out=None, inp=None, op=ReduceOp.SUM, root=0, async_op=False, inplace=False, then=None):
+    """Start one C collective on out/inp (out is written; with inplace it is also read) in group pg (None: meta
+    without a group), on any device, and return its Work (async_op) or wait for it. `then` runs when it
+    completed."""
     t = out if out is not None else inp
     dev = t.device.type if t is not None else "cpu"
     after = [] if then is None else [then]
     avg = op == ReduceOp.AVG
-    if dev == "meta":
+    if dev == "meta" or pg is None:
         requests = []
     else:
-        _require(name)
         pg_mod.prune_pending()
-        if dev == "cuda" and _state.nccl is not None and _nccl.handles(_state.nccl, kind, out, inp):
+        nccl = _state.nccl if pg is _state.pg else None  # NCCL's communicator is the default group's
+        if dev == "cuda" and nccl is not None and _nccl.handles(nccl, kind, out, inp):
             code = 4 if avg else _C_OP[op]  # NCCL averages itself (ncclAvg)
-            requests = [_nccl.start(_state.nccl, kind, out, inp, code, root, _state.pg.size())]
+            requests = [_nccl.start(nccl, kind, out, inp, code, root, pg.size())]
             avg = False
         else:
             bufs = []
@@ -135,9 +159,9 @@ def _launch(name, kind, out=None, inp=None, op=ReduceOp.SUM, root=0, async_op=Fa
             if dev != "cpu" and out is not None:
                 host = bufs[0]
                 after.insert(0, lambda: out.copy_(host))
-            requests = [_MpiRequest(_C.dist_mpi_start(kind, bufs[0], bufs[1], _C_OP[op], root))]
-        if avg and out is not None and (kind != "reduce" or _rank() == root):
-            world = _state.pg.size()
+            requests = [_Request(_C.dist_mpi_start(kind, bufs[0], bufs[1], _C_OP[op], root, pg._comm))]
+        if avg and out is not None and (kind != "reduce" or pg.rank() == root):
+            world = pg.size()
             after.insert(0 if dev == "cpu" else 1, lambda: _divide(out, world))
 
     def finish():
@@ -145,7 +169,7 @@ def _launch(name, kind, out=None, inp=None, op=ReduceOp.SUM, root=0, async_op=Fa
             for f in after:
                 f()
 
-    work = Work(name, requests, finish if after else None, result=[out] if out is not None else [])
+    work = Work(name, requests, finish if after else None, result=[out] if out is not None else [], pg=pg)
     if async_op:
         return work
     work.wait()
@@ -158,43 +182,49 @@ def _divide(t, n):
 
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     """Reduce tensor across every rank, in place: every rank ends with the result."""
-    _check_group(group, "all_reduce")
     _tensor(tensor, "all_reduce", "tensor")
     op = _op(op, "all_reduce", tensor.dtype)
-    return _launch("all_reduce", "all_reduce", out=tensor, op=op, async_op=async_op, inplace=True)
+    pg = _resolve(group, "all_reduce", tensor)
+    if pg is OFF:
+        return None
+    return _launch("all_reduce", "all_reduce", pg, out=tensor, op=op, async_op=async_op, inplace=True)
 
 
 def broadcast(tensor, src, group=None, async_op=False, group_src=None):
     """Copy rank src's tensor into tensor on every other rank."""
-    _check_group(group, "broadcast")
     _tensor(tensor, "broadcast", "tensor")
-    src = src if group_src is None else group_src
-    _world(tensor, "broadcast")
-    return _launch("broadcast", "broadcast", out=tensor, root=src, async_op=async_op, inplace=True)
+    pg = _resolve(group, "broadcast", tensor)
+    if pg is OFF:
+        return None
+    src = _root(pg, src, group_src, "broadcast", "src")
+    return _launch("broadcast", "broadcast", pg, out=tensor, root=src, async_op=async_op, inplace=True)
 
 
 def reduce(tensor, dst, op=ReduceOp.SUM, group=None, async_op=False, group_dst=None):
     """Reduce tensor across every rank into rank dst's tensor (the others' are left as they were)."""
-    _check_group(group, "reduce")
     _tensor(tensor, "reduce", "tensor")
     op = _op(op, "reduce", tensor.dtype)
-    dst = dst if group_dst is None else group_dst
-    _world(tensor, "reduce")
-    return _launch("reduce", "reduce", out=tensor, op=op, root=dst, async_op=async_op, inplace=True)
+    pg = _resolve(group, "reduce", tensor)
+    if pg is OFF:
+        return None
+    dst = _root(pg, dst, group_dst, "reduce", "dst")
+    return _launch("reduce", "reduce", pg, out=tensor, op=op, root=dst, async_op=async_op, inplace=True)
 
 
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
     """Every rank's input_tensor, in rank order, into output_tensor (world_size times as many elements)."""
     name = "all_gather_into_tensor"
-    _check_group(group, name)
     _tensor(output_tensor, name, "output_tensor")
     _tensor(input_tensor, name, "input_tensor")
     _same(output_tensor, "output_tensor", input_tensor, "input_tensor", name, numel=False)
-    world = _world(input_tensor, name)
+    pg = _resolve(group, name, input_tensor)
+    if pg is OFF:
+        return None
+    world = _world(pg)
     if world is not None and output_tensor.numel() != world * input_tensor.numel():
         raise ValueError(f"{name}: output_tensor has {output_tensor.numel()} elements; expected world_size "
                          f"({world}) x the {input_tensor.numel()} of input_tensor")
-    return _launch(name, "all_gather", out=output_tensor, inp=input_tensor, async_op=async_op)
+    return _launch(name, "all_gather", pg, out=output_tensor, inp=input_tensor, async_op=async_op)
 
 
 def _scratch(n, like):
@@ -210,46 +240,52 @@ def _unpack(flat, tensors):
 
 def all_gather(tensor_list, tensor, group=None, async_op=False):
     """Every rank's tensor, in rank order, into tensor_list (one tensor per rank, each like tensor)."""
-    _check_group(group, "all_gather")
     _tensor(tensor, "all_gather", "tensor")
-    world = _world(tensor, "all_gather")
+    pg = _resolve(group, "all_gather", tensor)
+    if pg is OFF:
+        return None
+    world = _world(pg)
     _list(tensor_list, tensor, "all_gather", "tensor_list", world if world is not None else len(tensor_list))
     flat = _scratch(len(tensor_list) * tensor.numel(), tensor)
-    return _launch("all_gather", "all_gather", out=flat, inp=tensor, async_op=async_op,
+    return _launch("all_gather", "all_gather", pg, out=flat, inp=tensor, async_op=async_op,
                    then=lambda: _unpack(flat, tensor_list))
 
 
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):  # noqa: A002 (PyTorch's)
     """Reduce input across ranks and give rank r the r-th of world_size equal slices, into output."""
     name = "reduce_scatter_tensor"
-    _check_group(group, name)
     _tensor(output, name, "output")
     _tensor(input, name, "input")
     _same(input, "input", output, "output", name, numel=False)
     op = _op(op, name, output.dtype)
-    world = _world(output, name)
+    pg = _resolve(group, name, output)
+    if pg is OFF:
+        return None
+    world = _world(pg)
     if world is not None and input.numel() != world * output.numel():
         raise ValueError(f"{name}: input has {input.numel()} elements; expected world_size ({world}) x the "
                          f"{output.numel()} of output")
-    return _launch(name, "reduce_scatter", out=output, inp=input, op=op, async_op=async_op)
+    return _launch(name, "reduce_scatter", pg, out=output, inp=input, op=op, async_op=async_op)
 
 
 def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
     """Reduce input_list[r] across ranks into rank r's output."""
-    _check_group(group, "reduce_scatter")
     _tensor(output, "reduce_scatter", "output")
     op = _op(op, "reduce_scatter", output.dtype)
-    world = _world(output, "reduce_scatter")
+    pg = _resolve(group, "reduce_scatter", output)
+    if pg is OFF:
+        return None
+    world = _world(pg)
     _list(input_list, output, "reduce_scatter", "input_list", world if world is not None else len(input_list))
     with category("communication"):
         flat = cat([t.reshape(-1) for t in input_list]) if input_list else _scratch(0, output)
-    return _launch("reduce_scatter", "reduce_scatter", out=output, inp=flat, op=op, async_op=async_op)
+    return _launch("reduce_scatter", "reduce_scatter", pg, out=output, inp=flat, op=op, async_op=async_op)
 
 
-def _root_list(lst, tensor, op, name, root, root_name):
+def _root_list(pg, lst, tensor, op, name, root, root_name):
     """gather's and scatter's list: checked on the root rank (True there), refused unless empty elsewhere."""
-    world = _world(tensor, op)
-    if _rank() != root:
+    world = _world(pg)
+    if _rank(pg) != root:
         if lst:
             raise ValueError(f"{op}: {name} must be None or empty on ranks other than {root_name} ({root})")
         return False
@@ -261,30 +297,35 @@ def _root_list(lst, tensor, op, name, root, root_name):
 
 def gather(tensor, gather_list=None, dst=0, group=None, async_op=False, group_dst=None):
     """Every rank's tensor, in rank order, into gather_list on rank dst (None elsewhere)."""
-    _check_group(group, "gather")
     _tensor(tensor, "gather", "tensor")
-    dst = dst if group_dst is None else group_dst
+    pg = _resolve(group, "gather", tensor)
+    if pg is OFF:
+        return None
+    dst = _root(pg, dst, group_dst, "gather", "dst")
     flat = None
-    if _root_list(gather_list, tensor, "gather", "gather_list", dst, "dst"):
+    if _root_list(pg, gather_list, tensor, "gather", "gather_list", dst, "dst"):
         flat = _scratch(len(gather_list) * tensor.numel(), tensor)
-    return _launch("gather", "gather", out=flat, inp=tensor, root=dst, async_op=async_op,
+    return _launch("gather", "gather", pg, out=flat, inp=tensor, root=dst, async_op=async_op,
                    then=None if flat is None else (lambda: _unpack(flat, gather_list)))
 
 
 def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False, group_src=None):
     """Rank src's scatter_list[r] into rank r's tensor."""
-    _check_group(group, "scatter")
     _tensor(tensor, "scatter", "tensor")
-    src = src if group_src is None else group_src
+    pg = _resolve(group, "scatter", tensor)
+    if pg is OFF:
+        return None
+    src = _root(pg, src, group_src, "scatter", "src")
     flat = None
-    if _root_list(scatter_list, tensor, "scatter", "scatter_list", src, "src"):
+    if _root_list(pg, scatter_list, tensor, "scatter", "scatter_list", src, "src"):
         with category("communication"):
             flat = cat([t.reshape(-1) for t in scatter_list])
-    return _launch("scatter", "scatter", out=tensor, inp=flat, root=src, async_op=async_op)
+    return _launch("scatter", "scatter", pg, out=tensor, inp=flat, root=src, async_op=async_op)
 
 
 def barrier(group=None, async_op=False, device_ids=None):
     """Wait until every rank reached the barrier (with the process group's timeout)."""
-    _check_group(group, "barrier")
-    _require("barrier")
-    return _launch("barrier", "barrier", async_op=async_op)
+    pg = _resolve(group, "barrier")
+    if pg is OFF:
+        return None
+    return _launch("barrier", "barrier", pg, async_op=async_op)

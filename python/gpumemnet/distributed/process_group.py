@@ -9,6 +9,7 @@ leaving the others waiting forever:
     printed, then MPI_Abort ends every rank through the launcher (an excepthook installed by
     init_process_group), as PyTorch's elastic launcher or mpi4py's `-m mpi4py` do."""
 import atexit
+import operator
 import os
 import sys
 import time
@@ -20,9 +21,10 @@ from .. import _C
 from .._core.creation import from_numpy
 from . import _mpi, _nccl
 
-__all__ = ["DistError", "DistBackendError", "Backend", "GroupMember", "ProcessGroup", "Work", "is_available",
+__all__ = ["DistError", "DistBackendError", "Backend", "GroupMember", "group", "ProcessGroup", "Work", "is_available",
            "is_initialized", "is_mpi_available", "is_nccl_available", "init_process_group", "destroy_process_group",
-           "get_rank", "get_world_size", "get_backend", "new_group"]
+           "get_rank", "get_world_size", "get_backend", "new_group", "get_group_rank", "get_global_rank",
+           "get_process_group_ranks"]
 
 default_pg_timeout = timedelta(minutes=30)
 
@@ -49,10 +51,14 @@ class Backend(str):
 
 
 class ProcessGroup:
-    """The group of every rank (new_group with fewer ranks is not supported yet)."""
+    """A group of ranks: the default one (every rank, init_process_group) or one made by new_group, which has its
+    own MPI communicator (comm, a csrc/dist_mpi.c capsule; None for the default group's), its global ranks in
+    group-rank order, and its timeout."""
 
-    def __init__(self, rank, size, backend):
+    def __init__(self, rank, size, backend, ranks=None, comm=None, timeout=None):
         self._rank, self._size, self._backend = rank, size, backend
+        self._ranks = list(range(size)) if ranks is None else list(ranks)
+        self._comm, self._timeout = comm, timeout
 
     def rank(self):
         return self._rank
@@ -64,12 +70,22 @@ class ProcessGroup:
         return self._backend
 
     def __repr__(self):
-        return f"ProcessGroup(backend={self._backend!r}, rank={self._rank}, size={self._size})"
+        return f"ProcessGroup(backend={self._backend!r}, rank={self._rank}, size={self._size}, ranks={self._ranks})"
 
 
 class GroupMember:
     WORLD = None  # the default group once init_process_group has run
     NON_GROUP_MEMBER = -100
+
+
+class _GroupMeta(type):
+    @property
+    def WORLD(cls):  # noqa: N802 (PyTorch's name)
+        return GroupMember.WORLD
+
+
+class group(metaclass=_GroupMeta):  # noqa: N801 (PyTorch's dist.group; group.WORLD is the default group)
+    pass
 
 
 class _State:
@@ -80,6 +96,7 @@ class _State:
     nccl = None           # the NCCL communicator's state, when the group uses NCCL for CUDA tensors
     prev_hook = None
     pending = set()       # Works in flight: their tensors must outlive them
+    groups = []           # the groups new_group made (destroyed with the default group)
     exit_registered = False
 
 
@@ -111,9 +128,36 @@ def _timeout_s(timeout):
     raise TypeError(f"timeout must be a datetime.timedelta, got {type(timeout).__name__}")
 
 
+def _group(group, op):
+    """The ProcessGroup `group` names (None: the default one), after _require; None where this rank is not in it
+    (group is GroupMember.NON_GROUP_MEMBER, what new_group returned off the group): the caller then does nothing,
+    as PyTorch's collectives do."""
+    _require(op)
+    if group is None or group is _state.pg:
+        return _state.pg
+    if isinstance(group, int) and not isinstance(group, bool) and group == GroupMember.NON_GROUP_MEMBER:
+        return None
+    if isinstance(group, ProcessGroup) and any(group is g for g in _state.groups):
+        return group
+    if isinstance(group, ProcessGroup):
+        raise ValueError(f"{op}: {group!r} was destroyed (destroy_process_group) or belongs to an earlier "
+                         f"init_process_group")
+    raise ValueError(f"{op}: group must be None (the default group) or a group from new_group, got "
+                     f"{type(group).__name__}")
+
+
+def _warn_not_in_group(op):
+    import warnings
+    warnings.warn(f"Running {op} on global rank {_state.pg.rank()} which does not belong to the given group.",
+                  stacklevel=3)
+
+
 def _check_group(group, op):
-    if group is not None and group is not _state.pg:
-        raise ValueError(f"{op}: only the default group (group=None) is supported; new_group is not implemented")
+    """_group for the ops that need a group this rank belongs to (destroy_process_group excepted)."""
+    pg = _group(group, op)
+    if pg is None:
+        raise ValueError(f"{op}: this rank ({_state.pg.rank()}) is not in the group")
+    return pg
 
 
 def _require(op):
@@ -192,11 +236,18 @@ def _mpi_broadcast(data):
 
 
 def destroy_process_group(group=None):
-    """Wait for the collectives in flight and free the communicators. MPI itself stays initialised (it can start
-    only once per process) until the interpreter exits, so init_process_group may run again."""
-    _check_group(group, "destroy_process_group")
+    """Wait for the collectives in flight and free the communicators: of `group` (one from new_group), or of every
+    group (None). MPI itself stays initialised (it can start only once per process) until the interpreter exits,
+    so init_process_group may run again."""
     if _state.pg is None:
         return
+    if group is not None and group is not _state.pg:
+        pg = _group(group, "destroy_process_group")
+        if pg is not None:
+            _destroy_subgroup(pg)
+        return
+    for g in list(_state.groups):
+        _destroy_subgroup(g)
     if not _state.broken:
         for w in list(_state.pending):
             w.wait()
@@ -208,6 +259,14 @@ def destroy_process_group(group=None):
     if _state.prev_hook is not None:
         sys.excepthook, _state.prev_hook = _state.prev_hook, None
     _C.dist_mpi_free()
+
+
+def _destroy_subgroup(pg):
+    if not _state.broken:
+        for w in [w for w in _state.pending if w._pg is pg]:
+            w.wait()
+    _state.groups = [g for g in _state.groups if g is not pg]
+    _C.dist_mpi_comm_free(pg._comm)
 
 
 def _at_exit():
@@ -250,38 +309,113 @@ def _abort_on_uncaught(exc_type, exc, tb):
 
 
 def get_rank(group=None):
-    _check_group(group, "get_rank")
-    _require("get_rank")
-    return _state.pg.rank()
+    """This process's rank in group; -1 off it (PyTorch's)."""
+    pg = _group(group, "get_rank")
+    return -1 if pg is None else pg.rank()
 
 
 def get_world_size(group=None):
-    _check_group(group, "get_world_size")
-    _require("get_world_size")
-    return _state.pg.size()
+    """The number of ranks in group; -1 off it (PyTorch's)."""
+    pg = _group(group, "get_world_size")
+    return -1 if pg is None else pg.size()
 
 
 def get_backend(group=None):
-    _check_group(group, "get_backend")
-    _require("get_backend")
-    return _state.pg.name()
+    return _check_group(group, "get_backend").name()
+
+
+def get_group_rank(group, global_rank):
+    """global_rank's rank in group (ValueError if it is not a member)."""
+    pg = _check_group(group, "get_group_rank")
+    if global_rank not in pg._ranks:
+        raise ValueError(f"Global rank {global_rank} is not part of group {pg}")
+    return pg._ranks.index(global_rank)
+
+
+def get_global_rank(group, group_rank):
+    """The global rank of group's rank group_rank (ValueError if the group has none)."""
+    pg = _check_group(group, "get_global_rank")
+    if isinstance(group_rank, bool) or not isinstance(group_rank, int) or not 0 <= group_rank < pg.size():
+        raise ValueError(f"Group rank {group_rank} is not part of group {pg}")
+    return pg._ranks[group_rank]
+
+
+def get_process_group_ranks(group):
+    """group's global ranks, in group-rank order."""
+    return list(_check_group(group, "get_process_group_ranks")._ranks)
 
 
 def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local_synchronization=False,
-              group_desc=None, device_id=None):
-    """Only the group of every rank exists: new_group(None) or new_group(all ranks) returns it."""
+              group_desc=None, device_id=None, sort_ranks=True):
+    """A group of the given global ranks (None: every rank) with its own MPI communicator (MPI_Comm_split), for the
+    collectives' group= argument. As in PyTorch, every rank of the default group calls it, in the same order of
+    new_group calls, and it returns GroupMember.NON_GROUP_MEMBER on the ranks outside; collectives given that do
+    nothing. Ranks are sorted unless sort_ranks=False (then a rank's place in `ranks` is its group rank). The
+    group's timeout defaults to the default group's. Its CUDA tensors travel staged through MPI: NCCL serves the
+    default group only."""
+    world = _state.pg
     _require("new_group")
-    if ranks is None or sorted(ranks) == list(range(_state.pg.size())):
-        return _state.pg
-    raise NotImplementedError("new_group: groups of fewer than all ranks are not supported by gpumemnet yet")
+    if use_local_synchronization:
+        raise ValueError("MPI backend doesn't support use_local_synchronization=True")  # PyTorch's, for MPI
+    if backend is not None and Backend(backend) not in ("mpi", "undefined"):
+        raise ValueError(f"new_group: backend {backend!r} is not supported for groups; gpumemnet's groups use 'mpi' "
+                         f"(CUDA tensors staged through host memory)")
+    timeout_s = _state.timeout if timeout is None else _timeout_s(timeout)
+    if timeout_s <= 0:
+        raise ValueError(f"new_group: timeout must be positive, got {timeout!r}")
+    n = world.size()
+    if ranks is None:
+        ranks = list(range(n))
+    else:
+        try:
+            ranks = [operator.index(r) for r in ranks]
+        except TypeError as error:
+            raise TypeError("ranks must be a sequence of integers") from error
+        if sort_ranks:
+            ranks = sorted(ranks)
+        if len(set(ranks)) != len(ranks):
+            raise ValueError(f"ranks list must not contain duplicate entries, got {ranks}")
+        if len(ranks) > n:
+            raise ValueError("the new group's world size should be less or equal to the world size set by "
+                             "init_process_group")
+        for r in ranks:
+            if r < 0 or r >= n:
+                raise ValueError(f"Rank {r} is out of range. Valid ranks are 0 to {n - 1} (world_size={n})")
+    # MPI_Comm_split blocks, with no timeout, until every rank of the default group calls it: a barrier with the
+    # timeout first, so a rank that never comes makes the others raise instead of hanging.
+    work = Work("new_group", [_Request(_C.dist_mpi_start("barrier", None, None, 0, 0))])
+    work.wait()
+    me = world.rank()
+    member = me in ranks
+    comm = _C.dist_mpi_split(member, ranks.index(me) if member else 0)
+    if not member:
+        return GroupMember.NON_GROUP_MEMBER
+    r, size = _C.dist_mpi_group_info(comm)
+    pg = ProcessGroup(r, size, "mpi", ranks, comm, timeout_s)
+    _state.groups.append(pg)
+    return pg
+
+
+class _Request:
+    """An MPI collective in flight (a csrc/dist_mpi.c work capsule), as Work polls it."""
+
+    def __init__(self, cap):
+        self.cap = cap
+
+    def test(self):
+        return _C.dist_mpi_test(self.cap)
+
+    def wait(self, timeout_s):
+        return _C.dist_mpi_wait(self.cap, timeout_s)
 
 
 class Work:
     """A collective started with async_op=True (PyTorch's Work): wait() blocks until it completed (at most the
     process group's timeout), is_completed() asks without blocking. Both drive MPI's progress."""
 
-    def __init__(self, op, requests=(), then=None, result=None):
+    def __init__(self, op, requests=(), then=None, result=None, pg=None):
         self._op, self._requests, self._then, self._result = op, list(requests), then, result
+        self._pg = pg if pg is not None else _state.pg  # the group it runs on: its timeout, its ranks
         self._done = not self._requests
         if self._done:
             self._finish()
@@ -319,10 +453,17 @@ class Work:
         self.wait()
         return self._result if self._result is not None else []
 
+    def get_future(self):
+        """A gpumemnet.futures.Future of result() (what DDP's communication hooks chain on)."""
+        from ..futures import Future
+        return Future._of_work(self)
+
     def wait(self, timeout=None):
         if self._done:
             return True
-        limit = _state.timeout if timeout is None else _timeout_s(timeout)
+        pg = self._pg
+        own = pg._timeout if pg is not None and pg._timeout is not None else _state.timeout
+        limit = own if timeout is None else _timeout_s(timeout)
         deadline = time.monotonic() + limit
         for r in self._requests:
             try:
@@ -332,7 +473,6 @@ class Work:
             except RuntimeError as e:
                 raise self._backend_error(e) from e
             if not done:
-                pg = _state.pg
                 _state.broken = f"{self._op} timed out on rank {pg.rank() if pg else '?'}"
                 raise DistBackendError(
                     f"{self._op}: rank {pg.rank() if pg else '?'} of {pg.size() if pg else '?'} waited {limit:g} s "

@@ -4,6 +4,7 @@ itself) and the optimizer as it makes it (ZeroRedundancyOptimizer for zero 1 and
 (gpumemnet.distributed._comm.Simulated). The wrappers' own code runs, so the rank's buckets, gradient and state
 shards and gathered parameters are allocated on meta exactly as on the device; only the data movement is skipped."""
 from ..distributed import _comm
+from ..distributed.process_group import ProcessGroup
 from ..distributed.optim.zero import ZeroRedundancyOptimizer
 from ..nn.modules.batchnorm import SyncBatchNorm
 from ..nn.modules.module import Module
@@ -14,12 +15,22 @@ from . import stats as _memory
 __all__ = ["check", "unwrap", "wrap"]
 
 
-def unwrap(model, world_size):
-    """A model already wrapped in DistributedDataParallel is estimated as its module on the wrapper's world size
-    (the wrapper itself, with its buckets and its group, is not copied to meta)."""
+def unwrap(model, world_size, comm_hook=None):
+    """(module, world_size, comm_hook as (state, hook) or None). A model already wrapped in DistributedDataParallel
+    is estimated as its module on the wrapper's world size and with its comm hook (the wrapper itself, with its
+    buckets and its group, is not copied to meta)."""
+    if comm_hook is not None:
+        if not isinstance(comm_hook, tuple):
+            comm_hook = (None, comm_hook)
+        if len(comm_hook) != 2 or not callable(comm_hook[1]):
+            raise TypeError(f"estimate: comm_hook must be a hook or (state, hook), got {comm_hook!r}")
     if isinstance(model, DistributedDataParallel):
-        return model.module, model.process_group.size if world_size is None else world_size
-    return model, world_size
+        if comm_hook is None:
+            comm_hook = model._comm_hook
+        return model.module, model.process_group.size if world_size is None else world_size, comm_hook
+    if comm_hook is not None and world_size is None:
+        raise ValueError("estimate: comm_hook needs world_size (it is DistributedDataParallel's)")
+    return model, world_size, comm_hook
 
 
 def check(world_size, zero, rank):
@@ -56,9 +67,10 @@ class _Checkpointed(Module):
         return checkpoint_sequential(self.inner, self.segments, *xs)
 
 
-def wrap(clone, optimizer, world_size, zero, rank, checkpoint_segments, meta):
+def wrap(clone, optimizer, world_size, zero, rank, comm_hook, checkpoint_segments, meta):
     """(module to run the step through, factory of the optimizer from the parameters, bytes the wrapper holds
-    before the step: DDP's buckets)."""
+    before the step: DDP's buckets). comm_hook (state, hook) is registered on the DDP wrapper; a state that is a
+    process group (or None) becomes the simulated one, so the hook's collectives move nothing."""
     group = _comm.Simulated(rank, world_size)
     for m in clone.modules():  # the clone is the estimate's own: its SyncBatchNorms sync over the simulated group
         if isinstance(m, SyncBatchNorm) and m.process_group is None:
@@ -67,6 +79,11 @@ def wrap(clone, optimizer, world_size, zero, rank, checkpoint_segments, meta):
     inner = _Checkpointed(clone, checkpoint_segments) if checkpoint_segments else clone
     model = inner if zero == 2 else DistributedDataParallel(inner, process_group=group)
     held = _memory.memory_allocated(meta) - a0
+    if comm_hook is not None and zero != 2:
+        state, hook = comm_hook
+        if state is None or isinstance(state, ProcessGroup):
+            state = group.process_group()
+        model.register_comm_hook(state, hook)
 
     def make_optimizer(params):
         if not zero:

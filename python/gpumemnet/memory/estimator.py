@@ -339,7 +339,7 @@ def _input_specs(input_shape, batch_size, dtype):
 
 def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, target=None, autocast=None,
              checkpoint_segments=None, accumulation_steps=1, device="cpu", limit=None, world_size=None, zero=0,
-             rank=None, save_on_cpu=False, param_dtype=None):
+             rank=None, save_on_cpu=False, param_dtype=None, comm_hook=None):
     """Run the first training step of `model` (forward, loss, backward, the optimizer's first step) on a meta
     copy and return an Estimate. The model itself is not touched.
 
@@ -367,12 +367,15 @@ def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, 
     the per-rank batch): the model wrapped in gm.nn.parallel.DistributedDataParallel (zero=0) and the optimizer
     in gm.distributed.optim.ZeroRedundancyOptimizer(optimizer_class=optimizer, stage=zero) for zero=1 (under DDP)
     or 2 (alone), as the script does it; every rank's figures (rank=None), or one rank's. A model given already
-    wrapped in DistributedDataParallel is estimated so, on the wrapper's world size."""
-    model, world_size = _distributed.unwrap(model, world_size)
+    wrapped in DistributedDataParallel is estimated so, on the wrapper's world size (and its comm hook).
+    comm_hook: the DDP communication hook the script registers, a hook (state None) or (state, hook): what it
+    allocates (fp16_compress_hook's half-size copy of each bucket) is counted; needs world_size."""
+    model, world_size, comm_hook = _distributed.unwrap(model, world_size, comm_hook)
     world_size, zero, ranks = _distributed.check(world_size, zero, rank)
     with _meta_turn, _meta_mode_like(device):
         ests = [_estimate(model, input_shape, loss_fn, optimizer, batch_size, target, autocast, checkpoint_segments,
-                          accumulation_steps, device, limit, dist=(world_size, zero, r), save_on_cpu=save_on_cpu,
+                          accumulation_steps, device, limit, dist=(world_size, zero, r, comm_hook),
+                          save_on_cpu=save_on_cpu,
                           param_dtype=param_dtype) for r in ranks]
     if len(ests) == 1:
         return ests[0]
@@ -411,10 +414,11 @@ def _meta_mode_like(device):
 
 def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, target=None, autocast=None,
               checkpoint_segments=None, accumulation_steps=1, device="cpu", limit=None, keep_outputs=False,
-              dist=(None, 0, None), save_on_cpu=False, param_dtype=None):
+              dist=(None, 0, None, None), save_on_cpu=False, param_dtype=None):
     """estimate(); keep_outputs: the output and the loss stay alive until the optimizer step has run, as in a
     script that holds them in variables (`out = model(x); loss = ...`: python -m gpumemnet run). dist:
-    (world_size, zero, rank) of one data-parallel rank, or world_size None (see memory/_distributed.py)."""
+    (world_size, zero, rank, comm_hook) of one data-parallel rank, or world_size None (see
+    memory/_distributed.py)."""
     if not isinstance(model, Module):
         raise TypeError(f"estimate: model must be a gpumemnet.nn.Module, got {type(model).__name__}")
     params = list(model.parameters())

@@ -4,24 +4,31 @@ Every rank holds the whole model and runs its own micro-batch; gradients are ave
 backward, so every replica takes the same optimizer step. As in PyTorch (Li et al., VLDB 2020):
 - at construction the parameters and buffers are broadcast from rank 0, and the buffers again before each forward
   (broadcast_buffers=True); BatchNorm's batch statistics stay per rank (use SyncBatchNorm to share them);
-- gradients are packed into buckets in reverse parameter order (the order backward produces them) of
-  bucket_cap_mb (25 MiB), the first one of 1 MiB when bucket_cap_mb is left at its default; a bucket's averaging
-  all-reduce is launched, asynchronously, as soon as its last gradient has been accumulated
-  (Tensor.register_post_accumulate_grad_hook), so communication overlaps the rest of backward as far as the
-  autograd engine accumulates leaves early (gpumemnet's current engine accumulates them in forward order, so on a
-  plain Sequential the buckets complete near the end of backward). Buckets are launched in index order on every
-  rank (collectives must be issued in the same order everywhere); the last one waits for all and writes the
-  averages back into .grad;
+- gradients are packed into buckets (PyTorch's compute_bucket_assignment_by_size, _bucket_assignment below). The
+  first synchronised iteration runs with a single bucket of every parameter (PyTorch's parameter order need not be
+  the order backward produces gradients in), records the order the gradients became ready in, and the next
+  forward rebuilds the buckets in that order: the first closed at 1 MiB when bucket_cap_mb is left at its
+  default, the others at bucket_cap_mb (25 MiB), rank 0's assignment broadcast so every rank agrees. With
+  find_unused_parameters=True (and no static_graph) the buckets are those limits over the parameters in their
+  order, reversed, and are never rebuilt; with static_graph=True the order is recorded in the second iteration;
+- a bucket's averaging all-reduce is launched, asynchronously, as soon as its last gradient has been accumulated
+  (Tensor.register_post_accumulate_grad_hook), so communication overlaps the rest of backward. Buckets are
+  launched in index order on every rank (collectives must be issued in the same order everywhere); the last one
+  waits for all and writes the averages back into .grad;
+- register_comm_hook(state, hook) replaces the averaging all-reduce of each bucket by hook(state, GradBucket)
+  -> Future of the reduced bucket (gpumemnet.distributed.algorithms.ddp_comm_hooks.default_hooks: allreduce,
+  fp16 and bf16 compression). The bucket is then not divided by the world size first: the hook does it;
 - no_sync() skips the reduction (gradients accumulate locally; the next synchronised backward reduces the sum);
 - find_unused_parameters=True walks the graph after forward and marks the parameters it does not reach ready.
-Not done: PyTorch starts with a single bucket and rebuilds the buckets after the first iteration in the order the
-gradients arrived; ours are those limits applied in reverse parameter order from the start. Comm hooks,
-static_graph (accepted, no effect).
+static_graph=True is accepted (it changes when buckets are rebuilt, as above; the graph walk stays per iteration).
 
 Memory: the bucket buffers are allocator blocks of category "communication" (one copy of the gradients, held for
 the wrapper's lifetime). With gradient_as_bucket_view=True the gradients are views into them instead of a second
-copy: .grad then costs nothing beyond the buckets. gm.memory.estimate(..., world_size=N) runs this same code on
-meta with a simulated group (gpumemnet.distributed._comm), so its figures include the buckets."""
+copy: .grad then costs nothing beyond the buckets. A rebuild frees the old buckets before making the new ones
+(with gradient_as_bucket_view after, since the gradients live in them). What a comm hook allocates (the fp16
+copy of a bucket) is category "communication" too, held until the end of backward collects the result.
+gm.memory.estimate(..., world_size=N) runs this same code on meta with a simulated group
+(gpumemnet.distributed._comm), so its figures include the buckets (and a hook's copies: its comm_hook=)."""
 import contextlib
 import weakref
 
@@ -29,11 +36,36 @@ from ... import _C
 from ..._core.autograd import AccumulateGrad, is_grad_enabled, no_grad
 from ..._core.scope import category, scope
 from ...distributed import _comm
+from ...distributed.grad_bucket import GradBucket
 from ..modules.module import Module
 
 __all__ = ["DistributedDataParallel"]
 
 _FIRST_BUCKET_BYTES = 1024 * 1024  # PyTorch's dist._DEFAULT_FIRST_BUCKET_BYTES: the first all-reduce starts early
+_NO_LIMIT = 1 << 62  # PyTorch's sys.maxsize limit: one bucket of everything
+
+
+def _bucket_assignment(params, limits, order=None):
+    """[[index]] of params in buckets, as PyTorch's compute_bucket_assignment_by_size: params taken in `order`
+    (default: their own), one open bucket per (dtype, device) closed when it reaches its limit, the limits used in
+    turn per (dtype, device) and the last one repeated; the open buckets last. Without `order` the buckets are
+    sorted by their smallest index (with it, the order is the gradients' ready order and is kept)."""
+    open_, step, out = {}, {}, []
+    for i in (range(len(params)) if order is None else order):
+        p = params[i]
+        key = (p._dtype, p._device)
+        cur = open_.setdefault(key, [[], 0])
+        cur[0].append(i)
+        cur[1] += p.numel() * p.element_size()
+        k = step.setdefault(key, 0)
+        if cur[1] >= limits[k]:
+            out.append(cur[0])
+            open_[key] = [[], 0]
+            step[key] = min(k + 1, len(limits) - 1)
+    out += [cur[0] for cur in open_.values() if cur[0]]
+    if order is None:
+        out.sort(key=min)
+    return out
 
 
 class _Bucket:
@@ -121,7 +153,12 @@ class DistributedDataParallel(Module):
         self.gradient_as_bucket_view = gradient_as_bucket_view
         self.static_graph = static_graph
         self.bucket_bytes_cap = int(bucket_cap_mb * 1024 * 1024)
-        object.__setattr__(self, "_first_cap", first_cap)
+        object.__setattr__(self, "_first_cap", self.bucket_bytes_cap if first_cap is None else first_cap)
+        object.__setattr__(self, "_comm_hook", None)    # (state, hook) once register_comm_hook ran
+        object.__setattr__(self, "_iteration", 0)       # synchronised backward passes begun
+        object.__setattr__(self, "_order", None)        # parameter indices in ready order, while recording
+        object.__setattr__(self, "_rebuild", None)      # the order to rebuild the buckets in at the next forward
+        object.__setattr__(self, "_rebuilt", False)
         self.require_backward_grad_sync = True
         params = [p for p in module.parameters() if p.requires_grad]
         if not params:
@@ -131,7 +168,13 @@ class DistributedDataParallel(Module):
             for t in list(module.parameters()) + self._buffers_to_sync():
                 comm.broadcast(t, 0)
         object.__setattr__(self, "_params", params)
-        self._build_buckets(params)
+        object.__setattr__(self, "_index", {id(p): i for i, p in enumerate(params)})
+        if static_graph or not find_unused_parameters:
+            limits = [_NO_LIMIT]  # PyTorch: one bucket until the ready order is known
+        else:
+            limits = [self._first_cap, self.bucket_bytes_cap] if self._first_cap < self.bucket_bytes_cap else \
+                [self.bucket_bytes_cap]
+        self._build_buckets(params, list(reversed(_bucket_assignment(params, limits))))
         object.__setattr__(self, "_armed", False)   # a synchronised backward is expected
         object.__setattr__(self, "_next", 0)        # the next bucket to launch
         me = weakref.ref(self)  # the parameters hold the hooks: a strong reference back would be a cycle
@@ -145,10 +188,10 @@ class DistributedDataParallel(Module):
     def _buffers_to_sync(self):
         return [b for b in self.module.buffers() if b is not None] if self.broadcast_buffers else []
 
-    def _build_buckets(self, params):
+    def _build_buckets(self, params, assignment):
         buckets, slot = [], {}
         with category(_comm.CATEGORY), scope("DistributedDataParallel buckets"), no_grad():
-            for idx in _assign_buckets(params, self.bucket_bytes_cap, self._first_cap):
+            for idx in assignment:
                 ps = [params[i] for i in idx]
                 n = sum(p.numel() for p in ps)
                 buf = _C.empty((n,), ps[0]._dtype, ps[0]._device)
@@ -171,6 +214,22 @@ class DistributedDataParallel(Module):
                         _C.copy_(v, p.grad)
                     p.grad = v
 
+    def _rebuild_buckets(self):
+        """The buckets again, in the order the gradients became ready in the recorded iteration (rank 0's order on
+        every rank), with the rebuild limits: PyTorch's Reducer::rebuild_buckets, run before a forward."""
+        order, params = self._rebuild, self._params
+        object.__setattr__(self, "_rebuild", None)
+        object.__setattr__(self, "_rebuilt", True)
+        limits = [self._first_cap, self.bucket_bytes_cap]
+        assignment = _bucket_assignment(params, limits, order)
+        if self._comm.size > 1:
+            box = [assignment]
+            self._comm.broadcast_object_list(box, 0)
+            assignment = box[0]
+        if not self.gradient_as_bucket_view:  # nothing lives in the old buckets between iterations: free them first
+            object.__setattr__(self, "_buckets", [])
+        self._build_buckets(params, assignment)
+
     # ---- forward ------------------------------------------------------------------------------------------
     def forward(self, *inputs, **kwargs):
         if self._armed and is_grad_enabled():
@@ -181,6 +240,8 @@ class DistributedDataParallel(Module):
                 "`gpumemnet.nn.parallel.DistributedDataParallel`, and by making sure all `forward` function "
                 "outputs participate in calculating loss. Parameters that got no gradient: " +
                 ", ".join(self._unready_names()))
+        if self._rebuild is not None and is_grad_enabled():
+            self._rebuild_buckets()
         bufs = self._buffers_to_sync()
         if bufs and self._comm.size > 1:
             with no_grad(), scope("DistributedDataParallel buffers"):
@@ -204,6 +265,12 @@ class DistributedDataParallel(Module):
         for b in self._buckets:
             b.pending = len(b.params)
             b.work = None
+        object.__setattr__(self, "_iteration", self._iteration + 1)
+        # PyTorch records the ready order once: in the first synchronised iteration, or the second with
+        # static_graph (its first runs one delayed all-reduce); never with find_unused_parameters alone.
+        record = not self._rebuilt and (self.static_graph or not self.find_unused_parameters) and \
+            self._iteration == (2 if self.static_graph else 1)
+        object.__setattr__(self, "_order", [] if record else None)
         object.__setattr__(self, "_ready", set())
         object.__setattr__(self, "_unused", set())
         object.__setattr__(self, "_next", 0)
@@ -227,6 +294,8 @@ class DistributedDataParallel(Module):
             raise RuntimeError("DistributedDataParallel: a parameter's gradient was accumulated twice in one "
                                "synchronised iteration (a second backward before the reduction finished, or a "
                                "parameter marked unused that produced a gradient); this is not supported")
+        if self._order is not None:
+            self._order.append(self._index[id(p)])
         view = b.views[j]
         with no_grad():
             g = p.grad
@@ -239,7 +308,13 @@ class DistributedDataParallel(Module):
 
     def _progress(self):
         """Let the launched all-reduces move on: MPI progresses a non-blocking collective only inside MPI calls, so
-        each gradient's hook asks the ones in flight (a test, never a wait)."""
+        each gradient's hook asks the ones in flight (a test, never a wait). A comm hook's futures are not asked
+        (that would run their callbacks early): the group polls the collectives under them."""
+        if self._comm_hook is not None:
+            progress = getattr(self._comm, "progress", None)
+            if progress is not None:
+                progress()
+            return
         for b in self._buckets[:self._next]:
             if b.work is not None:
                 b.work.is_completed()
@@ -256,20 +331,49 @@ class DistributedDataParallel(Module):
         with no_grad(), scope("DistributedDataParallel all_reduce"):
             while i < len(buckets) and buckets[i].pending == 0:
                 b = buckets[i]
-                if comm.size > 1:
-                    b.buffer.div_(comm.size)  # SUM of gradients / N = the average (PyTorch divides first too)
-                b.work = comm.all_reduce_sum(b.buffer, async_op=True)
+                if self._comm_hook is not None:
+                    b.work = self._run_comm_hook(i, b, i == len(buckets) - 1)
+                else:
+                    if comm.size > 1:
+                        b.buffer.div_(comm.size)  # SUM of gradients / N = the average (PyTorch divides first too)
+                    b.work = comm.all_reduce_sum(b.buffer, async_op=True)
                 i += 1
         object.__setattr__(self, "_next", i)
         if i == len(buckets):
             self._finish()
+
+    def _run_comm_hook(self, index, b, last):
+        state, hook = self._comm_hook
+        if state is None and getattr(self._comm, "simulated", False):
+            state = self._comm.process_group()  # the estimator's group: the hook must not reach the real one
+        with category(_comm.CATEGORY):
+            fut = hook(state, GradBucket(index, b.buffer, b.params, b.views, last))
+        if not callable(getattr(fut, "wait", None)):
+            raise TypeError(f"DistributedDataParallel: the communication hook {getattr(hook, '__name__', hook)!r} "
+                            f"must return a Future (gpumemnet.futures.Future), got {type(fut).__name__}")
+        return fut
+
+    def _hook_result(self, b):
+        """Wait for a bucket's comm hook and put its result into the bucket (PyTorch: the Future's tensor)."""
+        res = b.work.wait()
+        if isinstance(res, (list, tuple)) and len(res) == 1:
+            res = res[0]
+        if not isinstance(res, _C.TensorBase) or res.numel() != b.buffer.numel():
+            raise RuntimeError(f"DistributedDataParallel: the communication hook's Future must hold one tensor of the "
+                               f"bucket's {b.buffer.numel()} elements, got "
+                               f"{res.numel() if isinstance(res, _C.TensorBase) else type(res).__name__}")
+        if res._storage_id != b.buffer._storage_id or res._offset != b.buffer._offset:
+            b.buffer.copy_(res.reshape(b.buffer.shape))
 
     def _finish(self):
         """Every bucket is launched: wait for them and put the averages in .grad."""
         with no_grad(), scope("DistributedDataParallel all_reduce"):
             for b in self._buckets:
                 if b.work is not None:
-                    b.work.wait()
+                    if self._comm_hook is not None:
+                        self._hook_result(b)
+                    else:
+                        b.work.wait()
                     b.work = None
                 for p, v in zip(b.params, b.views):
                     g = p.grad
@@ -279,6 +383,10 @@ class DistributedDataParallel(Module):
                     elif g._storage_id != v._storage_id or g._offset != v._offset:
                         _C.copy_(g, v)
         object.__setattr__(self, "_armed", False)
+        if self._order is not None:
+            if len(self._order) == len(self._params):  # every parameter got its gradient: rebuild at next forward
+                object.__setattr__(self, "_rebuild", self._order)
+            object.__setattr__(self, "_order", None)
 
     # ---- the rest of PyTorch's API --------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -291,6 +399,26 @@ class DistributedDataParallel(Module):
             yield
         finally:
             self.require_backward_grad_sync = old
+
+    def register_comm_hook(self, state, hook):
+        """Reduce each bucket with hook(state, bucket: GradBucket) -> Future of the bucket's reduced tensor,
+        instead of the averaging all-reduce (PyTorch's; the default hooks are in
+        gpumemnet.distributed.algorithms.ddp_comm_hooks.default_hooks). Once per wrapper, before backward."""
+        if not callable(hook):
+            raise TypeError("Communication hook must be callable.")
+        if self._comm_hook is not None:
+            raise RuntimeError("register_comm_hook or register_builtin_comm_hook can only be called once.")
+        if self._armed:
+            raise RuntimeError("register_comm_hook must be called before the backward of the current forward")
+        object.__setattr__(self, "_comm_hook", (state, hook))
+
+    def _set_static_graph(self):
+        """static_graph=True after construction (PyTorch's private API, used by some scripts)."""
+        if self.static_graph:
+            import warnings
+            warnings.warn("You've set static_graph to be True, no need to set it again.", stacklevel=2)
+            return
+        self.static_graph = True
 
     @property
     def process_group(self):
