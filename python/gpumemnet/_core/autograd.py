@@ -169,9 +169,20 @@ class AccumulateGrad(Node):
         self._released = False
 
     def apply_grads(self, grads):
+        # PyTorch steals the incoming gradient for a .grad that is None when nothing else holds it (no copy, and
+        # no second buffer while the copy is made); asked before `g` takes a reference of its own
+        free = grads[0] is not None and self.variable.grad is None and _C._grads_free(grads)[0]
         g = grads[0]
         var = self.variable
         if g is None:
+            return ()
+        if free and g._dtype == var._dtype and g._is_contiguous() and tuple(g.shape) == tuple(var.shape) and \
+                g._storage_nbytes == g.numel() * g.element_size():
+            grads[0] = None
+            g._category = "gradient"
+            var.grad = g
+            if var._name is not None:
+                g._name = var._name + ".grad"
             return ()
         prev_cat = _C.set_category("gradient")
         try:
