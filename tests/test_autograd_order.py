@@ -179,3 +179,31 @@ def test_in_place_sum_leaves_a_held_gradient_alone():
     (a + b).sum().backward()
     assert x.grad.tolist() == [5.0, 5.0]
     assert kept[0].tolist() == [1.0, 1.0]
+
+
+def test_accumulate_grad_takes_a_free_gradient_without_a_copy():
+    """PyTorch's AccumulateGrad steals the incoming gradient for a .grad that is None when nothing else holds it:
+    no clone, so backward never holds the gradient twice; it is re-tagged 'gradient' and named after the leaf."""
+    n = 1 << 16
+    w = gm.tensor(np.ones(n, np.float32), requires_grad=True)
+    w._name = "w"
+    loss = (w * 3.0).sum()
+    gm.memory.reset_peak_memory_stats()
+    base = gm.memory.memory_allocated()
+    loss.backward()
+    peak = gm.memory.max_memory_allocated() - base
+    assert w.grad.tolist()[:2] == [3.0, 3.0]
+    assert w.grad._category == "gradient"
+    assert w.grad._name == "w.grad"
+    assert peak < 2 * n * 4, peak  # one gradient-sized buffer (a copy would make two)
+
+
+def test_accumulate_grad_copies_a_gradient_someone_holds():
+    """A hook kept the incoming gradient: .grad must not alias it (writing .grad would change the kept one)."""
+    w = gm.tensor([1.0, 2.0], requires_grad=True)
+    kept = []
+    w.register_hook(lambda g: kept.append(g))
+    (w * 3.0).sum().backward()
+    assert w.grad._storage_id != kept[0]._storage_id
+    w.grad.mul_(0)
+    assert kept[0].tolist() == [3.0, 3.0]
