@@ -15,6 +15,7 @@ typedef struct {
 } node_meta;
 
 #define NODE_MAX_META 4
+#define GM_SEQ_ACCUMULATE UINT64_MAX
 
 typedef struct {
     PyObject_HEAD
@@ -25,6 +26,8 @@ typedef struct {
     PyObject *variable; /* AccumulateGrad: the leaf it accumulates into (None for other nodes) */
     PyObject *weakreflist;
     const char *scope; /* interned (gm_intern): the scope the forward ran in */
+    uint64_t seq;      /* creation order, PyTorch's sequence_nr: the walk runs the latest ready node first;
+                        * GM_SEQ_ACCUMULATE for AccumulateGrad (leaf gradients are written as soon as complete) */
     int released;
     int n_meta;
     node_meta meta[NODE_MAX_META];
@@ -33,5 +36,6 @@ typedef struct {
 extern PyTypeObject *GMNode_Type;  /* _C.Node (autograd_node.c) */
 extern PyObject *gm_grad_mode;      /* grad mode's ContextVar, registered by _autograd_setup */
 extern PyObject *gm_accumulate_cls; /* autograd.AccumulateGrad, registered by _autograd_setup */
+uint64_t gm_next_sequence_nr(void); /* autograd_node.c: the next node's sequence number */
 
 #endif

@@ -1,28 +1,40 @@
 /* csrc/autograd_engine.c — the backward walk (_C._run_backward, called by autograd._run).
  *
- * From the root edges it collects every reachable node (a depth-first search; nodes run in its reverse
- * post-order, a topological order: a node runs after every node that feeds it a gradient, so its gradient is
- * complete), then runs each node that received a gradient: tensor hooks, capture for autograd.grad, the node's
- * backward under the scope "<forward scope> backward" and category activation_grad with grad mode off, then
- * hands each input gradient to the node feeding that input (added in place of a second reference: `prev + g`).
- * A node's gradients are held only by the walk until it runs, and its saved tensors are dropped as soon as its
- * backward returns (unless retain_graph), so memory is freed at the earliest point. The nodes' backwards stay
- * Python (autograd.Function.backward; AccumulateGrad.apply_grads writes .grad); the bookkeeping around them
- * is here.
+ * PyTorch's engine, on one thread (torch/csrc/autograd/engine.cpp): from the root edges it finds every reachable
+ * node and counts, for each, the edges that feed it a gradient (its dependencies). A node is ready when all of
+ * them have delivered (its count is 0: its gradient is complete); among the ready nodes the one made last in the
+ * forward (highest sequence number) runs first, and AccumulateGrad before any other, so a leaf's .grad is written
+ * (and its post-accumulate hooks run: DDP launches a bucket's all-reduce from them) as soon as it is complete.
+ * The ready queue is a binary heap with the sift rules of libstdc++'s std::priority_queue, which PyTorch's
+ * ReadyQueue is, so even ties (several AccumulateGrad ready at once) are broken as PyTorch breaks them.
  *
- * Above autograd_node.c (the node type), category.c (scope, category) and tensor_type.c (gm_grads_free). */
+ * Running a node: tensor hooks, capture for autograd.grad, the node's backward under the scope "<forward scope>
+ * backward" and category activation_grad with grad mode off, then each input gradient handed to the node feeding
+ * that input (summed in place into the gradient already there when nothing else reads it, as PyTorch's
+ * InputBuffer does). A node's gradients are held only by the walk until it runs, and its saved tensors are dropped
+ * as soon as its backward returns (unless retain_graph), so memory is freed at the earliest point. The nodes'
+ * backwards stay Python (autograd.Function.backward; AccumulateGrad.apply_grads writes .grad); the bookkeeping
+ * around them is here.
+ *
+ * Above autograd_node.c (the node type), category.c (scope, category), ops_elementwise.c (gm_binary_out) and
+ * tensor_type.c (gm_grads_free). */
 #include "gm.h"
 #include "autograd.h"
+#include "../kernels/elementwise_ops.h"
 
 typedef struct {
-    PyObject *node;  /* borrowed: the index dict holds it */
-    PyObject *grads; /* list indexed by output_nr (None where nothing arrived), or NULL */
+    PyObject *node;   /* borrowed: the index dict holds it */
+    PyObject *grads;  /* list indexed by output_nr (None where nothing arrived), or NULL */
+    Py_ssize_t deps;  /* edges into this node from nodes that have not run yet (and from the roots) */
+    uint64_t prio;    /* its sequence number */
 } walk_entry;
 
 typedef struct {
     walk_entry *e;
     Py_ssize_t n, cap;
-    PyObject *index; /* dict node -> int index into e */
+    PyObject *index;  /* dict node -> int index into e */
+    Py_ssize_t *heap; /* the ready nodes, indices into e */
+    Py_ssize_t nheap;
 } walk;
 
 static Py_ssize_t walk_add(walk *w, PyObject *node) {
@@ -42,8 +54,11 @@ static Py_ssize_t walk_add(walk *w, PyObject *node) {
         return -1;
     }
     Py_DECREF(i);
-    w->e[w->n].node = node;
-    w->e[w->n].grads = NULL;
+    walk_entry *e = &w->e[w->n];
+    e->node = node;
+    e->grads = NULL;
+    e->deps = 0;
+    e->prio = PyObject_TypeCheck(node, GMNode_Type) ? ((GMNode *)node)->seq : 0;
     return w->n++;
 }
 
@@ -57,7 +72,20 @@ static Py_ssize_t walk_find(walk *w, PyObject *node) {
     return PyLong_AsSsize_t(i);
 }
 
-/* The gradient slot output_nr of entry e gets g (a new reference is taken): set, or prev + g. */
+/* Whether t (the walk's gradient, referenced only by the walk's list) may take another gradient in place: no one
+ * else holds it or its storage, it is dense, and the sum has its shape and dtype (PyTorch's
+ * can_accumulate_inplace). */
+static int can_add_into(PyObject *prev, PyObject *g) {
+    if (!gm_is_tensor(prev) || !gm_is_tensor(g) || Py_REFCNT(prev) != 1) return 0;
+    GMTensor *p = (GMTensor *)prev, *q = (GMTensor *)g;
+    if (p->storage->refcount != 1 || p->requires_grad || (p->grad_fn && p->grad_fn != Py_None)) return 0;
+    if (p->dtype != q->dtype || !gm_device_eq(p->device, q->device) || p->ndim != q->ndim || !gm_is_contiguous(p)) return 0;
+    for (int d = 0; d < p->ndim; d++)
+        if (p->shape[d] != q->shape[d]) return 0;
+    return p->storage != q->storage;
+}
+
+/* The gradient slot output_nr of entry e gets g (a new reference is taken): set, or summed with what is there. */
 static int walk_accumulate(walk_entry *e, Py_ssize_t nr, PyObject *g) {
     if (!e->grads && !(e->grads = PyList_New(0))) return -1;
     while (PyList_GET_SIZE(e->grads) <= nr)
@@ -67,6 +95,9 @@ static int walk_accumulate(walk_entry *e, Py_ssize_t nr, PyObject *g) {
     if (prev == Py_None) {
         Py_INCREF(g);
         v = g;
+    } else if (can_add_into(prev, g)) {
+        /* prev += g: no second buffer of this size while the sum is made */
+        if (!(v = gm_binary_out(GM_EW_ADD, prev, g, prev))) return -1;
     } else if (!(v = PyNumber_Add(prev, g))) {
         return -1;
     }
@@ -74,77 +105,137 @@ static int walk_accumulate(walk_entry *e, Py_ssize_t nr, PyObject *g) {
     return 0;
 }
 
-/* The nodes reachable from roots in reverse post-order of a depth-first search (outputs before inputs), as
- * indices of w. The search visits edges in the order autograd._collect did in Python, so the order nodes run in
- * (and with it every peak of memory) is unchanged. */
-static Py_ssize_t *collect(walk *w, PyObject *root_nodes, Py_ssize_t *n_order) {
-    Py_ssize_t cap = 64, top = 0, n = 0, ocap = 64;
-    struct frame { PyObject *node; int done; } *stack = PyMem_Malloc(sizeof(struct frame) * cap);
-    Py_ssize_t *order = PyMem_Malloc(sizeof(Py_ssize_t) * ocap);
-    if (!stack || !order) goto nomem;
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(root_nodes); i++) {
-        if (top == cap && !(stack = PyMem_Realloc(stack, sizeof(struct frame) * (cap *= 2)))) goto nomem;
-        stack[top].node = PyList_GET_ITEM(root_nodes, i);
-        stack[top++].done = 0;
+/* ---- the ready queue: std::priority_queue's heap (libstdc++'s push_heap / pop_heap), max on prio --------------- */
+static int heap_less(walk *w, Py_ssize_t a, Py_ssize_t b) { return w->e[a].prio < w->e[b].prio; }
+
+static void heap_sift_up(walk *w, Py_ssize_t hole, Py_ssize_t top, Py_ssize_t v) {
+    Py_ssize_t *h = w->heap, parent = (hole - 1) / 2;
+    while (hole > top && heap_less(w, h[parent], v)) {
+        h[hole] = h[parent];
+        hole = parent;
+        parent = (hole - 1) / 2;
     }
-    while (top > 0) {
-        struct frame f = stack[--top];
-        if (f.done) {
-            if (n == ocap && !(order = PyMem_Realloc(order, sizeof(Py_ssize_t) * (ocap *= 2)))) goto nomem;
-            Py_ssize_t i = walk_find(w, f.node);
+    h[hole] = v;
+}
+
+static void heap_push(walk *w, Py_ssize_t i) { /* the heap has room for every node: it is sized w->n */
+    w->heap[w->nheap++] = i;
+    heap_sift_up(w, w->nheap - 1, 0, i);
+}
+
+static Py_ssize_t heap_pop(walk *w) {
+    Py_ssize_t *h = w->heap, top = h[0], len = --w->nheap;
+    if (len == 0) return top;
+    Py_ssize_t v = h[len], hole = 0, child = 0; /* __adjust_heap(first, 0, len, v) */
+    while (child < (len - 1) / 2) {
+        child = 2 * (child + 1);
+        if (heap_less(w, h[child], h[child - 1])) child--;
+        h[hole] = h[child];
+        hole = child;
+    }
+    if ((len & 1) == 0 && child == (len - 2) / 2) {
+        child = 2 * (child + 1);
+        h[hole] = h[child - 1];
+        hole = child - 1;
+    }
+    heap_sift_up(w, hole, 0, v);
+    return top;
+}
+
+/* The edges of a node: its next_functions as a fast sequence of (node, output_nr) or None; NULL (no error) for a
+ * node without edges. */
+static PyObject *edges_of(PyObject *node) {
+    PyObject *nf = PyObject_TypeCheck(node, GMNode_Type) ? ((GMNode *)node)->next_functions : NULL;
+    if (!nf || nf == Py_None) return NULL;
+    return PySequence_Fast(nf, "next_functions must be a sequence");
+}
+
+static PyObject *edge_target(PyObject *edge) {
+    if (PyTuple_Check(edge) && PyTuple_GET_SIZE(edge) == 2) return PyTuple_GET_ITEM(edge, 0);
+    PyErr_SetString(PyExc_TypeError, "next_functions: expected (node, output_nr) or None");
+    return NULL;
+}
+
+/* Every node reachable from the roots, each edge between them counted in its target's deps (PyTorch's
+ * compute_dependencies); the roots count one dependency per root edge, which the walk's start releases. */
+static int collect(walk *w, PyObject *root_nodes) {
+    Py_ssize_t cap = 64, top = 0;
+    Py_ssize_t *stack = PyMem_Malloc(sizeof(Py_ssize_t) * cap);
+    if (!stack) goto nomem;
+    for (Py_ssize_t r = 0; r < PyList_GET_SIZE(root_nodes) + 1; r++) {
+        /* first the roots, then (r == number of roots) everything below them */
+        if (r < PyList_GET_SIZE(root_nodes)) {
+            PyObject *node = PyList_GET_ITEM(root_nodes, r);
+            int seen = PyDict_Contains(w->index, node);
+            if (seen < 0) goto fail;
+            Py_ssize_t i = seen ? walk_find(w, node) : walk_add(w, node);
             if (i < 0) goto fail;
-            order[n++] = i;
+            w->e[i].deps++;
+            if (seen) continue;
+            if (top == cap && !(stack = PyMem_Realloc(stack, sizeof(Py_ssize_t) * (cap *= 2)))) goto nomem;
+            stack[top++] = i;
             continue;
         }
-        int seen = PyDict_Contains(w->index, f.node);
-        if (seen < 0) goto fail;
-        if (seen) continue;
-        if (walk_add(w, f.node) < 0) goto fail;
-        if (top + 1 >= cap && !(stack = PyMem_Realloc(stack, sizeof(struct frame) * (cap *= 2)))) goto nomem;
-        stack[top].node = f.node;
-        stack[top++].done = 1;
-        PyObject *nf = PyObject_TypeCheck(f.node, GMNode_Type) ? ((GMNode *)f.node)->next_functions : NULL;
-        if (!nf || nf == Py_None) continue;
-        PyObject *seq = PySequence_Fast(nf, "next_functions must be a sequence");
-        if (!seq) goto fail;
-        for (Py_ssize_t k = 0; k < PySequence_Fast_GET_SIZE(seq); k++) {
-            PyObject *edge = PySequence_Fast_GET_ITEM(seq, k);
-            if (edge == Py_None) continue;
-            PyObject *next = PyTuple_Check(edge) && PyTuple_GET_SIZE(edge) == 2 ? PyTuple_GET_ITEM(edge, 0) : NULL;
-            if (!next) {
-                Py_DECREF(seq);
-                PyErr_SetString(PyExc_TypeError, "next_functions: expected (node, output_nr) or None");
-                goto fail;
+        while (top > 0) {
+            PyObject *seq = edges_of(w->e[stack[--top]].node);
+            if (!seq) {
+                if (PyErr_Occurred()) goto fail;
+                continue;
             }
-            int s2 = PyDict_Contains(w->index, next);
-            if (s2 < 0) {
-                Py_DECREF(seq);
-                goto fail;
+            for (Py_ssize_t k = 0; k < PySequence_Fast_GET_SIZE(seq); k++) {
+                PyObject *edge = PySequence_Fast_GET_ITEM(seq, k), *next;
+                if (edge == Py_None) continue;
+                if (!(next = edge_target(edge))) {
+                    Py_DECREF(seq);
+                    goto fail;
+                }
+                int seen = PyDict_Contains(w->index, next);
+                Py_ssize_t j = seen < 0 ? -1 : seen ? walk_find(w, next) : walk_add(w, next);
+                if (j < 0) {
+                    Py_DECREF(seq);
+                    goto fail;
+                }
+                w->e[j].deps++;
+                if (seen) continue;
+                if (top == cap && !(stack = PyMem_Realloc(stack, sizeof(Py_ssize_t) * (cap *= 2)))) {
+                    Py_DECREF(seq);
+                    goto nomem;
+                }
+                stack[top++] = j;
             }
-            if (s2) continue;
-            if (top == cap && !(stack = PyMem_Realloc(stack, sizeof(struct frame) * (cap *= 2)))) {
-                Py_DECREF(seq);
-                goto nomem;
-            }
-            stack[top].node = next;
-            stack[top++].done = 0;
+            Py_DECREF(seq);
         }
-        Py_DECREF(seq);
     }
     PyMem_Free(stack);
-    for (Py_ssize_t i = 0; i < n / 2; i++) { /* post-order reversed: outputs first */
-        Py_ssize_t t = order[i];
-        order[i] = order[n - 1 - i];
-        order[n - 1 - i] = t;
+    if (!(w->heap = PyMem_Malloc(sizeof(Py_ssize_t) * (w->n ? w->n : 1)))) {
+        PyErr_NoMemory();
+        return -1;
     }
-    *n_order = n;
-    return order;
+    return 0;
 nomem:
     PyErr_NoMemory();
 fail:
     PyMem_Free(stack);
-    PyMem_Free(order);
-    return NULL;
+    return -1;
+}
+
+/* node has run (or had nothing to run on): each node it feeds loses a dependency, in edge order, and is ready
+ * when none is left (PyTorch's evaluate_function pushes in this order). */
+static int release_edges(walk *w, PyObject *node) {
+    PyObject *seq = edges_of(node);
+    if (!seq) return PyErr_Occurred() ? -1 : 0;
+    for (Py_ssize_t k = 0; k < PySequence_Fast_GET_SIZE(seq); k++) {
+        PyObject *edge = PySequence_Fast_GET_ITEM(seq, k);
+        if (edge == Py_None) continue;
+        Py_ssize_t j = walk_find(w, PyTuple_GET_ITEM(edge, 0));
+        if (j < 0) {
+            Py_DECREF(seq);
+            return -1;
+        }
+        if (--w->e[j].deps == 0) heap_push(w, j);
+    }
+    Py_DECREF(seq);
+    return 0;
 }
 
 /* "features.3 forward" -> "features.3 backward"; "x" -> "x backward"; "" -> "backward"; interned, remembered per
@@ -250,6 +341,25 @@ static int capture_grads(PyObject *capture, PyObject *node, PyObject *grads) {
     return any;
 }
 
+/* The leaf's post-accumulate hooks, hook(leaf) each, after its .grad was written (PyTorch's
+ * tensor_post_acc_grad_hooks, run by AccumulateGrad::apply). */
+static int post_accumulate_hooks(PyObject *var) {
+    PyObject *hooks = var && gm_is_tensor(var) ? ((GMTensor *)var)->post_acc_hooks : NULL;
+    if (!hooks || hooks == Py_None || !PyList_Check(hooks) || PyList_GET_SIZE(hooks) == 0) return 0;
+    PyObject *copy = PyList_GetSlice(hooks, 0, PyList_GET_SIZE(hooks)); /* a hook may remove itself */
+    if (!copy) return -1;
+    Py_INCREF(var); /* a hook may drop the last other reference to the leaf */
+    int rc = 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(copy) && rc == 0; i++) {
+        PyObject *r = PyObject_CallOneArg(PyList_GET_ITEM(copy, i), var);
+        if (!r) rc = -1;
+        Py_XDECREF(r);
+    }
+    Py_DECREF(var);
+    Py_DECREF(copy);
+    return rc;
+}
+
 /* One node: hooks, capture, its backward, the release of what it saved, its input gradients handed on. Steals
  * grads. */
 static PyObject *str_apply_grads;
@@ -288,6 +398,10 @@ static int run_node(walk *w, PyObject *node, PyObject *grads, int retain, PyObje
             PyObject *r = PyObject_CallMethodOneArg(node, str_apply_grads, grads);
             if (!r) goto done;
             Py_DECREF(r);
+            /* The gradient is in .grad: the walk's reference goes before the post-accumulate hooks run, so a hook
+             * that frees or replaces .grad (ZeRO-2 moves it into a bucket) has that memory back. */
+            Py_CLEAR(grads);
+            if (post_accumulate_hooks(n->variable) < 0) goto done;
         }
         rc = 0;
         goto done;
@@ -358,9 +472,8 @@ static PyObject *py_run_backward(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "_run_backward: one gradient per root");
         return NULL;
     }
-    walk w = {NULL, 0, 0, PyDict_New()};
+    walk w = {NULL, 0, 0, PyDict_New(), NULL, 0};
     PyObject *roots = PyList_New(0), *result = NULL, *token = NULL;
-    Py_ssize_t *order = NULL, n_order = 0;
     const char *outer_scope = gm_current_scope();
     int outer_category = gm_swap_category(GM_CAT_ACTIVATION_GRAD);
     if (!w.index || !roots) goto done;
@@ -372,22 +485,25 @@ static PyObject *py_run_backward(PyObject *self, PyObject *args) {
         }
         if (PyList_Append(roots, PyTuple_GET_ITEM(e, 0)) < 0) goto done;
     }
-    if (!(order = collect(&w, roots, &n_order))) goto done;
+    if (collect(&w, roots) < 0) goto done;
+    /* the roots' gradients, handed over as PyTorch's GraphRoot node hands them: in order, each root ready once
+     * every edge into it has delivered (a root may also lie below another root) */
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(edges); i++) {
         PyObject *e = PyList_GET_ITEM(edges, i);
         Py_ssize_t j = walk_find(&w, PyTuple_GET_ITEM(e, 0));
         Py_ssize_t nr = j < 0 ? -1 : PyLong_AsSsize_t(PyTuple_GET_ITEM(e, 1));
         if (j < 0 || nr < 0 || walk_accumulate(&w.e[j], nr, PyList_GET_ITEM(grads, i)) < 0) goto done;
+        if (--w.e[j].deps == 0) heap_push(&w, j);
     }
     /* everything backward makes is a gradient of an activation or a temporary (AccumulateGrad tags leaf
      * gradients "gradient", kernels their scratch "workspace"); no graph is recorded */
     if (gm_grad_mode && !(token = PyContextVar_Set(gm_grad_mode, Py_False))) goto done;
-    for (Py_ssize_t k = 0; k < n_order; k++) {
-        walk_entry *e = &w.e[order[k]];
-        if (!e->grads) continue;
-        PyObject *g = e->grads; /* from here the walk's only reference to each gradient is g's */
+    while (w.nheap > 0) {
+        walk_entry *e = &w.e[heap_pop(&w)];
+        PyObject *node = e->node, *g = e->grads; /* from here the walk's only reference to each gradient is g's */
         e->grads = NULL;
-        if (run_node(&w, e->node, g, retain, capture) < 0) goto done;
+        if (g && run_node(&w, node, g, retain, capture) < 0) goto done; /* a node no gradient reached: skipped */
+        if (release_edges(&w, node) < 0) goto done;
     }
     result = capture;
     Py_INCREF(result);
@@ -403,7 +519,7 @@ done:
     gm_swap_category(outer_category);
     for (Py_ssize_t i = 0; i < w.n; i++) Py_XDECREF(w.e[i].grads);
     PyMem_Free(w.e);
-    PyMem_Free(order);
+    PyMem_Free(w.heap);
     Py_XDECREF(w.index);
     Py_XDECREF(roots);
     return result;

@@ -20,10 +20,18 @@
 static PyTypeObject NodeType;
 PyTypeObject *GMNode_Type = &NodeType;
 
+/* One counter for the process, as PyTorch's at::sequence_number is one per thread: the GIL serialises recording,
+ * and a backward orders only the nodes of its own graph. */
+static uint64_t sequence_nr;
+
+uint64_t gm_next_sequence_nr(void) { return sequence_nr++; }
+
 static PyObject *node_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
     GMNode *n = (GMNode *)type->tp_alloc(type, 0);
     if (!n) return NULL;
     n->scope = gm_current_scope(); /* where the forward runs: its backward is named after it */
+    int acc = gm_accumulate_cls && PyType_IsSubtype(type, (PyTypeObject *)gm_accumulate_cls);
+    n->seq = acc ? GM_SEQ_ACCUMULATE : gm_next_sequence_nr();
     return (PyObject *)n;
 }
 
@@ -152,7 +160,12 @@ static PyObject *node_input_number(GMNode *n, PyObject *arg) {
     return n->meta[i].number;
 }
 
+/* node._sequence_nr(): PyTorch's grad_fn._sequence_nr(), the order nodes were made (AccumulateGrad: 2**64 - 1). */
+static PyObject *node_sequence_nr(GMNode *n, PyObject *unused) { return PyLong_FromUnsignedLongLong(n->seq); }
+
 static PyMethodDef node_methods[] = {
+    {"_sequence_nr", (PyCFunction)node_sequence_nr, METH_NOARGS,
+     "Creation order (PyTorch's sequence_nr); backward runs the latest ready node first."},
     {"_record_inputs", (PyCFunction)node_record_inputs, METH_VARARGS,
      "Keep each input's shape and dtype (tensors) or value (numbers) for backward."},
     {"_input_meta", (PyCFunction)node_input_meta, METH_O, "(shape, dtype code) of tensor input i, else None."},
@@ -362,6 +375,7 @@ static PyObject *edge_of(GMTensor *t) {
     if (!(acc = cls->tp_alloc(cls, 0))) return NULL;
     GMNode *an = (GMNode *)acc;
     an->scope = gm_current_scope();
+    an->seq = GM_SEQ_ACCUMULATE;
     Py_INCREF(t);
     an->variable = (PyObject *)t;
     if (!(an->next_functions = PyTuple_New(0))) {
@@ -408,6 +422,7 @@ static PyObject *record_binary(int op, PyObject *a, PyObject *b) {
     PyObject *edges = PyList_New(2), *needs = PyList_New(2);
     if (!n || !edges || !needs) goto fail;
     n->scope = gm_current_scope();
+    n->seq = gm_next_sequence_nr();
     PyObject *in[2] = {a, b};
     for (int i = 0; i < 2; i++) {
         PyObject *e = Py_None;

@@ -120,7 +120,8 @@ typedef struct {
     /* autograd metadata: owned and interpreted by python/gpumemnet/autograd.py */
     PyObject *grad;
     PyObject *grad_fn;
-    PyObject *hooks;
+    PyObject *hooks;          /* a leaf's gradient hooks, run before accumulation (Tensor.register_hook) */
+    PyObject *post_acc_hooks; /* a leaf's hooks run after .grad was written (register_post_accumulate_grad_hook) */
     PyObject *name;
     PyObject *grad_acc; /* a leaf's AccumulateGrad node, made once so its hooks see the summed gradient */
     PyObject *weakreflist;
@@ -306,6 +307,8 @@ int gm_tensor_type_init(PyObject *module);
 extern PyNumberMethods gm_tensor_number_methods;
 /* ops_elementwise.c: a op b for op a GM_EW_* code (tensors or numbers), as _C.binary without out=. */
 PyObject *gm_binary(int op, PyObject *a, PyObject *b);
+/* ... written into out (a tensor of the result's shape), as _C.binary(op, a, b, out). */
+PyObject *gm_binary_out(int op, PyObject *a, PyObject *b, PyObject *out);
 extern PyMethodDef gm_autograd_node_methods[]; /* autograd_node.c: _autograd_setup */
 extern PyMethodDef gm_autograd_engine_methods[]; /* autograd_engine.c: _run_backward */
 /* tensor_type.c: _C._grads_free(list): a tuple of whether each gradient may be overwritten by its consumer. */

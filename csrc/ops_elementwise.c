@@ -417,6 +417,8 @@ static PyObject *py_binary(PyObject *self, PyObject *args, PyObject *kwargs) {
 
 PyObject *gm_binary(int op, PyObject *a, PyObject *b) { return binary_impl(op, a, b, Py_None); }
 
+PyObject *gm_binary_out(int op, PyObject *a, PyObject *b, PyObject *out) { return binary_impl(op, a, b, out); }
+
 static PyObject *binary_impl(int op, PyObject *ao, PyObject *bo, PyObject *outo) {
     if (op < 0 || op >= GM_EW_NBINARY) {
         PyErr_Format(PyExc_ValueError, "binary: unknown op code %d (expected 0..%d)", op, GM_EW_NBINARY - 1);

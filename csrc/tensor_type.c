@@ -12,6 +12,7 @@ static int tensor_traverse(GMTensor *self, visitproc visit, void *arg) {
     Py_VISIT(self->grad);
     Py_VISIT(self->grad_fn);
     Py_VISIT(self->hooks);
+    Py_VISIT(self->post_acc_hooks);
     Py_VISIT(self->name);
     Py_VISIT(self->grad_acc);
     return 0;
@@ -21,6 +22,7 @@ static int tensor_clear(GMTensor *self) {
     Py_CLEAR(self->grad);
     Py_CLEAR(self->grad_fn);
     Py_CLEAR(self->hooks);
+    Py_CLEAR(self->post_acc_hooks);
     Py_CLEAR(self->name);
     Py_CLEAR(self->grad_acc);
     return 0;
@@ -175,6 +177,7 @@ static PyGetSetDef tensor_getset[] = {
 static PyMemberDef tensor_members[] = {
     {"grad_fn", T_OBJECT, offsetof(GMTensor, grad_fn), 0, "The autograd node that made this tensor."},
     {"_hooks", T_OBJECT, offsetof(GMTensor, hooks), 0, "Gradient hooks."},
+    {"_post_acc_hooks", T_OBJECT, offsetof(GMTensor, post_acc_hooks), 0, "Hooks run after .grad was written."},
     {"_grad_acc", T_OBJECT, offsetof(GMTensor, grad_acc), 0, "A leaf's gradient accumulator node."},
     {"_retains_grad", T_BOOL, offsetof(GMTensor, retains_grad), 0, "Whether a non-leaf keeps .grad."},
     {"_is_param", T_BOOL, offsetof(GMTensor, is_param), 0, "Whether this tensor is an nn.Parameter."},

@@ -169,9 +169,20 @@ class AccumulateGrad(Node):
         self._released = False
 
     def apply_grads(self, grads):
+        # PyTorch steals the incoming gradient for a .grad that is None when nothing else holds it (no copy, and
+        # no second buffer while the copy is made); asked before `g` takes a reference of its own
+        free = grads[0] is not None and self.variable.grad is None and _C._grads_free(grads)[0]
         g = grads[0]
         var = self.variable
         if g is None:
+            return ()
+        if free and g._dtype == var._dtype and g._is_contiguous() and tuple(g.shape) == tuple(var.shape) and \
+                g._storage_nbytes == g.numel() * g.element_size():
+            grads[0] = None
+            g._category = "gradient"
+            var.grad = g
+            if var._name is not None:
+                g._name = var._name + ".grad"
             return ()
         prev_cat = _C.set_category("gradient")
         try:
@@ -184,13 +195,7 @@ class AccumulateGrad(Node):
                 _C.binary(0, var.grad, g, var.grad)
         finally:
             _C.set_category(prev_cat)
-        if var._hooks:
-            # The gradient is in .grad now: drop the engine's reference too (grads is its list), so that a hook
-            # that frees or replaces .grad (ZeRO-2 moves it into a bucket) has that memory back.
-            grads[0] = g = None
-            for h in list(var._hooks):
-                if type(h) is _PostAccumulateHook:
-                    h.fn(var)
+        # the engine runs the leaf's post-accumulate hooks (var._post_acc_hooks) once it has dropped grads
         return ()
 
 
@@ -352,33 +357,18 @@ class RemovableHandle:
             self._list.remove(self._fn)
 
 
-class _PostAccumulateHook:
-    """A hook that runs after a leaf's gradient was accumulated into .grad (hook(tensor), returns None). It
-    shares the leaf's `_hooks` list with the pre-accumulation hooks (the Tensor has no other slot for it), marked
-    by this class; the engine calls it with the gradient before accumulation, where it does nothing, and
-    AccumulateGrad.apply_grads runs it after."""
-    __slots__ = ("fn",)
-
-    def __init__(self, fn):
-        self.fn = fn
-
-    def __call__(self, grad):
-        """As a pre-accumulation hook (the engine runs every entry of `_hooks` so): nothing; it runs from
-        AccumulateGrad.apply_grads, after the gradient is in .grad."""
-        return None
-
-
 def register_post_accumulate_grad_hook(t, fn):
     """PyTorch's Tensor.register_post_accumulate_grad_hook: fn(t) after t.grad was updated in a backward
     (DistributedDataParallel launches a bucket's all-reduce from it, while backward goes on)."""
     if not t.requires_grad or t.grad_fn is not None:
         raise RuntimeError("register_post_accumulate_grad_hook: post accumulate grad hooks can only be registered "
                            "on leaf tensors that require grad")
-    if t._hooks is None:
-        t._hooks = []
-    hook = _PostAccumulateHook(fn)
-    t._hooks.append(hook)
-    return RemovableHandle(t._hooks, hook)
+    # A slot of their own (the Tensor's _post_acc_hooks, read by the engine in C after .grad is written), apart
+    # from the pre-accumulation hooks in _hooks.
+    if t._post_acc_hooks is None:
+        t._post_acc_hooks = []
+    t._post_acc_hooks.append(fn)
+    return RemovableHandle(t._post_acc_hooks, fn)
 
 
 def register_tensor_hook(t, fn):
