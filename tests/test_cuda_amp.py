@@ -46,7 +46,7 @@ def check(gg, gc, inv_scale):
     fg, fc = _C.amp_unscale_(gg, inv_scale), _C.amp_unscale_(gc, inv_scale)
     assert fg is fc
     for a, b in zip(gg, gc):
-        np.testing.assert_array_equal(N(a), N(b))  # the same double multiply and rounding: bit-identical
+        np.testing.assert_array_equal(N(a), N(b))  # the same float32 multiply and rounding: bit-identical
     return fg
 
 
