@@ -108,19 +108,45 @@ static int direct_cols(const conv_geom *g) {
            g->xs[2] == g->W;
 }
 
-/* The bfloat16 passes on gemm_bf16 are opt-in (GPUMEMNET_BF16_CONV=gemm) until an open question is settled: with
- * them, tests/dropin's amp comparisons part from PyTorch (resnet18 at layer4.0.downsample's weight gradient, err
- * 2.35 vs float64 against a limit of 3 x 0.754, identically on the AMX, AVX512-BF16 and portable products, with the
- * forward alone on gemm_bf16; mobilenet_v2 at features.2.conv.0.1's running mean), while every unit case
- * (tests/test_bf16_conv.py, those layers' shapes included) matches PyTorch's own error. Off, bfloat16 takes the
- * float16 route below (widened tiles, sgemm). */
-static int bf16_conv_on_gemm(void) {
-    static int on = -1;
-    if (on < 0) {
+/* Which bfloat16 passes run on gemm_bf16 (bfloat16 operands, float32 sums) rather than the float16 route (widened
+ * tiles, sgemm). Both round each result once from float32 sums, so they differ only by the order of the sums (the
+ * same results but for rare ties: a few in 10^4 elements of ResNet-18's layer4 shapes). GPUMEMNET_BF16_CONV=gemm
+ * puts every pass on gemm_bf16 and =widen none (the tests run both); otherwise the rule below, measured per pass
+ * (best of 9, 2 threads, AMX) on ResNet-18's layers at 2x3x64x64 and the UNet's at 16x3x64x64:
+ *   - forward: gemm_bf16 wins unless the group has few output channels (its rows): 3x3 64ch 0.43 -> 0.32 ms,
+ *     UNet 3x3 32ch 8.4 -> 2.7 ms; a 16 -> 3 1x1 0.37 -> 0.75 ms. Its columns are the output positions, which the
+ *     kernels pad to 32: below that most of each product is padding and the gain small (layer4 3x3 at 2x2:
+ *     2.09 -> 1.82 ms), so such maps stay on the float16 route;
+ *   - input-gradient: its columns are the output positions, and the weight is transposed once per call: with
+ *     few positions that transpose and the thin products cost more (layer4 3x3 512ch at 2x2: 1.9 -> 7.1 ms,
+ *     layer3 at 4x4: 0.63 -> 0.82), with many it wins (UNet 64ch 16x16: 5.2 -> 1.8 ms);
+ *   - weight-gradient: its rows are the output channels, padded to 32 on the tile unit, and it sums over the
+ *     positions: it wins with >= 32 channels and enough positions (UNet 32ch: 5.8 -> 1.9 ms) and loses with 16
+ *     channels (UNet 16ch: 4.3 -> 6.5 ms) or few positions (layer4: 2.5 -> 5.1 ms).
+ * Off the native product (no AVX512-BF16) the float16 route is always taken: the portable gemm_bf16 widens too. */
+#define BF16_GEMM_MIN_ROWS_FWD 8
+#define BF16_GEMM_MIN_POSITIONS_FWD 32
+#define BF16_GEMM_MIN_POSITIONS 64
+#define BF16_GEMM_MIN_ROWS_WEIGHT 32
+static int bf16_conv_env(void) {
+    static int mode = -1; /* 0: the rule, 1: always, 2: never */
+    if (mode < 0) {
         const char *e = getenv("GPUMEMNET_BF16_CONV");
-        on = e && strcmp(e, "gemm") == 0;
+        mode = e && strcmp(e, "gemm") == 0 ? 1 : e && strcmp(e, "widen") == 0 ? 2 : 0;
     }
-    return on;
+    return mode;
+}
+
+static int bf16_on_gemm(const conv_geom *g, conv_pass pass) {
+    const int mode = bf16_conv_env();
+    if (mode) return mode == 1;
+    if (!gemm_bf16_native()) return 0;
+    const int64_t Kg = g->K / g->G, PQ = g->P * g->Q;
+    switch (pass) {
+    case CONV_FORWARD: return Kg >= BF16_GEMM_MIN_ROWS_FWD && PQ >= BF16_GEMM_MIN_POSITIONS_FWD;
+    case CONV_BACKWARD_DATA: return PQ >= BF16_GEMM_MIN_POSITIONS;
+    default: return Kg >= BF16_GEMM_MIN_ROWS_WEIGHT && PQ >= BF16_GEMM_MIN_POSITIONS;
+    }
 }
 
 static int conv2d_forward_bf16(uint16_t *out, const uint16_t *x, const uint16_t *w, const uint16_t *bias,
@@ -164,7 +190,7 @@ int conv2d_forward_half(uint16_t *out, const uint16_t *x, const uint16_t *w, con
                                         ws_nbytes - fixed, nthreads);
     if (pl.tile < 1) return GM_ERR_ARG;
     float *w32 = ws, *b32 = w32 + K * CRS, *bufs = (float *)((char *)ws + fixed);
-    if (dt == GM_BF16 && bf16_conv_on_gemm()) {
+    if (dt == GM_BF16 && bf16_on_gemm(g, CONV_FORWARD)) {
         conv_blas_single_begin(pl.nt);
         int st = conv2d_forward_bf16(out, x, w, bias, g, &pl, bufs);
         conv_blas_single_end(pl.nt);
@@ -276,7 +302,7 @@ int conv2d_backward_data_half(uint16_t *dx, const uint16_t *dout, const uint16_t
     }
     hb_plan pl;
     if (!ws || conv_hb_plan_for(g, CONV_BACKWARD_DATA, ws_nbytes, nthreads, &pl) || pl.tile < 1) return GM_ERR_ARG;
-    if (dt == GM_BF16 && bf16_conv_on_gemm()) {
+    if (dt == GM_BF16 && bf16_on_gemm(g, CONV_BACKWARD_DATA)) {
         conv_blas_single_begin(pl.nt);
         conv2d_backward_data_bf16(dx, dout, w, bias, g, &pl, ws);
         conv_blas_single_end(pl.nt);
@@ -327,7 +353,7 @@ int conv2d_backward_weight_half(uint16_t *dw, const uint16_t *dout, const uint16
     if (!ws || conv_hb_plan_for(g, CONV_BACKWARD_WEIGHT, ws_nbytes, nthreads, &pl) || pl.tile < 1) return GM_ERR_ARG;
     float *dw32 = ws, *bufs = (float *)((char *)ws + pl.fixed);
     memset(dw32, 0, (size_t)(K * CRS) * sizeof(float));
-    if (dt == GM_BF16 && bf16_conv_on_gemm()) {
+    if (dt == GM_BF16 && bf16_on_gemm(g, CONV_BACKWARD_WEIGHT)) {
         conv_blas_single_begin(pl.nt);
         conv2d_backward_weight_bf16(dw, dout, x, g, &pl, dw32, bufs);
         conv_blas_single_end(pl.nt);

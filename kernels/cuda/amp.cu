@@ -72,7 +72,7 @@ extern "C" int cuda_amp_unscale_forward(void *const *g, const gm_dtype *dt, cons
         if (numel[t] < 0 || (numel[t] > 0 && !g[t])) return GM_ERR_ARG;
     }
     static const gm_dtype kinds[4] = {GM_F32, GM_F64, GM_F16, GM_BF16};
-    const float s = (float)inv_scale; /* PyTorch keeps 1/scale in a float32 tensor */
+    const float inv = (float)inv_scale; /* PyTorch keeps 1/scale in a float32 tensor */
     int flag = 0;
     GM_LAUNCH(amp_reset_kernel, 1, 1, ctx, 0);
     amp_table L;
@@ -85,11 +85,11 @@ extern "C" int cuda_amp_unscale_forward(void *const *g, const gm_dtype *dt, cons
             L.numel[L.n] = numel[t];
             L.chunk0[L.n + 1] = L.chunk0[L.n] + (numel[t] + AMP_CHUNK - 1) / AMP_CHUNK;
             if (++L.n == AMP_CAP) {
-                amp_flush(kinds[q], L, s, ctx);
+                amp_flush(kinds[q], L, inv, ctx);
                 L.chunk0[0] = 0;
             }
         }
-        amp_flush(kinds[q], L, s, ctx);
+        amp_flush(kinds[q], L, inv, ctx);
     }
     GM_CU_LAUNCHED(ctx);
     cudaStream_t s = (cudaStream_t)ctx->stream;
