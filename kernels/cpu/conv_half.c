@@ -4,6 +4,7 @@
  * workspace holds the widened weight (or the float32 weight-gradient) and per-thread float32 tiles, never a
  * float32 copy of an activation (hb_plan in conv_internal.h). conv.c dispatches to them. */
 #include "conv_internal.h"
+#include "bf16_convert.h"
 #include "gemm_bf16.h"
 
 #include <stdlib.h>
@@ -20,7 +21,7 @@ static __attribute__((noinline)) void load_run_h(float *d, const uint16_t *x, in
     } else if (dt == GM_F16) {
         for (int64_t i = 0; i < n; i++) d[i] = gm_half_to_float(x[i * step]);
     } else if (step == 1) {
-        for (int64_t i = 0; i < n; i++) d[i] = gm_bf16_to_float(x[i]);
+        gm_cvt_bf16_to_f32(d, x, n);
     } else {
         for (int64_t i = 0; i < n; i++) d[i] = gm_bf16_to_float(x[i * step]);
     }
@@ -63,8 +64,21 @@ static __attribute__((noinline)) void round_rows_h(uint16_t *dst, int64_t ld, co
         if (dt == GM_F16) {
             for (int64_t j = 0; j < len; j++) d[j] = gm_float_to_half(sp[j]);
         } else {
-            for (int64_t j = 0; j < len; j++) d[j] = gm_float_to_bf16(sp[j]);
+            gm_cvt_f32_to_bf16(d, sp, len);
         }
+    }
+}
+
+/* A whole weight (or weight-gradient) of n contiguous elements widened (round 0) or rounded (round 1), shared
+ * among nt threads: ResNet-18's layer4 weights have 2.4M elements, converted on every pass. */
+#define CONVERT_GRAIN 65536
+static void convert_all(float *f, uint16_t *h, int64_t n, int round, gm_dtype dt, int nt) {
+    const int64_t parts = n >= 2 * CONVERT_GRAIN && nt > 1 ? nt : 1;
+#pragma omp parallel for num_threads(parts) if (parts > 1) schedule(static)
+    for (int64_t t = 0; t < parts; t++) {
+        const int64_t a = n * t / parts, b = n * (t + 1) / parts;
+        if (round) round_rows_h(h + a, 0, f + a, 1, b - a, dt);
+        else load_run_h(f + a, h + a, 1, b - a, dt);
     }
 }
 
@@ -196,7 +210,7 @@ int conv2d_forward_half(uint16_t *out, const uint16_t *x, const uint16_t *w, con
         conv_blas_single_end(pl.nt);
         return st;
     }
-    load_run_h(w32, w, 1, K * CRS, dt);
+    convert_all(w32, (uint16_t *)w, K * CRS, 0, dt, pl.nt);
     if (bias) load_run_h(b32, bias, 1, K, dt);
     const int64_t tile = pl.tile, ntile = ceil_div64(PQ, tile), units = N * G * ntile;
     conv_blas_single_begin(pl.nt);
@@ -278,7 +292,7 @@ static void conv2d_backward_weight_bf16(uint16_t *dw, const uint16_t *dout, cons
             }
         }
     }
-    round_rows_h(dw, K * CRS, dw32, 1, K * CRS, GM_BF16);
+    convert_all(dw32, dw, K * CRS, 1, GM_BF16, nt);
 }
 
 /* rows (n) of dst (len floats each, contiguous) = rows of src (ld apart) widened. */
@@ -309,7 +323,7 @@ int conv2d_backward_data_half(uint16_t *dx, const uint16_t *dout, const uint16_t
         return GM_OK;
     }
     float *w32 = ws, *b32 = w32 + K * CRS;
-    load_run_h(w32, w, 1, K * CRS, dt);
+    convert_all(w32, (uint16_t *)w, K * CRS, 0, dt, pl.nt);
     if (bias) load_run_h(b32, bias, 1, C, dt);
     const int64_t tile = pl.tile, chunk = pl.chunk, nchunk = ceil_div64(Cg, chunk), units = N * G * nchunk;
     const int64_t per = (int64_t)((pl.plane + (size_t)tile * pl.col) / sizeof(float));
@@ -382,7 +396,7 @@ int conv2d_backward_weight_half(uint16_t *dw, const uint16_t *dout, const uint16
         }
     }
     conv_blas_single_end(nt);
-    round_rows_h(dw, K * CRS, dw32, 1, K * CRS, dt);
+    convert_all(dw32, dw, K * CRS, 1, dt, nt);
     return GM_OK;
 }
 
