@@ -126,29 +126,29 @@ static int direct_cols(const conv_geom *g) {
  * tiles, sgemm). Both round each result once from float32 sums, so they differ only by the order of the sums (the
  * same results but for rare ties: a few in 10^4 elements of ResNet-18's layer4 shapes). GPUMEMNET_BF16_CONV=gemm
  * puts every pass on gemm_bf16 and =widen none (the tests run both); otherwise the rule below, measured per pass
- * (best of 9, 2 threads, AMX) on ResNet-18's layers at 2x3x64x64 and the UNet's at 16x3x64x64:
- *   - forward: gemm_bf16 wins unless the group has few output channels (its rows): 3x3 64ch 0.43 -> 0.32 ms,
- *     UNet 3x3 32ch 8.4 -> 2.7 ms; a 16 -> 3 1x1 0.37 -> 0.75 ms. Its columns are the output positions, which the
- *     kernels pad to 32: below that most of each product is padding and the gain small (layer4 3x3 at 2x2:
- *     2.09 -> 1.82 ms), so such maps stay on the float16 route;
- *   - input-gradient: its columns are the output positions, and the weight is transposed once per call: with
- *     few positions that transpose and the thin products cost more (layer4 3x3 512ch at 2x2: 1.9 -> 7.1 ms,
- *     layer3 at 4x4: 0.63 -> 0.82), with many it wins (UNet 64ch 16x16: 5.2 -> 1.8 ms);
- *   - weight-gradient: its rows are the output channels, padded to 32 on the tile unit, and it sums over the
- *     positions: it wins with >= 32 channels and enough positions (UNet 32ch: 5.8 -> 1.9 ms) and loses with 16
- *     channels (UNet 16ch: 4.3 -> 6.5 ms) or few positions (layer4: 2.5 -> 5.1 ms).
- * Off the native product (no AVX512-BF16) the float16 route is always taken: the portable gemm_bf16 widens too. */
-#define BF16_GEMM_MIN_ROWS_FWD 8
+ * with both routes interleaved in one process (best of 11, 2 threads, AMX; widened -> gemm_bf16, ms):
+ *   shape (N, C -> K, map)          forward           input-gradient    weight-gradient
+ *   ResNet-18 l1 (2, 64 -> 64, 16)  0.41 -> 0.31      0.43 -> 0.36      0.46 -> 0.31
+ *   ResNet-18 l3 (2, 256 -> 256, 4) 0.69 -> 0.50      0.59 -> 0.72      0.59 -> 0.73
+ *   ResNet-18 l4 (2, 512 -> 512, 2) 1.99 -> 1.91      2.21 -> 2.81      1.86 -> 2.22
+ *   UNet (16, 3 -> 16, 64)          0.77 -> 1.43      0.83 -> 0.91      0.90 -> 3.96
+ *   UNet (16, 16 -> 16, 64)         6.66 -> 7.67      9.19 -> 7.62      7.50 -> 12.19
+ *   UNet (16, 32 -> 32, 32)         6.23 -> 5.05      7.85 -> 7.96      8.37 -> 4.89
+ *   UNet (16, 64 -> 64, 16)         7.85 -> 3.96      3.49 -> 3.06      5.99 -> 2.69
+ *   UNet (16, 16 -> 3, 64) 1x1      0.30 -> 0.72      0.52 -> 0.54      0.28 -> 1.97
+ * Rows are padded to 32 by the tile unit: the forward's and the weight-gradient's are the group's output channels,
+ * the input-gradient's its input channels x R x S; with fewer gemm_bf16 loses. Columns are output positions
+ * (padded to 32 too), and the input-gradient transposes the weight once per call: on small maps (ResNet-18's
+ * layer3 and 4) the float16 route wins. benchmarks/bf16_conv_routes.py measures the table again. Off the native
+ * product the float16 route is always taken. */
+#define BF16_GEMM_MIN_ROWS 32
 #define BF16_GEMM_MIN_POSITIONS_FWD 32
 #define BF16_GEMM_MIN_POSITIONS 64
-#define BF16_GEMM_MIN_ROWS_WEIGHT 32
+/* 0: the rule, 1: always, 2: never. Read on every call (a getenv is ~0.1 us beside a convolution's >= 10 us), so
+ * that a benchmark can switch routes between calls in one process and compare them interleaved. */
 static int bf16_conv_env(void) {
-    static int mode = -1; /* 0: the rule, 1: always, 2: never */
-    if (mode < 0) {
-        const char *e = getenv("GPUMEMNET_BF16_CONV");
-        mode = e && strcmp(e, "gemm") == 0 ? 1 : e && strcmp(e, "widen") == 0 ? 2 : 0;
-    }
-    return mode;
+    const char *e = getenv("GPUMEMNET_BF16_CONV");
+    return e && strcmp(e, "gemm") == 0 ? 1 : e && strcmp(e, "widen") == 0 ? 2 : 0;
 }
 
 static int bf16_on_gemm(const conv_geom *g, conv_pass pass) {
@@ -157,9 +157,9 @@ static int bf16_on_gemm(const conv_geom *g, conv_pass pass) {
     if (!gemm_bf16_native()) return 0;
     const int64_t Kg = g->K / g->G, PQ = g->P * g->Q;
     switch (pass) {
-    case CONV_FORWARD: return Kg >= BF16_GEMM_MIN_ROWS_FWD && PQ >= BF16_GEMM_MIN_POSITIONS_FWD;
-    case CONV_BACKWARD_DATA: return PQ >= BF16_GEMM_MIN_POSITIONS;
-    default: return Kg >= BF16_GEMM_MIN_ROWS_WEIGHT && PQ >= BF16_GEMM_MIN_POSITIONS;
+    case CONV_FORWARD: return Kg >= BF16_GEMM_MIN_ROWS && PQ >= BF16_GEMM_MIN_POSITIONS_FWD;
+    case CONV_BACKWARD_DATA: return g->C / g->G * g->R * g->S >= BF16_GEMM_MIN_ROWS && PQ >= BF16_GEMM_MIN_POSITIONS;
+    default: return Kg >= BF16_GEMM_MIN_ROWS && PQ >= BF16_GEMM_MIN_POSITIONS;
     }
 }
 
