@@ -1,7 +1,7 @@
 /* csrc/ops_amp.c — _C.amp_unscale_(grads, inv_scale) -> found_inf: GradScaler's fused unscale and
- * non-finite check over a list of gradients, in place. CPU gradients go through kernels/cpu/amp.c one by one;
- * the CUDA gradients of each device through one call of kernels/cuda/amp.cu (one launch per dtype, one read-back
- * of the flag). */
+ * non-finite check over a list of gradients, in place. The CPU gradients go through one call of kernels/cpu/amp.c
+ * (one parallel pass over the list, without the GIL when large); the CUDA gradients of each device through one
+ * call of kernels/cuda/amp.cu (one launch per dtype, one read-back of the flag). */
 #include "gm.h"
 #include "../kernels/cpu/amp.h"
 #ifdef GM_WITH_CUDA
@@ -44,6 +44,46 @@ done:
 }
 #endif
 
+/* Unscale the CPU gradients of the list in one kernel call (the GIL released when they are large). 0, or -1 +
+ * exception. */
+static int unscale_cpu(PyObject *seq, double inv_scale, int *found_inf) {
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    void **ptr = PyMem_Calloc((size_t)(n > 0 ? n : 1), sizeof(void *));
+    gm_dtype *dt = PyMem_Calloc((size_t)(n > 0 ? n : 1), sizeof(gm_dtype));
+    int64_t *numel = PyMem_Calloc((size_t)(n > 0 ? n : 1), sizeof(int64_t));
+    int rc = -1, k = 0, st;
+    int64_t total = 0;
+    if (!ptr || !dt || !numel) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        GMTensor *t = (GMTensor *)PySequence_Fast_GET_ITEM(seq, i);
+        if (t->device.type != GM_DEV_CPU) continue;
+        ptr[k] = gm_tensor_data(t);
+        dt[k] = t->dtype;
+        numel[k] = gm_numel(t);
+        total += numel[k++];
+    }
+    if (k == 0) {
+        rc = 0;
+        goto done;
+    }
+    if (total >= GM_NOGIL_MIN_WORK) {
+        Py_BEGIN_ALLOW_THREADS
+        st = cpu_amp_unscale_forward(ptr, dt, numel, k, inv_scale, found_inf, gm_num_threads);
+        Py_END_ALLOW_THREADS
+    } else {
+        st = cpu_amp_unscale_forward(ptr, dt, numel, k, inv_scale, found_inf, gm_num_threads);
+    }
+    rc = gm_kernel_status("amp_unscale_", st);
+done:
+    PyMem_Free(ptr);
+    PyMem_Free(dt);
+    PyMem_Free(numel);
+    return rc;
+}
+
 static PyObject *py_amp_unscale(PyObject *self, PyObject *args) {
     PyObject *seq_obj;
     double inv_scale;
@@ -76,20 +116,10 @@ static PyObject *py_amp_unscale(PyObject *self, PyObject *args) {
 #ifdef GM_WITH_CUDA
     if (has_cuda && unscale_cuda(seq, inv_scale, &found_inf) < 0) goto fail;
 #endif
+    if (unscale_cpu(seq, inv_scale, &found_inf) < 0) goto fail;
     for (Py_ssize_t i = 0; i < n; i++) {
         GMTensor *t = (GMTensor *)PySequence_Fast_GET_ITEM(seq, i);
-        if (t->device.type == GM_DEV_CUDA) {
-            gm_bump_version(t);
-            continue;
-        }
-        if (t->device.type == GM_DEV_META) continue;
-        int st = cpu_amp_unscale_forward(gm_tensor_data(t), t->dtype, gm_numel(t), inv_scale, &found_inf,
-                                         gm_num_threads);
-        if (st != GM_OK) {
-            PyErr_Format(PyExc_RuntimeError, "amp_unscale_: the CPU kernel failed with status %d", st);
-            goto fail;
-        }
-        gm_bump_version(t);
+        if (t->device.type != GM_DEV_META) gm_bump_version(t);
     }
     Py_DECREF(seq);
     return PyBool_FromLong(found_inf);

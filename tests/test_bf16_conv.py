@@ -77,8 +77,9 @@ def test_bf16_conv_matches_pytorch_and_float64(case, threads):
 
 @pytest.mark.parametrize("path", ["native", "avx512", "portable"])
 def test_bf16_conv_other_product_paths(path):
-    """The same cases with the passes on gemm_bf16 (opt-in, kernels/cpu/conv_half.c says why), on the best product
-    this CPU has, the AVX512-BF16 kernel and the portable path (forced: this CPU may have AMX)."""
+    """The same cases with every pass on gemm_bf16 (by default a measured rule picks the route per pass,
+    kernels/cpu/conv_half.c), on the best product this CPU has, the AVX512-BF16 kernel and the portable path
+    (forced: this CPU may have AMX)."""
     code = ("import sys; sys.path.insert(0, {!r}); import test_bf16_conv as t\n"
             "for c in t.CASES: t._check(c, 2)\nprint('ok')").format(os.path.dirname(__file__))
     env = dict(os.environ, GPUMEMNET_GEMM_BF16=path, GPUMEMNET_BF16_CONV="gemm")

@@ -4,6 +4,7 @@
  * workspace holds the widened weight (or the float32 weight-gradient) and per-thread float32 tiles, never a
  * float32 copy of an activation (hb_plan in conv_internal.h). conv.c dispatches to them. */
 #include "conv_internal.h"
+#include "bf16_convert.h"
 #include "gemm_bf16.h"
 
 #include <stdlib.h>
@@ -20,7 +21,7 @@ static __attribute__((noinline)) void load_run_h(float *d, const uint16_t *x, in
     } else if (dt == GM_F16) {
         for (int64_t i = 0; i < n; i++) d[i] = gm_half_to_float(x[i * step]);
     } else if (step == 1) {
-        for (int64_t i = 0; i < n; i++) d[i] = gm_bf16_to_float(x[i]);
+        gm_cvt_bf16_to_f32(d, x, n);
     } else {
         for (int64_t i = 0; i < n; i++) d[i] = gm_bf16_to_float(x[i * step]);
     }
@@ -63,8 +64,21 @@ static __attribute__((noinline)) void round_rows_h(uint16_t *dst, int64_t ld, co
         if (dt == GM_F16) {
             for (int64_t j = 0; j < len; j++) d[j] = gm_float_to_half(sp[j]);
         } else {
-            for (int64_t j = 0; j < len; j++) d[j] = gm_float_to_bf16(sp[j]);
+            gm_cvt_f32_to_bf16(d, sp, len);
         }
+    }
+}
+
+/* A whole weight (or weight-gradient) of n contiguous elements widened (round 0) or rounded (round 1), shared
+ * among nt threads: ResNet-18's layer4 weights have 2.4M elements, converted on every pass. */
+#define CONVERT_GRAIN 65536
+static void convert_all(float *f, uint16_t *h, int64_t n, int round, gm_dtype dt, int nt) {
+    const int64_t parts = n >= 2 * CONVERT_GRAIN && nt > 1 ? nt : 1;
+#pragma omp parallel for num_threads(parts) if (parts > 1) schedule(static)
+    for (int64_t t = 0; t < parts; t++) {
+        const int64_t a = n * t / parts, b = n * (t + 1) / parts;
+        if (round) round_rows_h(h + a, 0, f + a, 1, b - a, dt);
+        else load_run_h(f + a, h + a, 1, b - a, dt);
     }
 }
 
@@ -108,19 +122,45 @@ static int direct_cols(const conv_geom *g) {
            g->xs[2] == g->W;
 }
 
-/* The bfloat16 passes on gemm_bf16 are opt-in (GPUMEMNET_BF16_CONV=gemm) until an open question is settled: with
- * them, tests/dropin's amp comparisons part from PyTorch (resnet18 at layer4.0.downsample's weight gradient, err
- * 2.35 vs float64 against a limit of 3 x 0.754, identically on the AMX, AVX512-BF16 and portable products, with the
- * forward alone on gemm_bf16; mobilenet_v2 at features.2.conv.0.1's running mean), while every unit case
- * (tests/test_bf16_conv.py, those layers' shapes included) matches PyTorch's own error. Off, bfloat16 takes the
- * float16 route below (widened tiles, sgemm). */
-static int bf16_conv_on_gemm(void) {
-    static int on = -1;
-    if (on < 0) {
-        const char *e = getenv("GPUMEMNET_BF16_CONV");
-        on = e && strcmp(e, "gemm") == 0;
+/* Which bfloat16 passes run on gemm_bf16 (bfloat16 operands, float32 sums) rather than the float16 route (widened
+ * tiles, sgemm). Both round each result once from float32 sums, so they differ only by the order of the sums (the
+ * same results but for rare ties: a few in 10^4 elements of ResNet-18's layer4 shapes). GPUMEMNET_BF16_CONV=gemm
+ * puts every pass on gemm_bf16 and =widen none (the tests run both); otherwise the rule below, measured per pass
+ * with both routes interleaved in one process (best of 11, 2 threads, AMX; widened -> gemm_bf16, ms):
+ *   shape (N, C -> K, map)          forward           input-gradient    weight-gradient
+ *   ResNet-18 l1 (2, 64 -> 64, 16)  0.41 -> 0.31      0.43 -> 0.36      0.46 -> 0.31
+ *   ResNet-18 l3 (2, 256 -> 256, 4) 0.69 -> 0.50      0.59 -> 0.72      0.59 -> 0.73
+ *   ResNet-18 l4 (2, 512 -> 512, 2) 1.99 -> 1.91      2.21 -> 2.81      1.86 -> 2.22
+ *   UNet (16, 3 -> 16, 64)          0.77 -> 1.43      0.83 -> 0.91      0.90 -> 3.96
+ *   UNet (16, 16 -> 16, 64)         6.66 -> 7.67      9.19 -> 7.62      7.50 -> 12.19
+ *   UNet (16, 32 -> 32, 32)         6.23 -> 5.05      7.85 -> 7.96      8.37 -> 4.89
+ *   UNet (16, 64 -> 64, 16)         7.85 -> 3.96      3.49 -> 3.06      5.99 -> 2.69
+ *   UNet (16, 16 -> 3, 64) 1x1      0.30 -> 0.72      0.52 -> 0.54      0.28 -> 1.97
+ * Rows are padded to 32 by the tile unit: the forward's and the weight-gradient's are the group's output channels,
+ * the input-gradient's its input channels x R x S; with fewer gemm_bf16 loses. Columns are output positions
+ * (padded to 32 too), and the input-gradient transposes the weight once per call: on small maps (ResNet-18's
+ * layer3 and 4) the float16 route wins. benchmarks/bf16_conv_routes.py measures the table again. Off the native
+ * product the float16 route is always taken. */
+#define BF16_GEMM_MIN_ROWS 32
+#define BF16_GEMM_MIN_POSITIONS_FWD 32
+#define BF16_GEMM_MIN_POSITIONS 64
+/* 0: the rule, 1: always, 2: never. Read on every call (a getenv is ~0.1 us beside a convolution's >= 10 us), so
+ * that a benchmark can switch routes between calls in one process and compare them interleaved. */
+static int bf16_conv_env(void) {
+    const char *e = getenv("GPUMEMNET_BF16_CONV");
+    return e && strcmp(e, "gemm") == 0 ? 1 : e && strcmp(e, "widen") == 0 ? 2 : 0;
+}
+
+static int bf16_on_gemm(const conv_geom *g, conv_pass pass) {
+    const int mode = bf16_conv_env();
+    if (mode) return mode == 1;
+    if (!gemm_bf16_native()) return 0;
+    const int64_t Kg = g->K / g->G, PQ = g->P * g->Q;
+    switch (pass) {
+    case CONV_FORWARD: return Kg >= BF16_GEMM_MIN_ROWS && PQ >= BF16_GEMM_MIN_POSITIONS_FWD;
+    case CONV_BACKWARD_DATA: return g->C / g->G * g->R * g->S >= BF16_GEMM_MIN_ROWS && PQ >= BF16_GEMM_MIN_POSITIONS;
+    default: return Kg >= BF16_GEMM_MIN_ROWS && PQ >= BF16_GEMM_MIN_POSITIONS;
     }
-    return on;
 }
 
 static int conv2d_forward_bf16(uint16_t *out, const uint16_t *x, const uint16_t *w, const uint16_t *bias,
@@ -164,13 +204,13 @@ int conv2d_forward_half(uint16_t *out, const uint16_t *x, const uint16_t *w, con
                                         ws_nbytes - fixed, nthreads);
     if (pl.tile < 1) return GM_ERR_ARG;
     float *w32 = ws, *b32 = w32 + K * CRS, *bufs = (float *)((char *)ws + fixed);
-    if (dt == GM_BF16 && bf16_conv_on_gemm()) {
+    if (dt == GM_BF16 && bf16_on_gemm(g, CONV_FORWARD)) {
         conv_blas_single_begin(pl.nt);
         int st = conv2d_forward_bf16(out, x, w, bias, g, &pl, bufs);
         conv_blas_single_end(pl.nt);
         return st;
     }
-    load_run_h(w32, w, 1, K * CRS, dt);
+    convert_all(w32, (uint16_t *)w, K * CRS, 0, dt, pl.nt);
     if (bias) load_run_h(b32, bias, 1, K, dt);
     const int64_t tile = pl.tile, ntile = ceil_div64(PQ, tile), units = N * G * ntile;
     conv_blas_single_begin(pl.nt);
@@ -252,7 +292,7 @@ static void conv2d_backward_weight_bf16(uint16_t *dw, const uint16_t *dout, cons
             }
         }
     }
-    round_rows_h(dw, K * CRS, dw32, 1, K * CRS, GM_BF16);
+    convert_all(dw32, dw, K * CRS, 1, GM_BF16, nt);
 }
 
 /* rows (n) of dst (len floats each, contiguous) = rows of src (ld apart) widened. */
@@ -276,14 +316,14 @@ int conv2d_backward_data_half(uint16_t *dx, const uint16_t *dout, const uint16_t
     }
     hb_plan pl;
     if (!ws || conv_hb_plan_for(g, CONV_BACKWARD_DATA, ws_nbytes, nthreads, &pl) || pl.tile < 1) return GM_ERR_ARG;
-    if (dt == GM_BF16 && bf16_conv_on_gemm()) {
+    if (dt == GM_BF16 && bf16_on_gemm(g, CONV_BACKWARD_DATA)) {
         conv_blas_single_begin(pl.nt);
         conv2d_backward_data_bf16(dx, dout, w, bias, g, &pl, ws);
         conv_blas_single_end(pl.nt);
         return GM_OK;
     }
     float *w32 = ws, *b32 = w32 + K * CRS;
-    load_run_h(w32, w, 1, K * CRS, dt);
+    convert_all(w32, (uint16_t *)w, K * CRS, 0, dt, pl.nt);
     if (bias) load_run_h(b32, bias, 1, C, dt);
     const int64_t tile = pl.tile, chunk = pl.chunk, nchunk = ceil_div64(Cg, chunk), units = N * G * nchunk;
     const int64_t per = (int64_t)((pl.plane + (size_t)tile * pl.col) / sizeof(float));
@@ -327,7 +367,7 @@ int conv2d_backward_weight_half(uint16_t *dw, const uint16_t *dout, const uint16
     if (!ws || conv_hb_plan_for(g, CONV_BACKWARD_WEIGHT, ws_nbytes, nthreads, &pl) || pl.tile < 1) return GM_ERR_ARG;
     float *dw32 = ws, *bufs = (float *)((char *)ws + pl.fixed);
     memset(dw32, 0, (size_t)(K * CRS) * sizeof(float));
-    if (dt == GM_BF16 && bf16_conv_on_gemm()) {
+    if (dt == GM_BF16 && bf16_on_gemm(g, CONV_BACKWARD_WEIGHT)) {
         conv_blas_single_begin(pl.nt);
         conv2d_backward_weight_bf16(dw, dout, x, g, &pl, dw32, bufs);
         conv_blas_single_end(pl.nt);
@@ -356,7 +396,7 @@ int conv2d_backward_weight_half(uint16_t *dw, const uint16_t *dout, const uint16
         }
     }
     conv_blas_single_end(nt);
-    round_rows_h(dw, K * CRS, dw32, 1, K * CRS, dt);
+    convert_all(dw32, dw, K * CRS, 1, dt, nt);
     return GM_OK;
 }
 

@@ -6,6 +6,7 @@
  * the compiler vectorises) and a generic strided path. Large problems are split into equal ranges of linear
  * indices, one per OpenMP thread, so that parallelism does not depend on which dim happens to be outermost. */
 #include "elementwise.h"
+#include "bf16_convert.h"
 
 #include <math.h>
 #ifdef _OPENMP
@@ -566,6 +567,18 @@ static const ew_loop cast_loops[GM_NDTYPES][GM_NDTYPES] = {
     EW_CROW(f32), EW_CROW(f64), EW_CROW(f16), EW_CROW(bf16), EW_CROW(i64), EW_CROW(b8),
 };
 
+/* float32 <-> bfloat16 over contiguous runs at memory speed (bf16_convert.c; autocast casts every weight each
+ * region and every weight-gradient back); strided runs take the generated loops. */
+static void cast_f32_bf16_fast(int64_t n, char *const *p, const int64_t *s, const void *ctx) {
+    if (s[0] == 2 && s[1] == 4) gm_cvt_f32_to_bf16((uint16_t *)p[0], (const float *)p[1], n);
+    else cast_f32_bf16(n, p, s, ctx);
+}
+
+static void cast_bf16_f32_fast(int64_t n, char *const *p, const int64_t *s, const void *ctx) {
+    if (s[0] == 4 && s[1] == 2) gm_cvt_bf16_to_f32((float *)p[0], (const uint16_t *)p[1], n);
+    else cast_bf16_f32(n, p, s, ctx);
+}
+
 /* A cast involving a storage-only integer dtype: one element at a time through gm_cast_any. */
 static void cast_any(int64_t n, char *const *p, const int64_t *s, const void *ctx) {
     const int *dts = (const int *)ctx; /* {source, destination} */
@@ -583,6 +596,8 @@ int elementwise_cast_forward(char *out, const int64_t *so, gm_dtype out_dt,
     if (out_dt != a_dt && (gm_dtype_is_narrow(out_dt) || gm_dtype_is_narrow(a_dt)))
         return ew_run(2, base, st, ndim, shape, cast_any, dts, nthreads);
     ew_loop fn = out_dt == a_dt ? NULL : cast_loops[a_dt][out_dt];
+    if (a_dt == GM_F32 && out_dt == GM_BF16) fn = cast_f32_bf16_fast;
+    if (a_dt == GM_BF16 && out_dt == GM_F32) fn = cast_bf16_f32_fast;
     /* Same dtype (bool included: any nonzero byte stays as is, like a memcpy in PyTorch) moves bytes. */
     if (out_dt == a_dt)
         fn = ew_by_size(gm_dtype_size(a_dt), copy_uint8_t, copy_uint16_t, copy_uint32_t, copy_uint64_t);

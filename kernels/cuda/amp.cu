@@ -30,7 +30,7 @@ static_assert(sizeof(amp_table) + sizeof(double) <= 4000, "kernel parameters mus
 
 __global__ void amp_reset_kernel(int value) { g_amp_found_inf = value; }
 
-template <int DT> __global__ void amp_unscale_kernel(amp_table L, double inv_scale) {
+template <int DT> __global__ void amp_unscale_kernel(amp_table L, float inv_scale) {
     typedef typename gm_cu_type<DT>::st S;
     typedef typename gm_cu_type<DT>::acc A;
     int bad = 0;
@@ -44,16 +44,15 @@ template <int DT> __global__ void amp_unscale_kernel(amp_table L, double inv_sca
         S *p = (S *)L.ptr[lo];
         const int64_t i0 = (c - L.chunk0[lo]) * AMP_CHUNK, i1 = gm_cu_min<int64_t>(i0 + AMP_CHUNK, L.numel[lo]);
         for (int64_t i = i0 + threadIdx.x; i < i1; i += blockDim.x) {
-            double v = (double)gm_cu_ld<DT>(p + i) * inv_scale;
-            bad |= !isfinite(v);
-            gm_cu_st<DT>(p + i, (A)v); /* 16-bit: through float, as kernels/cpu/amp.c does */
+            gm_cu_st<DT>(p + i, gm_cu_ld<DT>(p + i) * (A)inv_scale); /* in float (double for float64) */
+            bad |= !isfinite(gm_cu_ld<DT>(p + i)); /* as stored: a 16-bit overflow counts, as on the CPU */
         }
     }
     bad = gm_cu_block_reduce(bad, gm_cu_sum());
     if (threadIdx.x == 0 && bad) g_amp_found_inf = 1;
 }
 
-static void amp_flush(gm_dtype dt, amp_table &L, double inv_scale, gm_cuda_ctx *ctx) {
+static void amp_flush(gm_dtype dt, amp_table &L, float inv_scale, gm_cuda_ctx *ctx) {
     if (L.n == 0) return;
     unsigned grid = gm_cu_blocks(L.chunk0[L.n] * GM_CU_THREADS, ctx); /* at most one block per chunk */
     switch (dt) {
@@ -73,6 +72,7 @@ extern "C" int cuda_amp_unscale_forward(void *const *g, const gm_dtype *dt, cons
         if (numel[t] < 0 || (numel[t] > 0 && !g[t])) return GM_ERR_ARG;
     }
     static const gm_dtype kinds[4] = {GM_F32, GM_F64, GM_F16, GM_BF16};
+    const float inv = (float)inv_scale; /* PyTorch keeps 1/scale in a float32 tensor */
     int flag = 0;
     GM_LAUNCH(amp_reset_kernel, 1, 1, ctx, 0);
     amp_table L;
@@ -85,11 +85,11 @@ extern "C" int cuda_amp_unscale_forward(void *const *g, const gm_dtype *dt, cons
             L.numel[L.n] = numel[t];
             L.chunk0[L.n + 1] = L.chunk0[L.n] + (numel[t] + AMP_CHUNK - 1) / AMP_CHUNK;
             if (++L.n == AMP_CAP) {
-                amp_flush(kinds[q], L, inv_scale, ctx);
+                amp_flush(kinds[q], L, inv, ctx);
                 L.chunk0[0] = 0;
             }
         }
-        amp_flush(kinds[q], L, inv_scale, ctx);
+        amp_flush(kinds[q], L, inv, ctx);
     }
     GM_CU_LAUNCHED(ctx);
     cudaStream_t s = (cudaStream_t)ctx->stream;

@@ -1,9 +1,9 @@
 /* kernels/cuda/amp.h — GradScaler's fused unscale + non-finite check on CUDA (kernels/cpu/amp.h is the
- * reference: g *= inv_scale in place, computed in double and stored with the same rounding; a flag when any
- * value is inf or nan, before or after scaling).
+ * reference: g *= inv_scale in place, inv_scale rounded to float32 and the product taken in float32, or float64
+ * for float64 gradients, as PyTorch; a flag when any result as stored is inf or nan).
  *
- * Unlike the CPU kernel, which takes one tensor per call, this one takes the whole list (one launch per dtype
- * and up to AMP_CAP tensors, see amp.cu) and reads the flag back once: g, dt and numel are host arrays (g holds
+ * Like the CPU kernel it takes the whole list (one launch per dtype and up to AMP_CAP tensors, see amp.cu) and
+ * reads the flag back once: g, dt and numel are host arrays (g holds
  * device pointers), found_inf a host int set to 1 when a value is not finite and left untouched otherwise. It
  * waits for the stream (the flag is read back). */
 #ifndef GM_KERNELS_CUDA_AMP_H

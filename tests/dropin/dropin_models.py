@@ -105,6 +105,14 @@ KNOWN_GAPS = {
     # block's gradients (reflection pad, conv, instance norm, relu) match PyTorch to 1e-15 in float64, 5e-7 in
     # float32 (checked by hand for this note; tests/test_nnops_groupnorm.py covers instance norm's gradients)
     "fast_neural_style:script": "Adam conditioning of two InstanceNorm biases (PyTorch's own float32 is 9% off)",
+    # bfloat16 conditioning: at 32 x 32, layer4's BatchNorms normalise 4 values (1 x 1 maps, batch 4), so PyTorch's
+    # own bf16 gradients are 60-130% off float64 (every one of them) and which array lands past 3x its distance is a
+    # lottery over the order of float32 sums. PyTorch itself loses it: its bf16 run with oneDNN off (its own other
+    # convolution) is 3.8x its distance in state/layer4.1.bn1.running_var. gpumemnet's convolutions round float32
+    # sums once, as oneDNN's (0.05% of layer4's outputs differ from the correctly rounded value, by ties), and over
+    # six more batches its step-1 gradients are as far from float64 as PyTorch's (geometric mean of the ratio 1.01;
+    # PyTorch without oneDNN 0.98). It lost with the forward of conv1 and layer1 on bfloat16 products (issue 14).
+    "resnet18:amp": "bfloat16 conditioning (BatchNorm over 4 values): PyTorch's own non-oneDNN bf16 run fails too",
 }
 # The estimate is exact for every builder. (Until issue 12's last fix it was off by 512 B .. 4.1 MB for nine:
 # a builder's temporaries leave free holes in CPU segments that stay in use, which a compact meta copy did not

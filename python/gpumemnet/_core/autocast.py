@@ -13,8 +13,9 @@ Autocast policy, applied by the ops themselves through `lower()` and `fp32()`:
 Casts of leaf tensors that require grad (parameters) are cached for the outermost autocast region, so a weight
 used by several ops is converted once. On the CPU bfloat16 linear layers multiply bfloat16 operands directly
 (kernels/cpu/gemm_bf16.c: AMX or AVX512-BF16 where the CPU has them, float32 sums, each result rounded once), and
-so do convolutions with GPUMEMNET_BF16_CONV=gemm (opt-in: kernels/cpu/conv_half.c says why); otherwise the
-low-precision tensors are stored as float16/bfloat16 and the kernels compute in float32. A meta tensor counts as being on every device, so estimates on meta follow the
+so do the convolution passes where that is measured faster (kernels/cpu/conv_half.c, bf16_on_gemm;
+GPUMEMNET_BF16_CONV=gemm or =widen forces one route); otherwise the low-precision tensors are stored as
+float16/bfloat16 and the kernels compute in float32. A meta tensor counts as being on every device, so estimates on meta follow the
 policy of the device they stand in for.
 """
 import contextlib

@@ -1,0 +1,81 @@
+/* kernels/cpu/bf16_convert.c — float32 <-> bfloat16 over contiguous runs (bf16_convert.h). The build targets
+ * x86-64's baseline (SSE2), where GCC's vectorized float32 -> bfloat16 loop spends ~30 instructions on 8 values
+ * (packing 32-bit lanes to 16 bits) and ran at half of memcpy's speed; AVX-512 narrows 16 lanes in one vpmovdw. */
+#include "bf16_convert.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define GM_CVT_X86 1
+#endif
+
+static void f32_to_bf16_scalar(uint16_t *d, const float *s, int64_t n) {
+    for (int64_t i = 0; i < n; i++) d[i] = gm_float_to_bf16(s[i]);
+}
+
+static void bf16_to_f32_scalar(float *d, const uint16_t *s, int64_t n) {
+    for (int64_t i = 0; i < n; i++) d[i] = gm_bf16_to_float(s[i]);
+}
+
+#ifdef GM_CVT_X86
+/* gm_float_to_bf16 on 16 lanes: (x + 0x7fff + lsb) >> 16, and (x >> 16) | 0x40 for a nan. */
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static inline __m256i narrow16(__m512i x) {
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
+    const __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(x, _mm512_set1_epi32(0x7fff)), lsb), 16);
+    const __m512i q = _mm512_or_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(0x40));
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(x, _mm512_set1_epi32(0x7fffffff)),
+                                                  _mm512_set1_epi32(0x7f800000));
+    return _mm512_cvtepi32_epi16(_mm512_mask_blend_epi32(nan, r, q));
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static void f32_to_bf16_avx512(uint16_t *d, const float *s, int64_t n) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) _mm256_storeu_si256((__m256i *)(d + i), narrow16(_mm512_loadu_si512(s + i)));
+    if (i < n) {
+        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        _mm256_mask_storeu_epi16(d + i, m, narrow16(_mm512_maskz_loadu_epi32(m, s + i)));
+    }
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static void bf16_to_f32_avx512(float *d, const uint16_t *s, int64_t n) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_si512(d + i, _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(s + i))),
+                                                     16));
+    if (i < n) {
+        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        _mm512_mask_storeu_epi32(d + i, m, _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, s + i)),
+                                                             16));
+    }
+}
+
+static int have_avx512(void) {
+    static int s = -1;
+    int v = __atomic_load_n(&s, __ATOMIC_RELAXED);
+    if (v < 0) {
+        __builtin_cpu_init();
+        v = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+        __atomic_store_n(&s, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+#endif
+
+void gm_cvt_f32_to_bf16(uint16_t *dst, const float *src, int64_t n) {
+#ifdef GM_CVT_X86
+    if (n >= 16 && have_avx512()) {
+        f32_to_bf16_avx512(dst, src, n);
+        return;
+    }
+#endif
+    f32_to_bf16_scalar(dst, src, n);
+}
+
+void gm_cvt_bf16_to_f32(float *dst, const uint16_t *src, int64_t n) {
+#ifdef GM_CVT_X86
+    if (n >= 16 && have_avx512()) {
+        bf16_to_f32_avx512(dst, src, n);
+        return;
+    }
+#endif
+    bf16_to_f32_scalar(dst, src, n);
+}

@@ -1,0 +1,14 @@
+/* kernels/cpu/bf16_convert.h — contiguous float32 <-> bfloat16 conversion at memory speed: AVX-512 where the CPU
+ * has it (chosen at run time), otherwise the scalar loops of common.h, with the same results bit for bit
+ * (gm_float_to_bf16: round to nearest even, a nan stays a quiet nan with its sign and upper payload). Used by
+ * the casts (elementwise.c) and the bfloat16 convolutions (conv_half.c), which convert weights and gradients of
+ * millions of elements per step. Pure functions: nothing allocated, no threads (callers share the work out). */
+#ifndef GM_KERNELS_CPU_BF16_CONVERT_H
+#define GM_KERNELS_CPU_BF16_CONVERT_H
+
+#include "../common.h"
+
+void gm_cvt_f32_to_bf16(uint16_t *dst, const float *src, int64_t n);
+void gm_cvt_bf16_to_f32(float *dst, const uint16_t *src, int64_t n);
+
+#endif
