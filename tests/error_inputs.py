@@ -136,7 +136,7 @@ def B(name, call, exc, pattern, devices=None):
 
 
 def z(dev, lib, *shape, dtype="float32"):
-    return lib.L.zeros(*shape, dtype=getattr(lib.L, dtype), device=dev)
+    return lib.L.zeros(shape, dtype=getattr(lib.L, dtype), device=dev)  # a tuple: torch.zeros() needs a size
 
 
 def ix(dev, lib, values):

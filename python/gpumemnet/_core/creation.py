@@ -135,7 +135,7 @@ def stack(tensors, dim=0):
     shape = tuple(tensors[0].shape)
     for i, t in enumerate(tensors):
         if tuple(t.shape) != shape:
-            raise ValueError(f"stack: all tensors must have the same shape; tensor 0 has {shape} but tensor {i} "
+            raise _C.ArgumentError(f"stack: all tensors must have the same shape; tensor 0 has {shape} but tensor {i} "
                              f"has {tuple(t.shape)}")
     n = len(shape) + 1
     if not -n <= dim < n:

@@ -487,7 +487,7 @@ class Tensor(TensorMethods, _C.TensorBase):
             return self.reshape(1)
         s, e = _C_wrap(start_dim, self.ndim), _C_wrap(end_dim, self.ndim)
         if s > e:
-            raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
+            raise _C.ArgumentError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
         shape = tuple(self.shape[:s]) + (-1,) + tuple(self.shape[e + 1:])
         if self.numel() == 0:
             n = 1
