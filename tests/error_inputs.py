@@ -363,3 +363,7 @@ CREATION = [
 
 CASES = (CONV + LINEAR + MATMUL + SHAPES + LOSSES + POOL + NORM + DTYPES + INDEX + POOL_MORE + NORM_MORE
          + LOSSES_MORE + SHAPES_MORE + NN_MORE + MODULES + OPTIM + AUTOGRAD + CREATION)
+
+from error_inputs_api import API_CASES  # noqa: E402 - the families; it imports the helpers above
+
+CASES += API_CASES
