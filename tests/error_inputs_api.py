@@ -445,3 +445,46 @@ SAVE_LOAD = [E("save of a dict that contains itself", lambda d, l: l.L.save(_sel
                FileNotFoundError, r"No such file")]
 
 API_CASES = SHAPES + DIMS + CREATION + INPLACE + UNARY + MODULES + OPTIM + DATA + SAVE_LOAD
+
+
+# Inputs that are not errors: NaN and Inf give the IEEE result (never a crash, never an exception), and an empty
+# batch gives an empty result (or the NaN of a mean over nothing), on every device, as in PyTorch. A case is
+# (name, call(dev, lib)); test_error_inputs.py compares the CPU's values with PyTorch's (NaN equal to NaN) and
+# every device's shape and dtype with the CPU's.
+def t(dev, lib, values):
+    return lib.L.tensor(values, device=dev)
+
+
+INF, NAN = float("inf"), float("nan")
+EDGE = [
+    ("log of 0 and -1", lambda d, l: l.L.log(t(d, l, [0.0, -1.0, 1.0]))),
+    ("sqrt of -1", lambda d, l: l.L.sqrt(t(d, l, [-1.0, 4.0]))),
+    ("division by zero", lambda d, l: t(d, l, [1.0, -1.0, 0.0]) / t(d, l, [0.0, 0.0, 0.0])),
+    ("exp overflows to inf", lambda d, l: l.L.exp(t(d, l, [1000.0, -1000.0]))),
+    ("softmax of a row with inf", lambda d, l: l.F.softmax(t(d, l, [[INF, 1.0], [-INF, 1.0]]), dim=1)),
+    ("log_softmax of a row of -inf", lambda d, l: l.F.log_softmax(t(d, l, [[-INF, -INF], [0.0, 0.0]]), dim=1)),
+    ("relu of NaN", lambda d, l: l.F.relu(t(d, l, [NAN, -1.0, 2.0]))),
+    ("sigmoid and tanh of inf", lambda d, l: l.L.stack([l.L.sigmoid(t(d, l, [INF, -INF])),
+                                                         l.L.tanh(t(d, l, [INF, -INF]))])),
+    ("amax with NaN", lambda d, l: t(d, l, [[1.0, NAN], [2.0, 3.0]]).amax(dim=1)),
+    ("sum with inf and -inf", lambda d, l: t(d, l, [INF, -INF, 1.0]).sum()),
+    ("matmul with inf", lambda d, l: t(d, l, [[INF, 1.0]]) @ t(d, l, [[0.0], [1.0]])),
+    ("mse_loss with NaN", lambda d, l: l.F.mse_loss(t(d, l, [NAN, 1.0]), t(d, l, [0.0, 1.0]))),
+    ("cross_entropy with inf logits", lambda d, l: l.F.cross_entropy(t(d, l, [[INF, 0.0], [0.0, 1.0]]),
+                                                                    t(d, l, [0, 1]))),
+    ("batch_norm of NaN in eval", lambda d, l: l.F.batch_norm(t(d, l, [[NAN, 1.0], [2.0, 3.0]]), z(d, l, 2),
+                                                              l.L.ones(2, device=d), training=False)),
+    ("conv2d with inf", lambda d, l: l.F.conv2d(l.L.full((1, 1, 3, 3), INF, device=d), z(d, l, 1, 1, 2, 2))),
+    ("max_pool2d with NaN", lambda d, l: l.F.max_pool2d(t(d, l, [[[[NAN, 1.0], [2.0, 3.0]]]]), 2)),
+    ("mean of an empty tensor", lambda d, l: z(d, l, 0, 3).mean()),
+    ("sum of an empty tensor", lambda d, l: z(d, l, 0, 3).sum(dim=0)),
+    ("cross_entropy of an empty batch", lambda d, l: l.F.cross_entropy(z(d, l, 0, 3), z(d, l, 0, dtype="int64"))),
+    ("mse_loss of an empty batch, summed", lambda d, l: l.F.mse_loss(z(d, l, 0, 3), z(d, l, 0, 3), reduction="sum")),
+    ("linear of an empty batch", lambda d, l: l.F.linear(z(d, l, 0, 3), z(d, l, 4, 3))),
+    ("conv2d of an empty batch", lambda d, l: l.F.conv2d(z(d, l, 0, 1, 4, 4), z(d, l, 2, 1, 3, 3))),
+    ("max_pool2d of an empty batch", lambda d, l: l.F.max_pool2d(z(d, l, 0, 1, 4, 4), 2)),
+    ("batch_norm of an empty batch in eval", lambda d, l: l.F.batch_norm(z(d, l, 0, 2, 3, 3), z(d, l, 2),
+                                                                          l.L.ones(2, device=d), training=False)),
+    ("relu of an empty batch", lambda d, l: l.F.relu(z(d, l, 0, 5))),
+    ("softmax of an empty batch", lambda d, l: l.F.softmax(z(d, l, 0, 5), dim=1)),
+]

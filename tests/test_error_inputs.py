@@ -2,13 +2,16 @@
 CUDA device or the emulator build is present) cuda. meta runs the same argument checks as the other devices, so
 a program checked on meta fails there as it would on the CPU. The cases written for both libraries also run
 against PyTorch, which must refuse them too: gpumemnet refuses nothing that PyTorch accepts."""
+import gc
 import re
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 import gpumemnet as gm
 from error_inputs import CASES, GM
+from error_inputs_api import EDGE
 
 DEVICES = ["cpu", "meta"] + (["cuda"] if gm.cuda.is_available() else [])
 
@@ -80,3 +83,38 @@ def test_pytorch_refuses_it_too(case):
         assert not same, f"{case.name}: now the same type as PyTorch's ({theirs.__name__}): drop it from the list"
     else:
         assert same, f"{case.name}: PyTorch raises {theirs.__name__}: {info.value}, gpumemnet {ours.__name__}"
+
+
+EDGE_IDS = [name for name, _ in EDGE]
+
+
+@pytest.mark.parametrize("name,call", EDGE, ids=EDGE_IDS)
+def test_ieee_and_empty_inputs_are_results_not_errors(name, call):
+    """NaN, Inf and empty batches: a value (IEEE's, or an empty tensor), the same on every device, as PyTorch's."""
+    ref = call("cpu", GM)
+    for dev in DEVICES[1:]:
+        got = call(dev, GM)
+        assert (tuple(got.shape), got.dtype) == (tuple(ref.shape), ref.dtype), f"{name} on {dev}"
+        if dev != "meta":
+            np.testing.assert_array_equal(got.cpu().numpy(), ref.numpy())  # NaN where NaN
+    torch = pytest.importorskip("torch")
+    theirs = call("cpu", SimpleNamespace(L=torch, F=torch.nn.functional, nn=torch.nn))
+    assert tuple(ref.shape) == tuple(theirs.shape), f"{name}: shape {tuple(ref.shape)}, PyTorch's {theirs.shape}"
+    np.testing.assert_allclose(ref.numpy(), theirs.numpy(), rtol=1e-6, atol=1e-6, equal_nan=True)
+
+
+@pytest.mark.parametrize("case,dev", PAIRS, ids=[f"{d}-{c.name}" for c, d in PAIRS])
+def test_refused_call_keeps_no_memory(case, dev):
+    """A refused call frees whatever it allocated before refusing (its inputs, a half-built output, a
+    workspace): the allocator holds exactly what it held before, once the exception is gone."""
+    before = gm.memory.memory_allocated(dev)
+    try:
+        _call(case, dev)
+    except Exception:  # noqa: BLE001, S110 - test_error_input checks what it raises
+        pass
+    after = gm.memory.memory_allocated(dev)
+    if after > before:  # a cycle (an exception's traceback and its frames) may hold the inputs until collected
+        gc.collect()
+        after = gm.memory.memory_allocated(dev)
+    # <=: garbage of an earlier test may be collected here too; a leak only ever adds
+    assert after <= before, f"{case.name} on {dev}: {after - before} bytes still allocated after the refusal"
