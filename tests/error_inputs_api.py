@@ -123,13 +123,15 @@ CREATION = ([B(f"{op} with a negative size", lambda d, l, op=op: getattr(l.L, op
                  r"(rectangular|inhomogeneous|expected sequence of length)"),
                B("full_like of a list", lambda d, l: l.L.full_like([1.0], 2.0), TypeError, r"Tensor"),
                B("eye with a negative size", lambda d, l: l.L.eye(-1, device=d), RuntimeError, r"n must be .*-1|-1"),
-               B("randperm of a negative count", lambda d, l: l.L.randperm(-1, device=d), RuntimeError, r"n must be .*-1"),
+               B("randperm of a negative count", lambda d, l: l.L.randperm(-1, device=d), RuntimeError,
+                 r"n must be .*-1"),
                B("linspace of negative steps", lambda d, l: l.L.linspace(0, 1, -1, device=d), RuntimeError,
                  r"number of steps must be non-negative"),
                B("logspace of negative steps", lambda d, l: l.L.logspace(0, 1, -1, device=d), RuntimeError,
                  r"number of steps must be non-negative"),
                B("scalar_tensor of a string", lambda d, l: l.L.scalar_tensor("a", device=d), TypeError, r"Number|str"),
-               B("from_numpy of a list", lambda d, l: l.L.from_numpy([1.0]), TypeError, r"expected a numpy.ndarray, got list"),
+               B("from_numpy of a list", lambda d, l: l.L.from_numpy([1.0]), TypeError,
+                 r"expected a numpy.ndarray, got list"),
                B("numel of a list", lambda d, l: l.L.numel([1.0]), TypeError, r"Tensor"),
                B("is_floating_point of a list", lambda d, l: l.L.is_floating_point([1.0]), TypeError, r"Tensor"),
                B("set_default_dtype int64", lambda d, l: l.L.set_default_dtype(l.L.int64), TypeError,
@@ -241,7 +243,8 @@ RANK = r"expected.*(input|D)|dimension|rank|got (shape|input)"
 PADS = ["CircularPad1d", "CircularPad2d", "CircularPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d",
         "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d",
         "ReplicationPad3d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d"]
-ACTIVATIONS = ["ReLU", "ELU", "GELU", "Hardsigmoid", "Hardswish", "Mish", "ReLU6", "SiLU", "Sigmoid", "Tanh", "Softplus",
+ACTIVATIONS = ["ReLU", "ELU", "GELU", "Hardsigmoid", "Hardswish", "Mish", "ReLU6", "SiLU", "Sigmoid", "Tanh",
+               "Softplus",
                "LeakyReLU"]
 LOSSES = ["BCELoss", "BCEWithLogitsLoss", "HuberLoss", "L1Loss", "MSELoss", "SmoothL1Loss", "KLDivLoss"]
 

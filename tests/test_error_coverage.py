@@ -52,7 +52,8 @@ EXEMPT = {
     "Tensor.pin_memory": "valid for every CPU tensor; where CUDA is missing it is refused as in PyTorch "
                          "(tests/test_cuda_*.py)",
     "data.default_convert": "converts what it can and returns anything else unchanged, as PyTorch's",
-    "nn.Conv3d": NOT_YET, "F.affine_grid": NOT_YET, "F.grid_sample": NOT_YET, "nn.register_module_forward_pre_hook": HOOK,
+    "nn.Conv3d": NOT_YET, "F.affine_grid": NOT_YET, "F.grid_sample": NOT_YET,
+    "nn.register_module_forward_pre_hook": HOOK,
 }
 
 
@@ -95,8 +96,8 @@ def _index(public):
 def _c_method(fn):
     """A method of TensorBase written in C is a method descriptor, which CPython 3.11's profiler does not report,
     and a Python method called with arguments it does not take raises before its frame exists: when the profile
-    saw no public call, read the method from the lambda instead, the last Tensor method it names (t.abs(...)) or, in a family, the
-    method name bound as a default (lambda d, l, op=op: getattr(t, op)(...))."""
+    saw no public call, read the method from the lambda instead, the last Tensor method it names (t.abs(...)) or,
+    in a family, the method name bound as a default (lambda d, l, op=op: getattr(t, op)(...))."""
     names = [i.argval for i in dis.get_instructions(fn.__code__) if i.opname in ("LOAD_METHOD", "LOAD_ATTR")]
     names += [v for v in (fn.__defaults__ or ()) if isinstance(v, str)]
     found = [n for n in names if f"Tensor.{n}" in PUBLIC]

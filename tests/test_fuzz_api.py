@@ -16,7 +16,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 import gpumemnet as gm  # noqa: E402
 import gpumemnet.nn.functional as F  # noqa: E402
-from test_fuzz_ops import FUZZ, _array, _check, _outcome, shapes  # noqa: E402
+from test_fuzz_ops import FUZZ, _array, _check, _outcome  # noqa: E402
 
 nonempty = st.lists(st.integers(1, 4), min_size=1, max_size=4).map(tuple)
 
@@ -41,7 +41,8 @@ DIM_OPS = {
     "squeeze": (lambda t, d: t.squeeze(d), lambda a, d: a.squeeze(d) if a.shape[d] == 1 else a),  # PyTorch keeps a
     "transpose": (lambda t, d: t.transpose(0, d), lambda a, d: np.swapaxes(a, 0, d)),
     "movedim": (lambda t, d: t.movedim(d, 0), lambda a, d: np.moveaxis(a, d, 0)),
-    "unbind": (lambda t, d: gm.stack(t.unbind(d)), lambda a, d: np.stack([a.take(i, axis=d) for i in range(a.shape[d])])),
+    "unbind": (lambda t, d: gm.stack(t.unbind(d)),
+               lambda a, d: np.stack([a.take(i, axis=d) for i in range(a.shape[d])])),
 }
 
 
