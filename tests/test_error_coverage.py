@@ -7,6 +7,7 @@ the case's lambda made: the exception leaves the lambda from it) counts as cover
 on an instance of exactly that class; a C method of Tensor, which the profiler does not see, from the lambda's
 code: _c_method). Operators (`a + b`, `x[i]`) share their checks with the named methods and are not listed."""
 import dis
+import re
 import sys
 import types
 
@@ -15,6 +16,7 @@ import pytest
 import gpumemnet as gm
 import gpumemnet.nn.functional as F
 from error_inputs import CASES, GM
+from error_inputs_api import EDGE
 
 NAMESPACES = {"gm": gm, "F": F, "nn": gm.nn, "optim": gm.optim, "lr_scheduler": gm.optim.lr_scheduler,
               "data": gm.utils.data}
@@ -164,3 +166,21 @@ def test_exemptions_are_public_and_uncovered():
 def test_coverage_sees_each_kind_of_call(key):
     """The recorder itself: a Python function, a C method, a module class, an optimizer, a scheduler."""
     assert key in _covered(CASES)
+
+
+# Issue 17's categories of bad input, each found among the cases' names (or the IEEE/empty table's).
+CATEGORIES = {
+    "ranks": r"rank|\d-D input|0-d|on a \d-D", "broadcast shapes": r"do(es)? not broadcast|shapes differ",
+    "zero-sized": r"zero-height|empty|no output channel|size 0", "negative sizes": r"negative size",
+    "bytes overflow 64 bits": r"overflow", "kernel/stride/padding/dilation/groups": r"kernel|stride|padding|"
+    r"dilation|groups", "int into float ops": r"int64 input|of int64", "float class indices": r"float class indices",
+    "negative integer powers": r"negative int", "mixed devices": r"mixed-device",
+    "overlapping views for in-place ops": r"through an expanded view", "NaN/Inf": r"NaN|inf",
+    "empty batches": r"empty batch", "self-referencing save": r"contains itself", "deeply nested load": r"nested",
+}
+
+
+@pytest.mark.parametrize("category", sorted(CATEGORIES))
+def test_every_category_of_issue_17_is_in_the_table(category):
+    names = [c.name for c in CASES] + [name for name, _ in EDGE]
+    assert any(re.search(CATEGORIES[category], n) for n in names), f"no case of {category}"
