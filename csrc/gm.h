@@ -17,6 +17,14 @@
 #include <Python.h>
 #include "../kernels/common.h"
 
+/* Every ValueError and TypeError that csrc raises is gm.ArgumentError (ValueError + RuntimeError) or
+ * gm.ArgumentTypeError (TypeError + RuntimeError), made by errors.c at import, so that both Python's and PyTorch's
+ * `except` catch it (docs/C_API.md, "Errors"). Redirecting the two names here covers every raise site at once;
+ * csrc never tests an exception against them (PyErr_ExceptionMatches), where a subclass would change meaning. */
+extern PyObject *GM_ArgumentError, *GM_ArgumentTypeError;
+#define PyExc_ValueError GM_ArgumentError
+#define PyExc_TypeError GM_ArgumentTypeError
+
 /* ---- devices ---------------------------------------------------------------------------------- */
 typedef enum { GM_DEV_CPU = 0, GM_DEV_CUDA = 1, GM_DEV_META = 2 } gm_devtype;
 #define GM_MAX_CUDA_DEVICES 16

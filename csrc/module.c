@@ -16,6 +16,8 @@ PyMODINIT_FUNC PyInit__C(void) {
     gm_transfer_init(gm_copy_into);
     PyObject *m = PyModule_Create(&gm_module);
     if (!m) return NULL;
+    /* First: every other init and every raise in csrc uses the exception classes (gm.h). */
+    if (gm_errors_init(m) < 0) goto fail;
     PyMethodDef *tables[] = {gm_tensor_module_methods, gm_allocator_methods, gm_alloc_policy_methods,
                              gm_category_methods, gm_threads_methods, gm_elementwise_methods,
                              gm_reduce_methods, gm_matmul_methods, gm_index_methods, gm_random_methods,
@@ -27,7 +29,6 @@ PyMODINIT_FUNC PyInit__C(void) {
         if (PyModule_AddFunctions(m, tables[i]) < 0) goto fail;
     if (gm_autograd_node_init(m) < 0) goto fail; /* before TensorBase: it fills the operator slots */
     if (gm_tensor_type_init(m) < 0) goto fail;
-    if (gm_errors_init(m) < 0) goto fail;
     return m;
 fail:
     Py_DECREF(m);

@@ -577,7 +577,7 @@ static PyObject *py_clamp(PyObject *self, PyObject *args, PyObject *kwargs) {
         ew_parse_opt(hi, &x[2], name, "max") < 0 || ew_parse_out(outo, &out, name) < 0)
         return NULL;
     if (!x[1].present && !x[2].present) {
-        PyErr_SetString(PyExc_ValueError, "clamp: at least one of min and max must be given (not None)");
+        PyErr_SetString(PyExc_ValueError, "clamp: at least one of 'min' or 'max' must not be None");
         return NULL;
     }
     if (ew_same_device(name, x, 3, out, &dev) < 0) return NULL;

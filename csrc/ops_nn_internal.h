@@ -102,9 +102,9 @@ static inline GMTensor *grad_result(GMTensor *g, int into_grad) {
 }
 
 /* The end of an in-place form (out=x) whose kernel ran on xc, x itself or its contiguous copy: the copy's values
- * go back into x (meta has none to copy), and x's version moves on. 0, or -1 + exception. */
+ * go back into x (on meta too, which copies no value but checks x can be written: an expanded view cannot), and x's version moves on. 0, or -1 + exception. */
 static inline int inplace_writeback(GMTensor *x, GMTensor *xc) {
-    if (xc != x && x->device.type != GM_DEV_META && gm_copy_into(x, xc) < 0) return -1;
+    if (xc != x && gm_copy_into(x, xc) < 0) return -1;
     gm_bump_version(x);
     return 0;
 }

@@ -157,9 +157,9 @@ static int fill(const char *op, GMTensor *t, int dist, double a, double b) {
             GMTensor *tmp = gm_empty(t->ndim, t->shape, t->dtype, t->device);
             if (!tmp) return -1;
             gm_block_set_category(tmp->storage->block, GM_CAT_WORKSPACE);
-            int rc = 0;
-            if (t->device.type != GM_DEV_META)
-                rc = run_fill(op, tmp, dist, a, b, offset) < 0 || gm_copy_into(t, tmp) < 0 ? -1 : 0;
+            /* the copy runs on meta too: it moves no value there, but refuses an expanded t as the CPU does */
+            int rc = (t->device.type != GM_DEV_META && run_fill(op, tmp, dist, a, b, offset) < 0) ||
+                     gm_copy_into(t, tmp) < 0 ? -1 : 0;
             Py_DECREF(tmp);
             if (rc < 0) return -1;
         }

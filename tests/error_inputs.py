@@ -7,9 +7,10 @@ A case is ErrorInput(name, call, exc, pattern) where call(dev) performs the bad 
 group when an op gains an argument check.
 
 The groups after INDEX are written once for both libraries: call(dev, lib) with lib = GM or TORCH (L, F, nn), so
-test_error_inputs.py also checks that PyTorch refuses the same call (gpumemnet refuses nothing PyTorch accepts).
-Where PyTorch raises RuntimeError and gpumemnet ValueError or TypeError for a bad shape or dtype, the difference is
-recorded, not hidden: see ERROR_TYPES_DIFFER in test_error_inputs.py. A check that needs the tensor's values (a
+test_error_inputs.py also checks that PyTorch refuses the same call (gpumemnet refuses nothing PyTorch accepts),
+and that the type gpumemnet raises is caught by the `except` a PyTorch user writes (gm.ArgumentError is both a
+ValueError and a RuntimeError); the few that differ are recorded with the reason: ERROR_TYPES_DIFFER.
+error_inputs_api.py adds the families that reach every other public callable (test_error_coverage.py). A check that needs the tensor's values (a
 class index, an embedding index) cannot run on meta, which has no data: such cases name their devices."""
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -136,7 +137,7 @@ def B(name, call, exc, pattern, devices=None):
 
 
 def z(dev, lib, *shape, dtype="float32"):
-    return lib.L.zeros(*shape, dtype=getattr(lib.L, dtype), device=dev)
+    return lib.L.zeros(shape, dtype=getattr(lib.L, dtype), device=dev)  # a tuple: torch.zeros() needs a size
 
 
 def ix(dev, lib, values):
@@ -363,3 +364,7 @@ CREATION = [
 
 CASES = (CONV + LINEAR + MATMUL + SHAPES + LOSSES + POOL + NORM + DTYPES + INDEX + POOL_MORE + NORM_MORE
          + LOSSES_MORE + SHAPES_MORE + NN_MORE + MODULES + OPTIM + AUTOGRAD + CREATION)
+
+from error_inputs_api import API_CASES  # noqa: E402 - the families; it imports the helpers above
+
+CASES += API_CASES

@@ -40,6 +40,8 @@ from .random import (manual_seed, get_rng_state, set_rng_state, initial_seed, se
 from .dropin import as_torch  # noqa: E402
 
 OutOfMemoryError = _C.OutOfMemoryError
+ArgumentError = _C.ArgumentError  # ValueError + RuntimeError: caught by `except` of either (docs/C_API.md, Errors)
+ArgumentTypeError = _C.ArgumentTypeError  # TypeError + RuntimeError
 float = float32  # noqa: A001  (PyTorch's aliases)
 double = float64
 half = float16

@@ -139,7 +139,7 @@ def tanh_(input):
 
 def gelu(input, approximate="none"):
     if approximate not in ("none", "tanh"):
-        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+        raise _C.ArgumentError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
     return _activation(input, GELU if approximate == "none" else GELU_TANH, False, "gelu")
 
 

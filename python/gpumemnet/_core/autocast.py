@@ -66,7 +66,7 @@ class autocast:
 
     def __init__(self, device_type, dtype=None, enabled=True, cache_enabled=True):
         if device_type not in ("cpu", "cuda"):
-            raise ValueError(f"autocast: device_type must be 'cpu' or 'cuda', got {device_type!r}")
+            raise _C.ArgumentError(f"autocast: device_type must be 'cpu' or 'cuda', got {device_type!r}")
         if dtype is None:
             dtype = _DEFAULT_DTYPE[device_type]
         dtype = as_dtype(dtype, "autocast(dtype)")

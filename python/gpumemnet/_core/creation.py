@@ -98,8 +98,16 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
         return _finish(_C.randn(_shape_arg(size), _code(dtype), device_str(device)), requires_grad)
 
 
+def _need_tensor(op, t, arg="input"):
+    """PyTorch's argument parser refuses a non-tensor with a TypeError naming the argument; so do we (instead of
+    the AttributeError reaching for t.shape would give)."""
+    if not isinstance(t, _C.TensorBase):
+        raise TypeError(f"{op}(): argument '{arg}' must be Tensor, not {type(t).__name__}")
+
+
 def _like(fn):
     def like(t, *args, dtype=None, device=None, requires_grad=False):
+        _need_tensor(fn.__name__ + "_like", t)
         return fn(tuple(t.shape), *args, dtype=dtype or t.dtype, device=device or t._device,
                   requires_grad=requires_grad)
     like.__name__ = fn.__name__ + "_like"
@@ -135,7 +143,7 @@ def stack(tensors, dim=0):
     shape = tuple(tensors[0].shape)
     for i, t in enumerate(tensors):
         if tuple(t.shape) != shape:
-            raise ValueError(f"stack: all tensors must have the same shape; tensor 0 has {shape} but tensor {i} "
+            raise _C.ArgumentError(f"stack: all tensors must have the same shape; tensor 0 has {shape} but tensor {i} "
                              f"has {tuple(t.shape)}")
     n = len(shape) + 1
     if not -n <= dim < n:
@@ -170,6 +178,8 @@ def matmul(a, b):
 
 def _unary(name):
     def fn(t, *args, **kwargs):
+        if name != "pow":  # torch.pow(2, t): the base may be a number
+            _need_tensor(name, t)  # Tensor.<name>(t) of a non-tensor fails inside, with a stranger error
         return getattr(Tensor, name)(t, *args, **kwargs)
     fn.__name__ = name
     return fn
@@ -200,10 +210,12 @@ def is_tensor(obj):
 
 
 def is_floating_point(t):
+    _need_tensor("is_floating_point", t)
     return t.is_floating_point()
 
 
 def numel(t):
+    _need_tensor("numel", t)
     return t.numel()
 
 
@@ -298,6 +310,7 @@ divide = true_divide = div
 
 
 def round(input, *, decimals=0):  # noqa: A001  (torch.round)
+    _need_tensor("round", input)
     return input.round(decimals=decimals)
 
 

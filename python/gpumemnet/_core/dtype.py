@@ -1,5 +1,7 @@
 """dtype and device objects. C sees dtypes as integer codes (kernels/common.h) and devices as strings."""
 
+from .. import _C
+
 
 class dtype:
     __slots__ = ("name", "code", "itemsize", "is_floating_point")
@@ -169,7 +171,7 @@ class device:
             raise TypeError(f"device: expected a str such as 'cpu' or 'cuda:0', got {spec!r}")
         kind, _, idx = spec.partition(":")
         if kind not in ("cpu", "cuda", "meta"):
-            raise ValueError(f"device: unknown device {spec!r}; expected 'cpu', 'meta', 'cuda' or 'cuda:N'")
+            raise _C.ArgumentError(f"device: unknown device {spec!r}; expected 'cpu', 'meta', 'cuda' or 'cuda:N'")
         if idx:
             if not idx.isdigit():
                 raise ValueError(f"device: bad device index in {spec!r}")

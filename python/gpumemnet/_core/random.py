@@ -27,6 +27,9 @@ def get_rng_state():
 
 
 def set_rng_state(state):
+    if not (isinstance(state, (tuple, list)) and len(state) == 2 and all(isinstance(v, int) for v in state)):
+        raise TypeError(f"set_rng_state: state must be the (seed, offset) pair of ints get_rng_state() returned, "
+                        f"got {type(state).__name__}")
     seed, offset = state
     _C.set_rng_state(seed, offset)
 

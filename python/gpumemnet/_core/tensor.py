@@ -267,6 +267,8 @@ class Tensor(TensorMethods, _C.TensorBase):
         return autograd.register_post_accumulate_grad_hook(self, hook)
 
     def retain_grad(self):
+        if not self.requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         if self.grad_fn is None or self._retains_grad:
             return
         self._retains_grad = True
@@ -364,7 +366,7 @@ class Tensor(TensorMethods, _C.TensorBase):
 
     def clamp(self, min=None, max=None):
         if min is None and max is None:
-            raise ValueError("clamp: at least one of min and max must be given")
+            raise _C.ArgumentError("clamp: at least one of 'min' or 'max' must not be None")
         return F.Clamp.apply(self, min, max) if _needs_grad(self) else _C.clamp(self, min, max)
 
     clip = clamp
@@ -408,6 +410,11 @@ class Tensor(TensorMethods, _C.TensorBase):
         _random_fill_checks(self, "bernoulli_", generator, floats_only=False)
         if not isinstance(p, _C.TensorBase) and not 0.0 <= p <= 1.0:
             raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
+        if isinstance(p, _C.TensorBase) and p.device.type != "meta":  # meta has no values to check
+            q = p.detach()
+            if not bool(((q >= 0) & (q <= 1)).all()):  # NaN fails both comparisons, as in PyTorch
+                raise RuntimeError(f"bernoulli_ expects every probability in p to be in [0, 1], got p of shape "
+                                   f"{tuple(p.shape)} with values outside it")
         u = self if self.is_floating_point() else _C.empty(tuple(self.shape), 0, self._device)
         _C.uniform_(u, 0.0, 1.0)
         _C.copy_(self, u < p)  # the comparison's bool tensor is the one temporary
@@ -487,7 +494,7 @@ class Tensor(TensorMethods, _C.TensorBase):
             return self.reshape(1)
         s, e = _C_wrap(start_dim, self.ndim), _C_wrap(end_dim, self.ndim)
         if s > e:
-            raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
+            raise _C.ArgumentError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
         shape = tuple(self.shape[:s]) + (-1,) + tuple(self.shape[e + 1:])
         if self.numel() == 0:
             n = 1
@@ -501,7 +508,7 @@ class Tensor(TensorMethods, _C.TensorBase):
 
     def t(self):
         if self.ndim > 2:
-            raise ValueError(f"t: expects a tensor with <= 2 dimensions, got shape {tuple(self.shape)}")
+            raise _C.ArgumentError(f"t() expects a tensor with <= 2 dimensions, got shape {tuple(self.shape)}")
         return self if self.ndim < 2 else self.transpose(0, 1)
 
     def permute(self, *dims):
@@ -575,6 +582,8 @@ class Tensor(TensorMethods, _C.TensorBase):
         return out
 
     def type_as(self, other):
+        if not isinstance(other, _C.TensorBase):
+            raise TypeError(f"type_as(): argument 'other' must be Tensor, not {type(other).__name__}")
         return self.to(other.dtype)
 
     def cpu(self): return self.to(device="cpu")

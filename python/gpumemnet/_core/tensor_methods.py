@@ -395,6 +395,8 @@ class TensorMethods:
         return bool(self.isclose(other, rtol, atol, equal_nan).all())
 
     def equal(self, other):
+        if not isinstance(other, _C.TensorBase):
+            raise TypeError(f"equal(): argument 'other' must be Tensor, not {type(other).__name__}")
         return tuple(self.shape) == tuple(other.shape) and bool((self.detach() == other.detach()).all())
 
     def all(self, dim=None, keepdim=False):
@@ -423,7 +425,7 @@ class TensorMethods:
     def masked_fill(self, mask, value):
         """self where mask is False, value where it is True (mask broadcasts; the result keeps self's dtype)."""
         if not isinstance(mask, _C.TensorBase) or mask._dtype != _BOOL:
-            raise TypeError(f"masked_fill: mask must be a bool tensor, got "
+            raise _C.ArgumentTypeError(f"masked_fill: mask must be a bool tensor, got "
                             f"{mask.dtype if isinstance(mask, _C.TensorBase) else type(mask).__name__}")
         if isinstance(value, _C.TensorBase):
             if value.ndim != 0:

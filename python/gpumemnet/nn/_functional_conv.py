@@ -188,7 +188,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     _check_image(op, input)
     if isinstance(padding, str):
         if padding not in ("same", "valid"):
-            raise ValueError(f"{op}: invalid padding string {padding!r}; expected 'same' or 'valid'")
+            raise _C.ArgumentError(f"{op}: invalid padding string {padding!r}; expected 'same' or 'valid'")
     else:
         padding = _pair(padding, "padding", op)
     args = (_pair(stride, "stride", op), padding, _pair(dilation, "dilation", op), _groups(groups, op))

@@ -200,7 +200,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     red = _class_loss_args("cross_entropy", input, target, weight, ignore_index, reduction)
     # a float target of input's shape holds class probabilities; any other float target is refused by C
     if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
+        raise _C.ArgumentError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
     if target.is_floating_point() and tuple(target.shape) == tuple(input.shape):
         return _cross_entropy_probs(input, target, weight, ignore_index, red, float(label_smoothing))
     input, weight = _fp32(input, weight)

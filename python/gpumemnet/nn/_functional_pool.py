@@ -166,7 +166,7 @@ def adaptive_avg_pool2d(input, output_size):
         raise TypeError(f"{op}: output_size must be an int or a pair of ints (None keeps that size), got "
                         f"{output_size!r}")
     if size[0] < 0 or size[1] < 0:
-        raise ValueError(f"{op}: output_size must be non-negative, got {output_size!r} for an input of shape "
+        raise _C.ArgumentError(f"{op}: output_size must be non-negative, got {output_size!r} for an input of shape "
                          f"{tuple(input.shape)}")
     if _needs_grad(input):
         return _AdaptiveAvgPool2d.apply(input, size)
@@ -315,7 +315,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         if not recompute_scale_factor:
             scales = tuple(factors)  # PyTorch uses the given factor, not out/in, for the source coordinates
     if any(o <= 0 for o in out):
-        raise ValueError(f"{op}: the output size {out} must be positive (input of shape {tuple(input.shape)}, "
+        raise _C.ArgumentError(f"{op}: the output size {out} must be positive (input of shape {tuple(input.shape)}, "
                          f"size={size!r}, scale_factor={scale_factor!r})")
     if mode == "area":
         if dim != 2:

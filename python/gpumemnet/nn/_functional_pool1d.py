@@ -98,7 +98,7 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
         raise TypeError(f"{op}: output_size must be an int or a pair of ints (None keeps that size), got "
                         f"{output_size!r}")
     if size[0] < 0 or size[1] < 0:
-        raise ValueError(f"{op}: output_size must be non-negative, got {output_size!r}")
+        raise _C.ArgumentError(f"{op}: output_size must be non-negative, got {output_size!r}")
     if needs_grad(input):
         return _AdaptiveMaxPool2d.apply(input, size, bool(return_indices))
     out, idx = _C.adaptive_max_pool2d(input, size)

@@ -1,6 +1,7 @@
 """Conv2d and ConvTranspose2d, with PyTorch's constructor arguments, attribute names and initialisation."""
 import math
 
+from ... import _C
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
@@ -37,7 +38,7 @@ class _ConvNd(Module):
         self.dilation = _pair(dilation, "dilation")
         for arg in ("kernel_size", "stride", "dilation"):
             if any(isinstance(v, bool) or not isinstance(v, int) or v <= 0 for v in getattr(self, arg)):
-                raise ValueError(f"{name}: {arg} must be positive ints, got {getattr(self, arg)!r}")
+                raise _C.ArgumentError(f"{name}: {arg} must be positive ints, got {getattr(self, arg)!r}")
         if isinstance(padding, str):
             if padding not in ("valid", "same"):
                 raise ValueError(f"{name}: invalid padding string {padding!r}, should be one of {{'valid', 'same'}}")

@@ -1,6 +1,7 @@
 """Linear and Identity."""
 import math
 
+from ... import _C
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
@@ -27,7 +28,7 @@ class Linear(Module):
         super().__init__()
         for name, v in (("in_features", in_features), ("out_features", out_features)):
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise ValueError(f"Linear: {name} must be a non-negative int, got {v!r}")
+                raise _C.ArgumentError(f"Linear: {name} must be a non-negative int, got {v!r}")
         self.in_features = in_features
         self.out_features = out_features
         self.weight = Parameter(new_tensor((out_features, in_features), device, dtype))

@@ -28,6 +28,10 @@ class _PadNd(Module):
             self.value = float(value)
 
     def forward(self, input):
+        if self.mode == "circular" and input.dim() not in (self.dims + 1, self.dims + 2):
+            # PyTorch's CircularPadNd checks the rank itself (F.pad would say something about padding sizes)
+            raise ValueError(f"{type(self).__name__}: expected {self.dims + 1}D or {self.dims + 2}D input (got "
+                             f"{input.dim()}D input of shape {tuple(input.shape)})")
         return F.pad(input, self.padding, self.mode, getattr(self, "value", None))
 
     def extra_repr(self):

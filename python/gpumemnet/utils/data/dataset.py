@@ -104,6 +104,9 @@ class ChainDataset(IterableDataset):
             yield from d
 
     def __len__(self):
+        for d in self.datasets:
+            if not isinstance(d, IterableDataset):  # PyTorch's assert, kept under python -O
+                raise AssertionError(f"ChainDataset only supports IterableDataset, got {type(d).__name__}")
         return sum(len(d) for d in self.datasets)
 
 
