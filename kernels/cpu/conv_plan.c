@@ -176,8 +176,28 @@ static size_t half_workspace_nbytes(const conv_geom *g, conv_pass pass, size_t l
     return fixed + (size_t)p.slots * (size_t)p.tile * col;
 }
 
+/* The direct kernel (conv_direct.c) where it applies; see conv_internal.h. Its loops index a plane in 32-bit
+ * lanes (p = j / W in float: exact below 2^21 positions) and keep the shifts of at most 64 taps; K/G and C/G
+ * at least 8 (its block of output channels; below that im2col wastes less). The CPU check runs once. */
+int conv_direct_use(const conv_geom *g, conv_pass pass) {
+    static int avx512 = -1;
+    if (avx512 < 0) avx512 = __builtin_cpu_supports("avx512f") ? 1 : 0;
+    if (!avx512) return 0;
+    const int64_t Cg = g->C / g->G, Kg = g->K / g->G, RS = g->R * g->S, HW = g->H * g->W;
+    if (g->sh != 1 || g->sw != 1 || g->P != g->H || g->Q != g->W || RS < 2 || RS > 64 || HW >= (1 << 21)) return 0;
+    if (Cg < 8 || Kg < 8) return 0;
+    if (pass != CONV_BACKWARD_DATA && !planes_contiguous(g)) return 0;
+    if (pass == CONV_BACKWARD_WEIGHT && RS != 9) return 0;
+    return 1;
+}
+
 size_t conv2d_workspace_nbytes(const conv_geom *g, gm_dtype dt, conv_pass pass, size_t limit, int nthreads) {
     if (is_half(dt)) return half_workspace_nbytes(g, pass, limit, nthreads);
+    if (dt == GM_F32 && pass == CONV_BACKWARD_WEIGHT && conv_direct_use(g, pass)) return 0;
+    if (dt == GM_F32 && conv_direct_use(g, pass) && g->N > 0 && conv_direct_ws_nbytes(g, pass) <= limit) {
+        if (pass == CONV_FORWARD ? g->K * g->P * g->Q == 0 : g->C * g->H * g->W == 0) return 0;
+        return conv_direct_ws_nbytes(g, pass);
+    }
     if (conv2d_algo(g, pass) != CONV_ALGO_IM2COL) return 0;
     size_t col = conv2d_column_nbytes(g, dt);
     if (col == 0 || g->P * g->Q == 0 || g->N == 0 || g->K == 0) return 0;
