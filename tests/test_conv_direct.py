@@ -34,9 +34,9 @@ CASES = [
     dict(x=(3, 8, 8, 8), w=(13, 8, 3, 3), padding=1),                          # K 13: blocks 8 + 5 (8 + 4 + 1)
     dict(x=(2, 16, 5, 40), w=(22, 8, 3, 3), padding=1, groups=2),              # groups; K/G 11: 8 + 2 + 1
     dict(x=(2, 16, 10, 11), w=(8, 16, 3, 3), padding=2, dilation=2),          # dilated
-    dict(x=(1, 9, 6, 6), w=(10, 9, 5, 5), padding=2),                          # 5x5 (no direct weight-gradient)
-    dict(x=(2, 12, 1, 40), w=(9, 12, 1, 3), padding=(0, 1)),                   # one row, 1x3
-    dict(x=(2, 8, 17, 1), w=(8, 8, 3, 1), padding=(1, 0)),                     # one column, 3x1
+    dict(x=(1, 9, 6, 8), w=(10, 9, 5, 5), padding=2),                          # 5x5 (no direct weight-gradient)
+    dict(x=(2, 12, 1, 47), w=(9, 12, 1, 3), padding=(0, 1)),                   # one row, 1x3
+    dict(x=(2, 8, 31, 1), w=(8, 8, 3, 1), padding=(1, 0)),                     # one column, 3x1
     dict(x=(4, 32, 16, 16), w=(32, 32, 3, 3), padding=1, threads=2),          # 2 threads
     dict(x=(3, 16, 7, 9), w=(16, 16, 3, 3), padding="same", threads=2),       # "same", 63 positions, 2 threads
 ]
@@ -137,9 +137,10 @@ def test_a_limit_below_the_repacked_weight_falls_back_to_im2col(workspace_limit,
     assert_close(out, ref, 2e-5, 2e-5, what="im2col forward")
 
 
-def test_float64_and_strided_stay_on_im2col(threads):
+def test_where_im2col_stays(threads):
     """Only float32 at stride 1 with the input's size takes the direct kernel: float64 and stride 2 keep im2col's
-    column buffer (its bytes are not the repacked weight's)."""
+    column buffer (its bytes are not the repacked weight's); so does a plane that fills its vectors of 16 positions
+    to less than 90 % (7x7: 49 of 64), and the weight-gradient beyond 64x64 channels."""
     gm.set_num_threads(1)
     xs, ws = (2, 16, 12, 12), (32, 16, 3, 3)
     x, w = R(*xs), R(*ws)
@@ -151,6 +152,19 @@ def test_float64_and_strided_stay_on_im2col(threads):
     out = conv2d(T(x, gm.float32), T(w, gm.float32), padding=1, stride=2)
     assert _workspace_peak() != direct_bytes(ws, 1)
     assert_close(out, ref_conv2d(x, w, padding=1, stride=2), 2e-5, 2e-5, what="stride 2")
+    xs = (2, 16, 7, 7)
+    gm.memory.reset_peak_memory_stats("cpu")
+    x7 = R(*xs)
+    out = conv2d(T(x7, gm.float32), T(w, gm.float32), padding=1)
+    assert 0 < _workspace_peak() != direct_bytes(ws, 1)
+    assert_close(out, ref_conv2d(x7, w, padding=1), 2e-5, 2e-5, what="7x7 map")
+    xs, ws = (2, 72, 8, 8), (64, 72, 3, 3)
+    x, w, dout = R(*xs), R(*ws), R(2, 64, 8, 8)
+    gm.memory.reset_peak_memory_stats("cpu")
+    dw = _C.conv2d_backward(T(dout, gm.float32), T(x, gm.float32), None, 1, 1, 1, 1, (False, True, False), None,
+                            ws)[1]
+    assert _workspace_peak() > 0
+    assert_close(dw, ref_conv2d_grad_weight(x, dout, ws, padding=1), 1e-4, 2e-5, what="72x64 weight gradient")
 
 
 @pytest.mark.parametrize("nthreads", [1, 2])
@@ -159,7 +173,7 @@ def test_meta_allocates_the_cpus_bytes(nthreads, threads):
     gm.set_num_threads(nthreads)
     hist = []
     for dev in ("cpu", "meta"):
-        x = gm.zeros((4, 16, 10, 10), device=dev, requires_grad=True)
+        x = gm.zeros((4, 16, 8, 10), device=dev, requires_grad=True)
         w1 = gm.zeros((24, 16, 3, 3), device=dev, requires_grad=True)
         w2 = gm.zeros((8, 24, 5, 5), device=dev, requires_grad=True)
         gm.memory.record_history(True, device=dev)

@@ -176,9 +176,15 @@ static size_t half_workspace_nbytes(const conv_geom *g, conv_pass pass, size_t l
     return fixed + (size_t)p.slots * (size_t)p.tile * col;
 }
 
-/* The direct kernel (conv_direct.c) where it applies; see conv_internal.h. Its loops index a plane in 32-bit
- * lanes (p = j / W in float: exact below 2^21 positions) and keep the shifts of at most 64 taps; K/G and C/G
- * at least 8 (its block of output channels; below that im2col wastes less). The CPU check runs once. */
+/* The direct kernel (conv_direct.c) where it applies and wins; see conv_internal.h. Its loops index a plane in
+ * 32-bit lanes (p = j / W in float: exact below 2^21 positions) and keep the shifts of at most 64 taps; K/G and
+ * C/G at least 8 (its block of output channels; below that im2col wastes less). Where it wins (one thread,
+ * against im2col + OpenBLAS, benchmarks/conv_gflops.py): the forward and input-gradient when vectors of 16
+ * positions fill the plane to 90 % or more (7x7 = 49 of 64 lanes lost to a deep layer's im2col, 512->512 at
+ * 102 against 133 GFLOP/s; 14x14 = 196 of 208 broke even at 256 channels; 8x8, 28x28, 64x64 won by 1.2-2x);
+ * the weight-gradient up to 64x64 channels (2x at 16 and 32 channels, even at 64; at 128 and more its
+ * per-channel-pair lane sums and re-reads of grad_output lost to the gemm: 113 against 134 at 28x28). The CPU
+ * check runs once. */
 int conv_direct_use(const conv_geom *g, conv_pass pass) {
     static int avx512 = -1;
     if (avx512 < 0) avx512 = __builtin_cpu_supports("avx512f") ? 1 : 0;
@@ -187,8 +193,8 @@ int conv_direct_use(const conv_geom *g, conv_pass pass) {
     if (g->sh != 1 || g->sw != 1 || g->P != g->H || g->Q != g->W || RS < 2 || RS > 64 || HW >= (1 << 21)) return 0;
     if (Cg < 8 || Kg < 8) return 0;
     if (pass != CONV_BACKWARD_DATA && !planes_contiguous(g)) return 0;
-    if (pass == CONV_BACKWARD_WEIGHT && RS != 9) return 0;
-    return 1;
+    if (pass == CONV_BACKWARD_WEIGHT) return RS == 9 && Cg * Kg <= 64 * 64;
+    return 10 * HW >= 9 * 16 * ceil_div64(HW, 16);
 }
 
 size_t conv2d_workspace_nbytes(const conv_geom *g, gm_dtype dt, conv_pass pass, size_t limit, int nthreads) {
