@@ -4,6 +4,7 @@
  *   conv_plan.c       algorithm choice, tiles and threads, workspace sizes (conv2d_workspace_nbytes)
  *   conv_im2col.c     im2col, col2im
  *   conv_depthwise.c  the direct depthwise kernels
+ *   conv_direct.c     the direct float32 kernels of stride-1 same-size layers (AVX-512), dispatched below
  *   conv_half.c       the float16/bfloat16 passes
  *   linear.c          the linear layer
  * over conv_internal.h. The element-type-specific code is written once, under `#else` below, and compiled once

@@ -194,6 +194,7 @@ void conv_direct_backward_data(float *dx, const float *dout, const float *w, con
  * workspace, no atomics: each unit owns its dw entries. */
 #define WCB 4          /* input channels per unit */
 #define WCHUNK 16      /* vectors of 16 positions per chunk */
+#define WDY_VECS 32    /* vectors of grad_output per row of a call (items x chunk) */
 
 #define WEIGHT_TILE(MK)                                                                                          \
     static inline void wtile_##MK(__m512 *accbuf, const float *dy, int64_t ldk, int64_t dyn, const float *x,     \
@@ -259,23 +260,26 @@ void conv_direct_backward_weight(float *dw, const float *dout, const float *x, c
             const int nv = (int)min64(WCHUNK, ceil_div64(HW - j0, 16));
             for (int v = 0; v < nv; v++) /* block_masks keeps taps within a vector: [v * 9 + t] */
                 block_masks(j0 + 16 * v, 1, g->H, g->W, dr, ds, 9, masks + v * 9, sm + v);
-            /* per item, so that the chunk of grad_output (mk rows of nv vectors) stays in L1 while every input
-             * channel of the block and every tap row reads it */
-            for (int64_t n = 0; n < N; n++) {
-                const float *dy = dout + (n * g->K + grp * Kg + k0) * HW + j0;
+            /* a few items at a time, so that their chunk of grad_output (8 rows of nb * nv vectors, 16 KiB)
+             * stays in L1 while every input channel of the block and every tap row reads it; and several items
+             * per call on a small map, where parking the 24 sums would cost as much as the FMAs */
+            const int64_t nb = max64(1, WDY_VECS / nv), dyn = g->K * HW, xn = g->xs[0];
+            for (int64_t n0 = 0; n0 < N; n0 += nb) {
+                const int64_t cnt = min64(nb, N - n0);
+                const float *dy = dout + (n0 * g->K + grp * Kg + k0) * HW + j0;
                 for (int64_t c = c0; c < c1; c++) {
-                    const float *xc = x + n * g->xs[0] + (grp * Cg + c) * g->xs[1] + j0;
+                    const float *xc = x + n0 * xn + (grp * Cg + c) * g->xs[1] + j0;
                     for (int r = 0; r < 3; r++) { /* the taps of row r: 3r, 3r + 1, 3r + 2 */
                         __m512 *acc = accbuf + (c - c0) * 72 + 3 * r;
                         const __mmask16 *m3 = masks + 3 * r;
                         if (mk == 8)
-                            wtile_8(acc, dy, HW, 0, xc, 0, 1, off + 3 * r, m3, sm, nv);
+                            wtile_8(acc, dy, HW, dyn, xc, xn, cnt, off + 3 * r, m3, sm, nv);
                         else if (mk == 4)
-                            wtile_4(acc, dy, HW, 0, xc, 0, 1, off + 3 * r, m3, sm, nv);
+                            wtile_4(acc, dy, HW, dyn, xc, xn, cnt, off + 3 * r, m3, sm, nv);
                         else if (mk == 2)
-                            wtile_2(acc, dy, HW, 0, xc, 0, 1, off + 3 * r, m3, sm, nv);
+                            wtile_2(acc, dy, HW, dyn, xc, xn, cnt, off + 3 * r, m3, sm, nv);
                         else
-                            wtile_1(acc, dy, HW, 0, xc, 0, 1, off + 3 * r, m3, sm, nv);
+                            wtile_1(acc, dy, HW, dyn, xc, xn, cnt, off + 3 * r, m3, sm, nv);
                     }
                 }
             }
