@@ -39,6 +39,7 @@ CASES = [
     dict(x=(2, 8, 31, 1), w=(8, 8, 3, 1), padding=(1, 0)),                     # one column, 3x1
     dict(x=(4, 32, 16, 16), w=(32, 32, 3, 3), padding=1, threads=2),          # 2 threads
     dict(x=(3, 16, 7, 9), w=(16, 16, 3, 3), padding="same", threads=2),       # "same", 63 positions, 2 threads
+    dict(x=(2, 10, 8, 8), w=(16, 10, 3, 3), padding=1),                        # C 10: weight blocks of 4, 4, 2
 ]
 
 
