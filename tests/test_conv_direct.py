@@ -60,13 +60,13 @@ def _pad(kw, ws):
     return p
 
 
-def direct_bytes(ws, groups, outc_of_weight=True):
-    """The repacked weight: per group, the output channels rounded up to 8, x input channels x taps, float32;
-    rounded up to the allocator's 512 bytes."""
+def direct_bytes(ws, groups, outc_of_weight=True, extra=0):
+    """The repacked weight: per group, the output channels rounded up to 8, x input channels x taps, float32; plus
+    `extra` bytes; rounded up to the allocator's 512 bytes."""
     K, Cg, Rk, Sk = ws
     Kg = K // groups
     outc, inc = (Kg, Cg) if outc_of_weight else (Cg, Kg)
-    n = groups * -(-outc // 8) * 8 * inc * Rk * Sk * 4
+    n = groups * -(-outc // 8) * 8 * inc * Rk * Sk * 4 + extra
     return -(-n // 512) * 512
 
 
@@ -139,9 +139,9 @@ def test_a_limit_below_the_repacked_weight_falls_back_to_im2col(workspace_limit,
 
 
 def test_where_im2col_stays(threads):
-    """Only float32 at stride 1 with the input's size takes the direct kernel: float64 and stride 2 keep im2col's
-    column buffer (its bytes are not the repacked weight's); so does a plane that fills its vectors of 16 positions
-    to less than 90 % (7x7: 49 of 64), and the weight-gradient beyond 64x64 channels."""
+    """Only float32 takes the direct kernel: float64 keeps im2col's column buffer (its bytes are not the repacked
+    weight's); so does an output plane that fills its vectors of 16 positions to less than 90 % (a 6x6 output at
+    stride 2: 36 of 48; a 7x7 map: 49 of 64), and the weight-gradient beyond 64x64 channels."""
     gm.set_num_threads(1)
     xs, ws = (2, 16, 12, 12), (32, 16, 3, 3)
     x, w = R(*xs), R(*ws)
@@ -151,7 +151,7 @@ def test_where_im2col_stays(threads):
     assert_close(out, ref_conv2d(x, w, padding=1), 1e-10, 1e-10, what="float64")
     gm.memory.reset_peak_memory_stats("cpu")
     out = conv2d(T(x, gm.float32), T(w, gm.float32), padding=1, stride=2)
-    assert _workspace_peak() != direct_bytes(ws, 1)
+    assert 0 < _workspace_peak() != direct_bytes(ws, 1, extra=4 * 16 * 36 * 4)
     assert_close(out, ref_conv2d(x, w, padding=1, stride=2), 2e-5, 2e-5, what="stride 2")
     xs = (2, 16, 7, 7)
     gm.memory.reset_peak_memory_stats("cpu")
@@ -184,3 +184,53 @@ def test_meta_allocates_the_cpus_bytes(nthreads, threads):
     assert hist[0] == hist[1]
     if AVX512:
         assert (direct_bytes((24, 16, 3, 3), 1), "workspace") in hist[0]
+
+
+# stride 2: x, w, padding, dilation, groups, threads
+STRIDED = [
+    dict(x=(2, 16, 28, 28), w=(16, 16, 7, 7), padding=3),                     # 7x7/2, 14x14 output
+    dict(x=(2, 16, 28, 28), w=(24, 16, 3, 3), padding=1, threads=2),          # 3x3/2, 2 threads
+    dict(x=(3, 16, 15, 17), w=(8, 16, 3, 3), padding=1),                       # odd sizes: phases of 8 and 7 rows
+    dict(x=(2, 16, 32, 30), w=(16, 8, 3, 3), padding=1, groups=2),            # groups
+    dict(x=(2, 8, 21, 21), w=(13, 8, 5, 5), padding=2),                        # 5x5/2, K 13
+    dict(x=(2, 8, 16, 16), w=(8, 8, 3, 3), padding=2, dilation=2),            # dilated
+    dict(x=(2, 8, 16, 16), w=(8, 8, 2, 2)),                                    # 2x2/2, no padding
+    dict(x=(2, 8, 16, 16), w=(8, 8, 4, 4), padding=1),                         # even kernel
+]
+
+
+@pytest.mark.parametrize("case", STRIDED, ids=_ids)
+def test_strided_forward_over_the_input_phases(case, threads):
+    """The stride-2 forward splits each item's input into its four phases (the workspace: the repacked weight and
+    4 C planes of the output's size) and runs every tap as one shift of them; the input is a transposed view (its
+    rows are not contiguous). Both gradients keep im2col, and are checked too."""
+    xs, ws, nt, kw = _split(case)
+    gm.set_num_threads(nt)
+    groups = kw.get("groups", 1)
+    x, w, b = R(*xs), R(*ws), R(ws[0])
+    xt = T(x.transpose(0, 1, 3, 2).copy(), gm.float32).transpose(2, 3).detach().requires_grad_(True)
+    wt, bt = T(w, gm.float32, True), T(b, gm.float32, True)
+    x, w, b = (xt.detach().numpy().astype(np.float64), wt.detach().numpy().astype(np.float64),
+               bt.detach().numpy().astype(np.float64))
+    gm.memory.reset_peak_memory_stats("cpu")
+    out = conv2d(xt, wt, bt, stride=2, **kw)
+    P, Q = out.shape[2:]
+    if AVX512:
+        phases = 4 * xs[1] * P * Q * 4
+        assert _workspace_peak() == direct_bytes(ws, groups, extra=phases), "the forward did not take the direct kernel"
+    assert_close(out, ref_conv2d(x, w, b, stride=2, **kw), 2e-5, 2e-5, what="forward")
+    dout = R(*out.shape)
+    out.backward(T(dout, gm.float32))
+    assert_close(wt.grad, ref_conv2d_grad_weight(x, dout, ws, stride=2, **kw), 1e-4, 2e-5, what="weight gradient")
+
+
+def test_strided_meta_allocates_the_cpus_bytes(threads):
+    hist = []
+    for dev in ("cpu", "meta"):
+        x = gm.zeros((2, 16, 28, 28), device=dev, requires_grad=True)
+        w = gm.zeros((16, 16, 7, 7), device=dev, requires_grad=True)
+        gm.memory.record_history(True, device=dev)
+        conv2d(x, w, stride=2, padding=3).sum().backward()
+        hist.append([(e["delta"], e["category"]) for e in gm.memory.history(dev) if e["kind"] == "alloc"])
+        gm.memory.record_history(False, device=dev)
+    assert hist[0] == hist[1]

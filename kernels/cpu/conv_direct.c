@@ -1,6 +1,7 @@
 /* kernels/cpu/conv_direct.c — the direct float32 convolution for stride-1 layers whose output has the input's
- * size ("same" padding: 3x3 with padding 1, 5x5 with 2, ...), on CPUs with AVX-512: the forward and the
- * input-gradient, with no im2col and no gemm.
+ * size ("same" padding: 3x3 with padding 1, 5x5 with 2, ...), on CPUs with AVX-512: the forward, the
+ * input-gradient and the 3x3 weight-gradient, with no im2col and no gemm; and the stride-2 forward over the
+ * input's four phases (split_phases below).
  *
  * Why: im2col + sgemm copies every input element R*S times into the columns and OpenBLAS packs the columns once
  * more, and then uses each copied element only K/G times. With the 16..128 channels of a UNet or a small CNN
@@ -64,88 +65,138 @@ DIRECT_TILE(1)
 DIRECT_TILE(2)
 DIRECT_TILE(3)
 
-/* The lanes of positions [j0, j0 + 16 nv) inside the plane (H, W) after tap shifts (dr[t], ds[t]): mk[t * nv +
- * v]; sm[v]: the lanes below H*W (the stores). p = j / W in float: exact for H*W < 2^21 (conv_direct_use). */
-static void block_masks(int64_t j0, int nv, int64_t H, int64_t W, const int *dr, const int *ds, int ntap,
-                        __mmask16 *mk, __mmask16 *sm) {
+/* The lanes of output positions [j0, j0 + 16 nv) of a (P, Q) plane whose input under tap t, shifted by (dr[t],
+ * ds[t]), lies inside rows [0, hl[t]) and columns [0, wl[t]): mk[t * nv + v]; sm[v]: the lanes below P*Q (the
+ * stores). p = j / Q in float: exact for P*Q < 2^21 (conv_direct_use). */
+static void block_masks(int64_t j0, int nv, int64_t P, int64_t Q, const int *dr, const int *ds, const int *hl,
+                        const int *wl, int ntap, __mmask16 *mk, __mmask16 *sm) {
     const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    const __m512i vH = _mm512_set1_epi32((int)H), vW = _mm512_set1_epi32((int)W);
-    const __m512 invW = _mm512_set1_ps(1.0f / (float)W);
+    const __m512i vQ = _mm512_set1_epi32((int)Q);
+    const __m512 invQ = _mm512_set1_ps(1.0f / (float)Q);
     for (int v = 0; v < nv; v++) {
         const __m512i j = _mm512_add_epi32(_mm512_set1_epi32((int)(j0 + 16 * v)), iota);
         __m512i p = _mm512_cvttps_epi32(_mm512_mul_ps(_mm512_add_ps(_mm512_cvtepi32_ps(j), _mm512_set1_ps(0.5f)),
-                                                      invW));
-        __m512i q = _mm512_sub_epi32(j, _mm512_mullo_epi32(p, vW));
-        /* one correction either way keeps p exact whatever the rounding of 1/W did */
+                                                      invQ));
+        __m512i q = _mm512_sub_epi32(j, _mm512_mullo_epi32(p, vQ));
+        /* one correction either way keeps p exact whatever the rounding of 1/Q did */
         __mmask16 lo = _mm512_cmplt_epi32_mask(q, _mm512_setzero_si512());
         p = _mm512_mask_sub_epi32(p, lo, p, _mm512_set1_epi32(1));
-        q = _mm512_mask_add_epi32(q, lo, q, vW);
-        __mmask16 hi = _mm512_cmpge_epi32_mask(q, vW);
+        q = _mm512_mask_add_epi32(q, lo, q, vQ);
+        __mmask16 hi = _mm512_cmpge_epi32_mask(q, vQ);
         p = _mm512_mask_add_epi32(p, hi, p, _mm512_set1_epi32(1));
-        q = _mm512_mask_sub_epi32(q, hi, q, vW);
-        const __mmask16 in = _mm512_cmplt_epi32_mask(j, _mm512_set1_epi32((int)(H * W)));
+        q = _mm512_mask_sub_epi32(q, hi, q, vQ);
+        const __mmask16 in = _mm512_cmplt_epi32_mask(j, _mm512_set1_epi32((int)(P * Q)));
         sm[v] = in;
         for (int t = 0; t < ntap; t++) {
-            const __mmask16 rows = _mm512_cmplt_epu32_mask(_mm512_add_epi32(p, _mm512_set1_epi32(dr[t])), vH);
-            const __mmask16 cols = _mm512_cmplt_epu32_mask(_mm512_add_epi32(q, _mm512_set1_epi32(ds[t])), vW);
+            const __mmask16 rows = _mm512_cmplt_epu32_mask(_mm512_add_epi32(p, _mm512_set1_epi32(dr[t])),
+                                                           _mm512_set1_epi32(hl[t]));
+            const __mmask16 cols = _mm512_cmplt_epu32_mask(_mm512_add_epi32(q, _mm512_set1_epi32(ds[t])),
+                                                           _mm512_set1_epi32(wl[t]));
             mk[t * nv + v] = in & rows & cols;
         }
     }
 }
 
-/* One plane of mr (<= 8) output channels of an item and group: o (rows PQ apart) = the sum over cin input
+/* One plane (P, Q) of mr (<= 8) output channels of an item and group: o (rows P*Q apart) = the sum over cin input
  * planes x (ldx apart) and the taps of the packed weights wp, plus bias (mr values, or NULL). */
-static void direct_plane(float *o, int mr, const float *x, int64_t ldx, int64_t cin, const float *wp,
-                         const conv_geom *g, const int *dr, const int *ds, const int64_t *off, int ntap,
-                         const float *bias) {
-    const int64_t H = g->H, W = g->W, HW = H * W;
+static void direct_plane(float *o, int mr, const float *x, int64_t ldx, int64_t cin, const float *wp, int64_t P,
+                         int64_t Q, const int *dr, const int *ds, const int *hl, const int *wl, const int64_t *off,
+                         int ntap, const float *bias) {
+    const int64_t PQ = P * Q;
     __mmask16 mk[DMAXTAP * DNV], sm[DNV];
-    for (int64_t j0 = 0; j0 < HW; j0 += 16 * DNV) {
-        const int nv = (int)min64(DNV, ceil_div64(HW - j0, 16));
-        block_masks(j0, nv, H, W, dr, ds, ntap, mk, sm);
+    for (int64_t j0 = 0; j0 < PQ; j0 += 16 * DNV) {
+        const int nv = (int)min64(DNV, ceil_div64(PQ - j0, 16));
+        block_masks(j0, nv, P, Q, dr, ds, hl, wl, ntap, mk, sm);
         if (nv == 3)
-            tile_3(o + j0, HW, mr, x + j0, ldx, cin, wp, off, ntap, mk, sm, bias);
+            tile_3(o + j0, PQ, mr, x + j0, ldx, cin, wp, off, ntap, mk, sm, bias);
         else if (nv == 2)
-            tile_2(o + j0, HW, mr, x + j0, ldx, cin, wp, off, ntap, mk, sm, bias);
+            tile_2(o + j0, PQ, mr, x + j0, ldx, cin, wp, off, ntap, mk, sm, bias);
         else
-            tile_1(o + j0, HW, mr, x + j0, ldx, cin, wp, off, ntap, mk, sm, bias);
+            tile_1(o + j0, PQ, mr, x + j0, ldx, cin, wp, off, ntap, mk, sm, bias);
     }
+}
+
+/* Stride 2 (forward only): the input of one item is first split into its four phases (even/odd rows x even/odd
+ * columns), each stored as a (P, Q) plane, after which every tap is again one shift of the output plane: tap
+ * (r, s) reads phase ((r*dh - ph) mod 2, (s*dw - pw) mod 2) at (p + floor((r*dh - ph) / 2), q + ...). The phase
+ * buffer (4 C planes of P*Q) follows the packed weight in the workspace. */
+static int strided(const conv_geom *g) {
+    return g->sh == 2;
 }
 
 size_t conv_direct_ws_nbytes(const conv_geom *g, conv_pass pass) {
     const int64_t Cg = g->C / g->G, Kg = g->K / g->G, RS = g->R * g->S;
     const int64_t outc = pass == CONV_FORWARD ? Kg : Cg, inc = pass == CONV_FORWARD ? Cg : Kg;
-    return (size_t)(g->G * ceil_div64(outc, DMR) * DMR * inc * RS) * sizeof(float);
+    const int64_t phases = strided(g) ? 4 * g->C * g->P * g->Q : 0;
+    return (size_t)(g->G * ceil_div64(outc, DMR) * DMR * inc * RS + phases) * sizeof(float);
 }
 
-/* The pass's taps: input shift (dr, ds) and the weight's (r, s) index, forward or input-gradient. */
-static int taps(const conv_geom *g, conv_pass pass, int *dr, int *ds, int64_t *off, int64_t *widx) {
+static int64_t fdiv2(int64_t a) { return a >= 0 ? a / 2 : -((1 - a) / 2); }
+
+/* The pass's taps: input shift (dr, ds) within the input plane, or the phase plane, of limits (hl, wl), its
+ * offset off from the output position (ldp: the elements of one phase's block of input planes), and the weight's
+ * (r, s) index; forward or input-gradient. */
+static int taps(const conv_geom *g, conv_pass pass, int64_t ldp, int *dr, int *ds, int *hl, int *wl, int64_t *off,
+                int64_t *widx) {
     int n = 0;
     for (int64_t r = 0; r < g->R; r++)
         for (int64_t s = 0; s < g->S; s++, n++) {
             const int64_t a = r * g->dh - g->ph, b = s * g->dw - g->pw;
+            widx[n] = r * g->S + s;
+            if (strided(g)) {
+                const int64_t pa = a - 2 * fdiv2(a), pb = b - 2 * fdiv2(b);
+                dr[n] = (int)fdiv2(a), ds[n] = (int)fdiv2(b);
+                hl[n] = (int)((g->H - pa + 1) / 2), wl[n] = (int)((g->W - pb + 1) / 2);
+                off[n] = (2 * pa + pb) * ldp + (int64_t)dr[n] * g->Q + ds[n];
+                continue;
+            }
             dr[n] = (int)(pass == CONV_FORWARD ? a : -a);
             ds[n] = (int)(pass == CONV_FORWARD ? b : -b);
+            hl[n] = (int)g->H, wl[n] = (int)g->W;
             off[n] = (int64_t)dr[n] * g->W + ds[n];
-            widx[n] = r * g->S + s;
         }
     return n;
 }
 
-/* out (N, outc*G planes) from in (N, inc*G planes): the forward (in = x with its strides, outc = K/G) or the
+/* The four phases of item n's input, group after group: ph[((grp * 4 + 2a + b) * Cg + c) * P*Q + i * Q + j] =
+ * x[n, grp*Cg + c, 2i + a, 2j + b] for the i, j inside the image (the rest is never read: masked). */
+static void split_phases(float *ph, const float *x, const conv_geom *g, int64_t n, int64_t c0, int64_t c1) {
+    const int64_t Cg = g->C / g->G, PQ = g->P * g->Q;
+    for (int64_t cc = c0; cc < c1; cc++) {
+        const int64_t grp = cc / Cg, c = cc % Cg;
+        const float *xc = x + n * g->xs[0] + cc * g->xs[1];
+        for (int a = 0; a < 2; a++)
+            for (int b = 0; b < 2; b++) {
+                float *d = ph + ((grp * 4 + 2 * a + b) * Cg + c) * PQ;
+                const int64_t hn = (g->H - a + 1) / 2, wn = (g->W - b + 1) / 2;
+                for (int64_t i = 0; i < hn; i++) {
+                    const float *sr = xc + (2 * i + a) * g->xs[2] + b * g->xs[3];
+                    float *dr = d + i * g->Q;
+                    if (g->xs[3] == 1) {
+                        for (int64_t j = 0; j < wn; j++) dr[j] = sr[2 * j];
+                    } else {
+                        for (int64_t j = 0; j < wn; j++) dr[j] = sr[2 * j * g->xs[3]];
+                    }
+                }
+            }
+    }
+}
+
+/* out (N, outc*G planes of P*Q) from in (N, inc*G planes): the forward (in = x with its strides, outc = K/G) or the
  * input-gradient (in = grad_output, outc = C/G). wpk: the workspace, conv_direct_ws_nbytes(g, pass) bytes. */
 static void direct_pass(float *out, const float *in, const int64_t is[2], const float *w, const float *bias,
                         const conv_geom *g, conv_pass pass, float *wpk, int nthreads) {
-    const int64_t G = g->G, Cg = g->C / G, Kg = g->K / G, RS = g->R * g->S, HW = g->H * g->W;
-    const int fwd = pass == CONV_FORWARD;
+    const int64_t G = g->G, Cg = g->C / G, Kg = g->K / G, RS = g->R * g->S, PQ = g->P * g->Q;
+    const int fwd = pass == CONV_FORWARD, str = strided(g);
     const int64_t outc = fwd ? Kg : Cg, inc = fwd ? Cg : Kg, nb = ceil_div64(outc, DMR);
-    int dr[DMAXTAP], ds[DMAXTAP];
+    int dr[DMAXTAP], ds[DMAXTAP], hl[DMAXTAP], wl[DMAXTAP];
     int64_t off[DMAXTAP], widx[DMAXTAP];
-    const int ntap = taps(g, pass, dr, ds, off, widx);
-    const double macs = (double)g->N * (double)g->K * (double)HW * (double)(Cg * RS);
+    const int ntap = taps(g, pass, Cg * PQ, dr, ds, hl, wl, off, widx);
+    const double macs = (double)g->N * (double)g->K * (double)PQ * (double)(Cg * RS);
     const int nt = nthreads > 1 && macs >= CONV_GEMM_GRAIN ? nthreads : 1;
     /* wpk[grp][block][tap][in channel][8]: weight (o, i, tap) is w[o, i, tap] forward, w[i, o, tap] backward */
     const int64_t blk = (int64_t)ntap * inc * DMR, units = G * nb;
+    float *phases = wpk + units * blk;
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
 #pragma omp for schedule(static)
@@ -161,14 +212,27 @@ static void direct_pass(float *out, const float *in, const int64_t is[2], const 
                                        : w[((grp * Kg + i) * Cg + o) * RS + widx[t]];
                     }
         }
+        if (str) { /* item by item: its phases, then its units */
+            for (int64_t n = 0; n < g->N; n++) {
+#pragma omp for schedule(static)
+                for (int64_t c = 0; c < g->C; c++) split_phases(phases, in, g, n, c, c + 1);
 #pragma omp for schedule(dynamic)
-        for (int64_t u = 0; u < g->N * units; u++) {
-            const int64_t n = u / units, gb = u % units, grp = gb / nb, o0 = gb % nb * DMR;
-            const int mr = (int)min64(DMR, outc - o0);
-            float *o = out + (n * G * outc + grp * outc + o0) * HW;
-            const float *x = in + n * is[0] + grp * inc * is[1];
-            direct_plane(o, mr, x, is[1], inc, wpk + gb * blk, g, dr, ds, off, ntap, bias ? bias + grp * outc + o0
-                                                                                          : NULL);
+                for (int64_t gb = 0; gb < units; gb++) {
+                    const int64_t grp = gb / nb, o0 = gb % nb * DMR;
+                    float *o = out + (n * G * outc + grp * outc + o0) * PQ;
+                    direct_plane(o, (int)min64(DMR, outc - o0), phases + grp * 4 * Cg * PQ, PQ, inc, wpk + gb * blk,
+                                 g->P, g->Q, dr, ds, hl, wl, off, ntap, bias ? bias + grp * outc + o0 : NULL);
+                }
+            }
+        } else {
+#pragma omp for schedule(dynamic)
+            for (int64_t u = 0; u < g->N * units; u++) {
+                const int64_t n = u / units, gb = u % units, grp = gb / nb, o0 = gb % nb * DMR;
+                float *o = out + (n * G * outc + grp * outc + o0) * PQ;
+                const float *x = in + n * is[0] + grp * inc * is[1];
+                direct_plane(o, (int)min64(DMR, outc - o0), x, is[1], inc, wpk + gb * blk, g->P, g->Q, dr, ds, hl,
+                             wl, off, ntap, bias ? bias + grp * outc + o0 : NULL);
+            }
         }
     }
 }
@@ -256,9 +320,9 @@ static void kblock(int64_t Kg, int64_t b, int64_t *k0, int *mk) {
 
 void conv_direct_backward_weight(float *dw, const float *dout, const float *x, const conv_geom *g, int nthreads) {
     const int64_t N = g->N, G = g->G, Cg = g->C / G, Kg = g->K / G, HW = g->H * g->W;
-    int dr[DMAXTAP], ds[DMAXTAP];
+    int dr[DMAXTAP], ds[DMAXTAP], hl[DMAXTAP], wl[DMAXTAP];
     int64_t off[DMAXTAP], widx[DMAXTAP];
-    taps(g, CONV_FORWARD, dr, ds, off, widx);
+    taps(g, CONV_FORWARD, 0, dr, ds, hl, wl, off, widx);
     const int64_t nkb = kblocks(Kg), ncb = ceil_div64(Cg, WCB), units = G * nkb * ncb;
     const double macs = (double)N * (double)g->K * (double)HW * (double)(Cg * 9);
     const int nt = nthreads > 1 && macs >= CONV_GEMM_GRAIN ? nthreads : 1;
@@ -274,7 +338,7 @@ void conv_direct_backward_weight(float *dw, const float *dout, const float *x, c
         for (int64_t j0 = 0; j0 < HW; j0 += 16 * WCHUNK) {
             const int nv = (int)min64(WCHUNK, ceil_div64(HW - j0, 16));
             for (int v = 0; v < nv; v++) /* block_masks keeps taps within a vector: [v * 9 + t] */
-                block_masks(j0 + 16 * v, 1, g->H, g->W, dr, ds, 9, masks + v * 9, sm + v);
+                block_masks(j0 + 16 * v, 1, g->H, g->W, dr, ds, hl, wl, 9, masks + v * 9, sm + v);
             /* a few items at a time, so that their chunk of grad_output (8 rows of nb * nv vectors, 16 KiB)
              * stays in L1 while every input channel of the block and every tap row reads it; and several items
              * per call on a small map, where parking the 24 sums would cost as much as the FMAs */
