@@ -13,7 +13,7 @@ import gpumemnet as gm
 from gpumemnet import _C
 from gpumemnet.nn.functional import conv2d, conv_transpose2d
 
-from conv_util import (R, T, _workspace_peak, ref_conv2d, ref_conv2d_grad_weight, ref_conv_transpose2d, threads,
+from conv_util import (R, T, _two, _workspace_peak, ref_conv2d, ref_conv2d_grad_weight, ref_conv_transpose2d, threads,
                        workspace_limit)
 from gradcheck import assert_close
 
@@ -203,7 +203,8 @@ STRIDED = [
 def test_strided_forward_over_the_input_phases(case, threads):
     """The stride-2 forward splits each item's input into its four phases (the workspace: the repacked weight and
     4 C planes of the output's size) and runs every tap as one shift of them; the input is a transposed view (its
-    rows are not contiguous). Both gradients keep im2col, and are checked too."""
+    rows are not contiguous). The input-gradient computes dx's four phases, each from its own taps, and weaves
+    them together (the same workspace with the weight repacked the other way); the weight-gradient keeps im2col."""
     xs, ws, nt, kw = _split(case)
     gm.set_num_threads(nt)
     groups = kw.get("groups", 1)
@@ -222,6 +223,25 @@ def test_strided_forward_over_the_input_phases(case, threads):
     dout = R(*out.shape)
     out.backward(T(dout, gm.float32))
     assert_close(wt.grad, ref_conv2d_grad_weight(x, dout, ws, stride=2, **kw), 1e-4, 2e-5, what="weight gradient")
+    pad, dil = _two(kw.get("padding", 0)), _two(kw.get("dilation", 1))
+    op = tuple(xs[2 + i] - ((out.shape[2 + i] - 1) * 2 - 2 * pad[i] + dil[i] * (ws[2 + i] - 1) + 1) for i in (0, 1))
+    ref_dx = ref_conv_transpose2d(dout, w, None, 2, pad, op, groups, dil)
+    assert_close(xt.grad, ref_dx, 2e-5, 2e-5, what="input gradient")
+    gm.memory.reset_peak_memory_stats("cpu")
+    dx = _C.conv2d_backward(T(dout, gm.float32), None, wt.detach(), 2, kw.get("padding", 0), kw.get("dilation", 1),
+                            groups, (True, False, False), xs)[0]
+    if AVX512:
+        phases = 4 * xs[1] * P * Q * 4
+        assert _workspace_peak() == direct_bytes(ws, groups, outc_of_weight=False, extra=phases)
+    assert_close(dx, ref_dx, 2e-5, 2e-5, what="input gradient alone")
+
+
+def test_strided_transposed_conv_with_bias():
+    """conv_transpose2d 2x2 at stride 2 (a UNet's upsampling) is the strided input-gradient with its bias."""
+    x, w, b = R(3, 16, 8, 8), R(16, 8, 2, 2), R(8)
+    out = conv_transpose2d(T(x, gm.float32), T(w, gm.float32), T(b, gm.float32), stride=2)
+    assert tuple(out.shape) == (3, 8, 16, 16)
+    assert_close(out, ref_conv_transpose2d(x, w, b, 2), 2e-5, 2e-5, what="conv_transpose2d")
 
 
 def test_strided_meta_allocates_the_cpus_bytes(threads):

@@ -12,8 +12,9 @@
  *              at least 8 channels per group each way (conv_direct.c; conv_plan.c's conv_direct_use says
  *              where it wins): the forward and input-gradient read the input straight from its planes, the
  *              workspace holds only the repacked weight; the 3x3 weight-gradient up to 64x64 channels needs
- *              none. Also the stride-2 forward (7x7/2, 3x3/2, ...): its workspace adds the input of one item
- *              split into four phases (4 C planes of the output's size).
+ *              none. Also the stride-2 forward and input-gradient (7x7/2, 3x3/2, conv_transpose2d 2x2/2, ...):
+ *              the workspace adds one item's input (forward) or input-gradient in four phases (4 C planes of
+ *              the output's size).
  *   im2col     everything else: the column matrix (C/G*R*S rows) is built one tile of output positions at a
  *              time in the workspace, so the workspace is bounded by the caller's limit, not by the image.
  *

@@ -1,7 +1,7 @@
 /* kernels/cpu/conv_direct.c — the direct float32 convolution for stride-1 layers whose output has the input's
  * size ("same" padding: 3x3 with padding 1, 5x5 with 2, ...), on CPUs with AVX-512: the forward, the
- * input-gradient and the 3x3 weight-gradient, with no im2col and no gemm; and the stride-2 forward over the
- * input's four phases (split_phases below).
+ * input-gradient and the 3x3 weight-gradient, with no im2col and no gemm; and the stride-2 forward and
+ * input-gradient over the four phases of the input or its gradient (split_phases, join_phases below).
  *
  * Why: im2col + sgemm copies every input element R*S times into the columns and OpenBLAS packs the columns once
  * more, and then uses each copied element only K/G times. With the 16..128 channels of a UNet or a small CNN
@@ -116,10 +116,11 @@ static void direct_plane(float *o, int mr, const float *x, int64_t ldx, int64_t 
     }
 }
 
-/* Stride 2 (forward only): the input of one item is first split into its four phases (even/odd rows x even/odd
+/* Stride 2: the input of one item is first split into its four phases (even/odd rows x even/odd
  * columns), each stored as a (P, Q) plane, after which every tap is again one shift of the output plane: tap
  * (r, s) reads phase ((r*dh - ph) mod 2, (s*dw - pw) mod 2) at (p + floor((r*dh - ph) / 2), q + ...). The phase
- * buffer (4 C planes of P*Q) follows the packed weight in the workspace. */
+ * buffer (4 C planes of P*Q) follows the packed weight in the workspace. The input-gradient computes the four
+ * phases of dx in it instead, each over its own taps (taps() orders them by phase), and weaves them into dx. */
 static int strided(const conv_geom *g) {
     return g->sh == 2;
 }
@@ -139,6 +140,22 @@ static int64_t fdiv2(int64_t a) { return a >= 0 ? a / 2 : -((1 - a) / 2); }
 static int taps(const conv_geom *g, conv_pass pass, int64_t ldp, int *dr, int *ds, int *hl, int *wl, int64_t *off,
                 int64_t *widx) {
     int n = 0;
+    if (strided(g) && pass == CONV_BACKWARD_DATA) {
+        /* the input-gradient's phase (a, b) of dx gathers the taps of that phase: dx[2hh + a, 2ww + b] reads
+         * grad_output at (hh - floor((r*dh - ph) / 2), ww - ...). Taps in phase order (phase_taps). */
+        for (int ph = 0; ph < 4; ph++)
+            for (int64_t r = 0; r < g->R; r++)
+                for (int64_t s = 0; s < g->S; s++) {
+                    const int64_t a = r * g->dh - g->ph, b = s * g->dw - g->pw;
+                    if (2 * (a - 2 * fdiv2(a)) + (b - 2 * fdiv2(b)) != ph) continue;
+                    widx[n] = r * g->S + s;
+                    dr[n] = (int)-fdiv2(a), ds[n] = (int)-fdiv2(b);
+                    hl[n] = (int)g->P, wl[n] = (int)g->Q;
+                    off[n] = (int64_t)dr[n] * g->Q + ds[n];
+                    n++;
+                }
+        return n;
+    }
     for (int64_t r = 0; r < g->R; r++)
         for (int64_t s = 0; s < g->S; s++, n++) {
             const int64_t a = r * g->dh - g->ph, b = s * g->dw - g->pw;
@@ -182,6 +199,35 @@ static void split_phases(float *ph, const float *x, const conv_geom *g, int64_t 
     }
 }
 
+/* The first tap of each phase (and the count at [4]) in the input-gradient's phase order of taps(). */
+static void phase_taps(const conv_geom *g, int first[5]) {
+    for (int ph = 0; ph <= 4; ph++) first[ph] = 0;
+    for (int64_t r = 0; r < g->R; r++)
+        for (int64_t s = 0; s < g->S; s++) {
+            const int64_t a = r * g->dh - g->ph, b = s * g->dw - g->pw;
+            for (int ph = 2 * (int)(a - 2 * fdiv2(a)) + (int)(b - 2 * fdiv2(b)) + 1; ph <= 4; ph++) first[ph]++;
+        }
+}
+
+/* dx of item n, channels [c0, c1): its four phase planes (grid P x Q, rows Q apart) woven back together. */
+static void join_phases(float *dx, const float *ph, const conv_geom *g, int64_t n, int64_t c0, int64_t c1) {
+    const int64_t Cg = g->C / g->G, PQ = g->P * g->Q, H = g->H, W = g->W;
+    for (int64_t cc = c0; cc < c1; cc++) {
+        const int64_t grp = cc / Cg, c = cc % Cg;
+        float *dc = dx + (n * g->C + cc) * H * W;
+        for (int a = 0; a < 2; a++)
+            for (int b = 0; b < 2; b++) {
+                const float *sp = ph + ((grp * 4 + 2 * a + b) * Cg + c) * PQ;
+                const int64_t hn = (H - a + 1) / 2, wn = (W - b + 1) / 2;
+                for (int64_t i = 0; i < hn; i++) {
+                    float *d = dc + (2 * i + a) * W + b;
+                    const float *sr = sp + i * g->Q;
+                    for (int64_t j = 0; j < wn; j++) d[2 * j] = sr[j];
+                }
+            }
+    }
+}
+
 /* out (N, outc*G planes of P*Q) from in (N, inc*G planes): the forward (in = x with its strides, outc = K/G) or the
  * input-gradient (in = grad_output, outc = C/G). wpk: the workspace, conv_direct_ws_nbytes(g, pass) bytes. */
 static void direct_pass(float *out, const float *in, const int64_t is[2], const float *w, const float *bias,
@@ -212,7 +258,22 @@ static void direct_pass(float *out, const float *in, const int64_t is[2], const 
                                        : w[((grp * Kg + i) * Cg + o) * RS + widx[t]];
                     }
         }
-        if (str) { /* item by item: its phases, then its units */
+        if (str && !fwd) { /* item by item: the units' phase planes of dx, then dx woven from them */
+            int first[5];
+            phase_taps(g, first);
+            for (int64_t n = 0; n < g->N; n++) {
+#pragma omp for schedule(dynamic)
+                for (int64_t u = 0; u < units * 4; u++) {
+                    const int64_t gb = u / 4, grp = gb / nb, o0 = gb % nb * DMR, ph = u % 4, t0 = first[ph];
+                    float *o = phases + ((grp * 4 + ph) * Cg + o0) * PQ;
+                    direct_plane(o, (int)min64(DMR, outc - o0), in + n * is[0] + grp * inc * is[1], is[1], inc,
+                                 wpk + gb * blk + t0 * inc * DMR, g->P, g->Q, dr + t0, ds + t0, hl + t0, wl + t0,
+                                 off + t0, first[ph + 1] - t0, bias ? bias + grp * outc + o0 : NULL);
+                }
+#pragma omp for schedule(static)
+                for (int64_t c = 0; c < g->C; c++) join_phases(out, phases, g, n, c, c + 1);
+            }
+        } else if (str) { /* item by item: its phases, then its units */
             for (int64_t n = 0; n < g->N; n++) {
 #pragma omp for schedule(static)
                 for (int64_t c = 0; c < g->C; c++) split_phases(phases, in, g, n, c, c + 1);

@@ -124,9 +124,9 @@ void conv_blas_single_end(int nt);
 int conv_check_geom(const conv_geom *g);
 /* Whether a float32 pass runs the direct kernel (conv_direct.c): a stride-1 "same"-size geometry of more than
  * one tap on a CPU with AVX-512, the forward and weight-gradient reading planes of contiguous rows, the
- * weight-gradient of nine taps only; or the forward at stride 2. The forward and input-gradient also need
- * ws_nbytes >= their workspace (conv_direct_ws_nbytes: the repacked weight, and at stride 2 one item's input in
- * four phases), the weight-gradient none. */
+ * weight-gradient of nine taps only; or the forward and input-gradient at stride 2. The forward and
+ * input-gradient also need ws_nbytes >= their workspace (conv_direct_ws_nbytes: the repacked weight, and at
+ * stride 2 one item's input or input-gradient in four phases), the weight-gradient none. */
 int conv_direct_use(const conv_geom *g, conv_pass pass);
 
 /* ---- conv_direct.c: float32 only, AVX-512 only (call after conv_direct_use) ------------------------------ */

@@ -184,8 +184,9 @@ static size_t half_workspace_nbytes(const conv_geom *g, conv_pass pass, size_t l
  * 102 against 133 GFLOP/s; 14x14 = 196 of 208 broke even at 256 channels; 8x8, 28x28, 64x64 won by 1.2-2x);
  * the weight-gradient up to 64x64 channels (2x at 16 and 32 channels, even at 64; at 128 and more its
  * per-channel-pair lane sums and re-reads of grad_output lost to the gemm: 113 against 134 at 28x28). At stride
- * 2 the forward only, over the input's phases: 7x7/2 64->64 at 56x56 159 against 109, 3x3/2 64->128 145 against
- * 133, 3x3/2 128->256 at 28x28 even (its 14x14 output). The CPU check runs once. */
+ * 2 the forward and input-gradient, over the phases of the input or its gradient: 7x7/2 64->64 at 56x56 159
+ * and 156 against 109 and 95, 3x3/2 64->128 137 and 132 against 122 and 117, 3x3/2 128->256 at 28x28 even (its
+ * 14x14 output). The CPU check runs once. */
 int conv_direct_use(const conv_geom *g, conv_pass pass) {
     static int avx512 = -1;
     if (avx512 < 0) avx512 = __builtin_cpu_supports("avx512f") ? 1 : 0;
@@ -193,7 +194,7 @@ int conv_direct_use(const conv_geom *g, conv_pass pass) {
     const int64_t Cg = g->C / g->G, Kg = g->K / g->G, RS = g->R * g->S, HW = g->H * g->W, PQ = g->P * g->Q;
     if (RS < 2 || RS > 64 || HW >= (1 << 21) || Cg < 8 || Kg < 8 || 10 * PQ < 9 * 16 * ceil_div64(PQ, 16)) return 0;
     if (g->sh == 2 && g->sw == 2) /* the forward over the input's four phases, each at most the output's size */
-        return pass == CONV_FORWARD && (g->H + 1) / 2 <= g->P && (g->W + 1) / 2 <= g->Q;
+        return pass != CONV_BACKWARD_WEIGHT && (g->H + 1) / 2 <= g->P && (g->W + 1) / 2 <= g->Q;
     if (g->sh != 1 || g->sw != 1 || g->P != g->H || g->Q != g->W) return 0;
     if (pass != CONV_BACKWARD_DATA && !planes_contiguous(g)) return 0;
     if (pass == CONV_BACKWARD_WEIGHT) return RS == 9 && Cg * Kg <= 64 * 64;
