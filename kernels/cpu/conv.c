@@ -4,6 +4,7 @@
  *   conv_plan.c       algorithm choice, tiles and threads, workspace sizes (conv2d_workspace_nbytes)
  *   conv_im2col.c     im2col, col2im
  *   conv_depthwise.c  the direct depthwise kernels
+ *   conv_direct.c     the direct float32 kernels of stride-1 same-size layers (AVX-512), dispatched below
  *   conv_half.c       the float16/bfloat16 passes
  *   linear.c          the linear layer
  * over conv_internal.h. The element-type-specific code is written once, under `#else` below, and compiled once
@@ -32,6 +33,13 @@ int conv2d_forward(void *out, const void *inp, const void *weight, const void *b
                    gm_dtype dt, void *ws, size_t ws_nbytes, int nthreads) {
     int st = conv_check_geom(g);
     if (st) return st;
+    if (dt == GM_F32 && ws && conv_direct_use(g, CONV_FORWARD) &&
+        ws_nbytes >= conv_direct_ws_nbytes(g, CONV_FORWARD)) {
+        if (g->N * g->K * g->P * g->Q == 0) return GM_OK;
+        if (!out || !weight || !inp) return GM_ERR_ARG;
+        conv_direct_forward(out, inp, weight, bias, g, ws, nthreads);
+        return GM_OK;
+    }
     if (dt == GM_F32) return conv2d_forward_f32(out, inp, weight, bias, g, ws, ws_nbytes, nthreads);
     if (dt == GM_F64) return conv2d_forward_f64(out, inp, weight, bias, g, ws, ws_nbytes, nthreads);
     if (is_half(dt)) return conv2d_forward_half(out, inp, weight, bias, g, dt, ws, ws_nbytes, nthreads);
@@ -42,6 +50,13 @@ int conv2d_backward_data(void *dinp, const void *dout, const void *weight, const
                          gm_dtype dt, void *ws, size_t ws_nbytes, int nthreads) {
     int st = conv_check_geom(g);
     if (st) return st;
+    if (dt == GM_F32 && ws && conv_direct_use(g, CONV_BACKWARD_DATA) &&
+        ws_nbytes >= conv_direct_ws_nbytes(g, CONV_BACKWARD_DATA)) {
+        if (g->N * g->C * g->H * g->W == 0) return GM_OK;
+        if (!dinp || !weight || !dout) return GM_ERR_ARG;
+        conv_direct_backward_data(dinp, dout, weight, bias, g, ws, nthreads);
+        return GM_OK;
+    }
     if (dt == GM_F32) return conv2d_backward_data_f32(dinp, dout, weight, bias, g, ws, ws_nbytes, nthreads);
     if (dt == GM_F64) return conv2d_backward_data_f64(dinp, dout, weight, bias, g, ws, ws_nbytes, nthreads);
     if (is_half(dt)) return conv2d_backward_data_half(dinp, dout, weight, bias, g, dt, ws, ws_nbytes, nthreads);
@@ -52,6 +67,18 @@ int conv2d_backward_weight(void *dweight, const void *dout, const void *inp, con
                            void *ws, size_t ws_nbytes, int nthreads) {
     int st = conv_check_geom(g);
     if (st) return st;
+    if (dt == GM_F32 && conv_direct_use(g, CONV_BACKWARD_WEIGHT)) {
+        const size_t n = (size_t)(g->K * (g->C / g->G) * g->R * g->S);
+        if (n == 0) return GM_OK;
+        if (!dweight) return GM_ERR_ARG;
+        if (g->N * g->P * g->Q == 0) {
+            memset(dweight, 0, n * sizeof(float));
+            return GM_OK;
+        }
+        if (!dout || !inp) return GM_ERR_ARG;
+        conv_direct_backward_weight(dweight, dout, inp, g, nthreads);
+        return GM_OK;
+    }
     if (dt == GM_F32) return conv2d_backward_weight_f32(dweight, dout, inp, g, ws, ws_nbytes, nthreads);
     if (dt == GM_F64) return conv2d_backward_weight_f64(dweight, dout, inp, g, ws, ws_nbytes, nthreads);
     if (is_half(dt)) return conv2d_backward_weight_half(dweight, dout, inp, g, dt, ws, ws_nbytes, nthreads);

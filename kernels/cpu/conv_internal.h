@@ -122,6 +122,21 @@ void conv_blas_single_begin(int nt);
 void conv_blas_single_end(int nt);
 /* Checks shared by the conv entry points: sizes, and what BLAS's 32-bit integers can index. */
 int conv_check_geom(const conv_geom *g);
+/* Whether a float32 pass runs the direct kernel (conv_direct.c): a stride-1 "same"-size geometry of more than
+ * one tap on a CPU with AVX-512, the forward and weight-gradient reading planes of contiguous rows, the
+ * weight-gradient of nine taps only; or the forward and input-gradient at stride 2. The forward and
+ * input-gradient also need ws_nbytes >= their workspace (conv_direct_ws_nbytes: the repacked weight, and at
+ * stride 2 one item's input or input-gradient in four phases), the weight-gradient none. */
+int conv_direct_use(const conv_geom *g, conv_pass pass);
+
+/* ---- conv_direct.c: float32 only, AVX-512 only (call after conv_direct_use) ------------------------------ */
+size_t conv_direct_ws_nbytes(const conv_geom *g, conv_pass pass);
+void conv_direct_forward(float *out, const float *x, const float *w, const float *bias, const conv_geom *g,
+                         float *ws, int nthreads);
+void conv_direct_backward_data(float *dx, const float *dout, const float *w, const float *bias, const conv_geom *g,
+                               float *ws, int nthreads);
+/* The weight-gradient of a nine-tap (3x3) geometry the forward takes too: no workspace. */
+void conv_direct_backward_weight(float *dw, const float *dout, const float *x, const conv_geom *g, int nthreads);
 
 /* ---- conv_half.c: the float16/bfloat16 passes (conv.c dispatches to them) ------------------------------- */
 int conv2d_forward_half(uint16_t *out, const uint16_t *x, const uint16_t *w, const uint16_t *bias, const conv_geom *g,

@@ -176,8 +176,38 @@ static size_t half_workspace_nbytes(const conv_geom *g, conv_pass pass, size_t l
     return fixed + (size_t)p.slots * (size_t)p.tile * col;
 }
 
+/* The direct kernel (conv_direct.c) where it applies and wins; see conv_internal.h. Its loops index a plane in
+ * 32-bit lanes (p = j / W in float: exact below 2^21 positions) and keep the shifts of at most 64 taps; K/G and
+ * C/G at least 8 (its block of output channels; below that im2col wastes less). Where it wins (one thread,
+ * against im2col + OpenBLAS, benchmarks/conv_gflops.py): the forward and input-gradient when vectors of 16
+ * positions fill the plane to 90 % or more (7x7 = 49 of 64 lanes lost to a deep layer's im2col, 512->512 at
+ * 102 against 133 GFLOP/s; 14x14 = 196 of 208 broke even at 256 channels; 8x8, 28x28, 64x64 won by 1.2-2x);
+ * the weight-gradient up to 64x64 channels (2x at 16 and 32 channels, even at 64; at 128 and more its
+ * per-channel-pair lane sums and re-reads of grad_output lost to the gemm: 113 against 134 at 28x28). At stride
+ * 2 the forward and input-gradient, over the phases of the input or its gradient: 7x7/2 64->64 at 56x56 159
+ * and 156 against 109 and 95, 3x3/2 64->128 137 and 132 against 122 and 117, 3x3/2 128->256 at 28x28 even (its
+ * 14x14 output). The CPU check runs once. */
+int conv_direct_use(const conv_geom *g, conv_pass pass) {
+    static int avx512 = -1;
+    if (avx512 < 0) avx512 = __builtin_cpu_supports("avx512f") ? 1 : 0;
+    if (!avx512) return 0;
+    const int64_t Cg = g->C / g->G, Kg = g->K / g->G, RS = g->R * g->S, HW = g->H * g->W, PQ = g->P * g->Q;
+    if (RS < 2 || RS > 64 || HW >= (1 << 21) || Cg < 8 || Kg < 8 || 10 * PQ < 9 * 16 * ceil_div64(PQ, 16)) return 0;
+    if (g->sh == 2 && g->sw == 2) /* the forward over the input's four phases, each at most the output's size */
+        return pass != CONV_BACKWARD_WEIGHT && (g->H + 1) / 2 <= g->P && (g->W + 1) / 2 <= g->Q;
+    if (g->sh != 1 || g->sw != 1 || g->P != g->H || g->Q != g->W) return 0;
+    if (pass != CONV_BACKWARD_DATA && !planes_contiguous(g)) return 0;
+    if (pass == CONV_BACKWARD_WEIGHT) return RS == 9 && Cg * Kg <= 64 * 64;
+    return 1;
+}
+
 size_t conv2d_workspace_nbytes(const conv_geom *g, gm_dtype dt, conv_pass pass, size_t limit, int nthreads) {
     if (is_half(dt)) return half_workspace_nbytes(g, pass, limit, nthreads);
+    if (dt == GM_F32 && pass == CONV_BACKWARD_WEIGHT && conv_direct_use(g, pass)) return 0;
+    if (dt == GM_F32 && conv_direct_use(g, pass) && g->N > 0 && conv_direct_ws_nbytes(g, pass) <= limit) {
+        if (pass == CONV_FORWARD ? g->K * g->P * g->Q == 0 : g->C * g->H * g->W == 0) return 0;
+        return conv_direct_ws_nbytes(g, pass);
+    }
     if (conv2d_algo(g, pass) != CONV_ALGO_IM2COL) return 0;
     size_t col = conv2d_column_nbytes(g, dt);
     if (col == 0 || g->P * g->Q == 0 || g->N == 0 || g->K == 0) return 0;
