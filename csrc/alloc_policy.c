@@ -76,6 +76,7 @@ static PyObject *py_set_fallback(PyObject *self, PyObject *args) {
     gm_lock(A);
     A->fallback = F;
     A->fallback_mask = mask;
+    A->transient_peak = A->reserved.current - A->persistent_reserved; /* from now on (allocator.c state_first) */
     gm_unlock(A);
     Py_RETURN_NONE;
 }

@@ -284,6 +284,7 @@ size_t gm_release_cached(gm_allocator *A) {
                 gm_free_list_remove(A, b);
                 source_free(A, b->seg->base, b->seg->size);
                 stat_add(&A->reserved, -(int64_t)b->seg->size);
+                if (b->seg->persistent) A->persistent_reserved -= (int64_t)b->seg->size;
                 released += b->seg->size;
                 A->num_segment_frees++;
                 gm_segment *sg = b->seg;
@@ -299,10 +300,26 @@ size_t gm_release_cached(gm_allocator *A) {
     return released;
 }
 
-static gm_block *best_fit(gm_allocator *A, int pool, size_t size) {
+static gm_block *best_fit(gm_allocator *A, int pool, size_t size, int persistent) {
     for (gm_block *b = A->free_list[pool]; b; b = b->fnext)
-        if (b->size >= size) return b;
+        if (b->size >= size && (!persistent || b->seg->persistent)) return b;
     return NULL;
+}
+
+/* A new segment; for persistent state (state_first) only while the room a step needs besides the state
+ * (transient_peak) stays free under the limit, and flagged so that later state shares it and nothing else counts
+ * it as room. */
+static gm_block *new_segment(gm_allocator *A, size_t size, int pool, int persistent) {
+    if (persistent) {
+        size_t cap = A->limit ? A->limit : A->capacity;
+        if (A->transient_peak + A->persistent_reserved + (int64_t)size > (int64_t)cap) return NULL;
+    }
+    gm_block *b = gm_new_segment(A, size, pool);
+    if (b && persistent) {
+        b->seg->persistent = 1;
+        A->persistent_reserved += (int64_t)size;
+    }
+    return b;
 }
 
 /* The mirrored block the calling thread claimed for this allocation (gm_meta_claim), or NULL. Caller holds the
@@ -324,7 +341,8 @@ enum { FAIL_NONE, FAIL_TOO_LARGE, FAIL_SOURCE, FAIL_NO_MEMORY, FAIL_OOM };
 
 /* The allocation itself, under A's lock. NULL with *fail set; with `quiet`, running out of memory is neither
  * counted nor reported (FAIL_OOM without a report). Touches no Python object: callable without the GIL. */
-static gm_block *alloc_block(gm_allocator *A, size_t nbytes, int quiet, int *fail, gm_oom_report *report) {
+static gm_block *alloc_block(gm_allocator *A, size_t nbytes, int quiet, int persistent, int *fail,
+                             gm_oom_report *report) {
     *fail = FAIL_NONE;
     if (nbytes > MAX_REQUEST) {
         *fail = FAIL_TOO_LARGE;
@@ -346,20 +364,20 @@ static gm_block *alloc_block(gm_allocator *A, size_t nbytes, int quiet, int *fai
             b = gm_expandable_fit(A, pool, size);
         }
     } else if (!exact) {
-        b = best_fit(A, pool, size);
+        b = best_fit(A, pool, size, persistent);
     }
     if (!b && !A->expandable) {
         size_t seg_size = exact ? size
                           : pool == 0 ? SMALL_SEGMENT
                           : size < LARGE_REQUEST ? LARGE_SEGMENT
                                                  : (size + HUGE_ROUND - 1) / HUGE_ROUND * HUGE_ROUND;
-        b = gm_new_segment(A, seg_size, pool);
-        if (!b && seg_size != size) b = gm_new_segment(A, size, pool);
+        b = new_segment(A, seg_size, pool, persistent);
+        if (!b && seg_size != size) b = new_segment(A, size, pool, persistent);
         if (!b) {
             A->num_retries++;
             gm_release_cached(A);
-            b = gm_new_segment(A, seg_size, pool);
-            if (!b && seg_size != size) b = gm_new_segment(A, size, pool);
+            b = new_segment(A, seg_size, pool, persistent);
+            if (!b && seg_size != size) b = new_segment(A, size, pool, persistent);
         }
     }
     if (!b) {
@@ -402,6 +420,8 @@ taken:
     stat_add(&A->cat[b->category], (int64_t)b->size);
     b->serial = ++A->num_allocs;
     if (A->allocated.peak > old_peak) gm_snapshot_peak(A, b->scope, b->category, nbytes);
+    int64_t transient = A->reserved.current - A->persistent_reserved;
+    if (b->category != GM_CAT_OPTIMIZER && transient > A->transient_peak) A->transient_peak = transient;
     if (gm_recording(A)) gm_record_event(A, EV_ALLOC, (int64_t)b->size, b->category, b->scope);
     gm_unlock(A);
     return b;
@@ -463,6 +483,18 @@ static gm_allocator *fallback_for(gm_allocator *A) {
     return F;
 }
 
+/* Whether a block is optimizer state that must leave room for later steps (under a fallback that takes state, on
+ * an allocator of segments). State lives through every later step, and each of them needs again the segments its
+ * forward and backward held at their peak. set_fallback used to decide block by block: step 1's state took the
+ * cached room its backward had just freed, and step 2's backward failed in a category that may not fall back. So
+ * state goes on the device only into segments of its own (persistent), made while the room a step needs besides
+ * the state (transient_peak) stays free under the limit; the rest goes to the fallback at once. The decision
+ * depends on the run so far, identically on meta: an estimate makes the same split. Expandable segments keep the
+ * block-by-block rule (they have no segments to set apart). */
+static int state_first(gm_allocator *A) {
+    return gm_current_category() == GM_CAT_OPTIMIZER && !A->expandable;
+}
+
 /* With the GIL: the one warning a fallback gives, at its first block since set_fallback; -1 when the warning was
  * turned into an exception. */
 static int warn_fallback(gm_allocator *F, const gm_block *b) {
@@ -495,14 +527,14 @@ static gm_block *alloc_or_raise(gm_allocator *A, size_t nbytes, int quiet) {
     int fail;
     gm_oom_report report;
     gm_allocator *F = fallback_for(A);
-    gm_block *b = alloc_block(A, nbytes, quiet || F, &fail, &report);
+    gm_block *b = alloc_block(A, nbytes, quiet || F, F && state_first(A), &fail, &report);
     if (!b && F && fail == FAIL_OOM) {
-        b = alloc_block(F, nbytes, 1, &fail, &report);
+        b = alloc_block(F, nbytes, 1, 0, &fail, &report);
         if (b && warn_fallback(F, b) < 0) {
             gm_free(b);
             return NULL;
         }
-        if (!b && fail == FAIL_OOM) b = alloc_block(A, nbytes, quiet, &fail, &report); /* the device's report */
+        if (!b && fail == FAIL_OOM) b = alloc_block(A, nbytes, quiet, 0, &fail, &report); /* the device's report */
     }
     if (!b && !(quiet && fail == FAIL_OOM)) raise_failure(A, nbytes, fail, &report);
     return b;
@@ -522,10 +554,10 @@ gm_block *gm_alloc_nogil(gm_device dev, size_t nbytes) {
     if (dev.type == GM_DEV_CUDA) return NULL; /* its first use needs the GIL (gm_allocator_for) */
     int fail;
     gm_oom_report report;
-    gm_allocator *A = dev.type == GM_DEV_CPU ? &cpu_alloc : &meta_alloc, *F;
-    gm_block *b = alloc_block(A, nbytes, 1, &fail, &report);
-    if (!b && fail == FAIL_OOM && (F = fallback_for(A))) /* without the GIL no warning: the next gm_alloc gives it */
-        b = alloc_block(F, nbytes, 1, &fail, &report);
+    gm_allocator *A = dev.type == GM_DEV_CPU ? &cpu_alloc : &meta_alloc, *F = fallback_for(A);
+    gm_block *b = alloc_block(A, nbytes, 1, F && state_first(A), &fail, &report);
+    if (!b && fail == FAIL_OOM && F) /* without the GIL no warning: the next gm_alloc gives it */
+        b = alloc_block(F, nbytes, 1, 0, &fail, &report);
     return b;
 }
 

@@ -61,6 +61,7 @@ typedef struct gm_segment {
     void **handles;    /* per granule of the reserved range: its physical memory, NULL while unmapped */
     struct gm_block *head;               /* the block at base: splits and merges never remove it */
     int64_t serial;                      /* when it was made (1, 2, ... per device): best fit's tie-break */
+    int persistent;                      /* made for optimizer state under a fallback (allocator.c state_first) */
     struct gm_segment *sprev, *snext;    /* every segment of the device, so an OOM report can list live blocks */
 } gm_segment;
 
@@ -110,6 +111,10 @@ struct gm_allocator {
     int location;             /* GM_LOC_*: where this allocator's memory is */
     int fallback_fd_dir;      /* GM_LOC_FILE: the directory's descriptor (files are made in it and unlinked) */
     int warned;               /* a fallback allocator: the one warning was given since set_fallback */
+    /* Under a fallback (allocator.c state_first): the most bytes reserved outside persistent segments since
+     * set_fallback, as of allocations other than optimizer state (what a step needs besides the state, which a
+     * later step needs again), and the bytes of the persistent segments, which hold only state. */
+    int64_t transient_peak, persistent_reserved;
     char note[320];           /* a fallback allocator: the expected slowdown, said in the warning */
     /* Expandable segments (alloc_expand.c): one growing segment per pool, mapped by granules. */
     int expandable;

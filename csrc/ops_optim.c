@@ -13,6 +13,7 @@
 #endif
 
 #include <math.h>
+#include <string.h>
 
 #define MAX_ROLES 5
 
@@ -365,6 +366,87 @@ done:
     return res;
 }
 
+/* adam_step_mixed_(grad_param, master, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, ...): one Adam step of an
+ * fp32 master on the host (optimizer offload) whose model copy is float16/bfloat16/float32: grad_param holds the
+ * gradient in the model's dtype and receives the updated parameter in it (kernels/cpu/optim.c adam_step_mixed).
+ * Host tensors (cpu, pinned or not) or meta (an estimate: nothing runs); all contiguous, of one shape. */
+static PyObject *py_adam_step_mixed(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *kwlist[] = {"grad_param", "master", "exp_avg", "exp_avg_sq", "max_exp_avg_sq", "step", "lr",
+                             "beta1", "beta2", "eps", "weight_decay", "decoupled", "amsgrad", "maximize", NULL};
+    PyObject *obj[5];
+    long long step;
+    adam_hparams h = {0};
+    const char *op = "adam_step_mixed_";
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOLddd|ddppp:adam_step_mixed_", kwlist, &obj[0], &obj[1],
+                                     &obj[2], &obj[3], &obj[4], &step, &h.lr, &h.beta1, &h.beta2, &h.eps,
+                                     &h.weight_decay, &h.decoupled, &h.amsgrad, &h.maximize))
+        return NULL;
+    if (check_range(op, "lr", h.lr, 0.0, INFINITY, 0) < 0 || check_range(op, "beta1", h.beta1, 0.0, 1.0, 1) < 0 ||
+        check_range(op, "beta2", h.beta2, 0.0, 1.0, 1) < 0 || check_range(op, "eps", h.eps, 0.0, INFINITY, 0) < 0 ||
+        check_range(op, "weight_decay", h.weight_decay, 0.0, INFINITY, 0) < 0)
+        return NULL;
+    if (step < 1) {
+        PyErr_Format(PyExc_ValueError, "%s: step must be >= 1 (the count after this update), got %lld", op, step);
+        return NULL;
+    }
+    static const char *names[5] = {"grad_param", "master", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
+    GMTensor *t[5] = {NULL};
+    char b1[GM_SHAPE_BUF], b2[GM_SHAPE_BUF], d1[16];
+    for (int r = 0; r < 5; r++) {
+        if (r == 4 && !h.amsgrad) break;
+        if (r == 4 && obj[4] == Py_None) {
+            PyErr_Format(PyExc_ValueError, "%s: amsgrad needs max_exp_avg_sq", op);
+            return NULL;
+        }
+        if (!(t[r] = gm_tensor_arg(obj[r], op, names[r]))) return NULL;
+        if (t[r]->device.type == GM_DEV_CUDA) {
+            PyErr_Format(PyExc_RuntimeError, "%s: %s is on %s; this step runs on the host (cpu or meta tensors)", op,
+                         names[r], gm_device_str(t[r]->device, d1));
+            return NULL;
+        }
+        if (!gm_is_contiguous(t[r])) {
+            PyErr_Format(PyExc_ValueError, "%s: %s is not contiguous; expected a contiguous tensor", op, names[r]);
+            return NULL;
+        }
+        if (r > 0 && t[r]->dtype != GM_F32) {
+            PyErr_Format(PyExc_TypeError, "%s: %s has dtype %s; expected float32 (the master and its state)", op,
+                         names[r], gm_dtype_name(t[r]->dtype));
+            return NULL;
+        }
+        if (r > 0 && (t[r]->device.type != t[0]->device.type || gm_numel(t[r]) != gm_numel(t[0]) ||
+                      t[r]->ndim != t[0]->ndim || memcmp(t[r]->shape, t[0]->shape, sizeof(int64_t) *
+                                                                                     (size_t)t[0]->ndim))) {
+            PyErr_Format(PyExc_ValueError, "%s: %s has shape %s on %s but grad_param has shape %s; expected the same "
+                         "shape on the same device", op, names[r], gm_shape_str(t[r]->ndim, t[r]->shape, b1),
+                         gm_device_str(t[r]->device, d1), gm_shape_str(t[0]->ndim, t[0]->shape, b2));
+            return NULL;
+        }
+        for (int q = 0; q < r; q++)
+            if (shares_storage(t[q], t[r])) {
+                PyErr_Format(PyExc_ValueError, "%s: %s and %s share memory; expected separate tensors", op, names[q],
+                             names[r]);
+                return NULL;
+            }
+    }
+    gm_dtype dt = t[0]->dtype;
+    if (dt != GM_F16 && dt != GM_BF16 && dt != GM_F32) {
+        PyErr_Format(PyExc_TypeError, "%s: grad_param has dtype %s; expected float16, bfloat16 or float32", op,
+                     gm_dtype_name(dt));
+        return NULL;
+    }
+    int64_t n = gm_numel(t[0]);
+    gm_note_work(n);
+    if (GM_KERNEL(op, t[0]->device,
+                  adam_step_mixed(gm_tensor_data(t[0]), (float *)gm_tensor_data(t[1]), (float *)gm_tensor_data(t[2]),
+                                  (float *)gm_tensor_data(t[3]), h.amsgrad ? (float *)gm_tensor_data(t[4]) : NULL,
+                                  (int64_t)step, n, dt, &h, gm_num_threads),
+                  GM_ERR_UNSUPPORTED) < 0)
+        return NULL;
+    for (int r = 0; r < 5; r++) /* every one is written */
+        if (t[r]) gm_bump_version(t[r]);
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_rmsprop_step(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *kwlist[] = {"params", "grads", "square_avgs", "momentum_buffers", "grad_avgs", "lr", "alpha", "eps",
                              "weight_decay", "momentum", "centered", "maximize", NULL};
@@ -485,6 +567,10 @@ PyMethodDef gm_optim_methods[] = {
      "adam_step_(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, lr, beta1, beta2, eps=1e-8, "
      "weight_decay=0, decoupled=False, amsgrad=False, maximize=False): one fused in-place Adam (decoupled=True: "
      "AdamW) step over a group; steps[i] >= 1 is param i's step count after this update."},
+    {"adam_step_mixed_", KW(py_adam_step_mixed),
+     "adam_step_mixed_(grad_param, master, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, beta1, beta2, eps=1e-8, "
+     "weight_decay=0, decoupled=False, amsgrad=False, maximize=False): one Adam step of a float32 master on the "
+     "host; grad_param (float16, bfloat16 or float32) holds the gradient and receives the updated parameter."},
     {"rmsprop_step_", KW(py_rmsprop_step),
      "rmsprop_step_(params, grads, square_avgs, momentum_buffers, grad_avgs, lr, alpha, eps, weight_decay=0, "
      "momentum=0, centered=False, maximize=False): one fused in-place RMSprop step over a group. momentum_buffers: "

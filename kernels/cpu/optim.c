@@ -109,6 +109,59 @@ DEFINE_ADAM(adam_f64, double, double, sqrt, LD_SAME, ST_SAME)
 DEFINE_ADAM(adam_f16, uint16_t, float, sqrtf, LD_F16, ST_F16)
 DEFINE_ADAM(adam_bf16, uint16_t, float, sqrtf, LD_BF16, ST_BF16)
 
+/* The same update on an fp32 master p, reading the gradient from gp (type TG) and writing the rounded parameter
+ * back over it: DEFINE_ADAM's arithmetic with T = float, so the master and state are bit-identical. It goes by
+ * tiles of MIXED_TILE elements that stay in L1: widen the tile's gradient into a stack buffer, update it there,
+ * round it back. Still one pass through memory, and each of the three loops is simple enough to vectorise (one
+ * loop with both conversions and the update did not, for float16: 2x slower than three separate passes). */
+#define MIXED_TILE 1024
+
+INLINE void adam_mixed_tile(float *restrict t, float *restrict p, float *restrict m, float *restrict v,
+                            float *restrict vmax, int64_t n, const adam_consts *c, const int amsgrad) {
+    const float sign = (float)c->sign, w1 = (float)c->w1, w1c = 1.0f - w1, b2 = (float)c->beta2,
+                one_b2 = (float)(1.0 - c->beta2), eps = (float)c->eps, l2 = (float)c->l2, decay = (float)c->decay,
+                neg_step = (float)(-c->step_size), bc2_sqrt = (float)c->bc2_sqrt;
+    const int low = w1 < 0.5f;
+    for (int64_t i = 0; i < n; i++) {
+        float w = p[i];
+        float d = sign * t[i] + l2 * w;
+        w = w * decay;
+        float m0 = m[i];
+        float mm = low ? m0 + w1 * (d - m0) : d - (d - m0) * w1c;
+        float vv = v[i] * b2 + one_b2 * d * d;
+        m[i] = mm;
+        v[i] = vv;
+        if (amsgrad) {
+            float vm = vmax[i];
+            vm = (vv > vm || vv != vv) ? vv : vm;
+            vmax[i] = vm;
+            vv = vm;
+        }
+        float nw = w + neg_step * (mm / (sqrtf(vv) / bc2_sqrt + eps));
+        p[i] = nw;
+        t[i] = nw;
+    }
+}
+
+#define DEFINE_ADAM_MIXED(NAME, TG, LDG, STG)                                                                     \
+    INLINE void NAME##_loop(TG *restrict gp, float *restrict p, float *restrict m, float *restrict v,          \
+                            float *restrict vmax, int64_t n, const adam_consts *c, const int amsgrad) {         \
+        const int64_t ntiles = (n + MIXED_TILE - 1) / MIXED_TILE;                                               \
+        float t[MIXED_TILE];                                                                                    \
+        _Pragma("omp for schedule(static)")                                                                     \
+        for (int64_t k = 0; k < ntiles; k++) {                                                                  \
+            const int64_t o = k * MIXED_TILE, len = n - o < MIXED_TILE ? n - o : MIXED_TILE;                     \
+            TG *restrict g = gp + o;                                                                            \
+            for (int64_t i = 0; i < len; i++) t[i] = LDG(g[i]);                                                 \
+            adam_mixed_tile(t, p + o, m + o, v + o, vmax ? vmax + o : NULL, len, c, amsgrad);                   \
+            for (int64_t i = 0; i < len; i++) g[i] = STG(t[i]);                                                 \
+        }                                                                                                       \
+    }
+
+DEFINE_ADAM_MIXED(adam_mixed_f16, uint16_t, LD_F16, ST_F16)
+DEFINE_ADAM_MIXED(adam_mixed_bf16, uint16_t, LD_BF16, ST_BF16)
+DEFINE_ADAM_MIXED(adam_mixed_f32, float, LD_SAME, ST_SAME)
+
 /* ---- RMSprop, Adagrad, Adadelta ------------------------------------------------------------------------------ */
 /* Operation for operation PyTorch's single-tensor steps (torch/optim/rmsprop.py, adagrad.py, adadelta.py): each
  * in-place op there is one rounded operation here, in the same order. PyTorch's vectorised CPU kernels may round
@@ -272,6 +325,39 @@ int adam_step(void *const *param, const void *const *grad, void *const *exp_avg,
         case GM_F64: adam_f64(param[t], grad[t], exp_avg[t], exp_avg_sq[t], vmax, numel[t], &c); break;
         case GM_F16: adam_f16(param[t], grad[t], exp_avg[t], exp_avg_sq[t], vmax, numel[t], &c); break;
         default: adam_bf16(param[t], grad[t], exp_avg[t], exp_avg_sq[t], vmax, numel[t], &c); break;
+        }
+    }
+    return GM_OK;
+}
+
+int adam_step_mixed(void *gp, float *master, float *exp_avg, float *exp_avg_sq, float *max_exp_avg_sq, int64_t step,
+                    int64_t numel, gm_dtype dt, const adam_hparams *h, int nthreads) {
+    if (numel < 0 || step < 1) return GM_ERR_ARG;
+    if (dt != GM_F16 && dt != GM_BF16 && dt != GM_F32) return GM_ERR_UNSUPPORTED;
+    if (numel == 0) return GM_OK;
+    if (!gp || !master || !exp_avg || !exp_avg_sq || (h->amsgrad && !max_exp_avg_sq)) return GM_ERR_ARG;
+    adam_consts c;
+    c.sign = h->maximize ? -1.0 : 1.0;
+    c.w1 = 1.0 - h->beta1;
+    c.beta2 = h->beta2;
+    c.eps = h->eps;
+    c.l2 = h->decoupled ? 0.0 : h->weight_decay;
+    c.decay = h->decoupled ? 1.0 - h->lr * h->weight_decay : 1.0;
+    c.step_size = h->lr / (1.0 - pow(h->beta1, (double)step));
+    c.bc2_sqrt = sqrt(1.0 - pow(h->beta2, (double)step));
+    const int ams = h->amsgrad != 0;
+    int nt = nthreads > 0 ? nthreads : 1;
+#pragma omp parallel num_threads(nt) if (nt > 1 && numel >= OPTIM_PARALLEL_MIN)
+    {
+        if (dt == GM_F16) {
+            if (ams) adam_mixed_f16_loop(gp, master, exp_avg, exp_avg_sq, max_exp_avg_sq, numel, &c, 1);
+            else adam_mixed_f16_loop(gp, master, exp_avg, exp_avg_sq, NULL, numel, &c, 0);
+        } else if (dt == GM_BF16) {
+            if (ams) adam_mixed_bf16_loop(gp, master, exp_avg, exp_avg_sq, max_exp_avg_sq, numel, &c, 1);
+            else adam_mixed_bf16_loop(gp, master, exp_avg, exp_avg_sq, NULL, numel, &c, 0);
+        } else {
+            if (ams) adam_mixed_f32_loop(gp, master, exp_avg, exp_avg_sq, max_exp_avg_sq, numel, &c, 1);
+            else adam_mixed_f32_loop(gp, master, exp_avg, exp_avg_sq, NULL, numel, &c, 0);
         }
     }
     return GM_OK;

@@ -27,6 +27,15 @@ int adam_step(void *const *param, const void *const *grad, void *const *exp_avg,
               void *const *max_exp_avg_sq, const int64_t *step, const int64_t *numel, const gm_dtype *dt,
               int ntensors, const adam_hparams *h, int nthreads);
 
+/* One Adam step of an fp32 master whose model copy has another dtype (optimizer offload: float16/bfloat16 on the
+ * device, fp32 master and state on the host). gp is (numel,) of dtype dt (float16, bfloat16 or float32): on entry
+ * the gradient, on return the updated parameter rounded to dt, written over it element by element; master,
+ * exp_avg, exp_avg_sq (and max_exp_avg_sq with h->amsgrad) are fp32 (numel,). One pass reads the low-precision
+ * gradient and writes the low-precision parameter, with no widened copy of either; the master and state are
+ * bit for bit those of adam_step on the widened gradient. step >= 1 is the step count after this update. */
+int adam_step_mixed(void *gp, float *master, float *exp_avg, float *exp_avg_sq, float *max_exp_avg_sq, int64_t step,
+                    int64_t numel, gm_dtype dt, const adam_hparams *h, int nthreads);
+
 /* RMSprop: square_avg = alpha*square_avg + (1-alpha)*g^2; centered: grad_avg = lerp(grad_avg, g, 1-alpha) and
  * avg = sqrt(square_avg - grad_avg^2) + eps, else sqrt(square_avg) + eps; momentum > 0:
  * buf = momentum*buf + g/avg, param -= lr*buf; else param -= lr*g/avg. momentum_buf is used (non-NULL) only when

@@ -4,10 +4,13 @@ The device keeps the parameters (in their own dtype: float32, or bfloat16/float1
 gradients; the host keeps, in pinned memory, an fp32 master copy of every parameter and the optimizer's state.
 A step, parameter by parameter (each parameter is one bucket: the pinned caching allocator makes its transient
 buffers free after the first step, and the host holds at most one parameter's staging at a time):
-  1. the gradient is copied down (device -> pinned host, in its own dtype: one transfer, no temporary), and
-     widened to fp32 on the host when the parameter is a half type;
+  1. the gradient is copied down (device -> pinned host, in its own dtype: one transfer, no temporary);
   2. the fused CPU kernel (kernels/cpu/optim.c: multithreaded, vectorised) updates the fp32 master and state;
-  3. the master is copied up, rounded on the host to the parameter's dtype first when that is a half type.
+  3. the parameter is copied up.
+For fp32 parameters the kernel reads the host gradient and step 3 copies the master. For half parameters Adam
+runs one mixed-dtype pass (adam_step_mixed): it reads the half gradient from the staging buffer, updates the fp32
+master and state, and writes the parameter rounded to its dtype back over the gradient in that buffer, which step
+3 copies up; SGD widens the gradient on the host and rounds the master into a second buffer (two more passes).
 So the device holds exactly what it held without offload minus the optimizer state (and, for half
 parameters, half the parameter and gradient bytes); the host holds masters + state + one parameter's staging.
 
@@ -114,15 +117,28 @@ class OffloadMixin:
             _off.copy_to_device(p, stage)
         self._synced[p] = p._version
 
-    def _offloaded(self, params, grads, prepare, update):
+    def _offloaded(self, params, grads, prepare, update, mixed=None):
         """Every parameter's master and state first (prepare(p) makes p's state), so that the first step holds
         what every later one holds; then for each parameter: gradient down, update(p, master, host_grad) on the
-        host, master up."""
+        host, master up. With mixed(p, master, stage) (Adam), a half parameter takes one fused pass instead: its
+        gradient comes down into a staging buffer in its own dtype, the kernel reads it and writes the rounded
+        parameter over it, and the buffer goes up: no fp32 copy of the gradient, no separate rounding pass."""
         masters = []
         for p in params:
             masters.append(self._master(p))
             prepare(p)
         for p, g, master in zip(params, grads, masters):
+            if mixed is not None and p._dtype != _F32 and g._dtype == p._dtype:
+                if not g.is_contiguous():
+                    g = g.contiguous()
+                with category("gradient"):
+                    stage = _off.host_empty(g.shape, g._dtype, p._device)
+                _off.copy_to_host(stage, g)
+                mixed(p, master, stage)
+                _off.copy_to_device(p, stage)
+                self._synced[p] = p._version
+                del stage
+                continue
             gh = self._host_grad(g, p._device)
             update(p, master, gh)
             del gh

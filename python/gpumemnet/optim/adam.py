@@ -55,7 +55,8 @@ class Adam(OffloadMixin, Optimizer):
         keys = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq") if amsgrad else ("exp_avg", "exp_avg_sq")
         if self._offloads(params):
             self._offloaded(params, grads, lambda p: self._host_state_of(p, keys),
-                            lambda p, master, g: self._host_update(group, p, master, g))
+                            lambda p, master, g: self._host_update(group, p, master, g),
+                            lambda p, master, stage: self._host_update_mixed(group, p, master, stage))
             return True
         exp_avgs, exp_avg_sqs, max_sqs, steps = [], [], [] if amsgrad else None, []
         for p in params:
@@ -95,6 +96,19 @@ class Adam(OffloadMixin, Optimizer):
                       [st["max_exp_avg_sq"]] if amsgrad else None, [st["step"] + 1], float(group["lr"]),
                       float(beta1), float(beta2), float(group["eps"]), float(group["weight_decay"]),
                       self._decoupled, amsgrad, bool(group["maximize"]))
+        st["step"] += 1
+
+
+    def _host_update_mixed(self, group, p, master, stage):
+        """One half parameter's step on the host in one pass: stage holds its gradient (p's dtype) and receives
+        its updated value; the fp32 master and state are updated as _host_update would on the widened gradient."""
+        st = self.state[p]
+        beta1, beta2 = group["betas"]
+        amsgrad = bool(group["amsgrad"])
+        _C.adam_step_mixed_(stage, master, st["exp_avg"], st["exp_avg_sq"],
+                            st["max_exp_avg_sq"] if amsgrad else None, st["step"] + 1, float(group["lr"]),
+                            float(beta1), float(beta2), float(group["eps"]), float(group["weight_decay"]),
+                            self._decoupled, amsgrad, bool(group["maximize"]))
         st["step"] += 1
 
 
