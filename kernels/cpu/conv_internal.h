@@ -146,21 +146,19 @@ int conv_bias_backward_half(uint16_t *db, const uint16_t *t, int64_t N, int64_t 
 CONV_DEFINE_GEMM(float, f32_whole, scipy_cblas_sgemm)
 CONV_DEFINE_GEMM(double, f64, scipy_cblas_dgemm)
 
-/* float32: the sum over K in chunks of CONV_GEMM_KCHUNK, each chunk's gemm adding onto C. One float32 sum over a
- * long K (a 3x3 conv's C*9, a deep 1x1 conv's C, a weight-gradient's positions) rounds its running total K times;
- * oneDNN's convolutions (PyTorch on the CPU) split it, and a whole-K OpenBLAS sgemm landed 1.1-1.7x further from
- * float64 than they do (rms, per output, tests/test_conv_accuracy.py), enough to fail issue 12's 3x rule on deep
- * BatchNorm nets at batch 4 (mnasnet0_75, resnet152, efficientnet_v2_l). Chunks of 128 cut that error by
- * ~1.5-3x (~0.5x PyTorch's rms at K >= 576); float64 needs no chunking. */
-#define CONV_GEMM_KCHUNK 128
+/* float32: the sum over K in chunks of CONV_KCHUNK (conv_geom.h), each chunk's gemm adding onto C. A whole-K
+ * OpenBLAS sgemm rounds one running total per output at every term: on a 3x3 conv (K = C*9) or a deep 1x1 conv
+ * (K = C) it landed 1.4-1.7x further from float64 than PyTorch's oneDNN convolutions (rms per output), and two
+ * drop-in scripts (tests/dropin: fast_neural_style, unet_amp) failed issue 12's 3x rule on it. Chunked: 0.5-0.9x
+ * PyTorch's (tests/test_conv_accuracy.py), for +1% instructions. float64 needs no chunking. */
 static inline void conv_gemm_f32(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
                                  int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
-    if (K <= CONV_GEMM_KCHUNK) {
+    if (K <= CONV_KCHUNK) {
         conv_gemm_f32_whole(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
-    for (int64_t k0 = 0; k0 < K; k0 += CONV_GEMM_KCHUNK) {
-        const int64_t kc = K - k0 < CONV_GEMM_KCHUNK ? K - k0 : CONV_GEMM_KCHUNK;
+    for (int64_t k0 = 0; k0 < K; k0 += CONV_KCHUNK) {
+        const int64_t kc = K - k0 < CONV_KCHUNK ? K - k0 : CONV_KCHUNK;
         /* op(A) (M, K) is A[m][k] (ta = 0) or A[k][m] (ta = 1); op(B) (K, N) is B[k][n] or B[n][k] */
         const float *a = ta ? A + k0 * lda : A + k0, *b = tb ? B + k0 : B + k0 * ldb;
         conv_gemm_f32_whole(ta, tb, M, N, kc, alpha, a, lda, b, ldb, k0 ? 1.0f : beta, C, ldc);
