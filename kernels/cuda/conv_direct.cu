@@ -6,17 +6,18 @@
  *  - the bias fill (the forward writes the bias first and cuDNN adds onto it, as the CPU kernel does with gemm),
  *  - the bias gradient (per-channel sums) and column sums (the linear layer's bias gradient), in double as on
  *    the CPU, by block reductions in a fixed order: deterministic.
- * Arithmetic: float for float32/float16/bfloat16, double for float64 (gm_cu_type's acc). A float sum runs in
+ * Arithmetic: float for float32/float16/bfloat16, double for float64 (gm_cu_type's acc). A float32 sum runs in
  * chunks of CONV_KCHUNK terms added onto the total, as the CPU's gemm does (conv_geom.h says why). */
 #include "conv.h"
 #include "cuda_common.cuh"
 
 /* ---- direct passes ---------------------------------------------------------------------------------------- */
-/* part += v; every CONV_KCHUNK terms of a float sum, part moves onto total (double sums run in one piece). */
-template <typename A>
+/* part += v; every CONV_KCHUNK terms of a float32 sum, part moves onto total. float64 sums run in one piece, and
+ * so do float16/bfloat16 ones, as on the CPU (conv_half.c says why). */
+template <int DT, typename A>
 __device__ __forceinline__ void chunk_add(A &total, A &part, int &terms, A v) {
     part += v;
-    if (sizeof(A) == sizeof(float) && ++terms == CONV_KCHUNK) {
+    if (DT == GM_F32 && ++terms == CONV_KCHUNK) {
         total += part;
         part = 0;
         terms = 0;
@@ -42,8 +43,8 @@ __global__ void direct_fwd(void *out, const void *inp, const void *wt, const voi
                 for (int64_t s = 0; s < g.S; s++) {
                     const int64_t x_ = q * g.sw - g.pw + s * g.dw;
                     if (x_ < 0 || x_ >= g.W) continue;
-                    chunk_add(acc, part, terms, gm_cu_ld<DT>(x + c * g.xs[1] + h * g.xs[2] + x_ * g.xs[3]) *
-                                                    gm_cu_ld<DT>(w + (c * g.R + r) * g.S + s));
+                    chunk_add<DT>(acc, part, terms, gm_cu_ld<DT>(x + c * g.xs[1] + h * g.xs[2] + x_ * g.xs[3]) *
+                                                        gm_cu_ld<DT>(w + (c * g.R + r) * g.S + s));
                 }
             }
         gm_cu_st<DT>((S *)out + i, acc + part);
@@ -74,7 +75,7 @@ __global__ void direct_bwd_data(void *dinp, const void *dout, const void *wt, co
                 if (q >= g.Q) continue;
                 for (int64_t kk = 0; kk < Kg; kk++) {
                     const int64_t k = grp * Kg + kk;
-                    chunk_add(acc, part, terms,
+                    chunk_add<DT>(acc, part, terms,
                               gm_cu_ld<DT>((const S *)dout + ((n * g.K + k) * g.P + p) * g.Q + q) *
                                   gm_cu_ld<DT>((const S *)wt + ((k * Cg + cc) * g.R + r) * g.S + s));
                 }

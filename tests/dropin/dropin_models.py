@@ -107,6 +107,12 @@ KNOWN_GAPS = {
     # step-1 gradients fail the rule against PyTorch's in 130+ arrays for 12 inputs, PyTorch's against gpumemnet's
     # in 110+ for 10; the median ratio of the two distances from float64 is 1.00. The table's input: up to 4.2x.
     "mobilenet_v2:cuda_amp": "float32 conditioning of step 1's gradients (a float32 run): up to 4.2x PyTorch's own",
+    # bfloat16 autocast + RMSprop: a BatchNorm bias whose gradient is ~0 in exact arithmetic is normalised by RMSprop
+    # to +-lr, so its value after the steps is rounding noise in both libraries (PyTorch's own bf16 run is 26% away
+    # from float64, gpumemnet's 121%). A draw, measured: with the bfloat16 convolutions' float32 sums in chunks
+    # (1e-7 nearer float64, before the bfloat16 rounding) this script passed (1.76x) and resnet18:amp and
+    # mobilenet_v2:amp failed instead (3.1x, 5.1x); conv_half.c keeps one-piece sums, as before.
+    "unet_amp:script": "bfloat16 + RMSprop conditioning of a BatchNorm bias (PyTorch's own run is 26% off float64)",
 }
 # The estimate is exact for every builder. (Until issue 12's last fix it was off by 512 B .. 4.1 MB for nine:
 # a builder's temporaries leave free holes in CPU segments that stay in use, which a compact meta copy did not
