@@ -4,8 +4,7 @@ how far from a float64 NumPy reference they land, in units of 2^-24 of sum |x| |
 conv_gemm_f32 (kernels/cpu/conv_internal.h) sums K in chunks of 128, each chunk's sgemm adding onto the output.
 A whole-K OpenBLAS sgemm rounds its running total at every term: it landed 1.5x (3x3 conv, K = 576) to 3x (1x1
 conv, K = 2048) further from float64 than the chunked sum, and 1.4-1.7x further than PyTorch's (oneDNN's)
-convolutions; on deep BatchNorm nets at batch 4 that failed issue 12's drop-in rule (the
-fast_neural_style and unet_amp scripts, tests/dropin/). Bounds sit between the two, measured with OpenBLAS's
+convolutions; that failed issue 12's drop-in rule on the fast_neural_style script (tests/dropin/). Bounds sit between the two, measured with OpenBLAS's
 SkylakeX, Haswell and Sandybridge kernels (OPENBLAS_CORETYPE): whole-K / chunked in the comments."""
 import numpy as np
 import pytest

@@ -148,9 +148,10 @@ CONV_DEFINE_GEMM(double, f64, scipy_cblas_dgemm)
 
 /* float32: the sum over K in chunks of CONV_KCHUNK (conv_geom.h), each chunk's gemm adding onto C. A whole-K
  * OpenBLAS sgemm rounds one running total per output at every term: on a 3x3 conv (K = C*9) or a deep 1x1 conv
- * (K = C) it landed 1.4-1.7x further from float64 than PyTorch's oneDNN convolutions (rms per output), and two
- * drop-in scripts (tests/dropin: fast_neural_style, unet_amp) failed issue 12's 3x rule on it. Chunked: 0.5-0.9x
- * PyTorch's (tests/test_conv_accuracy.py), for +1% instructions. float64 needs no chunking. */
+ * (K = C) it landed 1.4-1.7x further from float64 than PyTorch's oneDNN convolutions (rms per output), and a
+ * drop-in script (tests/dropin: fast_neural_style) failed issue 12's 3x rule on it. Chunked: 0.5-0.9x PyTorch's
+ * (tests/test_conv_accuracy.py), for +1% instructions. float64 needs no chunking, half precision gains nothing
+ * from it (conv_half.c). */
 static inline void conv_gemm_f32(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
                                  int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
     if (K <= CONV_KCHUNK) {
