@@ -20,6 +20,12 @@ typedef struct {
     int64_t xs[4];        /* element strides of inp (N, C, H, W) */
 } conv_geom;
 
+/* float32 sums of a convolution or linear layer run in chunks of this many terms, each chunk's total added onto
+ * the output (CPU: conv_gemm_f32 in kernels/cpu/conv_internal.h; CUDA: the direct kernels of conv_direct.cu):
+ * one running float32 total over a long K (C*R*S, or C) rounds at every term and lands 1.4-3x further from
+ * float64 (tests/test_conv_accuracy.py). */
+#define CONV_KCHUNK 128
+
 /* The CPU's algorithms (kernels/cpu/conv.h says when each runs); the CUDA backend has its own candidates. */
 typedef enum { CONV_ALGO_IM2COL = 0, CONV_ALGO_POINTWISE = 1, CONV_ALGO_DEPTHWISE = 2 } conv_algo;
 typedef enum { CONV_FORWARD = 0, CONV_BACKWARD_DATA = 1, CONV_BACKWARD_WEIGHT = 2 } conv_pass;

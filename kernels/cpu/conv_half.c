@@ -2,7 +2,9 @@
  * arithmetic in float32, each result rounded once. Inputs are widened tile by tile as they are gathered and
  * results rounded a tile (forward), a block of planes (input-gradient) or once (weight-gradient) at a time, so the
  * workspace holds the widened weight (or the float32 weight-gradient) and per-thread float32 tiles, never a
- * float32 copy of an activation (hb_plan in conv_internal.h). conv.c dispatches to them. */
+ * float32 copy of an activation (hb_plan in conv_internal.h). conv.c dispatches to them.
+ * The gemms sum K in one piece (conv_gemm_f32_whole), not in float32's chunks (conv_internal.h): a result rounded
+ * to half precision (2^-8 or 2^-11) gains nothing from a float32 sum 1e-7 nearer float64. */
 #include "conv_internal.h"
 #include "bf16_convert.h"
 #include "gemm_bf16.h"
@@ -219,9 +221,9 @@ int conv2d_forward_half(uint16_t *out, const uint16_t *x, const uint16_t *w, con
         const int64_t n = u / (G * ntile), grp = u / ntile % G, s0 = u % ntile * tile, cnt = min64(tile, PQ - s0);
         float *col = bufs + (int64_t)omp_get_thread_num() * tile * (CRS + Kg), *ot = col + tile * CRS;
         im2col_h(col, cnt, x, g, n, grp, s0, cnt, 0, CRS, dt);
-        /* bias first, then gemm onto it, as the float32 forward does: the same sums, so the same roundings */
+        /* bias first, then gemm onto it, as the float32 forward does (which sums K > 128 in chunks) */
         if (bias) conv_fill_rows_f32(ot, b32 + grp * Kg, Kg, cnt, cnt);
-        conv_gemm_f32(0, 0, Kg, cnt, CRS, 1, w32 + grp * Kg * CRS, CRS, col, cnt, bias ? 1 : 0, ot, cnt);
+        conv_gemm_f32_whole(0, 0, Kg, cnt, CRS, 1, w32 + grp * Kg * CRS, CRS, col, cnt, bias ? 1 : 0, ot, cnt);
         round_rows_h(out + (n * K + grp * Kg) * PQ + s0, PQ, ot, Kg, cnt, dt);
     }
     conv_blas_single_end(pl.nt);
@@ -339,8 +341,8 @@ int conv2d_backward_data_half(uint16_t *dx, const uint16_t *dout, const uint16_t
         for (int64_t s0 = 0; s0 < PQ; s0 += tile) {
             const int64_t cnt = min64(tile, PQ - s0);
             widen_rows_h(g32, dout + (n * K + grp * Kg) * PQ + s0, PQ, Kg, cnt, dt);
-            conv_gemm_f32(1, 0, (c1 - c0) * RS, cnt, Kg, 1, w32 + grp * Kg * CRS + c0 * RS, CRS, g32, cnt, 0, dcol,
-                          cnt);
+            conv_gemm_f32_whole(1, 0, (c1 - c0) * RS, cnt, Kg, 1, w32 + grp * Kg * CRS + c0 * RS, CRS, g32, cnt, 0,
+                                dcol, cnt);
             conv_col2im_f32(plane, dcol, g, c0, c1, s0, cnt);
         }
         round_rows_h(dx + (n * C + grp * Cg + c0) * HW, HW, plane, c1 - c0, HW, dt);
@@ -388,8 +390,8 @@ int conv2d_backward_weight_half(uint16_t *dw, const uint16_t *dout, const uint16
                     for (int64_t ja = j0; ja < j1; ja += pl.chunk) {
                         const int64_t jb = min64(j1, ja + pl.chunk);
                         im2col_h(col, cnt, x, g, n, grp, s0, cnt, ja, jb, dt);
-                        conv_gemm_f32(0, 1, Kg, jb - ja, cnt, 1, g32, cnt, col, cnt, 1, dw32 + grp * Kg * CRS + ja,
-                                      CRS);
+                        conv_gemm_f32_whole(0, 1, Kg, jb - ja, cnt, 1, g32, cnt, col, cnt, 1,
+                                            dw32 + grp * Kg * CRS + ja, CRS);
                     }
                 }
             }

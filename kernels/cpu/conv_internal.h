@@ -158,8 +158,28 @@ int conv_bias_backward_half(uint16_t *db, const uint16_t *t, int64_t N, int64_t 
              (blasint)K, alpha, A, (blasint)(lda > 0 ? lda : 1), B, (blasint)(ldb > 0 ? ldb : 1), beta, C,         \
              (blasint)(ldc > 0 ? ldc : 1));                                                                     \
     }
-CONV_DEFINE_GEMM(float, f32, scipy_cblas_sgemm)
+CONV_DEFINE_GEMM(float, f32_whole, scipy_cblas_sgemm)
 CONV_DEFINE_GEMM(double, f64, scipy_cblas_dgemm)
+
+/* float32: the sum over K in chunks of CONV_KCHUNK (conv_geom.h), each chunk's gemm adding onto C. A whole-K
+ * OpenBLAS sgemm rounds one running total per output at every term: on a 3x3 conv (K = C*9) or a deep 1x1 conv
+ * (K = C) it landed 1.4-1.7x further from float64 than PyTorch's oneDNN convolutions (rms per output), and a
+ * drop-in script (tests/dropin: fast_neural_style) failed issue 12's 3x rule on it. Chunked: 0.5-0.9x PyTorch's
+ * (tests/test_conv_accuracy.py), for +1% instructions. float64 needs no chunking, half precision gains nothing
+ * from it (conv_half.c). */
+static inline void conv_gemm_f32(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                                 int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
+    if (K <= CONV_KCHUNK) {
+        conv_gemm_f32_whole(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    for (int64_t k0 = 0; k0 < K; k0 += CONV_KCHUNK) {
+        const int64_t kc = K - k0 < CONV_KCHUNK ? K - k0 : CONV_KCHUNK;
+        /* op(A) (M, K) is A[m][k] (ta = 0) or A[k][m] (ta = 1); op(B) (K, N) is B[k][n] or B[n][k] */
+        const float *a = ta ? A + k0 * lda : A + k0, *b = tb ? B + k0 : B + k0 * ldb;
+        conv_gemm_f32_whole(ta, tb, M, N, kc, alpha, a, lda, b, ldb, k0 ? 1.0f : beta, C, ldc);
+    }
+}
 
 #define CONV_DECLARE_TYPED(T, SUF)                                                                              \
     /* conv_im2col.c (see there) */                                                                             \

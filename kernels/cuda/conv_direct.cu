@@ -6,11 +6,24 @@
  *  - the bias fill (the forward writes the bias first and cuDNN adds onto it, as the CPU kernel does with gemm),
  *  - the bias gradient (per-channel sums) and column sums (the linear layer's bias gradient), in double as on
  *    the CPU, by block reductions in a fixed order: deterministic.
- * Arithmetic: float for float32/float16/bfloat16, double for float64 (gm_cu_type's acc). */
+ * Arithmetic: float for float32/float16/bfloat16, double for float64 (gm_cu_type's acc). A float32 sum runs in
+ * chunks of CONV_KCHUNK terms added onto the total, as the CPU's gemm does (conv_geom.h says why). */
 #include "conv.h"
 #include "cuda_common.cuh"
 
 /* ---- direct passes ---------------------------------------------------------------------------------------- */
+/* part += v; every CONV_KCHUNK terms of a float32 sum, part moves onto total. float64 sums run in one piece, and
+ * so do float16/bfloat16 ones, as on the CPU (conv_half.c says why). */
+template <int DT, typename A>
+__device__ __forceinline__ void chunk_add(A &total, A &part, int &terms, A v) {
+    part += v;
+    if (DT == GM_F32 && ++terms == CONV_KCHUNK) {
+        total += part;
+        part = 0;
+        terms = 0;
+    }
+}
+
 template <int DT>
 __global__ void direct_fwd(void *out, const void *inp, const void *wt, const void *bias, conv_geom g, int64_t total) {
     typedef typename gm_cu_type<DT>::st S;
@@ -19,7 +32,8 @@ __global__ void direct_fwd(void *out, const void *inp, const void *wt, const voi
     GM_CU_GRID_STRIDE(i, total) {
         const int64_t q = i % g.Q, t1 = i / g.Q, p = t1 % g.P, t2 = t1 / g.P, k = t2 % g.K, n = t2 / g.K;
         const int64_t grp = k / Kg;
-        A acc = bias ? gm_cu_ld<DT>((const S *)bias + k) : (A)0;
+        A acc = bias ? gm_cu_ld<DT>((const S *)bias + k) : (A)0, part = 0;
+        int terms = 0;
         const S *x = (const S *)inp + n * g.xs[0] + grp * Cg * g.xs[1];
         const S *w = (const S *)wt + k * Cg * g.R * g.S;
         for (int64_t c = 0; c < Cg; c++)
@@ -29,11 +43,11 @@ __global__ void direct_fwd(void *out, const void *inp, const void *wt, const voi
                 for (int64_t s = 0; s < g.S; s++) {
                     const int64_t x_ = q * g.sw - g.pw + s * g.dw;
                     if (x_ < 0 || x_ >= g.W) continue;
-                    acc += gm_cu_ld<DT>(x + c * g.xs[1] + h * g.xs[2] + x_ * g.xs[3]) *
-                           gm_cu_ld<DT>(w + (c * g.R + r) * g.S + s);
+                    chunk_add<DT>(acc, part, terms, gm_cu_ld<DT>(x + c * g.xs[1] + h * g.xs[2] + x_ * g.xs[3]) *
+                                                        gm_cu_ld<DT>(w + (c * g.R + r) * g.S + s));
                 }
             }
-        gm_cu_st<DT>((S *)out + i, acc);
+        gm_cu_st<DT>((S *)out + i, acc + part);
     }
 }
 
@@ -47,7 +61,8 @@ __global__ void direct_bwd_data(void *dinp, const void *dout, const void *wt, co
     GM_CU_GRID_STRIDE(i, total) {
         const int64_t w_ = i % g.W, t1 = i / g.W, h = t1 % g.H, t2 = t1 / g.H, c = t2 % g.C, n = t2 / g.C;
         const int64_t grp = c / Cg, cc = c - grp * Cg;
-        A acc = bias ? gm_cu_ld<DT>((const S *)bias + c) : (A)0;
+        A acc = bias ? gm_cu_ld<DT>((const S *)bias + c) : (A)0, part = 0;
+        int terms = 0;
         for (int64_t r = 0; r < g.R; r++) {
             const int64_t ph = h + g.ph - r * g.dh; /* = p * sh */
             if (ph < 0 || ph % g.sh) continue;
@@ -60,12 +75,13 @@ __global__ void direct_bwd_data(void *dinp, const void *dout, const void *wt, co
                 if (q >= g.Q) continue;
                 for (int64_t kk = 0; kk < Kg; kk++) {
                     const int64_t k = grp * Kg + kk;
-                    acc += gm_cu_ld<DT>((const S *)dout + ((n * g.K + k) * g.P + p) * g.Q + q) *
-                           gm_cu_ld<DT>((const S *)wt + ((k * Cg + cc) * g.R + r) * g.S + s);
+                    chunk_add<DT>(acc, part, terms,
+                              gm_cu_ld<DT>((const S *)dout + ((n * g.K + k) * g.P + p) * g.Q + q) *
+                                  gm_cu_ld<DT>((const S *)wt + ((k * Cg + cc) * g.R + r) * g.S + s));
                 }
             }
         }
-        gm_cu_st<DT>((S *)dinp + i, acc);
+        gm_cu_st<DT>((S *)dinp + i, acc + part);
     }
 }
 
