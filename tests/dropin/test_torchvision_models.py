@@ -42,6 +42,27 @@ def test_the_table_has_every_cnn_builder(torch_worker):
                                 f"not builders: {sorted(set(SPECS) - cnns)}")
 
 
+def _conditioning(name, check, bad, ref64, gm_worker, workdir):
+    """Whether the arrays `bad` of a training run are rounding amplified by the steps, not a bug: gpumemnet's float64
+    run of the same steps equals PyTorch's in step 1 (every kernel and gradient right), and the first forward
+    (outputs, loss: well conditioned at batch 4) is within the rule in the run's own precision too, where a
+    kernel bug of that precision would show. Later steps and near-zero gradients are then rounding amplified
+    (README.md). Records and warns when accepted; otherwise puts the float64 verdict first in `bad`."""
+    out64 = str(workdir / f"{name}.float64.gm.npz")
+    a64 = gm_worker.request(task="train", model=name, mode="float64", steps=STEPS, init=init_path(workdir, name),
+                            out=out64)
+    agrees, why = dropin_harness.float64_diagnosis(dropin_harness.load(out64), ref64) if a64["ok"] else \
+        (False, f"gpumemnet's float64 run failed: {a64['error']}")
+    if a64["ok"]:
+        os.remove(out64)
+    if agrees and not any(k.startswith("step0/") or k == "warnings" for k, _ in bad):
+        warnings.warn(f"{name} {check}: {len(bad)} array(s) beyond the rule after the steps; {why}")
+        record(name, check, f"ok (conditioning: {len(bad)} array(s) beyond the rule)")
+        return True
+    bad.insert(0, ("float64", why))
+    return False
+
+
 @pytest.mark.parametrize("name", cases("train", SPECS))
 def test_trains_like_pytorch(name, reference, gm_worker, workdir):
     spec = SPECS[name]
@@ -56,22 +77,8 @@ def test_trains_like_pytorch(name, reference, gm_worker, workdir):
         _gm_failed(name, "train", ans)
     bad = compare(dropin_harness.load(out), ref32, ref64)
     os.remove(out)
-    if bad:  # tell conditioning from a bug: the same steps in float64 on both sides
-        out64 = str(workdir / f"{name}.float64.gm.npz")
-        a64 = gm_worker.request(task="train", model=name, mode="float64", steps=STEPS,
-                                init=init_path(workdir, name), out=out64)
-        agrees, why = dropin_harness.float64_diagnosis(dropin_harness.load(out64), ref64) if a64["ok"] else \
-            (False, f"gpumemnet's float64 run failed: {a64['error']}")
-        if a64["ok"]:
-            os.remove(out64)
-        # Accepted as conditioning when gpumemnet float64 = PyTorch float64 in step 1 and the first forward
-        # (outputs, loss: well conditioned at batch 4) is within the rule in float32 too; a float32-only kernel
-        # bug shows there. Later steps and near-zero gradients are then rounding amplified (README.md).
-        if agrees and not any(k.startswith("step0/") for k, _ in bad):
-            warnings.warn(f"{name}: {len(bad)} array(s) beyond the float32 rule after the steps; {why}")
-            record(name, "train", f"ok (conditioning: {len(bad)} array(s) beyond the float32 rule)")
-            return
-        bad.insert(0, ("float64", why))
+    if bad and _conditioning(name, "train", bad, ref64, gm_worker, workdir):
+        return
     record(name, "train", describe(bad).replace("\n", " ") if bad else "ok")
     # step time gm / PyTorch at this size, 1 thread each, steps after the first (the issue's closing figures)
     t_gm, t_torch = ans["step_seconds"][1:], reference.answer(name, "float32")["step_seconds"][1:]
@@ -134,7 +141,8 @@ def test_amp_loop_like_pytorch(name, mode, reference, gm_worker, workdir):
     """amp: torch.autocast("cpu", dtype=torch.bfloat16) + torch.amp.GradScaler("cpu"), judged by the float64 rule
     alone (bfloat16 is far from 1e-3 by design). cuda_amp: the reference script's torch.cuda.amp.autocast() +
     torch.cuda.amp.GradScaler() on a machine without CUDA, which PyTorch disables with a warning (a float32 run):
-    gpumemnet must do the same, warning included."""
+    gpumemnet must do the same, warning included. Arrays beyond the rule after the steps are accepted as
+    conditioning on the training comparison's terms (_conditioning)."""
     ref, ref64 = reference(name, mode), reference(name, "float64")
     out = str(workdir / f"{name}.{mode}.gm.npz")
     ans = gm_worker.request(task="train", model=name, mode=mode, steps=STEPS, init=init_path(workdir, name),
@@ -149,5 +157,9 @@ def test_amp_loop_like_pytorch(name, mode, reference, gm_worker, workdir):
     disabling = [w for w in reference.answer(name, mode)["warnings"] if "disabling" in w.lower()]
     if disabling and not any("disabl" in w.lower() for w in ans["warnings"]):
         bad.append(("warnings", f"PyTorch warns {disabling}; gpumemnet does not say it disables anything"))
+    # judged as the float32 training comparison is: bfloat16 and a float32 run amplify rounding through the same
+    # steps (BatchNorm over the 1 x 1 maps of the last stage at batch 4)
+    if bad and _conditioning(name, mode, bad, ref64, gm_worker, workdir):
+        return
     record(name, mode, describe(bad).replace("\n", " ") if bad else "ok")
     assert not bad, describe(bad)
