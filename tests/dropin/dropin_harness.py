@@ -155,8 +155,10 @@ def float64_diagnosis(got64, ref64, tol=1e-6):
         d = float(np.max(np.abs(got64[k] - r))) if np.size(r) else 0.0
         worst.append((d / max(float(np.max(np.abs(r))) if np.size(r) else 0.0, 1e-6 * scale[kind(k)], 1e-300),
                       k))
+    if not worst:  # nothing from before the first step to judge by: no verdict of conditioning
+        return False, "no step-1 outputs or gradients were saved to tell conditioning from a bug"
     worst.sort(reverse=True)
-    e, k = worst[0] if worst else (0.0, "")
+    e, k = worst[0]
     if e <= tol:
         return True, f"gpumemnet float64 matches PyTorch float64 in step 1's outputs and gradients (worst {e:.2g} " \
                f"in {k}): the float32 difference is the steps' conditioning"

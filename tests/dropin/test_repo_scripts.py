@@ -6,6 +6,7 @@ of PyTorch float32, or no further from PyTorch float64 (the script's --double) t
 import os
 import subprocess
 import sys
+import warnings
 
 import pytest
 
@@ -78,5 +79,18 @@ def test_script_runs_like_pytorch(case, torch_runs):
         record(case, "script", f"{error}" + (f" (missing: {', '.join(report)})" if report else ""))
         pytest.fail(f"`python -m gpumemnet run {script}` failed:\n{r.stderr[-4000:]}")
     bad = compare(dropin_harness.load(out), dropin_harness.load(t32), dropin_harness.load(t64))
+    if bad:  # conditioning or a bug: the same script in float64 (--double) on both sides, as the builders' check
+        out64 = str(d / f"{case}.gm64.npz")
+        r64 = run([sys.executable, "-m", "gpumemnet", "run", os.path.join(SCRIPTS_DIR, script), *args,
+                   "--init", init, "--out", out64, "--double"], d)
+        agrees, why = dropin_harness.float64_diagnosis(dropin_harness.load(out64), dropin_harness.load(t64)) \
+            if r64.returncode == 0 else (False, f"gpumemnet's --double run failed: {r64.stderr[-500:]}")
+        # accepted as in test_torchvision_models._conditioning: float64 agrees before any step, and step 1's loss
+        # is within the rule in the run's own precision (a kernel bug of that precision shows there)
+        if agrees and not any(k.startswith("step0/") for k, _ in bad):
+            warnings.warn(f"{case}: {len(bad)} array(s) beyond the rule after the steps; {why}")
+            record(case, "script", f"ok (conditioning: {len(bad)} array(s) beyond the rule)")
+            return
+        bad.insert(0, ("float64", why))
     record(case, "script", describe(bad).replace("\n", " ") if bad else "ok")
     assert not bad, describe(bad)

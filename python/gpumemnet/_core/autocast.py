@@ -122,11 +122,13 @@ def _cast(t, dtype):
 
 
 def lower(*tensors):
-    """Inputs of a lower-precision op, cast to the autocast dtype (floating tensors on the autocast device)."""
+    """Inputs of a lower-precision op, cast to the autocast dtype (floating tensors on the autocast device). float64
+    tensors are left as they are, as PyTorch's autocast leaves them (its is_eligible: floating and not double), so
+    a model.double() run under autocast stays a float64 run."""
     if not _state.enabled:
         return tensors
     dt = _state.dtype
-    return tuple(_cast(t, dt) if t is not None and isinstance(t, _C.TensorBase) and t._dtype <= 3 and
+    return tuple(_cast(t, dt) if t is not None and isinstance(t, _C.TensorBase) and t._dtype in (0, 2, 3) and
                  t._dtype != dt.code and _applies(t) else t for t in tensors)
 
 

@@ -176,6 +176,10 @@ def main():
             optimizer.zero_grad(set_to_none=True)
             grad_scaler.scale(loss).backward()
             grad_scaler.unscale_(optimizer)
+            if global_step == 0:  # for the test's float64 diagnosis: step 1's loss and gradients, before any step
+                first = {"step0/loss": np.array(loss.item())}
+                first.update({f"grad/{k}": p.grad.detach().cpu().double().numpy()
+                              for k, p in model.named_parameters() if p.grad is not None})
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             grad_scaler.step(optimizer)
             grad_scaler.update()
@@ -188,7 +192,7 @@ def main():
         scores.append(float(val_score))
         print(f"Validation Dice score: {val_score:.4f}")
 
-    result = {"losses": np.array(losses), "dice": np.array(scores)}
+    result = {"losses": np.array(losses), "dice": np.array(scores), **first}
     result.update({f"state/{k}": v.detach().cpu().double().numpy() for k, v in model.state_dict().items()})
     np.savez(args.out, **result)
 
