@@ -295,6 +295,21 @@ int sgd_step(void *const *param, const void *const *grad, void *const *momentum_
     return GM_OK;
 }
 
+/* The per-tensor constants of one Adam/AdamW step (bias corrections of step `step`), shared by the fused step and
+ * the mixed-dtype step so both update identically. */
+static adam_consts adam_make_consts(const adam_hparams *h, int64_t step) {
+    adam_consts c;
+    c.sign = h->maximize ? -1.0 : 1.0;
+    c.w1 = 1.0 - h->beta1;
+    c.beta2 = h->beta2;
+    c.eps = h->eps;
+    c.l2 = h->decoupled ? 0.0 : h->weight_decay;
+    c.decay = h->decoupled ? 1.0 - h->lr * h->weight_decay : 1.0;
+    c.step_size = h->lr / (1.0 - pow(h->beta1, (double)step));
+    c.bc2_sqrt = sqrt(1.0 - pow(h->beta2, (double)step));
+    return c;
+}
+
 int adam_step(void *const *param, const void *const *grad, void *const *exp_avg, void *const *exp_avg_sq,
               void *const *max_exp_avg_sq, const int64_t *step, const int64_t *numel, const gm_dtype *dt,
               int ntensors, const adam_hparams *h, int nthreads) {
@@ -310,15 +325,7 @@ int adam_step(void *const *param, const void *const *grad, void *const *exp_avg,
     int nt = nthreads > 0 ? nthreads : 1;
 #pragma omp parallel num_threads(nt) if (nt > 1 && total >= OPTIM_PARALLEL_MIN)
     for (int t = 0; t < ntensors; t++) {
-        adam_consts c;
-        c.sign = h->maximize ? -1.0 : 1.0;
-        c.w1 = 1.0 - h->beta1;
-        c.beta2 = h->beta2;
-        c.eps = h->eps;
-        c.l2 = h->decoupled ? 0.0 : h->weight_decay;
-        c.decay = h->decoupled ? 1.0 - h->lr * h->weight_decay : 1.0;
-        c.step_size = h->lr / (1.0 - pow(h->beta1, (double)step[t]));
-        c.bc2_sqrt = sqrt(1.0 - pow(h->beta2, (double)step[t]));
+        const adam_consts c = adam_make_consts(h, step[t]);
         void *vmax = h->amsgrad ? max_exp_avg_sq[t] : NULL;
         switch (dt[t]) {
         case GM_F32: adam_f32(param[t], grad[t], exp_avg[t], exp_avg_sq[t], vmax, numel[t], &c); break;
@@ -336,15 +343,7 @@ int adam_step_mixed(void *gp, float *master, float *exp_avg, float *exp_avg_sq, 
     if (dt != GM_F16 && dt != GM_BF16 && dt != GM_F32) return GM_ERR_UNSUPPORTED;
     if (numel == 0) return GM_OK;
     if (!gp || !master || !exp_avg || !exp_avg_sq || (h->amsgrad && !max_exp_avg_sq)) return GM_ERR_ARG;
-    adam_consts c;
-    c.sign = h->maximize ? -1.0 : 1.0;
-    c.w1 = 1.0 - h->beta1;
-    c.beta2 = h->beta2;
-    c.eps = h->eps;
-    c.l2 = h->decoupled ? 0.0 : h->weight_decay;
-    c.decay = h->decoupled ? 1.0 - h->lr * h->weight_decay : 1.0;
-    c.step_size = h->lr / (1.0 - pow(h->beta1, (double)step));
-    c.bc2_sqrt = sqrt(1.0 - pow(h->beta2, (double)step));
+    const adam_consts c = adam_make_consts(h, step);
     const int ams = h->amsgrad != 0;
     int nt = nthreads > 0 ? nthreads : 1;
 #pragma omp parallel num_threads(nt) if (nt > 1 && numel >= OPTIM_PARALLEL_MIN)
