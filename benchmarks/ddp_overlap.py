@@ -24,27 +24,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def worker(args):
-    import numpy as np
-
-    import gpumemnet as gm
-    import gpumemnet.distributed as dist
     import gpumemnet.nn.functional as F
     from gpumemnet.nn.parallel import DistributedDataParallel as DDP
     sys.path.insert(0, HERE)
-    from train_step import digits_cnn, story_gap
+    from _ddp_nets import rank_batches, start_rank
 
-    gm.set_num_threads(1)
-    dist.init_process_group("mpi")
-    rank, world = dist.get_rank(), dist.get_world_size()
-    nets = {"gap": (lambda: story_gap(gm.nn, scale=8), (8, 2, 96, 96), 1000),
-            "digits": (lambda: digits_cnn(gm.nn), (64, 1, 8, 8), 10)}
+    gm, dist, rank, world = start_rank()
     out = []
-    for name, (build, shape, classes) in nets.items():
-        rng = np.random.default_rng(0)
-        per = shape[0] // world
-        x_all = rng.standard_normal(shape).astype(np.float32)
-        y_all = rng.integers(0, classes, shape[0])
-        x, y = gm.tensor(x_all[rank * per:(rank + 1) * per]), gm.tensor(y_all[rank * per:(rank + 1) * per])
+    for name, build, x, y in rank_batches(gm, rank, world, ("gap", "digits")):
         gm.manual_seed(0)
         ddp = DDP(build(), bucket_cap_mb=args.bucket_kb / 1024)
         launches = []

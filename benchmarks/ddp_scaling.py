@@ -28,19 +28,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 # ---- worker (runs under mpiexec) --------------------------------------------------------------------------------
 def worker(args):
-    import numpy as np
-
-    import gpumemnet as gm
-    import gpumemnet.distributed as dist
     import gpumemnet.nn.functional as F
     from gpumemnet.distributed.optim import ZeroRedundancyOptimizer
     from gpumemnet.nn.parallel import DistributedDataParallel as DDP
     sys.path.insert(0, HERE)
-    from train_step import digits_cnn, story_gap
+    from _ddp_nets import NETS, rank_batches, start_rank
 
-    gm.set_num_threads(1)
-    dist.init_process_group("mpi")
-    rank, world = dist.get_rank(), dist.get_world_size()
+    gm, dist, rank, world = start_rank()
     sent = {"bytes": 0, "ring": 0.0}
 
     def counting(fn, arg, ring):
@@ -58,15 +52,8 @@ def worker(args):
     dist.reduce_scatter_tensor = counting(dist.reduce_scatter_tensor, 1, (world - 1) / world)
     dist.all_gather_into_tensor = counting(dist.all_gather_into_tensor, 0, (world - 1) / world)
 
-    nets = {"digits": (lambda: digits_cnn(gm.nn), (64, 1, 8, 8), 10),
-            "gap": (lambda: story_gap(gm.nn, scale=8), (8, 2, 96, 96), 1000)}
     out = []
-    for name, (build, shape, classes) in nets.items():
-        rng = np.random.default_rng(0)
-        x_all = rng.standard_normal(shape).astype(np.float32)
-        y_all = rng.integers(0, classes, shape[0])
-        per = shape[0] // world
-        x, y = gm.tensor(x_all[rank * per:(rank + 1) * per]), gm.tensor(y_all[rank * per:(rank + 1) * per])
+    for name, build, x, y in rank_batches(gm, rank, world, ("digits", "gap")):
         for zero in ((0,) if args.timing_only else (0, 1, 2)):
             gm.manual_seed(0)
             model = build()
@@ -91,7 +78,7 @@ def worker(args):
                 times.append(time.perf_counter() - t)
             stats = gm.memory.memory_stats("cpu")
             out.append(dict(net=name, zero=zero, world=world, rank=rank, step_s=statistics.median(times),
-                            batch=shape[0], peak=stats["allocated"]["peak"],
+                            batch=NETS[name][1][0], peak=stats["allocated"]["peak"],
                             optimizer=stats["by_category"]["optimizer"]["current"],
                             comm_at_peak=stats["at_peak"]["by_category"]["communication"],
                             sent_per_step=sent["bytes"] // args.steps, ring_per_step=sent["ring"] / args.steps,
