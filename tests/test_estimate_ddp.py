@@ -8,8 +8,8 @@ import pytest
 import gpumemnet as gm
 import gpumemnet.nn.functional as F
 from gpumemnet.demo import make_model
+from dist_workers.rank_step import measured_step
 from gpumemnet.distributed import _comm
-from gpumemnet.distributed.optim import ZeroRedundancyOptimizer as ZeRO
 from gpumemnet.nn.parallel import DistributedDataParallel as DDP
 
 
@@ -22,27 +22,12 @@ def meta_is_left_empty():
 
 def _real(model, x, y, world_size, zero, rank, segments=None):
     """One rank's first step on the CPU, set up as estimate() describes it; (bytes the wrapper holds, step peak)."""
-    group = _comm.Simulated(rank, world_size)
-    a0 = gm.memory.memory_allocated("cpu")
-    inner = model
+    inner = None
     if segments:
         from gpumemnet.memory._distributed import _Checkpointed
         inner = _Checkpointed(model, segments)
-    wrapped = inner if zero == 2 else DDP(inner, process_group=group)
-    held = gm.memory.memory_allocated("cpu") - a0
-    params = list(model.parameters())
-    opt = ZeRO(params, optimizer_class=gm.optim.Adam, process_group=group, stage=zero) if zero else \
-        gm.optim.Adam(params)
-    gc.collect()
-    gm.memory.reset_peak_memory_stats("cpu")
-    base = gm.memory.memory_allocated("cpu")
-    out = wrapped(x)
-    loss = F.cross_entropy(out, y)
-    del out
-    loss.backward()
-    del loss
-    opt.step()
-    return held, gm.memory.max_memory_allocated("cpu") - base
+    held, peak, _ = measured_step(model, x, y, zero, _comm.Simulated(rank, world_size), inner)
+    return held, peak
 
 
 CASES = [(2, 0, 0), (2, 1, 0), (2, 1, 1), (2, 2, 0), (3, 1, 2), (3, 2, 1), (3, 2, 2), (1, 0, 0)]

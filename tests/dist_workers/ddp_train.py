@@ -21,6 +21,7 @@ import gpumemnet.nn.functional as F
 from gpumemnet.demo import make_model
 from gpumemnet.distributed.optim import ZeroRedundancyOptimizer
 from gpumemnet.nn.parallel import DistributedDataParallel as DDP
+from rank_step import measured_step
 
 dist.init_process_group("mpi")
 rank, world = dist.get_rank(), dist.get_world_size()
@@ -133,24 +134,8 @@ def check_memory(zero):
     gc.collect()
     gm.memory.empty_cache("cpu")
     gm.memory.reset_peak_memory_stats("cpu")
-    a0 = gm.memory.memory_allocated("cpu")
-    wrapped = model if zero == 2 else DDP(model)
-    held = gm.memory.memory_allocated("cpu") - a0
-    params = list(model.parameters())
-    opt = ZeroRedundancyOptimizer(params, optimizer_class=gm.optim.Adam, stage=zero) if zero else \
-        gm.optim.Adam(params)
-    gc.collect()
-    gm.memory.reset_peak_memory_stats("cpu")
-    base = gm.memory.memory_allocated("cpu")
-    out = wrapped(x)
-    loss = F.cross_entropy(out, y)
-    del out
-    loss.backward()
-    del loss
-    opt.step()
+    held, peak, whole = measured_step(model, x, y, zero)
     stats = gm.memory.memory_stats("cpu")
-    peak = stats["allocated"]["peak"] - base
-    whole = stats["allocated"]["peak"]
     got = (held, peak, whole)
     want = (est.comm_bytes, est.peak, est.total)
     if got != want:
