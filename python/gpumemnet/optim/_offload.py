@@ -40,6 +40,24 @@ __all__ = ["OffloadMixin"]
 _F32 = as_dtype("float32").code
 
 
+def _staged(dst, src, dev_t, cat, transfer, down):
+    """Copy between the device tensor dev_t (src when down, dst when up) and a host fp32 tensor, in the device's
+    dtype across the link: transfer(dst, src) moves the bytes between device and host (copy_to_host/to_device
+    count them in bytes_moved, _C.copy_ does not) and, for a half dev_t, a host buffer of its dtype (tagged cat)
+    holds them while the host widens (down) or rounds (up) there, so the link carries half the bytes."""
+    if dev_t._dtype == _F32:
+        transfer(dst, src)
+        return
+    with category(cat):
+        stage = _off.host_empty(dev_t.shape, dev_t._dtype, dev_t._device)
+    if down:
+        transfer(stage, src)
+        _C.copy_(dst, stage)
+    else:
+        _C.copy_(stage, src)
+        transfer(dst, stage)
+
+
 class OffloadMixin:
     """The host side of an offloading optimizer. A subclass calls _init_offload(offload) in __init__ and, in
     _step_group, hands a group's (params, grads) to _offloaded(...) when self._offloads(params)."""
@@ -83,13 +101,7 @@ class OffloadMixin:
         if m is None:
             m = self._masters[p] = self._host_state(p, "master", zero=False)
         # One-time (per resync) download, not part of a step's traffic: not counted in bytes_moved.
-        if p._dtype == _F32:
-            _C.copy_(m, p)
-        else:
-            with category("workspace"):
-                stage = _off.host_empty(p.shape, p._dtype, p._device)
-            _C.copy_(stage, p)
-            _C.copy_(m, stage)
+        _staged(m, p, p, "workspace", _C.copy_, down=True)
         return m
 
     def _host_grad(self, g, device):
@@ -97,24 +109,12 @@ class OffloadMixin:
         if not g.is_contiguous():
             g = g.contiguous()
         with category("gradient"):
-            if g._dtype == _F32:
-                gh = _off.host_empty(g.shape, _F32, device)
-                _off.copy_to_host(gh, g)
-                return gh
-            stage = _off.host_empty(g.shape, g._dtype, device)
-            _off.copy_to_host(stage, g)
             gh = _off.host_empty(g.shape, _F32, device)
-        _C.copy_(gh, stage)
+        _staged(gh, g, g, "gradient", _off.copy_to_host, down=True)
         return gh
 
     def _upload(self, p, master):
-        if p._dtype == _F32:
-            _off.copy_to_device(p, master)
-        else:
-            with category("workspace"):
-                stage = _off.host_empty(p.shape, p._dtype, p._device)
-            _C.copy_(stage, master)
-            _off.copy_to_device(p, stage)
+        _staged(p, master, p, "workspace", _off.copy_to_device, down=False)
         self._synced[p] = p._version
 
     def _offloaded(self, params, grads, prepare, update, mixed=None):
