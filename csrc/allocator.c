@@ -77,6 +77,7 @@ void *gm_cuda_host_alloc(size_t size, int *out_of_memory);
 void *gm_cuda_host_alloc_mapped(size_t size, int *out_of_memory);
 void gm_cuda_host_free(void *p);
 int gm_cuda_event_record(void **event, int *event_dev, int device);
+int gm_cuda_event_record_copy(void **event, int *event_dev, int device);
 int gm_cuda_event_done(void *event);
 void gm_cuda_event_destroy(void *event);
 #endif
@@ -609,6 +610,21 @@ int gm_block_is_pinned(const gm_block *b) { return b && b->owner->pinned; }
 #ifdef GM_WITH_CUDA
 int gm_block_record_stream(gm_block *b, int device) {
     return gm_cuda_event_record(&b->event, &b->event_dev, device);
+}
+
+/* A block the copy stream used: the same pending list holds it once freed. Blocks are otherwise handed out in the
+ * compute stream's order only, so this is what keeps a block the copy stream still reads (a gradient going down)
+ * or writes (a prefetch coming up) from going to the next op. */
+int gm_block_record_copy_stream(gm_block *b, int device) {
+    return gm_cuda_event_record_copy(&b->event, &b->event_dev, device);
+}
+
+void *gm_block_copy_event(gm_block *b, int *device) {
+    gm_lock(b->owner);
+    void *ev = b->event;
+    *device = b->event_dev;
+    gm_unlock(b->owner);
+    return ev;
 }
 
 /* Whether the last copy from pinned block b has run (then its event is destroyed). */

@@ -79,7 +79,7 @@ struct gm_block {
     gm_block *prev, *next;   /* address-ordered neighbours inside the segment */
     gm_block *fprev, *fnext; /* the pool's free list, ordered by (size, addr) */
     gm_allocator *owner;
-    void *event;             /* pinned only: cudaEvent_t recorded after the last non-blocking copy from it */
+    void *event;             /* cudaEvent_t after the last non-blocking copy from it (pinned) or on the copy stream */
     int event_dev;           /* the device whose stream `event` was recorded on */
     gm_block *pending_next;  /* on the owner's pending list: freed, but a queued copy may still read it */
     int mirror;              /* meta only: held for the meta twin of a device block (gm_meta_mirror), not counted */
