@@ -24,7 +24,7 @@ import weakref
 from .. import _C
 from .autograd import graph
 
-__all__ = ["host_device", "host_empty", "copy_to_host", "copy_to_device", "to_host", "to_device", "bytes_moved", "reset_bytes_moved", "save_on_cpu"]
+__all__ = ["host_device", "host_empty", "copy_to_host", "copy_to_host_async", "copy_to_device", "to_host", "to_device", "bytes_moved", "reset_bytes_moved", "save_on_cpu"]
 
 
 class _Moved(threading.local):
@@ -69,6 +69,13 @@ def copy_to_host(dst, src):
     """dst.copy_(src), device -> host (same shape and dtype, both contiguous: one transfer, no temporary),
     counted in bytes_moved()."""
     _C.copy_(dst, src)
+    _moved.to_host += _nbytes(src)
+
+
+def copy_to_host_async(dst, src):
+    """copy_to_host on the device's copy stream, returning at once (_C._copy_async): the host waits with
+    _C._copy_wait(dst) before reading dst. Counted as copy_to_host."""
+    _C._copy_async(dst, src)
     _moved.to_host += _nbytes(src)
 
 

@@ -14,9 +14,13 @@ master and state, and writes the parameter rounded to its dtype back over the gr
 So the device holds exactly what it held without offload minus the optimizer state (and, for half
 parameters, half the parameter and gradient bytes); the host holds masters + state + one parameter's staging.
 
-The copies happen in step(), synchronously: the CUDA layer has one stream per device, so a copy made as
-backward produces each gradient (a post-accumulate-grad hook) could not overlap backward's kernels, and under
-gradient accumulation it would move each gradient once per micro-batch instead of once per step.
+By default the copies happen in step(), synchronously. overlap_grad_copies() instead copies each gradient down
+as backward produces it (a post-accumulate-grad hook), on the device's copy stream (csrc/cuda.c _copy_async):
+the copy waits for the kernel that produced the gradient and runs beside the rest of backward; step() waits for
+each before using it. The price: the host holds every parameter's staging buffer from its hook to the step
+(the gradient bytes, in the device's dtype) instead of one at a time, and under gradient accumulation each
+gradient crosses once per micro-batch. A pre-accumulation hook makes the compute stream wait for the previous
+micro-batch's copy of a gradient before backward accumulates into it again.
 
 What the user sees is unchanged: state_dict() has the keys and values it has without offload (its tensors are
 the host ones), load_state_dict() fills host state, gm.save/gm.load round-trip it. The fp32 masters are not in
@@ -69,6 +73,52 @@ class OffloadMixin:
         self._masters = {}   # parameter -> its fp32 master on the host
         self._synced = {}    # parameter -> its _version right after the step's upload
         self._noted_cpu = False
+        self._early = {}     # parameter -> (staging buffer, gradient, its _version) copied down by its hook
+        self._overlap_handles = []
+
+    def overlap_grad_copies(self, enabled=True):
+        """Copy each offloaded parameter's gradient down as backward produces it, overlapped with the rest of
+        backward on the device's copy stream (see the module's docstring); enabled=False goes back to copying
+        in step()."""
+        for h in self._overlap_handles:
+            h.remove()
+        self._overlap_handles, self._early = [], {}
+        if not enabled or getattr(self, "offload", None) is None:
+            return
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.requires_grad and _off.host_device(p._device) is not None:
+                    self._overlap_handles.append(p.register_hook(self._before_accumulate(p)))
+                    self._overlap_handles.append(p.register_post_accumulate_grad_hook(self._grad_ready))
+
+    def _before_accumulate(self, p):
+        def hook(grad):
+            early = self._early.get(p)
+            dev = early[1]._device if early is not None else ""
+            if dev.startswith("cuda"):  # backward writes into the gradient the copy stream may still read
+                _C._copy_wait(early[0], int(dev.partition(":")[2] or 0))
+            return None
+        return hook
+
+    def _grad_ready(self, p):
+        g = p.grad
+        if g is None or not g.is_contiguous():
+            return  # step() copies it
+        early = self._early.get(p)
+        stage = early[0] if early is not None and early[0]._dtype == g._dtype else None
+        if stage is None:
+            with category("gradient"):
+                stage = _off.host_empty(g.shape, g._dtype, p._device)
+        _off.copy_to_host_async(stage, g)
+        self._early[p] = (stage, g, g._version)
+
+    def _early_grad(self, p, g):
+        """The host copy of g its hook started, waited for; None when there is none or g changed since."""
+        early = self._early.pop(p, None)
+        if early is None or early[1] is not g or g._version != early[2]:
+            return None
+        _C._copy_wait(early[0])
+        return early[0]
 
     def _offloads(self, params):
         if getattr(self, "offload", None) is None or not params:
@@ -128,18 +178,29 @@ class OffloadMixin:
             masters.append(self._master(p))
             prepare(p)
         for p, g, master in zip(params, grads, masters):
+            early = self._early_grad(p, g) if self._early else None
             if mixed is not None and p._dtype != _F32 and g._dtype == p._dtype:
-                if not g.is_contiguous():
-                    g = g.contiguous()
-                with category("gradient"):
-                    stage = _off.host_empty(g.shape, g._dtype, p._device)
-                _off.copy_to_host(stage, g)
+                stage = early
+                if stage is None:
+                    if not g.is_contiguous():
+                        g = g.contiguous()
+                    with category("gradient"):
+                        stage = _off.host_empty(g.shape, g._dtype, p._device)
+                    _off.copy_to_host(stage, g)
                 mixed(p, master, stage)
                 _off.copy_to_device(p, stage)
                 self._synced[p] = p._version
                 del stage
                 continue
-            gh = self._host_grad(g, p._device)
+            if early is None:
+                gh = self._host_grad(g, p._device)
+            elif g._dtype == _F32:
+                gh = early
+            else:  # widened on the host, as _host_grad does after its copy
+                with category("gradient"):
+                    gh = _off.host_empty(g.shape, _F32, p._device)
+                _C.copy_(gh, early)
+            del early
             update(p, master, gh)
             del gh
             self._upload(p, master)
