@@ -416,38 +416,34 @@ static int copy_stream_ready(int i) {
     return 0;
 }
 
-/* n bytes between host and device i on the copy stream, after the compute stream's work queued so far (the op that
- * produced a gradient); both blocks are then kept from reuse until the copy ran. Returns at once: the host waits
- * with gm_cuda_copy_wait before reading what came down, the compute stream before using what came up. */
-static int copy_async(int i, GMTensor *dst, GMTensor *src, int kind) {
+/* n bytes between host and device i (kind GM_COPY_H2D or GM_COPY_D2H) on the copy stream, after the compute
+ * stream's work queued so far (the op that produced a gradient). Returns at once; the caller records the copy on
+ * the blocks it used (gm_block_record_copy_stream), and the host or the compute stream waits for that event
+ * (gm_cuda_event_wait) before reading what came down or using what came up. */
+int gm_cuda_copy_async(int i, void *dst, const void *src, size_t n, int kind) {
     gm_cuda_ctx *c = gm_cuda_ctx_for((gm_device){GM_DEV_CUDA, i});
     if (!c) return -1;
-    size_t n = (size_t)gm_numel(src) * gm_dtype_size(src->dtype);
     if (n == 0) return 0;
     gm_cuda_device_state *d = &dev_state[i];
     int rc = copy_stream_ready(i) ||
              GM_CUDA_CHECK(cudaEventRecord((cudaEvent_t)d->order_event, (cudaStream_t)c->stream)) ||
              GM_CUDA_CHECK(cudaStreamWaitEvent((cudaStream_t)d->copy_stream, (cudaEvent_t)d->order_event, 0)) ||
-             GM_CUDA_CHECK(cudaMemcpyAsync(gm_tensor_data(dst), gm_tensor_data(src), n,
+             GM_CUDA_CHECK(cudaMemcpyAsync(dst, src, n,
                                            kind == GM_COPY_H2D ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost,
-                                           (cudaStream_t)d->copy_stream)) ||
-             gm_block_record_copy_stream(dst->storage->block, i) || gm_block_record_copy_stream(src->storage->block, i);
+                                           (cudaStream_t)d->copy_stream));
     return rc ? gm_cuda_raise("_copy_async") : 0;
 }
 
-/* Wait for the last copy-stream copy that used t's block: the host (on_device 0) or device i's compute stream. */
-static int copy_wait(GMTensor *t, int i, int on_device) {
-    int dev;
-    void *ev = t->storage->block ? gm_block_copy_event(t->storage->block, &dev) : NULL;
-    if (!ev) return 0;
+/* Wait for event (recorded on device i): the host (on_device 0) or device i's compute stream. */
+int gm_cuda_event_wait(void *event, int i, int on_device) {
     gm_cuda_ctx *c = gm_cuda_ctx_for((gm_device){GM_DEV_CUDA, i});
     if (!c) return -1;
     int rc;
     if (on_device) {
-        rc = GM_CUDA_CHECK(cudaStreamWaitEvent((cudaStream_t)c->stream, (cudaEvent_t)ev, 0));
+        rc = GM_CUDA_CHECK(cudaStreamWaitEvent((cudaStream_t)c->stream, (cudaEvent_t)event, 0));
     } else {
         Py_BEGIN_ALLOW_THREADS
-        rc = GM_CUDA_CHECK(cudaEventSynchronize((cudaEvent_t)ev));
+        rc = GM_CUDA_CHECK(cudaEventSynchronize((cudaEvent_t)event));
         Py_END_ALLOW_THREADS
     }
     return rc ? gm_cuda_raise("_copy_wait") : 0;
@@ -551,61 +547,6 @@ static PyObject *py_emu_hold_streams(PyObject *self, PyObject *arg) {
 #else
     return PyErr_Format(PyExc_RuntimeError, "_emu_hold_streams: only the emulator build (GPUMEMNET_CUDA=emu) has it");
 #endif
-}
-
-/* _copy_async(dst, src): dst.copy_(src) between a CUDA tensor and a host one (same shape and dtype, both
- * contiguous) on the device's copy stream, returning at once (see copy_async). On meta (an estimate), or host to
- * host, a plain copy. */
-static PyObject *py_copy_async(PyObject *self, PyObject *args) {
-    PyObject *a, *b;
-    if (!PyArg_ParseTuple(args, "OO:_copy_async", &a, &b)) return NULL;
-    GMTensor *dst = gm_tensor_arg(a, "_copy_async", "dst"), *src = dst ? gm_tensor_arg(b, "_copy_async", "src") : NULL;
-    if (!src) return NULL;
-    int64_t nd = gm_numel(dst), ns = gm_numel(src);
-    if (dst->dtype != src->dtype || nd != ns || !gm_is_contiguous(dst) || !gm_is_contiguous(src))
-        return PyErr_Format(PyExc_ValueError, "_copy_async: dst and src must be contiguous with the same dtype and "
-                            "number of elements, got %lld and %lld elements of dtypes %s and %s", (long long)nd,
-                            (long long)ns, gm_dtype_name(dst->dtype), gm_dtype_name(src->dtype));
-    int dc = dst->device.type == GM_DEV_CUDA, sc = src->device.type == GM_DEV_CUDA;
-    if (dc == sc || dst->device.type == GM_DEV_META || src->device.type == GM_DEV_META) {
-        if (gm_copy_across(dst, src) < 0) return NULL; /* meta: nothing moves; otherwise the synchronous copy */
-        Py_RETURN_NONE;
-    }
-    if (dst->device.type != GM_DEV_CPU && src->device.type != GM_DEV_CPU) {
-        char dn[16], sn[16];
-        return PyErr_Format(PyExc_ValueError, "_copy_async: one tensor must be on a CUDA device and the other on the "
-                            "host, got %s and %s", gm_device_str(dst->device, dn), gm_device_str(src->device, sn));
-    }
-#ifdef GM_WITH_CUDA
-    if (copy_async(dc ? dst->device.index : src->device.index, dst, src, dc ? GM_COPY_H2D : GM_COPY_D2H) < 0)
-        return NULL;
-    gm_bump_version(dst);
-    Py_RETURN_NONE;
-#else
-    return PyErr_Format(PyExc_RuntimeError, "_copy_async: this build has no CUDA support");
-#endif
-}
-
-/* _copy_wait(t, device=None): wait for the last copy-stream copy that used t: the host (device None), or the
- * compute stream of CUDA device `device` (an int), before its next kernel reads t. Nothing to wait for: returns. */
-static PyObject *py_copy_wait(PyObject *self, PyObject *args) {
-    PyObject *a, *devo = Py_None;
-    if (!PyArg_ParseTuple(args, "O|O:_copy_wait", &a, &devo)) return NULL;
-    GMTensor *t = gm_tensor_arg(a, "_copy_wait", "tensor");
-    if (!t) return NULL;
-#ifdef GM_WITH_CUDA
-    if (t->device.type == GM_DEV_META || !t->storage || !t->storage->block) Py_RETURN_NONE;
-    int i = devo == Py_None ? (t->device.type == GM_DEV_CUDA ? t->device.index : -1)
-                            : gm_cuda_index_arg(devo, "_copy_wait");
-    if (devo != Py_None && i < 0) return NULL;
-    if (i < 0) { /* a host tensor and the host waits: its event's device */
-        if (!gm_block_copy_event(t->storage->block, &i)) Py_RETURN_NONE;
-    }
-    if (copy_wait(t, i, devo != Py_None) < 0) return NULL;
-#else
-    (void)devo;
-#endif
-    Py_RETURN_NONE;
 }
 
 /* _cuda_streams(i): (compute, copy) stream handles of device i as "%p" text (the emulator's log names them so). */
@@ -738,10 +679,6 @@ PyMethodDef gm_cuda_methods[] = {
     {"_cuda_synchronize", py_cuda_synchronize, METH_O, "Wait for all work queued on CUDA device i."},
     {"_emu_hold_streams", py_emu_hold_streams, METH_O,
      "Emulator build only: keep events recorded from now on pending until a synchronize or _emu_hold_streams(False)."},
-    {"_copy_async", py_copy_async, METH_VARARGS,
-     "_copy_async(dst, src): copy between a CUDA and a host tensor on the device's copy stream, returning at once."},
-    {"_copy_wait", py_copy_wait, METH_VARARGS,
-     "_copy_wait(t, device=None): the host (or device's compute stream) waits for the last copy-stream copy of t."},
     {"_cuda_streams", py_cuda_streams, METH_O, "(compute, copy) stream handles of CUDA device i, as text."},
     {"_emu_stream_log", py_emu_stream_log, METH_O,
      "Emulator build only: log (on) which stream each kernel/copy/event went to; returns the lines since the last call."},
