@@ -7,7 +7,8 @@ quotient per parameter). Nothing real is allocated; it runs in about a second on
 Adam (Adam(offload="cpu")) and offloaded Adam with bfloat16 parameters: predicted at full size on meta, and at a
 reduced size (--div, --height, --width) predicted and measured on CUDA (a GPU, or the emulator of a
 GPUMEMNET_CUDA=emu build) when one is there, with the step time of each configuration measured there (median of
---steps) beside the slowdown the planner's cost model predicts for it.
+--steps) beside the slowdown the planner's cost model predicts for it (its fixed factors, or with --calibrate
+the rates gm.memory.calibrate() measures: host link, CPU Adam).
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/story000_adam.py [--offload [--div 16 ...]]
 """
@@ -96,6 +97,11 @@ def offload(args):
         est = _predict(model, (2, 384, 160), opt, dtype)
         print(f"  {name:30s} device peak {est.total / GiB:6.2f} GiB, host peak {est.host_peak / GiB:6.2f} GiB, "
               f"{est.bytes_moved / GiB:5.2f} GiB across the bus per step")
+    # The full-size model's 3.6 GiB of meta parameters go before the reduced estimates: an estimate's blocks may
+    # land in the free rest of a segment that another live meta tensor holds, and then count differently (the
+    # bf16 row below read 6.31 MiB instead of 5.87 with it alive).
+    del model, est
+    gm.memory.empty_cache("meta")
     if not gm.cuda.is_available():
         print("no CUDA (build with GPUMEMNET_CUDA=emu for the emulator): the measured rows are skipped")
         return
@@ -109,7 +115,10 @@ def offload(args):
         est = _predict(small, (2, h, w), opt, dtype)
         m = _measure(d, h, w, opt, dtype, args.steps)
         base = base or m["step_s"]
-        cost = gm.memory.planner.offload_cost(offload_optimizer="offload" in name)
+        rates = gm.memory.calibrate() if args.calibrate else None
+        timing = rates and "host_link" in rates and dict(bandwidth=rates["host_link"], cpu_adam=rates["cpu_adam"],
+                                                          step_seconds=base)
+        cost = gm.memory.planner.offload_cost("offload" in name, False, est if timing else None, timing or None)
         print(f"  {name:30s} device {est.total / MiB:8.2f} / {m['device_peak'] / MiB:8.2f} MiB, host "
               f"{est.host_peak / MiB:7.2f} / {m['host_peak'] / MiB:7.2f} MiB; step {m['step_s'] * 1e3:8.1f} ms "
               f"({m['step_s'] / base:.2f}x; cost model {cost:.2f}x)")
@@ -123,6 +132,8 @@ def main():
     p.add_argument("--height", type=int, default=64)
     p.add_argument("--width", type=int, default=32)
     p.add_argument("--steps", type=int, default=3)
+    p.add_argument("--calibrate", action="store_true",
+                   help="the cost model from gm.memory.calibrate()'s rates (measured once, cached), not fixed factors")
     args = p.parse_args()
     if args.offload:
         return offload(args)
