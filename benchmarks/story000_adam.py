@@ -83,7 +83,8 @@ def _measure(div, height, width, opt, dtype, steps):
         o.step()
         gm.cuda.synchronize()
         times.append(time.perf_counter() - t)
-    r = {"device_peak": gm.memory.max_memory_allocated("cuda"), "host_peak": gm.memory.max_memory_allocated("cpu-pinned"),
+    r = {"device_peak": gm.memory.max_memory_allocated("cuda"),
+         "host_peak": gm.memory.max_memory_allocated("cpu-pinned"),
          "step_s": statistics.median(times[1:] or times)}
     del model, o, x, y
     return r
@@ -92,7 +93,8 @@ def _measure(div, height, width, opt, dtype, steps):
 def offload(args):
     MiB = 1 << 20
     model = Story000()
-    print(f"story-000 net, batch 1, for a CUDA card, predicted on meta (full size, {sum(p.numel() for p in model.parameters()) / 1e6:.1f}M parameters):")
+    n = sum(p.numel() for p in model.parameters())
+    print(f"story-000 net, batch 1, for a CUDA card, predicted on meta (full size, {n / 1e6:.1f}M parameters):")
     for name, opt, dtype in CONFIGS:
         est = _predict(model, (2, 384, 160), opt, dtype)
         print(f"  {name:30s} device peak {est.total / GiB:6.2f} GiB, host peak {est.host_peak / GiB:6.2f} GiB, "

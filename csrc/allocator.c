@@ -532,8 +532,8 @@ static int warn_fallback(gm_allocator *F, const gm_block *b, int kept_room) {
             name, gm_format_bytes((double)in_use, held), limited ? "limit" : "capacity",
             gm_format_bytes((double)cap_bytes, cap), gm_format_bytes((double)b->size, sz),
             gm_category_names[b->category], b->scope[0] ? " in " : "", b->scope, where,
-            gm_format_bytes((double)transient, room), F->note[0] ? F->note : "expect the operations on them to be slower",
-            name);
+            gm_format_bytes((double)transient, room),
+            F->note[0] ? F->note : "expect the operations on them to be slower", name);
     return PyErr_WarnFormat(
         PyExc_UserWarning, 1,
         "%s is full (%s %s): a %s block of %s%s%s was placed in %s instead, as gm.memory.set_fallback allows, and "

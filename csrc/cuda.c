@@ -681,7 +681,7 @@ PyMethodDef gm_cuda_methods[] = {
      "Emulator build only: keep events recorded from now on pending until a synchronize or _emu_hold_streams(False)."},
     {"_cuda_streams", py_cuda_streams, METH_O, "(compute, copy) stream handles of CUDA device i, as text."},
     {"_emu_stream_log", py_emu_stream_log, METH_O,
-     "Emulator build only: log (on) which stream each kernel/copy/event went to; returns the lines since the last call."},
+     "Emulator build only: log (on) the stream of each kernel, copy, event record and wait; returns the lines so far."},
     {"_cuda_last_error", py_cuda_last_error, METH_NOARGS,
      "The last failed CUDA/cuBLAS/cuDNN call on this thread (text, file:line, error), or None."},
     {"_cuda_mem_get_info", py_cuda_mem_get_info, METH_O, "(free, total) bytes of CUDA device i (cudaMemGetInfo)."},

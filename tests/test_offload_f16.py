@@ -33,7 +33,8 @@ def test_every_half_gradient_widens_exactly(n):
 
 def _delicate_floats():
     """float32 values around float16's rounding boundaries: ties (odd and even), subnormal halves, the smallest
-    half and half of it, the overflow threshold 65520 and its neighbours, float32 subnormals, zeros (not infinities: weight decay 0 still multiplies the master by 0)."""
+    half and half of it, the overflow threshold 65520 and its neighbours, float32 subnormals, zeros (not
+    infinities: weight decay 0 still multiplies the master by 0)."""
     f = np.float32
     vals = [0.0, -0.0, 3.4e38, 65504.0, 65519.996, 65520.0, 65536.0, 1e10, 2.0 ** -24, 2.0 ** -25,
             2.0 ** -25 * 1.0000001, 2.0 ** -26, 2.0 ** -14, 2.0 ** -14 - 2.0 ** -25, 1e-45, 1e-40, 6e-8, 3e-8]

@@ -181,7 +181,8 @@ __attribute__((target("avx,f16c"))) static void f16_widen_f16c(float *restrict t
 __attribute__((target("avx,f16c"))) static void f16_round_f16c(uint16_t *restrict g, const float *restrict t,
                                                                int64_t n) {
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8) _mm_storeu_si128((__m128i *)(g + i), _mm256_cvtps_ph(_mm256_loadu_ps(t + i), F16_HW_ROUND));
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(g + i), _mm256_cvtps_ph(_mm256_loadu_ps(t + i), F16_HW_ROUND));
     for (; i < n; i++) g[i] = gm_float_to_half(t[i]);
 }
 #endif

@@ -25,7 +25,8 @@ import weakref
 from .. import _C
 from .autograd import graph
 
-__all__ = ["host_device", "host_empty", "copy_to_host", "copy_to_host_async", "copy_to_device", "to_host", "to_device", "bytes_moved", "reset_bytes_moved", "save_on_cpu"]
+__all__ = ["host_device", "host_empty", "copy_to_host", "copy_to_host_async", "copy_to_device", "to_host", "to_device",
+           "bytes_moved", "reset_bytes_moved", "save_on_cpu"]
 
 
 class _Moved(threading.local):
