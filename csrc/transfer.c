@@ -169,6 +169,10 @@ static PyObject *py_copy_async(PyObject *self, PyObject *args) {
                             "number of elements, got %lld and %lld elements of dtypes %s and %s", (long long)nd,
                             (long long)ns, gm_dtype_name(dst->dtype), gm_dtype_name(src->dtype));
     int dc = dst->device.type == GM_DEV_CUDA, sc = src->device.type == GM_DEV_CUDA;
+    if (dst->device.type == GM_DEV_CPU && src->device.type == GM_DEV_CPU) {
+        if (copy_same_device(dst, src) < 0) return NULL;
+        Py_RETURN_NONE;
+    }
     if (dc == sc || dst->device.type == GM_DEV_META || src->device.type == GM_DEV_META) {
         if (gm_copy_across(dst, src) < 0) return NULL; /* meta: nothing moves; otherwise the synchronous copy */
         Py_RETURN_NONE;

@@ -11,8 +11,7 @@ import gpumemnet as gm
 from gpumemnet import _C
 from cuda_util import requires_cuda
 
-pytestmark = requires_cuda
-EMU = "emulator" in str(_C._build_info().get("cuda"))
+EMU = gm.cuda.is_available() and "emulator" in str(_C._build_info().get("cuda"))
 emu_only = pytest.mark.skipif(not EMU, reason="the stream log and held events are the emulator's")
 
 
@@ -21,6 +20,7 @@ def _log(lines):
     return [tuple(line.split()) for line in lines.splitlines() if line]
 
 
+@requires_cuda
 @emu_only
 def test_a_copy_down_waits_for_the_producing_kernel_on_the_copy_stream():
     compute, copy = _C._cuda_streams(0)
@@ -45,6 +45,7 @@ def test_a_copy_down_waits_for_the_producing_kernel_on_the_copy_stream():
     np.testing.assert_array_equal(host.numpy(), np.arange(4096, dtype=np.float32) * 2)
 
 
+@requires_cuda
 @emu_only
 def test_a_copy_up_is_waited_for_by_the_compute_stream():
     compute, copy = _C._cuda_streams(0)
@@ -64,6 +65,7 @@ def test_a_copy_up_is_waited_for_by_the_compute_stream():
     np.testing.assert_array_equal(z.cpu().numpy(), np.arange(1000, dtype=np.float32) + 1)
 
 
+@requires_cuda
 @emu_only
 def test_a_freed_block_the_copy_stream_reads_is_not_reused_before_the_copy_ran():
     n = 1 << 18  # 1 MiB: a block of the large pool
@@ -91,13 +93,23 @@ def test_a_freed_block_the_copy_stream_reads_is_not_reused_before_the_copy_ran()
 
 
 def test_arguments_are_checked():
-    a = gm.empty(4, device="cuda")
+    a = gm.empty(4)
     with pytest.raises(ValueError, match="_copy_async: dst and src must be contiguous with the same dtype"):
         _C._copy_async(gm.empty(5), a)
     with pytest.raises(ValueError, match="same dtype"):
         _C._copy_async(gm.empty(4, dtype=gm.float16), a)
+    with pytest.raises(ValueError, match="contiguous"):
+        _C._copy_async(gm.empty(2, 2).t(), gm.empty(2, 2))
     with pytest.raises(TypeError):
         _C._copy_async(a, 3)
+    with pytest.raises(TypeError):
+        _C._copy_wait(3)
+
+
+@requires_cuda
+def test_copy_wait_takes_a_device_index():
+    with pytest.raises(TypeError, match="device must be None or a CUDA device index"):
+        _C._copy_wait(gm.empty(4, device="cuda"), "cuda")
 
 
 def test_meta_and_host_copies_are_plain():
