@@ -22,7 +22,8 @@
  * segments are few and reused; 2 MiB small segments pack the many tiny tensors of a step (biases, BN
  * statistics, scalars) together, 20 MiB large segments serve the mid-sized ones, and a request of 10 MiB or more
  * (activations, weights) gets a segment rounded to 2 MiB so that at most 2 MiB is lost per big tensor. Blocks are
- * only handed to the same stream (one per device), so a freed block is reused in stream order without an event.
+ * only handed to the compute stream (one per device), so a freed block is reused in stream order without an event;
+ * a block offload's copy stream used (cuda.c _copy_async) is parked on the pending list until its event passed.
  * GPUMEMNET_NO_CACHING=1 (read at import) gives every block its own exact segment and returns it at once: slow,
  * but then compute-sanitizer (cuda) or AddressSanitizer/valgrind (cpu) see every tensor's true bounds.
  *

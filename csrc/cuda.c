@@ -161,7 +161,8 @@ static int gm_cuda_index_arg(PyObject *arg, const char *fn) {
  * freed it was queued earlier on the same stream). The stream is non-blocking so that the legacy default stream
  * never serialises against it. cuBLAS and cuDNN handles are bound to it. Each thread gets its own gm_cuda_ctx
  * (the error buffer is per thread); the stream and handles are shared. Created on first use, never destroyed
- * (the driver reclaims them at exit; destroying them from an atexit hook races the driver's own teardown). */
+ * (the driver reclaims them at exit; destroying them from an atexit hook races the driver's own teardown).
+ * Offload's copies may go on a second, copy stream instead (below: _copy_async), ordered by events. */
 typedef struct {
     int ready;
     void *stream, *cublas, *cudnn;
