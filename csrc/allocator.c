@@ -22,7 +22,8 @@
  * segments are few and reused; 2 MiB small segments pack the many tiny tensors of a step (biases, BN
  * statistics, scalars) together, 20 MiB large segments serve the mid-sized ones, and a request of 10 MiB or more
  * (activations, weights) gets a segment rounded to 2 MiB so that at most 2 MiB is lost per big tensor. Blocks are
- * only handed to the same stream (one per device), so a freed block is reused in stream order without an event.
+ * only handed to the compute stream (one per device), so a freed block is reused in stream order without an event;
+ * a block offload's copy stream used (cuda.c _copy_async) is parked on the pending list until its event passed.
  * GPUMEMNET_NO_CACHING=1 (read at import) gives every block its own exact segment and returns it at once: slow,
  * but then compute-sanitizer (cuda) or AddressSanitizer/valgrind (cpu) see every tensor's true bounds.
  *
@@ -77,6 +78,7 @@ void *gm_cuda_host_alloc(size_t size, int *out_of_memory);
 void *gm_cuda_host_alloc_mapped(size_t size, int *out_of_memory);
 void gm_cuda_host_free(void *p);
 int gm_cuda_event_record(void **event, int *event_dev, int device);
+int gm_cuda_event_record_copy(void **event, int *event_dev, int device);
 int gm_cuda_event_done(void *event);
 void gm_cuda_event_destroy(void *event);
 #endif
@@ -312,7 +314,11 @@ static gm_block *best_fit(gm_allocator *A, int pool, size_t size, int persistent
 static gm_block *new_segment(gm_allocator *A, size_t size, int pool, int persistent) {
     if (persistent) {
         size_t cap = A->limit ? A->limit : A->capacity;
-        if (A->transient_peak + A->persistent_reserved + (int64_t)size > (int64_t)cap) return NULL;
+        if (A->transient_peak + A->persistent_reserved + (int64_t)size > (int64_t)cap) {
+            /* said in the fallback's warning: the state left to keep the step's room, not for want of room */
+            if (A->reserved.current + (int64_t)size <= (int64_t)cap) A->kept_room = 1;
+            return NULL;
+        }
     }
     gm_block *b = gm_new_segment(A, size, pool);
     if (b && persistent) {
@@ -356,6 +362,7 @@ static gm_block *alloc_block(gm_allocator *A, size_t nbytes, int quiet, int pers
     gm_block *b = take_claim(A, size, pool);
     if (b) goto taken;
     A->source_failed = 0;
+    A->kept_room = 0;
     if (A->expandable) { /* one growing segment per pool: no segment sizes, no exact-size retry */
         b = gm_expandable_fit(A, pool, size);
         if (!b && !A->source_failed) {
@@ -496,20 +503,38 @@ static int state_first(gm_allocator *A) {
 }
 
 /* With the GIL: the one warning a fallback gives, at its first block since set_fallback; -1 when the warning was
- * turned into an exception. */
-static int warn_fallback(gm_allocator *F, const gm_block *b) {
+ * turned into an exception. kept_room: the block is optimizer state sent away before the device was full, to keep
+ * the room forward and backward need (state_first), which the text says rather than "full". */
+static int warn_fallback(gm_allocator *F, const gm_block *b, int kept_room) {
     gm_allocator *A = F->parent;
     gm_lock(F);
     int first = !F->warned;
     F->warned = 1;
     gm_unlock(F);
     if (!first) return 0;
-    char name[16], sz[32], cap[32];
+    char name[16], sz[32], cap[32], room[32], held[32];
     gm_lock(A);
     size_t cap_bytes = A->limit ? A->limit : A->capacity;
     int limited = A->limit != 0;
+    int64_t transient = A->transient_peak, in_use = A->allocated.current;
     gm_unlock(A);
     gm_allocator_name(A, name);
+    const char *where = F->location == GM_LOC_FILE   ? "a memory-mapped file"
+                        : A->dev.type == GM_DEV_CUDA ? "host memory the GPU reads over the bus"
+                                                     : "host memory";
+    if (kept_room)
+        return PyErr_WarnFormat(
+            PyExc_UserWarning, 1,
+            "%s was not full (%s of its %s %s allocated), but a %s block of %s%s%s was placed in %s, as "
+            "gm.memory.set_fallback allows: optimizer state lives through every later step, and on the device it "
+            "would leave less than the %s that forward and backward have needed besides the state; later state goes "
+            "the same way, and blocks of the other allowed categories when the device is full; %s. "
+            "memory_stats('%s')['by_location'] counts them (this warning is given once)",
+            name, gm_format_bytes((double)in_use, held), limited ? "limit" : "capacity",
+            gm_format_bytes((double)cap_bytes, cap), gm_format_bytes((double)b->size, sz),
+            gm_category_names[b->category], b->scope[0] ? " in " : "", b->scope, where,
+            gm_format_bytes((double)transient, room),
+            F->note[0] ? F->note : "expect the operations on them to be slower", name);
     return PyErr_WarnFormat(
         PyExc_UserWarning, 1,
         "%s is full (%s %s): a %s block of %s%s%s was placed in %s instead, as gm.memory.set_fallback allows, and "
@@ -517,10 +542,7 @@ static int warn_fallback(gm_allocator *F, const gm_block *b) {
         "counts them (this warning is given once)",
         name, limited ? "limit" : "capacity", gm_format_bytes((double)cap_bytes, cap),
         gm_format_bytes((double)b->size, sz), gm_category_names[b->category], b->scope[0] ? " in " : "", b->scope,
-        F->location == GM_LOC_FILE ? "a memory-mapped file" : A->dev.type == GM_DEV_CUDA
-                                                                 ? "host memory the GPU reads over the bus"
-                                                                 : "host memory",
-        F->note[0] ? F->note : "expect the operations on them to be slower", name);
+        where, F->note[0] ? F->note : "expect the operations on them to be slower", name);
 }
 
 static gm_block *alloc_or_raise(gm_allocator *A, size_t nbytes, int quiet) {
@@ -529,8 +551,11 @@ static gm_block *alloc_or_raise(gm_allocator *A, size_t nbytes, int quiet) {
     gm_allocator *F = fallback_for(A);
     gm_block *b = alloc_block(A, nbytes, quiet || F, F && state_first(A), &fail, &report);
     if (!b && F && fail == FAIL_OOM) {
+        gm_lock(A);
+        int kept_room = A->kept_room;
+        gm_unlock(A);
         b = alloc_block(F, nbytes, 1, 0, &fail, &report);
-        if (b && warn_fallback(F, b) < 0) {
+        if (b && warn_fallback(F, b, kept_room) < 0) {
             gm_free(b);
             return NULL;
         }
@@ -586,6 +611,21 @@ int gm_block_is_pinned(const gm_block *b) { return b && b->owner->pinned; }
 #ifdef GM_WITH_CUDA
 int gm_block_record_stream(gm_block *b, int device) {
     return gm_cuda_event_record(&b->event, &b->event_dev, device);
+}
+
+/* A block the copy stream used: the same pending list holds it once freed. Blocks are otherwise handed out in the
+ * compute stream's order only, so this is what keeps a block the copy stream still reads (a gradient going down)
+ * or writes (a prefetch coming up) from going to the next op. */
+int gm_block_record_copy_stream(gm_block *b, int device) {
+    return gm_cuda_event_record_copy(&b->event, &b->event_dev, device);
+}
+
+void *gm_block_copy_event(gm_block *b, int *device) {
+    gm_lock(b->owner);
+    void *ev = b->event;
+    *device = b->event_dev;
+    gm_unlock(b->owner);
+    return ev;
 }
 
 /* Whether the last copy from pinned block b has run (then its event is destroyed). */

@@ -79,7 +79,7 @@ struct gm_block {
     gm_block *prev, *next;   /* address-ordered neighbours inside the segment */
     gm_block *fprev, *fnext; /* the pool's free list, ordered by (size, addr) */
     gm_allocator *owner;
-    void *event;             /* pinned only: cudaEvent_t recorded after the last non-blocking copy from it */
+    void *event;             /* cudaEvent_t after the last non-blocking copy from it (pinned) or on the copy stream */
     int event_dev;           /* the device whose stream `event` was recorded on */
     gm_block *pending_next;  /* on the owner's pending list: freed, but a queued copy may still read it */
     int mirror;              /* meta only: held for the meta twin of a device block (gm_meta_mirror), not counted */
@@ -115,6 +115,7 @@ struct gm_allocator {
      * set_fallback, as of allocations other than optimizer state (what a step needs besides the state, which a
      * later step needs again), and the bytes of the persistent segments, which hold only state. */
     int64_t transient_peak, persistent_reserved;
+    int kept_room;            /* the last request was refused by that rule while the device still had room */
     char note[320];           /* a fallback allocator: the expected slowdown, said in the warning */
     /* Expandable segments (alloc_expand.c): one growing segment per pool, mapped by granules. */
     int expandable;

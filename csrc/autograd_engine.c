@@ -461,6 +461,46 @@ done:
     return rc;
 }
 
+/* ---- what runs next: _backward_next() (save_on_cpu's prefetch) -----------------------------------------------
+ * The walk and the node running on this thread (a backward inside a node's backward, checkpointing's, nests). */
+static _Thread_local walk *cur_walk;
+static _Thread_local Py_ssize_t cur_node = -1;
+
+/* Edges from node `from` into entry j. */
+static Py_ssize_t edges_into(walk *w, PyObject *seq, Py_ssize_t j) {
+    Py_ssize_t c = 0;
+    for (Py_ssize_t k = 0; k < PySequence_Fast_GET_SIZE(seq); k++) {
+        PyObject *edge = PySequence_Fast_GET_ITEM(seq, k);
+        if (edge != Py_None && PyTuple_Check(edge) && PyTuple_GET_SIZE(edge) == 2 &&
+            PyTuple_GET_ITEM(edge, 0) == w->e[j].node)
+            c++;
+    }
+    return c;
+}
+
+/* _backward_next(): called from inside a node's backward (its unpack hooks), the node the walk pops after it: the
+ * latest made among the ready ones and those the running node is the last dependency of; None outside backward
+ * or when nothing is left. (It may get no gradient and be skipped: a guess good enough to prefetch for.) */
+static PyObject *py_backward_next(PyObject *self, PyObject *noargs) {
+    walk *w = cur_walk;
+    if (!w || cur_node < 0) Py_RETURN_NONE;
+    Py_ssize_t best = w->nheap > 0 ? w->heap[0] : -1;
+    PyObject *seq = edges_of(w->e[cur_node].node);
+    if (!seq && PyErr_Occurred()) return NULL;
+    for (Py_ssize_t k = 0; seq && k < PySequence_Fast_GET_SIZE(seq); k++) {
+        PyObject *edge = PySequence_Fast_GET_ITEM(seq, k);
+        if (edge == Py_None || !PyTuple_Check(edge) || PyTuple_GET_SIZE(edge) != 2) continue;
+        PyObject *key = PyTuple_GET_ITEM(edge, 0);
+        PyObject *idx = PyDict_GetItemWithError(w->index, key);
+        if (!idx) continue;
+        Py_ssize_t j = PyLong_AsSsize_t(idx);
+        if (j >= 0 && w->e[j].deps == edges_into(w, seq, j) && (best < 0 || w->e[j].prio > w->e[best].prio)) best = j;
+    }
+    Py_XDECREF(seq);
+    if (PyErr_Occurred()) return NULL;
+    return best >= 0 ? Py_NewRef(w->e[best].node) : Py_NewRef(Py_None);
+}
+
 /* _run_backward(root_edges, grads, retain_graph, capture): see the top of this file. */
 static PyObject *py_run_backward(PyObject *self, PyObject *args) {
     PyObject *edges, *grads, *capture;
@@ -502,7 +542,14 @@ static PyObject *py_run_backward(PyObject *self, PyObject *args) {
         walk_entry *e = &w.e[heap_pop(&w)];
         PyObject *node = e->node, *g = e->grads; /* from here the walk's only reference to each gradient is g's */
         e->grads = NULL;
-        if (g && run_node(&w, node, g, retain, capture) < 0) goto done; /* a node no gradient reached: skipped */
+        walk *outer_walk = cur_walk;
+        Py_ssize_t outer_node = cur_node;
+        cur_walk = &w;
+        cur_node = e - w.e;
+        int rc = g ? run_node(&w, node, g, retain, capture) : 0; /* a node no gradient reached: skipped */
+        cur_walk = outer_walk;
+        cur_node = outer_node;
+        if (rc < 0) goto done;
         if (release_edges(&w, node) < 0) goto done;
     }
     result = capture;
@@ -528,5 +575,7 @@ done:
 PyMethodDef gm_autograd_engine_methods[] = {
     {"_run_backward", py_run_backward, METH_VARARGS,
      "_run_backward(root_edges, grads, retain_graph, capture): run backward from (node, output_nr) edges."},
+    {"_backward_next", py_backward_next, METH_NOARGS,
+     "_backward_next(): inside a node's backward, the node the walk runs next (or None)."},
     {NULL, NULL, 0, NULL},
 };

@@ -161,11 +161,16 @@ static int gm_cuda_index_arg(PyObject *arg, const char *fn) {
  * freed it was queued earlier on the same stream). The stream is non-blocking so that the legacy default stream
  * never serialises against it. cuBLAS and cuDNN handles are bound to it. Each thread gets its own gm_cuda_ctx
  * (the error buffer is per thread); the stream and handles are shared. Created on first use, never destroyed
- * (the driver reclaims them at exit; destroying them from an atexit hook races the driver's own teardown). */
+ * (the driver reclaims them at exit; destroying them from an atexit hook races the driver's own teardown).
+ * Offload's copies may go on a second, copy stream instead (below: _copy_async), ordered by events. */
 typedef struct {
     int ready;
     void *stream, *cublas, *cudnn;
     int sm_count;
+    /* The copy stream (made on first use by _copy_async): copies there overlap the compute stream's kernels. It
+     * starts each copy after the compute stream's work queued so far (order_event), and a block it used is
+     * kept from reuse until it passed (gm_block_record_copy_stream). */
+    void *copy_stream, *order_event;
 } gm_cuda_device_state;
 
 static gm_cuda_device_state dev_state[GM_MAX_CUDA_DEVICES];
@@ -297,11 +302,13 @@ int gm_cuda_check_driver(int code, const char *call, const char *file, int line)
                           file, line);
 }
 
+static int copy_stream_ready(int i);
+
 /* Record *event (created on first use, without timing: cheaper) on device's stream after the work queued so far.
  * An event lives on one device: recorded before on another one, it is waited for and replaced. */
-int gm_cuda_event_record(void **event, int *event_dev, int device) {
+static int event_record(void **event, int *event_dev, int device, int on_copy) {
     gm_cuda_ctx *c = gm_cuda_ctx_for((gm_device){GM_DEV_CUDA, device});
-    if (!c) {
+    if (!c || (on_copy && copy_stream_ready(device) < 0)) {
         PyErr_Clear(); /* the caller reports gm_cuda_last_error() */
         return -1;
     }
@@ -318,7 +325,16 @@ int gm_cuda_event_record(void **event, int *event_dev, int device) {
         *event = ev;
         *event_dev = device;
     }
-    return GM_CUDA_CHECK(cudaEventRecord((cudaEvent_t)*event, (cudaStream_t)c->stream));
+    void *stream = on_copy ? dev_state[device].copy_stream : c->stream;
+    return GM_CUDA_CHECK(cudaEventRecord((cudaEvent_t)*event, (cudaStream_t)stream));
+}
+
+int gm_cuda_event_record(void **event, int *event_dev, int device) { return event_record(event, event_dev, device, 0); }
+
+/* The same on device's copy stream (whose every copy started after the compute stream's work before it, so its
+ * event passing means that work has run too). */
+int gm_cuda_event_record_copy(void **event, int *event_dev, int device) {
+    return event_record(event, event_dev, device, 1);
 }
 
 /* 1 when the stream passed the event, 0 while it is pending. A failed query (a crashed context, whose queued copies
@@ -381,6 +397,57 @@ int gm_cuda_stream_sync(int i) {
     rc = GM_CUDA_CHECK(cudaStreamSynchronize((cudaStream_t)c->stream));
     Py_END_ALLOW_THREADS
     return rc ? gm_cuda_raise("synchronize") : 0;
+}
+
+/* ---- the copy stream ------------------------------------------------------------------------------------------
+ * Offload's copies (a gradient going down as backward produces it, a saved activation coming back before backward
+ * needs it) run there, beside the compute stream's kernels. Device i is current (gm_cuda_ctx_for was called). */
+static int copy_stream_ready(int i) {
+    gm_cuda_device_state *d = &dev_state[i];
+    if (d->copy_stream) return 0;
+    cudaStream_t s;
+    cudaEvent_t ev;
+    if (GM_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking))) return -1;
+    if (GM_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming))) {
+        (void)cudaStreamDestroy(s);
+        return -1;
+    }
+    d->order_event = ev;
+    d->copy_stream = s;
+    return 0;
+}
+
+/* n bytes between host and device i (kind GM_COPY_H2D or GM_COPY_D2H) on the copy stream, after the compute
+ * stream's work queued so far (the op that produced a gradient). Returns at once; the caller records the copy on
+ * the blocks it used (gm_block_record_copy_stream), and the host or the compute stream waits for that event
+ * (gm_cuda_event_wait) before reading what came down or using what came up. */
+int gm_cuda_copy_async(int i, void *dst, const void *src, size_t n, int kind) {
+    gm_cuda_ctx *c = gm_cuda_ctx_for((gm_device){GM_DEV_CUDA, i});
+    if (!c) return -1;
+    if (n == 0) return 0;
+    gm_cuda_device_state *d = &dev_state[i];
+    int rc = copy_stream_ready(i) ||
+             GM_CUDA_CHECK(cudaEventRecord((cudaEvent_t)d->order_event, (cudaStream_t)c->stream)) ||
+             GM_CUDA_CHECK(cudaStreamWaitEvent((cudaStream_t)d->copy_stream, (cudaEvent_t)d->order_event, 0)) ||
+             GM_CUDA_CHECK(cudaMemcpyAsync(dst, src, n,
+                                           kind == GM_COPY_H2D ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost,
+                                           (cudaStream_t)d->copy_stream));
+    return rc ? gm_cuda_raise("_copy_async") : 0;
+}
+
+/* Wait for event (recorded on device i): the host (on_device 0) or device i's compute stream. */
+int gm_cuda_event_wait(void *event, int i, int on_device) {
+    gm_cuda_ctx *c = gm_cuda_ctx_for((gm_device){GM_DEV_CUDA, i});
+    if (!c) return -1;
+    int rc;
+    if (on_device) {
+        rc = GM_CUDA_CHECK(cudaStreamWaitEvent((cudaStream_t)c->stream, (cudaEvent_t)event, 0));
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        rc = GM_CUDA_CHECK(cudaEventSynchronize((cudaEvent_t)event));
+        Py_END_ALLOW_THREADS
+    }
+    return rc ? gm_cuda_raise("_copy_wait") : 0;
 }
 #endif /* GM_WITH_CUDA */
 
@@ -483,6 +550,41 @@ static PyObject *py_emu_hold_streams(PyObject *self, PyObject *arg) {
 #endif
 }
 
+/* _cuda_streams(i): (compute, copy) stream handles of device i as "%p" text (the emulator's log names them so). */
+static PyObject *py_cuda_streams(PyObject *self, PyObject *arg) {
+#ifdef GM_WITH_CUDA
+    int i = gm_cuda_index_arg(arg, "_cuda_streams");
+    if (i < 0) return NULL;
+    gm_cuda_ctx *c = gm_cuda_ctx_for((gm_device){GM_DEV_CUDA, i});
+    if (!c) return NULL;
+    if (copy_stream_ready(i) < 0) return gm_cuda_raise("_cuda_streams"), NULL;
+    char a[32], b[32];
+    snprintf(a, sizeof a, "%p", c->stream);
+    snprintf(b, sizeof b, "%p", dev_state[i].copy_stream);
+    return Py_BuildValue("(ss)", a, b);
+#else
+    return PyErr_Format(PyExc_RuntimeError, "_cuda_streams: no CUDA device %R (gpumemnet was built without CUDA)", arg);
+#endif
+}
+
+/* _emu_stream_log(on) -> str: in the emulator build, start (on) or stop logging which stream each kernel, copy,
+ * event record and wait was issued on, one line each; returns the lines logged since the last call. */
+static PyObject *py_emu_stream_log(PyObject *self, PyObject *arg) {
+    int on = PyObject_IsTrue(arg);
+    if (on < 0) return NULL;
+#if defined(GM_WITH_CUDA) && defined(GM_CUDA_EMU)
+    size_t n = gm_emu_stream_log(on, NULL, 0);
+    char *buf = PyMem_RawMalloc(n + 1);
+    if (!buf) return PyErr_NoMemory();
+    n = gm_emu_stream_log(on, buf, n + 1);
+    PyObject *r = PyUnicode_FromStringAndSize(buf, (Py_ssize_t)n);
+    PyMem_RawFree(buf);
+    return r;
+#else
+    return PyErr_Format(PyExc_RuntimeError, "_emu_stream_log: only the emulator build (GPUMEMNET_CUDA=emu) has it");
+#endif
+}
+
 static PyObject *py_cuda_last_error(PyObject *self, PyObject *noargs) {
     if (!gm_cuda_err[0]) Py_RETURN_NONE;
     return PyUnicode_FromString(gm_cuda_err);
@@ -578,6 +680,9 @@ PyMethodDef gm_cuda_methods[] = {
     {"_cuda_synchronize", py_cuda_synchronize, METH_O, "Wait for all work queued on CUDA device i."},
     {"_emu_hold_streams", py_emu_hold_streams, METH_O,
      "Emulator build only: keep events recorded from now on pending until a synchronize or _emu_hold_streams(False)."},
+    {"_cuda_streams", py_cuda_streams, METH_O, "(compute, copy) stream handles of CUDA device i, as text."},
+    {"_emu_stream_log", py_emu_stream_log, METH_O,
+     "Emulator build only: log (on) the stream of each kernel, copy, event record and wait; returns the lines so far."},
     {"_cuda_last_error", py_cuda_last_error, METH_NOARGS,
      "The last failed CUDA/cuBLAS/cuDNN call on this thread (text, file:line, error), or None."},
     {"_cuda_mem_get_info", py_cuda_mem_get_info, METH_O, "(free, total) bytes of CUDA device i (cudaMemGetInfo)."},

@@ -90,6 +90,11 @@ int gm_block_is_pinned(const gm_block *b);
 /* After queueing a copy that reads pinned block b on device's stream: b is not reused before that copy ran
  * (freeing it earlier parks it until the stream passes). 0, or -1 with the failure in gm_cuda_last_error(). */
 int gm_block_record_stream(gm_block *b, int device);
+/* The same after a copy queued on device's copy stream (cuda.c _copy_async), which may read or write b: b is not
+ * reused, even by the compute stream, before that copy ran (PyTorch's record_stream). */
+int gm_block_record_copy_stream(gm_block *b, int device);
+/* The event of b's last recorded copy (NULL if none) and, in *device, the device it was recorded on. */
+void *gm_block_copy_event(gm_block *b, int *device);
 void gm_free(gm_block *b);
 char *gm_block_data(const gm_block *b);
 void gm_block_set_category(gm_block *b, int category);

@@ -376,6 +376,7 @@ static PyObject *py_adam_step_mixed(PyObject *self, PyObject *args, PyObject *kw
     PyObject *obj[5];
     long long step;
     adam_hparams h = {0};
+    h.eps = 1e-8; /* the documented default (left 0, a zero gradient's update was 0/0) */
     const char *op = "adam_step_mixed_";
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOLddd|ddppp:adam_step_mixed_", kwlist, &obj[0], &obj[1],
                                      &obj[2], &obj[3], &obj[4], &step, &h.lr, &h.beta1, &h.beta2, &h.eps,

@@ -17,6 +17,9 @@ void gm_transfer_init(int (*same_device_copy)(GMTensor *dst, GMTensor *src)) { c
 int gm_cuda_copy(int i, void *dst, const void *src, size_t n, int kind);
 int gm_cuda_copy_peer(int dst_dev, void *dst, int src_dev, const void *src, size_t n);
 int gm_cuda_stream_sync(int i);
+int gm_cuda_copy_async(int i, void *dst, const void *src, size_t n, int kind);
+int gm_cuda_event_wait(void *event, int i, int on_device);
+int gm_cuda_raise(const char *what);
 enum { GM_COPY_H2D = 1, GM_COPY_D2H = 2, GM_COPY_D2D = 3 };
 
 /* An upload from pinned memory is truly asynchronous (the DMA reads the source while the host runs on), unlike one
@@ -150,10 +153,84 @@ static PyObject *py_pin_memory(PyObject *self, PyObject *arg) {
     return (PyObject *)out;
 }
 
+/* ---- the copy stream (offload: gradients down during backward, saved tensors up ahead of use) ----------------- */
+/* _copy_async(dst, src): dst.copy_(src) between a CUDA tensor and a host one (same dtype and size, both
+ * contiguous) on the device's copy stream, after the compute stream's work so far, returning at once; both blocks
+ * are kept from reuse until the copy ran (gm_block_record_copy_stream). On meta (an estimate), or host to host, a
+ * plain copy. */
+static PyObject *py_copy_async(PyObject *self, PyObject *args) {
+    PyObject *a, *b;
+    if (!PyArg_ParseTuple(args, "OO:_copy_async", &a, &b)) return NULL;
+    GMTensor *dst = gm_tensor_arg(a, "_copy_async", "dst"), *src = dst ? gm_tensor_arg(b, "_copy_async", "src") : NULL;
+    if (!src) return NULL;
+    int64_t nd = gm_numel(dst), ns = gm_numel(src);
+    if (dst->dtype != src->dtype || nd != ns || !gm_is_contiguous(dst) || !gm_is_contiguous(src))
+        return PyErr_Format(PyExc_ValueError, "_copy_async: dst and src must be contiguous with the same dtype and "
+                            "number of elements, got %lld and %lld elements of dtypes %s and %s", (long long)nd,
+                            (long long)ns, gm_dtype_name(dst->dtype), gm_dtype_name(src->dtype));
+    int dc = dst->device.type == GM_DEV_CUDA, sc = src->device.type == GM_DEV_CUDA;
+    if (dst->device.type == GM_DEV_CPU && src->device.type == GM_DEV_CPU) {
+        if (copy_same_device(dst, src) < 0) return NULL;
+        Py_RETURN_NONE;
+    }
+    if (dc == sc || dst->device.type == GM_DEV_META || src->device.type == GM_DEV_META) {
+        if (gm_copy_across(dst, src) < 0) return NULL; /* meta: nothing moves; otherwise the synchronous copy */
+        Py_RETURN_NONE;
+    }
+    if (dst->device.type != GM_DEV_CPU && src->device.type != GM_DEV_CPU) {
+        char dn[16], sn[16];
+        return PyErr_Format(PyExc_ValueError, "_copy_async: one tensor must be on a CUDA device and the other on the "
+                            "host, got %s and %s", gm_device_str(dst->device, dn), gm_device_str(src->device, sn));
+    }
+#ifdef GM_WITH_CUDA
+    int i = dc ? dst->device.index : src->device.index;
+    size_t n = (size_t)ns * gm_dtype_size(src->dtype);
+    if (gm_cuda_copy_async(i, gm_tensor_data(dst), gm_tensor_data(src), n, dc ? GM_COPY_H2D : GM_COPY_D2H) < 0)
+        return NULL;
+    if (n && (gm_block_record_copy_stream(dst->storage->block, i) < 0 ||
+              gm_block_record_copy_stream(src->storage->block, i) < 0)) {
+        gm_cuda_raise("_copy_async");
+        return NULL;
+    }
+    gm_bump_version(dst);
+    Py_RETURN_NONE;
+#else
+    return PyErr_Format(PyExc_RuntimeError, "_copy_async: this build has no CUDA support");
+#endif
+}
+
+/* _copy_wait(t, device=None): wait for the last copy-stream copy that used t: the host (device None), or the
+ * compute stream of CUDA device `device` (an int), before its next kernel reads t. Nothing to wait for: returns. */
+static PyObject *py_copy_wait(PyObject *self, PyObject *args) {
+    PyObject *a, *devo = Py_None;
+    if (!PyArg_ParseTuple(args, "O|O:_copy_wait", &a, &devo)) return NULL;
+    GMTensor *t = gm_tensor_arg(a, "_copy_wait", "tensor");
+    if (!t) return NULL;
+#ifdef GM_WITH_CUDA
+    if (t->device.type == GM_DEV_META || !t->storage || !t->storage->block) Py_RETURN_NONE;
+    if (devo != Py_None && (!PyLong_Check(devo) || PyBool_Check(devo)))
+        return PyErr_Format(PyExc_TypeError, "_copy_wait: device must be None or a CUDA device index (int), got %.100s",
+                            Py_TYPE(devo)->tp_name);
+    int ev_dev;
+    void *ev = gm_block_copy_event(t->storage->block, &ev_dev);
+    if (!ev) Py_RETURN_NONE;
+    int i = devo == Py_None ? ev_dev : (int)PyLong_AsLong(devo);
+    if (i < 0 && PyErr_Occurred()) return NULL;
+    if (gm_cuda_event_wait(ev, i, devo != Py_None) < 0) return NULL;
+#else
+    (void)devo;
+#endif
+    Py_RETURN_NONE;
+}
+
 PyMethodDef gm_transfer_methods[] = {
     {"_to_device", py_to_device, METH_VARARGS,
      "_to_device(t, device, non_blocking=False): a contiguous copy of t on device (cpu, cuda:N; meta gets the "
      "shape only); non_blocking: an upload from pinned memory returns before it ran."},
     {"_pin_memory", py_pin_memory, METH_O, "_pin_memory(t): a contiguous copy of CPU tensor t in pinned memory."},
+    {"_copy_async", py_copy_async, METH_VARARGS,
+     "_copy_async(dst, src): copy between a CUDA and a host tensor on the device's copy stream, returning at once."},
+    {"_copy_wait", py_copy_wait, METH_VARARGS,
+     "_copy_wait(t, device=None): the host (or device's compute stream) waits for the last copy-stream copy of t."},
     {NULL, NULL, 0, NULL},
 };

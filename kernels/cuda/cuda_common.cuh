@@ -27,7 +27,7 @@
 /* The emulator runs blocks one after another: few blocks keep tests fast and exercise the grid-stride loops. */
 #define GM_CU_MAX_BLOCKS 4
 #define GM_LAUNCH(kernel, grid, block, ctx, ...) \
-    ((void)(ctx), gm_emu_launch((kernel), dim3(grid), dim3(block), ##__VA_ARGS__))
+    (gm_emu_log_launch((ctx)->stream), gm_emu_launch((kernel), dim3(grid), dim3(block), ##__VA_ARGS__))
 #else
 #define GM_CU_MAX_BLOCKS 65535
 /* A template kernel with commas in its arguments: bind it first, `auto *k = &my_kernel<A, B>;` */

@@ -32,7 +32,9 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <string>
 
+#include <algorithm>
 #include <atomic>
 #include <ctype.h>
 #include <errno.h>
@@ -257,6 +259,31 @@ std::mutex g_handle_mu;
 std::set<cudaStream_t> g_streams;
 std::set<cudaEvent_t> g_events;
 bool g_hold; /* gm_emu_hold_streams; g_handle_mu held */
+
+/* gm_emu_stream_log: the lines, under their own mutex (a launch logs without g_handle_mu). */
+std::mutex g_log_mu;
+std::atomic<bool> g_log_on{false};
+std::string g_log;
+
+void log_line(const char *fmt, ...) {
+    if (!g_log_on.load(std::memory_order_relaxed)) return;
+    char line[128];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    std::lock_guard<std::mutex> g(g_log_mu);
+    g_log += line;
+    g_log += '\n';
+}
+
+const char *kind_short(cudaMemcpyKind k) {
+    return k == cudaMemcpyDeviceToHost   ? "D2H"
+           : k == cudaMemcpyHostToDevice ? "H2D"
+           : k == cudaMemcpyDeviceToDevice ? "D2D"
+           : k == cudaMemcpyHostToHost   ? "H2H"
+                                          : "default";
+}
 
 /* The work of device dev (all devices: -1) has "run": its held events are no longer pending; g_handle_mu held. */
 void drain(int dev) {
@@ -761,6 +788,7 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpy
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t s) {
     int sdev;
     if (cudaError_t e = check_stream("cudaMemcpyAsync", s, &sdev)) return e;
+    log_line("copy %p %s %zu", (void *)s, kind_short(kind), count);
     return memcpy_impl("cudaMemcpyAsync", dst, src, count, kind);
 }
 
@@ -810,7 +838,9 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
     if (cudaError_t e = check_stream("cudaStreamWaitEvent", stream, &dev)) return e;
     (void)flags;
     std::lock_guard<std::mutex> g(g_handle_mu);
-    return check_event("cudaStreamWaitEvent", event);
+    cudaError_t e = check_event("cudaStreamWaitEvent", event);
+    if (e == cudaSuccess) log_line("wait %p %p", (void *)stream, (void *)event);
+    return e;
 }
 
 /* ---- events ----------------------------------------------------------------------------------------------- */
@@ -836,6 +866,7 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
     if (cudaError_t e = check_event("cudaEventRecord", event)) return e;
     event->recorded = true;
     event->pending = g_hold;
+    log_line("record %p %p", (void *)stream, (void *)event);
     event->when = std::chrono::steady_clock::now();
     return cudaSuccess;
 }
@@ -967,6 +998,21 @@ void gm_emu_reset(void) {
 }
 
 const char *gm_emu_last_message(void) { return tl_message; }
+
+size_t gm_emu_stream_log(int on, char *buf, size_t cap) {
+    std::lock_guard<std::mutex> g(g_log_mu);
+    if (!buf) return g_log.size();
+    size_t n = cap ? std::min(cap - 1, g_log.size()) : 0;
+    if (cap) {
+        memcpy(buf, g_log.data(), n);
+        buf[n] = '\0';
+    }
+    g_log.clear();
+    g_log_on.store(on != 0);
+    return n;
+}
+
+void gm_emu_log_launch(const void *stream) { log_line("kernel %p", stream); }
 
 void gm_emu_hold_streams(int on) {
     std::lock_guard<std::mutex> g(g_handle_mu);

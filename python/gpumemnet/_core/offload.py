@@ -10,21 +10,23 @@ whichever host allocator the real run uses. A CPU tensor has no host copy to mak
 
 Every copy crosses as one contiguous run in the tensor's own dtype (csrc/transfer.c: no temporary on either
 side); a dtype change happens on the host, on tensors that already exist, so a copy never takes memory that an
-estimate would not see. Copies are synchronous: the CUDA layer has one stream per device (DESIGN.md), so there is
-no second stream to overlap them with; bytes_moved() counts them, per thread, for estimates and the planner.
+estimate would not see. Copies are synchronous, on the device's stream (DESIGN.md), except copy_to_host_async
+and save_on_cpu's prefetch, which use its copy stream (csrc/cuda.c _copy_async). bytes_moved() counts them, per
+thread, for estimates and the planner.
 
 save_on_cpu: PyTorch's semantics (pack copies a saved tensor to the host, unpack copies it back to its device),
 with one difference that saves work and memory: a saved *parameter* stays where it is (moving it frees nothing
 on the device, since the model still holds it, and would cost its bytes on the host and on the bus each step;
-PyTorch copies it too). No prefetch: with one stream an unpack's copy cannot overlap the backward kernels, and
-bringing the next saved tensors back early would only raise the device's peak by their bytes."""
+PyTorch copies it too). prefetch=True (an extension) brings the next node's saved tensors back on the device's copy
+stream while the current node's kernels run, at the cost of holding them on the device one node early."""
 import threading
 import weakref
 
 from .. import _C
 from .autograd import graph
 
-__all__ = ["host_device", "host_empty", "copy_to_host", "copy_to_device", "to_host", "to_device", "bytes_moved", "reset_bytes_moved", "save_on_cpu"]
+__all__ = ["host_device", "host_empty", "copy_to_host", "copy_to_host_async", "copy_to_device", "to_host", "to_device",
+           "bytes_moved", "reset_bytes_moved", "save_on_cpu"]
 
 
 class _Moved(threading.local):
@@ -72,6 +74,13 @@ def copy_to_host(dst, src):
     _moved.to_host += _nbytes(src)
 
 
+def copy_to_host_async(dst, src):
+    """copy_to_host on the device's copy stream, returning at once (_C._copy_async): the host waits with
+    _C._copy_wait(dst) before reading dst. Counted as copy_to_host."""
+    _C._copy_async(dst, src)
+    _moved.to_host += _nbytes(src)
+
+
 def copy_to_device(dst, src):
     """dst.copy_(src), host -> device, as copy_to_host."""
     _C.copy_(dst, src)
@@ -94,6 +103,19 @@ def to_device(h, device):
     return out
 
 
+class _Packed:
+    """What save_on_cpu's pack makes of a saved tensor: its device (None: kept as it is, in `host`), the host copy,
+    the shape, the save_on_cpu that made it, and the device copy a prefetch has started (or None)."""
+    __slots__ = ("device", "host", "shape", "owner", "ahead")
+
+    def __init__(self, device, host, shape, owner):
+        self.device, self.host, self.shape, self.owner, self.ahead = device, host, shape, owner, None
+
+
+def _cuda_index(device):
+    return int(device.partition(":")[2] or 0) if device.startswith("cuda") else None
+
+
 class save_on_cpu(graph.saved_tensors_hooks):
     """Within this context, tensors saved for backward are copied to host memory (pinned with pin_memory=True)
     and copied back to their device when backward needs them (torch.autograd.graph.save_on_cpu). Saved
@@ -101,15 +123,21 @@ class save_on_cpu(graph.saved_tensors_hooks):
     ReLU's output, and the flattened view of it the next Linear saves) is copied to the host once: the second
     pack finds the first's host copy while it is alive (a weak map keyed by the storage and its block's allocation
     serial, which no later tensor in a reused block shares, offset, size and version);
-    each unpack makes its own device copy."""
+    each unpack makes its own device copy.
 
-    def __init__(self, pin_memory=False, device_type="cuda"):
+    prefetch=True (not in PyTorch's signature): when backward unpacks a node's saved tensors, the saved tensors of
+    the node the walk runs next (_C._backward_next) start coming back on the device's copy stream, beside this
+    node's kernels; that node's unpack then only makes the compute stream wait for them. The device holds the next
+    node's saved tensors one node early (its peak may rise by their bytes)."""
+
+    def __init__(self, pin_memory=False, device_type="cuda", *, prefetch=False):
         self.pin_memory = bool(pin_memory)
+        self.prefetch = bool(prefetch)
         copies = weakref.WeakValueDictionary()
 
         def pack(t):
             if host_device(t._device) is None or t._category == "parameter":
-                return (None, t, None)
+                return _Packed(None, t, None, self)
             if not t.is_contiguous():
                 t = t.contiguous()
             # the same bytes under another shape (a flatten view) share one host copy
@@ -119,13 +147,30 @@ class save_on_cpu(graph.saved_tensors_hooks):
                 h = to_host(t, self.pin_memory)
                 h._category = "activation"
                 copies[key] = h
-            return (t._device, h, tuple(t.shape))
+            return _Packed(t._device, h, tuple(t.shape), self)
 
         def unpack(packed):
-            device, h, shape = packed
-            if device is None:
-                return h
-            out = to_device(h, device)
-            return out if tuple(out.shape) == shape else out.view(shape)
+            if packed.device is None:
+                return packed.host
+            out, packed.ahead = packed.ahead, None
+            if out is not None:
+                i = _cuda_index(packed.device)
+                if i is not None:
+                    _C._copy_wait(out, i)  # the compute stream waits for the prefetch, the host does not
+            else:
+                out = to_device(packed.host, packed.device)
+            if self.prefetch:
+                self._prefetch_next()
+            return out if tuple(out.shape) == packed.shape else out.view(packed.shape)
 
         super().__init__(pack, unpack)
+
+    def _prefetch_next(self):
+        node = _C._backward_next()
+        for s in getattr(node, "_saved", None) or ():
+            q = getattr(s, "packed", None)
+            if type(q) is _Packed and q.owner is self and q.device is not None and q.ahead is None:
+                h = q.host
+                q.ahead = _C.empty(tuple(h.shape), h._dtype, q.device)
+                _C._copy_async(q.ahead, h)
+                _moved.to_device += _nbytes(h)

@@ -14,9 +14,13 @@ master and state, and writes the parameter rounded to its dtype back over the gr
 So the device holds exactly what it held without offload minus the optimizer state (and, for half
 parameters, half the parameter and gradient bytes); the host holds masters + state + one parameter's staging.
 
-The copies happen in step(), synchronously: the CUDA layer has one stream per device, so a copy made as
-backward produces each gradient (a post-accumulate-grad hook) could not overlap backward's kernels, and under
-gradient accumulation it would move each gradient once per micro-batch instead of once per step.
+By default the copies happen in step(), synchronously. overlap_grad_copies() instead copies each gradient down
+as backward produces it (a post-accumulate-grad hook), on the device's copy stream (csrc/cuda.c _copy_async):
+the copy waits for the kernel that produced the gradient and runs beside the rest of backward; step() waits for
+each before using it. The price: the host holds every parameter's staging buffer from its hook to the step
+(the gradient bytes, in the device's dtype) instead of one at a time, and under gradient accumulation each
+gradient crosses once per micro-batch. A pre-accumulation hook makes the compute stream wait for the previous
+micro-batch's copy of a gradient before backward accumulates into it again.
 
 What the user sees is unchanged: state_dict() has the keys and values it has without offload (its tensors are
 the host ones), load_state_dict() fills host state, gm.save/gm.load round-trip it. The fp32 masters are not in
@@ -40,6 +44,24 @@ __all__ = ["OffloadMixin"]
 _F32 = as_dtype("float32").code
 
 
+def _staged(dst, src, dev_t, cat, transfer, down):
+    """Copy between the device tensor dev_t (src when down, dst when up) and a host fp32 tensor, in the device's
+    dtype across the link: transfer(dst, src) moves the bytes between device and host (copy_to_host/to_device
+    count them in bytes_moved, _C.copy_ does not) and, for a half dev_t, a host buffer of its dtype (tagged cat)
+    holds them while the host widens (down) or rounds (up) there, so the link carries half the bytes."""
+    if dev_t._dtype == _F32:
+        transfer(dst, src)
+        return
+    with category(cat):
+        stage = _off.host_empty(dev_t.shape, dev_t._dtype, dev_t._device)
+    if down:
+        transfer(stage, src)
+        _C.copy_(dst, stage)
+    else:
+        _C.copy_(stage, src)
+        transfer(dst, stage)
+
+
 class OffloadMixin:
     """The host side of an offloading optimizer. A subclass calls _init_offload(offload) in __init__ and, in
     _step_group, hands a group's (params, grads) to _offloaded(...) when self._offloads(params)."""
@@ -51,6 +73,52 @@ class OffloadMixin:
         self._masters = {}   # parameter -> its fp32 master on the host
         self._synced = {}    # parameter -> its _version right after the step's upload
         self._noted_cpu = False
+        self._early = {}     # parameter -> (staging buffer, gradient, its _version) copied down by its hook
+        self._overlap_handles = []
+
+    def overlap_grad_copies(self, enabled=True):
+        """Copy each offloaded parameter's gradient down as backward produces it, overlapped with the rest of
+        backward on the device's copy stream (see the module's docstring); enabled=False goes back to copying
+        in step()."""
+        for h in self._overlap_handles:
+            h.remove()
+        self._overlap_handles, self._early = [], {}
+        if not enabled or getattr(self, "offload", None) is None:
+            return
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.requires_grad and _off.host_device(p._device) is not None:
+                    self._overlap_handles.append(p.register_hook(self._before_accumulate(p)))
+                    self._overlap_handles.append(p.register_post_accumulate_grad_hook(self._grad_ready))
+
+    def _before_accumulate(self, p):
+        def hook(grad):
+            early = self._early.get(p)
+            dev = early[1]._device if early is not None else ""
+            if dev.startswith("cuda"):  # backward writes into the gradient the copy stream may still read
+                _C._copy_wait(early[0], int(dev.partition(":")[2] or 0))
+            return None
+        return hook
+
+    def _grad_ready(self, p):
+        g = p.grad
+        if g is None or not g.is_contiguous():
+            return  # step() copies it
+        early = self._early.get(p)
+        stage = early[0] if early is not None and early[0]._dtype == g._dtype else None
+        if stage is None:
+            with category("gradient"):
+                stage = _off.host_empty(g.shape, g._dtype, p._device)
+        _off.copy_to_host_async(stage, g)
+        self._early[p] = (stage, g, g._version)
+
+    def _early_grad(self, p, g):
+        """The host copy of g its hook started, waited for; None when there is none or g changed since."""
+        early = self._early.pop(p, None)
+        if early is None or early[1] is not g or g._version != early[2]:
+            return None
+        _C._copy_wait(early[0])
+        return early[0]
 
     def _offloads(self, params):
         if getattr(self, "offload", None) is None or not params:
@@ -83,13 +151,7 @@ class OffloadMixin:
         if m is None:
             m = self._masters[p] = self._host_state(p, "master", zero=False)
         # One-time (per resync) download, not part of a step's traffic: not counted in bytes_moved.
-        if p._dtype == _F32:
-            _C.copy_(m, p)
-        else:
-            with category("workspace"):
-                stage = _off.host_empty(p.shape, p._dtype, p._device)
-            _C.copy_(stage, p)
-            _C.copy_(m, stage)
+        _staged(m, p, p, "workspace", _C.copy_, down=True)
         return m
 
     def _host_grad(self, g, device):
@@ -97,24 +159,12 @@ class OffloadMixin:
         if not g.is_contiguous():
             g = g.contiguous()
         with category("gradient"):
-            if g._dtype == _F32:
-                gh = _off.host_empty(g.shape, _F32, device)
-                _off.copy_to_host(gh, g)
-                return gh
-            stage = _off.host_empty(g.shape, g._dtype, device)
-            _off.copy_to_host(stage, g)
             gh = _off.host_empty(g.shape, _F32, device)
-        _C.copy_(gh, stage)
+        _staged(gh, g, g, "gradient", _off.copy_to_host, down=True)
         return gh
 
     def _upload(self, p, master):
-        if p._dtype == _F32:
-            _off.copy_to_device(p, master)
-        else:
-            with category("workspace"):
-                stage = _off.host_empty(p.shape, p._dtype, p._device)
-            _C.copy_(stage, master)
-            _off.copy_to_device(p, stage)
+        _staged(p, master, p, "workspace", _off.copy_to_device, down=False)
         self._synced[p] = p._version
 
     def _offloaded(self, params, grads, prepare, update, mixed=None):
@@ -128,18 +178,29 @@ class OffloadMixin:
             masters.append(self._master(p))
             prepare(p)
         for p, g, master in zip(params, grads, masters):
+            early = self._early_grad(p, g) if self._early else None
             if mixed is not None and p._dtype != _F32 and g._dtype == p._dtype:
-                if not g.is_contiguous():
-                    g = g.contiguous()
-                with category("gradient"):
-                    stage = _off.host_empty(g.shape, g._dtype, p._device)
-                _off.copy_to_host(stage, g)
+                stage = early
+                if stage is None:
+                    if not g.is_contiguous():
+                        g = g.contiguous()
+                    with category("gradient"):
+                        stage = _off.host_empty(g.shape, g._dtype, p._device)
+                    _off.copy_to_host(stage, g)
                 mixed(p, master, stage)
                 _off.copy_to_device(p, stage)
                 self._synced[p] = p._version
                 del stage
                 continue
-            gh = self._host_grad(g, p._device)
+            if early is None:
+                gh = self._host_grad(g, p._device)
+            elif g._dtype == _F32:
+                gh = early
+            else:  # widened on the host, as _host_grad does after its copy
+                with category("gradient"):
+                    gh = _off.host_empty(g.shape, _F32, p._device)
+                _C.copy_(gh, early)
+            del early
             update(p, master, gh)
             del gh
             self._upload(p, master)

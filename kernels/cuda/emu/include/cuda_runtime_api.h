@@ -93,6 +93,14 @@ cudaError_t gm_emu_set_device_memory(int device, size_t bytes);
  * cudaStreamSynchronize or cudaDeviceSynchronize on their device, or until turned off: as work a GPU would still
  * have queued (the emulator runs everything at once), so tests can see what waits for it. */
 void gm_emu_hold_streams(int on);
+/* The stream log, for tests of what overlaps what (the emulator runs everything at once, so only the issue order
+ * and the streams can be checked): while on, each kernel launch, async copy, event record and stream wait adds
+ * a line "kernel S", "copy S D2H|H2D|D2D|H2H N", "record S E", "wait S E" (S, E: the handles as %p; a launch's S
+ * is its ctx's stream). With buf NULL: the bytes logged so far. Otherwise copies up to cap - 1 of them and a NUL
+ * into buf, clears the log, sets it on or off, and returns the bytes copied. */
+size_t gm_emu_stream_log(int on, char *buf, size_t cap);
+/* GM_LAUNCH's note of the stream a kernel was launched on (the log above). */
+void gm_emu_log_launch(const void *stream);
 /* For the header's templates: cudaSuccess when the runtime is usable and `stream` is a live stream (else the
  * error, recorded with fn's name). */
 cudaError_t gm_emu_stream_ready(const char *fn, cudaStream_t stream);
