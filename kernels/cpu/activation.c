@@ -110,6 +110,34 @@ int activation_backward(void *dinp, const void *dout, const void *saved, int64_t
     return GM_OK;
 }
 
+/* ---- relu's bit mask ---------------------------------------------------------------------------------- */
+int relu_mask_pack(uint8_t *mask, const void *out, int64_t n, gm_dtype dt, int nthreads) {
+    if (!gm_dtype_is_float(dt) || n < 0) return GM_ERR_ARG;
+    const int64_t nbytes = (n + 7) / 8;
+    const int nt = nn_threads(n, nthreads);
+    (void)nt;
+    NN_DISPATCH(dt, _Pragma("omp parallel for schedule(static) num_threads(nt)")
+                for (int64_t b = 0; b < nbytes; b++) {
+                    const int64_t end = b * 8 + 8 < n ? b * 8 + 8 : n;
+                    unsigned bits = 0;
+                    for (int64_t i = b * 8; i < end; i++) bits |= (unsigned)!(nn_ld(out, i, DT) <= 0.0) << (i - b * 8);
+                    mask[b] = (uint8_t)bits;
+                })
+    return GM_OK;
+}
+
+int relu_mask_backward(void *dinp, const void *dout, const uint8_t *mask, int64_t n, gm_dtype dt, int nthreads) {
+    if (!gm_dtype_is_float(dt) || n < 0) return GM_ERR_ARG;
+    const int nt = nn_threads(n, nthreads);
+    (void)nt;
+    NN_DISPATCH(dt, _Pragma("omp parallel for schedule(static) num_threads(nt)")
+                for (int64_t i = 0; i < n; i++) {
+                    const double g = nn_ld(dout, i, DT);
+                    nn_st(dinp, i, DT, (mask[i >> 3] >> (i & 7)) & 1 ? g : 0.0);
+                })
+    return GM_OK;
+}
+
 /* ---- prelu ---------------------------------------------------------------------------------------------------- */
 /* Row r of the (outer, C) rows of `inner` elements uses weight w[r % C] (wn == C) or w[0] (wn == 1). */
 #define PRELU_W(r) nn_ld(w, wn == 1 ? 0 : (r) % C, DT)

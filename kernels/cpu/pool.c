@@ -153,6 +153,68 @@ int maxpool2d_backward_input(void *dinp, const void *dout, const int64_t ds[4], 
     return GM_OK;
 }
 
+/* ---- max, the argmax saved as its tap in the window ---------------------------------------------------- */
+
+static inline __attribute__((always_inline)) void maxpool_row_taps(gm_dtype dt, void *out, int8_t *taps,
+                                                                   const void *inp, const int64_t in[4],
+                                                                   const pool2d_geom *g, int64_t r) {
+    const int64_t oh = r % g->OH, nc = r / g->OH, n = nc / g->C, c = nc % g->C;
+    const int64_t base = n * in[0] + c * in[1];
+    for (int64_t ow = 0; ow < g->OW; ow++) {
+        double best;
+        const int64_t pos = window_argmax(dt, inp, in, g, base, oh, ow, &best);
+        taps[r * g->OW + ow] = (int8_t)pool_tap_of(g, oh, ow, pos);
+        pool_st(dt, out, r * g->OW + ow, best);
+    }
+}
+
+int maxpool2d_forward_taps(void *out, int8_t *taps, const void *inp, const int64_t in[4], gm_dtype dt,
+                           const pool2d_geom *g, int nthreads) {
+    if (!pool_geom_ok(g) || !gm_dtype_is_float(dt) || g->kh * g->kw > 127 || !taps) return GM_ERR_ARG;
+    const int64_t rows = g->N * g->C * g->OH;
+    const int nt = pool_team(nthreads, rows, rows * g->OW * g->kh * g->kw);
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t r = 0; r < rows; r++) POOL_DISPATCH(dt, maxpool_row_taps(DT, out, taps, inp, in, g, r));
+    return GM_OK;
+}
+
+static inline __attribute__((always_inline)) int maxpool_plane_bwd_taps(gm_dtype dt, void *dinp, const void *dout,
+                                                                        const int64_t ds[4], const int8_t *taps,
+                                                                        const pool2d_geom *g, int64_t p) {
+    const int64_t n = p / g->C, c = p % g->C, HW = g->H * g->W;
+    const int64_t obase = n * ds[0] + c * ds[1];
+    const int8_t *pt = taps + p * g->OH * g->OW;
+    char *plane = (char *)dinp + p * HW * (int64_t)gm_dtype_size(dt);
+    zero(plane, dt, HW);
+    for (int64_t oh = 0; oh < g->OH; oh++)
+        for (int64_t ow = 0; ow < g->OW; ow++) {
+            const int64_t t = pt[oh * g->OW + ow];
+            if (t == -1) continue; /* an empty window */
+            const int64_t i = pool_pos_of_tap(g, oh, ow, t);
+            if (i < 0) return GM_ERR_ARG;
+            pool_add_at(dt, plane, i, pool_ld(dt, dout, obase + oh * ds[2] + ow * ds[3]));
+        }
+    return GM_OK;
+}
+
+int maxpool2d_backward_taps(void *dinp, const void *dout, const int64_t ds[4], const int8_t *taps, gm_dtype dt,
+                            const pool2d_geom *g, int nthreads) {
+    if (!pool_geom_ok(g) || !gm_dtype_is_float(dt) || g->kh * g->kw > 127) return GM_ERR_ARG;
+    const int64_t planes = g->N * g->C;
+    const int nt = pool_team(nthreads, planes, planes * (g->H * g->W + g->OH * g->OW));
+    int status = GM_OK;
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t p = 0; p < planes; p++) {
+        int st = GM_OK;
+        POOL_DISPATCH(dt, st = maxpool_plane_bwd_taps(DT, dinp, dout, ds, taps, g, p));
+        if (st != GM_OK) {
+#pragma omp atomic write
+            status = st;
+        }
+    }
+    return status;
+}
+
 /* ---- average --------------------------------------------------------------------------------------------- */
 
 static inline __attribute__((always_inline)) void avgpool_row(gm_dtype dt, void *out, const void *inp,

@@ -189,6 +189,46 @@ extern "C" int cuda_activation_backward(void *dinp, const void *dout, const void
     return GM_OK;
 }
 
+/* ---- relu's bit mask (kernels/cpu/activation.h relu_mask_pack): one thread per byte, one per element back ---- */
+template <int DT> __global__ void relu_mask_pack_kernel(uint8_t *mask, const void *out, int64_t n) {
+    GM_CU_GRID_STRIDE(b, (n + 7) / 8) {
+        const int64_t end = b * 8 + 8 < n ? b * 8 + 8 : n;
+        unsigned bits = 0;
+        for (int64_t i = b * 8; i < end; i++) bits |= (unsigned)!(nn_ld<DT>(out, i) <= 0.0) << (i - b * 8);
+        mask[b] = (uint8_t)bits;
+    }
+}
+
+template <int DT> __global__ void relu_mask_bwd_kernel(void *dinp, const void *dout, const uint8_t *mask, int64_t n) {
+    GM_CU_GRID_STRIDE(i, n) {
+        const double g = nn_ld<DT>(dout, i);
+        nn_st<DT>(dinp, i, (mask[i >> 3] >> (i & 7)) & 1 ? g : 0.0);
+    }
+}
+
+extern "C" int cuda_relu_mask_pack(uint8_t *mask, const void *out, int64_t n, gm_dtype dt, gm_cuda_ctx *ctx) {
+    if (!gm_dtype_is_float(dt) || n < 0) return GM_ERR_ARG;
+    if (n == 0) return GM_OK;
+#define CALL(DT)                                                                                             \
+    GM_LAUNCH(&relu_mask_pack_kernel<DT>, gm_cu_blocks((n + 7) / 8, ctx), GM_CU_THREADS, ctx, mask, out, n)
+    NN_CU_DISPATCH(dt, CALL)
+#undef CALL
+    GM_CU_LAUNCHED(ctx);
+    return GM_OK;
+}
+
+extern "C" int cuda_relu_mask_backward(void *dinp, const void *dout, const uint8_t *mask, int64_t n, gm_dtype dt,
+                                       gm_cuda_ctx *ctx) {
+    if (!gm_dtype_is_float(dt) || n < 0) return GM_ERR_ARG;
+    if (n == 0) return GM_OK;
+#define CALL(DT)                                                                                             \
+    GM_LAUNCH(&relu_mask_bwd_kernel<DT>, gm_cu_blocks(n, ctx), GM_CU_THREADS, ctx, dinp, dout, mask, n)
+    NN_CU_DISPATCH(dt, CALL)
+#undef CALL
+    GM_CU_LAUNCHED(ctx);
+    return GM_OK;
+}
+
 /* ---- prelu (kernels/cpu/activation.h: the (outer, C, inner) layout, wn = 1 or C weights) --------------------- */
 struct prelu_geom {
     int64_t n, C, inner, wn;
