@@ -197,3 +197,61 @@ def test_meta_allocates_the_cpu_bytes():
         return gm.memory.max_memory_allocated(device) - base, gm.memory.memory_allocated(device) - base
     assert step("meta") == step("cpu")
 # The estimator's byte-exactness with this saving (UNet and digits steps, meta == CPU): tests/test_estimate.py.
+
+
+# ---- a convolution's backward drops its input once the weight's gradient is computed ----------------------------
+def _conv_relu_conv_backward(x, w1, w2, retain):
+    for t in (x, w1, w2):
+        t.grad = None
+    h = F.relu(F.conv2d(x, w1, padding=1), inplace=True)
+    loss = F.conv2d(h, w2, padding=1).sum()
+    relu = h.grad_fn
+    del h
+    gm.memory.reset_peak_memory_stats("cpu")
+    base = gm.memory.memory_allocated("cpu")
+    loss.backward(retain_graph=retain)
+    return [to_numpy(t.grad) for t in (x, w1, w2)], gm.memory.max_memory_allocated("cpu") - base, relu
+
+
+def test_conv_backward_frees_a_relu_output_before_the_input_gradient():
+    """conv -> relu -> conv: in the second conv's backward the relu's output (kept by the relu and the conv alone)
+    is freed after the weight's gradient, before the input's gradient is allocated; the relu goes on from a bit
+    mask. Kept (retain_graph), the graph keeps everything. The gradients are the same bit for bit."""
+    x = gm.randn(2, 3, 16, 16, requires_grad=True)
+    w1 = gm.randn(8, 3, 3, 3, requires_grad=True)
+    w2 = gm.randn(8, 8, 3, 3, requires_grad=True)
+    g_keep, p_keep, relu = _conv_relu_conv_backward(x, w1, w2, True)
+    assert relu._saved[0].packed.dtype == gm.float32  # retained: the relu still has its output
+    g_free, p_free, _ = _conv_relu_conv_backward(x, w1, w2, False)
+    for a, b in zip(g_free, g_keep):
+        np.testing.assert_array_equal(a, b)
+    h_bytes = 2 * 8 * 16 * 16 * 4
+    assert p_keep - p_free >= block(h_bytes) - block(h_bytes // 32)  # (the peaks fall at different points)
+    # with the input kept by someone else (the caller), nothing is converted and the peak is the retained one's
+    h = F.relu(F.conv2d(x, w1, padding=1))
+    F.conv2d(h, w2, padding=1).sum().backward()
+    assert h.grad_fn._saved is None  # released as usual
+
+
+def test_release_saved_only_when_the_graph_is_freed():
+    from gpumemnet._core.autograd import Function
+
+    class Twice(Function):
+        @staticmethod
+        def forward(ctx, a):
+            ctx.save_for_backward(a)
+            return a * 2.0
+
+        @staticmethod
+        def backward(ctx, g):
+            a, = ctx.saved_tensors
+            ctx.dropped = ctx.release_saved(0)
+            return g * 2.0
+
+    a = gm.randn(3, requires_grad=True)
+    y = Twice.apply(a)
+    y.sum().backward(retain_graph=True)
+    assert y.grad_fn.dropped is False and y.grad_fn._saved[0] is not None
+    y.sum().backward()
+    assert y.grad_fn.dropped is True
+    np.testing.assert_array_equal(to_numpy(a.grad), np.full(3, 4.0))

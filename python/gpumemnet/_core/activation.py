@@ -95,14 +95,15 @@ class _ActivationInplace(Function):
 _UINT8 = 6  # dtype code (_core/dtype.py)
 
 
-def keep_relu_mask(x):
-    """Make the relu node that produced x keep one bit per element (x > 0; 1/32 of float32 x) instead of x itself,
-    when nothing but x and that node holds x's storage, and say whether it did. For a consumer that keeps only a
-    compact form of x too (max pooling's window taps, nn/_functional_pool.py): x is then freed as soon as the
-    caller drops it, instead of living until backward. Left alone under saved-tensor hooks (checkpoint, offload:
-    the hook decides what is kept, and counts what is saved) and after an in-place write to x (backward must
-    still refuse that). The gradient is the same: relu's backward tests exactly saved > 0 (NaN passing)."""
-    node = x.grad_fn
+def keep_relu_mask(x, node=None):
+    """Make the relu node that produced x (node, by default x.grad_fn) keep one bit per element (x > 0; 1/32 of
+    float32 x) instead of x itself, when nothing but x and that node holds x's storage, and say whether it did.
+    For a consumer that keeps only a compact form of x (max pooling's window taps, nn/_functional_pool.py), or
+    that is done with x (a convolution's backward once the weight's gradient is computed): x is then freed as
+    soon as the caller drops it, instead of living until the relu's backward. Left alone under saved-tensor hooks
+    (checkpoint, offload: the hook decides what is kept, and counts what is saved) and after an in-place write to
+    x (backward must still refuse that). The gradient is the same: relu's backward tests exactly saved > 0."""
+    node = x.grad_fn if node is None else node
     if type(node) not in (_Activation, _ActivationInplace) or node.op != RELU or _state.saved_tensors_hooks or \
             x._storage_refs != 2 or not x._is_contiguous() or x._storage_nbytes != x.numel() * x.element_size():
         return False

@@ -12,6 +12,7 @@ from .._core import autocast as _amp
 from .._core.functions import cast as _cast
 from .._core.autograd import needs_grad as _needs_grad
 from .._core.autograd import Function, _NO_CTX
+from .._core.activation import keep_relu_mask
 from ._args import _is_int, _pair
 
 __all__ = ["conv2d", "conv_transpose2d", "linear"]
@@ -156,7 +157,19 @@ class _Conv(Function):
         x, w = ctx.saved_tensors
         if ctx.unbatched:
             g = g._unsqueeze(0)
-        dx, dw, db = _backward(cls.backward_op, g, x, w, ctx.args, _mask(ctx), *ctx.shapes, ctx.depthwise)
+        mask = _mask(ctx)
+        if x is not None and mask[0] and ctx.release_saved(0):
+            # The input's last reader is the weight's gradient: computed first, the input dropped, then the
+            # input's gradient allocated. A relu's output that only its relu keeps besides is freed in between:
+            # the relu keeps a bit mask from here on (keep_relu_mask).
+            _, dw, db = _backward(cls.backward_op, g, x, w, ctx.args, (False,) + mask[1:], *ctx.shapes, ctx.depthwise)
+            edge = ctx.next_functions[0]
+            if edge is not None and not ctx.unbatched:
+                keep_relu_mask(x, edge[0])
+            del x
+            dx = _backward(cls.backward_op, g, None, w, ctx.args, (True, False, False), *ctx.shapes, ctx.depthwise)[0]
+        else:
+            dx, dw, db = _backward(cls.backward_op, g, x, w, ctx.args, mask, *ctx.shapes, ctx.depthwise)
         if ctx.unbatched and dx is not None:
             dx = dx._squeeze(0)
         return (dx, dw, db) + (None,) * len(ctx.args)
