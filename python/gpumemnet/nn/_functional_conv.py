@@ -138,6 +138,16 @@ def _mask(ctx):
     return (bool(need[0]), bool(need[1]), bool(need[2]))
 
 
+def _recast(w, dtype):
+    """The half copy of parameter w that autocast made in the forward, made again (the same bits: the same cast of
+    the same values, which the saved tensor's version check guarantees), as scratch of this backward."""
+    prev = _C.set_category("workspace")
+    try:
+        return _cast(w, dtype)
+    finally:
+        _C.set_category(prev)
+
+
 class _Conv(Function):
     """What conv2d and conv_transpose2d share: the saved operands and a backward through `backward_op`."""
     backward_op = None
@@ -146,6 +156,9 @@ class _Conv(Function):
     def _save(ctx, x, w, args, unbatched, depthwise):
         need = ctx.needs_input_grad
         if need:
+            src = _amp.cast_source(w) if need[0] else None
+            if src is not None:  # autocast's half copy of a parameter: backward casts the parameter again
+                ctx.w_dtype, w = w._dtype, src
             ctx.save_for_backward(x if need[1] else None, w if need[0] else None)
             ctx.shapes = (x.shape, w.shape)
             ctx.args = args
@@ -158,6 +171,9 @@ class _Conv(Function):
         if ctx.unbatched:
             g = g._unsqueeze(0)
         mask = _mask(ctx)
+        w_dtype = ctx.__dict__.get("w_dtype")
+        if w_dtype is not None and w is not None:
+            w = _recast(w, w_dtype)
         if x is not None and mask[0] and ctx.release_saved(0):
             # The input's last reader is the weight's gradient: computed first, the input dropped, then the
             # input's gradient allocated. A relu's output that only its relu keeps besides is freed in between:
