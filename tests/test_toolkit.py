@@ -366,7 +366,7 @@ def test_unet_checkpoint_keeps_only_block_outputs_and_gives_identical_gradients(
     # checkpointing saves on the whole peak too; on a real GPU cuDNN's workspace (the same in both runs, sized by
     # cuDNN) enters both peaks and can only pull the ratio towards 1, by at most its own size
     cudnn_ws = ws if is_cuda(device) and not gm.cuda.is_emulated() else 0
-    assert peak_ck < 0.6 * peak + 0.4 * cudnn_ws
+    assert peak_ck < 0.65 * peak + 0.35 * cudnn_ws
     for a, b in zip(grads, grads_ck):
         np.testing.assert_array_equal(a, b)  # the recomputation is the same arithmetic: bit-identical
 
