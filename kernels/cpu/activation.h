@@ -33,8 +33,8 @@ int activation_backward(void *dinp, const void *dout, const void *saved, int64_t
  * output when nothing else keeps the output (python/gpumemnet/nn/_functional_pool.py). */
 int relu_mask_pack(uint8_t *mask, const void *out, int64_t n, gm_dtype dt, int nthreads);
 
-/* dinp (n) = bit i of mask ? dout[i] : 0, the same values as activation_backward(ACT_RELU) from the output the
- * mask was packed from. dinp may be dout. */
+/* dinp (n) = bit i of mask ? dout[i] : +0.0, the same values as activation_backward(ACT_RELU) from the output the
+ * mask was packed from (dout's bits copied as they are). dinp may be dout. */
 int relu_mask_backward(void *dinp, const void *dout, const uint8_t *mask, int64_t n, gm_dtype dt, int nthreads);
 
 /* prelu over inp viewed as (outer, C, inner) (C: the channel dim, 1 for inputs of fewer than 2 dims): out =

@@ -199,10 +199,10 @@ template <int DT> __global__ void relu_mask_pack_kernel(uint8_t *mask, const voi
     }
 }
 
-template <int DT> __global__ void relu_mask_bwd_kernel(void *dinp, const void *dout, const uint8_t *mask, int64_t n) {
+/* dout's bits or +0.0, as the CPU: the element ANDed with all ones or all zeros (T: an unsigned of its width) */
+template <typename T> __global__ void relu_mask_bwd_kernel(void *dinp, const void *dout, const uint8_t *mask, int64_t n) {
     GM_CU_GRID_STRIDE(i, n) {
-        const double g = nn_ld<DT>(dout, i);
-        nn_st<DT>(dinp, i, (mask[i >> 3] >> (i & 7)) & 1 ? g : 0.0);
+        ((T *)dinp)[i] = ((const T *)dout)[i] & (T)(0 - (T)((mask[i >> 3] >> (i & 7)) & 1u));
     }
 }
 
@@ -221,10 +221,12 @@ extern "C" int cuda_relu_mask_backward(void *dinp, const void *dout, const uint8
                                        gm_cuda_ctx *ctx) {
     if (!gm_dtype_is_float(dt) || n < 0) return GM_ERR_ARG;
     if (n == 0) return GM_OK;
-#define CALL(DT)                                                                                             \
-    GM_LAUNCH(&relu_mask_bwd_kernel<DT>, gm_cu_blocks(n, ctx), GM_CU_THREADS, ctx, dinp, dout, mask, n)
-    NN_CU_DISPATCH(dt, CALL)
-#undef CALL
+    const unsigned grid = gm_cu_blocks(n, ctx);
+    switch (gm_dtype_size(dt)) {
+    case 2: GM_LAUNCH(&relu_mask_bwd_kernel<uint16_t>, grid, GM_CU_THREADS, ctx, dinp, dout, mask, n); break;
+    case 4: GM_LAUNCH(&relu_mask_bwd_kernel<uint32_t>, grid, GM_CU_THREADS, ctx, dinp, dout, mask, n); break;
+    default: GM_LAUNCH(&relu_mask_bwd_kernel<uint64_t>, grid, GM_CU_THREADS, ctx, dinp, dout, mask, n); break;
+    }
     GM_CU_LAUNCHED(ctx);
     return GM_OK;
 }
