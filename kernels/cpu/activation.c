@@ -134,6 +134,21 @@ int relu_mask_pack(uint8_t *mask, const void *out, int64_t n, gm_dtype dt, int n
         }
         return GM_OK;
     }
+    if (dt == GM_BF16 || dt == GM_F16) {
+        /* on the bits: not <= 0 is NaN (magnitude above infinity's) or a positive non-zero (sign clear) */
+        const uint16_t *y = out, inf = dt == GM_BF16 ? 0x7f80 : 0x7c00;
+#pragma omp parallel for schedule(static) num_threads(nt)
+        for (int64_t b = 0; b < nbytes; b++) {
+            const int64_t i0 = b * 8, k1 = n - i0 < 8 ? n - i0 : 8;
+            unsigned bits = 0;
+            for (int64_t k = 0; k < k1; k++) {
+                const unsigned u = y[i0 + k], mag = u & 0x7fffu;
+                bits |= (unsigned)((mag > inf) | (!(u & 0x8000u) & (mag != 0))) << k;
+            }
+            mask[b] = (uint8_t)bits;
+        }
+        return GM_OK;
+    }
     NN_DISPATCH(dt, _Pragma("omp parallel for schedule(static) num_threads(nt)")
                 for (int64_t b = 0; b < nbytes; b++) {
                     const int64_t end = b * 8 + 8 < n ? b * 8 + 8 : n;
