@@ -5,6 +5,9 @@ category and by the scope that allocated them ("inc.body.1 forward": BatchNorm's
 
     python benchmarks/peak_accounting.py [--model unet] [--mode fp32|checkpoint|autocast|eval] [--min-kib 64]
 
+With --mode eval it also prints the floor of an inference forward: the largest input + output of one leaf module
+(what any library must hold while that layer runs, workspace aside), beside the measured step peak.
+
 Run from the repository root."""
 import argparse
 import collections
@@ -60,6 +63,27 @@ def main():
             print(f"    {c:16s} {s:40s} {v / 2**20:9.3f} MiB")
     freed = -sum(v for v in live.values() if v < 0)  # blocks of the previous step the step freed (zero_grad)
     print(f"  (and {freed / 2**20:.3f} MiB held before the step were freed before its peak)")
+    if args.mode == "eval":
+        print_eval_floor(gm, model, x, top - before)
+
+
+def print_eval_floor(gm, model, x, step_peak):
+    """The largest input + output bytes of one leaf module under no_grad (allocator blocks: 512-byte rounding)."""
+    rows = []
+
+    def hook(m, inputs, out):
+        if not m._modules:  # each storage once (an in-place ReLU's output is its input)
+            held = {t._storage_id: t._storage_nbytes for t in (*inputs, out) if hasattr(t, "_storage_nbytes")}
+            rows.append((sum(-(-n // 512) * 512 for n in held.values()), m._path or type(m).__name__))
+    handle = gm.nn.register_module_forward_hook(hook)
+    try:
+        with gm.no_grad():
+            model(x)
+    finally:
+        handle.remove()
+    floor, where = max(rows)
+    print(f"  eval floor: {floor / 2**20:.3f} MiB (input + output of {where}); step peak {step_peak / 2**20:.3f} MiB "
+          f"= {step_peak / floor:.2f}x the floor")
 
 
 if __name__ == "__main__":

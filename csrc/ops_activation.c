@@ -91,6 +91,55 @@ done:
     Py_XDECREF(sc);
     return (PyObject *)dx;
 }
+/* ---- relu's bit mask: what autograd keeps of a relu's output that nothing else keeps ------------------------ */
+
+/* relu_mask(out) -> uint8 (ceil(numel / 8),), bit i set where out[i] is not <= 0 (kernels/cpu/activation.h). */
+PyObject *gm_py_relu_mask(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *kwlist[] = {"out", NULL};
+    PyObject *yo;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O:relu_mask", kwlist, &yo)) return NULL;
+    GMTensor *y = gm_tensor_arg(yo, "relu_mask", "out");
+    if (!y || check_float("relu_mask", "out", y) < 0) return NULL;
+    GMTensor *yc = contig(y), *m = NULL;
+    if (!yc) return NULL;
+    const int64_t n = gm_numel(y), nbytes = (n + 7) / 8;
+    m = gm_empty(1, &nbytes, GM_U8, y->device);
+    if (m && GM_KERNEL("relu_mask", y->device,
+                       relu_mask_pack(data(m), data(yc), n, y->dtype, gm_num_threads),
+                       cuda_relu_mask_pack(data(m), data(yc), n, y->dtype, ctx)) < 0)
+        Py_CLEAR(m);
+    Py_DECREF(yc);
+    return (PyObject *)m;
+}
+
+/* relu_mask_backward(grad, mask, into_grad=False) -> grad where the mask's bit is set, else 0. */
+PyObject *gm_py_relu_mask_backward(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *kwlist[] = {"grad", "mask", "into_grad", NULL};
+    const char *name = "relu_mask_backward";
+    PyObject *go, *mo;
+    int into_grad = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|p:relu_mask_backward", kwlist, &go, &mo, &into_grad))
+        return NULL;
+    GMTensor *g = gm_tensor_arg(go, name, "grad"), *m = g ? gm_tensor_arg(mo, name, "mask") : NULL;
+    if (!m || check_float(name, "grad", g) < 0 || check_devices(name, g, &m, 1) < 0) return NULL;
+    const int64_t n = gm_numel(g);
+    if (m->dtype != GM_U8 || m->ndim != 1 || m->shape[0] != (n + 7) / 8 || !gm_is_contiguous(m)) {
+        char b[GM_SHAPE_BUF];
+        PyErr_Format(PyExc_ValueError, "%s: mask must be a contiguous 1-D uint8 tensor of %lld bytes (one bit per "
+                     "element of grad), got %s of shape %s", name, (long long)((n + 7) / 8),
+                     gm_dtype_name(m->dtype), gm_shape_str(m->ndim, m->shape, b));
+        return NULL;
+    }
+    GMTensor *gc = contig(g), *dx = NULL;
+    if (!gc) return NULL;
+    dx = grad_result(g, into_grad);
+    if (dx && GM_KERNEL(name, g->device, relu_mask_backward(data(dx), data(gc), data(m), n, g->dtype, gm_num_threads),
+                        cuda_relu_mask_backward(data(dx), data(gc), data(m), n, g->dtype, ctx)) < 0)
+        Py_CLEAR(dx);
+    Py_DECREF(gc);
+    return (PyObject *)dx;
+}
+
 /* ---- softmax --------------------------------------------------------------------------------------------- */
 
 /* (outer, D, inner) around dim; a 0-d tensor is one element along its only (implicit) dim. */

@@ -118,6 +118,8 @@ GM_PY_KW_DECL(softmax);
 GM_PY_KW_DECL(softmax_backward);
 GM_PY_KW_DECL(prelu);
 GM_PY_KW_DECL(prelu_backward);
+GM_PY_KW_DECL(relu_mask);
+GM_PY_KW_DECL(relu_mask_backward);
 /* ops_dropout.c */
 GM_PY_KW_DECL(dropout);
 PyObject *gm_py_dropout_backward(PyObject *self, PyObject *args);

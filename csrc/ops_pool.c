@@ -177,7 +177,7 @@ static PyObject *py_max_pool2d(PyObject *self, PyObject *args, PyObject *kwargs)
     const char *op = "max_pool2d";
     PyObject *xo, *ko, *so, *po, *dno;
     int ceil_mode = 0, with_indices = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOO|pp:max_pool2d", kwlist, &xo, &ko, &so, &po, &dno,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOO|pi:max_pool2d", kwlist, &xo, &ko, &so, &po, &dno,
                                      &ceil_mode, &with_indices))
         return NULL;
     int64_t k[2], st[2], p[2], d[2], oshape[4];
@@ -192,14 +192,27 @@ static PyObject *py_max_pool2d(PyObject *self, PyObject *args, PyObject *kwargs)
     int ond = out_shape(&s, g.OH, g.OW, oshape);
     GMTensor *out = gm_empty(ond, oshape, x->dtype, x->device), *idx = NULL;
     if (!out) return NULL;
-    /* Indices only when backward or the caller needs them: an inference forward allocates its output alone. */
-    if (with_indices && !(idx = gm_empty(ond, oshape, GM_I64, x->device))) goto fail;
+    /* Indices only when backward or the caller needs them: an inference forward allocates its output alone.
+     * with_indices=2: int8 taps in the window instead (autograd's compact saved form, kernels/cpu/pool.h). */
+    const int taps = with_indices == 2;
+    if (taps && g.kh * g.kw > 127) {
+        PyErr_Format(PyExc_ValueError, "%s: int8 taps need a window of at most 127 elements, got %lldx%lld", op,
+                     (long long)g.kh, (long long)g.kw);
+        goto fail;
+    }
+    if (with_indices && !(idx = gm_empty(ond, oshape, taps ? GM_I8 : GM_I64, x->device))) goto fail;
     int64_t in[4];
     strides4(x, in);
-    int64_t *pidx = idx ? (int64_t *)gm_tensor_data(idx) : NULL;
-    if (GM_KERNEL(op, x->device, maxpool2d_forward(gm_tensor_data(out), pidx, gm_tensor_data(x), in, x->dtype, &g,
-                                                   gm_num_threads),
-                  cuda_maxpool2d_forward(gm_tensor_data(out), pidx, gm_tensor_data(x), in, x->dtype, &g, ctx)) < 0)
+    void *pidx = idx ? gm_tensor_data(idx) : NULL;
+    if (GM_KERNEL(op, x->device,
+                  taps ? maxpool2d_forward_taps(gm_tensor_data(out), pidx, gm_tensor_data(x), in, x->dtype, &g,
+                                                gm_num_threads)
+                       : maxpool2d_forward(gm_tensor_data(out), pidx, gm_tensor_data(x), in, x->dtype, &g,
+                                           gm_num_threads),
+                  taps ? cuda_maxpool2d_forward_taps(gm_tensor_data(out), pidx, gm_tensor_data(x), in, x->dtype, &g,
+                                                     ctx)
+                       : cuda_maxpool2d_forward(gm_tensor_data(out), pidx, gm_tensor_data(x), in, x->dtype, &g,
+                                                ctx)) < 0)
         goto fail;
     if (!idx) return (PyObject *)out;
     PyObject *res = PyTuple_Pack(2, out, idx);
@@ -264,8 +277,10 @@ static PyObject *py_max_pool2d_backward(PyObject *self, PyObject *args, PyObject
     if (!g || !idx || check_float_tensor(op, "grad_output", g) < 0 || input_shape_arg(op, shape_o, &s) < 0 ||
         gm_check_same_device(op, g, idx) < 0)
         return NULL;
-    if (idx->dtype != GM_I64) {
-        PyErr_Format(PyExc_TypeError, "%s: indices must be int64, got %s", op, gm_dtype_name(idx->dtype));
+    const int taps = idx->dtype == GM_I8; /* max_pool2d(..., with_indices=2)'s taps: the window is needed */
+    if (idx->dtype != GM_I64 && !(taps && ko != Py_None)) {
+        PyErr_Format(PyExc_TypeError, "%s: indices must be int64 (or int8 window taps, with kernel_size), got %s",
+                     op, gm_dtype_name(idx->dtype));
         return NULL;
     }
     if (idx->ndim != s.ndim || idx->shape[0] != s.shape[0] || (s.ndim == 4 && idx->shape[1] != s.C)) {
@@ -283,7 +298,7 @@ static PyObject *py_max_pool2d_backward(PyObject *self, PyObject *args, PyObject
     ic = (GMTensor *)Py_NewRef(idx);
     if (!gm_is_contiguous(idx)) { /* the kernel walks indices flat; ours always are, a caller's may not be */
         Py_DECREF(ic);
-        ic = gm_empty_workspace(idx->ndim, idx->shape, GM_I64, idx->device);
+        ic = gm_empty_workspace(idx->ndim, idx->shape, idx->dtype, idx->device);
         if (!ic || (idx->device.type != GM_DEV_META && gm_copy_into(ic, idx) < 0)) goto fail;
     }
     if (g->device.type == GM_DEV_META) { /* the same bytes as the CPU (the copy included), no kernel */
@@ -297,17 +312,21 @@ static PyObject *py_max_pool2d_backward(PyObject *self, PyObject *args, PyObject
         /* without the window the CUDA kernel scatters per plane (kernels/cuda/pool.h) */
         if (!window) geom.kh = geom.kw = 0;
         gm_cuda_ctx *ctx = gm_cuda_ctx_for(g->device);
-        if (!ctx || gm_cuda_kernel_status(op, cuda_maxpool2d_backward(gm_tensor_data(dx), gm_tensor_data(g), ds,
-                                                                      (const int64_t *)gm_tensor_data(ic), g->dtype,
-                                                                      &geom, ctx),
+        void *pidx = gm_tensor_data(ic);
+        if (!ctx || gm_cuda_kernel_status(op, taps ? cuda_maxpool2d_backward_taps(gm_tensor_data(dx), gm_tensor_data(g),
+                                                                                  ds, pidx, g->dtype, &geom, ctx)
+                                                   : cuda_maxpool2d_backward(gm_tensor_data(dx), gm_tensor_data(g), ds,
+                                                                             pidx, g->dtype, &geom, ctx),
                                           ctx) < 0)
             goto fail;
 #endif
         Py_DECREF(ic);
         return (PyObject *)dx;
     }
-    int rc = maxpool2d_backward(gm_tensor_data(dx), gm_tensor_data(g), ds, (const int64_t *)gm_tensor_data(ic),
-                                g->dtype, &geom, gm_num_threads);
+    void *pidx = gm_tensor_data(ic);
+    int rc = taps ? maxpool2d_backward_taps(gm_tensor_data(dx), gm_tensor_data(g), ds, pidx, g->dtype, &geom,
+                                            gm_num_threads)
+                  : maxpool2d_backward(gm_tensor_data(dx), gm_tensor_data(g), ds, pidx, g->dtype, &geom, gm_num_threads);
     if (rc != GM_OK) {
         PyErr_Format(PyExc_IndexError, "%s: an index lies outside the %lldx%lld plane (valid: -1 for an empty "
                      "window, or 0 .. %lld); were the indices modified?", op, (long long)s.H, (long long)s.W,
@@ -741,14 +760,15 @@ static PyObject *py_interpolate_backward(PyObject *self, PyObject *args, PyObjec
 PyMethodDef gm_pool_methods[] = {
     {"max_pool2d", FN(py_max_pool2d), KW,
      "max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode=False, with_indices=False): the output, "
-     "or (output, int64 indices into each H*W plane) with with_indices."},
+     "or (output, int64 indices into each H*W plane) with with_indices; with_indices=2: int8 window taps."},
     {"max_pool2d_backward_input", FN(py_max_pool2d_backward_input), KW,
      "max_pool2d_backward_input(grad_output, input, kernel_size, stride, padding, dilation, ceil_mode=False): "
      "max_pool2d's input-gradient, each window's argmax found again in input."},
     {"max_pool2d_backward", FN(py_max_pool2d_backward), KW,
      "max_pool2d_backward(grad_output, indices, input_shape, kernel_size=None, stride=None, padding=None, "
      "dilation=None): the input's gradient (scatter through indices). The window is optional; given, CUDA "
-     "gathers per input element instead of scattering per plane (much faster for sliding windows)."},
+     "gathers per input element instead of scattering per plane (much faster for sliding windows). int8 taps "
+     "(max_pool2d's with_indices=2) need the window."},
     {"avg_pool2d", FN(py_avg_pool2d), KW,
      "avg_pool2d(input, kernel_size, stride, padding, ceil_mode=False, count_include_pad=True, "
      "divisor_override=None)."},

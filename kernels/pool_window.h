@@ -44,6 +44,21 @@ GM_HD static inline void pool_max_taps(int64_t o, int64_t stride, int64_t pad, i
     *count = pool_ntaps(a, end, dil);
 }
 
+/* Max pooling's compact saved form (kernels/cpu/pool.h maxpool2d_forward_taps): the argmax of output (oh, ow) as
+ * its tap in the window, i * kw + j for the element at row oh*sh - ph + i*dh, column ow*sw - pw + j*dw, or -1
+ * for an empty window; and back from a tap to the flat position h*W + w (-1 when it lies outside the plane). */
+GM_HD static inline int64_t pool_tap_of(const pool2d_geom *g, int64_t oh, int64_t ow, int64_t pos) {
+    if (pos < 0) return -1;
+    const int64_t h = pos / g->W, w = pos - h * g->W;
+    return (h - (oh * g->sh - g->ph)) / g->dh * g->kw + (w - (ow * g->sw - g->pw)) / g->dw;
+}
+
+GM_HD static inline int64_t pool_pos_of_tap(const pool2d_geom *g, int64_t oh, int64_t ow, int64_t tap) {
+    if (tap < 0 || tap >= g->kh * g->kw) return -1;
+    const int64_t h = oh * g->sh - g->ph + tap / g->kw * g->dh, w = ow * g->sw - g->pw + tap % g->kw * g->dw;
+    return h < 0 || h >= g->H || w < 0 || w >= g->W ? -1 : h * g->W + w;
+}
+
 /* ---- average --------------------------------------------------------------------------------------------- */
 
 /* Output (oh, ow)'s window clipped to the input, [*h0, *h1) x [*w0, *w1), and its divisor: dov when > 0, else

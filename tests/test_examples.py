@@ -39,7 +39,9 @@ def test_seed000_small_run_catches_the_mistake_and_the_fix_is_smaller():
     # Adam's state: two buffers per parameter, created in the first step
     assert fc["by_category"]["optimizer"] >= 2 * 4 * fc["params"]
     for head in (fc, gap):
-        assert head["validation"]["no_grad"] < head["validation"]["with grad"]
+        # equal at this size: the first convolution's input and output make both peaks (with grad, the ReLU
+        # outputs that only max pooling reads are not kept: README "Choices")
+        assert head["validation"]["no_grad"] <= head["validation"]["with grad"]
         assert len(head["losses"]) == 4
     m = r["mistake"]
     assert "does not require grad and has no grad_fn" in m["backward_error"]

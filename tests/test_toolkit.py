@@ -181,13 +181,16 @@ def test_eval_forward_holds_at_most_two_activations(device, mode, one_thread):
     assert two <= peak - resident <= two + 2 * BLOCK + extra
     assert peak <= resident + two + 2 * BLOCK + extra  # i.e. parameters + input + the two largest activations
     assert category("activation", device)["peak"] == 0
-    # with grad enabled the same forward keeps what backward would need: conv1's and bn1's outputs (`two`), then
-    # the second block's conv output, batch norm output (64 KiB each) and the first pool's output (32 KiB); the
-    # max pools keep their inputs, which the ReLUs keep anyway
+    # with grad enabled the same forward keeps what backward would need: conv1's output (128 KiB) and the second
+    # block's (64 KiB), which the batch norms read, and the first pool's output (32 KiB), the second conv's input;
+    # of the ReLU outputs that only the max pools read, each ReLU keeps a bit mask (1/32) and each pool its int8
+    # window taps (1 byte per output), not the output itself (README "Choices")
     gm.memory.reset_peak_memory_stats(device)
     out2 = model(x)
-    assert category("activation", device)["current"] >= two + 2 * 64 * 1024 + 32 * 1024
-    assert gm.memory.max_memory_allocated(device) - resident > 1.5 * two
+    kept = category("activation", device)["current"]
+    compact = two // 2 // 32 + 8 * 16 * 8 * 8 + 64 * 1024 // 32 + 8 * 32 * 4 * 4
+    assert two // 2 + 64 * 1024 + 32 * 1024 + compact <= kept < two + 2 * 64 * 1024 + 32 * 1024
+    assert gm.memory.max_memory_allocated(device) - resident > two + 2 * BLOCK
     np.testing.assert_array_equal(to_np(out), to_np(out2))
     del out, out2
 
@@ -280,18 +283,23 @@ def test_autocast_halves_what_conv_and_linear_save(device, dtype):
     loss32, saves32, held32 = _saved_by_layers(model, x, y, None)
     loss16, saves16, held16 = _saved_by_layers(model, x, y, dtype)
     # conv1 saves its input (the weight gradient needs it; x itself needs no gradient), conv2 and fc their input
-    # and weight, as in float32, each the same shape at half the bytes
+    # and weight, as in float32, each the same shape: the feature maps at half the bytes; conv2 keeps its float32
+    # weight itself and casts it again in backward (README "Choices"), fc a low-precision copy, a new activation
     assert [tuple(t.shape) for t in saves16] == [tuple(t.shape) for t in saves32]
     assert len(saves32) == 5
-    assert all(t.dtype == gm.float32 for t in saves32) and all(t.dtype == dtype for t in saves16)
+    assert all(t.dtype == gm.float32 for t in saves32)
     assert all(t.device == x.device for t in saves32 + saves16)
-    bytes32 = sum(t.nbytes for t in saves32)
-    assert sum(t.nbytes for t in saves16) * 2 == bytes32
+    params = [tuple(p.shape) for p in model.parameters()]
+    maps16 = [t for t in saves16 if tuple(t.shape) not in params]
+    maps32 = [t for t in saves32 if tuple(t.shape) not in params]
+    assert len(maps16) == 3 and all(t.dtype == dtype for t in maps16)
+    assert sum(t.nbytes for t in maps16) * 2 == sum(t.nbytes for t in maps32)
+    conv_w, fc_w = [t for t in saves16 if tuple(t.shape) in params]
+    assert conv_w.dtype == gm.float32 and conv_w._storage_id == model[3].weight._storage_id
+    assert fc_w.dtype == dtype and fc_w._category == "activation"
     # in the allocator: every saved feature map halves (ReLU and pooling follow their low-precision inputs); the
-    # low-precision weight copies are new activations (in float32 the weights themselves are saved); the loss's
-    # logits and log-sum-exp stay float32, and small tensors round up to a whole block
-    weights16 = [t for t in saves16 if tuple(t.shape) in [tuple(p.shape) for p in model.parameters()]]
-    assert len(weights16) == 2 and all(t._category == "activation" for t in weights16)
+    # loss's logits and log-sum-exp stay float32, and small tensors round up to a whole block
+    weights16 = [fc_w]
     assert held16 <= held32 / 2 + sum(rounded(t.nbytes) for t in weights16) + 2 * BLOCK
     assert held16 <= 0.55 * held32
     assert loss16.dtype == gm.float32  # losses run in float32
@@ -344,8 +352,8 @@ def test_unet_checkpoint_keeps_only_block_outputs_and_gives_identical_gradients(
     # for the loss), the loss's log-sum-exp per pixel, and the scalar loss; nothing from inside a block (on CUDA
     # too: the loss's scratch is workspace, freed before it returns)
     assert held_ck == sum(outs_ck) + rounded(n * size * size * 4) + BLOCK
-    assert held_ck < 0.25 * held
-    assert act_peak_ck < 0.5 * act_peak
+    assert held_ck < 0.3 * held  # (the plain forward no longer holds the ReLU outputs only max pooling reads)
+    assert act_peak_ck < 0.55 * act_peak
     if is_cuda(device):
         # The activations are the CPU's to the byte. The workspace is not: the largest CUDA scratch is the loss's
         # partial sums (batch norm's per-block sums are a few KiB), and cuDNN may add its convolution workspace
@@ -358,7 +366,7 @@ def test_unet_checkpoint_keeps_only_block_outputs_and_gives_identical_gradients(
     # checkpointing saves on the whole peak too; on a real GPU cuDNN's workspace (the same in both runs, sized by
     # cuDNN) enters both peaks and can only pull the ratio towards 1, by at most its own size
     cudnn_ws = ws if is_cuda(device) and not gm.cuda.is_emulated() else 0
-    assert peak_ck < 0.6 * peak + 0.4 * cudnn_ws
+    assert peak_ck < 0.65 * peak + 0.35 * cudnn_ws
     for a, b in zip(grads, grads_ck):
         np.testing.assert_array_equal(a, b)  # the recomputation is the same arithmetic: bit-identical
 

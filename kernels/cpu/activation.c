@@ -110,6 +110,82 @@ int activation_backward(void *dinp, const void *dout, const void *saved, int64_t
     return GM_OK;
 }
 
+/* ---- relu's bit mask ---------------------------------------------------------------------------------- */
+int relu_mask_pack(uint8_t *mask, const void *out, int64_t n, gm_dtype dt, int nthreads) {
+    if (!gm_dtype_is_float(dt) || n < 0) return GM_ERR_ARG;
+    const int64_t nbytes = (n + 7) / 8;
+    const int nt = nn_threads(n, nthreads);
+    (void)nt;
+    if (dt == GM_F32) { /* the usual case, compared as float: the same test, no widening */
+        const float *y = out;
+        const int64_t full = n / 8;
+#pragma omp parallel for schedule(static) num_threads(nt)
+        for (int64_t b = 0; b < full; b++) { /* written out so that gcc turns the eight tests into one vector compare */
+            const float *v = y + b * 8;
+            mask[b] = (uint8_t)((unsigned)!(v[0] <= 0.0f) | (unsigned)!(v[1] <= 0.0f) << 1 |
+                                (unsigned)!(v[2] <= 0.0f) << 2 | (unsigned)!(v[3] <= 0.0f) << 3 |
+                                (unsigned)!(v[4] <= 0.0f) << 4 | (unsigned)!(v[5] <= 0.0f) << 5 |
+                                (unsigned)!(v[6] <= 0.0f) << 6 | (unsigned)!(v[7] <= 0.0f) << 7);
+        }
+        if (full < nbytes) {
+            unsigned bits = 0;
+            for (int64_t i = full * 8; i < n; i++) bits |= (unsigned)!(y[i] <= 0.0f) << (i - full * 8);
+            mask[full] = (uint8_t)bits;
+        }
+        return GM_OK;
+    }
+    if (dt == GM_BF16 || dt == GM_F16) {
+        /* on the bits: not <= 0 is NaN (magnitude above infinity's) or a positive non-zero (sign clear) */
+        const uint16_t *y = out, inf = dt == GM_BF16 ? 0x7f80 : 0x7c00;
+#pragma omp parallel for schedule(static) num_threads(nt)
+        for (int64_t b = 0; b < nbytes; b++) {
+            const int64_t i0 = b * 8, k1 = n - i0 < 8 ? n - i0 : 8;
+            unsigned bits = 0;
+            for (int64_t k = 0; k < k1; k++) {
+                const unsigned u = y[i0 + k], mag = u & 0x7fffu;
+                bits |= (unsigned)((mag > inf) | (!(u & 0x8000u) & (mag != 0))) << k;
+            }
+            mask[b] = (uint8_t)bits;
+        }
+        return GM_OK;
+    }
+    NN_DISPATCH(dt, _Pragma("omp parallel for schedule(static) num_threads(nt)")
+                for (int64_t b = 0; b < nbytes; b++) {
+                    const int64_t end = b * 8 + 8 < n ? b * 8 + 8 : n;
+                    unsigned bits = 0;
+                    for (int64_t i = b * 8; i < end; i++) bits |= (unsigned)!(nn_ld(out, i, DT) <= 0.0) << (i - b * 8);
+                    mask[b] = (uint8_t)bits;
+                })
+    return GM_OK;
+}
+
+/* Each element's bits ANDed with all ones or all zeros: dout[i] itself or +0.0 (what the saved-output backward
+ * writes), in any float dtype of that width, with no conversion; eight elements per mask byte. */
+#define RELU_MASK_SELECT(T)                                                                                  \
+    do {                                                                                                     \
+        const T *src = dout;                                                                                 \
+        T *dst = dinp;                                                                                       \
+        _Pragma("omp parallel for schedule(static) num_threads(nt)")                                        \
+        for (int64_t b = 0; b < nbytes; b++) {                                                               \
+            const unsigned bits = mask[b];                                                                   \
+            const int64_t i0 = b * 8, k1 = n - i0 < 8 ? n - i0 : 8;                                          \
+            for (int64_t k = 0; k < k1; k++) dst[i0 + k] = src[i0 + k] & (T)(0 - (T)((bits >> k) & 1u));    \
+        }                                                                                                    \
+    } while (0)
+
+int relu_mask_backward(void *dinp, const void *dout, const uint8_t *mask, int64_t n, gm_dtype dt, int nthreads) {
+    if (!gm_dtype_is_float(dt) || n < 0) return GM_ERR_ARG;
+    const int64_t nbytes = (n + 7) / 8;
+    const int nt = nn_threads(n, nthreads);
+    (void)nt;
+    switch (gm_dtype_size(dt)) {
+    case 2: RELU_MASK_SELECT(uint16_t); break;
+    case 4: RELU_MASK_SELECT(uint32_t); break;
+    default: RELU_MASK_SELECT(uint64_t); break;
+    }
+    return GM_OK;
+}
+
 /* ---- prelu ---------------------------------------------------------------------------------------------------- */
 /* Row r of the (outer, C) rows of `inner` elements uses weight w[r % C] (wn == C) or w[0] (wn == 1). */
 #define PRELU_W(r) nn_ld(w, wn == 1 ? 0 : (r) % C, DT)

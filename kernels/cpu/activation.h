@@ -28,6 +28,15 @@ int activation_forward(void *out, const void *inp, int64_t n, gm_dtype dt, int o
 int activation_backward(void *dinp, const void *dout, const void *saved, int64_t n, gm_dtype dt, int op,
                         double alpha, double beta, int nthreads);
 
+/* relu's compact saved form: mask (ceil(n / 8) bytes) gets bit i % 8 of byte i / 8 set where out[i] is not <= 0
+ * (NaN included): exactly the test relu's backward makes on its saved output. Autograd keeps it in place of the
+ * output when nothing else keeps the output (python/gpumemnet/nn/_functional_pool.py). */
+int relu_mask_pack(uint8_t *mask, const void *out, int64_t n, gm_dtype dt, int nthreads);
+
+/* dinp (n) = bit i of mask ? dout[i] : +0.0, the same values as activation_backward(ACT_RELU) from the output the
+ * mask was packed from (dout's bits copied as they are). dinp may be dout. */
+int relu_mask_backward(void *dinp, const void *dout, const uint8_t *mask, int64_t n, gm_dtype dt, int nthreads);
+
 /* prelu over inp viewed as (outer, C, inner) (C: the channel dim, 1 for inputs of fewer than 2 dims): out =
  * inp > 0 ? inp : w[c] * inp, w of wn = C elements, or of one shared by every channel (wn = 1); w has dtype dt.
  * out may be inp. GM_ERR_ARG for another wn, a non-float dtype or a negative size. */

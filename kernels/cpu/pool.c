@@ -153,6 +153,100 @@ int maxpool2d_backward_input(void *dinp, const void *dout, const int64_t ds[4], 
     return GM_OK;
 }
 
+/* ---- max, the argmax saved as its tap in the window ---------------------------------------------------- */
+
+/* window_argmax with the argmax's tap in the window (pool_tap_of) tracked alongside instead of its flat position:
+ * the same taps in the same order, so the same element, and no division per output. */
+static inline __attribute__((always_inline)) int64_t window_argmax_tap(gm_dtype dt, const void *inp,
+                                                                       const int64_t in[4], const pool2d_geom *g,
+                                                                       int64_t base, int64_t oh, int64_t ow,
+                                                                       double *best_out) {
+    int64_t h0, nh, w0, nw;
+    pool_max_taps(oh, g->sh, g->ph, g->kh, g->dh, g->H, &h0, &nh);
+    pool_max_taps(ow, g->sw, g->pw, g->kw, g->dw, g->W, &w0, &nw);
+    const int64_t step_h = g->dh * in[2], step_w = g->dw * in[3];
+    const int64_t i0 = (h0 - (oh * g->sh - g->ph)) / g->dh, j0 = (w0 - (ow * g->sw - g->pw)) / g->dw;
+    double best = -INFINITY;
+    int64_t arg = -1, row = base + h0 * in[2] + w0 * in[3], tap_row = i0 * g->kw + j0;
+    for (int64_t i = 0; i < nh; i++, row += step_h, tap_row += g->kw) {
+        int64_t q = row, tap = tap_row;
+        for (int64_t j = 0; j < nw; j++, q += step_w, tap++) {
+            const double v = pool_ld(dt, inp, q);
+            const uint64_t m = -(uint64_t)((v > best) | (v != v)); /* window_argmax's branch-free select */
+            uint64_t vb, bb;
+            memcpy(&vb, &v, 8);
+            memcpy(&bb, &best, 8);
+            bb = (vb & m) | (bb & ~m);
+            memcpy(&best, &bb, 8);
+            arg = (int64_t)(((uint64_t)tap & m) | ((uint64_t)arg & ~m));
+        }
+    }
+    *best_out = best;
+    return arg;
+}
+
+static inline __attribute__((always_inline)) void maxpool_row_taps(gm_dtype dt, void *out, int8_t *taps,
+                                                                   const void *inp, const int64_t in[4],
+                                                                   const pool2d_geom *g, int64_t r) {
+    const int64_t oh = r % g->OH, nc = r / g->OH, n = nc / g->C, c = nc % g->C;
+    const int64_t base = n * in[0] + c * in[1];
+    for (int64_t ow = 0; ow < g->OW; ow++) {
+        double best;
+        taps[r * g->OW + ow] = (int8_t)window_argmax_tap(dt, inp, in, g, base, oh, ow, &best);
+        pool_st(dt, out, r * g->OW + ow, best);
+    }
+}
+
+int maxpool2d_forward_taps(void *out, int8_t *taps, const void *inp, const int64_t in[4], gm_dtype dt,
+                           const pool2d_geom *g, int nthreads) {
+    if (!pool_geom_ok(g) || !gm_dtype_is_float(dt) || g->kh * g->kw > 127 || !taps) return GM_ERR_ARG;
+    const int64_t rows = g->N * g->C * g->OH;
+    const int nt = pool_team(nthreads, rows, rows * g->OW * g->kh * g->kw);
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t r = 0; r < rows; r++) POOL_DISPATCH(dt, maxpool_row_taps(DT, out, taps, inp, in, g, r));
+    return GM_OK;
+}
+
+static inline __attribute__((always_inline)) int maxpool_plane_bwd_taps(gm_dtype dt, void *dinp, const void *dout,
+                                                                        const int64_t ds[4], const int8_t *taps,
+                                                                        const pool2d_geom *g, int64_t p) {
+    const int64_t n = p / g->C, c = p % g->C, HW = g->H * g->W;
+    const int64_t obase = n * ds[0] + c * ds[1];
+    const int8_t *pt = taps + p * g->OH * g->OW;
+    char *plane = (char *)dinp + p * HW * (int64_t)gm_dtype_size(dt);
+    zero(plane, dt, HW);
+    int64_t toh[128], tow[128]; /* each tap's row and column offsets in its window (pool_pos_of_tap, no division) */
+    for (int64_t t = 0; t < g->kh * g->kw; t++) toh[t] = t / g->kw * g->dh, tow[t] = t % g->kw * g->dw;
+    for (int64_t oh = 0; oh < g->OH; oh++)
+        for (int64_t ow = 0; ow < g->OW; ow++) {
+            const int64_t t = pt[oh * g->OW + ow];
+            if (t == -1) continue; /* an empty window */
+            if (t < 0 || t >= g->kh * g->kw) return GM_ERR_ARG;
+            const int64_t h = oh * g->sh - g->ph + toh[t], w = ow * g->sw - g->pw + tow[t];
+            if (h < 0 || h >= g->H || w < 0 || w >= g->W) return GM_ERR_ARG;
+            pool_add_at(dt, plane, h * g->W + w, pool_ld(dt, dout, obase + oh * ds[2] + ow * ds[3]));
+        }
+    return GM_OK;
+}
+
+int maxpool2d_backward_taps(void *dinp, const void *dout, const int64_t ds[4], const int8_t *taps, gm_dtype dt,
+                            const pool2d_geom *g, int nthreads) {
+    if (!pool_geom_ok(g) || !gm_dtype_is_float(dt) || g->kh * g->kw > 127) return GM_ERR_ARG;
+    const int64_t planes = g->N * g->C;
+    const int nt = pool_team(nthreads, planes, planes * (g->H * g->W + g->OH * g->OW));
+    int status = GM_OK;
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t p = 0; p < planes; p++) {
+        int st = GM_OK;
+        POOL_DISPATCH(dt, st = maxpool_plane_bwd_taps(DT, dinp, dout, ds, taps, g, p));
+        if (st != GM_OK) {
+#pragma omp atomic write
+            status = st;
+        }
+    }
+    return status;
+}
+
 /* ---- average --------------------------------------------------------------------------------------------- */
 
 static inline __attribute__((always_inline)) void avgpool_row(gm_dtype dt, void *out, const void *inp,

@@ -29,6 +29,17 @@ int maxpool2d_backward(void *dinp, const void *dout, const int64_t ds[4], const 
 int maxpool2d_backward_input(void *dinp, const void *dout, const int64_t ds[4], const void *inp,
                              const int64_t in[4], gm_dtype dt, const pool2d_geom *g, int nthreads);
 
+/* maxpool2d_forward with the argmax kept as its tap in the window (int8, pool_window.h pool_tap_of: i * kw + j,
+ * -1 for an empty window) instead of an int64 flat index: 1 byte per output instead of 8, what autograd saves
+ * when the input is not kept (nn/_functional_pool.py). Needs kh * kw <= 127 (GM_ERR_ARG otherwise). */
+int maxpool2d_forward_taps(void *out, int8_t *taps, const void *inp, const int64_t in[4], gm_dtype dt,
+                           const pool2d_geom *g, int nthreads);
+
+/* maxpool2d_backward from those taps (the forward's window in g): the same scatter, the same result. GM_ERR_ARG
+ * (dinp partly written) for a tap that lies outside the window or the plane. */
+int maxpool2d_backward_taps(void *dinp, const void *dout, const int64_t ds[4], const int8_t *taps, gm_dtype dt,
+                            const pool2d_geom *g, int nthreads);
+
 /* out (N, C, OH, OW) = sum of each window / divisor, where divisor is divisor_override when > 0, else the
  * window's size clipped to the padded input (count_include_pad) or to the input (not). A window entirely in
  * the padding gives 0. g->dh and g->dw must be 1. */

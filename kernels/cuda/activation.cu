@@ -189,6 +189,48 @@ extern "C" int cuda_activation_backward(void *dinp, const void *dout, const void
     return GM_OK;
 }
 
+/* ---- relu's bit mask (kernels/cpu/activation.h relu_mask_pack): one thread per byte, one per element back ---- */
+template <int DT> __global__ void relu_mask_pack_kernel(uint8_t *mask, const void *out, int64_t n) {
+    GM_CU_GRID_STRIDE(b, (n + 7) / 8) {
+        const int64_t end = b * 8 + 8 < n ? b * 8 + 8 : n;
+        unsigned bits = 0;
+        for (int64_t i = b * 8; i < end; i++) bits |= (unsigned)!(nn_ld<DT>(out, i) <= 0.0) << (i - b * 8);
+        mask[b] = (uint8_t)bits;
+    }
+}
+
+/* dout's bits or +0.0, as the CPU: the element ANDed with all ones or all zeros (T: an unsigned of its width) */
+template <typename T> __global__ void relu_mask_bwd_kernel(void *dinp, const void *dout, const uint8_t *mask, int64_t n) {
+    GM_CU_GRID_STRIDE(i, n) {
+        ((T *)dinp)[i] = ((const T *)dout)[i] & (T)(0 - (T)((mask[i >> 3] >> (i & 7)) & 1u));
+    }
+}
+
+extern "C" int cuda_relu_mask_pack(uint8_t *mask, const void *out, int64_t n, gm_dtype dt, gm_cuda_ctx *ctx) {
+    if (!gm_dtype_is_float(dt) || n < 0) return GM_ERR_ARG;
+    if (n == 0) return GM_OK;
+#define CALL(DT)                                                                                             \
+    GM_LAUNCH(&relu_mask_pack_kernel<DT>, gm_cu_blocks((n + 7) / 8, ctx), GM_CU_THREADS, ctx, mask, out, n)
+    NN_CU_DISPATCH(dt, CALL)
+#undef CALL
+    GM_CU_LAUNCHED(ctx);
+    return GM_OK;
+}
+
+extern "C" int cuda_relu_mask_backward(void *dinp, const void *dout, const uint8_t *mask, int64_t n, gm_dtype dt,
+                                       gm_cuda_ctx *ctx) {
+    if (!gm_dtype_is_float(dt) || n < 0) return GM_ERR_ARG;
+    if (n == 0) return GM_OK;
+    const unsigned grid = gm_cu_blocks(n, ctx);
+    switch (gm_dtype_size(dt)) {
+    case 2: GM_LAUNCH(&relu_mask_bwd_kernel<uint16_t>, grid, GM_CU_THREADS, ctx, dinp, dout, mask, n); break;
+    case 4: GM_LAUNCH(&relu_mask_bwd_kernel<uint32_t>, grid, GM_CU_THREADS, ctx, dinp, dout, mask, n); break;
+    default: GM_LAUNCH(&relu_mask_bwd_kernel<uint64_t>, grid, GM_CU_THREADS, ctx, dinp, dout, mask, n); break;
+    }
+    GM_CU_LAUNCHED(ctx);
+    return GM_OK;
+}
+
 /* ---- prelu (kernels/cpu/activation.h: the (outer, C, inner) layout, wn = 1 or C weights) --------------------- */
 struct prelu_geom {
     int64_t n, C, inner, wn;

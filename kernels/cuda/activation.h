@@ -15,6 +15,9 @@ int cuda_activation_forward(void *out, const void *inp, int64_t n, gm_dtype dt, 
                             gm_cuda_ctx *ctx);
 int cuda_activation_backward(void *dinp, const void *dout, const void *saved, int64_t n, gm_dtype dt, int op,
                              double alpha, double beta, gm_cuda_ctx *ctx);
+int cuda_relu_mask_pack(uint8_t *mask, const void *out, int64_t n, gm_dtype dt, gm_cuda_ctx *ctx);
+int cuda_relu_mask_backward(void *dinp, const void *dout, const uint8_t *mask, int64_t n, gm_dtype dt,
+                            gm_cuda_ctx *ctx);
 int cuda_prelu_forward(void *out, const void *inp, const void *w, int64_t outer, int64_t C, int64_t inner, int64_t wn,
                        gm_dtype dt, gm_cuda_ctx *ctx);
 int cuda_prelu_backward(void *dinp, void *dw, double *partial, const void *dout, const void *inp, const void *w,

@@ -129,6 +129,46 @@ __global__ void maxpool_bwd_planes(void *dinp, const void *dout, gm_pl_st4 ds, c
     }
 }
 
+/* ---- max, the argmax saved as its tap in the window (kernels/cpu/pool.h maxpool2d_forward_taps) ---------- */
+template <int DT, typename I>
+__global__ void maxpool_fwd_taps(void *out, int8_t *taps, const void *inp, gm_pl_st4 in, pool2d_geom g,
+                                 int64_t total) {
+    GM_CU_GRID_STRIDE(i, total) {
+        const auto [n, c, oh, ow] = gm_pl_split<I>(i, g.C, g.OH, g.OW);
+        const int64_t base = (int64_t)n * in.s[0] + (int64_t)c * in.s[1];
+        double best;
+        const int64_t pos = window_argmax<DT>(inp, in, g, base, oh, ow, &best);
+        taps[i] = (int8_t)pool_tap_of(&g, oh, ow, pos);
+        gm_pl_st<DT>(out, i, best);
+    }
+}
+
+/* maxpool_bwd's gather, an output's tap compared with the input element's tap in that output's window. */
+template <int DT, typename I>
+__global__ void maxpool_bwd_taps(void *dinp, const void *dout, gm_pl_st4 ds, const int8_t *taps, pool2d_geom g,
+                                 int64_t total) {
+    GM_CU_GRID_STRIDE(i, total) {
+        const auto [n, c, h, w] = gm_pl_split<I>(i, g.C, g.H, g.W);
+        int64_t oh0, oh1, ow0, ow1;
+        covering(h, g.sh, g.ph, g.kh, g.dh, g.OH, &oh0, &oh1);
+        covering(w, g.sw, g.pw, g.kw, g.dw, g.OW, &ow0, &ow1);
+        const int64_t obase = (int64_t)n * ds.s[0] + (int64_t)c * ds.s[1];
+        const int8_t *pt = taps + ((int64_t)n * g.C + c) * g.OH * g.OW;
+        double acc = 0.0;
+        for (int64_t oh = oh0; oh <= oh1; oh++) {
+            const int64_t a = h + g.ph - oh * g.sh;
+            if (a % g.dh) continue;
+            for (int64_t ow = ow0; ow <= ow1; ow++) {
+                const int64_t b = w + g.pw - ow * g.sw;
+                if (b % g.dw) continue;
+                if (pt[oh * g.OW + ow] == a / g.dh * g.kw + b / g.dw)
+                    acc = gm_pl_round<DT>(acc + gm_pl_ld<DT>(dout, obase + oh * ds.s[2] + ow * ds.s[3]));
+            }
+        }
+        gm_pl_st<DT>(dinp, i, acc);
+    }
+}
+
 /* ---- average --------------------------------------------------------------------------------------------- */
 template <int DT, typename I>
 __global__ void avgpool_fwd(void *out, const void *inp, gm_pl_st4 in, pool2d_geom g, int cip, int64_t dov,
@@ -280,6 +320,20 @@ extern "C" int cuda_maxpool2d_backward_input(void *dinp, const void *dout, const
                                              gm_cuda_ctx *ctx) {
     if (!g || !pool_geom_ok(g) || !gm_dtype_is_float(dt)) return GM_ERR_ARG;
     return launch_maxpool_bwd(dinp, dout, ds, NULL, inp, gm_pl_st4_of(in), dt, g, ctx);
+}
+
+extern "C" int cuda_maxpool2d_forward_taps(void *out, int8_t *taps, const void *inp, const int64_t in[4],
+                                           gm_dtype dt, const pool2d_geom *g, gm_cuda_ctx *ctx) {
+    if (!g || !pool_geom_ok(g) || g->kh * g->kw > 127 || !taps) return GM_ERR_ARG;
+    GM_PL_LAUNCH_AND_RETURN(maxpool_fwd_taps, dt, g->N * g->C * g->OH * g->OW, ctx, out, taps, inp,
+                            gm_pl_st4_of(in), *g);
+}
+
+extern "C" int cuda_maxpool2d_backward_taps(void *dinp, const void *dout, const int64_t ds[4], const int8_t *taps,
+                                            gm_dtype dt, const pool2d_geom *g, gm_cuda_ctx *ctx) {
+    if (!g || !pool_geom_ok(g) || g->kh * g->kw > 127) return GM_ERR_ARG;
+    GM_PL_LAUNCH_AND_RETURN(maxpool_bwd_taps, dt, g->N * g->C * g->H * g->W, ctx, dinp, dout, gm_pl_st4_of(ds), taps,
+                            *g);
 }
 
 extern "C" int cuda_avgpool2d_forward(void *out, const void *inp, const int64_t in[4], gm_dtype dt,

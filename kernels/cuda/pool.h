@@ -30,6 +30,11 @@ int cuda_maxpool2d_backward(void *dinp, const void *dout, const int64_t ds[4], c
 /* kernels/cpu/pool.h maxpool2d_backward_input: the gather above, each window's argmax found again in inp. */
 int cuda_maxpool2d_backward_input(void *dinp, const void *dout, const int64_t ds[4], const void *inp,
                                   const int64_t in[4], gm_dtype dt, const pool2d_geom *g, gm_cuda_ctx *ctx);
+/* kernels/cpu/pool.h maxpool2d_forward_taps / maxpool2d_backward_taps (the backward a gather, as above). */
+int cuda_maxpool2d_forward_taps(void *out, int8_t *taps, const void *inp, const int64_t in[4], gm_dtype dt,
+                                const pool2d_geom *g, gm_cuda_ctx *ctx);
+int cuda_maxpool2d_backward_taps(void *dinp, const void *dout, const int64_t ds[4], const int8_t *taps, gm_dtype dt,
+                                 const pool2d_geom *g, gm_cuda_ctx *ctx);
 int cuda_avgpool2d_forward(void *out, const void *inp, const int64_t in[4], gm_dtype dt, const pool2d_geom *g,
                            int count_include_pad, int64_t divisor_override, gm_cuda_ctx *ctx);
 int cuda_avgpool2d_backward(void *dinp, const void *dout, const int64_t ds[4], gm_dtype dt, const pool2d_geom *g,

@@ -14,6 +14,8 @@ from . import autocast as _amp
 from .autograd import Function
 from .autograd import as_activation as _as_activation
 from .autograd import check_inplace as _check_inplace, needs_grad as _needs_grad
+from .autograd import _SavedTensor
+from .state import state as _state
 
 # op codes: kernels/activation_ops.h
 (RELU, LEAKY_RELU, SIGMOID, TANH, GELU, GELU_TANH, SILU, HARDSWISH, HARDSIGMOID, MISH, HARDTANH, ELU,
@@ -63,6 +65,8 @@ class _Activation(Function):
     @staticmethod
     def backward(ctx, g):
         saved, = ctx.saved_tensors
+        if saved._dtype == _UINT8:  # relu's bit mask (keep_relu_mask)
+            return _C.relu_mask_backward(g, saved, ctx.grad_is_free(0)), None, None, None
         return _C.activation_backward(ctx.op, g, saved, ctx.alpha, ctx.grad_is_free(0), ctx.beta), None, None, None
 
     def name(self):
@@ -86,6 +90,29 @@ class _ActivationInplace(Function):
     reuses_grad = True
     backward = staticmethod(_Activation.backward)
     name = _Activation.name
+
+
+_UINT8 = 6  # dtype code (_core/dtype.py)
+
+
+def keep_relu_mask(x, node=None):
+    """Make the relu node that produced x (node, by default x.grad_fn) keep one bit per element (x > 0; 1/32 of
+    float32 x) instead of x itself, when nothing but x and that node holds x's storage, and say whether it did.
+    For a consumer that keeps only a compact form of x (max pooling's window taps, nn/_functional_pool.py), or
+    that is done with x (a convolution's backward once the weight's gradient is computed): x is then freed as
+    soon as the caller drops it, instead of living until the relu's backward. Left alone under saved-tensor hooks
+    (checkpoint, offload: the hook decides what is kept, and counts what is saved) and after an in-place write to
+    x (backward must still refuse that). The gradient is the same: relu's backward tests exactly saved > 0."""
+    node = x.grad_fn if node is None else node
+    if type(node) not in (_Activation, _ActivationInplace) or node.op != RELU or _state.saved_tensors_hooks or \
+            x._storage_refs != 2 or not x._is_contiguous() or x._storage_nbytes != x.numel() * x.element_size():
+        return False
+    saved = node._saved
+    if saved is None or len(saved) != 1 or saved[0].unpack is not None or saved[0].storage != x._storage_id or \
+            saved[0].version != x._version:
+        return False
+    node._saved = (_SavedTensor(_as_activation(_C.relu_mask(x))),)
+    return True
 
 
 def _activation(x, op, inplace, opname, alpha=0.0, beta=0.0):

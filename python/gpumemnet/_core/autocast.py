@@ -121,6 +121,24 @@ def _cast(t, dtype):
     return t.to(dtype)
 
 
+def cast_source(t):
+    """The parameter that t is this region's cached cast of, or None. An op may keep the parameter for its backward
+    instead of t and cast it again there (nn/_functional_conv.py): the half copy then lives only while the op's
+    backward runs instead of from the forward to the end of backward, and the cast gives the same bits again."""
+    node = t.grad_fn
+    if not _state.cache or node is None or not node.next_functions or node.next_functions[0] is None:
+        return None
+    leaf = getattr(node.next_functions[0][0], "variable", None)
+    if leaf is None:
+        return None
+    key = (id(leaf), leaf._version, t._dtype)
+    hit = _state.cache.get(key)
+    if hit is None or hit[0] is not leaf or hit[1] is not t:
+        return None
+    del _state.cache[key]  # the op keeps the parameter: a later use casts again rather than keep t to the end
+    return leaf
+
+
 def lower(*tensors):
     """Inputs of a lower-precision op, cast to the autocast dtype (floating tensors on the autocast device). float64
     tensors are left as they are, as PyTorch's autocast leaves them (its is_eligible: floating and not double), so

@@ -274,6 +274,17 @@ class Function(Node):
         free = self.__dict__.get("_free_grads")
         return bool(free and free[i])
 
+    def release_saved(self, i):
+        """In backward: drop saved tensor i now, before backward returns (when the engine would release it
+        anyway: the graph is not retained), so that the memory of a tensor whose last reader has run is back
+        before the rest of backward allocates. Returns whether it was dropped; the caller drops its own
+        reference too."""
+        saved = self._saved
+        if state.retain_graph or saved is None or saved[i] is None:
+            return False
+        self._saved = saved[:i] + (None,) + saved[i + 1:]
+        return True
+
     def apply_grads(self, grads):
         if self._released and self._saved is not None:
             self.saved_tensors  # raises the explanatory error
@@ -402,7 +413,12 @@ def _no_graph_error(t):
 def _run(roots, grad_outputs, retain_graph, capture=None):
     """Run backward from (tensor, grad) pairs (the walk is csrc/autograd_engine.c). With `capture` (a dict edge ->
     None) the gradients reaching those edges are returned instead of being accumulated into leaves."""
-    return _C._run_backward([_edge_of(t) for t in roots], list(grad_outputs), retain_graph, capture)
+    prev = state.retain_graph
+    state.retain_graph = bool(retain_graph)
+    try:
+        return _C._run_backward([_edge_of(t) for t in roots], list(grad_outputs), retain_graph, capture)
+    finally:
+        state.retain_graph = prev
 
 
 def _filled_like(t, value):

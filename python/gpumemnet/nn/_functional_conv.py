@@ -12,6 +12,7 @@ from .._core import autocast as _amp
 from .._core.functions import cast as _cast
 from .._core.autograd import needs_grad as _needs_grad
 from .._core.autograd import Function, _NO_CTX
+from .._core.activation import keep_relu_mask
 from ._args import _is_int, _pair
 
 __all__ = ["conv2d", "conv_transpose2d", "linear"]
@@ -137,6 +138,16 @@ def _mask(ctx):
     return (bool(need[0]), bool(need[1]), bool(need[2]))
 
 
+def _recast(w, dtype):
+    """The half copy of parameter w that autocast made in the forward, made again (the same bits: the same cast of
+    the same values, which the saved tensor's version check guarantees), as scratch of this backward."""
+    prev = _C.set_category("workspace")
+    try:
+        return _cast(w, dtype)
+    finally:
+        _C.set_category(prev)
+
+
 class _Conv(Function):
     """What conv2d and conv_transpose2d share: the saved operands and a backward through `backward_op`."""
     backward_op = None
@@ -145,6 +156,9 @@ class _Conv(Function):
     def _save(ctx, x, w, args, unbatched, depthwise):
         need = ctx.needs_input_grad
         if need:
+            src = _amp.cast_source(w) if need[0] else None
+            if src is not None:  # autocast's half copy of a parameter: backward casts the parameter again
+                ctx.w_dtype, w = w._dtype, src
             ctx.save_for_backward(x if need[1] else None, w if need[0] else None)
             ctx.shapes = (x.shape, w.shape)
             ctx.args = args
@@ -156,7 +170,22 @@ class _Conv(Function):
         x, w = ctx.saved_tensors
         if ctx.unbatched:
             g = g._unsqueeze(0)
-        dx, dw, db = _backward(cls.backward_op, g, x, w, ctx.args, _mask(ctx), *ctx.shapes, ctx.depthwise)
+        mask = _mask(ctx)
+        w_dtype = ctx.__dict__.get("w_dtype")
+        if w_dtype is not None and w is not None:
+            w = _recast(w, w_dtype)
+        if x is not None and mask[0] and ctx.release_saved(0):
+            # The input's last reader is the weight's gradient: computed first, the input dropped, then the
+            # input's gradient allocated. A relu's output that only its relu keeps besides is freed in between:
+            # the relu keeps a bit mask from here on (keep_relu_mask).
+            _, dw, db = _backward(cls.backward_op, g, x, w, ctx.args, (False,) + mask[1:], *ctx.shapes, ctx.depthwise)
+            edge = ctx.next_functions[0]
+            if edge is not None and not ctx.unbatched:
+                keep_relu_mask(x, edge[0])
+            del x
+            dx = _backward(cls.backward_op, g, None, w, ctx.args, (True, False, False), *ctx.shapes, ctx.depthwise)[0]
+        else:
+            dx, dw, db = _backward(cls.backward_op, g, x, w, ctx.args, mask, *ctx.shapes, ctx.depthwise)
         if ctx.unbatched and dx is not None:
             dx = dx._squeeze(0)
         return (dx, dw, db) + (None,) * len(ctx.args)

@@ -5,9 +5,11 @@ Each op is an autograd Function over the C ops in csrc/ops_pool.c, called throug
 needed. The C side validates shapes (the same checks on every device, meta included); here arguments are
 normalised the way PyTorch does (an int means the same value for both spatial dims, stride=None means the kernel
 size). What each backward keeps is chosen for memory:
-  max_pool2d      the input when it is kept for backward anyway (an activation some op saved, e.g. a ReLU's
-                  output, or an input batch): nothing of its own, backward finds each argmax again; otherwise the
-                  int64 argmax indices (not the input). An inference forward allocates no indices at all
+  max_pool2d      after a relu whose output nothing else keeps: int8 window taps of the argmax, and the relu
+                  keeps a bit mask instead of its output (_core/activation.py keep_relu_mask); else the input
+                  when it is kept for backward anyway (an activation some op saved, or an input batch): nothing of
+                  its own, backward finds each argmax again; otherwise the int64 argmax indices (not the input).
+                  An inference forward allocates no indices at all
   avg_pool2d      nothing but sizes; adaptive_avg_pool2d and interpolate likewise
   global pooling  the average's gradient is a broadcast view (no input-sized gradient is allocated); the max's
                   gradient goes through the saved (N, C) indices
@@ -20,6 +22,7 @@ from .._core.functions import DIV
 from .._core.autograd import needs_grad as _needs_grad
 from ._args import _is_int, _pair
 from .._core.autograd import Function, as_activation
+from .._core.activation import keep_relu_mask
 
 __all__ = ["max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "global_avg_pool2d", "global_max_pool2d",
            "interpolate"]
@@ -50,7 +53,7 @@ def _check_spatial(x, op):
 # Categories of an input that stays alive through backward whatever max pooling saves: one an op saved for its own
 # backward (freed only after the pool's backward, which runs first), or the batch a DataLoader made.
 _KEPT = ("activation", "input")
-_INT64 = 4  # dtype code (python/gpumemnet/_dtype.py)
+_INT64, _INT8 = 4, 7  # dtype codes (python/gpumemnet/_core/dtype.py)
 
 
 class _MaxPool2d(Function):
@@ -59,6 +62,13 @@ class _MaxPool2d(Function):
         ctx.in_shape = x.shape
         ctx.window = (kernel, stride, padding, dilation)  # lets the CUDA backward gather instead of scatter
         ctx.ceil_mode = ceil_mode
+        if not return_indices and kernel[0] * kernel[1] <= 127 and keep_relu_mask(x):
+            # x is a relu's output that nothing else keeps: the relu now keeps a bit mask, and the argmax is kept
+            # as its tap in the window (1 byte per output), so x is freed when the caller drops it (a UNet's
+            # skip, at its concatenation) instead of living until backward.
+            out, taps = _C.max_pool2d(x, kernel, stride, padding, dilation, ceil_mode, 2)
+            ctx.save_for_backward(as_activation(taps))
+            return out
         if not return_indices and x._category in _KEPT:
             # Saving a tensor that stays alive anyway costs nothing; the indices would cost 8 bytes per output.
             ctx.save_for_backward(x)
@@ -75,7 +85,7 @@ class _MaxPool2d(Function):
         saved, = ctx.saved_tensors
         # By what was saved, not by a flag: under checkpointing the recomputed forward decides again, and its
         # input's category may differ from the first run's.
-        if saved._dtype == _INT64:
+        if saved._dtype in (_INT64, _INT8):  # int8: window taps, read with the window
             return (_C.max_pool2d_backward(g, saved, ctx.in_shape, *ctx.window),) + (None,) * 6
         return (_C.max_pool2d_backward_input(g, saved, *ctx.window, ctx.ceil_mode),) + (None,) * 6
 
