@@ -3,6 +3,7 @@
  * (weight, running statistics, saved mean/invstd) are read through their runtime dtypes, once per channel. */
 #include "norm.h"
 #include "nn_bf16.h"
+#include "norm_f32.h"
 #include "nn_dtype.h"
 
 /* Run BODY for each element index I of channel c of an (N, C, HW) array. */
@@ -22,6 +23,11 @@ int batchnorm_forward(void *out, void *mean, void *invstd, void *running_mean, v
     if (dt == GM_BF16) { /* AVX-512 bfloat16 loops where the CPU has them (nn_bf16.h) */
         const int s = batchnorm_forward_bf16(out, mean, invstd, running_mean, running_var, inp, weight, bias, N, C,
                                              HW, wdt, rdt, sdt, training, momentum, eps, nthreads);
+        if (s != GM_ERR_UNSUPPORTED) return s;
+    }
+    if (dt == GM_F32) { /* the same double arithmetic in AVX-512 lanes (norm_f32.h) */
+        const int s = batchnorm_forward_f32(out, mean, invstd, running_mean, running_var, inp, weight, bias, N, C, HW,
+                                            wdt, rdt, sdt, training, momentum, eps, nthreads);
         if (s != GM_ERR_UNSUPPORTED) return s;
     }
     const int nt = nn_threads(cnt * C, nthreads);
@@ -62,6 +68,11 @@ int batchnorm_backward(void *dinp, void *dweight, void *dbias, const void *dout,
     if (dt == GM_BF16) {
         const int s = batchnorm_backward_bf16(dinp, dweight, dbias, dout, inp, weight, mean, invstd, N, C, HW, wdt,
                                               sdt, training, nthreads);
+        if (s != GM_ERR_UNSUPPORTED) return s;
+    }
+    if (dt == GM_F32) {
+        const int s = batchnorm_backward_f32(dinp, dweight, dbias, dout, inp, weight, mean, invstd, N, C, HW, wdt, sdt,
+                                             training, nthreads);
         if (s != GM_ERR_UNSUPPORTED) return s;
     }
     const int64_t cnt = N * HW;
