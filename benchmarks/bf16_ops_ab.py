@@ -1,6 +1,6 @@
 """bfloat16 elementwise, pooling and norm kernels (kernels/cpu/nn_bf16.c, pool_bf16.c) switched on and off in one
-run: the same model's autocast step with the AVX-512 bfloat16 paths (fast) and with the generic loops
-(GPUMEMNET_NN_BF16=portable, what ran before them), beside the float32 step, in paired rounds. Each configuration is
+run: the same model's autocast and float32 steps with the AVX-512 paths (fast: nn_bf16.c, pool_bf16.c, norm_f32.c)
+and with the generic loops (GPUMEMNET_NN_BF16=portable, what ran before them), in paired rounds. Each configuration is
 its own worker process; a round asks each worker for one step in turn, so the machine's load moves all alike.
 Printed: median step time (min-max) per configuration and the median over rounds of each round's ratio.
 
@@ -14,7 +14,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CONFIGS = (("fast", "autocast"), ("portable", "autocast"), ("fast", "fp32"))
+CONFIGS = (("fast", "autocast"), ("portable", "autocast"), ("fast", "fp32"), ("portable", "fp32"))
 
 
 def worker(model, mode, threads):
@@ -76,8 +76,9 @@ def main():
             r = [x / y for x, y in zip(times[p], times[q])]
             return f"{statistics.median(r):.2f}x ({min(r):.2f}-{max(r):.2f})"
         print(f"  autocast fast / autocast portable: {ratio(CONFIGS[0], CONFIGS[1])}   "
-              f"autocast fast / fp32: {ratio(CONFIGS[0], CONFIGS[2])}   "
-              f"autocast portable / fp32: {ratio(CONFIGS[1], CONFIGS[2])}", flush=True)
+              f"fp32 fast / fp32 portable: {ratio(CONFIGS[2], CONFIGS[3])}\n"
+              f"  autocast / fp32, fast: {ratio(CONFIGS[0], CONFIGS[2])}   "
+              f"autocast / fp32, portable: {ratio(CONFIGS[1], CONFIGS[3])}", flush=True)
 
 
 if __name__ == "__main__":
