@@ -1,5 +1,5 @@
-"""bfloat16 elementwise, pooling and norm kernels (kernels/cpu/nn_bf16.c, pool_bf16.c) switched on and off in one
-run: the same model's autocast and float32 steps with the AVX-512 paths (fast: nn_bf16.c, pool_bf16.c, norm_f32.c)
+"""bfloat16 elementwise, pooling and norm kernels (kernels/cpu/nn_bf16.c, pool_2x2.c) switched on and off in one
+run: the same model's autocast and float32 steps with the AVX-512 paths (fast: nn_bf16.c, pool_2x2.c, norm_f32.c)
 and with the generic loops (GPUMEMNET_NN_BF16=portable, what ran before them), in paired rounds. Each configuration is
 its own worker process; a round asks each worker for one step in turn, so the machine's load moves all alike.
 Printed: median step time (min-max) per configuration and the median over rounds of each round's ratio.
