@@ -1,6 +1,7 @@
 /* kernels/cpu/activation.c — pointwise activations (see activation.h). One loop per op, each over the helpers of
  * nn_dtype.h; the op switch sits outside the loops. */
 #include "activation.h"
+#include "nn_bf16.h"
 #include "nn_dtype.h"
 
 /* sqrt(2/pi) and 1/sqrt(2*pi), 1/sqrt(2): the constants of the two GELU forms (PyTorch's kBeta, kAlpha). */
@@ -28,6 +29,10 @@ static inline __attribute__((always_inline)) double act_expm1(double x, int dt) 
 int activation_forward(void *out, const void *inp, int64_t n, gm_dtype dt, int op, double alpha, double beta,
                        int nthreads) {
     if (!gm_dtype_is_float(dt) || n < 0) return GM_ERR_ARG;
+    if (dt == GM_BF16) { /* AVX-512 bfloat16 loops where the CPU has them (nn_bf16.h) */
+        const int s = activation_forward_bf16(out, inp, n, op, alpha, beta, nthreads);
+        if (s != GM_ERR_UNSUPPORTED) return s;
+    }
     const int nt = nn_threads(n, nthreads);
     (void)nt;
     switch (op) {
@@ -72,6 +77,10 @@ int activation_forward(void *out, const void *inp, int64_t n, gm_dtype dt, int o
 int activation_backward(void *dinp, const void *dout, const void *saved, int64_t n, gm_dtype dt, int op,
                         double alpha, double beta, int nthreads) {
     if (!gm_dtype_is_float(dt) || n < 0) return GM_ERR_ARG;
+    if (dt == GM_BF16) {
+        const int s = activation_backward_bf16(dinp, dout, saved, n, op, alpha, beta, nthreads);
+        if (s != GM_ERR_UNSUPPORTED) return s;
+    }
     const int nt = nn_threads(n, nthreads);
     (void)nt;
     switch (op) {

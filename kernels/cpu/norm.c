@@ -2,6 +2,8 @@
  * channel, each walking its N runs of HW contiguous elements (the inner loops vectorize). Per-channel values
  * (weight, running statistics, saved mean/invstd) are read through their runtime dtypes, once per channel. */
 #include "norm.h"
+#include "nn_bf16.h"
+#include "norm_f32.h"
 #include "nn_dtype.h"
 
 /* Run BODY for each element index I of channel c of an (N, C, HW) array. */
@@ -18,6 +20,16 @@ int batchnorm_forward(void *out, void *mean, void *invstd, void *running_mean, v
     if (!gm_dtype_is_float(dt) || N < 0 || C < 0 || HW < 0) return GM_ERR_ARG;
     const int64_t cnt = N * HW;
     if (training ? cnt < 1 : (!running_mean || !running_var)) return GM_ERR_ARG;
+    if (dt == GM_BF16) { /* AVX-512 bfloat16 loops where the CPU has them (nn_bf16.h) */
+        const int s = batchnorm_forward_bf16(out, mean, invstd, running_mean, running_var, inp, weight, bias, N, C,
+                                             HW, wdt, rdt, sdt, training, momentum, eps, nthreads);
+        if (s != GM_ERR_UNSUPPORTED) return s;
+    }
+    if (dt == GM_F32) { /* the same double arithmetic in AVX-512 lanes (norm_f32.h) */
+        const int s = batchnorm_forward_f32(out, mean, invstd, running_mean, running_var, inp, weight, bias, N, C, HW,
+                                            wdt, rdt, sdt, training, momentum, eps, nthreads);
+        if (s != GM_ERR_UNSUPPORTED) return s;
+    }
     const int nt = nn_threads(cnt * C, nthreads);
     (void)nt;
     NN_DISPATCH(dt, _Pragma("omp parallel for schedule(static) num_threads(nt)")
@@ -53,6 +65,16 @@ int batchnorm_backward(void *dinp, void *dweight, void *dbias, const void *dout,
                        const void *weight, const void *mean, const void *invstd, int64_t N, int64_t C, int64_t HW,
                        gm_dtype dt, gm_dtype wdt, gm_dtype sdt, int training, int nthreads) {
     if (!gm_dtype_is_float(dt) || N < 0 || C < 0 || HW < 0 || (!inp && (dweight || training))) return GM_ERR_ARG;
+    if (dt == GM_BF16) {
+        const int s = batchnorm_backward_bf16(dinp, dweight, dbias, dout, inp, weight, mean, invstd, N, C, HW, wdt,
+                                              sdt, training, nthreads);
+        if (s != GM_ERR_UNSUPPORTED) return s;
+    }
+    if (dt == GM_F32) {
+        const int s = batchnorm_backward_f32(dinp, dweight, dbias, dout, inp, weight, mean, invstd, N, C, HW, wdt, sdt,
+                                             training, nthreads);
+        if (s != GM_ERR_UNSUPPORTED) return s;
+    }
     const int64_t cnt = N * HW;
     const int nt = nn_threads(cnt * C, nthreads);
     (void)nt;

@@ -8,6 +8,7 @@
  * it lives in pool_window.h, shared with kernels/cuda/pool.cu. */
 #include "pool.h"
 #include "../pool_window.h"
+#include "pool_2x2.h"
 
 #include <math.h>
 
@@ -83,6 +84,10 @@ static inline __attribute__((always_inline)) void maxpool_row(gm_dtype dt, void 
 int maxpool2d_forward(void *out, int64_t *indices, const void *inp, const int64_t in[4], gm_dtype dt,
                       const pool2d_geom *g, int nthreads) {
     if (!pool_geom_ok(g) || !gm_dtype_is_float(dt)) return GM_ERR_ARG;
+    if (!indices) { /* 2x2 stride-2 windows of bfloat16/float32 on AVX-512 (pool_2x2.h), same results */
+        const int s = maxpool2x2_forward(out, inp, in, dt, g, nthreads);
+        if (s != GM_ERR_UNSUPPORTED) return s;
+    }
     const int64_t rows = g->N * g->C * g->OH;
     const int nt = pool_team(nthreads, rows, rows * g->OW * g->kh * g->kw);
 #pragma omp parallel for num_threads(nt) schedule(static)
@@ -146,6 +151,10 @@ static inline __attribute__((always_inline)) void maxpool_plane_bwd_input(gm_dty
 int maxpool2d_backward_input(void *dinp, const void *dout, const int64_t ds[4], const void *inp,
                              const int64_t in[4], gm_dtype dt, const pool2d_geom *g, int nthreads) {
     if (!pool_geom_ok(g) || !gm_dtype_is_float(dt)) return GM_ERR_ARG;
+    {
+        const int s = maxpool2x2_backward_input(dinp, dout, ds, inp, in, dt, g, nthreads);
+        if (s != GM_ERR_UNSUPPORTED) return s;
+    }
     const int64_t planes = g->N * g->C;
     const int nt = pool_team(nthreads, planes, planes * (g->H * g->W + g->OH * g->OW * g->kh * g->kw));
 #pragma omp parallel for num_threads(nt) schedule(static)
