@@ -274,6 +274,9 @@ static void conv2d_backward_weight_bf16(uint16_t *dw, const uint16_t *dout, cons
                                         const hb_plan *pl, float *dw32, float *bufs) {
     const int64_t N = g->N, K = g->K, G = g->G, Cg = g->C / G, Kg = K / G, CRS = Cg * g->R * g->S;
     const int64_t PQ = g->P * g->Q, tile = pl->tile, per = (int64_t)((size_t)tile * pl->col / sizeof(float));
+    /* the float16 route's buffer of (chunk + Kg) float32 rows holds 2 (chunk + Kg) bfloat16 rows of columns (it
+     * widens no grad_output): the more rows a product has, the fewer times grad_output is packed */
+    const int64_t chunk = (int64_t)(pl->col / sizeof(uint16_t));
     const int nt = pl->nt;
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
@@ -284,8 +287,8 @@ static void conv2d_backward_weight_bf16(uint16_t *dw, const uint16_t *dout, cons
                 for (int64_t s0 = 0; s0 < PQ; s0 += tile) {
                     const int64_t cnt = min64(tile, PQ - s0);
                     const gm_bmat go = {dout + (n * K + grp * Kg) * PQ + s0, PQ, 1};
-                    for (int64_t ja = j0; ja < j1; ja += pl->chunk) {
-                        const int64_t jb = min64(j1, ja + pl->chunk);
+                    for (int64_t ja = j0; ja < j1; ja += chunk) {
+                        const int64_t jb = min64(j1, ja + chunk);
                         im2col_b(col, cnt, x, g, n, grp, s0, cnt, ja, jb);
                         gemm_bf16(Kg, jb - ja, cnt, go, (gm_bmat){col, 1, cnt}, 1, dw32 + grp * Kg * CRS + ja, CRS, 0,
                                   1);
