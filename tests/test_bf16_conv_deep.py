@@ -1,11 +1,16 @@
-"""bfloat16 convolutions of deep layers on large maps (VGG's 256 channels at 16x16: at least 256 output channels
-and 256 positions), where the half-precision backward plans once left one row of columns per product
-(kernels/cpu/conv_plan.c, CONV_HALF_MIN_ROWS) and the bfloat16 weight-gradient fills its buffer with bfloat16
-rows (kernels/cpu/conv_half.c, conv2d_backward_weight_bf16): every pass on both routes (GPUMEMNET_BF16_CONV=gemm
-and =widen, read per call) and on the measured rule, at 1 and 2 threads, against a float64 NumPy reference of the
-same bfloat16 inputs. Each result is a float32 sum rounded once to bfloat16: within half an ulp (2^-8 relative)
+"""bfloat16 convolutions on the routes chosen since VGG-11's and the UNet's autocast steps were measured:
+deep layers on large maps (VGG's 256 channels at 16x16: at least 256 output channels and 256 positions), where
+the half-precision backward plans once left one row of columns per product (kernels/cpu/conv_plan.c,
+CONV_HALF_MIN_ROWS) and the bfloat16 weight-gradient fills its buffer with bfloat16 rows (kernels/cpu/conv_half.c,
+conv2d_backward_weight_bf16); and the direct route of layers with few channels on large maps (conv_half.c,
+half_direct_route: groups of items widened for the float32 direct kernels). Every pass on each route
+(GPUMEMNET_BF16_CONV=gemm, =widen, =direct, read per call) and on the measured rule, at 1 and 2 threads, against
+a float64 NumPy reference of the same bfloat16 inputs; and meta's workspace bytes equal to the CPU's. Each result is a float32 sum rounded once to bfloat16: within half an ulp (2^-8 relative)
 of the exact value, plus the float32 sum's error, bounded here by 2^-14 of the sum of the terms' magnitudes."""
 import functools
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -15,7 +20,9 @@ import gpumemnet.nn.functional as F
 from gpumemnet import _C
 
 # (N, C, H=W, K, kernel, stride, padding)
-SHAPES = [(2, 256, 16, 256, 3, 1, 1), (2, 128, 16, 320, 3, 1, 1), (1, 96, 20, 288, 3, 2, 1)]
+SHAPES = [(2, 256, 16, 256, 3, 1, 1), (2, 128, 16, 320, 3, 1, 1), (1, 96, 20, 288, 3, 2, 1),
+          # few channels on large maps (the direct route); the last two in several groups of items
+          (3, 16, 32, 16, 3, 1, 1), (2, 32, 17, 24, 3, 2, 1), (5, 8, 64, 40, 3, 1, 1), (9, 16, 64, 16, 3, 1, 1)]
 
 
 def _windows(x, R, s, p):
@@ -60,7 +67,7 @@ def _bf16(a):
 
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("route", [None, "gemm", "widen"])
+@pytest.mark.parametrize("route", [None, "gemm", "widen", "direct"])
 def test_deep_bf16_conv_matches_float64(shape, threads, route, monkeypatch):
     s, p = shape[5:]
     x, w, go, ref = _case(shape)
@@ -85,3 +92,50 @@ def test_deep_bf16_conv_matches_float64(shape, threads, route, monkeypatch):
         err = np.abs(got - val)
         bound = 2.0 ** -8 * np.abs(val) + 2.0 ** -14 * mag
         assert (err <= bound).all(), (name, float((err / bound).max()))
+
+
+WORKSPACES = """
+import sys, numpy as np, gpumemnet as gm, gpumemnet.nn.functional as F
+from gpumemnet import _C
+N, C, H, K, R, s, p = %r
+rng = np.random.default_rng(0)
+bf = lambda a: gm.tensor(a.astype(np.float32)).to(gm.bfloat16)
+x = bf(rng.standard_normal((N, C, H, H))).transpose(2, 3)  # a transposed layout: the bytes follow the shapes only
+P = (H + 2 * p - R) // s + 1
+w, go = bf(rng.standard_normal((K, C, R, R))), bf(rng.standard_normal((N, K, P, P)))
+
+def operands(dev):
+    if dev == "cpu":
+        return go, x, w
+    md = lambda t: gm.empty(tuple(t.shape), dtype=gm.bfloat16, device="meta")
+    return md(go), gm.empty((N, C, H, H), dtype=gm.bfloat16, device="meta").transpose(2, 3), md(w)
+
+def peak(dev, run):
+    gm.memory.reset_peak_memory_stats(dev)
+    run(*operands(dev))
+    return gm.memory.memory_stats(dev)["by_category"]["workspace"]["peak"]
+
+for mask in ((True, False, False), (False, True, False)):
+    run = lambda a, b, c: _C.conv2d_backward(a, b, c, (s, s), (p, p), (1, 1), 1, mask, (N, C, H, H), tuple(w.shape))
+    print(*(peak(d, run) for d in ("cpu", "meta")))
+print(*(peak(d, lambda a, b, c: F.conv2d(b, c, None, s, p)) for d in ("cpu", "meta")))
+"""
+
+
+@pytest.mark.parametrize("route", [None, "direct"])
+@pytest.mark.parametrize("shape", SHAPES[3:])
+def test_direct_route_workspace_on_meta_equals_cpu(shape, route):
+    """The direct route's workspace (conv_half.c, conv_half_direct_nbytes) is a function of the shapes alone: per
+    pass, the CPU's peak workspace with a transposed view as the input is what meta allocates for the same shapes.
+    Without the allocator's cache (GPUMEMNET_NO_CACHING=1), where a block reused from a larger freed one would
+    count that one's size on the CPU and not on meta (whose free blocks differ)."""
+    env = dict(os.environ, GPUMEMNET_NO_CACHING="1")
+    env.pop("GPUMEMNET_BF16_CONV", None)
+    if route:
+        env["GPUMEMNET_BF16_CONV"] = route
+    r = subprocess.run([sys.executable, "-c", WORKSPACES % (shape,)], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    for line in r.stdout.split("\n")[:3]:
+        cpu, meta = map(int, line.split())
+        assert cpu == meta > 0, r.stdout

@@ -146,16 +146,17 @@ static int direct_cols(const conv_geom *g) {
 #define BF16_GEMM_MIN_ROWS 32
 #define BF16_GEMM_MIN_POSITIONS_FWD 32
 #define BF16_GEMM_MIN_POSITIONS 64
-/* 0: the rule, 1: always, 2: never. Read on every call (a getenv is ~0.1 us beside a convolution's >= 10 us), so
+/* 0: the rule, 1: always, 2: never (and neither forced route takes the direct route below), 3: the direct route
+ * wherever it applies, else the rule. Read on every call (a getenv is ~0.1 us beside a convolution's >= 10 us), so
  * that a benchmark can switch routes between calls in one process and compare them interleaved. */
 static int bf16_conv_env(void) {
     const char *e = getenv("GPUMEMNET_BF16_CONV");
-    return e && strcmp(e, "gemm") == 0 ? 1 : e && strcmp(e, "widen") == 0 ? 2 : 0;
+    return !e ? 0 : strcmp(e, "gemm") == 0 ? 1 : strcmp(e, "widen") == 0 ? 2 : strcmp(e, "direct") == 0 ? 3 : 0;
 }
 
 static int bf16_on_gemm(const conv_geom *g, conv_pass pass) {
     const int mode = bf16_conv_env();
-    if (mode) return mode == 1;
+    if (mode == 1 || mode == 2) return mode == 1;
     if (!gemm_bf16_native()) return 0;
     const int64_t Kg = g->K / g->G, PQ = g->P * g->Q;
     switch (pass) {
@@ -163,6 +164,116 @@ static int bf16_on_gemm(const conv_geom *g, conv_pass pass) {
     case CONV_BACKWARD_DATA: return g->C / g->G * g->R * g->S >= BF16_GEMM_MIN_ROWS && PQ >= BF16_GEMM_MIN_POSITIONS;
     default: return Kg >= BF16_GEMM_MIN_ROWS && PQ >= BF16_GEMM_MIN_POSITIONS;
     }
+}
+
+/* ---- the direct route: float32 direct kernels (conv_direct.c) on widened groups of items ---------------------
+ * Where the float32 passes take the direct kernel (stride-1 same-size or stride-2 3x3 layers of few channels on
+ * large maps: the UNet's 16 to 64 channels at 64x64 to 16x16) it beat both half routes by 2-5x (im2col of 9 rows
+ * per channel, products of 16 to 64 rows; benchmarks/bf16_conv_routes.py): the passes then widen a group of items'
+ * input (and grad_output) to float32, run the direct kernel on the group as a batch and round its result once, as
+ * the other routes round their float32 sums. The group's float32 copies (about HALF_DIRECT_TARGET bytes, at least
+ * one item) are the workspace's, with the widened weight (forward, input-gradient) or the float32 weight-gradient
+ * and one group's (weight-gradient) and the direct kernel's packed weight: conv_half_direct_nbytes. */
+#define HALF_DIRECT_TARGET ((size_t)1 << 20)
+
+/* The geometry of one group of nb contiguous float32 items. */
+static conv_geom half_direct_geom(const conv_geom *g, int64_t nb) {
+    conv_geom c = *g;
+    c.N = nb;
+    c.xs[0] = g->C * g->H * g->W;
+    c.xs[1] = g->H * g->W;
+    c.xs[2] = g->W;
+    c.xs[3] = 1;
+    return c;
+}
+
+/* Which passes: GPUMEMNET_BF16_CONV=direct takes it wherever the direct kernel applies, =gemm and =widen never;
+ * otherwise where measured faster than the gemm_bf16 route (2 threads, AMX, benchmarks/bf16_conv_routes.py): the
+ * input-gradient always (its half routes transpose or widen the weight and col2im in float32), the forward and
+ * weight-gradient below 64 x 64 channel pairs (VGG-11's 64->128 at 32x32: gemm_bf16 1.3 ms, direct 2.2 ms). */
+static int half_direct_route(const conv_geom *g, conv_pass pass) {
+    const int mode = bf16_conv_env();
+    if (mode == 1 || mode == 2) return 0;
+    const int64_t Cg = g->C / g->G, Kg = g->K / g->G;
+    /* on the widened copy's contiguous layout, so that the route and its bytes do not depend on the input's
+     * strides (meta plans from shapes) */
+    const conv_geom c = half_direct_geom(g, g->N);
+    if (!conv_direct_use(&c, pass)) return 0;
+    return mode == 3 || pass == CONV_BACKWARD_DATA || Cg * Kg < 64 * 64;
+}
+
+/* Items per group: the group's float32 input and output (or input and grad_output) within HALF_DIRECT_TARGET. */
+static int64_t half_direct_items(const conv_geom *g) {
+    const size_t item = (size_t)(g->C * g->H * g->W + g->K * g->P * g->Q) * sizeof(float);
+    return max64(1, min64(g->N, (int64_t)(HALF_DIRECT_TARGET / (item ? item : 1))));
+}
+
+static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+/* One item of the input (at p, with g's strides) widened to C contiguous planes. */
+static void widen_item(float *d, const uint16_t *p, const conv_geom *g, gm_dtype dt, int nthreads) {
+    const int64_t HW = g->H * g->W;
+    if (g->xs[3] == 1 && g->xs[2] == g->W && g->xs[1] == HW) {
+        convert_all(d, (uint16_t *)p, g->C * HW, 0, dt, nthreads);
+        return;
+    }
+    for (int64_t c = 0; c < g->C; c++)
+        for (int64_t h = 0; h < g->H; h++)
+            load_run_h(d + c * HW + h * g->W, p + c * g->xs[1] + h * g->xs[2], g->xs[3], g->W, dt);
+}
+
+size_t conv_half_direct_nbytes(const conv_geom *g, conv_pass pass) {
+    if (g->N < 1 || !half_direct_route(g, pass)) return 0;
+    const int64_t nb = half_direct_items(g), KCRS = g->K * (g->C / g->G) * g->R * g->S;
+    const conv_geom c = half_direct_geom(g, nb);
+    const size_t items = (size_t)nb * (size_t)(g->C * g->H * g->W + g->K * g->P * g->Q) * sizeof(float);
+    if (pass == CONV_BACKWARD_WEIGHT) return align64((size_t)(2 * KCRS) * sizeof(float)) + items;
+    return align64((size_t)(KCRS + max64(g->K, g->C)) * sizeof(float)) + align64(conv_direct_ws_nbytes(&c, pass)) +
+           items;
+}
+
+/* The forward or input-gradient on the direct route: in (the input, or grad_output) widened a group at a time. */
+static void half_direct_pass(uint16_t *out, const uint16_t *in, const uint16_t *w,
+                             const uint16_t *bias, const conv_geom *g, conv_pass pass, gm_dtype dt, void *ws,
+                             int nthreads) {
+    const int fwd = pass == CONV_FORWARD;
+    const int64_t nb = half_direct_items(g), KCRS = g->K * (g->C / g->G) * g->R * g->S;
+    const int64_t inn = fwd ? g->C * g->H * g->W : g->K * g->P * g->Q;
+    const int64_t outn = fwd ? g->K * g->P * g->Q : g->C * g->H * g->W, nbias = fwd ? g->K : g->C;
+    const conv_geom c = half_direct_geom(g, nb);
+    float *w32 = ws, *b32 = w32 + KCRS;
+    float *pk = (float *)((char *)ws + align64((size_t)(KCRS + max64(g->K, g->C)) * sizeof(float)));
+    float *in32 = (float *)((char *)pk + align64(conv_direct_ws_nbytes(&c, pass))), *out32 = in32 + nb * inn;
+    convert_all(w32, (uint16_t *)w, KCRS, 0, dt, nthreads);
+    if (bias) load_run_h(b32, bias, 1, nbias, dt);
+    for (int64_t n0 = 0; n0 < g->N; n0 += nb) {
+        conv_geom cg = half_direct_geom(g, min64(nb, g->N - n0));
+        for (int64_t i = 0; i < cg.N; i++) {
+            if (fwd) widen_item(in32 + i * inn, in + (n0 + i) * g->xs[0], g, dt, nthreads);
+            else convert_all(in32 + i * inn, (uint16_t *)in + (n0 + i) * inn, inn, 0, dt, nthreads);
+        }
+        if (fwd) conv_direct_forward(out32, in32, w32, bias ? b32 : NULL, &cg, pk, nthreads);
+        else conv_direct_backward_data(out32, in32, w32, bias ? b32 : NULL, &cg, pk, nthreads);
+        convert_all(out32, out + n0 * outn, cg.N * outn, 1, dt, nthreads);
+    }
+}
+
+/* The weight-gradient on the direct route: each group's float32 weight-gradient added to the total, rounded once. */
+static void half_direct_weight(uint16_t *dw, const uint16_t *dout, const uint16_t *x, const conv_geom *g, gm_dtype dt,
+                               void *ws, int nthreads) {
+    const int64_t nb = half_direct_items(g), KCRS = g->K * (g->C / g->G) * g->R * g->S;
+    const int64_t xn = g->C * g->H * g->W, gn = g->K * g->P * g->Q;
+    float *sum = ws, *part = sum + KCRS;
+    float *x32 = (float *)((char *)ws + align64((size_t)(2 * KCRS) * sizeof(float))), *g32 = x32 + nb * xn;
+    memset(sum, 0, (size_t)KCRS * sizeof(float));
+    for (int64_t n0 = 0; n0 < g->N; n0 += nb) {
+        conv_geom cg = half_direct_geom(g, min64(nb, g->N - n0));
+        for (int64_t i = 0; i < cg.N; i++) widen_item(x32 + i * xn, x + (n0 + i) * g->xs[0], g, dt, nthreads);
+        convert_all(g32, (uint16_t *)dout + n0 * gn, cg.N * gn, 0, dt, nthreads);
+        conv_direct_backward_weight(part, g32, x32, &cg, nthreads);
+        for (int64_t i = 0; i < KCRS; i++) sum[i] += part[i];
+    }
+    convert_all(sum, dw, KCRS, 1, dt, nthreads);
 }
 
 static int conv2d_forward_bf16(uint16_t *out, const uint16_t *x, const uint16_t *w, const uint16_t *bias,
@@ -198,6 +309,11 @@ int conv2d_forward_half(uint16_t *out, const uint16_t *x, const uint16_t *w, con
     if (CRS == 0) { /* no input channels: the output is the bias, already in dt */
         for (int64_t i = 0; i < N * K; i++)
             for (int64_t j = 0; j < PQ; j++) out[i * PQ + j] = bias ? bias[i % K] : 0;
+        return GM_OK;
+    }
+    const size_t dn = conv_half_direct_nbytes(g, CONV_FORWARD);
+    if (dn && ws && ws_nbytes >= dn) {
+        half_direct_pass(out, x, w, bias, g, CONV_FORWARD, dt, ws, nthreads);
         return GM_OK;
     }
     const size_t fixed = half_fixed_nbytes(g), colb = half_col_nbytes(g);
@@ -319,6 +435,11 @@ int conv2d_backward_data_half(uint16_t *dx, const uint16_t *dout, const uint16_t
             for (int64_t j = 0; j < HW; j++) dx[i * HW + j] = bias ? bias[i % C] : 0;
         return GM_OK;
     }
+    const size_t dn = conv_half_direct_nbytes(g, CONV_BACKWARD_DATA);
+    if (dn && ws && ws_nbytes >= dn) {
+        half_direct_pass(dx, dout, w, bias, g, CONV_BACKWARD_DATA, dt, ws, nthreads);
+        return GM_OK;
+    }
     hb_plan pl;
     if (!ws || conv_hb_plan_for(g, CONV_BACKWARD_DATA, ws_nbytes, nthreads, &pl) || pl.tile < 1) return GM_ERR_ARG;
     if (dt == GM_BF16 && bf16_on_gemm(g, CONV_BACKWARD_DATA)) {
@@ -368,6 +489,11 @@ int conv2d_backward_weight_half(uint16_t *dw, const uint16_t *dout, const uint16
         return GM_OK;
     }
     if (!dout || !x) return GM_ERR_ARG;
+    const size_t dn = conv_half_direct_nbytes(g, CONV_BACKWARD_WEIGHT);
+    if (dn && ws && ws_nbytes >= dn) {
+        half_direct_weight(dw, dout, x, g, dt, ws, nthreads);
+        return GM_OK;
+    }
     hb_plan pl;
     if (!ws || conv_hb_plan_for(g, CONV_BACKWARD_WEIGHT, ws_nbytes, nthreads, &pl) || pl.tile < 1) return GM_ERR_ARG;
     float *dw32 = ws, *bufs = (float *)((char *)ws + pl.fixed);

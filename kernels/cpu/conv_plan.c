@@ -168,6 +168,10 @@ static size_t half_workspace_nbytes(const conv_geom *g, conv_pass pass, size_t l
     const int64_t CRS = g->C / g->G * g->R * g->S;
     if (conv2d_algo(g, pass) == CONV_ALGO_DEPTHWISE) return 0; /* unsupported */
     if (g->K == 0 || CRS == 0 || g->H * g->W == 0) return 0;
+    if (g->P * g->Q > 0 && g->N > 0) { /* the direct route (conv_half.c) where it runs and the limit allows */
+        const size_t dn = conv_half_direct_nbytes(g, pass);
+        if (dn && dn <= limit) return dn;
+    }
     if (pass != CONV_FORWARD) {
         if (g->P * g->Q == 0 || g->N == 0) return 0;
         hb_plan p;
