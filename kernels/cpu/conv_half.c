@@ -188,9 +188,11 @@ static conv_geom half_direct_geom(const conv_geom *g, int64_t nb) {
 }
 
 /* Which passes: GPUMEMNET_BF16_CONV=direct takes it wherever the direct kernel applies, =gemm and =widen never;
- * otherwise where measured faster than the gemm_bf16 route (2 threads, AMX, benchmarks/bf16_conv_routes.py): the
- * input-gradient always (its half routes transpose or widen the weight and col2im in float32), the forward and
- * weight-gradient below 64 x 64 channel pairs (VGG-11's 64->128 at 32x32: gemm_bf16 1.3 ms, direct 2.2 ms). */
+ * otherwise where measured faster than the gemm_bf16 route (2 threads, AMX, benchmarks/bf16_conv_routes.py, median
+ * of per-round ratios direct / gemm_bf16, forward, input-gradient, weight-gradient): the forward and input-gradient
+ * up to 64 x 64 channel pairs (UNet 32 at 32x32 0.67 0.62 0.95, 64 at 16x16 0.77 0.89 1.35, ResNet-18 layer1 0.84
+ * 0.73 1.18), not above (VGG-11 64->128 at 32x32 1.23 2.03, 128->256 at 16x16 2.0 0.99, ResNet-18 layer2 1.14
+ * 0.89), the weight-gradient below 64 x 64 (the direct kernel's per-channel-pair sums lose there). */
 static int half_direct_route(const conv_geom *g, conv_pass pass) {
     const int mode = bf16_conv_env();
     if (mode == 1 || mode == 2) return 0;
@@ -199,7 +201,7 @@ static int half_direct_route(const conv_geom *g, conv_pass pass) {
      * strides (meta plans from shapes) */
     const conv_geom c = half_direct_geom(g, g->N);
     if (!conv_direct_use(&c, pass)) return 0;
-    return mode == 3 || pass == CONV_BACKWARD_DATA || Cg * Kg < 64 * 64;
+    return mode == 3 || (pass == CONV_BACKWARD_WEIGHT ? Cg * Kg < 64 * 64 : Cg * Kg <= 64 * 64);
 }
 
 /* Items per group: the group's float32 input and output (or input and grad_output) within HALF_DIRECT_TARGET. */
