@@ -2,8 +2,9 @@
 deep layers on large maps (VGG's 256 channels at 16x16: at least 256 output channels and 256 positions), where
 the half-precision backward plans once left one row of columns per product (kernels/cpu/conv_plan.c,
 CONV_HALF_MIN_ROWS) and the bfloat16 weight-gradient fills its buffer with bfloat16 rows (kernels/cpu/conv_half.c,
-conv2d_backward_weight_bf16); and the direct route of layers with few channels on large maps (conv_half.c,
-half_direct_route: groups of items widened for the float32 direct kernels). Every pass on each route
+conv2d_backward_weight_bf16); the direct route of layers with few channels on large maps (conv_half.c,
+half_direct_route: groups of items widened for the float32 direct kernels); and the small route of layers with at
+most 16 positions in the batch (conv_half_small.c: the weight read once as bfloat16). Every pass on each route
 (GPUMEMNET_BF16_CONV=gemm, =widen, =direct, read per call) and on the measured rule, at 1 and 2 threads, against
 a float64 NumPy reference of the same bfloat16 inputs; and meta's workspace bytes equal to the CPU's. Each result is a float32 sum rounded once to bfloat16: within half an ulp (2^-8 relative)
 of the exact value, plus the float32 sum's error, bounded here by 2^-14 of the sum of the terms' magnitudes."""
@@ -22,7 +23,12 @@ from gpumemnet import _C
 # (N, C, H=W, K, kernel, stride, padding)
 SHAPES = [(2, 256, 16, 256, 3, 1, 1), (2, 128, 16, 320, 3, 1, 1), (1, 96, 20, 288, 3, 2, 1),
           # few channels on large maps (the direct route); the last two in several groups of items
-          (3, 16, 32, 16, 3, 1, 1), (2, 32, 17, 24, 3, 2, 1), (5, 8, 64, 40, 3, 1, 1), (9, 16, 64, 16, 3, 1, 1)]
+          (3, 16, 32, 16, 3, 1, 1), (2, 32, 17, 24, 3, 2, 1), (5, 8, 64, 40, 3, 1, 1), (9, 16, 64, 16, 3, 1, 1),
+          # at most 16 positions in the batch (the small route, conv_half_small.c): ResNet-18's layer4, its strided
+          # 3x3 and 1x1, 16 positions exactly, 9 (padded to 16) with rows not a multiple of 32 and output channels
+          # not of 16; then 32 positions (ResNet-18's layer3, VGG's 512 at 4x4), which stay on the other routes
+          (2, 512, 2, 512, 3, 1, 1), (2, 256, 4, 512, 3, 2, 1), (2, 256, 4, 512, 1, 2, 0), (4, 256, 2, 256, 3, 1, 1),
+          (1, 75, 3, 200, 3, 1, 1), (2, 256, 4, 256, 3, 1, 1), (2, 512, 4, 512, 3, 1, 1)]
 
 
 def _windows(x, R, s, p):
@@ -124,8 +130,9 @@ print(*(peak(d, lambda a, b, c: F.conv2d(b, c, None, s, p)) for d in ("cpu", "me
 
 @pytest.mark.parametrize("route", [None, "direct"])
 @pytest.mark.parametrize("shape", SHAPES[3:])
-def test_direct_route_workspace_on_meta_equals_cpu(shape, route):
-    """The direct route's workspace (conv_half.c, conv_half_direct_nbytes) is a function of the shapes alone: per
+def test_direct_and_small_routes_workspace_on_meta_equals_cpu(shape, route):
+    """The direct and small routes' workspaces (conv_half_direct_nbytes, conv_half_small_nbytes) are functions of the
+    shapes alone: per
     pass, the CPU's peak workspace with a transposed view as the input is what meta allocates for the same shapes.
     Without the allocator's cache (GPUMEMNET_NO_CACHING=1), where a block reused from a larger freed one would
     count that one's size on the CPU and not on meta (whose free blocks differ)."""

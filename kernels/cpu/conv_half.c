@@ -313,6 +313,8 @@ int conv2d_forward_half(uint16_t *out, const uint16_t *x, const uint16_t *w, con
             for (int64_t j = 0; j < PQ; j++) out[i * PQ + j] = bias ? bias[i % K] : 0;
         return GM_OK;
     }
+    const size_t sn = dt == GM_BF16 ? conv_half_small_nbytes(g, CONV_FORWARD) : 0;
+    if (sn && ws && ws_nbytes >= sn) return conv_half_small_forward(out, x, w, bias, g, ws, nthreads);
     const size_t dn = conv_half_direct_nbytes(g, CONV_FORWARD);
     if (dn && ws && ws_nbytes >= dn) {
         half_direct_pass(out, x, w, bias, g, CONV_FORWARD, dt, ws, nthreads);
@@ -437,6 +439,8 @@ int conv2d_backward_data_half(uint16_t *dx, const uint16_t *dout, const uint16_t
             for (int64_t j = 0; j < HW; j++) dx[i * HW + j] = bias ? bias[i % C] : 0;
         return GM_OK;
     }
+    const size_t sn = dt == GM_BF16 ? conv_half_small_nbytes(g, CONV_BACKWARD_DATA) : 0;
+    if (sn && ws && ws_nbytes >= sn) return conv_half_small_backward_data(dx, dout, w, bias, g, ws, nthreads);
     const size_t dn = conv_half_direct_nbytes(g, CONV_BACKWARD_DATA);
     if (dn && ws && ws_nbytes >= dn) {
         half_direct_pass(dx, dout, w, bias, g, CONV_BACKWARD_DATA, dt, ws, nthreads);
@@ -491,6 +495,8 @@ int conv2d_backward_weight_half(uint16_t *dw, const uint16_t *dout, const uint16
         return GM_OK;
     }
     if (!dout || !x) return GM_ERR_ARG;
+    const size_t sn = dt == GM_BF16 ? conv_half_small_nbytes(g, CONV_BACKWARD_WEIGHT) : 0;
+    if (sn && ws && ws_nbytes >= sn) return conv_half_small_backward_weight(dw, dout, x, g, ws, nthreads);
     const size_t dn = conv_half_direct_nbytes(g, CONV_BACKWARD_WEIGHT);
     if (dn && ws && ws_nbytes >= dn) {
         half_direct_weight(dw, dout, x, g, dt, ws, nthreads);

@@ -164,11 +164,13 @@ static size_t hb_nbytes(const hb_plan *p) {
     return p->fixed + (size_t)p->nt * (p->plane + (size_t)p->tile * p->col);
 }
 
-static size_t half_workspace_nbytes(const conv_geom *g, conv_pass pass, size_t limit, int nthreads) {
+static size_t half_workspace_nbytes(const conv_geom *g, gm_dtype dt, conv_pass pass, size_t limit, int nthreads) {
     const int64_t CRS = g->C / g->G * g->R * g->S;
     if (conv2d_algo(g, pass) == CONV_ALGO_DEPTHWISE) return 0; /* unsupported */
     if (g->K == 0 || CRS == 0 || g->H * g->W == 0) return 0;
-    if (g->P * g->Q > 0 && g->N > 0) { /* the direct route (conv_half.c) where it runs and the limit allows */
+    if (g->P * g->Q > 0 && g->N > 0) { /* the small and direct routes (conv_half*.c) where they run and fit */
+        const size_t sn = dt == GM_BF16 ? conv_half_small_nbytes(g, pass) : 0;
+        if (sn && sn <= limit) return sn;
         const size_t dn = conv_half_direct_nbytes(g, pass);
         if (dn && dn <= limit) return dn;
     }
@@ -211,7 +213,7 @@ int conv_direct_use(const conv_geom *g, conv_pass pass) {
 }
 
 size_t conv2d_workspace_nbytes(const conv_geom *g, gm_dtype dt, conv_pass pass, size_t limit, int nthreads) {
-    if (is_half(dt)) return half_workspace_nbytes(g, pass, limit, nthreads);
+    if (is_half(dt)) return half_workspace_nbytes(g, dt, pass, limit, nthreads);
     if (dt == GM_F32 && pass == CONV_BACKWARD_WEIGHT && conv_direct_use(g, pass)) return 0;
     if (dt == GM_F32 && conv_direct_use(g, pass) && g->N > 0 && conv_direct_ws_nbytes(g, pass) <= limit) {
         if (pass == CONV_FORWARD ? g->K * g->P * g->Q == 0 : g->C * g->H * g->W == 0) return 0;
