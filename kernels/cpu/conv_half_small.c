@@ -2,10 +2,10 @@
  * (N x P x Q <= SMALL_COLS: ResNet-18's layer4 at 64x64 inputs, micro-batch 2, has 8), which read the bfloat16
  * weight once, as it is stored. Measured against the float16 route (widened weight, sgemm), median of per-round
  * ratios, forward / input-gradient / weight-gradient, 2 threads: layer4's 512->512 0.47 0.65 0.42, its strided
- * 256->512 0.34 0.62 0.46; at 32 positions (layer3, 256 at 4x4) it lost (1.5 1.7 1.2, best of 7, measured before
- * the input-gradient read the weight in row blocks: each row of the weight
- * meets four blocks of 8 columns), so SMALL_COLS is 16. There the work is the weight's bytes: 2.4M elements for one of
- * layer4's 3x3 convolutions against 38M multiply-adds; the other routes widened the weight to float32 and read it
+ * 256->512 0.34 0.62 0.46; at 32 positions (layer3, 256 at 4x4) it lost (1.5 1.7 1.2, best of 7, measured
+ * before the input-gradient read the weight in row blocks: each row of the weight meets four blocks of 8
+ * columns), so SMALL_COLS is 16. There the work is the weight's bytes: 2.4M elements for one of layer4's 3x3
+ * convolutions against 38M multiply-adds; the other routes widened the weight to float32 and read it
  * again in sgemm (10 bytes an element a pass) or packed it per item for gemm_bf16, padding 4 positions to 32.
  *   forward:         out[k, j] = sum over c of w[k, c] col[c, j], the columns gathered transposed (j, c) so that
  *                    pairs along c are contiguous in both: vdpbf16ps on the weight's rows as they are stored.
