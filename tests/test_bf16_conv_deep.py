@@ -57,14 +57,23 @@ def _reference(x, w, go, s, p):
 
 
 @functools.lru_cache(maxsize=None)
-def _case(shape):
-    """The bfloat16 operands of `shape` and their float64 reference results."""
+def _arrays(shape):
+    """The operands of `shape` as float32 arrays of bfloat16 values, and their float64 reference results. NumPy
+    only: gpumemnet tensors kept alive between tests would change the allocator's state that other test files
+    (test_estimate_order.py) measure against."""
     N, C, H, K, R, s, p = shape
     rng = np.random.default_rng(sum(shape))
     x, w = _bf16(rng.standard_normal((N, C, H, H))), _bf16(rng.standard_normal((K, C, R, R)) / (C * R * R) ** 0.5)
     P = (H + 2 * p - R) // s + 1
     go = _bf16(rng.standard_normal((N, K, P, P)))
-    return x, w, go, _reference(*(t.float().numpy().astype(np.float64) for t in (x, w, go)), s, p)
+    arrays = tuple(np.array(t.float().numpy(), copy=True) for t in (x, w, go))  # not views of gpumemnet's memory
+    return arrays, _reference(*(a.astype(np.float64) for a in arrays), s, p)
+
+
+def _case(shape):
+    """The bfloat16 operands of `shape` (exactly the cached values) and their float64 reference results."""
+    arrays, ref = _arrays(shape)
+    return (*(_bf16(a) for a in arrays), ref)
 
 
 def _bf16(a):
