@@ -168,10 +168,10 @@ static int bf16_on_gemm(const conv_geom *g, conv_pass pass) {
 
 /* ---- the direct route: float32 direct kernels (conv_direct.c) on widened groups of items ---------------------
  * Where the float32 passes take the direct kernel (stride-1 same-size or stride-2 3x3 layers of few channels on
- * large maps: the UNet's 16 to 64 channels at 64x64 to 16x16) it beat both half routes by 2-5x (im2col of 9 rows
- * per channel, products of 16 to 64 rows; benchmarks/bf16_conv_routes.py): the passes then widen a group of items'
- * input (and grad_output) to float32, run the direct kernel on the group as a batch and round its result once, as
- * the other routes round their float32 sums. The group's float32 copies (about HALF_DIRECT_TARGET bytes, at least
+ * large maps: the UNet's 16 to 64 channels at 64x64 to 16x16) a pass alone beat both half routes by 2-5x under
+ * load (im2col of 9 rows per channel, products of 16 to 64 rows; benchmarks/bf16_conv_routes.py), though not the
+ * whole step (half_direct_route): the passes widen a group of items' input (and grad_output) to float32, run the
+ * direct kernel on the group as a batch and round its result once, as the other routes round their float32 sums. The group's float32 copies (about HALF_DIRECT_TARGET bytes, at least
  * one item) are the workspace's, with the widened weight (forward, input-gradient) or the float32 weight-gradient
  * and one group's (weight-gradient) and the direct kernel's packed weight: conv_half_direct_nbytes. */
 #define HALF_DIRECT_TARGET ((size_t)1 << 20)
@@ -187,21 +187,19 @@ static conv_geom half_direct_geom(const conv_geom *g, int64_t nb) {
     return c;
 }
 
-/* Which passes: GPUMEMNET_BF16_CONV=direct takes it wherever the direct kernel applies, =gemm and =widen never;
- * otherwise where measured faster than the gemm_bf16 route (2 threads, AMX, benchmarks/bf16_conv_routes.py, median
- * of per-round ratios direct / gemm_bf16, forward, input-gradient, weight-gradient): the forward and input-gradient
- * up to 64 x 64 channel pairs (UNet 32 at 32x32 0.67 0.62 0.95, 64 at 16x16 0.77 0.89 1.35, ResNet-18 layer1 0.84
- * 0.73 1.18), not above (VGG-11 64->128 at 32x32 1.23 2.03, 128->256 at 16x16 2.0 0.99, ResNet-18 layer2 1.14
- * 0.89), the weight-gradient below 64 x 64 (the direct kernel's per-channel-pair sums lose there). */
+/* Which passes: only where GPUMEMNET_BF16_CONV=direct asks for it (wherever the direct kernel applies). Per pass,
+ * alone, it beat gemm_bf16 on the UNet's layers (median of per-round ratios direct / gemm_bf16, forward,
+ * input-gradient, weight-gradient, 2 threads: 32 channels at 32x32 0.67 0.62 0.95, 64 at 16x16 0.77 0.89 1.35;
+ * at 16 channels and 64x64 2.3 against 4.5 ms), but in the UNet's whole autocast step it lost (idle machine, 11
+ * paired rounds: 151 ms with it on the forward and input-gradient up to 64 x 64 channel pairs, 139 ms without; its
+ * float32 copies of a group's input and output stream through memory the other routes keep in per-thread tiles),
+ * so the measured rule leaves it off. */
 static int half_direct_route(const conv_geom *g, conv_pass pass) {
-    const int mode = bf16_conv_env();
-    if (mode == 1 || mode == 2) return 0;
-    const int64_t Cg = g->C / g->G, Kg = g->K / g->G;
+    if (bf16_conv_env() != 3) return 0;
     /* on the widened copy's contiguous layout, so that the route and its bytes do not depend on the input's
      * strides (meta plans from shapes) */
     const conv_geom c = half_direct_geom(g, g->N);
-    if (!conv_direct_use(&c, pass)) return 0;
-    return mode == 3 || (pass == CONV_BACKWARD_WEIGHT ? Cg * Kg < 64 * 64 : Cg * Kg <= 64 * 64);
+    return conv_direct_use(&c, pass);
 }
 
 /* Items per group: the group's float32 input and output (or input and grad_output) within HALF_DIRECT_TARGET. */
