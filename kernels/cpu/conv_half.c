@@ -146,16 +146,17 @@ static int direct_cols(const conv_geom *g) {
 #define BF16_GEMM_MIN_ROWS 32
 #define BF16_GEMM_MIN_POSITIONS_FWD 32
 #define BF16_GEMM_MIN_POSITIONS 64
-/* 0: the rule, 1: always, 2: never. Read on every call (a getenv is ~0.1 us beside a convolution's >= 10 us), so
+/* 0: the rule, 1: always, 2: never (and neither forced route takes the direct route below), 3: the direct route
+ * wherever it applies, else the rule. Read on every call (a getenv is ~0.1 us beside a convolution's >= 10 us), so
  * that a benchmark can switch routes between calls in one process and compare them interleaved. */
 static int bf16_conv_env(void) {
     const char *e = getenv("GPUMEMNET_BF16_CONV");
-    return e && strcmp(e, "gemm") == 0 ? 1 : e && strcmp(e, "widen") == 0 ? 2 : 0;
+    return !e ? 0 : strcmp(e, "gemm") == 0 ? 1 : strcmp(e, "widen") == 0 ? 2 : strcmp(e, "direct") == 0 ? 3 : 0;
 }
 
 static int bf16_on_gemm(const conv_geom *g, conv_pass pass) {
     const int mode = bf16_conv_env();
-    if (mode) return mode == 1;
+    if (mode == 1 || mode == 2) return mode == 1;
     if (!gemm_bf16_native()) return 0;
     const int64_t Kg = g->K / g->G, PQ = g->P * g->Q;
     switch (pass) {
@@ -163,6 +164,116 @@ static int bf16_on_gemm(const conv_geom *g, conv_pass pass) {
     case CONV_BACKWARD_DATA: return g->C / g->G * g->R * g->S >= BF16_GEMM_MIN_ROWS && PQ >= BF16_GEMM_MIN_POSITIONS;
     default: return Kg >= BF16_GEMM_MIN_ROWS && PQ >= BF16_GEMM_MIN_POSITIONS;
     }
+}
+
+/* ---- the direct route: float32 direct kernels (conv_direct.c) on widened groups of items ---------------------
+ * Where the float32 passes take the direct kernel (stride-1 same-size or stride-2 3x3 layers of few channels on
+ * large maps: the UNet's 16 to 64 channels at 64x64 to 16x16) a pass alone beat both half routes by 2-5x under
+ * load (im2col of 9 rows per channel, products of 16 to 64 rows; benchmarks/bf16_conv_routes.py), though not the
+ * whole step (half_direct_route): the passes widen a group of items' input (and grad_output) to float32, run the
+ * direct kernel on the group as a batch and round its result once, as the other routes round their float32 sums. The group's float32 copies (about HALF_DIRECT_TARGET bytes, at least
+ * one item) are the workspace's, with the widened weight (forward, input-gradient) or the float32 weight-gradient
+ * and one group's (weight-gradient) and the direct kernel's packed weight: conv_half_direct_nbytes. */
+#define HALF_DIRECT_TARGET ((size_t)1 << 20)
+
+/* The geometry of one group of nb contiguous float32 items. */
+static conv_geom half_direct_geom(const conv_geom *g, int64_t nb) {
+    conv_geom c = *g;
+    c.N = nb;
+    c.xs[0] = g->C * g->H * g->W;
+    c.xs[1] = g->H * g->W;
+    c.xs[2] = g->W;
+    c.xs[3] = 1;
+    return c;
+}
+
+/* Which passes: only where GPUMEMNET_BF16_CONV=direct asks for it (wherever the direct kernel applies). Per pass,
+ * alone, it beat gemm_bf16 on the UNet's layers (median of per-round ratios direct / gemm_bf16, forward,
+ * input-gradient, weight-gradient, 2 threads: 32 channels at 32x32 0.67 0.62 0.95, 64 at 16x16 0.77 0.89 1.35;
+ * at 16 channels and 64x64 2.3 against 4.5 ms), but in the UNet's whole autocast step it lost (idle machine, 11
+ * paired rounds: 151 ms with it on the forward and input-gradient up to 64 x 64 channel pairs, 139 ms without; its
+ * float32 copies of a group's input and output stream through memory the other routes keep in per-thread tiles),
+ * so the measured rule leaves it off. */
+static int half_direct_route(const conv_geom *g, conv_pass pass) {
+    if (bf16_conv_env() != 3) return 0;
+    /* on the widened copy's contiguous layout, so that the route and its bytes do not depend on the input's
+     * strides (meta plans from shapes) */
+    const conv_geom c = half_direct_geom(g, g->N);
+    return conv_direct_use(&c, pass);
+}
+
+/* Items per group: the group's float32 input and output (or input and grad_output) within HALF_DIRECT_TARGET. */
+static int64_t half_direct_items(const conv_geom *g) {
+    const size_t item = (size_t)(g->C * g->H * g->W + g->K * g->P * g->Q) * sizeof(float);
+    return max64(1, min64(g->N, (int64_t)(HALF_DIRECT_TARGET / (item ? item : 1))));
+}
+
+static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+/* One item of the input (at p, with g's strides) widened to C contiguous planes. */
+static void widen_item(float *d, const uint16_t *p, const conv_geom *g, gm_dtype dt, int nthreads) {
+    const int64_t HW = g->H * g->W;
+    if (g->xs[3] == 1 && g->xs[2] == g->W && g->xs[1] == HW) {
+        convert_all(d, (uint16_t *)p, g->C * HW, 0, dt, nthreads);
+        return;
+    }
+    for (int64_t c = 0; c < g->C; c++)
+        for (int64_t h = 0; h < g->H; h++)
+            load_run_h(d + c * HW + h * g->W, p + c * g->xs[1] + h * g->xs[2], g->xs[3], g->W, dt);
+}
+
+size_t conv_half_direct_nbytes(const conv_geom *g, conv_pass pass) {
+    if (g->N < 1 || !half_direct_route(g, pass)) return 0;
+    const int64_t nb = half_direct_items(g), KCRS = g->K * (g->C / g->G) * g->R * g->S;
+    const conv_geom c = half_direct_geom(g, nb);
+    const size_t items = (size_t)nb * (size_t)(g->C * g->H * g->W + g->K * g->P * g->Q) * sizeof(float);
+    if (pass == CONV_BACKWARD_WEIGHT) return align64((size_t)(2 * KCRS) * sizeof(float)) + items;
+    return align64((size_t)(KCRS + max64(g->K, g->C)) * sizeof(float)) + align64(conv_direct_ws_nbytes(&c, pass)) +
+           items;
+}
+
+/* The forward or input-gradient on the direct route: in (the input, or grad_output) widened a group at a time. */
+static void half_direct_pass(uint16_t *out, const uint16_t *in, const uint16_t *w,
+                             const uint16_t *bias, const conv_geom *g, conv_pass pass, gm_dtype dt, void *ws,
+                             int nthreads) {
+    const int fwd = pass == CONV_FORWARD;
+    const int64_t nb = half_direct_items(g), KCRS = g->K * (g->C / g->G) * g->R * g->S;
+    const int64_t inn = fwd ? g->C * g->H * g->W : g->K * g->P * g->Q;
+    const int64_t outn = fwd ? g->K * g->P * g->Q : g->C * g->H * g->W, nbias = fwd ? g->K : g->C;
+    const conv_geom c = half_direct_geom(g, nb);
+    float *w32 = ws, *b32 = w32 + KCRS;
+    float *pk = (float *)((char *)ws + align64((size_t)(KCRS + max64(g->K, g->C)) * sizeof(float)));
+    float *in32 = (float *)((char *)pk + align64(conv_direct_ws_nbytes(&c, pass))), *out32 = in32 + nb * inn;
+    convert_all(w32, (uint16_t *)w, KCRS, 0, dt, nthreads);
+    if (bias) load_run_h(b32, bias, 1, nbias, dt);
+    for (int64_t n0 = 0; n0 < g->N; n0 += nb) {
+        conv_geom cg = half_direct_geom(g, min64(nb, g->N - n0));
+        for (int64_t i = 0; i < cg.N; i++) {
+            if (fwd) widen_item(in32 + i * inn, in + (n0 + i) * g->xs[0], g, dt, nthreads);
+            else convert_all(in32 + i * inn, (uint16_t *)in + (n0 + i) * inn, inn, 0, dt, nthreads);
+        }
+        if (fwd) conv_direct_forward(out32, in32, w32, bias ? b32 : NULL, &cg, pk, nthreads);
+        else conv_direct_backward_data(out32, in32, w32, bias ? b32 : NULL, &cg, pk, nthreads);
+        convert_all(out32, out + n0 * outn, cg.N * outn, 1, dt, nthreads);
+    }
+}
+
+/* The weight-gradient on the direct route: each group's float32 weight-gradient added to the total, rounded once. */
+static void half_direct_weight(uint16_t *dw, const uint16_t *dout, const uint16_t *x, const conv_geom *g, gm_dtype dt,
+                               void *ws, int nthreads) {
+    const int64_t nb = half_direct_items(g), KCRS = g->K * (g->C / g->G) * g->R * g->S;
+    const int64_t xn = g->C * g->H * g->W, gn = g->K * g->P * g->Q;
+    float *sum = ws, *part = sum + KCRS;
+    float *x32 = (float *)((char *)ws + align64((size_t)(2 * KCRS) * sizeof(float))), *g32 = x32 + nb * xn;
+    memset(sum, 0, (size_t)KCRS * sizeof(float));
+    for (int64_t n0 = 0; n0 < g->N; n0 += nb) {
+        conv_geom cg = half_direct_geom(g, min64(nb, g->N - n0));
+        for (int64_t i = 0; i < cg.N; i++) widen_item(x32 + i * xn, x + (n0 + i) * g->xs[0], g, dt, nthreads);
+        convert_all(g32, (uint16_t *)dout + n0 * gn, cg.N * gn, 0, dt, nthreads);
+        conv_direct_backward_weight(part, g32, x32, &cg, nthreads);
+        for (int64_t i = 0; i < KCRS; i++) sum[i] += part[i];
+    }
+    convert_all(sum, dw, KCRS, 1, dt, nthreads);
 }
 
 static int conv2d_forward_bf16(uint16_t *out, const uint16_t *x, const uint16_t *w, const uint16_t *bias,
@@ -198,6 +309,13 @@ int conv2d_forward_half(uint16_t *out, const uint16_t *x, const uint16_t *w, con
     if (CRS == 0) { /* no input channels: the output is the bias, already in dt */
         for (int64_t i = 0; i < N * K; i++)
             for (int64_t j = 0; j < PQ; j++) out[i * PQ + j] = bias ? bias[i % K] : 0;
+        return GM_OK;
+    }
+    const size_t sn = dt == GM_BF16 ? conv_half_small_nbytes(g, CONV_FORWARD) : 0;
+    if (sn && ws && ws_nbytes >= sn) return conv_half_small_forward(out, x, w, bias, g, ws, nthreads);
+    const size_t dn = conv_half_direct_nbytes(g, CONV_FORWARD);
+    if (dn && ws && ws_nbytes >= dn) {
+        half_direct_pass(out, x, w, bias, g, CONV_FORWARD, dt, ws, nthreads);
         return GM_OK;
     }
     const size_t fixed = half_fixed_nbytes(g), colb = half_col_nbytes(g);
@@ -274,6 +392,9 @@ static void conv2d_backward_weight_bf16(uint16_t *dw, const uint16_t *dout, cons
                                         const hb_plan *pl, float *dw32, float *bufs) {
     const int64_t N = g->N, K = g->K, G = g->G, Cg = g->C / G, Kg = K / G, CRS = Cg * g->R * g->S;
     const int64_t PQ = g->P * g->Q, tile = pl->tile, per = (int64_t)((size_t)tile * pl->col / sizeof(float));
+    /* the float16 route's buffer of (chunk + Kg) float32 rows holds 2 (chunk + Kg) bfloat16 rows of columns (it
+     * widens no grad_output): the more rows a product has, the fewer times grad_output is packed */
+    const int64_t chunk = (int64_t)(pl->col / sizeof(uint16_t));
     const int nt = pl->nt;
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
@@ -284,8 +405,8 @@ static void conv2d_backward_weight_bf16(uint16_t *dw, const uint16_t *dout, cons
                 for (int64_t s0 = 0; s0 < PQ; s0 += tile) {
                     const int64_t cnt = min64(tile, PQ - s0);
                     const gm_bmat go = {dout + (n * K + grp * Kg) * PQ + s0, PQ, 1};
-                    for (int64_t ja = j0; ja < j1; ja += pl->chunk) {
-                        const int64_t jb = min64(j1, ja + pl->chunk);
+                    for (int64_t ja = j0; ja < j1; ja += chunk) {
+                        const int64_t jb = min64(j1, ja + chunk);
                         im2col_b(col, cnt, x, g, n, grp, s0, cnt, ja, jb);
                         gemm_bf16(Kg, jb - ja, cnt, go, (gm_bmat){col, 1, cnt}, 1, dw32 + grp * Kg * CRS + ja, CRS, 0,
                                   1);
@@ -314,6 +435,13 @@ int conv2d_backward_data_half(uint16_t *dx, const uint16_t *dout, const uint16_t
     if (Kg == 0 || PQ == 0) { /* nothing flows back: dinp is the bias (or zeros), already in dt */
         for (int64_t i = 0; i < N * C; i++)
             for (int64_t j = 0; j < HW; j++) dx[i * HW + j] = bias ? bias[i % C] : 0;
+        return GM_OK;
+    }
+    const size_t sn = dt == GM_BF16 ? conv_half_small_nbytes(g, CONV_BACKWARD_DATA) : 0;
+    if (sn && ws && ws_nbytes >= sn) return conv_half_small_backward_data(dx, dout, w, bias, g, ws, nthreads);
+    const size_t dn = conv_half_direct_nbytes(g, CONV_BACKWARD_DATA);
+    if (dn && ws && ws_nbytes >= dn) {
+        half_direct_pass(dx, dout, w, bias, g, CONV_BACKWARD_DATA, dt, ws, nthreads);
         return GM_OK;
     }
     hb_plan pl;
@@ -365,6 +493,13 @@ int conv2d_backward_weight_half(uint16_t *dw, const uint16_t *dout, const uint16
         return GM_OK;
     }
     if (!dout || !x) return GM_ERR_ARG;
+    const size_t sn = dt == GM_BF16 ? conv_half_small_nbytes(g, CONV_BACKWARD_WEIGHT) : 0;
+    if (sn && ws && ws_nbytes >= sn) return conv_half_small_backward_weight(dw, dout, x, g, ws, nthreads);
+    const size_t dn = conv_half_direct_nbytes(g, CONV_BACKWARD_WEIGHT);
+    if (dn && ws && ws_nbytes >= dn) {
+        half_direct_weight(dw, dout, x, g, dt, ws, nthreads);
+        return GM_OK;
+    }
     hb_plan pl;
     if (!ws || conv_hb_plan_for(g, CONV_BACKWARD_WEIGHT, ws_nbytes, nthreads, &pl) || pl.tile < 1) return GM_ERR_ARG;
     float *dw32 = ws, *bufs = (float *)((char *)ws + pl.fixed);

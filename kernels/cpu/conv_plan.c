@@ -115,6 +115,8 @@ conv_plan conv_plan_pass(const conv_geom *g, conv_pass pass, size_t es, size_t b
                           nthreads);
 }
 
+#define CONV_HALF_MIN_ROWS 256
+
 size_t conv_hb_plan_for(const conv_geom *g, conv_pass pass, size_t budget, int nthreads, hb_plan *hp) {
     const int64_t Cg = g->C / g->G, Kg = g->K / g->G, RS = g->R * g->S, CRS = Cg * RS, PQ = g->P * g->Q;
     const int64_t HW = g->H * g->W, NG = g->N * g->G;
@@ -124,7 +126,10 @@ size_t conv_hb_plan_for(const conv_geom *g, conv_pass pass, size_t budget, int n
      * the target, beside grad_output's: a 2x2 map of 512 channels otherwise got blocks of one row or channel, and
      * one tiny product per row (ResNet-18's last stage at 64x64 spent seconds there) */
     const int64_t cols = max64(1, min64(PQ, CONV_TILE_MIN_COLS));
-    const int64_t rows = max64(1, (int64_t)(CONV_HALF_TILE_TARGET / sizeof(float)) / cols - Kg);
+    /* and at least CONV_HALF_MIN_ROWS: with Kg >= 256 channels on a map of >= 256 positions (VGG's 256-channel
+     * layers at 16x16) the target alone left one row, so one column per product, and grad_output was packed
+     * again for every row (373 ms for the weight-gradient that float32 ran in 8) */
+    const int64_t rows = max64(CONV_HALF_MIN_ROWS, (int64_t)(CONV_HALF_TILE_TARGET / sizeof(float)) / cols - Kg);
     for (;;) {
         hb_plan p = {nt, 0, 0, 0, 0, 0};
         if (pass == CONV_BACKWARD_DATA) {
@@ -159,10 +164,16 @@ static size_t hb_nbytes(const hb_plan *p) {
     return p->fixed + (size_t)p->nt * (p->plane + (size_t)p->tile * p->col);
 }
 
-static size_t half_workspace_nbytes(const conv_geom *g, conv_pass pass, size_t limit, int nthreads) {
+static size_t half_workspace_nbytes(const conv_geom *g, gm_dtype dt, conv_pass pass, size_t limit, int nthreads) {
     const int64_t CRS = g->C / g->G * g->R * g->S;
     if (conv2d_algo(g, pass) == CONV_ALGO_DEPTHWISE) return 0; /* unsupported */
     if (g->K == 0 || CRS == 0 || g->H * g->W == 0) return 0;
+    if (g->P * g->Q > 0 && g->N > 0) { /* the small and direct routes (conv_half*.c) where they run and fit */
+        const size_t sn = dt == GM_BF16 ? conv_half_small_nbytes(g, pass) : 0;
+        if (sn && sn <= limit) return sn;
+        const size_t dn = conv_half_direct_nbytes(g, pass);
+        if (dn && dn <= limit) return dn;
+    }
     if (pass != CONV_FORWARD) {
         if (g->P * g->Q == 0 || g->N == 0) return 0;
         hb_plan p;
@@ -202,7 +213,7 @@ int conv_direct_use(const conv_geom *g, conv_pass pass) {
 }
 
 size_t conv2d_workspace_nbytes(const conv_geom *g, gm_dtype dt, conv_pass pass, size_t limit, int nthreads) {
-    if (is_half(dt)) return half_workspace_nbytes(g, pass, limit, nthreads);
+    if (is_half(dt)) return half_workspace_nbytes(g, dt, pass, limit, nthreads);
     if (dt == GM_F32 && pass == CONV_BACKWARD_WEIGHT && conv_direct_use(g, pass)) return 0;
     if (dt == GM_F32 && conv_direct_use(g, pass) && g->N > 0 && conv_direct_ws_nbytes(g, pass) <= limit) {
         if (pass == CONV_FORWARD ? g->K * g->P * g->Q == 0 : g->C * g->H * g->W == 0) return 0;
