@@ -297,8 +297,8 @@ static void direct_pass(float *out, const float *in, const int64_t is[2], const 
     const double macs = (double)g->N * (double)g->K * (double)PQ * (double)(Cg * RS);
     const int nt = nthreads > 1 && macs >= CONV_GEMM_GRAIN ? nthreads : 1;
     /* wpk[grp][block][tap][in channel][8]: weight (o, i, tap) is w[o, i, tap] forward, w[i, o, tap] backward.
-     * pack_cols transposes 8 x 8 blocks: the scalar repack (a tap across 8 rows of C*R*S floats, or each float
-     * stored to the tap's row) took ~19 % of a batch-1 forward at 3x3 256->256 14x14 (perf, one thread).
+     * The forward's pack_cols transposes 8 x 8 blocks: the scalar repack (a tap across 8 rows of C*R*S floats)
+     * took ~19 % of a batch-1 forward at 3x3 256->256 14x14 (perf, one thread), ~12 % after.
      * tinv: the tap of weight index r. */
     const int64_t blk = (int64_t)ntap * inc * DMR, units = G * nb;
     float *phases = wpk + units * blk;
@@ -310,11 +310,16 @@ static void direct_pass(float *out, const float *in, const int64_t is[2], const 
         for (int64_t u = 0; u < units; u++) {
             const int64_t grp = u / nb, o0 = u % nb * DMR, mr = min64(DMR, outc - o0);
             float *d = wpk + u * blk;
-            if (fwd) /* rows o0.. of (Kg, Cg*RS): column i*RS + r */
+            if (fwd) { /* rows o0.. of (Kg, Cg*RS): column i*RS + r */
                 pack_cols(d, w + (grp * Kg + o0) * Cg * RS, Cg * RS, Cg * RS, (int)mr, RS, inc, tinv, 0);
-            else /* per input channel i of the pass, rows o0.. of its (Cg, RS) */
+                continue;
+            }
+            /* the input-gradient's 8 weights of a tap and channel i lie within 8*RS floats: a plain gather (8 x 8
+             * blocks of RS = 9 columns lost 5-15 % of a batch-1 3x3 256->256 14x14 input-gradient to it) */
+            for (int t = 0; t < ntap; t++)
                 for (int64_t i = 0; i < inc; i++)
-                    pack_cols(d, w + ((grp * Kg + i) * Cg + o0) * RS, RS, RS, (int)mr, RS, inc, tinv, i);
+                    for (int64_t m = 0; m < DMR; m++, d++)
+                        *d = m < mr ? w[((grp * Kg + i) * Cg + o0 + m) * RS + widx[t]] : 0.0f;
         }
         if (str && !fwd) { /* item by item: the units' phase planes of dx, then dx woven from them */
             int first[5];
