@@ -6,7 +6,7 @@ item 3), at small batch: the direct kernel at stride 1 (3x3 at 56x56-like and at
     columns for im2col) on the CPU and on meta;
   - rounding, in units of 2^-24 of sum |x| |w| (rms over the outputs, as tests/test_conv_accuracy.py): every route
     sums in chunks of CONV_KCHUNK = 128 terms (kernels/conv_geom.h), which the bounds below need (one running
-    float32 total over 576..3136 terms lands 1.4-3x further) — and no further than PyTorch's convolution;
+    float32 total over 200..3136 terms landed 1.3-4x further here) — and no further than PyTorch's convolution;
   - exactness on small integers, where float32 is exact in any order: the chunks' partial sums and the bias add
     up to the whole sum across chunk boundaries that are not multiples of 128, and the repacked weight (blocks of
     8 channels, transposed 8 x 8, taps reordered by phase at stride 2) holds every weight once."""
