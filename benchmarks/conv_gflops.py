@@ -15,8 +15,8 @@ Workspace: the peak of the allocator's `workspace` category during each pass.
 
 The sgemm runs right before each pass, on OpenBLAS's threads. OpenBLAS's idle worker busy-waits for
 OPENBLAS_THREAD_TIMEOUT (2^n cycles) after a threaded call: with its default (n = 28, ~0.1 s) it shared a core with
-every pass timed after it (the direct 3x3 kernel: 170-190 GFLOP/s here against ~300 in a loop of its own; the
-process burnt 7.9 ms of CPU per 256->256 14x14 forward after an sgemm, 3.1 ms alone). gpumemnet sets n = 20 at
+every pass timed after it (the process burnt 7.9 ms of CPU per 3x3 256->256 14x14 forward after an sgemm, 3.1 ms
+alone; an earlier session saw the direct kernel at 170-190 GFLOP/s here against ~300 in a loop of its own). gpumemnet sets n = 20 at
 import unless the variable is set (python/gpumemnet/_loader.py); the header prints the value in effect.
 """
 import argparse
