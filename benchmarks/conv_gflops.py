@@ -12,8 +12,15 @@ times with the process's CPU time instead of the wall clock: with --threads 1 th
 waited for a core, the steadiest figure on a busy machine (with more threads it counts spinning threads too).
 
 Workspace: the peak of the allocator's `workspace` category during each pass.
+
+The sgemm runs right before each pass, on OpenBLAS's threads. OpenBLAS's idle worker busy-waits for
+OPENBLAS_THREAD_TIMEOUT (2^n cycles) after a threaded call: with its default (n = 28, ~0.1 s) it shared a core with
+every pass timed after it (the process burnt 7.9 ms of CPU per 3x3 256->256 14x14 forward after an sgemm, 3.1 ms
+alone; an earlier session saw the direct kernel at 170-190 GFLOP/s here against ~300 in a loop of its own). gpumemnet sets n = 20 at
+import unless the variable is set (python/gpumemnet/_loader.py); the header prints the value in effect.
 """
 import argparse
+import os
 import statistics
 import time
 
@@ -68,7 +75,8 @@ def main():
     info = gm._C._build_info()
     print(f"gpumemnet {gm.__version__}; BLAS: {info['blas']} (core {info.get('blas_core')}); "
           f"threads {gm.get_num_threads()}; conv workspace limit {gm._C.get_conv_workspace_limit() >> 20} MiB; "
-          f"clock {args.clock}; {args.rounds} paired rounds")
+          f"clock {args.clock}; {args.rounds} paired rounds; "
+          f"OPENBLAS_THREAD_TIMEOUT={os.environ.get('OPENBLAS_THREAD_TIMEOUT')}")
     print(f"{'class':9} {'shape':26} {'GFLOP':>5} {'sgemm':>6} | {'fwd % of sgemm':>17} | {'bwd-data %':>17} | "
           f"{'bwd-weight %':>17} | workspace MiB f/d/w")
     rng = np.random.default_rng(0)

@@ -9,6 +9,7 @@ import os
 
 
 def preload_openblas():
+    brief_openblas_spins()
     try:
         import scipy_openblas32
     except ImportError:  # the rpath may still find it
@@ -16,6 +17,21 @@ def preload_openblas():
     path = os.path.join(scipy_openblas32.get_lib_dir(), "lib" + scipy_openblas32.get_library() + ".so")
     if os.path.exists(path):
         ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+
+
+def brief_openblas_spins():
+    """OPENBLAS_THREAD_TIMEOUT=20 unless the user set it: OpenBLAS's idle worker threads then busy-wait 2^20 cycles
+    (0.4 ms at 2.6 GHz) after a threaded gemm before they sleep, instead of the default 2^28 (0.1 s). The spin is
+    a plain loop (no sched_yield): after one threaded sgemm the process burnt 98.9 ms of CPU during a 200 ms
+    sleep (0.1 ms with the timeout set), and every OpenMP region started within that 0.1 s shared a core with
+    it: a 3x3 256->256 14x14 direct conv forward (2 threads) right after an sgemm cost the process 7.9 ms of CPU,
+    alone 3.1 ms (4.2 against 3.8 with the timeout). The conv benchmark times its sgemm ceiling right before each
+    pass, which explains the direct kernel's 170-190 GFLOP/s there against ~300 in a plain loop (figures of an
+    earlier session; not re-measured on an idle machine). In a training step it follows any threaded gemm (a
+    Linear layer, a conv below the OpenMP grain whose gemm OpenBLAS threads). Back-to-back gemm
+    calls, microseconds apart, still find the workers awake. OpenBLAS reads the variable when it loads: call this
+    before loading it (preload_openblas does). tests/test_openblas_spin.py."""
+    os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "20")
 
 
 def passive_openmp_waits():
