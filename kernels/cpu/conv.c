@@ -5,6 +5,7 @@
  *   conv_im2col.c     im2col, col2im
  *   conv_depthwise.c  the direct depthwise kernels
  *   conv_direct.c     the direct float32 kernels of stride-1 same-size layers (AVX-512), dispatched below
+ *   conv_wgrad.c      the float32 weight-gradient's outer-product kernel (AVX-512), dispatched below
  *   conv_half.c       the float16/bfloat16 passes
  *   linear.c          the linear layer
  * over conv_internal.h. The element-type-specific code is written once, under `#else` below, and compiled once
@@ -67,6 +68,12 @@ int conv2d_backward_weight(void *dweight, const void *dout, const void *inp, con
                            void *ws, size_t ws_nbytes, int nthreads) {
     int st = conv_check_geom(g);
     if (st) return st;
+    if (dt == GM_F32 && ws && conv_wgrad_use(g) && conv_wgrad_fits(g, ws_nbytes) &&
+        g->K * g->C * g->R * g->S * g->P * g->Q > 0) {
+        if (!dweight || !dout || !inp) return GM_ERR_ARG;
+        conv_wgrad_backward_weight(dweight, dout, inp, g, ws, ws_nbytes, nthreads);
+        return GM_OK;
+    }
     if (dt == GM_F32 && conv_direct_use(g, CONV_BACKWARD_WEIGHT)) {
         const size_t n = (size_t)(g->K * (g->C / g->G) * g->R * g->S);
         if (n == 0) return GM_OK;

@@ -203,6 +203,9 @@ int conv_direct_use(const conv_geom *g, conv_pass pass) {
 
 size_t conv2d_workspace_nbytes(const conv_geom *g, gm_dtype dt, conv_pass pass, size_t limit, int nthreads) {
     if (is_half(dt)) return half_workspace_nbytes(g, pass, limit, nthreads);
+    if (dt == GM_F32 && pass == CONV_BACKWARD_WEIGHT && conv_wgrad_use(g) && conv_wgrad_fits(g, limit) &&
+        g->K * g->C * g->R * g->S * g->P * g->Q > 0)
+        return conv_wgrad_ws_nbytes(g, limit); /* conv_wgrad.c */
     if (dt == GM_F32 && pass == CONV_BACKWARD_WEIGHT && conv_direct_use(g, pass)) return 0;
     if (dt == GM_F32 && conv_direct_use(g, pass) && g->N > 0 && conv_direct_ws_nbytes(g, pass) <= limit) {
         if (pass == CONV_FORWARD ? g->K * g->P * g->Q == 0 : g->C * g->H * g->W == 0) return 0;

@@ -1,0 +1,211 @@
+/* kernels/cpu/conv_wgrad.c — the float32 weight-gradient as one outer-product kernel over grad_output's
+ * channels (AVX-512), for layers of 64, 128, ... output channels (per group 1): any kernel size, stride,
+ * padding and dilation, no im2col and no gemm.
+ *
+ * Why: the gemm route (conv.c) builds the im2col columns of every item and OpenBLAS packs them again for each
+ * chunk of CONV_KCHUNK positions; with K = 64 each packed element then serves only 64 multiply-adds. On the
+ * 7x7/2 64->64 layer (56x56) packing and im2col took as long as half the arithmetic (perf: sgemm_incopy 18 %,
+ * im2col 14 %, kernel 35 %; 95 GFLOP/s on one thread). The direct kernel (conv_direct.c) keeps its sums in
+ * lanes of positions and reduces them at the end, and re-reads grad_output per tap row (103 on the 3x3 64->64
+ * 56x56 layer).
+ *
+ * The map: grad_output is first transposed to dT (block of 64 output channels, position, 64): a position's 64
+ * output channels are 4 consecutive vectors. dW[k, c, r, s] = sum over positions of dT[pos, k] * x[c, p*sh - ph + r*dh,
+ * q*sw - pw + s*dw], so for one tap and a block of CB input channels the kernel loads 4 vectors of dT per
+ * position, broadcasts CB input values (any address: stride, dilation and strided input cost nothing) and
+ * runs 4 CB multiply-adds, the 4 x CB sums in registers (24 at CB = 6). Taps that fall into the padding are
+ * skipped by clipping each output row's range of q (valid_cols), not masked.
+ *
+ * Accuracy: a tap's sums are added onto the unit's block every WG_PCHUNK (<= CONV_KCHUNK) output positions, as
+ * conv_gemm_f32 adds a chunk's product: the same chunked sum as the gemm route (tests/test_conv_routes_wgrad.py:
+ * 0.05 units of 2^-24 from float64 on 9216 terms, against the direct kernel's 0.12 and PyTorch's 0.47).
+ *
+ * Work: items go through dT in groups (wg_plan: nb whole items, or a slice of one item's positions; about
+ * WG_DT_TARGET bytes, the only workspace): the threads transpose the group, then share its units. A unit is
+ * (block of CB input channels, block of 64 output channels, row r of taps); it runs over the group's positions
+ * in chunks of WG_PCHUNK (dT's chunk, 16 KiB, stays in L1 across the S taps of the row), its CB x S x 64 sums in
+ * a block on its stack, added into dW once at the end: units own disjoint weights, so no atomics and no
+ * partial copies of dW. The whole file is compiled for AVX-512; conv.c calls in only after conv_wgrad_use. */
+#include "conv_internal.h"
+
+#pragma GCC target("avx512f")
+#include <immintrin.h>
+
+#define WG_KB 64                          /* output channels per unit: 4 vectors */
+#define WG_CB 6                           /* input channels per unit: 4 x 6 = 24 sums in registers */
+#define WG_PCHUNK 64                      /* positions per chunk of a sum (at most CONV_KCHUNK) */
+#define WG_DT_TARGET ((size_t)1 << 20)    /* bytes of dT a group of items aims at */
+#define WG_MAXS 16                        /* the most taps per row of the kernel */
+#define WG_MIN_POS 256                    /* the fewest positions per group of items (wg_plan) */
+
+int conv_wgrad_use(const conv_geom *g) {
+    static int avx512 = -1;
+    if (avx512 < 0) avx512 = __builtin_cpu_supports("avx512f") ? 1 : 0;
+    if (!avx512 || g->G != 1) return 0;
+    /* 64-channel blocks without padding lanes; below 16 input channels a block of 6 leaves too much tail; a
+     * unit's block of sums (WG_CB x S x 64 floats) lives on the stack */
+    return g->K % WG_KB == 0 && g->C >= 16 && g->S <= WG_MAXS;
+}
+
+/* How the positions go through dT: groups of nb whole items (plen = P*Q) when an item's grad_output fits the
+ * target, else slices of plen positions of one item (a multiple of 16); both within `budget`. 0: not even 16
+ * positions fit. */
+static int64_t wg_plan(const conv_geom *g, size_t budget, int64_t *plen) {
+    const int64_t PQ = g->P * g->Q;
+    const size_t pos = (size_t)g->K * sizeof(float), item = (size_t)PQ * pos;
+    const size_t target = budget < WG_DT_TARGET ? budget : WG_DT_TARGET;
+    if (g->N == 0 || item == 0 || g->C * g->R * g->S == 0) return 0;
+    if (item <= target) {
+        /* a unit adds its sums onto dW once per group: with fewer than WG_MIN_POS positions per group that
+         * cost a quarter of the arithmetic or more (512->512 at 7x7, batch 2: 106 GFLOP/s against the gemm
+         * route's 128; 256->1024 1x1 at 14x14, where one item fills the target: 106 against 164) */
+        const int64_t nb = min64(g->N, (int64_t)(target / item));
+        *plen = PQ;
+        return nb * PQ >= WG_MIN_POS ? nb : 0;
+    }
+    *plen = (int64_t)(target / pos) / 16 * 16;
+    return *plen >= 16 ? 1 : 0;
+}
+
+int conv_wgrad_fits(const conv_geom *g, size_t budget) {
+    int64_t plen;
+    return wg_plan(g, budget, &plen) > 0;
+}
+
+size_t conv_wgrad_ws_nbytes(const conv_geom *g, size_t limit) {
+    int64_t plen = 0, nb = wg_plan(g, limit, &plen);
+    return (size_t)(nb * plen * g->K) * sizeof(float);
+}
+
+/* Sums of one tap for CB input channels x 64 output channels over output positions [s0, s1) of one item:
+ * dT at position s0 (rows Kp apart), x at the item's channel c0 plane (planes xs1 apart); added onto dwt
+ * (channel rows ldc apart). h0 = -ph + r*dh, off = -pw + s*dw. */
+#define WG_TAP(CB)                                                                                               \
+    static void wg_tap_##CB(float *dwt, int64_t ldc, const float *dt, int64_t Kp, const float *x, int64_t xs1,  \
+                            const conv_geom *g, int64_t h0, int64_t off, int64_t s0, int64_t s1) {              \
+        const int64_t Q = g->Q, xs2 = g->xs[2], step = g->sw * g->xs[3];                                         \
+        int64_t qa, qb;                                                                                          \
+        valid_cols(off, g->sw, g->W, Q, &qa, &qb);                                                               \
+        __m512 acc[CB][4];                                                                                       \
+        _Pragma("GCC unroll 6") for (int i = 0; i < CB; i++)                                                    \
+            _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) acc[i][v] = _mm512_setzero_ps();               \
+        for (int64_t p = s0 / Q, pe = (s1 - 1) / Q; p <= pe; p++) {                                              \
+            const int64_t h = p * g->sh + h0;                                                                    \
+            if (h < 0 || h >= g->H) continue;                                                                    \
+            const int64_t lo = max64(qa, s0 - p * Q), hi = min64(qb, s1 - p * Q);                               \
+            const float *a = dt + (p * Q + lo - s0) * Kp;                                                        \
+            const float *xp = x + h * xs2 + (lo * g->sw + off) * g->xs[3];                                       \
+            for (int64_t q = lo; q < hi; q++, a += Kp, xp += step) {                                             \
+                const __m512 a0 = _mm512_loadu_ps(a), a1 = _mm512_loadu_ps(a + 16);                              \
+                const __m512 a2 = _mm512_loadu_ps(a + 32), a3 = _mm512_loadu_ps(a + 48);                         \
+                _Pragma("GCC unroll 6") for (int i = 0; i < CB; i++) {                                          \
+                    const __m512 b = _mm512_set1_ps(xp[i * xs1]);                                                \
+                    acc[i][0] = _mm512_fmadd_ps(a0, b, acc[i][0]);                                               \
+                    acc[i][1] = _mm512_fmadd_ps(a1, b, acc[i][1]);                                               \
+                    acc[i][2] = _mm512_fmadd_ps(a2, b, acc[i][2]);                                               \
+                    acc[i][3] = _mm512_fmadd_ps(a3, b, acc[i][3]);                                               \
+                }                                                                                                \
+            }                                                                                                    \
+        }                                                                                                        \
+        _Pragma("GCC unroll 6") for (int i = 0; i < CB; i++)                                                    \
+            _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) {                                               \
+                float *d = dwt + i * ldc + 16 * v;                                                               \
+                _mm512_storeu_ps(d, _mm512_add_ps(_mm512_loadu_ps(d), acc[i][v]));                               \
+            }                                                                                                    \
+    }
+WG_TAP(1)
+WG_TAP(2)
+WG_TAP(3)
+WG_TAP(4)
+WG_TAP(5)
+WG_TAP(6)
+
+typedef void (*wg_tap_fn)(float *, int64_t, const float *, int64_t, const float *, int64_t, const conv_geom *,
+                          int64_t, int64_t, int64_t, int64_t);
+static const wg_tap_fn wg_taps[WG_CB + 1] = {NULL, wg_tap_1, wg_tap_2, wg_tap_3, wg_tap_4, wg_tap_5, wg_tap_6};
+
+/* dst (nc rows ldd apart, nr columns) = the transpose of src (nr <= 16 rows lds apart, nc <= 16 columns): unpack
+ * pairs of rows, then pairs of pairs, then the 128-bit lanes of four rows (a scalar copy cost a quarter of the
+ * kernel's time on the 1x1 128->128 layer, whose sums are only 128 terms per position). */
+static inline void transpose16(float *dst, int64_t ldd, const float *src, int64_t lds, int nr, int nc) {
+    const __mmask16 mc = (__mmask16)((1u << nc) - 1), mr = (__mmask16)((1u << nr) - 1);
+    __m512 r[16], t[16], u[16];
+    for (int i = 0; i < 16; i++) r[i] = i < nr ? _mm512_maskz_loadu_ps(mc, src + i * lds) : _mm512_setzero_ps();
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int gq = 0; gq < 4; gq++) { /* u[4 gq + c], lane L: column 4L + c of rows 4 gq .. 4 gq + 3 */
+        const __m512d a = _mm512_castps_pd(t[4 * gq]), b = _mm512_castps_pd(t[4 * gq + 2]);
+        const __m512d c = _mm512_castps_pd(t[4 * gq + 1]), d = _mm512_castps_pd(t[4 * gq + 3]);
+        u[4 * gq] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+        u[4 * gq + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+        u[4 * gq + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(c, d));
+        u[4 * gq + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(c, d));
+    }
+    for (int c = 0; c < 4; c++) {
+        const __m512 vlo = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x44), vhi = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xEE);
+        const __m512 wlo = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x44);
+        const __m512 whi = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xEE);
+        r[c] = _mm512_shuffle_f32x4(vlo, wlo, 0x88);
+        r[4 + c] = _mm512_shuffle_f32x4(vlo, wlo, 0xDD);
+        r[8 + c] = _mm512_shuffle_f32x4(vhi, whi, 0x88);
+        r[12 + c] = _mm512_shuffle_f32x4(vhi, whi, 0xDD);
+    }
+    for (int j = 0; j < nc; j++) _mm512_mask_storeu_ps(dst + j * ldd, mr, r[j]);
+}
+
+/* dT[i, kb, j, kk] = dout[n0 + i, kb*64 + kk, p0 + j] for cnt items and len positions, in blocks of 64 output
+ * channels: a block's positions are 256 bytes apart (rows of all K channels, 1-4 KiB apart at K = 256-1024,
+ * fell into two to eight sets of L1 and ran at 24-96 GFLOP/s). */
+static void transpose_dout(float *dT, const float *dout, const conv_geom *g, int64_t n0, int64_t cnt, int64_t p0,
+                           int64_t len) {
+    const int64_t K = g->K, PQ = g->P * g->Q, nblk = ceil_div64(len, 16), nkb = K / WG_KB;
+#pragma omp for schedule(static)
+    for (int64_t u = 0; u < cnt * nkb * nblk; u++) {
+        const int64_t i = u / (nkb * nblk), kb = u / nblk % nkb, j0 = u % nblk * 16, n = min64(16, len - j0);
+        const float *src = dout + ((n0 + i) * K + kb * WG_KB) * PQ + p0 + j0;
+        float *dst = dT + (i * nkb + kb) * len * WG_KB + j0 * WG_KB;
+        for (int k = 0; k < WG_KB; k += 16) transpose16(dst + k, WG_KB, src + k * PQ, PQ, 16, (int)n);
+    }
+}
+
+void conv_wgrad_backward_weight(float *dw, const float *dout, const float *x, const conv_geom *g, float *ws,
+                                size_t ws_nbytes, int nthreads) {
+    const int64_t N = g->N, C = g->C, K = g->K, R = g->R, S = g->S, RS = R * S, CRS = C * RS, PQ = g->P * g->Q;
+    int64_t plen = 0;
+    const int64_t nb = wg_plan(g, ws_nbytes, &plen), ncb = ceil_div64(C, WG_CB), nkb = K / WG_KB;
+    const int64_t units = ncb * nkb * R, nslice = ceil_div64(PQ, plen);
+    const double macs = (double)N * (double)K * (double)PQ * (double)CRS;
+    const int nt = nthreads > 1 && macs >= CONV_GEMM_GRAIN ? nthreads : 1;
+    memset(dw, 0, (size_t)(K * CRS) * sizeof(float));
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    for (int64_t grp = 0; grp < ceil_div64(N, nb) * nslice; grp++) {
+        const int64_t n0 = grp / nslice * nb, cnt = min64(nb, N - n0), p0 = grp % nslice * plen;
+        const int64_t p1 = min64(PQ, p0 + plen), len = p1 - p0;
+        transpose_dout(ws, dout, g, n0, cnt, p0, len); /* ends on the loop's barrier */
+#pragma omp for schedule(dynamic)
+        for (int64_t u = 0; u < units; u++) {
+            const int64_t c0 = u / (nkb * R) * WG_CB, kb = u / R % nkb, r = u % R, cb = min64(WG_CB, C - c0);
+            const wg_tap_fn fn = wg_taps[cb];
+            /* the unit's sums over this group: (input channel, tap of row r, output channel of block kb) */
+            float blk[WG_CB * WG_MAXS * WG_KB] __attribute__((aligned(64)));
+            memset(blk, 0, (size_t)(cb * S * WG_KB) * sizeof(float));
+            for (int64_t i = 0; i < cnt; i++) {
+                const float *xi = x + (n0 + i) * g->xs[0] + c0 * g->xs[1];
+                const float *dti = ws + (i * nkb + kb) * len * WG_KB;
+                for (int64_t s0 = p0; s0 < p1; s0 += WG_PCHUNK) {
+                    const int64_t s1 = min64(p1, s0 + WG_PCHUNK);
+                    for (int64_t s = 0; s < S; s++)
+                        fn(blk + s * WG_KB, S * WG_KB, dti + (s0 - p0) * WG_KB, WG_KB, xi, g->xs[1], g,
+                           r * g->dh - g->ph, s * g->dw - g->pw, s0, s1);
+                }
+            }
+            for (int64_t kk = 0; kk < WG_KB; kk++) {
+                float *d = dw + (kb * WG_KB + kk) * CRS + c0 * RS + r * S;
+                for (int64_t c = 0; c < cb; c++)
+                    for (int64_t s = 0; s < S; s++) d[c * RS + s] += blk[(c * S + s) * WG_KB + kk];
+            }
+        }
+    }
+}
