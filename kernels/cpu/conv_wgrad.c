@@ -180,7 +180,10 @@ void conv_wgrad_backward_weight(float *dw, const float *dout, const float *x, co
                                 size_t ws_nbytes, int nthreads) {
     const int64_t N = g->N, C = g->C, K = g->K, R = g->R, S = g->S, RS = R * S, CRS = C * RS, PQ = g->P * g->Q;
     int64_t plen = 0;
-    const int64_t nb = wg_plan(g, ws_nbytes, &plen), ncb = ceil_div64(C, WG_CB), nkb = K / WG_KB;
+    /* a unit takes m blocks of WG_CB input channels, so that dT's chunk serves at least 4 (block, tap) pairs
+     * while it is in L1: a 1x1 layer's chunk otherwise came from L2 for each block's single tap */
+    const int64_t m = max64(1, 4 / S), cu = m * WG_CB;
+    const int64_t nb = wg_plan(g, ws_nbytes, &plen), ncb = ceil_div64(C, cu), nkb = K / WG_KB;
     const int64_t units = ncb * nkb * R, nslice = ceil_div64(PQ, plen);
     const double macs = (double)N * (double)K * (double)PQ * (double)CRS;
     const int nt = nthreads > 1 && macs >= CONV_GEMM_GRAIN ? nthreads : 1;
@@ -192,24 +195,26 @@ void conv_wgrad_backward_weight(float *dw, const float *dout, const float *x, co
         transpose_dout(ws, dout, g, n0, cnt, p0, len); /* ends on the loop's barrier */
 #pragma omp for schedule(dynamic)
         for (int64_t u = 0; u < units; u++) {
-            const int64_t c0 = u / (nkb * R) * WG_CB, kb = u / R % nkb, r = u % R, cb = min64(WG_CB, C - c0);
-            const wg_tap_fn fn = wg_taps[cb];
+            const int64_t c0 = u / (nkb * R) * cu, kb = u / R % nkb, r = u % R, c1 = min64(C, c0 + cu);
             /* the unit's sums over this group: (input channel, tap of row r, output channel of block kb) */
             float blk[WG_CB * WG_MAXS * WG_KB] __attribute__((aligned(64)));
-            memset(blk, 0, (size_t)(cb * S * WG_KB) * sizeof(float));
+            memset(blk, 0, (size_t)((c1 - c0) * S * WG_KB) * sizeof(float));
             for (int64_t i = 0; i < cnt; i++) {
-                const float *xi = x + (n0 + i) * g->xs[0] + c0 * g->xs[1];
                 const float *dti = ws + (i * nkb + kb) * len * WG_KB;
                 for (int64_t s0 = p0; s0 < p1; s0 += WG_PCHUNK) {
                     const int64_t s1 = min64(p1, s0 + WG_PCHUNK);
-                    for (int64_t s = 0; s < S; s++)
-                        fn(blk + s * WG_KB, S * WG_KB, dti + (s0 - p0) * WG_KB, WG_KB, xi, g->xs[1], g,
-                           r * g->dh - g->ph, s * g->dw - g->pw, s0, s1);
+                    for (int64_t c = c0; c < c1; c += WG_CB) {
+                        const float *xc = x + (n0 + i) * g->xs[0] + c * g->xs[1];
+                        const wg_tap_fn fn = wg_taps[min64(WG_CB, c1 - c)];
+                        for (int64_t s = 0; s < S; s++)
+                            fn(blk + ((c - c0) * S + s) * WG_KB, S * WG_KB, dti + (s0 - p0) * WG_KB, WG_KB, xc,
+                               g->xs[1], g, r * g->dh - g->ph, s * g->dw - g->pw, s0, s1);
+                    }
                 }
             }
             for (int64_t kk = 0; kk < WG_KB; kk++) {
                 float *d = dw + (kb * WG_KB + kk) * CRS + c0 * RS + r * S;
-                for (int64_t c = 0; c < cb; c++)
+                for (int64_t c = 0; c < c1 - c0; c++)
                     for (int64_t s = 0; s < S; s++) d[c * RS + s] += blk[(c * S + s) * WG_KB + kk];
             }
         }
