@@ -1,5 +1,5 @@
 """The float32 weight-gradient's outer-product kernel (kernels/cpu/conv_wgrad.c: AVX-512, one group, output
-channels a multiple of 64, at least 16 input channels, at least 256 positions per group of items): against the
+channels a multiple of 16 (blocks of 64, 32 or 16), at least 16 input channels, at least 256 positions per group of items): against the
 float64 NumPy reference on small-integer data (every product and partial sum is exact in float32, so any order of
 summation gives the reference exactly: a wrong index or a lost tap cannot hide in a tolerance), over 3x3, 1x1,
 7x7/2, 3x3/2, dilation, asymmetric padding, an input whose positions are strided (a slice), input channels that
@@ -64,6 +64,9 @@ CASES = [
     dict(x=(2, 17, 24, 22), w=(64, 17, 5, 3), padding=(2, 1), dilation=2),         # dilated, C 17, 5x3
     dict(x=(1, 16, 70, 70), w=(64, 16, 3, 3), padding=1, threads=2),               # 4900 positions: slices
     dict(x=(5, 20, 12, 12), w=(192, 20, 3, 3)),                                    # no padding; items grouped
+    dict(x=(2, 24, 18, 18), w=(32, 24, 3, 3), padding=1, threads=2),               # K 32: blocks of 32, C 24
+    dict(x=(2, 45, 20, 20), w=(48, 45, 3, 3), padding=1),                          # K 48: blocks of 16, C 45
+    dict(x=(4, 16, 16, 16), w=(16, 16, 1, 1)),                                     # K 16, 1x1
 ]
 
 
@@ -128,7 +131,7 @@ def test_rounding_no_worse_than_the_route_it_replaces(ws, pad, workspace_limit, 
 
 @pytest.mark.parametrize("xs, ws, padding", [
     ((2, 512, 7, 7), (512, 512, 3, 3), 1),       # 98 positions per group: the gemm route
-    ((2, 64, 8, 8), (48, 64, 3, 3), 1),          # K 48: not a multiple of 64
+    ((2, 64, 8, 8), (40, 64, 3, 3), 1),          # K 40: not a multiple of 16
     ((2, 8, 20, 20), (64, 8, 3, 3), 1),          # C 8
 ])
 def test_where_the_gemm_routes_stay(xs, ws, padding, threads):
@@ -137,8 +140,8 @@ def test_where_the_gemm_routes_stay(xs, ws, padding, threads):
     x, dout = ints(rng, xs), ints(rng, (xs[0], ws[0]) + xs[2:])
     got, peak = run_wgrad(T(x, gm.float32), dout, ws, 1, padding, 1)
     np.testing.assert_array_equal(got, ref_conv2d_grad_weight(x, dout, ws, 1, padding))
-    assert wgrad_bytes(xs, ws, xs[2:]) is None or ws[0] % 64 or xs[1] < 16
-    if AVX512 and ws[0] % 64 == 0 and xs[1] >= 16:
+    assert wgrad_bytes(xs, ws, xs[2:]) is None or ws[0] % 16 or xs[1] < 16
+    if AVX512 and ws[0] % 16 == 0 and xs[1] >= 16:
         assert peak != -(-(xs[0] * ws[0] * xs[2] * xs[3] * 4) // 512) * 512
 
 

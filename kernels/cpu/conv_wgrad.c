@@ -1,6 +1,6 @@
 /* kernels/cpu/conv_wgrad.c — the float32 weight-gradient as one outer-product kernel over grad_output's
- * channels (AVX-512), for layers of 64, 128, ... output channels (per group 1): any kernel size, stride,
- * padding and dilation, no im2col and no gemm.
+ * channels (AVX-512), for layers of 16, 32, 64, ... output channels (one group) and 16 or more input channels:
+ * any kernel size, stride, padding, dilation and input strides; no im2col and no gemm.
  *
  * Why: the gemm route (conv.c) builds the im2col columns of every item and OpenBLAS packs them again for each
  * chunk of CONV_KCHUNK positions; with K = 64 each packed element then serves only 64 multiply-adds. On the
@@ -9,12 +9,15 @@
  * lanes of positions and reduces them at the end, and re-reads grad_output per tap row (103 on the 3x3 64->64
  * 56x56 layer).
  *
- * The map: grad_output is first transposed to dT (block of 64 output channels, position, 64): a position's 64
- * output channels are 4 consecutive vectors. dW[k, c, r, s] = sum over positions of dT[pos, k] * x[c, p*sh - ph + r*dh,
- * q*sw - pw + s*dw], so for one tap and a block of CB input channels the kernel loads 4 vectors of dT per
- * position, broadcasts CB input values (any address: stride, dilation and strided input cost nothing) and
- * runs 4 CB multiply-adds, the 4 x CB sums in registers (24 at CB = 6). Taps that fall into the padding are
- * skipped by clipping each output row's range of q (valid_cols), not masked.
+ * The map: grad_output is first transposed to dT (block of 16 KV output channels, position, 16 KV; KV = 4
+ * where K allows, else 2 or 1): a position's block is KV consecutive vectors. dW[k, c, r, s] = sum over
+ * positions of dT[pos, k] * x[c, p*sh - ph + r*dh, q*sw - pw + s*dw], so for one tap and a block of CB input
+ * channels the kernel loads KV vectors of dT per position, broadcasts CB input values (any address: stride,
+ * dilation and strided input cost nothing) and runs KV CB multiply-adds, the KV x CB = 24 sums in registers
+ * (CB = 6, 12, 24; a tail of channels in smaller blocks). Taps that fall into the padding are skipped by
+ * clipping each output row's range of q (valid_cols), not masked. One thread, CPU time: 3x3 64->64 56x56
+ * 103 -> 160-190 GFLOP/s, 7x7/2 64->64 95 -> 170-197, 1x1 128->128 28x28 134 -> 150-166, 3x3 32->32 32x32
+ * 97-112 -> 152, 3x3 16->16 64x64 88-98 -> 101 (sgemm ~150-160 on the same core).
  *
  * Accuracy: a tap's sums are added onto the unit's block every WG_PCHUNK (<= CONV_KCHUNK) output positions, as
  * conv_gemm_f32 adds a chunk's product: the same chunked sum as the gemm route (tests/test_conv_routes_wgrad.py:
@@ -22,17 +25,15 @@
  *
  * Work: items go through dT in groups (wg_plan: nb whole items, or a slice of one item's positions; about
  * WG_DT_TARGET bytes, the only workspace): the threads transpose the group, then share its units. A unit is
- * (block of CB input channels, block of 64 output channels, row r of taps); it runs over the group's positions
- * in chunks of WG_PCHUNK (dT's chunk, 16 KiB, stays in L1 across the S taps of the row), its CB x S x 64 sums in
- * a block on its stack, added into dW once at the end: units own disjoint weights, so no atomics and no
- * partial copies of dW. The whole file is compiled for AVX-512; conv.c calls in only after conv_wgrad_use. */
+ * (m blocks of CB input channels, block of 16 KV output channels, row r of taps); it runs over the group's
+ * positions in chunks of WG_PCHUNK (dT's chunk, up to 16 KiB, stays in L1 across the m blocks and S taps), its
+ * sums in a block on its stack, added into dW once at the end: units own disjoint weights, so no atomics and
+ * no partial copies of dW. The whole file is compiled for AVX-512; conv.c calls in only after conv_wgrad_use. */
 #include "conv_internal.h"
 
 #pragma GCC target("avx512f")
 #include <immintrin.h>
 
-#define WG_KB 64                          /* output channels per unit: 4 vectors */
-#define WG_CB 6                           /* input channels per unit: 4 x 6 = 24 sums in registers */
 #define WG_PCHUNK 64                      /* positions per chunk of a sum (at most CONV_KCHUNK) */
 #define WG_DT_TARGET ((size_t)1 << 20)    /* bytes of dT a group of items aims at */
 #define WG_MAXS 16                        /* the most taps per row of the kernel */
@@ -42,9 +43,9 @@ int conv_wgrad_use(const conv_geom *g) {
     static int avx512 = -1;
     if (avx512 < 0) avx512 = __builtin_cpu_supports("avx512f") ? 1 : 0;
     if (!avx512 || g->G != 1) return 0;
-    /* 64-channel blocks without padding lanes; below 16 input channels a block of 6 leaves too much tail; a
-     * unit's block of sums (WG_CB x S x 64 floats) lives on the stack */
-    return g->K % WG_KB == 0 && g->C >= 16 && g->S <= WG_MAXS;
+    /* blocks of 16, 32 or 64 output channels without padding lanes; a unit's block of sums (at most
+     * max(4, S) x 24 x 16 floats) lives on the stack */
+    return g->K % 16 == 0 && g->C >= 16 && g->S <= WG_MAXS;
 }
 
 /* How the positions go through dT: groups of nb whole items (plen = P*Q) when an item's grad_output fits the
@@ -77,18 +78,19 @@ size_t conv_wgrad_ws_nbytes(const conv_geom *g, size_t limit) {
     return (size_t)(nb * plen * g->K) * sizeof(float);
 }
 
-/* Sums of one tap for CB input channels x 64 output channels over output positions [s0, s1) of one item:
- * dT at position s0 (rows Kp apart), x at the item's channel c0 plane (planes xs1 apart); added onto dwt
- * (channel rows ldc apart). h0 = -ph + r*dh, off = -pw + s*dw. */
-#define WG_TAP(CB)                                                                                               \
-    static void wg_tap_##CB(float *dwt, int64_t ldc, const float *dt, int64_t Kp, const float *x, int64_t xs1,  \
-                            const conv_geom *g, int64_t h0, int64_t off, int64_t s0, int64_t s1) {              \
+/* Sums of one tap for CB input channels x 16 KV output channels over output positions [s0, s1) of one item:
+ * dT at position s0 (rows Kp = 16 KV apart), x at the item's channel c0 plane (planes xs1 apart); added onto
+ * dwt (channel rows ldc apart). h0 = -ph + r*dh, off = -pw + s*dw. KV CB = 24 sums in registers. */
+#define WG_TAP(KV, CB)                                                                                           \
+    static void wg_tap_##KV##_##CB(float *dwt, int64_t ldc, const float *dt, int64_t Kp, const float *x,       \
+                                   int64_t xs1, const conv_geom *g, int64_t h0, int64_t off, int64_t s0,        \
+                                   int64_t s1) {                                                                \
         const int64_t Q = g->Q, xs2 = g->xs[2], step = g->sw * g->xs[3];                                         \
         int64_t qa, qb;                                                                                          \
         valid_cols(off, g->sw, g->W, Q, &qa, &qb);                                                               \
-        __m512 acc[CB][4];                                                                                       \
-        _Pragma("GCC unroll 6") for (int i = 0; i < CB; i++)                                                    \
-            _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) acc[i][v] = _mm512_setzero_ps();               \
+        __m512 acc[CB][KV];                                                                                      \
+        _Pragma("GCC unroll 24") for (int i = 0; i < CB; i++)                                                   \
+            _Pragma("GCC unroll 4") for (int v = 0; v < KV; v++) acc[i][v] = _mm512_setzero_ps();              \
         const int64_t pa = s0 / Q, pe = (s1 - 1) / Q;                                                           \
         /* whole rows, all inside the image, each row's input right after the previous one's (a 1x1 layer, the \
          * middle column of a 3x3): the chunk is one run of positions, no per-row start-up (14- and 28-long rows) */ \
@@ -102,33 +104,57 @@ size_t conv_wgrad_ws_nbytes(const conv_geom *g, size_t limit) {
             const float *xp = x + h * xs2 + (lo * g->sw + off) * g->xs[3];                                       \
             if (one) p = pe;                                                                                     \
             for (int64_t q = lo; q < hi; q++, a += Kp, xp += step) {                                             \
-                const __m512 a0 = _mm512_loadu_ps(a), a1 = _mm512_loadu_ps(a + 16);                              \
-                const __m512 a2 = _mm512_loadu_ps(a + 32), a3 = _mm512_loadu_ps(a + 48);                         \
-                _Pragma("GCC unroll 6") for (int i = 0; i < CB; i++) {                                          \
+                __m512 av[KV];                                                                                   \
+                _Pragma("GCC unroll 4") for (int v = 0; v < KV; v++) av[v] = _mm512_loadu_ps(a + 16 * v);       \
+                _Pragma("GCC unroll 24") for (int i = 0; i < CB; i++) {                                         \
                     const __m512 b = _mm512_set1_ps(xp[i * xs1]);                                                \
-                    acc[i][0] = _mm512_fmadd_ps(a0, b, acc[i][0]);                                               \
-                    acc[i][1] = _mm512_fmadd_ps(a1, b, acc[i][1]);                                               \
-                    acc[i][2] = _mm512_fmadd_ps(a2, b, acc[i][2]);                                               \
-                    acc[i][3] = _mm512_fmadd_ps(a3, b, acc[i][3]);                                               \
+                    _Pragma("GCC unroll 4") for (int v = 0; v < KV; v++)                                        \
+                        acc[i][v] = _mm512_fmadd_ps(av[v], b, acc[i][v]);                                        \
                 }                                                                                                \
             }                                                                                                    \
         }                                                                                                        \
-        _Pragma("GCC unroll 6") for (int i = 0; i < CB; i++)                                                    \
-            _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) {                                               \
+        _Pragma("GCC unroll 24") for (int i = 0; i < CB; i++)                                                   \
+            _Pragma("GCC unroll 4") for (int v = 0; v < KV; v++) {                                              \
                 float *d = dwt + i * ldc + 16 * v;                                                               \
                 _mm512_storeu_ps(d, _mm512_add_ps(_mm512_loadu_ps(d), acc[i][v]));                               \
             }                                                                                                    \
     }
-WG_TAP(1)
-WG_TAP(2)
-WG_TAP(3)
-WG_TAP(4)
-WG_TAP(5)
-WG_TAP(6)
+WG_TAP(4, 6)
+WG_TAP(4, 5)
+WG_TAP(4, 4)
+WG_TAP(4, 3)
+WG_TAP(4, 2)
+WG_TAP(4, 1)
+WG_TAP(2, 12)
+WG_TAP(2, 6)
+WG_TAP(2, 3)
+WG_TAP(2, 2)
+WG_TAP(2, 1)
+WG_TAP(1, 24)
+WG_TAP(1, 16)
+WG_TAP(1, 12)
+WG_TAP(1, 8)
+WG_TAP(1, 6)
+WG_TAP(1, 3)
+WG_TAP(1, 2)
+WG_TAP(1, 1)
 
 typedef void (*wg_tap_fn)(float *, int64_t, const float *, int64_t, const float *, int64_t, const conv_geom *,
                           int64_t, int64_t, int64_t, int64_t);
-static const wg_tap_fn wg_taps[WG_CB + 1] = {NULL, wg_tap_1, wg_tap_2, wg_tap_3, wg_tap_4, wg_tap_5, wg_tap_6};
+/* per KV (1, 2, 4): the blocks of input channels a kernel takes, largest first (a tail is split greedily) */
+typedef struct {
+    int cb;
+    wg_tap_fn fn;
+} wg_kernel;
+static const wg_kernel wg_k4[] = {{6, wg_tap_4_6}, {5, wg_tap_4_5}, {4, wg_tap_4_4}, {3, wg_tap_4_3},
+                                  {2, wg_tap_4_2}, {1, wg_tap_4_1}};
+static const wg_kernel wg_k2[] = {{12, wg_tap_2_12}, {6, wg_tap_2_6}, {3, wg_tap_2_3}, {2, wg_tap_2_2},
+                                  {1, wg_tap_2_1}};
+static const wg_kernel wg_k1[] = {{24, wg_tap_1_24}, {16, wg_tap_1_16}, {12, wg_tap_1_12}, {8, wg_tap_1_8},
+                                  {6, wg_tap_1_6}, {3, wg_tap_1_3}, {2, wg_tap_1_2}, {1, wg_tap_1_1}};
+
+/* vectors of output channels per block: 4 where K allows, else 2 or 1 (K a multiple of 16) */
+static int wg_kv(const conv_geom *g) { return g->K % 64 == 0 ? 4 : g->K % 32 == 0 ? 2 : 1; }
 
 /* dst (nc rows ldd apart, nr columns) = the transpose of src (nr <= 16 rows lds apart, nc <= 16 columns): unpack
  * pairs of rows, then pairs of pairs, then the 128-bit lanes of four rows (a scalar copy cost a quarter of the
@@ -166,24 +192,26 @@ static inline void transpose16(float *dst, int64_t ldd, const float *src, int64_
  * fell into two to eight sets of L1 and ran at 24-96 GFLOP/s). */
 static void transpose_dout(float *dT, const float *dout, const conv_geom *g, int64_t n0, int64_t cnt, int64_t p0,
                            int64_t len) {
-    const int64_t K = g->K, PQ = g->P * g->Q, nblk = ceil_div64(len, 16), nkb = K / WG_KB;
+    const int64_t K = g->K, PQ = g->P * g->Q, nblk = ceil_div64(len, 16), kbw = 16 * wg_kv(g), nkb = K / kbw;
 #pragma omp for schedule(static)
     for (int64_t u = 0; u < cnt * nkb * nblk; u++) {
         const int64_t i = u / (nkb * nblk), kb = u / nblk % nkb, j0 = u % nblk * 16, n = min64(16, len - j0);
-        const float *src = dout + ((n0 + i) * K + kb * WG_KB) * PQ + p0 + j0;
-        float *dst = dT + (i * nkb + kb) * len * WG_KB + j0 * WG_KB;
-        for (int k = 0; k < WG_KB; k += 16) transpose16(dst + k, WG_KB, src + k * PQ, PQ, 16, (int)n);
+        const float *src = dout + ((n0 + i) * K + kb * kbw) * PQ + p0 + j0;
+        float *dst = dT + (i * nkb + kb) * len * kbw + j0 * kbw;
+        for (int k = 0; k < kbw; k += 16) transpose16(dst + k, kbw, src + k * PQ, PQ, 16, (int)n);
     }
 }
 
 void conv_wgrad_backward_weight(float *dw, const float *dout, const float *x, const conv_geom *g, float *ws,
                                 size_t ws_nbytes, int nthreads) {
     const int64_t N = g->N, C = g->C, K = g->K, R = g->R, S = g->S, RS = R * S, CRS = C * RS, PQ = g->P * g->Q;
+    const int kv = wg_kv(g);
+    const wg_kernel *kern = kv == 4 ? wg_k4 : kv == 2 ? wg_k2 : wg_k1;
     int64_t plen = 0;
-    /* a unit takes m blocks of WG_CB input channels, so that dT's chunk serves at least 4 (block, tap) pairs
-     * while it is in L1: a 1x1 layer's chunk otherwise came from L2 for each block's single tap */
-    const int64_t m = max64(1, 4 / S), cu = m * WG_CB;
-    const int64_t nb = wg_plan(g, ws_nbytes, &plen), ncb = ceil_div64(C, cu), nkb = K / WG_KB;
+    /* a unit takes m blocks of input channels, so that dT's chunk serves at least 4 (block, tap) pairs while it
+     * is in L1: a 1x1 layer's chunk otherwise came from L2 for each block's single tap */
+    const int64_t kbw = 16 * kv, m = max64(1, 4 / S), cu = m * kern[0].cb;
+    const int64_t nb = wg_plan(g, ws_nbytes, &plen), ncb = ceil_div64(C, cu), nkb = K / kbw;
     const int64_t units = ncb * nkb * R, nslice = ceil_div64(PQ, plen);
     const double macs = (double)N * (double)K * (double)PQ * (double)CRS;
     const int nt = nthreads > 1 && macs >= CONV_GEMM_GRAIN ? nthreads : 1;
@@ -196,26 +224,29 @@ void conv_wgrad_backward_weight(float *dw, const float *dout, const float *x, co
 #pragma omp for schedule(dynamic)
         for (int64_t u = 0; u < units; u++) {
             const int64_t c0 = u / (nkb * R) * cu, kb = u / R % nkb, r = u % R, c1 = min64(C, c0 + cu);
-            /* the unit's sums over this group: (input channel, tap of row r, output channel of block kb) */
-            float blk[WG_CB * WG_MAXS * WG_KB] __attribute__((aligned(64)));
-            memset(blk, 0, (size_t)((c1 - c0) * S * WG_KB) * sizeof(float));
+            /* the unit's sums over this group: (input channel, tap of row r, output channel of block kb); at
+             * most max(4, S) x 24 x 16 floats (cu x S x kbw) */
+            float blk[WG_MAXS * 24 * 16] __attribute__((aligned(64)));
+            memset(blk, 0, (size_t)((c1 - c0) * S * kbw) * sizeof(float));
             for (int64_t i = 0; i < cnt; i++) {
-                const float *dti = ws + (i * nkb + kb) * len * WG_KB;
+                const float *dti = ws + (i * nkb + kb) * len * kbw;
                 for (int64_t s0 = p0; s0 < p1; s0 += WG_PCHUNK) {
                     const int64_t s1 = min64(p1, s0 + WG_PCHUNK);
-                    for (int64_t c = c0; c < c1; c += WG_CB) {
+                    for (int64_t c = c0, cb; c < c1; c += cb) {
+                        const wg_kernel *k = kern;
+                        while (k->cb > c1 - c) k++;
+                        cb = k->cb;
                         const float *xc = x + (n0 + i) * g->xs[0] + c * g->xs[1];
-                        const wg_tap_fn fn = wg_taps[min64(WG_CB, c1 - c)];
                         for (int64_t s = 0; s < S; s++)
-                            fn(blk + ((c - c0) * S + s) * WG_KB, S * WG_KB, dti + (s0 - p0) * WG_KB, WG_KB, xc,
-                               g->xs[1], g, r * g->dh - g->ph, s * g->dw - g->pw, s0, s1);
+                            k->fn(blk + ((c - c0) * S + s) * kbw, S * kbw, dti + (s0 - p0) * kbw, kbw, xc, g->xs[1],
+                                  g, r * g->dh - g->ph, s * g->dw - g->pw, s0, s1);
                     }
                 }
             }
-            for (int64_t kk = 0; kk < WG_KB; kk++) {
-                float *d = dw + (kb * WG_KB + kk) * CRS + c0 * RS + r * S;
+            for (int64_t kk = 0; kk < kbw; kk++) {
+                float *d = dw + (kb * kbw + kk) * CRS + c0 * RS + r * S;
                 for (int64_t c = 0; c < c1 - c0; c++)
-                    for (int64_t s = 0; s < S; s++) d[c * RS + s] += blk[(c * S + s) * WG_KB + kk];
+                    for (int64_t s = 0; s < S; s++) d[c * RS + s] += blk[(c * S + s) * kbw + kk];
             }
         }
     }
