@@ -31,8 +31,8 @@ MIN_POS = 256        # WG_MIN_POS
 
 
 def wgrad_bytes(xs, ws, out_hw, limit=64 << 20):
-    """conv_wgrad's workspace (wg_plan): nb items of grad_output transposed when one fits the target (and the group
-    holds at least MIN_POS positions), else a slice of one item, a multiple of 16 positions; None: not this route."""
+    """conv_wgrad's workspace (wg_plan): nb items of grad_output transposed when one fits the target, else a slice
+    of one item, a multiple of 16 positions; None (not this route) when a group holds fewer than MIN_POS."""
     N, K = xs[0], ws[0]
     PQ = out_hw[0] * out_hw[1]
     target = min(limit, DT_TARGET)
@@ -41,7 +41,7 @@ def wgrad_bytes(xs, ws, out_hw, limit=64 << 20):
         nb = min(N, target // item)
         return nb * item if nb * PQ >= MIN_POS else None
     plen = target // (K * 4) // 16 * 16
-    return plen * K * 4 if plen >= 16 else None
+    return plen * K * 4 if plen >= MIN_POS else None
 
 
 def ints(rng, shape):
@@ -109,7 +109,7 @@ def units(got, ref, scale):
 @pytest.mark.parametrize("ws, pad", [((64, 64, 3, 3), 1), ((64, 64, 1, 1), 0)], ids=["3x3", "1x1"])
 def test_rounding_no_worse_than_the_route_it_replaces(ws, pad, workspace_limit, threads):
     """A long reduction (4 items of 48x48: 9216 terms per weight): the chunked sums of conv_wgrad land as close to
-    float64 as the route a limit below 16 positions of grad_output sends the pass to (3x3: the direct kernel's
+    float64 as the route a limit below 256 positions of grad_output sends the pass to (3x3: the direct kernel's
     lane sums, 1x1: the pointwise gemm's chunked sgemm). Measured: 0.052 against 0.119 (3x3) and 0.053 against
     0.071 (1x1); PyTorch 2.15's 0.47 and 0.099."""
     gm.set_num_threads(1)
@@ -120,7 +120,7 @@ def test_rounding_no_worse_than_the_route_it_replaces(ws, pad, workspace_limit, 
     ref = ref_conv2d_grad_weight(x.astype(np.float64), dout.astype(np.float64), ws, 1, pad)
     scale = ref_conv2d_grad_weight(np.abs(x).astype(np.float64), np.abs(dout).astype(np.float64), ws, 1, pad)
     new, peak_new = run_wgrad(T(x, gm.float32), dout, ws, 1, pad, 1)
-    _C.set_conv_workspace_limit(16 * 64 * 4 - 4)
+    _C.set_conv_workspace_limit(MIN_POS * 64 * 4 - 4)
     old, peak_old = run_wgrad(T(x, gm.float32), dout, ws, 1, pad, 1)
     if AVX512:
         assert peak_new == wgrad_bytes(xs, ws, (48, 48)) and peak_old != peak_new

@@ -140,8 +140,9 @@ void conv_direct_backward_weight(float *dw, const float *dout, const float *x, c
 
 /* ---- conv_wgrad.c: the float32 weight-gradient's outer-product kernel (AVX-512) ------------------------- */
 /* Whether a float32 weight-gradient may run conv_wgrad_backward_weight (an AVX-512 CPU, one group, K a multiple
- * of 64, C >= 16, at most 16 taps per row); it runs when conv_wgrad_fits its workspace (16 positions of
- * grad_output, transposed, or more) and the sum is not empty (N, K, C*R*S, P*Q > 0). */
+ * of 16, C >= 16, at most 16 taps per row); it runs when conv_wgrad_fits its workspace (grad_output transposed,
+ * 256 positions or more per group of items: below that the gemm routes win) and the sum is not empty (N, K,
+ * C*R*S, P*Q > 0). */
 int conv_wgrad_use(const conv_geom *g);
 int conv_wgrad_fits(const conv_geom *g, size_t budget);
 /* The workspace it asks for within `limit` (0 when it does not fit). */

@@ -49,8 +49,8 @@ int conv_wgrad_use(const conv_geom *g) {
 }
 
 /* How the positions go through dT: groups of nb whole items (plen = P*Q) when an item's grad_output fits the
- * target, else slices of plen positions of one item (a multiple of 16); both within `budget`. 0: not even 16
- * positions fit. */
+ * target, else slices of plen positions of one item (a multiple of 16); both within `budget`. 0 (the other
+ * routes run): fewer than WG_MIN_POS positions per group. */
 static int64_t wg_plan(const conv_geom *g, size_t budget, int64_t *plen) {
     const int64_t PQ = g->P * g->Q;
     const size_t pos = (size_t)g->K * sizeof(float), item = (size_t)PQ * pos;
@@ -65,7 +65,7 @@ static int64_t wg_plan(const conv_geom *g, size_t budget, int64_t *plen) {
         return nb * PQ >= WG_MIN_POS ? nb : 0;
     }
     *plen = (int64_t)(target / pos) / 16 * 16;
-    return *plen >= 16 ? 1 : 0;
+    return *plen >= WG_MIN_POS ? 1 : 0;
 }
 
 int conv_wgrad_fits(const conv_geom *g, size_t budget) {
