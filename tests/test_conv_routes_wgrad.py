@@ -35,6 +35,8 @@ def wgrad_bytes(xs, ws, out_hw, limit=64 << 20):
     of one item, a multiple of 16 positions; None (not this route) when a group holds fewer than MIN_POS."""
     N, K = xs[0], ws[0]
     PQ = out_hw[0] * out_hw[1]
+    if ws[2] * ws[3] == 1 and PQ < MIN_POS:  # a 1x1 layer on a small map: the pointwise gemm
+        return None
     target = min(limit, DT_TARGET)
     item = PQ * K * 4
     if item <= target:
@@ -131,6 +133,7 @@ def test_rounding_no_worse_than_the_route_it_replaces(ws, pad, workspace_limit, 
 
 @pytest.mark.parametrize("xs, ws, padding", [
     ((2, 512, 7, 7), (512, 512, 3, 3), 1),       # 98 positions per group: the gemm route
+    ((8, 256, 7, 7), (256, 256, 1, 1), 0),       # 1x1 on 49 positions: the pointwise gemm
     ((2, 64, 8, 8), (40, 64, 3, 3), 1),          # K 40: not a multiple of 16
     ((2, 8, 20, 20), (64, 8, 3, 3), 1),          # C 8
 ])
