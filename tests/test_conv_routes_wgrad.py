@@ -166,3 +166,51 @@ def test_meta_allocates_the_cpus_bytes(nthreads, threads):
     assert hist[0] == hist[1]
     if AVX512:
         assert (-(-wgrad_bytes((2, 32, 24, 24), (64, 32, 3, 3), (24, 24)) // 512) * 512, "workspace") in hist[0]
+
+
+# ---- the gemm route's tiles of whole items (conv.c backward_weight_items): deep layers on small maps, beyond the
+# direct kernel (C/G x K/G above 64 x 64) and conv_wgrad (fewer than 256 positions, or groups) -----------------
+ITEMS = [
+    dict(x=(4, 512, 2, 2), w=(512, 512, 3, 3), padding=1),                        # ResNet-18's last stage
+    dict(x=(5, 96, 4, 4), w=(64, 96, 3, 3), padding=1, threads=2),               # 80 positions: not conv_wgrad
+    dict(x=(3, 192, 4, 4), w=(128, 96, 3, 3), padding=1, groups=2, threads=2),   # groups
+    dict(x=(5, 96, 4, 4), w=(64, 96, 3, 3), padding=1, limit=2 * 16 * 928 * 4),  # 2 items a batch: 3 batches
+    dict(x=(4, 256, 4, 4), w=(512, 256, 3, 3), stride=2, padding=1),             # 3x3/2 onto 2x2
+]
+
+
+@pytest.mark.parametrize("case", ITEMS, ids=_ids)
+def test_items_of_the_gemm_route_exact_on_integers(case, workspace_limit, threads):
+    case = dict(case)
+    xs, ws = case.pop("x"), case.pop("w")
+    gm.set_num_threads(case.pop("threads", 1))
+    limit = case.pop("limit", None)
+    if limit:
+        _C.set_conv_workspace_limit(limit)
+    stride, padding, groups = case.get("stride", 1), case.get("padding", 0), case.get("groups", 1)
+    rng = np.random.default_rng(11)
+    x = ints(rng, xs)
+    P = (xs[2] + 2 * padding - 3) // stride + 1
+    dout = ints(rng, (xs[0], ws[0], P, P))
+    gm.memory.reset_peak_memory_stats("cpu")
+    dw = _C.conv2d_backward(T(dout, gm.float32), T(x, gm.float32), None, stride, padding, 1, groups,
+                            (False, True, False), None, ws)[1]
+    np.testing.assert_array_equal(dw.numpy(), ref_conv2d_grad_weight(x, dout, ws, stride, padding, 1, groups))
+    crs, kg = ws[1] * ws[2] * ws[3], ws[0] // groups
+    nb = min(xs[0], 256 // (P * P), (limit or 1 << 40) // (P * P * (crs + kg) * 4))
+    assert _workspace_peak() == -(-(nb * P * P * (crs + kg) * 4) // 512) * 512
+
+
+@pytest.mark.parametrize("nthreads", [1, 2])
+def test_items_meta_allocates_the_cpus_bytes(nthreads, threads):
+    gm.set_num_threads(nthreads)
+    hist = []
+    for dev in ("cpu", "meta"):
+        x = gm.zeros((4, 256, 4, 4), device=dev, requires_grad=True)
+        w1 = gm.zeros((512, 256, 3, 3), device=dev, requires_grad=True)
+        w2 = gm.zeros((512, 512, 3, 3), device=dev, requires_grad=True)
+        gm.memory.record_history(True, device=dev)
+        conv2d(conv2d(x, w1, stride=2, padding=1), w2, padding=1).sum().backward()
+        hist.append([(e["delta"], e["category"]) for e in gm.memory.history(dev) if e["kind"] == "alloc"])
+        gm.memory.record_history(False, device=dev)
+    assert hist[0] == hist[1]
