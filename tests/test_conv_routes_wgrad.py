@@ -214,3 +214,15 @@ def test_items_meta_allocates_the_cpus_bytes(nthreads, threads):
         hist.append([(e["delta"], e["category"]) for e in gm.memory.history(dev) if e["kind"] == "alloc"])
         gm.memory.record_history(False, device=dev)
     assert hist[0] == hist[1]
+
+
+@pytest.mark.parametrize("nthreads", [1, 2])
+def test_items_float64(nthreads, threads):
+    """The items tiles are the typed gemm route's: float64 takes them too (the weight-gradient of 512 -> 512 at 2x2)."""
+    gm.set_num_threads(nthreads)
+    rng = np.random.default_rng(12)
+    x, dout, ws = rng.standard_normal((4, 512, 2, 2)), rng.standard_normal((4, 512, 2, 2)), (512, 512, 3, 3)
+    gm.memory.reset_peak_memory_stats("cpu")
+    dw = _C.conv2d_backward(T(dout, gm.float64), T(x, gm.float64), None, 1, 1, 1, 1, (False, True, False), None, ws)[1]
+    np.testing.assert_allclose(dw.numpy(), ref_conv2d_grad_weight(x, dout, ws, 1, 1), rtol=1e-12, atol=1e-12)
+    assert _workspace_peak() == -(-(4 * 4 * (4608 + 512) * 8) // 512) * 512
