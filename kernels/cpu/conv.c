@@ -5,6 +5,7 @@
  *   conv_im2col.c     im2col, col2im
  *   conv_depthwise.c  the direct depthwise kernels
  *   conv_direct.c     the direct float32 kernels of stride-1 same-size layers (AVX-512), dispatched below
+ *   conv_wgrad.c      the float32 weight-gradient's outer-product kernel (AVX-512), dispatched below
  *   conv_half.c       the float16/bfloat16 passes
  *   linear.c          the linear layer
  * over conv_internal.h. The element-type-specific code is written once, under `#else` below, and compiled once
@@ -67,6 +68,12 @@ int conv2d_backward_weight(void *dweight, const void *dout, const void *inp, con
                            void *ws, size_t ws_nbytes, int nthreads) {
     int st = conv_check_geom(g);
     if (st) return st;
+    if (dt == GM_F32 && ws && conv_wgrad_use(g) && conv_wgrad_fits(g, ws_nbytes) &&
+        g->K * g->C * g->R * g->S * g->P * g->Q > 0) {
+        if (!dweight || !dout || !inp) return GM_ERR_ARG;
+        conv_wgrad_backward_weight(dweight, dout, inp, g, ws, ws_nbytes, nthreads);
+        return GM_OK;
+    }
     if (dt == GM_F32 && conv_direct_use(g, CONV_BACKWARD_WEIGHT)) {
         const size_t n = (size_t)(g->K * (g->C / g->G) * g->R * g->S);
         if (n == 0) return GM_OK;
@@ -150,6 +157,40 @@ static int FN(backward_data_items)(T *dx, const T *dout, const T *w, const T *bi
         }
     }
     conv_blas_single_end(pl->nt);
+    return GM_OK;
+}
+
+/* The weight-gradient over tiles of whole items (conv_plan.items, plan_items_weight in conv_plan.c): the buffer
+ * holds the batch's columns side by side (C/G*R*S rows, `tile` apart) and its grad_output gathered (K/G rows);
+ * thread t gathers its share of grad_output's rows and builds its rows [j0, j1) of the columns, and after a
+ * barrier sums dW's columns [j0, j1) over all the batch's positions in one gemm (chunked as every float32 gemm).
+ * The second barrier keeps the next batch's gather from overwriting rows another thread still reads. */
+static int FN(backward_weight_items)(T *dw, const T *dout, const T *x, const conv_geom *g, T *ws,
+                                     const conv_plan *pl) {
+    const int64_t N = g->N, K = g->K, G = g->G, Kg = K / G, CRS = g->C / G * g->R * g->S, PQ = g->P * g->Q;
+    const int64_t tile = pl->tile, nb = pl->items, units = ceil_div64(N, nb) * G;
+    const int nt = pl->nt;
+    T *col = ws, *dyt = ws + tile * CRS;
+    conv_blas_single_begin(nt);
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        const int64_t t = omp_get_thread_num(), j0 = CRS * t / nt, j1 = CRS * (t + 1) / nt;
+        const int64_t k0 = Kg * t / nt, k1 = Kg * (t + 1) / nt;
+        for (int64_t u = 0; u < units; u++) {
+            const int64_t grp = u % G, n0 = u / G * nb, n1 = min64(N, n0 + nb), cnt = (n1 - n0) * PQ;
+            for (int64_t n = n0; n < n1; n++) {
+                for (int64_t k = k0; k < k1; k++)
+                    memcpy(dyt + k * tile + (n - n0) * PQ, dout + (n * K + grp * Kg + k) * PQ, (size_t)PQ * sizeof(T));
+                if (j1 > j0) FN(conv_im2col)(col + (n - n0) * PQ, tile, x, g, n, grp, 0, PQ, j0, j1);
+            }
+#pragma omp barrier
+            if (j1 > j0)
+                FN(conv_gemm)(0, 1, Kg, j1 - j0, cnt, 1, dyt, tile, col + j0 * tile, tile, 1, dw + grp * Kg * CRS + j0,
+                              CRS);
+#pragma omp barrier
+        }
+    }
+    conv_blas_single_end(nt);
     return GM_OK;
 }
 
@@ -263,6 +304,7 @@ static int FN(conv2d_backward_weight)(T *dw, const T *dout, const T *x, const co
     if (!dout || !x) return GM_ERR_ARG;
     const conv_plan pl = conv_plan_pass(g, CONV_BACKWARD_WEIGHT, sizeof(T), ws_nbytes, nthreads);
     if (pl.tile < 1 || (algo == CONV_ALGO_IM2COL && !ws)) return GM_ERR_ARG;
+    if (pl.items) return FN(backward_weight_items)(dw, dout, x, g, ws, &pl);
     /* dw_g (Kg, CRS) += dout tile (Kg, cnt) @ columns^T (cnt, CRS): thread t owns the dw columns [j0, j1), so it
      * builds only those rows of the (shared) column buffer and never waits for the others. The rows stay `tile`
      * apart even in a short last tile: a thread that is ahead then never writes into another's rows. */

@@ -138,6 +138,18 @@ void conv_direct_backward_data(float *dx, const float *dout, const float *w, con
 /* The weight-gradient of a nine-tap (3x3) geometry the forward takes too: no workspace. */
 void conv_direct_backward_weight(float *dw, const float *dout, const float *x, const conv_geom *g, int nthreads);
 
+/* ---- conv_wgrad.c: the float32 weight-gradient's outer-product kernel (AVX-512) ------------------------- */
+/* Whether a float32 weight-gradient may run conv_wgrad_backward_weight (an AVX-512 CPU, one group, K a multiple
+ * of 16, C >= 16, at most 16 taps per row); it runs when conv_wgrad_fits its workspace (grad_output transposed,
+ * 256 positions or more per group of items: below that the gemm routes win) and the sum is not empty (N, K,
+ * C*R*S, P*Q > 0). */
+int conv_wgrad_use(const conv_geom *g);
+int conv_wgrad_fits(const conv_geom *g, size_t budget);
+/* The workspace it asks for within `limit` (0 when it does not fit). */
+size_t conv_wgrad_ws_nbytes(const conv_geom *g, size_t limit);
+void conv_wgrad_backward_weight(float *dw, const float *dout, const float *x, const conv_geom *g, float *ws,
+                                size_t ws_nbytes, int nthreads);
+
 /* ---- conv_half.c: the float16/bfloat16 passes (conv.c dispatches to them) ------------------------------- */
 int conv2d_forward_half(uint16_t *out, const uint16_t *x, const uint16_t *w, const uint16_t *bias, const conv_geom *g,
                         gm_dtype dt, void *ws, size_t ws_nbytes, int nthreads);

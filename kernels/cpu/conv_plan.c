@@ -105,8 +105,33 @@ static int items_allowed(const conv_geom *g, conv_pass pass, conv_algo algo) {
            g->C / g->G * g->R * g->S >= 512;
 }
 
+/* The weight-gradient's tiles of whole items (im2col, a deep layer on a map of at most half a tile: 512->512 at
+ * 2x2 in ResNet-18 at 64x64): one gemm summing over nb items' positions instead of one per item, whose short
+ * sums (4 positions) read and wrote the whole weight-gradient (9 MiB) once per item: 34 GFLOP/s on one thread.
+ * One shared buffer (slots 1): the threads gather grad_output's rows and build their rows of the columns, then
+ * each sums its columns of dW (conv.c, backward_weight_items). Planned again from its bytes, the same plan. */
+static conv_plan plan_items_weight(const conv_geom *g, size_t col, size_t budget, int nthreads) {
+    const int64_t N = g->N, PQ = g->P * g->Q;
+    conv_plan p = conv_plan_cols(g, CONV_BACKWARD_WEIGHT, CONV_ALGO_IM2COL, col, CONV_TILE_TARGET, budget, nthreads);
+    p.items = 0;
+    if (PQ == 0 || N < 2 || col == 0) return p;
+    const int64_t want = max64(CONV_TILE_MIN_COLS, (int64_t)(CONV_TILE_TARGET / col));
+    if (2 * PQ > want) return p;
+    const int64_t nb = min64(min64(N, want / PQ), (int64_t)(budget / ((size_t)PQ * col)));
+    if (nb < 2) return p;
+    p.items = nb;
+    p.tile = nb * PQ;
+    p.slots = 1;
+    return p;
+}
+
 conv_plan conv_plan_pass(const conv_geom *g, conv_pass pass, size_t es, size_t budget, int nthreads) {
     const conv_algo algo = conv2d_algo(g, pass);
+    if (pass == CONV_BACKWARD_WEIGHT && algo == CONV_ALGO_IM2COL && g->K / g->G >= 32 &&
+        g->C / g->G * g->R * g->S >= 512) {
+        conv_plan p = plan_items_weight(g, conv_item_col_nbytes(g, es), budget, nthreads);
+        if (p.items) return p;
+    }
     if (items_allowed(g, pass, algo)) {
         conv_plan p = plan_items(g, conv_item_col_nbytes(g, es), budget, nthreads);
         if (p.items) return p;
@@ -214,6 +239,9 @@ int conv_direct_use(const conv_geom *g, conv_pass pass) {
 
 size_t conv2d_workspace_nbytes(const conv_geom *g, gm_dtype dt, conv_pass pass, size_t limit, int nthreads) {
     if (is_half(dt)) return half_workspace_nbytes(g, dt, pass, limit, nthreads);
+    if (dt == GM_F32 && pass == CONV_BACKWARD_WEIGHT && conv_wgrad_use(g) && conv_wgrad_fits(g, limit) &&
+        g->K * g->C * g->R * g->S * g->P * g->Q > 0)
+        return conv_wgrad_ws_nbytes(g, limit); /* conv_wgrad.c */
     if (dt == GM_F32 && pass == CONV_BACKWARD_WEIGHT && conv_direct_use(g, pass)) return 0;
     if (dt == GM_F32 && conv_direct_use(g, pass) && g->N > 0 && conv_direct_ws_nbytes(g, pass) <= limit) {
         if (pass == CONV_FORWARD ? g->K * g->P * g->Q == 0 : g->C * g->H * g->W == 0) return 0;

@@ -1,0 +1,258 @@
+/* kernels/cpu/conv_wgrad.c — the float32 weight-gradient as one outer-product kernel over grad_output's
+ * channels (AVX-512), for layers of 16, 32, 64, ... output channels (one group) and 16 or more input channels:
+ * any kernel size, stride, padding, dilation and input strides; no im2col and no gemm.
+ *
+ * Why: the gemm route (conv.c) builds the im2col columns of every item and OpenBLAS packs them again for each
+ * chunk of CONV_KCHUNK positions; with K = 64 each packed element then serves only 64 multiply-adds. On the
+ * 7x7/2 64->64 layer (56x56) packing and im2col took as long as half the arithmetic (perf: sgemm_incopy 18 %,
+ * im2col 14 %, kernel 35 %; 95 GFLOP/s on one thread). The direct kernel (conv_direct.c) keeps its sums in
+ * lanes of positions and reduces them at the end, and re-reads grad_output per tap row (103 on the 3x3 64->64
+ * 56x56 layer).
+ *
+ * The map: grad_output is first transposed to dT (block of 16 KV output channels, position, 16 KV; KV = 4
+ * where K allows, else 2 or 1): a position's block is KV consecutive vectors. dW[k, c, r, s] = sum over
+ * positions of dT[pos, k] * x[c, p*sh - ph + r*dh, q*sw - pw + s*dw], so for one tap and a block of CB input
+ * channels the kernel loads KV vectors of dT per position, broadcasts CB input values (any address: stride,
+ * dilation and strided input cost nothing) and runs KV CB multiply-adds, the KV x CB = 24 sums in registers
+ * (CB = 6, 12, 24; a tail of channels in smaller blocks). Taps that fall into the padding are skipped by
+ * clipping each output row's range of q (valid_cols), not masked. One thread, CPU time: 3x3 64->64 56x56
+ * 103 -> 160-190 GFLOP/s, 7x7/2 64->64 95 -> 170-197, 1x1 128->128 28x28 134 -> 150-166, 3x3 32->32 32x32
+ * 97-112 -> 152, 3x3 16->16 64x64 88-98 -> 101 (sgemm ~150-160 on the same core).
+ *
+ * Accuracy: a tap's sums are added onto the unit's block every WG_PCHUNK (<= CONV_KCHUNK) output positions, as
+ * conv_gemm_f32 adds a chunk's product: the same chunked sum as the gemm route (tests/test_conv_routes_wgrad.py:
+ * 0.05 units of 2^-24 from float64 on 9216 terms, against the direct kernel's 0.12 and PyTorch's 0.47).
+ *
+ * Work: items go through dT in groups (wg_plan: nb whole items, or a slice of one item's positions; about
+ * WG_DT_TARGET bytes, the only workspace): the threads transpose the group, then share its units. A unit is
+ * (m blocks of CB input channels, block of 16 KV output channels, row r of taps); it runs over the group's
+ * positions in chunks of WG_PCHUNK (dT's chunk, up to 16 KiB, stays in L1 across the m blocks and S taps), its
+ * sums in a block on its stack, added into dW once at the end: units own disjoint weights, so no atomics and
+ * no partial copies of dW. The whole file is compiled for AVX-512; conv.c calls in only after conv_wgrad_use. */
+#include "conv_internal.h"
+
+#pragma GCC target("avx512f")
+#include <immintrin.h>
+
+#define WG_PCHUNK 64                      /* positions per chunk of a sum (at most CONV_KCHUNK) */
+#define WG_DT_TARGET ((size_t)1 << 20)    /* bytes of dT a group of items aims at */
+#define WG_MAXS 16                        /* the most taps per row of the kernel */
+#define WG_MIN_POS 256                    /* the fewest positions per group of items (wg_plan) */
+
+int conv_wgrad_use(const conv_geom *g) {
+    static int avx512 = -1;
+    if (avx512 < 0) avx512 = __builtin_cpu_supports("avx512f") ? 1 : 0;
+    if (!avx512 || g->G != 1) return 0;
+    /* blocks of 16, 32 or 64 output channels without padding lanes; a unit's block of sums (at most
+     * max(4, S) x 24 x 16 floats) lives on the stack */
+    /* A 1x1 layer's items need 256 positions or more: on smaller maps the pointwise gemm (no copies) stays
+     * ahead, each unit's sums being added onto dW per item group and its chunks cut at every item (batch 8,
+     * one thread: 512->512 at 7x7 63 % of sgemm against 88 %, 256->512 1x1/2 at 28x28 47 % against 67 %;
+     * 128->128 at 28x28 93 % against 79 %). */
+    if (g->R * g->S == 1 && g->P * g->Q < WG_MIN_POS) return 0;
+    return g->K % 16 == 0 && g->C >= 16 && g->S <= WG_MAXS;
+}
+
+/* How the positions go through dT: groups of nb whole items (plen = P*Q) when an item's grad_output fits the
+ * target, else slices of plen positions of one item (a multiple of 16); both within `budget`. 0 (the other
+ * routes run): fewer than WG_MIN_POS positions per group. */
+static int64_t wg_plan(const conv_geom *g, size_t budget, int64_t *plen) {
+    const int64_t PQ = g->P * g->Q;
+    const size_t pos = (size_t)g->K * sizeof(float), item = (size_t)PQ * pos;
+    const size_t target = budget < WG_DT_TARGET ? budget : WG_DT_TARGET;
+    if (g->N == 0 || item == 0 || g->C * g->R * g->S == 0) return 0;
+    if (item <= target) {
+        /* a unit adds its sums onto dW once per group: with fewer than WG_MIN_POS positions per group that
+         * cost a quarter of the arithmetic or more (512->512 at 7x7, batch 2: 106 GFLOP/s against the gemm
+         * route's 128; 256->1024 1x1 at 14x14, where one item fills the target: 106 against 164) */
+        const int64_t nb = min64(g->N, (int64_t)(target / item));
+        *plen = PQ;
+        return nb * PQ >= WG_MIN_POS ? nb : 0;
+    }
+    *plen = (int64_t)(target / pos) / 16 * 16;
+    return *plen >= WG_MIN_POS ? 1 : 0;
+}
+
+int conv_wgrad_fits(const conv_geom *g, size_t budget) {
+    int64_t plen;
+    return wg_plan(g, budget, &plen) > 0;
+}
+
+size_t conv_wgrad_ws_nbytes(const conv_geom *g, size_t limit) {
+    int64_t plen = 0, nb = wg_plan(g, limit, &plen);
+    return (size_t)(nb * plen * g->K) * sizeof(float);
+}
+
+/* Sums of one tap for CB input channels x 16 KV output channels over output positions [s0, s1) of one item:
+ * dT at position s0 (rows Kp = 16 KV apart), x at the item's channel c0 plane (planes xs1 apart); added onto
+ * dwt (channel rows ldc apart). h0 = -ph + r*dh, off = -pw + s*dw. KV CB = 24 sums in registers. */
+#define WG_TAP(KV, CB)                                                                                           \
+    static void wg_tap_##KV##_##CB(float *dwt, int64_t ldc, const float *dt, int64_t Kp, const float *x,       \
+                                   int64_t xs1, const conv_geom *g, int64_t h0, int64_t off, int64_t s0,        \
+                                   int64_t s1) {                                                                \
+        const int64_t Q = g->Q, xs2 = g->xs[2], step = g->sw * g->xs[3];                                         \
+        int64_t qa, qb;                                                                                          \
+        valid_cols(off, g->sw, g->W, Q, &qa, &qb);                                                               \
+        __m512 acc[CB][KV];                                                                                      \
+        _Pragma("GCC unroll 24") for (int i = 0; i < CB; i++)                                                   \
+            _Pragma("GCC unroll 4") for (int v = 0; v < KV; v++) acc[i][v] = _mm512_setzero_ps();              \
+        const int64_t pa = s0 / Q, pe = (s1 - 1) / Q;                                                           \
+        /* whole rows, all inside the image, each row's input right after the previous one's (a 1x1 layer, the \
+         * middle column of a 3x3): the chunk is one run of positions, no per-row start-up (14- and 28-long rows) */ \
+        const int one = qa == 0 && qb == Q && xs2 * g->sh == Q * step && pa * g->sh + h0 >= 0 &&                 \
+                        pe * g->sh + h0 < g->H;                                                                  \
+        for (int64_t p = pa; p <= pe; p++) {                                                                     \
+            const int64_t h = p * g->sh + h0;                                                                    \
+            if (h < 0 || h >= g->H) continue;                                                                    \
+            const int64_t lo = max64(qa, s0 - p * Q), hi = one ? s1 - p * Q : min64(qb, s1 - p * Q);            \
+            const float *a = dt + (p * Q + lo - s0) * Kp;                                                        \
+            const float *xp = x + h * xs2 + (lo * g->sw + off) * g->xs[3];                                       \
+            if (one) p = pe;                                                                                     \
+            for (int64_t q = lo; q < hi; q++, a += Kp, xp += step) {                                             \
+                __m512 av[KV];                                                                                   \
+                _Pragma("GCC unroll 4") for (int v = 0; v < KV; v++) av[v] = _mm512_loadu_ps(a + 16 * v);       \
+                _Pragma("GCC unroll 24") for (int i = 0; i < CB; i++) {                                         \
+                    const __m512 b = _mm512_set1_ps(xp[i * xs1]);                                                \
+                    _Pragma("GCC unroll 4") for (int v = 0; v < KV; v++)                                        \
+                        acc[i][v] = _mm512_fmadd_ps(av[v], b, acc[i][v]);                                        \
+                }                                                                                                \
+            }                                                                                                    \
+        }                                                                                                        \
+        _Pragma("GCC unroll 24") for (int i = 0; i < CB; i++)                                                   \
+            _Pragma("GCC unroll 4") for (int v = 0; v < KV; v++) {                                              \
+                float *d = dwt + i * ldc + 16 * v;                                                               \
+                _mm512_storeu_ps(d, _mm512_add_ps(_mm512_loadu_ps(d), acc[i][v]));                               \
+            }                                                                                                    \
+    }
+WG_TAP(4, 6)
+WG_TAP(4, 5)
+WG_TAP(4, 4)
+WG_TAP(4, 3)
+WG_TAP(4, 2)
+WG_TAP(4, 1)
+WG_TAP(2, 12)
+WG_TAP(2, 6)
+WG_TAP(2, 3)
+WG_TAP(2, 2)
+WG_TAP(2, 1)
+WG_TAP(1, 24)
+WG_TAP(1, 16)
+WG_TAP(1, 12)
+WG_TAP(1, 8)
+WG_TAP(1, 6)
+WG_TAP(1, 3)
+WG_TAP(1, 2)
+WG_TAP(1, 1)
+
+typedef void (*wg_tap_fn)(float *, int64_t, const float *, int64_t, const float *, int64_t, const conv_geom *,
+                          int64_t, int64_t, int64_t, int64_t);
+/* per KV (1, 2, 4): the blocks of input channels a kernel takes, largest first (a tail is split greedily) */
+typedef struct {
+    int cb;
+    wg_tap_fn fn;
+} wg_kernel;
+static const wg_kernel wg_k4[] = {{6, wg_tap_4_6}, {5, wg_tap_4_5}, {4, wg_tap_4_4}, {3, wg_tap_4_3},
+                                  {2, wg_tap_4_2}, {1, wg_tap_4_1}};
+static const wg_kernel wg_k2[] = {{12, wg_tap_2_12}, {6, wg_tap_2_6}, {3, wg_tap_2_3}, {2, wg_tap_2_2},
+                                  {1, wg_tap_2_1}};
+static const wg_kernel wg_k1[] = {{24, wg_tap_1_24}, {16, wg_tap_1_16}, {12, wg_tap_1_12}, {8, wg_tap_1_8},
+                                  {6, wg_tap_1_6}, {3, wg_tap_1_3}, {2, wg_tap_1_2}, {1, wg_tap_1_1}};
+
+/* vectors of output channels per block: 4 where K allows, else 2 or 1 (K a multiple of 16) */
+static int wg_kv(const conv_geom *g) { return g->K % 64 == 0 ? 4 : g->K % 32 == 0 ? 2 : 1; }
+
+/* dst (nc rows ldd apart, nr columns) = the transpose of src (nr <= 16 rows lds apart, nc <= 16 columns): unpack
+ * pairs of rows, then pairs of pairs, then the 128-bit lanes of four rows (a scalar copy cost a quarter of the
+ * kernel's time on the 1x1 128->128 layer, whose sums are only 128 terms per position). */
+static inline void transpose16(float *dst, int64_t ldd, const float *src, int64_t lds, int nr, int nc) {
+    const __mmask16 mc = (__mmask16)((1u << nc) - 1), mr = (__mmask16)((1u << nr) - 1);
+    __m512 r[16], t[16], u[16];
+    for (int i = 0; i < 16; i++) r[i] = i < nr ? _mm512_maskz_loadu_ps(mc, src + i * lds) : _mm512_setzero_ps();
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int gq = 0; gq < 4; gq++) { /* u[4 gq + c], lane L: column 4L + c of rows 4 gq .. 4 gq + 3 */
+        const __m512d a = _mm512_castps_pd(t[4 * gq]), b = _mm512_castps_pd(t[4 * gq + 2]);
+        const __m512d c = _mm512_castps_pd(t[4 * gq + 1]), d = _mm512_castps_pd(t[4 * gq + 3]);
+        u[4 * gq] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+        u[4 * gq + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+        u[4 * gq + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(c, d));
+        u[4 * gq + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(c, d));
+    }
+    for (int c = 0; c < 4; c++) {
+        const __m512 vlo = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x44), vhi = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xEE);
+        const __m512 wlo = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x44);
+        const __m512 whi = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xEE);
+        r[c] = _mm512_shuffle_f32x4(vlo, wlo, 0x88);
+        r[4 + c] = _mm512_shuffle_f32x4(vlo, wlo, 0xDD);
+        r[8 + c] = _mm512_shuffle_f32x4(vhi, whi, 0x88);
+        r[12 + c] = _mm512_shuffle_f32x4(vhi, whi, 0xDD);
+    }
+    for (int j = 0; j < nc; j++) _mm512_mask_storeu_ps(dst + j * ldd, mr, r[j]);
+}
+
+/* dT[i, kb, j, kk] = dout[n0 + i, kb*64 + kk, p0 + j] for cnt items and len positions, in blocks of 64 output
+ * channels: a block's positions are 256 bytes apart (rows of all K channels, 1-4 KiB apart at K = 256-1024,
+ * fell into two to eight sets of L1 and ran at 24-96 GFLOP/s). */
+static void transpose_dout(float *dT, const float *dout, const conv_geom *g, int64_t n0, int64_t cnt, int64_t p0,
+                           int64_t len) {
+    const int64_t K = g->K, PQ = g->P * g->Q, nblk = ceil_div64(len, 16), kbw = 16 * wg_kv(g), nkb = K / kbw;
+#pragma omp for schedule(static)
+    for (int64_t u = 0; u < cnt * nkb * nblk; u++) {
+        const int64_t i = u / (nkb * nblk), kb = u / nblk % nkb, j0 = u % nblk * 16, n = min64(16, len - j0);
+        const float *src = dout + ((n0 + i) * K + kb * kbw) * PQ + p0 + j0;
+        float *dst = dT + (i * nkb + kb) * len * kbw + j0 * kbw;
+        for (int k = 0; k < kbw; k += 16) transpose16(dst + k, kbw, src + k * PQ, PQ, 16, (int)n);
+    }
+}
+
+void conv_wgrad_backward_weight(float *dw, const float *dout, const float *x, const conv_geom *g, float *ws,
+                                size_t ws_nbytes, int nthreads) {
+    const int64_t N = g->N, C = g->C, K = g->K, R = g->R, S = g->S, RS = R * S, CRS = C * RS, PQ = g->P * g->Q;
+    const int kv = wg_kv(g);
+    const wg_kernel *kern = kv == 4 ? wg_k4 : kv == 2 ? wg_k2 : wg_k1;
+    int64_t plen = 0;
+    /* a unit takes m blocks of input channels, so that dT's chunk serves at least 4 (block, tap) pairs while it
+     * is in L1: a 1x1 layer's chunk otherwise came from L2 for each block's single tap */
+    const int64_t kbw = 16 * kv, m = max64(1, 4 / S), cu = m * kern[0].cb;
+    const int64_t nb = wg_plan(g, ws_nbytes, &plen), ncb = ceil_div64(C, cu), nkb = K / kbw;
+    const int64_t units = ncb * nkb * R, nslice = ceil_div64(PQ, plen);
+    const double macs = (double)N * (double)K * (double)PQ * (double)CRS;
+    const int nt = nthreads > 1 && macs >= CONV_GEMM_GRAIN ? nthreads : 1;
+    memset(dw, 0, (size_t)(K * CRS) * sizeof(float));
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    for (int64_t grp = 0; grp < ceil_div64(N, nb) * nslice; grp++) {
+        const int64_t n0 = grp / nslice * nb, cnt = min64(nb, N - n0), p0 = grp % nslice * plen;
+        const int64_t p1 = min64(PQ, p0 + plen), len = p1 - p0;
+        transpose_dout(ws, dout, g, n0, cnt, p0, len); /* ends on the loop's barrier */
+#pragma omp for schedule(dynamic)
+        for (int64_t u = 0; u < units; u++) {
+            const int64_t c0 = u / (nkb * R) * cu, kb = u / R % nkb, r = u % R, c1 = min64(C, c0 + cu);
+            /* the unit's sums over this group: (input channel, tap of row r, output channel of block kb); at
+             * most max(4, S) x 24 x 16 floats (cu x S x kbw) */
+            float blk[WG_MAXS * 24 * 16] __attribute__((aligned(64)));
+            memset(blk, 0, (size_t)((c1 - c0) * S * kbw) * sizeof(float));
+            for (int64_t i = 0; i < cnt; i++) {
+                const float *dti = ws + (i * nkb + kb) * len * kbw;
+                for (int64_t s0 = p0; s0 < p1; s0 += WG_PCHUNK) {
+                    const int64_t s1 = min64(p1, s0 + WG_PCHUNK);
+                    for (int64_t c = c0, cb; c < c1; c += cb) {
+                        const wg_kernel *k = kern;
+                        while (k->cb > c1 - c) k++;
+                        cb = k->cb;
+                        const float *xc = x + (n0 + i) * g->xs[0] + c * g->xs[1];
+                        for (int64_t s = 0; s < S; s++)
+                            k->fn(blk + ((c - c0) * S + s) * kbw, S * kbw, dti + (s0 - p0) * kbw, kbw, xc, g->xs[1],
+                                  g, r * g->dh - g->ph, s * g->dw - g->pw, s0, s1);
+                    }
+                }
+            }
+            for (int64_t kk = 0; kk < kbw; kk++) {
+                float *d = dw + (kb * kbw + kk) * CRS + c0 * RS + r * S;
+                for (int64_t c = 0; c < c1 - c0; c++)
+                    for (int64_t s = 0; s < S; s++) d[c * RS + s] += blk[(c * S + s) * kbw + kk];
+            }
+        }
+    }
+}
