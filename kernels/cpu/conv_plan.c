@@ -4,6 +4,8 @@
  * meta plans with it exactly as the CPU does), the OpenBLAS thread guard and the geometry's checks. */
 #include "conv_internal.h"
 
+#include <stdlib.h>
+
 /* Whether element (h, w) of every (n, c) plane of inp is at h*W + w: the plane is a contiguous row of H*W. */
 static int planes_contiguous(const conv_geom *g) {
     return (g->W == 1 || g->xs[3] == 1) && (g->H == 1 || g->xs[2] == g->W);
@@ -201,7 +203,28 @@ int conv_direct_use(const conv_geom *g, conv_pass pass) {
     return 1;
 }
 
+/* Winograd F(2x2, 3x3) (conv_winograd.c) where it applies: see there for the measurements behind the choice.
+ * GPUMEMNET_CONV_WINOGRAD=0 turns it off, =1 on wherever it applies (tests, benchmarks); read on every call, so
+ * a test can switch it (meta and the CPU plan alike). */
+int conv_winograd_use(const conv_geom *g, conv_pass pass, int nthreads) {
+    static int avx512 = -1;
+    if (avx512 < 0) avx512 = __builtin_cpu_supports("avx512f") ? 1 : 0;
+    if (!avx512 || pass == CONV_BACKWARD_WEIGHT) return 0;
+    if (g->R != 3 || g->S != 3 || g->sh != 1 || g->sw != 1 || g->dh != 1 || g->dw != 1 || g->G != 1) return 0;
+    if (g->C < 64 || g->K < 64 || g->K * g->C * 9 > INT_MAX) return 0;
+    if (pass == CONV_FORWARD ? g->W > 1 && g->xs[3] != 1 : g->ph > 2 || g->pw > 2) return 0;
+    const char *env = getenv("GPUMEMNET_CONV_WINOGRAD");
+    if (env && (env[0] == '0' || env[0] == '1')) return env[0] == '1';
+    (void)nthreads;
+    return 0;
+}
+
 size_t conv2d_workspace_nbytes(const conv_geom *g, gm_dtype dt, conv_pass pass, size_t limit, int nthreads) {
+    if (dt == GM_F32 && pass != CONV_BACKWARD_WEIGHT && conv_winograd_use(g, pass, nthreads) && g->N > 0 &&
+        conv_winograd_ws_nbytes(g, pass, nthreads) <= limit) {
+        if (pass == CONV_FORWARD ? g->K * g->P * g->Q == 0 : g->C * g->H * g->W == 0) return 0;
+        return conv_winograd_ws_nbytes(g, pass, nthreads);
+    }
     if (is_half(dt)) return half_workspace_nbytes(g, pass, limit, nthreads);
     if (dt == GM_F32 && pass == CONV_BACKWARD_WEIGHT && conv_direct_use(g, pass)) return 0;
     if (dt == GM_F32 && conv_direct_use(g, pass) && g->N > 0 && conv_direct_ws_nbytes(g, pass) <= limit) {
