@@ -31,6 +31,9 @@
 
 #define WMR 8  /* output channels per register tile */
 #define WNV 3  /* vectors of 16 tiles per register tile */
+#ifndef WINO_KCHUNK
+#define WINO_KCHUNK 32
+#endif
 
 /* The correlation the pass computes: out (N, Co, Ho, Wo, contiguous) from in (N, Ci, Hi, Wi; strides is[4],
  * unit column stride) with top/left padding pt, pl; the weight's element (o, i, r, s) at w[o*wso + i*wsi + tap]
@@ -231,8 +234,8 @@ static void output_run(float *out, const float *M, int64_t ldm, const float *bia
         __m512 acc[WMR][NV];                                                                                     \
         __mmask16 k[NV];                                                                                         \
         _Pragma("GCC unroll 3") for (int q = 0; q < NV; q++) k[q] = q == NV - 1 ? last : (__mmask16)0xFFFF;    \
-        for (int64_t c0 = 0; c0 < ci; c0 += CONV_KCHUNK) {                                                       \
-            const int64_t c1 = min64(ci, c0 + CONV_KCHUNK);                                                      \
+        for (int64_t c0 = 0; c0 < ci; c0 += WINO_KCHUNK) {                                                       \
+            const int64_t c1 = min64(ci, c0 + WINO_KCHUNK);                                                      \
             _Pragma("GCC unroll 8") for (int m = 0; m < WMR; m++)                                               \
                 _Pragma("GCC unroll 3") for (int q = 0; q < NV; q++) acc[m][q] = _mm512_setzero_ps();           \
             for (int64_t c = c0; c < c1; c++) {                                                                  \
@@ -289,8 +292,15 @@ static void winograd_run(float *out, const float *in, const float *w, const floa
     const int64_t rbs = p->co8 / WMR, qs = ceil_div64(p->Ci, 2);
 #pragma omp parallel num_threads(p->nt) if (p->nt > 1)
     {
+        /* along the weight's memory: the forward's blocks are 8 rows of it (8 k), the input-gradient's 8 c
+         * of each k, so there the pairs of k go outer (5x faster on a 512x512 weight, which is read from DRAM) */
 #pragma omp for schedule(static)
-        for (int64_t u = 0; u < rbs * qs; u++) transform_weight(U, w, p, u / qs, u % qs * 2);
+        for (int64_t u = 0; u < rbs * qs; u++) {
+            if (p->flip)
+                transform_weight(U, w, p, u % rbs, u / rbs * 2);
+            else
+                transform_weight(U, w, p, u / qs, u % qs * 2);
+        }
         float *V = ws + ub + (size_t)omp_get_thread_num() * (vb + mb), *M = V + vb;
 #pragma omp for schedule(dynamic)
         for (int64_t b = 0; b < p->nblocks; b++) {
