@@ -10,10 +10,10 @@
  * column), so a block may span items, which keeps a deep layer's small image in long rows):
  *   U[e] (Co x Ci)  = G g G^T of every (out, in) channel pair, e = 0..15, once per call (transform_weight),
  *                     packed [e][8 output channels][Ci][8] for the inner loop's broadcasts;
- *   V[e] (Ci x T)   = B^T d B of each tile's 4x4 input patch (input_block);
+ *   V[e] (Ci x T)   = B^T d B of each tile's 4x4 input patch (input_run);
  *   M[e] (Co x T)   = U[e] V[e], 16 products of (Co x Ci) by (Ci x T) (gemm_block: an 8 x 48 register tile
- *                     as conv_direct.c's, summed over Ci in chunks of CONV_KCHUNK as every float32 conv sums);
- *   out             = A^T M A (+ bias), the 2x2 outputs of each tile (output_block).
+ *                     as conv_direct.c's, U already packed, so nothing is repacked per block as sgemm would);
+ *   out             = A^T M A (+ bias), the 2x2 outputs of each tile (output_run).
  * The block's V and M stay in the thread's part of the workspace (per thread: about WINO_TILE_TARGET bytes,
  * at least 48 tiles), so they are read back from L2, and the workspace is U plus that, whatever the batch.
  * U is 16/9 of the weight's bytes and is written afresh every call: with few tiles per weight (a deep layer at
@@ -21,8 +21,19 @@
  * says where it runs.
  *
  * Accuracy: the transforms add and subtract up to 9 terms (inputs, transformed products) and G has halves, so
- * each product carries a few more roundings than a direct one, but the long sum over the input channels has 9x
- * fewer terms. tests/test_conv_winograd.py measures the error against float64 beside the direct/im2col path's.
+ * each product carries a few more roundings than a direct one, and the transformed terms are larger than the
+ * outputs they cancel into. Summed over the input channels in chunks of CONV_KCHUNK (128) as the gemm path
+ * sums its C*9 terms, the rms error against float64 (He-initialised weights, ReLU inputs; 3 seeds) was 1.54-2.04x
+ * the direct/im2col path's; in chunks of WINO_KCHUNK = 32 it is 1.18-1.36x in the forward and 1.01-1.13x in
+ * the input-gradient, and 1.17-1.36x / 0.95-1.18x PyTorch's (64..512 channels; chunks of 16: 1.04-1.21x for
+ * 8 % more time; tests/test_conv_winograd.py). The flush of a chunk's sums costs ~8 % against chunks of 128.
+ *
+ * Speed (one thread, CPU time, benchmarks/conv_gflops.py --threads 1 --clock cpu, batch 8, effective GFLOP/s =
+ * the direct FLOPs over the time, on the shared 2-core SkylakeX development machine), direct/im2col ->
+ * Winograd, forward | input-gradient: 64->64 56x56 139 -> 207 | 156 -> 212; 128->128 28x28 141 -> 257 |
+ * 149 -> 247; 256->256 14x14 136 -> 235 | 137 -> 217; 512->512 7x7 113 -> 145 | 113 -> 110 (the weight's
+ * transform; at batch 2 0.68x, so the rule wants 128 tiles there: 1.38x | 1.30x at batch 8 after blocking
+ * the input-gradient's transform).
  */
 #include "conv_internal.h"
 
@@ -31,6 +42,7 @@
 
 #define WMR 8  /* output channels per register tile */
 #define WNV 3  /* vectors of 16 tiles per register tile */
+#define WVC 64 /* input channels of V at a time (a multiple of WINO_KCHUNK) */
 #define WQB 16 /* pairs of input channels per block of the input-gradient's weight transform */
 #ifndef WINO_KCHUNK
 #define WINO_KCHUNK 32
@@ -45,6 +57,7 @@ typedef struct {
     int flip;
     int64_t TH, TW, tiles;     /* tile rows and columns per item, tiles in all */
     int64_t T, nblocks, co8;   /* tiles per block (a multiple of 16), blocks, Co rounded up to 8 */
+    int64_t vc;                /* input channels V holds at a time */
     int nt;
     size_t u_floats, v_floats, m_floats; /* U; a thread's V and M */
 } wino_plan;
@@ -74,7 +87,11 @@ static wino_plan make_plan(const conv_geom *g, conv_pass pass, int nthreads) {
     }
     p.TH = (p.Ho + 1) / 2, p.TW = (p.Wo + 1) / 2, p.tiles = p.N * p.TH * p.TW;
     p.co8 = round_up(p.Co, WMR);
-    const size_t per_tile = (size_t)(16 * (p.Ci + p.co8)) * sizeof(float);
+    /* V holds WVC input channels at a time, M adding up their products, where M (16 x Co x T) stays in L2
+     * between them; beyond 256 output channels it does not (512->512 at 7x7, batch 8: 1.38x -> 1.08x against the
+     * direct path), so there V holds every channel and M each register tile's sums while it runs. */
+    p.vc = p.co8 <= 256 ? min64(p.Ci, WVC) : p.Ci;
+    const size_t per_tile = (size_t)(16 * (p.vc + p.co8)) * sizeof(float);
     const int64_t cap = max64(WINO_MIN_TILES, (int64_t)(WINO_TILE_TARGET / per_tile) / 16 * 16);
     const double macs = 16.0 * (double)p.tiles * (double)p.Ci * (double)p.Co;
     p.nt = nthreads > 1 && macs >= CONV_GEMM_GRAIN ? nthreads : 1;
@@ -85,7 +102,7 @@ static wino_plan make_plan(const conv_geom *g, conv_pass pass, int nthreads) {
     p.nblocks = p.tiles ? ceil_div64(p.tiles, p.T) : 0;
     if (p.nt > p.nblocks) p.nt = (int)max64(1, p.nblocks);
     p.u_floats = (size_t)(16 * p.co8 * p.Ci);
-    p.v_floats = (size_t)(16 * p.Ci * p.T);
+    p.v_floats = (size_t)(16 * p.vc * p.T);
     p.m_floats = (size_t)(16 * p.co8 * p.T);
     return p;
 }
@@ -150,18 +167,18 @@ static inline __mmask16 lanes(int64_t n) { return n >= 16 ? (__mmask16)0xFFFF : 
     }
 
 /* V[e][c][j + u] = (B^T d B)[e] of the 4x4 patch of tile (n, ty, tx + u), u < len, every input channel. */
-static void input_run(float *V, int64_t ldv, const float *in, const wino_plan *p, int64_t n, int64_t ty, int64_t tx,
-                      int64_t len, int64_t j) {
+static void input_run(float *V, int64_t ldv, const float *in, const wino_plan *p, int64_t c0, int64_t c1, int64_t n,
+                      int64_t ty, int64_t tx, int64_t len, int64_t j) {
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-    const size_t es = (size_t)(p->Ci * ldv);
+    const size_t es = (size_t)(p->vc * ldv);
     for (int64_t u0 = 0; u0 < len; u0 += 16) {
         const int64_t s0 = 2 * (tx + u0) - p->pl;
         const __mmask16 m0 = col_mask(s0, p->Wi), m1 = col_mask(s0 + 16, p->Wi), m2 = col_mask(s0 + 2, p->Wi),
                         m3 = col_mask(s0 + 18, p->Wi), sm = lanes(len - u0);
         int64_t rows[4];
         for (int r = 0; r < 4; r++) rows[r] = 2 * ty - p->pt + r;
-        for (int64_t c = 0; c < p->Ci; c++) {
+        for (int64_t c = c0; c < c1; c++) {
             const float *src = in + n * p->is[0] + c * p->is[1];
             __m512 d[4][4];
             for (int r = 0; r < 4; r++) {
@@ -184,7 +201,7 @@ static void input_run(float *V, int64_t ldv, const float *in, const wino_plan *p
                 x[2][s] = _mm512_sub_ps(d[2][s], d[1][s]);
                 x[3][s] = _mm512_sub_ps(d[1][s], d[3][s]);
             }
-            float *dst = V + c * ldv + j + u0;
+            float *dst = V + (c - c0) * ldv + j + u0;
             for (int r = 0; r < 4; r++) {
                 _mm512_mask_storeu_ps(dst + (r * 4 + 0) * es, sm, _mm512_sub_ps(x[r][0], x[r][2]));
                 _mm512_mask_storeu_ps(dst + (r * 4 + 1) * es, sm, _mm512_add_ps(x[r][1], x[r][2]));
@@ -231,7 +248,7 @@ static void output_run(float *out, const float *M, int64_t ldm, const float *bia
  * the input channels of U's packed block up (Ci x 8) times V's rows (ldv apart), in chunks of CONV_KCHUNK. */
 #define WINO_TILE(NV)                                                                                            \
     static inline void mm_##NV(float *mo, int64_t ldm, const float *up, const float *v, int64_t ldv, int64_t ci, \
-                               __mmask16 last) {                                                                 \
+                               __mmask16 last, int add) {                                                                 \
         __m512 acc[WMR][NV];                                                                                     \
         __mmask16 k[NV];                                                                                         \
         _Pragma("GCC unroll 3") for (int q = 0; q < NV; q++) k[q] = q == NV - 1 ? last : (__mmask16)0xFFFF;    \
@@ -253,7 +270,7 @@ static void output_run(float *out, const float *M, int64_t ldm, const float *bia
             _Pragma("GCC unroll 8") for (int m = 0; m < WMR; m++)                                               \
                 _Pragma("GCC unroll 3") for (int q = 0; q < NV; q++) {                                          \
                     float *d = mo + m * ldm + 16 * q;                                                            \
-                    _mm512_mask_storeu_ps(d, k[q], c0 ? _mm512_add_ps(acc[m][q], _mm512_maskz_loadu_ps(k[q], d)) \
+                    _mm512_mask_storeu_ps(d, k[q], c0 || add ? _mm512_add_ps(acc[m][q], _mm512_maskz_loadu_ps(k[q], d)) \
                                                        : acc[m][q]);                                             \
                 }                                                                                                \
         }                                                                                                        \
@@ -262,24 +279,26 @@ WINO_TILE(1)
 WINO_TILE(2)
 WINO_TILE(3)
 
-static void gemm_block(float *M, const float *V, const float *U, const wino_plan *p, int64_t cnt) {
-    const int64_t ldv = p->T, ci = p->Ci;
+/* M (+)= U V over input channels [c0, c1), V holding just those (adding onto M after the first). */
+static void gemm_block(float *M, const float *V, const float *U, const wino_plan *p, int64_t cnt, int64_t c0,
+                       int64_t c1) {
+    const int64_t ldv = p->T, ci = c1 - c0, add = c0 > 0;
     for (int e = 0; e < 16; e++) {
-        const float *ve = V + (size_t)e * (size_t)(ci * ldv), *ue = U + (size_t)e * (size_t)(p->co8 * ci);
+        const float *ve = V + (size_t)e * (size_t)(p->vc * ldv), *ue = U + (size_t)e * (size_t)(p->co8 * p->Ci);
         float *me = M + (size_t)e * (size_t)(p->co8 * ldv);
         for (int64_t rb = 0; rb < p->co8 / WMR; rb++) {
-            const float *up = ue + rb * WMR * ci;
+            const float *up = ue + rb * WMR * p->Ci + c0 * WMR;
             float *mo = me + rb * WMR * ldv;
             for (int64_t t = 0; t < cnt; t += 16 * WNV) {
                 const int64_t left = cnt - t;
                 const int nv = (int)min64(WNV, ceil_div64(left, 16));
                 const __mmask16 last = lanes(left - 16 * (nv - 1));
                 if (nv == 3)
-                    mm_3(mo + t, ldv, up, ve + t, ldv, ci, last);
+                    mm_3(mo + t, ldv, up, ve + t, ldv, ci, last, add);
                 else if (nv == 2)
-                    mm_2(mo + t, ldv, up, ve + t, ldv, ci, last);
+                    mm_2(mo + t, ldv, up, ve + t, ldv, ci, last, add);
                 else
-                    mm_1(mo + t, ldv, up, ve + t, ldv, ci, last);
+                    mm_1(mo + t, ldv, up, ve + t, ldv, ci, last, add);
             }
         }
     }
@@ -311,8 +330,11 @@ static void winograd_run(float *out, const float *in, const float *w, const floa
 #pragma omp for schedule(dynamic)
         for (int64_t b = 0; b < p->nblocks; b++) {
             const int64_t t0 = b * p->T, cnt = min64(p->T, p->tiles - t0);
-            FOR_RUNS(p, t0, cnt, input_run(V, p->T, in, p, n, ty, tx, len, j));
-            gemm_block(M, V, U, p, cnt);
+            for (int64_t c0 = 0; c0 < p->Ci; c0 += p->vc) { /* V: WVC channels at a time, M their sum */
+                const int64_t c1 = min64(p->Ci, c0 + p->vc);
+                FOR_RUNS(p, t0, cnt, input_run(V, p->T, in, p, c0, c1, n, ty, tx, len, j));
+                gemm_block(M, V, U, p, cnt, c0, c1);
+            }
             FOR_RUNS(p, t0, cnt, output_run(out, M, p->T, bias, p, n, ty, tx, len, j));
         }
     }
