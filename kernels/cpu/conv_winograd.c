@@ -22,18 +22,26 @@
  *
  * Accuracy: the transforms add and subtract up to 9 terms (inputs, transformed products) and G has halves, so
  * each product carries a few more roundings than a direct one, and the transformed terms are larger than the
- * outputs they cancel into. Summed over the input channels in chunks of CONV_KCHUNK (128) as the gemm path
- * sums its C*9 terms, the rms error against float64 (He-initialised weights, ReLU inputs; 3 seeds) was 1.54-2.04x
- * the direct/im2col path's; in chunks of WINO_KCHUNK = 32 it is 1.18-1.36x in the forward and 1.01-1.13x in
- * the input-gradient, and 1.17-1.36x / 0.95-1.18x PyTorch's (64..512 channels; chunks of 16: 1.04-1.21x for
- * 8 % more time; tests/test_conv_winograd.py). The flush of a chunk's sums costs ~8 % against chunks of 128.
+ * outputs they cancel into. Summed over the input channels in chunks of CONV_KCHUNK (128), as the gemm path
+ * sums its C*9 terms, the rms error against float64 (He-initialised weights, ReLU or normal inputs, 64..512
+ * channels, 3 seeds; /tmp script, the test below keeps four of the shapes) was 1.34-2.04x the direct/im2col
+ * path's in the forward and 1.30-1.72x in the input-gradient. In chunks of WINO_KCHUNK = 32: forward 1.18-1.32x
+ * (ReLU inputs; 1.00-1.14x normal ones), input-gradient 1.01-1.30x; against PyTorch's 0.93-1.36x. Chunks of 16
+ * were 1.04-1.21x in the forward for 8 % more time than 32, which costs ~8 % against 128 (the flushes of a
+ * chunk's sums onto M). tests/test_conv_winograd.py bounds it at 1.6x both.
  *
- * Speed (one thread, CPU time, benchmarks/conv_gflops.py --threads 1 --clock cpu, batch 8, effective GFLOP/s =
- * the direct FLOPs over the time, on the shared 2-core SkylakeX development machine), direct/im2col ->
- * Winograd, forward | input-gradient: 64->64 56x56 139 -> 207 | 156 -> 212; 128->128 28x28 141 -> 257 |
- * 149 -> 247; 256->256 14x14 136 -> 235 | 137 -> 217; 512->512 7x7 113 -> 145 | 113 -> 110 (the weight's
- * transform; at batch 2 0.68x, so the rule wants 128 tiles there: 1.38x | 1.30x at batch 8 after blocking
- * the input-gradient's transform).
+ * Speed (benchmarks/conv_gflops.py --only 3x3 --threads 1 --clock cpu --rounds 5, batch 8, with
+ * GPUMEMNET_CONV_WINOGRAD=0 and unset, one after the other on the shared 2-core SkylakeX development machine;
+ * effective GFLOP/s = the direct FLOPs over the time; share of that run's sgemm of the same FLOPs):
+ *   forward          64->64 56x56 140 -> 221 (169 -> 264 %); 128->128 28x28 141 -> 273 (143 -> 270 %);
+ *                    256->256 14x14 141 -> 240 (88 -> 146 %); 512->512 7x7 110 -> 161 (77 -> 99 %)
+ *   input-gradient   142 -> 216 (171 -> 258 %); 147 -> 269 (149 -> 266 %); 141 -> 251 (88 -> 153 %);
+ *                    109 -> 146 (76 -> 90 %)
+ * In paired rounds (the two settings alternating in one process, one thread, CPU time) Winograd / direct-im2col
+ * was 1.4-1.9x at 64..256 channels with 64 tiles or more (batch 2 at 56x56, 28x28, 14x14: 1.46-1.75x fwd,
+ * 1.39-1.67x input-gradient), 1.3x / 1.1x at 512->512 7x7 batch 8 (128 tiles), and below 1 with few tiles per
+ * weight: 512->512 at 7x7 batch 2 1.0x / 0.6x, at 2x2 batch 4 0.4x / 0.3x (the weight's transform: U is 16 MiB
+ * there, written and read from DRAM). conv_winograd_use takes it only where it won.
  */
 #include "conv_internal.h"
 
@@ -44,9 +52,7 @@
 #define WNV 3  /* vectors of 16 tiles per register tile */
 #define WVC 64 /* input channels of V at a time (a multiple of WINO_KCHUNK) */
 #define WQB 16 /* pairs of input channels per block of the input-gradient's weight transform */
-#ifndef WINO_KCHUNK
-#define WINO_KCHUNK 32
-#endif
+#define WINO_KCHUNK 32 /* terms of a running float32 sum over the input channels (see Accuracy above) */
 
 /* The correlation the pass computes: out (N, Co, Ho, Wo, contiguous) from in (N, Ci, Hi, Wi; strides is[4],
  * unit column stride) with top/left padding pt, pl; the weight's element (o, i, r, s) at w[o*wso + i*wsi + tap]
@@ -245,7 +251,8 @@ static void output_run(float *out, const float *M, int64_t ldm, const float *bia
 }
 
 /* M rows [8 rb, 8 rb + 8) of element e, columns [t, t + 16 NV) (lanes of the last vector: last): the sum over
- * the input channels of U's packed block up (Ci x 8) times V's rows (ldv apart), in chunks of CONV_KCHUNK. */
+ * the input channels of U's packed block up (ci x 8) times V's rows (ldv apart), in chunks of WINO_KCHUNK,
+ * each chunk's sums stored (the first, unless add) or added onto M. */
 #define WINO_TILE(NV)                                                                                            \
     static inline void mm_##NV(float *mo, int64_t ldm, const float *up, const float *v, int64_t ldv, int64_t ci, \
                                __mmask16 last, int add) {                                                                 \
