@@ -141,10 +141,10 @@ def _rms_err(got, ref):
     return float(np.sqrt(np.mean((np.asarray(got, np.float64) - ref) ** 2)) / np.sqrt(np.mean(ref ** 2)))
 
 
-# measured (3 seeds, rms error over rms of the float64 result): Winograd / direct-im2col and / PyTorch
-#   64->64 8x8 1.29 / 1.26 fwd, 1.05 / 1.03 gradient; 128->128 14x14 1.22 / 1.19, 1.01 / 0.99;
-#   256->256 14x14 1.20 / 1.18, 1.03 / 1.01; 512->512 7x7 1.18 / 1.17, 1.09 / 1.03 (sums in chunks of 32 input
-#   channels; chunks of 128, as the gemm path, were up to 2.04x)
+# measured (3 seeds, rms error over rms of the float64 result, ReLU inputs): Winograd / direct-im2col and / PyTorch
+#   64->64 8x8 1.09 / 1.07 fwd, 0.90 / 0.87 gradient; 128->128 14x14 1.08 / 1.05, 0.89 / 0.87;
+#   256->256 14x14 1.13 / 1.11, 0.95 / 0.93; 512->512 7x7 1.21 / 1.19, 1.09 / 1.03 (sums in chunks of 16 input
+#   channels; chunks of 128, as the gemm path's, were up to 2.04x)
 @pytest.mark.parametrize("shape", [(4, 64, 8, 64), (2, 128, 14, 128), (2, 256, 14, 256), (2, 512, 7, 512)],
                          ids=lambda s: "x".join(map(str, s)))
 def test_error_against_float64_is_near_the_gemm_paths_and_pytorchs(shape, winograd):
@@ -173,8 +173,8 @@ def test_error_against_float64_is_near_the_gemm_paths_and_pytorchs(shape, winogr
     ty.backward(torch.tensor(dy))
     errs["torch"] = (_rms_err(ty.detach().numpy(), ref), _rms_err(tx.grad.numpy(), dref))
     for i, what in enumerate(("forward", "input gradient")):
-        assert errs["1"][i] <= 1.6 * errs["0"][i], (what, errs)
-        assert errs["1"][i] <= 1.6 * errs["torch"][i], (what, errs)
+        assert errs["1"][i] <= 1.4 * errs["0"][i], (what, errs)
+        assert errs["1"][i] <= 1.4 * errs["torch"][i], (what, errs)
         assert errs["1"][i] != errs["0"][i], "the two paths gave the same rounding: did Winograd run?"
 
 

@@ -24,11 +24,13 @@
  * each product carries a few more roundings than a direct one, and the transformed terms are larger than the
  * outputs they cancel into. Summed over the input channels in chunks of CONV_KCHUNK (128), as the gemm path
  * sums its C*9 terms, the rms error against float64 (He-initialised weights, ReLU or normal inputs, 64..512
- * channels, 3 seeds; /tmp script, the test below keeps four of the shapes) was 1.34-2.04x the direct/im2col
- * path's in the forward and 1.30-1.72x in the input-gradient. In chunks of WINO_KCHUNK = 32: forward 1.18-1.32x
- * (ReLU inputs; 1.00-1.14x normal ones), input-gradient 1.01-1.30x; against PyTorch's 0.93-1.36x. Chunks of 16
- * were 1.04-1.21x in the forward for 8 % more time than 32, which costs ~8 % against 128 (the flushes of a
- * chunk's sums onto M). tests/test_conv_winograd.py bounds it at 1.6x both.
+ * channels, 3 seeds; tests/test_conv_winograd.py keeps four of the shapes) was 1.34-2.04x the direct/im2col
+ * path's in the forward and 1.30-1.72x in the input-gradient; in chunks of 32, 1.00-1.32x and 1.01-1.30x, and
+ * the drop-in comparison (tests/dropin, issue 12's 3x rule) then found 2 arrays of resnet18 and 3 of googlenet
+ * beyond the rule (passing on conditioning) against 0 and 2 without Winograd. In chunks of WINO_KCHUNK = 16:
+ * forward 0.86-1.33x, input-gradient 0.86-1.13x the direct/im2col path's, 0.80-1.38x PyTorch's (the largest at
+ * 512 output channels), and resnet18 0, googlenet 1 arrays beyond the rule. Each chunk's flush of its sums onto
+ * M costs time: chunks of 16 ran ~10-15 % slower than chunks of 128 (the speeds below are with 16).
  *
  * Speed (benchmarks/conv_gflops.py --only 3x3 --threads 1 --clock cpu --rounds 5, batch 8, with
  * GPUMEMNET_CONV_WINOGRAD=0 and unset, one after the other on the shared 2-core SkylakeX development machine;
@@ -52,7 +54,7 @@
 #define WNV 3  /* vectors of 16 tiles per register tile */
 #define WVC 64 /* input channels of V at a time (a multiple of WINO_KCHUNK) */
 #define WQB 16 /* pairs of input channels per block of the input-gradient's weight transform */
-#define WINO_KCHUNK 32 /* terms of a running float32 sum over the input channels (see Accuracy above) */
+#define WINO_KCHUNK 16 /* terms of a running float32 sum over the input channels (see Accuracy above) */
 
 /* The correlation the pass computes: out (N, Co, Ho, Wo, contiguous) from in (N, Ci, Hi, Wi; strides is[4],
  * unit column stride) with top/left padding pt, pl; the weight's element (o, i, r, s) at w[o*wso + i*wsi + tap]
