@@ -33,17 +33,18 @@
  * M costs time: chunks of 16 ran ~10-15 % slower than chunks of 128 (the speeds below are with 16).
  *
  * Speed (benchmarks/conv_gflops.py --only 3x3 --threads 1 --clock cpu --rounds 5, batch 8, with
- * GPUMEMNET_CONV_WINOGRAD=0 and unset, one after the other on the shared 2-core SkylakeX development machine;
- * effective GFLOP/s = the direct FLOPs over the time; share of that run's sgemm of the same FLOPs):
- *   forward          64->64 56x56 140 -> 221 (169 -> 264 %); 128->128 28x28 141 -> 273 (143 -> 270 %);
- *                    256->256 14x14 141 -> 240 (88 -> 146 %); 512->512 7x7 110 -> 161 (77 -> 99 %)
- *   input-gradient   142 -> 216 (171 -> 258 %); 147 -> 269 (149 -> 266 %); 141 -> 251 (88 -> 153 %);
- *                    109 -> 146 (76 -> 90 %)
+ * GPUMEMNET_CONV_WINOGRAD=0 and unset, one after the other on the shared 2-core SkylakeX development machine
+ * (load 12); effective GFLOP/s = the direct FLOPs over the time; share of that run's sgemm of the same FLOPs):
+ *   forward          64->64 56x56 127 -> 194 (161 -> 241 %); 128->128 28x28 136 -> 227 (144 -> 243 %);
+ *                    256->256 14x14 125 -> 215 (88 -> 149 %); 512->512 7x7 107 -> 135 (77 -> 96 %)
+ *   input-gradient   131 -> 194 (166 -> 241 %); 139 -> 226 (148 -> 242 %); 129 -> 207 (91 -> 144 %);
+ *                    107 -> 116 (77 -> 82 %)
  * In paired rounds (the two settings alternating in one process, one thread, CPU time) Winograd / direct-im2col
- * was 1.4-1.9x at 64..256 channels with 64 tiles or more (batch 2 at 56x56, 28x28, 14x14: 1.46-1.75x fwd,
- * 1.39-1.67x input-gradient), 1.3x / 1.1x at 512->512 7x7 batch 8 (128 tiles), and below 1 with few tiles per
- * weight: 512->512 at 7x7 batch 2 1.0x / 0.6x, at 2x2 batch 4 0.4x / 0.3x (the weight's transform: U is 16 MiB
- * there, written and read from DRAM). conv_winograd_use takes it only where it won.
+ * was 1.3-1.6x at 64..256 channels and 64 tiles or more (batch 2 at 56x56, 28x28, 14x14: 1.41 / 1.46x,
+ * 1.55 / 1.62x, 1.35 / 1.34x forward / input-gradient; 64->64 at 8x8, batch 4, 64 tiles: 1.07 / 1.08x),
+ * 1.33 / 1.05x at 512->512 7x7 batch 8 (128 tiles), and below 1 with few tiles per weight: 512->512 at 7x7
+ * batch 2 1.10 / 0.61x, at 2x2 batch 4 0.4 / 0.3x (the weight's transform: U is 16 MiB there, written and read
+ * from DRAM). conv_winograd_use takes it only where it won.
  */
 #include "conv_internal.h"
 
