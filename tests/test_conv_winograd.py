@@ -275,3 +275,24 @@ def test_what_it_never_takes(winograd, threads):
     x, w = R(2, 64, 8, 8), R(64, 64, 3, 3)
     out = conv2d(T(x, gm.float64), T(w, gm.float64), padding=1)
     assert_close(out, ref_conv2d(x, w, None, 1, 1), 1e-10, 1e-10, what="float64")
+
+
+def test_empty_batch_and_image(winograd):
+    """Forced on, an empty batch gives empty results and its passes ask for no workspace, on the CPU as on meta;
+    an empty image stays an error."""
+    w, b = gm.zeros((64, 64, 3, 3)), gm.ones(64)
+    for dev in ("cpu", "meta"):
+        peaks = []
+        for mode in ("1", "0"):
+            winograd(mode)
+            x, wd = gm.zeros((0, 64, 8, 8), device=dev), w.to(dev)
+            gm.memory.reset_peak_memory_stats(dev)
+            out = conv2d(x, wd, padding=1)
+            dx = _C.conv2d_backward(gm.zeros((0, 64, 8, 8), device=dev), None, wd, 1, 1, 1, 1, (True, False, False),
+                                    (0, 64, 8, 8))[0]
+            assert tuple(out.shape) == (0, 64, 8, 8) and tuple(dx.shape) == (0, 64, 8, 8)
+            peaks.append(gm.memory.memory_stats(dev)["by_category"]["workspace"]["peak"])
+        assert peaks == [0, 0], (dev, peaks)
+    winograd("1")
+    with pytest.raises(gm.ArgumentError, match="height and width"):  # an image of no rows: an error
+        conv2d(gm.zeros((2, 64, 0, 5)), w, b, padding=1)

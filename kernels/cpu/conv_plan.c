@@ -218,10 +218,11 @@ int conv_winograd_use(const conv_geom *g, conv_pass pass, int nthreads) {
     (void)nthreads; /* the threads share the tiles and the weight's transform alike: the same rule */
     /* The output tiles (2x2) and what they waste on an odd edge: at least 8 outputs in 3 tiles (7x7: 49 in 16,
      * 5x5: 25 in 9; not 3x3, 9 in 4, nor 1x1). The transformed weight (16/9 of the weight, written every call)
-     * is paid back over the tiles: 64 or more up to 256x256 channels (single thread, CPU time against the
-     * direct/im2col path: 4x256->256 at 7x7 1.40x fwd / 1.16x input-gradient; at 4x4 with 16 tiles 1.27x / 0.98x),
-     * 128 or more beyond, where the weight comes from DRAM (512->512 at 7x7: 64 tiles 1.00x / 0.67x, 128 tiles
-     * 1.47x / 1.11x; batch 4 at 2x2, ResNet-18's last stage at 64x64: 0.48x / 0.24x). */
+     * is paid back over the tiles: 64 or more up to 256x256 channels, 128 or more beyond, where the weight comes
+     * from DRAM. Against the direct/im2col path (one thread, CPU time, paired rounds; forward / input-gradient):
+     * 64 tiles: 64->64 at 8x8 1.07 / 1.08x, 256->256 at 7x7 1.24 / 1.18x, at 4x4 1.32 / 1.21x; 16 tiles:
+     * 256->256 at 4x4 1.27 / 0.98x; 512->512 at 7x7: 32 tiles 1.10 / 0.61x, 64 tiles 1.06 / 0.75x, 128 tiles
+     * 1.33 / 1.05x; 4 tiles (batch 4 at 2x2, ResNet-18's last stage at 64x64) 0.4 / 0.3x. */
     const int64_t P = pass == CONV_FORWARD ? g->P : g->H, Q = pass == CONV_FORWARD ? g->Q : g->W;
     const int64_t tiles = g->N * ((P + 1) / 2) * ((Q + 1) / 2);
     if (3 * g->N * P * Q < 8 * tiles) return 0;
@@ -231,7 +232,7 @@ int conv_winograd_use(const conv_geom *g, conv_pass pass, int nthreads) {
 size_t conv2d_workspace_nbytes(const conv_geom *g, gm_dtype dt, conv_pass pass, size_t limit, int nthreads) {
     if (dt == GM_F32 && pass != CONV_BACKWARD_WEIGHT && conv_winograd_use(g, pass, nthreads) && g->N > 0 &&
         conv_winograd_ws_nbytes(g, pass, nthreads) <= limit) {
-        if (pass == CONV_FORWARD ? g->K * g->P * g->Q == 0 : g->C * g->H * g->W == 0) return 0;
+        if (pass == CONV_FORWARD ? g->K * g->P * g->Q == 0 : g->C * g->H * g->W * g->P * g->Q == 0) return 0;
         return conv_winograd_ws_nbytes(g, pass, nthreads);
     }
     if (is_half(dt)) return half_workspace_nbytes(g, pass, limit, nthreads);
