@@ -39,8 +39,8 @@ def _cdiv(a, b):
 def wino_bytes(ci, co, ho, wo, n, nthreads):
     """conv_winograd.c's workspace, as make_plan sizes it: the transformed weight (16 x Co rounded up to 8 x Ci
     floats), then per thread the transformed input tiles of up to 64 input channels at a time (16 x min(Ci, 64) x T)
-    and the products (16 x Co8 x T), each rounded up to 64 bytes, T tiles per block (a multiple of 16: 512 KiB per
-    thread, at least 48 tiles; all Ci at a time beyond 256 output channels); the allocator rounds the whole up to
+    and the products (16 x Co8 x T), each rounded up to 64 bytes, T tiles per block (in rows rounded up to 16: 512
+    KiB per thread, at least 48 tiles; all Ci at a time beyond 256 output channels); the allocator rounds the whole up to
     512 bytes."""
     tiles = n * _cdiv(ho, 2) * _cdiv(wo, 2)
     co8 = _cdiv(co, 8) * 8
@@ -50,10 +50,11 @@ def wino_bytes(ci, co, ho, wo, n, nthreads):
     nb = max(1, _cdiv(tiles, cap))
     if nt > 1:
         nb = min(_cdiv(nb, nt) * nt, max(1, _cdiv(tiles, 16)))
-    t = _cdiv(max(1, _cdiv(tiles, nb)), 16) * 16
+    t = max(1, _cdiv(tiles, nb))
+    ldv = _cdiv(t, 16) * 16
     nt = min(nt, max(1, _cdiv(tiles, t)))
     fb = lambda k: _cdiv(k * 4, 64) * 64  # noqa: E731
-    n_bytes = fb(16 * co8 * ci) + nt * (fb(16 * vc * t) + fb(16 * co8 * t))
+    n_bytes = fb(16 * co8 * ci) + nt * (fb(16 * vc * ldv) + fb(16 * co8 * ldv))
     return _cdiv(n_bytes, 512) * 512
 
 

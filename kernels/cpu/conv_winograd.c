@@ -65,7 +65,7 @@ typedef struct {
     int64_t wso, wsi;
     int flip;
     int64_t TH, TW, tiles;     /* tile rows and columns per item, tiles in all */
-    int64_t T, nblocks, co8;   /* tiles per block (a multiple of 16), blocks, Co rounded up to 8 */
+    int64_t T, ldv, nblocks, co8; /* tiles per block, a row of V or M (T rounded up to 16), blocks, Co to 8 */
     int64_t vc;                /* input channels V holds at a time */
     int nt;
     size_t u_floats, v_floats, m_floats; /* U; a thread's V and M */
@@ -107,12 +107,15 @@ static wino_plan make_plan(const conv_geom *g, conv_pass pass, int nthreads) {
     /* blocks of at most `cap` tiles, as many as a multiple of the threads where there are enough tiles */
     int64_t nb = max64(1, ceil_div64(p.tiles, cap));
     if (p.nt > 1) nb = min64(round_up(nb, p.nt), max64(1, ceil_div64(p.tiles, 16)));
-    p.T = round_up(max64(1, ceil_div64(p.tiles, nb)), 16);
+    /* blocks of equal tiles (98 tiles at 2 threads: 25 + 25 | 25 + 23, not 32 + 32 | 32 + 2) in rows of whole
+     * cache lines */
+    p.T = max64(1, ceil_div64(p.tiles, nb));
+    p.ldv = round_up(p.T, 16);
     p.nblocks = p.tiles ? ceil_div64(p.tiles, p.T) : 0;
     if (p.nt > p.nblocks) p.nt = (int)max64(1, p.nblocks);
     p.u_floats = (size_t)(16 * p.co8 * p.Ci);
-    p.v_floats = (size_t)(16 * p.vc * p.T);
-    p.m_floats = (size_t)(16 * p.co8 * p.T);
+    p.v_floats = (size_t)(16 * p.vc * p.ldv);
+    p.m_floats = (size_t)(16 * p.co8 * p.ldv);
     return p;
 }
 
@@ -292,7 +295,7 @@ WINO_TILE(3)
 /* M (+)= U V over input channels [c0, c1), V holding just those (adding onto M after the first). */
 static void gemm_block(float *M, const float *V, const float *U, const wino_plan *p, int64_t cnt, int64_t c0,
                        int64_t c1) {
-    const int64_t ldv = p->T, ci = c1 - c0, add = c0 > 0;
+    const int64_t ldv = p->ldv, ci = c1 - c0, add = c0 > 0;
     for (int e = 0; e < 16; e++) {
         const float *ve = V + (size_t)e * (size_t)(p->vc * ldv), *ue = U + (size_t)e * (size_t)(p->co8 * p->Ci);
         float *me = M + (size_t)e * (size_t)(p->co8 * ldv);
@@ -342,10 +345,10 @@ static void winograd_run(float *out, const float *in, const float *w, const floa
             const int64_t t0 = b * p->T, cnt = min64(p->T, p->tiles - t0);
             for (int64_t c0 = 0; c0 < p->Ci; c0 += p->vc) { /* V: WVC channels at a time, M their sum */
                 const int64_t c1 = min64(p->Ci, c0 + p->vc);
-                FOR_RUNS(p, t0, cnt, input_run(V, p->T, in, p, c0, c1, n, ty, tx, len, j));
+                FOR_RUNS(p, t0, cnt, input_run(V, p->ldv, in, p, c0, c1, n, ty, tx, len, j));
                 gemm_block(M, V, U, p, cnt, c0, c1);
             }
-            FOR_RUNS(p, t0, cnt, output_run(out, M, p->T, bias, p, n, ty, tx, len, j));
+            FOR_RUNS(p, t0, cnt, output_run(out, M, p->ldv, bias, p, n, ty, tx, len, j));
         }
     }
 }
