@@ -34,6 +34,12 @@ int conv2d_forward(void *out, const void *inp, const void *weight, const void *b
                    gm_dtype dt, void *ws, size_t ws_nbytes, int nthreads) {
     int st = conv_check_geom(g);
     if (st) return st;
+    if (dt == GM_F32 && ws && conv_winograd_use(g, CONV_FORWARD, nthreads) && g->N * g->K * g->P * g->Q > 0 &&
+        ws_nbytes >= conv_winograd_ws_nbytes(g, CONV_FORWARD, nthreads)) {
+        if (!out || !weight || !inp) return GM_ERR_ARG;
+        conv_winograd_forward(out, inp, weight, bias, g, ws, nthreads);
+        return GM_OK;
+    }
     if (dt == GM_F32 && ws && conv_direct_use(g, CONV_FORWARD) &&
         ws_nbytes >= conv_direct_ws_nbytes(g, CONV_FORWARD)) {
         if (g->N * g->K * g->P * g->Q == 0) return GM_OK;
@@ -51,6 +57,12 @@ int conv2d_backward_data(void *dinp, const void *dout, const void *weight, const
                          gm_dtype dt, void *ws, size_t ws_nbytes, int nthreads) {
     int st = conv_check_geom(g);
     if (st) return st;
+    if (dt == GM_F32 && ws && conv_winograd_use(g, CONV_BACKWARD_DATA, nthreads) && g->N * g->C * g->H * g->W > 0 &&
+        g->P * g->Q > 0 && ws_nbytes >= conv_winograd_ws_nbytes(g, CONV_BACKWARD_DATA, nthreads)) {
+        if (!dinp || !weight || !dout) return GM_ERR_ARG;
+        conv_winograd_backward_data(dinp, dout, weight, bias, g, ws, nthreads);
+        return GM_OK;
+    }
     if (dt == GM_F32 && ws && conv_direct_use(g, CONV_BACKWARD_DATA) &&
         ws_nbytes >= conv_direct_ws_nbytes(g, CONV_BACKWARD_DATA)) {
         if (g->N * g->C * g->H * g->W == 0) return GM_OK;

@@ -4,7 +4,7 @@
  * One geometry describes a convolution and both of its gradients; conv_transpose2d is the input-gradient of
  * the convolution whose input is its output, so it needs no kernel of its own (csrc maps it onto these).
  *
- * Five algorithms, chosen here from the geometry (and, for the direct one, the dtype and the CPU):
+ * Six algorithms, chosen here from the geometry (and, for the direct one, the dtype and the CPU):
  *   depthwise  groups > 1 with one input channel per group (C == G): a direct loop, no workspace.
  *   pointwise  1x1, stride 1, no padding, over an input whose (H, W) planes are contiguous: the input already
  *              is the column matrix, so each pass is one gemm per (item, group), no workspace.
@@ -12,12 +12,18 @@
  *              at least 8 channels per group each way (conv_direct.c; conv_plan.c's conv_direct_use says
  *              where it wins): the forward and input-gradient read the input straight from its planes, the
  *              workspace holds only the repacked weight; the 3x3 weight-gradient up to 64x64 channels (where
- *              wgrad below does not run) needs none. Also the stride-2 forward and input-gradient (7x7/2, 3x3/2, conv_transpose2d 2x2/2, ...):
+ *              wgrad below does not run) needs none. Also the stride-2 forward and input-gradient (7x7/2, 3x3/2,
+ *              conv_transpose2d 2x2/2, ...):
  *              the workspace adds one item's input (forward) or input-gradient in four phases (4 C planes of
  *              the output's size).
  *   wgrad      the float32 weight-gradient on a CPU with AVX-512, one group, K a multiple of 16, C >= 16, any
  *              kernel, stride, padding, dilation and input strides, at least 256 positions per group of items
  *              (conv_wgrad.c): the workspace holds grad_output transposed, about 1 MiB of it at a time.
+ *   winograd   float32 on a CPU with AVX-512, 3x3, stride 1, dilation 1, one group, 64 or more channels each
+ *              way, forward and input-gradient, where conv_plan.c's conv_winograd_use says it wins (enough 2x2
+ *              output tiles to pay for transforming the weight; GPUMEMNET_CONV_WINOGRAD=0/1 forces it off/on):
+ *              conv_winograd.c. The workspace holds the transformed weight (16/9 of the weight) and per thread
+ *              blocks of transformed tiles (about 512 KiB), whatever the batch.
  *   im2col     everything else: the column matrix (C/G*R*S rows) is built one tile of output positions at a
  *              time in the workspace, so the workspace is bounded by the caller's limit, not by the image.
  *

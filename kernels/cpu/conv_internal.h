@@ -129,6 +129,18 @@ int conv_check_geom(const conv_geom *g);
  * stride 2 one item's input or input-gradient in four phases), the weight-gradient none. */
 int conv_direct_use(const conv_geom *g, conv_pass pass);
 
+/* Whether a float32 forward or input-gradient runs Winograd F(2x2, 3x3) (conv_winograd.c): 3x3, stride 1,
+ * dilation 1, one group, at least 64 channels each way, AVX-512, where it measured faster (or as
+ * GPUMEMNET_CONV_WINOGRAD=0/1 forces); it also needs ws_nbytes >= conv_winograd_ws_nbytes. */
+int conv_winograd_use(const conv_geom *g, conv_pass pass, int nthreads);
+
+/* ---- conv_winograd.c: float32 only, AVX-512 only (call after conv_winograd_use) -------------------------- */
+size_t conv_winograd_ws_nbytes(const conv_geom *g, conv_pass pass, int nthreads);
+void conv_winograd_forward(float *out, const float *x, const float *w, const float *bias, const conv_geom *g,
+                           float *ws, int nthreads);
+void conv_winograd_backward_data(float *dx, const float *dout, const float *w, const float *bias,
+                                 const conv_geom *g, float *ws, int nthreads);
+
 /* ---- conv_direct.c: float32 only, AVX-512 only (call after conv_direct_use) ------------------------------ */
 size_t conv_direct_ws_nbytes(const conv_geom *g, conv_pass pass);
 void conv_direct_forward(float *out, const float *x, const float *w, const float *bias, const conv_geom *g,

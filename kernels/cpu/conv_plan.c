@@ -4,6 +4,8 @@
  * meta plans with it exactly as the CPU does), the OpenBLAS thread guard and the geometry's checks. */
 #include "conv_internal.h"
 
+#include <stdlib.h>
+
 /* Whether element (h, w) of every (n, c) plane of inp is at h*W + w: the plane is a contiguous row of H*W. */
 static int planes_contiguous(const conv_geom *g) {
     return (g->W == 1 || g->xs[3] == 1) && (g->H == 1 || g->xs[2] == g->W);
@@ -237,7 +239,38 @@ int conv_direct_use(const conv_geom *g, conv_pass pass) {
     return 1;
 }
 
+/* Winograd F(2x2, 3x3) (conv_winograd.c) where it applies: see there for the measurements behind the choice.
+ * GPUMEMNET_CONV_WINOGRAD=0 turns it off, =1 on wherever it applies (tests, benchmarks); read on every call, so
+ * a test can switch it (meta and the CPU plan alike). */
+int conv_winograd_use(const conv_geom *g, conv_pass pass, int nthreads) {
+    static int avx512 = -1;
+    if (avx512 < 0) avx512 = __builtin_cpu_supports("avx512f") ? 1 : 0;
+    if (!avx512 || pass == CONV_BACKWARD_WEIGHT) return 0;
+    if (g->R != 3 || g->S != 3 || g->sh != 1 || g->sw != 1 || g->dh != 1 || g->dw != 1 || g->G != 1) return 0;
+    if (g->C < 64 || g->K < 64 || g->K * g->C * 9 > INT_MAX) return 0;
+    if (pass == CONV_FORWARD ? g->W > 1 && g->xs[3] != 1 : g->ph > 2 || g->pw > 2) return 0;
+    const char *env = getenv("GPUMEMNET_CONV_WINOGRAD");
+    if (env && (env[0] == '0' || env[0] == '1')) return env[0] == '1';
+    (void)nthreads; /* the threads share the tiles and the weight's transform alike: the same rule */
+    /* The output tiles (2x2) and what they waste on an odd edge: at least 8 outputs in 3 tiles (7x7: 49 in 16,
+     * 5x5: 25 in 9; not 3x3, 9 in 4, nor 1x1). The transformed weight (16/9 of the weight, written every call)
+     * is paid back over the tiles: 64 or more up to 256x256 channels, 128 or more beyond, where the weight comes
+     * from DRAM. Against the direct/im2col path (one thread, CPU time, paired rounds; forward / input-gradient):
+     * 64 tiles: 64->64 at 8x8 1.07 / 1.08x, 256->256 at 7x7 1.24 / 1.18x, at 4x4 1.32 / 1.21x; 16 tiles:
+     * 256->256 at 4x4 1.27 / 0.98x; 512->512 at 7x7: 32 tiles 1.10 / 0.61x, 64 tiles 1.06 / 0.75x, 128 tiles
+     * 1.33 / 1.05x; 4 tiles (batch 4 at 2x2, ResNet-18's last stage at 64x64) 0.4 / 0.3x. */
+    const int64_t P = pass == CONV_FORWARD ? g->P : g->H, Q = pass == CONV_FORWARD ? g->Q : g->W;
+    const int64_t tiles = g->N * ((P + 1) / 2) * ((Q + 1) / 2);
+    if (3 * g->N * P * Q < 8 * tiles) return 0;
+    return tiles >= (g->C * g->K <= 256 * 256 ? 64 : 128);
+}
+
 size_t conv2d_workspace_nbytes(const conv_geom *g, gm_dtype dt, conv_pass pass, size_t limit, int nthreads) {
+    if (dt == GM_F32 && pass != CONV_BACKWARD_WEIGHT && conv_winograd_use(g, pass, nthreads) && g->N > 0 &&
+        conv_winograd_ws_nbytes(g, pass, nthreads) <= limit) {
+        if (pass == CONV_FORWARD ? g->K * g->P * g->Q == 0 : g->C * g->H * g->W * g->P * g->Q == 0) return 0;
+        return conv_winograd_ws_nbytes(g, pass, nthreads);
+    }
     if (is_half(dt)) return half_workspace_nbytes(g, dt, pass, limit, nthreads);
     if (dt == GM_F32 && pass == CONV_BACKWARD_WEIGHT && conv_wgrad_use(g) && conv_wgrad_fits(g, limit) &&
         g->K * g->C * g->R * g->S * g->P * g->Q > 0)
