@@ -2,6 +2,7 @@
 non_blocking=True that keep the pinned source from reuse until the stream passed them, DataLoader(pin_memory=True),
 and the errors without CUDA. The emulator runs copies at once; gm_emu_hold_streams (_C._emu_hold_streams) keeps
 their events pending as a GPU's queue would, so the deferred reuse can be observed."""
+import gc
 import warnings
 
 import numpy as np
@@ -20,6 +21,7 @@ requires_emulator = pytest.mark.skipif(not EMULATOR, reason="needs the emulator 
 
 @pytest.fixture
 def clean_pinned():
+    gc.collect()  # pinned staging an earlier test left in a reference cycle (an offloading optimizer and its hooks)
     gm.memory.set_limit(PINNED, None)
     gm.memory.empty_cache(PINNED)
     yield
