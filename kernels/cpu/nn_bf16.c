@@ -9,6 +9,7 @@
 #include "activation.h"
 #include "bf16_convert.h"
 #include "nn_dtype.h"
+#include "norm_channel.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -280,27 +281,16 @@ int batchnorm_forward_bf16(uint16_t *out, void *mean, void *invstd, void *runnin
     const int nt = nn_threads(cnt * C, nthreads);
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
     for (int64_t c = 0; c < C; c++) {
-        double mu, is;
+        double mu = 0.0, ss = 0.0;
         if (training) {
-            double s = 0.0, ss = 0.0;
+            double s = 0.0;
             for (int64_t n = 0; n < N; n++) s += row_sum(inp + (n * C + c) * HW, HW);
             mu = s / (double)cnt;
             for (int64_t n = 0; n < N; n++) ss += row_sqdev(inp + (n * C + c) * HW, HW, (float)mu);
-            is = 1.0 / sqrt(ss / (double)cnt + eps);
-            if (running_mean)
-                nn_st(running_mean, c, rdt, (1.0 - momentum) * nn_ld(running_mean, c, rdt) + momentum * mu);
-            if (running_var && cnt > 1) {
-                const double unbiased = ss / (double)(cnt - 1);
-                nn_st(running_var, c, rdt, (1.0 - momentum) * nn_ld(running_var, c, rdt) + momentum * unbiased);
-            }
-        } else {
-            mu = nn_ld(running_mean, c, rdt);
-            is = 1.0 / sqrt(nn_ld(running_var, c, rdt) + eps);
         }
-        nn_st(mean, c, sdt, mu);
-        nn_st(invstd, c, sdt, is);
-        const double a = (weight ? nn_ld(weight, c, wdt) : 1.0) * is;
-        const double b = (bias ? nn_ld(bias, c, wdt) : 0.0) - mu * a;
+        double a, b;
+        bn_channel_affine(c, training, mu, ss, cnt, mean, invstd, running_mean, running_var, weight, bias, wdt, rdt,
+                          sdt, momentum, eps, &a, &b);
         for (int64_t n = 0; n < N; n++) row_affine(out + (n * C + c) * HW, inp + (n * C + c) * HW, HW, (float)a, (float)b);
     }
     return GM_OK;

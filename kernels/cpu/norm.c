@@ -5,6 +5,7 @@
 #include "nn_bf16.h"
 #include "norm_f32.h"
 #include "nn_dtype.h"
+#include "norm_channel.h"
 
 /* Run BODY for each element index I of channel c of an (N, C, HW) array. */
 #define CHANNEL_LOOP(I, ...)                                                                                 \
@@ -34,28 +35,17 @@ int batchnorm_forward(void *out, void *mean, void *invstd, void *running_mean, v
     (void)nt;
     NN_DISPATCH(dt, _Pragma("omp parallel for schedule(static) num_threads(nt)")
     for (int64_t c = 0; c < C; c++) {
-        double mu, is;
+        double mu = 0.0, ss = 0.0;
         if (training) {
-            double s = 0.0, ss = 0.0;
+            double s = 0.0;
             CHANNEL_LOOP(i, s += nn_ld(inp, i, DT))
             mu = s / (double)cnt;
             CHANNEL_LOOP(i, const double d = nn_ld(inp, i, DT) - mu; ss += d * d)
-            is = 1.0 / sqrt(ss / (double)cnt + eps);
-            if (running_mean)
-                nn_st(running_mean, c, rdt, (1.0 - momentum) * nn_ld(running_mean, c, rdt) + momentum * mu);
-            if (running_var && cnt > 1) {
-                const double unbiased = ss / (double)(cnt - 1);
-                nn_st(running_var, c, rdt, (1.0 - momentum) * nn_ld(running_var, c, rdt) + momentum * unbiased);
-            }
-        } else {
-            mu = nn_ld(running_mean, c, rdt);
-            is = 1.0 / sqrt(nn_ld(running_var, c, rdt) + eps);
         }
-        nn_st(mean, c, sdt, mu);
-        nn_st(invstd, c, sdt, is);
+        double a, b;
+        bn_channel_affine(c, training, mu, ss, cnt, mean, invstd, running_mean, running_var, weight, bias, wdt, rdt,
+                          sdt, momentum, eps, &a, &b);
         /* out = x * a + b' with a = w * invstd, b' = bias - mean * a: one multiply-add per element */
-        const double a = (weight ? nn_ld(weight, c, wdt) : 1.0) * is;
-        const double b = (bias ? nn_ld(bias, c, wdt) : 0.0) - mu * a;
         CHANNEL_LOOP(i, nn_st(out, i, DT, nn_ld(inp, i, DT) * a + b))
     })
     return GM_OK;
