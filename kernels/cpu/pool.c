@@ -17,23 +17,19 @@ static void zero(void *p, gm_dtype dt, int64_t n) { memset(p, 0, (size_t)n * gm_
 
 /* ---- max ------------------------------------------------------------------------------------------------ */
 
-/* The argmax of output (oh, ow)'s window in plane `base` of inp (its flat h*W + w, -1 for an empty window) and
- * the max in *best. Strictly greater keeps the first maximum; a NaN always wins (the last one), as in PyTorch.
- * The forward's indices and the backward that recomputes them from the input (maxpool2d_backward_input) both
- * come from here, so they agree bit for bit. */
-static inline __attribute__((always_inline)) int64_t window_argmax(gm_dtype dt, const void *inp, const int64_t in[4],
-                                                                   const pool2d_geom *g, int64_t base, int64_t oh,
-                                                                   int64_t ow, double *best_out) {
-    int64_t h0, nh, w0, nw;
-    pool_max_taps(oh, g->sh, g->ph, g->kh, g->dh, g->H, &h0, &nh);
-    pool_max_taps(ow, g->sw, g->pw, g->kw, g->dw, g->W, &w0, &nw);
+/* The max of output (oh, ow)'s window in plane `base` of inp in *best_out, and an index of the argmax that walks
+ * alongside the taps: `first` at the window's first tap in range, +dj along a row, +di from row to row (-1 for an
+ * empty window). Strictly greater keeps the first maximum; a NaN always wins (the last one), as in PyTorch. */
+static inline __attribute__((always_inline)) int64_t window_max_at(gm_dtype dt, const void *inp, const int64_t in[4],
+                                                                   const pool2d_geom *g, int64_t base, int64_t h0,
+                                                                   int64_t nh, int64_t w0, int64_t nw, int64_t first,
+                                                                   int64_t di, int64_t dj, double *best_out) {
     const int64_t step_h = g->dh * in[2], step_w = g->dw * in[3];
     double best = -INFINITY;
-    int64_t arg = -1, row = base + h0 * in[2] + w0 * in[3], pos_row = h0 * g->W + w0;
-    /* pos walks the flat position of each tap alongside the memory offset */
-    for (int64_t i = 0; i < nh; i++, row += step_h, pos_row += g->dh * g->W) {
-        int64_t q = row, pos = pos_row;
-        for (int64_t j = 0; j < nw; j++, q += step_w, pos += g->dw) {
+    int64_t arg = -1, row = base + h0 * in[2] + w0 * in[3], idx_row = first;
+    for (int64_t i = 0; i < nh; i++, row += step_h, idx_row += di) {
+        int64_t q = row, idx = idx_row;
+        for (int64_t j = 0; j < nw; j++, q += step_w, idx += dj) {
             const double v = pool_ld(dt, inp, q);
             /* Select by mask, not by branch: on real data the branch is taken at random and its
              * mispredictions cost more than the whole window. */
@@ -43,11 +39,22 @@ static inline __attribute__((always_inline)) int64_t window_argmax(gm_dtype dt, 
             memcpy(&bb, &best, 8);
             bb = (vb & m) | (bb & ~m);
             memcpy(&best, &bb, 8);
-            arg = (int64_t)(((uint64_t)pos & m) | ((uint64_t)arg & ~m));
+            arg = (int64_t)(((uint64_t)idx & m) | ((uint64_t)arg & ~m));
         }
     }
     *best_out = best;
     return arg;
+}
+
+/* The argmax as its flat h*W + w in the plane. The forward's indices and the backward that recomputes them from
+ * the input (maxpool2d_backward_input) both come from here, so they agree bit for bit. */
+static inline __attribute__((always_inline)) int64_t window_argmax(gm_dtype dt, const void *inp, const int64_t in[4],
+                                                                   const pool2d_geom *g, int64_t base, int64_t oh,
+                                                                   int64_t ow, double *best_out) {
+    int64_t h0, nh, w0, nw;
+    pool_max_taps(oh, g->sh, g->ph, g->kh, g->dh, g->H, &h0, &nh);
+    pool_max_taps(ow, g->sw, g->pw, g->kw, g->dw, g->W, &w0, &nw);
+    return window_max_at(dt, inp, in, g, base, h0, nh, w0, nw, h0 * g->W + w0, g->dh * g->W, g->dw, best_out);
 }
 
 static inline __attribute__((always_inline)) void maxpool_row(gm_dtype dt, void *out, int64_t *ind,
@@ -173,25 +180,8 @@ static inline __attribute__((always_inline)) int64_t window_argmax_tap(gm_dtype 
     int64_t h0, nh, w0, nw;
     pool_max_taps(oh, g->sh, g->ph, g->kh, g->dh, g->H, &h0, &nh);
     pool_max_taps(ow, g->sw, g->pw, g->kw, g->dw, g->W, &w0, &nw);
-    const int64_t step_h = g->dh * in[2], step_w = g->dw * in[3];
     const int64_t i0 = (h0 - (oh * g->sh - g->ph)) / g->dh, j0 = (w0 - (ow * g->sw - g->pw)) / g->dw;
-    double best = -INFINITY;
-    int64_t arg = -1, row = base + h0 * in[2] + w0 * in[3], tap_row = i0 * g->kw + j0;
-    for (int64_t i = 0; i < nh; i++, row += step_h, tap_row += g->kw) {
-        int64_t q = row, tap = tap_row;
-        for (int64_t j = 0; j < nw; j++, q += step_w, tap++) {
-            const double v = pool_ld(dt, inp, q);
-            const uint64_t m = -(uint64_t)((v > best) | (v != v)); /* window_argmax's branch-free select */
-            uint64_t vb, bb;
-            memcpy(&vb, &v, 8);
-            memcpy(&bb, &best, 8);
-            bb = (vb & m) | (bb & ~m);
-            memcpy(&best, &bb, 8);
-            arg = (int64_t)(((uint64_t)tap & m) | ((uint64_t)arg & ~m));
-        }
-    }
-    *best_out = best;
-    return arg;
+    return window_max_at(dt, inp, in, g, base, h0, nh, w0, nw, i0 * g->kw + j0, g->kw, 1, best_out);
 }
 
 static inline __attribute__((always_inline)) void maxpool_row_taps(gm_dtype dt, void *out, int8_t *taps,
