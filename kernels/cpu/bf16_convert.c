@@ -5,6 +5,8 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+
+#include "bf16_lanes.h"
 #define GM_CVT_X86 1
 #endif
 
@@ -17,22 +19,12 @@ static void bf16_to_f32_scalar(float *d, const uint16_t *s, int64_t n) {
 }
 
 #ifdef GM_CVT_X86
-/* gm_float_to_bf16 on 16 lanes: (x + 0x7fff + lsb) >> 16, and (x >> 16) | 0x40 for a nan. */
-__attribute__((target("avx512f,avx512bw,avx512vl"))) static inline __m256i narrow16(__m512i x) {
-    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
-    const __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(x, _mm512_set1_epi32(0x7fff)), lsb), 16);
-    const __m512i q = _mm512_or_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(0x40));
-    const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(x, _mm512_set1_epi32(0x7fffffff)),
-                                                  _mm512_set1_epi32(0x7f800000));
-    return _mm512_cvtepi32_epi16(_mm512_mask_blend_epi32(nan, r, q));
-}
-
 __attribute__((target("avx512f,avx512bw,avx512vl"))) static void f32_to_bf16_avx512(uint16_t *d, const float *s, int64_t n) {
     int64_t i = 0;
-    for (; i + 16 <= n; i += 16) _mm256_storeu_si256((__m256i *)(d + i), narrow16(_mm512_loadu_si512(s + i)));
+    for (; i + 16 <= n; i += 16) _mm256_storeu_si256((__m256i *)(d + i), gm_bf16_narrow16(_mm512_loadu_si512(s + i)));
     if (i < n) {
         const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
-        _mm256_mask_storeu_epi16(d + i, m, narrow16(_mm512_maskz_loadu_epi32(m, s + i)));
+        _mm256_mask_storeu_epi16(d + i, m, gm_bf16_narrow16(_mm512_maskz_loadu_epi32(m, s + i)));
     }
 }
 

@@ -13,6 +13,8 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+
+#include "bf16_lanes.h"
 #define NN_BF16_X86 1
 #define AVX512_FN __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
 #endif
@@ -47,17 +49,8 @@ AVX512_FN static inline __m512 wide(__m256i h) {
 AVX512_FN static inline __m512 ld(const uint16_t *p) { return wide(_mm256_loadu_si256((const __m256i *)p)); }
 AVX512_FN static inline __m512 ldm(const uint16_t *p, __mmask16 m) { return wide(_mm256_maskz_loadu_epi16(m, p)); }
 
-/* gm_float_to_bf16 on 16 lanes (bf16_convert.c's narrow16, which is private to that file): round to nearest
- * even, a nan becomes a quiet nan. vcvtneps2bf16 would be one instruction but flushes subnormals to zero. */
-AVX512_FN static inline __m256i narrow(__m512 f) {
-    const __m512i x = _mm512_castps_si512(f);
-    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
-    const __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(x, _mm512_set1_epi32(0x7fff)), lsb), 16);
-    const __m512i q = _mm512_or_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(0x40));
-    const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(x, _mm512_set1_epi32(0x7fffffff)),
-                                                  _mm512_set1_epi32(0x7f800000));
-    return _mm512_cvtepi32_epi16(_mm512_mask_blend_epi32(nan, r, q));
-}
+/* gm_float_to_bf16 on 16 lanes (bf16_lanes.h) */
+AVX512_FN static inline __m256i narrow(__m512 f) { return gm_bf16_narrow16(_mm512_castps_si512(f)); }
 AVX512_FN static inline void st(uint16_t *p, __m512 f) { _mm256_storeu_si256((__m256i *)p, narrow(f)); }
 AVX512_FN static inline void stm(uint16_t *p, __mmask16 m, __m512 f) { _mm256_mask_storeu_epi16(p, m, narrow(f)); }
 
