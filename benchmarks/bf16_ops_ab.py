@@ -9,9 +9,9 @@ Printed: median step time (min-max) per configuration and the median over rounds
 import argparse
 import os
 import statistics
-import subprocess
 import sys
-import time
+
+from _paired import paired_step_times, serve_steps
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CONFIGS = (("fast", "autocast"), ("portable", "autocast"), ("fast", "fp32"), ("portable", "fp32"))
@@ -27,15 +27,7 @@ def worker(model, mode, threads):
     net = _models.build(torch, model)
     x, y = _models.batch(model)
     step = _models.make_step(torch, model, net, torch.from_numpy(x), torch.from_numpy(y), mode, "cpu")
-    for _ in range(2):
-        step()
-    print("ready", flush=True)
-    for line in sys.stdin:
-        if line.strip() != "step":
-            break
-        t = time.perf_counter()
-        step()
-        print(f"{(time.perf_counter() - t) * 1e3:.3f}", flush=True)
+    serve_steps(step)
 
 
 def main():
@@ -50,23 +42,9 @@ def main():
     env0 = dict(os.environ)
     env0.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     for model in a.models.split(","):
-        procs = {}
-        for kind, mode in CONFIGS:
-            env = dict(env0, GPUMEMNET_NN_BF16=kind)
-            procs[kind, mode] = subprocess.Popen([sys.executable, __file__, "--worker", model, mode, "--threads",
-                                                  str(a.threads)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                                 text=True, env=env)
-        for p in procs.values():
-            assert p.stdout.readline().strip() == "ready"
-        times = {c: [] for c in CONFIGS}
-        for _ in range(a.rounds):
-            for c in CONFIGS:
-                procs[c].stdin.write("step\n")
-                procs[c].stdin.flush()
-                times[c].append(float(procs[c].stdout.readline()))
-        for p in procs.values():
-            p.stdin.close()
-            p.wait()
+        workers = {(kind, mode): ([sys.executable, __file__, "--worker", model, mode, "--threads", str(a.threads)],
+                                  dict(env0, GPUMEMNET_NN_BF16=kind)) for kind, mode in CONFIGS}
+        times = paired_step_times(workers, a.rounds)
         print(f"\n{model}: median ms (min-max) over {a.rounds} paired rounds, {a.threads} threads")
         for c in CONFIGS:
             t = times[c]

@@ -12,9 +12,9 @@ the median over rounds of each round's ratio.
 import argparse
 import os
 import statistics
-import subprocess
 import sys
-import time
+
+from _paired import paired_step_times, serve_steps
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -58,15 +58,7 @@ def worker(lib, model, mode, accum, threads):
             opt.step()
         opt.zero_grad()
 
-    for _ in range(2):
-        step()
-    print("ready", flush=True)
-    for line in sys.stdin:
-        if line.strip() != "step":
-            break
-        t = time.perf_counter()
-        step()
-        print(f"{(time.perf_counter() - t) * 1e3:.3f}", flush=True)
+    serve_steps(step)
 
 
 def main():
@@ -91,23 +83,9 @@ def main():
     env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     print("OMP_WAIT_POLICY:", env["OMP_WAIT_POLICY"])
     for model in a.models.split(","):
-        procs = {}
-        for lib, mode in configs:
-            p = subprocess.Popen([sys.executable, __file__, "--worker", lib, model, mode, "--accum", str(a.accum),
-                                  "--threads", str(a.threads)],
-                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
-            procs[lib, mode] = p
-        for p in procs.values():
-            assert p.stdout.readline().strip() == "ready"
-        times = {c: [] for c in configs}
-        for _ in range(a.rounds):
-            for c in configs:
-                procs[c].stdin.write("step\n")
-                procs[c].stdin.flush()
-                times[c].append(float(procs[c].stdout.readline()))
-        for p in procs.values():
-            p.stdin.close()
-            p.wait()
+        workers = {(lib, mode): ([sys.executable, __file__, "--worker", lib, model, mode, "--accum", str(a.accum),
+                                 "--threads", str(a.threads)], env) for lib, mode in configs}
+        times = paired_step_times(workers, a.rounds)
         print(f"\n{model}: median ms (min-max) over {a.rounds} paired rounds, accumulation {a.accum}, "
               f"{a.threads} threads")
         for c in configs:
