@@ -53,3 +53,29 @@ def test_the_planner_uses_the_measured_factors(tmp_path, monkeypatch):
     json.dump(doc, open(path, "w"))
     assert planner.cost_factors() == (1.5, 1.25)
     assert planner.step_cost(4, 2) == 1.25 ** 2 * 1.5
+
+
+def test_a_cpu_plan_prices_autocast_by_its_measured_cost(tmp_path, monkeypatch):
+    """On the CPU bfloat16 autocast may cost time (the README's figures: 1.2-2x our own fp32 step): calibrate()
+    times it, and plan() for the CPU then picks fp32 where both fit; a plan for a GPU keeps the default factor."""
+    from gpumemnet.memory import planner
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert planner.step_cost(autocast=gm.bfloat16) == planner.AUTOCAST_COST  # not calibrated: the default
+    rates = gm.memory.calibrate(nbytes=8 << 20)
+    assert 0.5 <= rates["cpu_autocast_cost"] <= 3.0
+    path = calibration.cache_path()
+    doc = json.load(open(path))
+    doc["rates"].update(cpu_autocast_cost=1.8, checkpoint_cost=1.3, halving_cost=1.1)
+    json.dump(doc, open(path, "w"))
+    assert planner.step_cost(autocast=gm.bfloat16) == 1.8
+    assert planner.step_cost(autocast=gm.bfloat16, device="cuda") == planner.AUTOCAST_COST
+    model = gm.nn.Sequential(gm.nn.Conv2d(3, 8, 3, padding=1), gm.nn.ReLU(), gm.nn.Flatten(),
+                             gm.nn.Linear(8 * 8 * 8, 10))
+    roomy = gm.memory.plan(model, (3, 8, 8), batch_size=8, budget=1 << 30, device="cpu",
+                           candidates=[dict(autocast=gm.bfloat16), dict(autocast=None)])
+    assert roomy.autocast is None and roomy.predicted_time == 1.0
+    doc["rates"].update(cpu_autocast_cost=0.7)  # a CPU where bfloat16 pays
+    json.dump(doc, open(path, "w"))
+    faster = gm.memory.plan(model, (3, 8, 8), batch_size=8, budget=1 << 30, device="cpu",
+                            candidates=[dict(autocast=gm.bfloat16), dict(autocast=None)])
+    assert faster.autocast == gm.bfloat16 and faster.predicted_time == 0.7

@@ -127,9 +127,12 @@ def _measure(nbytes):
 
 def _step_factors():
     """checkpoint_cost and halving_cost of a small CNN on the CPU, each clamped to [1, 2] (noise on a busy machine
-    must not make a remedy look free, nor absurd)."""
+    must not make a remedy look free, nor absurd), and cpu_autocast_cost, its step under bfloat16 autocast against
+    float32, clamped to [0.5, 3] (on the CPU bfloat16 may cost time or save it: measured, not assumed)."""
     from .._core import creation
+    from .._core.autocast import autocast
     from .._core.autograd import no_grad
+    from .._core.dtype import bfloat16
     from ..nn import Conv2d, GlobalAvgPool2d, Linear, MaxPool2d, ReLU, Sequential
     net = Sequential(Conv2d(3, 16, 3, padding=1), ReLU(), Conv2d(16, 32, 3, padding=1), ReLU(), MaxPool2d(2),
                      Conv2d(32, 32, 3, padding=1), ReLU(), GlobalAvgPool2d(), Linear(32, 10))
@@ -145,8 +148,15 @@ def _step_factors():
     t_step = _best(lambda: step(x))
     t_fwd = _best(forward)
     t_halves = _best(lambda: (step(x[:8]), step(x[8:])))
-    clamp = lambda v: min(2.0, max(1.0, v))  # noqa: E731
-    return {"checkpoint_cost": clamp(1.0 + t_fwd / t_step), "halving_cost": clamp(t_halves / t_step)}
+
+    def step_bf16():
+        with autocast("cpu", dtype=bfloat16):
+            step(x)
+    step_bf16()  # warm-up of the bfloat16 paths
+    t_bf16 = _best(step_bf16)
+    clamp = lambda v, lo=1.0, hi=2.0: min(hi, max(lo, v))  # noqa: E731
+    return {"checkpoint_cost": clamp(1.0 + t_fwd / t_step), "halving_cost": clamp(t_halves / t_step),
+            "cpu_autocast_cost": clamp(t_bf16 / t_step, 0.5, 3.0)}
 
 
 def calibrate(force=False, nbytes=256 << 20):

@@ -12,7 +12,9 @@ The cost model of `plan` (relative time of one optimizer step of the whole batch
            of segments, every layer but the last segment's is recomputed once);
     x 1.1  per halving of the micro-batch (accumulation over k micro-batches costs 1.1 ** log2(k)): smaller
            calls use the cores and the BLAS less well, and every micro-batch pays the per-call overhead;
-    x 1.0  for autocast: on the CPU bfloat16 saves memory but no time, so it is neither rewarded nor penalised.
+    x 1.0  for autocast: neither rewarded nor penalised without a measurement (on a GPU bfloat16 usually saves
+           time, on a CPU it may cost some: once calibrate() has measured this CPU, a plan for the CPU uses the
+           measured factor, cpu_autocast_cost);
     x 1.02 for ZeRO-2 and x 1.05 for ZeRO-1 (plan(..., world_size=N)): ZeRO-2's reduce-scatter and all-gather move
            the bytes of DDP's all-reduce, plus a copy of each gradient into its bucket; ZeRO-1 all-gathers after
            DDP's all-reduce, 1.5 times DDP's bytes (gm.distributed.optim.ZeroRedundancyOptimizer).
@@ -188,15 +190,23 @@ def offload_cost(offload_optimizer=False, save_on_cpu=False, estimate=None, timi
     return cost
 
 
+def autocast_cost(device="cpu"):
+    """The autocast factor of a step on device: for the CPU, this machine's measured one when gm.memory.calibrate()
+    cached it; otherwise (and for a GPU, which calibrate does not time) the module's default."""
+    if str(device).startswith("cpu"):
+        return (cached_rates() or {}).get("cpu_autocast_cost", AUTOCAST_COST)
+    return AUTOCAST_COST
+
+
 def step_cost(accumulation_steps=1, checkpoint_segments=None, autocast=None, zero=0, offload_optimizer=False,
-              save_on_cpu=False, param_dtype=None):
-    """The relative time of one optimizer step under the module's cost model (fp32, no tricks = 1.0)."""
+              save_on_cpu=False, param_dtype=None, device="cpu"):
+    """The relative time of one optimizer step on device under the module's cost model (fp32, no tricks = 1.0)."""
     checkpoint_cost, halving_cost = cost_factors()
     cost = halving_cost ** math.log2(accumulation_steps) * ZERO_COST[zero]
     if checkpoint_segments:
         cost *= checkpoint_cost
     if autocast is not None:
-        cost *= AUTOCAST_COST
+        cost *= autocast_cost(device)
     return cost * offload_cost(offload_optimizer, save_on_cpu)
 
 
@@ -401,14 +411,14 @@ def plan(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, targ
         raise ValueError("plan: candidates is empty")
 
     def order(c):
-        return (step_cost(**c), c["autocast"] is not None, c["checkpoint_segments"] or 0, c["accumulation_steps"],
-                c.get("zero", 0), c.get("param_dtype") is not None)
+        return (step_cost(**c, device=dev), c["autocast"] is not None, c["checkpoint_segments"] or 0,
+                c["accumulation_steps"], c.get("zero", 0), c.get("param_dtype") is not None)
 
     ranks = {} if world_size is None else {"world_size": world_size}
 
     considered, best = [], None
     for c in sorted(cands, key=order):
-        t = step_cost(**c)
+        t = step_cost(**c, device=dev)
         est, need, ok = _fit(budget, model, shape, loss_fn=loss_fn, batch_size=batch_size, target=target,
                              device=dev, **_estimate_kwargs(c, optimizer), **ranks)
         considered.append((c, need, t))
