@@ -8,8 +8,10 @@ import sys
 
 import pytest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-PY = os.path.join(HERE, "..", "python")
+import gpumemnet
+
+# the package this run imports (the sanitizer run's build is not the tree's python/)
+PY = os.path.dirname(os.path.dirname(os.path.abspath(gpumemnet.__file__)))
 
 # CPU the process burns while its main thread sleeps 200 ms right after a threaded sgemm: the spinning worker's.
 SPIN = r"""
