@@ -66,7 +66,8 @@ typedef struct {
     int flip;
     int64_t TH, TW, tiles;     /* tile rows and columns per item, tiles in all */
     int64_t T, ldv, nblocks, co8; /* tiles per block, a row of V or M (T rounded up to 16), blocks, Co to 8 */
-    int64_t cb;                /* output channels (of co8) per block of U and M, a multiple of 8 */
+    int64_t cb;                /* output channels (of co8) per block of U, a multiple of 8 */
+    int64_t mrows;             /* rows of M: cb, or 8 where V holds every input channel (vc == Ci) */
     int64_t vc;                /* input channels V holds at a time */
     int nt;
     size_t u_floats, v_floats, m_floats; /* U; a thread's V and M */
@@ -125,7 +126,11 @@ static wino_plan make_plan(const conv_geom *g, conv_pass pass, int nthreads) {
     if (p.nt > p.nblocks) p.nt = (int)max64(1, p.nblocks);
     p.u_floats = (size_t)(16 * p.cb * p.Ci);
     p.v_floats = (size_t)(16 * p.vc * p.ldv);
-    p.m_floats = (size_t)(16 * p.cb * p.ldv);
+    /* where V holds every input channel, a register tile's 8 rows of M are whole after one product and go
+     * straight to the output transform: M holds those 8 (in L1), not cb rows (a 64->128 layer at 32x32, batch 4:
+     * 384 KiB a thread, which put the workspace over the small pool's 1 MiB) */
+    p.mrows = p.vc == p.Ci ? WMR : p.cb;
+    p.m_floats = (size_t)(16 * p.mrows * p.ldv);
     return p;
 }
 
@@ -241,7 +246,7 @@ static void output_run(float *out, const float *M, int64_t ldm, const float *bia
                        int64_t o1, int64_t n, int64_t ty, int64_t tx, int64_t len, int64_t j) {
     const __m512i lo_idx = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
     const __m512i hi_idx = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
-    const size_t es = (size_t)(p->cb * ldm);
+    const size_t es = (size_t)(p->mrows * ldm);
     const int64_t HW = p->Ho * p->Wo, oh = 2 * ty;
     const int two = oh + 1 < p->Ho;
     for (int64_t u0 = 0; u0 < len; u0 += 16) {
@@ -304,17 +309,17 @@ WINO_TILE(1)
 WINO_TILE(2)
 WINO_TILE(3)
 
-/* M (+)= U V over input channels [c0, c1), V holding just those (adding onto M after the first); rows of U and M
- * (a multiple of 8) of the block of output channels. */
-static void gemm_block(float *M, const float *V, const float *U, const wino_plan *p, int64_t rows, int64_t cnt,
-                       int64_t c0, int64_t c1) {
+/* M (+)= U V over input channels [c0, c1), V holding just those (adding onto M after the first): U's row blocks
+ * [rb0, rb1) of the block of output channels, into M's rows from 0. */
+static void gemm_block(float *M, const float *V, const float *U, const wino_plan *p, int64_t rb0, int64_t rb1,
+                       int64_t cnt, int64_t c0, int64_t c1) {
     const int64_t ldv = p->ldv, ci = c1 - c0, add = c0 > 0;
     for (int e = 0; e < 16; e++) {
         const float *ve = V + (size_t)e * (size_t)(p->vc * ldv), *ue = U + (size_t)e * (size_t)(p->cb * p->Ci);
-        float *me = M + (size_t)e * (size_t)(p->cb * ldv);
-        for (int64_t rb = 0; rb < rows / WMR; rb++) {
+        float *me = M + (size_t)e * (size_t)(p->mrows * ldv);
+        for (int64_t rb = rb0; rb < rb1; rb++) {
             const float *up = ue + rb * WMR * p->Ci + c0 * WMR;
-            float *mo = me + rb * WMR * ldv;
+            float *mo = me + (rb - rb0) * WMR * ldv;
             for (int64_t t = 0; t < cnt; t += 16 * WNV) {
                 const int64_t left = cnt - t;
                 const int nv = (int)min64(WNV, ceil_div64(left, 16));
@@ -361,10 +366,19 @@ static void winograd_run(float *out, const float *in, const float *w, const floa
 #pragma omp for schedule(dynamic)
             for (int64_t b = 0; b < p->nblocks; b++) {
                 const int64_t t0 = b * p->T, cnt = min64(p->T, p->tiles - t0);
+                if (p->mrows == WMR) { /* V: every channel; then 8 output channels at a time through M */
+                    FOR_RUNS(p, t0, cnt, input_run(V, p->ldv, in, p, 0, p->Ci, n, ty, tx, len, j));
+                    for (int64_t rb = 0; rb < rbs; rb++) {
+                        const int64_t r0 = o0 + rb * WMR, r1 = min64(o1, r0 + WMR);
+                        gemm_block(M, V, U, p, rb, rb + 1, cnt, 0, p->Ci);
+                        FOR_RUNS(p, t0, cnt, output_run(out, M, p->ldv, bias, p, r0, r1, n, ty, tx, len, j));
+                    }
+                    continue;
+                }
                 for (int64_t c0 = 0; c0 < p->Ci; c0 += p->vc) { /* V: WVC channels at a time, M their sum */
                     const int64_t c1 = min64(p->Ci, c0 + p->vc);
                     FOR_RUNS(p, t0, cnt, input_run(V, p->ldv, in, p, c0, c1, n, ty, tx, len, j));
-                    gemm_block(M, V, U, p, rows, cnt, c0, c1);
+                    gemm_block(M, V, U, p, 0, rbs, cnt, c0, c1);
                 }
                 FOR_RUNS(p, t0, cnt, output_run(out, M, p->ldv, bias, p, o0, o1, n, ty, tx, len, j));
             }
