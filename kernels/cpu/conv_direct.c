@@ -19,8 +19,9 @@
  * positions (3 vectors), keeping the 8 x 48 sums in 24 registers across every input channel and tap, so each
  * output is written once. The weights are first repacked into the workspace (conv_direct_ws_nbytes: 8 channels'
  * weights of one tap and input channel side by side, zero rows beyond the last channel), so the inner loop
- * broadcasts 8 consecutive floats. The whole file is compiled for AVX-512; conv_plan.c calls in only after
- * checking the CPU (conv_direct_use). */
+ * broadcasts 8 consecutive floats; a deep layer's, a block of 8 output channels at a time per thread
+ * (direct_blocked, conv_direct_ws_nbytes_threads). The whole file is compiled for AVX-512; conv_plan.c calls in
+ * only after checking the CPU (conv_direct_use). */
 #include "conv_internal.h"
 
 #pragma GCC target("avx512f")

@@ -16,6 +16,9 @@
  *   out             = A^T M A (+ bias), the 2x2 outputs of each tile (output_run).
  * The block's V and M stay in the thread's part of the workspace (per thread: about WINO_TILE_TARGET bytes,
  * at least 48 tiles), so they are read back from L2, and the workspace is U plus that, whatever the batch.
+ * Two bounds keep it small beside the layer's output (it set eval peaks): U beyond WINO_U_CAP is made and used a
+ * block of output channels at a time (V made again for each), and where V holds every input channel M holds only
+ * the 8 rows of the register tile being computed.
  * U is 16/9 of the weight's bytes and is written afresh every call: with few tiles per weight (a deep layer at
  * a small image and batch) that transform costs more than the 2.25x saves; conv_plan.c's conv_winograd_use
  * says where it runs.
