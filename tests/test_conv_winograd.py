@@ -44,17 +44,19 @@ def _cdiv(a, b):
 
 def wino_bytes(ci, co, ho, wo, n, nthreads):
     """conv_winograd.c's workspace, as make_plan sizes it: the transformed weight (16 x Co rounded up to 8 x Ci
-    floats; beyond 2 MiB, a block of cb of those channels at a time: equal blocks of a multiple of 8 within 2 MiB),
-    then per thread the transformed input tiles of up to 64 input channels at a time (16 x min(Ci, 64) x T) and the
-    products (16 x cb x T; 16 x 8 x T where V holds every input channel), each rounded up to 64 bytes, T tiles per
-    block (in rows rounded up to 16: 512 KiB per thread, at least 48 tiles; all Ci at a time beyond 256 output
-    channels a block); the allocator rounds the whole up to 512 bytes."""
+    floats; beyond 2 MiB up to 4 MiB, a block of cb of those channels at a time: halves, a multiple of 8, within 2
+    MiB), then per thread the transformed input tiles of up to 64 input channels at a time (16 x min(Ci, 64) x T) and
+    the products (16 x cb x T; 16 x 8 x T where V holds every input channel, at most 64), each rounded up to 64
+    bytes, T tiles per block (in rows rounded up to 16: 512 KiB per thread, at least 48 tiles; all Ci at a time
+    beyond 256 output channels a block); the allocator rounds the whole up to 512 bytes."""
     tiles = n * _cdiv(ho, 2) * _cdiv(wo, 2)
     co8 = _cdiv(co, 8) * 8
     u_cap = 2 << 20
-    cb = _cdiv(_cdiv(co8, _cdiv(16 * co8 * ci * 4, u_cap)), 8) * 8
-    while cb > 8 and 16 * cb * ci * 4 > u_cap:
-        cb -= 8
+    cb = co8
+    if u_cap < 16 * co8 * ci * 4 <= 2 * u_cap:
+        cb = _cdiv(co8, 16) * 8
+        while cb > 8 and 16 * cb * ci * 4 > u_cap:
+            cb -= 8
     vc = min(ci, 64) if cb <= 256 else ci
     cap = max(48, (512 << 10) // (16 * (vc + cb) * 4) // 16 * 16)
     nt = nthreads if nthreads > 1 and 16 * tiles * ci * co >= 1 << 20 else 1
@@ -65,7 +67,7 @@ def wino_bytes(ci, co, ho, wo, n, nthreads):
     ldv = _cdiv(t, 16) * 16
     nt = min(nt, max(1, _cdiv(tiles, t)))
     fb = lambda k: _cdiv(k * 4, 64) * 64  # noqa: E731
-    mrows = 8 if vc == ci else cb  # V of every input channel: M holds one register tile's 8 rows
+    mrows = 8 if vc == ci <= 64 else cb  # V of every input channel, at most 64: M holds one register tile's 8 rows
     n_bytes = fb(16 * cb * ci) + nt * (fb(16 * vc * ldv) + fb(16 * mrows * ldv))
     return _cdiv(n_bytes, 512) * 512
 

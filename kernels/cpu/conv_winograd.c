@@ -16,8 +16,9 @@
  *   out             = A^T M A (+ bias), the 2x2 outputs of each tile (output_run).
  * The block's V and M stay in the thread's part of the workspace (per thread: about WINO_TILE_TARGET bytes,
  * at least 48 tiles), so they are read back from L2, and the workspace is U plus that, whatever the batch.
- * Two bounds keep it small beside the layer's output (it set eval peaks): U beyond WINO_U_CAP is made and used a
- * block of output channels at a time (V made again for each), and where V holds every input channel M holds only
+ * Two bounds keep it small beside the layer's output (it set eval peaks): U beyond WINO_U_CAP (up to twice it) is
+ * made and used in two blocks of output channels (V made again for each), and where V holds every input channel
+ * (at most 64) M holds only
  * the 8 rows of the register tile being computed.
  * U is 16/9 of the weight's bytes and is written afresh every call: with few tiles per weight (a deep layer at
  * a small image and batch) that transform costs more than the 2.25x saves; conv_plan.c's conv_winograd_use
@@ -80,10 +81,12 @@ typedef struct {
  * WINO_MIN_TILES tiles (one register tile of 48 columns). */
 #define WINO_TILE_TARGET ((size_t)512 << 10)
 #define WINO_MIN_TILES 48
-/* U beyond this many bytes is transformed and used a block of output channels at a time (equal blocks of a
- * multiple of 8 channels, each within the cap): the whole of a 256->256 layer's U (4 MiB) set the workspace at
- * the peak of VGG-11's eval step, beside 1 MiB of output. Each block of U reads the input's transform V again
- * (2 blocks at 256x256 channels, 8 at 512x512). */
+/* U beyond this many bytes, up to twice it, is transformed and used in two blocks of output channels (a multiple
+ * of 8 channels each, within the cap): the whole of a 256->256 layer's U (4 MiB) set the workspace at the peak
+ * of VGG-11's eval step, beside 1 MiB of output. Each block makes the input's transform V again: two cost 0-5 %
+ * at 256->256 14x14 batch 8 (within the spread), but eight blocks of a 512->512 layer's 16 MiB cost 15-25 %
+ * (7x7 batch 8: 94-100 -> 77-82 % of sgemm forward, one thread, CPU time), so a U beyond twice the cap stays
+ * whole. */
 #define WINO_U_CAP ((size_t)2 << 20)
 
 static int64_t round_up(int64_t a, int64_t b) { return ceil_div64(a, b) * b; }
@@ -107,9 +110,11 @@ static wino_plan make_plan(const conv_geom *g, conv_pass pass, int nthreads) {
     p.TH = (p.Ho + 1) / 2, p.TW = (p.Wo + 1) / 2, p.tiles = p.N * p.TH * p.TW;
     p.co8 = round_up(p.Co, WMR);
     const size_t u_all = (size_t)(16 * p.co8 * p.Ci) * sizeof(float);
-    const int64_t ncb = u_all > WINO_U_CAP ? (int64_t)((u_all + WINO_U_CAP - 1) / WINO_U_CAP) : 1;
-    p.cb = round_up(ceil_div64(p.co8, ncb), WMR);
-    while (p.cb > WMR && (size_t)(16 * p.cb * p.Ci) * sizeof(float) > WINO_U_CAP) p.cb -= WMR;
+    p.cb = p.co8;
+    if (u_all > WINO_U_CAP && u_all <= 2 * WINO_U_CAP) {
+        p.cb = round_up(ceil_div64(p.co8, 2), WMR);
+        while (p.cb > WMR && (size_t)(16 * p.cb * p.Ci) * sizeof(float) > WINO_U_CAP) p.cb -= WMR;
+    }
     /* V holds WVC input channels at a time, M adding up their products, where M (16 x Co x T) stays in L2
      * between them; beyond 256 output channels it does not (512->512 at 7x7, batch 8: 1.38x -> 1.08x against the
      * direct path), so there V holds every channel and M each register tile's sums while it runs. */
@@ -129,10 +134,11 @@ static wino_plan make_plan(const conv_geom *g, conv_pass pass, int nthreads) {
     if (p.nt > p.nblocks) p.nt = (int)max64(1, p.nblocks);
     p.u_floats = (size_t)(16 * p.cb * p.Ci);
     p.v_floats = (size_t)(16 * p.vc * p.ldv);
-    /* where V holds every input channel, a register tile's 8 rows of M are whole after one product and go
-     * straight to the output transform: M holds those 8 (in L1), not cb rows (a 64->128 layer at 32x32, batch 4:
-     * 384 KiB a thread, which put the workspace over the small pool's 1 MiB) */
-    p.mrows = p.vc == p.Ci ? WMR : p.cb;
+    /* where V holds every input channel, up to WVC, a register tile's 8 rows of M are whole after one product and
+     * go straight to the output transform: M holds those 8 (in L1), not cb rows (a 64->128 layer at 32x32, batch
+     * 4: 384 KiB a thread, which put the workspace over the small pool's 1 MiB). Not the 512->512 layers whose V
+     * holds all 512 channels: 7x7 batch 8 measured 0-6 % slower so. */
+    p.mrows = p.vc == p.Ci && p.Ci <= WVC ? WMR : p.cb;
     p.m_floats = (size_t)(16 * p.mrows * p.ldv);
     return p;
 }
