@@ -44,14 +44,21 @@ def _cdiv(a, b):
 
 def wino_bytes(ci, co, ho, wo, n, nthreads):
     """conv_winograd.c's workspace, as make_plan sizes it: the transformed weight (16 x Co rounded up to 8 x Ci
-    floats), then per thread the transformed input tiles of up to 64 input channels at a time (16 x min(Ci, 64) x T)
-    and the products (16 x Co8 x T), each rounded up to 64 bytes, T tiles per block (in rows rounded up to 16: 512
-    KiB per thread, at least 48 tiles; all Ci at a time beyond 256 output channels); the allocator rounds the whole up to
-    512 bytes."""
+    floats; beyond 2 MiB up to 4 MiB, a block of cb of those channels at a time: halves, a multiple of 8, within 2
+    MiB), then per thread the transformed input tiles of up to 64 input channels at a time (16 x min(Ci, 64) x T) and
+    the products (16 x cb x T; 16 x 8 x T where V holds every input channel, at most 64), each rounded up to 64
+    bytes, T tiles per block (in rows rounded up to 16: 512 KiB per thread, at least 48 tiles; all Ci at a time
+    beyond 256 output channels a block); the allocator rounds the whole up to 512 bytes."""
     tiles = n * _cdiv(ho, 2) * _cdiv(wo, 2)
     co8 = _cdiv(co, 8) * 8
-    vc = min(ci, 64) if co8 <= 256 else ci
-    cap = max(48, (512 << 10) // (16 * (vc + co8) * 4) // 16 * 16)
+    u_cap = 2 << 20
+    cb = co8
+    if u_cap < 16 * co8 * ci * 4 <= 2 * u_cap:
+        cb = _cdiv(co8, 16) * 8
+        while cb > 8 and 16 * cb * ci * 4 > u_cap:
+            cb -= 8
+    vc = min(ci, 64) if cb <= 256 else ci
+    cap = max(48, (512 << 10) // (16 * (vc + cb) * 4) // 16 * 16)
     nt = nthreads if nthreads > 1 and 16 * tiles * ci * co >= 1 << 20 else 1
     nb = max(1, _cdiv(tiles, cap))
     if nt > 1:
@@ -60,7 +67,8 @@ def wino_bytes(ci, co, ho, wo, n, nthreads):
     ldv = _cdiv(t, 16) * 16
     nt = min(nt, max(1, _cdiv(tiles, t)))
     fb = lambda k: _cdiv(k * 4, 64) * 64  # noqa: E731
-    n_bytes = fb(16 * co8 * ci) + nt * (fb(16 * vc * ldv) + fb(16 * co8 * ldv))
+    mrows = 8 if vc == ci <= 64 else cb  # V of every input channel, at most 64: M holds one register tile's 8 rows
+    n_bytes = fb(16 * cb * ci) + nt * (fb(16 * vc * ldv) + fb(16 * mrows * ldv))
     return _cdiv(n_bytes, 512) * 512
 
 
@@ -85,6 +93,7 @@ CASES = [
     dict(x=(3, 64, 33, 35), w=(64, 64, 3, 3), padding=1, threads=2),      # blocks over rows of 17/18 tiles
     dict(x=(1, 256, 14, 14), w=(256, 256, 3, 3), padding=1, bias=True, threads=2),
     dict(x=(2, 128, 1, 1), w=(64, 128, 3, 3), padding=1),                 # one position: 3 of 4 outputs unused
+    dict(x=(2, 160, 9, 10), w=(330, 160, 3, 3), padding=1, bias=True),  # U in blocks of 168 | 80 channels each way
 ]
 
 
@@ -270,7 +279,7 @@ def test_what_it_never_takes(winograd, threads):
     for xs, ws, kw in [((2, 64, 12, 12), (64, 64, 3, 3), dict(stride=2, padding=1)),
                        ((2, 64, 12, 12), (64, 64, 3, 3), dict(dilation=2, padding=2)),
                        ((2, 128, 8, 8), (128, 64, 3, 3), dict(groups=2, padding=1)),
-                       ((2, 64, 8, 8), (64, 64, 5, 5), dict(padding=2)),
+                       ((2, 64, 8, 8), (72, 64, 5, 5), dict(padding=2)),  # 72: 64 made the direct bytes Winograd's
                        ((2, 32, 8, 8), (64, 32, 3, 3), dict(padding=1))]:
         x, w = R(*xs), R(*ws) / 24
         gm.memory.reset_peak_memory_stats("cpu")

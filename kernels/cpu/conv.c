@@ -41,7 +41,7 @@ int conv2d_forward(void *out, const void *inp, const void *weight, const void *b
         return GM_OK;
     }
     if (dt == GM_F32 && ws && conv_direct_use(g, CONV_FORWARD) &&
-        ws_nbytes >= conv_direct_ws_nbytes(g, CONV_FORWARD)) {
+        ws_nbytes >= conv_direct_ws_nbytes_threads(g, CONV_FORWARD, nthreads)) {
         if (g->N * g->K * g->P * g->Q == 0) return GM_OK;
         if (!out || !weight || !inp) return GM_ERR_ARG;
         conv_direct_forward(out, inp, weight, bias, g, ws, nthreads);
@@ -64,7 +64,7 @@ int conv2d_backward_data(void *dinp, const void *dout, const void *weight, const
         return GM_OK;
     }
     if (dt == GM_F32 && ws && conv_direct_use(g, CONV_BACKWARD_DATA) &&
-        ws_nbytes >= conv_direct_ws_nbytes(g, CONV_BACKWARD_DATA)) {
+        ws_nbytes >= conv_direct_ws_nbytes_threads(g, CONV_BACKWARD_DATA, nthreads)) {
         if (g->N * g->C * g->H * g->W == 0) return GM_OK;
         if (!dinp || !weight || !dout) return GM_ERR_ARG;
         conv_direct_backward_data(dinp, dout, weight, bias, g, ws, nthreads);

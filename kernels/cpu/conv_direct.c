@@ -19,8 +19,9 @@
  * positions (3 vectors), keeping the 8 x 48 sums in 24 registers across every input channel and tap, so each
  * output is written once. The weights are first repacked into the workspace (conv_direct_ws_nbytes: 8 channels'
  * weights of one tap and input channel side by side, zero rows beyond the last channel), so the inner loop
- * broadcasts 8 consecutive floats. The whole file is compiled for AVX-512; conv_plan.c calls in only after
- * checking the CPU (conv_direct_use). */
+ * broadcasts 8 consecutive floats; a deep layer's, a block of 8 output channels at a time per thread
+ * (direct_blocked, conv_direct_ws_nbytes_threads). The whole file is compiled for AVX-512; conv_plan.c calls in
+ * only after checking the CPU (conv_direct_use). */
 #include "conv_internal.h"
 
 #pragma GCC target("avx512f")
@@ -156,6 +157,35 @@ size_t conv_direct_ws_nbytes(const conv_geom *g, conv_pass pass) {
     return (size_t)(g->G * ceil_div64(outc, DMR) * DMR * inc * RS + phases) * sizeof(float);
 }
 
+/* The threads a pass runs on. */
+static int direct_threads(const conv_geom *g, int nthreads) {
+    const double macs = (double)g->N * (double)g->K * (double)(g->P * g->Q) * (double)(g->C / g->G * g->R * g->S);
+    return nthreads > 1 && macs >= CONV_GEMM_GRAIN ? nthreads : 1;
+}
+
+/* Whether a stride-1 pass packs its weight a block of 8 output channels at a time into a buffer per thread,
+ * instead of all of it up front: where the whole packed weight passes DIRECT_WS_CAP. A deep layer's packed
+ * weight was the peak of an eval step (VGG-11's 512->512 at 8x8: 9 MiB of workspace beside a 0.5 MiB output);
+ * a block is 9 * 512 * 8 floats (144 KiB). The blocks then run outermost (block, item), each thread over a
+ * contiguous range of them (schedule static), so each block is packed once per thread that runs it, and stays
+ * in L2 across the items. Below the cap (up to 128->128 at 3x3) the whole weight is packed, items outermost,
+ * as before: a large plane of few channels keeps its item in L2 across the blocks. Not at stride 2, whose
+ * phases are per item. */
+#define DIRECT_WS_CAP ((int64_t)1 << 20)
+static int direct_blocked(const conv_geom *g, conv_pass pass, int nt) {
+    const int64_t Cg = g->C / g->G, Kg = g->K / g->G, RS = g->R * g->S;
+    const int64_t outc = pass == CONV_FORWARD ? Kg : Cg, inc = pass == CONV_FORWARD ? Cg : Kg;
+    const int64_t units = g->G * ceil_div64(outc, DMR);
+    return !strided(g) && units > nt && units * DMR * inc * RS * (int64_t)sizeof(float) > DIRECT_WS_CAP;
+}
+
+size_t conv_direct_ws_nbytes_threads(const conv_geom *g, conv_pass pass, int nthreads) {
+    const int nt = direct_threads(g, nthreads);
+    if (!direct_blocked(g, pass, nt)) return conv_direct_ws_nbytes(g, pass);
+    const int64_t inc = pass == CONV_FORWARD ? g->C / g->G : g->K / g->G;
+    return (size_t)((int64_t)nt * DMR * inc * g->R * g->S) * sizeof(float);
+}
+
 static int64_t fdiv2(int64_t a) { return a >= 0 ? a / 2 : -((1 - a) / 2); }
 
 /* The pass's taps: input shift (dr, ds) within the input plane, or the phase plane, of limits (hl, wl), its
@@ -284,42 +314,61 @@ static void pack_cols(float *d, const float *src, int64_t ld, int64_t ncols, int
     }
 }
 
+/* The packed weights of output channels [o0, o0 + 8) of group grp into d ([tap][in channel][8]): weight (o, i,
+ * tap) is w[o, i, tap] forward, w[i, o, tap] backward. The forward's pack_cols transposes 8 x 8 blocks: the
+ * scalar repack (a tap across 8 rows of C*R*S floats) took ~19 % of a batch-1 forward at 3x3 256->256 14x14
+ * (perf, one thread), ~12 % after. tinv: the tap of weight index r. */
+static void pack_unit(float *d, const float *w, const conv_geom *g, int fwd, int64_t grp, int64_t o0, int64_t outc,
+                      int64_t inc, int ntap, const int *tinv, const int64_t *widx) {
+    const int64_t Cg = g->C / g->G, Kg = g->K / g->G, RS = g->R * g->S, mr = min64(DMR, outc - o0);
+    if (fwd) { /* rows o0.. of (Kg, Cg*RS): column i*RS + r */
+        pack_cols(d, w + (grp * Kg + o0) * Cg * RS, Cg * RS, Cg * RS, (int)mr, RS, inc, tinv, 0);
+        return;
+    }
+    /* the input-gradient's 8 weights of a tap and channel i lie within 8*RS floats: a plain gather (8 x 8
+     * blocks of RS = 9 columns lost 5-15 % of a batch-1 3x3 256->256 14x14 input-gradient to it) */
+    for (int t = 0; t < ntap; t++)
+        for (int64_t i = 0; i < inc; i++)
+            for (int64_t m = 0; m < DMR; m++, d++)
+                *d = m < mr ? w[((grp * Kg + i) * Cg + o0 + m) * RS + widx[t]] : 0.0f;
+}
+
 /* out (N, outc*G planes of P*Q) from in (N, inc*G planes): the forward (in = x with its strides, outc = K/G) or the
- * input-gradient (in = grad_output, outc = C/G). wpk: the workspace, conv_direct_ws_nbytes(g, pass) bytes. */
+ * input-gradient (in = grad_output, outc = C/G). wpk: the workspace, conv_direct_ws_nbytes_threads(g, pass, nthreads)
+ * bytes. */
 static void direct_pass(float *out, const float *in, const int64_t is[2], const float *w, const float *bias,
                         const conv_geom *g, conv_pass pass, float *wpk, int nthreads) {
-    const int64_t G = g->G, Cg = g->C / G, Kg = g->K / G, RS = g->R * g->S, PQ = g->P * g->Q;
+    const int64_t G = g->G, Cg = g->C / G, Kg = g->K / G, PQ = g->P * g->Q;
     const int fwd = pass == CONV_FORWARD, str = strided(g);
     const int64_t outc = fwd ? Kg : Cg, inc = fwd ? Cg : Kg, nb = ceil_div64(outc, DMR);
     int dr[DMAXTAP], ds[DMAXTAP], hl[DMAXTAP], wl[DMAXTAP];
     int64_t off[DMAXTAP], widx[DMAXTAP];
     const int ntap = taps(g, pass, Cg * PQ, dr, ds, hl, wl, off, widx);
-    const double macs = (double)g->N * (double)g->K * (double)PQ * (double)(Cg * RS);
-    const int nt = nthreads > 1 && macs >= CONV_GEMM_GRAIN ? nthreads : 1;
-    /* wpk[grp][block][tap][in channel][8]: weight (o, i, tap) is w[o, i, tap] forward, w[i, o, tap] backward.
-     * The forward's pack_cols transposes 8 x 8 blocks: the scalar repack (a tap across 8 rows of C*R*S floats)
-     * took ~19 % of a batch-1 forward at 3x3 256->256 14x14 (perf, one thread), ~12 % after.
-     * tinv: the tap of weight index r. */
+    const int nt = direct_threads(g, nthreads), blocked = direct_blocked(g, pass, nt);
+    /* wpk[grp][block][tap][in channel][8] (pack_unit), or a block per thread (blocked); tinv: the tap of weight
+     * index r */
     const int64_t blk = (int64_t)ntap * inc * DMR, units = G * nb;
     float *phases = wpk + units * blk;
     int tinv[DMAXTAP];
     for (int t = 0; t < ntap; t++) tinv[widx[t]] = t;
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
+        if (blocked) { /* direct_blocked: a block of the weight at a time in this thread's buffer */
+            float *mine = wpk + (int64_t)omp_get_thread_num() * blk;
+            int64_t have = -1;
 #pragma omp for schedule(static)
-        for (int64_t u = 0; u < units; u++) {
-            const int64_t grp = u / nb, o0 = u % nb * DMR, mr = min64(DMR, outc - o0);
-            float *d = wpk + u * blk;
-            if (fwd) { /* rows o0.. of (Kg, Cg*RS): column i*RS + r */
-                pack_cols(d, w + (grp * Kg + o0) * Cg * RS, Cg * RS, Cg * RS, (int)mr, RS, inc, tinv, 0);
-                continue;
+            for (int64_t u = 0; u < g->N * units; u++) {
+                const int64_t gb = u / g->N, n = u % g->N, grp = gb / nb, o0 = gb % nb * DMR;
+                if (gb != have) pack_unit(mine, w, g, fwd, grp, o0, outc, inc, ntap, tinv, widx), have = gb;
+                float *o = out + (n * G * outc + grp * outc + o0) * PQ;
+                const float *x = in + n * is[0] + grp * inc * is[1];
+                direct_plane(o, (int)min64(DMR, outc - o0), x, is[1], inc, mine, g->P, g->Q, dr, ds, hl, wl, off,
+                             ntap, bias ? bias + grp * outc + o0 : NULL);
             }
-            /* the input-gradient's 8 weights of a tap and channel i lie within 8*RS floats: a plain gather (8 x 8
-             * blocks of RS = 9 columns lost 5-15 % of a batch-1 3x3 256->256 14x14 input-gradient to it) */
-            for (int t = 0; t < ntap; t++)
-                for (int64_t i = 0; i < inc; i++)
-                    for (int64_t m = 0; m < DMR; m++, d++)
-                        *d = m < mr ? w[((grp * Kg + i) * Cg + o0 + m) * RS + widx[t]] : 0.0f;
+        } else {
+#pragma omp for schedule(static)
+            for (int64_t u = 0; u < units; u++)
+                pack_unit(wpk + u * blk, w, g, fwd, u / nb, u % nb * DMR, outc, inc, ntap, tinv, widx);
         }
         if (str && !fwd) { /* item by item: the units' phase planes of dx, then dx woven from them */
             int first[5];
@@ -348,7 +397,7 @@ static void direct_pass(float *out, const float *in, const int64_t is[2], const 
                                  g->P, g->Q, dr, ds, hl, wl, off, ntap, bias ? bias + grp * outc + o0 : NULL);
                 }
             }
-        } else {
+        } else if (!blocked) {
 #pragma omp for schedule(dynamic)
             for (int64_t u = 0; u < g->N * units; u++) {
                 const int64_t n = u / units, gb = u % units, grp = gb / nb, o0 = gb % nb * DMR;

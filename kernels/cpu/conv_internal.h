@@ -142,7 +142,10 @@ void conv_winograd_backward_data(float *dx, const float *dout, const float *w, c
                                  const conv_geom *g, float *ws, int nthreads);
 
 /* ---- conv_direct.c: float32 only, AVX-512 only (call after conv_direct_use) ------------------------------ */
+/* The whole packed weight (and phases): enough for any thread count (conv_half.c sizes its buffer with it). */
 size_t conv_direct_ws_nbytes(const conv_geom *g, conv_pass pass);
+/* What a float32 pass on nthreads uses, exactly: a block of the weight per thread for a deep stride-1 layer. */
+size_t conv_direct_ws_nbytes_threads(const conv_geom *g, conv_pass pass, int nthreads);
 void conv_direct_forward(float *out, const float *x, const float *w, const float *bias, const conv_geom *g,
                          float *ws, int nthreads);
 void conv_direct_backward_data(float *dx, const float *dout, const float *w, const float *bias, const conv_geom *g,

@@ -276,9 +276,9 @@ size_t conv2d_workspace_nbytes(const conv_geom *g, gm_dtype dt, conv_pass pass, 
         g->K * g->C * g->R * g->S * g->P * g->Q > 0)
         return conv_wgrad_ws_nbytes(g, limit); /* conv_wgrad.c */
     if (dt == GM_F32 && pass == CONV_BACKWARD_WEIGHT && conv_direct_use(g, pass)) return 0;
-    if (dt == GM_F32 && conv_direct_use(g, pass) && g->N > 0 && conv_direct_ws_nbytes(g, pass) <= limit) {
+    if (dt == GM_F32 && conv_direct_use(g, pass) && g->N > 0 && conv_direct_ws_nbytes_threads(g, pass, nthreads) <= limit) {
         if (pass == CONV_FORWARD ? g->K * g->P * g->Q == 0 : g->C * g->H * g->W == 0) return 0;
-        return conv_direct_ws_nbytes(g, pass);
+        return conv_direct_ws_nbytes_threads(g, pass, nthreads);
     }
     if (conv2d_algo(g, pass) != CONV_ALGO_IM2COL) return 0;
     size_t col = conv2d_column_nbytes(g, dt);

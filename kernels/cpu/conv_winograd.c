@@ -16,6 +16,10 @@
  *   out             = A^T M A (+ bias), the 2x2 outputs of each tile (output_run).
  * The block's V and M stay in the thread's part of the workspace (per thread: about WINO_TILE_TARGET bytes,
  * at least 48 tiles), so they are read back from L2, and the workspace is U plus that, whatever the batch.
+ * Two bounds keep it small beside the layer's output (it set eval peaks): U beyond WINO_U_CAP (up to twice it) is
+ * made and used in two blocks of output channels (V made again for each), and where V holds every input channel
+ * (at most 64) M holds only
+ * the 8 rows of the register tile being computed.
  * U is 16/9 of the weight's bytes and is written afresh every call: with few tiles per weight (a deep layer at
  * a small image and batch) that transform costs more than the 2.25x saves; conv_plan.c's conv_winograd_use
  * says where it runs.
@@ -66,6 +70,8 @@ typedef struct {
     int flip;
     int64_t TH, TW, tiles;     /* tile rows and columns per item, tiles in all */
     int64_t T, ldv, nblocks, co8; /* tiles per block, a row of V or M (T rounded up to 16), blocks, Co to 8 */
+    int64_t cb;                /* output channels (of co8) per block of U, a multiple of 8 */
+    int64_t mrows;             /* rows of M: cb, or 8 where V holds every input channel (vc == Ci) */
     int64_t vc;                /* input channels V holds at a time */
     int nt;
     size_t u_floats, v_floats, m_floats; /* U; a thread's V and M */
@@ -75,6 +81,13 @@ typedef struct {
  * WINO_MIN_TILES tiles (one register tile of 48 columns). */
 #define WINO_TILE_TARGET ((size_t)512 << 10)
 #define WINO_MIN_TILES 48
+/* U beyond this many bytes, up to twice it, is transformed and used in two blocks of output channels (a multiple
+ * of 8 channels each, within the cap): the whole of a 256->256 layer's U (4 MiB) set the workspace at the peak
+ * of VGG-11's eval step, beside 1 MiB of output. Each block makes the input's transform V again: two cost 0-5 %
+ * at 256->256 14x14 batch 8 (within the spread), but eight blocks of a 512->512 layer's 16 MiB cost 15-25 %
+ * (7x7 batch 8: 94-100 -> 77-82 % of sgemm forward, one thread, CPU time), so a U beyond twice the cap stays
+ * whole. */
+#define WINO_U_CAP ((size_t)2 << 20)
 
 static int64_t round_up(int64_t a, int64_t b) { return ceil_div64(a, b) * b; }
 
@@ -96,11 +109,17 @@ static wino_plan make_plan(const conv_geom *g, conv_pass pass, int nthreads) {
     }
     p.TH = (p.Ho + 1) / 2, p.TW = (p.Wo + 1) / 2, p.tiles = p.N * p.TH * p.TW;
     p.co8 = round_up(p.Co, WMR);
+    const size_t u_all = (size_t)(16 * p.co8 * p.Ci) * sizeof(float);
+    p.cb = p.co8;
+    if (u_all > WINO_U_CAP && u_all <= 2 * WINO_U_CAP) {
+        p.cb = round_up(ceil_div64(p.co8, 2), WMR);
+        while (p.cb > WMR && (size_t)(16 * p.cb * p.Ci) * sizeof(float) > WINO_U_CAP) p.cb -= WMR;
+    }
     /* V holds WVC input channels at a time, M adding up their products, where M (16 x Co x T) stays in L2
      * between them; beyond 256 output channels it does not (512->512 at 7x7, batch 8: 1.38x -> 1.08x against the
      * direct path), so there V holds every channel and M each register tile's sums while it runs. */
-    p.vc = p.co8 <= 256 ? min64(p.Ci, WVC) : p.Ci;
-    const size_t per_tile = (size_t)(16 * (p.vc + p.co8)) * sizeof(float);
+    p.vc = p.cb <= 256 ? min64(p.Ci, WVC) : p.Ci;
+    const size_t per_tile = (size_t)(16 * (p.vc + p.cb)) * sizeof(float);
     const int64_t cap = max64(WINO_MIN_TILES, (int64_t)(WINO_TILE_TARGET / per_tile) / 16 * 16);
     const double macs = 16.0 * (double)p.tiles * (double)p.Ci * (double)p.Co;
     p.nt = nthreads > 1 && macs >= CONV_GEMM_GRAIN ? nthreads : 1;
@@ -113,9 +132,14 @@ static wino_plan make_plan(const conv_geom *g, conv_pass pass, int nthreads) {
     p.ldv = round_up(p.T, 16);
     p.nblocks = p.tiles ? ceil_div64(p.tiles, p.T) : 0;
     if (p.nt > p.nblocks) p.nt = (int)max64(1, p.nblocks);
-    p.u_floats = (size_t)(16 * p.co8 * p.Ci);
+    p.u_floats = (size_t)(16 * p.cb * p.Ci);
     p.v_floats = (size_t)(16 * p.vc * p.ldv);
-    p.m_floats = (size_t)(16 * p.co8 * p.ldv);
+    /* where V holds every input channel, up to WVC, a register tile's 8 rows of M are whole after one product and
+     * go straight to the output transform: M holds those 8 (in L1), not cb rows (a 64->128 layer at 32x32, batch
+     * 4: 384 KiB a thread, which put the workspace over the small pool's 1 MiB). Not the 512->512 layers whose V
+     * holds all 512 channels: 7x7 batch 8 measured 0-6 % slower so. */
+    p.mrows = p.vc == p.Ci && p.Ci <= WVC ? WMR : p.cb;
+    p.m_floats = (size_t)(16 * p.mrows * p.ldv);
     return p;
 }
 
@@ -124,8 +148,9 @@ size_t conv_winograd_ws_nbytes(const conv_geom *g, conv_pass pass, int nthreads)
     return floats_bytes(p.u_floats) + (size_t)p.nt * (floats_bytes(p.v_floats) + floats_bytes(p.m_floats));
 }
 
-/* ---- U = G g G^T, 16 (out, in) channel pairs at a time: lanes (8 output channels) x (2 input channels) ------ */
-static void transform_weight(float *U, const float *w, const wino_plan *p, int64_t rb, int64_t q0) {
+/* ---- U = G g G^T, 16 (out, in) channel pairs at a time: lanes (8 output channels) x (2 input channels) ------
+ * Row block rb (output channels 8 rb..) into U's block of output channels that starts at row block rb0. */
+static void transform_weight(float *U, const float *w, const wino_plan *p, int64_t rb, int64_t rb0, int64_t q0) {
     const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     const __m512i o = _mm512_add_epi32(_mm512_set1_epi32((int)(rb * WMR)), _mm512_and_si512(lane, _mm512_set1_epi32(7)));
     const __m512i i = _mm512_add_epi32(_mm512_set1_epi32((int)q0), _mm512_srli_epi32(lane, 3));
@@ -148,8 +173,8 @@ static void transform_weight(float *U, const float *w, const wino_plan *p, int64
         a[2][s] = _mm512_mul_ps(half, _mm512_sub_ps(g02, g1));
         a[3][s] = g2;
     }
-    const size_t es = (size_t)(p->co8 * p->Ci);
-    float *dst = U + rb * WMR * p->Ci + q0 * WMR;
+    const size_t es = (size_t)(p->cb * p->Ci);
+    float *dst = U + (rb - rb0) * WMR * p->Ci + q0 * WMR;
     for (int r = 0; r < 4; r++) {
         const __m512 a02 = _mm512_add_ps(a[r][0], a[r][2]);
         _mm512_mask_storeu_ps(dst + (r * 4 + 0) * es, st, a[r][0]);
@@ -224,19 +249,20 @@ static void input_run(float *V, int64_t ldv, const float *in, const wino_plan *p
     }
 }
 
-/* out[n][o] 2x2 blocks of tiles (n, ty, tx + u) = (A^T M A)[e] + bias, every output channel. */
-static void output_run(float *out, const float *M, int64_t ldm, const float *bias, const wino_plan *p, int64_t n,
-                       int64_t ty, int64_t tx, int64_t len, int64_t j) {
+/* out[n][o] 2x2 blocks of tiles (n, ty, tx + u) = (A^T M A)[e] + bias, output channels [o0, o1) (M's rows from
+ * o0). */
+static void output_run(float *out, const float *M, int64_t ldm, const float *bias, const wino_plan *p, int64_t o0,
+                       int64_t o1, int64_t n, int64_t ty, int64_t tx, int64_t len, int64_t j) {
     const __m512i lo_idx = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
     const __m512i hi_idx = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
-    const size_t es = (size_t)(p->co8 * ldm);
+    const size_t es = (size_t)(p->mrows * ldm);
     const int64_t HW = p->Ho * p->Wo, oh = 2 * ty;
     const int two = oh + 1 < p->Ho;
     for (int64_t u0 = 0; u0 < len; u0 += 16) {
         const int64_t ow = 2 * (tx + u0), w_end = min64(p->Wo, 2 * (tx + len));
         const __mmask16 sm = lanes(len - u0), k0 = lanes(w_end - ow), k1 = lanes(max64(0, w_end - ow - 16));
-        for (int64_t o = 0; o < p->Co; o++) {
-            const float *src = M + o * ldm + j + u0;
+        for (int64_t o = o0; o < o1; o++) {
+            const float *src = M + (o - o0) * ldm + j + u0;
             __m512 m[16];
             for (int e = 0; e < 16; e++) m[e] = _mm512_maskz_loadu_ps(sm, src + e * es);
             __m512 r[2][4]; /* A^T M */
@@ -292,16 +318,17 @@ WINO_TILE(1)
 WINO_TILE(2)
 WINO_TILE(3)
 
-/* M (+)= U V over input channels [c0, c1), V holding just those (adding onto M after the first). */
-static void gemm_block(float *M, const float *V, const float *U, const wino_plan *p, int64_t cnt, int64_t c0,
-                       int64_t c1) {
+/* M (+)= U V over input channels [c0, c1), V holding just those (adding onto M after the first): U's row blocks
+ * [rb0, rb1) of the block of output channels, into M's rows from 0. */
+static void gemm_block(float *M, const float *V, const float *U, const wino_plan *p, int64_t rb0, int64_t rb1,
+                       int64_t cnt, int64_t c0, int64_t c1) {
     const int64_t ldv = p->ldv, ci = c1 - c0, add = c0 > 0;
     for (int e = 0; e < 16; e++) {
-        const float *ve = V + (size_t)e * (size_t)(p->vc * ldv), *ue = U + (size_t)e * (size_t)(p->co8 * p->Ci);
-        float *me = M + (size_t)e * (size_t)(p->co8 * ldv);
-        for (int64_t rb = 0; rb < p->co8 / WMR; rb++) {
+        const float *ve = V + (size_t)e * (size_t)(p->vc * ldv), *ue = U + (size_t)e * (size_t)(p->cb * p->Ci);
+        float *me = M + (size_t)e * (size_t)(p->mrows * ldv);
+        for (int64_t rb = rb0; rb < rb1; rb++) {
             const float *up = ue + rb * WMR * p->Ci + c0 * WMR;
-            float *mo = me + rb * WMR * ldv;
+            float *mo = me + (rb - rb0) * WMR * ldv;
             for (int64_t t = 0; t < cnt; t += 16 * WNV) {
                 const int64_t left = cnt - t;
                 const int nv = (int)min64(WNV, ceil_div64(left, 16));
@@ -322,33 +349,48 @@ static void winograd_run(float *out, const float *in, const float *w, const floa
     float *U = ws;
     const size_t ub = floats_bytes(p->u_floats) / sizeof(float);
     const size_t vb = floats_bytes(p->v_floats) / sizeof(float), mb = floats_bytes(p->m_floats) / sizeof(float);
-    const int64_t rbs = p->co8 / WMR, qs = ceil_div64(p->Ci, 2);
+    const int64_t qs = ceil_div64(p->Ci, 2);
 #pragma omp parallel num_threads(p->nt) if (p->nt > 1)
     {
-        /* Along the weight's memory: the forward's blocks are 8 rows of it (8 k) and its pairs of c run along
-         * them. The input-gradient's blocks are 8 c of each k and its pairs run over k: one block after another
-         * along WQB pairs (2 WQB rows read side by side) writes WQB lines in a row per e, where one pair at a
-         * time wrote a line per 16 KiB page (a 512x512 weight: 2x slower than the forward's). */
-        const int64_t nqb = ceil_div64(qs, WQB), nu = p->flip ? nqb * rbs * WQB : rbs * qs;
-#pragma omp for schedule(static)
-        for (int64_t u = 0; u < nu; u++) {
-            if (!p->flip) {
-                transform_weight(U, w, p, u / qs, u % qs * 2);
-                continue;
-            }
-            const int64_t rem = u % (rbs * WQB), q = u / (rbs * WQB) * WQB + rem % WQB;
-            if (q < qs) transform_weight(U, w, p, rem / WQB, q * 2);
-        }
         float *V = ws + ub + (size_t)omp_get_thread_num() * (vb + mb), *M = V + vb;
-#pragma omp for schedule(dynamic)
-        for (int64_t b = 0; b < p->nblocks; b++) {
-            const int64_t t0 = b * p->T, cnt = min64(p->T, p->tiles - t0);
-            for (int64_t c0 = 0; c0 < p->Ci; c0 += p->vc) { /* V: WVC channels at a time, M their sum */
-                const int64_t c1 = min64(p->Ci, c0 + p->vc);
-                FOR_RUNS(p, t0, cnt, input_run(V, p->ldv, in, p, c0, c1, n, ty, tx, len, j));
-                gemm_block(M, V, U, p, cnt, c0, c1);
+        /* a block of output channels at a time (one block unless U passes WINO_U_CAP); the end of each omp for
+         * waits for every thread, so U is whole before it is read and read before the next block overwrites it */
+        for (int64_t o0 = 0; o0 < p->co8; o0 += p->cb) {
+            const int64_t rows = min64(p->cb, p->co8 - o0), rbs = rows / WMR, rb0 = o0 / WMR;
+            /* Along the weight's memory: the forward's blocks are 8 rows of it (8 k) and its pairs of c run along
+             * them. The input-gradient's blocks are 8 c of each k and its pairs run over k: one block after
+             * another along WQB pairs (2 WQB rows read side by side) writes WQB lines in a row per e, where one
+             * pair at a time wrote a line per 16 KiB page (a 512x512 weight: 2x slower than the forward's). */
+            const int64_t nqb = ceil_div64(qs, WQB), nu = p->flip ? nqb * rbs * WQB : rbs * qs;
+#pragma omp for schedule(static)
+            for (int64_t u = 0; u < nu; u++) {
+                if (!p->flip) {
+                    transform_weight(U, w, p, rb0 + u / qs, rb0, u % qs * 2);
+                    continue;
+                }
+                const int64_t rem = u % (rbs * WQB), q = u / (rbs * WQB) * WQB + rem % WQB;
+                if (q < qs) transform_weight(U, w, p, rb0 + rem / WQB, rb0, q * 2);
             }
-            FOR_RUNS(p, t0, cnt, output_run(out, M, p->ldv, bias, p, n, ty, tx, len, j));
+            const int64_t o1 = min64(p->Co, o0 + rows);
+#pragma omp for schedule(dynamic)
+            for (int64_t b = 0; b < p->nblocks; b++) {
+                const int64_t t0 = b * p->T, cnt = min64(p->T, p->tiles - t0);
+                if (p->mrows == WMR) { /* V: every channel; then 8 output channels at a time through M */
+                    FOR_RUNS(p, t0, cnt, input_run(V, p->ldv, in, p, 0, p->Ci, n, ty, tx, len, j));
+                    for (int64_t rb = 0; rb < rbs; rb++) {
+                        const int64_t r0 = o0 + rb * WMR, r1 = min64(o1, r0 + WMR);
+                        gemm_block(M, V, U, p, rb, rb + 1, cnt, 0, p->Ci);
+                        FOR_RUNS(p, t0, cnt, output_run(out, M, p->ldv, bias, p, r0, r1, n, ty, tx, len, j));
+                    }
+                    continue;
+                }
+                for (int64_t c0 = 0; c0 < p->Ci; c0 += p->vc) { /* V: WVC channels at a time, M their sum */
+                    const int64_t c1 = min64(p->Ci, c0 + p->vc);
+                    FOR_RUNS(p, t0, cnt, input_run(V, p->ldv, in, p, c0, c1, n, ty, tx, len, j));
+                    gemm_block(M, V, U, p, 0, rbs, cnt, c0, c1);
+                }
+                FOR_RUNS(p, t0, cnt, output_run(out, M, p->ldv, bias, p, o0, o1, n, ty, tx, len, j));
+            }
         }
     }
 }
