@@ -148,7 +148,8 @@ static int direct_cols(const conv_geom *g) {
 #define BF16_GEMM_MIN_POSITIONS 64
 /* 0: the rule, 1: always, 2: never (and neither forced route takes the direct route below), 3: the direct route
  * wherever it applies, else the rule. Read on every call (a getenv is ~0.1 us beside a convolution's >= 10 us), so
- * that a benchmark can switch routes between calls in one process and compare them interleaved. */
+ * that a benchmark can switch routes between calls in one process and compare them interleaved. The rule now
+ * takes the direct route wherever it applies too (half_direct_route), so 3 acts as 0. */
 static int bf16_conv_env(void) {
     const char *e = getenv("GPUMEMNET_BF16_CONV");
     return !e ? 0 : strcmp(e, "gemm") == 0 ? 1 : strcmp(e, "widen") == 0 ? 2 : strcmp(e, "direct") == 0 ? 3 : 0;
@@ -187,15 +188,22 @@ static conv_geom half_direct_geom(const conv_geom *g, int64_t nb) {
     return c;
 }
 
-/* Which passes: only where GPUMEMNET_BF16_CONV=direct asks for it (wherever the direct kernel applies). Per pass,
- * alone, it beat gemm_bf16 on the UNet's layers (median of per-round ratios direct / gemm_bf16, forward,
- * input-gradient, weight-gradient, 2 threads: 32 channels at 32x32 0.67 0.62 0.95, 64 at 16x16 0.77 0.89 1.35;
- * at 16 channels and 64x64 2.3 against 4.5 ms), but in the UNet's whole autocast step it lost (idle machine, 11
- * paired rounds: 151 ms with it on the forward and input-gradient up to 64 x 64 channel pairs, 139 ms without; its
- * float32 copies of a group's input and output stream through memory the other routes keep in per-thread tiles),
- * so the measured rule leaves it off. */
-static int half_direct_route(const conv_geom *g, conv_pass pass) {
-    if (bf16_conv_env() != 3) return 0;
+/* Which passes: wherever the float32 direct kernel applies (conv_direct_use, on the widened copy's layout), but
+ * under a forced product route (GPUMEMNET_BF16_CONV=gemm or =widen); =direct is the rule. An earlier measurement
+ * (before the float32 direct kernels were reworked) had the route losing the UNet's whole autocast step (151 ms
+ * against 139 ms), so it was left to =direct. Measured again on the UNet's layers (batch 16; CPU time, 1
+ * thread, median of 5, interleaved; ms forward / input-gradient / weight-gradient, direct against the former
+ * rule): 16 -> 16 at 64x64 2.48 2.34 3.23 against 5.14 5.19 6.21, 32 -> 32 at 32x32 2.26 2.20 2.99 against
+ * 3.00 4.12 2.62, 64 -> 64 at 16x16 2.14 2.07 2.77 against 2.56 2.85 2.46, 32 -> 16 at 64x64 5.00 4.93 6.68
+ * against 8.24 9.45 7.70; over all the UNet's 3x3 layers 29.4 29.1 38.6 against about 42 48 42 (float32 26.4
+ * 26.4 29.5); the whole autocast step (2 threads, 11 paired rounds under load) 160 ms against 206 (0.78x). But
+ * the weight-gradient stays on bfloat16 products where those take it (bf16_on_gemm: 32 or more output channels). */
+static int half_direct_route(const conv_geom *g, gm_dtype dt, conv_pass pass) {
+    const int mode = bf16_conv_env();
+    if (mode == 1 || mode == 2) return 0;
+    /* the weight-gradient of 32 or more output channels ran faster on bfloat16 products (2.62 against 2.99 ms at
+     * 32 -> 32 on 32x32, 2.46 against 2.77 at 64 -> 64 on 16x16, 5.30 against 6.30 at 64 -> 32 on 32x32) */
+    if (mode == 0 && dt == GM_BF16 && pass == CONV_BACKWARD_WEIGHT && bf16_on_gemm(g, pass)) return 0;
     /* on the widened copy's contiguous layout, so that the route and its bytes do not depend on the input's
      * strides (meta plans from shapes) */
     const conv_geom c = half_direct_geom(g, g->N);
@@ -222,8 +230,8 @@ static void widen_item(float *d, const uint16_t *p, const conv_geom *g, gm_dtype
             load_run_h(d + c * HW + h * g->W, p + c * g->xs[1] + h * g->xs[2], g->xs[3], g->W, dt);
 }
 
-size_t conv_half_direct_nbytes(const conv_geom *g, conv_pass pass) {
-    if (g->N < 1 || !half_direct_route(g, pass)) return 0;
+size_t conv_half_direct_nbytes(const conv_geom *g, gm_dtype dt, conv_pass pass) {
+    if (g->N < 1 || !half_direct_route(g, dt, pass)) return 0;
     const int64_t nb = half_direct_items(g), KCRS = g->K * (g->C / g->G) * g->R * g->S;
     const conv_geom c = half_direct_geom(g, nb);
     const size_t items = (size_t)nb * (size_t)(g->C * g->H * g->W + g->K * g->P * g->Q) * sizeof(float);
@@ -313,7 +321,7 @@ int conv2d_forward_half(uint16_t *out, const uint16_t *x, const uint16_t *w, con
     }
     const size_t sn = dt == GM_BF16 ? conv_half_small_nbytes(g, CONV_FORWARD) : 0;
     if (sn && ws && ws_nbytes >= sn) return conv_half_small_forward(out, x, w, bias, g, ws, nthreads);
-    const size_t dn = conv_half_direct_nbytes(g, CONV_FORWARD);
+    const size_t dn = conv_half_direct_nbytes(g, dt, CONV_FORWARD);
     if (dn && ws && ws_nbytes >= dn) {
         half_direct_pass(out, x, w, bias, g, CONV_FORWARD, dt, ws, nthreads);
         return GM_OK;
@@ -439,7 +447,7 @@ int conv2d_backward_data_half(uint16_t *dx, const uint16_t *dout, const uint16_t
     }
     const size_t sn = dt == GM_BF16 ? conv_half_small_nbytes(g, CONV_BACKWARD_DATA) : 0;
     if (sn && ws && ws_nbytes >= sn) return conv_half_small_backward_data(dx, dout, w, bias, g, ws, nthreads);
-    const size_t dn = conv_half_direct_nbytes(g, CONV_BACKWARD_DATA);
+    const size_t dn = conv_half_direct_nbytes(g, dt, CONV_BACKWARD_DATA);
     if (dn && ws && ws_nbytes >= dn) {
         half_direct_pass(dx, dout, w, bias, g, CONV_BACKWARD_DATA, dt, ws, nthreads);
         return GM_OK;
@@ -495,7 +503,7 @@ int conv2d_backward_weight_half(uint16_t *dw, const uint16_t *dout, const uint16
     if (!dout || !x) return GM_ERR_ARG;
     const size_t sn = dt == GM_BF16 ? conv_half_small_nbytes(g, CONV_BACKWARD_WEIGHT) : 0;
     if (sn && ws && ws_nbytes >= sn) return conv_half_small_backward_weight(dw, dout, x, g, ws, nthreads);
-    const size_t dn = conv_half_direct_nbytes(g, CONV_BACKWARD_WEIGHT);
+    const size_t dn = conv_half_direct_nbytes(g, dt, CONV_BACKWARD_WEIGHT);
     if (dn && ws && ws_nbytes >= dn) {
         half_direct_weight(dw, dout, x, g, dt, ws, nthreads);
         return GM_OK;
