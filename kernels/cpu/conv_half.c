@@ -230,14 +230,26 @@ static void widen_item(float *d, const uint16_t *p, const conv_geom *g, gm_dtype
             load_run_h(d + c * HW + h * g->W, p + c * g->xs[1] + h * g->xs[2], g->xs[3], g->W, dt);
 }
 
-size_t conv_half_direct_nbytes(const conv_geom *g, gm_dtype dt, conv_pass pass) {
+/* The forward and input-gradient of a group (c: a whole group's geometry) run Winograd where the float32 passes
+ * would (conv_winograd_use: 64 or more channels each way; float32 then beat the direct kernel on the UNet's
+ * 64 -> 64 at 16x16, 1.34 against 1.94 ms, and 128 -> 64 at 16x16, 2.70 against 3.85), else the direct kernel:
+ * the kernel's workspace is the larger of the two, so that a smaller last group whose Winograd plan would not fit
+ * takes the direct kernel. */
+static size_t half_kernel_nbytes(const conv_geom *c, conv_pass pass, int nthreads) {
+    const size_t d = conv_direct_ws_nbytes(c, pass);
+    if (!conv_winograd_use(c, pass, nthreads)) return d;
+    const size_t w = conv_winograd_ws_nbytes(c, pass, nthreads);
+    return w > d ? w : d;
+}
+
+size_t conv_half_direct_nbytes(const conv_geom *g, gm_dtype dt, conv_pass pass, int nthreads) {
     if (g->N < 1 || !half_direct_route(g, dt, pass)) return 0;
     const int64_t nb = half_direct_items(g), KCRS = g->K * (g->C / g->G) * g->R * g->S;
     const conv_geom c = half_direct_geom(g, nb);
     const size_t items = (size_t)nb * (size_t)(g->C * g->H * g->W + g->K * g->P * g->Q) * sizeof(float);
     if (pass == CONV_BACKWARD_WEIGHT) return align64((size_t)(2 * KCRS) * sizeof(float)) + items;
-    return align64((size_t)(KCRS + max64(g->K, g->C)) * sizeof(float)) + align64(conv_direct_ws_nbytes(&c, pass)) +
-           items;
+    return align64((size_t)(KCRS + max64(g->K, g->C)) * sizeof(float)) +
+           align64(half_kernel_nbytes(&c, pass, nthreads)) + items;
 }
 
 /* The forward or input-gradient on the direct route: in (the input, or grad_output) widened a group at a time. */
@@ -251,7 +263,9 @@ static void half_direct_pass(uint16_t *out, const uint16_t *in, const uint16_t *
     const conv_geom c = half_direct_geom(g, nb);
     float *w32 = ws, *b32 = w32 + KCRS;
     float *pk = (float *)((char *)ws + align64((size_t)(KCRS + max64(g->K, g->C)) * sizeof(float)));
-    float *in32 = (float *)((char *)pk + align64(conv_direct_ws_nbytes(&c, pass))), *out32 = in32 + nb * inn;
+    const size_t kn = half_kernel_nbytes(&c, pass, nthreads);
+    const int wino = conv_winograd_use(&c, pass, nthreads);
+    float *in32 = (float *)((char *)pk + align64(kn)), *out32 = in32 + nb * inn;
     convert_all(w32, (uint16_t *)w, KCRS, 0, dt, nthreads);
     if (bias) load_run_h(b32, bias, 1, nbias, dt);
     for (int64_t n0 = 0; n0 < g->N; n0 += nb) {
@@ -260,8 +274,14 @@ static void half_direct_pass(uint16_t *out, const uint16_t *in, const uint16_t *
             if (fwd) widen_item(in32 + i * inn, in + (n0 + i) * g->xs[0], g, dt, nthreads);
             else convert_all(in32 + i * inn, (uint16_t *)in + (n0 + i) * inn, inn, 0, dt, nthreads);
         }
-        if (fwd) conv_direct_forward(out32, in32, w32, bias ? b32 : NULL, &cg, pk, nthreads);
-        else conv_direct_backward_data(out32, in32, w32, bias ? b32 : NULL, &cg, pk, nthreads);
+        if (wino && conv_winograd_ws_nbytes(&cg, pass, nthreads) <= kn) {
+            if (fwd) conv_winograd_forward(out32, in32, w32, bias ? b32 : NULL, &cg, pk, nthreads);
+            else conv_winograd_backward_data(out32, in32, w32, bias ? b32 : NULL, &cg, pk, nthreads);
+        } else if (fwd) {
+            conv_direct_forward(out32, in32, w32, bias ? b32 : NULL, &cg, pk, nthreads);
+        } else {
+            conv_direct_backward_data(out32, in32, w32, bias ? b32 : NULL, &cg, pk, nthreads);
+        }
         convert_all(out32, out + n0 * outn, cg.N * outn, 1, dt, nthreads);
     }
 }
@@ -321,7 +341,7 @@ int conv2d_forward_half(uint16_t *out, const uint16_t *x, const uint16_t *w, con
     }
     const size_t sn = dt == GM_BF16 ? conv_half_small_nbytes(g, CONV_FORWARD) : 0;
     if (sn && ws && ws_nbytes >= sn) return conv_half_small_forward(out, x, w, bias, g, ws, nthreads);
-    const size_t dn = conv_half_direct_nbytes(g, dt, CONV_FORWARD);
+    const size_t dn = conv_half_direct_nbytes(g, dt, CONV_FORWARD, nthreads);
     if (dn && ws && ws_nbytes >= dn) {
         half_direct_pass(out, x, w, bias, g, CONV_FORWARD, dt, ws, nthreads);
         return GM_OK;
@@ -447,7 +467,7 @@ int conv2d_backward_data_half(uint16_t *dx, const uint16_t *dout, const uint16_t
     }
     const size_t sn = dt == GM_BF16 ? conv_half_small_nbytes(g, CONV_BACKWARD_DATA) : 0;
     if (sn && ws && ws_nbytes >= sn) return conv_half_small_backward_data(dx, dout, w, bias, g, ws, nthreads);
-    const size_t dn = conv_half_direct_nbytes(g, dt, CONV_BACKWARD_DATA);
+    const size_t dn = conv_half_direct_nbytes(g, dt, CONV_BACKWARD_DATA, nthreads);
     if (dn && ws && ws_nbytes >= dn) {
         half_direct_pass(dx, dout, w, bias, g, CONV_BACKWARD_DATA, dt, ws, nthreads);
         return GM_OK;
@@ -503,7 +523,7 @@ int conv2d_backward_weight_half(uint16_t *dw, const uint16_t *dout, const uint16
     if (!dout || !x) return GM_ERR_ARG;
     const size_t sn = dt == GM_BF16 ? conv_half_small_nbytes(g, CONV_BACKWARD_WEIGHT) : 0;
     if (sn && ws && ws_nbytes >= sn) return conv_half_small_backward_weight(dw, dout, x, g, ws, nthreads);
-    const size_t dn = conv_half_direct_nbytes(g, dt, CONV_BACKWARD_WEIGHT);
+    const size_t dn = conv_half_direct_nbytes(g, dt, CONV_BACKWARD_WEIGHT, nthreads);
     if (dn && ws && ws_nbytes >= dn) {
         half_direct_weight(dw, dout, x, g, dt, ws, nthreads);
         return GM_OK;
