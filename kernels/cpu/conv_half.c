@@ -9,6 +9,7 @@
 #include "bf16_convert.h"
 #include "gemm_bf16.h"
 
+#include <stdint.h> /* SIZE_MAX */
 #include <stdlib.h>
 
 /* ---- the half-precision forward: float16/bfloat16 storage, float32 arithmetic, rounded once ----------------
@@ -198,9 +199,24 @@ static conv_geom half_direct_geom(const conv_geom *g, int64_t nb) {
  * against 8.24 9.45 7.70; over all the UNet's 3x3 layers 29.4 29.1 38.6 against about 42 48 42 (float32 26.4
  * 26.4 29.5); the whole autocast step (2 threads, 11 paired rounds under load) 160 ms against 206 (0.78x). But
  * the weight-gradient stays on bfloat16 products where those take it (bf16_on_gemm: 32 or more output channels). */
+static int64_t half_direct_items(const conv_geom *g);
+
+/* Whether the weight-gradient's groups run the float32 outer-product kernel (conv_wgrad.c), as the float32 pass
+ * does where it applies: every group (the last one may hold fewer items) must fit it within its own workspace
+ * (conv_wgrad_ws_nbytes of a whole group). On the UNet's layers (1 thread, CPU time, ms) the float32 pass took
+ * 1.64 at 128 -> 128 on 8x8, 3.25 at 128 -> 64 on 16x16, 1.66 at 64 -> 64 on 16x16 against bfloat16 products'
+ * 2.89, 4.95 and 2.50. */
+static int half_wgrad_kernel(const conv_geom *g) {
+    const int64_t nb = half_direct_items(g), last = g->N - (g->N - 1) / nb * nb;
+    const conv_geom c = half_direct_geom(g, nb), l = half_direct_geom(g, last);
+    return g->N > 0 && g->K * g->C * g->R * g->S * g->P * g->Q > 0 && conv_wgrad_use(&c) &&
+           conv_wgrad_fits(&c, SIZE_MAX) && conv_wgrad_fits(&l, SIZE_MAX);
+}
+
 static int half_direct_route(const conv_geom *g, gm_dtype dt, conv_pass pass) {
     const int mode = bf16_conv_env();
     if (mode == 1 || mode == 2) return 0;
+    if (pass == CONV_BACKWARD_WEIGHT && half_wgrad_kernel(g)) return 1;
     /* the weight-gradient of 32 or more output channels ran faster on bfloat16 products (2.62 against 2.99 ms at
      * 32 -> 32 on 32x32, 2.46 against 2.77 at 64 -> 64 on 16x16, 5.30 against 6.30 at 64 -> 32 on 32x32) */
     if (mode == 0 && dt == GM_BF16 && pass == CONV_BACKWARD_WEIGHT && bf16_on_gemm(g, pass)) return 0;
@@ -247,7 +263,9 @@ size_t conv_half_direct_nbytes(const conv_geom *g, gm_dtype dt, conv_pass pass, 
     const int64_t nb = half_direct_items(g), KCRS = g->K * (g->C / g->G) * g->R * g->S;
     const conv_geom c = half_direct_geom(g, nb);
     const size_t items = (size_t)nb * (size_t)(g->C * g->H * g->W + g->K * g->P * g->Q) * sizeof(float);
-    if (pass == CONV_BACKWARD_WEIGHT) return align64((size_t)(2 * KCRS) * sizeof(float)) + items;
+    if (pass == CONV_BACKWARD_WEIGHT)
+        return align64((size_t)(2 * KCRS) * sizeof(float)) + align64(items) +
+               (half_wgrad_kernel(g) ? conv_wgrad_ws_nbytes(&c, SIZE_MAX) : 0);
     return align64((size_t)(KCRS + max64(g->K, g->C)) * sizeof(float)) +
            align64(half_kernel_nbytes(&c, pass, nthreads)) + items;
 }
@@ -293,12 +311,17 @@ static void half_direct_weight(uint16_t *dw, const uint16_t *dout, const uint16_
     const int64_t xn = g->C * g->H * g->W, gn = g->K * g->P * g->Q;
     float *sum = ws, *part = sum + KCRS;
     float *x32 = (float *)((char *)ws + align64((size_t)(2 * KCRS) * sizeof(float))), *g32 = x32 + nb * xn;
+    const int wg = half_wgrad_kernel(g);
+    const conv_geom c = half_direct_geom(g, nb);
+    const size_t wn = wg ? conv_wgrad_ws_nbytes(&c, SIZE_MAX) : 0;
+    float *wws = (float *)((char *)x32 + align64((size_t)nb * (size_t)(xn + gn) * sizeof(float)));
     memset(sum, 0, (size_t)KCRS * sizeof(float));
     for (int64_t n0 = 0; n0 < g->N; n0 += nb) {
         conv_geom cg = half_direct_geom(g, min64(nb, g->N - n0));
         for (int64_t i = 0; i < cg.N; i++) widen_item(x32 + i * xn, x + (n0 + i) * g->xs[0], g, dt, nthreads);
         convert_all(g32, (uint16_t *)dout + n0 * gn, cg.N * gn, 0, dt, nthreads);
-        conv_direct_backward_weight(part, g32, x32, &cg, nthreads);
+        if (wg) conv_wgrad_backward_weight(part, g32, x32, &cg, wws, wn, nthreads);
+        else conv_direct_backward_weight(part, g32, x32, &cg, nthreads);
         for (int64_t i = 0; i < KCRS; i++) sum[i] += part[i];
     }
     convert_all(sum, dw, KCRS, 1, dt, nthreads);
