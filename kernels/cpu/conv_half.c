@@ -171,11 +171,13 @@ static int bf16_on_gemm(const conv_geom *g, conv_pass pass) {
 /* ---- the direct route: float32 direct kernels (conv_direct.c) on widened groups of items ---------------------
  * Where the float32 passes take the direct kernel (stride-1 same-size or stride-2 3x3 layers of few channels on
  * large maps: the UNet's 16 to 64 channels at 64x64 to 16x16) a pass alone beat both half routes by 2-5x under
- * load (im2col of 9 rows per channel, products of 16 to 64 rows; benchmarks/bf16_conv_routes.py), though not the
- * whole step (half_direct_route): the passes widen a group of items' input (and grad_output) to float32, run the
- * direct kernel on the group as a batch and round its result once, as the other routes round their float32 sums. The group's float32 copies (about HALF_DIRECT_TARGET bytes, at least
- * one item) are the workspace's, with the widened weight (forward, input-gradient) or the float32 weight-gradient
- * and one group's (weight-gradient) and the direct kernel's packed weight: conv_half_direct_nbytes. */
+ * load (im2col of 9 rows per channel, products of 16 to 64 rows; benchmarks/bf16_conv_routes.py), and the
+ * UNet's whole autocast step too (half_direct_route): the passes widen a group of items' input (and grad_output)
+ * to float32, run the float32 kernel (direct, Winograd or conv_wgrad.c's) on the group as a batch and round its
+ * result once, as the other routes round their float32 sums. The group's float32 copies (about
+ * HALF_DIRECT_TARGET bytes, at least one item; 4 MiB measured no faster in the UNet's step) are the workspace's,
+ * with the widened weight (forward, input-gradient) or the float32 weight-gradient and one group's
+ * (weight-gradient) and the kernel's own workspace: conv_half_direct_nbytes. */
 #define HALF_DIRECT_TARGET ((size_t)1 << 20)
 
 /* The geometry of one group of nb contiguous float32 items. */
@@ -216,6 +218,11 @@ static int half_wgrad_kernel(const conv_geom *g) {
 static int half_direct_route(const conv_geom *g, gm_dtype dt, conv_pass pass) {
     const int mode = bf16_conv_env();
     if (mode == 1 || mode == 2) return 0;
+    /* beyond 128 channels either way bfloat16 products (the tile unit) won: VGG-11's layers at batch 2 (1
+     * thread, ms forward / input-gradient / weight-gradient, products against this route): 256 -> 512 at 8x8
+     * 1.30 1.91 2.20 against 5.18 3.05 3.20, 512 -> 512 at 8x8 3.13 8.03 4.82 against 9.51 10.33 9.50, 128 -> 256
+     * at 16x16 1.20 1.31 1.30 against 1.40 1.42 1.98 */
+    if (mode == 0 && dt == GM_BF16 && gemm_bf16_native() && (g->C / g->G > 128 || g->K / g->G > 128)) return 0;
     if (pass == CONV_BACKWARD_WEIGHT && half_wgrad_kernel(g)) return 1;
     /* the weight-gradient of 32 or more output channels ran faster on bfloat16 products (2.62 against 2.99 ms at
      * 32 -> 32 on 32x32, 2.46 against 2.77 at 64 -> 64 on 16x16, 5.30 against 6.30 at 64 -> 32 on 32x32) */
