@@ -9,6 +9,7 @@
 #include "bf16_convert.h"
 #include "gemm_bf16.h"
 
+#include <stdint.h> /* SIZE_MAX */
 #include <stdlib.h>
 
 /* ---- the half-precision forward: float16/bfloat16 storage, float32 arithmetic, rounded once ----------------
@@ -148,7 +149,8 @@ static int direct_cols(const conv_geom *g) {
 #define BF16_GEMM_MIN_POSITIONS 64
 /* 0: the rule, 1: always, 2: never (and neither forced route takes the direct route below), 3: the direct route
  * wherever it applies, else the rule. Read on every call (a getenv is ~0.1 us beside a convolution's >= 10 us), so
- * that a benchmark can switch routes between calls in one process and compare them interleaved. */
+ * that a benchmark can switch routes between calls in one process and compare them interleaved. The rule now
+ * takes the direct route wherever it applies too (half_direct_route), so 3 acts as 0. */
 static int bf16_conv_env(void) {
     const char *e = getenv("GPUMEMNET_BF16_CONV");
     return !e ? 0 : strcmp(e, "gemm") == 0 ? 1 : strcmp(e, "widen") == 0 ? 2 : strcmp(e, "direct") == 0 ? 3 : 0;
@@ -169,11 +171,13 @@ static int bf16_on_gemm(const conv_geom *g, conv_pass pass) {
 /* ---- the direct route: float32 direct kernels (conv_direct.c) on widened groups of items ---------------------
  * Where the float32 passes take the direct kernel (stride-1 same-size or stride-2 3x3 layers of few channels on
  * large maps: the UNet's 16 to 64 channels at 64x64 to 16x16) a pass alone beat both half routes by 2-5x under
- * load (im2col of 9 rows per channel, products of 16 to 64 rows; benchmarks/bf16_conv_routes.py), though not the
- * whole step (half_direct_route): the passes widen a group of items' input (and grad_output) to float32, run the
- * direct kernel on the group as a batch and round its result once, as the other routes round their float32 sums. The group's float32 copies (about HALF_DIRECT_TARGET bytes, at least
- * one item) are the workspace's, with the widened weight (forward, input-gradient) or the float32 weight-gradient
- * and one group's (weight-gradient) and the direct kernel's packed weight: conv_half_direct_nbytes. */
+ * load (im2col of 9 rows per channel, products of 16 to 64 rows; benchmarks/bf16_conv_routes.py), and the
+ * UNet's whole autocast step too (half_direct_route): the passes widen a group of items' input (and grad_output)
+ * to float32, run the float32 kernel (direct, Winograd or conv_wgrad.c's) on the group as a batch and round its
+ * result once, as the other routes round their float32 sums. The group's float32 copies (about
+ * HALF_DIRECT_TARGET bytes, at least one item; 4 MiB measured no faster in the UNet's step) are the workspace's,
+ * with the widened weight (forward, input-gradient) or the float32 weight-gradient and one group's
+ * (weight-gradient) and the kernel's own workspace: conv_half_direct_nbytes. */
 #define HALF_DIRECT_TARGET ((size_t)1 << 20)
 
 /* The geometry of one group of nb contiguous float32 items. */
@@ -187,15 +191,42 @@ static conv_geom half_direct_geom(const conv_geom *g, int64_t nb) {
     return c;
 }
 
-/* Which passes: only where GPUMEMNET_BF16_CONV=direct asks for it (wherever the direct kernel applies). Per pass,
- * alone, it beat gemm_bf16 on the UNet's layers (median of per-round ratios direct / gemm_bf16, forward,
- * input-gradient, weight-gradient, 2 threads: 32 channels at 32x32 0.67 0.62 0.95, 64 at 16x16 0.77 0.89 1.35;
- * at 16 channels and 64x64 2.3 against 4.5 ms), but in the UNet's whole autocast step it lost (idle machine, 11
- * paired rounds: 151 ms with it on the forward and input-gradient up to 64 x 64 channel pairs, 139 ms without; its
- * float32 copies of a group's input and output stream through memory the other routes keep in per-thread tiles),
- * so the measured rule leaves it off. */
-static int half_direct_route(const conv_geom *g, conv_pass pass) {
-    if (bf16_conv_env() != 3) return 0;
+/* Which passes: wherever the float32 direct kernel applies (conv_direct_use, on the widened copy's layout), but
+ * under a forced product route (GPUMEMNET_BF16_CONV=gemm or =widen); =direct is the rule. An earlier measurement
+ * (before the float32 direct kernels were reworked) had the route losing the UNet's whole autocast step (151 ms
+ * against 139 ms), so it was left to =direct. Measured again on the UNet's layers (batch 16; CPU time, 1
+ * thread, median of 5, interleaved; ms forward / input-gradient / weight-gradient, direct against the former
+ * rule): 16 -> 16 at 64x64 2.48 2.34 3.23 against 5.14 5.19 6.21, 32 -> 32 at 32x32 2.26 2.20 2.99 against
+ * 3.00 4.12 2.62, 64 -> 64 at 16x16 2.14 2.07 2.77 against 2.56 2.85 2.46, 32 -> 16 at 64x64 5.00 4.93 6.68
+ * against 8.24 9.45 7.70; over all the UNet's 3x3 layers 29.4 29.1 38.6 against about 42 48 42 (float32 26.4
+ * 26.4 29.5); the whole autocast step (2 threads, 11 paired rounds under load) 160 ms against 206 (0.78x). But
+ * the weight-gradient stays on bfloat16 products where those take it (bf16_on_gemm: 32 or more output channels). */
+static int64_t half_direct_items(const conv_geom *g);
+
+/* Whether the weight-gradient's groups run the float32 outer-product kernel (conv_wgrad.c), as the float32 pass
+ * does where it applies: every group (the last one may hold fewer items) must fit it within its own workspace
+ * (conv_wgrad_ws_nbytes of a whole group). On the UNet's layers (1 thread, CPU time, ms) the float32 pass took
+ * 1.64 at 128 -> 128 on 8x8, 3.25 at 128 -> 64 on 16x16, 1.66 at 64 -> 64 on 16x16 against bfloat16 products'
+ * 2.89, 4.95 and 2.50. */
+static int half_wgrad_kernel(const conv_geom *g) {
+    const int64_t nb = half_direct_items(g), last = g->N - (g->N - 1) / nb * nb;
+    const conv_geom c = half_direct_geom(g, nb), l = half_direct_geom(g, last);
+    return g->N > 0 && g->K * g->C * g->R * g->S * g->P * g->Q > 0 && conv_wgrad_use(&c) &&
+           conv_wgrad_fits(&c, SIZE_MAX) && conv_wgrad_fits(&l, SIZE_MAX);
+}
+
+static int half_direct_route(const conv_geom *g, gm_dtype dt, conv_pass pass) {
+    const int mode = bf16_conv_env();
+    if (mode == 1 || mode == 2) return 0;
+    /* beyond 128 channels either way bfloat16 products (the tile unit) won: VGG-11's layers at batch 2 (1
+     * thread, ms forward / input-gradient / weight-gradient, products against this route): 256 -> 512 at 8x8
+     * 1.30 1.91 2.20 against 5.18 3.05 3.20, 512 -> 512 at 8x8 3.13 8.03 4.82 against 9.51 10.33 9.50, 128 -> 256
+     * at 16x16 1.20 1.31 1.30 against 1.40 1.42 1.98 */
+    if (mode == 0 && dt == GM_BF16 && gemm_bf16_native() && (g->C / g->G > 128 || g->K / g->G > 128)) return 0;
+    if (pass == CONV_BACKWARD_WEIGHT && half_wgrad_kernel(g)) return 1;
+    /* the weight-gradient of 32 or more output channels ran faster on bfloat16 products (2.62 against 2.99 ms at
+     * 32 -> 32 on 32x32, 2.46 against 2.77 at 64 -> 64 on 16x16, 5.30 against 6.30 at 64 -> 32 on 32x32) */
+    if (mode == 0 && dt == GM_BF16 && pass == CONV_BACKWARD_WEIGHT && bf16_on_gemm(g, pass)) return 0;
     /* on the widened copy's contiguous layout, so that the route and its bytes do not depend on the input's
      * strides (meta plans from shapes) */
     const conv_geom c = half_direct_geom(g, g->N);
@@ -222,14 +253,28 @@ static void widen_item(float *d, const uint16_t *p, const conv_geom *g, gm_dtype
             load_run_h(d + c * HW + h * g->W, p + c * g->xs[1] + h * g->xs[2], g->xs[3], g->W, dt);
 }
 
-size_t conv_half_direct_nbytes(const conv_geom *g, conv_pass pass) {
-    if (g->N < 1 || !half_direct_route(g, pass)) return 0;
+/* The forward and input-gradient of a group (c: a whole group's geometry) run Winograd where the float32 passes
+ * would (conv_winograd_use: 64 or more channels each way; float32 then beat the direct kernel on the UNet's
+ * 64 -> 64 at 16x16, 1.34 against 1.94 ms, and 128 -> 64 at 16x16, 2.70 against 3.85), else the direct kernel:
+ * the kernel's workspace is the larger of the two, so that a smaller last group whose Winograd plan would not fit
+ * takes the direct kernel. */
+static size_t half_kernel_nbytes(const conv_geom *c, conv_pass pass, int nthreads) {
+    const size_t d = conv_direct_ws_nbytes(c, pass);
+    if (!conv_winograd_use(c, pass, nthreads)) return d;
+    const size_t w = conv_winograd_ws_nbytes(c, pass, nthreads);
+    return w > d ? w : d;
+}
+
+size_t conv_half_direct_nbytes(const conv_geom *g, gm_dtype dt, conv_pass pass, int nthreads) {
+    if (g->N < 1 || !half_direct_route(g, dt, pass)) return 0;
     const int64_t nb = half_direct_items(g), KCRS = g->K * (g->C / g->G) * g->R * g->S;
     const conv_geom c = half_direct_geom(g, nb);
     const size_t items = (size_t)nb * (size_t)(g->C * g->H * g->W + g->K * g->P * g->Q) * sizeof(float);
-    if (pass == CONV_BACKWARD_WEIGHT) return align64((size_t)(2 * KCRS) * sizeof(float)) + items;
-    return align64((size_t)(KCRS + max64(g->K, g->C)) * sizeof(float)) + align64(conv_direct_ws_nbytes(&c, pass)) +
-           items;
+    if (pass == CONV_BACKWARD_WEIGHT)
+        return align64((size_t)(2 * KCRS) * sizeof(float)) + align64(items) +
+               (half_wgrad_kernel(g) ? conv_wgrad_ws_nbytes(&c, SIZE_MAX) : 0);
+    return align64((size_t)(KCRS + max64(g->K, g->C)) * sizeof(float)) +
+           align64(half_kernel_nbytes(&c, pass, nthreads)) + items;
 }
 
 /* The forward or input-gradient on the direct route: in (the input, or grad_output) widened a group at a time. */
@@ -243,7 +288,9 @@ static void half_direct_pass(uint16_t *out, const uint16_t *in, const uint16_t *
     const conv_geom c = half_direct_geom(g, nb);
     float *w32 = ws, *b32 = w32 + KCRS;
     float *pk = (float *)((char *)ws + align64((size_t)(KCRS + max64(g->K, g->C)) * sizeof(float)));
-    float *in32 = (float *)((char *)pk + align64(conv_direct_ws_nbytes(&c, pass))), *out32 = in32 + nb * inn;
+    const size_t kn = half_kernel_nbytes(&c, pass, nthreads);
+    const int wino = conv_winograd_use(&c, pass, nthreads);
+    float *in32 = (float *)((char *)pk + align64(kn)), *out32 = in32 + nb * inn;
     convert_all(w32, (uint16_t *)w, KCRS, 0, dt, nthreads);
     if (bias) load_run_h(b32, bias, 1, nbias, dt);
     for (int64_t n0 = 0; n0 < g->N; n0 += nb) {
@@ -252,8 +299,14 @@ static void half_direct_pass(uint16_t *out, const uint16_t *in, const uint16_t *
             if (fwd) widen_item(in32 + i * inn, in + (n0 + i) * g->xs[0], g, dt, nthreads);
             else convert_all(in32 + i * inn, (uint16_t *)in + (n0 + i) * inn, inn, 0, dt, nthreads);
         }
-        if (fwd) conv_direct_forward(out32, in32, w32, bias ? b32 : NULL, &cg, pk, nthreads);
-        else conv_direct_backward_data(out32, in32, w32, bias ? b32 : NULL, &cg, pk, nthreads);
+        if (wino && conv_winograd_ws_nbytes(&cg, pass, nthreads) <= kn) {
+            if (fwd) conv_winograd_forward(out32, in32, w32, bias ? b32 : NULL, &cg, pk, nthreads);
+            else conv_winograd_backward_data(out32, in32, w32, bias ? b32 : NULL, &cg, pk, nthreads);
+        } else if (fwd) {
+            conv_direct_forward(out32, in32, w32, bias ? b32 : NULL, &cg, pk, nthreads);
+        } else {
+            conv_direct_backward_data(out32, in32, w32, bias ? b32 : NULL, &cg, pk, nthreads);
+        }
         convert_all(out32, out + n0 * outn, cg.N * outn, 1, dt, nthreads);
     }
 }
@@ -265,12 +318,17 @@ static void half_direct_weight(uint16_t *dw, const uint16_t *dout, const uint16_
     const int64_t xn = g->C * g->H * g->W, gn = g->K * g->P * g->Q;
     float *sum = ws, *part = sum + KCRS;
     float *x32 = (float *)((char *)ws + align64((size_t)(2 * KCRS) * sizeof(float))), *g32 = x32 + nb * xn;
+    const int wg = half_wgrad_kernel(g);
+    const conv_geom c = half_direct_geom(g, nb);
+    const size_t wn = wg ? conv_wgrad_ws_nbytes(&c, SIZE_MAX) : 0;
+    float *wws = (float *)((char *)x32 + align64((size_t)nb * (size_t)(xn + gn) * sizeof(float)));
     memset(sum, 0, (size_t)KCRS * sizeof(float));
     for (int64_t n0 = 0; n0 < g->N; n0 += nb) {
         conv_geom cg = half_direct_geom(g, min64(nb, g->N - n0));
         for (int64_t i = 0; i < cg.N; i++) widen_item(x32 + i * xn, x + (n0 + i) * g->xs[0], g, dt, nthreads);
         convert_all(g32, (uint16_t *)dout + n0 * gn, cg.N * gn, 0, dt, nthreads);
-        conv_direct_backward_weight(part, g32, x32, &cg, nthreads);
+        if (wg) conv_wgrad_backward_weight(part, g32, x32, &cg, wws, wn, nthreads);
+        else conv_direct_backward_weight(part, g32, x32, &cg, nthreads);
         for (int64_t i = 0; i < KCRS; i++) sum[i] += part[i];
     }
     convert_all(sum, dw, KCRS, 1, dt, nthreads);
@@ -313,7 +371,7 @@ int conv2d_forward_half(uint16_t *out, const uint16_t *x, const uint16_t *w, con
     }
     const size_t sn = dt == GM_BF16 ? conv_half_small_nbytes(g, CONV_FORWARD) : 0;
     if (sn && ws && ws_nbytes >= sn) return conv_half_small_forward(out, x, w, bias, g, ws, nthreads);
-    const size_t dn = conv_half_direct_nbytes(g, CONV_FORWARD);
+    const size_t dn = conv_half_direct_nbytes(g, dt, CONV_FORWARD, nthreads);
     if (dn && ws && ws_nbytes >= dn) {
         half_direct_pass(out, x, w, bias, g, CONV_FORWARD, dt, ws, nthreads);
         return GM_OK;
@@ -439,7 +497,7 @@ int conv2d_backward_data_half(uint16_t *dx, const uint16_t *dout, const uint16_t
     }
     const size_t sn = dt == GM_BF16 ? conv_half_small_nbytes(g, CONV_BACKWARD_DATA) : 0;
     if (sn && ws && ws_nbytes >= sn) return conv_half_small_backward_data(dx, dout, w, bias, g, ws, nthreads);
-    const size_t dn = conv_half_direct_nbytes(g, CONV_BACKWARD_DATA);
+    const size_t dn = conv_half_direct_nbytes(g, dt, CONV_BACKWARD_DATA, nthreads);
     if (dn && ws && ws_nbytes >= dn) {
         half_direct_pass(dx, dout, w, bias, g, CONV_BACKWARD_DATA, dt, ws, nthreads);
         return GM_OK;
@@ -495,7 +553,7 @@ int conv2d_backward_weight_half(uint16_t *dw, const uint16_t *dout, const uint16
     if (!dout || !x) return GM_ERR_ARG;
     const size_t sn = dt == GM_BF16 ? conv_half_small_nbytes(g, CONV_BACKWARD_WEIGHT) : 0;
     if (sn && ws && ws_nbytes >= sn) return conv_half_small_backward_weight(dw, dout, x, g, ws, nthreads);
-    const size_t dn = conv_half_direct_nbytes(g, CONV_BACKWARD_WEIGHT);
+    const size_t dn = conv_half_direct_nbytes(g, dt, CONV_BACKWARD_WEIGHT, nthreads);
     if (dn && ws && ws_nbytes >= dn) {
         half_direct_weight(dw, dout, x, g, dt, ws, nthreads);
         return GM_OK;

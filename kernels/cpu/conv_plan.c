@@ -198,7 +198,7 @@ static size_t half_workspace_nbytes(const conv_geom *g, gm_dtype dt, conv_pass p
     if (g->P * g->Q > 0 && g->N > 0) { /* the small and direct routes (conv_half*.c) where they run and fit */
         const size_t sn = dt == GM_BF16 ? conv_half_small_nbytes(g, pass) : 0;
         if (sn && sn <= limit) return sn;
-        const size_t dn = conv_half_direct_nbytes(g, pass);
+        const size_t dn = conv_half_direct_nbytes(g, dt, pass, nthreads);
         if (dn && dn <= limit) return dn;
     }
     if (pass != CONV_FORWARD) {
