@@ -188,6 +188,31 @@ static PyObject *py_empty_cache(PyObject *self, PyObject *arg) {
     return PyLong_FromSize_t(released);
 }
 
+/* _fresh_segments(device, on) -> the previous setting: while on (True), allocations reuse no free block of a
+ * segment made before (allocator.h fresh_serial), as in a fresh process; segments made meanwhile are reused as
+ * usual. False turns it off; an int from an earlier call restores that setting (estimates may nest). */
+static PyObject *py_fresh_segments(PyObject *self, PyObject *args) {
+    PyObject *devobj, *on;
+    if (!PyArg_ParseTuple(args, "OO:_fresh_segments", &devobj, &on)) return NULL;
+    gm_allocator *A = gm_allocator_parse(devobj);
+    if (!A) return NULL;
+    long long restore = 0;
+    if (!PyBool_Check(on)) {
+        restore = PyLong_AsLongLong(on);
+        if (restore == -1 && PyErr_Occurred()) return NULL;
+        if (restore < 0) {
+            PyErr_Format(PyExc_ValueError, "_fresh_segments: on must be True, False or a serial >= 0, got %lld",
+                         restore);
+            return NULL;
+        }
+    }
+    gm_lock(A);
+    const int64_t was = A->fresh_serial;
+    A->fresh_serial = on == Py_True ? A->segment_serial + 1 : on == Py_False ? 0 : (int64_t)restore;
+    gm_unlock(A);
+    return PyLong_FromLongLong(was);
+}
+
 static PyObject *py_set_limit(PyObject *self, PyObject *args) {
     PyObject *devobj, *limobj;
     if (!PyArg_ParseTuple(args, "OO:set_limit", &devobj, &limobj)) return NULL;
@@ -467,6 +492,8 @@ PyMethodDef gm_allocator_methods[] = {
     {"empty_cache", py_empty_cache, METH_O, "Release cached segments; returns the bytes released."},
     {"set_limit", py_set_limit, METH_VARARGS, "Cap a device's reserved bytes (None: no cap)."},
     {"get_limit", py_get_limit, METH_O, "The device's limit in bytes, or None."},
+    {"_fresh_segments", py_fresh_segments, METH_VARARGS,
+     "_fresh_segments(device, on) -> previous: while on, no free block of an older segment is reused."},
     {"memory_capacity", py_memory_capacity, METH_O, "Bytes the device has."},
     {"set_meta_capacity", py_set_meta_capacity, METH_O, "Capacity the meta device pretends to have."},
     {"record_history", py_record_history, METH_VARARGS,

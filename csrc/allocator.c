@@ -304,7 +304,7 @@ size_t gm_release_cached(gm_allocator *A) {
 
 static gm_block *best_fit(gm_allocator *A, int pool, size_t size, int persistent) {
     for (gm_block *b = A->free_list[pool]; b; b = b->fnext)
-        if (b->size >= size && (!persistent || b->seg->persistent)) return b;
+        if (b->size >= size && (!persistent || b->seg->persistent) && b->seg->serial >= A->fresh_serial) return b;
     return NULL;
 }
 

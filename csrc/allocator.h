@@ -125,6 +125,9 @@ struct gm_allocator {
     gm_block *pending;   /* pinned: freed blocks whose last copy had not run yet (still counted as allocated) */
     int ready;
     int64_t segment_serial; /* segments made so far (never reset, unlike the statistics) */
+    /* Free blocks of segments older than this serial are not reused (0: all are): gm.memory.estimate sets it so
+     * that the free tails of segments the caller's live tensors hold do not change what a fresh process does. */
+    int64_t fresh_serial;
     /* meta only (gm_meta_mirror): the mirrored blocks, and the one the claiming thread's next allocation takes */
     gm_block **mirrors;
     int nmirrors;

@@ -473,6 +473,9 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
     busy.depth += 1
     state.meta_draws_random = False
     prev_target = _C._set_meta_target(*meta_target)
+    # A fresh process has no segments: the free room left in segments the caller's live meta tensors hold (another
+    # model built on meta) must not serve the step, or its estimate would depend on what else is alive.
+    prev_fresh = [_C._fresh_segments(d, True) for d in (META, _memory.META_HOST)]
     try:
         clone = _meta_copy(model, dev, pdt.code if pdt is not None else None)
         param_bytes = _cat("parameter") - p0
@@ -571,6 +574,8 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         _memory.empty_cache(META)
         _memory.empty_cache(_memory.META_HOST)
         _C.set_limit(META, meta_limit)
+        for d, was in zip((META, _memory.META_HOST), prev_fresh):
+            _C._fresh_segments(d, was)
         _C.set_fallback(META, *(meta_fallback or (None, 0)), None)
         _C._set_meta_target(*prev_target)
         state.meta_draws_random = draws
