@@ -371,6 +371,8 @@ int conv2d_forward_half(uint16_t *out, const uint16_t *x, const uint16_t *w, con
     }
     const size_t sn = dt == GM_BF16 ? conv_half_small_nbytes(g, CONV_FORWARD) : 0;
     if (sn && ws && ws_nbytes >= sn) return conv_half_small_forward(out, x, w, bias, g, ws, nthreads);
+    const size_t an = dt == GM_BF16 ? conv_half_amx_nbytes(g, CONV_FORWARD, nthreads) : 0;
+    if (an && ws && ws_nbytes >= an) return conv_half_amx_forward(out, x, w, bias, g, ws, nthreads);
     const size_t dn = conv_half_direct_nbytes(g, dt, CONV_FORWARD, nthreads);
     if (dn && ws && ws_nbytes >= dn) {
         half_direct_pass(out, x, w, bias, g, CONV_FORWARD, dt, ws, nthreads);
@@ -497,6 +499,8 @@ int conv2d_backward_data_half(uint16_t *dx, const uint16_t *dout, const uint16_t
     }
     const size_t sn = dt == GM_BF16 ? conv_half_small_nbytes(g, CONV_BACKWARD_DATA) : 0;
     if (sn && ws && ws_nbytes >= sn) return conv_half_small_backward_data(dx, dout, w, bias, g, ws, nthreads);
+    const size_t an = dt == GM_BF16 ? conv_half_amx_nbytes(g, CONV_BACKWARD_DATA, nthreads) : 0;
+    if (an && ws && ws_nbytes >= an) return conv_half_amx_backward_data(dx, dout, w, bias, g, ws, nthreads);
     const size_t dn = conv_half_direct_nbytes(g, dt, CONV_BACKWARD_DATA, nthreads);
     if (dn && ws && ws_nbytes >= dn) {
         half_direct_pass(dx, dout, w, bias, g, CONV_BACKWARD_DATA, dt, ws, nthreads);
@@ -553,6 +557,8 @@ int conv2d_backward_weight_half(uint16_t *dw, const uint16_t *dout, const uint16
     if (!dout || !x) return GM_ERR_ARG;
     const size_t sn = dt == GM_BF16 ? conv_half_small_nbytes(g, CONV_BACKWARD_WEIGHT) : 0;
     if (sn && ws && ws_nbytes >= sn) return conv_half_small_backward_weight(dw, dout, x, g, ws, nthreads);
+    const size_t an = dt == GM_BF16 ? conv_half_amx_nbytes(g, CONV_BACKWARD_WEIGHT, nthreads) : 0;
+    if (an && ws && ws_nbytes >= an) return conv_half_amx_backward_weight(dw, dout, x, g, ws, nthreads);
     const size_t dn = conv_half_direct_nbytes(g, dt, CONV_BACKWARD_WEIGHT, nthreads);
     if (dn && ws && ws_nbytes >= dn) {
         half_direct_weight(dw, dout, x, g, dt, ws, nthreads);

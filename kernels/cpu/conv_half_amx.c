@@ -1,0 +1,483 @@
+/* kernels/cpu/conv_half_amx.c — the bfloat16 forward and input-gradient of stride-1 convolutions as an implicit
+ * product on the AMX tile unit: no im2col, no float32 copy of an activation.
+ *
+ * tdpbf16ps adds a (16 x 2k) bfloat16 tile A times a (k pairs x 16) tile B of bfloat16 pairs into a 16 x 16
+ * float32 tile. Here A is a block of 16 output channels x up to 32 input channels of one tap (r, s) of the
+ * weight, packed once per call, and B is read straight from the input: the input of one item is packed once into
+ * "pair planes", zero-padded, xp[i][h][w] = (x[2i][h - ph][w - pw], x[2i + 1][...]) (one 32-bit word), so that
+ * for output row p and 16 output columns q0 .. q0 + 15 the tap's B tile is row p + r, columns q0 + s .. q0 + s + 15
+ * of consecutive pair planes: a tile load with the pair plane's size as its stride. The sum over taps and channel
+ * blocks stays in the accumulator tiles; each result is that float32 sum (plus the bias) rounded once to bfloat16,
+ * as on the other routes.
+ *
+ * The input-gradient of a stride-1 convolution is the forward of grad_output with the weight transposed (k <-> c)
+ * and flipped (r, s -> R-1-r, S-1-s), padded by R-1-ph and S-1-pw: the same kernel with the weight packed so.
+ *
+ * Threads take whole items (one pair-plane buffer each); the workspace is the packed weight and those buffers
+ * (conv_half_amx_nbytes, which conv_plan.c gives meta too). Where it runs: conv_half_amx_use. */
+#define _GNU_SOURCE /* syscall() */
+#include "conv_internal.h"
+#include "bf16_convert.h"
+
+#include <cpuid.h>
+#include <immintrin.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* Whether the tile unit may be used: CPUID leaf 7 EDX bits 22 (AMX-BF16) and 24 (AMX-TILE), and Linux's grant
+ * of the tile data state (arch_prctl ARCH_REQ_XCOMP_PERM; idempotent, gemm_bf16.c asks too).
+ * GPUMEMNET_GEMM_BF16=portable or =avx512 (the tests' switches for gemm_bf16's other paths) turn it off too. */
+static int amx_state = -1;
+
+static int conv_amx_usable(void) {
+    int s = __atomic_load_n(&amx_state, __ATOMIC_RELAXED);
+    if (s < 0) {
+        const char *e = getenv("GPUMEMNET_GEMM_BF16");
+        s = 0;
+#if defined(__linux__) && defined(__x86_64__)
+        unsigned a, b, c, d;
+        __builtin_cpu_init();
+        if (!(e && (strcmp(e, "portable") == 0 || strcmp(e, "avx512") == 0)) &&
+            __builtin_cpu_supports("avx512bf16") && __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d >> 22 & 1) &&
+            (d >> 24 & 1))
+            s = syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XFEATURE_XTILEDATA */) == 0;
+#endif
+        __atomic_store_n(&amx_state, s, __ATOMIC_RELAXED);
+    }
+    return s;
+}
+
+/* One pass as a forward: Ci input channels of H x W at `in` (strides is), Co output channels of P x Q. */
+typedef struct {
+    int64_t N, Ci, H, W, Co, P, Q, R, S, ph, pw;
+    int64_t is[4];
+} amx_job;
+
+/* Pairs per channel block (the B tile's rows, A's columns / 2): up to 16, fewer for fewer channels so that a
+ * 16-channel layer's tiles are not half zeros. */
+static int64_t pairs_per_block(int64_t Ci) { return min64(16, (Ci + 1) / 2); }
+
+static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+/* The geometry of the pass, as a forward (see the top). */
+static amx_job job_of(const conv_geom *g, conv_pass pass) {
+    amx_job j;
+    j.N = g->N;
+    j.R = g->R;
+    j.S = g->S;
+    if (pass == CONV_FORWARD) {
+        j.Ci = g->C, j.H = g->H, j.W = g->W, j.Co = g->K, j.P = g->P, j.Q = g->Q, j.ph = g->ph, j.pw = g->pw;
+        memcpy(j.is, g->xs, sizeof j.is);
+    } else { /* grad_output is contiguous */
+        j.Ci = g->K, j.H = g->P, j.W = g->Q, j.Co = g->C, j.P = g->H, j.Q = g->W;
+        j.ph = g->R - 1 - g->ph, j.pw = g->S - 1 - g->pw;
+        j.is[3] = 1, j.is[2] = g->Q, j.is[1] = g->P * g->Q, j.is[0] = g->K * g->P * g->Q;
+    }
+    return j;
+}
+
+/* Bytes of the packed weight and of one item's pair planes. */
+static size_t weight_nbytes(const amx_job *j) {
+    const int64_t npb = pairs_per_block(j->Ci), cb = ceil_div64((j->Ci + 1) / 2, npb), kb = ceil_div64(j->Co, 16);
+    return (size_t)(j->R * j->S * kb * cb * 16 * npb * 2) * 2;
+}
+
+/* The pair planes' columns (the output's plus S - 1) and the blocks of 16 "flat" positions f = p * Wp + q that
+ * cover the output (those with q >= Q are computed and dropped: S - 1 of every Wp, so that a map of 8 or 4
+ * columns still fills whole tiles); a pair plane holds Hp = P + R - 1 rows and zeros past them, as far as the
+ * last pair of blocks reads. */
+static int64_t plane_cols(const amx_job *j) { return j->Q + j->S - 1; }
+
+static int64_t flat_blocks(const amx_job *j) { return ceil_div64((j->P - 1) * plane_cols(j) + j->Q, 16); }
+
+static int64_t plane_stride(const amx_job *j) {
+    const int64_t Wp = plane_cols(j);
+    return max64((j->P + j->R - 1) * Wp, ceil_div64(flat_blocks(j), 2) * 32 + (j->R - 1) * Wp + j->S - 1);
+}
+
+static size_t planes_nbytes(const amx_job *j) {
+    const int64_t npb = pairs_per_block(j->Ci), pairs = ceil_div64((j->Ci + 1) / 2, npb) * npb;
+    return (size_t)(pairs * plane_stride(j)) * 4;
+}
+
+static int threads_of(const amx_job *j, int nthreads) { return (int)max64(1, min64(nthreads, j->N)); }
+
+/* Which passes take the tile unit (bfloat16, forward and input-gradient): stride 1, no dilation, one group,
+ * padding within the kernel (the input-gradient's padding R-1-ph must not be negative), rows of at least 8
+ * output columns (a B tile is 16 of one row's columns). GPUMEMNET_BF16_CONV=amx takes it wherever it applies;
+ * =gemm, =widen and =direct (the other routes' switches) never. */
+int conv_half_amx_use(const conv_geom *g, conv_pass pass) {
+    const char *e = getenv("GPUMEMNET_BF16_CONV");
+    if (e && (strcmp(e, "gemm") == 0 || strcmp(e, "widen") == 0 || strcmp(e, "direct") == 0)) return 0;
+    if (g->sh != 1 || g->sw != 1 || g->dh != 1 || g->dw != 1 || g->G != 1) return 0;
+    if (g->ph > g->R - 1 || g->pw > g->S - 1 || g->N < 1 || g->C < 1 || g->K < 1 || g->P < 1 || g->Q < 1) return 0;
+    if (g->R * g->S > 64 || !conv_amx_usable()) return 0;
+    const amx_job j = job_of(g, pass == CONV_BACKWARD_WEIGHT ? CONV_FORWARD : pass);
+    if ((j.P + j.R - 1) * plane_cols(&j) > 1 << 24 || g->C > 1 << 16) return 0;
+    return 1;
+}
+
+static size_t wgrad_nbytes(const conv_geom *g);
+
+size_t conv_half_amx_nbytes(const conv_geom *g, conv_pass pass, int nthreads) {
+    if (!conv_half_amx_use(g, pass)) return 0;
+    if (pass == CONV_BACKWARD_WEIGHT) return wgrad_nbytes(g);
+    const amx_job j = job_of(g, pass);
+    return align64(weight_nbytes(&j)) + (size_t)threads_of(&j, nthreads) * align64(planes_nbytes(&j));
+}
+
+/* The weight as A tiles: wp[rs][kb][cb] is 16 rows (output channels) x 2 npb bfloat16 (input channels), zero past
+ * the layer's. Forward: element (o, i, r, s) of the job is w[o][i][r][s]; input-gradient: w[i][o][R-1-r][S-1-s].
+ * Each (o, i) reads its R x S taps as stored, one run, and writes them to the R x S tiles: an element-wise walk
+ * in the tiles' order (reading 9 elements apart) cost 3 ms of a 512 -> 512 3x3 layer's 3.2. */
+static void pack_weight(uint16_t *wp, const uint16_t *w, const amx_job *j, conv_pass pass, int nt) {
+    const int64_t RS = j->R * j->S, npb = pairs_per_block(j->Ci), cbn = ceil_div64((j->Ci + 1) / 2, npb);
+    const int64_t kbn = ceil_div64(j->Co, 16), blk = 16 * npb * 2, tap = kbn * cbn * blk; /* tiles of one tap */
+    const int fwd = pass == CONV_FORWARD;
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
+    for (int64_t t = 0; t < kbn * cbn; t++) {
+        const int64_t kb = t / cbn, cb = t % cbn;
+        uint16_t *d = wp + t * blk;
+        for (int64_t row = 0; row < 16; row++) {
+            const int64_t o = kb * 16 + row;
+            for (int64_t col = 0; col < 2 * npb; col++) {
+                const int64_t i = cb * 2 * npb + col, e = row * 2 * npb + col;
+                if (o >= j->Co || i >= j->Ci) {
+                    for (int64_t rs = 0; rs < RS; rs++) d[rs * tap + e] = 0;
+                } else if (fwd) {
+                    const uint16_t *src = w + (o * j->Ci + i) * RS;
+                    for (int64_t rs = 0; rs < RS; rs++) d[rs * tap + e] = src[rs];
+                } else { /* the taps flipped: (r, s) -> (R-1-r, S-1-s) is rs -> RS-1-rs */
+                    const uint16_t *src = w + (i * j->Co + o) * RS;
+                    for (int64_t rs = 0; rs < RS; rs++) d[rs * tap + e] = src[RS - 1 - rs];
+                }
+            }
+        }
+    }
+}
+
+/* One item's pair planes (see the top): xp[i][h][w] at xp + i * plane_stride + h * Wp + w. */
+static void pack_planes(uint32_t *xp, const uint16_t *x, const amx_job *j) {
+    const int64_t npb = pairs_per_block(j->Ci), pairs = ceil_div64((j->Ci + 1) / 2, npb) * npb;
+    const int64_t Hp = j->P + j->R - 1, Wp = plane_cols(j), PS = plane_stride(j);
+    memset(xp, 0, (size_t)(pairs * PS) * 4);
+    for (int64_t i = 0; i < pairs && 2 * i < j->Ci; i++) {
+        const uint16_t *c0 = x + 2 * i * j->is[1], *c1 = c0 + j->is[1];
+        const int has1 = 2 * i + 1 < j->Ci;
+        for (int64_t h = 0; h < j->H; h++) {
+            const int64_t hh = h + j->ph;
+            if (hh >= Hp) break;
+            uint32_t *d = xp + i * PS + hh * Wp + j->pw;
+            const uint16_t *a = c0 + h * j->is[2], *b = c1 + h * j->is[2];
+            const int64_t w1 = min64(j->W, Wp - j->pw);
+            if (has1 && j->is[3] == 1)
+                for (int64_t w = 0; w < w1; w++) d[w] = (uint32_t)a[w] | (uint32_t)b[w] << 16;
+            else
+                for (int64_t w = 0; w < w1; w++)
+                    d[w] = (uint32_t)a[w * j->is[3]] | (has1 ? (uint32_t)b[w * j->is[3]] << 16 : 0);
+        }
+    }
+}
+
+struct amx_config {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} __attribute__((aligned(64)));
+
+/* Tiles 0-3: accumulators (16 x 16 float32); 4, 5: A (16 x 2 npb bfloat16); 6, 7: B (npb pairs x 16). */
+__attribute__((target("amx-tile,amx-bf16"))) static void configure(int64_t npb) {
+    struct amx_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette = 1;
+    for (int t = 0; t < 8; t++) {
+        cfg.rows[t] = (uint8_t)(t >= 6 ? npb : 16);
+        cfg.colsb[t] = (uint16_t)(t == 4 || t == 5 ? npb * 4 : 64);
+    }
+    __asm__ volatile("ldtilecfg %0" ::"m"(cfg)); /* not _tile_loadconfig: see gemm_bf16.c */
+}
+
+/* rows (kn) of acc (32 flat positions from f0 each, 32 apart) plus the bias, rounded into the output planes: the
+ * positions with q < Q only. */
+static void store_block(uint16_t *out, float *acc, int64_t kn, int64_t k0, int64_t f0, const uint16_t *bias,
+                        const amx_job *j) {
+    const int64_t Wp = plane_cols(j), PQ = j->P * j->Q, fend = min64(f0 + 32, (j->P - 1) * Wp + j->Q);
+    for (int64_t k = 0; k < kn; k++) {
+        float *row = acc + k * 32;
+        if (bias) {
+            const float bv = gm_bf16_to_float(bias[k0 + k]);
+            for (int64_t i = 0; i < 32; i++) row[i] += bv;
+        }
+        uint16_t *o = out + (k0 + k) * PQ;
+        for (int64_t f = f0; f < fend;) { /* runs of one output row */
+            const int64_t p = f / Wp, q = f - p * Wp, n = min64(fend, p * Wp + j->Q) - f;
+            if (n > 0) gm_cvt_f32_to_bf16(o + p * j->Q + q, row + (f - f0), n);
+            f = (p + 1) * Wp;
+        }
+    }
+}
+
+/* One item: out (Co planes of P x Q, contiguous) = the job's convolution of the item's pair planes. A pair of
+ * 16-channel blocks of the weight (all taps: 2 x 9 x 16 x 2 KiB at 512 channels) stays in L2 while it meets every
+ * position of the item, two blocks of 16 positions at a time. */
+__attribute__((target("avx512f,avx512bw,amx-tile,amx-bf16"))) static void item_amx(
+    uint16_t *out, const uint32_t *xp, const uint16_t *wp, const uint16_t *bias, const amx_job *j) {
+    const int64_t npb = pairs_per_block(j->Ci), cbn = ceil_div64((j->Ci + 1) / 2, npb), kbn = ceil_div64(j->Co, 16);
+    const int64_t Wp = plane_cols(j), PS = plane_stride(j), RS = j->R * j->S, nblk = flat_blocks(j);
+    const int64_t blk = 16 * npb * 2, lda = npb * 4, ldb = PS * 4;
+    float acc[32 * 32] __attribute__((aligned(64)));
+    for (int64_t kb = 0; kb < kbn; kb += 2) {
+        const int k2 = kb + 1 < kbn;
+        for (int64_t bi = 0; bi < nblk; bi += 2) {
+            const int q2 = bi + 1 < nblk;
+            _tile_zero(0);
+            _tile_zero(1);
+            _tile_zero(2);
+            _tile_zero(3);
+            for (int64_t rs = 0; rs < RS; rs++) {
+                const int64_t r = rs / j->S, s = rs % j->S;
+                const uint16_t *a = wp + (rs * kbn + kb) * cbn * blk;
+                const uint32_t *b = xp + bi * 16 + r * Wp + s;
+                for (int64_t cb = 0; cb < cbn; cb++) {
+                    _tile_loadd(4, a + cb * blk, lda);
+                    _tile_loadd(6, b + cb * npb * PS, ldb);
+                    _tile_dpbf16ps(0, 4, 6);
+                    if (q2) {
+                        _tile_loadd(7, b + cb * npb * PS + 16, ldb);
+                        _tile_dpbf16ps(1, 4, 7);
+                    }
+                    if (k2) {
+                        _tile_loadd(5, a + (cbn + cb) * blk, lda);
+                        _tile_dpbf16ps(2, 5, 6);
+                        if (q2) _tile_dpbf16ps(3, 5, 7);
+                    }
+                }
+            }
+            _tile_stored(0, acc, 128);
+            _tile_stored(1, acc + 16, 128);
+            _tile_stored(2, acc + 16 * 32, 128);
+            _tile_stored(3, acc + 16 * 32 + 16, 128);
+            store_block(out, acc, min64(32, j->Co - kb * 16), kb * 16, bi * 16, bias, j);
+        }
+    }
+}
+
+__attribute__((target("amx-tile"))) static void release(void) { _tile_release(); }
+
+static int run(uint16_t *out, const uint16_t *in, const uint16_t *w, const uint16_t *bias, const conv_geom *g,
+               conv_pass pass, void *ws, int nthreads) {
+    const amx_job j = job_of(g, pass);
+    const int nt = threads_of(&j, nthreads);
+    uint16_t *wp = ws;
+    char *planes = (char *)ws + align64(weight_nbytes(&j));
+    const size_t pn = align64(planes_nbytes(&j));
+    const int64_t outn = j.Co * j.P * j.Q;
+    pack_weight(wp, w, &j, pass, nt);
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        const int t = omp_get_thread_num();
+        uint32_t *xp = (uint32_t *)(planes + (size_t)t * pn);
+        configure(pairs_per_block(j.Ci));
+#pragma omp for schedule(dynamic)
+        for (int64_t n = 0; n < j.N; n++) {
+            pack_planes(xp, in + n * j.is[0], &j);
+            item_amx(out + n * outn, xp, wp, bias, &j);
+        }
+        release(); /* a configured tile state makes every context switch save 8 KiB */
+    }
+    return GM_OK;
+}
+
+int conv_half_amx_forward(uint16_t *out, const uint16_t *x, const uint16_t *w, const uint16_t *bias,
+                          const conv_geom *g, void *ws, int nthreads) {
+    return run(out, x, w, bias, g, CONV_FORWARD, ws, nthreads);
+}
+
+int conv_half_amx_backward_data(uint16_t *dx, const uint16_t *dout, const uint16_t *w, const uint16_t *bias,
+                                const conv_geom *g, void *ws, int nthreads) {
+    return run(dx, dout, w, bias, g, CONV_BACKWARD_DATA, ws, nthreads);
+}
+
+/* ---- the weight-gradient: dw[k][c][r][s] = the sum over items and positions of grad_output[k][p][q] times
+ * x[c][p + r - ph][q + s - pw], in float32, rounded once. The transposed product dw'[c][k] of each tap, with the
+ * positions laid out "flat" as above (f = p * Wp + q): A is the padded input, xp[c][f'] (f' = h' * Wp + w'), 16
+ * channels x the 32 positions from f + r * Wp + s, a tile load from a row at any offset; B is grad_output as
+ * pairs of positions per output channel, gt[m][k] = (go[k][2m], go[k][2m + 1]) with go[k][f] zero where q >= Q
+ * and past the map (those positions add nothing), 16 pairs x 16 channels. Only grad_output is transposed (16 x
+ * 16 words at a time) and the input is copied row by row: no im2col. Items are packed a group at a time (about
+ * WG_GROUP_TARGET bytes, at least one item); the float32 sums dw32[rs][c][k] are loaded into the accumulator
+ * tiles once per group, summed over its items' positions and stored, the threads sharing the tiles; dw32 is laid
+ * out [c][rs][k], so that its conversion to dw's [k][c][rs] is a transpose of (C x RS) x K, 16 x 16 at a time. */
+#define WG_GROUP_TARGET ((size_t)2 << 20)
+
+typedef struct {
+    int64_t Wp, F, Lx, kp, cp, nb; /* flat columns, positions summed per item, xp's row, padded K and C, items a group */
+} wg_geom;
+
+static size_t wg_item_nbytes(const wg_geom *w) { return align64((size_t)(w->cp * w->Lx) * 2 + (size_t)(w->F * w->kp) * 2); }
+
+static wg_geom wg_of(const conv_geom *g) {
+    wg_geom w;
+    w.Wp = g->Q + g->S - 1;
+    w.F = ceil_div64(g->P * w.Wp, 32) * 32;
+    w.Lx = ceil_div64(w.F + (g->R - 1) * w.Wp + g->S - 1, 32) * 32;
+    w.kp = ceil_div64(g->K, 16) * 16;
+    w.cp = ceil_div64(g->C, 16) * 16;
+    w.nb = max64(1, min64(g->N, (int64_t)(WG_GROUP_TARGET / wg_item_nbytes(&w))));
+    return w;
+}
+
+static size_t wgrad_nbytes(const conv_geom *g) {
+    const wg_geom w = wg_of(g);
+    return align64((size_t)(g->R * g->S * w.kp * w.cp) * 4) + (size_t)w.nb * wg_item_nbytes(&w);
+}
+
+/* Item n's padded input rows xp[c] (Lx elements; the padding and the channels past C stay zero). */
+static void wg_pack_x(uint16_t *xp, const uint16_t *x, const conv_geom *g, const wg_geom *w, int64_t c) {
+    uint16_t *d = xp + c * w->Lx;
+    const uint16_t *xc = x + c * g->xs[1];
+    const int64_t n = min64(g->W, w->Wp - g->pw);
+    for (int64_t h = 0; h < g->H && (h + g->ph) * w->Wp + g->pw + n <= w->Lx; h++) {
+        uint16_t *o = d + (h + g->ph) * w->Wp + g->pw;
+        const uint16_t *row = xc + h * g->xs[2];
+        if (g->xs[3] == 1) memcpy(o, row, (size_t)n * 2);
+        else for (int64_t i = 0; i < n; i++) o[i] = row[i * g->xs[3]];
+    }
+}
+
+/* gt's block of output channels [16 kb, 16 kb + 16) for all F / 2 pairs: 16 rows x 32 positions of the flat
+ * grad_output staged, then transposed as 16 x 16 words (pairs of positions) into 16 rows of gt, kp words apart. */
+__attribute__((target("avx512f"))) static void wg_pack_go(uint32_t *gt, const uint16_t *dout, const conv_geom *g,
+                                                          const wg_geom *w, int64_t kb) {
+    const int64_t PQ = g->P * g->Q;
+    uint16_t st[16][32] __attribute__((aligned(64)));
+    for (int64_t f0 = 0; f0 < w->F; f0 += 32) {
+        const int64_t p0 = f0 / w->Wp, q0 = f0 - p0 * w->Wp;
+        for (int64_t i = 0; i < 16; i++) {
+            const int64_t k = kb * 16 + i;
+            if (k >= g->K) {
+                memset(st[i], 0, sizeof st[i]);
+                continue;
+            }
+            const uint16_t *src = dout + k * PQ;
+            for (int64_t j = 0, p = p0, q = q0; j < 32;) { /* runs of one row, then its S - 1 zero columns */
+                const int64_t n = min64(32 - j, q < g->Q ? g->Q - q : w->Wp - q);
+                if (q < g->Q && p < g->P) memcpy(st[i] + j, src + p * g->Q + q, (size_t)n * 2);
+                else memset(st[i] + j, 0, (size_t)n * 2);
+                j += n;
+                q += n;
+                if (q == w->Wp) q = 0, p++;
+            }
+        }
+        __m512i r[16], t[16];
+        for (int i = 0; i < 16; i++) r[i] = _mm512_load_si512(st[i]);
+        for (int i = 0; i < 16; i += 2) {
+            t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+            t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+        }
+        for (int i = 0; i < 16; i += 4) {
+            r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+            r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+            r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+            r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+        }
+        /* r[4b + c] holds, in each 128-bit lane L, word 4L + c of rows 4b .. 4b + 3 */
+        uint32_t *o = gt + (f0 / 2) * w->kp + kb * 16;
+        const int64_t ld = w->kp;
+        for (int c = 0; c < 4; c++) {
+            const __m512i a0 = _mm512_shuffle_i32x4(r[c], r[4 + c], 0x88), a1 = _mm512_shuffle_i32x4(r[c], r[4 + c], 0xdd);
+            const __m512i b0 = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0x88);
+            const __m512i b1 = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0xdd);
+            _mm512_storeu_si512(o + (0 + c) * ld, _mm512_shuffle_i32x4(a0, b0, 0x88));
+            _mm512_storeu_si512(o + (8 + c) * ld, _mm512_shuffle_i32x4(a0, b0, 0xdd));
+            _mm512_storeu_si512(o + (4 + c) * ld, _mm512_shuffle_i32x4(a1, b1, 0x88));
+            _mm512_storeu_si512(o + (12 + c) * ld, _mm512_shuffle_i32x4(a1, b1, 0xdd));
+        }
+    }
+}
+
+/* dw32's 2 x 2 tiles of 16 x 16 at tap rs, rows (input channels) cb.., columns (output channels) kb.. += the
+ * group's (gn items) sums. */
+__attribute__((target("avx512f,avx512bw,amx-tile,amx-bf16"))) static void wg_unit(
+    float *dw32, const char *items, int64_t gn, int first, const conv_geom *g, const wg_geom *w, int64_t rs,
+    int64_t cb, int64_t kb) {
+    const int64_t kbn = w->kp / 16, cbn = w->cp / 16, off = rs / g->S * w->Wp + rs % g->S;
+    const int c2 = cb + 1 < cbn, k2 = kb + 1 < kbn;
+    const int64_t RS = g->R * g->S, ldc = RS * w->kp * 4, lda = w->Lx * 2, ldb = w->kp * 4, in = (int64_t)wg_item_nbytes(w);
+    float *c = dw32 + (cb * 16 * RS + rs) * w->kp + kb * 16;
+    if (first) { /* the first group's sums start at zero: dw32 is neither cleared nor read */
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+    } else {
+        _tile_loadd(0, c, ldc);
+        if (k2) _tile_loadd(1, c + 16, ldc);
+        if (c2) _tile_loadd(2, c + 16 * RS * w->kp, ldc);
+        if (c2 && k2) _tile_loadd(3, c + 16 * RS * w->kp + 16, ldc);
+    }
+    for (int64_t n = 0; n < gn; n++) {
+        const uint16_t *xa = (const uint16_t *)(items + n * in) + cb * 16 * w->Lx + off;
+        const uint32_t *gb = (const uint32_t *)(items + n * in + w->cp * w->Lx * 2) + kb * 16;
+        for (int64_t f = 0; f < w->F; f += 32) {
+            _tile_loadd(4, xa + f, lda);
+            _tile_loadd(6, gb + f / 2 * w->kp, ldb);
+            _tile_dpbf16ps(0, 4, 6);
+            if (k2) {
+                _tile_loadd(7, gb + f / 2 * w->kp + 16, ldb);
+                _tile_dpbf16ps(1, 4, 7);
+            }
+            if (c2) {
+                _tile_loadd(5, xa + 16 * w->Lx + f, lda);
+                _tile_dpbf16ps(2, 5, 6);
+                if (k2) _tile_dpbf16ps(3, 5, 7);
+            }
+        }
+    }
+    _tile_stored(0, c, ldc);
+    if (k2) _tile_stored(1, c + 16, ldc);
+    if (c2) _tile_stored(2, c + 16 * RS * w->kp, ldc);
+    if (c2 && k2) _tile_stored(3, c + 16 * RS * w->kp + 16, ldc);
+}
+
+int conv_half_amx_backward_weight(uint16_t *dw, const uint16_t *dout, const uint16_t *x, const conv_geom *g, void *ws,
+                                  int nthreads) {
+    const wg_geom w = wg_of(g);
+    const int64_t RS = g->R * g->S, kbn = w.kp / 16, cbn = w.cp / 16, CRS = g->C * RS;
+    const int64_t units = RS * ceil_div64(kbn, 2) * ceil_div64(cbn, 2), in = (int64_t)wg_item_nbytes(&w);
+    float *dw32 = ws;
+    char *items = (char *)ws + align64((size_t)(RS * w.kp * w.cp) * 4);
+    const int nt = (int)max64(1, min64(nthreads, units));
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        configure(16);
+        for (int64_t n0 = 0; n0 < g->N; n0 += w.nb) {
+            const int64_t gn = min64(w.nb, g->N - n0);
+#pragma omp for schedule(static)
+            for (int64_t i = 0; i < gn; i++) memset(items + i * in, 0, (size_t)(w.cp * w.Lx) * 2);
+#pragma omp for schedule(static) nowait
+            for (int64_t t = 0; t < gn * g->C; t++)
+                wg_pack_x((uint16_t *)(items + t / g->C * in), x + (n0 + t / g->C) * g->xs[0], g, &w, t % g->C);
+#pragma omp for schedule(static)
+            for (int64_t t = 0; t < gn * kbn; t++)
+                wg_pack_go((uint32_t *)(items + t / kbn * in + w.cp * w.Lx * 2), dout + (n0 + t / kbn) * g->K * g->P * g->Q,
+                           g, &w, t % kbn);
+#pragma omp for schedule(dynamic)
+            for (int64_t u = 0; u < units; u++) {
+                const int64_t rs = u % RS, cc = u / RS, kb = cc % ceil_div64(kbn, 2) * 2, cb = cc / ceil_div64(kbn, 2) * 2;
+                wg_unit(dw32, items, gn, n0 == 0, g, &w, rs, cb, kb);
+            }
+        }
+        release();
+        const int64_t jb = ceil_div64(CRS, 16);
+#pragma omp for schedule(static)
+        for (int64_t b = 0; b < kbn * jb; b++) { /* dw[k][j] = dw32[j][k], j = c * RS + rs */
+            const int64_t k0 = b / jb * 16, j0 = b % jb * 16, k1 = min64(g->K, k0 + 16), j1 = min64(CRS, j0 + 16);
+            for (int64_t k = k0; k < k1; k++)
+                for (int64_t j = j0; j < j1; j++) dw[k * CRS + j] = gm_float_to_bf16(dw32[j * w.kp + k]);
+        }
+    }
+    return GM_OK;
+}
