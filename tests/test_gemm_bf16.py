@@ -1,7 +1,7 @@
 """kernels/cpu/gemm_bf16.c called directly (ctypes: gemm_bf16 is an exported symbol of gpumemnet._C), against a
 float64 product of the same bfloat16 values: every layout the callers pass (A or B transposed, both strided), sizes
 that are not multiples of the tile unit's 16 / 32 (odd K, M of 1..48, N past the 256-column blocks), K past the
-AMX path's 4096-element chunks, beta 0 and 1, float32 and bfloat16 C, 1 and 2 threads; on every path the CPU has
+AMX path's 4096-element chunks, products large enough to be split among threads, beta 0 and 1, float32 and bfloat16 C, 1 and 2 threads; on every path the CPU has
 (GPUMEMNET_GEMM_BF16 forces the AVX512-BF16 kernel or the portable one in a subprocess).
 
 Sums are float32 sums of exact products: each result within K float32 roundings of float64 (bfloat16 C: plus half a
@@ -95,7 +95,10 @@ def run_case(M, N, K, la, lb, c_bf16, beta, threads, seed=0):
 CASES = [(64, 300, 576, "n", "n"), (16, 257, 144, "n", "n"), (130, 70, 1152, "n", "n"), (33, 40, 99, "n", "n"),
          (576, 96, 64, "t", "n"), (47, 65, 33, "t", "n"), (64, 576, 300, "n", "t"), (17, 48, 31, "n", "t"),
          (40, 33, 70, "t", "t"), (1, 1, 1, "n", "n"), (5, 3, 7, "s", "s"), (48, 40, 17, "s", "n"),
-         (31, 530, 16, "n", "n"), (96, 64, 5000, "n", "n"), (20, 40, 8300, "t", "t"), (128, 128, 128, "n", "n")]
+         (31, 530, 16, "n", "n"), (96, 64, 5000, "n", "n"), (20, 40, 8300, "t", "t"), (128, 128, 128, "n", "n"),
+         # large enough for two threads on the tile unit: C split by rows, by columns, and a bfloat16 C summed in
+         # two K chunks for rows in groups (the partial sums of 320 rows x 96 columns at a time)
+         (200, 130, 2600, "n", "t"), (70, 700, 1400, "t", "n"), (700, 100, 4100, "n", "n")]
 
 
 def _ids(c):

@@ -273,6 +273,7 @@ static void block(int64_t i0, int64_t mc, int64_t j0, int64_t nc, int64_t K, gm_
  * sums wait in amx_acc (rows of the thread's rectangle in groups that fit). */
 #define AMX_KMAX 4096
 #define AMX_NC 256
+#define AMX_GRAIN (1 << 25)
 #define AMX_BWORDS (AMX_KMAX / 2 * 64) /* a B block: K / 2 pairs x 64 columns at K = AMX_KMAX (512 KiB) */
 #define AMX_ACC (128 * 256)            /* float32 partial sums of a chunked bfloat16 C (128 KiB) */
 
@@ -598,7 +599,7 @@ static void gemm_amx(int64_t M, int64_t N, int64_t K, gm_bmat a, gm_bmat b, int 
     nt = (int)min64(nt, pm * pn);
     /* rounds of panels the busiest thread runs, per split */
     const int64_t wn = (pn + nt - 1) / nt * pm, wm = (pm + nt - 1) / nt * pn;
-    const int by_rows = nt > 1 && wm < wn;
+    const int by_rows = nt > 1 && (wm < wn || (wm == wn && N < M)); /* a tie: each thread reads the smaller whole */
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         const int64_t t = nt > 1 ? omp_get_thread_num() : 0, P = by_rows ? pm : pn;
@@ -616,13 +617,16 @@ int gemm_bf16(int64_t M, int64_t N, int64_t K, gm_bmat a, gm_bmat b, int beta, v
     if (M == 0 || N == 0) return GM_OK;
     if (!c || (K > 0 && (!a.p || !b.p))) return GM_ERR_ARG;
     const int native = gemm_bf16_native(), mode = native ? 1 + amx_usable() : 0;
-    const int big = nthreads > 1 && (double)M * (double)N * (double)K >= GEMM_BF16_GRAIN;
     if (mode == 2 && K > 0 && (c_bf16 || K > SHORT_K)) {
-        gemm_amx(M, N, K, a, b, beta, c, ldc, c_bf16, big ? nthreads : 1);
+        /* a thread more per AMX_GRAIN multiply-adds: waking one (OpenMP's passive wait, a busy machine) cost
+         * more than the tile unit's 60 us of work below that (128 x 1152 x 256: 85 us on one, 125 on two) */
+        const double per = (double)M * (double)N * (double)K / AMX_GRAIN;
+        gemm_amx(M, N, K, a, b, beta, c, ldc, c_bf16, per >= nthreads ? nthreads : per >= 2 ? (int)per : 1);
         return GM_OK;
     }
     const int64_t mb = (M + MC - 1) / MC, nb = (N + NC - 1) / NC, jobs = mb * nb;
     /* the portable path's sgemm shares its own work among OpenBLAS's threads */
+    const int big = nthreads > 1 && (double)M * (double)N * (double)K >= GEMM_BF16_GRAIN;
     const int nt = native && big && jobs > 1 ? (int)min64(nthreads, jobs) : 1;
 #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(dynamic)
     for (int64_t job = 0; job < jobs; job++) {
