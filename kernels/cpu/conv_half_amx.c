@@ -104,10 +104,32 @@ static size_t planes_nbytes(const amx_job *j) {
 
 static int threads_of(const amx_job *j, int nthreads) { return (int)max64(1, min64(nthreads, j->N)); }
 
-/* Which passes take the tile unit (bfloat16, forward and input-gradient): stride 1, no dilation, one group,
- * padding within the kernel (the input-gradient's padding R-1-ph must not be negative), rows of at least 8
- * output columns (a B tile is 16 of one row's columns). GPUMEMNET_BF16_CONV=amx takes it wherever it applies;
- * =gemm, =widen and =direct (the other routes' switches) never. */
+/* Which passes take the tile unit: bfloat16 (conv_half.c asks for no other dtype), stride 1, no dilation, one
+ * group, padding within the kernel (the input-gradient's padding R-1-ph must not be negative). Measured against
+ * the float32 passes and the former rule (direct route, bfloat16 products, small route) on the UNet's (batch 16),
+ * VGG-11's and ResNet-18's (batch 2) layers (1 thread, CPU time, median of 5, interleaved; ms forward /
+ * input-gradient / weight-gradient; benchmarks/bf16_conv_routes.py has the shapes):
+ *   shape (N, C -> K, map)          float32            former rule        AMX
+ *   UNet (16, 3 -> 16, 64)          0.80 1.07 0.74     0.81 0.95 0.78     0.63 0.54 0.80
+ *   UNet (16, 16 -> 16, 64)         1.96 1.95 2.51     2.15 2.19 2.59     0.87 0.80 0.95
+ *   UNet (16, 48 -> 16, 64)         6.56 5.79 9.15     6.56 6.59 9.32     2.50 2.51 1.99
+ *   UNet (16, 32 -> 32, 32)         1.92 1.92 1.85     2.04 1.99 1.91     0.76 0.67 0.62
+ *   UNet (16, 64 -> 64, 16)         1.31 1.22 1.58     1.42 1.33 1.62     0.60 0.56 0.44
+ *   UNet (16, 128 -> 128, 8)        1.41 1.45 1.72     1.54 1.50 1.75     0.57 0.54 0.63
+ *   UNet (16, 16 -> 3, 64) 1x1      0.20 0.27 0.18     0.27 0.51 0.25     0.24 0.30 0.32
+ *   VGG (2, 3 -> 64, 64)            0.33 0.45 0.48     0.49 0.40 0.26     0.36 0.23 0.31
+ *   VGG (2, 64 -> 128, 32)          1.18 1.14 1.76     1.36 1.32 1.91     0.48 0.43 0.39
+ *   VGG (2, 256 -> 256, 16)         2.64 2.74 3.67     2.96 2.85 4.11     0.91 0.97 1.15
+ *   VGG (2, 512 -> 512, 8)          5.23 6.12 4.70     2.12 2.71 4.63     2.20 2.77 3.85
+ *   VGG (2, 512 -> 512, 4)          2.08 2.76 1.97     1.64 2.22 4.19     1.63 2.16 3.71
+ *   ResNet-18 l1 (2, 64 -> 64, 16)  0.20 0.18 0.24     0.21 0.19 0.26     0.10 0.10 0.09
+ *   ResNet-18 l3 (2, 256 -> 256, 4) 0.50 0.51 0.43     0.67 0.65 0.65     0.32 0.48 0.74
+ * so every pass where it applies: it loses only a little where a map of 4x4 leaves a weight-gradient few
+ * positions per weight element (the float32 sums pass through memory per group of items) and on 3-channel
+ * layers, and the small route (conv_half_small.c, <= 16 positions in the batch) is asked first. The former
+ * rule's ties: a 512-channel layer's weight packing (4.7 MiB, per call) is most of its forward.
+ * GPUMEMNET_BF16_CONV=amx takes it wherever it applies; =gemm, =widen and =direct (the other routes' switches)
+ * never. */
 int conv_half_amx_use(const conv_geom *g, conv_pass pass) {
     const char *e = getenv("GPUMEMNET_BF16_CONV");
     if (e && (strcmp(e, "gemm") == 0 || strcmp(e, "widen") == 0 || strcmp(e, "direct") == 0)) return 0;

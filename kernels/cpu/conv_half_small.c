@@ -29,7 +29,9 @@ static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
 
 int conv_half_small_use(const conv_geom *g, conv_pass pass) {
     const char *e = getenv("GPUMEMNET_BF16_CONV");
-    if (e && (strcmp(e, "gemm") == 0 || strcmp(e, "widen") == 0 || strcmp(e, "direct") == 0)) return 0;
+    if (e && (strcmp(e, "gemm") == 0 || strcmp(e, "widen") == 0 || strcmp(e, "direct") == 0 ||
+              strcmp(e, "amx") == 0)) /* amx: conv_half_amx.c wherever it applies */
+        return 0;
     (void)pass;
     const int64_t J = g->N * g->P * g->Q, CRS = g->C * g->R * g->S;
     /* weight-bound: at least 64K elements, and columns enough to be worth a pass over it */
