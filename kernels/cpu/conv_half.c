@@ -148,6 +148,11 @@ static int direct_cols(const conv_geom *g) {
 #define BF16_GEMM_MIN_ROWS 32
 #define BF16_GEMM_MIN_POSITIONS_FWD 32
 #define BF16_GEMM_MIN_POSITIONS 64
+/* On AMX, since gemm_bf16's AMX kernel was reworked, the forward and input-gradient win from 16 positions (the
+ * stride-1 layers of such maps take conv_half_amx.c first): ResNet-18's 3x3/2 128 -> 256 at batch 2 (a 4x4
+ * output; 1 thread, CPU time, median of 7) 0.15 and 0.22 ms against 0.33 and 0.26 on the float16 route, its
+ * weight-gradient 0.29 against 0.26 (so that stays at 64); 1x1/2 128 -> 256 0.02 against 0.03. */
+#define BF16_GEMM_MIN_POSITIONS_AMX 16
 /* 0: the rule, 1: always, 2: never (and neither forced route takes the direct route below), 3: the direct route
  * wherever it applies, else the rule. Read on every call (a getenv is ~0.1 us beside a convolution's >= 10 us), so
  * that a benchmark can switch routes between calls in one process and compare them interleaved. The rule now
@@ -163,8 +168,12 @@ static int bf16_on_gemm(const conv_geom *g, conv_pass pass) {
     if (!gemm_bf16_native()) return 0;
     const int64_t Kg = g->K / g->G, PQ = g->P * g->Q;
     switch (pass) {
-    case CONV_FORWARD: return Kg >= BF16_GEMM_MIN_ROWS && PQ >= BF16_GEMM_MIN_POSITIONS_FWD;
-    case CONV_BACKWARD_DATA: return g->C / g->G * g->R * g->S >= BF16_GEMM_MIN_ROWS && PQ >= BF16_GEMM_MIN_POSITIONS;
+    case CONV_FORWARD:
+        return Kg >= BF16_GEMM_MIN_ROWS &&
+               PQ >= (conv_half_amx_usable() ? BF16_GEMM_MIN_POSITIONS_AMX : BF16_GEMM_MIN_POSITIONS_FWD);
+    case CONV_BACKWARD_DATA:
+        return g->C / g->G * g->R * g->S >= BF16_GEMM_MIN_ROWS &&
+               PQ >= (conv_half_amx_usable() ? BF16_GEMM_MIN_POSITIONS_AMX : BF16_GEMM_MIN_POSITIONS);
     default: return Kg >= BF16_GEMM_MIN_ROWS && PQ >= BF16_GEMM_MIN_POSITIONS;
     }
 }
@@ -224,6 +233,14 @@ static int half_direct_route(const conv_geom *g, gm_dtype dt, conv_pass pass) {
      * 1.30 1.91 2.20 against 5.18 3.05 3.20, 512 -> 512 at 8x8 3.13 8.03 4.82 against 9.51 10.33 9.50, 128 -> 256
      * at 16x16 1.20 1.31 1.30 against 1.40 1.42 1.98 */
     if (mode == 0 && dt == GM_BF16 && gemm_bf16_native() && (g->C / g->G > 128 || g->K / g->G > 128)) return 0;
+    /* strided layers (the stride-1 ones take conv_half_amx.c) on AMX: gemm_bf16's AMX kernel (since its rework)
+     * beat this route where bf16_on_gemm takes products (1 thread, CPU time, median of 7, ms forward /
+     * input-gradient / weight-gradient, products against this route): the UNet's 2x2/2 transposed convolutions
+     * (as conv2d: batch 16, 64 -> 128 on 16x16) 0.44 0.42 0.46 against 0.65 0.61 0.56, (32 -> 64 on 32x32) 0.51
+     * 0.56 0.49 against 0.69 0.65 0.53, (16 -> 32 on 64x64) 0.84 0.94 0.73 against 0.84 0.92 0.75; ResNet-18's
+     * 3x3/2 at batch 2, 64 -> 128 on 16x16 0.12 0.13 0.13 against 0.18 0.16 0.14, 128 -> 256 on 8x8 0.14 0.22
+     * (weight-gradient on the float16 route: 0.26) against 0.32 0.31 */
+    if (mode == 0 && dt == GM_BF16 && (g->sh > 1 || g->sw > 1) && conv_half_amx_usable()) return 0;
     if (pass == CONV_BACKWARD_WEIGHT && half_wgrad_kernel(g)) return 1;
     /* the weight-gradient of 32 or more output channels ran faster on bfloat16 products (2.62 against 2.99 ms at
      * 32 -> 32 on 32x32, 2.46 against 2.77 at 64 -> 64 on 16x16, 5.30 against 6.30 at 64 -> 32 on 32x32) */

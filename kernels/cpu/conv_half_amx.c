@@ -18,6 +18,7 @@
 #define _GNU_SOURCE /* syscall() */
 #include "conv_internal.h"
 #include "bf16_convert.h"
+#include "bf16_lanes.h"
 
 #include <cpuid.h>
 #include <immintrin.h>
@@ -31,7 +32,7 @@
  * GPUMEMNET_GEMM_BF16=portable or =avx512 (the tests' switches for gemm_bf16's other paths) turn it off too. */
 static int amx_state = -1;
 
-static int conv_amx_usable(void) {
+int conv_half_amx_usable(void) {
     int s = __atomic_load_n(&amx_state, __ATOMIC_RELAXED);
     if (s < 0) {
         const char *e = getenv("GPUMEMNET_GEMM_BF16");
@@ -110,24 +111,24 @@ static int threads_of(const amx_job *j, int nthreads) { return (int)max64(1, min
  * VGG-11's and ResNet-18's (batch 2) layers (1 thread, CPU time, median of 5, interleaved; ms forward /
  * input-gradient / weight-gradient; benchmarks/bf16_conv_routes.py has the shapes):
  *   shape (N, C -> K, map)          float32            former rule        AMX
- *   UNet (16, 3 -> 16, 64)          0.80 1.07 0.74     0.81 0.95 0.78     0.63 0.54 0.80
- *   UNet (16, 16 -> 16, 64)         1.96 1.95 2.51     2.15 2.19 2.59     0.87 0.80 0.95
- *   UNet (16, 48 -> 16, 64)         6.56 5.79 9.15     6.56 6.59 9.32     2.50 2.51 1.99
- *   UNet (16, 32 -> 32, 32)         1.92 1.92 1.85     2.04 1.99 1.91     0.76 0.67 0.62
- *   UNet (16, 64 -> 64, 16)         1.31 1.22 1.58     1.42 1.33 1.62     0.60 0.56 0.44
- *   UNet (16, 128 -> 128, 8)        1.41 1.45 1.72     1.54 1.50 1.75     0.57 0.54 0.63
- *   UNet (16, 16 -> 3, 64) 1x1      0.20 0.27 0.18     0.27 0.51 0.25     0.24 0.30 0.32
- *   VGG (2, 3 -> 64, 64)            0.33 0.45 0.48     0.49 0.40 0.26     0.36 0.23 0.31
- *   VGG (2, 64 -> 128, 32)          1.18 1.14 1.76     1.36 1.32 1.91     0.48 0.43 0.39
- *   VGG (2, 256 -> 256, 16)         2.64 2.74 3.67     2.96 2.85 4.11     0.91 0.97 1.15
- *   VGG (2, 512 -> 512, 8)          5.23 6.12 4.70     2.12 2.71 4.63     2.20 2.77 3.85
- *   VGG (2, 512 -> 512, 4)          2.08 2.76 1.97     1.64 2.22 4.19     1.63 2.16 3.71
- *   ResNet-18 l1 (2, 64 -> 64, 16)  0.20 0.18 0.24     0.21 0.19 0.26     0.10 0.10 0.09
- *   ResNet-18 l3 (2, 256 -> 256, 4) 0.50 0.51 0.43     0.67 0.65 0.65     0.32 0.48 0.74
- * so every pass where it applies: it loses only a little where a map of 4x4 leaves a weight-gradient few
- * positions per weight element (the float32 sums pass through memory per group of items) and on 3-channel
- * layers, and the small route (conv_half_small.c, <= 16 positions in the batch) is asked first. The former
- * rule's ties: a 512-channel layer's weight packing (4.7 MiB, per call) is most of its forward.
+ *   UNet (16, 3 -> 16, 64)          0.77 0.99 0.74     0.81 0.95 0.78     0.61 0.52 0.84
+ *   UNet (16, 16 -> 16, 64)         1.91 1.92 2.61     2.15 2.19 2.59     0.76 0.76 0.97
+ *   UNet (16, 48 -> 16, 64)         6.29 5.64 8.98     6.56 6.59 9.32     2.33 2.18 1.80
+ *   UNet (16, 32 -> 32, 32)         1.93 1.93 1.92     2.04 1.99 1.91     0.70 0.67 0.62
+ *   UNet (16, 64 -> 64, 16)         1.31 1.32 1.67     1.42 1.33 1.62     0.53 0.51 0.52
+ *   UNet (16, 128 -> 128, 8)        1.47 1.44 1.62     1.54 1.50 1.75     0.51 0.48 0.57
+ *   UNet (16, 16 -> 3, 64) 1x1      0.20 0.19 0.19     0.27 0.51 0.25     0.25 0.32 0.33
+ *   VGG (2, 3 -> 64, 64)            0.33 0.42 0.45     0.49 0.40 0.26     0.34 0.22 0.29
+ *   VGG (2, 64 -> 128, 32)          0.99 1.06 1.58     1.36 1.32 1.91     0.47 0.37 0.35
+ *   VGG (2, 256 -> 256, 16)         2.54 2.63 3.51     2.96 2.85 4.11     0.76 0.77 0.95
+ *   VGG (2, 512 -> 512, 8)          4.88 5.40 3.84     2.12 2.71 4.63     1.75 1.84 2.41
+ *   VGG (2, 512 -> 512, 4)          1.95 2.40 1.51     1.64 2.22 2.31     1.38 1.50 2.34
+ *   ResNet-18 l1 (2, 64 -> 64, 16)  0.18 0.16 0.22     0.21 0.19 0.26     0.09 0.08 0.07
+ *   ResNet-18 l3 (2, 256 -> 256, 4) 0.50 0.49 0.41     0.67 0.65 0.59     0.32 0.33 0.56
+ * (the former rule's columns from the same kind of run, before gemm_bf16's AMX kernel was reworked), so every
+ * pass where it applies: it ties only where a map of 4x4 leaves a weight-gradient few positions per weight
+ * element, and on 3-channel layers; the small route (conv_half_small.c, <= 16 positions in the batch) is asked
+ * first. A 512-channel layer's weight packing (4.7 MiB, per call) is most of its forward.
  * GPUMEMNET_BF16_CONV=amx takes it wherever it applies; =gemm, =widen and =direct (the other routes' switches)
  * never. */
 int conv_half_amx_use(const conv_geom *g, conv_pass pass) {
@@ -135,7 +136,7 @@ int conv_half_amx_use(const conv_geom *g, conv_pass pass) {
     if (e && (strcmp(e, "gemm") == 0 || strcmp(e, "widen") == 0 || strcmp(e, "direct") == 0)) return 0;
     if (g->sh != 1 || g->sw != 1 || g->dh != 1 || g->dw != 1 || g->G != 1) return 0;
     if (g->ph > g->R - 1 || g->pw > g->S - 1 || g->N < 1 || g->C < 1 || g->K < 1 || g->P < 1 || g->Q < 1) return 0;
-    if (g->R * g->S > 64 || !conv_amx_usable()) return 0;
+    if (g->R * g->S > 64 || !conv_half_amx_usable()) return 0;
     const amx_job j = job_of(g, pass == CONV_BACKWARD_WEIGHT ? CONV_FORWARD : pass);
     if ((j.P + j.R - 1) * plane_cols(&j) > 1 << 24 || g->C > 1 << 16) return 0;
     return 1;
@@ -369,6 +370,31 @@ static void wg_pack_x(uint16_t *xp, const uint16_t *x, const conv_geom *g, const
     }
 }
 
+/* o[i] = column i of the 16 x 16 matrix of 32-bit words whose rows are r[0..15] (r is overwritten). */
+__attribute__((target("avx512f"))) static inline void transpose16(__m512i o[16], __m512i r[16]) {
+    __m512i t[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {
+        r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+        r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+        r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+        r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+    }
+    /* r[4b + c] holds, in each 128-bit lane L, word 4L + c of rows 4b .. 4b + 3 */
+    for (int c = 0; c < 4; c++) {
+        const __m512i a0 = _mm512_shuffle_i32x4(r[c], r[4 + c], 0x88), a1 = _mm512_shuffle_i32x4(r[c], r[4 + c], 0xdd);
+        const __m512i b0 = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0x88);
+        const __m512i b1 = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0xdd);
+        o[c] = _mm512_shuffle_i32x4(a0, b0, 0x88);
+        o[8 + c] = _mm512_shuffle_i32x4(a0, b0, 0xdd);
+        o[4 + c] = _mm512_shuffle_i32x4(a1, b1, 0x88);
+        o[12 + c] = _mm512_shuffle_i32x4(a1, b1, 0xdd);
+    }
+}
+
 /* gt's block of output channels [16 kb, 16 kb + 16) for all F / 2 pairs: 16 rows x 32 positions of the flat
  * grad_output staged, then transposed as 16 x 16 words (pairs of positions) into 16 rows of gt, kp words apart. */
 __attribute__((target("avx512f"))) static void wg_pack_go(uint32_t *gt, const uint16_t *dout, const conv_geom *g,
@@ -393,30 +419,11 @@ __attribute__((target("avx512f"))) static void wg_pack_go(uint32_t *gt, const ui
                 if (q == w->Wp) q = 0, p++;
             }
         }
-        __m512i r[16], t[16];
+        __m512i r[16], o[16];
         for (int i = 0; i < 16; i++) r[i] = _mm512_load_si512(st[i]);
-        for (int i = 0; i < 16; i += 2) {
-            t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
-            t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
-        }
-        for (int i = 0; i < 16; i += 4) {
-            r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
-            r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
-            r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
-            r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
-        }
-        /* r[4b + c] holds, in each 128-bit lane L, word 4L + c of rows 4b .. 4b + 3 */
-        uint32_t *o = gt + (f0 / 2) * w->kp + kb * 16;
-        const int64_t ld = w->kp;
-        for (int c = 0; c < 4; c++) {
-            const __m512i a0 = _mm512_shuffle_i32x4(r[c], r[4 + c], 0x88), a1 = _mm512_shuffle_i32x4(r[c], r[4 + c], 0xdd);
-            const __m512i b0 = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0x88);
-            const __m512i b1 = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0xdd);
-            _mm512_storeu_si512(o + (0 + c) * ld, _mm512_shuffle_i32x4(a0, b0, 0x88));
-            _mm512_storeu_si512(o + (8 + c) * ld, _mm512_shuffle_i32x4(a0, b0, 0xdd));
-            _mm512_storeu_si512(o + (4 + c) * ld, _mm512_shuffle_i32x4(a1, b1, 0x88));
-            _mm512_storeu_si512(o + (12 + c) * ld, _mm512_shuffle_i32x4(a1, b1, 0xdd));
-        }
+        transpose16(o, r);
+        uint32_t *d = gt + (f0 / 2) * w->kp + kb * 16;
+        for (int i = 0; i < 16; i++) _mm512_storeu_si512(d + i * w->kp, o[i]);
     }
 }
 
@@ -464,6 +471,21 @@ __attribute__((target("avx512f,avx512bw,amx-tile,amx-bf16"))) static void wg_uni
     if (c2 && k2) _tile_stored(3, c + 16 * RS * w->kp + 16, ldc);
 }
 
+/* dw[k][j] = dw32[j][k] rounded (j = c * RS + rs), k in [k0, k0 + 16) and j in [j0, j0 + 16): 16 rows of dw32
+ * (it holds whole blocks: cp * RS rows of kp) transposed in registers and rounded as gm_float_to_bf16 (an
+ * element-wise walk cost 0.4 ms of a 256 -> 256 3x3 weight-gradient's 0.7). */
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static void wg_store(uint16_t *dw, const float *dw32, int64_t k0,
+                                                                          int64_t j0, int64_t K, int64_t CRS,
+                                                                          int64_t kp) {
+    __m512i r[16], o[16];
+    for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_si512(dw32 + (j0 + i) * kp + k0);
+    transpose16(o, r);
+    const int64_t jn = min64(16, CRS - j0);
+    const __mmask16 m = (__mmask16)((1u << jn) - 1); /* jn 16: all 16 lanes */
+    for (int64_t i = 0; i < 16 && k0 + i < K; i++)
+        _mm256_mask_storeu_epi16(dw + (k0 + i) * CRS + j0, m, gm_bf16_narrow16(o[i]));
+}
+
 int conv_half_amx_backward_weight(uint16_t *dw, const uint16_t *dout, const uint16_t *x, const conv_geom *g, void *ws,
                                   int nthreads) {
     const wg_geom w = wg_of(g);
@@ -495,11 +517,7 @@ int conv_half_amx_backward_weight(uint16_t *dw, const uint16_t *dout, const uint
         release();
         const int64_t jb = ceil_div64(CRS, 16);
 #pragma omp for schedule(static)
-        for (int64_t b = 0; b < kbn * jb; b++) { /* dw[k][j] = dw32[j][k], j = c * RS + rs */
-            const int64_t k0 = b / jb * 16, j0 = b % jb * 16, k1 = min64(g->K, k0 + 16), j1 = min64(CRS, j0 + 16);
-            for (int64_t k = k0; k < k1; k++)
-                for (int64_t j = j0; j < j1; j++) dw[k * CRS + j] = gm_float_to_bf16(dw32[j * w.kp + k]);
-        }
+        for (int64_t b = 0; b < kbn * jb; b++) wg_store(dw, dw32, b / jb * 16, b % jb * 16, g->K, CRS, w.kp);
     }
     return GM_OK;
 }

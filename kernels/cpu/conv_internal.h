@@ -176,6 +176,7 @@ int conv2d_backward_weight_half(uint16_t *dw, const uint16_t *dout, const uint16
  * these bytes when the limit allows, and a pass given as many takes it. */
 size_t conv_half_direct_nbytes(const conv_geom *g, gm_dtype dt, conv_pass pass, int nthreads);
 /* ---- conv_half_amx.c: bfloat16 passes of stride-1 convolutions on the AMX tile unit -------------------- */
+int conv_half_amx_usable(void); /* the CPU has AMX-BF16 and Linux grants its tile state */
 int conv_half_amx_use(const conv_geom *g, conv_pass pass);
 size_t conv_half_amx_nbytes(const conv_geom *g, conv_pass pass, int nthreads); /* 0 where it does not run */
 int conv_half_amx_forward(uint16_t *out, const uint16_t *x, const uint16_t *w, const uint16_t *bias,
