@@ -181,8 +181,14 @@ static void pack_weight(uint16_t *wp, const uint16_t *w, const amx_job *j, conv_
     }
 }
 
-/* One item's pair planes (see the top): xp[i][h][w] at xp + i * plane_stride + h * Wp + w. */
-static void pack_planes(uint32_t *xp, const uint16_t *x, const amx_job *j) {
+/* One item's pair planes (see the top): xp[i][h][w] at xp + i * plane_stride + h * Wp + w; rows of contiguous
+ * channels interleaved 32 elements at a time (element-wise, this packing cost as much as a 16-channel layer's
+ * products). */
+__attribute__((target("avx512f,avx512bw"))) static void pack_planes(uint32_t *xp, const uint16_t *x,
+                                                                     const amx_job *j) {
+    const __m512i lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38, 6,
+                                        37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+    const __m512i hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
     const int64_t npb = pairs_per_block(j->Ci), pairs = ceil_div64((j->Ci + 1) / 2, npb) * npb;
     const int64_t Hp = j->P + j->R - 1, Wp = plane_cols(j), PS = plane_stride(j);
     memset(xp, 0, (size_t)(pairs * PS) * 4);
@@ -195,9 +201,15 @@ static void pack_planes(uint32_t *xp, const uint16_t *x, const amx_job *j) {
             uint32_t *d = xp + i * PS + hh * Wp + j->pw;
             const uint16_t *a = c0 + h * j->is[2], *b = c1 + h * j->is[2];
             const int64_t w1 = min64(j->W, Wp - j->pw);
-            if (has1 && j->is[3] == 1)
-                for (int64_t w = 0; w < w1; w++) d[w] = (uint32_t)a[w] | (uint32_t)b[w] << 16;
-            else
+            if (has1 && j->is[3] == 1) {
+                int64_t w = 0;
+                for (; w + 32 <= w1; w += 32) { /* word w = (a[w], b[w]): a in the low half */
+                    const __m512i va = _mm512_loadu_si512(a + w), vb = _mm512_loadu_si512(b + w);
+                    _mm512_storeu_si512(d + w, _mm512_permutex2var_epi16(va, lo, vb));
+                    _mm512_storeu_si512(d + w + 16, _mm512_permutex2var_epi16(va, hi, vb));
+                }
+                for (; w < w1; w++) d[w] = (uint32_t)a[w] | (uint32_t)b[w] << 16;
+            } else
                 for (int64_t w = 0; w < w1; w++)
                     d[w] = (uint32_t)a[w * j->is[3]] | (has1 ? (uint32_t)b[w * j->is[3]] << 16 : 0);
         }
@@ -210,33 +222,44 @@ struct amx_config {
     uint8_t rows[16];
 } __attribute__((aligned(64)));
 
-/* Tiles 0-3: accumulators (16 x 16 float32); 4, 5: A (16 x 2 npb bfloat16); 6, 7: B (npb pairs x 16). */
-__attribute__((target("amx-tile,amx-bf16"))) static void configure(int64_t npb) {
+/* Tiles 0-3: accumulators (16 x 16 float32); 4 and (two_a) 5: A (16 x 2 npb bfloat16); 6, 7 and (!two_a) 5: B
+ * (npb pairs x 16). */
+__attribute__((target("amx-tile,amx-bf16"))) static void configure(int64_t npb, int two_a) {
     struct amx_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.palette = 1;
     for (int t = 0; t < 8; t++) {
-        cfg.rows[t] = (uint8_t)(t >= 6 ? npb : 16);
-        cfg.colsb[t] = (uint16_t)(t == 4 || t == 5 ? npb * 4 : 64);
+        const int a = t == 4 || (t == 5 && two_a);
+        cfg.rows[t] = (uint8_t)(t >= 5 && !a ? npb : 16);
+        cfg.colsb[t] = (uint16_t)(a ? npb * 4 : 64);
     }
     __asm__ volatile("ldtilecfg %0" ::"m"(cfg)); /* not _tile_loadconfig: see gemm_bf16.c */
 }
 
 /* rows (kn) of acc (32 flat positions from f0 each, 32 apart) plus the bias, rounded into the output planes: the
- * positions with q < Q only. */
-static void store_block(uint16_t *out, float *acc, int64_t kn, int64_t k0, int64_t f0, const uint16_t *bias,
-                        const amx_job *j) {
+ * positions with q < Q only, a masked store per run of one output row (a call of gm_cvt_f32_to_bf16 per run
+ * cost about as much as the products of a 16-channel layer). */
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static void store_block(uint16_t *out, const float *acc,
+                                                                            int64_t kn, int64_t k0, int64_t f0,
+                                                                            const uint16_t *bias, const amx_job *j) {
     const int64_t Wp = plane_cols(j), PQ = j->P * j->Q, fend = min64(f0 + 32, (j->P - 1) * Wp + j->Q);
     for (int64_t k = 0; k < kn; k++) {
-        float *row = acc + k * 32;
+        __m512 v0 = _mm512_load_ps(acc + k * 32), v1 = _mm512_load_ps(acc + k * 32 + 16);
         if (bias) {
-            const float bv = gm_bf16_to_float(bias[k0 + k]);
-            for (int64_t i = 0; i < 32; i++) row[i] += bv;
+            const __m512 bv = _mm512_set1_ps(gm_bf16_to_float(bias[k0 + k]));
+            v0 = _mm512_add_ps(v0, bv);
+            v1 = _mm512_add_ps(v1, bv);
         }
+        const __m512i h = _mm512_inserti64x4(_mm512_castsi256_si512(gm_bf16_narrow16(_mm512_castps_si512(v0))),
+                                             gm_bf16_narrow16(_mm512_castps_si512(v1)), 1);
         uint16_t *o = out + (k0 + k) * PQ;
-        for (int64_t f = f0; f < fend;) { /* runs of one output row */
+        for (int64_t f = f0; f < fend;) { /* runs of one output row: lanes [f - f0, f - f0 + n) */
             const int64_t p = f / Wp, q = f - p * Wp, n = min64(fend, p * Wp + j->Q) - f;
-            if (n > 0) gm_cvt_f32_to_bf16(o + p * j->Q + q, row + (f - f0), n);
+            if (n > 0) {
+                const int64_t i0 = f - f0;
+                const __mmask32 m = (__mmask32)((((uint64_t)1 << n) - 1) << i0);
+                _mm512_mask_storeu_epi16(o + p * j->Q + q - i0, m, h); /* lanes outside m are not touched */
+            }
             f = (p + 1) * Wp;
         }
     }
@@ -251,6 +274,47 @@ __attribute__((target("avx512f,avx512bw,amx-tile,amx-bf16"))) static void item_a
     const int64_t Wp = plane_cols(j), PS = plane_stride(j), RS = j->R * j->S, nblk = flat_blocks(j);
     const int64_t blk = 16 * npb * 2, lda = npb * 4, ldb = PS * 4;
     float acc[32 * 32] __attribute__((aligned(64)));
+    if (kbn == 1) { /* 16 output channels or fewer: 4 blocks of positions, so that 4 sums are in flight (2 left
+                     * the products waiting on each other: the UNet's 16 -> 16 on 64x64 ...) */
+        for (int64_t bi = 0; bi < nblk; bi += 4) {
+            const int64_t nq = min64(4, nblk - bi);
+            _tile_zero(0);
+            _tile_zero(1);
+            _tile_zero(2);
+            _tile_zero(3);
+            for (int64_t rs = 0; rs < RS; rs++) {
+                const int64_t r = rs / j->S, s = rs % j->S;
+                const uint16_t *a = wp + rs * cbn * blk;
+                const uint32_t *b = xp + bi * 16 + r * Wp + s;
+                for (int64_t cb = 0; cb < cbn; cb++, b += npb * PS) {
+                    _tile_loadd(4, a + cb * blk, lda);
+                    _tile_loadd(5, b, ldb);
+                    _tile_dpbf16ps(0, 4, 5);
+                    if (nq > 1) {
+                        _tile_loadd(6, b + 16, ldb);
+                        _tile_dpbf16ps(1, 4, 6);
+                    }
+                    if (nq > 2) {
+                        _tile_loadd(7, b + 32, ldb);
+                        _tile_dpbf16ps(2, 4, 7);
+                    }
+                    if (nq > 3) {
+                        _tile_loadd(5, b + 48, ldb);
+                        _tile_dpbf16ps(3, 4, 5);
+                    }
+                }
+            }
+            /* blocks 0, 1 to acc's columns 0-31, blocks 2, 3 to rows 16-31 (stored as the next 32 positions) */
+            _tile_stored(0, acc, 128);
+            _tile_stored(1, acc + 16, 128);
+            _tile_stored(2, acc + 16 * 32, 128);
+            _tile_stored(3, acc + 16 * 32 + 16, 128);
+            const int64_t kn = j->Co;
+            store_block(out, acc, kn, 0, bi * 16, bias, j);
+            if (nq > 2) store_block(out, acc + 16 * 32, kn, 0, bi * 16 + 32, bias, j);
+        }
+        return;
+    }
     for (int64_t kb = 0; kb < kbn; kb += 2) {
         const int k2 = kb + 1 < kbn;
         for (int64_t bi = 0; bi < nblk; bi += 2) {
@@ -302,7 +366,7 @@ static int run(uint16_t *out, const uint16_t *in, const uint16_t *w, const uint1
     {
         const int t = omp_get_thread_num();
         uint32_t *xp = (uint32_t *)(planes + (size_t)t * pn);
-        configure(pairs_per_block(j.Ci));
+        configure(pairs_per_block(j.Ci), ceil_div64(j.Co, 16) > 1);
 #pragma omp for schedule(dynamic)
         for (int64_t n = 0; n < j.N; n++) {
             pack_planes(xp, in + n * j.is[0], &j);
@@ -496,7 +560,7 @@ int conv_half_amx_backward_weight(uint16_t *dw, const uint16_t *dout, const uint
     const int nt = (int)max64(1, min64(nthreads, units));
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
-        configure(16);
+        configure(16, 1);
         for (int64_t n0 = 0; n0 < g->N; n0 += w.nb) {
             const int64_t gn = min64(w.nb, g->N - n0);
 #pragma omp for schedule(static)
