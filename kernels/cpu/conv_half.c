@@ -148,10 +148,11 @@ static int direct_cols(const conv_geom *g) {
 #define BF16_GEMM_MIN_ROWS 32
 #define BF16_GEMM_MIN_POSITIONS_FWD 32
 #define BF16_GEMM_MIN_POSITIONS 64
-/* On AMX, since gemm_bf16's AMX kernel was reworked, the forward and input-gradient win from 16 positions (the
- * stride-1 layers of such maps take conv_half_amx.c first): ResNet-18's 3x3/2 128 -> 256 at batch 2 (a 4x4
- * output; 1 thread, CPU time, median of 7) 0.15 and 0.22 ms against 0.33 and 0.26 on the float16 route, its
- * weight-gradient 0.29 against 0.26 (so that stays at 64); 1x1/2 128 -> 256 0.02 against 0.03. */
+/* On AMX, since gemm_bf16's AMX kernel was reworked, the input-gradient wins from 16 positions and the forward at
+ * any (the stride-1 layers of larger maps take conv_half_amx.c first; conv_half_small_use has the forward's
+ * measurements at 2x2): ResNet-18's 3x3/2 128 -> 256 at batch 2 (a 4x4 output; 1 thread, CPU time, median of 7)
+ * 0.15 and 0.22 ms against 0.33 and 0.26 on the float16 route, its weight-gradient 0.29 against 0.26 (so that
+ * stays at 64); 1x1/2 128 -> 256 0.02 against 0.03. */
 #define BF16_GEMM_MIN_POSITIONS_AMX 16
 /* 0: the rule, 1: always, 2: never (and neither forced route takes the direct route below), 3: the direct route
  * wherever it applies, else the rule. Read on every call (a getenv is ~0.1 us beside a convolution's >= 10 us), so
@@ -168,9 +169,8 @@ static int bf16_on_gemm(const conv_geom *g, conv_pass pass) {
     if (!gemm_bf16_native()) return 0;
     const int64_t Kg = g->K / g->G, PQ = g->P * g->Q;
     switch (pass) {
-    case CONV_FORWARD:
-        return Kg >= BF16_GEMM_MIN_ROWS &&
-               PQ >= (conv_half_amx_usable() ? BF16_GEMM_MIN_POSITIONS_AMX : BF16_GEMM_MIN_POSITIONS_FWD);
+    case CONV_FORWARD: /* on AMX at any map: see conv_half_small_use */
+        return Kg >= BF16_GEMM_MIN_ROWS && (conv_half_amx_usable() || PQ >= BF16_GEMM_MIN_POSITIONS_FWD);
     case CONV_BACKWARD_DATA:
         return g->C / g->G * g->R * g->S >= BF16_GEMM_MIN_ROWS &&
                PQ >= (conv_half_amx_usable() ? BF16_GEMM_MIN_POSITIONS_AMX : BF16_GEMM_MIN_POSITIONS);

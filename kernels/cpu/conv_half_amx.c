@@ -107,30 +107,34 @@ static int threads_of(const amx_job *j, int nthreads) { return (int)max64(1, min
 
 /* Which passes take the tile unit: bfloat16 (conv_half.c asks for no other dtype), stride 1, no dilation, one
  * group, padding within the kernel (the input-gradient's padding R-1-ph must not be negative). Measured against
- * the float32 passes and the former rule (direct route, bfloat16 products, small route) on the UNet's (batch 16),
- * VGG-11's and ResNet-18's (batch 2) layers (1 thread, CPU time, median of 5, interleaved; ms forward /
- * input-gradient / weight-gradient; benchmarks/bf16_conv_routes.py has the shapes):
- *   shape (N, C -> K, map)          float32            former rule        AMX
- *   UNet (16, 3 -> 16, 64)          0.77 0.99 0.74     0.81 0.95 0.78     0.61 0.52 0.84
- *   UNet (16, 16 -> 16, 64)         1.91 1.92 2.61     2.15 2.19 2.59     0.76 0.76 0.97
- *   UNet (16, 48 -> 16, 64)         6.29 5.64 8.98     6.56 6.59 9.32     2.33 2.18 1.80
- *   UNet (16, 32 -> 32, 32)         1.93 1.93 1.92     2.04 1.99 1.91     0.70 0.67 0.62
- *   UNet (16, 64 -> 64, 16)         1.31 1.32 1.67     1.42 1.33 1.62     0.53 0.51 0.52
- *   UNet (16, 128 -> 128, 8)        1.47 1.44 1.62     1.54 1.50 1.75     0.51 0.48 0.57
- *   UNet (16, 16 -> 3, 64) 1x1      0.20 0.19 0.19     0.27 0.51 0.25     0.25 0.32 0.33
- *   VGG (2, 3 -> 64, 64)            0.33 0.42 0.45     0.49 0.40 0.26     0.34 0.22 0.29
- *   VGG (2, 64 -> 128, 32)          0.99 1.06 1.58     1.36 1.32 1.91     0.47 0.37 0.35
- *   VGG (2, 256 -> 256, 16)         2.54 2.63 3.51     2.96 2.85 4.11     0.76 0.77 0.95
- *   VGG (2, 512 -> 512, 8)          4.88 5.40 3.84     2.12 2.71 4.63     1.75 1.84 2.41
- *   VGG (2, 512 -> 512, 4)          1.95 2.40 1.51     1.64 2.22 2.31     1.38 1.50 2.34
- *   ResNet-18 l1 (2, 64 -> 64, 16)  0.18 0.16 0.22     0.21 0.19 0.26     0.09 0.08 0.07
- *   ResNet-18 l3 (2, 256 -> 256, 4) 0.50 0.49 0.41     0.67 0.65 0.59     0.32 0.33 0.56
- * (the former rule's columns from the same kind of run, before gemm_bf16's AMX kernel was reworked), so every
- * pass where it applies: it ties only where a map of 4x4 leaves a weight-gradient few positions per weight
- * element, and on 3-channel layers; the small route (conv_half_small.c, <= 16 positions in the batch) is asked
- * first. A 512-channel layer's weight packing (4.7 MiB, per call) is most of its forward.
- * GPUMEMNET_BF16_CONV=amx takes it wherever it applies; =gemm, =widen and =direct (the other routes' switches)
- * never. */
+ * the float32 passes, the former rule (direct route, bfloat16 products, small route; before gemm_bf16's AMX
+ * kernel was reworked) and, after that rework, bfloat16 products (gemm_bf16), on the UNet's (batch 16), VGG-11's
+ * and ResNet-18's (batch 2) layers (1 thread, CPU time, median of 7, interleaved; ms forward / input-gradient /
+ * weight-gradient; the shapes of benchmarks/bf16_conv_routes.py):
+ *   shape (N, C -> K, map)          float32         former rule     products        AMX
+ *   UNet (16, 3 -> 16, 64)          0.77 0.99 0.74  0.81 0.95 0.78                  0.48 0.45 0.80
+ *   UNet (16, 16 -> 16, 64)         1.91 1.92 2.61  2.15 2.19 2.59  4.31 4.26 -     0.72 0.70 0.86
+ *   UNet (16, 48 -> 16, 64)         6.29 5.64 8.98  6.56 6.59 9.32                  2.04 1.58 1.88
+ *   UNet (16, 32 -> 32, 32)         1.93 1.93 1.92  2.04 1.99 1.91  2.88 3.92 -     0.42 0.40 0.57
+ *   UNet (16, 64 -> 64, 16)         1.31 1.32 1.67  1.42 1.33 1.62  2.36 2.75 -     0.54 0.50 0.42
+ *   UNet (16, 128 -> 128, 8)        1.47 1.44 1.62  1.54 1.50 1.75  2.24 2.49 -     0.56 0.51 0.55
+ *   UNet (16, 16 -> 3, 64) 1x1      0.20 0.19 0.19  0.27 0.51 0.25                  0.22 0.22 0.32
+ *   VGG (2, 3 -> 64, 64)            0.33 0.42 0.45  0.49 0.40 0.26  0.21 0.15 0.20  0.23 0.25 0.29
+ *   VGG (2, 64 -> 128, 32)          0.99 1.06 1.58  1.36 1.32 1.91  0.66 0.70 0.63  0.34 0.29 0.34
+ *   VGG (2, 256 -> 256, 16)         2.54 2.63 3.51  2.96 2.85 4.11  1.24 1.41 1.30  0.71 0.73 0.95
+ *   VGG (2, 256 -> 512, 8)          2.48 2.52 1.93  ~1.3 1.9 2.2   0.61 1.24 1.17  0.87 0.89 1.26
+ *   VGG (2, 512 -> 512, 8)          4.88 5.40 3.84  2.12 2.71 4.63  1.35 2.55 2.56  1.73 1.77 2.42
+ *   VGG (2, 512 -> 512, 4)          1.95 2.40 1.51  1.64 2.22 2.31  0.77 1.89 2.94  1.33 1.48 2.32
+ *   ResNet-18 l1 (2, 64 -> 64, 16)  0.18 0.16 0.22  0.21 0.19 0.26  0.22 0.23 0.22  0.08 0.07 0.06
+ *   ResNet-18 l2 (2, 128 -> 128, 8) 0.28 0.27 0.35  0.40 0.33 0.40  0.22 0.24 0.24  0.12 0.11 0.10
+ *   ResNet-18 l3 (2, 256 -> 256, 4) 0.45 0.47 0.41  0.67 0.65 0.59  0.27 0.45 0.73  0.32 0.31 0.53
+ *   MobileNetV2 1x1 (2, 576 -> 96, 4) 0.03 0.02 0.03                0.01 0.07 0.09  0.03 0.06 0.04
+ * so every backward pass where it applies but those of 3 input channels into 32 or more (products: the VGG's
+ * first layer), and the forward where the batch has 256 positions or more, or 64 or more and a weight of at
+ * most 2^18 elements: with fewer the weight's packing (per call; element by element for a 3x3) is the work and
+ * gemm_bf16 packs faster. The small route (conv_half_small.c, <= 16 positions) is asked first for the backward
+ * passes. GPUMEMNET_BF16_CONV=amx takes this route wherever it applies (and passes over the small route); =gemm,
+ * =widen and =direct (the other routes' switches) never. */
 int conv_half_amx_use(const conv_geom *g, conv_pass pass) {
     const char *e = getenv("GPUMEMNET_BF16_CONV");
     if (e && (strcmp(e, "gemm") == 0 || strcmp(e, "widen") == 0 || strcmp(e, "direct") == 0)) return 0;
@@ -139,6 +143,13 @@ int conv_half_amx_use(const conv_geom *g, conv_pass pass) {
     if (g->R * g->S > 64 || !conv_half_amx_usable()) return 0;
     const amx_job j = job_of(g, pass == CONV_BACKWARD_WEIGHT ? CONV_FORWARD : pass);
     if ((j.P + j.R - 1) * plane_cols(&j) > 1 << 24 || g->C > 1 << 16) return 0;
+    if (e && strcmp(e, "amx") == 0) return 1;
+    /* a forward of few positions in the batch for its weight: the weight's packing (per call; element-wise for a
+     * 3x3) is then the work, which gemm_bf16's AMX kernel does faster (see above) */
+    const int64_t NPQ = g->N * g->P * g->Q;
+    if (pass == CONV_FORWARD && NPQ < 256 && (g->K * g->C * g->R * g->S > 1 << 18 || NPQ < 64)) return 0;
+    /* 3 input channels and 32 or more output channels: products of few rows, where gemm_bf16 won */
+    if (pass != CONV_FORWARD && g->C < 8 && g->K >= 32) return 0;
     return 1;
 }
 
@@ -159,6 +170,25 @@ static void pack_weight(uint16_t *wp, const uint16_t *w, const amx_job *j, conv_
     const int64_t RS = j->R * j->S, npb = pairs_per_block(j->Ci), cbn = ceil_div64((j->Ci + 1) / 2, npb);
     const int64_t kbn = ceil_div64(j->Co, 16), blk = 16 * npb * 2, tap = kbn * cbn * blk; /* tiles of one tap */
     const int fwd = pass == CONV_FORWARD;
+    if (RS == 1) { /* 1x1: a tile's row is a run of the weight's row (forward) or column (input-gradient) */
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
+        for (int64_t t = 0; t < kbn * cbn; t++) {
+            const int64_t kb = t / cbn, cb = t % cbn, i0 = cb * 2 * npb, ni = min64(2 * npb, j->Ci - i0);
+            uint16_t *d = wp + t * blk;
+            for (int64_t row = 0; row < 16; row++) {
+                const int64_t o = kb * 16 + row;
+                uint16_t *dr = d + row * 2 * npb;
+                if (o >= j->Co || ni <= 0) {
+                    memset(dr, 0, (size_t)(2 * npb) * 2);
+                    continue;
+                }
+                if (fwd) memcpy(dr, w + o * j->Ci + i0, (size_t)ni * 2);
+                else for (int64_t c = 0; c < ni; c++) dr[c] = w[(i0 + c) * j->Co + o];
+                memset(dr + ni, 0, (size_t)(2 * npb - ni) * 2);
+            }
+        }
+        return;
+    }
 #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
     for (int64_t t = 0; t < kbn * cbn; t++) {
         const int64_t kb = t / cbn, cb = t % cbn;
