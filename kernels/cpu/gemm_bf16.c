@@ -498,22 +498,23 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) static void amx_
     }
 }
 
-/* One block of C (2 row tiles when two, else 1) x 32 columns over the panel's K: accumulators from in (ld bytes)
- * or zero, B's panel at pb (16-pair k-steps 512 words apart), the sums stored to out (ld bytes). */
-#define AMX_BLOCK(NAME, TWO)                                                                                         \
+/* One block of C, 2 row tiles (R2) or 1 by 2 column tiles (C2) or 1, over the panel's K: accumulators from in
+ * (ld bytes) or zero, B's panel at pb (16-pair k-steps 512 words apart), the sums stored to out (ld bytes). A
+ * block of 16 rows or columns (an edge, M = 16) runs only the tiles it needs. */
+#define AMX_BLOCK(NAME, R2, C2)                                                                                      \
     __attribute__((target("amx-tile,amx-bf16"))) static void NAME(amx_apanel a, const uint32_t *pb,                 \
                                                                   const float *in, int64_t ldi, float *out,          \
                                                                   int64_t ldo) {                                     \
         if (in) {                                                                                                    \
             _tile_loadd(0, in, ldi);                                                                                 \
-            _tile_loadd(1, in + 16, ldi);                                                                            \
-            if (TWO) _tile_loadd(2, (const char *)in + 16 * ldi, ldi);                                               \
-            if (TWO) _tile_loadd(3, (const char *)in + 16 * ldi + 64, ldi);                                          \
+            if (C2) _tile_loadd(1, in + 16, ldi);                                                                    \
+            if (R2) _tile_loadd(2, (const char *)in + 16 * ldi, ldi);                                                \
+            if (R2 && C2) _tile_loadd(3, (const char *)in + 16 * ldi + 64, ldi);                                     \
         } else {                                                                                                     \
             _tile_zero(0);                                                                                           \
-            _tile_zero(1);                                                                                           \
-            if (TWO) _tile_zero(2);                                                                                  \
-            if (TWO) _tile_zero(3);                                                                                  \
+            if (C2) _tile_zero(1);                                                                                   \
+            if (R2) _tile_zero(2);                                                                                   \
+            if (R2 && C2) _tile_zero(3);                                                                             \
         }                                                                                                            \
         const int64_t steps = a.full + (a.tail != NULL);                                                             \
         for (int64_t s = 0; s < steps; s++) {                                                                        \
@@ -521,22 +522,24 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) static void amx_
             const int64_t lda = s < a.full ? a.ld : 64;                                                              \
             _tile_loadd(4, pa, lda);                                                                                 \
             _tile_loadd(6, pb + 512 * s, 128);                                                                       \
-            _tile_loadd(7, pb + 512 * s + 16, 128);                                                                  \
+            if (C2) _tile_loadd(7, pb + 512 * s + 16, 128);                                                          \
             _tile_dpbf16ps(0, 4, 6);                                                                                 \
-            _tile_dpbf16ps(1, 4, 7);                                                                                 \
-            if (TWO) {                                                                                               \
+            if (C2) _tile_dpbf16ps(1, 4, 7);                                                                         \
+            if (R2) {                                                                                                \
                 _tile_loadd(5, (const char *)pa + 16 * lda, lda);                                                    \
                 _tile_dpbf16ps(2, 5, 6);                                                                             \
-                _tile_dpbf16ps(3, 5, 7);                                                                             \
+                if (C2) _tile_dpbf16ps(3, 5, 7);                                                                     \
             }                                                                                                        \
         }                                                                                                            \
         _tile_stored(0, out, ldo);                                                                                   \
-        _tile_stored(1, out + 16, ldo);                                                                              \
-        if (TWO) _tile_stored(2, (char *)out + 16 * ldo, ldo);                                                       \
-        if (TWO) _tile_stored(3, (char *)out + 16 * ldo + 64, ldo);                                                  \
+        if (C2) _tile_stored(1, out + 16, ldo);                                                                      \
+        if (R2) _tile_stored(2, (char *)out + 16 * ldo, ldo);                                                        \
+        if (R2 && C2) _tile_stored(3, (char *)out + 16 * ldo + 64, ldo);                                             \
     }
-AMX_BLOCK(amx_block2, 1)
-AMX_BLOCK(amx_block1, 0)
+AMX_BLOCK(amx_block22, 1, 1)
+AMX_BLOCK(amx_block12, 0, 1)
+AMX_BLOCK(amx_block21, 1, 0)
+AMX_BLOCK(amx_block11, 0, 0)
 
 /* C's rows [i0, i1) and columns [j0, j1) on the tile unit (the calling thread's tiles configured). */
 __attribute__((target("avx512f,avx512bw,avx512vl,amx-tile,amx-bf16"))) static void amx_rect(int64_t i0, int64_t i1, int64_t j0, int64_t j1, int64_t K, gm_bmat a, gm_bmat b, int beta,
@@ -577,8 +580,8 @@ __attribute__((target("avx512f,avx512bw,avx512vl,amx-tile,amx-bf16"))) static vo
                             if (beta || !first) in = cp, ldi = ldc * 4;
                             out = cp, ldo = ldc * 4, direct = 1;
                         }
-                        if (two) amx_block2(ap, pb, in, ldi, out, ldo);
-                        else amx_block1(ap, pb, in, ldi, out, ldo);
+                        if (nr > 16) (two ? amx_block22 : amx_block12)(ap, pb, in, ldi, out, ldo);
+                        else (two ? amx_block21 : amx_block11)(ap, pb, in, ldi, out, ldo);
                         if (out == amx_scr && !direct && (last || !acc)) {
                             const int add = cf ? beta || !first : beta;
                             amx_store(mr, nr, cf ? cf + ir * ldc + jc + jr : NULL,
