@@ -11,8 +11,8 @@
  * MR x NR = 8 x 32 keeps 16 accumulators, 2 B registers and a broadcast in the 32 zmm registers, and 16
  * independent vdpbf16ps per pair cover the instruction's latency on both FMA ports.
  *
- * Packing buffers are thread-local arrays of fixed size (~0.7 MiB a thread, ~1.2 MiB more for AMX, created by
- * the C runtime on a thread's first use, as OpenBLAS keeps its own): the callers' workspace plans do not change,
+ * Packing buffers are thread-local arrays of fixed size (~1.4 MiB a thread, `bufs`, created by the C runtime on
+ * a thread's first use, as OpenBLAS keeps its own): the callers' workspace plans do not change,
  * so meta's byte count (which calls the same plans) stays equal to the CPU's. */
 #define _GNU_SOURCE /* syscall() */
 #include "gemm_bf16.h"
@@ -36,12 +36,38 @@
 /* Multiply-adds below which the blocks stay on one thread. */
 #define GEMM_BF16_GRAIN (1 << 20)
 
-static _Thread_local uint32_t pack_a[MC * KC / 2];
-static _Thread_local uint32_t pack_b[NC * KC / 2];
-static _Thread_local float tile_c[MC * NC];
-/* the portable path's float32 slices */
-static _Thread_local float wide_a[MC * KC];
-static _Thread_local float wide_b[KC * NC];
+/* the AMX path's blocking (its section below) */
+#define AMX_KMAX 4096
+#define AMX_NC 512
+#define AMX_GRAIN (1 << 25)
+#define AMX_BWORDS (AMX_KMAX / 2 * 128) /* a B block: K / 2 pairs x 128 columns at K = AMX_KMAX (1 MiB) */
+#define AMX_ACC (128 * 256)            /* float32 partial sums of a chunked bfloat16 C (128 KiB) */
+
+/* A thread's buffers, one union: a call runs either the AMX path or the others (whose short sums, wide_a and
+ * wide_b, the AMX path also calls, but never while its own buffers are in use), so a thread holds the larger set
+ * (~1.4 MiB), not both. */
+static _Thread_local union {
+    struct {
+        uint32_t pack_a[MC * KC / 2], pack_b[NC * KC / 2];
+        float tile_c[MC * NC];
+        float wide_a[MC * KC], wide_b[KC * NC]; /* the portable path's float32 slices */
+    } g;
+    struct {
+        uint32_t b[AMX_BWORDS];
+        uint16_t a[32 * (AMX_KMAX + 32)], tail[32 * 32];
+        float scr[32 * 32], acc[AMX_ACC];
+    } x;
+} bufs __attribute__((aligned(64)));
+#define pack_a (bufs.g.pack_a)
+#define pack_b (bufs.g.pack_b)
+#define tile_c (bufs.g.tile_c)
+#define wide_a (bufs.g.wide_a)
+#define wide_b (bufs.g.wide_b)
+#define amx_b (bufs.x.b)
+#define amx_a (bufs.x.a)
+#define amx_tail (bufs.x.tail)
+#define amx_scr (bufs.x.scr)
+#define amx_acc (bufs.x.acc)
 
 static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
@@ -266,22 +292,11 @@ static void block(int64_t i0, int64_t mc, int64_t j0, int64_t nc, int64_t K, gm_
  * AMX_NC columns, packs B's whole K once (panels of 32 columns, K zero-padded to a multiple of 32), shared by every
  * 32-row panel of A. A 32 x 32 block of C then stays in 4 accumulator tiles for the whole K (2 tiles of A and 2 of
  * B loaded per 32 of K) and goes to C once: stored straight into a float32 C, else through a 4 KiB scratch and
- * AVX-512 (bfloat16 C rounded as gm_float_to_bf16 does, beta 1, edges). A is read in place when its rows are
- * contiguous (cs 1), only a last partial 32 columns copied zero-padded; otherwise its 32-row panel is packed (a
- * transposed A in 32 x 32 blocks). Tiles are configured once per thread and call.
- * K above AMX_KMAX is summed in chunks: a float32 C is its own accumulator between chunks, a bfloat16 C's partial
+ * AVX-512 (bfloat16 C, beta 1, edges). Sums of K in slices with the accumulators through memory between them, as
+ * the other paths do, measured slower (slices of 512: 1024^3 1127 -> 562 GF/s on one thread). A is read in place
+ * when its rows are contiguous (cs 1), only a last partial 32 columns copied zero-padded; otherwise its 32-row
+ * panel is packed (a transposed A in 32 x 32 blocks). Tiles are configured once per thread and call.
  * sums wait in amx_acc (rows of the thread's rectangle in groups that fit). */
-#define AMX_KMAX 4096
-#define AMX_NC 256
-#define AMX_GRAIN (1 << 25)
-#define AMX_BWORDS (AMX_KMAX / 2 * 64) /* a B block: K / 2 pairs x 64 columns at K = AMX_KMAX (512 KiB) */
-#define AMX_ACC (128 * 256)            /* float32 partial sums of a chunked bfloat16 C (128 KiB) */
-
-static _Thread_local uint32_t amx_b[AMX_BWORDS] __attribute__((aligned(64)));
-static _Thread_local uint16_t amx_a[32 * (AMX_KMAX + 32)] __attribute__((aligned(64)));
-static _Thread_local uint16_t amx_tail[32 * 32] __attribute__((aligned(64)));
-static _Thread_local float amx_scr[32 * 32] __attribute__((aligned(64)));
-static _Thread_local float amx_acc[AMX_ACC] __attribute__((aligned(64)));
 
 struct amx_config {
     uint8_t palette, start_row, reserved[14];
