@@ -9,6 +9,10 @@ linear layer's x @ w^T (B transposed, bf16 C).
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/gemm_bf16.py [--reps 15] [--threads 2]
         [--mode native|avx512|portable]   (GPUMEMNET_GEMM_BF16 for this process)
+        [--baseline OTHER/_C.so]          (another build's gemm_bf16 beside ours in the same rounds: before/after)
+
+Both sides run with OMP_WAIT_POLICY=PASSIVE (gpumemnet's default, which it sets at import unless the user set a
+policy); PyTorch's bfloat16 figures are lower under it than with its own default (spinning threads).
 """
 import argparse
 import ctypes
@@ -39,9 +43,11 @@ class BMat(ctypes.Structure):
     _fields_ = [("p", ctypes.c_void_p), ("rs", ctypes.c_int64), ("cs", ctypes.c_int64)]
 
 
-def _lib():
-    from gpumemnet import _C
-    lib = ctypes.CDLL(_C.__file__)
+def _lib(path=None):
+    if path is None:
+        from gpumemnet import _C
+        path = _C.__file__
+    lib = ctypes.CDLL(path)
     lib.gemm_bf16.argtypes = [ctypes.c_int64] * 3 + [BMat, BMat, ctypes.c_int, ctypes.c_void_p, ctypes.c_int64,
                                                      ctypes.c_int, ctypes.c_int]
     lib.gemm_bf16.restype = ctypes.c_int
@@ -74,6 +80,7 @@ def main():
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--threads", type=int, default=min(2, len(os.sched_getaffinity(0))))
     ap.add_argument("--mode", default=None)
+    ap.add_argument("--baseline", default=None, help="another build's _C .so: its gemm_bf16 timed beside ours")
     a = ap.parse_args()
     if a.mode:
         os.environ["GPUMEMNET_GEMM_BF16"] = a.mode
@@ -81,6 +88,7 @@ def main():
     from gpumemnet import _C
     gm.set_num_threads(a.threads)
     lib = _lib()
+    base = _lib(a.baseline) if a.baseline else None
     try:
         import torch
         torch.set_num_threads(a.threads)
@@ -89,7 +97,8 @@ def main():
     print(f"OpenBLAS core {_C._build_info().get('blas_core')}; {a.threads} threads; gemm_bf16 path "
           f"{os.environ.get('GPUMEMNET_GEMM_BF16', 'native')}; torch {torch.__version__ if torch else 'absent'}; "
           f"GFLOP/s, median [min-max] of {a.reps} paired rounds")
-    print(f"{'shape':<16}{'M,K,N':<16}{'gm bf16':<20}{'gm f32':<20}{'torch bf16':<20}{'torch f32':<20}")
+    print(f"{'shape':<16}{'M,K,N':<16}{'gm bf16':<20}{'gm f32':<20}{'torch bf16':<20}{'torch f32':<20}"
+          + (f"{'baseline bf16':<20}" if base else ""))
     rng = np.random.default_rng(0)
     for label, M, K, N, ta, tb, cb, beta in SHAPES:
         A, ars, acs = operand(rng, M, K, ta)
@@ -97,9 +106,12 @@ def main():
         C = np.zeros((M, N), np.uint16 if cb else np.float32)
         am, bm = BMat(A.ctypes.data, ars, acs), BMat(B.ctypes.data, brs, bcs)
 
-        def ours():
-            st = lib.gemm_bf16(M, N, K, am, bm, beta, C.ctypes.data, N, cb, a.threads)
-            assert st == 0, st
+        def product(lib):
+            def f():
+                st = lib.gemm_bf16(M, N, K, am, bm, beta, C.ctypes.data, N, cb, a.threads)
+                assert st == 0, st
+            return f
+        ours = product(lib)
 
         fa = gm.randn(K, M).t() if ta else gm.randn(M, K)
         fb = gm.randn(N, K).t() if tb else gm.randn(K, N)
@@ -109,12 +121,20 @@ def main():
             xb = torch.randn(N, K).t() if tb else torch.randn(K, N)
             ya, yb = xa.bfloat16(), xb.bfloat16()
             sides += [lambda: ya @ yb, lambda: xa @ xb]
+        else:
+            sides += [None, None]
+        if base:
+            sides.append(product(base))
         for f in sides:
-            f()
-        rounds = [[timed(f) for f in sides] for _ in range(a.reps)]
+            if f:
+                f()
+        rounds = [[timed(f) if f else None for f in sides] for _ in range(a.reps)]
         fl = 2.0 * M * K * N / 1e9
         cells = []
         for i in range(len(sides)):
+            if sides[i] is None:
+                cells.append("-")
+                continue
             g = [fl / r[i] for r in rounds]
             cells.append(f"{statistics.median(g):.0f} [{min(g):.0f}-{max(g):.0f}]")
         print(f"{label:<16}{f'{M},{K},{N}':<16}" + "".join(f"{c:<20}" for c in cells))
