@@ -141,3 +141,14 @@ def test_gemm_bf16_each_path(path):
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0 and "ok" in r.stdout, r.stdout + r.stderr
     assert r.stdout.split()[-1] == ("0" if path == "portable" else "1")
+
+
+def test_gemm_bf16_team_smaller_than_asked():
+    """Two threads asked for, one given (OMP_THREAD_LIMIT=1 here; a nested parallel region does the same): C is
+    still computed whole."""
+    code = ("import sys; sys.path.insert(0, {!r}); import test_gemm_bf16 as t\n"
+            "t.run_case(200, 130, 2600, 'n', 't', 1, 0, 2); t.run_case(70, 700, 1400, 't', 'n', 0, 1, 2)\n"
+            "print('ok')").format(os.path.dirname(__file__))
+    env = dict(os.environ, OMP_THREAD_LIMIT="1")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr

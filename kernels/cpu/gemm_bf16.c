@@ -615,8 +615,9 @@ static void gemm_amx(int64_t M, int64_t N, int64_t K, gm_bmat a, gm_bmat b, int 
     const int by_rows = nt > 1 && (wm < wn || (wm == wn && N < M)); /* a tie: each thread reads the smaller whole */
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
-        const int64_t t = nt > 1 ? omp_get_thread_num() : 0, P = by_rows ? pm : pn;
-        const int64_t p0 = P * t / nt * 32, p1 = P * (t + 1) / nt * 32;
+        /* the team's own size: inside another parallel region it may have fewer threads than asked for */
+        const int64_t T = omp_get_num_threads(), t = omp_get_thread_num(), P = by_rows ? pm : pn;
+        const int64_t p0 = P * t / T * 32, p1 = P * (t + 1) / T * 32;
         amx_configure();
         if (by_rows) amx_rect(p0, min64(M, p1), 0, N, K, a, b, beta, c, ldc, c_bf16);
         else amx_rect(0, M, p0, min64(N, p1), K, a, b, beta, c, ldc, c_bf16);
