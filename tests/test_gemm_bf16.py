@@ -1,8 +1,9 @@
 """kernels/cpu/gemm_bf16.c called directly (ctypes: gemm_bf16 is an exported symbol of gpumemnet._C), against a
 float64 product of the same bfloat16 values: every layout the callers pass (A or B transposed, both strided), sizes
 that are not multiples of the tile unit's 16 / 32 (odd K, M of 1..48, N past the 256-column blocks), K past the
-AMX path's 4096-element chunks, products large enough to be split among threads, beta 0 and 1, float32 and bfloat16 C, 1 and 2 threads; on every path the CPU has
-(GPUMEMNET_GEMM_BF16 forces the AVX512-BF16 kernel or the portable one in a subprocess).
+AMX path's 4096-element chunks, products large enough to be split among threads, beta 0 and 1, float32 and
+bfloat16 C, 1 and 2 threads; on every path the CPU has (GPUMEMNET_GEMM_BF16 forces the AVX512-BF16 kernel or the
+portable one in a subprocess).
 
 Sums are float32 sums of exact products: each result within K float32 roundings of float64 (bfloat16 C: plus half a
 unit of bfloat16's last place). Operand memory past each row and column holds NaN, and C's padding a sentinel:

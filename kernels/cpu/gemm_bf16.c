@@ -552,8 +552,9 @@ AMX_BLOCK(amx_block21, 1, 0)
 AMX_BLOCK(amx_block11, 0, 0)
 
 /* C's rows [i0, i1) and columns [j0, j1) on the tile unit (the calling thread's tiles configured). */
-__attribute__((target("avx512f,avx512bw,avx512vl,amx-tile,amx-bf16"))) static void amx_rect(int64_t i0, int64_t i1, int64_t j0, int64_t j1, int64_t K, gm_bmat a, gm_bmat b, int beta,
-                     void *c, int64_t ldc, int c_bf16) {
+__attribute__((target("avx512f,avx512bw,avx512vl,amx-tile,amx-bf16"))) static void amx_rect(
+    int64_t i0, int64_t i1, int64_t j0, int64_t j1, int64_t K, gm_bmat a, gm_bmat b, int beta, void *c, int64_t ldc,
+    int c_bf16) {
     const int64_t nch = (K + AMX_KMAX - 1) / AMX_KMAX, kch = ((K + nch - 1) / nch + 31) / 32 * 32;
     const int64_t kp16 = kch / 2; /* pairs of a chunk's packed B, a multiple of 16 */
     const int64_t ncmax = min64(AMX_NC, AMX_BWORDS / kp16 / 32 * 32);
