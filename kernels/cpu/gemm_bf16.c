@@ -16,7 +16,6 @@
  * so meta's byte count (which calls the same plans) stays equal to the CPU's. */
 #define _GNU_SOURCE /* syscall() */
 #include "gemm_bf16.h"
-#include "bf16_lanes.h"
 
 #include <cblas.h>
 #include <cpuid.h>
@@ -296,6 +295,7 @@ static void block(int64_t i0, int64_t mc, int64_t j0, int64_t nc, int64_t K, gm_
  * the other paths do, measured slower (slices of 512: 1024^3 1127 -> 562 GF/s on one thread). A is read in place
  * when its rows are contiguous (cs 1), only a last partial 32 columns copied zero-padded; otherwise its 32-row
  * panel is packed (a transposed A in 32 x 32 blocks). Tiles are configured once per thread and call.
+ * K above AMX_KMAX is summed in chunks: a float32 C is its own accumulator between chunks, a bfloat16 C's partial
  * sums wait in amx_acc (rows of the thread's rectangle in groups that fit). */
 
 struct amx_config {
