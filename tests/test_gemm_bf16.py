@@ -1,9 +1,9 @@
 """kernels/cpu/gemm_bf16.c called directly (ctypes: gemm_bf16 is an exported symbol of gpumemnet._C), against a
 float64 product of the same bfloat16 values: every layout the callers pass (A or B transposed, both strided), sizes
 that are not multiples of the tile unit's 16 / 32 (odd K, M of 1..48, N past the 256-column blocks), K past the
-AMX path's 4096-element chunks, products large enough to be split among threads, beta 0 and 1, float32 and
-bfloat16 C, 1 and 2 threads; on every path the CPU has (GPUMEMNET_GEMM_BF16 forces the AVX512-BF16 kernel or the
-portable one in a subprocess).
+AMX path's 4096-element chunks, products large enough to be split among threads, products the AMX path computes
+transposed (C^T = B^T A^T), beta 0 and 1, float32 and bfloat16 C, 1 and 2 threads; on every path the CPU has
+(GPUMEMNET_GEMM_BF16 forces the AVX512-BF16 kernel or the portable one in a subprocess).
 
 Sums are float32 sums of exact products: each result within K float32 roundings of float64 (bfloat16 C: plus half a
 unit of bfloat16's last place). Operand memory past each row and column holds NaN, and C's padding a sentinel:
@@ -99,7 +99,9 @@ CASES = [(64, 300, 576, "n", "n"), (16, 257, 144, "n", "n"), (130, 70, 1152, "n"
          (31, 530, 16, "n", "n"), (96, 64, 5000, "n", "n"), (20, 40, 8300, "t", "t"), (128, 128, 128, "n", "n"),
          # large enough for two threads on the tile unit: C split by rows, by columns, and a bfloat16 C summed in
          # two K chunks for rows in groups (the partial sums of 320 rows x 96 columns at a time)
-         (200, 130, 2600, "n", "t"), (70, 700, 1400, "t", "n"), (700, 100, 4100, "n", "n")]
+         (200, 130, 2600, "n", "t"), (70, 700, 1400, "t", "n"), (700, 100, 4100, "n", "n"),
+         # a transposed A of many rows and few columns (and both transposed, above): computed as C^T = B^T A^T
+         (300, 20, 96, "t", "n"), (2400, 48, 600, "t", "n")]
 
 
 def _ids(c):

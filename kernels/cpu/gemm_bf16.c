@@ -508,6 +508,31 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) static void amx_
     }
 }
 
+/* amx_store for a transposed C (the product computed as C^T = B^T A^T): amx_scr's 32 x 32 block transposed in
+ * place (four 16 x 16 word transposes), then its nr rows of mr values stored as C's rows. */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) static void amx_store_t(int mr, int nr, float *cf,
+                                                                                       uint16_t *cb, int64_t ldc,
+                                                                                       int add) {
+    uint32_t *s = (uint32_t *)amx_scr;
+    __m512i r[16], u[16];
+    for (int i = 0; i < 16; i++) {
+        r[i] = _mm512_loadu_si512(s + i * 32 + 16);
+        u[i] = _mm512_loadu_si512(s + (16 + i) * 32);
+    }
+    transpose16(r);
+    transpose16(u);
+    for (int i = 0; i < 16; i++) {
+        _mm512_storeu_si512(s + (16 + i) * 32, r[i]);
+        _mm512_storeu_si512(s + i * 32 + 16, u[i]);
+    }
+    for (int h = 0; h < 2; h++) {
+        for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_si512(s + (16 * h + i) * 32 + 16 * h);
+        transpose16(r);
+        for (int i = 0; i < 16; i++) _mm512_storeu_si512(s + (16 * h + i) * 32 + 16 * h, r[i]);
+    }
+    amx_store(nr, mr, cf, cb, ldc, add);
+}
+
 /* One block of C, 2 row tiles (R2) or 1 by 2 column tiles (C2) or 1, over the panel's K: accumulators from in
  * (ld bytes) or zero, B's panel at pb (16-pair k-steps 512 words apart), the sums stored to out (ld bytes). A
  * block of 16 rows or columns (an edge, M = 16) runs only the tiles it needs. */
@@ -554,7 +579,7 @@ AMX_BLOCK(amx_block11, 0, 0)
 /* C's rows [i0, i1) and columns [j0, j1) on the tile unit (the calling thread's tiles configured). */
 __attribute__((target("avx512f,avx512bw,avx512vl,amx-tile,amx-bf16"))) static void amx_rect(
     int64_t i0, int64_t i1, int64_t j0, int64_t j1, int64_t K, gm_bmat a, gm_bmat b, int beta, void *c, int64_t ldc,
-    int c_bf16) {
+    int c_bf16, int ct) {
     const int64_t nch = (K + AMX_KMAX - 1) / AMX_KMAX, kch = ((K + nch - 1) / nch + 31) / 32 * 32;
     const int64_t kp16 = kch / 2; /* pairs of a chunk's packed B, a multiple of 16 */
     const int64_t ncmax = min64(AMX_NC, AMX_BWORDS / kp16 / 32 * 32);
@@ -586,7 +611,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,amx-tile,amx-bf16"))) static vo
                             float *ab = amx_acc + (ir - ic) * ncp + jr;
                             if (!first) in = ab, ldi = ncp * 4;
                             if (!last) out = ab, ldo = ncp * 4;
-                        } else if (cf && mr == (two ? 32 : 16) && nr == 32) {
+                        } else if (cf && !ct && mr == (two ? 32 : 16) && nr == 32) {
                             float *cp = cf + ir * ldc + jc + jr;
                             if (beta || !first) in = cp, ldi = ldc * 4;
                             out = cp, ldo = ldc * 4, direct = 1;
@@ -595,8 +620,9 @@ __attribute__((target("avx512f,avx512bw,avx512vl,amx-tile,amx-bf16"))) static vo
                         else (two ? amx_block21 : amx_block11)(ap, pb, in, ldi, out, ldo);
                         if (out == amx_scr && !direct && (last || !acc)) {
                             const int add = cf ? beta || !first : beta;
-                            amx_store(mr, nr, cf ? cf + ir * ldc + jc + jr : NULL,
-                                      cb ? cb + ir * ldc + jc + jr : NULL, ldc, add);
+                            /* C's element (i, j) at i ldc + j, or at j ldc + i when ct */
+                            const int64_t at = ct ? (jc + jr) * ldc + ir : ir * ldc + jc + jr;
+                            (ct ? amx_store_t : amx_store)(mr, nr, cf ? cf + at : NULL, cb ? cb + at : NULL, ldc, add);
                         }
                     }
                 }
@@ -605,10 +631,28 @@ __attribute__((target("avx512f,avx512bw,avx512vl,amx-tile,amx-bf16"))) static vo
     }
 }
 
+/* Packing cost, in cycles per element of K, of an M x N product whose A and B are read as they are laid out:
+ * A in place if its rows are contiguous, else transposed in 32 x 32 blocks (~6 elements a cycle) once per block
+ * of 256 columns; B pair-interleaved from rows (~16 a cycle) or transposed. Elementwise gathers ~1 a cycle. */
+static double amx_pack_cost(int64_t M, int64_t N, gm_bmat a, gm_bmat b) {
+    const double at = a.cs == 1 ? 0 : a.rs == 1 ? 1 / 6.0 : 1, bt = b.cs == 1 ? 1 / 16.0 : b.rs == 1 ? 1 / 6.0 : 1;
+    return (double)M * (double)((N + 255) / 256) * at + (double)N * bt;
+}
+
 /* The product on the tile unit: C cut into one rectangle per thread, across columns (each thread packs only its
- * own B) or, where that balances better, across rows (B packed by each thread: it is then the small one). */
+ * own B) or, where that balances better, across rows (B packed by each thread: it is then the small one).
+ * Where transposing A costs more, it computes C^T = B^T A^T instead (A^T's rows are then B's, pair-interleaved,
+ * and C is stored through transposed blocks): W^T @ dY of a deep layer's few positions (2304 x 512 x 16, W^T
+ * read in place) had packed W^T 16 columns at a time. */
 static void gemm_amx(int64_t M, int64_t N, int64_t K, gm_bmat a, gm_bmat b, int beta, void *c, int64_t ldc,
                      int c_bf16, int nt) {
+    const gm_bmat at = {a.p, a.cs, a.rs}, bt = {b.p, b.cs, b.rs};
+    const int ct = amx_pack_cost(N, M, bt, at) + (double)M * (double)N / (6.0 * (double)K) <
+                   0.8 * amx_pack_cost(M, N, a, b);
+    if (ct) {
+        const int64_t t = M;
+        M = N, N = t, a = bt, b = at;
+    }
     const int64_t pm = (M + 31) / 32, pn = (N + 31) / 32;
     nt = (int)min64(nt, pm * pn);
     /* rounds of panels the busiest thread runs, per split */
@@ -620,8 +664,8 @@ static void gemm_amx(int64_t M, int64_t N, int64_t K, gm_bmat a, gm_bmat b, int 
         const int64_t T = omp_get_num_threads(), t = omp_get_thread_num(), P = by_rows ? pm : pn;
         const int64_t p0 = P * t / T * 32, p1 = P * (t + 1) / T * 32;
         amx_configure();
-        if (by_rows) amx_rect(p0, min64(M, p1), 0, N, K, a, b, beta, c, ldc, c_bf16);
-        else amx_rect(0, M, p0, min64(N, p1), K, a, b, beta, c, ldc, c_bf16);
+        if (by_rows) amx_rect(p0, min64(M, p1), 0, N, K, a, b, beta, c, ldc, c_bf16, ct);
+        else amx_rect(0, M, p0, min64(N, p1), K, a, b, beta, c, ldc, c_bf16, ct);
         amx_release();
     }
 }
