@@ -1,4 +1,4 @@
-"""bfloat16 matmul on bfloat16 products (kernels/cpu/matmul.c on gemm_bf16 where the CPU has a bfloat16 kernel):
+"""bfloat16 matmul on bfloat16 products (kernels/cpu/matmul.c on gemm_bf16 where the CPU has AMX):
 float32 sums of exact products rounded once, against float64 (transposed, strided, batched with broadcast
 operands) and PyTorch's bfloat16 matmul; the workspace csrc allocates for it (2 (M K + K N) bytes, what CUDA needs
 to pack an operand cuBLAS cannot read; the CPU uses none) is the same on meta and the CPU."""
@@ -64,10 +64,10 @@ def test_bf16_matmul_near_pytorch():
     assert err <= terr + 2 * 2.0 ** -8, (err, terr)
 
 
-def _native():
+def _amx():
     import ctypes
     from gpumemnet import _C
-    return ctypes.CDLL(_C.__file__).gemm_bf16_native() == 1
+    return ctypes.CDLL(_C.__file__).gemm_bf16_amx() == 1
 
 
 def test_bf16_matmul_meta_bytes_equal_cpu_bytes():
@@ -83,7 +83,7 @@ def test_bf16_matmul_meta_bytes_equal_cpu_bytes():
         peaks[dev] = (s["allocated"]["peak"] - base, s["by_category"]["workspace"]["peak"])
         del a, b
     assert peaks["cpu"] == peaks["meta"]
-    if not _native():
+    if not _amx():
         return  # widened to float32 for sgemm: 4 (M K + K N + M N) bytes
     # forward: 2 (M K + K N); the backward's products (M, N) @ (N, K) and (K, M) @ (M, N) the same or less
     assert peaks["cpu"][1] <= 2 * (M * K + K * N) + 2 * M * N * 2

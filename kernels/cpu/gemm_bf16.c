@@ -330,6 +330,8 @@ static int amx_usable(void) {
     return s;
 }
 
+int gemm_bf16_amx(void) { return gemm_bf16_native() && amx_usable(); }
+
 /* Every tile 16 rows of 64 bytes: C 0-3, A 4-5, B 6-7. */
 __attribute__((target("amx-tile,amx-bf16"))) static void amx_configure(void) {
     struct amx_config cfg;

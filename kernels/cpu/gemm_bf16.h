@@ -28,4 +28,10 @@ int gemm_bf16(int64_t M, int64_t N, int64_t K, gm_bmat a, gm_bmat b, int beta, v
  * not "portable"). */
 int gemm_bf16_native(void);
 
+/* 1 when gemm_bf16 runs on AMX tiles (the CPU and Linux allow them, GPUMEMNET_GEMM_BF16 is neither "avx512" nor
+ * "portable"). A rule measured on AMX should ask this, not gemm_bf16_native: without AMX the AVX512-BF16 kernel
+ * multiplies at half the rate of float32 FMAs on Intel's cores (vdpbf16ps one every 2 cycles, 2 FMAs a cycle:
+ * 1024^3 at ~100 GF/s against sgemm's ~200 on one Sapphire Rapids core). */
+int gemm_bf16_amx(void);
+
 #endif

@@ -2,7 +2,7 @@
  * with per-batch pointer offsets (a 0 batch stride broadcasts without a copy); transposed operands are passed
  * to BLAS as transpose flags, never copied. float16 operands are widened to float32 in the caller's workspace
  * because OpenBLAS has no half gemm that we can rely on across CPUs; bfloat16 ones are multiplied as they are by
- * gemm_bf16 where the CPU has AMX or AVX512-BF16 (widened as float16 elsewhere). */
+ * gemm_bf16 where the CPU has AMX (widened as float16 elsewhere). */
 #include "matmul.h"
 #include "gemm_bf16.h"
 
@@ -22,10 +22,11 @@ int cpu_matmul_blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, s
 size_t cpu_matmul_workspace_nbytes(gm_dtype dt, int64_t M, int64_t N, int64_t K) {
     if (dt != GM_F16 && dt != GM_BF16) return 0;
     if (M <= 0 || N <= 0 || K <= 0) return 0;
-    /* bfloat16 runs on gemm_bf16 where the CPU has a bfloat16 kernel (AMX, AVX512-BF16), which needs none; CUDA,
-     * whose allocations meta (= the CPU's) predicts, packs an operand cuBLAS cannot read into (M K + K N) 16-bit
-     * elements. Elsewhere one widened sgemm (all of OpenBLAS's threads) beats gemm_bf16's portable blocks. */
-    if (dt == GM_BF16 && gemm_bf16_native()) return (size_t)(M * K + K * N) * 2;
+    /* bfloat16 runs on gemm_bf16 where the CPU has AMX, which needs none; CUDA, whose allocations meta (= the
+     * CPU's) predicts, packs an operand cuBLAS cannot read into (M K + K N) 16-bit elements. Elsewhere one widened
+     * sgemm (all of OpenBLAS's threads) beats gemm_bf16's portable blocks and its AVX512-BF16 kernel (half the
+     * rate of float32 FMAs on Intel's cores, gemm_bf16.h). */
+    if (dt == GM_BF16 && gemm_bf16_amx()) return (size_t)(M * K + K * N) * 2;
     return (size_t)(M * K + K * N + M * N) * sizeof(float);
 }
 
@@ -110,7 +111,7 @@ int cpu_matmul_forward(void *out, const void *a, const void *b, gm_dtype dt, con
 
     const char *ca = (const char *)a, *cb = (const char *)b;
     char *co = (char *)out;
-    if (dt == GM_BF16 && gemm_bf16_native()) { /* float32 sums of bfloat16 products, rounded once (any strides) */
+    if (dt == GM_BF16 && gemm_bf16_amx()) { /* float32 sums of bfloat16 products, rounded once (any strides) */
         for (int64_t bi = 0; bi < nb; bi++) {
             int64_t oa, ob;
             batch_offsets(g, bi, &oa, &ob);
