@@ -1,7 +1,8 @@
 """kernels/cpu/gemm_bf16.c called directly (ctypes: gemm_bf16 is an exported symbol of gpumemnet._C), against a
 float64 product of the same bfloat16 values: every layout the callers pass (A or B transposed, both strided), sizes
 that are not multiples of the tile unit's 16 / 32 (odd K, M of 1..48, N past the 256-column blocks), K past the
-AMX path's 4096-element chunks, products large enough to be split among threads, beta 0 and 1, float32 and bfloat16 C, 1 and 2 threads; on every path the CPU has
+AMX path's 4096-element chunks, products large enough to be split among threads, products the AMX path computes
+transposed (C^T = B^T A^T), beta 0 and 1, float32 and bfloat16 C, 1 and 2 threads; on every path the CPU has
 (GPUMEMNET_GEMM_BF16 forces the AVX512-BF16 kernel or the portable one in a subprocess).
 
 Sums are float32 sums of exact products: each result within K float32 roundings of float64 (bfloat16 C: plus half a
@@ -28,6 +29,7 @@ _lib.gemm_bf16.argtypes = [ctypes.c_int64] * 3 + [BMat, BMat, ctypes.c_int, ctyp
                                                   ctypes.c_int, ctypes.c_int]
 _lib.gemm_bf16.restype = ctypes.c_int
 _lib.gemm_bf16_native.restype = ctypes.c_int
+_lib.gemm_bf16_amx.restype = ctypes.c_int
 NAN16 = 0x7fc0
 
 
@@ -98,7 +100,9 @@ CASES = [(64, 300, 576, "n", "n"), (16, 257, 144, "n", "n"), (130, 70, 1152, "n"
          (31, 530, 16, "n", "n"), (96, 64, 5000, "n", "n"), (20, 40, 8300, "t", "t"), (128, 128, 128, "n", "n"),
          # large enough for two threads on the tile unit: C split by rows, by columns, and a bfloat16 C summed in
          # two K chunks for rows in groups (the partial sums of 320 rows x 96 columns at a time)
-         (200, 130, 2600, "n", "t"), (70, 700, 1400, "t", "n"), (700, 100, 4100, "n", "n")]
+         (200, 130, 2600, "n", "t"), (70, 700, 1400, "t", "n"), (700, 100, 4100, "n", "n"),
+         # a transposed A of many rows and few columns (and both transposed, above): computed as C^T = B^T A^T
+         (300, 20, 96, "t", "n"), (2400, 48, 600, "t", "n")]
 
 
 def _ids(c):
@@ -136,8 +140,22 @@ def test_gemm_bf16_each_path(path):
     if path != "portable" and not _lib.gemm_bf16_native():
         pytest.skip("no AVX512-BF16 on this CPU")
     code = ("import sys; sys.path.insert(0, {!r}); import test_gemm_bf16 as t\n"
-            "t.all_cases(); print('ok', t._lib.gemm_bf16_native())").format(os.path.dirname(__file__))
+            "t.all_cases(); print('ok', t._lib.gemm_bf16_amx(), t._lib.gemm_bf16_native())").format(
+                os.path.dirname(__file__))
     env = dict(os.environ, GPUMEMNET_GEMM_BF16=path)
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0 and "ok" in r.stdout, r.stdout + r.stderr
-    assert r.stdout.split()[-1] == ("0" if path == "portable" else "1")
+    amx, native = r.stdout.split()[-2:]
+    assert native == ("0" if path == "portable" else "1")
+    assert amx == "0" or path == "native"
+
+
+def test_gemm_bf16_team_smaller_than_asked():
+    """Two threads asked for, one given (OMP_THREAD_LIMIT=1 here; a nested parallel region does the same): C is
+    still computed whole."""
+    code = ("import sys; sys.path.insert(0, {!r}); import test_gemm_bf16 as t\n"
+            "t.run_case(200, 130, 2600, 'n', 't', 1, 0, 2); t.run_case(70, 700, 1400, 't', 'n', 0, 1, 2)\n"
+            "print('ok')").format(os.path.dirname(__file__))
+    env = dict(os.environ, OMP_THREAD_LIMIT="1")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr

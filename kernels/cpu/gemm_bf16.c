@@ -11,12 +11,11 @@
  * MR x NR = 8 x 32 keeps 16 accumulators, 2 B registers and a broadcast in the 32 zmm registers, and 16
  * independent vdpbf16ps per pair cover the instruction's latency on both FMA ports.
  *
- * Packing buffers are thread-local arrays of fixed size (~0.7 MiB a thread, ~1.2 MiB more for AMX, created by
- * the C runtime on a thread's first use, as OpenBLAS keeps its own): the callers' workspace plans do not change,
+ * Packing buffers are thread-local arrays of fixed size (~1.4 MiB a thread, `bufs`, created by the C runtime on
+ * a thread's first use, as OpenBLAS keeps its own): the callers' workspace plans do not change,
  * so meta's byte count (which calls the same plans) stays equal to the CPU's. */
 #define _GNU_SOURCE /* syscall() */
 #include "gemm_bf16.h"
-#include "bf16_lanes.h"
 
 #include <cblas.h>
 #include <cpuid.h>
@@ -36,12 +35,38 @@
 /* Multiply-adds below which the blocks stay on one thread. */
 #define GEMM_BF16_GRAIN (1 << 20)
 
-static _Thread_local uint32_t pack_a[MC * KC / 2];
-static _Thread_local uint32_t pack_b[NC * KC / 2];
-static _Thread_local float tile_c[MC * NC];
-/* the portable path's float32 slices */
-static _Thread_local float wide_a[MC * KC];
-static _Thread_local float wide_b[KC * NC];
+/* the AMX path's blocking (its section below) */
+#define AMX_KMAX 4096
+#define AMX_NC 512
+#define AMX_GRAIN (1 << 25)
+#define AMX_BWORDS (AMX_KMAX / 2 * 128) /* a B block: K / 2 pairs x 128 columns at K = AMX_KMAX (1 MiB) */
+#define AMX_ACC (128 * 256)            /* float32 partial sums of a chunked bfloat16 C (128 KiB) */
+
+/* A thread's buffers, one union: a call runs either the AMX path or the others (whose short sums, wide_a and
+ * wide_b, the AMX path also calls, but never while its own buffers are in use), so a thread holds the larger set
+ * (~1.4 MiB), not both. */
+static _Thread_local union {
+    struct {
+        uint32_t pack_a[MC * KC / 2], pack_b[NC * KC / 2];
+        float tile_c[MC * NC];
+        float wide_a[MC * KC], wide_b[KC * NC]; /* the portable path's float32 slices */
+    } g;
+    struct {
+        uint32_t b[AMX_BWORDS];
+        uint16_t a[32 * (AMX_KMAX + 32)], tail[32 * 32];
+        float scr[32 * 32], acc[AMX_ACC];
+    } x;
+} bufs __attribute__((aligned(64)));
+#define pack_a (bufs.g.pack_a)
+#define pack_b (bufs.g.pack_b)
+#define tile_c (bufs.g.tile_c)
+#define wide_a (bufs.g.wide_a)
+#define wide_b (bufs.g.wide_b)
+#define amx_b (bufs.x.b)
+#define amx_a (bufs.x.a)
+#define amx_tail (bufs.x.tail)
+#define amx_scr (bufs.x.scr)
+#define amx_acc (bufs.x.acc)
 
 static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
@@ -266,22 +291,12 @@ static void block(int64_t i0, int64_t mc, int64_t j0, int64_t nc, int64_t K, gm_
  * AMX_NC columns, packs B's whole K once (panels of 32 columns, K zero-padded to a multiple of 32), shared by every
  * 32-row panel of A. A 32 x 32 block of C then stays in 4 accumulator tiles for the whole K (2 tiles of A and 2 of
  * B loaded per 32 of K) and goes to C once: stored straight into a float32 C, else through a 4 KiB scratch and
- * AVX-512 (bfloat16 C rounded as gm_float_to_bf16 does, beta 1, edges). A is read in place when its rows are
- * contiguous (cs 1), only a last partial 32 columns copied zero-padded; otherwise its 32-row panel is packed (a
- * transposed A in 32 x 32 blocks). Tiles are configured once per thread and call.
+ * AVX-512 (bfloat16 C, beta 1, edges). Sums of K in slices with the accumulators through memory between them, as
+ * the other paths do, measured slower (slices of 512: 1024^3 1127 -> 562 GF/s on one thread). A is read in place
+ * when its rows are contiguous (cs 1), only a last partial 32 columns copied zero-padded; otherwise its 32-row
+ * panel is packed (a transposed A in 32 x 32 blocks). Tiles are configured once per thread and call.
  * K above AMX_KMAX is summed in chunks: a float32 C is its own accumulator between chunks, a bfloat16 C's partial
  * sums wait in amx_acc (rows of the thread's rectangle in groups that fit). */
-#define AMX_KMAX 4096
-#define AMX_NC 256
-#define AMX_GRAIN (1 << 25)
-#define AMX_BWORDS (AMX_KMAX / 2 * 64) /* a B block: K / 2 pairs x 64 columns at K = AMX_KMAX (512 KiB) */
-#define AMX_ACC (128 * 256)            /* float32 partial sums of a chunked bfloat16 C (128 KiB) */
-
-static _Thread_local uint32_t amx_b[AMX_BWORDS] __attribute__((aligned(64)));
-static _Thread_local uint16_t amx_a[32 * (AMX_KMAX + 32)] __attribute__((aligned(64)));
-static _Thread_local uint16_t amx_tail[32 * 32] __attribute__((aligned(64)));
-static _Thread_local float amx_scr[32 * 32] __attribute__((aligned(64)));
-static _Thread_local float amx_acc[AMX_ACC] __attribute__((aligned(64)));
 
 struct amx_config {
     uint8_t palette, start_row, reserved[14];
@@ -314,6 +329,8 @@ static int amx_usable(void) {
     }
     return s;
 }
+
+int gemm_bf16_amx(void) { return gemm_bf16_native() && amx_usable(); }
 
 /* Every tile 16 rows of 64 bytes: C 0-3, A 4-5, B 6-7. */
 __attribute__((target("amx-tile,amx-bf16"))) static void amx_configure(void) {
@@ -405,10 +422,9 @@ __attribute__((target("avx512f,avx512bw"))) static void amx_pack_a(const uint16_
 }
 
 /* B's rows [0, kc) and columns [0, nc) into the panels of pack_b_slice (kps pairs each). A B with contiguous rows
- * is read a pair of whole rows at a time, the rows PF_ROWS ahead prefetched: column panel after column panel (as
- * pack_b_slice reads) each 64-byte line is a page apart from the last, and B streamed from memory at half the
- * rate of a copy. */
-#define PF_ROWS 8
+ * is read a pair of whole rows at a time: column panel after column panel (as pack_b_slice reads) each 64-byte
+ * line is a page apart from the last, and packing B from memory took half of 64 x 576 x 4096's time (now a
+ * third). Prefetching rows ahead, or the next block's B during this block's products, measured slower. */
 __attribute__((target("avx512f,avx512bw"))) static void amx_pack_b(uint32_t *dst, const uint16_t *p, int64_t rs,
                                                                      int64_t cs, int64_t kc, int64_t nc, int64_t kps) {
     if (cs != 1) {
@@ -428,10 +444,6 @@ __attribute__((target("avx512f,avx512bw"))) static void amx_pack_b(uint32_t *dst
         }
         const uint16_t *r0 = p + k * rs, *r1 = r0 + rs;
         const int two = k + 1 < kc;
-        if (k + PF_ROWS < kc)
-            for (int64_t j = 0; j < nc; j += 32) _mm_prefetch((const char *)(r0 + PF_ROWS * rs + j), _MM_HINT_T0);
-        if (k + PF_ROWS + 1 < kc)
-            for (int64_t j = 0; j < nc; j += 32) _mm_prefetch((const char *)(r1 + PF_ROWS * rs + j), _MM_HINT_T0);
         for (int64_t jp = 0; jp < np; jp++) {
             const int64_t j = 32 * jp, cols = min64(32, nc - j);
             const __mmask32 m = cols == 32 ? 0xFFFFFFFFu : (__mmask32)((1u << cols) - 1);
@@ -498,22 +510,48 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) static void amx_
     }
 }
 
-/* One block of C (2 row tiles when two, else 1) x 32 columns over the panel's K: accumulators from in (ld bytes)
- * or zero, B's panel at pb (16-pair k-steps 512 words apart), the sums stored to out (ld bytes). */
-#define AMX_BLOCK(NAME, TWO)                                                                                         \
+/* amx_store for a transposed C (the product computed as C^T = B^T A^T): amx_scr's 32 x 32 block transposed in
+ * place (four 16 x 16 word transposes), then its nr rows of mr values stored as C's rows. */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) static void amx_store_t(int mr, int nr, float *cf,
+                                                                                       uint16_t *cb, int64_t ldc,
+                                                                                       int add) {
+    uint32_t *s = (uint32_t *)amx_scr;
+    __m512i r[16], u[16];
+    for (int i = 0; i < 16; i++) {
+        r[i] = _mm512_loadu_si512(s + i * 32 + 16);
+        u[i] = _mm512_loadu_si512(s + (16 + i) * 32);
+    }
+    transpose16(r);
+    transpose16(u);
+    for (int i = 0; i < 16; i++) {
+        _mm512_storeu_si512(s + (16 + i) * 32, r[i]);
+        _mm512_storeu_si512(s + i * 32 + 16, u[i]);
+    }
+    for (int h = 0; h < 2; h++) {
+        for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_si512(s + (16 * h + i) * 32 + 16 * h);
+        transpose16(r);
+        for (int i = 0; i < 16; i++) _mm512_storeu_si512(s + (16 * h + i) * 32 + 16 * h, r[i]);
+    }
+    amx_store(nr, mr, cf, cb, ldc, add);
+}
+
+/* One block of C, 2 row tiles (R2) or 1 by 2 column tiles (C2) or 1, over the panel's K: accumulators from in
+ * (ld bytes) or zero, B's panel at pb (16-pair k-steps 512 words apart), the sums stored to out (ld bytes). A
+ * block of 16 rows or columns (an edge, M = 16) runs only the tiles it needs. */
+#define AMX_BLOCK(NAME, R2, C2)                                                                                      \
     __attribute__((target("amx-tile,amx-bf16"))) static void NAME(amx_apanel a, const uint32_t *pb,                 \
                                                                   const float *in, int64_t ldi, float *out,          \
                                                                   int64_t ldo) {                                     \
         if (in) {                                                                                                    \
             _tile_loadd(0, in, ldi);                                                                                 \
-            _tile_loadd(1, in + 16, ldi);                                                                            \
-            if (TWO) _tile_loadd(2, (const char *)in + 16 * ldi, ldi);                                               \
-            if (TWO) _tile_loadd(3, (const char *)in + 16 * ldi + 64, ldi);                                          \
+            if (C2) _tile_loadd(1, in + 16, ldi);                                                                    \
+            if (R2) _tile_loadd(2, (const char *)in + 16 * ldi, ldi);                                                \
+            if (R2 && C2) _tile_loadd(3, (const char *)in + 16 * ldi + 64, ldi);                                     \
         } else {                                                                                                     \
             _tile_zero(0);                                                                                           \
-            _tile_zero(1);                                                                                           \
-            if (TWO) _tile_zero(2);                                                                                  \
-            if (TWO) _tile_zero(3);                                                                                  \
+            if (C2) _tile_zero(1);                                                                                   \
+            if (R2) _tile_zero(2);                                                                                   \
+            if (R2 && C2) _tile_zero(3);                                                                             \
         }                                                                                                            \
         const int64_t steps = a.full + (a.tail != NULL);                                                             \
         for (int64_t s = 0; s < steps; s++) {                                                                        \
@@ -521,26 +559,29 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) static void amx_
             const int64_t lda = s < a.full ? a.ld : 64;                                                              \
             _tile_loadd(4, pa, lda);                                                                                 \
             _tile_loadd(6, pb + 512 * s, 128);                                                                       \
-            _tile_loadd(7, pb + 512 * s + 16, 128);                                                                  \
+            if (C2) _tile_loadd(7, pb + 512 * s + 16, 128);                                                          \
             _tile_dpbf16ps(0, 4, 6);                                                                                 \
-            _tile_dpbf16ps(1, 4, 7);                                                                                 \
-            if (TWO) {                                                                                               \
+            if (C2) _tile_dpbf16ps(1, 4, 7);                                                                         \
+            if (R2) {                                                                                                \
                 _tile_loadd(5, (const char *)pa + 16 * lda, lda);                                                    \
                 _tile_dpbf16ps(2, 5, 6);                                                                             \
-                _tile_dpbf16ps(3, 5, 7);                                                                             \
+                if (C2) _tile_dpbf16ps(3, 5, 7);                                                                     \
             }                                                                                                        \
         }                                                                                                            \
         _tile_stored(0, out, ldo);                                                                                   \
-        _tile_stored(1, out + 16, ldo);                                                                              \
-        if (TWO) _tile_stored(2, (char *)out + 16 * ldo, ldo);                                                       \
-        if (TWO) _tile_stored(3, (char *)out + 16 * ldo + 64, ldo);                                                  \
+        if (C2) _tile_stored(1, out + 16, ldo);                                                                      \
+        if (R2) _tile_stored(2, (char *)out + 16 * ldo, ldo);                                                        \
+        if (R2 && C2) _tile_stored(3, (char *)out + 16 * ldo + 64, ldo);                                             \
     }
-AMX_BLOCK(amx_block2, 1)
-AMX_BLOCK(amx_block1, 0)
+AMX_BLOCK(amx_block22, 1, 1)
+AMX_BLOCK(amx_block12, 0, 1)
+AMX_BLOCK(amx_block21, 1, 0)
+AMX_BLOCK(amx_block11, 0, 0)
 
 /* C's rows [i0, i1) and columns [j0, j1) on the tile unit (the calling thread's tiles configured). */
-__attribute__((target("avx512f,avx512bw,avx512vl,amx-tile,amx-bf16"))) static void amx_rect(int64_t i0, int64_t i1, int64_t j0, int64_t j1, int64_t K, gm_bmat a, gm_bmat b, int beta,
-                     void *c, int64_t ldc, int c_bf16) {
+__attribute__((target("avx512f,avx512bw,avx512vl,amx-tile,amx-bf16"))) static void amx_rect(
+    int64_t i0, int64_t i1, int64_t j0, int64_t j1, int64_t K, gm_bmat a, gm_bmat b, int beta, void *c, int64_t ldc,
+    int c_bf16, int ct) {
     const int64_t nch = (K + AMX_KMAX - 1) / AMX_KMAX, kch = ((K + nch - 1) / nch + 31) / 32 * 32;
     const int64_t kp16 = kch / 2; /* pairs of a chunk's packed B, a multiple of 16 */
     const int64_t ncmax = min64(AMX_NC, AMX_BWORDS / kp16 / 32 * 32);
@@ -572,17 +613,18 @@ __attribute__((target("avx512f,avx512bw,avx512vl,amx-tile,amx-bf16"))) static vo
                             float *ab = amx_acc + (ir - ic) * ncp + jr;
                             if (!first) in = ab, ldi = ncp * 4;
                             if (!last) out = ab, ldo = ncp * 4;
-                        } else if (cf && mr == (two ? 32 : 16) && nr == 32) {
+                        } else if (cf && !ct && mr == (two ? 32 : 16) && nr == 32) {
                             float *cp = cf + ir * ldc + jc + jr;
                             if (beta || !first) in = cp, ldi = ldc * 4;
                             out = cp, ldo = ldc * 4, direct = 1;
                         }
-                        if (two) amx_block2(ap, pb, in, ldi, out, ldo);
-                        else amx_block1(ap, pb, in, ldi, out, ldo);
+                        if (nr > 16) (two ? amx_block22 : amx_block12)(ap, pb, in, ldi, out, ldo);
+                        else (two ? amx_block21 : amx_block11)(ap, pb, in, ldi, out, ldo);
                         if (out == amx_scr && !direct && (last || !acc)) {
                             const int add = cf ? beta || !first : beta;
-                            amx_store(mr, nr, cf ? cf + ir * ldc + jc + jr : NULL,
-                                      cb ? cb + ir * ldc + jc + jr : NULL, ldc, add);
+                            /* C's element (i, j) at i ldc + j, or at j ldc + i when ct */
+                            const int64_t at = ct ? (jc + jr) * ldc + ir : ir * ldc + jc + jr;
+                            (ct ? amx_store_t : amx_store)(mr, nr, cf ? cf + at : NULL, cb ? cb + at : NULL, ldc, add);
                         }
                     }
                 }
@@ -591,10 +633,28 @@ __attribute__((target("avx512f,avx512bw,avx512vl,amx-tile,amx-bf16"))) static vo
     }
 }
 
+/* Packing cost, in cycles per element of K, of an M x N product whose A and B are read as they are laid out:
+ * A in place if its rows are contiguous, else transposed in 32 x 32 blocks (~6 elements a cycle) once per block
+ * of 256 columns; B pair-interleaved from rows (~16 a cycle) or transposed. Elementwise gathers ~1 a cycle. */
+static double amx_pack_cost(int64_t M, int64_t N, gm_bmat a, gm_bmat b) {
+    const double at = a.cs == 1 ? 0 : a.rs == 1 ? 1 / 6.0 : 1, bt = b.cs == 1 ? 1 / 16.0 : b.rs == 1 ? 1 / 6.0 : 1;
+    return (double)M * (double)((N + 255) / 256) * at + (double)N * bt;
+}
+
 /* The product on the tile unit: C cut into one rectangle per thread, across columns (each thread packs only its
- * own B) or, where that balances better, across rows (B packed by each thread: it is then the small one). */
+ * own B) or, where that balances better, across rows (B packed by each thread: it is then the small one).
+ * Where transposing A costs more, it computes C^T = B^T A^T instead (A^T's rows are then B's, pair-interleaved,
+ * and C is stored through transposed blocks): W^T @ dY of a deep layer's few positions (2304 x 512 x 16, W^T
+ * read in place) had packed W^T 16 columns at a time. */
 static void gemm_amx(int64_t M, int64_t N, int64_t K, gm_bmat a, gm_bmat b, int beta, void *c, int64_t ldc,
                      int c_bf16, int nt) {
+    const gm_bmat at = {a.p, a.cs, a.rs}, bt = {b.p, b.cs, b.rs};
+    const int ct = amx_pack_cost(N, M, bt, at) + (double)M * (double)N / (6.0 * (double)K) <
+                   0.8 * amx_pack_cost(M, N, a, b);
+    if (ct) {
+        const int64_t t = M;
+        M = N, N = t, a = bt, b = at;
+    }
     const int64_t pm = (M + 31) / 32, pn = (N + 31) / 32;
     nt = (int)min64(nt, pm * pn);
     /* rounds of panels the busiest thread runs, per split */
@@ -602,11 +662,12 @@ static void gemm_amx(int64_t M, int64_t N, int64_t K, gm_bmat a, gm_bmat b, int 
     const int by_rows = nt > 1 && (wm < wn || (wm == wn && N < M)); /* a tie: each thread reads the smaller whole */
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
-        const int64_t t = nt > 1 ? omp_get_thread_num() : 0, P = by_rows ? pm : pn;
-        const int64_t p0 = P * t / nt * 32, p1 = P * (t + 1) / nt * 32;
+        /* the team's own size: inside another parallel region it may have fewer threads than asked for */
+        const int64_t T = omp_get_num_threads(), t = omp_get_thread_num(), P = by_rows ? pm : pn;
+        const int64_t p0 = P * t / T * 32, p1 = P * (t + 1) / T * 32;
         amx_configure();
-        if (by_rows) amx_rect(p0, min64(M, p1), 0, N, K, a, b, beta, c, ldc, c_bf16);
-        else amx_rect(0, M, p0, min64(N, p1), K, a, b, beta, c, ldc, c_bf16);
+        if (by_rows) amx_rect(p0, min64(M, p1), 0, N, K, a, b, beta, c, ldc, c_bf16, ct);
+        else amx_rect(0, M, p0, min64(N, p1), K, a, b, beta, c, ldc, c_bf16, ct);
         amx_release();
     }
 }
