@@ -127,8 +127,9 @@ static int direct_cols(const conv_geom *g) {
 
 /* Which bfloat16 passes run on gemm_bf16 (bfloat16 operands, float32 sums) rather than the float16 route (widened
  * tiles, sgemm), of those the AMX route (conv_half_amx.c: stride 1, one group, on a CPU with AMX; asked after the
- * small route, before the direct route) leaves: strided, dilated and grouped convolutions, CPUs without AMX. Both round each result once from float32 sums, so they differ only by the order of the sums (the
- * same results but for rare ties: a few in 10^4 elements of ResNet-18's layer4 shapes). GPUMEMNET_BF16_CONV=gemm
+ * small route, before the direct route) leaves: strided, dilated and grouped convolutions, CPUs without AMX.
+ * Both round each result once from float32 sums, so they differ only by the order of the sums (the same results
+ * but for rare ties: a few in 10^4 elements of ResNet-18's layer4 shapes). GPUMEMNET_BF16_CONV=gemm
  * puts every pass on gemm_bf16 and =widen none (the tests run both); otherwise the rule below, measured per pass
  * with both routes interleaved in one process (best of 11, 2 threads, AMX; widened -> gemm_bf16, ms):
  *   shape (N, C -> K, map)          forward           input-gradient    weight-gradient

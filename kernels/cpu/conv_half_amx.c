@@ -430,10 +430,13 @@ int conv_half_amx_backward_data(uint16_t *dx, const uint16_t *dout, const uint16
 #define WG_GROUP_TARGET ((size_t)2 << 20)
 
 typedef struct {
-    int64_t Wp, F, Lx, kp, cp, nb; /* flat columns, positions summed per item, xp's row, padded K and C, items a group */
+    /* flat columns, positions summed per item, xp's row, padded K and C, items a group */
+    int64_t Wp, F, Lx, kp, cp, nb;
 } wg_geom;
 
-static size_t wg_item_nbytes(const wg_geom *w) { return align64((size_t)(w->cp * w->Lx) * 2 + (size_t)(w->F * w->kp) * 2); }
+static size_t wg_item_nbytes(const wg_geom *w) {
+    return align64((size_t)(w->cp * w->Lx) * 2 + (size_t)(w->F * w->kp) * 2);
+}
 
 static wg_geom wg_of(const conv_geom *g) {
     wg_geom w;
@@ -528,7 +531,8 @@ __attribute__((target("avx512f,avx512bw,amx-tile,amx-bf16"))) static void wg_uni
     int64_t cb, int64_t kb) {
     const int64_t kbn = w->kp / 16, cbn = w->cp / 16, off = rs / g->S * w->Wp + rs % g->S;
     const int c2 = cb + 1 < cbn, k2 = kb + 1 < kbn;
-    const int64_t RS = g->R * g->S, ldc = RS * w->kp * 4, lda = w->Lx * 2, ldb = w->kp * 4, in = (int64_t)wg_item_nbytes(w);
+    const int64_t RS = g->R * g->S, ldc = RS * w->kp * 4, lda = w->Lx * 2, ldb = w->kp * 4;
+    const int64_t in = (int64_t)wg_item_nbytes(w);
     float *c = dw32 + (cb * 16 * RS + rs) * w->kp + kb * 16;
     if (first) { /* the first group's sums start at zero: dw32 is neither cleared nor read */
         _tile_zero(0);
@@ -600,11 +604,12 @@ int conv_half_amx_backward_weight(uint16_t *dw, const uint16_t *dout, const uint
                 wg_pack_x((uint16_t *)(items + t / g->C * in), x + (n0 + t / g->C) * g->xs[0], g, &w, t % g->C);
 #pragma omp for schedule(static)
             for (int64_t t = 0; t < gn * kbn; t++)
-                wg_pack_go((uint32_t *)(items + t / kbn * in + w.cp * w.Lx * 2), dout + (n0 + t / kbn) * g->K * g->P * g->Q,
-                           g, &w, t % kbn);
+                wg_pack_go((uint32_t *)(items + t / kbn * in + w.cp * w.Lx * 2),
+                           dout + (n0 + t / kbn) * g->K * g->P * g->Q, g, &w, t % kbn);
 #pragma omp for schedule(dynamic)
             for (int64_t u = 0; u < units; u++) {
-                const int64_t rs = u % RS, cc = u / RS, kb = cc % ceil_div64(kbn, 2) * 2, cb = cc / ceil_div64(kbn, 2) * 2;
+                const int64_t rs = u % RS, cc = u / RS, kh = ceil_div64(kbn, 2);
+                const int64_t kb = cc % kh * 2, cb = cc / kh * 2;
                 wg_unit(dw32, items, gn, n0 == 0, g, &w, rs, cb, kb);
             }
         }

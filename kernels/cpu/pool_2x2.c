@@ -205,7 +205,8 @@ AVX512_FN static int bwd_taps_plane(void *dinp, const void *dout, int64_t drs, c
         for (int64_t ow = 0; ow < g->OW; ow += 16) {
             const int64_t k = g->OW - ow;
             const __m512i arg = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(first16(k), taps + oh * g->OW + ow));
-            if (_mm512_cmplt_epi32_mask(arg, _mm512_set1_epi32(-1)) | _mm512_cmpgt_epi32_mask(arg, _mm512_set1_epi32(3)))
+            if (_mm512_cmplt_epi32_mask(arg, _mm512_set1_epi32(-1)) |
+                _mm512_cmpgt_epi32_mask(arg, _mm512_set1_epi32(3)))
                 return 0;
             __mmask16 sel[4];
             for (int j = 0; j < 4; j++) sel[j] = _mm512_cmpeq_epi32_mask(arg, _mm512_set1_epi32(j));
@@ -216,8 +217,10 @@ AVX512_FN static int bwd_taps_plane(void *dinp, const void *dout, int64_t drs, c
                 const __m512i gv = bf16_bits(_mm512_add_ps(_mm512_castsi512_ps(_mm512_slli_epi32(gv16, 16)),
                                                            _mm512_setzero_ps()));
                 const __m512i ghi = _mm512_slli_epi32(gv, 16);
-                const __m512i row0 = _mm512_or_si512(_mm512_maskz_mov_epi32(sel[0], gv), _mm512_maskz_mov_epi32(sel[1], ghi));
-                const __m512i row1 = _mm512_or_si512(_mm512_maskz_mov_epi32(sel[2], gv), _mm512_maskz_mov_epi32(sel[3], ghi));
+                const __m512i row0 =
+                    _mm512_or_si512(_mm512_maskz_mov_epi32(sel[0], gv), _mm512_maskz_mov_epi32(sel[1], ghi));
+                const __m512i row1 =
+                    _mm512_or_si512(_mm512_maskz_mov_epi32(sel[2], gv), _mm512_maskz_mov_epi32(sel[3], ghi));
                 _mm512_mask_storeu_epi16(d0 + 2 * ow, first32(2 * k), row0);
                 _mm512_mask_storeu_epi16(d1 + 2 * ow, first32(2 * k), row1);
             } else {
