@@ -1,17 +1,19 @@
-/* kernels/cpu/conv_half_amx.c — the bfloat16 forward and input-gradient of stride-1 convolutions as an implicit
- * product on the AMX tile unit: no im2col, no float32 copy of an activation.
+/* kernels/cpu/conv_half_amx.c — the bfloat16 passes of convolutions (forward and weight-gradient at stride 1 or
+ * 2, input-gradient at stride 1) as implicit products on the AMX tile unit: no im2col, no float32 copy of an
+ * activation.
  *
  * tdpbf16ps adds a (16 x 2k) bfloat16 tile A times a (k pairs x 16) tile B of bfloat16 pairs into a 16 x 16
  * float32 tile. Here A is a block of 16 output channels x up to 32 input channels of one tap (r, s) of the
  * weight, packed once per call, and B is read straight from the input: the input of one item is packed once into
  * "pair planes", zero-padded, xp[i][h][w] = (x[2i][h - ph][w - pw], x[2i + 1][...]) (one 32-bit word), so that
- * for output row p and 16 output columns q0 .. q0 + 15 the tap's B tile is row p + r, columns q0 + s .. q0 + s + 15
- * of consecutive pair planes: a tile load with the pair plane's size as its stride. The sum over taps and channel
- * blocks stays in the accumulator tiles; each result is that float32 sum (plus the bias) rounded once to bfloat16,
- * as on the other routes.
+ * the tap's B tile for 16 consecutive output positions is 16 consecutive words of consecutive pair planes (the
+ * output laid out "flat", see plane_cols): a tile load with the pair plane's size as its stride. The sum over taps
+ * and channel blocks stays in the accumulator tiles; each result is that float32 sum (plus the bias) rounded once
+ * to bfloat16, as on the other routes. A stride of 2 splits the planes into the input's phases (plane_stride).
  *
  * The input-gradient of a stride-1 convolution is the forward of grad_output with the weight transposed (k <-> c)
- * and flipped (r, s -> R-1-r, S-1-s), padded by R-1-ph and S-1-pw: the same kernel with the weight packed so.
+ * and flipped (r, s -> R-1-r, S-1-s), padded by R-1-ph and S-1-pw: the same kernel with the weight packed so. The
+ * weight-gradient (below) reads the same planes of the input as A and grad_output's pairs of positions as B.
  *
  * Threads take whole items (one pair-plane buffer each); the workspace is the packed weight and those buffers
  * (conv_half_amx_nbytes, which conv_plan.c gives meta too). Where it runs: conv_half_amx_use. */
@@ -52,7 +54,7 @@ int conv_half_amx_usable(void) {
 
 /* One pass as a forward: Ci input channels of H x W at `in` (strides is), Co output channels of P x Q. */
 typedef struct {
-    int64_t N, Ci, H, W, Co, P, Q, R, S, ph, pw;
+    int64_t N, Ci, H, W, Co, P, Q, R, S, ph, pw, sh, sw;
     int64_t is[4];
 } amx_job;
 
@@ -68,6 +70,8 @@ static amx_job job_of(const conv_geom *g, conv_pass pass) {
     j.N = g->N;
     j.R = g->R;
     j.S = g->S;
+    j.sh = g->sh; /* the input-gradient's are 1 (conv_half_amx_use) */
+    j.sw = g->sw;
     if (pass == CONV_FORWARD) {
         j.Ci = g->C, j.H = g->H, j.W = g->W, j.Co = g->K, j.P = g->P, j.Q = g->Q, j.ph = g->ph, j.pw = g->pw;
         memcpy(j.is, g->xs, sizeof j.is);
@@ -89,24 +93,32 @@ static size_t weight_nbytes(const amx_job *j) {
  * cover the output (those with q >= Q are computed and dropped: S - 1 of every Wp, so that a map of 8 or 4
  * columns still fills whole tiles); a pair plane holds Hp = P + R - 1 rows and zeros past them, as far as the
  * last pair of blocks reads. */
-static int64_t plane_cols(const amx_job *j) { return j->Q + j->S - 1; }
+static int64_t plane_cols(const amx_job *j) { return j->Q + (j->S - 1) / j->sw; }
+
+static int64_t plane_rows(const amx_job *j) { return j->P + (j->R - 1) / j->sh; }
 
 static int64_t flat_blocks(const amx_job *j) { return ceil_div64((j->P - 1) * plane_cols(j) + j->Q, 16); }
 
+/* A stride of 2 splits the padded input into its sh x sw phases (rows and columns even and odd), each a plane of
+ * plane_rows x plane_cols: tap (r, s) reads phase (r % sh, s % sw) from (r / sh, s / sw) on, so that the output's
+ * consecutive positions are again consecutive words. */
+static int64_t phases(const amx_job *j) { return j->sh * j->sw; }
+
 static int64_t plane_stride(const amx_job *j) {
-    const int64_t Wp = plane_cols(j);
-    return max64((j->P + j->R - 1) * Wp, ceil_div64(flat_blocks(j), 2) * 32 + (j->R - 1) * Wp + j->S - 1);
+    const int64_t Wp = plane_cols(j), off = (j->R - 1) / j->sh * Wp + (j->S - 1) / j->sw;
+    return max64(plane_rows(j) * Wp, ceil_div64(flat_blocks(j), 2) * 32 + off);
 }
 
 static size_t planes_nbytes(const amx_job *j) {
     const int64_t npb = pairs_per_block(j->Ci), pairs = ceil_div64((j->Ci + 1) / 2, npb) * npb;
-    return (size_t)(pairs * plane_stride(j)) * 4;
+    return (size_t)(pairs * phases(j) * plane_stride(j)) * 4;
 }
 
 static int threads_of(const amx_job *j, int nthreads) { return (int)max64(1, min64(nthreads, j->N)); }
 
-/* Which passes take the tile unit: bfloat16 (conv_half.c asks for no other dtype), stride 1, no dilation, one
- * group, padding within the kernel (the input-gradient's padding R-1-ph must not be negative). Measured against
+/* Which passes take the tile unit: bfloat16 (conv_half.c asks for no other dtype), stride 1 (or 2 but for the
+ * input-gradient), no dilation, one group, padding within the kernel (the input-gradient's padding R-1-ph must
+ * not be negative). Measured against
  * the float32 passes, the former rule (direct route, bfloat16 products, small route; before gemm_bf16's AMX
  * kernel was reworked) and, after that rework, bfloat16 products (gemm_bf16), on the UNet's (batch 16), VGG-11's
  * and ResNet-18's (batch 2) layers (1 thread, CPU time, median of 7, interleaved; ms forward / input-gradient /
@@ -133,16 +145,24 @@ static int threads_of(const amx_job *j, int nthreads) { return (int)max64(1, min
  * first layer), and the forward where the batch has 256 positions or more, or 64 or more and a weight of at
  * most 2^18 elements: with fewer the weight's packing (per call; element by element for a 3x3) is the work and
  * gemm_bf16 packs faster. The small route (conv_half_small.c, <= 16 positions) is asked first for the backward
- * passes. GPUMEMNET_BF16_CONV=amx takes this route wherever it applies (and passes over the small route); =gemm,
- * =widen and =direct (the other routes' switches) never. */
+ * passes. Strides of 2 (the forward and weight-gradient, over the input's phases; ms forward / weight-gradient,
+ * products against AMX): the UNet's 2x2/2 transposed convolutions' backward (as conv2d, batch 16, 64 -> 128 on
+ * 16x16) 0.47 0.50 against 0.35 0.27, (32 -> 64 on 32x32) 0.52 0.49 against 0.36 0.38, (16 -> 32 on 64x64) 1.01
+ * 0.92 against 0.58 0.59; ResNet-18's 7x7/2 stem 0.32 0.31 against 0.25 0.31, 3x3/2 64 -> 128 0.12 0.13 against
+ * 0.09 0.09, 128 -> 256 (forward on products by the rule above) 0.29 against 0.21 weight-gradient; its 1x1/2
+ * 64 -> 128 0.02 0.02 against 0.03 0.03 (so not those). GPUMEMNET_BF16_CONV=amx takes this route wherever it
+ * applies (and passes over the small route); =gemm, =widen and =direct (the other routes' switches) never. */
 int conv_half_amx_use(const conv_geom *g, conv_pass pass) {
     const char *e = getenv("GPUMEMNET_BF16_CONV");
     if (e && (strcmp(e, "gemm") == 0 || strcmp(e, "widen") == 0 || strcmp(e, "direct") == 0)) return 0;
-    if (g->sh != 1 || g->sw != 1 || g->dh != 1 || g->dw != 1 || g->G != 1) return 0;
+    /* strides of 2: the forward and weight-gradient over the input's phases (see plane_stride) */
+    if (g->sh < 1 || g->sh > 2 || g->sw < 1 || g->sw > 2 || g->dh != 1 || g->dw != 1 || g->G != 1) return 0;
+    if (pass == CONV_BACKWARD_DATA && (g->sh != 1 || g->sw != 1)) return 0;
+    /* (a strided 1x1 reads one phase of four: products, measured below) */
     if (g->ph > g->R - 1 || g->pw > g->S - 1 || g->N < 1 || g->C < 1 || g->K < 1 || g->P < 1 || g->Q < 1) return 0;
     if (g->R * g->S > 64 || !conv_half_amx_usable()) return 0;
     const amx_job j = job_of(g, pass == CONV_BACKWARD_WEIGHT ? CONV_FORWARD : pass);
-    if ((j.P + j.R - 1) * plane_cols(&j) > 1 << 24 || g->C > 1 << 16) return 0;
+    if (plane_rows(&j) * plane_cols(&j) > 1 << 24 || g->C > 1 << 16) return 0;
     if (e && strcmp(e, "amx") == 0) return 1;
     /* a forward of few positions in the batch for its weight: the weight's packing (per call; element-wise for a
      * 3x3) is then the work, which gemm_bf16's AMX kernel does faster (see above) */
@@ -150,6 +170,7 @@ int conv_half_amx_use(const conv_geom *g, conv_pass pass) {
     if (pass == CONV_FORWARD && NPQ < 256 && (g->K * g->C * g->R * g->S > 1 << 18 || NPQ < 64)) return 0;
     /* 3 input channels and 32 or more output channels: products of few rows, where gemm_bf16 won */
     if (pass != CONV_FORWARD && g->C < 8 && g->K >= 32) return 0;
+    if (g->R * g->S == 1 && (g->sh > 1 || g->sw > 1)) return 0;
     return 1;
 }
 
@@ -220,16 +241,33 @@ __attribute__((target("avx512f,avx512bw"))) static void pack_planes(uint32_t *xp
                                         37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
     const __m512i hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
     const int64_t npb = pairs_per_block(j->Ci), pairs = ceil_div64((j->Ci + 1) / 2, npb) * npb;
-    const int64_t Hp = j->P + j->R - 1, Wp = plane_cols(j), PS = plane_stride(j);
-    memset(xp, 0, (size_t)(pairs * PS) * 4);
+    const int64_t Hp = plane_rows(j), Wp = plane_cols(j), PS = plane_stride(j), nph = phases(j);
+    memset(xp, 0, (size_t)(pairs * nph * PS) * 4);
     for (int64_t i = 0; i < pairs && 2 * i < j->Ci; i++) {
         const uint16_t *c0 = x + 2 * i * j->is[1], *c1 = c0 + j->is[1];
         const int has1 = 2 * i + 1 < j->Ci;
         for (int64_t h = 0; h < j->H; h++) {
             const int64_t hh = h + j->ph;
-            if (hh >= Hp) break;
-            uint32_t *d = xp + i * PS + hh * Wp + j->pw;
+            if (hh / j->sh >= Hp) break;
             const uint16_t *a = c0 + h * j->is[2], *b = c1 + h * j->is[2];
+            if (j->sw == 2 || j->sh == 2) { /* phase (hh % sh, ww % sw) at (hh / sh, ww / sw) */
+                uint32_t *d = xp + (i * nph + hh % j->sh * j->sw) * PS + hh / j->sh * Wp;
+                for (int64_t ph = 0; ph < j->sw; ph++) { /* column phase ph: ww = v * sw + ph, w = ww - pw */
+                    uint32_t *dp = d + ph * PS;
+                    const int64_t v0 = j->pw > ph ? (j->pw - ph + j->sw - 1) / j->sw : 0;
+                    const int64_t v1 = min64(Wp, (j->W - 1 + j->pw - ph) / j->sw + 1); /* w < W */
+                    const int64_t st = j->sw * j->is[3];
+                    const uint16_t *pa = a + (v0 * j->sw + ph - j->pw) * j->is[3];
+                    const uint16_t *pb = b + (v0 * j->sw + ph - j->pw) * j->is[3];
+                    if (has1)
+                        for (int64_t v = v0; v < v1; v++, pa += st, pb += st)
+                            dp[v] = (uint32_t)*pa | (uint32_t)*pb << 16;
+                    else
+                        for (int64_t v = v0; v < v1; v++, pa += st) dp[v] = (uint32_t)*pa;
+                }
+                continue;
+            }
+            uint32_t *d = xp + i * PS + hh * Wp + j->pw;
             const int64_t w1 = min64(j->W, Wp - j->pw);
             if (has1 && j->is[3] == 1) {
                 int64_t w = 0;
@@ -301,8 +339,8 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) static void store_block(uin
 __attribute__((target("avx512f,avx512bw,amx-tile,amx-bf16"))) static void item_amx(
     uint16_t *out, const uint32_t *xp, const uint16_t *wp, const uint16_t *bias, const amx_job *j) {
     const int64_t npb = pairs_per_block(j->Ci), cbn = ceil_div64((j->Ci + 1) / 2, npb), kbn = ceil_div64(j->Co, 16);
-    const int64_t Wp = plane_cols(j), PS = plane_stride(j), RS = j->R * j->S, nblk = flat_blocks(j);
-    const int64_t blk = 16 * npb * 2, lda = npb * 4, ldb = PS * 4;
+    const int64_t Wp = plane_cols(j), nph = phases(j), PS = plane_stride(j), RS = j->R * j->S, nblk = flat_blocks(j);
+    const int64_t blk = 16 * npb * 2, lda = npb * 4, ldb = nph * PS * 4, CS = npb * nph * PS; /* CS: a block */
     float acc[32 * 32] __attribute__((aligned(64)));
     if (kbn == 1) { /* 16 output channels or fewer: 4 blocks of positions, so that 4 sums are in flight (2 left
                      * the products waiting on each other: the UNet's 16 -> 16 on 64x64 ...) */
@@ -315,8 +353,8 @@ __attribute__((target("avx512f,avx512bw,amx-tile,amx-bf16"))) static void item_a
             for (int64_t rs = 0; rs < RS; rs++) {
                 const int64_t r = rs / j->S, s = rs % j->S;
                 const uint16_t *a = wp + rs * cbn * blk;
-                const uint32_t *b = xp + bi * 16 + r * Wp + s;
-                for (int64_t cb = 0; cb < cbn; cb++, b += npb * PS) {
+                const uint32_t *b = xp + (r % j->sh * j->sw + s % j->sw) * PS + bi * 16 + r / j->sh * Wp + s / j->sw;
+                for (int64_t cb = 0; cb < cbn; cb++, b += CS) {
                     _tile_loadd(4, a + cb * blk, lda);
                     _tile_loadd(5, b, ldb);
                     _tile_dpbf16ps(0, 4, 5);
@@ -356,13 +394,13 @@ __attribute__((target("avx512f,avx512bw,amx-tile,amx-bf16"))) static void item_a
             for (int64_t rs = 0; rs < RS; rs++) {
                 const int64_t r = rs / j->S, s = rs % j->S;
                 const uint16_t *a = wp + (rs * kbn + kb) * cbn * blk;
-                const uint32_t *b = xp + bi * 16 + r * Wp + s;
+                const uint32_t *b = xp + (r % j->sh * j->sw + s % j->sw) * PS + bi * 16 + r / j->sh * Wp + s / j->sw;
                 for (int64_t cb = 0; cb < cbn; cb++) {
                     _tile_loadd(4, a + cb * blk, lda);
-                    _tile_loadd(6, b + cb * npb * PS, ldb);
+                    _tile_loadd(6, b + cb * CS, ldb);
                     _tile_dpbf16ps(0, 4, 6);
                     if (q2) {
-                        _tile_loadd(7, b + cb * npb * PS + 16, ldb);
+                        _tile_loadd(7, b + cb * CS + 16, ldb);
                         _tile_dpbf16ps(1, 4, 7);
                     }
                     if (k2) {
@@ -430,19 +468,21 @@ int conv_half_amx_backward_data(uint16_t *dx, const uint16_t *dout, const uint16
 #define WG_GROUP_TARGET ((size_t)2 << 20)
 
 typedef struct {
-    /* flat columns, positions summed per item, xp's row, padded K and C, items a group */
-    int64_t Wp, F, Lx, kp, cp, nb;
+    /* flat columns, positions summed per item, xp's row (of one phase), padded K and C, items a group, phases
+     * (sh x sw: a strided layer's input is split as the forward's, see plane_stride) */
+    int64_t Wp, F, Lx, kp, cp, nb, nph;
 } wg_geom;
 
 static size_t wg_item_nbytes(const wg_geom *w) {
-    return align64((size_t)(w->cp * w->Lx) * 2 + (size_t)(w->F * w->kp) * 2);
+    return align64((size_t)(w->cp * w->nph * w->Lx) * 2 + (size_t)(w->F * w->kp) * 2);
 }
 
 static wg_geom wg_of(const conv_geom *g) {
     wg_geom w;
-    w.Wp = g->Q + g->S - 1;
+    w.nph = g->sh * g->sw;
+    w.Wp = g->Q + (g->S - 1) / g->sw;
     w.F = ceil_div64(g->P * w.Wp, 32) * 32;
-    w.Lx = ceil_div64(w.F + (g->R - 1) * w.Wp + g->S - 1, 32) * 32;
+    w.Lx = ceil_div64(w.F + (g->R - 1) / g->sh * w.Wp + (g->S - 1) / g->sw, 32) * 32;
     w.kp = ceil_div64(g->K, 16) * 16;
     w.cp = ceil_div64(g->C, 16) * 16;
     w.nb = max64(1, min64(g->N, (int64_t)(WG_GROUP_TARGET / wg_item_nbytes(&w))));
@@ -454,10 +494,26 @@ static size_t wgrad_nbytes(const conv_geom *g) {
     return align64((size_t)(g->R * g->S * w.kp * w.cp) * 4) + (size_t)w.nb * wg_item_nbytes(&w);
 }
 
-/* Item n's padded input rows xp[c] (Lx elements; the padding and the channels past C stay zero). */
+/* Item n's padded input rows xp[c][phase] (Lx elements; the padding and the channels past C stay zero). */
 static void wg_pack_x(uint16_t *xp, const uint16_t *x, const conv_geom *g, const wg_geom *w, int64_t c) {
-    uint16_t *d = xp + c * w->Lx;
+    uint16_t *d = xp + c * w->nph * w->Lx;
     const uint16_t *xc = x + c * g->xs[1];
+    if (w->nph > 1) { /* phase (hh % sh, ww % sw) at (hh / sh, ww / sw) */
+        for (int64_t h = 0; h < g->H; h++) {
+            const int64_t hh = h + g->ph;
+            const int64_t u = hh / g->sh;
+            uint16_t *o = d + hh % g->sh * g->sw * w->Lx + u * w->Wp;
+            const uint16_t *row = xc + h * g->xs[2];
+            for (int64_t ph = 0; ph < g->sw; ph++) { /* column phase ph: ww = v * sw + ph, i = ww - pw */
+                const int64_t v0 = g->pw > ph ? (g->pw - ph + g->sw - 1) / g->sw : 0;
+                const int64_t v1 = min64(min64(w->Wp, w->Lx - u * w->Wp), (g->W - 1 + g->pw - ph) / g->sw + 1);
+                const int64_t st = g->sw * g->xs[3];
+                const uint16_t *src = row + (v0 * g->sw + ph - g->pw) * g->xs[3];
+                for (int64_t v = v0; v < v1; v++, src += st) o[ph * w->Lx + v] = *src;
+            }
+        }
+        return;
+    }
     const int64_t n = min64(g->W, w->Wp - g->pw);
     for (int64_t h = 0; h < g->H && (h + g->ph) * w->Wp + g->pw + n <= w->Lx; h++) {
         uint16_t *o = d + (h + g->ph) * w->Wp + g->pw;
@@ -529,9 +585,10 @@ __attribute__((target("avx512f"))) static void wg_pack_go(uint32_t *gt, const ui
 __attribute__((target("avx512f,avx512bw,amx-tile,amx-bf16"))) static void wg_unit(
     float *dw32, const char *items, int64_t gn, int first, const conv_geom *g, const wg_geom *w, int64_t rs,
     int64_t cb, int64_t kb) {
-    const int64_t kbn = w->kp / 16, cbn = w->cp / 16, off = rs / g->S * w->Wp + rs % g->S;
+    const int64_t kbn = w->kp / 16, cbn = w->cp / 16, r = rs / g->S, s = rs % g->S, XL = w->nph * w->Lx;
+    const int64_t off = (r % g->sh * g->sw + s % g->sw) * w->Lx + r / g->sh * w->Wp + s / g->sw;
     const int c2 = cb + 1 < cbn, k2 = kb + 1 < kbn;
-    const int64_t RS = g->R * g->S, ldc = RS * w->kp * 4, lda = w->Lx * 2, ldb = w->kp * 4;
+    const int64_t RS = g->R * g->S, ldc = RS * w->kp * 4, lda = XL * 2, ldb = w->kp * 4;
     const int64_t in = (int64_t)wg_item_nbytes(w);
     float *c = dw32 + (cb * 16 * RS + rs) * w->kp + kb * 16;
     if (first) { /* the first group's sums start at zero: dw32 is neither cleared nor read */
@@ -546,8 +603,8 @@ __attribute__((target("avx512f,avx512bw,amx-tile,amx-bf16"))) static void wg_uni
         if (c2 && k2) _tile_loadd(3, c + 16 * RS * w->kp + 16, ldc);
     }
     for (int64_t n = 0; n < gn; n++) {
-        const uint16_t *xa = (const uint16_t *)(items + n * in) + cb * 16 * w->Lx + off;
-        const uint32_t *gb = (const uint32_t *)(items + n * in + w->cp * w->Lx * 2) + kb * 16;
+        const uint16_t *xa = (const uint16_t *)(items + n * in) + cb * 16 * XL + off;
+        const uint32_t *gb = (const uint32_t *)(items + n * in + w->cp * XL * 2) + kb * 16;
         for (int64_t f = 0; f < w->F; f += 32) {
             _tile_loadd(4, xa + f, lda);
             _tile_loadd(6, gb + f / 2 * w->kp, ldb);
@@ -557,7 +614,7 @@ __attribute__((target("avx512f,avx512bw,amx-tile,amx-bf16"))) static void wg_uni
                 _tile_dpbf16ps(1, 4, 7);
             }
             if (c2) {
-                _tile_loadd(5, xa + 16 * w->Lx + f, lda);
+                _tile_loadd(5, xa + 16 * XL + f, lda);
                 _tile_dpbf16ps(2, 5, 6);
                 if (k2) _tile_dpbf16ps(3, 5, 7);
             }
@@ -598,13 +655,13 @@ int conv_half_amx_backward_weight(uint16_t *dw, const uint16_t *dout, const uint
         for (int64_t n0 = 0; n0 < g->N; n0 += w.nb) {
             const int64_t gn = min64(w.nb, g->N - n0);
 #pragma omp for schedule(static)
-            for (int64_t i = 0; i < gn; i++) memset(items + i * in, 0, (size_t)(w.cp * w.Lx) * 2);
+            for (int64_t i = 0; i < gn; i++) memset(items + i * in, 0, (size_t)(w.cp * w.nph * w.Lx) * 2);
 #pragma omp for schedule(static) nowait
             for (int64_t t = 0; t < gn * g->C; t++)
                 wg_pack_x((uint16_t *)(items + t / g->C * in), x + (n0 + t / g->C) * g->xs[0], g, &w, t % g->C);
 #pragma omp for schedule(static)
             for (int64_t t = 0; t < gn * kbn; t++)
-                wg_pack_go((uint32_t *)(items + t / kbn * in + w.cp * w.Lx * 2),
+                wg_pack_go((uint32_t *)(items + t / kbn * in + w.cp * w.nph * w.Lx * 2),
                            dout + (n0 + t / kbn) * g->K * g->P * g->Q, g, &w, t % kbn);
 #pragma omp for schedule(dynamic)
             for (int64_t u = 0; u < units; u++) {
