@@ -39,6 +39,7 @@ SHAPES = [
     (2, 40, 4, 4, 48, 1, 0, 0, 1),     # 1x1
     (2, 70, 6, 5, 33, 3, 1, 0, 1),     # 35 pairs: 3 blocks of 16, the last partial
     (5, 48, 64, 64, 16, 3, 1, 1, 1),   # the weight-gradient in groups of 3 items, then 2
+    (5, 64, 48, 48, 80, 3, 1, 1, 1),   # the same with 32 x 32-channel units rounding dw themselves (1 thread)
     (2, 24, 17, 16, 40, 3, 1, 1, 2),   # stride 2 (the forward and weight-gradient on the input's phases), odd H
     (3, 3, 20, 21, 16, 7, 3, 3, 2),    # ResNet's 7x7/2 stem, odd W
     (2, 32, 16, 16, 48, 2, 0, 0, 2),   # 2x2/2 (a transposed convolution's backward), 1x1/2 below
