@@ -246,8 +246,9 @@ static void slice_portable(const uint16_t *a, int64_t ars, int64_t acs, const ui
 }
 
 /* C's block for a short sum (K <= SHORT_K) into float32 C: both slices widened and sgemm writes C in place. The
- * tile unit pads K to 32 and the block's float32 tile costs a clear and a pass over C per product, which for the
- * weight-gradient of a 2x2 map (K = 4 positions, C = 512 x 2304) is most of the work. */
+ * block's float32 tile costs a clear and a pass over C per product, which for the weight-gradient of a 2x2 map
+ * (K = 4 positions, C = 512 x 2304) is most of the work. (The AMX path, which sums into C's own tiles, was faster
+ * at these sizes too: 512 x 4 x 2304 202 us against 239, 256 x 16 x 1152 39 against 73.) */
 #define SHORT_K 16
 
 static void block_short(int64_t i0, int64_t mc, int64_t j0, int64_t nc, int64_t K, gm_bmat a, gm_bmat b, int beta,
@@ -401,11 +402,13 @@ __attribute__((target("avx512f,avx512bw"))) static void amx_pack_a(const uint16_
         const __m512i lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38,
                                             6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
         const __m512i hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
-        for (; k + 32 <= kc; k += 32) {
+        for (; k < kc; k += 32) { /* columns past kc (to kp32) zero */
             __m512i w0[16], w1[16]; /* pair q of rows 0-15, of rows 16-31 */
             for (int q = 0; q < 16; q++) {
-                const __m512i x0 = _mm512_maskz_loadu_epi16(m, p + (k + 2 * q) * cs);
-                const __m512i x1 = _mm512_maskz_loadu_epi16(m, p + (k + 2 * q + 1) * cs);
+                const int64_t k0 = k + 2 * q;
+                const __m512i x0 = k0 < kc ? _mm512_maskz_loadu_epi16(m, p + k0 * cs) : _mm512_setzero_si512();
+                const __m512i x1 =
+                    k0 + 1 < kc ? _mm512_maskz_loadu_epi16(m, p + (k0 + 1) * cs) : _mm512_setzero_si512();
                 w0[q] = _mm512_permutex2var_epi16(x0, lo, x1);
                 w1[q] = _mm512_permutex2var_epi16(x0, hi, x1);
             }
@@ -678,7 +681,7 @@ int gemm_bf16(int64_t M, int64_t N, int64_t K, gm_bmat a, gm_bmat b, int beta, v
     if (M == 0 || N == 0) return GM_OK;
     if (!c || (K > 0 && (!a.p || !b.p))) return GM_ERR_ARG;
     const int native = gemm_bf16_native(), mode = native ? 1 + amx_usable() : 0;
-    if (mode == 2 && K > 0 && (c_bf16 || K > SHORT_K)) {
+    if (mode == 2 && K > 0) {
         /* a thread more per AMX_GRAIN multiply-adds: waking one (OpenMP's passive wait, a busy machine) cost
          * more than the tile unit's 60 us of work below that (128 x 1152 x 256: 85 us on one, 125 on two) */
         const double per = (double)M * (double)N * (double)K / AMX_GRAIN;
