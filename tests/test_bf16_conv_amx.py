@@ -145,7 +145,8 @@ def _amx_bytes(shape, pass_, threads):
     Wp = Q + ext
     nblk = cdiv((P - 1) * Wp + Q, 16)
     PS = max((P + ext) * Wp, cdiv(nblk, 2) * 32 + ext * Wp + ext)
-    return a64(R * R * kbn * cbn * 16 * npb * 4) + min(threads, N) * a64(cbn * npb * nph * PS * 4)
+    nt = min(threads, N) if N * K * C * R * R * P * Q >= 1 << 24 else 1  # AMX_GRAIN
+    return a64(R * R * kbn * cbn * 16 * npb * 4) + nt * a64(cbn * npb * nph * PS * 4)
 
 
 SCRIPT = """

@@ -114,7 +114,18 @@ static size_t planes_nbytes(const amx_job *j) {
     return (size_t)(pairs * phases(j) * plane_stride(j)) * 4;
 }
 
-static int threads_of(const amx_job *j, int nthreads) { return (int)max64(1, min64(nthreads, j->N)); }
+/* Multiply-adds below which a pass runs on one thread: the tile unit does 2^24 in about 80 us on one thread
+ * (the UNet's layers ran near 200 G/s), what waking a passive OpenMP thread costs. MobileNetV2's 1x1 layers at
+ * batch 2 (2 threads, wall time) took 0.15-0.25 ms a pass on two threads against 0.01-0.1 on one. */
+#define AMX_GRAIN ((double)(1 << 24))
+
+static double macs_of(const amx_job *j) {
+    return (double)j->N * (double)j->Co * (double)j->Ci * (double)(j->R * j->S) * (double)(j->P * j->Q);
+}
+
+static int threads_of(const amx_job *j, int nthreads) {
+    return macs_of(j) < AMX_GRAIN ? 1 : (int)max64(1, min64(nthreads, j->N));
+}
 
 /* Which passes take the tile unit: bfloat16 (conv_half.c asks for no other dtype), stride 1 (or 2 but for the
  * input-gradient), no dilation, one group, padding within the kernel (the input-gradient's padding R-1-ph must
@@ -648,7 +659,8 @@ int conv_half_amx_backward_weight(uint16_t *dw, const uint16_t *dout, const uint
     const int64_t units = RS * ceil_div64(kbn, 2) * ceil_div64(cbn, 2), in = (int64_t)wg_item_nbytes(&w);
     float *dw32 = ws;
     char *items = (char *)ws + align64((size_t)(RS * w.kp * w.cp) * 4);
-    const int nt = (int)max64(1, min64(nthreads, units));
+    const amx_job jf = job_of(g, CONV_FORWARD);
+    const int nt = macs_of(&jf) < AMX_GRAIN ? 1 : (int)max64(1, min64(nthreads, units));
     /* with 32 x 32-channel blocks enough for the threads, a unit takes a block's taps and rounds its part of dw
      * while its float32 sums are in cache: a pass over all of dw32 after the products (9 MiB at 512 -> 512 3x3)
      * cost a third of VGG's 512 -> 512 at 8x8, batch 2 (1 thread, CPU time: 2.42 -> 1.54 ms; at 4x4 2.32 ->
