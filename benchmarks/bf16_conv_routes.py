@@ -1,11 +1,12 @@
 """The routes of bfloat16 convolutions on the CPU side by side, per pass, interleaved in one process: the float16
 route (widened tiles, sgemm), bfloat16 products (kernels/cpu/gemm_bf16.c), the direct route (groups of items
-widened for the float32 direct kernels, conv_half.c) and the measured rule (which also takes the small route of
-conv_half_small.c at <= 16 positions in the batch), with float32 beside them; on ResNet-18's layers (batch 2 of
-3x64x64, the autocast micro-batch of python -m benchmarks), VGG-11's (batch 2) and the UNet's (batch 16).
-kernels/cpu/conv_half.c's rules (bf16_on_gemm, half_direct_route) were set from this table; the route is switched
-through GPUMEMNET_BF16_CONV between calls. Printed: the median time per pass and route, and the median over rounds
-of each round's ratio of the rule to float32.
+widened for the float32 direct kernels, conv_half.c), the AMX route (stride 1: conv_half_amx.c; elsewhere the
+rule) and the measured rule (which also takes the small route of conv_half_small.c at <= 16 positions in the
+batch), with float32 beside them; on ResNet-18's layers (batch 2 of 3x64x64, the autocast micro-batch of python
+-m benchmarks), VGG-11's (batch 2) and the UNet's (batch 16). kernels/cpu/conv_half.c's rules (bf16_on_gemm,
+half_direct_route) and conv_half_amx_use were set from this table; the route is switched through
+GPUMEMNET_BF16_CONV between calls. Printed: the median time per pass and route, and the median over rounds of each
+round's ratio of the rule to float32.
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bf16_conv_routes.py [--reps 11] [--only vgg]
 """
@@ -32,7 +33,7 @@ SHAPES = [("r18 conv1", 2, 3, 64, 64, 7, 2, 3), ("r18 l1 3x3", 2, 64, 16, 64, 3,
           ("unet 3->16", 16, 3, 64, 16, 3, 1, 1), ("unet 16 64x64", 16, 16, 64, 16, 3, 1, 1),
           ("unet 32 32x32", 16, 32, 32, 32, 3, 1, 1), ("unet 64 16x16", 16, 64, 16, 64, 3, 1, 1),
           ("unet 128 8x8", 16, 128, 8, 128, 3, 1, 1), ("unet 1x1 16->3", 16, 16, 64, 3, 1, 1, 0)]
-ROUTES = ("f32", "widen", "gemm", "direct", "rule")
+ROUTES = ("f32", "widen", "gemm", "direct", "amx", "rule")
 
 
 def main():

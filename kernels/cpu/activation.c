@@ -120,6 +120,39 @@ int activation_backward(void *dinp, const void *dout, const void *saved, int64_t
 }
 
 /* ---- relu's bit mask ---------------------------------------------------------------------------------- */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define RELU_MASK_X86 1
+/* Mask bytes [0, 4 blocks) of 2-byte floats (float16/bfloat16: inf is the dtype's infinity), 32 elements a step
+ * on the bits as the scalar loop below: not <= 0 is NaN (magnitude above infinity's) or positive non-zero (as
+ * int16, > 0). The scalar loop took 3.9 ms of the UNet's bfloat16 autocast step, against 2.2 for float32's. */
+__attribute__((target("avx512f,avx512bw"))) static void relu_mask_pack_h16(uint8_t *mask, const uint16_t *y,
+                                                                           int64_t blocks, uint16_t inf, int nt) {
+    (void)nt;
+#pragma omp parallel for schedule(static) num_threads(nt)
+    for (int64_t b = 0; b < blocks; b++) {
+        const __m512i u = _mm512_loadu_si512(y + 32 * b);
+        const uint32_t m = _mm512_cmpgt_epu16_mask(_mm512_and_si512(u, _mm512_set1_epi16(0x7fff)),
+                                                   _mm512_set1_epi16((short)inf)) |
+                           _mm512_cmpgt_epi16_mask(u, _mm512_setzero_si512());
+        memcpy(mask + 4 * b, &m, 4);
+    }
+}
+
+/* dst[i] = src[i] where mask bit i is set, else +0, for 32 blocks of 2-byte elements. */
+__attribute__((target("avx512f,avx512bw"))) static void relu_mask_select_h16(uint16_t *dst, const uint16_t *src,
+                                                                             const uint8_t *mask, int64_t blocks,
+                                                                             int nt) {
+    (void)nt;
+#pragma omp parallel for schedule(static) num_threads(nt)
+    for (int64_t b = 0; b < blocks; b++) {
+        uint32_t m;
+        memcpy(&m, mask + 4 * b, 4);
+        _mm512_storeu_si512(dst + 32 * b, _mm512_maskz_loadu_epi16(m, src + 32 * b));
+    }
+}
+#endif
+
 int relu_mask_pack(uint8_t *mask, const void *out, int64_t n, gm_dtype dt, int nthreads) {
     if (!gm_dtype_is_float(dt) || n < 0) return GM_ERR_ARG;
     const int64_t nbytes = (n + 7) / 8;
@@ -146,8 +179,15 @@ int relu_mask_pack(uint8_t *mask, const void *out, int64_t n, gm_dtype dt, int n
     if (dt == GM_BF16 || dt == GM_F16) {
         /* on the bits: not <= 0 is NaN (magnitude above infinity's) or a positive non-zero (sign clear) */
         const uint16_t *y = out, inf = dt == GM_BF16 ? 0x7f80 : 0x7c00;
+        int64_t b0 = 0; /* bytes done by the vector loop */
+#ifdef RELU_MASK_X86
+        if (nn_bf16_fast() && n >= 32) {
+            relu_mask_pack_h16(mask, y, n / 32, inf, nt);
+            b0 = n / 32 * 4;
+        }
+#endif
 #pragma omp parallel for schedule(static) num_threads(nt)
-        for (int64_t b = 0; b < nbytes; b++) {
+        for (int64_t b = b0; b < nbytes; b++) {
             const int64_t i0 = b * 8, k1 = n - i0 < 8 ? n - i0 : 8;
             unsigned bits = 0;
             for (int64_t k = 0; k < k1; k++) {
@@ -170,12 +210,12 @@ int relu_mask_pack(uint8_t *mask, const void *out, int64_t n, gm_dtype dt, int n
 
 /* Each element's bits ANDed with all ones or all zeros: dout[i] itself or +0.0 (what the saved-output backward
  * writes), in any float dtype of that width, with no conversion; eight elements per mask byte. */
-#define RELU_MASK_SELECT(T)                                                                                  \
+#define RELU_MASK_SELECT(T, B0)                                                                              \
     do {                                                                                                     \
         const T *src = dout;                                                                                 \
         T *dst = dinp;                                                                                       \
         _Pragma("omp parallel for schedule(static) num_threads(nt)")                                        \
-        for (int64_t b = 0; b < nbytes; b++) {                                                               \
+        for (int64_t b = B0; b < nbytes; b++) {                                                              \
             const unsigned bits = mask[b];                                                                   \
             const int64_t i0 = b * 8, k1 = n - i0 < 8 ? n - i0 : 8;                                          \
             for (int64_t k = 0; k < k1; k++) dst[i0 + k] = src[i0 + k] & (T)(0 - (T)((bits >> k) & 1u));    \
@@ -187,10 +227,17 @@ int relu_mask_backward(void *dinp, const void *dout, const uint8_t *mask, int64_
     const int64_t nbytes = (n + 7) / 8;
     const int nt = nn_threads(n, nthreads);
     (void)nt;
+    int64_t b0 = 0; /* mask bytes done by the vector loop */
+#ifdef RELU_MASK_X86
+    if (gm_dtype_size(dt) == 2 && nn_bf16_fast() && n >= 32) {
+        relu_mask_select_h16(dinp, dout, mask, n / 32, nt);
+        b0 = n / 32 * 4;
+    }
+#endif
     switch (gm_dtype_size(dt)) {
-    case 2: RELU_MASK_SELECT(uint16_t); break;
-    case 4: RELU_MASK_SELECT(uint32_t); break;
-    default: RELU_MASK_SELECT(uint64_t); break;
+    case 2: RELU_MASK_SELECT(uint16_t, b0); break;
+    case 4: RELU_MASK_SELECT(uint32_t, 0); break;
+    default: RELU_MASK_SELECT(uint64_t, 0); break;
     }
     return GM_OK;
 }

@@ -126,8 +126,10 @@ static int direct_cols(const conv_geom *g) {
 }
 
 /* Which bfloat16 passes run on gemm_bf16 (bfloat16 operands, float32 sums) rather than the float16 route (widened
- * tiles, sgemm). Both round each result once from float32 sums, so they differ only by the order of the sums (the
- * same results but for rare ties: a few in 10^4 elements of ResNet-18's layer4 shapes). GPUMEMNET_BF16_CONV=gemm
+ * tiles, sgemm), of those the AMX route (conv_half_amx.c: stride 1, one group, on a CPU with AMX; asked after the
+ * small route, before the direct route) leaves: strided, dilated and grouped convolutions, CPUs without AMX.
+ * Both round each result once from float32 sums, so they differ only by the order of the sums (the same results
+ * but for rare ties: a few in 10^4 elements of ResNet-18's layer4 shapes). GPUMEMNET_BF16_CONV=gemm
  * puts every pass on gemm_bf16 and =widen none (the tests run both); otherwise the rule below, measured per pass
  * with both routes interleaved in one process (best of 11, 2 threads, AMX; widened -> gemm_bf16, ms):
  *   shape (N, C -> K, map)          forward           input-gradient    weight-gradient
@@ -147,6 +149,12 @@ static int direct_cols(const conv_geom *g) {
 #define BF16_GEMM_MIN_ROWS 32
 #define BF16_GEMM_MIN_POSITIONS_FWD 32
 #define BF16_GEMM_MIN_POSITIONS 64
+/* On AMX, since gemm_bf16's AMX kernel was reworked, the input-gradient wins from 16 positions and the forward at
+ * any (the stride-1 layers of larger maps take conv_half_amx.c first; conv_half_small_use has the forward's
+ * measurements at 2x2): ResNet-18's 3x3/2 128 -> 256 at batch 2 (a 4x4 output; 1 thread, CPU time, median of 7)
+ * 0.15 and 0.22 ms against 0.33 and 0.26 on the float16 route, its weight-gradient 0.29 against 0.26 (so that
+ * stays at 64); 1x1/2 128 -> 256 0.02 against 0.03. */
+#define BF16_GEMM_MIN_POSITIONS_AMX 16
 /* 0: the rule, 1: always, 2: never (and neither forced route takes the direct route below), 3: the direct route
  * wherever it applies, else the rule. Read on every call (a getenv is ~0.1 us beside a convolution's >= 10 us), so
  * that a benchmark can switch routes between calls in one process and compare them interleaved. The rule now
@@ -162,8 +170,11 @@ static int bf16_on_gemm(const conv_geom *g, conv_pass pass) {
     if (!gemm_bf16_native()) return 0;
     const int64_t Kg = g->K / g->G, PQ = g->P * g->Q;
     switch (pass) {
-    case CONV_FORWARD: return Kg >= BF16_GEMM_MIN_ROWS && PQ >= BF16_GEMM_MIN_POSITIONS_FWD;
-    case CONV_BACKWARD_DATA: return g->C / g->G * g->R * g->S >= BF16_GEMM_MIN_ROWS && PQ >= BF16_GEMM_MIN_POSITIONS;
+    case CONV_FORWARD: /* on AMX at any map: see conv_half_small_use */
+        return Kg >= BF16_GEMM_MIN_ROWS && (conv_half_amx_usable() || PQ >= BF16_GEMM_MIN_POSITIONS_FWD);
+    case CONV_BACKWARD_DATA:
+        return g->C / g->G * g->R * g->S >= BF16_GEMM_MIN_ROWS &&
+               PQ >= (conv_half_amx_usable() ? BF16_GEMM_MIN_POSITIONS_AMX : BF16_GEMM_MIN_POSITIONS);
     default: return Kg >= BF16_GEMM_MIN_ROWS && PQ >= BF16_GEMM_MIN_POSITIONS;
     }
 }
@@ -223,6 +234,14 @@ static int half_direct_route(const conv_geom *g, gm_dtype dt, conv_pass pass) {
      * 1.30 1.91 2.20 against 5.18 3.05 3.20, 512 -> 512 at 8x8 3.13 8.03 4.82 against 9.51 10.33 9.50, 128 -> 256
      * at 16x16 1.20 1.31 1.30 against 1.40 1.42 1.98 */
     if (mode == 0 && dt == GM_BF16 && gemm_bf16_native() && (g->C / g->G > 128 || g->K / g->G > 128)) return 0;
+    /* strided layers (the stride-1 ones take conv_half_amx.c) on AMX: gemm_bf16's AMX kernel (since its rework)
+     * beat this route where bf16_on_gemm takes products (1 thread, CPU time, median of 7, ms forward /
+     * input-gradient / weight-gradient, products against this route): the UNet's 2x2/2 transposed convolutions
+     * (as conv2d: batch 16, 64 -> 128 on 16x16) 0.44 0.42 0.46 against 0.65 0.61 0.56, (32 -> 64 on 32x32) 0.51
+     * 0.56 0.49 against 0.69 0.65 0.53, (16 -> 32 on 64x64) 0.84 0.94 0.73 against 0.84 0.92 0.75; ResNet-18's
+     * 3x3/2 at batch 2, 64 -> 128 on 16x16 0.12 0.13 0.13 against 0.18 0.16 0.14, 128 -> 256 on 8x8 0.14 0.22
+     * (weight-gradient on the float16 route: 0.26) against 0.32 0.31 */
+    if (mode == 0 && dt == GM_BF16 && (g->sh > 1 || g->sw > 1) && conv_half_amx_usable()) return 0;
     if (pass == CONV_BACKWARD_WEIGHT && half_wgrad_kernel(g)) return 1;
     /* the weight-gradient of 32 or more output channels ran faster on bfloat16 products (2.62 against 2.99 ms at
      * 32 -> 32 on 32x32, 2.46 against 2.77 at 64 -> 64 on 16x16, 5.30 against 6.30 at 64 -> 32 on 32x32) */
@@ -371,6 +390,8 @@ int conv2d_forward_half(uint16_t *out, const uint16_t *x, const uint16_t *w, con
     }
     const size_t sn = dt == GM_BF16 ? conv_half_small_nbytes(g, CONV_FORWARD) : 0;
     if (sn && ws && ws_nbytes >= sn) return conv_half_small_forward(out, x, w, bias, g, ws, nthreads);
+    const size_t an = dt == GM_BF16 ? conv_half_amx_nbytes(g, CONV_FORWARD, nthreads) : 0;
+    if (an && ws && ws_nbytes >= an) return conv_half_amx_forward(out, x, w, bias, g, ws, nthreads);
     const size_t dn = conv_half_direct_nbytes(g, dt, CONV_FORWARD, nthreads);
     if (dn && ws && ws_nbytes >= dn) {
         half_direct_pass(out, x, w, bias, g, CONV_FORWARD, dt, ws, nthreads);
@@ -497,6 +518,8 @@ int conv2d_backward_data_half(uint16_t *dx, const uint16_t *dout, const uint16_t
     }
     const size_t sn = dt == GM_BF16 ? conv_half_small_nbytes(g, CONV_BACKWARD_DATA) : 0;
     if (sn && ws && ws_nbytes >= sn) return conv_half_small_backward_data(dx, dout, w, bias, g, ws, nthreads);
+    const size_t an = dt == GM_BF16 ? conv_half_amx_nbytes(g, CONV_BACKWARD_DATA, nthreads) : 0;
+    if (an && ws && ws_nbytes >= an) return conv_half_amx_backward_data(dx, dout, w, bias, g, ws, nthreads);
     const size_t dn = conv_half_direct_nbytes(g, dt, CONV_BACKWARD_DATA, nthreads);
     if (dn && ws && ws_nbytes >= dn) {
         half_direct_pass(dx, dout, w, bias, g, CONV_BACKWARD_DATA, dt, ws, nthreads);
@@ -553,6 +576,8 @@ int conv2d_backward_weight_half(uint16_t *dw, const uint16_t *dout, const uint16
     if (!dout || !x) return GM_ERR_ARG;
     const size_t sn = dt == GM_BF16 ? conv_half_small_nbytes(g, CONV_BACKWARD_WEIGHT) : 0;
     if (sn && ws && ws_nbytes >= sn) return conv_half_small_backward_weight(dw, dout, x, g, ws, nthreads);
+    const size_t an = dt == GM_BF16 ? conv_half_amx_nbytes(g, CONV_BACKWARD_WEIGHT, nthreads) : 0;
+    if (an && ws && ws_nbytes >= an) return conv_half_amx_backward_weight(dw, dout, x, g, ws, nthreads);
     const size_t dn = conv_half_direct_nbytes(g, dt, CONV_BACKWARD_WEIGHT, nthreads);
     if (dn && ws && ws_nbytes >= dn) {
         half_direct_weight(dw, dout, x, g, dt, ws, nthreads);

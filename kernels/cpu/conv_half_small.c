@@ -29,8 +29,15 @@ static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
 
 int conv_half_small_use(const conv_geom *g, conv_pass pass) {
     const char *e = getenv("GPUMEMNET_BF16_CONV");
-    if (e && (strcmp(e, "gemm") == 0 || strcmp(e, "widen") == 0 || strcmp(e, "direct") == 0)) return 0;
-    (void)pass;
+    if (e && (strcmp(e, "gemm") == 0 || strcmp(e, "widen") == 0 || strcmp(e, "direct") == 0 ||
+              strcmp(e, "amx") == 0)) /* amx: conv_half_amx.c wherever it applies */
+        return 0;
+    /* the forward on AMX: gemm_bf16's AMX kernel (since its rework) won (1 thread, CPU time, median of 9, ms,
+     * small route against products): ResNet-18's 512 -> 512 3x3 at 2x2, batch 2, 0.64 against 0.66, its 3x3/2
+     * 256 -> 512 0.39 against 0.29, 1x1/2 0.06 against 0.03; MobileNetV2's 1x1 160 -> 960 at 2x2 0.08 against
+     * 0.02, 960 -> 160 0.10 against 0.03, 320 -> 1280 0.14 against 0.04. The backward passes stay here (the
+     * same layers' input-gradient 1.38 against 1.84, weight-gradient 0.72 against 2.16) */
+    if (pass == CONV_FORWARD && conv_half_amx_usable()) return 0;
     const int64_t J = g->N * g->P * g->Q, CRS = g->C * g->R * g->S;
     /* weight-bound: at least 64K elements, and columns enough to be worth a pass over it */
     return g->G == 1 && J >= 1 && J <= SMALL_COLS && g->K * CRS >= 65536 && gemm_bf16_native();

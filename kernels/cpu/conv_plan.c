@@ -195,9 +195,11 @@ static size_t half_workspace_nbytes(const conv_geom *g, gm_dtype dt, conv_pass p
     const int64_t CRS = g->C / g->G * g->R * g->S;
     if (conv2d_algo(g, pass) == CONV_ALGO_DEPTHWISE) return 0; /* unsupported */
     if (g->K == 0 || CRS == 0 || g->H * g->W == 0) return 0;
-    if (g->P * g->Q > 0 && g->N > 0) { /* the small and direct routes (conv_half*.c) where they run and fit */
+    if (g->P * g->Q > 0 && g->N > 0) { /* the small, AMX and direct routes (conv_half*.c) where they run and fit */
         const size_t sn = dt == GM_BF16 ? conv_half_small_nbytes(g, pass) : 0;
         if (sn && sn <= limit) return sn;
+        const size_t an = dt == GM_BF16 ? conv_half_amx_nbytes(g, pass, nthreads) : 0;
+        if (an && an <= limit) return an;
         const size_t dn = conv_half_direct_nbytes(g, dt, pass, nthreads);
         if (dn && dn <= limit) return dn;
     }

@@ -1,8 +1,10 @@
 /* kernels/cpu/matmul.c — batched matrix product on the CPU (see matmul.h). Batches are a loop of gemm calls
  * with per-batch pointer offsets (a 0 batch stride broadcasts without a copy); transposed operands are passed
- * to BLAS as transpose flags, never copied. Half-precision operands are widened to float32 in the caller's
- * workspace because OpenBLAS has no half gemm that we can rely on across CPUs. */
+ * to BLAS as transpose flags, never copied. float16 operands are widened to float32 in the caller's workspace
+ * because OpenBLAS has no half gemm that we can rely on across CPUs; bfloat16 ones are multiplied as they are by
+ * gemm_bf16 where the CPU has AMX (widened as float16 elsewhere). */
 #include "matmul.h"
+#include "gemm_bf16.h"
 
 #include <cblas.h>
 #include <limits.h>
@@ -20,6 +22,11 @@ int cpu_matmul_blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, s
 size_t cpu_matmul_workspace_nbytes(gm_dtype dt, int64_t M, int64_t N, int64_t K) {
     if (dt != GM_F16 && dt != GM_BF16) return 0;
     if (M <= 0 || N <= 0 || K <= 0) return 0;
+    /* bfloat16 runs on gemm_bf16 where the CPU has AMX, which needs none; CUDA, whose allocations meta (= the
+     * CPU's) predicts, packs an operand cuBLAS cannot read into (M K + K N) 16-bit elements. Elsewhere one widened
+     * sgemm (all of OpenBLAS's threads) beats gemm_bf16's portable blocks and its AVX512-BF16 kernel (half the
+     * rate of float32 FMAs on Intel's cores, gemm_bf16.h). */
+    if (dt == GM_BF16 && gemm_bf16_amx()) return (size_t)(M * K + K * N) * 2;
     return (size_t)(M * K + K * N + M * N) * sizeof(float);
 }
 
@@ -104,6 +111,17 @@ int cpu_matmul_forward(void *out, const void *a, const void *b, gm_dtype dt, con
 
     const char *ca = (const char *)a, *cb = (const char *)b;
     char *co = (char *)out;
+    if (dt == GM_BF16 && gemm_bf16_amx()) { /* float32 sums of bfloat16 products, rounded once (any strides) */
+        for (int64_t bi = 0; bi < nb; bi++) {
+            int64_t oa, ob;
+            batch_offsets(g, bi, &oa, &ob);
+            const gm_bmat ma = {(const uint16_t *)(ca + oa), g->a_rs / 2, g->a_cs / 2};
+            const gm_bmat mb = {(const uint16_t *)(cb + ob), g->b_rs / 2, g->b_cs / 2};
+            const int st = gemm_bf16(M, N, K, ma, mb, 0, co + bi * M * N * (int64_t)es, N, 1, nthreads);
+            if (st != GM_OK) return st;
+        }
+        return GM_OK;
+    }
     if (dt == GM_F16 || dt == GM_BF16) {
         if (M * K > INT_MAX || K * N > INT_MAX) return GM_ERR_UNSUPPORTED;
         if (!workspace || workspace_nbytes < cpu_matmul_workspace_nbytes(dt, M, N, K)) return GM_ERR_ARG;

@@ -199,6 +199,10 @@ static inline __attribute__((always_inline)) void maxpool_row_taps(gm_dtype dt, 
 int maxpool2d_forward_taps(void *out, int8_t *taps, const void *inp, const int64_t in[4], gm_dtype dt,
                            const pool2d_geom *g, int nthreads) {
     if (!pool_geom_ok(g) || !gm_dtype_is_float(dt) || g->kh * g->kw > 127 || !taps) return GM_ERR_ARG;
+    { /* 2x2 stride-2 windows of bfloat16/float32 on AVX-512 (pool_2x2.h), same results */
+        const int s = maxpool2x2_forward_taps(out, taps, inp, in, dt, g, nthreads);
+        if (s != GM_ERR_UNSUPPORTED) return s;
+    }
     const int64_t rows = g->N * g->C * g->OH;
     const int nt = pool_team(nthreads, rows, rows * g->OW * g->kh * g->kw);
 #pragma omp parallel for num_threads(nt) schedule(static)
@@ -231,6 +235,10 @@ static inline __attribute__((always_inline)) int maxpool_plane_bwd_taps(gm_dtype
 int maxpool2d_backward_taps(void *dinp, const void *dout, const int64_t ds[4], const int8_t *taps, gm_dtype dt,
                             const pool2d_geom *g, int nthreads) {
     if (!pool_geom_ok(g) || !gm_dtype_is_float(dt) || g->kh * g->kw > 127) return GM_ERR_ARG;
+    { /* as the forward */
+        const int s = maxpool2x2_backward_taps(dinp, dout, ds, taps, dt, g, nthreads);
+        if (s != GM_ERR_UNSUPPORTED) return s;
+    }
     const int64_t planes = g->N * g->C;
     const int nt = pool_team(nthreads, planes, planes * (g->H * g->W + g->OH * g->OW));
     int status = GM_OK;

@@ -156,6 +156,91 @@ AVX512_FN static void bwd_plane_f32(float *dinp, const float *dout, int64_t drs,
     for (int64_t h = 2 * g->OH; h < H; h++)
         for (int64_t w = 0; w < W; w++) dinp[h * W + w] = 0.0f;
 }
+
+/* ---- the argmax kept as its tap in the window (pool.c's maxpool2d_forward_taps / _backward_taps) ----------- */
+/* t: the four taps of 16 windows; out: the value window_max_at returns (the argmax's, -inf for none), taps: the
+ * argmax's tap (0..3, -1 for none), as int8 */
+AVX512_FN static inline __m512 argmax4_taps(const __m512 t[4], __m512i *arg) {
+    __m512 best = _mm512_set1_ps(-INFINITY);
+    *arg = _mm512_set1_epi32(-1);
+    for (int j = 0; j < 4; j++) {
+        const __mmask16 take = _mm512_cmp_ps_mask(t[j], best, _CMP_GT_OQ) | _mm512_cmp_ps_mask(t[j], t[j], _CMP_UNORD_Q);
+        best = _mm512_mask_blend_ps(take, best, t[j]);
+        *arg = _mm512_mask_blend_epi32(take, *arg, _mm512_set1_epi32(j));
+    }
+    return best;
+}
+
+AVX512_FN static void fwd_taps_plane(void *out, int8_t *taps, const void *inp, int64_t rs, gm_dtype dt,
+                                     const pool2d_geom *g) {
+    for (int64_t oh = 0; oh < g->OH; oh++)
+        for (int64_t ow = 0; ow < g->OW; ow += 16) {
+            const int64_t k = g->OW - ow, o = oh * g->OW + ow;
+            __m512 t[4];
+            __m512i arg;
+            if (dt == GM_BF16) {
+                row_bf16((const uint16_t *)inp + 2 * oh * rs + 2 * ow, k, &t[0], &t[1]);
+                row_bf16((const uint16_t *)inp + (2 * oh + 1) * rs + 2 * ow, k, &t[2], &t[3]);
+            } else {
+                row_f32((const float *)inp + 2 * oh * rs + 2 * ow, k, &t[0], &t[1]);
+                row_f32((const float *)inp + (2 * oh + 1) * rs + 2 * ow, k, &t[2], &t[3]);
+            }
+            const __m512 best = argmax4_taps(t, &arg);
+            if (dt == GM_BF16)
+                _mm256_mask_storeu_epi16((uint16_t *)out + o, first16(k), _mm512_cvtepi32_epi16(bf16_bits(best)));
+            else /* pool.c widens to double and back: a nan is quieted there too (-0 stays -0) */
+                _mm512_mask_storeu_ps((float *)out + o, first16(k),
+                                      _mm512_castsi512_ps(_mm512_mask_or_epi32(
+                                          _mm512_castps_si512(best), _mm512_cmp_ps_mask(best, best, _CMP_UNORD_Q),
+                                          _mm512_castps_si512(best), _mm512_set1_epi32(0x400000))));
+            _mm_mask_storeu_epi8(taps + o, first16(k), _mm512_cvtepi32_epi8(arg));
+        }
+}
+
+/* 0 where a tap is outside [-1, 4) (the generic loop's GM_ERR_ARG), else 1. */
+AVX512_FN static int bwd_taps_plane(void *dinp, const void *dout, int64_t drs, const int8_t *taps, gm_dtype dt,
+                                    const pool2d_geom *g) {
+    const int64_t H = g->H, W = g->W;
+    for (int64_t oh = 0; oh < g->OH; oh++) {
+        for (int64_t ow = 0; ow < g->OW; ow += 16) {
+            const int64_t k = g->OW - ow;
+            const __m512i arg = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(first16(k), taps + oh * g->OW + ow));
+            if (_mm512_cmplt_epi32_mask(arg, _mm512_set1_epi32(-1)) |
+                _mm512_cmpgt_epi32_mask(arg, _mm512_set1_epi32(3)))
+                return 0;
+            __mmask16 sel[4];
+            for (int j = 0; j < 4; j++) sel[j] = _mm512_cmpeq_epi32_mask(arg, _mm512_set1_epi32(j));
+            if (dt == GM_BF16) { /* as bwd_plane_bf16 */
+                const uint16_t *dp = (const uint16_t *)dout + oh * drs + ow;
+                uint16_t *d0 = (uint16_t *)dinp + 2 * oh * W, *d1 = d0 + W;
+                const __m512i gv16 = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(first16(k), dp));
+                const __m512i gv = bf16_bits(_mm512_add_ps(_mm512_castsi512_ps(_mm512_slli_epi32(gv16, 16)),
+                                                           _mm512_setzero_ps()));
+                const __m512i ghi = _mm512_slli_epi32(gv, 16);
+                const __m512i row0 =
+                    _mm512_or_si512(_mm512_maskz_mov_epi32(sel[0], gv), _mm512_maskz_mov_epi32(sel[1], ghi));
+                const __m512i row1 =
+                    _mm512_or_si512(_mm512_maskz_mov_epi32(sel[2], gv), _mm512_maskz_mov_epi32(sel[3], ghi));
+                _mm512_mask_storeu_epi16(d0 + 2 * ow, first32(2 * k), row0);
+                _mm512_mask_storeu_epi16(d1 + 2 * ow, first32(2 * k), row1);
+            } else {
+                float *d0 = (float *)dinp + 2 * oh * W, *d1 = d0 + W;
+                const __m512 gv = _mm512_add_ps(_mm512_maskz_loadu_ps(first16(k), (const float *)dout + oh * drs + ow),
+                                                _mm512_setzero_ps());
+                store_pair_f32(d0 + 2 * ow, k, _mm512_maskz_mov_ps(sel[0], gv), _mm512_maskz_mov_ps(sel[1], gv));
+                store_pair_f32(d1 + 2 * ow, k, _mm512_maskz_mov_ps(sel[2], gv), _mm512_maskz_mov_ps(sel[3], gv));
+            }
+        }
+        const size_t es = dt == GM_BF16 ? 2 : 4; /* an odd W's last column is in no window */
+        for (int64_t w = 2 * g->OW; w < W; w++) {
+            memset((char *)dinp + ((2 * oh) * W + w) * es, 0, es);
+            memset((char *)dinp + ((2 * oh + 1) * W + w) * es, 0, es);
+        }
+    }
+    const size_t es = dt == GM_BF16 ? 2 : 4; /* nor is an odd H's last row */
+    if (2 * g->OH < H) memset((char *)dinp + 2 * g->OH * W * es, 0, (size_t)((H - 2 * g->OH) * W) * es);
+    return 1;
+}
 #endif
 
 static int team(const pool2d_geom *g, int nthreads) {
@@ -200,6 +285,44 @@ int maxpool2x2_backward_input(void *dinp, const void *dout, const int64_t ds[4],
     return GM_OK;
 #else
     (void)dinp, (void)dout, (void)ds, (void)inp, (void)in, (void)dt, (void)g, (void)nthreads;
+    return GM_ERR_UNSUPPORTED;
+#endif
+}
+
+int maxpool2x2_forward_taps(void *out, int8_t *taps, const void *inp, const int64_t in[4], gm_dtype dt,
+                            const pool2d_geom *g, int nthreads) {
+#ifdef POOL_2X2_X86
+    if ((dt != GM_BF16 && dt != GM_F32) || !nn_bf16_fast() || !fast_geometry(g, in)) return GM_ERR_UNSUPPORTED;
+    const int64_t planes = g->N * g->C, ohw = g->OH * g->OW, es = dt == GM_BF16 ? 2 : 4;
+    const int nt = team(g, nthreads);
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+    for (int64_t p = 0; p < planes; p++)
+        fwd_taps_plane((char *)out + p * ohw * es, taps + p * ohw,
+                       (const char *)inp + ((p / g->C) * in[0] + (p % g->C) * in[1]) * es, in[2], dt, g);
+    return GM_OK;
+#else
+    (void)out, (void)taps, (void)inp, (void)in, (void)dt, (void)g, (void)nthreads;
+    return GM_ERR_UNSUPPORTED;
+#endif
+}
+
+int maxpool2x2_backward_taps(void *dinp, const void *dout, const int64_t ds[4], const int8_t *taps, gm_dtype dt,
+                             const pool2d_geom *g, int nthreads) {
+#ifdef POOL_2X2_X86
+    const int64_t in[4] = {g->C * g->H * g->W, g->H * g->W, g->W, 1}; /* dinp's: fast_geometry reads in[3] only */
+    if ((dt != GM_BF16 && dt != GM_F32) || !nn_bf16_fast() || !fast_geometry(g, in) || ds[3] != 1)
+        return GM_ERR_UNSUPPORTED;
+    const int64_t planes = g->N * g->C, hw = g->H * g->W, ohw = g->OH * g->OW, es = dt == GM_BF16 ? 2 : 4;
+    const int nt = team(g, nthreads);
+    int ok = 1;
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1) reduction(& : ok)
+    for (int64_t p = 0; p < planes; p++)
+        ok &= bwd_taps_plane((char *)dinp + p * hw * es,
+                             (const char *)dout + ((p / g->C) * ds[0] + (p % g->C) * ds[1]) * es, ds[2],
+                             taps + p * ohw, dt, g);
+    return ok ? GM_OK : GM_ERR_ARG;
+#else
+    (void)dinp, (void)dout, (void)ds, (void)taps, (void)dt, (void)g, (void)nthreads;
     return GM_ERR_UNSUPPORTED;
 #endif
 }

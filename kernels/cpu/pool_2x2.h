@@ -21,4 +21,11 @@ int maxpool2x2_forward(void *out, const void *inp, const int64_t in[4], gm_dtype
 int maxpool2x2_backward_input(void *dinp, const void *dout, const int64_t ds[4], const void *inp, const int64_t in[4],
                               gm_dtype dt, const pool2d_geom *g, int nthreads);
 
+/* maxpool2d_forward_taps and maxpool2d_backward_taps (pool.h) of these windows: the same values, taps and
+ * gradients; GM_ERR_UNSUPPORTED where the geometry or the CPU does not fit, GM_ERR_ARG for a tap outside [-1, 4). */
+int maxpool2x2_forward_taps(void *out, int8_t *taps, const void *inp, const int64_t in[4], gm_dtype dt,
+                            const pool2d_geom *g, int nthreads);
+int maxpool2x2_backward_taps(void *dinp, const void *dout, const int64_t ds[4], const int8_t *taps, gm_dtype dt,
+                             const pool2d_geom *g, int nthreads);
+
 #endif
