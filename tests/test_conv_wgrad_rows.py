@@ -1,0 +1,71 @@
+"""conv_wgrad's units of whole rows of taps (kernels/cpu/conv_wgrad.c): a unit owns a block of input channels, a
+block of output channels and every row of taps whose sums fit its stack block (WG_BLK_FLOATS), so its part of dW is
+contiguous runs, flushed in transposed 16x16 tiles and stored (not added) by the first group of items. Checked
+exactly on small integers against float64 NumPy where the rows split into blocks (9x9 and 11x11 kernels), where
+several groups of items or slices of one item add onto the first's stores, odd sizes, 1 and 2 threads."""
+import numpy as np
+import pytest
+
+import gpumemnet as gm
+from gpumemnet import _C
+from gpumemnet.nn.functional import conv2d
+
+from conv_util import T, ref_conv2d_grad_weight, threads, workspace_limit  # noqa: F401
+
+
+def ints(rng, shape):
+    return rng.integers(-2, 3, shape).astype(np.float64)
+
+
+# x, w, stride, padding, workspace limit (bytes; slices and groups of items below 1 MiB)
+CASES = [
+    dict(x=(2, 32, 19, 17), w=(64, 32, 9, 9), padding=4),                 # 9x9, K 64: rows in blocks of 5 + 4
+    dict(x=(2, 30, 16, 18), w=(16, 30, 11, 11), padding=5),               # K 16, C 30: blocks of 24 + 6; 4+4+3 rows
+    dict(x=(3, 20, 21, 21), w=(32, 20, 9, 7), stride=2, padding=(4, 3)),  # K 32, 9x7/2
+    dict(x=(3, 32, 19, 17), w=(64, 32, 9, 9), padding=4, limit=323 * 64 * 4),  # one item a group: 3 groups
+    dict(x=(1, 16, 40, 40), w=(64, 16, 9, 9), padding=4, limit=300 * 64 * 4),  # slices of 288 positions
+    dict(x=(3, 29, 17, 15), w=(48, 29, 3, 3), padding=1, limit=255 * 48 * 4 + 255 * 48 * 4),  # 3x3: whole rows
+    dict(x=(2, 64, 14, 14), w=(256, 64, 3, 3), padding=1),                # 3x3 256 out: 4 blocks of 64
+]
+
+
+def _ids(c):
+    return "-".join(f"{k}{v}" for k, v in c.items()).replace(" ", "")
+
+
+@pytest.mark.parametrize("nthreads", [1, 2])
+@pytest.mark.parametrize("case", CASES, ids=_ids)
+def test_rows_exact_on_integers(case, nthreads, threads, workspace_limit):
+    case = dict(case)
+    xs, ws = case.pop("x"), case.pop("w")
+    gm.set_num_threads(nthreads)
+    if "limit" in case:
+        _C.set_conv_workspace_limit(case.pop("limit"))
+    stride, padding = case.get("stride", 1), case.get("padding", 0)
+    rng = np.random.default_rng(21)
+    x = ints(rng, xs)
+    with gm.no_grad():
+        out_hw = conv2d(T(x, gm.float32), T(np.zeros(ws), gm.float32), None, stride, padding).shape[2:]
+    dout = ints(rng, (xs[0], ws[0]) + tuple(out_hw))
+    dw = _C.conv2d_backward(T(dout, gm.float32), T(x, gm.float32), None, stride, padding, 1, 1, (False, True, False),
+                            None, ws)[1]
+    np.testing.assert_array_equal(dw.numpy(), ref_conv2d_grad_weight(x, dout, ws, stride, padding))
+
+
+@pytest.mark.parametrize("nthreads", [1, 2])
+def test_rows_against_torch_float64(nthreads, threads):
+    """Normal data: the weight-gradient of a 9x9 layer (rows split) and the 3x3 256->256 14x14 layer within float32
+    rounding of PyTorch's float64 weight-gradient."""
+    torch = pytest.importorskip("torch")
+    gm.set_num_threads(nthreads)
+    rng = np.random.default_rng(22)
+    for xs, ws, pad in (((2, 32, 19, 17), (64, 32, 9, 9), 4), ((2, 256, 14, 14), (256, 256, 3, 3), 1)):
+        x = rng.standard_normal(xs).astype(np.float32)
+        P, Q = xs[2] + 2 * pad - ws[2] + 1, xs[3] + 2 * pad - ws[3] + 1
+        dout = rng.standard_normal((xs[0], ws[0], P, Q)).astype(np.float32)
+        dw = _C.conv2d_backward(T(dout), T(x), None, 1, pad, 1, 1, (False, True, False), None, ws)[1].numpy()
+        ref = torch.ops.aten.convolution_backward(
+            torch.from_numpy(dout).double(), torch.from_numpy(x).double(), torch.zeros(ws, dtype=torch.float64), None,
+            [1, 1], [pad, pad], [1, 1], False, [0, 0], 1, [False, True, False])[1].numpy()
+        scale = np.sqrt(xs[0] * P * Q)  # the sums' size: terms of unit variance
+        assert np.max(np.abs(dw - ref)) / scale < 1e-5
