@@ -2,7 +2,8 @@
 block of output channels and every row of taps whose sums fit its stack block (WG_BLK_FLOATS), so its part of dW is
 contiguous runs, flushed in transposed 16x16 tiles and stored (not added) by the first group of items. Checked
 exactly on small integers against float64 NumPy where the rows split into blocks (9x9 and 11x11 kernels), where
-several groups of items or slices of one item add onto the first's stores, odd sizes, 1 and 2 threads."""
+several groups of items or slices of one item add onto the first's stores, where each thread owns its blocks of
+output channels (K a multiple of 128 at 2 threads), odd sizes, 1 and 2 threads."""
 import numpy as np
 import pytest
 
@@ -26,6 +27,10 @@ CASES = [
     dict(x=(1, 16, 40, 40), w=(64, 16, 9, 9), padding=4, limit=300 * 64 * 4),  # slices of 288 positions
     dict(x=(3, 29, 17, 15), w=(48, 29, 3, 3), padding=1, limit=255 * 48 * 4 + 255 * 48 * 4),  # 3x3: whole rows
     dict(x=(2, 64, 14, 14), w=(256, 64, 3, 3), padding=1),                # 3x3 256 out: 4 blocks of 64
+    # K a multiple of 128: at 2 threads each owns its blocks of 64 output channels (no barrier)
+    dict(x=(3, 32, 19, 17), w=(128, 32, 9, 9), padding=4, limit=323 * 128 * 4),  # 3 groups, rows split
+    dict(x=(1, 40, 33, 35), w=(384, 40, 1, 1), limit=300 * 384 * 4),     # 1x1: slices of 288 positions, 6 blocks
+    dict(x=(2, 128, 28, 28), w=(128, 128, 1, 1)),                         # the benchmark's 1x1 layer
 ]
 
 
