@@ -25,10 +25,13 @@
  *
  * Work: items go through dT in groups (wg_plan: nb whole items, or a slice of one item's positions; about
  * WG_DT_TARGET bytes, the only workspace): the threads transpose the group, then share its units. A unit is
- * (m blocks of CB input channels, block of 16 KV output channels, row r of taps); it runs over the group's
- * positions in chunks of WG_PCHUNK (dT's chunk, up to 16 KiB, stays in L1 across the m blocks and S taps), its
- * sums in a block on its stack, added into dW once at the end: units own disjoint weights, so no atomics and
- * no partial copies of dW. The whole file is compiled for AVX-512; conv.c calls in only after conv_wgrad_use. */
+ * (m blocks of CB input channels, block of 16 KV output channels, every row of taps that fits its stack block);
+ * it runs over the group's positions in chunks of WG_PCHUNK (dT's chunk, up to 16 KiB, stays in L1 across the m
+ * blocks and R S taps), its sums in a block on its stack, stored into (first group) or added onto dW once at the
+ * end, in contiguous runs of dW's rows: units own disjoint weights, so no atomics, no partial copies of dW and
+ * (whole rows of taps) no cache line written by two cores at once. Where the blocks of output channels split
+ * evenly over the threads, each thread transposes and runs its own blocks, and no thread waits for another.
+ * The whole file is compiled for AVX-512; conv.c calls in only after conv_wgrad_use. */
 #include "conv_internal.h"
 
 #pragma GCC target("avx512f")
