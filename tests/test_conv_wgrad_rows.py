@@ -74,3 +74,28 @@ def test_rows_against_torch_float64(nthreads, threads):
             [1, 1], [pad, pad], [1, 1], False, [0, 0], 1, [False, True, False])[1].numpy()
         scale = np.sqrt(xs[0] * P * Q)  # the sums' size: terms of unit variance
         assert np.max(np.abs(dw - ref)) / scale < 1e-5
+
+
+def test_owned_blocks_follow_the_team_openmp_gives():
+    """Asked for 2 threads, OpenMP may give fewer (OMP_THREAD_LIMIT, a region inside another): the blocks of
+    output channels then follow the team it gave, and every weight is still computed (a fresh process: libgomp
+    reads the limit when it loads)."""
+    import os
+    import subprocess
+    import sys
+    code = (
+        "import numpy as np, gpumemnet as gm\n"
+        "from gpumemnet import _C\n"
+        "from conv_util import ref_conv2d_grad_weight\n"
+        "gm.set_num_threads(2)\n"
+        "rng = np.random.default_rng(23)\n"
+        "x = rng.integers(-2, 3, (2, 32, 20, 20)).astype(np.float64)\n"
+        "d = rng.integers(-2, 3, (2, 256, 20, 20)).astype(np.float64)\n"
+        "dw = _C.conv2d_backward(gm.tensor(d, dtype=gm.float32), gm.tensor(x, dtype=gm.float32), None, 1, 0, 1, 1,\n"
+        "                        (False, True, False), None, (256, 32, 1, 1))[1].numpy()\n"
+        "assert np.array_equal(dw, ref_conv2d_grad_weight(x, d, (256, 32, 1, 1))), 'wrong'\n"
+        "print('ok')\n")
+    env = dict(os.environ, OMP_THREAD_LIMIT="1")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (os.path.dirname(__file__), env.get("PYTHONPATH")) if p)
+    got = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert got.returncode == 0 and got.stdout.strip() == "ok", got.stderr[-2000:]

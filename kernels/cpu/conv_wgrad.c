@@ -307,18 +307,19 @@ void conv_wgrad_backward_weight(float *dw, const float *dout, const float *x, co
      * on a barrier, and a thread asleep there (OMP_WAIT_POLICY=PASSIVE) could wake after the other had run every
      * unit: the 1x1 128->128 28x28 layer, batch 2 (12 units of ~25 us), ran all 12 on one thread, 0.31 ms on two
      * threads against 0.30 on one. */
-    const int own = nt > 1 && w.nkb % nt == 0;
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
-        const int64_t t = omp_get_thread_num();
+        /* the team OpenMP gave (fewer than nt inside another parallel region or under a thread limit) */
+        const int64_t t = omp_get_thread_num(), tn = omp_get_num_threads();
+        const int own = tn > 1 && w.nkb % tn == 0;
         for (int64_t grp = 0; grp < ngrp; grp++) {
             const int64_t n0 = grp / nslice * nb, cnt = min64(nb, N - n0), p0 = grp % nslice * plen;
             const int64_t p1 = min64(PQ, p0 + plen), len = p1 - p0, nblk = ceil_div64(len, 16);
             if (own) {
-                for (int64_t kb = t; kb < w.nkb; kb += nt)
+                for (int64_t kb = t; kb < w.nkb; kb += tn)
                     for (int64_t i = 0; i < cnt; i++)
                         for (int64_t j = 0; j < nblk; j++) transpose_piece(ws, dout, g, n0, p0, len, i, kb, j * 16);
-                for (int64_t kb = t; kb < w.nkb; kb += nt)
+                for (int64_t kb = t; kb < w.nkb; kb += tn)
                     for (int64_t u = 0; u < nrb * w.ncb; u++)
                         run_unit(dw, x, ws, &w, u / w.ncb, u % w.ncb, kb, n0, cnt, p0, p1, grp == 0);
                 continue;
