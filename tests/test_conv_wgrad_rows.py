@@ -76,10 +76,12 @@ def test_rows_against_torch_float64(nthreads, threads):
         assert np.max(np.abs(dw - ref)) / scale < 1e-5
 
 
-def test_owned_blocks_follow_the_team_openmp_gives():
-    """Asked for 2 threads, OpenMP may give fewer (OMP_THREAD_LIMIT, a region inside another): the blocks of
-    output channels then follow the team it gave, and every weight is still computed (a fresh process: libgomp
-    reads the limit when it loads)."""
+def test_weight_gradients_follow_the_team_openmp_gives():
+    """Asked for 2 threads, OpenMP may give fewer (OMP_THREAD_LIMIT, a region inside another): the threads' shares
+    of the weight-gradient then follow the team it gave, and every weight is still computed; conv_wgrad's owned
+    blocks (K 256) and the gemm route's split rows (conv.c: tiles of items at 7x7, within-item tiles for K 72, the
+    pointwise 1x1 at 7x7) both left half of dW unwritten before. A fresh process: libgomp reads the limit when it
+    loads."""
     import os
     import subprocess
     import sys
@@ -89,11 +91,13 @@ def test_owned_blocks_follow_the_team_openmp_gives():
         "from conv_util import ref_conv2d_grad_weight\n"
         "gm.set_num_threads(2)\n"
         "rng = np.random.default_rng(23)\n"
-        "x = rng.integers(-2, 3, (2, 32, 20, 20)).astype(np.float64)\n"
-        "d = rng.integers(-2, 3, (2, 256, 20, 20)).astype(np.float64)\n"
-        "dw = _C.conv2d_backward(gm.tensor(d, dtype=gm.float32), gm.tensor(x, dtype=gm.float32), None, 1, 0, 1, 1,\n"
-        "                        (False, True, False), None, (256, 32, 1, 1))[1].numpy()\n"
-        "assert np.array_equal(dw, ref_conv2d_grad_weight(x, d, (256, 32, 1, 1))), 'wrong'\n"
+        "for xs, ws, pad in (((2, 32, 20, 20), (256, 32, 1, 1), 0), ((2, 64, 7, 7), (128, 64, 3, 3), 1),\n"
+        "                    ((2, 96, 20, 20), (72, 96, 3, 3), 1), ((2, 64, 7, 7), (64, 64, 1, 1), 0)):\n"
+        "    x = rng.integers(-2, 3, xs).astype(np.float64)\n"
+        "    d = rng.integers(-2, 3, (xs[0], ws[0]) + xs[2:]).astype(np.float64)\n"
+        "    dw = _C.conv2d_backward(gm.tensor(d, dtype=gm.float32), gm.tensor(x, dtype=gm.float32), None, 1, pad,\n"
+        "                            1, 1, (False, True, False), None, ws)[1].numpy()\n"
+        "    assert np.array_equal(dw, ref_conv2d_grad_weight(x, d, ws, 1, pad)), ws\n"
         "print('ok')\n")
     env = dict(os.environ, OMP_THREAD_LIMIT="1")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (os.path.dirname(__file__), env.get("PYTHONPATH")) if p)
