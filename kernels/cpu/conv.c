@@ -186,8 +186,9 @@ static int FN(backward_weight_items)(T *dw, const T *dout, const T *x, const con
     conv_blas_single_begin(nt);
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
-        const int64_t t = omp_get_thread_num(), j0 = CRS * t / nt, j1 = CRS * (t + 1) / nt;
-        const int64_t k0 = Kg * t / nt, k1 = Kg * (t + 1) / nt;
+        /* shares of the team OpenMP gave, which may be smaller than nt (OMP_THREAD_LIMIT, a nested region) */
+        const int64_t t = omp_get_thread_num(), tn = omp_get_num_threads();
+        const int64_t j0 = CRS * t / tn, j1 = CRS * (t + 1) / tn, k0 = Kg * t / tn, k1 = Kg * (t + 1) / tn;
         for (int64_t u = 0; u < units; u++) {
             const int64_t grp = u % G, n0 = u / G * nb, n1 = min64(N, n0 + nb), cnt = (n1 - n0) * PQ;
             for (int64_t n = n0; n < n1; n++) {
@@ -325,8 +326,8 @@ static int FN(conv2d_backward_weight)(T *dw, const T *dout, const T *x, const co
     conv_blas_single_begin(nt);
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
-        const int64_t t = omp_get_thread_num(), rows = algo == CONV_ALGO_IM2COL ? CRS : Cg;
-        const int64_t j0 = rows * t / nt, j1 = rows * (t + 1) / nt;
+        const int64_t t = omp_get_thread_num(), tn = omp_get_num_threads(), rows = algo == CONV_ALGO_IM2COL ? CRS : Cg;
+        const int64_t j0 = rows * t / tn, j1 = rows * (t + 1) / tn; /* of the team OpenMP gave (see above) */
         for (int64_t n = 0; n < N && j1 > j0; n++) {
             for (int64_t grp = 0; grp < G; grp++) {
                 for (int64_t s0 = 0; s0 < PQ; s0 += tile) {
