@@ -115,6 +115,13 @@ class Estimate:
                     policy as the host's: byte for byte what "cpu-pinned", or "cpu" for pageable copies, shows)
     bytes_to_host, bytes_to_device   what offload copies across the bus in the step (steady state: an
                     offloading optimizer's one-time download of its masters is not counted); bytes_moved: both
+    micro_batch_to_host, micro_batch_to_device   the part of them one micro-batch's forward and backward moves
+                    (every micro-batch moves the same; the rest is the optimizer step's): under
+                    accumulation_steps=k an overlapped optimizer sends each gradient down k times
+    overlapped_to_host, overlapped_to_device   the part of bytes_to_host/device that crosses on the device's copy
+                    stream beside backward's kernels (bytes_overlapped: both): an optimizer's gradients after
+                    overlap_grad_copies(), save_on_cpu's prefetch. overlap_grad_copies: whether the optimizer the
+                    factory made overlaps (optimizer=lambda ps: Adam(ps, offload="cpu").overlap_grad_copies())
     Data parallel (estimate(..., world_size=N, zero=z)): the figures are one rank's, `rank`; comm_bytes is what
     DistributedDataParallel holds from its construction (the gradient buckets, category communication), counted
     in total; per_rank is [total of rank 0, 1, ...] when every rank was estimated (ZeRO: the shards differ), and
@@ -125,6 +132,8 @@ class Estimate:
     rank = None
     per_rank = None
     host_peak = bytes_to_host = bytes_to_device = 0
+    micro_batch_to_host = micro_batch_to_device = overlapped_to_host = overlapped_to_device = 0
+    overlap_grad_copies = False
 
     def __init__(self, **kw):
         self.__dict__.update(kw)
@@ -132,6 +141,10 @@ class Estimate:
     @property
     def bytes_moved(self):
         return self.bytes_to_host + self.bytes_to_device
+
+    @property
+    def bytes_overlapped(self):
+        return self.overlapped_to_host + self.overlapped_to_device
 
     @property
     def total(self):
@@ -361,7 +374,10 @@ def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, 
     context around estimate() does the same). param_dtype: the model's floating parameters (and floating inputs)
     in this dtype, as after model.to(param_dtype): gm.bfloat16 with optimizer=lambda ps: Adam(ps, offload="cpu")
     is bf16 parameters on the device with fp32 masters on the host. Estimate.host_peak and bytes_moved say what
-    offload puts in host memory and moves per step.
+    offload puts in host memory and moves per step. The factory's optimizer runs as the script's would: one that
+    overlaps its gradient copies with backward (optimizer=lambda ps: Adam(ps, offload="cpu").overlap_grad_copies())
+    is estimated so (each gradient staged on the host from its backward to the step, and copied down once per
+    micro-batch: Estimate.micro_batch_to_host, bytes_overlapped).
     world_size: the step of one rank of a data-parallel run of world_size ranks, each with this batch (so give
     the per-rank batch): the model wrapped in gm.nn.parallel.DistributedDataParallel (zero=0) and the optimizer
     in gm.distributed.optim.ZeroRedundancyOptimizer(optimizer_class=optimizer, stage=zero) for zero=1 (under DDP)
@@ -528,12 +544,15 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
             loss.backward()
             if not keep_outputs:
                 loss = None
+            if i == 0:
+                micro_moved = _offload.bytes_moved()
         grad_bytes = _cat("gradient") - base_cat["gradient"]
         if opt is not None:
             opt.step()
         out = loss = None
         host_peak = _memory.max_memory_allocated(_memory.META_HOST) - host_base
-        moved = _offload.bytes_moved()
+        moved, overlapped = _offload.bytes_moved(), _offload.bytes_overlapped()
+        overlap = bool(getattr(opt, "_overlap_handles", None))
         after = _memory.memory_stats(META)
         optimizer_bytes = _cat("optimizer") - base_cat["optimizer"]
         peak = after["allocated"]["peak"] - base
@@ -583,7 +602,10 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         input_bytes=input_bytes, layers=rows, input_shape=shape, micro_batch=micro, device=dev,
         comm_bytes=comm_bytes, world_size=dist[0], zero=dist[1], rank=dist[2],
         notes=[CUDNN_NOTE] if meta_target[0] == "cuda" else [], seconds=time.perf_counter() - t0,
-        host_peak=host_peak, bytes_to_host=moved["to_host"], bytes_to_device=moved["to_device"])
+        host_peak=host_peak, bytes_to_host=moved["to_host"], bytes_to_device=moved["to_device"],
+        micro_batch_to_host=micro_moved["to_host"], micro_batch_to_device=micro_moved["to_device"],
+        overlapped_to_host=overlapped["to_host"], overlapped_to_device=overlapped["to_device"],
+        overlap_grad_copies=overlap)
 
 
 def _device_allocator(dev):

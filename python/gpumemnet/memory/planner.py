@@ -26,12 +26,18 @@ bytes to the host are candidates too, each priced by offload_cost(), kept apart 
 time model calibrated on the machine (bandwidth, CPU Adam throughput, the step's own time) can feed it:
     offload_optimizer   Adam/AdamW/SGD(offload="cpu"): fp32 masters and state in pinned host memory;
     param_dtype=bf16    with it, bfloat16 parameters on the device (fp32 masters stay on the host);
-    save_on_cpu         activations saved for backward in host memory (gm.autograd.graph.save_on_cpu).
+    save_on_cpu         activations saved for backward in host memory (gm.autograd.graph.save_on_cpu);
+    overlap_grad_copies with offload_optimizer, the optimizer's overlap_grad_copies(): each gradient goes down
+                        on the copy stream as backward produces it. Only when given in `candidates`: it costs the
+                        gradients' bytes of host memory (each staged from its backward to the step), for which
+                        plan has no budget, and under accumulation each micro-batch sends them again.
 Without measured figures offload_cost() uses fixed factors (OFFLOAD_OPTIMIZER_COST, SAVE_ON_CPU_COST): a step
 whose optimizer runs on the CPU is dominated by the bus and the CPU's Adam, ZeRO-Offload's own figures put it
 at 1.5-2x a GPU step for a model this size; activations moved to the host and back cost less, since only the
 saved tensors cross. So offload comes after every on-device remedy that fits, and activations before the
-optimizer."""
+optimizer. Overlapped gradient copies (OFFLOAD_OVERLAP_COST, 1.6 instead of 1.8) hide the gradients' half of
+the optimizer's traffic behind backward: a fixed guess, like the others, until measured figures replace it
+(offload_cost's timing)."""
 import math
 import warnings
 
@@ -53,8 +59,10 @@ HALVING_COST = 1.1
 AUTOCAST_COST = 1.0
 ZERO_COST = {0: 1.0, 1: 1.05, 2: 1.02}
 OFFLOAD_OPTIMIZER_COST = 1.8
+OFFLOAD_OVERLAP_COST = 1.6
 SAVE_ON_CPU_COST = 1.3
-OFFLOAD_KEYS = ("offload_optimizer", "save_on_cpu", "param_dtype")  # set in a candidate only when used
+BACKWARD_SHARE = 2 / 3  # backward's share of a step without a measurement: it computes two products per forward one
+OFFLOAD_KEYS = ("offload_optimizer", "save_on_cpu", "param_dtype", "overlap_grad_copies")  # only when used
 _OFFLOADABLE = (Adam, AdamW, SGD)
 
 
@@ -168,23 +176,30 @@ def cost_factors():
     return r.get("checkpoint_cost", CHECKPOINT_COST), r.get("halving_cost", HALVING_COST)
 
 
-def offload_cost(offload_optimizer=False, save_on_cpu=False, estimate=None, timing=None):
+def offload_cost(offload_optimizer=False, save_on_cpu=False, estimate=None, timing=None, overlap_grad_copies=False):
     """The slowdown factor of the offload remedies (1.0: none). With `timing` (a dict of measured figures:
     "bandwidth" host<->device bytes/s, "cpu_adam" parameters/s of the CPU optimizer, "step_seconds" of the step
-    on the device without offload) and the configuration's `estimate` (bytes moved, parameters), it is
-    1 + (bytes moved / bandwidth + parameters / cpu_adam) / step_seconds: the copies and the CPU update are
-    synchronous (one stream per device), so they add to the step. Without them, the fixed factors of the
-    module's docstring."""
+    on the device without offload, optionally "backward_seconds" of its backward, default BACKWARD_SHARE of the
+    step) and the configuration's `estimate` (bytes moved, overlapped bytes, parameters), it is
+        1 + (synchronous bytes / bandwidth + max(0, overlapped bytes / bandwidth - backward_seconds)
+             + parameters / cpu_adam) / step_seconds:
+    the synchronous copies and the CPU update add to the step; the bytes that cross on the copy stream beside
+    backward (Estimate.bytes_overlapped: overlap_grad_copies()'s gradients, save_on_cpu's prefetch) cost only
+    what backward does not cover. Without them, the fixed factors of the module's docstring (overlap_grad_copies
+    picks OFFLOAD_OVERLAP_COST for the optimizer)."""
     if not (offload_optimizer or save_on_cpu):
         return 1.0
     if timing is not None and estimate is not None:
-        extra = estimate.bytes_moved / timing["bandwidth"]
+        hidden = getattr(estimate, "bytes_overlapped", 0)  # an Estimate; a figure-only stand-in may lack it
+        backward = timing.get("backward_seconds", BACKWARD_SHARE * timing["step_seconds"])
+        extra = (estimate.bytes_moved - hidden) / timing["bandwidth"]
+        extra += max(0.0, hidden / timing["bandwidth"] - backward)
         if offload_optimizer:
             extra += estimate.trainable / timing["cpu_adam"]
         return 1.0 + extra / timing["step_seconds"]
     cost = 1.0
     if offload_optimizer:
-        cost *= OFFLOAD_OPTIMIZER_COST
+        cost *= OFFLOAD_OVERLAP_COST if overlap_grad_copies else OFFLOAD_OPTIMIZER_COST
     if save_on_cpu:
         cost *= SAVE_ON_CPU_COST
     return cost
@@ -199,7 +214,7 @@ def autocast_cost(device="cpu"):
 
 
 def step_cost(accumulation_steps=1, checkpoint_segments=None, autocast=None, zero=0, offload_optimizer=False,
-              save_on_cpu=False, param_dtype=None, device="cpu"):
+              save_on_cpu=False, param_dtype=None, overlap_grad_copies=False, device="cpu"):
     """The relative time of one optimizer step on device under the module's cost model (fp32, no tricks = 1.0)."""
     checkpoint_cost, halving_cost = cost_factors()
     cost = halving_cost ** math.log2(accumulation_steps) * ZERO_COST[zero]
@@ -207,7 +222,7 @@ def step_cost(accumulation_steps=1, checkpoint_segments=None, autocast=None, zer
         cost *= checkpoint_cost
     if autocast is not None:
         cost *= autocast_cost(device)
-    return cost * offload_cost(offload_optimizer, save_on_cpu)
+    return cost * offload_cost(offload_optimizer, save_on_cpu, overlap_grad_copies=overlap_grad_copies)
 
 
 class Plan:
@@ -219,9 +234,12 @@ class Plan:
     predicted_peak                    Estimate.total of the configuration: parameters + input + step peak
                                       (allocated bytes; a meta run under the budget as a limit completed too)
     predicted_reserved                the peak of segments reserved in that run (parameters, input, step)
-    offload_optimizer, save_on_cpu, param_dtype   the offload remedies (module docstring); param_dtype: None or
-                                      the dtype of the parameters on the device (prepare(model) converts them)
-    predicted_host_peak, predicted_bytes_moved   the host memory and bus traffic of the step (0 without offload)
+    offload_optimizer, save_on_cpu, param_dtype, overlap_grad_copies   the offload remedies (module docstring);
+                                      param_dtype: None or the dtype of the parameters on the device
+                                      (prepare(model) converts them); overlap_grad_copies: optimizer() calls
+                                      the optimizer's overlap_grad_copies()
+    predicted_host_peak, predicted_bytes_moved   the host memory and bus traffic of the step (0 without offload);
+    predicted_bytes_overlapped        the part of that traffic on the copy stream beside backward
     predicted_time                    relative step time under the cost model (see the module's docstring)
     estimate                          the Estimate behind predicted_peak
     considered                        [(config dict, total bytes, time)] in the order they were estimated
@@ -233,10 +251,13 @@ class Plan:
     zero = 0
 
     def __init__(self, model, loss_fn, batch_size, budget, accumulation_steps, checkpoint_segments, autocast,
-                 est, time, considered, offload_optimizer=False, save_on_cpu=False, param_dtype=None):
+                 est, time, considered, offload_optimizer=False, save_on_cpu=False, param_dtype=None,
+                 overlap_grad_copies=False):
         self.offload_optimizer, self.save_on_cpu, self.param_dtype = offload_optimizer, save_on_cpu, param_dtype
+        self.overlap_grad_copies = overlap_grad_copies
         self.predicted_host_peak = getattr(est, "host_peak", 0)
         self.predicted_bytes_moved = getattr(est, "bytes_to_host", 0) + getattr(est, "bytes_to_device", 0)
+        self.predicted_bytes_overlapped = getattr(est, "bytes_overlapped", 0)
         self.model, self.loss_fn, self.batch_size, self.budget = model, loss_fn, batch_size, budget
         self.accumulation_steps = accumulation_steps
         self.micro_batch = batch_size // accumulation_steps
@@ -251,7 +272,9 @@ class Plan:
         off = ""
         if self.offload_optimizer or self.save_on_cpu:
             off = (f"offload_optimizer={self.offload_optimizer}, save_on_cpu={self.save_on_cpu}, "
-                   f"param_dtype={self.param_dtype}, predicted_host_peak={_fmt(self.predicted_host_peak)}, ")
+                   f"param_dtype={self.param_dtype}, "
+                   + ("overlap_grad_copies=True, " if self.overlap_grad_copies else "")
+                   + f"predicted_host_peak={_fmt(self.predicted_host_peak)}, ")
         return (f"Plan({ranks}micro_batch={self.micro_batch}, accumulation_steps={self.accumulation_steps}, "
                 f"checkpoint_segments={self.checkpoint_segments}, autocast={amp}, {off}"
                 f"predicted_peak={_fmt(self.predicted_peak)} of {_fmt(self.budget)}, "
@@ -264,11 +287,13 @@ class Plan:
         return model.to(self.param_dtype) if self.param_dtype is not None else model
 
     def optimizer(self, params, cls=None, **kwargs):
-        """The planned optimizer over params: cls (default gm.optim.Adam) with offload="cpu" when planned."""
+        """The planned optimizer over params: cls (default gm.optim.Adam) with offload="cpu" when planned, and its
+        gradient copies overlapped with backward (overlap_grad_copies()) when planned."""
         cls = Adam if cls is None else cls
         if self.offload_optimizer:
             kwargs["offload"] = "cpu"
-        return cls(params, **kwargs)
+        opt = cls(params, **kwargs)
+        return opt.overlap_grad_copies() if self.overlap_grad_copies else opt
 
     def step(self, x, y, optimizer):
         """One optimizer step of the whole batch (x, y) as planned: k micro-batches, each under autocast and
@@ -351,6 +376,8 @@ def _check_candidate(c, model, batch_size, world_size=None):
                   **({"zero": 0} if world_size is not None else {})), **c)
     if c.get("zero", 0) not in (0, 1, 2):
         raise ValueError(f"plan: a candidate's zero must be 0, 1 or 2, got {c['zero']!r}")
+    if c.get("overlap_grad_copies") and not c.get("offload_optimizer"):
+        raise ValueError(f"plan: a candidate's overlap_grad_copies needs offload_optimizer=True, got {c!r}")
     for key in OFFLOAD_KEYS:  # a remedy not used is left out, as in the default grid
         if not c.get(key):
             c.pop(key, None)
@@ -377,7 +404,8 @@ def plan(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, targ
     smallest predicted total when nothing fits. device: the device the plan is for (as max_batch_size's: its
     estimates stand for it, "cuda" from a machine without one too); for a CUDA device, with optimizer None or
     Adam/AdamW/SGD, the offload remedies are candidates too (module docstring), and Plan.prepare(model),
-    Plan.optimizer(params) apply them. (The former order, plan(model, loss_fn, input_shape, batch_size,
+    Plan.optimizer(params) apply them; a candidate may also ask for overlap_grad_copies=True with
+    offload_optimizer=True (not in the default grid: it costs the gradients' bytes of host memory). (The former order, plan(model, loss_fn, input_shape, batch_size,
     budget, ...), still works, with a DeprecationWarning.)
     world_size: plan one rank of a data-parallel run of world_size ranks (batch_size is then per rank): the
     candidates also choose zero = 0 (DistributedDataParallel), 1 or 2 (ZeroRedundancyOptimizer stage), and each
@@ -433,7 +461,8 @@ def plan(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, targ
     c, est, t = best
     p = Plan(model, loss_fn, batch_size, budget, c["accumulation_steps"], c["checkpoint_segments"],
              c["autocast"], est, t, considered, offload_optimizer=bool(c.get("offload_optimizer")),
-             save_on_cpu=bool(c.get("save_on_cpu")), param_dtype=c.get("param_dtype"))
+             save_on_cpu=bool(c.get("save_on_cpu")), param_dtype=c.get("param_dtype"),
+             overlap_grad_copies=bool(c.get("overlap_grad_copies")))
     if world_size is not None:
         p.world_size, p.zero = world_size, c["zero"]
     return p
@@ -445,7 +474,8 @@ def _estimate_kwargs(c, optimizer):
     kw["optimizer"] = optimizer
     if c.get("offload_optimizer"):
         cls = Adam if optimizer is None else optimizer
-        kw["optimizer"] = lambda ps: cls(ps, offload="cpu")
+        overlap = bool(c.get("overlap_grad_copies"))
+        kw["optimizer"] = lambda ps: cls(ps, offload="cpu").overlap_grad_copies(overlap)
     kw["save_on_cpu"] = bool(c.get("save_on_cpu"))
     kw["param_dtype"] = c.get("param_dtype")
     return kw
@@ -468,6 +498,8 @@ def _describe(c):
     if c.get("offload_optimizer"):
         off += ", optimizer offloaded to the host" + (f" with {c['param_dtype']} parameters on the device"
                                                       if c.get("param_dtype") is not None else "")
+        if c.get("overlap_grad_copies"):
+            off += ", gradients copied down during backward"
     if c.get("save_on_cpu"):
         off += ", activations saved on the host"
     return (f"accumulation_steps={c['accumulation_steps']}, checkpoint_segments={c['checkpoint_segments']}, "
