@@ -120,3 +120,14 @@ def test_offload_cost_hides_overlapped_bytes_behind_backward():
     assert _plan.offload_cost(True, False, E, t) == pytest.approx(1 + 0.5 + 0.5)
     overlapped = _plan.step_cost(offload_optimizer=True, overlap_grad_copies=True)
     assert overlapped == pytest.approx(_plan.OFFLOAD_OVERLAP_COST) and overlapped < _plan.step_cost(offload_optimizer=True)
+
+
+def test_a_target_given_as_a_shape_follows_param_dtype():
+    """As the inputs do (a script converts both: x.to(dtype), y.to(dtype)); a Tensor target keeps its dtype."""
+    kw = dict(loss_fn=F.mse_loss, optimizer=OPTS["adam"], batch_size=4, device="cuda", param_dtype=gm.bfloat16)
+    by_shape = gm.memory.estimate(_mlp(), (64,), target=(4, 40), **kw)
+    by_tensor = gm.memory.estimate(_mlp(), (64,), target=gm.empty(4, 40, dtype=gm.bfloat16, device="meta"), **kw)
+    assert (by_shape.total, by_shape.host_peak, by_shape.input_bytes) == \
+        (by_tensor.total, by_tensor.host_peak, by_tensor.input_bytes)
+    with pytest.raises(ValueError, match="does not match input dtype"):  # mse_loss refuses mixed dtypes
+        gm.memory.estimate(_mlp(), (64,), target=gm.empty(4, 40, device="meta"), **kw)

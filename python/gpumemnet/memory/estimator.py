@@ -306,12 +306,13 @@ def _check_scalar_loss(loss, who):
 
 
 # ---- estimate ------------------------------------------------------------------------------------------------
-def _meta_like(spec, batch, what):
-    """A meta tensor for target: a Tensor (its shape and dtype; the first dim becomes the micro-batch) or a shape."""
+def _meta_like(spec, batch, what, dtype=None):
+    """A meta tensor for target: a Tensor (its shape and dtype; the first dim becomes the micro-batch) or a shape
+    (dtype, default float32: under param_dtype a target given as a shape follows the model, as its inputs do)."""
     if isinstance(spec, _C.TensorBase):
         shape, dtype = tuple(spec.shape), spec._dtype
     elif isinstance(spec, (tuple, list)):
-        shape, dtype = tuple(spec), as_dtype("float32").code
+        shape, dtype = tuple(spec), dtype if dtype is not None else as_dtype("float32").code
     else:
         raise TypeError(f"estimate: {what} must be a Tensor or a shape, got {type(spec).__name__}")
     if batch is not None and shape:
@@ -371,9 +372,9 @@ def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, 
     where the real device would, and OutOfMemoryError is raised where the real step would raise it. This is the
     test of "fits" that counts reserved bytes (fragmentation included), not only allocated ones.
     save_on_cpu: forward under gm.autograd.graph.save_on_cpu (saved activations in host memory; entering that
-    context around estimate() does the same). param_dtype: the model's floating parameters (and floating inputs)
-    in this dtype, as after model.to(param_dtype): gm.bfloat16 with optimizer=lambda ps: Adam(ps, offload="cpu")
-    is bf16 parameters on the device with fp32 masters on the host. Estimate.host_peak and bytes_moved say what
+    context around estimate() does the same). param_dtype: the model's floating parameters (and floating inputs,
+    and a target given as a shape) in this dtype, as after model.to(param_dtype): gm.bfloat16 with
+    optimizer=lambda ps: Adam(ps, offload="cpu") is bf16 parameters on the device with fp32 masters on the host. Estimate.host_peak and bytes_moved say what
     offload puts in host memory and moves per step. The factory's optimizer runs as the script's would: one that
     overlaps its gradient copies with backward (optimizer=lambda ps: Adam(ps, offload="cpu").overlap_grad_copies())
     is estimated so (each gradient staged on the host from its backward to the step, and copied down once per
@@ -495,7 +496,7 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         with category("input"):
             xs = [_C.empty(sh, dt, META) for sh, dt in specs]
             if target is not None:
-                y = _meta_like(target, micro, "target")
+                y = _meta_like(target, micro, "target", pdt.code if pdt is not None else None)
         if target is None and loss_fn is not None:
             y = _made_up_target(clone, micro_batch(xs, 0), loss_fn, amp_ctx)
         input_bytes = _memory.memory_allocated(META) - a0
