@@ -4,7 +4,8 @@ PyTorch 1.5-1.7 that the story's traceback shows, weight decay on: a gradient co
 quotient per parameter). Nothing real is allocated; it runs in about a second on a laptop.
 
 --offload (issue 15's figures): the device and host peaks of the step for a CUDA card under fp32 Adam, offloaded
-Adam (Adam(offload="cpu")) and offloaded Adam with bfloat16 parameters: predicted at full size on meta, and at a
+Adam (Adam(offload="cpu")) and offloaded Adam with bfloat16 parameters, each offloaded one also with its gradient
+copies overlapped with backward (overlap_grad_copies()): predicted at full size on meta, and at a
 reduced size (--div, --height, --width) predicted and measured on CUDA (a GPU, or the emulator of a
 GPUMEMNET_CUDA=emu build) when one is there, with the step time of each configuration measured there (median of
 --steps) beside the slowdown the planner's cost model predicts for it (its fixed factors, or with --calibrate
@@ -53,6 +54,10 @@ CONFIGS = [  # (name, optimizer factory, parameter dtype)
     ("fp32 Adam", lambda ps: gm.optim.Adam(ps), None),
     ("offloaded Adam", lambda ps: gm.optim.Adam(ps, offload="cpu"), None),
     ("offloaded Adam + bf16 params", lambda ps: gm.optim.Adam(ps, offload="cpu"), gm.bfloat16),
+    # the gradients go down during backward (overlap_grad_copies): the host holds them all until the step
+    ("offloaded Adam, overlapped", lambda ps: gm.optim.Adam(ps, offload="cpu").overlap_grad_copies(), None),
+    ("offloaded Adam + bf16, overlapped", lambda ps: gm.optim.Adam(ps, offload="cpu").overlap_grad_copies(),
+     gm.bfloat16),
 ]
 
 
@@ -62,8 +67,10 @@ def _predict(model, shape, opt, dtype):
 
 
 def _measure(div, height, width, opt, dtype, steps):
-    """One configuration on CUDA: device and host (pinned) peaks of the steps and their median time."""
+    """One configuration on CUDA: device and host (pinned) peaks of the steps, the bytes the last one moved across
+    the bus, and their median time."""
     import statistics
+    from gpumemnet._core import offload as _off
     gm.manual_seed(0)
     model = Story000(div, height, width, device="cuda")
     if dtype is not None:
@@ -78,6 +85,7 @@ def _measure(div, height, width, opt, dtype, steps):
     times = []
     for _ in range(steps):
         t = time.perf_counter()
+        _off.reset_bytes_moved()
         o.zero_grad()
         F.mse_loss(model(x), y).backward()
         o.step()
@@ -85,7 +93,7 @@ def _measure(div, height, width, opt, dtype, steps):
         times.append(time.perf_counter() - t)
     r = {"device_peak": gm.memory.max_memory_allocated("cuda"),
          "host_peak": gm.memory.max_memory_allocated("cpu-pinned"),
-         "step_s": statistics.median(times[1:] or times)}
+         "step_s": statistics.median(times[1:] or times), "moved": sum(_off.bytes_moved().values())}
     del model, o, x, y
     return r
 
@@ -97,7 +105,7 @@ def offload(args):
     print(f"story-000 net, batch 1, for a CUDA card, predicted on meta (full size, {n / 1e6:.1f}M parameters):")
     for name, opt, dtype in CONFIGS:
         est = _predict(model, (2, 384, 160), opt, dtype)
-        print(f"  {name:30s} device peak {est.total / GiB:6.2f} GiB, host peak {est.host_peak / GiB:6.2f} GiB, "
+        print(f"  {name:34s} device peak {est.total / GiB:6.2f} GiB, host peak {est.host_peak / GiB:6.2f} GiB, "
               f"{est.bytes_moved / GiB:5.2f} GiB across the bus per step")
     # The full-size model's 3.6 GiB of meta parameters go before the reduced estimates: an estimate's blocks may
     # land in the free rest of a segment that another live meta tensor holds, and then count differently (the
@@ -120,9 +128,11 @@ def offload(args):
         rates = gm.memory.calibrate() if args.calibrate else None
         timing = rates and "host_link" in rates and dict(bandwidth=rates["host_link"], cpu_adam=rates["cpu_adam"],
                                                           step_seconds=base)
-        cost = gm.memory.planner.offload_cost("offload" in name, False, est if timing else None, timing or None)
-        print(f"  {name:30s} device {est.total / MiB:8.2f} / {m['device_peak'] / MiB:8.2f} MiB, host "
-              f"{est.host_peak / MiB:7.2f} / {m['host_peak'] / MiB:7.2f} MiB; step {m['step_s'] * 1e3:8.1f} ms "
+        cost = gm.memory.planner.offload_cost("offload" in name, False, est if timing else None, timing or None,
+                                              overlap_grad_copies=est.overlap_grad_copies)
+        print(f"  {name:34s} device {est.total / MiB:6.2f} / {m['device_peak'] / MiB:6.2f} MiB, host "
+              f"{est.host_peak / MiB:6.2f} / {m['host_peak'] / MiB:6.2f} MiB, bus {est.bytes_moved / MiB:5.2f} / "
+              f"{m['moved'] / MiB:5.2f} MiB; step {m['step_s'] * 1e3:7.1f} ms "
               f"({m['step_s'] / base:.2f}x; cost model {cost:.2f}x)")
 
 
