@@ -61,12 +61,13 @@ CONFIGS = [  # (name, optimizer factory, parameter dtype)
 ]
 
 
-def _predict(model, shape, opt, dtype):
-    est = gm.memory.estimate(model, shape, F.mse_loss, optimizer=opt, batch_size=1, device="cuda", param_dtype=dtype)
+def _predict(model, shape, opt, dtype, k=1):
+    est = gm.memory.estimate(model, shape, F.mse_loss, optimizer=opt, batch_size=k, device="cuda", param_dtype=dtype,
+                             accumulation_steps=k)
     return est
 
 
-def _measure(div, height, width, opt, dtype, steps):
+def _measure(div, height, width, opt, dtype, steps, k=1):
     """One configuration on CUDA: device and host (pinned) peaks of the steps, the bytes the last one moved across
     the bus, and their median time."""
     import statistics
@@ -75,7 +76,7 @@ def _measure(div, height, width, opt, dtype, steps):
     model = Story000(div, height, width, device="cuda")
     if dtype is not None:
         model = model.to(dtype)
-    x = gm.randn(1, 2, height, width).to("cuda", dtype or gm.float32)
+    x = gm.randn(k, 2, height, width).to("cuda", dtype or gm.float32)  # k micro-batches of 1
     with gm.no_grad():
         y = gm.zeros_like(model(x))
     o = opt(model.parameters())
@@ -87,7 +88,10 @@ def _measure(div, height, width, opt, dtype, steps):
         t = time.perf_counter()
         _off.reset_bytes_moved()
         o.zero_grad()
-        F.mse_loss(model(x), y).backward()
+        for i in range(k):
+            loss = F.mse_loss(model(x[i:i + 1]), y[i:i + 1])
+            (loss / k if k > 1 else loss).backward()
+            loss = None
         o.step()
         gm.cuda.synchronize()
         times.append(time.perf_counter() - t)
@@ -115,15 +119,16 @@ def offload(args):
     if not gm.cuda.is_available():
         print("no CUDA (build with GPUMEMNET_CUDA=emu for the emulator): the measured rows are skipped")
         return
-    d, h, w = args.div, args.height, args.width
+    d, h, w, k = args.div, args.height, args.width, args.accumulation_steps
     small = Story000(d, h, w)
     n = sum(p.numel() for p in small.parameters())
-    print(f"reduced size (channels and width / {d}, input 2 x {h} x {w}, {n / 1e6:.2f}M parameters) on "
-          f"{gm.cuda.get_device_name(0)}: predicted (meta) / measured")
+    print(f"reduced size (channels and width / {d}, input 2 x {h} x {w}, {n / 1e6:.2f}M parameters"
+          f"{f', {k} micro-batches of 1 per step' if k > 1 else ''}) on {gm.cuda.get_device_name(0)}: "
+          f"predicted (meta) / measured")
     base = None
     for name, opt, dtype in CONFIGS:
-        est = _predict(small, (2, h, w), opt, dtype)
-        m = _measure(d, h, w, opt, dtype, args.steps)
+        est = _predict(small, (2, h, w), opt, dtype, k)
+        m = _measure(d, h, w, opt, dtype, args.steps, k)
         base = base or m["step_s"]
         rates = gm.memory.calibrate() if args.calibrate else None
         timing = rates and "host_link" in rates and dict(bandwidth=rates["host_link"], cpu_adam=rates["cpu_adam"],
@@ -144,6 +149,9 @@ def main():
     p.add_argument("--height", type=int, default=64)
     p.add_argument("--width", type=int, default=32)
     p.add_argument("--steps", type=int, default=3)
+    p.add_argument("--accumulation-steps", type=int, default=1,
+                   help="--offload's measured rows: micro-batches of 1 per step (an overlapped optimizer sends the "
+                        "gradients down once per micro-batch)")
     p.add_argument("--calibrate", action="store_true",
                    help="the cost model from gm.memory.calibrate()'s rates (measured once, cached), not fixed factors")
     args = p.parse_args()
