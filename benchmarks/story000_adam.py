@@ -5,7 +5,8 @@ quotient per parameter). Nothing real is allocated; it runs in about a second on
 
 --offload (issue 15's figures): the device and host peaks of the step for a CUDA card under fp32 Adam, offloaded
 Adam (Adam(offload="cpu")) and offloaded Adam with bfloat16 parameters, each offloaded one also with its gradient
-copies overlapped with backward (overlap_grad_copies()): predicted at full size on meta, and at a
+copies overlapped with backward (overlap_grad_copies()), and fp32 Adam with the activations saved on the host
+(save_on_cpu(pin_memory=True)): predicted at full size on meta, and at a
 reduced size (--div, --height, --width) predicted and measured on CUDA (a GPU, or the emulator of a
 GPUMEMNET_CUDA=emu build) when one is there, with the step time of each configuration measured there (median of
 --steps) beside the slowdown the planner's cost model predicts for it (its fixed factors, or with --calibrate
@@ -13,6 +14,7 @@ the rates gm.memory.calibrate() measures: host link, CPU Adam).
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/story000_adam.py [--offload [--div 16 ...]]
 """
+import contextlib
 import functools
 import time
 
@@ -50,24 +52,25 @@ class Story000(nn.Module):
         return self.fc2(r(self.fc1(self.dropout(x).flatten(1))))
 
 
-CONFIGS = [  # (name, optimizer factory, parameter dtype)
-    ("fp32 Adam", lambda ps: gm.optim.Adam(ps), None),
-    ("offloaded Adam", lambda ps: gm.optim.Adam(ps, offload="cpu"), None),
-    ("offloaded Adam + bf16 params", lambda ps: gm.optim.Adam(ps, offload="cpu"), gm.bfloat16),
+CONFIGS = [  # (name, optimizer factory, parameter dtype, activations saved on the host)
+    ("fp32 Adam", lambda ps: gm.optim.Adam(ps), None, False),
+    ("fp32 Adam, activations on host", lambda ps: gm.optim.Adam(ps), None, True),  # save_on_cpu(pin_memory=True)
+    ("offloaded Adam", lambda ps: gm.optim.Adam(ps, offload="cpu"), None, False),
+    ("offloaded Adam + bf16 params", lambda ps: gm.optim.Adam(ps, offload="cpu"), gm.bfloat16, False),
     # the gradients go down during backward (overlap_grad_copies): the host holds them all until the step
-    ("offloaded Adam, overlapped", lambda ps: gm.optim.Adam(ps, offload="cpu").overlap_grad_copies(), None),
+    ("offloaded Adam, overlapped", lambda ps: gm.optim.Adam(ps, offload="cpu").overlap_grad_copies(), None, False),
     ("offloaded Adam + bf16, overlapped", lambda ps: gm.optim.Adam(ps, offload="cpu").overlap_grad_copies(),
-     gm.bfloat16),
+     gm.bfloat16, False),
 ]
 
 
-def _predict(model, shape, opt, dtype, k=1):
+def _predict(model, shape, opt, dtype, k=1, on_host=False):
     est = gm.memory.estimate(model, shape, F.mse_loss, optimizer=opt, batch_size=k, device="cuda", param_dtype=dtype,
-                             accumulation_steps=k)
+                             accumulation_steps=k, save_on_cpu=on_host)
     return est
 
 
-def _measure(div, height, width, opt, dtype, steps, k=1):
+def _measure(div, height, width, opt, dtype, steps, k=1, on_host=False):
     """One configuration on CUDA: device and host (pinned) peaks of the steps, the bytes the last one moved across
     the bus, and their median time."""
     import statistics
@@ -89,7 +92,8 @@ def _measure(div, height, width, opt, dtype, steps, k=1):
         _off.reset_bytes_moved()
         o.zero_grad()
         for i in range(k):
-            loss = F.mse_loss(model(x[i:i + 1]), y[i:i + 1])
+            with gm.autograd.graph.save_on_cpu(pin_memory=True) if on_host else contextlib.nullcontext():
+                loss = F.mse_loss(model(x[i:i + 1]), y[i:i + 1])
             (loss / k if k > 1 else loss).backward()
             loss = None
         o.step()
@@ -107,8 +111,8 @@ def offload(args):
     model = Story000()
     n = sum(p.numel() for p in model.parameters())
     print(f"story-000 net, batch 1, for a CUDA card, predicted on meta (full size, {n / 1e6:.1f}M parameters):")
-    for name, opt, dtype in CONFIGS:
-        est = _predict(model, (2, 384, 160), opt, dtype)
+    for name, opt, dtype, on_host in CONFIGS:
+        est = _predict(model, (2, 384, 160), opt, dtype, on_host=on_host)
         print(f"  {name:34s} device peak {est.total / GiB:6.2f} GiB, host peak {est.host_peak / GiB:6.2f} GiB, "
               f"{est.bytes_moved / GiB:5.2f} GiB across the bus per step")
     # The full-size model's 3.6 GiB of meta parameters go before the reduced estimates: an estimate's blocks may
@@ -126,14 +130,14 @@ def offload(args):
           f"{f', {k} micro-batches of 1 per step' if k > 1 else ''}) on {gm.cuda.get_device_name(0)}: "
           f"predicted (meta) / measured")
     base = None
-    for name, opt, dtype in CONFIGS:
-        est = _predict(small, (2, h, w), opt, dtype, k)
-        m = _measure(d, h, w, opt, dtype, args.steps, k)
+    for name, opt, dtype, on_host in CONFIGS:
+        est = _predict(small, (2, h, w), opt, dtype, k, on_host)
+        m = _measure(d, h, w, opt, dtype, args.steps, k, on_host)
         base = base or m["step_s"]
         rates = gm.memory.calibrate() if args.calibrate else None
         timing = rates and "host_link" in rates and dict(bandwidth=rates["host_link"], cpu_adam=rates["cpu_adam"],
                                                           step_seconds=base)
-        cost = gm.memory.planner.offload_cost("offload" in name, False, est if timing else None, timing or None,
+        cost = gm.memory.planner.offload_cost("offload" in name, on_host, est if timing else None, timing or None,
                                               overlap_grad_copies=est.overlap_grad_copies)
         print(f"  {name:34s} device {est.total / MiB:6.2f} / {m['device_peak'] / MiB:6.2f} MiB, host "
               f"{est.host_peak / MiB:6.2f} / {m['host_peak'] / MiB:6.2f} MiB, bus {est.bytes_moved / MiB:5.2f} / "
