@@ -122,6 +122,11 @@ class Estimate:
                     stream beside backward's kernels (bytes_overlapped: both): an optimizer's gradients after
                     overlap_grad_copies(), save_on_cpu's prefetch. overlap_grad_copies: whether the optimizer the
                     factory made overlaps (optimizer=lambda ps: Adam(ps, offload="cpu").overlap_grad_copies())
+    The figures are the first step's. A later step starts with the optimizer's state already on the device, so
+    with a stateful optimizer on the device its backward can go higher than the first step did: under gradient
+    accumulation by up to the largest gradient (story 000, Adam, 2 micro-batches: 14.22 GiB estimated, 16.41 GiB
+    from the second step on, on meta); an offloading optimizer's state is on the host and its later steps peak
+    as the first (tests/test_cuda_estimate_overlap.py).
     Data parallel (estimate(..., world_size=N, zero=z)): the figures are one rank's, `rank`; comm_bytes is what
     DistributedDataParallel holds from its construction (the gradient buckets, category communication), counted
     in total; per_rank is [total of rank 0, 1, ...] when every rank was estimated (ZeRO: the shards differ), and
