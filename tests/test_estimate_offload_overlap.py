@@ -131,3 +131,17 @@ def test_a_target_given_as_a_shape_follows_param_dtype():
         (by_tensor.total, by_tensor.host_peak, by_tensor.input_bytes)
     with pytest.raises(ValueError, match="does not match input dtype"):  # mse_loss refuses mixed dtypes
         gm.memory.estimate(_mlp(), (64,), target=gm.empty(4, 40, device="meta"), **kw)
+
+
+@pytest.mark.parametrize("overlap", [False, True], ids=["sync", "overlap"])
+def test_run_modes_optimizer_copy_offloads_and_overlaps_as_the_scripts(overlap):
+    """python -m gpumemnet run estimates a script's first step with a copy of its optimizer (first_step.py): the
+    copy offloads, and overlaps, as the script's does (offload is not one of the optimizer's defaults)."""
+    from gpumemnet.memory import first_step
+    m = _mlp()
+    opt = OPTS["adam"](m.parameters()).overlap_grad_copies(overlap)
+    make = first_step._optimizer_factory(m, opt)
+    copy = make(list(_mlp().parameters()))
+    assert copy.offload == "cpu" and bool(copy._overlap_handles) == overlap
+    est = gm.memory.estimate(m, (64,), loss_fn=F.mse_loss, optimizer=make, batch_size=4, device="cuda")
+    assert est.overlap_grad_copies == overlap and est.host_peak == _estimate("adam", overlap, None, 1).host_peak > 0
