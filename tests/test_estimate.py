@@ -131,7 +131,7 @@ def test_layer_rows_record_saved_bytes():
 # ---- summary -------------------------------------------------------------------------------------------------------
 def test_story_000_summary_rows_and_verdict(capsys):
     model = Story000(device="meta")
-    text = _estimate.summary(model, (2, 384, 160), capacity=int(15.92 * GiB))
+    text = gm.memory.summary(model, (2, 384, 160), capacity=int(15.92 * GiB))
     assert capsys.readouterr().out.strip() == text.strip()
     lines = text.splitlines()
     rows = [ln for ln in lines if ln.strip() and ln.split()[0][-2:].strip("-").isdigit()
@@ -143,7 +143,7 @@ def test_story_000_summary_rows_and_verdict(capsys):
     assert "Total params: 953,937,904" in text
     # 953.9M params x 16 B (weights, gradients, Adam's two moments) = 14.2 GiB: fits with the fused Adam
     assert lines[-1].startswith("fits: 14.2") and lines[-1].endswith("of 15.92 GiB")
-    est_small = _estimate.summary(model, (2, 384, 160), capacity=14 * GiB)
+    est_small = gm.memory.summary(model, (2, 384, 160), capacity=14 * GiB)
     assert est_small.splitlines()[-1].startswith("does not fit: needs 14.2")
     del model
 
@@ -151,7 +151,7 @@ def test_story_000_summary_rows_and_verdict(capsys):
 def test_summary_uses_the_device_limit(capsys):
     gm.memory.set_limit("cpu", 1 << 20)
     try:
-        text = _estimate.summary(_digits(), (1, 8, 8), batch_size=8)
+        text = gm.memory.summary(_digits(), (1, 8, 8), batch_size=8)
     finally:
         gm.memory.set_limit("cpu", None)
     # the 1 MiB limit is below one 2 MiB segment: the step fits the way the allocator then works (see below)
@@ -164,7 +164,7 @@ def test_summary_counts_the_allocators_segments(capsys):
     model = _digits()
     est = _estimate.estimate(model, (1, 8, 8), batch_size=64)
     assert est.total < est.peak_reserved  # 2 MiB segments for a ~1 MiB step
-    last = lambda cap: _estimate.summary(model, (1, 8, 8), batch_size=64, capacity=cap).splitlines()[-1]  # noqa
+    last = lambda cap: gm.memory.summary(model, (1, 8, 8), batch_size=64, capacity=cap).splitlines()[-1]  # noqa
 
     assert last(est.peak_reserved) == est.verdict(est.peak_reserved)  # even an empty cache's segments fit
     assert last(est.total - 512).startswith("does not fit: needs")  # allocated bytes alone do not fit

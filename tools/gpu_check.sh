@@ -105,6 +105,10 @@ if [ "$build_rc" -eq 0 ]; then
             || bench_rc=$?
         timeout 120 python "$repo/examples/seed000_regression.py" --full --card 6GiB --steps 3 | tail -n 2 \
             || bench_rc=$?
+        # offload with and without overlapped gradient copies: estimate vs measured bytes on the GPU; story 000's
+        # remedies (reduced size) with their step times beside the cost model's, from calibrated rates
+        timeout 30 python "$repo/benchmarks/offload_overlap_estimate.py" || bench_rc=$?
+        timeout 90 python "$repo/benchmarks/story000_adam.py" --offload --calibrate --steps 5 || bench_rc=$?
     } >"$out/bench.log" 2>&1
     bench_s=$((SECONDS - t0))
     cat "$out/bench.log"

@@ -26,13 +26,15 @@ from .. import _C
 from .autograd import graph
 
 __all__ = ["host_device", "host_empty", "copy_to_host", "copy_to_host_async", "copy_to_device", "to_host", "to_device",
-           "bytes_moved", "reset_bytes_moved", "save_on_cpu"]
+           "bytes_moved", "bytes_overlapped", "reset_bytes_moved", "save_on_cpu"]
 
 
 class _Moved(threading.local):
     def __init__(self):
         self.to_host = 0
         self.to_device = 0
+        self.async_to_host = 0    # the part of each that went on the copy stream (also counted above)
+        self.async_to_device = 0
 
 
 _moved = _Moved()
@@ -43,8 +45,15 @@ def bytes_moved():
     return {"to_host": _moved.to_host, "to_device": _moved.to_device}
 
 
+def bytes_overlapped():
+    """The part of bytes_moved() copied on the device's copy stream, beside the compute stream's kernels
+    (copy_to_host_async: an optimizer's overlapped gradient copies; save_on_cpu's prefetch): what a time model
+    can hide behind backward. {"to_host": bytes, "to_device": bytes}."""
+    return {"to_host": _moved.async_to_host, "to_device": _moved.async_to_device}
+
+
 def reset_bytes_moved():
-    _moved.to_host = _moved.to_device = 0
+    _moved.to_host = _moved.to_device = _moved.async_to_host = _moved.async_to_device = 0
 
 
 def host_device(device):
@@ -79,6 +88,7 @@ def copy_to_host_async(dst, src):
     _C._copy_wait(dst) before reading dst. Counted as copy_to_host."""
     _C._copy_async(dst, src)
     _moved.to_host += _nbytes(src)
+    _moved.async_to_host += _nbytes(src)
 
 
 def copy_to_device(dst, src):
@@ -174,3 +184,4 @@ class save_on_cpu(graph.saved_tensors_hooks):
                 q.ahead = _C.empty(tuple(h.shape), h._dtype, q.device)
                 _C._copy_async(q.ahead, h)
                 _moved.to_device += _nbytes(h)
+                _moved.async_to_device += _nbytes(h)

@@ -4,7 +4,8 @@
   timeline.py    record_history, dump_history, plot_timeline, memory_summary
   policy.py      set_fallback (host memory or files when a device is full), set_allocator ("expandable")
   calibration.py calibrate: this machine's bandwidths and rates, measured once and cached (the time model)
-  estimator.py   estimate, summary (gm.summary): a first training step run on meta
+  estimator.py   estimate: a first training step run on meta
+  summary_table.py  summary (gm.summary): estimate's figures as torchsummary's table
   planner.py     max_batch_size, plan: searches over estimates for a budget
   oom.py         what an OutOfMemoryError says would have fitted (registered into the core's hooks)
   torch_adam.py  TorchStyleAdam: PyTorch's Adam allocations, for estimate(optimizer=TorchStyleAdam)
@@ -23,7 +24,8 @@ from .timeline import (  # noqa: F401
 from .policy import (  # noqa: F401
     set_fallback, get_fallback, set_allocator, get_allocator, fragmentation)
 from .calibration import calibrate  # noqa: F401
-from .estimator import estimate, summary, Estimate, Summary  # noqa: F401
+from .estimator import estimate, Estimate  # noqa: F401
+from .summary_table import summary, Summary  # noqa: F401
 from .planner import max_batch_size, plan  # noqa: F401
 from .torch_adam import TorchStyleAdam  # noqa: F401
 from . import oom as _oom

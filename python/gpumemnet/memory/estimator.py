@@ -1,5 +1,5 @@
-"""Know before you run: estimate(...) and summary(...) run one real training step of a copy of the model on the
-meta device.
+"""Know before you run: estimate(...) runs one real training step of a copy of the model on the meta device
+(summary(...), in summary_table.py, prints it as torchsummary's table).
 
 Nothing here models memory with formulas. The meta device runs every op's shape inference and every allocation
 through the same allocator policy as the CPU (and CUDA), so the bytes of a step run on meta are the bytes the real
@@ -22,7 +22,6 @@ import copy
 import functools
 import gc
 import html
-import sys
 import threading
 import time
 import traceback
@@ -42,7 +41,7 @@ from ..utils.checkpoint import checkpoint_sequential
 from . import _distributed
 from . import stats as _memory
 
-__all__ = ["Estimate", "LayerRow", "Summary", "estimate", "summary"]
+__all__ = ["Estimate", "LayerRow", "estimate"]
 
 META = "meta"
 
@@ -116,6 +115,18 @@ class Estimate:
                     policy as the host's: byte for byte what "cpu-pinned", or "cpu" for pageable copies, shows)
     bytes_to_host, bytes_to_device   what offload copies across the bus in the step (steady state: an
                     offloading optimizer's one-time download of its masters is not counted); bytes_moved: both
+    micro_batch_to_host, micro_batch_to_device   the part of them one micro-batch's forward and backward moves
+                    (every micro-batch moves the same; the rest is the optimizer step's): under
+                    accumulation_steps=k an overlapped optimizer sends each gradient down k times
+    overlapped_to_host, overlapped_to_device   the part of bytes_to_host/device that crosses on the device's copy
+                    stream beside backward's kernels (bytes_overlapped: both): an optimizer's gradients after
+                    overlap_grad_copies(), save_on_cpu's prefetch. overlap_grad_copies: whether the optimizer the
+                    factory made overlaps (optimizer=lambda ps: Adam(ps, offload="cpu").overlap_grad_copies())
+    The figures are the first step's. A later step starts with the optimizer's state already on the device, so
+    with a stateful optimizer on the device its backward can go higher than the first step did: under gradient
+    accumulation by up to the largest gradient (story 000, Adam, 2 micro-batches: 14.22 GiB estimated, 16.41 GiB
+    from the second step on, on meta); an offloading optimizer's state is on the host and its later steps peak
+    as the first (tests/test_cuda_estimate_overlap.py).
     Data parallel (estimate(..., world_size=N, zero=z)): the figures are one rank's, `rank`; comm_bytes is what
     DistributedDataParallel holds from its construction (the gradient buckets, category communication), counted
     in total; per_rank is [total of rank 0, 1, ...] when every rank was estimated (ZeRO: the shards differ), and
@@ -126,6 +137,8 @@ class Estimate:
     rank = None
     per_rank = None
     host_peak = bytes_to_host = bytes_to_device = 0
+    micro_batch_to_host = micro_batch_to_device = overlapped_to_host = overlapped_to_device = 0
+    overlap_grad_copies = False
 
     def __init__(self, **kw):
         self.__dict__.update(kw)
@@ -133,6 +146,10 @@ class Estimate:
     @property
     def bytes_moved(self):
         return self.bytes_to_host + self.bytes_to_device
+
+    @property
+    def bytes_overlapped(self):
+        return self.overlapped_to_host + self.overlapped_to_device
 
     @property
     def total(self):
@@ -294,12 +311,13 @@ def _check_scalar_loss(loss, who):
 
 
 # ---- estimate ------------------------------------------------------------------------------------------------
-def _meta_like(spec, batch, what):
-    """A meta tensor for target: a Tensor (its shape and dtype; the first dim becomes the micro-batch) or a shape."""
+def _meta_like(spec, batch, what, dtype=None):
+    """A meta tensor for target: a Tensor (its shape and dtype; the first dim becomes the micro-batch) or a shape
+    (dtype, default float32: under param_dtype a target given as a shape follows the model, as its inputs do)."""
     if isinstance(spec, _C.TensorBase):
         shape, dtype = tuple(spec.shape), spec._dtype
     elif isinstance(spec, (tuple, list)):
-        shape, dtype = tuple(spec), as_dtype("float32").code
+        shape, dtype = tuple(spec), dtype if dtype is not None else as_dtype("float32").code
     else:
         raise TypeError(f"estimate: {what} must be a Tensor or a shape, got {type(spec).__name__}")
     if batch is not None and shape:
@@ -359,10 +377,13 @@ def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, 
     where the real device would, and OutOfMemoryError is raised where the real step would raise it. This is the
     test of "fits" that counts reserved bytes (fragmentation included), not only allocated ones.
     save_on_cpu: forward under gm.autograd.graph.save_on_cpu (saved activations in host memory; entering that
-    context around estimate() does the same). param_dtype: the model's floating parameters (and floating inputs)
-    in this dtype, as after model.to(param_dtype): gm.bfloat16 with optimizer=lambda ps: Adam(ps, offload="cpu")
-    is bf16 parameters on the device with fp32 masters on the host. Estimate.host_peak and bytes_moved say what
-    offload puts in host memory and moves per step.
+    context around estimate() does the same). param_dtype: the model's floating parameters (and floating inputs,
+    and a target given as a shape) in this dtype, as after model.to(param_dtype): gm.bfloat16 with
+    optimizer=lambda ps: Adam(ps, offload="cpu") is bf16 parameters on the device with fp32 masters on the host. Estimate.host_peak and bytes_moved say what
+    offload puts in host memory and moves per step. The factory's optimizer runs as the script's would: one that
+    overlaps its gradient copies with backward (optimizer=lambda ps: Adam(ps, offload="cpu").overlap_grad_copies())
+    is estimated so (each gradient staged on the host from its backward to the step, and copied down once per
+    micro-batch: Estimate.micro_batch_to_host, bytes_overlapped).
     world_size: the step of one rank of a data-parallel run of world_size ranks, each with this batch (so give
     the per-rank batch): the model wrapped in gm.nn.parallel.DistributedDataParallel (zero=0) and the optimizer
     in gm.distributed.optim.ZeroRedundancyOptimizer(optimizer_class=optimizer, stage=zero) for zero=1 (under DDP)
@@ -483,7 +504,7 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         with category("input"):
             xs = [_C.empty(sh, dt, META) for sh, dt in specs]
             if target is not None:
-                y = _meta_like(target, micro, "target")
+                y = _meta_like(target, micro, "target", pdt.code if pdt is not None else None)
         if target is None and loss_fn is not None:
             y = _made_up_target(clone, micro_batch(xs, 0), loss_fn, amp_ctx)
         input_bytes = _memory.memory_allocated(META) - a0
@@ -532,12 +553,15 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
             loss.backward()
             if not keep_outputs:
                 loss = None
+            if i == 0:
+                micro_moved = _offload.bytes_moved()
         grad_bytes = _cat("gradient") - base_cat["gradient"]
         if opt is not None:
             opt.step()
         out = loss = None
         host_peak = _memory.max_memory_allocated(_memory.META_HOST) - host_base
-        moved = _offload.bytes_moved()
+        moved, overlapped = _offload.bytes_moved(), _offload.bytes_overlapped()
+        overlap = bool(getattr(opt, "_overlap_handles", None))
         after = _memory.memory_stats(META)
         optimizer_bytes = _cat("optimizer") - base_cat["optimizer"]
         peak = after["allocated"]["peak"] - base
@@ -589,7 +613,10 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         input_bytes=input_bytes, layers=rows, input_shape=shape, micro_batch=micro, device=dev,
         comm_bytes=comm_bytes, world_size=dist[0], zero=dist[1], rank=dist[2],
         notes=[CUDNN_NOTE] if meta_target[0] == "cuda" else [], seconds=time.perf_counter() - t0,
-        host_peak=host_peak, bytes_to_host=moved["to_host"], bytes_to_device=moved["to_device"])
+        host_peak=host_peak, bytes_to_host=moved["to_host"], bytes_to_device=moved["to_device"],
+        micro_batch_to_host=micro_moved["to_host"], micro_batch_to_device=micro_moved["to_device"],
+        overlapped_to_host=overlapped["to_host"], overlapped_to_device=overlapped["to_device"],
+        overlap_grad_copies=overlap)
 
 
 def _device_allocator(dev):
@@ -692,102 +719,3 @@ def _made_up_target(clone, xs, loss_fn, amp_ctx):
         return None
     with category("input"):
         return _C.empty(tshape, tdtype, META)
-
-
-# ---- summary -------------------------------------------------------------------------------------------------
-def _verdict(est, capacity, run_under_limit):
-    """summary's last line. Allocated bytes within capacity are not enough: the allocator holds whole segments
-    and may fragment them. When the segments of the step from an empty cache fit too (peak_reserved), it fits;
-    between the two, the step runs again under capacity as a limit, as the device would run it (the allocator
-    releases its cache and retries before it gives up)."""
-    if not est.fits(capacity) or est.peak_reserved <= capacity:
-        return est.verdict(capacity)
-    try:
-        run_under_limit()
-    except _C.OutOfMemoryError as e:
-        return (f"does not fit: needs {_fmt(est.total)} allocated, which is within {_fmt(capacity)}, but not with "
-                f"the allocator's segments ({_fmt(est.peak_reserved)} from an empty cache) and their fragmentation: "
-                + str(e).splitlines()[0])
-    return est.verdict(capacity) + " (with the allocator releasing its cache during the step)"
-
-
-class Summary(str):
-    """What summary() returns: the table's text (a str, so it prints, compares and splits as before), shown as
-    itself by repr (not as a quoted string) and as an HTML table in a notebook (_repr_html_)."""
-
-    def __new__(cls, text, est=None, header=(), rows=(), footer=()):
-        self = super().__new__(cls, text)
-        self.estimate, self._header, self._rows, self._footer = est, header, rows, footer
-        return self
-
-    def __repr__(self):
-        return str(self)
-
-    def _repr_html_(self):
-        e = html.escape
-        table = _html_table("gpumemnet summary", [[e(c) for c in r] for r in self._rows],
-                            header=[e(h) for h in self._header])
-        return table + "\n<pre>" + e("\n".join(self._footer)) + "</pre>"
-
-
-def _interactive():
-    """True in IPython/Jupyter and in the plain interactive interpreter: there the value a call returns is shown,
-    so summary() does not print it too (a notebook would show the table twice)."""
-    ipython = sys.modules.get("IPython")
-    if ipython is not None and getattr(ipython, "get_ipython", lambda: None)() is not None:
-        return True
-    return hasattr(sys, "ps1")
-
-
-def summary(model, input_size, batch_size=-1, device="cpu", optimizer=None, capacity=None, loss_fn=None,
-            target=None, autocast=None, checkpoint_segments=None, accumulation_steps=1):
-    """torchsummary's table (Layer (type), Output Shape, Param #) with a column of the bytes each layer keeps for
-    backward, the memory of one training step by kind and at its peak, and whether it fits the device: its
-    capacity, or its limit (gm.memory.set_limit) when one is set, or `capacity` (bytes) when given.
-    batch_size=-1 prints -1 as the batch dimension, as torchsummary does, and estimates a batch of 1.
-
-    Returns a Summary: the text (a str) that shows itself as the table, and as HTML in a notebook. Printed too
-    when run from a script, as torchsummary prints it; not printed in IPython/Jupyter or the interactive
-    interpreter, where the returned value is shown (once). Figures are MiB/GiB (gm.memory.format_bytes); the
-    peaks are estimate()'s Estimate.total and Estimate.inference_total, the same figures by the same names."""
-    dev = device_str(device)
-    batch = abs(batch_size) if batch_size else 1
-    kw = dict(loss_fn=loss_fn, target=target, autocast=autocast, checkpoint_segments=checkpoint_segments,
-              accumulation_steps=accumulation_steps)
-    est = estimate(model, input_size, optimizer=optimizer, batch_size=batch, device=dev, **kw)
-    if capacity is None:
-        limit = _memory.get_limit(dev)
-        capacity = limit if limit else _memory.capacity(dev)
-    line, dline = "-" * 78, "=" * 78
-    header = ("Layer (type)", "Output Shape", "Param #", "Kept")
-    rows = []
-    for i, r in enumerate(est.layers, 1):
-        if isinstance(r.output_shape, tuple):
-            shape = "[" + ", ".join([str(batch_size)] + [str(s) for s in r.output_shape[1:]]) + "]"
-        else:
-            shape = str([[batch_size] + list(s[1:]) for s in r.output_shape])
-        rows.append((f"{r.type}-{i}", shape, f"{r.params:,}", _fmt(r.kept)))
-    out = [line, f"{header[0]:>20}  {header[1]:>25} {header[2]:>15} {header[3]:>12}", dline]
-    out += [f"{a:>20}  {b:>25} {c:>15} {d:>12}" for a, b, c, d in rows]
-    at = " · ".join(f"{c} {_fmt(b)}" for c, b in est.breakdown())
-    footer = [f"Total params: {est.params:,}",
-              f"Trainable params: {est.trainable:,}",
-              f"Non-trainable params: {est.params - est.trainable:,}",
-              line,
-              f"Parameters: {_fmt(est.param_bytes)}",
-              f"Gradients: {_fmt(est.gradient_bytes)}",
-              f"Optimizer state: {_fmt(est.optimizer_bytes)}",
-              f"Activations saved for backward (most at once): {_fmt(est.activation_bytes)}",
-              f"Input: {_fmt(est.input_bytes)}",
-              f"Training step peak: {_fmt(est.total)} (reached in {est.peak_scope or '?'})",
-              f"  at that moment: {at}",
-              f"Inference peak: {_fmt(est.inference_total)}",
-              f"Device {dev}: {_fmt(capacity)}" + (f", {est.predicted_for}" if est.notes else ""),
-              line,
-              _verdict(est, capacity, lambda: estimate(model, input_size, optimizer=optimizer, batch_size=batch,
-                                                       device=dev, limit=capacity, **kw))]
-    out += [dline] + footer
-    text = Summary("\n".join(out), est, header, rows, footer)
-    if not _interactive():
-        print(text)
-    return text

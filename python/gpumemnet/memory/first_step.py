@@ -341,10 +341,14 @@ def _optimizer_of(model):
 
 def _optimizer_factory(model, opt):
     """A factory of the same optimizer (class, groups and their hyper-parameters) over the meta copy's
-    parameters, which come in model.parameters()' order."""
+    parameters, which come in model.parameters()' order; an offloading one offloads (offload is not among its
+    defaults) and overlaps its gradient copies when the script's does (optim/_offload.py)."""
     index = {id(p): i for i, p in enumerate(model.parameters())}
     sig = inspect.signature(type(opt).__init__).parameters
     defaults = {k: v for k, v in opt.defaults.items() if k in sig}
+    if getattr(opt, "offload", None) is not None and "offload" in sig:
+        defaults["offload"] = opt.offload
+    overlap = bool(getattr(opt, "_overlap_handles", None))
 
     def make(params):
         groups = []
@@ -352,7 +356,8 @@ def _optimizer_factory(model, opt):
             ps = [params[index[id(p)]] for p in g["params"] if id(p) in index]
             if ps:
                 groups.append(dict({k: v for k, v in g.items() if k != "params"}, params=ps))
-        return type(opt)(groups, **defaults)
+        made = type(opt)(groups, **defaults)
+        return made.overlap_grad_copies() if overlap else made
     return make
 
 

@@ -26,12 +26,24 @@ bytes to the host are candidates too, each priced by offload_cost(), kept apart 
 time model calibrated on the machine (bandwidth, CPU Adam throughput, the step's own time) can feed it:
     offload_optimizer   Adam/AdamW/SGD(offload="cpu"): fp32 masters and state in pinned host memory;
     param_dtype=bf16    with it, bfloat16 parameters on the device (fp32 masters stay on the host);
-    save_on_cpu         activations saved for backward in host memory (gm.autograd.graph.save_on_cpu).
+    save_on_cpu         activations saved for backward in host memory (gm.autograd.graph.save_on_cpu);
+    overlap_grad_copies with offload_optimizer, the optimizer's overlap_grad_copies(): each gradient goes down
+                        on the copy stream as backward produces it. Only when given in `candidates`: it costs the
+                        gradients' bytes of host memory (each staged from its backward to the step), for which
+                        plan has no budget, and under accumulation each micro-batch sends them again.
 Without measured figures offload_cost() uses fixed factors (OFFLOAD_OPTIMIZER_COST, SAVE_ON_CPU_COST): a step
 whose optimizer runs on the CPU is dominated by the bus and the CPU's Adam, ZeRO-Offload's own figures put it
 at 1.5-2x a GPU step for a model this size; activations moved to the host and back cost less, since only the
 saved tensors cross. So offload comes after every on-device remedy that fits, and activations before the
-optimizer."""
+optimizer. Overlapped gradient copies (OFFLOAD_OVERLAP_COST, 1.6 instead of 1.8) hide the gradients' half of
+the optimizer's traffic behind backward: a fixed guess, like the others, until measured figures replace it
+(offload_cost's timing).
+
+Fallback (any device with gm.memory.set_fallback set on it): each on-device configuration also with the blocks
+past the budget in the fallback (fallback=True), estimated on meta under the budget as a limit with the device's
+fallback, as the real step runs under gm.memory.set_limit(device, budget). Priced FALLBACK_COST (2.0): after
+offload, since the kernels then read and write those blocks across the bus at each access (Adam's moments:
+16 bytes per parameter and step against offload's 8 in bulk), where offload moves each byte once."""
 import math
 import warnings
 
@@ -44,7 +56,7 @@ from ..optim import SGD, Adam, AdamW
 from .._core.offload import save_on_cpu as _save_on_cpu
 from ..utils.checkpoint import checkpoint_sequential
 from .calibration import cached_rates
-from .estimator import _check_scalar_loss, _fmt, estimate
+from .estimator import _check_scalar_loss, _device_fallback, _fmt, estimate
 
 __all__ = ["Plan", "max_batch_size", "plan", "step_cost", "offload_cost"]
 
@@ -53,8 +65,11 @@ HALVING_COST = 1.1
 AUTOCAST_COST = 1.0
 ZERO_COST = {0: 1.0, 1: 1.05, 2: 1.02}
 OFFLOAD_OPTIMIZER_COST = 1.8
+OFFLOAD_OVERLAP_COST = 1.6
 SAVE_ON_CPU_COST = 1.3
-OFFLOAD_KEYS = ("offload_optimizer", "save_on_cpu", "param_dtype")  # set in a candidate only when used
+BACKWARD_SHARE = 2 / 3  # backward's share of a step without a measurement: it computes two products per forward one
+FALLBACK_COST = 2.0
+OFFLOAD_KEYS = ("offload_optimizer", "save_on_cpu", "param_dtype", "overlap_grad_copies", "fallback")  # when used
 _OFFLOADABLE = (Adam, AdamW, SGD)
 
 
@@ -76,12 +91,19 @@ def _sample_shape(input_shape):
     return (input_shape,) if isinstance(input_shape, int) else tuple(input_shape)
 
 
-def _fit(budget, model, shape, **kw):
+def _fit(budget, model, shape, fallback=False, **kw):
     """(Estimate or None, total bytes, fits) for one configuration. A budget caps what the device can reserve
     (segments), not only what live tensors hold: a step whose allocated total fits may still need one more
     segment than the budget allows when its free space is scattered. So a configuration whose total fits is run
     once more on meta under the budget as a limit, which frees the cache and retries exactly where the real
-    device would, and fits only if that run completes."""
+    device would, and fits only if that run completes. With fallback (the device's, gm.memory.set_fallback) only
+    that run says: what does not fit goes to the fallback, and it fits unless even that runs out."""
+    if fallback:
+        try:
+            est = estimate(model, shape, limit=budget, **kw)
+        except _C.OutOfMemoryError:
+            return None, math.inf, False
+        return est, est.total, True
     try:
         est = estimate(model, shape, **kw)
     except _C.OutOfMemoryError:  # past even the meta device's capacity: certainly too large
@@ -168,23 +190,30 @@ def cost_factors():
     return r.get("checkpoint_cost", CHECKPOINT_COST), r.get("halving_cost", HALVING_COST)
 
 
-def offload_cost(offload_optimizer=False, save_on_cpu=False, estimate=None, timing=None):
+def offload_cost(offload_optimizer=False, save_on_cpu=False, estimate=None, timing=None, overlap_grad_copies=False):
     """The slowdown factor of the offload remedies (1.0: none). With `timing` (a dict of measured figures:
     "bandwidth" host<->device bytes/s, "cpu_adam" parameters/s of the CPU optimizer, "step_seconds" of the step
-    on the device without offload) and the configuration's `estimate` (bytes moved, parameters), it is
-    1 + (bytes moved / bandwidth + parameters / cpu_adam) / step_seconds: the copies and the CPU update are
-    synchronous (one stream per device), so they add to the step. Without them, the fixed factors of the
-    module's docstring."""
+    on the device without offload, optionally "backward_seconds" of its backward, default BACKWARD_SHARE of the
+    step) and the configuration's `estimate` (bytes moved, overlapped bytes, parameters), it is
+        1 + (synchronous bytes / bandwidth + max(0, overlapped bytes / bandwidth - backward_seconds)
+             + parameters / cpu_adam) / step_seconds:
+    the synchronous copies and the CPU update add to the step; the bytes that cross on the copy stream beside
+    backward (Estimate.bytes_overlapped: overlap_grad_copies()'s gradients, save_on_cpu's prefetch) cost only
+    what backward does not cover. Without them, the fixed factors of the module's docstring (overlap_grad_copies
+    picks OFFLOAD_OVERLAP_COST for the optimizer)."""
     if not (offload_optimizer or save_on_cpu):
         return 1.0
     if timing is not None and estimate is not None:
-        extra = estimate.bytes_moved / timing["bandwidth"]
+        hidden = getattr(estimate, "bytes_overlapped", 0)  # an Estimate; a figure-only stand-in may lack it
+        backward = timing.get("backward_seconds", BACKWARD_SHARE * timing["step_seconds"])
+        extra = (estimate.bytes_moved - hidden) / timing["bandwidth"]
+        extra += max(0.0, hidden / timing["bandwidth"] - backward)
         if offload_optimizer:
             extra += estimate.trainable / timing["cpu_adam"]
         return 1.0 + extra / timing["step_seconds"]
     cost = 1.0
     if offload_optimizer:
-        cost *= OFFLOAD_OPTIMIZER_COST
+        cost *= OFFLOAD_OVERLAP_COST if overlap_grad_copies else OFFLOAD_OPTIMIZER_COST
     if save_on_cpu:
         cost *= SAVE_ON_CPU_COST
     return cost
@@ -199,7 +228,7 @@ def autocast_cost(device="cpu"):
 
 
 def step_cost(accumulation_steps=1, checkpoint_segments=None, autocast=None, zero=0, offload_optimizer=False,
-              save_on_cpu=False, param_dtype=None, device="cpu"):
+              save_on_cpu=False, param_dtype=None, overlap_grad_copies=False, fallback=False, device="cpu"):
     """The relative time of one optimizer step on device under the module's cost model (fp32, no tricks = 1.0)."""
     checkpoint_cost, halving_cost = cost_factors()
     cost = halving_cost ** math.log2(accumulation_steps) * ZERO_COST[zero]
@@ -207,7 +236,9 @@ def step_cost(accumulation_steps=1, checkpoint_segments=None, autocast=None, zer
         cost *= checkpoint_cost
     if autocast is not None:
         cost *= autocast_cost(device)
-    return cost * offload_cost(offload_optimizer, save_on_cpu)
+    if fallback:
+        cost *= FALLBACK_COST
+    return cost * offload_cost(offload_optimizer, save_on_cpu, overlap_grad_copies=overlap_grad_copies)
 
 
 class Plan:
@@ -219,9 +250,15 @@ class Plan:
     predicted_peak                    Estimate.total of the configuration: parameters + input + step peak
                                       (allocated bytes; a meta run under the budget as a limit completed too)
     predicted_reserved                the peak of segments reserved in that run (parameters, input, step)
-    offload_optimizer, save_on_cpu, param_dtype   the offload remedies (module docstring); param_dtype: None or
-                                      the dtype of the parameters on the device (prepare(model) converts them)
-    predicted_host_peak, predicted_bytes_moved   the host memory and bus traffic of the step (0 without offload)
+    offload_optimizer, save_on_cpu, param_dtype, overlap_grad_copies   the offload remedies (module docstring);
+                                      param_dtype: None or the dtype of the parameters on the device
+                                      (prepare(model) converts them); overlap_grad_copies: optimizer() calls
+                                      the optimizer's overlap_grad_copies()
+    predicted_host_peak, predicted_bytes_moved   the host memory and bus traffic of the step (0 without offload);
+    predicted_bytes_overlapped        the part of that traffic on the copy stream beside backward
+    fallback, predicted_fallback_peak the blocks past the budget go to the device's fallback (gm.memory.
+                                      set_fallback): run the steps under gm.memory.set_limit(device, budget) for the
+                                      split planned; the peak bytes there (Estimate.fallback_peak)
     predicted_time                    relative step time under the cost model (see the module's docstring)
     estimate                          the Estimate behind predicted_peak
     considered                        [(config dict, total bytes, time)] in the order they were estimated
@@ -233,10 +270,14 @@ class Plan:
     zero = 0
 
     def __init__(self, model, loss_fn, batch_size, budget, accumulation_steps, checkpoint_segments, autocast,
-                 est, time, considered, offload_optimizer=False, save_on_cpu=False, param_dtype=None):
+                 est, time, considered, offload_optimizer=False, save_on_cpu=False, param_dtype=None,
+                 overlap_grad_copies=False, fallback=False):
         self.offload_optimizer, self.save_on_cpu, self.param_dtype = offload_optimizer, save_on_cpu, param_dtype
+        self.overlap_grad_copies, self.fallback = overlap_grad_copies, fallback
+        self.predicted_fallback_peak = getattr(est, "fallback_peak", 0) if fallback else 0
         self.predicted_host_peak = getattr(est, "host_peak", 0)
         self.predicted_bytes_moved = getattr(est, "bytes_to_host", 0) + getattr(est, "bytes_to_device", 0)
+        self.predicted_bytes_overlapped = getattr(est, "bytes_overlapped", 0)
         self.model, self.loss_fn, self.batch_size, self.budget = model, loss_fn, batch_size, budget
         self.accumulation_steps = accumulation_steps
         self.micro_batch = batch_size // accumulation_steps
@@ -251,7 +292,11 @@ class Plan:
         off = ""
         if self.offload_optimizer or self.save_on_cpu:
             off = (f"offload_optimizer={self.offload_optimizer}, save_on_cpu={self.save_on_cpu}, "
-                   f"param_dtype={self.param_dtype}, predicted_host_peak={_fmt(self.predicted_host_peak)}, ")
+                   f"param_dtype={self.param_dtype}, "
+                   + ("overlap_grad_copies=True, " if self.overlap_grad_copies else "")
+                   + f"predicted_host_peak={_fmt(self.predicted_host_peak)}, ")
+        if self.fallback:
+            off += f"fallback=True, predicted_fallback_peak={_fmt(self.predicted_fallback_peak)}, "
         return (f"Plan({ranks}micro_batch={self.micro_batch}, accumulation_steps={self.accumulation_steps}, "
                 f"checkpoint_segments={self.checkpoint_segments}, autocast={amp}, {off}"
                 f"predicted_peak={_fmt(self.predicted_peak)} of {_fmt(self.budget)}, "
@@ -264,11 +309,13 @@ class Plan:
         return model.to(self.param_dtype) if self.param_dtype is not None else model
 
     def optimizer(self, params, cls=None, **kwargs):
-        """The planned optimizer over params: cls (default gm.optim.Adam) with offload="cpu" when planned."""
+        """The planned optimizer over params: cls (default gm.optim.Adam) with offload="cpu" when planned, and its
+        gradient copies overlapped with backward (overlap_grad_copies()) when planned."""
         cls = Adam if cls is None else cls
         if self.offload_optimizer:
             kwargs["offload"] = "cpu"
-        return cls(params, **kwargs)
+        opt = cls(params, **kwargs)
+        return opt.overlap_grad_copies() if self.overlap_grad_copies else opt
 
     def step(self, x, y, optimizer):
         """One optimizer step of the whole batch (x, y) as planned: k micro-batches, each under autocast and
@@ -319,10 +366,11 @@ class _nullctx:
         return False
 
 
-def _grid(model, batch_size, world_size=None, offload=False):
+def _grid(model, batch_size, world_size=None, offload=False, fallback=False):
     """Every on-device configuration (with world_size, for each ZeRO stage); with offload (a CUDA device, an
     optimizer that can offload) also each of them with activations on the host, the optimizer on the host, both,
-    and bf16 parameters with the optimizer on the host (not with autocast, which then has nothing left to cast)."""
+    and bf16 parameters with the optimizer on the host (not with autocast, which then has nothing left to cast);
+    with fallback (the device has one set, one process), each on-device one with fallback=True."""
     ks, k = [], 1
     while k <= batch_size and batch_size % k == 0:
         ks.append(k)
@@ -331,17 +379,18 @@ def _grid(model, batch_size, world_size=None, offload=False):
     zeros = (0, 1, 2) if world_size is not None else (None,)
     base = [dict(accumulation_steps=k, checkpoint_segments=s, autocast=a, **({} if z is None else {"zero": z}))
             for k in ks for s in segs for a in (None, bfloat16) for z in zeros]
+    fell = [dict(c, fallback=True) for c in base] if fallback and world_size is None else []
     if not offload:
-        return base
+        return base + fell
     extra = [dict(save_on_cpu=True), dict(offload_optimizer=True), dict(offload_optimizer=True, save_on_cpu=True),
              dict(offload_optimizer=True, param_dtype=bfloat16),
              dict(offload_optimizer=True, param_dtype=bfloat16, save_on_cpu=True)]
     return base + [dict(c, **e) for e in extra for c in base
                    if not (e.get("param_dtype") is not None and c["autocast"] is not None)
-                   and not (e.get("save_on_cpu") and c["checkpoint_segments"])]
+                   and not (e.get("save_on_cpu") and c["checkpoint_segments"])] + fell
 
 
-def _check_candidate(c, model, batch_size, world_size=None):
+def _check_candidate(c, model, batch_size, world_size=None, device="cpu"):
 
     keys = {"accumulation_steps", "checkpoint_segments", "autocast", *OFFLOAD_KEYS} | \
         ({"zero"} if world_size is not None else set())
@@ -351,6 +400,11 @@ def _check_candidate(c, model, batch_size, world_size=None):
                   **({"zero": 0} if world_size is not None else {})), **c)
     if c.get("zero", 0) not in (0, 1, 2):
         raise ValueError(f"plan: a candidate's zero must be 0, 1 or 2, got {c['zero']!r}")
+    if c.get("overlap_grad_copies") and not c.get("offload_optimizer"):
+        raise ValueError(f"plan: a candidate's overlap_grad_copies needs offload_optimizer=True, got {c!r}")
+    if c.get("fallback") and _device_fallback(device) is None:
+        raise ValueError(f"plan: a candidate's fallback needs a fallback set on {device} first "
+                         f"(gm.memory.set_fallback({device!r}, ...)), got {c!r}")
     for key in OFFLOAD_KEYS:  # a remedy not used is left out, as in the default grid
         if not c.get(key):
             c.pop(key, None)
@@ -377,7 +431,10 @@ def plan(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, targ
     smallest predicted total when nothing fits. device: the device the plan is for (as max_batch_size's: its
     estimates stand for it, "cuda" from a machine without one too); for a CUDA device, with optimizer None or
     Adam/AdamW/SGD, the offload remedies are candidates too (module docstring), and Plan.prepare(model),
-    Plan.optimizer(params) apply them. (The former order, plan(model, loss_fn, input_shape, batch_size,
+    Plan.optimizer(params) apply them; a candidate may also ask for overlap_grad_copies=True with
+    offload_optimizer=True (not in the default grid: it costs the gradients' bytes of host memory). On a device
+    with a fallback set (gm.memory.set_fallback), each on-device candidate is also tried with fallback=True: the
+    blocks past the budget in the fallback, as under gm.memory.set_limit(device, budget) (module docstring). (The former order, plan(model, loss_fn, input_shape, batch_size,
     budget, ...), still works, with a DeprecationWarning.)
     world_size: plan one rank of a data-parallel run of world_size ranks (batch_size is then per rank): the
     candidates also choose zero = 0 (DistributedDataParallel), 1 or 2 (ZeroRedundancyOptimizer stage), and each
@@ -405,8 +462,8 @@ def plan(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, targ
         _positive_int(world_size, "world_size", "plan")
     dev = device_str(device)
     can_offload = dev.startswith("cuda") and (optimizer is None or optimizer in _OFFLOADABLE)
-    cands = _grid(model, batch_size, world_size, can_offload) if candidates is None else \
-        [_check_candidate(c, model, batch_size, world_size) for c in candidates]
+    cands = _grid(model, batch_size, world_size, can_offload, _device_fallback(dev) is not None) \
+        if candidates is None else [_check_candidate(c, model, batch_size, world_size, dev) for c in candidates]
     if not cands:
         raise ValueError("plan: candidates is empty")
 
@@ -419,8 +476,9 @@ def plan(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, targ
     considered, best = [], None
     for c in sorted(cands, key=order):
         t = step_cost(**c, device=dev)
-        est, need, ok = _fit(budget, model, shape, loss_fn=loss_fn, batch_size=batch_size, target=target,
-                             device=dev, **_estimate_kwargs(c, optimizer), **ranks)
+        est, need, ok = _fit(budget, model, shape, fallback=bool(c.get("fallback")), loss_fn=loss_fn,
+                             batch_size=batch_size, target=target, device=dev, **_estimate_kwargs(c, optimizer),
+                             **ranks)
         considered.append((c, need, t))
         if ok:  # sorted by time (then the tie-breaks): the first that fits is the choice
             best = (c, est, t)
@@ -433,7 +491,8 @@ def plan(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, targ
     c, est, t = best
     p = Plan(model, loss_fn, batch_size, budget, c["accumulation_steps"], c["checkpoint_segments"],
              c["autocast"], est, t, considered, offload_optimizer=bool(c.get("offload_optimizer")),
-             save_on_cpu=bool(c.get("save_on_cpu")), param_dtype=c.get("param_dtype"))
+             save_on_cpu=bool(c.get("save_on_cpu")), param_dtype=c.get("param_dtype"),
+             overlap_grad_copies=bool(c.get("overlap_grad_copies")), fallback=bool(c.get("fallback")))
     if world_size is not None:
         p.world_size, p.zero = world_size, c["zero"]
     return p
@@ -445,7 +504,8 @@ def _estimate_kwargs(c, optimizer):
     kw["optimizer"] = optimizer
     if c.get("offload_optimizer"):
         cls = Adam if optimizer is None else optimizer
-        kw["optimizer"] = lambda ps: cls(ps, offload="cpu")
+        overlap = bool(c.get("overlap_grad_copies"))
+        kw["optimizer"] = lambda ps: cls(ps, offload="cpu").overlap_grad_copies(overlap)
     kw["save_on_cpu"] = bool(c.get("save_on_cpu"))
     kw["param_dtype"] = c.get("param_dtype")
     return kw
@@ -468,7 +528,11 @@ def _describe(c):
     if c.get("offload_optimizer"):
         off += ", optimizer offloaded to the host" + (f" with {c['param_dtype']} parameters on the device"
                                                       if c.get("param_dtype") is not None else "")
+        if c.get("overlap_grad_copies"):
+            off += ", gradients copied down during backward"
     if c.get("save_on_cpu"):
         off += ", activations saved on the host"
+    if c.get("fallback"):
+        off += ", blocks past the budget in the device's fallback"
     return (f"accumulation_steps={c['accumulation_steps']}, checkpoint_segments={c['checkpoint_segments']}, "
             f"{amp}{zero}{off}")

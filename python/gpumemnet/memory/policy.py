@@ -44,8 +44,9 @@ def _rates():
 
 def slowdown(device, location="host"):
     """How many times slower a memory-bound operation runs on a block that fell back (the bandwidth the op gets
-    there against on the device): the time model's one figure for a fallback, used by the warning and the
-    planner."""
+    there against on the device): the time model's one figure for a fallback, used by the warning (the planner
+    orders a fallback by its own fixed factor, planner.FALLBACK_COST: what share of a step's accesses land on the
+    fallback is not known before it runs)."""
     r = _rates()
     if str(device).startswith("cpu") or location not in ("host", None):
         return r["host_memory"] / r["disk"]

@@ -79,17 +79,20 @@ class OffloadMixin:
     def overlap_grad_copies(self, enabled=True):
         """Copy each offloaded parameter's gradient down as backward produces it, overlapped with the rest of
         backward on the device's copy stream (see the module's docstring); enabled=False goes back to copying
-        in step()."""
+        in step(). Returns the optimizer, so that a factory can be one expression: gm.memory.estimate(...,
+        optimizer=lambda ps: Adam(ps, offload="cpu").overlap_grad_copies()) runs it on meta and counts the
+        gradients' host staging and their copies per micro-batch (Estimate.host_peak, bytes_overlapped)."""
         for h in self._overlap_handles:
             h.remove()
         self._overlap_handles, self._early = [], {}
         if not enabled or getattr(self, "offload", None) is None:
-            return
+            return self
         for group in self.param_groups:
             for p in group["params"]:
                 if p.requires_grad and _off.host_device(p._device) is not None:
                     self._overlap_handles.append(p.register_hook(self._before_accumulate(p)))
                     self._overlap_handles.append(p.register_post_accumulate_grad_hook(self._grad_ready))
+        return self
 
     def _before_accumulate(self, p):
         def hook(grad):
