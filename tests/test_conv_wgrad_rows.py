@@ -103,3 +103,32 @@ def test_weight_gradients_follow_the_team_openmp_gives():
     env["PYTHONPATH"] = os.pathsep.join(p for p in (os.path.dirname(__file__), env.get("PYTHONPATH")) if p)
     got = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert got.returncode == 0 and got.stdout.strip() == "ok", got.stderr[-2000:]
+
+
+@pytest.mark.parametrize("route", ["gemm", "widen"])
+def test_half_weight_gradient_under_a_smaller_team(route):
+    """The bfloat16 and float16 weight-gradients (conv_half.c: bfloat16 products, and the widened float16 route)
+    split dW's columns over the team OpenMP gives too: under OMP_THREAD_LIMIT=1 with 2 threads asked, the second
+    half of the columns was left zero. Values of -1, 0, 1 over 256 positions keep every sum exact in both types
+    (and the shapes reach the 2^20 multiply-adds from which the pass uses 2 threads)."""
+    import os
+    import subprocess
+    import sys
+    code = (
+        "import numpy as np, gpumemnet as gm\n"
+        "from gpumemnet import _C\n"
+        "from conv_util import ref_conv2d_grad_weight\n"
+        "gm.set_num_threads(2)\n"
+        "rng = np.random.default_rng(29)\n"
+        "for dt in (gm.bfloat16, gm.float16):\n"
+        "    for xs, ws, pad in (((1, 16, 16, 16), (32, 16, 3, 3), 1), ((1, 64, 16, 16), (64, 64, 1, 1), 0)):\n"
+        "        x = rng.integers(-1, 2, xs).astype(np.float64)\n"
+        "        d = rng.integers(-1, 2, (xs[0], ws[0]) + xs[2:]).astype(np.float64)\n"
+        "        dw = _C.conv2d_backward(gm.tensor(d, dtype=dt), gm.tensor(x, dtype=dt), None, 1, pad,\n"
+        "                                1, 1, (False, True, False), None, ws)[1].float().numpy()\n"
+        "        assert np.array_equal(dw, ref_conv2d_grad_weight(x, d, ws, 1, pad)), (dt, ws)\n"
+        "print('ok')\n")
+    env = dict(os.environ, OMP_THREAD_LIMIT="1", GPUMEMNET_BF16_CONV=route)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (os.path.dirname(__file__), env.get("PYTHONPATH")) if p)
+    got = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert got.returncode == 0 and got.stdout.strip() == "ok", got.stderr[-2000:]

@@ -477,7 +477,9 @@ static void conv2d_backward_weight_bf16(uint16_t *dw, const uint16_t *dout, cons
     const int nt = pl->nt;
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
-        const int64_t t = omp_get_thread_num(), j0 = CRS * t / nt, j1 = CRS * (t + 1) / nt;
+        /* the team OpenMP gives, which may be smaller than nt (OMP_THREAD_LIMIT, a nested region) */
+        const int64_t t = omp_get_thread_num(), tn = omp_get_num_threads();
+        const int64_t j0 = CRS * t / tn, j1 = CRS * (t + 1) / tn;
         uint16_t *col = (uint16_t *)(bufs + t * per);
         for (int64_t n = 0; n < N && j1 > j0; n++) {
             for (int64_t grp = 0; grp < G; grp++) {
@@ -598,7 +600,9 @@ int conv2d_backward_weight_half(uint16_t *dw, const uint16_t *dout, const uint16
     conv_blas_single_begin(nt);
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
-        const int64_t t = omp_get_thread_num(), j0 = CRS * t / nt, j1 = CRS * (t + 1) / nt;
+        /* the team OpenMP gives, which may be smaller than nt (OMP_THREAD_LIMIT, a nested region) */
+        const int64_t t = omp_get_thread_num(), tn = omp_get_num_threads();
+        const int64_t j0 = CRS * t / tn, j1 = CRS * (t + 1) / tn;
         float *col = bufs + t * per, *g32 = col + tile * pl.chunk;
         for (int64_t n = 0; n < N && j1 > j0; n++) {
             for (int64_t grp = 0; grp < G; grp++) {
