@@ -198,22 +198,25 @@ static inline void transpose16(float *dst, int64_t ldd, const float *src, int64_
 
 /* dT[i, kb, j, kk] = dout[n0 + i, kb*64 + kk, p0 + j] for cnt items and len positions, in blocks of 64 output
  * channels: a block's positions are 256 bytes apart (rows of all K channels, 1-4 KiB apart at K = 256-1024,
- * fell into two to eight sets of L1 and ran at 24-96 GFLOP/s). One piece: item i, block kb, positions j0.. */
+ * fell into two to eight sets of L1 and ran at 24-96 GFLOP/s). One piece: item i, block kb, positions j0..
+ * A block (i, kb) has room for plen positions (the plan's, not this group's len): it lies at the same place in
+ * every group, so a thread that owns its blocks never writes where another thread, a group behind, still reads
+ * (with len the last, shorter slice's blocks overlapped a lagging thread's blocks of the slice before). */
 static void transpose_piece(float *dT, const float *dout, const conv_geom *g, int64_t n0, int64_t p0, int64_t len,
-                            int64_t i, int64_t kb, int64_t j0) {
+                            int64_t plen, int64_t i, int64_t kb, int64_t j0) {
     const int64_t K = g->K, PQ = g->P * g->Q, kbw = 16 * wg_kv(g), nkb = K / kbw, n = min64(16, len - j0);
     const float *src = dout + ((n0 + i) * K + kb * kbw) * PQ + p0 + j0;
-    float *dst = dT + (i * nkb + kb) * len * kbw + j0 * kbw;
+    float *dst = dT + (i * nkb + kb) * plen * kbw + j0 * kbw;
     for (int k = 0; k < kbw; k += 16) transpose16(dst + k, kbw, src + k * PQ, PQ, 16, (int)n);
 }
 
 /* The whole group, shared by the team (ends on the loop's barrier). */
 static void transpose_dout(float *dT, const float *dout, const conv_geom *g, int64_t n0, int64_t cnt, int64_t p0,
-                           int64_t len) {
+                           int64_t len, int64_t plen) {
     const int64_t nblk = ceil_div64(len, 16), nkb = g->K / (16 * wg_kv(g));
 #pragma omp for schedule(static)
     for (int64_t u = 0; u < cnt * nkb * nblk; u++)
-        transpose_piece(dT, dout, g, n0, p0, len, u / (nkb * nblk), u / nblk % nkb, u % nblk * 16);
+        transpose_piece(dT, dout, g, n0, p0, len, plen, u / (nkb * nblk), u / nblk % nkb, u % nblk * 16);
 }
 
 /* d[kk * ldd + j] (+)= blk[j * kbw + kk] for kk < kbw (a multiple of 16), j < nrows: a block of sums, one row per
@@ -241,7 +244,7 @@ static void flush_rows(float *d, int64_t ldd, const float *blk, int64_t kbw, int
 typedef struct {
     const conv_geom *g;
     const wg_kernel *kern;
-    int64_t kbw, cu, rr, ncb, nkb;
+    int64_t kbw, cu, rr, ncb, nkb, plen; /* plen: positions per block of dT (transpose_piece) */
 } wg_pass;
 
 /* Unit (row block rb, channel block cb, output block kb) over the group of cnt items from n0, positions [p0, p1)
@@ -249,14 +252,14 @@ typedef struct {
 static void run_unit(float *dw, const float *x, const float *ws, const wg_pass *w, int64_t rb, int64_t cblk,
                      int64_t kb, int64_t n0, int64_t cnt, int64_t p0, int64_t p1, int first) {
     const conv_geom *g = w->g;
-    const int64_t C = g->C, R = g->R, S = g->S, RS = R * S, CRS = C * RS, kbw = w->kbw, len = p1 - p0;
+    const int64_t C = g->C, R = g->R, S = g->S, RS = R * S, CRS = C * RS, kbw = w->kbw;
     const int64_t r0 = rb * w->rr, c0 = cblk * w->cu, r1 = min64(R, r0 + w->rr), c1 = min64(C, c0 + w->cu);
     const int64_t nr = r1 - r0, ldc = nr * S * kbw;
     /* the unit's sums over this group, row (channel c, tap row r, tap s) of kbw output channels */
     float blk[WG_BLK_FLOATS] __attribute__((aligned(64)));
     memset(blk, 0, (size_t)((c1 - c0) * ldc) * sizeof(float));
     for (int64_t i = 0; i < cnt; i++) {
-        const float *dti = ws + (i * w->nkb + kb) * len * kbw;
+        const float *dti = ws + (i * w->nkb + kb) * w->plen * kbw;
         for (int64_t s0 = p0; s0 < p1; s0 += WG_PCHUNK) {
             const int64_t s1 = min64(p1, s0 + WG_PCHUNK);
             for (int64_t c = c0, cb; c < c1; c += cb) {
@@ -298,7 +301,7 @@ void conv_wgrad_backward_weight(float *dw, const float *dout, const float *x, co
     const int64_t nrb = ceil_div64(R, WG_BLK_FLOATS / (w.cu * S * w.kbw));
     w.rr = ceil_div64(R, nrb);
     const int64_t nb = wg_plan(g, ws_nbytes, &plen);
-    w.ncb = ceil_div64(C, w.cu), w.nkb = K / w.kbw;
+    w.ncb = ceil_div64(C, w.cu), w.nkb = K / w.kbw, w.plen = plen;
     const int64_t units = nrb * w.ncb * w.nkb, nslice = ceil_div64(PQ, plen), ngrp = ceil_div64(N, nb) * nslice;
     const double macs = (double)N * (double)K * (double)PQ * (double)(C * R * S);
     const int nt = nthreads > 1 && macs >= CONV_GEMM_GRAIN ? nthreads : 1;
@@ -318,13 +321,13 @@ void conv_wgrad_backward_weight(float *dw, const float *dout, const float *x, co
             if (own) {
                 for (int64_t kb = t; kb < w.nkb; kb += tn)
                     for (int64_t i = 0; i < cnt; i++)
-                        for (int64_t j = 0; j < nblk; j++) transpose_piece(ws, dout, g, n0, p0, len, i, kb, j * 16);
+                        for (int64_t j = 0; j < nblk; j++) transpose_piece(ws, dout, g, n0, p0, len, plen, i, kb, j * 16);
                 for (int64_t kb = t; kb < w.nkb; kb += tn)
                     for (int64_t u = 0; u < nrb * w.ncb; u++)
                         run_unit(dw, x, ws, &w, u / w.ncb, u % w.ncb, kb, n0, cnt, p0, p1, grp == 0);
                 continue;
             }
-            transpose_dout(ws, dout, g, n0, cnt, p0, len); /* ends on the loop's barrier */
+            transpose_dout(ws, dout, g, n0, cnt, p0, len, plen); /* ends on the loop's barrier */
             /* units: blocks of rows outermost, so that a (channel block, output block)'s row blocks, which share
              * cache lines of dW at their edges, do not run at the same time */
 #pragma omp for schedule(dynamic)
