@@ -21,6 +21,7 @@
 #include "conv_internal.h"
 #include "bf16_convert.h"
 #include "bf16_lanes.h"
+#include "transpose_words16.h"
 
 #include <cpuid.h>
 #include <immintrin.h>
@@ -534,31 +535,6 @@ static void wg_pack_x(uint16_t *xp, const uint16_t *x, const conv_geom *g, const
     }
 }
 
-/* o[i] = column i of the 16 x 16 matrix of 32-bit words whose rows are r[0..15] (r is overwritten). */
-__attribute__((target("avx512f"))) static inline void transpose16(__m512i o[16], __m512i r[16]) {
-    __m512i t[16];
-    for (int i = 0; i < 16; i += 2) {
-        t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
-        t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
-    }
-    for (int i = 0; i < 16; i += 4) {
-        r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
-        r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
-        r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
-        r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
-    }
-    /* r[4b + c] holds, in each 128-bit lane L, word 4L + c of rows 4b .. 4b + 3 */
-    for (int c = 0; c < 4; c++) {
-        const __m512i a0 = _mm512_shuffle_i32x4(r[c], r[4 + c], 0x88), a1 = _mm512_shuffle_i32x4(r[c], r[4 + c], 0xdd);
-        const __m512i b0 = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0x88);
-        const __m512i b1 = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0xdd);
-        o[c] = _mm512_shuffle_i32x4(a0, b0, 0x88);
-        o[8 + c] = _mm512_shuffle_i32x4(a0, b0, 0xdd);
-        o[4 + c] = _mm512_shuffle_i32x4(a1, b1, 0x88);
-        o[12 + c] = _mm512_shuffle_i32x4(a1, b1, 0xdd);
-    }
-}
-
 /* gt's block of output channels [16 kb, 16 kb + 16) for all F / 2 pairs: 16 rows x 32 positions of the flat
  * grad_output staged, then transposed as 16 x 16 words (pairs of positions) into 16 rows of gt, kp words apart. */
 __attribute__((target("avx512f"))) static void wg_pack_go(uint32_t *gt, const uint16_t *dout, const conv_geom *g,
@@ -585,7 +561,7 @@ __attribute__((target("avx512f"))) static void wg_pack_go(uint32_t *gt, const ui
         }
         __m512i r[16], o[16];
         for (int i = 0; i < 16; i++) r[i] = _mm512_load_si512(st[i]);
-        transpose16(o, r);
+        transpose_words16(o, r);
         uint32_t *d = gt + (f0 / 2) * w->kp + kb * 16;
         for (int i = 0; i < 16; i++) _mm512_storeu_si512(d + i * w->kp, o[i]);
     }
@@ -645,7 +621,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) static void wg_store(uint16
                                                                           int64_t kp) {
     __m512i r[16], o[16];
     for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_si512(dw32 + (j0 + i) * kp + k0);
-    transpose16(o, r);
+    transpose_words16(o, r);
     const int64_t jn = min64(16, CRS - j0);
     const __mmask16 m = (__mmask16)((1u << jn) - 1); /* jn 16: all 16 lanes */
     for (int64_t i = 0; i < 16 && k0 + i < K; i++)

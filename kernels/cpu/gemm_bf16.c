@@ -16,6 +16,7 @@
  * so meta's byte count (which calls the same plans) stays equal to the CPU's. */
 #define _GNU_SOURCE /* syscall() */
 #include "gemm_bf16.h"
+#include "transpose_words16.h"
 
 #include <cblas.h>
 #include <cpuid.h>
@@ -129,26 +130,8 @@ __attribute__((target("avx512f,avx512bw"))) static inline void pair_rows(uint32_
 __attribute__((target("avx512f"))) static inline void transpose_pairs16(uint32_t *o, const uint16_t *p, int64_t cs) {
     __m512i r[16], t[16];
     for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_si512(p + i * cs);
-    for (int i = 0; i < 16; i += 2) {
-        t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
-        t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
-    }
-    for (int i = 0; i < 16; i += 4) {
-        r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
-        r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
-        r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
-        r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
-    }
-    /* r[4b + c] holds, in each 128-bit lane L, words (4L + c) of rows 4b .. 4b + 3 */
-    for (int c = 0; c < 4; c++) {
-        const __m512i a0 = _mm512_shuffle_i32x4(r[c], r[4 + c], 0x88), a1 = _mm512_shuffle_i32x4(r[c], r[4 + c], 0xdd);
-        const __m512i b0 = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0x88);
-        const __m512i b1 = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0xdd);
-        _mm512_storeu_si512(o + (0 + c) * NR, _mm512_shuffle_i32x4(a0, b0, 0x88));
-        _mm512_storeu_si512(o + (8 + c) * NR, _mm512_shuffle_i32x4(a0, b0, 0xdd));
-        _mm512_storeu_si512(o + (4 + c) * NR, _mm512_shuffle_i32x4(a1, b1, 0x88));
-        _mm512_storeu_si512(o + (12 + c) * NR, _mm512_shuffle_i32x4(a1, b1, 0xdd));
-    }
+    transpose_words16(t, r);
+    for (int i = 0; i < 16; i++) _mm512_storeu_si512(o + i * NR, t[i]);
 }
 
 /* B's rows [0, kc) (K) and columns [0, nc) as ceil(nc / NR) panels of kp pairs x NR columns, zero-padded, the
@@ -360,26 +343,7 @@ typedef struct {
 /* r[0..15], 16 rows of 16 words, transposed in place. */
 __attribute__((target("avx512f"))) static inline void transpose16(__m512i r[16]) {
     __m512i t[16];
-    for (int i = 0; i < 16; i += 2) {
-        t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
-        t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
-    }
-    for (int i = 0; i < 16; i += 4) {
-        r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
-        r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
-        r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
-        r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
-    }
-    /* r[4b + c] holds, in each 128-bit lane L, words (4L + c) of rows 4b .. 4b + 3 */
-    for (int c = 0; c < 4; c++) {
-        const __m512i a0 = _mm512_shuffle_i32x4(r[c], r[4 + c], 0x88), a1 = _mm512_shuffle_i32x4(r[c], r[4 + c], 0xdd);
-        const __m512i b0 = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0x88);
-        const __m512i b1 = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0xdd);
-        t[0 + c] = _mm512_shuffle_i32x4(a0, b0, 0x88);
-        t[8 + c] = _mm512_shuffle_i32x4(a0, b0, 0xdd);
-        t[4 + c] = _mm512_shuffle_i32x4(a1, b1, 0x88);
-        t[12 + c] = _mm512_shuffle_i32x4(a1, b1, 0xdd);
-    }
+    transpose_words16(t, r);
     for (int i = 0; i < 16; i++) r[i] = t[i];
 }
 
