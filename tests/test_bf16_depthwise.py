@@ -122,9 +122,15 @@ def test_conv_transpose2d_depthwise(dtype):
         assert np.array_equal(got.float().numpy(), _round(ref, dtype)), stride
 
 
-def _per_thread(H, W, P, Q, k):
-    a = lambda n: (n + 15) // 16 * 16  # noqa: E731 - floats, whole 64-byte lines
-    return 4 * (a(H * W) + a(P * Q) + a(k * k))
+def _per_thread(H, W, P, Q, k, s=1):
+    """Bytes of one thread's float32 buffers (kernels/cpu/conv_depthwise.c, dw_layout; padding k // 2): the padded
+    input's s x s phases (rows x pitch each, and k + 16 floats of slack), the flat output (P x pitch), a padded
+    input row and the taps, each in whole 64-byte lines."""
+    a = lambda n: (n + 15) // 16 * 16  # noqa: E731
+    cdiv = lambda n, d: -(-n // d)  # noqa: E731
+    rows = cdiv(max(H + k // 2, (P - 1) * s + k), s)
+    pitch = cdiv(max(W + k // 2, (Q - 1) * s + k), s)
+    return 4 * (a(s * s * rows * pitch + k + 16) + a(P * pitch) + a(pitch * s) + a(k * k))
 
 
 def _blocks(n):
@@ -140,7 +146,7 @@ def test_workspace_bytes_exact_and_meta_equal(nthreads, threads, workspace_limit
         P, Q = (H + 2 * (k // 2) - k) // s + 1, (W + 2 * (k // 2) - k) // s + 1
         macs = N * C * P * Q * k * k
         nt = nthreads if nthreads > 1 and macs >= 32768 else 1
-        want = _blocks(nt * _per_thread(H, W, P, Q, k))
+        want = _blocks(nt * _per_thread(H, W, P, Q, k, s))
         peaks = {}
         for dev in ("cpu", "meta"):
             mk = (lambda shape: gm.zeros(shape, dtype=gm.bfloat16)) if dev == "cpu" else \
@@ -217,3 +223,33 @@ def test_autocast_runs_depthwise_in_bf16_without_float32_copies():
     assert peak <= _blocks(2 * _per_thread(32, 32, 32, 32, 3)) + _blocks(2 * 32 * 9), peak
     ref = F.conv2d(x.detach().float(), conv.weight.detach().to(gm.bfloat16).float(), None, 1, 1, 1, 32)
     np.testing.assert_allclose(out.detach().float().numpy(), ref.numpy(), rtol=2 ** -7, atol=1e-6)
+
+
+# other geometries: no padding, a 1x1 and a 7x7 kernel, unequal strides and paddings, a non-contiguous input
+OTHER = [dict(k=(3, 3), stride=(2, 2), padding=(0, 0)), dict(k=(1, 1), stride=(1, 1), padding=(0, 0)),
+         dict(k=(7, 7), stride=(1, 1), padding=(3, 3)), dict(k=(3, 5), stride=(1, 2), padding=(0, 2)),
+         dict(k=(3, 3), stride=(3, 2), padding=(1, 0)), dict(k=(3, 3), stride=(2, 2), padding=(1, 1), sliced=True)]
+
+
+@pytest.mark.parametrize("dtype", [gm.bfloat16, gm.float16], ids=["bf16", "f16"])
+@pytest.mark.parametrize("case", OTHER, ids=lambda c: "k{}s{}p{}{}".format(c["k"], c["stride"], c["padding"],
+                                                                         "-sliced" if c.get("sliced") else ""))
+def test_exact_other_geometries(case, dtype):
+    rng = np.random.default_rng(11)
+    N, C, H, W = 2, 6, 11, 9
+    x = rng.integers(-1, 2, (N, C, H, 2 * W if case.get("sliced") else W)).astype(np.float64)
+    w = rng.integers(-2, 3, (C, 1) + case["k"]).astype(np.float64)
+    xt = gm.tensor(x.astype(np.float32)).to(dtype)
+    if case.get("sliced"):  # every other column: the kernels read the input at its strides
+        xt, x = xt[:, :, :, ::2], x[:, :, :, ::2]
+    xt.requires_grad_()
+    wt = gm.tensor(w.astype(np.float32)).to(dtype).requires_grad_()
+    out = F.conv2d(xt, wt, None, case["stride"], case["padding"], 1, C)
+    go = rng.integers(-1, 2, tuple(out.shape)).astype(np.float64)
+    out.backward(gm.tensor(go.astype(np.float32)).to(dtype))
+    s, p = case["stride"], case["padding"]
+    assert np.array_equal(out.detach().float().numpy(), _round(ref_conv2d(x, w, None, s, p, 1, C), dtype))
+    P, Q = out.shape[2:]
+    opad = tuple(n - ((m - 1) * st - 2 * pd + kk) for n, m, st, pd, kk in zip((H, W), (P, Q), s, p, case["k"]))
+    assert np.array_equal(xt.grad.float().numpy(), _round(ref_conv_transpose2d(go, w, None, s, p, opad, C), dtype))
+    assert np.array_equal(wt.grad.float().numpy(), _round(ref_conv2d_grad_weight(x, go, w.shape, s, p, 1, C), dtype))
