@@ -124,13 +124,14 @@ def test_conv_transpose2d_depthwise(dtype):
 
 def _per_thread(H, W, P, Q, k, s=1):
     """Bytes of one thread's float32 buffers (kernels/cpu/conv_depthwise.c, dw_layout; padding k // 2): the padded
-    input's s x s phases (rows x pitch each, and k + 16 floats of slack), the flat output (P x pitch), a padded
-    input row and the taps, each in whole 64-byte lines."""
+    input's s x s phases (rows x pitch each, in whole vectors, and k + 16 floats of slack), the flat output plane
+    (after `front` zeros in the input-gradient), a padded input row, and 16 floats per tap, in 64-byte lines."""
     a = lambda n: (n + 15) // 16 * 16  # noqa: E731
     cdiv = lambda n, d: -(-n // d)  # noqa: E731
     rows = cdiv(max(H + k // 2, (P - 1) * s + k), s)
     pitch = cdiv(max(W + k // 2, (Q - 1) * s + k), s)
-    return 4 * (a(s * s * rows * pitch + k + 16) + a(P * pitch) + a(pitch * s) + a(k * k))
+    F, front = a(rows * pitch), (k - 1) // s * pitch + (k - 1) // s
+    return 4 * (a(s * s * F + k + 16) + a(front + F + 16) + a(pitch * s) + 16 * k * k)
 
 
 def _blocks(n):

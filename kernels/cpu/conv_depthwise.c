@@ -18,12 +18,17 @@
  * the operands of every depthwise convolution to float32 copies and ran its backward one item at a time
  * (MobileNetV2's autocast step then cost 1.38x its float32 step). */
 
+/* Rows shorter than this are converted inline: the calls into bf16_convert.c cost more than a 2- or 4-wide row. */
+#define DW_SHORT 32
+
 static inline float dw_h2f(uint16_t v, gm_dtype dt) { return dt == GM_BF16 ? gm_bf16_to_float(v) : gm_half_to_float(v); }
 
 /* d (rows, cols, contiguous) = the half-precision rows of s (rows rs, columns cs elements apart), widened. */
 static void dw_widen(float *d, const uint16_t *s, int64_t rows, int64_t cols, int64_t rs, int64_t cs, gm_dtype dt) {
     for (int64_t i = 0; i < rows; i++, d += cols, s += rs) {
-        if (dt == GM_BF16 && cs == 1) {
+        if (dt == GM_BF16 && cs == 1 && cols < DW_SHORT) {
+            for (int64_t j = 0; j < cols; j++) d[j] = gm_bf16_to_float(s[j]);
+        } else if (dt == GM_BF16 && cs == 1) {
             gm_cvt_bf16_to_f32(d, s, cols);
         } else {
             for (int64_t j = 0; j < cols; j++) d[j] = dw_h2f(s[j * cs], dt);
@@ -32,7 +37,9 @@ static void dw_widen(float *d, const uint16_t *s, int64_t rows, int64_t cols, in
 }
 
 static void dw_round(uint16_t *d, const float *s, int64_t n, gm_dtype dt) {
-    if (dt == GM_BF16) {
+    if (dt == GM_BF16 && n < DW_SHORT) {
+        for (int64_t i = 0; i < n; i++) d[i] = gm_float_to_bf16(s[i]);
+    } else if (dt == GM_BF16) {
         gm_cvt_f32_to_bf16(d, s, n);
     } else {
         for (int64_t i = 0; i < n; i++) d[i] = gm_float_to_half(s[i]);
@@ -52,8 +59,11 @@ static int64_t dw_align16(int64_t n) { return (n + 15) & ~(int64_t)15; } /* floa
 typedef struct {
     int64_t rows, pitch, F; /* a phase: rows x pitch floats, F of them */
     int64_t L;              /* the flat outputs: P * pitch */
+    int64_t off[64];        /* tap r*S + s reads its phase's run from here (dw_tap): divisions done once a pass */
+    int64_t front;          /* zeros before grad_output's flat plane in the input-gradient (its farthest tap) */
     int64_t xn, on, tn;     /* floats of the phases (with room for the last taps' overrun), of the flat plane
-                             * (whole vectors), of a padded input row */
+                             * (whole vectors; in the input-gradient after `front` zeros and up to a phase's
+                             * whole vectors), of a padded input row */
 } dw_lay;
 
 static int dw_flat(const conv_geom *g) { return g->dh == 1 && g->dw == 1 && g->R * g->S <= 64; }
@@ -64,12 +74,17 @@ static dw_lay dw_layout(const conv_geom *g) {
     const int64_t Wp = max64(g->W + g->pw, (g->Q - 1) * g->sw + g->S);
     l.rows = ceil_div64(Hp, g->sh);
     l.pitch = ceil_div64(Wp, g->sw);
-    l.F = l.rows * l.pitch;
+    l.F = dw_align16(l.rows * l.pitch); /* whole vectors: the input-gradient writes phases whole */
     l.L = g->P * l.pitch;
     /* the flat run of a tap in the last phase reads (and the input-gradient writes) up to S / sw past it */
     l.xn = dw_align16(g->sh * g->sw * l.F + g->S + 16);
-    l.on = dw_align16(l.L);
+    l.front = (g->R - 1) / g->sh * l.pitch + (g->S - 1) / g->sw;
+    l.on = dw_align16(l.front + l.F + 16);
     l.tn = dw_align16(l.pitch * g->sw);
+    for (int64_t t = 0; t < g->R * g->S && t < 64; t++) {
+        const int64_t r = t / g->S, s = t % g->S;
+        l.off[t] = (r % g->sh * g->sw + s % g->sw) * l.F + r / g->sh * l.pitch + s / g->sw;
+    }
     return l;
 }
 
@@ -78,7 +93,7 @@ static dw_lay dw_layout(const conv_geom *g) {
 static int64_t dw_half_per_thread(const conv_geom *g) {
     if (dw_flat(g)) {
         const dw_lay l = dw_layout(g);
-        return l.xn + l.on + l.tn + dw_align16(g->R * g->S);
+        return l.xn + l.on + l.tn + 16 * g->R * g->S; /* the taps, or the weight-gradient's vector sums */
     }
     return dw_align16(g->H * g->W) + dw_align16(g->P * g->Q) + dw_align16(g->R * g->S);
 }
@@ -89,9 +104,12 @@ static void dw_fill(float *X, float *t, const dw_lay *l, const conv_geom *g, con
                     int64_t cs, gm_dtype dt) {
     memset(X, 0, (size_t)l->xn * sizeof(float));
     if (g->sw > 1) memset(t, 0, (size_t)l->tn * sizeof(float));
-    for (int64_t h = 0; h < g->H; h++) {
-        const int64_t hp = h + g->ph;
-        float *ph = X + (hp % g->sh) * g->sw * l->F + hp / g->sh * l->pitch;
+    for (int64_t h = 0, a = g->ph % g->sh, i = g->ph / g->sh; h < g->H; h++) { /* padded row h + ph = i*sh + a */
+        float *ph = X + a * g->sw * l->F + i * l->pitch;
+        if (++a == g->sh) {
+            a = 0;
+            i++;
+        }
         if (g->sw == 1) {
             dw_widen(ph + g->pw, src + h * rs, 1, g->W, 0, cs, dt);
             continue;
@@ -102,25 +120,21 @@ static void dw_fill(float *X, float *t, const dw_lay *l, const conv_geom *g, con
     }
 }
 
-/* O (P rows of pitch) = plane src (P, Q contiguous) widened, zero past Q in each row. */
+/* O (P rows of pitch, then zeros to whole vectors) = plane src (P, Q contiguous) widened, zero past Q in each
+ * row: the flat loops then read whole vectors of it, and its zeros add nothing. */
 static void dw_fill_out(float *O, const dw_lay *l, const conv_geom *g, const uint16_t *src, gm_dtype dt) {
     for (int64_t p = 0; p < g->P; p++) {
         dw_widen(O + p * l->pitch, src + p * g->Q, 1, g->Q, 0, 1, dt);
         for (int64_t q = g->Q; q < l->pitch; q++) O[p * l->pitch + q] = 0;
     }
-}
-
-static inline int64_t dw_tap(const dw_lay *l, const conv_geom *g, int64_t r, int64_t s) {
-    return (r % g->sh * g->sw + s % g->sw) * l->F + r / g->sh * l->pitch + s / g->sw;
+    for (int64_t j = l->L; j < dw_align16(l->L); j++) O[j] = 0;
 }
 
 /* The three flat loops, compiled twice: for the baseline and for AVX-512 (dw_avx512 says which runs). */
 #define DW_FLAT_LOOPS(SUF, ATTR)                                                                                     \
     ATTR static void dw_fwd_##SUF(float *o, const float *X, const float *wt, float b, const dw_lay *l,              \
                                   const conv_geom *g) {                                                             \
-        const int64_t RS = g->R * g->S, L = l->L;                                                                   \
-        int64_t off[DW_MAX_TAPS];                                                                                   \
-        for (int64_t t = 0; t < RS; t++) off[t] = dw_tap(l, g, t / g->S, t % g->S);                                 \
+        const int64_t RS = g->R * g->S, L = l->L, *off = l->off;                                                    \
         /* DW_NV vectors of outputs in registers over all taps (whole vectors: o has room, X has slack) */          \
         for (int64_t j = 0; j < L; j += DW_NV * 16) {                                                               \
             dw_v16 acc[DW_NV];                                                                                      \
@@ -138,30 +152,57 @@ static inline int64_t dw_tap(const dw_lay *l, const conv_geom *g, int64_t r, int
             for (int v = 0; v < nv; v++) memcpy(o + j + 16 * v, &acc[v], sizeof acc[v]);                           \
         }                                                                                                           \
     }                                                                                                               \
-    ATTR static void dw_scatter_##SUF(float *restrict X, const float *restrict G, const float *wt, const dw_lay *l, \
-                                      const conv_geom *g) {                                                         \
-        const int64_t L = l->L;                                                                                     \
-        for (int64_t r = 0; r < g->R; r++)                                                                          \
-            for (int64_t s = 0; s < g->S; s++) {                                                                    \
-                const float wv = wt[r * g->S + s];                                                                  \
-                float *restrict xp = X + dw_tap(l, g, r, s);                                                        \
-                _Pragma("omp simd") for (int64_t j = 0; j < L; j++) xp[j] += wv * G[j];                             \
+    /* Phase (a, b) of the input-gradient gathers from the taps (r, s) with r % sh == a, s % sw == b: element j of  \
+     * it is the sum of w(r, s) * G[j - off(r, s) + its phase's start] (G after `front` zeros). Whole phases of     \
+     * whole vectors, DW_NV in registers over the phase's taps (a scatter tap by tap stalled on its own stores). */ \
+    ATTR static void dw_gather_##SUF(float *X, const float *G, const float *wt, int accumulate, const dw_lay *l,    \
+                                     const conv_geom *g) {                                                          \
+        for (int64_t a = 0; a < g->sh; a++)                                                                         \
+            for (int64_t b = 0; b < g->sw; b++) {                                                                   \
+                const int64_t base = (a * g->sw + b) * l->F;                                                        \
+                float *xp = X + base;                                                                               \
+                for (int64_t j = 0; j < l->F; j += DW_NV * 16) {                                                    \
+                    dw_v16 acc[DW_NV];                                                                              \
+                    for (int v = 0; v < DW_NV; v++) {                                                               \
+                        acc[v] = (dw_v16){0};                                                                       \
+                        if (accumulate && j + 16 * v < l->F) memcpy(&acc[v], xp + j + 16 * v, sizeof acc[v]);       \
+                    }                                                                                               \
+                    const int nv = (int)min64(DW_NV, ceil_div64(l->F - j, 16));                                     \
+                    for (int64_t r = a; r < g->R; r += g->sh)                                                       \
+                        for (int64_t s = b; s < g->S; s += g->sw) {                                                 \
+                            const float wv = wt[r * g->S + s];                                                      \
+                            const float *gp = G + l->front + j - (l->off[r * g->S + s] - base);                     \
+                            for (int v = 0; v < DW_NV; v++)                                                         \
+                                if (v < nv) {                                                                       \
+                                    dw_v16 gv;                                                                      \
+                                    memcpy(&gv, gp + 16 * v, sizeof gv);                                            \
+                                    acc[v] += wv * gv;                                                              \
+                                }                                                                                   \
+                        }                                                                                           \
+                    for (int v = 0; v < nv; v++) memcpy(xp + j + 16 * v, &acc[v], sizeof acc[v]);                  \
+                }                                                                                                   \
             }                                                                                                       \
     }                                                                                                               \
-    ATTR static void dw_dots_##SUF(float *acc, const float *restrict G, const float *restrict X, const dw_lay *l,  \
+    /* sv (16 lanes per tap) += the lanes of grad_output's flat plane (zero past L) times the tap's run; the lanes \
+     * are summed once per channel, after every item. */                                                          \
+    ATTR static void dw_dots_##SUF(float *sv, const float *G, const float *X, const dw_lay *l,                     \
                                    const conv_geom *g) {                                                            \
-        const int64_t L = l->L;                                                                                     \
-        for (int64_t r = 0; r < g->R; r++)                                                                          \
-            for (int64_t s = 0; s < g->S; s++) {                                                                    \
-                const float *restrict xp = X + dw_tap(l, g, r, s);                                                  \
-                float sum = 0;                                                                                      \
-                _Pragma("omp simd reduction(+ : sum)") for (int64_t j = 0; j < L; j++) sum += G[j] * xp[j];         \
-                acc[r * g->S + s] += sum;                                                                           \
+        for (int64_t t = 0; t < g->R * g->S; t++) {                                                                 \
+            const float *xp = X + l->off[t];                                                                        \
+            dw_v16 acc;                                                                                             \
+            memcpy(&acc, sv + 16 * t, sizeof acc);                                                                  \
+            for (int64_t j = 0; j < l->L; j += 16) {                                                                \
+                dw_v16 xv, gv;                                                                                      \
+                memcpy(&xv, xp + j, sizeof xv);                                                                     \
+                memcpy(&gv, G + j, sizeof gv);                                                                      \
+                acc += gv * xv;                                                                                     \
             }                                                                                                       \
+            memcpy(sv + 16 * t, &acc, sizeof acc);                                                                  \
+        }                                                                                                           \
     }
+
 typedef float dw_v16 __attribute__((vector_size(64)));
 #define DW_NV 4
-#define DW_MAX_TAPS 64 /* the flat forward's taps (8x8); larger kernels take dw_plane */
 DW_FLAT_LOOPS(base, )
 DW_FLAT_LOOPS(avx512, __attribute__((target("avx512f,fma"))))
 
@@ -251,13 +292,14 @@ int conv_depthwise_half_backward_data(uint16_t *dx, const uint16_t *dout, const 
             const int64_t n = nc / C, c = nc % C;
             float *X = (float *)ws + omp_get_thread_num() * per, *G = X + l.xn, *t = G + l.on, *wb = t + l.tn;
             const float b0 = bias ? dw_h2f(bias[c], dt) : 0.f;
-            memset(X, 0, (size_t)l.xn * sizeof(float));
-            for (int64_t m = 0; m < mult; m++) {
+            for (int64_t m = 0; m < mult; m++) { /* the output channels' gathers summed into X */
                 const int64_t k = c * mult + m;
-                dw_fill_out(G, &l, g, dout + (n * K + k) * P * Q, dt);
+                memset(G, 0, (size_t)l.front * sizeof(float));
+                dw_fill_out(G + l.front, &l, g, dout + (n * K + k) * P * Q, dt);
+                for (int64_t j = l.front + l.L; j < l.on; j++) G[j] = 0;
                 dw_widen(wb, w + k * RS, 1, RS, 0, 1, dt);
-                if (avx) dw_scatter_avx512(X, G, wb, &l, g);
-                else dw_scatter_base(X, G, wb, &l, g);
+                if (avx) dw_gather_avx512(X, G, wb, m > 0, &l, g);
+                else dw_gather_base(X, G, wb, m > 0, &l, g);
             }
             for (int64_t h = 0; h < H; h++) { /* the plane's own positions, plus the bias, rounded once */
                 const int64_t hp = h + g->ph;
@@ -329,12 +371,17 @@ int conv_depthwise_half_backward_weight(uint16_t *dw, const uint16_t *dout, cons
 #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(dynamic, 1)
         for (int64_t k = 0; k < K; k++) {
             float *X = (float *)ws + omp_get_thread_num() * per, *G = X + l.xn, *t = G + l.on, *acc = t + l.tn;
-            for (int64_t i = 0; i < R * S; i++) acc[i] = 0;
+            memset(acc, 0, (size_t)(16 * R * S) * sizeof(float));
             for (int64_t n = 0; n < g->N; n++) {
                 dw_fill(X, t, &l, g, x + n * g->xs[0] + (k / mult) * g->xs[1], g->xs[2], g->xs[3], dt);
                 dw_fill_out(G, &l, g, dout + (n * K + k) * P * Q, dt);
                 if (avx) dw_dots_avx512(acc, G, X, &l, g);
                 else dw_dots_base(acc, G, X, &l, g);
+            }
+            for (int64_t i = 0; i < R * S; i++) { /* each tap's lanes summed; block i is read before acc[i] is written */
+                float sum = 0;
+                for (int l16 = 0; l16 < 16; l16++) sum += acc[16 * i + l16];
+                acc[i] = sum;
             }
             dw_round(dw + k * R * S, acc, R * S, dt);
         }
