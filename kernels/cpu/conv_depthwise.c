@@ -307,20 +307,28 @@ int conv_depthwise_half_backward_data(uint16_t *dx, const uint16_t *dout, const 
                 if (avx) dw_gather_avx512(X, G, wb, m > 0, &l, g);
                 else dw_gather_base(X, G, wb, m > 0, &l, g);
             }
-            for (int64_t h = 0; h < H; h++) { /* the plane's own positions, plus the bias, rounded once */
-                const int64_t hp = h + g->ph;
-                float *ph = X + hp % g->sh * g->sw * l.F + hp / g->sh * l.pitch;
+            /* the plane's own positions, plus the bias, rounded once; padded row h + ph is row i of phase row a
+             * (counted along: a division per row cost more than the row at stride 2) */
+            for (int64_t h = 0, a = g->ph % g->sh, i = g->ph / g->sh; h < H; h++) {
+                float *ph = X + a * g->sw * l.F + i * l.pitch;
+                if (++a == g->sh) {
+                    a = 0;
+                    i++;
+                }
                 uint16_t *d = dx + nc * H * W + h * W;
                 if (g->sw == 1) {
                     for (int64_t q = 0; q < W; q++) ph[g->pw + q] += b0;
                     dw_round(d, ph + g->pw, W, dt);
-                } else {
-                    for (int64_t b = 0; b < g->sw; b++) /* columns q with (q + pw) % sw == b, from phase b */
-                        for (int64_t q = ((b - g->pw) % g->sw + g->sw) % g->sw, i = (q + g->pw) / g->sw; q < W;
-                             q += g->sw, i++)
-                            t[q] = ph[b * l.F + i] + b0;
-                    dw_round(d, t, W, dt);
+                    continue;
                 }
+                for (int64_t q = 0, b = g->pw % g->sw, iq = g->pw / g->sw; q < W; q++) { /* column q + pw */
+                    t[q] = ph[b * l.F + iq] + b0;
+                    if (++b == g->sw) {
+                        b = 0;
+                        iq++;
+                    }
+                }
+                dw_round(d, t, W, dt);
             }
         }
         return GM_OK;
