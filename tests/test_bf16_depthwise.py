@@ -254,3 +254,24 @@ def test_exact_other_geometries(case, dtype):
     opad = tuple(n - ((m - 1) * st - 2 * pd + kk) for n, m, st, pd, kk in zip((H, W), (P, Q), s, p, case["k"]))
     assert np.array_equal(xt.grad.float().numpy(), _round(ref_conv_transpose2d(go, w, None, s, p, opad, C), dtype))
     assert np.array_equal(wt.grad.float().numpy(), _round(ref_conv2d_grad_weight(x, go, w.shape, s, p, 1, C), dtype))
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_conv_transpose2d_depthwise_backward_exact(stride):
+    """conv_transpose2d's gradients on a depthwise geometry run the same half passes (its input's gradient is the
+    forward, its weight's the weight-gradient with the roles swapped): exact on small integers against PyTorch's
+    float64."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(stride)
+    x = rng.integers(-1, 2, (2, 8, 6, 5)).astype(np.float64)
+    w = rng.integers(-2, 3, (8, 1, 3, 3)).astype(np.float64)
+    xt, wt = (gm.tensor(a.astype(np.float32)).to(gm.bfloat16).requires_grad_() for a in (x, w))
+    out = F.conv_transpose2d(xt, wt, None, stride, 1, stride - 1, 8)
+    go = rng.integers(-1, 2, tuple(out.shape)).astype(np.float64)
+    out.backward(gm.tensor(go.astype(np.float32)).to(gm.bfloat16))
+    tx, tw = (torch.tensor(a, requires_grad=True) for a in (x, w))
+    tout = torch.nn.functional.conv_transpose2d(tx, tw, None, stride, 1, stride - 1, 8)
+    tout.backward(torch.tensor(go))
+    assert np.array_equal(out.detach().float().numpy(), _round(tout.detach().numpy(), gm.bfloat16))
+    assert np.array_equal(xt.grad.float().numpy(), _round(tx.grad.numpy(), gm.bfloat16))
+    assert np.array_equal(wt.grad.float().numpy(), _round(tw.grad.numpy(), gm.bfloat16))
