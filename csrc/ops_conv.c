@@ -79,7 +79,6 @@ PyObject *gm_py_conv2d(PyObject *self, PyObject *args, PyObject *kwargs) {
         check_bias(op, b, w->shape[0], "out_channels") < 0)
         return NULL;
     set_input_strides(&g, x);
-    if (cpu_depthwise_half(op, &g, x->dtype, x->device) < 0) return NULL;
     return run_forward(op, CONV_FORWARD, &g, oshape, x, w, b);
 }
 
@@ -97,7 +96,7 @@ PyObject *gm_py_conv_transpose2d(PyObject *self, PyObject *args, PyObject *kwarg
     int64_t oshape[4];
     if (conv_operands(op, xo, wo, bo, "(in_channels, out_channels/groups, kH, kW)", &x, &w, &b) < 0 ||
         plan_conv_transpose2d(op, x->shape, w->shape, stride, padding, opad, groups, dilation, &g, oshape) < 0 ||
-        check_bias(op, b, oshape[1], "out_channels") < 0 || cpu_depthwise_half(op, &g, x->dtype, x->device) < 0)
+        check_bias(op, b, oshape[1], "out_channels") < 0)
         return NULL;
     set_input_strides(&g, NULL); /* the underlying conv's input is our output: contiguous, never read */
     return run_forward(op, CONV_BACKWARD_DATA, &g, oshape, x, w, b);

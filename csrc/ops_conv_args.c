@@ -124,8 +124,8 @@ int conv_check_operands(const char *op, GMTensor **ts, const char **names, int n
     if (!ref) return 0;
     /* CUDA runs every pass in all four float dtypes (cuDNN / cuBLAS). meta stands in for a GPU, which has
      * half-precision convolutions. On the CPU the im2col passes read float16/bfloat16 themselves (widening tiles
-     * of columns as they gather them, summing in float32 and rounding once); their callers reject depthwise
-     * (cpu_depthwise_half), whose half operands the Python layer widens (python/gpumemnet/nn/_functional_conv.py). */
+     * of columns as they gather them, summing in float32 and rounding once), the depthwise passes a plane at a
+     * time (kernels/cpu/conv_depthwise.c). */
     int half = ref->dtype == GM_F16 || ref->dtype == GM_BF16;
     if (ref->device.type == GM_DEV_CPU && ref->dtype != GM_F32 && ref->dtype != GM_F64 && !(cpu_half && half)) {
         PyErr_Format(PyExc_TypeError, "%s: %s is not supported on the CPU; use float32 or float64 (e.g. "

@@ -122,7 +122,6 @@ PyObject *gm_py_conv2d_backward(PyObject *self, PyObject *args, PyObject *kwargs
     if (parse_backward(&a, goo, xo, wo, xshape, wshape, masko) < 0) return NULL;
     if (plan_conv2d(a.op, a.xshape, a.wshape, stride, padding, dilation, groups, &a.g, oshape) < 0) return NULL;
     if (check_grad_output(a.op, a.go, 4, oshape) < 0) return NULL;
-    if (cpu_depthwise_half(a.op, &a.g, a.go->dtype, a.go->device) < 0) return NULL;
     return conv_backward(&a);
 }
 
@@ -140,6 +139,5 @@ PyObject *gm_py_conv_transpose2d_backward(PyObject *self, PyObject *args, PyObje
     if (plan_conv_transpose2d(a.op, a.xshape, a.wshape, stride, padding, opad, groups, dilation, &a.g, oshape) < 0)
         return NULL;
     if (check_grad_output(a.op, a.go, 4, oshape) < 0) return NULL;
-    if (cpu_depthwise_half(a.op, &a.g, a.go->dtype, a.go->device) < 0) return NULL;
     return conv_backward(&a);
 }

@@ -47,18 +47,8 @@ static inline int forward_operands(const char *op, PyObject *xo, PyObject *wo, P
 }
 
 /* Every tensor argument: same dtype as the first, floating point, same device. NULL entries are skipped.
- * cpu_half: the CPU kernels read float16/bfloat16 themselves (the callers reject depthwise: cpu_depthwise_half). */
+ * cpu_half: the CPU kernels read float16/bfloat16 themselves (depthwise too: kernels/cpu/conv_depthwise.c). */
 int conv_check_operands(const char *op, GMTensor **ts, const char **names, int n, int cpu_half);
-
-/* -1 with a TypeError for a half-precision depthwise convolution on the CPU (no half kernel for it). */
-static inline int cpu_depthwise_half(const char *op, const conv_geom *g, gm_dtype dt, gm_device dev) {
-    if (dev.type != GM_DEV_CPU || (dt != GM_F16 && dt != GM_BF16) ||
-        conv2d_algo(g, CONV_FORWARD) != CONV_ALGO_DEPTHWISE)
-        return 0;
-    PyErr_Format(PyExc_TypeError, "%s: %s depthwise convolutions (groups=%lld == channels) are not supported on the "
-                 "CPU; use float32 or float64", op, gm_dtype_name(dt), (long long)g->G);
-    return -1;
-}
 
 static inline int check_bias(const char *op, GMTensor *b, int64_t n, const char *what) {
     if (!b || (b->ndim == 1 && b->shape[0] == n)) return 0;

@@ -1,6 +1,6 @@
 """Convolutions in float16 and bfloat16: stored in half precision and computed in float32, the forward and the
 backward reading half inputs directly (against float32 references, 1 and 2 threads, within the workspace bound),
-their limits, and the depthwise backward running per item in float32."""
+their limits, and the depthwise backward's small float32 scratch."""
 
 import numpy as np
 import pytest
@@ -86,18 +86,10 @@ def test_half_forward_limits_and_unsupported_paths(workspace_limit):
     with pytest.raises(RuntimeError, match=r"workspace limit \(100 bytes"):
         _C.conv2d(x, gm.zeros((4, 4, 3, 3), dtype=gm.float16))
     _C.set_conv_workspace_limit(64 << 20)
-    # depthwise has no half kernel: the C op says so, the functional API widens instead
-    with pytest.raises(TypeError, match=r"conv2d: float16 depthwise convolutions .* not supported on the CPU"):
-        _C.conv2d(x, gm.zeros((4, 1, 3, 3), dtype=gm.float16), groups=4)
-    out = conv2d(x, gm.ones((4, 1, 3, 3), dtype=gm.float16), padding=1, groups=4)
+    # depthwise runs in half precision too (kernels/cpu/conv_depthwise.c; tests/test_bf16_depthwise.py): the C op
+    # takes the half operands as they are
+    out = _C.conv2d(x, gm.ones((4, 1, 3, 3), dtype=gm.float16), padding=1, groups=4)
     assert out.dtype == gm.float16 and float(out.float().sum()) == 0
-    # nor have the backward passes (the functional API runs them per item in float32)
-    with pytest.raises(TypeError, match=r"conv2d_backward: float16 depthwise convolutions .* not supported on the "
-                                        r"CPU"):
-        _C.conv2d_backward(gm.zeros((1, 4, 4, 4), dtype=gm.float16), x, gm.zeros((4, 1, 3, 3), dtype=gm.float16),
-                           (1, 1), (0, 0), (1, 1), 4, (True, True, False))
-    with pytest.raises(TypeError, match=r"conv_transpose2d: float16 depthwise convolutions"):
-        _C.conv_transpose2d(x, gm.zeros((4, 1, 3, 3), dtype=gm.float16), groups=4)
     # the half backward needs its float32 weight (gradient) and one set of tile buffers
     _C.set_conv_workspace_limit(4 * 4 * 9 * 4)
     with pytest.raises(RuntimeError, match=r"conv2d_backward: the convolution workspace limit \(576 bytes"):
@@ -183,9 +175,10 @@ def test_half_backward_reads_half_directly(threads, workspace_limit, case, dtype
 
 @pytest.mark.parametrize("dtype", [gm.float16, gm.bfloat16])
 @pytest.mark.parametrize("transposed", [False, True])
-def test_half_depthwise_backward_runs_per_item_in_float32(dtype, transposed):
-    """Depthwise convolutions have no half kernel on the CPU: their gradients are computed one batch item at a time
-    in float32, equal to float32 ones to half precision, and the float32 scratch is one item's, not the batch's."""
+def test_half_depthwise_backward_needs_no_float32_copy(dtype, transposed):
+    """Depthwise gradients in half precision (kernels/cpu/conv_depthwise.c: planes widened per thread, float32 sums)
+    equal float32 ones to half precision, and their float32 scratch is far from one item's, let alone the batch's
+    (it was one item's when they ran item by item in float32)."""
     rng = np.random.default_rng(1)
     n, c, h = 8, 4, 12
     x32 = rng.standard_normal((n, c, h, h)).astype(np.float32)

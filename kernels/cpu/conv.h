@@ -5,7 +5,9 @@
  * the convolution whose input is its output, so it needs no kernel of its own (csrc maps it onto these).
  *
  * Six algorithms, chosen here from the geometry (and, for the direct one, the dtype and the CPU):
- *   depthwise  groups > 1 with one input channel per group (C == G): a direct loop, no workspace.
+ *   depthwise  groups > 1 with one input channel per group (C == G): a direct loop, no workspace (float32,
+ *              float64); float16/bfloat16 widen a plane at a time into per-thread float32 buffers (the
+ *              workspace: a few KiB per thread, conv_depthwise.c), sum in float32 and round each result once.
  *   pointwise  1x1, stride 1, no padding, over an input whose (H, W) planes are contiguous: the input already
  *              is the column matrix, so each pass is one gemm per (item, group), no workspace.
  *   direct     float32 on a CPU with AVX-512, stride 1 with the output the input's size (3x3 padding 1, ...),
@@ -30,7 +32,7 @@
  * Layouts: inp may have any element strides (inp_strides, used where it is read: the forward and the weight
  * gradient); every other tensor is contiguous: out/dout (N, K, P, Q), dinp (N, C, H, W), weight/dweight
  * (K, C/G, R, S), bias (K) for the forward and (C) for backward_data. dtypes: float32 and float64; every pass
- * also float16 and bfloat16 (all operands in that dtype; not depthwise), computed in float32 and rounded once:
+ * also float16 and bfloat16 (all operands in that dtype), computed in float32 and rounded once:
  * inputs are widened tile by tile as they are read and results rounded a tile (forward) or a block of planes
  * (input-gradient: at most 256 KiB of float32 per thread) at a time, or once (the weight-gradient, summed in a
  * float32 copy of it), so the workspace holds the widened weight (or the float32 weight-gradient) and per-thread

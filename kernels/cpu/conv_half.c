@@ -2,7 +2,8 @@
  * arithmetic in float32, each result rounded once. Inputs are widened tile by tile as they are gathered and
  * results rounded a tile (forward), a block of planes (input-gradient) or once (weight-gradient) at a time, so the
  * workspace holds the widened weight (or the float32 weight-gradient) and per-thread float32 tiles, never a
- * float32 copy of an activation (hb_plan in conv_internal.h). conv.c dispatches to them.
+ * float32 copy of an activation (hb_plan in conv_internal.h). conv.c dispatches to them; depthwise geometries go
+ * on to conv_depthwise.c's half passes.
  * The gemms sum K in one piece (conv_gemm_f32_whole), not in float32's chunks (conv_internal.h): a result rounded
  * to half precision (2^-8 or 2^-11) gains nothing from a float32 sum 1e-7 nearer float64. */
 #include "conv_internal.h"
@@ -382,7 +383,8 @@ int conv2d_forward_half(uint16_t *out, const uint16_t *x, const uint16_t *w, con
     const int64_t PQ = g->P * g->Q;
     if (N == 0 || K == 0 || PQ == 0) return GM_OK;
     if (!out || !w || (N * g->C > 0 && !x)) return GM_ERR_ARG;
-    if (conv2d_algo(g, CONV_FORWARD) == CONV_ALGO_DEPTHWISE) return GM_ERR_UNSUPPORTED;
+    if (conv2d_algo(g, CONV_FORWARD) == CONV_ALGO_DEPTHWISE) /* conv_depthwise.c */
+        return conv_depthwise_half_forward(out, x, w, bias, g, dt, ws, ws_nbytes, nthreads);
     if (CRS == 0) { /* no input channels: the output is the bias, already in dt */
         for (int64_t i = 0; i < N * K; i++)
             for (int64_t j = 0; j < PQ; j++) out[i * PQ + j] = bias ? bias[i % K] : 0;
@@ -512,12 +514,13 @@ int conv2d_backward_data_half(uint16_t *dx, const uint16_t *dout, const uint16_t
     const int64_t CRS = Cg * RS, PQ = g->P * g->Q, HW = g->H * g->W;
     if (N == 0 || C == 0 || HW == 0) return GM_OK;
     if (!dx || (K > 0 && (!w || (PQ > 0 && !dout)))) return GM_ERR_ARG;
-    if (conv2d_algo(g, CONV_BACKWARD_DATA) == CONV_ALGO_DEPTHWISE) return GM_ERR_UNSUPPORTED;
     if (Kg == 0 || PQ == 0) { /* nothing flows back: dinp is the bias (or zeros), already in dt */
         for (int64_t i = 0; i < N * C; i++)
             for (int64_t j = 0; j < HW; j++) dx[i * HW + j] = bias ? bias[i % C] : 0;
         return GM_OK;
     }
+    if (conv2d_algo(g, CONV_BACKWARD_DATA) == CONV_ALGO_DEPTHWISE) /* conv_depthwise.c */
+        return conv_depthwise_half_backward_data(dx, dout, w, bias, g, dt, ws, ws_nbytes, nthreads);
     const size_t sn = dt == GM_BF16 ? conv_half_small_nbytes(g, CONV_BACKWARD_DATA) : 0;
     if (sn && ws && ws_nbytes >= sn) return conv_half_small_backward_data(dx, dout, w, bias, g, ws, nthreads);
     const size_t an = dt == GM_BF16 ? conv_half_amx_nbytes(g, CONV_BACKWARD_DATA, nthreads) : 0;
@@ -570,12 +573,13 @@ int conv2d_backward_weight_half(uint16_t *dw, const uint16_t *dout, const uint16
     const int64_t PQ = g->P * g->Q;
     if (K == 0 || CRS == 0) return GM_OK;
     if (!dw) return GM_ERR_ARG;
-    if (conv2d_algo(g, CONV_BACKWARD_WEIGHT) == CONV_ALGO_DEPTHWISE) return GM_ERR_UNSUPPORTED;
     if (N == 0 || PQ == 0) {
         memset(dw, 0, (size_t)(K * CRS) * sizeof(uint16_t)); /* +0 in both half formats */
         return GM_OK;
     }
     if (!dout || !x) return GM_ERR_ARG;
+    if (conv2d_algo(g, CONV_BACKWARD_WEIGHT) == CONV_ALGO_DEPTHWISE) /* conv_depthwise.c */
+        return conv_depthwise_half_backward_weight(dw, dout, x, g, dt, ws, ws_nbytes, nthreads);
     const size_t sn = dt == GM_BF16 ? conv_half_small_nbytes(g, CONV_BACKWARD_WEIGHT) : 0;
     if (sn && ws && ws_nbytes >= sn) return conv_half_small_backward_weight(dw, dout, x, g, ws, nthreads);
     const size_t an = dt == GM_BF16 ? conv_half_amx_nbytes(g, CONV_BACKWARD_WEIGHT, nthreads) : 0;

@@ -175,6 +175,16 @@ int conv2d_backward_weight_half(uint16_t *dw, const uint16_t *dout, const uint16
 /* Workspace bytes of the half passes' direct route (conv_half.c), 0 where it does not run; conv_plan.c gives it
  * these bytes when the limit allows, and a pass given as many takes it. */
 size_t conv_half_direct_nbytes(const conv_geom *g, gm_dtype dt, conv_pass pass, int nthreads);
+/* ---- conv_depthwise.c: the float16/bfloat16 depthwise passes (conv_half.c dispatches to them) ------------ */
+/* Workspace bytes within `limit` (per thread one widened input plane, output plane and channel's taps; fewer
+ * threads when the limit holds fewer; more than limit when it holds not even one), 0 when there is no work. */
+size_t conv_depthwise_half_nbytes(const conv_geom *g, conv_pass pass, size_t limit, int nthreads);
+int conv_depthwise_half_forward(uint16_t *out, const uint16_t *x, const uint16_t *w, const uint16_t *bias,
+                                const conv_geom *g, gm_dtype dt, void *ws, size_t ws_nbytes, int nthreads);
+int conv_depthwise_half_backward_data(uint16_t *dx, const uint16_t *dout, const uint16_t *w, const uint16_t *bias,
+                                      const conv_geom *g, gm_dtype dt, void *ws, size_t ws_nbytes, int nthreads);
+int conv_depthwise_half_backward_weight(uint16_t *dw, const uint16_t *dout, const uint16_t *x, const conv_geom *g,
+                                        gm_dtype dt, void *ws, size_t ws_nbytes, int nthreads);
 /* ---- conv_half_amx.c: bfloat16 passes of stride-1 and -2 convolutions on the AMX tile unit ------------- */
 int conv_half_amx_usable(void); /* the CPU has AMX-BF16 and Linux grants its tile state */
 int conv_half_amx_use(const conv_geom *g, conv_pass pass);

@@ -193,7 +193,7 @@ static size_t hb_nbytes(const hb_plan *p) {
 
 static size_t half_workspace_nbytes(const conv_geom *g, gm_dtype dt, conv_pass pass, size_t limit, int nthreads) {
     const int64_t CRS = g->C / g->G * g->R * g->S;
-    if (conv2d_algo(g, pass) == CONV_ALGO_DEPTHWISE) return 0; /* unsupported */
+    if (conv2d_algo(g, pass) == CONV_ALGO_DEPTHWISE) return conv_depthwise_half_nbytes(g, pass, limit, nthreads);
     if (g->K == 0 || CRS == 0 || g->H * g->W == 0) return 0;
     if (g->P * g->Q > 0 && g->N > 0) { /* the small, AMX and direct routes (conv_half*.c) where they run and fit */
         const size_t sn = dt == GM_BF16 ? conv_half_small_nbytes(g, pass) : 0;

@@ -71,15 +71,15 @@ def _call(cfn, *args):
     return _cast(out, half)
 
 
-def _backward(cfn, g, x, w, args, mask, in_shape, w_shape, depthwise):
+def _backward(cfn, g, x, w, args, mask, in_shape, w_shape):
     """A convolution backward (conv2d's or conv_transpose2d's). Half operands of one dtype on the CPU (or meta) go
-    to C as they are: its kernels widen tiles as they read them, sum in float32 and round each gradient once, so
-    no float32 copy of an activation or of a gradient exists. Depthwise convolutions (no half kernel) and mixed
-    dtypes run one batch item at a time on float32 copies of that item only — the float32 scratch is 1/N of the
+    to C as they are: its kernels widen tiles (depthwise: planes) as they read them, sum in float32 and round each
+    gradient once, so no float32 copy of an activation or of a gradient exists. Mixed dtypes run one batch item
+    at a time on float32 copies of that item only — the float32 scratch is 1/N of the
     operands — accumulating the weight and bias gradients in float32 and rounding each once at the end."""
     half = _half_of(g, x, w)
     n = in_shape[0]
-    if half is None or (not depthwise and all(t is None or t._dtype == half for t in (g, x, w))):
+    if half is None or all(t is None or t._dtype == half for t in (g, x, w)):
         return cfn(g, x, w, *args, mask, in_shape, w_shape)
     if n <= 1:
         return _call(cfn, g, x, w, *args, mask, in_shape, w_shape)
@@ -106,18 +106,12 @@ def _backward(cfn, g, x, w, args, mask, in_shape, w_shape, depthwise):
     return dx, None if dw is None else _cast(dw, half), None if db is None else _cast(db, half)
 
 
-def _reads_half(x, w, b, depthwise):
-    """Whether the C op takes these operands as they are: all float16 or all bfloat16 and not depthwise (the
-    CPU kernels widen tile by tile, so no float32 copy of the input or output exists; meta plans the same).
+def _reads_half(x, w, b):
+    """Whether the C op takes these operands as they are: all float16 or all bfloat16 (the CPU kernels widen tile
+    by tile, or depthwise plane by plane, so no float32 copy of the input or output exists; meta plans the same).
     Otherwise _call widens them."""
     dt = x._dtype
-    return dt in _HALF and w._dtype == dt and (b is None or b._dtype == dt) and not depthwise
-
-
-def _depthwise(groups, channels):
-    """Whether the underlying convolution (conv2d's, or the one conv_transpose2d is the input-gradient of) has one
-    input channel per group: the CPU has no half-precision kernel for it."""
-    return groups > 1 and channels == groups
+    return dt in _HALF and w._dtype == dt and (b is None or b._dtype == dt)
 
 
 def _autocast(op, input, weight, bias):
@@ -153,7 +147,7 @@ class _Conv(Function):
     backward_op = None
 
     @staticmethod
-    def _save(ctx, x, w, args, unbatched, depthwise):
+    def _save(ctx, x, w, args, unbatched):
         need = ctx.needs_input_grad
         if need:
             src = _amp.cast_source(w) if need[0] else None
@@ -163,7 +157,6 @@ class _Conv(Function):
             ctx.shapes = (x.shape, w.shape)
             ctx.args = args
             ctx.unbatched = unbatched
-            ctx.depthwise = depthwise
 
     @classmethod
     def backward(cls, ctx, g):
@@ -178,14 +171,14 @@ class _Conv(Function):
             # The input's last reader is the weight's gradient: computed first, the input dropped, then the
             # input's gradient allocated. A relu's output that only its relu keeps besides is freed in between:
             # the relu keeps a bit mask from here on (keep_relu_mask).
-            _, dw, db = _backward(cls.backward_op, g, x, w, ctx.args, (False,) + mask[1:], *ctx.shapes, ctx.depthwise)
+            _, dw, db = _backward(cls.backward_op, g, x, w, ctx.args, (False,) + mask[1:], *ctx.shapes)
             edge = ctx.next_functions[0]
             if edge is not None and not ctx.unbatched:
                 keep_relu_mask(x, edge[0])
             del x
-            dx = _backward(cls.backward_op, g, None, w, ctx.args, (True, False, False), *ctx.shapes, ctx.depthwise)[0]
+            dx = _backward(cls.backward_op, g, None, w, ctx.args, (True, False, False), *ctx.shapes)[0]
         else:
-            dx, dw, db = _backward(cls.backward_op, g, x, w, ctx.args, mask, *ctx.shapes, ctx.depthwise)
+            dx, dw, db = _backward(cls.backward_op, g, x, w, ctx.args, mask, *ctx.shapes)
         if ctx.unbatched and dx is not None:
             dx = dx._squeeze(0)
         return (dx, dw, db) + (None,) * len(ctx.args)
@@ -201,9 +194,8 @@ class _Conv2d(_Conv):
         if unbatched:
             x = x._unsqueeze(0)
         args = (x, w, b, stride, padding, dilation, groups)
-        depthwise = _depthwise(groups, x.shape[1])
-        out = _C.conv2d(*args) if _reads_half(x, w, b, depthwise) else _call(_C.conv2d, *args)
-        _Conv._save(ctx, x, w, (stride, padding, dilation, groups), unbatched, depthwise)
+        out = _C.conv2d(*args) if _reads_half(x, w, b) else _call(_C.conv2d, *args)
+        _Conv._save(ctx, x, w, (stride, padding, dilation, groups), unbatched)
         return out._squeeze(0) if unbatched else out
 
 
@@ -211,7 +203,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-D convolution (cross-correlation) of an (N, C, H, W) or (C, H, W) input with an
     (out_channels, C/groups, kH, kW) weight. padding: an int, a pair, 'valid' (none) or 'same' (output as large as
     the input; stride 1 only; an odd total goes to the bottom/right, as in PyTorch). On the CPU the im2col columns
-    use at most get_conv_workspace_limit() bytes at a time; depthwise and 1x1 convolutions need none."""
+    use at most get_conv_workspace_limit() bytes at a time; float32 depthwise and 1x1 convolutions need none."""
     op = "conv2d"
     _check_tensors(op, input, weight, bias)
     _check_image(op, input)
@@ -237,9 +229,8 @@ class _ConvTranspose2d(_Conv):
         if unbatched:
             x = x._unsqueeze(0)
         args = (x, w, b, stride, padding, output_padding, groups, dilation)
-        depthwise = _depthwise(groups, w.shape[1] * groups)  # the underlying conv's input is our output
-        out = _C.conv_transpose2d(*args) if _reads_half(x, w, b, depthwise) else _call(_C.conv_transpose2d, *args)
-        _Conv._save(ctx, x, w, (stride, padding, output_padding, groups, dilation), unbatched, depthwise)
+        out = _C.conv_transpose2d(*args) if _reads_half(x, w, b) else _call(_C.conv_transpose2d, *args)
+        _Conv._save(ctx, x, w, (stride, padding, output_padding, groups, dilation), unbatched)
         return out._squeeze(0) if unbatched else out
 
 
