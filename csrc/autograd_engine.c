@@ -85,6 +85,15 @@ static int can_add_into(PyObject *prev, PyObject *g) {
     return p->storage != q->storage;
 }
 
+/* Whether prev and g are two bfloat16 gradients of a float32 leaf: ToDtype.backward hands autocast's weight
+ * gradients on narrow (AccumulateGrad widens them), so two uses of one parameter meet here in bfloat16. */
+static int narrow_leaf_sum(PyObject *node, PyObject *prev, PyObject *g) {
+    if (!gm_accumulate_cls || !PyObject_TypeCheck(node, (PyTypeObject *)gm_accumulate_cls)) return 0;
+    PyObject *var = ((GMNode *)node)->variable;
+    return var && gm_is_tensor(var) && ((GMTensor *)var)->dtype == GM_F32 && gm_is_tensor(prev) && gm_is_tensor(g) &&
+           ((GMTensor *)prev)->dtype == GM_BF16 && ((GMTensor *)g)->dtype == GM_BF16;
+}
+
 /* The gradient slot output_nr of entry e gets g (a new reference is taken): set, or summed with what is there. */
 static int walk_accumulate(walk_entry *e, Py_ssize_t nr, PyObject *g) {
     if (!e->grads && !(e->grads = PyList_New(0))) return -1;
@@ -95,6 +104,13 @@ static int walk_accumulate(walk_entry *e, Py_ssize_t nr, PyObject *g) {
     if (prev == Py_None) {
         Py_INCREF(g);
         v = g;
+    } else if (narrow_leaf_sum(e->node, prev, g)) {
+        /* summed in float32, as the two float32 copies they stand for would be (no bfloat16 rounding of the sum) */
+        PyObject *w = PyObject_CallMethod(prev, "float", NULL);
+        if (!w) return -1;
+        v = gm_binary_out(GM_EW_ADD, w, g, w);
+        Py_DECREF(w);
+        if (!v) return -1;
     } else if (can_add_into(prev, g)) {
         /* prev += g: no second buffer of this size while the sum is made */
         if (!(v = gm_binary_out(GM_EW_ADD, prev, g, prev))) return -1;

@@ -456,20 +456,32 @@ static PyObject *binary_impl(int op, PyObject *ao, PyObject *bo, PyObject *outo)
     rdt = gm_ew_is_comparison(op) ? GM_BOOL : cdt;
     if (ew_check_scalars(name, x, 2, cdt) < 0 || ew_broadcast(name, x, 2, &ndim, shape) < 0) return NULL;
     if (!(res = ew_output(name, out, rdt, ndim, shape, dev))) return NULL;
-    if (ew_prepare(name, &x[0], cdt, res, ndim, shape) < 0 || ew_prepare(name, &x[1], cdt, res, ndim, shape) < 0)
+    /* float32 + bfloat16 (autocast's weight gradients into float32 .grad): b is widened as it is read, with no
+     * float32 copy of it, on every device and on meta alike (so the bytes counted agree) */
+    int widen = op == GM_EW_ADD && cdt == GM_F32 && x[0].t && x[1].t && x[1].t->dtype == GM_BF16 &&
+                !ew_overlaps(res, x[1].t);
+    if (widen) ew_bcast_strides(x[1].t, ndim, shape, x[1].bst);
+    if (ew_prepare(name, &x[0], cdt, res, ndim, shape) < 0 || (!widen && ew_prepare(name, &x[1], cdt, res, ndim, shape) < 0))
         goto fail;
     int64_t n = gm_numel(res);
     if (dev.type != GM_DEV_META && n > 0) {
         int64_t so[GM_MAX_DIMS];
         gm_byte_strides(res, so);
         int rc;
-        EW_DISPATCH(rc, name, dev, n,
-                    elementwise_binary_forward(gm_tensor_data(res), so, ew_data(&x[0]), x[0].bst, ew_scalar(&x[0]),
-                                               ew_data(&x[1]), x[1].bst, ew_scalar(&x[1]), op, cdt, ndim, shape,
-                                               gm_num_threads),
-                    cuda_elementwise_binary_forward(gm_tensor_data(res), so, ew_data(&x[0]), x[0].bst,
-                                                    ew_scalar(&x[0]), ew_data(&x[1]), x[1].bst, ew_scalar(&x[1]), op,
-                                                    cdt, ndim, shape, ctx));
+        if (widen)
+            EW_DISPATCH(rc, name, dev, n,
+                        elementwise_add_widen_forward(gm_tensor_data(res), so, ew_data(&x[0]), x[0].bst,
+                                                      ew_data(&x[1]), x[1].bst, GM_BF16, ndim, shape, gm_num_threads),
+                        cuda_elementwise_add_widen_forward(gm_tensor_data(res), so, ew_data(&x[0]), x[0].bst,
+                                                           ew_data(&x[1]), x[1].bst, GM_BF16, ndim, shape, ctx));
+        else
+            EW_DISPATCH(rc, name, dev, n,
+                        elementwise_binary_forward(gm_tensor_data(res), so, ew_data(&x[0]), x[0].bst, ew_scalar(&x[0]),
+                                                   ew_data(&x[1]), x[1].bst, ew_scalar(&x[1]), op, cdt, ndim, shape,
+                                                   gm_num_threads),
+                        cuda_elementwise_binary_forward(gm_tensor_data(res), so, ew_data(&x[0]), x[0].bst,
+                                                        ew_scalar(&x[0]), ew_data(&x[1]), x[1].bst, ew_scalar(&x[1]),
+                                                        op, cdt, ndim, shape, ctx));
         if (rc < 0) goto fail;
     }
     ew_release(x, 2);

@@ -10,5 +10,8 @@
 
 void gm_cvt_f32_to_bf16(uint16_t *dst, const float *src, int64_t n);
 void gm_cvt_bf16_to_f32(float *dst, const uint16_t *src, int64_t n);
+/* dst = a + (float)b elementwise (dst may be a): a float32 gradient taking a bfloat16 one in one pass, bit for bit
+ * the float32 sum of b's widened copy (autocast's weight gradients accumulating into float32 parameters). */
+void gm_add_bf16_to_f32(float *dst, const float *a, const uint16_t *b, int64_t n);
 
 #endif

@@ -48,6 +48,12 @@ int elementwise_cast_forward(char *out, const int64_t *so, gm_dtype out_dt,
                              const char *a, const int64_t *sa, gm_dtype a_dt,
                              int ndim, const int64_t *shape, int nthreads);
 
+/* out = a + (float)b: out and a float32, b of dtype b_dt (bfloat16 only: GM_ERR_UNSUPPORTED otherwise); strides
+ * in bytes, 0 to broadcast. The float32 sum of b's widened copy bit for bit, without that copy (binary's add of a
+ * float32 and a bfloat16 tensor: autocast's weight gradients accumulating into float32 .grad). */
+int elementwise_add_widen_forward(char *out, const int64_t *so, const char *a, const int64_t *sa, const char *b,
+                                  const int64_t *sb, gm_dtype b_dt, int ndim, const int64_t *shape, int nthreads);
+
 /* out[...] = value, rounded to dt once (bool: value != 0). */
 int elementwise_fill_forward(char *out, const int64_t *so, gm_dtype dt, const gm_scalar *value,
                              int ndim, const int64_t *shape, int nthreads);

@@ -570,3 +570,22 @@ extern "C" int cuda_elementwise_cast_forward(char *out, const int64_t *so, gm_dt
 #undef EW_CAST_FROM
     return GM_ERR_ARG;
 }
+
+/* ---- float32 + bfloat16 -> float32 (elementwise_add_widen_forward's twin) ------------------------------------ */
+struct ew_add_widen_fn {
+    __device__ __forceinline__ void operator()(const char *const *p, const int64_t *off) const {
+        *(float *)EW_OUT(p, off) = ew_ld<GM_F32>(p[1] + off[1]) + ew_ld<GM_BF16>(p[2] + off[2]);
+    }
+};
+
+extern "C" int cuda_elementwise_add_widen_forward(char *out, const int64_t *so, const char *a, const int64_t *sa,
+                                                  const char *b, const int64_t *sb, gm_dtype b_dt, int ndim,
+                                                  const int64_t *shape, gm_cuda_ctx *ctx) {
+    if (!out || !a || !b || !so || !sa || !sb || !ctx) return GM_ERR_ARG;
+    if (b_dt != GM_BF16) return GM_ERR_UNSUPPORTED;
+    const int64_t *st[3] = {so, sa, sb};
+    gm_cu_geom<3> g;
+    if (ew_geom<3>(ndim, shape, st, &g) < 0) return GM_ERR_ARG;
+    ew_add_widen_fn f;
+    return ew_launch(f, g, ctx, out, a, b);
+}

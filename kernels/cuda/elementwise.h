@@ -38,6 +38,11 @@ int cuda_elementwise_cast_forward(char *out, const int64_t *so, gm_dtype out_dt,
                                   const char *a, const int64_t *sa, gm_dtype a_dt,
                                   int ndim, const int64_t *shape, gm_cuda_ctx *ctx);
 
+/* out = a + (float)b, out and a float32, b bfloat16 (kernels/cpu/elementwise.h). */
+int cuda_elementwise_add_widen_forward(char *out, const int64_t *so, const char *a, const int64_t *sa,
+                                       const char *b, const int64_t *sb, gm_dtype b_dt, int ndim,
+                                       const int64_t *shape, gm_cuda_ctx *ctx);
+
 int cuda_elementwise_fill_forward(char *out, const int64_t *so, gm_dtype dt, const gm_scalar *value,
                                   int ndim, const int64_t *shape, gm_cuda_ctx *ctx);
 

@@ -11,7 +11,8 @@ Autocast policy, applied by the ops themselves through `lower()` and `fp32()`:
     follow their input as in PyTorch (statistics in float32 or wider inside the kernel either way);
   - every other op follows its inputs, and binary ops promote (float16 + float32 -> float32).
 Casts of leaf tensors that require grad (parameters) are cached for the outermost autocast region, so a weight
-used by several ops is converted once. On the CPU bfloat16 linear layers multiply bfloat16 operands directly
+used by several ops is converted once; the bfloat16 gradient of such a cast goes to the float32 parameter as it
+is and is widened while it is added into .grad (functions.ToDtype.backward: one pass, no float32 copy). On the CPU bfloat16 linear layers multiply bfloat16 operands directly
 (kernels/cpu/gemm_bf16.c: AMX or AVX512-BF16 where the CPU has them, float32 sums, each result rounded once), and
 so do the convolution passes where that is measured faster (kernels/cpu/conv_half.c, bf16_on_gemm; on AMX
 every stride-1 pass on the tile unit, conv_half_amx.c; GPUMEMNET_BF16_CONV=amx, =gemm or =widen forces a route); otherwise the low-precision tensors are stored as

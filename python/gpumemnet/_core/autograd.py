@@ -193,7 +193,7 @@ class AccumulateGrad(Node):
                 if var._name is not None:
                     var.grad._name = var._name + ".grad"
             else:
-                _C.binary(0, var.grad, g, var.grad)
+                _C.binary(0, var.grad, g, var.grad)  # a bfloat16 g (ToDtype.backward) is widened as it is added
         finally:
             _C.set_category(prev_cat)
         # the engine runs the leaf's post-accumulate hooks (var._post_acc_hooks) once it has dropped grads
@@ -413,12 +413,12 @@ def _no_graph_error(t):
 def _run(roots, grad_outputs, retain_graph, capture=None):
     """Run backward from (tensor, grad) pairs (the walk is csrc/autograd_engine.c). With `capture` (a dict edge ->
     None) the gradients reaching those edges are returned instead of being accumulated into leaves."""
-    prev = state.retain_graph
-    state.retain_graph = bool(retain_graph)
+    prev = state.retain_graph, state.capturing
+    state.retain_graph, state.capturing = bool(retain_graph), capture is not None
     try:
         return _C._run_backward([_edge_of(t) for t in roots], list(grad_outputs), retain_graph, capture)
     finally:
-        state.retain_graph = prev
+        state.retain_graph, state.capturing = prev
 
 
 def _filled_like(t, value):

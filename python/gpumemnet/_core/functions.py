@@ -5,7 +5,8 @@ dtypes cast back). Numbers (Python scalars) never receive gradients."""
 import math
 
 from .. import _C
-from .autograd import Function
+from .autograd import AccumulateGrad, Function
+from .state import state
 
 # op codes: docs/C_API.md
 ADD, SUB, MUL, DIV, POW, MAXIMUM, MINIMUM, EQ, NE, LT, LE, GT, GE = range(13)
@@ -293,7 +294,24 @@ class ToDtype(Function):
 
     @staticmethod
     def backward(ctx, g):
+        if ctx.src == 0 and g._dtype == 3 and _widened_by_leaf(ctx):
+            return g, None
         return cast(g, ctx.src), None
+
+
+def _widened_by_leaf(ctx):
+    """Whether a bfloat16 gradient may go as it is to the float32 leaf that ctx's cast read (autocast's cast of a
+    parameter): AccumulateGrad widens it as it adds it into .grad (_C.binary's float32 + bfloat16, one pass) or
+    as it makes .grad, bit for bit what the float32 copy would give, without that copy. Not when anything could
+    see the gradient on its way: the leaf's or the accumulator's hooks, or autograd.grad returning it."""
+    edge = ctx.next_functions[0]
+    if edge is None or state.capturing:
+        return False
+    node = edge[0]
+    if type(node) is not AccumulateGrad or node._pre_hooks:
+        return False
+    var = node.variable
+    return var._dtype == 0 and not var._hooks
 
 
 class ToDevice(Function):

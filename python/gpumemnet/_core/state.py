@@ -22,6 +22,7 @@ class _ThreadState(threading.local):
         self.meta_draws_random = True  # False while an estimate runs here: meta dropout then draws nothing
         self.saved_tensors_hooks = []  # (pack, unpack) pairs, innermost last
         self.retain_graph = True   # False while a backward that frees the graph runs (Function.release_saved)
+        self.capturing = False     # True while autograd.grad's backward returns gradients instead of accumulating
         self.modules = []          # the modules whose forward is running, innermost last
         self.last_root = None      # (weakref to the last root module called, its input shape), for OOM advice
 
