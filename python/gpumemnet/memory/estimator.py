@@ -74,7 +74,7 @@ _fmt = _memory.format_bytes  # one unit everywhere (stats.format_bytes)
 
 
 class Estimate:
-    """What one training step needs. Bytes are allocator bytes (blocks rounded as the allocator rounds them).
+    """What training steps need. Bytes are allocator bytes (blocks rounded as the allocator rounds them).
 
     One definition of "peak" in everything shown (repr, summary, run mode): what the device holds at the highest
     moment, parameters and input included. These are `total` (the training step) and `inference_total` (a
@@ -109,11 +109,17 @@ class Estimate:
                     stream beside backward's kernels (bytes_overlapped: both): an optimizer's gradients after
                     overlap_grad_copies(), save_on_cpu's prefetch. overlap_grad_copies: whether the optimizer the
                     factory made overlaps (optimizer=lambda ps: Adam(ps, offload="cpu").overlap_grad_copies())
-    The figures are the first step's. A later step starts with the optimizer's state already on the device, so
-    with a stateful optimizer on the device its backward can go higher than the first step did: under gradient
-    accumulation by up to the largest gradient (story 000, Adam, 2 micro-batches: 14.22 GiB estimated, 16.41 GiB
-    from the second step on, on meta); an offloading optimizer's state is on the host and its later steps peak
-    as the first (tests/test_cuda_estimate_overlap.py).
+    Steps: the peaks (total, peak, peak_reserved, at_peak, peak_scope, activation_bytes, host_peak, fallback_peak)
+    are the highest of the first step and the second, which every later step repeats (estimate() runs both):
+    the most any number of real steps reaches. A stateful optimizer on the device makes its state in its first
+    step, so a later step's forward and backward run with it alive and usually go higher (story 000, Adam, 2
+    micro-batches: 14.22 GiB in step 1, 16.41 GiB from step 2 on); an offloading optimizer's state is on the
+    host and its later steps peak as the first.
+    first_step_peak the first step's peak above the parameters and input (first_step_total: with them);
+                    first_step_at_peak, first_step_scope: its at_peak and peak_scope
+    peak_step       2 when the steps from the second on peak higher than the first, else 1
+    The per-step figures (gradient_bytes, optimizer_bytes: the state's size, bytes_to_host/device and
+    micro_batch_*, overlapped_*) are one step's, the second's (the steady state's) where the two differ.
     Data parallel (estimate(..., world_size=N, zero=z)): the figures are one rank's, `rank`; comm_bytes is what
     DistributedDataParallel holds from its construction (the gradient buckets, category communication), counted
     in total; per_rank is [total of rank 0, 1, ...] when every rank was estimated (ZeRO: the shards differ), and
@@ -126,8 +132,13 @@ class Estimate:
     host_peak = bytes_to_host = bytes_to_device = 0
     micro_batch_to_host = micro_batch_to_device = overlapped_to_host = overlapped_to_device = 0
     overlap_grad_copies = False
+    first_step_peak = None
+    peak_step = 1
 
     def __init__(self, **kw):
+        if kw.get("first_step_peak") is None:  # one step (made elsewhere): it is the first
+            kw.update(first_step_peak=kw.get("peak"), first_step_at_peak=kw.get("at_peak"),
+                      first_step_scope=kw.get("peak_scope"))
         self.__dict__.update(kw)
 
     @property
@@ -141,6 +152,17 @@ class Estimate:
     @property
     def total(self):
         return self.param_bytes + self.input_bytes + self.comm_bytes + self.peak
+
+    @property
+    def first_step_total(self):
+        return self.param_bytes + self.input_bytes + self.comm_bytes + self.first_step_peak
+
+    @property
+    def steps_text(self):
+        """'' when the first step peaks as the later ones; else ' (from step 2 on; step 1: 3.50 MiB)'."""
+        if self.peak_step == 1:
+            return ""
+        return f" (from step 2 on; step 1: {_fmt(self.first_step_total)})"
 
     @property
     def inference_total(self):
@@ -166,19 +188,19 @@ class Estimate:
         return sorted(((c, b) for c, b in self.at_peak.items() if b), key=lambda cb: -cb[1])
 
     def __repr__(self):
-        return (f"Estimate(training peak {_fmt(self.total)} in {self.peak_scope!r}, inference peak "
+        return (f"Estimate(training peak {_fmt(self.total)} in {self.peak_scope!r}{self.steps_text}, inference peak "
                 f"{_fmt(self.inference_total)}, params={self.params:,}, {self.predicted_for})")
 
     def _repr_html_(self):
         """A notebook shows the estimate as a table (text stays the repr in a terminal)."""
-        rows = [("training peak", f"{_fmt(self.total)} (reached in {self.peak_scope or '?'})")]
+        rows = [("training peak", f"{_fmt(self.total)} (reached in {self.peak_scope or '?'}){self.steps_text}")]
         rows += [(f"&nbsp;&nbsp;{c} at the peak", _fmt(b)) for c, b in self.breakdown()]
         rows += [("inference peak", _fmt(self.inference_total)), ("parameters", f"{self.params:,} "
                  f"({_fmt(self.param_bytes)})"), ("gradients", _fmt(self.gradient_bytes)),
                  ("optimizer state", _fmt(self.optimizer_bytes)),
                  ("activations saved for backward (most at once)", _fmt(self.activation_bytes)),
                  ("input", _fmt(self.input_bytes))]
-        return _html_table(f"gpumemnet estimate: one training step, {html.escape(self.predicted_for)}",
+        return _html_table(f"gpumemnet estimate: training steps, {html.escape(self.predicted_for)}",
                            [(k, html.escape(v)) for k, v in rows])
 
 
@@ -215,9 +237,20 @@ def _meta_target(dev):
 
 def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, target=None, autocast=None,
              checkpoint_segments=None, accumulation_steps=1, device="cpu", limit=None, world_size=None, zero=0,
-             rank=None, save_on_cpu=False, param_dtype=None, comm_hook=None):
-    """Run the first training step of `model` (forward, loss, backward, the optimizer's first step) on a meta
-    copy and return an Estimate. The model itself is not touched.
+             rank=None, save_on_cpu=False, param_dtype=None, comm_hook=None, zero_grad_to_none=True):
+    """Run two training steps of `model` (forward, loss, backward, the optimizer's step; then zero_grad and the
+    same again) on a meta copy and return an Estimate of the training run's peak. The model itself is not touched.
+
+    Why two: the optimizer makes its state (Adam's exp_avg and exp_avg_sq, SGD's momentum buffers) in its first
+    step, so from the second step on the forward and backward run with that state alive and usually peak higher
+    than the first step did (story 000, Adam, 2 micro-batches: 14.22 GiB in step 1, 16.41 GiB from step 2 on).
+    Every later step repeats the second one, so the Estimate's peak is the highest any number of real steps
+    reaches (Estimate.first_step_peak keeps the first step's). Between the steps the optimizer's zero_grad runs,
+    as a loop calls it after its step (or at the top of the next iteration, which is the same):
+    zero_grad_to_none=True is PyTorch's default zero_grad(set_to_none=True), the gradients freed before the next
+    forward; False is zero_grad(set_to_none=False), the gradients kept (zeroed) through the next forward and
+    backward accumulating into them. Both steps take the same batch. optimizer=False runs one step (forward and
+    backward only: nothing carries over to a second one).
 
     The order of the leading arguments is the same in estimate, plan and max_batch_size: model, input_shape,
     loss_fn, optimizer, batch_size, target.
@@ -254,8 +287,8 @@ def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, 
     with _meta_turn, _meta_mode_like(device):
         ests = [_estimate(model, input_shape, loss_fn, optimizer, batch_size, target, autocast, checkpoint_segments,
                           accumulation_steps, device, limit, dist=(world_size, zero, r, comm_hook),
-                          save_on_cpu=save_on_cpu,
-                          param_dtype=param_dtype) for r in ranks]
+                          save_on_cpu=save_on_cpu, param_dtype=param_dtype,
+                          zero_grad_to_none=zero_grad_to_none) for r in ranks]
     if len(ests) == 1:
         return ests[0]
     worst = max(ests, key=lambda e: e.total)
@@ -293,7 +326,8 @@ def _meta_mode_like(device):
 
 def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, target=None, autocast=None,
               checkpoint_segments=None, accumulation_steps=1, device="cpu", limit=None, keep_outputs=False,
-              dist=(None, 0, None, None), save_on_cpu=False, param_dtype=None):
+              dist=(None, 0, None, None), save_on_cpu=False, param_dtype=None, zero_grad_to_none=True,
+              zero_grad_late=False):
     """estimate(); keep_outputs: the output and the loss stay alive until the optimizer step has run, as in a
     script that holds them in variables (`out = model(x); loss = ...`: python -m gpumemnet run). dist:
     (world_size, zero, rank, comm_hook) of one data-parallel rank, or world_size None (see
@@ -383,48 +417,66 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         before = _memory.memory_stats(META)
         base = before["allocated"]["current"]
         base_cat = {c: v["current"] for c, v in before["by_category"].items()}
-        for i in range(k):
-            xi = micro_batch(xs, i)
-            recorder.on = i == 0
-            out = loss = None  # the previous micro-batch's, held as a script's variables hold them
-            with amp_ctx(), (_offload.save_on_cpu() if save_on_cpu else _nullctx()):
-                try:
-                    if dist[0] is not None:  # the wrapper runs the checkpointed Sequential itself
-                        out = step_model(*xi)
-                    else:
-                        out = checkpoint_sequential(clone, checkpoint_segments, *xi) if checkpoint_segments \
-                            else clone(*xi)
-                except _C.OutOfMemoryError:
-                    raise
-                except (ValueError, RuntimeError, TypeError, IndexError) as e:
-                    got = ", ".join(str(tuple(x.shape)) for x in xi)
-                    raise ValueError(f"estimate: the model does not accept an input of shape {got} "
-                                     f"(input_shape={_shape_text(input_shape)}, batch_size={batch_size}): {e}") from e
-                finally:
-                    recorder.on = False
-                loss = out.sum() if loss_fn is None else _call_loss(loss_fn, out, y)
-            if not keep_outputs:
-                out = None
-            _check_scalar_loss(loss, "estimate")
-            if k > 1:
-                loss = loss / k
-            loss.backward()
-            if not keep_outputs:
-                loss = None
-            if i == 0:
-                micro_moved = _offload.bytes_moved()
-        grad_bytes = _cat("gradient") - base_cat["gradient"]
-        if opt is not None:
-            opt.step()
+        # Two steps: the first creates the optimizer's state (lazily, in its step), the second runs its forward
+        # and backward with that state alive, as every later step does; a third would repeat the second. Without
+        # an optimizer nothing differs from one step to the next.
+        steps = 2 if opt is not None else 1
+        first = None
+        for step in range(steps):
+            if step:
+                first = _memory.memory_stats(META)
+                if not zero_grad_late:
+                    opt.zero_grad(set_to_none=zero_grad_to_none)
+                _offload.reset_bytes_moved()  # the per-step figures are the steady step's
+            for i in range(k):
+                xi = micro_batch(xs, i)
+                recorder.on = step == 0 and i == 0
+                with amp_ctx(), (_offload.save_on_cpu() if save_on_cpu else _nullctx()):
+                    try:
+                        # Assigned as a script assigns its variables: with keep_outputs the previous output and
+                        # loss are freed once the new ones exist (out = model(x) frees the last out after the
+                        # forward); without, they went right after their use.
+                        if dist[0] is not None:  # the wrapper runs the checkpointed Sequential itself
+                            out = step_model(*xi)
+                        else:
+                            out = checkpoint_sequential(clone, checkpoint_segments, *xi) if checkpoint_segments \
+                                else clone(*xi)
+                    except _C.OutOfMemoryError:
+                        raise
+                    except (ValueError, RuntimeError, TypeError, IndexError) as e:
+                        got = ", ".join(str(tuple(x.shape)) for x in xi)
+                        raise ValueError(f"estimate: the model does not accept an input of shape {got} (input_shape="
+                                         f"{_shape_text(input_shape)}, batch_size={batch_size}): {e}") from e
+                    finally:
+                        recorder.on = False
+                    loss = out.sum() if loss_fn is None else _call_loss(loss_fn, out, y)
+                if not keep_outputs:
+                    out = None
+                _check_scalar_loss(loss, "estimate")
+                if k > 1:
+                    loss = loss / k
+                if step and zero_grad_late and i == 0:  # the script's zero_grad() between forward and backward
+                    opt.zero_grad(set_to_none=zero_grad_to_none)
+                loss.backward()
+                if not keep_outputs:
+                    loss = None
+                if i == 0:
+                    micro_moved = _offload.bytes_moved()
+            grad_bytes = _cat("gradient") - base_cat["gradient"]
+            if opt is not None:
+                opt.step()
         out = loss = None
         host_peak = _memory.max_memory_allocated(_memory.META_HOST) - host_base
         moved, overlapped = _offload.bytes_moved(), _offload.bytes_overlapped()
         overlap = bool(getattr(opt, "_overlap_handles", None))
         after = _memory.memory_stats(META)
         optimizer_bytes = _cat("optimizer") - base_cat["optimizer"]
+        # the allocator's peak since the reset: the highest of the two steps (the first one's when they tie)
         peak = after["allocated"]["peak"] - base
+        first_step_peak = (first or after)["allocated"]["peak"] - base
+        first_at = (first or after)["at_peak"]
         peak_reserved = after["reserved"]["peak"] - r0
-        fallback_peak = sum(v["allocated"]["peak"] for k, v in after["by_location"].items() if k != "device")
+        fallback_peak = sum(v["allocated"]["peak"] for where, v in after["by_location"].items() if where != "device")
         at = after["at_peak"]
         # at the moment of the peak, everything the step's device holds: parameters and input included
         at_peak = {c: v - pre_cat[c] for c, v in at["by_category"].items()}
@@ -464,6 +516,9 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         busy.depth -= 1
     return Estimate(
         peak=peak, peak_reserved=peak_reserved, at_peak=at_peak, peak_scope=at["scope"],
+        first_step_peak=first_step_peak, peak_step=2 if peak > first_step_peak else 1,
+        first_step_at_peak={c: v - pre_cat[c] for c, v in first_at["by_category"].items()},
+        first_step_scope=first_at["scope"],
         inference_peak=inference_peak, params=sum(p.numel() for p in params),
         trainable=sum(p.numel() for p in params if p.requires_grad), param_bytes=param_bytes,
         gradient_bytes=grad_bytes, optimizer_bytes=optimizer_bytes, activation_bytes=activation_bytes,
