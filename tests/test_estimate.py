@@ -1,7 +1,8 @@
 """Know before you run (gpumemnet.memory.estimator): the meta estimate of training equals, byte for byte, the
-peak of the same steps really run on the CPU (the highest of three: the second and third run with Adam's state) (digits CNN and story 002's UNet; plain fp32, checkpoint, autocast
-bfloat16, accumulation), the real model is untouched, the story-000 summary reproduces torchsummary's rows and
-says the network fits the 15.92 GiB card with a fused Adam, and bad inputs raise clear errors."""
+peak of the same steps really run on the CPU (the highest of three: the second and third run with Adam's state;
+digits CNN and story 002's UNet; plain fp32, checkpoint, autocast bfloat16, accumulation), the real model is
+untouched, the story-000 summary reproduces torchsummary's rows and says the network fits the 15.92 GiB card with
+a fused Adam, and bad inputs raise clear errors."""
 import contextlib
 import gc
 import os

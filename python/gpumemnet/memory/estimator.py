@@ -38,7 +38,8 @@ from ..optim import Adam
 from ..utils.checkpoint import checkpoint_sequential
 from . import _distributed
 from . import stats as _memory
-from ._meta_model import (LayerRow, _LayerRecorder, _cat, _check_scalar_loss, _call_loss, _input_specs, _levels,  # noqa: F401
+from ._meta_model import LayerRow  # noqa: F401  (public here, as before the split)
+from ._meta_model import (_LayerRecorder, _cat, _check_scalar_loss, _call_loss, _input_specs, _levels,
                           _made_up_target, _meta_copy, _meta_like, _nullctx, _release, _shape_text)
 
 __all__ = ["Estimate", "LayerRow", "estimate"]
