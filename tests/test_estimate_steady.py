@@ -92,7 +92,7 @@ def test_estimate_is_the_highest_step(name, k):
         # the state is alive through the later steps' backward: higher by at least part of it, and said so
         assert peaks[0] < peaks[1] == peaks[2] == est.peak and est.peak_step == 2
         assert est.at_peak["optimizer"] == est.optimizer_bytes > 0
-        assert "(from step 2 on; step 1: " in repr(est)
+        assert f" from step 2 on (step 1: {gm.memory.format_bytes(est.first_step_total)})," in repr(est)
     # per-step figures are one step's
     assert est.gradient_bytes >= sum(p.numel() * 4 for p in model.parameters())
     assert [r.type for r in est.layers] == [type(m).__name__ for m in model]  # recorded once

@@ -160,10 +160,10 @@ class Estimate:
 
     @property
     def steps_text(self):
-        """'' when the first step peaks as the later ones; else ' (from step 2 on; step 1: 3.50 MiB)'."""
+        """'' when the first step peaks as the later ones; else ' from step 2 on (step 1: 3.50 MiB)'."""
         if self.peak_step == 1:
             return ""
-        return f" (from step 2 on; step 1: {_fmt(self.first_step_total)})"
+        return f" from step 2 on (step 1: {_fmt(self.first_step_total)})"
 
     @property
     def inference_total(self):
@@ -194,7 +194,7 @@ class Estimate:
 
     def _repr_html_(self):
         """A notebook shows the estimate as a table (text stays the repr in a terminal)."""
-        rows = [("training peak", f"{_fmt(self.total)} (reached in {self.peak_scope or '?'}){self.steps_text}")]
+        rows = [("training peak", f"{_fmt(self.total)} (reached in {self.peak_scope or '?'}{self.steps_text})")]
         rows += [(f"&nbsp;&nbsp;{c} at the peak", _fmt(b)) for c, b in self.breakdown()]
         rows += [("inference peak", _fmt(self.inference_total)), ("parameters", f"{self.params:,} "
                  f"({_fmt(self.param_bytes)})"), ("gradients", _fmt(self.gradient_bytes)),
