@@ -3,7 +3,7 @@ BLAS kernels, devices, threads). Paste its output into bug reports.
 
 `python -m gpumemnet run [--report] [--cap SIZE] [--estimate-only] script.py [args...]`: runs a script written
 for PyTorch with `import torch` resolving to gpumemnet (gpumemnet/dropin.py); before each model's first training
-step, prints that step's predicted peak (gpumemnet/memory/first_step.py)."""
+step's backward, prints the predicted peak of its training steps (gpumemnet/memory/first_step.py)."""
 import argparse
 import os
 import platform

@@ -329,8 +329,10 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
               checkpoint_segments=None, accumulation_steps=1, device="cpu", limit=None, keep_outputs=False,
               dist=(None, 0, None, None), save_on_cpu=False, param_dtype=None, zero_grad_to_none=True,
               zero_grad_late=False):
-    """estimate(); keep_outputs: the output and the loss stay alive until the optimizer step has run, as in a
-    script that holds them in variables (`out = model(x); loss = ...`: python -m gpumemnet run). dist:
+    """estimate(); keep_outputs: the output and the loss stay alive until the next ones replace them (through the
+    optimizer step and the next forward), as in a script that holds them in variables (`out = model(x); loss =
+    ...`: python -m gpumemnet run). zero_grad_late: the script calls zero_grad() between its loss and backward
+    (run mode sees where), so the last step's gradients are alive through the second step's forward. dist:
     (world_size, zero, rank, comm_hook) of one data-parallel rank, or world_size None (see
     memory/_distributed.py)."""
     if not isinstance(model, Module):

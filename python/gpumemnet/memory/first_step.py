@@ -1,5 +1,6 @@
-"""`python -m gpumemnet run`: the peak of each model's first training step, predicted before that step's
-backward runs, as one line on stderr (and, when it does not fit, the configurations plan() tried).
+"""`python -m gpumemnet run`: the peak of each model's training steps (the first, and the steady one that every later
+step repeats: estimate() runs both), predicted before the first step's backward runs, as one line on stderr (and,
+when it does not fit, the configurations plan() tried).
 
 What is watched, only while run mode is on (watch() / unwatch(); the package's face turns it on):
   - every root call of a Module (the outermost module entered from the script) in training mode with grad
@@ -17,9 +18,13 @@ shapes and dtypes, the same loss replayed on them (a loss Module is copied with 
 called with the same arguments), the optimizer that holds the model's parameters rebuilt over the copy's with the
 same class and hyper-parameters, the same autocast. It is exact where the script does what a training loop
 does: the output and the loss are held in variables until the next iteration (so the estimate keeps them alive
-through the step), and the target is on the device before the forward. The line's peak is the bytes the device
-held when the forward started plus the step's own peak, so it can be compared with the device's capacity and with
-gm.memory.max_memory_allocated() after the step. Not included: what the script allocates between the forward and
+through the step, and the next step's forward runs while they still hold the last ones), and the target is on the
+device before the forward. Where the script calls zero_grad() is seen (the hooks' zero_grad_called slot): a call
+between the forward's start and backward (a no-op in step 1) means the last step's gradients are alive through
+every later forward, and the estimate runs so. The line's peak is the bytes the device held when the forward
+started plus the steps' own peak, so it can be compared with the device's capacity and with
+gm.memory.max_memory_allocated() after the steps (after step 1: the first step's figure, which the line gives too
+when it is lower). Not included: what the script allocates between the forward and
 backward besides the loss (metrics, logging), ops applied after the loss (a GradScaler's scaled loss, a division
 by accumulation steps: a few scalar blocks), and a GradScaler's own step.
 
