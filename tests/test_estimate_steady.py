@@ -196,3 +196,18 @@ def test_a_limit_the_steady_step_exceeds_raises_as_the_real_run_does():
             gm.memory.set_limit("meta", None)
         return done
     assert real(hi - 1) == 1 and real(hi) == 3
+
+
+def test_an_optimizer_without_zero_grad_gets_pytorchs_default():
+    """A factory may return any object with step(): between the steps its parameters' gradients are dropped, as
+    zero_grad(set_to_none=True) would."""
+    class StepOnly:
+        def __init__(self, params):
+            self.inner = gm.optim.Adam(params)
+
+        def step(self):
+            self.inner.step()
+    model = _net()
+    a = gm.memory.estimate(model, (3, 32, 32), batch_size=8, optimizer=StepOnly)
+    b = gm.memory.estimate(model, (3, 32, 32), batch_size=8, optimizer=gm.optim.Adam)
+    assert (a.first_step_peak, a.peak) == (b.first_step_peak, b.peak) and a.peak_step == 2

@@ -236,3 +236,23 @@ def test_a_failure_of_the_watching_never_breaks_the_script(monkeypatch):
         first_step.unwatch()
     assert out.getvalue() == "gpumemnet run: watching for step 1 stopped: RuntimeError: made to fail\n"
     assert model.weight.grad is not None
+
+
+def test_zero_grad_calls_are_counted_but_not_the_estimates_own():
+    """Run mode counts the script's zero_grad() calls (an optimizer's or a module's) and their set_to_none; the
+    estimate's own call between its two steps on meta is not the script's."""
+    import io
+    import gpumemnet.nn as nn
+    w = first_step.watch(out=io.StringIO())
+    try:
+        model = nn.Linear(4, 2)
+        gm.memory.estimate(model, (4,), batch_size=2)
+        assert w.zero_grads == 0
+        gm.optim.SGD(model.parameters(), lr=0.1).zero_grad(set_to_none=False)
+        assert (w.zero_grads, w.set_to_none) == (1, False)
+        model.zero_grad()
+        assert (w.zero_grads, w.set_to_none) == (2, True)
+    finally:
+        first_step.unwatch()
+    from gpumemnet._core import hooks
+    assert hooks.get("zero_grad_called") is None

@@ -429,7 +429,7 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
             if step:
                 first = _memory.memory_stats(META)
                 if not zero_grad_late:
-                    opt.zero_grad(set_to_none=zero_grad_to_none)
+                    _zero_grad(opt, clone, zero_grad_to_none)
                 _offload.reset_bytes_moved()  # the per-step figures are the steady step's
             for i in range(k):
                 xi = micro_batch(xs, i)
@@ -459,7 +459,7 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
                 if k > 1:
                     loss = loss / k
                 if step and zero_grad_late and i == 0:  # the script's zero_grad() between forward and backward
-                    opt.zero_grad(set_to_none=zero_grad_to_none)
+                    _zero_grad(opt, clone, zero_grad_to_none)
                 loss.backward()
                 if not keep_outputs:
                     loss = None
@@ -533,6 +533,20 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         micro_batch_to_host=micro_moved["to_host"], micro_batch_to_device=micro_moved["to_device"],
         overlapped_to_host=overlapped["to_host"], overlapped_to_device=overlapped["to_device"],
         overlap_grad_copies=overlap)
+
+
+def _zero_grad(opt, clone, set_to_none):
+    """The optimizer's zero_grad(set_to_none) (a subclass's own, as ZeroRedundancyOptimizer's buckets); an object
+    from a factory that has none (a step() alone) gets PyTorch's default on the copy's parameters."""
+    zero_grad = getattr(opt, "zero_grad", None)
+    if zero_grad is not None:
+        zero_grad(set_to_none=set_to_none)
+        return
+    for p in clone.parameters():
+        if set_to_none:
+            p.grad = None
+        elif p.grad is not None:
+            _C.fill_(p.grad, 0)
 
 
 def _device_allocator(dev):

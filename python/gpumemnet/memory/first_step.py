@@ -186,7 +186,10 @@ class _Watcher:
 
     def zero_grad_called(self, set_to_none):
         """A zero_grad() ran: counted, so that the estimate knows whether the script calls it between its forward
-        and its backward (then the last step's gradients are alive in the next forward) or elsewhere."""
+        and its backward (then the last step's gradients are alive in the next forward) or elsewhere. The
+        estimate's own calls, between its two steps on meta, are not the script's."""
+        if _estimator.busy.depth:
+            return
         self.zero_grads += 1
         self.set_to_none = bool(set_to_none)
 
