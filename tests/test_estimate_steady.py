@@ -211,3 +211,22 @@ def test_an_optimizer_without_zero_grad_gets_pytorchs_default():
     a = gm.memory.estimate(model, (3, 32, 32), batch_size=8, optimizer=StepOnly)
     b = gm.memory.estimate(model, (3, 32, 32), batch_size=8, optimizer=gm.optim.Adam)
     assert (a.first_step_peak, a.peak) == (b.first_step_peak, b.peak) and a.peak_step == 2
+
+
+def test_steps_run_until_one_repeats_the_one_before():
+    """Story 000's full-size net, batch 2, Adam, on meta (the real steps too: shapes and allocations only): the
+    second step takes new segments, and where its blocks split differs from the third's, which peaks 512 KiB
+    higher; the fourth repeats the third. The estimate runs four steps and gives the third's peak, as many real
+    steps reach."""
+    from story000 import Story000
+    gm.manual_seed(0)
+    est = gm.memory.estimate(Story000(device="meta"), (2, 384, 160), batch_size=2)
+    assert (est.steps, est.peak_step) == (4, 3)
+    gc.collect()
+    gm.memory.empty_cache("meta")
+    gm.manual_seed(0)
+    model = Story000(device="meta")
+    x = gm.empty(2, 2, 384, 160, device="meta")
+    peaks, _ = _steps(model, x, gm.optim.Adam(model.parameters()), steps=6, device="meta")
+    assert peaks[0] < peaks[1] < peaks[2] == peaks[5]
+    assert (est.first_step_peak, est.peak) == (peaks[0], peaks[2]) and peaks[2] - peaks[1] == 512 * 1024

@@ -111,16 +111,16 @@ class Estimate:
                     overlap_grad_copies(), save_on_cpu's prefetch. overlap_grad_copies: whether the optimizer the
                     factory made overlaps (optimizer=lambda ps: Adam(ps, offload="cpu").overlap_grad_copies())
     Steps: the peaks (total, peak, peak_reserved, at_peak, peak_scope, activation_bytes, host_peak, fallback_peak)
-    are the highest of the first step and the second, which every later step repeats (estimate() runs both):
-    the most any number of real steps reaches. A stateful optimizer on the device makes its state in its first
-    step, so a later step's forward and backward run with it alive and usually go higher (story 000, Adam, 2
-    micro-batches: 14.22 GiB in step 1, 16.41 GiB from step 2 on); an offloading optimizer's state is on the
-    host and its later steps peak as the first.
+    are the highest of all the steps estimate() runs: the first, the second, and more until one repeats the one
+    before (which every later step then repeats): the most any number of real steps reaches. A stateful optimizer
+    on the device makes its state in its first step, so a later step's forward and backward run with it alive and
+    usually go higher (story 000, Adam, 2 micro-batches: 14.22 GiB in step 1, 16.41 GiB from step 2 on); an
+    offloading optimizer's state is on the host and its later steps peak about as the first.
     first_step_peak the first step's peak above the parameters and input (first_step_total: with them);
                     first_step_at_peak, first_step_scope: its at_peak and peak_scope
-    peak_step       2 when the steps from the second on peak higher than the first, else 1
+    peak_step       the first step that reached the peak (1 when no later step goes higher); steps: how many ran
     The per-step figures (gradient_bytes, optimizer_bytes: the state's size, bytes_to_host/device and
-    micro_batch_*, overlapped_*) are one step's, the second's (the steady state's) where the two differ.
+    micro_batch_*, overlapped_*) are one step's, the last's (the steady state's) where they differ.
     Data parallel (estimate(..., world_size=N, zero=z)): the figures are one rank's, `rank`; comm_bytes is what
     DistributedDataParallel holds from its construction (the gradient buckets, category communication), counted
     in total; per_rank is [total of rank 0, 1, ...] when every rank was estimated (ZeRO: the shards differ), and
@@ -163,7 +163,7 @@ class Estimate:
         """'' when the first step peaks as the later ones; else ' from step 2 on (step 1: 3.50 MiB)'."""
         if self.peak_step == 1:
             return ""
-        return f" from step 2 on (step 1: {_fmt(self.first_step_total)})"
+        return f" from step {self.peak_step} on (step 1: {_fmt(self.first_step_total)})"
 
     @property
     def inference_total(self):
@@ -182,7 +182,8 @@ class Estimate:
     @property
     def predicted_for(self):
         """'predicted for cuda:0 (cuDNN workspace not included)', 'predicted for cpu'."""
-        return f"predicted for {self.device}" + (" (cuDNN workspace not included)" if self.notes else "")
+        return f"predicted for {self.device}" + (" (cuDNN workspace not included)" if CUDNN_NOTE in self.notes
+                                                 else "")
 
     def breakdown(self):
         """[(category, bytes)] at the moment of the peak, the categories holding bytes, largest first."""
@@ -239,18 +240,19 @@ def _meta_target(dev):
 def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, target=None, autocast=None,
              checkpoint_segments=None, accumulation_steps=1, device="cpu", limit=None, world_size=None, zero=0,
              rank=None, save_on_cpu=False, param_dtype=None, comm_hook=None, zero_grad_to_none=True):
-    """Run two training steps of `model` (forward, loss, backward, the optimizer's step; then zero_grad and the
-    same again) on a meta copy and return an Estimate of the training run's peak. The model itself is not touched.
+    """Run training steps of `model` (forward, loss, backward, the optimizer's step; zero_grad; again) on a meta
+    copy and return an Estimate of the training run's peak. The model itself is not touched.
 
-    Why two: the optimizer makes its state (Adam's exp_avg and exp_avg_sq, SGD's momentum buffers) in its first
-    step, so from the second step on the forward and backward run with that state alive and usually peak higher
-    than the first step did (story 000, Adam, 2 micro-batches: 14.22 GiB in step 1, 16.41 GiB from step 2 on).
-    Every later step repeats the second one, so the Estimate's peak is the highest any number of real steps
-    reaches (Estimate.first_step_peak keeps the first step's). Between the steps the optimizer's zero_grad runs,
-    as a loop calls it after its step (or at the top of the next iteration, which is the same):
-    zero_grad_to_none=True is PyTorch's default zero_grad(set_to_none=True), the gradients freed before the next
-    forward; False is zero_grad(set_to_none=False), the gradients kept (zeroed) through the next forward and
-    backward accumulating into them. Both steps take the same batch. optimizer=False runs one step (forward and
+    Why more than one: the optimizer makes its state (Adam's exp_avg and exp_avg_sq, SGD's momentum buffers) in
+    its first step, so from the second step on the forward and backward run with that state alive and usually peak
+    higher than the first step did (story 000, Adam, 2 micro-batches: 14.22 GiB in step 1, 16.41 GiB from step 2
+    on). The steps run until one leaves the allocator's blocks as the step before left them (usually the second or
+    the third; at most MAX_STEPS, or Estimate.notes says so): every later step then repeats it, so the Estimate's
+    peak is the highest any number of real steps reaches (Estimate.first_step_peak keeps the first step's).
+    Between the steps the optimizer's zero_grad runs, as a loop calls it after its step (or at the top of the
+    next iteration, which is the same): zero_grad_to_none=True is PyTorch's default zero_grad(set_to_none=True),
+    the gradients freed before the next forward; False is zero_grad(set_to_none=False), the gradients kept
+    (zeroed) through the next forward and backward accumulating into them. Every step takes the same batch. optimizer=False runs one step (forward and
     backward only: nothing carries over to a second one).
 
     The order of the leading arguments is the same in estimate, plan and max_batch_size: model, input_shape,
@@ -418,16 +420,20 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         _memory.reset_peak_memory_stats(_memory.META_HOST)
         _offload.reset_bytes_moved()
         before = _memory.memory_stats(META)
+        notes = []
         base = before["allocated"]["current"]
         base_cat = {c: v["current"] for c, v in before["by_category"].items()}
-        # Two steps: the first creates the optimizer's state (lazily, in its step), the second runs its forward
-        # and backward with that state alive, as every later step does; a third would repeat the second. Without
-        # an optimizer nothing differs from one step to the next.
-        steps = 2 if opt is not None else 1
-        first = None
-        for step in range(steps):
+        # Steps until one repeats the one before: the first creates the optimizer's state (lazily, in its step),
+        # the second runs its forward and backward with that state alive, as every later step does. A step that
+        # leaves the allocator's blocks as the step before left them (_layout) starts the next one from the same
+        # state, so every later step repeats it: the run has settled. Usually the second or the third does (a
+        # higher second step may take new segments; where they split differs, inception_v3's third step peaks
+        # 316 KiB above its second). Without an optimizer nothing differs from one step to the next.
+        first, layout, step_peaks = None, None, []
+        for step in range(MAX_STEPS if opt is not None else 1):
             if step:
-                first = _memory.memory_stats(META)
+                if step == 1:
+                    first = _memory.memory_stats(META)
                 if not zero_grad_late:
                     _zero_grad(opt, clone, zero_grad_to_none)
                 _offload.reset_bytes_moved()  # the per-step figures are the steady step's
@@ -466,8 +472,16 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
                 if i == 0:
                     micro_moved = _offload.bytes_moved()
             grad_bytes = _cat("gradient") - base_cat["gradient"]
-            if opt is not None:
-                opt.step()
+            if opt is None:
+                break
+            opt.step()
+            step_peaks.append(_memory.max_memory_allocated(META))
+            now = _layout()
+            if now == layout:
+                break
+            layout = now
+        else:
+            notes.append(f"the allocator's layout still changed in step {MAX_STEPS}: a later step may peak higher")
         out = loss = None
         host_peak = _memory.max_memory_allocated(_memory.META_HOST) - host_base
         moved, overlapped = _offload.bytes_moved(), _offload.bytes_overlapped()
@@ -477,6 +491,8 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         # the allocator's peak since the reset: the highest of the two steps (the first one's when they tie)
         peak = after["allocated"]["peak"] - base
         first_step_peak = (first or after)["allocated"]["peak"] - base
+        peak_step = 1 + next(i for i, p in enumerate(step_peaks or [after["allocated"]["peak"]])
+                             if p == after["allocated"]["peak"])
         first_at = (first or after)["at_peak"]
         peak_reserved = after["reserved"]["peak"] - r0
         fallback_peak = sum(v["allocated"]["peak"] for where, v in after["by_location"].items() if where != "device")
@@ -519,7 +535,7 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         busy.depth -= 1
     return Estimate(
         peak=peak, peak_reserved=peak_reserved, at_peak=at_peak, peak_scope=at["scope"],
-        first_step_peak=first_step_peak, peak_step=2 if peak > first_step_peak else 1,
+        first_step_peak=first_step_peak, peak_step=peak_step, steps=max(len(step_peaks), 1),
         first_step_at_peak={c: v - pre_cat[c] for c, v in first_at["by_category"].items()},
         first_step_scope=first_at["scope"],
         inference_peak=inference_peak, params=sum(p.numel() for p in params),
@@ -528,11 +544,22 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         fallback_peak=fallback_peak,
         input_bytes=input_bytes, layers=rows, input_shape=shape, micro_batch=micro, device=dev,
         comm_bytes=comm_bytes, world_size=dist[0], zero=dist[1], rank=dist[2],
-        notes=[CUDNN_NOTE] if meta_target[0] == "cuda" else [], seconds=time.perf_counter() - t0,
+        notes=([CUDNN_NOTE] if meta_target[0] == "cuda" else []) + notes, seconds=time.perf_counter() - t0,
         host_peak=host_peak, bytes_to_host=moved["to_host"], bytes_to_device=moved["to_device"],
         micro_batch_to_host=micro_moved["to_host"], micro_batch_to_device=micro_moved["to_device"],
         overlapped_to_host=overlapped["to_host"], overlapped_to_device=overlapped["to_device"],
         overlap_grad_copies=overlap)
+
+
+MAX_STEPS = 8  # steps an estimate runs at most, waiting for one that repeats the step before
+
+
+def _layout():
+    """The meta and meta-host allocators' blocks (segment pool and size; each block's offset, size and whether it
+    is allocated), which with the live objects decide every later allocation: two steps that leave the same
+    layout are followed by the same steps."""
+    return [[(pool, size, [b[:3] for b in blocks]) for pool, size, blocks in _C._segments(d)]
+            for d in (META, _memory.META_HOST)]
 
 
 def _zero_grad(opt, clone, set_to_none):

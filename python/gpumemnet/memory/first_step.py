@@ -299,7 +299,8 @@ class _Watcher:
                 f"{', autocast ' + str(call.amp).replace('gpumemnet.', '') if call.amp is not None else ''}) on {dev}")
         fits = predicted <= capacity
         # held at the start + the steps' own peak, as the line's peak (est.steps_text counts the model and input)
-        later = f" from step 2 on (step 1: {_fmt(call.held + est.first_step_peak)})" if est.peak_step == 2 else ""
+        later = (f" from step {est.peak_step} on (step 1: {_fmt(call.held + est.first_step_peak)})"
+                 if est.peak_step > 1 else "")
         line = (f"{what}: {note}peak {_fmt(predicted)} predicted ({predicted} bytes: {_fmt(call.held)} held at its "
                 f"start + {_fmt(est.peak)} for the steps, reached in {est.peak_scope or '?'}{later}), capacity "
                 f"{_fmt(capacity)}"

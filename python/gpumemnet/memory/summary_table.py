@@ -88,7 +88,7 @@ def summary(model, input_size, batch_size=-1, device="cpu", optimizer=None, capa
     out = [line, f"{header[0]:>20}  {header[1]:>25} {header[2]:>15} {header[3]:>12}", dline]
     out += [f"{a:>20}  {b:>25} {c:>15} {d:>12}" for a, b, c, d in rows]
     at = " · ".join(f"{c} {_fmt(b)}" for c, b in est.breakdown())
-    steps = f" from step 2 on; step 1: {_fmt(est.first_step_total)}" if est.peak_step == 2 else ""
+    steps = f" from step {est.peak_step} on; step 1: {_fmt(est.first_step_total)}" if est.peak_step > 1 else ""
     footer = [f"Total params: {est.params:,}",
               f"Trainable params: {est.trainable:,}",
               f"Non-trainable params: {est.params - est.trainable:,}",
