@@ -84,11 +84,11 @@ class Estimate:
 
     total           parameters + input + peak: the training step's peak on the device
     inference_total parameters + input + inference_peak: the inference forward's peak on the device
-    peak            the step's peak allocated bytes above what was live before it (parameters, input)
+    peak            the steps' peak allocated bytes above what was live before them (parameters, input)
     inference_peak  the same for the inference forward
     peak_reserved   peak reserved bytes (segments: blocks + cache) for the model, input and step together,
                     from an empty cache: what the device must hand the allocator (compare with `total`)
-    at_peak         {category: bytes} at the moment of the step's peak, parameters and input included: it sums
+    at_peak         {category: bytes} at the moment of the steps' peak, parameters and input included: it sums
                     to `total` (each category's own highest value, at other moments, is not shown: those do not
                     add up to a peak). Categories: gm.memory.CATEGORY_DOCS
     peak_scope      the allocator scope of the allocation that reached the peak ("fc1 backward", "Adam.step")
@@ -160,7 +160,8 @@ class Estimate:
 
     @property
     def steps_text(self):
-        """'' when the first step peaks as the later ones; else ' from step 2 on (step 1: 3.50 MiB)'."""
+        """'' when the first step peaks as the later ones; else ' from step 2 on (step 1: 3.50 MiB)' (the first
+        step that reached the peak)."""
         if self.peak_step == 1:
             return ""
         return f" from step {self.peak_step} on (step 1: {_fmt(self.first_step_total)})"

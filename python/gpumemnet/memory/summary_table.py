@@ -1,4 +1,4 @@
-"""summary(model, input_size, ...) (gm.summary): torchsummary's table of one training step, from estimate()
+"""summary(model, input_size, ...) (gm.summary): torchsummary's table of training steps, from estimate()
 (estimator.py), with the step's memory by kind, at its peak, and whether it fits the device. Apart from
 estimator.py so that each file stays readable (and under the project's 800 lines)."""
 import html
