@@ -1,7 +1,7 @@
 """Estimate against measurement for optimizer offload with and without overlapped gradient copies (issue 15): Adam,
 AdamW and SGD with momentum (offload="cpu"), fp32 and bf16 parameters, synchronous copies or overlap_grad_copies(),
-one step of 1 or 2 micro-batches. Each row: the device peak of the step (above what was live before it), the
-pinned host peak, the bytes down and up, the bytes down in one micro-batch, the bytes down on the copy stream,
+three steps of 1 or 2 micro-batches. Each row: the device peak of the steps (above what was live before them),
+the pinned host peak, the bytes down and up in one step, the bytes down in one micro-batch, the bytes down on the copy stream,
 as estimate() predicts them on meta / as the step on CUDA measures them. Byte counts, exact on the emulator of a
 GPUMEMNET_CUDA=emu build (tests/test_cuda_estimate_overlap.py asserts them); timings are not taken.
 
@@ -48,15 +48,17 @@ def _measure(factory, dtype, k):
     for d in (DEV, PIN):
         gm.memory.reset_peak_memory_stats(d)
     d0, h0 = gm.memory.memory_allocated(DEV), gm.memory.memory_allocated(PIN)
-    _off.reset_bytes_moved()
     m = BATCH // k
-    for i in range(k):
-        loss = F.mse_loss(model(x[i * m:(i + 1) * m]), y[i * m:(i + 1) * m])
-        (loss / k if k > 1 else loss).backward()
-        loss = None
-        if i == 0:
-            first = _off.bytes_moved()["to_host"]
-    opt.step()
+    for _ in range(3):  # the peaks are the steps' highest (as the estimate's); the bytes moved, the last step's
+        _off.reset_bytes_moved()
+        for i in range(k):
+            loss = F.mse_loss(model(x[i * m:(i + 1) * m]), y[i * m:(i + 1) * m])
+            (loss / k if k > 1 else loss).backward()
+            loss = None
+            if i == 0:
+                first = _off.bytes_moved()["to_host"]
+        opt.step()
+        opt.zero_grad()
     r = (gm.memory.max_memory_allocated(DEV) - d0, gm.memory.max_memory_allocated(PIN) - h0, _off.bytes_moved(),
          first, _off.bytes_overlapped()["to_host"])
     del model, opt, x, y

@@ -18,10 +18,11 @@ With --full nothing holds data: the network lives on the meta device, which runs
 allocation (with the CPU allocator's policy) but no kernel, so its byte counts are what a real step would use,
 without allocating 3.8 GB.
 
---card SIZE (8GiB, 6GiB, 1.5MiB, or bytes): the story's net does not fit such a card with Adam (14.22 GiB), so
-gm.memory.plan(..., device="cuda") chooses how to train it there, offload included: on 8 GiB the optimizer's fp32
-state moves to pinned host memory (Adam(offload="cpu"); 7.15 GiB on the device, 12.84 GiB on the host), on 6 GiB
-the parameters are bfloat16 on the device too, with fp32 masters on the host (3.58 GiB on the device). The steps
+--card SIZE (8GiB, 6GiB, 1.5MiB, or bytes): the story's net does not fit such a card with Adam (14.25 GiB from its
+second step on), so gm.memory.plan(..., device="cuda") chooses how to train it there, offload included: on 8 GiB
+the optimizer's fp32 state moves to pinned host memory (Adam(offload="cpu"); 7.13 GiB on the device, 12.84 GiB on
+the host), on 6 GiB the parameters are bfloat16 on the device too, with fp32 masters on the host (3.57 GiB on the
+device). The steps
 then run under gm.memory.set_limit(device, SIZE) on CUDA (a real GPU, or the emulator of a GPUMEMNET_CUDA=emu build)
 or, without CUDA, on meta; it prints the planned and the measured device and host peaks.
 """

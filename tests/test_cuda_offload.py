@@ -173,13 +173,14 @@ def test_estimate_equals_measured_device_and_host_peaks(pdt, make):
     assert est.bytes_to_host == est.bytes_to_device == nbytes
 
 
-def _measured_step(model, opt, x, y):
-    """(device peak above the live bytes before the step, pinned host peak above its start) of one step."""
+def _measured_step(model, opt, x, y, steps=3):
+    """(device peak above the live bytes before the steps, pinned host peak above their start): the highest of
+    `steps` steps, as the estimate's figures are."""
     gc.collect()
     gm.memory.reset_peak_memory_stats(DEV)
     gm.memory.reset_peak_memory_stats(PIN)
     d0, h0 = gm.memory.memory_allocated(DEV), gm.memory.memory_allocated(PIN)
-    _train(model, opt, x, y, 1)
+    _train(model, opt, x, y, steps)
     return gm.memory.max_memory_allocated(DEV) - d0, gm.memory.max_memory_allocated(PIN) - h0
 
 

@@ -24,7 +24,8 @@ def test_estimate_per_rank_equals_the_measured_step(n):
 
 @pytest.mark.parametrize("zero", [0, 2])
 def test_example_ddp_digits(zero):
-    """examples/ddp_digits.py on 2 ranks, one epoch: each rank's first step is what its estimate said."""
+    """examples/ddp_digits.py on 2 ranks, one epoch: each rank's first step and all its steps are what its estimate
+    said."""
     pytest.importorskip("sklearn")
     import os
     import re
@@ -37,7 +38,8 @@ def test_example_ddp_digits(zero):
                            "--zero", str(zero)], env=env(),
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    pairs = re.findall(r"rank (\d)/2: first step (\d+) bytes, estimated before training (\d+) bytes", proc.stdout)
-    assert sorted(r for r, _, _ in pairs) == ["0", "1"], proc.stdout
-    assert all(a == b for _, a, b in pairs), proc.stdout
+    found = re.findall(r"rank (\d)/2: first step (\d+) bytes \(estimated (\d+)\), all steps (\d+) bytes \(estimated "
+                       r"before training (\d+):", proc.stdout)
+    assert sorted(r for r, _, _, _, _ in found) == ["0", "1"], proc.stdout
+    assert all(a == b and c == d for _, a, b, c, d in found), proc.stdout
     assert f"ZeRO stage {zero}" in proc.stdout

@@ -1,7 +1,8 @@
-"""Know before you run (gpumemnet.memory.estimator): the meta estimate of a first training step equals, byte for byte, the
-peak of the same step really run on the CPU (digits CNN and story 002's UNet; plain fp32, checkpoint, autocast
-bfloat16, accumulation), the real model is untouched, the story-000 summary reproduces torchsummary's rows and
-says the network fits the 15.92 GiB card with a fused Adam, and bad inputs raise clear errors."""
+"""Know before you run (gpumemnet.memory.estimator): the meta estimate of training equals, byte for byte, the
+peak of the same steps really run on the CPU (the highest of three: the second and third run with Adam's state;
+digits CNN and story 002's UNet; plain fp32, checkpoint, autocast bfloat16, accumulation), the real model is
+untouched, the story-000 summary reproduces torchsummary's rows and says the network fits the 15.92 GiB card with
+a fused Adam, and bad inputs raise clear errors."""
 import contextlib
 import gc
 import os
@@ -39,25 +40,29 @@ def _unet(checkpointing=False):
     return UNet(3, 3, 4, 2, checkpointing=checkpointing)
 
 
-def _real_step(model, x, y=None, k=1, amp=None, segments=None):
-    """A first training step on the CPU exactly as estimate() describes it; returns the step's peak over the
-    bytes live before it."""
+def _real_step(model, x, y=None, k=1, amp=None, segments=None, steps=3):
+    """Training steps on the CPU exactly as estimate() describes them (zero_grad() after each step); returns the
+    highest peak of the `steps` steps over the bytes live before them (the first step's too: second_step_peak)."""
     opt = gm.optim.Adam(model.parameters())
     gc.collect()
     gm.memory.reset_peak_memory_stats("cpu")
     base = gm.memory.memory_allocated("cpu")
     m = x.shape[0] // k
-    for i in range(k):
-        xi = x[i * m:(i + 1) * m] if k > 1 else x
-        with gm.autocast("cpu", dtype=amp) if amp is not None else contextlib.nullcontext():
-            out = gm.utils.checkpoint_sequential(model, segments, xi) if segments else model(xi)
-            loss = out.sum() if y is None else F.cross_entropy(out, y[i * m:(i + 1) * m])
-        del out
-        if k > 1:
-            loss = loss / k
-        loss.backward()
-        del loss
-    opt.step()
+    for step in range(steps):
+        for i in range(k):
+            xi = x[i * m:(i + 1) * m] if k > 1 else x
+            with gm.autocast("cpu", dtype=amp) if amp is not None else contextlib.nullcontext():
+                out = gm.utils.checkpoint_sequential(model, segments, xi) if segments else model(xi)
+                loss = out.sum() if y is None else F.cross_entropy(out, y[i * m:(i + 1) * m])
+            del out
+            if k > 1:
+                loss = loss / k
+            loss.backward()
+            del loss
+        opt.step()
+        opt.zero_grad()
+        if step == 0:
+            _real_step.first = gm.memory.max_memory_allocated("cpu") - base
     peak = gm.memory.max_memory_allocated("cpu") - base
     del opt
     return peak
@@ -87,6 +92,7 @@ def test_digits_estimate_equals_the_cpu_step(case):
     assert gm.memory.memory_allocated("meta") == 0
     gm.memory.empty_cache("cpu")
     assert est.peak == _real_step(model, x, **case)
+    assert est.first_step_peak == _real_step.first < est.peak  # Adam's state makes the later steps higher
     assert est.params == sum(p.numel() for p in model.parameters()) == est.trainable
     assert est.optimizer_bytes >= 2 * est.params * 4 and est.gradient_bytes >= est.params * 4
     assert 0 < est.inference_peak < est.peak
@@ -106,6 +112,7 @@ def test_unet_estimate_equals_the_cpu_step(case):
     assert all(p.grad is None for p in model.parameters())
     gm.memory.empty_cache("cpu")
     assert est.peak == _real_step(model, x, y, k=case.get("k", 1), amp=case.get("amp"))
+    assert est.first_step_peak == _real_step.first < est.peak
 
 
 def test_techniques_order_as_expected():
@@ -213,15 +220,23 @@ def test_torch_style_adam_replays_pytorchs_temporaries():
     w = [4 * MiB, 2 * MiB]
     grads = sum(w)
     fused = _estimate.estimate(model, (1, 1024))
-    assert fused.peak == grads + 2 * grads and fused.peak_scope == "Adam.step"  # in place: no temporaries
-    # PyTorch's loop at the second weight: its state appears (both weights' moments are then live), then
-    # sqrt and quotient for it, while the first weight's denom is still bound to `denom`
+    # the first step peaks in Adam.step: in place, no temporaries
+    assert fused.first_step_peak == grads + 2 * grads and fused.first_step_scope == "Adam.step"
+    # from the second step on the moments are live in backward: layer 0's weight gradient is made while layer 1's
+    # is held (the 3 x grads again), plus 5 KiB of small blocks (the 4 KiB gradient flowing into layer 0)
+    assert fused.peak == grads + 2 * grads + 5 * 1024 and fused.peak_scope == "0 backward" and fused.peak_step == 2
+    assert fused.at_peak["optimizer"] == 2 * grads and fused.at_peak["gradient"] == w[1]
+    # PyTorch's loop, first step, at the second weight: its state appears (both weights' moments are then live),
+    # then sqrt and quotient for it, while the first weight's denom is still bound to `denom`. From the second
+    # step on every moment is live from the start: at the first weight, sqrt and quotient of its size. Both 8 MiB.
     plain = _estimate.estimate(model, (1, 1024), optimizer=gm.memory.TorchStyleAdam)
-    assert plain.peak == grads + 2 * grads + 2 * w[1] + w[0] and plain.peak_scope == "TorchStyleAdam.step"
-    # weight decay: the gradient's copy for the second weight too
+    assert plain.peak == grads + 2 * grads + 2 * w[1] + w[0] == grads + 2 * grads + 2 * w[0]
+    assert plain.peak_scope == "TorchStyleAdam.step" and plain.peak_step == 1 and plain.first_step_peak == plain.peak
+    # weight decay: the gradient's copy too; the first step at the second weight, the later ones at the first
     wd = _estimate.estimate(model, (1, 1024), optimizer=functools.partial(gm.memory.TorchStyleAdam,
                                                                            weight_decay=1e-4))
-    assert wd.peak == plain.peak + w[1] and wd.at_peak["other"] == 3 * w[1] + w[0]
+    assert wd.first_step_peak == plain.peak + w[1]
+    assert wd.peak == grads + 2 * grads + 3 * w[0] and wd.at_peak["other"] == 3 * w[0] and wd.peak_step == 2
     with pytest.raises(ValueError, match="TorchStyleAdam: parameter 0 is on cpu: this optimizer only replays"):
         gm.memory.TorchStyleAdam(model.parameters())
 
@@ -234,11 +249,14 @@ def test_story_000_peak_with_pytorchs_adam_does_not_fit_the_card():
     torch_like = _estimate.estimate(model, (1, 2, 384, 160),
                                     optimizer=functools.partial(gm.memory.TorchStyleAdam, weight_decay=1e-4))
     assert ours.fits(card) and not torch_like.fits(card)
-    assert torch_like.peak_scope == "TorchStyleAdam.step"
-    # the peak is at fc2.weight's turn (every moment is live by then): its gradient's copy, sqrt and quotient,
-    # each rounded up by at most a 2 MiB segment (fc1's denom was released at fc1.bias's turn)
-    fc2 = 361_019_000 * 4
-    assert 3 * fc2 <= torch_like.at_peak["other"] < 3 * (fc2 + 2 * MiB)
+    assert torch_like.peak_scope == torch_like.first_step_scope == "TorchStyleAdam.step"
+    # the first step's peak is at fc2.weight's turn (every moment is live by then): its gradient's copy, sqrt and
+    # quotient, each rounded up by at most a 2 MiB segment (fc1's denom was released at fc1.bias's turn)
+    fc1, fc2 = 583_680_000 * 4, 361_019_000 * 4
+    assert 3 * fc2 <= torch_like.first_step_at_peak["other"] < 3 * (fc2 + 2 * MiB)
     # every moment but fc2.bias's (76,000 bytes each, block-rounded) is live
-    assert ours.optimizer_bytes - 2 * MiB < torch_like.at_peak["optimizer"] < ours.optimizer_bytes
+    assert ours.optimizer_bytes - 2 * MiB < torch_like.first_step_at_peak["optimizer"] < ours.optimizer_bytes
+    # from the second step on every moment is live from the start: the peak is at fc1.weight's turn, the largest
+    assert 3 * fc1 <= torch_like.at_peak["other"] < 3 * (fc1 + 2 * MiB) and torch_like.peak_step == 2
+    assert torch_like.at_peak["optimizer"] == torch_like.optimizer_bytes
     del model

@@ -58,7 +58,12 @@ def test_estimate_renders_as_a_table_and_keeps_its_repr():
     fmt = gm.memory.format_bytes
     assert repr(est).startswith(f"Estimate(training peak {fmt(est.total)} in '{est.peak_scope}'")
     rows = dict(_cells(est._repr_html_()))
-    assert rows["training peak"] == f"{fmt(est.total)} (reached in {est.peak_scope})"
+    # Adam's state makes the steps from the second on peak higher: the row says so, with the first step's peak
+    assert est.peak_step == 2 and est.first_step_total < est.total
+    assert rows["training peak"] == (f"{fmt(est.total)} (reached in {est.peak_scope} from step 2 on (step 1: "
+                                     f"{fmt(est.first_step_total)}))")
+    assert repr(est).startswith(f"Estimate(training peak {fmt(est.total)} in '{est.peak_scope}' from step 2 on "
+                                f"(step 1: {fmt(est.first_step_total)}), ")
     assert rows["inference peak"] == fmt(est.inference_total)
     for c, b in est.breakdown():
         assert rows[f"{c} at the peak"] == fmt(b)

@@ -1,8 +1,8 @@
-"""`python -m gpumemnet run`: the peak of each model's first training step, printed before the step (issue 12 §2;
-gpumemnet/memory/first_step.py). Each test writes a small PyTorch script (spelled `import torch`) to a tmp file
+"""`python -m gpumemnet run`: the peak of each model's training steps, printed before step 1's backward (issue 12
+§2; gpumemnet/memory/first_step.py). Each test writes a small PyTorch script (spelled `import torch`) to a tmp file
 and runs it through `python -m gpumemnet run` in a subprocess: the printed peak equals the peak the script then
-measures (gm.memory.max_memory_allocated over its first step), --cap small enough says "does not fit" with
-plan()'s remedies, --estimate-only stops before step 1, and the run trains exactly as without the estimate."""
+measures (gm.memory.max_memory_allocated over its three steps, wherever it calls zero_grad), --cap small enough
+says "does not fit" with plan()'s remedies, --estimate-only stops before step 1, and the run trains exactly as without the estimate."""
 import os
 import re
 import subprocess
@@ -43,15 +43,16 @@ OPTIMIZER
 criterion = nn.CrossEntropyLoss()
 x = torch.randn(BATCH, 3, 32, 32)
 y = torch.zeros(BATCH, dtype=torch.int64)
+gm.memory.reset_peak_memory_stats("cpu")
 for step in range(3):
-    gm.memory.reset_peak_memory_stats("cpu")
     out = model(x)
     loss = LOSS
     optimizer.zero_grad()
     loss.backward()
     optimizer.step()
     if step == 0:
-        print("MEASURED", gm.memory.max_memory_allocated("cpu"), flush=True)
+        print("STEP1", gm.memory.max_memory_allocated("cpu"), flush=True)
+print("MEASURED", gm.memory.max_memory_allocated("cpu"), flush=True)  # the highest of the three steps
 print("PARAMS", sum(float(p.detach().sum().item()) for p in model.parameters()))
 """
 
@@ -59,9 +60,19 @@ SGD = "optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, wei
 ADAM = "optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)"
 
 
-def _write(tmp_path, optimizer=SGD, loss="criterion(out, y)", batch=32):
+ZERO_GRAD = "    optimizer.zero_grad()\n"
+
+
+def _write(tmp_path, optimizer=SGD, loss="criterion(out, y)", batch=32, zero_grad="between"):
+    """zero_grad: where the loop calls optimizer.zero_grad(): "between" the loss and backward (the last step's
+    gradients are alive in the next forward), at the "top" of the loop, or at its "end", after the step."""
+    text = SCRIPT.replace("OPTIMIZER", optimizer).replace("LOSS", loss).replace("BATCH", str(batch))
+    if zero_grad != "between":
+        text = text.replace(ZERO_GRAD, "")
+        at = "    out = model(x)\n" if zero_grad == "top" else "    optimizer.step()\n"
+        text = text.replace(at, ZERO_GRAD + at if zero_grad == "top" else at + ZERO_GRAD)
     path = tmp_path / "train.py"
-    path.write_text(SCRIPT.replace("OPTIMIZER", optimizer).replace("LOSS", loss).replace("BATCH", str(batch)))
+    path.write_text(text)
     return path
 
 
@@ -84,17 +95,34 @@ def _predicted(stderr):
 @pytest.mark.parametrize("optimizer, loss", [(SGD, "criterion(out, y)"), (SGD, "F.cross_entropy(out, y)"),
                                              (ADAM, "criterion(out, y)"), (SGD, "criterion(out.view(-1, 10), y)")],
                          ids=["SGD-CrossEntropyLoss", "SGD-F.cross_entropy", "Adam-CrossEntropyLoss", "view"])
-def test_printed_peak_equals_the_measured_peak_of_step_1(tmp_path, optimizer, loss):
+def test_printed_peak_equals_the_measured_peak_of_the_steps(tmp_path, optimizer, loss):
     r = _run(_write(tmp_path, optimizer, loss))
     assert r.returncode == 0, r.stderr
     predicted, line = _predicted(r.stderr)
     measured = int(_lines(r.stdout, "MEASURED")[0].split()[1])
     assert predicted == measured, line
+    # the first step peaks lower (no momentum or moments yet, no gradients of a step before): the line says so
+    step1 = int(_lines(r.stdout, "STEP1")[0].split()[1])
+    assert step1 < measured and f"from step 2 on (step 1: {gm.memory.format_bytes(step1)})" in line
     kind = "Adam" if optimizer == ADAM else "SGD"
     name = "CrossEntropyLoss" if loss.startswith("criterion") else "F.cross_entropy"
     assert "not seen" not in line
     assert f"loss {name}, {kind}) on cpu" in line and line.endswith(": fits")
     assert "(--cap)" not in line and "guessed" not in line
+
+
+def test_where_the_script_calls_zero_grad(tmp_path):
+    """Between the loss and backward, the last step's gradients are alive through the next forward: the
+    estimate sees that call (a no-op in step 1) and counts them; at the top of the loop or after the step they
+    are gone before the forward. Each way the printed peak is the measured one, and the ways differ."""
+    peaks = {}
+    for where in ("between", "top", "end"):
+        r = _run(_write(tmp_path, ADAM, zero_grad=where))
+        assert r.returncode == 0, r.stderr
+        predicted, line = _predicted(r.stderr)
+        assert predicted == int(_lines(r.stdout, "MEASURED")[0].split()[1]), (where, line)
+        peaks[where] = predicted
+    assert peaks["top"] == peaks["end"] < peaks["between"]
 
 
 def test_autocast_and_adamw_are_estimated_as_the_script_runs_them(tmp_path):
@@ -208,3 +236,23 @@ def test_a_failure_of_the_watching_never_breaks_the_script(monkeypatch):
         first_step.unwatch()
     assert out.getvalue() == "gpumemnet run: watching for step 1 stopped: RuntimeError: made to fail\n"
     assert model.weight.grad is not None
+
+
+def test_zero_grad_calls_are_counted_but_not_the_estimates_own():
+    """Run mode counts the script's zero_grad() calls (an optimizer's or a module's) and their set_to_none; the
+    estimate's own call between its two steps on meta is not the script's."""
+    import io
+    import gpumemnet.nn as nn
+    w = first_step.watch(out=io.StringIO())
+    try:
+        model = nn.Linear(4, 2)
+        gm.memory.estimate(model, (4,), batch_size=2)
+        assert w.zero_grads == 0
+        gm.optim.SGD(model.parameters(), lr=0.1).zero_grad(set_to_none=False)
+        assert (w.zero_grads, w.set_to_none) == (1, False)
+        model.zero_grad()
+        assert (w.zero_grads, w.set_to_none) == (2, True)
+    finally:
+        first_step.unwatch()
+    from gpumemnet._core import hooks
+    assert hooks.get("zero_grad_called") is None

@@ -3,7 +3,7 @@ BLAS kernels, devices, threads). Paste its output into bug reports.
 
 `python -m gpumemnet run [--report] [--cap SIZE] [--estimate-only] script.py [args...]`: runs a script written
 for PyTorch with `import torch` resolving to gpumemnet (gpumemnet/dropin.py); before each model's first training
-step, prints that step's predicted peak (gpumemnet/memory/first_step.py)."""
+step's backward, prints the predicted peak of its training steps (gpumemnet/memory/first_step.py)."""
 import argparse
 import os
 import platform
@@ -50,12 +50,12 @@ def run(argv):
                         help="at the end, list the PyTorch names the script looked up that gpumemnet lacks")
     parser.add_argument("--cap", metavar="SIZE",
                         help="run as on a card of this size (6GiB, 512MiB, 8GB): the limit of the script's device "
-                             "(each CUDA device, or the CPU when there is none) and the capacity the first-step "
-                             "estimates compare with")
+                             "(each CUDA device, or the CPU when there is none) and the capacity the estimates "
+                             "compare with")
     parser.add_argument("--estimate-only", action="store_true",
                         help="stop the script after the first model's step-1 estimate, without training")
     parser.add_argument("--no-estimate", action="store_true",
-                        help="do not estimate each model's first training step")
+                        help="do not estimate each model's training steps")
     parser.add_argument("script", help="the Python script to run")
     parser.add_argument("args", nargs=argparse.REMAINDER, help="the script's own arguments")
     opts = parser.parse_args(argv)

@@ -1,6 +1,6 @@
-"""One rank's first data-parallel step, set up as gm.memory.estimate(..., world_size=, zero=, rank=) describes it,
-with the bytes it measures: shared by test_estimate_ddp.py (a simulated group in one process) and ddp_train.py
-(the ranks of a real MPI group), which compare them with the estimate."""
+"""One rank's data-parallel steps (three: the first and two steady ones), set up as gm.memory.estimate(...,
+world_size=, zero=, rank=) describes them, with the bytes they measure: shared by test_estimate_ddp.py (a simulated
+group in one process) and ddp_train.py (the ranks of a real MPI group), which compare them with the estimate."""
 import gc
 
 import gpumemnet as gm
@@ -9,10 +9,11 @@ from gpumemnet.distributed.optim import ZeroRedundancyOptimizer
 from gpumemnet.nn.parallel import DistributedDataParallel as DDP
 
 
-def measured_step(model, x, y, zero, process_group=None, inner=None):
-    """(bytes the DDP wrapper holds, the step's peak above what was allocated before it, the process's peak) of
-    one Adam step of model (run through inner, e.g. a checkpointed wrapper of it, when given): DDP for zero 0
-    and 1, ZeRO's own gradient sharding for zero 2."""
+def measured_step(model, x, y, zero, process_group=None, inner=None, steps=3):
+    """(bytes the DDP wrapper holds, the steps' peak above what was allocated before them, the process's peak) of
+    `steps` Adam steps of model (zero_grad() after each, as estimate() runs them: the highest step counts), run
+    through inner (e.g. a checkpointed wrapper of it) when given: DDP for zero 0 and 1, ZeRO's own gradient
+    sharding for zero 2."""
     group = {} if process_group is None else {"process_group": process_group}
     a0 = gm.memory.memory_allocated("cpu")
     inner = model if inner is None else inner
@@ -24,11 +25,13 @@ def measured_step(model, x, y, zero, process_group=None, inner=None):
     gc.collect()
     gm.memory.reset_peak_memory_stats("cpu")
     base = gm.memory.memory_allocated("cpu")
-    out = wrapped(x)
-    loss = F.cross_entropy(out, y)
-    del out
-    loss.backward()
-    del loss
-    opt.step()
+    for _ in range(steps):
+        out = wrapped(x)
+        loss = F.cross_entropy(out, y)
+        del out
+        loss.backward()
+        del loss
+        opt.step()
+        opt.zero_grad()
     whole = gm.memory.max_memory_allocated("cpu")
     return held, whole - base, whole

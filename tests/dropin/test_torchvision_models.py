@@ -116,8 +116,8 @@ def test_forward_like_pytorch(name, reference, gm_worker, workdir):
 
 @pytest.mark.parametrize("name", cases("estimate", SPECS))
 def test_estimate_equals_the_measured_peak(name, fresh_gm_worker):
-    """gm.memory.estimate(model, input, loss_fn=, optimizer=, target=) of the reference loop's first step equals,
-    byte for byte, the peak that step reaches on the CPU."""
+    """gm.memory.estimate(model, input, loss_fn=, optimizer=, target=) of the reference loop's steps equals, byte
+    for byte, the highest peak its first three steps reach on the CPU."""
     if SPECS[name].tier == "huge" and not FULL:
         pytest.skip("huge tier: only with GPUMEMNET_DROPIN_FULL=1 (tests/dropin/README.md)")
     ans = fresh_gm_worker.request(task="estimate", model=name)

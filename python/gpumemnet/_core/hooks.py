@@ -18,6 +18,9 @@ SLOTS = {
                     "(_core/unsupported.py); gpumemnet.dropin lists it in `run --report`",
     "backward_starting": "fn(tensors): before a backward() runs (autograd.backward); `python -m gpumemnet run` "
                          "estimates a model's first training step there (gpumemnet.memory.first_step)",
+    "zero_grad_called": "fn(set_to_none): an optimizer's or a module's zero_grad() ran (Optimizer.zero_grad, "
+                        "Module.zero_grad); `python -m gpumemnet run` notes where the script calls it, which decides "
+                        "whether the last step's gradients are alive in the next forward (gpumemnet.memory.first_step)",
 }
 
 _registered = {}

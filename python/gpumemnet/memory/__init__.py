@@ -4,7 +4,7 @@
   timeline.py    record_history, dump_history, plot_timeline, memory_summary
   policy.py      set_fallback (host memory or files when a device is full), set_allocator ("expandable")
   calibration.py calibrate: this machine's bandwidths and rates, measured once and cached (the time model)
-  estimator.py   estimate: a first training step run on meta
+  estimator.py   estimate: training steps run on meta (the first, and the steady one)
   summary_table.py  summary (gm.summary): estimate's figures as torchsummary's table
   planner.py     max_batch_size, plan: searches over estimates for a budget
   oom.py         what an OutOfMemoryError says would have fitted (registered into the core's hooks)

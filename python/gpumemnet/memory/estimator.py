@@ -18,7 +18,6 @@ CUDA and the real step (cuDNN's algorithm is chosen among those whose workspace 
 the real peak can only be higher by what was free at that moment). Estimate.notes says so.
 """
 import contextlib
-import copy
 import functools
 import gc
 import html
@@ -34,12 +33,14 @@ from .._core.autograd import no_grad
 from .._core.dtype import DTYPES, as_dtype, device_str
 from .._core.scope import category
 from .._core.state import state
-from ..nn.modules.module import Module, register_module_forward_hook, register_module_forward_pre_hook
-from ..nn.parameter import Parameter
+from ..nn.modules.module import Module
 from ..optim import Adam
 from ..utils.checkpoint import checkpoint_sequential
 from . import _distributed
 from . import stats as _memory
+from ._meta_model import LayerRow  # noqa: F401  (public here, as before the split)
+from ._meta_model import (_LayerRecorder, _cat, _check_scalar_loss, _call_loss, _input_specs, _levels,
+                          _made_up_target, _meta_copy, _meta_like, _nullctx, _release, _shape_text)
 
 __all__ = ["Estimate", "LayerRow", "estimate"]
 
@@ -73,21 +74,8 @@ def holding_meta(fn):
 _fmt = _memory.format_bytes  # one unit everywhere (stats.format_bytes)
 
 
-class LayerRow:
-    """One call of a leaf module in the training forward: torchsummary's row plus the bytes it kept for backward
-    (the growth of the 'activation' category while it ran: what its backward will read)."""
-    __slots__ = ("path", "type", "output_shape", "params", "kept")
-
-    def __init__(self, path, type_, output_shape, params, kept):
-        self.path, self.type, self.output_shape, self.params, self.kept = path, type_, output_shape, params, kept
-
-    def __repr__(self):
-        return (f"LayerRow({self.path!r}, {self.type}, {self.output_shape}, params={self.params}, "
-                f"kept={self.kept})")
-
-
 class Estimate:
-    """What one training step needs. Bytes are allocator bytes (blocks rounded as the allocator rounds them).
+    """What training steps need. Bytes are allocator bytes (blocks rounded as the allocator rounds them).
 
     One definition of "peak" in everything shown (repr, summary, run mode): what the device holds at the highest
     moment, parameters and input included. These are `total` (the training step) and `inference_total` (a
@@ -96,11 +84,11 @@ class Estimate:
 
     total           parameters + input + peak: the training step's peak on the device
     inference_total parameters + input + inference_peak: the inference forward's peak on the device
-    peak            the step's peak allocated bytes above what was live before it (parameters, input)
+    peak            the steps' peak allocated bytes above what was live before them (parameters, input)
     inference_peak  the same for the inference forward
     peak_reserved   peak reserved bytes (segments: blocks + cache) for the model, input and step together,
                     from an empty cache: what the device must hand the allocator (compare with `total`)
-    at_peak         {category: bytes} at the moment of the step's peak, parameters and input included: it sums
+    at_peak         {category: bytes} at the moment of the steps' peak, parameters and input included: it sums
                     to `total` (each category's own highest value, at other moments, is not shown: those do not
                     add up to a peak). Categories: gm.memory.CATEGORY_DOCS
     peak_scope      the allocator scope of the allocation that reached the peak ("fc1 backward", "Adam.step")
@@ -122,11 +110,17 @@ class Estimate:
                     stream beside backward's kernels (bytes_overlapped: both): an optimizer's gradients after
                     overlap_grad_copies(), save_on_cpu's prefetch. overlap_grad_copies: whether the optimizer the
                     factory made overlaps (optimizer=lambda ps: Adam(ps, offload="cpu").overlap_grad_copies())
-    The figures are the first step's. A later step starts with the optimizer's state already on the device, so
-    with a stateful optimizer on the device its backward can go higher than the first step did: under gradient
-    accumulation by up to the largest gradient (story 000, Adam, 2 micro-batches: 14.22 GiB estimated, 16.41 GiB
-    from the second step on, on meta); an offloading optimizer's state is on the host and its later steps peak
-    as the first (tests/test_cuda_estimate_overlap.py).
+    Steps: the peaks (total, peak, peak_reserved, at_peak, peak_scope, activation_bytes, host_peak, fallback_peak)
+    are the highest of all the steps estimate() runs: the first, the second, and more until one repeats the one
+    before (which every later step then repeats): the most any number of real steps reaches. A stateful optimizer
+    on the device makes its state in its first step, so a later step's forward and backward run with it alive and
+    usually go higher (story 000, Adam, 2 micro-batches: 14.22 GiB in step 1, 16.41 GiB from step 2 on); an
+    offloading optimizer's state is on the host and its later steps peak about as the first.
+    first_step_peak the first step's peak above the parameters and input (first_step_total: with them);
+                    first_step_at_peak, first_step_scope: its at_peak and peak_scope
+    peak_step       the first step that reached the peak (1 when no later step goes higher); steps: how many ran
+    The per-step figures (gradient_bytes, optimizer_bytes: the state's size, bytes_to_host/device and
+    micro_batch_*, overlapped_*) are one step's, the last's (the steady state's) where they differ.
     Data parallel (estimate(..., world_size=N, zero=z)): the figures are one rank's, `rank`; comm_bytes is what
     DistributedDataParallel holds from its construction (the gradient buckets, category communication), counted
     in total; per_rank is [total of rank 0, 1, ...] when every rank was estimated (ZeRO: the shards differ), and
@@ -139,8 +133,13 @@ class Estimate:
     host_peak = bytes_to_host = bytes_to_device = 0
     micro_batch_to_host = micro_batch_to_device = overlapped_to_host = overlapped_to_device = 0
     overlap_grad_copies = False
+    first_step_peak = None
+    peak_step = 1
 
     def __init__(self, **kw):
+        if kw.get("first_step_peak") is None:  # one step (made elsewhere): it is the first
+            kw.update(first_step_peak=kw.get("peak"), first_step_at_peak=kw.get("at_peak"),
+                      first_step_scope=kw.get("peak_scope"))
         self.__dict__.update(kw)
 
     @property
@@ -154,6 +153,18 @@ class Estimate:
     @property
     def total(self):
         return self.param_bytes + self.input_bytes + self.comm_bytes + self.peak
+
+    @property
+    def first_step_total(self):
+        return self.param_bytes + self.input_bytes + self.comm_bytes + self.first_step_peak
+
+    @property
+    def steps_text(self):
+        """'' when the first step peaks as the later ones; else ' from step 2 on (step 1: 3.50 MiB)' (the first
+        step that reached the peak)."""
+        if self.peak_step == 1:
+            return ""
+        return f" from step {self.peak_step} on (step 1: {_fmt(self.first_step_total)})"
 
     @property
     def inference_total(self):
@@ -172,26 +183,27 @@ class Estimate:
     @property
     def predicted_for(self):
         """'predicted for cuda:0 (cuDNN workspace not included)', 'predicted for cpu'."""
-        return f"predicted for {self.device}" + (" (cuDNN workspace not included)" if self.notes else "")
+        return f"predicted for {self.device}" + (" (cuDNN workspace not included)" if CUDNN_NOTE in self.notes
+                                                 else "")
 
     def breakdown(self):
         """[(category, bytes)] at the moment of the peak, the categories holding bytes, largest first."""
         return sorted(((c, b) for c, b in self.at_peak.items() if b), key=lambda cb: -cb[1])
 
     def __repr__(self):
-        return (f"Estimate(training peak {_fmt(self.total)} in {self.peak_scope!r}, inference peak "
+        return (f"Estimate(training peak {_fmt(self.total)} in {self.peak_scope!r}{self.steps_text}, inference peak "
                 f"{_fmt(self.inference_total)}, params={self.params:,}, {self.predicted_for})")
 
     def _repr_html_(self):
         """A notebook shows the estimate as a table (text stays the repr in a terminal)."""
-        rows = [("training peak", f"{_fmt(self.total)} (reached in {self.peak_scope or '?'})")]
+        rows = [("training peak", f"{_fmt(self.total)} (reached in {self.peak_scope or '?'}{self.steps_text})")]
         rows += [(f"&nbsp;&nbsp;{c} at the peak", _fmt(b)) for c, b in self.breakdown()]
         rows += [("inference peak", _fmt(self.inference_total)), ("parameters", f"{self.params:,} "
                  f"({_fmt(self.param_bytes)})"), ("gradients", _fmt(self.gradient_bytes)),
                  ("optimizer state", _fmt(self.optimizer_bytes)),
                  ("activations saved for backward (most at once)", _fmt(self.activation_bytes)),
                  ("input", _fmt(self.input_bytes))]
-        return _html_table(f"gpumemnet estimate: one training step, {html.escape(self.predicted_for)}",
+        return _html_table(f"gpumemnet estimate: training steps, {html.escape(self.predicted_for)}",
                            [(k, html.escape(v)) for k, v in rows])
 
 
@@ -226,140 +238,23 @@ def _meta_target(dev):
     return "cuda", sms
 
 
-# ---- the meta copy ----------------------------------------------------------------------------------------------
-def _meta_copy(model, device=None, param_dtype=None):
-    """A deep copy of model whose parameters and buffers are empty meta tensors (no data is read or copied);
-    with param_dtype, floating parameters and buffers in that dtype (model.to(param_dtype)).
-    device: the device the estimate stands for; when the model lives there, the copy starts from its layout."""
-    memo, tensors = {}, {}
-    for m in model.modules():
-        for name, t in list(m._parameters.items()) + list(m._buffers.items()):
-            if t is not None:
-                tensors.setdefault(id(t), (name, t))
-    # In the order the model's tensors were allocated (which is not the order of model.modules(): torchvision's
-    # ResNet makes a block's downsample before the block), so that the meta allocator packs them into segments
-    # as the device's allocator did, and the step's blocks find the same free space.
-    ordered = sorted(tensors.values(), key=lambda nt: nt[1]._alloc_serial)
-    # That order alone does not give the device's free space: a builder's temporaries leave holes between the
-    # parameters, in segments that stay in use, and a request of the step may find a hole on the device where meta
-    # has none (or another one). So when the model lives on the device the estimate stands for, meta starts from
-    # that device's segments: each tensor's twin at its block's offset, the holes free (allocator.c, "mirroring").
-    # A model on another device (an estimate for a CUDA card of a model on the CPU) has no layout there to copy.
-    mirror = param_dtype is None and device is not None and device != META and all(t._device == device for _, t in ordered) and \
-        _C._meta_mirror([t for _, t in ordered]) > 0
-    try:
-        with category("parameter"):
-            for i, (name, t) in enumerate(ordered):
-                if mirror:
-                    _C._meta_claim(i)
-                dt = param_dtype if param_dtype is not None and t.dtype.is_floating_point else t._dtype
-                if isinstance(t, Parameter):
-                    q = Parameter(_C.empty(tuple(t.shape), dt, META), requires_grad=t.requires_grad)
-                    q._name = getattr(t, "_name", None) or name
-                else:
-                    q = _C.empty(tuple(t.shape), dt, META)
-                memo[id(t)] = q
-    finally:
-        if mirror:
-            _C._meta_mirror_end()
-    clone = copy.deepcopy(model, memo)
-    orig = [(n, tuple(p.shape)) for n, p in model.named_parameters()]
-    mine = [(n, tuple(p.shape)) for n, p in clone.named_parameters()]
-    if orig != mine or any(p._device != META for p in clone.parameters()):
-        raise RuntimeError("estimate: the meta copy of the model does not have the model's parameters (a parameter "
-                           "held outside a Module's registered parameters cannot be copied without its data)")
-    return clone
-
-
-def _cat(name):
-    return _memory.memory_stats(META)["by_category"][name]["current"]
-
-
-class _LayerRecorder:
-    """Global forward hooks that record each leaf module of `root` as it runs, while `on`."""
-
-    def __init__(self, root):
-        self.paths = {id(m): (p, m) for p, m in root.named_modules() if not m._modules and m is not root}
-        self.rows, self.starts, self.on = [], [], False
-        self.handles = [register_module_forward_pre_hook(self.pre), register_module_forward_hook(self.post)]
-
-    def pre(self, mod, args):
-        if self.on and id(mod) in self.paths:
-            self.starts.append(_cat("activation"))
-
-    def post(self, mod, args, out):
-        if not (self.on and id(mod) in self.paths):
-            return
-        kept = _cat("activation") - self.starts.pop()
-        shape = tuple(out.shape) if isinstance(out, _C.TensorBase) else \
-            [tuple(o.shape) for o in out if isinstance(o, _C.TensorBase)]
-        n = sum(p.numel() for p in mod.parameters())
-        self.rows.append(LayerRow(self.paths[id(mod)][0], type(mod).__name__, shape, n, kept))
-
-    def remove(self):
-        for h in self.handles:
-            h.remove()
-        # the handles hold our bound methods: a cycle that would keep the model copy (self.paths) until the
-        # cycle collector runs
-        self.handles, self.paths = [], {}
-
-
-def _check_scalar_loss(loss, who):
-    if not isinstance(loss, _C.TensorBase) or loss.numel() != 1:
-        got = tuple(loss.shape) if isinstance(loss, _C.TensorBase) else type(loss).__name__
-        raise ValueError(f"{who}: the loss must be a scalar tensor, got {got}")
-
-
-# ---- estimate ------------------------------------------------------------------------------------------------
-def _meta_like(spec, batch, what, dtype=None):
-    """A meta tensor for target: a Tensor (its shape and dtype; the first dim becomes the micro-batch) or a shape
-    (dtype, default float32: under param_dtype a target given as a shape follows the model, as its inputs do)."""
-    if isinstance(spec, _C.TensorBase):
-        shape, dtype = tuple(spec.shape), spec._dtype
-    elif isinstance(spec, (tuple, list)):
-        shape, dtype = tuple(spec), dtype if dtype is not None else as_dtype("float32").code
-    else:
-        raise TypeError(f"estimate: {what} must be a Tensor or a shape, got {type(spec).__name__}")
-    if batch is not None and shape:
-        shape = (batch,) + shape[1:]
-    return _C.empty(shape, dtype, META)
-
-
-def _check_shape(shape, what):
-    if isinstance(shape, int):
-        shape = (shape,)
-    try:
-        shape = tuple(shape)
-    except TypeError:
-        raise TypeError(f"estimate: {what} must be a tuple of ints, got {type(shape).__name__}") from None
-    if not all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in shape):
-        raise ValueError(f"estimate: {what} must be positive ints, got {shape}")
-    return shape
-
-
-def _input_specs(input_shape, batch_size, dtype):
-    """[(shape, dtype code)] of the model's inputs: input_shape is one sample's shape (with batch_size) or the
-    whole batch's; or a Tensor (its shape and dtype), or a tuple/list of Tensors for a model of several inputs
-    (python -m gpumemnet run passes the script's own inputs so)."""
-    if isinstance(input_shape, _C.TensorBase) or (isinstance(input_shape, (tuple, list)) and input_shape
-                                                   and all(isinstance(t, _C.TensorBase) for t in input_shape)):
-        tensors = [input_shape] if isinstance(input_shape, _C.TensorBase) else list(input_shape)
-        specs = []
-        for t in tensors:
-            shape = tuple(t.shape)
-            if not shape:
-                raise ValueError("estimate: an input tensor must have a batch dimension, got a 0-d tensor")
-            specs.append(((batch_size,) + shape[1:] if batch_size is not None else shape, t._dtype))
-        return specs
-    shape = _check_shape(input_shape, "input_shape")
-    return [((batch_size,) + shape if batch_size is not None else shape, dtype)]
-
-
 def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, target=None, autocast=None,
              checkpoint_segments=None, accumulation_steps=1, device="cpu", limit=None, world_size=None, zero=0,
-             rank=None, save_on_cpu=False, param_dtype=None, comm_hook=None):
-    """Run the first training step of `model` (forward, loss, backward, the optimizer's first step) on a meta
-    copy and return an Estimate. The model itself is not touched.
+             rank=None, save_on_cpu=False, param_dtype=None, comm_hook=None, zero_grad_to_none=True):
+    """Run training steps of `model` (forward, loss, backward, the optimizer's step; zero_grad; again) on a meta
+    copy and return an Estimate of the training run's peak. The model itself is not touched.
+
+    Why more than one: the optimizer makes its state (Adam's exp_avg and exp_avg_sq, SGD's momentum buffers) in
+    its first step, so from the second step on the forward and backward run with that state alive and usually peak
+    higher than the first step did (story 000, Adam, 2 micro-batches: 14.22 GiB in step 1, 16.41 GiB from step 2
+    on). The steps run until one leaves the allocator's blocks as the step before left them (usually the second or
+    the third; at most MAX_STEPS, or Estimate.notes says so): every later step then repeats it, so the Estimate's
+    peak is the highest any number of real steps reaches (Estimate.first_step_peak keeps the first step's).
+    Between the steps the optimizer's zero_grad runs, as a loop calls it after its step (or at the top of the
+    next iteration, which is the same): zero_grad_to_none=True is PyTorch's default zero_grad(set_to_none=True),
+    the gradients freed before the next forward; False is zero_grad(set_to_none=False), the gradients kept
+    (zeroed) through the next forward and backward accumulating into them. Every step takes the same batch. optimizer=False runs one step (forward and
+    backward only: nothing carries over to a second one).
 
     The order of the leading arguments is the same in estimate, plan and max_batch_size: model, input_shape,
     loss_fn, optimizer, batch_size, target.
@@ -396,8 +291,8 @@ def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, 
     with _meta_turn, _meta_mode_like(device):
         ests = [_estimate(model, input_shape, loss_fn, optimizer, batch_size, target, autocast, checkpoint_segments,
                           accumulation_steps, device, limit, dist=(world_size, zero, r, comm_hook),
-                          save_on_cpu=save_on_cpu,
-                          param_dtype=param_dtype) for r in ranks]
+                          save_on_cpu=save_on_cpu, param_dtype=param_dtype,
+                          zero_grad_to_none=zero_grad_to_none) for r in ranks]
     if len(ests) == 1:
         return ests[0]
     worst = max(ests, key=lambda e: e.total)
@@ -435,9 +330,12 @@ def _meta_mode_like(device):
 
 def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, target=None, autocast=None,
               checkpoint_segments=None, accumulation_steps=1, device="cpu", limit=None, keep_outputs=False,
-              dist=(None, 0, None, None), save_on_cpu=False, param_dtype=None):
-    """estimate(); keep_outputs: the output and the loss stay alive until the optimizer step has run, as in a
-    script that holds them in variables (`out = model(x); loss = ...`: python -m gpumemnet run). dist:
+              dist=(None, 0, None, None), save_on_cpu=False, param_dtype=None, zero_grad_to_none=True,
+              zero_grad_late=False):
+    """estimate(); keep_outputs: the output and the loss stay alive until the next ones replace them (through the
+    optimizer step and the next forward), as in a script that holds them in variables (`out = model(x); loss =
+    ...`: python -m gpumemnet run). zero_grad_late: the script calls zero_grad() between its loss and backward
+    (run mode sees where), so the last step's gradients are alive through the second step's forward. dist:
     (world_size, zero, rank, comm_hook) of one data-parallel rank, or world_size None (see
     memory/_distributed.py)."""
     if not isinstance(model, Module):
@@ -523,50 +421,82 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         _memory.reset_peak_memory_stats(_memory.META_HOST)
         _offload.reset_bytes_moved()
         before = _memory.memory_stats(META)
+        notes = []
         base = before["allocated"]["current"]
         base_cat = {c: v["current"] for c, v in before["by_category"].items()}
-        for i in range(k):
-            xi = micro_batch(xs, i)
-            recorder.on = i == 0
-            out = loss = None  # the previous micro-batch's, held as a script's variables hold them
-            with amp_ctx(), (_offload.save_on_cpu() if save_on_cpu else _nullctx()):
-                try:
-                    if dist[0] is not None:  # the wrapper runs the checkpointed Sequential itself
-                        out = step_model(*xi)
-                    else:
-                        out = checkpoint_sequential(clone, checkpoint_segments, *xi) if checkpoint_segments \
-                            else clone(*xi)
-                except _C.OutOfMemoryError:
-                    raise
-                except (ValueError, RuntimeError, TypeError, IndexError) as e:
-                    got = ", ".join(str(tuple(x.shape)) for x in xi)
-                    raise ValueError(f"estimate: the model does not accept an input of shape {got} "
-                                     f"(input_shape={_shape_text(input_shape)}, batch_size={batch_size}): {e}") from e
-                finally:
-                    recorder.on = False
-                loss = out.sum() if loss_fn is None else _call_loss(loss_fn, out, y)
-            if not keep_outputs:
-                out = None
-            _check_scalar_loss(loss, "estimate")
-            if k > 1:
-                loss = loss / k
-            loss.backward()
-            if not keep_outputs:
-                loss = None
-            if i == 0:
-                micro_moved = _offload.bytes_moved()
-        grad_bytes = _cat("gradient") - base_cat["gradient"]
-        if opt is not None:
+        # Steps until one repeats the one before: the first creates the optimizer's state (lazily, in its step),
+        # the second runs its forward and backward with that state alive, as every later step does. A step that
+        # leaves the allocator's blocks as the step before left them (_layout) starts the next one from the same
+        # state, so every later step repeats it: the run has settled. Usually the second or the third does (a
+        # higher second step may take new segments; where they split differs, inception_v3's third step peaks
+        # 316 KiB above its second). Without an optimizer nothing differs from one step to the next.
+        first, layout, step_peaks = None, None, []
+        for step in range(MAX_STEPS if opt is not None else 1):
+            if step:
+                if step == 1:
+                    first = _memory.memory_stats(META)
+                if not zero_grad_late:
+                    _zero_grad(opt, clone, zero_grad_to_none)
+                _offload.reset_bytes_moved()  # the per-step figures are the steady step's
+            for i in range(k):
+                xi = micro_batch(xs, i)
+                recorder.on = step == 0 and i == 0
+                with amp_ctx(), (_offload.save_on_cpu() if save_on_cpu else _nullctx()):
+                    try:
+                        # Assigned as a script assigns its variables: with keep_outputs the previous output and
+                        # loss are freed once the new ones exist (out = model(x) frees the last out after the
+                        # forward); without, they went right after their use.
+                        if dist[0] is not None:  # the wrapper runs the checkpointed Sequential itself
+                            out = step_model(*xi)
+                        else:
+                            out = checkpoint_sequential(clone, checkpoint_segments, *xi) if checkpoint_segments \
+                                else clone(*xi)
+                    except _C.OutOfMemoryError:
+                        raise
+                    except (ValueError, RuntimeError, TypeError, IndexError) as e:
+                        got = ", ".join(str(tuple(x.shape)) for x in xi)
+                        raise ValueError(f"estimate: the model does not accept an input of shape {got} (input_shape="
+                                         f"{_shape_text(input_shape)}, batch_size={batch_size}): {e}") from e
+                    finally:
+                        recorder.on = False
+                    loss = out.sum() if loss_fn is None else _call_loss(loss_fn, out, y)
+                if not keep_outputs:
+                    out = None
+                _check_scalar_loss(loss, "estimate")
+                if k > 1:
+                    loss = loss / k
+                if step and zero_grad_late and i == 0:  # the script's zero_grad() between forward and backward
+                    _zero_grad(opt, clone, zero_grad_to_none)
+                loss.backward()
+                if not keep_outputs:
+                    loss = None
+                if i == 0:
+                    micro_moved = _offload.bytes_moved()
+            grad_bytes = _cat("gradient") - base_cat["gradient"]
+            if opt is None:
+                break
             opt.step()
+            step_peaks.append(_memory.max_memory_allocated(META))
+            now = _layout()
+            if now == layout:
+                break
+            layout = now
+        else:
+            notes.append(f"the allocator's layout still changed in step {MAX_STEPS}: a later step may peak higher")
         out = loss = None
         host_peak = _memory.max_memory_allocated(_memory.META_HOST) - host_base
         moved, overlapped = _offload.bytes_moved(), _offload.bytes_overlapped()
         overlap = bool(getattr(opt, "_overlap_handles", None))
         after = _memory.memory_stats(META)
         optimizer_bytes = _cat("optimizer") - base_cat["optimizer"]
+        # the allocator's peak since the reset: the highest of the two steps (the first one's when they tie)
         peak = after["allocated"]["peak"] - base
+        first_step_peak = (first or after)["allocated"]["peak"] - base
+        peak_step = 1 + next(i for i, p in enumerate(step_peaks or [after["allocated"]["peak"]])
+                             if p == after["allocated"]["peak"])
+        first_at = (first or after)["at_peak"]
         peak_reserved = after["reserved"]["peak"] - r0
-        fallback_peak = sum(v["allocated"]["peak"] for k, v in after["by_location"].items() if k != "device")
+        fallback_peak = sum(v["allocated"]["peak"] for where, v in after["by_location"].items() if where != "device")
         at = after["at_peak"]
         # at the moment of the peak, everything the step's device holds: parameters and input included
         at_peak = {c: v - pre_cat[c] for c, v in at["by_category"].items()}
@@ -606,17 +536,45 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         busy.depth -= 1
     return Estimate(
         peak=peak, peak_reserved=peak_reserved, at_peak=at_peak, peak_scope=at["scope"],
+        first_step_peak=first_step_peak, peak_step=peak_step, steps=max(len(step_peaks), 1),
+        first_step_at_peak={c: v - pre_cat[c] for c, v in first_at["by_category"].items()},
+        first_step_scope=first_at["scope"],
         inference_peak=inference_peak, params=sum(p.numel() for p in params),
         trainable=sum(p.numel() for p in params if p.requires_grad), param_bytes=param_bytes,
         gradient_bytes=grad_bytes, optimizer_bytes=optimizer_bytes, activation_bytes=activation_bytes,
         fallback_peak=fallback_peak,
         input_bytes=input_bytes, layers=rows, input_shape=shape, micro_batch=micro, device=dev,
         comm_bytes=comm_bytes, world_size=dist[0], zero=dist[1], rank=dist[2],
-        notes=[CUDNN_NOTE] if meta_target[0] == "cuda" else [], seconds=time.perf_counter() - t0,
+        notes=([CUDNN_NOTE] if meta_target[0] == "cuda" else []) + notes, seconds=time.perf_counter() - t0,
         host_peak=host_peak, bytes_to_host=moved["to_host"], bytes_to_device=moved["to_device"],
         micro_batch_to_host=micro_moved["to_host"], micro_batch_to_device=micro_moved["to_device"],
         overlapped_to_host=overlapped["to_host"], overlapped_to_device=overlapped["to_device"],
         overlap_grad_copies=overlap)
+
+
+MAX_STEPS = 8  # steps an estimate runs at most, waiting for one that repeats the step before
+
+
+def _layout():
+    """The meta and meta-host allocators' blocks (segment pool and size; each block's offset, size and whether it
+    is allocated), which with the live objects decide every later allocation: two steps that leave the same
+    layout are followed by the same steps."""
+    return [[(pool, size, [b[:3] for b in blocks]) for pool, size, blocks in _C._segments(d)]
+            for d in (META, _memory.META_HOST)]
+
+
+def _zero_grad(opt, clone, set_to_none):
+    """The optimizer's zero_grad(set_to_none) (a subclass's own, as ZeroRedundancyOptimizer's buckets); an object
+    from a factory that has none (a step() alone) gets PyTorch's default on the copy's parameters."""
+    zero_grad = getattr(opt, "zero_grad", None)
+    if zero_grad is not None:
+        zero_grad(set_to_none=set_to_none)
+        return
+    for p in clone.parameters():
+        if set_to_none:
+            p.grad = None
+        elif p.grad is not None:
+            _C.fill_(p.grad, 0)
 
 
 def _device_allocator(dev):
@@ -634,88 +592,3 @@ def _device_fallback(dev):
     except RuntimeError:
         return None
 
-
-def _shape_text(input_shape):
-    if isinstance(input_shape, _C.TensorBase):
-        return str(tuple(input_shape.shape))
-    if isinstance(input_shape, (tuple, list)) and any(isinstance(t, _C.TensorBase) for t in input_shape):
-        return str([tuple(t.shape) for t in input_shape])
-    return str(tuple(input_shape))
-
-
-def _levels():
-    """Bytes allocated on meta and meta-host now: what they return to once the estimate's own objects are gone."""
-    return _memory.memory_allocated(META), _memory.memory_allocated(_memory.META_HOST)
-
-
-def _release(levels):
-    """Runs the cycle collector only when the estimate's objects did not all go with their last reference (meta
-    or meta-host holds more than `levels`). A full gc.collect() costs ~10 ms in a process that imported
-    torchvision, and the unconditional ones were 90 % of a small model's estimate (plan() runs dozens)."""
-    if _levels()[0] > levels[0] or _levels()[1] > levels[1]:
-        gc.collect()
-
-
-class _nullctx:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
-def _call_loss(loss_fn, out, y):
-    try:
-        return loss_fn(out, y)
-    except _C.OutOfMemoryError:
-        raise
-    except (ValueError, RuntimeError, TypeError, IndexError) as e:
-        got = "None" if y is None else f"{tuple(y.shape)} ({y.dtype})"
-        raise ValueError(f"estimate: loss_fn(output, target) failed for an output of shape {tuple(out.shape)} "
-                         f"and a target of {got}: {e}") from e
-
-
-def _made_up_target(clone, xs, loss_fn, amp_ctx):
-    """A meta target loss_fn accepts, for a loss_fn given without one. The output's shape comes from a forward of
-    the micro-batch under no_grad in eval mode (on meta: shapes and allocations only, no dropout, no RNG); all it
-    allocated is freed and its cache released before the target is made, so the step starts from the allocator
-    state it would have had without it."""
-    was = clone.training
-    levels = _levels()
-    clone.eval()
-    try:
-        with no_grad(), amp_ctx():
-            out = clone(*xs)
-        if not isinstance(out, _C.TensorBase):
-            raise ValueError(f"estimate: loss_fn needs a target and the model's output is a "
-                             f"{type(out).__name__}, not a Tensor: pass target= (a Tensor or a shape)")
-        shape, dtype = tuple(out.shape), out._dtype
-        tries = [(None, None, "no target")]  # a loss that ignores its target gets none, as in the real step
-        if len(shape) >= 2:  # class indices: (N, C, d1...) -> (N, d1...)
-            tries.append((shape[:1] + shape[2:], as_dtype("int64").code, "class indices"))
-        tries.append((shape, dtype, "a tensor of the output's shape"))
-        errors = []
-        found = False
-        for tshape, tdtype, what in tries:
-            y = None if tshape is None else _C.empty(tshape, tdtype, META)
-            try:
-                with no_grad(), amp_ctx():
-                    loss_fn(out, y)
-                found = True
-                break
-            except _C.OutOfMemoryError:
-                raise
-            except (ValueError, RuntimeError, TypeError, IndexError, AttributeError) as e:
-                errors.append(f"{what}{'' if tshape is None else ' ' + str(tshape)}: {e}")
-        del out, y
-        if not found:
-            raise ValueError("estimate: loss_fn needs a target: pass target= (a Tensor, or a shape whose first dim "
-                             "is the batch); made-up targets were refused: " + "; ".join(errors))
-    finally:
-        clone.train(was)
-    _release(levels)
-    _memory.empty_cache(META)
-    if tshape is None:
-        return None
-    with category("input"):
-        return _C.empty(tshape, tdtype, META)

@@ -1,5 +1,6 @@
-"""`python -m gpumemnet run`: the peak of each model's first training step, predicted before that step's
-backward runs, as one line on stderr (and, when it does not fit, the configurations plan() tried).
+"""`python -m gpumemnet run`: the peak of each model's training steps (the first, and the steady one that every later
+step repeats: estimate() runs both), predicted before the first step's backward runs, as one line on stderr (and,
+when it does not fit, the configurations plan() tried).
 
 What is watched, only while run mode is on (watch() / unwatch(); the package's face turns it on):
   - every root call of a Module (the outermost module entered from the script) in training mode with grad
@@ -17,9 +18,13 @@ shapes and dtypes, the same loss replayed on them (a loss Module is copied with 
 called with the same arguments), the optimizer that holds the model's parameters rebuilt over the copy's with the
 same class and hyper-parameters, the same autocast. It is exact where the script does what a training loop
 does: the output and the loss are held in variables until the next iteration (so the estimate keeps them alive
-through the step), and the target is on the device before the forward. The line's peak is the bytes the device
-held when the forward started plus the step's own peak, so it can be compared with the device's capacity and with
-gm.memory.max_memory_allocated() after the step. Not included: what the script allocates between the forward and
+through the step, and the next step's forward runs while they still hold the last ones), and the target is on the
+device before the forward. Where the script calls zero_grad() is seen (the hooks' zero_grad_called slot): a call
+between the forward's start and backward (a no-op in step 1) means the last step's gradients are alive through
+every later forward, and the estimate runs so. The line's peak is the bytes the device held when the forward
+started plus the steps' own peak, so it can be compared with the device's capacity and with
+gm.memory.max_memory_allocated() after the steps (after step 1: the first step's figure, which the line gives too
+when it is lower). Not included: what the script allocates between the forward and
 backward besides the loss (metrics, logging), ops applied after the loss (a GradScaler's scaled loss, a division
 by accumulation steps: a few scalar blocks), and a GradScaler's own step.
 
@@ -113,6 +118,7 @@ class _Call:
         self.outputs = []   # [(path, weakref to the output tensor)]
         self.nodes = []     # weakrefs to the outputs' graph nodes: the graph outlives the output variables
         self.loss = None
+        self.zero_grads = 0  # the watcher's count of zero_grad() calls when this forward started
 
 
 def _spec(value, outputs):
@@ -154,6 +160,8 @@ class _Watcher:
         self.done = weakref.WeakSet()   # models estimated already
         self.estimated = 0
         self.broken = False
+        # zero_grad() calls seen (hooks' zero_grad_called), and the set_to_none of the last one
+        self.zero_grads, self.set_to_none = 0, True
         self.handles = [register_module_forward_pre_hook(self.pre), register_module_forward_hook(self.post)]
 
     def close(self):
@@ -171,8 +179,19 @@ class _Watcher:
             return
         if not any(p.requires_grad for p in mod.parameters()):
             return
+        call = _Call(mod, args)
+        call.zero_grads = self.zero_grads
         with self.lock:
-            self.pending[id(mod)] = _Call(mod, args)
+            self.pending[id(mod)] = call
+
+    def zero_grad_called(self, set_to_none):
+        """A zero_grad() ran: counted, so that the estimate knows whether the script calls it between its forward
+        and its backward (then the last step's gradients are alive in the next forward) or elsewhere. The
+        estimate's own calls, between its two steps on meta, are not the script's."""
+        if _estimator.busy.depth:
+            return
+        self.zero_grads += 1
+        self.set_to_none = bool(set_to_none)
 
     @_never_fails
     def post(self, mod, args, out):
@@ -265,9 +284,13 @@ class _Watcher:
             else:
                 target, loss_fn, loss_name = _replay(loss, loss_tensor)
             factory = _optimizer_factory(model, opt) if opt is not None else False
+            # The script's zero_grad() between this forward and its backward (a no-op in step 1) leaves the last
+            # step's gradients alive through every later forward; before the forward or after the step, it does
+            # not. Not seen yet (it may come after the step): the latter.
             est = _estimator._estimate(model, inputs, loss_fn=loss_fn, optimizer=factory, target=target,
                                        autocast=call.amp, device=dev, keep_outputs=call.outputs[0][1]() is not None
-                                       if call.outputs else False)
+                                       if call.outputs else False, zero_grad_to_none=self.set_to_none,
+                                       zero_grad_late=self.zero_grads > call.zero_grads)
         capacity = self.cap or _stats.get_limit(dev) or _stats.capacity(dev)
         predicted = call.held + est.peak
         shapes = ", ".join(str(s) for s, _, _ in call.inputs)
@@ -275,8 +298,12 @@ class _Watcher:
                 f"{type(opt).__name__ if opt is not None else 'no optimizer'}"
                 f"{', autocast ' + str(call.amp).replace('gpumemnet.', '') if call.amp is not None else ''}) on {dev}")
         fits = predicted <= capacity
+        # held at the start + the steps' own peak, as the line's peak (est.steps_text counts the model and input)
+        later = (f" from step {est.peak_step} on (step 1: {_fmt(call.held + est.first_step_peak)})"
+                 if est.peak_step > 1 else "")
         line = (f"{what}: {note}peak {_fmt(predicted)} predicted ({predicted} bytes: {_fmt(call.held)} held at its "
-                f"start + {_fmt(est.peak)} for the step, reached in {est.peak_scope or '?'}), capacity {_fmt(capacity)}"
+                f"start + {_fmt(est.peak)} for the steps, reached in {est.peak_scope or '?'}{later}), capacity "
+                f"{_fmt(capacity)}"
                 f"{' (--cap)' if self.cap else ''}: " + ("fits" if fits else
                                                           f"does not fit ({_fmt(predicted - capacity)} over)"))
         remedies = [] if fits else self.remedies(model, call, est, loss_fn, target, factory, capacity)
@@ -449,6 +476,7 @@ def watch(cap=None, estimate_only=False, out=None):
     unwatch()
     _watcher = w = _Watcher(cap, estimate_only, out or sys.stderr)
     hooks.register("backward_starting", w.backward_starting)
+    hooks.register("zero_grad_called", w.zero_grad_called)
     explain = hooks.get("explain_oom")
 
     def explain_then_estimate(exc, module, args):
@@ -465,6 +493,7 @@ def unwatch():
     global _watcher
     w, _watcher = _watcher, None
     hooks.register("backward_starting", None)
+    hooks.register("zero_grad_called", None)
     if w is None:
         return 0
     w.close()

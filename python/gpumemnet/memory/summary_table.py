@@ -1,4 +1,4 @@
-"""summary(model, input_size, ...) (gm.summary): torchsummary's table of one training step, from estimate()
+"""summary(model, input_size, ...) (gm.summary): torchsummary's table of training steps, from estimate()
 (estimator.py), with the step's memory by kind, at its peak, and whether it fits the device. Apart from
 estimator.py so that each file stays readable (and under the project's 800 lines)."""
 import html
@@ -59,8 +59,9 @@ def _interactive():
 def summary(model, input_size, batch_size=-1, device="cpu", optimizer=None, capacity=None, loss_fn=None,
             target=None, autocast=None, checkpoint_segments=None, accumulation_steps=1):
     """torchsummary's table (Layer (type), Output Shape, Param #) with a column of the bytes each layer keeps for
-    backward, the memory of one training step by kind and at its peak, and whether it fits the device: its
-    capacity, or its limit (gm.memory.set_limit) when one is set, or `capacity` (bytes) when given.
+    backward, the memory of training by kind and at its peak (the highest step's: estimate() runs the first and
+    the steady one), and whether it fits the device: its capacity, or its limit (gm.memory.set_limit) when one
+    is set, or `capacity` (bytes) when given.
     batch_size=-1 prints -1 as the batch dimension, as torchsummary does, and estimates a batch of 1.
 
     Returns a Summary: the text (a str) that shows itself as the table, and as HTML in a notebook. Printed too
@@ -87,6 +88,7 @@ def summary(model, input_size, batch_size=-1, device="cpu", optimizer=None, capa
     out = [line, f"{header[0]:>20}  {header[1]:>25} {header[2]:>15} {header[3]:>12}", dline]
     out += [f"{a:>20}  {b:>25} {c:>15} {d:>12}" for a, b, c, d in rows]
     at = " · ".join(f"{c} {_fmt(b)}" for c, b in est.breakdown())
+    steps = f" from step {est.peak_step} on; step 1: {_fmt(est.first_step_total)}" if est.peak_step > 1 else ""
     footer = [f"Total params: {est.params:,}",
               f"Trainable params: {est.trainable:,}",
               f"Non-trainable params: {est.params - est.trainable:,}",
@@ -96,7 +98,7 @@ def summary(model, input_size, batch_size=-1, device="cpu", optimizer=None, capa
               f"Optimizer state: {_fmt(est.optimizer_bytes)}",
               f"Activations saved for backward (most at once): {_fmt(est.activation_bytes)}",
               f"Input: {_fmt(est.input_bytes)}",
-              f"Training step peak: {_fmt(est.total)} (reached in {est.peak_scope or '?'})",
+              f"Training step peak: {_fmt(est.total)} (reached in {est.peak_scope or '?'}{steps})",
               f"  at that moment: {at}",
               f"Inference peak: {_fmt(est.inference_total)}",
               f"Device {dev}: {_fmt(capacity)}" + (f", {est.predicted_for}" if est.notes else ""),

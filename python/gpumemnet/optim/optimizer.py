@@ -131,6 +131,9 @@ class Optimizer:
     def zero_grad(self, set_to_none=True):
         """Reset every parameter's gradient: drop it (set_to_none=True, the default: frees its memory until the
         next backward) or fill it with zeros in place."""
+        seen = hooks.get("zero_grad_called")
+        if seen is not None:
+            seen(set_to_none)
         for group in self.param_groups:
             for p in group["params"]:
                 g = p.grad

@@ -339,6 +339,9 @@ class Module:
     def zero_grad(self, set_to_none=True):
         """Drop (default) or zero every parameter's .grad. Dropping frees the gradient memory until the next
         backward, which is why it is the default."""
+        seen = hooks.get("zero_grad_called")
+        if seen is not None:
+            seen(set_to_none)
         for p in self.parameters():
             if p.grad is None:
                 continue

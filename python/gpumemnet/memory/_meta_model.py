@@ -1,0 +1,245 @@
+"""What estimate() (estimator.py) runs its step on: the meta copy of the model (no data read or copied), the
+recorder of its layer rows, meta inputs and targets of the given shapes, and the loss called on them. Apart from
+estimator.py so that each file stays readable (and under the project's 800 lines); estimator.py imports it, never
+the other way."""
+import copy
+import gc
+
+from .. import _C
+from .._core.autograd import no_grad
+from .._core.dtype import as_dtype
+from .._core.scope import category
+from ..nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+from ..nn.parameter import Parameter
+from . import stats as _memory
+
+META = "meta"
+
+
+class LayerRow:
+    """One call of a leaf module in the training forward: torchsummary's row plus the bytes it kept for backward
+    (the growth of the 'activation' category while it ran: what its backward will read)."""
+    __slots__ = ("path", "type", "output_shape", "params", "kept")
+
+    def __init__(self, path, type_, output_shape, params, kept):
+        self.path, self.type, self.output_shape, self.params, self.kept = path, type_, output_shape, params, kept
+
+    def __repr__(self):
+        return (f"LayerRow({self.path!r}, {self.type}, {self.output_shape}, params={self.params}, "
+                f"kept={self.kept})")
+
+
+
+def _meta_copy(model, device=None, param_dtype=None):
+    """A deep copy of model whose parameters and buffers are empty meta tensors (no data is read or copied);
+    with param_dtype, floating parameters and buffers in that dtype (model.to(param_dtype)).
+    device: the device the estimate stands for; when the model lives there, the copy starts from its layout."""
+    memo, tensors = {}, {}
+    for m in model.modules():
+        for name, t in list(m._parameters.items()) + list(m._buffers.items()):
+            if t is not None:
+                tensors.setdefault(id(t), (name, t))
+    # In the order the model's tensors were allocated (which is not the order of model.modules(): torchvision's
+    # ResNet makes a block's downsample before the block), so that the meta allocator packs them into segments
+    # as the device's allocator did, and the step's blocks find the same free space.
+    ordered = sorted(tensors.values(), key=lambda nt: nt[1]._alloc_serial)
+    # That order alone does not give the device's free space: a builder's temporaries leave holes between the
+    # parameters, in segments that stay in use, and a request of the step may find a hole on the device where meta
+    # has none (or another one). So when the model lives on the device the estimate stands for, meta starts from
+    # that device's segments: each tensor's twin at its block's offset, the holes free (allocator.c, "mirroring").
+    # A model on another device (an estimate for a CUDA card of a model on the CPU) has no layout there to copy.
+    mirror = param_dtype is None and device is not None and device != META and all(t._device == device for _, t in ordered) and \
+        _C._meta_mirror([t for _, t in ordered]) > 0
+    try:
+        with category("parameter"):
+            for i, (name, t) in enumerate(ordered):
+                if mirror:
+                    _C._meta_claim(i)
+                dt = param_dtype if param_dtype is not None and t.dtype.is_floating_point else t._dtype
+                if isinstance(t, Parameter):
+                    q = Parameter(_C.empty(tuple(t.shape), dt, META), requires_grad=t.requires_grad)
+                    q._name = getattr(t, "_name", None) or name
+                else:
+                    q = _C.empty(tuple(t.shape), dt, META)
+                memo[id(t)] = q
+    finally:
+        if mirror:
+            _C._meta_mirror_end()
+    clone = copy.deepcopy(model, memo)
+    orig = [(n, tuple(p.shape)) for n, p in model.named_parameters()]
+    mine = [(n, tuple(p.shape)) for n, p in clone.named_parameters()]
+    if orig != mine or any(p._device != META for p in clone.parameters()):
+        raise RuntimeError("estimate: the meta copy of the model does not have the model's parameters (a parameter "
+                           "held outside a Module's registered parameters cannot be copied without its data)")
+    return clone
+
+
+def _cat(name):
+    return _memory.memory_stats(META)["by_category"][name]["current"]
+
+
+class _LayerRecorder:
+    """Global forward hooks that record each leaf module of `root` as it runs, while `on`."""
+
+    def __init__(self, root):
+        self.paths = {id(m): (p, m) for p, m in root.named_modules() if not m._modules and m is not root}
+        self.rows, self.starts, self.on = [], [], False
+        self.handles = [register_module_forward_pre_hook(self.pre), register_module_forward_hook(self.post)]
+
+    def pre(self, mod, args):
+        if self.on and id(mod) in self.paths:
+            self.starts.append(_cat("activation"))
+
+    def post(self, mod, args, out):
+        if not (self.on and id(mod) in self.paths):
+            return
+        kept = _cat("activation") - self.starts.pop()
+        shape = tuple(out.shape) if isinstance(out, _C.TensorBase) else \
+            [tuple(o.shape) for o in out if isinstance(o, _C.TensorBase)]
+        n = sum(p.numel() for p in mod.parameters())
+        self.rows.append(LayerRow(self.paths[id(mod)][0], type(mod).__name__, shape, n, kept))
+
+    def remove(self):
+        for h in self.handles:
+            h.remove()
+        # the handles hold our bound methods: a cycle that would keep the model copy (self.paths) until the
+        # cycle collector runs
+        self.handles, self.paths = [], {}
+
+
+def _check_scalar_loss(loss, who):
+    if not isinstance(loss, _C.TensorBase) or loss.numel() != 1:
+        got = tuple(loss.shape) if isinstance(loss, _C.TensorBase) else type(loss).__name__
+        raise ValueError(f"{who}: the loss must be a scalar tensor, got {got}")
+
+
+# ---- inputs and loss -----------------------------------------------------------------------------------------
+def _meta_like(spec, batch, what, dtype=None):
+    """A meta tensor for target: a Tensor (its shape and dtype; the first dim becomes the micro-batch) or a shape
+    (dtype, default float32: under param_dtype a target given as a shape follows the model, as its inputs do)."""
+    if isinstance(spec, _C.TensorBase):
+        shape, dtype = tuple(spec.shape), spec._dtype
+    elif isinstance(spec, (tuple, list)):
+        shape, dtype = tuple(spec), dtype if dtype is not None else as_dtype("float32").code
+    else:
+        raise TypeError(f"estimate: {what} must be a Tensor or a shape, got {type(spec).__name__}")
+    if batch is not None and shape:
+        shape = (batch,) + shape[1:]
+    return _C.empty(shape, dtype, META)
+
+
+def _check_shape(shape, what):
+    if isinstance(shape, int):
+        shape = (shape,)
+    try:
+        shape = tuple(shape)
+    except TypeError:
+        raise TypeError(f"estimate: {what} must be a tuple of ints, got {type(shape).__name__}") from None
+    if not all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in shape):
+        raise ValueError(f"estimate: {what} must be positive ints, got {shape}")
+    return shape
+
+
+def _input_specs(input_shape, batch_size, dtype):
+    """[(shape, dtype code)] of the model's inputs: input_shape is one sample's shape (with batch_size) or the
+    whole batch's; or a Tensor (its shape and dtype), or a tuple/list of Tensors for a model of several inputs
+    (python -m gpumemnet run passes the script's own inputs so)."""
+    if isinstance(input_shape, _C.TensorBase) or (isinstance(input_shape, (tuple, list)) and input_shape
+                                                   and all(isinstance(t, _C.TensorBase) for t in input_shape)):
+        tensors = [input_shape] if isinstance(input_shape, _C.TensorBase) else list(input_shape)
+        specs = []
+        for t in tensors:
+            shape = tuple(t.shape)
+            if not shape:
+                raise ValueError("estimate: an input tensor must have a batch dimension, got a 0-d tensor")
+            specs.append(((batch_size,) + shape[1:] if batch_size is not None else shape, t._dtype))
+        return specs
+    shape = _check_shape(input_shape, "input_shape")
+    return [((batch_size,) + shape if batch_size is not None else shape, dtype)]
+
+
+
+def _shape_text(input_shape):
+    if isinstance(input_shape, _C.TensorBase):
+        return str(tuple(input_shape.shape))
+    if isinstance(input_shape, (tuple, list)) and any(isinstance(t, _C.TensorBase) for t in input_shape):
+        return str([tuple(t.shape) for t in input_shape])
+    return str(tuple(input_shape))
+
+
+def _levels():
+    """Bytes allocated on meta and meta-host now: what they return to once the estimate's own objects are gone."""
+    return _memory.memory_allocated(META), _memory.memory_allocated(_memory.META_HOST)
+
+
+def _release(levels):
+    """Runs the cycle collector only when the estimate's objects did not all go with their last reference (meta
+    or meta-host holds more than `levels`). A full gc.collect() costs ~10 ms in a process that imported
+    torchvision, and the unconditional ones were 90 % of a small model's estimate (plan() runs dozens)."""
+    if _levels()[0] > levels[0] or _levels()[1] > levels[1]:
+        gc.collect()
+
+
+class _nullctx:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _call_loss(loss_fn, out, y):
+    try:
+        return loss_fn(out, y)
+    except _C.OutOfMemoryError:
+        raise
+    except (ValueError, RuntimeError, TypeError, IndexError) as e:
+        got = "None" if y is None else f"{tuple(y.shape)} ({y.dtype})"
+        raise ValueError(f"estimate: loss_fn(output, target) failed for an output of shape {tuple(out.shape)} "
+                         f"and a target of {got}: {e}") from e
+
+
+def _made_up_target(clone, xs, loss_fn, amp_ctx):
+    """A meta target loss_fn accepts, for a loss_fn given without one. The output's shape comes from a forward of
+    the micro-batch under no_grad in eval mode (on meta: shapes and allocations only, no dropout, no RNG); all it
+    allocated is freed and its cache released before the target is made, so the step starts from the allocator
+    state it would have had without it."""
+    was = clone.training
+    levels = _levels()
+    clone.eval()
+    try:
+        with no_grad(), amp_ctx():
+            out = clone(*xs)
+        if not isinstance(out, _C.TensorBase):
+            raise ValueError(f"estimate: loss_fn needs a target and the model's output is a "
+                             f"{type(out).__name__}, not a Tensor: pass target= (a Tensor or a shape)")
+        shape, dtype = tuple(out.shape), out._dtype
+        tries = [(None, None, "no target")]  # a loss that ignores its target gets none, as in the real step
+        if len(shape) >= 2:  # class indices: (N, C, d1...) -> (N, d1...)
+            tries.append((shape[:1] + shape[2:], as_dtype("int64").code, "class indices"))
+        tries.append((shape, dtype, "a tensor of the output's shape"))
+        errors = []
+        found = False
+        for tshape, tdtype, what in tries:
+            y = None if tshape is None else _C.empty(tshape, tdtype, META)
+            try:
+                with no_grad(), amp_ctx():
+                    loss_fn(out, y)
+                found = True
+                break
+            except _C.OutOfMemoryError:
+                raise
+            except (ValueError, RuntimeError, TypeError, IndexError, AttributeError) as e:
+                errors.append(f"{what}{'' if tshape is None else ' ' + str(tshape)}: {e}")
+        del out, y
+        if not found:
+            raise ValueError("estimate: loss_fn needs a target: pass target= (a Tensor, or a shape whose first dim "
+                             "is the batch); made-up targets were refused: " + "; ".join(errors))
+    finally:
+        clone.train(was)
+    _release(levels)
+    _memory.empty_cache(META)
+    if tshape is None:
+        return None
+    with category("input"):
+        return _C.empty(tshape, tdtype, META)
