@@ -176,18 +176,26 @@ def op_overhead(req):
     return out
 
 
-def _interleaved(fns, repeat, settle=None):
+def _interleaved(fns, repeat, settle=None, rotate=()):
     """{name: best seconds of `repeat` calls}, the calls of every fn taken in turn, so that a kernel and the
     ceiling it is compared with meet the same machine (a drift or a busy neighbour hits both). settle: {name:
     seconds} to sleep (untimed) after that fn's calls, so that the next call does not start while its idle threads
-    still spin (see conv)."""
+    still spin (see conv). rotate: names (consecutive in fns) that take turns at the head of their run, one step
+    per repeat, so that none is always the one timed right after a settle (see conv)."""
     settle = settle or {}
     for fn in fns.values():
         fn()
     sync()
     best = dict.fromkeys(fns, float("inf"))
-    for _ in range(repeat):
-        for name, fn in fns.items():
+    names = list(fns)
+    for r in range(repeat):
+        order = names
+        if rotate:
+            i = names.index(rotate[0])
+            k = r % len(rotate)
+            order = names[:i] + list(rotate[k:]) + list(rotate[:k]) + names[i + len(rotate):]
+        for name in order:
+            fn = fns[name]
             t = time.perf_counter()
             fn()
             sync()
@@ -245,10 +253,14 @@ def conv(req):
     # OPENBLAS_THREAD_TIMEOUT (2^20 cycles, ~0.4 ms) and, on 2 cores, took one from the forward timed right after
     # it: the 1x1 128->128 28x28 forward (0.23 ms in a loop of its own, 220 GFLOP/s) measured 118-137 so, 170-180
     # with 2 ms between the sgemm and it. The sleep is untimed, after the ceiling only, the same on both sides; the
-    # three passes still follow each other as a network's layers do.
+    # three passes still follow each other as a network's layers do. They take turns at the head (rotate): the
+    # pass timed first after the sleep paid for it, the same gpumemnet code 10-15 % slower there than second
+    # (1x1 128->128 28x28 forward, batch 2, 2 threads: 51 against 58 %, 90 against 99 % of sgemm, medians of
+    # 100 rounds), and with a fixed order that was always the forward.
     with torch.no_grad():
         t = _interleaved({"fwd": lambda: F.conv2d(x, w, None, stride, padding), "bwd_data": bd, "bwd_weight": bw,
-                          "sgemm": lambda: torch.matmul(a, b)}, repeat, settle={"sgemm": 0.002})
+                          "sgemm": lambda: torch.matmul(a, b)}, repeat, settle={"sgemm": 0.002},
+                         rotate=("fwd", "bwd_data", "bwd_weight"))
     return {"gflop": flop / 1e9, **{f"{k}_gflops": flop / v / 1e9 for k, v in t.items()}}
 
 
