@@ -44,6 +44,7 @@ past the budget in the fallback (fallback=True), estimated on meta under the bud
 fallback, as the real step runs under gm.memory.set_limit(device, budget). Priced FALLBACK_COST (2.0): after
 offload, since the kernels then read and write those blocks across the bus at each access (Adam's moments:
 16 bytes per parameter and step against offload's 8 in bulk), where offload moves each byte once."""
+import heapq
 import math
 import warnings
 
@@ -58,7 +59,7 @@ from ..utils.checkpoint import checkpoint_sequential
 from .calibration import cached_rates
 from .estimator import _check_scalar_loss, _device_fallback, _fmt, estimate
 
-__all__ = ["Plan", "max_batch_size", "plan", "step_cost", "offload_cost"]
+__all__ = ["Plan", "max_batch_size", "plan", "step_cost", "offload_cost", "remedy_cost", "time_model"]
 
 CHECKPOINT_COST = 1.35
 HALVING_COST = 1.1
@@ -69,6 +70,10 @@ OFFLOAD_OVERLAP_COST = 1.6
 SAVE_ON_CPU_COST = 1.3
 BACKWARD_SHARE = 2 / 3  # backward's share of a step without a measurement: it computes two products per forward one
 FALLBACK_COST = 2.0
+FALLBACK_ACCESSES = 2  # the time model's bytes across per step for each fallen-back byte: written once, read once
+PRICED_MEASURED = "calibrated time model"
+PRICED_FIXED = ("fixed factors (not calibrated: run gm.memory.calibrate() on the machine with the device, and pass "
+                "step_seconds=)")
 OFFLOAD_KEYS = ("offload_optimizer", "save_on_cpu", "param_dtype", "overlap_grad_copies", "fallback")  # when used
 _OFFLOADABLE = (Adam, AdamW, SGD)
 
@@ -227,18 +232,67 @@ def autocast_cost(device="cpu"):
     return AUTOCAST_COST
 
 
-def step_cost(accumulation_steps=1, checkpoint_segments=None, autocast=None, zero=0, offload_optimizer=False,
-              save_on_cpu=False, param_dtype=None, overlap_grad_copies=False, fallback=False, device="cpu"):
-    """The relative time of one optimizer step on device under the module's cost model (fp32, no tricks = 1.0)."""
+def _base_cost(accumulation_steps=1, checkpoint_segments=None, autocast=None, zero=0, device="cpu", **_):
+    """The relative time of a configuration's on-device part (fp32, no tricks = 1.0): its remedies left out."""
     checkpoint_cost, halving_cost = cost_factors()
     cost = halving_cost ** math.log2(accumulation_steps) * ZERO_COST[zero]
     if checkpoint_segments:
         cost *= checkpoint_cost
     if autocast is not None:
         cost *= autocast_cost(device)
+    return cost
+
+
+def time_model(device="cuda", step_seconds=None, offload=True, fallback=True):
+    """The measured figures plan() prices the remedies by, or None where one is missing (then the fixed factors):
+    step_seconds (the user's), and from gm.memory.calibrate()'s cache: for a CUDA device "bandwidth" = host_link
+    and "cpu_adam" (when offload), "fallback_bandwidth" = host_link (when fallback: the pinned host memory the GPU
+    maps); for the CPU, whose fallback is a mapped file, "fallback_bandwidth" = disk (the worst case, a RAM-short
+    machine whose kernel pages the file out; while it stays in the page cache the fallback costs less)."""
+    if step_seconds is None:
+        return None
+    r, dev = cached_rates() or {}, str(device)
+    timing = {"step_seconds": float(step_seconds)}
+    if dev.startswith("cuda"):
+        need = {"bandwidth": "host_link", "cpu_adam": "cpu_adam"} if offload else {}
+        need.update({"fallback_bandwidth": "host_link"} if fallback else {})
+    elif dev.startswith("cpu") and not offload:
+        need = {"fallback_bandwidth": "disk"} if fallback else {}
+    else:  # meta stands for either tier, and the CPU has no host to offload to: no figure to price them by
+        return None
+    for key, rate in need.items():
+        if not r.get(rate):
+            return None
+        timing[key] = r[rate]
+    return timing
+
+
+def remedy_cost(offload_optimizer=False, save_on_cpu=False, overlap_grad_copies=False, fallback=False, estimate=None,
+                timing=None, base=1.0):
+    """The slowdown factor of a configuration's remedies against the same configuration on the device (1.0: none).
+    With `timing` (time_model()) and the configuration's `estimate`, measured: the seconds the remedies add over
+    the configuration's own step (base * step_seconds; its backward the same share of it), as offload_cost() has
+    them, plus for a fallback FALLBACK_ACCESSES * Estimate.fallback_peak / fallback_bandwidth. Without them, the
+    fixed factors (offload_cost's, FALLBACK_COST)."""
+    if timing is None or estimate is None:
+        return offload_cost(offload_optimizer, save_on_cpu, overlap_grad_copies=overlap_grad_copies) * \
+            (FALLBACK_COST if fallback else 1.0)
+    t = dict(timing, step_seconds=base * timing["step_seconds"])
+    if "backward_seconds" in timing:
+        t["backward_seconds"] = base * timing["backward_seconds"]
+    extra = (offload_cost(offload_optimizer, save_on_cpu, estimate, t) - 1.0) * t["step_seconds"]
     if fallback:
-        cost *= FALLBACK_COST
-    return cost * offload_cost(offload_optimizer, save_on_cpu, overlap_grad_copies=overlap_grad_copies)
+        extra += FALLBACK_ACCESSES * estimate.fallback_peak / timing["fallback_bandwidth"]
+    return 1.0 + extra / t["step_seconds"]
+
+
+def step_cost(accumulation_steps=1, checkpoint_segments=None, autocast=None, zero=0, offload_optimizer=False,
+              save_on_cpu=False, param_dtype=None, overlap_grad_copies=False, fallback=False, device="cpu",
+              estimate=None, timing=None):
+    """The relative time of one optimizer step on device under the module's cost model (fp32, no tricks = 1.0):
+    the on-device part's factors times remedy_cost() (measured with timing and the configuration's estimate)."""
+    base = _base_cost(accumulation_steps, checkpoint_segments, autocast, zero, device)
+    return base * remedy_cost(offload_optimizer, save_on_cpu, overlap_grad_copies, fallback, estimate, timing, base)
 
 
 class Plan:
@@ -260,6 +314,9 @@ class Plan:
                                       set_fallback): run the steps under gm.memory.set_limit(device, budget) for the
                                       split planned; the peak bytes there (Estimate.fallback_peak)
     predicted_time                    relative step time under the cost model (see the module's docstring)
+    remedy_time, priced_by            the offload and fallback remedies' share of it: how many times the same
+                                      configuration's time on the device they are expected to take (1.0: none);
+                                      and what priced them, the calibrated time model or the fixed factors
     estimate                          the Estimate behind predicted_peak
     considered                        [(config dict, total bytes, time)] in the order they were estimated
     world_size, zero                  plan(..., world_size=N): every rank runs batch_size samples with the model in
@@ -271,7 +328,8 @@ class Plan:
 
     def __init__(self, model, loss_fn, batch_size, budget, accumulation_steps, checkpoint_segments, autocast,
                  est, time, considered, offload_optimizer=False, save_on_cpu=False, param_dtype=None,
-                 overlap_grad_copies=False, fallback=False):
+                 overlap_grad_copies=False, fallback=False, priced_by=None, remedy_time=1.0):
+        self.priced_by, self.remedy_time = priced_by, remedy_time
         self.offload_optimizer, self.save_on_cpu, self.param_dtype = offload_optimizer, save_on_cpu, param_dtype
         self.overlap_grad_copies, self.fallback = overlap_grad_copies, fallback
         self.predicted_fallback_peak = getattr(est, "fallback_peak", 0) if fallback else 0
@@ -297,6 +355,9 @@ class Plan:
                    + f"predicted_host_peak={_fmt(self.predicted_host_peak)}, ")
         if self.fallback:
             off += f"fallback=True, predicted_fallback_peak={_fmt(self.predicted_fallback_peak)}, "
+        if off:
+            off += (f"remedies expected {self.remedy_time:.2f}x the step's time on the device, priced by: "
+                    f"{self.priced_by}, ")
         return (f"Plan({ranks}micro_batch={self.micro_batch}, accumulation_steps={self.accumulation_steps}, "
                 f"checkpoint_segments={self.checkpoint_segments}, autocast={amp}, {off}"
                 f"predicted_peak={_fmt(self.predicted_peak)} of {_fmt(self.budget)}, "
@@ -417,7 +478,7 @@ def _check_candidate(c, model, batch_size, world_size=None, device="cpu"):
 
 
 def plan(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, target=None, budget=None,
-         candidates=None, world_size=None, device="cpu"):
+         candidates=None, world_size=None, device="cpu", step_seconds=None):
     """The fastest configuration (under the cost model in this module's docstring) whose predicted training
     step fits in `budget` bytes, as a Plan; plan.step(x, y, optimizer) then runs it.
 
@@ -438,7 +499,11 @@ def plan(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, targ
     budget, ...), still works, with a DeprecationWarning.)
     world_size: plan one rank of a data-parallel run of world_size ranks (batch_size is then per rank): the
     candidates also choose zero = 0 (DistributedDataParallel), 1 or 2 (ZeroRedundancyOptimizer stage), and each
-    is estimated for every rank (estimate(..., world_size=, zero=)); budget is one device's."""
+    is estimated for every rank (estimate(..., world_size=, zero=)); budget is one device's.
+    step_seconds: the measured time of one plain fp32 step of the whole batch on the device (e.g. timed on a
+    smaller run and scaled); with it and gm.memory.calibrate()'s figures for this machine (time_model()), the
+    offload and fallback candidates are priced by the calibrated time model from their own estimates' bytes
+    (remedy_cost()), else by the fixed factors; Plan.priced_by says which."""
     if callable(input_shape) and not isinstance(input_shape, (tuple, list, int)):
         warnings.warn("plan(model, loss_fn, input_shape, batch_size, budget): the order is now estimate()'s, "
                       "plan(model, input_shape, loss_fn, optimizer, batch_size, target, budget); pass them by "
@@ -466,23 +531,44 @@ def plan(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, targ
         if candidates is None else [_check_candidate(c, model, batch_size, world_size, dev) for c in candidates]
     if not cands:
         raise ValueError("plan: candidates is empty")
+    if step_seconds is not None and (isinstance(step_seconds, bool) or not isinstance(step_seconds, (int, float))
+                                     or not step_seconds > 0):
+        raise ValueError(f"plan: step_seconds must be a positive number of seconds, got {step_seconds!r}")
+    timing = time_model(dev, step_seconds, any(c.get("offload_optimizer") or c.get("save_on_cpu") for c in cands),
+                        any(c.get("fallback") for c in cands))
 
-    def order(c):
-        return (step_cost(**c, device=dev), c["autocast"] is not None, c["checkpoint_segments"] or 0,
-                c["accumulation_steps"], c.get("zero", 0), c.get("param_dtype") is not None)
+    def measured(c):  # priced from its own estimate: known only once estimated
+        return timing is not None and any(c.get(k) for k in ("offload_optimizer", "save_on_cpu", "fallback"))
+
+    def order(c, t):
+        return (t, c["autocast"] is not None, c["checkpoint_segments"] or 0, c["accumulation_steps"],
+                c.get("zero", 0), c.get("param_dtype") is not None)
 
     ranks = {} if world_size is None else {"world_size": world_size}
-
+    # Cheapest first, as a queue: a candidate priced by its estimate waits at its on-device part's time (a bound:
+    # a remedy never saves time) until estimated, then goes back at its measured time; the first that fits and has
+    # nothing cheaper before it is the choice. Without the time model every time is known and this is a sort.
+    queue = [(order(c, _base_cost(**c, device=dev) if measured(c) else step_cost(**c, device=dev)), i, c, None)
+             for i, c in enumerate(cands)]
+    heapq.heapify(queue)
     considered, best = [], None
-    for c in sorted(cands, key=order):
-        t = step_cost(**c, device=dev)
+    while queue:
+        key, i, c, fitted = heapq.heappop(queue)
+        t = key[0]
+        if fitted is not None:  # estimated, fits, and nothing left is faster
+            best = (c, fitted, t)
+            break
         est, need, ok = _fit(budget, model, shape, fallback=bool(c.get("fallback")), loss_fn=loss_fn,
                              batch_size=batch_size, target=target, device=dev, **_estimate_kwargs(c, optimizer),
                              **ranks)
+        if measured(c) and est is not None:
+            t = step_cost(**c, device=dev, estimate=est, timing=timing)
         considered.append((c, need, t))
-        if ok:  # sorted by time (then the tie-breaks): the first that fits is the choice
+        if ok and (not measured(c) or not queue or (order(c, t), i) < queue[0][:2]):
             best = (c, est, t)
             break
+        if ok:
+            heapq.heappush(queue, (order(c, t), i, c, est))
     if best is None:
         c, need, _ = min(considered, key=lambda r: r[1])
         why = " (its live tensors fit, but not the allocator's segments that hold them)" if need <= budget else ""
@@ -491,6 +577,8 @@ def plan(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, targ
     c, est, t = best
     p = Plan(model, loss_fn, batch_size, budget, c["accumulation_steps"], c["checkpoint_segments"],
              c["autocast"], est, t, considered, offload_optimizer=bool(c.get("offload_optimizer")),
+             priced_by=PRICED_MEASURED if timing is not None else PRICED_FIXED,
+             remedy_time=t / _base_cost(**c, device=dev),
              save_on_cpu=bool(c.get("save_on_cpu")), param_dtype=c.get("param_dtype"),
              overlap_grad_copies=bool(c.get("overlap_grad_copies")), fallback=bool(c.get("fallback")))
     if world_size is not None:
