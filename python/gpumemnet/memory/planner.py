@@ -22,8 +22,7 @@ These are defaults: once gm.memory.calibrate() has measured this machine (a smal
 again, and as two half-batch steps: calibration.py), step_cost uses the measured factors instead.
 
 Offload (planning for a CUDA device, device="cuda"): when nothing on the device fits, the remedies that move
-bytes to the host are candidates too, each priced by offload_cost(), kept apart from the factors above so that a
-time model calibrated on the machine (bandwidth, CPU Adam throughput, the step's own time) can feed it:
+bytes to the host are candidates too, each priced as "The remedies' time" below says:
     offload_optimizer   Adam/AdamW/SGD(offload="cpu"): fp32 masters and state in pinned host memory;
     param_dtype=bf16    with it, bfloat16 parameters on the device (fp32 masters stay on the host);
     save_on_cpu         activations saved for backward in host memory (gm.autograd.graph.save_on_cpu);
@@ -31,19 +30,33 @@ time model calibrated on the machine (bandwidth, CPU Adam throughput, the step's
                         on the copy stream as backward produces it. Only when given in `candidates`: it costs the
                         gradients' bytes of host memory (each staged from its backward to the step), for which
                         plan has no budget, and under accumulation each micro-batch sends them again.
-Without measured figures offload_cost() uses fixed factors (OFFLOAD_OPTIMIZER_COST, SAVE_ON_CPU_COST): a step
-whose optimizer runs on the CPU is dominated by the bus and the CPU's Adam, ZeRO-Offload's own figures put it
-at 1.5-2x a GPU step for a model this size; activations moved to the host and back cost less, since only the
-saved tensors cross. So offload comes after every on-device remedy that fits, and activations before the
-optimizer. Overlapped gradient copies (OFFLOAD_OVERLAP_COST, 1.6 instead of 1.8) hide the gradients' half of
-the optimizer's traffic behind backward: a fixed guess, like the others, until measured figures replace it
-(offload_cost's timing).
-
 Fallback (any device with gm.memory.set_fallback set on it): each on-device configuration also with the blocks
 past the budget in the fallback (fallback=True), estimated on meta under the budget as a limit with the device's
-fallback, as the real step runs under gm.memory.set_limit(device, budget). Priced FALLBACK_COST (2.0): after
-offload, since the kernels then read and write those blocks across the bus at each access (Adam's moments:
-16 bytes per parameter and step against offload's 8 in bulk), where offload moves each byte once."""
+fallback, as the real step runs under gm.memory.set_limit(device, budget).
+
+The remedies' time. With plan(..., step_seconds=) (the measured time of one plain fp32 step of the whole batch on
+the device) and gm.memory.calibrate()'s figures for this machine (time_model(): host_link and cpu_adam for a CUDA
+device; disk for the CPU, whose fallback is a mapped file), each offload or fallback candidate is priced from its own
+estimate, in seconds added to its on-device part's time (base * step_seconds, base its factors above):
+    offload     (synchronous bytes moved) / host_link + max(0, overlapped bytes / host_link - backward's seconds)
+                + trainable parameters / cpu_adam (offload_cost; backward: BACKWARD_SHARE of the step);
+    fallback    FALLBACK_ACCESSES (2) * Estimate.fallback_peak / bandwidth: each byte that fell back written once
+                and read once per step across the link (Adam's moments read and written by the update, a saved
+                activation written in forward and read in backward). An assumption: the kernels' accesses to mapped
+                memory run at the bulk copy's bandwidth (on a GPU they may run slower), a byte touched more often
+                (an activation read twice, each micro-batch's activations again) costs more, and on the CPU the disk's
+                rate is the worst case, a file the kernel pages out; the device-memory time those accesses would
+                have taken anyway is not subtracted.
+Such a candidate waits in plan's queue at its on-device time (a lower bound) until estimated, so the choice is the
+fastest by the measured model; Plan.remedy_time says how many times the on-device time the remedies are expected to
+take, Plan.priced_by what priced them.
+Without those figures, the fixed factors: OFFLOAD_OPTIMIZER_COST (1.8), SAVE_ON_CPU_COST (1.3), OFFLOAD_OVERLAP_COST
+(1.6), FALLBACK_COST (2.0), multiplied in. A step whose optimizer runs on the CPU is dominated by the bus and the
+CPU's Adam (ZeRO-Offload's own figures put it at 1.5-2x a GPU step for a model this size); activations moved to
+the host and back cost less, since only the saved tensors cross; overlapped gradient copies hide the gradients'
+half of the optimizer's traffic behind backward; a fallback comes after offload, since the kernels then read and
+write those blocks across the bus at each access (Adam's moments: 16 bytes per parameter and step against
+offload's 8 in bulk). So offload comes after every on-device remedy that fits, activations before the optimizer."""
 import heapq
 import math
 import warnings
