@@ -45,8 +45,9 @@ estimate, in seconds added to its on-device part's time (base * step_seconds, ba
                 activation written in forward and read in backward). An assumption: the kernels' accesses to mapped
                 memory run at the bulk copy's bandwidth (on a GPU they may run slower), a byte touched more often
                 (an activation read twice, each micro-batch's activations again) costs more, and on the CPU the disk's
-                rate is the worst case, a file the kernel pages out; the device-memory time those accesses would
-                have taken anyway is not subtracted.
+                rate is the worst case, a file the kernel pages out (benchmarks/plan_time_model.py: with the file
+                in the page cache a step measured 0.99x against 9.0x expected at the disk's rate, 1.45x at memory's);
+                the device-memory time those accesses would have taken anyway is not subtracted.
 Such a candidate waits in plan's queue at its on-device time (a lower bound) until estimated, so the choice is the
 fastest by the measured model; Plan.remedy_time says how many times the on-device time the remedies are expected to
 take, Plan.priced_by what priced them.
@@ -508,8 +509,9 @@ def plan(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, targ
     Plan.optimizer(params) apply them; a candidate may also ask for overlap_grad_copies=True with
     offload_optimizer=True (not in the default grid: it costs the gradients' bytes of host memory). On a device
     with a fallback set (gm.memory.set_fallback), each on-device candidate is also tried with fallback=True: the
-    blocks past the budget in the fallback, as under gm.memory.set_limit(device, budget) (module docstring). (The former order, plan(model, loss_fn, input_shape, batch_size,
-    budget, ...), still works, with a DeprecationWarning.)
+    blocks past the budget in the fallback, as under gm.memory.set_limit(device, budget) (module docstring).
+    (The former order, plan(model, loss_fn, input_shape, batch_size, budget, ...), still works, with a
+    DeprecationWarning.)
     world_size: plan one rank of a data-parallel run of world_size ranks (batch_size is then per rank): the
     candidates also choose zero = 0 (DistributedDataParallel), 1 or 2 (ZeroRedundancyOptimizer stage), and each
     is estimated for every rank (estimate(..., world_size=, zero=)); budget is one device's.
