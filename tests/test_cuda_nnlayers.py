@@ -72,7 +72,9 @@ def test_bernoulli_same_draws_on_both_devices():
         res.append(gm.empty(5000, device=dev).bernoulli_(0.3))
         res.append(gm.empty(300, dtype=gm.float64, device=dev).normal_(0.5, 2.0))
     assert_close(res[2], res[0], exact=True)
-    assert_close(res[3], res[1], exact=True)
+    # the same uniforms; the normal's float64 log/cos on a real GPU (libdevice) may differ from glibc's by an ulp
+    emu = gm.cuda.is_emulated()
+    assert_close(res[3], res[1], exact=emu, **({} if emu else dict(rtol=4e-15, atol=1e-300)))
 
 
 @pytest.mark.parametrize("dtype", [gm.float32, gm.float64, gm.float16, gm.bfloat16], ids=str)

@@ -12,7 +12,7 @@ import pytest
 import gpumemnet as gm
 import gpumemnet.nn as nn
 import gpumemnet.nn.functional as F
-from cuda_util import requires_cuda, to_np
+from cuda_util import requires_cuda, to_np, workspace_peak
 from gpumemnet._core import offload as _offload
 
 pytestmark = requires_cuda
@@ -295,7 +295,10 @@ def test_seed000_on_a_smaller_card_at_reduced_size():
         r = seed000_regression.main(small + ["--card", card], log=lambda *a: None)
         assert r["device"] == "cuda"
         assert r["plan"].offload_optimizer and r["plan"].param_dtype == pdt
-        assert r["device_peak"] == r["plan"].predicted_peak
+        # on a real GPU the convolutions' workspace is cuDNN's own choice, which the plan leaves out (the estimate's
+        # CUDNN_NOTE): the measured peak may exceed the plan by that workspace's peak, no more
+        extra = 0 if gm.cuda.is_emulated() else workspace_peak("cuda")
+        assert r["plan"].predicted_peak <= r["device_peak"] <= r["plan"].predicted_peak + extra, extra
         assert r["host_peak"] == r["plan"].predicted_host_peak > 0
         assert all(np.isfinite(r["losses"])) and r["losses"][-1] < r["losses"][0]
         del r

@@ -27,7 +27,13 @@ def test_rounding_cuda_matches_cpu(op, dt):
     got = C.unary(op, x.cuda()).cpu()
     ref = C.unary(op, x)
     assert got.dtype == ref.dtype
-    np.testing.assert_array_equal(bits(got), bits(ref))
+    # bit for bit (signed zeros included), but a NaN's payload: IEEE 754 leaves it open and a real GPU returns its
+    # canonical NaN (0x7fffffff) where the CPU keeps the input's quiet NaN
+    g, r = got.float().numpy() if got.dtype == gm.bfloat16 else got.numpy(), \
+        ref.float().numpy() if ref.dtype == gm.bfloat16 else ref.numpy()
+    nan = np.isnan(r)
+    np.testing.assert_array_equal(np.isnan(g), nan)
+    np.testing.assert_array_equal(bits(got).reshape(len(r), -1)[~nan], bits(ref).reshape(len(r), -1)[~nan])
     xs = x[::3]  # strided input
     np.testing.assert_array_equal(bits(C.unary(op, xs.cuda()).cpu()), bits(C.unary(op, xs)))
 

@@ -36,9 +36,14 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONUNBUFFERED=1
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-"${PYTHON:-python3}" -m venv --system-site-packages "$work/venv"
+py=${PYTHON:-python3}
+# a python3 that is itself a venv (the GPU image's /opt/torch/.venv) lends the new one its base's packages, not its
+# own: its site-packages go in by a .pth file (read before the new venv's python3 comes first on PATH)
+parent=$("$py" -c 'import site; print("\n".join(site.getsitepackages()))')
+"$py" -m venv --system-site-packages "$work/venv"
 # shellcheck disable=SC1091
 . "$work/venv/bin/activate"
+echo "$parent" > "$(python -c 'import site; print(site.getsitepackages()[0])')/parent.pth"
 
 step() { echo "== gpu_check: $* ($(date -u +%H:%M:%S), $((budget - SECONDS)) s left)"; }
 budget=${GPU_CHECK_SECONDS:-540}
@@ -83,10 +88,13 @@ if [ "$build_rc" -eq 0 ]; then
     t0=$SECONDS
     if command -v compute-sanitizer >/dev/null 2>&1; then
         # the kernels a training step runs (the whole CUDA suite under memcheck takes far longer than a lease)
+        # memcheck's verdict is its exit status 9 and ERROR SUMMARY; a test failing under GPUMEMNET_NO_CACHING
+        # (byte counts assume the caching allocator) is reported in the log but is not a memory error
         GPUMEMNET_NO_CACHING=1 timeout "$(limit 75)" compute-sanitizer --tool memcheck --error-exitcode 9 \
-            --print-limit 20 --target-processes all python -m pytest -q -x -p no:cacheprovider \
+            --print-limit 20 --target-processes all python -m pytest -q -p no:cacheprovider \
             "$repo"/tests/test_cuda_{conv,pool,optim,amp,norms,reduce}.py >"$out/sanitizer.log" 2>&1
         san_rc=$?
+        if [ "$san_rc" -ne 9 ] && grep -q "ERROR SUMMARY: 0 errors" "$out/sanitizer.log"; then san_rc=0; fi
     else
         echo "compute-sanitizer not found" >"$out/sanitizer.log"
         san_rc=127

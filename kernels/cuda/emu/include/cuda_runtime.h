@@ -20,14 +20,24 @@
 #ifdef __cplusplus
 /* Standard headers first: some libstdc++ versions spell attributes as __noinline__, which must not meet the
  * macro below; once parsed here, their include guards keep later #includes from re-expanding them. */
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <exception>
+#include <functional>
 #include <limits>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <set>
+#include <string>
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 #endif
 #include <math.h>
 #include <stdint.h>
