@@ -51,11 +51,11 @@ def test_pointwise_losses(name, dtype, reduction):
     lc, ld = _C.pointwise_loss(op, xc, tc, reduction, param), _C.pointwise_loss(op, xd, td, reduction, param)
     tol = {} if reduction == NONE or dtype != gm.float32 else dict(rtol=2e-5, atol=1e-5)
     # elementwise results are exact, but float64 log/exp on a real GPU (libdevice) and on the CPU (glibc) may differ
-    # by an ulp (the emulator runs glibc's)
+    # by an ulp (the emulator runs glibc's), and a reduction's sum by a few (an H200: at most 1.6e-15 relative)
     ulp = dtype == gm.float64 and not gm.cuda.is_emulated()
     exact = reduction == NONE and not ulp
     if ulp:
-        tol = dict(rtol=4e-16, atol=1e-300)
+        tol = dict(rtol=1e-14, atol=1e-300)
     assert_close(ld, lc, exact=exact, **tol)
     gc, gd = pair(r.standard_normal(tuple(lc.shape)), dtype)
     for need in ((True, True), (True, False), (False, True)):
@@ -64,7 +64,7 @@ def test_pointwise_losses(name, dtype, reduction):
         for d, c in zip(rd, rc):
             assert (d is None) == (c is None)
             if c is not None:
-                assert_close(d, c, exact=exact, **(dict(rtol=4e-16, atol=1e-300) if ulp else {}))
+                assert_close(d, c, exact=exact, **(dict(rtol=1e-14, atol=1e-300) if ulp else {}))
 
 
 def test_public_api_through_autograd():

@@ -74,7 +74,8 @@ def test_bernoulli_same_draws_on_both_devices():
     assert_close(res[2], res[0], exact=True)
     # the same uniforms; the normal's float64 log/cos on a real GPU (libdevice) may differ from glibc's by an ulp
     emu = gm.cuda.is_emulated()
-    assert_close(res[3], res[1], exact=emu, **({} if emu else dict(rtol=4e-15, atol=1e-300)))
+    # (an H200: 1.1e-16 apart at most, 6.9e-15 relative near zero)
+    assert_close(res[3], res[1], exact=emu, **({} if emu else dict(rtol=1e-14, atol=1e-15)))
 
 
 @pytest.mark.parametrize("dtype", [gm.float32, gm.float64, gm.float16, gm.bfloat16], ids=str)
