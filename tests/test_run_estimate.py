@@ -78,6 +78,10 @@ def _write(tmp_path, optimizer=SGD, loss="criterion(out, y)", batch=32, zero_gra
 
 def _run(script, *flags):
     env = dict(os.environ, PYTHONPATH=GM_PATH + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    # The scripts train on the CPU, and --cap stands for the device a script trains on: each CUDA device when
+    # there is one. So the run sees none: no GPU (CUDA_VISIBLE_DEVICES) and no emulated one (GPUMEMNET_EMU_DEVICES),
+    # or a build with CUDA would cap the GPU and leave the CPU step uncapped.
+    env.update(CUDA_VISIBLE_DEVICES="", GPUMEMNET_EMU_DEVICES="0")
     return subprocess.run([sys.executable, "-m", "gpumemnet", "run", *flags, str(script)], capture_output=True,
                           text=True, timeout=300, env=env, cwd=str(script.parent))
 
