@@ -176,6 +176,7 @@ typedef struct {
 static gm_cuda_device_state dev_state[GM_MAX_CUDA_DEVICES];
 static _Thread_local gm_cuda_ctx thread_ctx[GM_MAX_CUDA_DEVICES];
 static int allow_tf32;
+static int cudnn_allow_tf32 = 1; /* PyTorch's default: convolutions may use TF32, matmuls may not */
 
 static int gm_cuda_device_init(int i) {
     gm_cuda_device_state *d = &dev_state[i];
@@ -214,6 +215,7 @@ gm_cuda_ctx *gm_cuda_ctx_for(gm_device dev) {
     c->cudnn = dev_state[i].cudnn;
     c->sm_count = dev_state[i].sm_count;
     c->allow_tf32 = allow_tf32;
+    c->cudnn_allow_tf32 = cudnn_allow_tf32;
     c->err[0] = '\0';
     return c;
 }
@@ -486,6 +488,15 @@ static PyObject *py_set_allow_tf32(PyObject *self, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
+static PyObject *py_set_cudnn_allow_tf32(PyObject *self, PyObject *arg) {
+    int v = PyObject_IsTrue(arg);
+    if (v < 0) return NULL;
+#ifdef GM_WITH_CUDA
+    cudnn_allow_tf32 = v;
+#endif
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_cuda_device_count(PyObject *self, PyObject *noargs) {
 #ifdef GM_WITH_CUDA
     return PyLong_FromLong(gm_cuda_count());
@@ -688,6 +699,8 @@ PyMethodDef gm_cuda_methods[] = {
     {"_cuda_mem_get_info", py_cuda_mem_get_info, METH_O, "(free, total) bytes of CUDA device i (cudaMemGetInfo)."},
     {"_set_allow_tf32", py_set_allow_tf32, METH_O,
      "Whether CUDA matrix products may use TF32 tensor cores (gm.backends.cuda.matmul.allow_tf32)."},
+    {"_set_cudnn_allow_tf32", py_set_cudnn_allow_tf32, METH_O,
+     "Whether cuDNN convolutions may use TF32 tensor cores (gm.backends.cudnn.allow_tf32)."},
     {"_build_info", py_build_info, METH_NOARGS,
      "dict: version, blas (OpenBLAS config), blas_core, cuda, cudnn, cublas (None when not built), threads."},
     {NULL, NULL, 0, NULL},

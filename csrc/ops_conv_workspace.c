@@ -109,7 +109,7 @@ static int cuda_ws(size_t n, gm_device dev, GMTensor **ws, int fallback) {
  * an exception (OutOfMemoryError when no candidate's workspace fits). */
 static int cuda_conv_pick(const char *op, const conv_geom *g, gm_dtype dt, conv_pass pass, gm_device dev,
                           gm_cuda_ctx *ctx, cuda_conv_algo *algo, GMTensor **ws) {
-    const conv_algo_key key = algo_key(dev, g, dt, pass, ctx->allow_tf32);
+    const conv_algo_key key = algo_key(dev, g, dt, pass, ctx->cudnn_allow_tf32);
     int slot = -1;
     for (int i = 0; i < CONV_ALGO_CACHE; i++)
         if (conv_algo_cache[i].used && !memcmp(&conv_algo_cache[i].key, &key, sizeof key)) {

@@ -11,6 +11,16 @@ import pytest
 from emu_util import CXX, EMU, PRELUDE, compile_one
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _float32_convolutions():
+    """Float32 convolutions in float32 math: TF32 (cuDNN's default under PyTorch and gpumemnet alike,
+    gm.backends.cudnn.allow_tf32) keeps about three decimal digits of the inputs on a GPU, which the CUDA tests'
+    float32 tolerances would miss by design. PyTorch's own test suite turns it off the same way;
+    tests/test_cuda_conv_tf32.py tests the switch itself."""
+    import gpumemnet as gm
+    gm.backends.cudnn.allow_tf32 = False
+
+
 @pytest.fixture(scope="session")
 def runtime(tmp_path_factory):
     """The emulator's own objects (emu/*.cpp but the *_emu.cpp stand-ins of cuDNN/cuBLAS files)."""

@@ -15,6 +15,9 @@
 # order of importance, each skipped when too little is left. The tests are the CUDA ones (tests/test_cuda_*.py:
 # every op CPU vs CUDA, training, estimate vs measured); the CPU suite is CI's. Exit status: 0 when the build,
 # the tests and the sanitizer passed on a visible GPU; otherwise the first failing step's number (3: no GPU).
+# GPU_CHECK_PARTS (default "tests sanitizer bench") names the steps after the build to run: a short diagnostic run
+# (GPU_CHECK_PARTS=anatomy or overhead: benchmarks/cuda_step_anatomy.py or cuda_conv_overhead.py alone) leaves lease time for the whole check; the exit
+# status then counts only the build and the steps run.
 set -uo pipefail
 
 if [ $# -lt 1 ] || [ $# -gt 2 ]; then
@@ -66,13 +69,18 @@ if [ "$build_rc" -ne 0 ]; then
     tail -n 40 "$out/build.log"
 fi
 
+parts=" ${GPU_CHECK_PARTS:-tests sanitizer bench} "
+want() { [[ "$parts" == *" $1 "* ]]; }
 test_rc=1 san_rc=1 bench_rc=1 test_s=0 san_s=0 bench_s=0
+want tests || test_rc=0
+want sanitizer || san_rc=0
 if [ "$build_rc" -eq 0 ]; then
     cd "$work"  # import the installed package, not the source tree
     python -m gpumemnet >"$out/info.txt" 2>&1
     cat "$out/info.txt"
 
     # ---- 2. tests (xdist when present: 16 cores, one GPU) -------------------------------------------------------
+    if want tests; then
     step "tests"
     t0=$SECONDS
     par=$(python -c "import xdist" 2>/dev/null && echo "-n 8")
@@ -82,8 +90,10 @@ if [ "$build_rc" -eq 0 ]; then
     test_rc=$?
     test_s=$((SECONDS - t0))
     tail -n 12 "$out/pytest.log"
+    fi
 
     # ---- 3. compute-sanitizer over the CUDA op tests, every tensor its own cudaMalloc -------------------------
+    if want sanitizer; then
     step "compute-sanitizer memcheck"
     t0=$SECONDS
     if command -v compute-sanitizer >/dev/null 2>&1; then
@@ -101,8 +111,24 @@ if [ "$build_rc" -eq 0 ]; then
     fi
     san_s=$((SECONDS - t0))
     tail -n 6 "$out/sanitizer.log"
+    fi
+
+    # ---- where a CUDA step's time goes, beside PyTorch (issue 14, item 6) ----------------------------------------
+    if want anatomy; then
+        step "anatomy"
+        (cd "$repo" && timeout "$(limit 300)" python benchmarks/cuda_step_anatomy.py --json "$out/anatomy.json") \
+            >"$out/anatomy.log" 2>&1
+        cat "$out/anatomy.log"
+    fi
+    if want overhead; then  # the host's cost of one convolution call, piece by piece (py-spy when carried)
+        step "conv overhead"
+        (cd "$repo" && timeout "$(limit 150)" python benchmarks/cuda_conv_overhead.py --pyspy "$out") \
+            >"$out/overhead.log" 2>&1
+        cat "$out/overhead.log"
+    fi
 
     # ---- 4. benchmarks -----------------------------------------------------------------------------------------
+    if want bench; then
     step "benchmarks"
     t0=$SECONDS bench_rc=0
     {
@@ -129,6 +155,7 @@ if [ "$build_rc" -eq 0 ]; then
     } >"$out/bench.log" 2>&1
     bench_s=$((SECONDS - t0))
     cat "$out/bench.log"
+    fi
 fi
 
 # ---- 5. summary ---------------------------------------------------------------------------------------------------
@@ -159,7 +186,9 @@ for name in ("bench", "train", "adam", "estimate", "offload_adam"):
     if os.path.exists(path):
         s[name] = json.load(open(path))
 s["gpu_found"] = bool(s.get("devices"))
-s["ok"] = (s["build_rc"] == 0 and s["test_rc"] == 0 and s.get("tests", {}).get("tests", 0) > 0
+parts = os.environ.get("GPU_CHECK_PARTS", "tests sanitizer bench").split()
+s["parts"] = parts
+s["ok"] = (s["build_rc"] == 0 and s["test_rc"] == 0 and ("tests" not in parts or s.get("tests", {}).get("tests", 0) > 0)
            and s["san_rc"] == 0 and s["gpu_found"])
 with open(os.path.join(out, "summary.json"), "w") as f:
     json.dump(s, f, indent=2)

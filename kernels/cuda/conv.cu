@@ -1,14 +1,16 @@
-/* kernels/cuda/conv.cu — convolution through cuDNN (conv.h). The only file that calls cuDNN (DESIGN.md): a move
- * to cuDNN's graph API stays here. Not compiled in the emulator build (emu/conv_emu.cpp stands in).
+/* kernels/cuda/conv.cu — convolution through cuDNN (conv.h). With conv_plan.cu the only files that call cuDNN
+ * (DESIGN.md). Not compiled in the emulator build (emu/conv_emu.cpp stands in).
  *
- * cuDNN 9's legacy convolution API (deprecated but shipped, the plainest path from C): descriptors, the _v7
- * heuristics for the candidates, cudnnConvolution{Forward,BackwardData,BackwardFilter}. Descriptors are created
- * per call and destroyed before it returns: a few microseconds against a convolution, and no cache to keep
- * coherent with the geometry (csrc caches the algorithm choice, which is what costs).
+ * The candidates are conv_plan.cu's execution plans (cuDNN's graph API, a plan per geometry built once) when the
+ * graph API offers any; otherwise, and for operands the plans cannot take, cuDNN 9's legacy convolution API:
+ * descriptors, the _v7 heuristics for the candidates, cudnnConvolution{Forward,BackwardData,BackwardFilter}, which
+ * finalize a plan of their own on every call (tens of microseconds of host time on an H200).
+ * GPUMEMNET_CUDNN_API=legacy takes the legacy API for everything.
  *
  * Math: float64 in double; float16/bfloat16 with float32 accumulation (the convolution descriptor's compute type)
  * and tensor-op math; float32 with CUDNN_FMA_MATH (plain float32, which rules TF32 out: CUDNN_DEFAULT_MATH lets
- * cuDNN use TF32 tensor cores on Ampere and later) unless ctx->allow_tf32, then CUDNN_DEFAULT_MATH. Each
+ * cuDNN use TF32 tensor cores on Ampere and later) unless ctx->cudnn_allow_tf32 (gm.backends.cudnn.allow_tf32,
+ * True by default as in PyTorch; the matmuls' switch is separate and off), then CUDNN_DEFAULT_MATH. Each
  * candidate keeps the math type the heuristics proposed it with (cuDNN picks kernels by algorithm and math type
  * together), except float32 without TF32, which always runs with FMA math (used_math).
  *
@@ -20,8 +22,10 @@
  * sides (cuDNN pads symmetrically: padding='same' with an even kernel span; a transposed convolution whose
  * output_padding >= stride), empty tensors (cuDNN rejects zero sizes), sizes beyond int, zero strides. */
 #include <cudnn.h>
+#include <stdlib.h>
 
 #include "conv.h"
+#include "conv_plan.h"
 #include "cuda_common.cuh"
 
 #define DNN_CHECK(ctx, call)                                                                                 \
@@ -63,7 +67,7 @@ static int data_type(gm_dtype dt, cudnnDataType_t *t) {
 /* The math type the heuristics are asked with (see the top of the file). */
 static cudnnMathType_t base_math(gm_dtype dt, const gm_cuda_ctx *ctx) {
     if (dt == GM_F16 || dt == GM_BF16) return CUDNN_TENSOR_OP_MATH;
-    if (dt == GM_F32) return ctx->allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+    if (dt == GM_F32) return ctx->cudnn_allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
     return CUDNN_DEFAULT_MATH;
 }
 
@@ -132,7 +136,7 @@ done:
  * (PyTorch and ONNX Runtime override it the same way), so no candidate is lost and none uses TF32. A candidate
  * that cannot run with that math fails its workspace query below and is skipped. */
 static cudnnMathType_t used_math(cudnnMathType_t proposed, gm_dtype dt, const gm_cuda_ctx *ctx) {
-    return dt == GM_F32 && !ctx->allow_tf32 ? CUDNN_FMA_MATH : proposed;
+    return dt == GM_F32 && !ctx->cudnn_allow_tf32 ? CUDNN_FMA_MATH : proposed;
 }
 
 /* Deterministic candidates first, each group in the heuristics' order: an algorithm that accumulates with
@@ -168,25 +172,13 @@ done:
     return rc;
 }
 
-extern "C" int cuda_conv2d_algos(const conv_geom *g, gm_dtype dt, conv_pass pass, cuda_conv_algo *algos, int max,
-                                 int *count, gm_cuda_ctx *ctx) {
+/* The legacy API's candidates (cudnnGetConvolution*Algorithm_v7), deterministic first; max >= 1, cudnn_can(g). */
+static int legacy_algos(const conv_geom *g, gm_dtype dt, conv_pass pass, cuda_conv_algo *algos, int max, int *count,
+                        gm_cuda_ctx *ctx) {
     int rc = GM_OK, n = 0, got = 0;
     int nondet[CUDA_CONV_MAX_ALGOS] = {0};
     descs d = {0};
-    if (!g || !algos || !count || max < 1) return GM_ERR_ARG;
-    if (max > CUDA_CONV_MAX_ALGOS) max = CUDA_CONV_MAX_ALGOS;
     *count = 0;
-    cudnnDataType_t t;
-    if (!data_type(dt, &t)) return GM_ERR_ARG;
-    if (!cudnn_can(g, pass)) {
-        algos[0] = (cuda_conv_algo){CUDA_CONV_DIRECT, 0, 0};
-        *count = 1;
-        return GM_OK;
-    }
-    if (!ctx->cudnn) {
-        snprintf(ctx->err, sizeof ctx->err, "no cuDNN handle for device %d", ctx->device);
-        return GM_ERR_BACKEND;
-    }
     cudnnHandle_t h = (cudnnHandle_t)ctx->cudnn;
     if ((rc = make_descs(&d, g, dt, pass, base_math(dt, ctx), ctx)) != GM_OK) return rc;
     if (pass == CONV_FORWARD) {
@@ -223,6 +215,40 @@ extern "C" int cuda_conv2d_algos(const conv_geom *g, gm_dtype dt, conv_pass pass
 done:
     destroy(&d);
     return rc;
+}
+
+/* GPUMEMNET_CUDNN_API=legacy: every pass through the legacy API (its plan per call), as before the graph API. */
+static int legacy_only(void) {
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("GPUMEMNET_CUDNN_API");
+        v = e && !strcmp(e, "legacy");
+    }
+    return v;
+}
+
+/* The graph API's plans (conv_plan.cu) when it offers any, else the legacy API's algorithms. */
+extern "C" int cuda_conv2d_algos(const conv_geom *g, gm_dtype dt, conv_pass pass, cuda_conv_algo *algos, int max,
+                                 int *count, gm_cuda_ctx *ctx) {
+    cudnnDataType_t t;
+    if (!g || !algos || !count || max < 1) return GM_ERR_ARG;
+    if (max > CUDA_CONV_MAX_ALGOS) max = CUDA_CONV_MAX_ALGOS;
+    *count = 0;
+    if (!data_type(dt, &t)) return GM_ERR_ARG;
+    if (!cudnn_can(g, pass)) {
+        algos[0] = (cuda_conv_algo){CUDA_CONV_DIRECT, 0, 0};
+        *count = 1;
+        return GM_OK;
+    }
+    if (!ctx->cudnn) {
+        snprintf(ctx->err, sizeof ctx->err, "no cuDNN handle for device %d", ctx->device);
+        return GM_ERR_BACKEND;
+    }
+    if (!legacy_only()) {
+        int rc = conv_plan_candidates(g, dt, pass, algos, max, count, ctx);
+        if (rc != GM_OK || *count > 0) return rc;
+    }
+    return legacy_algos(g, dt, pass, algos, max, count, ctx);
 }
 
 /* Run one pass with algo. x/y/w are the pass's operands in cuDNN's roles (x the convolution's input, y its
@@ -265,11 +291,43 @@ done:
     return rc;
 }
 
+/* The direct kernel of `pass` (bias included): x/y/w in cuDNN's roles as in run(). */
+static int run_direct(const conv_geom *g, gm_dtype dt, conv_pass pass, void *x, void *y, void *w, const void *bias,
+                      gm_cuda_ctx *ctx) {
+    if (pass == CONV_FORWARD) return cuda_conv2d_direct_forward(y, x, w, bias, g, dt, ctx);
+    if (pass == CONV_BACKWARD_DATA) return cuda_conv2d_direct_backward_data(x, y, w, bias, g, dt, ctx);
+    return cuda_conv2d_direct_backward_weight(w, y, x, g, dt, ctx);
+}
+
+/* Run a graph-API plan (beta = 0, then the bias added). Operands the plans cannot take (not 16-byte aligned: a
+ * view into the middle of a tensor) run the legacy API's first algorithm whose workspace fits in what was
+ * allocated for the plan, or the direct kernel. */
+static int run_plan(const conv_geom *g, gm_dtype dt, conv_pass pass, const cuda_conv_algo *algo, void *x, void *y,
+                    void *w, const void *bias, void *ws, size_t ws_nbytes, gm_cuda_ctx *ctx) {
+    if (ws_nbytes < algo->ws || (algo->ws && !ws)) return GM_ERR_ARG;
+    int st = conv_plan_run(g, dt, pass, algo, x, y, w, ws, ctx);
+    if (st == 1) {
+        cuda_conv_algo cand[CUDA_CONV_MAX_ALGOS];
+        int n = 0;
+        if ((st = legacy_algos(g, dt, pass, cand, CUDA_CONV_MAX_ALGOS, &n, ctx)) != GM_OK) return st;
+        for (int i = 0; i < n; i++)
+            if (cand[i].algo != CUDA_CONV_DIRECT && cand[i].ws <= ws_nbytes)
+                return run(g, dt, pass, &cand[i], x, y, w, bias, ws, ws_nbytes, ctx);
+        return run_direct(g, dt, pass, x, y, w, bias, ctx);
+    }
+    if (st != GM_OK || !bias) return st;
+    /* the forward writes y (bias over K), the input gradient x (a transposed convolution's bias, over C) */
+    return pass == CONV_FORWARD ? cuda_conv_add_bias(y, bias, g->N, g->K, g->P * g->Q, dt, ctx)
+                                : cuda_conv_add_bias(x, bias, g->N, g->C, g->H * g->W, dt, ctx);
+}
+
 extern "C" int cuda_conv2d_forward(void *out, const void *inp, const void *weight, const void *bias,
                                    const conv_geom *g, gm_dtype dt, const cuda_conv_algo *algo, void *ws,
                                    size_t ws_nbytes, gm_cuda_ctx *ctx) {
     if (!g || !algo) return GM_ERR_ARG;
     if (algo->algo == CUDA_CONV_DIRECT) return cuda_conv2d_direct_forward(out, inp, weight, bias, g, dt, ctx);
+    if (algo->algo >= CONV_PLAN_BASE)
+        return run_plan(g, dt, CONV_FORWARD, algo, (void *)inp, out, (void *)weight, bias, ws, ws_nbytes, ctx);
     return run(g, dt, CONV_FORWARD, algo, (void *)inp, out, (void *)weight, bias, ws, ws_nbytes, ctx);
 }
 
@@ -278,6 +336,8 @@ extern "C" int cuda_conv2d_backward_data(void *dinp, const void *dout, const voi
                                          size_t ws_nbytes, gm_cuda_ctx *ctx) {
     if (!g || !algo) return GM_ERR_ARG;
     if (algo->algo == CUDA_CONV_DIRECT) return cuda_conv2d_direct_backward_data(dinp, dout, weight, bias, g, dt, ctx);
+    if (algo->algo >= CONV_PLAN_BASE)
+        return run_plan(g, dt, CONV_BACKWARD_DATA, algo, dinp, (void *)dout, (void *)weight, bias, ws, ws_nbytes, ctx);
     return run(g, dt, CONV_BACKWARD_DATA, algo, dinp, (void *)dout, (void *)weight, bias, ws, ws_nbytes, ctx);
 }
 
@@ -286,5 +346,8 @@ extern "C" int cuda_conv2d_backward_weight(void *dweight, const void *dout, cons
                                            gm_cuda_ctx *ctx) {
     if (!g || !algo) return GM_ERR_ARG;
     if (algo->algo == CUDA_CONV_DIRECT) return cuda_conv2d_direct_backward_weight(dweight, dout, inp, g, dt, ctx);
+    if (algo->algo >= CONV_PLAN_BASE)
+        return run_plan(g, dt, CONV_BACKWARD_WEIGHT, algo, (void *)inp, (void *)dout, dweight, NULL, ws, ws_nbytes,
+                        ctx);
     return run(g, dt, CONV_BACKWARD_WEIGHT, algo, (void *)inp, (void *)dout, dweight, NULL, ws, ws_nbytes, ctx);
 }

@@ -1,9 +1,13 @@
 /* kernels/cuda/conv.h — 2-D convolution (NCHW) on CUDA: the passes of the CPU backend (the same conv_geom,
  * kernels/conv_geom.h; conv_transpose2d maps onto them in csrc exactly as on the CPU), cuDNN underneath.
  *
- * Three files implement these declarations:
- *   conv.cu          cuDNN (the only file with cuDNN calls): the algorithm candidates and the three passes;
- *                    not compiled in the emulator build.
+ * Four files implement these declarations:
+ *   conv.cu          cuDNN: the algorithm candidates and the three passes, through conv_plan.cu's execution
+ *                    plans where the graph API offers them and cuDNN's legacy API otherwise;
+ *   conv_plan.cu     cuDNN's graph API: an execution plan per geometry, built once (the legacy calls build one per
+ *                    call, which costs more host time than a small convolution takes on the GPU). conv.cu and
+ *                    conv_plan.cu are the only files with cuDNN calls, and neither is compiled in the emulator
+ *                    build.
  *   emu/conv_emu.cpp the emulator build's stand-in for conv.cu: one candidate (direct, no workspace), the passes
  *                    run by the direct kernels.
  *   conv_direct.cu   own kernels, compiled in both builds: the direct convolution (any geometry, any float dtype,
@@ -43,7 +47,7 @@ typedef struct {
  * why), at most max (>= 1) of them; *count >= 1 on GM_OK.
  * When cuDNN cannot express the geometry (padding that is not symmetric, e.g. padding='same' with an even
  * kernel span, or a transposed convolution's output_padding >= stride; empty tensors; sizes beyond int; zero
- * input strides) the only candidate is CUDA_CONV_DIRECT. float32 excludes TF32 unless ctx->allow_tf32. */
+ * input strides) the only candidate is CUDA_CONV_DIRECT. float32 excludes TF32 unless ctx->cudnn_allow_tf32. */
 int cuda_conv2d_algos(const conv_geom *g, gm_dtype dt, conv_pass pass, cuda_conv_algo *algos, int max, int *count,
                       gm_cuda_ctx *ctx);
 
@@ -69,6 +73,9 @@ int cuda_conv2d_direct_backward_weight(void *dweight, const void *dout, const vo
 /* out (N, K, L) contiguous = bias[k] on every (n, k) row, or 0 where bias is NULL. */
 int cuda_conv_fill_bias(void *out, const void *bias, int64_t N, int64_t K, int64_t L, gm_dtype dt,
                         gm_cuda_ctx *ctx);
+
+/* out (N, K, L) contiguous += bias[k] on every (n, k) row, rounded once to the dtype. */
+int cuda_conv_add_bias(void *out, const void *bias, int64_t N, int64_t K, int64_t L, gm_dtype dt, gm_cuda_ctx *ctx);
 
 /* dbias (K) = the sum of t (N, K, L) over N and L, t with element strides ts; summed in double (as the CPU),
  * one block per channel. */

@@ -193,6 +193,32 @@ extern "C" int cuda_conv_fill_bias(void *out, const void *bias, int64_t N, int64
     return GM_OK;
 }
 
+/* out (N, K, L) += bias[k], in the dtype's arithmetic type: the bias of a convolution that cuDNN's graph API ran
+ * with beta = 0 (conv_plan.cu: a plan per geometry, not per bias). */
+template <int DT> __global__ void add_bias(void *out, const void *bias, int64_t K, int64_t L, int64_t total) {
+    typedef typename gm_cu_type<DT>::st S;
+    GM_CU_GRID_STRIDE(i, total) {
+        S *o = (S *)out + i;
+        gm_cu_st<DT>(o, gm_cu_ld<DT>(o) + gm_cu_ld<DT>((const S *)bias + (L == 1 ? i % K : i / L % K)));
+    }
+}
+
+template <int DT>
+static void launch_add_bias(void *out, const void *bias, int64_t N, int64_t K, int64_t L, gm_cuda_ctx *ctx) {
+    const int64_t total = N * K * L;
+    if (total > 0) GM_LAUNCH(add_bias<DT>, gm_cu_blocks(total, ctx), GM_CU_THREADS, ctx, out, bias, K, L, total);
+}
+
+extern "C" int cuda_conv_add_bias(void *out, const void *bias, int64_t N, int64_t K, int64_t L, gm_dtype dt,
+                                  gm_cuda_ctx *ctx) {
+    if (N < 0 || K < 0 || L < 0 || !bias) return GM_ERR_ARG;
+#define CALL(DT) launch_add_bias<DT>(out, bias, N, K, L, ctx)
+    GM_CU_SWITCH_FLOAT(dt, CALL);
+#undef CALL
+    GM_CU_LAUNCHED(ctx);
+    return GM_OK;
+}
+
 /* ---- bias gradient: per-channel sums over (n, l) --------------------------------------------------------- */
 template <int DT>
 __global__ void channel_sums(void *db, const void *t, int64_t N, int64_t K, int64_t L, int64_t s0, int64_t s1,

@@ -21,7 +21,8 @@ typedef struct gm_cuda_ctx {
     void *cublas;    /* cublasHandle_t bound to stream (NULL in the emulator) */
     void *cudnn;     /* cudnnHandle_t bound to stream (NULL in the emulator) */
     int sm_count;    /* multiprocessors: sizes grids of grid-stride loops */
-    int allow_tf32;  /* gm.backends.cuda.matmul.allow_tf32 */
+    int allow_tf32;  /* gm.backends.cuda.matmul.allow_tf32: cuBLAS products */
+    int cudnn_allow_tf32; /* gm.backends.cudnn.allow_tf32: cuDNN convolutions */
     char err[512];   /* failure text for GM_ERR_BACKEND */
 } gm_cuda_ctx;
 

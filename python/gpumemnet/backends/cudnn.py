@@ -1,12 +1,16 @@
 """gm.backends.cudnn: cuDNN's flags under PyTorch's names, so that training scripts' settings
 (`cudnn.benchmark = True`, `cudnn.deterministic = True`) are accepted and read back.
 
-What they change here: nothing yet. gpumemnet's CUDA convolutions use cuDNN and always choose the algorithm by
-the memory it needs (csrc/ops_conv_workspace.c), which is the same on every run: `benchmark` (PyTorch's timed
-search) and `deterministic` are recorded but do not change that choice; `enabled = False` does not switch to
-other kernels; `allow_tf32` (True by default for convolutions, as in PyTorch) is recorded. is_available() and
-version() report the cuDNN this build loaded (None / False without CUDA)."""
+What they change here: `allow_tf32` (True by default, as in PyTorch) lets float32 convolutions use TF32 tensor
+cores on Ampere and later: about three decimal digits of the inputs' precision for tensor-core speed (matmuls have
+their own switch, gm.backends.cuda.matmul.allow_tf32, off by default as in PyTorch). gpumemnet's CUDA convolutions
+use cuDNN and choose the algorithm by the memory it needs (csrc/ops_conv_workspace.c), which is the same on every
+run: `benchmark` (PyTorch's timed search) and `deterministic` are recorded but do not change that choice;
+`enabled = False` does not switch to other kernels. is_available() and version() report the cuDNN this build
+loaded (None / False without CUDA)."""
 import contextlib
+import sys
+import types
 
 from .. import _C
 
@@ -16,8 +20,26 @@ __all__ = ["is_available", "version", "flags", "enabled", "benchmark", "determin
 enabled = True
 benchmark = False
 deterministic = False
-allow_tf32 = True
 benchmark_limit = 10
+
+
+class _CudnnModule(types.ModuleType):
+    """This module's class: `allow_tf32` is a property, so that `cudnn.allow_tf32 = False` reaches the C core as in
+    PyTorch (a plain module attribute could not tell it)."""
+    _allow_tf32 = [True]  # the C core's default too (csrc/cuda.c)
+
+    @property
+    def allow_tf32(self):
+        return self._allow_tf32[0]
+
+    @allow_tf32.setter
+    def allow_tf32(self, value):
+        value = bool(value)
+        _C._set_cudnn_allow_tf32(value)
+        self._allow_tf32[0] = value
+
+
+sys.modules[__name__].__class__ = _CudnnModule
 
 
 def version():
@@ -43,12 +65,14 @@ def is_acceptable(tensor):
 @contextlib.contextmanager
 def flags(enabled=False, benchmark=False, benchmark_limit=10, deterministic=False, allow_tf32=True):
     """Set the flags inside a `with` block and restore them after (PyTorch's torch.backends.cudnn.flags)."""
-    g = globals()
-    names = ("enabled", "benchmark", "benchmark_limit", "deterministic", "allow_tf32")
-    saved = {n: g[n] for n in names}
-    g.update(enabled=enabled, benchmark=benchmark, benchmark_limit=benchmark_limit, deterministic=deterministic,
-             allow_tf32=allow_tf32)
+    mod = sys.modules[__name__]
+    new = dict(enabled=enabled, benchmark=benchmark, benchmark_limit=benchmark_limit, deterministic=deterministic,
+               allow_tf32=allow_tf32)
+    saved = {n: getattr(mod, n) for n in new}
+    for n, v in new.items():  # setattr, not globals(): allow_tf32 is a property that tells the C core
+        setattr(mod, n, v)
     try:
         yield
     finally:
-        g.update(saved)
+        for n, v in saved.items():
+            setattr(mod, n, v)
