@@ -44,6 +44,11 @@ int gm_cuda_check_cudnn(cudnnStatus_t st, const char *call, const char *file, in
 #endif
 #endif
 
+/* TF32 switches (gm.backends): PyTorch's defaults, convolutions may use TF32 and matmuls may not. Process-wide,
+ * read by every context made after they are set (gm_cuda_ctx_for); kept but unused in a build without CUDA. */
+static int allow_tf32;
+static int cudnn_allow_tf32 = 1;
+
 /* The last failure recorded on this thread ("" if none since the last gm_cuda_clear_error()). */
 static _Thread_local char gm_cuda_err[640];
 
@@ -175,8 +180,6 @@ typedef struct {
 
 static gm_cuda_device_state dev_state[GM_MAX_CUDA_DEVICES];
 static _Thread_local gm_cuda_ctx thread_ctx[GM_MAX_CUDA_DEVICES];
-static int allow_tf32;
-static int cudnn_allow_tf32 = 1; /* PyTorch's default: convolutions may use TF32, matmuls may not */
 
 static int gm_cuda_device_init(int i) {
     gm_cuda_device_state *d = &dev_state[i];
@@ -479,23 +482,17 @@ static PyObject *py_cuda_mem_get_info(PyObject *self, PyObject *arg) {
 #endif
 }
 
-static PyObject *py_set_allow_tf32(PyObject *self, PyObject *arg) {
+/* Set one of the switches above. */
+static PyObject *set_switch(int *flag, PyObject *arg) {
     int v = PyObject_IsTrue(arg);
     if (v < 0) return NULL;
-#ifdef GM_WITH_CUDA
-    allow_tf32 = v;
-#endif
+    *flag = v;
     Py_RETURN_NONE;
 }
 
-static PyObject *py_set_cudnn_allow_tf32(PyObject *self, PyObject *arg) {
-    int v = PyObject_IsTrue(arg);
-    if (v < 0) return NULL;
-#ifdef GM_WITH_CUDA
-    cudnn_allow_tf32 = v;
-#endif
-    Py_RETURN_NONE;
-}
+static PyObject *py_set_allow_tf32(PyObject *self, PyObject *arg) { return set_switch(&allow_tf32, arg); }
+
+static PyObject *py_set_cudnn_allow_tf32(PyObject *self, PyObject *arg) { return set_switch(&cudnn_allow_tf32, arg); }
 
 static PyObject *py_cuda_device_count(PyObject *self, PyObject *noargs) {
 #ifdef GM_WITH_CUDA

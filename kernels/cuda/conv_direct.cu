@@ -167,52 +167,42 @@ extern "C" int cuda_conv2d_direct_backward_weight(void *dweight, const void *dou
     return GM_OK;
 }
 
-/* ---- bias fill ------------------------------------------------------------------------------------------ */
-template <int DT>
-__global__ void fill_bias(void *out, const void *bias, int64_t K, int64_t L, int64_t total) {
+/* ---- bias fill and add ------------------------------------------------------------------------------------ */
+/* out (N, K, L) = bias[k] (ADD = 0; a copy of the stored bits, no rounding; 0 where bias is NULL), or
+ * out += bias[k] in the dtype's arithmetic type (ADD = 1: the bias of a convolution that cuDNN's graph API ran
+ * with beta = 0, conv_plan.cu: a plan per geometry, not per bias). */
+template <int DT, int ADD>
+__global__ void bias_rows(void *out, const void *bias, int64_t K, int64_t L, int64_t total) {
     typedef typename gm_cu_type<DT>::st S;
     GM_CU_GRID_STRIDE(i, total) {
-        /* a copy of the stored bits: no rounding, whatever the dtype */
-        ((S *)out)[i] = bias ? ((const S *)bias)[L == 1 ? i % K : i / L % K] : (S)0;
+        const S *b = bias ? (const S *)bias + (L == 1 ? i % K : i / L % K) : nullptr;
+        S *o = (S *)out + i;
+        if (ADD) gm_cu_st<DT>(o, gm_cu_ld<DT>(o) + gm_cu_ld<DT>(b));
+        else *o = b ? *b : (S)0;
     }
 }
 
-template <int DT>
-static void launch_fill(void *out, const void *bias, int64_t N, int64_t K, int64_t L, gm_cuda_ctx *ctx) {
+template <int DT, int ADD>
+static void launch_bias(void *out, const void *bias, int64_t N, int64_t K, int64_t L, gm_cuda_ctx *ctx) {
     const int64_t total = N * K * L;
-    if (total > 0) GM_LAUNCH(fill_bias<DT>, gm_cu_blocks(total, ctx), GM_CU_THREADS, ctx, out, bias, K, L, total);
+    auto *k = &bias_rows<DT, ADD>;
+    if (total > 0) GM_LAUNCH(k, gm_cu_blocks(total, ctx), GM_CU_THREADS, ctx, out, bias, K, L, total);
 }
 
 extern "C" int cuda_conv_fill_bias(void *out, const void *bias, int64_t N, int64_t K, int64_t L, gm_dtype dt,
                                    gm_cuda_ctx *ctx) {
     if (N < 0 || K < 0 || L < 0) return GM_ERR_ARG;
-#define CALL(DT) launch_fill<DT>(out, bias, N, K, L, ctx)
+#define CALL(DT) launch_bias<DT, 0>(out, bias, N, K, L, ctx)
     GM_CU_SWITCH_FLOAT(dt, CALL);
 #undef CALL
     GM_CU_LAUNCHED(ctx);
     return GM_OK;
 }
 
-/* out (N, K, L) += bias[k], in the dtype's arithmetic type: the bias of a convolution that cuDNN's graph API ran
- * with beta = 0 (conv_plan.cu: a plan per geometry, not per bias). */
-template <int DT> __global__ void add_bias(void *out, const void *bias, int64_t K, int64_t L, int64_t total) {
-    typedef typename gm_cu_type<DT>::st S;
-    GM_CU_GRID_STRIDE(i, total) {
-        S *o = (S *)out + i;
-        gm_cu_st<DT>(o, gm_cu_ld<DT>(o) + gm_cu_ld<DT>((const S *)bias + (L == 1 ? i % K : i / L % K)));
-    }
-}
-
-template <int DT>
-static void launch_add_bias(void *out, const void *bias, int64_t N, int64_t K, int64_t L, gm_cuda_ctx *ctx) {
-    const int64_t total = N * K * L;
-    if (total > 0) GM_LAUNCH(add_bias<DT>, gm_cu_blocks(total, ctx), GM_CU_THREADS, ctx, out, bias, K, L, total);
-}
-
 extern "C" int cuda_conv_add_bias(void *out, const void *bias, int64_t N, int64_t K, int64_t L, gm_dtype dt,
                                   gm_cuda_ctx *ctx) {
     if (N < 0 || K < 0 || L < 0 || !bias) return GM_ERR_ARG;
-#define CALL(DT) launch_add_bias<DT>(out, bias, N, K, L, ctx)
+#define CALL(DT) launch_bias<DT, 1>(out, bias, N, K, L, ctx)
     GM_CU_SWITCH_FLOAT(dt, CALL);
 #undef CALL
     GM_CU_LAUNCHED(ctx);
