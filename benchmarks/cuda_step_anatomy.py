@@ -5,12 +5,14 @@
 
 Each side runs in its own process (gpumemnet's torch alias and PyTorch cannot share one) and reports:
   1. per-op host cost on CUDA: `a + b` on 16 floats, with and without grad, launched back to back (µs per op);
-  2. the convolution passes of benchmarks' conv shapes (--conv-batches, 8 and 64): forward, input and weight gradient, in
-     TF32-off and TF32-on math, and for gpumemnet the cuDNN algorithm it picked (algo, math, workspace bytes);
+  2. the convolution passes of benchmarks' conv shapes (--conv-batches, 8 and 64): forward, input and weight
+     gradient, in TF32-off and TF32-on math, and for gpumemnet the cuDNN algorithm it picked (algo, math, workspace bytes);
   3. each model's fp32 step time at every batch: a step whose time barely grows with the batch is bound by the
      host (launches, per-op cost, synchronisations), not by the GPU;
   4. a profile of one model's steps: gpumemnet's by cProfile (each C call's own time is its host cost, a
-     synchronisation included), PyTorch's by torch.profiler (self CPU time per op, kernels per step, GPU time).
+     synchronisation included), PyTorch's by torch.profiler (self CPU time per op, kernels per step, GPU time);
+  5. at --phase-batch (64), where the GPU's work dominates: forward, backward and optimizer step apart, and the
+     forward per module type (a synchronisation around each leaf module).
 A step whose host part (until its last launch returns) is close to its whole time is bound by the host."""
 import argparse
 import cProfile
@@ -168,6 +170,64 @@ def _profile(torch, gm, name, sync, steps=10):
     return text + f"\nkernels per step: {len(kernels) / steps:.0f}, their GPU time per step: {gpu_us / steps / 1e3:.2f} ms\n"
 
 
+def _phases(torch, models, batch, sync, reps=5):
+    """At a batch where the GPU's work dominates: a training step's forward, backward and optimizer step apart (a
+    synchronisation between them), and the forward per module type (a synchronisation around each leaf module:
+    its launches plus its GPU time), in milliseconds per step."""
+    import numpy as np
+    import _models
+    out = {}
+    for name in models:
+        model = _models.build(torch, name).to("cuda")
+        x, y = _models.batch(name)
+        reps_x = -(-batch // x.shape[0])
+        x = torch.from_numpy(np.concatenate([x] * reps_x)[:batch]).to("cuda")
+        y = torch.from_numpy(np.concatenate([y] * reps_x)[:batch]).to("cuda")
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        loss_fn = torch.nn.CrossEntropyLoss()
+        per_type, t_start = {}, {}
+
+        def pre(m, inp):
+            sync()
+            t_start[id(m)] = time.perf_counter()
+
+        def post(m, inp, outp):
+            sync()
+            k = type(m).__name__
+            per_type[k] = per_type.get(k, 0.0) + time.perf_counter() - t_start[id(m)]
+
+        phase = {"forward": 0.0, "backward": 0.0, "step": 0.0}
+        for r in range(reps + 2):
+            timed = r >= 2
+            hooks = [m.register_forward_pre_hook(pre) for m in model.modules() if not list(m.children())] if timed \
+                else []
+            hooks += [m.register_forward_hook(post) for m in model.modules() if not list(m.children())] if timed \
+                else []
+            opt.zero_grad()
+            sync()
+            t0 = time.perf_counter()
+            loss = loss_fn(model(x), y)
+            sync()
+            t1 = time.perf_counter()
+            for h in hooks:
+                h.remove()
+            loss.backward()
+            sync()
+            t2 = time.perf_counter()
+            opt.step()
+            sync()
+            t3 = time.perf_counter()
+            if timed:
+                for k, v in (("forward", t1 - t0), ("backward", t2 - t1), ("step", t3 - t2)):
+                    phase[k] += v
+        if not per_type:
+            per_type = {"(none)": 0.0}
+        out[f"{name} b{batch}"] = {"phases_ms": {k: v / reps * 1e3 for k, v in phase.items()},
+                                   "forward_by_module_ms": {k: v / reps * 1e3 for k, v in per_type.items()}}
+        del model, opt
+    return out
+
+
 def side(args):
     gm = None
     if args.side == "gm":
@@ -180,7 +240,8 @@ def side(args):
     for part, fn in (("per_op_us", lambda: _per_op(torch, sync)),
                      ("conv", lambda: _conv(torch, gm, sync, args.conv_batches, args.repeat)),
                      ("steps", lambda: _step_times(torch, args.models, args.batches, args.steps, sync)),
-                     ("profile", lambda: _profile(torch, gm, args.models[0], sync))):
+                     ("profile", lambda: _profile(torch, gm, args.models[0], sync)),
+                     ("phases", lambda: _phases(torch, args.models, args.phase_batch, sync))):
         if part not in args.parts:
             continue
         try:
@@ -199,7 +260,8 @@ def main():
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--conv-batches", nargs="+", type=int, default=[8, 64])
     p.add_argument("--repeat", type=int, default=20, help="timed calls per conv pass (the best counts)")
-    p.add_argument("--parts", nargs="+", default=["per_op_us", "conv", "steps", "profile"])
+    p.add_argument("--parts", nargs="+", default=["per_op_us", "conv", "steps", "profile", "phases"])
+    p.add_argument("--phase-batch", type=int, default=64)
     p.add_argument("--json")
     p.add_argument("--sides", nargs="+", default=["torch", "gm"], help=argparse.SUPPRESS)
     p.add_argument("--side", choices=("gm", "torch"), help=argparse.SUPPRESS)
@@ -209,7 +271,7 @@ def main():
         return side(args)
     results = {}
     common = ["--models", *args.models, "--batches", *map(str, args.batches), "--steps", str(args.steps),
-              "--conv-batches", *map(str, args.conv_batches), "--repeat", str(args.repeat), "--parts", *args.parts]
+              "--conv-batches", *map(str, args.conv_batches), "--repeat", str(args.repeat), "--parts", *args.parts, "--phase-batch", str(args.phase_batch)]
     for s in args.sides:
         out = f"/tmp/anatomy_{s}.json"
         if os.path.exists(out):
@@ -236,6 +298,17 @@ def main():
             print(f"{a['shape']:22s} b{a['batch']:<3d} tf32={int(a['tf32'])} bench={int(a['benchmark'])} | {cells[0]} | {cells[1]} | {algos}")
     else:
         print("== conv:", t, g)
+    tp, gp = results.get("torch", {}).get("phases"), results.get("gm", {}).get("phases")
+    if isinstance(tp, dict) and isinstance(gp, dict):
+        for case in tp:
+            if case not in gp:
+                continue
+            print(f"== phases of {case} (ms per step): torch {tp[case]['phases_ms']} | gm {gp[case]['phases_ms']}")
+            a, b = tp[case]["forward_by_module_ms"], gp[case]["forward_by_module_ms"]
+            for k in sorted(set(a) | set(b), key=lambda k: -max(a.get(k, 0), b.get(k, 0))):
+                print(f"   forward {k:24s} torch {a.get(k, 0):8.2f}   gm {b.get(k, 0):8.2f}")
+    else:
+        print("== phases:", tp, gp)
     for s in results:
         print(f"== {s}: profile of {args.models[0]}\n{results[s].get('profile')}")
     if args.json:
