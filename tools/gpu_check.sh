@@ -17,7 +17,8 @@
 # the tests and the sanitizer passed on a visible GPU; otherwise the first failing step's number (3: no GPU).
 # GPU_CHECK_PARTS (default "tests sanitizer bench") names the steps after the build to run: a short diagnostic run
 # (GPU_CHECK_PARTS=anatomy or overhead: benchmarks/cuda_step_anatomy.py or cuda_conv_overhead.py alone) leaves lease time for the whole check; the exit
-# status then counts only the build and the steps run.
+# status then counts only the build and the steps run. GPU_CHECK_TESTS (paths, default every tests/test_cuda_*.py)
+# narrows the tests.
 set -uo pipefail
 
 if [ $# -lt 1 ] || [ $# -gt 2 ]; then
@@ -84,8 +85,9 @@ if [ "$build_rc" -eq 0 ]; then
     step "tests"
     t0=$SECONDS
     par=$(python -c "import xdist" 2>/dev/null && echo "-n 8")
+    tests=${GPU_CHECK_TESTS:-"$repo"/tests/test_cuda_*.py}
     # shellcheck disable=SC2086
-    timeout "$(limit 150)" python -m pytest -q $par "$repo"/tests/test_cuda_*.py -p no:cacheprovider \
+    timeout "$(limit 150)" python -m pytest -q $par $tests -p no:cacheprovider \
         --junitxml="$out/junit.xml" >"$out/pytest.log" 2>&1
     test_rc=$?
     test_s=$((SECONDS - t0))
