@@ -1,7 +1,7 @@
 """gm.backends.cudnn.allow_tf32: TF32 for float32 convolutions, on by default as in PyTorch, separate from the
 matmuls' switch (gm.backends.cuda.matmul.allow_tf32, off by default). The switch reaches the algorithm choice:
-the cache asks cuDNN again after a change, and on a GPU the chosen candidate's math is plain FMA exactly when TF32
-is off. (tests/conftest.py turns TF32 off for the other CUDA tests; each test here restores what it found.)"""
+the cache asks cuDNN again after a change; on a GPU no tensor-core engine runs while TF32 is off, and TF32 rounds
+the inputs when it is on. (tests/conftest.py turns TF32 off for the other CUDA tests; each test here restores what it found.)"""
 import subprocess
 import sys
 
@@ -54,7 +54,9 @@ def test_a_change_reaches_the_algorithm_choice(tf32_restored):
     # each setting has its own cached choice: the first call under TF32 asked again, the return to FMA found its own
     assert not picks[True][0]["cached"] and picks[False][1]["cached"]
     if not gm.cuda.is_emulated():  # the emulator runs one direct kernel whatever the math
-        assert picks[False][0]["math"] == CUDNN_FMA_MATH and picks[True][0]["math"] != CUDNN_FMA_MATH
+        # without TF32 no tensor-core engine; with it the heuristics may still rank a plain one first (they did for
+        # this small layer on an H200), so what TF32 does is tested by its rounding below
+        assert picks[False][0]["math"] == CUDNN_FMA_MATH == picks[False][1]["math"]
 
 
 @requires_cuda
