@@ -6,12 +6,15 @@ under the cap (csrc/ops_conv_workspace.c). The emulator's cuDNN stand-in propose
 so these tests make up candidates with _C._conv_algo_fake (both sides then choose among them; the passes run the
 direct kernels): the reference is the real steps' measured peak on the device, which must equal the estimate
 byte for byte, with the same candidate picked on both sides (_C._conv_algo_last), also under a limit where the
-first candidate does not fit, and whatever the other side's table of choices holds.
+first candidate does not fit, and whatever the other side's table of choices holds; and, in fresh processes
+(tests/conv_workspace_step.py), under limits where the first fits in some passes and not in others.
 
 Without the device (a CPU-only build, or a CUDA device index this process does not have) there is no cuDNN to
 ask: the convolutions take no workspace and the Estimate, plan() and max_batch_size() say so."""
 import gc
+import json
 import os
+import subprocess
 import sys
 
 import pytest
@@ -231,3 +234,33 @@ def test_conv_workspace_uncounted_counts_the_passes_left_out():
     assert _C._conv_workspace_uncounted() - before == 3  # forward, then the input- and weight-gradient passes
     _C.conv2d(x, w, None, 1, 1)  # meta standing for the CPU: its im2col columns are counted
     assert _C._conv_workspace_uncounted() - before == 3
+
+
+# ---- in fresh processes: where the limit decides pass by pass ------------------------------------------------------
+def _fresh(mode, limit, sizes):
+    """tests/conv_workspace_step.py in a fresh process (an allocator and a table of choices with no history)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(os.path.dirname(gm.__file__))] +
+                                                      os.environ.get("PYTHONPATH", "").split(os.pathsep)))
+    r = subprocess.run([sys.executable, "-W", "ignore", os.path.join(here, "conv_workspace_step.py"), mode,
+                        str(limit), *map(str, sizes)], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+@requires_cuda
+@pytest.mark.parametrize("limit", [8 * MiB, 9 * MiB])
+def test_where_the_limit_decides_pass_by_pass_the_estimate_decides_the_same(limit):
+    """Under these limits a 6 MiB workspace fits in some passes and not in others, depending on what the step
+    holds at that moment and on how its segments are laid out: under 8 MiB only the first pass takes it (its
+    choice is then dropped: it no longer fits), under 9 MiB the choices alternate. The estimate's simulated
+    allocator sees the same free room at every pass, so it takes the same workspaces and peaks at the same byte.
+    The inference forward after the steps has room for 6 MiB again, but the table holds the steps' 1.5 MiB
+    choices, which still fit and are kept (under 8 MiB its peak is 2.9 MB where a fresh pick would take 7.3 MB):
+    meta's table went through the same choices as the device's."""
+    sizes = [6 * MiB, 3 * MiB // 2, 0]
+    real, est = _fresh("cuda", limit, sizes), _fresh("estimate", limit, sizes)
+    assert est["counted"]
+    assert all(real["taken"].values()) and all(est["taken"].values()), (real, est)  # both candidates were taken
+    keys = ("peak", "first_step_peak", "inference_peak")
+    assert [est[k] for k in keys] == [real[k] for k in keys], (real, est)
