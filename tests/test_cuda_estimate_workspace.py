@@ -217,8 +217,9 @@ def test_without_a_device_plan_and_max_batch_size_say_the_workspace_is_not_count
     p = gm.memory.plan(model, (1, 8, 8), batch_size=8, budget=1 << 30, device=ABSENT)
     assert not p.conv_workspace_counted and CUDNN_NOTE in p.notes
     assert "(cuDNN workspace not included)" in repr(p)
-    with pytest.warns(UserWarning, match="max_batch_size: for .*cuDNN workspace not included"):
+    with pytest.warns(UserWarning, match="max_batch_size: for .*cuDNN workspace not included") as caught:
         gm.memory.max_batch_size(model, (1, 8, 8), budget=64 << 20, hi=64, device=ABSENT)
+    assert sum("cuDNN workspace" in str(w.message) for w in caught) == 1  # once, not once per batch tried
     assert gm.memory.plan(model, (1, 8, 8), batch_size=8, budget=1 << 30).conv_workspace_counted
 
 

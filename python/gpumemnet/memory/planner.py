@@ -167,15 +167,15 @@ def max_batch_size(model, input_shape, loss_fn=None, optimizer=None, target=None
         raise ValueError(f"{fn}: hi ({hi}) must be at least lo ({lo})")
     k = _positive_int(accumulation_steps, "accumulation_steps", fn)
     shape = _sample_shape(input_shape)
-    totals, uncounted = {}, []
+    totals, warned = {}, []
 
     def total(units):  # the batch is units * k: every micro-batch the same size; inf when it does not fit
         if units not in totals:
             est, need, ok = _fit(budget, model, shape, loss_fn=loss_fn, optimizer=optimizer, target=target,
                                  batch_size=units * k, **estimate_kwargs)
             totals[units] = need if ok else math.inf
-            if est is not None and not est.conv_workspace_counted and not uncounted:
-                uncounted.append(units)
+            if est is not None and not est.conv_workspace_counted and not warned:  # once per search
+                warned.append(units)
                 warnings.warn(f"{fn}: for {est.device}, {CUDNN_NOTE}", UserWarning, stacklevel=3)
         return totals[units]
 
