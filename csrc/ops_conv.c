@@ -25,9 +25,9 @@
  * allocations. The linear layer runs on cuBLAS (kernels/cuda/linear.h) with exactly the CPU's allocations.
  *
  * On meta the allocations are the CPU's (im2col columns), or, when meta stands for CUDA (csrc/meta_target.h),
- * CUDA's with no workspace at all: there is no cuDNN to ask on meta, so cuDNN's workspace is the one thing an
- * estimate for CUDA leaves out (it is taken only when the allocator can still give it; the emulator's stand-in
- * takes none, so there the estimate is exact). */
+ * CUDA's: with a CUDA device in this process (target "cuda:N"), meta asks its cuDNN and picks the workspace
+ * exactly as the device would (cuda_conv_pick, on meta's allocator), so an estimate for CUDA is byte-exact;
+ * with none to ask (target "cuda"), convolutions take no workspace and the estimate says it was not counted. */
 #include "ops_conv_internal.h"
 
 /* ---- the forwards --------------------------------------------------------------------------------------------- */
@@ -126,12 +126,17 @@ PyMethodDef gm_conv_methods[] = {
     {"get_conv_workspace_limit", gm_py_get_conv_workspace_limit, METH_NOARGS,
      "get_conv_workspace_limit() -> bytes."},
     {"_conv_algo_fake", gm_py_conv_algo_fake, METH_O,
-     "_conv_algo_fake(sizes or None): for tests, CUDA convolutions choose among candidates with these workspace "
-     "sizes (best first; they run the direct kernels); None restores cuDNN's. Clears the algorithm cache."},
-    {"_conv_algo_last", gm_py_conv_algo_last, METH_NOARGS,
-     "_conv_algo_last() -> dict(pass, index, cached, algo, math, workspace) of the last CUDA algorithm pick, or "
-     "None."},
-    {"_conv_algo_cache_clear", gm_py_conv_algo_cache_clear, METH_NOARGS,
-     "_conv_algo_cache_clear(): forget the cached CUDA convolution algorithm choices."},
+     "_conv_algo_fake(sizes or None): for tests, CUDA convolutions (and meta standing for a CUDA device) choose "
+     "among candidates with these workspace sizes (best first; they run the direct kernels); None restores cuDNN's."
+     " Clears both algorithm tables."},
+    {"_conv_algo_last", gm_py_conv_algo_last, METH_VARARGS,
+     "_conv_algo_last(which='cuda') -> dict(pass, index, cached, algo, math, workspace) of the last CUDA algorithm "
+     "pick, or None; which='meta': the last pick of meta standing for a CUDA device."},
+    {"_conv_algo_cache_clear", gm_py_conv_algo_cache_clear, METH_VARARGS,
+     "_conv_algo_cache_clear(which='cuda'): forget the cached CUDA convolution algorithm choices ('meta': those of "
+     "meta standing for a CUDA device, as estimate() does before each run)."},
+    {"_conv_workspace_uncounted", gm_py_conv_workspace_uncounted, METH_NOARGS,
+     "_conv_workspace_uncounted() -> how many convolution passes ran on meta standing for CUDA with no cuDNN to "
+     "ask (their workspace not counted), on this thread so far."},
     {NULL, NULL, 0, NULL},
 };

@@ -171,7 +171,8 @@ typedef struct {
 } conv_job;
 
 /* Runs n passes of geometry g, one after another. On CUDA each picks its cuDNN algorithm and takes and frees its
- * own workspace (meta standing for CUDA: none, and nothing runs); on the CPU, and on meta planning it, one im2col
+ * own workspace (meta standing for CUDA device N: the same pick and workspace, and nothing runs; with no device
+ * to ask, no workspace); on the CPU, and on meta planning it, one im2col
  * workspace serves them all, within what `used` bytes of operand copies left of the limit, and is freed before
  * this returns. 0, or -1 + exception. */
 int conv_run_passes(const char *op, const conv_geom *g, gm_dtype dt, gm_device dev, const conv_job *jobs, int n,
@@ -192,7 +193,8 @@ GM_PY_KW_DECL(linear_backward);
 PyObject *gm_py_set_conv_workspace_limit(PyObject *self, PyObject *arg);
 PyObject *gm_py_get_conv_workspace_limit(PyObject *self, PyObject *unused);
 PyObject *gm_py_conv_algo_fake(PyObject *self, PyObject *arg);
-PyObject *gm_py_conv_algo_last(PyObject *self, PyObject *unused);
-PyObject *gm_py_conv_algo_cache_clear(PyObject *self, PyObject *unused);
+PyObject *gm_py_conv_algo_last(PyObject *self, PyObject *args);
+PyObject *gm_py_conv_algo_cache_clear(PyObject *self, PyObject *args);
+PyObject *gm_py_conv_workspace_uncounted(PyObject *self, PyObject *unused);
 
 #endif

@@ -64,7 +64,8 @@
 PyMethodDef gm_nnops_methods[] = {
     {"_set_meta_target", (PyCFunction)(void (*)(void))gm_py_set_meta_target, METH_VARARGS | METH_KEYWORDS,
      "_set_meta_target(target, sm_count=0) -> previous (target, sm_count): what ops on meta allocate for on this "
-     "thread, 'cpu' (default) or 'cuda' (the CUDA kernels' scratch; convolutions without cuDNN workspace)."},
+     "thread, 'cpu' (default), 'cuda:N' (the CUDA kernels' scratch; convolutions take the workspace device N's cuDNN "
+     "would) or 'cuda' (no device to ask: convolutions without workspace)."},
     {"_get_meta_target", gm_py_get_meta_target, METH_NOARGS, "_get_meta_target() -> (target, sm_count)."},
     {"activation", KW(gm_py_activation),
      "activation(op, x, alpha=0.0, out=None, beta=0.0): relu/leaky_relu/sigmoid/tanh/gelu/silu/hardswish/"

@@ -12,10 +12,15 @@ generator's state around the run would not do: it would undo the other thread's 
 
 The meta run stands for the target device (_C._set_meta_target, csrc/meta_target.h): for device="cuda" the ops
 on meta also take the scratch the CUDA kernels take and the CPU kernels do not (batch norm's and the losses'
-cross-block partial sums), and convolutions take CUDA's workspace instead of the CPU's im2col columns. cuDNN
-cannot be asked on meta, so that workspace is modelled as 0 bytes: it is the one freedom between an estimate for
-CUDA and the real step (cuDNN's algorithm is chosen among those whose workspace the allocator can still give, so
-the real peak can only be higher by what was free at that moment). Estimate.notes says so.
+cross-block partial sums), and convolutions take CUDA's workspace instead of the CPU's im2col columns. That
+workspace is cuDNN's choice: the first of its candidate algorithms whose workspace the allocator can give. When
+the device is in this process (a CUDA build with a GPU, or the emulator), meta asks the device's cuDNN for the
+same candidates and applies the same rule to its own allocator, under the limit the estimate runs with, from an
+empty table of choices as in a fresh process (csrc/ops_conv_workspace.c): the estimate takes the workspace the
+real step takes, byte for byte. Without the device (a CPU-only build, or estimating for CUDA on a machine without
+a GPU) there is no cuDNN to ask: convolutions take no workspace, and Estimate.conv_workspace_counted is False,
+with a note saying what that leaves out (the real peak can only be higher by what was free at that moment, as
+cuDNN takes a workspace only when the allocator can give it).
 """
 import contextlib
 import functools
@@ -96,7 +101,10 @@ class Estimate:
                     blocks that went to the fallback (host memory or files), not counted in peak
     params, trainable, param_bytes, gradient_bytes, optimizer_bytes, activation_bytes (peak saved for backward),
     input_bytes, layers (LayerRow list), device (what the estimate stands for: "cpu", "cuda:0"...), notes (what
-    the figures leave out, as sentences: for CUDA, cuDNN's convolution workspace).
+    the figures leave out, as sentences: CUDNN_NOTE when conv_workspace_counted is False).
+    conv_workspace_counted  False when the step's convolutions ran for CUDA with no cuDNN to ask (no CUDA device
+                    in this process): their workspace is not in the figures (notes and the repr say so); True
+                    otherwise (the CPU's im2col columns, or the workspace cuDNN picks on this machine's device).
     host_peak       the host memory's highest allocated bytes during the step, for what the step keeps in host
                     memory (an offloading optimizer's fp32 masters, state and staging; activations under
                     save_on_cpu): 0 when nothing is offloaded. Counted by the allocator as "meta-host" (the same
@@ -133,6 +141,7 @@ class Estimate:
     host_peak = bytes_to_host = bytes_to_device = 0
     micro_batch_to_host = micro_batch_to_device = overlapped_to_host = overlapped_to_device = 0
     overlap_grad_copies = False
+    conv_workspace_counted = True
     first_step_peak = None
     peak_step = 1
 
@@ -221,21 +230,23 @@ def _html_table(caption, rows, header=None):
     return "\n".join(out)
 
 
-CUDNN_NOTE = ("cuDNN workspace not included: on meta there is no cuDNN to ask, so every convolution is modelled "
-              "with 0 bytes of workspace; on the GPU cuDNN takes an algorithm's workspace only when the allocator "
-              "can still give it, so the real peak may exceed this estimate by at most what is free at that moment "
-              "(a limit, gm.memory.set_limit, bounds it)")
+CUDNN_NOTE = ("cuDNN workspace not included: this process has no CUDA device whose cuDNN could be asked which "
+              "algorithm it picks, so every convolution is modelled with 0 bytes of workspace; on the GPU cuDNN "
+              "takes an algorithm's workspace only when the allocator can still give it, so the real peak may "
+              "exceed this estimate by at most what is free at that moment (a limit, gm.memory.set_limit, bounds "
+              "it); estimate on a machine with the GPU to count it byte for byte")
 
 
 def _meta_target(dev):
-    """(target, sm_count) of _C._set_meta_target for the device an estimate stands for: 'cuda' with the GPU's
-    multiprocessor count when it is here (it sizes batch norm's scratch; 0 = unknown, the kernels' default),
-    'cpu' for everything else."""
+    """(target, sm_count) of _C._set_meta_target for the device an estimate stands for: 'cuda:N' with the GPU's
+    multiprocessor count when it is here (cuDNN is asked for the convolutions' workspace; the count sizes batch
+    norm's scratch), 'cuda' with 0 (unknown: the kernels' default) when it is not, 'cpu' for everything else."""
     if dev.split(":")[0] != "cuda":
         return "cpu", 0
     index = int(dev.split(":")[1]) if ":" in dev else 0
-    sms = cuda.get_device_properties(index).multi_processor_count if index < cuda.device_count() else 0
-    return "cuda", sms
+    if index >= cuda.device_count():
+        return "cuda", 0
+    return f"cuda:{index}", cuda.get_device_properties(index).multi_processor_count
 
 
 def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, target=None, autocast=None,
@@ -392,6 +403,9 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
     busy.depth += 1
     state.meta_draws_random = False
     prev_target = _C._set_meta_target(*meta_target)
+    # cuDNN's choices on meta start from an empty table, as the device's do in a fresh process
+    _C._conv_algo_cache_clear("meta")
+    uncounted = _C._conv_workspace_uncounted()
     # A fresh process has no segments: the free room left in segments the caller's live meta tensors hold (another
     # model built on meta) must not serve the step, or its estimate would depend on what else is alive.
     prev_fresh = [_C._fresh_segments(d, True) for d in (META, _memory.META_HOST)]
@@ -519,6 +533,7 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
             out = clone(*micro_batch(xs, 0))
         out = None
         inference_peak = _memory.max_memory_allocated(META) - ibase
+        uncounted = _C._conv_workspace_uncounted() - uncounted
     finally:
         if recorder is not None:
             recorder.remove()
@@ -545,7 +560,8 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         fallback_peak=fallback_peak,
         input_bytes=input_bytes, layers=rows, input_shape=shape, micro_batch=micro, device=dev,
         comm_bytes=comm_bytes, world_size=dist[0], zero=dist[1], rank=dist[2],
-        notes=([CUDNN_NOTE] if meta_target[0] == "cuda" else []) + notes, seconds=time.perf_counter() - t0,
+        notes=([CUDNN_NOTE] if uncounted else []) + notes, conv_workspace_counted=not uncounted,
+        seconds=time.perf_counter() - t0,
         host_peak=host_peak, bytes_to_host=moved["to_host"], bytes_to_device=moved["to_device"],
         micro_batch_to_host=micro_moved["to_host"], micro_batch_to_device=micro_moved["to_device"],
         overlapped_to_host=overlapped["to_host"], overlapped_to_device=overlapped["to_device"],

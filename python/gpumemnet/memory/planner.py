@@ -6,6 +6,9 @@ gpumemnet.memory.estimator.estimate, which runs the step on a meta copy of the m
 device and no OutOfMemoryError is ever provoked on it to find the answer. "Fits" means more than a total within
 the budget: the budget caps reserved bytes (gm.memory.set_limit caps segments, as a card's size does), so a
 candidate is also run on meta under the budget as a limit, and fits only if that run completes (see _fit).
+For a CUDA device that is not in this process, the estimates leave cuDNN's convolution workspace out
+(Estimate.conv_workspace_counted, estimator.CUDNN_NOTE): Plan says so (conv_workspace_counted, notes, its repr),
+and max_batch_size warns (its answer is a number).
 
 The cost model of `plan` (relative time of one optimizer step of the whole batch, fp32 without tricks = 1.0):
     x 1.35 when checkpointing: each checkpointed segment's forward runs again in backward (whatever the number
@@ -71,7 +74,7 @@ from ..optim import SGD, Adam, AdamW
 from .._core.offload import save_on_cpu as _save_on_cpu
 from ..utils.checkpoint import checkpoint_sequential
 from .calibration import cached_rates
-from .estimator import _check_scalar_loss, _device_fallback, _fmt, estimate
+from .estimator import CUDNN_NOTE, _check_scalar_loss, _device_fallback, _fmt, estimate
 
 __all__ = ["Plan", "max_batch_size", "plan", "step_cost", "offload_cost", "remedy_cost", "time_model"]
 
@@ -146,6 +149,8 @@ def max_batch_size(model, input_shape, loss_fn=None, optimizer=None, target=None
     shape whose first dim follows the batch. autocast, checkpoint_segments, accumulation_steps and device are
     estimate()'s; with accumulation_steps=k only multiples of k are considered. Raises ValueError when even `lo`
     does not fit, saying by how many bytes. The search assumes the total does not shrink as the batch grows.
+    For a CUDA device not in this process a UserWarning says that cuDNN's convolution workspace was not counted
+    (estimator.CUDNN_NOTE): the batch found may then not fit on the GPU.
     (The former order, max_batch_size(model, input_shape, budget, ...), still works, with a DeprecationWarning.)"""
     if loss_fn is not None and not callable(loss_fn) and isinstance(loss_fn, (int, float)) and budget is None:
         warnings.warn("max_batch_size(model, input_shape, budget, ...): budget is now a keyword after loss_fn, "
@@ -162,13 +167,16 @@ def max_batch_size(model, input_shape, loss_fn=None, optimizer=None, target=None
         raise ValueError(f"{fn}: hi ({hi}) must be at least lo ({lo})")
     k = _positive_int(accumulation_steps, "accumulation_steps", fn)
     shape = _sample_shape(input_shape)
-    totals = {}
+    totals, warned = {}, []
 
     def total(units):  # the batch is units * k: every micro-batch the same size; inf when it does not fit
         if units not in totals:
-            _, need, ok = _fit(budget, model, shape, loss_fn=loss_fn, optimizer=optimizer, target=target,
-                               batch_size=units * k, **estimate_kwargs)
+            est, need, ok = _fit(budget, model, shape, loss_fn=loss_fn, optimizer=optimizer, target=target,
+                                 batch_size=units * k, **estimate_kwargs)
             totals[units] = need if ok else math.inf
+            if est is not None and not est.conv_workspace_counted and not warned:  # once per search
+                warned.append(units)
+                warnings.warn(f"{fn}: for {est.device}, {CUDNN_NOTE}", UserWarning, stacklevel=3)
         return totals[units]
 
     u_lo, u_hi = -(-lo // k), (hi // k if hi is not None else None)
@@ -332,6 +340,9 @@ class Plan:
                                       configuration's time on the device they are expected to take (1.0: none);
                                       and what priced them, the calibrated time model or the fixed factors
     estimate                          the Estimate behind predicted_peak
+    conv_workspace_counted, notes     its Estimate's: False (and estimator.CUDNN_NOTE in notes, "cuDNN workspace
+                                      not included" in the repr) when planning for a CUDA device that is not in
+                                      this process, so that cuDNN's convolution workspace is not in the figures
     considered                        [(config dict, total bytes, time)] in the order they were estimated
     world_size, zero                  plan(..., world_size=N): every rank runs batch_size samples with the model in
                                       DistributedDataParallel (zero 0, 1) and the optimizer in
@@ -356,6 +367,7 @@ class Plan:
         self.checkpoint_segments, self.autocast = checkpoint_segments, autocast
         self.estimate, self.predicted_peak, self.predicted_time = est, est.total, time
         self.predicted_reserved = est.peak_reserved
+        self.conv_workspace_counted, self.notes = est.conv_workspace_counted, list(est.notes)
         self.considered = considered
 
     def __repr__(self):
@@ -372,9 +384,10 @@ class Plan:
         if off:
             off += (f"remedies expected {self.remedy_time:.2f}x the step's time on the device, priced by: "
                     f"{self.priced_by}, ")
+        ws = "" if self.conv_workspace_counted else " (cuDNN workspace not included)"
         return (f"Plan({ranks}micro_batch={self.micro_batch}, accumulation_steps={self.accumulation_steps}, "
                 f"checkpoint_segments={self.checkpoint_segments}, autocast={amp}, {off}"
-                f"predicted_peak={_fmt(self.predicted_peak)} of {_fmt(self.budget)}, "
+                f"predicted_peak={_fmt(self.predicted_peak)}{ws} of {_fmt(self.budget)}, "
                 f"predicted_time={self.predicted_time:.2f})")
 
     def prepare(self, model=None):
