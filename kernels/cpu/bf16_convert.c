@@ -21,6 +21,10 @@ static void bf16_to_f32_scalar(float *d, const uint16_t *s, int64_t n) {
     for (int64_t i = 0; i < n; i++) d[i] = gm_bf16_to_float(s[i]);
 }
 
+static void round_f32_scalar(float *d, const float *s, int64_t n) {
+    for (int64_t i = 0; i < n; i++) d[i] = gm_bf16_to_float(gm_float_to_bf16(s[i]));
+}
+
 static void add_bf16_scalar(float *d, const float *a, const uint16_t *b, int64_t n) {
     for (int64_t i = 0; i < n; i++) d[i] = a[i] + gm_bf16_to_float(b[i]);
 }
@@ -45,6 +49,13 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) static void bf16_to_f32_avx
         _mm512_mask_storeu_epi32(d + i, m, _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, s + i)),
                                                              16));
     }
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static void round_f32_avx512(float *d, const float *s, int64_t n) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_si512(d + i, _mm512_slli_epi32(_mm512_cvtepu16_epi32(gm_bf16_narrow16(_mm512_loadu_si512(s + i))), 16));
+    round_f32_scalar(d + i, s + i, n - i);
 }
 
 /* d = a + (float)b: the widening is exact, so this is the float32 sum of the widened copy, in one pass */
@@ -94,6 +105,14 @@ __attribute__((target("avx2"))) static void f32_to_bf16_avx2(uint16_t *d, const 
         _mm256_storeu_si256((__m256i *)(d + i), _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), 0xd8));
     }
     f32_to_bf16_scalar(d + i, s + i, n - i);
+}
+
+__attribute__((target("avx2"))) static void round_f32_avx2(float *d, const float *s, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_si256((__m256i *)(d + i),
+                            _mm256_slli_epi32(bf16_round8_avx2(_mm256_loadu_si256((const __m256i *)(s + i))), 16));
+    round_f32_scalar(d + i, s + i, n - i);
 }
 
 __attribute__((target("avx2"))) static inline __m256 bf16_widen8_avx2(const uint16_t *s) {
@@ -150,6 +169,20 @@ void gm_cvt_bf16_to_f32(float *dst, const uint16_t *src, int64_t n) {
     }
 #endif
     bf16_to_f32_scalar(dst, src, n);
+}
+
+void gm_cvt_f32_to_bf16_f32(float *dst, const float *src, int64_t n) {
+#ifdef GM_CVT_X86
+    if (n >= 16 && have_avx512()) {
+        round_f32_avx512(dst, src, n);
+        return;
+    }
+    if (n >= 8 && have_avx2()) {
+        round_f32_avx2(dst, src, n);
+        return;
+    }
+#endif
+    round_f32_scalar(dst, src, n);
 }
 
 void gm_add_bf16_to_f32(float *dst, const float *a, const uint16_t *b, int64_t n) {
