@@ -420,6 +420,8 @@ int conv2d_forward_half(uint16_t *out, const uint16_t *x, const uint16_t *w, con
     }
     const size_t sn = dt == GM_BF16 ? conv_half_small_nbytes(g, CONV_FORWARD) : 0;
     if (sn && ws && ws_nbytes >= sn) return conv_half_small_forward(out, x, w, bias, g, ws, nthreads);
+    const size_t fn = dt == GM_BF16 ? conv_half_few_nbytes(g, CONV_FORWARD, nthreads) : 0;
+    if (fn && ws && ws_nbytes >= fn) return conv_half_few_forward(out, x, w, bias, g, ws, nthreads);
     const size_t an = dt == GM_BF16 ? conv_half_amx_nbytes(g, CONV_FORWARD, nthreads) : 0;
     if (an && ws && ws_nbytes >= an) return conv_half_amx_forward(out, x, w, bias, g, ws, nthreads);
     const size_t dn = conv_half_direct_nbytes(g, dt, CONV_FORWARD, nthreads);
@@ -552,6 +554,8 @@ int conv2d_backward_data_half(uint16_t *dx, const uint16_t *dout, const uint16_t
         return conv_depthwise_half_backward_data(dx, dout, w, bias, g, dt, ws, ws_nbytes, nthreads);
     const size_t sn = dt == GM_BF16 ? conv_half_small_nbytes(g, CONV_BACKWARD_DATA) : 0;
     if (sn && ws && ws_nbytes >= sn) return conv_half_small_backward_data(dx, dout, w, bias, g, ws, nthreads);
+    const size_t fn = dt == GM_BF16 ? conv_half_few_nbytes(g, CONV_BACKWARD_DATA, nthreads) : 0;
+    if (fn && ws && ws_nbytes >= fn) return conv_half_few_backward_data(dx, dout, w, bias, g, ws, nthreads);
     const size_t an = dt == GM_BF16 ? conv_half_amx_nbytes(g, CONV_BACKWARD_DATA, nthreads) : 0;
     if (an && ws && ws_nbytes >= an) return conv_half_amx_backward_data(dx, dout, w, bias, g, ws, nthreads);
     const size_t dn = conv_half_direct_nbytes(g, dt, CONV_BACKWARD_DATA, nthreads);
@@ -610,6 +614,8 @@ int conv2d_backward_weight_half(uint16_t *dw, const uint16_t *dout, const uint16
         return conv_depthwise_half_backward_weight(dw, dout, x, g, dt, ws, ws_nbytes, nthreads);
     const size_t sn = dt == GM_BF16 ? conv_half_small_nbytes(g, CONV_BACKWARD_WEIGHT) : 0;
     if (sn && ws && ws_nbytes >= sn) return conv_half_small_backward_weight(dw, dout, x, g, ws, nthreads);
+    const size_t fn = dt == GM_BF16 ? conv_half_few_nbytes(g, CONV_BACKWARD_WEIGHT, nthreads) : 0;
+    if (fn && ws && ws_nbytes >= fn) return conv_half_few_backward_weight(dw, dout, x, g, ws, nthreads);
     const size_t an = dt == GM_BF16 ? conv_half_amx_nbytes(g, CONV_BACKWARD_WEIGHT, nthreads) : 0;
     if (an && ws && ws_nbytes >= an) return conv_half_amx_backward_weight(dw, dout, x, g, ws, nthreads);
     const size_t dn = conv_half_direct_nbytes(g, dt, CONV_BACKWARD_WEIGHT, nthreads);
