@@ -51,16 +51,18 @@ static PyObject *run_forward(const char *op, conv_pass pass, const conv_geom *g,
 }
 
 /* input (N, C, H, W), weight (4-D, wlayout) and bias (or None) of a forward: tensors of one floating dtype on one
- * device. 0, or -1 + exception. */
+ * device, or, where *mixed is 1 on entry (conv2d) and they are conv_f32_weight's mixed form, a bfloat16 input
+ * with a float32 weight and bias (*mixed stays 1; else it is set to 0). 0, or -1 + exception. */
 static int conv_operands(const char *op, PyObject *xo, PyObject *wo, PyObject *bo, const char *wlayout, GMTensor **x,
-                         GMTensor **w, GMTensor **b) {
+                         GMTensor **w, GMTensor **b, int *mixed, int64_t groups) {
     if (forward_operands(op, xo, wo, bo, x, w, b) < 0) return -1;
+    *mixed = *mixed && conv_f32_weight(*x, *w, *b, groups);
     GMTensor *ops[] = {*x, *w, *b};
     const char *names[] = {"input", "weight", "bias"};
     if (check_4d(op, "input", "(N, C, H, W)", (*x)->ndim, (*x)->shape) < 0 ||
         check_4d(op, "weight", wlayout, (*w)->ndim, (*w)->shape) < 0)
         return -1;
-    return conv_check_operands(op, ops, names, 3, 1);
+    return conv_check_mixed(op, ops, names, 3, 1, *mixed);
 }
 
 PyObject *gm_py_conv2d(PyObject *self, PyObject *args, PyObject *kwargs) {
@@ -74,11 +76,13 @@ PyObject *gm_py_conv2d(PyObject *self, PyObject *args, PyObject *kwargs) {
     GMTensor *x, *w, *b;
     conv_geom g;
     int64_t oshape[4];
-    if (conv_operands(op, xo, wo, bo, "(out_channels, in_channels/groups, kH, kW)", &x, &w, &b) < 0 ||
+    int mixed = 1;
+    if (conv_operands(op, xo, wo, bo, "(out_channels, in_channels/groups, kH, kW)", &x, &w, &b, &mixed, groups) < 0 ||
         plan_conv2d(op, x->shape, w->shape, stride, padding, dilation, groups, &g, oshape) < 0 ||
         check_bias(op, b, w->shape[0], "out_channels") < 0)
         return NULL;
     set_input_strides(&g, x);
+    g.wf32 = mixed;
     return run_forward(op, CONV_FORWARD, &g, oshape, x, w, b);
 }
 
@@ -94,12 +98,17 @@ PyObject *gm_py_conv_transpose2d(PyObject *self, PyObject *args, PyObject *kwarg
     GMTensor *x, *w, *b;
     conv_geom g;
     int64_t oshape[4];
-    if (conv_operands(op, xo, wo, bo, "(in_channels, out_channels/groups, kH, kW)", &x, &w, &b) < 0 ||
+    int mixed = 0; /* conv_transpose2d keeps one dtype (autocast casts its parameters) */
+    if (conv_operands(op, xo, wo, bo, "(in_channels, out_channels/groups, kH, kW)", &x, &w, &b, &mixed, groups) < 0 ||
         plan_conv_transpose2d(op, x->shape, w->shape, stride, padding, opad, groups, dilation, &g, oshape) < 0 ||
         check_bias(op, b, oshape[1], "out_channels") < 0)
         return NULL;
     set_input_strides(&g, NULL); /* the underlying conv's input is our output: contiguous, never read */
     return run_forward(op, CONV_BACKWARD_DATA, &g, oshape, x, w, b);
+}
+
+static PyObject *gm_py_conv_reads_f32_weight(PyObject *self, PyObject *unused) {
+    return PyBool_FromLong(conv_half_reads_f32_weight());
 }
 
 /* ---- method table ----------------------------------------------------------------------------------------- */
@@ -121,6 +130,9 @@ PyMethodDef gm_conv_methods[] = {
     {"linear_backward", KW(gm_py_linear_backward),
      "linear_backward(grad_output, input, weight, output_mask, input_shape=None, weight_shape=None) -> "
      "(grad_input, grad_weight, grad_bias)."},
+    {"_conv_reads_f32_weight", gm_py_conv_reads_f32_weight, METH_NOARGS,
+     "_conv_reads_f32_weight() -> whether conv2d (one group) on the CPU takes a bfloat16 input with a float32 weight "
+     "and bias as they are (this CPU's bfloat16 passes widen the weight; GPUMEMNET_BF16_CONV=gemm says no)."},
     {"set_conv_workspace_limit", gm_py_set_conv_workspace_limit, METH_O,
      "set_conv_workspace_limit(nbytes): the most scratch one convolution may hold (default 64 MiB)."},
     {"get_conv_workspace_limit", gm_py_get_conv_workspace_limit, METH_NOARGS,

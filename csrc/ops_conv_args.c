@@ -3,6 +3,7 @@
  * conv_geom and output shape of conv2d and conv_transpose2d, with every ValueError a bad combination of them
  * raises. Shared by the forward (ops_conv.c) and backward (ops_conv_backward.c) ops and linear (ops_linear.c). */
 #include "ops_conv_internal.h"
+#include "meta_target.h"
 
 /* ---- argument parsing ------------------------------------------------------------------------------------ */
 static int parse_int(PyObject *o, const char *op, const char *name, int64_t *out) {
@@ -132,6 +133,22 @@ int conv_check_operands(const char *op, GMTensor **ts, const char **names, int n
                      ".float() on the input and the parameters)", op, gm_dtype_name(ref->dtype));
         return -1;
     }
+    return 0;
+}
+
+int conv_f32_weight(GMTensor *x, GMTensor *w, GMTensor *b, int64_t groups) {
+    if (!x || !w || x->dtype != GM_BF16 || w->dtype != GM_F32 || (b && b->dtype != GM_F32) || groups != 1) return 0;
+    const int cpu = x->device.type == GM_DEV_CPU || (x->device.type == GM_DEV_META && !gm_meta_as_cuda(x->device));
+    return cpu && conv_half_reads_f32_weight();
+}
+
+int conv_check_mixed(const char *op, GMTensor **ts, const char **names, int n, int nact, int mixed) {
+    if (!mixed) return conv_check_operands(op, ts, names, n, 1);
+    if (conv_check_operands(op, ts, names, nact, 1) < 0 ||
+        conv_check_operands(op, ts + nact, names + nact, n - nact, 1) < 0)
+        return -1;
+    for (int i = nact; i < n; i++)
+        if (ts[i] && gm_check_same_device(op, ts[0], ts[i]) < 0) return -1;
     return 0;
 }
 

@@ -47,6 +47,7 @@ typedef struct {
     int64_t xshape[GM_MAX_DIMS], wshape[GM_MAX_DIMS];
     conv_geom g;
     int mask[3];
+    int mixed; /* conv2d's only: a float32 weight under bfloat16 activations (conv_f32_weight) */
 } conv_bwd;
 
 static PyObject *conv_backward(conv_bwd *a) {
@@ -93,10 +94,11 @@ fail:
 
 /* Parses (grad_output, input, weight) + shapes and runs the common checks of both backward ops. */
 static int parse_backward(conv_bwd *a, PyObject *goo, PyObject *xo, PyObject *wo, PyObject *xshape,
-                          PyObject *wshape, PyObject *masko) {
+                          PyObject *wshape, PyObject *masko, int64_t groups) {
     const char *op = a->op;
     int nd;
     if (backward_operands(op, goo, xo, wo, &a->go, &a->x, &a->w) < 0 || parse_mask(masko, a->mask) < 0) return -1;
+    a->mixed = a->mixed && conv_f32_weight(a->go, a->w, NULL, groups) && (!a->x || a->x->dtype == GM_BF16);
     if (shape_of(a->x, xshape, op, "input", &nd, a->xshape) < 0 ||
         check_4d(op, "input", "(N, C, H, W)", nd, a->xshape) < 0)
         return -1;
@@ -105,7 +107,7 @@ static int parse_backward(conv_bwd *a, PyObject *goo, PyObject *xo, PyObject *wo
         return -1;
     GMTensor *ops[] = {a->go, a->x, a->w};
     const char *names[] = {"grad_output", "input", "weight"};
-    if (conv_check_operands(op, ops, names, 3, 1) < 0) return -1;
+    if (conv_check_mixed(op, ops, names, 3, 2, a->mixed) < 0) return -1;
     return check_needed_operands(op, a->mask, a->x, a->w);
 }
 
@@ -117,10 +119,11 @@ PyObject *gm_py_conv2d_backward(PyObject *self, PyObject *args, PyObject *kwargs
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOOLO|OO:conv2d_backward", kwlist, &goo, &xo, &wo, &stride,
                                      &padding, &dilation, &groups, &masko, &xshape, &wshape))
         return NULL;
-    conv_bwd a = {.op = "conv2d_backward", .transposed = 0};
+    conv_bwd a = {.op = "conv2d_backward", .transposed = 0, .mixed = 1};
     int64_t oshape[4];
-    if (parse_backward(&a, goo, xo, wo, xshape, wshape, masko) < 0) return NULL;
+    if (parse_backward(&a, goo, xo, wo, xshape, wshape, masko, groups) < 0) return NULL;
     if (plan_conv2d(a.op, a.xshape, a.wshape, stride, padding, dilation, groups, &a.g, oshape) < 0) return NULL;
+    a.g.wf32 = a.mixed;
     if (check_grad_output(a.op, a.go, 4, oshape) < 0) return NULL;
     return conv_backward(&a);
 }
@@ -135,7 +138,7 @@ PyObject *gm_py_conv_transpose2d_backward(PyObject *self, PyObject *args, PyObje
         return NULL;
     conv_bwd a = {.op = "conv_transpose2d_backward", .transposed = 1};
     int64_t oshape[4];
-    if (parse_backward(&a, goo, xo, wo, xshape, wshape, masko) < 0) return NULL;
+    if (parse_backward(&a, goo, xo, wo, xshape, wshape, masko, groups) < 0) return NULL;
     if (plan_conv_transpose2d(a.op, a.xshape, a.wshape, stride, padding, opad, groups, dilation, &a.g, oshape) < 0)
         return NULL;
     if (check_grad_output(a.op, a.go, 4, oshape) < 0) return NULL;

@@ -50,6 +50,17 @@ static inline int forward_operands(const char *op, PyObject *xo, PyObject *wo, P
  * cpu_half: the CPU kernels read float16/bfloat16 themselves (depthwise too: kernels/cpu/conv_depthwise.c). */
 int conv_check_operands(const char *op, GMTensor **ts, const char **names, int n, int cpu_half);
 
+/* Whether conv2d's (or its backward's) bfloat16 input x with weight w and bias b (or NULL) of `groups` groups is
+ * the mixed form the CPU passes read as it is: a float32 weight and bias, one group, on the CPU (or meta standing
+ * for it), on a CPU whose bfloat16 passes widen the weight (conv_half_reads_f32_weight). Autocast passes its
+ * parameters so, with no bfloat16 copy (python/gpumemnet/nn/_functional_conv.py); the geometry then carries wf32.
+ * Any other mix of dtypes is refused by conv_check_operands. */
+int conv_f32_weight(GMTensor *x, GMTensor *w, GMTensor *b, int64_t groups);
+
+/* conv_check_operands of all n operands, or, when they are the mixed form above, of the first nact (the
+ * bfloat16 activations) and of the rest (weight, bias: float32) apart, with the devices checked together. */
+int conv_check_mixed(const char *op, GMTensor **ts, const char **names, int n, int nact, int mixed);
+
 static inline int check_bias(const char *op, GMTensor *b, int64_t n, const char *what) {
     if (!b || (b->ndim == 1 && b->shape[0] == n)) return 0;
     char sb[GM_SHAPE_BUF];

@@ -18,6 +18,8 @@ typedef struct {
     int64_t dh, dw;       /* dilation */
     int64_t G;            /* groups */
     int64_t xs[4];        /* element strides of inp (N, C, H, W) */
+    int64_t wf32;         /* CPU bfloat16 passes only: weight and bias stored as float32, rounded to bfloat16 as
+                           * they are widened (autocast's parameters, read with no bfloat16 copy); else 0 */
 } conv_geom;
 
 /* float32 sums of a convolution or linear layer run in chunks of this many terms, each chunk's total added onto

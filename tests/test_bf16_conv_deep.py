@@ -4,7 +4,8 @@ the half-precision backward plans once left one row of columns per product (kern
 CONV_HALF_MIN_ROWS) and the bfloat16 weight-gradient fills its buffer with bfloat16 rows (kernels/cpu/conv_half.c,
 conv2d_backward_weight_bf16); the direct route of layers with few channels on large maps (conv_half.c,
 half_direct_route, taken when GPUMEMNET_BF16_CONV=direct: groups of items widened for the float32 direct kernels); and the small route of layers with at
-most 16 positions in the batch (conv_half_small.c: the weight read once as bfloat16). Every pass on each route
+most 16 positions in the batch (conv_half_small.c: the weight read once as bfloat16; conv_half_few.c on CPUs
+without bfloat16 products: the weight widened a block at a time, all items in one product). Every pass on each route
 (GPUMEMNET_BF16_CONV=gemm, =widen, =direct, read per call) and on the measured rule, at 1 and 2 threads, against
 a float64 NumPy reference of the same bfloat16 inputs; and meta's workspace bytes equal to the CPU's. Each result is a float32 sum rounded once to bfloat16: within half an ulp (2^-8 relative)
 of the exact value, plus the float32 sum's error, bounded here by 2^-14 of the sum of the terms' magnitudes."""

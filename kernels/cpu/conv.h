@@ -73,6 +73,10 @@ int conv2d_forward(void *out, const void *inp, const void *weight, const void *b
 int conv2d_backward_data(void *dinp, const void *dout, const void *weight, const void *bias, const conv_geom *g,
                          gm_dtype dt, void *ws, size_t ws_nbytes, int nthreads);
 
+/* Whether this CPU's bfloat16 passes of one-group convolutions read a float32 weight and bias as they are
+ * (conv_geom.wf32; conv_half.c): autocast then passes its parameters uncast. */
+int conv_half_reads_f32_weight(void);
+
 /* dweight = conv's weight-gradient: sum over items and positions of dout x columns of inp. Overwrites
  * dweight. */
 int conv2d_backward_weight(void *dweight, const void *dout, const void *inp, const conv_geom *g, gm_dtype dt,

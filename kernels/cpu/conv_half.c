@@ -180,6 +180,33 @@ static int bf16_on_gemm(const conv_geom *g, conv_pass pass) {
     }
 }
 
+/* The weight (n elements) and bias (nb, or none) as a pass's float32 operands w32 and b32: widened from dt, or,
+ * where they are stored as float32 (g->wf32: autocast's parameters, which then need no bfloat16 copy), rounded to
+ * bfloat16 and widened back: the same operands bit for bit, one pass over float32 instead of a cast to bfloat16
+ * (a pass) and its widening (another). */
+static void load_weight(float *w32, float *b32, const void *w, const void *bias, int64_t n, int64_t nb,
+                        const conv_geom *g, gm_dtype dt, int nt) {
+    if (!g->wf32) {
+        convert_all(w32, (uint16_t *)w, n, 0, dt, nt);
+        if (bias) load_run_h(b32, bias, 1, nb, dt);
+        return;
+    }
+    const float *wf = w;
+    const int64_t parts = n >= 2 * CONVERT_GRAIN && nt > 1 ? nt : 1;
+#pragma omp parallel for num_threads(parts) if (parts > 1) schedule(static)
+    for (int64_t t = 0; t < parts; t++) {
+        const int64_t a = n * t / parts, b = n * (t + 1) / parts;
+        gm_cvt_f32_to_bf16_f32(w32 + a, wf + a, b - a);
+    }
+    if (bias) gm_cvt_f32_to_bf16_f32(b32, bias, nb);
+}
+
+/* Whether the bfloat16 passes of a one-group convolution can read a float32 weight and bias (g->wf32): every
+ * route they take on this CPU widens the weight (load_weight). The routes on bfloat16 products (small, AMX,
+ * gemm_bf16) read it as bfloat16 and run where the CPU multiplies bfloat16 (gemm_bf16_native), or under
+ * GPUMEMNET_BF16_CONV=gemm; there autocast casts the weight as before. */
+int conv_half_reads_f32_weight(void) { return !gemm_bf16_native() && bf16_conv_env() != 1; }
+
 /* ---- the direct route: float32 direct kernels (conv_direct.c) on widened groups of items ---------------------
  * Where the float32 passes take the direct kernel (stride-1 same-size or stride-2 3x3 layers of few channels on
  * large maps: the UNet's 16 to 64 channels at 64x64 to 16x16) a pass alone beat both half routes by 2-5x under
@@ -311,8 +338,7 @@ static void half_direct_pass(uint16_t *out, const uint16_t *in, const uint16_t *
     const size_t kn = half_kernel_nbytes(&c, pass, nthreads);
     const int wino = conv_winograd_use(&c, pass, nthreads);
     float *in32 = (float *)((char *)pk + align64(kn)), *out32 = in32 + nb * inn;
-    convert_all(w32, (uint16_t *)w, KCRS, 0, dt, nthreads);
-    if (bias) load_run_h(b32, bias, 1, nbias, dt);
+    load_weight(w32, b32, w, bias, KCRS, nbias, g, dt, nthreads);
     for (int64_t n0 = 0; n0 < g->N; n0 += nb) {
         conv_geom cg = half_direct_geom(g, min64(nb, g->N - n0));
         for (int64_t i = 0; i < cg.N; i++) {
@@ -383,15 +409,19 @@ int conv2d_forward_half(uint16_t *out, const uint16_t *x, const uint16_t *w, con
     const int64_t PQ = g->P * g->Q;
     if (N == 0 || K == 0 || PQ == 0) return GM_OK;
     if (!out || !w || (N * g->C > 0 && !x)) return GM_ERR_ARG;
+    if (g->wf32 && (dt != GM_BF16 || G != 1 || !conv_half_reads_f32_weight())) return GM_ERR_ARG;
     if (conv2d_algo(g, CONV_FORWARD) == CONV_ALGO_DEPTHWISE) /* conv_depthwise.c */
         return conv_depthwise_half_forward(out, x, w, bias, g, dt, ws, ws_nbytes, nthreads);
-    if (CRS == 0) { /* no input channels: the output is the bias, already in dt */
+    if (CRS == 0) { /* no input channels: the output is the bias, already in dt (or float32: rounded once) */
         for (int64_t i = 0; i < N * K; i++)
-            for (int64_t j = 0; j < PQ; j++) out[i * PQ + j] = bias ? bias[i % K] : 0;
+            for (int64_t j = 0; j < PQ; j++)
+                out[i * PQ + j] = !bias ? 0 : g->wf32 ? gm_float_to_bf16(((const float *)bias)[i % K]) : bias[i % K];
         return GM_OK;
     }
     const size_t sn = dt == GM_BF16 ? conv_half_small_nbytes(g, CONV_FORWARD) : 0;
     if (sn && ws && ws_nbytes >= sn) return conv_half_small_forward(out, x, w, bias, g, ws, nthreads);
+    const size_t fn = dt == GM_BF16 ? conv_half_few_nbytes(g, CONV_FORWARD, nthreads) : 0;
+    if (fn && ws && ws_nbytes >= fn) return conv_half_few_forward(out, x, w, bias, g, ws, nthreads);
     const size_t an = dt == GM_BF16 ? conv_half_amx_nbytes(g, CONV_FORWARD, nthreads) : 0;
     if (an && ws && ws_nbytes >= an) return conv_half_amx_forward(out, x, w, bias, g, ws, nthreads);
     const size_t dn = conv_half_direct_nbytes(g, dt, CONV_FORWARD, nthreads);
@@ -411,8 +441,7 @@ int conv2d_forward_half(uint16_t *out, const uint16_t *x, const uint16_t *w, con
         conv_blas_single_end(pl.nt);
         return st;
     }
-    convert_all(w32, (uint16_t *)w, K * CRS, 0, dt, pl.nt);
-    if (bias) load_run_h(b32, bias, 1, K, dt);
+    load_weight(w32, b32, w, bias, K * CRS, K, g, dt, pl.nt);
     const int64_t tile = pl.tile, ntile = ceil_div64(PQ, tile), units = N * G * ntile;
     conv_blas_single_begin(pl.nt);
 #pragma omp parallel for num_threads(pl.nt) if (pl.nt > 1) schedule(dynamic)
@@ -514,15 +543,19 @@ int conv2d_backward_data_half(uint16_t *dx, const uint16_t *dout, const uint16_t
     const int64_t CRS = Cg * RS, PQ = g->P * g->Q, HW = g->H * g->W;
     if (N == 0 || C == 0 || HW == 0) return GM_OK;
     if (!dx || (K > 0 && (!w || (PQ > 0 && !dout)))) return GM_ERR_ARG;
-    if (Kg == 0 || PQ == 0) { /* nothing flows back: dinp is the bias (or zeros), already in dt */
+    if (g->wf32 && (dt != GM_BF16 || G != 1 || !conv_half_reads_f32_weight())) return GM_ERR_ARG;
+    if (Kg == 0 || PQ == 0) { /* nothing flows back: dinp is the bias (or zeros), already in dt (or float32) */
         for (int64_t i = 0; i < N * C; i++)
-            for (int64_t j = 0; j < HW; j++) dx[i * HW + j] = bias ? bias[i % C] : 0;
+            for (int64_t j = 0; j < HW; j++)
+                dx[i * HW + j] = !bias ? 0 : g->wf32 ? gm_float_to_bf16(((const float *)bias)[i % C]) : bias[i % C];
         return GM_OK;
     }
     if (conv2d_algo(g, CONV_BACKWARD_DATA) == CONV_ALGO_DEPTHWISE) /* conv_depthwise.c */
         return conv_depthwise_half_backward_data(dx, dout, w, bias, g, dt, ws, ws_nbytes, nthreads);
     const size_t sn = dt == GM_BF16 ? conv_half_small_nbytes(g, CONV_BACKWARD_DATA) : 0;
     if (sn && ws && ws_nbytes >= sn) return conv_half_small_backward_data(dx, dout, w, bias, g, ws, nthreads);
+    const size_t fn = dt == GM_BF16 ? conv_half_few_nbytes(g, CONV_BACKWARD_DATA, nthreads) : 0;
+    if (fn && ws && ws_nbytes >= fn) return conv_half_few_backward_data(dx, dout, w, bias, g, ws, nthreads);
     const size_t an = dt == GM_BF16 ? conv_half_amx_nbytes(g, CONV_BACKWARD_DATA, nthreads) : 0;
     if (an && ws && ws_nbytes >= an) return conv_half_amx_backward_data(dx, dout, w, bias, g, ws, nthreads);
     const size_t dn = conv_half_direct_nbytes(g, dt, CONV_BACKWARD_DATA, nthreads);
@@ -539,8 +572,7 @@ int conv2d_backward_data_half(uint16_t *dx, const uint16_t *dout, const uint16_t
         return GM_OK;
     }
     float *w32 = ws, *b32 = w32 + K * CRS;
-    convert_all(w32, (uint16_t *)w, K * CRS, 0, dt, pl.nt);
-    if (bias) load_run_h(b32, bias, 1, C, dt);
+    load_weight(w32, b32, w, bias, K * CRS, C, g, dt, pl.nt);
     const int64_t tile = pl.tile, chunk = pl.chunk, nchunk = ceil_div64(Cg, chunk), units = N * G * nchunk;
     const int64_t per = (int64_t)((pl.plane + (size_t)tile * pl.col) / sizeof(float));
     float *bufs = (float *)((char *)ws + pl.fixed);
@@ -582,6 +614,8 @@ int conv2d_backward_weight_half(uint16_t *dw, const uint16_t *dout, const uint16
         return conv_depthwise_half_backward_weight(dw, dout, x, g, dt, ws, ws_nbytes, nthreads);
     const size_t sn = dt == GM_BF16 ? conv_half_small_nbytes(g, CONV_BACKWARD_WEIGHT) : 0;
     if (sn && ws && ws_nbytes >= sn) return conv_half_small_backward_weight(dw, dout, x, g, ws, nthreads);
+    const size_t fn = dt == GM_BF16 ? conv_half_few_nbytes(g, CONV_BACKWARD_WEIGHT, nthreads) : 0;
+    if (fn && ws && ws_nbytes >= fn) return conv_half_few_backward_weight(dw, dout, x, g, ws, nthreads);
     const size_t an = dt == GM_BF16 ? conv_half_amx_nbytes(g, CONV_BACKWARD_WEIGHT, nthreads) : 0;
     if (an && ws && ws_nbytes >= an) return conv_half_amx_backward_weight(dw, dout, x, g, ws, nthreads);
     const size_t dn = conv_half_direct_nbytes(g, dt, CONV_BACKWARD_WEIGHT, nthreads);

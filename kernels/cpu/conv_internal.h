@@ -197,6 +197,16 @@ int conv_half_amx_backward_weight(uint16_t *dw, const uint16_t *dout, const uint
                                   int nthreads);
 /* ---- conv_half_small.c: bfloat16 passes of at most 32 output positions in the whole batch (AVX-512 BF16) -- */
 int conv_half_small_use(const conv_geom *g, conv_pass pass);
+/* conv_half_few.c: the same layers' bfloat16 passes on CPUs without bfloat16 products (float32 weights too:
+ * conv_geom.wf32); nbytes is 0 where the route does not run */
+int conv_half_few_use(const conv_geom *g);
+size_t conv_half_few_nbytes(const conv_geom *g, conv_pass pass, int nthreads);
+int conv_half_few_forward(uint16_t *out, const uint16_t *x, const void *w, const void *bias, const conv_geom *g,
+                          void *ws, int nthreads);
+int conv_half_few_backward_data(uint16_t *dx, const uint16_t *dout, const void *w, const void *bias,
+                                const conv_geom *g, void *ws, int nthreads);
+int conv_half_few_backward_weight(uint16_t *dw, const uint16_t *dout, const uint16_t *x, const conv_geom *g,
+                                  void *ws, int nthreads);
 size_t conv_half_small_nbytes(const conv_geom *g, conv_pass pass); /* 0 where it does not run */
 int conv_half_small_forward(uint16_t *out, const uint16_t *x, const uint16_t *w, const uint16_t *bias,
                             const conv_geom *g, void *ws, int nthreads);

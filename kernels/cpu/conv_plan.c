@@ -198,6 +198,8 @@ static size_t half_workspace_nbytes(const conv_geom *g, gm_dtype dt, conv_pass p
     if (g->P * g->Q > 0 && g->N > 0) { /* the small, AMX and direct routes (conv_half*.c) where they run and fit */
         const size_t sn = dt == GM_BF16 ? conv_half_small_nbytes(g, pass) : 0;
         if (sn && sn <= limit) return sn;
+        const size_t fn = dt == GM_BF16 ? conv_half_few_nbytes(g, pass, nthreads) : 0;
+        if (fn && fn <= limit) return fn;
         const size_t an = dt == GM_BF16 ? conv_half_amx_nbytes(g, pass, nthreads) : 0;
         if (an && an <= limit) return an;
         const size_t dn = conv_half_direct_nbytes(g, dt, pass, nthreads);

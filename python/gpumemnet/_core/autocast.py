@@ -12,7 +12,9 @@ Autocast policy, applied by the ops themselves through `lower()` and `fp32()`:
   - every other op follows its inputs, and binary ops promote (float16 + float32 -> float32).
 Casts of leaf tensors that require grad (parameters) are cached for the outermost autocast region, so a weight
 used by several ops is converted once; the bfloat16 gradient of such a cast goes to the float32 parameter as it
-is and is widened while it is added into .grad (functions.ToDtype.backward: one pass, no float32 copy). On the CPU bfloat16 linear layers multiply bfloat16 operands directly
+is and is widened while it is added into .grad (functions.ToDtype.backward: one pass, no float32 copy). On a CPU
+without bfloat16 products a one-group conv2d takes the float32 weight and bias uncast and rounds them as it widens
+them (nn/_functional_conv.py _keeps_f32_weight), so there is no cast to cache. On the CPU bfloat16 linear layers multiply bfloat16 operands directly
 (kernels/cpu/gemm_bf16.c: AMX or AVX512-BF16 where the CPU has them, float32 sums, each result rounded once), and
 so do the convolution passes where that is measured faster (kernels/cpu/conv_half.c, bf16_on_gemm; on AMX
 every stride-1 pass on the tile unit, conv_half_amx.c; GPUMEMNET_BF16_CONV=amx, =gemm or =widen forces a route); otherwise the low-precision tensors are stored as

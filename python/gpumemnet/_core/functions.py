@@ -299,12 +299,13 @@ class ToDtype(Function):
         return cast(g, ctx.src), None
 
 
-def _widened_by_leaf(ctx):
-    """Whether a bfloat16 gradient may go as it is to the float32 leaf that ctx's cast read (autocast's cast of a
-    parameter): AccumulateGrad widens it as it adds it into .grad (_C.binary's float32 + bfloat16, one pass) or
-    as it makes .grad, bit for bit what the float32 copy would give, without that copy. Not when anything could
-    see the gradient on its way: the leaf's or the accumulator's hooks, or autograd.grad returning it."""
-    edge = ctx.next_functions[0]
+def _widened_by_leaf(ctx, i=0):
+    """Whether a bfloat16 gradient may go as it is to the float32 leaf that ctx's input i is (or that ctx's cast
+    read: autocast's cast of a parameter): AccumulateGrad widens it as it adds it into .grad (_C.binary's float32 +
+    bfloat16, one pass) or as it makes .grad, bit for bit what the float32 copy would give, without that copy. Not
+    when anything could see the gradient on its way: the leaf's or the accumulator's hooks, or autograd.grad
+    returning it."""
+    edge = ctx.next_functions[i]
     if edge is None or state.capturing:
         return False
     node = edge[0]

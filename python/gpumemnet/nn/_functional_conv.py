@@ -10,6 +10,7 @@ the input's gradient, the input for the weight's gradient, nothing for the bias'
 from .. import _C
 from .._core import autocast as _amp
 from .._core.functions import cast as _cast
+from .._core import functions as _fn
 from .._core.autograd import needs_grad as _needs_grad
 from .._core.autograd import Function, _NO_CTX
 from .._core.activation import keep_relu_mask
@@ -71,15 +72,16 @@ def _call(cfn, *args):
     return _cast(out, half)
 
 
-def _backward(cfn, g, x, w, args, mask, in_shape, w_shape):
+def _backward(cfn, g, x, w, args, mask, in_shape, w_shape, wf32=False):
     """A convolution backward (conv2d's or conv_transpose2d's). Half operands of one dtype on the CPU (or meta) go
     to C as they are: its kernels widen tiles (depthwise: planes) as they read them, sum in float32 and round each
     gradient once, so no float32 copy of an activation or of a gradient exists. Mixed dtypes run one batch item
     at a time on float32 copies of that item only — the float32 scratch is 1/N of the
-    operands — accumulating the weight and bias gradients in float32 and rounding each once at the end."""
+    operands — accumulating the weight and bias gradients in float32 and rounding each once at the end. wf32:
+    conv2d's float32 weight under bfloat16 activations (_keeps_f32_weight), which C reads as it is."""
     half = _half_of(g, x, w)
     n = in_shape[0]
-    if half is None or all(t is None or t._dtype == half for t in (g, x, w)):
+    if half is None or all(t is None or t._dtype == half for t in (g, x, w)) or wf32:
         return cfn(g, x, w, *args, mask, in_shape, w_shape)
     if n <= 1:
         return _call(cfn, g, x, w, *args, mask, in_shape, w_shape)
@@ -127,6 +129,27 @@ def _autocast(op, input, weight, bias):
     return input, weight, bias
 
 
+def _keeps_f32_weight(input, weight, bias, groups):
+    """Under CPU bfloat16 autocast, whether conv2d passes its float32 weight and bias to C as they are, with only
+    the input lowered: on a CPU whose bfloat16 passes widen the weight to float32 anyway (no bfloat16 products:
+    _C._conv_reads_f32_weight) C rounds it to bfloat16 as it widens it (kernels/cpu/conv_half.c load_weight), the
+    same operand bit for bit as the widened cast, with no bfloat16 copy made in the forward nor again in the
+    backward: two passes over every weight per use instead of four, and no half copy in memory. One group only
+    (depthwise reads the weight as stored); not on CUDA, nor on meta standing for it (cuDNN takes one dtype)."""
+    s = _amp._state
+    if not (s.enabled and s.dtype.code == 3 and groups == 1 and weight._dtype == 0 and input._dtype in (0, 2, 3)
+            and (bias is None or bias._dtype == 0) and _amp._applies(input) and _amp._applies(weight)):
+        return False
+    d = input._device
+    return (d == "cpu" or (d == "meta" and _C._get_meta_target()[0] == "cpu")) and weight._device == d and \
+        _C._conv_reads_f32_weight()
+
+
+def _mixed(x, w):
+    """conv2d's operands in _keeps_f32_weight's form (a bfloat16 input, a float32 weight)."""
+    return x._dtype == 3 and w is not None and w._dtype == 0
+
+
 def _mask(ctx):
     need = ctx.needs_input_grad
     return (bool(need[0]), bool(need[1]), bool(need[2]))
@@ -165,22 +188,33 @@ class _Conv(Function):
             g = g._unsqueeze(0)
         mask = _mask(ctx)
         w_dtype = ctx.__dict__.get("w_dtype")
+        if w is not None and w._dtype == 0 and ctx.__dict__.get("wf32") and \
+                (g._dtype != 3 or not _C._conv_reads_f32_weight()):
+            w_dtype = 3  # the forward read the float32 weight as it is; this backward cannot: cast it as before
         if w_dtype is not None and w is not None:
             w = _recast(w, w_dtype)
+        wf32 = w is not None and w._dtype == 0 and g._dtype == 3 and bool(ctx.__dict__.get("wf32"))
         if x is not None and mask[0] and ctx.release_saved(0):
             # The input's last reader is the weight's gradient: computed first, the input dropped, then the
             # input's gradient allocated. A relu's output that only its relu keeps besides is freed in between:
             # the relu keeps a bit mask from here on (keep_relu_mask).
-            _, dw, db = _backward(cls.backward_op, g, x, w, ctx.args, (False,) + mask[1:], *ctx.shapes)
+            _, dw, db = _backward(cls.backward_op, g, x, w, ctx.args, (False,) + mask[1:], *ctx.shapes, wf32)
             edge = ctx.next_functions[0]
             if edge is not None and not ctx.unbatched:
                 keep_relu_mask(x, edge[0])
             del x
-            dx = _backward(cls.backward_op, g, None, w, ctx.args, (True, False, False), *ctx.shapes)[0]
+            dx = _backward(cls.backward_op, g, None, w, ctx.args, (True, False, False), *ctx.shapes, wf32)[0]
         else:
-            dx, dw, db = _backward(cls.backward_op, g, x, w, ctx.args, mask, *ctx.shapes)
+            dx, dw, db = _backward(cls.backward_op, g, x, w, ctx.args, mask, *ctx.shapes, wf32)
         if ctx.unbatched and dx is not None:
             dx = dx._squeeze(0)
+        if ctx.__dict__.get("wf32"):
+            # bfloat16 gradients of the float32 weight and bias: widened as AccumulateGrad adds them into .grad (as
+            # autocast's cast would hand them on, functions.ToDtype), else widened here
+            if dw is not None and dw._dtype == 3 and not _fn._widened_by_leaf(ctx, 1):
+                dw = _cast(dw, 0)
+            if db is not None and db._dtype == 3 and not _fn._widened_by_leaf(ctx, 2):
+                db = _cast(db, 0)
         return (dx, dw, db) + (None,) * len(ctx.args)
 
 
@@ -194,8 +228,11 @@ class _Conv2d(_Conv):
         if unbatched:
             x = x._unsqueeze(0)
         args = (x, w, b, stride, padding, dilation, groups)
-        out = _C.conv2d(*args) if _reads_half(x, w, b) else _call(_C.conv2d, *args)
+        mixed = _mixed(x, w)
+        out = _C.conv2d(*args) if mixed or _reads_half(x, w, b) else _call(_C.conv2d, *args)
         _Conv._save(ctx, x, w, (stride, padding, dilation, groups), unbatched)
+        if mixed and ctx.needs_input_grad:
+            ctx.wf32 = True
         return out._squeeze(0) if unbatched else out
 
 
@@ -213,7 +250,10 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     else:
         padding = _pair(padding, "padding", op)
     args = (_pair(stride, "stride", op), padding, _pair(dilation, "dilation", op), _groups(groups, op))
-    input, weight, bias = _autocast(op, input, weight, bias)
+    if _amp._state.enabled and _keeps_f32_weight(input, weight, bias, args[3]):
+        input = _amp.lower(input)[0]
+    else:
+        input, weight, bias = _autocast(op, input, weight, bias)
     if _needs_grad(input, weight, bias):
         return _Conv2d.apply(input, weight, bias, *args)
     return _Conv2d.forward(_NO_CTX, input, weight, bias, *args)
