@@ -215,12 +215,12 @@ def test_an_optimizer_without_zero_grad_gets_pytorchs_default():
 
 def test_steps_run_until_one_repeats_the_one_before():
     """Story 000's full-size net, batch 2, Adam, on meta (the real steps too: shapes and allocations only): the
-    second step takes new segments, and where its blocks split differs from the third's, which peaks 512 KiB
-    higher; the fourth repeats the third. The estimate runs four steps and gives the third's peak, as many real
-    steps reach."""
+    second step takes new segments, and later steps split blocks differently until one leaves the layout as the
+    step before left it. The estimate runs until then and gives the highest of those steps' peaks, as many real
+    steps reach. Which step peaks depends on the CPU's convolution workspace (the kernels this CPU has and the
+    threads: with AVX-512 at 2 threads the third peaks 512 KiB above the second, with AVX2 the second), so the
+    real steps are the reference."""
     from story000 import Story000
-    # the step that peaks depends on the convolutions' workspace, which on the CPU grows with the threads: the
-    # figures below are those of 2 threads (at 1 or 4 another step peaks), so the test pins them
     was = gm.get_num_threads()
     gm.set_num_threads(2)
     try:
@@ -232,12 +232,14 @@ def test_steps_run_until_one_repeats_the_one_before():
 def _run_until_repeat(Story000):
     gm.manual_seed(0)
     est = gm.memory.estimate(Story000(device="meta"), (2, 384, 160), batch_size=2)
-    assert (est.steps, est.peak_step) == (4, 3)
     gc.collect()
     gm.memory.empty_cache("meta")
     gm.manual_seed(0)
     model = Story000(device="meta")
     x = gm.empty(2, 2, 384, 160, device="meta")
     peaks, _ = _steps(model, x, gm.optim.Adam(model.parameters()), steps=6, device="meta")
-    assert peaks[0] < peaks[1] < peaks[2] == peaks[5]
-    assert (est.first_step_peak, est.peak) == (peaks[0], peaks[2]) and peaks[2] - peaks[1] == 512 * 1024
+    assert peaks[0] < peaks[1]  # the case this test is for: step 1 alone would be an underestimate
+    assert 3 <= est.steps <= 6
+    last = est.steps - 1  # the step that repeated the one before: from the one before on, the peaks stay
+    assert all(p == peaks[last - 1] for p in peaks[last - 1:]), peaks
+    assert (est.first_step_peak, est.peak) == (peaks[0], max(peaks)) and peaks[est.peak_step - 1] == est.peak
