@@ -96,7 +96,7 @@ def main():
     optimizer = optim.SGD(net.parameters(), lr=args.lr, momentum=0.9, weight_decay=5e-4)
     scheduler = optim.lr_scheduler.MultiStepLR(optimizer, milestones=[1], gamma=0.1)
 
-    losses = []
+    losses, first = [], {}
     for epoch in range(args.epochs):
         net.train()
         train_loss, correct, total = 0, 0, 0
@@ -108,6 +108,10 @@ def main():
             outputs = net(inputs)
             loss = criterion(outputs, targets)
             loss.backward()
+            if not losses:  # for the test's float64 diagnosis: step 1's outputs and gradients, before any step
+                first = {"step0/loss": np.array(loss.item()), "step0/out": outputs.detach().cpu().double().numpy()}
+                first.update({f"grad/{k}": p.grad.detach().cpu().double().numpy()
+                              for k, p in net.named_parameters()})
             optimizer.step()
             train_loss += loss.item()
             _, predicted = outputs.max(1)
@@ -121,7 +125,7 @@ def main():
     net.eval()
     with torch.no_grad():
         test_out = net(images[:4].double() if args.double else images[:4])
-    result = {"losses": np.array(losses), "eval": test_out.detach().cpu().double().numpy()}
+    result = {"losses": np.array(losses), "eval": test_out.detach().cpu().double().numpy(), **first}
     result.update({f"state/{k}": v.detach().cpu().double().numpy() for k, v in net.state_dict().items()})
     np.savez(args.out, **result)
 

@@ -70,7 +70,7 @@ def main():
     criterion = nn.MSELoss()
     optimizer = optim.Adam(model.parameters(), lr=opt.lr)
 
-    losses, psnrs = [], []
+    losses, psnrs, first = [], [], {}
     for epoch in range(1, opt.nEpochs + 1):
         epoch_loss = 0
         for iteration, batch in enumerate(training_data_loader, 1):
@@ -79,6 +79,10 @@ def main():
             loss = criterion(model(input), target_)
             epoch_loss += loss.item()
             loss.backward()
+            if not losses:  # for the test's float64 diagnosis: step 1's loss and gradients, before any step
+                first = {"step0/loss": np.array(loss.item())}
+                first.update({f"grad/{k}": p.grad.detach().cpu().double().numpy()
+                              for k, p in model.named_parameters()})
             optimizer.step()
             losses.append(loss.item())
             print("===> Epoch[{}]({}/{}): Loss: {:.4f}".format(epoch, iteration, len(training_data_loader),
@@ -94,7 +98,7 @@ def main():
         psnrs.append(avg_psnr / len(training_data_loader))
         print("===> Avg. PSNR: {:.4f} dB".format(avg_psnr / len(training_data_loader)))
 
-    result = {"losses": np.array(losses), "psnr": np.array(psnrs)}
+    result = {"losses": np.array(losses), "psnr": np.array(psnrs), **first}
     result.update({f"state/{k}": v.detach().cpu().double().numpy() for k, v in model.state_dict().items()})
     np.savez(opt.out, **result)
 

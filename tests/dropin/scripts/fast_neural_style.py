@@ -173,7 +173,7 @@ def main():
     gram_style = [gram_matrix(y) for y in features_style]
 
     transformer.train()
-    history = []
+    history, first = [], {}
     for batch_id in range(args.steps):
         x = torch.from_numpy(rng.uniform(0, 255, (n, 3, s, s))).to(device, dtype)
         n_batch = len(x)
@@ -191,6 +191,10 @@ def main():
         style_loss *= args.style_weight
         total_loss = content_loss + style_loss
         total_loss.backward()
+        if not history:  # for the test's float64 diagnosis: step 1's loss and gradients, before any step
+            first = {"step0/loss": np.array(total_loss.item())}
+            first.update({f"grad/{k}": p.grad.detach().cpu().double().numpy()
+                          for k, p in transformer.named_parameters() if p.grad is not None})
         optimizer.step()
         history.append([content_loss.item(), style_loss.item(), total_loss.item()])
         print("step {}\tcontent: {:.6f}\tstyle: {:.6f}\ttotal: {:.6f}".format(
@@ -199,7 +203,7 @@ def main():
     transformer.eval()
     with torch.no_grad():
         stylized = transformer(torch.from_numpy(rng.uniform(0, 255, (1, 3, s, s))).to(device, dtype))
-    result = {"losses": np.array(history), "stylized": stylized.cpu().double().numpy()}
+    result = {"losses": np.array(history), "stylized": stylized.cpu().double().numpy(), **first}
     result.update({f"T.{k}": v.detach().cpu().double().numpy() for k, v in transformer.state_dict().items()})
     np.savez(args.out, **result)
 
