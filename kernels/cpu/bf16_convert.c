@@ -85,22 +85,11 @@ static int have_avx512(void) {
     }
     return v;
 }
-/* gm_float_to_bf16 on 8 lanes (bf16_lanes.h's formula), left in the low 16 bits of each 32-bit lane */
-__attribute__((target("avx2"))) static inline __m256i bf16_round8_avx2(__m256i x) {
-    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
-    const __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(x, _mm256_set1_epi32(0x7fff)), lsb), 16);
-    const __m256i q = _mm256_or_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(0x40));
-    /* |x| as a signed int is >= 0, so a signed compare finds the nans */
-    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(x, _mm256_set1_epi32(0x7fffffff)),
-                                           _mm256_set1_epi32(0x7f800000));
-    return _mm256_blendv_epi8(r, q, nan);
-}
-
 __attribute__((target("avx2"))) static void f32_to_bf16_avx2(uint16_t *d, const float *s, int64_t n) {
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) {
-        const __m256i a = bf16_round8_avx2(_mm256_loadu_si256((const __m256i *)(s + i)));
-        const __m256i b = bf16_round8_avx2(_mm256_loadu_si256((const __m256i *)(s + i + 8)));
+        const __m256i a = gm_bf16_round8(_mm256_loadu_si256((const __m256i *)(s + i)));
+        const __m256i b = gm_bf16_round8(_mm256_loadu_si256((const __m256i *)(s + i + 8)));
         /* packus works per 128-bit half (a0-3 b0-3 a4-7 b4-7): the permute puts a's and b's quarters in order */
         _mm256_storeu_si256((__m256i *)(d + i), _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), 0xd8));
     }
@@ -111,7 +100,7 @@ __attribute__((target("avx2"))) static void round_f32_avx2(float *d, const float
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
         _mm256_storeu_si256((__m256i *)(d + i),
-                            _mm256_slli_epi32(bf16_round8_avx2(_mm256_loadu_si256((const __m256i *)(s + i))), 16));
+                            _mm256_slli_epi32(gm_bf16_round8(_mm256_loadu_si256((const __m256i *)(s + i))), 16));
     round_f32_scalar(d + i, s + i, n - i);
 }
 

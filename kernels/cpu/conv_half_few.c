@@ -48,13 +48,29 @@ static int few_threads(const conv_geom *g, conv_pass pass, int nthreads) {
     return nthreads < 1 ? 1 : blocks < nthreads ? (int)blocks : nthreads;
 }
 
-size_t conv_half_few_nbytes(const conv_geom *g, conv_pass pass, int nthreads) {
-    if (!conv_half_few_use(g)) return 0;
+/* The workspace, in order: the columns (CRS x J: col, or dcol for the input-gradient), the K x J float32 block
+ * (the forward's output, or the widened grad_output), the input-gradient's float32 dx (N C H W, that pass only),
+ * and one block per thread. few_layout places them from ws (NULL: none placed) and returns the bytes. */
+typedef struct {
+    float *cols, *kj, *dx32, *blocks;
+    size_t per; /* floats from one thread's block to the next */
+} few_ws;
+
+static size_t few_layout(few_ws *L, const conv_geom *g, conv_pass pass, int nthreads, void *ws) {
     const int64_t J = g->N * g->P * g->Q, CRS = g->C * g->R * g->S;
-    size_t n = align64((size_t)(CRS * J) * sizeof(float)) + align64((size_t)(g->K * J) * sizeof(float)) +
-               (size_t)few_threads(g, pass, nthreads) * align64((size_t)block_floats(g, pass) * sizeof(float));
-    if (pass == CONV_BACKWARD_DATA) n += align64((size_t)(g->N * g->C * g->H * g->W) * sizeof(float));
-    return n;
+    const size_t cols = align64((size_t)(CRS * J) * sizeof(float)), kj = align64((size_t)(g->K * J) * sizeof(float));
+    const size_t dx = pass == CONV_BACKWARD_DATA ? align64((size_t)(g->N * g->C * g->H * g->W) * sizeof(float)) : 0;
+    const size_t per = align64((size_t)block_floats(g, pass) * sizeof(float));
+    if (ws) {
+        char *p = ws;
+        *L = (few_ws){(float *)p, (float *)(p + cols), (float *)(p + cols + kj), (float *)(p + cols + kj + dx),
+                      per / sizeof(float)};
+    }
+    return cols + kj + dx + (size_t)few_threads(g, pass, nthreads) * per;
+}
+
+size_t conv_half_few_nbytes(const conv_geom *g, conv_pass pass, int nthreads) {
+    return conv_half_few_use(g) ? few_layout(NULL, g, pass, nthreads, NULL) : 0;
 }
 
 /* Where position j = (n, p, q) reads the input: item n's offset and the top-left corner (h, w) of its window.
@@ -111,9 +127,10 @@ static float bias_at(const void *bias, int64_t i, const conv_geom *g) {
 int conv_half_few_forward(uint16_t *out, const uint16_t *x, const void *w, const void *bias, const conv_geom *g,
                           void *ws, int nthreads) {
     const int64_t PQ = g->P * g->Q, J = g->N * PQ, CRS = g->C * g->R * g->S, K = g->K;
-    float *col = ws, *outf = (float *)((char *)ws + align64((size_t)(CRS * J) * sizeof(float)));
-    float *blocks = (float *)((char *)outf + align64((size_t)(K * J) * sizeof(float)));
-    const size_t per = align64((size_t)block_floats(g, CONV_FORWARD) * sizeof(float)) / sizeof(float);
+    few_ws L;
+    few_layout(&L, g, CONV_FORWARD, nthreads, ws);
+    float *col = L.cols, *outf = L.kj, *blocks = L.blocks;
+    const size_t per = L.per;
     gather_cols_f32(col, x, g);
     for (int64_t k = 0; k < K; k++)
         for (int64_t j = 0; j < J; j++) outf[k * J + j] = bias ? bias_at(bias, k, g) : 0.0f;
@@ -136,10 +153,10 @@ int conv_half_few_forward(uint16_t *out, const uint16_t *x, const void *w, const
 int conv_half_few_backward_data(uint16_t *dx, const uint16_t *dout, const void *w, const void *bias,
                                 const conv_geom *g, void *ws, int nthreads) {
     const int64_t PQ = g->P * g->Q, J = g->N * PQ, CRS = g->C * g->R * g->S, K = g->K, HW = g->H * g->W;
-    float *dcol = ws, *gk = (float *)((char *)ws + align64((size_t)(CRS * J) * sizeof(float)));
-    float *dx32 = (float *)((char *)gk + align64((size_t)(K * J) * sizeof(float)));
-    float *blocks = (float *)((char *)dx32 + align64((size_t)(g->N * g->C * HW) * sizeof(float)));
-    const size_t per = align64((size_t)block_floats(g, CONV_BACKWARD_DATA) * sizeof(float)) / sizeof(float);
+    few_ws L;
+    few_layout(&L, g, CONV_BACKWARD_DATA, nthreads, ws);
+    float *dcol = L.cols, *gk = L.kj, *dx32 = L.dx32, *blocks = L.blocks;
+    const size_t per = L.per;
     gather_grad(gk, dout, g);
     const int nt = few_threads(g, CONV_BACKWARD_DATA, nthreads);
     conv_blas_single_begin(nt);
@@ -175,9 +192,10 @@ int conv_half_few_backward_data(uint16_t *dx, const uint16_t *dout, const void *
 int conv_half_few_backward_weight(uint16_t *dw, const uint16_t *dout, const uint16_t *x, const conv_geom *g,
                                   void *ws, int nthreads) {
     const int64_t J = g->N * g->P * g->Q, CRS = g->C * g->R * g->S, K = g->K;
-    float *col = ws, *gk = (float *)((char *)ws + align64((size_t)(CRS * J) * sizeof(float)));
-    float *blocks = (float *)((char *)gk + align64((size_t)(K * J) * sizeof(float)));
-    const size_t per = align64((size_t)block_floats(g, CONV_BACKWARD_WEIGHT) * sizeof(float)) / sizeof(float);
+    few_ws L;
+    few_layout(&L, g, CONV_BACKWARD_WEIGHT, nthreads, ws);
+    float *col = L.cols, *gk = L.kj, *blocks = L.blocks;
+    const size_t per = L.per;
     gather_cols_f32(col, x, g);
     gather_grad(gk, dout, g);
     const int nt = few_threads(g, CONV_BACKWARD_WEIGHT, nthreads);

@@ -15,8 +15,9 @@
  * together), except float32 without TF32, which always runs with FMA math (used_math).
  *
  * Layouts: NCHW tensors with explicit strides (cudnnSetTensorNdDescriptor), so the input of the forward and of
- * the weight gradient is read through its strides as on the CPU, with no copy. The bias is written into the
- * output first and cuDNN adds onto it (beta = 1), as the CPU's gemm does: one rounding in half precision.
+ * the weight gradient is read through its strides as on the CPU, with no copy. On the legacy route the bias is
+ * written into the output first and cuDNN adds onto it (beta = 1), as the CPU's gemm does: one rounding in half
+ * precision. The plans run with beta = 0 and cuda_conv_add_bias adds the bias after (run_plan).
  *
  * What cuDNN cannot express runs on the direct kernels (conv_direct.cu): padding that differs between the two
  * sides (cuDNN pads symmetrically: padding='same' with an even kernel span; a transposed convolution whose
