@@ -576,7 +576,8 @@ static PyObject *py_cuda_streams(PyObject *self, PyObject *arg) {
 }
 
 /* _emu_stream_log(on) -> str: in the emulator build, start (on) or stop logging which stream each kernel, copy,
- * event record and wait was issued on, one line each; returns the lines logged since the last call. */
+ * event record and wait was issued on, and each point where the host would wait for the device ("sync ..."), one
+ * line each; returns the lines logged since the last call. */
 static PyObject *py_emu_stream_log(PyObject *self, PyObject *arg) {
     int on = PyObject_IsTrue(arg);
     if (on < 0) return NULL;

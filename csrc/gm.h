@@ -106,6 +106,16 @@ int gm_block_category(const gm_block *b);
 int64_t gm_block_serial(const gm_block *b);
 
 /* ---- storage: a refcounted byte range owned by one allocator block ------------------------------- */
+/* What the host saw of an int64 tensor's values as it went up to a device whole (gm_copy_across): the class losses
+ * check their targets and count them from it instead of reading the device back (a wait per call). Valid while the
+ * storage's version is `version`; "kept" leaves out PyTorch's default ignore_index (-100). */
+typedef struct {
+    int known;
+    int64_t version, n, lo, hi, lo_kept, hi_kept, n_ignored;
+} gm_index_summary;
+
+#define GM_DEFAULT_IGNORE_INDEX (-100)
+
 typedef struct {
     Py_ssize_t refcount;
     gm_block *block;
@@ -113,6 +123,7 @@ typedef struct {
     size_t nbytes;
     gm_device device;
     int64_t version;  /* bumped by every in-place write; autograd checks it */
+    gm_index_summary idx;
 } gm_storage;
 
 gm_storage *gm_storage_new(gm_device dev, size_t nbytes); /* NULL + exception */

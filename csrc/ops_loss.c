@@ -119,6 +119,25 @@ static int check_bad_record(const char *op, const int64_t bad[2], int64_t C, int
     return bad[0] < 0 ? 0 : bad_target_error(op, bad[0], bad[1], C, ignore_index);
 }
 
+/* Whether t's class indices are known valid without reading the device: they went up from the host as t's whole
+ * storage, unchanged since (gm_index_summary), and each is in [0, C) or ignore_index. *kept: how many are not
+ * ignore_index (the weight sum without class weights). 0 when unknown: the device checks and counts. */
+static int targets_known(const GMTensor *t, int64_t C, int64_t ignore_index, int64_t *kept) {
+    const gm_storage *st = t->storage;
+    const gm_index_summary *m = &st->idx;
+    if (t->device.type != GM_DEV_CUDA || !m->known || m->version != st->version || t->offset != 0 ||
+        gm_numel(t) != m->n || !gm_is_contiguous((GMTensor *)t))
+        return 0;
+    if (ignore_index == GM_DEFAULT_IGNORE_INDEX) {
+        *kept = m->n - m->n_ignored;
+        return *kept == 0 || (m->lo_kept >= 0 && m->hi_kept < C);
+    }
+    if (m->lo < 0 || m->hi >= C) return 0;
+    if (ignore_index >= m->lo && ignore_index <= m->hi) return 0; /* how many are ignored is not known */
+    *kept = m->n;
+    return 1;
+}
+
 /* How a loss's CUDA entry point runs (kernels/cuda/loss.h). LOSS_QUEUES: it returns once its work is queued, and
  * keeps the GIL as GM_KERNEL does. LOSS_WAITS: it reads a result back (the class losses' weight sum and first bad
  * target) and so waits for the stream, without the GIL, as a CPU kernel computes. */
@@ -165,12 +184,23 @@ static int cuda_scratch(gm_device dev, int64_t n, GMTensor **out) {
  * searches them with the losses' scratch and reads the first bad one back; meta standing for CUDA makes that
  * scratch's request. Backward calls it after its output, as the forwards' kernels check on the way. */
 static int device_check_targets(const char *op, GMTensor *t, int64_t C, int64_t ignore_index) {
-    int64_t bad[2] = {-1, 0};
+    int64_t bad[2] = {-1, 0}, kept;
+    if (targets_known(t, C, ignore_index, &kept)) return 0;
     if (LOSS_KERNEL_CUDA(op, t->device, LOSS_SCRATCH_N, LOSS_WAITS,
                          cuda_loss_first_bad_target(bad, (const int64_t *)data(t), gm_numel(t), C, ignore_index,
                                                     scratch, ctx)) < 0)
         return -1;
     return check_bad_record(op, bad, C, ignore_index);
+}
+
+/* A class-loss forward on cuda without waiting for the device: the targets known valid (targets_known) and no
+ * class weights (whose sum over the targets only the device has), *wsum = the targets not ignored. */
+static int known_weight_sum(const GMTensor *t, const GMTensor *weight, int64_t C, int64_t ignore_index,
+                            double *wsum) {
+    int64_t kept;
+    if (weight || !targets_known(t, C, ignore_index, &kept)) return 0;
+    *wsum = (double)kept;
+    return 1;
 }
 
 /* Output of a loss: the per-element shape for NONE, 0-d otherwise. */
@@ -239,13 +269,16 @@ PyObject *gm_py_cross_entropy(PyObject *self, PyObject *args, PyObject *kwargs) 
         !(lse = gm_empty(t->ndim, t->shape, stats_dtype(x->dtype), x->device)))
         goto done;
     int64_t bad[2] = {-1, 0}; /* the CUDA kernel checks the targets (the CPU's are checked above) */
-    if (LOSS_KERNEL(name, x->device, LOSS_SCRATCH_N, LOSS_WAITS,
+    const int known = known_weight_sum(tc, wd, C, ignore_index, &wsum);
+    (void)known; /* read by the CUDA call only */
+    if (LOSS_KERNEL(name, x->device, LOSS_SCRATCH_N, known ? LOSS_QUEUES : LOSS_WAITS,
                     cross_entropy_forward(data(loss), data(lse), &wsum, data(xc), (const int64_t *)data(tc),
                                           (const double *)data(wd), N, C, inner, ignore_index, reduction, eps,
                                           x->dtype, lse->dtype, gm_num_threads),
-                    cuda_cross_entropy_forward(data(loss), data(lse), &wsum, data(xc), (const int64_t *)data(tc),
-                                               (const double *)data(wd), N, C, inner, ignore_index, reduction, eps,
-                                               x->dtype, lse->dtype, scratch, bad, ctx)) < 0 ||
+                    cuda_cross_entropy_forward(data(loss), data(lse), known ? NULL : &wsum, data(xc),
+                                               (const int64_t *)data(tc), (const double *)data(wd), N, C, inner,
+                                               ignore_index, reduction, eps, x->dtype, lse->dtype, scratch,
+                                               known ? NULL : bad, ctx)) < 0 ||
         check_bad_record(name, bad, C, ignore_index) < 0)
         goto done;
     PyObject *ws = float_or_nan(wsum, x);
@@ -318,12 +351,14 @@ PyObject *gm_py_nll_loss(PyObject *self, PyObject *args, PyObject *kwargs) {
     double wsum = 0.0;
     if (!xc || !tc || !(loss = loss_out(reduction, t, x->dtype))) goto done;
     int64_t bad[2] = {-1, 0}; /* the CUDA kernel checks the targets (the CPU's are checked above) */
-    if (LOSS_KERNEL(name, x->device, LOSS_SCRATCH_N, LOSS_WAITS,
+    const int known = known_weight_sum(tc, wd, C, ignore_index, &wsum);
+    (void)known; /* read by the CUDA call only */
+    if (LOSS_KERNEL(name, x->device, LOSS_SCRATCH_N, known ? LOSS_QUEUES : LOSS_WAITS,
                     nll_loss_forward(data(loss), &wsum, data(xc), (const int64_t *)data(tc), (const double *)data(wd),
                                      N, C, inner, ignore_index, reduction, x->dtype, gm_num_threads),
-                    cuda_nll_loss_forward(data(loss), &wsum, data(xc), (const int64_t *)data(tc),
+                    cuda_nll_loss_forward(data(loss), known ? NULL : &wsum, data(xc), (const int64_t *)data(tc),
                                           (const double *)data(wd), N, C, inner, ignore_index, reduction, x->dtype,
-                                          scratch, bad, ctx)) < 0 ||
+                                          scratch, known ? NULL : bad, ctx)) < 0 ||
         check_bad_record(name, bad, C, ignore_index) < 0)
         goto done;
     PyObject *ws = float_or_nan(wsum, x);

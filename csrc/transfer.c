@@ -52,6 +52,31 @@ static int same_geometry_contiguous(const GMTensor *a, const GMTensor *b) {
     return 1;
 }
 
+/* dst's storage's gm_index_summary (gm.h) from the host's int64 values src, where they went up as dst's whole
+ * storage in one run: at most a pass over memory the copy reads anyway. */
+static void summarize_upload(GMTensor *dst, const GMTensor *src) {
+    gm_storage *st = dst->storage;
+    const int64_t n = gm_numel(src);
+    st->idx.known = 0;
+    if (src->device.type != GM_DEV_CPU || dst->device.type != GM_DEV_CUDA || src->dtype != GM_I64 ||
+        dst->dtype != GM_I64 || dst->offset != 0 || (size_t)n * sizeof(int64_t) != st->nbytes)
+        return;
+    const int64_t *v = (const int64_t *)gm_tensor_data((GMTensor *)src);
+    gm_index_summary m = {1, st->version, n, INT64_MAX, INT64_MIN, INT64_MAX, INT64_MIN, 0};
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t x = v[i];
+        m.lo = x < m.lo ? x : m.lo;
+        m.hi = x > m.hi ? x : m.hi;
+        if (x == GM_DEFAULT_IGNORE_INDEX) {
+            m.n_ignored++;
+            continue;
+        }
+        m.lo_kept = x < m.lo_kept ? x : m.lo_kept;
+        m.hi_kept = x > m.hi_kept ? x : m.hi_kept;
+    }
+    st->idx = m;
+}
+
 int gm_copy_across(GMTensor *dst, GMTensor *src) { return gm_copy_across_async(dst, src, 0); }
 
 int gm_copy_across_async(GMTensor *dst, GMTensor *src, int non_blocking) {
@@ -101,6 +126,7 @@ int gm_copy_across_async(GMTensor *dst, GMTensor *src, int non_blocking) {
     /* 3. strides, broadcasting and the dtype cast happen on dst's device */
     if (landed && copy_same_device(dst, landed) < 0) goto done;
     gm_bump_version(dst);
+    if (!landed && from == src) summarize_upload(dst, src);
     rc = 0;
 done:
     Py_XDECREF(packed);

@@ -123,9 +123,11 @@ __global__ void bad_target_kernel(int64_t *pbad, const int64_t *target, int64_t 
 }
 
 /* Copy the result record back, wait for it, and hand the host the weight sum (unless wsum is NULL) and the first
- * bad target (bad[0] = its position or -1, bad[1] = its value). */
+ * bad target (bad[0] = its position or -1, bad[1] = its value). Without bad, nothing is read back: the caller
+ * knew the targets valid and their weight sum (loss.h), and the call returns once its work is queued. */
 static int read_result(double *wsum, int64_t bad[2], const loss_scratch &v, gm_cuda_ctx *ctx) {
     GM_CU_LAUNCHED(ctx);
+    if (!bad) return wsum ? GM_ERR_ARG : GM_OK;
     loss_result h;
     GM_CU_CHECK(ctx, cudaMemcpyAsync(&h, v.res, sizeof h, cudaMemcpyDeviceToHost, (cudaStream_t)ctx->stream));
     GM_CU_CHECK(ctx, cudaStreamSynchronize((cudaStream_t)ctx->stream));
@@ -336,8 +338,10 @@ extern "C" int cuda_cross_entropy_forward(void *loss, void *lse, double *wsum, c
                                           const double *weight, int64_t N, int64_t C, int64_t inner,
                                           int64_t ignore_index, int reduction, double smoothing, gm_dtype dt,
                                           gm_dtype sdt, void *scratch, int64_t bad[2], gm_cuda_ctx *ctx) {
-    bad[0] = -1;
-    bad[1] = 0;
+    if (bad) {
+        bad[0] = -1;
+        bad[1] = 0;
+    }
     if (!class_args_ok(dt, N, C, inner, reduction) || !scratch) return GM_ERR_ARG;
     const loss_scratch v = scratch_view(scratch);
     unsigned grid = 1;
@@ -404,8 +408,10 @@ __global__ void nll_bwd_kernel(void *dinp, const void *dout, const int64_t *targ
 extern "C" int cuda_nll_loss_forward(void *loss, double *wsum, const void *inp, const int64_t *target,
                                      const double *weight, int64_t N, int64_t C, int64_t inner, int64_t ignore_index,
                                      int reduction, gm_dtype dt, void *scratch, int64_t bad[2], gm_cuda_ctx *ctx) {
-    bad[0] = -1;
-    bad[1] = 0;
+    if (bad) {
+        bad[0] = -1;
+        bad[1] = 0;
+    }
     if (!class_args_ok(dt, N, C, inner, reduction) || !scratch) return GM_ERR_ARG;
     const loss_scratch v = scratch_view(scratch);
     const int64_t npos = N * inner;

@@ -9,7 +9,9 @@
  *    sums the partials in a fixed order, so every result is deterministic run to run;
  *  - `bad` (host, 2 values): the first target outside [0, C) other than ignore_index, as the position (-1 when
  *    all are valid) and the value, so that csrc raises the CPU's IndexError. The class-loss forwards and
- *    cuda_loss_first_bad_target wait for the stream (one synchronisation per call, which *wsum needs anyway).
+ *    cuda_loss_first_bad_target wait for the stream (one synchronisation per call, which *wsum needs anyway),
+ *    except where csrc knows the targets from the host's view of them as they went up (targets_known in
+ *    ops_loss.c): then the forwards take neither and return once queued, and the backward checks nothing.
  * A bad target never makes a kernel read out of bounds: it counts as ignored (and the caller raises). */
 #ifndef GM_KERNELS_CUDA_LOSS_H
 #define GM_KERNELS_CUDA_LOSS_H
@@ -29,7 +31,9 @@ extern "C" {
 int cuda_loss_first_bad_target(int64_t bad[2], const int64_t *target, int64_t n, int64_t C, int64_t ignore_index,
                                void *scratch, gm_cuda_ctx *ctx);
 
-/* Synchronous: *wsum and bad[2] are host values, read back after the stream drained. */
+/* Synchronous: *wsum and bad[2] are host values, read back after the stream drained. With wsum and bad both NULL
+ * (the caller knows the targets valid and their weight sum: csrc's targets_known) it reads nothing back and
+ * returns once queued. */
 int cuda_cross_entropy_forward(void *loss, void *lse, double *wsum, const void *inp, const int64_t *target,
                                const double *weight, int64_t N, int64_t C, int64_t inner, int64_t ignore_index,
                                int reduction, double smoothing, gm_dtype dt, gm_dtype sdt, void *scratch,
@@ -39,7 +43,7 @@ int cuda_cross_entropy_backward(void *dinp, const void *dout, const void *inp, c
                                 int64_t ignore_index, int reduction, double smoothing, double wsum, gm_dtype dt,
                                 gm_dtype sdt, gm_cuda_ctx *ctx);
 
-/* Synchronous, as cuda_cross_entropy_forward. */
+/* Synchronous, as cuda_cross_entropy_forward (asynchronous too without wsum and bad). */
 int cuda_nll_loss_forward(void *loss, double *wsum, const void *inp, const int64_t *target, const double *weight,
                           int64_t N, int64_t C, int64_t inner, int64_t ignore_index, int reduction, gm_dtype dt,
                           void *scratch, int64_t bad[2], gm_cuda_ctx *ctx);

@@ -651,6 +651,7 @@ cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int dev
 cudaError_t cudaDeviceSynchronize(void) {
     int dev;
     if (cudaError_t e = ready(&dev)) return e; /* everything already ran; only a crashed device has something to say */
+    log_line("sync device");
     std::lock_guard<std::mutex> g(g_handle_mu);
     drain(dev);
     return cudaSuccess;
@@ -782,6 +783,7 @@ cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes) {
 }
 
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) {
+    log_line("sync copy %s %zu", kind_short(kind), count); /* the host waits for the device's queued work */
     return memcpy_impl("cudaMemcpy", dst, src, count, kind);
 }
 
@@ -819,10 +821,13 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
     return destroy_live(g_streams, stream, "cudaStreamDestroy", "stream");
 }
 
-cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+/* cudaStreamSynchronize and cudaStreamQuery (everything already ran); a synchronize, which on a GPU makes the
+ * host wait, is logged as "sync". */
+static cudaError_t stream_drain(const char *fn, cudaStream_t stream, bool waits) {
     if (cudaError_t e = configured()) return e;
     int dev;
-    if (cudaError_t e = check_stream("cudaStreamSynchronize", stream, &dev)) return e;
+    if (cudaError_t e = check_stream(fn, stream, &dev)) return e;
+    if (waits) log_line("sync %p", (void *)stream);
     {
         std::lock_guard<std::mutex> g(g_handle_mu);
         drain(dev); /* one stream per device in gpumemnet: its events are this stream's */
@@ -830,7 +835,9 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
     return sticky(dev);
 }
 
-cudaError_t cudaStreamQuery(cudaStream_t stream) { return cudaStreamSynchronize(stream); }
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) { return stream_drain("cudaStreamSynchronize", stream, true); }
+
+cudaError_t cudaStreamQuery(cudaStream_t stream) { return stream_drain("cudaStreamQuery", stream, false); }
 
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
     int dev;
@@ -884,6 +891,7 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
     if (cudaError_t e = ready(&dev)) return e;
     std::lock_guard<std::mutex> g(g_handle_mu);
     if (cudaError_t e = check_event("cudaEventSynchronize", event)) return e;
+    log_line("sync event %p", (void *)event);
     event->pending = false;
     return cudaSuccess;
 }
