@@ -156,15 +156,18 @@ def test_a_write_after_the_upload_is_checked_on_the_device(write):
 
 @requires_cuda
 @emu_only
-def test_a_training_step_makes_no_host_wait():
-    """A small CNN's SGD step with momentum, the batch uploaded before: from zero_grad to optimizer.step, nothing
-    makes the host wait for the device (loss.item() afterwards does)."""
+@pytest.mark.parametrize("optimizer", ["SGD", "Adam"])
+def test_a_training_step_makes_no_host_wait(optimizer):
+    """A small CNN's step (dropout, gradient clipping, SGD with momentum or Adam), the batch uploaded before: from
+    zero_grad to optimizer.step, nothing makes the host wait for the device (loss.item() afterwards does; so does
+    GradScaler's step, which must know whether to skip, as in PyTorch)."""
     gm.manual_seed(0)
     nn = gm.nn
     model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
-                          nn.Conv2d(8, 8, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
-                          nn.Linear(8, 5)).cuda()
-    opt = gm.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
+                          nn.Dropout(0.1), nn.Conv2d(8, 8, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
+                          nn.Flatten(), nn.Linear(8, 5)).cuda()
+    opt = gm.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4) if optimizer == "SGD" \
+        else gm.optim.Adam(model.parameters(), lr=1e-3)
     rng = np.random.default_rng(3)
     x = gm.tensor(rng.standard_normal((4, 3, 8, 8)).astype(np.float32)).cuda()
     y = gm.tensor(rng.integers(0, 5, size=4)).cuda()
@@ -173,6 +176,7 @@ def test_a_training_step_makes_no_host_wait():
         opt.zero_grad()
         loss = F.cross_entropy(model(x), y)
         loss.backward()
+        gm.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         return loss
 
