@@ -545,6 +545,22 @@ static PyObject *py_cuda_synchronize(PyObject *self, PyObject *arg) {
 #endif
 }
 
+/* _cuda_current_device() -> int / _cuda_set_current_device(i): the thread's current CUDA device (csrc/device.c);
+ * gm.cuda.set_device checks i against the devices there are. */
+static PyObject *py_cuda_current_device(PyObject *self, PyObject *noarg) {
+    return PyLong_FromLong(gm_current_cuda_index());
+}
+
+static PyObject *py_cuda_set_current_device(PyObject *self, PyObject *arg) {
+    long i = PyLong_AsLong(arg);
+    if (i == -1 && PyErr_Occurred()) return NULL;
+    if (i < 0 || i >= GM_MAX_CUDA_DEVICES)
+        return PyErr_Format(PyExc_ValueError, "set_device: device index %ld out of range [0, %d)", i,
+                            GM_MAX_CUDA_DEVICES);
+    gm_set_current_cuda_index((int)i);
+    Py_RETURN_NONE;
+}
+
 /* _emu_hold_streams(on): in the emulator build, events recorded while on stay pending (cudaEventQuery says not
  * ready) until a synchronize or until turned off: lets tests see work that a GPU would still have queued. */
 static PyObject *py_emu_hold_streams(PyObject *self, PyObject *arg) {
@@ -687,6 +703,9 @@ PyMethodDef gm_cuda_methods[] = {
     {"_cuda_get_device_properties", py_cuda_get_device_properties, METH_O,
      "dict(name, total_memory, major, minor, multi_processor_count) of CUDA device i."},
     {"_cuda_synchronize", py_cuda_synchronize, METH_O, "Wait for all work queued on CUDA device i."},
+    {"_cuda_current_device", py_cuda_current_device, METH_NOARGS, "The thread's current CUDA device index."},
+    {"_cuda_set_current_device", py_cuda_set_current_device, METH_O,
+     "Make CUDA device i the thread's current one (what a bare 'cuda' names)."},
     {"_emu_hold_streams", py_emu_hold_streams, METH_O,
      "Emulator build only: keep events recorded from now on pending until a synchronize or _emu_hold_streams(False)."},
     {"_cuda_streams", py_cuda_streams, METH_O, "(compute, copy) stream handles of CUDA device i, as text."},

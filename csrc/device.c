@@ -9,6 +9,14 @@ const char *gm_device_str(gm_device dev, char *buf) {
     return buf;
 }
 
+/* The thread's current CUDA device: what a bare "cuda" names (torch.cuda.set_device; per thread, as the CUDA
+ * runtime's current device is). */
+static _Thread_local int current_cuda;
+
+int gm_current_cuda_index(void) { return current_cuda; }
+
+void gm_set_current_cuda_index(int i) { current_cuda = i; }
+
 int gm_parse_device(PyObject *obj, gm_device *dev, const char *argname) {
     PyObject *str = PyObject_Str(obj);
     if (!str) return -1;
@@ -17,7 +25,7 @@ int gm_parse_device(PyObject *obj, gm_device *dev, const char *argname) {
     if (!s) { Py_DECREF(str); return -1; }
     if (strcmp(s, "cpu") == 0) *dev = (gm_device){GM_DEV_CPU, 0};
     else if (strcmp(s, "meta") == 0) *dev = (gm_device){GM_DEV_META, 0};
-    else if (strcmp(s, "cuda") == 0) *dev = (gm_device){GM_DEV_CUDA, 0};
+    else if (strcmp(s, "cuda") == 0) *dev = (gm_device){GM_DEV_CUDA, current_cuda};
     else if (strncmp(s, "cuda:", 5) == 0) {
         char *end;
         long idx = strtol(s + 5, &end, 10);

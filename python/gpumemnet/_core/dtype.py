@@ -176,8 +176,8 @@ class device:
             if not idx.isdigit():
                 raise ValueError(f"device: bad device index in {spec!r}")
             index = int(idx)
-        if kind == "cuda" and index is None:
-            index = 0
+        if kind == "cuda" and index is None:  # the thread's current device (gm.cuda.set_device), as it is now
+            index = _C._cuda_current_device()
         if kind != "cuda" and index not in (None, 0):
             raise ValueError(f"device: {kind} has no index {index}")
         self.type = kind
@@ -207,7 +207,9 @@ _device_cache = {}
 def device_of(s):
     d = _device_cache.get(s)
     if d is None:
-        d = _device_cache[s] = device(s)
+        d = device(s)
+        if s != "cuda":  # a bare "cuda" names the thread's current device, which set_device changes
+            _device_cache[s] = d
     return d
 
 

@@ -588,8 +588,10 @@ class Tensor(TensorMethods, _C.TensorBase):
 
     def cpu(self): return self.to(device="cpu")
 
-    def cuda(self, device=0, non_blocking=False):
-        return self.to(device=f"cuda:{device}" if isinstance(device, int) else device, non_blocking=non_blocking)
+    def cuda(self, device=None, non_blocking=False):
+        """A copy on CUDA device `device` (None: the thread's current one, gm.cuda.set_device)."""
+        device = "cuda" if device is None else f"cuda:{device}" if isinstance(device, int) else device
+        return self.to(device=device, non_blocking=non_blocking)
 
     def pin_memory(self):
         """A copy of this CPU tensor in pinned (page-locked) host memory, or self when it is pinned already.

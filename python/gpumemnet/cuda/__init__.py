@@ -6,11 +6,15 @@ raising, except where a specific device is asked for. Memory statistics live in 
 """
 from .. import _C
 from .._core import hooks
+from . import _device
+from ._device import (current_device, set_device, device, manual_seed, manual_seed_all, seed, seed_all,  # noqa: F401
+                      initial_seed, get_rng_state, set_rng_state, get_rng_state_all, set_rng_state_all,
+                      is_bf16_supported, is_initialized, init, OutOfMemoryError)
 
 __all__ = ["is_available", "device_count", "get_device_properties", "get_device_name", "get_device_capability",
            "empty_cache", "synchronize", "is_built", "is_emulated", "mem_get_info", "memory_allocated",
            "max_memory_allocated", "memory_reserved", "max_memory_reserved", "reset_peak_memory_stats",
-           "memory_stats", "memory_summary", "set_per_process_memory_fraction", "host_memory_stats"]
+           "memory_stats", "memory_summary", "set_per_process_memory_fraction", "host_memory_stats"] + _device.__all__
 
 
 def is_built():
@@ -48,19 +52,9 @@ class _CudaDeviceProperties:
 
 
 def _index(device, what):
-    """Device index from None (device 0), an int, "cuda", "cuda:N", or anything whose str() is one of those."""
-    if device is None:
-        return 0
-    if isinstance(device, bool):
-        raise TypeError(f"{what}: device must be an int or 'cuda:N', got bool")
-    if isinstance(device, int):
-        return device
-    text = device if isinstance(device, str) else str(device)
-    if text == "cuda":
-        return 0
-    if text.startswith("cuda:") and text[5:].isdigit():
-        return int(text[5:])
-    raise ValueError(f"{what}: expected a CUDA device (an index, 'cuda' or 'cuda:N'), got {device!r}")
+    """Device index from None or "cuda" (the current device), an int, "cuda:N", or anything whose str() is one of
+    those."""
+    return _C._cuda_current_device() if device is None else _device._index_of(device, what)
 
 
 def _why_none():

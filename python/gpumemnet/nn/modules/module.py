@@ -436,8 +436,9 @@ class Module:
     def cpu(self):
         return self.to("cpu")
 
-    def cuda(self, device=0):
-        return self.to(f"cuda:{device}" if isinstance(device, int) else device)
+    def cuda(self, device=None):
+        """Move parameters and buffers to CUDA device `device` (None: the thread's current one)."""
+        return self.to("cuda" if device is None else f"cuda:{device}" if isinstance(device, int) else device)
 
     def float(self):
         return self.to(dtype="float32")
