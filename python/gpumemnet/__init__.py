@@ -38,6 +38,9 @@ from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode, is
 from .random import (manual_seed, get_rng_state, set_rng_state, initial_seed, seed, Generator,  # noqa: E402,F401
                      default_generator)
 from .dropin import as_torch  # noqa: E402
+from .backends import (set_float32_matmul_precision, get_float32_matmul_precision,  # noqa: E402,F401
+                       use_deterministic_algorithms, are_deterministic_algorithms_enabled,
+                       is_deterministic_algorithms_warn_only_enabled)
 
 OutOfMemoryError = _C.OutOfMemoryError
 ArgumentError = _C.ArgumentError  # ValueError + RuntimeError: caught by `except` of either (docs/C_API.md, Errors)

@@ -462,7 +462,13 @@ class TensorMethods:
         if x._dtype not in _FLOAT_CODES:
             raise RuntimeError(f"norm(): input dtype should be floating point, got {x.dtype}")
         if p in ("fro", 2, 2.0):
-            return (x * x).sum(dim, keepdim).sqrt()
+            s = (x * x).sum(dim, keepdim)
+            if not _needs_grad(s):
+                return s.sqrt()
+            # PyTorch's gradient of a zero vector's norm is 0: sqrt's own at 0 (inf x 0) would be NaN. The square
+            # root reads 1 there instead, and where() sends its gradient nowhere.
+            zero = s == 0
+            return _where(zero, 0.0, _where(zero, 1.0, s).sqrt())
         if p in (math.inf, float("inf")):
             return x.abs().amax(dim, keepdim)
         if p in (-math.inf, float("-inf")):

@@ -8,12 +8,16 @@ Ampere and later. It applies to every CUDA device and to contexts created later;
 products are not affected, and neither is the CPU.
 
 gm.backends.cudnn (a module, so that `import torch.backends.cudnn as cudnn` works under the alias) holds cuDNN's
-flags under PyTorch's names.
+flags under PyTorch's names; gm.backends.mps answers that there is no MPS device.
 """
-from .. import _C
-from . import cudnn  # noqa: F401
+import warnings
 
-__all__ = ["cuda", "cudnn"]
+from .. import _C
+from . import cudnn, mps  # noqa: F401
+
+__all__ = ["cuda", "cudnn", "mps", "set_float32_matmul_precision", "get_float32_matmul_precision",
+           "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
+           "is_deterministic_algorithms_warn_only_enabled"]
 
 
 class _CudaMatmul:
@@ -43,8 +47,57 @@ class _CudaBackend:
     __slots__ = ()
     matmul = _CudaMatmul()
 
+    @staticmethod
+    def is_built():
+        """Whether gpumemnet was built with CUDA (a device need not be present)."""
+        return _C._build_info()["cuda"] is not None
+
     def __repr__(self):
         return f"gm.backends.cuda(matmul={self.matmul!r})"
 
 
 cuda = _CudaBackend()
+
+
+# ---- torch.set_float32_matmul_precision and torch.use_deterministic_algorithms (gm re-exports them) ----
+_PRECISIONS = ("highest", "high", "medium")
+_precision = ["highest"]
+
+
+def set_float32_matmul_precision(precision):
+    """PyTorch's switch for float32 matrix products: "highest" keeps them float32; "high" and "medium" let cuBLAS
+    use TF32 tensor cores (gm.backends.cuda.matmul.allow_tf32 = True). The CPU's products are always float32. Any
+    other value has no effect but a warning, as in PyTorch."""
+    if precision not in _PRECISIONS:
+        warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the "
+                      f"set_float32_matmul_precision call has no effect.", UserWarning, stacklevel=2)
+        return
+    cuda.matmul.allow_tf32 = precision != "highest"
+    _precision[0] = precision
+
+
+def get_float32_matmul_precision():
+    """The last precision set, or what gm.backends.cuda.matmul.allow_tf32 set since ("high" / "highest")."""
+    if (_precision[0] != "highest") != cuda.matmul.allow_tf32:
+        return "high" if cuda.matmul.allow_tf32 else "highest"
+    return _precision[0]
+
+
+_deterministic = {"mode": False, "warn_only": False}
+
+
+def use_deterministic_algorithms(mode, *, warn_only=False):
+    """Recorded, and read back by are_deterministic_algorithms_enabled(). gpumemnet's CPU kernels give the same
+    result run to run whatever the flag, and its CUDA convolutions take cuDNN's deterministic engines first
+    whatever the flag (kernels/cuda/conv_plan.cu). As in PyTorch, cudnn.deterministic is a separate flag."""
+    if not isinstance(mode, bool):
+        raise TypeError(f"use_deterministic_algorithms: mode must be a bool, got {type(mode).__name__}")
+    _deterministic.update(mode=mode, warn_only=bool(warn_only))
+
+
+def are_deterministic_algorithms_enabled():
+    return _deterministic["mode"]
+
+
+def is_deterministic_algorithms_warn_only_enabled():
+    return _deterministic["warn_only"]

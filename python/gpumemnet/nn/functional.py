@@ -12,6 +12,7 @@ Each op family lives in its own module (autograd Function + argument checks + th
   _functional_layers.py pad, pixel_shuffle, pixel_unshuffle, embedding, one_hot, dropout1d, dropout3d,
                         alpha_dropout, feature_alpha_dropout
   _functional_pool1d.py max_pool1d, avg_pool1d, adaptive_avg_pool1d, adaptive_max_pool1d, adaptive_max_pool2d
+  _functional_distance.py normalize, cosine_similarity
 grid_sample and affine_grid exist only so that code importing them loads (torchvision's transforms); calling
 them raises NotImplementedError (_core/unsupported.py).
 """
@@ -29,6 +30,7 @@ from ._functional_layers import (  # noqa: F401
     feature_alpha_dropout)
 from ._functional_pool1d import (  # noqa: F401
     max_pool1d, avg_pool1d, adaptive_avg_pool1d, adaptive_max_pool1d, adaptive_max_pool2d)
+from ._functional_distance import normalize, cosine_similarity  # noqa: F401
 from .._core import unsupported as _unsupported
 
 grid_sample = _unsupported.function("torch.nn.functional.grid_sample")

@@ -1,0 +1,88 @@
+"""Names that training scripts call at start-up or in small heads, against PyTorch (skipped without it):
+torch.set_float32_matmul_precision, torch.use_deterministic_algorithms, torch.backends.mps, and
+F.normalize / F.cosine_similarity (values and float64 gradients)."""
+import warnings
+
+import numpy as np
+import pytest
+
+import gpumemnet as gm
+import gpumemnet.nn.functional as F
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.fixture(autouse=True)
+def restore_flags():
+    yield
+    for lib in (gm, torch):
+        lib.set_float32_matmul_precision("highest")
+        lib.use_deterministic_algorithms(False)
+
+
+def test_float32_matmul_precision_as_pytorch():
+    for lib in (gm, torch):
+        seen = [lib.get_float32_matmul_precision()]
+        for p in ("high", "medium", "highest"):
+            lib.set_float32_matmul_precision(p)
+            seen.append((lib.get_float32_matmul_precision(), lib.backends.cuda.matmul.allow_tf32))
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            lib.set_float32_matmul_precision("low")
+        seen.append((lib.get_float32_matmul_precision(), len(w) == 1))
+        lib.backends.cuda.matmul.allow_tf32 = True
+        seen.append(lib.get_float32_matmul_precision())
+        lib.backends.cuda.matmul.allow_tf32 = False
+        if lib is gm:
+            ours = seen
+    assert ours == seen
+
+
+def test_deterministic_algorithms_flag_as_pytorch():
+    for lib in (gm, torch):
+        got = [lib.are_deterministic_algorithms_enabled()]
+        lib.use_deterministic_algorithms(True, warn_only=True)
+        got += [lib.are_deterministic_algorithms_enabled(), lib.is_deterministic_algorithms_warn_only_enabled(),
+                lib.backends.cudnn.deterministic]
+        lib.use_deterministic_algorithms(False)
+        got.append(lib.are_deterministic_algorithms_enabled())
+        if lib is gm:
+            ours = got
+    assert ours == got
+
+
+def test_mps_is_absent_as_on_a_machine_without_it():
+    assert gm.backends.mps.is_available() is False and gm.backends.mps.is_built() is False
+    assert gm.backends.cuda.is_built() == gm.cuda.is_built()
+
+
+def _both(fn, *arrays):
+    """fn on gpumemnet and on PyTorch float64 tensors: (ours, theirs) outputs and input gradients."""
+    out = []
+    for lib in (gm, torch):
+        xs = [lib.tensor(a, requires_grad=True) for a in arrays]
+        y = fn(lib, *xs)
+        y.backward(lib.tensor(np.linspace(-1, 1, y.numel()).reshape(tuple(y.shape))))
+        out.append([y.detach().numpy()] + [x.grad.numpy() for x in xs])
+    return out
+
+
+@pytest.mark.parametrize("p, dim", [(2.0, 1), (1.0, -1), (3.0, 0)])
+def test_normalize_as_pytorch(p, dim):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((4, 5, 3))
+    x[1] = 0.0  # a zero vector along dim 0's slice: the clamp at eps decides
+    ours, theirs = _both(lambda lib, a: lib.nn.functional.normalize(a, p=p, dim=dim), x)
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("shapes, dim", [(((6, 8), (6, 8)), 1), (((6, 1, 8), (1, 5, 8)), -1), (((3, 4), (3, 4)), 0)])
+def test_cosine_similarity_as_pytorch(shapes, dim):
+    rng = np.random.default_rng(1)
+    a, b = (rng.standard_normal(s) for s in shapes)
+    ours, theirs = _both(lambda lib, u, v: lib.nn.functional.cosine_similarity(u, v, dim=dim), a, b)
+    for x, y in zip(ours, theirs):
+        np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-12)
+    assert F.cosine_similarity(gm.tensor(a), gm.tensor(b), dim=dim).shape == \
+        torch.nn.functional.cosine_similarity(torch.tensor(a), torch.tensor(b), dim=dim).shape
