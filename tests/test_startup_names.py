@@ -86,3 +86,36 @@ def test_cosine_similarity_as_pytorch(shapes, dim):
         np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-12)
     assert F.cosine_similarity(gm.tensor(a), gm.tensor(b), dim=dim).shape == \
         torch.nn.functional.cosine_similarity(torch.tensor(a), torch.tensor(b), dim=dim).shape
+
+
+@pytest.mark.parametrize("shape, dim, index_shape", [((4, 5), 1, (4, 3)), ((4, 5), 0, (6, 5)), ((3, 4, 5), -1, (2, 4, 7)),
+                                                     ((3, 4, 5), 1, (3, 2, 5))])
+def test_gather_as_pytorch(shape, dim, index_shape):
+    """Values and float64 gradients (repeated indices add up), index smaller than input apart from dim."""
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal(shape)
+    idx = rng.integers(0, shape[dim], size=index_shape)
+    ours, theirs = _both(lambda lib, a: lib.gather(a, dim, lib.tensor(idx)), x)
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(a, b, rtol=1e-15, atol=0)
+    np.testing.assert_array_equal(gm.tensor(x).gather(dim, gm.tensor(idx)).numpy(),
+                                  torch.tensor(x).gather(dim, torch.tensor(idx)).numpy())
+
+
+@pytest.mark.parametrize("bad", [5, -1])
+def test_gather_refuses_an_index_outside_the_dim_as_pytorch(bad):
+    idx = np.array([[0], [bad]])
+    for lib in (gm, torch):
+        with pytest.raises(RuntimeError, match=f"index {bad} is out of bounds for dimension 1 with size 5"):
+            lib.gather(lib.zeros(2, 5), 1, lib.tensor(idx))
+    with pytest.raises(RuntimeError, match="same number of dimensions"):
+        gm.gather(gm.zeros(2, 5), 1, gm.tensor([0, 1]))
+
+
+def test_take_along_dim_wraps_negative_indices_as_pytorch_and_refuses_past_the_end():
+    x = np.arange(6.0).reshape(2, 3)
+    idx = np.array([[-1], [-3]])
+    np.testing.assert_array_equal(gm.tensor(x).take_along_dim(gm.tensor(idx), 1).numpy(),
+                                  torch.tensor(x).take_along_dim(torch.tensor(idx), 1).numpy())
+    with pytest.raises(RuntimeError, match="index 3 is out of bounds for dimension 1 with size 3"):
+        gm.tensor(x).take_along_dim(gm.tensor([[3], [0]]), 1)  # PyTorch reads the next row's first element here

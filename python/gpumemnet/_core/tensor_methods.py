@@ -290,7 +290,7 @@ class TensorMethods:
     def sort(self, dim=-1, descending=False, stable=False):
         """(values, indices) along dim; values are differentiable (gathered with take_along_dim)."""
         idx = self.argsort(dim, descending, stable)
-        return self.take_along_dim(idx, dim), idx
+        return self.take_along_dim(idx, dim, _valid=True), idx
 
     def topk(self, k, dim=-1, largest=True, sorted=True):
         """The k largest (smallest with largest=False) entries along dim and their indices, in order."""
@@ -300,14 +300,15 @@ class TensorMethods:
             raise RuntimeError(f"selected index k out of range: k={k} for a dimension of size {size}")
         idx = self.argsort(d, descending=largest)
         idx = idx.narrow(d, 0, int(k)).contiguous() if self.ndim else idx
-        return self.take_along_dim(idx, d), idx
+        return self.take_along_dim(idx, d, _valid=True), idx
 
     def msort(self):
         return self.sort(0)[0]
 
-    def take_along_dim(self, indices, dim):
+    def take_along_dim(self, indices, dim, *, _valid=False):
         """out[..., i, ...] = self[..., indices[..., i, ...], ...] along dim (indices of self's shape except
-        along dim). Composed of differentiable flat indexing: rows of self and one index tensor."""
+        along dim). Composed of differentiable flat indexing: rows of self and one index tensor. _valid: the
+        indices are known to be in [0, size) (sort's, topk's, gather's after its check)."""
         if not isinstance(indices, _C.TensorBase) or indices._dtype != 4:
             raise TypeError("take_along_dim: indices must be an int64 tensor")
         if self.ndim == 0:
@@ -317,12 +318,36 @@ class TensorMethods:
             raise RuntimeError(f"take_along_dim: indices of shape {tuple(indices.shape)} must match the input's "
                                f"shape {tuple(self.shape)} except in dimension {d}")
         n, k = self.shape[d], indices.shape[d]
+        if not _valid:
+            indices = _checked_indices(indices, n, d, negative_wraps=True)
         x = self.movedim(d, -1).reshape(-1, n)
         rows = x.shape[0]
         base = _C.binary(F.MUL, _C.arange(0.0, float(rows), 1.0, 4, self._device), n)
         flat = _C.binary(F.ADD, indices.movedim(d, -1).reshape(rows, k), base.reshape(rows, 1))
         moved = tuple(s for i, s in enumerate(self.shape) if i != d) + (k,)
         return x.reshape(-1)[flat.reshape(-1)].reshape(moved).movedim(-1, d)
+
+    def gather(self, dim, index, *, sparse_grad=False):
+        """out[i][j] = self[index[i][j]][j] along dim 0 (and so on): index has self's number of dims and, except
+        along dim, sizes no larger than self's (PyTorch's rule); out has index's shape. An index outside
+        [0, size) raises, as in PyTorch. Composed of take_along_dim over the part of self that index covers."""
+        if not isinstance(index, _C.TensorBase) or index._dtype != 4:
+            raise RuntimeError("gather(): Expected dtype int64 for index")
+        d = _dim(dim, max(self.ndim, 1), "gather")
+        if index.ndim != self.ndim:
+            raise RuntimeError(f"gather: index of shape {tuple(index.shape)} must have the same number of "
+                               f"dimensions as input of shape {tuple(self.shape)} (index.ndim == input.ndim)")
+        x = self
+        for i in range(self.ndim):
+            if i != d and index.shape[i] > self.shape[i]:
+                raise RuntimeError(f"gather: size does not match at dimension {i}: expected index "
+                                   f"{tuple(index.shape)} to be no larger than input {tuple(self.shape)} apart "
+                                   f"from dimension {d}")
+            if i != d and index.shape[i] < self.shape[i]:
+                x = x.narrow(i, 0, index.shape[i])
+        if self.ndim:
+            _checked_indices(index, self.shape[d], d, negative_wraps=False)
+        return x.take_along_dim(index, d, _valid=True)
 
     # ---- new_* constructors: this tensor's dtype and device unless given -------------------------------------
     def _new(self, size, value, dtype, device, requires_grad):
@@ -558,6 +583,19 @@ class _Prod(Function):
         one_zero = _C.where(zero, others, 0.0)
         d = _C.where(_C.binary(F.EQ, nzero, 0), plain, _C.where(_C.binary(F.EQ, nzero, 1), one_zero, 0.0))
         return F.cast(_C.binary(F.MUL, g, d), x._dtype), None, None
+
+
+def _checked_indices(indices, n, d, negative_wraps):
+    """indices along a dim of size n, checked: RuntimeError naming the first outside [0, n) (outside [-n, n) where
+    negative ones wrap, as take_along_dim's do in PyTorch; gather's do not). Negative ones wrapped."""
+    low = -n if negative_wraps else 0
+    if indices.numel() and bool(((indices < low) | (indices >= n)).any()):
+        v = indices.detach().cpu().numpy().reshape(-1)
+        bad = v[(v < low) | (v >= n)][0]
+        raise RuntimeError(f"index {int(bad)} is out of bounds for dimension {d} with size {n}")
+    if negative_wraps and indices.numel() and bool((indices < 0).any()):
+        indices = _where(indices < 0, indices + n, indices)
+    return indices
 
 
 def _where(cond, a, b):
