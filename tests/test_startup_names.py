@@ -119,3 +119,27 @@ def test_take_along_dim_wraps_negative_indices_as_pytorch_and_refuses_past_the_e
                                   torch.tensor(x).take_along_dim(torch.tensor(idx), 1).numpy())
     with pytest.raises(RuntimeError, match="index 3 is out of bounds for dimension 1 with size 3"):
         gm.tensor(x).take_along_dim(gm.tensor([[3], [0]]), 1)  # PyTorch reads the next row's first element here
+
+
+@pytest.mark.parametrize("dims", [(3,), (0, 2), (-1, 1), ()])
+def test_flip_as_pytorch(dims):
+    """Test-time and batch augmentation (`torch.flip(x, dims=[3])`): values and gradients, a copy."""
+    x = np.random.default_rng(3).standard_normal((2, 3, 4, 5))
+    ours, theirs = _both(lambda lib, a: lib.flip(a, list(dims)) * 1.0, x)
+    for a, b in zip(ours, theirs):
+        np.testing.assert_array_equal(a, b)
+    t = gm.tensor(x)
+    t.flip(list(dims)).fill_(0.0)  # a copy: the original keeps its values
+    np.testing.assert_array_equal(t.numpy(), x)
+    with pytest.raises(RuntimeError, match="appears multiple times"):
+        t.flip(1, -3)
+
+
+@pytest.mark.parametrize("shifts, dims", [(1, 0), (-2, 3), ((1, 7), (1, 2)), (5, None), ((3,), None), (0, 2)])
+def test_roll_as_pytorch(shifts, dims):
+    x = np.random.default_rng(4).standard_normal((2, 3, 4, 5))
+    ours, theirs = _both(lambda lib, a: lib.roll(a, shifts, dims) * 1.0, x)
+    for a, b in zip(ours, theirs):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(RuntimeError, match="shifts and dimensions must align"):
+        gm.tensor(x).roll((1, 2), (0,))

@@ -324,10 +324,10 @@ def _method(name):
     return fn
 
 
-(gather, argsort, sort, topk, msort, take_along_dim, diff, floor, ceil, trunc, square, rsqrt, mm, bmm, unbind, tensor_split, isnan, isinf, isfinite, isclose, allclose,
+(gather, flip, roll, argsort, sort, topk, msort, take_along_dim, diff, floor, ceil, trunc, square, rsqrt, mm, bmm, unbind, tensor_split, isnan, isinf, isfinite, isclose, allclose,
  equal, all, any, prod, norm, masked_fill, index_select, sign, logical_and, logical_or, logical_xor, logical_not,
  sigmoid, tanh, swapaxes, movedim, select, neg, mul, add, sub, clamp_min, clamp_max) = (
-    _method(n) for n in ("gather", "argsort", "sort", "topk", "msort", "take_along_dim", "diff", "floor", "ceil", "trunc", "square", "rsqrt", "mm", "bmm", "unbind", "tensor_split",
+    _method(n) for n in ("gather", "flip", "roll", "argsort", "sort", "topk", "msort", "take_along_dim", "diff", "floor", "ceil", "trunc", "square", "rsqrt", "mm", "bmm", "unbind", "tensor_split",
                          "isnan", "isinf", "isfinite", "isclose", "allclose", "equal", "all", "any", "prod",
                          "norm", "masked_fill", "index_select", "sign", "logical_and", "logical_or", "logical_xor",
                          "logical_not", "sigmoid", "tanh", "swapaxes", "movedim", "select", "neg", "mul", "add",

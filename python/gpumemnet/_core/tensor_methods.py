@@ -327,6 +327,39 @@ class TensorMethods:
         moved = tuple(s for i, s in enumerate(self.shape) if i != d) + (k,)
         return x.reshape(-1)[flat.reshape(-1)].reshape(moved).movedim(-1, d)
 
+    def flip(self, *dims):
+        """A copy with the order of entries reversed along each of dims (an int, or a list or tuple of them)."""
+        dims = _dims_list(dims, self.ndim, "flip")
+        return self._permuted_along(dims, lambda n: np.arange(n - 1, -1, -1), "flip")
+
+    def roll(self, shifts, dims=None):
+        """A copy with entries shifted by shifts along dims, wrapping around: out[i] = self[(i - shift) mod n].
+        Without dims, over the flattened tensor, its shape restored."""
+        if dims is None:
+            if not isinstance(shifts, numbers.Integral):
+                if len(shifts) != 1:
+                    raise RuntimeError(f"roll: with no dims, shifts must be one int, got {shifts!r}")
+                shifts = shifts[0]
+            return self.reshape(-1).roll(int(shifts), 0).reshape(tuple(self.shape))
+        shifts = (shifts,) if isinstance(shifts, numbers.Integral) else tuple(shifts)
+        dims = (dims,) if isinstance(dims, numbers.Integral) else tuple(dims)
+        if len(shifts) != len(dims):
+            raise RuntimeError(f"roll: shifts and dimensions must align. shifts: {len(shifts)}, dims: {len(dims)}")
+        x = self
+        for shift, dim in zip(shifts, dims):
+            d = _dim(dim, self.ndim, "roll")
+            x = x._permuted_along([d], lambda n, k=int(shift): (np.arange(n) - k) % max(n, 1), "roll")
+        return x
+
+    def _permuted_along(self, dims, order, op):
+        """A copy whose entries along each of dims are the ones at order(size) (index_select: differentiable,
+        every device)."""
+        x = self
+        for d in dims:
+            idx = np.ascontiguousarray(order(self.shape[d]), dtype=np.int64)
+            x = x.index_select(d, _C.from_numpy(idx, 4, self._device))
+        return x if x is not self else self.clone()
+
     def gather(self, dim, index, *, sparse_grad=False):
         """out[i][j] = self[index[i][j]][j] along dim 0 (and so on): index has self's number of dims and, except
         along dim, sizes no larger than self's (PyTorch's rule); out has index's shape. An index outside
@@ -583,6 +616,17 @@ class _Prod(Function):
         one_zero = _C.where(zero, others, 0.0)
         d = _C.where(_C.binary(F.EQ, nzero, 0), plain, _C.where(_C.binary(F.EQ, nzero, 1), one_zero, 0.0))
         return F.cast(_C.binary(F.MUL, g, d), x._dtype), None, None
+
+
+def _dims_list(dims, ndim, op):
+    """dims given as ints, or as one list or tuple of them: normalised, each once (PyTorch's check)."""
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+        dims = tuple(dims[0])
+    out = [_dim(d, ndim, op) for d in dims]
+    for d in out:
+        if out.count(d) > 1:
+            raise RuntimeError(f"{op}: dim {d} appears multiple times in the list of dims")
+    return out
 
 
 def _checked_indices(indices, n, d, negative_wraps):
