@@ -36,12 +36,12 @@ typedef struct {
 static inline int gm_device_eq(gm_device a, gm_device b) { return a.type == b.type && a.index == b.index; }
 /* ---- device.c ---- Parse "cpu", "meta", "cuda", "cuda:N" (str) into *dev. 0, or -1 with ValueError naming
  * `argname`. */
-/* The thread's current CUDA device index (0 until set): what a bare "cuda" names. */
-int gm_current_cuda_index(void);
-void gm_set_current_cuda_index(int i);
 int gm_parse_device(PyObject *obj, gm_device *dev, const char *argname);
 /* Writes "cpu" / "meta" / "cuda:N" into buf (>= 16 bytes). */
 const char *gm_device_str(gm_device dev, char *buf);
+/* The thread's current CUDA device index (0 until set): what a bare "cuda" names. */
+int gm_current_cuda_index(void);
+void gm_set_current_cuda_index(int i);
 
 /* ---- categories and scope (category.c) -------------------------------------------------------- */
 /* What a block holds; the one definition of each (the Python side, gm.memory.CATEGORY_DOCS, says the same):
