@@ -330,7 +330,7 @@ class TensorMethods:
     def flip(self, *dims):
         """A copy with the order of entries reversed along each of dims (an int, or a list or tuple of them)."""
         dims = _dims_list(dims, self.ndim, "flip")
-        return self._permuted_along(dims, lambda n: np.arange(n - 1, -1, -1), "flip")
+        return self._permuted_along(dims, lambda n: np.arange(n - 1, -1, -1))
 
     def roll(self, shifts, dims=None):
         """A copy with entries shifted by shifts along dims, wrapping around: out[i] = self[(i - shift) mod n].
@@ -348,10 +348,10 @@ class TensorMethods:
         x = self
         for shift, dim in zip(shifts, dims):
             d = _dim(dim, self.ndim, "roll")
-            x = x._permuted_along([d], lambda n, k=int(shift): (np.arange(n) - k) % max(n, 1), "roll")
+            x = x._permuted_along([d], lambda n, k=int(shift): (np.arange(n) - k) % max(n, 1))
         return x
 
-    def _permuted_along(self, dims, order, op):
+    def _permuted_along(self, dims, order):
         """A copy whose entries along each of dims are the ones at order(size) (index_select: differentiable,
         every device)."""
         x = self
