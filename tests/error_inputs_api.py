@@ -447,7 +447,23 @@ SAVE_LOAD = [E("save of a dict that contains itself", lambda d, l: l.L.save(_sel
              B("load of a missing file", lambda d, l: l.L.load(os.path.join(_TMP, "gm-no-such-dir", "x.pt")),
                FileNotFoundError, r"No such file")]
 
-API_CASES = SHAPES + DIMS + CREATION + INPLACE + UNARY + MODULES + OPTIM + DATA + SAVE_LOAD
+STARTUP = [B("F.normalize dim out of range", lambda d, l: l.F.normalize(z(d, l, 2, 3), dim=5), IndexError, DIM),
+           B("F.cosine_similarity dim out of range", lambda d, l: l.F.cosine_similarity(z(d, l, 2, 3), z(d, l, 2, 3),
+             dim=5), IndexError, DIM),
+           B("Tensor.flip a dim twice", lambda d, l: z(d, l, 2, 3).flip(1, -1), RuntimeError,
+             r"appears multiple times"),
+           B("Tensor.roll shifts and dims of different lengths", lambda d, l: z(d, l, 2, 3).roll((1, 2), (0,)),
+             RuntimeError, r"shifts and dimensions must align"),
+           B("Tensor.gather index of another rank", lambda d, l: z(d, l, 2, 3).gather(1, z(d, l, 2, dtype="int64")),
+             RuntimeError, r"same number of dimensions"),
+           B("Tensor.gather index out of bounds", lambda d, l: z(d, l, 2, 3).gather(1, ix(d, l, [[0], [5]])),
+             RuntimeError, r"index 5 is out of bounds for dimension 1 with size 3", devices=HOST),
+           B("set_float32_matmul_precision of a number", lambda d, l: l.L.set_float32_matmul_precision(1),
+             RuntimeError, r"expects a str, but got int"),
+           B("use_deterministic_algorithms of a string", lambda d, l: l.L.use_deterministic_algorithms("yes"),
+             TypeError, r"bool|incompatible")]
+
+API_CASES = SHAPES + DIMS + CREATION + INPLACE + UNARY + MODULES + OPTIM + DATA + SAVE_LOAD + STARTUP
 
 
 # Inputs that are not errors: NaN and Inf give the IEEE result (never a crash, never an exception), and an empty

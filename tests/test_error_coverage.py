@@ -56,6 +56,8 @@ EXEMPT = {
     "data.default_convert": "converts what it can and returns anything else unchanged, as PyTorch's",
     "nn.Conv3d": NOT_YET, "F.affine_grid": NOT_YET, "F.grid_sample": NOT_YET,
     "nn.register_module_forward_pre_hook": HOOK,
+    "gm.get_float32_matmul_precision": NO_ARGS, "gm.are_deterministic_algorithms_enabled": NO_ARGS,
+    "gm.is_deterministic_algorithms_warn_only_enabled": NO_ARGS,
 }
 
 

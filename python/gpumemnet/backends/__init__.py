@@ -68,6 +68,8 @@ def set_float32_matmul_precision(precision):
     """PyTorch's switch for float32 matrix products: "highest" keeps them float32; "high" and "medium" let cuBLAS
     use TF32 tensor cores (gm.backends.cuda.matmul.allow_tf32 = True). The CPU's products are always float32. Any
     other value has no effect but a warning, as in PyTorch."""
+    if not isinstance(precision, str):
+        raise RuntimeError(f"set_float32_matmul_precision expects a str, but got {type(precision).__name__}")
     if precision not in _PRECISIONS:
         warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the "
                       f"set_float32_matmul_precision call has no effect.", UserWarning, stacklevel=2)
