@@ -7,7 +7,7 @@ raising, except where a specific device is asked for. Memory statistics live in 
 from .. import _C
 from .._core import hooks
 from . import _device
-from ._device import (current_device, set_device, device, manual_seed, manual_seed_all, seed, seed_all,  # noqa: F401
+from ._device import (device_count, current_device, set_device, device, manual_seed, manual_seed_all, seed, seed_all,  # noqa: F401
                       initial_seed, get_rng_state, set_rng_state, get_rng_state_all, set_rng_state_all,
                       is_bf16_supported, is_initialized, init, OutOfMemoryError)
 
@@ -25,11 +25,6 @@ def is_built():
 def is_emulated():
     """True for a GPUMEMNET_CUDA=emu build: "cuda" devices are the CPU emulator of kernels/cuda/README.md."""
     return _C._build_info()["cuda"] == "emulator"
-
-
-def device_count():
-    """Number of CUDA devices; 0 when not built with CUDA, or when there is no driver or no GPU."""
-    return _C._cuda_device_count()
 
 
 def is_available():
@@ -57,22 +52,8 @@ def _index(device, what):
     return _C._cuda_current_device() if device is None else _device._index_of(device, what)
 
 
-def _why_none():
-    if not is_built():
-        return "gpumemnet was built without CUDA (see README, Build)"
-    reason = _C._cuda_last_error()
-    return f"no CUDA device found ({reason})" if reason else "no CUDA device found"
-
-
 def _require(device, what):
-    i = _index(device, what)
-    n = device_count()
-    if n == 0:
-        raise RuntimeError(f"{what}: cuda:{i} requested but {_why_none()}")
-    if not 0 <= i < n:
-        raise IndexError(f"{what}: cuda:{i} out of range: there {'is' if n == 1 else 'are'} {n} CUDA "
-                         f"device{'' if n == 1 else 's'} (cuda:0..cuda:{n - 1})")
-    return i
+    return _device.require(what, _index(device, what))
 
 
 def get_device_properties(device=None):

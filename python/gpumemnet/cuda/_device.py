@@ -14,8 +14,28 @@ __all__ = ["current_device", "set_device", "device", "manual_seed", "manual_seed
 OutOfMemoryError = _C.OutOfMemoryError  # torch.cuda.OutOfMemoryError; gm.OutOfMemoryError is the same class
 
 
-def _count():
+def device_count():
+    """Number of CUDA devices; 0 when not built with CUDA, or when there is no driver or no GPU."""
     return _C._cuda_device_count()
+
+
+def why_none():
+    """Why no CUDA device can be used here, in words."""
+    if _C._build_info()["cuda"] is None:
+        return "gpumemnet was built without CUDA (see README, Build)"
+    reason = _C._cuda_last_error()
+    return f"no CUDA device found ({reason})" if reason else "no CUDA device found"
+
+
+def require(what, i=None, error=IndexError):
+    """Raise RuntimeError when no CUDA device can be used, and `error` when index i is not one of them; returns i."""
+    n = device_count()
+    if n == 0:
+        raise RuntimeError(f"{what}: " + (f"cuda:{i} requested but " if i is not None else "") + why_none())
+    if i is not None and not 0 <= i < n:
+        raise error(f"{what}: cuda:{i} out of range: there {'is' if n == 1 else 'are'} {n} CUDA "
+                    f"device{'' if n == 1 else 's'} (cuda:0..cuda:{n - 1})")
+    return i
 
 
 def _index_of(dev, what):
@@ -32,15 +52,9 @@ def _index_of(dev, what):
     raise ValueError(f"{what}: expected a CUDA device (an index, 'cuda' or 'cuda:N'), got {dev!r}")
 
 
-def _require_cuda(what):
-    if _count() == 0:
-        raise RuntimeError(f"{what}: no CUDA device can be used here"
-                           + ("" if _C._build_info()["cuda"] is not None else " (gpumemnet was built without CUDA)"))
-
-
 def current_device():
     """The index of this thread's current CUDA device (0 until set_device); raises without CUDA, as PyTorch."""
-    _require_cuda("current_device")
+    require("current_device")
     return _C._cuda_current_device()
 
 
@@ -50,12 +64,7 @@ def set_device(device):
     i = _index_of(device, "set_device")
     if i < 0:
         return
-    _require_cuda("set_device")
-    n = _count()
-    if not i < n:
-        raise RuntimeError(f"set_device: cuda:{i} requested but there {'is' if n == 1 else 'are'} {n} CUDA "
-                           f"device{'' if n == 1 else 's'}")
-    _C._cuda_set_current_device(i)
+    _C._cuda_set_current_device(require("set_device", i, error=RuntimeError))
 
 
 class device:
@@ -81,19 +90,18 @@ class device:
 
 def is_initialized():
     """Whether CUDA can be used here (gpumemnet initialises it at import)."""
-    return _count() > 0
+    return device_count() > 0
 
 
 def init():
     """Nothing to do (gpumemnet initialises CUDA at import); raises, as PyTorch does, when it cannot be used."""
-    if _count() == 0:
-        raise RuntimeError("init: no CUDA device can be used here")
+    require("init")
 
 
 def manual_seed(seed):
     """Seed the generator CUDA draws from (gpumemnet's one generator, gm.manual_seed); nothing without CUDA."""
     _random._check_seed(seed, "manual_seed")
-    if _count() > 0:
+    if device_count() > 0:
         _random.manual_seed(seed)
 
 
@@ -102,7 +110,7 @@ manual_seed_all = manual_seed  # one generator serves every device
 
 def seed():
     """Seed the generator from the OS's entropy where CUDA can be used (gm.seed)."""
-    if _count() > 0:
+    if device_count() > 0:
         _random.seed()
 
 
@@ -110,25 +118,25 @@ seed_all = seed
 
 
 def initial_seed():
-    _require_cuda("initial_seed")
+    require("initial_seed")
     return _random.initial_seed()
 
 
 def get_rng_state(device="cuda"):
     """The generator's (seed, offset) (gpumemnet's state for every device; PyTorch's is a byte tensor)."""
     _index_of(device, "get_rng_state")
-    _require_cuda("get_rng_state")
+    require("get_rng_state")
     return _random.get_rng_state()
 
 
 def set_rng_state(new_state, device="cuda"):
     _index_of(device, "set_rng_state")
-    _require_cuda("set_rng_state")
+    require("set_rng_state")
     _random.set_rng_state(new_state)
 
 
 def get_rng_state_all():
-    return [_random.get_rng_state() for _ in range(_count())]
+    return [_random.get_rng_state() for _ in range(device_count())]
 
 
 def set_rng_state_all(new_states):
@@ -139,7 +147,7 @@ def set_rng_state_all(new_states):
 def is_bf16_supported(including_emulation=True):
     """Whether the current CUDA device computes in bfloat16: compute capability 8.0 (Ampere) or later, or any
     device with including_emulation (PyTorch's rule); False without CUDA."""
-    if _count() == 0:
+    if device_count() == 0:
         return False
     if including_emulation:
         return True
