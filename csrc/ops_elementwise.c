@@ -16,9 +16,12 @@
 #define EW_NOGIL_MIN 65536
 
 static const char *const binary_names[GM_EW_NBINARY] = {"add", "sub", "mul", "div", "pow", "maximum", "minimum",
-                                                        "eq", "ne", "lt", "le", "gt", "ge"};
+                                                        "eq", "ne", "lt", "le", "gt", "ge", "fmod",
+                                                        "remainder", "atan2", "floor_divide"};
 static const char *const unary_names[GM_EW_NUNARY] = {"neg", "exp", "log", "sqrt", "abs", "sign", "logical_not",
-                                                               "round", "floor", "ceil"};
+                                                               "round", "floor", "ceil", "sin", "cos", "tan", "asin", "acos",
+                                                               "atan", "sinh", "cosh", "erf", "erfc", "log1p",
+                                                               "expm1", "log2", "log10", "exp2"};
 
 /* ---- operands: a tensor or a Python number ------------------------------------------------------------------ */
 enum { EW_NUM_BOOL = 0, EW_NUM_INT = 1, EW_NUM_FLOAT = 2 };
@@ -447,7 +450,12 @@ static PyObject *binary_impl(int op, PyObject *ao, PyObject *bo, PyObject *outo)
         if (gm_ew_is_comparison(op)) cdt = GM_I64;
         else if (gm_check_compute_dtype(name, "the result", cdt) < 0) return NULL;
     }
-    if (op == GM_EW_DIV && !gm_dtype_is_float(cdt)) cdt = GM_F32; /* true division */
+    if ((op == GM_EW_DIV || op == GM_EW_ATAN2) && !gm_dtype_is_float(cdt)) cdt = GM_F32; /* true division */
+    if ((op == GM_EW_FMOD || op == GM_EW_REMAINDER || op == GM_EW_FLOORDIV) && cdt == GM_BOOL) {
+        PyErr_Format(PyExc_NotImplementedError, "%s: not implemented for bool tensors (convert them to int first)",
+                     name);
+        return NULL;
+    }
     if (op == GM_EW_SUB && cdt == GM_BOOL) {
         PyErr_Format(PyExc_TypeError, "%s: subtracting two bool values is not supported; use logical_xor "
                      "(a != b) instead", name);
@@ -521,7 +529,7 @@ static PyObject *py_unary(PyObject *self, PyObject *args, PyObject *kwargs) {
         PyErr_Format(PyExc_TypeError, "%s: negating a bool tensor is not supported; use logical_not instead", name);
         return NULL;
     }
-    if ((op == GM_EW_EXP || op == GM_EW_LOG || op == GM_EW_SQRT) && !gm_dtype_is_float(cdt)) cdt = GM_F32;
+    if (gm_ew_unary_promotes(op) && !gm_dtype_is_float(cdt)) cdt = GM_F32;
     if ((op == GM_EW_ROUND || op == GM_EW_FLOOR || op == GM_EW_CEIL) && !gm_dtype_is_float(cdt)) {
         /* PyTorch returns an integer tensor unchanged; the Python layer does that, so reaching here is a misuse */
         PyErr_Format(PyExc_TypeError, "%s: expects a floating-point tensor, got %s", name, gm_dtype_name(cdt));

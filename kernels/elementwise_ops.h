@@ -6,18 +6,52 @@
 
 #include "common.h"
 
-/* Binary ops (codes are part of the _C interface, docs/C_API.md). */
+#include <math.h>
+
+/* Binary ops (codes are part of the _C interface, docs/C_API.md). FMOD (C's fmod: the sign of a) and REMAINDER
+ * (Python's %: the sign of b) keep integer dtypes (bool refused; x % 0 is 0 for integers, as x / 0 is, instead of
+ * a trap); ATAN2 computes integers in float32, as DIV does. FLOORDIV is floor(a / b), exact for integers (x // 0
+ * is 0) and, for floats, PyTorch's div_floor: the quotient of a - fmod(a, b), so that a == b * (a // b) + a % b. */
 enum {
     GM_EW_ADD = 0, GM_EW_SUB, GM_EW_MUL, GM_EW_DIV, GM_EW_POW, GM_EW_MAXIMUM, GM_EW_MINIMUM,
-    GM_EW_EQ, GM_EW_NE, GM_EW_LT, GM_EW_LE, GM_EW_GT, GM_EW_GE, GM_EW_NBINARY
+    GM_EW_EQ, GM_EW_NE, GM_EW_LT, GM_EW_LE, GM_EW_GT, GM_EW_GE, GM_EW_FMOD, GM_EW_REMAINDER, GM_EW_ATAN2,
+    GM_EW_FLOORDIV, GM_EW_NBINARY
 };
 /* Unary ops. */
 /* ROUND (half to even, as PyTorch and numpy.rint), FLOOR, CEIL: float dtypes only (an integer is its own rounding;
  * the Python layer returns it unchanged). */
+/* SIN .. EXP2: the math library's functions (sinf / sin ...), float dtypes only; an integer input is computed in
+ * float32, as exp/log/sqrt are (PyTorch's promotion). */
 enum { GM_EW_NEG = 0, GM_EW_EXP, GM_EW_LOG, GM_EW_SQRT, GM_EW_ABS, GM_EW_SIGN, GM_EW_LOGICAL_NOT, GM_EW_ROUND,
-       GM_EW_FLOOR, GM_EW_CEIL, GM_EW_NUNARY };
+       GM_EW_FLOOR, GM_EW_CEIL, GM_EW_SIN, GM_EW_COS, GM_EW_TAN, GM_EW_ASIN, GM_EW_ACOS, GM_EW_ATAN, GM_EW_SINH,
+       GM_EW_COSH, GM_EW_ERF, GM_EW_ERFC, GM_EW_LOG1P, GM_EW_EXPM1, GM_EW_LOG2, GM_EW_LOG10, GM_EW_EXP2,
+       GM_EW_NUNARY };
 
-static inline int gm_ew_is_comparison(int op) { return op >= GM_EW_EQ && op < GM_EW_NBINARY; }
+/* PyTorch's floor division of floats (div_floor): exact where floor(a / b) would round a quotient just below an
+ * integer up to it. y == 0 gives a / y (inf or nan), as PyTorch. */
+#define GM_FLOORDIV_BODY(FLOOR)                                                                                \
+    if (y == 0) return x / y;                                                                                  \
+    d = (x - m) / y;                                                                                           \
+    if (m != 0 && ((y < 0) != (m < 0))) d -= 1;                                                                \
+    f = FLOOR(d);                                                                                              \
+    if (d - f > 0.5f) f += 1;                                                                                  \
+    return f;
+GM_HD static inline float gm_floordiv_f32(float x, float y, float m /* fmodf(x, y) */) {
+    float d, f;
+    GM_FLOORDIV_BODY(floorf)
+}
+GM_HD static inline double gm_floordiv_f64(double x, double y, double m /* fmod(x, y) */) {
+    double d, f;
+    GM_FLOORDIV_BODY(floor)
+}
+#undef GM_FLOORDIV_BODY
+
+/* Unary ops whose integer inputs are computed (and returned) in float32. */
+static inline int gm_ew_unary_promotes(int op) {
+    return op == GM_EW_EXP || op == GM_EW_LOG || op == GM_EW_SQRT || op >= GM_EW_SIN;
+}
+
+GM_HD static inline int gm_ew_is_comparison(int op) { return op >= GM_EW_EQ && op <= GM_EW_GE; }
 
 /* A scalar operand. The caller fills both fields with the same number: kernels read `f` when computing in
  * float/double and `i` when computing in int64 (so an int64 scalar never goes through a double). */

@@ -155,7 +155,12 @@ CREATION = ([B(f"{op} with a negative size", lambda d, l, op=op: getattr(l.L, op
 OVERLAP = r"\(shape \(3,\)\) is a broadcast view in which several elements share one memory location"
 OVERLAP_OPS = {"add_": (1.0,), "sub_": (1.0,), "mul_": (2.0,), "div_": (2.0,), "clamp_": (0.0, 1.0),
                "relu_": (), "sigmoid_": (), "tanh_": (), "uniform_": (),
-               "normal_": (), "bernoulli_": (0.5,), "copy_": None}
+               "normal_": (), "bernoulli_": (0.5,), "copy_": None,
+               # pointwise math (_core/tensor_math.py)
+               **{op + "_": () for op in ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "erf", "erfc",
+                                         "log1p", "expm1", "log2", "log10", "exp2", "reciprocal", "exp", "log",
+                                         "sqrt", "rsqrt", "abs", "neg", "negative", "floor", "ceil")},
+               "pow_": (2.0,), "fmod_": (2.0,), "remainder_": (2.0,), "floor_divide_": (2.0,)}
 # Not here: fill_ and zero_ (every element gets the same value, so PyTorch allows them) and masked_fill_ (allowed
 # by PyTorch; gpumemnet refuses it as it refuses every other write through an expanded view).
 INPLACE = ([B(f"Tensor.{op} through an expanded view", lambda d, l, op=op, a=a: getattr(z(d, l, 1).expand(3), op)(*a),
@@ -181,7 +186,9 @@ INPLACE = ([B(f"Tensor.{op} through an expanded view", lambda d, l, op=op, a=a: 
 # Unary ops given something that is not a tensor: the argument is named, with the type it got.
 UNARY_GM = ["abs", "exp", "log", "sqrt", "round", "sigmoid", "tanh", "relu", "clamp", "clip"]
 UNARY_TENSOR = ["abs", "exp", "log", "sqrt", "rsqrt", "ceil", "floor", "round", "trunc", "fix", "sign", "neg",
-                "square", "sigmoid", "tanh", "relu", "isfinite", "isinf", "isnan", "logical_not"]
+                "square", "sigmoid", "tanh", "relu", "isfinite", "isinf", "isnan", "logical_not",
+                "sin", "cos", "tan", "asin", "acos", "atan", "arcsin", "arccos", "arctan", "sinh", "cosh", "erf",
+                "erfc", "log1p", "expm1", "log2", "log10", "exp2", "reciprocal"]
 UNARY_F = ["relu", "relu6", "silu", "mish", "gelu", "elu", "softplus", "hardsigmoid",
            "hardswish"]
 UNARY = ([B(f"{op} of a string", lambda d, l, op=op: getattr(l.L, op)("x"), TypeError, r"Tensor|str")
@@ -463,7 +470,17 @@ STARTUP = [B("F.normalize dim out of range", lambda d, l: l.F.normalize(z(d, l, 
            B("use_deterministic_algorithms of a string", lambda d, l: l.L.use_deterministic_algorithms("yes"),
              TypeError, r"bool|incompatible")]
 
-API_CASES = SHAPES + DIMS + CREATION + INPLACE + UNARY + MODULES + OPTIM + DATA + SAVE_LOAD + STARTUP
+# Binary pointwise math given a string, and the in-place forms that take tensors, through an expanded view
+MATH = ([B(f"Tensor.{op} of a string", lambda d, l, op=op: getattr(z(d, l, 2), op)("x"), TypeError, r"str|operand")
+         for op in ("fmod", "remainder", "floor_divide", "atan2", "arctan2")]
+        + [B(f"Tensor.{op} through an expanded view", lambda d, l, op=op: getattr(z(d, l, 1).expand(3), op)(
+             *([z(d, l, 3), 0.5] if op == "lerp_" else [z(d, l, 3)] if op == "atan2_" else [z(d, l, 3), z(d, l, 3)])),
+             RuntimeError, OVERLAP) for op in ("lerp_", "addcmul_", "addcdiv_", "atan2_")]
+        + [B(f"Tensor.{op} of mismatched shapes", lambda d, l, op=op: getattr(z(d, l, 2), op)(
+             *([z(d, l, 3), 0.5] if op == "lerp" else [z(d, l, 3), z(d, l, 2)])), RuntimeError,
+             r"(?i)broadcast|size of tensor|must match") for op in ("lerp", "addcmul", "addcdiv")])
+
+API_CASES = SHAPES + DIMS + CREATION + INPLACE + UNARY + MODULES + OPTIM + DATA + SAVE_LOAD + STARTUP + MATH
 
 
 # Inputs that are not errors: NaN and Inf give the IEEE result (never a crash, never an exception), and an empty

@@ -161,7 +161,15 @@ static int ew_run(int nops, char *const *base, const int64_t *const *strides, in
 #define SC_i(s) ((s)->i)
 
 /* ---- scalar op definitions per compute kind ---------------------------------------------------------------- */
-#define EW_FLOAT_OPS(K, CT, POW, EXP, LOG, SQRT, FABS)                                                        \
+#define EW_FLOAT_OPS(K, CT, POW, EXP, LOG, SQRT, FABS, FMOD, ATAN2, FLOORDIV)                                 \
+    static inline CT ew_floordiv_##K(CT x, CT y) { return FLOORDIV(x, y, FMOD(x, y)); }                     \
+    static inline CT ew_fmod_##K(CT x, CT y) { return FMOD(x, y); }                                         \
+    /* Python's %: fmod moved to the sign of y (PyTorch's remainder) */                                     \
+    static inline CT ew_rem_##K(CT x, CT y) {                                                               \
+        CT r = FMOD(x, y);                                                                                  \
+        return (r != 0 && ((r < 0) != (y < 0))) ? r + y : r;                                                \
+    }                                                                                                        \
+    static inline CT ew_atan2_##K(CT x, CT y) { return ATAN2(x, y); }                                       \
     static inline CT ew_add_##K(CT x, CT y) { return x + y; }                                               \
     static inline CT ew_sub_##K(CT x, CT y) { return x - y; }                                               \
     static inline CT ew_mul_##K(CT x, CT y) { return x * y; }                                               \
@@ -189,8 +197,8 @@ static int ew_run(int nops, char *const *base, const int64_t *const *strides, in
         x = x < lo ? lo : x;                                                                                \
         return x > hi ? hi : x;                                                                             \
     }
-EW_FLOAT_OPS(f, float, powf, expf, logf, sqrtf, fabsf)
-EW_FLOAT_OPS(d, double, pow, exp, log, sqrt, fabs)
+EW_FLOAT_OPS(f, float, powf, expf, logf, sqrtf, fabsf, fmodf, atan2f, gm_floordiv_f32)
+EW_FLOAT_OPS(d, double, pow, exp, log, sqrt, fabs, fmod, atan2, gm_floordiv_f64)
 /* rint rounds half to even under the default rounding mode, as torch.round and numpy.rint do */
 static inline float ew_round_f(float x) { return rintf(x); }
 static inline double ew_round_d(double x) { return rint(x); }
@@ -198,6 +206,13 @@ static inline float ew_floor_f(float x) { return floorf(x); }
 static inline double ew_floor_d(double x) { return floor(x); }
 static inline float ew_ceil_f(float x) { return ceilf(x); }
 static inline double ew_ceil_d(double x) { return ceil(x); }
+/* the math library's functions: sinf for float (and the half types, computed in float), sin for double */
+#define EW_LIBM(OP)                                                                                            \
+    static inline float ew_##OP##_f(float x) { return OP##f(x); }                                             \
+    static inline double ew_##OP##_d(double x) { return OP(x); }
+EW_LIBM(sin) EW_LIBM(cos) EW_LIBM(tan) EW_LIBM(asin) EW_LIBM(acos) EW_LIBM(atan) EW_LIBM(sinh) EW_LIBM(cosh)
+EW_LIBM(erf) EW_LIBM(erfc) EW_LIBM(log1p) EW_LIBM(expm1) EW_LIBM(log2) EW_LIBM(log10) EW_LIBM(exp2)
+#undef EW_LIBM
 
 /* int64 arithmetic goes through uint64 so that overflow wraps (as in PyTorch) instead of being UB. */
 static inline int64_t ew_add_i(int64_t x, int64_t y) { return (int64_t)((uint64_t)x + (uint64_t)y); }
@@ -222,6 +237,17 @@ static inline int64_t ew_pow_i(int64_t x, int64_t y) {
         y >>= 1;
     }
     return (int64_t)r;
+}
+/* x % 0 and INT64_MIN % -1 would trap: 0 instead (both are 0 for every other -1 too) */
+static inline int64_t ew_fmod_i(int64_t x, int64_t y) { return (y == 0 || y == -1) ? 0 : x % y; }
+static inline int64_t ew_rem_i(int64_t x, int64_t y) {
+    int64_t r = ew_fmod_i(x, y);
+    return (r != 0 && ((r < 0) != (y < 0))) ? r + y : r;
+}
+/* floor(x / y) exactly (x // 0 is 0, INT64_MIN // -1 wraps, as ew_div_i) */
+static inline int64_t ew_floordiv_i(int64_t x, int64_t y) {
+    int64_t q = ew_div_i(x, y);
+    return (y != 0 && y != -1 && x % y != 0 && ((x < 0) != (y < 0))) ? q - 1 : q;
 }
 static inline int64_t ew_max_i(int64_t x, int64_t y) { return x > y ? x : y; }
 static inline int64_t ew_min_i(int64_t x, int64_t y) { return x < y ? x : y; }
@@ -300,12 +326,18 @@ EW_FOR_DTYPES(EW_CMP_ALL, lt)
 EW_FOR_DTYPES(EW_CMP_ALL, le)
 EW_FOR_DTYPES(EW_CMP_ALL, gt)
 EW_FOR_DTYPES(EW_CMP_ALL, ge)
+EW_FOR_DTYPES(EW_ARITH_ALL, fmod) /* bool: refused by the dispatcher below (the loop keeps the table regular) */
+EW_FOR_DTYPES(EW_ARITH_ALL, rem)
+EW_FOR_DTYPES(EW_ARITH_ALL, floordiv)
+EW_BIN_ARITH(atan2, f32) EW_BIN_ARITH(atan2, f64) EW_BIN_ARITH(atan2, f16) EW_BIN_ARITH(atan2, bf16)
 
 /* Table rows in gm_dtype order: F32, F64, F16, BF16, I64, BOOL. */
 #define EW_ROW(OP) {bin_##OP##_f32, bin_##OP##_f64, bin_##OP##_f16, bin_##OP##_bf16, bin_##OP##_i64, bin_##OP##_b8}
 static const ew_loop bin_loops[GM_EW_NBINARY][GM_NDTYPES] = {
     EW_ROW(add), EW_ROW(sub), EW_ROW(mul), EW_ROW(div), EW_ROW(pow), EW_ROW(max), EW_ROW(min),
-    EW_ROW(eq), EW_ROW(ne), EW_ROW(lt), EW_ROW(le), EW_ROW(gt), EW_ROW(ge),
+    EW_ROW(eq), EW_ROW(ne), EW_ROW(lt), EW_ROW(le), EW_ROW(gt), EW_ROW(ge), EW_ROW(fmod), EW_ROW(rem),
+    {bin_atan2_f32, bin_atan2_f64, bin_atan2_f16, bin_atan2_bf16, NULL, NULL}, /* integers: computed in float32 */
+    EW_ROW(floordiv),
 };
 
 int elementwise_binary_forward(char *out, const int64_t *so,
@@ -314,7 +346,8 @@ int elementwise_binary_forward(char *out, const int64_t *so,
                                int op, gm_dtype dt, int ndim, const int64_t *shape, int nthreads) {
     if (op < 0 || op >= GM_EW_NBINARY || (int)dt < 0 || dt >= GM_NDTYPES || !out) return GM_ERR_ARG;
     if ((!a && !as) || (!b && !bs)) return GM_ERR_ARG;
-    if (dt == GM_BOOL && op == GM_EW_SUB) return GM_ERR_UNSUPPORTED;
+    if (!bin_loops[op][dt] || (dt == GM_BOOL && (op == GM_EW_SUB || op >= GM_EW_FMOD)))
+        return GM_ERR_UNSUPPORTED;
     char *base[3] = {out, (char *)a, (char *)b};
     const int64_t *st[3] = {so, sa, sb};
     ew_bin_ctx c = {as, bs};
@@ -351,13 +384,20 @@ EW_FOR_FLOATS(EW_UN_ALL, ceil)
 EW_FOR_DTYPES(EW_UN_ALL, abs)
 EW_FOR_DTYPES(EW_UN_ALL, sign)
 EW_FOR_DTYPES(EW_UN_BOOL_ALL, lnot)
+EW_FOR_FLOATS(EW_UN_ALL, sin) EW_FOR_FLOATS(EW_UN_ALL, cos) EW_FOR_FLOATS(EW_UN_ALL, tan)
+EW_FOR_FLOATS(EW_UN_ALL, asin) EW_FOR_FLOATS(EW_UN_ALL, acos) EW_FOR_FLOATS(EW_UN_ALL, atan)
+EW_FOR_FLOATS(EW_UN_ALL, sinh) EW_FOR_FLOATS(EW_UN_ALL, cosh) EW_FOR_FLOATS(EW_UN_ALL, erf)
+EW_FOR_FLOATS(EW_UN_ALL, erfc) EW_FOR_FLOATS(EW_UN_ALL, log1p) EW_FOR_FLOATS(EW_UN_ALL, expm1)
+EW_FOR_FLOATS(EW_UN_ALL, log2) EW_FOR_FLOATS(EW_UN_ALL, log10) EW_FOR_FLOATS(EW_UN_ALL, exp2)
 
 #define EW_UROW(OP) {un_##OP##_f32, un_##OP##_f64, un_##OP##_f16, un_##OP##_bf16, un_##OP##_i64, un_##OP##_b8}
 #define EW_UROW_F(OP) {un_##OP##_f32, un_##OP##_f64, un_##OP##_f16, un_##OP##_bf16, NULL, NULL}
 static const ew_loop un_loops[GM_EW_NUNARY][GM_NDTYPES] = {
     /* neg of bool is refused below (PyTorch refuses it too); the loop exists only to keep the table regular */
     EW_UROW(neg), EW_UROW_F(exp), EW_UROW_F(log), EW_UROW_F(sqrt), EW_UROW(abs), EW_UROW(sign), EW_UROW(lnot),
-    EW_UROW_F(round), EW_UROW_F(floor), EW_UROW_F(ceil),
+    EW_UROW_F(round), EW_UROW_F(floor), EW_UROW_F(ceil), EW_UROW_F(sin), EW_UROW_F(cos), EW_UROW_F(tan),
+    EW_UROW_F(asin), EW_UROW_F(acos), EW_UROW_F(atan), EW_UROW_F(sinh), EW_UROW_F(cosh), EW_UROW_F(erf),
+    EW_UROW_F(erfc), EW_UROW_F(log1p), EW_UROW_F(expm1), EW_UROW_F(log2), EW_UROW_F(log10), EW_UROW_F(exp2),
 };
 
 int elementwise_unary_forward(char *out, const int64_t *so, const char *a, const int64_t *sa,

@@ -66,6 +66,26 @@ template <> __device__ __forceinline__ int64_t ew_div(int64_t x, int64_t y) {
     if (y == -1) return (int64_t)(0 - (uint64_t)x);
     return x / y;
 }
+__device__ __forceinline__ float ew_fmod(float x, float y) { return fmodf(x, y); }
+__device__ __forceinline__ double ew_fmod(double x, double y) { return fmod(x, y); }
+/* x % 0 and INT64_MIN % -1: 0, as on the CPU */
+__device__ __forceinline__ int64_t ew_fmod(int64_t x, int64_t y) { return (y == 0 || y == -1) ? 0 : x % y; }
+/* Python's %: fmod moved to the sign of y */
+template <typename C> __device__ __forceinline__ C ew_rem(C x, C y) {
+    const C r = ew_fmod(x, y);
+    return (r != 0 && ((r < 0) != (y < 0))) ? r + y : r;
+}
+__device__ __forceinline__ float ew_floordiv(float x, float y) { return gm_floordiv_f32(x, y, fmodf(x, y)); }
+__device__ __forceinline__ double ew_floordiv(double x, double y) { return gm_floordiv_f64(x, y, fmod(x, y)); }
+__device__ __forceinline__ int64_t ew_floordiv(int64_t x, int64_t y) { /* exact; x // 0 is 0, as on the CPU */
+    if (y == 0) return 0;
+    if (y == -1) return (int64_t)(0 - (uint64_t)x);
+    const int64_t q = x / y;
+    return (x % y != 0 && ((x < 0) != (y < 0))) ? q - 1 : q;
+}
+__device__ __forceinline__ float ew_atan2(float x, float y) { return atan2f(x, y); }
+__device__ __forceinline__ double ew_atan2(double x, double y) { return atan2(x, y); }
+__device__ __forceinline__ int64_t ew_atan2(int64_t, int64_t) { return 0; } /* never launched: ints go as float32 */
 template <> __device__ __forceinline__ int64_t ew_max(int64_t x, int64_t y) { return x > y ? x : y; }
 template <> __device__ __forceinline__ int64_t ew_min(int64_t x, int64_t y) { return x < y ? x : y; }
 __device__ __forceinline__ int64_t ew_pow(int64_t x, int64_t y) {
@@ -91,6 +111,10 @@ template <int OP, typename C> __device__ __forceinline__ C ew_arith(C x, C y) {
     case GM_EW_DIV: return ew_div(x, y);
     case GM_EW_POW: return ew_pow(x, y);
     case GM_EW_MAXIMUM: return ew_max(x, y);
+    case GM_EW_FMOD: return ew_fmod(x, y);
+    case GM_EW_REMAINDER: return ew_rem(x, y);
+    case GM_EW_ATAN2: return ew_atan2(x, y);
+    case GM_EW_FLOORDIV: return ew_floordiv(x, y);
     default: return ew_min(x, y);
     }
 }
@@ -119,6 +143,13 @@ __device__ __forceinline__ float ew_floor(float x) { return floorf(x); }
 __device__ __forceinline__ double ew_floor(double x) { return floor(x); }
 __device__ __forceinline__ float ew_ceil(float x) { return ceilf(x); }
 __device__ __forceinline__ double ew_ceil(double x) { return ceil(x); }
+/* the math library's functions: sinf for float (and the half types, computed in float), sin for double */
+#define EW_LIBM(OP)                                                                                             \
+    __device__ __forceinline__ float ew_##OP(float x) { return OP##f(x); }                                     \
+    __device__ __forceinline__ double ew_##OP(double x) { return OP(x); }
+EW_LIBM(sin) EW_LIBM(cos) EW_LIBM(tan) EW_LIBM(asin) EW_LIBM(acos) EW_LIBM(atan) EW_LIBM(sinh) EW_LIBM(cosh)
+EW_LIBM(erf) EW_LIBM(erfc) EW_LIBM(log1p) EW_LIBM(expm1) EW_LIBM(log2) EW_LIBM(log10) EW_LIBM(exp2)
+#undef EW_LIBM
 __device__ __forceinline__ float ew_abs(float x) { return fabsf(x); }
 __device__ __forceinline__ double ew_abs(double x) { return fabs(x); }
 __device__ __forceinline__ int64_t ew_abs(int64_t x) { return x < 0 ? (int64_t)(0 - (uint64_t)x) : x; }
@@ -141,6 +172,21 @@ template <int OP, typename C> __device__ __forceinline__ C ew_unary_float(C x) {
     case GM_EW_ROUND: return ew_round(x);
     case GM_EW_FLOOR: return ew_floor(x);
     case GM_EW_CEIL: return ew_ceil(x);
+    case GM_EW_SIN: return ew_sin(x);
+    case GM_EW_COS: return ew_cos(x);
+    case GM_EW_TAN: return ew_tan(x);
+    case GM_EW_ASIN: return ew_asin(x);
+    case GM_EW_ACOS: return ew_acos(x);
+    case GM_EW_ATAN: return ew_atan(x);
+    case GM_EW_SINH: return ew_sinh(x);
+    case GM_EW_COSH: return ew_cosh(x);
+    case GM_EW_ERF: return ew_erf(x);
+    case GM_EW_ERFC: return ew_erfc(x);
+    case GM_EW_LOG1P: return ew_log1p(x);
+    case GM_EW_EXPM1: return ew_expm1(x);
+    case GM_EW_LOG2: return ew_log2(x);
+    case GM_EW_LOG10: return ew_log10(x);
+    case GM_EW_EXP2: return ew_exp2(x);
     default: return ew_sqrt(x);
     }
 }
@@ -193,7 +239,7 @@ template <int DT, int OP> struct ew_bin_fn {
     __device__ __forceinline__ void operator()(const char *const *p, const int64_t *off) const {
         const C x = p[1] ? ew_ld<DT>(p[1] + off[1]) : as;
         const C y = p[2] ? ew_ld<DT>(p[2] + off[2]) : bs;
-        if (OP >= GM_EW_EQ) *(uint8_t *)EW_OUT(p, off) = (uint8_t)ew_cmp<OP>(x, y);
+        if (gm_ew_is_comparison(OP)) *(uint8_t *)EW_OUT(p, off) = (uint8_t)ew_cmp<OP>(x, y);
         else ew_st<DT>(EW_OUT(p, off), ew_arith<OP>(x, y));
     }
 };
@@ -207,7 +253,7 @@ template <int DT, int OP> struct ew_un_fn {
     }
 };
 
-/* exp/log/sqrt/round/floor/ceil: float dtypes only (the dispatcher refuses the others before instantiating this) */
+/* exp/log/sqrt/round/floor/ceil/sin...: float dtypes only (the dispatcher refuses the others before instantiating this) */
 template <int DT, int OP> struct ew_unf_fn {
     __device__ __forceinline__ void operator()(const char *const *p, const int64_t *off) const {
         ew_st<DT>(EW_OUT(p, off), ew_unary_float<OP>(ew_ld<DT>(p[1] + off[1])));
@@ -341,7 +387,12 @@ static int bin_dt(int op, char *out, const char *a, const gm_scalar *as, const c
         EW_BIN_CASE(GM_EW_ADD) EW_BIN_CASE(GM_EW_SUB) EW_BIN_CASE(GM_EW_MUL) EW_BIN_CASE(GM_EW_DIV)
         EW_BIN_CASE(GM_EW_POW) EW_BIN_CASE(GM_EW_MAXIMUM) EW_BIN_CASE(GM_EW_MINIMUM) EW_BIN_CASE(GM_EW_EQ)
         EW_BIN_CASE(GM_EW_NE) EW_BIN_CASE(GM_EW_LT) EW_BIN_CASE(GM_EW_LE) EW_BIN_CASE(GM_EW_GT)
-        EW_BIN_CASE(GM_EW_GE)
+        EW_BIN_CASE(GM_EW_GE) EW_BIN_CASE(GM_EW_FMOD) EW_BIN_CASE(GM_EW_REMAINDER)
+        EW_BIN_CASE(GM_EW_FLOORDIV)
+    case GM_EW_ATAN2:
+        if constexpr (DT == GM_F32 || DT == GM_F64 || DT == GM_F16 || DT == GM_BF16)
+            return bin_launch<DT, GM_EW_ATAN2>(out, a, as, b, bs, g, ctx);
+        return GM_ERR_UNSUPPORTED; /* integers: computed in float32 */
     default: return GM_ERR_ARG;
     }
 #undef EW_BIN_CASE
@@ -354,7 +405,7 @@ extern "C" int cuda_elementwise_binary_forward(char *out, const int64_t *so,
                                                gm_cuda_ctx *ctx) {
     if (op < 0 || op >= GM_EW_NBINARY || !ew_valid_dtype(dt) || !out || !ctx) return GM_ERR_ARG;
     if ((!a && !as) || (!b && !bs)) return GM_ERR_ARG;
-    if (dt == GM_BOOL && op == GM_EW_SUB) return GM_ERR_UNSUPPORTED;
+    if (dt == GM_BOOL && (op == GM_EW_SUB || op >= GM_EW_FMOD)) return GM_ERR_UNSUPPORTED;
     const int64_t *st[3] = {so, a ? sa : NULL, b ? sb : NULL};
     gm_cu_geom<3> g;
     if (ew_geom<3>(ndim, shape, st, &g) < 0) return GM_ERR_ARG;
@@ -375,17 +426,18 @@ static int un_dt(int op, char *out, const char *a, const gm_cu_geom<2> &g, gm_cu
     default: break;
     }
     if constexpr (DT == GM_F32 || DT == GM_F64 || DT == GM_F16 || DT == GM_BF16) {
+#define EW_UNF(OP) case OP: { ew_unf_fn<DT, OP> f; return ew_launch(f, g, ctx, out, a); }
         switch (op) {
-        case GM_EW_EXP: { ew_unf_fn<DT, GM_EW_EXP> f; return ew_launch(f, g, ctx, out, a); }
-        case GM_EW_LOG: { ew_unf_fn<DT, GM_EW_LOG> f; return ew_launch(f, g, ctx, out, a); }
-        case GM_EW_SQRT: { ew_unf_fn<DT, GM_EW_SQRT> f; return ew_launch(f, g, ctx, out, a); }
-        case GM_EW_ROUND: { ew_unf_fn<DT, GM_EW_ROUND> f; return ew_launch(f, g, ctx, out, a); }
-        case GM_EW_FLOOR: { ew_unf_fn<DT, GM_EW_FLOOR> f; return ew_launch(f, g, ctx, out, a); }
-        case GM_EW_CEIL: { ew_unf_fn<DT, GM_EW_CEIL> f; return ew_launch(f, g, ctx, out, a); }
+        EW_UNF(GM_EW_EXP) EW_UNF(GM_EW_LOG) EW_UNF(GM_EW_SQRT) EW_UNF(GM_EW_ROUND) EW_UNF(GM_EW_FLOOR)
+        EW_UNF(GM_EW_CEIL) EW_UNF(GM_EW_SIN) EW_UNF(GM_EW_COS) EW_UNF(GM_EW_TAN) EW_UNF(GM_EW_ASIN)
+        EW_UNF(GM_EW_ACOS) EW_UNF(GM_EW_ATAN) EW_UNF(GM_EW_SINH) EW_UNF(GM_EW_COSH) EW_UNF(GM_EW_ERF)
+        EW_UNF(GM_EW_ERFC) EW_UNF(GM_EW_LOG1P) EW_UNF(GM_EW_EXPM1) EW_UNF(GM_EW_LOG2) EW_UNF(GM_EW_LOG10)
+        EW_UNF(GM_EW_EXP2)
         default: return GM_ERR_ARG;
         }
+#undef EW_UNF
     }
-    return GM_ERR_UNSUPPORTED; /* exp/log/sqrt/round/floor/ceil of an integer dtype */
+    return GM_ERR_UNSUPPORTED; /* exp/log/sqrt/round/floor/ceil/sin... of an integer dtype */
 }
 
 extern "C" int cuda_elementwise_unary_forward(char *out, const int64_t *so, const char *a, const int64_t *sa,

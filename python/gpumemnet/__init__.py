@@ -28,7 +28,9 @@ from ._core.creation import (  # noqa: E402,F401
     div, divide, true_divide, round, floor, ceil, trunc, fix, square, rsqrt, mm, bmm, unbind,
     tensor_split, isnan, isinf, isfinite, isclose, allclose, equal, all, any, prod, norm, masked_fill,
     index_select, sign, logical_and, logical_or, logical_xor, logical_not, swapaxes, swapdims,
-    movedim, select, neg, negative, mul, multiply, add, sub, subtract, clamp_min, clamp_max)
+    movedim, select, neg, negative, mul, multiply, add, sub, subtract, clamp_min, clamp_max,
+    sin, cos, tan, asin, acos, atan, arcsin, arccos, arctan, sinh, cosh, erf, erfc, log1p, expm1, log2, log10, exp2,
+    reciprocal, lerp, addcmul, addcdiv, fmod, remainder, floor_divide, atan2, arctan2)
 from ._core.activation import (  # noqa: E402,F401  (torch.relu, torch.sigmoid_, torch.softmax...)
     relu, relu_, sigmoid, sigmoid_, tanh, tanh_, softmax, log_softmax, prelu)
 from . import autograd, memory, cuda, accelerator, backends, random, amp, nn, optim, utils, distributed, futures  # noqa: E402,E501

@@ -11,6 +11,7 @@ and the memory intelligence, which build on it.
   functions.py   the differentiable elementwise, reduction and shape Functions
   activation.py  relu, sigmoid, tanh, gelu, softmax (Tensor methods and nn.functional ops)
   indexing.py    x[idx], x[idx] = v
+  tensor_math.py     sin ... exp2, reciprocal, lerp, addcmul, the in-place unary forms (exp_, sqrt_ ...)
   tensor_methods.py  the Tensor methods composed of other ops (split, repeat, round, new_*, memory formats)
   tensor.py      gpumemnet.Tensor
   creation.py    tensor, zeros, rand, cat, ... (the gm.* factory functions)

@@ -334,4 +334,11 @@ def _method(name):
                          "sub", "clamp_min", "clamp_max"))
 swapdims = swapaxes
 fix = trunc
+# pointwise math (_core/tensor_math.py, and tensor.py's fmod / remainder / floor_divide / atan2)
+(sin, cos, tan, asin, acos, atan, sinh, cosh, erf, erfc, log1p, expm1, log2, log10, exp2, reciprocal, lerp, addcmul,
+ addcdiv, fmod, remainder, floor_divide, atan2) = (
+    _method(n) for n in ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "erf", "erfc", "log1p",
+                         "expm1", "log2", "log10", "exp2", "reciprocal", "lerp", "addcmul", "addcdiv", "fmod",
+                         "remainder", "floor_divide", "atan2"))
+arcsin, arccos, arctan, arctan2 = asin, acos, atan, atan2
 negative, multiply, subtract = neg, mul, sub

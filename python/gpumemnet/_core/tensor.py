@@ -14,6 +14,7 @@ from . import functions as F
 from .autograd import check_inplace as _check_inplace, needs_grad as _needs_grad
 from .dtype import DTYPES, as_dtype, device_of, device_str
 from .indexing import IndexFn, apply_plan, make_plan, put_plan
+from .tensor_math import ATAN2, FLOORDIV, FMOD, REMAINDER, Atan2, FloorDiv, Fmod, MathMethods, Remainder
 from .tensor_methods import TensorMethods, _check_format
 
 _amp_state = _amp._state
@@ -105,7 +106,7 @@ class _InplaceBinary(autograd.Function):
                 F.sum_to(gb, *ctx.b_meta) if ctx.needs_input_grad[1] and gb is not None else None, None, None)
 
 
-class Tensor(TensorMethods, _C.TensorBase):
+class Tensor(TensorMethods, MathMethods, _C.TensorBase):
     """A multi-dimensional array on a device, with autograd. Create with gpumemnet.tensor, zeros, ..."""
     __slots__ = ()
     __hash__ = object.__hash__
@@ -322,6 +323,27 @@ class Tensor(TensorMethods, _C.TensorBase):
     def mul(self, o): return self * o
 
     def pow(self, e): return self ** e
+    def pow_(self, e): return _inplace(F.Pow, F.POW, self, e, "pow_")
+
+    # fmod, %, // and atan2: C ops of their own (exact for integers; tensor_math.py has their gradients)
+    def fmod(self, o): return _binary(Fmod, FMOD, self, o, "fmod")
+    def remainder(self, o): return _binary(Remainder, REMAINDER, self, o, "remainder")
+    def floor_divide(self, o): return _binary(FloorDiv, FLOORDIV, self, o, "floor_divide")
+    def atan2(self, o): return _binary(Atan2, ATAN2, self, o, "atan2")
+    __mod__, __floordiv__, arctan2 = remainder, floor_divide, atan2
+    def fmod_(self, o): return _inplace(Fmod, FMOD, self, o, "fmod_")
+    def remainder_(self, o): return _inplace(Remainder, REMAINDER, self, o, "remainder_")
+    def floor_divide_(self, o): return _inplace(FloorDiv, FLOORDIV, self, o, "floor_divide_")
+    def atan2_(self, o): return _inplace(Atan2, ATAN2, self, o, "atan2_")
+    __imod__, __ifloordiv__ = remainder_, floor_divide_
+
+    def __rmod__(self, o):
+        o = _check_number(o, "remainder")
+        return Remainder.apply(o, self) if _needs_grad(self) else _C.binary(REMAINDER, o, self)
+
+    def __rfloordiv__(self, o):
+        o = _check_number(o, "floor_divide")
+        return FloorDiv.apply(o, self) if _needs_grad(self) else _C.binary(FLOORDIV, o, self)
 
     def maximum(self, o): return _binary(F.Maximum, F.MAXIMUM, self, o, "maximum")
     def minimum(self, o): return _binary(F.Minimum, F.MINIMUM, self, o, "minimum")

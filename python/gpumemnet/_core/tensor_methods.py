@@ -61,8 +61,15 @@ class TensorMethods:
     # ---- division and rounding ----------------------------------------------------------------------------
     def div(self, other, *, rounding_mode=None):
         """True division; rounding_mode='trunc' or 'floor' rounds the quotient (integer inputs then keep an
-        integer result, as in PyTorch). The quotient of two int64 tensors is computed in float32 first, so it
-        is exact only below 2**24."""
+        integer result, computed exactly in integers, as in PyTorch)."""
+        ints = self._dtype not in _FLOAT_CODES and (
+            not isinstance(other, _C.TensorBase) or other._dtype not in _FLOAT_CODES) and \
+            not isinstance(other, float)
+        if ints and rounding_mode == "floor":
+            return self.floor_divide(other)  # exact: integers never go through float32
+        if ints and rounding_mode == "trunc":  # floor, moved up by one where the signs differ and b does not divide a
+            q = self.floor_divide(other)
+            return q + ((self - q * other != 0) & ((self < 0) != (_as_tensor_like(other, self) < 0))).long()
         q = self / other
         if rounding_mode is None:
             return q
@@ -72,10 +79,7 @@ class TensorMethods:
             q = q.trunc()
         else:
             raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
-        ints = self._dtype not in _FLOAT_CODES and (
-            not isinstance(other, _C.TensorBase) or other._dtype not in _FLOAT_CODES) and \
-            not isinstance(other, float)
-        return q.to(self.dtype) if ints else q
+        return q
 
     divide = div
     true_divide = div
@@ -648,6 +652,10 @@ def _where(cond, a, b):
     if _needs_grad(a, b):
         return F.Where.apply(cond, a, b)
     return _C.where(cond, a, b)
+
+
+def _as_tensor_like(x, like):
+    return x if isinstance(x, _C.TensorBase) else _C.from_numpy(np.asarray(x), like._dtype, like._device)
 
 
 def _as_bool(x):

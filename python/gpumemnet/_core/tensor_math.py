@@ -1,0 +1,208 @@
+"""Tensor's pointwise math beyond + - * /: the math library's functions (sin ... exp2, one C op each, differentiable),
+fmod, remainder (%), floor division (//) and atan2 (C binary ops; tensor.py defines their methods), reciprocal,
+lerp, addcmul, addcdiv, and the in-place forms of the unary ops (exp_, sqrt_, sin_ ...).
+
+The in-place unary forms write into the tensor where no graph is recorded (under no_grad, or on tensors that need
+no gradient: optimizers, EMA and running statistics); on a tensor in a graph they raise and name the out-of-place
+form, since their gradient would need the value they overwrite. lerp_, addcmul_ and addcdiv_ are one recorded
+add_, so they work in a graph too. Integer inputs of the math functions are computed in float32, as in PyTorch;
+under autocast the functions on PyTorch's float32 list (asin, acos, tan, sinh, cosh, log1p, expm1, log2, log10,
+reciprocal) widen bfloat16/float16 inputs to float32 first, as exp and log already do."""
+import math
+
+from .. import _C
+from . import autocast as _amp
+from . import functions as F
+from .autograd import Function, check_inplace as _check_inplace, needs_grad as _needs_grad
+
+# op codes of _C.unary after CEIL (docs/C_API.md)
+SIN, COS, TAN, ASIN, ACOS, ATAN, SINH, COSH, ERF, ERFC, LOG1P, EXPM1, LOG2, LOG10, EXP2 = range(10, 25)
+_NAMES = {SIN: "sin", COS: "cos", TAN: "tan", ASIN: "asin", ACOS: "acos", ATAN: "atan", SINH: "sinh",
+          COSH: "cosh", ERF: "erf", ERFC: "erfc", LOG1P: "log1p", EXPM1: "expm1", LOG2: "log2", LOG10: "log10",
+          EXP2: "exp2"}
+_FP32_UNDER_AUTOCAST = {ASIN, ACOS, TAN, SINH, COSH, LOG1P, EXPM1, LOG2, LOG10}
+_FROM_OUTPUT = {TAN, EXPM1, EXP2}  # derivatives written in the output: only it is saved
+
+FMOD, REMAINDER, ATAN2, FLOORDIV = 13, 14, 15, 16  # _C.binary's codes after GE
+
+_U, _B = _C.unary, _C.binary
+
+
+def _derivative(op, s):
+    """dy/dx at the saved tensor s (the output for the ops in _FROM_OUTPUT, the input for the rest)."""
+    if op == SIN:
+        return _U(COS, s)
+    if op == COS:
+        return _U(F.NEG, _U(SIN, s))
+    if op == TAN:  # 1 + tan^2
+        return _B(F.ADD, _B(F.MUL, s, s), 1.0)
+    if op in (ASIN, ACOS):  # +-1 / sqrt(1 - x^2)
+        return _B(F.DIV, 1.0 if op == ASIN else -1.0, _U(F.SQRT, _B(F.SUB, 1.0, _B(F.MUL, s, s))))
+    if op == ATAN:
+        return _B(F.DIV, 1.0, _B(F.ADD, _B(F.MUL, s, s), 1.0))
+    if op == SINH:
+        return _U(COSH, s)
+    if op == COSH:
+        return _U(SINH, s)
+    if op in (ERF, ERFC):  # +-2/sqrt(pi) exp(-x^2)
+        scale = 2.0 / math.sqrt(math.pi) * (1.0 if op == ERF else -1.0)
+        return _B(F.MUL, _U(F.EXP, _U(F.NEG, _B(F.MUL, s, s))), scale)
+    if op == LOG1P:
+        return _B(F.DIV, 1.0, _B(F.ADD, s, 1.0))
+    if op == EXPM1:
+        return _B(F.ADD, s, 1.0)
+    if op in (LOG2, LOG10):
+        return _B(F.DIV, 1.0 / math.log(2.0 if op == LOG2 else 10.0), s)
+    return _B(F.MUL, s, math.log(2.0))  # EXP2
+
+
+class _Math(Function):
+    @staticmethod
+    def forward(ctx, x, op):
+        out = _U(op, x)
+        ctx.op = op
+        ctx.save_for_backward(out if op in _FROM_OUTPUT else x)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        s, = ctx.saved_tensors
+        return _B(F.MUL, g, _derivative(ctx.op, s)), None
+
+
+def _trunc(t):
+    return _C.where(_B(F.LT, t, 0.0), _U(F.CEIL, t), _U(F.FLOOR, t))
+
+
+class Fmod(F.Binary):
+    """a - trunc(a / b) * b: d/da = 1, d/db = -trunc(a / b) (PyTorch's)."""
+    op = FMOD
+    saves = True
+    rounding = staticmethod(_trunc)
+
+    @classmethod
+    def grads(cls, ctx, g):
+        gb = None
+        if ctx.needs_input_grad[1]:
+            s = ctx.saved_tensors
+            q = _B(F.DIV, F._operand(ctx, s, 0), F._operand(ctx, s, 1))
+            gb = _U(F.NEG, _B(F.MUL, g, cls.rounding(q)))
+        return g, gb
+
+
+class Remainder(Fmod):
+    """a - floor(a / b) * b (Python's %): d/db = -floor(a / b)."""
+    op = REMAINDER
+    rounding = staticmethod(lambda t: _U(F.FLOOR, t))
+
+
+class Atan2(F.Binary):
+    """atan2(a, b): d/da = b / (a^2 + b^2), d/db = -a / (a^2 + b^2)."""
+    op = ATAN2
+    saves = True
+
+    @staticmethod
+    def grads(ctx, g):
+        s = ctx.saved_tensors
+        a, b = F._operand(ctx, s, 0), F._operand(ctx, s, 1)
+        scale = _B(F.DIV, g, _B(F.ADD, _B(F.MUL, a, a), _B(F.MUL, b, b)))
+        return (_B(F.MUL, scale, b) if ctx.needs_input_grad[0] else None,
+                _U(F.NEG, _B(F.MUL, scale, a)) if ctx.needs_input_grad[1] else None)
+
+
+class FloorDiv(F.Binary):
+    """a // b: recorded so that backward fails as PyTorch's does (it has no derivative there)."""
+    op = FLOORDIV
+
+    @staticmethod
+    def grads(ctx, g):
+        raise RuntimeError("derivative for floor_divide is not implemented (PyTorch has none either): detach the "
+                           "operands, or use div(..., rounding_mode='floor') whose gradient is zero")
+
+
+def _math(op):
+    def method(self):
+        x = _amp.fp32(self)[0] if op in _FP32_UNDER_AUTOCAST and _amp._state.enabled else self
+        return _Math.apply(x, op) if _needs_grad(x) else _U(op, x)
+    method.__name__ = _NAMES[op]
+    method.__doc__ = f"Elementwise {_NAMES[op]} (the math library's, computed in float32 for float16/bfloat16)."
+    return method
+
+
+def _in_place(name, compute, ints_unchanged=False):
+    """The in-place form `name` of an out-of-place method: compute(self) writes its result into self.
+    ints_unchanged: an integer tensor is its own result (floor_, ceil_)."""
+    def method(self):
+        if _check_inplace(self, name):
+            raise RuntimeError(f"{name}: in-place {name[:-1]} of a tensor that is part of a graph is not supported "
+                               f"(its gradient needs the value it would overwrite); use {name[:-1]}()")
+        if ints_unchanged and not self.is_floating_point():
+            return self
+        if not self.is_floating_point():
+            raise RuntimeError(f"{name}: result type Float can't be cast to the desired output type {self.dtype} "
+                               f"(in-place {name[:-1]} needs a floating-point tensor)")
+        compute(self)
+        return self
+    method.__name__ = name
+    return method
+
+
+def _unary_into(op):
+    return lambda t: _U(op, t, t)
+
+
+class MathMethods:
+    """Tensor's pointwise math methods (see the module docstring)."""
+    __slots__ = ()
+
+    sin, cos, tan, asin, acos, atan, sinh, cosh, erf, erfc, log1p, expm1, log2, log10, exp2 = (
+        _math(op) for op in range(SIN, EXP2 + 1))
+    arcsin, arccos, arctan = asin, acos, atan
+    (sin_, cos_, tan_, asin_, acos_, atan_, sinh_, cosh_, erf_, erfc_, log1p_, expm1_, log2_, log10_, exp2_) = (
+        _in_place(_NAMES[op] + "_", _unary_into(op)) for op in range(SIN, EXP2 + 1))
+    exp_ = _in_place("exp_", _unary_into(F.EXP))
+    log_ = _in_place("log_", _unary_into(F.LOG))
+    sqrt_ = _in_place("sqrt_", _unary_into(F.SQRT))
+    floor_ = _in_place("floor_", _unary_into(F.FLOOR), ints_unchanged=True)
+    ceil_ = _in_place("ceil_", _unary_into(F.CEIL), ints_unchanged=True)
+    rsqrt_ = _in_place("rsqrt_", lambda t: _B(F.DIV, 1.0, _U(F.SQRT, t, t), t))
+    reciprocal_ = _in_place("reciprocal_", lambda t: _B(F.DIV, 1.0, t, t))
+
+    def reciprocal(self):
+        x = _amp.fp32(self)[0] if _amp._state.enabled else self
+        return 1.0 / x
+
+    def abs_(self):
+        if _check_inplace(self, "abs_"):
+            raise RuntimeError("abs_: in-place abs of a tensor that is part of a graph is not supported; use abs()")
+        _U(F.ABS, self, self)
+        return self
+
+    def neg_(self):
+        return self.mul_(-1)  # recorded as *= -1, so it works in a graph too
+    negative_ = neg_
+
+    def lerp(self, end, weight):
+        """self + weight * (end - self); weight a number or a tensor (broadcast)."""
+        return self + weight * (end - self)
+
+    def lerp_(self, end, weight):
+        return self.add_(weight * (end - self))
+
+    def addcmul(self, tensor1, tensor2, *, value=1):
+        """self + value * tensor1 * tensor2."""
+        return self + _scaled(tensor1 * tensor2, value)
+
+    def addcmul_(self, tensor1, tensor2, *, value=1):
+        return self.add_(_scaled(tensor1 * tensor2, value))
+
+    def addcdiv(self, tensor1, tensor2, *, value=1):
+        """self + value * tensor1 / tensor2."""
+        return self + _scaled(tensor1 / tensor2, value)
+
+    def addcdiv_(self, tensor1, tensor2, *, value=1):
+        return self.add_(_scaled(tensor1 / tensor2, value))
+
+
+def _scaled(t, value):
+    return t if value == 1 else t * value
