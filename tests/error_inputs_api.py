@@ -480,7 +480,52 @@ MATH = ([B(f"Tensor.{op} of a string", lambda d, l, op=op: getattr(z(d, l, 2), o
              *([z(d, l, 3), 0.5] if op == "lerp" else [z(d, l, 3), z(d, l, 2)])), RuntimeError,
              r"(?i)broadcast|size of tensor|must match") for op in ("lerp", "addcmul", "addcdiv")])
 
-API_CASES = SHAPES + DIMS + CREATION + INPLACE + UNARY + MODULES + OPTIM + DATA + SAVE_LOAD + STARTUP + MATH
+# Scans, triangles, diagonals, scatters and the value-sized results (_core/tensor_compose.py, tensor_select.py)
+META_SIZED = r"(?i)meta"  # PyTorch: no meta kernel; gpumemnet: the size depends on values a meta tensor lacks
+COMPOSE = ([B(f"Tensor.{op} dim out of range", lambda d, l, op=op: getattr(z(d, l, 2, 3), op)(5), IndexError, DIM)
+            for op in ("cumsum", "cumprod", "cumsum_", "logsumexp", "count_nonzero", "stride")]
+           + [B(f"Tensor.{op} of a 1-d tensor", lambda d, l, op=op: getattr(z(d, l, 3), op)(), RuntimeError,
+                r"input tensor must have at least 2 dimensions") for op in ("tril", "triu", "tril_", "triu_")]
+           + [B(f"Tensor.{op} with an argument", lambda d, l, op=op: getattr(z(d, l, 3), op)(1), TypeError,
+                r"takes") for op in ("data_ptr", "storage_offset", "ndimension")]
+           + [B(f"Tensor.{op} of a matrix", lambda d, l, op=op: getattr(z(d, l, 2, 2), op)(z(d, l, 2)), RuntimeError,
+                r"outer: [Ee]xpected 1-D") for op in ("outer", "ger")]
+           + [B(f"Tensor.{op} with a float index", lambda d, l, op=op: getattr(z(d, l, 3), op)(0, z(d, l, 1), 1.0),
+                RuntimeError, r"Expected dtype int(32/int)?64 for index") for op in ("scatter", "scatter_")]
+           + [B(f"Tensor.{op} with a float index", lambda d, l, op=op: getattr(z(d, l, 3), op)(0, z(d, l, 1),
+                z(d, l, 1)), RuntimeError, r"Expected dtype int(32/int)?64 for index")
+              for op in ("scatter_add", "scatter_add_", "index_add", "index_add_")]
+           + [B(f"Tensor.{op} with a float index", lambda d, l, op=op: getattr(z(d, l, 3), op)(0, z(d, l, 1),
+                z(d, l, 1)), RuntimeError, r"(?i)expected (dtype int64|a long tensor) for index")
+              for op in ("index_copy", "index_copy_")]
+           + [B(f"Tensor.{op} with a float index", lambda d, l, op=op: getattr(z(d, l, 3), op)(0, z(d, l, 1), 1.0),
+                IndexError, r"Expected dtype int64 for index") for op in ("index_fill", "index_fill_")]
+           + [B(f"Tensor.{op} of a meta tensor", lambda d, l, op=op: getattr(z(d, l, 3).to("meta"), op)(),
+                NotImplementedError, META_SIZED) for op in ("nonzero", "argwhere", "unique", "unique_consecutive")]
+           + [B(f"Tensor.{op} of a string", lambda d, l, op=op: getattr(z(d, l, 3), op)("a"), TypeError,
+                r"must be (float|tuple of ints)") for op in ("nan_to_num", "nan_to_num_", "tile")]
+           + [B("Tensor.scatter index out of bounds", lambda d, l: z(d, l, 3).scatter(0, ix(d, l, [5]), 1.0),
+                RuntimeError, r"index 5 is out of bounds for dimension 0 with size 3", devices=HOST),
+              B("Tensor.bincount of a float tensor", lambda d, l: z(d, l, 3).bincount(), NotImplementedError,
+                r"(?i)not implemented for '?(gpumemnet\.)?float"),
+              B("Tensor.bincount of a matrix", lambda d, l: z(d, l, 2, 2, dtype="int64").bincount(), RuntimeError,
+                r"bincount only supports 1-d non-negative integral inputs"),
+              B("Tensor.diag of a 3-d tensor", lambda d, l: z(d, l, 2, 2, 2).diag(), RuntimeError,
+                r"diag\(\): Supports 1D or 2D tensors. Got 3D"),
+              B("Tensor.diagonal of one dim twice", lambda d, l: z(d, l, 2, 2).diagonal(0, 1, 1), RuntimeError,
+                r"diagonal dimensions cannot be identical 1, 1"),
+              B("Tensor.dot of matrices", lambda d, l: z(d, l, 2, 2).dot(z(d, l, 2, 2)), RuntimeError,
+                r"1D tensors expected, but got 2D and 2D tensors"),
+              B("Tensor.fill_diagonal_ of a vector", lambda d, l: z(d, l, 3).fill_diagonal_(1.0), RuntimeError,
+                r"dimensions must larger than 1"),
+              B("Tensor.masked_select with a float mask", lambda d, l: z(d, l, 3).masked_select(z(d, l, 3)),
+                RuntimeError, r"masked_select: expected BoolTensor for mask"),
+              B("Size of strings", lambda d, l: l.L.Size(["a"]), TypeError,
+                r"torch.Size\(\) takes an iterable of 'int' \(item 0 is 'str'\)"),
+              B("meshgrid of a matrix", lambda d, l: l.L.meshgrid(z(d, l, 2, 2), z(d, l, 2), indexing="ij"),
+                RuntimeError, r"Expected 0D or 1D tensor in the tensor list")])
+
+API_CASES = SHAPES + DIMS + CREATION + INPLACE + UNARY + MODULES + OPTIM + DATA + SAVE_LOAD + STARTUP + MATH + COMPOSE
 
 
 # Inputs that are not errors: NaN and Inf give the IEEE result (never a crash, never an exception), and an empty

@@ -30,7 +30,11 @@ from ._core.creation import (  # noqa: E402,F401
     index_select, sign, logical_and, logical_or, logical_xor, logical_not, swapaxes, swapdims,
     movedim, select, neg, negative, mul, multiply, add, sub, subtract, clamp_min, clamp_max,
     sin, cos, tan, asin, acos, atan, arcsin, arccos, arctan, sinh, cosh, erf, erfc, log1p, expm1, log2, log10, exp2,
-    reciprocal, lerp, addcmul, addcdiv, fmod, remainder, floor_divide, atan2, arctan2)
+    reciprocal, lerp, addcmul, addcdiv, fmod, remainder, floor_divide, atan2, arctan2,
+    cumsum, cumprod, logsumexp, tril, triu, diagonal, diag, outer, ger, dot, tile, nan_to_num, scatter, scatter_add,
+    index_add, index_copy, index_fill, masked_select, nonzero, argwhere, count_nonzero, unique, unique_consecutive,
+    bincount, meshgrid)
+from ._core.tensor_select import Size  # noqa: E402
 from ._core.activation import (  # noqa: E402,F401  (torch.relu, torch.sigmoid_, torch.softmax...)
     relu, relu_, sigmoid, sigmoid_, tanh, tanh_, softmax, log_softmax, prelu)
 from . import autograd, memory, cuda, accelerator, backends, random, amp, nn, optim, utils, distributed, futures  # noqa: E402,E501

@@ -12,7 +12,9 @@ and the memory intelligence, which build on it.
   activation.py  relu, sigmoid, tanh, gelu, softmax (Tensor methods and nn.functional ops)
   indexing.py    x[idx], x[idx] = v
   tensor_math.py     sin ... exp2, reciprocal, lerp, addcmul, the in-place unary forms (exp_, sqrt_ ...)
+  tensor_compose.py  cumsum, cumprod, logsumexp, tril/triu, diagonal (a view), diag, outer, dot, tile, stride...
   tensor_methods.py  the Tensor methods composed of other ops (split, repeat, round, new_*, memory formats)
+  tensor_select.py   scatter, index_add/copy/fill, masked_select, nonzero, unique, bincount, Size
   tensor.py      gpumemnet.Tensor
   creation.py    tensor, zeros, rand, cat, ... (the gm.* factory functions)
 Each imports only _C and the ones listed above it (tests/test_layers_python.py checks there is no cycle and

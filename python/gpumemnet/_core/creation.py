@@ -341,4 +341,38 @@ fix = trunc
                          "expm1", "log2", "log10", "exp2", "reciprocal", "lerp", "addcmul", "addcdiv", "fmod",
                          "remainder", "floor_divide", "atan2"))
 arcsin, arccos, arctan, arctan2 = asin, acos, atan, atan2
+# scans, triangles, selections (_core/tensor_compose.py, _core/tensor_select.py)
+(cumsum, cumprod, logsumexp, tril, triu, diagonal, diag, outer, dot, tile, nan_to_num, scatter, scatter_add, index_add,
+ index_copy, index_fill, masked_select, nonzero, argwhere, count_nonzero, unique, unique_consecutive, bincount) = (
+    _method(n) for n in ("cumsum", "cumprod", "logsumexp", "tril", "triu", "diagonal", "diag", "outer", "dot",
+                         "tile", "nan_to_num", "scatter", "scatter_add", "index_add", "index_copy", "index_fill",
+                         "masked_select", "nonzero", "argwhere", "count_nonzero", "unique", "unique_consecutive",
+                         "bincount"))
+ger = outer
+
+
+def meshgrid(*tensors, indexing="ij"):
+    """Coordinate grids of 1-D tensors (0-d count as 1-D): views that expand each along the others' dims.
+    indexing 'ij' (PyTorch's default) or 'xy' (the first two dims swapped, as NumPy's default)."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if indexing not in ("ij", "xy"):
+        raise ValueError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: {indexing}")
+    for i, t in enumerate(tensors):
+        _need_tensor("meshgrid", t, f"tensors[{i}]")
+        if t.ndim > 1:
+            raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {t.ndim}D "
+                               f"tensor (tensors[{i}] of shape {tuple(t.shape)})")
+    if not tensors:
+        raise RuntimeError("torch.meshgrid: expects a non-empty TensorList")
+    vecs = [t.reshape(-1) for t in tensors]
+    swap = indexing == "xy" and len(vecs) >= 2
+    if swap:
+        vecs[0], vecs[1] = vecs[1], vecs[0]
+    shape = tuple(v.shape[0] for v in vecs)
+    grids = [v.reshape(tuple(-1 if j == i else 1 for j in range(len(vecs)))).expand(shape)
+             for i, v in enumerate(vecs)]
+    if swap:  # 'xy' is 'ij' of the first two swapped, its first two results swapped back
+        grids[0], grids[1] = grids[1], grids[0]
+    return tuple(grids)
 negative, multiply, subtract = neg, mul, sub

@@ -1,0 +1,364 @@
+"""Tensor methods that write or pick entries by index or by value: scatter (one-hot labels, label smoothing),
+index_add / index_copy / index_fill, masked_select, and the ones whose result size depends on the values:
+nonzero, unique, unique_consecutive, bincount, count_nonzero.
+
+The scatters are one flat _C.index_put_ into the contiguous result (accumulating for the add forms), on every
+device. The value-dependent ones compute on the host (NumPy) from a copy of the values, as PyTorch's CUDA versions
+also wait for the device, and put the result on the tensor's device; on meta they raise, since a meta tensor has no
+values to size the result by. The in-place forms write where no graph is recorded; on a tensor in a graph they
+raise and name the out-of-place form, which records."""
+import numbers
+
+import numpy as np
+
+from .. import _C
+from . import functions as F
+from .autograd import Function, check_inplace as _check_inplace, needs_grad as _needs_grad
+from .tensor_methods import _checked_indices, _dim
+
+_I64, _BOOL = 4, 5
+
+
+class Size(tuple):
+    """torch.Size: a tuple of dim sizes (gpumemnet's .shape is a plain tuple, which compares equal to it)."""
+
+    def __new__(cls, sizes=()):
+        sizes = tuple(sizes)
+        for i, s in enumerate(sizes):
+            if not isinstance(s, numbers.Integral) or isinstance(s, bool):
+                raise TypeError(f"torch.Size() takes an iterable of 'int' (item {i} is '{type(s).__name__}')")
+        return super().__new__(cls, (int(s) for s in sizes))
+
+    def numel(self):
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __repr__(self):
+        return f"gpumemnet.Size({list(self)})"
+
+
+# ---- scatter ----------------------------------------------------------------------------------------------------
+def _scatter_args(self, dim, index, src, op):
+    """Checked (dim, index, src): src a tensor of self's dtype, or a number."""
+    if not isinstance(index, _C.TensorBase) or index._dtype != _I64:
+        raise RuntimeError(f"{op}(): Expected dtype int64 for index")
+    d = _dim(dim, self.ndim, op)
+    if index.ndim != self.ndim:
+        raise RuntimeError(f"{op}: index of shape {tuple(index.shape)} must have the same number of dimensions as "
+                           f"self of shape {tuple(self.shape)}")
+    for i in range(self.ndim):
+        if i != d and index.shape[i] > self.shape[i]:
+            raise RuntimeError(f"{op}: expected index {tuple(index.shape)} to be smaller than self "
+                               f"{tuple(self.shape)} apart from dimension {d}")
+    if isinstance(src, _C.TensorBase):
+        if src.ndim != self.ndim or any(index.shape[i] > src.shape[i] for i in range(self.ndim)):
+            raise RuntimeError(f"{op}: expected index {tuple(index.shape)} to be smaller than src "
+                               f"{tuple(src.shape)} in every dimension (and of the same number of dimensions)")
+        if src._dtype != self._dtype:
+            raise RuntimeError(f"{op}(): Expected self.dtype to be equal to src.dtype ({self.dtype} and "
+                               f"{src.dtype})")
+    elif not isinstance(src, numbers.Number):
+        raise TypeError(f"{op}: src must be a Tensor or a number, got {type(src).__name__}")
+    n = self.shape[d] if self.ndim else 1
+    return d, _checked_indices(index, n, d, negative_wraps=False)
+
+
+def _positions(shape, index, d):
+    """For each entry of index: its flat position in a contiguous tensor of `shape`, dim d taken from index."""
+    strides = [1] * len(shape)
+    for i in range(len(shape) - 2, -1, -1):
+        strides[i] = strides[i + 1] * shape[i + 1]
+    pos = _C.binary(F.MUL, index, strides[d]) if shape else index
+    for i in range(len(shape)):
+        if i != d and index.shape[i] > 1:
+            ramp = _C.arange(0.0, float(index.shape[i]), 1.0, _I64, index._device)
+            ramp = ramp._view(tuple(index.shape[i] if j == i else 1 for j in range(len(shape))))
+            pos = _C.binary(F.ADD, pos, _C.binary(F.MUL, ramp, strides[i]))
+    return F.contiguous(pos)._view((-1,)) if pos.ndim else pos._view((1,))
+
+
+def _covered(src, index):
+    """The part of src that index covers (src may be larger), contiguous and flat."""
+    for i in range(src.ndim):
+        if src.shape[i] != index.shape[i]:
+            src = src._slice(i, 0, index.shape[i], 1)
+    return F.contiguous(src)._view((-1,)) if src.ndim else src._view((1,))
+
+
+def _scatter_into(out, d, index, src, accumulate):
+    """out (contiguous) gets src at index along d, in place."""
+    if index.numel() == 0:
+        return out
+    pos = _positions(tuple(out.shape), index, d)
+    values = _covered(src, index) if isinstance(src, _C.TensorBase) else src
+    _C.index_put_(out._view((-1,)) if out.ndim else out._view((1,)), 0, pos, values, accumulate)
+    return out
+
+
+def _copy(t):
+    out = _C.empty(tuple(t.shape), t._dtype, t._device)
+    _C.copy_(out, t)
+    return out
+
+
+class _Scatter(Function):
+    @staticmethod
+    def forward(ctx, x, d, index, src, accumulate):
+        ctx.d, ctx.accumulate = d, accumulate
+        ctx.src_meta = (tuple(src.shape), src._dtype) if isinstance(src, _C.TensorBase) else None
+        ctx.save_for_backward(index)
+        return _scatter_into(_copy(x), d, index, src, accumulate)
+
+    @staticmethod
+    def backward(ctx, g):
+        index, = ctx.saved_tensors
+        gx = gs = None
+        if ctx.needs_input_grad[0]:  # scatter's written entries take nothing back; scatter_add's all do
+            gx = g if ctx.accumulate else _scatter_into(_copy(g), ctx.d, index, 0.0, False)
+        if ctx.src_meta is not None and ctx.needs_input_grad[3]:
+            picked = g.gather(ctx.d, index)
+            shape, dt = ctx.src_meta
+            gs = picked if tuple(picked.shape) == shape else _padded(picked, shape)
+        return gx, None, None, gs, None
+
+
+def _padded(t, shape):
+    out = _C.empty(shape, t._dtype, t._device)
+    _C.fill_(out, 0)
+    region = out
+    for i in range(len(shape)):
+        region = region._slice(i, 0, t.shape[i], 1)
+    _C.copy_(region, t)
+    return out
+
+
+def _scatter(self, dim, index, src, reduce, op, accumulate, in_place):
+    if reduce is not None:
+        if reduce != "add":
+            raise NotImplementedError(f"{op}: reduce={reduce!r} is not in gpumemnet (reduce='add' is); use "
+                                      f"scatter_reduce-free code or compute it with gather")
+        accumulate = True
+    d, index = _scatter_args(self, dim, index, src, op)
+    if in_place:
+        if _check_inplace(self, op):
+            raise RuntimeError(f"{op}: in-place scatter into a tensor that is part of a graph is not supported; "
+                               f"use {op.rstrip('_')}(), which records")
+        if isinstance(src, _C.TensorBase) and src._storage_id == self._storage_id:
+            src = _copy(src)
+        if self._is_contiguous():
+            return _scatter_into(self, d, index, src, accumulate)
+        _C.copy_(self, _scatter_into(_copy(self), d, index, src, accumulate))
+        return self
+    if _needs_grad(self, src if isinstance(src, _C.TensorBase) else None):
+        return _Scatter.apply(self, d, index, src, accumulate)
+    return _scatter_into(_copy(self), d, index, src, accumulate)
+
+
+# ---- index_add, index_copy, index_fill ---------------------------------------------------------------------
+def _index_args(self, dim, index, op):
+    if not isinstance(index, _C.TensorBase) or index._dtype != _I64:
+        # PyTorch's index_fill says IndexError, index_add and index_copy RuntimeError
+        raise (IndexError if op.startswith("index_fill") else RuntimeError)(f"{op}(): Expected dtype int64 for index")
+    if index.ndim > 1:
+        raise IndexError(f"{op}(): Index is supposed to be a vector, got shape {tuple(index.shape)}")
+    return _dim(dim, self.ndim, op), index.reshape(-1)
+
+
+class _IndexPut(Function):
+    """index_add (accumulate) / index_copy / index_fill (src a number) along d, out of place."""
+
+    @staticmethod
+    def forward(ctx, x, d, index, src, accumulate, alpha):
+        ctx.d, ctx.accumulate, ctx.alpha = d, accumulate, alpha
+        ctx.save_for_backward(index)
+        out = _copy(x)
+        _C.index_put_(out, d, index, src if alpha == 1 or not isinstance(src, _C.TensorBase) else
+                      _C.binary(F.MUL, src, alpha), accumulate)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        index, = ctx.saved_tensors
+        gx = gs = None
+        if ctx.needs_input_grad[0]:
+            gx = g
+            if not ctx.accumulate:  # overwritten entries take nothing back
+                gx = _copy(g)
+                _C.index_put_(gx, ctx.d, index, 0.0, False)
+        if ctx.needs_input_grad[3]:
+            gs = _C.index(g, ctx.d, index)
+            if ctx.alpha != 1:
+                gs = _C.binary(F.MUL, gs, ctx.alpha)
+        return gx, None, None, gs, None, None
+
+
+def _index_put(self, dim, index, src, accumulate, alpha, op, in_place):
+    d, index = _index_args(self, dim, index, op)
+    if isinstance(src, _C.TensorBase) and src._dtype != self._dtype:
+        raise RuntimeError(f"{op}(): self ({self.dtype}) and source ({src.dtype}) must have the same scalar type")
+    if in_place:
+        if _check_inplace(self, op):
+            raise RuntimeError(f"{op}: in-place writes into a tensor that is part of a graph are not supported; "
+                               f"use {op.rstrip('_')}(), which records")
+        if isinstance(src, _C.TensorBase) and alpha != 1:
+            src = _C.binary(F.MUL, src, alpha)
+        _C.index_put_(self, d, index, src, accumulate)
+        return self
+    if _needs_grad(self, src if isinstance(src, _C.TensorBase) else None):
+        return _IndexPut.apply(self, d, index, src, accumulate, alpha)
+    return _IndexPut.forward(_Ctx(), self, d, index, src, accumulate, alpha)
+
+
+class _Ctx:
+    """A ctx for calling a forward without recording."""
+
+    def save_for_backward(self, *tensors):
+        pass
+
+
+# ---- results sized by the values ---------------------------------------------------------------------------
+def _host(t, op):
+    """t's values as a NumPy array (a copy from the device if need be); meta has none."""
+    if t._device == "meta":
+        raise NotImplementedError(f"{op}: the result's size depends on the tensor's values, which a meta tensor does not "
+                           f"have (an estimate cannot size it; run it on a real device)")
+    t = t.detach()
+    if t._dtype in (2, 3):  # float16 / bfloat16: NumPy has no bfloat16
+        t = F.cast(t, 0)
+    return _C.TensorBase.numpy(t.cpu() if t._device != "cpu" else t)
+
+
+def _to_device(array, like, dtype=None):
+    array = np.ascontiguousarray(array)
+    return _C.from_numpy(array, like._dtype if dtype is None else dtype, like._device)
+
+
+class SelectMethods:
+    """The scatter, index_* and value-dependent methods of Tensor (see the module docstring)."""
+    __slots__ = ()
+
+    def scatter(self, dim, index, src=None, *, value=None, reduce=None):
+        """A copy of self with src's entries (or a number) written at index along dim: for dim 1,
+        out[i][index[i][j]] = src[i][j]. Indices outside [0, size) raise."""
+        return _scatter(self, dim, index, value if src is None else src, reduce, "scatter", False, False)
+
+    def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
+        return _scatter(self, dim, index, value if src is None else src, reduce, "scatter_", False, True)
+
+    def scatter_add(self, dim, index, src):
+        """scatter that adds into self (repeated indices add up)."""
+        return _scatter(self, dim, index, src, None, "scatter_add", True, False)
+
+    def scatter_add_(self, dim, index, src):
+        return _scatter(self, dim, index, src, None, "scatter_add_", True, True)
+
+    def index_add(self, dim, index, source, *, alpha=1):
+        """A copy of self with alpha * source added at the entries index names along dim (repeats add up)."""
+        return _index_put(self, dim, index, source, True, alpha, "index_add", False)
+
+    def index_add_(self, dim, index, source, *, alpha=1):
+        return _index_put(self, dim, index, source, True, alpha, "index_add_", True)
+
+    def index_copy(self, dim, index, source):
+        return _index_put(self, dim, index, source, False, 1, "index_copy", False)
+
+    def index_copy_(self, dim, index, source):
+        return _index_put(self, dim, index, source, False, 1, "index_copy_", True)
+
+    def index_fill(self, dim, index, value):
+        return _index_put(self, dim, index, _number(value, "index_fill"), False, 1, "index_fill", False)
+
+    def index_fill_(self, dim, index, value):
+        return _index_put(self, dim, index, _number(value, "index_fill_"), False, 1, "index_fill_", True)
+
+    def masked_select(self, mask):
+        """The entries where mask (broadcast with self) is True, as a 1-D tensor (differentiable)."""
+        if not isinstance(mask, _C.TensorBase) or mask._dtype != _BOOL:
+            raise RuntimeError(f"masked_select: expected BoolTensor for mask, got "
+                               f"{mask.dtype if isinstance(mask, _C.TensorBase) else type(mask).__name__}")
+        shape = tuple(np.broadcast_shapes(tuple(self.shape), tuple(mask.shape)))
+        x = self if tuple(self.shape) == shape else self.expand(shape)
+        m = mask if tuple(mask.shape) == shape else mask.expand(shape)
+        return x.reshape(-1)[m.reshape(-1)]
+
+    def nonzero(self, *, as_tuple=False):
+        """The indices of the nonzero entries: an (n, ndim) int64 tensor, or with as_tuple one vector per dim."""
+        a = _host(self, "nonzero") != 0
+        if a.ndim == 0:
+            a = a.reshape(1)
+            idx = np.argwhere(a)[:, :0] if not as_tuple else np.argwhere(a)
+        else:
+            idx = np.argwhere(a)
+        if as_tuple:
+            return tuple(_to_device(idx[:, i], self, _I64) for i in range(idx.shape[1]))
+        return _to_device(idx.astype(np.int64), self, _I64)
+
+    argwhere = nonzero
+
+    def count_nonzero(self, dim=None):
+        """How many entries are not zero, over dim (an int or a tuple; all by default), as int64."""
+        return (self != 0).sum(dim) if dim is not None else (self != 0).sum()
+
+    def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
+        """The distinct values (sorted; dim: the distinct slices along dim), with the inverse indices (where
+        each entry went) and the counts on request."""
+        a = _host(self, "unique")
+        d = None if dim is None else _dim(dim, self.ndim, "unique")
+        values, inverse, counts = np.unique(a, return_inverse=True, return_counts=True, axis=d)
+        out = [_to_device(values, self)]
+        if return_inverse:
+            shape = tuple(self.shape) if d is None else (self.shape[d],)
+            out.append(_to_device(inverse.reshape(shape).astype(np.int64), self, _I64))
+        if return_counts:
+            out.append(_to_device(counts.astype(np.int64), self, _I64))
+        return out[0] if len(out) == 1 else tuple(out)
+
+    def unique_consecutive(self, return_inverse=False, return_counts=False, dim=None):
+        """Each run of equal consecutive values once (over the flattened tensor; dim=None only)."""
+        if dim is not None:
+            raise NotImplementedError("unique_consecutive: dim= is not in gpumemnet yet (dim=None is)")
+        a = _host(self, "unique_consecutive").reshape(-1)
+        starts = np.flatnonzero(np.concatenate(([True], a[1:] != a[:-1]))) if a.size else np.zeros(0, np.int64)
+        out = [_to_device(a[starts], self)]
+        if return_inverse:
+            out.append(_to_device((np.cumsum(np.isin(np.arange(a.size), starts)) - 1).reshape(tuple(self.shape))
+                                  .astype(np.int64), self, _I64))
+        if return_counts:
+            out.append(_to_device(np.diff(np.append(starts, a.size)).astype(np.int64), self, _I64))
+        return out[0] if len(out) == 1 else tuple(out)
+
+    def bincount(self, weights=None, minlength=0):
+        """How often each value 0..max occurs in a 1-D non-negative integer tensor (the sum of weights, with
+        weights); at least minlength bins."""
+        if self._dtype in (0, 1, 2, 3, _BOOL):
+            raise NotImplementedError(f"bincount: not implemented for {self.dtype} (it counts 1-d non-negative "
+                                      f"integers)")
+        if self.ndim != 1:
+            raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+        if not isinstance(minlength, numbers.Integral) or minlength < 0:
+            raise RuntimeError("minlength should be >= 0")
+        a = _host(self, "bincount").astype(np.int64)
+        if a.size and a.min() < 0:
+            raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+        if weights is None:
+            return _to_device(np.bincount(a, minlength=int(minlength)).astype(np.int64), self, _I64)
+        if not isinstance(weights, _C.TensorBase) or tuple(weights.shape) != tuple(self.shape):
+            raise RuntimeError(f"weights should be 1-d and have the same length as input, got "
+                               f"{tuple(weights.shape) if isinstance(weights, _C.TensorBase) else weights!r} for "
+                               f"input {tuple(self.shape)}")
+        counts = np.bincount(a, weights=_host(weights, "bincount").astype(np.float64), minlength=int(minlength))
+        code = weights._dtype if weights._dtype in (0, 1) else 1  # PyTorch: float weights keep their dtype
+        return _to_device(counts.astype(np.float32 if code == 0 else np.float64), weights, code)
+
+
+def _number(value, op):
+    if isinstance(value, _C.TensorBase):
+        if value.ndim != 0:
+            raise RuntimeError(f"{op} only supports a 0-dimensional value tensor, but got tensor with "
+                               f"{value.ndim} dimension(s).")
+        return value.item()
+    if not isinstance(value, numbers.Number):
+        raise TypeError(f"{op}: value must be a number, got {type(value).__name__}")
+    return value
