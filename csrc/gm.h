@@ -318,6 +318,7 @@ extern PyMethodDef gm_matmul_methods[];            /* ops_matmul.c */
 extern PyMethodDef gm_index_methods[];             /* ops_index.c */
 extern PyMethodDef gm_random_methods[];            /* random.c */
 extern PyMethodDef gm_cuda_methods[];              /* cuda.c: device queries, build info */
+extern PyMethodDef gm_cuda_event_methods[];        /* cuda_event.c: CUDA events for gm.cuda.Event */
 extern PyMethodDef gm_conv_methods[];              /* ops_conv.c: conv2d, conv_transpose2d, linear */
 extern PyMethodDef gm_pool_methods[];              /* ops_pool.c: pooling, interpolate */
 extern PyMethodDef gm_nnops_methods[];             /* ops_nnops.c: activations, dropout, norm, softmax, losses */

@@ -522,6 +522,13 @@ COMPOSE = ([B(f"Tensor.{op} dim out of range", lambda d, l, op=op: getattr(z(d, 
                 RuntimeError, r"masked_select: expected BoolTensor for mask"),
               B("Size of strings", lambda d, l: l.L.Size(["a"]), TypeError,
                 r"torch.Size\(\) takes an iterable of 'int' \(item 0 is 'str'\)"),
+              B("Tensor.record_stream of a CPU tensor", lambda d, l: z("cpu", l, 2).record_stream(None), RuntimeError,
+                r"CUDA tensor|unknown parameter type"),
+              B("einsum with too few operands", lambda d, l: l.L.einsum("ij,jk->ik", z(d, l, 2, 3)), RuntimeError,
+                r"einsum\(\): (fewer operands|2 operand subscript)"),
+              B("einsum of mismatched sizes", lambda d, l: l.L.einsum("ij,jk->ik", z(d, l, 2, 3), z(d, l, 4, 5)),
+                RuntimeError, r"einsum\(\): .*subscript j has size"),
+              B("einsum of a string operand", lambda d, l: l.L.einsum("ij", "x"), TypeError, r"Tensor"),
               B("meshgrid of a matrix", lambda d, l: l.L.meshgrid(z(d, l, 2, 2), z(d, l, 2), indexing="ij"),
                 RuntimeError, r"Expected 0D or 1D tensor in the tensor list")])
 

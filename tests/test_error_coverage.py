@@ -33,7 +33,7 @@ EXEMPT = {
     "gm.is_tensor": ANY_INPUT, "gm.is_grad_enabled": NO_ARGS, "gm.get_default_dtype": NO_ARGS,
     "gm.get_num_threads": NO_ARGS, "gm.initial_seed": NO_ARGS, "gm.seed": NO_ARGS, "gm.get_rng_state": NO_ARGS,
     "gm.no_grad": NO_ARGS, "gm.enable_grad": NO_ARGS, "gm.inference_mode": FLAG, "gm.set_grad_enabled": FLAG,
-    "gm.passive_openmp_waits": NO_ARGS, "gm.preload_openblas": NO_ARGS,
+    "gm.passive_openmp_waits": NO_ARGS, "gm.is_anomaly_enabled": NO_ARGS, "gm.is_anomaly_check_nan_enabled": NO_ARGS, "gm.preload_openblas": NO_ARGS,
     "gm.compile": "returns the model unchanged (a stand-in for torch.compile); any object is accepted",
     "gm.dtype": BASE, "gm.memory_format": BASE, "gm.summary": "gm.memory's; tested there",
     "gm.as_torch": "the drop-in switch (gm.dropin), tested in tests/test_dropin*.py",

@@ -35,6 +35,7 @@ from ._core.creation import (  # noqa: E402,F401
     index_add, index_copy, index_fill, masked_select, nonzero, argwhere, count_nonzero, unique, unique_consecutive,
     bincount, meshgrid)
 from ._core.tensor_select import Size  # noqa: E402
+from ._core.einsum import einsum  # noqa: E402
 from ._core.activation import (  # noqa: E402,F401  (torch.relu, torch.sigmoid_, torch.softmax...)
     relu, relu_, sigmoid, sigmoid_, tanh, tanh_, softmax, log_softmax, prelu)
 from . import autograd, memory, cuda, accelerator, backends, random, amp, nn, optim, utils, distributed, futures  # noqa: E402,E501
@@ -42,6 +43,7 @@ from .serialization import save, load  # noqa: E402
 from .memory import summary  # noqa: E402
 from .amp import autocast  # noqa: E402
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled  # noqa: E402
+from .autograd import is_anomaly_enabled, is_anomaly_check_nan_enabled  # noqa: E402,F401  (torch.is_anomaly_...)
 from .random import (manual_seed, get_rng_state, set_rng_state, initial_seed, seed, Generator,  # noqa: E402,F401
                      default_generator)
 from .dropin import as_torch  # noqa: E402

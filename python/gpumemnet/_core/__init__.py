@@ -16,6 +16,7 @@ and the memory intelligence, which build on it.
   tensor_methods.py  the Tensor methods composed of other ops (split, repeat, round, new_*, memory formats)
   tensor_select.py   scatter, index_add/copy/fill, masked_select, nonzero, unique, bincount, Size
   tensor.py      gpumemnet.Tensor
+  einsum.py      gm.einsum, composed of diagonal, sum, permute, reshape and matmul
   creation.py    tensor, zeros, rand, cat, ... (the gm.* factory functions)
 Each imports only _C and the ones listed above it (tests/test_layers_python.py checks there is no cycle and
 nothing imported from a higher layer)."""

@@ -15,7 +15,7 @@ import functools
 
 from .. import _C
 from . import hooks
-from .state import grad_mode, state
+from .state import anomaly, grad_mode, state
 
 _grad_on = grad_mode.get  # the per-op read: one C call (see _core/state.py)
 _set_grad = grad_mode.set
@@ -289,11 +289,22 @@ class Function(Node):
         if self._released and self._saved is not None:
             self.saved_tensors  # raises the explanatory error
         out = self.backward(self, *grads)
-        return out if isinstance(out, tuple) else (out,)
+        out = out if isinstance(out, tuple) else (out,)
+        if anomaly.enabled and anomaly.check_nan:
+            _check_nan(self, out)
+        return out
 
     def release(self):
         self._saved = None
         self._released = True
+
+
+def _check_nan(node, grads):
+    """Anomaly detection: a gradient with a NaN stops the backward at the node that made it (PyTorch's check)."""
+    for i, g in enumerate(grads):
+        if isinstance(g, _C.TensorBase) and g._device != "meta" and g.is_floating_point() and bool(g.isnan().any()):
+            raise RuntimeError(f"Function '{node.name().lstrip('_')}Backward' returned nan values in its {i}th "
+                               f"output.")
 
 
 def _mark_output(o, args, saved, Tensor):

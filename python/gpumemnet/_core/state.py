@@ -29,3 +29,12 @@ class _ThreadState(threading.local):
 
 state = _ThreadState()
 grad_mode = contextvars.ContextVar("gpumemnet.grad_mode", default=True)  # no_grad, enable_grad, inference_mode...
+
+
+class _Anomaly:
+    """Anomaly detection (autograd.set_detect_anomaly): one flag for the whole process, as PyTorch's."""
+    enabled = False
+    check_nan = True
+
+
+anomaly = _Anomaly()

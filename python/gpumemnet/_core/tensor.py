@@ -633,6 +633,12 @@ class Tensor(TensorMethods, MathMethods, ComposeMethods, SelectMethods, _C.Tenso
         """Whether this tensor lives in pinned host memory (pin_memory())."""
         return self._is_pinned
 
+    def record_stream(self, stream):
+        """Accepted for PyTorch code: every stream of a device is its one compute stream in gpumemnet, so memory
+        freed after use on it is never reused before that use has run (gpumemnet/cuda/_streams.py)."""
+        if self._device.split(":")[0] != "cuda":
+            raise RuntimeError(f"record_stream: expected a CUDA tensor, got one on {self._device}")
+
     def float(self): return self.to(dtype="float32")
     def double(self): return self.to(dtype="float64")
     def half(self): return self.to(dtype="float16")

@@ -1,0 +1,143 @@
+"""gm.einsum: Einstein summation over tensors, composed of existing ops (diagonal, sum, permute, reshape, matmul),
+so it is differentiable, runs on every device and is priced on meta.
+
+The operands are contracted left to right, two at a time: the labels both share and that something later still
+needs (another operand or the output) are batch dims, the shared ones nothing needs are summed by one batched
+matmul, and a label only one operand has and nothing needs is summed before that. A label repeated within one
+operand takes its diagonal. '...' stands for the dims not named, broadcast across operands from the right; a dim
+of size 1 broadcasts against a label's size elsewhere, as in PyTorch."""
+import string
+
+from .. import _C
+
+_LETTERS = set(string.ascii_letters)
+
+
+def _parse(equation, operands):
+    """(input label lists, output label list) with each '...' spelled as digits, one per broadcast dim."""
+    eq = equation.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(operands):
+        raise RuntimeError(f"einsum(): {len(terms)} operand subscript(s) in {equation!r} but {len(operands)} "
+                         f"operand(s) given")
+    labels, ell = [], 0
+    for i, (term, t) in enumerate(zip(terms, operands)):
+        named = term.replace("...", "")
+        bad = [c for c in named if c not in _LETTERS]
+        if bad or term.count("...") > 1 or "." in named:
+            raise RuntimeError(f"einsum(): invalid subscript {term!r} for operand {i}: use letters and at most "
+                             f"one '...'")
+        k = t.ndim - len(named)
+        if k < 0 or (k > 0 and "..." not in term):
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({len(named)}) does not match "
+                               f"the number of dimensions ({t.ndim}) for operand {i}"
+                               f"{'' if '...' in term else ' and no ellipsis was given'}")
+        ell = max(ell, k)
+        labels.append((term, k))
+    digits = [str(d) for d in range(ell)]  # the broadcast dims, right-aligned: operand with k gets the last k
+
+    def spell(term, k):
+        head, dots, tail = term.partition("...")
+        return list(head) + (digits[ell - k:] if dots else []) + list(tail)
+
+    inputs = [spell(term, k) for term, k in labels]
+    if arrow:
+        if rhs.count("...") > 1 or any(c not in _LETTERS for c in rhs.replace("...", "")):
+            raise RuntimeError(f"einsum(): invalid output subscript {rhs!r}")
+        output = spell(rhs, ell) if "..." in rhs else list(rhs)  # no '...' in it: the broadcast dims are summed
+        for c in output:
+            if sum(c in ls for ls in inputs) == 0:
+                raise RuntimeError(f"einsum(): output subscript {c} does not appear in the equation for any input "
+                                 f"operand")
+            if output.count(c) > 1:
+                raise RuntimeError(f"einsum(): output subscript {c} appears more than once in the output")
+    else:
+        counts = {}
+        for ls in inputs:
+            for c in ls:
+                counts[c] = counts.get(c, 0) + 1
+        output = digits + sorted(c for c, n in counts.items() if n == 1 and c in _LETTERS)
+    return inputs, output
+
+
+def _take_diagonals(t, labels):
+    """A label repeated within one operand: its diagonal (a view), the label once, at the end."""
+    labels = list(labels)
+    while True:
+        rep = next((c for c in labels if labels.count(c) > 1), None)
+        if rep is None:
+            return t, labels
+        i = labels.index(rep)
+        j = labels.index(rep, i + 1)
+        t = t.diagonal(0, i, j)
+        labels = [c for k, c in enumerate(labels) if k not in (i, j)] + [rep]
+
+
+def _sum_unneeded(t, labels, needed):
+    dims = tuple(i for i, c in enumerate(labels) if c not in needed)
+    if not dims:
+        return t, labels
+    return t.sum(dims), [c for c in labels if c in needed]
+
+
+def _contract(a, la, b, lb, needed):
+    """a (labels la) times b (labels lb), summing the shared labels not in `needed`: one batched matmul."""
+    size = {}
+    for t, ls in ((a, la), (b, lb)):
+        for c, s in zip(ls, t.shape):
+            if size.get(c, 1) != s and s != 1 and size.get(c, 1) != 1:
+                raise RuntimeError(f"einsum(): operands do not broadcast with remapped shapes: subscript {c} has "
+                                   f"size {s} in one operand and {size[c]} in another")
+            size[c] = max(size.get(c, 1), s)
+    shared = [c for c in la if c in lb]
+    batch = [c for c in shared if c in needed]
+    summed = [c for c in shared if c not in needed]
+    a_only = [c for c in la if c not in lb]
+    b_only = [c for c in lb if c not in la]
+
+    def arrange(t, ls, order):
+        t = t.permute([ls.index(c) for c in order])
+        full = tuple(size[c] for c in order)
+        return t if tuple(t.shape) == full else t.expand(full)
+
+    n = lambda cs: _prod(size[c] for c in cs)  # noqa: E731
+    x = arrange(a, la, batch + a_only + summed).reshape(n(batch), n(a_only), n(summed))
+    y = arrange(b, lb, batch + summed + b_only).reshape(n(batch), n(summed), n(b_only))
+    out = x.matmul(y).reshape(tuple(size[c] for c in batch + a_only + b_only))
+    return out, batch + a_only + b_only
+
+
+def _prod(values):
+    p = 1
+    for v in values:
+        p *= v
+    return p
+
+
+def einsum(equation, *operands):
+    """torch.einsum(equation, *operands) (operands may also come as one list)."""
+    if not isinstance(equation, str):
+        raise TypeError(f"einsum(): equation must be a str, got {type(equation).__name__}")
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    for i, t in enumerate(operands):
+        if not isinstance(t, _C.TensorBase):
+            raise TypeError(f"einsum(): operand {i} must be a Tensor, got {type(t).__name__}")
+    if not operands:
+        raise RuntimeError("einsum(): must provide at least one operand")
+    inputs, output = _parse(equation, operands)
+    terms = []
+    for k, (t, ls) in enumerate(zip(operands, inputs)):
+        t, ls = _take_diagonals(t, ls)
+        later = {c for other in inputs[:k] + inputs[k + 1:] for c in other} | set(output)
+        terms.append(_sum_unneeded(t, ls, later))
+    t, ls = terms[0]
+    for k in range(1, len(terms)):
+        b, lb = terms[k]
+        needed = {c for _, rest in terms[k + 1:] for c in rest} | set(output)
+        t, ls = _contract(t, ls, b, lb, needed)
+    t, ls = _sum_unneeded(t, ls, set(output))
+    if ls == output and t is not operands[0]:
+        return t
+    return t.permute([ls.index(c) for c in output])  # a view, as PyTorch's einsum of one operand is
