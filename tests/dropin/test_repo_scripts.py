@@ -1,7 +1,7 @@
 """Training scripts in the style of widely used CNN repositories (tests/dropin/scripts/: CIFAR ResNet, UNet,
-DCGAN, ESPCN super-resolution, fast neural style), each run as written with real PyTorch (`python script.py`)
-and with gpumemnet standing in for it (`python -m gpumemnet run script.py`), from the same initial state and data;
-their losses, final parameters and outputs compared by issue 12's criterion (dropin_harness.compare): within 1e-3
+DCGAN, ESPCN super-resolution, fast neural style, and the tricks scripts add around a CNN), each run as written
+with real PyTorch (`python script.py`) and with gpumemnet standing in for it (`python -m gpumemnet run script.py`),
+from the same initial state and data; their losses, final parameters and outputs compared by issue 12's criterion (dropin_harness.compare): within 1e-3
 of PyTorch float32, or no further from PyTorch float64 (the script's --double) than 3x PyTorch float32 is."""
 import os
 import subprocess
@@ -27,6 +27,8 @@ SCRIPTS = {
     "dcgan": ("dcgan.py", []),
     "espcn": ("espcn.py", []),
     "fast_neural_style": ("fast_neural_style.py", []),
+    # label smoothing by scatter_, mixup by lerp, EMA by lerp_, einsum attention, bincount metrics...
+    "training_tricks": ("training_tricks.py", []),
 }
 TIMEOUT = 300
 
