@@ -532,7 +532,75 @@ COMPOSE = ([B(f"Tensor.{op} dim out of range", lambda d, l, op=op: getattr(z(d, 
               B("meshgrid of a matrix", lambda d, l: l.L.meshgrid(z(d, l, 2, 2), z(d, l, 2), indexing="ij"),
                 RuntimeError, r"Expected 0D or 1D tensor in the tensor list")])
 
-API_CASES = SHAPES + DIMS + CREATION + INPLACE + UNARY + MODULES + OPTIM + DATA + SAVE_LOAD + STARTUP + MATH + COMPOSE
+# _core/tensor_more.py and _core/creation_more.py
+MORE = ([B(f"Tensor.{op} through an expanded view", lambda d, l, op=op, a=a: getattr(z(d, l, 1).expand(3), op)(*a),
+           RuntimeError, OVERLAP) for op, a in (("absolute_", ()), ("clamp_max_", (1.0,)), ("clamp_min_", (0.0,)),
+                                                 ("clip_", (0.0, 1.0)), ("frac_", ()), ("logical_not_", ()),
+                                                 ("round_", ()), ("sign_", ()), ("square_", ()), ("trunc_", ()),
+                                                 ("true_divide_", (2.0,)))]
+        + [B(f"Tensor.{op} with an argument", lambda d, l, op=op: getattr(z(d, l, 2), op)(1), TypeError, r"takes")
+           for op in ("absolute", "sgn", "frac", "nelement")]
+        + [B(f"Tensor.{op} dim out of range", lambda d, l, op=op, a=a: getattr(z(d, l, 2, 3), op)(*a), IndexError, DIM)
+           for op, a in (("squeeze_", (5,)), ("unsqueeze_", (5,)), ("transpose_", (0, 5)), ("cummax", (5,)),
+                         ("cummin", (5,)), ("logcumsumexp", (5,)), ("median", (5,)), ("nansum", (5,)))]
+        + [B(f"Tensor.{op} of a string", lambda d, l, op=op: getattr(z(d, l, 3), op)("x"), TypeError, r"str")
+           for op in ("dist", "hypot", "logaddexp", "xlogy", "float_power", "logit")]
+        + [B(f"{op} of a string", lambda d, l, op=op: getattr(l.L, op)("x"), TypeError, r"str|Tensor")
+           for op in ("atleast_1d", "atleast_2d", "std_mean", "var_mean", "is_complex")]
+        + [B(f"{op} of a string", lambda d, l, op=op: getattr(l.L, op)("x", 2), TypeError, r"str|Tensor")
+           for op in ("randint_like", "repeat_interleave", "searchsorted")]
+        + [B(f"{op} of a string size", lambda d, l, op=op: getattr(l.L, op)("a", 3), TypeError, r"must be int")
+           for op in ("tril_indices", "triu_indices")]
+        + [B("Tensor.aminmax dim out of range", lambda d, l: z(d, l, 2, 3).aminmax(dim=5), IndexError, DIM),
+           B("Tensor.t_ of a 3-d tensor", lambda d, l: z(d, l, 2, 2, 2).t_(), RuntimeError,
+             r"expects a tensor with <= 2 dimensions"),
+           B("Tensor.kthvalue k out of range", lambda d, l: z(d, l, 2, 3).kthvalue(7, 1), RuntimeError,
+             r"kthvalue\(\): selected number k out of range for dimension 1"),
+           B("Tensor.nanmean of integers", lambda d, l: z(d, l, 3, dtype="int64").nanmean(), NotImplementedError,
+             r"nanmean\(\): expected input to have floating point"),
+           B("Tensor.quantile q out of range", lambda d, l: z(d, l, 5).quantile(1.5), RuntimeError,
+             r"quantile\(\) q (values )?must be in the range \[0, 1\]"),
+           B("Tensor.fliplr of a vector", lambda d, l: z(d, l, 3).fliplr(), RuntimeError, r"Input must be >= 2-d"),
+           B("Tensor.flipud of a scalar", lambda d, l: l.L.tensor(1.0, device=d).flipud(), RuntimeError,
+             r"Input must be >= 1-d"),
+           B("Tensor.rot90 of a vector", lambda d, l: z(d, l, 3).rot90(), RuntimeError, r"expected total dims >= 2"),
+           B("Tensor.trace of a vector", lambda d, l: z(d, l, 3).trace(), RuntimeError, r"trace: expected a matrix"),
+           B("Tensor.index_put_ with a float index", lambda d, l: z(d, l, 3).index_put_((z(d, l, 1),), z(d, l, 1)),
+             IndexError, r"tensors used as indices must be"),
+           B("Tensor.index_put with a float index", lambda d, l: z(d, l, 3).index_put((z(d, l, 1),), z(d, l, 1)),
+             IndexError, r"tensors used as indices must be"),
+           B("Tensor.repeat_interleave negative", lambda d, l: z(d, l, 3).repeat_interleave(-1), RuntimeError,
+             r"(?i)repeats (can not be negative|must be non-negative)"),
+           B("Tensor.sum_to_size not expandable", lambda d, l: z(d, l, 2, 3).sum_to_size(4), RuntimeError,
+             r"is not expandable to size"),
+           B("Tensor.take with a float index", lambda d, l: z(d, l, 3).take(z(d, l, 1)), RuntimeError,
+             r"take\(\): Expected a long tensor for index"),
+           B("Tensor.type of an unknown name", lambda d, l: z(d, l, 3).type("torch.NoTensor"), ValueError,
+             r"invalid type: 'torch.NoTensor'"),
+           B("Tensor.unflatten sizes that do not multiply up", lambda d, l: z(d, l, 6).unflatten(0, (4, -1)),
+             RuntimeError, r"don't multiply up to the size of dim 0"),
+           B("Tensor.unfold window too large", lambda d, l: z(d, l, 3).unfold(0, 5, 1), RuntimeError,
+             r"maximum size for tensor at dimension 0 is 3 but size is 5"),
+           B("broadcast_shapes mismatch", lambda d, l: l.L.broadcast_shapes((2,), (3,)), RuntimeError,
+             r"(?i)broadcast"),
+           B("broadcast_tensors mismatch", lambda d, l: l.L.broadcast_tensors(z(d, l, 2), z(d, l, 3)), RuntimeError,
+             r"(?i)broadcast|must match"),
+           B("broadcast_to a shape it does not fit", lambda d, l: l.L.broadcast_to(z(d, l, 2), (3,)), RuntimeError,
+             r"(?i)expand"),
+           B("bucketize on 2-d boundaries", lambda d, l: l.L.bucketize(z(d, l, 3), z(d, l, 2, 2)), RuntimeError,
+             r"boundaries tensor must be 1 dimension"),
+           B("cdist of different widths", lambda d, l: l.L.cdist(z(d, l, 2, 3), z(d, l, 2, 4)), RuntimeError,
+             r"X1 and X2 must have the same number of columns"),
+           B("histc with negative bins", lambda d, l: l.L.histc(z(d, l, 3), bins=-1), RuntimeError,
+             r"bins must be > 0"),
+           B("is_nonzero of several values", lambda d, l: l.L.is_nonzero(z(d, l, 3)), RuntimeError,
+             r"Boolean value of Tensor with more than one value is ambiguous"),
+           B("multinomial of a 3-d tensor", lambda d, l: l.L.multinomial(z(d, l, 2, 2, 2), 1), RuntimeError,
+             r"prob_dist must be 1 or 2 dim"),
+           B("normal with a negative std", lambda d, l: l.L.normal(z(d, l, 3), -1.0), RuntimeError,
+             r"normal expects (all elements of )?std >= 0.0", devices=HOST)])
+
+API_CASES = SHAPES + DIMS + CREATION + INPLACE + UNARY + MODULES + OPTIM + DATA + SAVE_LOAD + STARTUP + MATH + COMPOSE + MORE
 
 
 # Inputs that are not errors: NaN and Inf give the IEEE result (never a crash, never an exception), and an empty

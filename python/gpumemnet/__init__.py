@@ -33,7 +33,12 @@ from ._core.creation import (  # noqa: E402,F401
     reciprocal, lerp, addcmul, addcdiv, fmod, remainder, floor_divide, atan2, arctan2,
     cumsum, cumprod, logsumexp, tril, triu, diagonal, diag, outer, ger, dot, tile, nan_to_num, scatter, scatter_add,
     index_add, index_copy, index_fill, masked_select, nonzero, argwhere, count_nonzero, unique, unique_consecutive,
-    bincount, meshgrid)
+    bincount, meshgrid, median, quantile, nanmean, nansum, aminmax, kthvalue, cummax, cummin, logcumsumexp, trace,
+    dist, rot90, fliplr, flipud, logaddexp, hypot, xlogy, logit, frac, float_power, absolute, sgn, clone, t, take,
+    unflatten, moveaxis, repeat_interleave, clamp_)
+from ._core.creation_more import (  # noqa: E402,F401
+    broadcast_shapes, broadcast_to, broadcast_tensors, atleast_1d, atleast_2d, std_mean, var_mean, cdist, normal,
+    randint_like, multinomial, searchsorted, bucketize, histc, tril_indices, triu_indices, is_nonzero, is_complex)
 from ._core.tensor_select import Size  # noqa: E402
 from ._core.einsum import einsum  # noqa: E402
 from ._core.activation import (  # noqa: E402,F401  (torch.relu, torch.sigmoid_, torch.softmax...)

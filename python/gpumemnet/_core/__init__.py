@@ -15,8 +15,10 @@ and the memory intelligence, which build on it.
   tensor_compose.py  cumsum, cumprod, logsumexp, tril/triu, diagonal (a view), diag, outer, dot, tile, stride...
   tensor_methods.py  the Tensor methods composed of other ops (split, repeat, round, new_*, memory formats)
   tensor_select.py   scatter, index_add/copy/fill, masked_select, nonzero, unique, bincount, Size
+  tensor_more.py     median, quantile, cummax, logcumsumexp, repeat_interleave, unfold, squeeze_, type(), ...
   tensor.py      gpumemnet.Tensor
   einsum.py      gm.einsum, composed of diagonal, sum, permute, reshape and matmul
   creation.py    tensor, zeros, rand, cat, ... (the gm.* factory functions)
+  creation_more.py  normal, multinomial, searchsorted, histc, cdist, broadcast_*, std_mean, tril_indices, ...
 Each imports only _C and the ones listed above it (tests/test_layers_python.py checks there is no cycle and
 nothing imported from a higher layer)."""

@@ -349,6 +349,21 @@ arcsin, arccos, arctan, arctan2 = asin, acos, atan, atan2
                          "masked_select", "nonzero", "argwhere", "count_nonzero", "unique", "unique_consecutive",
                          "bincount"))
 ger = outer
+(median, quantile, nanmean, nansum, aminmax, kthvalue, cummax, cummin, logcumsumexp, trace, dist, rot90, fliplr, flipud,
+ logaddexp, hypot, xlogy, logit, frac, float_power, absolute, sgn, clone, t, take, unflatten) = (
+    _method(n) for n in ("median", "quantile", "nanmean", "nansum", "aminmax", "kthvalue", "cummax", "cummin",
+                         "logcumsumexp", "trace", "dist", "rot90", "fliplr", "flipud", "logaddexp", "hypot", "xlogy",
+                         "logit", "frac", "float_power", "absolute", "sgn", "clone", "t", "take", "unflatten"))
+moveaxis = movedim
+clamp_ = _method("clamp_")
+
+
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    """input.repeat_interleave(repeats, dim); with only a 1-D count tensor, its indices repeated by their counts."""
+    _need_tensor("repeat_interleave", input)
+    if repeats is None:
+        return arange(input.numel(), device=input.device).repeat_interleave(input)
+    return input.repeat_interleave(repeats, dim, output_size=output_size)
 
 
 def meshgrid(*tensors, indexing="ij"):

@@ -15,6 +15,7 @@ from .autograd import check_inplace as _check_inplace, needs_grad as _needs_grad
 from .dtype import DTYPES, as_dtype, device_of, device_str
 from .indexing import IndexFn, apply_plan, make_plan, put_plan
 from .tensor_compose import ComposeMethods
+from .tensor_more import MoreMethods
 from .tensor_math import ATAN2, FLOORDIV, FMOD, REMAINDER, Atan2, FloorDiv, Fmod, MathMethods, Remainder
 from .tensor_methods import TensorMethods, _check_format
 from .tensor_select import SelectMethods
@@ -108,7 +109,7 @@ class _InplaceBinary(autograd.Function):
                 F.sum_to(gb, *ctx.b_meta) if ctx.needs_input_grad[1] and gb is not None else None, None, None)
 
 
-class Tensor(TensorMethods, MathMethods, ComposeMethods, SelectMethods, _C.TensorBase):
+class Tensor(TensorMethods, MathMethods, ComposeMethods, SelectMethods, MoreMethods, _C.TensorBase):
     """A multi-dimensional array on a device, with autograd. Create with gpumemnet.tensor, zeros, ..."""
     __slots__ = ()
     __hash__ = object.__hash__

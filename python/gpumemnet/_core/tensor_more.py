@@ -1,0 +1,419 @@
+"""More of PyTorch's Tensor methods, composed of ops that already are: in-place forms of shape and rounding ops,
+order statistics (median, kthvalue, quantile, cummax/cummin), logaddexp / logcumsumexp, hypot, xlogy, logit,
+nan-aware sums, repeat_interleave, unfold (a view), index_put_, and the metadata names scripts use (nelement,
+type(), is_cpu). Each is differentiable where PyTorch's is, runs on every device and is priced on meta.
+
+The order statistics rank on the host (argsort, as sort and topk do) and gather on the device, so their values
+are differentiable; cummax/cummin find their indices on the host too."""
+import collections
+import math
+import numbers
+
+import numpy as np
+
+from .. import _C
+from . import functions as F
+from .autograd import Function, check_inplace as _check_inplace, needs_grad as _needs_grad
+from .indexing import make_plan, put_plan
+from .tensor_methods import _dim, _where
+
+_I64, _BOOL = 4, 5
+_FLOAT_CODES = (0, 1, 2, 3)
+# PyTorch's legacy type names, which scripts compare x.type() with
+_TYPE_NAMES = {0: "FloatTensor", 1: "DoubleTensor", 2: "HalfTensor", 3: "BFloat16Tensor", 4: "LongTensor",
+               5: "BoolTensor", 6: "ByteTensor", 7: "CharTensor", 8: "ShortTensor", 9: "IntTensor"}
+
+MinMax = collections.namedtuple("aminmax", ["min", "max"])
+ValuesIndices = collections.namedtuple("values_indices", ["values", "indices"])
+
+
+def _write_back(self, name, value):
+    """self's values replaced by value's (the in-place form of an out-of-place op), outside a graph."""
+    if _check_inplace(self, name):
+        raise RuntimeError(f"{name}: in-place {name[:-1]} of a tensor that is part of a graph is not supported; use "
+                           f"{name[:-1]}()")
+    _C.copy_(self, value)
+    return self
+
+
+def _reshape_in_place(self, name, view):
+    """self takes view's geometry (squeeze_, unsqueeze_, t_, transpose_): same storage, no copy."""
+    if _check_inplace(self, name):
+        raise RuntimeError(f"{name}: changing the shape in place of a tensor that is part of a graph is not "
+                           f"supported; use {name[:-1]}()")
+    self._set_data(view.detach() if view.requires_grad else view)
+    return self
+
+
+def _order_stat(x, dim, k, keepdim, op):
+    """(values, indices) of the k-th smallest entry (0-based) along dim: argsort on the host, gather here."""
+    d = _dim(dim, x.ndim, op) if x.ndim else 0
+    idx = x.argsort(d) if x.ndim else _C.from_numpy(np.zeros((), np.int64), _I64, x._device)
+    pick = idx.narrow(d, k, 1) if x.ndim else idx
+    values = x.take_along_dim(pick, d, _valid=True) if x.ndim else x.clone()
+    if not keepdim and x.ndim:
+        values, pick = values.squeeze(d), pick.squeeze(d)
+    return values, pick.contiguous()
+
+
+class _WindowsView(Function):
+    """unfold: windows of `size` every `step` along d as a view (one new last dim); backward adds each window's
+    gradient back into its entries (windows may overlap)."""
+
+    @staticmethod
+    def forward(ctx, x, d, size, step):
+        ctx.args = (tuple(x.shape), x._dtype, x._device, d, size, step)
+        return x._as_strided(*_windows_geometry(x.shape, x._strides, x._offset, d, size, step))
+
+    @staticmethod
+    def backward(ctx, g):
+        shape, dt, dev, d, size, step = ctx.args
+        n = (shape[d] - size) // step + 1
+        out = _C.empty(shape, dt, dev)
+        _C.fill_(out, 0)
+        pos = (np.arange(n)[:, None] * step + np.arange(size)[None, :]).reshape(-1)
+        g = F.contiguous(g.movedim(-1, d + 1)).reshape(shape[:d] + (n * size,) + shape[d + 1:])
+        _C.index_put_(out, d, _C.from_numpy(np.ascontiguousarray(pos, np.int64), _I64, dev), g, True)
+        return out, None, None, None
+
+
+def _windows_geometry(shape, strides, offset, d, size, step):
+    n = (shape[d] - size) // step + 1
+    return (tuple(shape[:d]) + (n,) + tuple(shape[d + 1:]) + (size,),
+            tuple(strides[:d]) + (strides[d] * step,) + tuple(strides[d + 1:]) + (strides[d],), offset)
+
+
+def _logaddexp(a, b):
+    """log(exp(a) + exp(b)) without overflow: the larger one taken out (both -inf gives -inf)."""
+    m = a.detach().maximum(b.detach() if isinstance(b, _C.TensorBase) else b)
+    m = _C.where(_C.binary(F.EQ, _C.unary(F.ABS, m), math.inf), 0.0, m)
+    return ((a - m).exp() + (b - m).exp()).log() + m
+
+
+class MoreMethods:
+    """The Tensor methods of this module (see its docstring)."""
+    __slots__ = ()
+
+    # ---- metadata ---------------------------------------------------------------------------------------------
+    def nelement(self):
+        return self.numel()
+
+    @property
+    def is_cpu(self):
+        return self._device == "cpu"
+
+    def type(self, dtype=None, non_blocking=False):
+        """Without dtype, PyTorch's legacy type name ('torch.FloatTensor', 'torch.cuda.LongTensor'); with one (a
+        dtype or such a name), a copy in that dtype (self when it has it already)."""
+        if dtype is None:
+            prefix = "torch.cuda." if self._device.startswith("cuda") else "torch."
+            return prefix + _TYPE_NAMES.get(self._dtype, "Tensor")
+        if isinstance(dtype, str):
+            name = dtype.rsplit(".", 1)[-1]
+            codes = {v: k for k, v in _TYPE_NAMES.items()}
+            if name not in codes:
+                raise ValueError(f"invalid type: '{dtype}'")
+            out = self.to(dtype=["float32", "float64", "float16", "bfloat16", "int64", "bool", "uint8", "int8",
+                                 "int16", "int32"][codes[name]])
+            return out.cuda() if ".cuda." in dtype and not self._device.startswith("cuda") else out
+        return self.to(dtype=dtype, non_blocking=non_blocking)
+
+    # ---- in-place forms -------------------------------------------------------------------------------------
+    def squeeze_(self, dim=None):
+        return _reshape_in_place(self, "squeeze_", self.detach().squeeze(dim) if dim is not None else
+                                 self.detach().squeeze())
+
+    def unsqueeze_(self, dim):
+        return _reshape_in_place(self, "unsqueeze_", self.detach().unsqueeze(dim))
+
+    def t_(self):
+        return _reshape_in_place(self, "t_", self.detach().t())
+
+    def transpose_(self, dim0, dim1):
+        return _reshape_in_place(self, "transpose_", self.detach().transpose(dim0, dim1))
+
+    def sign_(self): return _write_back(self, "sign_", self.detach().sign())
+    def trunc_(self): return _write_back(self, "trunc_", self.detach().trunc())
+    def round_(self, decimals=0): return _write_back(self, "round_", self.detach().round(decimals=decimals))
+    def square_(self): return _write_back(self, "square_", self.detach().square())
+    def frac_(self): return _write_back(self, "frac_", self.detach().frac())
+    def logical_not_(self): return _write_back(self, "logical_not_", self.detach().logical_not())
+    def clamp_min_(self, min): return self.clamp_(min=min)
+    def clamp_max_(self, max): return self.clamp_(max=max)
+    def clip_(self, min=None, max=None): return self.clamp_(min, max)
+    def true_divide_(self, other): return self.div_(other)
+
+    def absolute(self): return self.abs()
+    def absolute_(self): return self.abs_()
+    def sgn(self): return self.sign()
+
+    # ---- pointwise composites ---------------------------------------------------------------------------------
+    def frac(self):
+        """self - trunc(self): the fractional part, with self's sign."""
+        return self - self.trunc()
+
+    def logaddexp(self, other):
+        return _logaddexp(self, other)
+
+    def hypot(self, other):
+        return (self * self + other * other).sqrt()
+
+    def xlogy(self, other):
+        """self * log(other), 0 where self is 0 (even where other is 0), NaN where other is NaN (PyTorch's)."""
+        if not isinstance(other, (_C.TensorBase, numbers.Real)):
+            raise TypeError(f"xlogy(): other must be a Tensor or a number, got {type(other).__name__}")
+        y = other if isinstance(other, _C.TensorBase) else float(other)
+        out = _where(self == 0, 0.0, self * (y.log() if isinstance(y, _C.TensorBase) else math.log(y) if y > 0 else
+                                             (-math.inf if y == 0 else math.nan)))
+        return _where(y != y, math.nan, out) if isinstance(y, _C.TensorBase) else out
+
+    def logit(self, eps=None):
+        x = self if eps is None else self.clamp(eps, 1.0 - eps)
+        return (x / (1.0 - x)).log()
+
+    def float_power(self, exponent):
+        """self ** exponent in float64, as PyTorch's float_power."""
+        e = exponent.double() if isinstance(exponent, _C.TensorBase) else exponent
+        return self.double() ** e
+
+    # ---- reductions -------------------------------------------------------------------------------------------
+    def aminmax(self, *, dim=None, keepdim=False):
+        return MinMax(self.amin(dim, keepdim) if dim is not None else self.amin(),
+                      self.amax(dim, keepdim) if dim is not None else self.amax())
+
+    def nansum(self, dim=None, keepdim=False, *, dtype=None):
+        x = _where(self != self, 0, self)
+        x = x if dtype is None else x.to(dtype)
+        return x.sum(dim, keepdim) if dim is not None else x.sum()
+
+    def nanmean(self, dim=None, keepdim=False, *, dtype=None):
+        if self._dtype not in _FLOAT_CODES:  # PyTorch's error type
+            raise NotImplementedError(f"nanmean(): expected input to have floating point dtype but got {self.dtype}")
+        count = (self == self).sum(dim, keepdim) if dim is not None else (self == self).sum()
+        return self.nansum(dim, keepdim, dtype=dtype) / count
+
+    def median(self, dim=None, keepdim=False):
+        """The lower of the two middle values (PyTorch's median); with dim, (values, indices). NaN propagates."""
+        if dim is None:
+            flat = self.reshape(-1)
+            if flat.numel() == 0:
+                return _C.full((), math.nan, self._dtype, self._device) if self._dtype in _FLOAT_CODES else \
+                    flat.sum()
+            v, _ = _order_stat(flat, 0, (flat.numel() - 1) // 2, False, "median")
+            return _where(flat.isnan().any(), math.nan, v) if self._dtype in _FLOAT_CODES else v
+        d = _dim(dim, self.ndim, "median")
+        n = self.shape[d] if self.ndim else 1
+        v, i = _order_stat(self, d, (n - 1) // 2, keepdim, "median")
+        if self._dtype in _FLOAT_CODES and self.ndim:
+            v = _where(self.isnan().any(d, keepdim), math.nan, v)
+        return ValuesIndices(v, i)
+
+    def kthvalue(self, k, dim=-1, keepdim=False):
+        """(values, indices) of the k-th smallest entry along dim (k from 1)."""
+        n = self.shape[_dim(dim, self.ndim, "kthvalue")] if self.ndim else 1
+        if not isinstance(k, numbers.Integral) or not 1 <= k <= n:
+            raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {dim}")
+        return ValuesIndices(*_order_stat(self, dim, int(k) - 1, keepdim, "kthvalue"))
+
+    def quantile(self, q, dim=None, keepdim=False, *, interpolation="linear"):
+        """The q-quantiles (q a number or a 1-D tensor in [0, 1]) along dim (of all entries by default), by
+        interpolating between the sorted values as PyTorch's 'linear', 'lower', 'higher', 'midpoint', 'nearest'."""
+        if self._dtype not in (0, 1):
+            raise RuntimeError(f"quantile() input tensor must be either float or double dtype, got {self.dtype}")
+        qs = q.detach().cpu().numpy().astype(np.float64) if isinstance(q, _C.TensorBase) else np.asarray(q, np.float64)
+        if qs.ndim > 1 or np.any((qs < 0) | (qs > 1)):
+            raise RuntimeError("quantile() q values must be in the range [0, 1] (a number or a 1-D tensor)")
+        if interpolation not in ("linear", "lower", "higher", "midpoint", "nearest"):
+            raise ValueError(f"quantile() interpolation must be one of linear, lower, higher, midpoint or nearest. "
+                             f"Got {interpolation}")
+        x = self.reshape(-1) if dim is None else self
+        d = 0 if dim is None else _dim(dim, self.ndim, "quantile")
+        n = x.shape[d]
+        s = x.sort(d)[0]
+        outs = []
+        for qv in qs.reshape(-1):
+            pos = qv * (n - 1)
+            lo, hi = int(math.floor(pos)), int(math.ceil(pos))
+            if interpolation == "lower":
+                hi = lo
+            elif interpolation == "higher":
+                lo = hi
+            elif interpolation == "nearest":
+                lo = hi = int(np.round(pos))  # half to even, as PyTorch
+            a, b = s.narrow(d, lo, 1), s.narrow(d, hi, 1)
+            w = 0.5 if interpolation == "midpoint" else pos - lo
+            v = a if lo == hi else a + (b - a) * w
+            if dim is None:
+                v = v.reshape(tuple(1 for _ in self.shape)) if keepdim else v.reshape(())
+            elif not keepdim:
+                v = v.squeeze(d)
+            outs.append(v)
+        return outs[0] if qs.ndim == 0 else _stack(outs)
+
+    def cummax(self, dim):
+        return ValuesIndices(*self._cum_extreme(dim, np.maximum, "cummax"))
+
+    def cummin(self, dim):
+        return ValuesIndices(*self._cum_extreme(dim, np.minimum, "cummin"))
+
+    def _cum_extreme(self, dim, ufunc, op):
+        """The running max / min's indices on the host (the latest index on ties, as PyTorch), values gathered."""
+        d = _dim(dim, self.ndim, op) if self.ndim else 0
+        if self._device == "meta":
+            return self.clone(), _C.empty(tuple(self.shape), _I64, "meta")
+        a = self.detach()
+        a = _C.TensorBase.numpy((F.cast(a, 0) if a._dtype in (2, 3) else a).cpu())
+        a = np.moveaxis(a.reshape(a.shape or (1,)), d, -1)
+        idx = np.zeros(a.shape, np.int64)
+        best = a[..., 0].copy() if a.shape[-1] else a[..., :0]
+        for i in range(1, a.shape[-1]):
+            v = a[..., i]
+            take = (ufunc(v, best) == v) | np.isnan(v)
+            take &= ~np.isnan(best) | np.isnan(v)
+            idx[..., i] = np.where(take, i, idx[..., i - 1])
+            best = np.where(take, v, best)
+        idx = np.ascontiguousarray(np.moveaxis(idx, -1, d).reshape(tuple(self.shape)))
+        it = _C.from_numpy(idx, _I64, self._device)
+        return (self.take_along_dim(it, d, _valid=True) if self.ndim else self.clone()), it
+
+    def logcumsumexp(self, dim):
+        """log(cumsum(exp(x))) along dim without overflow: a log-step scan of logaddexp."""
+        d = _dim(dim, self.ndim, "logcumsumexp") if self.ndim else 0
+        if self.ndim == 0:
+            return self.clone()
+        n, shift, y = self.shape[d], 1, self
+        while shift < n:
+            y = F.Cat.apply(d, y.narrow(d, 0, shift), _logaddexp(y.narrow(d, shift, n - shift),
+                                                                  y.narrow(d, 0, n - shift))) \
+                if _needs_grad(y) else _C.cat([y.narrow(d, 0, shift), _logaddexp(y.narrow(d, shift, n - shift),
+                                                                                  y.narrow(d, 0, n - shift))], d)
+            shift *= 2
+        return y if y is not self else self.clone()
+
+    def trace(self):
+        if self.ndim != 2:
+            raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {self.ndim}")
+        return self.diagonal().sum()
+
+    def dist(self, other, p=2):
+        return (self - other).norm(p)
+
+    def sum_to_size(self, *size):
+        """Sum broadcast dims away down to size (which self must broadcast from)."""
+        size = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else tuple(size)
+        lead = self.ndim - len(size)
+        if lead < 0 or any(s != 1 and s != self.shape[lead + i] for i, s in enumerate(size)):
+            raise RuntimeError(f"size {{{', '.join(map(str, size))}}} is not expandable to size "
+                               f"{{{', '.join(map(str, self.shape))}}}.")
+        dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(size) if s == 1 and self.shape[lead + i] != 1)
+        return (self.sum(dims, keepdim=True) if dims else self).reshape(size)
+
+    # ---- rearranging -------------------------------------------------------------------------------------------
+    def repeat_interleave(self, repeats, dim=None, *, output_size=None):
+        """Each entry repeated `repeats` times (a number, or one count per entry) along dim (the flattened
+        tensor without dim)."""
+        x = self.reshape(-1) if dim is None else self
+        d = 0 if dim is None else _dim(dim, self.ndim, "repeat_interleave")
+        n = x.shape[d]
+        if isinstance(repeats, _C.TensorBase):
+            reps = _C.TensorBase.numpy(repeats.detach().cpu()).reshape(-1).astype(np.int64)
+            if reps.size == 1:
+                reps = np.full(n, int(reps[0]))
+        else:
+            reps = np.full(n, int(repeats))
+        if reps.shape != (n,):
+            raise RuntimeError(f"repeats must have the same size as input along dim, but got repeats.size(0) = "
+                               f"{reps.size} and input.size({d}) = {n}")
+        if np.any(reps < 0):
+            raise RuntimeError("repeats can not be negative")
+        index = np.repeat(np.arange(n, dtype=np.int64), reps)
+        return x.index_select(d, _C.from_numpy(index, _I64, self._device))
+
+    def unflatten(self, dim, sizes):
+        """dim split into sizes (one of them may be -1)."""
+        d = _dim(dim, self.ndim, "unflatten")
+        sizes = tuple(int(s) for s in sizes)
+        if not sizes:
+            raise RuntimeError("unflatten: sizes must be non-empty")
+        known = _prod(s for s in sizes if s != -1)
+        if sizes.count(-1) > 1 or (-1 in sizes and (known == 0 or self.shape[d] % known)) or \
+                (-1 not in sizes and known != self.shape[d]):
+            raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim {d} "
+                               f"({self.shape[d]}) in the input tensor")
+        return self.reshape(tuple(self.shape[:d]) + sizes + tuple(self.shape[d + 1:]))
+
+    def take(self, index):
+        """self flattened, read at index (any shape; negative indices count from the end)."""
+        if not isinstance(index, _C.TensorBase) or index._dtype != _I64:
+            raise RuntimeError("take(): Expected a long tensor for index")
+        flat = self.reshape(-1)
+        return flat.take_along_dim(index.reshape(-1), 0).reshape(tuple(index.shape))
+
+    def fliplr(self):
+        if self.ndim < 2:
+            raise RuntimeError("Input must be >= 2-d.")
+        return self.flip(1)
+
+    def flipud(self):
+        if self.ndim < 1:
+            raise RuntimeError("Input must be >= 1-d.")
+        return self.flip(0)
+
+    def rot90(self, k=1, dims=(0, 1)):
+        """Rotated by 90 degrees k times in the plane of dims, from the first dim toward the second."""
+        if len(dims) != 2:
+            raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+        if self.ndim < 2:
+            raise RuntimeError(f"expected total dims >= 2, but got total dims = {self.ndim}")
+        d0, d1 = _dim(dims[0], self.ndim, "rot90"), _dim(dims[1], self.ndim, "rot90")
+        if d0 == d1:
+            raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and dim1 = {d1}")
+        k = int(k) % 4
+        if k == 1:
+            return self.flip(d1).transpose(d0, d1)
+        if k == 2:
+            return self.flip(d0, d1)
+        if k == 3:
+            return self.flip(d0).transpose(d0, d1)
+        return self.clone()
+
+    def unfold(self, dimension, size, step):
+        """A view of the windows of `size` entries every `step` along dimension, as one new last dim."""
+        d = _dim(dimension, max(self.ndim, 1), "unfold")
+        n = self.shape[d] if self.ndim else 1
+        if not 0 <= size <= n:
+            raise RuntimeError(f"maximum size for tensor at dimension {d} is {n} but size is {size}")
+        if step <= 0:
+            raise RuntimeError(f"step is {step} but must be > 0")
+        if _needs_grad(self):
+            return _WindowsView.apply(self, d, int(size), int(step))
+        return self._as_strided(*_windows_geometry(self.shape, self._strides, self._offset, d, int(size), int(step)))
+
+    # ---- writes by index ----------------------------------------------------------------------------------------
+    def index_put_(self, indices, values, accumulate=False):
+        """self[indices] = values (+= with accumulate: repeated indices add up); indices a tuple of index
+        tensors (gpumemnet takes one advanced index, as its x[i] = v does)."""
+        if _check_inplace(self, "index_put_"):
+            raise RuntimeError("index_put_: in-place writes into a tensor that is part of a graph are not "
+                               "supported; use index_put()")
+        put_plan(self, make_plan(self, tuple(indices)), values, accumulate=bool(accumulate))
+        return self
+
+    def index_put(self, indices, values, accumulate=False):
+        """A copy of self with index_put_ applied (not recorded in a graph: where() or scatter() are)."""
+        if _needs_grad(self, values if isinstance(values, _C.TensorBase) else None):
+            raise RuntimeError("index_put: gpumemnet does not record index_put in a graph; build the result with "
+                               "scatter(), index_copy() or where(), which record")
+        return self.clone().index_put_(indices, values, accumulate)
+
+
+def _prod(values):
+    p = 1
+    for v in values:
+        p *= v
+    return p
+
+
+def _stack(tensors):
+    return F.Cat.apply(0, *[t.unsqueeze(0) for t in tensors]) if _needs_grad(*tensors) else \
+        _C.cat([t.unsqueeze(0) for t in tensors], 0)
