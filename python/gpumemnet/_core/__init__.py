@@ -12,8 +12,8 @@ and the memory intelligence, which build on it.
   activation.py  relu, sigmoid, tanh, gelu, softmax (Tensor methods and nn.functional ops)
   indexing.py    x[idx], x[idx] = v
   tensor_math.py     sin ... exp2, reciprocal, lerp, addcmul, the in-place unary forms (exp_, sqrt_ ...)
-  tensor_compose.py  cumsum, cumprod, logsumexp, tril/triu, diagonal (a view), diag, outer, dot, tile, stride...
   tensor_methods.py  the Tensor methods composed of other ops (split, repeat, round, new_*, memory formats)
+  tensor_compose.py  cumsum, cumprod, logsumexp, tril/triu, diagonal (a view), diag, outer, dot, tile, stride...
   tensor_select.py   scatter, index_add/copy/fill, masked_select, nonzero, unique, bincount, Size
   tensor_more.py     median, quantile, cummax, logcumsumexp, repeat_interleave, unfold, squeeze_, type(), ...
   tensor.py      gpumemnet.Tensor

@@ -6,6 +6,7 @@ needs (another operand or the output) are batch dims, the shared ones nothing ne
 matmul, and a label only one operand has and nothing needs is summed before that. A label repeated within one
 operand takes its diagonal. '...' stands for the dims not named, broadcast across operands from the right; a dim
 of size 1 broadcasts against a label's size elsewhere, as in PyTorch."""
+import math
 import string
 
 from .. import _C
@@ -101,18 +102,11 @@ def _contract(a, la, b, lb, needed):
         full = tuple(size[c] for c in order)
         return t if tuple(t.shape) == full else t.expand(full)
 
-    n = lambda cs: _prod(size[c] for c in cs)  # noqa: E731
+    n = lambda cs: math.prod(size[c] for c in cs)  # noqa: E731
     x = arrange(a, la, batch + a_only + summed).reshape(n(batch), n(a_only), n(summed))
     y = arrange(b, lb, batch + summed + b_only).reshape(n(batch), n(summed), n(b_only))
     out = x.matmul(y).reshape(tuple(size[c] for c in batch + a_only + b_only))
     return out, batch + a_only + b_only
-
-
-def _prod(values):
-    p = 1
-    for v in values:
-        p *= v
-    return p
 
 
 def einsum(equation, *operands):

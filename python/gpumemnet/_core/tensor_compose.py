@@ -15,19 +15,10 @@ from .. import _C
 from . import functions as F
 from .autograd import Function, needs_grad as _needs_grad
 from .dtype import finfo
+from .tensor_methods import _dim
 
 _I64, _BOOL = 4, 5
 _FLOAT_CODES = (0, 1, 2, 3)
-
-
-def _dim(dim, ndim, op):
-    n = max(ndim, 1)
-    if not isinstance(dim, numbers.Integral) or isinstance(dim, bool):
-        raise TypeError(f"{op}: dim must be an int, got {type(dim).__name__}")
-    if not -n <= dim < n:
-        raise IndexError(f"{op}: dimension {dim} is out of range for a tensor with {ndim} dimensions "
-                         f"(expected to be in range of [{-n}, {n - 1}])")
-    return dim % n
 
 
 # ---- scans --------------------------------------------------------------------------------------------------

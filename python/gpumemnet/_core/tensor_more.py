@@ -335,7 +335,7 @@ class MoreMethods:
         sizes = tuple(int(s) for s in sizes)
         if not sizes:
             raise RuntimeError("unflatten: sizes must be non-empty")
-        known = _prod(s for s in sizes if s != -1)
+        known = math.prod(s for s in sizes if s != -1)
         if sizes.count(-1) > 1 or (-1 in sizes and (known == 0 or self.shape[d] % known)) or \
                 (-1 not in sizes and known != self.shape[d]):
             raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim {d} "
@@ -405,13 +405,6 @@ class MoreMethods:
             raise RuntimeError("index_put: gpumemnet does not record index_put in a graph; build the result with "
                                "scatter(), index_copy() or where(), which record")
         return self.clone().index_put_(indices, values, accumulate)
-
-
-def _prod(values):
-    p = 1
-    for v in values:
-        p *= v
-    return p
 
 
 def _stack(tensors):

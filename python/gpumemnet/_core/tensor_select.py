@@ -7,6 +7,7 @@ device. The value-dependent ones compute on the host (NumPy) from a copy of the 
 also wait for the device, and put the result on the tensor's device; on meta they raise, since a meta tensor has no
 values to size the result by. The in-place forms write where no graph is recorded; on a tensor in a graph they
 raise and name the out-of-place form, which records."""
+import math
 import numbers
 
 import numpy as np
@@ -30,10 +31,7 @@ class Size(tuple):
         return super().__new__(cls, (int(s) for s in sizes))
 
     def numel(self):
-        n = 1
-        for s in self:
-            n *= s
-        return n
+        return math.prod(self)
 
     def __repr__(self):
         return f"gpumemnet.Size({list(self)})"
