@@ -18,10 +18,9 @@
 static const char *const binary_names[GM_EW_NBINARY] = {"add", "sub", "mul", "div", "pow", "maximum", "minimum",
                                                         "eq", "ne", "lt", "le", "gt", "ge", "fmod",
                                                         "remainder", "atan2", "floor_divide"};
-static const char *const unary_names[GM_EW_NUNARY] = {"neg", "exp", "log", "sqrt", "abs", "sign", "logical_not",
-                                                               "round", "floor", "ceil", "sin", "cos", "tan", "asin", "acos",
-                                                               "atan", "sinh", "cosh", "erf", "erfc", "log1p",
-                                                               "expm1", "log2", "log10", "exp2"};
+static const char *const unary_names[GM_EW_NUNARY] = {
+    "neg", "exp", "log", "sqrt", "abs", "sign", "logical_not", "round", "floor", "ceil", "sin", "cos", "tan", "asin",
+    "acos", "atan", "sinh", "cosh", "erf", "erfc", "log1p", "expm1", "log2", "log10", "exp2"};
 
 /* ---- operands: a tensor or a Python number ------------------------------------------------------------------ */
 enum { EW_NUM_BOOL = 0, EW_NUM_INT = 1, EW_NUM_FLOAT = 2 };

@@ -600,7 +600,8 @@ MORE = ([B(f"Tensor.{op} through an expanded view", lambda d, l, op=op, a=a: get
            B("normal with a negative std", lambda d, l: l.L.normal(z(d, l, 3), -1.0), RuntimeError,
              r"normal expects (all elements of )?std >= 0.0", devices=HOST)])
 
-API_CASES = SHAPES + DIMS + CREATION + INPLACE + UNARY + MODULES + OPTIM + DATA + SAVE_LOAD + STARTUP + MATH + COMPOSE + MORE
+API_CASES = (SHAPES + DIMS + CREATION + INPLACE + UNARY + MODULES + OPTIM + DATA + SAVE_LOAD + STARTUP + MATH + COMPOSE
+             + MORE)
 
 
 # Inputs that are not errors: NaN and Inf give the IEEE result (never a crash, never an exception), and an empty

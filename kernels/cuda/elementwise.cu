@@ -253,7 +253,8 @@ template <int DT, int OP> struct ew_un_fn {
     }
 };
 
-/* exp/log/sqrt/round/floor/ceil/sin...: float dtypes only (the dispatcher refuses the others before instantiating this) */
+/* exp/log/sqrt/round/floor/ceil and SIN..EXP2: float dtypes only (the dispatcher refuses the others before
+ * instantiating this) */
 template <int DT, int OP> struct ew_unf_fn {
     __device__ __forceinline__ void operator()(const char *const *p, const int64_t *off) const {
         ew_st<DT>(EW_OUT(p, off), ew_unary_float<OP>(ew_ld<DT>(p[1] + off[1])));

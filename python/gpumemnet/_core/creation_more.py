@@ -232,8 +232,8 @@ def triu_indices(row, col, offset=0, *, dtype=None, device=None):
 def is_nonzero(input):
     _need_tensor("is_nonzero", input)
     if input.numel() != 1:
-        raise RuntimeError(f"Boolean value of Tensor with {'no values' if input.numel() == 0 else 'more than one value'}"
-                           f" is ambiguous")
+        what = "no values" if input.numel() == 0 else "more than one value"
+        raise RuntimeError(f"Boolean value of Tensor with {what} is ambiguous")
     return bool(input.item() != 0)
 
 

@@ -220,8 +220,8 @@ class _Ctx:
 def _host(t, op):
     """t's values as a NumPy array (a copy from the device if need be); meta has none."""
     if t._device == "meta":
-        raise NotImplementedError(f"{op}: the result's size depends on the tensor's values, which a meta tensor does not "
-                           f"have (an estimate cannot size it; run it on a real device)")
+        raise NotImplementedError(f"{op}: the result's size depends on the tensor's values, which a meta tensor does "
+                                  f"not have (an estimate cannot size it; run it on a real device)")
     t = t.detach()
     if t._dtype in (2, 3):  # float16 / bfloat16: NumPy has no bfloat16
         t = F.cast(t, 0)

@@ -8,14 +8,15 @@ from .. import _C
 from .._core import hooks
 from . import _device, _streams
 from ._streams import Event, Stream, current_stream, default_stream, stream, set_stream, StreamContext  # noqa: F401
-from ._device import (device_count, current_device, set_device, device, manual_seed, manual_seed_all, seed, seed_all,  # noqa: F401
-                      initial_seed, get_rng_state, set_rng_state, get_rng_state_all, set_rng_state_all,
+from ._device import (device_count, current_device, set_device, device, manual_seed, manual_seed_all,  # noqa: F401
+                      seed, seed_all, initial_seed, get_rng_state, set_rng_state, get_rng_state_all, set_rng_state_all,
                       is_bf16_supported, is_initialized, init, OutOfMemoryError)
 
 __all__ = ["is_available", "device_count", "get_device_properties", "get_device_name", "get_device_capability",
            "empty_cache", "synchronize", "is_built", "is_emulated", "mem_get_info", "memory_allocated",
            "max_memory_allocated", "memory_reserved", "max_memory_reserved", "reset_peak_memory_stats",
-           "memory_stats", "memory_summary", "set_per_process_memory_fraction", "host_memory_stats"] + _device.__all__ + _streams.__all__
+           "memory_stats", "memory_summary", "set_per_process_memory_fraction", "host_memory_stats"] \
+    + _device.__all__ + _streams.__all__
 
 
 def is_built():
