@@ -1,0 +1,91 @@
+"""gm.utils.tensorboard.SummaryWriter against torch.utils.tensorboard's: the same calls, read back by
+TensorBoard's own event reader, give the same scalars, histogram statistics, images and text."""
+import numpy as np
+import pytest
+
+import gpumemnet as gm
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("tensorboard")
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # noqa: E402
+from torch.utils.tensorboard import SummaryWriter as TorchWriter  # noqa: E402
+
+
+def _log(writer_cls, lib, log_dir):
+    r = np.random.RandomState(0)
+    with writer_cls(log_dir=str(log_dir)) as w:
+        for step in range(3):
+            w.add_scalar("loss/train", lib.tensor(1.0 / (step + 1)), step)
+            w.add_scalar("lr", 0.1 * 0.5 ** step, global_step=step)
+            w.add_scalars("acc", {"train": 0.5 + step / 10, "val": lib.tensor(0.4 + step / 20)}, step)
+        w.add_histogram("weights", lib.tensor(r.randn(1000).astype(np.float32)), 2)
+        w.add_image("sample", lib.tensor(r.rand(3, 8, 6).astype(np.float32)), 1)
+        w.add_image("gray", lib.tensor(r.rand(5, 4).astype(np.float32)), 1, dataformats="HW")
+        w.add_images("batch", lib.tensor(r.rand(10, 1, 4, 4).astype(np.float32)), 1)
+        w.add_text("note", "**bold** text", 0)
+
+
+def _read(path):
+    acc = EventAccumulator(str(path), size_guidance={"images": 0, "histograms": 0, "tensors": 0, "scalars": 0})
+    acc.Reload()
+    return acc
+
+
+@pytest.fixture(scope="module")
+def both(tmp_path_factory):
+    d = tmp_path_factory.mktemp("tb")
+    _log(gm.utils.tensorboard.SummaryWriter, gm, d / "gm")
+    _log(TorchWriter, torch, d / "torch")
+    return d / "gm", d / "torch"
+
+
+def test_scalars_match(both):
+    ours, theirs = _read(both[0]), _read(both[1])
+    for tag in ("loss/train", "lr"):
+        a = [(e.step, e.value) for e in ours.Scalars(tag)]
+        b = [(e.step, e.value) for e in theirs.Scalars(tag)]
+        assert a == b
+
+
+def test_scalar_groups_go_to_one_folder_per_series(both):
+    for series in ("acc_train", "acc_val"):
+        a = [(e.step, e.value) for e in _read(both[0] / series).Scalars("acc")]
+        b = [(e.step, e.value) for e in _read(both[1] / series).Scalars("acc")]
+        assert a == b and len(a) == 3
+
+
+def test_histogram_statistics_match(both):
+    a = _read(both[0]).Histograms("weights")[0].histogram_value
+    b = _read(both[1]).Histograms("weights")[0].histogram_value
+    for field in ("min", "max", "num", "sum", "sum_squares"):
+        assert getattr(a, field) == pytest.approx(getattr(b, field), rel=1e-6), field
+    assert sum(a.bucket) == a.num  # every value in some bucket (the buckets are NumPy's, not PyTorch's)
+
+
+def test_images_decode_to_the_same_pixels(both):
+    from PIL import Image
+    import io
+    for tag in ("sample", "gray", "batch"):
+        a = _read(both[0]).Images(tag)[0]
+        b = _read(both[1]).Images(tag)[0]
+        assert (a.width, a.height) == (b.width, b.height), tag
+        pa = np.asarray(Image.open(io.BytesIO(a.encoded_image_string)).convert("RGB"))
+        pb = np.asarray(Image.open(io.BytesIO(b.encoded_image_string)).convert("RGB"))
+        np.testing.assert_array_equal(pa, pb, err_msg=tag)
+
+
+def test_text_matches(both):
+    a = _read(both[0]).Tensors("note/text_summary")[0].tensor_proto.string_val
+    b = _read(both[1]).Tensors("note/text_summary")[0].tensor_proto.string_val
+    assert list(a) == list(b) == [b"**bold** text"]
+
+
+def test_add_graph_warns_and_writes_nothing(tmp_path):
+    w = gm.utils.tensorboard.SummaryWriter(log_dir=str(tmp_path))
+    with pytest.warns(UserWarning, match="cannot trace"):
+        w.add_graph(gm.nn.Linear(2, 2), gm.zeros(1, 2))
+    with pytest.raises(NotImplementedError, match="add_hparams"):
+        w.add_hparams({"lr": 0.1}, {"acc": 1.0})
+    with pytest.raises(ValueError, match="one value"):
+        w.add_scalar("x", gm.zeros(2), 0)
+    w.close()
