@@ -600,8 +600,59 @@ MORE = ([B(f"Tensor.{op} through an expanded view", lambda d, l, op=op, a=a: get
            B("normal with a negative std", lambda d, l: l.L.normal(z(d, l, 3), -1.0), RuntimeError,
              r"normal expects (all elements of )?std >= 0.0", devices=HOST)])
 
+# nn/_functional_more.py, nn/_functional_conv1d.py, nn/modules/more.py (PyTorch's own Python functions among these
+# fail on a string with AttributeError, so those cases are gpumemnet's alone: E)
+_PT_CHECKS_STR = ("celu", "selu", "softshrink", "hardshrink", "logsigmoid", "threshold")
+_PT_ATTRIBUTE_ERROR = ("glu", "softmin", "softsign", "tanhshrink")
+NN_MORE2 = ([B(f"F.{op} of a string", lambda d, l, op=op: getattr(l.F, op)("x", *((0.1, 0.0) if op == "threshold"
+                                                                                   else ())), TypeError, r"Tensor")
+             for op in _PT_CHECKS_STR]
+            + [E(f"F.{op} of a string", lambda d, l, op=op: getattr(l.F, op)("x"), TypeError, r"input must be a Tensor")
+               for op in _PT_ATTRIBUTE_ERROR]
+            + [B(f"F.{op} of a string", lambda d, l, op=op: getattr(l.F, op)("x", z(d, l, 2), z(d, l, 2)), TypeError,
+                 r"Tensor") for op in ("cosine_embedding_loss", "triplet_margin_loss")]
+            + [E("F.margin_ranking_loss of a string", lambda d, l: l.F.margin_ranking_loss("x", z(d, l, 2), z(d, l, 2)),
+                 TypeError, r"input1 must be a Tensor")]
+            + [B(f"F.{op} of a string", lambda d, l, op=op: getattr(l.F, op)("x", z(d, l, 2)), TypeError, r"Tensor")
+               for op in ("hinge_embedding_loss", "multilabel_soft_margin_loss", "soft_margin_loss",
+                          "poisson_nll_loss", "pairwise_distance")]
+            + [B(f"nn.{m} of a string", lambda d, l, m=m, a=a, n=n: getattr(l.nn, m)(*a)("x", *[z(d, l, 2)] * (n - 1)),
+                 TypeError, r"Tensor") for m, a, n in (
+                ("CELU", (), 1), ("SELU", (), 1), ("Softshrink", (), 1), ("Hardshrink", (), 1), ("LogSigmoid", (), 1),
+                ("Threshold", (0.1, 0.0), 1), ("PairwiseDistance", (), 2), ("CosineSimilarity", (), 2),
+                ("CosineEmbeddingLoss", (), 3), ("TripletMarginLoss", (), 3), ("HingeEmbeddingLoss", (), 2),
+                ("MultiLabelSoftMarginLoss", (), 2), ("SoftMarginLoss", (), 2), ("PoissonNLLLoss", (), 2))]
+            + [E(f"nn.{m} of a string", lambda d, l, m=m, a=a, n=n: getattr(l.nn, m)(*a)("x", *[z(d, l, 2)] * (n - 1)),
+                 TypeError, r"must be a Tensor") for m, a, n in (
+                ("GLU", (), 1), ("Softmin", (1,), 1), ("Softsign", (), 1), ("Tanhshrink", (), 1),
+                ("MarginRankingLoss", (), 3), ("GaussianNLLLoss", (), 3))]
+            + [B("F.gaussian_nll_loss with a negative variance", lambda d, l: l.F.gaussian_nll_loss(
+                   z(d, l, 2), z(d, l, 2), -l.L.ones(2, device=d)), ValueError, r"var has negative entry",
+                 devices=HOST),
+               B("F.glu of an odd dimension", lambda d, l: l.F.glu(z(d, l, 2, 3)), RuntimeError,
+                 r"Halving dimension must be even, but dimension 1 is size 3"),
+               B("F.softshrink with a negative lambda", lambda d, l: l.F.softshrink(z(d, l, 3), -1.0), RuntimeError,
+                 r"lambda must be"),
+               B("F.scaled_dot_product_attention of mismatched heads", lambda d, l: l.F.scaled_dot_product_attention(
+                   z(d, l, 2, 3, 4), z(d, l, 2, 5, 3), z(d, l, 2, 5, 4)), RuntimeError, r"(?i)dim|size"),
+               B("F.channel_shuffle of a matrix", lambda d, l: l.F.channel_shuffle(z(d, l, 2, 4), 2), RuntimeError,
+                 r"channel_shuffle expects input"),
+               B("nn.ChannelShuffle of a matrix", lambda d, l: l.nn.ChannelShuffle(2)(z(d, l, 2, 4)), RuntimeError,
+                 r"channel_shuffle expects input"),
+               B("F.conv1d of a 4-d input", lambda d, l: l.F.conv1d(z(d, l, 1, 2, 3, 4), z(d, l, 2, 2, 3)),
+                 RuntimeError, r"(?i)2-?D .*3-?D|2D \(unbatched\)"),
+               B("F.conv_transpose1d of a 4-d input", lambda d, l: l.F.conv_transpose1d(z(d, l, 1, 2, 3, 4),
+                                                                                         z(d, l, 2, 2, 3)),
+                 RuntimeError, r"(?i)2-?D .*3-?D|2D \(unbatched\)"),
+               B("nn.Conv1d of a 4-d input", lambda d, l: l.nn.Conv1d(2, 3, 3).to(d)(z(d, l, 1, 2, 3, 4)),
+                 RuntimeError, r"(?i)2-?D .*3-?D|2D \(unbatched\)"),
+               B("nn.ConvTranspose1d of a 4-d input", lambda d, l: l.nn.ConvTranspose1d(2, 3, 3).to(d)(
+                   z(d, l, 1, 2, 3, 4)), RuntimeError, r"(?i)2-?D .*3-?D|2D \(unbatched\)"),
+               B("nn.Unflatten to sizes that do not multiply up", lambda d, l: l.nn.Unflatten(1, (4, -1))(
+                   z(d, l, 2, 6)), RuntimeError, r"don't multiply up to the size of dim 1")])
+
 API_CASES = (SHAPES + DIMS + CREATION + INPLACE + UNARY + MODULES + OPTIM + DATA + SAVE_LOAD + STARTUP + MATH + COMPOSE
-             + MORE)
+             + MORE + NN_MORE2)
 
 
 # Inputs that are not errors: NaN and Inf give the IEEE result (never a crash, never an exception), and an empty

@@ -2,6 +2,7 @@
 
 Each op family lives in its own module (autograd Function + argument checks + the C call):
   _functional_conv.py   conv2d, conv_transpose2d, linear
+  _functional_conv1d.py conv1d, conv_transpose1d (2-D convolutions over a height of 1)
   _functional_pool.py   max_pool2d, avg_pool2d, adaptive_avg_pool2d, global_avg_pool2d, global_max_pool2d,
                         interpolate
   _functional_nn.py     relu, relu_, leaky_relu, leaky_relu_, sigmoid, tanh, gelu, silu, hardswish,
@@ -13,10 +14,14 @@ Each op family lives in its own module (autograd Function + argument checks + th
                         alpha_dropout, feature_alpha_dropout
   _functional_pool1d.py max_pool1d, avg_pool1d, adaptive_avg_pool1d, adaptive_max_pool1d, adaptive_max_pool2d
   _functional_distance.py normalize, cosine_similarity
+  _functional_more.py   scaled_dot_product_attention, selu, celu, glu, logsigmoid, softsign, softshrink, hardshrink,
+                        tanhshrink, threshold, softmin, pairwise_distance, channel_shuffle, and the margin, embedding,
+                        multi-label soft margin, triplet, Gaussian and Poisson NLL losses
 grid_sample and affine_grid exist only so that code importing them loads (torchvision's transforms); calling
 them raises NotImplementedError (_core/unsupported.py).
 """
 from ._functional_conv import conv2d, conv_transpose2d, linear  # noqa: F401
+from ._functional_conv1d import conv1d, conv_transpose1d  # noqa: F401
 from ._functional_pool import (  # noqa: F401
     max_pool2d, avg_pool2d, adaptive_avg_pool2d, global_avg_pool2d, global_max_pool2d, interpolate)
 from ._functional_nn import (  # noqa: F401
@@ -31,6 +36,10 @@ from ._functional_layers import (  # noqa: F401
 from ._functional_pool1d import (  # noqa: F401
     max_pool1d, avg_pool1d, adaptive_avg_pool1d, adaptive_max_pool1d, adaptive_max_pool2d)
 from ._functional_distance import normalize, cosine_similarity  # noqa: F401
+from ._functional_more import (  # noqa: F401
+    scaled_dot_product_attention, selu, celu, glu, logsigmoid, softsign, softshrink, hardshrink, tanhshrink, threshold,
+    softmin, pairwise_distance, channel_shuffle, margin_ranking_loss, hinge_embedding_loss, soft_margin_loss,
+    multilabel_soft_margin_loss, cosine_embedding_loss, triplet_margin_loss, gaussian_nll_loss, poisson_nll_loss)
 from .._core import unsupported as _unsupported
 
 grid_sample = _unsupported.function("torch.nn.functional.grid_sample")

@@ -2,7 +2,7 @@
 from .module import Module
 from .container import Sequential, ModuleList, ModuleDict
 from .linear import Identity, Linear
-from .conv import Conv2d, ConvTranspose2d, Conv3d
+from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, Conv3d
 from .pooling import (MaxPool1d, MaxPool2d, AvgPool1d, AvgPool2d, AdaptiveAvgPool1d, AdaptiveAvgPool2d,
                       AdaptiveMaxPool1d, AdaptiveMaxPool2d, GlobalAvgPool2d, GlobalMaxPool2d)
 from .activation import (ReLU, LeakyReLU, Sigmoid, Tanh, GELU, SiLU, Hardswish, Hardsigmoid, Mish, Hardtanh, ReLU6,
@@ -18,8 +18,11 @@ from .padding import *  # noqa: F403 - the 15 padding layers, listed in padding.
 from .padding import __all__ as _padding_all
 from .pixelshuffle import PixelShuffle, PixelUnshuffle
 from .sparse import Embedding
+from .more import *  # noqa: F403 - activations, distances and losses of nn/_functional_more.py (more.py's __all__)
+from .more import __all__ as _more_all
 
-__all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Identity", "Linear", "Conv2d", "ConvTranspose2d",
+__all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Identity", "Linear", "Conv1d", "Conv2d",
+           "ConvTranspose1d", "ConvTranspose2d",
            "Conv3d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
            "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "GlobalAvgPool2d", "GlobalMaxPool2d", "ReLU", "LeakyReLU",
            "Sigmoid", "Tanh", "GELU", "SiLU", "Hardswish", "Hardsigmoid", "Mish", "Hardtanh", "ReLU6", "ELU",
@@ -28,4 +31,4 @@ __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Identity", "Line
            "SyncBatchNorm", "GroupNorm", "LayerNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",
            "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss",
            "BCEWithLogitsLoss", "KLDivLoss", "Flatten", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d",
-           "PixelShuffle", "PixelUnshuffle", "Embedding"] + _padding_all
+           "PixelShuffle", "PixelUnshuffle", "Embedding"] + _padding_all + _more_all

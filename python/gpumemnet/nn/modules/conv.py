@@ -9,7 +9,7 @@ from ._utils import _pair, new_tensor
 from .module import Module
 from ..._core import unsupported
 
-__all__ = ["Conv2d", "ConvTranspose2d", "Conv3d"]
+__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "Conv3d"]
 
 # 3-D convolutions are not computed yet; the class exists because torchvision's video models subclass it at import.
 Conv3d = unsupported.module_class("torch.nn.Conv3d", Module)
@@ -155,4 +155,70 @@ class ConvTranspose2d(_ConvNd):
     def forward(self, input, output_size=None):
         output_padding = self._output_padding(input, output_size)
         return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding, output_padding,
+                                  self.groups, self.dilation)
+
+
+def _one(value, name):
+    """An int or a 1-tuple -> (1, value): the 1-D layers are 2-D ones over a height of 1."""
+    if isinstance(value, str):
+        return value
+    v = tuple(value) if isinstance(value, (tuple, list)) else (value,)
+    if len(v) != 1:
+        raise ValueError(f"{name} must be an int or a tuple of 1 int, got {value!r}")
+    return (0 if name in ("padding", "output_padding") else 1, v[0])
+
+
+class _Conv1dShape:
+    """After the 2-D constructor ran on (1, k) geometry: PyTorch's 1-D attributes and a 3-D weight (O, I, K)."""
+
+    def _to_1d(self):
+        for arg in ("kernel_size", "stride", "dilation", "output_padding"):
+            setattr(self, arg, getattr(self, arg)[1:])
+        if not isinstance(self.padding, str):
+            self.padding = self.padding[1:]
+        w = self.weight
+        self.weight = Parameter(w.detach().reshape(tuple(w.shape[:2]) + (w.shape[3],)))
+
+
+class Conv1d(_Conv1dShape, _ConvNd):
+    """1-D convolution over (N, C_in, L). weight: (out_channels, in_channels/groups, K). Runs as a 2-D convolution
+    over a height of 1 (nn/_functional_conv1d.py)."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                 bias=True, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(in_channels, out_channels, _one(kernel_size, "kernel_size"), _one(stride, "stride"),
+                         _one(padding, "padding"), _one(dilation, "dilation"), False, 0, groups, bias,
+                         padding_mode, device, dtype)
+        self._to_1d()
+
+    def forward(self, input):
+        return F.conv1d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+
+class ConvTranspose1d(_Conv1dShape, _ConvNd):
+    """The gradient of Conv1d with respect to its input. weight: (in_channels, out_channels/groups, K)."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
+                 bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
+        if isinstance(padding, str):
+            raise ValueError(f"ConvTranspose1d: padding must be an int, got {padding!r}")
+        super().__init__(in_channels, out_channels, _one(kernel_size, "kernel_size"), _one(stride, "stride"),
+                         _one(padding, "padding"), _one(dilation, "dilation"), True,
+                         _one(output_padding, "output_padding"), groups, bias, padding_mode, device, dtype)
+        self._to_1d()
+        if not 0 <= self.output_padding[0] < max(self.stride[0], self.dilation[0]):
+            raise ValueError(f"ConvTranspose1d: output_padding {self.output_padding} must be smaller than either "
+                             f"stride {self.stride} or dilation {self.dilation}")
+
+    def forward(self, input, output_size=None):
+        output_padding = self.output_padding
+        if output_size is not None:  # PyTorch's rule: the output_padding that gives exactly that length
+            length = tuple(output_size)[-1]
+            min_size = (input.shape[-1] - 1) * self.stride[0] - 2 * self.padding[0] + \
+                self.dilation[0] * (self.kernel_size[0] - 1) + 1
+            if not min_size <= length <= min_size + self.stride[0] - 1:
+                raise ValueError(f"ConvTranspose1d: requested an output size of {tuple(output_size)}, but valid "
+                                 f"sizes range from ({min_size}..{min_size + self.stride[0] - 1})")
+            output_padding = (length - min_size,)
+        return F.conv_transpose1d(input, self.weight, self.bias, self.stride, self.padding, output_padding,
                                   self.groups, self.dilation)

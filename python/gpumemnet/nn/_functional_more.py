@@ -1,0 +1,221 @@
+"""More of nn.functional, composed of the core's differentiable ops as PyTorch defines them (so every device, meta
+and the gradients follow): scaled_dot_product_attention, the remaining activations (selu, celu, glu, logsigmoid,
+softsign, softshrink, hardshrink, tanhshrink, threshold, softmin), pairwise_distance, channel_shuffle, and the
+metric-learning and multi-label losses."""
+import math
+
+import numpy as np
+
+from .. import _C
+from .._core.activation import _check_tensor
+from ._functional_distance import cosine_similarity
+from ._functional_nn import dropout, softmax, softplus
+
+_REDUCTIONS = ("none", "mean", "sum")
+
+
+def _check_tensors(op, *named):
+    for name, t in named:
+        _check_tensor(t, op, name)
+
+
+def _reduce(loss, reduction, op):
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{op}: {reduction} is not a valid value for reduction")
+    return loss if reduction == "none" else loss.mean() if reduction == "mean" else loss.sum()
+
+
+# ---- attention ---------------------------------------------------------------------------------------------
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """softmax(query @ key^T * scale + mask) @ value over the last two dims (L, S), PyTorch's math: scale defaults
+    to 1/sqrt(E); a bool attn_mask keeps where True, a float one is added; is_causal masks the upper triangle;
+    enable_gqa repeats key/value heads to query's. Holds the (..., L, S) weights, as PyTorch's math path does."""
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        _check_tensor(t, "scaled_dot_product_attention", name)
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
+    if query.shape[-1] != key.shape[-1]:
+        raise RuntimeError(f"scaled_dot_product_attention: query's last dim ({query.shape[-1]}) must equal key's "
+                           f"({key.shape[-1]})")
+    if enable_gqa and query.ndim >= 3 and key.shape[-3] != query.shape[-3]:
+        reps = query.shape[-3] // key.shape[-3]
+        key, value = key.repeat_interleave(reps, dim=-3), value.repeat_interleave(reps, dim=-3)
+    s = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    scores = query.matmul(key.transpose(-2, -1)) * s
+    L, S = query.shape[-2], key.shape[-2]
+    if is_causal:
+        attn_mask = _C.from_numpy(_tril(L, S), 5, query._device)
+    if attn_mask is not None:
+        if attn_mask._dtype == 5:
+            scores = scores.masked_fill(attn_mask.logical_not(), float("-inf"))
+        else:
+            scores = scores + attn_mask
+    weights = softmax(scores, dim=-1)
+    if dropout_p > 0.0:
+        weights = dropout(weights, dropout_p, training=True)
+    return weights.matmul(value)
+
+
+def _tril(rows, cols):
+    return np.ascontiguousarray(np.tri(rows, cols, 0, dtype=bool))
+
+
+# ---- activations ---------------------------------------------------------------------------------------------
+_SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+
+
+def _elu_like(x, alpha, input_scale=1.0):
+    """max(0, x) + alpha * (exp(min(0, x) * input_scale) - 1): ELU, and CELU with input_scale 1 / alpha."""
+    return x.clamp(min=0) + (x.clamp(max=0) * input_scale).expm1() * alpha
+
+
+def selu(input, inplace=False):
+    _check_tensor(input, "selu")
+    out = _elu_like(input, _SELU_ALPHA) * _SELU_SCALE
+    return input.copy_(out) if inplace else out
+
+
+def celu(input, alpha=1.0, inplace=False):
+    _check_tensor(input, "celu")
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError")
+    out = _elu_like(input, alpha, 1.0 / alpha)
+    return input.copy_(out) if inplace else out
+
+
+def glu(input, dim=-1):
+    """The first half along dim times the sigmoid of the second."""
+    _check_tensor(input, "glu")
+    if input.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    n = input.shape[dim]
+    if n % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {dim % input.ndim} is size {n}")
+    a, b = input.narrow(dim, 0, n // 2), input.narrow(dim, n // 2, n // 2)
+    return a * b.sigmoid()
+
+
+def logsigmoid(input):
+    _check_tensor(input, "logsigmoid")
+    return -softplus(-input)
+
+
+def softsign(input):
+    _check_tensor(input, "softsign")
+    return input / (input.abs() + 1.0)
+
+
+def softshrink(input, lambd=0.5):
+    _check_tensor(input, "softshrink")
+    if lambd < 0:
+        raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
+    return (input - lambd).clamp(min=0) + (input + lambd).clamp(max=0)
+
+
+def hardshrink(input, lambd=0.5):
+    _check_tensor(input, "hardshrink")
+    return input.masked_fill(input.abs() <= lambd, 0.0)
+
+
+def tanhshrink(input):
+    _check_tensor(input, "tanhshrink")
+    return input - input.tanh()
+
+
+def threshold(input, threshold, value, inplace=False):
+    """input where input > threshold, value elsewhere."""
+    _check_tensor(input, "threshold")
+    out = input.masked_fill(input <= threshold, value)
+    return input.copy_(out) if inplace else out
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    _check_tensor(input, "softmin")
+    return softmax(-input, dim=dim, dtype=dtype)
+
+
+# ---- distances, shuffles ----------------------------------------------------------------------------------------
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """||x1 - x2 + eps||_p over the last dim (PyTorch adds eps to the difference)."""
+    _check_tensor(x1, "pairwise_distance", "x1")
+    _check_tensor(x2, "pairwise_distance", "x2")
+    return (x1 - x2 + eps).norm(p, -1, keepdim)
+
+
+def channel_shuffle(input, groups):
+    """(N, g * c, ...) -> channels interleaved across the g groups (ShuffleNet)."""
+    _check_tensor(input, "channel_shuffle")
+    if input.ndim < 3:
+        raise RuntimeError(f"channel_shuffle expects input to have at least 3 dimensions, but got input with "
+                           f"{input.ndim} dimension(s)")
+    c = input.shape[1]
+    if groups <= 0 or c % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels and {groups} groups.")
+    rest = tuple(input.shape[2:])
+    return input.reshape((input.shape[0], groups, c // groups) + rest).transpose(1, 2).reshape(input.shape)
+
+
+# ---- losses ---------------------------------------------------------------------------------------------------
+def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+    _check_tensors("margin_ranking_loss", ("input1", input1), ("input2", input2), ("target", target))
+    return _reduce((-target * (input1 - input2) + margin).clamp(min=0), reduction, "margin_ranking_loss")
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+    _check_tensors("hinge_embedding_loss", ("input", input), ("target", target))
+    loss = input.where(target == 1, 0.0) + (margin - input).clamp(min=0).where(target == -1, 0.0)
+    return _reduce(loss, reduction, "hinge_embedding_loss")
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    _check_tensors("soft_margin_loss", ("input", input), ("target", target))
+    return _reduce((-target * input).exp().log1p(), reduction, "soft_margin_loss")
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """Per sample: -mean over classes of y log sigmoid(x) + (1 - y) log sigmoid(-x) (weighted per class)."""
+    _check_tensor(input, "multilabel_soft_margin_loss")
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss.sum(-1) / input.shape[-1], reduction, "multilabel_soft_margin_loss")
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+    _check_tensors("cosine_embedding_loss", ("input1", input1), ("input2", input2), ("target", target))
+    cos = cosine_similarity(input1, input2, dim=-1, eps=1e-8)
+    loss = (1 - cos).where(target == 1, 0.0) + (cos - margin).clamp(min=0).where(target == -1, 0.0)
+    return _reduce(loss, reduction, "cosine_embedding_loss")
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6, swap=False, size_average=None,
+                        reduce=None, reduction="mean"):
+    _check_tensors("triplet_margin_loss", ("anchor", anchor), ("positive", positive), ("negative", negative))
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = d_neg.minimum(pairwise_distance(positive, negative, p, eps))
+    return _reduce((d_pos - d_neg + margin).clamp(min=0), reduction, "triplet_margin_loss")
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    _check_tensors("gaussian_nll_loss", ("input", input), ("target", target))
+    """0.5 * (log(max(var, eps)) + (input - target)^2 / max(var, eps)) (+ 0.5 log(2 pi) with full)."""
+    if isinstance(var, _C.TensorBase) and var._device != "meta" and bool((var < 0).any()):
+        raise ValueError("var has negative entry/entries")
+    v = var.clamp(min=eps) if isinstance(var, _C.TensorBase) else max(float(var), eps)
+    loss = 0.5 * ((v.log() if isinstance(v, _C.TensorBase) else math.log(v)) + (input - target) ** 2 / v)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction, "gaussian_nll_loss")
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
+                     reduction="mean"):
+    _check_tensors("poisson_nll_loss", ("input", input), ("target", target))
+    loss = input.exp() - target * input if log_input else input - target * (input + eps).log()
+    if full:  # Stirling's term, where target > 1
+        stirling = target * target.clamp(min=1).log() - target + 0.5 * (2 * math.pi * target.clamp(min=1)).log()
+        loss = loss + stirling.where(target > 1, 0.0)
+    return _reduce(loss, reduction, "poisson_nll_loss")
