@@ -153,3 +153,22 @@ def test_conv_transpose1d_output_size(device):
     ya, yb = m(t(gm, x, device), output_size=[12]), tm(t(torch, x, device), output_size=[12])
     assert tuple(ya.shape) == tuple(yb.shape) == (1, 2, 12)
     np.testing.assert_allclose(to_np(ya), yb.detach().numpy(), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("name,args", [("SELU", ()), ("CELU", (0.5,)), ("Threshold", (0.1, -1.0))])
+def test_inplace_layers_in_a_graph_and_outside(name, args):
+    """inplace=True writes into the input outside a graph; in a graph the layer's output is right and backward runs
+    (the input is then left as it was: a composed activation cannot be recorded in place)."""
+    x = gm.tensor(X)
+    out = getattr(gm.nn, name)(*args, inplace=True)(x)
+    ref = getattr(torch.nn, name)(*args)(torch.tensor(X))
+    assert out is x
+    np.testing.assert_allclose(x.numpy(), ref.numpy(), rtol=1e-14)
+    a = gm.tensor(X, requires_grad=True)
+    ta = torch.tensor(X, requires_grad=True)
+    y = getattr(gm.nn, name)(*args, inplace=True)(a * 1.0)
+    ty = getattr(torch.nn, name)(*args, inplace=True)(ta * 1.0)
+    y.sum().backward()
+    ty.sum().backward()
+    np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=1e-14)
+    np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy(), rtol=1e-7)

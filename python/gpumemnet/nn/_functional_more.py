@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import _C
 from .._core.activation import _check_tensor
+from .._core.autograd import needs_grad as _needs_grad
 from ._functional_distance import cosine_similarity
 from ._functional_nn import dropout, softmax, softplus
 
@@ -45,7 +46,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     scores = query.matmul(key.transpose(-2, -1)) * s
     L, S = query.shape[-2], key.shape[-2]
     if is_causal:
-        attn_mask = _C.from_numpy(_tril(L, S), 5, query._device)
+        attn_mask = _C.from_numpy(np.ascontiguousarray(np.tri(L, S, 0, dtype=bool)), 5, query._device)
     if attn_mask is not None:
         if attn_mask._dtype == 5:
             scores = scores.masked_fill(attn_mask.logical_not(), float("-inf"))
@@ -57,11 +58,16 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     return weights.matmul(value)
 
 
-def _tril(rows, cols):
-    return np.ascontiguousarray(np.tri(rows, cols, 0, dtype=bool))
-
-
 # ---- activations ---------------------------------------------------------------------------------------------
+def _written(input, out, inplace):
+    """inplace=True writes out into input where no graph is recorded; on a tensor in a graph these composed
+    activations cannot be recorded in place, so the result comes back out of place (what a layer hands on is its
+    return value, as nn/modules/_utils._inplace says), at the cost of the memory PyTorch would have saved."""
+    if inplace and not (_needs_grad(input) or _needs_grad(out)):
+        return input.copy_(out)
+    return out
+
+
 _SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
 
 
@@ -73,7 +79,7 @@ def _elu_like(x, alpha, input_scale=1.0):
 def selu(input, inplace=False):
     _check_tensor(input, "selu")
     out = _elu_like(input, _SELU_ALPHA) * _SELU_SCALE
-    return input.copy_(out) if inplace else out
+    return _written(input, out, inplace)
 
 
 def celu(input, alpha=1.0, inplace=False):
@@ -81,7 +87,7 @@ def celu(input, alpha=1.0, inplace=False):
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
     out = _elu_like(input, alpha, 1.0 / alpha)
-    return input.copy_(out) if inplace else out
+    return _written(input, out, inplace)
 
 
 def glu(input, dim=-1):
@@ -127,7 +133,7 @@ def threshold(input, threshold, value, inplace=False):
     """input where input > threshold, value elsewhere."""
     _check_tensor(input, "threshold")
     out = input.masked_fill(input <= threshold, value)
-    return input.copy_(out) if inplace else out
+    return _written(input, out, inplace)
 
 
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
