@@ -648,6 +648,9 @@ NN_MORE2 = ([B(f"F.{op} of a string", lambda d, l, op=op: getattr(l.F, op)("x", 
                  RuntimeError, r"(?i)2-?D .*3-?D|2D \(unbatched\)"),
                B("nn.ConvTranspose1d of a 4-d input", lambda d, l: l.nn.ConvTranspose1d(2, 3, 3).to(d)(
                    z(d, l, 1, 2, 3, 4)), RuntimeError, r"(?i)2-?D .*3-?D|2D \(unbatched\)"),
+               B("nn.ParameterList index out of range", lambda d, l: l.nn.ParameterList()[3], IndexError,
+                 r"index 3 is out of range"),
+               E("nn.ParameterDict of a missing key", lambda d, l: l.nn.ParameterDict()["x"], KeyError, r"x"),
                B("nn.Unflatten to sizes that do not multiply up", lambda d, l: l.nn.Unflatten(1, (4, -1))(
                    z(d, l, 2, 6)), RuntimeError, r"don't multiply up to the size of dim 1")])
 

@@ -18,6 +18,7 @@ from .padding import *  # noqa: F403 - the 15 padding layers, listed in padding.
 from .padding import __all__ as _padding_all
 from .pixelshuffle import PixelShuffle, PixelUnshuffle
 from .sparse import Embedding
+from .param_containers import ParameterList, ParameterDict
 from .more import *  # noqa: F403 - activations, distances and losses of nn/_functional_more.py (more.py's __all__)
 from .more import __all__ as _more_all
 
@@ -31,4 +32,4 @@ __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Identity", "Line
            "SyncBatchNorm", "GroupNorm", "LayerNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",
            "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss",
            "BCEWithLogitsLoss", "KLDivLoss", "Flatten", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d",
-           "PixelShuffle", "PixelUnshuffle", "Embedding"] + _padding_all + _more_all
+           "PixelShuffle", "PixelUnshuffle", "Embedding"] + _padding_all + _more_all + ["ParameterList", "ParameterDict"]
