@@ -60,6 +60,12 @@ CASES = {
                                            stride=2), [X, R.randn(18)], []),
     "conv1d unbatched same": (lambda l, F, x, w: F.conv1d(x.reshape(3, 8), w.reshape(2, 3, 3), padding="same"),
                               [X, R.randn(18)], []),
+    "unfold": (lambda l, F, x: F.unfold(x.reshape(1, 2, 3, 4), (2, 3), padding=1, stride=(1, 2)), [X], []),
+    "unfold dilated": (lambda l, F, x: F.unfold(x.reshape(2, 1, 3, 4), 2, dilation=(1, 2)), [X], []),
+    "fold": (lambda l, F, x: F.fold(x.reshape(1, 4, 6), (3, 4), 2), [X], []),
+    "fold strided padded": (lambda l, F, x: F.fold(x.reshape(2, 4, 3), (1, 4), 2, padding=1, stride=2), [X], []),
+    "Unfold module": (lambda l, F, x: l.nn.Unfold(2, stride=2)(x.reshape(1, 1, 4, 6)), [X], []),
+    "Fold module": (lambda l, F, x: l.nn.Fold((3, 4), 2)(x.reshape(1, 4, 6)), [X], []),
     "conv_transpose1d": (lambda l, F, x, w: F.conv_transpose1d(x.reshape(2, 3, 4), w.reshape(3, 2, 3), stride=2,
                                                                padding=1, output_padding=1), [X, R.randn(18)], []),
 }

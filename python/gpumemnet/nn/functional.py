@@ -3,6 +3,7 @@
 Each op family lives in its own module (autograd Function + argument checks + the C call):
   _functional_conv.py   conv2d, conv_transpose2d, linear
   _functional_conv1d.py conv1d, conv_transpose1d (2-D convolutions over a height of 1)
+  _functional_fold.py   unfold (im2col), fold (col2im)
   _functional_pool.py   max_pool2d, avg_pool2d, adaptive_avg_pool2d, global_avg_pool2d, global_max_pool2d,
                         interpolate
   _functional_nn.py     relu, relu_, leaky_relu, leaky_relu_, sigmoid, tanh, gelu, silu, hardswish,
@@ -22,6 +23,7 @@ them raises NotImplementedError (_core/unsupported.py).
 """
 from ._functional_conv import conv2d, conv_transpose2d, linear  # noqa: F401
 from ._functional_conv1d import conv1d, conv_transpose1d  # noqa: F401
+from ._functional_fold import unfold, fold  # noqa: F401
 from ._functional_pool import (  # noqa: F401
     max_pool2d, avg_pool2d, adaptive_avg_pool2d, global_avg_pool2d, global_max_pool2d, interpolate)
 from ._functional_nn import (  # noqa: F401

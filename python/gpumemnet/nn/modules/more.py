@@ -1,12 +1,12 @@
 """The remaining activations (SELU ... Softmin), distances (PairwiseDistance, CosineSimilarity), ChannelShuffle,
-Unflatten, and the metric-learning and multi-label losses: each the module form of nn/_functional_more.py's
+Unflatten, Unfold / Fold, and the metric-learning and multi-label losses: each the module form of nn/_functional_more.py's
 function (or of nn.functional's), with PyTorch's constructor arguments and attribute names."""
 from .. import functional as F
 from .loss import _Loss
 from .module import Module
 
 __all__ = ["SELU", "CELU", "GLU", "LogSigmoid", "Softsign", "Softshrink", "Hardshrink", "Tanhshrink", "Threshold",
-           "Softmin", "PairwiseDistance", "CosineSimilarity", "ChannelShuffle", "Unflatten", "MarginRankingLoss",
+           "Softmin", "PairwiseDistance", "CosineSimilarity", "ChannelShuffle", "Unflatten", "Unfold", "Fold", "MarginRankingLoss",
            "HingeEmbeddingLoss", "SoftMarginLoss", "MultiLabelSoftMarginLoss", "CosineEmbeddingLoss",
            "TripletMarginLoss", "GaussianNLLLoss", "PoissonNLLLoss"]
 
@@ -121,6 +121,28 @@ class Unflatten(Module):
 
     def forward(self, input):
         return input.unflatten(self.dim, self.unflattened_size)
+
+
+class Unfold(Module):
+    """Sliding blocks as columns (im2col): F.unfold."""
+
+    def __init__(self, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__()
+        self.kernel_size, self.dilation, self.padding, self.stride = kernel_size, dilation, padding, stride
+
+    def forward(self, input):
+        return F.unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)
+
+
+class Fold(Unfold):
+    """Columns summed back into an image (col2im): F.fold."""
+
+    def __init__(self, output_size, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__(kernel_size, dilation, padding, stride)
+        self.output_size = output_size
+
+    def forward(self, input):
+        return F.fold(input, self.output_size, self.kernel_size, self.dilation, self.padding, self.stride)
 
 
 class _MarginLoss(_Loss):
