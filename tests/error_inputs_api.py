@@ -365,7 +365,10 @@ MODULES = ([B(f"nn.{m} on a 0-d input", lambda d, l, m=m: _pad(l, m, d)(z(d, l))
                 r"approximate.*fast|fast")]
            )
 
-OPTIM = [B("AdamW negative weight_decay", lambda d, l: l.L.optim.AdamW([l.nn.Parameter(z(d, l, 2))],
+OPTIM = [B(f"{opt} beta above 1", lambda d, l, opt=opt: getattr(l.L.optim, opt)([l.nn.Parameter(z(d, l, 2))],
+                                                                               betas=(1.5, 0.9)),
+           ValueError, r"Invalid beta parameter at index 0") for opt in ("Adamax", "NAdam", "RAdam")] + [
+         B("AdamW negative weight_decay", lambda d, l: l.L.optim.AdamW([l.nn.Parameter(z(d, l, 2))],
            weight_decay=-0.1), ValueError, r"weight_decay"),
          B("Adagrad negative lr", lambda d, l: l.L.optim.Adagrad([l.nn.Parameter(z(d, l, 2))], lr=-0.1), ValueError,
            r"lr"),
