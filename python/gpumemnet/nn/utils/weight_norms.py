@@ -14,6 +14,39 @@ from ..parameter import Parameter
 __all__ = ["spectral_norm", "remove_spectral_norm", "weight_norm", "remove_weight_norm"]
 
 
+def _hook(module, cls, name):
+    """The hook of kind cls that reparametrises module.<name>, or None."""
+    return next((h for h in module._forward_pre_hooks if isinstance(h, cls) and h.name == name), None)
+
+
+def _take_weight(module, cls, name, kind):
+    """module.<name> as a parameter to reparametrise (it leaves _parameters); refused twice on one weight."""
+    if _hook(module, cls, name) is not None:
+        raise RuntimeError(f"Cannot register two {kind} hooks on the same parameter {name}")
+    weight = module._parameters.get(name)
+    if weight is None:
+        raise AttributeError(f"'{type(module).__name__}' object has no parameter '{name}'")
+    del module._parameters[name]
+    return weight
+
+
+def _remove(module, cls, name, kind, compute, parameters, buffers):
+    """Undo a reparametrisation: the weight as it is now becomes a plain parameter again, its own entries go."""
+    hook = _hook(module, cls, name)
+    if hook is None:
+        raise ValueError(f"{kind} of '{name}' not found in {module}")
+    with no_grad():
+        weight = compute(hook)
+    module._forward_pre_hooks.remove(hook)
+    for key in parameters:
+        del module._parameters[name + key]
+    for key in buffers:
+        del module._buffers[name + key]
+    object.__delattr__(module, name)
+    module.register_parameter(name, Parameter(weight.detach()))
+    return module
+
+
 class _SpectralNorm:
     def __init__(self, name, n_power_iterations, dim, eps):
         self.name, self.n_power_iterations, self.dim, self.eps = name, n_power_iterations, dim, eps
@@ -47,19 +80,13 @@ def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=No
                          f"{n_power_iterations}")
     if dim is None:
         dim = 1 if isinstance(module, (ConvTranspose1d, ConvTranspose2d)) else 0
-    for hook in module._forward_pre_hooks:
-        if isinstance(hook, _SpectralNorm) and hook.name == name:
-            raise RuntimeError(f"Cannot register two spectral_norm hooks on the same parameter {name}")
-    weight = module._parameters.get(name)
-    if weight is None:
-        raise AttributeError(f"'{type(module).__name__}' object has no parameter '{name}'")
+    weight = _take_weight(module, _SpectralNorm, name, "spectral_norm")
     fn = _SpectralNorm(name, n_power_iterations, dim, eps)
     mat = fn._matrix(weight.detach())
     h, w = mat.shape
     with no_grad():
         u = F.normalize(weight.new_empty(h).normal_(0, 1), dim=0, eps=eps)
         v = F.normalize(weight.new_empty(w).normal_(0, 1), dim=0, eps=eps)
-    del module._parameters[name]
     module.register_parameter(name + "_orig", Parameter(weight.detach()))
     object.__setattr__(module, name, weight.detach())
     module.register_buffer(name + "_u", u)
@@ -69,18 +96,8 @@ def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=No
 
 
 def remove_spectral_norm(module, name="weight"):
-    for hook in list(module._forward_pre_hooks):
-        if isinstance(hook, _SpectralNorm) and hook.name == name:
-            with no_grad():
-                weight = hook.compute(module, do_power_iteration=False)
-            module._forward_pre_hooks.remove(hook)
-            del module._parameters[name + "_orig"]
-            del module._buffers[name + "_u"]
-            del module._buffers[name + "_v"]
-            object.__delattr__(module, name)
-            module.register_parameter(name, Parameter(weight.detach()))
-            return module
-    raise ValueError(f"spectral_norm of '{name}' not found in {module}")
+    return _remove(module, _SpectralNorm, name, "spectral_norm",
+                   lambda hook: hook.compute(module, do_power_iteration=False), ("_orig",), ("_u", "_v"))
 
 
 def _norm_except_dim(v, dim):
@@ -105,14 +122,8 @@ class _WeightNorm:
 
 def weight_norm(module, name="weight", dim=0):
     """module.<name> = g * v / ||v|| (Salimans and Kingma), as torch.nn.utils.weight_norm (dim=None: one norm)."""
-    for hook in module._forward_pre_hooks:
-        if isinstance(hook, _WeightNorm) and hook.name == name:
-            raise RuntimeError(f"Cannot register two weight_norm hooks on the same parameter {name}")
-    weight = module._parameters.get(name)
-    if weight is None:
-        raise AttributeError(f"'{type(module).__name__}' object has no parameter '{name}'")
+    weight = _take_weight(module, _WeightNorm, name, "weight_norm")
     fn = _WeightNorm(name, dim)
-    del module._parameters[name]
     module.register_parameter(name + "_g", Parameter(_norm_except_dim(weight.detach(), dim).detach()))
     module.register_parameter(name + "_v", Parameter(weight.detach()))
     object.__setattr__(module, name, fn.compute(module))
@@ -121,14 +132,4 @@ def weight_norm(module, name="weight", dim=0):
 
 
 def remove_weight_norm(module, name="weight"):
-    for hook in list(module._forward_pre_hooks):
-        if isinstance(hook, _WeightNorm) and hook.name == name:
-            with no_grad():
-                weight = hook.compute(module)
-            module._forward_pre_hooks.remove(hook)
-            del module._parameters[name + "_g"]
-            del module._parameters[name + "_v"]
-            object.__delattr__(module, name)
-            module.register_parameter(name, Parameter(weight.detach()))
-            return module
-    raise ValueError(f"weight_norm of '{name}' not found in {module}")
+    return _remove(module, _WeightNorm, name, "weight_norm", lambda hook: hook.compute(module), ("_g", "_v"), ())
