@@ -55,7 +55,7 @@ def test_spectral_norm_matches_pytorch(kind):
     _close(m.weight, tm.weight)
 
 
-@pytest.mark.parametrize("dim", [0, 1, None])
+@pytest.mark.parametrize("dim", [0, 1, 3, -1, None])
 def test_weight_norm_matches_pytorch(dim):
     tm, m, x = _pair("conv")
     torch.nn.utils.weight_norm(tm, dim=dim)

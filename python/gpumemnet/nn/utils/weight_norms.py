@@ -101,7 +101,7 @@ def remove_spectral_norm(module, name="weight"):
 
 
 def _norm_except_dim(v, dim):
-    if dim is None or dim == -1 and v.ndim == 0:
+    if dim is None or dim == -1:  # PyTorch's weight_norm takes dim=-1 (and None) as one norm of the whole weight
         return v.norm()
     d = dim % v.ndim
     dims = tuple(i for i in range(v.ndim) if i != d)
