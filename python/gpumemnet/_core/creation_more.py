@@ -6,22 +6,10 @@ import numbers
 import numpy as np
 
 from .. import _C
-from .creation import rand, randint, randn
+from .creation import _need_tensor, rand, randint, randn
+from .tensor_select import _host
 
 _I64 = 4
-
-
-def _need_tensor(op, t, arg="input"):
-    if not isinstance(t, _C.TensorBase):
-        raise TypeError(f"{op}(): argument '{arg}' must be Tensor, not {type(t).__name__}")
-
-
-def _host(t, op):
-    if t._device == "meta":
-        raise NotImplementedError(f"{op}: the result depends on the tensor's values, which a meta tensor does not "
-                                  f"have")
-    t = t.detach()
-    return _C.TensorBase.numpy((t.float() if t._dtype in (2, 3) else t).cpu())
 
 
 # ---- broadcasting --------------------------------------------------------------------------------------------
@@ -38,10 +26,7 @@ def broadcast_to(input, size):
 
 
 def broadcast_tensors(*tensors):
-    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
-        tensors = tuple(tensors[0])
-    for i, t in enumerate(tensors):
-        _need_tensor("broadcast_tensors", t, f"tensors[{i}]")
+    tensors = _tensors("broadcast_tensors", tensors)
     shape = broadcast_shapes(*[tuple(t.shape) for t in tensors])
     return tuple(t if tuple(t.shape) == shape else t.expand(shape) for t in tensors)
 

@@ -97,17 +97,26 @@ class _Diagonal(Function):
         return out, None, None, None
 
 
-class _DiagEmbed(Function):
-    """diag of a vector: a square matrix holding it on diagonal `offset`."""
+def _finite_shift(m):
+    """The maximum a log-sum-exp takes out before exponentiating: 0 where it is infinite (all -inf, or an inf),
+    so that x - m stays defined and the result is -inf or inf as it should."""
+    return _C.where(_C.binary(F.EQ, _C.unary(F.ABS, m), math.inf), 0.0, m)
 
+
+def _diag_embed(v, offset):
+    """diag of a vector: a square matrix holding it on diagonal `offset`."""
+    n = v.shape[0] + abs(offset)
+    out = _C.empty((n, n), v._dtype, v._device)
+    _C.fill_(out, 0)
+    _C.copy_(out._as_strided(*_diagonal_geometry((n, n), (n, 1), 0, offset, 0, 1)), v)
+    return out
+
+
+class _DiagEmbed(Function):
     @staticmethod
     def forward(ctx, v, offset):
-        n = v.shape[0] + abs(offset)
-        out = _C.empty((n, n), v._dtype, v._device)
-        _C.fill_(out, 0)
-        _C.copy_(out._as_strided(*_diagonal_geometry((n, n), (n, 1), 0, offset, 0, 1)), v)
         ctx.offset = offset
-        return out
+        return _diag_embed(v, offset)
 
     @staticmethod
     def backward(ctx, g):
@@ -158,8 +167,7 @@ class ComposeMethods:
         if x.numel() == 0 or not dims:
             out = x.exp().sum(dims, keepdim=True).log() if dims else x.clone()
         else:
-            m = x.detach().amax(dims, keepdim=True)
-            m = _C.where(_C.binary(F.EQ, _C.unary(F.ABS, m), math.inf), 0.0, m)  # all -inf (or inf): no shift
+            m = _finite_shift(x.detach().amax(dims, keepdim=True))
             out = (x - m).exp().sum(dims, keepdim=True).log() + m
         if keepdim:
             return out
@@ -199,8 +207,7 @@ class ComposeMethods:
         if not isinstance(diagonal, numbers.Integral) or isinstance(diagonal, bool):
             raise TypeError(f"diag: diagonal must be an int, got {type(diagonal).__name__}")
         if self.ndim == 1:
-            return _DiagEmbed.apply(self, int(diagonal)) if _needs_grad(self) else \
-                _DiagEmbed.forward(_NoCtx(), self, int(diagonal))
+            return _DiagEmbed.apply(self, int(diagonal)) if _needs_grad(self) else _diag_embed(self, int(diagonal))
         if self.ndim == 2:
             return self.diagonal(int(diagonal)).clone()
         raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {self.ndim}D")
@@ -301,7 +308,3 @@ class ComposeMethods:
                                f"{self.ndim}-D tensor.")
         return self.transpose(-2, -1)
 
-
-class _NoCtx:
-    """A stand-in ctx for calling a Function's forward without recording (no gradient needed)."""
-    __slots__ = ("offset",)

@@ -15,7 +15,9 @@ from .. import _C
 from . import functions as F
 from .autograd import Function, check_inplace as _check_inplace, needs_grad as _needs_grad
 from .indexing import make_plan, put_plan
+from .tensor_compose import _finite_shift
 from .tensor_methods import _dim, _where
+from .tensor_select import _host
 
 _I64, _BOOL = 4, 5
 _FLOAT_CODES = (0, 1, 2, 3)
@@ -85,8 +87,7 @@ def _windows_geometry(shape, strides, offset, d, size, step):
 
 def _logaddexp(a, b):
     """log(exp(a) + exp(b)) without overflow: the larger one taken out (both -inf gives -inf)."""
-    m = a.detach().maximum(b.detach() if isinstance(b, _C.TensorBase) else b)
-    m = _C.where(_C.binary(F.EQ, _C.unary(F.ABS, m), math.inf), 0.0, m)
+    m = _finite_shift(a.detach().maximum(b.detach() if isinstance(b, _C.TensorBase) else b))
     return ((a - m).exp() + (b - m).exp()).log() + m
 
 
@@ -261,8 +262,7 @@ class MoreMethods:
         d = _dim(dim, self.ndim, op) if self.ndim else 0
         if self._device == "meta":
             return self.clone(), _C.empty(tuple(self.shape), _I64, "meta")
-        a = self.detach()
-        a = _C.TensorBase.numpy((F.cast(a, 0) if a._dtype in (2, 3) else a).cpu())
+        a = _host(self, op)
         a = np.moveaxis(a.reshape(a.shape or (1,)), d, -1)
         idx = np.zeros(a.shape, np.int64)
         best = a[..., 0].copy() if a.shape[-1] else a[..., :0]

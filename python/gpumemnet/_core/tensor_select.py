@@ -171,10 +171,7 @@ class _IndexPut(Function):
     def forward(ctx, x, d, index, src, accumulate, alpha):
         ctx.d, ctx.accumulate, ctx.alpha = d, accumulate, alpha
         ctx.save_for_backward(index)
-        out = _copy(x)
-        _C.index_put_(out, d, index, src if alpha == 1 or not isinstance(src, _C.TensorBase) else
-                      _C.binary(F.MUL, src, alpha), accumulate)
-        return out
+        return _put(_copy(x), d, index, src, accumulate, alpha)
 
     @staticmethod
     def backward(ctx, g):
@@ -200,28 +197,26 @@ def _index_put(self, dim, index, src, accumulate, alpha, op, in_place):
         if _check_inplace(self, op):
             raise RuntimeError(f"{op}: in-place writes into a tensor that is part of a graph are not supported; "
                                f"use {op.rstrip('_')}(), which records")
-        if isinstance(src, _C.TensorBase) and alpha != 1:
-            src = _C.binary(F.MUL, src, alpha)
-        _C.index_put_(self, d, index, src, accumulate)
-        return self
+        return _put(self, d, index, src, accumulate, alpha)
     if _needs_grad(self, src if isinstance(src, _C.TensorBase) else None):
         return _IndexPut.apply(self, d, index, src, accumulate, alpha)
-    return _IndexPut.forward(_Ctx(), self, d, index, src, accumulate, alpha)
+    return _put(_copy(self), d, index, src, accumulate, alpha)
 
 
-class _Ctx:
-    """A ctx for calling a forward without recording."""
-
-    def save_for_backward(self, *tensors):
-        pass
+def _put(out, d, index, src, accumulate, alpha):
+    """out along d at index gets src (times alpha; added with accumulate), in place; returns out."""
+    if isinstance(src, _C.TensorBase) and alpha != 1:
+        src = _C.binary(F.MUL, src, alpha)
+    _C.index_put_(out, d, index, src, accumulate)
+    return out
 
 
 # ---- results sized by the values ---------------------------------------------------------------------------
 def _host(t, op):
     """t's values as a NumPy array (a copy from the device if need be); meta has none."""
     if t._device == "meta":
-        raise NotImplementedError(f"{op}: the result's size depends on the tensor's values, which a meta tensor does "
-                                  f"not have (an estimate cannot size it; run it on a real device)")
+        raise NotImplementedError(f"{op}: the result depends on the tensor's values, which a meta tensor does not "
+                                  f"have (an estimate cannot compute it; run it on a real device)")
     t = t.detach()
     if t._dtype in (2, 3):  # float16 / bfloat16: NumPy has no bfloat16
         t = F.cast(t, 0)
