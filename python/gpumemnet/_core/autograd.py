@@ -361,6 +361,14 @@ def check_inplace(t, name):
     return False
 
 
+def refuse_inplace(t, name, why=""):
+    """check_inplace for a write the graph cannot record: on a tensor in a graph it raises and names the out-of-place
+    form (name without its trailing _)."""
+    if check_inplace(t, name):
+        raise RuntimeError(f"{name}: writing in place into a tensor that is part of a graph is not supported{why}; "
+                           f"use {name.rstrip('_')}()")
+
+
 # The edge to t's gradient: (grad_fn, output_nr), or (its AccumulateGrad, 0) for a leaf, which holds its
 # accumulator weakly (the graph holds it strongly), as in PyTorch: a strong link both ways would be a cycle keeping
 # every parameter alive until the GC runs. In C (csrc/autograd_node.c), shared with the operators' fast path.

@@ -13,7 +13,7 @@ import math
 from .. import _C
 from . import autocast as _amp
 from . import functions as F
-from .autograd import Function, check_inplace as _check_inplace, needs_grad as _needs_grad
+from .autograd import Function, needs_grad as _needs_grad, refuse_inplace as _refuse_inplace
 
 # op codes of _C.unary after CEIL (docs/C_API.md)
 SIN, COS, TAN, ASIN, ACOS, ATAN, SINH, COSH, ERF, ERFC, LOG1P, EXPM1, LOG2, LOG10, EXP2 = range(10, 25)
@@ -133,9 +133,7 @@ def _in_place(name, compute, ints_unchanged=False):
     """The in-place form `name` of an out-of-place method: compute(self) writes its result into self.
     ints_unchanged: an integer tensor is its own result (floor_, ceil_)."""
     def method(self):
-        if _check_inplace(self, name):
-            raise RuntimeError(f"{name}: in-place {name[:-1]} of a tensor that is part of a graph is not supported "
-                               f"(its gradient needs the value it would overwrite); use {name[:-1]}()")
+        _refuse_inplace(self, name, " (its gradient needs the value it would overwrite)")
         if ints_unchanged and not self.is_floating_point():
             return self
         if not self.is_floating_point():
@@ -173,8 +171,7 @@ class MathMethods:
         return 1.0 / x
 
     def abs_(self):
-        if _check_inplace(self, "abs_"):
-            raise RuntimeError("abs_: in-place abs of a tensor that is part of a graph is not supported; use abs()")
+        _refuse_inplace(self, "abs_", " (its gradient needs the value it would overwrite)")
         _U(F.ABS, self, self)
         return self
 

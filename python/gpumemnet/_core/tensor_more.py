@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import _C
 from . import functions as F
-from .autograd import Function, check_inplace as _check_inplace, needs_grad as _needs_grad
+from .autograd import Function, needs_grad as _needs_grad, refuse_inplace as _refuse_inplace
 from .indexing import make_plan, put_plan
 from .tensor_compose import _finite_shift
 from .tensor_methods import _dim, _where
@@ -31,18 +31,14 @@ ValuesIndices = collections.namedtuple("values_indices", ["values", "indices"])
 
 def _write_back(self, name, value):
     """self's values replaced by value's (the in-place form of an out-of-place op), outside a graph."""
-    if _check_inplace(self, name):
-        raise RuntimeError(f"{name}: in-place {name[:-1]} of a tensor that is part of a graph is not supported; use "
-                           f"{name[:-1]}()")
+    _refuse_inplace(self, name)
     _C.copy_(self, value)
     return self
 
 
 def _reshape_in_place(self, name, view):
     """self takes view's geometry (squeeze_, unsqueeze_, t_, transpose_): same storage, no copy."""
-    if _check_inplace(self, name):
-        raise RuntimeError(f"{name}: changing the shape in place of a tensor that is part of a graph is not "
-                           f"supported; use {name[:-1]}()")
+    _refuse_inplace(self, name)
     self._set_data(view.detach() if view.requires_grad else view)
     return self
 
@@ -393,9 +389,7 @@ class MoreMethods:
     def index_put_(self, indices, values, accumulate=False):
         """self[indices] = values (+= with accumulate: repeated indices add up); indices a tuple of index
         tensors (gpumemnet takes one advanced index, as its x[i] = v does)."""
-        if _check_inplace(self, "index_put_"):
-            raise RuntimeError("index_put_: in-place writes into a tensor that is part of a graph are not "
-                               "supported; use index_put()")
+        _refuse_inplace(self, "index_put_")
         put_plan(self, make_plan(self, tuple(indices)), values, accumulate=bool(accumulate))
         return self
 

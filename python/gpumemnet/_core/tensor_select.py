@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import _C
 from . import functions as F
-from .autograd import Function, check_inplace as _check_inplace, needs_grad as _needs_grad
+from .autograd import Function, needs_grad as _needs_grad, refuse_inplace as _refuse_inplace
 from .tensor_methods import _checked_indices, _dim
 
 _I64, _BOOL = 4, 5
@@ -140,9 +140,7 @@ def _scatter(self, dim, index, src, reduce, op, accumulate, in_place):
         accumulate = True
     d, index = _scatter_args(self, dim, index, src, op)
     if in_place:
-        if _check_inplace(self, op):
-            raise RuntimeError(f"{op}: in-place scatter into a tensor that is part of a graph is not supported; "
-                               f"use {op.rstrip('_')}(), which records")
+        _refuse_inplace(self, op)
         if isinstance(src, _C.TensorBase) and src._storage_id == self._storage_id:
             src = _copy(src)
         if self._is_contiguous():
@@ -194,9 +192,7 @@ def _index_put(self, dim, index, src, accumulate, alpha, op, in_place):
     if isinstance(src, _C.TensorBase) and src._dtype != self._dtype:
         raise RuntimeError(f"{op}(): self ({self.dtype}) and source ({src.dtype}) must have the same scalar type")
     if in_place:
-        if _check_inplace(self, op):
-            raise RuntimeError(f"{op}: in-place writes into a tensor that is part of a graph are not supported; "
-                               f"use {op.rstrip('_')}(), which records")
+        _refuse_inplace(self, op)
         return _put(self, d, index, src, accumulate, alpha)
     if _needs_grad(self, src if isinstance(src, _C.TensorBase) else None):
         return _IndexPut.apply(self, d, index, src, accumulate, alpha)
