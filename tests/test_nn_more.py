@@ -178,3 +178,18 @@ def test_inplace_layers_in_a_graph_and_outside(name, args):
     ty.sum().backward()
     np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=1e-14)
     np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy(), rtol=1e-7)
+
+
+@pytest.mark.parametrize("legacy,reduction", [(dict(reduce=False), "none"), (dict(size_average=False), "sum"),
+                                              (dict(size_average=True, reduce=True), "mean")])
+def test_losses_take_the_deprecated_reduction_arguments(legacy, reduction):
+    """size_average / reduce override reduction, as in PyTorch."""
+    a, b = gm.tensor(X[:, 0]), torch.tensor(X[:, 0])
+    s, ts = gm.tensor(SIGN), torch.tensor(SIGN)
+    ours = gm.nn.functional.soft_margin_loss(a, s, **legacy)
+    theirs = torch.nn.functional.soft_margin_loss(b, ts, **legacy)
+    np.testing.assert_allclose(to_np(ours), theirs.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(to_np(ours), theirs.numpy() if reduction == "none" else
+                               to_np(gm.nn.functional.soft_margin_loss(a, s, reduction=reduction)), rtol=1e-12)
+    with pytest.raises(ValueError, match="not a valid value for reduction"):
+        gm.nn.functional.soft_margin_loss(a, s, reduction="avg")

@@ -1,4 +1,5 @@
-"""Argument normalisation shared by the functional op families (layer 2, nn): PyTorch's int-or-pair forms."""
+"""Argument normalisation shared by the functional op families (layer 2, nn): PyTorch's int-or-pair forms, and
+the reduction argument of the losses with its deprecated size_average / reduce form."""
 import numbers
 
 
@@ -18,3 +19,17 @@ def _pair(value, name, op):
     if isinstance(value, (tuple, list)) and len(value) in (1, 2) and all(_is_int(v) for v in value):
         return (int(value[0]), int(value[-1]))
     raise TypeError(f"{op}: {name} must be an int or a tuple of 2 ints, got {value!r}")
+
+
+_REDUCTIONS = ("none", "mean", "sum")
+
+
+def check_reduction(reduction, size_average=None, reduce=None):
+    """PyTorch's reduction argument, including its deprecated size_average/reduce form."""
+    if size_average is not None or reduce is not None:
+        size_average = True if size_average is None else size_average
+        reduce = True if reduce is None else reduce
+        reduction = ("mean" if size_average else "sum") if reduce else "none"
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction; expected one of 'none', 'mean', 'sum'")
+    return reduction

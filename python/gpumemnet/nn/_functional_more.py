@@ -9,20 +9,18 @@ import numpy as np
 from .. import _C
 from .._core.activation import _check_tensor
 from .._core.autograd import needs_grad as _needs_grad
+from ._args import check_reduction
 from ._functional_distance import cosine_similarity
 from ._functional_nn import dropout, softmax, softplus
-
-_REDUCTIONS = ("none", "mean", "sum")
-
 
 def _check_tensors(op, *named):
     for name, t in named:
         _check_tensor(t, op, name)
 
 
-def _reduce(loss, reduction, op):
-    if reduction not in _REDUCTIONS:
-        raise ValueError(f"{op}: {reduction} is not a valid value for reduction")
+def _reduce(loss, reduction, size_average=None, reduce=None):
+    """loss reduced as `reduction` says (or PyTorch's deprecated size_average / reduce, when given)."""
+    reduction = check_reduction(reduction, size_average, reduce)
     return loss if reduction == "none" else loss.mean() if reduction == "mean" else loss.sum()
 
 
@@ -165,18 +163,18 @@ def channel_shuffle(input, groups):
 # ---- losses ---------------------------------------------------------------------------------------------------
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
     _check_tensors("margin_ranking_loss", ("input1", input1), ("input2", input2), ("target", target))
-    return _reduce((-target * (input1 - input2) + margin).clamp(min=0), reduction, "margin_ranking_loss")
+    return _reduce((-target * (input1 - input2) + margin).clamp(min=0), reduction, size_average, reduce)
 
 
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
     _check_tensors("hinge_embedding_loss", ("input", input), ("target", target))
     loss = input.where(target == 1, 0.0) + (margin - input).clamp(min=0).where(target == -1, 0.0)
-    return _reduce(loss, reduction, "hinge_embedding_loss")
+    return _reduce(loss, reduction, size_average, reduce)
 
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     _check_tensors("soft_margin_loss", ("input", input), ("target", target))
-    return _reduce((-target * input).exp().log1p(), reduction, "soft_margin_loss")
+    return _reduce((-target * input).exp().log1p(), reduction, size_average, reduce)
 
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
@@ -185,14 +183,14 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
     if weight is not None:
         loss = loss * weight
-    return _reduce(loss.sum(-1) / input.shape[-1], reduction, "multilabel_soft_margin_loss")
+    return _reduce(loss.sum(-1) / input.shape[-1], reduction, size_average, reduce)
 
 
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
     _check_tensors("cosine_embedding_loss", ("input1", input1), ("input2", input2), ("target", target))
     cos = cosine_similarity(input1, input2, dim=-1, eps=1e-8)
     loss = (1 - cos).where(target == 1, 0.0) + (cos - margin).clamp(min=0).where(target == -1, 0.0)
-    return _reduce(loss, reduction, "cosine_embedding_loss")
+    return _reduce(loss, reduction, size_average, reduce)
 
 
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6, swap=False, size_average=None,
@@ -202,7 +200,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6,
     d_neg = pairwise_distance(anchor, negative, p, eps)
     if swap:
         d_neg = d_neg.minimum(pairwise_distance(positive, negative, p, eps))
-    return _reduce((d_pos - d_neg + margin).clamp(min=0), reduction, "triplet_margin_loss")
+    return _reduce((d_pos - d_neg + margin).clamp(min=0), reduction, size_average, reduce)
 
 
 def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
@@ -214,7 +212,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     loss = 0.5 * ((v.log() if isinstance(v, _C.TensorBase) else math.log(v)) + (input - target) ** 2 / v)
     if full:
         loss = loss + 0.5 * math.log(2 * math.pi)
-    return _reduce(loss, reduction, "gaussian_nll_loss")
+    return _reduce(loss, reduction)
 
 
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
@@ -224,4 +222,4 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     if full:  # Stirling's term, where target > 1
         stirling = target * target.clamp(min=1).log() - target + 0.5 * (2 * math.pi * target.clamp(min=1)).log()
         loss = loss + stirling.where(target > 1, 0.0)
-    return _reduce(loss, reduction, "poisson_nll_loss")
+    return _reduce(loss, reduction, size_average, reduce)

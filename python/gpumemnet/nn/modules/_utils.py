@@ -5,6 +5,7 @@ import collections.abc
 from ... import _C
 from ..._core.autograd import is_graph_view
 from ..._core.dtype import as_dtype, device_str
+from .._args import check_reduction  # noqa: F401  (the layers' losses take it from here)
 
 
 def _inplace(module, input):
@@ -39,15 +40,3 @@ def new_tensor(shape, device=None, dtype=None, category="parameter", floating=Tr
         _C.set_category(prev)
 
 
-_REDUCTIONS = ("none", "mean", "sum")
-
-
-def check_reduction(reduction, size_average=None, reduce=None):
-    """PyTorch's reduction argument, including its deprecated size_average/reduce form."""
-    if size_average is not None or reduce is not None:
-        size_average = True if size_average is None else size_average
-        reduce = True if reduce is None else reduce
-        reduction = ("mean" if size_average else "sum") if reduce else "none"
-    if reduction not in _REDUCTIONS:
-        raise ValueError(f"{reduction} is not a valid value for reduction; expected one of 'none', 'mean', 'sum'")
-    return reduction
