@@ -217,7 +217,8 @@ class MoreMethods:
         interpolating between the sorted values as PyTorch's 'linear', 'lower', 'higher', 'midpoint', 'nearest'."""
         if self._dtype not in (0, 1):
             raise RuntimeError(f"quantile() input tensor must be either float or double dtype, got {self.dtype}")
-        qs = q.detach().cpu().numpy().astype(np.float64) if isinstance(q, _C.TensorBase) else np.asarray(q, np.float64)
+        qs = _host(q, "quantile") if isinstance(q, _C.TensorBase) else q
+        qs = np.asarray(qs, np.float64)
         if qs.ndim > 1 or np.any((qs < 0) | (qs > 1)):
             raise RuntimeError("quantile() q values must be in the range [0, 1] (a number or a 1-D tensor)")
         if interpolation not in ("linear", "lower", "higher", "midpoint", "nearest"):
@@ -312,7 +313,7 @@ class MoreMethods:
         d = 0 if dim is None else _dim(dim, self.ndim, "repeat_interleave")
         n = x.shape[d]
         if isinstance(repeats, _C.TensorBase):
-            reps = _C.TensorBase.numpy(repeats.detach().cpu()).reshape(-1).astype(np.int64)
+            reps = _host(repeats, "repeat_interleave").reshape(-1).astype(np.int64)
             if reps.size == 1:
                 reps = np.full(n, int(reps[0]))
         else:
