@@ -8,6 +8,17 @@ import numpy as np
 import gpumemnet as gm
 
 
+_SEEDING = threading.Lock()
+
+
+def seeded(seed, make):
+    """make() right after gm.manual_seed(seed), under one lock: the global generator is one per process (as
+    PyTorch's), so ranks building their models in threads would otherwise draw from each other's seeds."""
+    with _SEEDING:
+        gm.manual_seed(seed)
+        return make()
+
+
 class _Done:
     def wait(self, timeout=None):
         return True

@@ -9,7 +9,7 @@ from gpumemnet.distributed import _comm
 from gpumemnet.nn.parallel import DistributedDataParallel as DDP
 from gpumemnet.nn.parallel.distributed import _assign_buckets, _bucket_assignment
 
-from _ddp_threads import ThreadWorld
+from _ddp_threads import ThreadWorld, seeded
 
 B = 12
 
@@ -17,9 +17,9 @@ B = 12
 def _net(seed=0, bn=False):
     """No BatchNorm by default: its batch statistics are per rank, so B/N per rank is not batch B (see
     test_batchnorm_statistics_per_rank)."""
-    gm.manual_seed(seed)
-    return gm.nn.Sequential(gm.nn.Conv2d(1, 4, 3, padding=1), gm.nn.BatchNorm2d(4) if bn else gm.nn.Identity(),
-                            gm.nn.ReLU(), gm.nn.Flatten(), gm.nn.Linear(4 * 6 * 6, 5))
+    return seeded(seed, lambda: gm.nn.Sequential(
+        gm.nn.Conv2d(1, 4, 3, padding=1), gm.nn.BatchNorm2d(4) if bn else gm.nn.Identity(), gm.nn.ReLU(),
+        gm.nn.Flatten(), gm.nn.Linear(4 * 6 * 6, 5)))
 
 
 def _data():
@@ -153,8 +153,7 @@ class _Two(gm.nn.Module):
 
 def test_unused_parameters():
     def rank(comm):
-        gm.manual_seed(0)
-        ddp = DDP(_Two(), process_group=comm, find_unused_parameters=True)
+        ddp = DDP(seeded(0, _Two), process_group=comm, find_unused_parameters=True)
         ddp(gm.ones(2, 3), use_b=comm.rank == 0).sum().backward()
         return ddp.module.b.weight.grad.tolist(), ddp.module.a.weight.grad.tolist()
     out = ThreadWorld(2).run(rank)
@@ -221,9 +220,8 @@ def test_buckets_launch_as_soon_as_they_are_ready():
     events, buckets, first = [], [], []
 
     def rank(comm):
-        gm.manual_seed(0)
-        net = gm.nn.Sequential(gm.nn.Linear(3, 4), gm.nn.ReLU(), gm.nn.Linear(4, 5), gm.nn.ReLU(),
-                               gm.nn.Linear(5, 2))
+        net = seeded(0, lambda: gm.nn.Sequential(gm.nn.Linear(3, 4), gm.nn.ReLU(), gm.nn.Linear(4, 5),
+                                                 gm.nn.ReLU(), gm.nn.Linear(5, 2)))
         ddp = DDP(net, process_group=comm, bucket_cap_mb=0.00004)  # 41 bytes: one layer per bucket
         names = {id(p): n for n, p in net.named_parameters()}
         order = []

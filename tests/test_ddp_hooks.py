@@ -13,12 +13,12 @@ from gpumemnet.distributed.algorithms.ddp_comm_hooks import default_hooks
 from gpumemnet.futures import Future, collect_all, wait_all
 from gpumemnet.nn.parallel import DistributedDataParallel as DDP
 
-from _ddp_threads import ThreadWorld
+from _ddp_threads import ThreadWorld, seeded
 
 
 def _net():
-    gm.manual_seed(0)
-    return gm.nn.Sequential(gm.nn.Linear(3, 4), gm.nn.ReLU(), gm.nn.Linear(4, 5), gm.nn.ReLU(), gm.nn.Linear(5, 2))
+    return seeded(0, lambda: gm.nn.Sequential(gm.nn.Linear(3, 4), gm.nn.ReLU(), gm.nn.Linear(4, 5), gm.nn.ReLU(),
+                                              gm.nn.Linear(5, 2)))
 
 
 def _step(ddp, rank=0):

@@ -8,16 +8,16 @@ import gpumemnet as gm
 from gpumemnet.distributed import _comm
 from gpumemnet.nn.parallel import DistributedDataParallel as DDP
 
-from _ddp_threads import ThreadWorld
+from _ddp_threads import ThreadWorld, seeded
 from gradcheck import gradcheck
 
 B = 12
 
 
 def _cnn(sync_group=None):
-    gm.manual_seed(0)
-    net = gm.nn.Sequential(gm.nn.Conv2d(1, 4, 3, padding=1, bias=False), gm.nn.BatchNorm2d(4), gm.nn.ReLU(),
-                           gm.nn.MaxPool2d(2), gm.nn.Flatten(), gm.nn.Linear(4 * 3 * 3, 5))
+    net = seeded(0, lambda: gm.nn.Sequential(gm.nn.Conv2d(1, 4, 3, padding=1, bias=False), gm.nn.BatchNorm2d(4),
+                                             gm.nn.ReLU(), gm.nn.MaxPool2d(2), gm.nn.Flatten(),
+                                             gm.nn.Linear(4 * 3 * 3, 5)))
     if sync_group is not None:
         net = gm.nn.SyncBatchNorm.convert_sync_batchnorm(net, process_group=sync_group)
     return net

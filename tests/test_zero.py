@@ -10,15 +10,14 @@ from gpumemnet.distributed import _comm
 from gpumemnet.distributed.optim import ZeroRedundancyOptimizer as ZeRO
 from gpumemnet.nn.parallel import DistributedDataParallel as DDP
 
-from _ddp_threads import ThreadWorld
+from _ddp_threads import ThreadWorld, seeded
 
 B = 12
 
 
 def _net(seed=0):
-    gm.manual_seed(seed)
-    return gm.nn.Sequential(gm.nn.Conv2d(1, 3, 3, padding=1), gm.nn.ReLU(), gm.nn.Flatten(),
-                            gm.nn.Linear(3 * 6 * 6, 7), gm.nn.ReLU(), gm.nn.Linear(7, 5))
+    return seeded(seed, lambda: gm.nn.Sequential(gm.nn.Conv2d(1, 3, 3, padding=1), gm.nn.ReLU(), gm.nn.Flatten(),
+                                                 gm.nn.Linear(3 * 6 * 6, 7), gm.nn.ReLU(), gm.nn.Linear(7, 5)))
 
 
 def _data():
