@@ -368,3 +368,7 @@ CASES = (CONV + LINEAR + MATMUL + SHAPES + LOSSES + POOL + NORM + DTYPES + INDEX
 from error_inputs_api import API_CASES  # noqa: E402 - the families; it imports the helpers above
 
 CASES += API_CASES
+
+from error_inputs_extra import CASES as EXTRA_CASES  # noqa: E402 - the topic files; they import the helpers above
+
+CASES += EXTRA_CASES

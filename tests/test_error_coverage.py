@@ -17,6 +17,7 @@ import gpumemnet as gm
 import gpumemnet.nn.functional as F
 from error_inputs import CASES, GM
 from error_inputs_api import EDGE
+from error_inputs_extra import EXEMPT as EXTRA_EXEMPT
 
 NAMESPACES = {"gm": gm, "F": F, "nn": gm.nn, "optim": gm.optim, "lr_scheduler": gm.optim.lr_scheduler,
               "data": gm.utils.data}
@@ -27,7 +28,6 @@ NO_ARGS = "takes no arguments: there is no bad input to give"
 FLAG = "a context manager / flag over a bool-like value: any object is truthy or not, as in PyTorch"
 BASE = "an abstract base or a namespace class, subclassed by users; nothing to validate at construction"
 COPY = "a copy, view or conversion of an existing tensor that is valid for every tensor"
-NOT_YET = "a PyTorch name gpumemnet has not yet: every call raises NotImplementedError saying so"
 HOOK = "registers a user callable; PyTorch checks nothing more at registration either"
 EXEMPT = {
     "gm.is_tensor": ANY_INPUT, "gm.is_grad_enabled": NO_ARGS, "gm.get_default_dtype": NO_ARGS,
@@ -54,11 +54,11 @@ EXEMPT = {
     "Tensor.pin_memory": "valid for every CPU tensor; where CUDA is missing it is refused as in PyTorch "
                          "(tests/test_cuda_*.py)",
     "data.default_convert": "converts what it can and returns anything else unchanged, as PyTorch's",
-    "nn.Conv3d": NOT_YET, "F.affine_grid": NOT_YET, "F.grid_sample": NOT_YET,
     "nn.register_module_forward_pre_hook": HOOK,
     "gm.get_float32_matmul_precision": NO_ARGS, "gm.are_deterministic_algorithms_enabled": NO_ARGS,
     "gm.is_deterministic_algorithms_warn_only_enabled": NO_ARGS,
 }
+EXEMPT.update(EXTRA_EXEMPT)  # the topic files error_inputs_<topic>.py keep their own
 
 
 def _public():

@@ -53,6 +53,10 @@ from .autograd import is_anomaly_enabled, is_anomaly_check_nan_enabled  # noqa: 
 from .random import (manual_seed, get_rng_state, set_rng_state, initial_seed, seed, Generator,  # noqa: E402,F401
                      default_generator)
 from .dropin import as_torch  # noqa: E402
+from ._core.tensor_special import *  # noqa: E402,F401,F403
+from ._core.tensor_products import *  # noqa: E402,F401,F403
+from ._core.tensor_misc import *  # noqa: E402,F401,F403
+from ._aliases import *  # noqa: E402,F401,F403
 from .backends import (set_float32_matmul_precision, get_float32_matmul_precision,  # noqa: E402,F401
                        use_deterministic_algorithms, are_deterministic_algorithms_enabled,
                        is_deterministic_algorithms_warn_only_enabled)

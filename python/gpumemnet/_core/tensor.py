@@ -19,6 +19,9 @@ from .tensor_more import MoreMethods
 from .tensor_math import ATAN2, FLOORDIV, FMOD, REMAINDER, Atan2, FloorDiv, Fmod, MathMethods, Remainder
 from .tensor_methods import TensorMethods, _check_format
 from .tensor_select import SelectMethods
+from .tensor_special import SpecialMethods
+from .tensor_products import ProductMethods
+from .tensor_misc import MiscMethods
 
 _amp_state = _amp._state
 
@@ -109,7 +112,8 @@ class _InplaceBinary(autograd.Function):
                 F.sum_to(gb, *ctx.b_meta) if ctx.needs_input_grad[1] and gb is not None else None, None, None)
 
 
-class Tensor(TensorMethods, MathMethods, ComposeMethods, SelectMethods, MoreMethods, _C.TensorBase):
+class Tensor(TensorMethods, MathMethods, ComposeMethods, SelectMethods, MoreMethods, SpecialMethods, ProductMethods,
+             MiscMethods, _C.TensorBase):
     """A multi-dimensional array on a device, with autograd. Create with gpumemnet.tensor, zeros, ..."""
     __slots__ = ()
     __hash__ = object.__hash__

@@ -42,7 +42,6 @@ from ._functional_more import (  # noqa: F401
     scaled_dot_product_attention, selu, celu, glu, logsigmoid, softsign, softshrink, hardshrink, tanhshrink, threshold,
     softmin, pairwise_distance, channel_shuffle, margin_ranking_loss, hinge_embedding_loss, soft_margin_loss,
     multilabel_soft_margin_loss, cosine_embedding_loss, triplet_margin_loss, gaussian_nll_loss, poisson_nll_loss)
-from .._core import unsupported as _unsupported
-
-grid_sample = _unsupported.function("torch.nn.functional.grid_sample")
-affine_grid = _unsupported.function("torch.nn.functional.affine_grid")
+from ._functional_extra import *  # noqa: F401,F403
+from ._functional_volumetric import *  # noqa: F401,F403
+from ._functional_grid import *  # noqa: F401,F403

@@ -2,7 +2,7 @@
 from .module import Module
 from .container import Sequential, ModuleList, ModuleDict
 from .linear import Identity, Linear
-from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, Conv3d
+from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from .pooling import (MaxPool1d, MaxPool2d, AvgPool1d, AvgPool2d, AdaptiveAvgPool1d, AdaptiveAvgPool2d,
                       AdaptiveMaxPool1d, AdaptiveMaxPool2d, GlobalAvgPool2d, GlobalMaxPool2d)
 from .activation import (ReLU, LeakyReLU, Sigmoid, Tanh, GELU, SiLU, Hardswish, Hardsigmoid, Mish, Hardtanh, ReLU6,
@@ -21,10 +21,14 @@ from .sparse import Embedding
 from .param_containers import ParameterList, ParameterDict
 from .more import *  # noqa: F403 - activations, distances and losses of nn/_functional_more.py (more.py's __all__)
 from .more import __all__ as _more_all
+from .extra import *  # noqa: F403 - nn/modules/extra.py's __all__
+from .extra import __all__ as _extra_all
+from .volumetric import *  # noqa: F403 - the 3-D layers, volumetric.py's __all__
+from .volumetric import __all__ as _volumetric_all
 
 __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Identity", "Linear", "Conv1d", "Conv2d",
            "ConvTranspose1d", "ConvTranspose2d",
-           "Conv3d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
+           "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
            "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "GlobalAvgPool2d", "GlobalMaxPool2d", "ReLU", "LeakyReLU",
            "Sigmoid", "Tanh", "GELU", "SiLU", "Hardswish", "Hardsigmoid", "Mish", "Hardtanh", "ReLU6", "ELU",
            "Softplus", "Softmax", "LogSoftmax", "Softmax2d", "PReLU", "Dropout", "Dropout1d", "Dropout2d",
@@ -32,4 +36,4 @@ __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Identity", "Line
            "SyncBatchNorm", "GroupNorm", "LayerNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",
            "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss",
            "BCEWithLogitsLoss", "KLDivLoss", "Flatten", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d",
-           "PixelShuffle", "PixelUnshuffle", "Embedding"] + _padding_all + _more_all + ["ParameterList", "ParameterDict"]
+           "PixelShuffle", "PixelUnshuffle", "Embedding"] + _padding_all + _more_all + ["ParameterList", "ParameterDict"] + _extra_all + _volumetric_all

@@ -9,10 +9,9 @@ from ._utils import _pair, new_tensor
 from .module import Module
 from ..._core import unsupported
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "Conv3d"]
+__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
 
 # 3-D convolutions are not computed yet; the class exists because torchvision's video models subclass it at import.
-Conv3d = unsupported.module_class("torch.nn.Conv3d", Module)
 
 
 class _ConvNd(Module):
