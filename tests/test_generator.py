@@ -34,6 +34,22 @@ def test_a_generator_is_a_stream_of_its_own():
     assert gen.get_state()[1] > 0 and gen.initial_seed() == 1
 
 
+def test_in_place_fills_draw_from_a_generator():
+    """uniform_, normal_ and bernoulli_ with generator= (nn.init's and torchvision's transforms' habit) draw from its
+    stream, as the factories do, and leave the global generator where it was."""
+    gm.manual_seed(3)
+    ref = [gm.rand(5).tolist(), gm.randn(4).tolist(), (gm.rand(6) < 0.3).float().tolist()]
+    gen = gm.Generator().manual_seed(3)
+    gm.manual_seed(42)
+    before = gm.get_rng_state()
+    got = [gm.empty(5).uniform_(generator=gen).tolist(), gm.empty(4).normal_(generator=gen).tolist(),
+           gm.empty(6).bernoulli_(0.3, generator=gen).tolist()]
+    assert got == ref
+    assert gm.get_rng_state() == before
+    with pytest.raises(TypeError, match="generator: expected a gpumemnet.Generator"):
+        gm.empty(2).normal_(generator=7)
+
+
 def test_generator_errors_and_repr():
     with pytest.raises(TypeError, match="Generator.manual_seed: seed must be an int"):
         gm.Generator().manual_seed(1.5)

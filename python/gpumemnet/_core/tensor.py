@@ -11,9 +11,10 @@ from . import activation
 from . import autocast as _amp
 from . import autograd
 from . import functions as F
-from .autograd import check_inplace as _check_inplace, needs_grad as _needs_grad
+from .autograd import check_inplace as _check_inplace, needs_grad as _needs_grad, refuse_inplace
 from .dtype import DTYPES, as_dtype, device_of, device_str
 from .indexing import IndexFn, apply_plan, make_plan, put_plan
+from .random import drawing_from
 from .tensor_compose import ComposeMethods
 from .tensor_more import MoreMethods
 from .tensor_math import ATAN2, FLOORDIV, FMOD, REMAINDER, Atan2, FloorDiv, Fmod, MathMethods, Remainder
@@ -401,8 +402,7 @@ class Tensor(TensorMethods, MathMethods, ComposeMethods, SelectMethods, MoreMeth
     clip = clamp
 
     def clamp_(self, min=None, max=None):
-        if _check_inplace(self, "clamp_"):
-            raise RuntimeError("clamp_: in-place clamp of a tensor in a graph is not supported; use clamp()")
+        refuse_inplace(self, "clamp_")
         _C.clamp(self, min, max, self)
         return self
 
@@ -410,33 +410,34 @@ class Tensor(TensorMethods, MathMethods, ComposeMethods, SelectMethods, MoreMeth
         return self.fill_(0)
 
     def fill_(self, value):
-        if _check_inplace(self, "fill_"):
-            raise RuntimeError("fill_: in-place fill of a tensor in a graph is not supported")
+        refuse_inplace(self, "fill_", "; build the tensor with full_like() or where()")
         _C.fill_(self, value)
         return self
 
     def copy_(self, src):
-        if _check_inplace(self, "copy_"):
-            raise RuntimeError("copy_: in-place copy into a tensor in a graph is not supported")
+        refuse_inplace(self, "copy_", "; copy into a new tensor (src.clone(), or where() to mix)")
         _C.copy_(self, src)
         return self
 
-    # ---- random fills in place (issue 12, helper "nnlayers"): the global Philox generator (_C.uniform_ /
-    # normal_), so the numbers are the same on CPU and CUDA and gm.set_rng_state replays them ----------------
+    # ---- random fills in place (issue 12, helper "nnlayers"): the Philox generator (_C.uniform_ / normal_), so
+    # the numbers are the same on CPU and CUDA and gm.set_rng_state replays them; generator= draws from its own
+    # stream (random.py's Generator) -------------------------------------------------------------------------
     def uniform_(self, a=0.0, b=1.0, *, generator=None):
-        _random_fill_checks(self, "uniform_", generator)
-        _C.uniform_(self, float(a), float(b))
+        _random_fill_checks(self, "uniform_")
+        with drawing_from(generator):
+            _C.uniform_(self, float(a), float(b))
         return self
 
     def normal_(self, mean=0.0, std=1.0, *, generator=None):
-        _random_fill_checks(self, "normal_", generator)
-        _C.normal_(self, float(mean), float(std))
+        _random_fill_checks(self, "normal_")
+        with drawing_from(generator):
+            _C.normal_(self, float(mean), float(std))
         return self
 
     def bernoulli_(self, p=0.5, *, generator=None):
         """1 with probability p (a number, or a tensor of probabilities broadcast to self), else 0: a uniform
         draw u in [0, 1) per element, 1 where u < p (torchvision's StochasticDepth: empty(size).bernoulli_(q))."""
-        _random_fill_checks(self, "bernoulli_", generator, floats_only=False)
+        _random_fill_checks(self, "bernoulli_", floats_only=False)
         if not isinstance(p, _C.TensorBase) and not 0.0 <= p <= 1.0:
             raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
         if isinstance(p, _C.TensorBase) and p.device.type != "meta":  # meta has no values to check
@@ -445,7 +446,8 @@ class Tensor(TensorMethods, MathMethods, ComposeMethods, SelectMethods, MoreMeth
                 raise RuntimeError(f"bernoulli_ expects every probability in p to be in [0, 1], got p of shape "
                                    f"{tuple(p.shape)} with values outside it")
         u = self if self.is_floating_point() else _C.empty(tuple(self.shape), 0, self._device)
-        _C.uniform_(u, 0.0, 1.0)
+        with drawing_from(generator):
+            _C.uniform_(u, 0.0, 1.0)
         _C.copy_(self, u < p)  # the comparison's bool tensor is the one temporary
         return self
 
@@ -724,10 +726,7 @@ _C._set_tensor_class(Tensor)
 autograd.set_tensor_class(Tensor)
 
 
-def _random_fill_checks(t, op, generator, floats_only=True):
-    if generator is not None:
-        raise NotImplementedError(f"{op}: generator= is not supported; gpumemnet has one global Philox generator "
-                                  f"(gm.manual_seed)")
+def _random_fill_checks(t, op, floats_only=True):
     if floats_only and not t.is_floating_point():
         raise RuntimeError(f"{op}: expected a floating-point tensor, got {t.dtype}")
     if _check_inplace(t, op):
