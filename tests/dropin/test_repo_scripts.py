@@ -1,6 +1,7 @@
 """Training scripts in the style of widely used CNN repositories (tests/dropin/scripts/: CIFAR ResNet, UNet,
-DCGAN, ESPCN super-resolution, fast neural style, and the tricks scripts add around a CNN), each run as written
-with real PyTorch (`python script.py`) and with gpumemnet standing in for it (`python -m gpumemnet run script.py`),
+DCGAN, ESPCN super-resolution, fast neural style, the tricks scripts add around a CNN, and PyTorch's own MNIST
+and VAE examples), each run as written with real PyTorch (`python script.py`) and with gpumemnet standing in for
+it (`python -m gpumemnet run script.py`),
 from the same initial state and data; their losses, final parameters and outputs compared by issue 12's criterion
 (dropin_harness.compare): within 1e-3 of PyTorch float32, or no further from PyTorch float64 (the script's
 --double) than 3x PyTorch float32 is."""
@@ -30,6 +31,8 @@ SCRIPTS = {
     "fast_neural_style": ("fast_neural_style.py", []),
     # label smoothing by scatter_, mixup by lerp, EMA by lerp_, einsum attention, bincount metrics...
     "training_tricks": ("training_tricks.py", []),
+    # PyTorch's own examples: the MNIST classifier (Adadelta, StepLR, the test loop) and the VAE
+    "pytorch_examples": ("pytorch_examples.py", []),
 }
 TIMEOUT = 300
 
