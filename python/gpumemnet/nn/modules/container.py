@@ -160,55 +160,69 @@ class ModuleList(Module):
         return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
 
 
-class ModuleDict(Module):
+class KeyedSlots:
+    """The dict protocol of ModuleDict and ParameterDict over the module's own registry (_SLOTS: "_modules" or
+    "_parameters"); __setitem__, which registers, is each class's own."""
+    _SLOTS = None
+
+    def _slots(self):
+        return getattr(self, self._SLOTS)
+
+    def __getitem__(self, key):
+        return self._slots()[key]
+
+    def __delitem__(self, key):
+        del self._slots()[key]
+
+    def __len__(self):
+        return len(self._slots())
+
+    def __iter__(self):
+        return iter(self._slots())
+
+    def __contains__(self, key):
+        return key in self._slots()
+
+    def keys(self):
+        return self._slots().keys()
+
+    def items(self):
+        return self._slots().items()
+
+    def values(self):
+        return self._slots().values()
+
+    def get(self, key, default=None):
+        return self._slots().get(key, default)
+
+    def pop(self, key):
+        value = self[key]
+        del self[key]
+        return value
+
+    def clear(self):
+        self._slots().clear()
+
+    def update(self, pairs):
+        items = pairs.items() if hasattr(pairs, "items") else pairs
+        for j, kv in enumerate(items):
+            if len(kv) != 2:
+                raise ValueError(f"{type(self).__name__} update sequence element #{j} has length {len(kv)}; 2 is "
+                                 f"required")
+            self[kv[0]] = kv[1]
+
+
+class ModuleDict(KeyedSlots, Module):
     """An ordered dict of modules, registered under their keys."""
+    _SLOTS = "_modules"
 
     def __init__(self, modules=None):
         super().__init__()
         if modules is not None:
             self.update(modules)
 
-    def __getitem__(self, key):
-        return self._modules[key]
-
     def __setitem__(self, key, module):
         self.add_module(key, module)
-
-    def __delitem__(self, key):
-        del self._modules[key]
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules)
-
-    def __contains__(self, key):
-        return key in self._modules
-
-    def keys(self):
-        return self._modules.keys()
-
-    def items(self):
-        return self._modules.items()
-
-    def values(self):
-        return self._modules.values()
-
-    def pop(self, key):
-        m = self[key]
-        del self[key]
-        return m
-
-    def clear(self):
-        self._modules.clear()
-
-    def update(self, modules):
-        items = modules.items() if hasattr(modules, "items") else modules
-        for j, kv in enumerate(items):
-            if len(kv) != 2:
-                raise ValueError(f"ModuleDict update sequence element #{j} has length {len(kv)}; 2 is required")
-            self[kv[0]] = kv[1]
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError("ModuleDict is not callable: look modules up by key in your module's forward")

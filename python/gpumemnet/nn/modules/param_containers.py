@@ -3,6 +3,7 @@ keys, so state_dicts and optimizers see them as PyTorch's do. A plain tensor put
 import operator
 
 from ..parameter import Parameter
+from .container import KeyedSlots
 from .module import Module
 
 __all__ = ["ParameterList", "ParameterDict"]
@@ -57,51 +58,13 @@ class ParameterList(Module):
                          for k, p in self._parameters.items())
 
 
-class ParameterDict(Module):
+class ParameterDict(KeyedSlots, Module):
+    _SLOTS = "_parameters"
+
     def __init__(self, parameters=None):
         super().__init__()
         if parameters is not None:
             self.update(parameters)
 
-    def __getitem__(self, key):
-        return self._parameters[key]
-
     def __setitem__(self, key, value):
         self.register_parameter(key, _as_parameter(value))
-
-    def __delitem__(self, key):
-        del self._parameters[key]
-
-    def __len__(self):
-        return len(self._parameters)
-
-    def __iter__(self):
-        return iter(self._parameters)
-
-    def __contains__(self, key):
-        return key in self._parameters
-
-    def keys(self):
-        return self._parameters.keys()
-
-    def items(self):
-        return self._parameters.items()
-
-    def values(self):
-        return self._parameters.values()
-
-    def get(self, key, default=None):
-        return self._parameters.get(key, default)
-
-    def pop(self, key):
-        value = self._parameters[key]
-        del self._parameters[key]
-        return value
-
-    def clear(self):
-        self._parameters.clear()
-
-    def update(self, parameters):
-        items = parameters.items() if hasattr(parameters, "items") else parameters
-        for key, value in items:
-            self[key] = value
