@@ -1,6 +1,6 @@
 """Stand-ins for the few PyTorch names that real code refers to at import time (a default argument, a base class,
-`from torch.nn.functional import grid_sample`) but that gpumemnet does not compute yet: 3-D convolutions and
-grid sampling, which torchvision's video models and transforms import. The name exists so that the import
+`from torch.ao.quantization import prepare`) but that gpumemnet does not compute yet (compat/: quantization,
+ONNX helpers). The name exists so that the import
 succeeds; using it raises NotImplementedError saying it is not there yet, and `python -m gpumemnet run --report`
 lists it among the missing names (through the "missing_name" hook that gpumemnet.dropin registers).
 

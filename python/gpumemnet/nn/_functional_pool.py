@@ -17,12 +17,16 @@ size). What each backward keeps is chosen for memory:
 import math
 import numbers
 
+import numpy as np
+
 from .. import _C
 from .._core.functions import DIV
 from .._core.autograd import needs_grad as _needs_grad
 from ._args import _is_int, _pair
 from .._core.autograd import Function, as_activation
 from .._core.activation import keep_relu_mask
+from .._core.creation import tensor as _tensor
+from .._core.dtype import int64 as _int64
 
 __all__ = ["max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "global_avg_pool2d", "global_max_pool2d",
            "interpolate"]
@@ -246,8 +250,8 @@ def global_max_pool2d(input):
 
 
 # ---- interpolate -------------------------------------------------------------------------------------------------
-_MODES = ("nearest", "nearest-exact", "bilinear", "area")
-_PYTORCH_ONLY = ("linear", "bicubic", "trilinear")
+_MODES = ("nearest", "nearest-exact", "bilinear", "trilinear", "area")
+_PYTORCH_ONLY = ("linear", "bicubic")
 
 
 class _Interpolate(Function):
@@ -260,6 +264,48 @@ class _Interpolate(Function):
     @staticmethod
     def backward(ctx, g):
         return (_C.interpolate_backward(g, ctx.in_shape, *ctx.args),) + (None,) * 4
+
+
+def _resize(x, size, mode, align_corners, scales):
+    if _needs_grad(x):
+        return _Interpolate.apply(x, size, mode, align_corners, scales)
+    return _C.interpolate(x, size, mode, align_corners, scales)
+
+
+def _nearest_index(n_in, n_out, scale_factor, exact, x):
+    """PyTorch's nearest source indices along one dim of a 3-D resize, computed as its kernel does in the input's
+    precision (float64 for float64, else float32): floorf(scale * dst), or for nearest-exact
+    floorf(scale * (dst + 0.5) - 0.5 + 0.5), with scale = 1/scale_factor or in/out; at most n_in - 1."""
+    ft = np.float64 if x.dtype.itemsize == 8 else np.float32
+    scale = ft(1.0 / scale_factor) if scale_factor else ft(n_in) / ft(n_out)
+    dst = np.arange(n_out).astype(ft)
+    pos = (scale * (dst + ft(0.5)) - ft(0.5)) + ft(0.5) if exact else scale * dst
+    src = np.minimum(np.floor(pos.astype(np.float32)).astype(np.int64), n_in - 1)  # its floorf rounds to float
+    return _tensor(src, dtype=_int64, device=x.device)
+
+
+def _resize_5d(x, out, mode, align_corners, scales):
+    """(N, C, D, H, W) resized. trilinear: two 2-D bilinear resizes, (H, W) with depth folded into the channels,
+    then depth over the (N, C, D, oH*oW) view, whose second dim keeps its size (source = destination, weight 0 on
+    the next); trilinear weights are products of per-dim ones, so each output is the sum PyTorch's 3-D kernel
+    computes. 'area' is adaptive average pooling, separable in the same way. The nearest modes gather along each
+    dim in turn (index_select)."""
+    n, c, d, h, w = x.shape
+    plane = out[1] * out[2]
+    if mode == "area":
+        y = adaptive_avg_pool2d(x.reshape(n, c * d, h, w), out[1:]).reshape(n, c, d, plane)
+        return adaptive_avg_pool2d(y, (out[0], plane)).reshape((n, c) + tuple(out))
+    if mode != "trilinear":  # nearest, nearest-exact: one gather per dim (no doubling shortcut in 3-D)
+        y = x
+        for i in range(3):
+            y = y.index_select(2 + i, _nearest_index(x.shape[2 + i], out[i], None if scales is None else
+                                                     scales[i], mode == "nearest-exact", x))
+        return y
+    mode = "bilinear"
+    y = _resize(x.reshape(n, c * d, h, w), out[1:], mode, align_corners, None if scales is None else scales[1:])
+    y = _resize(y.reshape(n, c, d, plane), (out[0], plane), mode, align_corners,
+                None if scales is None else (scales[0], 1.0))
+    return y.reshape((n, c) + tuple(out))
 
 
 def _per_dim(value, dim, name, check):
@@ -279,27 +325,30 @@ def _per_dim(value, dim, name, check):
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
-    """Resize (N, C, H, W) images, or (N, C, L) signals with the nearest modes, as PyTorch's F.interpolate.
+    """Resize (N, C, H, W) images, (N, C, D, H, W) volumes, or (N, C, L) signals with the nearest modes, as
+    PyTorch's F.interpolate.
 
     Exactly one of size (int or one per spatial dim) and scale_factor (number or one per dim; the output is
     floor(in * scale_factor)) is given. mode: "nearest" (source index floor(dst * in/out), or floor(dst /
     scale_factor) when scale_factor is given and recompute_scale_factor is not True; on 4-D inputs an unchanged
     size copies and a doubled one repeats each pixel whatever the factor, as PyTorch's 2-D kernel does),
     "nearest-exact" (pixel centres), "bilinear" (align_corners=True maps the corner pixels onto each other;
-    False, the default, maps pixel areas and clamps source coordinates below 0 to 0) and "area" (adaptive average
-    pooling, 4-D only). The source pixels are PyTorch's (checked against PyTorch 2.15); the backward is the exact
-    adjoint of the forward (PyTorch's 1-D nearest backward is not, when a scale factor is given)."""
+    False, the default, maps pixel areas and clamps source coordinates below 0 to 0), "trilinear" (its 5-D form)
+    and "area" (adaptive average pooling, 4-D and 5-D). 5-D inputs resize as two 2-D resizes (_resize_5d). The
+    source pixels are PyTorch's (checked against PyTorch 2.15); the backward is the exact adjoint of the forward
+    (PyTorch's 1-D nearest backward is not, when a scale factor is given, nor its 3-D one where a scale factor
+    other than 2 doubles a size: its backward then pairs the outputs as if the factor were 2)."""
     op = "interpolate"
     _check_input(input, op)
     if mode not in _MODES:
         extra = " (a PyTorch mode gpumemnet does not implement)" if mode in _PYTORCH_ONLY else ""
         raise ValueError(f"{op}: mode {mode!r} is not supported{extra}; expected one of {', '.join(_MODES)}")
-    if input.ndim not in (3, 4):
-        raise ValueError(f"{op}: expected a 4-D input (N, C, H, W) or a 3-D one (N, C, L), got shape "
-                         f"{tuple(input.shape)}")
+    if input.ndim not in (3, 4, 5):
+        raise ValueError(f"{op}: expected a 4-D input (N, C, H, W), a 5-D one (N, C, D, H, W) or a 3-D one "
+                         f"(N, C, L), got shape {tuple(input.shape)}")
     if antialias:
         raise ValueError(f"{op}: antialias=True is not supported")
-    if mode == "bilinear":
+    if mode in ("bilinear", "trilinear"):
         align_corners = bool(align_corners)  # PyTorch's default: False
     elif align_corners is not None:
         raise ValueError(f"{op}: align_corners option can only be set with the interpolating modes: linear | "
@@ -324,9 +373,14 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         out = tuple(math.floor(float(n) * f) for n, f in zip(spatial, factors))
         if not recompute_scale_factor:
             scales = tuple(factors)  # PyTorch uses the given factor, not out/in, for the source coordinates
+    if (mode == "trilinear") != (input.ndim == 5) and mode in ("bilinear", "trilinear"):
+        raise NotImplementedError(f"{op}: got a {input.ndim}-D input, but {mode} mode needs a "
+                                  f"{4 if mode == 'bilinear' else 5}-D input")
     if any(o <= 0 for o in out):
         raise _C.ArgumentError(f"{op}: the output size {out} must be positive (input of shape {tuple(input.shape)}, "
                          f"size={size!r}, scale_factor={scale_factor!r})")
+    if dim == 3:
+        return _resize_5d(input, out, mode, align_corners, scales)
     if mode == "area":
         if dim != 2:
             raise ValueError(f"{op}: mode 'area' needs a 4-D input (N, C, H, W), got shape {tuple(input.shape)}")

@@ -5,7 +5,7 @@ Each op family lives in its own module (autograd Function + argument checks + th
   _functional_conv1d.py conv1d, conv_transpose1d (2-D convolutions over a height of 1)
   _functional_fold.py   unfold (im2col), fold (col2im)
   _functional_pool.py   max_pool2d, avg_pool2d, adaptive_avg_pool2d, global_avg_pool2d, global_max_pool2d,
-                        interpolate
+                        interpolate (also 5-D)
   _functional_nn.py     relu, relu_, leaky_relu, leaky_relu_, sigmoid, tanh, gelu, silu, hardswish,
                         hardsigmoid, mish, hardtanh, hardtanh_, relu6, elu, elu_, softplus, prelu, dropout, dropout2d,
                         batch_norm, softmax, log_softmax, cross_entropy, nll_loss, mse_loss, l1_loss,
@@ -18,8 +18,11 @@ Each op family lives in its own module (autograd Function + argument checks + th
   _functional_more.py   scaled_dot_product_attention, selu, celu, glu, logsigmoid, softsign, softshrink, hardshrink,
                         tanhshrink, threshold, softmin, pairwise_distance, channel_shuffle, and the margin, embedding,
                         multi-label soft margin, triplet, Gaussian and Poisson NLL losses
-grid_sample and affine_grid exist only so that code importing them loads (torchvision's transforms); calling
-them raises NotImplementedError (_core/unsupported.py).
+  _functional_extra.py  multi-head attention, rms_norm, local_response_norm, bilinear, rrelu, lp_pool, max_unpool,
+                        gumbel_softmax, pdist, the in-place activations, upsample*, the margin losses
+  _functional_volumetric.py conv3d, conv_transpose3d, max_pool3d, avg_pool3d, adaptive_avg/max_pool3d (on the
+                        2-D kernels)
+  _functional_grid.py   affine_grid, grid_sample
 """
 from ._functional_conv import conv2d, conv_transpose2d, linear  # noqa: F401
 from ._functional_conv1d import conv1d, conv_transpose1d  # noqa: F401

@@ -7,11 +7,8 @@ from .. import init
 from ..parameter import Parameter
 from ._utils import _pair, new_tensor
 from .module import Module
-from ..._core import unsupported
 
 __all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
-
-# 3-D convolutions are not computed yet; the class exists because torchvision's video models subclass it at import.
 
 
 class _ConvNd(Module):
