@@ -305,3 +305,25 @@ def test_meta_gives_shapes_and_dtypes_without_values():
     a = gm.empty(4, 5, device="meta")
     assert a.sin().shape == (4, 5) and a.sin().device.type == "meta"
     assert (a % 2).dtype == gm.float32 and gm.empty(3, dtype=gm.int64, device="meta").erf().dtype == gm.float32
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "add_", "sub_"])
+def test_add_and_sub_take_alpha(op, device):
+    """p.add_(d_p, alpha=-lr): hand-written optimizers' update; the deprecated add_(alpha, other) overload warns
+    and computes the same; a float alpha on an integer tensor is refused as PyTorch refuses it."""
+    x, y = _inputs("add", seed=1), _inputs("add", seed=2)
+    got = getattr(gm.tensor(x, device=device), op)(gm.tensor(y, device=device), alpha=-0.25)
+    want = getattr(torch.tensor(x), op)(torch.tensor(y), alpha=-0.25)
+    np.testing.assert_allclose(to_np(got), want.numpy(), rtol=1e-15)
+    with pytest.warns(UserWarning, match=f"This overload of {op} is deprecated"):
+        old = getattr(gm.tensor(x, device=device), op)(3.0, gm.tensor(y, device=device))
+    np.testing.assert_allclose(to_np(old), getattr(torch.tensor(x), op)(torch.tensor(y), alpha=3.0).numpy())
+    ints = [gm.ones(3, dtype=gm.int64, device=device), torch.ones(3, dtype=torch.int64)]
+    for t, lib in zip(ints, ("gm", "torch")):
+        with pytest.raises(RuntimeError, match="For integral input tensors, argument alpha must not be a floating"):
+            getattr(t, op)(t, alpha=0.5)
+    a = gm.tensor(x, device=device, requires_grad=True)
+    ta = torch.tensor(x, requires_grad=True)
+    getattr(gm, op.rstrip("_"))(a, a * a, alpha=2.0).sum().backward()
+    getattr(torch, op.rstrip("_"))(ta, ta * ta, alpha=2.0).sum().backward()
+    np.testing.assert_allclose(to_np(a.grad), ta.grad.numpy(), rtol=1e-15)

@@ -175,3 +175,11 @@ def test_multinomial_draws_follow_the_weights(device):
     assert sorted(to_np(once).tolist()) == [0, 1, 2]
     with pytest.raises(RuntimeError, match="without replacement"):
         gm.multinomial(gm.tensor([1.0, 1.0]), 3)
+
+
+def test_median_of_an_empty_tensor_is_nan(device):
+    for dtype in ("float32", "float64", "float16"):
+        got, want = gm.empty(0, dtype=getattr(gm, dtype), device=device).median(), \
+            torch.empty(0, dtype=getattr(torch, dtype)).median()
+        assert got.shape == want.shape == () and str(got.dtype).split(".")[-1] == dtype
+        assert np.isnan(to_np(got))

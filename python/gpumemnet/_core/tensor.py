@@ -2,6 +2,7 @@
 
 The fast path of every op is one check (grad mode on and an input requiring grad?) and one C call; only when
 autograd must record does the call go through a Function."""
+import warnings
 import weakref
 
 import numpy as np
@@ -317,16 +318,20 @@ class Tensor(TensorMethods, MathMethods, ComposeMethods, SelectMethods, MoreMeth
     def __isub__(self, o): return _inplace(F.Sub, F.SUB, self, o, "sub_")
     def __imul__(self, o): return _inplace(F.Mul, F.MUL, self, o, "mul_")
     def __itruediv__(self, o): return _inplace(F.Div, F.DIV, self, o, "div_")
-    add_ = __iadd__
-    sub_ = __isub__
     mul_ = __imul__
     div_ = __itruediv__
 
-    def add(self, o, alpha=1):
-        return self + (o * alpha if alpha != 1 else o)
+    def add_(self, o, *args, alpha=1):
+        return self.__iadd__(_alpha_scaled(self, o, args, alpha, "add_"))
 
-    def sub(self, o, alpha=1):
-        return self - (o * alpha if alpha != 1 else o)
+    def sub_(self, o, *args, alpha=1):
+        return self.__isub__(_alpha_scaled(self, o, args, alpha, "sub_"))
+
+    def add(self, o, *args, alpha=1):
+        return self + _alpha_scaled(self, o, args, alpha, "add")
+
+    def sub(self, o, *args, alpha=1):
+        return self - _alpha_scaled(self, o, args, alpha, "sub")
 
     def mul(self, o): return self * o
 
@@ -724,6 +729,23 @@ def matmul(a, b):
 
 _C._set_tensor_class(Tensor)
 autograd.set_tensor_class(Tensor)
+
+
+def _alpha_scaled(t, o, args, alpha, op):
+    """alpha * o for add/sub(o, *, alpha) (hand-written optimizers: p.add_(d_p, alpha=-lr)); also PyTorch's
+    deprecated add_(alpha, other) overload, with its warning."""
+    if args:
+        if len(args) != 1 or not isinstance(args[0], _C.TensorBase) or isinstance(o, _C.TensorBase):
+            raise TypeError(f"{op}() takes 1 positional argument (other) and alpha= as a keyword, got "
+                            f"{1 + len(args)} positional arguments")
+        warnings.warn(f"This overload of {op} is deprecated:\n\t{op}(Number alpha, Tensor other)\nConsider using "
+                      f"{op}(Tensor other, *, Number alpha = 1)", UserWarning, stacklevel=3)
+        o, alpha = args[0], o
+    if alpha == 1:
+        return o
+    if isinstance(alpha, float) and not t.is_floating_point():
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
+    return o * alpha
 
 
 def _random_fill_checks(t, op, floats_only=True):

@@ -474,16 +474,6 @@ class TensorMethods:
     def logical_or(self, other): return _C.binary(F.MAXIMUM, _as_bool(self), _as_bool(other))
     def logical_xor(self, other): return _C.binary(F.NE, _as_bool(self), _as_bool(other))
 
-    def __and__(self, other): return _bool_op(self, other, "&", F.MINIMUM)
-    def __or__(self, other): return _bool_op(self, other, "|", F.MAXIMUM)
-    def __xor__(self, other): return _bool_op(self, other, "^", F.NE)
-    __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
-
-    def __invert__(self):
-        if self._dtype != _BOOL:
-            raise TypeError(f"~: bitwise not is supported for bool tensors only, got {self.dtype}")
-        return _C.unary(F.LOGICAL_NOT, self)
-
     def masked_fill(self, mask, value):
         """self where mask is False, value where it is True (mask broadcasts; the result keeps self's dtype)."""
         if not isinstance(mask, _C.TensorBase) or mask._dtype != _BOOL:
@@ -662,15 +652,6 @@ def _as_bool(x):
     if isinstance(x, _C.TensorBase):
         return x if x._dtype == _BOOL else _C.binary(F.NE, x, 0)
     return bool(x)
-
-
-def _bool_op(a, b, sym, op):
-    for x in (a, b):
-        if isinstance(x, _C.TensorBase) and x._dtype != _BOOL:
-            raise TypeError(f"{sym}: bitwise operators are supported for bool tensors only, got {x.dtype}")
-        if not isinstance(x, (_C.TensorBase, bool)):
-            raise TypeError(f"{sym}: expected a bool tensor or a bool, got {type(x).__name__}")
-    return _C.binary(op, a, b)
 
 
 def _size_arg(size):

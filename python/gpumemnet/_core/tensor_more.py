@@ -194,8 +194,11 @@ class MoreMethods:
         if dim is None:
             flat = self.reshape(-1)
             if flat.numel() == 0:
-                return _C.full((), math.nan, self._dtype, self._device) if self._dtype in _FLOAT_CODES else \
-                    flat.sum()
+                if self._dtype not in _FLOAT_CODES:
+                    return flat.sum()
+                out = _C.empty((), self._dtype, self._device)
+                _C.fill_(out, math.nan)
+                return out
             v, _ = _order_stat(flat, 0, (flat.numel() - 1) // 2, False, "median")
             return _where(flat.isnan().any(), math.nan, v) if self._dtype in _FLOAT_CODES else v
         d = _dim(dim, self.ndim, "median")

@@ -220,7 +220,7 @@ def _host(t, op):
 
 
 def _to_device(array, like, dtype=None):
-    array = np.ascontiguousarray(array)
+    array = np.asarray(array, order="C")  # not ascontiguousarray, which makes a 0-d array 1-d
     return _C.from_numpy(array, like._dtype if dtype is None else dtype, like._device)
 
 
