@@ -18,8 +18,9 @@ Each op family lives in its own module (autograd Function + argument checks + th
   _functional_more.py   scaled_dot_product_attention, selu, celu, glu, logsigmoid, softsign, softshrink, hardshrink,
                         tanhshrink, threshold, softmin, pairwise_distance, channel_shuffle, and the margin, embedding,
                         multi-label soft margin, triplet, Gaussian and Poisson NLL losses
-  _functional_extra.py  multi-head attention, rms_norm, local_response_norm, bilinear, rrelu, lp_pool, max_unpool,
-                        gumbel_softmax, pdist, the in-place activations, upsample*, the margin losses
+  _functional_extra.py  multi_head_attention_forward, rms_norm, local_response_norm, bilinear, rrelu, gumbel_softmax,
+                        pdist, the in-place activations (celu_, selu_, threshold_, rrelu_)
+  _functional_extra2.py lp_pool, max_unpool, max_pool*_with_indices, upsample*, the margin losses, embedding_bag
   _functional_volumetric.py conv3d, conv_transpose3d, max_pool3d, avg_pool3d, adaptive_avg/max_pool3d (on the
                         2-D kernels)
   _functional_grid.py   affine_grid, grid_sample

@@ -383,8 +383,13 @@ class Module:
                     new = convert(b)
                     if new is not b:
                         new._name = b._name
-                    m._buffers[name] = new
+                    m._buffers[name] = m._moved_buffer(b, new)
         return self
+
+    def _moved_buffer(self, old, new):
+        """The buffer that replaces `old` after a move or cast: `new` (lazy.py keeps a placeholder's replacement a
+        placeholder)."""
+        return new
 
     def to(self, *args, device=None, dtype=None, non_blocking=False, memory_format=None):
         """to(device), to(dtype), to(device, dtype), to(tensor): move and/or cast. dtype applies to floating
@@ -477,6 +482,10 @@ class Module:
         there is an error. Returns (missing_keys, unexpected_keys)."""
         if not hasattr(state_dict, "keys") or not hasattr(state_dict, "__getitem__"):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict).__name__}.")
+        for path, m in self.named_modules():  # lazy modules take their shapes from the state first (lazy.py)
+            hook = getattr(m, "_lazy_load_hook", None)
+            if hook is not None:
+                hook(state_dict, path + "." if path else "")
         own = self.state_dict(keep_vars=True)
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict.keys() if k not in own]
