@@ -1,12 +1,30 @@
 """gm.linalg (layer 2, over _core): torch.linalg's norms, composed of the core's differentiable ops —
-vector_norm, matrix_norm ('fro', 1, -1, inf, -inf) and norm. The norms that need a singular value decomposition
-('nuc', 2, -2) and the factorisations are not here yet: they raise NotImplementedError saying so."""
+vector_norm, matrix_norm ('fro', 1, -1, inf, -inf) and norm; the products (matmul, multi_dot, vecdot, cross),
+diagonal and vander; tensorinv and tensorsolve; and the small dense solvers of _core/tensor_solve.py (det,
+slogdet, inv, inv_ex, solve, solve_ex, solve_triangular, cholesky, cholesky_ex, matrix_power, matrix_exp:
+elimination and series composed of gpumemnet ops, no LAPACK). The norms that need a singular value decomposition
+('nuc', 2, -2) and the other factorisations (svd, qr, eig, lu) are not here yet; matrix_norm raises
+NotImplementedError saying so."""
+import collections
 import math
 import numbers
 
 from . import _C
+from ._core.tensor import matmul
+from ._core.tensor_products import linalg_cross, linalg_vander as _vander, multi_dot
+from ._core import autocast as _amp
+from ._core import tensor_solve as _solve
+from ._core.tensor_solve import LinAlgError, det, matrix_exp, matrix_power, solve_triangular
 
-__all__ = ["vector_norm", "matrix_norm", "norm"]
+__all__ = ["vector_norm", "matrix_norm", "norm", "matmul", "multi_dot", "vecdot", "cross", "det", "slogdet", "inv",
+           "inv_ex", "solve", "solve_ex", "solve_triangular", "matrix_power", "cholesky", "cholesky_ex", "diagonal",
+           "vander", "matrix_exp", "tensorinv", "tensorsolve", "LinAlgError"]
+
+cross = linalg_cross
+SignLogAbsDet = collections.namedtuple("linalg_slogdet", ["sign", "logabsdet"])
+InvEx = collections.namedtuple("linalg_inv_ex", ["inverse", "info"])
+SolveEx = collections.namedtuple("linalg_solve_ex", ["result", "info"])
+CholeskyEx = collections.namedtuple("linalg_cholesky_ex", ["L", "info"])
 
 
 def _tensor(x, op):
@@ -67,3 +85,115 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
     if isinstance(ord, str):
         raise RuntimeError(f"linalg.vector_norm: ord {ord!r} is a matrix norm; give two dims")
     return vector_norm(A, ord, dim, keepdim, dtype=dtype)
+
+
+def vecdot(x, y, *, dim=-1):
+    """The dot product of x and y along dim, broadcasting the other dims (sum of x * y for real tensors)."""
+    for name, t in (("x", x), ("y", y)):
+        if not isinstance(t, _C.TensorBase):
+            raise TypeError(f"linalg.vecdot(): argument '{name}' must be Tensor, not {type(t).__name__}")
+    if not x.is_floating_point():  # PyTorch's error type
+        raise NotImplementedError(f"linalg.vecdot: Expected a floating point or complex tensor as input. Got "
+                                  f"{str(x.dtype).rsplit('.', 1)[-1]}")
+    if x.dtype != y.dtype:
+        raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type "
+                           f"{str(x.dtype).rsplit('.', 1)[-1]} and y of type {str(y.dtype).rsplit('.', 1)[-1]} instead")
+    if _amp._state.enabled:  # on autocast's lower-precision lists (CPU and CUDA); the sum would widen it back
+        x, y = _amp.lower(x, y)
+        out = (x * y).sum(dim)
+        return out if out.dtype == x.dtype else out.to(x.dtype)
+    return (x * y).sum(dim)
+
+
+def slogdet(A):
+    """(sign, log |det|) of each square matrix of A; (0, -inf) for a singular one."""
+    return SignLogAbsDet(*_solve.slogdet(A))
+
+
+def inv(A):
+    """The inverse of each square matrix of A; LinAlgError (a RuntimeError) for a singular one."""
+    return _solve.inverse(A)
+
+
+def inv_ex(A, *, check_errors=False):
+    """(inverse, info): info (int32, per matrix) is 0, or k where the k-th pivot was 0 (a singular matrix, whose
+    'inverse' is then not meaningful); check_errors=True raises LinAlgError instead, as inv does."""
+    if check_errors:
+        return InvEx(inv(A), _solve.info(A))
+    X, info = _solve.inverse_unchecked(A)
+    return InvEx(X, info)
+
+
+def solve(A, B, *, left=True):
+    """X with A X = B (left=False: X A = B); B a vector (..., n) or matrices (..., n, k), batches broadcast."""
+    return _solve.solve(A, B, left=left)
+
+
+def solve_ex(A, B, *, left=True, check_errors=False):
+    """(result, info) as inv_ex: info is 0, or the index of the zero pivot of a singular A."""
+    X = _solve.solve(A, B, left=left, check=check_errors)
+    return SolveEx(X, _solve.info(A))
+
+
+def cholesky(A, *, upper=False):
+    """L (lower triangular, positive diagonal) with A = L L^T, from A's lower triangle; upper=True: L^T.
+    LinAlgError (a RuntimeError) where A is not positive-definite."""
+    return _solve.cholesky(A, upper=upper)[0]
+
+
+def cholesky_ex(A, *, upper=False, check_errors=False):
+    """(L, info): info (int32, per matrix) is 0, or the order of the first leading minor that is not
+    positive-definite (L is then not meaningful); check_errors=True raises as cholesky does."""
+    return CholeskyEx(*_solve.cholesky(A, upper=upper, check=check_errors, op="linalg.cholesky_ex"))
+
+
+def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
+    """A.diagonal(offset, dim1, dim2), with linalg's defaults: the diagonals of the last two dims (a view)."""
+    if not isinstance(A, _C.TensorBase):
+        raise TypeError(f"linalg.diagonal(): argument 'A' must be Tensor, not {type(A).__name__}")
+    if A.ndim < 2:  # PyTorch's type: dim1=-2 is out of range
+        raise IndexError(f"linalg.diagonal: Dimension out of range: A of shape {tuple(A.shape)} has no dims "
+                         f"{dim1} and {dim2} (it needs at least 2 dimensions)")
+    return A.diagonal(offset, dim1, dim2)
+
+
+def vander(x, *, N=None):
+    """The Vandermonde matrices of x's last dim: powers x^0 ... x^(N-1) in a new last dim (N defaults to the
+    size of x's last dim; it must be at least 2). Integers give int64."""
+    return _vander(x, N)
+
+
+def tensorinv(A, ind=2):
+    """The tensor inverse of A over its first ind dims: inv of A as a (prod(A.shape[:ind]), prod(A.shape[ind:]))
+    matrix, shaped A.shape[ind:] + A.shape[:ind]."""
+    if not isinstance(A, _C.TensorBase):
+        raise TypeError(f"linalg.tensorinv(): argument 'A' must be Tensor, not {type(A).__name__}")
+    if not isinstance(ind, numbers.Integral) or isinstance(ind, bool) or ind <= 0:
+        raise RuntimeError(f"linalg.tensorinv: Expected a strictly positive integer for 'ind', but got {ind}")
+    front, back = tuple(A.shape[:ind]), tuple(A.shape[ind:])
+    rows, cols = math.prod(front), math.prod(back)
+    if rows != cols:
+        raise RuntimeError(f"linalg.tensorinv: Expected self to satisfy the requirement prod(self.shape[ind:]) == "
+                           f"prod(self.shape[:ind]), but got {cols} != {rows} (shape {tuple(A.shape)}, ind={ind})")
+    return _solve.inverse(A.reshape(rows, cols)).reshape(back + front)
+
+
+def tensorsolve(A, B, dims=None):
+    """X with tensordot(A, X, X.ndim) = B: A's first B.ndim dims pair with B, the rest are X's shape (dims: A's
+    dims moved to the end first)."""
+    for name, t in (("A", A), ("B", B)):
+        if not isinstance(t, _C.TensorBase):
+            raise TypeError(f"linalg.tensorsolve(): argument '{name}' must be Tensor, not {type(t).__name__}")
+    if dims is not None:
+        moved = [d % A.ndim for d in dims]
+        A = A.permute(tuple(d for d in range(A.ndim) if d not in moved) + tuple(moved))
+    x_shape = tuple(A.shape[B.ndim:])
+    rows, cols = math.prod(A.shape[:B.ndim]), math.prod(x_shape)
+    if rows != cols:
+        raise RuntimeError(f"linalg.tensorsolve: Expected self to satisfy the requirement "
+                           f"prod(self.shape[other.ndim:]) == prod(self.shape[:other.ndim]), but got {cols} != {rows} "
+                           f"(A {tuple(A.shape)}, B {tuple(B.shape)})")
+    if B.numel() != rows:
+        raise RuntimeError(f"linalg.tensorsolve: B of shape {tuple(B.shape)} does not match A's leading dims "
+                           f"{tuple(A.shape[:B.ndim])}")
+    return _solve.solve(A.reshape(rows, cols), B.reshape(rows)).reshape(x_shape)
