@@ -1,5 +1,5 @@
 """Datasets with PyTorch's names and rules: Dataset (map-style), IterableDataset, TensorDataset, ConcatDataset,
-ChainDataset, Subset and random_split (lengths as counts or fractions)."""
+ChainDataset, Subset, StackDataset and random_split (lengths as counts or fractions)."""
 import bisect
 import itertools
 import math
@@ -11,7 +11,7 @@ from ... import _C
 from .sampler import _resolve_generator, _rng
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "ChainDataset", "Subset",
-           "random_split"]
+           "StackDataset", "random_split"]
 
 
 class Dataset:
@@ -124,6 +124,51 @@ class Subset(Dataset):
 
     def __len__(self):
         return len(self.indices)
+
+
+class StackDataset(Dataset):
+    """Datasets of one length side by side: StackDataset(a, b)[i] is (a[i], b[i]); StackDataset(x=a, y=b)[i]
+    is {"x": a[i], "y": b[i]} (PyTorch's tuple and dict forms; not both at once)."""
+
+    def __init__(self, *args, **kwargs):
+        if args and kwargs:
+            raise ValueError("Supported either ``tuple``- (via ``args``) or``dict``- (via ``kwargs``) like "
+                             "input/output, but both types are given.")
+        if not args and not kwargs:
+            raise ValueError("At least one dataset should be passed")
+        parts = list(args) if args else list(kwargs.values())
+        self._length = len(parts[0])
+        lengths = [len(d) for d in parts]
+        if any(n != self._length for n in lengths):
+            names = [f"#{i}" for i in range(len(parts))] if args else list(kwargs)
+            raise ValueError(f"Size mismatch between datasets: lengths "
+                             f"{', '.join(f'{k}={n}' for k, n in zip(names, lengths))}")
+        self.datasets = args if args else kwargs
+
+    def __getitem__(self, index):
+        if isinstance(self.datasets, dict):
+            return {k: d[index] for k, d in self.datasets.items()}
+        return tuple(d[index] for d in self.datasets)
+
+    def __getitems__(self, indices):
+        """One batch of samples; a part that has __getitems__ is asked for the whole batch at once."""
+        def column(d):
+            fetch = getattr(d, "__getitems__", None)
+            if not callable(fetch):
+                return [d[i] for i in indices]
+            items = fetch(indices)
+            if len(items) != len(indices):
+                raise ValueError(f"Nested dataset's output size mismatch. Expected {len(indices)}, got "
+                                 f"{len(items)}")
+            return items
+        if isinstance(self.datasets, dict):
+            cols = {k: column(d) for k, d in self.datasets.items()}
+            return [{k: c[j] for k, c in cols.items()} for j in range(len(indices))]
+        cols = [column(d) for d in self.datasets]
+        return [tuple(c[j] for c in cols) for j in range(len(indices))]
+
+    def __len__(self):
+        return self._length
 
 
 def random_split(dataset, lengths, generator=None):
