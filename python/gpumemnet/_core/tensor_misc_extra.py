@@ -1,0 +1,502 @@
+"""More of tensor_misc (its own file to keep each under 800 lines): as_strided (a differentiable view of the
+storage), empty_strided, adjoint / mH, unravel_index, vander, the signal windows (hann, hamming, blackman,
+bartlett), histogram, nonzero_static, and the legacy Tensor methods old scripts still call (new, resize_,
+resize_as_, apply_, map_, dim_order, layout and the is_sparse-style flags, all False: gpumemnet's tensors are dense
+and strided). histogram, nonzero_static, apply_ and map_ work on the host (values decide them)."""
+import collections
+import math
+import numbers
+
+import numpy as np
+
+from .. import _C
+from . import functions as F
+from .autograd import Function, needs_grad as _needs_grad, refuse_inplace as _refuse_inplace
+from .dtype import as_dtype, device_str, get_default_dtype
+from .tensor_select import Size, _host, _to_device
+from .tensor_products import _powers
+
+__all__ = ["as_strided", "as_strided_", "empty_strided", "adjoint", "unravel_index", "vander", "hann_window",
+           "hamming_window", "blackman_window", "bartlett_window", "kaiser_window", "histogram", "nonzero_static",
+           "layout", "strided", "gradient", "empty_permuted"]
+
+_I64 = 4
+Histogram = collections.namedtuple("histogram", ["hist", "bin_edges"])
+
+
+def _need_tensor(op, t, arg="input"):
+    if not isinstance(t, _C.TensorBase):
+        raise TypeError(f"{op}(): argument '{arg}' must be Tensor, not {type(t).__name__}")
+
+
+def _ints(values, op, name):
+    if isinstance(values, numbers.Integral):
+        values = (values,)
+    if not isinstance(values, (list, tuple)) or not all(isinstance(v, numbers.Integral) for v in values):
+        raise TypeError(f"{op}(): argument '{name}' must be a sequence of ints, not {type(values).__name__}")
+    return tuple(int(v) for v in values)
+
+
+# ---- as_strided ---------------------------------------------------------------------------------------------------
+def _storage_positions(shape, strides, offset):
+    """The storage index of every element of a (shape, strides, offset) geometry, in row-major order."""
+    pos = np.full(shape, offset, np.int64)
+    for d, (n, s) in enumerate(zip(shape, strides)):
+        pos += (np.arange(n, dtype=np.int64) * s).reshape((n,) + (1,) * (len(shape) - d - 1))
+    return pos.reshape(-1)
+
+
+class _AsStrided(Function):
+    """A view of x's storage in another geometry; backward adds each output gradient into the storage place it
+    read (places read twice add up) and gives x the places its own elements hold."""
+
+    @staticmethod
+    def forward(ctx, x, size, stride, offset):
+        ctx.geometry = (tuple(x.shape), tuple(x._strides), x._offset, size, stride, offset, x._dtype, x._device)
+        return x._as_strided(size, stride, offset)
+
+    @staticmethod
+    def backward(ctx, g):
+        shape, strides, x_offset, size, stride, offset, dt, dev = ctx.geometry
+        out_pos = _storage_positions(size, stride, offset)
+        in_pos = _storage_positions(shape, strides, x_offset)
+        n = int(max(out_pos.max(initial=0), in_pos.max(initial=0))) + 1
+        storage = _C.empty((n,), dt, dev)
+        _C.fill_(storage, 0)
+        if out_pos.size:
+            _C.index_put_(storage, 0, _C.from_numpy(out_pos, _I64, dev), F.contiguous(g).reshape(-1), True)
+        gx = storage.take_along_dim(_C.from_numpy(in_pos, _I64, dev), 0, _valid=True) if in_pos.size else \
+            _C.empty((0,), dt, dev)
+        return gx.reshape(shape), None, None, None
+
+
+def _as_strided_args(self, size, stride, storage_offset, op):
+    size, stride = _ints(size, op, "size"), _ints(stride, op, "stride")
+    offset = self._offset if storage_offset is None else int(storage_offset)
+    if len(size) != len(stride):
+        raise RuntimeError(f"{op}(): mismatch in length of strides and shape: size {list(size)}, stride "
+                           f"{list(stride)}")
+    if any(s < 0 for s in stride):
+        raise RuntimeError(f"{op}(): Negative strides are not supported at the moment, got strides: {list(stride)}")
+    if any(s < 0 for s in size):
+        raise RuntimeError(f"{op}(): sizes must be non-negative, got {list(size)}")
+    if offset < 0:
+        raise RuntimeError(f"{op}(): Tensor: invalid storage offset {offset}")
+    need = 0 if 0 in size else offset + 1 + sum((a - 1) * b for a, b in zip(size, stride))
+    have = self._storage_nbytes // self.element_size()
+    if need > have:
+        raise RuntimeError(f"{op}(): setStorage: sizes {list(size)}, strides {list(stride)}, storage offset "
+                           f"{offset}, and itemsize {self.element_size()} requiring a storage size of "
+                           f"{need * self.element_size()} are out of bounds for storage of size "
+                           f"{have * self.element_size()}")
+    return size, stride, offset
+
+
+def as_strided(input, size, stride, storage_offset=None):
+    """A view of input's storage with the given sizes, strides (in elements) and offset (input's by default)."""
+    _need_tensor("as_strided", input)
+    return input.as_strided(size, stride, storage_offset)
+
+
+def as_strided_(input, size, stride, storage_offset=None):
+    _need_tensor("as_strided_", input)
+    return input.as_strided_(size, stride, storage_offset)
+
+
+def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    """An uninitialised tensor of the given sizes and strides, over a storage just large enough."""
+    size, stride = _ints(size, "empty_strided", "size"), _ints(stride, "empty_strided", "stride")
+    code = (get_default_dtype() if dtype is None else as_dtype(dtype)).code
+    flat = _C.empty((1,), code, device_str(device))
+    return flat.new_empty_strided(size, stride, requires_grad=requires_grad)
+
+
+# ---- small composites ------------------------------------------------------------------------------------------------
+def adjoint(input):
+    """The conjugate transpose of the last two dims: their transpose for real tensors (a view)."""
+    _need_tensor("adjoint", input)
+    return input.adjoint()
+
+
+def unravel_index(indices, shape):
+    """The coordinates (a tuple of int64 tensors of indices' shape) that flat indices have in `shape`; negative
+    indices count from the end, and indices out of range wrap around, as in PyTorch."""
+    if not isinstance(indices, _C.TensorBase):
+        raise TypeError(f"unravel_index(): expected 'indices' to be a Tensor, but got {type(indices).__name__}")
+    if indices._dtype not in (_I64, 6, 7, 8, 9):
+        raise TypeError(f"unravel_index(): expected 'indices' to be an integer tensor, but got {indices.dtype}")
+    shape = _ints(shape, "unravel_index", "shape")
+    if any(s < 0 for s in shape):
+        raise ValueError(f"unravel_index(): 'shape' cannot have negative values, but got {shape}")
+    idx = indices.long()
+    out = []  # each coordinate modulo its size, the first too (PyTorch's: indices out of range wrap around)
+    for s in reversed(shape):
+        out.append(idx.remainder(s) if s else idx * 0)
+        idx = idx.div(s, rounding_mode="floor") if s else idx
+    return tuple(reversed(out))
+
+
+def vander(x, N=None, increasing=False):
+    """The Vandermonde matrix of the 1-D x: columns x**(N-1) ... x**0 (reversed with increasing)."""
+    _need_tensor("vander", x, "x")
+    if x.ndim != 1:
+        raise RuntimeError(f"x must be a one-dimensional tensor, got shape {tuple(x.shape)}")
+    n = x.shape[0] if N is None else int(N)
+    if n < 0:
+        raise RuntimeError(f"N must be non-negative, got {n}")
+    if n == 0:
+        return _C.empty((x.shape[0], 0), x._dtype if x._dtype not in (5, 6, 7, 8, 9) else _I64, x._device)
+    out = _powers(x if x._dtype not in (5, 6, 7, 8, 9) else x.long(), n)  # running products: finite gradient at 0
+    return out if increasing else out.flip(1)
+
+
+def _window(name, length, periodic, dtype, device, requires_grad, coefficients):
+    if isinstance(length, bool) or not isinstance(length, numbers.Integral):
+        raise TypeError(f"{name}(): argument 'window_length' must be int, not {type(length).__name__}")
+    if length < 0:
+        raise RuntimeError(f"{name} requires non-negative window_length, got window_length={length}")
+    dt = get_default_dtype() if dtype is None else as_dtype(dtype)
+    if not dt.is_floating_point:
+        raise RuntimeError(f"{name} expects floating point dtypes, got: {dt}")
+    if length <= 1:
+        values = np.ones(length)
+    else:
+        n = length + 1 if periodic else length
+        k = np.arange(length, dtype=np.float64)
+        values = coefficients(k, n - 1)
+    out = _C.from_numpy(np.ascontiguousarray(values, np.float64), 1, device_str(device))
+    out = out.to(dt) if dt.code != 1 else out
+    return out.requires_grad_() if requires_grad else out
+
+
+def _cosine_sum(*a):
+    return lambda k, m: sum(((-1) ** i) * c * np.cos(2 * math.pi * i * k / m) for i, c in enumerate(a))
+
+
+def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, pin_memory=False,
+                requires_grad=False):
+    return _window("hann_window", window_length, periodic, dtype, device, requires_grad, _cosine_sum(0.5, 0.5))
+
+
+def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None, layout=None, device=None,
+                   pin_memory=False, requires_grad=False):
+    return _window("hamming_window", window_length, periodic, dtype, device, requires_grad,
+                   _cosine_sum(alpha, beta))
+
+
+def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, pin_memory=False,
+                    requires_grad=False):
+    return _window("blackman_window", window_length, periodic, dtype, device, requires_grad,
+                   _cosine_sum(0.42, 0.5, 0.08))
+
+
+def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, pin_memory=False,
+                    requires_grad=False):
+    return _window("bartlett_window", window_length, periodic, dtype, device, requires_grad,
+                   lambda k, m: 1 - np.abs(2 * k / m - 1))
+
+
+def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None, requires_grad=False,
+                   pin_memory=False):
+    """An uninitialised tensor of `size` laid out in memory in the dim order physical_layout (outermost first)."""
+    size = _ints(size, "empty_permuted", "size")
+    order = _ints(physical_layout, "empty_permuted", "physical_layout")
+    if sorted(order) != list(range(len(size))):
+        raise RuntimeError(f"empty_permuted: physical_layout {list(order)} must be a permutation of the dims of "
+                           f"size {list(size)} (Duplicate dim not allowed)")
+    strides, step = [0] * len(size), 1
+    for d in reversed(order):
+        strides[d] = step
+        step *= max(size[d], 1)
+    return empty_strided(size, strides, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def gradient(input, *, spacing=1, dim=None, edge_order=1):
+    """Estimated derivatives of the sampled function input along each dim (one tensor per dim): central
+    differences inside, one-sided ones (first or second order) at the ends; spacing a number, one number per dim,
+    or the sample coordinates (1-D tensors) per dim."""
+    _need_tensor("gradient", input)
+    if edge_order not in (1, 2):
+        raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
+    dims = list(range(input.ndim)) if dim is None else [dim] if isinstance(dim, numbers.Integral) else list(dim)
+    dims = [_dim_index(d, input.ndim) for d in dims]
+    if isinstance(spacing, (list, tuple)):
+        if len(spacing) != len(dims):
+            raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or it's spacing and dim "
+                               f"arguments to have the same length, but got a spacing argument of length "
+                               f"{len(spacing)} and a dim argument of length {len(dims)}.")
+        spacings = list(spacing)
+    else:
+        spacings = [spacing] * len(dims)
+    for d in dims:
+        if input.shape[d] < edge_order + 1:
+            raise RuntimeError("torch.gradient expected each dimension size to be at least edge_order+1")
+    f = input if input.is_floating_point() else input.to(get_default_dtype())
+    return tuple(_derivative(f, d, h, edge_order) for d, h in zip(dims, spacings))
+
+
+def _dim_index(d, ndim):
+    if not -ndim <= d < max(ndim, 1):
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], but got {d})")
+    return d % ndim
+
+
+def _derivative(f, d, h, edge_order):
+    n = f.shape[d]
+
+    def part(start, length):
+        return f.narrow(d, start, length)
+
+    if isinstance(h, _C.TensorBase):  # sample coordinates: numpy's second-order formulas for uneven steps
+        if h.ndim != 1 or h.shape[0] != n:
+            raise RuntimeError(f"torch.gradient expected each tensor to be on the same device and 1-D of size "
+                               f"{n}, got a spacing tensor of shape {tuple(h.shape)}")
+        view = tuple(-1 if i == d else 1 for i in range(f.ndim))
+        dx = h.to(f.dtype).diff()
+        a, b = dx.narrow(0, 0, n - 2).reshape(view), dx.narrow(0, 1, n - 2).reshape(view)
+        inner = part(0, n - 2) * (-b / (a * (a + b))) + part(1, n - 2) * ((b - a) / (a * b)) + \
+            part(2, n - 2) * (a / (b * (a + b)))
+        first_dx, last_dx = dx.narrow(0, 0, 1).reshape(view), dx.narrow(0, n - 2, 1).reshape(view)
+        if edge_order == 1:
+            first = (part(1, 1) - part(0, 1)) / first_dx
+            last = (part(n - 1, 1) - part(n - 2, 1)) / last_dx
+        else:
+            a, b = first_dx, dx.narrow(0, 1, 1).reshape(view)
+            first = part(0, 1) * (-(2 * a + b) / (a * (a + b))) + part(1, 1) * ((a + b) / (a * b)) + \
+                part(2, 1) * (-a / (b * (a + b)))
+            a, b = dx.narrow(0, n - 3, 1).reshape(view), last_dx
+            last = part(n - 3, 1) * (b / (a * (a + b))) + part(n - 2, 1) * (-(a + b) / (a * b)) + \
+                part(n - 1, 1) * ((2 * b + a) / (b * (a + b)))
+    else:
+        h = float(h)
+        inner = (part(2, n - 2) - part(0, n - 2)) / (2 * h)
+        if edge_order == 1:
+            first, last = (part(1, 1) - part(0, 1)) / h, (part(n - 1, 1) - part(n - 2, 1)) / h
+        else:
+            first = (part(0, 1) * -3 + part(1, 1) * 4 - part(2, 1)) / (2 * h)
+            last = (part(n - 1, 1) * 3 - part(n - 2, 1) * 4 + part(n - 3, 1)) / (2 * h)
+    pieces = [first, inner, last]
+    return F.Cat.apply(d, *pieces) if _needs_grad(*pieces) else _C.cat(pieces, d)
+
+
+def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout=None, device=None,
+                  pin_memory=False, requires_grad=False):
+    """I0(beta * sqrt(1 - (2k / m - 1)**2)) / I0(beta) (the modified Bessel function I0, NumPy's)."""
+    return _window("kaiser_window", window_length, periodic, dtype, device, requires_grad,
+                   lambda k, m: np.i0(beta * np.sqrt(np.clip(1 - (2 * k / m - 1) ** 2, 0, None))) / np.i0(beta))
+
+
+# ---- counted on the host ---------------------------------------------------------------------------------------------
+def histogram(input, bins=100, *, range=None, weight=None, density=False):  # noqa: A002  (PyTorch's names)
+    """(hist, bin_edges) of input's values: bins equal-width bins over range (the values' min..max by default),
+    or the given edges (a 1-D tensor); counted on the host."""
+    _need_tensor("histogram", input)
+    if input._dtype not in (0, 1, 2, 3):  # PyTorch's type: no kernel for the dtype
+        raise NotImplementedError(f"torch.histogram: input tensor and bins tensors should have the same dtype, and be "
+                           f"floating point, got {input.dtype}")
+    a = _host(input, "histogram").reshape(-1).astype(np.float64)
+    w = None if weight is None else _host(weight, "histogram").reshape(-1).astype(np.float64)
+    if isinstance(bins, _C.TensorBase):
+        edges = _host(bins, "histogram").astype(np.float64)
+        if edges.ndim != 1 or np.any(np.diff(edges) < 0):
+            raise RuntimeError("torch.histogram(): bins must be a 1-D tensor of increasing edges")
+    else:
+        if isinstance(bins, bool) or not isinstance(bins, numbers.Integral) or bins <= 0:
+            raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
+        lo, hi = (float(a.min()), float(a.max())) if range is None and a.size else \
+            (0.0, 0.0) if range is None else (float(range[0]), float(range[1]))
+        if lo > hi:
+            raise RuntimeError(f"torch.histogram(): min should not exceed max, but got min {lo} max {hi}")
+        if lo == hi:
+            lo, hi = lo - 0.5, hi + 0.5  # PyTorch's widening of an empty range
+        edges = np.linspace(lo, hi, int(bins) + 1)
+    hist, edges = np.histogram(a, bins=edges, weights=w, density=density)
+    return Histogram(_to_device(hist.astype(np.float64), input, 1).to(input.dtype),
+                     _to_device(edges, input, 1).to(input.dtype))
+
+
+def nonzero_static(input, *, size, fill_value=-1):
+    """nonzero() padded with fill_value rows (or cut) to exactly `size` rows: a shape known before the values."""
+    _need_tensor("nonzero_static", input)
+    if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < 0:
+        raise RuntimeError(f"nonzero_static: 'size' must be a non-negative int, got {size}")
+    found = np.argwhere(_host(input, "nonzero_static") != 0).astype(np.int64)
+    out = np.full((int(size), max(input.ndim, 1) if input.ndim else 0), fill_value, np.int64)
+    out[:min(len(found), size)] = found[:size]
+    return _to_device(out, input, _I64)
+
+
+class layout:
+    """A tensor's memory layout: gpumemnet's are all strided (gm.strided), PyTorch's default one."""
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return "gpumemnet." + self.name
+
+
+strided = layout("strided")
+
+
+def _resize_sizes(args, op):
+    sizes = args[0] if len(args) == 1 and isinstance(args[0], (list, tuple)) else args
+    sizes = _ints(tuple(sizes), op, "size")
+    if any(s < 0 for s in sizes):
+        raise RuntimeError(f"{op}(): sizes must be non-negative, got {list(sizes)}")
+    return sizes
+
+
+def _contiguous_strides(sizes):
+    strides, step = [], 1
+    for s in reversed(sizes):
+        strides.append(step)
+        step *= max(s, 1)
+    return tuple(reversed(strides))
+
+
+def _host_map(self, op, fn, *others):
+    """self's values replaced by fn applied to each (with the matching values of others), on the host."""
+    if not callable(fn):
+        raise TypeError(f"{op}(): '{type(fn).__name__}' object is not callable")
+    if self._device != "cpu":
+        raise RuntimeError(f"{op} is only implemented on CPU tensors, got one on {self._device}")
+    _refuse_inplace(self, op)
+    a = _host(self, op)
+    args = [np.broadcast_to(_host(o, op), a.shape) for o in others]
+    out = np.array([fn(*(v.item() for v in vals)) for vals in zip(a.reshape(-1), *(b.reshape(-1) for b in args))])
+    _C.copy_(self, _to_device(out.reshape(a.shape).astype(a.dtype), self))
+    return self
+
+
+class ExtraMethods:
+    """The Tensor methods of this module (see its docstring)."""
+    __slots__ = ()
+
+    def as_strided(self, size, stride, storage_offset=None):
+        size, stride, offset = _as_strided_args(self, size, stride, storage_offset, "as_strided")
+        if _needs_grad(self):
+            return _AsStrided.apply(self, size, stride, offset)
+        return self._as_strided(size, stride, offset)
+
+    def as_strided_(self, size, stride, storage_offset=None):
+        """self becomes the as_strided view of its storage (same storage, no copy)."""
+        size, stride, offset = _as_strided_args(self, size, stride, storage_offset, "as_strided_")
+        _refuse_inplace(self, "as_strided_")
+        self._set_data(self.detach()._as_strided(size, stride, offset))
+        return self
+
+    def adjoint(self):
+        if self.ndim < 2:
+            raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of matrices. Got "
+                               f"{self.ndim}-D tensor.")
+        return self.transpose(-2, -1)
+
+    @property
+    def mH(self):  # noqa: N802  (PyTorch's name)
+        return self.adjoint()
+
+    def nonzero_static(self, *, size, fill_value=-1):
+        return nonzero_static(self, size=size, fill_value=fill_value)
+
+    def histogram(self, bins=100, *, range=None, weight=None, density=False):  # noqa: A002
+        return histogram(self, bins, range=range, weight=weight, density=density)
+
+    # ---- legacy methods and flags ---------------------------------------------------------------------------
+    @property
+    def layout(self):
+        return strided
+
+    @property
+    def is_sparse(self):
+        return False
+
+    @property
+    def is_sparse_csr(self):
+        return False
+
+    @property
+    def is_quantized(self):
+        return False
+
+    @property
+    def is_nested(self):
+        return False
+
+    def dim_order(self, *, ambiguity_check=False):
+        """The dims from outermost to innermost in memory (by stride, largest first)."""
+        if not isinstance(ambiguity_check, (bool, list)):
+            raise TypeError("The ambiguity_check argument must be a bool or a list of memory formats.")
+        return tuple(sorted(range(self.ndim), key=lambda d: -self._strides[d]))
+
+    def new(self, *args, device=None):
+        """PyTorch's legacy constructor: new(*sizes) or new(torch.Size) uninitialised, new(data) from a list,
+        new() empty; in self's dtype and (by default) on self's device."""
+        if len(args) == 1 and isinstance(args[0], _C.TensorBase):
+            if args[0]._dtype != self._dtype:
+                raise TypeError(f"new(): expected a tensor of {self.dtype}, got {args[0].dtype}")
+            return args[0]
+        if len(args) == 1 and isinstance(args[0], (list, tuple)) and not isinstance(args[0], Size):
+            return self.new_tensor(args[0], device=device)
+        if len(args) == 1 and isinstance(args[0], Size):
+            args = tuple(args[0])
+        if not all(isinstance(a, numbers.Integral) and not isinstance(a, bool) for a in args):
+            raise TypeError(f"new(): invalid data type '{type(args[0]).__name__}'")
+        return self.new_empty(args if args else (0,), device=device)
+
+    def resize_(self, *sizes, memory_format=None):
+        """self takes the given sizes (contiguous strides) over its storage from its offset, a larger storage
+        (holding the old values first) when that is too small. Refused on tensors that require grad."""
+        sizes = _resize_sizes(sizes, "resize_")
+        if self.requires_grad:
+            raise RuntimeError("cannot resize variables that require grad")
+        strides = _contiguous_strides(sizes)
+        n = math.prod(sizes)
+        capacity = self._storage_nbytes // self.element_size() - self._offset
+        if n <= capacity:
+            self._set_data(self._as_strided(sizes, strides, self._offset))
+            return self
+        grown = _C.empty((n,), self._dtype, self._device)
+        if capacity > 0:
+            _C.copy_(grown._as_strided((capacity,), (1,), 0), self._as_strided((capacity,), (1,), self._offset))
+        self._set_data(grown._as_strided(sizes, strides, 0))
+        return self
+
+    def resize_as_(self, the_template, *, memory_format=None):
+        _need_tensor("resize_as_", the_template, "the_template")
+        return self.resize_(tuple(the_template.shape), memory_format=memory_format)
+
+    def apply_(self, callable):  # noqa: A002  (PyTorch's name)
+        """Each value replaced by callable(value), in Python on the host (CPU tensors only, as PyTorch)."""
+        return _host_map(self, "apply_", callable)
+
+    def map2_(self, x, y, callable):  # noqa: A002
+        """Each value replaced by callable(value, x's value, y's value) (x and y broadcast to self)."""
+        _need_tensor("map2_", x, "x")
+        _need_tensor("map2_", y, "y")
+        for t in (x, y):
+            try:
+                ok = np.broadcast_shapes(tuple(t.shape), tuple(self.shape)) == tuple(self.shape)
+            except ValueError:
+                ok = False
+            if not ok:
+                raise RuntimeError(f"map2_: tensor of shape {tuple(t.shape)} does not broadcast to self's "
+                                   f"{tuple(self.shape)}")
+        return _host_map(self, "map2_", callable, x, y)
+
+    def const_data_ptr(self):
+        return self.data_ptr()
+
+    def map_(self, tensor, callable):  # noqa: A002
+        """Each value replaced by callable(value, tensor's value there) (tensor broadcast to self)."""
+        _need_tensor("map_", tensor, "tensor")
+        try:
+            np.broadcast_shapes(tuple(tensor.shape), tuple(self.shape))
+        except ValueError:
+            raise RuntimeError(f"map_: the expanded size of the tensor {tuple(tensor.shape)} must match the existing "
+                               f"size {tuple(self.shape)}") from None
+        if np.broadcast_shapes(tuple(tensor.shape), tuple(self.shape)) != tuple(self.shape):
+            raise RuntimeError(f"map_: tensor of shape {tuple(tensor.shape)} does not broadcast to self's "
+                               f"{tuple(self.shape)}")
+        return _host_map(self, "map_", callable, tensor)
