@@ -1,10 +1,9 @@
 """Training scripts in the style of widely used CNN repositories (tests/dropin/scripts/: CIFAR ResNet, UNet,
-DCGAN, ESPCN super-resolution, fast neural style, the tricks scripts add around a CNN, and PyTorch's own MNIST
-and VAE examples), each run as written with real PyTorch (`python script.py`) and with gpumemnet standing in for
-it (`python -m gpumemnet run script.py`),
-from the same initial state and data; their losses, final parameters and outputs compared by issue 12's criterion
-(dropin_harness.compare): within 1e-3 of PyTorch float32, or no further from PyTorch float64 (the script's
---double) than 3x PyTorch float32 is."""
+DCGAN, ESPCN super-resolution, fast neural style, the tricks scripts add around a CNN, and PyTorch's own MNIST,
+VAE and neural style examples), each run as written with real PyTorch (`python script.py`) and with gpumemnet
+standing in for it (`python -m gpumemnet run script.py`), from the same initial state and data; their losses,
+final parameters and outputs compared by issue 12's criterion (dropin_harness.compare): within 1e-3 of PyTorch
+float32, or no further from PyTorch float64 (the script's --double) than 3x PyTorch float32 is."""
 import os
 import subprocess
 import sys
@@ -33,6 +32,8 @@ SCRIPTS = {
     "training_tricks": ("training_tricks.py", []),
     # PyTorch's own examples: the MNIST classifier (Adadelta, StepLR, the test loop) and the VAE
     "pytorch_examples": ("pytorch_examples.py", []),
+    # PyTorch's neural style tutorial: loss modules, add_module surgery, LBFGS on the image with a closure
+    "neural_style": ("neural_style.py", []),
 }
 TIMEOUT = 300
 
