@@ -165,12 +165,10 @@ def test_conv_errors():
         nn.Conv2d(3, 0, 3)
     with pytest.raises(ValueError, match="padding='same' is not supported for strided"):
         nn.Conv2d(3, 4, 3, padding="same", stride=2)
-    with pytest.raises(ValueError, match="asymmetric padding"):
-        nn.Conv2d(3, 4, 2, padding="same")
     with pytest.raises(ValueError, match="invalid padding string"):
         nn.Conv2d(3, 4, 3, padding="full")
-    with pytest.raises(ValueError, match="padding_mode must be 'zeros'"):
-        nn.Conv2d(3, 4, 3, padding_mode="reflect")
+    with pytest.raises(ValueError, match="padding_mode must be one of"):
+        nn.Conv2d(3, 4, 3, padding_mode="mirror")
     with pytest.raises(ValueError, match="output_padding"):
         nn.ConvTranspose2d(3, 4, 3, stride=2, output_padding=2)
 

@@ -1,21 +1,38 @@
-"""Conv2d and ConvTranspose2d, with PyTorch's constructor arguments, attribute names and initialisation."""
+"""Conv1d, Conv2d and their transposes (and _ConvNd, which Conv3d shares), with PyTorch's constructor arguments, attribute names and initialisation."""
 import math
 
 from ... import _C
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
-from ._utils import _pair, new_tensor
+from ._utils import new_tensor
 from .module import Module
 
 __all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
 
 
+_PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
+
+
+def _ntuple(value, name, n):
+    if isinstance(value, (tuple, list)):
+        t = tuple(value)
+        if len(t) != n:
+            raise ValueError(f"{name} must be an int or a tuple of {n} ints, got {value!r}")
+        return t
+    return (value,) * n
+
+
 class _ConvNd(Module):
+    """The convolution layers' constructor, by the number of spatial dims _DIMS (Conv1d builds a 2-D one over a
+    height of 1). padding_mode 'reflect' / 'replicate' / 'circular' pads with F.pad first, as PyTorch does
+    (_reversed_padding_repeated_twice is PyTorch's attribute of the same name)."""
+    _DIMS = 2
+
     def __init__(self, in_channels, out_channels, kernel_size, stride, padding, dilation, transposed,
                  output_padding, groups, bias, padding_mode, device=None, dtype=None):
         super().__init__()
-        name = type(self).__name__
+        name, n = type(self).__name__, self._DIMS
         for arg, v in (("in_channels", in_channels), ("out_channels", out_channels), ("groups", groups)):
             if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
                 raise ValueError(f"{name}: {arg} must be a positive integer, got {v!r}")
@@ -23,32 +40,37 @@ class _ConvNd(Module):
             raise ValueError(f"{name}: in_channels ({in_channels}) must be divisible by groups ({groups})")
         if out_channels % groups:
             raise ValueError(f"{name}: out_channels ({out_channels}) must be divisible by groups ({groups})")
-        if padding_mode != "zeros":
-            # Only zero padding exists in the kernels; say so rather than silently padding with zeros.
-            raise ValueError(f"{name}: padding_mode must be 'zeros' (the only one gpumemnet implements), "
-                             f"got {padding_mode!r}")
+        if padding_mode not in _PADDING_MODES:
+            raise ValueError(f"{name}: padding_mode must be one of {_PADDING_MODES}, got {padding_mode!r}")
+        if transposed and padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for {name}, got {padding_mode!r}')
         self.in_channels = in_channels
         self.out_channels = out_channels
-        self.kernel_size = _pair(kernel_size, "kernel_size")
-        self.stride = _pair(stride, "stride")
-        self.dilation = _pair(dilation, "dilation")
+        self.kernel_size = _ntuple(kernel_size, "kernel_size", n)
+        self.stride = _ntuple(stride, "stride", n)
+        self.dilation = _ntuple(dilation, "dilation", n)
         for arg in ("kernel_size", "stride", "dilation"):
             if any(isinstance(v, bool) or not isinstance(v, int) or v <= 0 for v in getattr(self, arg)):
                 raise _C.ArgumentError(f"{name}: {arg} must be positive ints, got {getattr(self, arg)!r}")
         if isinstance(padding, str):
+            if transposed:
+                raise ValueError(f"{name}: padding must be ints, got {padding!r}")
             if padding not in ("valid", "same"):
                 raise ValueError(f"{name}: invalid padding string {padding!r}, should be one of {{'valid', 'same'}}")
             if padding == "same" and any(s != 1 for s in self.stride):
                 raise ValueError(f"{name}: padding='same' is not supported for strided convolutions")
             self.padding = padding
-            self._padding = self._same_padding() if padding == "same" else (0, 0)
+            lows = [d * (k - 1) // 2 if padding == "same" else 0 for d, k in zip(self.dilation, self.kernel_size)]
+            highs = [d * (k - 1) - lo if padding == "same" else 0
+                     for d, k, lo in zip(self.dilation, self.kernel_size, lows)]
         else:
-            self.padding = _pair(padding, "padding")
+            self.padding = _ntuple(padding, "padding", n)
             if any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in self.padding):
                 raise ValueError(f"{name}: padding must be non-negative ints, got {self.padding!r}")
-            self._padding = self.padding
+            lows = highs = list(self.padding)
+        self._reversed_padding_repeated_twice = [p for i in reversed(range(n)) for p in (lows[i], highs[i])]
         self.transposed = transposed
-        self.output_padding = _pair(output_padding, "output_padding")
+        self.output_padding = _ntuple(output_padding, "output_padding", n)
         self.groups = groups
         self.padding_mode = padding_mode
         shape = ((in_channels, out_channels // groups) if transposed else (out_channels, in_channels // groups)) \
@@ -60,17 +82,11 @@ class _ConvNd(Module):
             self.register_parameter("bias", None)
         self.reset_parameters()
 
-    def _same_padding(self):
-        pads = []
-        for d, k in zip(self.dilation, self.kernel_size):
-            total = d * (k - 1)
-            if total % 2:
-                # PyTorch pads the extra row/column on one side only; the kernels take symmetric padding.
-                raise ValueError(f"{type(self).__name__}: padding='same' with kernel_size={self.kernel_size} and "
-                                 f"dilation={self.dilation} needs asymmetric padding, which gpumemnet does not "
-                                 f"support; use an odd kernel size")
-            pads.append(total // 2)
-        return tuple(pads)
+    def _padded(self, input):
+        """(input, padding) for the functional op: input padded by F.pad first in the non-zero padding modes."""
+        if self.padding_mode == "zeros":
+            return input, self.padding
+        return F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode), 0
 
     def reset_parameters(self):
         # PyTorch's default initialisation (see Linear): U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weight and bias.
@@ -97,6 +113,35 @@ class _ConvNd(Module):
             s += f", padding_mode={self.padding_mode}"
         return s
 
+    def _output_padding(self, input, output_size):
+        """The output_padding that makes a transposed convolution's output exactly output_size (PyTorch's rule)."""
+        if output_size is None:
+            return self.output_padding
+        n, name = len(self.stride), type(self).__name__
+        output_size = tuple(output_size)
+        if len(output_size) == input.ndim:
+            output_size = output_size[-n:]
+        if len(output_size) != n:
+            raise ValueError(f"{name}: output_size must have {n} or {input.ndim} elements, got {output_size}")
+        pads = []
+        for i in range(n):
+            in_size = input.shape[input.ndim - n + i]
+            min_size = (in_size - 1) * self.stride[i] - 2 * self.padding[i] + \
+                self.dilation[i] * (self.kernel_size[i] - 1) + 1
+            max_size = min_size + self.stride[i] - 1
+            if not min_size <= output_size[i] <= max_size:
+                raise ValueError(f"{name}: requested an output size of {output_size}, but valid sizes range from "
+                                 f"({min_size}..{max_size}) in dimension {i} (for an input of "
+                                 f"{tuple(input.shape[-n:])})")
+            pads.append(output_size[i] - min_size)
+        return tuple(pads)
+
+    def _check_output_padding(self):
+        for op, s, d in zip(self.output_padding, self.stride, self.dilation):
+            if not 0 <= op < max(s, d):
+                raise ValueError(f"{type(self).__name__}: output_padding {self.output_padding} must be smaller than "
+                                 f"either stride {self.stride} or dilation {self.dilation}")
+
 
 class Conv2d(_ConvNd):
     """2-D convolution over (N, C_in, H, W). weight: (out_channels, in_channels/groups, kH, kW).
@@ -108,7 +153,8 @@ class Conv2d(_ConvNd):
                          padding_mode, device, dtype)
 
     def forward(self, input):
-        return F.conv2d(input, self.weight, self.bias, self.stride, self._padding, self.dilation, self.groups)
+        x, padding = self._padded(input)
+        return F.conv2d(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
 
 
 class ConvTranspose2d(_ConvNd):
@@ -117,36 +163,9 @@ class ConvTranspose2d(_ConvNd):
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
                  bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
-        if isinstance(padding, str):
-            raise ValueError(f"ConvTranspose2d: padding must be ints, got {padding!r}")
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, True, output_padding,
                          groups, bias, padding_mode, device, dtype)
-        for op, s, d in zip(self.output_padding, self.stride, self.dilation):
-            if not 0 <= op < max(s, d):
-                raise ValueError(f"ConvTranspose2d: output_padding {self.output_padding} must be smaller than "
-                                 f"either stride {self.stride} or dilation {self.dilation}")
-
-    def _output_padding(self, input, output_size):
-        """The output_padding that makes the output exactly output_size (PyTorch's rule)."""
-        if output_size is None:
-            return self.output_padding
-        output_size = tuple(output_size)
-        if len(output_size) == input.ndim:
-            output_size = output_size[-2:]
-        if len(output_size) != 2:
-            raise ValueError(f"ConvTranspose2d: output_size must have 2 or {input.ndim} elements, got {output_size}")
-        pads = []
-        for i in range(2):
-            in_size = input.shape[input.ndim - 2 + i]
-            min_size = (in_size - 1) * self.stride[i] - 2 * self.padding[i] + \
-                self.dilation[i] * (self.kernel_size[i] - 1) + 1
-            max_size = min_size + self.stride[i] - 1
-            if not min_size <= output_size[i] <= max_size:
-                raise ValueError(f"ConvTranspose2d: requested an output size of {output_size}, but valid sizes "
-                                 f"range from ({min_size}..{max_size}) in dimension {i} (for an input of "
-                                 f"{tuple(input.shape[-2:])})")
-            pads.append(output_size[i] - min_size)
-        return tuple(pads)
+        self._check_output_padding()
 
     def forward(self, input, output_size=None):
         output_padding = self._output_padding(input, output_size)
@@ -172,6 +191,7 @@ class _Conv1dShape:
             setattr(self, arg, getattr(self, arg)[1:])
         if not isinstance(self.padding, str):
             self.padding = self.padding[1:]
+        self._reversed_padding_repeated_twice = self._reversed_padding_repeated_twice[:2]  # the length's pads
         w = self.weight
         self.weight = Parameter(w.detach().reshape(tuple(w.shape[:2]) + (w.shape[3],)))
 
@@ -188,7 +208,8 @@ class Conv1d(_Conv1dShape, _ConvNd):
         self._to_1d()
 
     def forward(self, input):
-        return F.conv1d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        x, padding = self._padded(input)
+        return F.conv1d(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
 
 
 class ConvTranspose1d(_Conv1dShape, _ConvNd):
@@ -196,15 +217,11 @@ class ConvTranspose1d(_Conv1dShape, _ConvNd):
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
                  bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
-        if isinstance(padding, str):
-            raise ValueError(f"ConvTranspose1d: padding must be an int, got {padding!r}")
         super().__init__(in_channels, out_channels, _one(kernel_size, "kernel_size"), _one(stride, "stride"),
                          _one(padding, "padding"), _one(dilation, "dilation"), True,
                          _one(output_padding, "output_padding"), groups, bias, padding_mode, device, dtype)
         self._to_1d()
-        if not 0 <= self.output_padding[0] < max(self.stride[0], self.dilation[0]):
-            raise ValueError(f"ConvTranspose1d: output_padding {self.output_padding} must be smaller than either "
-                             f"stride {self.stride} or dilation {self.dilation}")
+        self._check_output_padding()
 
     def forward(self, input, output_size=None):
         output_padding = self.output_padding

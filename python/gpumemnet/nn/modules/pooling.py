@@ -7,7 +7,10 @@ __all__ = ["MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "GlobalAvgPool2d", "Gl
            "AvgPool1d", "AdaptiveAvgPool1d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"]
 
 
-class MaxPool2d(Module):
+class _MaxPoolNd(Module):
+    """MaxPool1d/2d/3d: the same arguments, the functional op named by _op (PyTorch's _MaxPoolNd)."""
+    _op = None
+
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
         super().__init__()
         self.kernel_size = kernel_size
@@ -18,15 +21,18 @@ class MaxPool2d(Module):
         self.ceil_mode = ceil_mode
 
     def forward(self, input):
-        return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
-                            self.return_indices)
+        return getattr(F, self._op)(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                                    self.ceil_mode, self.return_indices)
 
     def extra_repr(self):
         return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
                 f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
 
 
-class AvgPool2d(Module):
+class _AvgPoolNd(Module):
+    """AvgPool2d/3d (AvgPool1d has no divisor_override)."""
+    _op = None
+
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                  divisor_override=None):
         super().__init__()
@@ -38,23 +44,52 @@ class AvgPool2d(Module):
         self.divisor_override = divisor_override
 
     def forward(self, input):
-        return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad, self.divisor_override)
+        return getattr(F, self._op)(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                                    self.count_include_pad, self.divisor_override)
 
     def extra_repr(self):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
-class AdaptiveAvgPool2d(Module):
+class _AdaptiveAvgPoolNd(Module):
+    _op = None
+
     def __init__(self, output_size):
         super().__init__()
         self.output_size = output_size
 
     def forward(self, input):
-        return F.adaptive_avg_pool2d(input, self.output_size)
+        return getattr(F, self._op)(input, self.output_size)
 
     def extra_repr(self):
         return f"output_size={self.output_size}"
+
+
+class _AdaptiveMaxPoolNd(Module):
+    _op = None
+
+    def __init__(self, output_size, return_indices=False):
+        super().__init__()
+        self.output_size = output_size
+        self.return_indices = return_indices
+
+    def forward(self, input):
+        return getattr(F, self._op)(input, self.output_size, self.return_indices)
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
+
+
+class MaxPool2d(_MaxPoolNd):
+    _op = "max_pool2d"
+
+
+class AvgPool2d(_AvgPoolNd):
+    _op = "avg_pool2d"
+
+
+class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
+    _op = "adaptive_avg_pool2d"
 
 
 class GlobalAvgPool2d(Module):
@@ -71,10 +106,8 @@ class GlobalMaxPool2d(Module):
         return F.global_max_pool2d(input)
 
 
-class MaxPool1d(MaxPool2d):
-    def forward(self, input):
-        return F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
-                            self.return_indices)
+class MaxPool1d(_MaxPoolNd):
+    _op = "max_pool1d"
 
 
 class AvgPool1d(Module):
@@ -94,24 +127,13 @@ class AvgPool1d(Module):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
-class AdaptiveAvgPool1d(AdaptiveAvgPool2d):
-    def forward(self, input):
-        return F.adaptive_avg_pool1d(input, self.output_size)
+class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
+    _op = "adaptive_avg_pool1d"
 
 
-class AdaptiveMaxPool2d(Module):
-    def __init__(self, output_size, return_indices=False):
-        super().__init__()
-        self.output_size = output_size
-        self.return_indices = return_indices
-
-    def forward(self, input):
-        return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
-
-    def extra_repr(self):
-        return f"output_size={self.output_size}"
+class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
+    _op = "adaptive_max_pool2d"
 
 
-class AdaptiveMaxPool1d(AdaptiveMaxPool2d):
-    def forward(self, input):
-        return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
+class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
+    _op = "adaptive_max_pool1d"
