@@ -104,11 +104,14 @@ def _finite_shift(m):
 
 
 def _diag_embed(v, offset):
-    """diag of a vector: a square matrix holding it on diagonal `offset`."""
-    n = v.shape[0] + abs(offset)
-    out = _C.empty((n, n), v._dtype, v._device)
+    """(..., n) -> (..., m, m) with v on diagonal `offset` of the last two dims, zeros elsewhere (diag of a
+    vector; tensor_products' diag_embed)."""
+    m = (v.shape[-1] if v.ndim else 1) + abs(offset)
+    shape = tuple(v.shape[:-1]) + (m, m)
+    out = _C.empty(shape, v._dtype, v._device)
     _C.fill_(out, 0)
-    _C.copy_(out._as_strided(*_diagonal_geometry((n, n), (n, 1), 0, offset, 0, 1)), v)
+    nd = len(shape)
+    _C.copy_(out._as_strided(*_diagonal_geometry(shape, out._strides, 0, offset, nd - 2, nd - 1)), v)
     return out
 
 
@@ -120,8 +123,9 @@ class _DiagEmbed(Function):
 
     @staticmethod
     def backward(ctx, g):
-        return F.contiguous(g._as_strided(*_diagonal_geometry(g.shape, g._strides, g._offset, ctx.offset, 0, 1))), \
-            None
+        nd = g.ndim
+        view = g._as_strided(*_diagonal_geometry(g.shape, g._strides, g._offset, ctx.offset, nd - 2, nd - 1))
+        return F.contiguous(view), None
 
 
 def _triangle_mask(t, diagonal, lower, op):

@@ -15,7 +15,7 @@ from .. import _C
 from . import functions as F
 from .autograd import Function, needs_grad as _needs_grad, refuse_inplace as _refuse_inplace
 from .tensor_methods import _dim, _where
-from .tensor_more import _stack
+from .tensor_more import _quantile_args, _stack
 from .tensor_select import _copy, _covered, _host, _padded, _positions, _scatter_args, _to_device
 
 __all__ = ["masked_scatter", "scatter_reduce", "mode", "nanmedian", "nanquantile", "renorm", "isin", "index_reduce",
@@ -247,15 +247,7 @@ def _nanmedian(x, dim, keepdim):
 
 def _nanquantile(x, q, dim, keepdim, interpolation):
     """quantile of the non-NaN values of each row (NaN where a row has none), interpolated as quantile does."""
-    if x._dtype not in (0, 1):
-        raise RuntimeError(f"quantile() input tensor must be either float or double dtype, got {x.dtype}")
-    qs = _host(q, "nanquantile") if isinstance(q, _C.TensorBase) else q
-    qs = np.asarray(qs, np.float64)
-    if qs.ndim > 1 or np.any((qs < 0) | (qs > 1)):
-        raise RuntimeError("quantile() q values must be in the range [0, 1] (a number or a 1-D tensor)")
-    if interpolation not in ("linear", "lower", "higher", "midpoint", "nearest"):
-        raise ValueError(f"quantile() interpolation must be one of linear, lower, higher, midpoint or nearest. "
-                         f"Got {interpolation}")
+    qs = _quantile_args(x, q, interpolation, "nanquantile")
     src = x.reshape(-1) if dim is None else x
     d = 0 if dim is None else _dim(dim, x.ndim, "nanquantile")
     if src.ndim == 0:

@@ -87,6 +87,19 @@ def _logaddexp(a, b):
     return ((a - m).exp() + (b - m).exp()).log() + m
 
 
+def _quantile_args(x, q, interpolation, op):
+    """quantile's and nanquantile's checks; q's values as a float64 array."""
+    if x._dtype not in (0, 1):
+        raise RuntimeError(f"quantile() input tensor must be either float or double dtype, got {x.dtype}")
+    qs = np.asarray(_host(q, op) if isinstance(q, _C.TensorBase) else q, np.float64)
+    if qs.ndim > 1 or np.any((qs < 0) | (qs > 1)):
+        raise RuntimeError("quantile() q values must be in the range [0, 1] (a number or a 1-D tensor)")
+    if interpolation not in ("linear", "lower", "higher", "midpoint", "nearest"):
+        raise ValueError(f"quantile() interpolation must be one of linear, lower, higher, midpoint or nearest. "
+                         f"Got {interpolation}")
+    return qs
+
+
 class MoreMethods:
     """The Tensor methods of this module (see its docstring)."""
     __slots__ = ()
@@ -218,15 +231,7 @@ class MoreMethods:
     def quantile(self, q, dim=None, keepdim=False, *, interpolation="linear"):
         """The q-quantiles (q a number or a 1-D tensor in [0, 1]) along dim (of all entries by default), by
         interpolating between the sorted values as PyTorch's 'linear', 'lower', 'higher', 'midpoint', 'nearest'."""
-        if self._dtype not in (0, 1):
-            raise RuntimeError(f"quantile() input tensor must be either float or double dtype, got {self.dtype}")
-        qs = _host(q, "quantile") if isinstance(q, _C.TensorBase) else q
-        qs = np.asarray(qs, np.float64)
-        if qs.ndim > 1 or np.any((qs < 0) | (qs > 1)):
-            raise RuntimeError("quantile() q values must be in the range [0, 1] (a number or a 1-D tensor)")
-        if interpolation not in ("linear", "lower", "higher", "midpoint", "nearest"):
-            raise ValueError(f"quantile() interpolation must be one of linear, lower, higher, midpoint or nearest. "
-                             f"Got {interpolation}")
+        qs = _quantile_args(self, q, interpolation, "quantile")
         x = self.reshape(-1) if dim is None else self
         d = 0 if dim is None else _dim(dim, self.ndim, "quantile")
         n = x.shape[d]

@@ -20,8 +20,8 @@ from .. import _C
 from . import autocast as _amp
 from . import functions as F
 from .dtype import DTYPES, get_default_dtype
-from .autograd import Function, needs_grad as _needs_grad, refuse_inplace as _refuse_inplace
-from .tensor_compose import _diagonal_geometry
+from .autograd import needs_grad as _needs_grad, refuse_inplace as _refuse_inplace
+from .tensor_compose import _DiagEmbed, _diag_embed
 from .tensor_methods import _dim
 from .tensor_solve import (SolveMethods, cholesky_inverse, cholesky_solve, det, inverse, logdet, matrix_exp,
                            matrix_power, slogdet)
@@ -551,29 +551,6 @@ def combinations(input, r=2, with_replacement=False):
 
 
 # ---- diagonal matrices ----------------------------------------------------------------------------------------
-def _diag_embed_raw(v, offset):
-    """(..., n) -> (..., m, m) with v on diagonal `offset` of the last two dims, zeros elsewhere."""
-    m = (v.shape[-1] if v.ndim else 1) + abs(offset)
-    shape = tuple(v.shape[:-1]) + (m, m)
-    out = _zeros(shape, v._dtype, v._device)
-    nd = len(shape)
-    _C.copy_(out._as_strided(*_diagonal_geometry(shape, out._strides, 0, offset, nd - 2, nd - 1)), v)
-    return out
-
-
-class _DiagEmbed(Function):
-    @staticmethod
-    def forward(ctx, v, offset):
-        ctx.offset = offset
-        return _diag_embed_raw(v, offset)
-
-    @staticmethod
-    def backward(ctx, g):
-        nd = g.ndim
-        view = g._as_strided(*_diagonal_geometry(g.shape, g._strides, g._offset, ctx.offset, nd - 2, nd - 1))
-        return F.contiguous(view), None
-
-
 def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     """A tensor whose diagonals `offset` over (dim1, dim2) hold input's last dim, zeros elsewhere."""
     _need_tensor(input, "diag_embed", "input")
@@ -585,7 +562,7 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
         raise RuntimeError(f"diag_embed: diagonal dimensions cannot be identical {dim1}, {dim2}")
     if input.ndim == 0:
         raise IndexError("diag_embed: Dimension out of range: a 0-d input has no last dim to embed")
-    out = _DiagEmbed.apply(input, int(offset)) if _needs_grad(input) else _diag_embed_raw(input, int(offset))
+    out = _DiagEmbed.apply(input, int(offset)) if _needs_grad(input) else _diag_embed(input, int(offset))
     # the two new dims are the last two: move them to (d1, d2)
     if (d1, d2) == (nd - 2, nd - 1):
         return out
