@@ -42,7 +42,7 @@ def test_errors():
         gm.empty(3).bernoulli_(1.5)
     with pytest.raises(RuntimeError, match="expected a floating-point tensor"):
         gm.zeros(3, dtype=gm.int64).uniform_()
-    with pytest.raises(NotImplementedError, match="generator"):
+    with pytest.raises(TypeError, match="generator: expected a gpumemnet.Generator, got object"):
         gm.empty(3).normal_(generator=object())
     with pytest.raises(RuntimeError):
         gm.zeros(3, requires_grad=True).bernoulli_(0.5)
