@@ -1,7 +1,8 @@
 """PyTorch's Tensor methods that are compositions of other Tensor ops: splitting, repeating, rounding, the new_*
-constructors, logical tests, prod/norm, memory formats. gpumemnet.Tensor inherits them (TensorMethods is its
-first base), so each is differentiable, runs on every device and is priced on meta for free, because every step
-is an op that already is. Where a composition costs more memory than PyTorch's fused op, the method says so."""
+constructors, logical tests, prod/norm, memory formats. gpumemnet.Tensor takes them (TensorMethods is the
+first of the mixins tensor.py copies into it), so each is differentiable, runs on every device and is priced on
+meta for free, because every step is an op that already is. Where a composition costs more memory than PyTorch's
+fused op, the method says so."""
 import math
 import numbers
 

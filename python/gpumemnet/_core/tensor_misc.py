@@ -3,7 +3,7 @@ geometric_), metadata queries (get_device, is_signed, is_same_size, is_set_to, r
 (ravel, broadcast_to, split_with_sizes, hsplit/vsplit/dsplit, column_stack, dstack, atleast_3d, narrow_copy,
 swapaxes_, new_empty_strided), in-place aliases PyTorch has (divide_, multiply_, subtract_, logit_, xlogy_ ...),
 put / index_put, rsub, the dtype queries (result_type, promote_types, can_cast, typename) and the *_copy forms of
-the view ops. Tensor methods in MiscMethods (a base of Tensor); the gm.* functions in __all__
+the view ops. Tensor methods in MiscMethods (copied into Tensor); the gm.* functions in __all__
 (gpumemnet/__init__.py imports them). The value ops (masked_scatter, scatter_reduce, index_reduce, mode,
 nanmedian, renorm, isin, the *_scatter ops) are in tensor_misc_values; as_strided, the windows, histogram,
 gradient and the legacy methods (new, resize_ ...) in tensor_misc_extra.

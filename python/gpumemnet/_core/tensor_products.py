@@ -1,6 +1,6 @@
 """PyTorch's products and matrix helpers: addmm / addmv / addr / baddbmm / addbmm (and their in-place forms), mv,
 inner, vdot, kron, tensordot, chain_matmul, cross, block_diag, cartesian_prod, combinations, diag_embed, diagflat,
-linalg.vander. Tensor methods in ProductMethods (a base of Tensor); the gm.* functions in __all__
+linalg.vander. Tensor methods in ProductMethods (copied into Tensor); the gm.* functions in __all__
 (gpumemnet/__init__.py imports them). cov, corrcoef and the trapezoid rules are in tensor_stats.py; det,
 inverse, matrix_power, matrix_exp and the Cholesky helpers in tensor_solve.py.
 

@@ -2,7 +2,8 @@
 and their in-place forms), inverse hyperbolics, deg2rad / rad2deg, copysign, signbit, heaviside, fmax / fmin,
 logaddexp2, sinc, isposinf / isneginf / isreal, positive, ldexp, lgamma / digamma / polygamma / erfinv / i0 (values
 in tensor_gamma.py). tensor_bitwise.py has the integer ops (bitwise_*, gcd, lcm).
-Tensor methods in SpecialMethods (a base of Tensor); the gm.* functions in __all__ (gpumemnet/__init__.py imports them).
+Tensor methods in SpecialMethods (copied into Tensor); the gm.* functions in __all__ (gpumemnet/__init__.py
+imports them).
 
 Dtypes follow PyTorch: integer and bool inputs of the float functions give float32; float16 and bfloat16 are
 computed in float32 and rounded back. lgamma, digamma, polygamma, erfinv and i0 compute float32 (and the half types)
