@@ -7,7 +7,7 @@ gpumemnet's tensors are plain Tensors (nn/parameter.py explains why), so an unin
 placeholder on the requested device and dtype, recorded as such here (isinstance sees it through the metaclass).
 It is materialised in place (same object, new storage), so an optimizer or a reference taken before the first
 call holds the real parameter afterwards. Loading a state_dict into a lazy module materialises what it holds, as
-PyTorch's load hook does (for a lazy module loaded through a parent, see _lazy_load_hook)."""
+PyTorch's load hook does (Module.load_state_dict calls _lazy_load_hook on itself and every submodule)."""
 import itertools
 import weakref
 
@@ -120,10 +120,6 @@ class LazyModuleMixin:
                 value = state_dict[key]
                 if not is_lazy(value):
                     materialize(t, tuple(getattr(value, "shape", ())))
-
-    def load_state_dict(self, state_dict, strict=True):
-        self._lazy_load_hook(state_dict, "")
-        return super().load_state_dict(state_dict, strict)
 
     def _moved_buffer(self, old, new):
         # buffers are replaced by a move: the new one is still uninitialized
