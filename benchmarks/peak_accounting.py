@@ -5,8 +5,10 @@ category and by the scope that allocated them ("inc.body.1 forward": BatchNorm's
 
     python benchmarks/peak_accounting.py [--model unet] [--mode fp32|checkpoint|autocast|eval] [--min-kib 64]
 
-With --mode eval it also prints the floor of an inference forward: the largest input + output of one leaf module
-(what any library must hold while that layer runs, workspace aside), beside the measured step peak.
+With --mode eval it also prints the floor of an inference forward that gives every layer a new output: the largest
+input + output of one leaf module (workspace aside), beside the measured step peak. gpumemnet's Sequential can go
+below it: under no_grad, BatchNorm and the activations write over an intermediate nothing else holds
+(nn/modules/_donation.py). The floor's own run does not: its forward hook, which may keep inputs, stops that.
 
 Run from the repository root."""
 import argparse
@@ -68,7 +70,8 @@ def main():
 
 
 def print_eval_floor(gm, model, x, step_peak):
-    """The largest input + output bytes of one leaf module under no_grad (allocator blocks: 512-byte rounding)."""
+    """The largest input + output bytes of one leaf module under no_grad (allocator blocks: 512-byte rounding), in
+    a forward where every layer allocates its output."""
     rows = []
 
     def hook(m, inputs, out):
@@ -82,7 +85,8 @@ def print_eval_floor(gm, model, x, step_peak):
     finally:
         handle.remove()
     floor, where = max(rows)
-    print(f"  eval floor: {floor / 2**20:.3f} MiB (input + output of {where}); step peak {step_peak / 2**20:.3f} MiB "
+    print(f"  eval floor with a new output per layer: {floor / 2**20:.3f} MiB (input + output of {where}); step peak "
+          f"{step_peak / 2**20:.3f} MiB "
           f"= {step_peak / floor:.2f}x the floor")
 
 

@@ -69,13 +69,13 @@ static int bn_cuda_workspace(gm_device dev, int64_t N, int64_t C, int64_t HW, in
 
 PyObject *gm_py_batch_norm(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *kwlist[] = {"x", "running_mean", "running_var", "weight", "bias", "training", "momentum", "eps",
-                             NULL};
+                             "inplace", NULL};
     const char *name = "batch_norm";
     PyObject *xo, *rmo, *rvo, *wo, *bo;
-    int training;
+    int training, inplace = 0;
     double momentum, eps;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOpdd:batch_norm", kwlist, &xo, &rmo, &rvo, &wo, &bo,
-                                     &training, &momentum, &eps))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOpdd|p:batch_norm", kwlist, &xo, &rmo, &rvo, &wo, &bo,
+                                     &training, &momentum, &eps, &inplace))
         return NULL;
     GMTensor *x = gm_tensor_arg(xo, name, "input"), *rm, *rv, *w, *b;
     int64_t N, C, HW;
@@ -111,7 +111,17 @@ PyObject *gm_py_batch_norm(PyObject *self, PyObject *args, PyObject *kwargs) {
     GMTensor *out = NULL, *mean = NULL, *invstd = NULL;
     PyObject *res = NULL;
     if (!xc || (w && !wc) || (b && !bc) || (rm && (!rmc || !rvc))) goto done;
-    if (!(out = gm_empty(x->ndim, x->shape, x->dtype, x->device)) || !(mean = gm_empty(1, cshape, sdt, x->device)) ||
+    /* inplace (a Sequential under no_grad handing over an intermediate nothing else holds, nn/modules/
+     * _donation.py): the eval kernels, CPU and CUDA, compute each element of the output from the same element of
+     * the input alone, so the output may be the input. Not in training (the statistics are read in a first pass,
+     * left to the kernels' own order) and not for a strided input (it is read through a contiguous copy). */
+    if (inplace && !training && xc == x) {
+        out = (GMTensor *)Py_NewRef((PyObject *)x);
+        gm_bump_version(x);
+    } else if (!(out = gm_empty(x->ndim, x->shape, x->dtype, x->device))) {
+        goto done;
+    }
+    if (!(mean = gm_empty(1, cshape, sdt, x->device)) ||
         !(invstd = gm_empty(1, cshape, sdt, x->device)))
         goto done;
     if (on_cuda(x)) {

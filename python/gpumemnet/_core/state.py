@@ -25,6 +25,7 @@ class _ThreadState(threading.local):
         self.capturing = False     # True while autograd.grad's backward returns gradients instead of accumulating
         self.modules = []          # the modules whose forward is running, innermost last
         self.last_root = None      # (weakref to the last root module called, its input shape), for OOM advice
+        self.overwritable = None   # id of the tensor a Sequential lets its next child overwrite (no_grad)
 
 
 state = _ThreadState()

@@ -6,6 +6,7 @@ from ... import _C
 from ..._core.autograd import is_graph_view
 from ..._core.dtype import as_dtype, device_str
 from .._args import check_reduction  # noqa: F401  (the layers' losses take it from here)
+from ._donation import granted
 
 
 def _inplace(module, input):
@@ -13,8 +14,9 @@ def _inplace(module, input):
     (EfficientNet's Dropout(inplace=True) after torch.flatten): gpumemnet cannot rebase the viewed tensor's graph
     as PyTorch does, so the layer computes out of place there. Layers hand on what they return, so what the
     network computes is the same; only the memory PyTorch would have saved is spent. An explicit x.relu_() on such
-    a view still raises (its caller expects x itself to change)."""
-    return module.inplace and not is_graph_view(input)
+    a view still raises (its caller expects x itself to change). A Sequential under no_grad may also grant an
+    intermediate nothing else holds (_donation.py)."""
+    return (module.inplace or granted(input)) and not is_graph_view(input)
 
 
 def _pair(x, name="argument"):

@@ -20,6 +20,8 @@ class ReLU(Module):
     def forward(self, input):
         return F.relu_(input) if _inplace(self, input) else F.relu(input)
 
+    _may_overwrite_input = forward  # reads its input once (a Sequential's grant: _donation.py)
+
     def extra_repr(self):
         return "inplace=True" if self.inplace else ""
 
@@ -32,6 +34,8 @@ class LeakyReLU(Module):
 
     def forward(self, input):
         return F.leaky_relu(input, self.negative_slope, _inplace(self, input))
+
+    _may_overwrite_input = forward  # reads its input once (a Sequential's grant: _donation.py)
 
     def extra_repr(self):
         return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
@@ -74,6 +78,8 @@ class _InplaceActivation(Module):
 
     def forward(self, input):
         return type(self).fn(input, inplace=_inplace(self, input))
+
+    _may_overwrite_input = forward  # reads its input once (a Sequential's grant: _donation.py)
 
     def extra_repr(self):
         return "inplace=True" if self.inplace else ""
@@ -118,6 +124,8 @@ class Hardtanh(Module):
     def forward(self, input):
         return F.hardtanh(input, self.min_val, self.max_val, _inplace(self, input))
 
+    _may_overwrite_input = forward  # reads its input once (a Sequential's grant: _donation.py)
+
     def extra_repr(self):
         return f"min_val={self.min_val}, max_val={self.max_val}" + (", inplace=True" if self.inplace else "")
 
@@ -143,6 +151,8 @@ class ELU(Module):
 
     def forward(self, input):
         return F.elu(input, self.alpha, _inplace(self, input))
+
+    _may_overwrite_input = forward  # reads its input once (a Sequential's grant: _donation.py)
 
     def extra_repr(self):
         return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")

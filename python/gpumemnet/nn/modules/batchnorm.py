@@ -3,6 +3,7 @@ defaults and running-statistics rule (momentum=None: cumulative average over the
 
 The running statistics are model state, not activations: they are allocated under the "parameter" category, so
 memory reports count them with the model's weights."""
+from ... import _C
 from ... import distributed as _dist
 from ...distributed import _comm
 from ...utils.checkpoint import in_recomputation
@@ -10,6 +11,7 @@ from .. import functional as F
 from .._functional_syncbn import sync_batch_norm
 from .. import init
 from ..parameter import Parameter
+from ._donation import granted
 from ._utils import new_tensor
 from .module import Module
 
@@ -89,9 +91,14 @@ class _BatchNorm(_NormBase):
                 factor = 1.0 / float(nbt.item()) if nbt._device != "meta" else 0.0
         # In eval mode, the running statistics are used when they exist (batch statistics otherwise).
         use_batch_stats = self.training or (self.running_mean is None and self.running_var is None)
+        if not use_batch_stats and granted(input):  # eval, and a Sequential hands the input over (no grad)
+            return _C.batch_norm(input, self.running_mean, self.running_var, self.weight, self.bias, False, factor,
+                                 self.eps, inplace=True)[0]
         track = not self.training or self.track_running_stats
         return F.batch_norm(input, self.running_mean if track else None, self.running_var if track else None,
                             self.weight, self.bias, use_batch_stats, factor, self.eps)
+
+    _may_overwrite_input = forward  # reads its input once (a Sequential's grant: _donation.py)
 
 
 # The C op takes (N, C, *) of any rank as (N, C, HW) without a copy: the three modules differ only in the ranks

@@ -1,9 +1,12 @@
 """Containers: Sequential, ModuleList, ModuleDict — the module trees whose names ("features.0.weight") match
 PyTorch's for the same structure, so that state_dicts and reports line up."""
 import operator
+import sys
 from collections import OrderedDict
 
-from .module import Module, _addindent
+from ..._core.state import grad_mode
+from . import _donation
+from .module import Module, _addindent, _global_hooks, _global_pre_hooks
 
 __all__ = ["Sequential", "ModuleList", "ModuleDict"]
 
@@ -79,8 +82,25 @@ class Sequential(Module):
         return self
 
     def forward(self, input):
-        for module in self._modules.values():
+        modules = iter(self._modules.values())
+        for module in modules:  # the first child reads the caller's input, which the caller may still hold
             input = module(input)
+            break
+        if grad_mode.get():
+            for module in modules:
+                input = module(input)
+            return input
+        # no_grad: a child may write over an intermediate that nothing else holds (_donation.py says when)
+        for module in modules:
+            if sys.getrefcount(input) == _donation.SOLE_LOCAL_REFS and \
+                    _donation.may_overwrite(module, input, (_global_pre_hooks, _global_hooks)):
+                _donation.grant(input)
+                try:
+                    input = module(input)
+                finally:
+                    _donation.revoke()
+            else:
+                input = module(input)
         return input
 
 

@@ -1,0 +1,57 @@
+"""Inference without a second buffer per layer. Under no_grad, the tensor a Sequential passes from one child to
+the next is often held by nothing but the loop's own variable. The next child may then write its output over it,
+as an in-place ReLU writes over its input, and an eval forward's peak drops by one tensor where a BatchNorm or
+an activation runs (MobileNetV2's and the digits CNN's peaks are such moments). PyTorch allocates a new output
+there; the values are the same.
+
+Sequential.forward grants a tensor, by id and per thread, only when all of these hold. Each rule stops one way
+the overwrite could be seen:
+- grad mode is off: with grad on, the tensor may be saved for backward;
+- it is not the Sequential's own input: the caller may still hold that (and on CPython versions whose call
+  arguments are borrowed references, a reference count cannot tell);
+- its reference count is that of an object held by one local variable, and it is the only tensor over its
+  storage (no view of it, no alias saved anywhere, no NumPy array over it);
+- the child's class reads its input once, before writing (it sets `_may_overwrite_input = forward`), and no
+  subclass has overridden that forward, which might read the input again after calling it;
+- the child has no forward hooks and no global ones are registered: a hook may keep the input.
+The child takes the grant when it reads it (`granted`); the Sequential clears it after the call whatever
+happens, so an id reused by a later tensor is never found granted."""
+import sys
+
+from ... import _C
+from ..._core.state import state
+
+
+def _refs_of_a_sole_local():
+    x = object()
+    return sys.getrefcount(x)
+
+
+# Measured, not assumed: what getrefcount says of an object one local variable holds differs between CPython
+# versions (3.14 borrows the reference its argument passes).
+SOLE_LOCAL_REFS = _refs_of_a_sole_local()
+
+
+def may_overwrite(module, x, global_hooks):
+    """Whether module may write its output over x (the rules above; the caller checked grad mode, the reference
+    count and that x is not its own input)."""
+    cls = type(module)
+    return (getattr(cls, "_may_overwrite_input", None) is cls.forward
+            and not (module._forward_pre_hooks or module._forward_hooks or any(global_hooks))
+            and isinstance(x, _C.TensorBase) and x._storage_refs == 1 and not x.requires_grad)
+
+
+def grant(x):
+    state.overwritable = id(x)
+
+
+def revoke():
+    state.overwritable = None
+
+
+def granted(x):
+    """Whether the running Sequential handed x over to be overwritten; the grant is used up by asking."""
+    if state.overwritable is not None and state.overwritable == id(x):
+        state.overwritable = None
+        return True
+    return False
