@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import gpumemnet as gm
-from cuda_util import device, is_cuda, to_np  # noqa: F401  (device is a fixture)
+from cuda_util import device, to_np  # noqa: F401  (device is a fixture)
 
 torch = pytest.importorskip("torch")
 
