@@ -7,8 +7,9 @@ way (gpumemnet/__init__.py for `from gpumemnet.nn import x`) are not edges. Laye
 
     0  _C, _loader
     1  _core/
-    2  the libraries: nn/, optim/, amp/, utils/, cuda/, accelerator, distributed/, futures, backends, serialization
-    3  memory/
+    2  the libraries: nn/, optim/, amp/, utils/, cuda/, accelerator, distributed/, futures, backends, serialization,
+       linalg, func, special, distributions/, testing
+    3  memory/, profiler/
     4  the package's face: gpumemnet/__init__.py, __main__, demo, and the re-exports autograd.py, random.py
 
 Also: no python/gpumemnet/*.py over MAX_LINES lines (files stay readable in one sitting)."""
@@ -21,8 +22,9 @@ MAX_LINES = 800
 
 LAYERS = {"_C": 0, "_loader": 0, "_core": 1,
           "nn": 2, "optim": 2, "amp": 2, "utils": 2, "cuda": 2, "backends": 2, "serialization": 2, "compat": 2,
-          "distributed": 2, "futures": 2, "accelerator": 2, "linalg": 2, "func": 2,
-          "memory": 3,
+          "distributed": 2, "futures": 2, "accelerator": 2, "linalg": 2, "func": 2, "special": 2, "distributions": 2,
+          "testing": 2,
+          "memory": 3, "profiler": 3,
           "__main__": 4, "_aliases": 4, "demo": 4, "autograd": 4, "random": 4, "dropin": 4}
 NAMES = ["C/loader", "core", "libraries", "memory", "face"]
 

@@ -24,6 +24,7 @@ from .tensor_select import SelectMethods
 from .tensor_special import SpecialMethods
 from .tensor_products import ProductMethods
 from .tensor_misc import MiscMethods
+from .tensor_decomp import DecompMethods
 
 _amp_state = _amp._state
 
@@ -667,7 +668,7 @@ class Tensor(_C.TensorBase):
 # walks the class's MRO, so each base class costs every op (7 more bases cost 4 % of the instructions of an a + b).
 # Precedence is what inheritance gave: Tensor's own names, then the mixins in this order, each before its bases.
 for _mixin in (TensorMethods, MathMethods, ComposeMethods, SelectMethods, MoreMethods, SpecialMethods, ProductMethods,
-               MiscMethods):
+               MiscMethods, DecompMethods):
     for _klass in _mixin.__mro__[:-1]:
         for _name, _value in vars(_klass).items():
             if _name not in ("__dict__", "__weakref__", "__slots__", "__module__", "__doc__", "__qualname__") \
