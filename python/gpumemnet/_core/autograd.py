@@ -469,12 +469,40 @@ def _default_grads(tensors, grad_tensors):
     return out
 
 
-def backward(tensors, grad_tensors=None, retain_graph=False):
-    """Accumulate d(tensors)/d(leaf) into every leaf's .grad."""
+def _no_graph_of_grads(create_graph, op):
+    if create_graph:
+        raise NotImplementedError(
+            f"{op}(create_graph=True): gpumemnet's backward does not record a graph of the gradients, so gradients "
+            f"of gradients (gradient penalties, Hessian-vector products) are not available; only first-order "
+            f"gradients are")
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None, inputs=None):
+    """Accumulate d(tensors)/d(leaf) into every leaf's .grad; with inputs=, into those tensors' .grad only (leaves
+    or not), as PyTorch does. grad_variables is grad_tensors' old name."""
     Tensor = _Tensor
+    _no_graph_of_grads(create_graph, "backward")
+    if grad_variables is not None:
+        if grad_tensors is not None:
+            raise RuntimeError("backward: pass grad_tensors only (grad_variables is its deprecated name)")
+        grad_tensors = grad_variables
     if isinstance(tensors, Tensor):
         tensors = [tensors]
     tensors = list(tensors)
+    if inputs is not None:
+        inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+        if not inputs:
+            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+        for t in inputs:  # a non-leaf named here keeps its .grad from now on, as in PyTorch (retains_grad)
+            if t.grad_fn is not None:
+                t.retain_grad()
+        got = grad(tensors, inputs, grad_tensors, retain_graph, allow_unused=True)
+        with no_grad():
+            for t, g in zip(inputs, got):
+                if g is not None and t.grad_fn is None:  # a retained non-leaf's .grad is written by the walk
+                    t.grad = g if t.grad is None else t.grad.add_(g)
+        return
+    retain_graph = bool(retain_graph)
     if grad_tensors is None or isinstance(grad_tensors, (Tensor, int, float)):  # one gradient (a number: filled)
         grad_tensors = [grad_tensors] * len(tensors) if grad_tensors is None else [grad_tensors]
     for t in tensors:
@@ -493,9 +521,20 @@ def backward(tensors, grad_tensors=None, retain_graph=False):
         raise
 
 
-def grad(outputs, inputs, grad_outputs=None, retain_graph=False, allow_unused=False):
-    """The gradients of outputs with respect to inputs, returned (not accumulated into .grad)."""
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
+         allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """The gradients of outputs with respect to inputs, returned (not accumulated into .grad). only_inputs is
+    PyTorch's deprecated no-op; materialize_grads returns zeros for an unused input (and so allows it)."""
     Tensor = _Tensor
+    _no_graph_of_grads(create_graph, "grad")
+    if is_grads_batched:
+        raise NotImplementedError("grad(is_grads_batched=True): batched gradients (vmap over grad_outputs) are not "
+                                  "supported; call grad once per grad_outputs instead")
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, but got: "
+                         "allow_unused=False.")
+    allow_unused = bool(allow_unused) or materialize_grads
+    retain_graph = bool(retain_graph)
     single_out = isinstance(outputs, Tensor)
     outputs = [outputs] if single_out else list(outputs)
     inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
@@ -516,5 +555,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=False, allow_unused=Fa
         if g is None and not allow_unused:
             raise RuntimeError(f"grad: input {i} (shape {tuple(inputs[i].shape)}) was not used to compute the "
                                f"outputs; pass allow_unused=True to get None for it")
+        if g is None and materialize_grads:
+            g = _filled_like(inputs[i], 0)
         result.append(g)
     return tuple(result)

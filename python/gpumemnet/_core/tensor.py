@@ -253,8 +253,8 @@ class Tensor(_C.TensorBase):
         return out
 
     # ---- autograd -----------------------------------------------------------------------------------------
-    def backward(self, gradient=None, retain_graph=False):
-        autograd.backward(self, gradient, retain_graph=retain_graph)
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        autograd.backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs)
 
     def detach(self):
         return self._as_strided(self.shape, self._strides, self._offset)

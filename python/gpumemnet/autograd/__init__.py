@@ -1,19 +1,18 @@
 """gm.autograd (the package's face, layer 4): PyTorch's torch.autograd names, re-exported from the core.
 
-The engine and Function live in gpumemnet/_core/autograd.py; this module only gives them their public path
-(gm.autograd.Function, gm.autograd.grad, gm.autograd.graph.saved_tensors_hooks, graph.save_on_cpu...)."""
-from ._core.autograd import (  # noqa: F401
+The engine and Function live in gpumemnet/_core/autograd.py; this package gives them their public path
+(gm.autograd.Function, gm.autograd.grad, gm.autograd.graph.saved_tensors_hooks, graph.save_on_cpu...) and adds
+what torch.autograd has beside them: the submodules graph, functional (jacobian, vjp), gradcheck and profiler,
+and the legacy Variable. Each submodule imports as torch's does (`import torch.autograd.graph`)."""
+from .._core.autograd import (  # noqa: F401
     Function, backward, grad, no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled)
-from ._core.autograd import __all__  # noqa: F401
-from ._core.autograd import graph as _core_graph
-from ._core.offload import save_on_cpu as _save_on_cpu
-from ._core.state import anomaly as _anomaly
+from .._core.state import anomaly as _anomaly
+from . import functional, graph  # noqa: F401
+from .gradcheck import GradcheckError, gradcheck  # noqa: F401
+from .variable import Variable  # noqa: F401
 
-
-class graph(_core_graph):
-    """torch.autograd.graph: saved_tensors_hooks (the core's) and save_on_cpu (_core/offload.py, which sits above
-    the core's autograd and so is attached here, at the package's face)."""
-    save_on_cpu = _save_on_cpu
+__all__ = ["Function", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
+           "is_grad_enabled", "graph", "functional", "gradcheck", "Variable", "set_detect_anomaly", "detect_anomaly"]
 
 
 class set_detect_anomaly:
