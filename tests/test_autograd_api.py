@@ -205,3 +205,34 @@ def test_submodules_import_as_torchs():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "gpumemnet.autograd.functional"
+
+
+def test_grad_mode_decorators_and_inference_mode():
+    """@no_grad / @enable_grad / @inference_mode without parentheses, inference_mode(False) and
+    is_inference_mode_enabled, nested as PyTorch nests them."""
+    seen = {}
+    for lib in (gm, torch):
+        @lib.no_grad
+        def f():
+            return lib.is_grad_enabled()
+
+        @lib.inference_mode
+        def g():
+            return lib.is_grad_enabled(), lib.is_inference_mode_enabled()
+
+        @lib.inference_mode(False)
+        def h():
+            return lib.is_grad_enabled(), lib.is_inference_mode_enabled()
+
+        @lib.enable_grad
+        def e():
+            return lib.is_grad_enabled()
+
+        with lib.no_grad():
+            inside = (h(), e(), g())
+            with lib.inference_mode():
+                with lib.inference_mode(False):
+                    nested = (lib.is_grad_enabled(), lib.is_inference_mode_enabled())
+                deep = lib.is_inference_mode_enabled()
+        seen[lib] = (f(), g(), h(), inside, nested, deep, lib.is_inference_mode_enabled(), lib.is_grad_enabled())
+    assert seen[gm] == seen[torch]

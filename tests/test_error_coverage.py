@@ -56,7 +56,7 @@ EXEMPT = {
     "data.default_convert": "converts what it can and returns anything else unchanged, as PyTorch's",
     "nn.register_module_forward_pre_hook": HOOK,
     "gm.get_float32_matmul_precision": NO_ARGS, "gm.are_deterministic_algorithms_enabled": NO_ARGS,
-    "gm.is_deterministic_algorithms_warn_only_enabled": NO_ARGS,
+    "gm.is_deterministic_algorithms_warn_only_enabled": NO_ARGS, "gm.is_inference_mode_enabled": NO_ARGS,
 }
 EXEMPT.update(EXTRA_EXEMPT)  # the topic files error_inputs_<topic>.py keep their own
 

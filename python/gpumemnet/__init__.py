@@ -49,6 +49,7 @@ from .serialization import save, load  # noqa: E402
 from .memory import summary  # noqa: E402
 from .amp import autocast  # noqa: E402
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled  # noqa: E402
+from .autograd import is_inference_mode_enabled  # noqa: E402,F401
 from .autograd import is_anomaly_enabled, is_anomaly_check_nan_enabled  # noqa: E402,F401  (torch.is_anomaly_...)
 from .random import (manual_seed, get_rng_state, set_rng_state, initial_seed, seed, Generator,  # noqa: E402,F401
                      default_generator)

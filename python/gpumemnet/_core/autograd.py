@@ -15,13 +15,13 @@ import functools
 
 from .. import _C
 from . import hooks
-from .state import anomaly, grad_mode, state
+from .state import anomaly, grad_mode, inference_flag, state
 
 _grad_on = grad_mode.get  # the per-op read: one C call (see _core/state.py)
 _set_grad = grad_mode.set
 
 __all__ = ["Function", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
-           "is_grad_enabled", "graph"]
+           "is_grad_enabled", "is_inference_mode_enabled", "graph"]
 
 
 def is_grad_enabled():
@@ -58,20 +58,60 @@ class _GradModeContext:
         return wrapper
 
 
-class no_grad(_GradModeContext):
+class _BareDecorator(_GradModeContext):
+    """Also a decorator without parentheses (`@no_grad` as `@no_grad()`), as PyTorch's since 2.0."""
+
+    def __new__(cls, orig_func=None):
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+
+class no_grad(_BareDecorator):
     """Run without recording: no graph, no saved activations."""
     _target = False
 
 
-class enable_grad(_GradModeContext):
+class enable_grad(_BareDecorator):
     _target = True
 
 
 class inference_mode(_GradModeContext):
-    """Like no_grad (gpumemnet keeps no extra inference-only state)."""
+    """no_grad that is_inference_mode_enabled() reports (gpumemnet keeps no other inference-only state: its
+    tensors carry no inference flag). inference_mode(False) turns inference mode off and grad mode on, as
+    PyTorch's does. Also a decorator, with or without parentheses."""
+
+    def __new__(cls, mode=True):
+        if mode is None or isinstance(mode, bool):
+            return super().__new__(cls)
+        return cls()(mode)  # @inference_mode over a function
 
     def __init__(self, mode=True):
-        self._target = not mode
+        self.mode = bool(mode)
+
+    def __enter__(self):
+        self._prev = _grad_on(), inference_flag.get()
+        _set_grad(not self.mode)
+        inference_flag.set(self.mode)
+        return self
+
+    def __exit__(self, *exc):
+        _set_grad(self._prev[0])
+        inference_flag.set(self._prev[1])
+        return False
+
+    def __call__(self, fn):
+        mode = self.mode
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with inference_mode(mode):
+                return fn(*args, **kwargs)
+        return wrapper
+
+
+def is_inference_mode_enabled():
+    return inference_flag.get()
 
 
 class set_grad_enabled(_GradModeContext):

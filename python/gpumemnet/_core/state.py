@@ -30,6 +30,7 @@ class _ThreadState(threading.local):
 
 state = _ThreadState()
 grad_mode = contextvars.ContextVar("gpumemnet.grad_mode", default=True)  # no_grad, enable_grad, inference_mode...
+inference_flag = contextvars.ContextVar("gpumemnet.inference_mode", default=False)  # inside inference_mode()
 
 
 class _Anomaly:

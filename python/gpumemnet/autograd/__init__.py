@@ -5,14 +5,15 @@ The engine and Function live in gpumemnet/_core/autograd.py; this package gives 
 what torch.autograd has beside them: the submodules graph, functional (jacobian, vjp), gradcheck and profiler,
 and the legacy Variable. Each submodule imports as torch's does (`import torch.autograd.graph`)."""
 from .._core.autograd import (  # noqa: F401
-    Function, backward, grad, no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled)
+    Function, backward, grad, no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled,
+    is_inference_mode_enabled)
 from .._core.state import anomaly as _anomaly
 from . import functional, graph  # noqa: F401
 from .gradcheck import GradcheckError, gradcheck  # noqa: F401
 from .variable import Variable  # noqa: F401
 
 __all__ = ["Function", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
-           "is_grad_enabled", "graph", "functional", "gradcheck", "Variable", "set_detect_anomaly", "detect_anomaly"]
+           "is_grad_enabled", "is_inference_mode_enabled", "graph", "functional", "gradcheck", "Variable", "set_detect_anomaly", "detect_anomaly"]
 
 
 class set_detect_anomaly:
