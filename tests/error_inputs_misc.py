@@ -245,6 +245,8 @@ CASES = (
            z(d, l, 2, 3), z(d, l, 2, 4), z(d, l, 2, 3)), ValueError, r"size|shape|broadcast|dimension"),
        B("torch.poisson_nll_loss shapes do not broadcast", lambda d, l: l.L.poisson_nll_loss(
            z(d, l, 2, 3), z(d, l, 4), True, False, 1e-8, 1), ValueError, r"\(4,\) and \(2, 3\) cannot be broadcast"),
+       E("set_printoptions unknown profile", lambda d, l: l.L.set_printoptions(profile="Full"), ValueError,
+         r"profile must be one of \['default', 'full', 'short'\], got 'Full'"),
        E("torch.kl_div reduction out of range", lambda d, l: l.L.kl_div(z(d, l, 3), z(d, l, 3), 7), ValueError,
          r"reduction must be 0 \(none\), 1 \(mean\) or 2 \(sum\), got 7"),
        B("torch.convolution channels mismatch", lambda d, l: l.L.convolution(

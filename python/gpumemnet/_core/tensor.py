@@ -13,7 +13,8 @@ from . import autocast as _amp
 from . import autograd
 from . import functions as F
 from .autograd import check_inplace as _check_inplace, needs_grad as _needs_grad, refuse_inplace
-from .dtype import DTYPES, as_dtype, device_of, device_str
+from . import tensor_str as _tensor_str
+from .dtype import DTYPES, as_dtype, device_of, device_str, get_default_dtype
 from .indexing import IndexFn, apply_plan, make_plan, put_plan
 from .random import drawing_from
 from .tensor_compose import ComposeMethods
@@ -213,24 +214,27 @@ class Tensor(_C.TensorBase):
         return _C.TensorBase.numpy(self)
 
     def __repr__(self):
+        """PyTorch's text (tensor_str.py), after torch.set_printoptions' settings."""
         extra = []
         if self._device != "cpu":
             extra.append(f"device='{self._device}'")
-        if self._dtype not in (0, 4, 5):
+        if self._device == "meta" or (self.numel() == 0 and self.ndim != 1) or \
+                (self.numel() and not _tensor_str.PRINT_OPTS.edgeitems):  # no items shown: PyTorch adds the size
+            extra.append(f"size={tuple(self.shape)}")
+        if self._dtype not in (get_default_dtype().code, 4, 5):  # the default float dtype, int64, bool
             extra.append(f"dtype={self.dtype!r}")
         if self.grad_fn is not None:
             extra.append(f"grad_fn=<{self.grad_fn.name()}>")
         elif self.requires_grad:
             extra.append("requires_grad=True")
+        indent = len("tensor(")
         if self._device == "meta":
-            body = f"..., size={tuple(self.shape)}"
+            body = "..."
         elif self.numel() == 0:
-            body = "[]" if self.ndim == 1 else f"[], size={tuple(self.shape)}"  # PyTorch's form, no data read
+            body = "[]"  # no data read
         else:
-            arr = _C.TensorBase.numpy(self if self._dtype != 3 else F.cast(self, 0))
-            body = np.array2string(arr, separator=", ", prefix="tensor(", threshold=1000, edgeitems=3,
-                                   formatter=_float_formatter(arr))
-        text = "tensor(" + body + (", " + ", ".join(extra) if extra else "") + ")"
+            body = _tensor_str.values_str(self, indent)
+        text = _tensor_str.with_suffixes("tensor(" + body, extra, indent)
         return "Parameter containing:\n" + text if self._is_param else text
 
     def __deepcopy__(self, memo):
@@ -675,26 +679,6 @@ for _mixin in (TensorMethods, MathMethods, ComposeMethods, SelectMethods, MoreMe
                     and _name not in vars(Tensor):
                 setattr(Tensor, _name, _value)
 del _mixin, _klass, _name, _value
-
-
-def _float_formatter(arr):
-    """PyTorch's look: '1.' when every value is integral, fixed 4 decimals, or scientific for wide ranges;
-    every value padded to the same width."""
-    if arr.dtype.kind != "f":
-        return None
-    finite = np.abs(arr[np.isfinite(arr)]).astype(np.float64)
-    nonzero = finite[finite > 0]
-    if finite.size and (finite.max() >= 1e8 or (nonzero.size and nonzero.min() < 1e-4)):
-        fmt = "{:.4e}".format
-    elif np.all(finite == np.round(finite)):
-        fmt = "{:.0f}.".format
-    else:
-        fmt = "{:.4f}".format
-
-    def one(v):
-        return fmt(v) if np.isfinite(v) else str(v)
-    width = max((len(one(v)) for v in arr.reshape(-1)[:2000]), default=0)
-    return {"float_kind": lambda v: one(v).rjust(width)}
 
 
 def _C_wrap(dim, ndim):
