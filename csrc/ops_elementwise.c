@@ -406,6 +406,46 @@ static PyObject *ew_finish(const char *op, GMTensor *res, GMTensor *out) {
     return (PyObject *)out;
 }
 
+/* ---- int8, int16 and int32: computed in int64, wrapped back -----------------------------------------------------
+ * The kernels compute in float32/64, float16/bfloat16 storage, int64, uint8 and bool. An op on the other integers
+ * (torchvision's AutoAugment does int32 arithmetic) runs on int64 copies of them and its int64 result is cast
+ * back, which wraps exactly as their own two's-complement arithmetic would: PyTorch's values, one transient
+ * int64 copy of each operand and of the result more. */
+
+/* o as an int64 workspace copy when it is a tensor of one of those dtypes, else o itself; a new reference. */
+static PyObject *ew_widened(PyObject *o) {
+    if (!gm_is_tensor(o) || !gm_dtype_is_narrow(((GMTensor *)o)->dtype)) return Py_NewRef(o);
+    return (PyObject *)ew_cast_new("cast", (GMTensor *)o, GM_I64);
+}
+
+/* The result r of the op on widened operands, back in dtype dt when it is int64 (anything else, such as true
+ * division's float, as it is), or written into out. Steals r. */
+static PyObject *ew_narrowed(const char *op, PyObject *r, gm_dtype dt, GMTensor *out) {
+    if (!r) return NULL;
+    GMTensor *w = (GMTensor *)r, *res = ew_output(op, out, w->dtype == GM_I64 ? dt : w->dtype, w->ndim, w->shape,
+                                                  w->device);
+    if (res && ew_copy_raw(op, res, w) < 0) Py_CLEAR(res);
+    Py_DECREF(r);
+    return res ? ew_finish(op, res, out) : NULL;
+}
+
+/* fn(self, args) with every narrow tensor among args widened and no out=, its result narrowed to dt or into out. */
+static PyObject *ew_via_int64(const char *op, PyObject *(*fn)(PyObject *, PyObject *, PyObject *), PyObject *self,
+                              PyObject *args, gm_dtype dt, GMTensor *out) {
+    const Py_ssize_t n = PyTuple_GET_SIZE(args);
+    PyObject *wide = PyTuple_New(n), *r = NULL;
+    if (!wide) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *w = ew_widened(PyTuple_GET_ITEM(args, i));
+        if (!w) goto done;
+        PyTuple_SET_ITEM(wide, i, w);
+    }
+    r = fn(self, wide, NULL);
+done:
+    Py_DECREF(wide);
+    return ew_narrowed(op, r, dt, out);
+}
+
 /* ---- binary --------------------------------------------------------------------------------------------------- */
 static PyObject *binary_impl(int op, PyObject *ao, PyObject *bo, PyObject *outo);
 
@@ -444,10 +484,15 @@ static PyObject *binary_impl(int op, PyObject *ao, PyObject *bo, PyObject *outo)
 
     gm_dtype cdt = ew_result_type(x, 2), rdt;
     if (gm_dtype_is_narrow(cdt)) {
-        /* storage-only integers: compared in int64 (the same answer); arithmetic would need their wrapping
-         * kernels, which gpumemnet does not have */
-        if (gm_ew_is_comparison(op)) cdt = GM_I64;
-        else if (gm_check_compute_dtype(name, "the result", cdt) < 0) return NULL;
+        if (gm_ew_is_comparison(op)) {
+            cdt = GM_I64; /* compared in int64: the same answer */
+        } else { /* computed in int64 and wrapped back (above) */
+            PyObject *a = ew_widened(ao), *b = a ? ew_widened(bo) : NULL;
+            PyObject *r = b ? binary_impl(op, a, b, Py_None) : NULL;
+            Py_XDECREF(a);
+            Py_XDECREF(b);
+            return ew_narrowed(name, r, cdt, out);
+        }
     }
     if ((op == GM_EW_DIV || op == GM_EW_ATAN2) && !gm_dtype_is_float(cdt)) cdt = GM_F32; /* true division */
     if ((op == GM_EW_FMOD || op == GM_EW_REMAINDER || op == GM_EW_FLOORDIV) && cdt == GM_BOOL) {
@@ -523,7 +568,11 @@ static PyObject *py_unary(PyObject *self, PyObject *args, PyObject *kwargs) {
         return NULL;
     GMTensor *a = x.t;
     gm_dtype cdt = a->dtype, rdt;
-    if (gm_check_compute_dtype(name, "a", cdt) < 0) return NULL;
+    if (gm_dtype_is_narrow(cdt)) { /* computed in int64 and wrapped back */
+        PyObject *in = Py_BuildValue("(iO)", op, ao), *r = in ? ew_via_int64(name, py_unary, self, in, cdt, out) : NULL;
+        Py_XDECREF(in);
+        return r;
+    }
     if (op == GM_EW_NEG && cdt == GM_BOOL) {
         PyErr_Format(PyExc_TypeError, "%s: negating a bool tensor is not supported; use logical_not instead", name);
         return NULL;
@@ -601,7 +650,11 @@ static PyObject *py_clamp(PyObject *self, PyObject *args, PyObject *kwargs) {
     }
     if (ew_same_device(name, x, 3, out, &dev) < 0) return NULL;
     gm_dtype cdt = ew_result_type(x, 3);
-    if (gm_check_compute_dtype(name, "a", cdt) < 0) return NULL;
+    if (gm_dtype_is_narrow(cdt)) { /* computed in int64 and wrapped back */
+        PyObject *in = PyTuple_Pack(3, ao, lo, hi), *r = in ? ew_via_int64(name, py_clamp, self, in, cdt, out) : NULL;
+        Py_XDECREF(in);
+        return r;
+    }
     if (cdt == GM_BOOL) {
         PyErr_SetString(PyExc_TypeError, "clamp: not supported for bool tensors with bool bounds");
         return NULL;
@@ -620,6 +673,9 @@ fail:
 }
 
 /* ---- where ---------------------------------------------------------------------------------------------------- */
+static PyObject *py_where(PyObject *self, PyObject *args);
+static PyObject *where_no_kwargs(PyObject *self, PyObject *args, PyObject *kwargs) { return py_where(self, args); }
+
 static PyObject *py_where(PyObject *self, PyObject *args) {
     const char *name = "where";
     PyObject *co, *ao, *bo;
@@ -639,7 +695,8 @@ static PyObject *py_where(PyObject *self, PyObject *args) {
         ew_parse_arg(bo, &x[2], name, "b") < 0 || ew_same_device(name, x, 3, NULL, &dev) < 0)
         return NULL;
     gm_dtype cdt = ew_result_type(x + 1, 2);
-    if (gm_check_compute_dtype(name, "the result", cdt) < 0) return NULL;
+    if (gm_dtype_is_narrow(cdt)) /* computed in int64 and wrapped back */
+        return ew_via_int64(name, where_no_kwargs, self, args, cdt, NULL);
     if (ew_check_scalars(name, x + 1, 2, cdt) < 0 || ew_broadcast(name, x, 3, &ndim, shape) < 0) return NULL;
     if (!(res = gm_empty(ndim, shape, cdt, dev))) return NULL;
     /* where has no out=, so nothing it reads can overlap what it writes */

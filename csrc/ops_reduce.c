@@ -129,6 +129,23 @@ static int check_nonempty(const char *op, GMTensor *a, const plan *p) {
     return -1;
 }
 
+/* int8, int16 and int32 have no reduction kernels: they are reduced as an int64 workspace copy (the sums and
+ * products PyTorch gives in int64 anyway), and amax/amin/max values are cast back to their dtype. */
+static GMTensor *widened_copy(GMTensor *a) {
+    GMTensor *w = gm_empty_workspace(a->ndim, a->shape, GM_I64, a->device);
+    if (w && a->device.type != GM_DEV_META && gm_copy_into(w, a) < 0) Py_CLEAR(w);
+    return w;
+}
+
+/* A new tensor of r's values in dtype dt; steals r. */
+static GMTensor *narrowed_copy(GMTensor *r, gm_dtype dt) {
+    if (!r) return NULL;
+    GMTensor *n = gm_empty(r->ndim, r->shape, dt, r->device);
+    if (n && r->device.type != GM_DEV_META && gm_copy_into(n, r) < 0) Py_CLEAR(n);
+    Py_DECREF(r);
+    return n;
+}
+
 static PyObject *py_reduce(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *kwlist[] = {"op", "a", "dims", "keepdim", "dtype", NULL};
     int op, keepdim = 0;
@@ -141,7 +158,7 @@ static PyObject *py_reduce(PyObject *self, PyObject *args, PyObject *kwargs) {
     }
     const char *name = op_names[op];
     GMTensor *a = gm_tensor_arg(ao, name, "input");
-    if (!a || gm_check_compute_dtype(name, "input", a->dtype) < 0) return NULL;
+    if (!a) return NULL;
     gm_dtype in_dt = a->dtype, out_dt;
     int has_dt = dto != Py_None;
     if (has_dt && gm_parse_dtype(dto, &out_dt, "dtype") < 0) return NULL;
@@ -175,6 +192,15 @@ static PyObject *py_reduce(PyObject *self, PyObject *args, PyObject *kwargs) {
         out_dt = in_dt;
         break;
     }
+    if (gm_dtype_is_narrow(in_dt)) { /* reduced as an int64 copy (above) */
+        GMTensor *w = widened_copy(a);
+        PyObject *in = w ? Py_BuildValue("(iOOiO)", op, (PyObject *)w, dims, keepdim,
+                                         gm_dtype_is_float(out_dt) ? dto : Py_None) : NULL;
+        GMTensor *r = in ? (GMTensor *)py_reduce(self, in, NULL) : NULL;
+        Py_XDECREF(in);
+        Py_XDECREF(w);
+        return (PyObject *)(r && r->dtype != out_dt ? narrowed_copy(r, out_dt) : r);
+    }
     plan p;
     if (plan_reduction(name, a, dims, keepdim, &p) < 0) return NULL;
     if ((op == REDUCE_AMAX || op == REDUCE_AMIN) && check_nonempty(name, a, &p) < 0) return NULL;
@@ -195,7 +221,18 @@ static PyObject *py_reduce(PyObject *self, PyObject *args, PyObject *kwargs) {
 static PyObject *arg_reduce(const char *name, PyObject *ao, PyObject *dims, int keepdim, int is_max,
                             int want_values) {
     GMTensor *a = gm_tensor_arg(ao, name, "input");
-    if (!a || gm_check_compute_dtype(name, "input", a->dtype) < 0) return NULL;
+    if (!a) return NULL;
+    if (gm_dtype_is_narrow(a->dtype)) { /* ranked as an int64 copy, the values cast back (py_reduce says why) */
+        GMTensor *w = widened_copy(a);
+        PyObject *r = w ? arg_reduce(name, (PyObject *)w, dims, keepdim, is_max, want_values) : NULL;
+        Py_XDECREF(w);
+        if (!r || !want_values) return r;
+        GMTensor *values = narrowed_copy((GMTensor *)Py_NewRef(PyTuple_GET_ITEM(r, 0)), a->dtype);
+        PyObject *res = values ? PyTuple_Pack(2, (PyObject *)values, PyTuple_GET_ITEM(r, 1)) : NULL;
+        Py_XDECREF(values);
+        Py_DECREF(r);
+        return res;
+    }
     plan p;
     if (plan_reduction(name, a, dims, keepdim, &p) < 0) return NULL;
     if (check_nonempty(name, a, &p) < 0) return NULL;

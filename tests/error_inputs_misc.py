@@ -245,6 +245,9 @@ CASES = (
            z(d, l, 2, 3), z(d, l, 2, 4), z(d, l, 2, 3)), ValueError, r"size|shape|broadcast|dimension"),
        B("torch.poisson_nll_loss shapes do not broadcast", lambda d, l: l.L.poisson_nll_loss(
            z(d, l, 2, 3), z(d, l, 4), True, False, 1e-8, 1), ValueError, r"\(4,\) and \(2, 3\) cannot be broadcast"),
+       *[B(f"{n}(str)", lambda d, l, n=n: getattr(l.L, n)("a"), TypeError, r"invalid data type 'str'")
+         for n in ("FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor",
+                   "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor")],
        E("set_printoptions unknown profile", lambda d, l: l.L.set_printoptions(profile="Full"), ValueError,
          r"profile must be one of \['default', 'full', 'short'\], got 'Full'"),
        E("torch.kl_div reduction out of range", lambda d, l: l.L.kl_div(z(d, l, 3), z(d, l, 3), 7), ValueError,

@@ -58,5 +58,13 @@ def test_fill_arange_copy_index_cat_compare(d):
     y[gm.tensor([0, 3])] = gm.tensor([7]).to(d)
     yc[gm.tensor([0, 3], device="cuda")] = gm.tensor([7]).to(d).cuda()
     same(host(yc), host(y), "index_put")
+    # arithmetic and reductions run as int64 and wrap back: the same values as on the CPU
+    same(host(xc * 3 + xc), host(x * 3 + x), "mul add")
+    same(host(-xc), host(-x), "neg")
+    same(host(xc.sum(1)), host(x.sum(1)), "sum")
+    same(host(xc.amax(0)), host(x.amax(0)), "amax")
+    same(host(xc.max(1).values), host(x.max(1).values), "max values")
+    same(host(xc.clamp(-3, 100)), host(x.clamp(-3, 100)), "clamp")
+    same(host(gm.where(xc > 0, xc, xc * 2)), host(gm.where(x > 0, x, x * 2)), "where")
     with pytest.raises(TypeError, match=d.name):
-        xc + xc
+        xc @ xc.t()

@@ -41,6 +41,7 @@ from ._core.creation_more import (  # noqa: E402,F401
     randint_like, multinomial, searchsorted, bucketize, histc, tril_indices, triu_indices, is_nonzero, is_complex)
 from ._core.tensor_select import Size  # noqa: E402
 from ._core.tensor_str import set_printoptions  # noqa: E402,F401
+from ._core.legacy_types import *  # noqa: E402,F401,F403  (torch.FloatTensor...)
 from ._core.einsum import einsum  # noqa: E402
 from ._core.activation import (  # noqa: E402,F401  (torch.relu, torch.sigmoid_, torch.softmax...)
     relu, relu_, sigmoid, sigmoid_, tanh, tanh_, softmax, log_softmax, prelu)

@@ -17,6 +17,7 @@ from . import tensor_str as _tensor_str
 from .dtype import DTYPES, as_dtype, device_of, device_str, get_default_dtype
 from .indexing import IndexFn, apply_plan, make_plan, put_plan
 from .random import drawing_from
+from .return_types import ValuesIndices as _RESULT
 from .tensor_compose import ComposeMethods
 from .tensor_more import MoreMethods
 from .tensor_math import ATAN2, FLOORDIV, FMOD, REMAINDER, Atan2, FloorDiv, Fmod, MathMethods, Remainder
@@ -491,16 +492,16 @@ class Tensor(_C.TensorBase):
             return self.maximum(dim)
         if dim is None:
             return self.amax()
-        return F.MaxMinDim.apply(self, dim, keepdim, True) if _needs_grad(self) else \
-            _C.max_dim(self, dim, keepdim)
+        return _RESULT["max"](*(F.MaxMinDim.apply(self, dim, keepdim, True) if _needs_grad(self) else
+                                _C.max_dim(self, dim, keepdim)))
 
     def min(self, dim=None, keepdim=False):
         if isinstance(dim, _C.TensorBase):
             return self.minimum(dim)
         if dim is None:
             return self.amin()
-        return F.MaxMinDim.apply(self, dim, keepdim, False) if _needs_grad(self) else \
-            _C.min_dim(self, dim, keepdim)
+        return _RESULT["min"](*(F.MaxMinDim.apply(self, dim, keepdim, False) if _needs_grad(self) else
+                                _C.min_dim(self, dim, keepdim)))
 
     def argmax(self, dim=None, keepdim=False):
         return _C.argmax(self, dim, keepdim)

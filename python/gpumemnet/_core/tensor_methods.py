@@ -9,6 +9,7 @@ import numbers
 import numpy as np
 
 from .. import _C
+from .return_types import ValuesIndices as _RESULT
 from . import functions as F
 from .autograd import Function, check_inplace as _check_inplace, needs_grad as _needs_grad
 from .dtype import DTYPES, as_dtype, device_str, memory_format
@@ -295,7 +296,7 @@ class TensorMethods:
     def sort(self, dim=-1, descending=False, stable=False):
         """(values, indices) along dim; values are differentiable (gathered with take_along_dim)."""
         idx = self.argsort(dim, descending, stable)
-        return self.take_along_dim(idx, dim, _valid=True), idx
+        return _RESULT["sort"](self.take_along_dim(idx, dim, _valid=True), idx)
 
     def topk(self, k, dim=-1, largest=True, sorted=True):
         """The k largest (smallest with largest=False) entries along dim and their indices, in order."""
@@ -305,7 +306,7 @@ class TensorMethods:
             raise RuntimeError(f"selected index k out of range: k={k} for a dimension of size {size}")
         idx = self.argsort(d, descending=largest)
         idx = idx.narrow(d, 0, int(k)).contiguous() if self.ndim else idx
-        return self.take_along_dim(idx, d, _valid=True), idx
+        return _RESULT["topk"](self.take_along_dim(idx, d, _valid=True), idx)
 
     def msort(self):
         return self.sort(0)[0]

@@ -118,6 +118,8 @@ class MoreMethods:
         if dtype is None:
             prefix = "torch.cuda." if self._device.startswith("cuda") else "torch."
             return prefix + _TYPE_NAMES.get(self._dtype, "Tensor")
+        if isinstance(dtype, type) and hasattr(dtype, "_torch_name"):  # torch.FloatTensor (legacy_types.py)
+            dtype = dtype._torch_name
         if isinstance(dtype, str):
             name = dtype.rsplit(".", 1)[-1]
             codes = {v: k for k, v in _TYPE_NAMES.items()}
@@ -125,7 +127,10 @@ class MoreMethods:
                 raise ValueError(f"invalid type: '{dtype}'")
             out = self.to(dtype=["float32", "float64", "float16", "bfloat16", "int64", "bool", "uint8", "int8",
                                  "int16", "int32"][codes[name]])
-            return out.cuda() if ".cuda." in dtype and not self._device.startswith("cuda") else out
+            on_cuda = self._device.startswith("cuda")
+            if (".cuda." in dtype) != on_cuda:  # the name says the device too
+                out = out.cpu() if on_cuda else out.cuda()
+            return out
         return self.to(dtype=dtype, non_blocking=non_blocking)
 
     # ---- in-place forms -------------------------------------------------------------------------------------
