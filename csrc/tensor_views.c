@@ -326,7 +326,34 @@ static PyObject *tensor_is_contiguous(GMTensor *self, PyObject *unused) {
 
 static PyObject *tensor_numel(GMTensor *self, PyObject *unused) { return PyLong_FromLongLong(gm_numel(self)); }
 
+/* as_subclass(cls): this tensor as an instance of a Python subclass of Tensor (torchvision's tv_tensors.Image),
+ * sharing its storage and geometry and, for a result of an op, its place in the graph (the same grad_fn output). */
+static PyObject *tensor_as_subclass(GMTensor *self, PyObject *cls) {
+    if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, GMTensor_Class)) {
+        PyErr_Format(PyExc_TypeError, "as_subclass: creating a Tensor subclass from a class that does not inherit "
+                     "from Tensor is not possible (got %R); make sure your class inherits from Tensor", cls);
+        return NULL;
+    }
+    PyTypeObject *tp = (PyTypeObject *)cls;
+    GMTensor *t = (GMTensor *)tp->tp_alloc(tp, 0);
+    if (!t) return NULL;
+    t->storage = self->storage;
+    t->storage->refcount++;
+    t->ndim = self->ndim;
+    t->dtype = self->dtype;
+    t->device = self->device;
+    t->offset = self->offset;
+    memcpy(t->shape, self->shape, sizeof t->shape);
+    memcpy(t->strides, self->strides, sizeof t->strides);
+    t->requires_grad = self->requires_grad;
+    t->grad_fn = Py_XNewRef(self->grad_fn);
+    t->output_nr = self->output_nr;
+    t->is_view = self->is_view;
+    return (PyObject *)t;
+}
+
 PyMethodDef gm_tensor_view_methods[] = {
+    {"as_subclass", (PyCFunction)tensor_as_subclass, METH_O, "This tensor as an instance of a Tensor subclass."},
     {"_view", (PyCFunction)tensor_view, METH_O, "View with a new shape (no copy)."},
     {"_can_view", (PyCFunction)tensor_can_view, METH_O, "Whether _view(shape) would succeed."},
     {"_as_strided", (PyCFunction)tensor_as_strided, METH_VARARGS, "View with explicit geometry."},

@@ -248,6 +248,8 @@ CASES = (
        *[B(f"{n}(str)", lambda d, l, n=n: getattr(l.L, n)("a"), TypeError, r"invalid data type 'str'")
          for n in ("FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor",
                    "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor")],
+       B("as_subclass of a class that is not a Tensor", lambda d, l: z(d, l, 2).as_subclass(int), TypeError,
+         r"does not inherit from Tensor"),
        E("set_printoptions unknown profile", lambda d, l: l.L.set_printoptions(profile="Full"), ValueError,
          r"profile must be one of \['default', 'full', 'short'\], got 'Full'"),
        E("torch.kl_div reduction out of range", lambda d, l: l.L.kl_div(z(d, l, 3), z(d, l, 3), 7), ValueError,

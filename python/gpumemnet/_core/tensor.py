@@ -209,7 +209,11 @@ class Tensor(_C.TensorBase):
             return _empty_list(tuple(self.shape))
         return self.float().numpy().tolist() if self._dtype == 3 else self.numpy().tolist()
 
-    def numpy(self):
+    def numpy(self, *, force=False):
+        """The values as a NumPy array sharing this CPU tensor's memory. force=True (PyTorch's) reads any tensor:
+        one that requires grad is detached, one on CUDA copied to the host (a copy, no longer shared)."""
+        if force:
+            return _C.TensorBase.numpy(self.detach().cpu())
         if autograd.is_grad_enabled() and self.requires_grad:
             raise RuntimeError("numpy: this tensor requires grad; call .detach().numpy() to read its values")
         return _C.TensorBase.numpy(self)
@@ -222,7 +226,8 @@ class Tensor(_C.TensorBase):
         if self._device == "meta" or (self.numel() == 0 and self.ndim != 1) or \
                 (self.numel() and not _tensor_str.PRINT_OPTS.edgeitems):  # no items shown: PyTorch adds the size
             extra.append(f"size={tuple(self.shape)}")
-        if self._dtype not in (get_default_dtype().code, 4, 5):  # the default float dtype, int64, bool
+        shown = (get_default_dtype().code,) if self.numel() == 0 else (get_default_dtype().code, 4, 5)
+        if self._dtype not in shown:  # the default float dtype, int64 and bool go unsaid unless no value shows it
             extra.append(f"dtype={self.dtype!r}")
         if self.grad_fn is not None:
             extra.append(f"grad_fn=<{self.grad_fn.name()}>")

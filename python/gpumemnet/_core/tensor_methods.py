@@ -155,26 +155,32 @@ class TensorMethods:
             start += s
         return tuple(out)
 
-    def tensor_split(self, indices_or_sections, dim=0):
+    def tensor_split(self, indices_or_sections=None, dim=0, *, indices=None, sections=None,
+                     tensor_indices_or_sections=None):
+        """Views along dim: `sections` parts (the first size % sections one longer), or the parts between the
+        given indices, which wrap when negative and clamp as Python slices do (NumPy's array_split). The keyword
+        forms are PyTorch's overloads; a tensor argument is a 0-d section count or 1-d indices."""
+        given = [v for v in (indices_or_sections, indices, sections, tensor_indices_or_sections) if v is not None]
+        if len(given) != 1:
+            raise TypeError("tensor_split() expected exactly one of indices_or_sections, indices, sections or "
+                            f"tensor_indices_or_sections, got {len(given)}")
+        spec = given[0]
+        if isinstance(spec, _C.TensorBase):
+            spec = int(spec.item()) if spec.ndim == 0 else [int(v) for v in spec.tolist()]
         d = _dim(dim, self.ndim, "tensor_split")
         size = self.shape[d]
-        if isinstance(indices_or_sections, numbers.Integral):
-            n = int(indices_or_sections)
+        if isinstance(spec, numbers.Integral):
+            n = int(spec)
             if n <= 0:
                 raise RuntimeError(f"number of sections must be larger than 0, got {n}")
             q, r = divmod(size, n)
             sizes = [q + 1] * r + [q] * (n - r)
+            starts = [sum(sizes[:i]) for i in range(n)]
         else:
-            bounds = [min(max(int(i), 0), size) for i in indices_or_sections]
-            sizes, prev = [], 0
-            for b in bounds + [size]:
-                sizes.append(max(b - prev, 0))
-                prev = max(b, prev)
-        out, start = [], 0
-        for s in sizes:
-            out.append(self.narrow(d, start, s))
-            start += s
-        return tuple(out)
+            bounds = [0] + [slice(int(i), None).indices(size)[0] for i in spec] + [size]
+            starts = bounds[:-1]
+            sizes = [max(b - a, 0) for a, b in zip(bounds, bounds[1:])]
+        return tuple(self.narrow(d, a, s) for a, s in zip(starts, sizes))
 
     def chunk(self, chunks, dim=0):
         """At most `chunks` views of ceil(size / chunks) entries each (PyTorch's rule: maybe fewer chunks)."""

@@ -2,18 +2,20 @@
 
 The engine and Function live in gpumemnet/_core/autograd.py; this package gives them their public path
 (gm.autograd.Function, gm.autograd.grad, gm.autograd.graph.saved_tensors_hooks, graph.save_on_cpu...) and adds
-what torch.autograd has beside them: the submodules graph, functional (jacobian, vjp), gradcheck and profiler,
+what torch.autograd has beside them: the submodules graph, functional (jacobian, vjp), gradcheck and profiler
+(gpumemnet.profiler's older API),
 and the legacy Variable. Each submodule imports as torch's does (`import torch.autograd.graph`)."""
 from .._core.autograd import (  # noqa: F401
     Function, backward, grad, no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled,
     is_inference_mode_enabled)
 from .._core.state import anomaly as _anomaly
-from . import functional, graph  # noqa: F401
+from . import functional, graph, profiler  # noqa: F401
 from .gradcheck import GradcheckError, gradcheck  # noqa: F401
 from .variable import Variable  # noqa: F401
 
 __all__ = ["Function", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
-           "is_grad_enabled", "is_inference_mode_enabled", "graph", "functional", "gradcheck", "Variable", "set_detect_anomaly", "detect_anomaly"]
+           "is_grad_enabled", "is_inference_mode_enabled", "graph", "functional", "profiler", "gradcheck", "Variable",
+           "set_detect_anomaly", "detect_anomaly"]
 
 
 class set_detect_anomaly:

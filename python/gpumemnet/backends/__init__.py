@@ -13,9 +13,9 @@ flags under PyTorch's names; gm.backends.mps answers that there is no MPS device
 import warnings
 
 from .. import _C
-from . import cudnn, mps  # noqa: F401
+from . import cpu, cudnn, mps  # noqa: F401
 
-__all__ = ["cuda", "cudnn", "mps", "set_float32_matmul_precision", "get_float32_matmul_precision",
+__all__ = ["cpu", "cuda", "cudnn", "mps", "set_float32_matmul_precision", "get_float32_matmul_precision",
            "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
            "is_deterministic_algorithms_warn_only_enabled"]
 

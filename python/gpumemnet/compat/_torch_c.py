@@ -8,6 +8,21 @@ def _get_tracing_state():
     return None
 
 
+class DisableTorchFunctionSubclass:
+    """A context in which PyTorch does not dispatch to Tensor subclasses' __torch_function__; gpumemnet never
+    does, so it changes nothing."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+class DisableTorchFunction(DisableTorchFunctionSubclass):
+    pass
+
+
 class _AnyKey(type):
     def __getattr__(cls, name):  # every key PyTorch names exists, as its own name
         if name.startswith("__"):

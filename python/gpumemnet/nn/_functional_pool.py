@@ -23,6 +23,7 @@ from .. import _C
 from .._core.functions import DIV
 from .._core.autograd import needs_grad as _needs_grad
 from ._args import _is_int, _pair
+from ._functional_resample import resample
 from .._core.autograd import Function, as_activation
 from .._core.activation import keep_relu_mask
 from .._core.creation import tensor as _tensor
@@ -250,8 +251,9 @@ def global_max_pool2d(input):
 
 
 # ---- interpolate -------------------------------------------------------------------------------------------------
-_MODES = ("nearest", "nearest-exact", "bilinear", "trilinear", "area")
-_PYTORCH_ONLY = ("linear", "bicubic")
+_MODES = ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area")
+_PYTORCH_ONLY = ()
+_NEEDS_DIM = {"linear": 3, "bilinear": 4, "bicubic": 4, "trilinear": 5}  # the input rank each linear mode takes
 
 
 class _Interpolate(Function):
@@ -346,9 +348,10 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if input.ndim not in (3, 4, 5):
         raise ValueError(f"{op}: expected a 4-D input (N, C, H, W), a 5-D one (N, C, D, H, W) or a 3-D one "
                          f"(N, C, L), got shape {tuple(input.shape)}")
-    if antialias:
-        raise ValueError(f"{op}: antialias=True is not supported")
-    if mode in ("bilinear", "trilinear"):
+    if antialias and not (mode in ("bilinear", "bicubic") and input.ndim == 4):
+        raise ValueError(f"{op}: Anti-alias option is restricted to bilinear and bicubic modes and requires a 4-D "
+                         f"tensor as input (got mode {mode!r} and a {input.ndim}-D input)")
+    if mode in _NEEDS_DIM:
         align_corners = bool(align_corners)  # PyTorch's default: False
     elif align_corners is not None:
         raise ValueError(f"{op}: align_corners option can only be set with the interpolating modes: linear | "
@@ -373,9 +376,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         out = tuple(math.floor(float(n) * f) for n, f in zip(spatial, factors))
         if not recompute_scale_factor:
             scales = tuple(factors)  # PyTorch uses the given factor, not out/in, for the source coordinates
-    if (mode == "trilinear") != (input.ndim == 5) and mode in ("bilinear", "trilinear"):
+    if mode in _NEEDS_DIM and input.ndim != _NEEDS_DIM[mode]:
         raise NotImplementedError(f"{op}: got a {input.ndim}-D input, but {mode} mode needs a "
-                                  f"{4 if mode == 'bilinear' else 5}-D input")
+                                  f"{_NEEDS_DIM[mode]}-D input")
     if any(o <= 0 for o in out):
         raise _C.ArgumentError(f"{op}: the output size {out} must be positive (input of shape {tuple(input.shape)}, "
                          f"size={size!r}, scale_factor={scale_factor!r})")
@@ -385,6 +388,12 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         if dim != 2:
             raise ValueError(f"{op}: mode 'area' needs a 4-D input (N, C, H, W), got shape {tuple(input.shape)}")
         return adaptive_avg_pool2d(input, out)
+    if mode in ("linear", "bicubic") or antialias:
+        return resample(input, out, mode, align_corners, scales, antialias)
+    if not input.dtype.is_floating_point and mode in ("nearest", "nearest-exact"):
+        # the kernel reads floats: nearest picks pixels, so float64 (exact for every integer up to 2^53) picks the
+        # same ones (torchvision resizes uint8 masks this way)
+        return _C.interpolate(input.double(), out, mode, align_corners, scales).to(input.dtype)
     if _needs_grad(input):
         return _Interpolate.apply(input, out, mode, align_corners, scales)
     return _C.interpolate(input, out, mode, align_corners, scales)

@@ -1,0 +1,128 @@
+"""torch.utils._pytree: nested containers flattened into their leaves and a spec that rebuilds them. Libraries
+written for PyTorch use it (torchvision's transforms.v2 flattens each sample to find its images and boxes).
+
+Containers are lists, tuples, named tuples, dicts and OrderedDicts (in their own key order), and any type
+registered with register_pytree_node; everything else, None included, is a leaf, as in PyTorch 2.15."""
+import collections
+
+__all__ = ["TreeSpec", "LeafSpec", "tree_flatten", "tree_unflatten", "tree_leaves", "tree_structure", "tree_map",
+           "register_pytree_node"]
+
+# type -> (flatten(node) -> (children, context), unflatten(children, context) -> node)
+_NODES = {}
+
+
+def register_pytree_node(cls, flatten_fn, unflatten_fn, *, serialized_type_name=None, to_dumpable_context=None,
+                         from_dumpable_context=None, flatten_with_keys_fn=None):
+    """Make instances of cls containers: flatten_fn(node) -> (children, context), unflatten_fn(children, context)
+    -> node."""
+    if cls in _NODES:
+        raise ValueError(f"{cls} is already registered as pytree node.")
+    _NODES[cls] = (flatten_fn, unflatten_fn)
+
+
+register_pytree_node(list, lambda x: (list(x), None), lambda xs, _: list(xs))
+register_pytree_node(tuple, lambda x: (list(x), None), lambda xs, _: tuple(xs))
+register_pytree_node(dict, lambda x: (list(x.values()), list(x)), lambda xs, keys: dict(zip(keys, xs)))
+register_pytree_node(collections.OrderedDict, lambda x: (list(x.values()), list(x)),
+                     lambda xs, keys: collections.OrderedDict(zip(keys, xs)))
+
+
+def _is_namedtuple(x):
+    return isinstance(x, tuple) and hasattr(type(x), "_fields")
+
+
+class TreeSpec:
+    """How a tree was built: its node type, the node's context (dict keys, the named tuple's class) and one spec
+    per child; num_leaves counts the leaves below."""
+
+    def __init__(self, type, context, children_specs):  # noqa: A002  (PyTorch's field name)
+        self.type = type
+        self.context = context
+        self.children_specs = list(children_specs)
+        self.num_leaves = sum(c.num_leaves for c in self.children_specs)
+        self.num_children = len(self.children_specs)
+
+    def is_leaf(self):
+        return False
+
+    def __eq__(self, other):
+        return (isinstance(other, TreeSpec) and other.is_leaf() == self.is_leaf() and other.type == self.type and
+                other.context == self.context and other.children_specs == self.children_specs)
+
+    def __repr__(self):
+        name = "namedtuple" if self.type is _NamedTuple else self.type.__name__
+        return f"TreeSpec({name}, {self.context}, {self.children_specs})"
+
+    def unflatten(self, leaves):
+        leaves = list(leaves)
+        if len(leaves) != self.num_leaves:
+            raise ValueError(f"treespec.unflatten(leaves): `leaves` has length {len(leaves)} but the spec refers to "
+                             f"a pytree that holds {self.num_leaves} items ({self}).")
+        return self._build(iter(leaves))
+
+    def _build(self, it):
+        children = [c._build(it) for c in self.children_specs]
+        if self.type is _NamedTuple:
+            return self.context(*children)
+        return _NODES[self.type][1](children, self.context)
+
+
+class LeafSpec(TreeSpec):
+    def __init__(self):
+        super().__init__(None, None, [])
+        self.num_leaves = 1
+
+    def is_leaf(self):
+        return True
+
+    def __repr__(self):
+        return "*"
+
+    def _build(self, it):
+        return next(it)
+
+
+class _NamedTuple:
+    """The node type of every named tuple (its context is the class)."""
+
+
+def tree_flatten(tree, is_leaf=None):
+    """(leaves in order, TreeSpec). is_leaf(x) True stops the descent at x."""
+    leaves = []
+
+    def spec(t):
+        if is_leaf is not None and is_leaf(t):
+            leaves.append(t)
+            return LeafSpec()
+        if _is_namedtuple(t):
+            return TreeSpec(_NamedTuple, type(t), [spec(c) for c in t])
+        node = _NODES.get(type(t))
+        if node is None:
+            leaves.append(t)
+            return LeafSpec()
+        children, context = node[0](t)
+        return TreeSpec(type(t), context, [spec(c) for c in children])
+    return leaves, spec(tree)
+
+
+def tree_unflatten(leaves, treespec):
+    if not isinstance(treespec, TreeSpec):
+        raise TypeError(f"tree_unflatten(leaves, treespec): Expected `treespec` to be instance of TreeSpec but got "
+                        f"item of type {type(treespec)}.")
+    return treespec.unflatten(leaves)
+
+
+def tree_leaves(tree, is_leaf=None):
+    return tree_flatten(tree, is_leaf)[0]
+
+
+def tree_structure(tree, is_leaf=None):
+    return tree_flatten(tree, is_leaf)[1]
+
+
+def tree_map(func, tree, *rests, is_leaf=None):
+    """The same tree with func applied to each leaf (and to the matching leaves of rests, trees of its shape)."""
+    leaves, spec = tree_flatten(tree, is_leaf)
+    others = [tree_flatten(r, is_leaf)[0] for r in rests]
+    return spec.unflatten(func(*xs) for xs in zip(leaves, *others))
