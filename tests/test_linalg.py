@@ -48,8 +48,3 @@ def test_refusals_match_pytorch(call, exc, pattern):
     for lib in (gm, torch):
         with pytest.raises(exc, match=pattern):
             call(lib)
-
-
-def test_svd_norms_say_they_are_not_here_yet():
-    with pytest.raises(NotImplementedError, match="singular values"):
-        gm.linalg.matrix_norm(gm.ones(2, 2), "nuc")

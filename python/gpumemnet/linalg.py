@@ -1,10 +1,12 @@
 """gm.linalg (layer 2, over _core): torch.linalg's norms, composed of the core's differentiable ops —
-vector_norm, matrix_norm ('fro', 1, -1, inf, -inf) and norm; the products (matmul, multi_dot, vecdot, cross),
-diagonal and vander; tensorinv and tensorsolve; and the small dense solvers of _core/tensor_solve.py (det,
-slogdet, inv, inv_ex, solve, solve_ex, solve_triangular, cholesky, cholesky_ex, matrix_power, matrix_exp:
-elimination and series composed of gpumemnet ops, no LAPACK). The norms that need a singular value decomposition
-('nuc', 2, -2) and the other factorisations (svd, qr, eig, lu) are not here yet; matrix_norm raises
-NotImplementedError saying so."""
+vector_norm, matrix_norm and norm ('nuc', 2 and -2 through the singular values); the products (matmul,
+multi_dot, vecdot, cross), diagonal and vander; tensorinv and tensorsolve; the small dense solvers of
+_core/tensor_solve.py (det, slogdet, inv, inv_ex, solve, solve_ex, solve_triangular, cholesky, cholesky_ex,
+matrix_power, matrix_exp: elimination and series composed of gpumemnet ops, no LAPACK); and the decompositions of
+_core/tensor_decomp.py and tensor_decomp_lu.py (svd, svdvals, qr, eigh, eigvalsh, pinv, matrix_rank, cond, lstsq,
+lu_factor, lu_factor_ex, lu, lu_solve, ldl_factor, ldl_factor_ex, ldl_solve computed on the host with NumPy's
+LAPACK or NumPy loops; householder_product composed of gpumemnet ops). eig and eigvals (complex results) are not
+here: gpumemnet has no complex dtype."""
 import collections
 import math
 import numbers
@@ -15,10 +17,21 @@ from ._core.tensor_products import linalg_cross, linalg_vander as _vander, multi
 from ._core import autocast as _amp
 from ._core import tensor_solve as _solve
 from ._core.tensor_solve import LinAlgError, det, matrix_exp, matrix_power, solve_triangular
+from ._core import tensor_decomp as _decomp
+from ._core.creation import where as _where
+from ._core.tensor_decomp import (linalg_svd as svd, linalg_svdvals as svdvals, linalg_qr as qr,  # noqa: F401
+                                  linalg_eigh as eigh, linalg_eigvalsh as eigvalsh, linalg_pinv as pinv,
+                                  linalg_matrix_rank as matrix_rank, linalg_lstsq as lstsq)
+from ._core.tensor_decomp_lu import (linalg_lu as lu, linalg_lu_factor as lu_factor,  # noqa: F401
+                                     linalg_lu_factor_ex as lu_factor_ex, linalg_lu_solve as lu_solve,
+                                     householder_product, linalg_ldl_factor as ldl_factor,
+                                     linalg_ldl_factor_ex as ldl_factor_ex, linalg_ldl_solve as ldl_solve)
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "matmul", "multi_dot", "vecdot", "cross", "det", "slogdet", "inv",
            "inv_ex", "solve", "solve_ex", "solve_triangular", "matrix_power", "cholesky", "cholesky_ex", "diagonal",
-           "vander", "matrix_exp", "tensorinv", "tensorsolve", "LinAlgError"]
+           "vander", "matrix_exp", "tensorinv", "tensorsolve", "LinAlgError", "svd", "svdvals", "qr", "eigh",
+           "eigvalsh", "pinv", "matrix_rank", "cond", "lstsq", "lu_factor", "lu_factor_ex", "lu", "lu_solve",
+           "householder_product", "ldl_factor", "ldl_factor_ex", "ldl_solve"]
 
 cross = linalg_cross
 SignLogAbsDet = collections.namedtuple("linalg_slogdet", ["sign", "logabsdet"])
@@ -49,18 +62,22 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
 
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
-    """The matrix norm over the two dims: 'fro' (Frobenius), 1 / -1 (largest / smallest column sum of |A|), inf /
-    -inf (largest / smallest row sum)."""
+    """The matrix norm over the two dims: 'fro' (Frobenius), 'nuc' (sum of the singular values), 2 / -2 (largest /
+    smallest singular value; the SVD is computed on the host), 1 / -1 (largest / smallest column sum of |A|),
+    inf / -inf (largest / smallest row sum)."""
     _tensor(A, "matrix_norm")
     if A.ndim < 2:
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+    if len(dim) != 2:
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {dim}")
     A = A if dtype is None else A.to(dtype)
     d0, d1 = (d % A.ndim for d in dim)
+    if d0 == d1:
+        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({dim[0]}, {dim[1]})")
     if ord == "fro":
         return A.norm(2, (d0, d1), keepdim)
     if ord in ("nuc", 2, -2):
-        raise NotImplementedError(f"linalg.matrix_norm: ord={ord!r} needs singular values, which gpumemnet does not "
-                                  f"compute yet ('fro', 1, -1, inf and -inf are here)")
+        return _decomp.svd_norm(A, ord, (d0, d1), keepdim)
     if ord in (1, -1, math.inf, -math.inf):
         over, across = (d0, d1) if ord in (1, -1) else (d1, d0)  # sum down the columns (1) or along rows (inf)
         sums = A.abs().sum(over, keepdim=True)
@@ -197,3 +214,32 @@ def tensorsolve(A, B, dims=None):
         raise RuntimeError(f"linalg.tensorsolve: B of shape {tuple(B.shape)} does not match A's leading dims "
                            f"{tuple(A.shape[:B.ndim])}")
     return _solve.solve(A.reshape(rows, cols), B.reshape(rows)).reshape(x_shape)
+
+
+def cond(A, p=None):
+    """The condition number of each matrix: p None / 2 / -2 the ratio of the largest and smallest singular values
+    (any shape; NaN for a zero matrix); 'fro', 'nuc', 1, -1, inf, -inf: norm(A) * norm(inv(A)) of square
+    matrices, inf for a singular one ('nuc': sum(S) * sum(1 / S), as PyTorch computes it)."""
+    if not isinstance(A, _C.TensorBase):
+        raise TypeError(f"linalg_cond(): argument 'input' must be Tensor, not {type(A).__name__}")
+    A, = _solve._widen(A)  # (on CPU autocast's float32 list)
+    if A.ndim < 2:
+        raise RuntimeError(f"linalg.cond: The input tensor must have at least 2 dimensions, got shape "
+                           f"{tuple(A.shape)}")
+    if p is None or (not isinstance(p, (str, bool)) and p in (2, -2)):
+        S = svdvals(A)
+        if S.shape[-1] == 0:  # PyTorch's for empty matrices: 0
+            return S.sum(-1)
+        big, small = S.narrow(-1, 0, 1).squeeze(-1), S.narrow(-1, S.shape[-1] - 1, 1).squeeze(-1)
+        return small / big if p == -2 else big / small
+    if p not in ("fro", "nuc", 1, -1, math.inf, -math.inf) or isinstance(p, bool):
+        raise ValueError(f"linalg.cond got an invalid norm type: {p}")
+    _decomp.check_matrices(A, f"linalg.cond(ord={p})", square=True)
+    if A.shape[-1] == 0:
+        return A.sum((-2, -1))
+    if p == "nuc":  # PyTorch's: through the singular values, sum(S) * sum(1 / S) (NaN for a zero matrix)
+        S = svdvals(A)
+        return S.sum(-1) * (1.0 / S).sum(-1)
+    X, info = inv_ex(A)
+    out = matrix_norm(A, p) * matrix_norm(X, p)
+    return _where(info > 0, math.inf, out)

@@ -521,6 +521,9 @@ class TensorMethods:
         x = self if dtype is None else self.to(dtype)
         if x._dtype not in _FLOAT_CODES:
             raise RuntimeError(f"norm(): input dtype should be floating point, got {x.dtype}")
+        if p == "nuc":  # the sum of the singular values of the matrices over dim (both dims of a 2-D input)
+            from .tensor_decomp import nuclear_norm  # noqa: E402  (tensor_decomp's mixin is copied after this one)
+            return nuclear_norm(x, tuple(range(x.ndim)) if dim is None else dim, keepdim)
         if p in ("fro", 2, 2.0):
             s = (x * x).sum(dim, keepdim)
             if not _needs_grad(s):
