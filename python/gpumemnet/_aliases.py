@@ -28,7 +28,7 @@ from .nn import functional as F
 __all__ = ["inf", "nan", "e", "pi", "newaxis", "is_autocast_enabled", "get_autocast_dtype", "get_autocast_gpu_dtype",
            "get_autocast_cpu_dtype", "is_autocast_cpu_enabled", "get_default_device", "range", "asarray",
            "get_deterministic_debug_mode", "set_deterministic_debug_mode", "get_num_interop_threads",
-           "set_num_interop_threads", "set_warn_always", "is_warn_always_enabled", "is_storage",
+           "set_num_interop_threads", "set_warn_always", "is_warn_always_enabled", "is_storage", "_assert",
            # F's functions under their torch.* names, with F's signature
            "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "adaptive_avg_pool1d", "cosine_similarity",
            "pairwise_distance", "hardshrink", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "bilinear",
@@ -180,6 +180,12 @@ def is_warn_always_enabled():
 def is_storage(obj):
     """False: gpumemnet has no storage objects (torch.is_storage is True only for those)."""
     return False
+
+
+def _assert(condition, message):
+    """torch._assert: Python's assert, as a function (model code calls it: torchvision's ViT checks its input's
+    size with it). A tensor condition is read as a bool."""
+    assert condition, message
 
 
 # ---- F's functions, same signature ----------------------------------------------------------------------------------

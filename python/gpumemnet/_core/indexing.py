@@ -6,6 +6,7 @@ import numpy as np
 
 from .. import _C
 from .autograd import Function
+from . import functions as F
 from .functions import reshape_nograd
 
 _I64, _BOOL = 4, 5
@@ -152,6 +153,31 @@ def put_plan(t, steps, values, accumulate=False):
         values = _C.empty((), v._dtype, v._device)
         _C.fill_(values, scalar)
     _C.index_put_(v, d, ti, values, accumulate)
+
+
+class IndexPutFn(Function):
+    """a[plan] = value where `a` is in a graph or `value` requires grad: the node's output is `a` itself (its edges
+    are taken before the write), as PyTorch's CopySlices for a tensor that is not a view. a's gradient is g with
+    the assigned entries zeroed (their old values are gone); value's is g at those entries, summed to its shape.
+    (An index that repeats an entry assigns it once, and PyTorch's value gradient counts it each time too.)"""
+
+    @staticmethod
+    def forward(ctx, a, value, plan):
+        ctx.plan = plan
+        ctx.value_meta = (tuple(value.shape), value._dtype) if isinstance(value, _C.TensorBase) else None
+        put_plan(a, plan, value.detach() if ctx.value_meta else value)
+        return a
+
+    @staticmethod
+    def backward(ctx, g):
+        ga = gv = None
+        if ctx.needs_input_grad[0]:
+            ga = _C.empty(tuple(g.shape), g._dtype, g._device)
+            _C.copy_(ga, g)
+            put_plan(ga, ctx.plan, 0.0)
+        if ctx.value_meta is not None and ctx.needs_input_grad[1]:
+            gv = F.sum_to(apply_plan(g, ctx.plan), *ctx.value_meta)
+        return ga, gv, None
 
 
 class IndexFn(Function):

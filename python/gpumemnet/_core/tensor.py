@@ -15,7 +15,7 @@ from . import functions as F
 from .autograd import check_inplace as _check_inplace, needs_grad as _needs_grad, refuse_inplace
 from . import tensor_str as _tensor_str
 from .dtype import DTYPES, as_dtype, device_of, device_str, get_default_dtype
-from .indexing import IndexFn, apply_plan, make_plan, put_plan
+from .indexing import IndexFn, IndexPutFn, apply_plan, make_plan, put_plan
 from .random import drawing_from
 from .return_types import ValuesIndices as _RESULT
 from .tensor_compose import ComposeMethods
@@ -207,7 +207,8 @@ class Tensor(_C.TensorBase):
     def tolist(self):
         if self.numel() == 0:  # no data to read: nested empty lists of the shape (NumPy cannot hold (0, 2**62))
             return _empty_list(tuple(self.shape))
-        return self.float().numpy().tolist() if self._dtype == 3 else self.numpy().tolist()
+        t = self.detach()  # PyTorch's tolist reads a tensor that requires grad too
+        return _C.TensorBase.numpy(t.float() if t._dtype == 3 else t).tolist()
 
     def numpy(self, *, force=False):
         """The values as a NumPy array sharing this CPU tensor's memory. force=True (PyTorch's) reads any tensor:
@@ -584,11 +585,18 @@ class Tensor(_C.TensorBase):
         return apply_plan(self, plan)
 
     def __setitem__(self, idx, value):
-        if _check_inplace(self, "index assignment") or _needs_grad(value):
-            raise RuntimeError("index assignment into a tensor that is part of a graph is not supported; build "
-                               "the result out of place (e.g. with where() or cat())")
+        """self[idx] = value. Recorded (IndexPutFn) when self is in a graph or value requires grad, as PyTorch's
+        CopySlices; refused on a leaf that requires grad (PyTorch's rule) and on a view of a tensor in a graph."""
         if not isinstance(value, (_C.TensorBase, int, float, bool)):
             value = _C.from_numpy(np.asarray(value), dtype=self._dtype, device=self._device)
+        in_graph = _check_inplace(self, "index assignment")
+        if in_graph or _needs_grad(value):
+            if not in_graph and self._storage_refs > 1:
+                raise RuntimeError("index assignment of a value that requires grad into a tensor that shares its "
+                                   "memory with another (a view, or a tensor with views): the other would not "
+                                   "get the gradient; assign into the base tensor itself")
+            IndexPutFn.apply(self, value, make_plan(self, idx))
+            return
         put_plan(self, make_plan(self, idx), value, accumulate=False)
 
     # ---- conversion -----------------------------------------------------------------------------------------

@@ -1,0 +1,74 @@
+"""x[idx] = value inside a graph, against PyTorch: into a tensor computed from parameters (its gradient loses the
+overwritten entries), of a value that requires grad (it gets the gradient of its entries, summed over
+broadcasting), into a preallocated buffer filled row by row; and the refusals (a leaf that requires grad, as
+PyTorch; a view of a tensor in a graph, which gpumemnet cannot rebase)."""
+import numpy as np
+import pytest
+
+import gpumemnet as gm
+from cuda_util import device, to_np  # noqa: F401  (device is a fixture)
+
+torch = pytest.importorskip("torch")
+
+R = np.random.RandomState(0)
+W, V = R.standard_normal((4, 5)), R.standard_normal(5)
+
+
+def _mask(lib, dev):
+    return lib.tensor(W > 0.3, device=dev)
+
+
+ASSIGNMENTS = {
+    "slice from a value in the graph": lambda lib, dev, b, w, v: b.__setitem__((slice(None), 1), v[:4] * 3),
+    "int pair from a scalar": lambda lib, dev, b, w, v: b.__setitem__((0, 0), 2.5),
+    "row broadcast": lambda lib, dev, b, w, v: b.__setitem__(2, v),
+    "mask": lambda lib, dev, b, w, v: b.__setitem__(_mask(lib, dev), 0.5),
+    "advanced index": lambda lib, dev, b, w, v: b.__setitem__(lib.tensor([3, 1], device=dev), v * v),
+    "negative step-free slice": lambda lib, dev, b, w, v: b.__setitem__((slice(1, 3), slice(-2, None)), v[0]),
+}
+
+
+@pytest.mark.parametrize("name", ASSIGNMENTS)
+def test_assignment_in_a_graph(name, device):
+    got = {}
+    for lib, dev in ((gm, device), (torch, "cpu")):
+        w = lib.tensor(W, requires_grad=True, device=dev)
+        v = lib.tensor(V, requires_grad=True, device=dev)
+        b = w * 2
+        ASSIGNMENTS[name](lib, dev, b, w, v)
+        g = lib.tensor(np.arange(20.0).reshape(4, 5), device=dev)
+        (b * g).sum().backward()
+        got[lib] = [b.detach(), w.grad, v.grad]
+    for a, t in zip(got[gm], got[torch]):
+        if t is None:
+            assert a is None or float(a.abs().sum()) == 0.0
+        else:
+            np.testing.assert_allclose(to_np(a), t.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_filling_a_buffer_row_by_row(device):
+    got = {}
+    for lib, dev in ((gm, device), (torch, "cpu")):
+        w = lib.tensor(W, requires_grad=True, device=dev)
+        out = lib.zeros(3, 5, device=dev)
+        for i in range(3):
+            out[i] = (w[i] * (i + 1)).tanh()
+        assert out.requires_grad
+        (out ** 2).sum().backward()
+        got[lib] = (out.detach(), w.grad)
+    for a, t in zip(got[gm], got[torch]):
+        np.testing.assert_allclose(to_np(a), t.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_refusals(device):
+    for lib, dev in ((gm, device), (torch, "cpu")):
+        leaf = lib.ones(3, requires_grad=True, device=dev)
+        with pytest.raises(RuntimeError):
+            leaf[0] = 2.0
+    b = gm.ones(2, 3, requires_grad=True, device=device) * 2
+    with pytest.raises(RuntimeError, match="view of another tensor that is part of a graph"):
+        b[0][1] = 5.0
+    base = gm.zeros(2, 3, device=device)
+    keep = base[0]  # noqa: F841  (a view sharing base's memory)
+    with pytest.raises(RuntimeError, match="shares its memory with another"):
+        base[1] = gm.ones(3, requires_grad=True, device=device) * 2
