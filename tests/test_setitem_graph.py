@@ -1,7 +1,8 @@
 """x[idx] = value inside a graph, against PyTorch: into a tensor computed from parameters (its gradient loses the
 overwritten entries), of a value that requires grad (it gets the gradient of its entries, summed over
 broadcasting), into a preallocated buffer filled row by row; and the refusals (a leaf that requires grad, as
-PyTorch; a view of a tensor in a graph, which gpumemnet cannot rebase)."""
+PyTorch; a view of a tensor in a graph, which gpumemnet cannot rebase). fill_ / zero_ on a tensor in a graph and
+on a slice of one (Swin V2's qkv_bias[n:2n].zero_())."""
 import numpy as np
 import pytest
 
@@ -72,3 +73,20 @@ def test_refusals(device):
     keep = base[0]  # noqa: F841  (a view sharing base's memory)
     with pytest.raises(RuntimeError, match="shares its memory with another"):
         base[1] = gm.ones(3, requires_grad=True, device=device) * 2
+
+
+def test_fill_in_a_graph_and_on_a_slice_of_one(device):
+    got = {}
+    for lib, dev in ((gm, device), (torch, "cpu")):
+        w = lib.tensor(V, requires_grad=True, device=dev)
+        s = lib.tensor(1.5, requires_grad=True, device=dev)
+        b = w.clone() * 2
+        b[1:3].zero_()           # a slice of a tensor in the graph
+        c = w * 3
+        c.fill_(4.0)              # the whole tensor: no gradient reaches w through c
+        e = w * 1
+        e[4].fill_(s * 2)         # a value in the graph
+        ((b + c + e) * lib.tensor(np.arange(5.0), device=dev)).sum().backward()
+        got[lib] = (b.detach(), c.detach(), e.detach(), w.grad, s.grad)
+    for a, t in zip(got[gm], got[torch]):
+        np.testing.assert_allclose(to_np(a), t.numpy(), rtol=1e-12, atol=1e-12)

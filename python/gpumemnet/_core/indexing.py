@@ -2,6 +2,8 @@
 one advanced index (an int64 tensor/list, or a bool mask over one or more dims) becomes a gather (_C.index) or
 a scatter (_C.index_put_). PyTorch's combination of several advanced indices is not supported: a clear error
 says so."""
+import weakref
+
 import numpy as np
 
 from .. import _C
@@ -180,6 +182,21 @@ class IndexPutFn(Function):
         return ga, gv, None
 
 
+def fill_into_graph_view(view, value):
+    """view.fill_(value) where view is a slice of a tensor in a graph (swin_v2's qkv_bias[n:2n].zero_() on a
+    clone of the parameter): recorded on the base as base[plan] = value (IndexPutFn), after which the view is
+    re-derived from the new base, as PyTorch's CopySlices does. False when view was not made by slicing a base
+    that is still alive and not itself a view."""
+    node = view.grad_fn
+    base = node.base() if isinstance(node, IndexFn) and node.base is not None else None
+    if base is None or base._is_view or base.grad_fn is None:
+        return False
+    IndexPutFn.apply(base, value, node.plan)
+    fresh = IndexFn.apply(base, node.plan)
+    view.grad_fn = fresh.grad_fn
+    return True
+
+
 class IndexFn(Function):
     """x[...] with basic and at most one advanced index; the plan is made by make_plan."""
 
@@ -187,6 +204,9 @@ class IndexFn(Function):
     def forward(ctx, a, plan):
         ctx.plan = plan
         ctx.meta = (a.shape, a._dtype, a._device)
+        # a view (no advanced index) remembers its base, weakly, so that filling the view in place can be
+        # recorded on the base (fill_into_graph_view)
+        ctx.base = None if any(s[0] == "index" for s in plan) else weakref.ref(a)
         return apply_plan(a, plan)
 
     @staticmethod

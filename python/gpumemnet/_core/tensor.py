@@ -15,7 +15,7 @@ from . import functions as F
 from .autograd import check_inplace as _check_inplace, needs_grad as _needs_grad, refuse_inplace
 from . import tensor_str as _tensor_str
 from .dtype import DTYPES, as_dtype, device_of, device_str, get_default_dtype
-from .indexing import IndexFn, IndexPutFn, apply_plan, make_plan, put_plan
+from .indexing import IndexFn, IndexPutFn, apply_plan, fill_into_graph_view, make_plan, put_plan
 from .random import drawing_from
 from .return_types import ValuesIndices as _RESULT
 from .tensor_compose import ComposeMethods
@@ -426,7 +426,13 @@ class Tensor(_C.TensorBase):
         return self.fill_(0)
 
     def fill_(self, value):
-        refuse_inplace(self, "fill_", "; build the tensor with full_like() or where()")
+        """In place. On a tensor in a graph it is recorded as self[...] = value (no entry keeps its gradient); on
+        a slice of one, as base[slice] = value (fill_into_graph_view), as PyTorch records both."""
+        if autograd.is_graph_view(self) and fill_into_graph_view(self, value):
+            return self
+        if _check_inplace(self, "fill_") or _needs_grad(value):
+            self[...] = value
+            return self
         _C.fill_(self, value)
         return self
 
