@@ -90,3 +90,27 @@ def test_fill_in_a_graph_and_on_a_slice_of_one(device):
         got[lib] = (b.detach(), c.detach(), e.detach(), w.grad, s.grad)
     for a, t in zip(got[gm], got[torch]):
         np.testing.assert_allclose(to_np(a), t.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_in_place_arithmetic_and_copy_on_slices(device):
+    """x[:, 0] += 1, x[1] *= y, x[2, 1:3].sub_(5), x[0].copy_(y * 3), a slice's div_, and a buffer's copy_ of a
+    value in the graph (with non_blocking=, as data prefetchers write it)."""
+    got = {}
+    for lib, dev in ((gm, device), (torch, "cpu")):
+        w = lib.arange(12.0, device=dev).reshape(3, 4).requires_grad_()
+        y = lib.ones(4, requires_grad=True, device=dev)
+        b = w * 2
+        b[:, 0] += 1
+        b[1] *= y
+        b[2, 1:3].sub_(5)
+        b[0].copy_(y * 3)
+        c = w.clone()
+        c[:, 2].div_(2)
+        out = lib.zeros(2, 4, device=dev)
+        out.copy_(y * 2, non_blocking=True)
+        weights = lib.arange(12.0, device=dev).reshape(3, 4)
+        ((b + c) * weights).sum().backward(retain_graph=True)
+        out.sum().backward()
+        got[lib] = (b.detach(), c.detach(), w.grad, y.grad)
+    for a, t in zip(got[gm], got[torch]):
+        np.testing.assert_allclose(to_np(a), t.numpy(), rtol=1e-12, atol=1e-12)

@@ -348,13 +348,15 @@ def _check_nan(node, grads):
 
 
 def _mark_output(o, args, saved, Tensor):
-    """An output sharing an input's storage is a view (in-place writes to it are refused); an output its own
-    backward keeps (exp, sqrt, relu...) is an activation."""
+    """An output sharing an input's storage is a view (in-place writes to it are refused), unless it is that
+    input itself, written in place (b[:, 0] = b[:, 0] * 2 writes b from a view of b: b stays what it was); an
+    output its own backward keeps (exp, sqrt, relu...) is an activation."""
     sid = o._storage_id
-    for a in args:
-        if type(a) is Tensor and a is not o and a._storage_id == sid:
-            o._is_view = True
-            return
+    if not any(a is o for a in args):
+        for a in args:
+            if type(a) is Tensor and a._storage_id == sid:
+                o._is_view = True
+                return
     if saved and o._category == "other":
         for st in saved:
             if st is not None and st.storage == sid:

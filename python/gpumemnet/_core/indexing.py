@@ -182,18 +182,18 @@ class IndexPutFn(Function):
         return ga, gv, None
 
 
-def fill_into_graph_view(view, value):
-    """view.fill_(value) where view is a slice of a tensor in a graph (swin_v2's qkv_bias[n:2n].zero_() on a
-    clone of the parameter): recorded on the base as base[plan] = value (IndexPutFn), after which the view is
-    re-derived from the new base, as PyTorch's CopySlices does. False when view was not made by slicing a base
-    that is still alive and not itself a view."""
+def write_graph_view(view, value_of):
+    """An in-place write into `view`, a slice of a tensor in a graph (Swin V2's qkv_bias[n:2n].zero_() on a clone
+    of the parameter, x[:, 0] += b): value_of(view) computes the new values out of place (recorded from the
+    view's old ones), base[slice] = them is recorded on the base (IndexPutFn), and the view is re-derived from
+    the new base, as PyTorch's CopySlices does. False, with nothing done, when the view was not made by slicing
+    a base that is alive, in a graph and not itself a view."""
     node = view.grad_fn
     base = node.base() if isinstance(node, IndexFn) and node.base is not None else None
     if base is None or base._is_view or base.grad_fn is None:
         return False
-    IndexPutFn.apply(base, value, node.plan)
-    fresh = IndexFn.apply(base, node.plan)
-    view.grad_fn = fresh.grad_fn
+    IndexPutFn.apply(base, value_of(view), node.plan)
+    view.grad_fn = IndexFn.apply(base, node.plan).grad_fn
     return True
 
 
@@ -204,8 +204,8 @@ class IndexFn(Function):
     def forward(ctx, a, plan):
         ctx.plan = plan
         ctx.meta = (a.shape, a._dtype, a._device)
-        # a view (no advanced index) remembers its base, weakly, so that filling the view in place can be
-        # recorded on the base (fill_into_graph_view)
+        # a view (no advanced index) remembers its base, weakly, so that writing into the view in place can be
+        # recorded on the base (write_graph_view)
         ctx.base = None if any(s[0] == "index" for s in plan) else weakref.ref(a)
         return apply_plan(a, plan)
 

@@ -15,7 +15,7 @@ from . import functions as F
 from .autograd import check_inplace as _check_inplace, needs_grad as _needs_grad, refuse_inplace
 from . import tensor_str as _tensor_str
 from .dtype import DTYPES, as_dtype, device_of, device_str, get_default_dtype
-from .indexing import IndexFn, IndexPutFn, apply_plan, fill_into_graph_view, make_plan, put_plan
+from .indexing import IndexFn, IndexPutFn, apply_plan, make_plan, write_graph_view, put_plan
 from .random import drawing_from
 from .return_types import ValuesIndices as _RESULT
 from .tensor_compose import ComposeMethods
@@ -48,6 +48,10 @@ def _binary(fn, op, a, b, name):
 
 def _inplace(fn, op, a, b, name):
     b = _check_number(b, name)
+    # A slice of a tensor in a graph: recorded on its base. The product reads a clone, which its backward may
+    # keep: the slice itself is about to be overwritten (PyTorch keeps the original self likewise).
+    if autograd.is_graph_view(a) and write_graph_view(a, lambda v: _binary(fn, op, v.clone(), b, name.rstrip("_"))):
+        return a
     if _check_inplace(a, name) or _needs_grad(b):
         return _InplaceBinary.apply(a, b, op, fn)  # `a` becomes the node's output
     _C.binary(op, a, b, a)
@@ -427,8 +431,8 @@ class Tensor(_C.TensorBase):
 
     def fill_(self, value):
         """In place. On a tensor in a graph it is recorded as self[...] = value (no entry keeps its gradient); on
-        a slice of one, as base[slice] = value (fill_into_graph_view), as PyTorch records both."""
-        if autograd.is_graph_view(self) and fill_into_graph_view(self, value):
+        a slice of one, as base[slice] = value (write_graph_view), as PyTorch records both."""
+        if autograd.is_graph_view(self) and write_graph_view(self, lambda v: value):
             return self
         if _check_inplace(self, "fill_") or _needs_grad(value):
             self[...] = value
@@ -436,7 +440,16 @@ class Tensor(_C.TensorBase):
         _C.fill_(self, value)
         return self
 
-    def copy_(self, src):
+    def copy_(self, src, non_blocking=False):
+        """src's values (cast, broadcast, from any device) into self. Recorded where self is in a graph or src
+        requires grad (as self[...] = src; on a slice of a tensor in a graph, on its base), as PyTorch's.
+        non_blocking is accepted: the copy is complete when copy_ returns."""
+        if isinstance(src, _C.TensorBase) and src._device == self._device:
+            if autograd.is_graph_view(self) and write_graph_view(self, lambda v: src):
+                return self
+            if _check_inplace(self, "copy_") or _needs_grad(src):
+                self[...] = src
+                return self
         refuse_inplace(self, "copy_", "; copy into a new tensor (src.clone(), or where() to mix)")
         _C.copy_(self, src)
         return self
