@@ -1,0 +1,92 @@
+"""torch.distributions.Multinomial."""
+from . import _ops as T
+from . import constraints
+from .binomial import Binomial
+from .categorical import Categorical
+from .distribution import Distribution, _size
+from .utils import broadcast_all
+
+__all__ = ["Multinomial"]
+
+
+class Multinomial(Distribution):
+    """Counts of total_count draws from a Categorical of probs (or logits): vectors of K nonnegative integers
+    summing to total_count (an int, one count for the whole batch). log_prob does not need total_count."""
+    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
+
+    @property
+    def mean(self):
+        return self.probs * self.total_count
+
+    @property
+    def variance(self):
+        return self.total_count * self.probs * (1 - self.probs)
+
+    def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):
+        if not isinstance(total_count, int):
+            raise NotImplementedError("inhomogeneous total_count is not supported")
+        self.total_count = total_count
+        self._categorical = Categorical(probs=probs, logits=logits)
+        self._binomial = Binomial(total_count=total_count, probs=self.probs)
+        batch_shape = self._categorical.batch_shape
+        event_shape = tuple(self._categorical.param_shape[-1:])
+        super().__init__(batch_shape, event_shape, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(Multinomial, _instance)
+        batch_shape = _size(batch_shape, "batch_shape")
+        new.total_count = self.total_count
+        new._categorical = self._categorical.expand(batch_shape)
+        new._binomial = self._binomial.expand(tuple(batch_shape) + tuple(self.event_shape))
+        super(Multinomial, new).__init__(batch_shape, self.event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    def _new(self, *args, **kwargs):
+        return self._categorical._new(*args, **kwargs)
+
+    @constraints.dependent_property(is_discrete=True, event_dim=1)
+    def support(self):
+        return constraints.multinomial(self.total_count)
+
+    @property
+    def logits(self):
+        return self._categorical.logits
+
+    @property
+    def probs(self):
+        return self._categorical.probs
+
+    @property
+    def param_shape(self):
+        return self._categorical.param_shape
+
+    def sample(self, sample_shape=()):
+        sample_shape = _size(sample_shape)
+        samples = self._categorical.sample((self.total_count,) + tuple(sample_shape))
+        # the draws' dimension last, then count each category along it
+        samples = samples.permute(*range(1, samples.dim()), 0)
+        counts = T.zeros(tuple(self._extended_shape(sample_shape)), dtype=samples.dtype, device=samples.device)
+        counts = counts.scatter_add(-1, samples, T.ones_like(samples))
+        return counts.type_as(self.probs)
+
+    def entropy(self):
+        n = T.tensor(self.total_count, dtype=self.probs.dtype, device=self.probs.device)
+        cat_entropy = self._categorical.entropy()
+        term1 = n * cat_entropy - T.lgamma(n + 1)
+        support = self._binomial.enumerate_support(expand=False)[1:]
+        binomial_probs = T.exp(self._binomial.log_prob(support))
+        weights = T.lgamma(support + 1)
+        term2 = (binomial_probs * weights).sum([0, -1])
+        return term1 + term2
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        logits, value = broadcast_all(self.logits, value)
+        log_factorial_n = T.lgamma(value.sum(-1) + 1)
+        log_factorial_xs = T.lgamma(value + 1).sum(-1)
+        # a category of probability 0 drawn 0 times adds nothing (not 0 * -inf)
+        logits = T.where((value == 0) & (logits == -float("inf")), T.zeros_like(logits), logits)
+        log_powers = (logits * value).sum(-1)
+        return log_factorial_n - log_factorial_xs + log_powers
