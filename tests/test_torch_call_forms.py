@@ -36,3 +36,41 @@ def test_tensor_split_forms(args, kwargs, device):
     got = gm.arange(12, device=device).reshape(2, 6).tensor_split(gm.tensor([1, 4]), dim=1)
     want = torch.arange(12).reshape(2, 6).tensor_split(torch.tensor([1, 4]), dim=1)
     assert [to_np(g).tolist() for g in got] == [w.tolist() for w in want]
+
+
+def test_xlogy_gradients_at_zeros(device):
+    """d/dx is log(y) also where x is 0, but 0 where x and y are both 0; d/dy is x / y (NaN at 0 / 0)."""
+    xs, ys = np.array([0.0, 0.0, 1.0, 2.0, 0.0, -1.0]), np.array([0.0, 2.0, 0.0, 3.0, np.inf, 0.5])
+    got = {}
+    for lib, dev in ((gm, device), (torch, "cpu")):
+        x = lib.tensor(xs, requires_grad=True, device=dev)
+        y = lib.tensor(ys, requires_grad=True, device=dev)
+        lib.xlogy(x, y).sum().backward()
+        x2 = lib.tensor(xs, requires_grad=True, device=dev)
+        lib.xlogy(x2, 0.0).sum().backward()
+        got[lib] = (x.grad, y.grad, x2.grad)
+    for a, t in zip(got[gm], got[torch]):
+        np.testing.assert_array_equal(to_np(a), t.numpy())
+
+
+def test_clamp_gradients_at_the_bounds(device):
+    """A number bound passes no gradient at a tie (PyTorch 2.15); tensor bounds split a tie with the input and
+    get their own gradient where they win."""
+    got = {}
+    for lib, dev in ((gm, device), (torch, "cpu")):
+        xs = [0.0, 1.0, 2.0, 3.0, 1.5]
+        x = lib.tensor(xs, requires_grad=True, device=dev)
+        lib.clamp(x, 1.0, 2.0).sum().backward()
+        x2 = lib.tensor(xs, requires_grad=True, device=dev)
+        lo = lib.ones(5, requires_grad=True, device=dev)
+        hi = lib.full((5,), 2.0, requires_grad=True, device=dev)
+        (lib.clamp(x2, lo, hi) * lib.arange(5.0, device=dev)).sum().backward()
+        got[lib] = (x.grad, x2.grad, lo.grad, hi.grad)
+    for a, t in zip(got[gm], got[torch]):
+        np.testing.assert_array_equal(to_np(a), t.numpy())
+
+
+def test_multinomial_of_no_samples_is_refused():
+    for lib in (gm, torch):
+        with pytest.raises(RuntimeError, match="cannot sample n_sample <= 0 samples"):
+            lib.multinomial(lib.ones(3), 0)

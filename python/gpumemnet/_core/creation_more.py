@@ -118,6 +118,8 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0, or a negative, inf or NaN "
                            "probability)")
     n = w.shape[1]
+    if num_samples <= 0:
+        raise RuntimeError("cannot sample n_sample <= 0 samples")
     if not replacement and num_samples > n:
         raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
     u = _host(rand(w.shape[0], num_samples if replacement else n, generator=generator), "multinomial")

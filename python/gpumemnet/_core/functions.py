@@ -260,13 +260,14 @@ class Clamp(Function):
     @staticmethod
     def backward(ctx, g):
         a, = ctx.saved_tensors
-        # The gradient passes where min <= x <= max (PyTorch's convention at the bounds).
+        # The gradient passes where min < x < max: PyTorch 2.15 gives 0 at a bound that is a number (tensor bounds
+        # go through maximum/minimum instead, which split a tie: Tensor.clamp).
         keep = None
         if ctx.lo is not None:
-            keep = _C.binary(GE, a, ctx.lo)
+            keep = _C.binary(GT, a, ctx.lo)
         if ctx.hi is not None:
-            le = _C.binary(LE, a, ctx.hi)
-            keep = le if keep is None else _C.binary(MUL, keep, le)
+            lt = _C.binary(LT, a, ctx.hi)
+            keep = lt if keep is None else _C.binary(MUL, keep, lt)
         return (g if keep is None else _C.where(keep, g, 0.0)), None, None
 
 

@@ -415,8 +415,19 @@ class Tensor(_C.TensorBase):
     def log_softmax(self, dim, dtype=None): return activation.log_softmax(self, dim, dtype=dtype)
 
     def clamp(self, min=None, max=None):
+        """min(max(self, min), max). In a graph, a tensor bound is a maximum / minimum (the bound gets the gradient
+        where it wins, a tie splits it: PyTorch's rule); at a number bound the gradient is 0 (F.Clamp)."""
         if min is None and max is None:
             raise _C.ArgumentError("clamp: at least one of 'min' or 'max' must not be None")
+        tensor_bound = isinstance(min, _C.TensorBase) or isinstance(max, _C.TensorBase)
+        if tensor_bound and (_needs_grad(self) or _needs_grad(min) or _needs_grad(max)):
+            out = self
+            for bound, fn, name in ((min, F.Maximum, "clamp"), (max, F.Minimum, "clamp")):
+                if isinstance(bound, _C.TensorBase):
+                    out = _binary(fn, F.MAXIMUM if fn is F.Maximum else F.MINIMUM, out, bound, name)
+                elif bound is not None:
+                    out = F.Clamp.apply(out, bound, None) if fn is F.Maximum else F.Clamp.apply(out, None, bound)
+            return out
         return F.Clamp.apply(self, min, max) if _needs_grad(self) else _C.clamp(self, min, max)
 
     clip = clamp

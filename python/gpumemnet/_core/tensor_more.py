@@ -54,6 +54,34 @@ def _order_stat(x, dim, k, keepdim, op):
     return values, pick.contiguous()
 
 
+
+def _xlogy_values(x, y):
+    """x * log(y), 0 where x is 0 (even where y is 0 or inf), NaN where y is NaN."""
+    out = _where(x == 0, 0.0, x * (y.log() if isinstance(y, _C.TensorBase) else math.log(y) if y > 0 else
+                                   (-math.inf if y == 0 else math.nan)))
+    return _where(y != y, math.nan, out) if isinstance(y, _C.TensorBase) else out
+
+
+class _XLogY(Function):
+    """xlogy with PyTorch's gradients: d/dx = log(y), but 0 where x and y are both 0 (the composite's where()
+    gave 0 there for every y, and 0 * -inf = NaN at y = 0); d/dy = x / y."""
+
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.save_for_backward(x, y if isinstance(y, _C.TensorBase) else None)
+        ctx.number = None if isinstance(y, _C.TensorBase) else y
+        return _xlogy_values(x, y)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        yv = y if y is not None else ctx.number
+        logy = yv.log() if y is not None else (math.log(yv) if yv > 0 else -math.inf if yv == 0 else math.nan)
+        both_zero = (x == 0) & (y == 0) if y is not None else (x == 0) & (yv == 0)
+        gx = F.sum_to(_where(both_zero, 0.0, g * logy), x.shape, x._dtype) if ctx.needs_input_grad[0] else None
+        gy = F.sum_to(g * x / y, y.shape, y._dtype) if y is not None and ctx.needs_input_grad[1] else None
+        return gx, gy
+
 class _WindowsView(Function):
     """unfold: windows of `size` every `step` along d as a view (one new last dim); backward adds each window's
     gradient back into its entries (windows may overlap)."""
@@ -178,9 +206,9 @@ class MoreMethods:
         if not isinstance(other, (_C.TensorBase, numbers.Real)):
             raise TypeError(f"xlogy(): other must be a Tensor or a number, got {type(other).__name__}")
         y = other if isinstance(other, _C.TensorBase) else float(other)
-        out = _where(self == 0, 0.0, self * (y.log() if isinstance(y, _C.TensorBase) else math.log(y) if y > 0 else
-                                             (-math.inf if y == 0 else math.nan)))
-        return _where(y != y, math.nan, out) if isinstance(y, _C.TensorBase) else out
+        if _needs_grad(self) or _needs_grad(y):
+            return _XLogY.apply(self, y)
+        return _xlogy_values(self, y)
 
     def logit(self, eps=None):
         x = self if eps is None else self.clamp(eps, 1.0 - eps)
