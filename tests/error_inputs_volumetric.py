@@ -114,9 +114,9 @@ GRID = [
 
 RESIZE = [
     B("F.interpolate trilinear of a 4-d input", lambda d, l: l.F.interpolate(v(d, l, 1, 1, 4, 4), scale_factor=2,
-      mode="trilinear"), NotImplementedError, r"4-D input, but trilinear mode needs a 5-D input"),
+      mode="trilinear"), NotImplementedError, r"4-D input of shape .*, but trilinear mode needs a 5-D input"),
     B("F.interpolate bilinear of a 5-d input", lambda d, l: l.F.interpolate(v(d, l, 1, 1, 2, 4, 4), size=3,
-      mode="bilinear"), NotImplementedError, r"5-D input, but bilinear mode needs a 4-D input"),
+      mode="bilinear"), NotImplementedError, r"5-D input of shape .*, but bilinear mode needs a 4-D input"),
     B("F.interpolate 5-d size of 2", lambda d, l: l.F.interpolate(v(d, l, 1, 1, 2, 4, 4), size=(3, 3)),
       ValueError, r"size must have one entry per spatial dimension \(3\)"),
 ]

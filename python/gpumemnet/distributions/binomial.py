@@ -3,7 +3,7 @@ from . import _ops as T
 from . import _samplers
 from . import constraints
 from .distribution import Distribution, _size
-from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits, expand_probs_or_logits
 
 __all__ = ["Binomial"]
 
@@ -36,12 +36,7 @@ class Binomial(Distribution):
         new = self._get_checked_instance(Binomial, _instance)
         batch_shape = _size(batch_shape, "batch_shape")
         new.total_count = self.total_count.expand(batch_shape)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(batch_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(batch_shape)
-            new._param = new.logits
+        expand_probs_or_logits(new, self, batch_shape)
         super(Binomial, new).__init__(batch_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new

@@ -6,7 +6,8 @@ from . import _ops as T
 from . import constraints
 from .distribution import _all_true, _size
 from .exp_family import ExponentialFamily
-from .utils import broadcast_all, clamp_probs, lazy_property, logits_to_probs, probs_to_logits
+from .utils import (broadcast_all, clamp_probs, expand_probs_or_logits, lazy_property, logits_to_probs,
+                    probs_to_logits)
 from ..nn.functional import binary_cross_entropy_with_logits
 
 __all__ = ["ContinuousBernoulli"]
@@ -42,12 +43,7 @@ class ContinuousBernoulli(ExponentialFamily):
         new = self._get_checked_instance(ContinuousBernoulli, _instance)
         new._lims = self._lims
         batch_shape = _size(batch_shape, "batch_shape")
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(batch_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(batch_shape)
-            new._param = new.logits
+        expand_probs_or_logits(new, self, batch_shape)
         super(ContinuousBernoulli, new).__init__(batch_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new

@@ -2,7 +2,6 @@
 from numbers import Number
 
 from . import _ops as T
-from .._core.autograd import Function
 
 euler_constant = 0.57721566490153286060  # Euler-Mascheroni constant (PyTorch's utils.euler_constant)
 
@@ -37,30 +36,20 @@ def _sum_rightmost(value, dim):
     return value.reshape(tuple(value.shape[:value.dim() - dim]) + (-1,)).sum(-1)
 
 
-class _XLogY(Function):
-    """x * log(y), 0 where x is 0, with PyTorch's gradients: d/dx = log(y) (0 where x and y are both 0),
-    d/dy = x / y. (gm.xlogy gives d/dx = 0 at x = 0, and NaN at x = y = 0.)"""
-
-    @staticmethod
-    def forward(ctx, x, y):
-        ctx.save_for_backward(x, y)
-        return T.xlogy(x, y)
-
-    @staticmethod
-    def backward(ctx, g):
-        x, y = ctx.saved_tensors
-        gx = gy = None
-        if ctx.needs_input_grad[0]:
-            gx = g * T.where((x == 0) & (y == 0), T.zeros_like(y), y.log())
-        if ctx.needs_input_grad[1]:
-            gy = g * x / y
-        return gx, gy
-
-
 def _xlogy(x, y):
-    """xlogy of two tensors (broadcast first: the autograd Function sees equal shapes)."""
-    x, y = T.broadcast_tensors(x, y)
-    return _XLogY.apply(x, y)
+    """x * log(y), 0 where x is 0, with PyTorch's gradients (gm.xlogy's own)."""
+    return T.xlogy(x, y)
+
+
+def expand_probs_or_logits(new, old, batch_shape):
+    """expand()'s part shared by the distributions parameterised by probs or logits: whichever of the two old
+    holds (the other is a lazy property not read yet, so not in its __dict__), expanded, and _param on it."""
+    if "probs" in old.__dict__:
+        new.probs = old.probs.expand(batch_shape)
+        new._param = new.probs
+    if "logits" in old.__dict__:
+        new.logits = old.logits.expand(batch_shape)
+        new._param = new.logits
 
 
 def logits_to_probs(logits, is_binary=False):

@@ -252,7 +252,7 @@ def global_max_pool2d(input):
 
 # ---- interpolate -------------------------------------------------------------------------------------------------
 _MODES = ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area")
-_PYTORCH_ONLY = ()
+_PYTORCH_ONLY = ("lanczos",)
 _NEEDS_DIM = {"linear": 3, "bilinear": 4, "bicubic": 4, "trilinear": 5}  # the input rank each linear mode takes
 
 
@@ -377,8 +377,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         if not recompute_scale_factor:
             scales = tuple(factors)  # PyTorch uses the given factor, not out/in, for the source coordinates
     if mode in _NEEDS_DIM and input.ndim != _NEEDS_DIM[mode]:
-        raise NotImplementedError(f"{op}: got a {input.ndim}-D input, but {mode} mode needs a "
-                                  f"{_NEEDS_DIM[mode]}-D input")
+        raise NotImplementedError(f"{op}: got a {input.ndim}-D input of shape {tuple(input.shape)}, but {mode} "
+                                  f"mode needs a {_NEEDS_DIM[mode]}-D input")
     if any(o <= 0 for o in out):
         raise _C.ArgumentError(f"{op}: the output size {out} must be positive (input of shape {tuple(input.shape)}, "
                          f"size={size!r}, scale_factor={scale_factor!r})")
