@@ -57,7 +57,8 @@ CASES = [
     B("Uniform low above high", lambda d, l: D(l).Uniform(t(d, l, [0.0, 2.0]), t(d, l, [1.0, 1.0])), ValueError,
       r"Uniform is not defined when low ?>= high", devices=HOST),
     B("Uniform log_prob outside", lambda d, l: D(l).Uniform(0.0, 1.0).log_prob(t(d, l, 2.0)), ValueError,
-      r"within the support \(Interval\(lower_bound=0.0, upper_bound=1.0\)\)", devices=HOST),
+      r"within the support \(Interval\(lower_bound=0.0, upper_bound=1.0\)\)",
+      devices=("cpu",)),  # number parameters are CPU tensors, and a 0-d CPU tensor does not mix with CUDA ones here
     B("Independent too many dims", lambda d, l: D(l).Independent(D(l).Normal(z(d, l, 3), 1.0), 2), ValueError,
       r"Expected reinterpreted_batch_ndims <= len\(base_distribution.batch_shape\), actual 2 vs 1"),
     B("Independent enumerate_support", lambda d, l: D(l).Independent(D(l).Bernoulli(logits=z(d, l, 3)),
