@@ -406,11 +406,11 @@ static PyObject *ew_finish(const char *op, GMTensor *res, GMTensor *out) {
     return (PyObject *)out;
 }
 
-/* ---- int8, int16 and int32: computed in int64, wrapped back -----------------------------------------------------
- * The kernels compute in float32/64, float16/bfloat16 storage, int64, uint8 and bool. An op on the other integers
- * (torchvision's AutoAugment does int32 arithmetic) runs on int64 copies of them and its int64 result is cast
- * back, which wraps exactly as their own two's-complement arithmetic would: PyTorch's values, one transient
- * int64 copy of each operand and of the result more. */
+/* ---- uint8, int8, int16 and int32: computed in int64, wrapped back ----------------------------------------------
+ * The kernels compute in float32/64 (float16/bfloat16 stored), int64 and bool. An op on the narrower integers
+ * (torchvision's AutoAugment does int32 arithmetic, its ToTensor uint8) runs on int64 copies of them and its int64
+ * result is cast back, which wraps exactly as their own two's-complement arithmetic would: PyTorch's values, one
+ * transient int64 copy of each operand and of the result more. */
 
 /* o as an int64 workspace copy when it is a tensor of one of those dtypes, else o itself; a new reference. */
 static PyObject *ew_widened(PyObject *o) {

@@ -129,7 +129,7 @@ static int check_nonempty(const char *op, GMTensor *a, const plan *p) {
     return -1;
 }
 
-/* int8, int16 and int32 have no reduction kernels: they are reduced as an int64 workspace copy (the sums and
+/* uint8, int8, int16 and int32 have no reduction kernels: they are reduced as an int64 workspace copy (the sums and
  * products PyTorch gives in int64 anyway), and amax/amin/max values are cast back to their dtype. */
 static GMTensor *widened_copy(GMTensor *a) {
     GMTensor *w = gm_empty_workspace(a->ndim, a->shape, GM_I64, a->device);
