@@ -14,7 +14,7 @@ from . import autograd
 from . import functions as F
 from .autograd import check_inplace as _check_inplace, needs_grad as _needs_grad, refuse_inplace
 from . import tensor_str as _tensor_str
-from .dtype import DTYPES, as_dtype, device_of, device_str, get_default_dtype
+from .dtype import DTYPES, as_dtype, device_of, device_str
 from .indexing import IndexFn, IndexPutFn, apply_plan, make_plan, write_graph_view, put_plan
 from .random import drawing_from
 from .return_types import ValuesIndices as _RESULT
@@ -224,29 +224,7 @@ class Tensor(_C.TensorBase):
         return _C.TensorBase.numpy(self)
 
     def __repr__(self):
-        """PyTorch's text (tensor_str.py), after torch.set_printoptions' settings."""
-        extra = []
-        if self._device != "cpu":
-            extra.append(f"device='{self._device}'")
-        if self._device == "meta" or (self.numel() == 0 and self.ndim != 1) or \
-                (self.numel() and not _tensor_str.PRINT_OPTS.edgeitems):  # no items shown: PyTorch adds the size
-            extra.append(f"size={tuple(self.shape)}")
-        shown = (get_default_dtype().code,) if self.numel() == 0 else (get_default_dtype().code, 4, 5)
-        if self._dtype not in shown:  # the default float dtype, int64 and bool go unsaid unless no value shows it
-            extra.append(f"dtype={self.dtype!r}")
-        if self.grad_fn is not None:
-            extra.append(f"grad_fn=<{self.grad_fn.name()}>")
-        elif self.requires_grad:
-            extra.append("requires_grad=True")
-        indent = len("tensor(")
-        if self._device == "meta":
-            body = "..."
-        elif self.numel() == 0:
-            body = "[]"  # no data read
-        else:
-            body = _tensor_str.values_str(self, indent)
-        text = _tensor_str.with_suffixes("tensor(" + body, extra, indent)
-        return "Parameter containing:\n" + text if self._is_param else text
+        return _tensor_str.tensor_repr(self)
 
     def __deepcopy__(self, memo):
         """A copy with its own storage, keeping requires_grad, the parameter flag, the category, the name and a

@@ -15,8 +15,9 @@ import math
 import numpy as np
 
 from .. import _C
+from .dtype import get_default_dtype
 
-__all__ = ["set_printoptions"]
+__all__ = ["set_printoptions"]  # tensor_repr is Tensor.__repr__
 
 
 class _PrintOptions:
@@ -156,3 +157,29 @@ def with_suffixes(text, suffixes, indent):
             parts.append(", " + s)
             last += len(s) + 2
     return "".join(parts) + ")"
+
+
+def tensor_repr(t):
+    """Tensor.__repr__: PyTorch's text, after torch.set_printoptions' settings."""
+    extra = []
+    if t._device != "cpu":
+        extra.append(f"device='{t._device}'")
+    if t._device == "meta" or (t.numel() == 0 and t.ndim != 1) or \
+            (t.numel() and not PRINT_OPTS.edgeitems):  # no items shown: PyTorch adds the size
+        extra.append(f"size={tuple(t.shape)}")
+    shown = (get_default_dtype().code,) if t.numel() == 0 else (get_default_dtype().code, 4, 5)
+    if t._dtype not in shown:  # the default float dtype, int64 and bool go unsaid unless no value shows it
+        extra.append(f"dtype={t.dtype!r}")
+    if t.grad_fn is not None:
+        extra.append(f"grad_fn=<{t.grad_fn.name()}>")
+    elif t.requires_grad:
+        extra.append("requires_grad=True")
+    indent = len("tensor(")
+    if t._device == "meta":
+        body = "..."
+    elif t.numel() == 0:
+        body = "[]"  # no data read
+    else:
+        body = values_str(t, indent)
+    text = with_suffixes("tensor(" + body, extra, indent)
+    return "Parameter containing:\n" + text if t._is_param else text
