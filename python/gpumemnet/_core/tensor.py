@@ -400,11 +400,12 @@ class Tensor(_C.TensorBase):
         tensor_bound = isinstance(min, _C.TensorBase) or isinstance(max, _C.TensorBase)
         if tensor_bound and (_needs_grad(self) or _needs_grad(min) or _needs_grad(max)):
             out = self
-            for bound, fn, name in ((min, F.Maximum, "clamp"), (max, F.Minimum, "clamp")):
-                if isinstance(bound, _C.TensorBase):
-                    out = _binary(fn, F.MAXIMUM if fn is F.Maximum else F.MINIMUM, out, bound, name)
-                elif bound is not None:
-                    out = F.Clamp.apply(out, bound, None) if fn is F.Maximum else F.Clamp.apply(out, None, bound)
+            if min is not None:
+                out = _binary(F.Maximum, F.MAXIMUM, out, min, "clamp") if isinstance(min, _C.TensorBase) else \
+                    F.Clamp.apply(out, min, None)
+            if max is not None:
+                out = _binary(F.Minimum, F.MINIMUM, out, max, "clamp") if isinstance(max, _C.TensorBase) else \
+                    F.Clamp.apply(out, None, max)
             return out
         return F.Clamp.apply(self, min, max) if _needs_grad(self) else _C.clamp(self, min, max)
 
