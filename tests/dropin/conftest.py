@@ -49,12 +49,23 @@ def fresh_gm_worker(workdir):
 @pytest.fixture(scope="session")
 def reference(torch_worker, workdir):
     """reference(name, mode) -> {key: array} of PyTorch's run (mode: "float32" (which also saves the initial state
-    to init_path(name)), "float64", "amp", "cuda_amp", "forward", "forward64"), each run once per session and
-    kept on disk; reference.answer(name, mode) is the worker's answer (its warnings, its time)."""
-    cache = {}
+    to init_path(name)), "float64", "amp", "cuda_amp", "forward", "forward64"), each run once and kept on disk
+    while its model is the one under test; reference.answer(name, mode) is the worker's answer (its warnings, its
+    time)."""
+    cache, answers = {}, {}
+
+    def forget_other_models(name):
+        """Delete the arrays of every model but `name`: a session's would fill the disk (~15 GB for CI's tier;
+        a CI machine ran out of space at 75% of the suite). A model met again is run again."""
+        for key in [k for k in cache if k[0] != name]:
+            os.remove(cache.pop(key))
+        for f in workdir.glob("*.init.npz"):
+            if f.name != f"{name}.init.npz":
+                f.unlink()
 
     def get(name, mode):
         from dropin_models import STEPS
+        forget_other_models(name)
         if (name, mode) not in cache:
             out = str(workdir / f"{name}.{mode}.torch.npz")
             init = init_path(workdir, name)
@@ -73,10 +84,10 @@ def reference(torch_worker, workdir):
                                            save_init=init if mode == "float32" else None)
             if not ans["ok"]:
                 pytest.fail(f"PyTorch's own run of {name} ({mode}) failed: {ans['error']}\n{ans['traceback']}")
-            cache[name, mode] = (out, ans)  # the path: a session's arrays would not fit in memory
-        return dropin_harness.load(cache[name, mode][0])
+            cache[name, mode], answers[name, mode] = out, ans  # the path: a model's arrays may not fit in memory
+        return dropin_harness.load(cache[name, mode])
 
-    get.answer = lambda name, mode: cache[name, mode][1]
+    get.answer = lambda name, mode: answers[name, mode]
     return get
 
 

@@ -110,6 +110,8 @@ def test_forward_like_pytorch(name, reference, gm_worker, workdir):
                                 dtype="float64")
         bad.insert(0, ("float64", dropin_harness.float64_diagnosis(dropin_harness.load(out64), ref64)[1]
                        if a64["ok"] else f"gpumemnet's float64 run failed: {a64['error']}"))
+        if a64["ok"]:
+            os.remove(out64)
     record(name, "forward", describe(bad).replace("\n", " ") if bad else "ok")
     assert not bad, describe(bad)
 
