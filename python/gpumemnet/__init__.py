@@ -64,6 +64,10 @@ from ._aliases import *  # noqa: E402,F401,F403
 from .backends import (set_float32_matmul_precision, get_float32_matmul_precision,  # noqa: E402,F401
                        use_deterministic_algorithms, are_deterministic_algorithms_enabled,
                        is_deterministic_algorithms_warn_only_enabled)
+from ._core.out_arg import install as _install_out  # noqa: E402  (out= on the functions above)
+
+_install_out(globals())
+del _install_out
 
 OutOfMemoryError = _C.OutOfMemoryError
 ArgumentError = _C.ArgumentError  # ValueError + RuntimeError: caught by `except` of either (docs/C_API.md, Errors)

@@ -1,0 +1,91 @@
+"""`out=` on the functions of the gpumemnet (torch) namespace: `torch.add(a, b, out=c)`, `torch.cat(xs, out=buf)`,
+`torch.max(x, 1, out=(values, indices))`, `torch.zeros(2, 3, out=t)`, as PyTorch takes them.
+
+The result is computed as without `out`, then written into `out` (resized, with PyTorch's warning, when its shape
+differs; cast when PyTorch's casting rule allows), and `out` is returned. So `out=` saves no memory here: the
+result exists for a moment beside `out`. PyTorch's rules kept: no autograd through `out=` (RuntimeError when the
+result would require grad), `out` on the result's device, no cast from floating point into an integer `out`."""
+import functools
+import warnings
+
+from .. import _C
+from .dtype import bool_
+
+# PyTorch's functions that take out= (read off torch's docstrings, 2.15) that gpumemnet has
+FUNCTIONS = (
+    "abs acos acosh add addbmm addcdiv addcmul addmm addmv addr all amax amin aminmax any argmax argmin asin asinh "
+    "atan atan2 atanh baddbmm bernoulli bitwise_and bitwise_left_shift bitwise_not bitwise_or bitwise_right_shift "
+    "bitwise_xor bmm bucketize cat ceil chain_matmul cholesky_inverse cholesky_solve clamp clamp_max clamp_min clip "
+    "column_stack concat concatenate copysign cos cosh cross cummax cummin cumprod cumsum deg2rad diag diff digamma "
+    "div divide dot dstack eq erf erfc erfinv exp exp2 expm1 fix float_power floor floor_divide fmax fmin fmod frac "
+    "gather gcd ge ger greater greater_equal gt heaviside histc histogram hstack hypot i0 index_select inner "
+    "inverse isneginf isposinf kron kthvalue lcm ldexp le lerp less less_equal lgamma log log10 log1p log2 logaddexp "
+    "logaddexp2 logcumsumexp logical_and logical_not logical_or logical_xor logit logsumexp lt lu lu_solve lu_unpack "
+    "masked_select matmul matrix_power max maximum mean median min minimum mm mode msort mul multinomial multiply mv "
+    "nan_to_num nanmean nanmedian nanquantile nansum narrow_copy ne neg negative nonzero norm normal not_equal outer "
+    "polygamma pow prod quantile rad2deg reciprocal remainder renorm round row_stack rsqrt searchsorted sgn sigmoid "
+    "sign signbit sin sinc sinh sort sqrt square stack std std_mean sub subtract sum svd take_along_dim tan tanh topk "
+    "tril triu true_divide trunc var var_mean vdot vstack where xlogy").split()
+# ... and those that make a tensor from sizes or a range: its dtype and device default to out's
+CREATION = "arange empty eye full linspace logspace ones rand randint randn randperm range zeros".split()
+
+
+def _one(name, r, out):
+    if not isinstance(out, _C.TensorBase):
+        raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if r.requires_grad:
+        raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic differentiation, "
+                           f"but one of the arguments requires grad.")
+    if out.device != r.device:
+        raise RuntimeError(f"{name}(): expected out tensor to have device {r.device}, but got {out.device} instead")
+    if (r.dtype.is_floating_point and not out.dtype.is_floating_point) or (r.dtype != bool_ and out.dtype == bool_):
+        raise RuntimeError(f"{name}(): result type {_title(r.dtype)} can't be cast to the desired output type "
+                           f"{_title(out.dtype)}")
+    if tuple(out.shape) != tuple(r.shape):
+        if out.numel() != 0:
+            warnings.warn(f"An output with one or more elements was resized since it had shape {list(out.shape)}, "
+                          f"which does not match the required output shape {list(r.shape)}. This behavior is "
+                          f"deprecated, and in a future PyTorch release outputs will not be resized unless they have "
+                          f"zero elements. You can explicitly reuse an out tensor t by resizing it, inplace, to zero "
+                          f"elements with t.resize_(0).", UserWarning, stacklevel=4)
+        out.resize_(tuple(r.shape))
+    out.copy_(r)
+    return out
+
+
+_SCALAR_TYPE = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
+                "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+
+
+def _title(dt):  # PyTorch's ScalarType name, as its messages give it
+    name = str(dt).split(".")[-1]
+    return _SCALAR_TYPE.get(name, name)
+
+
+def _write(name, r, out):
+    if not isinstance(r, tuple):
+        return _one(name, r, out)
+    if not isinstance(out, (tuple, list)) or len(out) != len(r):
+        raise TypeError(f"{name}(): argument 'out' must be a tuple of {len(r)} Tensors")
+    written = [_one(name, ri, oi) for ri, oi in zip(r, out)]
+    return type(r)(*written) if hasattr(r, "_fields") else tuple(written)  # the named tuple (values, indices)
+
+
+def _with_out(name, fn, creation):
+    @functools.wraps(fn)
+    def wrapper(*args, out=None, **kwargs):
+        if out is None:
+            return fn(*args, **kwargs)
+        if creation and isinstance(out, _C.TensorBase):
+            kwargs.setdefault("dtype", out.dtype)
+            kwargs.setdefault("device", out.device)
+        return _write(name, fn(*args, **kwargs), out)
+    return wrapper
+
+
+def install(namespace):
+    """Give every function of FUNCTIONS and CREATION in `namespace` (gpumemnet's globals) an out= argument."""
+    for names, creation in ((FUNCTIONS, False), (CREATION, True)):
+        for name in names:
+            if name in namespace:
+                namespace[name] = _with_out(name, namespace[name], creation)
