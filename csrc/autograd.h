@@ -10,6 +10,7 @@ typedef struct {
     int kind;
     int ndim;
     gm_dtype dtype;
+    int host_0d; /* a 0-d CPU tensor (which may join tensors of another device: its gradient comes back to the CPU) */
     int64_t shape[GM_MAX_DIMS];
     PyObject *number; /* META_NUMBER: the Python number */
 } node_meta;

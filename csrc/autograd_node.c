@@ -101,6 +101,7 @@ static int meta_of(node_meta *m, PyObject *x) {
         m->kind = META_TENSOR;
         m->ndim = t->ndim;
         m->dtype = t->dtype;
+        m->host_0d = t->ndim == 0 && t->device.type == GM_DEV_CPU;
         memcpy(m->shape, t->shape, sizeof(int64_t) * t->ndim);
     } else if (PyFloat_Check(x) || PyLong_Check(x) || PyComplex_Check(x)) {
         m->kind = META_NUMBER;
@@ -132,7 +133,8 @@ static int meta_index(GMNode *n, PyObject *arg) {
     return (int)i;
 }
 
-/* node._input_meta(i): (shape, dtype code) of input i when it was a tensor, else None. */
+/* node._input_meta(i): (shape, dtype code, whether it was a 0-d CPU tensor) of input i when it was a tensor, else
+ * None. */
 static PyObject *node_input_meta(GMNode *n, PyObject *arg) {
     int i = meta_index(n, arg);
     if (i < 0) return NULL;
@@ -148,7 +150,7 @@ static PyObject *node_input_meta(GMNode *n, PyObject *arg) {
         }
         PyTuple_SET_ITEM(shape, d, v);
     }
-    return Py_BuildValue("(Ni)", shape, (int)m->dtype);
+    return Py_BuildValue("(NiO)", shape, (int)m->dtype, m->host_0d ? Py_True : Py_False);
 }
 
 /* node._input_number(i): input i when it was a number, else None. */
@@ -168,7 +170,7 @@ static PyMethodDef node_methods[] = {
      "Creation order (PyTorch's sequence_nr); backward runs the latest ready node first."},
     {"_record_inputs", (PyCFunction)node_record_inputs, METH_VARARGS,
      "Keep each input's shape and dtype (tensors) or value (numbers) for backward."},
-    {"_input_meta", (PyCFunction)node_input_meta, METH_O, "(shape, dtype code) of tensor input i, else None."},
+    {"_input_meta", (PyCFunction)node_input_meta, METH_O, "(shape, dtype code, 0-d on the CPU) of tensor input i, else None."},
     {"_input_number", (PyCFunction)node_input_number, METH_O, "Number input i, else None."},
     {NULL, NULL, 0, NULL},
 };

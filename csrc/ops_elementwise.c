@@ -24,12 +24,17 @@ static const char *const unary_names[GM_EW_NUNARY] = {
     "acos", "atan", "sinh", "cosh", "erf", "erfc", "log1p", "expm1", "log2", "log10", "exp2"};
 
 /* ---- devices, shapes, memory overlap ------------------------------------------------------------------------- */
-static int ew_same_device(const char *op, const ew_arg *args, int n, GMTensor *out, gm_device *dev) {
+/* The op's device: that of its first operand that is not a 0-d CPU tensor (those become numbers on another device,
+ * ew_host_number), else the first operand's; every other tensor, `out` included, must be on it. */
+static int ew_same_device(const char *op, ew_arg *args, int n, GMTensor *out, gm_device *dev) {
     GMTensor *first = NULL;
+    for (int i = 0; i < n && !first; i++)
+        if (args[i].present && args[i].t && !ew_is_host_0d(args[i].t)) first = args[i].t;
     for (int i = 0; i <= n; i++) {
         GMTensor *t = i < n ? (args[i].present ? args[i].t : NULL) : out;
         if (!t) continue;
         if (!first) first = t;
+        else if (i < n && ew_is_host_0d(t) && !gm_device_eq(t->device, first->device)) ew_host_number(&args[i]);
         else if (gm_check_same_device(op, first, t) < 0) return -1;
     }
     *dev = first->device;
@@ -347,11 +352,14 @@ static PyObject *binary_impl(int op, PyObject *ao, PyObject *bo, PyObject *outo)
                      name);
         return NULL;
     }
-    if (op == GM_EW_SUB && cdt == GM_BOOL) {
-        PyErr_Format(PyExc_TypeError, "%s: subtracting two bool values is not supported; use logical_xor "
-                     "(a != b) instead", name);
-        return NULL;
-    }
+    for (int i = 0; op == GM_EW_SUB && i < 2; i++) /* PyTorch refuses any bool operand, number or tensor */
+        if (x[i].t ? x[i].t->dtype == GM_BOOL : x[i].host_dtype ? x[i].host_dtype - 1 == GM_BOOL
+                                                                : x[i].kind == EW_NUM_BOOL) {
+            PyErr_Format(PyExc_NotImplementedError, "%s: Subtraction, the `-` operator, with a bool tensor is not "
+                         "supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator "
+                         "instead.", name);
+            return NULL;
+        }
     rdt = gm_ew_is_comparison(op) ? GM_BOOL : cdt;
     if (ew_check_scalars(name, x, 2, cdt) < 0 || ew_broadcast(name, x, 2, &ndim, shape) < 0) return NULL;
     if (!(res = ew_output(name, out, rdt, ndim, shape, dev))) return NULL;
@@ -541,6 +549,11 @@ static PyObject *py_where(PyObject *self, PyObject *args) {
     if (ew_parse_arg(co, &x[0], name, "condition") < 0 || ew_parse_arg(ao, &x[1], name, "a") < 0 ||
         ew_parse_arg(bo, &x[2], name, "b") < 0 || ew_same_device(name, x, 3, NULL, &dev) < 0)
         return NULL;
+    if (x[0].host_dtype) { /* the kernels read the condition from memory */
+        PyErr_SetString(PyExc_RuntimeError, "where: the condition is a 0-d CPU tensor and the values are not on the "
+                        "CPU; move the condition to their device");
+        return NULL;
+    }
     gm_dtype cdt = ew_result_type(x + 1, 2);
     if (gm_dtype_is_narrow(cdt)) /* computed in int64 and wrapped back */
         return ew_via_int64(name, where_no_kwargs, self, args, cdt, NULL);

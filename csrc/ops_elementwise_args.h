@@ -15,6 +15,7 @@ typedef struct {
     int present;     /* 0: an optional operand that was None */
     int kind;        /* numbers: EW_NUM_* */
     int big;         /* an int beyond int64: usable only by float compute */
+    int host_dtype;  /* a CPU 0-d tensor read as a number (ew_host_number): its dtype + 1, else 0 */
     gm_scalar s;
     int64_t bst[GM_MAX_DIMS]; /* byte strides of the data the kernel reads, broadcast to the output shape */
 } ew_arg;
@@ -61,6 +62,26 @@ static int ew_parse_arg(PyObject *o, ew_arg *x, const char *op, const char *argn
     PyErr_Format(PyExc_TypeError, "%s: %s must be a Tensor or a Python number (bool, int, float), got %.100s", op,
                  argname, Py_TYPE(o)->tp_name);
     return -1;
+}
+
+/* A 0-d CPU tensor among tensors of another device takes part as a number, as in PyTorch (`x_cuda * torch.tensor(2.)`,
+ * a learning rate or a loss weight kept on the CPU): its value is read here, the kernel gets it as a scalar, and
+ * type promotion still counts it as a 0-d tensor of its dtype (host_dtype). */
+static int ew_is_host_0d(const GMTensor *t) { return t->ndim == 0 && t->device.type == GM_DEV_CPU; }
+
+static void ew_host_number(ew_arg *x) {
+    const GMTensor *t = x->t;
+    const char *p = gm_tensor_data(t);
+    x->host_dtype = (int)t->dtype + 1;
+    if (t->dtype == GM_I64) {
+        memcpy(&x->s.i, p, sizeof x->s.i);
+        x->s.f = (double)x->s.i;
+    } else {
+        x->s.f = gm_load_f64(p, t->dtype);
+        x->s.i = gm_f64_to_i64_sat(x->s.f);
+    }
+    x->kind = t->dtype == GM_BOOL ? EW_NUM_BOOL : gm_dtype_is_float(t->dtype) ? EW_NUM_FLOAT : EW_NUM_INT;
+    x->t = NULL;
 }
 
 /* Optional operand: None -> absent. */
@@ -129,6 +150,7 @@ static gm_dtype ew_result_type(const ew_arg *args, int n) {
         if (!x->present) continue;
         if (x->t && x->t->ndim > 0) dim = ew_promote(dim, x->t->dtype);
         else if (x->t) zero = ew_promote(zero, x->t->dtype);
+        else if (x->host_dtype) zero = ew_promote(zero, x->host_dtype - 1);
         else /* a Python number counts as the default dtype of its kind */
             wrapped = ew_promote(wrapped, x->kind == EW_NUM_FLOAT ? GM_F32 : x->kind == EW_NUM_INT ? GM_I64 : GM_BOOL);
     }

@@ -209,6 +209,7 @@ static PyObject *tensor_item(GMTensor *self, PyObject *unused) {
     const char *p = gm_tensor_data(self);
     if (self->dtype == GM_I64) { int64_t v; memcpy(&v, p, 8); return PyLong_FromLongLong(v); }
     if (self->dtype == GM_BOOL) return PyBool_FromLong(*p != 0);
+    if (!gm_dtype_is_float(self->dtype)) return PyLong_FromLongLong((long long)gm_load_f64(p, self->dtype)); /* exact */
     return PyFloat_FromDouble(gm_load_f64(p, self->dtype));
 }
 

@@ -42,6 +42,8 @@ def test_creation_and_numpy_round_trip(d):
     np.testing.assert_array_equal(t.numpy(), a)
     np.testing.assert_array_equal(gm.from_numpy(a[:, ::2, 1:]).numpy(), a[:, ::2, 1:])  # strided source
     assert t.tolist() == a.tolist() and f"dtype=gpumemnet.{d.name}" in repr(t)
+    v = t[1, 2, 3].item()  # a Python int, as PyTorch's item() gives for every integer dtype
+    assert type(v) is int and v == int(a[1, 2, 3])
 
 
 def test_casts_every_pair_against_numpy_on_in_range_values():

@@ -225,6 +225,8 @@ class AccumulateGrad(Node):
             if var._name is not None:
                 g._name = var._name + ".grad"
             return ()
+        if g._device != var._device:  # a 0-d CPU leaf used with CUDA tensors: its gradient lives on the CPU
+            g = g.to(var._device)
         prev_cat = _C.set_category("gradient")
         try:
             if var.grad is None:

@@ -77,7 +77,11 @@ class Binary(Function):
         out = []
         for need, meta, gi in ((ctx.needs_input_grad[0], ctx._input_meta(0), ga),
                                (ctx.needs_input_grad[1], ctx._input_meta(1), gb)):
-            out.append(sum_to(gi, meta[0], meta[1]) if need and gi is not None else None)
+            if need and gi is not None:
+                gi = sum_to(gi, meta[0], meta[1])
+                if meta[2] and gi._device != "cpu":  # a 0-d CPU tensor used with CUDA ones (PyTorch's rule)
+                    gi = gi.to("cpu")
+            out.append(gi if need else None)
         return tuple(out)
 
 

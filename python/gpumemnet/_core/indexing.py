@@ -17,6 +17,8 @@ _I64, _BOOL = 4, 5
 def _as_index_tensor(obj, device):
     if isinstance(obj, _C.TensorBase):
         t = obj
+        if t._device == "cpu" and device.startswith("cuda"):  # PyTorch takes host indices for a CUDA tensor
+            t = t.to(device)
     else:
         arr = np.asarray(obj)
         if arr.dtype == object or arr.dtype.kind not in "biu":
