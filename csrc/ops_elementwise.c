@@ -531,10 +531,27 @@ fail:
 static PyObject *py_where(PyObject *self, PyObject *args);
 static PyObject *where_no_kwargs(PyObject *self, PyObject *args, PyObject *kwargs) { return py_where(self, args); }
 
+static PyObject *where_impl(PyObject *self, PyObject *args, PyObject *co, PyObject *ao, PyObject *bo);
+
+/* A 0-d CPU condition with values on another device is moved there first (the kernels read it from memory). */
 static PyObject *py_where(PyObject *self, PyObject *args) {
-    const char *name = "where";
     PyObject *co, *ao, *bo;
     if (!PyArg_ParseTuple(args, "OOO:where", &co, &ao, &bo)) return NULL;
+    GMTensor *on = NULL;
+    for (int i = 0; i < 2 && !on; i++) {
+        PyObject *v = i ? bo : ao;
+        if (gm_is_tensor(v) && !ew_is_host_0d((GMTensor *)v)) on = (GMTensor *)v;
+    }
+    if (!gm_is_tensor(co) || !ew_is_host_0d((GMTensor *)co) || !on || on->device.type == GM_DEV_CPU)
+        return where_impl(self, args, co, ao, bo);
+    PyObject *moved = (PyObject *)gm_to_device((GMTensor *)co, on->device);
+    PyObject *r = moved ? where_impl(self, args, moved, ao, bo) : NULL;
+    Py_XDECREF(moved);
+    return r;
+}
+
+static PyObject *where_impl(PyObject *self, PyObject *args, PyObject *co, PyObject *ao, PyObject *bo) {
+    const char *name = "where";
     if (!gm_is_tensor(co) || ((GMTensor *)co)->dtype != GM_BOOL) {
         PyErr_Format(PyExc_TypeError, "where: condition must be a bool Tensor, got %s",
                      gm_is_tensor(co) ? gm_dtype_name(((GMTensor *)co)->dtype) : Py_TYPE(co)->tp_name);
@@ -549,7 +566,7 @@ static PyObject *py_where(PyObject *self, PyObject *args) {
     if (ew_parse_arg(co, &x[0], name, "condition") < 0 || ew_parse_arg(ao, &x[1], name, "a") < 0 ||
         ew_parse_arg(bo, &x[2], name, "b") < 0 || ew_same_device(name, x, 3, NULL, &dev) < 0)
         return NULL;
-    if (x[0].host_dtype) { /* the kernels read the condition from memory */
+    if (x[0].host_dtype) { /* py_where moved such a condition: a scalar condition must never reach the kernels */
         PyErr_SetString(PyExc_RuntimeError, "where: the condition is a 0-d CPU tensor and the values are not on the "
                         "CPU; move the condition to their device");
         return NULL;

@@ -80,5 +80,11 @@ def test_what_pytorch_refuses_across_devices_is_refused():
         x + gm.ones(1)
     with pytest.raises(RuntimeError, match="cpu"):
         gm.add(x, gm.tensor(1.0), out=gm.empty(3))  # the result cannot be written to another device
-    with pytest.raises(RuntimeError, match="condition"):
-        gm.where(gm.tensor(True), x, x)
+
+
+def test_a_host_condition_selects_between_cuda_tensors():
+    x = gm.tensor([1.0, -2.0], device="cuda")
+    for c in (True, False):
+        got = gm.where(gm.tensor(c), x, gm.zeros(()))
+        assert got.device.type == "cuda"
+        np.testing.assert_array_equal(to_np(got), torch.where(torch.tensor(c), torch.tensor([1.0, -2.0]), 0.0))
