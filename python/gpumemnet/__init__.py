@@ -46,7 +46,7 @@ from ._core.einsum import einsum  # noqa: E402
 from ._core.activation import (  # noqa: E402,F401  (torch.relu, torch.sigmoid_, torch.softmax...)
     relu, relu_, sigmoid, sigmoid_, tanh, tanh_, softmax, log_softmax, prelu)
 from . import autograd, memory, cuda, accelerator, backends, random, amp, nn, optim, utils, distributed, futures  # noqa: E402,E501
-from . import linalg, func, special, distributions, testing, profiler  # noqa: E402,F401
+from . import linalg, func, special, distributions, testing, profiler, foreach  # noqa: E402,F401
 from .serialization import save, load  # noqa: E402
 from .memory import summary  # noqa: E402
 from .amp import autocast  # noqa: E402
@@ -64,6 +64,7 @@ from ._aliases import *  # noqa: E402,F401,F403
 from .backends import (set_float32_matmul_precision, get_float32_matmul_precision,  # noqa: E402,F401
                        use_deterministic_algorithms, are_deterministic_algorithms_enabled,
                        is_deterministic_algorithms_warn_only_enabled)
+globals().update(foreach.PRIVATE)  # torch._foreach_add_ and the rest
 from ._core.out_arg import install as _install_out  # noqa: E402  (out= on the functions above)
 
 _install_out(globals())
