@@ -19,14 +19,14 @@ from ._core import autocast as _autocast
 from ._core.autograd import refuse_inplace as _refuse_inplace
 from ._core.creation import arange as _arange, as_tensor as _as_tensor
 from ._core.creation_more import histc as _histc, multinomial as _multinomial
-from ._core.dtype import device as _device, get_default_dtype as _default_dtype
+from ._core.dtype import get_default_dtype as _default_dtype
 from ._core.random import drawing_from as _drawing_from
 from ._core.tensor import Tensor as _Tensor
 from ._core.tensor_methods import _where
 from .nn import functional as F
 
 __all__ = ["inf", "nan", "e", "pi", "newaxis", "is_autocast_enabled", "get_autocast_dtype", "get_autocast_gpu_dtype",
-           "get_autocast_cpu_dtype", "is_autocast_cpu_enabled", "get_default_device", "range", "asarray",
+           "get_autocast_cpu_dtype", "is_autocast_cpu_enabled", "range", "asarray",
            "get_deterministic_debug_mode", "set_deterministic_debug_mode", "get_num_interop_threads",
            "set_num_interop_threads", "set_warn_always", "is_warn_always_enabled", "is_storage", "_assert",
            # F's functions under their torch.* names, with F's signature
@@ -83,11 +83,6 @@ def get_autocast_gpu_dtype():
 
 def get_autocast_cpu_dtype():
     return _autocast.get_autocast_dtype("cpu")
-
-
-def get_default_device():
-    """Where factories put tensors by default: the CPU (gpumemnet has no set_default_device)."""
-    return _device("cpu")
 
 
 def range(start=0, end=None, step=1, *, dtype=None, layout=None, device=None, requires_grad=False):  # noqa: A001

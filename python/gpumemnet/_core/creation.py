@@ -8,7 +8,7 @@ from .. import _C
 from . import functions as F
 from .autograd import needs_grad as _needs_grad
 from .random import drawing_from
-from .dtype import DTYPES, as_dtype, device_str, get_default_dtype, int64
+from .dtype import DTYPES, as_dtype, device_str, factory_device, get_default_dtype, int64
 from .tensor import Tensor, _shape_arg
 
 
@@ -26,9 +26,8 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     """Copy data (a number, nested lists, an ndarray or a Tensor) into a new tensor. Python floats become
     the default dtype (float32, gpumemnet.set_default_dtype) and ints int64 (PyTorch's defaults); an ndarray or a
     NumPy scalar keeps its dtype."""
-    dev = device_str(device)
-    if isinstance(data, _C.TensorBase):
-        out = data.detach().to(dtype=dtype, device=dev, copy=True)
+    if isinstance(data, _C.TensorBase):  # stays on its device unless a device is given or set, as in PyTorch
+        out = data.detach().to(dtype=dtype, device=factory_device(device, unset=data._device), copy=True)
         return _finish(out, requires_grad)
     if isinstance(data, (np.ndarray, np.generic)):  # a NumPy scalar keeps its dtype too, as in PyTorch
         arr = np.asarray(data)
@@ -42,26 +41,26 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"tensor: data of NumPy dtype {arr.dtype} is not numeric; expected numbers, bools, or "
                         f"nested lists of them")
-    out = _C.from_numpy(arr, None if dtype is None else as_dtype(dtype).code, dev)
+    out = _C.from_numpy(arr, None if dtype is None else as_dtype(dtype).code, factory_device(device))
     return _finish(out, requires_grad)
 
 
 def from_numpy(array, device=None):
     """Copy an ndarray (any strides, byte order, numeric dtype) into tracked storage."""
-    return _C.from_numpy(array, None, device_str(device))
+    return _C.from_numpy(array, None, device_str(device))  # the CPU unless told: PyTorch's from_numpy shares memory
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """An uninitialised tensor. pin_memory=True (CPU only, needs CUDA): in pinned host memory, counted under
     "cpu-pinned", as Tensor.pin_memory() makes, without a pageable copy first."""
-    return _finish(_C.empty(_shape_arg(size), _code(dtype), device_str(device), bool(pin_memory)), requires_grad)
+    return _finish(_C.empty(_shape_arg(size), _code(dtype), factory_device(device), bool(pin_memory)), requires_grad)
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False, pin_memory=False):
     if dtype is None:
         dtype = "bool" if isinstance(fill_value, bool) else \
             "int64" if isinstance(fill_value, numbers.Integral) else get_default_dtype()
-    t = _C.empty(_shape_arg((size,)) if isinstance(size, int) else tuple(size), _code(dtype), device_str(device),
+    t = _C.empty(_shape_arg((size,)) if isinstance(size, int) else tuple(size), _code(dtype), factory_device(device),
                  bool(pin_memory))
     _C.fill_(t, fill_value)
     return _finish(t, requires_grad)
@@ -82,20 +81,20 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
         start, end = 0, start
     if dtype is None:
         dtype = "int64" if builtins.all(isinstance(v, numbers.Integral) for v in (start, end, step)) else get_default_dtype()
-    return _finish(_C.arange(float(start), float(end), float(step), _code(dtype), device_str(device)),
+    return _finish(_C.arange(float(start), float(end), float(step), _code(dtype), factory_device(device)),
                    requires_grad)
 
 
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
     """Uniform [0, 1) from the Philox generator (gpumemnet.manual_seed), or from generator."""
     with drawing_from(generator):
-        return _finish(_C.rand(_shape_arg(size), _code(dtype), device_str(device)), requires_grad)
+        return _finish(_C.rand(_shape_arg(size), _code(dtype), factory_device(device)), requires_grad)
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
     """Standard normal from the Philox generator (gpumemnet.manual_seed), or from generator."""
     with drawing_from(generator):
-        return _finish(_C.randn(_shape_arg(size), _code(dtype), device_str(device)), requires_grad)
+        return _finish(_C.randn(_shape_arg(size), _code(dtype), factory_device(device)), requires_grad)
 
 
 def _need_tensor(op, t, arg="input"):
@@ -236,7 +235,7 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     gives."""
     if not isinstance(steps, numbers.Integral) or steps < 0:
         raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
-    dev = device_str(device)
+    dev = factory_device(device)
     code = _code(dtype)
     if steps == 1:
         return _finish(full((1,), float(start), dtype=DTYPES[code], device=dev), requires_grad)
@@ -267,7 +266,7 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     with drawing_from(generator):
-        u = _C.rand(tuple(size), 1, device_str(device))
+        u = _C.rand(tuple(size), 1, factory_device(device))
     v = _C.unary(F.FLOOR, _C.binary(F.ADD, _C.binary(F.MUL, u, float(high - low)), float(low)))
     # float64 u * (high - low) can round up to high for huge ranges: clamp into [low, high - 1]
     v = _C.clamp(v, float(low), float(high - 1))
@@ -279,7 +278,7 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
     float64 draws. The ranking runs on the host (NumPy's stable argsort) and the result is copied to device."""
     if not isinstance(n, numbers.Integral) or n < 0:
         raise RuntimeError(f"randperm: n must be a non-negative int, got {n!r}")
-    dev = device_str(device)
+    dev = factory_device(device)
     code = (int64 if dtype is None else as_dtype(dtype)).code
     if dev == "meta":
         return _finish(_C.empty((int(n),), code, "meta"), requires_grad)

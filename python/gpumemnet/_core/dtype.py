@@ -1,5 +1,7 @@
 """dtype and device objects. C sees dtypes as integer codes (kernels/common.h) and devices as strings."""
 
+import threading
+
 from .. import _C
 
 
@@ -217,3 +219,42 @@ def device_str(obj, argname="device"):
     if obj is None:
         return "cpu"
     return str(device(obj) if not isinstance(obj, device) else obj)
+
+
+# The device factories use when given none: gm.set_default_device, or `with gm.device("meta"):`. Per thread, as in
+# PyTorch (whose default device context is thread-local).
+_thread_device = threading.local()
+
+
+def factory_device(obj, unset="cpu"):
+    """device_str for a factory's device= argument: None is the thread's default device, `unset` when none is set."""
+    if obj is None:
+        return getattr(_thread_device, "device", None) or unset
+    return str(device(obj) if not isinstance(obj, device) else obj)
+
+
+def set_default_device(dev):
+    """torch.set_default_device: where factories (zeros, randn, tensor, nn layers' parameters...) put tensors
+    when given no device=, in this thread; None goes back to the CPU."""
+    _thread_device.device = None if dev is None else device_str(dev)
+
+
+def get_default_device():
+    return device_of(factory_device(None))
+
+
+def _enter_device(self):
+    """`with gm.device("meta"): model = Net()`: the device is the thread's default inside the block."""
+    stack = getattr(_thread_device, "stack", None)
+    if stack is None:
+        stack = _thread_device.stack = []
+    stack.append(getattr(_thread_device, "device", None))
+    _thread_device.device = str(self)
+    return self
+
+
+def _exit_device(self, *exc):
+    _thread_device.device = _thread_device.stack.pop()
+
+
+device.__enter__, device.__exit__ = _enter_device, _exit_device

@@ -12,7 +12,7 @@ import numpy as np
 from .. import _C
 from . import functions as F
 from .autograd import Function, needs_grad as _needs_grad, refuse_inplace as _refuse_inplace
-from .dtype import as_dtype, device_str, get_default_dtype
+from .dtype import as_dtype, factory_device, get_default_dtype
 from .tensor_select import Size, _host, _to_device
 from .tensor_products import _powers
 
@@ -107,7 +107,7 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
     """An uninitialised tensor of the given sizes and strides, over a storage just large enough."""
     size, stride = _ints(size, "empty_strided", "size"), _ints(stride, "empty_strided", "stride")
     code = (get_default_dtype() if dtype is None else as_dtype(dtype)).code
-    flat = _C.empty((1,), code, device_str(device))
+    flat = _C.empty((1,), code, factory_device(device))
     return flat.new_empty_strided(size, stride, requires_grad=requires_grad)
 
 
@@ -164,7 +164,7 @@ def _window(name, length, periodic, dtype, device, requires_grad, coefficients):
         n = length + 1 if periodic else length
         k = np.arange(length, dtype=np.float64)
         values = coefficients(k, n - 1)
-    out = _C.from_numpy(np.ascontiguousarray(values, np.float64), 1, device_str(device))
+    out = _C.from_numpy(np.ascontiguousarray(values, np.float64), 1, factory_device(device))
     out = out.to(dt) if dt.code != 1 else out
     return out.requires_grad_() if requires_grad else out
 

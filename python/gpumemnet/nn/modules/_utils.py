@@ -4,7 +4,7 @@ import collections.abc
 
 from ... import _C
 from ..._core.autograd import is_graph_view
-from ..._core.dtype import as_dtype, device_str
+from ..._core.dtype import as_dtype, factory_device
 from .._args import check_reduction  # noqa: F401  (the layers' losses take it from here)
 from ._donation import granted
 
@@ -37,7 +37,7 @@ def new_tensor(shape, device=None, dtype=None, category="parameter", floating=Tr
         raise TypeError(f"dtype: parameters must be of a floating point dtype, got {dt}")
     prev = _C.set_category(category)
     try:
-        return _C.empty(tuple(shape), code, device_str(device))
+        return _C.empty(tuple(shape), code, factory_device(device))
     finally:
         _C.set_category(prev)
 
