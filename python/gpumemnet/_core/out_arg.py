@@ -9,6 +9,7 @@ import functools
 import warnings
 
 from .. import _C
+from .autograd import is_grad_enabled, no_grad
 from .dtype import bool_
 
 # PyTorch's functions that take out= (read off torch's docstrings, 2.15) that gpumemnet has
@@ -30,14 +31,15 @@ FUNCTIONS = (
 CREATION = "arange empty eye full linspace logspace ones rand randint randn randperm range zeros".split()
 
 
-def _one(name, r, out):
+def write_out(name, r, out, stacklevel=4):
+    """r written into out as PyTorch's out= does (the checks, the resize and its warning, the cast); returns out."""
     if not isinstance(out, _C.TensorBase):
         raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
-    if r.requires_grad:
+    if is_grad_enabled() and (r.requires_grad or out.requires_grad):
         raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic differentiation, "
-                           f"but one of the arguments requires grad.")
+                           f"but one of the arguments requires grad (call it without out=, or under no_grad())")
     if out.device != r.device:
-        raise RuntimeError(f"{name}(): expected out tensor to have device {r.device}, but got {out.device} instead")
+        raise RuntimeError(f"{name}(): Expected out tensor to have device {r.device}, but got {out.device} instead")
     if (r.dtype.is_floating_point and not out.dtype.is_floating_point) or (r.dtype != bool_ and out.dtype == bool_):
         raise RuntimeError(f"{name}(): result type {_title(r.dtype)} can't be cast to the desired output type "
                            f"{_title(out.dtype)}")
@@ -47,9 +49,10 @@ def _one(name, r, out):
                           f"which does not match the required output shape {list(r.shape)}. This behavior is "
                           f"deprecated, and in a future PyTorch release outputs will not be resized unless they have "
                           f"zero elements. You can explicitly reuse an out tensor t by resizing it, inplace, to zero "
-                          f"elements with t.resize_(0).", UserWarning, stacklevel=4)
+                          f"elements with t.resize_(0).", UserWarning, stacklevel=stacklevel)
         out.resize_(tuple(r.shape))
-    out.copy_(r)
+    with no_grad():
+        out.copy_(r)
     return out
 
 
@@ -64,10 +67,10 @@ def _title(dt):  # PyTorch's ScalarType name, as its messages give it
 
 def _write(name, r, out):
     if not isinstance(r, tuple):
-        return _one(name, r, out)
+        return write_out(name, r, out, stacklevel=5)
     if not isinstance(out, (tuple, list)) or len(out) != len(r):
         raise TypeError(f"{name}(): argument 'out' must be a tuple of {len(r)} Tensors")
-    written = [_one(name, ri, oi) for ri, oi in zip(r, out)]
+    written = [write_out(name, ri, oi, stacklevel=5) for ri, oi in zip(r, out)]
     return type(r)(*written) if hasattr(r, "_fields") else tuple(written)  # the named tuple (values, indices)
 
 

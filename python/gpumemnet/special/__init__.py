@@ -15,17 +15,17 @@ largest n, read on the host; zeta reads the most negative q. On meta no value is
 are what matter there)."""
 import math
 import numbers
-import warnings
 
 from .. import _C
 from .._core import functions as _F
 from .._core import tensor_gamma as _G
 from .._core import tensor_special as _S
 from .._core.activation import log_softmax as _log_softmax, sigmoid as _sigmoid, softmax as _softmax
-from .._core.autograd import Function, is_grad_enabled, needs_grad, no_grad
+from .._core.autograd import Function, needs_grad
 from .._core.creation import full as _full, where as _where
 from .._core.creation_more import broadcast_shapes as _broadcast_shapes
 from .._core.dtype import DTYPES, get_default_dtype
+from .._core.out_arg import write_out
 from .._core.tensor import Tensor
 from .._core.tensor_bitwise import _TYPE_NAME, result_code
 from ._values import (_INF, _NAN, _SQRT2, _SQRT_2PI, _INV_SQRT_PI, _airy_ai, _bessel_i_scaled, _bessel_jy,
@@ -88,34 +88,8 @@ def _operands(name, input, other, args=("input", "other")):
 
 
 def _finish(name, result, out):
-    """result, or (out= given) result written into out as PyTorch does: cast to out's dtype where allowed, out
-    resized to result's shape (with PyTorch's warning when it held elements)."""
-    if out is None:
-        return result
-    if not isinstance(out, Tensor):
-        raise TypeError(f"special.{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
-    if is_grad_enabled() and (result.requires_grad or out.requires_grad):
-        raise RuntimeError(f"special.{name}(): functions with out=... arguments don't support automatic "
-                           f"differentiation, but one of the arguments requires grad (call it without out=, or "
-                           f"under no_grad())")
-    if result._dtype in _FLOATS and out._dtype not in _FLOATS:
-        raise RuntimeError(f"special.{name}(): result type {_TYPE_NAME[result._dtype]} can't be cast to the desired "
-                           f"output type {_TYPE_NAME[out._dtype]} (out has dtype {out.dtype}; give a floating-point "
-                           f"out)")
-    if out.device != result.device:
-        raise RuntimeError(f"special.{name}(): Expected out tensor to have device {result.device}, but got "
-                           f"{out.device} instead")
-    if tuple(out.shape) != tuple(result.shape):
-        if out.numel():
-            warnings.warn(f"An output with one or more elements was resized since it had shape {list(out.shape)}, "
-                          f"which does not match the required output shape {list(result.shape)}. This behavior is "
-                          f"deprecated, and in a future PyTorch release outputs will not be resized unless they "
-                          f"have zero elements. You can explicitly reuse an out tensor t by resizing it, inplace, "
-                          f"to zero elements with t.resize_(0).", UserWarning, stacklevel=3)
-        out.resize_(tuple(result.shape))
-    with no_grad():
-        out.copy_(result)
-    return out
+    """result, or (out= given) result written into out as PyTorch does (_core/out_arg.py)."""
+    return result if out is None else write_out(f"special.{name}", result, out, stacklevel=4)
 
 
 def _unary(name, method, doc):
