@@ -25,7 +25,8 @@ def same(g, t):
 
 
 def test_the_functions_are_pytorchs():
-    theirs = {n for n in dir(F) if not n.startswith("_") and getattr(getattr(F, n), "__module__", "") == "torch.foreach"}
+    theirs = {n for n in dir(F)
+              if not n.startswith("_") and getattr(getattr(F, n), "__module__", "") == "torch.foreach"}
     assert theirs - set(gm.foreach.__all__) == {"mm"} and set(gm.foreach.__all__) <= theirs
     for n in gm.foreach.__all__:
         assert getattr(gm, f"_foreach_{n}") is getattr(gm.foreach, n) and hasattr(torch, f"_foreach_{n}")

@@ -164,7 +164,15 @@ def vstack(tensors):
     return cat([t.reshape(1, -1) if t.ndim < 2 else t for t in tensors], 0)
 
 
-def where(condition, input, other):
+_NONE = object()
+
+
+def where(condition, input=_NONE, other=_NONE):
+    """condition ? input : other; where(condition) alone is condition.nonzero(as_tuple=True), as in PyTorch."""
+    if input is _NONE and other is _NONE:
+        return condition.nonzero(as_tuple=True)
+    if input is _NONE or other is _NONE:
+        raise TypeError("where() takes a condition alone, or a condition, input and other")
     if _needs_grad(input, other):
         return F.Where.apply(condition, input, other)
     return _C.where(condition, input, other)

@@ -1,7 +1,6 @@
 """Tensor indexing: x[idx] and x[idx] = v. Basic indices (ints, slices, None, Ellipsis) become views; at most
 one advanced index (an int64 tensor/list, or a bool mask over one or more dims) becomes a gather (_C.index) or
-a scatter (_C.index_put_). PyTorch's combination of several advanced indices is not supported: a clear error
-says so."""
+a scatter (_C.index_put_). Several advanced indices together are indexing_multi.py's (make_plan returns None)."""
 import weakref
 
 import numpy as np
@@ -32,7 +31,8 @@ def _as_index_tensor(obj, device):
 
 def make_plan(t, idx):
     """Turn a Python index into a list of steps: ('select', dim, i), ('slice', dim, start, stop, step),
-    ('unsqueeze', dim), and at most one final ('index', dim, ndims_consumed, index_tensor)."""
+    ('unsqueeze', dim), and at most one final ('index', dim, ndims_consumed, index_tensor); None when the index
+    has several advanced indices (indexing_multi.py)."""
     if not isinstance(idx, tuple):
         idx = (idx,)
     consumed = 0
@@ -65,9 +65,8 @@ def make_plan(t, idx):
             steps.append(("slice", dim, item.start, item.stop, 1 if item.step is None else item.step))
             dim += 1
         elif isinstance(item, (_C.TensorBase, np.ndarray, list, tuple)):
-            if adv is not None:
-                raise IndexError("index: only one advanced (tensor or list) index per indexing expression is "
-                                 "supported; index in two steps")
+            if adv is not None:  # several advanced indices: indexing_multi's, which builds no plan
+                return None
             ti = _as_index_tensor(item, t._device)
             n = ti.ndim if ti._dtype == _BOOL else 1
             # integer positions given as host data are checked on the host on every device: meta (which has no

@@ -15,6 +15,7 @@ from . import functions as F
 from .autograd import check_inplace as _check_inplace, needs_grad as _needs_grad, refuse_inplace
 from . import tensor_str as _tensor_str
 from .dtype import DTYPES, as_dtype, device_of, device_str
+from . import indexing_multi
 from .indexing import IndexFn, IndexPutFn, apply_plan, make_plan, write_graph_view, put_plan
 from .random import drawing_from
 from .return_types import ValuesIndices as _RESULT
@@ -589,6 +590,8 @@ class Tensor(_C.TensorBase):
 
     def __getitem__(self, idx):
         plan = make_plan(self, idx)
+        if plan is None:
+            return indexing_multi.getitem(self, idx if isinstance(idx, tuple) else (idx,))
         if _needs_grad(self):
             return IndexFn.apply(self, plan)
         return apply_plan(self, plan)
@@ -599,14 +602,22 @@ class Tensor(_C.TensorBase):
         if not isinstance(value, (_C.TensorBase, int, float, bool)):
             value = _C.from_numpy(np.asarray(value), dtype=self._dtype, device=self._device)
         in_graph = _check_inplace(self, "index assignment")
+        plan = make_plan(self, idx)
+        if plan is None:
+            if in_graph or _needs_grad(value):
+                raise NotImplementedError("index assignment with several tensor indices into a tensor in a graph "
+                                          "(or of a value that requires grad) is not supported; assign through one "
+                                          "tensor index at a time, or compute the new tensor with torch.where")
+            indexing_multi.setitem(self, idx if isinstance(idx, tuple) else (idx,), value)
+            return
         if in_graph or _needs_grad(value):
             if not in_graph and self._storage_refs > 1:
                 raise RuntimeError("index assignment of a value that requires grad into a tensor that shares its "
                                    "memory with another (a view, or a tensor with views): the other would not "
                                    "get the gradient; assign into the base tensor itself")
-            IndexPutFn.apply(self, value, make_plan(self, idx))
+            IndexPutFn.apply(self, value, plan)
             return
-        put_plan(self, make_plan(self, idx), value, accumulate=False)
+        put_plan(self, plan, value, accumulate=False)
 
     # ---- conversion -----------------------------------------------------------------------------------------
     def to(self, *args, dtype=None, device=None, copy=False, non_blocking=False, memory_format=None):

@@ -14,6 +14,7 @@ import numpy as np
 from .. import _C
 from . import functions as F
 from .autograd import Function, needs_grad as _needs_grad, refuse_inplace as _refuse_inplace
+from . import indexing_multi
 from .indexing import make_plan, put_plan
 from .tensor_compose import _finite_shift
 from .tensor_methods import _dim, _where
@@ -430,9 +431,13 @@ class MoreMethods:
     # ---- writes by index ----------------------------------------------------------------------------------------
     def index_put_(self, indices, values, accumulate=False):
         """self[indices] = values (+= with accumulate: repeated indices add up); indices a tuple of index
-        tensors (gpumemnet takes one advanced index, as its x[i] = v does)."""
+        tensors, one per leading dim."""
         _refuse_inplace(self, "index_put_")
-        put_plan(self, make_plan(self, tuple(indices)), values, accumulate=bool(accumulate))
+        plan = make_plan(self, tuple(indices))
+        if plan is None:
+            indexing_multi.setitem(self, tuple(indices), values, accumulate=bool(accumulate))
+        else:
+            put_plan(self, plan, values, accumulate=bool(accumulate))
         return self
 
     def index_put(self, indices, values, accumulate=False):

@@ -1,0 +1,142 @@
+"""x[i, j] with several advanced indices (NumPy's and PyTorch's rules): `logits[torch.arange(n), target]`,
+`objectness[batch_idx, top_n_idx]` (torchvision's detection heads), `x[:, rows, cols]`, `x[mask, idx]`.
+
+The indices broadcast to one shape B. The indexed dims are moved to the front and merged into one, and the
+indices become one linear position into it, so the gather (or the scatter of an assignment) is the single-index
+one of indexing.py. The result's B dims stand where the indexed dims stood when those were adjacent, and first
+otherwise. Reading is made of recorded ops (permute, reshape, one index), so gradients flow as for any of them;
+an assignment in a graph is refused with a clear error (assign through one advanced index at a time)."""
+import numpy as np
+
+from .. import _C
+
+_I64, _BOOL = 4, 5
+
+
+def _index_tensors(item, device):
+    """An advanced index as a list of int64 tensors on `device`, one per dim it consumes (a mask: its nonzero)."""
+    if not isinstance(item, _C.TensorBase):
+        arr = np.asarray(item)
+        if arr.dtype == object or arr.dtype.kind not in "biu":
+            raise IndexError(f"index: tensors used as indices must be integer or bool, got {arr.dtype}")
+        item = _C.from_numpy(arr, dtype=_BOOL if arr.dtype.kind == "b" else _I64, device=device)
+    if item._dtype not in (_I64, _BOOL):
+        raise IndexError(f"index: tensors used as indices must be int64 or bool, got {item.dtype}")
+    if item._device != device:
+        item = item.to(device)
+    if item._dtype != _BOOL:
+        return [item]
+    if item.ndim == 0:
+        raise IndexError("index: a 0-d bool index beside other tensor indices is not supported; index in two steps")
+    return list(item.nonzero().unbind(1))
+
+
+def _parse(t, idx):
+    """(basic, adv): `basic` indexes t with every advanced index replaced by full slices; `adv` is a list of
+    (dim of the basic view, int64 index tensor)."""
+    consumed = sum(getattr(i, "ndim", 1) if _is_mask(i) else 1 for i in idx if i is not None and i is not Ellipsis)
+    basic, adv, dim = [], [], 0
+    for item in idx:
+        if item is Ellipsis:
+            n = t.ndim - consumed
+            basic.extend([slice(None)] * n)
+            dim += n
+        elif item is None:
+            basic.append(None)
+            dim += 1
+        elif isinstance(item, (int, np.integer)) and not isinstance(item, bool):
+            basic.append(item)
+        elif isinstance(item, slice):
+            basic.append(item)
+            dim += 1
+        else:
+            for ti in _index_tensors(item, t._device):
+                adv.append((dim, ti))
+                basic.append(slice(None))
+                dim += 1
+    return tuple(basic), adv
+
+
+def _is_mask(i):
+    return (isinstance(i, _C.TensorBase) and i._dtype == _BOOL) or (isinstance(i, np.ndarray) and i.dtype == np.bool_)
+
+
+def broadcast_positions(v, dims, adv):
+    """The index tensors broadcast to one shape, bounds-checked, negatives counted from the end."""
+    from .creation_more import broadcast_tensors
+    out = []
+    for d, ti in zip(dims, broadcast_tensors(*[ti for _, ti in adv])):
+        size = v.shape[d]
+        if ti._device != "meta" and ti.numel() and bool(((ti >= size) | (ti < -size)).any()):
+            bad = int(ti[(ti >= size) | (ti < -size)][0])
+            raise IndexError(f"index {bad} is out of bounds for dimension {d} with size {size}")
+        out.append(ti.remainder(size))
+    return out
+
+
+def _linear(v, adv):
+    """(B, the indexed dims, one int64 tensor of shape B: the position in those dims merged, row-major)."""
+    dims = [d for d, _ in adv]
+    lin = None
+    for d, ti in zip(dims, broadcast_positions(v, dims, adv)):
+        lin = ti if lin is None else lin * v.shape[d] + ti
+    return tuple(lin.shape), dims, lin
+
+
+def _front(v, dims):
+    """v with the indexed dims first, merged into one: (the merged tensor, the other dims' sizes)."""
+    rest = [d for d in range(v.ndim) if d not in dims]
+    p = v.permute(*dims, *rest)
+    return p, tuple(v.shape[d] for d in rest)
+
+
+def _placed(dims):
+    """Where the B dims go: at the first indexed dim when the indexed dims are adjacent, else first."""
+    return dims[0] if dims == list(range(dims[0], dims[0] + len(dims))) else 0
+
+
+def getitem(t, idx):
+    basic, adv = _parse(t, idx)
+    v = t[basic]
+    b_shape, dims, lin = _linear(v, adv)
+    p, rest_shape = _front(v, dims)
+    flat = p.reshape(-1, *rest_shape)
+    out = flat[lin.reshape(-1)].reshape(*b_shape, *rest_shape)
+    at = _placed(dims)
+    if at:
+        nb = len(b_shape)
+        order = list(range(nb, nb + at)) + list(range(nb)) + list(range(nb + at, out.ndim))
+        out = out.permute(*order)
+    return out
+
+
+def setitem(t, idx, value, accumulate=False):
+    """t[idx] = value (or += with accumulate), in place, outside a graph."""
+    basic, adv = _parse(t, idx)
+    v = t[basic]
+    b_shape, dims, lin = _linear(v, adv)
+    p, rest_shape = _front(v, dims)
+    merged = (-1,) + rest_shape
+    if p._can_view(merged):
+        flat = p._view(merged)
+    else:  # indexed dims that do not merge: address rows by storage offset, through a view of stride 1 over them
+        k = len(dims)
+        strides = p._strides
+        lin = None
+        for d, ti in zip(range(k), broadcast_positions(v, dims, adv)):
+            lin = ti * strides[d] if lin is None else lin + ti * strides[d]
+        extent = sum((p.shape[d] - 1) * strides[d] for d in range(k)) + 1
+        flat = p._as_strided((extent,) + rest_shape, (1,) + tuple(strides[k:]), p._offset)
+    if isinstance(value, _C.TensorBase):
+        at = _placed(dims)
+        nb = len(b_shape)
+        shape = rest_shape[:at] + b_shape + rest_shape[at:]
+        value = value.to(t._dtype).expand(*shape) if value._dtype != t._dtype else value.expand(*shape)
+        if at:  # back to (B..., rest...)
+            value = value.permute(*range(at, at + nb), *range(at), *range(at + nb, len(shape)))
+        value = value.reshape(-1, *rest_shape)
+    else:
+        scalar = value
+        value = _C.empty((), t._dtype, t._device)
+        _C.fill_(value, scalar)
+    _C.index_put_(flat, 0, lin.reshape(-1), value, accumulate)
