@@ -1,6 +1,6 @@
 """Training scripts in the style of widely used CNN repositories (tests/dropin/scripts/: CIFAR ResNet, UNet,
-DCGAN, ESPCN super-resolution, fast neural style, the tricks scripts add around a CNN, and PyTorch's own MNIST,
-VAE and neural style examples), each run as written with real PyTorch (`python script.py`) and with gpumemnet
+DCGAN, ESPCN super-resolution, fast neural style, the tricks scripts add around a CNN, PyTorch's own MNIST,
+VAE and neural style examples, and torchvision's detection tutorial), each run as written with real PyTorch (`python script.py`) and with gpumemnet
 standing in for it (`python -m gpumemnet run script.py`), from the same initial state and data; their losses,
 final parameters and outputs compared by issue 12's criterion (dropin_harness.compare): within 1e-3 of PyTorch
 float32, or no further from PyTorch float64 (the script's --double) than 3x PyTorch float32 is."""
@@ -34,6 +34,9 @@ SCRIPTS = {
     "pytorch_examples": ("pytorch_examples.py", []),
     # PyTorch's neural style tutorial: loss modules, add_module surgery, LBFGS on the image with a closure
     "neural_style": ("neural_style.py", []),
+    # torchvision's detection tutorial: Faster R-CNN (lists of images and target dicts, several advanced indices,
+    # torch.ops.torchvision's nms and roi_align), and torchvision.ops called directly
+    "detection": ("detection.py", []),
 }
 TIMEOUT = 300
 

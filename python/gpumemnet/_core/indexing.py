@@ -1,6 +1,7 @@
 """Tensor indexing: x[idx] and x[idx] = v. Basic indices (ints, slices, None, Ellipsis) become views; at most
 one advanced index (an int64 tensor/list, or a bool mask over one or more dims) becomes a gather (_C.index) or
 a scatter (_C.index_put_). Several advanced indices together are indexing_multi.py's (make_plan returns None)."""
+import warnings
 import weakref
 
 import numpy as np
@@ -10,7 +11,8 @@ from .autograd import Function
 from . import functions as F
 from .functions import reshape_nograd
 
-_I64, _BOOL = 4, 5
+_I64, _BOOL, _U8 = 4, 5, 6
+_NARROW_INTS = (7, 8, 9)  # int8, int16, int32
 
 
 def _as_index_tensor(obj, device):
@@ -23,10 +25,21 @@ def _as_index_tensor(obj, device):
         if arr.dtype == object or arr.dtype.kind not in "biu":
             raise IndexError(f"index: tensors used as indices must be integer or bool, got {arr.dtype}")
         t = _C.from_numpy(arr, dtype=_BOOL if arr.dtype.kind == "b" else _I64, device=device)
-    if t._dtype not in (_I64, _BOOL):
-        raise IndexError(f"index: tensors used as indices must be int64 or bool, got "
-                         f"{['float32', 'float64', 'float16', 'bfloat16'][t._dtype]}")
-    return t
+    return as_index_dtype(t)
+
+
+def as_index_dtype(t):
+    """An index tensor as int64 or bool, as PyTorch takes them: int8/16/32 positions widened, a uint8 one a mask
+    (PyTorch's deprecated reading, with its warning); a float index is refused."""
+    if t._dtype in (_I64, _BOOL):
+        return t
+    if t._dtype == _U8:
+        warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool instead.",
+                      UserWarning, stacklevel=4)
+        return t.bool()
+    if t._dtype in _NARROW_INTS:
+        return t.long()
+    raise IndexError(f"index: tensors used as indices must be long, int, byte or bool tensors, got {t.dtype}")
 
 
 def make_plan(t, idx):

@@ -9,6 +9,7 @@ an assignment in a graph is refused with a clear error (assign through one advan
 import numpy as np
 
 from .. import _C
+from .indexing import as_index_dtype
 
 _I64, _BOOL = 4, 5
 
@@ -20,8 +21,7 @@ def _index_tensors(item, device):
         if arr.dtype == object or arr.dtype.kind not in "biu":
             raise IndexError(f"index: tensors used as indices must be integer or bool, got {arr.dtype}")
         item = _C.from_numpy(arr, dtype=_BOOL if arr.dtype.kind == "b" else _I64, device=device)
-    if item._dtype not in (_I64, _BOOL):
-        raise IndexError(f"index: tensors used as indices must be int64 or bool, got {item.dtype}")
+    item = as_index_dtype(item)
     if item._device != device:
         item = item.to(device)
     if item._dtype != _BOOL:
@@ -61,11 +61,23 @@ def _is_mask(i):
     return (isinstance(i, _C.TensorBase) and i._dtype == _BOOL) or (isinstance(i, np.ndarray) and i.dtype == np.bool_)
 
 
+def _broadcast(ts):
+    nd = max(t.ndim for t in ts)
+    shape = [1] * nd
+    for t in ts:
+        for i, size in enumerate(t.shape):
+            j = nd - t.ndim + i
+            if size != 1 and shape[j] not in (1, size):
+                raise IndexError("shape mismatch: indexing tensors could not be broadcast together with shapes "
+                                 + ", ".join(str(list(u.shape)) for u in ts))
+            shape[j] = size if size != 1 else shape[j]
+    return [t.expand(*shape) for t in ts]
+
+
 def broadcast_positions(v, dims, adv):
     """The index tensors broadcast to one shape, bounds-checked, negatives counted from the end."""
-    from .creation_more import broadcast_tensors
     out = []
-    for d, ti in zip(dims, broadcast_tensors(*[ti for _, ti in adv])):
+    for d, ti in zip(dims, _broadcast([ti for _, ti in adv])):
         size = v.shape[d]
         if ti._device != "meta" and ti.numel() and bool(((ti >= size) | (ti < -size)).any()):
             bad = int(ti[(ti >= size) | (ti < -size)][0])

@@ -1,4 +1,4 @@
-"""`out=` on the functions of the gpumemnet (torch) namespace: `torch.add(a, b, out=c)`, `torch.cat(xs, out=buf)`,
+"""`out=` on the functions of the gpumemnet (torch) namespace (and the factories' layout= and memory_format=): `torch.add(a, b, out=c)`, `torch.cat(xs, out=buf)`,
 `torch.max(x, 1, out=(values, indices))`, `torch.zeros(2, 3, out=t)`, as PyTorch takes them.
 
 The result is computed as without `out`, then written into `out` (resized, with PyTorch's warning, when its shape
@@ -29,6 +29,9 @@ FUNCTIONS = (
     "tril triu true_divide trunc var var_mean vdot vstack where xlogy").split()
 # ... and those that make a tensor from sizes or a range: its dtype and device default to out's
 CREATION = "arange empty eye full linspace logspace ones rand randint randn randperm range zeros".split()
+# The factories (those above and the *_like ones) also take PyTorch's layout= (strided, the only layout here) and
+# memory_format= (accepted and a no-op: gpumemnet keeps NCHW, as Tensor.to(memory_format=) does)
+LIKE = "empty_like full_like ones_like rand_like randint_like randn_like zeros_like".split()
 
 
 def write_out(name, r, out, stacklevel=4):
@@ -74,9 +77,19 @@ def _write(name, r, out):
     return type(r)(*written) if hasattr(r, "_fields") else tuple(written)  # the named tuple (values, indices)
 
 
+def _factory_kwargs(name, kwargs):
+    layout = kwargs.pop("layout", None)
+    kwargs.pop("memory_format", None)
+    if layout is not None and str(layout) != "gpumemnet.strided":
+        raise NotImplementedError(f"{name}(): layout={layout} is not supported: gpumemnet has dense (strided) "
+                                  f"tensors only")
+
+
 def _with_out(name, fn, creation):
     @functools.wraps(fn)
     def wrapper(*args, out=None, **kwargs):
+        if creation:
+            _factory_kwargs(name, kwargs)
         if out is None:
             return fn(*args, **kwargs)
         if creation and isinstance(out, _C.TensorBase):
@@ -86,9 +99,21 @@ def _with_out(name, fn, creation):
     return wrapper
 
 
+def _with_factory_kwargs(name, fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        _factory_kwargs(name, kwargs)
+        return fn(*args, **kwargs)
+    return wrapper
+
+
 def install(namespace):
-    """Give every function of FUNCTIONS and CREATION in `namespace` (gpumemnet's globals) an out= argument."""
+    """Give every function of FUNCTIONS and CREATION in `namespace` (gpumemnet's globals) an out= argument, and
+    the factories (CREATION, LIKE) layout= and memory_format=."""
     for names, creation in ((FUNCTIONS, False), (CREATION, True)):
         for name in names:
             if name in namespace:
                 namespace[name] = _with_out(name, namespace[name], creation)
+    for name in LIKE:
+        if name in namespace:
+            namespace[name] = _with_factory_kwargs(name, namespace[name])

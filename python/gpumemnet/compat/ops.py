@@ -1,9 +1,34 @@
-"""torch.ops: PyTorch's registry of C++ operators. gpumemnet loads none, so libraries that ship optional C++
-ops (torchvision) see them absent, as on a machine where they failed to load."""
+"""torch.ops: PyTorch's registry of C++ operators. gpumemnet loads no C++ library; torchvision's is answered by
+gpumemnet's own versions of the operators its detection models call (compat/torchvision_ops.py), and every other
+library is refused, so that it sees its ops absent, as on a machine where they failed to load."""
+import os
+
+_LOADED = {}  # namespace -> module of operators
 
 
 def load_library(path):
+    name, parent = os.path.basename(str(path)), os.path.basename(os.path.dirname(str(path)))
+    if parent == "torchvision" and name.startswith(("_C_stable", "_C.")):
+        from . import torchvision_ops
+        _LOADED["torchvision"] = torchvision_ops
+        return
     raise OSError(f"torch.ops.load_library({path!r}): gpumemnet cannot load PyTorch C++ operator libraries")
+
+
+class _Op:
+    """torch.ops.<ns>.<op>: callable, with the .default overload torchvision's meta registrations look up."""
+
+    def __init__(self, qualname, fn):
+        self._qualname, self._fn = qualname, fn
+
+    @property
+    def default(self):
+        return self
+
+    def __call__(self, *args, **kwargs):
+        if self._fn is None:
+            raise NotImplementedError(f"torch.ops.{self._qualname}: gpumemnet does not implement this operator")
+        return self._fn(*args, **kwargs)
 
 
 class _Namespace:
@@ -13,10 +38,15 @@ class _Namespace:
     def __getattr__(self, op):
         if op.startswith("__"):
             raise AttributeError(op)
-        raise AttributeError(f"torch.ops.{self._name}.{op}: no C++ operator library is loaded under gpumemnet")
+        ops = _LOADED.get(self._name)
+        if ops is None:
+            raise AttributeError(f"torch.ops.{self._name}.{op}: no C++ operator library is loaded under gpumemnet")
+        if op not in ops.NAMES:
+            raise AttributeError(f"torch.ops.{self._name}.{op}: no such operator")
+        return _Op(f"{self._name}.{op}", ops.IMPLEMENTED.get(op))
 
 
-def __getattr__(namespace):  # torch.ops.torchvision, torch.ops.image, ...: namespaces exist, their ops do not
+def __getattr__(namespace):  # torch.ops.torchvision, torch.ops.image, ...
     if namespace.startswith("__"):
         raise AttributeError(namespace)
     return _Namespace(namespace)
