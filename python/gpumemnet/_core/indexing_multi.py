@@ -61,7 +61,8 @@ def _is_mask(i):
     return (isinstance(i, _C.TensorBase) and i._dtype == _BOOL) or (isinstance(i, np.ndarray) and i.dtype == np.bool_)
 
 
-def _broadcast(ts):
+def _check_shapes(ts):
+    """PyTorch's error for index tensors that do not broadcast together (the arithmetic below would say less)."""
     nd = max(t.ndim for t in ts)
     shape = [1] * nd
     for t in ts:
@@ -71,18 +72,19 @@ def _broadcast(ts):
                 raise IndexError("shape mismatch: indexing tensors could not be broadcast together with shapes "
                                  + ", ".join(str(list(u.shape)) for u in ts))
             shape[j] = size if size != 1 else shape[j]
-    return [t.expand(*shape) for t in ts]
 
 
-def broadcast_positions(v, dims, adv):
-    """The index tensors broadcast to one shape, bounds-checked, negatives counted from the end."""
+def positions(v, adv):
+    """Each index tensor bounds-checked, with negative positions counted from the end; not yet broadcast (they
+    meet in the arithmetic that combines them, so a [K, 1, 1] and a [1, C, 1] index make no [K, C, 1] copies)."""
+    _check_shapes([ti for _, ti in adv])
     out = []
-    for d, ti in zip(dims, _broadcast([ti for _, ti in adv])):
+    for d, ti in adv:
         size = v.shape[d]
         if ti._device != "meta" and ti.numel() and bool(((ti >= size) | (ti < -size)).any()):
             bad = int(ti[(ti >= size) | (ti < -size)][0])
             raise IndexError(f"index {bad} is out of bounds for dimension {d} with size {size}")
-        out.append(ti.remainder(size))
+        out.append(ti.remainder(size) if ti.numel() and bool((ti < 0).any()) else ti)
     return out
 
 
@@ -90,9 +92,20 @@ def _linear(v, adv):
     """(B, the indexed dims, one int64 tensor of shape B: the position in those dims merged, row-major)."""
     dims = [d for d, _ in adv]
     lin = None
-    for d, ti in zip(dims, broadcast_positions(v, dims, adv)):
-        lin = ti if lin is None else lin * v.shape[d] + ti
+    for d, ti in zip(dims, positions(v, adv)):
+        lin = ti if lin is None else _muladd(lin, v.shape[d], ti)
     return tuple(lin.shape), dims, lin
+
+
+def _muladd(a, k, b):
+    """a * k + b with broadcasting; the sum is written into the product when that has the result's shape (index
+    tensors are never in a graph, and the product is new)."""
+    r = a * k
+    fits = b.ndim <= r.ndim and all(bs in (1, rs) for bs, rs in zip(reversed(b.shape), reversed(r.shape)))
+    if fits:
+        r += b
+        return r
+    return r + b
 
 
 def _front(v, dims):
@@ -135,8 +148,8 @@ def setitem(t, idx, value, accumulate=False):
         k = len(dims)
         strides = p._strides
         lin = None
-        for d, ti in zip(range(k), broadcast_positions(v, dims, adv)):
-            lin = ti * strides[d] if lin is None else lin + ti * strides[d]
+        for d, ti in zip(range(k), positions(v, adv)):
+            lin = ti * strides[d] if lin is None else _muladd(ti, strides[d], lin)
         extent = sum((p.shape[d] - 1) * strides[d] for d in range(k)) + 1
         flat = p._as_strided((extent,) + rest_shape, (1,) + tuple(strides[k:]), p._offset)
     if isinstance(value, _C.TensorBase):
