@@ -2,8 +2,9 @@
 from . import _ops as T
 from . import _samplers
 from . import constraints
-from .distribution import Distribution, _size
-from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits, expand_probs_or_logits
+from .distribution import Distribution
+from ._count_probs import expand_count_and_probs_or_logits, set_count_and_probs_or_logits
+from .utils import lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["Binomial"]
 
@@ -21,25 +22,10 @@ class Binomial(Distribution):
     has_enumerate_support = True
 
     def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            self.total_count, self.probs = broadcast_all(total_count, probs)
-            self.total_count = self.total_count.type_as(self.probs)
-        else:
-            self.total_count, self.logits = broadcast_all(total_count, logits)
-            self.total_count = self.total_count.type_as(self.logits)
-        self._param = self.probs if probs is not None else self.logits
-        super().__init__(self._param.shape, validate_args=validate_args)
+        super().__init__(set_count_and_probs_or_logits(self, total_count, probs, logits), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Binomial, _instance)
-        batch_shape = _size(batch_shape, "batch_shape")
-        new.total_count = self.total_count.expand(batch_shape)
-        expand_probs_or_logits(new, self, batch_shape)
-        super(Binomial, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return expand_count_and_probs_or_logits(Binomial, self, batch_shape, _instance)
 
     def _new(self, *args, **kwargs):
         return self._param.new(*args, **kwargs)

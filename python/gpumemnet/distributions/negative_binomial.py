@@ -2,9 +2,10 @@
 from . import _ops as T
 from . import _samplers
 from . import constraints
-from .distribution import Distribution, _size
+from .distribution import Distribution
 from .gamma import Gamma
-from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits, expand_probs_or_logits
+from ._count_probs import expand_count_and_probs_or_logits, set_count_and_probs_or_logits
+from .utils import lazy_property, logits_to_probs, probs_to_logits
 from ..nn.functional import logsigmoid
 
 __all__ = ["NegativeBinomial"]
@@ -18,25 +19,10 @@ class NegativeBinomial(Distribution):
     support = constraints.nonnegative_integer
 
     def __init__(self, total_count, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            self.total_count, self.probs = broadcast_all(total_count, probs)
-            self.total_count = self.total_count.type_as(self.probs)
-        else:
-            self.total_count, self.logits = broadcast_all(total_count, logits)
-            self.total_count = self.total_count.type_as(self.logits)
-        self._param = self.probs if probs is not None else self.logits
-        super().__init__(self._param.shape, validate_args=validate_args)
+        super().__init__(set_count_and_probs_or_logits(self, total_count, probs, logits), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(NegativeBinomial, _instance)
-        batch_shape = _size(batch_shape, "batch_shape")
-        new.total_count = self.total_count.expand(batch_shape)
-        expand_probs_or_logits(new, self, batch_shape)
-        super(NegativeBinomial, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return expand_count_and_probs_or_logits(NegativeBinomial, self, batch_shape, _instance)
 
     def _new(self, *args, **kwargs):
         return self._param.new(*args, **kwargs)
