@@ -121,6 +121,58 @@ static PyObject *tensor_as_strided(GMTensor *self, PyObject *args) {
     return (PyObject *)gm_view(self, ndim, shape, strides, offset);
 }
 
+/* t._view_dtype(code): the same bytes read as another dtype (PyTorch's Tensor.view(dtype)). A dtype of another size
+ * rescales the last dimension, which must be contiguous (stride 1), as must its size in bytes and every other
+ * stride and the offset divide by the new element size. */
+static PyObject *tensor_view_dtype(GMTensor *self, PyObject *arg) {
+    long code = PyLong_AsLong(arg);
+    if (code == -1 && PyErr_Occurred()) return NULL;
+    if (code < 0 || code >= GM_NDTYPES_ALL) {
+        PyErr_Format(PyExc_ValueError, "view(dtype): unknown dtype code %ld", code);
+        return NULL;
+    }
+    int64_t old = (int64_t)gm_dtype_size(self->dtype), new = (int64_t)gm_dtype_size((gm_dtype)code);
+    int64_t shape[GM_MAX_DIMS], strides[GM_MAX_DIMS], offset = self->offset;
+    int nd = self->ndim;
+    memcpy(shape, self->shape, sizeof shape);
+    memcpy(strides, self->strides, sizeof strides);
+    if (old != new) {
+        if (nd == 0) {
+            PyErr_Format(PyExc_RuntimeError, "self.dim() cannot be 0 to view %s as %s (different element sizes)",
+                         gm_dtype_name(self->dtype), gm_dtype_name((gm_dtype)code));
+            return NULL;
+        }
+        if (strides[nd - 1] != 1 && shape[nd - 1] != 1) {
+            PyErr_SetString(PyExc_RuntimeError, "self.stride(-1) must be 1 to view as a dtype of another size");
+            return NULL;
+        }
+        if ((shape[nd - 1] * old) % new) {
+            PyErr_Format(PyExc_RuntimeError, "self.size(-1) must be divisible by %lld to view %s as %s (different "
+                         "element sizes), but got %lld", (long long)(new / old > 1 ? new / old : 1),
+                         gm_dtype_name(self->dtype), gm_dtype_name((gm_dtype)code), (long long)shape[nd - 1]);
+            return NULL;
+        }
+        for (int d = 0; d < nd - 1; d++)
+            if ((strides[d] * old) % new) {
+                PyErr_Format(PyExc_RuntimeError, "self.stride(%d) must be divisible by %lld to view %s as %s", d,
+                             (long long)(new / old), gm_dtype_name(self->dtype), gm_dtype_name((gm_dtype)code));
+                return NULL;
+            }
+        if ((offset * old) % new) {
+            PyErr_Format(PyExc_RuntimeError, "self.storage_offset() must be divisible by %lld to view %s as %s",
+                         (long long)(new / old), gm_dtype_name(self->dtype), gm_dtype_name((gm_dtype)code));
+            return NULL;
+        }
+        for (int d = 0; d < nd - 1; d++) strides[d] = strides[d] * old / new;
+        shape[nd - 1] = shape[nd - 1] * old / new;
+        strides[nd - 1] = 1;
+        offset = offset * old / new;
+    }
+    GMTensor *v = gm_view(self, nd, shape, strides, offset);
+    if (v) v->dtype = (gm_dtype)code;
+    return (PyObject *)v;
+}
+
 static PyObject *tensor_transpose(GMTensor *self, PyObject *args) {
     long long d0, d1;
     if (!PyArg_ParseTuple(args, "LL:transpose", &d0, &d1)) return NULL;
@@ -358,6 +410,7 @@ PyMethodDef gm_tensor_view_methods[] = {
     {"_can_view", (PyCFunction)tensor_can_view, METH_O, "Whether _view(shape) would succeed."},
     {"_as_strided", (PyCFunction)tensor_as_strided, METH_VARARGS, "View with explicit geometry."},
     {"_transpose", (PyCFunction)tensor_transpose, METH_VARARGS, "Swap two dimensions (view)."},
+    {"_view_dtype", (PyCFunction)tensor_view_dtype, METH_O, "The same bytes read as another dtype (view)."},
     {"_permute", (PyCFunction)tensor_permute, METH_O, "Reorder dimensions (view)."},
     {"_expand", (PyCFunction)tensor_expand, METH_O, "Broadcast to a larger shape (view, stride 0)."},
     {"_slice", (PyCFunction)tensor_slice, METH_VARARGS, "start:stop:step along one dimension (view)."},

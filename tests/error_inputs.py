@@ -250,7 +250,7 @@ SHAPES_MORE = [
     B("bool mask of the wrong shape", lambda d, l: z(d, l, 2, 3)[l.L.zeros(3, dtype=l.L.bool, device=d)],
       IndexError, r"the mask of shape \(3,\) does not match"),
     B("float tensor as an index", lambda d, l: z(d, l, 4)[z(d, l, 2)], IndexError,
-      r"tensors used as indices must be int64 or bool"),
+      r"tensors used as indices must be long, int, byte or bool tensors"),
 ]
 
 NN_MORE = [

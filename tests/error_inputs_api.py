@@ -230,7 +230,7 @@ UNARY = ([B(f"{op} of a string", lambda d, l, op=op: getattr(l.L, op)("x"), Type
             B("bernoulli of probabilities above 1", lambda d, l: l.L.bernoulli(l.L.full((3,), 2.0, device=d)),
               RuntimeError, r"\[0, 1\]|0 <= p <= 1", devices=HOST),
             B("Tensor.index_select with float indices", lambda d, l: z(d, l, 3).index_select(0, z(d, l, 2)),
-              IndexError, r"must be int64 or bool, got float32"),
+              IndexError, r"must be long, int, byte or bool tensors, got float32"),
             B("Tensor.mul of a mixed-device tensor", lambda d, l: z(d, l, 3).mul(l.L.zeros(3, device=other(d))),
               RuntimeError, r"same device|device"),
             B("add of a mixed-device tensor (function)", lambda d, l: l.L.add(z(d, l, 3),

@@ -15,7 +15,8 @@ from . import _C  # noqa: E402
 from ._core.dtype import (dtype, device, float32, float64, float16, bfloat16, int64, bool_, uint8, int8, int16,  # noqa: E402,F401,E501
                           int32, iinfo, finfo, get_default_dtype, set_default_dtype, memory_format,
                           contiguous_format, preserve_format, channels_last, channels_last_3d,
-                          set_default_device, get_default_device)
+                          set_default_device, get_default_device, complex32, complex64, complex128)
+from ._core.storage import TypedStorage, UntypedStorage  # noqa: E402,F401
 from ._core.tensor import Tensor  # noqa: E402
 from ._core.tensor import bernoulli  # noqa: E402,F401  (issue 12, helper "nnlayers")
 from ._core.creation import (  # noqa: E402,F401
@@ -82,6 +83,7 @@ int = int32  # noqa: A001
 short = int16
 char = int8
 bool = bool_  # noqa: A001
+chalf, cfloat, cdouble = complex32, complex64, complex128
 
 __version__ = "0.1.0"
 

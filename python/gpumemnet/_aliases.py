@@ -20,6 +20,7 @@ from ._core.autograd import refuse_inplace as _refuse_inplace
 from ._core.creation import arange as _arange, as_tensor as _as_tensor
 from ._core.creation_more import histc as _histc, multinomial as _multinomial
 from ._core.dtype import get_default_dtype as _default_dtype
+from ._core.storage import UntypedStorage as _UntypedStorage
 from ._core.random import drawing_from as _drawing_from
 from ._core.tensor import Tensor as _Tensor
 from ._core.tensor_methods import _where
@@ -105,6 +106,10 @@ def range(start=0, end=None, step=1, *, dtype=None, layout=None, device=None, re
 def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
     """obj as a tensor: a tensor itself when dtype and device already fit (a copy with copy=True), else converted;
     other data through tensor()."""
+    if isinstance(obj, _UntypedStorage):  # its bytes, shared, read as dtype (uint8 by default)
+        out = obj._bytes()
+        out = out if dtype is None else out.view(dtype)
+        return out.to(device) if device is not None else out
     if isinstance(obj, _C.TensorBase):
         want_dtype = obj.dtype if dtype is None else dtype
         want_device = obj.device if device is None else device

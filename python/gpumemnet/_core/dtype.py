@@ -20,6 +20,14 @@ class dtype:
     def __reduce__(self):
         return (_by_name, (self.name,))
 
+    @property
+    def is_complex(self):
+        return self.name.startswith("complex")
+
+    @property
+    def is_signed(self):
+        return self.name not in ("uint8", "bool")
+
 
 float32 = dtype("float32", 0, 4, True)
 float64 = dtype("float64", 1, 8, True)
@@ -36,6 +44,11 @@ int8 = dtype("int8", 7, 1, False)
 int16 = dtype("int16", 8, 2, False)
 int32 = dtype("int32", 9, 4, False)
 DTYPES = (float32, float64, float16, bfloat16, int64, bool_, uint8, int8, int16, int32)  # indexed by code
+# PyTorch's complex dtypes exist as names (libraries build tables of every dtype: safetensors.torch's sizes), and
+# no tensor has one: as_dtype refuses them
+complex32 = dtype("complex32", None, 4, False)
+complex64 = dtype("complex64", None, 8, False)
+complex128 = dtype("complex128", None, 16, False)
 _ALIASES = {"float": float32, "double": float64, "half": float16, "long": int64, "int": int32, "short": int16,
             "char": int8, "byte": uint8}
 
@@ -53,6 +66,8 @@ def as_dtype(obj, argname="dtype"):
     """Accept a gpumemnet dtype, its name, a NumPy dtype or a Python type (float -> the default dtype, float32
     unless set_default_dtype changed it, as in PyTorch)."""
     if isinstance(obj, dtype):
+        if obj.code is None:
+            raise TypeError(f"{argname}: gpumemnet has no complex tensors ({obj})")
         return obj
     if isinstance(obj, str):
         return _by_name(obj)

@@ -39,7 +39,8 @@ def as_index_dtype(t):
         return t.bool()
     if t._dtype in _NARROW_INTS:
         return t.long()
-    raise IndexError(f"index: tensors used as indices must be long, int, byte or bool tensors, got {t.dtype}")
+    raise IndexError(f"index: tensors used as indices must be long, int, byte or bool tensors, got "
+                     f"{str(t.dtype).split('.')[-1]}")
 
 
 def make_plan(t, idx):

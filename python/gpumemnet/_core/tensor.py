@@ -14,7 +14,7 @@ from . import autograd
 from . import functions as F
 from .autograd import check_inplace as _check_inplace, needs_grad as _needs_grad, refuse_inplace
 from . import tensor_str as _tensor_str
-from .dtype import DTYPES, as_dtype, device_of, device_str
+from .dtype import DTYPES, as_dtype, device_of, device_str, dtype as _dtype_cls
 from . import indexing_multi
 from .indexing import IndexFn, IndexPutFn, apply_plan, make_plan, write_graph_view, put_plan
 from .random import drawing_from
@@ -538,9 +538,21 @@ class Tensor(_C.TensorBase):
         return matmul(self, o)
 
     # ---- shape -------------------------------------------------------------------------------------------
-    def view(self, *shape):
+    def view(self, *shape, dtype=None):
+        if dtype is not None or (len(shape) == 1 and isinstance(shape[0], _dtype_cls)):
+            return self._view_as_dtype(dtype if dtype is not None else shape[0])
         shape = _shape_arg(shape)
         return F.View.apply(self, shape) if _needs_grad(self) else self._view(shape)
+
+    def _view_as_dtype(self, dtype):
+        """view(dtype): the same bytes read as another dtype (not differentiable, as in PyTorch across sizes)."""
+        dt = as_dtype(dtype)
+        if dt.code == self._dtype:
+            return self._view(tuple(self.shape)) if not _needs_grad(self) else self.view(tuple(self.shape))
+        if _needs_grad(self):
+            raise RuntimeError(f"view(dtype): a tensor that requires grad cannot be viewed as {dt} (its bytes "
+                               f"read as another dtype have no gradient); detach() it first")
+        return self._view_dtype(dt.code)
 
     def reshape(self, *shape):
         shape = _shape_arg(shape)

@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import _C
 from . import functions as F
+from .storage import TypedStorage, UntypedStorage
 from .autograd import needs_grad as _needs_grad, refuse_inplace as _refuse_inplace
 from .dtype import DTYPES as _DTYPES, dtype as _dtype_class
 from .random import drawing_from
@@ -328,6 +329,13 @@ class MiscMethods(ValueMethods, ExtraMethods):
     # ---- gm functions PyTorch also has as methods -------------------------------------------------------------
     def is_complex(self):
         return False  # gpumemnet has no complex dtypes
+
+    def untyped_storage(self):
+        """The memory under this tensor (its block's start, size and device): _core/storage.py."""
+        return UntypedStorage(self)
+
+    def storage(self):
+        return TypedStorage(self)
 
     def is_nonzero(self):
         """The truth of a one-element tensor (PyTorch refuses any other count)."""

@@ -1,0 +1,103 @@
+"""Tensor.untyped_storage() and Tensor.storage(): the memory under a tensor, as the libraries that ask for it use it
+(safetensors.torch finds tensors that share memory by storage pointer and size). A storage here is a read-only
+description of the tensor's block (its start, its size, its device) that keeps the tensor alive; gpumemnet's
+storages cannot be resized, filled or made on their own."""
+import warnings
+
+import numpy as np
+
+from .. import _C
+from .dtype import device_of
+
+_U8 = 6
+
+
+class UntypedStorage:
+    def __init__(self, tensor, _bytes=None):
+        """The whole storage of `tensor` (a view of its bytes keeps the memory alive, as PyTorch's storage does),
+        or, from slicing a storage, exactly the byte tensor `_bytes`."""
+        if _bytes is None:
+            whole = tensor._as_strided((tensor._storage_nbytes // tensor.element_size(),), (1,), 0)
+            _bytes = whole if whole._dtype == _U8 else whole._view_dtype(_U8)
+        self._data = _bytes
+
+    @classmethod
+    def from_file(cls, filename, shared=False, nbytes=0):
+        """The first nbytes of a file (all of it for 0), read into memory (PyTorch maps it; safetensors.torch
+        loads through here). shared=True, which writes back to the file, is not supported."""
+        if shared:
+            raise NotImplementedError("UntypedStorage.from_file(shared=True): gpumemnet reads the file into its own "
+                                      "memory; writes would not reach the file")
+        data = np.fromfile(filename, dtype=np.uint8, count=nbytes if nbytes else -1)
+        if nbytes and data.size < nbytes:
+            raise RuntimeError(f"from_file: {filename} has {data.size} bytes, fewer than the {nbytes} asked for")
+        return cls(_C.from_numpy(data, None, "cpu"))
+
+    def untyped(self):
+        return self
+
+    def _bytes(self):
+        """The storage as a 1-D uint8 tensor over the same memory."""
+        return self._data
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return UntypedStorage(None, _bytes=self._data[idx])
+        return int(self._data[idx])
+
+    def data_ptr(self):
+        return self._data.data_ptr()
+
+    def nbytes(self):
+        return self._data.numel()
+
+    def size(self):
+        return self.nbytes()
+
+    def __len__(self):
+        return self.nbytes()
+
+    def element_size(self):
+        return 1
+
+    @property
+    def device(self):
+        return device_of(self._data._device)
+
+    @property
+    def is_cuda(self):
+        return self.device.type == "cuda"
+
+    def __eq__(self, other):  # two tensors' storages compare equal when they are the same memory
+        return isinstance(other, UntypedStorage) and (self.data_ptr(), self.nbytes(), str(self.device)) == \
+            (other.data_ptr(), other.nbytes(), str(other.device))
+
+    def __hash__(self):
+        return hash((self.data_ptr(), self.nbytes(), str(self.device)))
+
+    def __repr__(self):
+        return f"gpumemnet.UntypedStorage(nbytes={self.nbytes()}, device={self.device})"
+
+
+class TypedStorage(UntypedStorage):
+    """Tensor.storage(): the same memory counted in elements of the tensor's dtype (deprecated in PyTorch)."""
+
+    def __init__(self, tensor):
+        warnings.warn("TypedStorage is deprecated. It will be removed in the future and UntypedStorage will be the "
+                      "only storage class. This should only matter to you if you are using storages directly.  To "
+                      "access UntypedStorage directly, use tensor.untyped_storage() instead of tensor.storage()",
+                      UserWarning, stacklevel=3)
+        super().__init__(tensor)
+        self.dtype = tensor.dtype
+
+    def element_size(self):
+        return self.dtype.itemsize
+
+    def size(self):
+        return self.nbytes() // self.element_size()
+
+    def __len__(self):
+        return self.size()
+
+    def untyped(self):
+        return UntypedStorage(None, _bytes=self._data)
