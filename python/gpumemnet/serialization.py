@@ -5,8 +5,10 @@ Layout. Every tensor is stored under its key path ("fc1.weight" for a flat model
 safetensors.torch.load_file gives PyTorch the same keys; "state.0.exp_avg" inside an optimizer's state_dict).
 The rest of the structure (dict/list/tuple nesting, dict keys of any JSON type — an optimizer numbers its
 parameters with ints —, ints, floats, strings, bools, None) is JSON in the safetensors metadata under
-"gpumemnet"; each tensor appears there as {"__tensor__": key}. A file without that entry (written by another
-program) loads as a flat {key: tensor} dict.
+"gpumemnet"; each tensor appears there as {"__tensor__": key}. Any other object (an argparse.Namespace, a whole
+nn.Module) is pickled into the structure with its tensors stored as the file's tensors, and unpickles only with
+weights_only=False unless it is of PyTorch's safe types (_serialization_pickle.py). A file without that entry
+(written by another program) loads as a flat {key: tensor} dict.
 
 Memory. Writing passes each tensor's own buffer to the safetensors package by address (no copy, except for a
 non-contiguous tensor, which is made contiguous first); reading allocates each tensor once and reads the file
@@ -29,12 +31,14 @@ import errno
 import json
 import os
 import re
+import shutil
 import struct
 import tempfile
 
 import numpy as np
 
 from . import _C
+from . import _serialization_pickle as _pickled
 from ._core.dtype import DTYPES, device_str
 from ._core.scope import category
 
@@ -134,8 +138,7 @@ class _Encoder:
             return obj
         if isinstance(obj, (dict, list, tuple)):
             return self.container(obj, path, depth)
-        raise TypeError(f"save: cannot save {path or 'the object'} of type {type(obj).__name__}; expected "
-                        f"tensors, NumPy arrays, dicts, lists, tuples, str, int, float, bool or None")
+        return _pickled.dumps(obj, self, path)  # any other object, as PyTorch's save pickles it
 
 
     def container(self, obj, path, depth):
@@ -238,7 +241,15 @@ def _process_runs(pid):
 
 def save(obj, path):
     """Write obj (a state_dict, or any nesting of dicts/lists/tuples of tensors and plain values) to path as one
-    safetensors file, atomically. Tensors must be on the CPU (meta tensors have no data)."""
+    safetensors file, atomically. Tensors must be on the CPU (meta tensors have no data). Other objects are
+    pickled, as PyTorch's save does (_serialization_pickle.py). `path` may also be a binary file object."""
+    if hasattr(path, "write"):  # a file object: the file is made aside, then its bytes written into it
+        with tempfile.TemporaryDirectory() as d:
+            tmp = os.path.join(d, "checkpoint.safetensors")
+            save(obj, tmp)
+            with open(tmp, "rb") as src:
+                shutil.copyfileobj(src, path)
+        return
     path = os.fspath(path)
     if not isinstance(path, str):
         path = os.fsdecode(path)
@@ -364,11 +375,13 @@ def _readinto(f, view, path, key):
         got += r
 
 
-def _decode(node, tensors, arrays, path):
+def _decode(node, tensors, arrays, path, weights_only=True):
     if isinstance(node, list):
-        return [_decode(v, tensors, arrays, path) for v in node]
+        return [_decode(v, tensors, arrays, path, weights_only) for v in node]
     if not isinstance(node, dict):
         return node
+    if "__pickle__" in node:
+        return _pickled.loads(node, tensors, arrays, path, weights_only)
     if "__tensor__" in node or "__ndarray__" in node:
         key = node.get("__tensor__", node.get("__ndarray__"))
         if key not in tensors:
@@ -378,9 +391,9 @@ def _decode(node, tensors, arrays, path):
             return arrays.get(key, t)
         return t
     if "__tuple__" in node:
-        return tuple(_decode(v, tensors, arrays, path) for v in node["__tuple__"])
+        return tuple(_decode(v, tensors, arrays, path, weights_only) for v in node["__tuple__"])
     if "__dict__" in node:
-        return {k: _decode(v, tensors, arrays, path) for k, v in node["__dict__"]}
+        return {k: _decode(v, tensors, arrays, path, weights_only) for k, v in node["__dict__"]}
     raise _bad(path, f"its structure holds an unknown node {node!r}")
 
 
@@ -391,11 +404,14 @@ def load(path, device="cpu", map_location=None, weights_only=None, **kwargs):
     PyTorch's spelling works too: `map_location` ("cpu", "cuda:0", "meta", a device, a {saved: target} dict, or
     PyTorch's `lambda storage, loc: storage`) says where the tensors go; every tensor in a gpumemnet file was
     saved from the CPU, so a dict is looked up under "cpu" and a callable gets (tensor, "cpu") and may return a
-    tensor to use instead. `weights_only` is accepted and changes nothing: a safetensors file holds data only,
-    so loading it never runs code (what weights_only=True asks of PyTorch's pickles)."""
+    tensor to use instead. `weights_only` (True unless given False, as in PyTorch 2.6+) matters only for the
+    objects save() pickled (anything but tensors, arrays, containers and plain values): with it, only PyTorch's
+    safe types unpickle (_serialization_pickle.py). `path` may also be a binary file object."""
     unknown = set(kwargs) - {"pickle_module", "mmap"}
     if unknown:
         raise TypeError(f"load() got an unexpected keyword argument {sorted(unknown)[0]!r}")
+    if hasattr(path, "read"):  # a file object (io.BytesIO, an open file): its bytes from where it stands
+        return _from_file_object(path, lambda p: load(p, device, map_location, weights_only))
     path = os.fspath(path)
     callback = None
     if isinstance(map_location, dict):
@@ -406,9 +422,9 @@ def load(path, device="cpu", map_location=None, weights_only=None, **kwargs):
         device = map_location
     dev = device_str(device)
     if dev not in ("cpu", "meta"):  # another device: read on the CPU, then move each tensor there
-        obj = load(path, "cpu")
+        obj = load(path, "cpu", weights_only=weights_only)
         return _map_tensors(obj, lambda t: t.to(dev))
-    obj = _load(path, dev)
+    obj = _load(path, dev, weights_only is not False)
     if callback is not None:
         obj = _map_tensors(obj, lambda t: _mapped(callback, t))
     return obj
@@ -430,7 +446,16 @@ def _map_tensors(obj, fn):
     return obj
 
 
-def _load(path, dev):
+def _from_file_object(f, load_path):
+    """load() of a file object: its remaining bytes go through a temporary file (the reader seeks by offset)."""
+    with tempfile.TemporaryDirectory() as d:
+        tmp = os.path.join(d, "checkpoint.safetensors")
+        with open(tmp, "wb") as out:
+            shutil.copyfileobj(f, out)
+        return load_path(tmp)
+
+
+def _load(path, dev, weights_only=True):
     if os.path.isdir(path):
         raise IsADirectoryError(errno.EISDIR, "load: the path is a directory; expected a safetensors file", path)
     with open(path, "rb") as f:
@@ -472,7 +497,7 @@ def _load(path, dev):
     if structure is None:
         return dict((key, tensors[key]) for key, *_ in entries)
     try:
-        return _decode(structure, tensors, arrays, path)
+        return _decode(structure, tensors, arrays, path, weights_only)
     except (TypeError, ValueError) as e:
         if isinstance(e, ValueError) and str(e).startswith("load:"):
             raise
@@ -488,6 +513,7 @@ def _collect_arrays(node, out):
     elif isinstance(node, dict):
         if "__ndarray__" in node:
             out.add(node["__ndarray__"])
+        out.update(node.get("__pickle_arrays__", ()))
         for v in node.values():
             if isinstance(v, (list, dict)):
                 _collect_arrays(v, out)

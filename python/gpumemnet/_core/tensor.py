@@ -544,16 +544,6 @@ class Tensor(_C.TensorBase):
         shape = _shape_arg(shape)
         return F.View.apply(self, shape) if _needs_grad(self) else self._view(shape)
 
-    def _view_as_dtype(self, dtype):
-        """view(dtype): the same bytes read as another dtype (not differentiable, as in PyTorch across sizes)."""
-        dt = as_dtype(dtype)
-        if dt.code == self._dtype:
-            return self._view(tuple(self.shape)) if not _needs_grad(self) else self.view(tuple(self.shape))
-        if _needs_grad(self):
-            raise RuntimeError(f"view(dtype): a tensor that requires grad cannot be viewed as {dt} (its bytes "
-                               f"read as another dtype have no gradient); detach() it first")
-        return self._view_dtype(dt.code)
-
     def reshape(self, *shape):
         shape = _shape_arg(shape)
         return F.Reshape.apply(self, shape) if _needs_grad(self) else F.reshape_nograd(self, shape)

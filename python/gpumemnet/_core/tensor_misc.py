@@ -20,7 +20,7 @@ from .. import _C
 from . import functions as F
 from .storage import TypedStorage, UntypedStorage
 from .autograd import needs_grad as _needs_grad, refuse_inplace as _refuse_inplace
-from .dtype import DTYPES as _DTYPES, dtype as _dtype_class
+from .dtype import DTYPES as _DTYPES, as_dtype, dtype as _dtype_class
 from .random import drawing_from
 from .tensor_methods import _dim
 from .tensor_misc_extra import ExtraMethods, __all__ as _EXTRA_ALL
@@ -329,6 +329,16 @@ class MiscMethods(ValueMethods, ExtraMethods):
     # ---- gm functions PyTorch also has as methods -------------------------------------------------------------
     def is_complex(self):
         return False  # gpumemnet has no complex dtypes
+
+    def _view_as_dtype(self, dtype):
+        """view(dtype): the same bytes read as another dtype (not differentiable, as in PyTorch across sizes)."""
+        dt = as_dtype(dtype)
+        if dt.code == self._dtype:
+            return self._view(tuple(self.shape)) if not _needs_grad(self) else self.view(tuple(self.shape))
+        if _needs_grad(self):
+            raise RuntimeError(f"view(dtype): a tensor that requires grad cannot be viewed as {dt} (its bytes "
+                               f"read as another dtype have no gradient); detach() it first")
+        return self._view_dtype(dt.code)
 
     def untyped_storage(self):
         """The memory under this tensor (its block's start, size and device): _core/storage.py."""
