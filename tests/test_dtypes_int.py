@@ -211,3 +211,18 @@ def test_save_load_round_trip(tmp_path):
     back = gm.load(tmp_path / "x.safetensors")
     for d in NARROW:
         assert back[d.name].dtype == d and back[d.name].tolist() == sd[d.name].tolist()
+
+
+def test_view_as_a_dtype_reads_the_same_bytes_as_numpy():
+    a = (np.arange(48) * 7919).astype(np.int32).reshape(2, 3, 8)
+    t = gm.tensor(a)
+    for d in (gm.uint8, gm.int16, gm.int64, gm.float32, gm.float64):
+        np.testing.assert_array_equal(to_numpy(t.view(d)), a.view(NP[d.name]))
+    np.testing.assert_array_equal(to_numpy(t[:, 1:, 2:6].view(gm.int64)), a[:, 1:, 2:6].view(np.int64))
+    np.testing.assert_array_equal(to_numpy(t.view(gm.uint8)[..., 4:12].view(gm.int32)), a[..., 1:3])
+    with pytest.raises(RuntimeError, match="divisible"):
+        t[..., :3].view(gm.int64)
+    with pytest.raises(RuntimeError, match="stride"):
+        t.transpose(1, 2).view(gm.uint8)
+    with pytest.raises(RuntimeError, match="cannot be 0"):
+        t[0, 0, 0].view(gm.int64)
