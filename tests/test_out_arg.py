@@ -73,3 +73,10 @@ def test_what_pytorch_refuses_with_out_is_refused():
             L.max(L.ones(2, 2), 1, out=L.empty(2))
     with pytest.raises(TypeError, match="out"):
         gm.add(gm.ones(2), 1, out=[1.0, 2.0])
+
+
+def test_like_factories_take_their_keywords_and_empty_take_along_dim():
+    for L in (torch, gm):
+        assert L.full_like(L.ones(2, 1), fill_value=-1.5).tolist() == [[-1.5], [-1.5]]
+        assert tuple(L.take_along_dim(L.zeros(0, 5), L.zeros(0, 2, dtype=L.int64), 1).shape) == (0, 2)
+        assert tuple(L.zeros(3, 0).topk(0, 1).values.shape) == (3, 0)

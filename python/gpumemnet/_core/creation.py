@@ -105,10 +105,10 @@ def _need_tensor(op, t, arg="input"):
 
 
 def _like(fn):
-    def like(t, *args, dtype=None, device=None, requires_grad=False):
+    def like(t, *args, dtype=None, device=None, requires_grad=False, **kwargs):  # kwargs: full_like's fill_value
         _need_tensor(fn.__name__ + "_like", t)
         return fn(tuple(t.shape), *args, dtype=dtype or t.dtype, device=device or t._device,
-                  requires_grad=requires_grad)
+                  requires_grad=requires_grad, **kwargs)
     like.__name__ = fn.__name__ + "_like"
     like.__doc__ = f"{fn.__name__} with the shape (and by default dtype and device) of a tensor."
     return like

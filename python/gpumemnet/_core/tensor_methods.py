@@ -332,8 +332,8 @@ class TensorMethods:
         n, k = self.shape[d], indices.shape[d]
         if not _valid:
             indices = _checked_indices(indices, n, d, negative_wraps=True)
-        x = self.movedim(d, -1).reshape(-1, n)
-        rows = x.shape[0]
+        rows = math.prod(s for i, s in enumerate(self.shape) if i != d)  # not reshape(-1, n): n may be 0
+        x = self.movedim(d, -1).reshape(rows, n)
         base = _C.binary(F.MUL, _C.arange(0.0, float(rows), 1.0, 4, self._device), n)
         flat = _C.binary(F.ADD, indices.movedim(d, -1).reshape(rows, k), base.reshape(rows, 1))
         moved = tuple(s for i, s in enumerate(self.shape) if i != d) + (k,)
