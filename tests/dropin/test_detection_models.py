@@ -24,7 +24,8 @@ SCRIPT = textwrap.dedent("""
         return {"boxes": torch.tensor([[10.0, 10.0, 50.0, 60.0]]), "labels": torch.tensor([1 + i]), "masks": mask}
     small = dict(weights=None, weights_backbone=None, num_classes=3)
     for name, model, keys in [
-            ("maskrcnn", D.maskrcnn_resnet50_fpn(min_size=80, max_size=128, **small), {"boxes", "labels", "scores", "masks"}),
+            ("maskrcnn", D.maskrcnn_resnet50_fpn(min_size=80, max_size=128, **small),
+             {"boxes", "labels", "scores", "masks"}),
             ("fcos", D.fcos_resnet50_fpn(min_size=80, max_size=128, **small), {"boxes", "labels", "scores"}),
             ("ssdlite", D.ssdlite320_mobilenet_v3_large(**small), {"boxes", "labels", "scores"})]:
         model.train()
