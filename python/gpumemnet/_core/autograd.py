@@ -392,12 +392,14 @@ def is_graph_view(t):
 
 def check_inplace(t, name):
     """In-place writes under grad mode: refused on leaves that require grad (PyTorch's rule) and on views of
-    tensors that require grad (gpumemnet does not rebase the graph of the base tensor)."""
+    tensors that require grad (gpumemnet does not rebase the graph of the base tensor), unless the view is the only
+    tensor left on its memory (timm's GhostNet: `x = cat(...)[:, :n]; x += shortcut`, the cat's result gone):
+    nothing else can see the write, so it is recorded as on any tensor in a graph."""
     if _grad_on() and t.requires_grad:
         if t.grad_fn is None:
             raise RuntimeError(f"{name}: a leaf tensor that requires grad cannot be modified in place under grad "
                                f"mode; wrap the update in gpumemnet.no_grad() (as optimizers do)")
-        if t._is_view:
+        if t._is_view and t._storage_refs > 1:
             raise RuntimeError(f"{name}: this tensor is a view of another tensor that is part of a graph; an "
                                f"in-place write would not reach the other tensor's gradient. Use the "
                                f"out-of-place form")

@@ -16,6 +16,7 @@ from .autograd import check_inplace as _check_inplace, needs_grad as _needs_grad
 from . import tensor_str as _tensor_str
 from .dtype import DTYPES, as_dtype, device_of, device_str, dtype as _dtype_cls
 from . import indexing_multi
+from .inplace_binary import _InplaceBinary
 from .indexing import IndexFn, IndexPutFn, apply_plan, make_plan, write_graph_view, put_plan
 from .random import drawing_from
 from .return_types import ValuesIndices as _RESULT
@@ -54,6 +55,13 @@ def _inplace(fn, op, a, b, name):
     if autograd.is_graph_view(a) and write_graph_view(a, lambda v: _binary(fn, op, v.clone(), b, name.rstrip("_"))):
         return a
     if _check_inplace(a, name) or _needs_grad(b):
+        if fn.saves and (op not in (F.MUL, F.DIV) or _needs_grad(b)):
+            # its gradient needs a's old value (y *= s with s in the graph): computed out of place from a clone
+            # (PyTorch keeps the original self likewise), then written into a, which takes the new node
+            out = _binary(fn, op, a.clone(), b, name.rstrip("_"))
+            _C.copy_(a, out)  # bumps a's version: a node that saved the old a raises at backward
+            a.grad_fn, a._output_nr = out.grad_fn, out._output_nr
+            return a
         return _InplaceBinary.apply(a, b, op, fn)  # `a` becomes the node's output
     _C.binary(op, a, b, a)
     return a
@@ -87,39 +95,6 @@ _C._autograd_setup(
     autograd.grad_mode, autograd.AccumulateGrad, autograd.state, autograd._label_saved,
     {op: (fn, 0 if not fn.saves else 2 if fn.saves == "out" else 1) for op, (fn, _) in _SLOT_FUNCTIONS.items()},
     _binary_slot, _rsub, _rtruediv)
-
-
-class _InplaceBinary(autograd.Function):
-    """a op= b recorded as a node whose output is `a` itself: edges are taken before the write."""
-
-    @staticmethod
-    def forward(ctx, a, b, op, fn):
-        ctx.fn = fn
-        ctx.scale = None
-        if fn.saves:
-            # a *= b and a /= b need only b for a's gradient (g * b, g / b): a number, or a tensor that needs no
-            # gradient, is kept; the old value of a is not needed. Anything else would need it: refused.
-            if op not in (F.MUL, F.DIV) or ctx.needs_input_grad[1]:
-                raise RuntimeError(f"in-place {fn.__name__.lower()} on a tensor that is part of a graph needs the "
-                                   f"old value for its gradient; use the out-of-place form")
-            ctx.scale = op
-            if isinstance(b, _C.TensorBase):
-                ctx.save_for_backward(b)
-            else:
-                ctx.b_number = b
-        ctx.a_meta = (a.shape, a._dtype)
-        ctx.b_meta = (b.shape, b._dtype) if isinstance(b, _C.TensorBase) else None
-        _C.binary(op, a, b, a)  # bumps a's version: a node that saved the old a raises at backward
-        return a
-
-    @staticmethod
-    def backward(ctx, g):
-        if ctx.scale is not None:
-            b = ctx.saved_tensors[0] if ctx.b_meta is not None else ctx.b_number
-            return F.sum_to(_C.binary(ctx.scale, g, b), *ctx.a_meta), None, None, None
-        ga, gb = ctx.fn.grads(ctx, g)
-        return (F.sum_to(ga, *ctx.a_meta) if ctx.needs_input_grad[0] else None,
-                F.sum_to(gb, *ctx.b_meta) if ctx.needs_input_grad[1] and gb is not None else None, None, None)
 
 
 class Tensor(_C.TensorBase):

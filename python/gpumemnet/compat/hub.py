@@ -1,7 +1,14 @@
 """torch.hub: where PyTorch keeps downloads. gpumemnet downloads nothing: loading weights from a URL says so."""
 import os
+import re
+from urllib.parse import urlparse  # noqa: F401  (torch.hub re-exports it; timm imports it from there)
 
 _hub_dir = None
+HASH_REGEX = re.compile(r"-([a-f0-9]*)\.")  # PyTorch's: the hash in a checkpoint's file name
+
+
+def download_url_to_file(url, dst, hash_prefix=None, progress=True):
+    raise NotImplementedError(f"download_url_to_file({url!r}): gpumemnet does not download files")
 
 
 def _get_torch_home():
