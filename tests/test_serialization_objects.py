@@ -78,3 +78,24 @@ def test_a_pickled_objects_tensors_are_the_files_tensors(tmp_path):
     with pytest.raises(TypeError, match=r"f of type function: pickle cannot take it"):
         gm.save({"f": lambda: 1}, tmp_path / "lambda.pt")  # what pickle cannot take (PyTorch: its pickle error)
     assert not (tmp_path / "lambda.pt").exists()
+
+
+def test_tensors_pickle_and_copy_as_pytorchs_do():
+    import copy
+    cases = [gm.ones(2, 3, requires_grad=True), gm.arange(6.0).reshape(2, 3).t(), gm.full((2,), 1.5, dtype=gm.bfloat16),
+             gm.tensor([1, -2], dtype=gm.int8), gm.nn.Parameter(gm.ones(2)), gm.zeros(3, device="meta")]
+    for x in cases:
+        y = pickle.loads(pickle.dumps(x))
+        assert (y.dtype, y.device, tuple(y.shape), y.requires_grad) == (x.dtype, x.device, tuple(x.shape),
+                                                                         x.requires_grad)
+        assert isinstance(y, gm.nn.Parameter) == isinstance(x, gm.nn.Parameter)
+        if x.device.type != "meta":
+            assert y.tolist() == x.tolist() and y.data_ptr() != x.data_ptr()
+    for L in (torch, gm):
+        t = L.ones(3, requires_grad=True)
+        c = copy.copy(t)
+        assert c is not t and c.data_ptr() == t.data_ptr() and c.requires_grad  # the same memory
+        for y in (pickle.loads(pickle.dumps(t * 2)), copy.copy(t * 2)):  # a leaf that requires grad
+            assert y.requires_grad and y.grad_fn is None and y.tolist() == [2.0, 2.0, 2.0]
+    m = pickle.loads(pickle.dumps(net(gm)))
+    assert all(isinstance(p, gm.nn.Parameter) and p.requires_grad for p in m.parameters())

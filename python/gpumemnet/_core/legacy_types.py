@@ -13,7 +13,7 @@ import numbers
 import numpy as np
 
 from .creation import empty, tensor
-from .dtype import DTYPES
+from .dtype import DTYPES, get_default_dtype
 from .tensor import Tensor
 from .tensor_select import Size
 
@@ -34,25 +34,31 @@ class _LegacyType(type):
 
 class _Legacy(metaclass=_LegacyType):
     def __new__(cls, *args, device=None):
-        dtype = DTYPES[cls._code]
         where = device if device is not None else ("cuda" if cls.is_cuda else "cpu")
-        if not args:
-            return empty(0, dtype=dtype, device=where)
-        if all(isinstance(a, numbers.Integral) and not isinstance(a, bool) for a in args) or \
-                (len(args) == 1 and isinstance(args[0], Size)):
-            return empty(*args, dtype=dtype, device=where)
-        if len(args) > 1:
-            raise TypeError(f"{cls.__name__}(): expected sizes (ints) or one sequence of data, got "
-                            f"{', '.join(type(a).__name__ for a in args)}")
-        (data,) = args
-        if isinstance(data, Tensor):
-            if not isinstance(data, cls):
-                raise TypeError(f"{cls.__name__}(): expected a tensor of dtype {dtype} on "
-                                f"{'cuda' if cls.is_cuda else 'cpu'}, got dtype {data.dtype} on {data._device}")
-            return data.detach()
-        if isinstance(data, (str, bytes)) or not isinstance(data, (list, tuple, np.ndarray, numbers.Number)):
-            raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
-        return tensor(data, dtype=dtype, device=where)
+        return legacy_new(cls.__name__, DTYPES[cls._code], args, where, lambda t: isinstance(t, cls),
+                          "cuda" if cls.is_cuda else "cpu")
+
+
+def legacy_new(name, dtype, args, device, fits, where_name):
+    """What name(*args) makes (FloatTensor(2, 3), torch.Tensor([1, 2])...): sizes give uninitialised memory, data
+    a copy in `dtype`, a tensor that fits() itself (shared), nothing an empty tensor."""
+    if not args:
+        return empty(0, dtype=dtype, device=device)
+    if all(isinstance(a, numbers.Integral) and not isinstance(a, bool) for a in args) or \
+            (len(args) == 1 and isinstance(args[0], Size)):
+        return empty(*args, dtype=dtype, device=device)
+    if len(args) > 1:
+        raise TypeError(f"{name}(): expected sizes (ints) or one sequence of data, got "
+                        f"{', '.join(type(a).__name__ for a in args)}")
+    (data,) = args
+    if isinstance(data, Tensor):
+        if not fits(data):
+            raise TypeError(f"{name}(): expected a tensor of dtype {dtype} on {where_name}, got dtype {data.dtype} "
+                            f"on {data._device}")
+        return data.detach()
+    if isinstance(data, (str, bytes)) or not isinstance(data, (list, tuple, np.ndarray, numbers.Number)):
+        raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
+    return tensor(data, dtype=dtype, device=device)
 
 
 def _make(name, cuda):
@@ -65,3 +71,14 @@ CPU = {name: _make(name, False) for name in __all__}
 CUDA = {name: _make(name, True) for name in __all__}
 globals().update(CPU)  # FloatTensor... by name, for __all__
 
+
+
+def _tensor_new(cls, *args, device=None):
+    """Tensor(...), PyTorch's legacy constructor: Tensor(2, 3) uninitialised, Tensor([1, 2]) a copy, in the default
+    dtype (custom layers' `nn.Parameter(torch.Tensor(out, in))`, then an init); Tensor(t) is t's memory whatever
+    its dtype (FloatTensor(t) takes float32 alone). Installed here: tensor.py sits below the factories it needs."""
+    t = legacy_new("Tensor", get_default_dtype(), args, device, lambda x: True, "")
+    return t if cls is Tensor else t.as_subclass(cls)
+
+
+Tensor.__new__ = staticmethod(_tensor_new)

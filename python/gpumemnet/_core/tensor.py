@@ -100,6 +100,7 @@ _C._autograd_setup(
 class Tensor(_C.TensorBase):
     """A multi-dimensional array on a device, with autograd. Create with gpumemnet.tensor, zeros, ..."""
     __slots__ = ()
+
     __hash__ = object.__hash__
     __array_priority__ = 1000  # make NumPy defer to our reflected operators
 
@@ -562,7 +563,7 @@ class Tensor(_C.TensorBase):
     def squeeze(self, dim=None):
         return F.Squeeze.apply(self, dim) if _needs_grad(self) else self._squeeze(dim)
 
-    def clone(self):
+    def clone(self, *, memory_format=None):  # memory_format: accepted, NCHW kept (as .to(memory_format=) does)
         return F.Clone.apply(self) if _needs_grad(self) else F.Clone.forward(autograd._NO_CTX, self)
 
     def __getitem__(self, idx):

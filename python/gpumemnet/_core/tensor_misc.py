@@ -340,6 +340,29 @@ class MiscMethods(ValueMethods, ExtraMethods):
                                f"read as another dtype have no gradient); detach() it first")
         return self._view_dtype(dt.code)
 
+    def __reduce_ex__(self, protocol):
+        """pickle (multiprocessing queues, pickle.dump of results): the values, dtype, device, requires_grad and
+        the parameter flag, rebuilt by _rebuild_tensor (bfloat16 travels as its bits: NumPy has no bfloat16). A
+        tensor in a graph comes back as a leaf that requires grad, as PyTorch's does."""
+        t = self.detach()
+        if t._device == "meta":
+            data = tuple(t.shape)
+        else:
+            host = t.cpu() if t._device != "cpu" else t
+            data = (host.view(_DTYPES[8]) if host._dtype == _BF16 else host).numpy().copy()  # bf16 as int16 bits
+        state = getattr(self, "__dict__", None) or None
+        return _rebuild_tensor, (type(self), data, t._dtype, t._device, self.requires_grad, self._is_param, state)
+
+    def __copy__(self):
+        """copy.copy: a new tensor object over the same memory (PyTorch's), keeping requires_grad and the
+        parameter flag; a tensor in a graph gives a leaf, as PyTorch's does."""
+        out = self.detach()
+        out = out if type(self) is type(out) else out.as_subclass(type(self))
+        out._is_param, out.requires_grad = self._is_param, self.requires_grad
+        if getattr(self, "__dict__", None):
+            out.__dict__.update(self.__dict__)
+        return out
+
     def untyped_storage(self):
         """The memory under this tensor (its block's start, size and device): _core/storage.py."""
         return UntypedStorage(self)
@@ -686,3 +709,26 @@ unfold_copy = _copy_of("unfold_copy", lambda t, dimension, size, step: t.unfold(
 unsqueeze_copy = _copy_of("unsqueeze_copy", lambda t, dim: t.unsqueeze(dim))
 view_copy = _copy_of("view_copy", lambda t, size: t.view(*size) if not isinstance(size, numbers.Integral)
                      else t.view(size))
+
+
+_BF16 = 3
+
+
+def _rebuild_tensor(cls, data, code, device, requires_grad, is_param, state):
+    """Tensor.__reduce_ex__'s inverse: importable by name, as pickle needs."""
+    if device == "meta":
+        t = _C.empty(tuple(data), code, "meta")
+    else:
+        t = _C.from_numpy(data, None, "cpu")
+        if code == _BF16:
+            t = t.view(_DTYPES[_BF16])
+        if device != "cpu":
+            t = t.to(device)
+    if cls is not type(t):
+        t = t.as_subclass(cls)
+    t._is_param = is_param
+    if requires_grad:
+        t.requires_grad_()
+    if state:
+        t.__dict__.update(state)
+    return t

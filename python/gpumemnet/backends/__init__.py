@@ -10,6 +10,7 @@ products are not affected, and neither is the CPU.
 gm.backends.cudnn (a module, so that `import torch.backends.cudnn as cudnn` works under the alias) holds cuDNN's
 flags under PyTorch's names; gm.backends.mps answers that there is no MPS device.
 """
+import contextlib
 import warnings
 
 from .. import _C
@@ -43,9 +44,26 @@ class _CudaMatmul:
 
 
 class _CudaBackend:
-    """gm.backends.cuda: settings of the CUDA libraries (cuBLAS for now)."""
+    """gm.backends.cuda: settings of the CUDA libraries (cuBLAS for now). The attention kernel switches are
+    PyTorch's names for one implementation here (nn/attention.py): enabling or disabling one changes nothing."""
     __slots__ = ()
     matmul = _CudaMatmul()
+
+    @staticmethod
+    def sdp_kernel(enable_flash=True, enable_math=True, enable_mem_efficient=True, enable_cudnn=True):
+        return contextlib.nullcontext()
+
+    @staticmethod
+    def math_sdp_enabled():
+        return True
+
+    @staticmethod
+    def flash_sdp_enabled():
+        return False
+
+    mem_efficient_sdp_enabled = cudnn_sdp_enabled = flash_sdp_enabled
+    enable_flash_sdp = enable_math_sdp = enable_mem_efficient_sdp = enable_cudnn_sdp = staticmethod(
+        lambda enabled: None)
 
     @staticmethod
     def is_built():

@@ -18,6 +18,7 @@ from .modules import __all__ as _modules_all
 from .modules.module import register_module_forward_hook, register_module_forward_pre_hook  # noqa: F401
 from . import utils  # noqa: F401
 from . import parallel  # noqa: F401
+from . import attention  # noqa: F401
 from .parallel import DataParallel  # noqa: F401
 
 __all__ = ["Parameter", "init", "functional", "register_module_forward_hook",
