@@ -80,3 +80,9 @@ def test_like_factories_take_their_keywords_and_empty_take_along_dim():
         assert L.full_like(L.ones(2, 1), fill_value=-1.5).tolist() == [[-1.5], [-1.5]]
         assert tuple(L.take_along_dim(L.zeros(0, 5), L.zeros(0, 2, dtype=L.int64), 1).shape) == (0, 2)
         assert tuple(L.zeros(3, 0).topk(0, 1).values.shape) == (3, 0)
+
+
+def test_size_keyword_of_the_factories():
+    for L in (torch, gm):
+        for f in (L.zeros, L.ones, L.empty, L.rand, L.randn):
+            assert tuple(f(size=(2, 3), dtype=L.float64).shape) == (2, 3)

@@ -86,10 +86,14 @@ def _factory_kwargs(name, kwargs):
 
 
 def _with_out(name, fn, creation):
+    sizes_first = name in ("zeros", "ones", "empty", "rand", "randn")  # (*size, ...), which also take size=
+
     @functools.wraps(fn)
     def wrapper(*args, out=None, **kwargs):
         if creation:
             _factory_kwargs(name, kwargs)
+            if sizes_first and not args and "size" in kwargs:  # torch.zeros(size=(2, 3)) (timm's BEiT)
+                args = (kwargs.pop("size"),)
         if out is None:
             return fn(*args, **kwargs)
         if creation and isinstance(out, _C.TensorBase):
