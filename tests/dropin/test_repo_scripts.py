@@ -37,6 +37,8 @@ SCRIPTS = {
     # torchvision's detection tutorial: Faster R-CNN (lists of images and target dicts, several advanced indices,
     # torch.ops.torchvision's nms and roi_align), and torchvision.ops called directly
     "detection": ("detection.py", []),
+    # timm's models, optimizer, loss and EMA (tests/dropin/scripts/timm_models.py)
+    "timm": ("timm_models.py", []),
 }
 TIMEOUT = 300
 
@@ -75,6 +77,8 @@ def torch_runs(tmp_path_factory):
 
 @pytest.mark.parametrize("case", cases())
 def test_script_runs_like_pytorch(case, torch_runs):
+    if case == "timm":
+        pytest.importorskip("timm")  # installed beside PyTorch by .ci/run
     t32, t64, init, d = torch_runs(case)
     script, args = SCRIPTS[case]
     out = str(d / f"{case}.gm.npz")
