@@ -13,12 +13,22 @@ _U8 = 6
 
 
 class UntypedStorage:
-    def __init__(self, tensor, _bytes=None):
-        """The whole storage of `tensor` (a view of its bytes keeps the memory alive, as PyTorch's storage does),
-        or, from slicing a storage, exactly the byte tensor `_bytes`."""
+    def __init__(self, source=0, *, device=None, _bytes=None):
+        """UntypedStorage(n) is n new bytes, UntypedStorage([ints]) those bytes, as PyTorch's; Tensor.untyped_storage()
+        passes the tensor (its whole storage: a view of its bytes keeps the memory alive, as PyTorch's storage does),
+        and slicing a storage exactly the byte tensor `_bytes`."""
         if _bytes is None:
-            whole = tensor._as_strided((tensor._storage_nbytes // tensor.element_size(),), (1,), 0)
-            _bytes = whole if whole._dtype == _U8 else whole._view_dtype(_U8)
+            if isinstance(source, _C.TensorBase):
+                whole = source._as_strided((source._storage_nbytes // source.element_size(),), (1,), 0)
+                _bytes = whole if whole._dtype == _U8 else whole._view_dtype(_U8)
+            elif isinstance(source, int) and not isinstance(source, bool):
+                _bytes = _C.empty((source,), _U8, "cpu" if device is None else str(device))
+            elif isinstance(source, (list, tuple)) and all(isinstance(v, int) for v in source):
+                _bytes = _C.from_numpy(np.asarray(source, dtype=np.uint8), None, "cpu" if device is None else
+                                       str(device))
+            else:
+                raise RuntimeError(f"torch.UntypedStorage(): expected a number of bytes or a sequence of ints, got "
+                                   f"{type(source).__name__}")
         self._data = _bytes
 
     @classmethod
@@ -28,7 +38,10 @@ class UntypedStorage:
         if shared:
             raise NotImplementedError("UntypedStorage.from_file(shared=True): gpumemnet reads the file into its own "
                                       "memory; writes would not reach the file")
-        data = np.fromfile(filename, dtype=np.uint8, count=nbytes if nbytes else -1)
+        try:
+            data = np.fromfile(filename, dtype=np.uint8, count=nbytes if nbytes else -1)
+        except OSError as e:
+            raise RuntimeError(f"unable to open file <{filename}> in read-only mode: {e.strerror} ({e.errno})") from e
         if nbytes and data.size < nbytes:
             raise RuntimeError(f"from_file: {filename} has {data.size} bytes, fewer than the {nbytes} asked for")
         return cls(_C.from_numpy(data, None, "cpu"))
@@ -42,7 +55,7 @@ class UntypedStorage:
 
     def __getitem__(self, idx):
         if isinstance(idx, slice):
-            return UntypedStorage(None, _bytes=self._data[idx])
+            return UntypedStorage(_bytes=self._data[idx])
         return int(self._data[idx])
 
     def data_ptr(self):
@@ -83,6 +96,8 @@ class TypedStorage(UntypedStorage):
     """Tensor.storage(): the same memory counted in elements of the tensor's dtype (deprecated in PyTorch)."""
 
     def __init__(self, tensor):
+        if not isinstance(tensor, _C.TensorBase):
+            raise TypeError(f"new(): invalid data type '{type(tensor).__name__}'")
         warnings.warn("TypedStorage is deprecated. It will be removed in the future and UntypedStorage will be the "
                       "only storage class. This should only matter to you if you are using storages directly.  To "
                       "access UntypedStorage directly, use tensor.untyped_storage() instead of tensor.storage()",
@@ -100,4 +115,4 @@ class TypedStorage(UntypedStorage):
         return self.size()
 
     def untyped(self):
-        return UntypedStorage(None, _bytes=self._data)
+        return UntypedStorage(_bytes=self._data)
