@@ -170,7 +170,8 @@ static PyMethodDef node_methods[] = {
      "Creation order (PyTorch's sequence_nr); backward runs the latest ready node first."},
     {"_record_inputs", (PyCFunction)node_record_inputs, METH_VARARGS,
      "Keep each input's shape and dtype (tensors) or value (numbers) for backward."},
-    {"_input_meta", (PyCFunction)node_input_meta, METH_O, "(shape, dtype code, 0-d on the CPU) of tensor input i, else None."},
+    {"_input_meta", (PyCFunction)node_input_meta, METH_O,
+     "(shape, dtype code, 0-d on the CPU) of tensor input i, else None."},
     {"_input_number", (PyCFunction)node_input_number, METH_O, "Number input i, else None."},
     {NULL, NULL, 0, NULL},
 };

@@ -62,7 +62,8 @@ def test_fast_nodes_are_the_functions_nodes():
         assert (fn._saved is None) if n_saved is None else len(fn._saved) == n_saved
     y = a * 2.0
     assert y.grad_fn.next_functions[1] is None and y.grad_fn.needs_input_grad == [True, False]
-    assert y.grad_fn._input_number(1) == 2.0 and y.grad_fn._input_meta(0) == ((3,), 0, False)  # (shape, dtype, 0-d on the CPU)
+    # _input_meta: (shape, dtype, 0-d on the CPU)
+    assert y.grad_fn._input_number(1) == 2.0 and y.grad_fn._input_meta(0) == ((3,), 0, False)
 
 
 def test_no_node_without_grad():

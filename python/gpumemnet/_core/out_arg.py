@@ -1,5 +1,6 @@
-"""`out=` on the functions of the gpumemnet (torch) namespace (and the factories' layout= and memory_format=): `torch.add(a, b, out=c)`, `torch.cat(xs, out=buf)`,
-`torch.max(x, 1, out=(values, indices))`, `torch.zeros(2, 3, out=t)`, as PyTorch takes them.
+"""`out=` on the functions of the gpumemnet (torch) namespace (and the factories' layout= and memory_format=):
+`torch.add(a, b, out=c)`, `torch.cat(xs, out=buf)`, `torch.max(x, 1, out=(values, indices))`,
+`torch.zeros(2, 3, out=t)`, as PyTorch takes them.
 
 The result is computed as without `out`, then written into `out` (resized, with PyTorch's warning, when its shape
 differs; cast when PyTorch's casting rule allows), and `out` is returned. So `out=` saves no memory here: the
