@@ -44,6 +44,9 @@ int8 = dtype("int8", 7, 1, False)
 int16 = dtype("int16", 8, 2, False)
 int32 = dtype("int32", 9, 4, False)
 DTYPES = (float32, float64, float16, bfloat16, int64, bool_, uint8, int8, int16, int32)  # indexed by code
+# PyTorch's ScalarType names, as its error messages give dtypes ("result type Float can't be cast to ... Long")
+SCALAR_TYPE_NAMES = {0: "Float", 1: "Double", 2: "Half", 3: "BFloat16", 4: "Long", 5: "Bool", 6: "Byte", 7: "Char",
+                     8: "Short", 9: "Int"}
 # PyTorch's complex dtypes exist as names (libraries build tables of every dtype: safetensors.torch's sizes), and
 # no tensor has one: as_dtype refuses them
 complex32 = dtype("complex32", None, 4, False)

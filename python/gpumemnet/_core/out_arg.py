@@ -11,7 +11,7 @@ import warnings
 
 from .. import _C
 from .autograd import is_grad_enabled, no_grad
-from .dtype import bool_
+from .dtype import SCALAR_TYPE_NAMES, bool_
 
 # PyTorch's functions that take out= (read off torch's docstrings, 2.15) that gpumemnet has
 FUNCTIONS = (
@@ -45,8 +45,8 @@ def write_out(name, r, out, stacklevel=4):
     if out.device != r.device:
         raise RuntimeError(f"{name}(): Expected out tensor to have device {r.device}, but got {out.device} instead")
     if (r.dtype.is_floating_point and not out.dtype.is_floating_point) or (r.dtype != bool_ and out.dtype == bool_):
-        raise RuntimeError(f"{name}(): result type {_title(r.dtype)} can't be cast to the desired output type "
-                           f"{_title(out.dtype)}")
+        raise RuntimeError(f"{name}(): result type {SCALAR_TYPE_NAMES[r._dtype]} can't be cast to the desired "
+                           f"output type {SCALAR_TYPE_NAMES[out._dtype]}")
     if tuple(out.shape) != tuple(r.shape):
         if out.numel() != 0:
             warnings.warn(f"An output with one or more elements was resized since it had shape {list(out.shape)}, "
@@ -58,15 +58,6 @@ def write_out(name, r, out, stacklevel=4):
     with no_grad():
         out.copy_(r)
     return out
-
-
-_SCALAR_TYPE = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
-                "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
-
-
-def _title(dt):  # PyTorch's ScalarType name, as its messages give it
-    name = str(dt).split(".")[-1]
-    return _SCALAR_TYPE.get(name, name)
 
 
 def _write(name, r, out):

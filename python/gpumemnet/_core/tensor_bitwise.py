@@ -12,14 +12,13 @@ import numpy as np
 from .. import _C
 from . import functions as F
 from .autograd import refuse_inplace as _refuse_inplace
-from .dtype import DTYPES, get_default_dtype
+from .dtype import DTYPES, SCALAR_TYPE_NAMES, get_default_dtype
 from .tensor_select import _host
 
 _I64, _BOOL = 4, 5
 _FLOATS = (0, 1, 2, 3)
 _NUMPY = {4: np.int64, 5: np.bool_, 6: np.uint8, 7: np.int8, 8: np.int16, 9: np.int32}
-_TYPE_NAME = {0: "Float", 1: "Double", 2: "Half", 3: "BFloat16", 4: "Long", 5: "Bool", 6: "Byte", 7: "Char",
-              8: "Short", 9: "Int"}
+_TYPE_NAME = SCALAR_TYPE_NAMES
 
 
 def _need_tensor(op, t, arg="input"):

@@ -4,10 +4,10 @@ no-graph pieces their backward formulas use."""
 import numpy as np
 
 from .. import _C
+from .dtype import SCALAR_TYPE_NAMES
 
 BOOL, I64, I32 = 5, 4, 9
-NAMES = {0: "Float", 1: "Double", 2: "Half", 3: "BFloat16", 4: "Long", 5: "Bool", 6: "Byte", 7: "Char",
-         8: "Short", 9: "Int"}
+NAMES = SCALAR_TYPE_NAMES
 
 
 # ---- checks and the host round trip -----------------------------------------------------------------------------
