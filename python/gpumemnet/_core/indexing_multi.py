@@ -9,19 +9,14 @@ an assignment in a graph is refused with a clear error (assign through one advan
 import numpy as np
 
 from .. import _C
-from .indexing import as_index_dtype
+from .indexing import _as_index_tensor, _is_bool
 
-_I64, _BOOL = 4, 5
+_BOOL = 5
 
 
 def _index_tensors(item, device):
     """An advanced index as a list of int64 tensors on `device`, one per dim it consumes (a mask: its nonzero)."""
-    if not isinstance(item, _C.TensorBase):
-        arr = np.asarray(item)
-        if arr.dtype == object or arr.dtype.kind not in "biu":
-            raise IndexError(f"index: tensors used as indices must be integer or bool, got {arr.dtype}")
-        item = _C.from_numpy(arr, dtype=_BOOL if arr.dtype.kind == "b" else _I64, device=device)
-    item = as_index_dtype(item)
+    item = _as_index_tensor(item, device)
     if item._device != device:
         item = item.to(device)
     if item._dtype != _BOOL:
@@ -58,7 +53,7 @@ def _parse(t, idx):
 
 
 def _is_mask(i):
-    return (isinstance(i, _C.TensorBase) and i._dtype == _BOOL) or (isinstance(i, np.ndarray) and i.dtype == np.bool_)
+    return isinstance(i, (_C.TensorBase, np.ndarray)) and _is_bool(i)
 
 
 def _check_shapes(ts):
@@ -88,13 +83,12 @@ def positions(v, adv):
     return out
 
 
-def _linear(v, adv):
-    """(B, the indexed dims, one int64 tensor of shape B: the position in those dims merged, row-major)."""
-    dims = [d for d, _ in adv]
+def _linear(v, dims, pos):
+    """One int64 tensor of the indices' broadcast shape: the position in the indexed dims merged, row-major."""
     lin = None
-    for d, ti in zip(dims, positions(v, adv)):
+    for d, ti in zip(dims, pos):
         lin = ti if lin is None else _muladd(lin, v.shape[d], ti)
-    return tuple(lin.shape), dims, lin
+    return lin
 
 
 def _muladd(a, k, b):
@@ -123,7 +117,9 @@ def _placed(dims):
 def getitem(t, idx):
     basic, adv = _parse(t, idx)
     v = t[basic]
-    b_shape, dims, lin = _linear(v, adv)
+    dims = [d for d, _ in adv]
+    lin = _linear(v, dims, positions(v, adv))
+    b_shape = tuple(lin.shape)
     p, rest_shape = _front(v, dims)
     flat = p.reshape(-1, *rest_shape)
     out = flat[lin.reshape(-1)].reshape(*b_shape, *rest_shape)
@@ -139,19 +135,22 @@ def setitem(t, idx, value, accumulate=False):
     """t[idx] = value (or += with accumulate), in place, outside a graph."""
     basic, adv = _parse(t, idx)
     v = t[basic]
-    b_shape, dims, lin = _linear(v, adv)
+    dims = [d for d, _ in adv]
+    pos = positions(v, adv)
     p, rest_shape = _front(v, dims)
     merged = (-1,) + rest_shape
     if p._can_view(merged):
         flat = p._view(merged)
+        lin = _linear(v, dims, pos)
     else:  # indexed dims that do not merge: address rows by storage offset, through a view of stride 1 over them
         k = len(dims)
         strides = p._strides
         lin = None
-        for d, ti in zip(range(k), positions(v, adv)):
+        for d, ti in enumerate(pos):
             lin = ti * strides[d] if lin is None else _muladd(ti, strides[d], lin)
         extent = sum((p.shape[d] - 1) * strides[d] for d in range(k)) + 1
         flat = p._as_strided((extent,) + rest_shape, (1,) + tuple(strides[k:]), p._offset)
+    b_shape = tuple(lin.shape)
     if isinstance(value, _C.TensorBase):
         at = _placed(dims)
         nb = len(b_shape)
