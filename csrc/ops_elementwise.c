@@ -566,11 +566,6 @@ static PyObject *where_impl(PyObject *self, PyObject *args, PyObject *co, PyObje
     if (ew_parse_arg(co, &x[0], name, "condition") < 0 || ew_parse_arg(ao, &x[1], name, "a") < 0 ||
         ew_parse_arg(bo, &x[2], name, "b") < 0 || ew_same_device(name, x, 3, NULL, &dev) < 0)
         return NULL;
-    if (x[0].host_dtype) { /* py_where moved such a condition: a scalar condition must never reach the kernels */
-        PyErr_SetString(PyExc_RuntimeError, "where: the condition is a 0-d CPU tensor and the values are not on the "
-                        "CPU; move the condition to their device");
-        return NULL;
-    }
     gm_dtype cdt = ew_result_type(x + 1, 2);
     if (gm_dtype_is_narrow(cdt)) /* computed in int64 and wrapped back */
         return ew_via_int64(name, where_no_kwargs, self, args, cdt, NULL);
