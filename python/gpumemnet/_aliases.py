@@ -107,7 +107,7 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
     """obj as a tensor: a tensor itself when dtype and device already fit (a copy with copy=True), else converted;
     other data through tensor()."""
     if isinstance(obj, _UntypedStorage):  # its bytes, shared, read as dtype (uint8 by default)
-        out = obj._bytes()
+        out = obj._data
         out = out if dtype is None else out.view(dtype)
         return out.to(device) if device is not None else out
     if isinstance(obj, _C.TensorBase):

@@ -68,4 +68,3 @@ def loads(node, tensors, arrays, path, weights_only):
     u = _Unpickler(io.BytesIO(base64.b64decode(node["__pickle__"])))
     u.persistent_load = persistent_load
     return u.load()
-

@@ -38,7 +38,7 @@ def _per_position(name, inputs, arg, what):
     return [arg] * len(inputs)
 
 
-def _apply(name, inplace, inputs, results):
+def _apply(inplace, inputs, results):
     if not inplace:
         return tuple(results)
     for t, r in zip(inputs, results):
@@ -51,7 +51,7 @@ def _unary(name, inplace):
     def fn(inputs):
         _tensors(name, inputs)
         method = name + "_" if inplace else name
-        return _apply(name, inplace, inputs, [getattr(t, method)() for t in inputs])
+        return _apply(inplace, inputs, [getattr(t, method)() for t in inputs])
     fn.__name__ = name + ("_" if inplace else "")
     return fn
 
@@ -62,7 +62,7 @@ def _binary(name, inplace):
         others = _per_position(name, inputs, other, "scalar" if not isinstance(other, list) else "other")
         kw = {} if alpha is None else {"alpha": alpha}
         method = name + "_" if inplace and name not in _NO_INPLACE_METHOD else name
-        return _apply(name, inplace, inputs, [getattr(t, method)(o, **kw) for t, o in zip(inputs, others)])
+        return _apply(inplace, inputs, [getattr(t, method)(o, **kw) for t, o in zip(inputs, others)])
     fn.__name__ = name + ("_" if inplace else "")
     return fn
 
@@ -73,14 +73,13 @@ def _ternary(name, inplace):
         seconds = _per_position(name, inputs, second, "tensor")
         if name == "lerp":
             w = _per_position(name, inputs, weight if third is None else third, "weight")
-            parts = [(s, wi) for s, wi in zip(seconds, w)]
-            call = [getattr(t, name + "_" if inplace else name)(s, wi) for t, (s, wi) in zip(inputs, parts)]
+            call = [getattr(t, name + "_" if inplace else name)(s, wi) for t, s, wi in zip(inputs, seconds, w)]
         else:
             thirds = _per_position(name, inputs, third, "tensor")
             v = _per_position(name, inputs, 1 if value is None else value, "scalar")
             call = [getattr(t, name + "_" if inplace else name)(s, u, value=vi)
                     for t, s, u, vi in zip(inputs, seconds, thirds, v)]
-        return _apply(name, inplace, inputs, call)
+        return _apply(inplace, inputs, call)
     fn.__name__ = name + ("_" if inplace else "")
     return fn
 

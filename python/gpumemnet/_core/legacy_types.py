@@ -72,7 +72,6 @@ CUDA = {name: _make(name, True) for name in __all__}
 globals().update(CPU)  # FloatTensor... by name, for __all__
 
 
-
 def _tensor_new(cls, *args, device=None):
     """Tensor(...), PyTorch's legacy constructor: Tensor(2, 3) uninitialised, Tensor([1, 2]) a copy, in the default
     dtype (custom layers' `nn.Parameter(torch.Tensor(out, in))`, then an init); Tensor(t) is t's memory whatever

@@ -29,7 +29,7 @@ class UntypedStorage:
             else:
                 raise RuntimeError(f"torch.UntypedStorage(): expected a number of bytes or a sequence of ints, got "
                                    f"{type(source).__name__}")
-        self._data = _bytes
+        self._data = _bytes  # the storage as a 1-D uint8 tensor over the same memory
 
     @classmethod
     def from_file(cls, filename, shared=False, nbytes=0):
@@ -48,10 +48,6 @@ class UntypedStorage:
 
     def untyped(self):
         return self
-
-    def _bytes(self):
-        """The storage as a 1-D uint8 tensor over the same memory."""
-        return self._data
 
     def __getitem__(self, idx):
         if isinstance(idx, slice):

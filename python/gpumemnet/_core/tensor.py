@@ -100,7 +100,6 @@ _C._autograd_setup(
 class Tensor(_C.TensorBase):
     """A multi-dimensional array on a device, with autograd. Create with gpumemnet.tensor, zeros, ..."""
     __slots__ = ()
-
     __hash__ = object.__hash__
     __array_priority__ = 1000  # make NumPy defer to our reflected operators
 

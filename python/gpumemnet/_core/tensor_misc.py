@@ -334,7 +334,7 @@ class MiscMethods(ValueMethods, ExtraMethods):
         """view(dtype): the same bytes read as another dtype (not differentiable, as in PyTorch across sizes)."""
         dt = as_dtype(dtype)
         if dt.code == self._dtype:
-            return self._view(tuple(self.shape)) if not _needs_grad(self) else self.view(tuple(self.shape))
+            return self.view(tuple(self.shape))
         if _needs_grad(self):
             raise RuntimeError(f"view(dtype): a tensor that requires grad cannot be viewed as {dt} (its bytes "
                                f"read as another dtype have no gradient); detach() it first")
@@ -349,7 +349,7 @@ class MiscMethods(ValueMethods, ExtraMethods):
             data = tuple(t.shape)
         else:
             host = t.cpu() if t._device != "cpu" else t
-            data = (host.view(_DTYPES[8]) if host._dtype == _BF16 else host).numpy().copy()  # bf16 as int16 bits
+            data = (host.view(_DTYPES[_I16]) if host._dtype == _BF16 else host).numpy().copy()  # bf16 as its bits
         state = getattr(self, "__dict__", None) or None
         return _rebuild_tensor, (type(self), data, t._dtype, t._device, self.requires_grad, self._is_param, state)
 
@@ -711,7 +711,7 @@ view_copy = _copy_of("view_copy", lambda t, size: t.view(*size) if not isinstanc
                      else t.view(size))
 
 
-_BF16 = 3
+_BF16, _I16 = 3, 8
 
 
 def _rebuild_tensor(cls, data, code, device, requires_grad, is_param, state):
