@@ -1,7 +1,7 @@
 """Training scripts in the style of widely used CNN repositories (tests/dropin/scripts/: CIFAR ResNet, UNet,
 DCGAN, ESPCN super-resolution, fast neural style, the tricks scripts add around a CNN, PyTorch's own MNIST,
-VAE and neural style examples, torchvision's detection tutorial, and timm's models with its optimizer, loss and
-EMA), each run as written with real PyTorch (`python script.py`) and with gpumemnet standing in for it (`python -m gpumemnet run script.py`), from the same initial state and data; their losses,
+VAE and neural style examples, torchvision's detection tutorial, timm's models with its optimizer, loss and
+EMA, and recurrent models), each run as written with real PyTorch (`python script.py`) and with gpumemnet standing in for it (`python -m gpumemnet run script.py`), from the same initial state and data; their losses,
 final parameters and outputs compared by issue 12's criterion (dropin_harness.compare): within 1e-3 of PyTorch
 float32, or no further from PyTorch float64 (the script's --double) than 3x PyTorch float32 is."""
 import os
@@ -39,6 +39,9 @@ SCRIPTS = {
     "detection": ("detection.py", []),
     # timm's models, optimizer, loss and EMA (tests/dropin/scripts/timm_models.py)
     "timm": ("timm_models.py", []),
+    # recurrent models: a packed bidirectional LSTM classifier, a GRU language model with truncated BPTT, an
+    # LSTMCell decoder (tests/dropin/scripts/sequence_models.py)
+    "sequence_models": ("sequence_models.py", []),
 }
 TIMEOUT = 300
 

@@ -25,6 +25,8 @@ from .extra import *  # noqa: F403 - nn/modules/extra.py's __all__
 from .extra import __all__ as _extra_all
 from .volumetric import *  # noqa: F403 - the 3-D layers, volumetric.py's __all__
 from .volumetric import __all__ as _volumetric_all
+from .rnn import *  # noqa: F403 - the recurrent layers and cells, rnn.py's __all__
+from .rnn import __all__ as _rnn_all
 
 __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Identity", "Linear", "Conv1d", "Conv2d",
            "ConvTranspose1d", "ConvTranspose2d",
@@ -36,4 +38,5 @@ __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Identity", "Line
            "SyncBatchNorm", "GroupNorm", "LayerNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",
            "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss",
            "BCEWithLogitsLoss", "KLDivLoss", "Flatten", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d",
-           "PixelShuffle", "PixelUnshuffle", "Embedding"] + _padding_all + _more_all + ["ParameterList", "ParameterDict"] + _extra_all + _volumetric_all
+           "PixelShuffle", "PixelUnshuffle", "Embedding"] + _padding_all + _more_all + ["ParameterList", "ParameterDict"] + _extra_all + _volumetric_all \
+    + _rnn_all
