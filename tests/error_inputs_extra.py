@@ -10,11 +10,13 @@ import error_inputs_rnn
 import error_inputs_special
 import error_inputs_specialns
 import error_inputs_testing
+import error_inputs_transformer
 import error_inputs_utils
 import error_inputs_volumetric
 
 _TOPICS = (error_inputs_special, error_inputs_products, error_inputs_misc, error_inputs_nnextra,
            error_inputs_volumetric, error_inputs_utils, error_inputs_decomp, error_inputs_specialns,
-           error_inputs_distributions, error_inputs_testing, error_inputs_compat, error_inputs_rnn)
+           error_inputs_distributions, error_inputs_testing,
+           error_inputs_transformer, error_inputs_compat, error_inputs_rnn)
 CASES = [c for m in _TOPICS for c in m.CASES]
 EXEMPT = {k: v for m in _TOPICS for k, v in m.EXEMPT.items()}

@@ -25,6 +25,8 @@ from .extra import *  # noqa: F403 - nn/modules/extra.py's __all__
 from .extra import __all__ as _extra_all
 from .volumetric import *  # noqa: F403 - the 3-D layers, volumetric.py's __all__
 from .volumetric import __all__ as _volumetric_all
+from .transformer import *  # noqa: F403 - the Transformer layers, transformer.py's __all__
+from .transformer import __all__ as _transformer_all
 from .rnn import *  # noqa: F403 - the recurrent layers and cells, rnn.py's __all__
 from .rnn import __all__ as _rnn_all
 
@@ -38,5 +40,5 @@ __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Identity", "Line
            "SyncBatchNorm", "GroupNorm", "LayerNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",
            "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss",
            "BCEWithLogitsLoss", "KLDivLoss", "Flatten", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d",
-           "PixelShuffle", "PixelUnshuffle", "Embedding"] + _padding_all + _more_all + ["ParameterList", "ParameterDict"] + _extra_all + _volumetric_all \
-    + _rnn_all
+           "PixelShuffle", "PixelUnshuffle", "Embedding", "ParameterList", "ParameterDict"] + _padding_all + _more_all \
+    + _extra_all + _volumetric_all + _rnn_all + _transformer_all
