@@ -9,7 +9,8 @@
  * ReadyQueue is, so even ties (several AccumulateGrad ready at once) are broken as PyTorch breaks them.
  *
  * Running a node: tensor hooks, capture for autograd.grad, the node's backward under the scope "<forward scope>
- * backward" and category activation_grad with grad mode off, then each input gradient handed to the node feeding
+ * backward" and category activation_grad with grad mode off (on under create_graph: the nodes then record their
+ * gradients, _core/graph_backward.py), then each input gradient handed to the node feeding
  * that input (summed in place into the gradient already there when nothing else reads it, as PyTorch's
  * InputBuffer does). A node's gradients are held only by the walk until it runs, and its saved tensors are dropped
  * as soon as its backward returns (unless retain_graph), so memory is freed at the earliest point. The nodes'
@@ -79,6 +80,7 @@ static int can_add_into(PyObject *prev, PyObject *g) {
     if (!gm_is_tensor(prev) || !gm_is_tensor(g) || Py_REFCNT(prev) != 1) return 0;
     GMTensor *p = (GMTensor *)prev, *q = (GMTensor *)g;
     if (p->storage->refcount != 1 || p->requires_grad || (p->grad_fn && p->grad_fn != Py_None)) return 0;
+    if (q->requires_grad) return 0; /* create_graph: g's graph must reach the sum */
     if (p->dtype != q->dtype || !gm_device_eq(p->device, q->device) || p->ndim != q->ndim || !gm_is_contiguous(p)) return 0;
     for (int d = 0; d < p->ndim; d++)
         if (p->shape[d] != q->shape[d]) return 0;
@@ -517,12 +519,14 @@ static PyObject *py_backward_next(PyObject *self, PyObject *noargs) {
     return best >= 0 ? Py_NewRef(w->e[best].node) : Py_NewRef(Py_None);
 }
 
-/* _run_backward(root_edges, grads, retain_graph, capture): see the top of this file. */
+/* _run_backward(root_edges, grads, retain_graph, capture[, create_graph]): see the top of this file. With
+ * create_graph the walk keeps grad mode as it is (the nodes' formulas record their gradients, and two gradients
+ * meeting at a node are summed by a recorded add). */
 static PyObject *py_run_backward(PyObject *self, PyObject *args) {
     PyObject *edges, *grads, *capture;
-    int retain;
-    if (!PyArg_ParseTuple(args, "O!O!pO:_run_backward", &PyList_Type, &edges, &PyList_Type, &grads, &retain,
-                          &capture))
+    int retain, create_graph = 0;
+    if (!PyArg_ParseTuple(args, "O!O!pO|p:_run_backward", &PyList_Type, &edges, &PyList_Type, &grads, &retain,
+                          &capture, &create_graph))
         return NULL;
     if (PyList_GET_SIZE(edges) != PyList_GET_SIZE(grads)) {
         PyErr_SetString(PyExc_ValueError, "_run_backward: one gradient per root");
@@ -553,7 +557,7 @@ static PyObject *py_run_backward(PyObject *self, PyObject *args) {
     }
     /* everything backward makes is a gradient of an activation or a temporary (AccumulateGrad tags leaf
      * gradients "gradient", kernels their scratch "workspace"); no graph is recorded */
-    if (gm_grad_mode && !(token = PyContextVar_Set(gm_grad_mode, Py_False))) goto done;
+    if (gm_grad_mode && !create_graph && !(token = PyContextVar_Set(gm_grad_mode, Py_False))) goto done;
     while (w.nheap > 0) {
         walk_entry *e = &w.e[heap_pop(&w)];
         PyObject *node = e->node, *g = e->grads; /* from here the walk's only reference to each gradient is g's */
@@ -590,7 +594,8 @@ done:
 
 PyMethodDef gm_autograd_engine_methods[] = {
     {"_run_backward", py_run_backward, METH_VARARGS,
-     "_run_backward(root_edges, grads, retain_graph, capture): run backward from (node, output_nr) edges."},
+     "_run_backward(root_edges, grads, retain_graph, capture[, create_graph]): run backward from (node, output_nr) "
+     "edges."},
     {"_backward_next", py_backward_next, METH_NOARGS,
      "_backward_next(): inside a node's backward, the node the walk runs next (or None)."},
     {NULL, NULL, 0, NULL},

@@ -183,16 +183,18 @@ def test_grad_materializes_unused_inputs(device):
             lib.autograd.grad((x * 2).sum(), (x, y), allow_unused=False, materialize_grads=True)
 
 
-def test_gradients_of_gradients_are_refused_plainly(device):
-    """PyTorch records the backward for create_graph=True; gpumemnet cannot, and says so instead of returning a
-    gradient that would silently not be differentiable."""
+def test_gradients_of_gradients(device):
+    """create_graph=True records the backward, as PyTorch does: d/da of the gradient of sum(a^3) is 6a
+    (tests/test_double_backward.py compares every formula with PyTorch)."""
     (a,), _ = _both(device, B)
-    with pytest.raises(NotImplementedError, match="create_graph=True"):
-        gm.autograd.grad((a ** 3).sum(), a, create_graph=True)
-    with pytest.raises(NotImplementedError, match="create_graph=True"):
-        (a ** 3).sum().backward(create_graph=True)
+    g, = gm.autograd.grad((a ** 3).sum(), a, create_graph=True)
+    np.testing.assert_allclose(to_np(g), 3 * B ** 2, rtol=1e-12)
+    g.sum().backward()
+    np.testing.assert_allclose(to_np(a.grad), 6 * B, rtol=1e-12)
+    a.grad = None
     (a ** 3).sum().backward(create_graph=False, retain_graph=None)
     np.testing.assert_allclose(to_np(a.grad), 3 * B ** 2, rtol=1e-12)
+    assert a.grad.grad_fn is None
 
 
 def test_submodules_import_as_torchs():

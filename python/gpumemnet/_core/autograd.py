@@ -227,6 +227,9 @@ class AccumulateGrad(Node):
             return ()
         if g._device != var._device:  # a 0-d CPU leaf used with CUDA tensors: its gradient lives on the CPU
             g = g.to(var._device)
+        if state.create_graph:  # .grad keeps the gradient's graph: added out of place, as PyTorch does
+            var.grad = g if var.grad is None else var.grad + g
+            return ()
         prev_cat = _C.set_category("gradient")
         try:
             if var.grad is None:
@@ -330,7 +333,11 @@ class Function(Node):
     def apply_grads(self, grads):
         if self._released and self._saved is not None:
             self.saved_tensors  # raises the explanatory error
-        out = self.backward(self, *grads)
+        if state.create_graph:
+            self.__dict__["_free_grads"] = None  # a formula may call the raw backward: it must not write into g
+            out = _graph_backward(self)(self, *grads)
+        else:
+            out = self.backward(self, *grads)
         out = out if isinstance(out, tuple) else (out,)
         if anomaly.enabled and anomaly.check_nan:
             _check_nan(self, out)
@@ -339,6 +346,27 @@ class Function(Node):
     def release(self):
         self._saved = None
         self._released = True
+
+
+# class -> its backward written with recorded ops, run under create_graph (_core/graph_backward.py)
+_GRAPH_BACKWARD = {}
+
+
+def register_graph_backward(cls, formula):
+    """formula(ctx, *grad_outputs) -> input gradients, like cls.backward but built from recorded ops, so that
+    backward(create_graph=True) can differentiate the gradients it returns. Subclasses inherit it."""
+    _GRAPH_BACKWARD[cls] = formula
+
+
+def _graph_backward(node):
+    for cls in type(node).__mro__:
+        formula = _GRAPH_BACKWARD.get(cls)
+        if formula is not None:
+            return formula
+    raise NotImplementedError(
+        f"create_graph=True: {node.name()} has no backward formula that records a graph in gpumemnet, so "
+        f"gradients of gradients cannot pass through it; compute this part with create_graph=False, or with "
+        f"other ops (the ops that have one: gpumemnet/_core/graph_backward.py)")
 
 
 def _check_nan(node, grads):
@@ -475,15 +503,19 @@ def _no_graph_error(t):
         f"model's parameters). Compute the loss from the model's output with grad enabled.")
 
 
-def _run(roots, grad_outputs, retain_graph, capture=None):
+def _run(roots, grad_outputs, retain_graph, capture=None, create_graph=False):
     """Run backward from (tensor, grad) pairs (the walk is csrc/autograd_engine.c). With `capture` (a dict edge ->
-    None) the gradients reaching those edges are returned instead of being accumulated into leaves."""
-    prev = state.retain_graph, state.capturing
-    state.retain_graph, state.capturing = bool(retain_graph), capture is not None
+    None) the gradients reaching those edges are returned instead of being accumulated into leaves. With
+    create_graph the nodes' graph formulas run (Function.apply_grads), so that the gradients have a graph."""
+    prev = state.retain_graph, state.capturing, state.create_graph
+    state.retain_graph, state.capturing, state.create_graph = bool(retain_graph), capture is not None, create_graph
     try:
-        return _C._run_backward([_edge_of(t) for t in roots], list(grad_outputs), retain_graph, capture)
+        if not create_graph:
+            return _C._run_backward([_edge_of(t) for t in roots], list(grad_outputs), retain_graph, capture)
+        with enable_grad():  # the walk keeps grad mode on: the formulas and the sums of gradients are recorded
+            return _C._run_backward([_edge_of(t) for t in roots], list(grad_outputs), retain_graph, capture, True)
     finally:
-        state.retain_graph, state.capturing = prev
+        state.retain_graph, state.capturing, state.create_graph = prev
 
 
 def _filled_like(t, value):
@@ -515,19 +547,10 @@ def _default_grads(tensors, grad_tensors):
     return out
 
 
-def _no_graph_of_grads(create_graph, op):
-    if create_graph:
-        raise NotImplementedError(
-            f"{op}(create_graph=True): gpumemnet's backward does not record a graph of the gradients, so gradients "
-            f"of gradients (gradient penalties, Hessian-vector products) are not available; only first-order "
-            f"gradients are")
-
-
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None, inputs=None):
     """Accumulate d(tensors)/d(leaf) into every leaf's .grad; with inputs=, into those tensors' .grad only (leaves
     or not), as PyTorch does. grad_variables is grad_tensors' old name."""
     Tensor = _Tensor
-    _no_graph_of_grads(create_graph, "backward")
     if grad_variables is not None:
         if grad_tensors is not None:
             raise RuntimeError("backward: pass grad_tensors only (grad_variables is its deprecated name)")
@@ -542,13 +565,13 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         for t in inputs:  # a non-leaf named here keeps its .grad from now on, as in PyTorch (retains_grad)
             if t.grad_fn is not None:
                 t.retain_grad()
-        got = grad(tensors, inputs, grad_tensors, retain_graph, allow_unused=True)
-        with no_grad():
+        got = grad(tensors, inputs, grad_tensors, retain_graph, create_graph, allow_unused=True)
+        with set_grad_enabled(create_graph):  # with create_graph, .grad keeps its graph (added out of place)
             for t, g in zip(inputs, got):
                 if g is not None and t.grad_fn is None:  # a retained non-leaf's .grad is written by the walk
-                    t.grad = g if t.grad is None else t.grad.add_(g)
+                    t.grad = g if t.grad is None else (t.grad + g if create_graph else t.grad.add_(g))
         return
-    retain_graph = bool(retain_graph)
+    retain_graph = create_graph if retain_graph is None else bool(retain_graph)  # PyTorch's default
     if grad_tensors is None or isinstance(grad_tensors, (Tensor, int, float)):  # one gradient (a number: filled)
         grad_tensors = [grad_tensors] * len(tensors) if grad_tensors is None else [grad_tensors]
     for t in tensors:
@@ -559,7 +582,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         starting(tensors)
     grads = _default_grads(tensors, grad_tensors)
     try:
-        _run(tensors, grads, retain_graph)
+        _run(tensors, grads, retain_graph, create_graph=bool(create_graph))
     except _C.OutOfMemoryError as e:  # say what would have fitted, for the model the loss came from
         explain = hooks.get("explain_oom_last_root")
         if explain is not None:
@@ -572,7 +595,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     """The gradients of outputs with respect to inputs, returned (not accumulated into .grad). only_inputs is
     PyTorch's deprecated no-op; materialize_grads returns zeros for an unused input (and so allows it)."""
     Tensor = _Tensor
-    _no_graph_of_grads(create_graph, "grad")
     if is_grads_batched:
         raise NotImplementedError("grad(is_grads_batched=True): batched gradients (vmap over grad_outputs) are not "
                                   "supported; call grad once per grad_outputs instead")
@@ -580,7 +602,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, but got: "
                          "allow_unused=False.")
     allow_unused = bool(allow_unused) or materialize_grads
-    retain_graph = bool(retain_graph)
+    retain_graph = create_graph if retain_graph is None else bool(retain_graph)  # PyTorch's default
     single_out = isinstance(outputs, Tensor)
     outputs = [outputs] if single_out else list(outputs)
     inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
@@ -594,7 +616,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             raise RuntimeError(f"grad: input {i} (shape {tuple(t.shape)}) does not require grad")
     edges = [_edge_of(t) for t in inputs]
     capture = {e: None for e in edges}
-    _run(outputs, _default_grads(outputs, grad_outputs), retain_graph, capture)
+    _run(outputs, _default_grads(outputs, grad_outputs), retain_graph, capture, bool(create_graph))
     result = []
     for i, e in enumerate(edges):
         g = capture[e]

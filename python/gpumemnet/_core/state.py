@@ -23,6 +23,7 @@ class _ThreadState(threading.local):
         self.saved_tensors_hooks = []  # (pack, unpack) pairs, innermost last
         self.retain_graph = True   # False while a backward that frees the graph runs (Function.release_saved)
         self.capturing = False     # True while autograd.grad's backward returns gradients instead of accumulating
+        self.create_graph = False  # True while a backward(create_graph=True) runs: nodes record their gradients
         self.modules = []          # the modules whose forward is running, innermost last
         self.last_root = None      # (weakref to the last root module called, its input shape), for OOM advice
         self.overwritable = None   # id of the tensor a Sequential lets its next child overwrite (no_grad)

@@ -2,9 +2,8 @@
 
 The engine and Function live in gpumemnet/_core/autograd.py; this package gives them their public path
 (gm.autograd.Function, gm.autograd.grad, gm.autograd.graph.saved_tensors_hooks, graph.save_on_cpu...) and adds
-what torch.autograd has beside them: the submodules graph, functional (jacobian, vjp), gradcheck and profiler
-(gpumemnet.profiler's older API),
-and the legacy Variable. Each submodule imports as torch's does (`import torch.autograd.graph`)."""
+what torch.autograd has beside them: the submodules graph, functional (jacobian, vjp, hessian, vhp, hvp, jvp),
+gradcheck and profiler (gpumemnet.profiler's older API), and the legacy Variable. Each submodule imports as torch's does (`import torch.autograd.graph`)."""
 from .._core.autograd import (  # noqa: F401
     Function, backward, grad, no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled,
     is_inference_mode_enabled)

@@ -20,6 +20,7 @@ from . import utils  # noqa: F401
 from . import parallel  # noqa: F401
 from . import attention  # noqa: F401
 from .parallel import DataParallel  # noqa: F401
+from . import _graph_backward  # noqa: F401  (create_graph's formulas for linear, conv2d and the losses)
 
 __all__ = ["Parameter", "init", "functional", "register_module_forward_hook",
            "register_module_forward_pre_hook", "utils", "parallel", "DataParallel"] + _modules_all

@@ -113,7 +113,7 @@ class _BatchNorm(Function):
     def forward(ctx, x, running_mean, running_var, weight, bias, training, momentum, eps):
         out, mean, invstd = _C.batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps)
         need_x, need_w, need_b = ctx.needs_input_grad[0], ctx.needs_input_grad[3], ctx.needs_input_grad[4]
-        ctx.training = training
+        ctx.training, ctx.eps = training, eps
         ctx.param_dtype = (weight if weight is not None else bias if bias is not None else x)._dtype
         # In eval mode dx = g * w * invstd: the input is needed only for the weight's gradient.
         keep_x = training or need_w

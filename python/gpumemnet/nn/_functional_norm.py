@@ -35,7 +35,7 @@ class _GroupNorm(Function):
     def forward(ctx, x, num_groups, weight, bias, eps):
         out, mean, rstd = _C.group_norm(x, num_groups, weight, bias, eps)
         need_x = ctx.needs_input_grad[0]
-        ctx.num_groups = num_groups
+        ctx.num_groups, ctx.eps = num_groups, eps
         ctx.param_dtype = (weight if weight is not None else bias if bias is not None else x)._dtype
         ctx.needs = (need_x, ctx.needs_input_grad[2], ctx.needs_input_grad[3])
         ctx.save_for_backward(x, weight if need_x else None, _as_activation(mean), _as_activation(rstd))

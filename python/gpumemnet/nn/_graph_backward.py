@@ -1,0 +1,258 @@
+"""Gradients of gradients through the layers' ops (_core/graph_backward.py explains the mechanism): linear, conv2d,
+the normalizations (batch, group, layer, instance), the pools, padding, interpolation, dropout, and the mse / l1 /
+cross-entropy losses: the ops of a WGAN-GP critic, an R1 penalty or a MAML step on a conv-4 network.
+
+conv2d's input and weight gradients are themselves convolutions (the transposed one, and the correlation of the
+input with the gradient), recorded here as two nodes whose own backward is again those raw kernels. The ops that
+are linear in their input (pools, padding, interpolation, dropout's mask) have a backward B that is linear in the
+gradient and depends on nothing else that is differentiated: B is recorded as one node whose backward is B's
+adjoint, the op's forward itself. Both give one more order (a penalty on a gradient), not third derivatives. The
+normalizations' input gradients are written out with recorded ops, their statistics recomputed from the linked
+input so that their own dependence on it is differentiated too."""
+from .. import _C
+from .._core import functions as fn
+from .._core.activation import _Softmax
+from .._core.autograd import Function, no_grad, register_graph_backward as register
+from .._core.creation import arange
+from .._core.graph_backward import linear_op, not_recorded, record, saved_input, sum_to
+from ._functional_conv import _Conv2d, _Linear
+from ._functional_layers import _Pad
+from ._functional_nn import L1, MSE, _BatchNorm, _CrossEntropy, _Dropout, _PointwiseLoss
+from ._functional_norm import _GroupNorm
+from ._functional_pool import (_AdaptiveAvgPool2d, _AvgPool2d, _GlobalAvgPool2d, _GlobalMaxPool2d, _Interpolate,
+                               _MaxPool2d)
+from ._functional_pool1d import _AdaptiveMaxPool2d
+
+_INPUT, _WEIGHT = (True, False, False), (False, True, False)
+
+
+def _conv_input_grad(g, w, args, shapes):
+    return _C.conv2d_backward(g, None, w, *args, _INPUT, *shapes)[0]
+
+
+def _conv_weight_grad(g, x, args, shapes):
+    return _C.conv2d_backward(g, x, None, *args, _WEIGHT, *shapes)[1]
+
+
+class ConvInputGrad(Function):
+    """conv2d's input gradient from the output gradient g and the weight w, as a node."""
+
+    @staticmethod
+    def forward(ctx, g, w, args, shapes):
+        if ctx.needs_input_grad:
+            ctx.save_for_backward(g, w)
+            ctx.args, ctx.shapes = args, shapes
+        return _conv_input_grad(g, w, args, shapes)
+
+    @staticmethod
+    def backward(ctx, h):
+        g, w = ctx.saved_tensors
+        dg = _C.conv2d(h, w, None, *ctx.args) if ctx.needs_input_grad[0] else None
+        dw = _conv_weight_grad(g, h, ctx.args, ctx.shapes) if ctx.needs_input_grad[1] else None
+        return dg, dw, None, None
+
+
+class ConvWeightGrad(Function):
+    """conv2d's weight gradient from the input x and the output gradient g, as a node."""
+
+    @staticmethod
+    def forward(ctx, x, g, args, shapes):
+        if ctx.needs_input_grad:
+            ctx.save_for_backward(x, g)
+            ctx.args, ctx.shapes = args, shapes
+        return _conv_weight_grad(g, x, args, shapes)
+
+    @staticmethod
+    def backward(ctx, h):
+        x, g = ctx.saved_tensors
+        dx = _conv_input_grad(g, h, ctx.args, ctx.shapes) if ctx.needs_input_grad[0] else None
+        dg = _C.conv2d(x, h, None, *ctx.args) if ctx.needs_input_grad[1] else None
+        return dx, dg, None, None
+
+
+def _conv2d(ctx, g):
+    if ctx.__dict__.get("wf32") or ctx.__dict__.get("w_dtype") is not None:
+        raise not_recorded(ctx, "autocast's mixed dtypes")
+    x, w = ctx.saved_tensors
+    need = ctx.needs_input_grad
+    if ctx.unbatched:  # the forward saved the input with a batch dim added: linked as the input was, then added
+        g = g.unsqueeze(0)
+        x = None if x is None else saved_input(ctx, 0, x._squeeze(0)).unsqueeze(0)
+    else:
+        x = saved_input(ctx, 0, x)
+    dx = ConvInputGrad.apply(g, saved_input(ctx, 1, w), ctx.args, ctx.shapes) if need[0] else None
+    if dx is not None and ctx.unbatched:
+        dx = dx.squeeze(0)
+    dw = ConvWeightGrad.apply(x, g, ctx.args, ctx.shapes) if need[1] else None
+    db = g.sum((0, 2, 3)) if need[2] else None
+    return (dx, dw, db) + (None,) * len(ctx.args)
+
+
+def _linear(ctx, g):
+    x, w = ctx.saved_tensors
+    need = ctx.needs_input_grad
+    x_shape, w_shape = ctx.shapes
+    g2 = g.reshape(-1, w_shape[0])
+    dx = (g @ saved_input(ctx, 1, w)).reshape(tuple(x_shape)) if need[0] else None
+    dw = g2.transpose(0, 1) @ saved_input(ctx, 0, x).reshape(-1, w_shape[1]) if need[1] else None
+    db = g2.sum(0) if need[2] else None
+    return dx, dw, db
+
+
+def _pointwise_loss(ctx, g):
+    if ctx.op not in (MSE, L1):
+        raise not_recorded(ctx)
+    x, t = ctx.saved_tensors
+    n = x.numel() if ctx.reduction == 1 else 1
+    if ctx.op == MSE:
+        d = (saved_input(ctx, 0, x) - saved_input(ctx, 1, t)) * (2.0 / n)
+    else:
+        d = _C.binary(fn.DIV, _C.unary(fn.SIGN, _C.binary(fn.SUB, x, t)), float(n))
+    d = d * g
+    dx = sum_to(d, x.shape) if ctx.needs_input_grad[0] else None
+    dt = sum_to(-d, t.shape) if ctx.needs_input_grad[1] else None
+    return dx, dt, None, None, None
+
+
+def _cross_entropy(ctx, g):
+    """The ordinary backward's value, plus c * (softmax(x) - its value) * g: only softmax(x) depends on x, and c,
+    its coefficient in each sample's gradient, is the sample's weight over the mean's denominator (with weights and
+    label smoothing: (1 - e) w[target] + e/C sum(w), the smoothing term weighting every class)."""
+    x, target, weight, lse = ctx.saved_tensors
+    if target.is_floating_point():
+        raise not_recorded(ctx, "class probabilities as the target")
+    ignore_index, reduction, smoothing, wsum = ctx.args
+    dim = 1 if x.ndim >= 2 else 0
+    ones = _C.fill_(_C.empty(tuple(g.shape), g._dtype, g._device), 1.0)
+    plain = _C.cross_entropy_backward(ones, x, target, weight, lse, *ctx.args)
+    with no_grad():
+        keep = target != ignore_index
+        c = keep.to(x.dtype)
+        if weight is not None:  # the target's weight, and smoothing's share of every class's
+            c = c * (weight[target.where(keep, 0)] * (1.0 - smoothing) + weight.sum() * (smoothing / x.shape[dim]))
+        if reduction == 1:
+            c = c / wsum
+        if dim == 1:
+            c = c.unsqueeze(1)
+    p = record(_Softmax, saved_input(ctx, 0, x), dim, False)
+    p_value = _C.softmax(x, dim, False)
+    d = (p - p_value) * c + plain
+    if reduction == 0 and dim == 1:
+        g = g.unsqueeze(1)
+    return d * g, None, None, None, None, None
+
+
+# ---- normalizations --------------------------------------------------------------------------------------------
+def _normalized_grad(g, xhat, r, dims):
+    """The input gradient of xhat = (x - mean) * r over `dims` (r = 1/sqrt(var + eps)) for the gradient g of xhat."""
+    return r * (g - g.mean(dims, keepdim=True) - xhat * (g * xhat).mean(dims, keepdim=True))
+
+
+def _standardized(x, dims, eps):
+    """(xhat, r) of x over dims, with recorded ops: the statistics' dependence on x is part of the graph."""
+    xc = x - x.mean(dims, keepdim=True)
+    r = ((xc * xc).mean(dims, keepdim=True) + eps) ** -0.5
+    return xc * r, r
+
+
+def _channel_dims(x):
+    return (1, x.shape[1]) + (1,) * (x.ndim - 2), (0,) + tuple(range(2, x.ndim))
+
+
+def _group_norm(ctx, g, *unused):
+    x, weight, _, _ = ctx.saved_tensors
+    need_x, need_w, need_b = ctx.needs
+    cshape, other = _channel_dims(x)
+    groups = (x.shape[0], ctx.num_groups, -1)
+    xhat, r = _standardized(saved_input(ctx, 0, x).reshape(groups), 2, ctx.eps)
+    dx = None
+    if need_x:
+        gw = g * saved_input(ctx, 2, weight).reshape(cshape) if weight is not None else g
+        dx = _normalized_grad(gw.reshape(groups), xhat, r, 2).reshape(tuple(x.shape))
+    xhat = xhat.reshape(tuple(x.shape))
+    return dx, None, ((g * xhat).sum(other) if need_w else None), (g.sum(other) if need_b else None), None
+
+
+def _batch_norm(ctx, g):
+    x, weight, mean, invstd = ctx.saved_tensors
+    need_x, need_w, need_b = ctx.needs
+    cshape, other = _channel_dims(g)
+    w = saved_input(ctx, 3, weight).reshape(cshape) if weight is not None else None
+    dx = xhat = None
+    if ctx.training:
+        xhat, r = _standardized(saved_input(ctx, 0, x), other, ctx.eps)
+        if need_x:
+            dx = _normalized_grad(g * w if w is not None else g, xhat, r, other)
+    else:  # the running statistics: constants
+        invstd = invstd.reshape(cshape)
+        if x is not None:
+            xhat = (saved_input(ctx, 0, x) - mean.reshape(cshape)) * invstd
+        if need_x:
+            dx = (g * w if w is not None else g) * invstd
+    dw = (g * xhat).sum(other) if need_w else None
+    return dx, None, None, dw, (g.sum(other) if need_b else None), None, None, None
+
+
+# ---- ops linear in their input ---------------------------------------------------------------------------------
+def _gather_planes(h, idx):
+    """h (N, C, H, W) read at flat plane positions idx (N, C, *) (-1: no element, read as 0)."""
+    n, c = h.shape[0], h.shape[1]
+    flat = h.reshape(n, c, -1)
+    valid = idx >= 0
+    got = flat.gather(2, idx.clamp(min=0).reshape(n, c, -1)).reshape(tuple(idx.shape))
+    return got * valid.to(h.dtype)
+
+
+def _max_pool_indices(ctx, g):
+    """The flat input position each output of max_pool2d took, from what its forward saved."""
+    saved, = ctx.saved_tensors
+    kernel, stride, padding, dilation = ctx.window
+    if saved.is_floating_point():  # the input itself
+        return _C.max_pool2d(saved, kernel, stride, padding, dilation, ctx.ceil_mode, True)[1]
+    if saved.dtype.itemsize == 8:
+        return saved
+    # int8: the tap of the window (kh * kernel_w + kw); its input position follows from the window's geometry
+    taps = saved.long()
+    oh = arange(taps.shape[-2], device=taps.device).reshape(-1, 1)
+    ow = arange(taps.shape[-1], device=taps.device).reshape(1, -1)
+    ih = oh * stride[0] - padding[0] + (taps // kernel[1]) * dilation[0]
+    iw = ow * stride[1] - padding[1] + (taps % kernel[1]) * dilation[1]
+    return ih * ctx.in_shape[-1] + iw
+
+
+def _max_pool_adjoint(ctx, g):
+    with no_grad():
+        idx = _max_pool_indices(ctx, g)
+    unbatched = len(ctx.in_shape) == 3
+
+    def adjoint(h):
+        if unbatched:
+            return _gather_planes(h.unsqueeze(0), idx.unsqueeze(0)).squeeze(0)
+        return _gather_planes(h, idx)
+    return adjoint
+
+
+def _global_max_adjoint(ctx, g):
+    idx, = ctx.saved_tensors
+    return lambda h: _gather_planes(h, idx.reshape(tuple(h.shape[:2]) + (1,))).reshape(tuple(h.shape[:2]))
+
+
+register(_MaxPool2d, linear_op(_max_pool_adjoint))
+register(_GlobalMaxPool2d, linear_op(_global_max_adjoint))
+register(_AdaptiveMaxPool2d, linear_op(lambda ctx, g: (lambda idx: lambda h: _gather_planes(h, idx))(
+    ctx.saved_tensors[0])))
+register(_AvgPool2d, linear_op(lambda ctx, g: lambda h: _C.avg_pool2d(h, *ctx.args)))
+register(_AdaptiveAvgPool2d, linear_op(
+    lambda ctx, g: (lambda size: lambda h: _C.adaptive_avg_pool2d(h, size))(tuple(g.shape[-2:]))))
+register(_GlobalAvgPool2d, linear_op(lambda ctx, g: lambda h: _C.reduce(fn.MEAN, h, (-2, -1), False)))
+register(_Pad, linear_op(lambda ctx, g: lambda h: _C.pad(h, ctx.pads, ctx.mode, 0.0)))
+register(_Interpolate, linear_op(
+    lambda ctx, g: (lambda size: lambda h: _C.interpolate(h, size, *ctx.args))(tuple(g.shape[2:]))))
+register(_Dropout, linear_op(lambda ctx, g: (lambda mask, p: lambda h: _C.dropout_backward(h, mask, p, False))(
+    ctx.saved_tensors[0], ctx.p)))
+register(_GroupNorm, _group_norm)
+register(_BatchNorm, _batch_norm)
+register(_Conv2d, _conv2d)
+register(_Linear, _linear)
+register(_PointwiseLoss, _pointwise_loss)
+register(_CrossEntropy, _cross_entropy)
