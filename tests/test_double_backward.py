@@ -52,8 +52,20 @@ def _F(lib):
     return lib.nn.functional
 
 
+def _inplace_ops(L, a, b):
+    y = a * b
+    y += a  # a residual sum, as ResNet blocks write it
+    y *= 2.0
+    y = _F(L).leaky_relu(y, 0.2, inplace=True)
+    z = (a - b) * 3.0
+    z -= b
+    z.tanh_()
+    return (y ** 3).sum() + (z ** 2).sum() + (_F(L).silu(a * 2, inplace=True) ** 2).sum()
+
+
 # name -> (fn(lib, *tensors) -> a scalar, the inputs)
 CASES = {
+    "in-place activations and arithmetic": (_inplace_ops, (X, Y)),
     "mul add sub": (lambda L, a, b: (a * b - a + b * 2.0 + 3.0 - a).sum(), (X, Y)),
     "div both ways": (lambda L, a, b: (a / b + 2.0 / b + a / 3.0).sum(), (X, POS)),
     "pow by a number and a tensor": (lambda L, a, b: ((a ** 3) + b ** a + a ** b).sum(), (POS, POS + 0.2)),

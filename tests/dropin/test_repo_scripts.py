@@ -1,7 +1,7 @@
 """Training scripts in the style of widely used CNN repositories (tests/dropin/scripts/: CIFAR ResNet, UNet,
 DCGAN, ESPCN super-resolution, fast neural style, the tricks scripts add around a CNN, PyTorch's own MNIST,
 VAE and neural style examples, torchvision's detection tutorial, timm's models with its optimizer, loss and
-EMA, and recurrent models), each run as written with real PyTorch (`python script.py`) and with gpumemnet standing in for it (`python -m gpumemnet run script.py`), from the same initial state and data; their losses,
+EMA, recurrent models, and WGAN-GP's gradient penalty), each run as written with real PyTorch (`python script.py`) and with gpumemnet standing in for it (`python -m gpumemnet run script.py`), from the same initial state and data; their losses,
 final parameters and outputs compared by issue 12's criterion (dropin_harness.compare): within 1e-3 of PyTorch
 float32, or no further from PyTorch float64 (the script's --double) than 3x PyTorch float32 is."""
 import os
@@ -42,6 +42,8 @@ SCRIPTS = {
     # recurrent models: a packed bidirectional LSTM classifier, a GRU language model with truncated BPTT, an
     # LSTMCell decoder (tests/dropin/scripts/sequence_models.py)
     "sequence_models": ("sequence_models.py", []),
+    # WGAN-GP: the gradient penalty through torch.autograd.grad(create_graph=True) (tests/dropin/scripts/wgan_gp.py)
+    "wgan_gp": ("wgan_gp.py", []),
 }
 TIMEOUT = 300
 

@@ -13,9 +13,10 @@ as in PyTorch's formulas."""
 from .. import _C
 from . import functions as fn
 from .activation import (ELU, GELU, HARDSIGMOID, HARDTANH, LEAKY_RELU, RELU, SIGMOID, SILU, SOFTPLUS, TANH,
-                         _UINT8, _Activation, _Softmax)
+                         _UINT8, _Activation, _ActivationInplace, _Softmax)
 from .autograd import AccumulateGrad, Function, register_graph_backward as register
 from .indexing import IndexFn, IndexPutFn
+from .inplace_binary import _InplaceBinary
 
 
 def linked(t, edge):
@@ -245,7 +246,21 @@ def _softmax(ctx, g):
 
 
 register(_Activation, _activation)
+register(_ActivationInplace, _activation)  # saves the output, or a copy of the input: as _Activation
 register(_Softmax, _softmax)
+
+
+def _inplace_binary(ctx, g):
+    """a op= b: a scaling by a constant b (*=, /=), or += / -= (the others are refused in the forward)."""
+    if ctx.scale is not None:
+        b = ctx.saved_tensors[0] if ctx.b_meta is not None else ctx.b_number
+        return sum_to(g * b if ctx.scale == fn.MUL else g / b, *ctx.a_meta), None, None, None
+    gb = g if ctx.fn.op == fn.ADD else -g
+    return (sum_to(g, *ctx.a_meta) if ctx.needs_input_grad[0] else None,
+            sum_to(gb, *ctx.b_meta) if ctx.needs_input_grad[1] else None, None, None)
+
+
+register(_InplaceBinary, _inplace_binary)
 
 
 # ---- reductions, products, shapes --------------------------------------------------------------------------------
