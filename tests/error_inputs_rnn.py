@@ -1,8 +1,14 @@
-"""Error cases of the recurrent layers (nn/modules/rnn.py) and torch.nn.utils.rnn's packing (nn/_packed.py): B(...) is
+"""Error cases of the recurrent layers (nn/modules/rnn.py), torch.nn.utils.rnn's packing (nn/_packed.py) and the CTC
+loss (nn/_functional_ctc.py), which sequence models train with: B(...) is
 run against PyTorch too, E(...) names something PyTorch has not (error_inputs.py explains both). EXEMPT: public
 callables with no bad input, each with its reason (test_error_coverage.py)."""
-from error_inputs import B, z
+from error_inputs import HOST, B, ix, z
 from error_inputs_api import E
+
+
+def _ctc(d, l, input_lengths=(5, 5), target_lengths=(2, 2), targets=((1, 2), (1, 2))):
+    """ctc_loss's four arguments: log_probs (5, 2, 4), the targets and the two lists of lengths."""
+    return z(d, l, 5, 2, 4), ix(d, l, list(targets)), list(input_lengths), list(target_lengths)
 
 
 def _packed(d, l, lengths, **kw):
@@ -62,6 +68,19 @@ CASES = [
       _packed(d, l, [4, 2]), total_length=3), ValueError,
       r"Expected total_length to be at least the length of the longest sequence in input, but got total_length=3 "
       r"and max sequence length being 4"),
+    B("ctc_loss input length beyond the steps", lambda d, l: l.F.ctc_loss(*_ctc(d, l, input_lengths=(6, 5))),
+      RuntimeError, r"Expected input_lengths to have value at most 5, but got value 6"),
+    B("ctc_loss targets narrower than a target length", lambda d, l: l.F.ctc_loss(*_ctc(d, l, target_lengths=(3, 2))),
+      RuntimeError, r"Expected tensor to have size at least 3 at dimension 1, but got size 2 for argument #2 "
+                    r"'targets'"),
+    B("ctc_loss input_lengths of another batch", lambda d, l: l.F.ctc_loss(*_ctc(d, l, input_lengths=(5, 5, 5))),
+      RuntimeError, r"input_lengths must be of size batch_size"),
+    B("ctc_loss unknown reduction", lambda d, l: l.F.ctc_loss(*_ctc(d, l), reduction="avg"), ValueError,
+      r"avg is not a valid value for reduction"),
+    B("CTCLoss input length beyond the steps", lambda d, l: l.nn.CTCLoss()(*_ctc(d, l, input_lengths=(5, 9))),
+      RuntimeError, r"Expected input_lengths to have value at most 5, but got value 9"),
+    E("ctc_loss a label out of range", lambda d, l: l.F.ctc_loss(*_ctc(d, l, targets=((1, 7), (1, 2)))), RuntimeError,
+      r"ctc_loss: target label 7 is out of range for 4 classes", devices=HOST),
     E("pack_padded_sequence length beyond the steps", lambda d, l: _packed(d, l, [7, 2]), RuntimeError,
       r"pack_padded_sequence: a length of 7 is longer than the 5 time steps of input of shape \(5, 2, 2\)"),
 ]

@@ -49,3 +49,4 @@ from ._functional_more import (  # noqa: F401
 from ._functional_extra import *  # noqa: F401,F403
 from ._functional_volumetric import *  # noqa: F401,F403
 from ._functional_grid import *  # noqa: F401,F403
+from ._functional_ctc import ctc_loss  # noqa: F401

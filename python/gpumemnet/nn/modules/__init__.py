@@ -12,7 +12,7 @@ from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, SyncBatchNorm
 from .normalization import GroupNorm, LayerNorm
 from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from .loss import (CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, SmoothL1Loss, HuberLoss, BCELoss, BCEWithLogitsLoss,
-                   KLDivLoss)
+                   KLDivLoss, CTCLoss)
 from .misc import Flatten, Upsample, UpsamplingNearest2d, UpsamplingBilinear2d
 from .padding import *  # noqa: F403 - the 15 padding layers, listed in padding.py's __all__
 from .padding import __all__ as _padding_all
@@ -39,6 +39,7 @@ __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Identity", "Line
            "Dropout3d", "AlphaDropout", "FeatureAlphaDropout", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
            "SyncBatchNorm", "GroupNorm", "LayerNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",
            "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss",
-           "BCEWithLogitsLoss", "KLDivLoss", "Flatten", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d",
+           "BCEWithLogitsLoss", "KLDivLoss", "CTCLoss", "Flatten", "Upsample", "UpsamplingNearest2d",
+           "UpsamplingBilinear2d",
            "PixelShuffle", "PixelUnshuffle", "Embedding", "ParameterList", "ParameterDict"] + _padding_all + _more_all \
     + _extra_all + _volumetric_all + _rnn_all + _transformer_all

@@ -5,7 +5,7 @@ from ._utils import check_reduction
 from .module import Module
 
 __all__ = ["CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss",
-           "BCEWithLogitsLoss", "KLDivLoss"]
+           "BCEWithLogitsLoss", "KLDivLoss", "CTCLoss"]
 
 
 class _Loss(Module):
@@ -104,3 +104,17 @@ class BCEWithLogitsLoss(_Loss):
 
     def forward(self, input, target):
         return F.binary_cross_entropy_with_logits(input, target, self.weight, self.reduction, self.pos_weight)
+
+
+class CTCLoss(_Loss):
+    """Connectionist temporal classification loss (F.ctc_loss): forward(log_probs, targets, input_lengths,
+    target_lengths)."""
+
+    def __init__(self, blank=0, reduction="mean", zero_infinity=False):
+        super().__init__(reduction=reduction)
+        self.blank = blank
+        self.zero_infinity = zero_infinity
+
+    def forward(self, log_probs, targets, input_lengths, target_lengths):
+        return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank, self.reduction,
+                          self.zero_infinity)
