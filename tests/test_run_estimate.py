@@ -115,6 +115,62 @@ def test_printed_peak_equals_the_measured_peak_of_the_steps(tmp_path, optimizer,
     assert "(--cap)" not in line and "guessed" not in line
 
 
+RNN_LM = """
+import torch
+import torch.nn as nn
+import gpumemnet as gm
+
+class CharLM(nn.Module):  # the word language model example's shape: time-major input, (output, hidden) returned
+    def __init__(self):
+        super().__init__()
+        self.encoder = nn.Embedding(12, 16)
+        self.rnn = nn.RNNTYPE(16, 16, 2)
+        self.decoder = nn.Linear(16, 12)
+
+    def forward(self, x, hidden):
+        output, hidden = self.rnn(self.encoder(x), hidden)
+        return self.decoder(output).view(-1, 12), hidden
+
+model = CharLM()
+optimizer = torch.optim.Adam(model.parameters())
+hidden = HIDDEN
+gm.memory.reset_peak_memory_stats("cpu")
+for step in range(3):
+    x, y = torch.randint(0, 12, (6, 4)), torch.randint(0, 12, (24,))
+    hidden = DETACH
+    optimizer.zero_grad()
+    out, hidden = model(x, hidden)
+    loss = nn.CrossEntropyLoss()(out, y)
+    loss.backward()
+    optimizer.step()
+print("MEASURED", gm.memory.max_memory_allocated("cpu"), flush=True)
+"""
+
+
+@pytest.mark.parametrize("rnn", ["GRU", "LSTM"])
+def test_a_recurrent_language_model_is_estimated_byte_for_byte(tmp_path, rnn):
+    """Truncated backpropagation through time: the state carried from step to step, detached; the (T * N,)
+    targets of (T, N) inputs, which are not batch-first. An LSTM's state is a tuple, which the estimate does not
+    replay: the line says so."""
+    lstm = rnn == "LSTM"
+    text = RNN_LM.replace("RNNTYPE", rnn).replace(
+        "HIDDEN", "(torch.zeros(2, 4, 16), torch.zeros(2, 4, 16))" if lstm else "torch.zeros(2, 4, 16)").replace(
+        "DETACH", "tuple(h.detach() for h in hidden)" if lstm else "hidden.detach()")
+    path = tmp_path / "lm.py"
+    path.write_text(text)
+    r = _run(path)
+    assert r.returncode == 0, r.stderr
+    lines = _lines(r.stderr, "gpumemnet run: step 1 of CharLM")
+    assert len(lines) == 1, r.stderr
+    if lstm:  # its state is a tuple: not replayed, and the line says so
+        assert lines[0].endswith("is not estimated: its forward takes tuple arguments besides tensors, and the "
+                                 "estimate replays tensor inputs only"), lines[0]
+        return
+    predicted = int(re.search(r"predicted \((\d+) bytes", lines[0]).group(1))
+    assert predicted == int(_lines(r.stdout, "MEASURED")[0].split()[1]), lines[0]
+    assert "loss CrossEntropyLoss, Adam" in lines[0]
+
+
 def test_where_the_script_calls_zero_grad(tmp_path):
     """Between the loss and backward, the last step's gradients are alive through the next forward: the
     estimate sees that call (a no-op in step 1) and counts them; at the top of the loop or after the step they

@@ -195,8 +195,9 @@ def _call_loss(loss_fn, out, y):
         raise
     except (ValueError, RuntimeError, TypeError, IndexError) as e:
         got = "None" if y is None else f"{tuple(y.shape)} ({y.dtype})"
-        raise ValueError(f"estimate: loss_fn(output, target) failed for an output of shape {tuple(out.shape)} "
-                         f"and a target of {got}: {e}") from e
+        what = f"shape {tuple(out.shape)}" if isinstance(out, _C.TensorBase) else f"type {type(out).__name__}"
+        raise ValueError(f"estimate: loss_fn(output, target) failed for an output of {what} and a target of {got}: "
+                         f"{e}") from e
 
 
 def _made_up_target(clone, xs, loss_fn, amp_ctx):

@@ -339,13 +339,40 @@ def _meta_mode_like(device):
                 _C.set_allocator(META, meta_mode == "expandable")
 
 
+def _sum_of(out):
+    """The default loss: output.sum(); for an output holding several tensors (an RNN's (output, state), a dict of
+    heads), the sum of the sums of its floating-point tensors that require grad."""
+    if isinstance(out, _C.TensorBase):
+        return out.sum()
+    parts = [t for t in _flat_tensors(out) if t.is_floating_point() and t.requires_grad]
+    if not parts:
+        raise ValueError("estimate: the model's output holds no tensor that requires grad, so there is no default "
+                         "loss; pass loss_fn=")
+    total = parts[0].sum()
+    for t in parts[1:]:
+        total = total + t.sum()
+    return total
+
+
+def _flat_tensors(obj):
+    if isinstance(obj, _C.TensorBase):
+        return [obj]
+    if isinstance(obj, (tuple, list)):
+        return [t for o in obj for t in _flat_tensors(o)]
+    if isinstance(obj, dict):
+        return [t for o in obj.values() for t in _flat_tensors(o)]
+    return []
+
+
 def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, target=None, autocast=None,
               checkpoint_segments=None, accumulation_steps=1, device="cpu", limit=None, keep_outputs=False,
               dist=(None, 0, None, None), save_on_cpu=False, param_dtype=None, zero_grad_to_none=True,
-              zero_grad_late=False):
+              zero_grad_late=False, target_as_is=False):
     """estimate(); keep_outputs: the output and the loss stay alive until the next ones replace them (through the
     optimizer step and the next forward), as in a script that holds them in variables (`out = model(x); loss =
-    ...`: python -m gpumemnet run). zero_grad_late: the script calls zero_grad() between its loss and backward
+    ...`: python -m gpumemnet run). target_as_is: the target keeps its own first dim (python -m gpumemnet run
+    replays the script's, whose batch need not be the input's first dim: a time-major RNN's (T*N,) targets for
+    (T, N) inputs). zero_grad_late: the script calls zero_grad() between its loss and backward
     (run mode sees where), so the last step's gradients are alive through the second step's forward. dist:
     (world_size, zero, rank, comm_hook) of one data-parallel rank, or world_size None (see
     memory/_distributed.py)."""
@@ -416,7 +443,8 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         with category("input"):
             xs = [_C.empty(sh, dt, META) for sh, dt in specs]
             if target is not None:
-                y = _meta_like(target, micro, "target", pdt.code if pdt is not None else None)
+                y = _meta_like(target, None if target_as_is else micro, "target", pdt.code if pdt is not None
+                               else None)
         if target is None and loss_fn is not None:
             y = _made_up_target(clone, micro_batch(xs, 0), loss_fn, amp_ctx)
         input_bytes = _memory.memory_allocated(META) - a0
@@ -473,7 +501,7 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
                                          f"{_shape_text(input_shape)}, batch_size={batch_size}): {e}") from e
                     finally:
                         recorder.on = False
-                    loss = out.sum() if loss_fn is None else _call_loss(loss_fn, out, y)
+                    loss = _sum_of(out) if loss_fn is None else _call_loss(loss_fn, out, y)
                 if not keep_outputs:
                     out = None
                 _check_scalar_loss(loss, "estimate")

@@ -174,10 +174,16 @@ class _Watcher:
         if self.broken or len(state.modules) != 1 or _estimator.busy.depth or isinstance(mod, _Loss) or \
                 mod in self.done:
             return
-        if not (mod.training and is_grad_enabled()) or not args or \
-                not all(isinstance(a, _C.TensorBase) for a in args):
+        if not (mod.training and is_grad_enabled()) or not args or not any(p.requires_grad for p in mod.parameters()):
             return
-        if not any(p.requires_grad for p in mod.parameters()):
+        if not all(isinstance(a, _C.TensorBase) for a in args):
+            # the estimate replays tensor inputs by shape and dtype; a tuple of states (an LSTM's (h, c)), a list
+            # or a flag is not replayed: said once, instead of silence
+            kinds = sorted({type(a).__name__ for a in args if not isinstance(a, _C.TensorBase)})
+            self.done.add(mod)
+            print(f"gpumemnet run: step 1 of {type(mod).__name__} is not estimated: its forward takes "
+                  f"{', '.join(kinds)} arguments besides tensors, and the estimate replays tensor inputs only",
+                  file=self.out)
             return
         call = _Call(mod, args)
         call.zero_grads = self.zero_grads
@@ -290,7 +296,7 @@ class _Watcher:
             est = _estimator._estimate(model, inputs, loss_fn=loss_fn, optimizer=factory, target=target,
                                        autocast=call.amp, device=dev, keep_outputs=call.outputs[0][1]() is not None
                                        if call.outputs else False, zero_grad_to_none=self.set_to_none,
-                                       zero_grad_late=self.zero_grads > call.zero_grads)
+                                       zero_grad_late=self.zero_grads > call.zero_grads, target_as_is=True)
         capacity = self.cap or _stats.get_limit(dev) or _stats.capacity(dev)
         predicted = call.held + est.peak
         shapes = ", ".join(str(s) for s, _, _ in call.inputs)
