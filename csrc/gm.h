@@ -127,12 +127,15 @@ typedef struct {
     gm_device device;
     int64_t version;  /* bumped by every in-place write; autograd checks it */
     gm_index_summary idx;
+    int inference;    /* made under inference_mode(): its tensors are PyTorch's inference tensors */
 } gm_storage;
 
 gm_storage *gm_storage_new(gm_device dev, size_t nbytes); /* NULL + exception */
 /* A storage owning block b (allocated for dev); NULL + exception (b is then freed). */
 gm_storage *gm_storage_wrap(gm_block *b, gm_device dev, size_t nbytes);
 void gm_storage_decref(gm_storage *s);
+/* inference_mode's ContextVar (_core/state.py), registered by _C._set_inference_var; NULL before. */
+extern PyObject *gm_inference_var;
 
 /* ---- the Tensor object ----------------------------------------------------------------------------- */
 typedef struct {

@@ -44,12 +44,136 @@ static PyObject *tensor_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
     return NULL;
 }
 
-/* ---- attributes ----------------------------------------------------------------------------------------- */
-static PyObject *get_shape(GMTensor *self, void *c) {
-    PyObject *t = PyTuple_New(self->ndim);
-    for (int i = 0; t && i < self->ndim; i++) PyTuple_SET_ITEM(t, i, PyLong_FromLongLong(self->shape[i]));
+/* ---- Size: the type of shape ------------------------------------------------------------------------- */
+/* x.shape is a gpumemnet.Size (torch.Size), a tuple subclass, in two halves. The public class is Python's
+ * (_core/size.py: the constructor's checks and PyTorch's errors, numel, repr, pickling), registered by
+ * _set_size_class; it derives from SizeBase, made here, which holds what internals use on every shape and must
+ * stay about as fast as a tuple's: indexing (a slice is a Size), `+` and `*` (Sizes too). A Python __getitem__
+ * would put a Python call in every `x.shape[0]`. C makes the instances of the registered class itself, as
+ * CPython's own tuple-subclass constructor does (tp_alloc of n items, then PyTuple_SET_ITEM): x.shape calls no
+ * Python code. (Defining the whole class in C would need its constructor, repr and pickling there too, for no
+ * speed: instances cost the same either way once the class's dealloc is the tuple's, see _set_size_class.)
+ * Before registration (never, once gpumemnet is imported) C makes SizeBase instances. */
+static PyTypeObject SizeBaseType;
+static PyTypeObject *size_class = &SizeBaseType;
+
+static PyObject *size_of(int ndim, const int64_t *dims) {
+    PyObject *t = size_class->tp_alloc(size_class, ndim);
+    for (int i = 0; t && i < ndim; i++) {
+        PyObject *v = PyLong_FromLongLong(dims[i]);
+        if (!v) Py_CLEAR(t); /* the items not set yet are NULL, which the tuple's dealloc skips */
+        else PyTuple_SET_ITEM(t, i, v);
+    }
     return t;
 }
+
+/* Whether every item of a tuple is an int in int64's range, as in every Size (the class converts or refuses the
+ * rest); a Size's are not looked at. */
+static int size_items_ok(PyObject *t) {
+    if (Py_TYPE(t) == size_class) return 1;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(t); i++) {
+        PyObject *v = PyTuple_GET_ITEM(t, i);
+        int overflow = 1;
+        if (PyLong_CheckExact(v)) PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (overflow) return 0;
+    }
+    return 1;
+}
+
+/* The Size of a's items then b's (b may be NULL), both tuples whose items are ints (size_items_ok). */
+static PyObject *size_join(PyObject *a, PyObject *b) {
+    const Py_ssize_t na = PyTuple_GET_SIZE(a), nb = b ? PyTuple_GET_SIZE(b) : 0;
+    PyObject *t = size_class->tp_alloc(size_class, na + nb);
+    for (Py_ssize_t i = 0; t && i < na; i++) PyTuple_SET_ITEM(t, i, Py_NewRef(PyTuple_GET_ITEM(a, i)));
+    for (Py_ssize_t i = 0; t && i < nb; i++) PyTuple_SET_ITEM(t, na + i, Py_NewRef(PyTuple_GET_ITEM(b, i)));
+    return t;
+}
+
+static PyObject *size_subscript(PyObject *self, PyObject *key) {
+    if (!PySlice_Check(key)) return PyTuple_Type.tp_as_mapping->mp_subscript(self, key); /* an item */
+    Py_ssize_t start, stop, step;
+    if (PySlice_Unpack(key, &start, &stop, &step) < 0) return NULL;
+    const Py_ssize_t n = PySlice_AdjustIndices(PyTuple_GET_SIZE(self), &start, &stop, step);
+    PyObject *t = size_class->tp_alloc(size_class, n);
+    for (Py_ssize_t i = 0; t && i < n; i++)
+        PyTuple_SET_ITEM(t, i, Py_NewRef(PyTuple_GET_ITEM(self, start + i * step)));
+    return t;
+}
+
+static PyObject *size_repeat(PyObject *self, Py_ssize_t n) {
+    PyObject *items = PyTuple_Type.tp_as_sequence->sq_repeat(self, n); /* a tuple: its checks and errors */
+    PyObject *t = items ? size_join(items, NULL) : NULL;
+    Py_XDECREF(items);
+    return t;
+}
+
+/* size + tuple and tuple + size (torch.Size's __radd__) are Sizes, made by the class where an item is not an int
+ * (it converts one, or raises PyTorch's error). size + x for any other x is x's __radd__'s result, or PyTorch's
+ * error where it has none (raised here: the Python class has no tuple concatenation slot to fall back on, its
+ * __add__ being this one); x + size is x's __add__'s (a list's says it concatenates lists only). */
+static PyObject *size_add(PyObject *a, PyObject *b) {
+    if (!PyTuple_Check(a)) Py_RETURN_NOTIMPLEMENTED;
+    if (!PyTuple_Check(b)) {
+        binaryfunc radd = Py_TYPE(b)->tp_as_number ? Py_TYPE(b)->tp_as_number->nb_add : NULL;
+        PyObject *r = radd ? radd(a, b) : Py_NewRef(Py_NotImplemented);
+        if (r != Py_NotImplemented) return r;
+        Py_DECREF(r);
+        return PyErr_Format(PyExc_TypeError, "can only concatenate tuple (not %.200s) to gpumemnet.Size",
+                            Py_TYPE(b)->tp_name);
+    }
+    if (size_items_ok(a) && size_items_ok(b)) return size_join(a, b);
+    PyObject *items = PyTuple_Type.tp_as_sequence->sq_concat(a, b);
+    PyObject *t = items ? PyObject_CallOneArg((PyObject *)size_class, items) : NULL;
+    Py_XDECREF(items);
+    return t;
+}
+
+static PyMappingMethods size_mapping = {.mp_subscript = size_subscript};
+static PySequenceMethods size_sequence = {.sq_repeat = size_repeat};
+static PyNumberMethods size_number = {.nb_add = size_add};
+
+static PyTypeObject SizeBaseType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "gpumemnet._C.SizeBase",
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "The C part of gpumemnet.Size: a tuple whose slices, + and * are Sizes.",
+    .tp_as_mapping = &size_mapping,
+    .tp_as_sequence = &size_sequence,
+    .tp_as_number = &size_number,
+    /* tp_base (tuple) is set at init; the size, dealloc, hash, comparison and the rest are inherited from it */
+};
+
+/* The registered class's dealloc: the tuple's, then the reference to the class (a heap type) its instances
+ * hold. The class statement gave it the generic one of Python classes (subtype_dealloc), whose work (finalizer,
+ * __dict__, weakrefs, slots) a Size has none of, and which cost about 10 ns of x.shape's 50 (CPython 3.11,
+ * measured); a Size class that could have them is refused. A subclass's subtype_dealloc would call this one and
+ * then release the class a second time, so the class is made final, as torch.Size is ("not an acceptable base
+ * type"). */
+static void size_dealloc(PyObject *self) {
+    PyTypeObject *tp = Py_TYPE(self);
+    PyTuple_Type.tp_dealloc(self);
+    Py_DECREF(tp);
+}
+
+static PyObject *py_set_size_class(PyObject *self, PyObject *cls) {
+    PyTypeObject *tp = (PyTypeObject *)cls;
+    if (!PyType_Check(cls) || !PyType_IsSubtype(tp, &SizeBaseType) || !(tp->tp_flags & Py_TPFLAGS_HEAPTYPE) ||
+        tp->tp_basicsize != SizeBaseType.tp_basicsize || tp->tp_dictoffset || tp->tp_weaklistoffset ||
+        tp->tp_finalize || tp->tp_del || tp->tp_base != &SizeBaseType) {
+        PyErr_SetString(PyExc_TypeError, "_set_size_class: expected a class deriving directly from SizeBase, "
+                        "declaring __slots__ = () and no __del__");
+        return NULL;
+    }
+    tp->tp_dealloc = size_dealloc;
+    tp->tp_flags &= ~Py_TPFLAGS_BASETYPE;
+    Py_INCREF(cls); /* a class registered before (a reload) lives on in its instances, which keep it */
+    Py_XDECREF(size_class == &SizeBaseType ? NULL : (PyObject *)size_class);
+    size_class = tp;
+    Py_RETURN_NONE;
+}
+
+/* ---- attributes ----------------------------------------------------------------------------------------- */
+static PyObject *get_shape(GMTensor *self, void *c) { return size_of(self->ndim, self->shape); }
 
 static PyObject *get_strides(GMTensor *self, void *c) {
     PyObject *t = PyTuple_New(self->ndim);
@@ -154,7 +278,7 @@ static int set_grad(GMTensor *self, PyObject *value, void *c) {
 }
 
 static PyGetSetDef tensor_getset[] = {
-    {"shape", (getter)get_shape, NULL, "The size of each dimension.", NULL},
+    {"shape", (getter)get_shape, NULL, "The size of each dimension, as a gpumemnet.Size.", NULL},
     {"_strides", (getter)get_strides, NULL, "Strides in elements.", NULL},
     {"_dtype", (getter)get_dtype, NULL, "dtype code.", NULL},
     {"_device", (getter)get_device, NULL, "Device string.", NULL},
@@ -215,6 +339,10 @@ static PyObject *tensor_item(GMTensor *self, PyObject *unused) {
 
 extern PyObject *gm_tensor_numpy(GMTensor *self, PyObject *unused); /* numpy.c */
 
+static PyObject *tensor_is_inference(GMTensor *self, PyObject *unused) {
+    return PyBool_FromLong(self->storage->inference);
+}
+
 /* The method table is gathered from the files that define the methods (views in tensor_views.c, numpy() in
  * numpy.c), so that each stays with its concern and the type, which names them all, sits above them. */
 static PyMethodDef tensor_methods[32];
@@ -223,6 +351,10 @@ static int gather_methods(void) {
     const PyMethodDef own[] = {
         {"item", (PyCFunction)tensor_item, METH_NOARGS, "The value of a one-element tensor as a Python number."},
         {"numpy", (PyCFunction)gm_tensor_numpy, METH_NOARGS, "A NumPy array sharing this CPU tensor's memory."},
+        {"is_inference", (PyCFunction)tensor_is_inference, METH_NOARGS,
+         "Whether this is an inference tensor: made under inference_mode(), or a view of one (as PyTorch's). "
+         "gpumemnet records the flag only: it does not refuse what PyTorch refuses such tensors outside "
+         "inference mode (saving one for backward, writing one in place)."},
     };
     size_t n = 0, cap = sizeof tensor_methods / sizeof tensor_methods[0] - 1; /* keep the NULL sentinel */
     for (const PyMethodDef *m = gm_tensor_view_methods; m->ml_name; m++) {
@@ -268,6 +400,15 @@ static PyObject *py_set_tensor_class(PyObject *self, PyObject *cls) {
     Py_INCREF(cls);
     Py_XDECREF(GMTensor_Class == GMTensor_Base ? NULL : (PyObject *)GMTensor_Class);
     GMTensor_Class = (PyTypeObject *)cls;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_set_inference_var(PyObject *self, PyObject *var) {
+    if (!PyContextVar_CheckExact(var)) {
+        PyErr_SetString(PyExc_TypeError, "_set_inference_var: expected a ContextVar");
+        return NULL;
+    }
+    Py_XSETREF(gm_inference_var, Py_NewRef(var));
     Py_RETURN_NONE;
 }
 
@@ -397,6 +538,9 @@ static PyObject *py_label_unnamed(PyObject *self, PyObject *args) {
 
 PyMethodDef gm_tensor_module_methods[] = {
     {"_set_tensor_class", py_set_tensor_class, METH_O, "Register the Python Tensor class C creates."},
+    {"_set_size_class", py_set_size_class, METH_O, "Register the Python Size class shape returns (_core/size.py)."},
+    {"_set_inference_var", py_set_inference_var, METH_O,
+     "Register inference_mode's ContextVar (_core/state.py): storages made while it is True are inference ones."},
     {"empty", py_empty, METH_VARARGS, "empty(shape, dtype, device, pin_memory=False): uninitialised tensor (pin_memory on meta: counted as "
      "'meta-host', the host memory of a meta run)."},
     {"arange", py_arange, METH_VARARGS, "arange(start, end, step, dtype, device)."},
@@ -418,5 +562,9 @@ int gm_tensor_type_init(PyObject *module) {
     GMTensor_Class = &TensorBaseType;
     Py_INCREF(&TensorBaseType);
     if (PyModule_AddObject(module, "TensorBase", (PyObject *)&TensorBaseType) < 0) return -1;
+    SizeBaseType.tp_base = &PyTuple_Type;
+    if (PyType_Ready(&SizeBaseType) < 0) return -1;
+    Py_INCREF(&SizeBaseType);
+    if (PyModule_AddObject(module, "SizeBase", (PyObject *)&SizeBaseType) < 0) return -1;
     return 0;
 }

@@ -409,6 +409,6 @@ EXEMPT = {
     "Tensor.ravel": "a flat view (or copy) of any tensor", "gm.is_storage": "a predicate: False for every object",
     "gm.get_deterministic_debug_mode": NO_ARGS, "gm.get_num_interop_threads": NO_ARGS,
     "gm.is_warn_always_enabled": NO_ARGS,
-    "Tensor.const_data_ptr": NO_ARGS,
+    "Tensor.const_data_ptr": NO_ARGS, "Tensor.is_inference": NO_ARGS,
     "gm.layout": "the type of gm.strided, gpumemnet's one layout; not constructed by users",
 }

@@ -41,7 +41,7 @@ from ._core.creation import (  # noqa: E402,F401
 from ._core.creation_more import (  # noqa: E402,F401
     broadcast_shapes, broadcast_to, broadcast_tensors, atleast_1d, atleast_2d, std_mean, var_mean, cdist, normal,
     randint_like, multinomial, searchsorted, bucketize, histc, tril_indices, triu_indices, is_nonzero, is_complex)
-from ._core.tensor_select import Size  # noqa: E402
+from ._core.size import Size  # noqa: E402
 from ._core.tensor_str import set_printoptions  # noqa: E402,F401
 from ._core.legacy_types import *  # noqa: E402,F401,F403  (torch.FloatTensor...)
 from ._core.einsum import einsum  # noqa: E402

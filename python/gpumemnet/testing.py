@@ -20,7 +20,7 @@ from ._core.creation import as_tensor, empty, randint, tensor
 from ._core.dtype import (bfloat16, bool_, finfo, float16, float32, float64, iinfo, int8, int16, int32, int64,
                           preserve_format, uint8)
 from ._core.tensor_misc import promote_types
-from ._core.tensor_select import Size
+from ._core.size import Size
 
 __all__ = ["assert_close", "make_tensor", "assert_allclose"]
 

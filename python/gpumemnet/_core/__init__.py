@@ -14,7 +14,8 @@ and the memory intelligence, which build on it.
   tensor_math.py     sin ... exp2, reciprocal, lerp, addcmul, the in-place unary forms (exp_, sqrt_ ...)
   tensor_methods.py  the Tensor methods composed of other ops (split, repeat, round, new_*, memory formats)
   tensor_compose.py  cumsum, cumprod, logsumexp, tril/triu, diagonal (a view), diag, outer, dot, tile, stride...
-  tensor_select.py   scatter, index_add/copy/fill, masked_select, nonzero, unique, bincount, Size
+  tensor_select.py   scatter, index_add/copy/fill, masked_select, nonzero, unique, bincount
+  size.py            Size (torch.Size): the type of Tensor.shape, with its C half _C.SizeBase
   tensor_more.py     median, quantile, cummax, logcumsumexp, repeat_interleave, unfold, squeeze_, type(), ...
   tensor_bitwise.py  bitwise ops, gcd, lcm on integer tensors (on the host) and PyTorch's type promotion
   tensor_gamma.py    the values of lgamma, digamma, polygamma, erfinv, i0 (float64 series)

@@ -19,6 +19,7 @@ from .state import anomaly, grad_mode, inference_flag, state
 
 _grad_on = grad_mode.get  # the per-op read: one C call (see _core/state.py)
 _set_grad = grad_mode.set
+_C._set_inference_var(inference_flag)  # C marks what it allocates in inference mode (Tensor.is_inference)
 
 __all__ = ["Function", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
            "is_grad_enabled", "is_inference_mode_enabled", "graph"]
@@ -77,9 +78,11 @@ class enable_grad(_BareDecorator):
 
 
 class inference_mode(_GradModeContext):
-    """no_grad that is_inference_mode_enabled() reports (gpumemnet keeps no other inference-only state: its
-    tensors carry no inference flag). inference_mode(False) turns inference mode off and grad mode on, as
-    PyTorch's does. Also a decorator, with or without parentheses."""
+    """no_grad that is_inference_mode_enabled() reports, and whose new tensors are inference tensors
+    (Tensor.is_inference(): C marks their storage, so views of them are too). gpumemnet keeps no other
+    inference-only state and refuses nothing PyTorch refuses inference tensors outside it. inference_mode(False)
+    turns inference mode off and grad mode on, as PyTorch's does. Also a decorator, with or without
+    parentheses."""
 
     def __new__(cls, mode=True):
         if mode is None or isinstance(mode, bool):

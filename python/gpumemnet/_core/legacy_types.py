@@ -15,7 +15,7 @@ import numpy as np
 from .creation import empty, tensor
 from .dtype import DTYPES, get_default_dtype
 from .tensor import Tensor
-from .tensor_select import Size
+from .size import Size
 
 __all__ = ["FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor", "ShortTensor",
            "CharTensor", "ByteTensor", "BoolTensor"]

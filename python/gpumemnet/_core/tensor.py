@@ -20,6 +20,7 @@ from .inplace_binary import _InplaceBinary
 from .indexing import IndexFn, IndexPutFn, apply_plan, make_plan, write_graph_view, put_plan
 from .random import drawing_from
 from .return_types import ValuesIndices as _RESULT
+from .size import Size
 from .tensor_compose import ComposeMethods
 from .tensor_more import MoreMethods
 from .tensor_math import ATAN2, FLOORDIV, FMOD, REMAINDER, Atan2, FloorDiv, Fmod, MathMethods, Remainder
@@ -736,6 +737,7 @@ def matmul(a, b):
 
 
 _C._set_tensor_class(Tensor)
+_C._set_size_class(Size)  # the type of .shape and .size()
 autograd.set_tensor_class(Tensor)
 
 

@@ -13,7 +13,8 @@ from .. import _C
 from . import functions as F
 from .autograd import Function, needs_grad as _needs_grad, refuse_inplace as _refuse_inplace
 from .dtype import as_dtype, factory_device, get_default_dtype
-from .tensor_select import Size, _host, _to_device
+from .size import Size
+from .tensor_select import _host, _to_device
 from .tensor_products import _powers
 
 __all__ = ["as_strided", "as_strided_", "empty_strided", "adjoint", "unravel_index", "vander", "hann_window",

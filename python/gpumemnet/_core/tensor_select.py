@@ -7,7 +7,6 @@ device. The value-dependent ones compute on the host (NumPy) from a copy of the 
 also wait for the device, and put the result on the tensor's device; on meta they raise, since a meta tensor has no
 values to size the result by. The in-place forms write where no graph is recorded; on a tensor in a graph they
 raise and name the out-of-place form, which records."""
-import math
 import numbers
 
 import numpy as np
@@ -16,25 +15,10 @@ from .. import _C
 from . import functions as F
 from .autograd import Function, needs_grad as _needs_grad, refuse_inplace as _refuse_inplace
 from .tensor_methods import _checked_indices, _dim
+from . import size as _size
 
 _I64, _BOOL = 4, 5
-
-
-class Size(tuple):
-    """torch.Size: a tuple of dim sizes (gpumemnet's .shape is a plain tuple, which compares equal to it)."""
-
-    def __new__(cls, sizes=()):
-        sizes = tuple(sizes)
-        for i, s in enumerate(sizes):
-            if not isinstance(s, numbers.Integral) or isinstance(s, bool):
-                raise TypeError(f"torch.Size() takes an iterable of 'int' (item {i} is '{type(s).__name__}')")
-        return super().__new__(cls, (int(s) for s in sizes))
-
-    def numel(self):
-        return math.prod(self)
-
-    def __repr__(self):
-        return f"gpumemnet.Size({list(self)})"
+Size = _size.Size  # its home before size.py: pickles that name it here still load
 
 
 # ---- scatter ----------------------------------------------------------------------------------------------------
