@@ -67,6 +67,24 @@ LAYER_CASES = {
 }
 
 
+def _leaves(arrs, device):
+    """Each array as a (gpumemnet, PyTorch) pair of leaves requiring grad."""
+    return [(gm.tensor(a, device=device, requires_grad=True), torch.tensor(a, requires_grad=True)) for a in arrs]
+
+
+def _hx(cls, pairs):
+    """The initial state each library's layer takes, from the state pairs: a tensor, or (h, c) for an LSTM."""
+    if cls == "LSTM":
+        return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
+    return pairs[0]
+
+
+def _same_outputs(outs_a, outs_b):
+    for a, b in zip(outs_a, outs_b):
+        assert tuple(a.shape) == tuple(b.shape)
+        np.testing.assert_allclose(to_np(a), b.detach().numpy(), rtol=1e-10, atol=1e-12)
+
+
 def _hidden(cls, kw, batch, batched=True):
     """Random initial state(s) of the layer's shape, as arrays."""
     rows = kw.get("num_layers", 1) * (2 if kw.get("bidirectional") else 1)
@@ -85,16 +103,13 @@ def test_layers_match_pytorch_on_padded_input(case, with_hx, device):
     pairs = [(xa, xb)]
     ha = hb = None
     if with_hx:
-        arrs = _hidden(cls, kw, N)
-        pairs += [(gm.tensor(a, device=device, requires_grad=True), torch.tensor(a, requires_grad=True)) for a in arrs]
-        ha = tuple(p[0] for p in pairs[1:]) if cls == "LSTM" else pairs[1][0]
-        hb = tuple(p[1] for p in pairs[1:]) if cls == "LSTM" else pairs[1][1]
+        hs = _leaves(_hidden(cls, kw, N), device)
+        pairs += hs
+        ha, hb = _hx(cls, hs)
     oa, sa = ours(xa, ha)
     ob, sb = theirs(xb, hb)
     outs_a, outs_b = (oa,) + _states(sa), (ob,) + _states(sb)
-    for a, b in zip(outs_a, outs_b):
-        assert tuple(a.shape) == tuple(b.shape)
-        np.testing.assert_allclose(to_np(a), b.detach().numpy(), rtol=1e-10, atol=1e-12)
+    _same_outputs(outs_a, outs_b)
     _compare_backward(ours, theirs, pairs, outs_a, outs_b)
 
 
@@ -110,10 +125,8 @@ def test_layers_match_pytorch_on_packed_sequences(case, batch_first, device):
     lengths = [3, 5, 2]
     x = R.randn(*((3, 5, IN) if batch_first else (5, 3, IN)))
     xa, xb = gm.tensor(x, device=device, requires_grad=True), torch.tensor(x, requires_grad=True)
-    arrs = _hidden(cls, kw, 3)
-    hs = [(gm.tensor(a, device=device, requires_grad=True), torch.tensor(a, requires_grad=True)) for a in arrs]
-    ha = tuple(h[0] for h in hs) if cls == "LSTM" else hs[0][0]
-    hb = tuple(h[1] for h in hs) if cls == "LSTM" else hs[0][1]
+    hs = _leaves(_hidden(cls, kw, 3), device)
+    ha, hb = _hx(cls, hs)
     pa = GU.pack_padded_sequence(xa, lengths, batch_first=batch_first, enforce_sorted=False)
     pb = TU.pack_padded_sequence(xb, lengths, batch_first=batch_first, enforce_sorted=False)
     np.testing.assert_array_equal(to_np(pa.data), pb.data.detach().numpy())
@@ -128,9 +141,7 @@ def test_layers_match_pytorch_on_packed_sequences(case, batch_first, device):
                           TU.pad_packed_sequence(ob, batch_first=batch_first, total_length=6))
     np.testing.assert_array_equal(la.numpy(), lb.numpy())
     outs_a, outs_b = (ya,) + _states(sa), (yb,) + _states(sb)
-    for a, b in zip(outs_a, outs_b):
-        assert tuple(a.shape) == tuple(b.shape)
-        np.testing.assert_allclose(to_np(a), b.detach().numpy(), rtol=1e-10, atol=1e-12)
+    _same_outputs(outs_a, outs_b)
     _compare_backward(ours, theirs, [(xa, xb)] + hs, outs_a, outs_b)
 
 
@@ -138,17 +149,13 @@ def test_layers_match_pytorch_on_packed_sequences(case, batch_first, device):
 def test_unbatched_input(cls, device):
     ours, theirs = _pair(cls, device, input_size=IN, hidden_size=HID, num_layers=2)
     x = R.randn(L, IN)
-    arrs = _hidden(cls, {"num_layers": 2}, 1, batched=False)
     xa, xb = gm.tensor(x, device=device, requires_grad=True), torch.tensor(x, requires_grad=True)
-    hs = [(gm.tensor(a, device=device, requires_grad=True), torch.tensor(a, requires_grad=True)) for a in arrs]
-    ha = tuple(h[0] for h in hs) if cls == "LSTM" else hs[0][0]
-    hb = tuple(h[1] for h in hs) if cls == "LSTM" else hs[0][1]
+    hs = _leaves(_hidden(cls, {"num_layers": 2}, 1, batched=False), device)
+    ha, hb = _hx(cls, hs)
     oa, sa = ours(xa, ha)
     ob, sb = theirs(xb, hb)
     outs_a, outs_b = (oa,) + _states(sa), (ob,) + _states(sb)
-    for a, b in zip(outs_a, outs_b):
-        assert tuple(a.shape) == tuple(b.shape)
-        np.testing.assert_allclose(to_np(a), b.detach().numpy(), rtol=1e-10, atol=1e-12)
+    _same_outputs(outs_a, outs_b)
     _compare_backward(ours, theirs, [(xa, xb)] + hs, outs_a, outs_b)
 
 
@@ -163,16 +170,14 @@ def test_cells_match_pytorch(case, batched, device):
     cls = case.split()[0]
     ours, theirs = _pair(cls, device, input_size=IN, hidden_size=HID, **CELL_CASES[case])
     xs = [R.randn(*((N, IN) if batched else (IN,))) for _ in range(3)]
-    pairs = [(gm.tensor(x, device=device, requires_grad=True), torch.tensor(x, requires_grad=True)) for x in xs]
+    pairs = _leaves(xs, device)
     sa = sb = None
     outs_a, outs_b = [], []
     for xa, xb in pairs:
         sa, sb = ours(xa, sa), theirs(xb, sb)
         outs_a += list(_states(sa))
         outs_b += list(_states(sb))
-    for a, b in zip(outs_a, outs_b):
-        assert tuple(a.shape) == tuple(b.shape)
-        np.testing.assert_allclose(to_np(a), b.detach().numpy(), rtol=1e-10, atol=1e-12)
+    _same_outputs(outs_a, outs_b)
     _compare_backward(ours, theirs, pairs, outs_a, outs_b)
 
 
