@@ -10,6 +10,8 @@ The saved tensors of the forward are plain aliases with no history; `linked` put
 input at the edge the node recorded for it (the leaf itself, or the producer's output), a saved output at the node
 itself. Masks and other values that do not depend on the inputs smoothly (comparisons, signs) stay raw constants,
 as in PyTorch's formulas."""
+import math
+
 from .. import _C
 from . import functions as fn
 from .activation import (ELU, GELU, HARDSIGMOID, HARDTANH, LEAKY_RELU, RELU, SIGMOID, SILU, SOFTPLUS, TANH,
@@ -151,7 +153,6 @@ def _binary(ctx, g):
 
 
 def _log_number(a):
-    import math
     return math.log(a) if a > 0 else (0.0 if a == 0 else math.nan)
 
 
@@ -235,7 +236,6 @@ def _activation(ctx, g):
     else:
         raise not_recorded(ctx)
     return d, None, None, None
-
 
 
 def _softmax(ctx, g):
