@@ -188,6 +188,18 @@ class _nullctx:
         return False
 
 
+def tensors_in(obj, path=()):
+    """[(path, tensor)] of the tensors in a model's output: a tensor, or tuples, lists, dicts (and namedtuples
+    such as torchvision's InceptionOutputs) of them."""
+    if isinstance(obj, _C.TensorBase):
+        return [(path, obj)]
+    if isinstance(obj, (tuple, list)):
+        return [r for i, o in enumerate(obj) for r in tensors_in(o, path + (i,))]
+    if isinstance(obj, dict):
+        return [r for k, o in obj.items() for r in tensors_in(o, path + (k,))]
+    return []
+
+
 def _call_loss(loss_fn, out, y):
     try:
         return loss_fn(out, y)

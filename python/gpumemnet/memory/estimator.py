@@ -45,7 +45,7 @@ from . import _distributed
 from . import stats as _memory
 from ._meta_model import LayerRow  # noqa: F401  (public here, as before the split)
 from ._meta_model import (_LayerRecorder, _cat, _check_scalar_loss, _call_loss, _input_specs, _levels,
-                          _made_up_target, _meta_copy, _meta_like, _nullctx, _release, _shape_text)
+                          _made_up_target, _meta_copy, _meta_like, _nullctx, _release, _shape_text, tensors_in)
 
 __all__ = ["Estimate", "LayerRow", "estimate"]
 
@@ -344,7 +344,7 @@ def _sum_of(out):
     heads), the sum of the sums of its floating-point tensors that require grad."""
     if isinstance(out, _C.TensorBase):
         return out.sum()
-    parts = [t for t in _flat_tensors(out) if t.is_floating_point() and t.requires_grad]
+    parts = [t for _, t in tensors_in(out) if t.is_floating_point() and t.requires_grad]
     if not parts:
         raise ValueError("estimate: the model's output holds no tensor that requires grad, so there is no default "
                          "loss; pass loss_fn=")
@@ -352,16 +352,6 @@ def _sum_of(out):
     for t in parts[1:]:
         total = total + t.sum()
     return total
-
-
-def _flat_tensors(obj):
-    if isinstance(obj, _C.TensorBase):
-        return [obj]
-    if isinstance(obj, (tuple, list)):
-        return [t for o in obj for t in _flat_tensors(o)]
-    if isinstance(obj, dict):
-        return [t for o in obj.values() for t in _flat_tensors(o)]
-    return []
 
 
 def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, target=None, autocast=None,

@@ -49,6 +49,7 @@ from ..optim.optimizer import Optimizer
 from . import estimator as _estimator
 from . import planner as _planner
 from . import stats as _stats
+from ._meta_model import tensors_in
 
 __all__ = ["watch", "unwatch", "parse_bytes", "wrap_torch_attribute", "EstimateOnly"]
 
@@ -79,18 +80,6 @@ def parse_bytes(text):
 
 
 # ---- what is recorded ---------------------------------------------------------------------------------------
-def _tensors_in(obj, path=()):
-    """[(path, tensor)] of the tensors in a model's output: a tensor, or tuples, lists, dicts (and namedtuples
-    such as torchvision's InceptionOutputs) of them."""
-    if isinstance(obj, _C.TensorBase):
-        return [(path, obj)]
-    if isinstance(obj, (tuple, list)):
-        return [r for i, o in enumerate(obj) for r in _tensors_in(o, path + (i,))]
-    if isinstance(obj, dict):
-        return [r for k, o in obj.items() for r in _tensors_in(o, path + (k,))]
-    return []
-
-
 def _at(obj, path):
     for key in path:
         obj = obj[key]
@@ -205,7 +194,7 @@ class _Watcher:
             return
         call = self.pending.get(id(mod))
         if call is not None and call.model() is mod and not call.outputs:
-            found = _tensors_in(out)
+            found = tensors_in(out)
             call.outputs = [(path, weakref.ref(t)) for path, t in found]
             call.nodes = [weakref.ref(t.grad_fn) for _, t in found if t.grad_fn is not None]
         elif isinstance(mod, _Loss):
