@@ -18,12 +18,17 @@ def is_tensor(x):
     return isinstance(x, _C.TensorBase)
 
 
+def broadcast_dims(g_shape, shape):
+    """The dims of a tensor of g_shape that broadcasting from `shape` added or stretched: those to sum over."""
+    lead = len(g_shape) - len(shape)
+    return tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape) if s == 1 and g_shape[lead + i] != 1)
+
+
 def sum_to(g, shape, dtype_code=None):
     """Sum g down to `shape` (undo broadcasting) and cast to dtype_code."""
     shape = tuple(shape)
     if tuple(g.shape) != shape:
-        lead = g.ndim - len(shape)
-        dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape) if s == 1 and g.shape[lead + i] != 1)
+        dims = broadcast_dims(tuple(g.shape), shape)
         if dims:
             g = _C.reduce(SUM, g, dims, True)
         if tuple(g.shape) != shape:

@@ -50,9 +50,7 @@ def sum_to(g, shape, dtype_code=None):
     """fn.sum_to with recorded ops: g summed down to shape (broadcasting undone), cast to dtype_code."""
     shape = tuple(shape)
     if tuple(g.shape) != shape:
-        lead = g.ndim - len(shape)
-        dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape)
-                                          if s == 1 and g.shape[lead + i] != 1)
+        dims = fn.broadcast_dims(tuple(g.shape), shape)
         if dims:
             g = g.sum(dims, keepdim=True)
         g = g.reshape(shape)
