@@ -29,8 +29,8 @@ def _per_sample_targets(targets, lengths, blank):
     meta, which holds no labels, a label that is not the blank stands for each: the same shapes, so the same
     allocations, as the real run (an estimate)."""
     if targets.device.type == "meta":
-        flat = [[1 if blank != 1 else 0] * (targets.shape[-1] if targets.ndim == 2 else sum(lengths))]
-        flat = flat * targets.shape[0] if targets.ndim == 2 else flat[0]
+        label = 1 if blank != 1 else 0
+        flat = [[label] * targets.shape[1]] * targets.shape[0] if targets.ndim == 2 else [label] * sum(lengths)
     else:
         flat = targets.tolist()
     if targets.ndim == 2:
