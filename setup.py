@@ -384,17 +384,32 @@ class BuildExt(build_ext):
             compiler.compile = serial_compile
 
 
+def libmvec():
+    """Whether the C compiler links glibc's vector math library (kernels/cpu/vec_math.h): glibc on x86-64 has it;
+    elsewhere the float32 activations call the scalar libm functions."""
+    if sys.platform != "linux" or os.uname().machine != "x86_64":
+        return False
+    try:
+        probe = subprocess.run([os.environ.get("CC", "cc"), "-x", "c", "-", "-o", os.devnull, "-lmvec"],
+                               input=b"int main(void) { return 0; }", capture_output=True)
+    except OSError:  # no C compiler: egg_info or sdist, which build nothing
+        return False
+    return probe.returncode == 0
+
+
+HAVE_LIBMVEC = libmvec()
 ext = Extension(
     "gpumemnet._C",
     sources=rel("csrc/*.c") + rel("kernels/cpu/*.c"),
     include_dirs=[numpy.get_include(), scipy_openblas32.get_include_dir(), "csrc", "kernels"],
-    define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION"), ("GM_VERSION", cstr(project_version()))],
+    define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION"), ("GM_VERSION", cstr(project_version()))]
+    + [("GM_HAVE_LIBMVEC", "1")] * HAVE_LIBMVEC,
     # -fno-math-errno: sqrt never sets errno for us, and without the flag it blocks vectorising Adam (3.4x).
     extra_compile_args=["-O3", "-fno-math-errno", "-fopenmp", "-std=c11", "-Wall", "-Wno-unused-function"],
     extra_link_args=["-fopenmp"],
     library_dirs=[scipy_openblas32.get_lib_dir()],
     # dl: gpumemnet.distributed dlopens the MPI library at run time (csrc/dist_mpi.h); glibc >= 2.34 has it in libc.
-    libraries=[scipy_openblas32.get_library(), "dl"],
+    libraries=[scipy_openblas32.get_library(), "dl"] + ["mvec"] * HAVE_LIBMVEC,
     # The OpenBLAS wheel sits beside us in site-packages; gpumemnet/__init__.py also preloads it.
     runtime_library_dirs=["$ORIGIN/../scipy_openblas32/lib"],
     depends=rel("csrc/*.h") + rel("kernels/*.h") + rel("kernels/cpu/*.h"),

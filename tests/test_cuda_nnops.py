@@ -93,7 +93,10 @@ def test_activation_forward_backward(op, alpha, dtype):
     oc, od = _C.activation(op, xc, alpha), _C.activation(op, xd, alpha)
     close(od, oc, exact=exact)
     sc, sd = _saved(op, alpha, xc, oc), _saved(op, alpha, xd, od)
-    close(_C.activation_backward(op, gd, sd, alpha), _C.activation_backward(op, gc, sc, alpha), exact=exact)
+    # GELU (tanh form)'s gradient has 1 - tanh(u)^2, which cancels where tanh saturates: the CPU's vector tanhf and
+    # the device's differ by an ulp or two there, which is ~1e-6 of the gradient, absolute
+    kw = {"atol": 4e-6} if op == GELU_TANH and dtype == gm.float32 else {}
+    close(_C.activation_backward(op, gd, sd, alpha), _C.activation_backward(op, gc, sc, alpha), exact=exact, **kw)
 
 
 @pytest.mark.parametrize("op,alpha", ACT_CASES)

@@ -3,6 +3,7 @@
 #include "activation.h"
 #include "nn_bf16.h"
 #include "nn_dtype.h"
+#include "vec_math.h"
 
 /* sqrt(2/pi) and 1/sqrt(2*pi), 1/sqrt(2): the constants of the two GELU forms (PyTorch's kBeta, kAlpha). */
 #define GELU_BETA 0.7978845608028654
@@ -26,9 +27,48 @@ static inline __attribute__((always_inline)) double act_expm1(double x, int dt) 
                     nn_st(out, i, DT, r);                                                                    \
                 })
 
-int activation_forward(void *out, const void *inp, int64_t n, gm_dtype dt, int op, double alpha, double beta,
-                       int nthreads) {
+/* The same for the ops with a transcendental function, in blocks of 64 elements, each one `omp simd` loop: over the
+ * data itself or, for the last, partial block, over a copy padded with zeros. The same loop code runs either way, so
+ * every element takes the same vector function (vec_math.h) and its result depends neither on its position nor on
+ * the thread count: a scalar remainder loop would give a few elements libm's value, an ulp away, and where tanh
+ * saturates that ulp is the whole gradient. (64, not 16: GCC unrolls a 16-trip loop completely, and straight-line
+ * code calls the scalar functions.) */
+#define VBLOCK 64
+/* For block b: srcs[] (the block of each source array, or its padded copy), dst (the block of DST, or pad_out) and
+ * its element count m; VBLOCK_END copies pad_out's first m elements into DST. esz: the dtype's size. */
+#define VBLOCK_BEGIN(DST, ...)                                                                               \
+    const int64_t i0 = b * VBLOCK, m = n - i0 < VBLOCK ? n - i0 : VBLOCK;                                  \
+    _Alignas(64) unsigned char pad_out[VBLOCK * 8], pad_in[2][VBLOCK * 8];                                   \
+    const void *srcs[] = {__VA_ARGS__};                                                                      \
+    void *dst = (char *)(DST) + i0 * esz;                                                                    \
+    for (size_t q = 0; q < sizeof srcs / sizeof *srcs; q++) {                                                \
+        srcs[q] = (const char *)srcs[q] + i0 * esz;                                                          \
+        if (m < VBLOCK) {                                                                                    \
+            memset(pad_in[q], 0, sizeof pad_in[q]);                                                          \
+            srcs[q] = memcpy(pad_in[q], srcs[q], (size_t)m * esz);                                           \
+        }                                                                                                    \
+    }                                                                                                        \
+    if (m < VBLOCK) dst = pad_out;
+#define VBLOCK_END(DST)                                                                                      \
+    if (m < VBLOCK) memcpy((char *)(DST) + i0 * esz, pad_out, (size_t)m * esz);
+
+#define ACT_VLOOP(...)                                                                                       \
+    NN_DISPATCH(dt, _Pragma("omp parallel for schedule(static) num_threads(nt)")                            \
+                for (int64_t b = 0; b < (n + VBLOCK - 1) / VBLOCK; b++) {                                   \
+                    VBLOCK_BEGIN(out, inp)                                                                   \
+                    _Pragma("omp simd") for (int64_t k = 0; k < VBLOCK; k++) {                               \
+                        const double v = nn_ld(srcs[0], k, DT);                                              \
+                        double r;                                                                            \
+                        __VA_ARGS__;                                                                         \
+                        nn_st(dst, k, DT, r);                                                                \
+                    }                                                                                        \
+                    VBLOCK_END(out)                                                                          \
+                })
+
+GM_VEC_CLONES int activation_forward(void *out, const void *inp, int64_t n, gm_dtype dt, int op, double alpha,
+                                     double beta, int nthreads) {
     if (!gm_dtype_is_float(dt) || n < 0) return GM_ERR_ARG;
+    const size_t esz = gm_dtype_size(dt); /* for the block loops' pads */
     if (dt == GM_BF16) { /* AVX-512 bfloat16 loops where the CPU has them (nn_bf16.h) */
         const int s = activation_forward_bf16(out, inp, n, op, alpha, beta, nthreads);
         if (s != GM_ERR_UNSUPPORTED) return s;
@@ -40,11 +80,11 @@ int activation_forward(void *out, const void *inp, int64_t n, gm_dtype dt, int o
     case ACT_RELU: ACT_LOOP(r = v <= 0.0 ? 0.0 : v) break;
     case ACT_LEAKY_RELU: ACT_LOOP(r = v > 0.0 ? v : v * alpha) break;
     /* 1/(1+e^-v) overflows harmlessly to 0 for very negative v; no cancellation either way */
-    case ACT_SIGMOID: ACT_LOOP(r = 1.0 / (1.0 + nn_exp(-v, DT))) break;
-    case ACT_TANH: ACT_LOOP(r = nn_tanh(v, DT)) break;
-    case ACT_GELU: ACT_LOOP(r = 0.5 * v * (1.0 + nn_erf(v * INV_SQRT_2, DT))) break;
-    case ACT_GELU_TANH: ACT_LOOP(r = 0.5 * v * (1.0 + nn_tanh(GELU_BETA * (v + GELU_KAPPA * v * v * v), DT))) break;
-    case ACT_SILU: ACT_LOOP(r = v / (1.0 + nn_exp(-v, DT))) break;
+    case ACT_SIGMOID: ACT_VLOOP(r = 1.0 / (1.0 + nn_exp(-v, DT))) break;
+    case ACT_TANH: ACT_VLOOP(r = nn_tanh(v, DT)) break;
+    case ACT_GELU: ACT_VLOOP(r = 0.5 * v * (1.0 + nn_erf(v * INV_SQRT_2, DT))) break;
+    case ACT_GELU_TANH: ACT_VLOOP(r = 0.5 * v * (1.0 + nn_tanh(GELU_BETA * (v + GELU_KAPPA * v * v * v), DT))) break;
+    case ACT_SILU: ACT_VLOOP(r = v / (1.0 + nn_exp(-v, DT))) break;
     /* the clamps are written as comparisons that let NaN through, as PyTorch's std::min/std::max order does */
     case ACT_HARDSWISH: ACT_LOOP(double t = v + 3.0; t = t < 0.0 ? 0.0 : t; t = t > 6.0 ? 6.0 : t; r = v * t / 6.0)
         break;
@@ -53,12 +93,12 @@ int activation_forward(void *out, const void *inp, int64_t n, gm_dtype dt, int o
     case ACT_HARDSIGMOID:
         ACT_LOOP(r = v <= -3.0 ? 0.0 : v >= 3.0 ? 1.0 : v >= 0.0 ? 1.0 - (3.0 - v) / 6.0 : (v + 3.0) / 6.0)
         break;
-    case ACT_MISH: ACT_LOOP(r = v * nn_tanh(nn_log1p(nn_exp(v, DT), DT), DT)) break;
+    case ACT_MISH: ACT_VLOOP(r = v * nn_tanh(nn_log1p(nn_exp(v, DT), DT), DT)) break;
     /* clamp(v, alpha, beta) = min(max(v, alpha), beta), also when alpha > beta (then everything is beta) */
     case ACT_HARDTANH: ACT_LOOP(const double t = v < alpha ? alpha : v; r = t > beta ? beta : t) break;
-    case ACT_ELU: ACT_LOOP(r = v > 0.0 ? v : alpha * act_expm1(v, DT)) break;
+    case ACT_ELU: ACT_VLOOP(r = v > 0.0 ? v : alpha * act_expm1(v, DT)) break;
     /* alpha: beta of softplus, beta: its threshold, above which it is the identity */
-    case ACT_SOFTPLUS: ACT_LOOP(r = v * alpha > beta ? v : nn_log1p(nn_exp(v * alpha, DT), DT) / alpha) break;
+    case ACT_SOFTPLUS: ACT_VLOOP(r = v * alpha > beta ? v : nn_log1p(nn_exp(v * alpha, DT), DT) / alpha) break;
     default: return GM_ERR_ARG;
     }
     return GM_OK;
@@ -74,9 +114,23 @@ int activation_forward(void *out, const void *inp, int64_t n, gm_dtype dt, int o
                     nn_st(dinp, i, DT, r);                                                                   \
                 })
 
-int activation_backward(void *dinp, const void *dout, const void *saved, int64_t n, gm_dtype dt, int op,
-                        double alpha, double beta, int nthreads) {
+#define ACT_GRAD_VLOOP(...)                                                                                  \
+    NN_DISPATCH(dt, _Pragma("omp parallel for schedule(static) num_threads(nt)")                            \
+                for (int64_t b = 0; b < (n + VBLOCK - 1) / VBLOCK; b++) {                                   \
+                    VBLOCK_BEGIN(dinp, dout, saved)                                                          \
+                    _Pragma("omp simd") for (int64_t k = 0; k < VBLOCK; k++) {                               \
+                        const double g = nn_ld(srcs[0], k, DT), s = nn_ld(srcs[1], k, DT);                   \
+                        double r;                                                                            \
+                        __VA_ARGS__;                                                                         \
+                        nn_st(dst, k, DT, r);                                                                \
+                    }                                                                                        \
+                    VBLOCK_END(dinp)                                                                         \
+                })
+
+GM_VEC_CLONES int activation_backward(void *dinp, const void *dout, const void *saved, int64_t n, gm_dtype dt,
+                                      int op, double alpha, double beta, int nthreads) {
     if (!gm_dtype_is_float(dt) || n < 0) return GM_ERR_ARG;
+    const size_t esz = gm_dtype_size(dt); /* for the block loops' pads */
     if (dt == GM_BF16) {
         const int s = activation_backward_bf16(dinp, dout, saved, n, op, alpha, beta, nthreads);
         if (s != GM_ERR_UNSUPPORTED) return s;
@@ -89,14 +143,14 @@ int activation_backward(void *dinp, const void *dout, const void *saved, int64_t
     case ACT_SIGMOID: ACT_GRAD_LOOP(r = g * s * (1.0 - s)) break;
     case ACT_TANH: ACT_GRAD_LOOP(r = g * (1.0 - s * s)) break;
     case ACT_GELU: /* Phi(x) + x phi(x) */
-        ACT_GRAD_LOOP(r = g * (0.5 * (1.0 + nn_erf(s * INV_SQRT_2, DT)) + s * INV_SQRT_2PI * nn_exp(-0.5 * s * s, DT)))
+        ACT_GRAD_VLOOP(r = g * (0.5 * (1.0 + nn_erf(s * INV_SQRT_2, DT)) + s * INV_SQRT_2PI * nn_exp(-0.5 * s * s, DT)))
         break;
     case ACT_GELU_TANH: /* PyTorch's GeluBackward with approximate="tanh", same factoring */
-        ACT_GRAD_LOOP(
+        ACT_GRAD_VLOOP(
             const double t = nn_tanh(GELU_BETA * (s + GELU_KAPPA * s * s * s), DT);
             r = g * (0.5 * (1.0 + t) + 0.5 * s * (1.0 - t * t) * GELU_BETA * (1.0 + 3.0 * GELU_KAPPA * s * s)))
         break;
-    case ACT_SILU: ACT_GRAD_LOOP(const double sg = 1.0 / (1.0 + nn_exp(-s, DT)); r = g * sg * (1.0 + s * (1.0 - sg)))
+    case ACT_SILU: ACT_GRAD_VLOOP(const double sg = 1.0 / (1.0 + nn_exp(-s, DT)); r = g * sg * (1.0 + s * (1.0 - sg)))
         break;
     /* the subgradients at the kinks are PyTorch's: 0 at -3 and 1 at 3 for hardswish, 0 at both ends for
      * hardsigmoid and hardtanh; NaN takes the last branch, as there */
@@ -104,7 +158,7 @@ int activation_backward(void *dinp, const void *dout, const void *saved, int64_t
     /* saved: the output, in (0, 1) exactly where the input is in (-3, 3) */
     case ACT_HARDSIGMOID: ACT_GRAD_LOOP(r = s > 0.0 && s < 1.0 ? g / 6.0 : 0.0) break;
     case ACT_MISH:
-        ACT_GRAD_LOOP(const double sg = 1.0 / (1.0 + nn_exp(-s, DT));
+        ACT_GRAD_VLOOP(const double sg = 1.0 / (1.0 + nn_exp(-s, DT));
                       const double t = nn_tanh(nn_log1p(nn_exp(s, DT), DT), DT);
                       r = g * (t + s * sg * (1.0 - t * t)))
         break;
@@ -112,8 +166,8 @@ int activation_backward(void *dinp, const void *dout, const void *saved, int64_t
     case ACT_HARDTANH: ACT_GRAD_LOOP(r = s <= alpha || s >= beta ? 0.0 : g) break;
     /* saved: the output when alpha >= 0 (<= 0 exactly where the input is; d/dx alpha (e^x - 1) = out + alpha),
      * else the input */
-    case ACT_ELU: ACT_GRAD_LOOP(r = s <= 0.0 ? (alpha >= 0.0 ? g * (s + alpha) : g * alpha * nn_exp(s, DT)) : g) break;
-    case ACT_SOFTPLUS: ACT_GRAD_LOOP(r = s * alpha > beta ? g : g / (1.0 + nn_exp(-s * alpha, DT))) break;
+    case ACT_ELU: ACT_GRAD_VLOOP(r = s <= 0.0 ? (alpha >= 0.0 ? g * (s + alpha) : g * alpha * nn_exp(s, DT)) : g) break;
+    case ACT_SOFTPLUS: ACT_GRAD_VLOOP(r = s * alpha > beta ? g : g / (1.0 + nn_exp(-s * alpha, DT))) break;
     default: return GM_ERR_ARG;
     }
     return GM_OK;

@@ -1,0 +1,89 @@
+"""The float32 activations with a transcendental function (sigmoid, tanh, GELU both forms, SiLU, Mish, ELU,
+softplus), which run on glibc's vector math functions where the build links libmvec (kernels/cpu/vec_math.h).
+
+Checked: every element's result is within a few float32 ulps of the float64 formula (NumPy); an element's result
+does not depend on where it sits in the array or on the thread count (bit for bit: the block loops of
+kernels/cpu/activation.c send every element through the same vector function); infinities, NaN and signed zeros
+come out as PyTorch gives them."""
+import math
+
+import numpy as np
+import pytest
+
+import gpumemnet as gm
+from gpumemnet import _C
+from gpumemnet._core.activation import ELU, GELU, GELU_TANH, MISH, SIGMOID, SILU, SOFTPLUS, TANH
+
+ERF = np.vectorize(math.erf)
+GELU_BETA, GELU_KAPPA = math.sqrt(2 / math.pi), 0.044715
+
+
+def _softplus(x):
+    return np.where(x > 20.0, x, np.log1p(np.exp(np.minimum(x, 20.0))))
+
+
+# op -> (alpha, beta, float64 forward formula)
+FORMULAS = {
+    SIGMOID: (0.0, 0.0, lambda x: 1 / (1 + np.exp(-x))),
+    TANH: (0.0, 0.0, np.tanh),
+    GELU: (0.0, 0.0, lambda x: 0.5 * x * (1 + ERF(x / math.sqrt(2)))),
+    GELU_TANH: (0.0, 0.0, lambda x: 0.5 * x * (1 + np.tanh(GELU_BETA * (x + GELU_KAPPA * x ** 3)))),
+    SILU: (0.0, 0.0, lambda x: x / (1 + np.exp(-x))),
+    MISH: (0.0, 0.0, lambda x: x * np.tanh(np.log1p(np.exp(x)))),
+    ELU: (1.0, 0.0, lambda x: np.where(x > 0, x, np.expm1(np.minimum(x, 0.0)))),
+    SOFTPLUS: (1.0, 20.0, _softplus),
+}
+
+
+def _data(n, seed=0):
+    return (np.random.default_rng(seed).standard_normal(n) * 5).astype(np.float32)
+
+
+def _bits(a):
+    return np.asarray(a, np.float32).view(np.uint32)
+
+
+@pytest.mark.parametrize("op", list(FORMULAS))
+def test_forward_within_a_few_ulps_of_float64(op):
+    alpha, beta, f = FORMULAS[op]
+    x = _data(4099)
+    got = _C.activation(op, gm.from_numpy(x), alpha, None, beta).numpy().astype(np.float64)
+    with np.errstate(over="ignore"):
+        ref = f(x.astype(np.float64))
+    ulp = np.spacing(np.abs(ref).astype(np.float32)).astype(np.float64)
+    # 4 ulps of the result, plus 4 ulps of the input for the forms that cancel near 0 (gelu, silu, mish at -x)
+    bound = 4 * ulp + 4 * np.spacing(np.abs(x)).astype(np.float64) * (op not in (SIGMOID, TANH))
+    worst = np.max(np.abs(got - ref) - bound)
+    assert worst <= 0, f"{worst} beyond 4 ulps"
+
+
+@pytest.mark.parametrize("op", list(FORMULAS))
+def test_result_does_not_depend_on_position_or_threads(op):
+    alpha, beta, _ = FORMULAS[op]
+    x, g = _data(70001, 1), _data(70001, 2)
+    fwd = _bits(_C.activation(op, gm.from_numpy(x), alpha, None, beta).numpy())
+    bwd = _bits(_C.activation_backward(op, gm.from_numpy(g), gm.from_numpy(x), alpha, False, beta).numpy())
+    for off in (1, 5, 17, 63, 64, 69950):
+        part = _C.activation(op, gm.from_numpy(x[off:].copy()), alpha, None, beta).numpy()
+        np.testing.assert_array_equal(_bits(part), fwd[off:], err_msg=f"forward, offset {off}")
+        part = _C.activation_backward(op, gm.from_numpy(g[off:].copy()), gm.from_numpy(x[off:].copy()), alpha,
+                                      False, beta).numpy()
+        np.testing.assert_array_equal(_bits(part), bwd[off:], err_msg=f"backward, offset {off}")
+    threads = gm.get_num_threads()
+    try:
+        gm.set_num_threads(1)
+        one = _bits(_C.activation(op, gm.from_numpy(x), alpha, None, beta).numpy())
+    finally:
+        gm.set_num_threads(threads)
+    np.testing.assert_array_equal(one, fwd)
+
+
+def test_special_values_as_pytorch():
+    x = gm.tensor([np.inf, -np.inf, np.nan, -0.0, 0.0, 100.0, -100.0], dtype=gm.float32)
+    sig = _C.activation(SIGMOID, x, 0.0, None, 0.0).numpy()
+    np.testing.assert_array_equal(sig, np.array([1, 0, np.nan, 0.5, 0.5, 1, 0], np.float32))
+    th = _C.activation(TANH, x, 0.0, None, 0.0).numpy()
+    np.testing.assert_array_equal(th, np.array([1, -1, np.nan, -0.0, 0.0, 1, -1], np.float32))
+    assert np.signbit(th[3]) and not np.signbit(th[4])
+    silu = _C.activation(SILU, x, 0.0, None, 0.0).numpy()
+    assert silu[0] == np.inf and np.isnan(silu[2]) and silu[6] == -0.0
