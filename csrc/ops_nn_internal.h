@@ -137,5 +137,10 @@ GM_PY_KW_DECL(pointwise_loss);
 GM_PY_KW_DECL(pointwise_loss_backward);
 GM_PY_KW_DECL(bce_with_logits);
 GM_PY_KW_DECL(bce_with_logits_backward);
+/* ops_rnn_cell.c */
+GM_PY_KW_DECL(lstm_cell);
+GM_PY_KW_DECL(lstm_cell_backward);
+GM_PY_KW_DECL(gru_cell);
+GM_PY_KW_DECL(gru_cell_backward);
 
 #endif

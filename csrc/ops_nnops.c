@@ -19,7 +19,7 @@
  * frees that same scratch at the same point (sizes from kernels/cuda/scratch_sizes.h), so the estimate is the
  * CUDA run's bytes; with the default target (the CPU) meta allocates exactly what the CPU does.
  *
- * Interface (python/gpumemnet/nn/_functional_nn.py is the only caller):
+ * Interface (callers: python/gpumemnet/nn/_functional_nn.py, and nn/_rnn_fused.py for the recurrent cells):
  *   activation(op, x, alpha=0.0, out=None, beta=0.0) -> out   ops: RELU=0 LEAKY_RELU=1 SIGMOID=2 TANH=3 GELU=4
  *   activation_backward(op, grad, saved, alpha=0.0, into_grad=False, beta=0.0)   GELU_TANH=5 SILU=6 HARDSWISH=7
  *       HARDSIGMOID=8 MISH=9 HARDTANH=10 ELU=11 SOFTPLUS=12 (kernels/activation_ops.h; alpha, beta: the op's
@@ -47,6 +47,10 @@
  *                  ops: MSE=0 L1=1 SMOOTH_L1=2 (param beta) HUBER=3 (delta) BCE=4 KL_DIV=5 (log_target)
  *   bce_with_logits(x, target, weight, pos_weight, reduction)
  *   bce_with_logits_backward(grad, x, target, weight, pos_weight, reduction, need_x, need_target)
+ *   lstm_cell(gi, gh, c) -> (h, c_new, act)        the fused recurrent cells (ops_rnn_cell.c, kernels/rnn_cell.h)
+ *   lstm_cell_backward(dh, dc, act, c, c_new) -> (d_gates, dc_prev)
+ *   gru_cell(gi, gh, h) -> (h_new, ws)
+ *   gru_cell_backward(dh, ws, h) -> (d_gi, d_gh, dh_prev)
  * reduction: NONE=0 MEAN=1 SUM=2 (PyTorch's enum).
  * into_grad: the autograd engine hands grad over (nothing else references it: autograd.Function.grad_is_free), so
  * the input gradient is written over it instead of into a new tensor of the same size. Each kernel reads
@@ -109,5 +113,11 @@ PyMethodDef gm_nnops_methods[] = {
      "bce_with_logits(x, target, weight=None, pos_weight=None, reduction=1)."},
     {"bce_with_logits_backward", KW(gm_py_bce_with_logits_backward),
      "bce_with_logits_backward(grad, x, target, weight, pos_weight, reduction, need_x, need_target) -> (dx, dtarget)."},
+    {"lstm_cell", KW(gm_py_lstm_cell), "lstm_cell(gi, gh, c) -> (h, c_new, act): one fused LSTM step."},
+    {"lstm_cell_backward", KW(gm_py_lstm_cell_backward),
+     "lstm_cell_backward(dh, dc, act, c, c_new) -> (d_gates, dc_prev)."},
+    {"gru_cell", KW(gm_py_gru_cell), "gru_cell(gi, gh, h) -> (h_new, ws): one fused GRU step."},
+    {"gru_cell_backward", KW(gm_py_gru_cell_backward),
+     "gru_cell_backward(dh, ws, h) -> (d_gi, d_gh, dh_prev)."},
     {NULL, NULL, 0, NULL},
 };

@@ -192,14 +192,101 @@ def test_only_some_outputs_used(device):
         _compare_backward(ours, theirs, [(xa, xb)], [pick(ours(xa))], [pick(theirs(xb))])
 
 
-def test_float32_matches_pytorch(device):
-    ours, theirs = _pair("LSTM", device, "float32", input_size=IN, hidden_size=HID, num_layers=2, bidirectional=True)
+@pytest.mark.parametrize("cls", ["LSTM", "GRU"])
+def test_float32_matches_pytorch(cls, device):
+    """float32 runs the fused cells on vector sigmoid and tanh (kernels/cpu/vec_math.h): values and gradients
+    within float32 rounding of PyTorch's. 37 hidden units: vector bodies and a remainder."""
+    ours, theirs = _pair(cls, device, "float32", input_size=IN, hidden_size=37, num_layers=2, bidirectional=True)
     x = R.randn(7, N, IN).astype(np.float32)
-    oa, (ha, ca) = ours(gm.tensor(x, device=device))
-    ob, (hb, cb) = theirs(torch.tensor(x))
+    xa, xb = gm.tensor(x, device=device, requires_grad=True), torch.tensor(x, requires_grad=True)
+    oa, sa = ours(xa)
+    ob, sb = theirs(xb)
     assert oa.dtype == gm.float32
-    for a, b in ((oa, ob), (ha, hb), (ca, cb)):
+    for a, b in zip((oa,) + _states(sa), (ob,) + _states(sb)):
         np.testing.assert_allclose(to_np(a), b.detach().numpy(), rtol=1e-5, atol=1e-6)
+    w = R.randn(*ob.shape).astype(np.float32)
+    (oa * gm.tensor(w, device=device)).sum().backward()
+    (ob * torch.tensor(w)).sum().backward()
+    np.testing.assert_allclose(to_np(xa.grad), xb.grad.numpy(), rtol=1e-4, atol=1e-5)
+    mine = dict(ours.named_parameters())
+    for n, p in theirs.named_parameters():
+        np.testing.assert_allclose(to_np(mine[n].grad), p.grad.numpy(), rtol=1e-4, atol=1e-5, err_msg=n)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("cls", ["LSTM", "GRU"])
+def test_half_precision_layers_match_float64(cls, dtype, device):
+    """A layer kept in bfloat16 or float16: the cells compute in float and round once per value, so outputs and
+    gradients stay within the format's rounding of the same layer in float64 (PyTorch's CPU has no float16 LSTM to
+    compare with)."""
+    ours, _ = _pair(cls, device, input_size=IN, hidden_size=HID)
+    x = R.randn(L, N, IN)
+    outs, grads = {}, {}
+    for dt in ("float64", dtype):
+        m = ours.to(getattr(gm, dt))
+        m.zero_grad()
+        xa = gm.tensor(x, dtype=getattr(gm, dt), device=device, requires_grad=True)
+        out, _ = m(xa)
+        assert out.dtype == getattr(gm, dt)
+        out.float().square().sum().backward()
+        outs[dt], grads[dt] = to_np(out), [to_np(xa.grad)] + [to_np(p.grad) for p in m.parameters()]
+    tol = 3e-2 if dtype == "bfloat16" else 4e-3
+    np.testing.assert_allclose(outs[dtype], outs["float64"], rtol=tol, atol=tol)
+    for a, b in zip(grads[dtype], grads["float64"]):
+        np.testing.assert_allclose(a, b, rtol=4 * tol, atol=4 * tol * np.abs(b).max())
+
+
+@pytest.mark.parametrize("cls", ["LSTM", "GRU"])
+def test_autocast_dtypes_as_pytorch(cls):
+    """Under bfloat16 autocast the projections come out in bfloat16 while the initial state is float32: as in
+    PyTorch, the LSTM's output and states come out in bfloat16 and the GRU's in float32, and backward gives float32
+    gradients close to PyTorch's."""
+    ours, theirs = _pair(cls, "cpu", "float32", input_size=IN, hidden_size=HID, num_layers=2)
+    x = R.randn(L, N, IN).astype(np.float32)
+    xa, xb = gm.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    with gm.autocast("cpu", dtype=gm.bfloat16):
+        oa, sa = ours(xa)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        ob, sb = theirs(xb)
+    for a, b in zip((oa,) + _states(sa), (ob,) + _states(sb)):
+        assert str(a.dtype).split(".")[-1] == str(b.dtype).split(".")[-1]
+        np.testing.assert_allclose(to_np(a), b.detach().float().numpy(), atol=5e-2)
+    oa.float().sum().backward()
+    ob.float().sum().backward()
+    assert xa.grad.dtype == gm.float32 and xb.grad.dtype == torch.float32
+    np.testing.assert_allclose(to_np(xa.grad), xb.grad.numpy(), rtol=5e-2, atol=5e-2)
+
+
+@pytest.mark.parametrize("cls, kept_per_step", [("LSTM", 6), ("GRU", 5)])
+def test_training_forward_keeps_exact_bytes(cls, kept_per_step):
+    """What a training forward leaves allocated, in units of one (N, H) float32 state. Per step the LSTM keeps its
+    activated gates (4), its h for the hidden projection's backward (1) and its c (1), not tanh(c') (recomputed in
+    backward); the GRU keeps r, z, n and a copy of the hidden projection's n part (4) and its h (1), not the whole
+    hidden projection. Besides: the zero initial state(s), the output (T units), the final state(s); h_T itself is
+    only in the output."""
+    T, n, h = 10, 8, 32
+    m = getattr(gm.nn, cls)(IN, h)
+    x = gm.randn(T, n, IN)
+    before = gm.memory.memory_allocated("cpu")
+    out, states = m(x)
+    kinds = 2 if cls == "LSTM" else 1
+    units = kinds + T * kept_per_step - 1 + T + kinds  # h_T: only in the output
+    assert gm.memory.memory_allocated("cpu") - before == units * n * h * 4
+
+
+def test_fused_cells_refuse_bad_arguments():
+    """The fused cells' C entry points check shapes, dtypes and devices and say which argument is wrong."""
+    c = gm.zeros(3, 5)
+    with pytest.raises(ValueError, match=r"lstm_cell: gh must have shape \(3, 20\), got \(3, 19\)"):
+        gm._C.lstm_cell(gm.zeros(3, 20), gm.zeros(3, 19), c)
+    with pytest.raises(TypeError, match="lstm_cell: gi dtype float64 does not match the state dtype float32"):
+        gm._C.lstm_cell(gm.zeros(3, 20, dtype=gm.float64), gm.zeros(3, 20), c)
+    with pytest.raises(ValueError, match=r"gru_cell: h must be 2-D \(batch, hidden\), got shape \(5,\)"):
+        gm._C.gru_cell(gm.zeros(1, 15), gm.zeros(1, 15), gm.zeros(5))
+    with pytest.raises(TypeError, match="gru_cell_backward: dh must be a floating point tensor"):
+        gm._C.gru_cell_backward(gm.zeros(3, 5, dtype=gm.int64), gm.zeros(3, 20), c)
+    with pytest.raises(ValueError, match=r"lstm_cell_backward: act must have shape \(3, 20\)"):
+        gm._C.lstm_cell_backward(c, c, gm.zeros(3, 15), c, c)
 
 
 def test_dropout_between_layers_only_in_training(device):

@@ -1,12 +1,12 @@
 """The recurrent layers, with PyTorch's names, parameters and semantics: RNN (tanh or relu), LSTM (with proj_size),
 GRU, and their one-step cells RNNCell, LSTMCell, GRUCell. A PyTorch state_dict loads unchanged.
 
-The layers are built from recorded ops (linear, sigmoid, tanh, ...), so autograd, autocast and the allocator's
-accounting work as for any other layer; there is no fused cuDNN kernel. The input's projection is one GEMM over all
-time steps per layer and direction; only the hidden state's projection runs step by step. Padded input and a
-PackedSequence take the same path: a padded batch is a packed one whose every step has the whole batch, and a step
-of a packed one runs on its first batch_sizes[t] rows (the batch is sorted by decreasing length), so each sequence's
-last state is the one its own last step left."""
+The layers are built from recorded ops (linear, and one fused cell per step: nn/_rnn_fused.py), so autograd,
+autocast and the allocator's accounting work as for any other layer; there is no cuDNN RNN. The input's projection
+is one GEMM over all time steps per layer and direction; only the hidden state's projection runs step by step.
+Padded input and a PackedSequence take the same path: a padded batch is a packed one whose every step has the whole
+batch, and a step of a packed one runs on its first batch_sizes[t] rows (the batch is sorted by decreasing length),
+so each sequence's last state is the one its own last step left."""
 import math
 import numbers
 import warnings
@@ -15,6 +15,7 @@ from .. import functional as F
 from .. import init
 from ..._core.autocast import is_autocast_enabled
 from ..._core.creation import cat, stack, zeros
+from ..._core.tensor_misc import promote_types
 from .._packed import PackedSequence
 from .._rnn_fused import GRUStep, LSTMStep, Steps
 from ..parameter import Parameter
@@ -26,14 +27,24 @@ __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell"
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 
 
+def _as(dtype, *ts):
+    return tuple(t if t.dtype == dtype else t.to(dtype) for t in ts)
+
+
 def _step(mode, gi, states, w_hh, b_hh, w_hr):
-    """The states after one step, from this step's input projection gi = x W_ih^T + b_ih."""
+    """The states after one step, from this step's input projection gi = x W_ih^T + b_ih.
+
+    The fused cells take one dtype. Under autocast the projections come out in the autocast dtype while the states
+    may not; as PyTorch does there, the LSTM then runs in the projections' dtype (its output and states come out in
+    it) and the GRU in the wider of the two."""
     gh = F.linear(states[0], w_hh, b_hh)
     if mode == "LSTM":
-        h, c = LSTMStep.apply(gi, gh, states[1])
+        gh, c = _as(gi.dtype, gh, states[1])
+        h, c = LSTMStep.apply(gi, gh, c)
         return (h if w_hr is None else F.linear(h, w_hr)), c
     if mode == "GRU":
-        return (GRUStep.apply(gi, gh, states[0]),)
+        wide = promote_types(promote_types(gi.dtype, gh.dtype), states[0].dtype)
+        return (GRUStep.apply(*_as(wide, gi, gh, states[0])),)
     pre = gi + gh
     return (pre.tanh() if mode == "RNN_TANH" else F.relu(pre),)
 
