@@ -257,38 +257,6 @@ def test_autocast_dtypes_as_pytorch(cls):
     np.testing.assert_allclose(to_np(xa.grad), xb.grad.numpy(), rtol=5e-2, atol=5e-2)
 
 
-@pytest.mark.parametrize("cls, kept_per_step", [("LSTM", 6), ("GRU", 5)])
-def test_training_forward_keeps_exact_bytes(cls, kept_per_step):
-    """What a training forward leaves allocated, in units of one (N, H) float32 state. Per step the LSTM keeps its
-    activated gates (4), its h for the hidden projection's backward (1) and its c (1), not tanh(c') (recomputed in
-    backward); the GRU keeps r, z, n and a copy of the hidden projection's n part (4) and its h (1), not the whole
-    hidden projection. Besides: the zero initial state(s), the output (T units), the final state(s); h_T itself is
-    only in the output."""
-    T, n, h = 10, 8, 32
-    m = getattr(gm.nn, cls)(IN, h)
-    x = gm.randn(T, n, IN)
-    before = gm.memory.memory_allocated("cpu")
-    out, states = m(x)
-    kinds = 2 if cls == "LSTM" else 1
-    units = kinds + T * kept_per_step - 1 + T + kinds  # h_T: only in the output
-    assert gm.memory.memory_allocated("cpu") - before == units * n * h * 4
-
-
-def test_fused_cells_refuse_bad_arguments():
-    """The fused cells' C entry points check shapes, dtypes and devices and say which argument is wrong."""
-    c = gm.zeros(3, 5)
-    with pytest.raises(ValueError, match=r"lstm_cell: gh must have shape \(3, 20\), got \(3, 19\)"):
-        gm._C.lstm_cell(gm.zeros(3, 20), gm.zeros(3, 19), c)
-    with pytest.raises(TypeError, match="lstm_cell: gi dtype float64 does not match the state dtype float32"):
-        gm._C.lstm_cell(gm.zeros(3, 20, dtype=gm.float64), gm.zeros(3, 20), c)
-    with pytest.raises(ValueError, match=r"gru_cell: h must be 2-D \(batch, hidden\), got shape \(5,\)"):
-        gm._C.gru_cell(gm.zeros(1, 15), gm.zeros(1, 15), gm.zeros(5))
-    with pytest.raises(TypeError, match="gru_cell_backward: dh must be a floating point tensor"):
-        gm._C.gru_cell_backward(gm.zeros(3, 5, dtype=gm.int64), gm.zeros(3, 20), c)
-    with pytest.raises(ValueError, match=r"lstm_cell_backward: act must have shape \(3, 20\)"):
-        gm._C.lstm_cell_backward(c, c, gm.zeros(3, 15), c, c)
-
-
 def test_dropout_between_layers_only_in_training(device):
     """dropout acts after every layer but the last, in training only: eval equals a dropout-free layer, and in
     training some outputs differ from it (the masks come from gpumemnet's generator, not PyTorch's)."""
