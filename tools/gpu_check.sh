@@ -85,7 +85,9 @@ if [ "$build_rc" -eq 0 ]; then
     step "tests"
     t0=$SECONDS
     par=$(python -c "import xdist" 2>/dev/null && echo "-n 8")
-    tests=${GPU_CHECK_TESTS:-"$repo"/tests/test_cuda_*.py}
+    # the CPU-vs-CUDA files, and the cuda cases of the files written for every device that have CUDA kernels of
+    # their own (-k cuda keeps every test of the former: their module names match)
+    tests=${GPU_CHECK_TESTS:-"$repo/tests/test_cuda_*.py $repo/tests/test_nn_rnn.py -k cuda"}
     # shellcheck disable=SC2086
     timeout "$(limit 150)" python -m pytest -q $par $tests -p no:cacheprovider \
         --junitxml="$out/junit.xml" >"$out/pytest.log" 2>&1
