@@ -39,15 +39,13 @@ static int rnn_cell_args(const char *op, int gates, GMTensor *gi, GMTensor *gh, 
     return rnn_arg(op, "gi", gi, s, N, G) < 0 || rnn_arg(op, "gh", gh, s, N, G) < 0 ? -1 : 0;
 }
 
-/* Contiguous copies (or the tensors themselves) of n arguments, NULL ones kept NULL; -1 with all released. */
+/* New references to contiguous copies (or the tensors themselves) of n arguments; -1 with none held. */
 static int contig_all(GMTensor **in, GMTensor **out, int n) {
-    for (int i = 0; i < n; i++) {
-        out[i] = NULL;
-        if (in[i] && !(out[i] = contig(in[i]))) {
-            while (i--) Py_XDECREF(out[i]);
+    for (int i = 0; i < n; i++)
+        if (!(out[i] = contig(in[i]))) {
+            while (i--) Py_DECREF(out[i]);
             return -1;
         }
-    }
     return 0;
 }
 

@@ -128,3 +128,16 @@ def test_training_forward_keeps_exact_bytes(cls, kept_per_step):
     kinds = 2 if cls == "LSTM" else 1
     units = kinds + T * kept_per_step - 1 + T + kinds  # h_T: only in the output
     assert gm.memory.memory_allocated("cpu") - before == units * n * h * 4
+
+
+def test_strided_arguments_give_the_contiguous_results():
+    """Arguments that are views with strides (a column slice, a transpose) are copied, not misread."""
+    wide, ct = R.standard_normal((N, 8 * H)), R.standard_normal((H, N))
+    gi_view, c_view = t(wide)[:, ::2], t(ct).t()
+    gi, c = gi_view.contiguous(), c_view.contiguous()
+    gh = t(R.standard_normal((N, 4 * H)))
+    for got, want in zip(_C.lstm_cell(gi_view, gh, c_view), _C.lstm_cell(gi, gh, c)):
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    for got, want in zip(_C.gru_cell(gi_view[:, :3 * H], gh[:, :3 * H], c_view),
+                         _C.gru_cell(gi[:, :3 * H].contiguous(), gh[:, :3 * H].contiguous(), c)):
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
