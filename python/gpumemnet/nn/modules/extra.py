@@ -95,8 +95,9 @@ class MultiheadAttention(Module):
         key_padding_mask = FX._canonical_mask(key_padding_mask, "key_padding_mask", attn_mask, "attn_mask",
                                               query.dtype)
         attn_mask = FX._canonical_mask(attn_mask, "attn_mask", None, "", query.dtype)
-        if self.batch_first and batched:
-            query, key, value = (x.transpose(1, 0) for x in (query, key, value))
+        if self.batch_first and batched:  # one transpose for self-attention, which keeps q, k, v one tensor
+            query, key, value = (x.transpose(1, 0) for x in (query, key, value)) if query is not key or \
+                key is not value else (query.transpose(1, 0),) * 3
         separate = not self._qkv_same_embed_dim
         out, weights = F.multi_head_attention_forward(
             query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight, self.in_proj_bias, self.bias_k,
