@@ -87,3 +87,43 @@ def test_special_values_as_pytorch():
     assert np.signbit(th[3]) and not np.signbit(th[4])
     silu = _C.activation(SILU, x, 0.0, None, 0.0).numpy()
     assert silu[0] == np.inf and np.isnan(silu[2]) and silu[6] == -0.0
+
+
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("D", [1, 50, 63, 64, 65, 1000])
+def test_last_dim_softmax_within_a_few_ulps(D, log):
+    """softmax / log_softmax over the last dim take their exps 64 at a time on the vector exp (kernels/cpu/softmax.c):
+    within a few float32 ulps of float64 NumPy, for rows shorter than, equal to and longer than a block."""
+    x = _data(7 * D, 3).reshape(7, D)
+    x[1, :] = -np.inf if D > 1 else x[1, :]  # a row of -inf: NaN, as PyTorch
+    got = _C.softmax(gm.from_numpy(x), -1, log).numpy().astype(np.float64)
+    xd = x.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        shifted = xd - np.max(xd, axis=1, keepdims=True)
+        ref = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True)) if log else \
+            np.exp(shifted) / np.sum(np.exp(shifted), axis=1, keepdims=True)
+    if D > 1:
+        assert np.isnan(got[1]).all()
+    rows = [r for r in range(7) if not (D > 1 and r == 1)]
+    # a few ulps of the result, plus the float32 rounding of x - max, which exp turns into a relative error of
+    # |x - max| * 2^-24 (the kernel takes exp in single precision, as it always did)
+    ulps = 8 * np.spacing(np.abs(ref[rows]).astype(np.float32)).astype(np.float64)
+    shift = 2.0 ** -23 * (np.abs(shifted[rows]) + 1) * (1 if log else np.abs(ref[rows]))
+    assert np.all(np.abs(got[rows] - ref[rows]) <= ulps + shift + 1e-38)
+
+
+def test_last_dim_softmax_rows_do_not_depend_on_their_neighbours_or_threads():
+    x = _data(4 * 70, 4).reshape(4, 70)
+    full = _bits(_C.softmax(gm.from_numpy(x), -1, False).numpy())
+    for r in range(4):
+        alone = _bits(_C.softmax(gm.from_numpy(x[r:r + 1].copy()), -1, False).numpy())
+        np.testing.assert_array_equal(alone[0], full[r])
+    big = _data(3000 * 50, 5).reshape(3000, 50)
+    two = _bits(_C.softmax(gm.from_numpy(big), -1, False).numpy())
+    threads = gm.get_num_threads()
+    try:
+        gm.set_num_threads(1)
+        one = _bits(_C.softmax(gm.from_numpy(big), -1, False).numpy())
+    finally:
+        gm.set_num_threads(threads)
+    np.testing.assert_array_equal(one, two)

@@ -7,14 +7,81 @@
  * by H*W per element. */
 #include "softmax.h"
 #include "nn_dtype.h"
+#include "vec_math.h"
 
 /* 256 positions: two double accumulators each, 4 KiB of stack, and a 1 KiB contiguous run per float32 row. */
 #define TILE 256
+
+/* The usual case, inner = 1 (the last dim: attention scores, logits): rows of D contiguous values, each pass a
+ * vectorised loop. The exps go 64 at a time through one `omp simd` loop over a block on the stack, padded with -inf
+ * (whose exp is 0), so that they run on the vector exp (vec_math.h) and every element takes the same one wherever
+ * it sits; each block's exps are summed by one simd reduction (the padding adds 0), so the sum's order depends on D
+ * alone, not on the thread count. */
+#define SROW 64
+/* e[k] = exp(inp[base + d0 + k] - mx) for the block's elements, 0 past the row's end (DT, inp, base, D, mx: the
+ * caller's). */
+#define ROW_EXPS(e, d0)                                                                                      \
+    do {                                                                                                     \
+        double x_[SROW];                                                                                     \
+        if ((d0) + SROW <= D)                                                                                \
+            for (int64_t k = 0; k < SROW; k++) x_[k] = nn_ld(inp, base + (d0) + k, DT) - mx;                 \
+        else                                                                                                 \
+            for (int64_t k = 0; k < SROW; k++)                                                               \
+                x_[k] = (d0) + k < D ? nn_ld(inp, base + (d0) + k, DT) - mx : -INFINITY;                     \
+        _Pragma("omp simd") for (int64_t k = 0; k < SROW; k++) e[k] = nn_exp(x_[k], DT);                     \
+    } while (0)
+
+GM_VEC_CLONES static void softmax_rows(void *out, const void *inp, int64_t rows, int64_t D, gm_dtype dt, int log,
+                                       int nthreads) {
+    const int nt = nn_threads(rows * D, nthreads);
+    (void)nt;
+    NN_DISPATCH(dt, _Pragma("omp parallel for schedule(static) num_threads(nt)")
+    for (int64_t o = 0; o < rows; o++) {
+        const int64_t base = o * D;
+        double mx = -INFINITY, sum = 0.0, e[SROW];
+        int nan = 0;
+        _Pragma("omp simd reduction(max : mx) reduction(| : nan)")
+        for (int64_t d = 0; d < D; d++) {
+            const double v = nn_ld(inp, base + d, DT);
+            nan |= v != v;
+            mx = v > mx ? v : mx;
+        }
+        /* NaN wins, so that a row with a NaN gives NaN; a row of all -inf is shifted by 0 (general loop's notes) */
+        mx = nan ? (double)NAN : mx == -INFINITY ? 0.0 : mx;
+        const int keep_exp = !log && ((int)DT == GM_F32 || (int)DT == GM_F64); /* as in the general loop */
+        for (int64_t d0 = 0; d0 < D; d0 += SROW) {
+            ROW_EXPS(e, d0);
+            double block = 0.0;
+            _Pragma("omp simd reduction(+ : block)") for (int64_t k = 0; k < SROW; k++) block += e[k];
+            sum += block;
+            if (keep_exp)
+                for (int64_t k = 0; k < SROW && d0 + k < D; k++) nn_st(out, base + d0 + k, DT, e[k]);
+        }
+        if (log) {
+            const double lse = mx + nn_log(sum, DT);
+            for (int64_t d = 0; d < D; d++) nn_st(out, base + d, DT, nn_ld(inp, base + d, DT) - lse);
+            continue;
+        }
+        const double inv = 1.0 / sum;
+        if (keep_exp) {
+            for (int64_t d = 0; d < D; d++) nn_st(out, base + d, DT, nn_ld(out, base + d, DT) * inv);
+            continue;
+        }
+        for (int64_t d0 = 0; d0 < D; d0 += SROW) {
+            ROW_EXPS(e, d0);
+            for (int64_t k = 0; k < SROW && d0 + k < D; k++) nn_st(out, base + d0 + k, DT, e[k] * inv);
+        }
+    })
+}
 
 int softmax_forward(void *out, const void *inp, int64_t outer, int64_t D, int64_t inner, gm_dtype dt, int log,
                     int nthreads) {
     if (!gm_dtype_is_float(dt) || outer < 0 || D < 0 || inner < 0) return GM_ERR_ARG;
     if (D == 0 || inner == 0) return GM_OK;
+    if (inner == 1) {
+        softmax_rows(out, inp, outer, D, dt, log, nthreads);
+        return GM_OK;
+    }
     const int64_t ntiles = (inner + TILE - 1) / TILE, units = outer * ntiles;
     const int nt = nn_threads(outer * D * inner, nthreads);
     (void)nt;
