@@ -212,6 +212,20 @@ def uses_vendor_library(src):
 
 
 # ---- the build command ---------------------------------------------------------------------------------------
+def links_libmvec(compiler):
+    """Whether the build's C compiler links glibc's vector math library (kernels/cpu/vec_math.h): glibc on x86-64 has
+    it; elsewhere the float32 activations call the scalar libm functions."""
+    if sys.platform != "linux" or os.uname().machine != "x86_64":
+        return False
+    cc = (getattr(compiler, "compiler_so", None) or [os.environ.get("CC", "cc")])[0]
+    try:
+        probe = subprocess.run([cc, "-x", "c", "-", "-o", os.devnull, "-lmvec"],
+                               input=b"int main(void) { return 0; }", capture_output=True)
+    except OSError:
+        return False
+    return probe.returncode == 0
+
+
 class BuildExt(build_ext):
     """build_ext that decides CPU vs CPU+CUDA, compiles .c files in parallel and .cu files with nvcc."""
 
@@ -222,6 +236,12 @@ class BuildExt(build_ext):
         return int(env) if env and env.isdigit() and int(env) > 0 else (os.cpu_count() or 1)
 
     def build_extensions(self):
+        # decided here, as CUDA is, so that egg_info and sdist run no compiler; before configure*, whose
+        # configuration record (the macros) then notices a change
+        if links_libmvec(self.compiler):
+            for ext in self.extensions:
+                ext.define_macros.append(("GM_HAVE_LIBMVEC", "1"))
+                ext.libraries.append("mvec")
         if os.environ.get("GPUMEMNET_SANITIZE", "").strip() == "1":
             print("gpumemnet: building with AddressSanitizer + UndefinedBehaviorSanitizer (GPUMEMNET_SANITIZE=1)",
                   flush=True)
@@ -384,32 +404,17 @@ class BuildExt(build_ext):
             compiler.compile = serial_compile
 
 
-def libmvec():
-    """Whether the C compiler links glibc's vector math library (kernels/cpu/vec_math.h): glibc on x86-64 has it;
-    elsewhere the float32 activations call the scalar libm functions."""
-    if sys.platform != "linux" or os.uname().machine != "x86_64":
-        return False
-    try:
-        probe = subprocess.run([os.environ.get("CC", "cc"), "-x", "c", "-", "-o", os.devnull, "-lmvec"],
-                               input=b"int main(void) { return 0; }", capture_output=True)
-    except OSError:  # no C compiler: egg_info or sdist, which build nothing
-        return False
-    return probe.returncode == 0
-
-
-HAVE_LIBMVEC = libmvec()
 ext = Extension(
     "gpumemnet._C",
     sources=rel("csrc/*.c") + rel("kernels/cpu/*.c"),
     include_dirs=[numpy.get_include(), scipy_openblas32.get_include_dir(), "csrc", "kernels"],
-    define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION"), ("GM_VERSION", cstr(project_version()))]
-    + [("GM_HAVE_LIBMVEC", "1")] * HAVE_LIBMVEC,
+    define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION"), ("GM_VERSION", cstr(project_version()))],
     # -fno-math-errno: sqrt never sets errno for us, and without the flag it blocks vectorising Adam (3.4x).
     extra_compile_args=["-O3", "-fno-math-errno", "-fopenmp", "-std=c11", "-Wall", "-Wno-unused-function"],
     extra_link_args=["-fopenmp"],
     library_dirs=[scipy_openblas32.get_lib_dir()],
     # dl: gpumemnet.distributed dlopens the MPI library at run time (csrc/dist_mpi.h); glibc >= 2.34 has it in libc.
-    libraries=[scipy_openblas32.get_library(), "dl"] + ["mvec"] * HAVE_LIBMVEC,
+    libraries=[scipy_openblas32.get_library(), "dl"],
     # The OpenBLAS wheel sits beside us in site-packages; gpumemnet/__init__.py also preloads it.
     runtime_library_dirs=["$ORIGIN/../scipy_openblas32/lib"],
     depends=rel("csrc/*.h") + rel("kernels/*.h") + rel("kernels/cpu/*.h"),
