@@ -9,10 +9,15 @@ from .. import _C
 from .._core.autograd import Function
 
 
+def _zeros(shape, dtype, device):
+    """The gradient of an output no gradient reached, where the backward needs a tensor."""
+    return _C.fill_(_C.empty(shape, dtype, device), 0.0)
+
+
 def _or_zeros(g, like):
-    """g, or zeros shaped like `like` for an output no gradient reached (the fused kernels take no None: their loops
-    have no branch, so they vectorise)."""
-    return g if g is not None else _C.fill_(_C.empty(tuple(like.shape), like._dtype, like._device), 0.0)
+    """g, or zeros shaped like `like` (the fused kernels take no None: their loops have no branch, so they
+    vectorise)."""
+    return g if g is not None else _zeros(tuple(like.shape), like._dtype, like._device)
 
 
 class Steps(Function):
@@ -36,7 +41,7 @@ class Steps(Function):
         for g, shape in zip(grads, ctx.shapes):
             if g is None:
                 dtype, device = next((h._dtype, h._device) for h in grads if h is not None)
-                g = _C.fill_(_C.empty(shape, dtype, device), 0.0)
+                g = _zeros(shape, dtype, device)
             parts.append(g)
         return _C.cat(parts, 0), None
 
