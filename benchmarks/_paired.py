@@ -1,9 +1,18 @@
-"""Paired rounds of whole training steps, one worker process per configuration (bf16_step.py, bf16_ops_ab.py): a
+"""Paired rounds of whole training steps, one worker process per configuration (bf16_step.py, recurrent_step.py...): a
 round asks every worker for one step in turn, so the machine's load moves all sides alike. The worker side is
 serve_steps; the parent side paired_step_times."""
 import subprocess
 import sys
 import time
+
+
+def print_blas_config():
+    """The OpenBLAS build and kernel in use, where the wheel says (the figures depend on it)."""
+    try:
+        import scipy_openblas32
+        print("OpenBLAS:", scipy_openblas32.get_openblas_config())
+    except Exception:  # noqa: BLE001 - the figure is informative only
+        pass
 
 
 def serve_steps(step, warmup=2):

@@ -8,9 +8,13 @@ element was a scalar libm call, about 4 ns. Each library runs in a process of it
 recurrent_step.py explains); a round runs both and the ratio is taken within the round. Printed per op and size: the
 median over rounds of each library's best time of a forward plus backward, and of the per-round ratio."""
 import argparse
+import os
 import statistics
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _paired import print_blas_config  # noqa: E402
 
 OPS = ("sigmoid", "tanh", "gelu", "silu", "mish")
 
@@ -49,11 +53,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
-    try:
-        import scipy_openblas32
-        print("OpenBLAS:", scipy_openblas32.get_openblas_config())
-    except Exception:  # noqa: BLE001 - the figure is informative only
-        pass
+    print_blas_config()
     rounds = [(run("gpumemnet"), run("torch")) for _ in range(args.rounds)]
     for key in rounds[0][0]:
         ours = statistics.median(r[0][key] for r in rounds)

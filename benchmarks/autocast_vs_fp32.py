@@ -17,7 +17,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from _paired import paired_step_times, serve_steps  # noqa: E402
+from _paired import paired_step_times, print_blas_config, serve_steps  # noqa: E402
 
 
 def worker(lib, name, mode, threads):
@@ -44,11 +44,7 @@ def main():
     a = ap.parse_args()
     if a.worker:
         return worker(*a.worker, a.threads)
-    try:
-        import scipy_openblas32
-        print("OpenBLAS:", scipy_openblas32.get_openblas_config())
-    except Exception:  # noqa: BLE001 - the figure is informative only
-        pass
+    print_blas_config()
     cfgs = [("gm", "autocast"), ("gm", "fp32")]
     if a.before:
         cfgs.append(("gm-before", "autocast"))

@@ -14,7 +14,7 @@ import os
 import statistics
 import sys
 
-from _paired import paired_step_times, serve_steps
+from _paired import paired_step_times, print_blas_config, serve_steps
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -71,11 +71,7 @@ def main():
     a = ap.parse_args()
     if a.worker:
         return worker(*a.worker, a.accum, a.threads)
-    try:
-        import scipy_openblas32
-        print("OpenBLAS:", scipy_openblas32.get_openblas_config())
-    except Exception:  # noqa: BLE001 - the figure is informative only
-        pass
+    print_blas_config()
     configs = [("gm", "fp32"), ("gm", "bf16"), ("torch", "fp32"), ("torch", "bf16")]
     # gpumemnet sets a passive OpenMP wait policy at import (python/gpumemnet/_loader.py); PyTorch's libgomp
     # spins by default, which on a shared machine costs it seconds a step: both sides run passive here

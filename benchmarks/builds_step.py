@@ -14,7 +14,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from _paired import paired_step_times, serve_steps  # noqa: E402
+from _paired import paired_step_times, print_blas_config, serve_steps  # noqa: E402
 
 MODES = ("fp32", "autocast")
 
@@ -42,11 +42,7 @@ def main():
     a = ap.parse_args()
     if a.worker:
         return worker(*a.worker, a.threads)
-    try:
-        import scipy_openblas32
-        print("OpenBLAS:", scipy_openblas32.get_openblas_config())
-    except Exception:  # noqa: BLE001 - the figure is informative only
-        pass
+    print_blas_config()
     paths = {"base": os.path.abspath(a.base), "new": os.path.join(os.path.dirname(HERE), "python"), "torch": ""}
     configs = [(lib, mode) for lib in paths for mode in MODES]
     env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
