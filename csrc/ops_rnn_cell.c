@@ -53,9 +53,28 @@ static void release_all(GMTensor **ts, int n) {
     for (int i = 0; i < n; i++) Py_XDECREF(ts[i]);
 }
 
-static GMTensor *empty_like_rows(GMTensor *s, int64_t cols) {
-    const int64_t shape[2] = {s->shape[0], cols};
-    return gm_empty(2, shape, s->dtype, s->device);
+/* a[i] = the tensor o[i], argument names[i] (borrowed); -1 with a TypeError naming the first that is none. */
+static int tensor_args(const char *op, char **names, PyObject **o, GMTensor **a, int n) {
+    for (int i = 0; i < n; i++)
+        if (!(a[i] = gm_tensor_arg(o[i], op, names[i]))) return -1;
+    return 0;
+}
+
+/* outs[i] = a new (N, cols[i]) tensor of the state s's dtype and device; -1 with the ones made left for the caller's
+ * release_all (outs starts as NULLs). */
+static int empty_rows(GMTensor *s, const int64_t *cols, GMTensor **outs, int n) {
+    for (int i = 0; i < n; i++) {
+        const int64_t shape[2] = {s->shape[0], cols[i]};
+        if (!(outs[i] = gm_empty(2, shape, s->dtype, s->device))) return -1;
+    }
+    return 0;
+}
+
+/* The n outputs as a new tuple (new references). */
+static PyObject *tuple_of(GMTensor **ts, int n) {
+    PyObject *t = PyTuple_New(n);
+    for (int i = 0; t && i < n; i++) PyTuple_SET_ITEM(t, i, Py_NewRef((PyObject *)ts[i]));
+    return t;
 }
 
 /* lstm_cell(gi, gh, c) -> (h, c_new, act) */
@@ -63,23 +82,21 @@ PyObject *gm_py_lstm_cell(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *kwlist[] = {"gi", "gh", "c", NULL};
     const char *op = "lstm_cell";
     PyObject *o[3];
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO:lstm_cell", kwlist, &o[0], &o[1], &o[2])) return NULL;
-    GMTensor *a[3], *k[3], *h = NULL, *c_new = NULL, *act = NULL;
-    for (int i = 0; i < 3; i++)
-        if (!(a[i] = gm_tensor_arg(o[i], op, kwlist[i]))) return NULL;
-    if (rnn_cell_args(op, 4, a[0], a[1], a[2], "c") < 0 || contig_all(a, k, 3) < 0) return NULL;
-    const int64_t N = a[2]->shape[0], H = a[2]->shape[1];
+    GMTensor *a[3], *k[3], *y[3] = {NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO:lstm_cell", kwlist, &o[0], &o[1], &o[2]) ||
+        tensor_args(op, kwlist, o, a, 3) < 0 || rnn_cell_args(op, 4, a[0], a[1], a[2], "c") < 0 ||
+        contig_all(a, k, 3) < 0)
+        return NULL;
+    const int64_t N = a[2]->shape[0], H = a[2]->shape[1], cols[3] = {H, H, 4 * H};
     PyObject *res = NULL;
-    if ((h = empty_like_rows(a[2], H)) && (c_new = empty_like_rows(a[2], H)) && (act = empty_like_rows(a[2], 4 * H)) &&
+    if (empty_rows(a[2], cols, y, 3) == 0 &&
         GM_KERNEL(op, a[2]->device,
-                  lstm_cell_forward(data(h), data(c_new), data(act), data(k[0]), data(k[1]), data(k[2]), N, H,
+                  lstm_cell_forward(data(y[0]), data(y[1]), data(y[2]), data(k[0]), data(k[1]), data(k[2]), N, H,
                                     a[2]->dtype, gm_num_threads),
-                  cuda_lstm_cell_forward(data(h), data(c_new), data(act), data(k[0]), data(k[1]), data(k[2]), N, H,
-                                         a[2]->dtype, ctx)) == 0)
-        res = Py_BuildValue("(OOO)", h, c_new, act);
-    Py_XDECREF(h);
-    Py_XDECREF(c_new);
-    Py_XDECREF(act);
+                  cuda_lstm_cell_forward(data(y[0]), data(y[1]), data(y[2]), data(k[0]), data(k[1]), data(k[2]), N,
+                                         H, a[2]->dtype, ctx)) == 0)
+        res = tuple_of(y, 3);
+    release_all(y, 3);
     release_all(k, 3);
     return res;
 }
@@ -89,29 +106,26 @@ PyObject *gm_py_lstm_cell_backward(PyObject *self, PyObject *args, PyObject *kwa
     static char *kwlist[] = {"dh", "dc", "act", "c", "c_new", NULL};
     const char *op = "lstm_cell_backward";
     PyObject *o[5];
+    GMTensor *a[5], *k[5], *y[2] = {NULL};
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOO:lstm_cell_backward", kwlist, &o[0], &o[1], &o[2], &o[3],
-                                     &o[4]))
+                                     &o[4]) ||
+        tensor_args(op, kwlist, o, a, 5) < 0 || rnn_state_arg(op, "c", a[3]) < 0)
         return NULL;
-    GMTensor *a[5], *k[5], *d_gates = NULL, *dc_prev = NULL;
-    for (int i = 0; i < 5; i++)
-        if (!(a[i] = gm_tensor_arg(o[i], op, kwlist[i]))) return NULL;
     GMTensor *c = a[3];
-    if (rnn_state_arg(op, "c", c) < 0) return NULL;
-    const int64_t N = c->shape[0], H = c->shape[1];
+    const int64_t N = c->shape[0], H = c->shape[1], cols[2] = {4 * H, H};
     if (rnn_arg(op, "dh", a[0], c, N, H) < 0 || rnn_arg(op, "dc", a[1], c, N, H) < 0 ||
         rnn_arg(op, "act", a[2], c, N, 4 * H) < 0 || rnn_arg(op, "c_new", a[4], c, N, H) < 0 ||
         contig_all(a, k, 5) < 0)
         return NULL;
     PyObject *res = NULL;
-    if ((d_gates = empty_like_rows(c, 4 * H)) && (dc_prev = empty_like_rows(c, H)) &&
+    if (empty_rows(c, cols, y, 2) == 0 &&
         GM_KERNEL(op, c->device,
-                  lstm_cell_backward(data(d_gates), data(dc_prev), data(k[0]), data(k[1]), data(k[2]), data(k[3]),
+                  lstm_cell_backward(data(y[0]), data(y[1]), data(k[0]), data(k[1]), data(k[2]), data(k[3]),
                                      data(k[4]), N, H, c->dtype, gm_num_threads),
-                  cuda_lstm_cell_backward(data(d_gates), data(dc_prev), data(k[0]), data(k[1]), data(k[2]),
-                                          data(k[3]), data(k[4]), N, H, c->dtype, ctx)) == 0)
-        res = Py_BuildValue("(OO)", d_gates, dc_prev);
-    Py_XDECREF(d_gates);
-    Py_XDECREF(dc_prev);
+                  cuda_lstm_cell_backward(data(y[0]), data(y[1]), data(k[0]), data(k[1]), data(k[2]), data(k[3]),
+                                          data(k[4]), N, H, c->dtype, ctx)) == 0)
+        res = tuple_of(y, 2);
+    release_all(y, 2);
     release_all(k, 5);
     return res;
 }
@@ -121,22 +135,21 @@ PyObject *gm_py_gru_cell(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *kwlist[] = {"gi", "gh", "h", NULL};
     const char *op = "gru_cell";
     PyObject *o[3];
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO:gru_cell", kwlist, &o[0], &o[1], &o[2])) return NULL;
-    GMTensor *a[3], *k[3], *h_new = NULL, *ws = NULL;
-    for (int i = 0; i < 3; i++)
-        if (!(a[i] = gm_tensor_arg(o[i], op, kwlist[i]))) return NULL;
-    if (rnn_cell_args(op, 3, a[0], a[1], a[2], "h") < 0 || contig_all(a, k, 3) < 0) return NULL;
-    const int64_t N = a[2]->shape[0], H = a[2]->shape[1];
+    GMTensor *a[3], *k[3], *y[2] = {NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO:gru_cell", kwlist, &o[0], &o[1], &o[2]) ||
+        tensor_args(op, kwlist, o, a, 3) < 0 || rnn_cell_args(op, 3, a[0], a[1], a[2], "h") < 0 ||
+        contig_all(a, k, 3) < 0)
+        return NULL;
+    const int64_t N = a[2]->shape[0], H = a[2]->shape[1], cols[2] = {H, 4 * H};
     PyObject *res = NULL;
-    if ((h_new = empty_like_rows(a[2], H)) && (ws = empty_like_rows(a[2], 4 * H)) &&
+    if (empty_rows(a[2], cols, y, 2) == 0 &&
         GM_KERNEL(op, a[2]->device,
-                  gru_cell_forward(data(h_new), data(ws), data(k[0]), data(k[1]), data(k[2]), N, H, a[2]->dtype,
+                  gru_cell_forward(data(y[0]), data(y[1]), data(k[0]), data(k[1]), data(k[2]), N, H, a[2]->dtype,
                                    gm_num_threads),
-                  cuda_gru_cell_forward(data(h_new), data(ws), data(k[0]), data(k[1]), data(k[2]), N, H, a[2]->dtype,
-                                        ctx)) == 0)
-        res = Py_BuildValue("(OO)", h_new, ws);
-    Py_XDECREF(h_new);
-    Py_XDECREF(ws);
+                  cuda_gru_cell_forward(data(y[0]), data(y[1]), data(k[0]), data(k[1]), data(k[2]), N, H,
+                                        a[2]->dtype, ctx)) == 0)
+        res = tuple_of(y, 2);
+    release_all(y, 2);
     release_all(k, 3);
     return res;
 }
@@ -146,27 +159,23 @@ PyObject *gm_py_gru_cell_backward(PyObject *self, PyObject *args, PyObject *kwar
     static char *kwlist[] = {"dh", "ws", "h", NULL};
     const char *op = "gru_cell_backward";
     PyObject *o[3];
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO:gru_cell_backward", kwlist, &o[0], &o[1], &o[2]))
+    GMTensor *a[3], *k[3], *y[3] = {NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO:gru_cell_backward", kwlist, &o[0], &o[1], &o[2]) ||
+        tensor_args(op, kwlist, o, a, 3) < 0 || rnn_state_arg(op, "h", a[2]) < 0)
         return NULL;
-    GMTensor *a[3], *k[3], *d_gi = NULL, *d_gh = NULL, *dh_prev = NULL;
-    for (int i = 0; i < 3; i++)
-        if (!(a[i] = gm_tensor_arg(o[i], op, kwlist[i]))) return NULL;
     GMTensor *h = a[2];
-    if (rnn_state_arg(op, "h", h) < 0) return NULL;
-    const int64_t N = h->shape[0], H = h->shape[1];
+    const int64_t N = h->shape[0], H = h->shape[1], cols[3] = {3 * H, 3 * H, H};
     if (rnn_arg(op, "dh", a[0], h, N, H) < 0 || rnn_arg(op, "ws", a[1], h, N, 4 * H) < 0 || contig_all(a, k, 3) < 0)
         return NULL;
     PyObject *res = NULL;
-    if ((d_gi = empty_like_rows(h, 3 * H)) && (d_gh = empty_like_rows(h, 3 * H)) && (dh_prev = empty_like_rows(h, H)) &&
+    if (empty_rows(h, cols, y, 3) == 0 &&
         GM_KERNEL(op, h->device,
-                  gru_cell_backward(data(d_gi), data(d_gh), data(dh_prev), data(k[0]), data(k[1]), data(k[2]), N, H,
+                  gru_cell_backward(data(y[0]), data(y[1]), data(y[2]), data(k[0]), data(k[1]), data(k[2]), N, H,
                                     h->dtype, gm_num_threads),
-                  cuda_gru_cell_backward(data(d_gi), data(d_gh), data(dh_prev), data(k[0]), data(k[1]), data(k[2]), N,
+                  cuda_gru_cell_backward(data(y[0]), data(y[1]), data(y[2]), data(k[0]), data(k[1]), data(k[2]), N,
                                          H, h->dtype, ctx)) == 0)
-        res = Py_BuildValue("(OOO)", d_gi, d_gh, dh_prev);
-    Py_XDECREF(d_gi);
-    Py_XDECREF(d_gh);
-    Py_XDECREF(dh_prev);
+        res = tuple_of(y, 3);
+    release_all(y, 3);
     release_all(k, 3);
     return res;
 }
