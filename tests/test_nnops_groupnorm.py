@@ -103,6 +103,71 @@ def test_instance_norm_running_stats_updated_once_under_checkpoint():
     assert a.grad is not None
 
 
+# ---- layer norm's row kernel (kernels/cpu/group_norm.c: one group, a row of elements each its own channel) -------
+def ln_grads_ref(x, w, g, eps=1e-5):
+    """float64 (dx, dw, db) of layer norm over the last dim, w None for no weight."""
+    mu = x.mean(axis=-1, keepdims=True)
+    rstd = 1 / np.sqrt(x.var(axis=-1, keepdims=True) + eps)
+    xhat = (x - mu) * rstd
+    wg = g * (1 if w is None else w)
+    dx = rstd * (wg - wg.mean(axis=-1, keepdims=True) - xhat * (wg * xhat).mean(axis=-1, keepdims=True))
+    return dx, (g * xhat).sum(axis=0), g.sum(axis=0)
+
+
+ROW_TOLS = {gm.float64: (1e-12, 1e-10), gm.float32: (1e-5, 1e-4), gm.bfloat16: (2e-2, 5e-2)}
+
+
+@pytest.mark.parametrize("dtype", [gm.float64, gm.float32, gm.bfloat16], ids=str)
+@pytest.mark.parametrize("affine", ["both", "weight", "none"])
+@pytest.mark.parametrize("shape", [(37, 1027), (3, 200), (5, 16)])
+def test_layer_norm_rows_numpy(shape, affine, dtype):
+    """Rows longer than a vector and not a multiple of one (the loops' remainders), more than one block of the
+    weight's gradient (64 channels), each affine form; the gradients as autograd hands them (a fresh gradient
+    tensor, which the kernel writes the input's gradient over)."""
+    x, g = R(*shape) * 3 + 1, R(*shape)
+    w = R(shape[1]) if affine != "none" else None
+    b = R(shape[1]) if affine == "both" else None
+    # the reference takes the inputs as rounded to dtype
+    x, g, w, b = (None if v is None else to_numpy(T(v, dtype)).astype(np.float64) for v in (x, g, w, b))
+    xt = T(x, dtype, requires_grad=True)
+    wt, bt = (None if v is None else T(v, dtype, requires_grad=True) for v in (w, b))
+    out = F.layer_norm(xt, (shape[1],), wt, bt)
+    assert out.dtype == dtype
+    assert_close(out, ln_ref(x, 1, w, b), *ROW_TOLS[dtype], what="layer_norm rows")
+    (out * T(g, dtype)).sum().backward()
+    dx, dw, db = ln_grads_ref(x, w, g)
+    assert_close(xt.grad, dx, *ROW_TOLS[dtype], what="layer_norm rows: input gradient")
+    if wt is not None:
+        assert_close(wt.grad, dw, *ROW_TOLS[dtype], what="layer_norm rows: weight gradient")
+    if bt is not None:
+        assert_close(bt.grad, db, *ROW_TOLS[dtype], what="layer_norm rows: bias gradient")
+
+
+@pytest.mark.parametrize("kind", ["layer", "group"])
+def test_norm_same_at_any_thread_count(kind):
+    """Groups (rows) go to threads whole and the weight's gradient sums over samples in order in every block of
+    channels: one thread and two give the same bits (the sizes are above the kernels' parallel grain)."""
+    shape, C = ((64, 1027), 1027) if kind == "layer" else ((8, 96, 9, 11), 96)
+    x, w, b, g = R(*shape).astype(np.float32), R(C), R(C), R(*shape)
+
+    def run():
+        xt = T(x, requires_grad=True)
+        wt, bt = T(w, gm.float32, requires_grad=True), T(b, gm.float32, requires_grad=True)
+        out = F.layer_norm(xt, (C,), wt, bt) if kind == "layer" else F.group_norm(xt, 12, wt, bt)
+        out.backward(T(g, gm.float32))
+        return [to_numpy(t) for t in (out, xt.grad, wt.grad, bt.grad)]
+    threads = gm.get_num_threads()
+    try:
+        gm.set_num_threads(1)
+        one = run()
+        gm.set_num_threads(2)
+        two = run()
+    finally:
+        gm.set_num_threads(threads)
+    for a, c in zip(one, two):
+        np.testing.assert_array_equal(a, c)
+
+
 # ---- gradients ----------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("shape,groups", [((2, 4, 3), 2), ((2, 4, 2, 2), 1), ((1, 3, 2, 1, 2), 3)])
 def test_group_norm_gradcheck(shape, groups):
@@ -131,7 +196,8 @@ def test_instance_norm_gradcheck():
 
 
 # ---- against PyTorch ----------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("shape,groups", [((2, 6, 5), 3), ((3, 4, 3, 5), 1), ((2, 6, 2, 3, 2), 6), ((5, 8), 4)])
+@pytest.mark.parametrize("shape,groups", [((2, 6, 5), 3), ((3, 4, 3, 5), 1), ((2, 6, 2, 3, 2), 6), ((5, 8), 4),
+                                          ((4, 64, 9, 11), 8)])
 def test_group_norm_torch(shape, groups):
     torch = pytest.importorskip("torch")
     C = shape[1]
