@@ -263,6 +263,27 @@ def test_import_makes_idle_openmp_threads_sleep_unless_told_otherwise(given, see
     assert r.stdout.strip() == seen
 
 
+@pytest.mark.parametrize("first, policy, warns", [("ctypes.CDLL('libgomp.so.1')", None, True),
+                                                  ("ctypes.CDLL('libgomp.so.1')", "PASSIVE", False),
+                                                  ("None", None, False)])
+def test_import_after_another_librarys_openmp_warns_once(first, policy, warns):
+    """A libgomp loaded before gpumemnet (torch imported first) keeps its own wait policy, and its spinning threads
+    slowed a Linear layer 3x: the import says so, once, and names the remedies; not when the user set a policy, nor
+    when gpumemnet loads libgomp itself."""
+    import subprocess
+    import sys
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    if policy:
+        env["OMP_WAIT_POLICY"] = policy
+    code = f"import ctypes; {first}; import gpumemnet; import gpumemnet.nn; print('imported')"
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "imported", r.stderr
+    said = r.stderr.count("OpenMP's library was loaded before gpumemnet")
+    assert said == (1 if warns else 0), r.stderr
+    if warns:
+        assert "libgomp.so.1" in r.stderr and "OMP_WAIT_POLICY=PASSIVE" in r.stderr and "before torch" in r.stderr
+
+
 def test_tensor_of_numpy_scalar_keeps_its_dtype():
     # PyTorch: torch.tensor(np.float64(1.5)) is float64 (a Python float would be float32)
     assert gm.tensor(np.float64(1.5)).dtype == gm.float64
