@@ -145,3 +145,38 @@ def test_depthwise_wide_rows(stride, padding, dilation):
     big = R(2, 3, 6, 90)
     assert_close(conv2d(T(big)[:, :, :, ::2], T(w), None, **kw), ref_conv2d(big[:, :, :, ::2], w, None, **kw),
                  1e-12, 1e-12, what="strided input")
+
+
+# (M, Fi, Fo): above the products' thread grain (1M multiply-adds); blocks of the output's rows (M >= Fo) or of its
+# columns (M < Fo) in the forward and in dx; dw (Fo, Fi) split by its own longer side
+LINEAR_THREADED = [(300, 70, 130), (40, 60, 1000), (257, 129, 31)]
+
+
+@pytest.mark.parametrize("dtype", [gm.float64, gm.float32], ids=str)
+@pytest.mark.parametrize("shape", LINEAR_THREADED, ids=str)
+@pytest.mark.parametrize("nthreads", [2, 3])
+def test_linear_threaded_blocks_match_numpy_and_one_thread(threads, shape, nthreads, dtype):
+    """A linear layer's passes run as one OpenMP region each, every thread computing a block of the output on
+    single-threaded BLAS (kernels/cpu/linear.c): forward, dx, dw and db against NumPy, with the weight read
+    column-major too (a transposed view); the same bits when run again (the blocks depend on the thread count
+    alone; OpenBLAS's kernels round a block's edges differently, so one thread may differ in the last bits); and
+    OpenBLAS's own thread count restored after each pass."""
+    M, Fi, Fo = shape
+    x, w, b, g = R(M, Fi), R(Fo, Fi), R(Fo), R(M, Fo)
+    tol = 1e-12 if dtype == gm.float64 else 2e-5
+
+    def run(n, w_t):
+        gm.set_num_threads(n)
+        xt, bt = T(x, dtype, requires_grad=True), T(b, dtype, requires_grad=True)
+        wt = T(w.T.copy(), dtype, requires_grad=True) if w_t else T(w, dtype, requires_grad=True)
+        out = linear(xt, wt.t() if w_t else wt, bt)
+        out.backward(T(g, dtype))
+        dw = to_numpy(wt.grad).T if w_t else to_numpy(wt.grad)
+        return [to_numpy(out), to_numpy(xt.grad), dw, to_numpy(bt.grad)]
+    for w_t in (False, True):
+        got = run(nthreads, w_t)
+        for a, ref in zip(got, [x @ w.T + b, g @ w, g.T @ x, g.sum(0)]):
+            assert_close(a, ref, tol, tol * Fi)
+        assert _C._build_info()["blas_threads"] == nthreads, "OpenBLAS's thread count was not restored"
+        for a, c in zip(got, run(nthreads, w_t)):
+            np.testing.assert_array_equal(a, c)

@@ -47,6 +47,27 @@ def check(got, ref, atol=0.0, rtol=0.0, what=""):
         pytest.fail(f"{what}: {int(bad.sum())} of {bad.size} mismatch (atol={atol}, rtol={rtol})\n" + "\n".join(lines))
 
 
+@pytest.mark.parametrize("dt", [F32, F64], ids=DT_NAMES.get)
+def test_matmul_many_small_products_one_per_thread(dt):
+    """A batch of products each too small for OpenBLAS's own threads (attention's heads) runs one product per
+    OpenMP thread on single-threaded BLAS: against NumPy, with a broadcast (stride-0) and a transposed operand,
+    and bit for bit what one thread gives (each product is the same call)."""
+    a, b, c = rand((64, 20, 30), dt, 13), rand((30, 25), dt, 14), rand((64, 25, 30), dt, 15)
+    old = _C.get_num_threads()
+    got = {}
+    try:
+        for n in (1, 2, 3):
+            _C.set_num_threads(n)
+            run_case(stored(a, dt), stored(b, dt), make(a, dt), make(b, dt), dt, f"broadcast b, threads={n}")
+            bt = make(c, dt)._transpose(1, 2)
+            run_case(stored(a, dt), stored(c, dt).swapaxes(1, 2), make(a, dt), bt, dt, f"transposed b, threads={n}")
+            got[n] = to_np(_C.matmul(make(a, dt), bt))
+    finally:
+        _C.set_num_threads(old)
+    for n in (2, 3):
+        np.testing.assert_array_equal(got[n].view(np.uint8), got[1].view(np.uint8))
+
+
 def stored(x, dt):
     """The values a tensor of dtype dt built from x holds, in float64 (int64 stays int64) for the reference."""
     if dt == I64:

@@ -124,7 +124,7 @@ static int FN(forward_items)(T *out, const T *x, const T *w, const T *bias, cons
                              const conv_plan *pl) {
     const int64_t N = g->N, K = g->K, G = g->G, Cg = g->C / G, Kg = K / G, CRS = Cg * g->R * g->S;
     const int64_t PQ = g->P * g->Q, tile = pl->tile, nb = pl->items, units = ceil_div64(N, nb) * G;
-    conv_blas_single_begin(pl->nt);
+    blas_single_begin(pl->nt);
 #pragma omp parallel for num_threads(pl->nt) if (pl->nt > 1) schedule(dynamic)
     for (int64_t u = 0; u < units; u++) {
         const int64_t grp = u % G, n0 = u / G * nb, n1 = min64(N, n0 + nb), cnt = (n1 - n0) * PQ;
@@ -144,7 +144,7 @@ static int FN(forward_items)(T *out, const T *x, const T *w, const T *bias, cons
             }
         }
     }
-    conv_blas_single_end(pl->nt);
+    blas_single_end(pl->nt);
     return GM_OK;
 }
 
@@ -153,7 +153,7 @@ static int FN(backward_data_items)(T *dx, const T *dout, const T *w, const T *bi
     const int64_t N = g->N, C = g->C, K = g->K, G = g->G, Cg = C / G, Kg = K / G, CRS = Cg * g->R * g->S;
     const int64_t PQ = g->P * g->Q, HW = g->H * g->W, tile = pl->tile, nb = pl->items;
     const int64_t units = ceil_div64(N, nb) * G;
-    conv_blas_single_begin(pl->nt);
+    blas_single_begin(pl->nt);
 #pragma omp parallel for num_threads(pl->nt) if (pl->nt > 1) schedule(dynamic)
     for (int64_t u = 0; u < units; u++) {
         const int64_t grp = u % G, n0 = u / G * nb, n1 = min64(N, n0 + nb), cnt = (n1 - n0) * PQ;
@@ -168,7 +168,7 @@ static int FN(backward_data_items)(T *dx, const T *dout, const T *w, const T *bi
             FN(conv_col2im_ld)(dxg, dcol + (n - n0) * PQ, tile, g, 0, Cg, 0, PQ);
         }
     }
-    conv_blas_single_end(pl->nt);
+    blas_single_end(pl->nt);
     return GM_OK;
 }
 
@@ -183,7 +183,7 @@ static int FN(backward_weight_items)(T *dw, const T *dout, const T *x, const con
     const int64_t tile = pl->tile, nb = pl->items, units = ceil_div64(N, nb) * G;
     const int nt = pl->nt;
     T *col = ws, *dyt = ws + tile * CRS;
-    conv_blas_single_begin(nt);
+    blas_single_begin(nt);
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         /* shares of the team OpenMP gave, which may be smaller than nt (OMP_THREAD_LIMIT, a nested region) */
@@ -203,7 +203,7 @@ static int FN(backward_weight_items)(T *dw, const T *dout, const T *x, const con
 #pragma omp barrier
         }
     }
-    conv_blas_single_end(nt);
+    blas_single_end(nt);
     return GM_OK;
 }
 
@@ -228,7 +228,7 @@ static int FN(conv2d_forward)(T *out, const T *x, const T *w, const T *bias, con
     if (pl.items) return FN(forward_items)(out, x, w, bias, g, ws, &pl);
     const int64_t tile = pl.tile, ntile = ceil_div64(PQ, tile), units = N * G * ntile;
     const int64_t ldx = Cg == 1 ? PQ : g->xs[1];
-    conv_blas_single_begin(pl.nt);
+    blas_single_begin(pl.nt);
 #pragma omp parallel for num_threads(pl.nt) if (pl.nt > 1) schedule(dynamic)
     for (int64_t u = 0; u < units; u++) {
         const int64_t n = u / (G * ntile), grp = u / ntile % G, s0 = u % ntile * tile, cnt = min64(tile, PQ - s0);
@@ -245,7 +245,7 @@ static int FN(conv2d_forward)(T *out, const T *x, const T *w, const T *bias, con
         }
         FN(conv_gemm)(0, 0, Kg, cnt, CRS, 1, w + grp * Kg * CRS, CRS, B, ldb, bias ? 1 : 0, o, PQ);
     }
-    conv_blas_single_end(pl.nt);
+    blas_single_end(pl.nt);
     return GM_OK;
 }
 
@@ -267,7 +267,7 @@ static int FN(conv2d_backward_data)(T *dx, const T *dout, const T *w, const T *b
     const conv_plan pl = conv_plan_pass(g, CONV_BACKWARD_DATA, sizeof(T), ws_nbytes, nthreads);
     if (pl.tile < 1 || (algo == CONV_ALGO_IM2COL && !ws)) return GM_ERR_ARG;
     if (pl.items) return FN(backward_data_items)(dx, dout, w, bias, g, ws, &pl);
-    conv_blas_single_begin(pl.nt);
+    blas_single_begin(pl.nt);
     if (algo == CONV_ALGO_POINTWISE) { /* dinp[n, g] (Cg, HW) = w_g^T (Cg, Kg) @ dout[n, g] (Kg, HW), by columns */
         const int64_t tile = pl.tile, ntile = ceil_div64(PQ, tile), units = N * G * ntile;
 #pragma omp parallel for num_threads(pl.nt) if (pl.nt > 1) schedule(dynamic)
@@ -296,7 +296,7 @@ static int FN(conv2d_backward_data)(T *dx, const T *dout, const T *w, const T *b
             }
         }
     }
-    conv_blas_single_end(pl.nt);
+    blas_single_end(pl.nt);
     return GM_OK;
 }
 
@@ -323,7 +323,7 @@ static int FN(conv2d_backward_weight)(T *dw, const T *dout, const T *x, const co
      * apart even in a short last tile: a thread that is ahead then never writes into another's rows. */
     const int64_t tile = pl.tile, ldx = Cg == 1 ? PQ : g->xs[1];
     const int nt = pl.nt;
-    conv_blas_single_begin(nt);
+    blas_single_begin(nt);
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         const int64_t t = omp_get_thread_num(), tn = omp_get_num_threads(), rows = algo == CONV_ALGO_IM2COL ? CRS : Cg;
@@ -347,7 +347,7 @@ static int FN(conv2d_backward_weight)(T *dw, const T *dout, const T *x, const co
             }
         }
     }
-    conv_blas_single_end(nt);
+    blas_single_end(nt);
     return GM_OK;
 }
 

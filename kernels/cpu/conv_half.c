@@ -436,14 +436,14 @@ int conv2d_forward_half(uint16_t *out, const uint16_t *x, const uint16_t *w, con
     if (pl.tile < 1) return GM_ERR_ARG;
     float *w32 = ws, *b32 = w32 + K * CRS, *bufs = (float *)((char *)ws + fixed);
     if (dt == GM_BF16 && bf16_on_gemm(g, CONV_FORWARD)) {
-        conv_blas_single_begin(pl.nt);
+        blas_single_begin(pl.nt);
         int st = conv2d_forward_bf16(out, x, w, bias, g, &pl, bufs);
-        conv_blas_single_end(pl.nt);
+        blas_single_end(pl.nt);
         return st;
     }
     load_weight(w32, b32, w, bias, K * CRS, K, g, dt, pl.nt);
     const int64_t tile = pl.tile, ntile = ceil_div64(PQ, tile), units = N * G * ntile;
-    conv_blas_single_begin(pl.nt);
+    blas_single_begin(pl.nt);
 #pragma omp parallel for num_threads(pl.nt) if (pl.nt > 1) schedule(dynamic)
     for (int64_t u = 0; u < units; u++) {
         const int64_t n = u / (G * ntile), grp = u / ntile % G, s0 = u % ntile * tile, cnt = min64(tile, PQ - s0);
@@ -454,7 +454,7 @@ int conv2d_forward_half(uint16_t *out, const uint16_t *x, const uint16_t *w, con
         conv_gemm_f32_whole(0, 0, Kg, cnt, CRS, 1, w32 + grp * Kg * CRS, CRS, col, cnt, bias ? 1 : 0, ot, cnt);
         round_rows_h(out + (n * K + grp * Kg) * PQ + s0, PQ, ot, Kg, cnt, dt);
     }
-    conv_blas_single_end(pl.nt);
+    blas_single_end(pl.nt);
     return GM_OK;
 }
 
@@ -566,9 +566,9 @@ int conv2d_backward_data_half(uint16_t *dx, const uint16_t *dout, const uint16_t
     hb_plan pl;
     if (!ws || conv_hb_plan_for(g, CONV_BACKWARD_DATA, ws_nbytes, nthreads, &pl) || pl.tile < 1) return GM_ERR_ARG;
     if (dt == GM_BF16 && bf16_on_gemm(g, CONV_BACKWARD_DATA)) {
-        conv_blas_single_begin(pl.nt);
+        blas_single_begin(pl.nt);
         conv2d_backward_data_bf16(dx, dout, w, bias, g, &pl, ws);
-        conv_blas_single_end(pl.nt);
+        blas_single_end(pl.nt);
         return GM_OK;
     }
     float *w32 = ws, *b32 = w32 + K * CRS;
@@ -576,7 +576,7 @@ int conv2d_backward_data_half(uint16_t *dx, const uint16_t *dout, const uint16_t
     const int64_t tile = pl.tile, chunk = pl.chunk, nchunk = ceil_div64(Cg, chunk), units = N * G * nchunk;
     const int64_t per = (int64_t)((pl.plane + (size_t)tile * pl.col) / sizeof(float));
     float *bufs = (float *)((char *)ws + pl.fixed);
-    conv_blas_single_begin(pl.nt);
+    blas_single_begin(pl.nt);
 #pragma omp parallel for num_threads(pl.nt) if (pl.nt > 1) schedule(dynamic)
     for (int64_t u = 0; u < units; u++) {
         const int64_t n = u / (G * nchunk), grp = u / nchunk % G, c0 = u % nchunk * chunk;
@@ -593,7 +593,7 @@ int conv2d_backward_data_half(uint16_t *dx, const uint16_t *dout, const uint16_t
         }
         round_rows_h(dx + (n * C + grp * Cg + c0) * HW, HW, plane, c1 - c0, HW, dt);
     }
-    conv_blas_single_end(pl.nt);
+    blas_single_end(pl.nt);
     return GM_OK;
 }
 
@@ -628,14 +628,14 @@ int conv2d_backward_weight_half(uint16_t *dw, const uint16_t *dout, const uint16
     float *dw32 = ws, *bufs = (float *)((char *)ws + pl.fixed);
     memset(dw32, 0, (size_t)(K * CRS) * sizeof(float));
     if (dt == GM_BF16 && bf16_on_gemm(g, CONV_BACKWARD_WEIGHT)) {
-        conv_blas_single_begin(pl.nt);
+        blas_single_begin(pl.nt);
         conv2d_backward_weight_bf16(dw, dout, x, g, &pl, dw32, bufs);
-        conv_blas_single_end(pl.nt);
+        blas_single_end(pl.nt);
         return GM_OK;
     }
     const int64_t tile = pl.tile, per = (int64_t)((size_t)tile * pl.col / sizeof(float));
     const int nt = pl.nt;
-    conv_blas_single_begin(nt);
+    blas_single_begin(nt);
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         /* the team OpenMP gives, which may be smaller than nt (OMP_THREAD_LIMIT, a nested region) */
@@ -657,7 +657,7 @@ int conv2d_backward_weight_half(uint16_t *dw, const uint16_t *dout, const uint16
             }
         }
     }
-    conv_blas_single_end(nt);
+    blas_single_end(nt);
     convert_all(dw32, dw, K * CRS, 1, dt, nt);
     return GM_OK;
 }

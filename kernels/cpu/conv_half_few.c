@@ -135,7 +135,7 @@ int conv_half_few_forward(uint16_t *out, const uint16_t *x, const void *w, const
     for (int64_t k = 0; k < K; k++)
         for (int64_t j = 0; j < J; j++) outf[k * J + j] = bias ? bias_at(bias, k, g) : 0.0f;
     const int nt = few_threads(g, CONV_FORWARD, nthreads);
-    conv_blas_single_begin(nt);
+    blas_single_begin(nt);
 #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
     for (int64_t k0 = 0; k0 < K; k0 += FEW_ROWS) {
         const int64_t rb = min64(FEW_ROWS, K - k0);
@@ -143,7 +143,7 @@ int conv_half_few_forward(uint16_t *out, const uint16_t *x, const void *w, const
         load_w(wb, w, k0 * CRS, rb * CRS, g);
         conv_gemm_f32_whole(0, 0, rb, J, CRS, 1, wb, CRS, col, J, 1, outf + k0 * J, J);
     }
-    conv_blas_single_end(nt);
+    blas_single_end(nt);
     for (int64_t n = 0; n < g->N; n++)
         for (int64_t k = 0; k < K; k++)
             for (int64_t i = 0; i < PQ; i++) out[(n * K + k) * PQ + i] = gm_float_to_bf16(outf[k * J + n * PQ + i]);
@@ -159,7 +159,7 @@ int conv_half_few_backward_data(uint16_t *dx, const uint16_t *dout, const void *
     const size_t per = L.per;
     gather_grad(gk, dout, g);
     const int nt = few_threads(g, CONV_BACKWARD_DATA, nthreads);
-    conv_blas_single_begin(nt);
+    blas_single_begin(nt);
 #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
     for (int64_t c0 = 0; c0 < CRS; c0 += FEW_STRIP) {
         const int64_t cw = min64(FEW_STRIP, CRS - c0);
@@ -167,7 +167,7 @@ int conv_half_few_backward_data(uint16_t *dx, const uint16_t *dout, const void *
         for (int64_t k = 0; k < K; k++) load_w(wb + k * cw, w, k * CRS + c0, cw, g);
         conv_gemm_f32_whole(1, 0, cw, J, K, 1, wb, cw, gk, J, 0, dcol + c0 * J, J);
     }
-    conv_blas_single_end(nt);
+    blas_single_end(nt);
     for (int64_t n = 0; n < g->N; n++)
         for (int64_t c = 0; c < g->C; c++)
             for (int64_t i = 0; i < HW; i++) dx32[(n * g->C + c) * HW + i] = bias ? bias_at(bias, c, g) : 0.0f;
@@ -199,7 +199,7 @@ int conv_half_few_backward_weight(uint16_t *dw, const uint16_t *dout, const uint
     gather_cols_f32(col, x, g);
     gather_grad(gk, dout, g);
     const int nt = few_threads(g, CONV_BACKWARD_WEIGHT, nthreads);
-    conv_blas_single_begin(nt);
+    blas_single_begin(nt);
 #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
     for (int64_t k0 = 0; k0 < K; k0 += FEW_ROWS) {
         const int64_t rb = min64(FEW_ROWS, K - k0);
@@ -207,6 +207,6 @@ int conv_half_few_backward_weight(uint16_t *dw, const uint16_t *dout, const uint
         conv_gemm_f32_whole(0, 1, rb, CRS, J, 1, gk + k0 * J, J, col, J, 0, db, CRS);
         gm_cvt_f32_to_bf16(dw + k0 * CRS, db, rb * CRS);
     }
-    conv_blas_single_end(nt);
+    blas_single_end(nt);
     return GM_OK;
 }

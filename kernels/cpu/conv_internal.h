@@ -6,6 +6,7 @@
 #define GM_KERNELS_CPU_CONV_INTERNAL_H
 
 #include "conv.h"
+#include "blas_threads.h"
 
 #include <cblas.h>
 #include <limits.h>
@@ -117,9 +118,6 @@ static inline size_t conv_item_col_nbytes(const conv_geom *g, size_t es) {
 /* The half-precision backward plan for at most `budget` bytes; 0 when it fits, else the least workspace the pass
  * needs. */
 size_t conv_hb_plan_for(const conv_geom *g, conv_pass pass, size_t budget, int nthreads, hb_plan *hp);
-/* OpenBLAS at one thread while any conv region of nt > 1 threads runs; the last region out restores the count. */
-void conv_blas_single_begin(int nt);
-void conv_blas_single_end(int nt);
 /* Checks shared by the conv entry points: sizes, and what BLAS's 32-bit integers can index. */
 int conv_check_geom(const conv_geom *g);
 /* Whether a float32 pass runs the direct kernel (conv_direct.c): a stride-1 "same"-size geometry of more than

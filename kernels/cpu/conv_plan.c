@@ -292,27 +292,6 @@ size_t conv2d_workspace_nbytes(const conv_geom *g, gm_dtype dt, conv_pass pass, 
     return (size_t)p.slots * (size_t)p.tile * (p.items ? conv_item_col_nbytes(g, gm_dtype_size(dt)) : col);
 }
 
-static int blas_users, blas_saved;
-
-void conv_blas_single_begin(int nt) {
-    if (nt <= 1) return;
-#pragma omp critical(gm_conv_blas)
-    {
-        if (blas_users++ == 0) {
-            blas_saved = scipy_openblas_get_num_threads();
-            if (blas_saved != 1) scipy_openblas_set_num_threads(1);
-        }
-    }
-}
-
-void conv_blas_single_end(int nt) {
-    if (nt <= 1) return;
-#pragma omp critical(gm_conv_blas)
-    {
-        if (--blas_users == 0 && blas_saved != 1) scipy_openblas_set_num_threads(blas_saved);
-    }
-}
-
 int conv_check_geom(const conv_geom *g) {
     if (!g || g->N < 0 || g->C < 0 || g->H < 0 || g->W < 0 || g->K < 0 || g->R < 1 || g->S < 1 || g->P < 0 ||
         g->Q < 0 || g->sh < 1 || g->sw < 1 || g->dh < 1 || g->dw < 1 || g->ph < 0 || g->pw < 0 || g->G < 1 ||

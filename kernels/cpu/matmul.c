@@ -4,6 +4,7 @@
  * because OpenBLAS has no half gemm that we can rely on across CPUs; bfloat16 ones are multiplied as they are by
  * gemm_bf16 where the CPU has AMX (widened as float16 elsewhere). */
 #include "matmul.h"
+#include "blas_threads.h"
 #include "gemm_bf16.h"
 
 #include <cblas.h>
@@ -145,17 +146,32 @@ int cpu_matmul_forward(void *out, const void *a, const void *b, gm_dtype dt, con
     if (!cpu_matmul_blas_layout(M, K, g->a_rs, g->a_cs, es, &ta, &lda)) return GM_ERR_ARG;
     if (!cpu_matmul_blas_layout(K, N, g->b_rs, g->b_cs, es, &tb, &ldb)) return GM_ERR_ARG;
     enum CBLAS_TRANSPOSE TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
+#define MATMUL_GEMM(pa, pb, pc)                                                                                 \
+    do {                                                                                                      \
+        if (dt == GM_F32)                                                                                     \
+            scipy_cblas_sgemm(CblasRowMajor, TA, TB, (blasint)M, (blasint)N, (blasint)K, 1.0f, (const float *)(pa), \
+                              (blasint)lda, (const float *)(pb), (blasint)ldb, 0.0f, (float *)(pc), (blasint)N);   \
+        else                                                                                                  \
+            scipy_cblas_dgemm(CblasRowMajor, TA, TB, (blasint)M, (blasint)N, (blasint)K, 1.0, (const double *)(pa), \
+                              (blasint)lda, (const double *)(pb), (blasint)ldb, 0.0, (double *)(pc), (blasint)N);  \
+    } while (0)
+    /* Many products each below OpenBLAS's own threading (attention's heads: 128 of 50 x 32 @ 32 x 50) ran one
+     * after another on one core: a thread each, on single-threaded BLAS (blas_threads.h), halves a Transformer's
+     * attention products on 2 cores. Each product is the same call either way. */
+    if (nt > 1 && nb >= nt) {
+        blas_single_begin(nt);
+#pragma omp parallel for num_threads(nt) schedule(static)
+        for (int64_t bi = 0; bi < nb; bi++) {
+            int64_t pa, pb;
+            batch_offsets(g, bi, &pa, &pb);
+            MATMUL_GEMM(ca + pa, cb + pb, co + bi * M * N * (int64_t)es);
+        }
+        blas_single_end(nt);
+        return GM_OK;
+    }
     int64_t cnt[GM_MAX_DIMS] = {0}, oa = 0, ob = 0;
     for (int64_t bi = 0; bi < nb; bi++) {
-        char *pc = co + bi * M * N * (int64_t)es;
-        if (dt == GM_F32)
-            scipy_cblas_sgemm(CblasRowMajor, TA, TB, (blasint)M, (blasint)N, (blasint)K, 1.0f,
-                              (const float *)(ca + oa), (blasint)lda, (const float *)(cb + ob), (blasint)ldb, 0.0f,
-                              (float *)pc, (blasint)N);
-        else
-            scipy_cblas_dgemm(CblasRowMajor, TA, TB, (blasint)M, (blasint)N, (blasint)K, 1.0,
-                              (const double *)(ca + oa), (blasint)lda, (const double *)(cb + ob), (blasint)ldb, 0.0,
-                              (double *)pc, (blasint)N);
+        MATMUL_GEMM(ca + oa, cb + ob, co + bi * M * N * (int64_t)es);
         for (int d = g->nbatch - 1; d >= 0; d--) { /* advance the batch odometer */
             if (++cnt[d] < g->batch_shape[d]) {
                 oa += g->a_bstrides[d];
@@ -167,5 +183,6 @@ int cpu_matmul_forward(void *out, const void *a, const void *b, gm_dtype dt, con
             ob -= g->b_bstrides[d] * (g->batch_shape[d] - 1);
         }
     }
+#undef MATMUL_GEMM
     return GM_OK;
 }
