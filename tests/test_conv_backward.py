@@ -147,9 +147,9 @@ def test_depthwise_wide_rows(stride, padding, dilation):
                  1e-12, 1e-12, what="strided input")
 
 
-# (M, Fi, Fo): above the products' thread grain (1M multiply-adds); blocks of the output's rows (M >= Fo) or of its
-# columns (M < Fo) in the forward and in dx; dw (Fo, Fi) split by its own longer side
-LINEAR_THREADED = [(300, 70, 130), (40, 60, 1000), (257, 129, 31)]
+# (M, Fi, Fo): above linear.c's region grain (8M multiply-adds a pass); blocks of the output's rows (M >= Fo) or of
+# its columns (M < Fo) in the forward and in dx; dw (Fo, Fi) split by its own longer side
+LINEAR_THREADED = [(600, 70, 260), (64, 140, 1000), (513, 129, 131)]
 
 
 @pytest.mark.parametrize("dtype", [gm.float64, gm.float32], ids=str)
