@@ -147,20 +147,17 @@ def test_depthwise_wide_rows(stride, padding, dilation):
                  1e-12, 1e-12, what="strided input")
 
 
-# (M, Fi, Fo): above linear.c's region grain (8M multiply-adds a pass); blocks of the output's rows (M >= Fo) or of
-# its columns (M < Fo) in the forward and in dx; dw (Fo, Fi) split by its own longer side
+# (M, Fi, Fo): products large enough for OpenBLAS to thread them; outputs wider than tall and taller than wide
 LINEAR_THREADED = [(600, 70, 260), (64, 140, 1000), (513, 129, 131)]
 
 
 @pytest.mark.parametrize("dtype", [gm.float64, gm.float32], ids=str)
 @pytest.mark.parametrize("shape", LINEAR_THREADED, ids=str)
 @pytest.mark.parametrize("nthreads", [2, 3])
-def test_linear_threaded_blocks_match_numpy_and_one_thread(threads, shape, nthreads, dtype):
-    """A linear layer's passes run as one OpenMP region each, every thread computing a block of the output on
-    single-threaded BLAS (kernels/cpu/linear.c): forward, dx, dw and db against NumPy, with the weight read
-    column-major too (a transposed view); the same bits when run again (the blocks depend on the thread count
-    alone; OpenBLAS's kernels round a block's edges differently, so one thread may differ in the last bits); and
-    OpenBLAS's own thread count restored after each pass."""
+def test_linear_threaded_matches_numpy_and_repeats(threads, shape, nthreads, dtype):
+    """A linear layer at sizes BLAS threads: forward, dx, dw and db against NumPy, with the weight read column-major
+    too (a transposed view, passed to BLAS as a transpose flag); the same bits when run again at the same thread
+    count; and OpenBLAS's thread count still the one set_num_threads gave."""
     M, Fi, Fo = shape
     x, w, b, g = R(M, Fi), R(Fo, Fi), R(Fo), R(M, Fo)
     tol = 1e-12 if dtype == gm.float64 else 2e-5

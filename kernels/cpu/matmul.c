@@ -156,8 +156,8 @@ int cpu_matmul_forward(void *out, const void *a, const void *b, gm_dtype dt, con
                               (blasint)lda, (const double *)(pb), (blasint)ldb, 0.0, (double *)(pc), (blasint)N);  \
     } while (0)
     /* Many products each below OpenBLAS's own threading (attention's heads: 128 of 50 x 32 @ 32 x 50) ran one
-     * after another on one core: a thread each, on single-threaded BLAS (blas_threads.h), halves a Transformer's
-     * attention products on 2 cores. Each product is the same call either way. */
+     * after another on one core. A thread each, on single-threaded BLAS (blas_threads.h): a 2-layer Transformer
+     * encoder step took 43 ms against 48 (2 cores, interleaved runs). Each product is the same call either way. */
     if (nt > 1 && nb >= nt) {
         blas_single_begin(nt);
 #pragma omp parallel for num_threads(nt) schedule(static)
