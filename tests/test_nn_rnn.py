@@ -192,6 +192,20 @@ def test_only_some_outputs_used(device):
         _compare_backward(ours, theirs, [(xa, xb)], [pick(ours(xa))], [pick(theirs(xb))])
 
 
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_lstm_output_changed_in_place_then_backward(bidirectional, device):
+    """The LSTM runs a layer as one node (nn/_rnn_layer.py) that keeps the steps' h, not the output: the output may
+    be changed in place before backward (an in-place dropout, a scaling), as PyTorch's CPU layers allow; gradients
+    as PyTorch's, the final states' included."""
+    ours, theirs = _pair("LSTM", device, input_size=IN, hidden_size=HID, num_layers=2, bidirectional=bidirectional)
+    x = R.randn(L, N, IN)
+    xa, xb = gm.tensor(x, device=device, requires_grad=True), torch.tensor(x, requires_grad=True)
+    (oa, sa), (ob, sb) = ours(xa), theirs(xb)
+    oa.mul_(3.0)
+    ob.mul_(3.0)
+    _compare_backward(ours, theirs, [(xa, xb)], (oa,) + _states(sa), (ob,) + _states(sb))
+
+
 @pytest.mark.parametrize("cls", ["LSTM", "GRU"])
 def test_float32_matches_pytorch(cls, device):
     """float32 runs the fused cells on vector sigmoid and tanh (kernels/cpu/vec_math.h): values and gradients

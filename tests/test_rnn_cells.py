@@ -115,18 +115,18 @@ def test_refused_arguments_name_the_argument():
 
 @pytest.mark.parametrize("cls, kept_per_step", [("LSTM", 6), ("GRU", 5)])
 def test_training_forward_keeps_exact_bytes(cls, kept_per_step):
-    """What a training forward leaves allocated, in units of one (N, H) float32 state. Per step the LSTM keeps its
-    activated gates (4), its h for the hidden projection's backward (1) and its c (1), not tanh(c') (recomputed in
-    backward); the GRU keeps r, z, n and a copy of the hidden projection's n part (4) and its h (1), not the whole
-    hidden projection. Besides: the zero initial state(s), the output (T units), the final state(s); h_T itself is
-    only in the output."""
+    """What a training forward leaves allocated, in units of one (N, H) float32 state. Per step the LSTM (one node
+    for the layer: nn/_rnn_layer.py) keeps its activated gates (4), its h for the hidden projection's backward (1)
+    and its c (1), not tanh(c') (recomputed in backward); the GRU keeps r, z, n and a copy of the hidden
+    projection's n part (4) and its h (1), not the whole hidden projection. Besides: the zero initial state(s), the
+    output (T units), the final state(s)."""
     T, n, h = 10, 8, 32
     m = getattr(gm.nn, cls)(4, h)
     x = gm.randn(T, n, 4)
     before = gm.memory.memory_allocated("cpu")
     out, states = m(x)
     kinds = 2 if cls == "LSTM" else 1
-    units = kinds + T * kept_per_step - 1 + T + kinds  # h_T: only in the output
+    units = kinds + T * kept_per_step - 1 + T + kinds  # the last h: read by no step, kept only in the output
     assert gm.memory.memory_allocated("cpu") - before == units * n * h * 4
 
 

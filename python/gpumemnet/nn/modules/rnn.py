@@ -18,6 +18,7 @@ from ..._core.creation import cat, stack, zeros
 from ..._core.tensor_misc import promote_types
 from .._packed import PackedSequence
 from .._rnn_fused import GRUStep, LSTMStep, Steps
+from .._rnn_layer import LSTMLayer
 from ..parameter import Parameter
 from ._utils import new_tensor
 from .module import Module
@@ -263,8 +264,20 @@ class RNNBase(Module):
                 data = F.dropout(data, self.dropout, True)
         return data, finals
 
+    def _one_node(self, gi, batch_sizes, init_states, w_hh, b_hh, w_hr):
+        """Whether an LSTM direction runs as one node (_rnn_layer.py): every row runs every step, no projection, one
+        dtype throughout (autocast's casts stay with the per-step path)."""
+        if self.mode != "LSTM" or w_hr is not None or not batch_sizes or is_autocast_enabled(gi.device.type):
+            return False
+        n = batch_sizes[0]
+        return all(b == n for b in batch_sizes) and init_states[0].shape[0] == n and \
+            all(t is None or t.dtype == gi.dtype for t in (*init_states, w_hh, b_hh))
+
     def _direction(self, gi, batch_sizes, init_states, w_hh, b_hh, w_hr, reverse):
         """One direction of one layer: the output rows (in data's packed order) and each sequence's last states."""
+        if self._one_node(gi, batch_sizes, init_states, w_hh, b_hh, w_hr):
+            out, h, c = LSTMLayer.apply(gi, *init_states, w_hh, b_hh, len(batch_sizes), reverse)
+            return out, (h, c)
         steps = Steps.apply(gi, batch_sizes) if batch_sizes else ()
         order = range(len(batch_sizes) - 1, -1, -1) if reverse else range(len(batch_sizes))
         # The live states hold the rows still running. Forward, the batch shrinks: rows that end leave their last
