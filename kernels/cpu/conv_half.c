@@ -168,7 +168,11 @@ static int bf16_conv_env(void) {
 static int bf16_on_gemm(const conv_geom *g, conv_pass pass) {
     const int mode = bf16_conv_env();
     if (mode == 1 || mode == 2) return mode == 1;
-    if (!gemm_bf16_native()) return 0;
+    /* The table above is AMX's. On an Intel CPU with AVX512-BF16 and no AMX (2 threads, ms forward / input-gradient
+     * / weight-gradient, products against the direct route) VGG-11's 128 -> 256 at 16x16 took 2.38 2.49 2.56
+     * against 1.35 1.32 1.66, 256 -> 256 at 16x16 4.58 4.81 4.86 against 2.25 2.24 2.82 (gemm_bf16.h: half the
+     * rate of float32 FMAs there). */
+    if (!gemm_bf16_amx()) return 0;
     const int64_t Kg = g->K / g->G, PQ = g->P * g->Q;
     switch (pass) {
     case CONV_FORWARD: /* on AMX at any map: see conv_half_small_use */
@@ -261,7 +265,7 @@ static int half_direct_route(const conv_geom *g, gm_dtype dt, conv_pass pass) {
      * thread, ms forward / input-gradient / weight-gradient, products against this route): 256 -> 512 at 8x8
      * 1.30 1.91 2.20 against 5.18 3.05 3.20, 512 -> 512 at 8x8 3.13 8.03 4.82 against 9.51 10.33 9.50, 128 -> 256
      * at 16x16 1.20 1.31 1.30 against 1.40 1.42 1.98 */
-    if (mode == 0 && dt == GM_BF16 && gemm_bf16_native() && (g->C / g->G > 128 || g->K / g->G > 128)) return 0;
+    if (mode == 0 && dt == GM_BF16 && gemm_bf16_amx() && (g->C / g->G > 128 || g->K / g->G > 128)) return 0;
     /* strided layers (the stride-1 ones take conv_half_amx.c) on AMX: gemm_bf16's AMX kernel (since its rework)
      * beat this route where bf16_on_gemm takes products (1 thread, CPU time, median of 7, ms forward /
      * input-gradient / weight-gradient, products against this route): the UNet's 2x2/2 transposed convolutions
