@@ -39,6 +39,17 @@ def sync():
         torch.cuda.synchronize()
 
 
+def _cpu_bf16():
+    """The CPU's bfloat16 products, which decide the autocast figures: "AMX", "AVX512-BF16 (no AMX)" or "none"
+    (read from /proc/cpuinfo's flags; "unknown" where it cannot be read)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf8") as f:
+            flags = next((ln.split(":", 1)[1].split() for ln in f if ln.startswith("flags")), [])
+    except OSError:
+        return "unknown"
+    return "AMX" if "amx_bf16" in flags else "AVX512-BF16 (no AMX)" if "avx512_bf16" in flags else "none"
+
+
 def info(req):
     out = {"backend": BACKEND, "threads": torch.get_num_threads(), "device": DEVICE,
            "cuda_available": bool(torch.cuda.is_available())}
@@ -46,7 +57,7 @@ def info(req):
         import gpumemnet as gm
         b = gm._C._build_info()
         out.update(version=gm.__version__, blas=b.get("blas"), blas_core=b.get("blas_core"),
-                   blas_threads=b.get("blas_threads"), openmp_threads=b.get("openmp_threads"))
+                   blas_threads=b.get("blas_threads"), openmp_threads=b.get("openmp_threads"), cpu_bf16=_cpu_bf16())
     else:
         cfg = torch.__config__.show()
         blas = [ln.split("=", 1)[1].strip(", ") for ln in cfg.replace(",", "\n").splitlines() if "BLAS_INFO" in ln]

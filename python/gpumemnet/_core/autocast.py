@@ -16,8 +16,9 @@ is and is widened while it is added into .grad (functions.ToDtype.backward: one 
 without bfloat16 products a one-group conv2d takes the float32 weight and bias uncast and rounds them as it widens
 them (nn/_functional_conv.py _keeps_f32_weight), so there is no cast to cache. On the CPU bfloat16 linear layers multiply bfloat16 operands directly
 (kernels/cpu/gemm_bf16.c: AMX or AVX512-BF16 where the CPU has them, float32 sums, each result rounded once), and
-so do the convolution passes where that is measured faster (kernels/cpu/conv_half.c, bf16_on_gemm; on AMX
-every stride-1 pass on the tile unit, conv_half_amx.c; GPUMEMNET_BF16_CONV=amx, =gemm or =widen forces a route); otherwise the low-precision tensors are stored as
+so do the convolution passes where that is measured faster, on AMX only (kernels/cpu/conv_half.c, bf16_on_gemm;
+every stride-1 pass on the tile unit, conv_half_amx.c; GPUMEMNET_BF16_CONV=amx, =gemm or =widen forces a route);
+otherwise the low-precision tensors are stored as
 float16/bfloat16 and the kernels compute in float32. Batch norm, relu/relu6 (the other activations through L1
 tiles) and 2x2 max pooling read and write bfloat16 directly on AVX-512 (kernels/cpu/nn_bf16.c, pool_2x2.c), so
 the ops between two convolutions make no float32 copy. A meta tensor counts as being on every device, so estimates on meta follow the
