@@ -21,17 +21,19 @@ def _or_zeros(g, like):
 
 
 class Steps(Function):
-    """x (rows of all steps) cut into consecutive row blocks of the given sizes: views; backward is one cat, with
-    zeros for the blocks whose output got no gradient."""
+    """x cut along dim into consecutive blocks of the given sizes (the rows of all steps into steps; attention's
+    packed q, k, v projection into three): views, one node; backward is one cat, with zeros for the blocks whose
+    output got no gradient. As views each through a node of its own (Tensor.split), every block's backward filled
+    a zero gradient of the whole input and added its block into it, and the engine then summed those."""
 
     @staticmethod
-    def forward(ctx, x, sizes):
+    def forward(ctx, x, sizes, dim=0):
         out, start = [], 0
         for n in sizes:
-            out.append(x._slice(0, start, start + n, 1))
+            out.append(x._slice(dim, start, start + n, 1))
             start += n
         if ctx.needs_input_grad:
-            ctx.shapes = [tuple(o.shape) for o in out]
+            ctx.shapes, ctx.dim = [tuple(o.shape) for o in out], dim
         return tuple(out)
 
     @staticmethod
@@ -43,7 +45,7 @@ class Steps(Function):
                 dtype, device = next((h._dtype, h._device) for h in grads if h is not None)
                 g = _zeros(shape, dtype, device)
             parts.append(g)
-        return _C.cat(parts, 0), None
+        return _C.cat(parts, ctx.dim), None, None
 
 
 class LSTMStep(Function):
