@@ -17,7 +17,7 @@ from . import functions as fn
 from .activation import (ELU, GELU, HARDSIGMOID, HARDTANH, LEAKY_RELU, RELU, SIGMOID, SILU, SOFTPLUS, TANH,
                          _UINT8, _Activation, _ActivationInplace, _Softmax)
 from .autograd import AccumulateGrad, Function, register_graph_backward as register
-from .indexing import IndexFn, IndexPutFn
+from .indexing import IndexFn, IndexPutFn, SplitFn
 from .inplace_binary import _InplaceBinary
 
 
@@ -326,8 +326,18 @@ register(fn._Reshaping, lambda ctx, g: (g.reshape(tuple(ctx.shape)), None))
 register(fn.Transpose, lambda ctx, g: (g.transpose(*ctx.dims), None, None))
 register(fn.Permute, lambda ctx, g: (g.permute(ctx.inverse), None))
 register(fn.Expand, lambda ctx, g: (sum_to(g, *ctx.meta), None))
+def _split(ctx, *grads):
+    """The pieces' gradients side by side (a recorded cat), zeros where a piece got none."""
+    grads = grads + (None,) * (len(ctx.shapes) - len(grads))
+    ref = next(g for g in grads if g is not None)
+    parts = [g if g is not None else _C.fill_(_C.empty(shape, ref._dtype, ref._device), 0.0)
+             for g, shape in zip(grads, ctx.shapes)]
+    return record(fn.Cat, ctx.dim, *parts), None, None
+
+
 register(fn.Cat, _cat)
 register(IndexFn, _index)
+register(SplitFn, _split)
 
 
 def not_recorded(ctx, what=None):

@@ -204,11 +204,12 @@ def write_graph_view(view, value_of):
     the new base, as PyTorch's CopySlices does. False, with nothing done, when the view was not made by slicing
     a base that is alive, in a graph and not itself a view."""
     node = view.grad_fn
-    base = node.base() if isinstance(node, IndexFn) and node.base is not None else None
+    base = node.base() if isinstance(node, (IndexFn, SplitFn)) and node.base is not None else None
     if base is None or base._is_view or base.grad_fn is None:
         return False
-    IndexPutFn.apply(base, value_of(view), node.plan)
-    view.grad_fn = IndexFn.apply(base, node.plan).grad_fn
+    plan = node.plan if isinstance(node, IndexFn) else node.plan_of(_C._edge_of(view)[1], base)
+    IndexPutFn.apply(base, value_of(view), plan)
+    view.grad_fn = IndexFn.apply(base, plan).grad_fn
     return True
 
 
@@ -231,3 +232,42 @@ class IndexFn(Function):
         _C.fill_(grad, 0.0)
         put_plan(grad, ctx.plan, g, accumulate=True)
         return grad, None
+
+
+class SplitFn(Function):
+    """x cut along dim into consecutive blocks of the given sizes (Tensor.split and chunk, a recurrent layer's
+    steps): views through one node, whose backward is one cat, with zeros for the blocks no gradient reached, as
+    PyTorch's SplitBackward. Through a node per view (IndexFn) every block's backward filled a zero gradient of
+    the whole of x and added its block into it, and the engine summed those: attention's q, k, v cut from one
+    projection cost three fills and three sums of the projection's size. Each view's place is kept, so that an
+    in-place write into one is recorded on the base as for a slice (write_graph_view)."""
+
+    @staticmethod
+    def forward(ctx, x, sizes, dim=0):
+        out, start = [], 0
+        for n in sizes:
+            out.append(x._slice(dim, start, start + n, 1))
+            start += n
+        if ctx.needs_input_grad:
+            ctx.shapes, ctx.dim, ctx.sizes = [tuple(o.shape) for o in out], dim, tuple(sizes)
+            ctx.base = weakref.ref(x)
+        return tuple(out)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        parts = []
+        grads = grads + (None,) * (len(ctx.shapes) - len(grads))  # the engine leaves out trailing outputs' Nones
+        for g, shape in zip(grads, ctx.shapes):
+            if g is None:
+                dtype, device = next((h._dtype, h._device) for h in grads if h is not None)
+                g = _C.fill_(_C.empty(shape, dtype, device), 0.0)
+            parts.append(g)
+        return _C.cat(parts, ctx.dim), None, None
+
+    def plan_of(self, i, base):
+        """The IndexFn plan of output i: its slice of base along dim."""
+        start = sum(self.sizes[:i])
+        return make_plan(base, (slice(None),) * self.dim + (slice(start, start + self.sizes[i]),))
+
+    def name(self):
+        return "SplitBackward0"

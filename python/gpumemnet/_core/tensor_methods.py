@@ -13,6 +13,7 @@ from .return_types import ValuesIndices as _RESULT
 from . import functions as F
 from .autograd import Function, check_inplace as _check_inplace, needs_grad as _needs_grad
 from .dtype import DTYPES, as_dtype, device_str, memory_format
+from .indexing import SplitFn
 
 _BOOL = 5
 _FLOAT_CODES = (0, 1, 2, 3)
@@ -149,6 +150,8 @@ class TensorMethods:
             if any(s < 0 for s in sizes) or sum(sizes) != size:
                 raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's "
                                    f"size at dimension {d}), but got split_sizes={sizes}")
+        if len(sizes) > 1 and _needs_grad(self):  # one node for all pieces: backward one cat
+            return SplitFn.apply(self, sizes, d)
         out, start = [], 0
         for s in sizes:
             out.append(self.narrow(d, start, s))

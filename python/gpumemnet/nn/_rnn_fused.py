@@ -4,7 +4,8 @@ Written with recorded ops, an LSTM step is about fifteen nodes, and the backward
 fills a gradient the size of all four gates; over a sequence that cost, not the GEMMs, dominated (13x PyTorch's
 time on a 2-layer LSTM). Here an LSTM or GRU step is one node running one fused kernel each way (_C.lstm_cell,
 _C.gru_cell: kernels/rnn_cell.h), as PyTorch's fused cells do, and the input projection of all steps (one GEMM) is
-cut into steps by one node whose backward is one cat. Nothing inside these forwards is recorded."""
+cut into steps by one node whose backward is one cat (_core/indexing.py's SplitFn). Nothing inside these forwards is
+recorded."""
 from .. import _C
 from .._core.autograd import Function
 
@@ -18,34 +19,6 @@ def _or_zeros(g, like):
     """g, or zeros shaped like `like` (the fused kernels take no None: their loops have no branch, so they
     vectorise)."""
     return g if g is not None else _zeros(tuple(like.shape), like._dtype, like._device)
-
-
-class Steps(Function):
-    """x cut along dim into consecutive blocks of the given sizes (the rows of all steps into steps; attention's
-    packed q, k, v projection into three): views, one node; backward is one cat, with zeros for the blocks whose
-    output got no gradient. As views each through a node of its own (Tensor.split), every block's backward filled
-    a zero gradient of the whole input and added its block into it, and the engine then summed those."""
-
-    @staticmethod
-    def forward(ctx, x, sizes, dim=0):
-        out, start = [], 0
-        for n in sizes:
-            out.append(x._slice(dim, start, start + n, 1))
-            start += n
-        if ctx.needs_input_grad:
-            ctx.shapes, ctx.dim = [tuple(o.shape) for o in out], dim
-        return tuple(out)
-
-    @staticmethod
-    def backward(ctx, *grads):
-        parts = []
-        grads = grads + (None,) * (len(ctx.shapes) - len(grads))  # the engine leaves out trailing outputs' Nones
-        for g, shape in zip(grads, ctx.shapes):
-            if g is None:
-                dtype, device = next((h._dtype, h._device) for h in grads if h is not None)
-                g = _zeros(shape, dtype, device)
-            parts.append(g)
-        return _C.cat(parts, ctx.dim), None, None
 
 
 class LSTMStep(Function):

@@ -17,7 +17,8 @@ from ..._core.autocast import is_autocast_enabled
 from ..._core.creation import cat, stack, zeros
 from ..._core.tensor_misc import promote_types
 from .._packed import PackedSequence
-from .._rnn_fused import GRUStep, LSTMStep, Steps
+from ..._core.indexing import SplitFn
+from .._rnn_fused import GRUStep, LSTMStep
 from .._rnn_layer import LSTMLayer
 from ..parameter import Parameter
 from ._utils import new_tensor
@@ -278,7 +279,7 @@ class RNNBase(Module):
         if self._one_node(gi, batch_sizes, init_states, w_hh, b_hh, w_hr):
             out, h, c = LSTMLayer.apply(gi, *init_states, w_hh, b_hh, len(batch_sizes), reverse)
             return out, (h, c)
-        steps = Steps.apply(gi, batch_sizes) if batch_sizes else ()
+        steps = SplitFn.apply(gi, batch_sizes) if batch_sizes else ()
         order = range(len(batch_sizes) - 1, -1, -1) if reverse else range(len(batch_sizes))
         # The live states hold the rows still running. Forward, the batch shrinks: rows that end leave their last
         # state in `done`. Backward, it grows: rows that start join with their initial state.
