@@ -34,7 +34,7 @@ GM_VEC_CLONES static void gn_rows_forward(void *out, void *mean, void *rstd, con
                                           double eps, int nthreads) {
     const int nt = nn_threads(R * M, nthreads);
     (void)nt;
-    const double w1 = 1.0, b0 = 0.0; /* an absent weight or bias: the loop reads element 0 of these */
+    const double w1 = 1.0, b0 = 0.0; /* what an absent weight or bias stands for */
     const int64_t ws = weight ? 1 : 0, bs = bias ? 1 : 0;
     NN_DISPATCH(dt, _Pragma("omp parallel for schedule(static) num_threads(nt)")
     for (int64_t r = 0; r < R; r++) {

@@ -248,9 +248,8 @@ class SplitFn(Function):
         for n in sizes:
             out.append(x._slice(dim, start, start + n, 1))
             start += n
-        if ctx.needs_input_grad:
-            ctx.shapes, ctx.dim, ctx.sizes = [tuple(o.shape) for o in out], dim, tuple(sizes)
-            ctx.base = weakref.ref(x)
+        ctx.shapes, ctx.dim, ctx.sizes = [tuple(o.shape) for o in out], dim, tuple(sizes)
+        ctx.base = weakref.ref(x)
         return tuple(out)
 
     @staticmethod
