@@ -155,3 +155,26 @@ def test_last_dim_softmax_gradient(D, dtype, log):
     np.testing.assert_array_equal(one.view(np.uint8), got.view(np.uint8))
     alone = _C.softmax_backward(gm.from_numpy(g[7:8].copy()), gm.from_numpy(y.numpy()[7:8].copy()), -1, log)
     np.testing.assert_array_equal(alone.numpy()[0].view(np.uint8), got[7].view(np.uint8))
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_last_dim_softmax_of_masked_scores(log):
+    """Causal attention's scores: -inf above the diagonal. Masked entries give exactly 0 (log: -inf), the others
+    those of the unmasked part alone; an exponent below -87 gives 0 in single precision (kernels/cpu/softmax.c
+    EXP_FLOOR: its exp is at most a denormal), and so does the gradient's exp of such a log-probability."""
+    L = 70
+    x = _data(L * L, 6).reshape(L, L)
+    x[np.triu_indices(L, 1)] = -np.inf
+    x[10, 3] = x[10, :11].max() - 95.0  # exp(-95) = 5.5e-42: a float32 denormal, given as 0
+    got = _C.softmax(gm.from_numpy(x), -1, log).numpy()
+    for r in range(L):
+        row = x[r, :r + 1].astype(np.float64)
+        shifted = row - row.max()
+        ref = shifted - np.log(np.exp(shifted).sum()) if log else np.exp(shifted) / np.exp(shifted).sum()
+        if not log:
+            ref[shifted < -87.0] = 0.0
+        np.testing.assert_allclose(got[r, :r + 1], ref, rtol=1e-5, atol=1e-30 if not log else 1e-5)
+        assert np.all(got[r, r + 1:] == (-np.inf if log else 0.0))
+    g = np.ones((L, L), np.float32)
+    dx = _C.softmax_backward(gm.from_numpy(g), gm.from_numpy(got), -1, log).numpy()
+    assert np.all(np.isfinite(dx)) and np.all(dx[np.triu_indices(L, 1)] == (1.0 if log else 0.0))
