@@ -248,8 +248,9 @@ class SplitFn(Function):
         for n in sizes:
             out.append(x._slice(dim, start, start + n, 1))
             start += n
-        ctx.shapes, ctx.dim, ctx.sizes = [tuple(o.shape) for o in out], dim, tuple(sizes)
-        ctx.base = weakref.ref(x)
+        if ctx.needs_input_grad:  # a node exists only then (the no-graph context takes no attributes)
+            ctx.shapes, ctx.dim, ctx.sizes = [tuple(o.shape) for o in out], dim, tuple(sizes)
+            ctx.base = weakref.ref(x)
         return tuple(out)
 
     @staticmethod
