@@ -328,11 +328,7 @@ register(fn.Permute, lambda ctx, g: (g.permute(ctx.inverse), None))
 register(fn.Expand, lambda ctx, g: (sum_to(g, *ctx.meta), None))
 def _split(ctx, *grads):
     """The pieces' gradients side by side (a recorded cat), zeros where a piece got none."""
-    grads = grads + (None,) * (len(ctx.shapes) - len(grads))
-    ref = next(g for g in grads if g is not None)
-    parts = [g if g is not None else _C.fill_(_C.empty(shape, ref._dtype, ref._device), 0.0)
-             for g, shape in zip(grads, ctx.shapes)]
-    return record(fn.Cat, ctx.dim, *parts), None, None
+    return record(fn.Cat, ctx.dim, *SplitFn.parts(ctx, grads)), None, None
 
 
 register(fn.Cat, _cat)

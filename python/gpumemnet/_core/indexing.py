@@ -254,15 +254,16 @@ class SplitFn(Function):
         return tuple(out)
 
     @staticmethod
+    def parts(ctx, grads):
+        """The pieces' gradients, zeros where a piece got none (the engine leaves out trailing outputs' Nones)."""
+        grads = grads + (None,) * (len(ctx.shapes) - len(grads))
+        ref = next(g for g in grads if g is not None)
+        return [g if g is not None else _C.fill_(_C.empty(shape, ref._dtype, ref._device), 0.0)
+                for g, shape in zip(grads, ctx.shapes)]
+
+    @staticmethod
     def backward(ctx, *grads):
-        parts = []
-        grads = grads + (None,) * (len(ctx.shapes) - len(grads))  # the engine leaves out trailing outputs' Nones
-        for g, shape in zip(grads, ctx.shapes):
-            if g is None:
-                dtype, device = next((h._dtype, h._device) for h in grads if h is not None)
-                g = _C.fill_(_C.empty(shape, dtype, device), 0.0)
-            parts.append(g)
-        return _C.cat(parts, ctx.dim), None, None
+        return _C.cat(SplitFn.parts(ctx, grads), ctx.dim), None, None
 
     def plan_of(self, i, base):
         """The IndexFn plan of output i: its slice of base along dim."""

@@ -11,7 +11,7 @@ the output, which the caller may change in place as PyTorch's CPU layers allow."
 from .. import _C
 from .._core.autograd import Function
 from ._functional_conv import _linear_call
-from ._rnn_fused import _zeros
+from ._rnn_fused import _or_zeros, _zeros
 
 
 def _rows(t, step, n):
@@ -44,10 +44,8 @@ class LSTMLayer(Function):
         h0, c0, w_hh = saved[:3]
         steps, n, reverse = ctx.steps, ctx.n, ctx.reverse
         acts, cs, prevs = saved[3:3 + steps], saved[3 + steps:3 + 2 * steps], (h0,) + saved[3 + 2 * steps:]
-        like = h0
-        dh_rec = d_h if d_h is not None else _zeros(tuple(like.shape), like._dtype, like._device)
-        dc = d_c if d_c is not None else _zeros(tuple(like.shape), like._dtype, like._device)
-        gates = _C.empty((steps * n, w_hh.shape[0]), like._dtype, like._device)
+        dh_rec, dc = _or_zeros(d_h, h0), _or_zeros(d_c, h0)
+        gates = _C.empty((steps * n, w_hh.shape[0]), h0._dtype, h0._device)
         # walked back: k-th processed step is time t(k); its previous c is the (k-1)-th's (c0 first)
         order = list(range(steps - 1, -1, -1) if reverse else range(steps))
         for k in range(steps - 1, -1, -1):
