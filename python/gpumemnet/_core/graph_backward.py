@@ -17,7 +17,7 @@ from . import functions as fn
 from .activation import (ELU, GELU, HARDSIGMOID, HARDTANH, LEAKY_RELU, RELU, SIGMOID, SILU, SOFTPLUS, TANH,
                          _UINT8, _Activation, _ActivationInplace, _Softmax)
 from .autograd import AccumulateGrad, Function, register_graph_backward as register
-from .indexing import IndexFn, IndexPutFn, SplitFn
+from .indexing import IndexFn, IndexPutFn, SplitFn, apply_plan
 from .inplace_binary import _InplaceBinary
 
 
@@ -139,6 +139,13 @@ def _binary(ctx, g):
         half = g * 0.5
         ga = where(win, g, where(tie, half, 0.0))
         gb = where(win, 0.0, where(tie, half, g))
+    return binary_grads(ctx, ga, gb)
+
+
+def binary_grads(ctx, ga, gb):
+    """A binary op's operand gradients ga, gb (None or a number where it has none) summed to the operands' shapes
+    and cast to their dtypes and devices, as its ordinary backward returns them."""
+    need = ctx.needs_input_grad
     out = []
     for i, gi in enumerate((ga, gb)):
         if not need[i] or gi is None or not fn.is_tensor(gi):
@@ -312,8 +319,8 @@ def _cat(ctx, g):
 
 
 def _index(ctx, g):
-    if any(s[0] == "index" for s in ctx.plan):  # an advanced index may repeat entries: those must add up
-        raise not_recorded(ctx, "an advanced index")
+    if any(s[0] == "index" for s in ctx.plan):  # an advanced index may repeat entries, which add up: the
+        return linear_op(lambda ctx, g: lambda h: apply_plan(h, ctx.plan))(ctx, g)  # adjoint is the index itself
     if not g.requires_grad:  # the gradient is a constant: so is the result
         return IndexFn.backward(ctx, g)
     shape, dt, dev = ctx.meta

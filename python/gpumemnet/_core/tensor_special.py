@@ -57,6 +57,7 @@ class _Unary(Function):
     def forward(ctx, x, value, slope, of_output):
         y = value(x.detach())
         ctx.slope = slope
+        ctx.label = "".join(w.capitalize() for w in value.__name__.split("_")) + "Backward0"  # PyTorch's name
         ctx.save_for_backward(y if of_output else x)
         return y
 
@@ -65,12 +66,15 @@ class _Unary(Function):
         s, = ctx.saved_tensors
         return g * ctx.slope(s.detach()), None, None, None
 
+    def name(self):
+        return self.label
 
 def _pointwise(name, fn, slope, wide=False, of_output=False, fp32_under_autocast=False):
     """The Tensor method `name`: fn gives the values (see _evaluate), slope the derivative, of the input (or,
     of_output, of the output in its own dtype). fp32_under_autocast: on PyTorch's autocast float32 list."""
     def value(x):
         return _evaluate(x, fn, wide)
+    value.__name__ = name
 
     def derivative(s):
         return slope(s) if of_output else _evaluate(s, slope, wide)

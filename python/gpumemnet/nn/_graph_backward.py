@@ -1,12 +1,14 @@
 """Gradients of gradients through the layers' ops (_core/graph_backward.py explains the mechanism): linear, conv2d,
-the normalizations (batch, group, layer, instance), the pools, padding, interpolation, dropout, and the mse / l1 /
-cross-entropy losses: the ops of a WGAN-GP critic, an R1 penalty or a MAML step on a conv-4 network.
+conv_transpose2d, the normalizations (batch, group, layer, instance), the pools, padding, interpolation, dropout,
+embedding, and the mse / l1 / cross-entropy / nll / binary cross-entropy with logits losses: the ops of a WGAN-GP
+critic, an R1 penalty or a MAML step on a conv-4 network.
 
 conv2d's input and weight gradients are themselves convolutions (the transposed one, and the correlation of the
-input with the gradient), recorded here as two nodes whose own backward is again those raw kernels. The ops that
-are linear in their input (pools, padding, interpolation, dropout's mask) have a backward B that is linear in the
-gradient and depends on nothing else that is differentiated: B is recorded as one node whose backward is B's
-adjoint, the op's forward itself. Both give one more order (a penalty on a gradient), not third derivatives. The
+input with the gradient), recorded here as two nodes whose own backward is again those raw kernels;
+conv_transpose2d's are a conv2d and the same weight correlation with the roles of input and gradient swapped.
+The ops that are linear in their input (pools, padding, interpolation, dropout's mask, embedding, nll_loss) have a
+backward B that is linear in the gradient and depends on nothing else that is differentiated: B is recorded as one
+node whose backward is B's adjoint, the op's forward itself. Both give one more order (a penalty on a gradient), not third derivatives. The
 normalizations' input gradients are written out with recorded ops, their statistics recomputed from the linked
 input so that their own dependence on it is differentiated too."""
 from .. import _C
@@ -15,9 +17,9 @@ from .._core.activation import _Softmax
 from .._core.autograd import Function, no_grad, register_graph_backward as register
 from .._core.creation import arange
 from .._core.graph_backward import linear_op, not_recorded, record, saved_input, sum_to
-from ._functional_conv import _Conv2d, _Linear
-from ._functional_layers import _Pad
-from ._functional_nn import L1, MSE, _BatchNorm, _CrossEntropy, _Dropout, _PointwiseLoss
+from ._functional_conv import _Conv2d, _ConvTranspose2d, _Linear, conv2d
+from ._functional_layers import _Embedding, _Pad
+from ._functional_nn import L1, MSE, _BatchNorm, _BceWithLogits, _CrossEntropy, _Dropout, _NllLoss, _PointwiseLoss
 from ._functional_norm import _GroupNorm
 from ._functional_pool import (_AdaptiveAvgPool2d, _AvgPool2d, _GlobalAvgPool2d, _GlobalMaxPool2d, _Interpolate,
                                _MaxPool2d)
@@ -88,6 +90,28 @@ def _conv2d(ctx, g):
     return (dx, dw, db) + (None,) * len(ctx.args)
 
 
+def _conv_transpose2d(ctx, g):
+    """y = conv_transpose2d(x, w) is conv2d's input gradient for the output gradient x: y's gradient h goes back to
+    x as conv2d(h, w), and to w as conv2d's weight gradient of the input h and the output gradient x."""
+    if ctx.__dict__.get("w_dtype") is not None:
+        raise not_recorded(ctx, "autocast's mixed dtypes")
+    x, w = ctx.saved_tensors
+    need = ctx.needs_input_grad
+    stride, padding, _, groups, dilation = ctx.args
+    if ctx.unbatched:
+        g = g.unsqueeze(0)
+        x = None if x is None else saved_input(ctx, 0, x._squeeze(0)).unsqueeze(0)
+    else:
+        x = saved_input(ctx, 0, x)
+    dx = conv2d(g, saved_input(ctx, 1, w), None, stride, padding, dilation, groups) if need[0] else None
+    if dx is not None and ctx.unbatched:
+        dx = dx.squeeze(0)
+    args = (stride, padding, dilation, groups)
+    dw = ConvWeightGrad.apply(g, x, args, (tuple(g.shape), ctx.shapes[1])) if need[1] else None
+    db = g.sum((0, 2, 3)) if need[2] else None
+    return (dx, dw, db) + (None,) * len(ctx.args)
+
+
 def _linear(ctx, g):
     x, w = ctx.saved_tensors
     need = ctx.needs_input_grad
@@ -140,6 +164,32 @@ def _cross_entropy(ctx, g):
     if reduction == 0 and dim == 1:
         g = g.unsqueeze(1)
     return d * g, None, None, None, None, None
+
+
+def _bce_with_logits(ctx, g):
+    """d/dx of w [(1 - y) x + (1 + (p - 1) y) softplus(-x)] is w [(1 + (p - 1) y) sigmoid(x) - p y]."""
+    x, y, w, p = ctx.saved_tensors
+    if ctx.needs_input_grad[1]:
+        raise not_recorded(ctx, "a target that requires grad")
+    coef, py = (1.0, y) if p is None else (y * (p - 1.0) + 1.0, y * p)
+    d = saved_input(ctx, 0, x).sigmoid() * coef - py
+    if w is not None:
+        d = d * w
+    if ctx.reduction == 1:
+        d = d / x.numel()
+    return d * g, None, None, None, None
+
+
+def _embedding_adjoint(ctx, g):
+    indices, = ctx.saved_tensors
+    padding_idx = ctx.meta[3]
+
+    def adjoint(h):  # the rows the indices read, the padding row (whose gradient is dropped) read as zeros
+        if padding_idx is not None:
+            h = h.clone()
+            _C.fill_(h._select(0, padding_idx), 0.0)
+        return _C.index(h, 0, indices)
+    return adjoint
 
 
 # ---- normalizations --------------------------------------------------------------------------------------------
@@ -256,3 +306,8 @@ register(_Conv2d, _conv2d)
 register(_Linear, _linear)
 register(_PointwiseLoss, _pointwise_loss)
 register(_CrossEntropy, _cross_entropy)
+register(_ConvTranspose2d, _conv_transpose2d)
+register(_BceWithLogits, _bce_with_logits)
+register(_NllLoss, linear_op(lambda ctx, g: (lambda target, weight: lambda h: _C.nll_loss(
+    h, target, weight, *ctx.args[:2])[0])(*ctx.saved_tensors)))
+register(_Embedding, linear_op(_embedding_adjoint))

@@ -1,0 +1,151 @@
+"""create_graph formulas (graph_backward.py explains them) for the tensor ops beyond the basic arithmetic: the math
+library's functions (sin, cos, erf, log1p ...: SIREN and physics-informed networks differentiate them twice),
+var / std (a minibatch standard deviation under an R1 penalty), max / min in their three forms, atan2, fmod and
+remainder, the roundings, masked_fill_, prelu, and the ops that are linear in their input (cumsum, unfold,
+diagonal, diag_embed, an advanced index), whose backward is recorded as one node with the op's adjoint."""
+import math
+
+from .. import _C
+from . import functions as fn
+from .activation import _PReLU
+from .autograd import register_graph_backward as register
+from .graph_backward import _operand, _unreduce, binary_grads, linear_op, saved_input, saved_output, where
+from .tensor_compose import _Cumsum, _DiagEmbed, _Diagonal, _diag_embed, _diagonal_geometry, _scan
+from .tensor_math import (ACOS, ASIN, ATAN, COS, COSH, ERF, ERFC, EXPM1, LOG1P, LOG2, LOG10, SIN, SINH, TAN,
+                          _FROM_OUTPUT, Atan2, Fmod, _Math)
+from .tensor_methods import _InplaceMaskedFill, _Rounding
+from .tensor_more import _WindowsView, _windows_geometry
+
+
+# ---- the math library's functions --------------------------------------------------------------------------------
+def _math_derivative(op, s):
+    """tensor_math._derivative written with recorded ops: dy/dx at s (the linked output for the ops in
+    _FROM_OUTPUT, the linked input for the rest)."""
+    if op == SIN:
+        return s.cos()
+    if op == COS:
+        return -s.sin()
+    if op == TAN:
+        return s * s + 1.0
+    if op in (ASIN, ACOS):
+        return (1.0 - s * s).rsqrt() * (1.0 if op == ASIN else -1.0)
+    if op == ATAN:
+        return 1.0 / (s * s + 1.0)
+    if op == SINH:
+        return s.cosh()
+    if op == COSH:
+        return s.sinh()
+    if op in (ERF, ERFC):
+        return (-(s * s)).exp() * (2.0 / math.sqrt(math.pi) * (1.0 if op == ERF else -1.0))
+    if op == LOG1P:
+        return 1.0 / (s + 1.0)
+    if op == EXPM1:
+        return s + 1.0
+    if op in (LOG2, LOG10):
+        return (1.0 / math.log(2.0 if op == LOG2 else 10.0)) / s
+    return s * math.log(2.0)  # EXP2
+
+
+def _math(ctx, g):
+    s, = ctx.saved_tensors
+    s = saved_output(ctx, s) if ctx.op in _FROM_OUTPUT else saved_input(ctx, 0, s)
+    return g * _math_derivative(ctx.op, s), None
+
+
+register(_Math, _math)
+
+
+# ---- reductions ----------------------------------------------------------------------------------------------------
+def _var(ctx, g):
+    a, = ctx.saved_tensors
+    n = 1
+    for d in ctx.dims:
+        n *= a.shape[d] if a.ndim else 1
+    scale = 2.0 / (n - ctx.correction) if n - ctx.correction > 0 else math.nan
+    a = saved_input(ctx, 0, a)
+    centred = a - a.mean(ctx.dims, keepdim=True)
+    return _unreduce(g, a.shape, ctx.dims, ctx.keepdim) * scale * centred, None, None, None
+
+
+def _amax_min(ctx, g):
+    """The gradient shared among the elements equal to the result: a constant share of g (the ties do not move
+    for a small change of the input)."""
+    a, out = ctx.saved_tensors
+    mask = fn.cast(_C.binary(fn.EQ, a, fn._unreduce(out, a.shape, ctx.dims, ctx.keepdim)), a._dtype)
+    share = _C.binary(fn.DIV, mask, _C.reduce(fn.SUM, mask, ctx.dims, True))
+    return _unreduce(g, a.shape, ctx.dims, ctx.keepdim) * share, None, None, None
+
+
+def _max_min_dim(ctx, g, g_indices=None):
+    indices, = ctx.saved_tensors
+    shape = ctx.shape
+    if not shape:
+        return g, None, None, None
+    idx = fn._unreduce(indices, shape, (ctx.dim,), ctx.keepdim)
+    pos_shape = [1] * len(shape)
+    pos_shape[ctx.dim] = shape[ctx.dim]
+    pos = _C.arange(0, shape[ctx.dim], 1, 4, g._device)._view(tuple(pos_shape))
+    return where(_C.binary(fn.EQ, pos, idx), _unreduce(g, shape, (ctx.dim,), ctx.keepdim), 0.0), None, None, None
+
+
+register(fn.Var, _var)
+register(fn.AMaxMin, _amax_min)
+register(fn.MaxMinDim, _max_min_dim)
+
+
+# ---- binary ops beyond the arithmetic ------------------------------------------------------------------------------
+def _atan2(ctx, g):
+    s = ctx.saved_tensors
+    a, b = _operand(ctx, s, 0), _operand(ctx, s, 1)
+    scale = g / (a * a + b * b)
+    need = ctx.needs_input_grad
+    return binary_grads(ctx, scale * b if need[0] else None, -(scale * a) if need[1] else None)
+
+
+def _fmod(ctx, g):
+    """d/da = 1, d/db = -rounding(a / b): a step function of the operands, a constant here."""
+    gb = None
+    if ctx.needs_input_grad[1]:
+        s = ctx.saved_tensors
+        raw = [s[i] if s[i] is not None else ctx._input_number(i) for i in (0, 1)]
+        gb = -(g * type(ctx).rounding(_C.binary(fn.DIV, *raw)))
+    return binary_grads(ctx, g, gb)
+
+
+register(Atan2, _atan2)
+register(Fmod, _fmod)  # and Remainder, its subclass
+
+
+# ---- pointwise ops with a piecewise derivative ---------------------------------------------------------------------
+def _prelu(ctx, g):
+    x, w = ctx.saved_tensors
+    need = ctx.needs_input_grad
+    positive = _C.binary(fn.GT, x, 0.0)
+    if w.numel() == 1:
+        wshape = (1,) * max(x.ndim, 1)
+    else:  # one weight per channel: dim 1 (dim 0 of a vector)
+        wshape = (1, w.numel()) + (1,) * (x.ndim - 2) if x.ndim >= 2 else (w.numel(),)
+    dx = where(positive, g, g * saved_input(ctx, 1, w).reshape(wshape)) if need[0] else None
+    dw = None
+    if need[1]:
+        gx = where(positive, 0.0, g * saved_input(ctx, 0, x))
+        dims = tuple(d for d in range(x.ndim) if wshape[d] == 1)
+        dw = (gx.sum(dims) if dims else gx).reshape(tuple(w.shape))
+    return dx, dw
+
+
+register(_PReLU, _prelu)
+register(_Rounding, lambda ctx, g: (g * 0.0, None))
+register(_InplaceMaskedFill, lambda ctx, g: (where(ctx.saved_tensors[0], 0.0, g), None, None))
+
+
+# ---- ops linear in their input: the backward as one node whose own backward is the op ------------------------------
+def _diagonal_of(h, offset, d1, d2):
+    return h._as_strided(*_diagonal_geometry(h.shape, h._strides, h._offset, offset, d1, d2))
+
+
+register(_Cumsum, linear_op(lambda ctx, g: lambda h: _scan(h, ctx.d, fn.ADD)))
+register(_WindowsView, linear_op(lambda ctx, g: lambda h: h._as_strided(
+    *_windows_geometry(h.shape, h._strides, h._offset, *ctx.args[3:]))))
+register(_Diagonal, linear_op(lambda ctx, g: lambda h: _diagonal_of(h, *ctx.args[3:])))
+register(_DiagEmbed, linear_op(lambda ctx, g: lambda h: _diag_embed(h, ctx.offset)))
