@@ -8,9 +8,9 @@ input with the gradient), recorded here as two nodes whose own backward is again
 conv_transpose2d's are a conv2d and the same weight correlation with the roles of input and gradient swapped.
 The ops that are linear in their input (pools, padding, interpolation, dropout's mask, embedding, nll_loss) have a
 backward B that is linear in the gradient and depends on nothing else that is differentiated: B is recorded as one
-node whose backward is B's adjoint, the op's forward itself. Both give one more order (a penalty on a gradient), not third derivatives. The
-normalizations' input gradients are written out with recorded ops, their statistics recomputed from the linked
-input so that their own dependence on it is differentiated too."""
+node whose backward is B's adjoint, the op's forward itself. Both give one more order (a penalty on a gradient),
+not third derivatives. The normalizations' input gradients are written out with recorded ops, their statistics
+recomputed from the linked input so that their own dependence on it is differentiated too."""
 from .. import _C
 from .._core import functions as fn
 from .._core.activation import _Softmax
