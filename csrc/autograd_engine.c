@@ -28,6 +28,8 @@ typedef struct {
     PyObject *grads;  /* list indexed by output_nr (None where nothing arrived), or NULL */
     Py_ssize_t deps;  /* edges into this node from nodes that have not run yet (and from the roots) */
     uint64_t prio;    /* its sequence number */
+    char captured;    /* autograd.grad: an input's edge points at this node */
+    char needed;      /* autograd.grad: an edge leads from it to a captured node or to a needed one */
 } walk_entry;
 
 typedef struct {
@@ -59,6 +61,7 @@ static Py_ssize_t walk_add(walk *w, PyObject *node) {
     e->node = node;
     e->grads = NULL;
     e->deps = 0;
+    e->captured = e->needed = 0;
     e->prio = PyObject_TypeCheck(node, GMNode_Type) ? ((GMNode *)node)->seq : 0;
     return w->n++;
 }
@@ -237,6 +240,74 @@ fail:
     return -1;
 }
 
+/* autograd.grad runs only the nodes on a path from the roots to an input (PyTorch's exec_info): the others' inputs'
+ * gradients would reach nothing that is returned, and their backwards (and the leaves' hooks below them) must not
+ * run. A node is needed when one of its edges leads to a captured node or to a needed one: marked here, children
+ * before parents (an iterative depth-first walk: stack of (entry, next edge)). */
+static int mark_needed(walk *w, PyObject *capture) {
+    PyObject *key, *value;
+    Py_ssize_t pos = 0, top = 0;
+    while (PyDict_Next(capture, &pos, &key, &value)) {
+        PyObject *idx = PyTuple_Check(key) && PyTuple_GET_SIZE(key) == 2
+                            ? PyDict_GetItemWithError(w->index, PyTuple_GET_ITEM(key, 0)) : NULL;
+        if (idx) w->e[PyLong_AsSsize_t(idx)].captured = 1;
+        else if (PyErr_Occurred()) return -1;
+    }
+    char *state = PyMem_Calloc(w->n ? w->n : 1, 1); /* 0 unvisited, 1 on the stack, 2 marked */
+    Py_ssize_t *stack = PyMem_Malloc(sizeof(Py_ssize_t) * 2 * (w->n ? w->n : 1));
+    if (!state || !stack) {
+        PyMem_Free(state);
+        PyMem_Free(stack);
+        PyErr_NoMemory();
+        return -1;
+    }
+    int rc = 0;
+    for (Py_ssize_t r = 0; r < w->n && rc == 0; r++) {
+        if (state[r]) continue;
+        state[r] = 1;
+        stack[top++] = r;
+        stack[top++] = 0;
+        while (top > 0 && rc == 0) {
+            Py_ssize_t i = stack[top - 2], k = stack[top - 1];
+            PyObject *seq = edges_of(w->e[i].node);
+            if (!seq && PyErr_Occurred()) {
+                rc = -1;
+                break;
+            }
+            Py_ssize_t len = seq ? PySequence_Fast_GET_SIZE(seq) : 0;
+            if (k < len) { /* descend into edge k */
+                stack[top - 1] = k + 1;
+                PyObject *edge = PySequence_Fast_GET_ITEM(seq, k);
+                Py_ssize_t j = edge == Py_None ? -2 : walk_find(w, PyTuple_GET_ITEM(edge, 0));
+                if (j == -1) rc = -1;
+                else if (j >= 0 && !state[j]) {
+                    state[j] = 1;
+                    stack[top++] = j;
+                    stack[top++] = 0;
+                }
+                Py_DECREF(seq);
+                continue;
+            }
+            for (Py_ssize_t q = 0; q < len; q++) { /* every child is marked: so is this node */
+                PyObject *edge = PySequence_Fast_GET_ITEM(seq, q);
+                if (edge == Py_None) continue;
+                Py_ssize_t j = walk_find(w, PyTuple_GET_ITEM(edge, 0));
+                if (j < 0) {
+                    rc = -1;
+                    break;
+                }
+                if (w->e[j].captured || w->e[j].needed) w->e[i].needed = 1;
+            }
+            Py_XDECREF(seq);
+            state[i] = 2;
+            top -= 2;
+        }
+    }
+    PyMem_Free(state);
+    PyMem_Free(stack);
+    return rc;
+}
+
 /* node has run (or had nothing to run on): each node it feeds loses a dependency, in edge order, and is ready
  * when none is left (PyTorch's evaluate_function pushes in this order). */
 static int release_edges(walk *w, PyObject *node) {
@@ -382,7 +453,7 @@ static int post_accumulate_hooks(PyObject *var) {
  * grads. */
 static PyObject *str_apply_grads;
 
-static int run_node(walk *w, PyObject *node, PyObject *grads, int retain, PyObject *capture) {
+static int run_node(walk *w, PyObject *node, PyObject *grads, int retain, PyObject *capture, int needed) {
     int rc = -1, is_acc = gm_accumulate_cls && PyObject_TypeCheck(node, (PyTypeObject *)gm_accumulate_cls);
     PyObject *in_grads = NULL, *seq = NULL;
     if (!PyObject_TypeCheck(node, GMNode_Type)) {
@@ -403,7 +474,7 @@ static int run_node(walk *w, PyObject *node, PyObject *grads, int retain, PyObje
     if (capture != Py_None) {
         int any = capture_grads(capture, node, grads);
         if (any < 0) goto done;
-        if (any && is_acc) {
+        if ((any && is_acc) || !needed) { /* nothing returned lies below it */
             rc = 0;
             goto done;
         }
@@ -546,6 +617,10 @@ static PyObject *py_run_backward(PyObject *self, PyObject *args) {
         if (PyList_Append(roots, PyTuple_GET_ITEM(e, 0)) < 0) goto done;
     }
     if (collect(&w, roots) < 0) goto done;
+    if (capture != Py_None && (!PyDict_Check(capture) || mark_needed(&w, capture) < 0)) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "_run_backward: capture must be a dict or None");
+        goto done;
+    }
     /* the roots' gradients, handed over as PyTorch's GraphRoot node hands them: in order, each root ready once
      * every edge into it has delivered (a root may also lie below another root) */
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(edges); i++) {
@@ -566,7 +641,7 @@ static PyObject *py_run_backward(PyObject *self, PyObject *args) {
         Py_ssize_t outer_node = cur_node;
         cur_walk = &w;
         cur_node = e - w.e;
-        int rc = g ? run_node(&w, node, g, retain, capture) : 0; /* a node no gradient reached: skipped */
+        int rc = g ? run_node(&w, node, g, retain, capture, e->needed) : 0; /* no gradient reached it: skipped */
         cur_walk = outer_walk;
         cur_node = outer_node;
         if (rc < 0) goto done;
