@@ -78,6 +78,3 @@ def test_errors():
             x[L.tensor([0, 1]), L.tensor([0, -5])] = 1.0
         with pytest.raises((IndexError, RuntimeError)):  # shapes that do not broadcast
             x[L.tensor([0, 1]), L.tensor([0, 1, 2])]
-    y = gm.zeros(3, 4, requires_grad=True) * 2
-    with pytest.raises(NotImplementedError, match="one tensor index at a time"):
-        y[gm.tensor([0]), gm.tensor([1])] = 1.0

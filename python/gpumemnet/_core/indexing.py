@@ -7,7 +7,7 @@ import weakref
 import numpy as np
 
 from .. import _C
-from .autograd import Function
+from .autograd import Function, check_inplace, is_graph_view, needs_grad
 from . import functions as F
 from .functions import reshape_nograd
 
@@ -210,6 +210,21 @@ def write_graph_view(view, value_of):
     plan = node.plan if isinstance(node, IndexFn) else node.plan_of(_C._edge_of(view)[1], base)
     IndexPutFn.apply(base, value_of(view), plan)
     view.grad_fn = IndexFn.apply(base, plan).grad_fn
+    return True
+
+
+def write_recorded(self, name, operands, out_of_place):
+    """An in-place op with no in-place node of its own (index_add_, scatter_, clamp_ with a tensor bound ...) where
+    the graph must see it: self is in a graph, or an operand requires grad under grad mode. out_of_place(x) makes
+    the new values from x (a copy of self's) with recorded ops; a recorded assignment writes them into self (into
+    its base for a slice of a tensor in a graph), so self takes their graph, as PyTorch's in-place ops record.
+    Returns False, having done nothing, when no graph is involved: the caller writes in place. A leaf that requires
+    grad, and a view of a plain tensor given a value that requires grad, are refused with PyTorch's errors."""
+    if is_graph_view(self) and write_graph_view(self, lambda v: out_of_place(v.clone())):
+        return True
+    if not check_inplace(self, name) and not needs_grad(*operands):
+        return False
+    self[...] = out_of_place(self.clone())
     return True
 
 

@@ -4,14 +4,14 @@
 The indices broadcast to one shape B. The indexed dims are moved to the front and merged into one, and the
 indices become one linear position into it, so the gather (or the scatter of an assignment) is the single-index
 one of indexing.py. The result's B dims stand where the indexed dims stood when those were adjacent, and first
-otherwise. Reading is made of recorded ops (permute, reshape, one index), so gradients flow as for any of them;
-an assignment in a graph is refused with a clear error (assign through one advanced index at a time)."""
+otherwise. Reading is made of recorded ops (permute, reshape, one index), so gradients flow as for any of them; so
+is an assignment in a graph (setitem_recorded), out of place and then written back."""
 import numpy as np
 
 from .. import _C
 from .indexing import _as_index_tensor, _is_bool
 
-_BOOL = 5
+_BOOL, _I64 = 5, 4
 
 
 def _index_tensors(item, device):
@@ -164,3 +164,21 @@ def setitem(t, idx, value, accumulate=False):
         value = _C.empty((), t._dtype, t._device)
         _C.fill_(value, scalar)
     _C.index_put_(flat, 0, lin.reshape(-1), value, accumulate)
+
+
+def setitem_recorded(t, idx, value, accumulate=False):
+    """t[idx] = value (+= with accumulate) where t is in a graph or value requires grad (makemore's
+    `dlogits[range(n), Yb] -= 1`, a GNN's index_put_): the new values made by a recorded index_copy (index_add) into
+    t flattened, at the flat positions idx names, found by indexing an arange of t's size (8 bytes per element of t,
+    for the time of the call); then a recorded whole assignment writes them into t, which takes their graph. As
+    with index_copy, a position named twice gets one of its values."""
+    pos = _C.arange(0, t.numel(), 1, _I64, t._device)._view(tuple(t.shape))[idx]
+    if isinstance(value, _C.TensorBase):
+        value = value.to(t.dtype) if value._dtype != t._dtype else value
+        value = value.expand(*pos.shape).reshape(-1)
+    else:
+        value = _C.fill_(_C.empty((pos.numel(),), t._dtype, t._device), value)
+    flat = t.reshape(-1)
+    new = flat.index_add(0, pos.reshape(-1), value) if accumulate else flat.index_copy(0, pos.reshape(-1), value)
+    del flat  # a view of t: the assignment refuses a plain t whose memory another tensor shares
+    t[...] = new.reshape(tuple(t.shape))

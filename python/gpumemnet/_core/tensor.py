@@ -17,7 +17,7 @@ from . import tensor_str as _tensor_str
 from .dtype import DTYPES, as_dtype, device_of, device_str, dtype as _dtype_cls
 from . import indexing_multi
 from .inplace_binary import _InplaceBinary
-from .indexing import IndexFn, IndexPutFn, apply_plan, make_plan, write_graph_view, put_plan
+from .indexing import IndexFn, IndexPutFn, apply_plan, make_plan, write_graph_view, write_recorded, put_plan
 from .random import drawing_from
 from .return_types import ValuesIndices as _RESULT
 from .size import Size
@@ -55,7 +55,16 @@ def _inplace(fn, op, a, b, name):
     # keep: the slice itself is about to be overwritten (PyTorch keeps the original self likewise).
     if autograd.is_graph_view(a) and write_graph_view(a, lambda v: _binary(fn, op, v.clone(), b, name.rstrip("_"))):
         return a
-    if _check_inplace(a, name) or _needs_grad(b):
+    in_graph = _check_inplace(a, name)
+    if not in_graph and _needs_grad(b):
+        if a._storage_refs > 1:
+            raise RuntimeError(f"{name}: writing a value that requires grad into a tensor that shares its memory "
+                               f"with another (a view, or a tensor with views): the other would not get the "
+                               f"gradient; write into the base tensor itself")
+        if fn.saves:  # a plain tensor takes b's graph through a recorded assignment of the new values
+            a[...] = _binary(fn, op, a.clone(), b, name.rstrip("_"))
+            return a
+    if in_graph or _needs_grad(b):
         if fn.saves and (op not in (F.MUL, F.DIV) or _needs_grad(b)):
             # its gradient needs a's old value (y *= s with s in the graph): computed out of place from a clone
             # (PyTorch keeps the original self likewise), then written into a, which takes the new node
@@ -389,7 +398,8 @@ class Tensor(_C.TensorBase):
     clip = clamp
 
     def clamp_(self, min=None, max=None):
-        refuse_inplace(self, "clamp_")
+        if write_recorded(self, "clamp_", (min, max), lambda x: x.clamp(min, max)):
+            return self
         _C.clamp(self, min, max, self)
         return self
 
@@ -580,19 +590,18 @@ class Tensor(_C.TensorBase):
         if not isinstance(value, (_C.TensorBase, int, float, bool)):
             value = _C.from_numpy(np.asarray(value), dtype=self._dtype, device=self._device)
         in_graph = _check_inplace(self, "index assignment")
+        if not in_graph and self._storage_refs > 1 and _needs_grad(value):
+            raise RuntimeError("index assignment of a value that requires grad into a tensor that shares its "
+                               "memory with another (a view, or a tensor with views): the other would not "
+                               "get the gradient; assign into the base tensor itself")
         plan = make_plan(self, idx)
         if plan is None:
             if in_graph or _needs_grad(value):
-                raise NotImplementedError("index assignment with several tensor indices into a tensor in a graph "
-                                          "(or of a value that requires grad) is not supported; assign through one "
-                                          "tensor index at a time, or compute the new tensor with torch.where")
-            indexing_multi.setitem(self, idx if isinstance(idx, tuple) else (idx,), value)
+                indexing_multi.setitem_recorded(self, idx, value)
+            else:
+                indexing_multi.setitem(self, idx if isinstance(idx, tuple) else (idx,), value)
             return
         if in_graph or _needs_grad(value):
-            if not in_graph and self._storage_refs > 1:
-                raise RuntimeError("index assignment of a value that requires grad into a tensor that shares its "
-                                   "memory with another (a view, or a tensor with views): the other would not "
-                                   "get the gradient; assign into the base tensor itself")
             IndexPutFn.apply(self, value, plan)
             return
         put_plan(self, plan, value, accumulate=False)

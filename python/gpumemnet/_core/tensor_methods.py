@@ -13,7 +13,7 @@ from .return_types import ValuesIndices as _RESULT
 from . import functions as F
 from .autograd import Function, check_inplace as _check_inplace, needs_grad as _needs_grad
 from .dtype import DTYPES, as_dtype, device_str, memory_format
-from .indexing import SplitFn
+from .indexing import SplitFn, write_recorded
 
 _BOOL = 5
 _FLOAT_CODES = (0, 1, 2, 3)
@@ -504,6 +504,9 @@ class TensorMethods:
     def masked_fill_(self, mask, value):
         """In place; on a tensor in a graph it is recorded (the gradient is g where mask is False, 0 where it is
         True: no old value is needed), and a node that saved the old value raises at backward (version check)."""
+        if _needs_grad(value):  # a 0-d value in the graph: its gradient is the sum of g over the filled entries
+            if write_recorded(self, "masked_fill_", (value,), lambda x: x.masked_fill(mask, value)):
+                return self
         filled = self.detach().masked_fill(mask, value.detach() if isinstance(value, _C.TensorBase) else value)
         if _check_inplace(self, "masked_fill_"):
             return _InplaceMaskedFill.apply(self, mask, filled)

@@ -16,6 +16,7 @@ from . import functions as F
 from .autograd import Function, needs_grad as _needs_grad, refuse_inplace as _refuse_inplace
 from .tensor_methods import _dim, _where
 from .tensor_more import _quantile_args, _stack
+from .indexing import write_recorded
 from .tensor_select import _copy, _covered, _host, _padded, _positions, _scatter_args, _to_device
 
 __all__ = ["masked_scatter", "scatter_reduce", "mode", "nanmedian", "nanquantile", "renorm", "isin", "index_reduce",
@@ -395,7 +396,9 @@ class ValueMethods:
         return _scatter_reduce(self, dim, index, src, reduce, include_self, "scatter_reduce")
 
     def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
-        _refuse_inplace(self, "scatter_reduce_")
+        if write_recorded(self, "scatter_reduce_", (src,), lambda x: _scatter_reduce(
+                x, dim, index, src, reduce, include_self, "scatter_reduce_")):
+            return self
         _C.copy_(self, _scatter_reduce(self.detach(), dim, index, src.detach() if isinstance(
             src, _C.TensorBase) else src, reduce, include_self, "scatter_reduce_"))
         return self
@@ -405,7 +408,9 @@ class ValueMethods:
         return _masked_scatter(self, mask, source, "masked_scatter")
 
     def masked_scatter_(self, mask, source):
-        _refuse_inplace(self, "masked_scatter_")
+        if write_recorded(self, "masked_scatter_", (source,), lambda x: _masked_scatter(
+                x, mask, source, "masked_scatter_")):
+            return self
         _C.copy_(self, _masked_scatter(self.detach(), mask, source.detach() if isinstance(
             source, _C.TensorBase) else source, "masked_scatter_"))
         return self
@@ -416,7 +421,9 @@ class ValueMethods:
         return _index_reduce(self, dim, index, source, reduce, include_self, "index_reduce")
 
     def index_reduce_(self, dim, index, source, reduce, *, include_self=True):
-        _refuse_inplace(self, "index_reduce_")
+        if write_recorded(self, "index_reduce_", (source,), lambda x: _index_reduce(
+                x, dim, index, source, reduce, include_self, "index_reduce_")):
+            return self
         _C.copy_(self, _index_reduce(self.detach(), dim, index, source.detach() if isinstance(
             source, _C.TensorBase) else source, reduce, include_self, "index_reduce_"))
         return self

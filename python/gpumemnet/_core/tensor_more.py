@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import _C
 from . import functions as F
-from .autograd import Function, needs_grad as _needs_grad, refuse_inplace as _refuse_inplace
+from .autograd import Function, check_inplace, needs_grad as _needs_grad, refuse_inplace as _refuse_inplace
 from . import indexing_multi
 from .indexing import make_plan, put_plan
 from .tensor_compose import _finite_shift
@@ -432,7 +432,9 @@ class MoreMethods:
     def index_put_(self, indices, values, accumulate=False):
         """self[indices] = values (+= with accumulate: repeated indices add up); indices a tuple of index
         tensors, one per leading dim."""
-        _refuse_inplace(self, "index_put_")
+        if check_inplace(self, "index_put_") or _needs_grad(values):
+            indexing_multi.setitem_recorded(self, tuple(indices), values, accumulate=bool(accumulate))
+            return self
         plan = make_plan(self, tuple(indices))
         if plan is None:
             indexing_multi.setitem(self, tuple(indices), values, accumulate=bool(accumulate))
@@ -441,10 +443,7 @@ class MoreMethods:
         return self
 
     def index_put(self, indices, values, accumulate=False):
-        """A copy of self with index_put_ applied (not recorded in a graph: where() or scatter() are)."""
-        if _needs_grad(self, values if isinstance(values, _C.TensorBase) else None):
-            raise RuntimeError("index_put: gpumemnet does not record index_put in a graph; build the result with "
-                               "scatter(), index_copy() or where(), which record")
+        """A copy of self with index_put_ applied."""
         return self.clone().index_put_(indices, values, accumulate)
 
 

@@ -13,7 +13,8 @@ import numpy as np
 
 from .. import _C
 from . import functions as F
-from .autograd import Function, needs_grad as _needs_grad, refuse_inplace as _refuse_inplace
+from .autograd import Function, needs_grad as _needs_grad
+from .indexing import write_recorded
 from .tensor_methods import _checked_indices, _dim
 from . import size as _size
 
@@ -124,7 +125,8 @@ def _scatter(self, dim, index, src, reduce, op, accumulate, in_place):
         accumulate = True
     d, index = _scatter_args(self, dim, index, src, op)
     if in_place:
-        _refuse_inplace(self, op)
+        if write_recorded(self, op, (src,), lambda x: _scatter(x, d, index, src, None, op, accumulate, False)):
+            return self
         if isinstance(src, _C.TensorBase) and src._storage_id == self._storage_id:
             src = _copy(src)
         if self._is_contiguous():
@@ -176,7 +178,8 @@ def _index_put(self, dim, index, src, accumulate, alpha, op, in_place):
     if isinstance(src, _C.TensorBase) and src._dtype != self._dtype:
         raise RuntimeError(f"{op}(): self ({self.dtype}) and source ({src.dtype}) must have the same scalar type")
     if in_place:
-        _refuse_inplace(self, op)
+        if write_recorded(self, op, (src,), lambda x: _index_put(x, d, index, src, accumulate, alpha, op, False)):
+            return self
         return _put(self, d, index, src, accumulate, alpha)
     if _needs_grad(self, src if isinstance(src, _C.TensorBase) else None):
         return _IndexPut.apply(self, d, index, src, accumulate, alpha)
