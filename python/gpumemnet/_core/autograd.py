@@ -268,6 +268,18 @@ class Function(Node):
     __slots__ = ("__dict__",)
     reuses_grad = False
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if not cls.__module__.startswith("gpumemnet."):  # a user's Function: PyTorch's semantics for those
+            from . import custom_function  # noqa: E402  (it imports this module)
+            custom_function.adopt(cls)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        """PyTorch's alternative to a ctx argument of forward (a user's Function overrides it:
+        custom_function.py)."""
+        raise NotImplementedError("setup_context is not overridden")
+
     @classmethod
     def apply(cls, *args):
         Tensor = _Tensor

@@ -8,12 +8,13 @@ from .._core.autograd import (  # noqa: F401
     Function, backward, grad, no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled,
     is_inference_mode_enabled)
 from .._core.state import anomaly as _anomaly
-from . import functional, graph, profiler  # noqa: F401
-from .gradcheck import GradcheckError, gradcheck  # noqa: F401
+from . import function, functional, graph, profiler  # noqa: F401
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: F401
 from .variable import Variable  # noqa: F401
 
-__all__ = ["Function", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
-           "is_grad_enabled", "is_inference_mode_enabled", "graph", "functional", "profiler", "gradcheck", "Variable",
+__all__ = ["Function", "function", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
+           "is_grad_enabled", "is_inference_mode_enabled", "graph", "functional", "profiler", "gradcheck",
+           "gradgradcheck", "Variable",
            "set_detect_anomaly", "detect_anomaly"]
 
 

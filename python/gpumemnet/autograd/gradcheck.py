@@ -1,15 +1,15 @@
 """torch.autograd.gradcheck: a function's analytical gradients (its backward, through autograd.grad) against
-central finite differences, element by element. Use float64 inputs: float32's rounding alone exceeds the default
-tolerances. The Jacobians are laid out as PyTorch's message shows them: one row per input element, one column
-per output element. Of PyTorch's extra checks (batched gradients, forward-mode AD) none exists here: asking for
+central finite differences, element by element; gradgradcheck: the same for the gradients of its gradients. Use
+float64 inputs: float32's rounding alone exceeds the default tolerances. The Jacobians are laid out as PyTorch's
+message shows them: one row per input element, one column per output element. Of PyTorch's extra checks (batched gradients, forward-mode AD) none exists here: asking for
 one raises NotImplementedError rather than passing unchecked."""
 import numpy as np
 
-from .._core.autograd import grad, no_grad
+from .._core.autograd import enable_grad, grad, no_grad
 from .._core.creation import tensor
 from .._core.tensor import Tensor
 
-__all__ = ["gradcheck", "GradcheckError"]
+__all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
 
 
 class GradcheckError(RuntimeError):
@@ -95,3 +95,38 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
             raise GradcheckError(f"Jacobian mismatch for output {out_index} with respect to input {i},\n"
                                  f"numerical:{tensor(num)}\nanalytical:{tensor(ana)}\n")
     return True
+
+
+def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3, gen_non_contig_grad_outputs=False,
+                  raise_exception=True, nondet_tol=0.0, check_undefined_grad=True, check_grad_dtypes=False,
+                  check_batched_grad=False, check_fwd_over_rev=False, check_rev_over_rev=True, fast_mode=False,
+                  masked=False):
+    """gradcheck of the function (inputs, grad_outputs) -> the vector-Jacobian products of func at inputs, taken
+    with create_graph=True, as PyTorch builds it: second derivatives against finite differences of the first.
+    grad_outputs default to fixed random values that require grad (so their own derivatives are checked too)."""
+    if check_batched_grad or check_fwd_over_rev:
+        raise NotImplementedError("gradgradcheck: batched and forward-over-reverse checks are not supported by "
+                                  "gpumemnet (no batched or forward-mode gradients); leave them False")
+    inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+    outs = _outputs(func, inputs)
+    if grad_outputs is None:
+        rng = np.random.default_rng(0)
+        grad_outputs = [tensor(rng.standard_normal(tuple(o.shape)), dtype=o.dtype, device=o.device,
+                               requires_grad=True) for o in outs]
+    grad_outputs = (grad_outputs,) if isinstance(grad_outputs, Tensor) else tuple(grad_outputs)
+    wrt = [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
+    n_in = len(inputs)
+
+    def first_gradients(*args):
+        # the finite differences call this under no_grad with fresh copies: they need grad mode and inputs that
+        # require grad to have first gradients at all
+        xs = [x if i not in wrt or x.requires_grad else x.detach().requires_grad_() for i, x in enumerate(args[:n_in])]
+        with enable_grad():
+            pairs = [(o, g) for o, g in zip(_outputs(func, xs), args[n_in:]) if o.requires_grad]
+            got = grad([o for o, _ in pairs], [xs[i] for i in wrt], [g for _, g in pairs], create_graph=True,
+                       allow_unused=True)
+        return tuple(g for g in got if g is not None)
+    if not check_rev_over_rev:
+        return True
+    return gradcheck(first_gradients, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol,
+                     raise_exception=raise_exception)
