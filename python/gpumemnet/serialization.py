@@ -39,6 +39,7 @@ import numpy as np
 
 from . import _C
 from . import _serialization_pickle as _pickled
+from . import _serialization_torch as _torch_format
 from ._core.dtype import DTYPES, device_str
 from ._core.scope import category
 
@@ -397,9 +398,11 @@ def _decode(node, tensors, arrays, path, weights_only=True):
     raise _bad(path, f"its structure holds an unknown node {node!r}")
 
 
-def load(path, device="cpu", map_location=None, weights_only=None, **kwargs):
-    """Read a file written by save() (or any safetensors file: it loads as a flat {key: tensor} dict). With
-    device="meta" the tensors get their shapes and dtypes but no data is read (memory estimates).
+def load(path, device=None, map_location=None, weights_only=None, **kwargs):
+    """Read a file written by save() (or any safetensors file: it loads as a flat {key: tensor} dict), or one
+    PyTorch's torch.save wrote (_serialization_torch.py). With device="meta" the tensors get their shapes and
+    dtypes but no data is read (memory estimates). `device` places every tensor; by default the CPU, or for a
+    PyTorch file the device each storage was saved from, as torch.load does.
 
     PyTorch's spelling works too: `map_location` ("cpu", "cuda:0", "meta", a device, a {saved: target} dict, or
     PyTorch's `lambda storage, loc: storage`) says where the tensors go; every tensor in a gpumemnet file was
@@ -413,6 +416,10 @@ def load(path, device="cpu", map_location=None, weights_only=None, **kwargs):
     if hasattr(path, "read"):  # a file object (io.BytesIO, an open file): its bytes from where it stands
         return _from_file_object(path, lambda p: load(p, device, map_location, weights_only))
     path = os.fspath(path)
+    kind = _torch_format.sniff(path)  # PyTorch's own formats keep each storage's saved location
+    if kind not in (None, "safetensors"):
+        return _torch_format.load(path, kind, device, map_location, weights_only)
+    device = "cpu" if device is None else device
     callback = None
     if isinstance(map_location, dict):
         device = map_location.get("cpu", device)
