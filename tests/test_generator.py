@@ -28,10 +28,10 @@ def test_a_generator_is_a_stream_of_its_own():
     got = [gm.rand(4, generator=gen).tolist(), gm.randn(2, 2, generator=gen).tolist(),
            gm.randint(0, 100, (5,), generator=gen).tolist(), gm.randperm(7, generator=gen).tolist()]
     assert got == ref                        # the same seed gives the global generator's numbers
-    assert gm.get_rng_state() == before      # and the global generator did not move
+    assert gm.get_rng_state().equal(before)      # and the global generator did not move
     other = gm.Generator().manual_seed(1)
     assert gm.rand(4, generator=other).tolist() == ref[0]  # generators do not share a stream
-    assert gen.get_state()[1] > 0 and gen.initial_seed() == 1
+    assert gen.get_state().numpy().view("<u8")[1] > 0 and gen.initial_seed() == 1  # the offset moved
 
 
 def test_in_place_fills_draw_from_a_generator():
@@ -45,7 +45,7 @@ def test_in_place_fills_draw_from_a_generator():
     got = [gm.empty(5).uniform_(generator=gen).tolist(), gm.empty(4).normal_(generator=gen).tolist(),
            gm.empty(6).bernoulli_(0.3, generator=gen).tolist()]
     assert got == ref
-    assert gm.get_rng_state() == before
+    assert gm.get_rng_state().equal(before)
     with pytest.raises(TypeError, match="generator: expected a gpumemnet.Generator"):
         gm.empty(2).normal_(generator=7)
 
@@ -68,3 +68,17 @@ def test_no_grad_is_a_decorator():
     x = gm.ones(2, requires_grad=True)
     assert not f(x).requires_grad and (x * 2).requires_grad
     np.testing.assert_array_equal(to_numpy(f(x)), [2.0, 2.0])
+
+
+def test_rng_state_is_a_byte_tensor_as_in_pytorch():
+    """Code clones it, stores it in checkpoints and hands it back: a uint8 tensor, as PyTorch's."""
+    gm.manual_seed(3)
+    state = gm.get_rng_state()
+    assert state.dtype == gm.uint8 and tuple(state.shape) == (16,)
+    first = gm.rand(5).tolist()
+    gm.set_rng_state(state.clone())
+    assert gm.rand(5).tolist() == first
+    gm.set_rng_state((3, 0))  # the (seed, offset) pair earlier versions returned still works
+    assert gm.rand(5).tolist() == first
+    with pytest.raises(TypeError, match="set_rng_state: expected the state get_rng_state"):
+        gm.set_rng_state(gm.zeros(3))

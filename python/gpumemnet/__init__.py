@@ -15,7 +15,8 @@ from . import _C  # noqa: E402
 from ._core.dtype import (dtype, device, float32, float64, float16, bfloat16, int64, bool_, uint8, int8, int16,  # noqa: E402,F401,E501
                           int32, iinfo, finfo, get_default_dtype, set_default_dtype, memory_format,
                           contiguous_format, preserve_format, channels_last, channels_last_3d,
-                          set_default_device, get_default_device, complex32, complex64, complex128)
+                          set_default_device, get_default_device, complex32, complex64, complex128, uint16, uint32,
+                          uint64)
 from ._core.storage import TypedStorage, UntypedStorage  # noqa: E402,F401
 from ._core.tensor import Tensor  # noqa: E402
 from ._core.tensor import bernoulli  # noqa: E402,F401  (issue 12, helper "nnlayers")
@@ -49,7 +50,7 @@ from ._core.activation import (  # noqa: E402,F401  (torch.relu, torch.sigmoid_,
     relu, relu_, sigmoid, sigmoid_, tanh, tanh_, softmax, log_softmax, prelu)
 from ._core import graph_backward, graph_backward_ops  # noqa: E402,F401  (register create_graph's formulas)
 from . import autograd, memory, cuda, accelerator, backends, random, amp, nn, optim, utils, distributed, futures  # noqa: E402,E501
-from . import linalg, func, special, distributions, testing, profiler, foreach  # noqa: E402,F401
+from . import linalg, func, special, distributions, testing, profiler, foreach, cpu  # noqa: E402,F401
 from .serialization import save, load  # noqa: E402
 from .memory import summary  # noqa: E402
 from .amp import autocast  # noqa: E402

@@ -23,7 +23,7 @@ import sys
 import threading
 import types
 
-from ._core import hooks as _hooks
+from ._core import dtype as _dtype, hooks as _hooks
 
 __all__ = ["as_torch", "is_active", "missing_names"]
 
@@ -182,4 +182,5 @@ def as_torch():
         raise RuntimeError("as_torch: PyTorch is already imported in this process; call gm.as_torch() (or use "
                            "`python -m gpumemnet run`) before anything imports torch")
     sys.meta_path.insert(0, _finder)
+    _dtype.DISPLAY[0] = "torch"  # str(x.dtype) == "torch.float16" in the user's code holds
     return importlib.import_module("torch")

@@ -5,6 +5,11 @@ import threading
 from .. import _C
 
 
+# The package name dtypes, memory formats and Size print with: "torch" under the drop-in alias (dropin.as_torch),
+# where PyTorch code compares str(x.dtype) with "torch.float16" or rebuilds a dtype from its name.
+DISPLAY = ["gpumemnet"]
+
+
 class dtype:
     __slots__ = ("name", "code", "itemsize", "is_floating_point")
 
@@ -15,7 +20,7 @@ class dtype:
         self.is_floating_point = is_floating_point
 
     def __repr__(self):
-        return "gpumemnet." + self.name
+        return f"{DISPLAY[0]}.{self.name}"
 
     def __reduce__(self):
         return (_by_name, (self.name,))
@@ -26,7 +31,7 @@ class dtype:
 
     @property
     def is_signed(self):
-        return self.name not in ("uint8", "bool")
+        return not self.name.startswith("uint") and self.name != "bool"
 
 
 float32 = dtype("float32", 0, 4, True)
@@ -52,6 +57,10 @@ SCALAR_TYPE_NAMES = {0: "Float", 1: "Double", 2: "Half", 3: "BFloat16", 4: "Long
 complex32 = dtype("complex32", None, 4, False)
 complex64 = dtype("complex64", None, 8, False)
 complex128 = dtype("complex128", None, 16, False)
+# likewise PyTorch's unsigned integers past uint8 (torchvision's _max_value compares dtypes with them)
+uint16 = dtype("uint16", None, 2, False)
+uint32 = dtype("uint32", None, 4, False)
+uint64 = dtype("uint64", None, 8, False)
 _ALIASES = {"float": float32, "double": float64, "half": float16, "long": int64, "int": int32, "short": int16,
             "char": int8, "byte": uint8}
 
@@ -70,7 +79,8 @@ def as_dtype(obj, argname="dtype"):
     unless set_default_dtype changed it, as in PyTorch)."""
     if isinstance(obj, dtype):
         if obj.code is None:
-            raise TypeError(f"{argname}: gpumemnet has no complex tensors ({obj})")
+            kind = "complex" if obj.is_complex else obj.name
+            raise TypeError(f"{argname}: gpumemnet has no {kind} tensors ({obj})")
         return obj
     if isinstance(obj, str):
         return _by_name(obj)
@@ -163,7 +173,7 @@ class memory_format:
         self.name, self.ndim = name, ndim
 
     def __repr__(self):
-        return "gpumemnet." + self.name
+        return f"{DISPLAY[0]}.{self.name}"
 
     def __reduce__(self):
         return (getattr, (memory_format, self.name))

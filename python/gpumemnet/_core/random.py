@@ -22,16 +22,32 @@ def manual_seed(seed):
 
 
 def get_rng_state():
-    """(seed, offset): enough to replay every random number drawn after this point."""
-    return _C.get_rng_state()
+    """The generator's (seed, offset), enough to replay every random number drawn after this point, as a uint8
+    tensor of 16 bytes (two little-endian 64-bit words), the type PyTorch's state has (code clones it, saves it in
+    checkpoints and hands it back to set_rng_state)."""
+    return state_tensor(_C.get_rng_state())
+
+
+def state_tensor(state):
+    import numpy as np
+    words = np.array([v % (1 << 64) for v in state], dtype="<u8")
+    return _C.from_numpy(words.view(np.uint8).copy(), 6, "cpu")
+
+
+def state_pair(state, op):
+    """(seed, offset) from get_rng_state()'s tensor, or from the pair itself (what earlier versions returned)."""
+    if isinstance(state, (tuple, list)) and len(state) == 2 and all(isinstance(v, int) for v in state):
+        return int(state[0]), int(state[1])
+    if isinstance(state, _C.TensorBase) and state._dtype == 6 and state.numel() == 16:
+        seed, offset = (int(v) for v in state.cpu().numpy().reshape(-1).view("<u8"))
+        return seed, offset
+    raise TypeError(f"{op}: expected the state get_rng_state() returned (a uint8 tensor of 16 bytes), got "
+                    f"{type(state).__name__}" + (f" of shape {tuple(state.shape)} and dtype {state.dtype}"
+                                                 if isinstance(state, _C.TensorBase) else ""))
 
 
 def set_rng_state(state):
-    if not (isinstance(state, (tuple, list)) and len(state) == 2 and all(isinstance(v, int) for v in state)):
-        raise TypeError(f"set_rng_state: state must be the (seed, offset) pair of ints get_rng_state() returned, "
-                        f"got {type(state).__name__}")
-    seed, offset = state
-    _C.set_rng_state(seed, offset)
+    _C.set_rng_state(*state_pair(state, "set_rng_state"))
 
 
 def initial_seed():
@@ -49,7 +65,7 @@ class Generator:
     """A random stream of its own: gm.rand(..., generator=g) draws from g and leaves the global generator (and
     every other Generator) where it was. Its state is (seed, offset) of the same Philox generator, so the same
     seed gives the same numbers as the global generator would, on CPU and CUDA alike. get_state()/set_state()
-    take and give that (seed, offset) tuple (PyTorch's give a byte tensor)."""
+    take and give that (seed, offset) as a 16-byte uint8 tensor, as get_rng_state does."""
 
     def __init__(self, device="cpu"):
         self.device = device_of(device_str(device))
@@ -68,11 +84,10 @@ class Generator:
         return self._state[0]
 
     def get_state(self):
-        return tuple(self._state)
+        return state_tensor(self._state)
 
     def set_state(self, state):
-        seed_, offset = state
-        self._state = (int(seed_), int(offset))
+        self._state = state_pair(state, "Generator.set_state")
         return self
 
     @contextlib.contextmanager

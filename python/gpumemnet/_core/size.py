@@ -11,6 +11,7 @@ import math
 import operator
 
 from .. import _C
+from . import dtype as _dtype
 
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 _HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE
@@ -52,8 +53,8 @@ class Size(_C.SizeBase):
         return math.prod(self)
 
     def __repr__(self):
-        # "gpumemnet.", as gpumemnet's dtypes print (gpumemnet.float32): PyTorch's prints torch.Size([2, 3]).
-        return f"gpumemnet.Size({list(self)})"
+        # as the dtypes print: gpumemnet.Size([2, 3]), or torch.Size([2, 3]) under the drop-in alias
+        return f"{_dtype.DISPLAY[0]}.Size({list(self)})"
 
     def __reduce__(self):
         return (Size, (tuple(self),))

@@ -398,6 +398,12 @@ class ExtraMethods:
     def mH(self):  # noqa: N802  (PyTorch's name)
         return self.adjoint()
 
+    @property
+    def H(self):  # noqa: N802  (PyTorch's name: the conjugate transpose of a matrix; real tensors here)
+        if self.ndim not in (0, 2):
+            raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {self.ndim}-D tensor.")
+        return self if self.ndim == 0 else self.transpose(0, 1)
+
     def nonzero_static(self, *, size, fill_value=-1):
         return nonzero_static(self, size=size, fill_value=fill_value)
 

@@ -123,7 +123,7 @@ def initial_seed():
 
 
 def get_rng_state(device="cuda"):
-    """The generator's (seed, offset) (gpumemnet's state for every device; PyTorch's is a byte tensor)."""
+    """The generator's (seed, offset) as a 16-byte uint8 tensor (gpumemnet's one state for every device)."""
     _index_of(device, "get_rng_state")
     require("get_rng_state")
     return _random.get_rng_state()

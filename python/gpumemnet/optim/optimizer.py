@@ -118,6 +118,9 @@ class Optimizer:
                 raise ValueError(f"parameter group didn't specify a value of required optimization parameter "
                                  f"{name}")
             group.setdefault(name, default)
+        lr = group.get("lr")
+        if isinstance(lr, _C.TensorBase) and lr.numel() == 1 and not lr.requires_grad:
+            group["lr"] = float(lr)  # PyTorch takes a one-element tensor as lr; the steps here read a number
         self._validate_group(group)
         existing = {id(p) for g in self.param_groups for p in g["params"]}
         if existing & seen:

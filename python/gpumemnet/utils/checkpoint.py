@@ -20,7 +20,7 @@ import types
 from .._core import autocast as _autocast
 from .._core import autograd
 from .._core.offload import save_on_cpu
-from .._core import random as _random
+from .. import _C
 from .._core.state import state
 from .._core.tensor import Tensor
 
@@ -91,18 +91,18 @@ class _Frame:
             saved.append(t)
             return t
 
-        current = _random.get_rng_state() if self.touches_rng else None
+        current = _C.get_rng_state() if self.touches_rng else None
         state.recomputing += 1
         try:
             if self.rng_state is not None:
-                _random.set_rng_state(self.rng_state)
+                _C.set_rng_state(*self.rng_state)
             with autograd.enable_grad(), _autocast._replay(self.autocast_state), \
                     autograd.graph.saved_tensors_hooks(keep, _identity):
                 self.fn(*_detached(self.args), **_detached(self.kwargs))
         finally:
             state.recomputing -= 1
             if current is not None:
-                _random.set_rng_state(current)
+                _C.set_rng_state(*current)
         if len(saved) != self.count:
             raise RuntimeError(
                 f"checkpoint: the forward saved {self.count} tensors for backward but the recomputation saved "
@@ -122,7 +122,7 @@ def checkpoint(function, *args, preserve_rng_state=True, use_reentrant=False, **
                          "works in every case the reentrant one does")
     if not callable(function):
         raise TypeError(f"checkpoint: function must be callable, got {type(function).__name__}")
-    rng = _random.get_rng_state() if preserve_rng_state and state.meta_draws_random else None
+    rng = _C.get_rng_state() if preserve_rng_state and state.meta_draws_random else None
     frame = _Frame(function, args, kwargs, rng, _autocast._capture())
     with autograd.graph.saved_tensors_hooks(frame.pack, frame.unpack):
         out = function(*args, **kwargs)

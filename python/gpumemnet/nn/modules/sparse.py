@@ -41,6 +41,18 @@ class Embedding(Module):
         return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
                            self.scale_grad_by_freq, self.sparse)
 
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze=True, padding_idx=None, max_norm=None, norm_type=2.0,
+                        scale_grad_by_freq=False, sparse=False):
+        """An Embedding whose weight is `embeddings` (2-D: num_embeddings x embedding_dim; GloVe, word2vec), held
+        as it is (PyTorch's Parameter shares the tensor's memory too), frozen unless freeze=False."""
+        if embeddings.ndim != 2:
+            raise AssertionError(f"Embedding.from_pretrained: embeddings parameter is expected to be 2-dimensional, "
+                                 f"got shape {tuple(embeddings.shape)}")
+        rows, cols = embeddings.shape
+        return cls(rows, cols, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse, _weight=embeddings,
+                   _freeze=freeze)
+
     def extra_repr(self):
         s = f"{self.num_embeddings}, {self.embedding_dim}"
         if self.padding_idx is not None:

@@ -23,8 +23,10 @@ def _check_optimizer(optimizer, cls):
 
 
 def _positive_int(value, name, cls):
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"{cls}: {name} must be a positive int, got {value!r}")
+    """A count of epochs: PyTorch does not check it, and a float such as the text-classification tutorial's
+    StepLR(optimizer, 1.0) works there (the schedule takes last_epoch % step_size); a number > 0 is asked here."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ValueError(f"{cls}: {name} must be a positive number, got {value!r}")
     return value
 
 

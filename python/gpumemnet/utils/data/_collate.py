@@ -23,7 +23,7 @@ def _from_numpy(a):
 def default_collate(batch):
     """Stack a list of samples into a batch (PyTorch's rules): tensors and arrays are stacked along a new first
     dimension, Python floats become a float64 tensor, ints int64, bools bool; dicts collate per key, tuples and
-    lists per position (returned as a list); strings stay a list."""
+    lists per position (returned as a list); strings are returned as they come."""
     if not batch:
         raise ValueError("default_collate: empty batch")
     elem = batch[0]
@@ -49,18 +49,18 @@ def default_collate(batch):
     if isinstance(elem, numbers.Real):
         return _from_numpy(np.asarray(batch, dtype=np.float64))
     if isinstance(elem, (str, bytes)):
-        return list(batch)
+        return batch  # as given, as PyTorch's: a list at the top, a tuple as a field of tuple samples
     if isinstance(elem, collections.abc.Mapping):
         return {k: default_collate([d[k] for d in batch]) for k in elem}
     if isinstance(elem, tuple) and hasattr(elem, "_fields"):  # a namedtuple stays one
-        return type(elem)(*(default_collate(list(f)) for f in zip(*batch)))
+        return type(elem)(*(default_collate(f) for f in zip(*batch)))
     if isinstance(elem, (tuple, list)):
         n = len(elem)
         for i, s in enumerate(batch):
             if not isinstance(s, (tuple, list)) or len(s) != n:
                 raise ValueError(f"default_collate: sample {i} is {_describe(s)} but sample 0 has {n} fields; "
                                  f"each sample must have the same number of fields")
-        return [default_collate(list(field)) for field in zip(*batch)]
+        return [default_collate(field) for field in zip(*batch)]
     raise TypeError(f"default_collate: don't know how to batch samples of type {type(elem).__name__}; expected "
                     f"tensors, NumPy arrays, numbers, str, dicts, tuples or lists (or pass collate_fn=)")
 

@@ -23,9 +23,6 @@ class Dataset:
     def __getitem__(self, index):
         raise NotImplementedError(f"{type(self).__name__} must implement __getitem__")
 
-    def __len__(self):
-        raise NotImplementedError(f"{type(self).__name__} must implement __len__")
-
     def __add__(self, other):
         return ConcatDataset([self, other])
 

@@ -1,0 +1,103 @@
+"""Names and argument forms real PyTorch scripts use, each against PyTorch: Embedding.from_pretrained (GloVe
+setups), torch.cpu.amp.autocast, the uint16/32/64 dtype names torchvision compares with, Tensor.H, StepLR with a
+float step (the text-classification tutorial), a one-element tensor as lr, an IterableDataset without a length
+(len() raises TypeError, which list() and tqdm catch), and, under the drop-in alias, dtypes and sizes printed
+as torch.* (code compares str(x.dtype) with "torch.float16")."""
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import gpumemnet as gm
+
+torch = pytest.importorskip("torch")
+
+
+def test_embedding_from_pretrained():
+    w = np.arange(12.0).reshape(4, 3)
+    for freeze in (True, False):
+        ours = gm.nn.Embedding.from_pretrained(gm.tensor(w), freeze=freeze, padding_idx=1)
+        ref = torch.nn.Embedding.from_pretrained(torch.tensor(w), freeze=freeze, padding_idx=1)
+        assert ours.weight.requires_grad == ref.weight.requires_grad and repr(ours) == repr(ref)
+        idx = [[1, 3], [0, 2]]
+        np.testing.assert_array_equal(ours(gm.tensor(idx)).detach().numpy(), ref(torch.tensor(idx)).detach().numpy())
+
+
+def test_cpu_amp_autocast_and_names():
+    x = gm.randn(4, 4)
+    with gm.cpu.amp.autocast():
+        assert (x @ x).dtype == gm.bfloat16
+    with gm.cpu.amp.autocast(enabled=False):
+        assert (x @ x).dtype == gm.float32
+    assert gm.cpu.is_available() and gm.cpu.device_count() == 1
+    for name in ("uint16", "uint32", "uint64"):
+        assert getattr(gm, name).itemsize == getattr(torch, name).itemsize and not getattr(gm, name).is_signed
+    with pytest.raises(TypeError, match="no uint16 tensors"):
+        gm.zeros(2, dtype=gm.uint16)
+
+
+def test_tensor_h():
+    a = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_array_equal(gm.tensor(a).H.numpy(), torch.tensor(a).H.numpy())
+    assert gm.tensor(2.0).H.item() == 2.0
+    with pytest.raises(RuntimeError, match="only supported on matrices"):
+        gm.zeros(3).H
+
+
+def test_step_lr_with_a_float_step_and_a_tensor_lr():
+    def lrs(L):
+        p = L.nn.Parameter(L.zeros(2))
+        p.grad = L.ones(2)
+        opt = L.optim.SGD([p], lr=L.tensor(1.0))
+        sched = L.optim.lr_scheduler.StepLR(opt, 1.0, gamma=0.5)
+        out = []
+        for _ in range(3):
+            opt.step()
+            sched.step()
+            out.append(float(sched.get_last_lr()[0]))
+        return out
+    assert lrs(gm) == lrs(torch)
+    p = gm.nn.Parameter(gm.ones(2))
+    p.grad = gm.ones(2)
+    gm.optim.Adam([p], lr=gm.tensor(0.01)).step()
+    np.testing.assert_allclose(p.detach().numpy(), [0.99, 0.99], rtol=1e-6)
+
+
+def test_iterable_dataset_without_len():
+    class Stream(gm.utils.data.IterableDataset):
+        def __iter__(self):
+            return iter(gm.tensor([i]) for i in range(5))
+    with pytest.raises(TypeError):
+        len(Stream())
+    batches = list(gm.utils.data.DataLoader(Stream(), batch_size=2))  # list() asks len() and takes the TypeError
+    assert [b.tolist() for b in batches] == [[[0], [1]], [[2], [3]], [[4]]]
+
+
+def test_names_print_as_torch_under_the_alias(tmp_path):
+    script = tmp_path / "names.py"
+    script.write_text(textwrap.dedent("""
+        import torch
+        x = torch.zeros(2, 3, dtype=torch.float16)
+        assert str(x.dtype) == "torch.float16", str(x.dtype)
+        assert getattr(torch, str(torch.bfloat16).replace("torch.", "")) is torch.bfloat16
+        print(x.shape, torch.channels_last, repr(torch.ones(1, dtype=torch.float64)))
+    """))
+    out = subprocess.run([sys.executable, "-m", "gpumemnet", "run", "--no-estimate", str(script)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[0] == "torch.Size([2, 3]) torch.channels_last tensor([1.], dtype=torch.float64)"
+    assert repr(gm.float16) == "gpumemnet.float16"  # outside the alias: gpumemnet's own name
+
+
+def test_default_collate_keeps_strings_as_they_come():
+    for batch in ([(1, "x"), (2, "y")], ["a", "b"], [{"s": "a", "n": 1.5}, {"s": "b", "n": 2.5}]):
+        ours, ref = gm.utils.data.default_collate(batch), torch.utils.data.default_collate(batch)
+        assert type(ours) is type(ref)
+        if isinstance(ref, list) and isinstance(ref[0], torch.Tensor):
+            assert ours[1] == ref[1] and ours[0].tolist() == ref[0].tolist()
+        elif isinstance(ref, dict):
+            assert ours["s"] == ref["s"] and ours["n"].tolist() == ref["n"].tolist()
+        else:
+            assert ours == ref
