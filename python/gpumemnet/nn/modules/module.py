@@ -6,35 +6,42 @@ so that memory statistics, the history and OutOfMemoryError say which layer allo
 names of named_modules() seen from the root: they are computed once, the first time the root is called (a
 module added later learns its path from its parent on its own first call)."""
 import itertools
+import threading
 import weakref
 from collections import OrderedDict, namedtuple
 
 from ... import _C
 from ..._core import hooks
-from ..._core.autograd import RemovableHandle, no_grad
+from ..._core.autograd import no_grad
 from ..._core.state import state
 from ..._core.dtype import as_dtype, device_str
 from ..parameter import Parameter
+from . import _hooks
+from ._hooks import (_global_all, _global_hooks, _global_pre_hooks, add_hook, call_with_hooks,  # noqa: F401
+                     register_module_backward_hook, register_module_forward_hook, register_module_forward_pre_hook,
+                     register_module_full_backward_hook, register_module_full_backward_pre_hook)
 
-__all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook"]
-
-_IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
-
-# Hooks run for every module (gm.summary and the estimator use these: they see each layer's output).
-_global_pre_hooks = []
-_global_hooks = []
-
-
-def register_module_forward_pre_hook(hook):
-    """hook(module, args) -> None or new args, before every module's forward."""
-    _global_pre_hooks.append(hook)
-    return RemovableHandle(_global_pre_hooks, hook)
+__all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook",
+           "register_module_backward_hook", "register_module_full_backward_pre_hook",
+           "register_module_full_backward_hook"]
 
 
-def register_module_forward_hook(hook):
-    """hook(module, args, output) -> None or a new output, after every module's forward."""
-    _global_hooks.append(hook)
-    return RemovableHandle(_global_hooks, hook)
+class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    """What load_state_dict returns; printed as PyTorch prints it when both lists are empty."""
+    __slots__ = ()
+
+    def __repr__(self):
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return super().__repr__()
+
+    __str__ = __repr__
+
+
+IncompatibleKeys = _IncompatibleKeys  # gpumemnet's earlier name
+
+# Copies load_state_dict defers until every check passed (per thread): _load_from_state_dict adds to the list.
+_loading = threading.local()
 
 
 def _addindent(s, n):
@@ -58,6 +65,7 @@ class Module:
         object.__setattr__(self, "_modules", OrderedDict())
         object.__setattr__(self, "_forward_pre_hooks", [])
         object.__setattr__(self, "_forward_hooks", [])
+        self._init_hook_lists()
         object.__setattr__(self, "_path", None)   # "features.3", set on the first call
         object.__setattr__(self, "_scope", None)  # "features.3 forward"
 
@@ -77,18 +85,10 @@ class Module:
             state.last_root = (weakref.ref(self), tuple(args[0].shape))
         stack.append(self)
         try:
-            if self._forward_pre_hooks or _global_pre_hooks:
-                for hook in itertools.chain(_global_pre_hooks, self._forward_pre_hooks):
-                    r = hook(self, args)
-                    if r is not None:
-                        args = r if isinstance(r, tuple) else (r,)
-            out = self.forward(*args, **kwargs)
-            if self._forward_hooks or _global_hooks:
-                for hook in itertools.chain(_global_hooks, self._forward_hooks):
-                    r = hook(self, args, out)
-                    if r is not None:
-                        out = r
-            return out
+            # one test for every kind of hook (_hooks.refresh_has_hooks): a module without any pays nothing more
+            if self._has_hooks or _global_all:
+                return call_with_hooks(self, args, kwargs)
+            return self.forward(*args, **kwargs)
         except _C.OutOfMemoryError as e:
             if len(stack) == 1:  # the outermost call: the model and its input are known, say what would fit
                 explain = hooks.get("explain_oom")  # gpumemnet.memory's, registered when it is imported
@@ -120,15 +120,103 @@ class Module:
         return self._scope
 
     # ---- hooks ------------------------------------------------------------------------------------------
-    def register_forward_pre_hook(self, hook):
-        """hook(module, args) -> None or new args."""
-        self._forward_pre_hooks.append(hook)
-        return RemovableHandle(self._forward_pre_hooks, hook)
+    # Lists of hooks (_hooks.py says what an entry is); each register_* returns a handle with remove().
+    _HOOK_LISTS = ("_backward_hooks", "_backward_pre_hooks", "_state_dict_hooks", "_state_dict_pre_hooks",
+                   "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks")
+    _version = 1  # state_dict's local_metadata["version"] (PyTorch's: modules that changed their state raise it)
 
-    def register_forward_hook(self, hook):
-        """hook(module, args, output) -> None or a new output."""
-        self._forward_hooks.append(hook)
-        return RemovableHandle(self._forward_hooks, hook)
+    def _init_hook_lists(self):
+        for name in self._HOOK_LISTS:
+            object.__setattr__(self, name, [])
+        object.__setattr__(self, "_is_full_backward_hook", None)  # None until a backward hook says which kind
+        object.__setattr__(self, "_has_hooks", False)  # whether a call must run hooks (_hooks.refresh_has_hooks)
+
+    def __setstate__(self, d):
+        # a module pickled before these lists existed gets empty ones
+        self.__dict__.update(d)
+        for name in self._HOOK_LISTS + ("_forward_pre_hooks", "_forward_hooks"):
+            if name not in self.__dict__:
+                object.__setattr__(self, name, [])
+        self.__dict__.setdefault("_is_full_backward_hook", None)
+        _hooks.refresh_has_hooks(self)
+
+    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
+        """hook(module, args) -> None or new args (a non-tuple is wrapped in one). with_kwargs: hook(module, args,
+        kwargs) -> None or (new_args, new_kwargs). prepend: before this module's other pre-hooks (global ones still
+        run first)."""
+        return add_hook((self._forward_pre_hooks,), hook, "register_forward_pre_hook", prepend, with_kwargs,
+                        owner=self)
+
+    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False, always_call=False):
+        """hook(module, args, output) -> None or a new output; with_kwargs: hook(module, args, kwargs, output).
+        always_call: run it even when forward (or an earlier hook) raised, with output None if there was none."""
+        return add_hook((self._forward_hooks,), hook, "register_forward_hook", prepend, with_kwargs, always_call,
+                        owner=self)
+
+    def register_full_backward_pre_hook(self, hook, prepend=False):
+        """hook(module, grad_output) -> None or new grad_output (a tuple as long), when the gradients with respect
+        to the module's outputs are computed; entries are None for non-tensor outputs and outputs that got none."""
+        return add_hook((self._backward_pre_hooks,), hook, "register_full_backward_pre_hook", prepend, owner=self)
+
+    def register_full_backward_hook(self, hook, prepend=False):
+        """hook(module, grad_input, grad_output) -> None or new grad_input (a tuple as long), once the gradients
+        with respect to the module's positional inputs are computed. grad_input has an entry per positional argument:
+        None for non-tensors, zeros for tensors that do not require grad or got no gradient (as PyTorch). When no
+        input requires grad the hook fires with the outputs' gradients and grad_input all None (and must return
+        None). The forward sees, and the caller gets, new tensor objects on the same memory (PyTorch's views)."""
+        if self._is_full_backward_hook is False:
+            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on a single Module. "
+                               "Please use only one of them.")
+        object.__setattr__(self, "_is_full_backward_hook", True)
+        return add_hook((self._backward_hooks,), hook, "register_full_backward_hook", prepend, owner=self)
+
+    def register_backward_hook(self, hook):
+        """Deprecated, as in PyTorch. PyTorch hooks the grad_fn of the output (grad_input are the gradients of that
+        last autograd node's inputs, e.g. addmm's for Linear), which gpumemnet's engine cannot do (its nodes have no
+        post-hooks), so here it is the full backward hook, with a FutureWarning saying so. The two kinds still do not
+        mix on one module, as in PyTorch."""
+        if self._is_full_backward_hook is True:
+            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on a single Module. "
+                               "Please use only one of them.")
+        object.__setattr__(self, "_is_full_backward_hook", False)
+        _hooks._warn_legacy("register_backward_hook")
+        return add_hook((self._backward_hooks,), hook, "register_backward_hook", owner=self)
+
+    def register_state_dict_pre_hook(self, hook):
+        """hook(module, prefix, keep_vars) -> None, before state_dict() collects this module's state."""
+        return add_hook((self._state_dict_pre_hooks,), hook, "register_state_dict_pre_hook")
+
+    def register_state_dict_post_hook(self, hook):
+        """hook(module, state_dict, prefix, local_metadata) -> None, after state_dict() collected this module and its
+        children; it may change state_dict in place (returning anything else is an error, as in PyTorch)."""
+        hook._from_public_api = True  # PyTorch's mark: state_dict() refuses a return value from these
+        return add_hook((self._state_dict_hooks,), hook, "register_state_dict_post_hook")
+
+    def _register_state_dict_hook(self, hook):
+        """The older form: a new dict the hook returns replaces the state dict (as PyTorch, this is respected where
+        state_dict() was called on the module itself; for a child, the parent goes on with its own dict)."""
+        if getattr(hook, "_from_public_api", False):
+            raise RuntimeError("Cannot register the same function as the state dict post hook that was previously "
+                               "registered via register_state_dict_post_hook")
+        return add_hook((self._state_dict_hooks,), hook, "_register_state_dict_hook")
+
+    def _register_load_state_dict_pre_hook(self, hook, with_module=False):
+        """hook([module,] state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
+        before this module's keys are read from state_dict (its copy, which the hook may change, e.g. rename keys
+        of an old checkpoint)."""
+        if not callable(hook):
+            raise TypeError(f"register_load_state_dict_pre_hook: hook must be callable, got {type(hook).__name__}")
+        entry = _hooks.WithModule(hook, self) if with_module else hook
+        return add_hook((self._load_state_dict_pre_hooks,), entry, "register_load_state_dict_pre_hook")
+
+    def register_load_state_dict_pre_hook(self, hook):
+        """hook(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)."""
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
+
+    def register_load_state_dict_post_hook(self, hook):
+        """hook(module, incompatible_keys) -> None, after this module and its children were loaded; it may change
+        incompatible_keys.missing_keys / unexpected_keys in place, which load_state_dict(strict=True) then judges."""
+        return add_hook((self._load_state_dict_post_hooks,), hook, "register_load_state_dict_post_hook")
 
     # ---- registration -----------------------------------------------------------------------------------
     def _check_name(self, name, kind):
@@ -458,20 +546,39 @@ class Module:
         return self.to(dtype="bfloat16")
 
     # ---- state_dict ---------------------------------------------------------------------------------------
-    def state_dict(self, *, destination=None, prefix="", keep_vars=False):
-        """OrderedDict of parameters and persistent buffers by full name, as detached tensors sharing storage
-        (keep_vars=True: the Parameter objects themselves)."""
-        if destination is None:
-            destination = OrderedDict()
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        """This module's own parameters and persistent buffers (not its children's) into destination."""
         for name, p in self._parameters.items():
             if p is not None:
                 destination[prefix + name] = p if keep_vars else p.detach()
         for name, b in self._buffers.items():
             if b is not None and name not in self._non_persistent_buffers_set:
                 destination[prefix + name] = b if keep_vars else b.detach()
+
+    def state_dict(self, *, destination=None, prefix="", keep_vars=False):
+        """OrderedDict of parameters and persistent buffers by full name, as detached tensors sharing storage
+        (keep_vars=True: the Parameter objects themselves). Like PyTorch's, a new one carries `_metadata` (each
+        module's {"version": ...} by path), which load_state_dict hands to its hooks."""
+        if destination is None:
+            destination = OrderedDict()
+            destination._metadata = OrderedDict()
+        local_metadata = dict(version=self._version)
+        if hasattr(destination, "_metadata"):
+            destination._metadata[prefix[:-1]] = local_metadata
+        for hook in tuple(self._state_dict_pre_hooks):
+            _hooks._fn(hook)(self, prefix, keep_vars)
+        self._save_to_state_dict(destination, prefix, keep_vars)
         for name, m in self._modules.items():
             if m is not None:
                 m.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
+        for hook in tuple(self._state_dict_hooks):
+            hook = _hooks._fn(hook)
+            r = hook(self, destination, prefix, local_metadata)
+            if getattr(hook, "_from_public_api", False):
+                if r is not None:
+                    raise RuntimeError("state_dict post-hook must return None")
+            elif r is not None:
+                destination = r
         return destination
 
     def load_state_dict(self, state_dict, strict=True):
@@ -479,35 +586,23 @@ class Module:
 
         Every problem is collected first, then reported in one RuntimeError: missing and unexpected keys (only
         when strict) and every shape mismatch (always: a wrong shape cannot be copied). Nothing is copied when
-        there is an error. Returns (missing_keys, unexpected_keys)."""
+        there is an error, unless a module has a load_state_dict post-hook: as in PyTorch, that module's subtree is
+        copied before its hooks run (they may read the loaded values). Each module reads its keys in
+        _load_from_state_dict, after its load pre-hooks, from its own copy of the dict (PyTorch's walk).
+        Returns _IncompatibleKeys(missing_keys, unexpected_keys)."""
         if not hasattr(state_dict, "keys") or not hasattr(state_dict, "__getitem__"):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict).__name__}.")
-        for path, m in self.named_modules():  # lazy modules take their shapes from the state first (lazy.py)
-            hook = getattr(m, "_lazy_load_hook", None)
-            if hook is not None:
-                hook(state_dict, path + "." if path else "")
-        own = self.state_dict(keep_vars=True)
-        missing = [k for k in own if k not in state_dict]
-        unexpected = [k for k in state_dict.keys() if k not in own]
-        errors = []
-        pairs = []
-        for k, target in own.items():
-            if k not in state_dict:
-                continue
-            value = state_dict[k]
-            if not isinstance(value, _C.TensorBase):
-                try:
-                    import numpy as np
-                    value = _C.from_numpy(np.asarray(value), target._dtype, "cpu")
-                except (TypeError, ValueError):
-                    errors.append(f'While copying the parameter named "{k}", expected a tensor or an array-like '
-                                  f"value from checkpoint but received {type(value).__name__}")
-                    continue
-            if tuple(value.shape) != tuple(target.shape):
-                errors.append(f"size mismatch for {k}: copying a param with shape {tuple(value.shape)} from "
-                              f"checkpoint, the shape in current model is {tuple(target.shape)}.")
-                continue
-            pairs.append((k, target, value))
+        missing, unexpected, errors = [], [], []
+        metadata = getattr(state_dict, "_metadata", None)
+        state_dict = OrderedDict(state_dict)  # the hooks may change it: the caller's stays as it was
+        if metadata is not None:
+            state_dict._metadata = metadata
+        outer = getattr(_loading, "pairs", None)
+        _loading.pairs = pending = []
+        try:
+            self._load_walk(state_dict, "", metadata, missing, unexpected, errors, pending)
+        finally:
+            _loading.pairs = outer
         if strict:
             if unexpected:
                 errors.insert(0, "Unexpected key(s) in state_dict: " + ", ".join(f'"{k}"' for k in unexpected)
@@ -516,17 +611,73 @@ class Module:
                 errors.insert(0, "Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing) + ". ")
         if errors:
             raise RuntimeError(f"Error(s) in loading state_dict for {self._get_name()}:\n\t" + "\n\t".join(errors))
-        with no_grad():
-            for k, target, value in pairs:
-                if target._device == "meta":
-                    continue  # nothing to copy into; shapes were checked
-                if value._device == "meta":
-                    raise RuntimeError(f'While copying the parameter named "{k}": the checkpoint value is on the '
-                                       f"meta device and holds no data")
-                if value._device != target._device:
-                    value = value.to(device=target._device)
-                _C.copy_(target, value)
+        _copy_pairs(pending)
         return _IncompatibleKeys(missing, unexpected)
+
+    def _load_walk(self, local, prefix, metadata, missing, unexpected, errors, pending):
+        local_metadata = {} if metadata is None else metadata.get(prefix[:-1], {})
+        self._load_from_state_dict(local, prefix, local_metadata, True, missing, unexpected, errors)
+        for name, child in self._modules.items():
+            if child is not None:
+                p = prefix + name + "."
+                child._load_walk({k: v for k, v in local.items() if k.startswith(p)}, p, metadata, missing,
+                                 unexpected, errors, pending)
+        if self._load_state_dict_post_hooks:
+            if not errors:  # the hooks see this subtree loaded, as in PyTorch
+                _copy_pairs(pending)
+                del pending[:]
+            keys = _IncompatibleKeys(missing, unexpected)
+            for hook in tuple(self._load_state_dict_post_hooks):
+                if _hooks._fn(hook)(self, keys) is not None:
+                    raise AssertionError("Hooks registered with ``register_load_state_dict_post_hook`` are not "
+                                         "expected to return new values, if incompatible_keys need to be modified, "
+                                         "it should be done inplace.")
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        """This module's own keys (not its children's): PyTorch's signature and order (load pre-hooks, then each
+        parameter and persistent buffer, then, when strict, the keys under prefix that name nothing here). Within
+        load_state_dict the copies wait until every check passed; called on its own, it copies at once."""
+        lazy = getattr(self, "_lazy_load_hook", None)  # lazy modules take their shapes from the state (lazy.py)
+        if lazy is not None:
+            lazy(state_dict, prefix)
+        for hook in tuple(self._load_state_dict_pre_hooks):
+            _hooks._fn(hook)(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
+        local_state = {k: v for k, v in itertools.chain(
+            self._parameters.items(),
+            ((k, b) for k, b in self._buffers.items() if k not in self._non_persistent_buffers_set)) if v is not None}
+        pairs = []
+        for name, target in local_state.items():
+            key = prefix + name
+            if key not in state_dict:
+                if strict:
+                    missing_keys.append(key)
+                continue
+            value = state_dict[key]
+            if not isinstance(value, _C.TensorBase):
+                try:
+                    import numpy as np
+                    value = _C.from_numpy(np.asarray(value), target._dtype, "cpu")
+                except (TypeError, ValueError):
+                    error_msgs.append(f'While copying the parameter named "{key}", expected a tensor or an '
+                                      f"array-like value from checkpoint but received {type(value).__name__}")
+                    continue
+            if tuple(value.shape) != tuple(target.shape):
+                error_msgs.append(f"size mismatch for {key}: copying a param with shape {tuple(value.shape)} from "
+                                  f"checkpoint, the shape in current model is {tuple(target.shape)}.")
+                continue
+            pairs.append((key, target, value))
+        if strict:
+            for key in state_dict:
+                if key.startswith(prefix):
+                    head = key[len(prefix):].split(".", 1)
+                    if (head[0] not in self._modules) if len(head) > 1 else (head[0] not in local_state):
+                        unexpected_keys.append(key)
+        pending = getattr(_loading, "pairs", None)
+        if pending is None:
+            _copy_pairs(pairs)
+        else:
+            pending.extend(pairs)
 
     # ---- repr --------------------------------------------------------------------------------------------
     def extra_repr(self):
@@ -547,3 +698,17 @@ class Module:
             else:
                 s += "\n  " + "\n  ".join(lines) + "\n"
         return s + ")"
+
+
+def _copy_pairs(pairs):
+    """Copy each checked (key, target, value) of load_state_dict in place, without recording."""
+    with no_grad():
+        for k, target, value in pairs:
+            if target._device == "meta":
+                continue  # nothing to copy into; shapes were checked
+            if value._device == "meta":
+                raise RuntimeError(f'While copying the parameter named "{k}": the checkpoint value is on the '
+                                   f"meta device and holds no data")
+            if value._device != target._device:
+                value = value.to(device=target._device)
+            _C.copy_(target, value)
