@@ -48,6 +48,9 @@ CASES = {
     "masked_fill_ in a graph": (lambda L, a: ((a * a).masked_fill_(_on(L, a, X > 0.5), 0.25) ** 2 * a).sum(), (X,)),
     "prelu per channel and shared": (lambda L, x, w, v: (_F(L).prelu(x, w) ** 3).sum()
                                      + (_F(L).prelu(x * 2, v) ** 2).sum(), (IMG, R.rand(3), R.rand(1))),
+    "prod": (lambda L, a: a.prod() * 2 + (a.prod(1) ** 2).sum() + (a.prod(0, keepdim=True) * a).sum(), (POS,)),
+    "index assignment, third order": (lambda L, a: ((lambda z: (z.__setitem__(0, a[1] ** 2 * a[0]) or z))(
+        a * 1.0) ** 3).sum(), (X,)),
     "cumsum": (lambda L, a: (a.cumsum(1) ** 3).sum() + (L.cumsum(a * a, 0) * a).sum(), (X,)),
     "unfold windows": (lambda L, a: (a.unfold(1, 2, 1) ** 3).sum() + (a.unfold(0, 2, 1).tanh() * 2).sum(), (X,)),
     "diagonal diag_embed": (lambda L, a: (a.diagonal(1) ** 3).sum() + (L.diag_embed(a * a) ** 2).sum()
@@ -138,3 +141,21 @@ def test_r1_penalty_through_minibatch_stddev_matches_pytorch():
 
     for a, b in zip(run(gm), run(torch)):
         np.testing.assert_allclose(to_np(a.detach()), b.detach().numpy(), rtol=1e-9, atol=1e-12)
+
+
+def test_third_order_through_indexing_matches_pytorch():
+    """grad of grad of grad: the index's backward (an index assignment) is differentiated twice more."""
+    def run(lib):
+        a = lib.tensor([1.5, -0.3], dtype=lib.float64, requires_grad=True)
+        g, = lib.autograd.grad(a[0] ** 2 * a[1] ** 3, a, create_graph=True)
+        h, = lib.autograd.grad(g.sum(), a, create_graph=True)
+        k, = lib.autograd.grad((h * h).sum(), a)
+        return [g, h, k]
+    for a, b in zip(run(gm), run(torch)):
+        np.testing.assert_allclose(to_np(a.detach()), b.detach().numpy(), rtol=1e-12)
+
+
+def test_prod_with_zeros_says_so():
+    x = gm.tensor([1.0, 0.0, 2.0], requires_grad=True)
+    with pytest.raises(NotImplementedError, match="holding zeros"):
+        gm.autograd.grad(x.prod(), x, create_graph=True)

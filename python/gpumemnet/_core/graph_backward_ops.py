@@ -1,19 +1,22 @@
 """create_graph formulas (graph_backward.py explains them) for the tensor ops beyond the basic arithmetic: the math
 library's functions (sin, cos, erf, log1p ...: SIREN and physics-informed networks differentiate them twice),
-var / std (a minibatch standard deviation under an R1 penalty), max / min in their three forms, atan2, fmod and
-remainder, the roundings, masked_fill_, prelu, and the ops that are linear in their input (cumsum, unfold,
-diagonal, diag_embed, an advanced index), whose backward is recorded as one node with the op's adjoint."""
+var / std (a minibatch standard deviation under an R1 penalty), prod, max / min in their three forms, index
+assignment, atan2, fmod and remainder, the roundings, masked_fill_, prelu, and the ops that are linear in their
+input (cumsum, unfold, diagonal, diag_embed, an advanced index), whose backward is recorded as one node with the
+op's adjoint."""
 import math
 
 from .. import _C
 from . import functions as fn
 from .activation import _PReLU
 from .autograd import register_graph_backward as register
-from .graph_backward import _operand, _unreduce, binary_grads, linear_op, saved_input, saved_output, where
+from .graph_backward import (_operand, _unreduce, binary_grads, linear_op, not_recorded, record, saved_input,
+                             saved_output, sum_to, where)
+from .indexing import IndexFn, IndexPutFn, put_plan
 from .tensor_compose import _Cumsum, _DiagEmbed, _Diagonal, _diag_embed, _diagonal_geometry, _scan
 from .tensor_math import (ACOS, ASIN, ATAN, COS, COSH, ERF, ERFC, EXPM1, LOG1P, LOG2, LOG10, SIN, SINH, TAN,
                           _FROM_OUTPUT, Atan2, Fmod, _Math)
-from .tensor_methods import _InplaceMaskedFill, _Rounding
+from .tensor_methods import _InplaceMaskedFill, _Prod, _Rounding
 from .tensor_more import _WindowsView, _windows_geometry
 
 
@@ -88,6 +91,35 @@ def _max_min_dim(ctx, g, g_indices=None):
     return where(_C.binary(fn.EQ, pos, idx), _unreduce(g, shape, (ctx.dim,), ctx.keepdim), 0.0), None, None, None
 
 
+def _prod(ctx, g):
+    """d prod / d x_i = prod / x_i where no entry is 0. With zeros the derivative is a product of the others, whose
+    own derivative this form does not give: refused there."""
+    x, out = ctx.saved_tensors
+    if bool(_C.binary(fn.EQ, x, 0.0).any()):
+        raise not_recorded(ctx, "an input holding zeros")
+    dims = fn._norm_dims(ctx.dims, x.ndim)
+    out = _unreduce(saved_output(ctx, out), x.shape, dims, ctx.keepdim)
+    d = _unreduce(g, x.shape, dims, ctx.keepdim) * out / saved_input(ctx, 0, x)
+    return (record(fn.ToDtype, d, x._dtype) if d._dtype != x._dtype else d), None, None
+
+
+def _index_put(ctx, g):
+    """a[plan] = value: a's gradient is g with the assigned entries zeroed (a constant mask), value's is g at
+    them, summed to value's shape."""
+    if not g.requires_grad:
+        return IndexPutFn.backward(ctx, g)
+    ga = gv = None
+    if ctx.needs_input_grad[0]:
+        keep = _C.fill_(_C.empty(tuple(g.shape), g._dtype, g._device), 1.0)
+        put_plan(keep, ctx.plan, 0.0)
+        ga = g * keep
+    if ctx.value_meta is not None and ctx.needs_input_grad[1]:
+        gv = sum_to(IndexFn.apply(g, ctx.plan), *ctx.value_meta)
+    return ga, gv, None
+
+
+register(_Prod, _prod)
+register(IndexPutFn, _index_put)
 register(fn.Var, _var)
 register(fn.AMaxMin, _amax_min)
 register(fn.MaxMinDim, _max_min_dim)
