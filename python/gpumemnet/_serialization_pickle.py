@@ -9,12 +9,14 @@ Loading follows PyTorch 2.6+: with weights_only (the default) an unpickler that 
 (OrderedDict, sets, gpumemnet's dtypes and devices, ...) and raises pickle.UnpicklingError for anything else,
 saying that weights_only=False would load it (which runs the pickle's code: only for trusted files)."""
 import base64
+import ctypes
 import io
 import pickle
 
 import numpy as np
 
 from . import _C
+from ._core.dtype import DTYPES
 
 _SAFE = {("collections", "OrderedDict"), ("collections", "defaultdict"), ("builtins", "set"),
          ("builtins", "frozenset"), ("builtins", "slice"), ("builtins", "complex"), ("builtins", "range"),
@@ -68,3 +70,11 @@ def loads(node, tensors, arrays, path, weights_only):
     u = _Unpickler(io.BytesIO(base64.b64decode(node["__pickle__"])))
     u.persistent_load = persistent_load
     return u.load()
+
+
+def _raw(t):
+    """A writable byte view of a contiguous CPU tensor's memory (the caller keeps t alive while using it)."""
+    n = t.numel() * DTYPES[t._dtype].itemsize
+    if n == 0:
+        return memoryview(bytearray(0))
+    return memoryview((ctypes.c_char * n).from_address(t._data_ptr)).cast("B")

@@ -35,6 +35,7 @@ from . import _C
 from ._core.dtype import DTYPES, _by_name, device as _device, device_str
 from ._core.size import Size
 from ._core.storage import TypedStorage, UntypedStorage
+from ._serialization_pickle import _raw
 
 _U8, _I64 = 6, 4
 _LEGACY_MAGIC = (0x1950a86a20f9469cfc6c).to_bytes(10, "little")
@@ -468,7 +469,6 @@ def _element(stype, path):
 
 
 def _byteswap(t, itemsize):
-    from .serialization import _raw
     if itemsize > 1 and t.numel():
         np.frombuffer(_raw(t), dtype=f"u{itemsize}").byteswap(inplace=True)
 
@@ -526,7 +526,6 @@ class _ZipReader:
                     raise ValueError(f"load: {path}: its {pkl[0]} ends early (a damaged checkpoint)") from None
 
     def _storage(self, zf, prefix, stype, key, location, numel, big):
-        from .serialization import _raw
         code, isz = _element(stype, self.path)
         if not self.placement.needs_data(location):
             return _C.empty((numel,), code, "meta")
@@ -647,7 +646,6 @@ class _LegacyReader:
         return _unpickler_class(path, self.weights_only, persistent_load)(f).load()
 
     def _storage(self, f, key, refs, little, size):
-        from .serialization import _raw
         if key not in refs:
             raise ValueError(f"load: {self.path} lists storage {key!r} that its object does not refer to")
         stype, location, numel = refs[key]

@@ -39,6 +39,7 @@ import numpy as np
 
 from . import _C
 from . import _serialization_pickle as _pickled
+from ._serialization_pickle import _raw
 from . import _serialization_torch as _torch_format
 from ._core.dtype import DTYPES, device_str
 from ._core.scope import category
@@ -63,14 +64,6 @@ _NP_OF_ST = {"I8": np.int8, "U8": np.uint8, "I16": np.int16, "U16": np.uint16, "
 _ST_OF_NP = {np.dtype(v).str: k for k, v in _NP_OF_ST.items()}
 _ITEMSIZE = {"F32": 4, "F64": 8, "F16": 2, "BF16": 2, "I64": 8, "BOOL": 1, "I8": 1, "U8": 1, "I16": 2, "U16": 2,
              "I32": 4, "U32": 4, "U64": 8}
-
-
-def _raw(t):
-    """A writable byte view of a contiguous CPU tensor's memory (the caller keeps t alive while using it)."""
-    n = t.numel() * DTYPES[t._dtype].itemsize
-    if n == 0:
-        return memoryview(bytearray(0))
-    return memoryview((ctypes.c_char * n).from_address(t._data_ptr)).cast("B")
 
 
 # ---- save ------------------------------------------------------------------------------------------------------

@@ -270,9 +270,8 @@ class Function(Node):
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        if not cls.__module__.startswith("gpumemnet."):  # a user's Function: PyTorch's semantics for those
-            from . import custom_function  # noqa: E402  (it imports this module)
-            custom_function.adopt(cls)
+        if not cls.__module__.startswith("gpumemnet.") and _ADOPT:  # a user's Function: PyTorch's semantics
+            _ADOPT[0](cls)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -362,6 +361,10 @@ class Function(Node):
         self._saved = None
         self._released = True
 
+
+# custom_function.adopt, registered by that module (imported with the package, before any user code runs): it
+# gives a Function subclass defined outside gpumemnet PyTorch's semantics for users' Functions
+_ADOPT = []
 
 # class -> its backward written with recorded ops, run under create_graph (_core/graph_backward.py)
 _GRAPH_BACKWARD = {}

@@ -19,6 +19,7 @@ from .state import state
 
 
 def adopt(cls):
+    """Called by Function.__init_subclass__ for a class defined outside the gpumemnet package."""
     cls.apply = classmethod(_apply)
     cls.apply_grads = _apply_grads
     cls.name = _name
@@ -143,3 +144,6 @@ def once_differentiable(fn):
         with A.no_grad():
             return fn(ctx, *args)
     return wrapper
+
+
+A._ADOPT.append(adopt)
