@@ -1,10 +1,12 @@
 """gpumemnet.func: torch.func's functional_call (a module called with parameters and buffers given for that one
-call: nn/utils/stateless.py). The transforms of torch.func (grad, vmap, jacrev, ...) are not provided."""
+call: nn/utils/stateless.py) and its transforms grad, grad_and_value, vjp, jacrev, jacfwd, hessian and vmap
+(_func_transforms.py: on gpumemnet's reverse-mode autograd; vmap is a loop)."""
 from collections.abc import Sequence
 
+from ._func_transforms import grad, grad_and_value, hessian, jacfwd, jacrev, vjp, vmap  # noqa: F401
 from .nn.utils.stateless import _functional_call
 
-__all__ = ["functional_call"]
+__all__ = ["functional_call", "grad", "grad_and_value", "vjp", "jacrev", "jacfwd", "hessian", "vmap"]
 
 
 def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, *, tie_weights=True, strict=False):

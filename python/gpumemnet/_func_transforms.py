@@ -1,0 +1,196 @@
+"""torch.func's transforms on gpumemnet's autograd: grad, grad_and_value, vjp, jacrev, jacfwd, hessian and vmap,
+with PyTorch's signatures and results (per-sample gradients, `vmap(grad(loss))`, ensembling, Hessians).
+
+They are built from what gpumemnet has, not from functorch's batching rules: grad and vjp take autograd.grad on
+aliases of the inputs (with create_graph when an input already requires grad, so that transforms nest: hessian is
+jacrev of jacrev); jacrev and jacfwd take one reverse pass per output element (jacfwd too: gpumemnet has no
+forward mode, and the Jacobian is the same); vmap calls the function once per batch entry and stacks the results
+(the values are vmap's; the time is a loop's, and randomness="different" is what a loop gives)."""
+import numbers
+
+from ._core.autograd import enable_grad, grad as _autograd_grad
+from ._core.tensor import Tensor
+from ._core.tensor_more import _stack
+from .utils._pytree import tree_flatten, tree_map, tree_unflatten
+
+__all__ = ["grad", "grad_and_value", "vjp", "jacrev", "jacfwd", "hessian", "vmap"]
+
+
+def _argnums(argnums, n, fn):
+    nums = (argnums,) if isinstance(argnums, numbers.Integral) else tuple(argnums)
+    if not nums or any(not isinstance(i, numbers.Integral) or not -n <= i < n for i in nums):
+        raise RuntimeError(f"{fn}: argnums {argnums!r} must be an int or a non-empty tuple of ints indexing the "
+                           f"{n} positional arguments")
+    return tuple(i % n for i in nums)
+
+
+def _tracked(t):
+    """An input the function is differentiated with respect to: an alias in the caller's graph when it has one
+    (an outer transform differentiates through), else a fresh leaf."""
+    if not isinstance(t, Tensor):
+        return t
+    if t.requires_grad:
+        return t.view_as(t)
+    return t.detach().requires_grad_(True)
+
+
+def _differentiate(fn, func, args, kwargs, argnums, has_aux):
+    """(the gradients' tree for argnums, output, aux, the tracked inputs' flat list) of func(*args)."""
+    nums = _argnums(argnums, len(args), fn)
+    outer = any(isinstance(t, Tensor) and t.requires_grad for a in args for t in tree_flatten(a)[0])
+    with enable_grad():
+        args = list(args)
+        for i in nums:
+            args[i] = tree_map(_tracked, args[i])
+        out = func(*args, **kwargs)
+        aux = None
+        if has_aux:
+            if not (isinstance(out, tuple) and len(out) == 2):
+                raise RuntimeError(f"{fn}(f, has_aux=True): f must return a (output, aux) tuple, got "
+                                   f"{type(out).__name__}")
+            out, aux = out
+        return [args[i] for i in nums], out, aux, outer, nums
+
+
+def _grads(outputs, inputs_tree, cotangents, create_graph):
+    leaves, spec = tree_flatten(inputs_tree)
+    tensors = [t for t in leaves if isinstance(t, Tensor)]
+    got = iter(_autograd_grad(outputs, tensors, cotangents, create_graph=create_graph, allow_unused=True)
+               if tensors else ())
+    out = []
+    for t in leaves:
+        if isinstance(t, Tensor):
+            g = next(got)
+            out.append(g if g is not None else t.detach().new_zeros(tuple(t.shape)))
+        else:
+            out.append(None)
+    return tree_unflatten(out, spec)
+
+
+def grad_and_value(func, argnums=0, has_aux=False):
+    """f's gradient with respect to argument argnums (an int or a tuple of them), and f's value: f returns one
+    scalar tensor (with has_aux, (scalar, aux)). Returns (gradient, value) or (gradient, (value, aux))."""
+    def wrapper(*args, **kwargs):
+        inputs, out, aux, outer, nums = _differentiate("grad", func, args, kwargs, argnums, has_aux)
+        if not isinstance(out, Tensor) or out.numel() != 1:
+            got = f"a tensor of shape {tuple(out.shape)}" if isinstance(out, Tensor) else type(out).__name__
+            raise RuntimeError(f"grad(f)(*args): Expected f(*args) to return a scalar Tensor, got {got}")
+        if not out.requires_grad:  # f does not depend on the inputs: zero gradients
+            g = tree_map(lambda t: t.detach().new_zeros(tuple(t.shape)) if isinstance(t, Tensor) else None, inputs)
+        else:
+            g = _grads([out], inputs, None, outer)
+        g = g[0] if isinstance(argnums, numbers.Integral) else tuple(g)
+        value = out if outer else out.detach()
+        return (g, (value, aux)) if has_aux else (g, value)
+    return wrapper
+
+
+def grad(func, argnums=0, has_aux=False):
+    """f's gradient with respect to argument argnums (with has_aux: (gradient, aux))."""
+    gv = grad_and_value(func, argnums, has_aux)
+
+    def wrapper(*args, **kwargs):
+        g, value = gv(*args, **kwargs)
+        return (g, value[1]) if has_aux else g
+    return wrapper
+
+
+def vjp(func, *primals, has_aux=False):
+    """(f(*primals), vjp_fn[, aux]): vjp_fn(cotangents) gives the vector-Jacobian products, one per primal."""
+    inputs, out, aux, outer, _ = _differentiate("vjp", func, primals, {}, tuple(range(len(primals))), has_aux)
+    out_leaves, out_spec = tree_flatten(out)
+
+    def vjp_fn(cotangents):
+        cot = tree_flatten(cotangents)[0]
+        if len(cot) != len(out_leaves):
+            raise RuntimeError(f"vjp_fn: expected {len(out_leaves)} cotangents (one per output), got {len(cot)}")
+        pairs = [(o, c) for o, c in zip(out_leaves, cot) if isinstance(o, Tensor) and o.requires_grad]
+        if not pairs:
+            return tuple(tree_map(lambda t: t.detach().new_zeros(tuple(t.shape)) if isinstance(t, Tensor) else None,
+                                  inputs))
+        return tuple(_grads([o for o, _ in pairs], inputs, [c for _, c in pairs], True))
+    value = out if outer else tree_map(lambda t: t.detach() if isinstance(t, Tensor) else t, out)
+    return (value, vjp_fn, aux) if has_aux else (value, vjp_fn)
+
+
+def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_copy=False):
+    """The Jacobian of f with respect to argument argnums: for an output of shape O and an input of shape I, a
+    tensor of shape O + I (a tuple per input for a tuple argnums, a tree per output for several outputs)."""
+    def wrapper(*args, **kwargs):
+        inputs, out, aux, outer, _ = _differentiate("jacrev", func, args, kwargs, argnums, has_aux)
+        in_leaves, in_spec = tree_flatten(inputs)
+        in_t = [t for t in in_leaves if isinstance(t, Tensor)]
+        out_leaves, out_spec = tree_flatten(out)
+        jac_per_out = []
+        for o in out_leaves:
+            rows = []
+            for k in range(o.numel()):
+                if o.requires_grad:
+                    cot = o.detach().new_zeros((o.numel(),))
+                    cot[k] = 1.0
+                    gs = _autograd_grad([o], in_t, [cot.reshape(tuple(o.shape))], retain_graph=True,
+                                        create_graph=outer, allow_unused=True)
+                else:
+                    gs = [None] * len(in_t)
+                rows.append([g if g is not None else t.detach().new_zeros(tuple(t.shape)) for g, t in zip(gs, in_t)])
+            per_input = []
+            for j, t in enumerate(in_t):
+                stacked = _stack([r[j] for r in rows]) if rows else t.new_zeros((0,) + tuple(t.shape))
+                j_t = stacked.reshape(tuple(o.shape) + tuple(t.shape))
+                per_input.append(j_t if outer else j_t.detach())
+            it = iter(per_input)
+            jac_inputs = tree_unflatten([next(it) if isinstance(t, Tensor) else None for t in in_leaves], in_spec)
+            jac_per_out.append(jac_inputs[0] if isinstance(argnums, numbers.Integral) else tuple(jac_inputs))
+        jac = tree_unflatten(jac_per_out, out_spec)
+        return (jac, aux) if has_aux else jac
+    return wrapper
+
+
+def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
+    """The Jacobian as jacrev gives it (gpumemnet has no forward mode; the values are the same)."""
+    return jacrev(func, argnums, has_aux=has_aux)
+
+
+def hessian(func, argnums=0):
+    """The Hessian of a scalar f: jacrev of jacrev, shape I + I."""
+    return jacrev(jacrev(func, argnums), argnums)
+
+
+def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
+    """func mapped over a dim of its inputs (in_dims: an int or None for every argument, or one per positional
+    argument, applied to every tensor inside it); the results stacked along out_dims. A loop over the batch."""
+    def wrapper(*args, **kwargs):
+        dims = in_dims if isinstance(in_dims, (tuple, list)) else (in_dims,) * len(args)
+        if len(dims) != len(args):
+            raise ValueError(f"vmap(f, in_dims={in_dims!r})(*args): in_dims must have one entry per positional "
+                             f"argument ({len(args)}), got {len(dims)}")
+        size = None
+        for a, d in zip(args, dims):
+            for t in tree_flatten(a)[0]:
+                if d is not None and isinstance(t, Tensor):
+                    n = t.shape[d]
+                    if size is not None and n != size:
+                        raise ValueError(f"vmap: Expected all tensors to have the same size in the mapped "
+                                         f"dimension, got sizes {size} and {n} for the mapped dimension")
+                    size = n
+        if size is None:
+            raise ValueError("vmap: at least one input must be a tensor mapped over a dim (in_dims not all None)")
+        results = []
+        for b in range(size):
+            call = [a if d is None else tree_map(lambda t, d=d: t.select(d, b) if isinstance(t, Tensor) else t, a)
+                    for a, d in zip(args, dims)]
+            results.append(func(*call, **kwargs))
+        leaves0, spec = tree_flatten(results[0])
+        per = [tree_flatten(r)[0] for r in results]
+        odims = out_dims if isinstance(out_dims, (tuple, list)) else (out_dims,) * len(leaves0)
+        out = []
+        for i, leaf in enumerate(leaves0):
+            if not isinstance(leaf, Tensor):
+                out.append(leaf)
+                continue
+            col = [p[i] for p in per]
+            d = odims[i] if i < len(odims) else 0
+            stacked = _stack(col)
+            out.append(stacked.movedim(0, d) if d else stacked)
+        return tree_unflatten(out, spec)
+    return wrapper
