@@ -43,9 +43,19 @@ def nms(boxes, scores, iou_threshold):
     return _tensor(np.asarray(keep, np.int64), device=boxes.device)
 
 
+_ROI_CHUNK = 64
+
+
 def roi_align(input, rois, spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned):
+    """torchvision's pure-PyTorch roi_align, over at most _ROI_CHUNK boxes at a time: its temporaries hold every
+    box's sample points for all channels at once (a Mask R-CNN training step on two 128x96 images peaked at
+    6.8 GiB, 367 MiB in one request), and each box's result depends on that box alone."""
     from torchvision.ops.roi_align import _roi_align  # torchvision's, imported under the alias as the caller is
-    return _roi_align(input, rois, spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned)
+    if rois.shape[0] <= _ROI_CHUNK:
+        return _roi_align(input, rois, spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned)
+    from .._core.creation import cat  # noqa: E402
+    return cat([_roi_align(input, rois[i:i + _ROI_CHUNK], spatial_scale, pooled_height, pooled_width,
+                           sampling_ratio, aligned) for i in range(0, rois.shape[0], _ROI_CHUNK)])
 
 
 def _cuda_version():
