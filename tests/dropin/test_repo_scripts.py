@@ -1,7 +1,8 @@
 """Training scripts in the style of widely used CNN repositories (tests/dropin/scripts/: CIFAR ResNet, UNet,
 DCGAN, ESPCN super-resolution, fast neural style, the tricks scripts add around a CNN, PyTorch's own MNIST,
 VAE and neural style examples, torchvision's detection tutorial, timm's models with its optimizer, loss and
-EMA, recurrent models, and WGAN-GP's gradient penalty), each run as written with real PyTorch (`python script.py`) and with gpumemnet standing in for it (`python -m gpumemnet run script.py`), from the same initial state and data; their losses,
+EMA, recurrent models, WGAN-GP's gradient penalty, and autograd as research code uses it: GCN message passing,
+users' autograd Functions, a SIREN's Laplacian, Grad-CAM, torch.func), each run as written with real PyTorch (`python script.py`) and with gpumemnet standing in for it (`python -m gpumemnet run script.py`), from the same initial state and data; their losses,
 final parameters and outputs compared by issue 12's criterion (dropin_harness.compare): within 1e-3 of PyTorch
 float32, or no further from PyTorch float64 (the script's --double) than 3x PyTorch float32 is."""
 import os
@@ -44,6 +45,11 @@ SCRIPTS = {
     "sequence_models": ("sequence_models.py", []),
     # WGAN-GP: the gradient penalty through torch.autograd.grad(create_graph=True) (tests/dropin/scripts/wgan_gp.py)
     "wgan_gp": ("wgan_gp.py", []),
+    # autograd in research code: GCN message passing by index_add_ / scatter_add_, makemore's manual backprop,
+    # users' autograd.Functions (an unused output, double backward through a gradient penalty), a SIREN's Laplacian,
+    # Grad-CAM from module hooks, torch.func per-sample gradients, a checkpoint round trip
+    # (tests/dropin/scripts/graph_autograd.py)
+    "graph_autograd": ("graph_autograd.py", []),
 }
 TIMEOUT = 300
 
