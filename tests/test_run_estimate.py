@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import textwrap
 
 import pytest
 
@@ -316,3 +317,29 @@ def test_zero_grad_calls_are_counted_but_not_the_estimates_own():
         first_step.unwatch()
     from gpumemnet._core import hooks
     assert hooks.get("zero_grad_called") is None
+
+
+def test_the_estimate_does_not_run_the_scripts_hooks(tmp_path):
+    """The estimate runs a meta copy of the model: a forward hook that stores activations (feature extraction,
+    Grad-CAM) keeps the real run's tensors, and fires once per real forward."""
+    script = tmp_path / "hooked.py"
+    script.write_text(textwrap.dedent("""
+        import torch, torch.nn as nn
+        calls, feats = [0], {}
+        def hook(m, i, o):
+            calls[0] += 1
+            feats["fc"] = o.detach()
+        model = nn.Sequential(nn.Linear(3, 2), nn.ReLU())
+        model[0].register_forward_hook(hook)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        loss = model(torch.ones(4, 3)).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        print(calls[0], feats["fc"].device)
+    """))
+    out = subprocess.run([sys.executable, "-m", "gpumemnet", "run", str(script)], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "step 1 of Sequential" in out.stdout + out.stderr  # the step was estimated
+    assert out.stdout.strip().splitlines()[-1] == "1 cpu"

@@ -9,6 +9,7 @@ from .. import _C
 from .._core.autograd import no_grad
 from .._core.dtype import as_dtype
 from .._core.scope import category
+from ..nn.modules._hooks import drop_user_hooks
 from ..nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 from ..nn.parameter import Parameter
 from . import stats as _memory
@@ -66,6 +67,8 @@ def _meta_copy(model, device=None, param_dtype=None):
         if mirror:
             _C._meta_mirror_end()
     clone = copy.deepcopy(model, memo)
+    for m in clone.modules():  # the script's hooks run on its model, not on this copy
+        drop_user_hooks(m)
     orig = [(n, tuple(p.shape)) for n, p in model.named_parameters()]
     mine = [(n, tuple(p.shape)) for n, p in clone.named_parameters()]
     if orig != mine or any(p._device != META for p in clone.parameters()):

@@ -291,7 +291,7 @@ class _Watcher:
         shapes = ", ".join(str(s) for s, _, _ in call.inputs)
         what = (f"gpumemnet run: step 1 of {type(model).__name__} (input {shapes}, loss {loss_name}, "
                 f"{type(opt).__name__ if opt is not None else 'no optimizer'}"
-                f"{', autocast ' + str(call.amp).replace('gpumemnet.', '') if call.amp is not None else ''}) on {dev}")
+                f"{', autocast ' + str(call.amp).rsplit('.', 1)[-1] if call.amp is not None else ''}) on {dev}")
         fits = predicted <= capacity
         # held at the start + the steps' own peak, as the line's peak (est.steps_text counts the model and input)
         later = (f" from step {est.peak_step} on (step 1: {_fmt(call.held + est.first_step_peak)})"

@@ -99,6 +99,22 @@ def _fn(entry):
     return entry.fn if type(entry) is _Flagged else entry
 
 
+def drop_user_hooks(module):
+    """Remove from module the hooks that are not gpumemnet's own (a meta copy the estimator runs: the script's
+    feature extractors, Grad-CAM and counters must not see that run). gpumemnet's stay: pruning masks, weight_norm
+    and spectral_norm compute the weights the forward uses."""
+    for name in ("_forward_pre_hooks", "_forward_hooks", "_backward_hooks", "_backward_pre_hooks"):
+        hooks = getattr(module, name, None)
+        if hooks:
+            hooks[:] = [e for e in hooks if _is_ours(_fn(e))]
+    refresh_has_hooks(module)
+
+
+def _is_ours(fn):
+    owner = getattr(fn, "__module__", None) or type(fn).__module__
+    return owner.startswith("gpumemnet.") or type(fn).__module__.startswith("gpumemnet.")
+
+
 def add_hook(lists, hook, what, prepend=False, with_kwargs=False, always_call=False, owner=None):
     """Add hook to lists[0] (and to the other lists: the union of all global hooks), return its handle. owner: the
     module whose calls the hook changes (its _has_hooks is kept up to date)."""
