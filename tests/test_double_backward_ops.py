@@ -57,6 +57,8 @@ CASES = {
                             + (L.diag(a[0]) @ a.t()).pow(2).sum(), (X,)),
     "advanced index with repeats": (lambda L, a: (a[_on(L, a, [0, 2, 0, 0])] ** 3).sum()
                                     + (a[:, _on(L, a, [3, 3, 1])] * a[0, :3]).sum() ** 2, (X,)),
+    "several tensor indices": (lambda L, a: (a[_on(L, a, [0, 2, 0]), _on(L, a, [1, 1, 3])] ** 3).sum()
+                               + (a[_on(L, a, [[1], [2]]), _on(L, a, [0, 0, 2])] * a[0, :3]).sum() ** 2, (X,)),
     "boolean mask index": (lambda L, a: (a[_on(L, a, X > 0)] ** 3).sum(), (X,)),
     "nll_loss of log_softmax": (lambda L, a, w: _F(L).nll_loss(_F(L).log_softmax(a @ w, 1), _on(L, a, [0, 2, 1]))
                                 + _F(L).nll_loss(_F(L).log_softmax(a @ w, 1), _on(L, a, [2, 2, -100]),

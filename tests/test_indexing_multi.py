@@ -78,3 +78,18 @@ def test_errors():
             x[L.tensor([0, 1]), L.tensor([0, -5])] = 1.0
         with pytest.raises((IndexError, RuntimeError)):  # shapes that do not broadcast
             x[L.tensor([0, 1]), L.tensor([0, 1, 2])]
+
+
+def test_several_indices_keep_no_broadcast_index_for_backward():
+    """x[i, j] with i (100, 1) and j (1, 100): the merged int64 position has the result's 10000 elements (80000
+    bytes, twice the float32 result); it is rebuilt in backward rather than kept. Exact bytes from the allocator."""
+    x = gm.randn(100, 100, requires_grad=True)
+    i, j = gm.arange(100).reshape(100, 1), gm.arange(100).reshape(1, 100).flip(1)
+    before = gm.memory.memory_allocated("cpu")
+    one = gm.empty(100, 100)
+    result_bytes = gm.memory.memory_allocated("cpu") - before  # a (100, 100) float32 block, as allocated
+    del one
+    y = x[i, j]
+    assert gm.memory.memory_allocated("cpu") - before == result_bytes  # the result alone
+    y.pow(2).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * x.detach().numpy(), rtol=1e-6)

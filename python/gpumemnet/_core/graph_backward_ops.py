@@ -2,7 +2,7 @@
 library's functions (sin, cos, erf, log1p ...: SIREN and physics-informed networks differentiate them twice),
 var / std (a minibatch standard deviation under an R1 penalty), prod, max / min in their three forms, index
 assignment, atan2, fmod and remainder, the roundings, masked_fill_, prelu, and the ops that are linear in their
-input (cumsum, unfold, diagonal, diag_embed, an advanced index), whose backward is recorded as one node with the
+input (cumsum, unfold, diagonal, diag_embed, advanced indices), whose backward is recorded as one node with the
 op's adjoint."""
 import math
 
@@ -13,6 +13,7 @@ from .autograd import register_graph_backward as register
 from .graph_backward import (_operand, _unreduce, binary_grads, linear_op, not_recorded, record, saved_input,
                              saved_output, sum_to, where)
 from .indexing import IndexFn, IndexPutFn, put_plan
+from .indexing_multi import _Gather, _merged
 from .tensor_compose import _Cumsum, _DiagEmbed, _Diagonal, _diag_embed, _diagonal_geometry, _scan
 from .tensor_math import (ACOS, ASIN, ATAN, COS, COSH, ERF, ERFC, EXPM1, LOG1P, LOG2, LOG10, SIN, SINH, TAN,
                           _FROM_OUTPUT, Atan2, Fmod, _Math)
@@ -176,6 +177,7 @@ def _diagonal_of(h, offset, d1, d2):
     return h._as_strided(*_diagonal_geometry(h.shape, h._strides, h._offset, offset, d1, d2))
 
 
+register(_Gather, linear_op(lambda ctx, g: lambda h: _C.index(h, 0, _merged(ctx.pos, ctx.sizes).reshape(-1))))
 register(_Cumsum, linear_op(lambda ctx, g: lambda h: _scan(h, ctx.d, fn.ADD)))
 register(_WindowsView, linear_op(lambda ctx, g: lambda h: h._as_strided(
     *_windows_geometry(h.shape, h._strides, h._offset, *ctx.args[3:]))))

@@ -9,6 +9,7 @@ is an assignment in a graph (setitem_recorded), out of place and then written ba
 import numpy as np
 
 from .. import _C
+from .autograd import _NO_CTX, Function, needs_grad
 from .indexing import _as_index_tensor, _is_bool
 
 _BOOL, _I64 = 5, 4
@@ -85,10 +86,7 @@ def positions(v, adv):
 
 def _linear(v, dims, pos):
     """One int64 tensor of the indices' broadcast shape: the position in the indexed dims merged, row-major."""
-    lin = None
-    for d, ti in zip(dims, pos):
-        lin = ti if lin is None else _muladd(lin, v.shape[d], ti)
-    return lin
+    return _merged(pos, [v.shape[d] for d in dims])
 
 
 def _muladd(a, k, b):
@@ -114,15 +112,46 @@ def _placed(dims):
     return dims[0] if dims == list(range(dims[0], dims[0] + len(dims))) else 0
 
 
+class _Gather(Function):
+    """flat[lin] for the merged position lin of several index tensors. lin has the indices' broadcast shape, so
+    as an int64 tensor it can outweigh the values it reads (torchvision's pure-PyTorch roi_align indexes with four
+    [K, 1, PH, 1, IY, 1]-like tensors: 8 bytes per output element, four times): it is made for the forward and
+    again for the backward, and only the unbroadcast index tensors are kept in between."""
+
+    @staticmethod
+    def forward(ctx, flat, pos, sizes):
+        lin = _merged(pos, sizes)
+        if ctx.needs_input_grad:
+            ctx.pos, ctx.sizes, ctx.meta = pos, sizes, (tuple(flat.shape), flat._dtype, flat._device)
+        return _C.index(flat, 0, lin.reshape(-1)), tuple(lin.shape)
+
+    @staticmethod
+    def backward(ctx, g, _=None):
+        shape, dt, dev = ctx.meta
+        grad = _C.fill_(_C.empty(shape, dt, dev), 0.0)
+        _C.index_put_(grad, 0, _merged(ctx.pos, ctx.sizes).reshape(-1), g, True)
+        return grad, None, None
+
+
+def _merged(pos, sizes):
+    lin = None
+    for ti, size in zip(pos, sizes):
+        lin = ti if lin is None else _muladd(lin, size, ti)
+    return lin
+
+
 def getitem(t, idx):
     basic, adv = _parse(t, idx)
     v = t[basic]
     dims = [d for d, _ in adv]
-    lin = _linear(v, dims, positions(v, adv))
-    b_shape = tuple(lin.shape)
+    pos, sizes = tuple(positions(v, adv)), tuple(v.shape[d] for d in dims)
     p, rest_shape = _front(v, dims)
     flat = p.reshape(-1, *rest_shape)
-    out = flat[lin.reshape(-1)].reshape(*b_shape, *rest_shape)
+    if needs_grad(flat):
+        out, b_shape = _Gather.apply(flat, pos, sizes)
+    else:
+        out, b_shape = _Gather.forward(_NO_CTX, flat, pos, sizes)
+    out = out.reshape(*b_shape, *rest_shape)
     at = _placed(dims)
     if at:
         nb = len(b_shape)
