@@ -107,3 +107,16 @@ def set_num_threads(n):
 
 def get_num_threads():
     return _C.get_num_threads()
+
+
+# PyTorch's argument parser takes NumPy's axis= / keepdims= (and NumPy integer dims) on these torch.* functions
+# too; the Tensor methods, and the functions made of them, take those already (_core/arg_forms.py). Wrapped here
+# by name, not where defined: nn.functional's softmax (the same function) is Python in PyTorch and refuses axis=.
+from ._core.arg_forms import numpy_forms as _numpy_forms  # noqa: E402
+for _name in ("softmax", "log_softmax", "mode", "nanmedian", "nanquantile", "std_mean", "var_mean", "cross",
+              "index_reduce", "renorm", "repeat_interleave", "scatter_reduce", "select_scatter", "slice_scatter",
+              "split_with_sizes", "narrow_copy", "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes",
+              "trapezoid", "cumulative_trapezoid", "trapz", "gradient", "nuclear_norm", "cosine_similarity",
+              "pairwise_distance"):
+    globals()[_name] = _numpy_forms(globals()[_name])
+del _name

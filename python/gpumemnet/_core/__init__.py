@@ -10,6 +10,7 @@ and the memory intelligence, which build on it.
   autocast.py    autocast's per-thread state and the casts ops apply
   functions.py   the differentiable elementwise, reduction and shape Functions
   activation.py  relu, sigmoid, tanh, gelu, softmax (Tensor methods and nn.functional ops)
+  arg_forms.py   NumPy's axis= / keepdims= and NumPy integer scalars where PyTorch's parser takes them
   indexing.py    x[idx], x[idx] = v
   tensor_math.py     sin ... exp2, reciprocal, lerp, addcmul, the in-place unary forms (exp_, sqrt_ ...)
   tensor_methods.py  the Tensor methods composed of other ops (split, repeat, round, new_*, memory formats)
@@ -26,6 +27,7 @@ and the memory intelligence, which build on it.
   tensor_misc_extra.py  shapes and helpers: ravel, hsplit, column_stack, as_strided, vander, windows, ...
   tensor_misc_values.py masked_scatter, scatter_reduce, index_reduce, mode, nanmedian, renorm, isin, ...
   tensor_misc.py     random_ and the other in-place fills, get_device, retains_grad, ... (+ the two above)
+  tensor_reduce.py   sum, mean, amax/amin, max/min, argmax/argmin, var/std (the hot reductions)
   tensor.py      gpumemnet.Tensor
   einsum.py      gm.einsum, composed of diagonal, sum, permute, reshape and matmul
   creation.py    tensor, zeros, rand, cat, ... (the gm.* factory functions)

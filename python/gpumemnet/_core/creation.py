@@ -9,6 +9,7 @@ from . import functions as F
 from .autograd import needs_grad as _needs_grad
 from .random import drawing_from
 from .dtype import DTYPES, as_dtype, device_str, factory_device, get_default_dtype, int64
+from .arg_forms import _NO, dim_args
 from .tensor import Tensor, _shape_arg
 
 
@@ -105,9 +106,11 @@ def _need_tensor(op, t, arg="input"):
 
 
 def _like(fn):
-    def like(t, *args, dtype=None, device=None, requires_grad=False, **kwargs):  # kwargs: full_like's fill_value
-        _need_tensor(fn.__name__ + "_like", t)
-        return fn(tuple(t.shape), *args, dtype=dtype or t.dtype, device=device or t._device,
+    # `input`: PyTorch's name for the tensor, which scripts pass by keyword too (zeros_like(input=x)); kwargs:
+    # full_like's fill_value
+    def like(input, *args, dtype=None, device=None, requires_grad=False, **kwargs):
+        _need_tensor(fn.__name__ + "_like", input)
+        return fn(tuple(input.shape), *args, dtype=dtype or input.dtype, device=device or input._device,
                   requires_grad=requires_grad, **kwargs)
     like.__name__ = fn.__name__ + "_like"
     like.__doc__ = f"{fn.__name__} with the shape (and by default dtype and device) of a tensor."
@@ -118,9 +121,11 @@ zeros_like, ones_like, empty_like, rand_like, randn_like, full_like = (
     _like(zeros), _like(ones), _like(empty), _like(rand), _like(randn), _like(full))
 
 
-def cat(tensors, dim=0):
-    """Concatenate along dim. As in PyTorch, 1-D empty tensors (shape (0,)) are skipped whatever the others'
-    shape (legacy code builds results by cat-ing onto torch.zeros(0) / torch.tensor([]))."""
+def cat(tensors, dim=0, *, axis=_NO):
+    """Concatenate along dim (or NumPy's axis=). As in PyTorch, 1-D empty tensors (shape (0,)) are skipped whatever
+    the others' shape (legacy code builds results by cat-ing onto torch.zeros(0) / torch.tensor([]))."""
+    if axis is not _NO or dim.__class__ is not int:
+        dim = dim_args("cat", dim, False, axis, default_dim=0)[0]
     tensors = list(tensors)
     if len(tensors) > 1 and builtins.any(isinstance(t, _C.TensorBase) and tuple(t.shape) == (0,) for t in tensors):
         kept = [t for t in tensors if not (isinstance(t, _C.TensorBase) and tuple(t.shape) == (0,))]
@@ -135,7 +140,9 @@ def cat(tensors, dim=0):
     return _C.cat(tensors, dim)
 
 
-def stack(tensors, dim=0):
+def stack(tensors, dim=0, *, axis=_NO):
+    if axis is not _NO or dim.__class__ is not int:
+        dim = dim_args("stack", dim, False, axis, default_dim=0)[0]
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
@@ -178,16 +185,16 @@ def where(condition, input=_NONE, other=_NONE):
     return _C.where(condition, input, other)
 
 
-def matmul(a, b):
+def matmul(input, other):
     from .tensor import matmul as mm
-    return mm(a, b)
+    return mm(input, other)
 
 
 def _unary(name):
-    def fn(t, *args, **kwargs):
+    def fn(input, *args, **kwargs):  # `input`: PyTorch's name, passed by keyword too (torch.max(input=x, dim=1))
         if name != "pow":  # torch.pow(2, t): the base may be a number
-            _need_tensor(name, t)  # Tensor.<name>(t) of a non-tensor fails inside, with a stranger error
-        return getattr(Tensor, name)(t, *args, **kwargs)
+            _need_tensor(name, input)  # Tensor.<name>(t) of a non-tensor fails inside, with a stranger error
+        return getattr(Tensor, name)(input, *args, **kwargs)
     fn.__name__ = name
     return fn
 
@@ -216,14 +223,14 @@ def is_tensor(obj):
     return isinstance(obj, _C.TensorBase)
 
 
-def is_floating_point(t):
-    _need_tensor("is_floating_point", t)
-    return t.is_floating_point()
+def is_floating_point(input):
+    _need_tensor("is_floating_point", input)
+    return input.is_floating_point()
 
 
-def numel(t):
-    _need_tensor("numel", t)
-    return t.numel()
+def numel(input):
+    _need_tensor("numel", input)
+    return input.numel()
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
@@ -295,16 +302,17 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
     return _finish(_C.from_numpy(np.argsort(keys, kind="stable"), code, dev), requires_grad)
 
 
-def split(t, split_size_or_sections, dim=0):
-    return t.split(split_size_or_sections, dim)
+# the tensor argument under PyTorch's names (`tensor` for split, `input` otherwise): scripts pass it by keyword too
+def split(tensor, split_size_or_sections, dim=0):
+    return tensor.split(split_size_or_sections, dim)
 
 
-def chunk(t, chunks, dim=0):
-    return t.chunk(chunks, dim)
+def chunk(input, chunks, dim=0, *, axis=_NO):
+    return input.chunk(chunks, dim if axis is _NO else dim_args("chunk", dim, False, axis, default_dim=0)[0])
 
 
-def narrow(t, dim, start, length):
-    return t.narrow(dim, start, length)
+def narrow(input, dim, start, length):
+    return input.narrow(dim, start, length)
 
 
 def div(input, other, *, rounding_mode=None):
@@ -322,10 +330,10 @@ def round(input, *, decimals=0):  # noqa: A001  (torch.round)
 
 
 def _method(name):
-    def fn(t, *args, **kwargs):
-        if not isinstance(t, _C.TensorBase):
-            raise TypeError(f"{name}: expected a Tensor as the first argument, got {type(t).__name__}")
-        return getattr(t, name)(*args, **kwargs)
+    def fn(input, *args, **kwargs):  # `input`: PyTorch's name, passed by keyword too (torch.gather(input=x, ...))
+        if not isinstance(input, _C.TensorBase):
+            raise TypeError(f"{name}: expected a Tensor as the first argument, got {type(input).__name__}")
+        return getattr(input, name)(*args, **kwargs)
     fn.__name__ = name
     fn.__doc__ = f"gpumemnet.{name}(t, ...) is t.{name}(...)."
     return fn

@@ -22,6 +22,8 @@ def _as_index_tensor(obj, device):
             t = t.to(device)
     else:
         arr = np.asarray(obj)
+        if arr.size == 0 and arr.dtype.kind == "f":  # range(0), []: no entries, positions (NumPy says float64)
+            arr = arr.astype(np.int64)
         if arr.dtype == object or arr.dtype.kind not in "biu":
             raise IndexError(f"index: tensors used as indices must be integer or bool, got {arr.dtype}")
         t = _C.from_numpy(arr, dtype=_BOOL if arr.dtype.kind == "b" else _I64, device=device)
@@ -73,12 +75,12 @@ def make_plan(t, idx):
             dim += 1
         elif isinstance(item, bool):
             raise IndexError("index: Python bools as indices are not supported; use a bool tensor mask")
-        elif isinstance(item, int) or (hasattr(item, "__index__") and not hasattr(item, "ndim")):
-            steps.append(("select", dim, int(item)))
+        elif isinstance(item, (int, np.integer)) or (hasattr(item, "__index__") and not hasattr(item, "ndim")):
+            steps.append(("select", dim, int(item)))  # a NumPy integer scalar too (np.bool_ is none: refused)
         elif isinstance(item, slice):
             steps.append(("slice", dim, item.start, item.stop, 1 if item.step is None else item.step))
             dim += 1
-        elif isinstance(item, (_C.TensorBase, np.ndarray, list, tuple)):
+        elif isinstance(item, (_C.TensorBase, np.ndarray, list, tuple, range)):  # a range: PyTorch's list of ints
             if adv is not None:  # several advanced indices: indexing_multi's, which builds no plan
                 return None
             ti = _as_index_tensor(item, t._device)

@@ -19,8 +19,8 @@ from . import indexing_multi
 from .inplace_binary import _InplaceBinary
 from .indexing import IndexFn, IndexPutFn, apply_plan, make_plan, write_graph_view, write_recorded, put_plan
 from .random import drawing_from
-from .return_types import ValuesIndices as _RESULT
 from .size import Size
+from .arg_forms import _NO, PLAIN_DIMS, dim_args, install as _install_numpy_forms, required_dim, squeeze_dims
 from .tensor_compose import ComposeMethods
 from .tensor_more import MoreMethods
 from .tensor_math import ATAN2, FLOORDIV, FMOD, REMAINDER, Atan2, FloorDiv, Fmod, MathMethods, Remainder
@@ -30,6 +30,7 @@ from .tensor_special import SpecialMethods
 from .tensor_products import ProductMethods
 from .tensor_misc import MiscMethods
 from .tensor_decomp import DecompMethods
+from .tensor_reduce import ReduceMethods
 
 _amp_state = _amp._state
 
@@ -300,21 +301,22 @@ class Tensor(_C.TensorBase):
     mul_ = __imul__
     div_ = __itruediv__
 
-    def add_(self, o, *args, alpha=1):
-        return self.__iadd__(_alpha_scaled(self, o, args, alpha, "add_"))
+    # `other`, `exponent`: PyTorch's names, which scripts pass by keyword (torch.add(input=x, other=y))
+    def add_(self, other, *args, alpha=1):
+        return self.__iadd__(_alpha_scaled(self, other, args, alpha, "add_"))
 
-    def sub_(self, o, *args, alpha=1):
-        return self.__isub__(_alpha_scaled(self, o, args, alpha, "sub_"))
+    def sub_(self, other, *args, alpha=1):
+        return self.__isub__(_alpha_scaled(self, other, args, alpha, "sub_"))
 
-    def add(self, o, *args, alpha=1):
-        return self + _alpha_scaled(self, o, args, alpha, "add")
+    def add(self, other, *args, alpha=1):
+        return self + _alpha_scaled(self, other, args, alpha, "add")
 
-    def sub(self, o, *args, alpha=1):
-        return self - _alpha_scaled(self, o, args, alpha, "sub")
+    def sub(self, other, *args, alpha=1):
+        return self - _alpha_scaled(self, other, args, alpha, "sub")
 
-    def mul(self, o): return self * o
+    def mul(self, other): return self * other
 
-    def pow(self, e): return self ** e
+    def pow(self, exponent): return self ** exponent
     def pow_(self, e): return _inplace(F.Pow, F.POW, self, e, "pow_")
 
     # fmod, %, // and atan2: C ops of their own (exact for integers; tensor_math.py has their gradients)
@@ -337,8 +339,8 @@ class Tensor(_C.TensorBase):
         o = _check_number(o, "floor_divide")
         return FloorDiv.apply(o, self) if _needs_grad(self) else _C.binary(FLOORDIV, o, self)
 
-    def maximum(self, o): return _binary(F.Maximum, F.MAXIMUM, self, o, "maximum")
-    def minimum(self, o): return _binary(F.Minimum, F.MINIMUM, self, o, "minimum")
+    def maximum(self, other): return _binary(F.Maximum, F.MAXIMUM, self, other, "maximum")
+    def minimum(self, other): return _binary(F.Minimum, F.MINIMUM, self, other, "minimum")
 
     # comparisons (never differentiable)
     def __eq__(self, o): return _C.binary(F.EQ, self, _check_number(o, "eq"))
@@ -375,8 +377,15 @@ class Tensor(_C.TensorBase):
     def tanh(self): return activation.tanh(self)
     def tanh_(self): return activation.tanh_(self)
     def prelu(self, weight): return activation.prelu(self, weight)
-    def softmax(self, dim, dtype=None): return activation.softmax(self, dim, dtype=dtype)
-    def log_softmax(self, dim, dtype=None): return activation.log_softmax(self, dim, dtype=dtype)
+    def softmax(self, dim=None, dtype=None, *, axis=_NO):
+        if axis is not _NO or dim.__class__ is not int:
+            dim = required_dim("softmax", dim, axis)
+        return activation.softmax(self, dim, dtype=dtype)
+
+    def log_softmax(self, dim=None, dtype=None, *, axis=_NO):
+        if axis is not _NO or dim.__class__ is not int:
+            dim = required_dim("log_softmax", dim, axis)
+        return activation.log_softmax(self, dim, dtype=dtype)
 
     def clamp(self, min=None, max=None):
         """min(max(self, min), max). In a graph, a tensor bound is a maximum / minimum (the bound gets the gradient
@@ -468,70 +477,20 @@ class Tensor(_C.TensorBase):
         out = _C.empty(tuple(self.shape), self._dtype, self._device)
         return Tensor.bernoulli_(out, self if p is None else p, generator=generator)
 
-    # ---- reductions ------------------------------------------------------------------------------------------
-    def sum(self, dim=None, keepdim=False, dtype=None):
-        x = _amp.fp32(self)[0] if _amp_state.enabled else self
-        code = None if dtype is None else as_dtype(dtype).code
-        if _needs_grad(x):
-            return F.Sum.apply(x, dim, keepdim, code)
-        return _C.reduce(F.SUM, x, dim, keepdim, code)
-
-    def mean(self, dim=None, keepdim=False):
-        x = _amp.fp32(self)[0] if _amp_state.enabled else self
-        return F.Mean.apply(x, dim, keepdim) if _needs_grad(x) else _C.reduce(F.MEAN, x, dim, keepdim)
-
-    def amax(self, dim=None, keepdim=False):
-        return F.AMaxMin.apply(self, dim, keepdim, True) if _needs_grad(self) else \
-            _C.reduce(F.AMAX, self, dim, keepdim)
-
-    def amin(self, dim=None, keepdim=False):
-        return F.AMaxMin.apply(self, dim, keepdim, False) if _needs_grad(self) else \
-            _C.reduce(F.AMIN, self, dim, keepdim)
-
-    def max(self, dim=None, keepdim=False):
-        """max() -> the largest value; max(dim) -> (values, indices); max(other_tensor) -> maximum."""
-        if isinstance(dim, _C.TensorBase):
-            return self.maximum(dim)
-        if dim is None:
-            return self.amax()
-        return _RESULT["max"](*(F.MaxMinDim.apply(self, dim, keepdim, True) if _needs_grad(self) else
-                                _C.max_dim(self, dim, keepdim)))
-
-    def min(self, dim=None, keepdim=False):
-        if isinstance(dim, _C.TensorBase):
-            return self.minimum(dim)
-        if dim is None:
-            return self.amin()
-        return _RESULT["min"](*(F.MaxMinDim.apply(self, dim, keepdim, False) if _needs_grad(self) else
-                                _C.min_dim(self, dim, keepdim)))
-
-    def argmax(self, dim=None, keepdim=False):
-        return _C.argmax(self, dim, keepdim)
-
-    def argmin(self, dim=None, keepdim=False):
-        return _C.argmin(self, dim, keepdim)
-
-    def var(self, dim=None, unbiased=None, keepdim=False, correction=None):
-        if correction is None:
-            correction = 0 if unbiased is False else 1
-        x = _amp.fp32(self)[0] if _amp_state.enabled else self
-        return F.Var.apply(x, dim, correction, keepdim) if _needs_grad(x) else _C.var(x, dim, correction, keepdim)
-
-    def std(self, dim=None, unbiased=None, keepdim=False, correction=None):
-        return self.var(dim, unbiased, keepdim, correction).sqrt()
-
     def matmul(self, o):
         return matmul(self, o)
 
     # ---- shape -------------------------------------------------------------------------------------------
-    def view(self, *shape, dtype=None):
+    def view(self, *shape, dtype=None, size=None):  # size=: PyTorch's keyword for the shape
+        if size is not None:
+            shape = (size,)
         if dtype is not None or (len(shape) == 1 and isinstance(shape[0], _dtype_cls)):
             return self._view_as_dtype(dtype if dtype is not None else shape[0])
         shape = _shape_arg(shape)
         return F.View.apply(self, shape) if _needs_grad(self) else self._view(shape)
 
-    def reshape(self, *shape):
-        shape = _shape_arg(shape)
+    def reshape(self, *shape_, shape=None):  # shape=: PyTorch's keyword
+        shape = _shape_arg(shape_) if shape is None else tuple(shape)
         return F.Reshape.apply(self, shape) if _needs_grad(self) else F.reshape_nograd(self, shape)
 
     def flatten(self, start_dim=0, end_dim=-1):
@@ -548,29 +507,35 @@ class Tensor(_C.TensorBase):
             shape = tuple(self.shape[:s]) + (n,) + tuple(self.shape[e + 1:])
         return self.reshape(shape)
 
-    def transpose(self, d0, d1):
-        return F.Transpose.apply(self, d0, d1) if _needs_grad(self) else self._transpose(d0, d1)
+    def transpose(self, dim0, dim1):
+        return F.Transpose.apply(self, dim0, dim1) if _needs_grad(self) else self._transpose(dim0, dim1)
 
     def t(self):
         if self.ndim > 2:
             raise _C.ArgumentError(f"t() expects a tensor with <= 2 dimensions, got shape {tuple(self.shape)}")
         return self if self.ndim < 2 else self.transpose(0, 1)
 
-    def permute(self, *dims):
-        dims = _shape_arg(dims)
+    def permute(self, *dims_, dims=None):  # x.permute(dims=(2, 0, 1)) too, as PyTorch
+        dims = _shape_arg(dims_) if dims is None else tuple(dims)
         return F.Permute.apply(self, dims) if _needs_grad(self) else self._permute(dims)
 
-    def expand(self, *shape):
-        shape = _shape_arg(shape)
+    def expand(self, *shape, size=None):  # x.expand(size=...) too, as PyTorch
+        shape = _shape_arg(shape) if size is None else tuple(size)
         return F.Expand.apply(self, shape) if _needs_grad(self) else self._expand(shape)
 
     def expand_as(self, other):
         return self.expand(other.shape)
 
-    def unsqueeze(self, dim):
+    def unsqueeze(self, dim=None, *, axis=_NO):
+        if axis is not _NO or dim.__class__ is not int:
+            dim = required_dim("unsqueeze", dim, axis)
         return F.Unsqueeze.apply(self, dim) if _needs_grad(self) else self._unsqueeze(dim)
 
-    def squeeze(self, dim=None):
+    def squeeze(self, dim=None, *, axis=_NO):
+        if axis is not _NO or dim.__class__ not in PLAIN_DIMS:
+            dim = dim_args("squeeze", dim, False, axis)[0]
+            if isinstance(dim, (tuple, list)):  # several dims (PyTorch >= 2.0)
+                return squeeze_dims(self, dim)
         return F.Squeeze.apply(self, dim) if _needs_grad(self) else self._squeeze(dim)
 
     def clone(self, *, memory_format=None):  # memory_format: accepted, NCHW kept (as .to(memory_format=) does)
@@ -692,14 +657,15 @@ class Tensor(_C.TensorBase):
 # The mixins' methods are copied into Tensor, not inherited: isinstance(x, TensorBase), which every op checks,
 # walks the class's MRO, so each base class costs every op (7 more bases cost 4 % of the instructions of an a + b).
 # Precedence is what inheritance gave: Tensor's own names, then the mixins in this order, each before its bases.
-for _mixin in (TensorMethods, MathMethods, ComposeMethods, SelectMethods, MoreMethods, SpecialMethods, ProductMethods,
-               MiscMethods, DecompMethods):
+for _mixin in (ReduceMethods, TensorMethods, MathMethods, ComposeMethods, SelectMethods, MoreMethods, SpecialMethods,
+               ProductMethods, MiscMethods, DecompMethods):
     for _klass in _mixin.__mro__[:-1]:
         for _name, _value in vars(_klass).items():
             if _name not in ("__dict__", "__weakref__", "__slots__", "__module__", "__doc__", "__qualname__") \
                     and _name not in vars(Tensor):
                 setattr(Tensor, _name, _value)
 del _mixin, _klass, _name, _value
+_install_numpy_forms(Tensor, skip=("size",))  # axis= / keepdims= / NumPy int dims on the other methods with a dim
 
 
 def _C_wrap(dim, ndim):

@@ -257,8 +257,9 @@ class ComposeMethods:
                                f"{other.dtype}")
         return (self * other).sum()
 
-    def tile(self, *dims):
-        """repeat, with missing leading repeats taken as 1 (PyTorch's and NumPy's tile)."""
+    def tile(self, *reps, dims=None):
+        """repeat, with missing leading repeats taken as 1 (PyTorch's and NumPy's tile); dims= is PyTorch's name."""
+        dims = reps if dims is None else (dims,)
         dims = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else tuple(dims)
         if not all(isinstance(d, numbers.Integral) and not isinstance(d, bool) for d in dims):
             raise TypeError(f"tile(): argument 'dims' must be tuple of ints, got {dims!r}")

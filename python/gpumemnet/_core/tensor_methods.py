@@ -342,9 +342,10 @@ class TensorMethods:
         moved = tuple(s for i, s in enumerate(self.shape) if i != d) + (k,)
         return x.reshape(-1)[flat.reshape(-1)].reshape(moved).movedim(-1, d)
 
-    def flip(self, *dims):
-        """A copy with the order of entries reversed along each of dims (an int, or a list or tuple of them)."""
-        dims = _dims_list(dims, self.ndim, "flip")
+    def flip(self, *dims_, dims=None):
+        """A copy with the order of entries reversed along each of dims (an int, or a list or tuple of them; also
+        given as dims=, PyTorch's keyword)."""
+        dims = _dims_list(dims_ if dims is None else (dims,), self.ndim, "flip")
         return self._permuted_along(dims, lambda n: np.arange(n - 1, -1, -1))
 
     def roll(self, shifts, dims=None):
@@ -408,14 +409,15 @@ class TensorMethods:
             t.requires_grad = True
         return t
 
-    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
-        return self._new(size, 0, dtype, device, requires_grad)
+    # size= is PyTorch's keyword for the sizes (x.new_zeros(size=(2,))), also accepted as *sizes
+    def new_zeros(self, *sizes, size=None, dtype=None, device=None, requires_grad=False):
+        return self._new(sizes if size is None else (size,), 0, dtype, device, requires_grad)
 
-    def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
-        return self._new(size, 1, dtype, device, requires_grad)
+    def new_ones(self, *sizes, size=None, dtype=None, device=None, requires_grad=False):
+        return self._new(sizes if size is None else (size,), 1, dtype, device, requires_grad)
 
-    def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
-        return self._new(size, None, dtype, device, requires_grad)
+    def new_empty(self, *sizes, size=None, dtype=None, device=None, requires_grad=False):
+        return self._new(sizes if size is None else (size,), None, dtype, device, requires_grad)
 
     def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
         return self._new((size,), fill_value, dtype, device, requires_grad)

@@ -1,0 +1,89 @@
+"""The hot reductions of Tensor (sum, mean, amax/amin, max/min, argmax/argmin, var/std), moved out of tensor.py
+with their NumPy argument forms: `axis=` for dim, `keepdims=` for keepdim, NumPy integer dims (arg_forms.py).
+Those forms are keyword-only parameters checked in one comparison, so the common call pays no wrapper."""
+from .. import _C
+from . import autocast as _amp
+from . import functions as F
+from .arg_forms import _NO, PLAIN_DIMS, dim_args
+from .autograd import needs_grad as _needs_grad
+from .dtype import as_dtype
+from .return_types import ValuesIndices as _RESULT
+
+_amp_state = _amp._state
+
+
+class ReduceMethods:
+    __slots__ = ()
+
+    def sum(self, dim=None, keepdim=False, dtype=None, *, axis=_NO, keepdims=_NO):
+        if axis is not _NO or keepdims is not _NO or dim.__class__ not in PLAIN_DIMS:
+            dim, keepdim = dim_args("sum", dim, keepdim, axis, keepdims)
+        x = _amp.fp32(self)[0] if _amp_state.enabled else self
+        code = None if dtype is None else as_dtype(dtype).code
+        if _needs_grad(x):
+            return F.Sum.apply(x, dim, keepdim, code)
+        return _C.reduce(F.SUM, x, dim, keepdim, code)
+
+    def mean(self, dim=None, keepdim=False, dtype=None, *, axis=_NO, keepdims=_NO):
+        if axis is not _NO or keepdims is not _NO or dim.__class__ not in PLAIN_DIMS:
+            dim, keepdim = dim_args("mean", dim, keepdim, axis, keepdims)
+        if dtype is not None:  # PyTorch casts the input to dtype first (an integer tensor's mean needs one)
+            return self.to(dtype=dtype).mean(dim, keepdim)
+        x = _amp.fp32(self)[0] if _amp_state.enabled else self
+        return F.Mean.apply(x, dim, keepdim) if _needs_grad(x) else _C.reduce(F.MEAN, x, dim, keepdim)
+
+    def amax(self, dim=None, keepdim=False, *, axis=_NO, keepdims=_NO):
+        if axis is not _NO or keepdims is not _NO or dim.__class__ not in PLAIN_DIMS:
+            dim, keepdim = dim_args("amax", dim, keepdim, axis, keepdims)
+        return F.AMaxMin.apply(self, dim, keepdim, True) if _needs_grad(self) else \
+            _C.reduce(F.AMAX, self, dim, keepdim)
+
+    def amin(self, dim=None, keepdim=False, *, axis=_NO, keepdims=_NO):
+        if axis is not _NO or keepdims is not _NO or dim.__class__ not in PLAIN_DIMS:
+            dim, keepdim = dim_args("amin", dim, keepdim, axis, keepdims)
+        return F.AMaxMin.apply(self, dim, keepdim, False) if _needs_grad(self) else \
+            _C.reduce(F.AMIN, self, dim, keepdim)
+
+    def max(self, dim=None, keepdim=False, *, axis=_NO, keepdims=_NO):
+        """max() -> the largest value; max(dim) -> (values, indices); max(other_tensor) -> maximum."""
+        if axis is not _NO or keepdims is not _NO or dim.__class__ not in PLAIN_DIMS:
+            dim, keepdim = dim_args("max", dim, keepdim, axis, keepdims)
+        if isinstance(dim, _C.TensorBase):
+            return self.maximum(dim)
+        if dim is None:
+            return self.amax()
+        return _RESULT["max"](*(F.MaxMinDim.apply(self, dim, keepdim, True) if _needs_grad(self) else
+                                _C.max_dim(self, dim, keepdim)))
+
+    def min(self, dim=None, keepdim=False, *, axis=_NO, keepdims=_NO):
+        if axis is not _NO or keepdims is not _NO or dim.__class__ not in PLAIN_DIMS:
+            dim, keepdim = dim_args("min", dim, keepdim, axis, keepdims)
+        if isinstance(dim, _C.TensorBase):
+            return self.minimum(dim)
+        if dim is None:
+            return self.amin()
+        return _RESULT["min"](*(F.MaxMinDim.apply(self, dim, keepdim, False) if _needs_grad(self) else
+                                _C.min_dim(self, dim, keepdim)))
+
+    def argmax(self, dim=None, keepdim=False, *, axis=_NO, keepdims=_NO):
+        if axis is not _NO or keepdims is not _NO or dim.__class__ not in PLAIN_DIMS:
+            dim, keepdim = dim_args("argmax", dim, keepdim, axis, keepdims)
+        return _C.argmax(self, dim, keepdim)
+
+    def argmin(self, dim=None, keepdim=False, *, axis=_NO, keepdims=_NO):
+        if axis is not _NO or keepdims is not _NO or dim.__class__ not in PLAIN_DIMS:
+            dim, keepdim = dim_args("argmin", dim, keepdim, axis, keepdims)
+        return _C.argmin(self, dim, keepdim)
+
+    def var(self, dim=None, unbiased=None, keepdim=False, correction=None, *, axis=_NO, keepdims=_NO):
+        if axis is not _NO or keepdims is not _NO or dim.__class__ not in PLAIN_DIMS:
+            dim, keepdim = dim_args("var", dim, keepdim, axis, keepdims)
+        if correction is None:
+            correction = 0 if unbiased is False else 1
+        x = _amp.fp32(self)[0] if _amp_state.enabled else self
+        return F.Var.apply(x, dim, correction, keepdim) if _needs_grad(x) else _C.var(x, dim, correction, keepdim)
+
+    def std(self, dim=None, unbiased=None, keepdim=False, correction=None, *, axis=_NO, keepdims=_NO):
+        if axis is not _NO or keepdims is not _NO or dim.__class__ not in PLAIN_DIMS:
+            dim, keepdim = dim_args("std", dim, keepdim, axis, keepdims)
+        return self.var(dim, unbiased, keepdim, correction).sqrt()
