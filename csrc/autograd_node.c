@@ -427,6 +427,7 @@ static PyObject *record_binary(int op, PyObject *a, PyObject *b) {
     n->scope = gm_current_scope();
     n->seq = gm_next_sequence_nr();
     PyObject *in[2] = {a, b};
+    int need[2] = {0, 0};
     for (int i = 0; i < 2; i++) {
         PyObject *e = Py_None;
         if (gm_is_tensor(in[i]) && ((GMTensor *)in[i])->requires_grad) {
@@ -435,7 +436,8 @@ static PyObject *record_binary(int op, PyObject *a, PyObject *b) {
             Py_INCREF(e);
         }
         PyList_SET_ITEM(edges, i, e);
-        PyObject *nd = e == Py_None ? Py_False : Py_True;
+        need[i] = e != Py_None;
+        PyObject *nd = need[i] ? Py_True : Py_False;
         Py_INCREF(nd);
         PyList_SET_ITEM(needs, i, nd);
         meta_of(&n->meta[i], in[i]);
@@ -444,12 +446,23 @@ static PyObject *record_binary(int op, PyObject *a, PyObject *b) {
     n->next_functions = edges;
     n->needs_input_grad = needs;
     edges = needs = NULL;
+    /* What the backward reads, as PyTorch's MulBackward0 / DivBackward0 keep it: a product each operand only for
+     * the other's gradient (x * mask keeps the mask, not x), a quotient its divisor, and its output only for the
+     * divisor's gradient. functions.Binary.forward keeps the same. */
+    int keep[3] = {1, 1, fast_saves[op] == 2};
+    if (op == GM_EW_MUL) {
+        keep[0] = need[1];
+        keep[1] = need[0];
+    } else if (op == GM_EW_DIV) {
+        keep[0] = 0;
+        keep[2] = need[1];
+    }
     if (fast_saves[op]) {
         PyObject *s = PyTuple_New(3);
         if (!s) goto fail;
         n->saved = s;
         for (int i = 0; i < 3; i++) {
-            PyObject *st = i < 2 ? saved_of(in[i]) : (fast_saves[op] == 2 ? saved_of(out) : (Py_INCREF(Py_None), Py_None));
+            PyObject *st = !keep[i] ? (Py_INCREF(Py_None), Py_None) : i < 2 ? saved_of(in[i]) : saved_of(out);
             if (!st) goto fail;
             PyTuple_SET_ITEM(s, i, st);
         }
@@ -458,7 +471,7 @@ static PyObject *record_binary(int op, PyObject *a, PyObject *b) {
     o->requires_grad = 1;
     Py_XSETREF(o->grad_fn, (PyObject *)n);
     o->output_nr = 0;
-    if (fast_saves[op] == 2 && gm_block_category(o->storage->block) == GM_CAT_OTHER) {
+    if (fast_saves[op] == 2 && keep[2] && gm_block_category(o->storage->block) == GM_CAT_OTHER) {
         /* the output its own backward keeps is an activation (as _mark_output tags it) */
         gm_block_set_category(o->storage->block, GM_CAT_ACTIVATION);
         PyObject *r = PyObject_CallOneArg(label_saved, out);

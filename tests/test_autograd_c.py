@@ -106,9 +106,9 @@ def test_saved_tensor_hooks_apply_to_fast_path():
 
     a, b = gm.rand(2, 3, requires_grad=True), gm.rand(3, requires_grad=True)
     with gm.autograd.graph.saved_tensors_hooks(pack, unpack):
-        y = a * b  # Mul saves a and b
-        z = a / b  # Div saves a, b and its output
-    assert packed == [(2, 3), (3,), (2, 3), (3,), (2, 3)]
+        y = a * b  # Mul saves a and b (each for the other's gradient)
+        z = a / b  # Div saves b and its output (a is not read by its backward, as in PyTorch)
+    assert packed == [(2, 3), (3,), (3,), (2, 3)]
     (y + z).sum().backward()
     bn, an = to_numpy(b), to_numpy(a)
     assert_close(a.grad, np.broadcast_to(bn + 1 / bn, (2, 3)), 1e-5, 1e-5, what="a.grad")
@@ -117,8 +117,8 @@ def test_saved_tensor_hooks_apply_to_fast_path():
 
 def test_version_check_on_fast_path():
     x = gm.rand(3, requires_grad=True)
-    h = x * 1.0
-    y = h / 3.0  # Div saves its output and h
+    h = x * 1.0 + 0.5
+    y = x / h  # Div saves its divisor h (and its output)
     with gm.no_grad():
         h.add_(1.0)
     with pytest.raises(RuntimeError, match="gradient of Div has been modified by an in-place operation"):
@@ -193,3 +193,20 @@ def test_saved_tensors_freed_as_each_node_runs():
     finally:
         gc.enable()
     assert kept - freed == 4096
+
+
+def test_products_keep_only_what_their_backward_reads():
+    """x * mask keeps the mask for x's gradient and not x (PyTorch's MulBackward0); x / 3.0 keeps nothing of x.
+    Exact bytes from the allocator."""
+    x = gm.randn(1000, 1000, requires_grad=True)
+    mask = gm.randn(1000, 1000)
+    before = gm.memory.memory_allocated("cpu")
+    v = x * 2.0
+    v_block = gm.memory.memory_allocated("cpu") - before
+    y = mask * v
+    q = v / 3.0
+    held = gm.memory.memory_allocated("cpu")
+    del v  # kept by neither node: its memory goes back at once
+    assert held - gm.memory.memory_allocated("cpu") == v_block
+    (y + q).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * mask.numpy() + 2 / 3, rtol=1e-5)

@@ -71,9 +71,15 @@ class Binary(Function):
             # each input's shape and dtype (or number), kept in the C node: what the operators' C fast path
             # (csrc/autograd_node.c), which records these same nodes without calling forward, keeps too
             ctx._record_inputs(a, b)
-            if cls.saves:
-                ctx.save_for_backward(a if is_tensor(a) else None, b if is_tensor(b) else None,
-                                      out if cls.saves == "out" else None)
+            if cls.saves:  # what the backward reads, as the C fast path keeps it (csrc/autograd_node.c)
+                need = ctx.needs_input_grad
+                keep = (True, True, cls.saves == "out")
+                if cls.op == MUL:
+                    keep = (need[1], need[0], False)
+                elif cls.op == DIV:
+                    keep = (False, True, need[1])
+                ctx.save_for_backward(a if keep[0] and is_tensor(a) else None, b if keep[1] and is_tensor(b) else None,
+                                      out if keep[2] else None)
         return out
 
     @classmethod

@@ -117,8 +117,9 @@ def _binary(ctx, g):
         ga, gb = g, g
     elif op == fn.SUB:
         ga, gb = g, -g
-    elif op == fn.MUL:
-        ga, gb = g * b, g * a
+    elif op == fn.MUL:  # each operand is kept only for the other's gradient
+        ga = g * b if need[0] else None
+        gb = g * a if need[1] else None
     elif op == fn.DIV:
         ga = g / b
         if need[1]:
