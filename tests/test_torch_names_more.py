@@ -101,3 +101,20 @@ def test_default_collate_keeps_strings_as_they_come():
             assert ours["s"] == ref["s"] and ours["n"].tolist() == ref["n"].tolist()
         else:
             assert ours == ref
+
+
+def test_int64_checks_hold_under_the_alias(tmp_path):
+    """Checks that compared a dtype's printed name broke when dtypes print as torch.* (max_unpool2d, SegNet's
+    decoder; multi_margin_loss)."""
+    script = tmp_path / "unpool.py"
+    script.write_text(textwrap.dedent("""
+        import torch
+        import torch.nn.functional as F
+        y, i = F.max_pool2d(torch.arange(16.).view(1, 1, 4, 4), 2, return_indices=True)
+        print(F.max_unpool2d(y, i, 2).sum().item(), torch.strided)
+        print(round(F.multi_margin_loss(torch.tensor([[.1, .8, .3]]), torch.tensor([1])).item(), 6))
+    """))
+    out = subprocess.run([sys.executable, "-m", "gpumemnet", "run", "--no-estimate", str(script)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["40.0", "torch.strided", "0.266667"]

@@ -12,7 +12,7 @@ import numpy as np
 from .. import _C
 from . import functions as F
 from .autograd import Function, needs_grad as _needs_grad, refuse_inplace as _refuse_inplace
-from .dtype import as_dtype, factory_device, get_default_dtype
+from .dtype import DISPLAY, as_dtype, factory_device, get_default_dtype
 from .size import Size
 from .tensor_select import _host, _to_device
 from .tensor_products import _powers
@@ -335,7 +335,7 @@ class layout:
         self.name = name
 
     def __repr__(self):
-        return "gpumemnet." + self.name
+        return f"{DISPLAY[0]}.{self.name}"
 
 
 strided = layout("strided")

@@ -108,7 +108,7 @@ def handles(state, kind, out, inp):
     """Whether NCCL takes this call (else it is staged through MPI)."""
     t = out if out is not None else inp
     return (kind in KINDS and out is not None and t.device.index == state["device"]
-            and str(t.dtype) != "gpumemnet.int16" and (inp is None or inp.device == out.device))
+            and t.dtype.name != "int16" and (inp is None or inp.device == out.device))
 
 
 class _NcclRequest:

@@ -95,7 +95,7 @@ def _max_unpool(op, input, indices, size):
     if input.ndim not in (len(size) + 1, len(size) + 2):
         raise RuntimeError(f"{op}: input to max_unpooling should be a {len(size) + 1}d or {len(size) + 2}d Tensor, "
                            f"but got a tensor with {input.ndim} dimensions")
-    if str(indices.dtype) != "gpumemnet.int64":
+    if indices.dtype != int64:
         raise RuntimeError(f"{op}: elements in indices should be type int64 but got: "
                            f"{str(indices.dtype).split('.')[-1]}")
     if tuple(indices.shape) != tuple(input.shape):
@@ -167,7 +167,7 @@ def _class_targets(op, input, target):
             (input.ndim == 1 and input.shape[0] == 0):
         raise RuntimeError(f"{op}: expected non-empty vector or matrix with optional 0-dim batch size, but got: "
                            f"{list(input.shape)}")
-    if str(target.dtype) != "gpumemnet.int64":
+    if target.dtype != int64:
         raise RuntimeError(f"{op}: expected scalar type Long but found {str(target.dtype).split('.')[-1]} for target")
     x = input if input.ndim == 2 else input.unsqueeze(0)
     return x
