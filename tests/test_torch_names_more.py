@@ -118,3 +118,53 @@ def test_int64_checks_hold_under_the_alias(tmp_path):
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["40.0", "torch.strided", "0.266667"]
+
+
+def test_triangular_solve_mvlgamma_div_rounding_fork_rng():
+    a = np.tril(np.random.default_rng(1).standard_normal((3, 3))) + 3 * np.eye(3)
+    b = np.random.default_rng(2).standard_normal((3, 2))
+    for upper, transpose in ((False, False), (False, True), (True, False)):
+        A = a.T if upper else a
+        ours = gm.triangular_solve(gm.tensor(b), gm.tensor(A), upper=upper, transpose=transpose)
+        ref = torch.triangular_solve(torch.tensor(b), torch.tensor(A), upper=upper, transpose=transpose)
+        np.testing.assert_allclose(ours.solution.numpy(), ref.solution.numpy(), rtol=1e-12)
+        np.testing.assert_array_equal(ours[1].numpy(), ref.cloned_coefficient.numpy())
+    x = np.array([2.5, 3.0, 4.2])
+    np.testing.assert_allclose(gm.mvlgamma(gm.tensor(x), 3).numpy(), torch.mvlgamma(torch.tensor(x), 3).numpy())
+    for mode in (None, "floor", "trunc"):
+        ours, ref = gm.tensor([5.0, -7.0]), torch.tensor([5.0, -7.0])
+        ours.div_(2, rounding_mode=mode)
+        ref.div_(2, rounding_mode=mode)
+        assert ours.tolist() == ref.tolist()
+    gm.manual_seed(0)
+    with gm.random.fork_rng():
+        inside = gm.rand(3).tolist()
+    assert gm.rand(3).tolist() == inside  # the draw inside did not move the generator outside
+
+
+def test_numpy_scalars_keep_their_dtype_and_assignment_drops_leading_ones():
+    for data in ([np.float64(1.0)], [np.float32(1.0), 2.0], [1.0, 2], [[np.float16(1)], [np.float16(2)]]):
+        assert repr(gm.tensor(data).dtype).split(".")[1] == repr(torch.tensor(data).dtype).split(".")[1]
+    a = gm.zeros(3, 2)
+    a[1] = gm.ones(1, 2)
+    c = gm.zeros(3, 2)
+    c[:, 0] = gm.ones(1, 3)
+    assert a.tolist() == [[0, 0], [1, 1], [0, 0]] and c.tolist() == [[1, 0], [1, 0], [1, 0]]
+    v = gm.ones(1, 2, requires_grad=True)
+    x = gm.zeros(3, 2) * 1.0
+    x[1] = v * 2
+    x.sum().backward()
+    assert v.grad.tolist() == [[2.0, 2.0]]
+
+
+def test_default_dtype_reaches_the_layers():
+    prev = gm.get_default_dtype()
+    gm.set_default_dtype(gm.float64)
+    try:
+        for m in (gm.nn.Linear(2, 2), gm.nn.Conv2d(1, 2, 3), gm.nn.LayerNorm(3), gm.nn.GRU(2, 2),
+                  gm.nn.Embedding(3, 2), gm.nn.Parameter()):
+            params = list(m.parameters()) if isinstance(m, gm.nn.Module) else [m]
+            assert all(p.dtype == gm.float64 for p in params), type(m).__name__
+        assert gm.nn.Linear(2, 2)(gm.ones(2)).dtype == gm.float64
+    finally:
+        gm.set_default_dtype(prev)

@@ -487,3 +487,36 @@ def _hardshrink_method(self, lambd=0.5):
 _histc_method.__name__, _multinomial_method.__name__, _hardshrink_method.__name__ = "histc", "multinomial", \
     "hardshrink"
 _Tensor.histc, _Tensor.multinomial, _Tensor.hardshrink = _histc_method, _multinomial_method, _hardshrink_method
+
+
+class _TriangularSolveResult(tuple):
+    """torch.triangular_solve's result: (solution, cloned_coefficient), by position or by name."""
+
+    def __new__(cls, solution, cloned_coefficient):
+        return super().__new__(cls, (solution, cloned_coefficient))
+
+    solution = property(lambda self: self[0])
+    cloned_coefficient = property(lambda self: self[1])
+
+
+def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, out=None):
+    """PyTorch's (deprecated, still common in Gaussian-process code) torch.triangular_solve: X with A X = b, or
+    A^T X = b with transpose, A triangular; (solution, a copy of A). torch.linalg.solve_triangular underneath."""
+    from .linalg import solve_triangular  # noqa: E402  (linalg is a library this face module sits above)
+    if out is not None:
+        raise TypeError("triangular_solve: out= is not supported by gpumemnet; use the returned tensors")
+    coef = A.mT if transpose else A
+    return _TriangularSolveResult(solve_triangular(coef, b, upper=bool(upper) != bool(transpose),
+                                                   unitriangular=unitriangular), A.clone())
+
+
+def mvlgamma(input, p):
+    """torch.mvlgamma: torch.special.multigammaln's other name."""
+    from .special import multigammaln  # noqa: E402
+    return multigammaln(input, p)
+
+
+_Tensor.triangular_solve = lambda self, A, upper=True, transpose=False, unitriangular=False: triangular_solve(
+    self, A, upper, transpose, unitriangular)
+_Tensor.mvlgamma = lambda self, p: mvlgamma(self, p)
+__all__ += ["triangular_solve", "mvlgamma"]

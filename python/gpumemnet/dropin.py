@@ -102,6 +102,8 @@ class _TorchModule(types.ModuleType):
         object.__setattr__(self, "_gm_target", target)
 
     def __getattr__(self, attr):  # only reached for names not in this module's own dict
+        if attr == "__file__":  # print(torch.__file__), version sniffing: gpumemnet's own file
+            return getattr(object.__getattribute__(self, "_gm_target"), "__file__", None)
         if attr.startswith("__") and attr.endswith("__"):
             raise AttributeError(attr)  # import machinery and hasattr(__file__)-style probes, not API names
         target = object.__getattribute__(self, "_gm_target")

@@ -37,13 +37,32 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
             arr = np.asarray(data)
         except ValueError as e:
             raise ValueError(f"tensor: data must be a rectangular nested sequence of numbers ({e})") from None
-        if arr.dtype.kind == "f":
-            dtype = get_default_dtype() if dtype is None else dtype
+        if arr.dtype.kind == "f" and dtype is None:
+            dtype = _float_dtype_of(data)
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"tensor: data of NumPy dtype {arr.dtype} is not numeric; expected numbers, bools, or "
                         f"nested lists of them")
     out = _C.from_numpy(arr, None if dtype is None else as_dtype(dtype).code, factory_device(device))
     return _finish(out, requires_grad)
+
+
+def _float_dtype_of(data):
+    """PyTorch's dtype for nested lists holding floats: a NumPy floating scalar counts with its own dtype (an RL
+    script's returns, a list of np.float64, give float64), a Python float as the default dtype."""
+    found, py_float, stack = set(), False, [data]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, (list, tuple)):
+            stack.extend(x)
+        elif isinstance(x, (np.floating, np.ndarray)) and x.dtype.kind == "f":
+            found.add(x.dtype)
+        elif isinstance(x, float):
+            py_float = True
+    if not found:
+        return get_default_dtype()
+    if py_float:
+        found.add(np.dtype(get_default_dtype().name))
+    return np.result_type(*found).name
 
 
 def from_numpy(array, device=None):

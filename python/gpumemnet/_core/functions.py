@@ -21,6 +21,8 @@ def is_tensor(x):
 def broadcast_dims(g_shape, shape):
     """The dims of a tensor of g_shape that broadcasting from `shape` added or stretched: those to sum over."""
     lead = len(g_shape) - len(shape)
+    if lead < 0:  # a value with leading size-1 dims that an assignment dropped: g stands for it padded with 1s
+        g_shape, lead = (1,) * -lead + tuple(g_shape), 0
     return tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape) if s == 1 and g_shape[lead + i] != 1)
 
 

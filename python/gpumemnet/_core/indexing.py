@@ -147,12 +147,23 @@ def apply_plan(t, steps):
     return _C.index(v, d, ti)
 
 
+def _without_leading_ones(values, ndim):
+    """values with leading size-1 dims dropped down to ndim dims, as PyTorch's assignment broadcasts a (1, N) value
+    into a row (cleanrl's GAE loop writes next_value.reshape(1, -1) into values[t])."""
+    if isinstance(values, _C.TensorBase) and values.ndim > ndim:
+        extra = values.ndim - ndim
+        if all(n == 1 for n in values.shape[:extra]):
+            values = values._view(tuple(values.shape[extra:]))
+    return values
+
+
 def put_plan(t, steps, values, accumulate=False):
     """t[plan] = values (or += with accumulate) in place."""
     basic = [s for s in steps if s[0] != "index"]
     v = _basic(t, basic)
     adv = [s for s in steps if s[0] == "index"]
     if not adv:
+        values = _without_leading_ones(values, v.ndim)
         if accumulate:
             _C.binary(0, v, values, v)
         elif isinstance(values, _C.TensorBase):
@@ -171,7 +182,7 @@ def put_plan(t, steps, values, accumulate=False):
         scalar = values
         values = _C.empty((), v._dtype, v._device)
         _C.fill_(values, scalar)
-    _C.index_put_(v, d, ti, values, accumulate)
+    _C.index_put_(v, d, ti, _without_leading_ones(values, v.ndim - 1 + ti.ndim), accumulate)
 
 
 class IndexPutFn(Function):

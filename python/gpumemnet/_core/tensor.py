@@ -299,7 +299,10 @@ class Tensor(_C.TensorBase):
     def __imul__(self, o): return _inplace(F.Mul, F.MUL, self, o, "mul_")
     def __itruediv__(self, o): return _inplace(F.Div, F.DIV, self, o, "div_")
     mul_ = __imul__
-    div_ = __itruediv__
+    def div_(self, other, *, rounding_mode=None):  # rounding: torchvision's box-format conversions pass None
+        if rounding_mode is None:
+            return _inplace(F.Div, F.DIV, self, other, "div_")
+        return self.copy_(self.div(other, rounding_mode=rounding_mode))
 
     # `other`, `exponent`: PyTorch's names, which scripts pass by keyword (torch.add(input=x, other=y))
     def add_(self, other, *args, alpha=1):
