@@ -168,3 +168,14 @@ def test_default_dtype_reaches_the_layers():
         assert gm.nn.Linear(2, 2)(gm.ones(2)).dtype == gm.float64
     finally:
         gm.set_default_dtype(prev)
+
+
+def test_retained_grad_is_taken_after_the_hooks():
+    def run(L):
+        x = L.ones(2, requires_grad=True)
+        h = x * 3
+        h.retain_grad()
+        h.register_hook(lambda g: g * 2)
+        h.sum().backward()
+        return h.grad.tolist(), x.grad.tolist()
+    assert run(gm) == run(torch)

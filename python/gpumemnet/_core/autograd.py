@@ -507,7 +507,10 @@ def register_tensor_hook(t, fn):
         if node._pre_hooks is None:
             node._pre_hooks = {}
         hooks = node._pre_hooks.setdefault(nr, [])
-    hooks.append(fn)
+    if hooks and getattr(hooks[-1], "retains_grad", False):  # retain_grad's hook stays last
+        hooks.insert(len(hooks) - 1, fn)
+    else:
+        hooks.append(fn)
     return RemovableHandle(hooks, fn)
 
 

@@ -268,6 +268,7 @@ class Tensor(_C.TensorBase):
             t = me()
             if t is not None:
                 t.grad = g.detach().clone() if t.grad is None else t.grad + g
+        keep.retains_grad = True  # kept last: .grad is the gradient after the tensor's hooks (PyTorch 2's rule)
         autograd.register_tensor_hook(self, keep)
 
     # ---- arithmetic ------------------------------------------------------------------------------------------
