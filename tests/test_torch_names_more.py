@@ -179,3 +179,17 @@ def test_retained_grad_is_taken_after_the_hooks():
         h.sum().backward()
         return h.grad.tolist(), x.grad.tolist()
     assert run(gm) == run(torch)
+
+
+def test_sums_into_narrow_integer_dtypes():
+    """scatter_add_ / index_add_ into uint8 / int16 / int32 (torchvision's v2 equalize, and so RandAugment, on
+    uint8 images), as PyTorch computes them."""
+    for name in ("uint8", "int16", "int32"):
+        for L in (gm, torch):
+            dt = getattr(L, name)
+            a = L.zeros(3, dtype=dt).scatter_add_(0, L.tensor([0, 2, 2]), L.ones(3, dtype=dt))
+            b = L.zeros(3, dtype=dt).index_add_(0, L.tensor([1, 1, 0]), L.full((3,), 3, dtype=dt))
+            if L is gm:
+                ours = (a.tolist(), b.tolist())
+            else:
+                assert ours == (a.tolist(), b.tolist()), name

@@ -19,6 +19,7 @@ from .tensor_methods import _checked_indices, _dim
 from . import size as _size
 
 _I64, _BOOL = 4, 5
+_NARROW_INTS = (6, 7, 8, 9)  # uint8, int8, int16, int32: storage dtypes (kernels/common.h)
 Size = _size.Size  # its home before size.py: pickles that name it here still load
 
 
@@ -76,8 +77,19 @@ def _scatter_into(out, d, index, src, accumulate):
         return out
     pos = _positions(tuple(out.shape), index, d)
     values = _covered(src, index) if isinstance(src, _C.TensorBase) else src
-    _C.index_put_(out._view((-1,)) if out.ndim else out._view((1,)), 0, pos, values, accumulate)
+    _put_into(out._view((-1,)) if out.ndim else out._view((1,)), 0, pos, values, accumulate)
     return out
+
+
+def _put_into(out, d, index, values, accumulate):
+    """_C.index_put_, with sums into the narrow integer dtypes (storage dtypes: the kernels add in int64 and
+    above) made in int64 and written back: torchvision's v2 equalize histograms uint8 images by scatter_add_."""
+    if accumulate and out._dtype in _NARROW_INTS:
+        wide = F.cast(out, _I64)
+        _C.index_put_(wide, d, index, F.cast(values, _I64) if isinstance(values, _C.TensorBase) else values, True)
+        _C.copy_(out, wide)
+        return
+    _C.index_put_(out, d, index, values, accumulate)
 
 
 def _copy(t):
@@ -190,7 +202,7 @@ def _put(out, d, index, src, accumulate, alpha):
     """out along d at index gets src (times alpha; added with accumulate), in place; returns out."""
     if isinstance(src, _C.TensorBase) and alpha != 1:
         src = _C.binary(F.MUL, src, alpha)
-    _C.index_put_(out, d, index, src, accumulate)
+    _put_into(out, d, index, src, accumulate)
     return out
 
 
