@@ -27,7 +27,7 @@ from ._functional_resample import resample
 from .._core.autograd import Function, as_activation
 from .._core.activation import keep_relu_mask
 from .._core.creation import tensor as _tensor
-from .._core.dtype import int64 as _int64
+from .._core.dtype import int64 as _int64, uint8 as _uint8
 
 __all__ = ["max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "global_avg_pool2d", "global_max_pool2d",
            "interpolate"]
@@ -342,6 +342,11 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     other than 2 doubles a size: its backward then pairs the outputs as if the factor were 2)."""
     op = "interpolate"
     _check_input(input, op)
+    if input.dtype == _uint8 and mode in ("bilinear", "bicubic"):
+        # PyTorch resizes uint8 images itself (torchvision's v2 resize hands them over): computed here in float32,
+        # rounded to the nearest integer and clamped, as its uint8 kernels round (a cast alone would truncate)
+        y = interpolate(input.float(), size, scale_factor, mode, align_corners, recompute_scale_factor, antialias)
+        return y.round().clamp(0, 255).to(_uint8)
     if mode not in _MODES:
         extra = " (a PyTorch mode gpumemnet does not implement)" if mode in _PYTORCH_ONLY else ""
         raise ValueError(f"{op}: mode {mode!r} is not supported{extra}; expected one of {', '.join(_MODES)}")
