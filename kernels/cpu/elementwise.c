@@ -174,7 +174,16 @@ static int ew_run(int nops, char *const *base, const int64_t *const *strides, in
     static inline CT ew_sub_##K(CT x, CT y) { return x - y; }                                               \
     static inline CT ew_mul_##K(CT x, CT y) { return x * y; }                                               \
     static inline CT ew_div_##K(CT x, CT y) { return x / y; }                                               \
-    static inline CT ew_pow_##K(CT x, CT y) { return POW(x, y); }                                           \
+    /* small integer and half exponents as PyTorch computes them (x * x, not powf: the library pow is off by  \
+     * an ulp on some inputs, which training then amplifies) */                                             \
+    static inline CT ew_pow_##K(CT x, CT y) {                                                               \
+        if (y == 2) return x * x;                                                                           \
+        if (y == 3) return x * x * x;                                                                       \
+        if (y == (CT)0.5) return SQRT(x);                                                                   \
+        if (y == -1) return 1 / x;                                                                          \
+        if (y == -2) return 1 / (x * x);                                                                    \
+        return POW(x, y);                                                                                   \
+    }                                                                                                        \
     static inline CT ew_max_##K(CT x, CT y) { return (x != x || y != y) ? x + y : (x > y ? x : y); }       \
     static inline CT ew_min_##K(CT x, CT y) { return (x != x || y != y) ? x + y : (x < y ? x : y); }       \
     static inline int ew_eq_##K(CT x, CT y) { return x == y; }                                              \
