@@ -520,3 +520,19 @@ _Tensor.triangular_solve = lambda self, A, upper=True, transpose=False, unitrian
     self, A, upper, transpose, unitriangular)
 _Tensor.mvlgamma = lambda self, p: mvlgamma(self, p)
 __all__ += ["triangular_solve", "mvlgamma"]
+
+
+def _standard_gamma(alpha, generator=None):
+    """torch._standard_gamma: Gamma(alpha, 1) draws, differentiable in alpha (torch.distributions' own sampler)."""
+    from .distributions.gamma import _standard_gamma as draw  # noqa: E402
+    with _drawing_from(generator):
+        return draw(alpha)
+
+
+def _sample_dirichlet(alpha, generator=None):
+    """torch._sample_dirichlet (torchvision's AugMix mixes with it): Dirichlet(alpha) draws over the last dim."""
+    g = _standard_gamma(alpha, generator)
+    return g / g.sum(-1, keepdim=True)
+
+
+__all__ += ["_standard_gamma", "_sample_dirichlet"]
