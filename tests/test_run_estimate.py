@@ -343,3 +343,33 @@ def test_the_estimate_does_not_run_the_scripts_hooks(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "step 1 of Sequential" in out.stdout + out.stderr  # the step was estimated
     assert out.stdout.strip().splitlines()[-1] == "1 cpu"
+
+
+def test_a_tensor_made_in_forward_without_a_device_is_estimated(tmp_path):
+    """A GCN's torch.zeros(n, d).index_add_(...) inside forward: on meta while the step is estimated (it met the
+    meta tensors as a CPU tensor, and the estimate failed)."""
+    script = tmp_path / "gcn.py"
+    script.write_text(textwrap.dedent("""
+        import torch, torch.nn as nn
+        class GCN(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = nn.Linear(4, 3)
+            def forward(self, x, row, col):
+                return torch.zeros(x.shape[0], 3).index_add_(0, col, self.lin(x)[row])
+        m = GCN()
+        opt = torch.optim.Adam(m.parameters())
+        x, row, col = torch.randn(5, 4), torch.tensor([0, 1, 2, 3]), torch.tensor([1, 2, 3, 4])
+        for _ in range(2):
+            loss = m(x, row, col).pow(2).sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        print(torch.zeros(1).device)
+    """))
+    out = subprocess.run([sys.executable, "-m", "gpumemnet", "run", str(script)], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    text = out.stdout + out.stderr
+    assert "step 1 of GCN" in text and "could not be estimated" not in text, text
+    assert out.stdout.strip().splitlines()[-1] == "cpu"  # the default device is the script's again

@@ -30,6 +30,7 @@ by accumulation steps: a few scalar blocks), and a GradScaler's own step.
 
 Nothing the script sees changes: the estimate runs on a copy on the meta device, draws no random numbers and
 leaves the model, its gradients and the optimizer as they were."""
+import contextlib
 import copy
 import gc
 import inspect
@@ -41,6 +42,7 @@ from .. import _C
 from .._core import hooks
 from .._core.autocast import get_autocast_dtype, is_autocast_enabled
 from .._core.autograd import is_grad_enabled
+from .._core.dtype import _thread_device, factory_device, set_default_device
 from .._core.scope import category
 from .._core.state import state
 from ..nn.modules.loss import _Loss
@@ -282,10 +284,12 @@ class _Watcher:
             # The script's zero_grad() between this forward and its backward (a no-op in step 1) leaves the last
             # step's gradients alive through every later forward; before the forward or after the step, it does
             # not. Not seen yet (it may come after the step): the latter.
-            est = _estimator._estimate(model, inputs, loss_fn=loss_fn, optimizer=factory, target=target,
-                                       autocast=call.amp, device=dev, keep_outputs=call.outputs[0][1]() is not None
-                                       if call.outputs else False, zero_grad_to_none=self.set_to_none,
-                                       zero_grad_late=self.zero_grads > call.zero_grads, target_as_is=True)
+            with _factories_on_meta(dev):
+                est = _estimator._estimate(model, inputs, loss_fn=loss_fn, optimizer=factory, target=target,
+                                           autocast=call.amp, device=dev,
+                                           keep_outputs=call.outputs[0][1]() is not None if call.outputs else False,
+                                           zero_grad_to_none=self.set_to_none,
+                                           zero_grad_late=self.zero_grads > call.zero_grads, target_as_is=True)
         capacity = self.cap or _stats.get_limit(dev) or _stats.capacity(dev)
         predicted = call.held + est.peak
         shapes = ", ".join(str(s) for s, _, _ in call.inputs)
@@ -330,6 +334,22 @@ class _Watcher:
         out.append(f"  fits with {_planner._describe(_planner._config(p))} (gm.memory.plan(...).step(x, y, optimizer) "
                    f"runs it)")
         return out
+
+
+@contextlib.contextmanager
+def _factories_on_meta(dev):
+    """While the step is estimated on meta: a tensor the script's forward makes with no device= (torch.zeros(n, d)
+    for a GCN's sums, torch.arange(C) for a center loss) lands on meta, as in the real step it lands on the device
+    the model is on when that is the default one; otherwise it would meet the meta tensors as a CPU tensor."""
+    if factory_device(None) != dev:
+        yield
+        return
+    prev = getattr(_thread_device, "device", None)
+    set_default_device("meta")
+    try:
+        yield
+    finally:
+        _thread_device.device = prev
 
 
 def _reaches(root, ids):
