@@ -51,6 +51,11 @@ CASES = {
     "prod": (lambda L, a: a.prod() * 2 + (a.prod(1) ** 2).sum() + (a.prod(0, keepdim=True) * a).sum(), (POS,)),
     "index assignment, third order": (lambda L, a: ((lambda z: (z.__setitem__(0, a[1] ** 2 * a[0]) or z))(
         a * 1.0) ** 3).sum(), (X,)),
+    "scatter_add scatter index_add index_copy": (lambda L, a: (L.zeros(2, 4, dtype=L.float64).to(a.device).scatter_add(
+        0, _on(L, a, [[0, 1, 0, 1], [1, 1, 0, 0], [0, 0, 0, 1]]), a ** 2) ** 2).sum()
+        + (a.scatter(1, _on(L, a, [[0], [2], [3]]), a[:, 1:2] * a[:, 2:3]) ** 3).sum()
+        + (L.zeros(4, 4, dtype=L.float64).to(a.device).index_add(0, _on(L, a, [3, 0, 3]), a * a, alpha=2.0) ** 2).sum()
+        + (a.index_copy(0, _on(L, a, [2, 0]), a[:2] * 3) ** 3).sum(), (X,)),
     "cumsum": (lambda L, a: (a.cumsum(1) ** 3).sum() + (L.cumsum(a * a, 0) * a).sum(), (X,)),
     "unfold windows": (lambda L, a: (a.unfold(1, 2, 1) ** 3).sum() + (a.unfold(0, 2, 1).tanh() * 2).sum(), (X,)),
     "diagonal diag_embed": (lambda L, a: (a.diagonal(1) ** 3).sum() + (L.diag_embed(a * a) ** 2).sum()

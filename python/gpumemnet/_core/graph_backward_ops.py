@@ -1,7 +1,7 @@
 """create_graph formulas (graph_backward.py explains them) for the tensor ops beyond the basic arithmetic: the math
 library's functions (sin, cos, erf, log1p ...: SIREN and physics-informed networks differentiate them twice),
 var / std (a minibatch standard deviation under an R1 penalty), prod, max / min in their three forms, index
-assignment, atan2, fmod and remainder, the roundings, masked_fill_, prelu, and the ops that are linear in their
+assignment, scatter / scatter_add / index_add / index_copy (a GNN under a gradient penalty), atan2, fmod and remainder, the roundings, masked_fill_, prelu, and the ops that are linear in their
 input (cumsum, unfold, diagonal, diag_embed, advanced indices), whose backward is recorded as one node with the
 op's adjoint."""
 import math
@@ -18,6 +18,7 @@ from .tensor_compose import _Cumsum, _DiagEmbed, _Diagonal, _diag_embed, _diagon
 from .tensor_math import (ACOS, ASIN, ATAN, COS, COSH, ERF, ERFC, EXPM1, LOG1P, LOG2, LOG10, SIN, SINH, TAN,
                           _FROM_OUTPUT, Atan2, Fmod, _Math)
 from .tensor_methods import _InplaceMaskedFill, _Prod, _Rounding
+from .tensor_select import _IndexPut, _Scatter, _scatter_into
 from .tensor_more import _WindowsView, _windows_geometry
 
 
@@ -119,6 +120,42 @@ def _index_put(ctx, g):
     return ga, gv, None
 
 
+def _kept(g, put):
+    """A constant mask: ones, zero where an overwriting write (scatter_, index_copy_) put its values."""
+    keep = _C.fill_(_C.empty(tuple(g.shape), g._dtype, g._device), 1.0)
+    put(keep)
+    return keep
+
+
+def _scatter(ctx, g):
+    """scatter / scatter_add: x's gradient is g (zero where scatter_ overwrote), src's is g gathered at index."""
+    index, = ctx.saved_tensors
+    gx = gs = None
+    if ctx.needs_input_grad[0]:
+        gx = g if ctx.accumulate else g * _kept(g, lambda k: _scatter_into(k, ctx.d, index, 0.0, False))
+    if ctx.src_meta is not None and ctx.needs_input_grad[3]:
+        if tuple(index.shape) != ctx.src_meta[0]:
+            raise not_recorded(ctx, "a source larger than its index")
+        gs = g.gather(ctx.d, index)
+    return gx, None, None, gs, None
+
+
+def _index_put_along(ctx, g):
+    """index_add / index_copy along a dim: x's gradient is g (zero at the copied slices), source's is g's
+    slices at index (times alpha)."""
+    index, = ctx.saved_tensors
+    gx = gs = None
+    if ctx.needs_input_grad[0]:
+        gx = g if ctx.accumulate else g * _kept(g, lambda k: _C.index_put_(k, ctx.d, index, 0.0, False))
+    if ctx.needs_input_grad[3]:
+        gs = g.index_select(ctx.d, index)
+        if ctx.alpha != 1:
+            gs = gs * ctx.alpha
+    return gx, None, None, gs, None, None
+
+
+register(_Scatter, _scatter)
+register(_IndexPut, _index_put_along)
 register(_Prod, _prod)
 register(IndexPutFn, _index_put)
 register(fn.Var, _var)
