@@ -1,9 +1,9 @@
 """create_graph formulas (graph_backward.py explains them) for the tensor ops beyond the basic arithmetic: the math
 library's functions (sin, cos, erf, log1p ...: SIREN and physics-informed networks differentiate them twice),
 var / std (a minibatch standard deviation under an R1 penalty), prod, max / min in their three forms, index
-assignment, scatter / scatter_add / index_add / index_copy (a GNN under a gradient penalty), atan2, fmod and remainder, the roundings, masked_fill_, prelu, and the ops that are linear in their
-input (cumsum, unfold, diagonal, diag_embed, advanced indices), whose backward is recorded as one node with the
-op's adjoint."""
+assignment, scatter / scatter_add / index_add / index_copy (a GNN under a gradient penalty), atan2, fmod and
+remainder, the roundings, masked_fill_, prelu, and the ops that are linear in their input (cumsum, unfold,
+diagonal, diag_embed, advanced indices), whose backward is recorded as one node with the op's adjoint."""
 import math
 
 from .. import _C
