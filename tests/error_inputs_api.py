@@ -140,7 +140,7 @@ CREATION = ([B(f"{op} with a negative size", lambda d, l, op=op: getattr(l.L, op
                  r"(expected a positive number of threads|must be positive), got 0"),
                B("manual_seed of a string", lambda d, l: l.L.manual_seed("a"), TypeError, r"int|str"),
                B("set_rng_state of a float tensor", lambda d, l: l.L.set_rng_state(l.L.zeros(3)), TypeError,
-                 r"state must be the \(seed, offset\) pair|ByteTensor"),
+                 r"a uint8 tensor of 16 bytes|ByteTensor"),
                B("Generator on an unknown device", lambda d, l: l.L.Generator("tpu"), ValueError,
                  r"unknown device 'tpu'|Expected one of"),
                B("device of an unknown type", lambda d, l: l.L.device("tpu"), ValueError,

@@ -72,4 +72,4 @@ def test_torchvision_to_tensor_pipeline():
             "print(type(x).__module__, tuple(x.shape), x.dtype)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["gpumemnet._core.tensor", "(3,", "32,", "32)", "gpumemnet.float32"]
+    assert out.stdout.split() == ["gpumemnet._core.tensor", "(3,", "32,", "32)", "torch.float32"]

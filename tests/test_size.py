@@ -1,5 +1,6 @@
 """gpumemnet.Size (the type of Tensor.shape and Tensor.size()) against torch.Size, and Tensor.is_inference() against
-PyTorch's. The one intended difference: the repr names gpumemnet, as its dtypes do (gpumemnet.float32)."""
+PyTorch's. The one intended difference: the repr names gpumemnet, as its dtypes do (gpumemnet.float32), except
+under the drop-in alias, where both print as PyTorch's (torch.Size, torch.float32)."""
 import copy
 import pickle
 import subprocess
@@ -164,7 +165,7 @@ def test_under_the_alias():
             "assert x.shape.numel() == 6 and torch.Size([2, 3]) == x.shape; print(x.shape)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == "gpumemnet.Size([2, 3])"
+    assert r.stdout.strip() == "torch.Size([2, 3])"  # under the alias: as the script's PyTorch prints it
 
 
 # ---- Tensor.is_inference ---------------------------------------------------------------------------------------

@@ -90,4 +90,4 @@ print(T2.TrivialAugmentWide()(tv_tensors.Image(torch.randint(0, 256, (3, 32, 32)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.strip().splitlines()
     assert lines == ["[('boxes', 'BoundingBoxes', (2, 4)), ('image', 'Image', (3, 32, 32)), ('label', 'int', ()), "
-                     "('mask', 'Mask', (32, 32))]", "Image", "(8, 3, 32, 32) (8, 10) 8.0", "gpumemnet.uint8"]
+                     "('mask', 'Mask', (32, 32))]", "Image", "(8, 3, 32, 32) (8, 10) 8.0", "torch.uint8"]
