@@ -13,6 +13,8 @@ under create_graph (graph_backward.py). A class defined outside the gpumemnet pa
 - under create_graph its backward runs with grad mode on and its saved inputs and outputs linked to the graph, so
   the gradients it computes from them are differentiable again (PyTorch's double backward of custom Functions);
 - the node is named "<Class>Backward"."""
+import functools
+
 from .. import _C
 from . import autograd as A
 from .state import state
@@ -137,8 +139,6 @@ def once_differentiable(fn):
     """PyTorch's decorator for a backward that is not itself differentiable: it runs under no_grad, so the
     gradients it returns have no graph even under create_graph (differentiating them again finds nothing that
     requires grad)."""
-    import functools
-
     @functools.wraps(fn)
     def wrapper(ctx, *args):
         with A.no_grad():
