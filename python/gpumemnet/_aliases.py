@@ -505,6 +505,12 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, 
     from .linalg import solve_triangular  # noqa: E402  (linalg is a library this face module sits above)
     if out is not None:
         raise TypeError("triangular_solve: out= is not supported by gpumemnet; use the returned tensors")
+    for name, t in (("b", b), ("A", A)):
+        if not isinstance(t, _Tensor):
+            raise TypeError(f"triangular_solve(): argument '{name}' must be Tensor, not {type(t).__name__}")
+        if t.ndim < 2:
+            raise RuntimeError(f"triangular_solve: Expected {name} to have at least 2 dimensions, but it has {t.ndim} "
+                               f"dimensions instead (shape {tuple(t.shape)})")
     coef = A.mT if transpose else A
     return _TriangularSolveResult(solve_triangular(coef, b, upper=bool(upper) != bool(transpose),
                                                    unitriangular=unitriangular), A.clone())
