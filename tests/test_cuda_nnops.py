@@ -174,7 +174,7 @@ def _dropout_both(x, p, channelwise=False, seed=1234):
     for t in x:
         gm.manual_seed(seed)
         out, mask = _C.dropout(t, p, channelwise)
-        res.append((out, mask, gm.get_rng_state()))
+        res.append((out, mask, tuple(gm.get_rng_state().tolist())))  # the 16 state bytes, comparable by ==
     return res
 
 
