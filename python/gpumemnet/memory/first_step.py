@@ -42,7 +42,7 @@ from .. import _C
 from .._core import hooks
 from .._core.autocast import get_autocast_dtype, is_autocast_enabled
 from .._core.autograd import is_grad_enabled
-from .._core.dtype import _thread_device, factory_device, set_default_device
+from .._core.dtype import device as _device, factory_device
 from .._core.scope import category
 from .._core.state import state
 from ..nn.modules.loss import _Loss
@@ -336,20 +336,11 @@ class _Watcher:
         return out
 
 
-@contextlib.contextmanager
 def _factories_on_meta(dev):
     """While the step is estimated on meta: a tensor the script's forward makes with no device= (torch.zeros(n, d)
     for a GCN's sums, torch.arange(C) for a center loss) lands on meta, as in the real step it lands on the device
     the model is on when that is the default one; otherwise it would meet the meta tensors as a CPU tensor."""
-    if factory_device(None) != dev:
-        yield
-        return
-    prev = getattr(_thread_device, "device", None)
-    set_default_device("meta")
-    try:
-        yield
-    finally:
-        _thread_device.device = prev
+    return _device("meta") if factory_device(None) == dev else contextlib.nullcontext()
 
 
 def _reaches(root, ids):
