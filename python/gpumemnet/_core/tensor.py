@@ -50,6 +50,15 @@ def _binary(fn, op, a, b, name):
     return _C.binary(op, a, b)
 
 
+def _refuse_shared(t, what):
+    """A plain tensor whose memory another tensor shares cannot take a written value's graph: the other (a view,
+    or the view's base) would not get it, and gpumemnet's views of plain tensors do not know their base."""
+    if t._storage_refs > 1:
+        raise RuntimeError(f"{what}: writing a value that requires grad into a tensor that shares its memory with "
+                           f"another (a view, or a tensor with views): the other would not get the gradient; write "
+                           f"into the base tensor itself")
+
+
 def _inplace(fn, op, a, b, name):
     b = _check_number(b, name)
     # A slice of a tensor in a graph: recorded on its base. The product reads a clone, which its backward may
@@ -58,10 +67,7 @@ def _inplace(fn, op, a, b, name):
         return a
     in_graph = _check_inplace(a, name)
     if not in_graph and _needs_grad(b):
-        if a._storage_refs > 1:
-            raise RuntimeError(f"{name}: writing a value that requires grad into a tensor that shares its memory "
-                               f"with another (a view, or a tensor with views): the other would not get the "
-                               f"gradient; write into the base tensor itself")
+        _refuse_shared(a, name)
         if fn.saves:  # a plain tensor takes b's graph through a recorded assignment of the new values
             a[...] = _binary(fn, op, a.clone(), b, name.rstrip("_"))
             return a
@@ -559,10 +565,8 @@ class Tensor(_C.TensorBase):
         if not isinstance(value, (_C.TensorBase, int, float, bool)):
             value = _C.from_numpy(np.asarray(value), dtype=self._dtype, device=self._device)
         in_graph = _check_inplace(self, "index assignment")
-        if not in_graph and self._storage_refs > 1 and _needs_grad(value):
-            raise RuntimeError("index assignment of a value that requires grad into a tensor that shares its "
-                               "memory with another (a view, or a tensor with views): the other would not "
-                               "get the gradient; assign into the base tensor itself")
+        if not in_graph and _needs_grad(value):
+            _refuse_shared(self, "index assignment")
         plan = make_plan(self, idx)
         if plan is None:
             if in_graph or _needs_grad(value):
