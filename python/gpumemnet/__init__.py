@@ -43,6 +43,7 @@ from ._core.creation_more import (  # noqa: E402,F401
     broadcast_shapes, broadcast_to, broadcast_tensors, atleast_1d, atleast_2d, std_mean, var_mean, cdist, normal,
     randint_like, multinomial, searchsorted, bucketize, histc, tril_indices, triu_indices, is_nonzero, is_complex)
 from ._core.size import Size  # noqa: E402
+from ._core.complex import view_as_complex, view_as_real, polar, complex, real, imag, angle, conj  # noqa: E402,F401,A004,E501
 from ._core.tensor_str import set_printoptions  # noqa: E402,F401
 from ._core.legacy_types import *  # noqa: E402,F401,F403  (torch.FloatTensor...)
 from ._core.einsum import einsum  # noqa: E402
@@ -51,7 +52,8 @@ from ._core.activation import (  # noqa: E402,F401  (torch.relu, torch.sigmoid_,
 from ._core import graph_backward, graph_backward_ops  # noqa: E402,F401  (register create_graph's formulas)
 from ._core import custom_function  # noqa: E402,F401  (registers users' Function semantics)
 from . import autograd, memory, cuda, accelerator, backends, random, amp, nn, optim, utils, distributed, futures  # noqa: E402,E501
-from . import linalg, func, special, distributions, testing, profiler, foreach, cpu  # noqa: E402,F401
+from . import linalg, func, special, distributions, testing, profiler, foreach, cpu, fft  # noqa: E402,F401
+from .fft import stft  # noqa: E402
 from .serialization import save, load  # noqa: E402
 from .memory import summary  # noqa: E402
 from .amp import autocast  # noqa: E402
@@ -74,6 +76,9 @@ from ._core.out_arg import install as _install_out  # noqa: E402  (out= on the f
 
 _install_out(globals())
 del _install_out
+from ._core.complex import complex_aware as _complex_aware  # noqa: E402
+abs = _complex_aware(abs)  # noqa: A001  (torch.abs of a spectrum)
+conj_physical = resolve_conj = conj
 
 OutOfMemoryError = _C.OutOfMemoryError
 ArgumentError = _C.ArgumentError  # ValueError + RuntimeError: caught by `except` of either (docs/C_API.md, Errors)

@@ -6,6 +6,7 @@ import numpy as np
 
 from .. import _C
 from . import functions as F
+from . import hooks
 from .autograd import needs_grad as _needs_grad
 from .random import drawing_from
 from .dtype import DTYPES, as_dtype, device_str, factory_device, get_default_dtype, int64
@@ -17,6 +18,11 @@ def _finish(t, requires_grad):
     if requires_grad:
         t.requires_grad = True
     return t
+
+
+def _complex(dtype):
+    """Whether a factory's dtype is complex: its tensor is _core/complex.py's (hooks.py's slot "complex")."""
+    return getattr(dtype, "code", 0) is None and dtype.is_complex
 
 
 def _code(dtype, default=None):
@@ -73,6 +79,8 @@ def from_numpy(array, device=None):
 def empty(*size, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """An uninitialised tensor. pin_memory=True (CPU only, needs CUDA): in pinned host memory, counted under
     "cpu-pinned", as Tensor.pin_memory() makes, without a pageable copy first."""
+    if dtype is not None and _complex(dtype):
+        return zeros(*size, dtype=dtype, device=device, requires_grad=requires_grad)
     return _finish(_C.empty(_shape_arg(size), _code(dtype), factory_device(device), bool(pin_memory)), requires_grad)
 
 
@@ -87,6 +95,9 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False, pin_mem
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    if dtype is not None and _complex(dtype):
+        cx = hooks.get("complex")
+        return cx.zeros(_shape_arg(size), dtype, device, requires_grad)
     return full(_shape_arg(size), 0, dtype=dtype or get_default_dtype(), device=device, requires_grad=requires_grad,
                 pin_memory=pin_memory)
 
@@ -107,12 +118,18 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
 
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
     """Uniform [0, 1) from the Philox generator (gpumemnet.manual_seed), or from generator."""
+    if dtype is not None and _complex(dtype):
+        cx = hooks.get("complex")
+        return cx.random(rand, _shape_arg(size), dtype, device, generator, requires_grad)
     with drawing_from(generator):
         return _finish(_C.rand(_shape_arg(size), _code(dtype), factory_device(device)), requires_grad)
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
     """Standard normal from the Philox generator (gpumemnet.manual_seed), or from generator."""
+    if dtype is not None and _complex(dtype):
+        cx = hooks.get("complex")
+        return cx.random(randn, _shape_arg(size), dtype, device, generator, requires_grad)
     with drawing_from(generator):
         return _finish(_C.randn(_shape_arg(size), _code(dtype), factory_device(device)), requires_grad)
 
@@ -154,9 +171,15 @@ def cat(tensors, dim=0, *, axis=_NO):
                 code = _C.cat([_C.empty((0,), code, "meta"), _C.empty((0,), t._dtype, "meta")], 0)._dtype
             out = cat(kept, dim)  # the skipped tensors still take part in the result dtype, as in PyTorch
             return out if out._dtype == code else out.to(DTYPES[code])
-    if _needs_grad(*tensors):
-        return F.Cat.apply(dim, *tensors)
-    return _C.cat(tensors, dim)
+    try:
+        if _needs_grad(*tensors):
+            return F.Cat.apply(dim, *tensors)
+        return _C.cat(tensors, dim)
+    except TypeError:
+        cx = hooks.get("complex")
+        if builtins.any(isinstance(t, cx.ComplexTensor) for t in tensors):
+            return cx.cat(tensors, dim)
+        raise
 
 
 def stack(tensors, dim=0, *, axis=_NO):

@@ -10,6 +10,7 @@ import math
 import string
 
 from .. import _C
+from . import hooks
 
 _LETTERS = set(string.ascii_letters)
 
@@ -117,6 +118,8 @@ def einsum(equation, *operands):
         operands = tuple(operands[0])
     for i, t in enumerate(operands):
         if not isinstance(t, _C.TensorBase):
+            if getattr(t, "is_complex", None) is not None and t.is_complex():
+                return hooks.get("complex").einsum(einsum, equation, operands)
             raise TypeError(f"einsum(): operand {i} must be a Tensor, got {type(t).__name__}")
     if not operands:
         raise RuntimeError("einsum(): must provide at least one operand")

@@ -21,6 +21,9 @@ SLOTS = {
     "zero_grad_called": "fn(set_to_none): an optimizer's or a module's zero_grad() ran (Optimizer.zero_grad, "
                         "Module.zero_grad); `python -m gpumemnet run` notes where the script calls it, which decides "
                         "whether the last step's gradients are alive in the next forward (gpumemnet.memory.first_step)",
+    "complex": "the module _core/complex.py itself (ComplexTensor, its factories, cat and einsum), registered when it "
+               "is imported: the factories, cat, einsum and is_complex hand complex tensors to it, and complex.py "
+               "is made of those functions, so they cannot import it",
 }
 
 _registered = {}

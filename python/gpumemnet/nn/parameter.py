@@ -5,6 +5,7 @@ subclass would miss it on every op. What makes a tensor a parameter is the C fla
 it through the metaclass below) and its storage's allocator category, "parameter", which is what the memory
 reports and the OOM message count as parameters."""
 from .. import _C
+from .._core.complex import ComplexTensor
 from .._core.dtype import get_default_dtype
 
 
@@ -22,6 +23,8 @@ class Parameter(metaclass=_ParameterMeta):
     def __new__(cls, data=None, requires_grad=True):
         if data is None:
             data = _C.empty((0,), get_default_dtype().code, "cpu")
+        if data.__class__ is ComplexTensor:  # its real (..., 2) tensor becomes the parameter (nn/modules/module.py)
+            return ComplexTensor(Parameter(data._r, requires_grad))
         if not isinstance(data, _C.TensorBase):
             raise TypeError(f"Parameter: data must be a gpumemnet Tensor, got {type(data).__name__}")
         t = data._as_strided(data.shape, data._strides, data._offset)

@@ -14,6 +14,7 @@ from ... import _C
 from ..._core import hooks
 from ..._core.autograd import no_grad
 from ..._core.state import state
+from ..._core.complex import ComplexTensor
 from ..._core.dtype import as_dtype, device_str
 from ..parameter import Parameter
 from . import _hooks
@@ -248,7 +249,7 @@ class Module:
         self._check_name(name, "buffer")
         if hasattr(self, name) and name not in self._buffers:
             raise KeyError(f"attribute '{name}' already exists")
-        if tensor is not None and not isinstance(tensor, _C.TensorBase):
+        if tensor is not None and not isinstance(tensor, (_C.TensorBase, ComplexTensor)):
             raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
                             f"(gpumemnet Tensor or None required)")
         self._buffers[name] = tensor
@@ -280,6 +281,12 @@ class Module:
     def __setattr__(self, name, value):
         d = self.__dict__
         params = d.get("_parameters")
+        if value.__class__ is ComplexTensor and value._r._is_param and params is not None:
+            # nn.Parameter of a complex tensor (FNO's spectral weights): its real (..., 2) Parameter is what
+            # parameters(), the optimizers and state_dict see; the attribute gives the complex view of it
+            self.__setattr__(name, value._r)
+            d[name] = value
+            return
         if isinstance(value, Parameter):
             if params is None:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
@@ -307,7 +314,7 @@ class Module:
                                 f"(gpumemnet.nn.Module or None expected)")
             d["_modules"][name] = value
         elif params is not None and name in d["_buffers"]:
-            if value is not None and not isinstance(value, _C.TensorBase):
+            if value is not None and not isinstance(value, (_C.TensorBase, ComplexTensor)):
                 raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' "
                                 f"(gpumemnet Tensor or None expected)")
             d["_buffers"][name] = value
@@ -320,6 +327,7 @@ class Module:
             if name in d.get(table, ()):
                 del d[table][name]
                 d["_non_persistent_buffers_set"].discard(name)
+                d.pop(name, None)  # a complex parameter's view
                 return
         object.__delattr__(self, name)
 
@@ -467,7 +475,10 @@ class Module:
                 p._name = p._name  # label the new storage for memory reports
                 p.grad = grad
             for name, b in m._buffers.items():
-                if b is not None:
+                if b.__class__ is ComplexTensor:  # moves between devices; stays complex (PyTorch's half() too)
+                    dev = getattr(convert, "device", None)
+                    m._buffers[name] = b if dev is None else b.to(dev)
+                elif b is not None:
                     new = convert(b)
                     if new is not b:
                         new._name = b._name
@@ -510,6 +521,7 @@ class Module:
             finally:
                 _C.set_category(prev)
             return t if out._storage_id == t._storage_id else out
+        convert.device = dev
         return self._apply_tensors(convert)
 
     def to_empty(self, device):
@@ -654,6 +666,8 @@ class Module:
                     missing_keys.append(key)
                 continue
             value = state_dict[key]
+            if target.__class__ is ComplexTensor and value.__class__ is ComplexTensor:  # complex buffers
+                target, value = target._r, value._r
             if not isinstance(value, _C.TensorBase):
                 try:
                     import numpy as np

@@ -1,0 +1,485 @@
+"""Complex tensors, as far as real training code uses them: LLaMA's rotary embeddings (torch.polar,
+view_as_complex, a complex product, view_as_real) and the spectra of torch.fft (abs, angle, products, slicing).
+
+A ComplexTensor holds its real and imaginary parts side by side in a real tensor of shape (..., 2): the layout
+of PyTorch's view_as_real, whose memory view_as_complex shares. Every op on it is made of real ops on that
+tensor, so autograd records them as usual, and the gradients are PyTorch's (for a real loss, PyTorch's gradient
+of a complex value is dL/d(real) + i dL/d(imag): the gradient of the real pair).
+
+It is not a gm.Tensor: an op that has no complex form here raises TypeError naming it, where handing the (..., 2)
+tensor to a real kernel would give a silently wrong answer. What exists is listed in METHODS below."""
+import builtins
+import sys
+
+import numpy as np
+
+from .. import _C
+from . import creation as _c
+from . import hooks
+from .dtype import complex32, complex64, complex128, float16, float32, float64, get_default_dtype
+from .size import Size
+
+_PY_COMPLEX = builtins.complex  # complex() below is torch.complex
+_COMPLEX_OF = {float16: complex32, float32: complex64, float64: complex128}
+_REAL_OF = {v.name: k for k, v in _COMPLEX_OF.items()}
+
+
+def real_dtype(dt):
+    """The real dtype of a complex dtype's parts (complex64 -> float32)."""
+    return _REAL_OF[dt.name]
+
+
+def is_complex_dtype(dt):
+    return getattr(dt, "name", None) in _REAL_OF
+
+
+def _parts(x):
+    """(real, imag) of a ComplexTensor, or (x, None) of a real tensor or a real number."""
+    if isinstance(x, ComplexTensor):
+        return x._r[..., 0], x._r[..., 1]
+    if isinstance(x, _PY_COMPLEX):
+        return x.real, x.imag
+    if isinstance(x, (_C.TensorBase, int, float)) or isinstance(x, np.generic):
+        return x, None
+    raise TypeError(f"complex tensor op: unsupported operand of type {type(x).__name__}; expected a complex or "
+                    f"real Tensor or a number")
+
+
+def _make(re, im):
+    """The ComplexTensor of two real parts (tensors or numbers), broadcast together."""
+    if not isinstance(re, _C.TensorBase):
+        re = _c.full_like(im, re) if isinstance(im, _C.TensorBase) else _c.tensor(float(re))
+    if not isinstance(im, _C.TensorBase):
+        im = _c.full_like(re, im)
+    if re.shape != im.shape:
+        re, im = re.expand(_broadcast(re, im)), im.expand(_broadcast(re, im))
+    return ComplexTensor(_c.stack([re, im], -1))
+
+
+def _broadcast(a, b):
+    return tuple(np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
+
+
+def _index(idx):
+    """A complex tensor's index as an index of its (..., 2) real tensor: an Ellipsis would take in the parts' axis."""
+    t = idx if isinstance(idx, tuple) else (idx,)
+    return t + (slice(None),) if any(i is Ellipsis for i in t) else t
+
+
+def _dim(d, ndim):
+    """A dim of the complex tensor as a dim of the (..., 2) tensor (a negative one counts from the parts' axis)."""
+    if not -ndim <= d < max(ndim, 1):
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], but got {d})")
+    return d % ndim if ndim else 0
+
+
+class ComplexTensor:
+    __slots__ = ("_r", "__weakref__")
+    __array_priority__ = 1000  # numpy scalar * complex tensor comes here
+
+    def __init__(self, r):
+        if not isinstance(r, _C.TensorBase) or r.ndim == 0 or r.shape[-1] != 2 or not r.dtype.is_floating_point:
+            raise ValueError("ComplexTensor: expected a floating point tensor whose last dimension has size 2")
+        self._r = r
+
+    # ---- what it is -----------------------------------------------------------------------------------------
+    shape = property(lambda self: Size(self._r.shape[:-1]))
+    dtype = property(lambda self: _COMPLEX_OF[self._r.dtype])
+    device = property(lambda self: self._r.device)
+    ndim = property(lambda self: self._r.ndim - 1)
+    is_cuda = property(lambda self: self._r.is_cuda)
+    is_leaf = property(lambda self: self._r.is_leaf)
+    grad_fn = property(lambda self: self._r.grad_fn)
+    real = property(lambda self: self._r[..., 0])
+    imag = property(lambda self: self._r[..., 1])
+    requires_grad = property(lambda self: self._r.requires_grad,
+                             lambda self, v: setattr(self._r, "requires_grad", v))
+
+    @property
+    def grad(self):
+        g = self._r.grad
+        return None if g is None else ComplexTensor(g)
+
+    @property
+    def T(self):
+        return self.permute(*reversed(range(self.ndim)))
+
+    def dim(self):
+        return self.ndim
+
+    def size(self, dim=None):
+        return self.shape if dim is None else self.shape[dim]
+
+    def numel(self):
+        return self._r.numel() // 2
+
+    def element_size(self):
+        return self.dtype.itemsize
+
+    def is_complex(self):
+        return True
+
+    def is_floating_point(self):
+        return False
+
+    def __len__(self):
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __repr__(self):
+        body = np.array2string(self.numpy(), separator=", ",
+                               formatter={"complex_kind": lambda v: f"{v.real:.4f}{v.imag:+.4f}j"})
+        return f"tensor({body}, dtype={self.dtype!r})"
+
+    def numpy(self):
+        a = np.ascontiguousarray(self._r.detach().cpu().numpy())
+        return a.view(np.complex64 if a.dtype == np.float32 else np.complex128)[..., 0]
+
+    def tolist(self):
+        return self.numpy().tolist()
+
+    def item(self):
+        return _PY_COMPLEX(self.numpy().item())
+
+    # ---- autograd, devices, copies ------------------------------------------------------------------------
+    def requires_grad_(self, flag=True):
+        self._r.requires_grad_(flag)
+        return self
+
+    def detach(self):
+        return ComplexTensor(self._r.detach())
+
+    def clone(self):
+        return ComplexTensor(self._r.clone())
+
+    def contiguous(self):
+        return ComplexTensor(self._r.contiguous())
+
+    def backward(self, gradient=None, **kw):
+        if gradient is None:
+            raise RuntimeError("grad can be implicitly created only for real scalar outputs")
+        self._r.backward(view_as_real(gradient), **kw)
+
+    def to(self, *args, **kwargs):
+        """Moves between devices; a complex dtype keeps it complex (complex64 <-> complex128), a real one takes
+        the real part, as PyTorch does (it warns that the imaginary part is discarded)."""
+        dt, rest = kwargs.pop("dtype", None), []
+        for a in args:
+            if isinstance(a, ComplexTensor):
+                dt, a = a.dtype, a.device
+            elif type(a).__name__ == "dtype":
+                dt, a = a, None
+            if a is not None:
+                rest.append(a)
+        if dt is not None and not is_complex_dtype(dt):
+            return self.real.to(*rest, dtype=dt, **kwargs)
+        r = self._r.to(*rest, dtype=None if dt is None else real_dtype(dt), **kwargs)
+        return self if r is self._r else ComplexTensor(r)
+
+    def cpu(self):
+        return self.to("cpu")
+
+    def cuda(self, device=None, non_blocking=False):
+        return ComplexTensor(self._r.cuda(device, non_blocking=non_blocking))
+
+    def type_as(self, other):
+        return self.to(dtype=other.dtype)
+
+    # ---- shapes (the parts' axis stays last) ------------------------------------------------------------------
+    def view(self, *shape):
+        shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        return ComplexTensor(self._r.view(*shape, 2))
+
+    def reshape(self, *shape):
+        shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        return ComplexTensor(self._r.reshape(*shape, 2))
+
+    def flatten(self, start_dim=0, end_dim=-1):
+        if self.ndim == 0:
+            return self.reshape(1)
+        return ComplexTensor(self._r.flatten(_dim(start_dim, self.ndim), _dim(end_dim, self.ndim)))
+
+    def unsqueeze(self, dim):
+        return ComplexTensor(self._r.unsqueeze(_dim(dim, self.ndim + 1)))
+
+    def squeeze(self, dim=None):
+        if dim is None:
+            return self.view(*[s for s in self.shape if s != 1])
+        return ComplexTensor(self._r.squeeze(_dim(dim, self.ndim)))
+
+    def permute(self, *dims):
+        dims = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
+        return ComplexTensor(self._r.permute(*[_dim(d, self.ndim) for d in dims], self.ndim))
+
+    def transpose(self, d0, d1):
+        return ComplexTensor(self._r.transpose(_dim(d0, self.ndim), _dim(d1, self.ndim)))
+
+    def expand(self, *shape):
+        shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        return ComplexTensor(self._r.expand(*shape, 2))
+
+    def repeat(self, *reps):
+        reps = tuple(reps[0]) if len(reps) == 1 and isinstance(reps[0], (tuple, list)) else reps
+        return ComplexTensor(self._r.repeat(*reps, 1))
+
+    def __getitem__(self, idx):
+        return ComplexTensor(self._r[_index(idx)])
+
+    def __setitem__(self, idx, value):
+        re, im = _parts(value)
+        self._r[_index(idx)] = _make(re, 0.0 if im is None else im)._r
+
+    # ---- arithmetic -----------------------------------------------------------------------------------------
+    def __add__(self, o):
+        (a, b), (c, d) = _parts(self), _parts(o)
+        return _make(a + c, b if d is None else b + d)
+
+    __radd__ = __add__
+
+    def __sub__(self, o):
+        (a, b), (c, d) = _parts(self), _parts(o)
+        return _make(a - c, b if d is None else b - d)
+
+    def __rsub__(self, o):
+        return (-self) + o
+
+    def __neg__(self):
+        return ComplexTensor(-self._r)
+
+    def __mul__(self, o):
+        if not isinstance(o, ComplexTensor) and not isinstance(o, _PY_COMPLEX):
+            _parts(o)  # checks the operand
+            return ComplexTensor(self._r * (o.unsqueeze(-1) if isinstance(o, _C.TensorBase) else o))
+        (a, b), (c, d) = _parts(self), _parts(o)
+        return _make(a * c - b * d, a * d + b * c)
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, o):
+        if not isinstance(o, ComplexTensor) and not isinstance(o, _PY_COMPLEX):
+            _parts(o)
+            return ComplexTensor(self._r / (o.unsqueeze(-1) if isinstance(o, _C.TensorBase) else o))
+        return self * _reciprocal(o)
+
+    def __rtruediv__(self, o):
+        return _reciprocal(self) * o
+
+    def __matmul__(self, o):
+        return matmul(self, o)
+
+    def __rmatmul__(self, o):
+        return matmul(o, self)
+
+    def __pow__(self, n):
+        if not isinstance(n, int) or n < 0:
+            raise TypeError(f"complex tensor ** {n!r}: only non-negative integer powers are supported")
+        out = _make(_c.ones_like(self.real), 0.0)
+        for _ in range(n):
+            out = out * self
+        return out
+
+    def __eq__(self, o):
+        (a, b), (c, d) = _parts(self), _parts(o)
+        return (a == c) & (b == (0 if d is None else d))
+
+    def __ne__(self, o):
+        return ~(self == o)
+
+    __hash__ = object.__hash__
+
+    def mul(self, o):
+        return self * o
+
+    def add(self, o, alpha=1):
+        return self + o * alpha
+
+    def sub(self, o, alpha=1):
+        return self - o * alpha
+
+    def div(self, o):
+        return self / o
+
+    def conj(self):
+        return _make(self.real, -self.imag)
+
+    conj_physical = resolve_conj = conj
+
+    def abs(self):
+        return self._r.norm(dim=-1)  # its gradient at 0 is 0, as PyTorch's complex abs
+
+    def angle(self):
+        re, im = self.real, self.imag
+        zero = (re == 0) & (im == 0)
+        # atan2's gradient at (0, 0) is 0/0: PyTorch's angle gives 0 there
+        return _c.where(zero, _c.zeros_like(re), _c.atan2(_c.where(zero, _c.zeros_like(im), im),
+                                                          _c.where(zero, _c.ones_like(re), re)))
+
+    def exp(self):
+        m = self.real.exp()
+        return _make(m * self.imag.cos(), m * self.imag.sin())
+
+    def sum(self, dim=None, keepdim=False):
+        if dim is None:
+            return ComplexTensor(self._r.reshape(-1, 2).sum(0))
+        dims = [_dim(d, self.ndim) for d in (dim if isinstance(dim, (tuple, list)) else (dim,))]
+        return ComplexTensor(self._r.sum(dims, keepdim=keepdim))
+
+    def mean(self, dim=None, keepdim=False):
+        n = self.numel() if dim is None else int(np.prod([self.shape[d] for d in
+                                                           (dim if isinstance(dim, (tuple, list)) else (dim,))]))
+        return self.sum(dim, keepdim) / n
+
+    def __getattr__(self, name):
+        if name.startswith("__"):  # a protocol probed (copy, pickle, NumPy): not there
+            raise AttributeError(name)
+        raise TypeError(f"complex tensors in gpumemnet have no '{name}'; they support {', '.join(METHODS)} "
+                        f"(view_as_real gives the real and imaginary parts as a real tensor for anything else)")
+
+
+METHODS = sorted(n for n in vars(ComplexTensor) if not n.startswith("_"))
+
+
+def _reciprocal(o):
+    a, b = _parts(o)
+    if b is None:
+        return 1.0 / a
+    den = a * a + b * b
+    return _make(a / den, -b / den)
+
+
+def view_as_complex(input):
+    """The complex tensor over a real tensor's last dimension of size 2 (real, imaginary), sharing its memory."""
+    if not isinstance(input, _C.TensorBase):
+        raise TypeError(f"view_as_complex(): argument 'input' must be Tensor, not {type(input).__name__}")
+    if input.ndim == 0 or input.shape[-1] != 2:
+        raise RuntimeError(f"view_as_complex: Tensor must have a last dimension of size 2, got shape "
+                           f"{tuple(input.shape)}")
+    if input.dtype not in _COMPLEX_OF:
+        raise NotImplementedError(f"view_as_complex is only supported for half, float and double tensors, but got a "
+                                  f"tensor of scalar type: {input.dtype}")
+    if input.stride(-1) != 1:
+        raise RuntimeError("view_as_complex: Tensor must have a last dimension with stride 1")
+    return ComplexTensor(input)
+
+
+def view_as_real(input):
+    """The real tensor (..., 2) of a complex tensor's real and imaginary parts, sharing its memory."""
+    if not isinstance(input, ComplexTensor):
+        raise TypeError("view_as_real is only supported for complex tensors, got "
+                           f"{getattr(input, 'dtype', type(input).__name__)}")
+    return input._r
+
+
+def polar(abs, angle):
+    """abs * (cos(angle) + i sin(angle))."""
+    for name, t in (("abs", abs), ("angle", angle)):
+        if not isinstance(t, _C.TensorBase):
+            raise TypeError(f"polar(): argument '{name}' must be Tensor, not {type(t).__name__}")
+    if abs.dtype != angle.dtype:
+        raise TypeError(f"polar(): expected abs and angle of the same dtype, got {abs.dtype} and {angle.dtype}")
+    return _make(abs * angle.cos(), abs * angle.sin())
+
+
+def complex(real, imag):
+    """real + i imag, of real tensors of one floating dtype."""
+    for name, t in (("real", real), ("imag", imag)):
+        if not isinstance(t, _C.TensorBase):
+            raise TypeError(f"complex(): argument '{name}' must be Tensor, not {type(t).__name__}")
+    if real.dtype != imag.dtype or real.dtype not in _COMPLEX_OF:
+        raise NotImplementedError(f"complex(): expected both inputs to be Half, Float or Double tensors of one dtype, "
+                                  f"got {real.dtype} and {imag.dtype}")
+    return _make(real, imag)
+
+
+def matmul(a, b):
+    """The complex product of matrices: (A + iB)(C + iD) = (AC - BD) + i(AD + BC)."""
+    (p, q), (r, s) = _parts(a), _parts(b)
+    if q is None:
+        return _make(p @ r, p @ s)
+    if s is None:
+        return _make(p @ r, q @ r)
+    return _make(p @ r - q @ s, p @ s + q @ r)
+
+
+def einsum(real_einsum, equation, operands):
+    """einsum with complex operands: the product expanded over the operands' real and imaginary parts (einsum is
+    linear in each operand)."""
+    terms = [((), 0)]  # (real operands chosen so far, power of i)
+    for t in operands:
+        re, im = _parts(t)
+        with_im = [] if im is None else [(ops + (im,), k + 1) for ops, k in terms]
+        terms = [(ops + (re,), k) for ops, k in terms] + with_im
+    parts = [None, None]
+    for ops, k in terms:
+        v = real_einsum(equation, *ops) * (-1 if k % 4 >= 2 else 1)
+        parts[k % 2] = v if parts[k % 2] is None else parts[k % 2] + v
+    return _make(parts[0], 0.0 if parts[1] is None else parts[1])
+
+
+def cat(tensors, dim=0):
+    """torch.cat of complex tensors (and real ones, taken as complex with imaginary part 0)."""
+    ts = [t if isinstance(t, ComplexTensor) else _make(t, 0.0) for t in tensors]
+    return ComplexTensor(_c.cat([t._r for t in ts], _dim(dim, ts[0].ndim)))
+
+
+def stack(tensors, dim=0):
+    ts = [t if isinstance(t, ComplexTensor) else _make(t, 0.0) for t in tensors]
+    return ComplexTensor(_c.stack([t._r for t in ts], _dim(dim, ts[0].ndim + 1)))
+
+
+def zeros(shape, dtype, device=None, requires_grad=False):
+    """A complex tensor of zeros (torch.zeros(..., dtype=torch.cfloat))."""
+    r = _c.zeros(*shape, 2, dtype=real_dtype(dtype), device=device)
+    return ComplexTensor(r.requires_grad_(requires_grad))
+
+
+def random(fn, shape, dtype, device=None, generator=None, requires_grad=False):
+    """torch.rand / torch.randn with a complex dtype: rand draws both parts uniform in [0, 1); randn draws each
+    part with variance 1/2 (so that the complex value has variance 1), as PyTorch does."""
+    r = fn(*shape, 2, dtype=real_dtype(dtype), device=device, generator=generator)
+    if fn.__name__ == "randn":
+        r = r * (0.5 ** 0.5)
+    return ComplexTensor(r.requires_grad_(requires_grad))
+
+
+# ---- torch.real / imag / angle / conj / abs, for real and complex tensors --------------------------------------
+def real(input):
+    """The real part: a view of a complex tensor's; a real tensor itself."""
+    return input.real if isinstance(input, ComplexTensor) else _c._need_tensor("real", input) or input
+
+
+def imag(input):
+    if isinstance(input, ComplexTensor):
+        return input.imag
+    _c._need_tensor("imag", input)
+    raise TypeError("imag is not implemented for tensors with non-complex dtypes.")
+
+
+def angle(input):
+    """The argument of a complex value; of a real one, 0 where it is >= 0 and pi where it is negative (NaN kept)."""
+    if isinstance(input, ComplexTensor):
+        return input.angle()
+    _c._need_tensor("angle", input)
+    x = input if input.dtype.is_floating_point else input.to(get_default_dtype())
+    return _c.where(x < 0, _c.full_like(x, np.pi), x * 0)
+
+
+def conj(input):
+    """The complex conjugate; a real tensor itself (PyTorch's conj is a view, so is this)."""
+    return input.conj() if isinstance(input, ComplexTensor) else _c._need_tensor("conj", input) or input
+
+
+def complex_aware(fn):
+    """fn (torch.abs ...) that also takes a complex tensor, calling its method of the same name."""
+    name = fn.__name__
+
+    def call(input, *args, **kwargs):
+        if input.__class__ is ComplexTensor:
+            return getattr(input, name)(*args, **kwargs)
+        return fn(input, *args, **kwargs)
+    call.__name__, call.__qualname__, call.__doc__ = name, name, fn.__doc__
+    return call
+
+
+hooks.register("complex", sys.modules[__name__])
