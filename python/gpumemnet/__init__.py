@@ -76,8 +76,6 @@ from ._core.out_arg import install as _install_out  # noqa: E402  (out= on the f
 
 _install_out(globals())
 del _install_out
-from ._core.complex import complex_aware as _complex_aware  # noqa: E402
-abs = _complex_aware(abs)  # noqa: A001  (torch.abs of a spectrum)
 conj_physical = resolve_conj = conj
 
 OutOfMemoryError = _C.OutOfMemoryError

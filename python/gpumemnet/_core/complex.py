@@ -470,16 +470,16 @@ def conj(input):
     return input.conj() if isinstance(input, ComplexTensor) else _c._need_tensor("conj", input) or input
 
 
-def complex_aware(fn):
-    """fn (torch.abs ...) that also takes a complex tensor, calling its method of the same name."""
-    name = fn.__name__
+def binary(op, a, b):
+    """a op b for a real tensor a and a complex b (a ComplexTensor or a Python complex), op one of "add", "sub",
+    "mul", "div", "rsub" (b - a), "rdiv" (b / a): Tensor's operators hand these here."""
+    z = _make(a, 0.0)
+    return {"add": z.__add__, "sub": z.__sub__, "mul": z.__mul__, "div": z.__truediv__, "rsub": z.__rsub__,
+            "rdiv": z.__rtruediv__}[op](b)
 
-    def call(input, *args, **kwargs):
-        if input.__class__ is ComplexTensor:
-            return getattr(input, name)(*args, **kwargs)
-        return fn(input, *args, **kwargs)
-    call.__name__, call.__qualname__, call.__doc__ = name, name, fn.__doc__
-    return call
+
+def is_complex_operand(x):
+    return isinstance(x, (ComplexTensor, _PY_COMPLEX))
 
 
 hooks.register("complex", sys.modules[__name__])

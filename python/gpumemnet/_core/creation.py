@@ -234,7 +234,10 @@ def matmul(input, other):
 
 def _unary(name):
     def fn(input, *args, **kwargs):  # `input`: PyTorch's name, passed by keyword too (torch.max(input=x, dim=1))
-        if name != "pow":  # torch.pow(2, t): the base may be a number
+        if name != "pow" and not isinstance(input, _C.TensorBase):  # torch.pow(2, t): the base may be a number
+            cx = hooks.get("complex")
+            if isinstance(input, cx.ComplexTensor) and hasattr(cx.ComplexTensor, name):  # torch.exp(1j * t)
+                return getattr(input, name)(*args, **kwargs)
             _need_tensor(name, input)  # Tensor.<name>(t) of a non-tensor fails inside, with a stranger error
         return getattr(Tensor, name)(input, *args, **kwargs)
     fn.__name__ = name

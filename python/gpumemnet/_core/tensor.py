@@ -12,6 +12,7 @@ from . import activation
 from . import autocast as _amp
 from . import autograd
 from . import functions as F
+from . import hooks
 from .autograd import check_inplace as _check_inplace, needs_grad as _needs_grad, refuse_inplace
 from . import tensor_str as _tensor_str
 from .dtype import DTYPES, as_dtype, device_of, device_str, dtype as _dtype_cls
@@ -91,11 +92,17 @@ def _binary_slot(op, a, b):
     """tensor op b where the C operator has no fast path: b is not a tensor or a plain number (a NumPy value,
     a bool, something refused), or saved-tensor hooks are active."""
     fn, name = _SLOT_FUNCTIONS[op]
+    cx = hooks.get("complex")
+    if cx is not None and cx.is_complex_operand(b):  # x * 1j, x * z: a complex result (_core/complex.py)
+        return cx.binary(name, a, b)
     return _binary(fn, op, a, b, name)
 
 
 def _rsub(self, o):
     """o - self for a non-tensor o."""
+    cx = hooks.get("complex")
+    if cx is not None and cx.is_complex_operand(o):
+        return cx.binary("rsub", self, o)
     o = _check_number(o, "sub")
     if isinstance(o, _C.TensorBase):
         return _binary(F.Sub, F.SUB, o, self, "sub")
@@ -104,6 +111,9 @@ def _rsub(self, o):
 
 def _rtruediv(self, o):
     """o / self for a non-tensor o."""
+    cx = hooks.get("complex")
+    if cx is not None and cx.is_complex_operand(o):
+        return cx.binary("rdiv", self, o)
     o = _check_number(o, "div")
     return F.Div.apply(o, self) if _needs_grad(self) else _C.binary(F.DIV, o, self)
 
