@@ -19,6 +19,8 @@ CASES = [
     B("real of a list", lambda d, l: l.L.real([1.0]), TypeError, r"real\(\): argument 'input'.*must be Tensor"),
     B("angle of a number", lambda d, l: l.L.angle(2.0), TypeError, r"angle\(\): argument 'input'.*must be Tensor"),
     B("conj of a number", lambda d, l: l.L.conj(2.0), TypeError, r"conj\(\): argument 'input'.*must be Tensor"),
+    B("istft of a real tensor", lambda d, l: l.L.istft(z(d, l, 9, 5), 16), TypeError,
+      r"istft requires a complex-valued input tensor"),
     B("stft without return_complex", lambda d, l: l.L.stft(z(d, l, 64), 16), RuntimeError,
       r"stft requires the return_complex parameter be given for real inputs"),
 ]

@@ -133,6 +133,34 @@ def test_stft_matches_pytorch(kw):
     _close(fn, R.randn(2, 200))
 
 
+@pytest.mark.parametrize("kw", [dict(n_fft=64, hop_length=16, window="hann"),
+                                dict(n_fft=32, win_length=24, hop_length=8, window="hann"),
+                                dict(n_fft=16, hop_length=4, window="hann", normalized=True),
+                                dict(n_fft=16, hop_length=4, window="hann", onesided=False)])
+def test_istft_inverts_stft_as_pytorch(kw):
+    def fn(lib, x):
+        args = dict(kw)
+        args["window"] = lib.hann_window(args.get("win_length", args["n_fft"]), dtype=lib.float64)
+        s = lib.stft(x, return_complex=True, **args)
+        y = lib.istft(s * (1 + 0.1j), length=300, **args)
+        one = lib.istft(s[0], **args)
+        return (y ** 2 * lib.arange(300.0, dtype=lib.float64)).sum() + one.sum()
+    _close(fn, R.randn(2, 300))
+    x = gm.tensor(R.randn(300))
+    w = gm.hann_window(kw.get("win_length", kw["n_fft"]), dtype=gm.float64)
+    args = {k: v for k, v in kw.items() if k != "window"}
+    np.testing.assert_allclose(gm.istft(gm.stft(x, window=w, return_complex=True, **args), window=w, length=300,
+                                        **args).numpy(), x.numpy(), atol=1e-12)
+
+
+def test_istft_refuses_a_window_that_leaves_samples_uncovered():
+    for lib in (gm, torch):
+        s = lib.stft(lib.ones(100, dtype=lib.float64), 16, 4, window=lib.hann_window(16, dtype=lib.float64),
+                     return_complex=True)
+        with pytest.raises(RuntimeError, match="window overlap add min"):
+            lib.istft(s, 16, 4, window=lib.hann_window(16, dtype=lib.float64), center=False)
+
+
 class _Spectral:
     """FNO's SpectralConv2d (neuraloperator's fourier_2d.py), for either library."""
 

@@ -53,7 +53,7 @@ from ._core import graph_backward, graph_backward_ops  # noqa: E402,F401  (regis
 from ._core import custom_function  # noqa: E402,F401  (registers users' Function semantics)
 from . import autograd, memory, cuda, accelerator, backends, random, amp, nn, optim, utils, distributed, futures  # noqa: E402,E501
 from . import linalg, func, special, distributions, testing, profiler, foreach, cpu, fft  # noqa: E402,F401
-from .fft import stft  # noqa: E402
+from .fft import stft, istft  # noqa: E402
 from .serialization import save, load  # noqa: E402
 from .memory import summary  # noqa: E402
 from .amp import autocast  # noqa: E402

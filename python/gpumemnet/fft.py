@@ -14,7 +14,8 @@ from ._core.complex import ComplexTensor, _make, view_as_real
 from ._core.dtype import get_default_dtype
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn", "rfftn", "irfftn",
-           "fftfreq", "rfftfreq", "fftshift", "ifftshift", "stft"]
+           "fftfreq", "rfftfreq", "fftshift", "ifftshift", "stft",
+           "istft"]
 
 _DUAL = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
 
@@ -336,3 +337,56 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     if not batched:
         spec = spec.squeeze(0)
     return spec if return_complex else view_as_real(spec)
+
+
+def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=True, normalized=False,
+          onesided=None, length=None, return_complex=False):
+    """torch.istft: the inverse of stft by overlap-add of the frames' inverse transforms, divided by the
+    overlap-added squared window (PyTorch's algorithm and its check that the window covers every sample)."""
+    if not isinstance(input, ComplexTensor):
+        raise TypeError(f"istft requires a complex-valued input tensor matching the output from stft with "
+                        f"return_complex=True, got {getattr(input, 'dtype', type(input).__name__)}")
+    if return_complex:
+        raise RuntimeError("istft: return_complex=True is not supported by gpumemnet (real signals only)")
+    spec = input if input.ndim == 3 else input.unsqueeze(0)
+    if spec.ndim != 3:
+        raise RuntimeError(f"istft: expected a tensor of 2 or 3 dimensions (B?, freq, frames), got shape "
+                           f"{tuple(input.shape)}")
+    hop = n_fft // 4 if hop_length is None else hop_length
+    win = n_fft if win_length is None else win_length
+    if not 0 < win <= n_fft or hop <= 0:
+        raise RuntimeError(f"istft: expected 0 < win_length <= n_fft and hop_length > 0, but got n_fft={n_fft}, "
+                           f"win_length={win}, hop_length={hop}")
+    freqs, frames = spec.shape[-2], spec.shape[-1]
+    onesided = freqs != n_fft if onesided is None else onesided
+    if freqs != (n_fft // 2 + 1 if onesided else n_fft):
+        raise RuntimeError(f"istft: expected the frequency dimension (3rd to the last) of the input to be "
+                           f"{n_fft // 2 + 1 if onesided else n_fft} for n_fft={n_fft}, but got {freqs}")
+    rdt = spec._r.dtype
+    if window is None:
+        window = _c.ones(win, dtype=rdt, device=spec.device)
+    elif tuple(window.shape) != (win,):
+        raise RuntimeError(f"istft: expected a 1D window tensor of size equal to win_length={win}, but got window "
+                           f"with size {list(window.shape)}")
+    left = (n_fft - win) // 2
+    w = _c.cat([_c.zeros(left, dtype=rdt, device=spec.device), window.to(rdt),
+                _c.zeros(n_fft - win - left, dtype=rdt, device=spec.device)]) if win < n_fft else window.to(rdt)
+    # (B, frames, freq); a two-sided spectrum gives its first half to irfft, as PyTorch does for a real result
+    spec = spec.transpose(-1, -2)[..., :n_fft // 2 + 1]
+    y = irfft(spec, n=n_fft, dim=-1, norm="ortho" if normalized else None)
+    y = y * w  # (B, frames, n_fft)
+    total = n_fft + hop * (frames - 1)
+    from .nn import functional as F
+    fold = dict(output_size=(1, total), kernel_size=(1, n_fft), stride=(1, hop))
+    y = F.fold(y.transpose(1, 2), **fold).reshape(y.shape[0], total)
+    envelope = F.fold((w * w).reshape(1, n_fft, 1).expand(1, n_fft, frames), **fold).reshape(total)
+    start = n_fft // 2 if center else 0
+    end = start + length if length is not None else (total - n_fft // 2 if center else total)
+    y, envelope = y[:, start:min(end, total)], envelope[start:min(end, total)]
+    if bool((envelope.abs() < 1e-11).any()):
+        raise RuntimeError("istft: window overlap add min is below 1e-11: the window (with this hop_length) "
+                           "leaves samples uncovered, so they cannot be recovered")
+    y = y / envelope
+    if end > total:
+        y = _c.cat([y, _c.zeros(y.shape[0], end - total, dtype=y.dtype, device=y.device)], 1)
+    return y if input.ndim == 3 else y.squeeze(0)
