@@ -1,7 +1,8 @@
-"""Error cases of complex tensors (_core/complex.py) and torch.stft (fft.py): B(...) is run against PyTorch too
+"""Error cases of complex tensors (_core/complex.py), torch.stft (fft.py) and sparse COO tensors (sparse.py): B(...) is run against PyTorch too
 (error_inputs.py explains it). EXEMPT: public callables with no bad input, each with its reason
 (test_error_coverage.py)."""
 from error_inputs import B, z
+from error_inputs_api import E
 
 CASES = [
     B("view_as_complex of a last dimension of 3", lambda d, l: l.L.view_as_complex(z(d, l, 4, 3)), RuntimeError,
@@ -23,5 +24,14 @@ CASES = [
       r"istft requires a complex-valued input tensor"),
     B("stft without return_complex", lambda d, l: l.L.stft(z(d, l, 64), 16), RuntimeError,
       r"stft requires the return_complex parameter be given for real inputs"),
+]
+CASES += [
+    # PyTorch checks no index against the size unless asked (check_invariants=True); gpumemnet always does
+    E("sparse_coo_tensor index beyond the size", lambda d, l: l.L.sparse_coo_tensor(
+      l.L.tensor([[0, 3]], device=d), l.L.ones(2, device=d), (3,)), RuntimeError,
+      r"size is inconsistent with indices: for dim 0, size is 3 but found index 3", devices=("cpu", "cuda")),
+    B("spmm of mismatched shapes", lambda d, l: l.L.spmm(l.L.sparse_coo_tensor(
+      l.L.tensor([[0, 1], [1, 0]], device=d), l.L.ones(2, device=d), (2, 2)), z(d, l, 3, 2)), RuntimeError,
+      r"(cannot be multiplied|Expected dim 0 size 2, got 3)", devices=("cpu",)),
 ]
 EXEMPT = {}

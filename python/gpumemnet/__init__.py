@@ -54,6 +54,8 @@ from ._core import custom_function  # noqa: E402,F401  (registers users' Functio
 from . import autograd, memory, cuda, accelerator, backends, random, amp, nn, optim, utils, distributed, futures  # noqa: E402,E501
 from . import linalg, func, special, distributions, testing, profiler, foreach, cpu, fft  # noqa: E402,F401
 from .fft import stft, istft  # noqa: E402
+from . import sparse  # noqa: E402
+from .sparse import sparse_coo_tensor, sparse_coo, mm as spmm  # noqa: E402,F401
 from .serialization import save, load  # noqa: E402
 from .memory import summary  # noqa: E402
 from .amp import autocast  # noqa: E402

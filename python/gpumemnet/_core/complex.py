@@ -76,6 +76,7 @@ def _dim(d, ndim):
 class ComplexTensor:
     __slots__ = ("_r", "__weakref__")
     __array_priority__ = 1000  # numpy scalar * complex tensor comes here
+    _tensor_like = True  # torch.exp(z) ... call the method (creation.tensor_like_has)
 
     def __init__(self, r):
         if not isinstance(r, _C.TensorBase) or r.ndim == 0 or r.shape[-1] != 2 or not r.dtype.is_floating_point:

@@ -232,11 +232,16 @@ def matmul(input, other):
     return mm(input, other)
 
 
+def tensor_like_has(x, name):
+    """Whether x is one of the tensor kinds that are not gm.Tensor (_core/complex.py's ComplexTensor, gm.sparse's
+    SparseTensor: their classes set _tensor_like) and has method `name`: torch.<name>(x) calls it."""
+    return getattr(type(x), "_tensor_like", False) and hasattr(type(x), name)
+
+
 def _unary(name):
     def fn(input, *args, **kwargs):  # `input`: PyTorch's name, passed by keyword too (torch.max(input=x, dim=1))
         if name != "pow" and not isinstance(input, _C.TensorBase):  # torch.pow(2, t): the base may be a number
-            cx = hooks.get("complex")
-            if isinstance(input, cx.ComplexTensor) and hasattr(cx.ComplexTensor, name):  # torch.exp(1j * t)
+            if tensor_like_has(input, name):  # torch.exp(1j * t)
                 return getattr(input, name)(*args, **kwargs)
             _need_tensor(name, input)  # Tensor.<name>(t) of a non-tensor fails inside, with a stranger error
         return getattr(Tensor, name)(input, *args, **kwargs)
@@ -376,7 +381,7 @@ def round(input, *, decimals=0):  # noqa: A001  (torch.round)
 
 def _method(name):
     def fn(input, *args, **kwargs):  # `input`: PyTorch's name, passed by keyword too (torch.gather(input=x, ...))
-        if not isinstance(input, _C.TensorBase):
+        if not isinstance(input, _C.TensorBase) and not tensor_like_has(input, name):
             raise TypeError(f"{name}: expected a Tensor as the first argument, got {type(input).__name__}")
         return getattr(input, name)(*args, **kwargs)
     fn.__name__ = name

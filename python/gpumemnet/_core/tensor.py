@@ -723,6 +723,10 @@ class _PinMemory(autograd.Function):
 
 def matmul(a, b):
     if not isinstance(a, _C.TensorBase) or not isinstance(b, _C.TensorBase):
+        if getattr(type(a), "_tensor_like", False):  # a complex or sparse tensor (creation.tensor_like_has)
+            return a.__matmul__(b)
+        if getattr(type(b), "_tensor_like", False):
+            return b.__rmatmul__(a)
         raise TypeError(f"matmul: expected two tensors, got {type(a).__name__} and {type(b).__name__}")
     if _amp_state.enabled:
         a, b = _amp.lower(a, b)
