@@ -346,7 +346,8 @@ static PyObject *binary_impl(int op, PyObject *ao, PyObject *bo, PyObject *outo)
             return ew_narrowed(name, r, cdt, out);
         }
     }
-    if ((op == GM_EW_DIV || op == GM_EW_ATAN2) && !gm_dtype_is_float(cdt)) cdt = GM_F32; /* true division */
+    if ((op == GM_EW_DIV || op == GM_EW_ATAN2) && !gm_dtype_is_float(cdt))
+        cdt = gm_default_float; /* true division */
     if ((op == GM_EW_FMOD || op == GM_EW_REMAINDER || op == GM_EW_FLOORDIV) && cdt == GM_BOOL) {
         PyErr_Format(PyExc_NotImplementedError, "%s: not implemented for bool tensors (convert them to int first)",
                      name);
@@ -432,7 +433,7 @@ static PyObject *py_unary(PyObject *self, PyObject *args, PyObject *kwargs) {
         PyErr_Format(PyExc_TypeError, "%s: negating a bool tensor is not supported; use logical_not instead", name);
         return NULL;
     }
-    if (gm_ew_unary_promotes(op) && !gm_dtype_is_float(cdt)) cdt = GM_F32;
+    if (gm_ew_unary_promotes(op) && !gm_dtype_is_float(cdt)) cdt = gm_default_float;
     if ((op == GM_EW_ROUND || op == GM_EW_FLOOR || op == GM_EW_CEIL) && !gm_dtype_is_float(cdt)) {
         /* PyTorch returns an integer tensor unchanged; the Python layer does that, so reaching here is a misuse */
         PyErr_Format(PyExc_TypeError, "%s: expects a floating-point tensor, got %s", name, gm_dtype_name(cdt));
@@ -686,7 +687,24 @@ static PyObject *py_fill_(PyObject *self, PyObject *args) {
     return Py_NewRef(to);
 }
 
+gm_dtype gm_default_float = GM_F32;
+
+static PyObject *py_set_default_float(PyObject *self, PyObject *arg) {
+    (void)self;
+    gm_dtype dt;
+    if (gm_parse_dtype(arg, &dt, "dtype") < 0) return NULL;
+    if (!gm_dtype_is_float(dt)) {
+        PyErr_Format(PyExc_TypeError, "set_default_dtype: only floating-point types are supported as the default "
+                     "type, got %s", gm_dtype_name(dt));
+        return NULL;
+    }
+    gm_default_float = dt;
+    Py_RETURN_NONE;
+}
+
 PyMethodDef gm_elementwise_methods[] = {
+    {"_set_default_float", py_set_default_float, METH_O,
+     "_set_default_float(dtype code): the dtype Python floats and integer true division give (set_default_dtype)."},
     {"binary", (PyCFunction)(void (*)(void))py_binary, METH_VARARGS | METH_KEYWORDS,
      "binary(op, a, b, out=None): elementwise op with broadcasting and type promotion."},
     {"unary", (PyCFunction)(void (*)(void))py_unary, METH_VARARGS | METH_KEYWORDS,

@@ -111,6 +111,19 @@ static void ew_release(ew_arg *args, int n) {
 /* ---- type promotion (PyTorch's c10::promoteTypes and at::native::result_type) ------------------------------- */
 #define EW_UNDEF (-1)
 
+/* torch.get_default_dtype(): what a Python float and an integer tensor's true division or float function give
+ * (float32 unless set_default_dtype changed it; ops_elementwise.c keeps it). */
+extern gm_dtype gm_default_float;
+
+static int ew_int_bits(int dt) {
+    switch (dt) {
+    case GM_I8: return 8;
+    case GM_I16: return 16;
+    case GM_I32: return 32;
+    default: return 64;
+    }
+}
+
 static int ew_rank(int dt) {
     switch (dt) {
     case GM_BOOL: return 0;
@@ -125,10 +138,14 @@ static int ew_promote(int a, int b) {
     if (a == EW_UNDEF) return b;
     if (b == EW_UNDEF || a == b) return a;
     if ((a == GM_F16 && b == GM_BF16) || (a == GM_BF16 && b == GM_F16)) return GM_F32; /* neither holds the other */
-    /* a storage-only integer with int64 gives int64 (as in PyTorch); two different ones stay the first, which
-     * only comparisons accept (they compute in int64) */
-    if (a == GM_I64 || b == GM_I64) {
-        if (gm_dtype_is_narrow((gm_dtype)a) || gm_dtype_is_narrow((gm_dtype)b)) return GM_I64;
+    /* integers of two widths give the wider (int64 included); uint8 with int8 gives int16, with a wider signed
+     * one that one (PyTorch's promoteTypes) */
+    if (ew_rank(a) == 1 && ew_rank(b) == 1) {
+        if (a == GM_U8 || b == GM_U8) {
+            int other = a == GM_U8 ? b : a;
+            return other == GM_I8 ? GM_I16 : other;
+        }
+        return ew_int_bits(a) >= ew_int_bits(b) ? a : b;
     }
     return ew_rank(a) >= ew_rank(b) ? a : b;
 }
@@ -152,10 +169,11 @@ static gm_dtype ew_result_type(const ew_arg *args, int n) {
         else if (x->t) zero = ew_promote(zero, x->t->dtype);
         else if (x->host_dtype) zero = ew_promote(zero, x->host_dtype - 1);
         else /* a Python number counts as the default dtype of its kind */
-            wrapped = ew_promote(wrapped, x->kind == EW_NUM_FLOAT ? GM_F32 : x->kind == EW_NUM_INT ? GM_I64 : GM_BOOL);
+            wrapped = ew_promote(wrapped, x->kind == EW_NUM_FLOAT ? gm_default_float
+                                          : x->kind == EW_NUM_INT ? GM_I64 : GM_BOOL);
     }
     int r = ew_combine(dim, ew_combine(zero, wrapped));
-    return r == EW_UNDEF ? GM_F32 : (gm_dtype)r;
+    return r == EW_UNDEF ? gm_default_float : (gm_dtype)r;
 }
 
 /* PyTorch's canCast: no float into integer/bool, no integer into bool. */

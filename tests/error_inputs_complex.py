@@ -34,4 +34,24 @@ CASES += [
       l.L.tensor([[0, 1], [1, 0]], device=d), l.L.ones(2, device=d), (2, 2)), z(d, l, 3, 2)), RuntimeError,
       r"(cannot be multiplied|Expected dim 0 size 2, got 3)", devices=("cpu",)),
 ]
-EXEMPT = {}
+# the other names this work added (tests/test_torch_forms.py, tests/test_training_idioms.py)
+CASES += [
+    B("frexp of an integer tensor", lambda d, l: l.L.frexp(l.L.tensor([1, 2], device=d)), RuntimeError,
+      r"frexp\(\) only supports floating-point dtypes", devices=("cpu",)),
+    B("Tensor.frexp of an integer tensor", lambda d, l: l.L.tensor([1, 2], device=d).frexp(), RuntimeError,
+      r"frexp\(\) only supports floating-point dtypes", devices=("cpu",)),
+    B("poisson of a negative rate", lambda d, l: l.L.poisson(l.L.tensor([-1.0], device=d)), RuntimeError,
+      r"expected rate to be non-negative", devices=("cpu",)),
+    B("set_default_tensor_type of an integer type", lambda d, l: l.L.set_default_tensor_type(l.L.LongTensor),
+      TypeError, r"only floating-point types are supported as the default type", devices=("cpu",)),
+    E("vmap of a non-callable", lambda d, l: l.L.vmap(3), TypeError, r"vmap: func must be callable, got int",
+      devices=("cpu",)),
+    B("vmap with more in_dims than arguments", lambda d, l: l.L.vmap(lambda x: x, in_dims=(0, 0))(z(d, l, 2)),
+      ValueError, r"in_dims", devices=("cpu",)),
+    B("SparseAdam with a negative learning rate", lambda d, l: l.L.optim.SparseAdam(
+      [l.L.ones(1, requires_grad=True)], lr=-1), ValueError, r"Invalid learning rate: -1", devices=("cpu",)),
+    B("Tensor.stft without return_complex", lambda d, l: z(d, l, 64).stft(16), RuntimeError,
+      r"stft requires the return_complex parameter", devices=("cpu",)),
+]
+EXEMPT = {"Tensor.share_memory_": "a no-op returning the tensor (gpumemnet shares memory with no other process)",
+          "Tensor.is_shared": "a query with no argument"}

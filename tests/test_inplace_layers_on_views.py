@@ -36,11 +36,20 @@ def test_inplace_dropout_on_a_graph_view_trains():
     np.testing.assert_allclose(x.grad.numpy().reshape(8, 16)[kept], 2.0)  # scaled by 1 / (1 - p)
 
 
-def test_explicit_inplace_method_on_a_graph_view_raises_while_its_base_lives():
-    x = gm.randn(2, 3, 1, 1, requires_grad=True)
-    h = x * 2.0
-    with pytest.raises(RuntimeError, match="view of another tensor that is part of a graph"):
-        h.flatten(1).relu_()  # h would not see the write in its graph
+def test_explicit_inplace_method_on_a_graph_view_reaches_its_base():
+    """h.flatten(1).relu_() while h lives: the write is recorded on h (indexing.write_graph_view), as PyTorch's
+    CopySlices records it: h sees the values and its graph the relu."""
+    torch = pytest.importorskip("torch")
+    a = np.random.default_rng(2).standard_normal((2, 3, 1, 1))
+    results = []
+    for L in (gm, torch):
+        x = L.tensor(a, requires_grad=True)
+        h = x * 2.0
+        h.flatten(1).relu_()
+        (h * L.arange(6.0, dtype=L.float64).view(2, 3, 1, 1)).sum().backward()
+        results.append((h.detach().numpy(), x.grad.numpy()))
+    for g, t in zip(*results):
+        np.testing.assert_allclose(g, t, rtol=1e-14)
 
 
 def test_inplace_writes_on_the_last_tensor_of_its_memory_match_pytorch():

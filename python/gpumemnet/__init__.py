@@ -43,9 +43,11 @@ from ._core.creation_more import (  # noqa: E402,F401
     broadcast_shapes, broadcast_to, broadcast_tensors, atleast_1d, atleast_2d, std_mean, var_mean, cdist, normal,
     randint_like, multinomial, searchsorted, bucketize, histc, tril_indices, triu_indices, is_nonzero, is_complex)
 from ._core.size import Size  # noqa: E402
-from ._core.complex import view_as_complex, view_as_real, polar, complex, real, imag, angle, conj  # noqa: E402,F401,A004,E501
+from ._core.complex import (  # noqa: E402,F401,A004  (complex tensors: _core/complex.py)
+    view_as_complex, view_as_real, polar, complex, real, imag, angle, conj)
 from ._core.tensor_str import set_printoptions  # noqa: E402,F401
 from ._core.legacy_types import *  # noqa: E402,F401,F403  (torch.FloatTensor...)
+from ._core.legacy_types import set_default_tensor_type  # noqa: E402,F401
 from ._core.einsum import einsum  # noqa: E402
 from ._core.activation import (  # noqa: E402,F401  (torch.relu, torch.sigmoid_, torch.softmax...)
     relu, relu_, sigmoid, sigmoid_, tanh, tanh_, softmax, log_softmax, prelu)
@@ -55,6 +57,7 @@ from . import autograd, memory, cuda, accelerator, backends, random, amp, nn, op
 from . import linalg, func, special, distributions, testing, profiler, foreach, cpu, fft  # noqa: E402,F401
 from .fft import stft, istft  # noqa: E402
 from . import sparse  # noqa: E402
+from .func import vmap  # noqa: E402,F401  (torch.vmap)
 from .sparse import sparse_coo_tensor, sparse_coo, mm as spmm  # noqa: E402,F401
 from .serialization import save, load  # noqa: E402
 from .memory import summary  # noqa: E402
@@ -99,9 +102,12 @@ __version__ = "0.1.0"
 def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None, options=None,
             disable=False):
     """torch.compile's signature; gpumemnet runs eagerly, so the model (or function) comes back unchanged (also as
-    a decorator, @gm.compile or @gm.compile(mode=...))."""
+    a decorator, @gm.compile or @gm.compile(mode=...)). A module gets `_orig_mod`, itself, as PyTorch's compiled
+    wrapper has (nanoGPT and HF code unwrap with it); its state_dict keys stay unprefixed."""
     if model is None:
-        return lambda m: m
+        return lambda m: compile(m)
+    if isinstance(model, nn.Module) and "_orig_mod" not in model.__dict__:
+        object.__setattr__(model, "_orig_mod", model)
     return model
 
 

@@ -156,9 +156,36 @@ def hessian(func, argnums=0):
     return jacrev(jacrev(func, argnums), argnums)
 
 
+def _leaf_dims(a, d):
+    """[(leaf, its in_dim)] of an argument whose in_dim is an int or None (every leaf), or a tree (dict, list,
+    tuple) of them matching the argument's own structure (PyTorch's nested in_dims)."""
+    if isinstance(d, dict):
+        return [p for k in d for p in _leaf_dims(a[k], d[k])]
+    if isinstance(d, (list, tuple)):
+        if len(d) != len(a):
+            raise ValueError(f"vmap: in_dims {d!r} does not match the structure of its argument (length {len(a)})")
+        return [p for x, dx in zip(a, d) for p in _leaf_dims(x, dx)]
+    return [(t, d) for t in tree_flatten(a)[0]]
+
+
+def _select(a, d, b):
+    """Element b of argument a along its in_dims d (an int, None or a tree of them)."""
+    if d is None:
+        return a
+    if isinstance(d, dict):
+        return {**a, **{k: _select(a[k], d[k], b) for k in d}}
+    if isinstance(d, (list, tuple)):
+        out = [_select(x, dx, b) for x, dx in zip(a, d)]
+        return out if isinstance(a, list) else type(a)(*out) if hasattr(a, "_fields") else tuple(out)
+    return tree_map(lambda t: t.select(d, b) if isinstance(t, Tensor) else t, a)
+
+
 def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
     """func mapped over a dim of its inputs (in_dims: an int or None for every argument, or one per positional
     argument, applied to every tensor inside it); the results stacked along out_dims. A loop over the batch."""
+    if not callable(func):  # PyTorch finds out at the first call; here at once
+        raise TypeError(f"vmap: func must be callable, got {type(func).__name__}")
+
     def wrapper(*args, **kwargs):
         dims = in_dims if isinstance(in_dims, (tuple, list)) else (in_dims,) * len(args)
         if len(dims) != len(args):
@@ -166,7 +193,7 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
                              f"argument ({len(args)}), got {len(dims)}")
         size = None
         for a, d in zip(args, dims):
-            for t in tree_flatten(a)[0]:
+            for t, d in _leaf_dims(a, d):
                 if d is not None and isinstance(t, Tensor):
                     n = t.shape[d]
                     if size is not None and n != size:
@@ -177,8 +204,7 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
             raise ValueError("vmap: at least one input must be a tensor mapped over a dim (in_dims not all None)")
         results = []
         for b in range(size):
-            call = [a if d is None else tree_map(lambda t, d=d: t.select(d, b) if isinstance(t, Tensor) else t, a)
-                    for a, d in zip(args, dims)]
+            call = [_select(a, d, b) for a, d in zip(args, dims)]
             results.append(func(*call, **kwargs))
         leaves0, spec = tree_flatten(results[0])
         per = [tree_flatten(r)[0] for r in results]

@@ -32,6 +32,7 @@ import zipfile
 import numpy as np
 
 from . import _C
+from ._core.complex import ComplexTensor
 from ._core.dtype import DTYPES, _by_name, device as _device, device_str
 from ._core.size import Size
 from ._core.storage import TypedStorage, UntypedStorage
@@ -224,6 +225,9 @@ def _view(storage, offset, size, stride, dtype=None, what="_rebuild_tensor_v2"):
     storage); a view of the storage's memory wherever gpumemnet has the dtype."""
     base = _storage_tensor(storage, what)
     size, stride = _ints(size, what, "size"), _ints(stride, what, "stride")
+    if getattr(storage, "_complex", False):  # the (..., 2) real pairs of torch's complex elements
+        _check_geometry(size + (2,), tuple(2 * s for s in stride) + (1,), 2 * offset, base.numel(), what)
+        return ComplexTensor(base._as_strided(size + (2,), tuple(2 * s for s in stride) + (1,), 2 * offset))
     if isinstance(dtype, ForeignDtype):
         return _foreign(base, offset, size, stride, dtype, what)
     if dtype is not None and dtype.code != base._dtype:
@@ -419,11 +423,15 @@ def _py3_name(module, name):
     return _compat_pickle.IMPORT_MAPPING.get(module, module), name
 
 
+# (module, name) -> object: what torch.serialization.add_safe_globals / safe_globals admit under weights_only
+USER_SAFE = {}
+
+
 def _unpickler_class(path, weights_only, persistent_load):
     class Unpickler(pickle.Unpickler):
         def find_class(self, module, name):
             module, name = _py3_name(module, name)
-            found = _safe().get((module, name))
+            found = _safe().get((module, name)) or USER_SAFE.get((module, name))
             if found is not None:
                 return found
             if weights_only:
@@ -457,11 +465,23 @@ def _storage_args(pid, path, n):
     return stype, str(key), location, numel
 
 
+_COMPLEX_PARTS = {"complex64": "float32", "cfloat": "float32", "complex128": "float64", "cdouble": "float64"}
+
+
+def _pairs(stype):
+    """2 for a complex storage (read as its real and imaginary parts side by side: _core/complex.py), else 1."""
+    return 2 if isinstance(stype.dtype, ForeignDtype) and stype.dtype.name in _COMPLEX_PARTS else 1
+
+
 def _element(stype, path):
-    """(gpumemnet dtype code, itemsize) of a storage type; untyped storages are bytes."""
+    """(gpumemnet dtype code, itemsize) of a storage type's elements (a complex one's real parts); untyped storages
+    are bytes."""
     dt = stype.dtype
     if dt is None:
         return _U8, 1
+    if _pairs(stype) == 2:
+        part = _by_name(_COMPLEX_PARTS[dt.name])
+        return part.code, part.itemsize
     if isinstance(dt, ForeignDtype):
         raise ValueError(f"load: {path} holds a storage of torch.{stype.name}, elements of dtype {dt} that gpumemnet "
                          f"has no tensors of; convert them in PyTorch first (e.g. tensor.float()) and save again")
@@ -474,7 +494,11 @@ def _byteswap(t, itemsize):
 
 
 def _wrap(base, stype):
-    return UntypedStorage(_bytes=base) if stype.dtype is None else _LoadedStorage(base)
+    if stype.dtype is None:
+        return UntypedStorage(_bytes=base)
+    storage = _LoadedStorage(base)
+    storage._complex = _pairs(stype) == 2
+    return storage
 
 
 def _readinto(f, view, what, chunk=16 << 20):
@@ -527,6 +551,7 @@ class _ZipReader:
 
     def _storage(self, zf, prefix, stype, key, location, numel, big):
         code, isz = _element(stype, self.path)
+        numel *= _pairs(stype)
         if not self.placement.needs_data(location):
             return _C.empty((numel,), code, "meta")
         name = f"{prefix}data/{key}"
@@ -651,6 +676,7 @@ class _LegacyReader:
         stype, location, numel = refs[key]
         code, isz = _element(stype, self.path)
         (count,) = struct.unpack("<q" if little else ">q", f.read(8))
+        count, numel = count * _pairs(stype), numel * _pairs(stype)
         if count != numel or f.tell() + numel * isz > size:
             raise ValueError(f"load: {self.path}: storage {key!r} should hold {numel} elements of {stype}; the file "
                              f"says {count}, with {size - f.tell()} bytes left (a damaged checkpoint)")

@@ -145,6 +145,10 @@ class _Loader(importlib.abc.Loader):
         module = _TorchModule(spec.name, target)
         if spec.name == "torch":
             module.__version__ = f"{TORCH_API_VERSION}+gpumemnet.{target.__version__}"
+        if spec.name in ("torch", "torch.serialization"):
+            # PyTorch code's torch.save writes PyTorch's own format, which PyTorch loads (gm.save: safetensors)
+            from ._serialization_torch_write import save
+            object.__setattr__(module, "save", save)
         return module
 
     def exec_module(self, module):

@@ -5,10 +5,13 @@ computed); autograd records them with their adjoints, which are transforms too (
 a transform normalised by `norm` is the inverse transform under the dual normalisation; irfft's adjoint doubles
 the bins that stand for two). Gradients follow PyTorch's convention for complex values (the gradient of the real
 and imaginary parts)."""
+import sys
+
 import numpy as np
 
 from . import _C
 from ._core import creation as _c
+from ._core import hooks
 from ._core.autograd import Function
 from ._core.complex import ComplexTensor, _make, view_as_real
 from ._core.dtype import get_default_dtype
@@ -390,3 +393,6 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     if end > total:
         y = _c.cat([y, _c.zeros(y.shape[0], end - total, dtype=y.dtype, device=y.device)], 1)
     return y if input.ndim == 3 else y.squeeze(0)
+
+
+hooks.register("fft", sys.modules[__name__])  # Tensor.stft / Tensor.istft (_core/tensor_misc_extra.py)

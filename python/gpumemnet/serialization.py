@@ -517,3 +517,46 @@ def _collect_arrays(node, out):
         for v in node.values():
             if isinstance(v, (list, dict)):
                 _collect_arrays(v, out)
+
+
+# ---- torch.serialization's allow-list of the globals weights_only loads ------------------------------------
+def _safe_key(entry):
+    """(module, name) of an allow-list entry: an object, or (object, "module.name") as PyTorch takes it."""
+    if isinstance(entry, tuple) and len(entry) == 2 and isinstance(entry[1], str):
+        obj, full = entry
+        module, _, name = full.rpartition(".")
+        return (module, name), obj
+    if not hasattr(entry, "__module__") or not hasattr(entry, "__qualname__"):
+        raise TypeError(f"add_safe_globals: expected a class or function (or (object, 'module.name')), got {entry!r}")
+    return (entry.__module__, entry.__qualname__), entry
+
+
+def add_safe_globals(safe_globals):
+    """Let weights_only loads resolve these globals too (a checkpoint's own classes: argparse.Namespace ...)."""
+    for entry in safe_globals:
+        key, obj = _safe_key(entry)
+        _torch_format.USER_SAFE[key] = obj
+
+
+def get_safe_globals():
+    return list(_torch_format.USER_SAFE.values())
+
+
+def clear_safe_globals():
+    _torch_format.USER_SAFE.clear()
+
+
+class safe_globals:
+    """with safe_globals([...]): the globals are admitted inside the block only."""
+
+    def __init__(self, safe_globals):
+        self.entries = list(safe_globals)
+
+    def __enter__(self):
+        self.saved = dict(_torch_format.USER_SAFE)
+        add_safe_globals(self.entries)
+
+    def __exit__(self, *exc):
+        _torch_format.USER_SAFE.clear()
+        _torch_format.USER_SAFE.update(self.saved)
+        return False

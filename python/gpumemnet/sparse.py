@@ -213,7 +213,9 @@ def sparse_coo_tensor(indices, values, size=None, dtype=None, device=None, requi
 
 def _legacy(dtype):
     def make(indices, values, size=None):
-        return sparse_coo_tensor(indices, values, size, dtype=as_dtype(dtype))
+        # values that are a tensor keep their dtype (PyTorch's legacy constructors do); a list takes the type's
+        keep = isinstance(values, _C.TensorBase)
+        return sparse_coo_tensor(indices, values, size, dtype=None if keep else as_dtype(dtype))
     make.__name__ = f"{'Float' if dtype == 'float32' else 'Double'}Tensor"
     make.__doc__ = f"torch.sparse.{make.__name__}(indices, values, size): the legacy constructor pygcn uses."
     return make

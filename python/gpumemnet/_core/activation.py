@@ -14,7 +14,9 @@ from . import autocast as _amp
 from .autograd import Function
 from .autograd import as_activation as _as_activation
 from .autograd import check_inplace as _check_inplace, needs_grad as _needs_grad
-from .autograd import _SavedTensor
+from .autograd import _SavedTensor, is_graph_view
+from .indexing import write_graph_view
+from .dtype import get_default_dtype
 from .state import state as _state
 
 # op codes: kernels/activation_ops.h
@@ -118,6 +120,8 @@ def keep_relu_mask(x, node=None):
 def _activation(x, op, inplace, opname, alpha=0.0, beta=0.0):
     _check_tensor(x, opname)
     if inplace:
+        if is_graph_view(x) and write_graph_view(x, lambda v: _activation(v, op, False, opname, alpha, beta)):
+            return x  # a view of a tensor in a graph (torch.relu_(s[1:])): the write is recorded on its base
         if _check_inplace(x, opname + "_"):
             if op in _SIGNED and alpha < 0:
                 raise RuntimeError(f"{opname}_: the in-place form cannot be differentiated with {_SIGNED[op]}="
@@ -148,8 +152,19 @@ def leaky_relu_(input, negative_slope=0.01):
     return leaky_relu(input, negative_slope, True)
 
 
+def _promoting(x, op, opname):
+    """torch.sigmoid / tanh: of an integer or bool tensor, in the default dtype, as PyTorch's (its other
+    activations refuse integers, and so do ours). Converted where the kernel refused it: no cost otherwise."""
+    try:
+        return _activation(x, op, False, opname)
+    except TypeError:
+        if isinstance(x, _C.TensorBase) and not x.dtype.is_floating_point:
+            return _activation(x.to(get_default_dtype()), op, False, opname)
+        raise
+
+
 def sigmoid(input):
-    return _activation(input, SIGMOID, False, "sigmoid")
+    return _promoting(input, SIGMOID, "sigmoid")
 
 
 def sigmoid_(input):
@@ -157,7 +172,7 @@ def sigmoid_(input):
 
 
 def tanh(input):
-    return _activation(input, TANH, False, "tanh")
+    return _promoting(input, TANH, "tanh")
 
 
 def tanh_(input):

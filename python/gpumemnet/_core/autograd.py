@@ -11,7 +11,9 @@ Layer 1 (core). Grad mode and the saved-tensor hooks are per thread (_core/state
 registered by _core/tensor.py (which imports this module); an OOM in backward is explained through
 _core/hooks.py by gpumemnet.memory.
 """
+import contextlib
 import functools
+import inspect
 
 from .. import _C
 from . import hooks
@@ -47,6 +49,8 @@ class _GradModeContext:
         # Each call saves and restores its own previous mode (so recursion and threads sharing one decorator
         # instance stay correct); the target is the instance's, e.g. inference_mode(False) keeps grad on.
         target = self._target
+        if inspect.isgeneratorfunction(fn):
+            return _generator_in(lambda: _grad_mode(target), fn)
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
@@ -57,6 +61,44 @@ class _GradModeContext:
             finally:
                 _set_grad(prev)
         return wrapper
+
+
+@contextlib.contextmanager
+def _grad_mode(target):
+    prev = _grad_on()
+    _set_grad(target)
+    try:
+        yield
+    finally:
+        _set_grad(prev)
+
+
+def _generator_in(mode, fn):
+    """A generator function decorated with a grad mode: the mode holds while the generator's own code runs, from
+    each resumption to its next yield, and the caller's mode holds in between (PyTorch's _wrap_generator); a plain
+    wrapper would return the generator before any of its code ran."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        gen = fn(*args, **kwargs)
+        try:
+            with mode():
+                response = gen.send(None)
+            while True:
+                try:
+                    request = yield response
+                except GeneratorExit:
+                    with mode():
+                        gen.close()
+                    raise
+                except BaseException as e:
+                    with mode():
+                        response = gen.throw(e)
+                else:
+                    with mode():
+                        response = gen.send(request)
+        except StopIteration as e:
+            return e.value
+    return wrapper
 
 
 class _BareDecorator(_GradModeContext):
@@ -105,6 +147,8 @@ class inference_mode(_GradModeContext):
 
     def __call__(self, fn):
         mode = self.mode
+        if inspect.isgeneratorfunction(fn):
+            return _generator_in(lambda: inference_mode(mode), fn)
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):

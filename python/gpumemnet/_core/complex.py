@@ -131,7 +131,8 @@ class ComplexTensor:
     def __repr__(self):
         body = np.array2string(self.numpy(), separator=", ",
                                formatter={"complex_kind": lambda v: f"{v.real:.4f}{v.imag:+.4f}j"})
-        return f"tensor({body}, dtype={self.dtype!r})"
+        default = self.dtype is _COMPLEX_OF[get_default_dtype()]  # PyTorch's repr leaves the default dtype out
+        return f"tensor({body})" if default else f"tensor({body}, dtype={self.dtype!r})"
 
     def numpy(self):
         a = np.ascontiguousarray(self._r.detach().cpu().numpy())
@@ -315,6 +316,10 @@ class ComplexTensor:
         # atan2's gradient at (0, 0) is 0/0: PyTorch's angle gives 0 there
         return _c.where(zero, _c.zeros_like(re), _c.atan2(_c.where(zero, _c.zeros_like(im), im),
                                                           _c.where(zero, _c.ones_like(re), re)))
+
+    def istft(self, *args, **kwargs):
+        """torch.istft(self, ...) (gpumemnet.fft)."""
+        return hooks.get("fft").istft(self, *args, **kwargs)
 
     def exp(self):
         m = self.real.exp()

@@ -9,7 +9,7 @@ from . import functions as F
 from . import hooks
 from .autograd import needs_grad as _needs_grad
 from .random import drawing_from
-from .dtype import DTYPES, as_dtype, device_str, factory_device, get_default_dtype, int64
+from .dtype import DTYPES, as_dtype, complex64, complex128, device_str, factory_device, get_default_dtype, int64
 from .arg_forms import _NO, dim_args
 from .tensor import Tensor, _shape_arg
 
@@ -45,11 +45,27 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
             raise ValueError(f"tensor: data must be a rectangular nested sequence of numbers ({e})") from None
         if arr.dtype.kind == "f" and dtype is None:
             dtype = _float_dtype_of(data)
+    if arr.dtype.kind == "c" or (dtype is not None and _complex(dtype)):
+        return _complex_tensor(arr, dtype, device, requires_grad, isinstance(data, (np.ndarray, np.generic)))
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"tensor: data of NumPy dtype {arr.dtype} is not numeric; expected numbers, bools, or "
                         f"nested lists of them")
     out = _C.from_numpy(arr, None if dtype is None else as_dtype(dtype).code, factory_device(device))
     return _finish(out, requires_grad)
+
+
+def _complex_tensor(arr, dtype, device, requires_grad, numpy_dtype=False):
+    """tensor() of complex data (or with a complex dtype): _core/complex.py's tensor of its (real, imag) pairs.
+    Python complex numbers give complex64 (complex128 under a float64 default); a NumPy array keeps its own."""
+    cx = hooks.get("complex")
+    if dtype is None:
+        dtype = cx._COMPLEX_OF[get_default_dtype()] if not numpy_dtype else \
+            (complex128 if arr.dtype == np.complex128 else complex64)
+    elif not _complex(dtype):
+        raise TypeError(f"tensor: complex data cannot be made a tensor of dtype {dtype}; take .real or .imag first")
+    part = cx.real_dtype(dtype)
+    pairs = np.stack([arr.real, arr.imag], -1).astype(np.dtype(part.name))
+    return cx.ComplexTensor(_finish(_C.from_numpy(pairs, part.code, factory_device(device)), requires_grad))
 
 
 def _float_dtype_of(data):
@@ -73,6 +89,8 @@ def _float_dtype_of(data):
 
 def from_numpy(array, device=None):
     """Copy an ndarray (any strides, byte order, numeric dtype) into tracked storage."""
+    if isinstance(array, np.ndarray) and array.dtype.kind == "c":
+        return _complex_tensor(array, None, device, False, True)
     return _C.from_numpy(array, None, device_str(device))  # the CPU unless told: PyTorch's from_numpy shares memory
 
 
@@ -379,10 +397,20 @@ def round(input, *, decimals=0):  # noqa: A001  (torch.round)
     return input.round(decimals=decimals)
 
 
+# the functions PyTorch gives a Scalar-first overload (torch.add(2, t), torch.remainder(2, t) ...)
+_NUMBER_FIRST = {"add", "sub", "mul", "subtract", "multiply", "remainder", "floor_divide", "xlogy"}
+
+
 def _method(name):
     def fn(input, *args, **kwargs):  # `input`: PyTorch's name, passed by keyword too (torch.gather(input=x, ...))
         if not isinstance(input, _C.TensorBase) and not tensor_like_has(input, name):
-            raise TypeError(f"{name}: expected a Tensor as the first argument, got {type(input).__name__}")
+            other = args[0] if args else kwargs.get("other")
+            if name in _NUMBER_FIRST and isinstance(input, numbers.Number) and isinstance(other, _C.TensorBase):
+                # torch.add(0, t) (pytorch-tabnet's `res = 0; res = torch.add(res, d)`): the number as a 0-d
+                # tensor of its kind, which promotes as the number would
+                input = tensor(input, device=other._device)
+            else:
+                raise TypeError(f"{name}: expected a Tensor as the first argument, got {type(input).__name__}")
         return getattr(input, name)(*args, **kwargs)
     fn.__name__ = name
     fn.__doc__ = f"gpumemnet.{name}(t, ...) is t.{name}(...)."

@@ -110,11 +110,13 @@ def get_default_dtype():
 
 
 def set_default_dtype(d):
-    """Set get_default_dtype(); only a floating-point dtype is allowed (TypeError otherwise), as in PyTorch.
-    A Python float in arithmetic with an integer tensor still gives float32 (the C promotion rule)."""
+    """Set get_default_dtype(); only a floating-point dtype is allowed (TypeError otherwise), as in PyTorch. It is
+    also what a Python float with an integer tensor, an integer tensor's true division and the float functions of
+    integer tensors give (the C promotion rule reads it: _C._set_default_float)."""
     if not isinstance(d, dtype) or not d.is_floating_point:
         raise TypeError(f"set_default_dtype: only floating-point types are supported as the default type, got "
                         f"{d!r}")
+    _C._set_default_float(d.code)
     _default[0] = d
 
 

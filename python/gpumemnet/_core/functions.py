@@ -3,6 +3,7 @@
 Every backward returns gradients in the inputs' shapes and dtypes (broadcast dims summed away, promoted
 dtypes cast back). Numbers (Python scalars) never receive gradients."""
 import math
+import weakref
 
 from .. import _C
 from .autograd import AccumulateGrad, Function
@@ -156,9 +157,14 @@ class Pow(Binary):
         s = ctx.saved_tensors
         a, b, out = _operand(ctx, s, 0), _operand(ctx, s, 1), s[2]
         ga = gb = None
-        if ctx.needs_input_grad[0]:  # b * a^(b-1)
-            bm1 = _C.binary(SUB, b, 1.0) if is_tensor(b) else b - 1.0
-            ga = _C.binary(MUL, g, _C.binary(MUL, b, _C.binary(POW, a, bm1)))
+        if ctx.needs_input_grad[0]:  # b * a^(b-1), and 0 where b == 0 (0 * 0^-1 would be NaN; PyTorch's rule)
+            if not is_tensor(b) and b == 0:
+                ga = _C.binary(MUL, g, 0.0)
+            else:
+                bm1 = _C.binary(SUB, b, 1.0) if is_tensor(b) else b - 1.0
+                ga = _C.binary(MUL, g, _C.binary(MUL, b, _C.binary(POW, a, bm1)))
+                if is_tensor(b):
+                    ga = _C.where(_C.binary(EQ, b, 0.0), 0.0, ga)
         if ctx.needs_input_grad[1]:  # a^b * log(a), taken as 0 where a == 0 (PyTorch's convention)
             if is_tensor(a):
                 term = _C.binary(MUL, out, _C.unary(LOG, a))
@@ -530,9 +536,22 @@ def reshape_nograd(t, shape):
     return t._view(shape) if t._can_view(shape) else contiguous(t)._view(shape)
 
 
+def root_ref(a):
+    """A weak reference to the tensor a view op's result is ultimately a view of (ctx.view_base): a itself, or,
+    for a view made by a recorded view op, that op's root (the intermediate views may be gone by the time the
+    result is written in place: x.view(-1)[:4].add_(1))."""
+    if a._is_view:
+        ref = getattr(a.grad_fn, "view_base", None)
+        if ref is not None:
+            return ref
+    return weakref.ref(a)
+
+
 class _Reshaping(Function):
     """A change of shape only (same elements, same order): its forward keeps the input's shape in ctx.shape and
-    the gradient is the incoming one reshaped back to it."""
+    the gradient is the incoming one reshaped back to it. These view ops (and transpose, permute, diagonal) keep
+    their input weakly as ctx.view_base: an in-place write into the view is then recorded on that base
+    (indexing.write_graph_view), as PyTorch's CopySlices."""
 
     @staticmethod
     def backward(ctx, g):
@@ -542,21 +561,21 @@ class _Reshaping(Function):
 class Reshape(_Reshaping):
     @staticmethod
     def forward(ctx, a, shape):
-        ctx.shape = a.shape
+        ctx.shape, ctx.view_base = a.shape, root_ref(a)
         return reshape_nograd(a, shape)
 
 
 class View(_Reshaping):
     @staticmethod
     def forward(ctx, a, shape):
-        ctx.shape = a.shape
+        ctx.shape, ctx.view_base = a.shape, root_ref(a)
         return a._view(shape)
 
 
 class Transpose(Function):
     @staticmethod
     def forward(ctx, a, d0, d1):
-        ctx.dims = (d0, d1)
+        ctx.dims, ctx.view_base = (d0, d1), root_ref(a)
         return a._transpose(d0, d1)
 
     @staticmethod
@@ -568,6 +587,7 @@ class Permute(Function):
     @staticmethod
     def forward(ctx, a, dims):
         out = a._permute(dims)
+        ctx.view_base = root_ref(a)
         n = max(a.ndim, 1)
         ctx.inverse = tuple(sorted(range(a.ndim), key=lambda i: dims[i] % n))
         return out
@@ -591,14 +611,14 @@ class Expand(Function):
 class Unsqueeze(_Reshaping):
     @staticmethod
     def forward(ctx, a, dim):
-        ctx.shape = a.shape
+        ctx.shape, ctx.view_base = a.shape, root_ref(a)
         return a._unsqueeze(dim)
 
 
 class Squeeze(_Reshaping):
     @staticmethod
     def forward(ctx, a, dim):
-        ctx.shape = a.shape
+        ctx.shape, ctx.view_base = a.shape, root_ref(a)
         return a._squeeze(dim)
 
 

@@ -125,8 +125,11 @@ def _binary(ctx, g):
         if need[1]:
             gb = -(g * saved_output(ctx, saved[2])) / b
     elif op == fn.POW:
-        if need[0]:
-            ga = g * b * a ** (b - 1)
+        if need[0]:  # 0 where b == 0, as in the first-order formula (functions.Pow)
+            if fn.is_tensor(b):
+                ga = where(_C.binary(fn.EQ, b, 0.0), 0.0, g * b * a ** (b - 1))
+            else:
+                ga = g * 0.0 if b == 0 else g * b * a ** (b - 1)
         if need[1]:
             out = saved_output(ctx, saved[2])
             zero = _C.binary(fn.EQ, saved[0], 0.0) if fn.is_tensor(saved[0]) else None

@@ -24,6 +24,7 @@ SLOTS = {
     "complex": "the module _core/complex.py itself (ComplexTensor, its factories, cat and einsum), registered when it "
                "is imported: the factories, cat, einsum and is_complex hand complex tensors to it, and complex.py "
                "is made of those functions, so they cannot import it",
+    "fft": "the module gpumemnet.fft (layer 2), registered when it is imported: Tensor.stft / istft call it",
 }
 
 _registered = {}

@@ -211,19 +211,84 @@ class IndexPutFn(Function):
 
 
 def write_graph_view(view, value_of):
-    """An in-place write into `view`, a slice of a tensor in a graph (Swin V2's qkv_bias[n:2n].zero_() on a clone
-    of the parameter, x[:, 0] += b): value_of(view) computes the new values out of place (recorded from the
-    view's old ones), base[slice] = them is recorded on the base (IndexPutFn), and the view is re-derived from
-    the new base, as PyTorch's CopySlices does. False, with nothing done, when the view was not made by slicing
-    a base that is alive, in a graph and not itself a view."""
+    """An in-place write into `view`, a view of a tensor in a graph (Swin V2's qkv_bias[n:2n].zero_() on a clone
+    of the parameter, x[:, 0] += b, Barlow Twins' torch.diagonal(c).add_(-1), (W * 2).t()[:, 0].copy_(p)):
+    value_of(view) computes the new values out of place (recorded from the view's old ones), the write into the
+    base is recorded on the base (IndexPutFn for a slice of it, _StridedPut for any other view), and the view is
+    re-derived from the new base, as PyTorch's CopySlices does. False, with nothing done, when the view's base is
+    not alive, not in a graph, or (for the strided form) not contiguous."""
     node = view.grad_fn
     base = node.base() if isinstance(node, (IndexFn, SplitFn)) and node.base is not None else None
-    if base is None or base._is_view or base.grad_fn is None:
+    if base is not None and not base._is_view and base.grad_fn is not None:
+        plan = node.plan if isinstance(node, IndexFn) else node.plan_of(_C._edge_of(view)[1], base)
+        IndexPutFn.apply(base, value_of(view), plan)
+        view.grad_fn = IndexFn.apply(base, plan).grad_fn
+        return True
+    root = _root_base(view)
+    if root is None or root.grad_fn is None or not root.is_contiguous() or root._storage_id != view._storage_id:
         return False
-    plan = node.plan if isinstance(node, IndexFn) else node.plan_of(_C._edge_of(view)[1], base)
-    IndexPutFn.apply(base, value_of(view), plan)
-    view.grad_fn = IndexFn.apply(base, plan).grad_fn
+    geometry = (tuple(view.shape), tuple(view._strides), view._offset - root._offset)
+    _StridedPut.apply(root, value_of(view), geometry)
+    view.grad_fn = _StridedView.apply(root, geometry).grad_fn
     return True
+
+
+def _root_base(view):
+    """The tensor (not itself a view) that recorded view ops made `view` from (their ctx.view_base), or None."""
+    ref = getattr(view.grad_fn, "view_base", None)
+    t = ref() if ref is not None else None
+    return None if t is None or t._is_view else t
+
+
+class _StridedView(Function):
+    """The view of a contiguous base with (shape, strides, offset from the base's start): what a view written in
+    place is re-derived as. Its gradient is the incoming one placed into zeros of the base's shape."""
+
+    @staticmethod
+    def forward(ctx, base, geometry):
+        ctx.meta = (tuple(base.shape), base._dtype, base._device, geometry)
+        ctx.view_base = F.root_ref(base)
+        shape, strides, offset = geometry
+        return base._as_strided(shape, strides, base._offset + offset)
+
+    @staticmethod
+    def backward(ctx, g):
+        shape, dt, dev, (vshape, strides, offset) = ctx.meta
+        out = _C.empty(shape, dt, dev)
+        _C.fill_(out, 0.0)
+        _C.copy_(out._as_strided(vshape, strides, offset), g)
+        return out, None
+
+
+class _StridedPut(Function):
+    """base[the view's elements] = value, for any view of a contiguous base in a graph: the node's output is base
+    itself. base's gradient is g with those elements zeroed; value's is g at them, summed to its shape."""
+
+    @staticmethod
+    def forward(ctx, base, value, geometry):
+        ctx.geometry = geometry
+        ctx.value_meta = (tuple(value.shape), value._dtype) if isinstance(value, _C.TensorBase) else None
+        shape, strides, offset = geometry
+        region = base._as_strided(shape, strides, base._offset + offset)
+        if ctx.value_meta:
+            _C.copy_(region, value.detach())
+        else:
+            _C.fill_(region, value)
+        return base
+
+    @staticmethod
+    def backward(ctx, g):
+        shape, strides, offset = ctx.geometry
+        full = _C.empty(tuple(g.shape), g._dtype, g._device)  # contiguous: the base's layout
+        _C.copy_(full, g)
+        region = full._as_strided(shape, strides, offset)
+        gv = None
+        if ctx.value_meta is not None and ctx.needs_input_grad[1]:
+            gv = _C.empty(shape, g._dtype, g._device)
+            _C.copy_(gv, region)
+            gv = F.sum_to(gv, *ctx.value_meta)
+        _C.fill_(region, 0.0)
+        return full, gv, None
 
 
 def write_recorded(self, name, operands, out_of_place):
@@ -250,7 +315,9 @@ class IndexFn(Function):
         ctx.meta = (a.shape, a._dtype, a._device)
         # a view (no advanced index) remembers its base, weakly, so that writing into the view in place can be
         # recorded on the base (write_graph_view)
-        ctx.base = None if any(s[0] == "index" for s in plan) else weakref.ref(a)
+        view = not any(s[0] == "index" for s in plan)
+        ctx.base = weakref.ref(a) if view else None
+        ctx.view_base = F.root_ref(a) if view else None
         return apply_plan(a, plan)
 
     @staticmethod
@@ -278,7 +345,7 @@ class SplitFn(Function):
             start += n
         if ctx.needs_input_grad:  # a node exists only then (the no-graph context takes no attributes)
             ctx.shapes, ctx.dim, ctx.sizes = [tuple(o.shape) for o in out], dim, tuple(sizes)
-            ctx.base = weakref.ref(x)
+            ctx.base, ctx.view_base = weakref.ref(x), F.root_ref(x)
         return tuple(out)
 
     @staticmethod

@@ -13,7 +13,7 @@ import numbers
 import numpy as np
 
 from .creation import empty, tensor
-from .dtype import DTYPES, get_default_dtype
+from .dtype import DTYPES, get_default_dtype, set_default_device, set_default_dtype
 from .tensor import Tensor
 from .size import Size
 
@@ -56,9 +56,9 @@ def legacy_new(name, dtype, args, device, fits, where_name):
             raise TypeError(f"{name}(): expected a tensor of dtype {dtype} on {where_name}, got dtype {data.dtype} "
                             f"on {data._device}")
         return data.detach()
-    if isinstance(data, (str, bytes)) or not isinstance(data, (list, tuple, np.ndarray, numbers.Number)):
+    if isinstance(data, (str, bytes)) or not isinstance(data, (list, tuple, np.ndarray, numbers.Number, range)):
         raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
-    return tensor(data, dtype=dtype, device=device)
+    return tensor(list(data) if isinstance(data, range) else data, dtype=dtype, device=device)
 
 
 def _make(name, cuda):
@@ -81,3 +81,22 @@ def _tensor_new(cls, *args, device=None):
 
 
 Tensor.__new__ = staticmethod(_tensor_new)
+
+
+def set_default_tensor_type(t):
+    """torch.set_default_tensor_type (deprecated in PyTorch, still in older code): a legacy type, or its name
+    ('torch.DoubleTensor'), sets the default dtype; a CUDA one ('torch.cuda.FloatTensor') the default device too
+    (PyTorch's rule: only floating point types)."""
+    if isinstance(t, str):
+        name = t.split(".")[-1]
+        cuda = ".cuda." in t
+        t = (CUDA if cuda else CPU).get(name)
+        if t is None:
+            raise TypeError(f"invalid type: '{name}'")
+    if not isinstance(t, _LegacyType):
+        raise TypeError(f"set_default_tensor_type: expected a legacy tensor type (torch.DoubleTensor) or its name, "
+                        f"got {t!r}")
+    if not t.dtype.is_floating_point:
+        raise TypeError("only floating-point types are supported as the default type")
+    set_default_dtype(t.dtype)
+    set_default_device("cuda" if t.is_cuda else "cpu")

@@ -34,6 +34,9 @@ def state_tensor(state):
     return _C.from_numpy(words.view(np.uint8).copy(), 6, "cpu")
 
 
+_TORCH_CPU_STATE_BYTES = 5056
+
+
 def state_pair(state, op):
     """(seed, offset) from get_rng_state()'s tensor, or from the pair itself (what earlier versions returned)."""
     if isinstance(state, (tuple, list)) and len(state) == 2 and all(isinstance(v, int) for v in state):
@@ -41,6 +44,16 @@ def state_pair(state, op):
     if isinstance(state, _C.TensorBase) and state._dtype == 6 and state.numel() == 16:
         seed, offset = (int(v) for v in state.cpu().numpy().reshape(-1).view("<u8"))
         return seed, offset
+    if isinstance(state, _C.TensorBase) and state._dtype == 6 and state.numel() == _TORCH_CPU_STATE_BYTES:
+        # PyTorch's CPU generator state (MT19937), from a checkpoint PyTorch wrote (HF Trainer's rng_state.pth):
+        # gpumemnet's Philox cannot continue that stream, so it is seeded from the state's bytes, deterministically
+        import hashlib
+        import warnings
+        warnings.warn(f"{op}: this is PyTorch's generator state (MT19937), which gpumemnet's generator cannot "
+                      f"continue; seeding from it instead (random numbers after the resume differ from PyTorch's)",
+                      UserWarning, stacklevel=3)
+        digest = hashlib.sha256(bytes(state.cpu().numpy().reshape(-1))).digest()
+        return int.from_bytes(digest[:8], "little") >> 1, 0
     raise TypeError(f"{op}: expected the state get_rng_state() returned (a uint8 tensor of 16 bytes), got "
                     f"{type(state).__name__}" + (f" of shape {tuple(state.shape)} and dtype {state.dtype}"
                                                  if isinstance(state, _C.TensorBase) else ""))

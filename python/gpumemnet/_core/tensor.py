@@ -157,10 +157,13 @@ class Tensor(_C.TensorBase):
 
     @data.setter
     def data(self, value):
-        if tuple(value.shape) != tuple(self.shape):
-            raise ValueError(f"data: shape {tuple(value.shape)} does not match {tuple(self.shape)}")
-        with autograd.no_grad():
-            _C.copy_(self, value)
+        """t.data = v: t takes v's memory, shape and dtype, keeping its identity and requires_grad (PyTorch's swap:
+        an EMA's `p.data = shadow` ... `p.data = backup` restores; a copy into t's old memory would not)."""
+        if not isinstance(value, _C.TensorBase):
+            raise TypeError(f"data: expected a Tensor, got {type(value).__name__}")
+        self._set_data(value.detach())
+        if self._is_param:
+            self._category = "parameter"  # the memory reports count the new memory as this parameter's
 
     def size(self, dim=None):
         if dim is None:

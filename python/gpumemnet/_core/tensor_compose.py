@@ -86,6 +86,7 @@ class _Diagonal(Function):
     @staticmethod
     def forward(ctx, x, offset, d1, d2):
         ctx.args = (x.shape, x._dtype, x._device, offset, d1, d2)
+        ctx.view_base = F.root_ref(x)  # a write into the diagonal is recorded on x's base (indexing.write_graph_view)
         return x._as_strided(*_diagonal_geometry(x.shape, x._strides, x._offset, offset, d1, d2))
 
     @staticmethod

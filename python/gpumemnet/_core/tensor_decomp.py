@@ -37,9 +37,20 @@ from .tensor_decomp_base import (I64 as _I64, NAMES as _NAMES, back, check_matri
                                  zeros, eye_mask as _eye_mask, mm as _mm, mT as _mT, pad as _pad,
                                  triangle_mask as _triangle_mask)
 from .tensor_decomp_lu import LUMethods, lu, lu_solve, lu_unpack  # noqa: F401  (gm.* takes them from here)
-from .tensor_solve import _mm_graph, _substitute, _widen
+from .tensor_solve import LinAlgError, _mm_graph, _substitute, _widen
 
 __all__ = ["svd", "pinverse", "nuclear_norm", "lu", "lu_solve", "lu_unpack"]
+
+def _lapack(op, fn, *args, **kwargs):
+    """fn (numpy.linalg's eigh / eigvalsh / svd) with its failure raised as gm.linalg.LinAlgError, in PyTorch's
+    words, so that `except torch.linalg.LinAlgError` (a jitter loop) catches it."""
+    try:
+        return fn(*args, **kwargs)
+    except np.linalg.LinAlgError:
+        what = "eigenvalues" if "eig" in fn.__name__ else "singular values"
+        raise LinAlgError(f"linalg.{op}: The algorithm failed to converge because the input matrix is "
+                          f"ill-conditioned or has too many repeated {what}.") from None
+
 
 SVD = collections.namedtuple("svd", ["U", "S", "V"])
 LinalgSVD = collections.namedtuple("linalg_svd", ["U", "S", "Vh"])
@@ -61,8 +72,8 @@ def _svd_raw(A, full, compute_uv=True):
         return empty(batch + (m, m if full else k), A), S, empty(batch + (n if full else k, n), A)
     a = host(A)
     if not compute_uv:
-        return back(np.linalg.svd(a, compute_uv=False), A)
-    U, S, Vh = np.linalg.svd(a, full_matrices=full)
+        return back(_lapack("svdvals", np.linalg.svd, a, compute_uv=False), A)
+    U, S, Vh = _lapack("svd", np.linalg.svd, a, full_matrices=full)
     return back(U, A), back(S, A), back(Vh, A)
 
 
@@ -258,8 +269,8 @@ def _eigh_raw(A, uplo, vectors=True):
         return empty(batch + (n,), A), (empty(batch + (n, n), A) if vectors else None)
     a = host(A)
     if not vectors:
-        return back(np.linalg.eigvalsh(a, UPLO=uplo), A), None
-    L, V = np.linalg.eigh(a, UPLO=uplo)
+        return back(_lapack("eigvalsh", np.linalg.eigvalsh, a, UPLO=uplo), A), None
+    L, V = _lapack("eigh", np.linalg.eigh, a, UPLO=uplo)
     return back(L, A), back(V, A)
 
 
@@ -343,9 +354,9 @@ def _spectrum(A, hermitian):
     U = V diag(sign L), Vh = V^T)."""
     a = host(A)
     if hermitian:
-        L, V = np.linalg.eigh(a)
+        L, V = _lapack("pinv", np.linalg.eigh, a)
         return np.abs(L), V * np.where(L < 0, -1.0, 1.0)[..., None, :].astype(a.dtype), np.swapaxes(V, -1, -2)
-    U, S, Vh = np.linalg.svd(a, full_matrices=False)
+    U, S, Vh = _lapack("pinv", np.linalg.svd, a, full_matrices=False)
     return S, U, Vh
 
 
@@ -441,7 +452,8 @@ def linalg_matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None):
     if A._device == "meta":
         return empty(batch, A, _I64)
     a = host(A)
-    S = np.abs(np.linalg.eigvalsh(a)) if hermitian else np.linalg.svd(a, compute_uv=False)
+    S = np.abs(_lapack("matrix_rank", np.linalg.eigvalsh, a)) if hermitian else \
+        _lapack("matrix_rank", np.linalg.svd, a, compute_uv=False)
     if S.shape[-1] == 0:
         return zeros(batch, A, _I64)
     keep = _cutoff(S, S.max(-1), atol_a, rtol_a, m, n, S.dtype)
@@ -554,7 +566,7 @@ def linalg_lstsq(A, B, rcond=None, *, driver=None):
     else:
         # rank and singular values per matrix of A (its own batch shape, as PyTorch's); the solution broadcast
         a, b = host(A), host(Bm)
-        U, s, Vh = np.linalg.svd(a, full_matrices=False)
+        U, s, Vh = _lapack("lstsq", np.linalg.svd, a, full_matrices=False)
         keep = s > r * (s.max(-1, keepdims=True) if s.shape[-1] else 0)
         inv = np.where(keep, 1.0 / np.where(keep, s, 1.0), 0.0).astype(s.dtype)
         x = np.matmul(np.swapaxes(Vh, -1, -2) * inv[..., None, :], np.matmul(np.swapaxes(U, -1, -2), b))

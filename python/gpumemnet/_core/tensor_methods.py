@@ -134,8 +134,13 @@ class TensorMethods:
             raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
         return self[(slice(None),) * d + (slice(start, start + length),)]
 
-    def split(self, split_size_or_sections, dim=0):
-        """Pieces of split_size along dim (the last may be smaller), or pieces of the listed sizes; views."""
+    def split(self, split_size_or_sections=None, dim=0, *, split_size=None):
+        """Pieces of split_size along dim (the last may be smaller), or pieces of the listed sizes; views.
+        (Tensor.split names its first argument split_size, torch.split split_size_or_sections: both are taken.)"""
+        if split_size is not None:
+            split_size_or_sections = split_size
+        if split_size_or_sections is None:
+            raise TypeError("split() missing required argument 'split_size' (pos 1)")
         d = _dim(dim, self.ndim, "split")
         size = self.shape[d]
         if isinstance(split_size_or_sections, numbers.Integral):
@@ -208,6 +213,7 @@ class TensorMethods:
         if not isinstance(index, _C.TensorBase) or index.ndim > 1:
             raise TypeError("index_select: index must be a 0-d or 1-D int64 tensor")
         d = _dim(dim, self.ndim, "index_select")
+        no_negative(index, self.shape[d] if self.ndim else 1, d, "index_select")
         return self[(slice(None),) * d + (index.reshape(-1),)]
 
     def repeat(self, *sizes):
@@ -320,18 +326,30 @@ class TensorMethods:
     def msort(self):
         return self.sort(0)[0]
 
-    def take_along_dim(self, indices, dim, *, _valid=False):
-        """out[..., i, ...] = self[..., indices[..., i, ...], ...] along dim (indices of self's shape except
-        along dim). Composed of differentiable flat indexing: rows of self and one index tensor. _valid: the
-        indices are known to be in [0, size) (sort's, topk's, gather's after its check)."""
+    def take_along_dim(self, indices, dim=None, *, _valid=False):
+        """out[..., i, ...] = self[..., indices[..., i, ...], ...] along dim; self and indices broadcast in the
+        other dims (PyTorch's rule), and dim=None takes from the flattened self. Composed of differentiable flat
+        indexing: rows of self and one index tensor. _valid: the indices are known to be in [0, size) (sort's,
+        topk's, gather's after its check)."""
         if not isinstance(indices, _C.TensorBase) or indices._dtype != 4:
             raise TypeError("take_along_dim: indices must be an int64 tensor")
+        if dim is None:
+            return self.reshape(-1).take_along_dim(indices.reshape(-1), 0, _valid=_valid)
         if self.ndim == 0:
             return self.reshape(()) if indices.ndim == 0 else self.expand(tuple(indices.shape))
         d = _dim(dim, self.ndim, "take_along_dim")
-        if indices.ndim != self.ndim or any(i != d and indices.shape[i] != self.shape[i] for i in range(self.ndim)):
-            raise RuntimeError(f"take_along_dim: indices of shape {tuple(indices.shape)} must match the input's "
-                               f"shape {tuple(self.shape)} except in dimension {d}")
+        if indices.ndim != self.ndim:
+            raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same number of "
+                               f"dimensions, but got {self.ndim} dimensions for input, and {indices.ndim} "
+                               f"dimensions for indices")
+        if any(i != d and indices.shape[i] != self.shape[i] for i in range(self.ndim)):
+            try:
+                shape = list(np.broadcast_shapes(tuple(self.shape), tuple(indices.shape)))
+            except ValueError:
+                raise RuntimeError(f"take_along_dim: indices of shape {tuple(indices.shape)} do not broadcast with "
+                                   f"the input's shape {tuple(self.shape)} outside dimension {d}") from None
+            self = self.expand(tuple(shape[:d] + [self.shape[d]] + shape[d + 1:]))
+            indices = indices.expand(tuple(shape[:d] + [indices.shape[d]] + shape[d + 1:]))
         n, k = self.shape[d], indices.shape[d]
         if not _valid:
             indices = _checked_indices(indices, n, d, negative_wraps=True)
@@ -488,7 +506,8 @@ class TensorMethods:
     def logical_xor(self, other): return _C.binary(F.NE, _as_bool(self), _as_bool(other))
 
     def masked_fill(self, mask, value):
-        """self where mask is False, value where it is True (mask broadcasts; the result keeps self's dtype)."""
+        """self where mask is False, value where it is True; self and mask broadcast (a (B, 1, 1, T) padding mask
+        with a (1, 1, T, T) causal one), and the result keeps self's dtype."""
         if not isinstance(mask, _C.TensorBase) or mask._dtype != _BOOL:
             raise _C.ArgumentTypeError(f"masked_fill: mask must be a bool tensor, got "
                             f"{mask.dtype if isinstance(mask, _C.TensorBase) else type(mask).__name__}")
@@ -498,9 +517,6 @@ class TensorMethods:
                                    f"{value.ndim} dimension(s).")
             value = value.to(self.dtype)
         out = _where(mask, value, self)
-        if tuple(out.shape) != tuple(self.shape):
-            raise RuntimeError(f"masked_fill: mask of shape {tuple(mask.shape)} does not broadcast to the "
-                               f"tensor's shape {tuple(self.shape)}")
         return out if out._dtype == self._dtype else out.to(self.dtype)
 
     def masked_fill_(self, mask, value):
@@ -510,6 +526,9 @@ class TensorMethods:
             if write_recorded(self, "masked_fill_", (value,), lambda x: x.masked_fill(mask, value)):
                 return self
         filled = self.detach().masked_fill(mask, value.detach() if isinstance(value, _C.TensorBase) else value)
+        if tuple(filled.shape) != tuple(self.shape):
+            raise RuntimeError(f"masked_fill_: mask of shape {tuple(mask.shape)} does not broadcast to the "
+                               f"tensor's shape {tuple(self.shape)}")
         if _check_inplace(self, "masked_fill_"):
             return _InplaceMaskedFill.apply(self, mask, filled)
         _C.copy_(self, filled)
@@ -640,6 +659,14 @@ def _dims_list(dims, ndim, op):
         if out.count(d) > 1:
             raise RuntimeError(f"{op}: dim {d} appears multiple times in the list of dims")
     return out
+
+
+def no_negative(index, n, d, op):
+    """PyTorch's index_select, index_add, index_copy and embedding refuse a negative index (-1 is a common "none"
+    marker: it must not silently pick the last row, as a Python index would); gm's C gather wraps them."""
+    if index._device != "meta" and index.numel() and bool((index < 0).any()):
+        bad = int(index.detach().min())
+        raise IndexError(f"index out of range in self ({op}: index {bad} is negative; dimension {d} has size {n})")
 
 
 def _checked_indices(indices, n, d, negative_wraps):

@@ -10,6 +10,7 @@ import numbers
 import numpy as np
 
 from .. import _C
+from . import hooks
 from . import functions as F
 from .autograd import Function, needs_grad as _needs_grad, refuse_inplace as _refuse_inplace
 from .dtype import DISPLAY, as_dtype, factory_device, get_default_dtype
@@ -19,7 +20,7 @@ from .tensor_products import _powers
 
 __all__ = ["as_strided", "as_strided_", "empty_strided", "adjoint", "unravel_index", "vander", "hann_window",
            "hamming_window", "blackman_window", "bartlett_window", "kaiser_window", "histogram", "nonzero_static",
-           "layout", "strided", "gradient", "empty_permuted"]
+           "layout", "strided", "gradient", "empty_permuted", "frexp", "poisson"]
 
 _I64 = 4
 Histogram = collections.namedtuple("histogram", ["hist", "bin_edges"])
@@ -371,9 +372,48 @@ def _host_map(self, op, fn, *others):
     return self
 
 
+def frexp(input):
+    """(mantissa, exponent): input = mantissa * 2 ** exponent, mantissa in [0.5, 1) (NumPy's frexp)."""
+    if not isinstance(input, _C.TensorBase) or not input.dtype.is_floating_point:
+        raise RuntimeError("torch.frexp() only supports floating-point dtypes")
+    m, e = np.frexp(input.detach().cpu().float().numpy() if input.dtype.name == "bfloat16" else
+                    input.detach().cpu().numpy())
+    return (_C.from_numpy(np.ascontiguousarray(m), input._dtype, input._device),
+            _C.from_numpy(np.ascontiguousarray(e.astype(np.int32)), 9, input._device))
+
+
+def poisson(input, generator=None):
+    """Poisson samples with rates input (float), drawn from gpumemnet's generator (or generator)."""
+    if not isinstance(input, _C.TensorBase) or not input.dtype.is_floating_point:
+        raise TypeError("poisson: input must be a floating point tensor of rates")
+    rates = input.detach().cpu().double().numpy()
+    if (rates < 0).any() or np.isnan(rates).any():
+        raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
+    from .random import drawing_from
+    with drawing_from(generator):
+        bits = _C.TensorBase.numpy(_C.rand((2,), 1, "cpu")).view(np.uint64)
+    draws = np.random.default_rng([int(b) for b in bits]).poisson(rates)
+    return _C.from_numpy(np.ascontiguousarray(draws.astype(np.float64)), input._dtype, input._device)
+
+
 class ExtraMethods:
     """The Tensor methods of this module (see its docstring)."""
     __slots__ = ()
+
+    def stft(self, *args, **kwargs):
+        """torch.stft(self, ...) (gpumemnet.fft)."""
+        return hooks.get("fft").stft(self, *args, **kwargs)
+
+    def share_memory_(self):
+        """A no-op: gpumemnet's DataLoader workers and processes share nothing through it (PyTorch moves the
+        memory to shared memory for torch.multiprocessing)."""
+        return self
+
+    def is_shared(self):
+        return False
+
+    def frexp(self):
+        return frexp(self)
 
     def as_strided(self, size, stride, storage_offset=None):
         size, stride, offset = _as_strided_args(self, size, stride, storage_offset, "as_strided")

@@ -86,4 +86,10 @@ class ReduceMethods:
     def std(self, dim=None, unbiased=None, keepdim=False, correction=None, *, axis=_NO, keepdims=_NO):
         if axis is not _NO or keepdims is not _NO or dim.__class__ not in PLAIN_DIMS:
             dim, keepdim = dim_args("std", dim, keepdim, axis, keepdims)
-        return self.var(dim, unbiased, keepdim, correction).sqrt()
+        v = self.var(dim, unbiased, keepdim, correction)
+        if not v.requires_grad:
+            return v.sqrt()
+        # sqrt's gradient at 0 is inf, and times var's 0 a NaN; PyTorch's std gives 0 where std == 0 (a constant
+        # feature under (z - z.mean(0)) / z.std(0)): the square root reads 1 there and the result takes 0
+        zero = v == 0
+        return v.where(~zero, 1.0).sqrt().where(~zero, 0.0)

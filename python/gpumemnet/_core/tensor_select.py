@@ -15,7 +15,7 @@ from .. import _C
 from . import functions as F
 from .autograd import Function, needs_grad as _needs_grad
 from .indexing import write_recorded
-from .tensor_methods import _checked_indices, _dim
+from .tensor_methods import _checked_indices, _dim, no_negative
 from . import size as _size
 
 _I64, _BOOL = 4, 5
@@ -157,7 +157,11 @@ def _index_args(self, dim, index, op):
         raise (IndexError if op.startswith("index_fill") else RuntimeError)(f"{op}(): Expected dtype int64 for index")
     if index.ndim > 1:
         raise IndexError(f"{op}(): Index is supposed to be a vector, got shape {tuple(index.shape)}")
-    return _dim(dim, self.ndim, op), index.reshape(-1)
+    d = _dim(dim, self.ndim, op)
+    if not op.startswith("index_fill"):  # index_fill wraps -1, as PyTorch's does
+        no_negative(index, self.shape[d] if self.ndim else 1, d, op)
+    return d, index.reshape(-1)
+
 
 
 class _IndexPut(Function):

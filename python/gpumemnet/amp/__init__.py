@@ -5,5 +5,6 @@ here. GradScaler is in grad_scaler.py."""
 from .._core.autocast import (  # noqa: F401
     autocast, is_autocast_enabled, get_autocast_dtype, lower, fp32)
 from .grad_scaler import GradScaler  # noqa: F401
+from .custom_ops import custom_bwd, custom_fwd  # noqa: F401
 
-__all__ = ["autocast", "GradScaler", "is_autocast_enabled", "get_autocast_dtype"]
+__all__ = ["autocast", "GradScaler", "is_autocast_enabled", "get_autocast_dtype", "custom_fwd", "custom_bwd"]

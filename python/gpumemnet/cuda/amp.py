@@ -10,7 +10,16 @@ from .. import _C
 from .. import amp as _amp
 from .._core.dtype import float16
 
-__all__ = ["autocast", "GradScaler"]
+__all__ = ["autocast", "GradScaler", "custom_fwd", "custom_bwd"]
+
+
+def custom_fwd(fwd=None, *, cast_inputs=None):
+    """torch.cuda.amp.custom_fwd: gm.amp.custom_fwd for CUDA."""
+    return _amp.custom_fwd(fwd, device_type="cuda", cast_inputs=cast_inputs)
+
+
+def custom_bwd(bwd=None):
+    return _amp.custom_bwd(bwd, device_type="cuda")
 
 
 class autocast(_amp.autocast):

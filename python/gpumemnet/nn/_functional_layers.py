@@ -13,6 +13,8 @@ from .._core.autograd import Function
 from .._core.autograd import needs_grad as _needs_grad
 from .._core.autograd import no_grad as _no_grad
 from .._core.dtype import int64 as _int64
+from .._core.functions import DIV, MAXIMUM
+from .._core.tensor_methods import no_negative
 
 from ._functional_nn import dropout2d as _dropout2d
 
@@ -116,21 +118,29 @@ def pixel_unshuffle(input, downscale_factor):
 # ---- embedding, one_hot ---------------------------------------------------------------------------------------
 class _Embedding(Function):
     @staticmethod
-    def forward(ctx, weight, indices, padding_idx):
-        ctx.meta = (tuple(weight.shape), weight._dtype, weight._device, padding_idx)
+    def forward(ctx, weight, indices, padding_idx, scale_grad_by_freq=False):
+        ctx.meta = (tuple(weight.shape), weight._dtype, weight._device, padding_idx, scale_grad_by_freq)
         ctx.save_for_backward(indices)
         return _C.index(weight, 0, indices)
 
     @staticmethod
     def backward(ctx, g):
         indices, = ctx.saved_tensors
-        shape, dt, dev, padding_idx = ctx.meta
+        shape, dt, dev, padding_idx, by_freq = ctx.meta
         grad = _C.empty(shape, dt, dev)
         _C.fill_(grad, 0.0)
         _C.index_put_(grad, 0, indices, g, True)
+        if by_freq:  # each row's gradient divided by how often the batch used it (PyTorch's scale_grad_by_freq)
+            counts = _C.empty((shape[0],), dt, dev)
+            _C.fill_(counts, 0.0)
+            flat = indices.reshape(-1)
+            ones = _C.empty((flat.shape[0],), dt, dev)
+            _C.fill_(ones, 1.0)
+            _C.index_put_(counts, 0, flat, ones, True)
+            _C.binary(DIV, grad, _C.binary(MAXIMUM, counts, 1.0)._unsqueeze(1), grad)
         if padding_idx is not None:
             _C.fill_(grad._select(0, padding_idx), 0.0)  # the padding row is never trained
-        return grad, None, None
+        return grad, None, None, None
 
     def name(self):
         return "EmbeddingBackward"
@@ -157,17 +167,18 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
                            f"{input.dtype} instead")
     if weight.ndim != 2:
         raise RuntimeError(f"{op}: 'weight' must be 2-D, got shape {tuple(weight.shape)}")
-    if scale_grad_by_freq or sparse:
-        raise NotImplementedError(f"{op}: scale_grad_by_freq and sparse gradients are not supported")
+    # sparse=True: the gradient is dense here (gm.optim.SparseAdam updates the rows it touches, as for a sparse
+    # gradient); PyTorch's is a sparse COO tensor
     if padding_idx is not None:
         n = weight.shape[0]
         if not -n <= padding_idx < n:
             raise AssertionError("Padding_idx must be within num_embeddings")
         padding_idx = padding_idx % n
+    no_negative(input, weight.shape[0], 0, op)
     if max_norm is not None:
         _embedding_renorm_(weight, input, float(max_norm), float(norm_type))
     if _needs_grad(weight):
-        return _Embedding.apply(weight, input, padding_idx)
+        return _Embedding.apply(weight, input, padding_idx, bool(scale_grad_by_freq))
     return _C.index(weight, 0, input)
 
 

@@ -70,8 +70,12 @@ _SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804
 
 
 def _elu_like(x, alpha, input_scale=1.0):
-    """max(0, x) + alpha * (exp(min(0, x) * input_scale) - 1): ELU, and CELU with input_scale 1 / alpha."""
-    return x.clamp(min=0) + (x.clamp(max=0) * input_scale).expm1() * alpha
+    """x where x > 0, else alpha * (exp(x * input_scale) - 1): ELU, and CELU with input_scale 1 / alpha. At 0 the
+    gradient is the negative branch's, alpha * input_scale, as PyTorch's (a sum of two clamps would give 0 there);
+    the exponential reads x where x <= 0 and 0 elsewhere, so that the branch not taken cannot overflow into a NaN
+    gradient (clamp(max=0) would pass no gradient at 0)."""
+    neg = x <= 0
+    return x.where(~neg, (x.where(neg, 0.0) * input_scale).expm1() * alpha)
 
 
 def selu(input, inplace=False):

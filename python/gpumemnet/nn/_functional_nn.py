@@ -13,6 +13,10 @@ saved) or goes through a Function whose backward is one C call. What each backwa
 Running statistics of batch_norm are updated in place by C, outside any graph. Dropout masks come from the
 global Philox generator (see kernels/cpu/dropout.h for the stream), so resetting gm.set_rng_state replays them.
 """
+import warnings
+
+import numpy as np
+
 from .. import _C
 from .._core.activation import (  # noqa: F401  (the activations live in the core: Tensor.relu() etc. use them)
     _check_tensor, _fp32, relu, relu_, leaky_relu, leaky_relu_, sigmoid, tanh, gelu, silu, hardswish, hardsigmoid,
@@ -22,6 +26,8 @@ from .._core.autograd import Function
 from .._core.autograd import as_activation as _as_activation
 from .._core.autograd import check_inplace as _check_inplace, needs_grad as _needs_grad
 from .._core.state import state
+from .._core.dtype import DISPLAY
+from .._core.tensor_misc import promote_types
 
 __all__ = ["relu", "relu_", "leaky_relu", "leaky_relu_", "sigmoid", "tanh", "gelu", "silu", "hardswish",
            "hardsigmoid", "mish", "hardtanh", "hardtanh_", "relu6", "elu", "elu_", "softplus", "prelu", "dropout",
@@ -279,18 +285,52 @@ def _pointwise_loss(input, target, reduction, op, opname, param=0.0):
     _check_tensor(target, opname, "target")
     red = _reduction(reduction, opname)
     input, target = _fp32(input, target)
+    if input._dtype != target._dtype and op != BCE:
+        input, target = _promoted(input, target)
+    if op != BCE and input.shape != target.shape:
+        input, target = _broadcast(input, target, opname, warn=op != KL_DIV)
     if _needs_grad(input, target):
         return _PointwiseLoss.apply(input, target, op, red, float(param))
     return _C.pointwise_loss(op, input, target, red, float(param))
 
 
+def _promoted(*tensors):
+    """Tensors of different dtypes cast to the one arithmetic of them gives, as PyTorch's regression losses do (a
+    float32 model's output against a float64 target from NumPy gives a float64 loss); None stays None."""
+    present = [t for t in tensors if t is not None]
+    dt = present[0].dtype
+    for t in present[1:]:
+        dt = promote_types(dt, t.dtype)
+    return tuple(t if t is None or t.dtype == dt else t.to(dt) for t in tensors)
+
+
+def _broadcast(input, target, opname, warn=True):
+    """The regression losses broadcast input and target, with PyTorch's warning (a (N, 1) output against an (N,)
+    target is the classic silent mistake; kl_div broadcasts without it, as PyTorch's); shapes that do not
+    broadcast raise."""
+    try:
+        shape = tuple(np.broadcast_shapes(tuple(input.shape), tuple(target.shape)))
+    except ValueError:
+        raise _C.ArgumentError(f"{opname}: the size of input {tuple(input.shape)} and of target "
+                               f"{tuple(target.shape)} cannot be broadcast together") from None
+    if warn:
+        warnings.warn(f"Using a target size ({_size_repr(target)}) that is different to the input size "
+                      f"({_size_repr(input)}). This will likely lead to incorrect results due to broadcasting. "
+                      f"Please ensure they have the same size.", UserWarning, stacklevel=4)
+    return input.expand(shape), target.expand(shape)
+
+
+def _size_repr(t):
+    return f"{DISPLAY[0]}.Size({list(t.shape)})"
+
+
 def mse_loss(input, target, reduction="mean"):
-    """(input - target)^2; input and target must have the same shape (no silent broadcasting)."""
+    """(input - target)^2; input and target broadcast, with PyTorch's warning when their shapes differ."""
     return _pointwise_loss(input, target, reduction, MSE, "mse_loss")
 
 
 def l1_loss(input, target, reduction="mean"):
-    """|input - target|; input and target must have the same shape."""
+    """|input - target|; input and target broadcast, with PyTorch's warning when their shapes differ."""
     return _pointwise_loss(input, target, reduction, L1, "l1_loss")
 
 
@@ -384,6 +424,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
         _no_grad_for(t, op, name)
     red = _reduction(reduction, op)
     input, target, weight, pos_weight = _fp32(input, target, weight, pos_weight)
+    if input._dtype != target._dtype:
+        input, target, weight, pos_weight = _promoted(input, target, weight, pos_weight)
     if _needs_grad(input, target):
         return _BceWithLogits.apply(input, target, weight, pos_weight, red)
     return _C.bce_with_logits(input, target, weight, pos_weight, red)

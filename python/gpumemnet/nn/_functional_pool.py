@@ -389,9 +389,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                          f"size={size!r}, scale_factor={scale_factor!r})")
     if dim == 3:
         return _resize_5d(input, out, mode, align_corners, scales)
-    if mode == "area":
-        if dim != 2:
-            raise ValueError(f"{op}: mode 'area' needs a 4-D input (N, C, H, W), got shape {tuple(input.shape)}")
+    if mode == "area":  # adaptive average pooling; of a signal (N, C, L), as an image one pixel high
+        if dim == 1:
+            return adaptive_avg_pool2d(input.unsqueeze(2), (1, out[0])).squeeze(2)
         return adaptive_avg_pool2d(input, out)
     if mode in ("linear", "bicubic") or antialias:
         return resample(input, out, mode, align_corners, scales, antialias)

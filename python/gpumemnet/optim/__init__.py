@@ -13,6 +13,7 @@ from .optimizer import NoGradientWarning, Optimizer  # noqa: F401
 from .rmsprop import RMSprop  # noqa: F401
 from .rprop import ASGD, Rprop  # noqa: F401
 from .sgd import SGD  # noqa: F401
+from .sparse_adam import SparseAdam  # noqa: F401
 
-__all__ = ["Optimizer", "NoGradientWarning", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta",
+__all__ = ["Optimizer", "NoGradientWarning", "SGD", "SparseAdam", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta",
            "Adamax", "NAdam", "RAdam", "LBFGS", "Rprop", "ASGD", "Adafactor", "lr_scheduler", "swa_utils"]

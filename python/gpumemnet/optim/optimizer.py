@@ -17,6 +17,8 @@ from .. import _C
 from .._core import hooks
 from .._core.autograd import enable_grad, no_grad
 from .._core.scope import category, scope
+from . import _step_hooks
+from ._step_hooks import register_optimizer_step_post_hook, register_optimizer_step_pre_hook  # noqa: F401
 
 __all__ = ["Optimizer", "NoGradientWarning"]
 
@@ -131,6 +133,19 @@ class Optimizer:
         """Subclasses check their hyperparameters here (ValueError naming the argument)."""
 
     # ---- gradients -------------------------------------------------------------------------------------------
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "step" in cls.__dict__:
+            cls.step = _step_hooks.wrap_step(cls.__dict__["step"])
+
+    def register_step_pre_hook(self, hook):
+        """hook(optimizer, args, kwargs) before each step; it may return (new_args, new_kwargs)."""
+        return _step_hooks.register(self, "_step_pre_hooks", hook)
+
+    def register_step_post_hook(self, hook):
+        """hook(optimizer, args, kwargs) after each step."""
+        return _step_hooks.register(self, "_step_post_hooks", hook)
+
     def zero_grad(self, set_to_none=True):
         """Reset every parameter's gradient: drop it (set_to_none=True, the default: frees its memory until the
         next backward) or fill it with zeros in place."""
@@ -312,3 +327,6 @@ class Optimizer:
                                  f"on {p._device}")
             _C.copy_(dst, value)
         return dst
+
+
+Optimizer.step = _step_hooks.wrap_step(Optimizer.step)  # (subclasses: __init_subclass__)

@@ -4,5 +4,6 @@ DataLoader) and activation checkpointing (gpumemnet.utils.checkpoint: callable i
 from . import data  # noqa: F401
 from . import checkpoint  # noqa: F401
 from . import model_zoo  # noqa: F401
+from . import hooks  # noqa: F401
 from . import tensorboard  # noqa: F401  (imports the tensorboard package only when a SummaryWriter is made)
 from .checkpoint import checkpoint_sequential  # noqa: F401

@@ -16,6 +16,7 @@ in host memory (gm.autograd.graph.save_on_cpu), chosen layer by layer, so that o
 """
 import sys
 import types
+import warnings
 
 from .._core import autocast as _autocast
 from .._core import autograd
@@ -116,10 +117,19 @@ def _identity(x):
 
 def checkpoint(function, *args, preserve_rng_state=True, use_reentrant=False, **kwargs):
     """Run function(*args, **kwargs) keeping none of the tensors its ops save for backward; they are recomputed
-    when backward needs them. Costs one extra forward of the segment; saves its activations."""
+    when backward needs them. Costs one extra forward of the segment; saves its activations.
+
+    use_reentrant=True runs the same non-reentrant mechanism with the reentrant form's visible rules, as PyTorch
+    has them: no keyword arguments, and when no input tensor requires grad the output does not either (a warning
+    says the segment's parameters get no gradient)."""
     if use_reentrant:
-        raise ValueError("checkpoint: only the non-reentrant form (use_reentrant=False) is implemented; it "
-                         "works in every case the reentrant one does")
+        if kwargs:
+            raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
+        if not any(isinstance(a, _C.TensorBase) and a.requires_grad for a in args):
+            warnings.warn("None of the inputs have requires_grad=True. Gradients will be None", UserWarning,
+                          stacklevel=2)
+            with autograd.no_grad():
+                return function(*args)
     if not callable(function):
         raise TypeError(f"checkpoint: function must be callable, got {type(function).__name__}")
     rng = _C.get_rng_state() if preserve_rng_state and state.meta_draws_random else None

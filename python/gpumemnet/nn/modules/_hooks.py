@@ -8,9 +8,11 @@ tensor outputs pass through identity autograd Functions (`_InputHook`, `_OutputH
 sees grad_output first (pre-hooks may replace it); the input node's backward runs once every gradient with respect
 to the module's inputs has arrived, which is when the full hooks are called (their result replaces grad_input).
 
-Hook lists are plain lists (gpumemnet's prune and weight_norm look their hooks up in `_forward_pre_hooks`); an entry
+Hook lists are lists (gpumemnet's prune and weight_norm look their hooks up in `_forward_pre_hooks`); an entry
 is the hook itself, or a `_Flagged` wrapper when it was registered with options or is already in the list (so that
-each handle removes exactly its own registration)."""
+each handle removes exactly its own registration). They also answer PyTorch's dict view of them (HookList:
+`for k, hook in module._forward_pre_hooks.items()`, then `del module._forward_pre_hooks[k]`, as pruning code
+does), keyed by position."""
 import itertools
 import warnings
 import weakref
@@ -60,6 +62,21 @@ def refresh_has_hooks(module):
     handles clear it; a stale True (a list emptied by hand) only sends a call the slow way, which reads the lists."""
     object.__setattr__(module, "_has_hooks", bool(module._forward_pre_hooks or module._forward_hooks or
                                                   module._backward_hooks or module._backward_pre_hooks))
+
+
+class HookList(list):
+    """A module's hook list that also reads as PyTorch's OrderedDict of hooks: keys() are positions, values() the
+    hooks as registered (options unwrapped), items() both; `del hooks[k]` removes entry k."""
+    __slots__ = ()
+
+    def keys(self):
+        return list(range(len(self)))
+
+    def values(self):
+        return [_fn(e) for e in self]
+
+    def items(self):
+        return list(enumerate(self.values()))
 
 
 class _Flagged:

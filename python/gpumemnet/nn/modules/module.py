@@ -64,8 +64,8 @@ class Module:
         object.__setattr__(self, "_buffers", OrderedDict())
         object.__setattr__(self, "_non_persistent_buffers_set", set())
         object.__setattr__(self, "_modules", OrderedDict())
-        object.__setattr__(self, "_forward_pre_hooks", [])
-        object.__setattr__(self, "_forward_hooks", [])
+        object.__setattr__(self, "_forward_pre_hooks", _hooks.HookList())
+        object.__setattr__(self, "_forward_hooks", _hooks.HookList())
         self._init_hook_lists()
         object.__setattr__(self, "_path", None)   # "features.3", set on the first call
         object.__setattr__(self, "_scope", None)  # "features.3 forward"
@@ -128,7 +128,7 @@ class Module:
 
     def _init_hook_lists(self):
         for name in self._HOOK_LISTS:
-            object.__setattr__(self, name, [])
+            object.__setattr__(self, name, _hooks.HookList())
         object.__setattr__(self, "_is_full_backward_hook", None)  # None until a backward hook says which kind
         object.__setattr__(self, "_has_hooks", False)  # whether a call must run hooks (_hooks.refresh_has_hooks)
 
@@ -137,7 +137,7 @@ class Module:
         self.__dict__.update(d)
         for name in self._HOOK_LISTS + ("_forward_pre_hooks", "_forward_hooks"):
             if name not in self.__dict__:
-                object.__setattr__(self, name, [])
+                object.__setattr__(self, name, _hooks.HookList())
         self.__dict__.setdefault("_is_full_backward_hook", None)
         _hooks.refresh_has_hooks(self)
 
@@ -418,10 +418,14 @@ class Module:
 
     # ---- modes and gradients ----------------------------------------------------------------------------
     def train(self, mode=True):
+        """Set training mode here and, through each child's own train() (PyTorch's recursion: a subclass that
+        overrides train() to keep a frozen BatchNorm in eval, or LoRA merging its weights on eval(), is called),
+        in every submodule."""
         if not isinstance(mode, bool):
             raise ValueError("training mode is expected to be boolean")
-        for m in self.modules():
-            object.__setattr__(m, "training", mode)
+        object.__setattr__(self, "training", mode)
+        for m in self.children():
+            m.train(mode)
         return self
 
     def eval(self):
@@ -559,13 +563,32 @@ class Module:
 
     # ---- state_dict ---------------------------------------------------------------------------------------
     def _save_to_state_dict(self, destination, prefix, keep_vars):
-        """This module's own parameters and persistent buffers (not its children's) into destination."""
+        """This module's own parameters and persistent buffers (not its children's) into destination, and its
+        extra state under "_extra_state" when its class defines get_extra_state (PyTorch's rule)."""
         for name, p in self._parameters.items():
             if p is not None:
                 destination[prefix + name] = p if keep_vars else p.detach()
         for name, b in self._buffers.items():
             if b is not None and name not in self._non_persistent_buffers_set:
                 destination[prefix + name] = b if keep_vars else b.detach()
+        if type(self).get_extra_state is not Module.get_extra_state:
+            destination[prefix + "_extra_state"] = self.get_extra_state()
+
+    def get_extra_state(self):
+        """State beyond parameters and buffers that state_dict should hold; a subclass defines it together with
+        set_extra_state."""
+        raise RuntimeError("Reached a code path in Module.get_extra_state() that should never be called. Please file "
+                           "an issue at https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml to "
+                           "report this bug.")
+
+    def set_extra_state(self, state):
+        raise RuntimeError("Reached a code path in Module.set_extra_state() that should never be called. Please file "
+                           "an issue at https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml to "
+                           "report this bug.")
+
+    def share_memory(self):
+        """A no-op returning self (gpumemnet's processes share nothing through it; see Tensor.share_memory_)."""
+        return self
 
     def state_dict(self, *, destination=None, prefix="", keep_vars=False):
         """OrderedDict of parameters and persistent buffers by full name, as detached tensors sharing storage
@@ -593,8 +616,10 @@ class Module:
                 destination = r
         return destination
 
-    def load_state_dict(self, state_dict, strict=True):
-        """Copy values from state_dict into this module's parameters and persistent buffers, in place.
+    def load_state_dict(self, state_dict, strict=True, assign=False):
+        """Copy values from state_dict into this module's parameters and persistent buffers, in place; assign=True
+        makes each parameter and buffer take the state's tensor itself (its memory, dtype and device: a model built
+        on the meta device is loaded so), parameters keeping their requires_grad, as in PyTorch.
 
         Every problem is collected first, then reported in one RuntimeError: missing and unexpected keys (only
         when strict) and every shape mismatch (always: a wrong shape cannot be copied). Nothing is copied when
@@ -609,21 +634,24 @@ class Module:
         state_dict = OrderedDict(state_dict)  # the hooks may change it: the caller's stays as it was
         if metadata is not None:
             state_dict._metadata = metadata
-        outer = getattr(_loading, "pairs", None)
-        _loading.pairs = pending = []
+        outer = getattr(_loading, "pairs", None), getattr(_loading, "assign", False)
+        pending = []
+        _loading.pairs, _loading.assign = pending, bool(assign)
         try:
             self._load_walk(state_dict, "", metadata, missing, unexpected, errors, pending)
+            if strict:
+                if unexpected:
+                    errors.insert(0, "Unexpected key(s) in state_dict: " + ", ".join(f'"{k}"' for k in unexpected)
+                                  + ". ")
+                if missing:
+                    errors.insert(0, "Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing)
+                                  + ". ")
+            if errors:
+                raise RuntimeError(f"Error(s) in loading state_dict for {self._get_name()}:\n\t"
+                                   + "\n\t".join(errors))
+            _copy_pairs(pending)
         finally:
-            _loading.pairs = outer
-        if strict:
-            if unexpected:
-                errors.insert(0, "Unexpected key(s) in state_dict: " + ", ".join(f'"{k}"' for k in unexpected)
-                              + ". ")
-            if missing:
-                errors.insert(0, "Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing) + ". ")
-        if errors:
-            raise RuntimeError(f"Error(s) in loading state_dict for {self._get_name()}:\n\t" + "\n\t".join(errors))
-        _copy_pairs(pending)
+            _loading.pairs, _loading.assign = outer
         return _IncompatibleKeys(missing, unexpected)
 
     def _load_walk(self, local, prefix, metadata, missing, unexpected, errors, pending):
@@ -681,6 +709,13 @@ class Module:
                                   f"checkpoint, the shape in current model is {tuple(target.shape)}.")
                 continue
             pairs.append((key, target, value))
+        if type(self).set_extra_state is not Module.set_extra_state:
+            key = prefix + "_extra_state"
+            if key in state_dict:
+                self.set_extra_state(state_dict[key])
+            elif strict:
+                missing_keys.append(key)
+            local_state = dict(local_state, _extra_state=None)
         if strict:
             for key in state_dict:
                 if key.startswith(prefix):
@@ -715,9 +750,15 @@ class Module:
 
 
 def _copy_pairs(pairs):
-    """Copy each checked (key, target, value) of load_state_dict in place, without recording."""
+    """Copy each checked (key, target, value) of load_state_dict in place, without recording (with assign=True:
+    the target takes the value's memory, dtype and device, keeping its identity and requires_grad)."""
     with no_grad():
         for k, target, value in pairs:
+            if getattr(_loading, "assign", False):
+                target._set_data(value.detach())
+                if target._is_param:
+                    target._category = "parameter"
+                continue
             if target._device == "meta":
                 continue  # nothing to copy into; shapes were checked
             if value._device == "meta":

@@ -39,6 +39,15 @@ def weight_norm(module, name="weight", dim=0):
     """module.<name> = g * v / ||v|| (Salimans and Kingma) as a parametrization, as
     torch.nn.utils.parametrizations.weight_norm; g and v are parametrizations.<name>.original0 and original1."""
     parametrize.register_parametrization(module, name, _WeightNorm(dim), unsafe=True)
+
+    def compat(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs):
+        # a checkpoint of the older nn.utils.weight_norm (HiFi-GAN, WaveGlow): weight_g / weight_v are g and v
+        # (PyTorch's _weight_norm_compat_hook)
+        g, v = f"{prefix}{name}_g", f"{prefix}{name}_v"
+        if g in state_dict and v in state_dict:
+            state_dict[f"{prefix}parametrizations.{name}.original0"] = state_dict.pop(g)
+            state_dict[f"{prefix}parametrizations.{name}.original1"] = state_dict.pop(v)
+    module._register_load_state_dict_pre_hook(compat)
     return module
 
 
@@ -74,8 +83,8 @@ class _SpectralNorm(Module):
     def _power_method(self, mat, n):
         with no_grad():  # u and v are written in place (they are buffers: state_dict holds them)
             for _ in range(n):
-                _C.copy_(self._u, F.normalize(mat.matmul(self._v), dim=0, eps=self.eps))
-                _C.copy_(self._v, F.normalize(mat.t().matmul(self._u), dim=0, eps=self.eps))
+                _C.copy_(self._u, F.normalize(mat.mv(self._v), dim=0, eps=self.eps))
+                _C.copy_(self._v, F.normalize(mat.t().mv(self._u), dim=0, eps=self.eps))
 
     def forward(self, weight):
         if weight.ndim == 1:
@@ -84,7 +93,7 @@ class _SpectralNorm(Module):
         if self.training:
             self._power_method(mat, self.n_power_iterations)
         u, v = self._u.clone(), self._v.clone()  # this forward's values, whatever later steps write into _u, _v
-        return weight / u.dot(mat.matmul(v))
+        return weight / u.dot(mat.mv(v))
 
     def right_inverse(self, value):
         return value

@@ -63,10 +63,10 @@ class _SpectralNorm:
         if do_power_iteration:
             with no_grad():
                 for _ in range(self.n_power_iterations):
-                    _C.copy_(v, F.normalize(mat.t().matmul(u), dim=0, eps=self.eps))
-                    _C.copy_(u, F.normalize(mat.matmul(v), dim=0, eps=self.eps))
+                    _C.copy_(v, F.normalize(mat.t().mv(u), dim=0, eps=self.eps))
+                    _C.copy_(u, F.normalize(mat.mv(v), dim=0, eps=self.eps))
             u, v = u.clone(), v.clone()  # the values this forward used, whatever later steps write into u, v
-        sigma = u.dot(mat.matmul(v))
+        sigma = u.dot(mat.mv(v))
         return weight / sigma
 
     def __call__(self, module, inputs):

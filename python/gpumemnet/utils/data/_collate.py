@@ -31,7 +31,7 @@ def default_collate(batch):
         shape = tuple(elem.shape)
         for i, t in enumerate(batch):
             if not isinstance(t, _C.TensorBase) or tuple(t.shape) != shape:
-                raise ValueError(f"default_collate: sample {i} is {_describe(t)} but sample 0 is a tensor of "
+                raise _C.ArgumentError(f"default_collate: sample {i} is {_describe(t)} but sample 0 is a tensor of "
                                  f"shape {shape}; samples must have the same shape to be stacked")
         with category("input"):
             return _C.cat([t.detach()._unsqueeze(0) for t in batch], 0)
@@ -39,7 +39,7 @@ def default_collate(batch):
         try:
             return _from_numpy(np.stack(batch))
         except ValueError as e:
-            raise ValueError(f"default_collate: cannot stack the NumPy samples: {e}") from None
+            raise _C.ArgumentError(f"default_collate: cannot stack the NumPy samples: {e}") from None
     if isinstance(elem, np.generic) and not isinstance(elem, (np.str_, np.bytes_)):
         return _from_numpy(np.asarray(batch, dtype=elem.dtype))  # NumPy scalars keep their dtype, as in PyTorch
     if isinstance(elem, (bool, np.bool_)):
@@ -58,7 +58,7 @@ def default_collate(batch):
         n = len(elem)
         for i, s in enumerate(batch):
             if not isinstance(s, (tuple, list)) or len(s) != n:
-                raise ValueError(f"default_collate: sample {i} is {_describe(s)} but sample 0 has {n} fields; "
+                raise _C.ArgumentError(f"default_collate: sample {i} is {_describe(s)} but sample 0 has {n} fields; "
                                  f"each sample must have the same number of fields")
         return [default_collate(field) for field in zip(*batch)]
     raise TypeError(f"default_collate: don't know how to batch samples of type {type(elem).__name__}; expected "

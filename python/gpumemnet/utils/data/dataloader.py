@@ -1,22 +1,26 @@
 """DataLoader with PyTorch's arguments, defaults and errors.
 
 Loading runs in the calling process. num_workers > 0 is accepted (with PyTorch's checks of prefetch_factor,
-persistent_workers and timeout) and behaves as one worker running in this process: worker_init_fn(0) is called at
-the start of each pass, and get_worker_info() returns that worker (id 0 of 1) while the loader iterates, so
-IterableDataset sharding code reads every sample exactly once. timeout, prefetch_factor and persistent_workers
-then change nothing.
+persistent_workers and timeout) and behaves as one worker running in this process (_Worker): worker_init_fn(0) is
+called at the start of each pass (once, with persistent_workers), and get_worker_info() returns that worker (id 0
+of 1) while its code runs, so IterableDataset sharding code reads every sample exactly once. The worker has its own
+random states (torch's, NumPy's, Python's), seeded as PyTorch seeds a worker process, so a worker_init_fn that
+seeds them does not reseed the training loop. timeout and prefetch_factor then change nothing.
 
 A TensorDataset without a collate_fn is batched by gathering each field's rows straight into the batch tensor
 (one copy, no per-sample Python objects); any other map-style dataset goes sample by sample through collate_fn
 (default: default_collate). pin_memory=True puts every batch tensor in pinned host memory (counted under
 "cpu-pinned"); without a CUDA device the flag is ignored with a warning, as in PyTorch. Shuffling and the
 generator argument: see sampler.py."""
+import contextlib
 import numbers
+import random
 import warnings
 
 import numpy as np
 
 from ... import _C
+from ..._core.random import Generator, drawing_from
 from ._collate import _gather, _pin, default_collate, default_convert
 from .dataset import IterableDataset, TensorDataset
 from .sampler import BatchSampler, RandomSampler, SequentialSampler, _resolve_generator
@@ -35,6 +39,52 @@ class WorkerInfo:
 
 
 _worker_info = None
+
+
+class _Worker:
+    """The one in-process worker of a DataLoader with num_workers > 0. What a PyTorch worker process has of its own
+    is swapped in around the worker's code (worker_init_fn, the dataset's __getitem__ / __iter__, collate_fn) and
+    out around the caller's: get_worker_info(), and torch's, NumPy's and Python's global random states, first seeded
+    as PyTorch's _worker_loop seeds them (base_seed + worker id). So `np.random.seed(...)` or
+    `torch.manual_seed(42 + worker_id)` in a worker_init_fn seeds the worker's augmentations, not the training
+    loop's shuffles and dropout masks (which would then repeat every epoch)."""
+
+    def __init__(self, dataset, seed):
+        self.info = WorkerInfo(id=0, num_workers=1, seed=seed, dataset=dataset)
+        self.states = None  # the worker's (torch, NumPy, Python) random states between its runs
+
+    def __enter__(self):
+        global _worker_info
+        self.outer = (_C.get_rng_state(), np.random.get_state(), random.getstate(), _worker_info)
+        if self.states is None:
+            seed = self.info.seed
+            _C.manual_seed(seed)
+            random.seed(seed)
+            np.random.seed([seed & 0xFFFFFFFF, (seed >> 32) & 0xFFFFFFFF])
+        else:
+            _C.set_rng_state(*self.states[0])
+            np.random.set_state(self.states[1])
+            random.setstate(self.states[2])
+        _worker_info = self.info
+        return self
+
+    def __exit__(self, *exc):
+        global _worker_info
+        self.states = (_C.get_rng_state(), np.random.get_state(), random.getstate())
+        _C.set_rng_state(*self.outer[0])
+        np.random.set_state(self.outer[1])
+        random.setstate(self.outer[2])
+        _worker_info = self.outer[3]
+        return False
+
+
+def _take(it, n):
+    """Up to n items of iterator it."""
+    for _ in range(n):
+        try:
+            yield next(it)
+        except StopIteration:
+            return
 
 
 def get_worker_info():
@@ -152,47 +202,49 @@ class DataLoader:
         return len(self.batch_sampler) if self._auto_batch else len(self.sampler)
 
     def __iter__(self):
-        global _worker_info
-        if self.num_workers == 0:
-            yield from self._batches()
-            return
-        seed = int(_C.TensorBase.numpy(_C.rand((1,), 1, "cpu"))[0] * 2 ** 53)
-        saved = _worker_info
-        _worker_info = WorkerInfo(id=0, num_workers=1, seed=seed, dataset=self.dataset)
-        try:
-            if self.worker_init_fn is not None:
-                self.worker_init_fn(0)
-            yield from self._batches()
-        finally:
-            _worker_info = saved
-
-    def _batches(self):
-        for batch in self._raw_batches():
+        worker = None
+        if self.num_workers > 0:
+            worker = getattr(self, "_persistent", None)
+            if worker is None:
+                # the base seed comes from the loader's generator (or the global one), as PyTorch's does
+                with drawing_from(self.generator if isinstance(self.generator, Generator) else None):
+                    seed = int(_C.TensorBase.numpy(_C.rand((1,), 1, "cpu"))[0] * 2 ** 53)
+                worker = _Worker(self.dataset, seed)
+                if self.worker_init_fn is not None:
+                    with worker:
+                        self.worker_init_fn(0)
+                if self.persistent_workers:
+                    self._persistent = worker
+        for batch in self._raw_batches(worker or contextlib.nullcontext()):
             yield _pin(batch) if self.pin_memory else batch
 
-    def _raw_batches(self):
+    def _raw_batches(self, worker):
+        """The batches; the dataset's and collate_fn's code runs inside `worker` (the samplers' outside it)."""
         ds = self.dataset
         if isinstance(ds, IterableDataset):
-            if not self._auto_batch:
-                for sample in ds:
-                    yield self.collate_fn(sample)
-                return
-            batch = []
-            for sample in ds:
-                batch.append(sample)
-                if len(batch) == self.batch_size:
-                    yield self.collate_fn(batch)
-                    batch = []
-            if batch and not self.drop_last:
-                yield self.collate_fn(batch)
-            return
+            with worker:
+                samples = iter(ds)
+            while True:
+                with worker:
+                    batch = list(_take(samples, self.batch_size if self._auto_batch else 1))
+                    if not batch or (self._auto_batch and len(batch) < self.batch_size and self.drop_last):
+                        return
+                    out = self.collate_fn(batch if self._auto_batch else batch[0])
+                yield out
         if not self._auto_batch:
             for i in self.sampler:
-                yield self.collate_fn(ds[i])
+                with worker:
+                    out = self.collate_fn(ds[i])
+                yield out
             return
-        fast = type(ds) is TensorDataset and not self._user_collate
+        # gathered straight into the batch: a TensorDataset without collate_fn whose tensors need no graph (a
+        # batch of learnable data is stacked, as PyTorch's collate keeps its graph)
+        fast = type(ds) is TensorDataset and not self._user_collate and \
+            not any(getattr(t, "requires_grad", False) for t in ds.tensors)
         for idx in self.batch_sampler:
-            if fast:
-                yield [_gather(t, np.asarray(idx, dtype=np.int64)) for t in ds.tensors]
-            else:
-                yield self.collate_fn([ds[int(i) if isinstance(i, (np.integer,)) else i] for i in idx])
+            with worker:
+                if fast:
+                    out = [_gather(t, np.asarray(idx, dtype=np.int64)) for t in ds.tensors]
+                else:
+                    out = self.collate_fn([ds[int(i) if isinstance(i, (np.integer,)) else i] for i in idx])
+            yield out

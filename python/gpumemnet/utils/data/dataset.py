@@ -8,6 +8,8 @@ import warnings
 import numpy as np
 
 from ... import _C
+from ..._core.random import Generator, default_generator, drawing_from
+from .distributed import _RANDPERM_32BIT_LIMIT, _torch_randperm
 from .sampler import _resolve_generator, _rng
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "ChainDataset", "Subset",
@@ -168,6 +170,21 @@ class StackDataset(Dataset):
         return self._length
 
 
+def _split_order(n, generator):
+    """random_split's permutation. From a generator seeded and not drawn from since (torch.Generator().manual_seed(42),
+    or the global one right after manual_seed), PyTorch's own order for that seed, so that a train / validation split
+    made under PyTorch is the same split here (no sample changes side); the generator then moves on. Otherwise one
+    of gpumemnet's draws."""
+    resolved = _resolve_generator(generator, "random_split")
+    gen = default_generator if generator is None else resolved
+    if isinstance(gen, Generator) and gen._state[1] == 0 and n < _RANDPERM_32BIT_LIMIT:
+        perm = _torch_randperm(n, gen._state[0])
+        with drawing_from(resolved):
+            _C.rand((2,), 1, "cpu")  # a later split from the same generator differs, as in PyTorch
+        return perm
+    return _rng(resolved).permutation(n).tolist()
+
+
 def random_split(dataset, lengths, generator=None):
     """Split into non-overlapping Subsets of the given lengths (counts summing to len(dataset), or fractions
     summing to 1: floor(n * f) each, the remainder dealt round-robin, as PyTorch does)."""
@@ -187,6 +204,6 @@ def random_split(dataset, lengths, generator=None):
         lengths = counts
     if sum(lengths) != n:
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
-    perm = _rng(_resolve_generator(generator, "random_split")).permutation(sum(lengths)).tolist()
+    perm = _split_order(n, generator)
     return [Subset(dataset, perm[end - length:end])
             for end, length in zip(itertools.accumulate(lengths), lengths)]

@@ -1,14 +1,16 @@
 """Samplers with PyTorch's names, arguments and errors: the index order a DataLoader reads a map-style dataset in.
 
 Randomness (generator=): None draws each iteration's order from gpumemnet's global generator (gm.manual_seed makes
-it reproducible, as torch.manual_seed does for PyTorch); an int seeds a NumPy Generator created once (epochs
-differ from each other, a rerun repeats them); a numpy.random.Generator is used as given; an object with
-initial_seed() (a torch.Generator-like one) is taken as an int seed."""
+it reproducible, as torch.manual_seed does for PyTorch); a gm.Generator likewise from its own stream, at each
+iteration (so g.manual_seed(s) or g.set_state(saved) before an epoch decides that epoch's order, as in PyTorch);
+an int seeds a NumPy Generator created once (epochs differ from each other, a rerun repeats them); a
+numpy.random.Generator is used as given; another object with initial_seed() is taken as an int seed."""
 import numbers
 
 import numpy as np
 
 from ... import _C
+from ..._core.random import Generator, drawing_from
 
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler",
            "BatchSampler"]
@@ -16,7 +18,7 @@ __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler
 
 def _resolve_generator(generator, who):
     """None, or a numpy Generator to keep (see the module docstring)."""
-    if generator is None or isinstance(generator, np.random.Generator):
+    if generator is None or isinstance(generator, (np.random.Generator, Generator)):
         return generator
     if isinstance(generator, numbers.Integral) and not isinstance(generator, bool):
         return np.random.default_rng(int(generator))
@@ -28,10 +30,12 @@ def _resolve_generator(generator, who):
 
 
 def _rng(resolved):
-    """The numpy Generator for one iteration: the kept one, or one seeded by one draw of gpumemnet's Philox."""
-    if resolved is not None:
+    """The numpy Generator for one iteration: the kept one, or one seeded by one draw of gpumemnet's Philox (the
+    global generator's, or a gm.Generator's)."""
+    if resolved is not None and not isinstance(resolved, Generator):
         return resolved
-    bits = _C.TensorBase.numpy(_C.rand((2,), 1, "cpu")).view(np.uint64)
+    with drawing_from(resolved):
+        bits = _C.TensorBase.numpy(_C.rand((2,), 1, "cpu")).view(np.uint64)
     return np.random.default_rng([int(b) for b in bits])
 
 
