@@ -177,3 +177,22 @@ def test_pytorch_rng_state_is_accepted_with_a_warning():
     with pytest.warns(UserWarning):
         gm.set_rng_state(state)
     assert gm.equal(a, gm.rand(3))  # deterministic from the state
+
+
+def test_int32_indices_are_taken_where_pytorch_takes_them():
+    got = []
+    for lib in (gm, torch):
+        W, i = lib.arange(10.0).view(5, 2), lib.tensor([1, 2], dtype=lib.int32)
+        got.append([lib.nn.functional.embedding(i, W).numpy(), W.index_select(0, i).numpy(),
+                    lib.zeros(5).index_add(0, i, lib.ones(2)).numpy(), W.gather(0, i.view(2, 1)).numpy(),
+                    lib.zeros(5).scatter_add(0, i, lib.ones(2)).numpy()])
+        with pytest.raises(RuntimeError):
+            lib.zeros(5).index_copy(0, i, lib.ones(2))  # PyTorch's index_copy alone wants int64
+    for a, b in zip(*got):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_parameter_rebuilt_through_its_type():
+    p = gm.nn.Parameter(gm.ones(3))
+    q = type(p)(gm.zeros(3), requires_grad=False)  # accelerate's set_module_tensor_to_device
+    assert isinstance(q, gm.nn.Parameter) and not q.requires_grad and q.tolist() == [0.0, 0.0, 0.0]

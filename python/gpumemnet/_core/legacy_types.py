@@ -72,10 +72,21 @@ CUDA = {name: _make(name, True) for name in __all__}
 globals().update(CPU)  # FloatTensor... by name, for __all__
 
 
-def _tensor_new(cls, *args, device=None):
+def _tensor_new(cls, *args, device=None, requires_grad=None):
     """Tensor(...), PyTorch's legacy constructor: Tensor(2, 3) uninitialised, Tensor([1, 2]) a copy, in the default
     dtype (custom layers' `nn.Parameter(torch.Tensor(out, in))`, then an init); Tensor(t) is t's memory whatever
-    its dtype (FloatTensor(t) takes float32 alone). Installed here: tensor.py sits below the factories it needs."""
+    its dtype (FloatTensor(t) takes float32 alone). Installed here: tensor.py sits below the factories it needs.
+
+    requires_grad= is Parameter's argument: a gm Parameter's type is Tensor, so code that rebuilds a parameter as
+    `type(p)(data, requires_grad=p.requires_grad)` (accelerate) reaches here and gets a Parameter back."""
+    if requires_grad is not None:  # nn.Parameter's making (nn/parameter.py), which this layer cannot import
+        data = args[0] if args else empty(0)
+        if len(args) > 1 or not isinstance(data, Tensor):
+            raise TypeError("Tensor(data, requires_grad=...): expected one tensor (a Parameter's data)")
+        t = data._as_strided(data.shape, data._strides, data._offset)
+        t.requires_grad = bool(requires_grad)
+        t._is_param, t._category = True, "parameter"
+        return t
     t = legacy_new("Tensor", get_default_dtype(), args, device, lambda x: True, "")
     return t if cls is Tensor else t.as_subclass(cls)
 

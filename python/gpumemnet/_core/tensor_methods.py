@@ -213,6 +213,7 @@ class TensorMethods:
         if not isinstance(index, _C.TensorBase) or index.ndim > 1:
             raise TypeError("index_select: index must be a 0-d or 1-D int64 tensor")
         d = _dim(dim, self.ndim, "index_select")
+        index = index.long() if index._dtype == 9 else index  # int32 indices, as PyTorch takes
         no_negative(index, self.shape[d] if self.ndim else 1, d, "index_select")
         return self[(slice(None),) * d + (index.reshape(-1),)]
 
@@ -398,6 +399,8 @@ class TensorMethods:
         """out[i][j] = self[index[i][j]][j] along dim 0 (and so on): index has self's number of dims and, except
         along dim, sizes no larger than self's (PyTorch's rule); out has index's shape. An index outside
         [0, size) raises, as in PyTorch. Composed of take_along_dim over the part of self that index covers."""
+        if isinstance(index, _C.TensorBase) and index._dtype == 9:  # int32 indices, as PyTorch takes
+            index = index.long()
         if not isinstance(index, _C.TensorBase) or index._dtype != 4:
             raise RuntimeError("gather(): Expected dtype int64 for index")
         d = _dim(dim, max(self.ndim, 1), "gather")

@@ -24,8 +24,13 @@ Size = _size.Size  # its home before size.py: pickles that name it here still lo
 
 
 # ---- scatter ----------------------------------------------------------------------------------------------------
+_I32 = 9  # int32's dtype code
+
+
 def _scatter_args(self, dim, index, src, op):
-    """Checked (dim, index, src): src a tensor of self's dtype, or a number."""
+    """Checked (dim, index, src): src a tensor of self's dtype, or a number; an int32 index is widened (PyTorch
+    takes int32 indices: NumPy's and pandas' codes)."""
+    index = _long_index(index)
     if not isinstance(index, _C.TensorBase) or index._dtype != _I64:
         raise RuntimeError(f"{op}(): Expected dtype int64 for index")
     d = _dim(dim, self.ndim, op)
@@ -151,7 +156,14 @@ def _scatter(self, dim, index, src, reduce, op, accumulate, in_place):
 
 
 # ---- index_add, index_copy, index_fill ---------------------------------------------------------------------
+def _long_index(index):
+    """An int32 index tensor as int64 (the index ops read int64)."""
+    return index.long() if isinstance(index, _C.TensorBase) and index._dtype == _I32 else index
+
+
 def _index_args(self, dim, index, op):
+    if not op.startswith("index_copy"):  # PyTorch's index_copy alone refuses int32
+        index = _long_index(index)
     if not isinstance(index, _C.TensorBase) or index._dtype != _I64:
         # PyTorch's index_fill says IndexError, index_add and index_copy RuntimeError
         raise (IndexError if op.startswith("index_fill") else RuntimeError)(f"{op}(): Expected dtype int64 for index")

@@ -66,6 +66,7 @@ def _meta_copy(model, device=None, param_dtype=None):
     finally:
         if mirror:
             _C._meta_mirror_end()
+    _meta_attributes(model, memo)
     clone = copy.deepcopy(model, memo)
     for m in clone.modules():  # the script's hooks run on its model, not on this copy
         drop_user_hooks(m)
@@ -75,6 +76,17 @@ def _meta_copy(model, device=None, param_dtype=None):
         raise RuntimeError("estimate: the meta copy of the model does not have the model's parameters (a parameter "
                            "held outside a Module's registered parameters cannot be copied without its data)")
     return clone
+
+
+def _meta_attributes(model, memo):
+    """Meta twins, in memo, of the tensors modules hold as plain attributes: the old weight_norm / spectral_norm's
+    computed weight, SincNet's filters, LLaMA's freqs_cis (deepcopy cannot copy a tensor in a graph, and the copy
+    must hold no data). A complex tensor's pairs likewise."""
+    for m in model.modules():
+        for v in vars(m).values():
+            t = getattr(v, "_r", None) if type(v).__name__ == "ComplexTensor" else v
+            if isinstance(t, _C.TensorBase) and id(t) not in memo:
+                memo[id(t)] = _C.empty(tuple(t.shape), t._dtype, META)
 
 
 def _cat(name):

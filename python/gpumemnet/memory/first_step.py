@@ -51,7 +51,7 @@ from ..optim.optimizer import Optimizer
 from . import estimator as _estimator
 from . import planner as _planner
 from . import stats as _stats
-from ._meta_model import tensors_in
+from ._meta_model import _meta_attributes, tensors_in
 
 __all__ = ["watch", "unwatch", "parse_bytes", "wrap_torch_attribute", "EstimateOnly"]
 
@@ -401,6 +401,7 @@ def _meta_module(mod):
         for t in list(m._parameters.values()) + list(m._buffers.values()):
             if t is not None:
                 memo[id(t)] = _C.empty(tuple(t.shape), t._dtype, "meta")
+    _meta_attributes(mod, memo)
     return copy.deepcopy(mod, memo)
 
 

@@ -162,6 +162,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     op = "embedding"
     _check_tensor(input, op)
     _check_tensor(weight, op, "weight")
+    if input._dtype == 9:  # int32 indices (NumPy's, pandas' category codes), as PyTorch takes
+        input = input.long()
     if input._dtype != _int64.code:
         raise RuntimeError(f"{op}: Expected tensor for argument #1 'indices' to have scalar type Long; but got "
                            f"{input.dtype} instead")

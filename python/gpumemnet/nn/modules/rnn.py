@@ -13,7 +13,7 @@ import warnings
 
 from .. import functional as F
 from .. import init
-from ..._core.autocast import is_autocast_enabled
+from ..._core.autocast import _applies, _state as _autocast_state
 from ..._core.creation import cat, stack, zeros
 from ..._core.tensor_misc import promote_types
 from .._packed import PackedSequence
@@ -27,6 +27,12 @@ from .module import Module
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
+
+
+def _autocast_on(t):
+    """Whether autocast applies to t: its device's, or any for a meta tensor (the estimate's replay runs the
+    model on meta under the script's CPU or CUDA autocast)."""
+    return _autocast_state.enabled and _applies(t)
 
 
 def _as(dtype, *ts):
@@ -162,7 +168,7 @@ class RNNBase(Module):
 
     def _check_input(self, data, packed):
         weight = self._flat_weights[0]
-        if data.dtype != weight.dtype and not is_autocast_enabled(data.device.type):
+        if data.dtype != weight.dtype and not _autocast_on(data):
             raise ValueError(f"RNN input dtype ({data.dtype}) does not match weight dtype ({weight.dtype}). Convert "
                              f"input: input.to({weight.dtype}), or convert model: model.to({data.dtype})")
         expected = 2 if packed else 3
@@ -268,7 +274,7 @@ class RNNBase(Module):
     def _one_node(self, gi, batch_sizes, init_states, w_hh, b_hh, w_hr):
         """Whether an LSTM direction runs as one node (_rnn_layer.py): every row runs every step, no projection, one
         dtype throughout (autocast's casts stay with the per-step path)."""
-        if self.mode != "LSTM" or w_hr is not None or not batch_sizes or is_autocast_enabled(gi.device.type):
+        if self.mode != "LSTM" or w_hr is not None or not batch_sizes or _autocast_on(gi):
             return False
         n = batch_sizes[0]
         return all(b == n for b in batch_sizes) and init_states[0].shape[0] == n and \
