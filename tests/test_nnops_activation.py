@@ -113,8 +113,8 @@ def test_relu_inplace_refusals():
     with pytest.raises(RuntimeError, match="leaf tensor that requires grad"):
         F.relu(leaf, inplace=True)
     y = leaf * 2.0
-    with pytest.raises(RuntimeError, match="view of another tensor"):
-        F.relu_(y[1:])
+    F.relu_(y[1:])  # a view of a tensor in a graph: recorded on y, as PyTorch's CopySlices (test_view_writes.py)
+    assert (y.detach().numpy()[1:] >= 0).all() and y.grad_fn is not None
     with pytest.raises(RuntimeError, match="negative_slope"):
         F.leaky_relu(leaf * 1.0, -0.5, inplace=True)
     with gm.no_grad():  # allowed without grad mode, as PyTorch

@@ -651,7 +651,7 @@ ERRORS = [
     (lambda: F.interpolate(gm.zeros(2, 3), size=2), ValueError, r"4-D input .* got shape \(2, 3\)"),
     (lambda: F.interpolate(gm.zeros(1, 1, 2, 2, dtype=gm.int64), size=3, mode="bilinear"), TypeError,
      r"floating-point"),
-    (lambda: F.interpolate(gm.zeros(1, 2, 3), size=3, mode="area"), ValueError, r"mode 'area' needs a 4-D"),
+    (lambda: F.interpolate(gm.zeros(2, 3), size=3, mode="area"), ValueError, r"or a 3-D one \(N, C, L\)"),
     (lambda: gm._C.max_pool2d_backward(gm.zeros(1, 1, 2, 2), gm.full((1, 1, 2, 2), 99, dtype=gm.int64),
                                        (1, 1, 4, 4)), IndexError, r"outside the 4x4 plane"),
     (lambda: gm._C.max_pool2d_backward(gm.zeros(1, 1, 2, 3), gm.zeros(1, 1, 2, 2, dtype=gm.int64), (1, 1, 4, 4)),

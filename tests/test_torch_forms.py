@@ -196,3 +196,7 @@ def test_a_parameter_rebuilt_through_its_type():
     p = gm.nn.Parameter(gm.ones(3))
     q = type(p)(gm.zeros(3), requires_grad=False)  # accelerate's set_module_tensor_to_device
     assert isinstance(q, gm.nn.Parameter) and not q.requires_grad and q.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_median_shares_its_gradient_among_ties():
+    _close(lambda L, t: L.median(t) * 2 + t.median() ** 2, np.array([3.0, 1.0, 2.0, 2.0, 5.0, 2.0]))

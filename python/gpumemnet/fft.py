@@ -297,6 +297,16 @@ def ifftshift(input, dim=None):
     return _shift(input, dim, -1)
 
 
+def _frame_args(op, n_fft, hop_length, win_length):
+    """(hop, window length) with PyTorch's defaults (n_fft // 4, n_fft), checked."""
+    hop = n_fft // 4 if hop_length is None else hop_length
+    win = n_fft if win_length is None else win_length
+    if not 0 < win <= n_fft or hop <= 0:
+        raise RuntimeError(f"{op}: expected 0 < win_length <= n_fft and hop_length > 0, but got n_fft={n_fft}, "
+                           f"win_length={win}, hop_length={hop}")
+    return hop, win
+
+
 def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=True, pad_mode="reflect",
          normalized=False, onesided=None, return_complex=None):
     """torch.stft: the Fourier transforms of windowed frames, (B?, n_fft // 2 + 1, frames) (onesided, the default
@@ -308,11 +318,7 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     if isinstance(x, ComplexTensor) or x.ndim not in (1, 2):
         raise RuntimeError(f"stft: expected a 1D or 2D real tensor, got {getattr(x, 'dtype', '')} of shape "
                            f"{tuple(x.shape)}")
-    hop = n_fft // 4 if hop_length is None else hop_length
-    win = n_fft if win_length is None else win_length
-    if not 0 < win <= n_fft or hop <= 0:
-        raise RuntimeError(f"stft: expected 0 < win_length <= n_fft and hop_length > 0, but got n_fft={n_fft}, "
-                           f"win_length={win}, hop_length={hop}")
+    hop, win = _frame_args("stft", n_fft, hop_length, win_length)
     batched = x.ndim == 2
     x = _float(x if batched else x.unsqueeze(0))
     if center:
@@ -355,11 +361,7 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     if spec.ndim != 3:
         raise RuntimeError(f"istft: expected a tensor of 2 or 3 dimensions (B?, freq, frames), got shape "
                            f"{tuple(input.shape)}")
-    hop = n_fft // 4 if hop_length is None else hop_length
-    win = n_fft if win_length is None else win_length
-    if not 0 < win <= n_fft or hop <= 0:
-        raise RuntimeError(f"istft: expected 0 < win_length <= n_fft and hop_length > 0, but got n_fft={n_fft}, "
-                           f"win_length={win}, hop_length={hop}")
+    hop, win = _frame_args("istft", n_fft, hop_length, win_length)
     freqs, frames = spec.shape[-2], spec.shape[-1]
     onesided = freqs != n_fft if onesided is None else onesided
     if freqs != (n_fft // 2 + 1 if onesided else n_fft):

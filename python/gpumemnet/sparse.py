@@ -12,21 +12,12 @@ from . import _C
 from ._core import creation as _c
 from ._core.dtype import as_dtype, int64
 from ._core.size import Size
+from ._core.tensor_misc_extra import layout
 
 __all__ = ["mm", "addmm", "sum", "softmax", "log_softmax", "FloatTensor", "DoubleTensor"]
 
 
-class _Layout:
-    __slots__ = ("name",)
-
-    def __init__(self, name):
-        self.name = name
-
-    def __repr__(self):
-        return f"torch.{self.name}"
-
-
-sparse_coo = _Layout("sparse_coo")
+sparse_coo = layout("sparse_coo")
 
 
 class SparseTensor:

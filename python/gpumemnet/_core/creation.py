@@ -103,6 +103,12 @@ def empty(*size, dtype=None, device=None, requires_grad=False, pin_memory=False)
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    if dtype is not None and _complex(dtype) or isinstance(fill_value, complex):
+        out = zeros(*((size,) if isinstance(size, int) else tuple(size)), dtype=dtype or
+                    hooks.get("complex")._COMPLEX_OF[get_default_dtype()], device=device)
+        _C.fill_(out._r[..., 0], complex(fill_value).real)
+        _C.fill_(out._r[..., 1], complex(fill_value).imag)
+        return out.requires_grad_(requires_grad)
     if dtype is None:
         dtype = "bool" if isinstance(fill_value, bool) else \
             "int64" if isinstance(fill_value, numbers.Integral) else get_default_dtype()

@@ -247,6 +247,12 @@ class MoreMethods:
                 _C.fill_(out, math.nan)
                 return out
             v, _ = _order_stat(flat, 0, (flat.numel() - 1) // 2, False, "median")
+            if v.requires_grad:
+                # PyTorch shares the gradient evenly among the entries equal to the median (as for max()): the
+                # value stays v exactly (plus a sum of zeros), the gradient is the ties' mask over their count
+                v = v.detach()
+                ties = (flat.detach() == v).to(flat.dtype)
+                v = v + ((flat - flat.detach()) * ties).sum() / ties.sum()
             return _where(flat.isnan().any(), math.nan, v) if self._dtype in _FLOAT_CODES else v
         d = _dim(dim, self.ndim, "median")
         n = self.shape[d] if self.ndim else 1

@@ -3,6 +3,7 @@ recorder of its layer rows, meta inputs and targets of the given shapes, and the
 estimator.py so that each file stays readable (and under the project's 800 lines); estimator.py imports it, never
 the other way."""
 import copy
+import warnings
 import gc
 
 from .. import _C
@@ -251,13 +252,16 @@ def _made_up_target(clone, xs, loss_fn, amp_ctx):
         for tshape, tdtype, what in tries:
             y = None if tshape is None else _C.empty(tshape, tdtype, META)
             try:
-                with no_grad(), amp_ctx():
+                # a warning refuses the target too: mse_loss broadcasts class indices (N,) against (N, C) with
+                # PyTorch's "different to the input size" warning, where the target is the output's shape
+                with no_grad(), amp_ctx(), warnings.catch_warnings():
+                    warnings.simplefilter("error", UserWarning)
                     loss_fn(out, y)
                 found = True
                 break
             except _C.OutOfMemoryError:
                 raise
-            except (ValueError, RuntimeError, TypeError, IndexError, AttributeError) as e:
+            except (ValueError, RuntimeError, TypeError, IndexError, AttributeError, UserWarning) as e:
                 errors.append(f"{what}{'' if tshape is None else ' ' + str(tshape)}: {e}")
         del out, y
         if not found:
