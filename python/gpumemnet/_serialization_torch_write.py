@@ -5,7 +5,8 @@ in gpumemnet (gm.load reads both formats, _serialization_torch.py). gm.save itse
 The archive: `archive/data.pkl` is a protocol-2 pickle of the object in which each tensor is PyTorch's
 `torch._utils._rebuild_tensor_v2(storage, offset, size, stride, requires_grad, OrderedDict())` and each storage a
 persistent id ('storage', torch.<Kind>Storage, key, location, numel) naming the raw little-endian bytes in
-`archive/data/<key>`; tensors over the same memory (tied weights, views) share one storage, as in PyTorch.
+`archive/data/<key>`, each storage whole; tensors over the same memory (tied weights, views) share one storage, as
+in PyTorch.
 gpumemnet's dtypes, Size and devices are written as torch's, complex tensors as torch's complex ones. The torch.*
 names are written as references without importing PyTorch (_Global)."""
 import collections
@@ -53,9 +54,9 @@ class _Pickler(pickle._Pickler):
     """The pure-Python pickler (its save_global can be given the _Global references), with tensors reduced to
     PyTorch's rebuild call over shared storages."""
 
-    def __init__(self, file, spans):
+    def __init__(self, file):
         super().__init__(file, protocol=2)
-        self.spans = spans  # storage id -> (first element, end element, _Storage)
+        self.storages = {}  # storage id -> (_Storage, a tensor over it): each written whole, as PyTorch writes them
 
     def persistent_id(self, obj):
         if isinstance(obj, _Storage):
@@ -81,9 +82,26 @@ class _Pickler(pickle._Pickler):
             return _Global("torch", "device"), (str(obj),)
         return NotImplemented
 
+    def _storage(self, t, complex_):
+        """The archive's storage of t's memory, made when a tensor over it is first pickled."""
+        if t._device == "meta":
+            raise RuntimeError("torch.save: a meta tensor has no data to save; move it to a device first")
+        if t.dtype.name not in _KIND:
+            raise TypeError(f"torch.save: tensors of dtype {t.dtype} cannot be written in PyTorch's format")
+        kind = ("Complex" if complex_ else "") + _KIND[t.dtype.name]
+        found = self.storages.get(t._storage_id)
+        if found is None:
+            numel = t._storage_nbytes // t.element_size() // (2 if complex_ else 1)
+            location = "cuda" if t._device.startswith("cuda") else "cpu"
+            found = self.storages[t._storage_id] = (_Storage(str(len(self.storages)), kind, location, numel), t)
+        if found[0].kind != kind:
+            raise TypeError(f"torch.save: one memory viewed as {found[0].kind} and as {kind} cannot be written in "
+                            f"PyTorch's format, where a storage has one element type")
+        return found[0]
+
     def _tensor(self, t, complex_=False):
-        first, _, storage = self.spans[t._storage_id]
-        offset, strides, shape = t._offset - first, list(t._strides), list(t.shape)
+        storage = self._storage(t, complex_)
+        offset, strides, shape = t._offset, list(t._strides), list(t.shape)
         if complex_:  # the (..., 2) real pairs as torch's complex elements
             offset, strides, shape = offset // 2, [s // 2 for s in strides[:-1]], shape[:-1]
         args = (storage, offset, tuple(shape), tuple(strides), bool(t.requires_grad and not t._is_param),
@@ -93,53 +111,10 @@ class _Pickler(pickle._Pickler):
         return _REBUILD, args
 
 
-def _tensors(obj, out, seen):
-    """Every tensor inside obj's containers (the pickler reduces the same ones)."""
-    if id(obj) in seen:
-        return
-    seen.add(id(obj))
-    if isinstance(obj, ComplexTensor):
-        out.append((obj._r, True))
-    elif isinstance(obj, _C.TensorBase):
-        out.append((obj, False))
-    elif isinstance(obj, dict):
-        for v in obj.values():
-            _tensors(v, out, seen)
-    elif isinstance(obj, (list, tuple, set)):
-        for v in obj:
-            _tensors(v, out, seen)
-    elif hasattr(obj, "__dict__") and not isinstance(obj, type):
-        for v in vars(obj).values():
-            _tensors(v, out, seen)
-
-
-def _spans(tensors):
-    """storage id -> (first element, end element, _Storage, a tensor over it): the part of each storage that some
-    tensor reads (a complex tensor's in whole pairs)."""
-    reach = {}
-    for t, complex_ in tensors:
-        if t._device == "meta":
-            raise RuntimeError("torch.save: a meta tensor has no data to save; move it to a device first")
-        if t.dtype.name not in _KIND:
-            raise TypeError(f"torch.save: tensors of dtype {t.dtype} cannot be written in PyTorch's format")
-        lo = t._offset
-        hi = lo + 1 + sum((n - 1) * s for n, s in zip(t.shape, t._strides)) if t.numel() else lo
-        kind = _KIND[t.dtype.name]
-        if complex_:
-            kind, lo, hi = "Complex" + kind, lo - lo % 2, hi + hi % 2
-        first, end, _, _ = reach.get(t._storage_id, (lo, hi, kind, t))
-        reach[t._storage_id] = (min(first, lo), max(end, hi), kind, t)
-    out = {}
-    for key, (sid, (first, end, kind, t)) in enumerate(reach.items()):
-        numel = (end - first) // (2 if kind.startswith("Complex") else 1)
-        location = "cuda" if t._device.startswith("cuda") else "cpu"
-        out[sid] = (first, end, _Storage(str(key), kind, location, numel), t)
-    return out
-
-
-def _bytes(t, first, end):
-    """The raw bytes of elements [first, end) of t's storage (little-endian: the machines gpumemnet runs on)."""
-    flat = t.detach()._as_strided((end - first,), (1,), first).cpu().contiguous()
+def _bytes(t):
+    """The raw bytes of t's whole storage (little-endian: the machines gpumemnet runs on)."""
+    n = t._storage_nbytes // t.element_size()
+    flat = t.detach()._as_strided((n,), (1,), 0).cpu().contiguous()
     return bytes(_raw(flat))
 
 
@@ -147,16 +122,14 @@ def save(obj, f, pickle_module=None, pickle_protocol=2, _use_new_zipfile_seriali
          _disable_byteorder_record=False):
     """torch.save(obj, f): PyTorch's zip format (see the module's docstring); f a path or a binary file object.
     pickle_module and the legacy-format flags are accepted and change nothing (the zip format is always written)."""
-    found = []
-    _tensors(obj, found, set())
-    spans = _spans(found)
     buf = io.BytesIO()
-    _Pickler(buf, {sid: (first, end, st) for sid, (first, end, st, _) in spans.items()}).dump(obj)
+    pickler = _Pickler(buf)
+    pickler.dump(obj)
     target = os.fspath(f) if not hasattr(f, "write") else f
     with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_STORED) as z:
         z.writestr(f"{_PREFIX}/data.pkl", buf.getvalue())
         z.writestr(f"{_PREFIX}/byteorder", "little")
-        for first, end, st, t in spans.values():
-            z.writestr(f"{_PREFIX}/data/{st.key}", _bytes(t, first, end))
+        for st, t in pickler.storages.values():
+            z.writestr(f"{_PREFIX}/data/{st.key}", _bytes(t))
         z.writestr(f"{_PREFIX}/version", "3\n")
         z.writestr(f"{_PREFIX}/.data/serialization_id", os.urandom(10).hex())
