@@ -307,6 +307,21 @@ def _frame_args(op, n_fft, hop_length, win_length):
     return hop, win
 
 
+def _padded_window(op, window, win, n_fft, dtype, device):
+    """The window of win samples centred in n_fft with zeros around it (PyTorch's rule); a missing one is ones of
+    win samples, or None where that changes nothing (win == n_fft). A given window of n_fft samples as it is."""
+    if window is not None and tuple(window.shape) != (win,):
+        raise RuntimeError(f"{op}: expected a 1D window tensor of size equal to win_length={win}, but got window "
+                           f"with size {list(window.shape)}")
+    if win == n_fft:
+        return window
+    if window is None:
+        window = _c.ones(win, dtype=dtype, device=device)
+    left = (n_fft - win) // 2
+    return _c.cat([_c.zeros(left, dtype=dtype, device=device), window.to(dtype),
+                   _c.zeros(n_fft - win - left, dtype=dtype, device=device)])
+
+
 def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=True, pad_mode="reflect",
          normalized=False, onesided=None, return_complex=None):
     """torch.stft: the Fourier transforms of windowed frames, (B?, n_fft // 2 + 1, frames) (onesided, the default
@@ -327,19 +342,9 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     if x.shape[-1] < n_fft:
         raise RuntimeError(f"stft: input of length {x.shape[-1]} (after padding) is shorter than n_fft={n_fft}")
     frames = x.unfold(-1, n_fft, hop)  # (B, frames, n_fft)
-    if window is not None:
-        if tuple(window.shape) != (win,):
-            raise RuntimeError(f"stft: expected a 1D window tensor of size equal to win_length={win}, but got "
-                               f"window with size {list(window.shape)}")
-        left = (n_fft - win) // 2
-        w = _c.cat([_c.zeros(left, dtype=x.dtype, device=x.device), window.to(x.dtype),
-                    _c.zeros(n_fft - win - left, dtype=x.dtype, device=x.device)]) if win < n_fft else window
+    w = _padded_window("stft", window, win, n_fft, x.dtype, x.device)
+    if w is not None:
         frames = frames * w
-    elif win < n_fft:
-        left = (n_fft - win) // 2
-        mask = _c.zeros(n_fft, dtype=x.dtype, device=x.device)
-        mask[left:left + win] = 1.0
-        frames = frames * mask
     norm = "ortho" if normalized else None
     spec = rfft(frames, dim=-1, norm=norm) if onesided is not False else fft(frames, dim=-1, norm=norm)
     spec = spec.transpose(-1, -2)
@@ -368,14 +373,8 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
         raise RuntimeError(f"istft: expected the frequency dimension (3rd to the last) of the input to be "
                            f"{n_fft // 2 + 1 if onesided else n_fft} for n_fft={n_fft}, but got {freqs}")
     rdt = spec._r.dtype
-    if window is None:
-        window = _c.ones(win, dtype=rdt, device=spec.device)
-    elif tuple(window.shape) != (win,):
-        raise RuntimeError(f"istft: expected a 1D window tensor of size equal to win_length={win}, but got window "
-                           f"with size {list(window.shape)}")
-    left = (n_fft - win) // 2
-    w = _c.cat([_c.zeros(left, dtype=rdt, device=spec.device), window.to(rdt),
-                _c.zeros(n_fft - win - left, dtype=rdt, device=spec.device)]) if win < n_fft else window.to(rdt)
+    w = _padded_window("istft", window, win, n_fft, rdt, spec.device)
+    w = _c.ones(n_fft, dtype=rdt, device=spec.device) if w is None else w.to(rdt)
     # (B, frames, freq); a two-sided spectrum gives its first half to irfft, as PyTorch does for a real result
     spec = spec.transpose(-1, -2)[..., :n_fft // 2 + 1]
     y = irfft(spec, n=n_fft, dim=-1, norm="ortho" if normalized else None)
