@@ -16,11 +16,10 @@ import numpy as np
 from .. import _C
 from . import creation as _c
 from . import hooks
-from .dtype import complex32, complex64, complex128, float16, float32, float64, get_default_dtype
+from .dtype import COMPLEX_OF as _COMPLEX_OF, get_default_dtype
 from .size import Size
 
 _PY_COMPLEX = builtins.complex  # complex() below is torch.complex
-_COMPLEX_OF = {float16: complex32, float32: complex64, float64: complex128}
 _REAL_OF = {v.name: k for k, v in _COMPLEX_OF.items()}
 
 

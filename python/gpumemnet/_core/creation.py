@@ -9,7 +9,8 @@ from . import functions as F
 from . import hooks
 from .autograd import needs_grad as _needs_grad
 from .random import drawing_from
-from .dtype import DTYPES, as_dtype, complex64, complex128, device_str, factory_device, get_default_dtype, int64
+from .dtype import (COMPLEX_OF, DTYPES, as_dtype, complex64, complex128, device_str, factory_device, get_default_dtype,
+                    int64)
 from .arg_forms import _NO, dim_args
 from .tensor import Tensor, _shape_arg
 
@@ -59,7 +60,7 @@ def _complex_tensor(arr, dtype, device, requires_grad, numpy_dtype=False):
     Python complex numbers give complex64 (complex128 under a float64 default); a NumPy array keeps its own."""
     cx = hooks.get("complex")
     if dtype is None:
-        dtype = cx._COMPLEX_OF[get_default_dtype()] if not numpy_dtype else \
+        dtype = COMPLEX_OF[get_default_dtype()] if not numpy_dtype else \
             (complex128 if arr.dtype == np.complex128 else complex64)
     elif not _complex(dtype):
         raise TypeError(f"tensor: complex data cannot be made a tensor of dtype {dtype}; take .real or .imag first")
@@ -104,8 +105,8 @@ def empty(*size, dtype=None, device=None, requires_grad=False, pin_memory=False)
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False, pin_memory=False):
     if dtype is not None and _complex(dtype) or isinstance(fill_value, complex):
-        out = zeros(*((size,) if isinstance(size, int) else tuple(size)), dtype=dtype or
-                    hooks.get("complex")._COMPLEX_OF[get_default_dtype()], device=device)
+        out = zeros(*((size,) if isinstance(size, int) else tuple(size)),
+                    dtype=dtype or COMPLEX_OF[get_default_dtype()], device=device)
         _C.fill_(out._r[..., 0], complex(fill_value).real)
         _C.fill_(out._r[..., 1], complex(fill_value).imag)
         return out.requires_grad_(requires_grad)

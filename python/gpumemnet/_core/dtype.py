@@ -58,6 +58,8 @@ complex32 = dtype("complex32", None, 4, False)
 complex64 = dtype("complex64", None, 8, False)
 complex128 = dtype("complex128", None, 16, False)
 # likewise PyTorch's unsigned integers past uint8 (torchvision's _max_value compares dtypes with them)
+# the complex dtype whose parts are of each floating dtype (_core/complex.py; torch.tensor([1j]) takes the default's)
+COMPLEX_OF = {float16: complex32, float32: complex64, float64: complex128}
 uint16 = dtype("uint16", None, 2, False)
 uint32 = dtype("uint32", None, 4, False)
 uint64 = dtype("uint64", None, 8, False)

@@ -3,11 +3,12 @@ recorder of its layer rows, meta inputs and targets of the given shapes, and the
 estimator.py so that each file stays readable (and under the project's 800 lines); estimator.py imports it, never
 the other way."""
 import copy
-import warnings
 import gc
+import warnings
 
 from .. import _C
 from .._core.autograd import no_grad
+from .._core.complex import ComplexTensor
 from .._core.dtype import as_dtype
 from .._core.scope import category
 from ..nn.modules._hooks import drop_user_hooks
@@ -85,7 +86,7 @@ def _meta_attributes(model, memo):
     must hold no data). A complex tensor's pairs likewise."""
     for m in model.modules():
         for v in vars(m).values():
-            t = getattr(v, "_r", None) if type(v).__name__ == "ComplexTensor" else v
+            t = v._r if isinstance(v, ComplexTensor) else v
             if isinstance(t, _C.TensorBase) and id(t) not in memo:
                 memo[id(t)] = _C.empty(tuple(t.shape), t._dtype, META)
 
