@@ -16,6 +16,7 @@ from .dtype import DTYPES, as_dtype, device_str, memory_format
 from .indexing import SplitFn, write_recorded
 
 _BOOL = 5
+_I32 = 9  # int32's dtype code
 _FLOAT_CODES = (0, 1, 2, 3)
 
 
@@ -213,7 +214,7 @@ class TensorMethods:
         if not isinstance(index, _C.TensorBase) or index.ndim > 1:
             raise TypeError("index_select: index must be a 0-d or 1-D int64 tensor")
         d = _dim(dim, self.ndim, "index_select")
-        index = index.long() if index._dtype == 9 else index  # int32 indices, as PyTorch takes
+        index = long_index(index)
         no_negative(index, self.shape[d] if self.ndim else 1, d, "index_select")
         return self[(slice(None),) * d + (index.reshape(-1),)]
 
@@ -399,8 +400,7 @@ class TensorMethods:
         """out[i][j] = self[index[i][j]][j] along dim 0 (and so on): index has self's number of dims and, except
         along dim, sizes no larger than self's (PyTorch's rule); out has index's shape. An index outside
         [0, size) raises, as in PyTorch. Composed of take_along_dim over the part of self that index covers."""
-        if isinstance(index, _C.TensorBase) and index._dtype == 9:  # int32 indices, as PyTorch takes
-            index = index.long()
+        index = long_index(index)
         if not isinstance(index, _C.TensorBase) or index._dtype != 4:
             raise RuntimeError("gather(): Expected dtype int64 for index")
         d = _dim(dim, max(self.ndim, 1), "gather")
@@ -662,6 +662,12 @@ def _dims_list(dims, ndim, op):
         if out.count(d) > 1:
             raise RuntimeError(f"{op}: dim {d} appears multiple times in the list of dims")
     return out
+
+
+def long_index(index):
+    """An int32 index tensor as int64, which the index ops read (PyTorch takes int32 indices: NumPy's and pandas'
+    codes); anything else as it is."""
+    return index.long() if isinstance(index, _C.TensorBase) and index._dtype == _I32 else index
 
 
 def no_negative(index, n, d, op):

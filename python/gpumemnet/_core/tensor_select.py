@@ -15,7 +15,7 @@ from .. import _C
 from . import functions as F
 from .autograd import Function, needs_grad as _needs_grad
 from .indexing import write_recorded
-from .tensor_methods import _checked_indices, _dim, no_negative
+from .tensor_methods import _checked_indices, _dim, long_index, no_negative
 from . import size as _size
 
 _I64, _BOOL = 4, 5
@@ -24,13 +24,10 @@ Size = _size.Size  # its home before size.py: pickles that name it here still lo
 
 
 # ---- scatter ----------------------------------------------------------------------------------------------------
-_I32 = 9  # int32's dtype code
-
-
 def _scatter_args(self, dim, index, src, op):
     """Checked (dim, index, src): src a tensor of self's dtype, or a number; an int32 index is widened (PyTorch
     takes int32 indices: NumPy's and pandas' codes)."""
-    index = _long_index(index)
+    index = long_index(index)
     if not isinstance(index, _C.TensorBase) or index._dtype != _I64:
         raise RuntimeError(f"{op}(): Expected dtype int64 for index")
     d = _dim(dim, self.ndim, op)
@@ -156,14 +153,9 @@ def _scatter(self, dim, index, src, reduce, op, accumulate, in_place):
 
 
 # ---- index_add, index_copy, index_fill ---------------------------------------------------------------------
-def _long_index(index):
-    """An int32 index tensor as int64 (the index ops read int64)."""
-    return index.long() if isinstance(index, _C.TensorBase) and index._dtype == _I32 else index
-
-
 def _index_args(self, dim, index, op):
     if not op.startswith("index_copy"):  # PyTorch's index_copy alone refuses int32
-        index = _long_index(index)
+        index = long_index(index)
     if not isinstance(index, _C.TensorBase) or index._dtype != _I64:
         # PyTorch's index_fill says IndexError, index_add and index_copy RuntimeError
         raise (IndexError if op.startswith("index_fill") else RuntimeError)(f"{op}(): Expected dtype int64 for index")

@@ -14,7 +14,7 @@ from .._core.autograd import needs_grad as _needs_grad
 from .._core.autograd import no_grad as _no_grad
 from .._core.dtype import int64 as _int64
 from .._core.functions import DIV, MAXIMUM
-from .._core.tensor_methods import no_negative
+from .._core.tensor_methods import long_index, no_negative
 
 from ._functional_nn import dropout2d as _dropout2d
 
@@ -162,8 +162,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     op = "embedding"
     _check_tensor(input, op)
     _check_tensor(weight, op, "weight")
-    if input._dtype == 9:  # int32 indices (NumPy's, pandas' category codes), as PyTorch takes
-        input = input.long()
+    input = long_index(input)
     if input._dtype != _int64.code:
         raise RuntimeError(f"{op}: Expected tensor for argument #1 'indices' to have scalar type Long; but got "
                            f"{input.dtype} instead")

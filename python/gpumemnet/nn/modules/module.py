@@ -755,9 +755,7 @@ def _copy_pairs(pairs):
     with no_grad():
         for k, target, value in pairs:
             if getattr(_loading, "assign", False):
-                target._set_data(value.detach())
-                if target._is_param:
-                    target._category = "parameter"
+                target.data = value  # Tensor.data's swap: the value's memory, tagged "parameter" for a parameter
                 continue
             if target._device == "meta":
                 continue  # nothing to copy into; shapes were checked
