@@ -14,7 +14,7 @@ import numpy as np
 
 from .creation import empty, tensor
 from .dtype import DTYPES, get_default_dtype, set_default_device, set_default_dtype
-from .tensor import Tensor
+from .tensor import Tensor, as_parameter
 from .size import Size
 
 __all__ = ["FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor", "ShortTensor",
@@ -79,14 +79,11 @@ def _tensor_new(cls, *args, device=None, requires_grad=None):
 
     requires_grad= is Parameter's argument: a gm Parameter's type is Tensor, so code that rebuilds a parameter as
     `type(p)(data, requires_grad=p.requires_grad)` (accelerate) reaches here and gets a Parameter back."""
-    if requires_grad is not None:  # nn.Parameter's making (nn/parameter.py), which this layer cannot import
+    if requires_grad is not None:  # nn.Parameter's making
         data = args[0] if args else empty(0)
         if len(args) > 1 or not isinstance(data, Tensor):
             raise TypeError("Tensor(data, requires_grad=...): expected one tensor (a Parameter's data)")
-        t = data._as_strided(data.shape, data._strides, data._offset)
-        t.requires_grad = bool(requires_grad)
-        t._is_param, t._category = True, "parameter"
-        return t
+        return as_parameter(data, bool(requires_grad))
     t = legacy_new("Tensor", get_default_dtype(), args, device, lambda x: True, "")
     return t if cls is Tensor else t.as_subclass(cls)
 

@@ -7,6 +7,7 @@ reports and the OOM message count as parameters."""
 from .. import _C
 from .._core.complex import ComplexTensor
 from .._core.dtype import get_default_dtype
+from .._core.tensor import as_parameter
 
 
 class _ParameterMeta(type):
@@ -27,8 +28,4 @@ class Parameter(metaclass=_ParameterMeta):
             return ComplexTensor(Parameter(data._r, requires_grad))
         if not isinstance(data, _C.TensorBase):
             raise TypeError(f"Parameter: data must be a gpumemnet Tensor, got {type(data).__name__}")
-        t = data._as_strided(data.shape, data._strides, data._offset)
-        t.requires_grad = requires_grad  # C refuses non-float dtypes with a clear RuntimeError
-        t._is_param = True
-        t._category = "parameter"
-        return t
+        return as_parameter(data, requires_grad)
