@@ -11,7 +11,6 @@ Layer 1 (core). Grad mode and the saved-tensor hooks are per thread (_core/state
 registered by _core/tensor.py (which imports this module); an OOM in backward is explained through
 _core/hooks.py by gpumemnet.memory.
 """
-import contextlib
 import functools
 import inspect
 
@@ -50,7 +49,7 @@ class _GradModeContext:
         # instance stay correct); the target is the instance's, e.g. inference_mode(False) keeps grad on.
         target = self._target
         if inspect.isgeneratorfunction(fn):
-            return _generator_in(lambda: _grad_mode(target), fn)
+            return _generator_in(lambda: set_grad_enabled(target), fn)
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
@@ -61,16 +60,6 @@ class _GradModeContext:
             finally:
                 _set_grad(prev)
         return wrapper
-
-
-@contextlib.contextmanager
-def _grad_mode(target):
-    prev = _grad_on()
-    _set_grad(target)
-    try:
-        yield
-    finally:
-        _set_grad(prev)
 
 
 def _generator_in(mode, fn):
