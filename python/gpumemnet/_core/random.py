@@ -140,6 +140,15 @@ class _DefaultGenerator(Generator):
 default_generator = _DefaultGenerator()
 
 
+def numpy_generator(generator=None):
+    """A NumPy Generator seeded by one 128-bit draw of gpumemnet's Philox (the global stream, or generator's): for
+    the draws NumPy makes (samplers' permutations, Poisson samples), reproducible under gm.manual_seed."""
+    import numpy as np
+    with drawing_from(generator):
+        bits = _C.TensorBase.numpy(_C.rand((2,), 1, "cpu")).view(np.uint64)
+    return np.random.default_rng([int(b) for b in bits])
+
+
 def drawing_from(generator):
     """The context a factory's draw runs in: generator's stream, or the global one for None."""
     if generator is None:

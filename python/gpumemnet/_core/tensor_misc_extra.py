@@ -14,6 +14,7 @@ from . import hooks
 from . import functions as F
 from .autograd import Function, needs_grad as _needs_grad, refuse_inplace as _refuse_inplace
 from .dtype import DISPLAY, as_dtype, factory_device, get_default_dtype
+from .random import numpy_generator
 from .size import Size
 from .tensor_select import _host, _to_device
 from .tensor_products import _powers
@@ -389,10 +390,7 @@ def poisson(input, generator=None):
     rates = input.detach().cpu().double().numpy()
     if (rates < 0).any() or np.isnan(rates).any():
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
-    from .random import drawing_from
-    with drawing_from(generator):
-        bits = _C.TensorBase.numpy(_C.rand((2,), 1, "cpu")).view(np.uint64)
-    draws = np.random.default_rng([int(b) for b in bits]).poisson(rates)
+    draws = numpy_generator(generator).poisson(rates)
     return _C.from_numpy(np.ascontiguousarray(draws.astype(np.float64)), input._dtype, input._device)
 
 

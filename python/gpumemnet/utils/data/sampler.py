@@ -10,7 +10,7 @@ import numbers
 import numpy as np
 
 from ... import _C
-from ..._core.random import Generator, drawing_from
+from ..._core.random import Generator, numpy_generator
 
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler",
            "BatchSampler"]
@@ -34,9 +34,7 @@ def _rng(resolved):
     global generator's, or a gm.Generator's)."""
     if resolved is not None and not isinstance(resolved, Generator):
         return resolved
-    with drawing_from(resolved):
-        bits = _C.TensorBase.numpy(_C.rand((2,), 1, "cpu")).view(np.uint64)
-    return np.random.default_rng([int(b) for b in bits])
+    return numpy_generator(resolved)
 
 
 def _positive_int(value, name):
