@@ -16,7 +16,7 @@ import numpy as np
 from .. import _C
 from . import creation as _c
 from . import hooks
-from .dtype import COMPLEX_OF as _COMPLEX_OF, get_default_dtype
+from .dtype import COMPLEX_OF as _COMPLEX_OF, dtype as _dtype, get_default_dtype
 from .size import Size
 
 _PY_COMPLEX = builtins.complex  # complex() below is torch.complex
@@ -169,7 +169,7 @@ class ComplexTensor:
         for a in args:
             if isinstance(a, ComplexTensor):
                 dt, a = a.dtype, a.device
-            elif type(a).__name__ == "dtype":
+            elif isinstance(a, _dtype):
                 dt, a = a, None
             if a is not None:
                 rest.append(a)
@@ -443,7 +443,7 @@ def random(fn, shape, dtype, device=None, generator=None, requires_grad=False):
     """torch.rand / torch.randn with a complex dtype: rand draws both parts uniform in [0, 1); randn draws each
     part with variance 1/2 (so that the complex value has variance 1), as PyTorch does."""
     r = fn(*shape, 2, dtype=real_dtype(dtype), device=device, generator=generator)
-    if fn.__name__ == "randn":
+    if fn is _c.randn:
         r = r * (0.5 ** 0.5)
     return ComplexTensor(r.requires_grad_(requires_grad))
 
