@@ -1,6 +1,6 @@
-"""Error cases of complex tensors (_core/complex.py), torch.stft (fft.py) and sparse COO tensors (sparse.py): B(...) is run against PyTorch too
-(error_inputs.py explains it). EXEMPT: public callables with no bad input, each with its reason
-(test_error_coverage.py)."""
+"""Error cases of complex tensors (_core/complex.py), torch.stft (fft.py) and sparse COO tensors (sparse.py), and of
+the other names the same work added: B(...) is run against PyTorch too (error_inputs.py explains it). EXEMPT:
+public callables with no bad input, each with its reason (test_error_coverage.py)."""
 from error_inputs import B, z
 from error_inputs_api import E
 

@@ -22,7 +22,8 @@ MAX_LINES = 800
 
 LAYERS = {"_C": 0, "_loader": 0, "_core": 1,
           "nn": 2, "optim": 2, "amp": 2, "utils": 2, "cuda": 2, "backends": 2, "serialization": 2,
-          "_serialization_pickle": 2, "_serialization_torch": 2, "_serialization_torch_write": 2, "compat": 2, "cpu": 2, "_func_transforms": 2,
+          "_serialization_pickle": 2, "_serialization_torch": 2, "_serialization_torch_write": 2, "compat": 2,
+          "cpu": 2, "_func_transforms": 2,
           "distributed": 2, "futures": 2, "accelerator": 2, "linalg": 2, "func": 2, "special": 2, "distributions": 2,
           "testing": 2, "types": 2, "foreach": 2, "fft": 2, "sparse": 2,
           "memory": 3, "profiler": 3,

@@ -2,7 +2,9 @@
 DCGAN, ESPCN super-resolution, fast neural style, the tricks scripts add around a CNN, PyTorch's own MNIST,
 VAE and neural style examples, torchvision's detection tutorial, timm's models with its optimizer, loss and
 EMA, recurrent models, WGAN-GP's gradient penalty, and autograd as research code uses it: GCN message passing,
-users' autograd Functions, a SIREN's Laplacian, Grad-CAM, torch.func; complex, spectral and sparse tensors), each run as written with real PyTorch (`python script.py`) and with gpumemnet standing in for it (`python -m gpumemnet run script.py`), from the same initial state and data; their losses,
+users' autograd Functions, a SIREN's Laplacian, Grad-CAM, torch.func; complex, spectral and sparse tensors), each
+run as written with real PyTorch (`python script.py`) and with gpumemnet standing in for it (`python -m gpumemnet run
+script.py`), from the same initial state and data; their losses,
 final parameters and outputs compared by issue 12's criterion (dropin_harness.compare): within 1e-3 of PyTorch
 float32, or no further from PyTorch float64 (the script's --double) than 3x PyTorch float32 is."""
 import os
