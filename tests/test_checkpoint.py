@@ -1,5 +1,5 @@
 """Activation checkpointing, proven in allocator bytes: what it saves, that gradients are bit-identical, that
-dropout masks and autocast replay, that BatchNorm's running statistics are updated once, and its errors.
+dropout masks and autocast replay, that BatchNorm's running statistics are updated again by the recomputation (as PyTorch's), and its errors.
 
 Every test but the error and meta ones runs once per device (the `device` fixture of cuda_util.py: "cpu", and
 "cuda" when present, a GPU or the emulator). Checkpointing is the same on CUDA: the same activations are kept
@@ -119,7 +119,10 @@ def test_dropout_masks_replay_exactly(device):
     assert gm.get_rng_state().equal(after)  # recomputation put the generator back where it was
 
 
-def test_batchnorm_running_stats_are_updated_once(device):
+def test_batchnorm_running_stats_are_updated_again_when_recomputed(device):
+    """PyTorch's checkpoint replays BatchNorm's forward in backward, which moves the running statistics and the
+    batch count a second time; scripts that compare with PyTorch or resume its checkpoints rely on the same
+    buffers. Reference: the same batch through a plain BatchNorm twice."""
     gm.manual_seed(0)
     bn = nn.BatchNorm2d(3).to(device)
     conv = nn.Conv2d(3, 3, 1).to(device)
@@ -130,10 +133,30 @@ def test_batchnorm_running_stats_are_updated_once(device):
     n_ck = int(bn.num_batches_tracked.item())
     bn2 = nn.BatchNorm2d(3).to(device)
     with gm.no_grad():
-        nn.Sequential(conv, bn2)(x)
+        for _ in range(2):
+            nn.Sequential(conv, bn2)(x)
     np.testing.assert_allclose(mean_ck, to_np(bn2.running_mean), rtol=1e-6)
     np.testing.assert_allclose(var_ck, to_np(bn2.running_var), rtol=1e-6)
-    assert n_ck == 1
+    assert n_ck == 2
+
+
+@pytest.mark.parametrize("reentrant", [True, False])
+def test_batchnorm_buffers_under_checkpoint_match_pytorch(reentrant):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((4, 3, 5, 5))
+    params = [rng.uniform(-1, 1, s) for s in [(4, 3, 3, 3), (4,), (4,), (4,)]]
+    bufs = []
+    for lib, ckpt in ((torch, torch.utils.checkpoint.checkpoint), (gm, checkpoint)):
+        m = lib.nn.Sequential(lib.nn.Conv2d(3, 4, 3), lib.nn.BatchNorm2d(4, momentum=None), lib.nn.ReLU()).double()
+        with lib.no_grad():
+            for p, v in zip(m.parameters(), params):
+                p.copy_(lib.tensor(v))
+        xt = lib.tensor(x, requires_grad=True)
+        ckpt(m, xt, use_reentrant=reentrant).sum().backward()
+        bufs.append([b.detach().numpy() if lib is torch else to_np(b) for b in m.buffers()])
+    for ours, ref in zip(bufs[1], bufs[0]):
+        np.testing.assert_allclose(ours, ref, rtol=1e-12, atol=1e-14)
 
 
 @pytest.mark.parametrize("dtype", [gm.bfloat16, gm.float16])

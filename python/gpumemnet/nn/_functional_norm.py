@@ -15,14 +15,12 @@ Backward keeps the input, the weight (for the input's gradient) and the (N, G) m
 normalized copy. Under autocast group_norm and layer_norm run in float32 (PyTorch's CUDA policy); instance_norm,
 like batch_norm, follows its input's dtype.
 """
-import math
 
 from .. import _C
 from .._core.activation import _check_tensor, _fp32
 from .._core.autograd import Function, no_grad
 from .._core.autograd import as_activation as _as_activation
 from .._core.autograd import needs_grad as _needs_grad
-from .._core.state import state
 from ._functional_nn import batch_norm
 
 __all__ = ["group_norm", "layer_norm", "instance_norm"]
@@ -161,8 +159,8 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
             raise RuntimeError(f"instance_norm: expected {name} of shape ({C},) (one value per channel of input "
                                f"shape {tuple(input.shape)}), got {tuple(t.shape)}")
     out, mean, rstd = _group_norm(input, C, weight, bias, eps)
-    # a checkpointed segment re-running its forward for backward: the original forward already moved them
-    if running_mean is not None and state.recomputing == 0:
+    # a checkpointed segment re-running its forward for backward moves them again, as PyTorch's does
+    if running_mean is not None:
         _update_running(running_mean, running_var, mean, rstd, spatial, float(momentum), float(eps))
     return out
 

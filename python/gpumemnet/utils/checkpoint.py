@@ -5,8 +5,8 @@ Non-reentrant, built on the saved-tensor hooks (gm.autograd.graph.saved_tensors_
 every tensor an op saves is replaced by a placeholder (its position); the first unpack in backward re-runs
 the function with the Philox state (seed, offset) of the original forward, so dropout masks and results are
 identical, and hands each node the tensor recomputed at the same position. BatchNorm's running statistics are
-not updated again during the recomputation (see `in_recomputation`), and the autocast state of the forward is
-replayed. The replay saves and sets the global generator's state only where this thread draws from it: inside an
+updated again during the recomputation, as both of PyTorch's checkpoint forms do (scripts that compare or resume
+across the two libraries get the same buffers), and the autocast state of the forward is replayed. The replay saves and sets the global generator's state only where this thread draws from it: inside an
 estimate (whose meta ops draw nothing) it is left alone, so a trainer in another thread is not disturbed.
 No input needs requires_grad, inputs may be nested in lists/tuples/dicts, and gradients can be taken
 with backward() or gm.autograd.grad.

@@ -6,7 +6,6 @@ memory reports count them with the model's weights."""
 from ... import _C
 from ... import distributed as _dist
 from ...distributed import _comm
-from ...utils.checkpoint import in_recomputation
 from .. import functional as F
 from .._functional_syncbn import sync_batch_norm
 from .. import init
@@ -81,9 +80,9 @@ class _BatchNorm(_NormBase):
     def forward(self, input):
         self._check_input_dim(input)
         factor = 0.0 if self.momentum is None else self.momentum
-        # A checkpointed segment's recomputation replays the forward: count its batch once, not twice.
-        if self.training and self.track_running_stats and self.num_batches_tracked is not None and \
-                not in_recomputation():
+        # A checkpointed segment's recomputation replays this forward and, as in PyTorch, counts the batch again
+        # and moves the running statistics a second time (both of PyTorch's checkpoint forms do).
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
             nbt = self.num_batches_tracked
             nbt.add_(1)
             if self.momentum is None:
@@ -134,12 +133,10 @@ class SyncBatchNorm(_BatchNorm):
             return super().forward(input)
         self._check_input_dim(input)
         momentum = self.momentum
-        if self.track_running_stats and self.num_batches_tracked is not None and not in_recomputation():
+        if self.track_running_stats and self.num_batches_tracked is not None:  # again when recomputed, as in PyTorch
             self.num_batches_tracked.add_(1)
             if momentum is None and input._device != "meta":
                 momentum = 1.0 / float(self.num_batches_tracked.item())
-        elif in_recomputation():
-            momentum = 0.0  # a checkpoint's replay updates nothing twice
         return sync_batch_norm(input, self.running_mean if self.track_running_stats else None,
                                self.running_var if self.track_running_stats else None, self.weight, self.bias,
                                momentum or 0.0, self.eps, comm)
