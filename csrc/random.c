@@ -23,6 +23,10 @@
 
 static uint64_t g_seed = GM_PHILOX_DEFAULT_SEED;
 static uint64_t g_offset = 0;
+/* 0 while an estimate runs on this thread (_set_meta_draws): its meta replay of a step then leaves the generator
+ * where it was, so a script estimated before it trains (`gpumemnet run`) draws the numbers it draws without the
+ * estimate. Per thread: a trainer in another thread keeps drawing from the shared generator meanwhile. */
+static _Thread_local int meta_draws = 1;
 
 /* A Python int in [lo_signed, 2^64) as uint64 (two's complement for negatives); -1 + exception. */
 static int parse_u64(PyObject *o, uint64_t *out, int allow_negative, const char *op, const char *argname) {
@@ -164,7 +168,7 @@ static int fill(const char *op, GMTensor *t, int dist, double a, double b) {
             if (rc < 0) return -1;
         }
     }
-    g_offset = offset + used; /* modulo 2^64, like the counter itself */
+    if (t->device.type != GM_DEV_META || meta_draws) g_offset = offset + used; /* modulo 2^64, like the counter */
     gm_bump_version(t);
     return 0;
 }
@@ -241,9 +245,19 @@ static PyObject *py_philox_block(PyObject *self, PyObject *args) {
                          (unsigned long)out[3]);
 }
 
+static PyObject *py_set_meta_draws(PyObject *self, PyObject *on) {
+    int v = PyObject_IsTrue(on);
+    if (v < 0) return NULL;
+    int prev = meta_draws;
+    meta_draws = v;
+    return PyBool_FromLong(prev);
+}
+
 PyMethodDef gm_random_methods[] = {
     {"manual_seed", py_manual_seed, METH_O, "manual_seed(seed): set the generator to (seed, offset 0)."},
     {"get_rng_state", py_get_rng_state, METH_NOARGS, "get_rng_state() -> (seed, offset)."},
+    {"_set_meta_draws", py_set_meta_draws, METH_O,
+     "_set_meta_draws(on) -> previous: whether fills of meta tensors on this thread advance the generator."},
     {"set_rng_state", py_set_rng_state, METH_VARARGS, "set_rng_state(seed, offset)."},
     {"rand", (PyCFunction)(void (*)(void))py_rand, METH_VARARGS | METH_KEYWORDS,
      "rand(shape, dtype=float32, device='cpu'): uniform on [0, 1)."},

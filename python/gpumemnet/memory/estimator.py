@@ -26,9 +26,12 @@ import contextlib
 import functools
 import gc
 import html
+import random
 import threading
 import time
 import traceback
+
+import numpy as np
 
 from .. import _C
 from .. import cuda
@@ -249,6 +252,17 @@ def _meta_target(dev):
     return f"cuda:{index}", cuda.get_device_properties(index).multi_processor_count
 
 
+def _host_rng_states():
+    """NumPy's and Python's global generators: a forward that draws from them (np.random.uniform for an
+    augmentation factor) runs again in the estimate's replay, which must not move them for the real run."""
+    return np.random.get_state(), random.getstate()
+
+
+def _restore_host_rngs(states):
+    np.random.set_state(states[0])
+    random.setstate(states[1])
+
+
 def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, target=None, autocast=None,
              checkpoint_segments=None, accumulation_steps=1, device="cpu", limit=None, world_size=None, zero=0,
              rank=None, save_on_cpu=False, param_dtype=None, comm_hook=None, zero_grad_to_none=True):
@@ -419,6 +433,8 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
     clone = xs = xi = y = opt = recorder = out = loss = None
     busy.depth += 1
     state.meta_draws_random = False
+    meta_draws = _C._set_meta_draws(False)  # meta fills on this thread leave the generator where it is
+    host_rngs = _host_rng_states()
     prev_target = _C._set_meta_target(*meta_target)
     # cuDNN's choices on meta start from an empty table, as the device's do in a fresh process
     _C._conv_algo_cache_clear("meta")
@@ -566,6 +582,8 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         _C.set_fallback(META, *(meta_fallback or (None, 0)), None)
         _C._set_meta_target(*prev_target)
         state.meta_draws_random = draws
+        _C._set_meta_draws(meta_draws)
+        _restore_host_rngs(host_rngs)
         busy.depth -= 1
     return Estimate(
         peak=peak, peak_reserved=peak_reserved, at_peak=at_peak, peak_scope=at["scope"],
