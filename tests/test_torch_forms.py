@@ -169,6 +169,29 @@ def test_torch_save_format_loads_in_pytorch_and_back():
     assert gm.equal(mine["t"], mine["full"].t()) and mine["z"].dtype == gm.complex64 and mine["dt"] is gm.float16
 
 
+def test_torch_save_of_parameters_and_whole_modules_loads_back():
+    """torch.save(model) and lists of Parameters (miniai's learner, optimizers' param lists): each Parameter is
+    written as _rebuild_parameter over a rebuilt tensor, which PyTorch reads too."""
+    lin = gm.nn.Linear(2, 3)
+    p = gm.nn.Parameter(gm.arange(3.0))
+    buf = io.BytesIO()
+    torch_format_save({"p": p, "ps": [p, gm.ones(2, requires_grad=True)]}, buf)
+    buf.seek(0)
+    back = torch.load(buf, weights_only=False)
+    assert isinstance(back["p"], torch.nn.Parameter) and back["p"].tolist() == [0.0, 1.0, 2.0]
+    assert back["ps"][0] is back["p"] or torch.equal(back["ps"][0], back["p"])
+    assert not isinstance(back["ps"][1], torch.nn.Parameter) and back["ps"][1].requires_grad
+    buf.seek(0)
+    mine = gm.load(buf, weights_only=False)
+    assert isinstance(mine["p"], gm.nn.Parameter) and mine["p"].tolist() == [0.0, 1.0, 2.0]
+    buf = io.BytesIO()
+    gm.save(lin, buf)
+    buf.seek(0)
+    again = gm.load(buf, weights_only=False)
+    assert isinstance(again, gm.nn.Linear) and isinstance(again.weight, gm.nn.Parameter)
+    assert gm.equal(again.weight, lin.weight) and gm.equal(again.bias, lin.bias)
+
+
 def test_pytorch_rng_state_is_accepted_with_a_warning():
     state = gm.tensor(np.frombuffer(torch.get_rng_state().numpy().tobytes(), dtype=np.uint8).copy())
     with pytest.warns(UserWarning, match="MT19937"):

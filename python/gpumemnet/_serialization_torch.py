@@ -265,7 +265,7 @@ def _foreign(base, offset, size, stride, dtype, what):
     _check_geometry(size, stride, offset, elems.size, what)
     isz = elems.itemsize
     arr = np.lib.stride_tricks.as_strided(elems[offset:], size, tuple(s * isz for s in stride))
-    return _C.from_numpy(np.ascontiguousarray(arr).astype(np.int64), None, base._device)
+    return _C.from_numpy(np.asarray(arr, order="C").astype(np.int64), None, base._device)
 
 
 def _grad(t, requires_grad):
@@ -338,7 +338,7 @@ def _rebuild_device_tensor_from_cpu_tensor(data, dtype, device, requires_grad):
 
 
 def _rebuild_device_tensor_from_numpy(data, dtype, device, requires_grad):
-    return _grad(_C.from_numpy(np.ascontiguousarray(data), dtype.code, device_str(device)), requires_grad)
+    return _grad(_C.from_numpy(np.asarray(data, order="C"), dtype.code, device_str(device)), requires_grad)
 
 
 def _unsupported(what):

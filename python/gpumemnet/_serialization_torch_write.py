@@ -42,6 +42,18 @@ _REBUILD = _Global("torch._utils", "_rebuild_tensor_v2")
 _REBUILD_PARAMETER = _Global("torch._utils", "_rebuild_parameter")
 
 
+class _Call:
+    """A call written into the pickle as an argument of another (the tensor inside _rebuild_parameter's arguments):
+    pickle writes an object's reduction, not a bare (function, args) tuple, as a call."""
+    __slots__ = ("fn", "args")
+
+    def __init__(self, fn, args):
+        self.fn, self.args = fn, args
+
+    def __reduce__(self):
+        return self.fn, self.args
+
+
 class _Storage:
     """One storage of the archive: its key, kind (Float ...), device and the raw bytes' element count."""
     __slots__ = ("key", "kind", "location", "numel")
@@ -107,7 +119,7 @@ class _Pickler(pickle._Pickler):
         args = (storage, offset, tuple(shape), tuple(strides), bool(t.requires_grad and not t._is_param),
                 collections.OrderedDict())
         if t._is_param and t.requires_grad:  # a Parameter (torch.save of a list of parameters, an optimizer's)
-            return _REBUILD_PARAMETER, ((_REBUILD, args), True, collections.OrderedDict())
+            return _REBUILD_PARAMETER, (_Call(_REBUILD, args), True, collections.OrderedDict())
         return _REBUILD, args
 
 

@@ -37,7 +37,7 @@ def _host(t):
 
 def _back(a, like):
     """A NumPy result as a tensor of like's real dtype on like's device."""
-    return _c.tensor(np.ascontiguousarray(a), dtype=like.dtype, device=like.device)
+    return _c.tensor(np.asarray(a, order="C"), dtype=like.dtype, device=like.device)
 
 
 def _pairs(a):

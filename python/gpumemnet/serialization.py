@@ -114,7 +114,7 @@ class _Encoder:
             raise TypeError(f"save: cannot save {path or 'the object'}: NumPy dtype {a.dtype} has no safetensors "
                             f"equivalent here")
         self.keep.append(a)
-        c = np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("<"))
+        c = np.asarray(a, dtype=a.dtype.newbyteorder("<"), order="C")
         self.keep.append(c)
         key = self.key_for(path)
         self.by_id[id(a)] = key

@@ -32,8 +32,14 @@ _SIGNED = {LEAKY_RELU: "negative_slope", ELU: "alpha"}
 
 
 def _fp32(*tensors):
-    """autocast's float32 ops (softmax, log_softmax, softplus, the losses): half inputs are widened first."""
+    """autocast's float32 ops on both devices (the losses): half inputs are widened first."""
     return _amp.fp32(*tensors) if _amp._state.enabled else tensors
+
+
+def _fp32_on_cuda(*tensors):
+    """autocast's float32 ops on CUDA only (softmax, log_softmax, softplus, layer_norm, group_norm): on the CPU
+    they follow their input, as PyTorch's CPU autocast does."""
+    return _amp.fp32_on_cuda(*tensors) if _amp._state.enabled else tensors
 
 
 def _check_tensor(x, op, name="input"):
@@ -73,6 +79,12 @@ class _Activation(Function):
 
     def name(self):
         return _NODE_NAMES[self.op]
+
+    @property
+    def output_writable(self):
+        """Whether PyTorch's op saves its input (leaky_relu, elu, hardtanh, gelu...), so that a script may write into
+        the output before backward; relu, sigmoid and tanh save their result there, and such a write raises."""
+        return self.op not in (RELU, SIGMOID, TANH)
 
 
 class _ActivationInplace(Function):
@@ -120,8 +132,12 @@ def keep_relu_mask(x, node=None):
 def _activation(x, op, inplace, opname, alpha=0.0, beta=0.0):
     _check_tensor(x, opname)
     if inplace:
-        if is_graph_view(x) and write_graph_view(x, lambda v: _activation(v, op, False, opname, alpha, beta)):
-            return x  # a view of a tensor in a graph (torch.relu_(s[1:])): the write is recorded on its base
+        # a view of a tensor in a graph (torch.relu_(s[1:])): the write is recorded on its base; an op whose
+        # backward reads its input (silu) reads a copy, as the write then changes the view's memory
+        keep = _saves_input(op, alpha)
+        if is_graph_view(x) and write_graph_view(x, lambda v: _activation(v.clone() if keep else v, op, False, opname,
+                                                                          alpha, beta)):
+            return x
         if _check_inplace(x, opname + "_"):
             if op in _SIGNED and alpha < 0:
                 raise RuntimeError(f"{opname}_: the in-place form cannot be differentiated with {_SIGNED[op]}="
@@ -226,11 +242,11 @@ def elu_(input, alpha=1.0):
 
 
 def softplus(input, beta=1.0, threshold=20.0):
-    """log(1 + exp(beta x)) / beta, the identity where beta x > threshold. A float32 op under autocast, as in
-    PyTorch (exp of a half input overflows early)."""
+    """log(1 + exp(beta x)) / beta, the identity where beta x > threshold. A float32 op under CUDA autocast, as in
+    PyTorch (exp of a half input overflows early); under CPU autocast it follows its input, as PyTorch's does."""
     b, t = _number(beta, "softplus", "beta"), _number(threshold, "softplus", "threshold")
     _check_tensor(input, "softplus")
-    input, = _fp32(input)
+    input, = _fp32_on_cuda(input)
     return _activation(input, SOFTPLUS, False, "softplus", b, t)
 
 
@@ -294,7 +310,7 @@ def _softmax(input, dim, dtype, log, op):
         raise TypeError(f"{op}: dim must be an int, got {type(dim).__name__}")
     if dtype is not None:
         input = input.to(dtype)
-    input, = _fp32(input)
+    input, = _fp32_on_cuda(input)
     return _Softmax.apply(input, dim, log) if _needs_grad(input) else _C.softmax(input, dim, log)
 
 

@@ -44,9 +44,17 @@ def _alias(op, given, alias, value, default):
     return value
 
 
+# Reductions whose empty dim list reduces every dim, as PyTorch's do (`x.sum(dim=())` is the total). Our own code
+# passes dims it computed (a gradient summed over the broadcast dims) only when there is at least one.
+_EMPTY_DIMS_MEAN_ALL = frozenset(("sum", "mean", "amax", "amin", "var", "std", "nansum", "nanmean", "count_nonzero",
+                                  "norm"))
+
+
 def dim_args(op, dim, keepdim, axis=_NO, keepdims=_NO, default_dim=None):
     """(dim, keepdim) of a hot method called with axis= / keepdims= or a dim that is not an int or None."""
     dim = plain(_alias(op, dim, "dim", axis, default_dim))
+    if op in _EMPTY_DIMS_MEAN_ALL and isinstance(dim, (tuple, list)) and not dim:
+        dim = None
     return dim, _alias(op, keepdim, "keepdim", keepdims, False)
 
 

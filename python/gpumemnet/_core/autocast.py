@@ -6,9 +6,10 @@ re-exports it beside GradScaler. The state is per thread, as in PyTorch.
 Autocast policy, applied by the ops themselves through `lower()` and `fp32()`:
   - lower precision (the autocast dtype): conv2d, conv_transpose2d, linear, matmul — the ops whose saved inputs
     dominate activation memory and whose kernels gain most;
-  - float32: softmax, log_softmax, softplus, the losses, reductions, the statistics of normalisations, exp and
-    log; group_norm and layer_norm (their output too: PyTorch's CUDA float32 list); batch_norm and instance_norm
-    follow their input as in PyTorch (statistics in float32 or wider inside the kernel either way);
+  - float32 on both devices (`fp32`): the losses and prod; on CUDA only (`fp32_on_cuda`, PyTorch's CUDA list
+    less its CPU one): softmax, log_softmax, softplus, sum, mean, var, std, exp, log, reciprocal, group_norm and
+    layer_norm (their output too), which under CPU autocast follow their input as PyTorch's CPU autocast does;
+    batch_norm and instance_norm follow their input on both (statistics in float32 or wider inside the kernel);
   - every other op follows its inputs, and binary ops promote (float16 + float32 -> float32).
 Casts of leaf tensors that require grad (parameters) are cached for the outermost autocast region, so a weight
 used by several ops is converted once; the bfloat16 gradient of such a cast goes to the float32 parameter as it
@@ -162,6 +163,28 @@ def fp32(*tensors):
         return tensors
     return tuple(_cast(t, float32) if t is not None and isinstance(t, _C.TensorBase) and t._dtype in (2, 3) and
                  _applies(t) else t for t in tensors)
+
+
+def float32_op(fn):
+    """A function on both of PyTorch's autocast float32 lists (the losses composed of other ops): its half tensor
+    arguments are widened first, so its result is float32 whatever its parts do."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if _state.enabled:
+            args = fp32(*args)
+            kwargs = dict(zip(kwargs, fp32(*kwargs.values())))
+        return fn(*args, **kwargs)
+    return wrapper
+
+
+def fp32_on_cuda(*tensors):
+    """Inputs of an op on PyTorch's CUDA float32 list but not on its CPU one (softmax, log_softmax, softplus,
+    layer_norm, group_norm, exp, log, sum, mean, var, std, reciprocal, the inverse trigonometric and hyperbolic
+    functions...): widened under a CUDA region; under a CPU region they follow their inputs, as PyTorch's CPU
+    autocast leaves them (a bfloat16 input gives a bfloat16 result, computed in float32 inside the kernel)."""
+    if not _state.enabled or _state.device != "cuda":
+        return tensors
+    return fp32(*tensors)
 
 
 def _capture():

@@ -482,8 +482,26 @@ def check_inplace(t, name):
             raise RuntimeError(f"{name}: this tensor is a view of another tensor that is part of a graph; an "
                                f"in-place write would not reach the other tensor's gradient. Use the "
                                f"out-of-place form")
+        _keep_saved_output(t.grad_fn, t)
         return True
     return False
+
+
+def _keep_saved_output(node, t):
+    """Before t is written in place: if t's own node saved t (an activation whose backward reads its output, to
+    save memory) where PyTorch's op saves its input (the node's output_writable: leaky_relu, elu, hardtanh, pow,
+    div...), that node keeps a copy instead: scripts write into such outputs (fastai's GeneralRelu: `x =
+    F.leaky_relu(x, a); x -= sub`), which PyTorch allows. The copy is only made when such a write happens. Where
+    PyTorch's op saves its result too (relu, exp), backward raises as PyTorch's does."""
+    saved = getattr(node, "_saved", None)
+    if not saved or not getattr(node, "output_writable", False):
+        return
+    sid, version = t._storage_id, t._version
+
+    def written(s):
+        return s is not None and s.unpack is None and s.storage == sid and s.version == version
+    if any(written(s) for s in saved):
+        node._saved = tuple(_SavedTensor(s.packed.detach().clone()) if written(s) else s for s in saved)
 
 
 def refuse_inplace(t, name, why=""):

@@ -134,7 +134,7 @@ class ComplexTensor:
         return f"tensor({body})" if default else f"tensor({body}, dtype={self.dtype!r})"
 
     def numpy(self):
-        a = np.ascontiguousarray(self._r.detach().cpu().numpy())
+        a = np.asarray(self._r.detach().cpu().numpy(), order="C")
         return a.view(np.complex64 if a.dtype == np.float32 else np.complex128)[..., 0]
 
     def tolist(self):
@@ -308,6 +308,42 @@ class ComplexTensor:
 
     def abs(self):
         return self._r.norm(dim=-1)  # its gradient at 0 is 0, as PyTorch's complex abs
+
+    __abs__ = abs  # abs(torch.fft.rfft(x)): TimesNet's period finding
+
+    def __pos__(self):
+        return self
+
+    # In-place forms: the new values computed out of place, written into the real pairs (a graph records the
+    # write as the real tensor's copy_).
+    def copy_(self, src):
+        re, im = _parts(src)
+        self._r.copy_(_make(re, 0.0 if im is None else im)._r)
+        return self
+
+    def mul_(self, o):
+        return self.copy_(self * o)
+
+    def div_(self, o):
+        return self.copy_(self / o)
+
+    def add_(self, o, alpha=1):
+        return self.copy_(self + o * alpha)
+
+    def sub_(self, o, alpha=1):
+        return self.copy_(self - o * alpha)
+
+    def zero_(self):
+        self._r.zero_()
+        return self
+
+    __imul__, __itruediv__ = mul_, div_
+
+    def __iadd__(self, o):
+        return self.add_(o)
+
+    def __isub__(self, o):
+        return self.sub_(o)
 
     def angle(self):
         re, im = self.real, self.imag

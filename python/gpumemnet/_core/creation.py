@@ -37,7 +37,11 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     if isinstance(data, _C.TensorBase):  # stays on its device unless a device is given or set, as in PyTorch
         out = data.detach().to(dtype=dtype, device=factory_device(device, unset=data._device), copy=True)
         return _finish(out, requires_grad)
-    if isinstance(data, (np.ndarray, np.generic)):  # a NumPy scalar keeps its dtype too, as in PyTorch
+    # a NumPy scalar keeps its dtype too, as in PyTorch, and so does an object that gives an array (a pandas Series
+    # of float64: PyTorch reads it through __array__, not as a list of Python floats)
+    numpy_typed = isinstance(data, (np.ndarray, np.generic)) or \
+        (not isinstance(data, (list, tuple, numbers.Number)) and hasattr(data, "__array__"))
+    if numpy_typed:
         arr = np.asarray(data)
     else:
         try:
@@ -47,7 +51,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
         if arr.dtype.kind == "f" and dtype is None:
             dtype = _float_dtype_of(data)
     if arr.dtype.kind == "c" or (dtype is not None and _complex(dtype)):
-        return _complex_tensor(arr, dtype, device, requires_grad, isinstance(data, (np.ndarray, np.generic)))
+        return _complex_tensor(arr, dtype, device, requires_grad, numpy_typed)
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"tensor: data of NumPy dtype {arr.dtype} is not numeric; expected numbers, bools, or "
                         f"nested lists of them")
@@ -132,11 +136,22 @@ def ones(*size, dtype=None, device=None, requires_grad=False, pin_memory=False):
                 pin_memory=pin_memory)
 
 
-def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+def _integral(v):
+    """An int, a NumPy integer or an integer tensor (`arange(lengths.max())`): arange's int64 case, as PyTorch's."""
+    if isinstance(v, _C.TensorBase):
+        return not v.is_floating_point() and not v.is_complex()
+    return isinstance(v, numbers.Integral)
+
+
+def arange(start=None, end=None, step=1, dtype=None, device=None, requires_grad=False):
     if end is None:
+        if start is None:
+            raise TypeError("arange() missing required argument 'end' (pos 1)")
         start, end = 0, start
+    elif start is None:  # arange(end=n)
+        start = 0
     if dtype is None:
-        dtype = "int64" if builtins.all(isinstance(v, numbers.Integral) for v in (start, end, step)) else get_default_dtype()
+        dtype = "int64" if builtins.all(_integral(v) for v in (start, end, step)) else get_default_dtype()
     return _finish(_C.arange(float(start), float(end), float(step), _code(dtype), factory_device(device)),
                    requires_grad)
 

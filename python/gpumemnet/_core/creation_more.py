@@ -6,6 +6,7 @@ import numbers
 import numpy as np
 
 from .. import _C
+from . import autocast as _amp
 from . import hooks
 from .creation import _need_tensor, cat, rand, randint, randn
 from .tensor_select import _host
@@ -84,6 +85,10 @@ def cdist(x1, x2, p=2.0, compute_mode=None):
     modes = (None, "use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist")
     if compute_mode not in modes:
         raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
+    if _amp._state.enabled:  # on both of PyTorch's autocast float32 lists: computed in float32 throughout
+        x1, x2 = _amp.fp32(x1, x2)
+        with _amp.autocast(_amp._state.device, enabled=False):
+            return cdist(x1, x2, p, compute_mode)
     big = x1.shape[-2] > 25 or x2.shape[-2] > 25
     if p == 2 and (compute_mode == "use_mm_for_euclid_dist" or big and compute_mode in modes[:2]):
         n1 = (x1 * x1).sum(-1, keepdim=True)
@@ -148,7 +153,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
             keys = np.log(w) - np.log(-np.log(np.clip(u, 1e-300, 1.0)))
         idx = np.argsort(-keys, axis=1, kind="stable")[:, :num_samples]
     idx = idx.astype(np.int64).reshape((num_samples,) if input.ndim == 1 else (w.shape[0], num_samples))
-    return _C.from_numpy(np.ascontiguousarray(idx), _I64, input._device)
+    return _C.from_numpy(np.asarray(idx, order="C"), _I64, input._device)
 
 
 # ---- searching ---------------------------------------------------------------------------------------------------
@@ -179,7 +184,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
                                                                         vals.reshape(-1, vals.shape[-1]))])
         idx = idx.reshape(vals.shape)
     dev = sorted_sequence._device
-    idx = np.ascontiguousarray(np.asarray(idx, dtype=np.int32 if out_int32 else np.int64))
+    idx = np.asarray(np.asarray(idx, dtype=np.int32 if out_int32 else np.int64), order="C")
     return _C.from_numpy(idx, 9 if out_int32 else _I64, dev)
 
 
@@ -208,7 +213,7 @@ def histc(input, bins=100, min=0, max=0):  # noqa: A002  (PyTorch's names)
         raise RuntimeError(f"torch.histc: max must be larger than min, but got min {min} max {max}")
     inside = a[(a >= lo) & (a <= hi)]
     counts = np.histogram(inside, bins=int(bins), range=(lo, hi))[0]
-    out = _C.from_numpy(np.ascontiguousarray(counts.astype(np.float64)), 1, input._device)
+    out = _C.from_numpy(np.asarray(counts.astype(np.float64), order="C"), 1, input._device)
     return out.to(input.dtype)
 
 
@@ -218,7 +223,7 @@ def _index_grid(rows_cols, row, col, offset, dtype, device):
         if not isinstance(v, numbers.Integral) or isinstance(v, bool):
             raise TypeError(f"{rows_cols.__name__}(): argument '{name}' must be int, not {type(v).__name__}")
     r, c = rows_cols(int(row), int(offset), int(col))
-    out = _C.from_numpy(np.ascontiguousarray(np.stack([r, c]).astype(np.int64)), _I64,
+    out = _C.from_numpy(np.asarray(np.stack([r, c]).astype(np.int64), order="C"), _I64,
                         "cpu" if device is None else str(device))
     return out.to(dtype=dtype) if dtype is not None else out
 

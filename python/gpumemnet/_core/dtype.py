@@ -77,8 +77,8 @@ def _by_name(name):
 
 
 def as_dtype(obj, argname="dtype"):
-    """Accept a gpumemnet dtype, its name, a NumPy dtype or a Python type (float -> the default dtype, float32
-    unless set_default_dtype changed it, as in PyTorch)."""
+    """Accept a gpumemnet dtype, its name, a NumPy dtype or a Python type (float -> float64, int -> int64, bool, as
+    PyTorch maps them: `torch.zeros(2, dtype=float)` is float64 whatever the default dtype)."""
     if isinstance(obj, dtype):
         if obj.code is None:
             kind = "complex" if obj.is_complex else obj.name
@@ -87,7 +87,7 @@ def as_dtype(obj, argname="dtype"):
     if isinstance(obj, str):
         return _by_name(obj)
     if obj is float:
-        return _default[0]
+        return float64
     if obj is int:
         return int64
     if obj is bool:

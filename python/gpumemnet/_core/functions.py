@@ -136,6 +136,7 @@ class Mul(Binary):
 class Div(Binary):
     op = DIV
     saves = "out"
+    output_writable = True  # PyTorch's div saves its inputs: a write into the result is fine (autograd.py)
 
     @staticmethod
     def grads(ctx, g):
@@ -151,6 +152,7 @@ class Div(Binary):
 class Pow(Binary):
     op = POW
     saves = "out"
+    output_writable = True  # PyTorch's pow saves its input (x ** 2, then x -= 1)
 
     @staticmethod
     def grads(ctx, g):

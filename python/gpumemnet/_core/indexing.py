@@ -233,6 +233,21 @@ def write_graph_view(view, value_of):
     return True
 
 
+def graph_view_writable(view):
+    """Whether an in-place write into `view`, a view of a tensor in a graph, can be recorded: write_graph_view's
+    two forms, or the view alone on its memory (check_inplace lets that one through)."""
+    node = view.grad_fn
+    if isinstance(node, (IndexFn, SplitFn)) and node.base is not None:
+        base = node.base()
+        if base is not None and not base._is_view and base.grad_fn is not None:
+            return True
+    root = _root_base(view)
+    if root is not None and root.grad_fn is not None and root.is_contiguous() and \
+            root._storage_id == view._storage_id:
+        return True
+    return view._storage_refs <= 1
+
+
 def _root_base(view):
     """The tensor (not itself a view) that recorded view ops made `view` from (their ctx.view_base), or None."""
     ref = getattr(view.grad_fn, "view_base", None)

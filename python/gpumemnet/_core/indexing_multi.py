@@ -156,7 +156,7 @@ def getitem(t, idx):
     if at:
         nb = len(b_shape)
         order = list(range(nb, nb + at)) + list(range(nb)) + list(range(nb + at, out.ndim))
-        out = out.permute(*order)
+        out = out.permute(*order).contiguous()  # PyTorch's result is contiguous (x[:, [0, 2], [1, 3]].view(-1))
     return out
 
 

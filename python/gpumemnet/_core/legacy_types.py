@@ -56,7 +56,8 @@ def legacy_new(name, dtype, args, device, fits, where_name):
             raise TypeError(f"{name}(): expected a tensor of dtype {dtype} on {where_name}, got dtype {data.dtype} "
                             f"on {data._device}")
         return data.detach()
-    if isinstance(data, (str, bytes)) or not isinstance(data, (list, tuple, np.ndarray, numbers.Number, range)):
+    if isinstance(data, (str, bytes)) or not (isinstance(data, (list, tuple, np.ndarray, numbers.Number, range)) or
+                                              hasattr(data, "__array__")):  # a pandas Series, as PyTorch reads it
         raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
     return tensor(list(data) if isinstance(data, range) else data, dtype=dtype, device=device)
 

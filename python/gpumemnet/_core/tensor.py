@@ -36,6 +36,13 @@ from .tensor_reduce import ReduceMethods
 _amp_state = _amp._state
 
 
+_COMPARABLE = (_C.TensorBase, int, float)
+
+
+def _numpy_like(x):
+    return isinstance(x, (np.ndarray, np.generic))
+
+
 def _check_number(x, op):
     if isinstance(x, (_C.TensorBase, int, float)):
         return x
@@ -125,8 +132,11 @@ _C._autograd_setup(
 
 
 class Tensor(_C.TensorBase):
-    """A multi-dimensional array on a device, with autograd. Create with gpumemnet.tensor, zeros, ..."""
-    __slots__ = ()
+    """A multi-dimensional array on a device, with autograd. Create with gpumemnet.tensor, zeros, ...
+
+    No __slots__: scripts set their own attributes on tensors and parameters (Informer's `pe.require_grad = False`,
+    fastai's `p.grad_avg`, `p.no_weight_decay = True`), as PyTorch's tensors allow. CPython allocates the
+    instance dict only when one is set."""
     __hash__ = object.__hash__
     __array_priority__ = 1000  # make NumPy defer to our reflected operators
 
@@ -245,10 +255,12 @@ class Tensor(_C.TensorBase):
         out._is_param = self._is_param
         out._name = self._name
         out.requires_grad = self.requires_grad
-        if self.grad is not None:
-            import copy
-            out.grad = copy.deepcopy(self.grad, memo)
         memo[id(self)] = out
+        import copy
+        if self.grad is not None:
+            out.grad = copy.deepcopy(self.grad, memo)
+        if getattr(self, "__dict__", None):  # the script's own attributes (p.no_weight_decay), as PyTorch copies them
+            out.__dict__.update(copy.deepcopy(self.__dict__, memo))
         return out
 
     # ---- autograd -----------------------------------------------------------------------------------------
@@ -366,13 +378,24 @@ class Tensor(_C.TensorBase):
     def minimum(self, other): return _binary(F.Minimum, F.MINIMUM, self, other, "minimum")
 
     # comparisons (never differentiable)
-    def __eq__(self, o): return _C.binary(F.EQ, self, _check_number(o, "eq"))
-    def __ne__(self, o): return _C.binary(F.NE, self, _check_number(o, "ne"))
+    def eq(self, o): return _C.binary(F.EQ, self, _check_number(o, "eq"))
+    def ne(self, o): return _C.binary(F.NE, self, _check_number(o, "ne"))
     def __lt__(self, o): return _C.binary(F.LT, self, _check_number(o, "lt"))
     def __le__(self, o): return _C.binary(F.LE, self, _check_number(o, "le"))
     def __gt__(self, o): return _C.binary(F.GT, self, _check_number(o, "gt"))
     def __ge__(self, o): return _C.binary(F.GE, self, _check_number(o, "ge"))
-    eq, ne, lt, le, gt, ge = __eq__, __ne__, __lt__, __le__, __gt__, __ge__
+    lt, le, gt, ge = __lt__, __le__, __gt__, __ge__
+
+    # `t == None`, `t != "a"`: NotImplemented lets Python try the other operand (a complex tensor) and then fall
+    # back to identity (False / True), as PyTorch's operators give; the methods eq / ne refuse such operands with a
+    # TypeError, as torch.eq does
+    def __eq__(self, o):
+        return _C.binary(F.EQ, self, o) if isinstance(o, _COMPARABLE) else self.eq(o) if _numpy_like(o) else \
+            NotImplemented
+
+    def __ne__(self, o):
+        return _C.binary(F.NE, self, o) if isinstance(o, _COMPARABLE) else self.ne(o) if _numpy_like(o) else \
+            NotImplemented
 
     def logical_not(self):
         return _C.unary(F.LOGICAL_NOT, self)
@@ -381,11 +404,11 @@ class Tensor(_C.TensorBase):
         return _C.unary(F.SIGN, self)
 
     def exp(self):
-        x = _amp.fp32(self)[0] if _amp_state.enabled else self
+        x = _amp.fp32_on_cuda(self)[0] if _amp_state.enabled else self
         return F.Exp.apply(x) if _needs_grad(x) else _C.unary(F.EXP, x)
 
     def log(self):
-        x = _amp.fp32(self)[0] if _amp_state.enabled else self
+        x = _amp.fp32_on_cuda(self)[0] if _amp_state.enabled else self
         return F.Log.apply(x) if _needs_grad(x) else _C.unary(F.LOG, x)
 
     def sqrt(self): return F.Sqrt.apply(self) if _needs_grad(self) else _C.unary(F.SQRT, self)

@@ -137,7 +137,7 @@ def _triangle_mask(t, diagonal, lower, op):
         raise TypeError(f"{op}: diagonal must be an int, got {type(diagonal).__name__}")
     h, w = t.shape[-2:]
     keep = np.tri(h, w, int(diagonal), dtype=bool) if lower else ~np.tri(h, w, int(diagonal) - 1, dtype=bool)
-    return _C.from_numpy(np.ascontiguousarray(~keep), _BOOL, t._device)
+    return _C.from_numpy(np.asarray(~keep, order="C"), _BOOL, t._device)
 
 
 class ComposeMethods:

@@ -122,7 +122,7 @@ class FloorDiv(F.Binary):
 
 def _math(op):
     def method(self):
-        x = _amp.fp32(self)[0] if op in _FP32_UNDER_AUTOCAST and _amp._state.enabled else self
+        x = _amp.fp32_on_cuda(self)[0] if op in _FP32_UNDER_AUTOCAST and _amp._state.enabled else self
         return _Math.apply(x, op) if _needs_grad(x) else _U(op, x)
     method.__name__ = _NAMES[op]
     method.__doc__ = f"Elementwise {_NAMES[op]} (the math library's, computed in float32 for float16/bfloat16)."
@@ -167,7 +167,7 @@ class MathMethods:
     reciprocal_ = _in_place("reciprocal_", lambda t: _B(F.DIV, 1.0, t, t))
 
     def reciprocal(self):
-        x = _amp.fp32(self)[0] if _amp._state.enabled else self
+        x = _amp.fp32_on_cuda(self)[0] if _amp._state.enabled else self
         return 1.0 / x
 
     def abs_(self):

@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import _C
 from .return_types import ValuesIndices as _RESULT
+from . import autocast as _amp
 from . import functions as F
 from .autograd import Function, check_inplace as _check_inplace, needs_grad as _needs_grad
 from .dtype import DTYPES, as_dtype, device_str, memory_format
@@ -308,7 +309,7 @@ class TensorMethods:
         else:
             idx = np.argsort(a, axis=-1, kind="stable")
         idx = np.moveaxis(idx, -1, d) if self.ndim else idx.reshape(())
-        return _C.from_numpy(np.ascontiguousarray(idx), 4, self._device)
+        return _C.from_numpy(np.asarray(idx, order="C"), 4, self._device)
 
     def sort(self, dim=-1, descending=False, stable=False):
         """(values, indices) along dim; values are differentiable (gathered with take_along_dim)."""
@@ -352,15 +353,20 @@ class TensorMethods:
                                    f"the input's shape {tuple(self.shape)} outside dimension {d}") from None
             self = self.expand(tuple(shape[:d] + [self.shape[d]] + shape[d + 1:]))
             indices = indices.expand(tuple(shape[:d] + [indices.shape[d]] + shape[d + 1:]))
-        n, k = self.shape[d], indices.shape[d]
+        n = self.shape[d]
         if not _valid:
             indices = _checked_indices(indices, n, d, negative_wraps=True)
-        rows = math.prod(s for i, s in enumerate(self.shape) if i != d)  # not reshape(-1, n): n may be 0
-        x = self.movedim(d, -1).reshape(rows, n)
-        base = _C.binary(F.MUL, _C.arange(0.0, float(rows), 1.0, 4, self._device), n)
-        flat = _C.binary(F.ADD, indices.movedim(d, -1).reshape(rows, k), base.reshape(rows, 1))
-        moved = tuple(s for i, s in enumerate(self.shape) if i != d) + (k,)
-        return x.reshape(-1)[flat.reshape(-1)].reshape(moved).movedim(-1, d)
+        # Each entry's flat position in the contiguous input: its index along d times d's stride, plus its
+        # coordinates in the other dims times theirs. The result comes out in the indices' own (contiguous)
+        # layout, as PyTorch's gather does, so that sort(0).values.view(-1) works.
+        x = self.contiguous()
+        strides = x.stride()
+        flat = _C.binary(F.MUL, indices, strides[d]) if strides[d] != 1 else indices
+        for i, s in enumerate(indices.shape):
+            if i != d and s > 1:
+                coord = _C.binary(F.MUL, _C.arange(0.0, float(s), 1.0, 4, self._device), strides[i])
+                flat = _C.binary(F.ADD, flat, coord.reshape(tuple(s if j == i else 1 for j in range(x.ndim))))
+        return x.reshape(-1)[flat.reshape(-1)].reshape(tuple(indices.shape))
 
     def flip(self, *dims_, dims=None):
         """A copy with the order of entries reversed along each of dims (an int, or a list or tuple of them; also
@@ -392,7 +398,7 @@ class TensorMethods:
         every device)."""
         x = self
         for d in dims:
-            idx = np.ascontiguousarray(order(self.shape[d]), dtype=np.int64)
+            idx = np.asarray(order(self.shape[d]), dtype=np.int64, order="C")
             x = x.index_select(d, _C.from_numpy(idx, 4, self._device))
         return x if x is not self else self.clone()
 
@@ -543,6 +549,8 @@ class TensorMethods:
     # ---- reductions composed of others --------------------------------------------------------------------
     def prod(self, dim=None, keepdim=False, dtype=None):
         x = self if dtype is None else self.to(dtype)
+        if _amp._state.enabled:  # on both of PyTorch's autocast float32 lists
+            x = _amp.fp32(x)[0]
         d = _dims_arg(dim, x.ndim, "prod")
         return _Prod.apply(x, d, keepdim) if _needs_grad(x) else _C.reduce(F.PROD, x, d, keepdim)
 

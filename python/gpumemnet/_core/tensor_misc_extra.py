@@ -167,7 +167,7 @@ def _window(name, length, periodic, dtype, device, requires_grad, coefficients):
         n = length + 1 if periodic else length
         k = np.arange(length, dtype=np.float64)
         values = coefficients(k, n - 1)
-    out = _C.from_numpy(np.ascontiguousarray(values, np.float64), 1, factory_device(device))
+    out = _C.from_numpy(np.asarray(values, np.float64, order="C"), 1, factory_device(device))
     out = out.to(dt) if dt.code != 1 else out
     return out.requires_grad_() if requires_grad else out
 
@@ -379,8 +379,8 @@ def frexp(input):
         raise RuntimeError("torch.frexp() only supports floating-point dtypes")
     m, e = np.frexp(input.detach().cpu().float().numpy() if input.dtype.name == "bfloat16" else
                     input.detach().cpu().numpy())
-    return (_C.from_numpy(np.ascontiguousarray(m), input._dtype, input._device),
-            _C.from_numpy(np.ascontiguousarray(e.astype(np.int32)), 9, input._device))
+    return (_C.from_numpy(np.asarray(m, order="C"), input._dtype, input._device),
+            _C.from_numpy(np.asarray(e.astype(np.int32), order="C"), 9, input._device))
 
 
 def poisson(input, generator=None):
@@ -391,7 +391,7 @@ def poisson(input, generator=None):
     if (rates < 0).any() or np.isnan(rates).any():
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
     draws = numpy_generator(generator).poisson(rates)
-    return _C.from_numpy(np.ascontiguousarray(draws.astype(np.float64)), input._dtype, input._device)
+    return _C.from_numpy(np.asarray(draws.astype(np.float64), order="C"), input._dtype, input._device)
 
 
 class ExtraMethods:
@@ -482,7 +482,8 @@ class ExtraMethods:
             if args[0]._dtype != self._dtype:
                 raise TypeError(f"new(): expected a tensor of {self.dtype}, got {args[0].dtype}")
             return args[0]
-        if len(args) == 1 and isinstance(args[0], (list, tuple)) and not isinstance(args[0], Size):
+        if len(args) == 1 and (isinstance(args[0], (list, tuple, np.ndarray)) or hasattr(args[0], "__array__")) and \
+                not isinstance(args[0], Size):  # data: lists, an ndarray (fastai's `last_input.new(lambd)`)
             return self.new_tensor(args[0], device=device)
         if len(args) == 1 and isinstance(args[0], Size):
             args = tuple(args[0])

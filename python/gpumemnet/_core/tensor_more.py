@@ -12,6 +12,7 @@ import numbers
 import numpy as np
 
 from .. import _C
+from . import autocast as _amp
 from . import functions as F
 from .autograd import Function, check_inplace, needs_grad as _needs_grad, refuse_inplace as _refuse_inplace
 from . import indexing_multi
@@ -100,7 +101,7 @@ class _WindowsView(Function):
         _C.fill_(out, 0)
         pos = (np.arange(n)[:, None] * step + np.arange(size)[None, :]).reshape(-1)
         g = F.contiguous(g.movedim(-1, d + 1)).reshape(shape[:d] + (n * size,) + shape[d + 1:])
-        _C.index_put_(out, d, _C.from_numpy(np.ascontiguousarray(pos, np.int64), _I64, dev), g, True)
+        _C.index_put_(out, d, _C.from_numpy(np.asarray(pos, np.int64, order="C"), _I64, dev), g, True)
         return out, None, None, None
 
 
@@ -317,7 +318,7 @@ class MoreMethods:
             take &= ~np.isnan(best) | np.isnan(v)
             idx[..., i] = np.where(take, i, idx[..., i - 1])
             best = np.where(take, v, best)
-        idx = np.ascontiguousarray(np.moveaxis(idx, -1, d).reshape(tuple(self.shape)))
+        idx = np.asarray(np.moveaxis(idx, -1, d).reshape(tuple(self.shape)), order="C")
         it = _C.from_numpy(idx, _I64, self._device)
         return (self.take_along_dim(it, d, _valid=True) if self.ndim else self.clone()), it
 
@@ -338,6 +339,8 @@ class MoreMethods:
     def trace(self):
         if self.ndim != 2:
             raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {self.ndim}")
+        if _amp._state.enabled and _amp._state.device == "cpu":  # on PyTorch's CPU autocast float32 list
+            return _amp.fp32(self)[0].diagonal().sum()
         return self.diagonal().sum()
 
     def dist(self, other, p=2):

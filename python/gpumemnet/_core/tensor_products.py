@@ -546,7 +546,7 @@ def combinations(input, r=2, with_replacement=False):
         return _zeros((0,), input._dtype, input._device)
     pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
     idx = np.array(list(pick(range(input.shape[0]), int(r))), np.int64).reshape(-1, int(r))
-    flat = input.index_select(0, _C.from_numpy(np.ascontiguousarray(idx.reshape(-1)), _I64, input._device))
+    flat = input.index_select(0, _C.from_numpy(np.asarray(idx.reshape(-1), order="C"), _I64, input._device))
     return flat.reshape(idx.shape)
 
 

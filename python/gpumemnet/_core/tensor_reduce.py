@@ -18,7 +18,7 @@ class ReduceMethods:
     def sum(self, dim=None, keepdim=False, dtype=None, *, axis=_NO, keepdims=_NO):
         if axis is not _NO or keepdims is not _NO or dim.__class__ not in PLAIN_DIMS:
             dim, keepdim = dim_args("sum", dim, keepdim, axis, keepdims)
-        x = _amp.fp32(self)[0] if _amp_state.enabled else self
+        x = _amp.fp32_on_cuda(self)[0] if _amp_state.enabled else self
         code = None if dtype is None else as_dtype(dtype).code
         if _needs_grad(x):
             return F.Sum.apply(x, dim, keepdim, code)
@@ -29,7 +29,7 @@ class ReduceMethods:
             dim, keepdim = dim_args("mean", dim, keepdim, axis, keepdims)
         if dtype is not None:  # PyTorch casts the input to dtype first (an integer tensor's mean needs one)
             return self.to(dtype=dtype).mean(dim, keepdim)
-        x = _amp.fp32(self)[0] if _amp_state.enabled else self
+        x = _amp.fp32_on_cuda(self)[0] if _amp_state.enabled else self
         return F.Mean.apply(x, dim, keepdim) if _needs_grad(x) else _C.reduce(F.MEAN, x, dim, keepdim)
 
     def amax(self, dim=None, keepdim=False, *, axis=_NO, keepdims=_NO):
@@ -80,7 +80,7 @@ class ReduceMethods:
             dim, keepdim = dim_args("var", dim, keepdim, axis, keepdims)
         if correction is None:
             correction = 0 if unbiased is False else 1
-        x = _amp.fp32(self)[0] if _amp_state.enabled else self
+        x = _amp.fp32_on_cuda(self)[0] if _amp_state.enabled else self
         return F.Var.apply(x, dim, correction, keepdim) if _needs_grad(x) else _C.var(x, dim, correction, keepdim)
 
     def std(self, dim=None, unbiased=None, keepdim=False, correction=None, *, axis=_NO, keepdims=_NO):

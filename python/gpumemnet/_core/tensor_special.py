@@ -80,7 +80,7 @@ def _pointwise(name, fn, slope, wide=False, of_output=False, fp32_under_autocast
         return slope(s) if of_output else _evaluate(s, slope, wide)
 
     def method(self):
-        x = _amp.fp32(self)[0] if fp32_under_autocast and _amp._state.enabled else self
+        x = _amp.fp32_on_cuda(self)[0] if fp32_under_autocast and _amp._state.enabled else self
         return _Unary.apply(x, value, derivative, of_output) if _needs_grad(x) else value(x)
     method.__name__ = name
     method.__doc__ = f"Elementwise {name} (PyTorch's; integers give float32)."

@@ -124,8 +124,9 @@ def _autocast(op, input, weight, bias):
         input, weight, bias = _amp.lower(input, weight, bias)
     for name, t in (("weight", weight), ("bias", bias)):  # (a non-float input: the C op says so first)
         if t is not None and t._dtype != input._dtype and input.dtype.is_floating_point:
-            raise TypeError(f"{op}: input has dtype {input.dtype.name} but {name} has dtype {t.dtype.name}; cast "
-                            "one of them (or run the op under autocast)")
+            # ArgumentTypeError: a TypeError and a RuntimeError, which is what PyTorch raises (`except RuntimeError`)
+            raise _C.ArgumentTypeError(f"{op}: input has dtype {input.dtype.name} but {name} has dtype "
+                                       f"{t.dtype.name}; cast one of them (or run the op under autocast)")
     return input, weight, bias
 
 

@@ -5,6 +5,7 @@ ops."""
 import warnings
 
 from .._core.activation import _check_tensor
+from .._core.autocast import float32_op
 from .._core.creation import arange, cat, ones, tensor, zeros
 from .._core.dtype import int64
 from .._core.tensor_select import _host
@@ -173,6 +174,7 @@ def _class_targets(op, input, target):
     return x
 
 
+@float32_op
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
                       reduction="mean"):
     """Per sample: sum over classes i != y of weight[y] * max(0, margin - x[y] + x[i])^p, divided by C."""
@@ -209,6 +211,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     return _reduce(loss, reduction)
 
 
+@float32_op
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """Per sample: the target classes are target's entries before its first -1; sum over those j and over the
     other classes i of max(0, 1 - (x[j] - x[i])), divided by C."""

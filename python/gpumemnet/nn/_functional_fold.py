@@ -68,7 +68,7 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     # the padded output position of column element (ki, kj, l): rows ki*dh + bi*sh, cols kj*dw + bj*sw
     ki, kj, bi, bj = np.meshgrid(np.arange(kh), np.arange(kw), np.arange(oh), np.arange(ow), indexing="ij")
     pos = ((ki * dh + bi * sh) * wp + kj * dw + bj * sw).reshape(-1).astype(np.int64)
-    index = _C.from_numpy(np.ascontiguousarray(pos), 4, x._device)
+    index = _C.from_numpy(np.asarray(pos, order="C"), 4, x._device)
     out = _C.empty((n, c, hp * wp), x._dtype, x._device)
     _C.fill_(out, 0)
     out = out.index_add(2, index, x.reshape(n, c, kh * kw * length))

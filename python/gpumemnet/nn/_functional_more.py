@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import _C
 from .._core.activation import _check_tensor
-from .._core.autograd import needs_grad as _needs_grad
+from .._core.autocast import float32_op
 from ._args import check_reduction
 from ._functional_distance import cosine_similarity
 from ._functional_nn import dropout, softmax, softplus
@@ -44,7 +44,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     scores = query.matmul(key.transpose(-2, -1)) * s
     L, S = query.shape[-2], key.shape[-2]
     if is_causal:
-        attn_mask = _C.from_numpy(np.ascontiguousarray(np.tri(L, S, 0, dtype=bool)), 5, query._device)
+        attn_mask = _C.from_numpy(np.asarray(np.tri(L, S, 0, dtype=bool), order="C"), 5, query._device)
     if attn_mask is not None:
         if attn_mask._dtype == 5:
             scores = scores.masked_fill(attn_mask.logical_not(), float("-inf"))
@@ -58,12 +58,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
 # ---- activations ---------------------------------------------------------------------------------------------
 def _written(input, out, inplace):
-    """inplace=True writes out into input where no graph is recorded; on a tensor in a graph these composed
-    activations cannot be recorded in place, so the result comes back out of place (what a layer hands on is its
-    return value, as nn/modules/_utils._inplace says), at the cost of the memory PyTorch would have saved."""
-    if inplace and not (_needs_grad(input) or _needs_grad(out)):
-        return input.copy_(out)
-    return out
+    """inplace=True writes out into input, recorded as a copy_ in a graph (on a view of a tensor in a graph too, by
+    copy_'s view write), so input holds the result as with PyTorch's single in-place kernel."""
+    return input.copy_(out) if inplace else out
 
 
 _SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
@@ -165,17 +162,20 @@ def channel_shuffle(input, groups):
 
 
 # ---- losses ---------------------------------------------------------------------------------------------------
+@float32_op
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
     _check_tensors("margin_ranking_loss", ("input1", input1), ("input2", input2), ("target", target))
     return _reduce((-target * (input1 - input2) + margin).clamp(min=0), reduction, size_average, reduce)
 
 
+@float32_op
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
     _check_tensors("hinge_embedding_loss", ("input", input), ("target", target))
     loss = input.where(target == 1, 0.0) + (margin - input).clamp(min=0).where(target == -1, 0.0)
     return _reduce(loss, reduction, size_average, reduce)
 
 
+@float32_op
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     _check_tensors("soft_margin_loss", ("input", input), ("target", target))
     return _reduce((-target * input).exp().log1p(), reduction, size_average, reduce)
@@ -190,6 +190,7 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     return _reduce(loss.sum(-1) / input.shape[-1], reduction, size_average, reduce)
 
 
+@float32_op
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
     _check_tensors("cosine_embedding_loss", ("input1", input1), ("input2", input2), ("target", target))
     cos = cosine_similarity(input1, input2, dim=-1, eps=1e-8)
@@ -197,6 +198,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
     return _reduce(loss, reduction, size_average, reduce)
 
 
+@float32_op
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6, swap=False, size_average=None,
                         reduce=None, reduction="mean"):
     _check_tensors("triplet_margin_loss", ("anchor", anchor), ("positive", positive), ("negative", negative))
@@ -219,6 +221,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     return _reduce(loss, reduction)
 
 
+@float32_op
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
                      reduction="mean"):
     _check_tensors("poisson_nll_loss", ("input", input), ("target", target))

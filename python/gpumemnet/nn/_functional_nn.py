@@ -419,6 +419,9 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
             _check_tensor(t, op, name)
         _no_grad_for(t, op, name)
     red = _reduction(reduction, op)
+    # integer or bool weights (d2l's word2vec passes its 0/1 mask as weight) multiply as PyTorch's promotion does
+    weight, pos_weight = (t.to(input.dtype) if t is not None and not t.is_floating_point() else t
+                          for t in (weight, pos_weight))
     input, target, weight, pos_weight = _fp32(input, target, weight, pos_weight)
     if input._dtype != target._dtype:
         input, target, weight, pos_weight = _promoted(input, target, weight, pos_weight)

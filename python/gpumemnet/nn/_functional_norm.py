@@ -17,7 +17,7 @@ like batch_norm, follows its input's dtype.
 """
 
 from .. import _C
-from .._core.activation import _check_tensor, _fp32
+from .._core.activation import _check_tensor, _fp32_on_cuda
 from .._core.autograd import Function, no_grad
 from .._core.autograd import as_activation as _as_activation
 from .._core.autograd import needs_grad as _needs_grad
@@ -84,7 +84,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
         size = [input.shape[0] * input.shape[1] // num_groups, num_groups] + list(input.shape[2:])
         if _prod(size) // size[1] == 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got input size {size}")
-    input, weight, bias = _fp32(input, weight, bias)
+    input, weight, bias = _fp32_on_cuda(input, weight, bias)
     return _group_norm(input, num_groups, weight, bias, eps)[0]
 
 
@@ -119,7 +119,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
             if tuple(t.shape) != shape:
                 raise RuntimeError(f"layer_norm: expected {name} to be of same shape as normalized_shape, but got "
                                    f"{name} of shape {list(t.shape)} and normalized_shape = {list(shape)}")
-    input, weight, bias = _fp32(input, weight, bias)
+    input, weight, bias = _fp32_on_cuda(input, weight, bias)
     M = _prod(shape)
     rows = _prod(xs[:input.ndim - k])
     # (R, M): a view of a contiguous input, a copy of any other (the kernels read contiguous runs)

@@ -149,7 +149,7 @@ def _host(tensor):
 
 def _write(tensor, array):
     """Copy a host array of the tensor's shape into it (one transfer, converted to its dtype)."""
-    src = _C.from_numpy(np.ascontiguousarray(array.reshape(tuple(tensor.shape))), tensor._dtype, tensor._device)
+    src = _C.from_numpy(np.asarray(array.reshape(tuple(tensor.shape)), order="C"), tensor._dtype, tensor._device)
     _C.copy_(tensor, src)
 
 

@@ -4,19 +4,20 @@ import collections.abc
 
 from ... import _C
 from ..._core.autograd import is_graph_view
+from ..._core.indexing import graph_view_writable
 from ..._core.dtype import as_dtype, factory_device, get_default_dtype
 from .._args import check_reduction  # noqa: F401  (the layers' losses take it from here)
 from ._donation import granted
 
 
 def _inplace(module, input):
-    """Whether a layer built with inplace=True writes into this input. Not into a view of a tensor in a graph
-    (EfficientNet's Dropout(inplace=True) after torch.flatten): gpumemnet cannot rebase the viewed tensor's graph
-    as PyTorch does, so the layer computes out of place there. Layers hand on what they return, so what the
-    network computes is the same; only the memory PyTorch would have saved is spent. An explicit x.relu_() on such
-    a view still raises (its caller expects x itself to change). A Sequential under no_grad may also grant an
-    intermediate nothing else holds (_donation.py)."""
-    return (module.inplace or granted(input)) and not is_graph_view(input)
+    """Whether a layer built with inplace=True writes into this input. Into a view of a tensor in a graph too
+    (d2l's `nn.ReLU(inplace=True)(y)` on a reshape, its result not re-bound: the caller reads y), where the write
+    can be recorded on the viewed tensor (_core/indexing.py graph_view_writable); where it cannot (a view of a
+    non-contiguous tensor that is still alive), the layer computes out of place: layers hand on what they return,
+    so the network computes the same and only the memory PyTorch would have saved is spent. A Sequential under
+    no_grad may also grant an intermediate nothing else holds (_donation.py)."""
+    return (module.inplace or granted(input)) and (not is_graph_view(input) or graph_view_writable(input))
 
 
 def _pair(x, name="argument"):

@@ -47,7 +47,7 @@ def _host(t):
 
 
 def _from_host(arr, like):
-    return creation.tensor(np.ascontiguousarray(arr), dtype=like.dtype, device=like.device)
+    return creation.tensor(np.asarray(arr, order="C"), dtype=like.dtype, device=like.device)
 
 
 def _qr_batch(x, fn):

@@ -17,7 +17,7 @@ _NP_CODE = {"float32": 0, "float64": 1, "float16": 2, "int64": 4, "bool": 5}  # 
 # ---- collation ---------------------------------------------------------------------------------------------------
 def _from_numpy(a):
     with category("input"):
-        return _C.from_numpy(np.ascontiguousarray(a), None, "cpu")
+        return _C.from_numpy(np.asarray(a, order="C"), None, "cpu")
 
 
 def default_collate(batch):
