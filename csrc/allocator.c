@@ -610,6 +610,7 @@ int gm_block_is_pinned(const gm_block *b) { return b && b->owner->pinned; }
 
 #ifdef GM_WITH_CUDA
 int gm_block_record_stream(gm_block *b, int device) {
+    if (!b) return 0; /* NumPy's memory (a borrowed storage): nothing of ours to keep */
     return gm_cuda_event_record(&b->event, &b->event_dev, device);
 }
 
@@ -617,10 +618,12 @@ int gm_block_record_stream(gm_block *b, int device) {
  * compute stream's order only, so this is what keeps a block the copy stream still reads (a gradient going down)
  * or writes (a prefetch coming up) from going to the next op. */
 int gm_block_record_copy_stream(gm_block *b, int device) {
+    if (!b) return 0;
     return gm_cuda_event_record_copy(&b->event, &b->event_dev, device);
 }
 
 void *gm_block_copy_event(gm_block *b, int *device) {
+    if (!b) { *device = -1; return NULL; }
     gm_lock(b->owner);
     void *ev = b->event;
     *device = b->event_dev;
@@ -713,6 +716,7 @@ void gm_block_set_label(gm_block *b, const char *label) {
 }
 
 int gm_block_category(const gm_block *b) {
+    if (!b) return GM_CAT_OTHER; /* NumPy's memory: no category of ours */
     gm_lock(b->owner);
     int category = b->category;
     gm_unlock(b->owner);
@@ -737,4 +741,4 @@ void gm_block_set_category(gm_block *b, int category) {
     gm_unlock(A);
 }
 
-int64_t gm_block_serial(const gm_block *b) { return b->serial; }
+int64_t gm_block_serial(const gm_block *b) { return b ? b->serial : -1; }

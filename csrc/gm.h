@@ -121,7 +121,8 @@ typedef struct {
 
 typedef struct {
     Py_ssize_t refcount;
-    gm_block *block;
+    gm_block *block;  /* NULL for memory borrowed from a NumPy array (torch.from_numpy): `borrowed` owns it */
+    PyObject *borrowed;
     char *data;       /* fake (never dereferenced) on meta */
     size_t nbytes;
     gm_device device;
@@ -134,6 +135,9 @@ gm_storage *gm_storage_new(gm_device dev, size_t nbytes); /* NULL + exception */
 /* A storage owning block b (allocated for dev); NULL + exception (b is then freed). */
 gm_storage *gm_storage_wrap(gm_block *b, gm_device dev, size_t nbytes);
 void gm_storage_decref(gm_storage *s);
+/* A storage over nbytes at data, which `owner` (a NumPy array, referenced until the storage goes) keeps alive: no
+ * allocator block, so the allocator neither counts nor frees it. NULL + exception. */
+gm_storage *gm_storage_borrow(char *data, size_t nbytes, PyObject *owner);
 /* inference_mode's ContextVar (_core/state.py), registered by _C._set_inference_var; NULL before. */
 extern PyObject *gm_inference_var;
 
@@ -185,6 +189,8 @@ GMTensor *gm_empty_pinned(int ndim, const int64_t *shape, gm_dtype dt);
 GMTensor *gm_empty_meta_host(int ndim, const int64_t *shape, gm_dtype dt);
 /* New tensor sharing base's storage with the given geometry (no checks: callers validate). */
 GMTensor *gm_view(GMTensor *base, int ndim, const int64_t *shape, const int64_t *strides, int64_t offset);
+/* A tensor of dtype dt over storage s (which it takes a reference to) at offset 0 with the given geometry. */
+GMTensor *gm_view_of_storage(gm_storage *s, int ndim, const int64_t *shape, const int64_t *strides, gm_dtype dt);
 /* Contiguous row-major strides for shape. */
 void gm_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides);
 /* Product of shape with overflow and negativity checks; -1 + ValueError naming argname on failure. */

@@ -112,6 +112,41 @@ PyObject *gm_py_from_numpy(PyObject *self, PyObject *args, PyObject *kwargs) {
     return (PyObject *)t;
 }
 
+/* from_numpy_shared(array): a CPU tensor over the array's own memory, as torch.from_numpy gives (writes through
+ * either show in the other; the array lives as long as the tensor's storage). None where that cannot be: a dtype
+ * that from_numpy widens (uint16/32/64 become int64), a read-only, misaligned or byte-swapped array, negative
+ * strides or strides that are not whole elements; the caller copies then. The memory is NumPy's: the allocator
+ * neither counts nor frees it. */
+PyObject *gm_py_from_numpy_shared(PyObject *self, PyObject *obj) {
+    if (!PyArray_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "from_numpy: expected a numpy.ndarray, got %.100s", Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    PyArrayObject *a = (PyArrayObject *)obj;
+    PyArray_Descr *descr = PyArray_DESCR(a);
+    gm_dtype dt;
+    int ndim = PyArray_NDIM(a);
+    if (default_dtype(descr, &dt) < 0 || dtype_to_npy(dt) != descr->type_num || ndim > GM_MAX_DIMS ||
+        !PyArray_ISWRITEABLE(a) || !PyArray_ISALIGNED(a) || !PyArray_ISNOTSWAPPED(a))
+        Py_RETURN_NONE;
+    const int64_t item = (int64_t)PyDataType_ELSIZE(descr);
+    int64_t shape[GM_MAX_DIMS], strides[GM_MAX_DIMS], extent = 1; /* extent: elements from the first to the last */
+    int empty = 0;
+    for (int i = 0; i < ndim; i++) {
+        shape[i] = PyArray_DIM(a, i);
+        int64_t st = PyArray_STRIDE(a, i);
+        if (st < 0 || st % item) Py_RETURN_NONE;
+        strides[i] = st / item;
+        if (shape[i] == 0) empty = 1;
+        else extent += (shape[i] - 1) * strides[i];
+    }
+    gm_storage *s = gm_storage_borrow(PyArray_DATA(a), empty ? 0 : (size_t)(extent * item), obj);
+    if (!s) return NULL;
+    GMTensor *t = gm_view_of_storage(s, ndim, shape, strides, dt);
+    gm_storage_decref(s); /* the tensor holds its own reference */
+    return (PyObject *)t;
+}
+
 PyObject *gm_tensor_numpy(GMTensor *self, PyObject *unused) {
     if (self->device.type == GM_DEV_CUDA) {
         /* A copy in host memory (PyTorch needs .cpu() first; .numpy(force=True) does this): the array owns the

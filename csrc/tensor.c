@@ -75,7 +75,20 @@ gm_storage *gm_storage_new(gm_device dev, size_t nbytes) {
 void gm_storage_decref(gm_storage *s) {
     if (!s || --s->refcount > 0) return;
     gm_free(s->block);
+    Py_XDECREF(s->borrowed);
     PyMem_Free(s);
+}
+
+gm_storage *gm_storage_borrow(char *data, size_t nbytes, PyObject *owner) {
+    gm_storage *s = PyMem_Calloc(1, sizeof *s);
+    if (!s) { PyErr_NoMemory(); return NULL; }
+    s->borrowed = Py_NewRef(owner);
+    s->refcount = 1;
+    s->data = data;
+    s->nbytes = nbytes;
+    s->device = (gm_device){GM_DEV_CPU, 0};
+    s->inference = inference_on();
+    return s;
 }
 
 /* ---- object lifetime ------------------------------------------------------------------------------------ */
@@ -130,6 +143,22 @@ GMTensor *gm_empty_pinned(int ndim, const int64_t *shape, gm_dtype dt) {
 
 GMTensor *gm_empty_meta_host(int ndim, const int64_t *shape, gm_dtype dt) {
     return empty_with(ndim, shape, dt, (gm_device){GM_DEV_META, 0}, ALLOC_META_HOST);
+}
+
+GMTensor *gm_view_of_storage(gm_storage *s, int ndim, const int64_t *shape, const int64_t *strides, gm_dtype dt) {
+    GMTensor *t = tensor_alloc();
+    if (!t) return NULL;
+    t->storage = s;
+    s->refcount++;
+    t->ndim = ndim;
+    t->dtype = dt;
+    t->device = s->device;
+    t->offset = 0;
+    if (ndim > 0) {
+        memcpy(t->shape, shape, sizeof(int64_t) * ndim);
+        memcpy(t->strides, strides, sizeof(int64_t) * ndim);
+    }
+    return t;
 }
 
 GMTensor *gm_view(GMTensor *base, int ndim, const int64_t *shape, const int64_t *strides, int64_t offset) {

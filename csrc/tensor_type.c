@@ -489,6 +489,7 @@ static PyObject *py_arange(PyObject *self, PyObject *args) {
 }
 
 extern PyObject *gm_py_from_numpy(PyObject *self, PyObject *args, PyObject *kwargs); /* numpy.c */
+extern PyObject *gm_py_from_numpy_shared(PyObject *self, PyObject *obj);                /* numpy.c */
 
 /* _grads_free(list) -> tuple of bools: which gradients the autograd engine may hand over to a backward to write
  * its result into. A gradient is free when the list holds the only reference to it (no hook, no retained .grad,
@@ -544,6 +545,8 @@ PyMethodDef gm_tensor_module_methods[] = {
     {"empty", py_empty, METH_VARARGS, "empty(shape, dtype, device, pin_memory=False): uninitialised tensor (pin_memory on meta: counted as "
      "'meta-host', the host memory of a meta run)."},
     {"arange", py_arange, METH_VARARGS, "arange(start, end, step, dtype, device)."},
+    {"from_numpy_shared", gm_py_from_numpy_shared, METH_O,
+     "from_numpy_shared(array): a CPU tensor over the array's memory, or None where it cannot share it."},
     {"from_numpy", (PyCFunction)(void (*)(void))gm_py_from_numpy, METH_VARARGS | METH_KEYWORDS,
      "from_numpy(array, dtype=None, device='cpu'): copy an ndarray into tracked storage."},
     {"_grads_free", py_grads_free, METH_O, "Which gradients in a list nothing else references (autograd)."},

@@ -93,10 +93,17 @@ def _float_dtype_of(data):
 
 
 def from_numpy(array, device=None):
-    """Copy an ndarray (any strides, byte order, numeric dtype) into tracked storage."""
+    """A CPU tensor over the ndarray's own memory, as PyTorch's from_numpy gives: a write through either shows in
+    the other. NumPy keeps owning that memory (gpumemnet's statistics do not count it). Where it cannot be shared
+    (a read-only, misaligned or byte-swapped array, negative strides, uint16/32/64, which become int64; complex; a
+    device given) the values are copied into gpumemnet's storage."""
     if isinstance(array, np.ndarray) and array.dtype.kind == "c":
         return _complex_tensor(array, None, device, False, True)
-    return _C.from_numpy(array, None, device_str(device))  # the CPU unless told: PyTorch's from_numpy shares memory
+    if device is None or device_str(device) == "cpu":
+        shared = _C.from_numpy_shared(array)
+        if shared is not None:
+            return shared
+    return _C.from_numpy(array, None, device_str(device))
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False, pin_memory=False):
@@ -299,9 +306,14 @@ clip = clamp
 
 # ---- PyTorch's other factories and functions, composed of the ops above ------------------------------------
 def as_tensor(data, dtype=None, device=None):
-    """data itself when it is a tensor of that dtype and device already, else tensor(data, ...)."""
+    """data itself when it is a tensor of that dtype and device already, an ndarray's own memory when its dtype
+    and the CPU fit (from_numpy, as PyTorch's as_tensor shares it), else tensor(data, ...)."""
     if isinstance(data, _C.TensorBase):
         return data.to(dtype=dtype, device=device)
+    if isinstance(data, np.ndarray) and data.dtype.kind != "c" and (device is None or device_str(device) == "cpu"):
+        shared = _C.from_numpy_shared(data)
+        if shared is not None and (dtype is None or as_dtype(dtype).code == shared._dtype):
+            return shared
     return tensor(data, dtype=dtype, device=device)
 
 

@@ -9,7 +9,8 @@ import pickle
 
 import numpy as np
 
-from .._core.creation import cat, empty, from_numpy, zeros
+from .. import _C
+from .._core.creation import cat, empty, zeros
 from .._core.dtype import int64, uint8
 from .._core.scope import category
 from . import collectives as C
@@ -23,7 +24,7 @@ def _to_tensor(obj):
     pickle.Pickler(buf).dump(obj)
     data = np.frombuffer(buf.getbuffer(), dtype=np.uint8).copy()
     with category("communication"):
-        return from_numpy(data)
+        return _C.from_numpy(data, None, "cpu")  # a copy in our storage, counted under its category
 
 
 def _from_bytes(t, n):

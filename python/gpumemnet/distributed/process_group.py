@@ -18,7 +18,6 @@ from datetime import timedelta
 import numpy as np
 
 from .. import _C
-from .._core.creation import from_numpy
 from . import _mpi, _nccl
 
 __all__ = ["DistError", "DistBackendError", "Backend", "GroupMember", "group", "ProcessGroup", "Work", "is_available",
@@ -223,14 +222,14 @@ def _mpi_wait(cap, op):
 
 def _mpi_min(value):
     """The smallest int64 value over the ranks (straight through MPI: init_process_group's own agreement)."""
-    t = from_numpy(np.array([value], dtype=np.int64))
+    t = _C.from_numpy(np.array([value], dtype=np.int64), None, "cpu")
     _mpi_wait(_C.dist_mpi_start("all_reduce", t, None, 2, 0), "init_process_group")
     return int(t.item())
 
 
 def _mpi_broadcast(data):
     """Rank 0's bytes (of the same length on every rank)."""
-    t = from_numpy(np.frombuffer(data, dtype=np.uint8).copy())
+    t = _C.from_numpy(np.frombuffer(data, dtype=np.uint8), None, "cpu")
     _mpi_wait(_C.dist_mpi_start("broadcast", t, None, 0, 0), "init_process_group")
     return t.numpy().tobytes()
 
