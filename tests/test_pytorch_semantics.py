@@ -218,3 +218,223 @@ def test_inplace_activation_layers_write_into_their_input(act, form):
     for g, r in zip(got[:3], ref[:3]):
         np.testing.assert_allclose(g, r, rtol=1e-7, atol=1e-9)
     assert got[3] == ref[3]
+
+
+# ---- from_numpy / as_tensor share the array's memory -------------------------------------------------------------
+def test_from_numpy_shares_memory_both_ways():
+    a = np.zeros((3, 4), dtype=np.float32)
+    t = gm.from_numpy(a)
+    a[0, 1] = 5.0
+    t[2, 3] = 7.0
+    assert t[0, 1].item() == 5.0 and a[2, 3] == 7.0
+    t.add_(1.0)
+    assert a.sum() == 12 + 12.0
+    assert np.shares_memory(t.numpy(), a)
+    v = gm.from_numpy(a[:, ::2])  # positive strides, whole elements: shared, with the array's strides
+    assert v.stride() == (4, 2) and v.tolist() == a[:, ::2].tolist()
+    v.zero_()
+    assert (a[:, ::2] == 0).all() and (a[:, 1::2] != 0).all()
+
+
+def test_shared_tensor_keeps_the_array_alive_and_is_not_counted():
+    before = gm.memory.memory_allocated("cpu")
+    t = gm.from_numpy(np.arange(1000, dtype=np.float64))
+    assert gm.memory.memory_allocated("cpu") == before  # NumPy's bytes, not the allocator's
+    import gc
+    gc.collect()
+    assert t[999].item() == 999.0 and float(t.sum()) == 999 * 1000 / 2
+
+
+@pytest.mark.parametrize("kind", ["readonly", "negative_strides", "uint16", "swapped"])
+def test_from_numpy_copies_where_it_cannot_share(kind):
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    a = {"readonly": lambda: np.frombuffer(a.tobytes(), dtype=np.float32).reshape(2, 3),
+         "negative_strides": lambda: a[:, ::-1], "uint16": lambda: a.astype(np.uint16),
+         "swapped": lambda: a.astype(">f4")}[kind]()
+    t = gm.from_numpy(a)
+    np.testing.assert_array_equal(t.numpy(), a)
+    assert not np.shares_memory(t.numpy(), a)
+    t.add_(1)  # a copy takes the write (a read-only buffer is never written)
+    np.testing.assert_array_equal(t.numpy(), a + 1)
+
+
+def test_as_tensor_shares_when_dtype_fits_and_gradients_flow():
+    a = np.ones(3)
+    t = gm.as_tensor(a)
+    t[0] = 4.0
+    assert a[0] == 4.0
+    c = gm.as_tensor(a, dtype=gm.float32)  # another dtype: a copy
+    c[1] = 9.0
+    assert a[1] == 1.0
+    w = gm.from_numpy(np.array([1.0, 2.0])).requires_grad_()
+    (w * w).sum().backward()
+    assert w.grad.tolist() == [2.0, 4.0]
+
+
+# ---- optimizers: PyTorch's step and param-group forms -------------------------------------------------------------
+@pytest.mark.parametrize("name", ["Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam",
+                                  "ASGD", "Rprop", "SGD"])
+def test_optimizer_step_and_group_keys_read_as_in_pytorch(name):
+    def run(L):
+        p = L.nn.Parameter(L.ones(3))
+        opt = getattr(L.optim, name)([p], lr=0.1)
+        for _ in range(2):
+            p.grad = L.ones(3)
+            opt.step()
+        keys = sorted(k for k in opt.param_groups[0] if k != "params")
+        st = opt.state[p].get("step")
+        saved = opt.state_dict()["state"][0].get("step") if opt.state_dict()["state"] else None
+        return keys, (st.item(), int(st)) if st is not None else None, \
+            (str(saved.dtype).split(".")[-1], saved.item()) if saved is not None else None
+    ref, got = _both(run)
+    assert got == ref
+
+
+def test_adam_decoupled_weight_decay_is_adamw():
+    def run(L, **kw):
+        p = L.nn.Parameter(L.tensor([1.0, -2.0, 3.0], dtype=L.float64))
+        opt = (L.optim.AdamW if kw.pop("adamw", False) else L.optim.Adam)([p], lr=0.1, weight_decay=0.1, **kw)
+        for _ in range(3):
+            p.grad = p.detach() * 0.5
+            opt.step()
+        return _np(p)
+    for kw in ({}, {"decoupled_weight_decay": True}):
+        np.testing.assert_allclose(run(gm, **kw), run(torch, **kw), rtol=1e-12)
+    np.testing.assert_allclose(run(gm, decoupled_weight_decay=True), run(gm, adamw=True), rtol=0)
+
+
+# ---- padding, sampling, masks ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("pads", [(0, 0, 0, 1, 0, 2, 0, 1), (1, 1, 1, 1, 1, 1, 2, 0), (0, 0, 0, 0, 0, 0, -1, 1),
+                                  (1, 0, 0, 0, 0, 0, 1, 1, 1, 0)])
+def test_constant_pad_of_more_than_three_dims(pads):
+    """torchvision's Swin3D pads four dims of a 5-D input."""
+    x0 = np.random.default_rng(4).standard_normal((2, 3, 4, 5, 3))
+
+    def run(L):
+        x = L.tensor(x0, requires_grad=True)
+        y = L.nn.functional.pad(x, pads, value=0.5)
+        (y * L.arange(y.numel(), dtype=y.dtype).reshape(y.shape)).sum().backward()
+        return _np(y), _np(x.grad)
+    (y_ref, g_ref), (y, g) = _both(run)
+    np.testing.assert_array_equal(y, y_ref)
+    np.testing.assert_array_equal(g, g_ref)
+
+
+def test_grid_sample_under_cpu_autocast_widens_its_operands():
+    def run(L):
+        x = L.tensor(np.arange(16.0).reshape(1, 1, 4, 4)).to(L.bfloat16)
+        grid = L.tensor([[[[0.1, -0.3], [0.5, 0.5]]]], dtype=L.float32)
+        with L.autocast("cpu", dtype=L.bfloat16):
+            out = L.nn.functional.grid_sample(x, grid, align_corners=False)
+        return str(out.dtype).split(".")[-1], _np(out.float())
+    (dt_ref, v_ref), (dt, v) = _both(run)
+    assert dt == dt_ref
+    np.testing.assert_allclose(v, v_ref, rtol=1e-6)
+
+
+def test_mask_assignment_into_a_view_that_cannot_be_flattened():
+    """PointNet++'s query_ball_point: group_idx = sorted(...)[:, :, :k]; group_idx[mask] = group_first[mask]."""
+    def run(L):
+        g = L.arange(24).view(2, 3, 4)[:, :, :2]
+        mask = g % 3 == 0
+        g[mask] = L.full_like(g, -1)[mask]
+        h = L.arange(24).view(2, 3, 4).transpose(0, 2)
+        h[h > 10] += 1
+        return _np(g), _np(h)
+    ref, got = _both(run)
+    for a, b in zip(got, ref):
+        np.testing.assert_array_equal(a, b)
+
+
+# ---- tensors as scripts use them ------------------------------------------------------------------------------------
+def test_tensors_and_parameters_take_attributes():
+    """Informer's `pe.require_grad = False`, fastai's `p.grad_avg`, `p.no_weight_decay = True`."""
+    import copy
+    pe = gm.zeros(10, 4).float()
+    pe.require_grad = False
+    p = gm.nn.Parameter(gm.zeros(3))
+    p.no_weight_decay = True
+    q = copy.deepcopy(p)
+    assert pe.require_grad is False and p.no_weight_decay and q.no_weight_decay and not pe.requires_grad
+
+
+def test_array_like_objects_keep_their_numpy_dtype():
+    """A pandas Series of float64 is read through __array__ (PyTorch's path), not as a list of Python floats."""
+    class Series:
+        def __init__(self, values):
+            self.values = np.asarray(values)
+
+        def __array__(self, dtype=None, copy=None):
+            return self.values if dtype is None else self.values.astype(dtype)
+
+        def __len__(self):
+            return len(self.values)
+
+        def __getitem__(self, i):
+            return self.values[i]
+    s = Series([0.1, 1.0 + 1e-9, 123456789.123])
+    t = gm.tensor(s)
+    assert t.dtype == gm.float64 and t[1].item() - 1.0 == pytest.approx(1e-9, rel=1e-6)
+    assert gm.as_tensor(s).dtype == gm.float64 and gm.FloatTensor(s).dtype == gm.float32
+    assert gm.ones(2).new(np.array([0.5, 0.25])).tolist() == [0.5, 0.25]
+
+
+def test_complex_results_take_python_operators():
+    """TimesNet's period finding: abs(torch.fft.rfft(x, dim=1))."""
+    def run(L):
+        xf = L.fft.rfft(L.tensor([[1.0, 2.0, 0.5, -1.0, 3.0]]), dim=1)
+        ys = xf.clone()
+        ys.mul_(2)
+        ys += xf
+        return _np(abs(xf)), _np(ys.abs()), _np((+xf).abs())
+    ref, got = _both(run)
+    for a, b in zip(got, ref):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def test_dtype_mismatch_in_layers_is_a_runtime_error():
+    for layer, x in ((gm.nn.Linear(3, 2), gm.zeros(4, 3, dtype=gm.float64)),
+                     (gm.nn.Conv1d(3, 2, 1), gm.zeros(1, 3, 4, dtype=gm.float64))):
+        with pytest.raises(RuntimeError, match="dtype"):
+            layer(x)
+
+
+def test_bce_with_logits_takes_integer_and_bool_weights():
+    """d2l's word2vec passes its 0/1 mask as weight."""
+    def run(L):
+        pred = L.tensor([[1.1, -2.2, 3.3, -4.4], [0.5, 0.2, -0.7, 1.0]])
+        label = L.tensor([[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0]])
+        mask = L.tensor([[1, 1, 1, 1], [1, 1, 0, 0]])
+        f = L.nn.functional.binary_cross_entropy_with_logits
+        return [_np(f(pred, label, weight=w, reduction="none")) for w in (mask, mask.bool())] + \
+            [_np(f(pred, label, pos_weight=L.tensor([1, 2, 3, 4])))]
+    ref, got = _both(run)
+    for a, b in zip(got, ref):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)  # PyTorch's log1p(exp(-4.4)) is 1e-5 off in float32
+
+
+def test_estimate_leaves_the_random_generators_alone():
+    """`gpumemnet run` estimates a model before it trains: the meta replay of a forward that draws (noise
+    injection, ProbSparse sampling, np.random augmentation) must not move the generators."""
+    import random
+    from gpumemnet.memory import estimate
+
+    class Noisy(gm.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.l = gm.nn.Linear(8, 8)
+
+        def forward(self, x):
+            noise = gm.randn(x.shape[0], 8, device=x.device) * float(np.random.uniform(0.5, 1.5)) * random.random()
+            return (self.l(x) + noise)[:, gm.randint(0, 8, (4,), device=x.device)] * gm.rand(1, device=x.device)
+    gm.manual_seed(0)
+    np.random.seed(1)
+    random.seed(2)
+    states = (gm.get_rng_state(), np.random.get_state()[1].copy(), random.getstate())
+    estimate(Noisy(), (4, 8))
+    after = (gm.get_rng_state(), np.random.get_state()[1], random.getstate())
+    gm.manual_seed(0)
+    gm.nn.Linear(8, 8)  # the model's own initialisation draws: the same in both
+    assert gm.equal(after[0], gm.get_rng_state())
+    np.testing.assert_array_equal(after[1], states[1])
+    assert after[2] == states[2]

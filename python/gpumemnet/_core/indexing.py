@@ -172,17 +172,19 @@ def put_plan(t, steps, values, accumulate=False):
             _C.fill_(v, values)
         return
     v, d, ti = _flat_index(v, adv[0])
+    target = v
     if isinstance(ti, tuple):
         flat, ti = ti
-        if not v._can_view(flat):
-            raise IndexError("index assignment: this combination of slicing and mask would need a copy; "
-                             "assign in two steps")
-        v = v._view(flat)
+        # a mask over dims of a view that cannot be flattened in place (PointNet++'s group_idx[mask] = ..., on a
+        # slice of a sorted tensor): written into a contiguous copy, which is then copied back
+        v = v._view(flat) if v._can_view(flat) else F.contiguous(v)._view(flat)
     if not isinstance(values, _C.TensorBase):
         scalar = values
         values = _C.empty((), v._dtype, v._device)
         _C.fill_(values, scalar)
     _C.index_put_(v, d, ti, _without_leading_ones(values, v.ndim - 1 + ti.ndim), accumulate)
+    if v._storage_id != target._storage_id:
+        _C.copy_(target, v._view(tuple(target.shape)))
 
 
 class IndexPutFn(Function):

@@ -12,6 +12,7 @@ import math
 import warnings
 
 from .._core.activation import _check_tensor
+from .._core.autocast import float32_op
 from .._core.creation import linspace as _linspace
 from .._core.creation import stack as _stack
 from .._core.creation import where as _where
@@ -145,6 +146,7 @@ def _check_grid_args(input, grid, mode, padding_mode):
                                   f"input of shape {tuple(input.shape)}")
 
 
+@float32_op  # on PyTorch's CPU autocast float32 list (a bfloat16 feature map sampled at a float32 grid)
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
     """Sample input (N, C, H, W) at the points grid (N, oH, oW, 2) gives, or input (N, C, D, H, W) at grid
     (N, oD, oH, oW, 3): each point (x, y[, z]) in [-1, 1] is a position in the input (x along W). mode: 'bilinear'

@@ -9,6 +9,7 @@ one copy (as in PyTorch), and the backward is the same composition reversed. emb
 the indices; one_hot a zeroed int64 tensor and one scatter."""
 from .. import _C
 from .._core.activation import _check_tensor
+from .._core.creation import cat
 from .._core.autograd import Function
 from .._core.autograd import needs_grad as _needs_grad
 from .._core.autograd import no_grad as _no_grad
@@ -65,9 +66,33 @@ def pad(input, pad, mode="constant", value=None):
     if code == 3 and any(p < 0 for p in pads) and len(pads) % 2 == 0 and len(pads) // 2 <= input.ndim:
         input, pads = _crop(input, pads)  # PyTorch's circular padding crops first, then wraps the rest
     value = 0.0 if value is None else float(value)
+    outer = pads[6:] if code == 0 and len(pads) > 6 and len(pads) % 2 == 0 and len(pads) // 2 <= input.ndim else ()
+    if outer:
+        pads = pads[:6]
+    if outer and _needs_grad(input):
+        return _pad_outer_dims(_Pad.apply(input, pads, code, value), outer, value)
+    if outer:
+        return _pad_outer_dims(_C.pad(input, pads, code, value), outer, value)
     if _needs_grad(input):
         return _Pad.apply(input, pads, code, value)
     return _C.pad(input, pads, code, value)
+
+
+def _pad_outer_dims(x, outer, value):
+    """Constant padding of the dims before the last 3 (torchvision's Swin3D pads 4 of a 5-D input): outer holds
+    the pads from the 4th last dim on. Composed of narrow (negative pads crop) and cat with blocks of `value`: the C
+    kernel pads at most the last 3."""
+    for j in range(len(outer) // 2):
+        d = x.ndim - 4 - j
+        lo, hi = outer[2 * j], outer[2 * j + 1]
+        if lo < 0 or hi < 0:
+            start, stop = max(0, -lo), x.shape[d] - max(0, -hi)
+            x = x.narrow(d, start, max(0, stop - start))
+        if lo > 0 or hi > 0:
+            def block(n):
+                return x.new_full(tuple(n if i == d else s for i, s in enumerate(x.shape)), value)
+            x = cat(([block(lo)] if lo > 0 else []) + [x] + ([block(hi)] if hi > 0 else []), d)
+    return x
 
 
 def _factor(f, op, name):

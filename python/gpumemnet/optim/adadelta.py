@@ -2,13 +2,14 @@
 fused in-place C call per parameter group (csrc/ops_optim.c). The state is created on a parameter's first step,
 tagged "optimizer"; later steps allocate nothing (PyTorch's allocates std and delta for every parameter)."""
 from .. import _C
-from .optimizer import Optimizer
+from .optimizer import Optimizer, Step
 from .rmsprop import _nonneg
 
 __all__ = ["Adadelta"]
 
 
 class Adadelta(Optimizer):
+    _pytorch_flags = {"foreach": None, "capturable": False, "differentiable": False}
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *, capturable=False,
                  maximize=False, differentiable=False):
         if differentiable:
@@ -29,7 +30,7 @@ class Adadelta(Optimizer):
         sq, acc = [], []
         for p in params:
             st = self.state.setdefault(p, {})
-            st.setdefault("step", 0)
+            st.setdefault("step", Step(0))
             for key in ("square_avg", "acc_delta"):
                 if key not in st:
                     st[key] = self._new_state(p, key)

@@ -10,7 +10,7 @@ from .. import _C
 from .._core.dtype import finfo
 from .._core.scope import category
 from .. import linalg
-from .optimizer import Optimizer, _is_tensor
+from .optimizer import Optimizer, Step, _is_tensor
 
 __all__ = ["Adafactor"]
 
@@ -55,7 +55,7 @@ class Adafactor(Optimizer):
     def _state(self, p):
         st = self.state[p]
         if not st:
-            st["step"] = 0
+            st["step"] = Step(0)
             shapes = self._factor_shapes(p)
             if shapes is None:
                 st["variance"] = self._new_state(p, "variance")

@@ -3,13 +3,14 @@ maximize), one fused in-place C call per parameter group (csrc/ops_optim.c). As 
 filled with initial_accumulator_value, and "step") is created when the optimizer is built, tagged "optimizer";
 no step allocates (PyTorch's allocates sqrt(sum) for every parameter)."""
 from .. import _C
-from .optimizer import Optimizer
+from .optimizer import Optimizer, Step
 from .rmsprop import _nonneg
 
 __all__ = ["Adagrad"]
 
 
 class Adagrad(Optimizer):
+    _pytorch_flags = {"foreach": None, "fused": None, "differentiable": False}
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
                  foreach=None, *, maximize=False, differentiable=False, fused=None):
         if differentiable:
@@ -22,7 +23,7 @@ class Adagrad(Optimizer):
 
     def _init_state(self, p, group):
         st = self.state[p]
-        st["step"] = 0
+        st["step"] = Step(0)
         st["sum"] = s = self._new_state(p, "sum", zero=False)
         if p._device != "meta":
             # The constructor's value, not the group's: PyTorch fills every group's state from its argument.
@@ -53,5 +54,5 @@ class Adagrad(Optimizer):
         _C.adagrad_step_(params, grads, sums, steps, float(group["lr"]), float(group["lr_decay"]),
                          float(group["weight_decay"]), float(group["eps"]), bool(group["maximize"]))
         for p, s in zip(params, steps):
-            self.state[p]["step"] = s
+            self.state[p]["step"] = Step(s)
         return True

@@ -11,24 +11,33 @@ offload="cpu": fp32 master weights and the state in pinned host memory, the upda
 """
 from .. import _C
 from ._offload import OffloadMixin
-from .optimizer import Optimizer
+from .optimizer import Optimizer, Step
 
 __all__ = ["Adam", "AdamW"]
 
 
 class Adam(OffloadMixin, Optimizer):
+    _pytorch_flags = {"foreach": None, "fused": None, "capturable": False, "differentiable": False}
     _decoupled = False
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, amsgrad=False, *,
-                 maximize=False, foreach=None, capturable=False, differentiable=False, fused=None, offload=None):
+                 maximize=False, foreach=None, capturable=False, differentiable=False, fused=None, offload=None,
+                 decoupled_weight_decay=None):
         # foreach / fused / capturable: accepted for drop-in compatibility; every step here is fused.
+        # decoupled_weight_decay=True: AdamW's decay (PyTorch 2.6+'s Adam option); AdamW's own default is True.
         if differentiable:
             raise ValueError(f"{type(self).__name__}: differentiable=True is not supported (the step is a fused "
                              f"in-place kernel)")
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
-                        maximize=maximize)
+                        maximize=maximize, decoupled_weight_decay=bool(self._decoupled if decoupled_weight_decay is None
+                                                                       else decoupled_weight_decay))
         self._init_offload(offload)
         super().__init__(params, defaults)
+
+    def _decoupled_in(self, group):
+        """AdamW's decay in this group: its decoupled_weight_decay (a group loaded from an older state_dict may
+        lack it: the class decides)."""
+        return bool(group.get("decoupled_weight_decay", self._decoupled))
 
     def _validate_group(self, group):
         name = type(self).__name__
@@ -61,7 +70,7 @@ class Adam(OffloadMixin, Optimizer):
         exp_avgs, exp_avg_sqs, max_sqs, steps = [], [], [] if amsgrad else None, []
         for p in params:
             st = self.state.setdefault(p, {})
-            st.setdefault("step", 0)
+            st.setdefault("step", Step(0))
             for key in ("exp_avg", "exp_avg_sq", "max_exp_avg_sq") if amsgrad else ("exp_avg", "exp_avg_sq"):
                 if key not in st:
                     st[key] = self._new_state(p, key)
@@ -72,16 +81,16 @@ class Adam(OffloadMixin, Optimizer):
             steps.append(st["step"] + 1)
         beta1, beta2 = group["betas"]
         _C.adam_step_(params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps, float(group["lr"]), float(beta1),
-                      float(beta2), float(group["eps"]), float(group["weight_decay"]), self._decoupled, amsgrad,
-                      bool(group["maximize"]))
+                      float(beta2), float(group["eps"]), float(group["weight_decay"]), self._decoupled_in(group),
+                      amsgrad, bool(group["maximize"]))
         # Counted after the kernel succeeded: a rejected step leaves the bias corrections where they were.
         for p, s in zip(params, steps):
-            self.state[p]["step"] = s
+            self.state[p]["step"] = Step(s)
         return True
 
     def _host_state_of(self, p, keys):
         st = self.state.setdefault(p, {})
-        st.setdefault("step", 0)
+        st.setdefault("step", Step(0))
         for key in keys:
             if key not in st:
                 st[key] = self._host_state(p, key)
@@ -95,7 +104,7 @@ class Adam(OffloadMixin, Optimizer):
         _C.adam_step_([master], [g], [st["exp_avg"]], [st["exp_avg_sq"]],
                       [st["max_exp_avg_sq"]] if amsgrad else None, [st["step"] + 1], float(group["lr"]),
                       float(beta1), float(beta2), float(group["eps"]), float(group["weight_decay"]),
-                      self._decoupled, amsgrad, bool(group["maximize"]))
+                      self._decoupled_in(group), amsgrad, bool(group["maximize"]))
         st["step"] += 1
 
 
@@ -108,7 +117,7 @@ class Adam(OffloadMixin, Optimizer):
         _C.adam_step_mixed_(stage, master, st["exp_avg"], st["exp_avg_sq"],
                             st["max_exp_avg_sq"] if amsgrad else None, st["step"] + 1, float(group["lr"]),
                             float(beta1), float(beta2), float(group["eps"]), float(group["weight_decay"]),
-                            self._decoupled, amsgrad, bool(group["maximize"]))
+                            self._decoupled_in(group), amsgrad, bool(group["maximize"]))
         st["step"] += 1
 
 

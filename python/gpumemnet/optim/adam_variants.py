@@ -5,13 +5,14 @@ mu_product) is created on a parameter's first step, tagged "optimizer"."""
 import math
 
 from .. import _C
-from .optimizer import Optimizer
+from .optimizer import Optimizer, Step
 from .rmsprop import _nonneg
 
 __all__ = ["Adamax", "NAdam", "RAdam"]
 
 
 class _AdamLike(Optimizer):
+    _pytorch_flags = {"foreach": None, "capturable": False, "differentiable": False}
     keys = ("exp_avg", "exp_avg_sq")
 
     def _validate_group(self, group):
@@ -25,7 +26,7 @@ class _AdamLike(Optimizer):
 
     def _state(self, p):
         st = self.state.setdefault(p, {})
-        st.setdefault("step", 0)
+        st.setdefault("step", Step(0))
         for key in self.keys:
             if key not in st:
                 st[key] = self._new_state(p, key)

@@ -39,6 +39,35 @@ def _is_tensor(x):
     return isinstance(x, _C.TensorBase)
 
 
+class Step(int):
+    """An optimizer's step count in its state (state[p]["step"]): an int, which the kernels read, that also
+    answers what scripts ask of PyTorch's (a 0-d float32 tensor there): `state["step"].item()`, `.float()`,
+    `.tolist()`. Adding an int keeps the kind (`st["step"] += 1`). state_dict() gives PyTorch's tensor."""
+    __slots__ = ()
+
+    def __add__(self, other):
+        return Step(int(self) + other) if isinstance(other, int) else int(self) + other
+
+    __radd__ = __add__
+
+    def item(self):
+        return float(self)
+
+    tolist = item
+
+    def float(self):
+        return self
+
+    def cpu(self):
+        return self
+
+
+def _step_tensor(step):
+    """PyTorch's form of a saved step: a 0-d float32 tensor."""
+    from .._core.creation import tensor
+    return tensor(float(step), dtype="float32")
+
+
 def _tensor_kind(x):
     return type(x).__name__ + ("" if not _is_tensor(x) else f" of shape {tuple(x.shape)}")
 
@@ -48,8 +77,12 @@ class Optimizer:
     per-group options overriding `defaults`. Subclasses implement `_step_group(group) -> bool` (whether any
     parameter of the group had a gradient)."""
 
+    # PyTorch's implementation flags that its param groups carry (foreach, fused, ...), with their defaults: scripts
+    # read them (`param_groups[0]["fused"]`); the steps here are what they are whatever the flags say.
+    _pytorch_flags = {}
+
     def __init__(self, params, defaults):
-        self.defaults = dict(defaults)
+        self.defaults = {**self._pytorch_flags, **defaults}
         self.state = defaultdict(dict)  # parameter -> dict, keyed by the tensor object as in PyTorch
         self.param_groups = []
         self._warned_no_grad = False
@@ -253,7 +286,8 @@ class Optimizer:
                 ids.append(index[id(p)])
             packed["params"] = ids
             groups.append(packed)
-        state = {index[id(p)]: dict(s) for p, s in self.state.items() if id(p) in index and s}
+        state = {index[id(p)]: {k: _step_tensor(v) if k == "step" and isinstance(v, Step) else v for k, v in s.items()}
+                 for p, s in self.state.items() if id(p) in index and s}
         return {"state": dict(sorted(state.items())), "param_groups": groups}
 
     def load_state_dict(self, state_dict):
@@ -297,7 +331,7 @@ class Optimizer:
             mine = {}
             for k, v in st.items():
                 if k == "step":
-                    mine[k] = int(float(v)) if _is_tensor(v) else int(v)
+                    mine[k] = Step(int(float(v)) if _is_tensor(v) else int(v))
                 elif _is_tensor(v):
                     mine[k] = self._adopt(p, k, v, old.get(k))
                 else:

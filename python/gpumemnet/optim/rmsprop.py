@@ -3,7 +3,7 @@ weight decay; maximize), one fused in-place C call per parameter group (csrc/ops
 on a parameter's first step, zero-filled and tagged "optimizer", as PyTorch creates it; later steps allocate
 nothing (PyTorch's step allocates the sqrt(square_avg) temporary of every parameter)."""
 from .. import _C
-from .optimizer import Optimizer
+from .optimizer import Optimizer, Step
 
 __all__ = ["RMSprop"]
 
@@ -14,6 +14,7 @@ def _nonneg(cls, key, value):
 
 
 class RMSprop(Optimizer):
+    _pytorch_flags = {"foreach": None, "capturable": False, "differentiable": False}
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
                  capturable=False, foreach=None, maximize=False, differentiable=False):
         # foreach / capturable: accepted for drop-in compatibility; every step here is fused.
@@ -35,7 +36,7 @@ class RMSprop(Optimizer):
         sq, bufs, gas = [], [] if momentum > 0 else None, [] if centered else None
         for p in params:
             st = self.state.setdefault(p, {})
-            st.setdefault("step", 0)
+            st.setdefault("step", Step(0))
             keys = ["square_avg"] + (["momentum_buffer"] if momentum > 0 else []) + (["grad_avg"] if centered else [])
             for key in keys:
                 if key not in st:

@@ -11,7 +11,7 @@ import struct
 from .. import _C
 from .._core.creation import where
 from .._core.dtype import get_default_dtype
-from .optimizer import Optimizer, _is_tensor
+from .optimizer import Optimizer, Step, _is_tensor
 
 __all__ = ["Rprop", "ASGD"]
 
@@ -46,7 +46,7 @@ class Rprop(Optimizer):
         for p, g in zip(params, grads):
             st = self.state[p]
             if not st:
-                st["step"] = 0
+                st["step"] = Step(0)
                 st["prev"] = self._new_state(p, "prev")
                 st["step_size"] = self._new_state(p, "step_size", zero=False)
                 if p._device != "meta":
@@ -96,7 +96,7 @@ class ASGD(Optimizer):
         for p, g in zip(params, grads):
             st = self.state[p]
             if not st:
-                st["step"] = 0
+                st["step"] = Step(0)
                 st["eta"] = _round_scalar(lr)
                 st["mu"] = 1.0
                 st["ax"] = self._new_state(p, "ax")

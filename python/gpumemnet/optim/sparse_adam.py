@@ -3,7 +3,7 @@ does for the sparse gradients of nn.Embedding(sparse=True). gpumemnet's embeddin
 updated are the rows whose gradient is not all zero (a row a batch used with an exactly zero gradient is the only
 difference: PyTorch would step its moments); the moments of the other rows, and the rows themselves, stay."""
 from .._core.creation import where
-from .optimizer import Optimizer
+from .optimizer import Optimizer, Step
 
 __all__ = ["SparseAdam"]
 
@@ -26,7 +26,7 @@ class SparseAdam(Optimizer):
         for p, g in zip(params, grads):
             st = self.state[p]
             if not st:
-                st["step"] = 0
+                st["step"] = Step(0)
                 st["exp_avg"] = self._new_state(p, "exp_avg")
                 st["exp_avg_sq"] = self._new_state(p, "exp_avg_sq")
             st["step"] += 1
