@@ -177,7 +177,8 @@ static PyMethodDef node_methods[] = {
 };
 
 static PyMemberDef node_members[] = {
-    {"next_functions", T_OBJECT, offsetof(GMNode, next_functions), 0, "(node, output_nr) per input, or None."},
+    {"_edges", T_OBJECT, offsetof(GMNode, next_functions), 0,
+     "(node, output_nr) per input, or None (Node.next_functions gives PyTorch's form)."},
     {"_saved", T_OBJECT, offsetof(GMNode, saved), 0, "Saved tensors (tuple of _SavedTensor), or None."},
     {"_pre_hooks", T_OBJECT, offsetof(GMNode, pre_hooks), 0, "Gradient hooks: {output_nr: [hook]}."},
     {"needs_input_grad", T_OBJECT, offsetof(GMNode, needs_input_grad), 0, "Whether input i needs a gradient."},

@@ -61,7 +61,7 @@ def test_fast_nodes_are_the_functions_nodes():
         assert [e[0] for e in fn.next_functions] == [a._grad_acc(), b._grad_acc()]
         assert (fn._saved is None) if n_saved is None else len(fn._saved) == n_saved
     y = a * 2.0
-    assert y.grad_fn.next_functions[1] is None and y.grad_fn.needs_input_grad == [True, False]
+    assert y.grad_fn.next_functions[1] == (None, 0) and y.grad_fn.needs_input_grad == [True, False]
     # _input_meta: (shape, dtype, 0-d on the CPU)
     assert y.grad_fn._input_number(1) == 2.0 and y.grad_fn._input_meta(0) == ((3,), 0, False)
 

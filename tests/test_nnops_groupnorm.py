@@ -451,14 +451,19 @@ def test_meta_layer_norm_shapes_and_no_data():
 
 # ---- autocast -------------------------------------------------------------------------------------------------------
 def test_autocast_policy():
-    """PyTorch's CUDA lists: layer_norm and group_norm run in float32; instance_norm and batch_norm follow their
-    input."""
+    """PyTorch's lists: layer_norm and group_norm run in float32 under CUDA autocast and follow their input under
+    CPU autocast (a meta tensor follows the region's device); instance_norm and batch_norm follow their input."""
     x = T(R(2, 4, 3, 3), gm.bfloat16)
     w = T(R(4), gm.float32)
     with gm.autocast("cpu"):
-        assert F.group_norm(x, 2, w, w).dtype == gm.float32
-        assert F.layer_norm(x, (3,)).dtype == gm.float32
+        assert F.group_norm(x, 2, w, w).dtype == gm.bfloat16
+        assert F.layer_norm(x, (3,)).dtype == gm.bfloat16
         assert F.instance_norm(x, weight=w, bias=w).dtype == gm.bfloat16
         assert F.batch_norm(x, None, None, w, w, training=True).dtype == gm.bfloat16
+    with gm.autocast("cuda", dtype=gm.bfloat16):
+        xm, wm = x.to("meta"), w.to("meta")
+        assert F.group_norm(xm, 2, wm, wm).dtype == gm.float32
+        assert F.layer_norm(xm, (3,)).dtype == gm.float32
+        assert F.batch_norm(xm, None, None, wm, wm, training=True).dtype == gm.bfloat16
     assert F.group_norm(x, 2).dtype == gm.bfloat16  # outside autocast: the input's dtype
     assert_close(F.group_norm(x, 2), gn_ref(to_numpy(x), 2), 2e-2, 2e-2)

@@ -293,12 +293,15 @@ def test_neg_in_place_is_recorded_in_a_graph():
 
 # ---- autocast: PyTorch's float32 list -----------------------------------------------------------------------------
 def test_autocast_widens_the_float32_list_and_keeps_the_rest():
+    """These are on PyTorch's CUDA autocast float32 list and not on its CPU one: float32 under a CUDA region (a
+    meta tensor follows the region's device), the input's dtype under a CPU region."""
     x = gm.ones(3, dtype=gm.bfloat16)
-    with gm.autocast("cpu", dtype=gm.bfloat16):
-        for name in ("asin", "acos", "tan", "sinh", "cosh", "log1p", "expm1", "log2", "log10", "reciprocal"):
-            assert getattr(x * 0.5, name)().dtype == gm.float32, name
-        for name in ("sin", "cos", "atan", "erf", "erfc", "exp2"):
-            assert getattr(x * 0.5, name)().dtype == gm.bfloat16, name
+    for device, wide in (("cuda", gm.float32), ("cpu", gm.bfloat16)):
+        with gm.autocast(device, dtype=gm.bfloat16):
+            for name in ("asin", "acos", "tan", "sinh", "cosh", "log1p", "expm1", "log2", "log10", "reciprocal"):
+                assert getattr((x * 0.5).to("meta" if device == "cuda" else "cpu"), name)().dtype == wide, name
+            for name in ("sin", "cos", "atan", "erf", "erfc", "exp2"):
+                assert getattr(x * 0.5, name)().dtype == gm.bfloat16, name
 
 
 def test_meta_gives_shapes_and_dtypes_without_values():

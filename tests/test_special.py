@@ -433,9 +433,10 @@ def test_integer_ops_refuse_floats(device):
 
 
 def test_erfinv_is_float32_under_autocast(device):
-    """erfinv is on PyTorch's autocast float32 list (CUDA's, which gpumemnet's policy follows on every device)."""
+    """erfinv is on PyTorch's CUDA autocast float32 list, not on its CPU one (where it follows its input)."""
     a = gm.tensor([0.25, -0.5], device=device).to(gm.bfloat16 if device == "cpu" else gm.float16)
     with gm.autocast(device, dtype=a.dtype):
         out = gm.erfinv(a)
-    assert out.dtype == gm.float32
-    np.testing.assert_allclose(to_np(out), torch.erfinv(torch.tensor(to_np(a))).numpy(), rtol=1e-6)
+    assert out.dtype == (gm.float32 if device.startswith("cuda") else a.dtype)
+    ref = torch.erfinv(torch.tensor(to_np(a))).numpy()
+    np.testing.assert_allclose(to_np(out), ref, rtol=1e-6 if device.startswith("cuda") else 1e-2)

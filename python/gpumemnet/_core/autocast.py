@@ -133,9 +133,9 @@ def cast_source(t):
     instead of t and cast it again there (nn/_functional_conv.py): the half copy then lives only while the op's
     backward runs instead of from the forward to the end of backward, and the cast gives the same bits again."""
     node = t.grad_fn
-    if not _state.cache or node is None or not node.next_functions or node.next_functions[0] is None:
+    if not _state.cache or node is None or not node._edges or node._edges[0] is None:
         return None
-    leaf = getattr(node.next_functions[0][0], "variable", None)
+    leaf = getattr(node._edges[0][0], "variable", None)
     if leaf is None:
         return None
     key = (id(leaf), leaf._version, t._dtype)

@@ -220,9 +220,15 @@ _SavedTensor = _C.SavedTensor
 
 # ---- nodes ------------------------------------------------------------------------------------------------
 class Node(_C.Node):
-    """A recorded op. `next_functions[i]` is (node, output_nr) feeding input i, or None. The fields (edges, saved
-    tensors, hooks, the forward's scope) live in the C base (csrc/autograd_node.c)."""
+    """A recorded op. `_edges[i]` is (node, output_nr) feeding input i, or None. The fields (edges, saved tensors,
+    hooks, the forward's scope) live in the C base (csrc/autograd_node.c)."""
     __slots__ = ()
+
+    @property
+    def next_functions(self):
+        """PyTorch's form of the edges: a (node, output_nr) pair per input, (None, 0) for one that needs no gradient
+        (torchviz-style graph walks unpack every entry)."""
+        return tuple((None, 0) if e is None else e for e in (self._edges or ()))
 
     def name(self):
         return type(self).__name__
@@ -239,7 +245,7 @@ class AccumulateGrad(Node):
 
     def __init__(self, variable):
         self.variable = variable
-        self.next_functions = ()
+        self._edges = ()
         self._pre_hooks = None
         self._saved = None
         self._released = False
@@ -327,7 +333,7 @@ class Function(Node):
         if edges is None:
             return cls.forward(_NO_CTX, *args)
         node = cls.__new__(cls)  # the C base keeps the scope the forward runs in: backward is named after it
-        node.next_functions = edges
+        node._edges = edges
         node.needs_input_grad = [e is not None for e in edges]
         out = cls.forward(node, *args)
         non_diff = node.__dict__.get("_non_diff", ())

@@ -200,19 +200,24 @@ def histc(input, bins=100, min=0, max=0):  # noqa: A002  (PyTorch's names)
     """Counts in `bins` equal bins over [min, max] (the data's range when both are 0), as input's dtype."""
     _need_tensor("histc", input)
     if input._dtype not in (0, 1, 2, 3):
-        raise RuntimeError(f"\"histogram_cpu\" not implemented for '{input.dtype}'")
+        raise NotImplementedError(f"\"histogram_cpu\" not implemented for '{input.dtype}'")
     if bins <= 0:
         raise RuntimeError(f"torch.histc: bins must be > 0, but got {bins} for bins")
-    a = _host(input, "histc").astype(np.float64).reshape(-1)
-    lo, hi = float(min), float(max)
+    # PyTorch's arithmetic, in the input's precision (float32 for the half types): the range's ends rounded to it,
+    # bin = int((x - lo) * bins / (hi - lo)), x == hi in the last bin; so values on an edge land where PyTorch's do
+    ft = np.float64 if input._dtype == 1 else np.float32
+    a = _host(input, "histc").astype(ft).reshape(-1)
+    lo, hi = ft(min), ft(max)
     if lo == hi and a.size:
-        lo, hi = float(a.min()), float(a.max())
+        lo, hi = a.min(), a.max()
     if lo == hi:
-        lo, hi = lo - 1, hi + 1
+        lo, hi = lo - ft(1), hi + ft(1)
     if lo > hi:
         raise RuntimeError(f"torch.histc: max must be larger than min, but got min {min} max {max}")
     inside = a[(a >= lo) & (a <= hi)]
-    counts = np.histogram(inside, bins=int(bins), range=(lo, hi))[0]
+    with np.errstate(over="ignore", invalid="ignore"):
+        pos = ((inside - lo) * ft(bins) / (hi - lo)).astype(np.int64)
+    counts = np.bincount(np.minimum(pos, int(bins) - 1), minlength=int(bins))
     out = _C.from_numpy(np.asarray(counts.astype(np.float64), order="C"), 1, input._device)
     return out.to(input.dtype)
 

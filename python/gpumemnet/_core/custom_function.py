@@ -38,7 +38,7 @@ def _apply(cls, *args):
     edges = [A._edge_of(a) if type(a) is Tensor and a.requires_grad else None for a in args] \
         if A._grad_on() else [None] * len(args)
     node = cls.__new__(cls)
-    node.next_functions = edges
+    node._edges = edges
     node.needs_input_grad = tuple(e is not None for e in edges)
     with A.no_grad():
         if cls.setup_context is not A.Function.setup_context:
@@ -98,7 +98,7 @@ def _saved_tensors(self):
     out = []
     for t, role in zip(saved, roles):
         if t is not None and role is not None:
-            t = linked(t, self.next_functions[role[1]] if role[0] == "in" else (self, role[1]))
+            t = linked(t, self._edges[role[1]] if role[0] == "in" else (self, role[1]))
         out.append(t)
     return tuple(out)
 

@@ -331,7 +331,7 @@ def _widened_by_leaf(ctx, i=0):
     bfloat16, one pass) or as it makes .grad, bit for bit what the float32 copy would give, without that copy. Not
     when anything could see the gradient on its way: the leaf's or the accumulator's hooks, or autograd.grad
     returning it."""
-    edge = ctx.next_functions[i]
+    edge = ctx._edges[i]
     if edge is None or state.capturing:
         return False
     node = edge[0]

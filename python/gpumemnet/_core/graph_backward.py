@@ -38,7 +38,7 @@ def linked(t, edge):
 
 def saved_input(ctx, i, t):
     """Saved tensor t, which is the node's input i, linked to the graph."""
-    return linked(t, ctx.next_functions[i])
+    return linked(t, ctx._edges[i])
 
 
 def saved_output(ctx, t, nr=0):
@@ -96,7 +96,7 @@ class Adjoint(Function):
 def linear_op(adjoint_of):
     """A formula for an op whose input gradient is linear in g: adjoint_of(ctx, g) gives B's adjoint."""
     def formula(ctx, g, *unused):
-        return (record(Adjoint, g, ctx, adjoint_of(ctx, g)),) + (None,) * (len(ctx.next_functions) - 1)
+        return (record(Adjoint, g, ctx, adjoint_of(ctx, g)),) + (None,) * (len(ctx._edges) - 1)
     return formula
 
 

@@ -180,11 +180,17 @@ class MathMethods:
     negative_ = neg_
 
     def lerp(self, end, weight):
-        """self + weight * (end - self); weight a number or a tensor (broadcast)."""
-        return self + weight * (end - self)
+        """self + weight * (end - self) where |weight| < 0.5, else end - (end - self) * (1 - weight): PyTorch's two
+        forms, so that weight 1 gives end exactly; weight a number or a tensor (broadcast)."""
+        if isinstance(weight, _C.TensorBase):
+            d = end - self
+            return (self + weight * d).where(weight.abs() < 0.5, end - d * (1 - weight))
+        return self + weight * (end - self) if abs(weight) < 0.5 else end - (end - self) * (1 - weight)
 
     def lerp_(self, end, weight):
-        return self.add_(weight * (end - self))
+        if isinstance(weight, _C.TensorBase) or abs(weight) >= 0.5:
+            return self.copy_(self.lerp(end, weight))
+        return self.add_(weight * (end - self))  # the EMA's and BatchNorm's small weights: one temporary
 
     def addcmul(self, tensor1, tensor2, *, value=1):
         """self + value * tensor1 * tensor2."""

@@ -353,7 +353,7 @@ def _reaches(root, ids):
         if id(node) in seen:
             continue
         seen.add(id(node))
-        for e in getattr(node, "next_functions", ()) or ():
+        for e in getattr(node, "_edges", ()) or ():
             if e is not None and e[0] is not None:
                 stack.append(e[0])
     return False

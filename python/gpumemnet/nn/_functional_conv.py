@@ -200,7 +200,7 @@ class _Conv(Function):
             # input's gradient allocated. A relu's output that only its relu keeps besides is freed in between:
             # the relu keeps a bit mask from here on (keep_relu_mask).
             _, dw, db = _backward(cls.backward_op, g, x, w, ctx.args, (False,) + mask[1:], *ctx.shapes, wf32)
-            edge = ctx.next_functions[0]
+            edge = ctx._edges[0]
             if edge is not None and not ctx.unbatched:
                 keep_relu_mask(x, edge[0])
             del x

@@ -123,7 +123,7 @@ def _leaves_reached(outputs):
         if isinstance(node, AccumulateGrad):
             leaves.add(id(node.variable))
             continue
-        for e in node.next_functions:
+        for e in node._edges:
             if e is not None:
                 stack.append(e[0])
     return leaves
