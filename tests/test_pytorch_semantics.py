@@ -438,3 +438,31 @@ def test_estimate_leaves_the_random_generators_alone():
     assert gm.equal(after[0], gm.get_rng_state())
     np.testing.assert_array_equal(after[1], states[1])
     assert after[2] == states[2]
+
+
+@pytest.mark.parametrize("write", ["leaky_relu_", "mul_", "relu_", "setitem", "twice"])
+def test_retain_grad_follows_in_place_writes(write):
+    """PyTorch moves retain_grad to the tensor's new version; hooks registered with register_hook stay with the
+    version they were registered on."""
+    def run(L):
+        x = L.tensor([-1.0, 2.0, 0.5], dtype=L.float64, requires_grad=True)
+        h = x * 1.5
+        h.retain_grad()
+        seen = []
+        h.register_hook(lambda g: seen.append(_np(g).copy()))
+        if write == "leaky_relu_":
+            L.nn.functional.leaky_relu(h, 0.2, inplace=True)
+        elif write == "mul_":
+            h.mul_(3.0)
+        elif write == "relu_":
+            h.relu_()
+        elif write == "setitem":
+            h[0] = 4.0
+        else:
+            h.mul_(2.0)
+            h.add_(1.0)
+        (h * L.tensor([3.0, 5.0, 7.0], dtype=L.float64)).sum().backward()
+        return _np(h.grad), _np(x.grad), seen[0]
+    ref, got = _both(run)
+    for a, b in zip(got, ref):
+        np.testing.assert_allclose(a, b, rtol=1e-12)

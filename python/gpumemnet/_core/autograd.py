@@ -13,6 +13,7 @@ _core/hooks.py by gpumemnet.memory.
 """
 import functools
 import inspect
+import weakref
 
 from .. import _C
 from . import hooks
@@ -489,8 +490,23 @@ def check_inplace(t, name):
                                f"in-place write would not reach the other tensor's gradient. Use the "
                                f"out-of-place form")
         _keep_saved_output(t.grad_fn, t)
+        if t._retains_grad:  # its .grad is the gradient of the new version: moved at the next backward
+            _RETAIN_MOVED[id(t)] = weakref.ref(t)
         return True
     return False
+
+
+# Tensors that retain_grad() and were then written in place: PyTorch moves their retain hook to the new grad_fn
+# (Grad-CAM's activations ahead of an in-place ReLU). The write's node exists only after check_inplace, so the hook
+# is moved when backward starts (_run); the old node's hook gives way once the tensor has another grad_fn.
+_RETAIN_MOVED = {}  # id -> weak reference (a WeakSet would compare tensors with ==)
+
+
+def _move_retained():
+    while _RETAIN_MOVED:
+        t = _RETAIN_MOVED.popitem()[1]()
+        if t is not None:
+            t._register_retain()
 
 
 def _keep_saved_output(node, t):
@@ -585,6 +601,8 @@ def _run(roots, grad_outputs, retain_graph, capture=None, create_graph=False):
     """Run backward from (tensor, grad) pairs (the walk is csrc/autograd_engine.c). With `capture` (a dict edge ->
     None) the gradients reaching those edges are returned instead of being accumulated into leaves. With
     create_graph the nodes' graph formulas run (Function.apply_grads), so that the gradients have a graph."""
+    if _RETAIN_MOVED:
+        _move_retained()
     prev = state.retain_graph, state.capturing, state.create_graph
     state.retain_graph, state.capturing, state.create_graph = bool(retain_graph), capture is not None, create_graph
     try:

@@ -293,11 +293,17 @@ class Tensor(_C.TensorBase):
         if self.grad_fn is None or self._retains_grad:
             return
         self._retains_grad = True
-        me = weakref.ref(self)  # the hook lives on our own grad_fn: a strong reference would be a cycle
+        self._register_retain()
+
+    def _register_retain(self):
+        """retain_grad's hook on the current grad_fn; it stores nothing once the tensor was written in place (its
+        grad_fn changed: autograd._RETAIN_MOVED puts a hook on the new one)."""
+        me, node = weakref.ref(self), self.grad_fn  # the hook lives on our own grad_fn: a strong reference to us
+        # would be a cycle
 
         def keep(g):
             t = me()
-            if t is not None:
+            if t is not None and t.grad_fn is node:
                 t.grad = g.detach().clone() if t.grad is None else t.grad + g
         keep.retains_grad = True  # kept last: .grad is the gradient after the tensor's hooks (PyTorch 2's rule)
         autograd.register_tensor_hook(self, keep)
