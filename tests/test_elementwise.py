@@ -29,7 +29,8 @@ COMPARISONS = [EQ, NE, LT, LE, GT, GE]
 NP_BINARY = {ADD: np.add, SUB: np.subtract, MUL: np.multiply, DIV: np.true_divide, POW: np.power,
              MAXIMUM: np.maximum, MINIMUM: np.minimum, EQ: np.equal, NE: np.not_equal, LT: np.less,
              LE: np.less_equal, GT: np.greater, GE: np.greater_equal}
-NP_UNARY = {NEG: np.negative, EXP: np.exp, LOG: np.log, SQRT: np.sqrt, ABS: np.abs, SIGN: np.sign,
+NP_UNARY = {NEG: np.negative, EXP: np.exp, LOG: np.log, SQRT: np.sqrt, ABS: np.abs,
+            SIGN: lambda a: np.where(np.isnan(a), 0.0, np.sign(a)).astype(a.dtype),  # PyTorch's sign(nan) is 0
             LOGICAL_NOT: np.logical_not}
 
 

@@ -114,7 +114,7 @@ def test_inplace_through_expanded_views(op, base, grow, seed):
 SPECIAL = st.sampled_from([0.0, -0.0, 1.0, -1.0, 0.5, 2.5, -2.5, 1e300, -1e300, 1e-300, float("inf"),
                            float("-inf"), float("nan")])
 UNARY = {"exp": np.exp, "log": np.log, "sqrt": np.sqrt, "abs": np.abs, "neg": np.negative, "floor": np.floor,
-         "ceil": np.ceil, "trunc": np.trunc, "round": np.round, "sign": np.sign, "square": np.square,
+         "ceil": np.ceil, "trunc": np.trunc, "round": np.round, "sign": lambda a: np.where(np.isnan(a), 0.0, np.sign(a)), "square": np.square,
          "rsqrt": lambda a: 1 / np.sqrt(a), "tanh": np.tanh, "sigmoid": lambda a: 1 / (1 + np.exp(-a)),
          "relu": lambda a: np.where(np.isnan(a), a, np.maximum(a, 0.0))}
 

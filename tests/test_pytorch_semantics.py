@@ -466,3 +466,12 @@ def test_retain_grad_follows_in_place_writes(write):
     ref, got = _both(run)
     for a, b in zip(got, ref):
         np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+def test_sign_of_nan_is_zero(dtype):
+    def run(L):
+        x = L.tensor([float("nan"), -2.0, 0.0, 3.0, float("inf")]).to(getattr(L, dtype))
+        return L.sign(x).float().tolist(), L.sgn(x).float().tolist()
+    ref, got = _both(run)
+    assert got == ref

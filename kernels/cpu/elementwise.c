@@ -197,8 +197,8 @@ static int ew_run(int nops, char *const *base, const int64_t *const *strides, in
     static inline CT ew_log_##K(CT x) { return LOG(x); }                                                    \
     static inline CT ew_sqrt_##K(CT x) { return SQRT(x); }                                                  \
     static inline CT ew_abs_##K(CT x) { return FABS(x); }                                                   \
-    /* NaN and signed zero pass through, as in numpy.sign (PyTorch gives 0 for NaN: pytorch#41245) */       \
-    static inline CT ew_sign_##K(CT x) { return x > 0 ? (CT)1 : (x < 0 ? (CT)-1 : x); }                    \
+    /* NaN gives 0, as PyTorch's sign does (NumPy's gives NaN); a signed zero passes through */             \
+    static inline CT ew_sign_##K(CT x) { return x > 0 ? (CT)1 : (x < 0 ? (CT)-1 : (x == x ? x : (CT)0)); }  \
     static inline int ew_lnot_##K(CT x) { return x == 0; }                                                  \
     /* NaN anywhere propagates (numpy.clip); a missing bound is +-inf */                                    \
     static inline CT ew_clamp_##K(CT x, CT lo, CT hi) {                                                     \
