@@ -475,3 +475,24 @@ def test_sign_of_nan_is_zero(dtype):
         return L.sign(x).float().tolist(), L.sgn(x).float().tolist()
     ref, got = _both(run)
     assert got == ref
+
+
+def test_small_tensor_api_forms():
+    """movedim with tuples, any/all of uint8, integer sum dtypes, quantile of rows holding NaN, .real/.imag."""
+    def run(L):
+        x = L.arange(24.0).reshape(2, 3, 4)
+        u = L.tensor([[0, 3], [1, 1]], dtype=L.uint8)
+        b = L.tensor([[True, False], [True, True]])
+        q = L.tensor([[1.0, float("nan"), 3.0], [1.0, 2.0, 3.0]])
+        out = [tuple(L.movedim(x, (0, 1), (2, 0)).shape), tuple(x.movedim((1,), (0,)).shape),
+               str(u.any().dtype), str(u.all(1).dtype), u.all(1).tolist(),
+               b.sum(1, dtype=L.int32).tolist(), str(b.sum(dtype=L.int32).dtype), x.sum(dtype=L.int32).item(),
+               [str(v) for v in L.quantile(q, 0.5, dim=1).tolist()], str(L.quantile(q, 0.25).item()),
+               x.real is x]
+        try:
+            x.imag
+        except TypeError as e:  # PyTorch's type
+            out.append(type(e).__name__)
+        return [str(o).replace("torch.", "").replace("gpumemnet.", "") for o in out]
+    ref, got = _both(run)
+    assert got == ref

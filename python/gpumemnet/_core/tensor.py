@@ -146,6 +146,16 @@ class Tensor(_C.TensorBase):
         return DTYPES[self._dtype]
 
     @property
+    def real(self):
+        """A real tensor's real part is itself, as in PyTorch (code that takes .real of FFT results and of plain
+        tensors alike); complex tensors are _core/complex.py's."""
+        return self
+
+    @property
+    def imag(self):
+        raise TypeError("imag is not implemented for tensors with non-complex dtypes.")  # PyTorch's type
+
+    @property
     def device(self):
         return device_of(self._device)
 

@@ -18,6 +18,7 @@ from .indexing import SplitFn, write_recorded
 
 _BOOL = 5
 _I32 = 9  # int32's dtype code
+_UINT8 = 6
 _FLOAT_CODES = (0, 1, 2, 3)
 
 
@@ -267,10 +268,21 @@ class TensorMethods:
     swapdims = swapaxes
 
     def movedim(self, source, destination):
-        src, dst = _dim(source, self.ndim, "movedim"), _dim(destination, self.ndim, "movedim")
-        order = [i for i in range(self.ndim) if i != src]
-        order.insert(dst, src)
-        return self.permute(order)
+        """source dims (an int or a sequence) moved to the positions destination names, the others in order."""
+        many = isinstance(source, (tuple, list))
+        if many != isinstance(destination, (tuple, list)) or (many and len(source) != len(destination)):
+            raise RuntimeError(f"movedim: Invalid source or destination dims: source ({source} dims) should "
+                               f"contain the same number of dims as destination ({destination} dims)")
+        src = [_dim(d, self.ndim, "movedim") for d in (source if many else (source,))]
+        dst = [_dim(d, self.ndim, "movedim") for d in (destination if many else (destination,))]
+        if len(set(src)) != len(src) or len(set(dst)) != len(dst):
+            raise RuntimeError(f"movedim: repeated dim in `source` ({list(source)}) or `destination` "
+                               f"({list(destination)})")
+        order = [None] * self.ndim
+        for s, d in zip(src, dst):
+            order[d] = s
+        rest = iter(i for i in range(self.ndim) if i not in src)
+        return self.permute([o if o is not None else next(rest) for o in order])
 
     # ---- matrix products ----------------------------------------------------------------------------------
     def mm(self, mat2):
@@ -502,13 +514,15 @@ class TensorMethods:
         return tuple(self.shape) == tuple(other.shape) and bool((self.detach() == other.detach()).all())
 
     def all(self, dim=None, keepdim=False):
-        """Whether every entry (along dim) is nonzero, as a bool tensor."""
+        """Whether every entry (along dim) is nonzero, as a bool tensor (uint8 for a uint8 input, as PyTorch's)."""
         zero = _C.binary(F.EQ, self.detach(), 0)
-        return _C.binary(F.EQ, _C.reduce(F.SUM, zero, _dims_arg(dim, self.ndim, "all"), keepdim), 0)
+        out = _C.binary(F.EQ, _C.reduce(F.SUM, zero, _dims_arg(dim, self.ndim, "all"), keepdim), 0)
+        return out if self._dtype != _UINT8 else F.cast(out, _UINT8)
 
     def any(self, dim=None, keepdim=False):
         nonzero = _C.binary(F.NE, self.detach(), 0)
-        return _C.binary(F.GT, _C.reduce(F.SUM, nonzero, _dims_arg(dim, self.ndim, "any"), keepdim), 0)
+        out = _C.binary(F.GT, _C.reduce(F.SUM, nonzero, _dims_arg(dim, self.ndim, "any"), keepdim), 0)
+        return out if self._dtype != _UINT8 else F.cast(out, _UINT8)
 
     def logical_and(self, other): return _C.binary(F.MINIMUM, _as_bool(self), _as_bool(other))
     def logical_or(self, other): return _C.binary(F.MAXIMUM, _as_bool(self), _as_bool(other))

@@ -277,6 +277,7 @@ class MoreMethods:
         d = 0 if dim is None else _dim(dim, self.ndim, "quantile")
         n = x.shape[d]
         s = x.sort(d)[0]
+        nan_row = s.narrow(d, n - 1, 1).isnan() if n else None  # NaN sorts last: a row with one gives NaN (PyTorch)
         outs = []
         for qv in qs.reshape(-1):
             pos = qv * (n - 1)
@@ -290,6 +291,8 @@ class MoreMethods:
             a, b = s.narrow(d, lo, 1), s.narrow(d, hi, 1)
             w = 0.5 if interpolation == "midpoint" else pos - lo
             v = a if lo == hi else a + (b - a) * w
+            if nan_row is not None:
+                v = v.masked_fill(nan_row, math.nan)
             if dim is None:
                 v = v.reshape(tuple(1 for _ in self.shape)) if keepdim else v.reshape(())
             elif not keepdim:
