@@ -496,3 +496,124 @@ def test_small_tensor_api_forms():
         return [str(o).replace("torch.", "").replace("gpumemnet.", "") for o in out]
     ref, got = _both(run)
     assert got == ref
+
+
+# ---- modules, optimizers and losses as repositories use them ------------------------------------------------------
+def test_module_apply_override_sees_every_conversion():
+    """YOLOv5's Detect converts its plain-tensor anchors in an _apply override."""
+    def run(L):
+        class Detect(L.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = L.nn.Conv2d(1, 1, 1)
+                self.anchors = L.ones(2)
+
+            def _apply(self, fn):
+                self = super()._apply(fn)
+                self.anchors = fn(self.anchors)
+                return self
+        m = Detect().double()
+        out = [str(m.conv.weight.dtype), str(m.anchors.dtype)]
+        m.half()
+        return [o.split(".")[-1] for o in out + [str(m.anchors.dtype)]]
+    ref, got = _both(run)
+    assert got == ref == ["float64", "float64", "float16"]
+
+
+def test_vector_to_parameters_rebinds_the_data():
+    def run(L):
+        lin = L.nn.Linear(2, 1, bias=False)
+        with L.no_grad():
+            lin.weight.fill_(1.0)
+        snap = lin.state_dict()["weight"]
+        vec = L.tensor([5.0, 6.0])
+        L.nn.utils.vector_to_parameters(vec, lin.parameters())
+        vec.mul_(10)
+        lin2 = L.nn.Linear(2, 1)
+        L.nn.utils.vector_to_parameters(L.zeros(3, dtype=L.float64), lin2.parameters())
+        return snap.tolist(), lin.weight.tolist(), str(lin2.weight.dtype).split(".")[-1]
+    ref, got = _both(run)
+    assert got == ref
+
+
+def test_a_parameter_listed_twice_is_updated_twice():
+    """PyTorch-GAN's UNIT: itertools.chain over encoders that share a block."""
+    import itertools
+    import warnings
+
+    def run(L):
+        shared = L.nn.Linear(2, 1, bias=False)
+        with L.no_grad():
+            shared.weight.copy_(L.tensor([[1.0, -2.0]]))
+        a, b = L.nn.Sequential(shared), L.nn.Sequential(shared)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            opt = L.optim.Adam(itertools.chain(a.parameters(), b.parameters()), lr=0.1)
+        shared(L.tensor([[1.0, 1.0]])).sum().backward()
+        opt.step()
+        return len(opt.param_groups[0]["params"]), shared.weight.tolist(), float(opt.state[shared.weight]["step"])
+    ref, got = _both(run)
+    assert got[0] == ref[0] and got[2] == ref[2]
+    np.testing.assert_allclose(got[1], ref[1], rtol=1e-6)
+
+
+def test_hinge_embedding_loss_with_targets_other_than_plus_minus_one():
+    def run(L):
+        x = L.tensor([[-1.0, 0.3, 2.0], [0.5, -0.2, 1.5]])
+        t = L.tensor([[1.0, -1.0, 1.0], [0.0, 0.0, -1.0]])
+        return L.nn.functional.hinge_embedding_loss(x, t, reduction="none").tolist(), \
+            L.nn.HingeEmbeddingLoss(margin=0.5)(x, t).item()
+    ref, got = _both(run)
+    np.testing.assert_allclose(got[0], ref[0])
+    assert got[1] == pytest.approx(ref[1])
+
+
+@pytest.mark.parametrize("loss", ["binary_cross_entropy_with_logits", "binary_cross_entropy", "mse_loss", "l1_loss",
+                                  "smooth_l1_loss", "cross_entropy", "nll_loss"])
+@pytest.mark.parametrize("legacy", [{"size_average": False}, {"reduce": False}, {"size_average": True}])
+def test_functional_losses_take_the_legacy_reduction_keywords(loss, legacy):
+    """PyTorch-GAN's StarGAN: F.binary_cross_entropy_with_logits(x, t, size_average=False) / n."""
+    import warnings
+
+    def run(L):
+        x = L.tensor([[0.2, -1.0, 0.7], [1.5, 0.1, -0.3]])
+        if loss in ("cross_entropy", "nll_loss"):
+            args = (x.log_softmax(1) if loss == "nll_loss" else x, L.tensor([2, 0]))
+        elif loss == "binary_cross_entropy":
+            args = (x.sigmoid(), L.tensor([[1.0, 0.0, 1.0], [0.0, 0.0, 1.0]]))
+        else:
+            args = (x, L.tensor([[1.0, 0.0, 1.0], [0.0, 0.0, 1.0]]))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return _np(getattr(L.nn.functional, loss)(*args, **legacy))
+    ref, got = _both(run)
+    np.testing.assert_allclose(got, ref, rtol=1e-6)
+
+
+@pytest.mark.parametrize("op", ["exp_", "log_", "sqrt_", "abs_", "reciprocal_", "sin_", "sign_", "round_", "trunc_",
+                                "frac_", "square_", "xlogy_", "hypot_", "digamma_", "erfinv_"])
+def test_in_place_unary_ops_in_a_graph(op):
+    """A VAE's `std = logvar.mul(0.5).exp_()`: PyTorch records in-place ops on tensors in a graph."""
+    args = {"xlogy_": (2.0,), "hypot_": (None,)}.get(op, ())
+
+    def run(L):
+        b = L.tensor([0.3, 0.7, 0.45], dtype=L.float64, requires_grad=True)
+        a = (b * 1.0) if op != "erfinv_" else b * 0.5
+        extra = tuple(L.ones(3, dtype=L.float64) if v is None else v for v in args)
+        r = getattr(a, op)(*extra)
+        (r * L.tensor([1.0, 2.0, 3.0], dtype=L.float64)).sum().backward()
+        return _np(r), _np(b.grad), r is a
+    ref, got = _both(run)
+    np.testing.assert_allclose(got[0], ref[0], rtol=1e-12)
+    np.testing.assert_allclose(got[1], ref[1], rtol=1e-8 if op == "digamma_" else 1e-10)  # trigamma's series
+    assert got[2] == ref[2]
+
+
+def test_sign_is_recorded_with_a_zero_gradient():
+    def run(L):
+        x = L.tensor([-1.5, 0.3, 2.0], dtype=L.float64, requires_grad=True)
+        y = L.sign(x)
+        return y.requires_grad, _np(L.autograd.grad((y * 2).sum(), x)[0])
+    ref, got = _both(run)
+    assert got[0] == ref[0]
+    np.testing.assert_array_equal(got[1], ref[1])

@@ -235,6 +235,22 @@ def write_graph_view(view, value_of):
     return True
 
 
+def record_in_place(t, name, out_of_place):
+    """t.<name>() (an in-place unary op: exp_, abs_, digamma_...) on a tensor in a graph, recorded as PyTorch
+    records it: the out-of-place form computed from a copy of t (whose node may keep that copy), its values written
+    into t, and t taking its node (a view of a graph tensor: written into its base, write_graph_view). True when
+    done; False when t is in no graph (the caller writes in place itself). Raises as check_inplace does (a leaf
+    that requires grad, a view that cannot be written)."""
+    if is_graph_view(t) and write_graph_view(t, lambda v: out_of_place(v.clone())):
+        return True
+    if not check_inplace(t, name):
+        return False
+    out = out_of_place(t.clone())
+    _C.copy_(t, out)
+    t.grad_fn, t._output_nr = out.grad_fn, out._output_nr
+    return True
+
+
 def graph_view_writable(view):
     """Whether an in-place write into `view`, a view of a tensor in a graph, can be recorded: write_graph_view's
     two forms, or the view alone on its memory (check_inplace lets that one through)."""

@@ -25,7 +25,7 @@ from .arg_forms import _NO, PLAIN_DIMS, dim_args, install as _install_numpy_form
 from .tensor_compose import ComposeMethods
 from .tensor_more import MoreMethods
 from .tensor_math import ATAN2, FLOORDIV, FMOD, REMAINDER, Atan2, FloorDiv, Fmod, MathMethods, Remainder
-from .tensor_methods import TensorMethods, _check_format
+from .tensor_methods import TensorMethods, _Rounding, _check_format
 from .tensor_select import SelectMethods
 from .tensor_special import SpecialMethods
 from .tensor_products import ProductMethods
@@ -417,7 +417,10 @@ class Tensor(_C.TensorBase):
         return _C.unary(F.LOGICAL_NOT, self)
 
     def sign(self):
-        return _C.unary(F.SIGN, self)
+        # in a graph: PyTorch's sign is recorded, with a zero derivative (a straight-through or sign(x) * |x| term
+        # then gets zeros, not None, and backward from it alone runs)
+        return _Rounding.apply(self, F.SIGN) if _needs_grad(self) and self.is_floating_point() else \
+            _C.unary(F.SIGN, self)
 
     def exp(self):
         x = _amp.fp32_on_cuda(self)[0] if _amp_state.enabled else self

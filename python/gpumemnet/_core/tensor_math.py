@@ -13,7 +13,8 @@ import math
 from .. import _C
 from . import autocast as _amp
 from . import functions as F
-from .autograd import Function, needs_grad as _needs_grad, refuse_inplace as _refuse_inplace
+from .autograd import Function, needs_grad as _needs_grad
+from .indexing import record_in_place
 
 # op codes of _C.unary after CEIL (docs/C_API.md)
 SIN, COS, TAN, ASIN, ACOS, ATAN, SINH, COSH, ERF, ERFC, LOG1P, EXPM1, LOG2, LOG10, EXP2 = range(10, 25)
@@ -133,13 +134,13 @@ def _in_place(name, compute, ints_unchanged=False):
     """The in-place form `name` of an out-of-place method: compute(self) writes its result into self.
     ints_unchanged: an integer tensor is its own result (floor_, ceil_)."""
     def method(self):
-        _refuse_inplace(self, name, " (its gradient needs the value it would overwrite)")
         if ints_unchanged and not self.is_floating_point():
             return self
         if not self.is_floating_point():
             raise RuntimeError(f"{name}: result type Float can't be cast to the desired output type {self.dtype} "
                                f"(in-place {name[:-1]} needs a floating-point tensor)")
-        compute(self)
+        if not record_in_place(self, name, lambda t: getattr(t, name[:-1])()):  # (a VAE's logvar.mul(0.5).exp_())
+            compute(self)
         return self
     method.__name__ = name
     return method
@@ -171,8 +172,8 @@ class MathMethods:
         return 1.0 / x
 
     def abs_(self):
-        _refuse_inplace(self, "abs_", " (its gradient needs the value it would overwrite)")
-        _U(F.ABS, self, self)
+        if not record_in_place(self, "abs_", lambda t: t.abs()):
+            _U(F.ABS, self, self)
         return self
 
     def neg_(self):

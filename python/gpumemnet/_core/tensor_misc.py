@@ -19,6 +19,7 @@ import numpy as np
 from .. import _C
 from . import functions as F
 from .storage import TypedStorage, UntypedStorage
+from .indexing import record_in_place
 from .autograd import needs_grad as _needs_grad, refuse_inplace as _refuse_inplace
 from .dtype import DTYPES as _DTYPES, as_dtype, dtype as _dtype_class
 from .random import drawing_from
@@ -291,7 +292,7 @@ class MiscMethods(ValueMethods, ExtraMethods):
     def divide_(self, other, *, rounding_mode=None):
         if rounding_mode is None:
             return self.div_(other)
-        return _write_back(self, "divide_", self.detach().div(other, rounding_mode=rounding_mode))
+        return _write_back(self, "divide_", lambda t: t.div(other, rounding_mode=rounding_mode))
 
     def multiply(self, other): return self * other
     def multiply_(self, other): return self.mul_(other)
@@ -318,13 +319,13 @@ class MiscMethods(ValueMethods, ExtraMethods):
     def arctan2_(self, other): return self.atan2_(other)
 
     def logical_and_(self, other):
-        return _write_back(self, "logical_and_", self.detach().logical_and(other))
+        return _write_back(self, "logical_and_", lambda t: t.logical_and(other))
 
     def logical_or_(self, other):
-        return _write_back(self, "logical_or_", self.detach().logical_or(other))
+        return _write_back(self, "logical_or_", lambda t: t.logical_or(other))
 
     def logical_xor_(self, other):
-        return _write_back(self, "logical_xor_", self.detach().logical_xor(other))
+        return _write_back(self, "logical_xor_", lambda t: t.logical_xor(other))
 
     # ---- gm functions PyTorch also has as methods -------------------------------------------------------------
     def is_complex(self):
@@ -389,31 +390,33 @@ class MiscMethods(ValueMethods, ExtraMethods):
         return _put(self, index, source, accumulate, "put")
 
     def cumprod_(self, dim, *, dtype=None):
-        return _write_back(self, "cumprod_", self.detach().cumprod(dim, dtype=dtype))
+        return _write_back(self, "cumprod_", lambda t: t.cumprod(dim, dtype=dtype))
 
     def logit_(self, eps=None):
-        return _write_back(self, "logit_", self.detach().logit(eps))
+        return _write_back(self, "logit_", lambda t: t.logit(eps))
 
     def xlogy_(self, other):
-        return _write_back(self, "xlogy_", self.detach().xlogy(other))
+        return _write_back(self, "xlogy_", lambda t: t.xlogy(other))
 
     def hypot_(self, other):
-        return _write_back(self, "hypot_", self.detach().hypot(other))
+        return _write_back(self, "hypot_", lambda t: t.hypot(other))
 
     def float_power_(self, exponent):
         if self._dtype != _F64:
             raise RuntimeError(f"the base given to float_power_ has dtype {self.dtype} but the operation's result "
                                f"requires dtype float64")
-        return _write_back(self, "float_power_", self.detach().float_power(exponent))
+        return _write_back(self, "float_power_", lambda t: t.float_power(exponent))
 
 
-def _write_back(self, name, value):
-    """The in-place form of an out-of-place op, outside a graph: value (same shape) written into self."""
-    _refuse_inplace(self, name)
+def _write_back(self, name, compute):
+    """The in-place form of an out-of-place op: compute(self) (same shape) written into self; in a graph recorded
+    as PyTorch records it (indexing.record_in_place)."""
+    value = compute(self.detach())
     if tuple(value.shape) != tuple(self.shape):
         raise RuntimeError(f"{name}: output with shape {tuple(self.shape)} doesn't match the broadcast shape "
                            f"{tuple(value.shape)}")
-    _C.copy_(self, value)
+    if not record_in_place(self, name, compute):
+        _C.copy_(self, value)
     return self
 
 

@@ -16,7 +16,7 @@ from . import autocast as _amp
 from . import functions as F
 from .autograd import Function, check_inplace, needs_grad as _needs_grad, refuse_inplace as _refuse_inplace
 from . import indexing_multi
-from .indexing import make_plan, put_plan
+from .indexing import make_plan, put_plan, record_in_place
 from .tensor_compose import _finite_shift
 from .tensor_methods import _dim, _where
 from .tensor_select import _host
@@ -31,10 +31,11 @@ MinMax = collections.namedtuple("aminmax", ["min", "max"])
 ValuesIndices = collections.namedtuple("values_indices", ["values", "indices"])
 
 
-def _write_back(self, name, value):
-    """self's values replaced by value's (the in-place form of an out-of-place op), outside a graph."""
-    _refuse_inplace(self, name)
-    _C.copy_(self, value)
+def _write_back(self, name, compute):
+    """self's values replaced by compute(self)'s, the out-of-place op (the in-place form: sign_, round_...); in a
+    graph recorded as PyTorch records it (indexing.record_in_place)."""
+    if not record_in_place(self, name, compute):
+        _C.copy_(self, compute(self.detach()))
     return self
 
 
@@ -177,12 +178,12 @@ class MoreMethods:
     def transpose_(self, dim0, dim1):
         return _reshape_in_place(self, "transpose_", self.detach().transpose(dim0, dim1))
 
-    def sign_(self): return _write_back(self, "sign_", self.detach().sign())
-    def trunc_(self): return _write_back(self, "trunc_", self.detach().trunc())
-    def round_(self, decimals=0): return _write_back(self, "round_", self.detach().round(decimals=decimals))
-    def square_(self): return _write_back(self, "square_", self.detach().square())
-    def frac_(self): return _write_back(self, "frac_", self.detach().frac())
-    def logical_not_(self): return _write_back(self, "logical_not_", self.detach().logical_not())
+    def sign_(self): return _write_back(self, "sign_", lambda t: t.sign())
+    def trunc_(self): return _write_back(self, "trunc_", lambda t: t.trunc())
+    def round_(self, decimals=0): return _write_back(self, "round_", lambda t: t.round(decimals=decimals))
+    def square_(self): return _write_back(self, "square_", lambda t: t.square())
+    def frac_(self): return _write_back(self, "frac_", lambda t: t.frac())
+    def logical_not_(self): return _write_back(self, "logical_not_", lambda t: t.logical_not())
     def clamp_min_(self, min): return self.clamp_(min=min)
     def clamp_max_(self, max): return self.clamp_(max=max)
     def clip_(self, min=None, max=None): return self.clamp_(min, max)

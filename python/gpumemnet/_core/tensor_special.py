@@ -17,7 +17,8 @@ from .. import _C
 from . import autocast as _amp
 from . import functions as F
 from . import tensor_gamma as _G
-from .autograd import Function, needs_grad as _needs_grad, refuse_inplace as _refuse_inplace
+from .autograd import Function, is_grad_enabled, needs_grad as _needs_grad, refuse_inplace as _refuse_inplace
+from .indexing import record_in_place
 from .dtype import DTYPES, get_default_dtype
 from .tensor_bitwise import _TYPE_NAME, BitwiseMethods, _need_tensor, result_code
 from .tensor_compose import _finite_shift
@@ -96,7 +97,7 @@ def _check_castable(self, code, name):
 
 
 def _write(self, name, result):
-    """self's values replaced by result's (an in-place form), which must have self's shape."""
+    """self's values replaced by result's (an in-place form outside a graph), which must have self's shape."""
     _refuse_inplace(self, name, " (its gradient needs the value it would overwrite)")
     _check_castable(self, result._dtype, name)
     if tuple(result.shape) != tuple(self.shape):
@@ -109,6 +110,10 @@ def _write(self, name, result):
 def _in_place(name):
     """name_ of the out-of-place method name (same arguments), outside a graph."""
     def method(self, *args):
+        if self.requires_grad and is_grad_enabled():  # in a graph: the out-of-place form on a copy, recorded
+            _check_castable(self, getattr(self.detach(), name)(*args)._dtype, name + "_")
+            record_in_place(self, name + "_", lambda t: getattr(t, name)(*args))
+            return self
         return _write(self, name + "_", getattr(self.detach(), name)(*args))
     method.__name__ = name + "_"
     return method

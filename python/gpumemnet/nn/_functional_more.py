@@ -171,7 +171,8 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
 @float32_op
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
     _check_tensors("hinge_embedding_loss", ("input", input), ("target", target))
-    loss = input.where(target == 1, 0.0) + (margin - input).clamp(min=0).where(target == -1, 0.0)
+    # PyTorch's terms: the input where target != -1, the clamped margin where target != 1 (a 0 target gets both)
+    loss = input.where(target != -1, 0.0) + (margin - input).clamp(min=0).where(target != 1, 0.0)
     return _reduce(loss, reduction, size_average, reduce)
 
 

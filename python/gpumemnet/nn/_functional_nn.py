@@ -28,6 +28,7 @@ from .._core.autograd import check_inplace as _check_inplace, needs_grad as _nee
 from .._core.state import state
 from .._core.dtype import DISPLAY
 from .._core.tensor_misc import promote_types
+from ._args import check_reduction
 
 __all__ = ["relu", "relu_", "leaky_relu", "leaky_relu_", "sigmoid", "tanh", "gelu", "silu", "hardswish",
            "hardsigmoid", "mish", "hardtanh", "hardtanh_", "relu6", "elu", "elu_", "softplus", "prelu", "dropout",
@@ -165,6 +166,17 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     return _C.batch_norm(*args)[0]
 
 
+def _legacy(reduction, size_average, reduce):
+    """reduction from PyTorch's deprecated size_average / reduce keywords, when a script passes them (PyTorch-GAN's
+    StarGAN: size_average=False), with PyTorch's warning."""
+    if size_average is None and reduce is None:
+        return reduction
+    reduction = check_reduction(reduction, size_average, reduce)
+    warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{reduction}' instead.",
+                  UserWarning, stacklevel=3)
+    return reduction
+
+
 # ---- class losses -----------------------------------------------------------------------------------------------
 class _CrossEntropy(Function):
     @staticmethod
@@ -194,11 +206,13 @@ def _class_loss_args(op, input, target, weight, ignore_index, reduction):
     return _reduction(reduction, op)
 
 
-def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0, *,
+                  size_average=None, reduce=None):
     """Log-softmax over dim 1 (dim 0 for unbatched (C,) input) and negative log-likelihood of the class index
     targets, in one fused kernel. mean divides by the summed weight of the non-ignored targets (PyTorch's rule);
     label_smoothing mixes in the uniform distribution over the C classes. A float target of input's shape holds
     class probabilities (mixup, cutmix): _cross_entropy_probs."""
+    reduction = _legacy(reduction, size_average, reduce)
     red = _class_loss_args("cross_entropy", input, target, weight, ignore_index, reduction)
     # a float target of input's shape holds class probabilities; any other float target is refused by C
     if not 0.0 <= label_smoothing <= 1.0:
@@ -248,8 +262,9 @@ class _NllLoss(Function):
         return "NllLossBackward"
 
 
-def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
+def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean", *, size_average=None, reduce=None):
     """Negative log-likelihood of class index targets; input holds log-probabilities (N, C, ...) or (C,)."""
+    reduction = _legacy(reduction, size_average, reduce)
     red = _class_loss_args("nll_loss", input, target, weight, ignore_index, reduction)
     input, weight = _fp32(input, weight)
     if _needs_grad(input):
@@ -320,13 +335,15 @@ def _size_repr(t):
     return f"{DISPLAY[0]}.Size({list(t.shape)})"
 
 
-def mse_loss(input, target, reduction="mean"):
+def mse_loss(input, target, reduction="mean", *, size_average=None, reduce=None):
     """(input - target)^2; input and target broadcast, with PyTorch's warning when their shapes differ."""
+    reduction = _legacy(reduction, size_average, reduce)
     return _pointwise_loss(input, target, reduction, MSE, "mse_loss")
 
 
-def l1_loss(input, target, reduction="mean"):
+def l1_loss(input, target, reduction="mean", *, size_average=None, reduce=None):
     """|input - target|; input and target broadcast, with PyTorch's warning when their shapes differ."""
+    reduction = _legacy(reduction, size_average, reduce)
     return _pointwise_loss(input, target, reduction, L1, "l1_loss")
 
 
@@ -336,8 +353,9 @@ def _number(v, op, name):
     return float(v)
 
 
-def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
+def smooth_l1_loss(input, target, reduction="mean", beta=1.0, *, size_average=None, reduce=None):
     """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (d = input - target); beta = 0 is l1_loss."""
+    reduction = _legacy(reduction, size_average, reduce)
     return _pointwise_loss(input, target, reduction, SMOOTH_L1, "smooth_l1_loss", _number(beta, "smooth_l1_loss",
                                                                                           "beta"))
 
@@ -347,9 +365,10 @@ def huber_loss(input, target, reduction="mean", delta=1.0):
     return _pointwise_loss(input, target, reduction, HUBER, "huber_loss", _number(delta, "huber_loss", "delta"))
 
 
-def binary_cross_entropy(input, target, weight=None, reduction="mean"):
+def binary_cross_entropy(input, target, weight=None, reduction="mean", *, size_average=None, reduce=None):
     """-(t log x + (1 - t) log(1 - x)) of probabilities x (each log clamped at -100, as PyTorch); the CPU raises
     RuntimeError for an x outside [0, 1]. weight broadcasts to input."""
+    reduction = _legacy(reduction, size_average, reduce)
     op = "binary_cross_entropy"
     _check_tensor(input, op)
     _check_tensor(target, op, "target")
@@ -408,9 +427,11 @@ class _BceWithLogits(Function):
         return "BinaryCrossEntropyWithLogitsBackward"
 
 
-def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean", pos_weight=None):
+def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean", pos_weight=None, *,
+                                     size_average=None, reduce=None):
     """Sigmoid + binary cross-entropy in the stable form; weight broadcasts to input, pos_weight (the weight of
     positive examples, e.g. one per class of the last dim) too."""
+    reduction = _legacy(reduction, size_average, reduce)
     op = "binary_cross_entropy_with_logits"
     _check_tensor(input, op)
     _check_tensor(target, op, "target")

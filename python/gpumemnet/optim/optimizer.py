@@ -72,6 +72,27 @@ def _tensor_kind(x):
     return type(x).__name__ + ("" if not _is_tensor(x) else f" of shape {tuple(x.shape)}")
 
 
+def _rounds(group):
+    """Run _step_group over `group` once per round: one round with each parameter once, then, for a parameter the
+    group lists k times (itertools.chain over modules that share a block: PyTorch-GAN's UNIT), k - 1 more rounds of
+    such parameters alone, as PyTorch's step updates them once per listing. group["params"] holds each round's list
+    while it runs and is put back after."""
+    params = group["params"]
+    count = {}
+    for p in params:
+        count[id(p)] = count.get(id(p), 0) + 1
+    if len(count) == len(params):
+        yield group
+        return
+    try:
+        for k in range(max(count.values())):
+            done = set()
+            group["params"] = [p for p in params if count[id(p)] > k and not (id(p) in done or done.add(id(p)))]
+            yield group
+    finally:
+        group["params"] = params
+
+
 class Optimizer:
     """Base class. `params`: an iterable of tensors, or of dicts (parameter groups) each holding "params" and
     per-group options overriding `defaults`. Subclasses implement `_step_group(group) -> bool` (whether any
@@ -144,10 +165,11 @@ class Optimizer:
                 seen.add(id(p))
                 unique.append(p)
         if len(unique) != len(params):
-            # PyTorch warns and then updates the duplicate twice per step; we update it once.
-            warnings.warn("optimizer contains a parameter group with duplicate parameters; each is updated once",
+            # PyTorch's warning; it keeps the duplicates and updates such a parameter once per listing (step)
+            warnings.warn("optimizer contains a parameter group with duplicate parameters; in future, this will "
+                          "cause an error; see github.com/pytorch/pytorch/issues/40967 for more information",
                           UserWarning, stacklevel=3)
-        group["params"] = unique
+        group["params"] = list(params)
         for name, default in self.defaults.items():
             if default is required and name not in group:
                 raise ValueError(f"parameter group didn't specify a value of required optimization parameter "
@@ -212,8 +234,9 @@ class Optimizer:
         try:
             with no_grad(), scope(f"{name}.step"):
                 for group in self.param_groups:
-                    if self._step_group(group):
-                        any_grad = True
+                    for _ in _rounds(group):
+                        if self._step_group(group):
+                            any_grad = True
         except _C.OutOfMemoryError as e:  # the first step creates the state: say what would have fitted
             explain = hooks.get("explain_oom_last_root")  # gpumemnet.memory's, registered when it is imported
             if explain is not None:

@@ -463,30 +463,37 @@ class Module:
 
     # ---- device and dtype -----------------------------------------------------------------------------------
     def _apply_tensors(self, convert):
-        """Replace every parameter and buffer t by convert(t). A parameter keeps its identity (its data is swapped
-        in place, as PyTorch's Module.to does), so an optimizer built before the move still holds it; its gradient
-        is converted too. Buffers are replaced."""
-        for m in self.modules():
-            for name, p in m._parameters.items():
-                if p is None:
-                    continue
-                new = convert(p)
-                if new is p:
-                    continue
-                grad = convert(p.grad) if p.grad is not None else None
-                p.grad = None
-                p._set_data(new)
-                p._name = p._name  # label the new storage for memory reports
-                p.grad = grad
-            for name, b in m._buffers.items():
-                if b.__class__ is ComplexTensor:  # moves between devices; stays complex (PyTorch's half() too)
-                    dev = getattr(convert, "device", None)
-                    m._buffers[name] = b if dev is None else b.to(dev)
-                elif b is not None:
-                    new = convert(b)
-                    if new is not b:
-                        new._name = b._name
-                    m._buffers[name] = m._moved_buffer(b, new)
+        return self._apply(convert)
+
+    def _apply(self, fn, recurse=True):
+        """Replace every parameter and buffer t by fn(t), children first: what to(), float(), half(), cuda()...
+        run, as PyTorch's do, so a subclass that overrides _apply sees every conversion (YOLOv5's Detect converts
+        its plain-tensor anchors: `self = super()._apply(fn); self.anchors = fn(self.anchors)`). A parameter keeps
+        its identity (its data is swapped in place, as PyTorch's Module.to does), so an optimizer built before the
+        move still holds it; its gradient is converted too. Buffers are replaced."""
+        if recurse:
+            for m in self.children():
+                m._apply(fn)
+        for name, p in self._parameters.items():
+            if p is None:
+                continue
+            new = fn(p)
+            if new is p:
+                continue
+            grad = fn(p.grad) if p.grad is not None else None
+            p.grad = None
+            p._set_data(new)
+            p._name = p._name  # label the new storage for memory reports
+            p.grad = grad
+        for name, b in self._buffers.items():
+            if b.__class__ is ComplexTensor:  # moves between devices; stays complex (PyTorch's half() too)
+                dev = getattr(fn, "device", None)
+                self._buffers[name] = b if dev is None else b.to(dev)
+            elif b is not None:
+                new = fn(b)
+                if new is not b:
+                    new._name = b._name
+                self._buffers[name] = self._moved_buffer(b, new)
         return self
 
     def _moved_buffer(self, old, new):

@@ -23,9 +23,9 @@ def parameters_to_vector(parameters):
 
 
 def vector_to_parameters(vec, parameters):
-    """Copy consecutive slices of the 1-D `vec` into the parameters, in order. PyTorch rebinds each parameter's
-    .data to a view of vec; here the values are copied in place, so the parameters keep their own storage (and
-    the optimizer's references to it)."""
+    """Each parameter's .data becomes a view of its slice of the 1-D `vec`, in order, as PyTorch's: the parameter
+    objects stay (an optimizer still holds them), their values are vec's from now on (a later write into vec
+    shows in them, and an earlier state_dict() snapshot keeps the old values), in vec's dtype."""
     if not isinstance(vec, _C.TensorBase):
         raise TypeError(f"expected torch.Tensor, but got: {type(vec).__name__}")
     device, pointer = None, 0
@@ -33,5 +33,5 @@ def vector_to_parameters(vec, parameters):
         for p in parameters:
             device = _check_same_device(p, device)
             n = p.numel()
-            p.copy_(vec[pointer:pointer + n].view(tuple(p.shape)))
+            p.data = vec[pointer:pointer + n].view(tuple(p.shape)).data
             pointer += n
