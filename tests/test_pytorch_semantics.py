@@ -617,3 +617,34 @@ def test_sign_is_recorded_with_a_zero_gradient():
     ref, got = _both(run)
     assert got[0] == ref[0]
     np.testing.assert_array_equal(got[1], ref[1])
+
+
+def test_module_state_forms_of_older_code():
+    """BatchNorm states without num_batches_tracked (pre-0.4.1 checkpoints, hand-made dicts), the positional
+    state_dict(destination, prefix) of older overrides, ParameterDict's key order and repr, Conv2d._conv_forward
+    (weight-standardised convs), deepcopy leaving a Parameter's .grad behind."""
+    import copy
+    import warnings
+
+    def run(L):
+        nn = L.nn
+        src = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4))
+        sd = {k: v for k, v in src.state_dict().items() if not k.endswith("num_batches_tracked")}
+        dst = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4))
+        loaded = str(dst.load_state_dict(sd))
+        d = {}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            same = nn.Linear(1, 1).state_dict(d, "lin.") is d
+        pd = nn.ParameterDict({"w_out": nn.Parameter(L.zeros(2)), "b_in": nn.Parameter(L.ones(3, 2))})
+        conv = nn.Conv2d(2, 4, 3, padding=1)
+        x = L.ones(1, 2, 5, 5)
+        std_out = conv._conv_forward(x, conv.weight * 2, None).sum().item()
+        lin = nn.Linear(2, 2)
+        lin(L.ones(1, 2)).sum().backward()
+        twin = copy.deepcopy(lin)
+        return [loaded, same, sorted(d), list(pd.keys()), repr(pd).replace("gpumemnet", "torch"),
+                std_out / (conv(x) - conv.bias.view(1, -1, 1, 1)).sum().item(), twin.weight.grad is None]
+    ref, got = _both(run)
+    assert got[:5] == ref[:5] and got[6] == ref[6]
+    assert got[5] == pytest.approx(ref[5])

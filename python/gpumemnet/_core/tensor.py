@@ -253,8 +253,8 @@ class Tensor(_C.TensorBase):
         return _tensor_str.tensor_repr(self)
 
     def __deepcopy__(self, memo):
-        """A copy with its own storage, keeping requires_grad, the parameter flag, the category, the name and a
-        copy of .grad (what copy.deepcopy(model) needs)."""
+        """A copy with its own storage, keeping requires_grad, the parameter flag, the category, the name and (a
+        tensor that is not a Parameter, as in PyTorch) a copy of .grad: what copy.deepcopy(model) needs."""
         if self.grad_fn is not None:
             raise RuntimeError("deepcopy: only leaf tensors can be deep-copied (PyTorch's rule); detach() first")
         if id(self) in memo:
@@ -267,7 +267,7 @@ class Tensor(_C.TensorBase):
         out.requires_grad = self.requires_grad
         memo[id(self)] = out
         import copy
-        if self.grad is not None:
+        if self.grad is not None and not self._is_param:  # PyTorch's Parameter.__deepcopy__ leaves .grad behind
             out.grad = copy.deepcopy(self.grad, memo)
         if getattr(self, "__dict__", None):  # the script's own attributes (p.no_weight_decay), as PyTorch copies them
             out.__dict__.update(copy.deepcopy(self.__dict__, memo))

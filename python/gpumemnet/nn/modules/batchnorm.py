@@ -4,6 +4,7 @@ defaults and running-statistics rule (momentum=None: cumulative average over the
 The running statistics are model state, not activations: they are allocated under the "parameter" category, so
 memory reports count them with the model's weights."""
 from ... import _C
+from ..._core.creation import tensor as _tensor
 from ... import distributed as _dist
 from ...distributed import _comm
 from .. import functional as F
@@ -76,6 +77,20 @@ class _BatchNorm(_NormBase):
             want = " or ".join(f"{d}D" for d in self._expected_dims)
             raise ValueError(f"{type(self).__name__}: expected {want} input (got {input.ndim}D input "
                              f"of shape {tuple(input.shape)})")
+
+    _version = 2  # PyTorch's: num_batches_tracked joined the state in version 2
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        """A state from before num_batches_tracked (no version, or version 1: old checkpoints, hand-made dicts)
+        loads with the count it lacks kept (0 for a new module), as PyTorch's does."""
+        version = local_metadata.get("version", None)
+        key = prefix + "num_batches_tracked"
+        if (version is None or version < 2) and self.track_running_stats and key not in state_dict:
+            nbt = self.num_batches_tracked
+            state_dict[key] = nbt if nbt is not None and nbt._device != "meta" else _tensor(0, dtype="int64")
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                      error_msgs)
 
     def forward(self, input):
         self._check_input_dim(input)

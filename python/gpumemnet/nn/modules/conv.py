@@ -153,8 +153,12 @@ class Conv2d(_ConvNd):
                          padding_mode, device, dtype)
 
     def forward(self, input):
+        return self._conv_forward(input, self.weight, self.bias)
+
+    def _conv_forward(self, input, weight, bias):
+        """The layer's convolution with another weight and bias (PyTorch's hook for weight-standardised convs)."""
         x, padding = self._padded(input)
-        return F.conv2d(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
+        return F.conv2d(x, weight, bias, self.stride, padding, self.dilation, self.groups)
 
 
 class ConvTranspose2d(_ConvNd):
@@ -208,8 +212,11 @@ class Conv1d(_Conv1dShape, _ConvNd):
         self._to_1d()
 
     def forward(self, input):
+        return self._conv_forward(input, self.weight, self.bias)
+
+    def _conv_forward(self, input, weight, bias):
         x, padding = self._padded(input)
-        return F.conv1d(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
+        return F.conv1d(x, weight, bias, self.stride, padding, self.dilation, self.groups)
 
 
 class ConvTranspose1d(_Conv1dShape, _ConvNd):

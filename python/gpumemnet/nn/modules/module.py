@@ -6,6 +6,7 @@ so that memory statistics, the history and OutOfMemoryError say which layer allo
 names of named_modules() seen from the root: they are computed once, the first time the root is called (a
 module added later learns its path from its parent on its own first call)."""
 import itertools
+import warnings
 import threading
 import weakref
 from collections import OrderedDict, namedtuple
@@ -597,10 +598,18 @@ class Module:
         """A no-op returning self (gpumemnet's processes share nothing through it; see Tensor.share_memory_)."""
         return self
 
-    def state_dict(self, *, destination=None, prefix="", keep_vars=False):
+    def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
         """OrderedDict of parameters and persistent buffers by full name, as detached tensors sharing storage
         (keep_vars=True: the Parameter objects themselves). Like PyTorch's, a new one carries `_metadata` (each
-        module's {"version": ...} by path), which load_state_dict hands to its hooks."""
+        module's {"version": ...} by path), which load_state_dict hands to its hooks. The old positional form
+        state_dict(destination, prefix, keep_vars) is taken with PyTorch's warning (overrides in older code)."""
+        if args:
+            if len(args) > 3:
+                raise TypeError(f"state_dict() takes at most 3 positional arguments ({len(args)} given)")
+            warnings.warn("Positional args are being deprecated, use kwargs instead. Refer to "
+                          "https://pytorch.org/docs/main/generated/torch.nn.Module.html#torch.nn.Module.state_dict"
+                          " for details.", FutureWarning, stacklevel=2)
+            destination, prefix, keep_vars = (args + (destination, prefix, keep_vars)[len(args):])[:3]
         if destination is None:
             destination = OrderedDict()
             destination._metadata = OrderedDict()

@@ -22,8 +22,11 @@ class Conv3d(_ConvNd3):
                          padding_mode, device, dtype)
 
     def forward(self, input):
+        return self._conv_forward(input, self.weight, self.bias)
+
+    def _conv_forward(self, input, weight, bias):
         x, padding = self._padded(input)
-        return F.conv3d(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
+        return F.conv3d(x, weight, bias, self.stride, padding, self.dilation, self.groups)
 
 
 class ConvTranspose3d(_ConvNd3):
