@@ -648,3 +648,25 @@ def test_module_state_forms_of_older_code():
     ref, got = _both(run)
     assert got[:5] == ref[:5] and got[6] == ref[6]
     assert got[5] == pytest.approx(ref[5])
+
+
+def test_container_operators_and_import_paths():
+    """Sequential.pop / + / *, ModuleList.pop, torch.nn.common_types, MultiheadAttention from nn.modules.activation."""
+    def run(L):
+        nn = L.nn
+        s = nn.Sequential(nn.ReLU(), nn.Tanh(), nn.Sigmoid())
+        popped = type(s.pop(1)).__name__
+        t = s + nn.Sequential(nn.Identity())
+        sizes = [len(t), len(s * 2), len(2 * s)]
+        s *= 2
+        ml = nn.ModuleList([nn.ReLU(), nn.Tanh()])
+        try:
+            s + nn.ReLU()
+        except ValueError as e:
+            err = type(e).__name__
+        return [popped, list(t._modules), sizes, list(s._modules), type(ml.pop(0)).__name__, list(ml._modules), err]
+    ref, got = _both(run)
+    assert got == ref
+    from gpumemnet.nn.common_types import _size_2_t  # noqa: F401
+    from gpumemnet.nn.modules.activation import MultiheadAttention
+    assert MultiheadAttention is gm.nn.MultiheadAttention

@@ -200,8 +200,12 @@ def test_sparse_adam_and_embedding_gradient_options():
 
 
 def test_small_compatibility_forms():
-    m = gm.compile(gm.nn.Linear(2, 2))
-    assert m._orig_mod is m and list(m.state_dict()) == ["weight", "bias"]
+    lin = gm.nn.Linear(2, 2)
+    m = gm.compile(lin)
+    tm = torch.compile(torch.nn.Linear(2, 2))
+    assert m._orig_mod is lin and list(m.state_dict()) == list(tm.state_dict()) == ["_orig_mod.weight", "_orig_mod.bias"]
+    assert m.in_features == 2 and gm.equal(m(gm.ones(1, 2)), lin(gm.ones(1, 2)))
+    tm.load_state_dict({k: torch.tensor(v.numpy()) for k, v in m.state_dict().items()})
     assert gm.LongTensor(range(4)).tolist() == [0, 1, 2, 3]
     assert gm.add(2, gm.tensor([1, 3]), alpha=3).tolist() == torch.add(2, torch.tensor([1, 3]), alpha=3).tolist()
     assert gm.sub(2, gm.tensor([1.0, 3.0])).tolist() == [1.0, -1.0]

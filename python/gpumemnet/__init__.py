@@ -101,13 +101,16 @@ __version__ = "0.1.0"
 
 def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None, options=None,
             disable=False):
-    """torch.compile's signature; gpumemnet runs eagerly, so the model (or function) comes back unchanged (also as
-    a decorator, @gm.compile or @gm.compile(mode=...)). A module gets `_orig_mod`, itself, as PyTorch's compiled
-    wrapper has (nanoGPT and HF code unwrap with it); its state_dict keys stay unprefixed."""
+    """torch.compile's signature; gpumemnet runs eagerly (also as a decorator, @gm.compile or
+    @gm.compile(mode=...)). A function comes back unchanged; a module comes back in PyTorch's wrapper,
+    OptimizedModule, which runs it as it is: its state_dict keys carry PyTorch's `_orig_mod.` prefix (checkpoints
+    of compiled models move between the two libraries), `_orig_mod` is the module (nanoGPT and HF code unwrap
+    with it) and other attributes are the module's."""
     if model is None:
         return lambda m: compile(m)
-    if isinstance(model, nn.Module) and "_orig_mod" not in model.__dict__:
-        object.__setattr__(model, "_orig_mod", model)
+    if isinstance(model, nn.Module) and not disable:
+        from .nn.modules.compiled import OptimizedModule
+        return OptimizedModule(model)
     return model
 
 

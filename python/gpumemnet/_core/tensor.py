@@ -3,7 +3,6 @@
 The fast path of every op is one check (grad mode on and an input requiring grad?) and one C call; only when
 autograd must record does the call go through a Function."""
 import warnings
-import weakref
 
 import numpy as np
 
@@ -146,16 +145,6 @@ class Tensor(_C.TensorBase):
         return DTYPES[self._dtype]
 
     @property
-    def real(self):
-        """A real tensor's real part is itself, as in PyTorch (code that takes .real of FFT results and of plain
-        tensors alike); complex tensors are _core/complex.py's."""
-        return self
-
-    @property
-    def imag(self):
-        raise TypeError("imag is not implemented for tensors with non-complex dtypes.")  # PyTorch's type
-
-    @property
     def device(self):
         return device_of(self._device)
 
@@ -296,27 +285,6 @@ class Tensor(_C.TensorBase):
 
     def register_post_accumulate_grad_hook(self, hook):
         return autograd.register_post_accumulate_grad_hook(self, hook)
-
-    def retain_grad(self):
-        if not self.requires_grad:
-            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
-        if self.grad_fn is None or self._retains_grad:
-            return
-        self._retains_grad = True
-        self._register_retain()
-
-    def _register_retain(self):
-        """retain_grad's hook on the current grad_fn; it stores nothing once the tensor was written in place (its
-        grad_fn changed: autograd._RETAIN_MOVED puts a hook on the new one)."""
-        me, node = weakref.ref(self), self.grad_fn  # the hook lives on our own grad_fn: a strong reference to us
-        # would be a cycle
-
-        def keep(g):
-            t = me()
-            if t is not None and t.grad_fn is node:
-                t.grad = g.detach().clone() if t.grad is None else t.grad + g
-        keep.retains_grad = True  # kept last: .grad is the gradient after the tensor's hooks (PyTorch 2's rule)
-        autograd.register_tensor_hook(self, keep)
 
     # ---- arithmetic ------------------------------------------------------------------------------------------
     # +, -, * and / (and their reflections) are TensorBase's number slots, in C (csrc/autograd_node.c): they

@@ -8,6 +8,7 @@ are differentiable; cummax/cummin find their indices on the host too."""
 import collections
 import math
 import numbers
+import weakref
 
 import numpy as np
 
@@ -15,6 +16,7 @@ from .. import _C
 from . import autocast as _amp
 from . import functions as F
 from .autograd import Function, check_inplace, needs_grad as _needs_grad, refuse_inplace as _refuse_inplace
+from .autograd import register_tensor_hook
 from . import indexing_multi
 from .indexing import make_plan, put_plan, record_in_place
 from .tensor_compose import _finite_shift
@@ -134,6 +136,38 @@ def _quantile_args(x, q, interpolation, op):
 class MoreMethods:
     """The Tensor methods of this module (see its docstring)."""
     __slots__ = ()
+
+    @property
+    def real(self):
+        """A real tensor's real part is itself, as in PyTorch (code that takes .real of FFT results and of plain
+        tensors alike); complex tensors are _core/complex.py's."""
+        return self
+
+    @property
+    def imag(self):
+        raise TypeError("imag is not implemented for tensors with non-complex dtypes.")  # PyTorch's type
+
+    def retain_grad(self):
+        if not self.requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.grad_fn is None or self._retains_grad:
+            return
+        self._retains_grad = True
+        self._register_retain()
+
+    def _register_retain(self):
+        """retain_grad's hook on the current grad_fn; it stores nothing once the tensor was written in place (its
+        grad_fn changed: autograd._RETAIN_MOVED puts a hook on the new one)."""
+        me, node = weakref.ref(self), self.grad_fn  # the hook lives on our own grad_fn: a strong reference to us
+        # would be a cycle
+
+        def keep(g):
+            t = me()
+            if t is not None and t.grad_fn is node:
+                t.grad = g.detach().clone() if t.grad is None else t.grad + g
+        keep.retains_grad = True  # kept last: .grad is the gradient after the tensor's hooks (PyTorch 2's rule)
+        register_tensor_hook(self, keep)
+
 
     # ---- metadata ---------------------------------------------------------------------------------------------
     def nelement(self):

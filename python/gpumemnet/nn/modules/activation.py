@@ -224,3 +224,12 @@ class PReLU(Module):
 
     def extra_repr(self):
         return f"num_parameters={self.num_parameters}"
+
+
+def __getattr__(name):
+    """PyTorch's home of MultiheadAttention is this module (DETR's copy of transformer.py imports it from
+    torch.nn.modules.activation); gpumemnet's lives in extra.py."""
+    if name == "MultiheadAttention":
+        from .extra import MultiheadAttention
+        return MultiheadAttention
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -66,6 +66,36 @@ class Sequential(Module):
             self.append(m)
         return self
 
+    def pop(self, key):
+        """The module at index `key`, removed (the rest renumbered), as PyTorch's."""
+        v = self[key]
+        del self[key]
+        return v
+
+    def __add__(self, other):
+        """A new Sequential of self's modules then other's (PyTorch's; other must be a Sequential)."""
+        if not isinstance(other, Sequential):
+            raise ValueError(f"add operator supports only objects of Sequential class, but {type(other)} is given.")
+        return Sequential(*self, *other)
+
+    def __iadd__(self, other):
+        if not isinstance(other, Sequential):
+            raise ValueError(f"add operator supports only objects of Sequential class, but {type(other)} is given.")
+        return self.extend(list(other))
+
+    def __mul__(self, other):
+        """self's modules repeated other times (the same module objects, as PyTorch's)."""
+        if not isinstance(other, int):
+            raise TypeError(f"unsupported operand type(s) for *: {type(self)} and {type(other)}")
+        if other <= 0:
+            raise ValueError(f"Non-positive multiplication factor {other} for {type(self)}")
+        return Sequential(*(list(self) * other))
+
+    __rmul__ = __mul__
+
+    def __imul__(self, other):
+        return self.extend(list(self) * (other - 1)) if isinstance(other, int) and other > 0 else self.__mul__(other)
+
     def insert(self, index, module):
         if not isinstance(module, Module):
             raise TypeError(f"module should be of type Module, got {type(module).__name__}")
@@ -142,6 +172,12 @@ class ModuleList(Module):
 
     def __add__(self, other):
         return ModuleList(list(self) + list(other))
+
+    def pop(self, key):
+        """The module at index `key`, removed (the rest renumbered), as PyTorch's."""
+        v = self[key]
+        del self[key]
+        return v
 
     def append(self, module):
         self.add_module(str(len(self)), module)

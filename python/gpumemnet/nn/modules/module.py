@@ -781,3 +781,4 @@ def _copy_pairs(pairs):
             if value._device != target._device:
                 value = value.to(device=target._device)
             _C.copy_(target, value)
+
