@@ -411,7 +411,14 @@ def _guess_loss():
     losses = [o for o in gc.get_objects() if isinstance(o, _Loss)]
     if len(losses) != 1:
         return None, None, "not seen (output.sum() instead)"
-    return None, _meta_module(losses[0]), f"{type(losses[0]).__name__} (guessed: the only loss module)"
+    fn = _meta_module(losses[0])
+    return None, (lambda out, y: _summed(fn(out, y))), f"{type(losses[0]).__name__} (guessed: the only loss module)"
+
+
+def _summed(loss):
+    """A per-sample loss (reduction='none', which d2l's and the CIFAR speedruns' scripts reduce afterwards with
+    .mean() or .sum()) summed for the estimate's backward: the same bytes as the script's reduction."""
+    return loss.sum() if isinstance(loss, _C.TensorBase) and loss.numel() != 1 else loss
 
 
 def _replay(loss, loss_tensor):
@@ -441,7 +448,7 @@ def _replay(loss, loss_tensor):
     def loss_fn(out, y):
         args = [value(e, out, y, i) for i, e in enumerate(loss.args)]
         kwargs = {k: value(e, out, y, k) for k, e in loss.kwargs.items()}
-        return fn(*args, **kwargs)
+        return _summed(fn(*args, **kwargs))
     name = loss.name
     if loss.result is None or loss.result() is not loss_tensor:
         name += " (backward from an expression of it)"
