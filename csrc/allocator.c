@@ -716,7 +716,8 @@ void gm_block_set_label(gm_block *b, const char *label) {
 }
 
 int gm_block_category(const gm_block *b) {
-    if (!b) return GM_CAT_OTHER; /* NumPy's memory: no category of ours */
+    if (!b) return GM_CAT_INPUT; /* NumPy's memory (from_numpy): data from outside, as a batch is, for the policies
+                                  * that ask (max pooling keeps such an input instead of indices) */
     gm_lock(b->owner);
     int category = b->category;
     gm_unlock(b->owner);
