@@ -247,7 +247,8 @@ def record_in_place(t, name, out_of_place):
         return False
     out = out_of_place(t.clone())
     _C.copy_(t, out)
-    t.grad_fn, t._output_nr = out.grad_fn, out._output_nr
+    if out.grad_fn is not None:  # (a result without a gradient, logical_and_'s: t keeps its node, as in PyTorch)
+        t.grad_fn, t._output_nr = out.grad_fn, out._output_nr
     return True
 
 

@@ -86,8 +86,12 @@ def _rounds(group):
         return
     try:
         for k in range(max(count.values())):
-            done = set()
-            group["params"] = [p for p in params if count[id(p)] > k and not (id(p) in done or done.add(id(p)))]
+            seen, listed = set(), []
+            for p in params:
+                if count[id(p)] > k and id(p) not in seen:
+                    seen.add(id(p))
+                    listed.append(p)
+            group["params"] = listed
             yield group
     finally:
         group["params"] = params

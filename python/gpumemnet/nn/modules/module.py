@@ -6,8 +6,8 @@ so that memory statistics, the history and OutOfMemoryError say which layer allo
 names of named_modules() seen from the root: they are computed once, the first time the root is called (a
 module added later learns its path from its parent on its own first call)."""
 import itertools
-import warnings
 import threading
+import warnings
 import weakref
 from collections import OrderedDict, namedtuple
 
@@ -781,4 +781,3 @@ def _copy_pairs(pairs):
             if value._device != target._device:
                 value = value.to(device=target._device)
             _C.copy_(target, value)
-
