@@ -670,3 +670,15 @@ def test_container_operators_and_import_paths():
     from gpumemnet.nn.common_types import _size_2_t  # noqa: F401
     from gpumemnet.nn.modules.activation import MultiheadAttention
     assert MultiheadAttention is gm.nn.MultiheadAttention
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8"])
+def test_integer_trunc_division_keeps_the_dtype(dtype):
+    def run(L):
+        dt = getattr(L, dtype)
+        a = L.tensor([7, -7, 6, -6, 0, 5] if dtype != "uint8" else [7, 200, 6, 9, 0, 5]).to(dt)
+        b = L.tensor([2, 2, -4, 4, 3, -5] if dtype != "uint8" else [2, 3, 4, 4, 3, 5]).to(dt)
+        r = L.div(a, b, rounding_mode="trunc")
+        return str(r.dtype).split(".")[-1], r.tolist(), str(L.div(a, 2, rounding_mode="trunc").dtype).split(".")[-1]
+    ref, got = _both(run)
+    assert got == ref

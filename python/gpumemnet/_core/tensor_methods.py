@@ -75,7 +75,8 @@ class TensorMethods:
             return self.floor_divide(other)  # exact: integers never go through float32
         if ints and rounding_mode == "trunc":  # floor, moved up by one where the signs differ and b does not divide a
             q = self.floor_divide(other)
-            return q + ((self - q * other != 0) & ((self < 0) != (_as_tensor_like(other, self) < 0))).long()
+            fix = (self - q * other != 0) & ((self < 0) != (_as_tensor_like(other, self) < 0))
+            return q + fix.to(q.dtype)  # q's dtype (int32 stays int32, as PyTorch's)
         q = self / other
         if rounding_mode is None:
             return q
