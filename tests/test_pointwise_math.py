@@ -268,10 +268,19 @@ def test_in_place_floor_of_an_integer_tensor_leaves_it():
 
 
 @pytest.mark.parametrize("name", ["sin_", "exp_", "sqrt_", "abs_"])
-def test_in_place_unary_in_a_graph_names_the_out_of_place_form(name):
-    x = gm.tensor([0.5, 1.5], requires_grad=True) * 2.0
-    with pytest.raises(RuntimeError, match=rf"use {name[:-1]}\(\)"):
-        getattr(x, name)()
+def test_in_place_unary_in_a_graph_is_recorded(name):
+    """As PyTorch records them (a VAE's logvar.mul(0.5).exp_()): the values and the gradient of the out-of-place
+    form."""
+    w = gm.tensor([0.5, 1.5], dtype=gm.float64, requires_grad=True)
+    x = w * 2.0
+    r = getattr(x, name)()
+    assert r is x
+    (x * gm.tensor([1.0, 3.0], dtype=gm.float64)).sum().backward()
+    w2 = torch.tensor([0.5, 1.5], dtype=torch.float64, requires_grad=True)
+    x2 = getattr(w2 * 2.0, name)()
+    (x2 * torch.tensor([1.0, 3.0], dtype=torch.float64)).sum().backward()
+    np.testing.assert_allclose(to_np(x), x2.detach().numpy(), rtol=1e-15)
+    np.testing.assert_allclose(to_np(w.grad), w2.grad.numpy(), rtol=1e-15)
 
 
 def test_in_place_unary_on_a_leaf_that_requires_grad_is_refused():

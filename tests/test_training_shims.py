@@ -73,10 +73,16 @@ def test_cudnn_flags():
     assert cudnn.is_acceptable(gm.zeros(2)) is False  # a CPU tensor
 
 
-def test_compile_returns_the_model():
+def test_compile_wraps_the_model_as_pytorch_does():
+    """A module comes back in PyTorch's OptimizedModule (state_dict keys with `_orig_mod.`), run as it is; a
+    function comes back unchanged."""
     g, _ = _pair()
-    assert gm.compile(g) is g
-    assert gm.compile(g, mode="max-autotune", fullgraph=True, dynamic=False, backend="inductor") is g
+    c = gm.compile(g)
+    assert c._orig_mod is g and all(k.startswith("_orig_mod.") for k in c.state_dict())
+    x = gm.randn(2, 3, 8, 8)
+    assert gm.equal(c(x), g(x))
+    assert gm.compile(g, mode="max-autotune", fullgraph=True, dynamic=False, backend="inductor")._orig_mod is g
+    assert gm.compile(g, disable=True) is g
 
     @gm.compile(mode="reduce-overhead")
     def f(x):
@@ -141,7 +147,8 @@ def test_reference_style_script_runs_under_the_alias(tmp_path):
     out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300, env=env)
     assert out.returncode == 0, out.stderr[-3000:]
     lrs, keys, missing, loss = ast.literal_eval(out.stdout.strip().splitlines()[-1])
-    assert missing == [] and keys == ["module.0.weight", "module.0.bias"]
+    # PyTorch's keys for torch.compile(DataParallel(model)): the wrapper's prefix, then DataParallel's
+    assert missing == [] and keys == ["_orig_mod.module.0.weight", "_orig_mod.module.0.bias"]
     o = torch.optim.RMSprop([torch.zeros(1, requires_grad=True)], lr=0.01)
     s = torch.optim.lr_scheduler.SequentialLR(o, [torch.optim.lr_scheduler.LinearLR(o, 0.01, total_iters=2),
                                                   torch.optim.lr_scheduler.CosineAnnealingLR(o, T_max=8)], [2])
