@@ -65,10 +65,11 @@ def test_offloaded_matches_plain_fp32_exactly(name, make):
     _train(off, opt, x, y)
     for (n, a), b in zip(plain.named_parameters(), off.parameters()):
         np.testing.assert_array_equal(to_np(b), to_np(a), err_msg=n)
-    # the state lives in pinned host memory
+    # the state lives in pinned host memory (the step count is saved as PyTorch's 0-d CPU tensor)
     sd = opt.state_dict()
-    assert all(v.device.type == "cpu" and v._is_pinned for s in sd["state"].values() for v in s.values()
-               if isinstance(v, gm.Tensor))
+    assert all(v.device.type == "cpu" and v._is_pinned for s in sd["state"].values() for k, v in s.items()
+               if isinstance(v, gm.Tensor) and k != "step")
+    assert all(s["step"].dtype == gm.float32 and s["step"].ndim == 0 for s in sd["state"].values() if "step" in s)
 
 
 def test_state_dict_round_trip_and_keys_match_plain():
