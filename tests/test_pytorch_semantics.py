@@ -682,3 +682,22 @@ def test_integer_trunc_division_keeps_the_dtype(dtype):
         return str(r.dtype).split(".")[-1], r.tolist(), str(L.div(a, 2, rounding_mode="trunc").dtype).split(".")[-1]
     ref, got = _both(run)
     assert got == ref
+
+
+def test_assignment_into_a_view_of_a_graph_tensor():
+    """d2l's masked_softmax: X = x.reshape(-1, n); X[~mask] = -1e6; softmax(X) — and the other view writes."""
+    def run(L):
+        w = L.ones(2, 3, dtype=L.float64, requires_grad=True)
+        X = (w * 2).reshape(-1, 3)
+        mask = L.arange(3)[None, :] < L.tensor([1, 2])[:, None]
+        X[~mask] = -1e6
+        y = L.softmax(X, dim=-1)
+        (y * L.arange(3.0, dtype=L.float64)).sum().backward()
+        a = L.ones(4, dtype=L.float64, requires_grad=True) * 1.0
+        v = a.view(2, 2)
+        v[0, 0] = 5.0
+        (a * L.arange(4.0, dtype=L.float64)).sum().backward()
+        return _np(y), _np(w.grad), _np(a)
+    ref, got = _both(run)
+    for g, r in zip(got, ref):
+        np.testing.assert_allclose(g, r, rtol=1e-12)

@@ -252,6 +252,13 @@ def record_in_place(t, name, out_of_place):
     return True
 
 
+def assigned_copy(v, idx, value):
+    """A copy of v with v[idx] = value, recorded: the out-of-place form of an assignment into a graph view."""
+    out = v.clone()
+    out[idx] = value
+    return out
+
+
 def graph_view_writable(view):
     """Whether an in-place write into `view`, a view of a tensor in a graph, can be recorded: write_graph_view's
     two forms, or the view alone on its memory (check_inplace lets that one through)."""

@@ -17,7 +17,8 @@ from . import tensor_str as _tensor_str
 from .dtype import DTYPES, as_dtype, device_of, device_str, dtype as _dtype_cls
 from . import indexing_multi
 from .inplace_binary import _InplaceBinary
-from .indexing import IndexFn, IndexPutFn, apply_plan, make_plan, write_graph_view, write_recorded, put_plan
+from .indexing import (IndexFn, IndexPutFn, apply_plan, assigned_copy, make_plan, put_plan, write_graph_view,
+                       write_recorded)
 from .random import drawing_from
 from .size import Size
 from .arg_forms import _NO, PLAIN_DIMS, dim_args, install as _install_numpy_forms, required_dim, squeeze_dims
@@ -36,6 +37,7 @@ _amp_state = _amp._state
 
 
 _COMPARABLE = (_C.TensorBase, int, float)
+
 
 
 def _numpy_like(x):
@@ -583,10 +585,11 @@ class Tensor(_C.TensorBase):
         return apply_plan(self, plan)
 
     def __setitem__(self, idx, value):
-        """self[idx] = value. Recorded (IndexPutFn) when self is in a graph or value requires grad, as PyTorch's
-        CopySlices; refused on a leaf that requires grad (PyTorch's rule) and on a view of a tensor in a graph."""
+        """self[idx] = value, recorded (IndexPutFn; on a graph view's base) where PyTorch records it (CopySlices)."""
         if not isinstance(value, (_C.TensorBase, int, float, bool)):
             value = _C.from_numpy(np.asarray(value), dtype=self._dtype, device=self._device)
+        if autograd.is_graph_view(self) and write_graph_view(self, lambda v: assigned_copy(v, idx, value)):
+            return  # a view of a tensor in a graph (d2l's masked_softmax: X = x.reshape(...); X[~mask] = -1e6)
         in_graph = _check_inplace(self, "index assignment")
         if not in_graph and _needs_grad(value):
             _refuse_shared(self, "index assignment")
