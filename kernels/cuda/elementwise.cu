@@ -155,8 +155,8 @@ __device__ __forceinline__ double ew_abs(double x) { return fabs(x); }
 __device__ __forceinline__ int64_t ew_abs(int64_t x) { return x < 0 ? (int64_t)(0 - (uint64_t)x) : x; }
 template <typename C> __device__ __forceinline__ C ew_neg(C x) { return -x; }
 template <> __device__ __forceinline__ int64_t ew_neg(int64_t x) { return (int64_t)(0 - (uint64_t)x); }
-/* NaN and signed zeros pass through (numpy.sign), as on the CPU */
-template <typename C> __device__ __forceinline__ C ew_sign(C x) {  // NaN gives 0, as PyTorch's sign does
+/* NaN gives 0, as PyTorch's sign does; signed zeros pass through; as on the CPU */
+template <typename C> __device__ __forceinline__ C ew_sign(C x) {
     return x > 0 ? (C)1 : (x < 0 ? (C)-1 : (x == x ? x : (C)0));
 }
 

@@ -36,12 +36,7 @@ from .tensor_reduce import ReduceMethods
 _amp_state = _amp._state
 
 
-_COMPARABLE = (_C.TensorBase, int, float)
-
-
-
-def _numpy_like(x):
-    return isinstance(x, (np.ndarray, np.generic))
+_COMPARABLE = (_C.TensorBase, int, float, np.ndarray, np.generic)  # what eq / ne take (_check_number)
 
 
 def _check_number(x, op):
@@ -376,12 +371,10 @@ class Tensor(_C.TensorBase):
     # back to identity (False / True), as PyTorch's operators give; the methods eq / ne refuse such operands with a
     # TypeError, as torch.eq does
     def __eq__(self, o):
-        return _C.binary(F.EQ, self, o) if isinstance(o, _COMPARABLE) else self.eq(o) if _numpy_like(o) else \
-            NotImplemented
+        return self.eq(o) if isinstance(o, _COMPARABLE) else NotImplemented
 
     def __ne__(self, o):
-        return _C.binary(F.NE, self, o) if isinstance(o, _COMPARABLE) else self.ne(o) if _numpy_like(o) else \
-            NotImplemented
+        return self.ne(o) if isinstance(o, _COMPARABLE) else NotImplemented
 
     def logical_not(self):
         return _C.unary(F.LOGICAL_NOT, self)

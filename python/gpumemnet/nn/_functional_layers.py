@@ -67,15 +67,9 @@ def pad(input, pad, mode="constant", value=None):
         input, pads = _crop(input, pads)  # PyTorch's circular padding crops first, then wraps the rest
     value = 0.0 if value is None else float(value)
     outer = pads[6:] if code == 0 and len(pads) > 6 and len(pads) % 2 == 0 and len(pads) // 2 <= input.ndim else ()
-    if outer:
-        pads = pads[:6]
-    if outer and _needs_grad(input):
-        return _pad_outer_dims(_Pad.apply(input, pads, code, value), outer, value)
-    if outer:
-        return _pad_outer_dims(_C.pad(input, pads, code, value), outer, value)
-    if _needs_grad(input):
-        return _Pad.apply(input, pads, code, value)
-    return _C.pad(input, pads, code, value)
+    pads = pads[:6] if outer else pads
+    out = _Pad.apply(input, pads, code, value) if _needs_grad(input) else _C.pad(input, pads, code, value)
+    return _pad_outer_dims(out, outer, value) if outer else out
 
 
 def _pad_outer_dims(x, outer, value):
