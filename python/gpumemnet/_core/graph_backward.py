@@ -79,6 +79,32 @@ def where(cond, a, b):
     return record(fn.Where, cond, a, b)
 
 
+class ZeroLink(Function):
+    """d as it is, with an edge to `anchor` that passes it a zero gradient. PyTorch's backward formulas of relu,
+    leaky_relu, hardtanh, abs, the max / average / reflection-pad ops take the input (or result) they read a mask
+    from as an argument whose own derivative is zero: a parameter reached only through such a mask (the bias ahead
+    of a LeakyReLU, under an R1 penalty backpropagated alone) gets zeros there, not None, and Adam still moves it."""
+
+    @staticmethod
+    def forward(ctx, d, anchor):
+        ctx.meta = (tuple(anchor.shape), anchor._dtype, anchor._device)
+        return d._view(tuple(d.shape))
+
+    @staticmethod
+    def backward(ctx, h):
+        shape, dtype, device = ctx.meta
+        return h, _C.fill_(_C.empty(shape, dtype, device), 0.0)
+
+
+def zero_link(d, ctx, i=None):
+    """d linked by ZeroLink to the node's input i (None: to the node's own output 0), whose shape d has; d as it is
+    when that input is not in a graph. A constant d is linked too: PyTorch's result then requires grad as well."""
+    if not fn.is_tensor(d):
+        return d
+    edge = (ctx, 0) if i is None else ctx._edges[i]
+    return ZeroLink.apply(d, linked(d, edge)) if edge is not None else d
+
+
 class Adjoint(Function):
     """The backward B of a linear op, applied to g, as a node: its own backward is B's adjoint, the op's forward."""
 
@@ -93,10 +119,13 @@ class Adjoint(Function):
         return ctx.adjoint(h), None, None
 
 
-def linear_op(adjoint_of):
-    """A formula for an op whose input gradient is linear in g: adjoint_of(ctx, g) gives B's adjoint."""
+def linear_op(adjoint_of, masked=False):
+    """A formula for an op whose input gradient is linear in g: adjoint_of(ctx, g) gives B's adjoint. masked: B
+    reads a mask (the positions of maxima) or a shape from the input, which PyTorch's formula takes as an argument
+    with a zero derivative (ZeroLink)."""
     def formula(ctx, g, *unused):
-        return (record(Adjoint, g, ctx, adjoint_of(ctx, g)),) + (None,) * (len(ctx._edges) - 1)
+        d = record(Adjoint, g, ctx, adjoint_of(ctx, g))
+        return (zero_link(d, ctx, 0) if masked else d,) + (None,) * (len(ctx._edges) - 1)
     return formula
 
 
@@ -179,7 +208,7 @@ register(fn.Neg, lambda ctx, g: -g)
 register(fn.Exp, lambda ctx, g: g * saved_output(ctx, _first(ctx)))
 register(fn.Log, lambda ctx, g: g / saved_input(ctx, 0, _first(ctx)))
 register(fn.Sqrt, lambda ctx, g: g / (saved_output(ctx, _first(ctx)) * 2.0))
-register(fn.Abs, lambda ctx, g: g * _C.unary(fn.SIGN, _first(ctx)))
+register(fn.Abs, lambda ctx, g: zero_link(g * _C.unary(fn.SIGN, _first(ctx)), ctx, 0))
 register(fn.Clone, lambda ctx, g: g)
 
 
@@ -203,6 +232,7 @@ def _where(ctx, g):
 
 register(fn.Clamp, _clamp)
 register(fn.Where, _where)
+register(ZeroLink, lambda ctx, h: ZeroLink.backward(ctx, h))
 register(fn.ToDtype, lambda ctx, g: (record(fn.ToDtype, g, ctx.src) if g._dtype != ctx.src else g, None))
 register(fn.ToDevice, lambda ctx, g: (record(fn.ToDevice, g, ctx.src) if g._device != ctx.src else g, None, None))
 
@@ -211,7 +241,8 @@ def _activation(ctx, g):
     op, alpha, beta = ctx.op, ctx.alpha, ctx.beta
     saved = _first(ctx)
     if saved._dtype == _UINT8:  # relu's bit mask (keep_relu_mask): the gradient is linear in g
-        return linear_op(lambda ctx, g: lambda h: _C.relu_mask_backward(h, saved))(ctx, g)
+        d = linear_op(lambda ctx, g: lambda h: _C.relu_mask_backward(h, saved))(ctx, g)[0]
+        return zero_link(d, ctx), None, None, None
     if op in (RELU, HARDTANH) or (op == LEAKY_RELU and alpha >= 0) or (op == ELU and alpha >= 0):
         out = saved  # these save their output
         if op == RELU:
@@ -223,6 +254,8 @@ def _activation(ctx, g):
             d = where(_C.binary(fn.GT, out, 0.0), g, g * alpha)
         else:  # elu: alpha * (exp(x) - 1) below 0, whose derivative is out + alpha
             d = where(_C.binary(fn.GT, out, 0.0), g, g * (saved_output(ctx, out) + alpha))
+        if op != ELU:
+            d = zero_link(d, ctx)
     elif op in (SIGMOID, TANH):
         out = saved_output(ctx, saved)
         d = g * out * (1.0 - out) if op == SIGMOID else g * (1.0 - out * out)

@@ -287,15 +287,17 @@ def _global_max_adjoint(ctx, g):
     return lambda h: _gather_planes(h, idx.reshape(tuple(h.shape[:2]) + (1,))).reshape(tuple(h.shape[:2]))
 
 
-register(_MaxPool2d, linear_op(_max_pool_adjoint))
-register(_GlobalMaxPool2d, linear_op(_global_max_adjoint))
+register(_MaxPool2d, linear_op(_max_pool_adjoint, masked=True))
+register(_GlobalMaxPool2d, linear_op(_global_max_adjoint, masked=True))
 register(_AdaptiveMaxPool2d, linear_op(lambda ctx, g: (lambda idx: lambda h: _gather_planes(h, idx))(
-    ctx.saved_tensors[0])))
-register(_AvgPool2d, linear_op(lambda ctx, g: lambda h: _C.avg_pool2d(h, *ctx.args)))
+    ctx.saved_tensors[0]), masked=True))
+register(_AvgPool2d, linear_op(lambda ctx, g: lambda h: _C.avg_pool2d(h, *ctx.args), masked=True))
 register(_AdaptiveAvgPool2d, linear_op(
-    lambda ctx, g: (lambda size: lambda h: _C.adaptive_avg_pool2d(h, size))(tuple(g.shape[-2:]))))
+    lambda ctx, g: (lambda size: lambda h: _C.adaptive_avg_pool2d(h, size))(tuple(g.shape[-2:])), masked=True))
 register(_GlobalAvgPool2d, linear_op(lambda ctx, g: lambda h: _C.reduce(fn.MEAN, h, (-2, -1), False)))
-register(_Pad, linear_op(lambda ctx, g: lambda h: _C.pad(h, ctx.pads, ctx.mode, 0.0)))
+_PAD_ADJOINT = lambda ctx, g: lambda h: _C.pad(h, ctx.pads, ctx.mode, 0.0)  # noqa: E731
+_PADS = (linear_op(_PAD_ADJOINT), linear_op(_PAD_ADJOINT, masked=True))
+register(_Pad, lambda ctx, g: _PADS[ctx.mode in (1, 2)](ctx, g))  # reflect, replicate: as PyTorch's formulas
 register(_Interpolate, linear_op(
     lambda ctx, g: (lambda size: lambda h: _C.interpolate(h, size, *ctx.args))(tuple(g.shape[2:]))))
 register(_Dropout, linear_op(lambda ctx, g: (lambda mask, p: lambda h: _C.dropout_backward(h, mask, p, False))(
@@ -309,5 +311,5 @@ register(_CrossEntropy, _cross_entropy)
 register(_ConvTranspose2d, _conv_transpose2d)
 register(_BceWithLogits, _bce_with_logits)
 register(_NllLoss, linear_op(lambda ctx, g: (lambda target, weight: lambda h: _C.nll_loss(
-    h, target, weight, *ctx.args[:2])[0])(*ctx.saved_tensors)))
+    h, target, weight, *ctx.args[:2])[0])(*ctx.saved_tensors), masked=True))
 register(_Embedding, linear_op(_embedding_adjoint))
