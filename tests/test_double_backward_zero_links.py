@@ -12,6 +12,7 @@ torch = pytest.importorskip("torch")
 R = np.random.RandomState(5)
 IMG = R.randn(2, 2, 6, 6)
 BIAS = R.randn(2, 1, 1) * 0.3
+TARGET = R.randint(0, 2, (2, 6, 6))
 
 
 def _F(lib):
@@ -33,6 +34,7 @@ OPS = {
     + _F(L).adaptive_avg_pool2d(t, 1)[..., 0, 0],
     "reflect and replicate pads": lambda L, t: _F(L).pad(t, (1, 1, 1, 1), mode="reflect")[..., :6, :6]
     + _F(L).pad(t, (1, 0, 1, 0), mode="replicate")[..., 1:, 1:],
+    "nll_loss per pixel": lambda L, t: _F(L).nll_loss(t, L.tensor(TARGET), reduction="none"),
     "constant pad (no edge in PyTorch)": lambda L, t: _F(L).pad(t, (1, 1, 1, 1))[..., 1:-1, 1:-1],
 }
 
