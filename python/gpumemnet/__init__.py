@@ -51,7 +51,8 @@ from ._core.legacy_types import set_default_tensor_type  # noqa: E402,F401
 from ._core.einsum import einsum  # noqa: E402
 from ._core.activation import (  # noqa: E402,F401  (torch.relu, torch.sigmoid_, torch.softmax...)
     relu, relu_, sigmoid, sigmoid_, tanh, tanh_, softmax, log_softmax, prelu)
-from ._core import graph_backward, graph_backward_ops  # noqa: E402,F401  (register create_graph's formulas)
+# register create_graph's formulas
+from ._core import graph_backward, graph_backward_linalg, graph_backward_ops  # noqa: E402,F401
 from ._core import custom_function  # noqa: E402,F401  (registers users' Function semantics)
 from . import autograd, memory, cuda, accelerator, backends, random, amp, nn, optim, utils, distributed, futures  # noqa: E402,E501
 from . import linalg, func, special, distributions, testing, profiler, foreach, cpu, fft  # noqa: E402,F401

@@ -14,8 +14,8 @@ import math
 
 from .. import _C
 from . import functions as fn
-from .activation import (ELU, GELU, HARDSIGMOID, HARDTANH, LEAKY_RELU, RELU, SIGMOID, SILU, SOFTPLUS, TANH,
-                         _UINT8, _Activation, _ActivationInplace, _Softmax)
+from .activation import (ELU, GELU, GELU_TANH, HARDSIGMOID, HARDSWISH, HARDTANH, LEAKY_RELU, MISH, RELU, SIGMOID,
+                         SILU, SOFTPLUS, TANH, _UINT8, _Activation, _ActivationInplace, _Softmax, softplus)
 from .autograd import AccumulateGrad, Function, register_graph_backward as register
 from .indexing import IndexFn, IndexPutFn, SplitFn, apply_plan
 from .inplace_binary import _InplaceBinary
@@ -272,6 +272,19 @@ def _activation(ctx, g):
         cdf = (x * 0.7071067811865476).erf() * 0.5 + 0.5
         pdf = (x * x * -0.5).exp() * 0.3989422804014327
         d = g * (cdf + x * pdf)
+    elif op == GELU_TANH:  # 0.5 x (1 + tanh(u)), u = k (x + c x^3)
+        x = saved_input(ctx, 0, saved)
+        k, c = math.sqrt(2.0 / math.pi), 0.044715
+        t = ((x + x * x * x * c) * k).tanh()
+        d = g * ((t + 1.0) * 0.5 + x * 0.5 * (1.0 - t * t) * ((x * x * (3.0 * c) + 1.0) * k))
+    elif op == MISH:  # x tanh(softplus(x))
+        x = saved_input(ctx, 0, saved)
+        t = softplus(x).tanh()
+        d = g * (t + x * x.sigmoid() * (1.0 - t * t))
+    elif op == HARDSWISH:  # x relu6(x + 3) / 6, in the kernel's regions (kernels/cpu/activation.c)
+        x = saved_input(ctx, 0, saved)
+        below, inside = _C.binary(fn.LE, saved, -3.0), _C.binary(fn.LT, saved, 3.0)
+        d = where(below, 0.0, where(inside, g * (x * (1.0 / 3.0) + 0.5), g))
     elif op == HARDSIGMOID:
         inside = _C.binary(fn.MUL, _C.binary(fn.GT, saved, 0.0), _C.binary(fn.LT, saved, 1.0))
         d = where(inside, g * (1.0 / 6.0), 0.0)

@@ -19,7 +19,8 @@ from .tensor_math import (ACOS, ASIN, ATAN, COS, COSH, ERF, ERFC, EXPM1, LOG1P, 
                           _FROM_OUTPUT, Atan2, Fmod, _Math)
 from .tensor_methods import _InplaceMaskedFill, _Prod, _Rounding
 from .tensor_select import _IndexPut, _Scatter, _scatter_into
-from .tensor_more import _WindowsView, _windows_geometry
+from .tensor_special import _Unary
+from .tensor_more import _WindowsView, _XLogY, _windows_geometry
 
 
 # ---- the math library's functions --------------------------------------------------------------------------------
@@ -58,6 +59,40 @@ def _math(ctx, g):
 
 
 register(_Math, _math)
+
+
+def _unary(ctx, g):
+    """tensor_special's functions (acosh, sinc, lgamma, digamma, polygamma, erfinv ...): g times the derivative's
+    recorded form (computed in float64 where the values are)."""
+    s, = ctx.saved_tensors
+    s = saved_output(ctx, s) if ctx.of_output else saved_input(ctx, 0, s)
+    work = s.double() if ctx.slope.wide and s._dtype != 1 else s
+    d = ctx.slope.graph(work)
+    if d is None:
+        raise not_recorded(ctx)
+    return g * (d.to(s.dtype) if d._dtype != s._dtype else d), None, None, None
+
+
+register(_Unary, _unary)
+
+
+def _xlogy(ctx, g):
+    """xlogy's gradients (tensor_more._XLogY) with recorded ops: log(y), 0 where x and y are both 0; x / y."""
+    x, y = ctx.saved_tensors
+    xl = saved_input(ctx, 0, x)
+    yl = saved_input(ctx, 1, y) if y is not None else ctx.number
+    gx = gy = None
+    if ctx.needs_input_grad[0]:
+        logy = yl.log() if y is not None else math.log(yl) if yl > 0 else -math.inf if yl == 0 else math.nan
+        zero = _C.binary(fn.MUL, _C.binary(fn.EQ, x, 0.0), _C.binary(fn.EQ, y, 0.0) if y is not None else
+                         float(yl == 0))
+        gx = sum_to(where(zero, 0.0, g * logy), x.shape, x._dtype)
+    if y is not None and ctx.needs_input_grad[1]:
+        gy = sum_to(g * xl / yl, y.shape, y._dtype)
+    return gx, gy
+
+
+register(_XLogY, _xlogy)
 
 
 # ---- reductions ----------------------------------------------------------------------------------------------------

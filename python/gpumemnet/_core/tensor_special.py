@@ -57,7 +57,7 @@ class _Unary(Function):
     @staticmethod
     def forward(ctx, x, value, slope, of_output):
         y = value(x.detach())
-        ctx.slope = slope
+        ctx.slope, ctx.of_output = slope, of_output
         ctx.label = "".join(w.capitalize() for w in value.__name__.split("_")) + "Backward0"  # PyTorch's name
         ctx.save_for_backward(y if of_output else x)
         return y
@@ -70,15 +70,19 @@ class _Unary(Function):
     def name(self):
         return self.label
 
-def _pointwise(name, fn, slope, wide=False, of_output=False, fp32_under_autocast=False):
+def _pointwise(name, fn, slope, wide=False, of_output=False, fp32_under_autocast=False, graph_slope=None):
     """The Tensor method `name`: fn gives the values (see _evaluate), slope the derivative, of the input (or,
-    of_output, of the output in its own dtype). fp32_under_autocast: on PyTorch's autocast float32 list."""
+    of_output, of the output in its own dtype). fp32_under_autocast: on PyTorch's autocast float32 list.
+    graph_slope: the derivative written with recorded ops, for gradients of gradients (default: slope itself, when
+    it is plain tensor arithmetic); computed in float64 where wide, as the values."""
     def value(x):
         return _evaluate(x, fn, wide)
     value.__name__ = name
 
     def derivative(s):
         return slope(s) if of_output else _evaluate(s, slope, wide)
+    derivative.graph = graph_slope or slope
+    derivative.wide = wide and not of_output
 
     def method(self):
         x = _amp.fp32_on_cuda(self)[0] if fp32_under_autocast and _amp._state.enabled else self
@@ -169,6 +173,15 @@ def _sinc_slope(x):
     return _C.where(x == 0.0, 0.0, (px * px.cos() - px.sin()) / (px * x))
 
 
+def _sinc_graph_slope(x):
+    px = x * math.pi
+    return ((px * px.cos() - px.sin()) / (px * x)).masked_fill(x.detach() == 0.0, 0.0)
+
+
+def _no_graph(x):
+    return None  # graph_backward_ops raises its NotImplementedError
+
+
 def _compare_into(self, other, name, op):
     """self = (self op other), as 1 / 0 in self's dtype."""
     _refuse_inplace(self, name)
@@ -204,12 +217,14 @@ class SpecialMethods(BitwiseMethods):
     acosh = _pointwise("acosh", _acosh, lambda x: 1.0 / ((x - 1.0) * (x + 1.0)).sqrt())
     asinh = _pointwise("asinh", _asinh, lambda x: 1.0 / (x * x + 1.0).sqrt())
     atanh = _pointwise("atanh", _atanh, lambda x: 1.0 / (1.0 - x * x))
-    sinc = _pointwise("sinc", _sinc, _sinc_slope)
-    lgamma = _pointwise("lgamma", _G.lgamma, _G.digamma, wide=True)
-    digamma = _pointwise("digamma", _G.digamma, lambda x: _G.polygamma(1, x), wide=True)
+    sinc = _pointwise("sinc", _sinc, _sinc_slope, graph_slope=_sinc_graph_slope)
+    lgamma = _pointwise("lgamma", _G.lgamma, _G.digamma, wide=True, graph_slope=lambda x: x.digamma())
+    digamma = _pointwise("digamma", _G.digamma, lambda x: _G.polygamma(1, x), wide=True,
+                         graph_slope=lambda x: x.polygamma(1))
     erfinv = _pointwise("erfinv", _G.erfinv, lambda y: (y * y).exp() * (0.5 * math.sqrt(math.pi)), wide=True,
                         of_output=True, fp32_under_autocast=True)
-    i0 = _pointwise("i0", lambda x: _G.bessel_i(0, x), lambda x: _G.bessel_i(1, x), wide=True)
+    i0 = _pointwise("i0", lambda x: _G.bessel_i(0, x), lambda x: _G.bessel_i(1, x), wide=True,
+                    graph_slope=_no_graph)
     arccosh, arcsinh, arctanh = acosh, asinh, atanh
     acosh_, asinh_, atanh_, sinc_, lgamma_, digamma_, erfinv_, i0_ = (
         _in_place(n) for n in ("acosh", "asinh", "atanh", "sinc", "lgamma", "digamma", "erfinv", "i0"))
@@ -221,7 +236,8 @@ class SpecialMethods(BitwiseMethods):
         if n == 0:
             return self.digamma()
         fn = _polygamma_of(n)
-        return _pointwise("polygamma", fn, _polygamma_of(n + 1), wide=True)(self)
+        return _pointwise("polygamma", fn, _polygamma_of(n + 1), wide=True,
+                          graph_slope=lambda x: x.polygamma(n + 1))(self)
 
     def polygamma_(self, n):
         return _write(self, "polygamma_", self.detach().polygamma(n))

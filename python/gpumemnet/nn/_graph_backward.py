@@ -1,7 +1,7 @@
 """Gradients of gradients through the layers' ops (_core/graph_backward.py explains the mechanism): linear, conv2d,
 conv_transpose2d, the normalizations (batch, group, layer, instance), the pools, padding, interpolation, dropout,
-embedding, and the mse / l1 / cross-entropy / nll / binary cross-entropy with logits losses: the ops of a WGAN-GP
-critic, an R1 penalty or a MAML step on a conv-4 network.
+embedding, and the losses (mse, l1, smooth_l1, huber, binary cross-entropy with and without logits, kl_div,
+cross-entropy, nll): the ops of a WGAN-GP critic, an R1 penalty or a MAML step on a conv-4 network.
 
 conv2d's input and weight gradients are themselves convolutions (the transposed one, and the correlation of the
 input with the gradient), recorded here as two nodes whose own backward is again those raw kernels;
@@ -11,21 +11,25 @@ backward B that is linear in the gradient and depends on nothing else that is di
 node whose backward is B's adjoint, the op's forward itself. Both give one more order (a penalty on a gradient),
 not third derivatives. The normalizations' input gradients are written out with recorded ops, their statistics
 recomputed from the linked input so that their own dependence on it is differentiated too."""
+import struct
+
 from .. import _C
 from .._core import functions as fn
 from .._core.activation import _Softmax
 from .._core.autograd import Function, no_grad, register_graph_backward as register
 from .._core.creation import arange
-from .._core.graph_backward import linear_op, not_recorded, record, saved_input, sum_to
+from .._core.graph_backward import linear_op, not_recorded, record, saved_input, sum_to, where, zero_link
 from ._functional_conv import _Conv2d, _ConvTranspose2d, _Linear, conv2d
 from ._functional_layers import _Embedding, _Pad
-from ._functional_nn import L1, MSE, _BatchNorm, _BceWithLogits, _CrossEntropy, _Dropout, _NllLoss, _PointwiseLoss
+from ._functional_nn import (BCE, HUBER, L1, MSE, SMOOTH_L1, _BatchNorm, _BceWithLogits, _CrossEntropy, _Dropout,
+                             _NllLoss, _PointwiseLoss)
 from ._functional_norm import _GroupNorm
 from ._functional_pool import (_AdaptiveAvgPool2d, _AvgPool2d, _GlobalAvgPool2d, _GlobalMaxPool2d, _Interpolate,
                                _MaxPool2d)
 from ._functional_pool1d import _AdaptiveMaxPool2d
 
 _INPUT, _WEIGHT = (True, False, False), (False, True, False)
+_BCE_EPS = struct.unpack("f", struct.pack("f", 1e-12))[0]  # kernels/loss_ops.h's LOSS_BCE_EPS, (double)1e-12f
 
 
 def _conv_input_grad(g, w, args, shapes):
@@ -123,18 +127,37 @@ def _linear(ctx, g):
     return dx, dw, db
 
 
+def _pointwise_derivatives(op, x, t, xl, tl, param):
+    """d loss / dx and d loss / dt (kernels/loss_ops.h's pointwise_loss_grads) written with recorded ops on the
+    linked input xl and target tl; the region masks come from the raw x and t, as in PyTorch's formulas."""
+    d = _C.binary(fn.SUB, x, t)
+    if op == MSE:
+        gx = (xl - tl) * 2.0
+        return gx, -gx
+    if op in (L1, SMOOTH_L1, HUBER):
+        sign = _C.unary(fn.SIGN, d)
+        if op == L1:
+            return sign, _C.unary(fn.NEG, sign)
+        inside = _C.binary(fn.LT, _C.unary(fn.ABS, d), param)
+        gx = where(inside, (xl - tl) * (1.0 / param if op == SMOOTH_L1 else 1.0),
+                   _C.binary(fn.MUL, sign, 1.0 if op == SMOOTH_L1 else param))
+        return gx, -gx
+    if op == BCE:  # the logs clamped at -100 and the denominator at 1e-12, as the forward and PyTorch's
+        gx = (xl - tl) / ((1.0 - xl) * xl).clamp(min=_BCE_EPS)
+        return gx, (1.0 - xl).log().clamp(min=-100.0) - xl.log().clamp(min=-100.0)
+    if param:  # kl_div with log_target
+        e = tl.exp()
+        return -e, e * (tl - xl + 1.0)
+    return -tl, where(_C.binary(fn.GT, t, 0.0), tl.log() + 1.0 - xl, 0.0)  # kl_div
+
+
 def _pointwise_loss(ctx, g):
-    if ctx.op not in (MSE, L1):
-        raise not_recorded(ctx)
     x, t = ctx.saved_tensors
-    n = x.numel() if ctx.reduction == 1 else 1
-    if ctx.op == MSE:
-        d = (saved_input(ctx, 0, x) - saved_input(ctx, 1, t)) * (2.0 / n)
-    else:
-        d = _C.binary(fn.DIV, _C.unary(fn.SIGN, _C.binary(fn.SUB, x, t)), float(n))
-    d = d * g
-    dx = sum_to(d, x.shape) if ctx.needs_input_grad[0] else None
-    dt = sum_to(-d, t.shape) if ctx.needs_input_grad[1] else None
+    gx, gt = _pointwise_derivatives(ctx.op, x, t, saved_input(ctx, 0, x), saved_input(ctx, 1, t), ctx.param)
+    g = g * (1.0 / x.numel()) if ctx.reduction == 1 else g
+    need = ctx.needs_input_grad
+    dx = zero_link(sum_to(gx * g, x.shape), ctx, 0) if need[0] else None  # l1's sign: linked as PyTorch's abs
+    dt = zero_link(sum_to(gt * g, t.shape), ctx, 1) if need[1] else None
     return dx, dt, None, None, None
 
 
