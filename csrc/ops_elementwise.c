@@ -313,6 +313,27 @@ PyObject *gm_binary(int op, PyObject *a, PyObject *b) { return binary_impl(op, a
 
 PyObject *gm_binary_out(int op, PyObject *a, PyObject *b, PyObject *out) { return binary_impl(op, a, b, out); }
 
+/* Integer x // 0, x % 0 and fmod(x, 0): PyTorch's CPU kernels raise its RuntimeError "ZeroDivisionError" (its CUDA
+ * kernels do not, nor do ours: a check there would synchronise). 1 if the divisor b, as the kernel reads it (int64,
+ * broadcast byte strides over the output's shape), holds a zero. */
+static int ew_int_divisor_has_zero(const ew_arg *b, int ndim, const int64_t *shape, int64_t n) {
+    if (!b->t) return b->s.i == 0;
+    const char *p = ew_data(b);
+    int64_t idx[GM_MAX_DIMS] = {0}, off = 0;
+    for (int64_t k = 0; k < n; k++) {
+        if (*(const int64_t *)(p + off) == 0) return 1;
+        for (int d = ndim - 1; d >= 0; d--) { /* the next element in row-major order */
+            if (++idx[d] < shape[d]) {
+                off += b->bst[d];
+                break;
+            }
+            off -= b->bst[d] * (shape[d] - 1);
+            idx[d] = 0;
+        }
+    }
+    return 0;
+}
+
 static PyObject *binary_impl(int op, PyObject *ao, PyObject *bo, PyObject *outo) {
     if (op < 0 || op >= GM_EW_NBINARY) {
         PyErr_Format(PyExc_ValueError, "binary: unknown op code %d (expected 0..%d)", op, GM_EW_NBINARY - 1);
@@ -372,6 +393,11 @@ static PyObject *binary_impl(int op, PyObject *ao, PyObject *bo, PyObject *outo)
     if (ew_prepare(name, &x[0], cdt, res, ndim, shape) < 0 || (!widen && ew_prepare(name, &x[1], cdt, res, ndim, shape) < 0))
         goto fail;
     int64_t n = gm_numel(res);
+    if ((op == GM_EW_FMOD || op == GM_EW_REMAINDER || op == GM_EW_FLOORDIV) && cdt == GM_I64 &&
+        dev.type == GM_DEV_CPU && n > 0 && ew_int_divisor_has_zero(&x[1], ndim, shape, n)) {
+        PyErr_Format(PyExc_RuntimeError, "ZeroDivisionError: %s of integers by zero (the divisor b holds a 0)", name);
+        goto fail;
+    }
     if (dev.type != GM_DEV_META && n > 0) {
         int64_t so[GM_MAX_DIMS];
         gm_byte_strides(res, so);

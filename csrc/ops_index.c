@@ -330,11 +330,15 @@ static gm_dtype promote(gm_dtype a, gm_dtype b) {
     }
     if (fa) return a;
     if (fb) return b;
-    /* bool with a storage-only integer keeps the integer, as in PyTorch; two different integers give int64 (PyTorch
-     * would pick the smallest type holding both: the values are the same) */
+    /* bool with an integer keeps the integer; two integers give PyTorch's promoteTypes, as ew_promote
+     * (ops_elementwise_args.h): uint8 with int8 is int16, with a signed one that one; else the wider */
     if (a == GM_BOOL) return b;
     if (b == GM_BOOL) return a;
-    return GM_I64;
+    if (a == GM_U8 || b == GM_U8) {
+        gm_dtype other = a == GM_U8 ? b : a;
+        return other == GM_I8 ? GM_I16 : other;
+    }
+    return gm_dtype_size(a) >= gm_dtype_size(b) ? a : b;
 }
 
 static PyObject *py_cat(PyObject *self, PyObject *args) {

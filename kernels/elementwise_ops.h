@@ -10,8 +10,8 @@
 
 /* Binary ops (codes are part of the _C interface, docs/C_API.md). FMOD (C's fmod: the sign of a) and REMAINDER
  * (Python's %: the sign of b) keep integer dtypes (bool refused; x % 0 is 0 for integers, as x / 0 is, instead of
- * a trap); ATAN2 computes integers in float32, as DIV does. FLOORDIV is floor(a / b), exact for integers (x // 0
- * is 0) and, for floats, PyTorch's div_floor: the quotient of a - fmod(a, b), so that a == b * (a // b) + a % b. */
+ * a trap: on the CPU csrc raises PyTorch's ZeroDivisionError before a kernel runs); ATAN2 computes integers in
+ * float32, as DIV does. FLOORDIV is floor(a / b), exact for integers (x // 0 is 0) and, for floats, PyTorch's div_floor: the quotient of a - fmod(a, b), so that a == b * (a // b) + a % b. */
 enum {
     GM_EW_ADD = 0, GM_EW_SUB, GM_EW_MUL, GM_EW_DIV, GM_EW_POW, GM_EW_MAXIMUM, GM_EW_MINIMUM,
     GM_EW_EQ, GM_EW_NE, GM_EW_LT, GM_EW_LE, GM_EW_GT, GM_EW_GE, GM_EW_FMOD, GM_EW_REMAINDER, GM_EW_ATAN2,

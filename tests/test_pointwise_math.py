@@ -155,12 +155,27 @@ def test_div_rounding_modes_of_integers_are_exact(device):
             np.testing.assert_array_equal(to_np(ours), theirs.numpy(), err_msg=f"{mode} {d}")
 
 
-def test_integer_zero_divisor_gives_zero_not_a_crash(device):
-    # PyTorch raises ZeroDivisionError on the CPU and returns garbage on CUDA; gpumemnet returns 0 everywhere
-    # (as its integer x / 0 already does) rather than trapping
+def test_integer_zero_divisor_raises_on_the_cpu_as_pytorch(device):
+    # PyTorch's CPU kernels raise RuntimeError("ZeroDivisionError"); its CUDA kernels return garbage, ours 0 there
     x = gm.tensor([5, -5], device=device)
     for name in ("fmod", "remainder", "floor_divide"):
-        assert to_np(getattr(x, name)(0)).tolist() == [0, 0]
+        if device == "cpu":
+            with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+                getattr(x, name)(0)
+            with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+                getattr(torch.tensor([5, -5]), name)(0)
+            with pytest.raises(RuntimeError, match="ZeroDivisionError"):  # a zero anywhere in a broadcast divisor
+                getattr(x.reshape(2, 1), name)(gm.tensor([[3, 2, 0]]).expand(2, 3))
+            assert to_np(getattr(x, name)(gm.tensor([3, -2]))).tolist() == \
+                getattr(torch.tensor([5, -5]), name)(torch.tensor([3, -2])).tolist()
+        else:
+            assert to_np(getattr(x, name)(0)).tolist() == [0, 0]
+    if device == "cpu":
+        with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+            x.div(0, rounding_mode="trunc")
+        with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+            gm.tensor([3], dtype=gm.uint8) // 0
+    assert to_np(x / 0).tolist() == [np.inf, -np.inf]  # true division: floats
 
 
 def test_bool_operands_are_refused_as_in_pytorch():

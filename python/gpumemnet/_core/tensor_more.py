@@ -19,7 +19,7 @@ from .autograd import Function, check_inplace, needs_grad as _needs_grad, refuse
 from .autograd import register_tensor_hook
 from . import indexing_multi
 from .indexing import make_plan, put_plan, record_in_place
-from .tensor_compose import _finite_shift
+from .dtype import DTYPES, get_default_dtype
 from .tensor_methods import _dim, _where
 from .tensor_select import _host
 
@@ -243,9 +243,15 @@ class MoreMethods:
         if not isinstance(other, (_C.TensorBase, numbers.Real)):
             raise TypeError(f"xlogy(): other must be a Tensor or a number, got {type(other).__name__}")
         y = other if isinstance(other, _C.TensorBase) else float(other)
-        if _needs_grad(self) or _needs_grad(y):
-            return _XLogY.apply(self, y)
-        return _xlogy_values(self, y)
+        x = self
+        if isinstance(y, _C.TensorBase) and y._dtype != x._dtype:  # computed in the result's dtype, as PyTorch
+            from .tensor_misc import result_type  # (float64 x with float32 y: log of y widened, not float32's log)
+            dt = result_type(x, y)
+            dt = dt if dt.is_floating_point else get_default_dtype()
+            x, y = (t if t.dtype == dt else t.to(dt) for t in (x, y))
+        if _needs_grad(x) or _needs_grad(y):
+            return _XLogY.apply(x, y)
+        return _xlogy_values(x, y)
 
     def logit(self, eps=None):
         x = self if eps is None else self.clamp(eps, 1.0 - eps)

@@ -1,0 +1,40 @@
+"""More semantics PyTorch code relies on, checked against PyTorch itself (stop 38: the hunt through libraries built
+on PyTorch: einops and lucidrains' models, model summaries and metrics, Hugging Face, Lightning and timm)."""
+import itertools
+
+import numpy as np
+import pytest
+
+import gpumemnet as gm
+
+torch = pytest.importorskip("torch")
+
+_DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64"]
+
+
+def _both(fn):
+    """fn(lib) under PyTorch and under gpumemnet."""
+    return fn(torch), fn(gm)
+
+
+def _name(dtype):
+    return str(dtype).split(".")[-1]
+
+
+def test_cat_promotes_as_pytorch():
+    for a, b in itertools.product(_DTYPES, _DTYPES):
+        ref, got = _both(lambda L: _name(L.cat([L.zeros(1, dtype=getattr(L, a)),
+                                                L.zeros(2, dtype=getattr(L, b))]).dtype))
+        assert got == ref, (a, b)
+
+
+def test_xlogy_computes_in_the_result_dtype():
+    """float64 x with float32 y: the log of y widened (PyTorch), not float32's log widened afterwards."""
+    def run(L):
+        x = L.tensor([1.1, 0.0, 2.0], dtype=L.float64)
+        y = L.tensor([1.3, 0.0, 7.7], dtype=L.float32)
+        ints = L.xlogy(L.tensor([1, 0, 2]), L.tensor([2, 0, 3]))
+        return _name(L.xlogy(x, y).dtype), L.xlogy(x, y).tolist(), ints.tolist()
+    ref, got = _both(run)
+    assert got[0] == ref[0] and got[2] == pytest.approx(ref[2], rel=1e-6)
+    np.testing.assert_allclose(got[1], ref[1], rtol=1e-15)
