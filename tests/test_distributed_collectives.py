@@ -16,6 +16,19 @@ def test_every_collective_matches_numpy(n):
     check_ok(run("collectives.py", n, timeout=300), n)
 
 
+@pytest.mark.parametrize("n", [2, 3])
+def test_differentiable_collectives(n):
+    """torch.distributed.nn.functional (vector-quantize-pytorch imports it; contrastive losses gather with it)."""
+    check_ok(run("dist_nn.py", n, timeout=300), n)
+
+
+def test_differentiable_collectives_on_one_process_are_the_identity():
+    from gpumemnet.distributed.nn import functional as dnf
+    x = gm.tensor([1.0, 2.0], requires_grad=True)
+    (dnf.all_reduce(x) * 3).sum().backward()
+    assert x.grad.tolist() == [3.0, 3.0] and dnf.all_gather(x)[0].tolist() == [1.0, 2.0]
+
+
 def test_the_mpi_5_standard_abi_too():
     """The wheel's libmpi_abi.so.1: handles are pointers there (ints in the MPICH ABI loaded by default)."""
     lib = os.path.join(sys.prefix, "lib", "libmpi_abi.so.1")

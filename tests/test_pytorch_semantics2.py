@@ -38,3 +38,20 @@ def test_xlogy_computes_in_the_result_dtype():
     ref, got = _both(run)
     assert got[0] == ref[0] and got[2] == pytest.approx(ref[2], rel=1e-6)
     np.testing.assert_allclose(got[1], ref[1], rtol=1e-15)
+
+
+def test_compiler_switches_and_distributed_names_import():
+    """einx sets up its backend with torch.compiler.allow_in_graph; vector-quantize-pytorch imports
+    torch.distributed.nn; accelerate imports torch.distributed.algorithms.join."""
+    from gpumemnet.distributed.algorithms.join import Join, JoinHook, Joinable  # noqa: F401
+    from gpumemnet.distributed import nn as dist_nn
+    import gpumemnet.compat.compiler as compiler
+    f = lambda x: x  # noqa: E731
+    for name in ("allow_in_graph", "assume_constant_result", "nonstrict_trace"):
+        assert getattr(compiler, name)(f) is f and getattr(torch.compiler, name)(f) is f
+    with compiler.set_stance("force_eager"):
+        pass
+    assert dist_nn.all_reduce is dist_nn.functional.all_reduce
+    x = gm.tensor([1.0, 2.0])
+    assert gm.logaddexp(x, x).tolist() == pytest.approx(torch.logaddexp(torch.tensor([1.0, 2.0]),
+                                                                        torch.tensor([1.0, 2.0])).tolist())

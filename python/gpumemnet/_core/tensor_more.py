@@ -19,7 +19,8 @@ from .autograd import Function, check_inplace, needs_grad as _needs_grad, refuse
 from .autograd import register_tensor_hook
 from . import indexing_multi
 from .indexing import make_plan, put_plan, record_in_place
-from .dtype import DTYPES, get_default_dtype
+from .dtype import get_default_dtype
+from .tensor_compose import _finite_shift
 from .tensor_methods import _dim, _where
 from .tensor_select import _host
 

@@ -1,12 +1,8 @@
 """torch._dynamo: PyTorch's graph compiler. gpumemnet never compiles, so code asking whether it is being compiled
 is told no, and decorators that steer the compiler return what they decorate."""
-from ..compiler import disable, is_compiling
+from ..compiler import allow_in_graph, disable, is_compiling, reset
 
 __all__ = ["allow_in_graph", "disable", "is_compiling", "mark_dynamic", "mark_static", "reset"]
-
-
-def allow_in_graph(fn):
-    return fn
 
 
 def mark_dynamic(*args, **kwargs):
@@ -14,7 +10,3 @@ def mark_dynamic(*args, **kwargs):
 
 
 mark_static = mark_dynamic
-
-
-def reset():
-    pass

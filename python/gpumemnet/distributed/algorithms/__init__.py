@@ -1,2 +1,2 @@
-"""gpumemnet.distributed.algorithms: PyTorch's torch.distributed.algorithms (DDP communication hooks)."""
-from . import ddp_comm_hooks  # noqa: F401
+"""gpumemnet.distributed.algorithms: PyTorch's torch.distributed.algorithms (DDP communication hooks, Join)."""
+from . import ddp_comm_hooks, join  # noqa: F401
