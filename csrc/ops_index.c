@@ -160,7 +160,9 @@ static GMTensor *cuda_scalar_tensor(PyObject *v, gm_dtype dt, gm_device dev, con
     return t;
 }
 
-/* A 0-d tensor of dtype dt on dev holding the Python number v (written on cpu and cuda, not on meta). */
+/* A 0-d tensor of dtype dt on dev holding the Python number v (written on cpu and cuda, not on meta), converted as
+ * PyTorch's fills convert it: a float into an integer tensor truncates toward zero (scatter_(..., 1.0) on int32),
+ * an integer into a narrower one keeps the low bits. */
 static GMTensor *scalar_tensor(PyObject *v, gm_dtype dt, gm_device dev, const char *op) {
     int is_float = PyFloat_Check(v), is_int = PyLong_Check(v); /* bool is an int */
     if (!is_float && !is_int) {
@@ -168,24 +170,33 @@ static GMTensor *scalar_tensor(PyObject *v, gm_dtype dt, gm_device dev, const ch
                      Py_TYPE(v)->tp_name);
         return NULL;
     }
-    if (is_float && !gm_dtype_is_float(dt)) {
-        PyErr_Format(PyExc_TypeError, "%s: cannot write the float %R into a %s tensor", op, v, gm_dtype_name(dt));
-        return NULL;
-    }
     if (dev.type == GM_DEV_CUDA) return cuda_scalar_tensor(v, dt, dev, op);
     GMTensor *t = gm_empty(0, NULL, dt, dev);
     if (!t || dev.type != GM_DEV_CPU) return t;
     gm_block_set_category(t->storage->block, GM_CAT_WORKSPACE);
     char *p = gm_tensor_data(t);
-    if (dt == GM_I64) {
-        long long x = PyLong_AsLongLong(v);
-        if (x == -1 && PyErr_Occurred()) { Py_DECREF(t); return NULL; }
-        int64_t y = x;
-        memcpy(p, &y, 8);
-    } else if (dt == GM_BOOL) {
+    if (dt == GM_BOOL) {
         int x = PyObject_IsTrue(v);
         if (x < 0) { Py_DECREF(t); return NULL; }
         *(uint8_t *)p = (uint8_t)x;
+    } else if (!gm_dtype_is_float(dt)) {
+        int64_t y;
+        if (is_float) {
+            double x = PyFloat_AsDouble(v);
+            y = x != x ? 0 : x >= 9223372036854775807.0 ? INT64_MAX : x <= -9223372036854775808.0 ? INT64_MIN
+                                                                                                 : (int64_t)x;
+        } else {
+            long long x = PyLong_AsLongLong(v);
+            if (x == -1 && PyErr_Occurred()) { Py_DECREF(t); return NULL; }
+            y = x;
+        }
+        switch (dt) {
+        case GM_U8: *(uint8_t *)p = (uint8_t)y; break;
+        case GM_I8: *(int8_t *)p = (int8_t)y; break;
+        case GM_I16: { int16_t z = (int16_t)y; memcpy(p, &z, 2); break; }
+        case GM_I32: { int32_t z = (int32_t)y; memcpy(p, &z, 4); break; }
+        default: memcpy(p, &y, 8); break;
+        }
     } else {
         double x = PyFloat_AsDouble(v);
         if (x == -1.0 && PyErr_Occurred()) { Py_DECREF(t); return NULL; }

@@ -55,3 +55,39 @@ def test_compiler_switches_and_distributed_names_import():
     x = gm.tensor([1.0, 2.0])
     assert gm.logaddexp(x, x).tolist() == pytest.approx(torch.logaddexp(torch.tensor([1.0, 2.0]),
                                                                         torch.tensor([1.0, 2.0])).tolist())
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int16", "int8", "uint8", "bool", "int64", "float16"])
+def test_scatter_and_index_fill_of_a_number_into_any_dtype(dtype):
+    """torchmetrics' top-k one-hot: zeros_like(p, dtype=int32).scatter_(-1, idx, 1); a float number truncates."""
+    def run(L):
+        dt, idx = getattr(L, dtype), L.tensor([[2], [0]])
+        out = [L.zeros(2, 3, dtype=dt).scatter_(1, idx, 1), L.zeros(2, 3, dtype=dt).scatter(1, idx, 2.9),
+               L.zeros(3, dtype=dt).index_fill_(0, L.tensor([1]), 5), L.zeros(3, dtype=dt).index_fill(0, L.tensor([2]),
+                                                                                                     L.tensor(1))]
+        if dtype != "bool":
+            out.append(L.zeros(3, dtype=dt).index_put_((L.tensor([0, 0, 2]),), L.tensor([5, 5, 1], dtype=dt),
+                                                       accumulate=True))
+        return [t.tolist() for t in out]
+    ref, got = _both(run)
+    assert got == ref
+
+
+def test_activation_modules_call_nn_functional_by_name():
+    """ptflops counts by replacing F.relu, F.silu ...: the modules must call what PyTorch's call."""
+    import gpumemnet.nn.functional as F
+    calls = []
+    saved = {n: getattr(F, n) for n in ("relu", "silu", "hardswish", "hardsigmoid", "mish", "linear", "softmax")}
+    try:
+        for n, f in saved.items():
+            setattr(F, n, (lambda n, f: lambda *a, **k: calls.append(n) or f(*a, **k))(n, f))
+        x = gm.randn(2, 4)
+        for m in (gm.nn.ReLU(), gm.nn.ReLU(inplace=True), gm.nn.SiLU(), gm.nn.Hardswish(), gm.nn.Hardsigmoid(),
+                  gm.nn.Mish(inplace=True)):
+            m(x.clone())
+        q = x[None]
+        gm.nn.MultiheadAttention(4, 2)(q, q, q)  # self-attention: one packed in-projection
+    finally:
+        for n, f in saved.items():
+            setattr(F, n, f)
+    assert calls == ["relu", "relu", "silu", "hardswish", "hardsigmoid", "mish", "linear", "softmax", "linear"]

@@ -157,6 +157,18 @@ def _without_leading_ones(values, ndim):
     return values
 
 
+def index_put_into(out, d, index, values, accumulate):
+    """_C.index_put_, with sums into the storage-only integer dtypes (uint8 ... int32: the kernels add in int64 and
+    above) made in int64 and written back: torchvision's v2 equalize histograms uint8 images by scatter_add_,
+    torchmetrics counts into int32 with index_put_(accumulate=True)."""
+    if accumulate and out._dtype in (_U8,) + _NARROW_INTS:
+        wide = F.cast(out, _I64)
+        _C.index_put_(wide, d, index, F.cast(values, _I64) if isinstance(values, _C.TensorBase) else values, True)
+        _C.copy_(out, wide)
+        return
+    _C.index_put_(out, d, index, values, accumulate)
+
+
 def put_plan(t, steps, values, accumulate=False):
     """t[plan] = values (or += with accumulate) in place."""
     basic = [s for s in steps if s[0] != "index"]
@@ -182,7 +194,7 @@ def put_plan(t, steps, values, accumulate=False):
         scalar = values
         values = _C.empty((), v._dtype, v._device)
         _C.fill_(values, scalar)
-    _C.index_put_(v, d, ti, _without_leading_ones(values, v.ndim - 1 + ti.ndim), accumulate)
+    index_put_into(v, d, ti, _without_leading_ones(values, v.ndim - 1 + ti.ndim), accumulate)
     if v._storage_id != target._storage_id:
         _C.copy_(target, v._view(tuple(target.shape)))
 

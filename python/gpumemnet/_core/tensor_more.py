@@ -19,7 +19,7 @@ from .autograd import Function, check_inplace, needs_grad as _needs_grad, refuse
 from .autograd import register_tensor_hook
 from . import indexing_multi
 from .indexing import make_plan, put_plan, record_in_place
-from .dtype import get_default_dtype
+from .dtype import DTYPES, get_default_dtype
 from .tensor_compose import _finite_shift
 from .tensor_methods import _dim, _where
 from .tensor_select import _host
@@ -245,10 +245,11 @@ class MoreMethods:
             raise TypeError(f"xlogy(): other must be a Tensor or a number, got {type(other).__name__}")
         y = other if isinstance(other, _C.TensorBase) else float(other)
         x = self
-        if isinstance(y, _C.TensorBase) and y._dtype != x._dtype:  # computed in the result's dtype, as PyTorch
-            from .tensor_misc import result_type  # (float64 x with float32 y: log of y widened, not float32's log)
-            dt = result_type(x, y)
-            dt = dt if dt.is_floating_point else get_default_dtype()
+        if isinstance(y, _C.TensorBase) and y._dtype != x._dtype:
+            # computed in the result's dtype, as PyTorch's (float64 x with float32 y: the log of y widened, not
+            # float32's log widened); the promotion read off a meta add of stand-ins with the operands' ranks
+            code = _C.binary(F.ADD, *(_C.empty(() if t.ndim == 0 else (1,), t._dtype, "meta") for t in (x, y)))._dtype
+            dt = DTYPES[code] if code in (0, 1, 2, 3) else get_default_dtype()
             x, y = (t if t.dtype == dt else t.to(dt) for t in (x, y))
         if _needs_grad(x) or _needs_grad(y):
             return _XLogY.apply(x, y)

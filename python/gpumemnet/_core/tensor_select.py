@@ -14,7 +14,7 @@ import numpy as np
 from .. import _C
 from . import functions as F
 from .autograd import Function, needs_grad as _needs_grad
-from .indexing import write_recorded
+from .indexing import index_put_into as _put_into, write_recorded
 from .tensor_methods import _checked_indices, _dim, long_index, no_negative
 from . import size as _size
 
@@ -81,17 +81,6 @@ def _scatter_into(out, d, index, src, accumulate):
     values = _covered(src, index) if isinstance(src, _C.TensorBase) else src
     _put_into(out._view((-1,)) if out.ndim else out._view((1,)), 0, pos, values, accumulate)
     return out
-
-
-def _put_into(out, d, index, values, accumulate):
-    """_C.index_put_, with sums into the narrow integer dtypes (storage dtypes: the kernels add in int64 and
-    above) made in int64 and written back: torchvision's v2 equalize histograms uint8 images by scatter_add_."""
-    if accumulate and out._dtype in _NARROW_INTS:
-        wide = F.cast(out, _I64)
-        _C.index_put_(wide, d, index, F.cast(values, _I64) if isinstance(values, _C.TensorBase) else values, True)
-        _C.copy_(out, wide)
-        return
-    _C.index_put_(out, d, index, values, accumulate)
 
 
 def _copy(t):

@@ -3,16 +3,16 @@ pdist and the in-place activations (celu_, selu_, threshold_, rrelu_), composed 
 PyTorch defines them, so every device, meta and the gradients follow. The pools (lp_pool, max_unpool, upsample*),
 the margin losses and embedding_bag are in _functional_extra2.py, re-exported here; nn.functional imports __all__."""
 import math
+import sys
 import warnings
 
 from .._core.activation import _check_tensor
 from .._core.autograd import Function, no_grad, refuse_inplace
 from .._core.creation import cat, rand, tensor, zeros
 from .._core.creation_more import triu_indices
-from ._functional_conv import linear
 from ._functional_layers import pad
-from ._functional_more import _written, celu, scaled_dot_product_attention, selu
-from ._functional_nn import dropout, leaky_relu, softmax
+from ._functional_more import _written, celu, selu
+from ._functional_nn import leaky_relu, softmax
 from ._functional_norm import _shape_tuple
 from ._functional_extra2 import *  # noqa: F401,F403 - the pools and losses, re-exported
 from ._functional_extra2 import __all__ as _all2
@@ -78,7 +78,14 @@ def _in_projection(query, key, value, w_q, w_k, w_v, b_q, b_k, b_v):
         if b is not None and tuple(b.shape) != (eq,):
             raise AssertionError(f"multi_head_attention_forward: expecting {name} bias shape of {(eq,)}, but got "
                                  f"{tuple(b.shape)}")
-    return linear(query, w_q, b_q), linear(key, w_k, b_k), linear(value, w_v, b_v)
+    lin = _nnf().linear
+    return lin(query, w_q, b_q), lin(key, w_k, b_k), lin(value, w_v, b_v)
+
+
+def _nnf():
+    """nn.functional itself: attention calls linear, softmax, bmm ... where PyTorch's code finds them, looked up at
+    each call (FLOP counters such as ptflops replace F.linear or torch.bmm and count what attention calls)."""
+    return sys.modules["gpumemnet.nn.functional"]
 
 
 def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias,
@@ -140,7 +147,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         if query is key and key is value and tuple(in_proj_weight.shape) == (3 * embed_dim, embed_dim):
             # self-attention: one GEMM for q, k and v, as PyTorch's packed in-projection (three of a third the
             # width each cost a transformer layer's step 10-15 % more on the CPU)
-            q, k, v = linear(query, in_proj_weight, in_proj_bias).split(embed_dim, dim=-1)
+            q, k, v = _nnf().linear(query, in_proj_weight, in_proj_bias).split(embed_dim, dim=-1)
         else:
             w_q, w_k, w_v = in_proj_weight.chunk(3)
             b_q, b_k, b_v = (None,) * 3 if in_proj_bias is None else in_proj_bias.chunk(3)
@@ -189,15 +196,16 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     if not training:
         dropout_p = 0.0
 
+    torch, nnf = sys.modules["gpumemnet"], _nnf()
     if need_weights:
-        scores = (q * math.sqrt(1.0 / head_dim)).matmul(k.transpose(-2, -1))
-        if attn_mask is not None:
-            scores = attn_mask + scores
-        weights = softmax(scores, dim=-1)
+        q = q * math.sqrt(1.0 / head_dim)
+        scores = torch.bmm(q, k.transpose(-2, -1)) if attn_mask is None else \
+            torch.baddbmm(attn_mask.expand(q.shape[0], tgt_len, src_len), q, k.transpose(-2, -1))
+        weights = nnf.softmax(scores, dim=-1)
         if dropout_p > 0.0:
-            weights = dropout(weights, p=dropout_p)
-        out = weights.matmul(v).transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
-        out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
+            weights = nnf.dropout(weights, p=dropout_p)
+        out = torch.bmm(weights, v).transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+        out = nnf.linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
         weights = weights.reshape(bsz, num_heads, tgt_len, src_len)
         if average_attn_weights:
             weights = weights.mean(dim=1)
@@ -210,9 +218,9 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     q = q.reshape(bsz, num_heads, tgt_len, head_dim)
     k = k.reshape(bsz, num_heads, src_len, head_dim)
     v = v.reshape(bsz, num_heads, src_len, head_dim)
-    out = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
+    out = nnf.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
     out = out.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
-    out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
+    out = nnf.linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
     return (out if batched else out.squeeze(1)), None
 
 

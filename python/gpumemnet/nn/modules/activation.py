@@ -18,7 +18,7 @@ class ReLU(Module):
         self.inplace = inplace
 
     def forward(self, input):
-        return F.relu_(input) if _inplace(self, input) else F.relu(input)
+        return F.relu(input, inplace=_inplace(self, input))
 
     _may_overwrite_input = forward  # reads its input once (a Sequential's grant: _donation.py)
 
@@ -68,8 +68,9 @@ class GELU(Module):
 
 
 class _InplaceActivation(Module):
-    """An activation whose only argument is inplace (SiLU, Hardswish, Hardsigmoid, Mish); `fn` is its
-    functional form."""
+    """An activation whose only argument is inplace (SiLU, Hardswish, Hardsigmoid, Mish); `fn` names its
+    functional form, looked up in nn.functional at each call as PyTorch's modules do (FLOP counters such as
+    ptflops replace F.silu and count what the modules call)."""
     fn = None
 
     def __init__(self, inplace=False):
@@ -77,7 +78,7 @@ class _InplaceActivation(Module):
         self.inplace = inplace
 
     def forward(self, input):
-        return type(self).fn(input, inplace=_inplace(self, input))
+        return getattr(F, type(self).fn)(input, inplace=_inplace(self, input))
 
     _may_overwrite_input = forward  # reads its input once (a Sequential's grant: _donation.py)
 
@@ -88,12 +89,12 @@ class _InplaceActivation(Module):
 class SiLU(_InplaceActivation):
     """x * sigmoid(x). Its gradient needs the input: inplace=True still keeps a copy of it for backward, as
     PyTorch does."""
-    fn = staticmethod(F.silu)
+    fn = "silu"
 
 
 class Hardswish(_InplaceActivation):
     """x * relu6(x + 3) / 6 (MobileNetV3). Its gradient needs the input (kept as a copy when inplace=True)."""
-    fn = staticmethod(F.hardswish)
+    fn = "hardswish"
 
     def extra_repr(self):  # PyTorch's repr does not show inplace here
         return ""
@@ -101,13 +102,13 @@ class Hardswish(_InplaceActivation):
 
 class Hardsigmoid(_InplaceActivation):
     """relu6(x + 3) / 6. Backward reads the output, so inplace=True saves a tensor."""
-    fn = staticmethod(F.hardsigmoid)
+    fn = "hardsigmoid"
     extra_repr = Hardswish.extra_repr
 
 
 class Mish(_InplaceActivation):
     """x * tanh(softplus(x)). Its gradient needs the input (kept as a copy when inplace=True)."""
-    fn = staticmethod(F.mish)
+    fn = "mish"
 
 
 class Hardtanh(Module):
