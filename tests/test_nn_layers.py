@@ -161,8 +161,11 @@ def test_conv2d_forward_matches_loops_and_functional(kw):
 def test_conv_errors():
     with pytest.raises(ValueError, match=r"in_channels \(3\) must be divisible by groups \(2\)"):
         nn.Conv2d(3, 4, 3, groups=2)
-    with pytest.raises(ValueError, match="out_channels must be a positive integer"):
-        nn.Conv2d(3, 0, 3)
+    with pytest.raises(ValueError, match="out_channels must be a non-negative integer"):
+        nn.Conv2d(3, -1, 3)
+    with pytest.raises(ValueError, match="groups must be a positive integer"):
+        nn.Conv2d(3, 3, 3, groups=0)
+    assert nn.Conv2d(3, 0, 3).weight.shape == (0, 3, 3, 3)  # builds, as PyTorch's (its forward refuses it)
     with pytest.raises(ValueError, match="padding='same' is not supported for strided"):
         nn.Conv2d(3, 4, 3, padding="same", stride=2)
     with pytest.raises(ValueError, match="invalid padding string"):

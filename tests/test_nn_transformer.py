@@ -276,6 +276,9 @@ def test_encoder_inference_with_padding_matches_pytorchs_nested_path(layout, mas
         lb = theirs.layers[0](torch.tensor(x), src_key_padding_mask=torch.tensor(kpm != 0)).numpy()
     with gm.no_grad():
         la = ours.layers[0](gm.tensor(x, device=device), src_key_padding_mask=gm.tensor(kpm != 0, device=device))
+    if layout == "a sequence all padding":  # PyTorch's fused kernel gives that sequence NaN, its attention zeros
+        assert np.isnan(lb[1]).all() and np.isfinite(to_np(la)).all()
+        la, lb = gm.tensor(to_np(la)[[0, 2]]), lb[[0, 2]]
     np.testing.assert_allclose(to_np(la), lb, rtol=RTOL, atol=ATOL)
 
 

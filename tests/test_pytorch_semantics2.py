@@ -91,3 +91,120 @@ def test_activation_modules_call_nn_functional_by_name():
         for n, f in saved.items():
             setattr(F, n, f)
     assert calls == ["relu", "relu", "silu", "hardswish", "hardsigmoid", "mish", "linear", "softmax", "linear"]
+
+
+def test_attention_row_with_every_key_masked_gives_zeros():
+    """A left-padded batch through Hugging Face's SDPA models: PyTorch (2.5 on) gives such rows zeros, not NaN,
+    with bool and with -inf float masks, and finite gradients."""
+    def run(L):
+        q = L.tensor(np.random.default_rng(0).standard_normal((2, 2, 3, 4)), requires_grad=True)
+        keep = L.tensor([[False, False, False], [True, False, False], [True, True, False]])
+        add = L.zeros(3, 3, dtype=L.float64).masked_fill(~keep, float("-inf"))
+        F = L.nn.functional
+        o1 = F.scaled_dot_product_attention(q, q, q, attn_mask=keep)
+        o2 = F.scaled_dot_product_attention(q, q * 2, q, attn_mask=add)
+        (o1.sum() + (o2 ** 2).sum()).backward()
+        return o1.detach().numpy(), o2.detach().numpy(), q.grad.numpy()
+    for r, g in zip(*_both(run)):
+        np.testing.assert_allclose(g, r, rtol=1e-12, atol=1e-14)
+
+
+def test_flex_attention_with_score_and_mask_mods():
+    def run(L):
+        from importlib import import_module
+        fa = import_module(L.__name__ + ".nn.attention.flex_attention")
+        R = np.random.default_rng(0)
+        q, k, v = (L.tensor(R.standard_normal((2, 3, n, 4))) for n in (5, 6, 6))
+        bm = fa.create_block_mask(lambda b, h, qi, kv: (qi > 0) & (kv <= qi), 2, None, 5, 6, device="cpu")
+        out, aux = fa.flex_attention(q, k, v, score_mod=lambda s, b, h, qi, kv: s + (qi - kv) * 0.1 + h * 0.05,
+                                     block_mask=bm, return_aux=fa.AuxRequest(lse=True))
+        return out.numpy(), aux.lse.numpy()
+    ref, got = _both(run)
+    np.testing.assert_allclose(got[0], ref[0], rtol=1e-12, atol=1e-14)
+    np.testing.assert_array_equal(np.isneginf(got[1]), np.isneginf(ref[1]))
+    np.testing.assert_allclose(got[1][np.isfinite(ref[1])], ref[1][np.isfinite(ref[1])], rtol=1e-12)
+
+
+def test_tensor_and_module_api_that_libraries_use():
+    def run(L):
+        x = L.tensor([[1, 2], [39, 4]])
+        idx = L.tensor([[0, 1, 1, 0], [1, 1, 0, 0]]).unsqueeze(-1)  # beam search gathers 4 of 2 rows
+        gathered = L.take_along_dim(L.arange(20.0).reshape(2, 2, 5), idx, dim=1)
+        steps = [L.linspace(-0.5, 0.5, n).tolist() for n in L.tensor([5, 4])]
+        mixed = L.einsum("i,j->ij", L.arange(4), L.tensor([1.0, 0.5]))
+        buf = bytearray(np.arange(4, dtype=np.float32).tobytes())
+        fb = L.frombuffer(buf, dtype=L.float32, offset=4)
+        fb[0] = 9.0  # shares the buffer's memory
+        old, w = L.zeros(3), L.ones(3, requires_grad=True)
+        old.data.lerp_(w * 2, 0.2)  # an EMA through .data: the values land, no graph
+        return (39 in x, 5 in x, gathered.tolist(), steps, str(mixed.dtype).split(".")[-1],
+                np.frombuffer(buf, np.float32).tolist(), L.from_dlpack(np.arange(3.0)).tolist(),
+                old.tolist(), old.requires_grad)
+    ref, got = _both(run)
+    assert got == ref
+
+
+def test_nn_buffer_and_module_type():
+    def run(L):
+        class M(L.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = L.nn.Linear(2, 2)
+                self.position_ids = L.nn.Buffer(L.arange(4), persistent=False)
+                self.scale = L.nn.Buffer(L.ones(2))
+        m = M()
+        m.type(L.float64)
+        m.set_submodule("lin", L.nn.Linear(2, 3))
+        return (list(m.state_dict()), [n for n, _ in m.named_buffers()], isinstance(m.scale, L.nn.Buffer),
+                isinstance(m.lin.weight, L.nn.Buffer), str(m.scale.dtype).split(".")[-1], m.lin.out_features)
+    ref, got = _both(run)
+    assert got == ref
+
+
+def test_custom_op_runs_its_registered_backward():
+    def run(L):
+        @_module(L, ".library").custom_op("gmtest::cube", mutates_args=())
+        def cube(x: L.Tensor, k: float = 1.0) -> L.Tensor:
+            return x ** 3 * k
+
+        def setup(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0])
+            ctx.k = inputs[1]
+
+        def backward(ctx, g):  # 10x the true derivative: the registered formula must be the one used
+            x, = ctx.saved_tensors
+            return g * 30 * x * x * ctx.k, None
+        cube.register_autograd(backward, setup_context=setup)
+        x = L.tensor([1.0, 2.0], requires_grad=True)
+        y = cube(x, k=2.0)
+        y.sum().backward()
+        return y.tolist(), x.grad.tolist()
+    ref, got = _both(run)
+    assert got == ref
+
+
+def test_names_libraries_import_exist():
+    """torchinfo, kornia, fvcore, Hugging Face and accelerate stop at import on any of these."""
+    for mod, names in {"": ["backends.mkldnn.is_available", "SymInt", "_assert_async", "float8_e4m3fn",
+                            "autograd.forward_ad.unpack_dual", "cuda.CUDAGraph", "frombuffer", "from_dlpack"],
+                       ".jit": ["ScriptModule"], ".library": ["custom_op"], ".compiler": ["allow_in_graph"],
+                       ".nn.parameter": ["UninitializedParameter", "UninitializedBuffer", "Buffer", "is_lazy"],
+                       ".nn.modules.module": ["_EXTRA_STATE_KEY_SUFFIX"],
+                       ".utils._pytree": ["_dict_flatten_with_keys"], ".utils.dlpack": ["to_dlpack"],
+                       ".distributed.tensor": ["DTensor"],
+                       ".distributed.fsdp.fully_sharded_data_parallel": ["FullyShardedDataParallel"]}.items():
+        for m in (_module(torch, mod), _module(gm, mod)):
+            for n in names:
+                obj = m
+                for part in n.split("."):
+                    obj = getattr(obj, part)
+    assert gm.finfo(gm.float8_e4m3fn).max == torch.finfo(torch.float8_e4m3fn).max
+
+
+def _module(lib, mod):
+    """lib's module for torch<mod>: gpumemnet keeps torch.jit, torch.library and torch.compiler in its compat
+    package (gpumemnet/dropin.py maps them)."""
+    from importlib import import_module
+    if lib is gm and mod in (".jit", ".library", ".compiler"):
+        return import_module("gpumemnet.compat" + mod)
+    return import_module(lib.__name__ + mod)

@@ -16,7 +16,8 @@ from ._core.dtype import (dtype, device, float32, float64, float16, bfloat16, in
                           int32, iinfo, finfo, get_default_dtype, set_default_dtype, memory_format,
                           contiguous_format, preserve_format, channels_last, channels_last_3d,
                           set_default_device, get_default_device, complex32, complex64, complex128, uint16, uint32,
-                          uint64)
+                          uint64, float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz, float8_e8m0fnu,
+                          float4_e2m1fn_x2)
 from ._core.storage import TypedStorage, UntypedStorage  # noqa: E402,F401
 from ._core.tensor import Tensor  # noqa: E402
 from ._core.tensor import bernoulli  # noqa: E402,F401  (issue 12, helper "nnlayers")
@@ -74,6 +75,7 @@ from ._core.tensor_products import *  # noqa: E402,F401,F403
 from ._core.tensor_misc import *  # noqa: E402,F401,F403
 from ._core.tensor_decomp import *  # noqa: E402,F401,F403
 from ._aliases import *  # noqa: E402,F401,F403
+from ._interop import *  # noqa: E402,F401,F403
 from .backends import (set_float32_matmul_precision, get_float32_matmul_precision,  # noqa: E402,F401
                        use_deterministic_algorithms, are_deterministic_algorithms_enabled,
                        is_deterministic_algorithms_warn_only_enabled)
@@ -135,3 +137,6 @@ for _name in ("softmax", "log_softmax", "mode", "nanmedian", "nanquantile", "std
               "pairwise_distance"):
     globals()[_name] = _numpy_forms(globals()[_name])
 del _name
+
+# torch.torch is torch itself in PyTorch (a package importing its own name); kornia writes torch.torch.Tensor
+torch = __import__("sys").modules[__name__]

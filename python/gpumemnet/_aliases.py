@@ -30,6 +30,7 @@ __all__ = ["inf", "nan", "e", "pi", "newaxis", "is_autocast_enabled", "get_autoc
            "get_autocast_cpu_dtype", "is_autocast_cpu_enabled", "range", "asarray",
            "get_deterministic_debug_mode", "set_deterministic_debug_mode", "get_num_interop_threads",
            "set_num_interop_threads", "set_warn_always", "is_warn_always_enabled", "is_storage", "_assert",
+           "_assert_async",
            # F's functions under their torch.* names, with F's signature
            "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "adaptive_avg_pool1d", "cosine_similarity",
            "pairwise_distance", "hardshrink", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "bilinear",
@@ -186,6 +187,13 @@ def _assert(condition, message):
     """torch._assert: Python's assert, as a function (model code calls it: torchvision's ViT checks its input's
     size with it). A tensor condition is read as a bool."""
     assert condition, message
+
+
+def _assert_async(condition, message=None):
+    """torch._assert_async: a one-element tensor that must be nonzero (kornia checks its arguments with it); on a
+    GPU PyTorch reports it later, here at once. RuntimeError, as PyTorch's."""
+    if not builtins.bool(condition):
+        raise RuntimeError(message or "Expected Tensor with single nonzero value, but got zero")
 
 
 # ---- F's functions, same signature ----------------------------------------------------------------------------------

@@ -350,7 +350,11 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     back from end for the second, so both ends are exact). For float32 the step is rounded to float32 as
     PyTorch's is, and each point is computed in float64 then rounded once: what PyTorch's fused multiply-add
     gives."""
-    if not isinstance(steps, numbers.Integral) or steps < 0:
+    if isinstance(steps, _C.TensorBase) and steps.ndim == 0 and steps._dtype in (4, 6, 7, 8, 9):
+        steps = int(steps.item())  # a 0-d integer tensor, as PyTorch's int argument takes (vector-quantize's levels)
+    if not isinstance(steps, numbers.Integral) or isinstance(steps, bool):
+        raise TypeError(f"linspace(): argument 'steps' must be int, not {type(steps).__name__}")
+    if steps < 0:
         raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
     dev = factory_device(device)
     code = _code(dtype)

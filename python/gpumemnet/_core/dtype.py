@@ -63,6 +63,18 @@ COMPLEX_OF = {float16: complex32, float32: complex64, float64: complex128}
 uint16 = dtype("uint16", None, 2, False)
 uint32 = dtype("uint32", None, 4, False)
 uint64 = dtype("uint64", None, 8, False)
+# and its 8-bit (and packed 4-bit) floats: names only (Hugging Face's quantization tables and cache classes build
+# finfo of them at import), no tensor has one
+float8_e4m3fn = dtype("float8_e4m3fn", None, 1, True)
+float8_e5m2 = dtype("float8_e5m2", None, 1, True)
+float8_e4m3fnuz = dtype("float8_e4m3fnuz", None, 1, True)
+float8_e5m2fnuz = dtype("float8_e5m2fnuz", None, 1, True)
+float8_e8m0fnu = dtype("float8_e8m0fnu", None, 1, True)
+float4_e2m1fn_x2 = dtype("float4_e2m1fn_x2", None, 1, True)
+# finfo of those: (eps, max, tiny), PyTorch's values (resolution 1.0 for each)
+_FLOAT8_INFO = {float8_e4m3fn: (0.125, 448.0, 2.0 ** -6), float8_e5m2: (0.25, 57344.0, 2.0 ** -14),
+                float8_e4m3fnuz: (0.125, 240.0, 2.0 ** -7), float8_e5m2fnuz: (0.25, 57344.0, 2.0 ** -15),
+                float8_e8m0fnu: (1.0, 1.7014118346046923e38, 2.0 ** -127)}
 _ALIASES = {"float": float32, "double": float64, "half": float16, "long": int64, "int": int32, "short": int16,
             "char": int8, "byte": uint8}
 
@@ -153,6 +165,10 @@ class finfo:
         self.bits = 8 * type.itemsize
         if type is bfloat16:  # 8 exponent bits like float32, 7 mantissa bits
             self.eps, self.max, self.tiny, self.resolution = 2.0 ** -7, 3.3895313892515355e38, 2.0 ** -126, 0.01
+        elif type.code is None:
+            if type not in _FLOAT8_INFO:
+                raise TypeError(f'"epsilon" not implemented for \'{type.name}\'')
+            (self.eps, self.max, self.tiny), self.resolution = _FLOAT8_INFO[type], 1.0
         else:
             import numpy as np
             fi = np.finfo(type.name)

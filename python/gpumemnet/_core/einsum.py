@@ -11,6 +11,7 @@ import string
 
 from .. import _C
 from . import hooks
+from .dtype import DTYPES as _DTYPES
 
 _LETTERS = set(string.ascii_letters)
 
@@ -110,6 +111,24 @@ def _contract(a, la, b, lb, needed):
     return out, batch + a_only + b_only
 
 
+def _promoted(operands, inputs, output):
+    """Operands of several dtypes: PyTorch's einsum multiplies (and so promotes) where no label is contracted
+    between two operands over more than one entry (an outer product, x-transformers' position grid), and refuses a
+    contraction, which it runs as a matrix product of one dtype."""
+    sizes = {}
+    for t, ls in zip(operands, inputs):
+        for c, n in zip(ls, t.shape):
+            sizes.setdefault(c, []).append(n)
+    if any(c not in output and len(ns) > 1 and max(ns) > 1 for c, ns in sizes.items()):
+        names = {0: "Float", 1: "Double", 2: "Half", 3: "BFloat16", 4: "Long", 5: "Bool"}
+        a, b = (names.get(t._dtype, str(t.dtype)) for t in operands[:2])
+        raise RuntimeError(f"expected scalar type {a} but found {b}")
+    code = operands[0]._dtype
+    for t in operands[1:]:
+        code = _C.binary(0, _C.empty((1,), code, "meta"), _C.empty((1,), t._dtype, "meta"))._dtype
+    return tuple(t if t._dtype == code else t.to(_DTYPES[code]) for t in operands)
+
+
 def einsum(equation, *operands):
     """torch.einsum(equation, *operands) (operands may also come as one list)."""
     if not isinstance(equation, str):
@@ -124,6 +143,8 @@ def einsum(equation, *operands):
     if not operands:
         raise RuntimeError("einsum(): must provide at least one operand")
     inputs, output = _parse(equation, operands)
+    if len({t._dtype for t in operands}) > 1:
+        operands = _promoted(operands, inputs, output)
     terms = []
     for k, (t, ls) in enumerate(zip(operands, inputs)):
         t, ls = _take_diagonals(t, ls)

@@ -66,6 +66,9 @@ class UntypedStorage:
     def __len__(self):
         return self.nbytes()
 
+    def __sizeof__(self):  # sys.getsizeof counts the bytes held, as PyTorch's (torchinfo sums inputs with it)
+        return object.__sizeof__(self) + self.nbytes()
+
     def element_size(self):
         return 1
 

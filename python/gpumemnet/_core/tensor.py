@@ -56,8 +56,10 @@ def _binary(fn, op, a, b, name):
 
 def _refuse_shared(t, what):
     """A plain tensor whose memory another tensor shares cannot take a written value's graph: the other (a view,
-    or the view's base) would not get it, and gpumemnet's views of plain tensors do not know their base."""
-    if t._storage_refs > 1:
+    or the view's base) would not get it, and gpumemnet's views of plain tensors do not know their base. Except
+    t.data's alias: there the other not getting it is PyTorch's meaning (an EMA's `shadow.data.lerp_(new, w)`, an
+    RL soft update `tp.data.copy_(tau * sp + (1 - tau) * tp.data)`: the values land, the original stays out)."""
+    if t._storage_refs > 1 and not t.__dict__.get("_data_alias"):
         raise RuntimeError(f"{what}: writing a value that requires grad into a tensor that shares its memory with "
                            f"another (a view, or a tensor with views): the other would not get the gradient; write "
                            f"into the base tensor itself")
@@ -159,7 +161,9 @@ class Tensor(_C.TensorBase):
 
     @property
     def data(self):
-        return self.detach()
+        d = self.detach()
+        d._data_alias = True  # in-place writes of graph values into it are allowed (_refuse_shared)
+        return d
 
     @data.setter
     def data(self, value):

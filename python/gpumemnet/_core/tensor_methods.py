@@ -359,8 +359,9 @@ class TensorMethods:
                                f"dimensions, but got {self.ndim} dimensions for input, and {indices.ndim} "
                                f"dimensions for indices")
         if any(i != d and indices.shape[i] != self.shape[i] for i in range(self.ndim)):
-            try:
-                shape = list(np.broadcast_shapes(tuple(self.shape), tuple(indices.shape)))
+            try:  # dim itself takes no part: its sizes may differ (a beam search gathering 4 of 2 rows)
+                shape = list(np.broadcast_shapes(*(tuple(t.shape[:d]) + (1,) + tuple(t.shape[d + 1:])
+                                                   for t in (self, indices))))
             except ValueError:
                 raise RuntimeError(f"take_along_dim: indices of shape {tuple(indices.shape)} do not broadcast with "
                                    f"the input's shape {tuple(self.shape)} outside dimension {d}") from None

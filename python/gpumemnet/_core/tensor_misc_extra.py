@@ -469,6 +469,31 @@ class ExtraMethods:
     def is_nested(self):
         return False
 
+    # devices and kinds gpumemnet has no tensors of: libraries test them (torchmetrics' `or x.is_mps`)
+    is_mps = is_xla = is_mkldnn = is_xpu = is_ipu = is_vulkan = is_mtia = is_maia = is_nested
+
+    def is_conj(self):
+        return False
+
+    def is_neg(self):
+        return False
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule over this CPU tensor's memory (NumPy's export of it)."""
+        if self._device != "cpu":
+            raise BufferError(f"__dlpack__: gpumemnet exports CPU tensors only, this one is on {self.device}")
+        return _C.TensorBase.numpy(self.detach()).__dlpack__()
+
+    def __dlpack_device__(self):
+        return (1, 0)  # DLPack's kDLCPU, device 0
+
+    def __contains__(self, element):
+        """`element in t`: whether any entry equals element (a number or a tensor), as PyTorch's."""
+        if not isinstance(element, (_C.TensorBase, numbers.Number)):
+            raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a "
+                               f"{type(element).__name__}.")
+        return bool((self == element).any())
+
     def dim_order(self, *, ambiguity_check=False):
         """The dims from outermost to innermost in memory (by stride, largest first)."""
         if not isinstance(ambiguity_check, (bool, list)):

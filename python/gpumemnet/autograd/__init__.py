@@ -8,7 +8,7 @@ from .._core.autograd import (  # noqa: F401
     Function, backward, grad, no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled,
     is_inference_mode_enabled)
 from .._core.state import anomaly as _anomaly
-from . import function, functional, graph, profiler  # noqa: F401
+from . import forward_ad, function, functional, graph, profiler  # noqa: F401
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: F401
 from .variable import Variable  # noqa: F401
 

@@ -14,9 +14,9 @@ import contextlib
 import warnings
 
 from .. import _C
-from . import cpu, cudnn, mps  # noqa: F401
+from . import cpu, cudnn, mkldnn, mps  # noqa: F401
 
-__all__ = ["cpu", "cuda", "cudnn", "mps", "set_float32_matmul_precision", "get_float32_matmul_precision",
+__all__ = ["cpu", "cuda", "cudnn", "mkldnn", "mps", "set_float32_matmul_precision", "get_float32_matmul_precision",
            "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
            "is_deterministic_algorithms_warn_only_enabled"]
 

@@ -152,6 +152,7 @@ def host_memory_stats():
 
 
 from . import amp  # noqa: E402,F401  (torch.cuda.amp's spelling: gm.cuda.amp.autocast, gm.cuda.amp.GradScaler)
+from .graphs import *  # noqa: E402,F401,F403  (CUDA graphs: the names, refused)
 from .._core.legacy_types import CUDA as _LEGACY  # noqa: E402
 
 globals().update(_LEGACY)  # torch.cuda.FloatTensor... (isinstance: that dtype on CUDA)

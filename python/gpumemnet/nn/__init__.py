@@ -10,7 +10,7 @@ PyTorch's names.
 Every module call runs under the allocator scope "<path> forward" (e.g. "features.3 forward"), so memory
 statistics and out-of-memory errors name the layer. Layers take device= and dtype= like PyTorch's factory
 arguments: device="meta" builds a model of any size without allocating data, for estimates."""
-from .parameter import Parameter  # noqa: F401
+from .parameter import Buffer, Parameter  # noqa: F401
 from . import init  # noqa: F401
 from . import functional  # noqa: F401
 from .modules import *  # noqa: F401,F403
@@ -22,5 +22,5 @@ from . import attention  # noqa: F401
 from .parallel import DataParallel  # noqa: F401
 from . import _graph_backward  # noqa: F401  (create_graph's formulas for linear, conv2d and the losses)
 
-__all__ = ["Parameter", "init", "functional", "register_module_forward_hook",
+__all__ = ["Buffer", "Parameter", "init", "functional", "register_module_forward_hook",
            "register_module_forward_pre_hook", "utils", "parallel", "DataParallel"] + _modules_all

@@ -28,8 +28,10 @@ def _reduce(loss, reduction, size_average=None, reduce=None):
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                  enable_gqa=False):
     """softmax(query @ key^T * scale + mask) @ value over the last two dims (L, S), PyTorch's math: scale defaults
-    to 1/sqrt(E); a bool attn_mask keeps where True, a float one is added; is_causal masks the upper triangle;
-    enable_gqa repeats key/value heads to query's. Holds the (..., L, S) weights, as PyTorch's math path does."""
+    to 1/sqrt(E); a bool attn_mask keeps where True, a float one is added; a query row with every key masked gets
+    zeros (not NaN: a left-padded batch through Hugging Face's models has such rows); is_causal masks the upper
+    triangle; enable_gqa repeats key/value heads to query's. Holds the (..., L, S) weights, as PyTorch's math path
+    does."""
     for name, t in (("query", query), ("key", key), ("value", value)):
         _check_tensor(t, "scaled_dot_product_attention", name)
     if is_causal and attn_mask is not None:
@@ -45,12 +47,17 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     L, S = query.shape[-2], key.shape[-2]
     if is_causal:
         attn_mask = _C.from_numpy(np.asarray(np.tri(L, S, 0, dtype=bool), order="C"), 5, query._device)
+    empty = None  # the query rows whose every key is masked out: PyTorch (2.5 on) gives them zero weights
     if attn_mask is not None:
         if attn_mask._dtype == 5:
-            scores = scores.masked_fill(attn_mask.logical_not(), float("-inf"))
+            empty = attn_mask.logical_not().all(-1, keepdim=True)
+            scores = scores.masked_fill((attn_mask | empty).logical_not(), float("-inf"))
         else:
-            scores = scores + attn_mask
-    weights = softmax(scores, dim=-1)
+            empty = attn_mask.isneginf().all(-1, keepdim=True)
+            scores = scores + attn_mask.masked_fill(empty, 0.0)
+    weights = softmax(scores, dim=-1)  # finite everywhere: an empty row is left unmasked here, then zeroed
+    if empty is not None:
+        weights = weights.masked_fill(empty, 0.0)
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, training=True)
     return weights.matmul(value)

@@ -3,10 +3,13 @@
 A Parameter is a plain gpumemnet.Tensor, not a subclass: the autograd fast path tests `type(x) is Tensor`, and a
 subclass would miss it on every op. What makes a tensor a parameter is the C flag `_is_param` (isinstance reads
 it through the metaclass below) and its storage's allocator category, "parameter", which is what the memory
-reports and the OOM message count as parameters."""
+reports and the OOM message count as parameters. Also here, the rest of PyTorch's torch.nn.parameter: the lazy
+modules' placeholders UninitializedParameter / UninitializedBuffer, and nn.Buffer."""
+import weakref
+
 from .. import _C
 from .._core.complex import ComplexTensor
-from .._core.dtype import get_default_dtype
+from .._core.dtype import as_dtype, factory_device, get_default_dtype
 from .._core.tensor import as_parameter
 
 
@@ -29,3 +32,75 @@ class Parameter(metaclass=_ParameterMeta):
         if not isinstance(data, _C.TensorBase):
             raise TypeError(f"Parameter: data must be a gpumemnet Tensor, got {type(data).__name__}")
         return as_parameter(data, requires_grad)
+
+
+
+# ---- the lazy modules' placeholders (nn/modules/lazy.py materialises them) -------------------------------------
+_LAZY = {}  # id(tensor) -> weak reference to it, for every placeholder not yet materialised
+
+
+def _mark(t):
+    key = id(t)
+    _LAZY[key] = weakref.ref(t, lambda _, key=key: _LAZY.pop(key, None))
+    return t
+
+
+def is_lazy(t):
+    ref = _LAZY.get(id(t))
+    return ref is not None and ref() is t
+
+
+def _placeholder(device, dtype):
+    """A 0-element tensor of any dtype (an integer one is refused where PyTorch refuses it, by requires_grad),
+    allocated under category "parameter" as nn/modules/_utils.new_tensor does (this module sits below it)."""
+    code = (as_dtype(dtype) if dtype is not None else get_default_dtype()).code
+    prev = _C.set_category("parameter")
+    try:
+        return _C.empty((0,), code, factory_device(device))
+    finally:
+        _C.set_category(prev)
+
+
+class _UninitializedMeta(type):
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, _C.TensorBase) and is_lazy(obj) and bool(obj._is_param) == cls._param
+
+
+class UninitializedParameter(metaclass=_UninitializedMeta):
+    """A parameter whose shape is not known yet: materialize() (or a lazy module's first call) gives it one."""
+    _param = True
+
+    def __new__(cls, requires_grad=True, device=None, dtype=None):
+        return _mark(Parameter(_placeholder(device, dtype), requires_grad))
+
+
+class UninitializedBuffer(metaclass=_UninitializedMeta):
+    """A buffer whose shape is not known yet (a lazy norm's running statistics). persistent is accepted for
+    PyTorch's signature; register_buffer's own persistent argument is what decides."""
+    _param = False
+
+    def __new__(cls, requires_grad=False, device=None, dtype=None, persistent=True):
+        t = _placeholder(device, dtype)
+        t.requires_grad = requires_grad
+        return _mark(t)
+
+
+# ---- nn.Buffer ------------------------------------------------------------------------------------------------
+class _BufferMeta(type):
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, _C.TensorBase) and getattr(obj, "_is_buffer", False)
+
+
+class Buffer(metaclass=_BufferMeta):
+    """Buffer(data=None, *, persistent=True) -> data (detached, keeping its requires_grad), marked to become a
+    buffer of the Module whose attribute it is assigned to (Module.__setattr__); persistent=False keeps it out of
+    state_dict. Hugging Face's models write `self.position_ids = nn.Buffer(torch.arange(n), persistent=False)`."""
+
+    def __new__(cls, data=None, *, persistent=True):
+        if data is None:
+            data = _C.empty((0,), get_default_dtype().code, "cpu")
+        if not isinstance(data, _C.TensorBase):
+            raise TypeError(f"Buffer: data must be a Tensor, got {type(data).__name__}")
+        t = data.detach().requires_grad_(data.requires_grad)
+        t._is_buffer, t.persistent = True, persistent
+        return t

@@ -6,7 +6,7 @@ registered with register_pytree_node; everything else, None included, is a leaf,
 import collections
 
 __all__ = ["TreeSpec", "LeafSpec", "tree_flatten", "tree_unflatten", "tree_leaves", "tree_structure", "tree_map",
-           "register_pytree_node"]
+           "register_pytree_node", "MappingKey", "SequenceKey"]
 
 # type -> (flatten(node) -> (children, context), unflatten(children, context) -> node)
 _NODES = {}
@@ -26,6 +26,24 @@ register_pytree_node(tuple, lambda x: (list(x), None), lambda xs, _: tuple(xs))
 register_pytree_node(dict, lambda x: (list(x.values()), list(x)), lambda xs, keys: dict(zip(keys, xs)))
 register_pytree_node(collections.OrderedDict, lambda x: (list(x.values()), list(x)),
                      lambda xs, keys: collections.OrderedDict(zip(keys, xs)))
+
+
+class MappingKey(collections.namedtuple("MappingKey", ["key"])):
+    """The path entry of a dict child (tree_flatten_with_path's keys), as PyTorch's."""
+
+    def __str__(self):
+        return f"[{self.key!r}]"
+
+
+class SequenceKey(collections.namedtuple("SequenceKey", ["idx"])):
+    def __str__(self):
+        return f"[{self.idx!r}]"
+
+
+def _dict_flatten_with_keys(d):
+    """A dict's children with their MappingKeys, and its keys as the context (a flatten_with_keys_fn that Hugging
+    Face's ModelOutput registers)."""
+    return [(MappingKey(k), v) for k, v in d.items()], list(d)
 
 
 def _is_namedtuple(x):

@@ -33,3 +33,19 @@ def annotate(the_type, the_value):
 
 class Error(RuntimeError):
     pass
+
+
+class ScriptModule:
+    """PyTorch's compiled module class: gpumemnet never scripts, so no module is one (isinstance is False;
+    torchinfo and fvcore test it)."""
+
+
+class ScriptFunction:
+    """PyTorch's compiled function class: never made here."""
+
+
+RecursiveScriptModule = ScriptModule
+
+
+class TracerWarning(Warning):
+    pass

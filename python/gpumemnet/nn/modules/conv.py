@@ -33,9 +33,12 @@ class _ConvNd(Module):
                  output_padding, groups, bias, padding_mode, device=None, dtype=None):
         super().__init__()
         name, n = type(self).__name__, self._DIMS
+        # zero channels build, as PyTorch's (a zero-element weight; the forward then refuses it): vit-pytorch's
+        # CrossFormer makes such a layer at small widths
         for arg, v in (("in_channels", in_channels), ("out_channels", out_channels), ("groups", groups)):
-            if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-                raise ValueError(f"{name}: {arg} must be a positive integer, got {v!r}")
+            if isinstance(v, bool) or not isinstance(v, int) or v < (1 if arg == "groups" else 0):
+                raise ValueError(f"{name}: {arg} must be a {'positive' if arg == 'groups' else 'non-negative'} "
+                                 f"integer, got {v!r}")
         if in_channels % groups:
             raise ValueError(f"{name}: in_channels ({in_channels}) must be divisible by groups ({groups})")
         if out_channels % groups:

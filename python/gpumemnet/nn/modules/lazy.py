@@ -9,11 +9,10 @@ It is materialised in place (same object, new storage), so an optimizer or a ref
 call holds the real parameter afterwards. Loading a state_dict into a lazy module materialises what it holds, as
 PyTorch's load hook does (Module.load_state_dict calls _lazy_load_hook on itself and every submodule)."""
 import itertools
-import weakref
 
 from ... import _C
 from ..._core.autograd import no_grad
-from ..parameter import Parameter
+from ..parameter import UninitializedBuffer, UninitializedParameter, _LAZY, _mark, is_lazy  # noqa: F401
 from ._utils import new_tensor
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, _NormBase
 from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
@@ -24,49 +23,6 @@ from .module import Module
 __all__ = ["UninitializedParameter", "UninitializedBuffer", "LazyLinear", "LazyConv1d", "LazyConv2d",
            "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d",
            "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d"]
-
-_LAZY = {}  # id(tensor) -> weak reference to it, for every placeholder not yet materialised
-
-
-def _mark(t):
-    key = id(t)
-    _LAZY[key] = weakref.ref(t, lambda _, key=key: _LAZY.pop(key, None))
-    return t
-
-
-def is_lazy(t):
-    ref = _LAZY.get(id(t))
-    return ref is not None and ref() is t
-
-
-def _placeholder(device, dtype):
-    # any dtype: an integer one is refused where PyTorch refuses it, by requires_grad
-    return new_tensor((0,), device, dtype, floating=False)
-
-
-class _UninitializedMeta(type):
-    def __instancecheck__(cls, obj):
-        return isinstance(obj, _C.TensorBase) and is_lazy(obj) and bool(obj._is_param) == cls._param
-
-
-class UninitializedParameter(metaclass=_UninitializedMeta):
-    """A parameter whose shape is not known yet: materialize() (or a lazy module's first call) gives it one."""
-    _param = True
-
-    def __new__(cls, requires_grad=True, device=None, dtype=None):
-        return _mark(Parameter(_placeholder(device, dtype), requires_grad))
-
-
-class UninitializedBuffer(metaclass=_UninitializedMeta):
-    """A buffer whose shape is not known yet (a lazy norm's running statistics). persistent is accepted for
-    PyTorch's signature; register_buffer's own persistent argument is what decides."""
-    _param = False
-
-    def __new__(cls, requires_grad=False, device=None, dtype=None, persistent=True):
-        t = _placeholder(device, dtype)
-        t.requires_grad = requires_grad
-        return _mark(t)
-
 
 def materialize(t, shape, device=None, dtype=None):
     """Give the placeholder t storage of `shape` (uninitialised values), in place: t stays the same object.

@@ -17,7 +17,8 @@ from ..._core.autograd import no_grad
 from ..._core.state import state
 from ..._core.complex import ComplexTensor
 from ..._core.dtype import as_dtype, device_str
-from ..parameter import Parameter
+from ..parameter import Buffer, Parameter
+from .module_more import ModuleMore
 from . import _hooks
 from ._hooks import (_global_all, _global_hooks, _global_pre_hooks, add_hook, call_with_hooks,  # noqa: F401
                      register_module_backward_hook, register_module_forward_hook, register_module_forward_pre_hook,
@@ -26,6 +27,9 @@ from ._hooks import (_global_all, _global_hooks, _global_pre_hooks, add_hook, ca
 __all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook",
            "register_module_backward_hook", "register_module_full_backward_pre_hook",
            "register_module_full_backward_hook"]
+
+
+_EXTRA_STATE_KEY_SUFFIX = "_extra_state"  # PyTorch's name for it (Hugging Face's checkpoint loading reads it)
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -53,7 +57,7 @@ def _addindent(s, n):
     return lines[0] + "\n" + "\n".join(" " * n + line for line in lines[1:])
 
 
-class Module:
+class Module(ModuleMore):
     """Base class of all layers. Subclasses call super().__init__() first, assign Parameters, Modules and
     buffers (register_buffer) as attributes, and define forward()."""
 
@@ -296,6 +300,10 @@ class Module:
             d.pop(name, None)
             d["_non_persistent_buffers_set"].discard(name)
             self.register_parameter(name, value)
+        elif isinstance(value, Buffer) and params is not None:  # nn.Buffer(...): registered as a buffer
+            params.pop(name, None)
+            d["_modules"].pop(name, None)
+            self.register_buffer(name, value, persistent=value.persistent)
         elif params is not None and name in params:
             if value is not None:
                 raise TypeError(f"cannot assign '{type(value).__name__}' as parameter '{name}' "
@@ -580,7 +588,7 @@ class Module:
             if b is not None and name not in self._non_persistent_buffers_set:
                 destination[prefix + name] = b if keep_vars else b.detach()
         if type(self).get_extra_state is not Module.get_extra_state:
-            destination[prefix + "_extra_state"] = self.get_extra_state()
+            destination[prefix + _EXTRA_STATE_KEY_SUFFIX] = self.get_extra_state()
 
     def get_extra_state(self):
         """State beyond parameters and buffers that state_dict should hold; a subclass defines it together with
@@ -726,7 +734,7 @@ class Module:
                 continue
             pairs.append((key, target, value))
         if type(self).set_extra_state is not Module.set_extra_state:
-            key = prefix + "_extra_state"
+            key = prefix + _EXTRA_STATE_KEY_SUFFIX
             if key in state_dict:
                 self.set_extra_state(state_dict[key])
             elif strict:

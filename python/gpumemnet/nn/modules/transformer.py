@@ -10,7 +10,7 @@ into a nested tensor, the padded positions come out as zeros before the final no
 nested tensor inputs (gpumemnet has none); the fused kernel reading a float mask as a bool one (nonzero = masked
 out, so additive masks other than 0 / -inf give other values or NaN there: pytorch/pytorch#118628), here a
 float mask is always added; and a query whose keys are all masked out, which PyTorch's attention answers with
-zeros (its fused kernel with NaN) and gpumemnet's scaled_dot_product_attention with NaN. On meta, which has no
+zeros (its fused kernel with NaN), as gpumemnet's scaled_dot_product_attention does everywhere. On meta, which has no
 values (PyTorch fails there), a mask of the causal mask's shape counts as causal and key padding as left-aligned,
 so that a meta run takes the CPU's path and allocates the same bytes."""
 import copy

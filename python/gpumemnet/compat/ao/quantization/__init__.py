@@ -5,7 +5,7 @@ fusing for int8 are not available here and say so."""
 from ...._core import unsupported
 from ....nn.modules.linear import Identity
 
-__all__ = ["QuantStub", "DeQuantStub", "fuse_modules", "fuse_modules_qat", "prepare", "prepare_qat", "convert",
+__all__ = ["QuantStub", "DeQuantStub", "FakeQuantizeBase", "ObserverBase", "fuse_modules", "fuse_modules_qat", "prepare", "prepare_qat", "convert",
            "get_default_qconfig", "get_default_qat_qconfig"]
 
 
@@ -23,6 +23,15 @@ class DeQuantStub(Identity):
     def __init__(self, qconfig=None):
         super().__init__()
         self.qconfig = qconfig
+
+
+class FakeQuantizeBase(Identity):
+    """The base class of PyTorch's fake-quantization modules (fvcore's checkpointer tests for it); none is made
+    here."""
+
+
+class ObserverBase(Identity):
+    """The base class of PyTorch's quantization observers; none is made here."""
 
 
 fuse_modules = unsupported.function("torch.ao.quantization.fuse_modules")

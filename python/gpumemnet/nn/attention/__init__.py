@@ -7,6 +7,8 @@ import enum
 
 __all__ = ["SDPBackend", "sdpa_kernel"]
 
+from . import flex_attention  # noqa: E402,F401  (torch.nn.attention.flex_attention)
+
 
 class SDPBackend(enum.IntEnum):
     ERROR = -1

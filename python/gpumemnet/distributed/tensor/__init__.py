@@ -1,0 +1,50 @@
+"""torch.distributed.tensor (DTensor): PyTorch's sharded tensors. gpumemnet's parallelism is data-parallel
+(DistributedDataParallel, ZeroRedundancyOptimizer) and no tensor here is a DTensor, so the names exist for the
+checks libraries make (Hugging Face's `isinstance(p, DTensor)` over a model's parameters) and making one raises."""
+
+__all__ = ["DTensor", "DeviceMesh", "Placement", "Shard", "Replicate", "Partial", "distribute_tensor",
+           "distribute_module", "init_device_mesh"]
+
+_WHY = "gpumemnet has no DTensor (sharded tensors); its multi-process training is DistributedDataParallel / ZeRO"
+
+
+class DTensor:
+    def __init__(self, *args, **kwargs):
+        raise NotImplementedError(f"torch.distributed.tensor.DTensor: {_WHY}")
+
+    @staticmethod
+    def from_local(*args, **kwargs):
+        raise NotImplementedError(f"DTensor.from_local: {_WHY}")
+
+
+class DeviceMesh(DTensor):
+    pass
+
+
+class Placement:
+    def is_shard(self, dim=None):
+        return False
+
+    def is_replicate(self):
+        return False
+
+
+class Shard(Placement):
+    def __init__(self, dim):
+        self.dim = dim
+
+
+class Replicate(Placement):
+    pass
+
+
+class Partial(Placement):
+    def __init__(self, reduce_op="sum"):
+        self.reduce_op = reduce_op
+
+
+def distribute_tensor(*args, **kwargs):
+    raise NotImplementedError(f"torch.distributed.tensor.distribute_tensor: {_WHY}")
+
+
+distribute_module = init_device_mesh = distribute_tensor
