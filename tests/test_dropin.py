@@ -56,7 +56,7 @@ def test_run_gives_gpumemnet_for_torch(tmp_path):
     assert "argv ['--epochs', '2', 'x']" in out      # the script's own arguments, not run's
     assert "name __main__" in out                      # `if __name__ == "__main__":` scripts run
     import gpumemnet as gm
-    assert f"version 2.14.0+gpumemnet.{gm.__version__}" in out
+    assert f"version 2.15.0+gpumemnet.{gm.__version__}" in out
 
 
 def test_missing_name_says_what_it_is_and_report_lists_it(tmp_path):

@@ -208,3 +208,21 @@ def _module(lib, mod):
     if lib is gm and mod in (".jit", ".library", ".compiler"):
         return import_module("gpumemnet.compat" + mod)
     return import_module(lib.__name__ + mod)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_half_precision_fused_ops_round_once_as_pytorch(dtype):
+    """lerp / addcmul / addcdiv / add(alpha=) on bf16 and fp16 (timm's bf16 optimizers, Lightning's bf16-true):
+    PyTorch computes them in float32 (with a fused multiply-add) and rounds once; bit for bit here."""
+    def run(L):
+        rng = np.random.default_rng(0)
+        dt = getattr(L, dtype)
+        a, b, c = (L.tensor(rng.normal(size=(32, 32))).to(dt) for _ in range(3))
+        w = L.tensor(rng.uniform(size=(32, 32))).to(dt)
+        outs = [L.lerp(a, b, 0.1), L.lerp(a, b, 0.7), L.lerp(a, b, w), a.clone().lerp_(b, 0.1),
+                L.addcmul(a, b, c, value=0.3), a.clone().addcmul_(b, c, value=-0.5),
+                L.addcdiv(a, b, c.abs() + 1, value=0.3), a.clone().addcdiv_(b, c.abs() + 1), a.add(b, alpha=0.3),
+                a.sub(b, alpha=0.7), a.clone().add_(b, alpha=-0.01), a.clone().sub_(b, alpha=3)]
+        return [o.float().numpy() for o in outs]
+    for i, (r, g) in enumerate(zip(*_both(run))):
+        np.testing.assert_array_equal(g, r, err_msg=f"op {i}")

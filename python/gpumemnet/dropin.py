@@ -36,7 +36,7 @@ _RENAMED["torch._C"] = "gpumemnet.compat._torch_c"
 
 # What `torch.__version__` says under the alias: the PyTorch release whose API gpumemnet follows (scripts and
 # torchvision compare it), marked as gpumemnet's in PEP 440's local part so that nobody mistakes it for PyTorch.
-TORCH_API_VERSION = "2.14.0"
+TORCH_API_VERSION = "2.15.0"  # the release its tests compare against
 
 _missing = {}          # "torch.nn.GroupNorm" -> how it was asked for ("attribute" / "module")
 # fn(torch_name, value) -> value, applied to every attribute read through the alias; `python -m gpumemnet run`

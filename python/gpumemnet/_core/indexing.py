@@ -10,6 +10,7 @@ from .. import _C
 from .autograd import Function, check_inplace, is_graph_view, needs_grad
 from . import functions as F
 from .functions import reshape_nograd
+from .dtype import SCALAR_TYPE_NAMES
 
 _I64, _BOOL, _U8 = 4, 5, 6
 _NARROW_INTS = (7, 8, 9)  # int8, int16, int32
@@ -155,6 +156,23 @@ def _without_leading_ones(values, ndim):
         if all(n == 1 for n in values.shape[:extra]):
             values = values._view(tuple(values.shape[extra:]))
     return values
+
+
+def check_put_dtypes(t, idx, value):
+    """PyTorch refuses to write a tensor of another dtype through an advanced index (an index tensor, a list, a
+    mask with more than one value) instead of casting it: 'Index put requires the source and destination dtypes
+    match'. Basic indexing casts (a copy_), as does a 0-d value under a single bool mask (PyTorch's masked_fill)."""
+    if not isinstance(value, _C.TensorBase) or value._dtype == t._dtype:
+        return
+    items = idx if isinstance(idx, tuple) else (idx,)
+    advanced = [i for i in items if isinstance(i, (_C.TensorBase, list, np.ndarray))]
+    if not advanced:
+        return
+    if value.ndim == 0 and len(items) == 1 and isinstance(items[0], _C.TensorBase) and items[0]._dtype == _BOOL:
+        return
+    raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                       f"{SCALAR_TYPE_NAMES.get(t._dtype, t.dtype)} for the destination and "
+                       f"{SCALAR_TYPE_NAMES.get(value._dtype, value.dtype)} for the source.")
 
 
 def index_put_into(out, d, index, values, accumulate):

@@ -2,7 +2,6 @@
 
 The fast path of every op is one check (grad mode on and an input requiring grad?) and one C call; only when
 autograd must record does the call go through a Function."""
-import warnings
 
 import numpy as np
 
@@ -17,14 +16,15 @@ from . import tensor_str as _tensor_str
 from .dtype import DTYPES, as_dtype, device_of, device_str, dtype as _dtype_cls
 from . import indexing_multi
 from .inplace_binary import _InplaceBinary
-from .indexing import (IndexFn, IndexPutFn, apply_plan, assigned_copy, make_plan, put_plan, write_graph_view,
-                       write_recorded)
+from .indexing import (IndexFn, IndexPutFn, apply_plan, assigned_copy, check_put_dtypes, make_plan, put_plan,
+                       write_graph_view, write_recorded)
 from .random import drawing_from
 from .size import Size
 from .arg_forms import _NO, PLAIN_DIMS, dim_args, install as _install_numpy_forms, required_dim, squeeze_dims
 from .tensor_compose import ComposeMethods
 from .tensor_more import MoreMethods
-from .tensor_math import ATAN2, FLOORDIV, FMOD, REMAINDER, Atan2, FloorDiv, Fmod, MathMethods, Remainder
+from .tensor_math import (ATAN2, FLOORDIV, FMOD, REMAINDER, Atan2, FloorDiv, Fmod, MathMethods, Remainder,
+                          _alpha_scaled, half_alpha_add)
 from .tensor_methods import TensorMethods, _Rounding, _check_format
 from .tensor_select import SelectMethods
 from .tensor_special import SpecialMethods
@@ -57,8 +57,7 @@ def _binary(fn, op, a, b, name):
 def _refuse_shared(t, what):
     """A plain tensor whose memory another tensor shares cannot take a written value's graph: the other (a view,
     or the view's base) would not get it, and gpumemnet's views of plain tensors do not know their base. Except
-    t.data's alias: there the other not getting it is PyTorch's meaning (an EMA's `shadow.data.lerp_(new, w)`, an
-    RL soft update `tp.data.copy_(tau * sp + (1 - tau) * tp.data)`: the values land, the original stays out)."""
+    t.data's alias, where that is PyTorch's meaning (an EMA's `shadow.data.lerp_(new, w)`: only the values land)."""
     if t._storage_refs > 1 and not t.__dict__.get("_data_alias"):
         raise RuntimeError(f"{what}: writing a value that requires grad into a tensor that shares its memory with "
                            f"another (a view, or a tensor with views): the other would not get the gradient; write "
@@ -323,16 +322,20 @@ class Tensor(_C.TensorBase):
 
     # `other`, `exponent`: PyTorch's names, which scripts pass by keyword (torch.add(input=x, other=y))
     def add_(self, other, *args, alpha=1):
-        return self.__iadd__(_alpha_scaled(self, other, args, alpha, "add_"))
+        r = half_alpha_add(self, other, args, alpha)
+        return self.copy_(r) if r is not None else self.__iadd__(_alpha_scaled(self, other, args, alpha, "add_"))
 
     def sub_(self, other, *args, alpha=1):
-        return self.__isub__(_alpha_scaled(self, other, args, alpha, "sub_"))
+        r = half_alpha_add(self, other, args, -alpha if alpha != 1 else 1)
+        return self.copy_(r) if r is not None else self.__isub__(_alpha_scaled(self, other, args, alpha, "sub_"))
 
     def add(self, other, *args, alpha=1):
-        return self + _alpha_scaled(self, other, args, alpha, "add")
+        r = half_alpha_add(self, other, args, alpha)
+        return r if r is not None else self + _alpha_scaled(self, other, args, alpha, "add")
 
     def sub(self, other, *args, alpha=1):
-        return self - _alpha_scaled(self, other, args, alpha, "sub")
+        r = half_alpha_add(self, other, args, -alpha if alpha != 1 else 1)
+        return r if r is not None else self - _alpha_scaled(self, other, args, alpha, "sub")
 
     def mul(self, other): return self * other
 
@@ -585,6 +588,7 @@ class Tensor(_C.TensorBase):
         """self[idx] = value, recorded (IndexPutFn; on a graph view's base) where PyTorch records it (CopySlices)."""
         if not isinstance(value, (_C.TensorBase, int, float, bool)):
             value = _C.from_numpy(np.asarray(value), dtype=self._dtype, device=self._device)
+        check_put_dtypes(self, idx, value)
         if autograd.is_graph_view(self) and write_graph_view(self, lambda v: assigned_copy(v, idx, value)):
             return  # a view of a tensor in a graph (d2l's masked_softmax: X = x.reshape(...); X[~mask] = -1e6)
         in_graph = _check_inplace(self, "index assignment")
@@ -759,23 +763,6 @@ def matmul(a, b):
 _C._set_tensor_class(Tensor)
 _C._set_size_class(Size)  # the type of .shape and .size()
 autograd.set_tensor_class(Tensor)
-
-
-def _alpha_scaled(t, o, args, alpha, op):
-    """alpha * o for add/sub(o, *, alpha) (hand-written optimizers: p.add_(d_p, alpha=-lr)); also PyTorch's
-    deprecated add_(alpha, other) overload, with its warning."""
-    if args:
-        if len(args) != 1 or not isinstance(args[0], _C.TensorBase) or isinstance(o, _C.TensorBase):
-            raise TypeError(f"{op}() takes 1 positional argument (other) and alpha= as a keyword, got "
-                            f"{1 + len(args)} positional arguments")
-        warnings.warn(f"This overload of {op} is deprecated:\n\t{op}(Number alpha, Tensor other)\nConsider using "
-                      f"{op}(Tensor other, *, Number alpha = 1)", UserWarning, stacklevel=3)
-        o, alpha = args[0], o
-    if alpha == 1:
-        return o
-    if isinstance(alpha, float) and not t.is_floating_point():
-        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
-    return o * alpha
 
 
 def _random_fill_checks(t, op, floats_only=True):

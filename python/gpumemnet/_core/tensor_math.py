@@ -9,6 +9,9 @@ add_, so they work in a graph too. Integer inputs of the math functions are comp
 under autocast the functions on PyTorch's float32 list (asin, acos, tan, sinh, cosh, log1p, expm1, log2, log10,
 reciprocal) widen bfloat16/float16 inputs to float32 first, as exp and log already do."""
 import math
+import warnings
+
+import numpy as np
 
 from .. import _C
 from . import autocast as _amp
@@ -183,29 +186,74 @@ class MathMethods:
     def lerp(self, end, weight):
         """self + weight * (end - self) where |weight| < 0.5, else end - (end - self) * (1 - weight): PyTorch's two
         forms, so that weight 1 gives end exactly; weight a number or a tensor (broadcast)."""
+        if rounds_once(self, end, weight):  # in float64: what PyTorch's fused multiply-add in float32 rounds to
+            w = weight.double() if isinstance(weight, _C.TensorBase) else float(np.float32(weight))
+            return self.double().lerp(end.double(), w).to(self.dtype)
         if isinstance(weight, _C.TensorBase):
             d = end - self
             return (self + weight * d).where(weight.abs() < 0.5, end - d * (1 - weight))
         return self + weight * (end - self) if abs(weight) < 0.5 else end - (end - self) * (1 - weight)
 
     def lerp_(self, end, weight):
-        if isinstance(weight, _C.TensorBase) or abs(weight) >= 0.5:
+        if isinstance(weight, _C.TensorBase) or abs(weight) >= 0.5 or rounds_once(self, end):
             return self.copy_(self.lerp(end, weight))
         return self.add_(weight * (end - self))  # the EMA's and BatchNorm's small weights: one temporary
 
     def addcmul(self, tensor1, tensor2, *, value=1):
         """self + value * tensor1 * tensor2."""
+        if rounds_once(self, tensor1, tensor2):  # value * tensor1 in float32, then PyTorch's fused multiply-add
+            return (self.double() + (tensor1.float() * value).double() * tensor2.double()).to(self.dtype)
         return self + _scaled(tensor1 * tensor2, value)
 
     def addcmul_(self, tensor1, tensor2, *, value=1):
+        if rounds_once(self, tensor1, tensor2):
+            return self.copy_(self.addcmul(tensor1, tensor2, value=value))
         return self.add_(_scaled(tensor1 * tensor2, value))
 
     def addcdiv(self, tensor1, tensor2, *, value=1):
         """self + value * tensor1 / tensor2."""
+        if rounds_once(self, tensor1, tensor2):
+            return (self.float() + tensor1.float() * value / tensor2.float()).to(self.dtype)
         return self + _scaled(tensor1 / tensor2, value)
 
     def addcdiv_(self, tensor1, tensor2, *, value=1):
+        if rounds_once(self, tensor1, tensor2):
+            return self.copy_(self.addcdiv(tensor1, tensor2, value=value))
         return self.add_(_scaled(tensor1 / tensor2, value))
+
+
+def _alpha_scaled(t, o, args, alpha, op):
+    """alpha * o for add/sub(o, *, alpha) (hand-written optimizers: p.add_(d_p, alpha=-lr)); also PyTorch's
+    deprecated add_(alpha, other) overload, with its warning."""
+    if args:
+        if len(args) != 1 or not isinstance(args[0], _C.TensorBase) or isinstance(o, _C.TensorBase):
+            raise TypeError(f"{op}() takes 1 positional argument (other) and alpha= as a keyword, got "
+                            f"{1 + len(args)} positional arguments")
+        warnings.warn(f"This overload of {op} is deprecated:\n\t{op}(Number alpha, Tensor other)\nConsider using "
+                      f"{op}(Tensor other, *, Number alpha = 1)", UserWarning, stacklevel=3)
+        o, alpha = args[0], o
+    if alpha == 1:
+        return o
+    if isinstance(alpha, float) and not t.is_floating_point():
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
+    return o * alpha
+
+
+def half_alpha_add(self, other, args, alpha):
+    """self + alpha * other for float16 / bfloat16 tensors as PyTorch's kernel computes it: alpha rounded to their
+    dtype, the rest in float32, rounded once. None where that does not apply (alpha 1, other dtypes, a number, the
+    deprecated positional-alpha form): the caller's ordinary path."""
+    if alpha == 1 or args or not isinstance(other, _C.TensorBase) or not rounds_once(self, other):
+        return None
+    alpha = _C.TensorBase.item(_C.from_numpy(np.asarray(float(alpha)), self._dtype, "cpu"))
+    return (self.float() + other.float() * alpha).to(self.dtype)
+
+
+def rounds_once(self, *others):
+    """Whether a fused op (lerp, addcmul, addcdiv, add with alpha) on float16 / bfloat16 self and operands of its
+    dtype is computed in float32 and rounded once, as PyTorch's CPU kernels compute it: composed of half-precision
+    ops it would round each intermediate (a bf16 EMA's lerp_ differed from PyTorch's in 1 element of 9)."""
+    return self._dtype in (2, 3) and all(not isinstance(o, _C.TensorBase) or o._dtype == self._dtype for o in others)
 
 
 def _scaled(t, value):

@@ -475,6 +475,15 @@ class ExtraMethods:
     def is_conj(self):
         return False
 
+    def conj(self):
+        """A real tensor is its own conjugate (PyTorch returns self; complex tensors have their own)."""
+        return self
+
+    resolve_conj = resolve_neg = conj
+
+    def conj_physical(self):
+        return self.clone()
+
     def is_neg(self):
         return False
 

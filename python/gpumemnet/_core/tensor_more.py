@@ -18,7 +18,7 @@ from . import functions as F
 from .autograd import Function, check_inplace, needs_grad as _needs_grad, refuse_inplace as _refuse_inplace
 from .autograd import register_tensor_hook
 from . import indexing_multi
-from .indexing import make_plan, put_plan, record_in_place
+from .indexing import check_put_dtypes, make_plan, put_plan, record_in_place
 from .dtype import DTYPES, get_default_dtype
 from .tensor_compose import _finite_shift
 from .tensor_methods import _dim, _where
@@ -487,6 +487,7 @@ class MoreMethods:
     def index_put_(self, indices, values, accumulate=False):
         """self[indices] = values (+= with accumulate: repeated indices add up); indices a tuple of index
         tensors, one per leading dim."""
+        check_put_dtypes(self, tuple(indices), values)
         if check_inplace(self, "index_put_") or _needs_grad(values):
             indexing_multi.setitem_recorded(self, tuple(indices), values, accumulate=bool(accumulate))
             return self

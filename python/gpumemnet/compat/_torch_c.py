@@ -51,3 +51,43 @@ class _ExcludeDispatchKeyGuard:
 
     def __exit__(self, *exc):
         return False
+
+
+_TensorMeta = type  # the metaclass of PyTorch's Tensor; gpumemnet's Tensor is an ordinary class
+
+
+def _parse_to(*args, **kwargs):
+    """(device, dtype, non_blocking, memory_format) from Tensor.to / Module.to's arguments, as PyTorch's parser
+    gives them (Lightning's DeviceDtypeModuleMixin.to reads them so): a device (str or torch.device), a dtype, a
+    tensor (its device and dtype), in that order, or as keywords."""
+    from .._core.dtype import as_dtype, device as _device, dtype as _dtype  # noqa: PLC0415
+    from .._C import TensorBase  # noqa: PLC0415
+    device, dtype = kwargs.get("device"), kwargs.get("dtype")
+    for a in args:
+        if isinstance(a, TensorBase):
+            device, dtype = a.device, a.dtype
+        elif isinstance(a, _dtype):
+            dtype = a
+        elif isinstance(a, (str, _device, int)):
+            device = a
+        elif isinstance(a, bool):
+            kwargs.setdefault("non_blocking", a)
+        else:
+            raise TypeError(f"to() received an invalid combination of arguments - got {type(a).__name__}")
+    device = _device(device) if isinstance(device, (str, int)) else device
+    return (device, as_dtype(dtype) if isinstance(dtype, str) else dtype, bool(kwargs.get("non_blocking", False)),
+            kwargs.get("memory_format"))
+
+
+class _NNNamespace:
+    _parse_to = staticmethod(_parse_to)
+
+
+_nn = _NNNamespace()
+
+
+class PyTorchFileReader:
+    """PyTorch's zip-checkpoint reader class (named in annotations); gpumemnet's torch.load reads the format itself."""
+
+    def __init__(self, *args, **kwargs):
+        raise NotImplementedError("PyTorchFileReader: use torch.load, which reads PyTorch's checkpoint format")

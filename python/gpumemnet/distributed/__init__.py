@@ -20,3 +20,9 @@ from .objects import broadcast_object_list, all_gather_object, gather_object, sc
 from . import algorithms  # noqa: F401,E402  (torch.distributed.algorithms.ddp_comm_hooks: DDP's default hooks)
 
 is_gloo_available = lambda: False  # noqa: E731  (PyTorch's query; gloo is not a gpumemnet backend)
+
+
+def is_torchelastic_launched():
+    """Whether torchrun started this process (it sets TORCHELASTIC_RUN_ID); gpumemnet's ranks come from mpiexec."""
+    import os
+    return os.environ.get("TORCHELASTIC_RUN_ID") is not None

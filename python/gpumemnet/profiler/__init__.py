@@ -26,7 +26,7 @@ from ..cuda import is_available as _cuda_available
 from ._events import DeviceType, EventList, FunctionEvent, write_chrome_trace
 from ._recorder import _memory_devices, _recorder, record_function
 
-__all__ = ["profile", "schedule", "supported_activities", "tensorboard_trace_handler", "ProfilerAction",
+__all__ = ["profile", "schedule", "kineto_available", "supported_activities", "tensorboard_trace_handler", "ProfilerAction",
            "ProfilerActivity", "DeviceType", "record_function"]
 
 
@@ -51,6 +51,11 @@ class ProfilerAction(enum.Enum):
     RECORD = 2
     RECORD_AND_SAVE = 3
     DEVICE_STOPPED = 4
+
+
+def kineto_available():
+    """PyTorch's Kineto tracer is not in gpumemnet (its profiler records its own events)."""
+    return False
 
 
 def supported_activities():

@@ -10,6 +10,8 @@ __all__ = ["TreeSpec", "LeafSpec", "tree_flatten", "tree_unflatten", "tree_leave
 
 # type -> (flatten(node) -> (children, context), unflatten(children, context) -> node)
 _NODES = {}
+SUPPORTED_NODES = _NODES  # PyTorch's name for the registry (Lightning reads it)
+PyTree = object  # PyTorch's type alias for any tree (used in annotations)
 
 
 def register_pytree_node(cls, flatten_fn, unflatten_fn, *, serialized_type_name=None, to_dumpable_context=None,
@@ -44,6 +46,11 @@ def _dict_flatten_with_keys(d):
     """A dict's children with their MappingKeys, and its keys as the context (a flatten_with_keys_fn that Hugging
     Face's ModelOutput registers)."""
     return [(MappingKey(k), v) for k, v in d.items()], list(d)
+
+
+def _get_node_type(tree):
+    """The registry key of tree's node type: its class, or namedtuple's stand-in for a named tuple."""
+    return _NamedTuple if _is_namedtuple(tree) else type(tree)
 
 
 def _is_namedtuple(x):

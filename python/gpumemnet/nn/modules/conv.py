@@ -17,6 +17,8 @@ _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 def _ntuple(value, name, n):
     if isinstance(value, (tuple, list)):
         t = tuple(value)
+        if len(t) == 1:  # one value for every dim, as PyTorch's functional forms read it (EfficientNet's [1])
+            t = t * n
         if len(t) != n:
             raise ValueError(f"{name} must be an int or a tuple of {n} ints, got {value!r}")
         return t

@@ -248,3 +248,16 @@ class DataLoader:
                 else:
                     out = self.collate_fn([ds[int(i) if isinstance(i, (np.integer,)) else i] for i in idx])
             yield out
+
+
+class _BaseDataLoaderIter:
+    """PyTorch's base class of a DataLoader's iterators. gpumemnet's iterators are generators (DataLoader.__iter__),
+    so no object is one of these; they exist for the isinstance checks and imports of libraries (Lightning)."""
+
+
+class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
+    pass
+
+
+class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
+    pass
