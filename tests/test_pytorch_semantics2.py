@@ -192,7 +192,13 @@ def test_names_libraries_import_exist():
                        ".nn.modules.module": ["_EXTRA_STATE_KEY_SUFFIX"],
                        ".utils._pytree": ["_dict_flatten_with_keys"], ".utils.dlpack": ["to_dlpack"],
                        ".distributed.tensor": ["DTensor"],
-                       ".distributed.fsdp.fully_sharded_data_parallel": ["FullyShardedDataParallel"]}.items():
+                       ".distributed.fsdp.fully_sharded_data_parallel": ["FullyShardedDataParallel"],
+                       # Lightning's
+                       ".distributed.constants": ["default_pg_timeout"], ".multiprocessing": ["spawn"],
+                       ".overrides": ["TorchFunctionMode"], ".utils.flop_counter": ["FlopCounterMode"],
+                       ".utils.data.dataloader": ["_BaseDataLoaderIter", "_MultiProcessingDataLoaderIter"],
+                       ".autograd.profiler": ["emit_nvtx"], ".profiler": ["kineto_available"],
+                       ".distributed": ["is_torchelastic_launched"]}.items():
         for m in (_module(torch, mod), _module(gm, mod)):
             for n in names:
                 obj = m
@@ -226,3 +232,21 @@ def test_half_precision_fused_ops_round_once_as_pytorch(dtype):
         return [o.float().numpy() for o in outs]
     for i, (r, g) in enumerate(zip(*_both(run))):
         np.testing.assert_array_equal(g, r, err_msg=f"op {i}")
+
+
+def test_index_put_of_another_dtype_and_conv_list_arguments():
+    def run(L):
+        out = []
+        x = L.zeros(5)
+        for idx, v in ((L.tensor([1, 3]), L.tensor([1.5, 2.5], dtype=L.float64)), (x > -1, L.ones(5, dtype=L.int64)),
+                       (x > 0, L.tensor(2.0, dtype=L.float64)), (slice(0, 2), L.ones(2, dtype=L.float64))):
+            try:
+                x[idx] = v
+                out.append(x.tolist())
+            except RuntimeError as e:
+                out.append(str(e)[:60])
+        conv = L.nn.Conv2d(2, 2, 3, stride=[2], padding=[1], dilation=[1])
+        g = L.tensor([1.0, -2.0])
+        return out, tuple(conv(L.ones(1, 2, 8, 8)).shape), g.conj().tolist(), g.resolve_conj().tolist()
+    ref, got = _both(run)
+    assert got == ref
