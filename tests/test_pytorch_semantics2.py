@@ -198,7 +198,15 @@ def test_names_libraries_import_exist():
                        ".overrides": ["TorchFunctionMode"], ".utils.flop_counter": ["FlopCounterMode"],
                        ".utils.data.dataloader": ["_BaseDataLoaderIter", "_MultiProcessingDataLoaderIter"],
                        ".autograd.profiler": ["emit_nvtx"], ".profiler": ["kineto_available"],
-                       ".distributed": ["is_torchelastic_launched"]}.items():
+                       ".distributed": ["is_torchelastic_launched", "all_to_all_single"],
+                       # transformers' and kornia's
+                       ".distributed.tensor.placement_types": ["_StridedShard", "Shard"],
+                       ".distributed.tensor._utils": ["compute_local_shape_and_global_offset"],
+                       ".distributed._functional_collectives": ["wait_tensor", "all_to_all_single_autograd"],
+                       ".distributed._composable.fsdp": ["fully_shard"], ".distributed.device_mesh": ["DeviceMesh"],
+                       ".distributed.fsdp": ["MixedPrecisionPolicy", "CPUOffloadPolicy"],
+                       "._subclasses.fake_tensor": ["is_fake"], ".fx.experimental.proxy_tensor": ["get_proxy_mode"]
+                       }.items():
         for m in (_module(torch, mod), _module(gm, mod)):
             for n in names:
                 obj = m
@@ -211,7 +219,7 @@ def _module(lib, mod):
     """lib's module for torch<mod>: gpumemnet keeps torch.jit, torch.library and torch.compiler in its compat
     package (gpumemnet/dropin.py maps them)."""
     from importlib import import_module
-    if lib is gm and mod in (".jit", ".library", ".compiler"):
+    if lib is gm and mod and mod.split(".")[1] in ("jit", "library", "compiler", "fx", "_subclasses"):
         return import_module("gpumemnet.compat" + mod)
     return import_module(lib.__name__ + mod)
 

@@ -91,3 +91,8 @@ class PyTorchFileReader:
 
     def __init__(self, *args, **kwargs):
         raise NotImplementedError("PyTorchFileReader: use torch.load, which reads PyTorch's checkpoint format")
+
+
+def _are_functorch_transforms_active():
+    """gpumemnet's torch.func transforms run on ordinary tensors (kornia then takes its in-place paths safely)."""
+    return False

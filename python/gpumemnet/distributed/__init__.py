@@ -17,6 +17,7 @@ from .process_group import (DistError, DistBackendError, Backend, GroupMember, P
 from .collectives import (ReduceOp, all_reduce, broadcast, all_gather, all_gather_into_tensor,  # noqa: F401
                           reduce_scatter, reduce_scatter_tensor, reduce, gather, scatter, barrier)
 from .objects import broadcast_object_list, all_gather_object, gather_object, scatter_object_list  # noqa: F401
+from ._functional_collectives import all_to_all_single  # noqa: F401  (named, refused: no all-to-all here)
 from . import algorithms  # noqa: F401,E402  (torch.distributed.algorithms.ddp_comm_hooks: DDP's default hooks)
 
 is_gloo_available = lambda: False  # noqa: E731  (PyTorch's query; gloo is not a gpumemnet backend)

@@ -63,9 +63,11 @@ class Step(int):
 
 
 def _step_tensor(step):
-    """PyTorch's form of a saved step: a 0-d float32 tensor."""
+    """PyTorch's form of a saved step: a 0-d tensor of its scalar dtype (float64 under set_default_dtype(float64),
+    else float32)."""
     from .._core.creation import tensor
-    return tensor(float(step), dtype="float32")
+    from .._core.dtype import get_default_dtype
+    return tensor(float(step), dtype="float64" if get_default_dtype().name == "float64" else "float32")
 
 
 def _tensor_kind(x):

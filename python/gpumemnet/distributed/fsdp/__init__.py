@@ -6,7 +6,7 @@ import enum
 from .fully_sharded_data_parallel import FullyShardedDataParallel, fully_shard  # noqa: F401
 
 __all__ = ["FullyShardedDataParallel", "fully_shard", "ShardingStrategy", "BackwardPrefetch", "StateDictType",
-           "CPUOffload", "MixedPrecision"]
+           "CPUOffload", "MixedPrecision", "CPUOffloadPolicy", "MixedPrecisionPolicy", "FSDPModule"]
 
 
 class ShardingStrategy(enum.Enum):
@@ -36,3 +36,17 @@ class CPUOffload:
 class MixedPrecision:
     def __init__(self, param_dtype=None, reduce_dtype=None, buffer_dtype=None, **kwargs):
         self.param_dtype, self.reduce_dtype, self.buffer_dtype = param_dtype, reduce_dtype, buffer_dtype
+
+
+class CPUOffloadPolicy:
+    def __init__(self, pin_memory=True):
+        self.pin_memory = pin_memory
+
+
+class MixedPrecisionPolicy:
+    def __init__(self, param_dtype=None, reduce_dtype=None, output_dtype=None, cast_forward_inputs=True):
+        self.param_dtype, self.reduce_dtype, self.output_dtype = param_dtype, reduce_dtype, output_dtype
+
+
+class FSDPModule:
+    """FSDP2's mixin class of sharded modules: no module is one here."""

@@ -5,6 +5,8 @@ checks libraries make (Hugging Face's `isinstance(p, DTensor)` over a model's pa
 __all__ = ["DTensor", "DeviceMesh", "Placement", "Shard", "Replicate", "Partial", "distribute_tensor",
            "distribute_module", "init_device_mesh"]
 
+from .placement_types import Partial, Placement, Replicate, Shard  # noqa: F401
+
 _WHY = "gpumemnet has no DTensor (sharded tensors); its multi-process training is DistributedDataParallel / ZeRO"
 
 
@@ -19,28 +21,6 @@ class DTensor:
 
 class DeviceMesh(DTensor):
     pass
-
-
-class Placement:
-    def is_shard(self, dim=None):
-        return False
-
-    def is_replicate(self):
-        return False
-
-
-class Shard(Placement):
-    def __init__(self, dim):
-        self.dim = dim
-
-
-class Replicate(Placement):
-    pass
-
-
-class Partial(Placement):
-    def __init__(self, reduce_op="sum"):
-        self.reduce_op = reduce_op
 
 
 def distribute_tensor(*args, **kwargs):

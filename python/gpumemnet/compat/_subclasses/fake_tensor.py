@@ -1,0 +1,14 @@
+"""torch._subclasses.fake_tensor (names only: gpumemnet infers shapes on its meta device, not with fake tensors)."""
+
+
+class FakeTensor:
+    """No gpumemnet tensor is one."""
+
+
+class FakeTensorMode:
+    def __init__(self, *args, **kwargs):
+        raise NotImplementedError("FakeTensorMode: gpumemnet infers shapes with device='meta' tensors instead")
+
+
+def is_fake(x):
+    return False

@@ -1,0 +1,1 @@
+"""torch.distributed._composable (names only: fsdp/)."""
