@@ -258,3 +258,20 @@ def test_index_put_of_another_dtype_and_conv_list_arguments():
         return out, tuple(conv(L.ones(1, 2, 8, 8)).shape), g.conj().tolist(), g.resolve_conj().tolist()
     ref, got = _both(run)
     assert got == ref
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_half_precision_addmm_rounds_once(dtype):
+    """addmm / baddbmm in bf16 / fp16 (GPT-2's Conv1D, nn.Linear under bf16): PyTorch's GEMM scales and adds in
+    float32 and rounds once. Rounding the product first differed from it in about a quarter of the elements; a
+    float32 sum in another order may still flip the odd tie."""
+    def run(L):
+        rng = np.random.default_rng(3)
+        dt = getattr(L, dtype)
+        x, w, b = (L.tensor(rng.standard_normal(s)).to(dt) for s in [(8, 32), (32, 24), (24,)])
+        b1, b2, c = (L.tensor(rng.standard_normal(s)).to(dt) for s in [(3, 8, 32), (3, 32, 24), (3, 8, 24)])
+        outs = [L.addmm(b, x, w), L.addmm(b, x, w, beta=0.5, alpha=2), L.baddbmm(c, b1, b2, alpha=0.3),
+                c.clone().baddbmm_(b1, b2)]
+        return [o.float().numpy() for o in outs]
+    for i, (r, g) in enumerate(zip(*_both(run))):
+        assert (g != r).sum() <= 2, f"op {i}: {(g != r).sum()} of {r.size} elements differ from PyTorch's"
