@@ -31,6 +31,9 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
 def from_dlpack(ext_tensor):
     """A CPU tensor sharing the memory of an object that speaks DLPack (a NumPy array, a JAX / CuPy CPU array, a
     PyTorch CPU tensor), through NumPy's DLPack import."""
+    if not hasattr(ext_tensor, "__dlpack__"):
+        raise RuntimeError(f"from_dlpack received an invalid capsule: a {type(ext_tensor).__name__} has no "
+                           f"__dlpack__ (expected an array or tensor that speaks DLPack)")
     return from_numpy(np.from_dlpack(ext_tensor))
 
 

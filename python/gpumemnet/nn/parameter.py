@@ -99,8 +99,9 @@ class Buffer(metaclass=_BufferMeta):
     def __new__(cls, data=None, *, persistent=True):
         if data is None:
             data = _C.empty((0,), get_default_dtype().code, "cpu")
-        if not isinstance(data, _C.TensorBase):
-            raise TypeError(f"Buffer: data must be a Tensor, got {type(data).__name__}")
+        if not isinstance(data, _C.TensorBase):  # AttributeError: PyTorch's (it calls data.detach())
+            raise AttributeError(f"'{type(data).__name__}' object has no attribute 'detach' (nn.Buffer: data must be a "
+                                 f"Tensor)")
         t = data.detach().requires_grad_(data.requires_grad)
         t._is_buffer, t.persistent = True, persistent
         return t
