@@ -3,7 +3,9 @@ recorder of its layer rows, meta inputs and targets of the given shapes, and the
 estimator.py so that each file stays readable (and under the project's 800 lines); estimator.py imports it, never
 the other way."""
 import copy
+import dataclasses
 import gc
+import types
 import warnings
 
 from .. import _C
@@ -69,7 +71,7 @@ def _meta_copy(model, device=None, param_dtype=None):
         if mirror:
             _C._meta_mirror_end()
     _meta_attributes(model, memo)
-    clone = copy.deepcopy(model, memo)
+    clone = _deepcopy_rebound(model, memo)
     for m in clone.modules():  # the script's hooks run on its model, not on this copy
         drop_user_hooks(m)
     orig = [(n, tuple(p.shape)) for n, p in model.named_parameters()]
@@ -89,6 +91,68 @@ def _meta_attributes(model, memo):
             t = v._r if isinstance(v, ComplexTensor) else v
             if isinstance(t, _C.TensorBase) and id(t) not in memo:
                 memo[id(t)] = _C.empty(tuple(t.shape), t._dtype, META)
+
+
+def _deepcopy_rebound(obj, memo):
+    """copy.deepcopy(obj, memo), with the functions the copy's modules hold as attributes (directly, or in a list,
+    tuple or dict) remade over the copies of what they close over. deepcopy copies a function as itself, so
+    `self.to_logits = lambda t: t @ self.emb.weight.t()` (x-transformers' tied output layer) would still reach
+    the original module, whose weight is not on meta. A bound method needs nothing: deepcopy binds it to the
+    copy of its object."""
+    clone = copy.deepcopy(obj, memo)
+    made = {}
+    for m in clone.modules():
+        d = vars(m)
+        for k, v in list(d.items()):
+            w = _rebound_in(v, memo, made)
+            if w is not v:
+                d[k] = w
+    return clone
+
+
+def _rebound_in(v, memo, made):
+    """v with its functions _rebound: a list or dict changed in place, a new tuple; v itself when none changed.
+    Plain containers only: a module's own lists (hook lists) and dicts (_parameters) are subclasses, left alone."""
+    if type(v) in (list, tuple):
+        w = [_rebound(f, memo, made) for f in v]
+        if all(a is b for a, b in zip(v, w)):
+            return v
+        if type(v) is tuple:
+            return tuple(w)
+        v[:] = w
+        return v
+    if type(v) is dict:
+        v.update({k: g for k, g in ((k, _rebound(f, memo, made)) for k, f in v.items()) if g is not v[k]})
+        return v
+    return _rebound(v, memo, made)
+
+
+def _rebound(f, memo, made):
+    """Function f over the copies (memo: id of an original -> its copy) of the objects its closure holds, or f
+    itself when it holds none (and anything that is not a function). made: the functions remade already (a
+    function's own name in its closure, a recursive helper, stays the original's)."""
+    if not isinstance(f, types.FunctionType) or not f.__closure__:
+        return f
+    if id(f) in made:
+        return made[id(f)]
+    made[id(f)] = f
+    cells, changed = [], False
+    for c in f.__closure__:
+        try:
+            v = c.cell_contents
+        except ValueError:  # a cell not filled yet
+            cells.append(c)
+            continue
+        w = _rebound(v, memo, made) if isinstance(v, types.FunctionType) else memo.get(id(v), v)
+        changed = changed or w is not v
+        cells.append(types.CellType(w))
+    if not changed:
+        return f
+    g = types.FunctionType(f.__code__, f.__globals__, f.__name__, f.__defaults__, tuple(cells))
+    g.__kwdefaults__, g.__qualname__, g.__doc__ = f.__kwdefaults__, f.__qualname__, f.__doc__
+    g.__dict__.update(f.__dict__)
+    made[id(f)] = g
+    return g
 
 
 def _cat(name):
@@ -133,8 +197,13 @@ def _check_scalar_loss(loss, who):
 # ---- inputs and loss -----------------------------------------------------------------------------------------
 def _meta_like(spec, batch, what, dtype=None):
     """A meta tensor for target: a Tensor (its shape and dtype; the first dim becomes the micro-batch) or a shape
-    (dtype, default float32: under param_dtype a target given as a shape follows the model, as its inputs do)."""
+    (dtype, default float32: under param_dtype a target given as a shape follows the model, as its inputs do).
+    batch None: the target as it is, a non-contiguous one laid out alike (python -m gpumemnet run's replay of the
+    script's x[:, 1:]: the loss copies it as the script's does)."""
     if isinstance(spec, _C.TensorBase):
+        if batch is None and not spec.is_contiguous():
+            n = spec._storage_nbytes // spec.element_size()
+            return _C.empty((n,), spec._dtype, META).as_strided(tuple(spec.shape), spec.stride(), spec.storage_offset())
         shape, dtype = tuple(spec.shape), spec._dtype
     elif isinstance(spec, (tuple, list)):
         shape, dtype = tuple(spec), dtype if dtype is not None else as_dtype("float32").code
@@ -205,15 +274,22 @@ class _nullctx:
         return False
 
 
+class _Attr(str):
+    """A step of a path into an output that is a dataclass's field (read with getattr), not a key."""
+
+
 def tensors_in(obj, path=()):
     """[(path, tensor)] of the tensors in a model's output: a tensor, or tuples, lists, dicts (and namedtuples
-    such as torchvision's InceptionOutputs) of them."""
+    such as torchvision's InceptionOutputs, and Hugging Face's ModelOutput, a dict) and dataclasses of them (a
+    field's name is an _Attr in the path)."""
     if isinstance(obj, _C.TensorBase):
         return [(path, obj)]
     if isinstance(obj, (tuple, list)):
         return [r for i, o in enumerate(obj) for r in tensors_in(o, path + (i,))]
     if isinstance(obj, dict):
         return [r for k, o in obj.items() for r in tensors_in(o, path + (k,))]
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return [r for f in dataclasses.fields(obj) for r in tensors_in(getattr(obj, f.name), path + (_Attr(f.name),))]
     return []
 
 
@@ -229,17 +305,18 @@ def _call_loss(loss_fn, out, y):
                          f"{e}") from e
 
 
-def _made_up_target(clone, xs, loss_fn, amp_ctx):
+def _made_up_target(clone, xs, loss_fn, amp_ctx, forward=lambda model, xs: model(*xs)):
     """A meta target loss_fn accepts, for a loss_fn given without one. The output's shape comes from a forward of
-    the micro-batch under no_grad in eval mode (on meta: shapes and allocations only, no dropout, no RNG); all it
-    allocated is freed and its cache released before the target is made, so the step starts from the allocator
-    state it would have had without it."""
+    the micro-batch xs (forward(clone, xs): estimator._estimate's passes the keyword inputs too) under no_grad in
+    eval mode (on meta: shapes and allocations only, no dropout, no RNG); all it allocated is freed and its cache
+    released before the target is made, so the step starts from the allocator state it would have had without
+    it."""
     was = clone.training
     levels = _levels()
     clone.eval()
     try:
         with no_grad(), amp_ctx():
-            out = clone(*xs)
+            out = forward(clone, xs)
         if not isinstance(out, _C.TensorBase):
             raise ValueError(f"estimate: loss_fn needs a target and the model's output is a "
                              f"{type(out).__name__}, not a Tensor: pass target= (a Tensor or a shape)")

@@ -35,6 +35,7 @@ import numpy as np
 
 from .. import _C
 from .. import cuda
+from ..amp._meta_device import set_meta_stands_for
 from .._core.autocast import autocast as _autocast
 from .._core import offload as _offload
 from .._core.autograd import no_grad
@@ -253,14 +254,42 @@ def _meta_target(dev):
 
 
 def _host_rng_states():
-    """NumPy's and Python's global generators: a forward that draws from them (np.random.uniform for an
-    augmentation factor) runs again in the estimate's replay, which must not move them for the real run."""
-    return np.random.get_state(), random.getstate()
+    """The state of every host generator a forward could draw from, NumPy's (each BitGenerator, so each
+    np.random.Generator, and each RandomState with its cached gaussian; the global np.random is one) and Python's
+    (random.Random instances, the global `random` included): a forward that draws from one (noise from a module's
+    np.random.default_rng, an augmentation factor from np.random.uniform) runs again in the estimate's replay,
+    which must not move them for the real run. They are found among the live objects, by exact type (a set
+    lookup: ~2 ms where an isinstance() per object takes ~10 ms, beside the ~10 ms gc.collect() an estimate runs
+    anyway)."""
+    kinds = _subclasses(np.random.BitGenerator, np.random.RandomState, random.Random) - \
+        _subclasses(random.SystemRandom)  # no state to save: it reads the OS
+    return [(g, _rng_state(g)) for g in gc.get_objects() if type(g) in kinds]
+
+
+def _subclasses(*roots):
+    found, stack = set(), list(roots)
+    while stack:
+        c = stack.pop()
+        if c not in found:
+            found.add(c)
+            stack.extend(c.__subclasses__())
+    return found
+
+
+def _rng_state(g):
+    if isinstance(g, np.random.BitGenerator):
+        return g.state
+    return g.get_state(legacy=False) if isinstance(g, np.random.RandomState) else g.getstate()
 
 
 def _restore_host_rngs(states):
-    np.random.set_state(states[0])
-    random.setstate(states[1])
+    for g, st in states:
+        if isinstance(g, np.random.BitGenerator):
+            g.state = st
+        elif isinstance(g, np.random.RandomState):
+            g.set_state(st)
+        else:
+            g.setstate(st)
 
 
 def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, target=None, autocast=None,
@@ -368,18 +397,41 @@ def _sum_of(out):
     return total
 
 
+def _keyword_inputs(input_shape, input_kwargs, checkpoint_segments):
+    """(input_shape with the keyword tensors after the positional ones, the keyword tensors' names, the other
+    keyword values) for _estimate's input_kwargs. A 0-d tensor (a temperature) has no batch to split: it is
+    passed as it is, as the values are."""
+    if not input_kwargs:
+        return input_shape, [], {}
+    if checkpoint_segments is not None:
+        raise ValueError("estimate: checkpoint_segments runs a Sequential, which takes no keyword inputs")
+    names = [k for k, v in input_kwargs.items() if isinstance(v, _C.TensorBase) and v.dim()]
+    tensors = [input_shape] if isinstance(input_shape, _C.TensorBase) else list(input_shape)
+    if not all(isinstance(t, _C.TensorBase) for t in tensors) or not tensors + names:
+        raise ValueError("estimate: with keyword inputs, input_shape gives the positional inputs as tensors, and "
+                         "there must be one tensor at least")
+    return tensors + [input_kwargs[k] for k in names], names, {k: v for k, v in input_kwargs.items()
+                                                                if k not in names}
+
+
 def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, target=None, autocast=None,
               checkpoint_segments=None, accumulation_steps=1, device="cpu", limit=None, keep_outputs=False,
               dist=(None, 0, None, None), save_on_cpu=False, param_dtype=None, zero_grad_to_none=True,
-              zero_grad_late=False, target_as_is=False):
-    """estimate(); keep_outputs: the output and the loss stay alive until the next ones replace them (through the
+              zero_grad_late=False, target_as_is=False, input_kwargs=None, keep_loss=None, no_target=False):
+    """estimate(); input_kwargs: the forward's keyword arguments (python -m gpumemnet run replays a Hugging Face
+    style model(x, labels=y) or model(input_ids=x, labels=y)): a tensor stands for its shape and dtype as a
+    positional input does (input_shape then gives the positional ones as tensors, maybe none), anything else is
+    passed as it is. keep_outputs: the output and the loss stay alive until the next ones replace them (through the
     optimizer step and the next forward), as in a script that holds them in variables (`out = model(x); loss =
-    ...`: python -m gpumemnet run). target_as_is: the target keeps its own first dim (python -m gpumemnet run
-    replays the script's, whose batch need not be the input's first dim: a time-major RNN's (T*N,) targets for
-    (T, N) inputs). zero_grad_late: the script calls zero_grad() between its loss and backward
-    (run mode sees where), so the last step's gradients are alive through the second step's forward. dist:
-    (world_size, zero, rank, comm_hook) of one data-parallel rank, or world_size None (see
-    memory/_distributed.py)."""
+    ...`: python -m gpumemnet run). keep_loss: the same for the loss alone, when it differs (None: as
+    keep_outputs): `loss = F.cross_entropy(model(x).transpose(1, 2), y)` holds the loss and not the output.
+    target_as_is: the target keeps its own first dim (python -m gpumemnet run replays the script's, whose batch
+    need not be the input's first dim: a time-major RNN's (T*N,) targets for (T, N) inputs). no_target: loss_fn
+    takes no target, none is made up for it (run mode's replay of out["loss"], or of a loss of the output alone;
+    made up, the target needs a forward more, and an output that is a Tensor). zero_grad_late: the script calls
+    zero_grad() between its loss and backward (run mode sees where), so the last step's gradients are alive
+    through the second step's forward. dist: (world_size, zero, rank, comm_hook) of one data-parallel rank, or
+    world_size None (see memory/_distributed.py)."""
     if not isinstance(model, Module):
         raise TypeError(f"estimate: model must be a gpumemnet.nn.Module, got {type(model).__name__}")
     params = list(model.parameters())
@@ -390,7 +442,9 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"estimate: batch_size must be a positive int or None, got {batch_size!r}")
     pdt = as_dtype(param_dtype, "estimate(param_dtype)") if param_dtype is not None else None
+    input_shape, kw_names, kw_values = _keyword_inputs(input_shape, input_kwargs, checkpoint_segments)
     specs = _input_specs(input_shape, batch_size, params[0]._dtype)
+    npos = len(specs) - len(kw_names)
     if pdt is not None:  # the model's inputs follow its parameters' dtype, as after model.to(dtype) and x.to(dtype)
         specs = [(sh, pdt.code if DTYPES[dt].is_floating_point else dt) for sh, dt in specs]
     shape = specs[0][0]
@@ -405,6 +459,7 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         raise TypeError("estimate: checkpoint_segments needs a Sequential model")
     dev = device_str(device)
     amp_dtype = as_dtype(autocast, "estimate(autocast)") if autocast is not None else None
+    keep_loss = keep_outputs if keep_loss is None else keep_loss
     if optimizer is None:
         optimizer = Adam
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, float)) or limit <= 0):
@@ -413,6 +468,11 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
 
     def micro_batch(xs, i):
         return [x[i * micro:(i + 1) * micro] for x in xs] if k > 1 else xs
+
+    def forward(fn, xi):
+        """fn (the copy, or its data-parallel wrapper) on micro-batch xi: the positional inputs, then the keyword
+        ones (their tensors are xi's last) and the keyword values as they were given."""
+        return fn(*xi[:npos], **dict(zip(kw_names, xi[npos:])), **kw_values)
 
     meta_target = _meta_target(dev)
     draws = state.meta_draws_random
@@ -435,6 +495,8 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
     state.meta_draws_random = False
     meta_draws = _C._set_meta_draws(False)  # meta fills on this thread leave the generator where it is
     host_rngs = _host_rng_states()
+    # the forward's own autocast(x.device.type, ...) regions get "meta": they stand for the estimated device's
+    prev_stands_for = set_meta_stands_for(dev.split(":")[0])
     prev_target = _C._set_meta_target(*meta_target)
     # cuDNN's choices on meta start from an empty table, as the device's do in a fresh process
     _C._conv_algo_cache_clear("meta")
@@ -451,8 +513,8 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
             if target is not None:
                 y = _meta_like(target, None if target_as_is else micro, "target", pdt.code if pdt is not None
                                else None)
-        if target is None and loss_fn is not None:
-            y = _made_up_target(clone, micro_batch(xs, 0), loss_fn, amp_ctx)
+        if target is None and loss_fn is not None and not no_target:
+            y = _made_up_target(clone, micro_batch(xs, 0), loss_fn, amp_ctx, forward)
         input_bytes = _memory.memory_allocated(META) - a0
         ready = _levels()  # model and inputs: what stays from here to the inference forward
         step_model, make_optimizer, comm_bytes = clone, optimizer, 0
@@ -495,10 +557,10 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
                         # loss are freed once the new ones exist (out = model(x) frees the last out after the
                         # forward); without, they went right after their use.
                         if dist[0] is not None:  # the wrapper runs the checkpointed Sequential itself
-                            out = step_model(*xi)
+                            out = forward(step_model, xi)
                         else:
                             out = checkpoint_sequential(clone, checkpoint_segments, *xi) if checkpoint_segments \
-                                else clone(*xi)
+                                else forward(clone, xi)
                     except _C.OutOfMemoryError:
                         raise
                     except (ValueError, RuntimeError, TypeError, IndexError) as e:
@@ -516,7 +578,7 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
                 if step and zero_grad_late and i == 0:  # the script's zero_grad() between forward and backward
                     _zero_grad(opt, clone, zero_grad_to_none)
                 loss.backward()
-                if not keep_outputs:
+                if not keep_loss:
                     loss = None
                 if i == 0:
                     micro_moved = _offload.bytes_moved()
@@ -564,7 +626,7 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         _memory.reset_peak_memory_stats(META)
         ibase = _memory.memory_allocated(META)
         with no_grad(), amp_ctx():
-            out = clone(*micro_batch(xs, 0))
+            out = forward(clone, micro_batch(xs, 0))
         out = None
         inference_peak = _memory.max_memory_allocated(META) - ibase
         uncounted = _C._conv_workspace_uncounted() - uncounted
@@ -584,6 +646,7 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         state.meta_draws_random = draws
         _C._set_meta_draws(meta_draws)
         _restore_host_rngs(host_rngs)
+        set_meta_stands_for(prev_stands_for)
         busy.depth -= 1
     return Estimate(
         peak=peak, peak_reserved=peak_reserved, at_peak=at_peak, peak_scope=at["scope"],

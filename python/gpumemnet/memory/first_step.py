@@ -4,12 +4,15 @@ when it does not fit, the configurations plan() tried).
 
 What is watched, only while run mode is on (watch() / unwatch(); the package's face turns it on):
   - every root call of a Module (the outermost module entered from the script) in training mode with grad
-    enabled and parameters that require grad: its input tensors' shapes and dtypes, the autocast region it ran
-    in, the bytes its device held when it started, and the graph nodes of its outputs (weakly: nothing is kept
-    alive for it);
-  - the loss applied to such an output: a loss Module's call (nn.CrossEntropyLoss()(out, y)), or a loss function
-    reached through the `torch.nn.functional` alias (F.cross_entropy(out, y): wrap_torch_attribute), with the
-    other arguments kept as shapes and dtypes;
+    enabled and parameters that require grad: its input tensors' shapes and dtypes, positional and keyword
+    (a Hugging Face model(input_ids=x, labels=y); other keyword values as they are), the autocast region it ran
+    in, the bytes its device held when it started, and the graph nodes and layouts of its outputs (weakly:
+    nothing is kept alive for it);
+  - the loss applied to such an output or to a view of it (out.view(-1, C), model(x).transpose(1, 2), a slice):
+    a loss Module's call (nn.CrossEntropyLoss()(out, y)), or a loss function reached through the
+    `torch.nn.functional` alias (F.cross_entropy(out, y): wrap_torch_attribute), with the other arguments kept as
+    shapes, dtypes and layouts; or the output's own loss, when backward() is called on it (out["loss"],
+    out.loss);
   - the first backward() whose graph reaches a watched model's outputs (the `backward_starting` hook of
     _core/hooks.py): there, before anything of backward runs, the model's training step is estimated.
 
@@ -28,12 +31,13 @@ when it is lower). Not included: what the script allocates between the forward a
 backward besides the loss (metrics, logging), ops applied after the loss (a GradScaler's scaled loss, a division
 by accumulation steps: a few scalar blocks), and a GradScaler's own step.
 
-Nothing the script sees changes: the estimate runs on a copy on the meta device, draws no random numbers and
+Nothing the script sees changes: the estimate runs on a copy on the meta device, draws no random numbers (the
+NumPy and Python generators a forward draws from are set back after the replay: estimator._host_rng_states) and
 leaves the model, its gradients and the optimizer as they were."""
 import contextlib
-import copy
 import gc
 import inspect
+import os
 import sys
 import threading
 import weakref
@@ -45,13 +49,14 @@ from .._core.autograd import is_grad_enabled
 from .._core.dtype import device as _device, factory_device
 from .._core.scope import category
 from .._core.state import state
+from ..nn.modules._hooks import _global_all, _global_pre_hooks, add_hook
 from ..nn.modules.loss import _Loss
-from ..nn.modules.module import Module, register_module_forward_hook, register_module_forward_pre_hook
+from ..nn.modules.module import Module, register_module_forward_hook
 from ..optim.optimizer import Optimizer
 from . import estimator as _estimator
 from . import planner as _planner
 from . import stats as _stats
-from ._meta_model import _meta_attributes, tensors_in
+from ._meta_model import _Attr, _deepcopy_rebound, _meta_attributes, tensors_in
 
 __all__ = ["watch", "unwatch", "parse_bytes", "wrap_torch_attribute", "EstimateOnly"]
 
@@ -84,8 +89,25 @@ def parse_bytes(text):
 # ---- what is recorded ---------------------------------------------------------------------------------------
 def _at(obj, path):
     for key in path:
-        obj = obj[key]
+        obj = getattr(obj, key) if isinstance(key, _Attr) else obj[key]
     return obj
+
+
+def _path_text(path):
+    """How the line names a tensor of the output: output, output['loss'], output.loss (a dataclass's field)."""
+    return "output" + "".join(f".{k}" if isinstance(k, _Attr) else f"[{k!r}]" for k in path)
+
+
+# keyword arguments of a forward that are replayed as they are (return_dict=True, labels=None)
+_PLAIN = (type(None), bool, int, float, str)
+
+
+def _not_replayed(args, kwargs):
+    """The type names of the arguments the estimate cannot replay: positional ones that are not tensors, keyword
+    ones that are neither tensors nor plain values."""
+    odd = [a for a in args if not isinstance(a, _C.TensorBase)]
+    odd += [v for v in kwargs.values() if not isinstance(v, (_C.TensorBase,) + _PLAIN)]
+    return sorted({type(a).__name__ for a in odd})
 
 
 class _LossCall:
@@ -97,33 +119,124 @@ class _LossCall:
         self.result = weakref.ref(result) if isinstance(result, _C.TensorBase) else None
 
 
+class _Output:
+    """One tensor of a watched model's output: its path in the output, the tensor and its graph node (weakly), and
+    its layout, by which a view of it is still recognised once the output tensor itself is gone
+    (F.cross_entropy(model(x).transpose(1, 2), y): nothing holds the output after the transpose)."""
+    __slots__ = ("path", "ref", "node", "storage", "shape", "stride", "offset", "numel", "contiguous")
+
+    def __init__(self, path, t):
+        self.path, self.ref = path, weakref.ref(t)
+        self.node = weakref.ref(t.grad_fn) if t.grad_fn is not None else None
+        self.storage, self.offset, self.numel = t._storage_id, t.storage_offset(), t.numel()
+        self.shape, self.stride, self.contiguous = tuple(t.shape), tuple(t.stride()), t.is_contiguous()
+
+    def view(self, value):
+        """How tensor value is a view of this output (its storage, and its graph reaches the output's node), to be
+        replayed on the meta output: ("reshape", shape) (out.view(-1, C)), ("permute", dims) (out.transpose(1,
+        2): a reshape would lay it out otherwise, and the loss would copy where the script's does not, or the
+        other way), or ("strided", shape, stride, offset) (a slice); None when it is not one."""
+        if value._storage_id != self.storage or not _derived(value, self.node):
+            return None
+        shape, stride, offset = tuple(value.shape), tuple(value.stride()), value.storage_offset() - self.offset
+        if offset == 0 and value.numel() == self.numel:
+            if self.contiguous and value.is_contiguous():
+                return ("reshape", shape)
+            dims = _permutation(self.shape, self.stride, shape, stride)
+            if dims is not None:
+                return ("permute", dims)
+        return ("strided", shape, stride, offset)
+
+
+def _derived(value, node, hops=4):
+    """Whether value's graph reaches node (a weakref) within `hops` nodes: one node per view op. The storage alone
+    does not say it once the output is gone: its storage id may have been reused."""
+    target = node() if node is not None else None
+    level = [value.grad_fn]
+    for _ in range(hops + 1):
+        if target is None or not level:
+            return False
+        if any(n is target for n in level):
+            return True
+        level = [e[0] for n in level for e in (getattr(n, "_edges", ()) or ()) if e is not None and e[0] is not None]
+    return False
+
+
+def _permutation(shape, stride, vshape, vstride):
+    """dims such that permute(*dims) of a tensor of this shape and stride has vshape and vstride (a size-1 dim's
+    stride does not matter), or None."""
+    if len(shape) != len(vshape):
+        return None
+    free, dims = list(range(len(shape))), []
+    for size, st in zip(vshape, vstride):
+        j = next((j for j in free if shape[j] == size and (stride[j] == st or size == 1)), None)
+        if j is None:
+            return None
+        free.remove(j)
+        dims.append(j)
+    return tuple(dims)
+
+
+def _viewed(o, how):
+    """The meta output o seen as _Output.view said the script's loss saw it."""
+    if not how:
+        return o
+    if how[0] == "reshape":
+        return o.reshape(how[1])
+    if how[0] == "permute":
+        return o.permute(*how[1])
+    return o.as_strided(how[1], how[2], o.storage_offset() + how[3])
+
+
 class _Call:
     """A root call of a model in training: all the estimate needs, nothing that keeps a tensor alive."""
 
-    def __init__(self, model, args):
+    def __init__(self, model, args, kwargs):
         self.model = weakref.ref(model)
         self.inputs = [(tuple(a.shape), a._dtype, a._device) for a in args]
+        # keyword arguments (Hugging Face's model(input_ids=x, labels=y)): tensors by shape and dtype, values as is
+        self.kwargs = {k: ("tensor", tuple(v.shape), v._dtype) if isinstance(v, _C.TensorBase) else ("value", v)
+                       for k, v in kwargs.items()}
         self.device = next(p for p in model.parameters())._device
         self.held = _stats.memory_allocated(self.device)  # before the forward allocates anything
         self.amp = get_autocast_dtype() if is_autocast_enabled() else None
-        self.outputs = []   # [(path, weakref to the output tensor)]
+        self.outputs = []   # [_Output] of the tensors in the output
         self.nodes = []     # weakrefs to the outputs' graph nodes: the graph outlives the output variables
         self.loss = None
         self.zero_grads = 0  # the watcher's count of zero_grad() calls when this forward started
 
 
 def _spec(value, outputs):
-    """A template entry for one argument of a loss call."""
+    """A template entry for one argument of a loss call: ("output", path, how it is viewed: _Output.view, () for
+    the output itself), ("tensor", shape, dtype, layout) or ("value", value)."""
     if isinstance(value, _C.TensorBase):
-        for path, ref in outputs:
-            out = ref()
-            if out is value:
-                return ("output", path, None)
-            # a reshaped view of the output (criterion(out.view(-1, C), y)): replayed as the same reshape
-            if out is not None and out._storage_id == value._storage_id and out.numel() == value.numel():
-                return ("output", path, tuple(value.shape))
-        return ("tensor", tuple(value.shape), value._dtype)
+        for o in outputs:
+            if o.ref() is value:
+                return ("output", o.path, ())
+        for o in outputs:  # a view of the output (criterion(out.view(-1, C), y)): replayed as the same view
+            how = o.view(value)
+            if how is not None:
+                return ("output", o.path, how)
+        return ("tensor", tuple(value.shape), value._dtype, _layout(value))
     return ("value", value)
+
+
+def _layout(t):
+    """None for a contiguous tensor, else (stride, offset, its storage's elements): a loss copies a non-contiguous
+    argument (x[:, 1:] as the target) where it takes a contiguous one as it is, so the replay's is laid out
+    alike."""
+    if t.is_contiguous():
+        return None
+    return tuple(t.stride()), t.storage_offset(), t._storage_nbytes // t.element_size()
+
+
+def _meta_tensor(entry):
+    """A meta tensor for a ("tensor", shape, dtype, layout) entry."""
+    _, shape, dtype, layout = entry
+    if layout is None:
+        return _C.empty(shape, dtype, "meta")
+    stride, offset, n = layout
+    return _C.empty((n,), dtype, "meta").as_strided(shape, stride, offset)
 
 
 # ---- the watcher --------------------------------------------------------------------------------------------
@@ -153,7 +266,10 @@ class _Watcher:
         self.broken = False
         # zero_grad() calls seen (hooks' zero_grad_called), and the set_to_none of the last one
         self.zero_grads, self.set_to_none = 0, True
-        self.handles = [register_module_forward_pre_hook(self.pre), register_module_forward_hook(self.post)]
+        # the pre-hook takes the call's keyword arguments too (register_module_forward_pre_hook has no
+        # with_kwargs, but the global list takes such an entry as a module's own list does)
+        self.handles = [add_hook((_global_pre_hooks, _global_all), self.pre, "register_module_forward_pre_hook",
+                                 with_kwargs=True), register_module_forward_hook(self.post)]
 
     def close(self):
         for h in self.handles:
@@ -161,22 +277,25 @@ class _Watcher:
 
     # -- hooks (every module call: cheap unless it is a root call) --
     @_never_fails
-    def pre(self, mod, args):
+    def pre(self, mod, args, kwargs):
         if self.broken or len(state.modules) != 1 or _estimator.busy.depth or isinstance(mod, _Loss) or \
                 mod in self.done:
             return
-        if not (mod.training and is_grad_enabled()) or not args or not any(p.requires_grad for p in mod.parameters()):
+        if not (mod.training and is_grad_enabled()) or not (args or kwargs) or \
+                not any(p.requires_grad for p in mod.parameters()):
             return
-        if not all(isinstance(a, _C.TensorBase) for a in args):
+        kinds = _not_replayed(args, kwargs)
+        if kinds:
             # the estimate replays tensor inputs by shape and dtype; a tuple of states (an LSTM's (h, c)), a list
             # or a flag is not replayed: said once, instead of silence
-            kinds = sorted({type(a).__name__ for a in args if not isinstance(a, _C.TensorBase)})
             self.done.add(mod)
             print(f"gpumemnet run: step 1 of {type(mod).__name__} is not estimated: its forward takes "
                   f"{', '.join(kinds)} arguments besides tensors, and the estimate replays tensor inputs only",
                   file=self.out)
             return
-        call = _Call(mod, args)
+        if not any(isinstance(v, _C.TensorBase) for v in kwargs.values()) and not args:
+            return  # no input tensor: nothing to replay a step of
+        call = _Call(mod, args, kwargs)
         call.zero_grads = self.zero_grads
         with self.lock:
             self.pending[id(mod)] = call
@@ -197,7 +316,7 @@ class _Watcher:
         call = self.pending.get(id(mod))
         if call is not None and call.model() is mod and not call.outputs:
             found = tensors_in(out)
-            call.outputs = [(path, weakref.ref(t)) for path, t in found]
+            call.outputs = [_Output(path, t) for path, t in found]
             call.nodes = [weakref.ref(t.grad_fn) for _, t in found if t.grad_fn is not None]
         elif isinstance(mod, _Loss):
             self.loss_called(mod, type(mod).__name__, args, {}, out)
@@ -276,10 +395,11 @@ class _Watcher:
         loss = call.loss
         with _estimator._meta_turn:
             inputs = [_C.empty(shape, dtype, "meta") for shape, dtype, _ in call.inputs]
+            kwargs = {k: _C.empty(e[1], e[2], "meta") if e[0] == "tensor" else e[1] for k, e in call.kwargs.items()}
             if loss_tensor is None:  # the forward did not finish: the loss is guessed
                 target, loss_fn, loss_name = _guess_loss()
             else:
-                target, loss_fn, loss_name = _replay(loss, loss_tensor)
+                target, loss_fn, loss_name = _loss_of(call, loss, loss_tensor)
             factory = _optimizer_factory(model, opt) if opt is not None else False
             # The script's zero_grad() between this forward and its backward (a no-op in step 1) leaves the last
             # step's gradients alive through every later forward; before the forward or after the step, it does
@@ -287,12 +407,15 @@ class _Watcher:
             with _factories_on_meta(dev):
                 est = _estimator._estimate(model, inputs, loss_fn=loss_fn, optimizer=factory, target=target,
                                            autocast=call.amp, device=dev,
-                                           keep_outputs=call.outputs[0][1]() is not None if call.outputs else False,
+                                           keep_outputs=call.outputs[0].ref() is not None if call.outputs else False,
+                                           keep_loss=None if loss_tensor is None else _held_by_script(loss_tensor),
                                            zero_grad_to_none=self.set_to_none,
-                                           zero_grad_late=self.zero_grads > call.zero_grads, target_as_is=True)
+                                           zero_grad_late=self.zero_grads > call.zero_grads, target_as_is=True,
+                                           input_kwargs=kwargs, no_target=loss_tensor is not None)
         capacity = self.cap or _stats.get_limit(dev) or _stats.capacity(dev)
         predicted = call.held + est.peak
-        shapes = ", ".join(str(s) for s, _, _ in call.inputs)
+        shapes = ", ".join([str(s) for s, _, _ in call.inputs] +
+                           [f"{k}={e[1]}" for k, e in call.kwargs.items() if e[0] == "tensor"])
         what = (f"gpumemnet run: step 1 of {type(model).__name__} (input {shapes}, loss {loss_name}, "
                 f"{type(opt).__name__ if opt is not None else 'no optimizer'}"
                 f"{', autocast ' + str(call.amp).rsplit('.', 1)[-1] if call.amp is not None else ''}) on {dev}")
@@ -313,8 +436,10 @@ class _Watcher:
         device has left for this model's step once everything else the process holds is counted."""
         besides = call.held - est.param_bytes - est.input_bytes  # held at the start that is not model or batch
         budget = capacity - besides
+        if len(call.inputs) != 1 or call.kwargs:
+            return ["  (plan() needs one input of the parameters' dtype; it has none to offer here)"]
         shape, dtype, _ = call.inputs[0]
-        if len(call.inputs) != 1 or dtype != next(model.parameters())._dtype or len(shape) < 1:
+        if dtype != next(model.parameters())._dtype or len(shape) < 1:
             return ["  (plan() needs one input of the parameters' dtype; it has none to offer here)"]
         if budget <= 0:
             return [f"  the process holds {_fmt(besides)} besides this model and its batch: nothing is left for "
@@ -334,6 +459,19 @@ class _Watcher:
         out.append(f"  fits with {_planner._describe(_planner._config(p))} (gm.memory.plan(...).step(x, y, optimizer) "
                    f"runs it)")
         return out
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # gpumemnet's own files
+
+
+def _held_by_script(t):
+    """Whether the script's frame that called backward() holds tensor t in a variable (`loss = ...;
+    loss.backward()`: the loss stays alive into the next forward) rather than as a temporary
+    (`criterion(out, y).backward()`). That frame is the first one outside gpumemnet on this thread's stack."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame = frame.f_back
+    return frame is not None and any(v is t for v in frame.f_locals.values())
 
 
 def _factories_on_meta(dev):
@@ -367,9 +505,18 @@ def _optimizer_of(model):
     for o in gc.get_objects():
         if isinstance(o, Optimizer):
             n = sum(1 for g in o.param_groups for p in g["params"] if id(p) in mine)
-            if n > count:
+            # a wrapper that subclasses the optimizer's class (Lightning's LightningOptimizer shares its state)
+            # cannot be rebuilt from groups: at equal counts the optimizer itself wins, whatever gc's order
+            if n > count or (n == count and n and _is_wrapper(best) and not _is_wrapper(o)):
                 best, count = o, n
     return best
+
+
+def _is_wrapper(opt):
+    """Whether opt's class takes something else than parameter groups to build (its __init__ is not an
+    optimizer's own): a wrapper made by subclassing the optimizer's class."""
+    owner = next((c for c in type(opt).__mro__ if "__init__" in c.__dict__), object)
+    return not issubclass(owner, Optimizer)
 
 
 def _optimizer_factory(model, opt):
@@ -402,7 +549,7 @@ def _meta_module(mod):
             if t is not None:
                 memo[id(t)] = _C.empty(tuple(t.shape), t._dtype, "meta")
     _meta_attributes(mod, memo)
-    return copy.deepcopy(mod, memo)
+    return _deepcopy_rebound(mod, memo)
 
 
 def _guess_loss():
@@ -421,6 +568,16 @@ def _summed(loss):
     return loss.sum() if isinstance(loss, _C.TensorBase) and loss.numel() != 1 else loss
 
 
+def _loss_of(call, loss, loss_tensor):
+    """(target, loss_fn, name) for the estimate: the model's own output when backward() was called on it (a Hugging
+    Face model's output.loss, out["loss"], a model that returns its loss), else the recorded loss replayed."""
+    own = next((o for o in call.outputs if o.ref() is loss_tensor), None)
+    if own is None:
+        return _replay(loss, loss_tensor)
+    path = own.path
+    return None, (lambda out, y: _summed(_at(out, path))), _path_text(path)
+
+
 def _replay(loss, loss_tensor):
     """(target, loss_fn, name) for the estimate: the recorded loss replayed on the meta output, its first tensor
     argument that is not the output standing as the target (made as the estimate's input); without a recorded
@@ -434,15 +591,14 @@ def _replay(loss, loss_tensor):
     if tkey is not None:
         t = dict(entries)[tkey]
         with category("input"):
-            target = _C.empty(t[1], t[2], "meta")
+            target = _meta_tensor(t)
 
     def value(entry, out, y, key):
         kind = entry[0]
         if kind == "output":
-            o = _at(out, entry[1])
-            return o if entry[2] is None else o.reshape(entry[2])
+            return _viewed(_at(out, entry[1]), entry[2])
         if kind == "tensor":
-            return y if key == tkey else _C.empty(entry[1], entry[2], "meta")
+            return y if key == tkey else _meta_tensor(entry)
         return entry[1]
 
     def loss_fn(out, y):
