@@ -15,10 +15,11 @@ def _world(g):
     return get_world_size(g) if is_initialized() else 1
 
 
-def _sum_all_reduce(t, g):
+def _reduced(t, g, op=ReduceOp.SUM):
+    """A copy of t reduced by op over group g's ranks (the copy itself on one process)."""
     out = t.clone()
     if _world(g) > 1:
-        _c.all_reduce(out, op=ReduceOp.SUM, group=g)
+        _c.all_reduce(out, op=op, group=g)
     return out
 
 
@@ -26,17 +27,14 @@ class _AllReduce(Function):
     @staticmethod
     def forward(ctx, tensor, op, g):
         ctx.op, ctx.group = op, g
-        out = tensor.clone()
-        if _world(g) > 1:
-            _c.all_reduce(out, op=op, group=g)
-        return out
+        return _reduced(tensor, g, op)
 
     @staticmethod
     def backward(ctx, grad):
         if ctx.op not in (ReduceOp.SUM, ReduceOp.AVG):
             raise NotImplementedError(f"torch.distributed.nn.all_reduce: the gradient of op {ctx.op} is not "
                                       f"supported (SUM and AVG are)")
-        g = _sum_all_reduce(grad, ctx.group)
+        g = _reduced(grad, ctx.group)
         return (g / _world(ctx.group) if ctx.op == ReduceOp.AVG else g), None, None
 
 
@@ -54,7 +52,7 @@ class _AllGather(Function):
     @staticmethod
     def backward(ctx, *grads):
         from ..._core.creation import stack  # noqa: PLC0415 (import cycle at load time)
-        summed = _sum_all_reduce(stack(list(grads)), ctx.group)
+        summed = _reduced(stack(list(grads)), ctx.group)
         return summed[get_rank(ctx.group) if is_initialized() else 0], None
 
 
@@ -69,7 +67,7 @@ class _Broadcast(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        g = _sum_all_reduce(grad, ctx.group)
+        g = _reduced(grad, ctx.group)
         rank = get_rank() if is_initialized() else 0
         return (g if rank == ctx.src else g * 0), None, None
 
