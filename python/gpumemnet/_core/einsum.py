@@ -11,7 +11,8 @@ import string
 
 from .. import _C
 from . import hooks
-from .dtype import DTYPES as _DTYPES
+from .dtype import DTYPES, SCALAR_TYPE_NAMES
+from .functions import result_code
 
 _LETTERS = set(string.ascii_letters)
 
@@ -120,13 +121,10 @@ def _promoted(operands, inputs, output):
         for c, n in zip(ls, t.shape):
             sizes.setdefault(c, []).append(n)
     if any(c not in output and len(ns) > 1 and max(ns) > 1 for c, ns in sizes.items()):
-        names = {0: "Float", 1: "Double", 2: "Half", 3: "BFloat16", 4: "Long", 5: "Bool"}
-        a, b = (names.get(t._dtype, str(t.dtype)) for t in operands[:2])
+        a, b = (SCALAR_TYPE_NAMES.get(t._dtype, str(t.dtype)) for t in operands[:2])
         raise RuntimeError(f"expected scalar type {a} but found {b}")
-    code = operands[0]._dtype
-    for t in operands[1:]:
-        code = _C.binary(0, _C.empty((1,), code, "meta"), _C.empty((1,), t._dtype, "meta"))._dtype
-    return tuple(t if t._dtype == code else t.to(_DTYPES[code]) for t in operands)
+    code = result_code(operands)
+    return tuple(t if t._dtype == code else t.to(DTYPES[code]) for t in operands)
 
 
 def einsum(equation, *operands):

@@ -41,6 +41,18 @@ def sum_to(g, shape, dtype_code=None):
     return g
 
 
+def result_code(tensors, ranked=False):
+    """The dtype code elementwise arithmetic gives these tensors (PyTorch's promotion), worked out on meta stand-ins.
+    ranked: a 0-d tensor counts below the ones with dims, as in a binary op (xlogy); otherwise every tensor counts
+    alike, as where the op first reshapes them (einsum, block_diag)."""
+    def stand_in(t):
+        return _C.empty(() if ranked and t.ndim == 0 else (1,), t._dtype, "meta")
+    out = stand_in(tensors[0])
+    for t in tensors[1:]:
+        out = _C.binary(ADD, out, stand_in(t))
+    return out._dtype
+
+
 def cast(t, dtype_code):
     out = _C.empty(t.shape, dtype_code, t._device)
     _C.copy_(out, t)

@@ -6,20 +6,13 @@ penalty, torch.func.hessian of a loss with a solve in it.
 
 Not here (NotImplementedError naming the op): the gradients of SVD's U / Vh (svd with them used), of QR, of pinv /
 lstsq, and det of a singular matrix (PyTorch's formula goes through an SVD there)."""
-import numpy as np
-
 from .. import _C
 from . import functions as fn
 from .autograd import register_graph_backward as register
 from .graph_backward import not_recorded, record, saved_input, saved_output, where
 from .tensor_decomp import _SVD, _Eigh
-from .tensor_solve import _Cholesky, _Det, _Inv, _LogAbsDet, _Solve, _TriSolve, inverse
-
-_BOOL = 5
-
-
-def _mT(t):
-    return t.transpose(-2, -1)
+from .tensor_decomp_base import eye_mask, mT as _mT
+from .tensor_solve import _Cholesky, _Det, _Inv, _LogAbsDet, _Solve, _TriSolve, cholesky_phi, inverse
 
 
 def _matrix(g):
@@ -57,15 +50,9 @@ def _trisolve(ctx, g):
     return gT, (gB if ctx.needs_input_grad[1] else None), None
 
 
-def _constant(array, like):
-    return _C.from_numpy(np.ascontiguousarray(array), _BOOL if array.dtype == bool else like._dtype, like._device)
-
-
 def _cholesky(ctx, g, _g_info=None):
     L, = ctx.saved_tensors
-    n = L.shape[-1]
-    lower = _constant(np.tril(np.ones((n, n), bool)), L)
-    half = _constant(np.where(np.eye(n, dtype=bool), 0.5, 1.0), L)
+    lower, half = cholesky_phi(L)
     Ll = saved_output(ctx, L)
     P = where(lower, _mT(Ll) @ where(lower, g, 0.0), 0.0) * half
     Li = inverse(Ll)
@@ -84,7 +71,7 @@ def _svd(ctx, *grads):
 def _eigh(ctx, *grads):
     gL, gV = (tuple(grads) + (None,) * 2)[:2]
     L, V = ctx.saved_tensors
-    eye = _constant(np.eye(L.shape[-1], dtype=bool), L)
+    eye = eye_mask(L.shape[-1], L)
     Vl = saved_output(ctx, V, 1)
     inner = where(eye, gL.unsqueeze(-1), 0.0) if gL is not None else None
     if gV is not None:

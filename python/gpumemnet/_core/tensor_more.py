@@ -247,8 +247,8 @@ class MoreMethods:
         x = self
         if isinstance(y, _C.TensorBase) and y._dtype != x._dtype:
             # computed in the result's dtype, as PyTorch's (float64 x with float32 y: the log of y widened, not
-            # float32's log widened); the promotion read off a meta add of stand-ins with the operands' ranks
-            code = _C.binary(F.ADD, *(_C.empty(() if t.ndim == 0 else (1,), t._dtype, "meta") for t in (x, y)))._dtype
+            # float32's log widened)
+            code = F.result_code((x, y), ranked=True)
             dt = DTYPES[code] if code in (0, 1, 2, 3) else get_default_dtype()
             x, y = (t if t.dtype == dt else t.to(dt) for t in (x, y))
         if _needs_grad(x) or _needs_grad(y):

@@ -69,14 +69,6 @@ def _zeros(shape, code, dev):
     return out
 
 
-def _result_code(tensors):
-    """The dtype code elementwise arithmetic gives these tensors (PyTorch's promotion), worked out on meta."""
-    out = _C.empty((1,), tensors[0]._dtype, "meta")
-    for t in tensors[1:]:
-        out = _C.binary(F.ADD, out, _C.empty((1,), t._dtype, "meta"))
-    return out._dtype
-
-
 def _expands_to(shape, target):
     """Whether a tensor of `shape` broadcasts to `target` without target growing (PyTorch's expand)."""
     if len(shape) > len(target):
@@ -509,7 +501,7 @@ def block_diag(*tensors):
         mats.append(t.reshape(1, 1) if t.ndim == 0 else t.reshape(1, -1) if t.ndim == 1 else t)
     if not mats:  # PyTorch's: an empty (1, 0) matrix of the default dtype
         return _zeros((1, 0), get_default_dtype().code, "cpu")
-    code, dev = _result_code(mats), mats[0]._device
+    code, dev = F.result_code(mats), mats[0]._device
     mats = [m if m._dtype == code else m.to(DTYPES[code]) for m in mats]
     width = sum(m.shape[1] for m in mats)
     rows, left = [], 0

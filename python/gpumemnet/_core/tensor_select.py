@@ -19,7 +19,6 @@ from .tensor_methods import _checked_indices, _dim, long_index, no_negative
 from . import size as _size
 
 _I64, _BOOL = 4, 5
-_NARROW_INTS = (6, 7, 8, 9)  # uint8, int8, int16, int32: storage dtypes (kernels/common.h)
 Size = _size.Size  # its home before size.py: pickles that name it here still load
 
 

@@ -405,6 +405,14 @@ def _check_positive_definite(info, op):
                       f"positive-definite).")
 
 
+def cholesky_phi(L):
+    """The constants of phi in the Cholesky factor's gradient (graph_backward_linalg.py's too): the lower-triangle
+    mask, and ones with the diagonal halved, in L's dtype."""
+    n = L.shape[-1]
+    return (_C.from_numpy(np.tril(np.ones((n, n), bool)), _BOOL, L._device),
+            _C.from_numpy(np.where(np.eye(n, dtype=bool), 0.5, 1.0), L._dtype, L._device))
+
+
 class _Cholesky(Function):
     @staticmethod
     def forward(ctx, A, op):
@@ -417,9 +425,7 @@ class _Cholesky(Function):
     def backward(ctx, g, _g_info=None):
         # PyTorch's: gA = L^-T phi(L^T gL) L^-1, symmetrized; phi keeps the lower triangle, the diagonal halved
         L, = (t.detach() for t in ctx.saved_tensors)
-        n = L.shape[-1]
-        lower = _C.from_numpy(np.tril(np.ones((n, n), bool)), _BOOL, L._device)
-        half = _C.from_numpy(np.where(np.eye(n, dtype=bool), 0.5, 1.0), L._dtype, L._device)
+        lower, half = cholesky_phi(L)
         g = _C.where(lower, g.detach(), 0.0)
         P = _C.where(lower, _mm(L.transpose(-2, -1), g), 0.0) * half
         Li = _inv_raw(L, None)
