@@ -39,9 +39,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if query.shape[-1] != key.shape[-1]:
         raise RuntimeError(f"scaled_dot_product_attention: query's last dim ({query.shape[-1]}) must equal key's "
                            f"({key.shape[-1]})")
-    if enable_gqa and query.ndim >= 3 and key.shape[-3] != query.shape[-3]:
-        reps = query.shape[-3] // key.shape[-3]
-        key, value = key.repeat_interleave(reps, dim=-3), value.repeat_interleave(reps, dim=-3)
+    if enable_gqa:
+        key, value = gqa_repeated(query, key, value)
     s = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     scores = query.matmul(key.transpose(-2, -1)) * s
     L, S = query.shape[-2], key.shape[-2]
@@ -50,8 +49,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     empty = None  # the query rows whose every key is masked out: PyTorch (2.5 on) gives them zero weights
     if attn_mask is not None:
         if attn_mask._dtype == 5:
-            empty = attn_mask.logical_not().all(-1, keepdim=True)
-            scores = scores.masked_fill((attn_mask | empty).logical_not(), float("-inf"))
+            scores, empty = kept_scores(scores, attn_mask)
         else:
             empty = attn_mask.isneginf().all(-1, keepdim=True)
             scores = scores + attn_mask.masked_fill(empty, 0.0)
@@ -61,6 +59,22 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, training=True)
     return weights.matmul(value)
+
+
+def gqa_repeated(query, key, value):
+    """key and value with their heads (dim -3) repeated to query's count (grouped-query attention's enable_gqa)."""
+    if query.ndim < 3 or key.shape[-3] == query.shape[-3]:
+        return key, value
+    reps = query.shape[-3] // key.shape[-3]
+    return key.repeat_interleave(reps, dim=-3), value.repeat_interleave(reps, dim=-3)
+
+
+def kept_scores(scores, keep):
+    """(scores with -inf where the bool mask keep drops a key, the (..., L, 1) mask of the query rows that keep no
+    key). Such a row is left unmasked here, so that its softmax stays finite: the caller zeroes its weights after,
+    as PyTorch (2.5 on) answers it (flex_attention.py too)."""
+    empty = keep.logical_not().all(-1, keepdim=True)
+    return scores.masked_fill((keep | empty).logical_not(), float("-inf")), empty
 
 
 # ---- activations ---------------------------------------------------------------------------------------------

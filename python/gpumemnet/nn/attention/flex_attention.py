@@ -8,6 +8,7 @@ import math
 from typing import NamedTuple
 
 from ..._core.creation import arange
+from .._functional_more import gqa_repeated, kept_scores
 
 __all__ = ["BlockMask", "create_block_mask", "flex_attention", "and_masks", "or_masks", "noop_mask", "AuxRequest",
            "AuxOutput"]
@@ -87,9 +88,8 @@ def flex_attention(query, key, value, score_mod=None, block_mask=None, scale=Non
     if query.ndim != 4:
         raise ValueError(f"flex_attention: expected 4-D (B, H, L, E) query, got shape {tuple(query.shape)}")
     B, H, L, E = query.shape
-    if enable_gqa and key.shape[1] != H:
-        reps = H // key.shape[1]
-        key, value = key.repeat_interleave(reps, dim=1), value.repeat_interleave(reps, dim=1)
+    if enable_gqa:
+        key, value = gqa_repeated(query, key, value)
     S = key.shape[-2]
     s = 1.0 / math.sqrt(E) if scale is None else scale
     scores = query.matmul(key.transpose(-2, -1)) * s
@@ -97,8 +97,7 @@ def flex_attention(query, key, value, score_mod=None, block_mask=None, scale=Non
         scores = score_mod(scores, *_indices(B, H, L, S, query.device)).expand(B, H, L, S)
     keep = block_mask.mask if block_mask is not None else None
     if keep is not None:
-        empty = keep.logical_not().all(-1, keepdim=True)
-        scores = scores.masked_fill((keep | empty).logical_not(), float("-inf"))
+        scores, empty = kept_scores(scores, keep)
     lse = scores.logsumexp(-1)
     weights = (scores - lse.unsqueeze(-1)).exp()
     if keep is not None:
