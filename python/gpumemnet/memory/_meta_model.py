@@ -195,15 +195,30 @@ def _check_scalar_loss(loss, who):
 
 
 # ---- inputs and loss -----------------------------------------------------------------------------------------
+def layout_of(t):
+    """None for a contiguous tensor, else (stride, offset, its storage's elements): a loss copies a non-contiguous
+    argument (x[:, 1:] as the target) where it takes a contiguous one as it is, so a replay's is laid out alike."""
+    if t.is_contiguous():
+        return None
+    return tuple(t.stride()), t.storage_offset(), t._storage_nbytes // t.element_size()
+
+
+def meta_laid_out(shape, dtype, layout):
+    """A meta tensor of shape and dtype with layout_of's layout (None: contiguous)."""
+    if layout is None:
+        return _C.empty(shape, dtype, META)
+    stride, offset, n = layout
+    return _C.empty((n,), dtype, META).as_strided(shape, stride, offset)
+
+
 def _meta_like(spec, batch, what, dtype=None):
     """A meta tensor for target: a Tensor (its shape and dtype; the first dim becomes the micro-batch) or a shape
     (dtype, default float32: under param_dtype a target given as a shape follows the model, as its inputs do).
     batch None: the target as it is, a non-contiguous one laid out alike (python -m gpumemnet run's replay of the
     script's x[:, 1:]: the loss copies it as the script's does)."""
     if isinstance(spec, _C.TensorBase):
-        if batch is None and not spec.is_contiguous():
-            n = spec._storage_nbytes // spec.element_size()
-            return _C.empty((n,), spec._dtype, META).as_strided(tuple(spec.shape), spec.stride(), spec.storage_offset())
+        if batch is None:
+            return meta_laid_out(tuple(spec.shape), spec._dtype, layout_of(spec))
         shape, dtype = tuple(spec.shape), spec._dtype
     elif isinstance(spec, (tuple, list)):
         shape, dtype = tuple(spec), dtype if dtype is not None else as_dtype("float32").code

@@ -56,7 +56,7 @@ from ..optim.optimizer import Optimizer
 from . import estimator as _estimator
 from . import planner as _planner
 from . import stats as _stats
-from ._meta_model import _Attr, _deepcopy_rebound, _meta_attributes, tensors_in
+from ._meta_model import _Attr, _deepcopy_rebound, _meta_attributes, layout_of, meta_laid_out, tensors_in
 
 __all__ = ["watch", "unwatch", "parse_bytes", "wrap_torch_attribute", "EstimateOnly"]
 
@@ -217,26 +217,14 @@ def _spec(value, outputs):
             how = o.view(value)
             if how is not None:
                 return ("output", o.path, how)
-        return ("tensor", tuple(value.shape), value._dtype, _layout(value))
+        return ("tensor", tuple(value.shape), value._dtype, layout_of(value))
     return ("value", value)
-
-
-def _layout(t):
-    """None for a contiguous tensor, else (stride, offset, its storage's elements): a loss copies a non-contiguous
-    argument (x[:, 1:] as the target) where it takes a contiguous one as it is, so the replay's is laid out
-    alike."""
-    if t.is_contiguous():
-        return None
-    return tuple(t.stride()), t.storage_offset(), t._storage_nbytes // t.element_size()
 
 
 def _meta_tensor(entry):
     """A meta tensor for a ("tensor", shape, dtype, layout) entry."""
     _, shape, dtype, layout = entry
-    if layout is None:
-        return _C.empty(shape, dtype, "meta")
-    stride, offset, n = layout
-    return _C.empty((n,), dtype, "meta").as_strided(shape, stride, offset)
+    return meta_laid_out(shape, dtype, layout)
 
 
 # ---- the watcher --------------------------------------------------------------------------------------------
