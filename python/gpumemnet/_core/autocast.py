@@ -47,9 +47,20 @@ class _State(threading.local):
         self.dtype = None
         self.depth = 0      # nesting of enabled regions: the cache lives as long as the outermost
         self.cache = {}
+        self.meta_stands_for = None  # set_meta_stands_for
 
 
 _state = _State()
+
+
+def set_meta_stands_for(device_type):
+    """While an estimate replays a step on meta on this thread (gpumemnet.memory.estimator sets it, and sets the
+    previous value back after): autocast("meta", ...) means autocast(device_type, ...), so that a forward opening
+    a region for its own input's device (x-transformers' and rotary embeddings' `with autocast(t.device.type,
+    enabled=False)`) gets the region of the device the estimate stands for. None: "meta" is refused, as PyTorch
+    refuses a device type autocast does not know. Returns the previous value."""
+    prev, _state.meta_stands_for = _state.meta_stands_for, device_type
+    return prev
 
 
 def is_autocast_enabled(device_type=None):
@@ -72,6 +83,8 @@ class autocast:
     state is restored on exit, even when the body raises."""
 
     def __init__(self, device_type, dtype=None, enabled=True, cache_enabled=True):
+        if device_type == "meta" and _state.meta_stands_for is not None:
+            device_type = _state.meta_stands_for
         if device_type not in ("cpu", "cuda"):
             raise _C.ArgumentError(f"autocast: device_type must be 'cpu' or 'cuda', got {device_type!r}")
         if dtype is None:

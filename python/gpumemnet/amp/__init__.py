@@ -1,11 +1,9 @@
 """Mixed precision (layer 2, a library): autocast and GradScaler, PyTorch's torch.amp.
 
 autocast itself lives in the core (_core/autocast.py: Tensor's methods apply its policy); it is re-exported
-here, as _meta_device.py's subclass that an estimate's replay on meta may open for "meta". GradScaler is in
-grad_scaler.py."""
+here. GradScaler is in grad_scaler.py."""
 from .._core.autocast import (  # noqa: F401
-    is_autocast_enabled, get_autocast_dtype, lower, fp32)
-from ._meta_device import autocast  # noqa: F401
+    autocast, is_autocast_enabled, get_autocast_dtype, lower, fp32)
 from .grad_scaler import GradScaler  # noqa: F401
 from .custom_ops import custom_bwd, custom_fwd  # noqa: F401
 

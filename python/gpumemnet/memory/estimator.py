@@ -35,8 +35,7 @@ import numpy as np
 
 from .. import _C
 from .. import cuda
-from ..amp._meta_device import set_meta_stands_for
-from .._core.autocast import autocast as _autocast
+from .._core.autocast import autocast as _autocast, set_meta_stands_for
 from .._core import offload as _offload
 from .._core.autograd import no_grad
 from .._core.dtype import DTYPES, as_dtype, device_str
