@@ -232,7 +232,7 @@ def _where(ctx, g):
 
 register(fn.Clamp, _clamp)
 register(fn.Where, _where)
-register(ZeroLink, lambda ctx, h: ZeroLink.backward(ctx, h))
+register(ZeroLink, ZeroLink.backward)  # its backward records nothing to differentiate: zeros and h itself
 register(fn.ToDtype, lambda ctx, g: (record(fn.ToDtype, g, ctx.src) if g._dtype != ctx.src else g, None))
 register(fn.ToDevice, lambda ctx, g: (record(fn.ToDevice, g, ctx.src) if g._device != ctx.src else g, None, None))
 

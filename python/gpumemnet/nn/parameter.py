@@ -50,15 +50,23 @@ def is_lazy(t):
     return ref is not None and ref() is t
 
 
-def _placeholder(device, dtype):
-    """A 0-element tensor of any dtype (an integer one is refused where PyTorch refuses it, by requires_grad),
-    allocated under category "parameter" as nn/modules/_utils.new_tensor does (this module sits below it)."""
-    code = (as_dtype(dtype) if dtype is not None else get_default_dtype()).code
-    prev = _C.set_category("parameter")
+def new_tensor(shape, device=None, dtype=None, category="parameter", floating=True):
+    """Uninitialised storage for a parameter or buffer, allocated under `category` from the start (so the peak
+    statistics never count it as something else)."""
+    dt = as_dtype(dtype) if dtype is not None else get_default_dtype()  # set_default_dtype(float64) applies
+    code = dt.code
+    if floating and dt is not None and not dt.is_floating_point:
+        raise TypeError(f"dtype: parameters must be of a floating point dtype, got {dt}")
+    prev = _C.set_category(category)
     try:
-        return _C.empty((0,), code, factory_device(device))
+        return _C.empty(tuple(shape), code, factory_device(device))
     finally:
         _C.set_category(prev)
+
+
+def _placeholder(device, dtype):
+    # any dtype: an integer one is refused where PyTorch refuses it, by requires_grad
+    return new_tensor((0,), device, dtype, floating=False)
 
 
 class _UninitializedMeta(type):

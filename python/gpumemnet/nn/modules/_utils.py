@@ -2,11 +2,10 @@
 factory arguments device= and dtype= (device="meta" builds a model without touching a byte of data)."""
 import collections.abc
 
-from ... import _C
 from ..._core.autograd import is_graph_view
 from ..._core.indexing import graph_view_writable
-from ..._core.dtype import as_dtype, factory_device, get_default_dtype
 from .._args import check_reduction  # noqa: F401  (the layers' losses take it from here)
+from ..parameter import new_tensor  # noqa: F401  (the layers take it from here)
 from ._donation import granted
 
 
@@ -27,19 +26,5 @@ def _pair(x, name="argument"):
             raise ValueError(f"{name} must be an int or a pair of ints, got {x!r}")
         return t
     return (x, x)
-
-
-def new_tensor(shape, device=None, dtype=None, category="parameter", floating=True):
-    """Uninitialised storage for a parameter or buffer, allocated under `category` from the start (so the peak
-    statistics never count it as something else)."""
-    dt = as_dtype(dtype) if dtype is not None else get_default_dtype()  # set_default_dtype(float64) applies
-    code = dt.code
-    if floating and dt is not None and not dt.is_floating_point:
-        raise TypeError(f"dtype: parameters must be of a floating point dtype, got {dt}")
-    prev = _C.set_category(category)
-    try:
-        return _C.empty(tuple(shape), code, factory_device(device))
-    finally:
-        _C.set_category(prev)
 
 
