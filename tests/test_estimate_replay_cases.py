@@ -1,8 +1,8 @@
 """`python -m gpumemnet run`'s replay of the first training step on meta (gpumemnet/memory/first_step.py,
 estimator.py, _meta_model.py) in the cases that made it fail or disturb the run: a NumPy Generator drawn from in
 forward, a Hugging Face style call (keyword inputs, the loss inside a dict or dataclass output), autocast opened
-for the input's device inside forward, a lambda closing over the module (a tied output layer), and a loss applied
-to a view of an inline model call. Each script runs in a subprocess through `python -m gpumemnet run`; where it
+for the input's device inside forward, a lambda closing over the module (a tied output layer), a loss applied
+to a view of an inline model call, and one applied to the output cast to float32. Each script runs in a subprocess through `python -m gpumemnet run`; where it
 measures its steps' peak (gm.memory.max_memory_allocated), the printed peak must equal it byte for byte."""
 import os
 import re
@@ -263,3 +263,26 @@ for _ in range(2):
 
 def test_an_optimizer_wrapped_by_subclassing_is_rebuilt_from_the_wrapped_one(tmp_path):
     assert "AdamW" in _exact(_run(tmp_path, WRAPPED), "Sequential")
+
+
+# ---- 7. the loss of the output cast to float32 after an autocast forward -----------------------------------------
+CAST = """
+import torch, torch.nn as nn, torch.nn.functional as F
+m = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.Flatten(), nn.Linear(16 * 64, 10))
+opt = torch.optim.Adam(m.parameters())
+x, y = torch.ones(8, 3, 8, 8), torch.arange(8)
+MEASURE
+for i in range(3):
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = m(x)
+    loss = F.cross_entropy(out.float(), y)
+    opt.zero_grad(); loss.backward(); opt.step()
+MEASURED
+"""
+
+
+def test_the_loss_of_the_output_cast_to_float32_is_seen_and_replayed_as_that_cast(tmp_path):
+    """AMP scripts compute the loss of `logits.float()`: a new tensor, not a view, recognised by its ToDtype node
+    whose input is the output's node, and replayed as the same cast (a float32 copy of the logits on the peak)."""
+    line = _exact(_run(tmp_path, CAST.replace("MEASURED\n", MEASURED).replace("MEASURE\n", MEASURE)), "Sequential")
+    assert "loss F.cross_entropy, Adam, autocast bfloat16" in line and "not seen" not in line

@@ -46,6 +46,7 @@ from .. import _C
 from .._core import hooks
 from .._core.autocast import get_autocast_dtype, is_autocast_enabled
 from .._core.autograd import is_grad_enabled
+from .._core.functions import ToDtype as _ToDtype
 from .._core.dtype import device as _device, factory_device
 from .._core.scope import category
 from .._core.state import state
@@ -183,6 +184,8 @@ def _viewed(o, how):
         return o
     if how[0] == "reshape":
         return o.reshape(how[1])
+    if how[0] == "cast":
+        return o.to(how[1])
     if how[0] == "permute":
         return o.permute(*how[1])
     return o.as_strided(how[1], how[2], o.storage_offset() + how[3])
@@ -217,8 +220,20 @@ def _spec(value, outputs):
             how = o.view(value)
             if how is not None:
                 return ("output", o.path, how)
+        for o in outputs:  # a cast of it (F.cross_entropy(out.float(), y) after an autocast forward)
+            if _cast_of(value, o):
+                return ("output", o.path, ("cast", value.dtype))
         return ("tensor", tuple(value.shape), value._dtype, layout_of(value))
     return ("value", value)
+
+
+def _cast_of(value, o):
+    """Whether value is output o cast to another dtype (its node a ToDtype whose input is o's node)."""
+    node, target = value.grad_fn, (o.node() if o.node is not None else None)
+    if type(node) is not _ToDtype or target is None or tuple(value.shape) != o.shape:
+        return False
+    edge = node._edges[0] if node._edges else None
+    return edge is not None and edge[0] is target
 
 
 def _meta_tensor(entry):
