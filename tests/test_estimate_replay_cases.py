@@ -3,7 +3,8 @@ estimator.py, _meta_model.py) in the cases that made it fail or disturb the run:
 forward, a Hugging Face style call (keyword inputs, the loss inside a dict or dataclass output), autocast opened
 for the input's device inside forward, a lambda closing over the module (a tied output layer), a loss applied
 to a view of an inline model call, and one applied to the output cast to float32. Each script runs in a subprocess
-through `python -m gpumemnet run`; where it measures its steps' peak (gm.memory.max_memory_allocated), the printed peak must equal it byte for byte."""
+through `python -m gpumemnet run`; where it measures its steps' peak (gm.memory.max_memory_allocated), the printed
+peak must equal it byte for byte."""
 import os
 import re
 import subprocess
