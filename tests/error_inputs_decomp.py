@@ -138,5 +138,22 @@ CASES = [
       z(d, l, 3)), IndexError, r"B must have at least 2 dimensions"),
     B("linalg.ldl_solve rows differ", lambda d, l: l.L.linalg.ldl_solve(l.L.eye(3, device=d), piv(d, l, 1, 2, 3),
       z(d, l, 4, 1)), RuntimeError, r"each A matrix is 3 by 3 but each b matrix is 4 by 1"),
+    # ---- eig, eigvals, the low-rank factorisations ----
+    B("linalg.eig of a non-square matrix", lambda d, l: l.L.linalg.eig(z(d, l, 2, 3)), RuntimeError,
+      r"linalg.eig: A " + SQUARE),
+    B("linalg.eigvals of a 1-D tensor", lambda d, l: l.L.linalg.eigvals(z(d, l, 3)), RuntimeError,
+      r"linalg.eigvals: The input tensor A " + TWO_DIMS),
+    B("linalg.eig of a list", lambda d, l: l.L.linalg.eig([[1.0]]), TypeError,
+      r"argument 'input' \(position 1\) must be Tensor, not list"),
+    B("linalg.eig of float16", lambda d, l: l.L.linalg.eig(z(d, l, 2, 2, dtype="float16")), NotImplementedError,
+      r"\"linalg_eig_out_cpu\" not implemented for 'Half'", devices=("cpu",)),
+    E("linalg.eig of a matrix in a graph", lambda d, l: l.L.linalg.eig(l.L.ones(2, 2, requires_grad=True)),
+      NotImplementedError, r"linalg.eig: gradients through a general eigen-decomposition are not implemented"),
+    B("pca_lowrank with q above min(m, n)", lambda d, l: l.L.pca_lowrank(z(d, l, 3, 4), q=5), ValueError,
+      r"q\(=5\) must be non-negative integer and not greater than min\(m, n\)=3"),
+    B("pca_lowrank with a negative niter", lambda d, l: l.L.pca_lowrank(z(d, l, 3, 4), niter=-1), ValueError,
+      r"niter\(=-1\) must be non-negative integer"),
+    E("svd_lowrank of a 1-D tensor", lambda d, l: l.L.svd_lowrank(z(d, l, 3)), ValueError,
+      r"svd_lowrank: A must have at least 2 dimensions, got shape \(3,\)"),
 ]
 EXEMPT = {}

@@ -461,3 +461,61 @@ def test_tensor_norm_nuc_is_the_nuclear_norm():
     np.testing.assert_allclose(float(gm.tensor(a).norm("nuc")), float(torch.tensor(a).norm("nuc")), rtol=1e-12)
     np.testing.assert_allclose(float(gm.norm(gm.tensor(a), p="nuc")), float(torch.norm(torch.tensor(a), p="nuc")),
                                rtol=1e-12)
+
+
+# ---- eig, eigvals (forward only), svd_lowrank and pca_lowrank ---------------------------------------------------
+@pytest.mark.parametrize("shape", [(4, 4), (2, 3, 3)])
+def test_eig_and_eigvals_match_pytorch_in_float64(shape):
+    """LAPACK's geev on both sides: the same eigenvalues in the same order, the same unit eigenvectors up to a
+    phase (LAPACK builds differ in it: each is compared with its largest entry turned real and positive)."""
+    a = R.standard_normal(shape)
+    w, v = gm.linalg.eig(gm.tensor(a))
+    tw, tv = torch.linalg.eig(torch.tensor(a))
+    assert str(w.dtype) == "gpumemnet.complex128" and tuple(v.shape) == shape
+    np.testing.assert_allclose(gm.view_as_real(w).numpy(), torch.view_as_real(tw).numpy(), rtol=1e-10, atol=1e-12)
+
+    def gauged(vectors):
+        top = np.take_along_axis(vectors, np.abs(vectors).argmax(-2)[..., None, :], -2)
+        return vectors * np.conj(top) / np.abs(top)
+    np.testing.assert_allclose(gauged(gm.view_as_real(v).numpy() @ [1, 1j]), gauged(tv.numpy()), atol=1e-10)
+    ev = gm.linalg.eigvals(gm.tensor(a))
+    np.testing.assert_allclose(gm.view_as_real(ev).numpy(), torch.view_as_real(tw).numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_eig_of_float32_is_complex64_and_decomposes_the_matrix():
+    a = R.standard_normal((5, 5)).astype(np.float32)
+    w, v = gm.linalg.eig(gm.tensor(a))
+    assert str(w.dtype) == "gpumemnet.complex64" and str(v.dtype) == "gpumemnet.complex64"
+    av = a.astype(np.complex128) @ (gm.view_as_real(v).numpy() @ [1, 1j])
+    vw = (gm.view_as_real(v).numpy() @ [1, 1j]) * (gm.view_as_real(w).numpy() @ [1, 1j])
+    np.testing.assert_allclose(av, vw, atol=1e-4)
+
+
+def test_a_real_tensor_made_complex_keeps_its_values_and_passes_the_real_gradient():
+    x = gm.tensor([1.0, -2.0, 3.0], dtype=gm.float64, requires_grad=True)
+    z = x.to(gm.complex128)
+    assert str(z.dtype) == "gpumemnet.complex128"
+    np.testing.assert_array_equal(gm.view_as_real(z).detach().numpy(), [[1, 0], [-2, 0], [3, 0]])
+    (z * z).abs().sum().backward()
+    t = torch.tensor([1.0, -2.0, 3.0], dtype=torch.float64, requires_grad=True)
+    (t.to(torch.complex128) * t.to(torch.complex128)).abs().sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("fn", ["pca", "svd"])
+def test_low_rank_factorisations_match_pytorch_on_a_matrix_of_that_rank(fn):
+    """PyTorch's randomized iteration is exact when the matrix has rank <= q: the singular values, the rank-q
+    product and the gradient of the singular values' sum equal ours (an exact truncated SVD)."""
+    rank = 4  # q = the rank: a zero singular value's vectors (and so their gradient) are arbitrary
+    a = R.standard_normal((12, rank)) @ R.standard_normal((rank, 7))
+    out = []
+    for lib in (gm, torch):
+        x = lib.tensor(a, requires_grad=True)
+        U, S, V = lib.pca_lowrank(x, q=4) if fn == "pca" else lib.svd_lowrank(x, q=4)
+        S.sum().backward()
+        out.append((U.shape, S.detach().numpy(), (U @ lib.diag(S) @ V.mT).detach().numpy(), x.grad.numpy()))
+    (gs, gS, gP, gG), (ts, tS, tP, tG) = out
+    assert tuple(gs) == tuple(ts) == (12, 4)
+    np.testing.assert_allclose(gS, tS, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(gP, tP, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(gG, tG, rtol=1e-8, atol=1e-8)

@@ -58,6 +58,7 @@ from ._core import custom_function  # noqa: E402,F401  (registers users' Functio
 from . import autograd, memory, cuda, accelerator, backends, random, amp, nn, optim, utils, distributed, futures  # noqa: E402,E501
 from . import linalg, func, special, distributions, testing, profiler, foreach, cpu, fft  # noqa: E402,F401
 from .fft import stft, istft  # noqa: E402
+from .linalg import svd_lowrank, pca_lowrank  # noqa: E402
 from . import sparse  # noqa: E402
 from .func import vmap  # noqa: E402,F401  (torch.vmap)
 from .sparse import sparse_coo_tensor, sparse_coo, mm as spmm  # noqa: E402,F401

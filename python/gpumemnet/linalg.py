@@ -5,16 +5,20 @@ _core/tensor_solve.py (det, slogdet, inv, inv_ex, solve, solve_ex, solve_triangu
 matrix_power, matrix_exp: elimination and series composed of gpumemnet ops, no LAPACK); and the decompositions of
 _core/tensor_decomp.py and tensor_decomp_lu.py (svd, svdvals, qr, eigh, eigvalsh, pinv, matrix_rank, cond, lstsq,
 lu_factor, lu_factor_ex, lu, lu_solve, ldl_factor, ldl_factor_ex, ldl_solve computed on the host with NumPy's
-LAPACK or NumPy loops; householder_product composed of gpumemnet ops). eig and eigvals (complex results) are not
-here: gpumemnet has no complex dtype."""
+LAPACK or NumPy loops; householder_product composed of gpumemnet ops); eig and eigvals (complex results from
+LAPACK on the host, forward only); svd_lowrank and pca_lowrank (torch.*) as exact truncated SVDs."""
 import collections
 import math
 import numbers
+
+import numpy as np
 
 from . import _C
 from ._core.tensor import matmul
 from ._core.tensor_products import linalg_cross, linalg_vander as _vander, multi_dot
 from ._core import autocast as _amp
+from ._core import complex as _complex
+from ._core.autograd import needs_grad as _needs_grad
 from ._core import tensor_solve as _solve
 from ._core.tensor_solve import LinAlgError, det, matrix_exp, matrix_power, solve_triangular
 from ._core import tensor_decomp as _decomp
@@ -31,7 +35,7 @@ __all__ = ["vector_norm", "matrix_norm", "norm", "matmul", "multi_dot", "vecdot"
            "inv_ex", "solve", "solve_ex", "solve_triangular", "matrix_power", "cholesky", "cholesky_ex", "diagonal",
            "vander", "matrix_exp", "tensorinv", "tensorsolve", "LinAlgError", "svd", "svdvals", "qr", "eigh",
            "eigvalsh", "pinv", "matrix_rank", "cond", "lstsq", "lu_factor", "lu_factor_ex", "lu", "lu_solve",
-           "householder_product", "ldl_factor", "ldl_factor_ex", "ldl_solve"]
+           "householder_product", "ldl_factor", "ldl_factor_ex", "ldl_solve", "eig", "eigvals"]
 
 cross = linalg_cross
 SignLogAbsDet = collections.namedtuple("linalg_slogdet", ["sign", "logabsdet"])
@@ -243,3 +247,74 @@ def cond(A, p=None):
     X, info = inv_ex(A)
     out = matrix_norm(A, p) * matrix_norm(X, p)
     return _where(info > 0, math.inf, out)
+
+
+# ---- eigenvalues of general matrices, low-rank factorisations ----------------------------------------------------
+EigResult = collections.namedtuple("linalg_eig", ["eigenvalues", "eigenvectors"])
+
+
+def _eig_host(A, op):
+    """NumPy's (LAPACK geev's, which PyTorch's CPU kernel calls too) eigen-decomposition of each square matrix of
+    A, as (values, vectors) NumPy complex arrays. Forward only: gradients through eig are not implemented here,
+    so a graph input is refused rather than handing back results that would silently drop its gradient."""
+    if not isinstance(A, _C.TensorBase):
+        raise TypeError(f"linalg_{op}(): argument 'input' (position 1) must be Tensor, not {type(A).__name__}")
+    A, = _solve._widen(A)
+    _decomp.check_matrices(A, f"linalg.{op}", square=True, kernel="linalg_eig_out_cpu", fn=f"linalg_{op}")
+    if _needs_grad(A):
+        raise NotImplementedError(f"linalg.{op}: gradients through a general eigen-decomposition are not "
+                                  f"implemented in gpumemnet; call it on A.detach() (symmetric matrices: "
+                                  f"linalg.eigh, which is differentiable)")
+    if A._device == "meta":
+        raise NotImplementedError(f"linalg.{op}: its result's dtype and values come from LAPACK on the host; "
+                                  f"not available on meta tensors")
+    return np.linalg.eig(_decomp.host(A)), A
+
+
+def _complex_tensor(values, like):
+    """A NumPy complex array as a complex tensor of like's precision on like's device."""
+    return _complex.view_as_complex(_decomp.back(np.stack([values.real, values.imag], -1), like))
+
+
+def eig(A):
+    """(eigenvalues, eigenvectors) of each square matrix of A, complex (complex64 for float32 input, complex128
+    for float64), in LAPACK's order, each eigenvector of norm 1 (PyTorch's CPU results)."""
+    (w, v), A = _eig_host(A, "eig")
+    return EigResult(_complex_tensor(w, A), _complex_tensor(v, A))
+
+
+def eigvals(A):
+    """The eigenvalues of each square matrix of A (complex), in linalg.eig's order."""
+    (w, _), A = _eig_host(A, "eigvals")
+    return _complex_tensor(w, A)
+
+
+def svd_lowrank(A, q=6, niter=2, M=None):
+    """(U, S, V) of A - M truncated to q singular values (at most min(m, n)): A - M ~ U diag(S) V^T, U (*, m, q),
+    V (*, n, q).
+    PyTorch approximates them by randomized subspace iteration (niter steps, from a random start); this computes
+    the truncated SVD exactly (niter has no effect), which is what that iteration converges to and what
+    PyTorch's results equal (up to each pair's sign) whenever A - M has rank at most q."""
+    _tensor(A, "svd_lowrank")
+    if A.ndim < 2:
+        raise ValueError(f"svd_lowrank: A must have at least 2 dimensions, got shape {tuple(A.shape)}")
+    q = min(6 if q is None else int(q), A.shape[-2], A.shape[-1])  # PyTorch's: at most min(m, n)
+    X = A if M is None else A - M
+    U, S, Vh = svd(X, full_matrices=False)
+    return U[..., :q], S[..., :q], Vh[..., :q, :].mT
+
+
+def pca_lowrank(A, q=None, center=True, niter=2):
+    """(U, S, V) of the principal components of A (*, m, n), rows the samples: svd_lowrank of A less its column
+    means (center=True), q = min(6, m, n) by default."""
+    _tensor(A, "pca_lowrank")
+    if A.ndim < 2:
+        raise ValueError(f"pca_lowrank: A must have at least 2 dimensions, got shape {tuple(A.shape)}")
+    m, n = A.shape[-2], A.shape[-1]
+    q = min(6, m, n) if q is None else q
+    if not isinstance(q, int) or isinstance(q, bool) or not 0 <= q <= min(m, n):
+        raise ValueError(f"pca_lowrank: q(={q}) must be non-negative integer and not greater than min(m, n)="
+                         f"{min(m, n)}")
+    if not isinstance(niter, int) or niter < 0:
+        raise ValueError(f"pca_lowrank: niter(={niter}) must be non-negative integer")
+    return svd_lowrank(A - A.mean(-2, keepdim=True) if center else A, q, niter)

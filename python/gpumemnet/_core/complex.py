@@ -433,6 +433,12 @@ def complex(real, imag):
     return _make(real, imag)
 
 
+def from_real(x, dt):
+    """Real tensor x as a complex tensor of dtype dt (x.to(torch.complex64)): x's values, a zero imaginary part;
+    the gradient reaching x is the real part's, as PyTorch's."""
+    return _make(x.to(real_dtype(dt)), 0.0)
+
+
 def matmul(a, b):
     """The complex product of matrices: (A + iB)(C + iD) = (AC - BD) + i(AD + BC)."""
     (p, q), (r, s) = _parts(a), _parts(b)

@@ -630,6 +630,8 @@ class Tensor(_C.TensorBase):
         if memory_format is not None:
             _check_format(memory_format, "to")
         out = self
+        if isinstance(dtype, _dtype_cls) and dtype.is_complex:  # a real tensor made complex (_core/complex.py)
+            return hooks.get("complex").from_real(self if device is None else self.to(device=device), dtype)
         if dtype is not None:
             dt = as_dtype(dtype, "to: dtype")
             if dt.code != self._dtype:
