@@ -275,3 +275,20 @@ def test_half_precision_addmm_rounds_once(dtype):
         return [o.float().numpy() for o in outs]
     for i, (r, g) in enumerate(zip(*_both(run))):
         assert (g != r).sum() <= 2, f"op {i}: {(g != r).sum()} of {r.size} elements differ from PyTorch's"
+
+
+def test_python_bool_indices_act_as_zero_dim_masks():
+    """x[True] is x[None]; x[False] an empty selection; both read and written as PyTorch (stop 39)."""
+    def run(L):
+        x = L.arange(6.).reshape(2, 3)
+        shapes = [tuple(x[i].shape) for i in (True, False, (True, 0), (0, True), (Ellipsis, True), (None, True))]
+        writes = []
+        for i in (True, False, (0, True)):
+            y = x.clone()
+            y[i] = 7
+            writes.append(y.tolist())
+        z = L.ones(3, requires_grad=True)
+        (z[True] * 2).sum().backward()
+        return shapes, writes, z.grad.tolist()
+    ref, got = _both(run)
+    assert got == ref

@@ -52,6 +52,8 @@ def make_plan(t, idx):
     has several advanced indices (indexing_multi.py)."""
     if not isinstance(idx, tuple):
         idx = (idx,)
+    if any(type(i) is bool for i in idx):  # x[True] is x[None], x[False] an empty selection: 0-d masks
+        idx = tuple(np.asarray(i) if type(i) is bool else i for i in idx)
     consumed = 0
     for item in idx:
         if item is None or item is Ellipsis:
@@ -74,8 +76,6 @@ def make_plan(t, idx):
         elif item is None:
             steps.append(("unsqueeze", dim))
             dim += 1
-        elif isinstance(item, bool):
-            raise IndexError("index: Python bools as indices are not supported; use a bool tensor mask")
         elif isinstance(item, (int, np.integer)) or (hasattr(item, "__index__") and not hasattr(item, "ndim")):
             steps.append(("select", dim, int(item)))  # a NumPy integer scalar too (np.bool_ is none: refused)
         elif isinstance(item, slice):
