@@ -182,7 +182,8 @@ static PyMemberDef node_members[] = {
     {"_saved", T_OBJECT, offsetof(GMNode, saved), 0, "Saved tensors (tuple of _SavedTensor), or None."},
     {"_pre_hooks", T_OBJECT, offsetof(GMNode, pre_hooks), 0, "Gradient hooks: {output_nr: [hook]}."},
     {"needs_input_grad", T_OBJECT, offsetof(GMNode, needs_input_grad), 0, "Whether input i needs a gradient."},
-    {"variable", T_OBJECT, offsetof(GMNode, variable), 0, "AccumulateGrad: the leaf tensor."},
+    /* T_OBJECT_EX: other nodes have no `variable` at all (torchviz tells the accumulators by hasattr) */
+    {"variable", T_OBJECT_EX, offsetof(GMNode, variable), 0, "AccumulateGrad: the leaf tensor."},
     {NULL, 0, 0, 0, NULL},
 };
 

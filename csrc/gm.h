@@ -162,6 +162,9 @@ typedef struct {
     int requires_grad;
     int retains_grad;
     int is_view; /* made by a recorded view op: in-place writes would bypass its base's graph */
+    /* A weak reference to the tensor this one is a view of (the root of a chain of views), or NULL: Tensor._base.
+     * Weak: a node saving such a view would otherwise keep its base, and through grad_fn the graph, alive. */
+    PyObject *base_ref;
     int is_param; /* a gpumemnet.nn.Parameter (isinstance checks read this flag) */
     int output_nr;
 } GMTensor;

@@ -15,6 +15,7 @@ static int tensor_traverse(GMTensor *self, visitproc visit, void *arg) {
     Py_VISIT(self->post_acc_hooks);
     Py_VISIT(self->name);
     Py_VISIT(self->grad_acc);
+    Py_VISIT(self->base_ref);
     return 0;
 }
 
@@ -25,6 +26,7 @@ static int tensor_clear(GMTensor *self) {
     Py_CLEAR(self->post_acc_hooks);
     Py_CLEAR(self->name);
     Py_CLEAR(self->grad_acc);
+    Py_CLEAR(self->base_ref);
     return 0;
 }
 
@@ -277,7 +279,24 @@ static int set_grad(GMTensor *self, PyObject *value, void *c) {
     return 0;
 }
 
+/* Tensor._base: the tensor this one is a view of while it lives (PyTorch keeps it alive; here a view does not),
+ * else None. Setting None forgets it (detach() and .data make views that PyTorch does not count as views). */
+static PyObject *get_base(GMTensor *self, void *closure) {
+    PyObject *b = self->base_ref ? PyWeakref_GET_OBJECT(self->base_ref) : Py_None;
+    return Py_NewRef(b);
+}
+
+static int set_base(GMTensor *self, PyObject *value, void *closure) {
+    if (value != Py_None) {
+        PyErr_SetString(PyExc_AttributeError, "_base: only None can be set (it forgets the base)");
+        return -1;
+    }
+    Py_CLEAR(self->base_ref);
+    return 0;
+}
+
 static PyGetSetDef tensor_getset[] = {
+    {"_base", (getter)get_base, (setter)set_base, "The tensor this is a view of (alive), else None.", NULL},
     {"shape", (getter)get_shape, NULL, "The size of each dimension, as a gpumemnet.Size.", NULL},
     {"_strides", (getter)get_strides, NULL, "Strides in elements.", NULL},
     {"_dtype", (getter)get_dtype, NULL, "dtype code.", NULL},
@@ -307,7 +326,7 @@ static PyMemberDef tensor_members[] = {
     {"_grad_acc", T_OBJECT, offsetof(GMTensor, grad_acc), 0, "A leaf's gradient accumulator node."},
     {"_retains_grad", T_BOOL, offsetof(GMTensor, retains_grad), 0, "Whether a non-leaf keeps .grad."},
     {"_is_param", T_BOOL, offsetof(GMTensor, is_param), 0, "Whether this tensor is an nn.Parameter."},
-    {"_is_view", T_BOOL, offsetof(GMTensor, is_view), 0, "Made by a recorded view of a tensor in a graph."},
+    {"_graph_view", T_BOOL, offsetof(GMTensor, is_view), 0, "Made by a recorded view of a tensor in a graph."},
     {"_output_nr", T_INT, offsetof(GMTensor, output_nr), 0, "Which output of grad_fn this is."},
     {NULL},
 };

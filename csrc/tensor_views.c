@@ -70,6 +70,21 @@ static int view_strides(GMTensor *self, int ndim, const int64_t *newshape, int64
     return view_d == -1;
 }
 
+/* v, made by one of the view methods below from self, remembers the tensor it is a view of (Tensor._base, which
+ * PyTorch's code reads): self's own base when that is alive (the root of a chain of views), else self. */
+static PyObject *view_of(GMTensor *v, GMTensor *self) {
+    if (!v) return NULL;
+    PyObject *ref = self->base_ref;
+    if (ref && PyWeakref_GET_OBJECT(ref) != Py_None) {
+        Py_INCREF(ref);
+    } else if (!(ref = PyWeakref_NewRef((PyObject *)self, NULL))) {
+        Py_DECREF(v);
+        return NULL;
+    }
+    v->base_ref = ref;
+    return (PyObject *)v;
+}
+
 static PyObject *tensor_view(GMTensor *self, PyObject *arg) {
     int ndim;
     int64_t shape[GM_MAX_DIMS], strides[GM_MAX_DIMS];
@@ -78,7 +93,7 @@ static PyObject *tensor_view(GMTensor *self, PyObject *arg) {
     if (!view_strides(self, ndim, shape, strides))
         return shape_error("view", self, ndim, shape,
                            "the tensor's strides are not compatible (use reshape, which copies when needed)");
-    return (PyObject *)gm_view(self, ndim, shape, strides, self->offset);
+    return view_of(gm_view(self, ndim, shape, strides, self->offset), self);
 }
 
 static PyObject *tensor_can_view(GMTensor *self, PyObject *arg) {
@@ -118,7 +133,7 @@ static PyObject *tensor_as_strided(GMTensor *self, PyObject *args) {
                      "of %lld elements", (long long)lo, (long long)hi, (long long)cap);
         return NULL;
     }
-    return (PyObject *)gm_view(self, ndim, shape, strides, offset);
+    return view_of(gm_view(self, ndim, shape, strides, offset), self);
 }
 
 /* t._view_dtype(code): the same bytes read as another dtype (PyTorch's Tensor.view(dtype)). A dtype of another size
@@ -185,7 +200,7 @@ static PyObject *tensor_transpose(GMTensor *self, PyObject *args) {
         shape[a] = self->shape[b]; shape[b] = self->shape[a];
         strides[a] = self->strides[b]; strides[b] = self->strides[a];
     }
-    return (PyObject *)gm_view(self, self->ndim, shape, strides, self->offset);
+    return view_of(gm_view(self, self->ndim, shape, strides, self->offset), self);
 }
 
 static PyObject *tensor_permute(GMTensor *self, PyObject *arg) {
@@ -208,7 +223,7 @@ static PyObject *tensor_permute(GMTensor *self, PyObject *arg) {
         shape[i] = self->shape[d];
         strides[i] = self->strides[d];
     }
-    return (PyObject *)gm_view(self, n, shape, strides, self->offset);
+    return view_of(gm_view(self, n, shape, strides, self->offset), self);
 }
 
 static PyObject *tensor_expand(GMTensor *self, PyObject *arg) {
@@ -243,7 +258,7 @@ static PyObject *tensor_expand(GMTensor *self, PyObject *arg) {
             return NULL;
         }
     }
-    return (PyObject *)gm_view(self, n, shape, strides, self->offset);
+    return view_of(gm_view(self, n, shape, strides, self->offset), self);
 }
 
 /* Python-style slice bounds for one dimension; step must be positive (as in PyTorch). */
@@ -283,7 +298,7 @@ static PyObject *tensor_slice(GMTensor *self, PyObject *args) {
     shape[d] = len;
     strides[d] = self->strides[d] * step;
     int64_t offset = self->offset + (len > 0 ? start * self->strides[d] : 0);
-    return (PyObject *)gm_view(self, self->ndim, shape, strides, offset);
+    return view_of(gm_view(self, self->ndim, shape, strides, offset), self);
 }
 
 static PyObject *tensor_select(GMTensor *self, PyObject *args) {
@@ -309,7 +324,7 @@ static PyObject *tensor_select(GMTensor *self, PyObject *args) {
         shape[n] = self->shape[i];
         strides[n++] = self->strides[i];
     }
-    return (PyObject *)gm_view(self, n, shape, strides, self->offset + index * self->strides[d]);
+    return view_of(gm_view(self, n, shape, strides, self->offset + index * self->strides[d]), self);
 }
 
 static PyObject *tensor_unsqueeze(GMTensor *self, PyObject *arg) {
@@ -333,7 +348,7 @@ static PyObject *tensor_unsqueeze(GMTensor *self, PyObject *arg) {
             strides[n++] = self->strides[i];
         }
     }
-    return (PyObject *)gm_view(self, self->ndim + 1, shape, strides, self->offset);
+    return view_of(gm_view(self, self->ndim + 1, shape, strides, self->offset), self);
 }
 
 static PyObject *tensor_squeeze(GMTensor *self, PyObject *arg) {
@@ -351,7 +366,7 @@ static PyObject *tensor_squeeze(GMTensor *self, PyObject *arg) {
         shape[n] = self->shape[i];
         strides[n++] = self->strides[i];
     }
-    return (PyObject *)gm_view(self, n, shape, strides, self->offset);
+    return view_of(gm_view(self, n, shape, strides, self->offset), self);
 }
 
 /* self takes src's storage, geometry, dtype and device, keeping its identity (PyTorch's `param.data = src`):
@@ -401,6 +416,7 @@ static PyObject *tensor_as_subclass(GMTensor *self, PyObject *cls) {
     t->grad_fn = Py_XNewRef(self->grad_fn);
     t->output_nr = self->output_nr;
     t->is_view = self->is_view;
+    t->base_ref = Py_XNewRef(self->base_ref);
     return (PyObject *)t;
 }
 

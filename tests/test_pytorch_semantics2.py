@@ -292,3 +292,50 @@ def test_python_bool_indices_act_as_zero_dim_masks():
         return shapes, writes, z.grad.tolist()
     ref, got = _both(run)
     assert got == ref
+
+
+def test_views_know_their_base_as_pytorch():
+    """Tensor._base / _is_view() (torchviz draws a view's base; serialisers clone views): the root of a chain of
+    views, None for detach(), .data, a dtype view and fresh results. Unlike PyTorch, a view does not keep its base
+    alive: once the base is gone, _base is None."""
+    def run(L):
+        x = L.arange(6.).reshape(2, 3).clone()
+        views = (x.view(6), x.reshape(6), x[0], x[:, 1], x[None], x.unsqueeze(0), x.permute(1, 0), x.expand(2, 2, 3),
+                 x.T, x.mT, x.narrow(0, 0, 1), x.split(1)[0], x.unbind()[1], x.chunk(3, 1)[2], x.flatten(),
+                 x.squeeze(), x.diagonal(), x.unfold(1, 2, 1), x.as_strided((2,), (1,)), x.view_as(x), x.t().t())
+        others = (x + 1, x.clone(), x.t().contiguous(), x.detach(), x[0].detach(), x.data, x.view(L.int32), x)
+        w = L.ones(3, requires_grad=True)
+        return ([v._base is x and v._is_view() for v in views], [o._base is None and not o._is_view() for o in others],
+                w[:2]._base is w)
+    ref, got = _both(run)
+    assert got == ref
+    x = gm.ones(3)
+    v = x[1:]
+    del x
+    assert v._base is None
+
+
+def test_graph_walks_find_accumulators_by_their_variable():
+    """torchviz's make_dot: hasattr(fn, 'variable') tells a leaf's AccumulateGrad, hasattr(fn, 'saved_tensors') a
+    custom Function's node (PyTorch's built-in nodes have neither)."""
+    class Double(gm.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            x, = ctx.saved_tensors
+            return g * 2
+
+    w = gm.ones(3, requires_grad=True)
+    y = Double.apply((w * 2).relu()).sum()
+    seen, stack = [], [y.grad_fn]
+    while stack:
+        fn = stack.pop()
+        seen.append((hasattr(fn, "variable"), hasattr(fn, "saved_tensors")))
+        if hasattr(fn, "variable"):
+            assert fn.variable is w
+        stack += [n for n, _ in fn.next_functions if n is not None]
+    assert seen == [(False, False), (False, True), (False, False), (False, False), (True, False)]

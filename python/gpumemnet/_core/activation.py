@@ -72,7 +72,7 @@ class _Activation(Function):
 
     @staticmethod
     def backward(ctx, g):
-        saved, = ctx.saved_tensors
+        saved, = ctx._unpacked
         if saved._dtype == _UINT8:  # relu's bit mask (keep_relu_mask)
             return _C.relu_mask_backward(g, saved, ctx.grad_is_free(0)), None, None, None
         return _C.activation_backward(ctx.op, g, saved, ctx.alpha, ctx.grad_is_free(0), ctx.beta), None, None, None
@@ -262,7 +262,7 @@ class _PReLU(Function):
 
     @staticmethod
     def backward(ctx, g):
-        x, weight = ctx.saved_tensors
+        x, weight = ctx._unpacked
         need = ctx.needs_input_grad
         return _C.prelu_backward(g, x, weight, need[0], need[1], ctx.grad_is_free(0))
 
@@ -293,7 +293,7 @@ class _Softmax(Function):
 
     @staticmethod
     def backward(ctx, g):
-        out, = ctx.saved_tensors
+        out, = ctx._unpacked
         return _C.softmax_backward(g, out, ctx.dim, ctx.log, ctx.grad_is_free(0)), None, None
 
     def name(self):

@@ -356,7 +356,10 @@ class Function(Node):
         self._non_diff = set(indices)
 
     @property
-    def saved_tensors(self):
+    def _unpacked(self):
+        """The saved tensors, for the op's backward. Not named saved_tensors: PyTorch's built-in nodes have no such
+        attribute (only custom Functions' do, which custom_function.adopt gives them), and torchviz draws every
+        entry of a node that has one."""
         if self._released:
             raise RuntimeError(
                 f"trying to run backward through {self.name()} a second time, but its saved tensors were "
@@ -386,7 +389,7 @@ class Function(Node):
 
     def apply_grads(self, grads):
         if self._released and self._saved is not None:
-            self.saved_tensors  # raises the explanatory error
+            self._unpacked  # raises the explanatory error
         if state.create_graph:
             self.__dict__["_free_grads"] = None  # a formula may call the raw backward: it must not write into g
             out = _graph_backward(self)(self, *grads)
@@ -443,7 +446,7 @@ def _mark_output(o, args, saved, Tensor):
     if not any(a is o for a in args):
         for a in args:
             if type(a) is Tensor and a._storage_id == sid:
-                o._is_view = True
+                o._graph_view = True
                 return
     if saved and o._category == "other":
         for st in saved:
@@ -473,7 +476,7 @@ def needs_grad(*xs):
 
 def is_graph_view(t):
     """Whether t is a view of a tensor in a graph under grad mode: the in-place writes check_inplace refuses."""
-    return _grad_on() and t.requires_grad and t.grad_fn is not None and t._is_view
+    return _grad_on() and t.requires_grad and t.grad_fn is not None and t._graph_view
 
 
 def check_inplace(t, name):
@@ -485,7 +488,7 @@ def check_inplace(t, name):
         if t.grad_fn is None:
             raise RuntimeError(f"{name}: a leaf tensor that requires grad cannot be modified in place under grad "
                                f"mode; wrap the update in gpumemnet.no_grad() (as optimizers do)")
-        if t._is_view and t._storage_refs > 1:
+        if t._graph_view and t._storage_refs > 1:
             raise RuntimeError(f"{name}: this tensor is a view of another tensor that is part of a graph; an "
                                f"in-place write would not reach the other tensor's gradient. Use the "
                                f"out-of-place form")

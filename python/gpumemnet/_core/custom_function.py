@@ -90,7 +90,7 @@ def _save_for_backward(self, *tensors):
 
 
 def _saved_tensors(self):
-    saved = A.Function.saved_tensors.fget(self)
+    saved = A.Function._unpacked.fget(self)
     roles = self.__dict__.get("_roles")
     if not state.create_graph or not roles:
         return saved

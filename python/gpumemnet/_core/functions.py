@@ -139,7 +139,7 @@ class Mul(Binary):
 
     @staticmethod
     def grads(ctx, g):
-        s = ctx.saved_tensors
+        s = ctx._unpacked
         a, b = _operand(ctx, s, 0), _operand(ctx, s, 1)
         return (_C.binary(MUL, g, b) if ctx.needs_input_grad[0] else None,
                 _C.binary(MUL, g, a) if ctx.needs_input_grad[1] else None)
@@ -152,7 +152,7 @@ class Div(Binary):
 
     @staticmethod
     def grads(ctx, g):
-        s = ctx.saved_tensors
+        s = ctx._unpacked
         b, out = _operand(ctx, s, 1), s[2]
         ga = _C.binary(DIV, g, b) if ctx.needs_input_grad[0] else None
         gb = None
@@ -168,7 +168,7 @@ class Pow(Binary):
 
     @staticmethod
     def grads(ctx, g):
-        s = ctx.saved_tensors
+        s = ctx._unpacked
         a, b, out = _operand(ctx, s, 0), _operand(ctx, s, 1), s[2]
         ga = gb = None
         if ctx.needs_input_grad[0]:  # b * a^(b-1), and 0 where b == 0 (0 * 0^-1 would be NaN; PyTorch's rule)
@@ -195,7 +195,7 @@ class _MaxMin(Binary):
 
     @classmethod
     def grads(cls, ctx, g):
-        s = ctx.saved_tensors
+        s = ctx._unpacked
         a, b = _operand(ctx, s, 0), _operand(ctx, s, 1)
         # The larger (smaller) operand takes the gradient; ties split it evenly, as in PyTorch.
         win = _C.binary(GT if cls.op == MAXIMUM else LT, a, b)
@@ -246,7 +246,7 @@ class Exp(Function):
 
     @staticmethod
     def backward(ctx, g):
-        out, = ctx.saved_tensors
+        out, = ctx._unpacked
         return _C.binary(MUL, g, out)
 
 
@@ -258,7 +258,7 @@ class Log(Function):
 
     @staticmethod
     def backward(ctx, g):
-        a, = ctx.saved_tensors
+        a, = ctx._unpacked
         return _C.binary(DIV, g, a)
 
 
@@ -271,7 +271,7 @@ class Sqrt(Function):
 
     @staticmethod
     def backward(ctx, g):
-        out, = ctx.saved_tensors
+        out, = ctx._unpacked
         return _C.binary(DIV, g, _C.binary(MUL, out, 2.0))
 
 
@@ -283,7 +283,7 @@ class Abs(Function):
 
     @staticmethod
     def backward(ctx, g):
-        a, = ctx.saved_tensors
+        a, = ctx._unpacked
         return _C.binary(MUL, g, _C.unary(SIGN, a))
 
 
@@ -296,7 +296,7 @@ class Clamp(Function):
 
     @staticmethod
     def backward(ctx, g):
-        a, = ctx.saved_tensors
+        a, = ctx._unpacked
         # The gradient passes where min < x < max: PyTorch 2.15 gives 0 at a bound that is a number (tensor bounds
         # go through maximum/minimum instead, which split a tie: Tensor.clamp).
         keep = None
@@ -318,7 +318,7 @@ class Where(Function):
 
     @staticmethod
     def backward(ctx, g):
-        cond, = ctx.saved_tensors
+        cond, = ctx._unpacked
         ga = sum_to(_C.where(cond, g, 0.0), *ctx.a_meta) if ctx.needs_input_grad[1] else None
         gb = sum_to(_C.where(cond, 0.0, g), *ctx.b_meta) if ctx.needs_input_grad[2] else None
         return None, ga, gb
@@ -451,7 +451,7 @@ class AMaxMin(Function):
 
     @staticmethod
     def backward(ctx, g):
-        a, out = ctx.saved_tensors
+        a, out = ctx._unpacked
         out = _unreduce(out, a.shape, ctx.dims, ctx.keepdim)
         g = _unreduce(g, a.shape, ctx.dims, ctx.keepdim)
         mask = cast(_C.binary(EQ, a, out), g._dtype)
@@ -474,7 +474,7 @@ class MaxMinDim(Function):
 
     @staticmethod
     def backward(ctx, g, g_indices=None):
-        indices, = ctx.saved_tensors
+        indices, = ctx._unpacked
         shape = ctx.shape
         if not shape:
             return g, None, None, None
@@ -497,7 +497,7 @@ class Var(Function):
 
     @staticmethod
     def backward(ctx, g):
-        a, = ctx.saved_tensors
+        a, = ctx._unpacked
         n = 1
         for d in ctx.dims:
             n *= a.shape[d] if a.ndim else 1
@@ -521,7 +521,7 @@ class Matmul(Function):
 
     @staticmethod
     def backward(ctx, g):
-        a, b = ctx.saved_tensors
+        a, b = ctx._unpacked
         a_shape, b_shape = ctx.a_shape, ctx.b_shape
         if len(a_shape) == 1 and len(b_shape) == 1:  # dot product
             return (_C.binary(MUL, g, b) if b is not None else None,
@@ -554,7 +554,7 @@ def root_ref(a):
     """A weak reference to the tensor a view op's result is ultimately a view of (ctx.view_base): a itself, or,
     for a view made by a recorded view op, that op's root (the intermediate views may be gone by the time the
     result is written in place: x.view(-1)[:4].add_(1))."""
-    if a._is_view:
+    if a._graph_view:
         ref = getattr(a.grad_fn, "view_base", None)
         if ref is not None:
             return ref

@@ -138,7 +138,7 @@ def _operand(ctx, saved, i):
 def _binary(ctx, g):
     op = type(ctx).op
     need = ctx.needs_input_grad
-    saved = ctx.saved_tensors if type(ctx).saves else ()
+    saved = ctx._unpacked if type(ctx).saves else ()
     a = _operand(ctx, saved, 0) if op not in (fn.ADD, fn.SUB) else None
     b = _operand(ctx, saved, 1) if op not in (fn.ADD, fn.SUB) else None
     ga = gb = None
@@ -201,7 +201,7 @@ register(fn.RSub, lambda ctx, g: (-g, None))
 
 # ---- elementwise unary ops -------------------------------------------------------------------------------------
 def _first(ctx):
-    return ctx.saved_tensors[0]
+    return ctx._unpacked[0]
 
 
 register(fn.Neg, lambda ctx, g: -g)
@@ -308,7 +308,7 @@ register(_Softmax, _softmax)
 def _inplace_binary(ctx, g):
     """a op= b: a scaling by a constant b (*=, /=), or += / -= (the others are refused in the forward)."""
     if ctx.scale is not None:
-        b = ctx.saved_tensors[0] if ctx.b_meta is not None else ctx.b_number
+        b = ctx._unpacked[0] if ctx.b_meta is not None else ctx.b_number
         return sum_to(g * b if ctx.scale == fn.MUL else g / b, *ctx.a_meta), None, None, None
     gb = g if ctx.fn.op == fn.ADD else -g
     return (sum_to(g, *ctx.a_meta) if ctx.needs_input_grad[0] else None,
@@ -336,7 +336,7 @@ register(fn.Mean, lambda ctx, g: (_unreduce(g, ctx.shape, ctx.dims, ctx.keepdim)
 
 
 def _matmul(ctx, g):
-    s = ctx.saved_tensors
+    s = ctx._unpacked
     a, b = saved_input(ctx, 0, s[0]), saved_input(ctx, 1, s[1])
     a_shape, b_shape = ctx.a_shape, ctx.b_shape
     if len(a_shape) == 1 and len(b_shape) == 1:

@@ -20,38 +20,38 @@ def _matrix(g):
 
 
 def _det(ctx, g):
-    A, det = ctx.saved_tensors
+    A, det = ctx._unpacked
     if bool(_C.binary(fn.EQ, det, 0.0).any()):
         raise not_recorded(ctx, "a singular matrix")
     return _matrix(g * saved_output(ctx, det)) * _mT(inverse(saved_input(ctx, 0, A)))
 
 
 def _logabsdet(ctx, g):
-    A, = ctx.saved_tensors
+    A, = ctx._unpacked
     return _matrix(g) * _mT(inverse(saved_input(ctx, 0, A))), None
 
 
 def _inv(ctx, g):
-    Xt = _mT(saved_output(ctx, ctx.saved_tensors[0]))
+    Xt = _mT(saved_output(ctx, ctx._unpacked[0]))
     return -(Xt @ g @ Xt), None
 
 
 def _solve(ctx, g):
-    A, X = ctx.saved_tensors
+    A, X = ctx._unpacked
     gB = record(_Solve, _mT(saved_input(ctx, 0, A)), g, None)
     gA = -(gB @ _mT(saved_output(ctx, X))) if ctx.needs_input_grad[0] else None
     return gA, (gB if ctx.needs_input_grad[1] else None), None
 
 
 def _trisolve(ctx, g):
-    T, X = ctx.saved_tensors
+    T, X = ctx._unpacked
     gB = record(_TriSolve, _mT(saved_input(ctx, 0, T)), g, not ctx.upper)
     gT = -(gB @ _mT(saved_output(ctx, X))) if ctx.needs_input_grad[0] else None
     return gT, (gB if ctx.needs_input_grad[1] else None), None
 
 
 def _cholesky(ctx, g, _g_info=None):
-    L, = ctx.saved_tensors
+    L, = ctx._unpacked
     lower, half = cholesky_phi(L)
     Ll = saved_output(ctx, L)
     P = where(lower, _mT(Ll) @ where(lower, g, 0.0), 0.0) * half
@@ -64,13 +64,13 @@ def _svd(ctx, *grads):
     gU, gS, gVh = (tuple(grads) + (None,) * 3)[:3]
     if ctx.full or gU is not None or gVh is not None or gS is None:
         raise not_recorded(ctx, "gradients of U or Vh (only the singular values' are recorded)")
-    U, _, Vh = ctx.saved_tensors
+    U, _, Vh = ctx._unpacked
     return (saved_output(ctx, U, 0) * gS.unsqueeze(-2)) @ saved_output(ctx, Vh, 2), None
 
 
 def _eigh(ctx, *grads):
     gL, gV = (tuple(grads) + (None,) * 2)[:2]
-    L, V = ctx.saved_tensors
+    L, V = ctx._unpacked
     eye = eye_mask(L.shape[-1], L)
     Vl = saved_output(ctx, V, 1)
     inner = where(eye, gL.unsqueeze(-1), 0.0) if gL is not None else None

@@ -53,7 +53,7 @@ def _math_derivative(op, s):
 
 
 def _math(ctx, g):
-    s, = ctx.saved_tensors
+    s, = ctx._unpacked
     s = saved_output(ctx, s) if ctx.op in _FROM_OUTPUT else saved_input(ctx, 0, s)
     return g * _math_derivative(ctx.op, s), None
 
@@ -64,7 +64,7 @@ register(_Math, _math)
 def _unary(ctx, g):
     """tensor_special's functions (acosh, sinc, lgamma, digamma, polygamma, erfinv ...): g times the derivative's
     recorded form (computed in float64 where the values are)."""
-    s, = ctx.saved_tensors
+    s, = ctx._unpacked
     s = saved_output(ctx, s) if ctx.of_output else saved_input(ctx, 0, s)
     work = s.double() if ctx.slope.wide and s._dtype != 1 else s
     d = ctx.slope.graph(work)
@@ -78,7 +78,7 @@ register(_Unary, _unary)
 
 def _xlogy(ctx, g):
     """xlogy's gradients (tensor_more._XLogY) with recorded ops: log(y), 0 where x and y are both 0; x / y."""
-    x, y = ctx.saved_tensors
+    x, y = ctx._unpacked
     xl = saved_input(ctx, 0, x)
     yl = saved_input(ctx, 1, y) if y is not None else ctx.number
     gx = gy = None
@@ -97,7 +97,7 @@ register(_XLogY, _xlogy)
 
 # ---- reductions ----------------------------------------------------------------------------------------------------
 def _var(ctx, g):
-    a, = ctx.saved_tensors
+    a, = ctx._unpacked
     n = 1
     for d in ctx.dims:
         n *= a.shape[d] if a.ndim else 1
@@ -110,14 +110,14 @@ def _var(ctx, g):
 def _amax_min(ctx, g):
     """The gradient shared among the elements equal to the result: a constant share of g (the ties do not move
     for a small change of the input)."""
-    a, out = ctx.saved_tensors
+    a, out = ctx._unpacked
     mask = fn.cast(_C.binary(fn.EQ, a, fn._unreduce(out, a.shape, ctx.dims, ctx.keepdim)), a._dtype)
     share = _C.binary(fn.DIV, mask, _C.reduce(fn.SUM, mask, ctx.dims, True))
     return _unreduce(g, a.shape, ctx.dims, ctx.keepdim) * share, None, None, None
 
 
 def _max_min_dim(ctx, g, g_indices=None):
-    indices, = ctx.saved_tensors
+    indices, = ctx._unpacked
     shape = ctx.shape
     if not shape:
         return g, None, None, None
@@ -131,7 +131,7 @@ def _max_min_dim(ctx, g, g_indices=None):
 def _prod(ctx, g):
     """d prod / d x_i = prod / x_i where no entry is 0. With zeros the derivative is a product of the others, whose
     own derivative this form does not give: refused there."""
-    x, out = ctx.saved_tensors
+    x, out = ctx._unpacked
     if bool(_C.binary(fn.EQ, x, 0.0).any()):
         raise not_recorded(ctx, "an input holding zeros")
     dims = fn._norm_dims(ctx.dims, x.ndim)
@@ -164,7 +164,7 @@ def _kept(g, put):
 
 def _scatter(ctx, g):
     """scatter / scatter_add: x's gradient is g (zero where scatter_ overwrote), src's is g gathered at index."""
-    index, = ctx.saved_tensors
+    index, = ctx._unpacked
     gx = gs = None
     if ctx.needs_input_grad[0]:
         gx = g if ctx.accumulate else g * _kept(g, lambda k: _scatter_into(k, ctx.d, index, 0.0, False))
@@ -178,7 +178,7 @@ def _scatter(ctx, g):
 def _index_put_along(ctx, g):
     """index_add / index_copy along a dim: x's gradient is g (zero at the copied slices), source's is g's
     slices at index (times alpha)."""
-    index, = ctx.saved_tensors
+    index, = ctx._unpacked
     gx = gs = None
     if ctx.needs_input_grad[0]:
         gx = g if ctx.accumulate else g * _kept(g, lambda k: _C.index_put_(k, ctx.d, index, 0.0, False))
@@ -200,7 +200,7 @@ register(fn.MaxMinDim, _max_min_dim)
 
 # ---- binary ops beyond the arithmetic ------------------------------------------------------------------------------
 def _atan2(ctx, g):
-    s = ctx.saved_tensors
+    s = ctx._unpacked
     a, b = _operand(ctx, s, 0), _operand(ctx, s, 1)
     scale = g / (a * a + b * b)
     need = ctx.needs_input_grad
@@ -211,7 +211,7 @@ def _fmod(ctx, g):
     """d/da = 1, d/db = -rounding(a / b): a step function of the operands, a constant here."""
     gb = None
     if ctx.needs_input_grad[1]:
-        s = ctx.saved_tensors
+        s = ctx._unpacked
         raw = [s[i] if s[i] is not None else ctx._input_number(i) for i in (0, 1)]
         gb = -(g * type(ctx).rounding(_C.binary(fn.DIV, *raw)))
     return binary_grads(ctx, g, gb)
@@ -223,7 +223,7 @@ register(Fmod, _fmod)  # and Remainder, its subclass
 
 # ---- pointwise ops with a piecewise derivative ---------------------------------------------------------------------
 def _prelu(ctx, g):
-    x, w = ctx.saved_tensors
+    x, w = ctx._unpacked
     need = ctx.needs_input_grad
     positive = _C.binary(fn.GT, x, 0.0)
     if w.numel() == 1:
@@ -241,7 +241,7 @@ def _prelu(ctx, g):
 
 register(_PReLU, _prelu)
 register(_Rounding, lambda ctx, g: (g * 0.0, None))
-register(_InplaceMaskedFill, lambda ctx, g: (where(ctx.saved_tensors[0], 0.0, g), None, None))
+register(_InplaceMaskedFill, lambda ctx, g: (where(ctx._unpacked[0], 0.0, g), None, None))
 
 
 # ---- ops linear in their input: the backward as one node whose own backward is the op ------------------------------

@@ -251,7 +251,7 @@ def write_graph_view(view, value_of):
     not alive, not in a graph, or (for the strided form) not contiguous."""
     node = view.grad_fn
     base = node.base() if isinstance(node, (IndexFn, SplitFn)) and node.base is not None else None
-    if base is not None and not base._is_view and base.grad_fn is not None:
+    if base is not None and not base._graph_view and base.grad_fn is not None:
         plan = node.plan if isinstance(node, IndexFn) else node.plan_of(_C._edge_of(view)[1], base)
         IndexPutFn.apply(base, value_of(view), plan)
         view.grad_fn = IndexFn.apply(base, plan).grad_fn
@@ -295,7 +295,7 @@ def graph_view_writable(view):
     node = view.grad_fn
     if isinstance(node, (IndexFn, SplitFn)) and node.base is not None:
         base = node.base()
-        if base is not None and not base._is_view and base.grad_fn is not None:
+        if base is not None and not base._graph_view and base.grad_fn is not None:
             return True
     root = _root_base(view)
     if root is not None and root.grad_fn is not None and root.is_contiguous() and \
@@ -308,7 +308,7 @@ def _root_base(view):
     """The tensor (not itself a view) that recorded view ops made `view` from (their ctx.view_base), or None."""
     ref = getattr(view.grad_fn, "view_base", None)
     t = ref() if ref is not None else None
-    return None if t is None or t._is_view else t
+    return None if t is None or t._graph_view else t
 
 
 class _StridedView(Function):

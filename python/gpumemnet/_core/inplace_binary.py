@@ -30,7 +30,7 @@ class _InplaceBinary(autograd.Function):
     @staticmethod
     def backward(ctx, g):
         if ctx.scale is not None:
-            b = ctx.saved_tensors[0] if ctx.b_meta is not None else ctx.b_number
+            b = ctx._unpacked[0] if ctx.b_meta is not None else ctx.b_number
             return F.sum_to(_C.binary(ctx.scale, g, b), *ctx.a_meta), None, None, None
         ga, gb = ctx.fn.grads(ctx, g)
         return (F.sum_to(ga, *ctx.a_meta) if ctx.needs_input_grad[0] else None,

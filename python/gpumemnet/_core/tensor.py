@@ -267,7 +267,13 @@ class Tensor(_C.TensorBase):
         autograd.backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs)
 
     def detach(self):
-        return self._as_strided(self.shape, self._strides, self._offset)
+        d = self._as_strided(self.shape, self._strides, self._offset)
+        d._base = None  # PyTorch's detach() is no view (x[0].detach()._base is None)
+        return d
+
+    def _is_view(self):
+        """Whether this is a view of another tensor (that still lives: Tensor._base, csrc/tensor_views.c)."""
+        return self._base is not None
 
     def detach_(self):
         self.grad_fn = None

@@ -92,7 +92,7 @@ class _SVD(Function):
     @staticmethod
     def backward(ctx, *grads):
         gU, gS, gVh = _pad(grads, 3)
-        U, S, Vh = (t.detach() for t in ctx.saved_tensors)
+        U, S, Vh = (t.detach() for t in ctx._unpacked)
         m, n, k = U.shape[-2], Vh.shape[-1], S.shape[-1]
         if ctx.full:
             gU = None if gU is None else gU.narrow(-1, 0, k)
@@ -220,7 +220,7 @@ class _QR(Function):
             raise RuntimeError("linalg.qr_backward: The derivative of linalg.qr depends on Q, which is not computed "
                                "when mode='r'. Please use linalg.qr(A, mode='reduced') if you are going to "
                                "differentiate through linalg.qr.")
-        Q, R = (t.detach() for t in ctx.saved_tensors)
+        Q, R = (t.detach() for t in ctx._unpacked)
         m, n = Q.shape[-2], R.shape[-1]
         if ctx.mode == "complete" and m > n:
             raise RuntimeError(f"linalg.qr_backward: The QR decomposition is not differentiable when "
@@ -287,7 +287,7 @@ class _Eigh(Function):
     @staticmethod
     def backward(ctx, *grads):
         gL, gV = _pad(grads, 2)
-        L, V = (t.detach() for t in ctx.saved_tensors)
+        L, V = (t.detach() for t in ctx._unpacked)
         n = L.shape[-1]
         eye = _eye_mask(n, L)
         if gV is not None:
@@ -386,7 +386,7 @@ class _Pinv(Function):
 
     @staticmethod
     def backward(ctx, gP):
-        A, P = (t.detach() for t in ctx.saved_tensors)
+        A, P = (t.detach() for t in ctx._unpacked)
         gP = gP.detach()
         Pt, gPt = _mT(P), _mT(gP)
         gA = -_mm(_mm(Pt, gP), Pt)

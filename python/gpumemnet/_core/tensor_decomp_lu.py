@@ -130,7 +130,7 @@ class _LUFactor(Function):
 
     @staticmethod
     def backward(ctx, gLU, *_):
-        LU, piv = ctx.saved_tensors
+        LU, piv = ctx._unpacked
         LU, g = LU.detach(), gLU.detach()
         m, n = LU.shape[-2], LU.shape[-1]
         k = min(m, n)

@@ -70,7 +70,7 @@ class _Math(Function):
 
     @staticmethod
     def backward(ctx, g):
-        s, = ctx.saved_tensors
+        s, = ctx._unpacked
         return _B(F.MUL, g, _derivative(ctx.op, s)), None
 
 
@@ -88,7 +88,7 @@ class Fmod(F.Binary):
     def grads(cls, ctx, g):
         gb = None
         if ctx.needs_input_grad[1]:
-            s = ctx.saved_tensors
+            s = ctx._unpacked
             q = _B(F.DIV, F._operand(ctx, s, 0), F._operand(ctx, s, 1))
             gb = _U(F.NEG, _B(F.MUL, g, cls.rounding(q)))
         return g, gb
@@ -107,7 +107,7 @@ class Atan2(F.Binary):
 
     @staticmethod
     def grads(ctx, g):
-        s = ctx.saved_tensors
+        s = ctx._unpacked
         a, b = F._operand(ctx, s, 0), F._operand(ctx, s, 1)
         scale = _B(F.DIV, g, _B(F.ADD, _B(F.MUL, a, a), _B(F.MUL, b, b)))
         return (_B(F.MUL, scale, b) if ctx.needs_input_grad[0] else None,

@@ -646,7 +646,7 @@ class _InplaceMaskedFill(Function):
 
     @staticmethod
     def backward(ctx, g):
-        mask, = ctx.saved_tensors
+        mask, = ctx._unpacked
         return _C.where(mask, 0.0, g), None, None
 
 
@@ -663,7 +663,7 @@ class _Prod(Function):
 
     @staticmethod
     def backward(ctx, g):
-        x, out = ctx.saved_tensors
+        x, out = ctx._unpacked
         dims = F._norm_dims(ctx.dims, x.ndim)
         g = F._unreduce(g, x.shape, dims, ctx.keepdim)
         out = F._unreduce(out, x.shape, dims, ctx.keepdim)

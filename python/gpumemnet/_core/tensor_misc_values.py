@@ -100,7 +100,7 @@ class _ScatterReduce(Function):
     @staticmethod
     def backward(ctx, g):
         reduce, include_self, shape, src_shape, index_shape = ctx.args
-        x, vals, pos, count, out = ctx.saved_tensors
+        x, vals, pos, count, out = ctx._unpacked
         g = _flat(F.contiguous(g))
         touched = count > 0
         keep = 1.0 if include_self else 0.0

@@ -80,7 +80,7 @@ class _XLogY(Function):
 
     @staticmethod
     def backward(ctx, g):
-        x, y = ctx.saved_tensors
+        x, y = ctx._unpacked
         yv = y if y is not None else ctx.number
         logy = yv.log() if y is not None else (math.log(yv) if yv > 0 else -math.inf if yv == 0 else math.nan)
         both_zero = (x == 0) & (y == 0) if y is not None else (x == 0) & (yv == 0)

@@ -98,7 +98,7 @@ class _Scatter(Function):
 
     @staticmethod
     def backward(ctx, g):
-        index, = ctx.saved_tensors
+        index, = ctx._unpacked
         gx = gs = None
         if ctx.needs_input_grad[0]:  # scatter's written entries take nothing back; scatter_add's all do
             gx = g if ctx.accumulate else _scatter_into(_copy(g), ctx.d, index, 0.0, False)
@@ -167,7 +167,7 @@ class _IndexPut(Function):
 
     @staticmethod
     def backward(ctx, g):
-        index, = ctx.saved_tensors
+        index, = ctx._unpacked
         gx = gs = None
         if ctx.needs_input_grad[0]:
             gx = g

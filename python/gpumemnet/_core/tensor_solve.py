@@ -147,7 +147,7 @@ class _Det(Function):
 
     @staticmethod
     def backward(ctx, g):
-        A, det = (t.detach() for t in ctx.saved_tensors)
+        A, det = (t.detach() for t in ctx._unpacked)
         g = g.detach()
         _, _, X = _eliminate(A, _eye_like(A))
         # det * A^-T (the transposed adjugate); 0 where det is exactly 0, as PyTorch's gradient is there
@@ -163,7 +163,7 @@ class _LogAbsDet(Function):
 
     @staticmethod
     def backward(ctx, g):
-        A, = (t.detach() for t in ctx.saved_tensors)
+        A, = (t.detach() for t in ctx._unpacked)
         _, _, X = _eliminate(A, _eye_like(A))
         return g.detach().unsqueeze(-1).unsqueeze(-1) * X.transpose(-2, -1), None
 
@@ -177,7 +177,7 @@ class _Inv(Function):
 
     @staticmethod
     def backward(ctx, g):
-        X, = (t.detach() for t in ctx.saved_tensors)
+        X, = (t.detach() for t in ctx._unpacked)
         Xt = X.transpose(-2, -1)
         return -_mm(_mm(Xt, g.detach()), Xt), None
 
@@ -194,7 +194,7 @@ class _Solve(Function):
 
     @staticmethod
     def backward(ctx, g):
-        A, X = (t.detach() for t in ctx.saved_tensors)
+        A, X = (t.detach() for t in ctx._unpacked)
         _, _, gB = _eliminate(A.transpose(-2, -1).contiguous(), g.detach())
         gA = -_mm(gB, X.transpose(-2, -1)) if ctx.needs_input_grad[0] else None
         return gA, gB, None
@@ -358,7 +358,7 @@ class _TriSolve(Function):
 
     @staticmethod
     def backward(ctx, g):
-        T, X = (t.detach() for t in ctx.saved_tensors)
+        T, X = (t.detach() for t in ctx._unpacked)
         gB = _substitute(T.transpose(-2, -1), g.detach(), not ctx.upper)
         gT = -_mm(gB, X.transpose(-2, -1)) if ctx.needs_input_grad[0] else None
         return gT, gB, None
@@ -424,7 +424,7 @@ class _Cholesky(Function):
     @staticmethod
     def backward(ctx, g, _g_info=None):
         # PyTorch's: gA = L^-T phi(L^T gL) L^-1, symmetrized; phi keeps the lower triangle, the diagonal halved
-        L, = (t.detach() for t in ctx.saved_tensors)
+        L, = (t.detach() for t in ctx._unpacked)
         lower, half = cholesky_phi(L)
         g = _C.where(lower, g.detach(), 0.0)
         P = _C.where(lower, _mm(L.transpose(-2, -1), g), 0.0) * half
@@ -533,7 +533,7 @@ class _CholeskySolve(Function):
 
     @staticmethod
     def backward(ctx, g):
-        L, X = (t.detach() for t in ctx.saved_tensors)
+        L, X = (t.detach() for t in ctx._unpacked)
         gB = _cholesky_solve_raw(g.detach(), L, ctx.upper)
         common = _mm(gB, X.transpose(-2, -1))
         common = common + common.transpose(-2, -1)
@@ -578,7 +578,7 @@ class _CholeskyInverse(Function):
 
     @staticmethod
     def backward(ctx, g):
-        L, inv = (t.detach() for t in ctx.saved_tensors)
+        L, inv = (t.detach() for t in ctx._unpacked)
         g = g.detach()
         common = _mm(_mm(inv, g + g.transpose(-2, -1)), inv)
         return (-_mm(L, common) if ctx.upper else -_mm(common, L)), None

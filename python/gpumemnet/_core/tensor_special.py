@@ -64,7 +64,7 @@ class _Unary(Function):
 
     @staticmethod
     def backward(ctx, g):
-        s, = ctx.saved_tensors
+        s, = ctx._unpacked
         return g * ctx.slope(s.detach()), None, None, None
 
     def name(self):
@@ -375,7 +375,7 @@ class _NanIgnoring(Function):
 
     @staticmethod
     def backward(ctx, g):
-        a, b = ctx.saved_tensors
+        a, b = ctx._unpacked
         _, take_a = _pick(a, b, ctx.op)
         share = _C.where(_C.binary(F.EQ, a, b), 0.5, F.cast(take_a, g._dtype))  # a's part of g
         ga = F.sum_to(g * share, a.shape) if ctx.needs_input_grad[0] else None
@@ -406,7 +406,7 @@ class _CopySign(Function):
 
     @staticmethod
     def backward(ctx, g):
-        a, out = ctx.saved_tensors
+        a, out = ctx._unpacked
         ga = gb = None
         if ctx.needs_input_grad[0]:
             ratio = _C.where(_C.binary(F.EQ, a, 0), 0.0, _C.binary(F.DIV, out, a))

@@ -57,6 +57,9 @@ def _custom_function():
     from .._core.autograd import Function  # noqa: PLC0415
 
     class CustomOpFunction(Function):
+        # the registered backward is the user's: its ctx answers PyTorch's name (gpumemnet's own nodes have none)
+        saved_tensors = Function._unpacked
+
         @staticmethod
         def forward(ctx, op, *inputs):
             ctx.op = op

@@ -52,7 +52,7 @@ class _StandardGamma(Function):
 
     @staticmethod
     def backward(ctx, g):
-        alpha, x = ctx.saved_tensors
+        alpha, x = ctx._unpacked
         with T.no_grad():
             d = _standard_gamma_grad(alpha.detach(), x.detach()).to(alpha.dtype)
         return g * d

@@ -184,7 +184,7 @@ class _Conv(Function):
 
     @classmethod
     def backward(cls, ctx, g):
-        x, w = ctx.saved_tensors
+        x, w = ctx._unpacked
         if ctx.unbatched:
             g = g._unsqueeze(0)
         mask = _mask(ctx)
@@ -313,7 +313,7 @@ class _Linear(Function):
 
     @staticmethod
     def backward(ctx, g):
-        x, w = ctx.saved_tensors
+        x, w = ctx._unpacked
         return _linear_call(_C.linear_backward, g, x, w, _mask(ctx), *ctx.shapes)
 
 

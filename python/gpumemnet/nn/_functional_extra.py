@@ -308,7 +308,7 @@ class _CrossMapLRN2d(Function):
 
     @staticmethod
     def backward(ctx, g):
-        x, out, scale = ctx.saved_tensors
+        x, out, scale = ctx._unpacked
         size, alpha, beta = ctx.args
         ratio = g * out / scale
         h = (size + 1) // 2

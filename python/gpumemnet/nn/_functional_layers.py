@@ -144,7 +144,7 @@ class _Embedding(Function):
 
     @staticmethod
     def backward(ctx, g):
-        indices, = ctx.saved_tensors
+        indices, = ctx._unpacked
         shape, dt, dev, padding_idx, by_freq = ctx.meta
         grad = _C.empty(shape, dt, dev)
         _C.fill_(grad, 0.0)

@@ -78,7 +78,7 @@ class _Dropout(Function):
 
     @staticmethod
     def backward(ctx, g):
-        mask, = ctx.saved_tensors
+        mask, = ctx._unpacked
         return _C.dropout_backward(g, mask, ctx.p, ctx.grad_is_free(0)), None, None, None
 
     def name(self):
@@ -131,7 +131,7 @@ class _BatchNorm(Function):
 
     @staticmethod
     def backward(ctx, g):
-        x, weight, mean, invstd = ctx.saved_tensors
+        x, weight, mean, invstd = ctx._unpacked
         dx, dw, db = _C.batch_norm_backward(g, x, weight, mean, invstd, ctx.training, *ctx.needs,
                                             param_dtype=ctx.param_dtype, into_grad=ctx.grad_is_free(0))
         return dx, None, None, dw, db, None, None, None
@@ -188,7 +188,7 @@ class _CrossEntropy(Function):
 
     @staticmethod
     def backward(ctx, g):
-        x, target, weight, lse = ctx.saved_tensors
+        x, target, weight, lse = ctx._unpacked
         return _C.cross_entropy_backward(g, x, target, weight, lse, *ctx.args), None, None, None, None, None
 
     def name(self):
@@ -255,7 +255,7 @@ class _NllLoss(Function):
 
     @staticmethod
     def backward(ctx, g):
-        target, weight = ctx.saved_tensors
+        target, weight = ctx._unpacked
         return _C.nll_loss_backward(g, target, weight, *ctx.args), None, None, None, None
 
     def name(self):
@@ -282,7 +282,7 @@ class _PointwiseLoss(Function):
 
     @staticmethod
     def backward(ctx, g):
-        x, target = ctx.saved_tensors
+        x, target = ctx._unpacked
         dx, dt = _C.pointwise_loss_backward(ctx.op, g, x, target, ctx.reduction, ctx.needs_input_grad[0],
                                             ctx.needs_input_grad[1], ctx.param)
         return dx, dt, None, None, None
@@ -418,7 +418,7 @@ class _BceWithLogits(Function):
 
     @staticmethod
     def backward(ctx, g):
-        x, target, weight, pos_weight = ctx.saved_tensors
+        x, target, weight, pos_weight = ctx._unpacked
         dx, dt = _C.bce_with_logits_backward(g, x, target, weight, pos_weight, ctx.reduction,
                                              ctx.needs_input_grad[0], ctx.needs_input_grad[1])
         return dx, dt, None, None, None

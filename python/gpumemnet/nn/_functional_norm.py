@@ -42,7 +42,7 @@ class _GroupNorm(Function):
 
     @staticmethod
     def backward(ctx, g, *unused):
-        x, weight, mean, rstd = ctx.saved_tensors
+        x, weight, mean, rstd = ctx._unpacked
         dx, dw, db = _C.group_norm_backward(g, x, weight, mean, rstd, ctx.num_groups, *ctx.needs,
                                             param_dtype=ctx.param_dtype, into_grad=ctx.grad_is_free(0))
         return dx, None, dw, db, None

@@ -87,7 +87,7 @@ class _MaxPool2d(Function):
 
     @staticmethod
     def backward(ctx, g, *unused):
-        saved, = ctx.saved_tensors
+        saved, = ctx._unpacked
         # By what was saved, not by a flag: under checkpointing the recomputed forward decides again, and its
         # input's category may differ from the first run's.
         if saved._dtype in (_INT64, _INT8):  # int8: window taps, read with the window
@@ -219,7 +219,7 @@ class _GlobalMaxPool2d(Function):
 
     @staticmethod
     def backward(ctx, g):
-        idx, = ctx.saved_tensors
+        idx, = ctx._unpacked
         return _C.max_pool2d_backward(g._unsqueeze(g.ndim)._unsqueeze(g.ndim + 1), idx, ctx.in_shape)
 
 

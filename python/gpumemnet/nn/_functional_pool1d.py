@@ -74,7 +74,7 @@ class _AdaptiveMaxPool2d(Function):
 
     @staticmethod
     def backward(ctx, g, *unused):
-        idx, = ctx.saved_tensors
+        idx, = ctx._unpacked
         return _C.max_pool2d_backward(g, idx, ctx.in_shape), None, None
 
     def name(self):

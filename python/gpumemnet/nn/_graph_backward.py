@@ -52,7 +52,7 @@ class ConvInputGrad(Function):
 
     @staticmethod
     def backward(ctx, h):
-        g, w = ctx.saved_tensors
+        g, w = ctx._unpacked
         dg = _C.conv2d(h, w, None, *ctx.args) if ctx.needs_input_grad[0] else None
         dw = _conv_weight_grad(g, h, ctx.args, ctx.shapes) if ctx.needs_input_grad[1] else None
         return dg, dw, None, None
@@ -70,7 +70,7 @@ class ConvWeightGrad(Function):
 
     @staticmethod
     def backward(ctx, h):
-        x, g = ctx.saved_tensors
+        x, g = ctx._unpacked
         dx = _conv_input_grad(g, h, ctx.args, ctx.shapes) if ctx.needs_input_grad[0] else None
         dg = _C.conv2d(x, h, None, *ctx.args) if ctx.needs_input_grad[1] else None
         return dx, dg, None, None
@@ -79,7 +79,7 @@ class ConvWeightGrad(Function):
 def _conv2d(ctx, g):
     if ctx.__dict__.get("wf32") or ctx.__dict__.get("w_dtype") is not None:
         raise not_recorded(ctx, "autocast's mixed dtypes")
-    x, w = ctx.saved_tensors
+    x, w = ctx._unpacked
     need = ctx.needs_input_grad
     if ctx.unbatched:  # the forward saved the input with a batch dim added: linked as the input was, then added
         g = g.unsqueeze(0)
@@ -99,7 +99,7 @@ def _conv_transpose2d(ctx, g):
     x as conv2d(h, w), and to w as conv2d's weight gradient of the input h and the output gradient x."""
     if ctx.__dict__.get("w_dtype") is not None:
         raise not_recorded(ctx, "autocast's mixed dtypes")
-    x, w = ctx.saved_tensors
+    x, w = ctx._unpacked
     need = ctx.needs_input_grad
     stride, padding, _, groups, dilation = ctx.args
     if ctx.unbatched:
@@ -117,7 +117,7 @@ def _conv_transpose2d(ctx, g):
 
 
 def _linear(ctx, g):
-    x, w = ctx.saved_tensors
+    x, w = ctx._unpacked
     need = ctx.needs_input_grad
     x_shape, w_shape = ctx.shapes
     g2 = g.reshape(-1, w_shape[0])
@@ -152,7 +152,7 @@ def _pointwise_derivatives(op, x, t, xl, tl, param):
 
 
 def _pointwise_loss(ctx, g):
-    x, t = ctx.saved_tensors
+    x, t = ctx._unpacked
     gx, gt = _pointwise_derivatives(ctx.op, x, t, saved_input(ctx, 0, x), saved_input(ctx, 1, t), ctx.param)
     g = g * (1.0 / x.numel()) if ctx.reduction == 1 else g
     need = ctx.needs_input_grad
@@ -165,7 +165,7 @@ def _cross_entropy(ctx, g):
     """The ordinary backward's value, plus c * (softmax(x) - its value) * g: only softmax(x) depends on x, and c,
     its coefficient in each sample's gradient, is the sample's weight over the mean's denominator (with weights and
     label smoothing: (1 - e) w[target] + e/C sum(w), the smoothing term weighting every class)."""
-    x, target, weight, lse = ctx.saved_tensors
+    x, target, weight, lse = ctx._unpacked
     if target.is_floating_point():
         raise not_recorded(ctx, "class probabilities as the target")
     ignore_index, reduction, smoothing, wsum = ctx.args
@@ -191,7 +191,7 @@ def _cross_entropy(ctx, g):
 
 def _bce_with_logits(ctx, g):
     """d/dx of w [(1 - y) x + (1 + (p - 1) y) softplus(-x)] is w [(1 + (p - 1) y) sigmoid(x) - p y]."""
-    x, y, w, p = ctx.saved_tensors
+    x, y, w, p = ctx._unpacked
     if ctx.needs_input_grad[1]:
         raise not_recorded(ctx, "a target that requires grad")
     coef, py = (1.0, y) if p is None else (y * (p - 1.0) + 1.0, y * p)
@@ -204,7 +204,7 @@ def _bce_with_logits(ctx, g):
 
 
 def _embedding_adjoint(ctx, g):
-    indices, = ctx.saved_tensors
+    indices, = ctx._unpacked
     padding_idx = ctx.meta[3]
 
     def adjoint(h):  # the rows the indices read, the padding row (whose gradient is dropped) read as zeros
@@ -233,7 +233,7 @@ def _channel_dims(x):
 
 
 def _group_norm(ctx, g, *unused):
-    x, weight, _, _ = ctx.saved_tensors
+    x, weight, _, _ = ctx._unpacked
     need_x, need_w, need_b = ctx.needs
     cshape, other = _channel_dims(x)
     groups = (x.shape[0], ctx.num_groups, -1)
@@ -247,7 +247,7 @@ def _group_norm(ctx, g, *unused):
 
 
 def _batch_norm(ctx, g):
-    x, weight, mean, invstd = ctx.saved_tensors
+    x, weight, mean, invstd = ctx._unpacked
     need_x, need_w, need_b = ctx.needs
     cshape, other = _channel_dims(g)
     w = saved_input(ctx, 3, weight).reshape(cshape) if weight is not None else None
@@ -278,7 +278,7 @@ def _gather_planes(h, idx):
 
 def _max_pool_indices(ctx, g):
     """The flat input position each output of max_pool2d took, from what its forward saved."""
-    saved, = ctx.saved_tensors
+    saved, = ctx._unpacked
     kernel, stride, padding, dilation = ctx.window
     if saved.is_floating_point():  # the input itself
         return _C.max_pool2d(saved, kernel, stride, padding, dilation, ctx.ceil_mode, True)[1]
@@ -306,14 +306,14 @@ def _max_pool_adjoint(ctx, g):
 
 
 def _global_max_adjoint(ctx, g):
-    idx, = ctx.saved_tensors
+    idx, = ctx._unpacked
     return lambda h: _gather_planes(h, idx.reshape(tuple(h.shape[:2]) + (1,))).reshape(tuple(h.shape[:2]))
 
 
 register(_MaxPool2d, linear_op(_max_pool_adjoint, masked=True))
 register(_GlobalMaxPool2d, linear_op(_global_max_adjoint, masked=True))
 register(_AdaptiveMaxPool2d, linear_op(lambda ctx, g: (lambda idx: lambda h: _gather_planes(h, idx))(
-    ctx.saved_tensors[0]), masked=True))
+    ctx._unpacked[0]), masked=True))
 register(_AvgPool2d, linear_op(lambda ctx, g: lambda h: _C.avg_pool2d(h, *ctx.args), masked=True))
 register(_AdaptiveAvgPool2d, linear_op(
     lambda ctx, g: (lambda size: lambda h: _C.adaptive_avg_pool2d(h, size))(tuple(g.shape[-2:])), masked=True))
@@ -324,7 +324,7 @@ register(_Pad, lambda ctx, g: _PADS[ctx.mode in (1, 2)](ctx, g))  # reflect, rep
 register(_Interpolate, linear_op(
     lambda ctx, g: (lambda size: lambda h: _C.interpolate(h, size, *ctx.args))(tuple(g.shape[2:]))))
 register(_Dropout, linear_op(lambda ctx, g: (lambda mask, p: lambda h: _C.dropout_backward(h, mask, p, False))(
-    ctx.saved_tensors[0], ctx.p)))
+    ctx._unpacked[0], ctx.p)))
 register(_GroupNorm, _group_norm)
 register(_BatchNorm, _batch_norm)
 register(_Conv2d, _conv2d)
@@ -334,5 +334,5 @@ register(_CrossEntropy, _cross_entropy)
 register(_ConvTranspose2d, _conv_transpose2d)
 register(_BceWithLogits, _bce_with_logits)
 register(_NllLoss, linear_op(lambda ctx, g: (lambda target, weight: lambda h: _C.nll_loss(
-    h, target, weight, *ctx.args[:2])[0])(*ctx.saved_tensors), masked=True))
+    h, target, weight, *ctx.args[:2])[0])(*ctx._unpacked), masked=True))
 register(_Embedding, linear_op(_embedding_adjoint))

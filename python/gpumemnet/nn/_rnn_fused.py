@@ -35,7 +35,7 @@ class LSTMStep(Function):
 
     @staticmethod
     def backward(ctx, dh, dc=None):  # the engine passes no gradient for trailing outputs that got none
-        act, c, c_new = ctx.saved_tensors
+        act, c, c_new = ctx._unpacked
         d_gates, dc_prev = _C.lstm_cell_backward(_or_zeros(dh, c), _or_zeros(dc, c), act, c, c_new)
         return d_gates, d_gates, dc_prev if ctx.needs_input_grad[2] else None
 
@@ -54,5 +54,5 @@ class GRUStep(Function):
 
     @staticmethod
     def backward(ctx, dh):
-        ws, h = ctx.saved_tensors
+        ws, h = ctx._unpacked
         return _C.gru_cell_backward(dh, ws, h)

@@ -40,7 +40,7 @@ class LSTMLayer(Function):
 
     @staticmethod
     def backward(ctx, d_out, d_h=None, d_c=None):
-        saved = ctx.saved_tensors
+        saved = ctx._unpacked
         h0, c0, w_hh = saved[:3]
         steps, n, reverse = ctx.steps, ctx.n, ctx.reverse
         acts, cs, prevs = saved[3:3 + steps], saved[3 + steps:3 + 2 * steps], (h0,) + saved[3 + 2 * steps:]

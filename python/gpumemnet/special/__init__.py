@@ -238,7 +238,7 @@ class _IncompleteGamma(Function):
 
     @staticmethod
     def backward(ctx, g):
-        a, x = ctx.saved_tensors
+        a, x = ctx._unpacked
         if ctx.needs_input_grad[0]:
             raise NotImplementedError(f"the derivative for '{'igammac' if ctx.upper else 'igamma'}: input' is not "
                                       f"implemented (PyTorch has none in the first argument, a)")
@@ -284,7 +284,7 @@ class _Zeta(Function):
 
     @staticmethod
     def backward(ctx, g):
-        x, q = ctx.saved_tensors
+        x, q = ctx._unpacked
         if ctx.needs_input_grad[0]:
             raise NotImplementedError("the derivative for 'zeta' is not implemented (PyTorch has none in x, the "
                                       "first argument)")
