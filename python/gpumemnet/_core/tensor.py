@@ -583,6 +583,11 @@ class Tensor(_C.TensorBase):
         return F.Clone.apply(self) if _needs_grad(self) else F.Clone.forward(autograd._NO_CTX, self)
 
     def __getitem__(self, idx):
+        if self.ndim and not _needs_grad(self):  # x[i] and x[a:b], the commonest, as make_plan's steps would do
+            if type(idx) is int:
+                return self._select(0, idx)
+            if type(idx) is slice:
+                return self._slice(0, idx.start, idx.stop, 1 if idx.step is None else idx.step)
         plan = make_plan(self, idx)
         if plan is None:
             return indexing_multi.getitem(self, idx if isinstance(idx, tuple) else (idx,))
