@@ -98,6 +98,25 @@ def test_flags_set_through_the_alias_reach_gpumemnet(tmp_path):
     assert r.returncode == 0 and r.stdout == "ok\n", r.stderr
 
 
+def test_alias_modules_list_their_classes_and_functions(tmp_path):
+    """vars() / inspect.getmembers of an alias module see its public classes and functions (PyG's activation
+    resolver: vars(torch.nn.modules.activation)); a module re-exported under another name is that module's alias;
+    a function replaced through the alias is replaced for every reader."""
+    r = run_script(tmp_path, """
+        import inspect, torch, torch.nn.modules.activation as act, gpumemnet as gm
+        names = {k for k, v in vars(act).items() if isinstance(v, type) and issubclass(v, torch.nn.Module)}
+        assert {"ReLU", "GELU", "SELU", "Softsign", "MultiheadAttention"} <= names, names
+        assert "Linear" in vars(torch.nn) and "SGD" in vars(torch.optim) and "relu" in vars(torch.nn.functional)
+        assert act.F is torch.nn.functional and len(inspect.getmembers(act, inspect.isclass)) > 25
+        old = torch.nn.functional.gelu
+        torch.nn.functional.gelu = lambda x, approximate="none": x * 0
+        assert torch.nn.GELU()(torch.ones(2)).tolist() == [0.0, 0.0] and gm.nn.functional.gelu is not old
+        torch.nn.functional.gelu = old
+        print("ok")
+    """)
+    assert r.returncode == 0 and r.stdout == "ok\n", r.stderr
+
+
 def test_script_errors_and_exit_codes_pass_through(tmp_path):
     r = run_script(tmp_path, "import sys\nsys.exit(3)\n")
     assert r.returncode == 3

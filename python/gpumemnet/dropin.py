@@ -110,7 +110,7 @@ class _TorchModule(types.ModuleType):
         full = f"{self.__name__}.{attr}"
         value = getattr(target, attr, _MISSING)
         if isinstance(value, types.ModuleType) and value.__name__.startswith("gpumemnet."):
-            return importlib.import_module(full)  # the submodule's alias, so its missing names are reported too
+            return _alias_of(value, full)  # the submodule's alias, so its missing names are reported too
         if value is not _MISSING:
             return value if _attribute_hook is None else _attribute_hook(full, value)
         if _gm_name(full) is not None:  # a submodule not imported yet
@@ -125,6 +125,8 @@ class _TorchModule(types.ModuleType):
             object.__setattr__(self, attr, value)
         else:
             setattr(object.__getattribute__(self, "_gm_target"), attr, value)
+            if attr in self.__dict__:  # a public class or function copied here by _fill: the new one
+                object.__setattr__(self, attr, value)
 
     def __dir__(self):
         return sorted(set(dir(object.__getattribute__(self, "_gm_target"))) | set(self.__dict__))
@@ -136,6 +138,26 @@ class _TorchModule(types.ModuleType):
 _MISSING = object()
 
 
+def _alias_of(module, full):
+    """The alias of gpumemnet module `module`, read as attribute `full` (torch.nn.modules.activation.F is
+    torch.nn.functional: aliased under its own name, not the path it was read by)."""
+    own = "torch" + module.__name__[len("gpumemnet"):]
+    if _gm_name(own) == module.__name__:
+        return importlib.import_module(own)
+    return importlib.import_module(full) if _gm_name(full) is not None else module
+
+
+def _fill(module, target):
+    """Copy target's public classes and functions into the alias's own dict, so that vars(torch.nn.modules.
+    activation) and inspect.getmembers see them (PyG's activation resolver reads vars()). Values that are not
+    callable (flags: torch.backends.cudnn.benchmark) stay behind __getattr__, where reads see writes."""
+    for attr, value in list(vars(target).items()):
+        if attr.startswith("_") or isinstance(value, types.ModuleType) or not callable(value):
+            continue
+        full = f"{module.__name__}.{attr}"
+        object.__setattr__(module, attr, value if _attribute_hook is None else _attribute_hook(full, value))
+
+
 class _Loader(importlib.abc.Loader):
     def __init__(self, gm_name):
         self.gm_name = gm_name
@@ -143,6 +165,7 @@ class _Loader(importlib.abc.Loader):
     def create_module(self, spec):
         target = importlib.import_module(self.gm_name)
         module = _TorchModule(spec.name, target)
+        _fill(module, target)
         if spec.name == "torch":
             module.__version__ = f"{TORCH_API_VERSION}+gpumemnet.{target.__version__}"
         if spec.name in ("torch", "torch.serialization"):

@@ -50,6 +50,10 @@ def make_plan(t, idx):
     """Turn a Python index into a list of steps: ('select', dim, i), ('slice', dim, start, stop, step),
     ('unsqueeze', dim), and at most one final ('index', dim, ndims_consumed, index_tensor); None when the index
     has several advanced indices (indexing_multi.py)."""
+    if t.ndim and type(idx) is int:  # the commonest, planned without the general walk below
+        return [("select", 0, idx)]
+    if t.ndim and type(idx) is slice:
+        return [("slice", 0, idx.start, idx.stop, 1 if idx.step is None else idx.step)]
     if not isinstance(idx, tuple):
         idx = (idx,)
     if any(type(i) is bool for i in idx):  # x[True] is x[None], x[False] an empty selection: 0-d masks

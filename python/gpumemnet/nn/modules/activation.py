@@ -227,10 +227,8 @@ class PReLU(Module):
         return f"num_parameters={self.num_parameters}"
 
 
-def __getattr__(name):
-    """PyTorch's home of MultiheadAttention is this module (DETR's copy of transformer.py imports it from
-    torch.nn.modules.activation); gpumemnet's lives in extra.py."""
-    if name == "MultiheadAttention":
-        from .extra import MultiheadAttention
-        return MultiheadAttention
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# PyTorch's torch.nn.modules.activation holds these too: code imports them from it (DETR's MultiheadAttention) or
+# reads vars() of it (PyG's activation resolver)
+from .more import (CELU, GLU, SELU, Hardshrink, LogSigmoid, Softmin, Softshrink, Softsign,  # noqa: E402,F401
+                   Tanhshrink, Threshold)
+from .extra import MultiheadAttention, RReLU  # noqa: E402,F401
