@@ -171,3 +171,33 @@ def test_gradgradcheck_catches_a_wrong_second_derivative():
     x = gm.tensor(X, requires_grad=True)
     assert gm.autograd.gradcheck(Detached.apply, (x,))
     assert not gm.autograd.gradgradcheck(Detached.apply, (x,), raise_exception=False)
+
+
+def test_saved_inputs_come_back_as_the_graphs_tensors():
+    """torchdiffeq's adjoint: backward takes a gradient with respect to a saved parameter under enable_grad(); the
+    unpacked parameter is the parameter itself (PyTorch's), a saved intermediate input is linked to its node, and an
+    integer output comes back as it is."""
+    def run(L):
+        w = L.nn.Parameter(L.tensor([2.0, 3.0], dtype=L.float64))
+        seen = []
+
+        class F(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, w):
+                idx = L.tensor([1, 0])
+                ctx.save_for_backward(x, w, idx)
+                ctx.mark_non_differentiable(idx)
+                return x * w, idx
+
+            @staticmethod
+            def backward(ctx, g, gi):
+                x, w_saved, idx = ctx.saved_tensors
+                seen.extend([w_saved is w, x.requires_grad, idx.requires_grad])
+                with L.enable_grad():
+                    gw, = L.autograd.grad((x.detach() * w_saved * w_saved).sum(), (w_saved,))
+                return g * w_saved, gw * g
+
+        x = L.tensor([1.0, 4.0], dtype=L.float64, requires_grad=True)
+        F.apply(x * 1.0, w)[0].sum().backward()
+        return seen, x.grad.tolist(), w.grad.tolist()
+    assert run(gm) == run(torch)

@@ -10,14 +10,14 @@ under create_graph (graph_backward.py). A class defined outside the gpumemnet pa
   history; an input marked dirty (mark_dirty, written in place) becomes the node's output;
 - mark_non_differentiable takes the output tensors, as PyTorch's does;
 - backward gets a zero gradient for an output no gradient reached (set_materialize_grads(False): None);
-- under create_graph its backward runs with grad mode on and its saved inputs and outputs linked to the graph, so
-  the gradients it computes from them are differentiable again (PyTorch's double backward of custom Functions);
+- its saved inputs and outputs come back as the graph's tensors (a leaf itself; others linked to their node), and
+  under create_graph its backward runs with grad mode on, so the gradients it computes from them are
+  differentiable again (PyTorch's double backward of custom Functions);
 - the node is named "<Class>Backward"."""
 import functools
 
 from .. import _C
 from . import autograd as A
-from .state import state
 
 
 def adopt(cls):
@@ -69,7 +69,10 @@ def _apply(cls, *args):
             o._output_nr = i
             A._mark_output(o, args, node._saved, Tensor)
     node._out_meta = [(tuple(o.shape), o._dtype, o._device) if type(o) is Tensor else None for o in outs]
-    node._roles = [_role(t, args, originals) for t in saved_objs]
+    roles = [_role(t, args, originals) for t in saved_objs]
+    # a saved output that carries no gradient (integer, or marked non-differentiable) comes back as it is
+    node._roles = [r if r is None or r[0] == "in" or getattr(outs[r[1]], "grad_fn", None) is node else None
+                   for r in roles]
     return tuple(outs) if type(out) is tuple else outs[0]
 
 
@@ -92,8 +95,10 @@ def _save_for_backward(self, *tensors):
 def _saved_tensors(self):
     saved = A.Function._unpacked.fget(self)
     roles = self.__dict__.get("_roles")
-    if not state.create_graph or not roles:
+    if not roles:
         return saved
+    # PyTorch's unpacked inputs and outputs are the graph's tensors (a leaf: the leaf itself), create_graph or not:
+    # torchdiffeq's adjoint differentiates through the saved parameters under enable_grad() inside backward
     from .graph_backward import linked  # noqa: E402  (graph_backward imports the ops, which import autograd)
     out = []
     for t, role in zip(saved, roles):
