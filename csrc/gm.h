@@ -165,6 +165,9 @@ typedef struct {
     /* A weak reference to the tensor this one is a view of (the root of a chain of views), or NULL: Tensor._base.
      * Weak: a node saving such a view would otherwise keep its base, and through grad_fn the graph, alive. */
     PyObject *base_ref;
+    /* Writes through this tensor leave the storage's version alone: `t.data` (PyTorch gives .data a version counter
+     * of its own; torchdiffeq writes `scratch.data[i] = v` "to sneak past the version checker"). Views inherit it. */
+    char unversioned;
     int is_param; /* a gpumemnet.nn.Parameter (isinstance checks read this flag) */
     int output_nr;
 } GMTensor;
@@ -201,7 +204,9 @@ int64_t gm_checked_numel(int ndim, const int64_t *shape, const char *argname);
 /* Copy src into dst elementwise (broadcasting src to dst's shape, casting dtypes). 0, or -1 + exception. */
 int gm_copy_into(GMTensor *dst, GMTensor *src);
 /* Mark an in-place write (version bump). */
-static inline void gm_bump_version(GMTensor *t) { t->storage->version++; }
+static inline void gm_bump_version(GMTensor *t) {
+    if (!t->unversioned) t->storage->version++;
+}
 
 /* ---- argument helpers (args.c) ------------------------------------------------------------------------ */
 /* Parse a shape from an int or a sequence of ints; 0 or -1 + exception naming argname. */

@@ -170,6 +170,7 @@ GMTensor *gm_view(GMTensor *base, int ndim, const int64_t *shape, const int64_t 
     t->dtype = base->dtype;
     t->device = base->device;
     t->offset = offset;
+    t->unversioned = base->unversioned;
     if (ndim > 0) {  /* a 0-d view may pass NULL arrays, which memcpy must not get even for 0 bytes */
         memcpy(t->shape, shape, sizeof(int64_t) * ndim);
         memcpy(t->strides, strides, sizeof(int64_t) * ndim);

@@ -416,6 +416,7 @@ static PyObject *tensor_as_subclass(GMTensor *self, PyObject *cls) {
     t->grad_fn = Py_XNewRef(self->grad_fn);
     t->output_nr = self->output_nr;
     t->is_view = self->is_view;
+    t->unversioned = self->unversioned;
     t->base_ref = Py_XNewRef(self->base_ref);
     return (PyObject *)t;
 }

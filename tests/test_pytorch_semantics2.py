@@ -339,3 +339,23 @@ def test_graph_walks_find_accumulators_by_their_variable():
             assert fn.variable is w
         stack += [n for n, _ in fn.next_functions if n is not None]
     assert seen == [(False, False), (False, True), (False, False), (False, False), (True, False)]
+
+
+def test_writes_through_data_leave_the_version_alone():
+    """torchdiffeq's `scratch.data[i] = v` "sneaks past the version checker": PyTorch's .data has a version counter
+    of its own, so a tensor saved for backward and written through .data still backpropagates (its new values)."""
+    def run(L):
+        a = L.ones(3, requires_grad=True)
+        k = L.zeros(3)
+        y = a * k
+        before = k._version
+        k.data[0] = 5.0
+        k.data.mul_(2.0)
+        y.sum().backward()
+        return a.grad.tolist(), k._version - before
+    assert run(gm) == run(torch)
+    k = gm.zeros(3)
+    y = gm.ones(3, requires_grad=True) * k
+    k[0] = 5.0  # a write through k itself is still refused at backward
+    with pytest.raises(RuntimeError, match="modified by an in-place operation"):
+        y.sum().backward()

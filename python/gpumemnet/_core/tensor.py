@@ -162,6 +162,7 @@ class Tensor(_C.TensorBase):
     def data(self):
         d = self.detach()
         d._data_alias = True  # in-place writes of graph values into it are allowed (_refuse_shared)
+        d._unversioned = True  # and do not count as writes of self, whose saved copies stay valid (PyTorch's)
         return d
 
     @data.setter
