@@ -359,3 +359,20 @@ def test_writes_through_data_leave_the_version_alone():
     k[0] = 5.0  # a write through k itself is still refused at backward
     with pytest.raises(RuntimeError, match="modified by an in-place operation"):
         y.sum().backward()
+
+
+def test_a_list_holding_sequences_indexes_as_a_tuple():
+    """x[[rows, cols]] is x[rows, cols] (PyTorch's reading, with its deprecation warning): pytorch-metric-learning's
+    HistogramLoss indexes with t.tolist() of a (2, K) tensor; a list of numbers stays one index tensor."""
+    def run(L):
+        m = L.arange(16.).reshape(4, 4)
+        with pytest.warns(UserWarning, match="non-tuple sequence"):
+            picked = m[[[0, 1, 2], [1, 3, 3]]].tolist()
+        shapes = [tuple(m[i].shape) for i in ([0, slice(1, 3)], [0, None], [[0, 1]], [0, 1])]
+        w = m.clone()
+        w[[[0, 1, 2], [1, 3, 3]]] = -1.0
+        x = L.ones(4, 4, requires_grad=True)
+        x[[[0, 1], [1, 2]]].sum().backward()
+        return picked, shapes, w.sum().item(), x.grad.tolist()
+    ref, got = _both(run)
+    assert got == ref

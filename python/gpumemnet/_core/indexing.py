@@ -46,6 +46,22 @@ def as_index_dtype(t):
                      f"{str(t.dtype).split('.')[-1]}")
 
 
+def sequence_as_tuple(idx):
+    """PyTorch's (and old NumPy's) reading of a list index: a list shorter than 32 holding a tensor, a sequence, a
+    slice, ... or None is a tuple of indices (x[[rows, cols]] is x[rows, cols]), with PyTorch's deprecation warning;
+    any other list is one index tensor. pytorch-metric-learning's HistogramLoss indexes with t.tolist() of (2, K)."""
+    if type(idx) is not list or len(idx) >= 32:
+        return idx
+    for item in idx:
+        if item is None or item is Ellipsis or isinstance(item, (_C.TensorBase, np.ndarray, list, tuple, range, slice)):
+            warnings.warn("Using a non-tuple sequence for multidimensional indexing is deprecated and will be changed "
+                          "in pytorch 2.9; use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this will be "
+                          "interpreted as tensor index, x[torch.tensor(seq)], which will result either in an error or "
+                          "a different result", UserWarning, stacklevel=3)
+            return tuple(idx)
+    return idx
+
+
 def make_plan(t, idx):
     """Turn a Python index into a list of steps: ('select', dim, i), ('slice', dim, start, stop, step),
     ('unsqueeze', dim), and at most one final ('index', dim, ndims_consumed, index_tensor); None when the index

@@ -17,7 +17,7 @@ from .dtype import DTYPES, as_dtype, device_of, device_str, dtype as _dtype_cls
 from . import indexing_multi
 from .inplace_binary import _InplaceBinary
 from .indexing import (IndexFn, IndexPutFn, apply_plan, assigned_copy, check_put_dtypes, make_plan, put_plan,
-                       write_graph_view, write_recorded)
+                       sequence_as_tuple, write_graph_view, write_recorded)
 from .random import drawing_from
 from .size import Size
 from .arg_forms import _NO, PLAIN_DIMS, dim_args, install as _install_numpy_forms, required_dim, squeeze_dims
@@ -589,6 +589,7 @@ class Tensor(_C.TensorBase):
                 return self._select(0, idx)
             if type(idx) is slice:
                 return self._slice(0, idx.start, idx.stop, 1 if idx.step is None else idx.step)
+        idx = sequence_as_tuple(idx)
         plan = make_plan(self, idx)
         if plan is None:
             return indexing_multi.getitem(self, idx if isinstance(idx, tuple) else (idx,))
@@ -600,6 +601,7 @@ class Tensor(_C.TensorBase):
         """self[idx] = value, recorded (IndexPutFn; on a graph view's base) where PyTorch records it (CopySlices)."""
         if not isinstance(value, (_C.TensorBase, int, float, bool)):
             value = _C.from_numpy(np.asarray(value), dtype=self._dtype, device=self._device)
+        idx = sequence_as_tuple(idx)
         check_put_dtypes(self, idx, value)
         if autograd.is_graph_view(self) and write_graph_view(self, lambda v: assigned_copy(v, idx, value)):
             return  # a view of a tensor in a graph (d2l's masked_softmax: X = x.reshape(...); X[~mask] = -1e6)
