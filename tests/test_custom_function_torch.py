@@ -201,3 +201,26 @@ def test_saved_inputs_come_back_as_the_graphs_tensors():
         F.apply(x * 1.0, w)[0].sum().backward()
         return seen, x.grad.tolist(), w.grad.tolist()
     assert run(gm) == run(torch)
+
+
+def test_a_gradient_of_the_broadcast_shape_is_summed_to_the_input():
+    """gpytorch's RBFCovariance returns the lengthscale's gradient at the covariance's shape: PyTorch's engine sums
+    a gradient expandable from the input's shape down to it (a leaf, and an input made by another op)."""
+    def run(L):
+        class Scale(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, s):
+                ctx.save_for_backward(x)
+                return x * s
+
+            @staticmethod
+            def backward(ctx, g):
+                x, = ctx.saved_tensors
+                return None, g * x
+
+        raw = L.zeros(1, 1, dtype=L.float64, requires_grad=True)
+        leaf = L.ones(4, dtype=L.float64, requires_grad=True)
+        x = L.arange(12.0, dtype=L.float64).reshape(3, 4)
+        (Scale.apply(x, L.nn.functional.softplus(raw)).sum() + Scale.apply(x, leaf).sum()).backward()
+        return raw.grad.tolist(), leaf.grad.tolist()
+    assert run(gm) == run(torch)

@@ -16,6 +16,8 @@ under create_graph (graph_backward.py). A class defined outside the gpumemnet pa
 - the node is named "<Class>Backward"."""
 import functools
 
+import numpy as np
+
 from .. import _C
 from . import autograd as A
 
@@ -69,6 +71,7 @@ def _apply(cls, *args):
             o._output_nr = i
             A._mark_output(o, args, node._saved, Tensor)
     node._out_meta = [(tuple(o.shape), o._dtype, o._device) if type(o) is Tensor else None for o in outs]
+    node._in_shapes = [tuple(a.shape) if e is not None else None for a, e in zip(args, edges)]
     roles = [_role(t, args, originals) for t in saved_objs]
     # a saved output that carries no gradient (integer, or marked non-differentiable) comes back as it is
     node._roles = [r if r is None or r[0] == "in" or getattr(outs[r[1]], "grad_fn", None) is node else None
@@ -131,9 +134,25 @@ def _apply_grads(self, grads):
                 grads[i] = _C.fill_(_C.empty(*m), 0.0)
     out = type(self).backward(self, *grads)  # under create_graph the engine keeps grad mode on
     out = out if isinstance(out, tuple) else (out,)
+    out = tuple(_summed_to_input(g, shape) for g, shape in zip(out, self.__dict__.get("_in_shapes", ()))) + \
+        out[len(self.__dict__.get("_in_shapes", ())):]
     if A.anomaly.enabled and A.anomaly.check_nan:
         A._check_nan(self, out)
     return out
+
+
+def _summed_to_input(g, shape):
+    """A gradient of the input's broadcast shape summed down to the input's (PyTorch's engine does so: gpytorch's
+    RBFCovariance returns the lengthscale's gradient at the covariance's shape); any other mismatch is left to the
+    engine's error."""
+    if shape is None or type(g) is not A._Tensor or tuple(g.shape) == shape:
+        return g
+    try:
+        if np.broadcast_shapes(shape, tuple(g.shape)) != tuple(g.shape):
+            return g
+    except ValueError:
+        return g
+    return g.sum_to_size(shape)
 
 
 def _name(self):
