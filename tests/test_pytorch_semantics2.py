@@ -376,3 +376,22 @@ def test_a_list_holding_sequences_indexes_as_a_tuple():
         return picked, shapes, w.sum().item(), x.grad.tolist()
     ref, got = _both(run)
     assert got == ref
+
+
+def test_numpy_integers_and_integer_tensors_stand_for_ints():
+    """PyTorch takes a NumPy integer or a one-element integer tensor wherever an int goes (__index__): captum pads by
+    np.int64s and draws kthvalue's k as a 0-d tensor; SB3 sizes layers by np.int64 sums of MultiDiscrete spaces."""
+    def run(L):
+        F = L.nn.functional
+        x = L.arange(24.).reshape(2, 3, 4)
+        i, t = np.int64(2), L.tensor(2)
+        return [tuple(F.pad(x, (i, i)).shape), tuple(F.pad(x, (t, t)).shape), L.kthvalue(x, t).values.sum().item(),
+                x.topk(t).values.sum().item(), len(x.chunk(t, 2)), tuple(x.sum(t).shape), x.roll(t, 2)[0, 0, 0].item(),
+                tuple(F.interpolate(x, size=t * 3).shape), tuple(F.softmax(x, dim=t).shape),
+                tuple(F.softmax(x, dim=i).shape), tuple(L.nn.Linear(i, i).weight.shape),
+                tuple(L.nn.Conv2d(i, i, i).weight.shape), tuple(L.nn.Conv1d(i, i, (i,)).weight.shape),
+                tuple(L.nn.BatchNorm1d(i).weight.shape), tuple(L.nn.LayerNorm(i).weight.shape),
+                tuple(L.nn.MultiheadAttention(np.int64(4), np.int64(2)).in_proj_weight.shape),
+                tuple(F.avg_pool1d(x, t).shape), tuple(F.pixel_shuffle(L.ones(1, 4, 2, 2), i).shape)]
+    ref, got = _both(run)
+    assert got == ref

@@ -10,6 +10,7 @@ forms free; gelu, silu, hardswish, mish, softplus and prelu save their input (ke
 import warnings
 
 from .. import _C
+from .arg_forms import as_int
 from . import autocast as _amp
 from .autograd import Function
 from .autograd import as_activation as _as_activation
@@ -306,6 +307,7 @@ def _softmax(input, dim, dtype, log, op):
         dim = 0 if input.ndim in (0, 1, 3) else 1
         warnings.warn(f"Implicit dimension choice for {op} has been deprecated. Change the call to include dim=X "
                       f"as an argument.", stacklevel=3)
+    dim = as_int(dim)
     if isinstance(dim, bool) or not isinstance(dim, int):
         raise TypeError(f"{op}: dim must be an int, got {type(dim).__name__}")
     if dtype is not None:

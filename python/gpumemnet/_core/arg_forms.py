@@ -9,12 +9,29 @@ common path costs one comparison. The other methods that take a dim are wrapped 
 those are composite ops of several microseconds, where the wrapper's fraction of a microsecond does not show."""
 import numpy as np
 
+from .. import _C
+
+_INT_CODES = frozenset((4, 6, 7, 8, 9))  # int64, uint8, int8, int16, int32 (_core/dtype.py's codes)
 _NO = object()  # the default of axis= / keepdims=: "not given" (None is a meaningful dim)
 PLAIN_DIMS = frozenset((int, type(None)))  # dim types the C layer takes as they are
 
 # Tensor methods that take `dim` in Python in PyTorch (torch/_tensor.py, torch/functional.py), not through its
 # argument parser: they refuse axis= / keepdims= there, and so do we.
 _PYTHON_LEVEL = frozenset(("norm", "split", "unique", "unique_consecutive", "unflatten", "stft", "istft", "lu"))
+
+
+def as_int(v):
+    """v as a Python int where it stands for one: a NumPy integer, or a one-element integer tensor (PyTorch takes
+    either wherever an int goes, through __index__: captum pads by np.int64s, draws k as a 0-d tensor). Anything
+    else (a bool, a float, a list) comes back as it is, for the caller's own check and message."""
+    t = type(v)
+    if t is int or t is bool:
+        return v
+    if isinstance(v, np.integer):
+        return int(v)
+    if isinstance(v, _C.TensorBase) and v._dtype in _INT_CODES and v.numel() == 1:
+        return int(v.item())
+    return v
 
 
 def plain(v):
@@ -52,7 +69,7 @@ _EMPTY_DIMS_MEAN_ALL = frozenset(("sum", "mean", "amax", "amin", "var", "std", "
 
 def dim_args(op, dim, keepdim, axis=_NO, keepdims=_NO, default_dim=None):
     """(dim, keepdim) of a hot method called with axis= / keepdims= or a dim that is not an int or None."""
-    dim = plain(_alias(op, dim, "dim", axis, default_dim))
+    dim = plain(as_int(_alias(op, dim, "dim", axis, default_dim)))
     if op in _EMPTY_DIMS_MEAN_ALL and isinstance(dim, (tuple, list)) and not dim:
         dim = None
     return dim, _alias(op, keepdim, "keepdim", keepdims, False)

@@ -9,6 +9,7 @@ import numbers
 import numpy as np
 
 from .. import _C
+from .arg_forms import as_int
 from .return_types import ValuesIndices as _RESULT
 from . import autocast as _amp
 from . import functions as F
@@ -44,6 +45,7 @@ def _rounding(t, op, name):
 
 def _dim(dim, ndim, op):
     n = max(ndim, 1)
+    dim = as_int(dim)
     if not isinstance(dim, numbers.Integral) or isinstance(dim, bool):
         raise TypeError(f"{op}: dim must be an int, got {type(dim).__name__}")
     if not -n <= dim < n:
@@ -196,6 +198,7 @@ class TensorMethods:
 
     def chunk(self, chunks, dim=0):
         """At most `chunks` views of ceil(size / chunks) entries each (PyTorch's rule: maybe fewer chunks)."""
+        chunks = as_int(chunks)
         if not isinstance(chunks, numbers.Integral) or chunks <= 0:
             raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
         d = _dim(dim, self.ndim, "chunk")
@@ -333,6 +336,7 @@ class TensorMethods:
         """The k largest (smallest with largest=False) entries along dim and their indices, in order."""
         d = _dim(dim, self.ndim, "topk")
         size = self.shape[d] if self.ndim else 1
+        k = as_int(k)
         if not isinstance(k, numbers.Integral) or not 0 <= k <= size:
             raise RuntimeError(f"selected index k out of range: k={k} for a dimension of size {size}")
         idx = self.argsort(d, descending=largest)
@@ -391,6 +395,7 @@ class TensorMethods:
     def roll(self, shifts, dims=None):
         """A copy with entries shifted by shifts along dims, wrapping around: out[i] = self[(i - shift) mod n].
         Without dims, over the flattened tensor, its shape restored."""
+        shifts, dims = as_int(shifts), as_int(dims)
         if dims is None:
             if not isinstance(shifts, numbers.Integral):
                 if len(shifts) != 1:

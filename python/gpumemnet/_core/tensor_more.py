@@ -13,6 +13,7 @@ import weakref
 import numpy as np
 
 from .. import _C
+from .arg_forms import as_int
 from . import autocast as _amp
 from . import functions as F
 from .autograd import Function, check_inplace, needs_grad as _needs_grad, refuse_inplace as _refuse_inplace
@@ -308,6 +309,7 @@ class MoreMethods:
     def kthvalue(self, k, dim=-1, keepdim=False):
         """(values, indices) of the k-th smallest entry along dim (k from 1)."""
         n = self.shape[_dim(dim, self.ndim, "kthvalue")] if self.ndim else 1
+        k = as_int(k)
         if not isinstance(k, numbers.Integral) or not 1 <= k <= n:
             raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {dim}")
         return ValuesIndices(*_order_stat(self, dim, int(k) - 1, keepdim, "kthvalue"))

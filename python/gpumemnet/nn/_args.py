@@ -2,12 +2,15 @@
 the reduction argument of the losses with its deprecated size_average / reduce form."""
 import numbers
 
+from .._core.arg_forms import as_int
+
 
 def _is_int(v):
+    """An int, a NumPy integer or a one-element integer tensor (int(v) then gives it: PyTorch's __index__)."""
     t = type(v)
     if t is int:  # the usual case first: an ABC check (numbers.Integral) costs a few hundred ns per call
         return True
-    return t is not bool and isinstance(v, numbers.Integral)
+    return t is not bool and (isinstance(v, numbers.Integral) or type(as_int(v)) is int)
 
 
 def _pair(value, name, op):

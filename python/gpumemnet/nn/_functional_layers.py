@@ -8,6 +8,7 @@ one copy (as in PyTorch), and the backward is the same composition reversed. emb
 (forward) and accumulating scatter (backward: a zeroed weight-shaped gradient, PyTorch's dense one), saving only
 the indices; one_hot a zeroed int64 tensor and one scatter."""
 from .. import _C
+from .._core.arg_forms import as_int
 from .._core.activation import _check_tensor
 from .._core.creation import cat
 from .._core.autograd import Function
@@ -55,6 +56,8 @@ def pad(input, pad, mode="constant", value=None):
     crop. mode 'constant' (fill `value`, default 0) pads up to the last 3 dims of any dtype; 'reflect',
     'replicate' and 'circular' the last 1, 2 or 3 dims of a 2-D..5-D float input, as PyTorch allows."""
     _check_tensor(input, "pad")
+    if not isinstance(pad, int) and isinstance(pad, (tuple, list)):  # np.int64 pads (captum's Occlusion)
+        pad = tuple(as_int(p) for p in pad)
     if isinstance(pad, int) or not all(isinstance(p, int) and not isinstance(p, bool) for p in pad):
         raise TypeError(f"pad: pad must be a tuple of ints, got {pad!r}")
     code = _MODES.get(mode) if isinstance(mode, str) else None
@@ -90,6 +93,7 @@ def _pad_outer_dims(x, outer, value):
 
 
 def _factor(f, op, name):
+    f = as_int(f)
     if isinstance(f, bool) or not isinstance(f, int):
         raise TypeError(f"{op}: {name} must be an int, got {type(f).__name__}")
     if f <= 0:

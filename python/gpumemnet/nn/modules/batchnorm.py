@@ -4,6 +4,7 @@ defaults and running-statistics rule (momentum=None: cumulative average over the
 The running statistics are model state, not activations: they are allocated under the "parameter" category, so
 memory reports count them with the model's weights."""
 from ... import _C
+from ..._core.arg_forms import as_int
 from ..._core.creation import tensor as _tensor
 from ... import distributed as _dist
 from ...distributed import _comm
@@ -24,6 +25,7 @@ class _NormBase(Module):
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None,
                  dtype=None, *, bias=True):
         super().__init__()
+        num_features = as_int(num_features)
         if isinstance(num_features, bool) or not isinstance(num_features, int) or num_features <= 0:
             raise ValueError(f"{type(self).__name__}: num_features must be a positive int, got {num_features!r}")
         self.num_features = num_features

@@ -2,6 +2,7 @@
 import math
 
 from ... import _C
+from ..._core.arg_forms import as_int
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
@@ -16,13 +17,13 @@ _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
 def _ntuple(value, name, n):
     if isinstance(value, (tuple, list)):
-        t = tuple(value)
+        t = tuple(as_int(v) for v in value)
         if len(t) == 1:  # one value for every dim, as PyTorch's functional forms read it (EfficientNet's [1])
             t = t * n
         if len(t) != n:
             raise ValueError(f"{name} must be an int or a tuple of {n} ints, got {value!r}")
         return t
-    return (value,) * n
+    return (as_int(value),) * n
 
 
 class _ConvNd(Module):
@@ -35,6 +36,7 @@ class _ConvNd(Module):
                  output_padding, groups, bias, padding_mode, device=None, dtype=None):
         super().__init__()
         name, n = type(self).__name__, self._DIMS
+        in_channels, out_channels, groups = as_int(in_channels), as_int(out_channels), as_int(groups)
         # zero channels build, as PyTorch's (a zero-element weight; the forward then refuses it): vit-pytorch's
         # CrossFormer makes such a layer at small widths
         for arg, v in (("in_channels", in_channels), ("out_channels", out_channels), ("groups", groups)):

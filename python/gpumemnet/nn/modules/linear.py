@@ -2,6 +2,7 @@
 import math
 
 from ... import _C
+from ..._core.arg_forms import as_int
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
@@ -26,6 +27,7 @@ class Linear(Module):
 
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
         super().__init__()
+        in_features, out_features = as_int(in_features), as_int(out_features)  # np.int64 sizes (SB3)
         for name, v in (("in_features", in_features), ("out_features", out_features)):
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                 raise _C.ArgumentError(f"Linear: {name} must be a non-negative int, got {v!r}")

@@ -1,6 +1,7 @@
 """GroupNorm and LayerNorm, with PyTorch's attributes (weight, bias; normalized_shape, num_groups, eps, affine /
 elementwise_affine), defaults and initialisation (weight 1, bias 0). Both run through F.group_norm's kernel
 (nn/_functional_norm.py)."""
+from ..._core.arg_forms import as_int
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
@@ -11,6 +12,7 @@ __all__ = ["GroupNorm", "LayerNorm"]
 
 
 def _positive_int(owner, name, v):
+    v = as_int(v)
     if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
         raise ValueError(f"{owner}: {name} must be a positive int, got {v!r}")
 
@@ -62,6 +64,9 @@ class LayerNorm(Module):
 
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None, dtype=None):
         super().__init__()
+        normalized_shape = as_int(normalized_shape)
+        if isinstance(normalized_shape, (tuple, list)):
+            normalized_shape = tuple(as_int(n) for n in normalized_shape)
         if isinstance(normalized_shape, int) and not isinstance(normalized_shape, bool):
             normalized_shape = (normalized_shape,)
         self.normalized_shape = tuple(int(s) for s in normalized_shape)
