@@ -247,15 +247,16 @@ def test_dropout2d_channels():
     gm.set_rng_state(state)
     keep = rand_keep((3, 4), 0.5)  # one draw per (n, c)
     assert_close(out, np.where(keep[:, :, None, None], x / 0.5, 0.0), 1e-12, 1e-12)
-    # unbatched (C, H, W), and gradients through the same channel mask
+    # 3-D is (N, C, L) as PyTorch reads it (with a warning), and gradients through the same channel mask
     a = T(R(4, 3, 3) + 10.0, requires_grad=True)
     state = gm.get_rng_state()
-    F.dropout2d(a, 0.5).sum().backward()
+    with pytest.warns(UserWarning, match="interpreted as shape \\(N, C, L\\)"):
+        F.dropout2d(a, 0.5).sum().backward()
     gm.set_rng_state(state)
-    keep = rand_keep((4,), 0.5)
-    assert_close(a.grad, np.broadcast_to((keep / 0.5)[:, None, None], (4, 3, 3)), 0, 0)
-    with pytest.raises(ValueError, match=r"expected a 3-D \(C, H, W\) or 4-D \(N, C, H, W\) input, got shape \(4, 5\)"):
-        F.dropout2d(T(R(4, 5)))
+    keep = rand_keep((4, 3), 0.5)
+    assert_close(a.grad, np.broadcast_to((keep / 0.5)[:, :, None], (4, 3, 3)), 0, 0)
+    with pytest.raises(ValueError, match=r"dropout probability has to be between 0 and 1"):
+        F.dropout2d(T(R(4, 5, 6)), 1.5)
 
 
 def test_dropout_mask_is_one_byte_per_element():

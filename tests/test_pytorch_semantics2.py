@@ -395,3 +395,18 @@ def test_numpy_integers_and_integer_tensors_stand_for_ints():
                 tuple(F.avg_pool1d(x, t).shape), tuple(F.pixel_shuffle(L.ones(1, 4, 2, 2), i).shape)]
     ref, got = _both(run)
     assert got == ref
+
+
+@pytest.mark.filterwarnings("ignore:dropout2d")
+def test_dropout2d_of_3d_and_2d_inputs_drops_as_pytorch():
+    """A 3-D input is (N, C, L), each (n, c) row dropped whole (pytorch#77081's legacy reading), a 2-D one is
+    dropped elementwise (mnist_rnn's Dropout2d after an LSTM); both warn as PyTorch does."""
+    def run(L):
+        with pytest.warns(UserWarning, match="dropout2d: Received a 3D input"):
+            z = L.nn.Dropout2d(0.5)(L.ones(200, 6, 5)) == 0
+        with pytest.warns(UserWarning, match="dropout2d: Received a 2-D input"):
+            y = L.nn.Dropout2d(0.5)(L.ones(400, 16))
+        return (bool((z == z[:, :, :1]).all()), bool((z == z[:, :1, :1]).all()), 0.4 < z.float().mean().item() < 0.6,
+                sorted(set(y.flatten().tolist())), 0.4 < (y == 0).float().mean().item() < 0.6)
+    ref, got = _both(run)
+    assert got == ref == (True, False, True, [0.0, 2.0], True)

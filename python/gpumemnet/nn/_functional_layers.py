@@ -18,7 +18,7 @@ from .._core.dtype import int64 as _int64
 from .._core.functions import DIV, MAXIMUM
 from .._core.tensor_methods import long_index, no_negative
 
-from ._functional_nn import dropout2d as _dropout2d
+from ._functional_nn import channel_dropout as _dropout2d
 
 __all__ = ["pad", "pixel_shuffle", "pixel_unshuffle", "embedding", "one_hot", "dropout1d", "dropout3d",
            "alpha_dropout", "feature_alpha_dropout"]

@@ -107,8 +107,33 @@ def dropout(input, p=0.5, training=True, inplace=False):
     return _dropout(input, p, training, inplace, False, "dropout")
 
 
+def channel_dropout(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of a 4-D (N, C, H, W) or 3-D (C, H, W) input: the kernel dropout1d / dropout3d run on
+    views of their inputs."""
+    return _dropout(input, p, training, inplace, True, "dropout2d")
+
+
 def dropout2d(input, p=0.5, training=True, inplace=False):
-    """Zero whole channels of (N, C, H, W) (or unbatched (C, H, W)) input with probability p."""
+    """Zero whole channels of (N, C, H, W) input with probability p. As PyTorch (and with its warnings), a 3-D input
+    is (N, C, L), each (n, c) row dropped (not an unbatched (C, H, W): pytorch#77081), and a 2-D one (N, C) is
+    dropped elementwise (pytorch/examples' mnist_rnn applies Dropout2d to an LSTM's (N, 64) output)."""
+    nd = input.ndim if isinstance(input, _C.TensorBase) else 4
+    if nd not in (3, 4):
+        warnings.warn(f"dropout2d: Received a {nd}-D input to dropout2d, which is deprecated and will result in an "
+                      f"error in a future release. To retain the behavior and silence this warning, please use "
+                      f"dropout instead. Note that dropout2d exists to provide channel-wise dropout on inputs with 2 "
+                      f"spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 3D or 4D "
+                      f"inputs).", stacklevel=2)
+    if nd == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout "
+                      "behavior is desired - input is interpreted as shape (N, C, L), where C is the channel dim. "
+                      "This behavior will change in a future release to interpret the input as one without a batch "
+                      "dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout behavior, please "
+                      "switch to using dropout1d instead.", stacklevel=2)
+    if nd in (2, 3) and training and p > 0:  # the (N, C) rows of a (N, C, L, 1) input, in the 4-D kernel
+        shape = tuple(input.shape)
+        out = _dropout(input.reshape(shape + (1,) * (4 - nd)), p, training, False, True, "dropout2d").reshape(shape)
+        return input.copy_(out) if inplace else out
     return _dropout(input, p, training, inplace, True, "dropout2d")
 
 
