@@ -410,3 +410,16 @@ def test_dropout2d_of_3d_and_2d_inputs_drops_as_pytorch():
                 sorted(set(y.flatten().tolist())), 0.4 < (y == 0).float().mean().item() < 0.6)
     ref, got = _both(run)
     assert got == ref == (True, False, True, [0.0, 2.0], True)
+
+
+def test_linear_broadcasts_a_bias_of_another_shape():
+    """captum's README ToyModel sets nn.Parameter(torch.zeros(1, 3)) as a Linear's bias: PyTorch broadcasts it."""
+    def run(L):
+        x = L.arange(6.).reshape(2, 3)
+        sums = [L.nn.functional.linear(x, L.eye(3), L.ones(s)).sum().item() for s in [(1, 3), (2, 1), (2, 3), (1,)]]
+        m = L.nn.Linear(3, 3)
+        m.bias = L.nn.Parameter(L.zeros(1, 3))
+        m(x).sum().backward()
+        return sums, m.bias.grad.tolist()
+    ref, got = _both(run)
+    assert got == ref
