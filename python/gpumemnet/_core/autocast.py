@@ -28,6 +28,7 @@ policy of the device they stand in for.
 import contextlib
 import functools
 import threading
+import warnings
 
 from .. import _C
 from .dtype import as_dtype, float16, bfloat16, float32
@@ -90,8 +91,12 @@ class autocast:
         if dtype is None:
             dtype = _DEFAULT_DTYPE[device_type]
         dtype = as_dtype(dtype, "autocast(dtype)")
-        if dtype not in (float16, bfloat16):
-            raise ValueError(f"autocast: dtype must be gpumemnet.float16 or gpumemnet.bfloat16, got {dtype!r}")
+        if dtype not in (float16, bfloat16) and enabled:  # PyTorch's: a warning, and autocast off (opacus enters
+            dev = device_type.upper()                      # autocast(dtype=activations.dtype), int64 for an Embedding)
+            order = "torch.bfloat16, torch.float16" if device_type == "cpu" else "torch.float16, torch.bfloat16"
+            warnings.warn(f"In {dev} autocast, but the target dtype is not supported. Disabling autocast.\n{dev} "
+                          f"Autocast only supports dtypes of {order} currently.", stacklevel=2)
+            enabled = False
         self.device_type = device_type
         self.dtype = dtype
         self.enabled = bool(enabled)
