@@ -222,7 +222,12 @@ class TensorMethods:
         d = _dim(dim, self.ndim, "index_select")
         index = long_index(index)
         no_negative(index, self.shape[d] if self.ndim else 1, d, "index_select")
-        return self[(slice(None),) * d + (index.reshape(-1),)]
+        try:
+            return self[(slice(None),) * d + (index.reshape(-1),)]
+        except IndexError as e:  # out of bounds: PyTorch's index_select says RuntimeError where x[idx] IndexError
+            if "out of bounds" not in str(e):
+                raise
+            raise RuntimeError(f"index_select(): {e}") from None
 
     def repeat(self, *sizes):
         """Tile the tensor: one materialised copy of the result, as PyTorch's repeat."""
