@@ -19,6 +19,7 @@ package's face (`gpumemnet.as_torch`, `python -m gpumemnet run`).
 import importlib
 import importlib.abc
 import importlib.util
+import os
 import sys
 import threading
 import types
@@ -212,4 +213,49 @@ def as_torch():
                            "`python -m gpumemnet run`) before anything imports torch")
     sys.meta_path.insert(0, _finder)
     _dtype.DISPLAY[0] = "torch"  # str(x.dtype) == "torch.float16" in the user's code holds
+    _children_alias_too()
     return importlib.import_module("torch")
+
+
+# A child started with the spawn or forkserver start method is a fresh interpreter that re-imports the main module
+# (as __mp_main__) before it unpickles its target: there `import torch` would be PyTorch. Its command line
+# (`python -c "from multiprocessing.spawn import spawn_main; ..."`) is prefixed, while the alias is active, with
+# this program, which installs the alias first. The child's sys.path is the parent's only once multiprocessing's
+# prepare() has run, so the directory gpumemnet came from is put first for that one import.
+_CHILD_PROGRAMS = ("from multiprocessing.spawn import", "from multiprocessing.forkserver import")
+_hooked = []
+
+
+def _child_program(prog):
+    if not is_active() or not prog.startswith(_CHILD_PROGRAMS):
+        return prog
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return (f"import sys; sys.path.insert(0, {root!r}); import gpumemnet.dropin; del sys.path[0]; "
+            f"gpumemnet.dropin.as_torch(); {prog}")
+
+
+def _with_child_program(args):
+    args = list(args)
+    if "-c" in args[:-1]:
+        i = args.index("-c") + 1
+        args[i] = _child_program(args[i])
+    return args
+
+
+def _children_alias_too():
+    """Wrap multiprocessing's spawn command line (spawn children, on every platform) and the POSIX launcher
+    (forkserver's server, whose forks inherit the alias), once."""
+    if _hooked:
+        return
+    import multiprocessing.spawn as mp_spawn
+    import multiprocessing.util as mp_util
+    get_command_line, spawnv_passfds = mp_spawn.get_command_line, mp_util.spawnv_passfds
+
+    def spawn_command_line(**kwds):
+        return _with_child_program(get_command_line(**kwds))
+
+    def spawnv_with_alias(path, args, passfds):  # spawn's command is already prefixed: _child_program skips it
+        return spawnv_passfds(path, _with_child_program(args), passfds)
+
+    mp_spawn.get_command_line, mp_util.spawnv_passfds = spawn_command_line, spawnv_with_alias
+    _hooked.append(True)

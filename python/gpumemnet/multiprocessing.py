@@ -1,5 +1,12 @@
-"""torch.multiprocessing: Python's multiprocessing (PyTorch's adds shared-memory tensor passing, which gpumemnet does
-not: a tensor sent to another process is pickled, a copy), with PyTorch's sharing-strategy queries and spawn."""
+"""torch.multiprocessing: Python's multiprocessing, with PyTorch's sharing-strategy queries and spawn.
+
+Tensors moved to shared memory (Tensor.share_memory_, Module.share_memory) are shared as in PyTorch: a child
+forked afterwards writes the parent's memory (hogwild training), and multiprocessing's pickling (a spawn or
+forkserver child's arguments, a Queue, a Pipe) sends the shared memory's file descriptor, so the receiver maps the
+same memory (the "file_descriptor" strategy; "file_system" is accepted and does the same). Any other tensor sent
+is pickled: the receiver gets a copy. CUDA tensors are copied too (PyTorch passes CUDA IPC handles). Under the
+torch alias (`python -m gpumemnet run`, gm.as_torch()), spawn and forkserver children get the alias before they
+re-import the main module (gpumemnet.dropin)."""
 import multiprocessing as _mp
 from multiprocessing import *  # noqa: F401,F403
 

@@ -603,8 +603,9 @@ class Module(ModuleMore):
                            "report this bug.")
 
     def share_memory(self):
-        """A no-op returning self (gpumemnet's processes share nothing through it; see Tensor.share_memory_)."""
-        return self
+        """Every parameter and buffer into shared memory in place (Tensor.share_memory_): processes forked or
+        spawned afterwards train the same weights (pytorch/examples' mnist_hogwild)."""
+        return self._apply(lambda t: t.share_memory_())
 
     def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
         """OrderedDict of parameters and persistent buffers by full name, as detached tensors sharing storage
