@@ -423,3 +423,18 @@ def test_linear_broadcasts_a_bias_of_another_shape():
         return sums, m.bias.grad.tolist()
     ref, got = _both(run)
     assert got == ref
+
+
+def test_a_graph_value_copied_into_a_view_of_data_lands_in_the_parameter():
+    """peft's OFT merge(): weight = conv.weight.data.view(...); weight.copy_(R @ weight) with R requiring grad."""
+    def run(L):
+        conv = L.nn.Conv2d(2, 4, 3)
+        with L.no_grad():
+            conv.weight.copy_(L.arange(72.).reshape(4, 2, 3, 3) / 72)
+        r = (L.eye(4) * 2).requires_grad_()
+        weight = conv.weight.data.view(4, 18)
+        result = L.mm(r, weight)
+        weight.copy_(result)
+        return weight.requires_grad, conv.weight.detach().sum().item()
+    ref, got = _both(run)
+    assert got == ref

@@ -58,7 +58,7 @@ def _refuse_shared(t, what):
     """A plain tensor whose memory another tensor shares cannot take a written value's graph: the other (a view,
     or the view's base) would not get it, and gpumemnet's views of plain tensors do not know their base. Except
     t.data's alias, where that is PyTorch's meaning (an EMA's `shadow.data.lerp_(new, w)`: only the values land)."""
-    if t._storage_refs > 1 and not t.__dict__.get("_data_alias"):
+    if t._storage_refs > 1 and not (t._unversioned or t.__dict__.get("_data_alias")):  # (a view of .data too)
         raise RuntimeError(f"{what}: writing a value that requires grad into a tensor that shares its memory with "
                            f"another (a view, or a tensor with views): the other would not get the gradient; write "
                            f"into the base tensor itself")
