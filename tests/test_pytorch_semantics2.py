@@ -438,3 +438,20 @@ def test_a_graph_value_copied_into_a_view_of_data_lands_in_the_parameter():
         return weight.requires_grad, conv.weight.detach().sum().item()
     ref, got = _both(run)
     assert got == ref
+
+
+def test_float32_scans_round_each_result_once_as_pytorchs_cpu_scans():
+    """PyTorch's CPU cumsum / cumprod accumulate float32 in float64: every entry is the float64 scan rounded once
+    (diffusers' alphas_cumprod differed by 3.6e-7 with a float32 tree)."""
+    rng = np.random.default_rng(0)
+    a = rng.uniform(0.98, 1.0, 1000).astype(np.float32)
+    b = rng.standard_normal(10000).astype(np.float32)
+    np.testing.assert_array_equal(gm.tensor(a).cumprod(0).numpy(), np.cumprod(a.astype(np.float64)).astype(np.float32))
+    np.testing.assert_array_equal(gm.tensor(b).cumsum(0).numpy(), np.cumsum(b.astype(np.float64)).astype(np.float32))
+    x = gm.tensor(a.reshape(10, 100), requires_grad=True)
+    y = x.cumprod(1)
+    y.sum().backward()
+    t = torch.tensor(a.reshape(10, 100), requires_grad=True)
+    t.cumprod(1).sum().backward()
+    np.testing.assert_array_equal(y.detach().numpy(), t.detach().cumprod(1).numpy())
+    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-5)

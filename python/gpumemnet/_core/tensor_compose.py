@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import _C
 from . import functions as F
+from .autocast import _state as _amp_state
 from .autograd import Function, needs_grad as _needs_grad
 from .dtype import finfo
 from .tensor_methods import _dim
@@ -22,8 +23,28 @@ _FLOAT_CODES = (0, 1, 2, 3)
 
 
 # ---- scans --------------------------------------------------------------------------------------------------
+_WIDER = {0: 1, 2: 0, 3: 0}  # float32 -> float64, float16 / bfloat16 -> float32
+
+
+def _wider(x):
+    """The dtype code a scan of x accumulates in: PyTorch's CPU scans accumulate float32 in float64 (the half types
+    in float32), so each result is rounded once (diffusers' alphas_cumprod); its CUDA ones do not. A meta tensor
+    follows the device it stands for in an estimate (the CPU otherwise). None: x's own."""
+    dev = x._device
+    if dev == "meta":
+        dev = _amp_state.meta_stands_for or "cpu"
+    return _WIDER.get(x._dtype) if dev == "cpu" else None
+
+
 def _scan(x, d, op):
     """Inclusive scan of x along d with a C binary op (ADD or MUL), no graph: a new tensor."""
+    wide = _wider(x)
+    if wide is not None:
+        return F.cast(_scan_as_is(F.cast(x, wide), d, op), x._dtype)
+    return _scan_as_is(x, d, op)
+
+
+def _scan_as_is(x, d, op):
     n = x.shape[d]
     y = F.cast(x, x._dtype)  # a copy: the passes write into their own tensors, never into x
     shift = 1
@@ -62,6 +83,13 @@ def _scan_input(t, dtype):
 
 def _cumprod_graph(x, d):
     """cumprod recorded step by step (products of slices, then cat): autograd gets zeros right by itself."""
+    wide = _wider(x)
+    if wide is not None:
+        return F.ToDtype.apply(_cumprod_graph_as_is(F.ToDtype.apply(x, wide), d), x._dtype)
+    return _cumprod_graph_as_is(x, d)
+
+
+def _cumprod_graph_as_is(x, d):
     n, shift, y = x.shape[d], 1, x
     while shift < n:
         head = y.narrow(d, 0, shift)
