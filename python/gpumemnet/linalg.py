@@ -18,6 +18,7 @@ from ._core.tensor import matmul
 from ._core.tensor_products import linalg_cross, linalg_vander as _vander, multi_dot
 from ._core import autocast as _amp
 from ._core import complex as _complex
+from ._core import out_arg as _out_arg
 from ._core.autograd import needs_grad as _needs_grad
 from ._core import tensor_solve as _solve
 from ._core.tensor_solve import LinAlgError, det, matrix_exp, matrix_power, solve_triangular
@@ -318,3 +319,13 @@ def pca_lowrank(A, q=None, center=True, niter=2):
     if not isinstance(niter, int) or niter < 0:
         raise ValueError(f"pca_lowrank: niter(={niter}) must be non-negative integer")
     return svd_lowrank(A - A.mean(-2, keepdim=True) if center else A, q, niter)
+
+
+# torch.linalg's functions that take out= (linear_operator calls cholesky_ex(A, out=None)): computed as without it,
+# then written into out (_core/out_arg.py, PyTorch's checks and resize)
+for _name in ("vector_norm matrix_norm norm matmul multi_dot vecdot cross det slogdet inv inv_ex solve solve_ex "
+              "solve_triangular cholesky cholesky_ex matrix_power tensorinv tensorsolve svd svdvals qr eigh eigvalsh "
+              "eig eigvals pinv matrix_rank cond lu_factor lu_factor_ex lu lu_solve householder_product ldl_factor "
+              "ldl_factor_ex ldl_solve").split():
+    globals()[_name] = _out_arg._with_out(f"linalg_{_name}", globals()[_name], False)
+del _name
