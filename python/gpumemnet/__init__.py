@@ -62,6 +62,11 @@ from .linalg import svd_lowrank, pca_lowrank  # noqa: E402
 from . import sparse  # noqa: E402
 from .func import vmap  # noqa: E402,F401  (torch.vmap)
 from .sparse import sparse_coo_tensor, sparse_coo, mm as spmm  # noqa: E402,F401
+from .sparse import sparse_csr, sparse_csc, sparse_bsr, sparse_bsc  # noqa: E402,F401  (layout objects)
+from ._core.nextafter import nextafter  # noqa: E402,F401
+from .futures import Future  # noqa: E402,F401  (torch.Future: isinstance checks of what collectives return)
+from ._device_modules import Stream, get_device_module  # noqa: E402,F401
+from . import __config__, _tensor_str  # noqa: E402,F401  (torch.__config__.show(), torch._tensor_str)
 from .serialization import save, load  # noqa: E402
 from .memory import summary  # noqa: E402
 from .amp import autocast  # noqa: E402
@@ -86,6 +91,7 @@ from ._core.out_arg import install as _install_out  # noqa: E402  (out= on the f
 _install_out(globals())
 del _install_out
 conj_physical = resolve_conj = conj
+dsmm = spmm  # torch.dsmm(sparse, dense) -> dense: sparse.mm
 
 OutOfMemoryError = _C.OutOfMemoryError
 ArgumentError = _C.ArgumentError  # ValueError + RuntimeError: caught by `except` of either (docs/C_API.md, Errors)

@@ -34,6 +34,7 @@ import re
 import shutil
 import struct
 import tempfile
+import typing
 
 import numpy as np
 
@@ -41,10 +42,15 @@ from . import _C
 from . import _serialization_pickle as _pickled
 from ._serialization_pickle import _raw
 from . import _serialization_torch as _torch_format
-from ._core.dtype import DTYPES, device_str
+from ._core.dtype import DTYPES, device as _device, device_str
 from ._core.scope import category
 
 __all__ = ["save", "load"]
+
+# PyTorch's type of load's map_location (Pyro imports it for its annotations): a function (storage, location) ->
+# storage, a device, a str, a {location: location} dict, or None.
+MAP_LOCATION = typing.Optional[typing.Union[typing.Callable[[typing.Any, str], typing.Any], _device, str,
+                                            typing.Dict[str, str]]]
 
 _FORMAT_KEY = "gpumemnet"
 _FORMAT_VERSION = 1

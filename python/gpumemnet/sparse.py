@@ -18,6 +18,10 @@ __all__ = ["mm", "addmm", "sum", "softmax", "log_softmax", "FloatTensor", "Doubl
 
 
 sparse_coo = layout("sparse_coo")
+# PyTorch's compressed layouts: the objects exist (code compares a tensor's layout with them: PyTorch Geometric's
+# `layout == torch.sparse_csr`); no gpumemnet tensor has one of them.
+sparse_csr, sparse_csc, sparse_bsr, sparse_bsc = (layout(n) for n in ("sparse_csr", "sparse_csc", "sparse_bsr",
+                                                                       "sparse_bsc"))
 
 
 class SparseTensor:
@@ -41,6 +45,31 @@ class SparseTensor:
 
     def dim(self):
         return self.ndim
+
+    def numel(self):
+        n = 1
+        for s in self._size:
+            n *= s
+        return n
+
+    def ndimension(self):
+        return self.ndim
+
+    def type(self, dtype=None, non_blocking=False, **kwargs):
+        """No dtype: the legacy type name ('torch.sparse.FloatTensor'); with one (a dtype or such a name): the
+        tensor converted to it, as PyTorch's."""
+        names = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
+                 "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+        if dtype is None:
+            kind = names.get(str(self._v.dtype).split(".")[-1], str(self._v.dtype).split(".")[-1])
+            return f"torch.{'cuda.' if self.is_cuda else ''}sparse.{kind}Tensor"
+        if isinstance(dtype, str):
+            wanted = dtype.split(".")[-1]
+            found = [k for k, v in names.items() if f"{v}Tensor" == wanted]
+            if ".sparse." not in dtype or not found:
+                raise ValueError(f"type(): invalid sparse type {dtype!r}")
+            dtype = as_dtype(found[0])
+        return self.to(dtype=dtype, non_blocking=non_blocking)
 
     def sparse_dim(self):
         return self._i.shape[0]
@@ -169,11 +198,12 @@ class SparseTensor:
 
 def sparse_coo_tensor(indices, values, size=None, dtype=None, device=None, requires_grad=False,
                       check_invariants=None, is_coalesced=None):
-    """A COO sparse tensor of int64 indices (ndim, nnz) and values (nnz,)."""
+    """A COO sparse tensor of int64 indices (ndim, nnz) and values (nnz,). Indices of another dtype (int32 ...) are
+    converted to int64, as PyTorch does."""
     indices = indices if isinstance(indices, _C.TensorBase) else _c.tensor(np.asarray(indices), dtype=int64)
     values = values if isinstance(values, _C.TensorBase) else _c.tensor(values, dtype=dtype)
     if indices.dtype != int64:
-        raise RuntimeError(f"indices must be an int64 tensor, got {indices.dtype}")
+        indices = indices.to(dtype=int64)
     if indices.ndim != 2 or values.ndim != 1 or indices.shape[1] != values.shape[0]:
         raise ValueError(f"sparse_coo_tensor: expected indices of shape (ndim, nnz) and values of shape (nnz,) "
                          f"(values with dense dims are not supported), got {tuple(indices.shape)} and "

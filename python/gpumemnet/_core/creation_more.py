@@ -9,6 +9,7 @@ from .. import _C
 from . import autocast as _amp
 from . import hooks
 from .creation import _need_tensor, cat, rand, randint, randn
+from .size import Size
 from .tensor_select import _host
 
 _I64 = 4
@@ -16,8 +17,9 @@ _I64 = 4
 
 # ---- broadcasting --------------------------------------------------------------------------------------------
 def broadcast_shapes(*shapes):
+    """The shape the given shapes broadcast to, as a torch.Size (PyTorch's)."""
     try:
-        return tuple(np.broadcast_shapes(*[(s,) if isinstance(s, numbers.Integral) else tuple(s) for s in shapes]))
+        return Size(np.broadcast_shapes(*[(s,) if isinstance(s, numbers.Integral) else tuple(s) for s in shapes]))
     except ValueError:
         raise RuntimeError(f"Shape mismatch: objects cannot be broadcast to a single shape: {shapes}") from None
 

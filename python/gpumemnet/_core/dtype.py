@@ -209,23 +209,40 @@ channels_last = memory_format.channels_last
 channels_last_3d = memory_format.channels_last_3d
 
 
+# PyTorch's other device types (Apple's MPS, Intel's XPU, Habana's HPU, TPUs through XLA, ...): a device object of
+# these constructs and compares as in PyTorch (libraries probe `torch.device("mps")`), but gpumemnet has no kernels
+# for them, so a tensor cannot be put there (the operation that tries says so).
+OTHER_DEVICE_TYPES = ("mps", "xpu", "hpu", "mtia", "xla", "privateuseone", "ipu", "maia", "lazy", "vulkan", "ve",
+                      "fpga", "hip", "mkldnn", "opengl", "opencl", "ideep")
+
+
 class device:
-    """A device: 'cpu', 'meta', or 'cuda:N'. Compares equal to its string form."""
+    """A device: 'cpu', 'meta', or 'cuda:N' (or one of PyTorch's other types, OTHER_DEVICE_TYPES, which holds no
+    tensor here). Compares equal to its string form."""
     __slots__ = ("type", "index")
 
     def __init__(self, spec, index=None):
         if isinstance(spec, device):
             self.type, self.index = spec.type, spec.index
             return
+        if isinstance(spec, int) and not isinstance(spec, bool):  # torch.device(0): CUDA device 0, as PyTorch
+            if spec < 0:
+                raise _C.ArgumentError(f"device: device index must not be negative, got {spec}")
+            spec, index = "cuda", spec
         if not isinstance(spec, str):
             raise TypeError(f"device: expected a str such as 'cpu' or 'cuda:0', got {spec!r}")
         kind, _, idx = spec.partition(":")
-        if kind not in ("cpu", "cuda", "meta"):
+        if kind not in ("cpu", "cuda", "meta") and kind not in OTHER_DEVICE_TYPES:
             raise _C.ArgumentError(f"device: unknown device {spec!r}; expected 'cpu', 'meta', 'cuda' or 'cuda:N'")
         if idx:
             if not idx.isdigit():
                 raise ValueError(f"device: bad device index in {spec!r}")
             index = int(idx)
+        if kind in OTHER_DEVICE_TYPES:
+            if index is not None and (not isinstance(index, int) or index < 0):
+                raise _C.ArgumentError(f"device: bad device index {index!r} for {kind}")
+            self.type, self.index = kind, index
+            return
         if kind == "cuda" and index is None:  # the thread's current device (gm.cuda.set_device), as it is now
             index = _C._cuda_current_device()
         if kind != "cuda" and index not in (None, 0):
@@ -234,10 +251,10 @@ class device:
         self.index = index if kind == "cuda" else None
 
     def __str__(self):
-        return f"cuda:{self.index}" if self.type == "cuda" else self.type
+        return self.type if self.index is None else f"{self.type}:{self.index}"
 
     def __repr__(self):
-        return f"device(type='{self.type}'" + (f", index={self.index})" if self.type == "cuda" else ")")
+        return f"device(type='{self.type}'" + (")" if self.index is None else f", index={self.index})")
 
     def __eq__(self, other):
         if isinstance(other, str):

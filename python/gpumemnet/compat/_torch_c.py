@@ -96,3 +96,10 @@ class PyTorchFileReader:
 def _are_functorch_transforms_active():
     """gpumemnet's torch.func transforms run on ordinary tensors (kornia then takes its in-place paths safely)."""
     return False
+
+
+def _disabled_torch_function_impl(func, types, args=(), kwargs=None):
+    """What a Tensor subclass sets as its __torch_function__ to opt out of the protocol (PyG's Index, EdgeIndex):
+    func called on the arguments as they are. gpumemnet never dispatches through __torch_function__, so calling
+    it directly is all it does."""
+    return func(*args, **(kwargs or {}))

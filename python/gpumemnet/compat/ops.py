@@ -1,9 +1,31 @@
 """torch.ops: PyTorch's registry of C++ operators. gpumemnet loads no C++ library; torchvision's is answered by
 gpumemnet's own versions of the operators its detection models call (compat/torchvision_ops.py), and every other
-library is refused, so that it sees its ops absent, as on a machine where they failed to load."""
+library is refused, so that it sees its ops absent, as on a machine where they failed to load. torch.ops.aten
+(PyTorch's own operators, which code names as torch.ops.aten.clone.default) answers with the Tensor methods of
+the same names."""
 import os
 
+from .._core.tensor import Tensor
+
 _LOADED = {}  # namespace -> module of operators
+
+
+class _AtenNames:
+    def __contains__(self, op):
+        return not op.startswith("_") and callable(getattr(Tensor, op, None))
+
+
+class _AtenImplemented:
+    def get(self, op, default=None):
+        return getattr(Tensor, op, default)  # the unbound method: aten.clone.default(t) is Tensor.clone(t)
+
+
+class _Aten:
+    NAMES = _AtenNames()
+    IMPLEMENTED = _AtenImplemented()
+
+
+_LOADED["aten"] = _Aten
 
 
 def load_library(path):
@@ -24,6 +46,15 @@ class _Op:
     @property
     def default(self):
         return self
+
+    def __eq__(self, other):  # one per lookup: the same operator compares equal, as PyTorch's one object does
+        return isinstance(other, _Op) and other._qualname == self._qualname
+
+    def __hash__(self):
+        return hash(self._qualname)
+
+    def __repr__(self):
+        return f"{self._qualname}.default"
 
     def __call__(self, *args, **kwargs):
         if self._fn is None:

@@ -63,5 +63,6 @@ __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "
            "PowerTransform", "RelaxedBernoulli", "RelaxedOneHotCategorical", "ReshapeTransform", "SigmoidTransform",
            "SoftmaxTransform", "SoftplusTransform", "StackTransform", "StickBreakingTransform", "StudentT",
            "TanhTransform", "Transform", "TransformedDistribution", "Uniform", "VonMises", "Weibull", "Wishart",
-           "biject_to", "constraint_registry", "constraints", "identity_transform", "kl_divergence", "register_kl",
-           "transform_to", "transforms"]
+           "biject_to", "identity_transform", "kl_divergence", "register_kl", "transform_to"]
+# (PyTorch's list: the submodules constraints, transforms, constraint_registry are attributes, not in __all__; Pyro
+# wraps every name of it as a distribution or transform)

@@ -4,14 +4,14 @@ A constraint's check(value) gives a bool tensor of value's shape less the constr
 dimensions: True where the value satisfies it. Distributions check their arguments and (with validation on) the
 values given to log_prob against these."""
 from . import _ops as T
-from ..linalg import cholesky_ex, vector_norm
+from ..linalg import cholesky_ex, eigvalsh, vector_norm
 
 __all__ = ["Constraint", "MixtureSameFamilyConstraint",
            "boolean", "cat", "corr_cholesky", "dependent", "dependent_property", "greater_than",
            "greater_than_eq", "independent", "integer_interval", "interval", "half_open_interval", "is_dependent",
            "less_than", "lower_cholesky", "lower_triangular", "multinomial", "nonnegative", "nonnegative_integer",
-           "one_hot", "positive", "positive_definite", "positive_integer", "real", "real_vector", "simplex", "square",
-           "stack", "symmetric", "unit_interval"]
+           "one_hot", "positive", "positive_semidefinite", "positive_definite", "positive_integer", "real",
+           "real_vector", "simplex", "square", "stack", "symmetric", "unit_interval"]
 
 
 class Constraint:
@@ -340,6 +340,16 @@ class _PositiveDefinite(_Symmetric):
         return cholesky_ex(value).info.eq(0)
 
 
+class _PositiveSemidefinite(_Symmetric):
+    """Symmetric matrices whose eigenvalues are all >= 0."""
+
+    def check(self, value):
+        sym_check = super().check(value)
+        if not _all_true(sym_check):
+            return sym_check
+        return eigvalsh(value).ge(0).all(-1)
+
+
 class _Cat(Constraint):
     """Constraints cseq applied to consecutive slices of lengths `lengths` along dim."""
 
@@ -424,5 +434,6 @@ corr_cholesky = _CorrCholesky()
 square = _Square()
 symmetric = _Symmetric()
 positive_definite = _PositiveDefinite()
+positive_semidefinite = _PositiveSemidefinite()
 cat = _Cat
 stack = _Stack

@@ -1,7 +1,8 @@
 """gpumemnet.nn.init: in-place initialisations with PyTorch's names and formulas, drawing from the global Philox
-generator (gm.manual_seed). Each one runs under no_grad and returns its tensor. On the meta device they draw
-nothing but still advance the generator exactly as the CPU would, so a model built on meta and one built on cpu
-leave the generator in the same state.
+generator (gm.manual_seed), or from generator=g (that gm.Generator's own stream, as Tensor.uniform_(generator=g)).
+Each one runs under no_grad and returns its tensor. On the meta device they draw nothing but still advance the
+generator exactly as the CPU would, so a model built on meta and one built on cpu leave the generator in the same
+state.
 
 The structured ones (orthogonal_'s QR, trunc_normal_'s inverse normal CDF, eye_, dirac_, sparse_'s zero pattern)
 draw on the tensor's device through the same generator, then compute the values on the host in NumPy and copy
@@ -13,6 +14,7 @@ import numpy as np
 
 from .. import _C
 from .._core.autograd import no_grad
+from .._core.random import drawing_from
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "zeros_", "ones_", "eye_",
            "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "orthogonal_",
@@ -68,9 +70,7 @@ def _check(tensor, name):
 
 def _fill_random(name, fill, tensor, a, b, generator):
     _check(tensor, name)
-    if generator is not None:
-        raise ValueError(f"{name}: gpumemnet has one global generator; seed it with gm.manual_seed")
-    with no_grad():
+    with no_grad(), drawing_from(generator):
         fill(tensor, float(a), float(b))
     return tensor
 
@@ -187,8 +187,6 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     """N(mean, std^2) truncated to [a, b] (a and b are absolute bounds, as in PyTorch): a uniform draw between the
     normal CDF at a and at b, mapped through the inverse CDF, clamped to [a, b] against rounding."""
     _check(tensor, "trunc_normal_")
-    if generator is not None:
-        raise ValueError("trunc_normal_: gpumemnet has one global generator; seed it with gm.manual_seed")
     if (mean < a - 2 * std) or (mean > b + 2 * std):
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of values "
                       "may be incorrect.", stacklevel=2)
@@ -198,7 +196,8 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     with no_grad():
         # Half types draw their uniforms in float32: float16's steps near 1 (2^-11) would cut the tails off.
         draw = tensor if tensor._dtype in (0, 1) else _C.empty(tuple(tensor.shape), 0, tensor._device)
-        _C.uniform_(draw, cdf((a - mean) / std), cdf((b - mean) / std))
+        with drawing_from(generator):
+            _C.uniform_(draw, cdf((a - mean) / std), cdf((b - mean) / std))
         if tensor._device != "meta" and tensor.numel() > 0:
             _write(tensor, np.clip(mean + std * _ndtri(_host(draw)), a, b))
     return tensor
@@ -244,14 +243,13 @@ def orthogonal_(tensor, gain=1, generator=None):
     normal draw is the generator's, on the tensor's device; the QR runs in NumPy on the host (float64) under
     no_grad, and Q is copied back once."""
     _check(tensor, "orthogonal_")
-    if generator is not None:
-        raise ValueError("orthogonal_: gpumemnet has one global generator; seed it with gm.manual_seed")
     if tensor.ndim < 2:
         raise ValueError("Only tensors with 2 or more dimensions are supported")
     if tensor.numel() == 0:
         return tensor
     with no_grad():
-        _C.normal_(tensor, 0.0, 1.0)
+        with drawing_from(generator):
+            _C.normal_(tensor, 0.0, 1.0)
         if tensor._device == "meta":
             return tensor
         rows = tensor.shape[0]
@@ -267,11 +265,9 @@ def orthogonal_(tensor, gain=1, generator=None):
 
 
 def sparse_(tensor, sparsity, std=0.01, generator=None):
-    """A 2-D tensor drawn from N(0, std^2) with ceil(sparsity * rows) zeros in each column, at random rows (the
-    rows come from a uniform draw of the generator, ranked per column)."""
+    """A 2-D tensor drawn from N(0, std^2) (from generator= when given) with ceil(sparsity * rows) zeros in each
+    column, at random rows (a uniform draw of the global generator, ranked per column, as PyTorch's)."""
     _check(tensor, "sparse_")
-    if generator is not None:
-        raise ValueError("sparse_: gpumemnet has one global generator; seed it with gm.manual_seed")
     if tensor.ndim != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     if tensor._device == "meta":
@@ -279,8 +275,11 @@ def sparse_(tensor, sparsity, std=0.01, generator=None):
     rows, cols = tuple(tensor.shape)
     num_zeros = math.ceil(sparsity * rows)
     with no_grad():
-        _C.normal_(tensor, 0.0, float(std))
-        keys = _C.empty((rows, cols), 1, "cpu")  # float64 keys, on the host: their ranks are the permutation
+        with drawing_from(generator):
+            _C.normal_(tensor, 0.0, float(std))
+        # float64 keys, on the host: their ranks are the permutation. From the global generator even with
+        # generator=, as PyTorch's sparse_ draws its zero rows (torch.randperm without generator).
+        keys = _C.empty((rows, cols), 1, "cpu")
         _C.uniform_(keys, 0.0, 1.0)
         values = _host(tensor)
         zero_rows = np.argsort(_C.TensorBase.numpy(keys), axis=0)[:num_zeros]

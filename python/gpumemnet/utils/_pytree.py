@@ -23,9 +23,35 @@ def register_pytree_node(cls, flatten_fn, unflatten_fn, *, serialized_type_name=
     _NODES[cls] = (flatten_fn, unflatten_fn)
 
 
-register_pytree_node(list, lambda x: (list(x), None), lambda xs, _: list(xs))
-register_pytree_node(tuple, lambda x: (list(x), None), lambda xs, _: tuple(xs))
-register_pytree_node(dict, lambda x: (list(x.values()), list(x)), lambda xs, keys: dict(zip(keys, xs)))
+def _list_flatten(d):
+    return d, None
+
+
+def _list_unflatten(values, context):
+    return list(values)
+
+
+def _tuple_flatten(d):
+    return list(d), None
+
+
+def _tuple_unflatten(values, context):
+    return tuple(values)
+
+
+def _dict_flatten(d):
+    """A dict's values and its keys as the context (PyTorch's; diffusers' BaseOutput registers its outputs with
+    these two)."""
+    return list(d.values()), list(d.keys())
+
+
+def _dict_unflatten(values, context):
+    return dict(zip(context, values, strict=True))
+
+
+register_pytree_node(list, _list_flatten, _list_unflatten)
+register_pytree_node(tuple, _tuple_flatten, _tuple_unflatten)
+register_pytree_node(dict, _dict_flatten, _dict_unflatten)
 register_pytree_node(collections.OrderedDict, lambda x: (list(x.values()), list(x)),
                      lambda xs, keys: collections.OrderedDict(zip(keys, xs)))
 

@@ -12,6 +12,7 @@ import itertools
 
 from ... import _C
 from ..._core.autograd import no_grad
+from ..._core.tensor import Tensor
 from ..parameter import UninitializedBuffer, UninitializedParameter, _LAZY, _mark, is_lazy  # noqa: F401
 from ._utils import new_tensor
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, _NormBase
@@ -35,6 +36,16 @@ def materialize(t, shape, device=None, dtype=None):
     t._name = t._name  # label the new storage for memory reports
     _LAZY.pop(id(t), None)
     return t
+
+
+def _materialize_method(self, shape, device=None, dtype=None):
+    """p.materialize(shape): PyTorch's UninitializedParameter / UninitializedBuffer method (PyG's Linear(-1, out)
+    calls it). The placeholders are plain gpumemnet Tensors, so the method is Tensor's, refused for any tensor that
+    is not such a placeholder."""
+    return materialize(self, shape, device, dtype)
+
+
+Tensor.materialize = _materialize_method
 
 
 class LazyModuleMixin:

@@ -15,6 +15,7 @@ generator argument: see sampler.py."""
 import contextlib
 import numbers
 import random
+import typing
 import warnings
 
 import numpy as np
@@ -26,6 +27,11 @@ from .dataset import IterableDataset, TensorDataset
 from .sampler import BatchSampler, RandomSampler, SequentialSampler, _resolve_generator
 
 __all__ = ["DataLoader", "get_worker_info"]
+
+# PyTorch's type aliases of a collate_fn and a worker_init_fn (Opacus imports _collate_fn_t for its annotations)
+_T = typing.TypeVar("_T")
+_collate_fn_t = typing.Callable[[typing.List[_T]], typing.Any]
+_worker_init_fn_t = typing.Callable[[int], None]
 
 
 class WorkerInfo:
