@@ -24,7 +24,7 @@ from .autograd import needs_grad as _needs_grad, refuse_inplace as _refuse_inpla
 from .dtype import DTYPES as _DTYPES, as_dtype, dtype as _dtype_class
 from .random import drawing_from
 from .tensor_methods import _dim
-from .tensor_misc_extra import ExtraMethods, __all__ as _EXTRA_ALL
+from .tensor_misc_extra import ExtraMethods, restored, __all__ as _EXTRA_ALL
 from .tensor_misc_extra import *  # noqa: F401,F403
 from .tensor_misc_values import ValueMethods, __all__ as _VALUE_ALL
 from .tensor_misc_values import *  # noqa: F401,F403
@@ -727,11 +727,5 @@ def _rebuild_tensor(cls, data, code, device, requires_grad, is_param, state):
             t = t.view(_DTYPES[_BF16])
         if device != "cpu":
             t = t.to(device)
-    if cls is not type(t):
-        t = t.as_subclass(cls)
-    t._is_param = is_param
-    if requires_grad:
-        t.requires_grad_()
-    if state:
-        t.__dict__.update(state)
-    return t
+    return restored(t, cls, is_param, requires_grad, state)
+

@@ -728,13 +728,9 @@ def _reduce_for_process(t):
                              t.requires_grad, t._is_param, getattr(t, "__dict__", None) or None)
 
 
-def _rebuild_shared(cls, block, np_name, code, shape, strides, offset, requires_grad, is_param, state):
-    """_reduce_for_process's inverse: a tensor over the block received (the sender's memory)."""
-    itemsize = np.dtype(np_name).itemsize
-    whole = _C.from_numpy_shared(block.array()[:block.nbytes // itemsize * itemsize].view(np_name))
-    if code == _BF16_CODE:
-        whole = whole._view_dtype(_BF16_CODE)
-    t = whole._as_strided(shape, strides, offset)
+def restored(t, cls, is_param, requires_grad, state):
+    """t given back what a pickled tensor carries besides its values: its class, parameter flag, requires_grad and
+    attributes."""
     if cls is not type(t):
         t = t.as_subclass(cls)
     t._is_param = is_param
@@ -742,5 +738,15 @@ def _rebuild_shared(cls, block, np_name, code, shape, strides, offset, requires_
         t.requires_grad_()
     if state:
         t.__dict__.update(state)
+    return t
+
+
+def _rebuild_shared(cls, block, np_name, code, shape, strides, offset, requires_grad, is_param, state):
+    """_reduce_for_process's inverse: a tensor over the block received (the sender's memory)."""
+    itemsize = np.dtype(np_name).itemsize
+    whole = _C.from_numpy_shared(block.array()[:block.nbytes // itemsize * itemsize].view(np_name))
+    if code == _BF16_CODE:
+        whole = whole._view_dtype(_BF16_CODE)
+    t = restored(whole._as_strided(shape, strides, offset), cls, is_param, requires_grad, state)
     _pass_by_fd(type(t))  # it can be sent on (to a grandchild, back through a Queue) shared as well
     return t
