@@ -33,6 +33,10 @@ CASES += [
     B("spmm of mismatched shapes", lambda d, l: l.L.spmm(l.L.sparse_coo_tensor(
       l.L.tensor([[0, 1], [1, 0]], device=d), l.L.ones(2, device=d), (2, 2)), z(d, l, 3, 2)), RuntimeError,
       r"(cannot be multiplied|Expected dim 0 size 2, got 3)", devices=("cpu",)),
+    B("Tensor.to_sparse with sparse_dim out of range", lambda d, l: z(d, l, 2, 2).to_sparse(3), RuntimeError,
+      r"sparse_dim argument must be in \[0,2\] range, but 3 is given", devices=("cpu",)),
+    B("sparse + dense", lambda d, l: l.L.sparse_coo_tensor(l.L.tensor([[0], [0]], device=d), l.L.ones(1, device=d),
+      (2, 2)) + z(d, l, 2, 2), RuntimeError, r"add\(sparse, dense\) is not supported", devices=("cpu",)),
 ]
 # the other names this work added (tests/test_torch_forms.py, tests/test_training_idioms.py)
 CASES += [
@@ -54,4 +58,6 @@ CASES += [
       r"stft requires the return_complex parameter", devices=("cpu",)),
 ]
 EXEMPT = {"Tensor.share_memory_": "no bad input: any CPU tensor moves into shared memory (meta refuses, as PyTorch)",
-          "Tensor.is_shared": "a query with no argument"}
+          "Tensor.is_shared": "a query with no argument",
+          "Tensor.to_dense": "a dense tensor's is itself (or its cast to dtype=, whose errors are Tensor.to's)",
+          "Tensor.to_sparse_coo": "no argument: Tensor.to_sparse's case covers the conversion"}

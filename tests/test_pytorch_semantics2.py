@@ -455,3 +455,18 @@ def test_float32_scans_round_each_result_once_as_pytorchs_cpu_scans():
     t.cumprod(1).sum().backward()
     np.testing.assert_array_equal(y.detach().numpy(), t.detach().cumprod(1).numpy())
     np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-5)
+
+
+@pytest.mark.filterwarnings("ignore:Sparse invariant")
+def test_dense_to_sparse_and_dense_plus_sparse():
+    """pytorch/examples' gcn: degree matrices made with diag(v).to_sparse(), adj = torch.eye(n) + adj (dense)."""
+    def run(L):
+        s = L.diag(L.tensor([1.0, 0.5, 0.25])).to_sparse()
+        v = L.ones(2, requires_grad=True)
+        adj = L.sparse_coo_tensor(L.tensor([[0, 1], [1, 2]]), v, (3, 3))
+        dense = L.eye(3) + adj
+        dense.sum().backward()
+        return (s.is_sparse, s._nnz(), s.to_dense().tolist(), dense.tolist(), (L.eye(3) - adj).tolist(),
+                (adj + adj).to_dense().tolist(), v.grad.tolist(), L.spmm(s, L.ones(3, 2)).tolist())
+    ref, got = _both(run)
+    assert got == ref

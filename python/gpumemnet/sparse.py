@@ -12,6 +12,7 @@ from . import _C
 from ._core import creation as _c
 from ._core.dtype import as_dtype, int64
 from ._core.size import Size
+from ._core.tensor import Tensor as _Tensor
 from ._core.tensor_misc_extra import layout
 
 __all__ = ["mm", "addmm", "sum", "softmax", "log_softmax", "FloatTensor", "DoubleTensor"]
@@ -166,6 +167,30 @@ class SparseTensor:
     def __truediv__(self, other):
         return self.mul(1.0 / other)
 
+    def add(self, other, *, alpha=1):
+        """sparse + sparse: the entries of both (not coalesced, as PyTorch's). sparse + dense is refused, as
+        PyTorch refuses it; dense + sparse (__radd__) is dense: pytorch/examples' gcn adds the identity to its
+        adjacency, torch.eye(n) + adj."""
+        other = other if alpha == 1 else other * alpha
+        if not isinstance(other, SparseTensor):
+            raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) instead.")
+        if tuple(other._size) != tuple(self._size):
+            raise RuntimeError(f"add: sparse tensors of sizes {tuple(self._size)} and {tuple(other._size)}")
+        return SparseTensor(_c.cat([self._i, other._i], 1), _c.cat([self._v, other._v]), self._size)
+
+    __add__ = add
+
+    def sub(self, other, *, alpha=1):
+        return self.add(-other if alpha == 1 else other * -alpha)
+
+    __sub__ = sub
+
+    def __radd__(self, other):
+        return other + self.to_dense()
+
+    def __rsub__(self, other):
+        return other - self.to_dense()
+
     def __neg__(self):
         return self.mul(-1.0)
 
@@ -194,6 +219,18 @@ class SparseTensor:
         raise TypeError(f"sparse tensors in gpumemnet have no '{name}'; they support "
                         f"{', '.join(sorted(n for n in vars(SparseTensor) if not n.startswith('__')))} "
                         f"(to_dense() gives a dense tensor for anything else)")
+
+
+def to_sparse(t, sparse_dim=None, *, layout=None):
+    """Tensor.to_sparse(): the nonzero entries of a dense tensor as a COO sparse tensor (sparse in every dim)."""
+    if sparse_dim is not None and not 0 <= sparse_dim <= t.ndim:
+        raise RuntimeError(f"dense_to_sparse: sparse_dim argument must be in [0,{t.ndim}] range, but {sparse_dim} is "
+                           f"given")
+    if sparse_dim not in (None, t.ndim) or layout not in (None, sparse_coo):
+        raise NotImplementedError("to_sparse: only the COO layout sparse in every dim (values with dense dims, "
+                                  "and the compressed layouts, are not supported)")
+    indices = t.nonzero().t()
+    return SparseTensor(indices, t[tuple(indices)], tuple(t.shape), True)
 
 
 def sparse_coo_tensor(indices, values, size=None, dtype=None, device=None, requires_grad=False,
@@ -286,3 +323,8 @@ def softmax(input, dim, dtype=None):
 
 log_softmax = softmax
 
+
+
+_Tensor.to_sparse = to_sparse
+_Tensor.to_sparse_coo = lambda self: to_sparse(self)
+_Tensor.to_dense = lambda self, dtype=None, *, masked_grad=None: self if dtype is None else self.to(dtype)

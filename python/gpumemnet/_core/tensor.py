@@ -99,6 +99,8 @@ def _binary_slot(op, a, b):
     cx = hooks.get("complex")
     if cx is not None and cx.is_complex_operand(b):  # x * 1j, x * z: a complex result (_core/complex.py)
         return cx.binary(name, a, b)
+    if getattr(type(b), "is_sparse", False) is True and name in ("add", "sub"):  # dense +- sparse: dense (sparse.py)
+        return b.__radd__(a) if name == "add" else b.__rsub__(a)
     return _binary(fn, op, a, b, name)
 
 
