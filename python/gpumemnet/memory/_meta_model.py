@@ -9,7 +9,7 @@ import types
 import warnings
 
 from .. import _C
-from .._core.autograd import no_grad
+from .._core.autograd import AccumulateGrad, no_grad
 from .._core.complex import ComplexTensor
 from .._core.dtype import as_dtype
 from .._core.scope import category
@@ -53,7 +53,8 @@ def _meta_copy(model, device=None, param_dtype=None):
     # has none (or another one). So when the model lives on the device the estimate stands for, meta starts from
     # that device's segments: each tensor's twin at its block's offset, the holes free (allocator.c, "mirroring").
     # A model on another device (an estimate for a CUDA card of a model on the CPU) has no layout there to copy.
-    mirror = param_dtype is None and device is not None and device != META and all(t._device == device for _, t in ordered) and \
+    mirror = param_dtype is None and device is not None and device != META and \
+        all(t._device == device for _, t in ordered) and \
         _C._meta_mirror([t for _, t in ordered]) > 0
     try:
         with category("parameter"):
@@ -85,12 +86,22 @@ def _meta_copy(model, device=None, param_dtype=None):
 def _meta_attributes(model, memo):
     """Meta twins, in memo, of the tensors modules hold as plain attributes: the old weight_norm / spectral_norm's
     computed weight, SincNet's filters, LLaMA's freqs_cis (deepcopy cannot copy a tensor in a graph, and the copy
-    must hold no data). A complex tensor's pairs likewise."""
+    must hold no data). A complex tensor's pairs likewise, and the tensors in plain lists, tuples and dicts of
+    attributes (a policy's saved_log_probs, graph tensors kept until the episode ends)."""
     for m in model.modules():
         for v in vars(m).values():
-            t = v._r if isinstance(v, ComplexTensor) else v
-            if isinstance(t, _C.TensorBase) and id(t) not in memo:
-                memo[id(t)] = _C.empty(tuple(t.shape), t._dtype, META)
+            _meta_twins(v, memo, 3)
+
+
+def _meta_twins(v, memo, depth):
+    """_meta_attributes for one value: a tensor, or a plain container of them (depth levels at most)."""
+    t = v._r if isinstance(v, ComplexTensor) else v
+    if isinstance(t, _C.TensorBase):
+        if id(t) not in memo:
+            memo[id(t)] = _C.empty(tuple(t.shape), t._dtype, META)
+    elif depth and type(v) in (list, tuple, dict):  # a module's own dicts (_parameters...) are subclasses
+        for w in (v.values() if type(v) is dict else v):
+            _meta_twins(w, memo, depth - 1)
 
 
 def _deepcopy_rebound(obj, memo):
@@ -153,6 +164,40 @@ def _rebound(f, memo, made):
     g.__dict__.update(f.__dict__)
     made[id(f)] = g
     return g
+
+
+def sequence_now():
+    """The sequence number the next graph node gets: nodes numbered below it were made before (the script's)."""
+    return _C.Node()._sequence_nr()
+
+
+def cut_outside(loss, first_seq):
+    """Cuts the edges of the replay's graph (from loss) into what is not the replay's: the accumulators of leaves
+    that are not meta (a forward that reads a parameter from outside the model, as pyro's global param store, has
+    it in the replay's graph too) and nodes made before the replay (numbered below first_seq: a tensor of the
+    script's graph read from outside). Without the cut, the replay's backward adds its gradients into the real
+    .grad, runs the real leaves' hooks and frees the script's saved tensors. Only the replay's own nodes are
+    changed. Returns the ids of the real leaves and old nodes cut off."""
+    cut, seen, stack = set(), set(), [loss.grad_fn] if loss.grad_fn is not None else []
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        edges = node._edges or ()
+        kept = []
+        for e in edges:
+            target = e[0] if e is not None else None
+            if target is not None and (target.variable._device != META if isinstance(target, AccumulateGrad)
+                                       else target._sequence_nr() < first_seq):
+                cut.add(id(target.variable) if isinstance(target, AccumulateGrad) else id(target))
+                e = None
+            elif target is not None:
+                stack.append(target)
+            kept.append(e)
+        if any(a is not b for a, b in zip(edges, kept)):
+            node._edges = type(edges)(kept) if isinstance(edges, (tuple, list)) else tuple(kept)
+    return cut
 
 
 def _cat(name):
@@ -308,12 +353,29 @@ def tensors_in(obj, path=()):
     return []
 
 
+def reads_values(e):
+    """Whether error e says that code read a meta tensor's values (.item(), bool(), .tolist(), nonzero()): meta
+    tensors have shapes only, so a forward or loss that branches on values cannot be replayed on them."""
+    text = str(e)
+    return "has no data" in text or "have no data" in text or "tensor's values" in text
+
+
+def reads_outside(e):
+    """Whether error e says that meta tensors met real ones: the forward read a tensor the meta copy does not hold
+    (a global store's, a closure's), which stays on its device."""
+    text = str(e)
+    return "same device" in text and "meta" in text
+
+
 def _call_loss(loss_fn, out, y):
     try:
         return loss_fn(out, y)
     except _C.OutOfMemoryError:
         raise
     except (ValueError, RuntimeError, TypeError, IndexError) as e:
+        if reads_values(e):
+            raise ValueError(f"estimate: the loss reads tensor values (.item(), bool()), which a replay on meta "
+                             f"cannot: {e}") from e
         got = "None" if y is None else f"{tuple(y.shape)} ({y.dtype})"
         what = f"shape {tuple(out.shape)}" if isinstance(out, _C.TensorBase) else f"type {type(out).__name__}"
         raise ValueError(f"estimate: loss_fn(output, target) failed for an output of {what} and a target of {got}: "

@@ -30,6 +30,7 @@ import random
 import threading
 import time
 import traceback
+import warnings
 
 import numpy as np
 
@@ -42,13 +43,14 @@ from .._core.dtype import DTYPES, as_dtype, device_str
 from .._core.scope import category
 from .._core.state import state
 from ..nn.modules.module import Module
-from ..optim import Adam
+from ..optim import Adam, NoGradientWarning
 from ..utils.checkpoint import checkpoint_sequential
 from . import _distributed
 from . import stats as _memory
 from ._meta_model import LayerRow  # noqa: F401  (public here, as before the split)
 from ._meta_model import (_LayerRecorder, _cat, _check_scalar_loss, _call_loss, _input_specs, _levels,
-                          _made_up_target, _meta_copy, _meta_like, _nullctx, _release, _shape_text, tensors_in)
+                          _made_up_target, _meta_copy, _meta_like, _nullctx, _release, _shape_text, cut_outside,
+                          reads_outside, reads_values, sequence_now, tensors_in)
 
 __all__ = ["Estimate", "LayerRow", "estimate"]
 
@@ -145,6 +147,7 @@ class Estimate:
     micro_batch_to_host = micro_batch_to_device = overlapped_to_host = overlapped_to_device = 0
     overlap_grad_copies = False
     conv_workspace_counted = True
+    outside_tensors = 0  # tensors requiring grad the forward reads from outside the model (OUTSIDE_NOTE)
     first_step_peak = None
     peak_step = 1
 
@@ -306,7 +309,8 @@ def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, 
     Between the steps the optimizer's zero_grad runs, as a loop calls it after its step (or at the top of the
     next iteration, which is the same): zero_grad_to_none=True is PyTorch's default zero_grad(set_to_none=True),
     the gradients freed before the next forward; False is zero_grad(set_to_none=False), the gradients kept
-    (zeroed) through the next forward and backward accumulating into them. Every step takes the same batch. optimizer=False runs one step (forward and
+    (zeroed) through the next forward and backward accumulating into them. Every step takes the same batch.
+    optimizer=False runs one step (forward and
     backward only: nothing carries over to a second one).
 
     The order of the leading arguments is the same in estimate, plan and max_batch_size: model, input_shape,
@@ -327,7 +331,8 @@ def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, 
     save_on_cpu: forward under gm.autograd.graph.save_on_cpu (saved activations in host memory; entering that
     context around estimate() does the same). param_dtype: the model's floating parameters (and floating inputs,
     and a target given as a shape) in this dtype, as after model.to(param_dtype): gm.bfloat16 with
-    optimizer=lambda ps: Adam(ps, offload="cpu") is bf16 parameters on the device with fp32 masters on the host. Estimate.host_peak and bytes_moved say what
+    optimizer=lambda ps: Adam(ps, offload="cpu") is bf16 parameters on the device with fp32 masters on the host.
+    Estimate.host_peak and bytes_moved say what
     offload puts in host memory and moves per step. The factory's optimizer runs as the script's would: one that
     overlaps its gradient copies with backward (optimizer=lambda ps: Adam(ps, offload="cpu").overlap_grad_copies())
     is estimated so (each gradient staged on the host from its backward to the step, and copied down once per
@@ -505,6 +510,7 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
     prev_fresh = [_C._fresh_segments(d, True) for d in (META, _memory.META_HOST)]
     try:
         clone = _meta_copy(model, dev, pdt.code if pdt is not None else None)
+        first_seq, outside = sequence_now(), set()  # the replay's graph nodes are numbered from first_seq
         param_bytes = _cat("parameter") - p0
         a0 = _memory.memory_allocated(META)
         with category("input"):
@@ -563,6 +569,13 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
                     except _C.OutOfMemoryError:
                         raise
                     except (ValueError, RuntimeError, TypeError, IndexError) as e:
+                        if reads_values(e):
+                            raise ValueError(f"estimate: the model's forward reads tensor values (.item(), bool(), "
+                                             f"an `if` on a tensor), which a replay on meta cannot: {e}") from e
+                        if reads_outside(e):
+                            raise ValueError(f"estimate: the model's forward reads tensors that are not the model's "
+                                             f"(a global store's, a closure's), which its meta copy cannot stand "
+                                             f"in for: {e}") from e
                         got = ", ".join(str(tuple(x.shape)) for x in xi)
                         raise ValueError(f"estimate: the model does not accept an input of shape {got} (input_shape="
                                          f"{_shape_text(input_shape)}, batch_size={batch_size}): {e}") from e
@@ -576,6 +589,7 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
                     loss = loss / k
                 if step and zero_grad_late and i == 0:  # the script's zero_grad() between forward and backward
                     _zero_grad(opt, clone, zero_grad_to_none)
+                outside |= cut_outside(loss, first_seq)  # the replay's backward touches no real .grad
                 loss.backward()
                 if not keep_loss:
                     loss = None
@@ -584,7 +598,9 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
             grad_bytes = _cat("gradient") - base_cat["gradient"]
             if opt is None:
                 break
-            opt.step()
+            with warnings.catch_warnings():  # the replay's step is not the script's: its warnings are not said
+                warnings.simplefilter("ignore", NoGradientWarning)
+                opt.step()
             step_peaks.append(_memory.max_memory_allocated(META))
             now = _layout()
             if now == layout:
@@ -592,6 +608,8 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
             layout = now
         else:
             notes.append(f"the allocator's layout still changed in step {MAX_STEPS}: a later step may peak higher")
+        if outside:
+            notes.append(OUTSIDE_NOTE.format(n=len(outside)))
         out = loss = None
         host_peak = _memory.max_memory_allocated(_memory.META_HOST) - host_base
         moved, overlapped = _offload.bytes_moved(), _offload.bytes_overlapped()
@@ -663,9 +681,11 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         host_peak=host_peak, bytes_to_host=moved["to_host"], bytes_to_device=moved["to_device"],
         micro_batch_to_host=micro_moved["to_host"], micro_batch_to_device=micro_moved["to_device"],
         overlapped_to_host=overlapped["to_host"], overlapped_to_device=overlapped["to_device"],
-        overlap_grad_copies=overlap)
+        overlap_grad_copies=overlap, outside_tensors=len(outside))
 
 
+OUTSIDE_NOTE = ("the forward reads {n} tensor(s) requiring grad that are not the model's (a global store's): the "
+                "replay leaves them and their gradients alone, and does not count what they take")
 MAX_STEPS = 8  # steps an estimate runs at most, waiting for one that repeats the step before
 
 

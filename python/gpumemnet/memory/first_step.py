@@ -33,7 +33,9 @@ by accumulation steps: a few scalar blocks), and a GradScaler's own step.
 
 Nothing the script sees changes: the estimate runs on a copy on the meta device, draws no random numbers (the
 NumPy and Python generators a forward draws from are set back after the replay: estimator._host_rng_states) and
-leaves the model, its gradients and the optimizer as they were."""
+leaves the model, its gradients and the optimizer as they were; a tensor the forward reads from outside the model
+(a global parameter store's) stays out of the replay's backward (estimator's cut_outside), its .grad untouched,
+and the line says so. A DistributedDataParallel model is replayed as its module under the estimate's own wrapper."""
 import contextlib
 import gc
 import inspect
@@ -54,6 +56,7 @@ from ..nn.modules._hooks import _global_all, _global_pre_hooks, add_hook
 from ..nn.modules.loss import _Loss
 from ..nn.modules.module import Module, register_module_forward_hook
 from ..optim.optimizer import Optimizer
+from . import _distributed
 from . import estimator as _estimator
 from . import planner as _planner
 from . import stats as _stats
@@ -101,6 +104,23 @@ def _path_text(path):
 
 # keyword arguments of a forward that are replayed as they are (return_dict=True, labels=None)
 _PLAIN = (type(None), bool, int, float, str)
+
+
+def _nones_by_name(mod, args, kwargs):
+    """(args, kwargs) with the positional arguments from the first None on passed by name (block(x, None) is
+    block(x, mask=None)), so that the replay's positional inputs are tensors and the None is replayed as it is;
+    unchanged when the forward's signature does not name those arguments."""
+    i = next((i for i, a in enumerate(args) if a is None), None)
+    if i is None:
+        return args, kwargs
+    try:
+        params = list(inspect.signature(mod.forward).parameters.values())[:len(args)]
+    except (TypeError, ValueError):
+        return args, kwargs
+    if len(params) < len(args) or any(p.kind is not p.POSITIONAL_OR_KEYWORD or p.name in kwargs
+                                      for p in params[i:]):
+        return args, kwargs
+    return args[:i], dict(kwargs, **{p.name: a for p, a in zip(params[i:], args[i:])})
 
 
 def _not_replayed(args, kwargs):
@@ -267,6 +287,7 @@ class _Watcher:
         self.done = weakref.WeakSet()   # models estimated already
         self.estimated = 0
         self.broken = False
+        self.said = weakref.WeakSet()   # classes whose "is not estimated" line was printed
         # zero_grad() calls seen (hooks' zero_grad_called), and the set_to_none of the last one
         self.zero_grads, self.set_to_none = 0, True
         # the pre-hook takes the call's keyword arguments too (register_module_forward_pre_hook has no
@@ -281,20 +302,26 @@ class _Watcher:
     # -- hooks (every module call: cheap unless it is a root call) --
     @_never_fails
     def pre(self, mod, args, kwargs):
+        # a block that checkpoint() recomputes in backward is entered with no module around it: it is part of the
+        # step of the model whose forward checkpointed it, not a training step of its own
         if self.broken or len(state.modules) != 1 or _estimator.busy.depth or isinstance(mod, _Loss) or \
-                mod in self.done:
+                mod in self.done or state.recomputing:
             return
         if not (mod.training and is_grad_enabled()) or not (args or kwargs) or \
                 not any(p.requires_grad for p in mod.parameters()):
             return
+        args, kwargs = _nones_by_name(mod, args, kwargs)
         kinds = _not_replayed(args, kwargs)
         if kinds:
             # the estimate replays tensor inputs by shape and dtype; a tuple of states (an LSTM's (h, c)), a list
-            # or a flag is not replayed: said once, instead of silence
+            # or a flag is not replayed: said once per class, instead of silence (torchdiffeq makes a new module
+            # for each odeint call)
             self.done.add(mod)
-            print(f"gpumemnet run: step 1 of {type(mod).__name__} is not estimated: its forward takes "
-                  f"{', '.join(kinds)} arguments besides tensors, and the estimate replays tensor inputs only",
-                  file=self.out)
+            if type(mod) not in self.said:
+                self.said.add(type(mod))
+                print(f"gpumemnet run: step 1 of {type(mod).__name__} is not estimated: its forward takes "
+                      f"{', '.join(kinds)} arguments besides tensors, and the estimate replays tensor inputs only",
+                      file=self.out)
             return
         if not any(isinstance(v, _C.TensorBase) for v in kwargs.values()) and not args:
             return  # no input tensor: nothing to replay a step of
@@ -394,7 +421,11 @@ class _Watcher:
 
     def estimate(self, model, call, loss_tensor, note=""):
         dev = call.device
-        opt = _optimizer_of(model)
+        # A DistributedDataParallel model (its process group cannot be copied) is replayed as its module under
+        # the estimate's own DDP wrapper, on the wrapper's world size and with its comm hook.
+        model, world_size, comm_hook = _distributed.unwrap(model, None, None)
+        dist = (world_size, 0, 0, comm_hook) if world_size is not None else (None, 0, None, None)
+        opts, used = _optimizers_of(model), []
         loss = call.loss
         with _estimator._meta_turn:
             inputs = [_C.empty(shape, dtype, "meta") for shape, dtype, _ in call.inputs]
@@ -403,7 +434,7 @@ class _Watcher:
                 target, loss_fn, loss_name = _guess_loss()
             else:
                 target, loss_fn, loss_name = _loss_of(call, loss, loss_tensor)
-            factory = _optimizer_factory(model, opt) if opt is not None else False
+            factory = _first_rebuilt(model, opts, used) if opts else False
             # The script's zero_grad() between this forward and its backward (a no-op in step 1) leaves the last
             # step's gradients alive through every later forward; before the forward or after the step, it does
             # not. Not seen yet (it may come after the step): the latter.
@@ -414,12 +445,16 @@ class _Watcher:
                                            keep_loss=None if loss_tensor is None else _held_by_script(loss_tensor),
                                            zero_grad_to_none=self.set_to_none,
                                            zero_grad_late=self.zero_grads > call.zero_grads, target_as_is=True,
-                                           input_kwargs=kwargs, no_target=loss_tensor is not None)
+                                           input_kwargs=kwargs, no_target=loss_tensor is not None, dist=dist)
+        if est.outside_tensors:
+            note += _estimator.OUTSIDE_NOTE.format(n=est.outside_tensors) + "; "
+        opt = used[0] if used else None
         capacity = self.cap or _stats.get_limit(dev) or _stats.capacity(dev)
         predicted = call.held + est.peak
         shapes = ", ".join([str(s) for s, _, _ in call.inputs] +
                            [f"{k}={e[1]}" for k, e in call.kwargs.items() if e[0] == "tensor"])
-        what = (f"gpumemnet run: step 1 of {type(model).__name__} (input {shapes}, loss {loss_name}, "
+        wrapper = f" in DistributedDataParallel over {world_size} rank(s)" if world_size is not None else ""
+        what = (f"gpumemnet run: step 1 of {type(model).__name__}{wrapper} (input {shapes}, loss {loss_name}, "
                 f"{type(opt).__name__ if opt is not None else 'no optimizer'}"
                 f"{', autocast ' + str(call.amp).rsplit('.', 1)[-1] if call.amp is not None else ''}) on {dev}")
         fits = predicted <= capacity
@@ -500,26 +535,57 @@ def _reaches(root, ids):
     return False
 
 
-def _optimizer_of(model):
-    """The optimizer holding most of the model's trainable parameters, or None. Optimizers are found among the
-    live objects (once per model): nothing in the optimizers has to know about run mode."""
+def _optimizers_of(model):
+    """The optimizers holding the model's trainable parameters, best first: the most of them, and at equal
+    counts one that can be rebuilt from parameter groups before a wrapper sharing its groups (Lightning's
+    LightningOptimizer, opacus' DPOptimizer), whatever gc's order. Optimizers are found among the live objects
+    (once per model): nothing in the optimizers has to know about run mode."""
     mine = {id(p) for p in model.parameters() if p.requires_grad}
-    best, count = None, 0
+    found = []
     for o in gc.get_objects():
         if isinstance(o, Optimizer):
             n = sum(1 for g in o.param_groups for p in g["params"] if id(p) in mine)
-            # a wrapper that subclasses the optimizer's class (Lightning's LightningOptimizer shares its state)
-            # cannot be rebuilt from groups: at equal counts the optimizer itself wins, whatever gc's order
-            if n > count or (n == count and n and _is_wrapper(best) and not _is_wrapper(o)):
-                best, count = o, n
-    return best
+            if n:
+                found.append((-n, _is_wrapper(o), len(found), o))
+    return [o for *_, o in sorted(found, key=lambda f: f[:3])]
 
 
 def _is_wrapper(opt):
-    """Whether opt's class takes something else than parameter groups to build (its __init__ is not an
-    optimizer's own): a wrapper made by subclassing the optimizer's class."""
+    """Whether opt's class takes something else than parameter groups to build: its __init__ is not an
+    optimizer's own (a wrapper made by subclassing the optimizer's class), or it takes an optimizer, or arguments
+    that are not among its defaults (DPOptimizer(optimizer, *, noise_multiplier, max_grad_norm, ...))."""
     owner = next((c for c in type(opt).__mro__ if "__init__" in c.__dict__), object)
-    return not issubclass(owner, Optimizer)
+    if not issubclass(owner, Optimizer):
+        return True
+    try:
+        params = list(inspect.signature(owner.__init__).parameters.values())[1:]
+    except (TypeError, ValueError):
+        return False
+    if not params or "optim" in params[0].name.lower():
+        return True
+    defaults = getattr(opt, "defaults", None) or {}
+    return any(p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name not in defaults
+               for p in params[1:])
+
+
+def _first_rebuilt(model, opts, used):
+    """A factory that rebuilds the first of opts (_optimizers_of's order) whose class takes its groups and
+    defaults; one refusing them (a TypeError: a wrapper the ranking did not see as one) gives way to the next.
+    The optimizer rebuilt is appended to `used`, for the line to name."""
+    factories = [(o, _optimizer_factory(model, o)) for o in opts]
+
+    def make(params):
+        errors = []
+        for o, f in factories:
+            try:
+                made = f(params)
+            except TypeError as e:
+                errors.append(f"{type(o).__name__}: {e}")
+                continue
+            used.append(o)
+            return made
+        raise TypeError("no optimizer of the model could be rebuilt over its meta copy: " + "; ".join(errors))
+    return make
 
 
 def _optimizer_factory(model, opt):
