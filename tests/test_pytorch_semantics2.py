@@ -470,3 +470,10 @@ def test_dense_to_sparse_and_dense_plus_sparse():
                 (adj + adj).to_dense().tolist(), v.grad.tolist(), L.spmm(s, L.ones(3, 2)).tolist())
     ref, got = _both(run)
     assert got == ref
+
+
+def test_distribution_repr_shows_parameter_sizes_as_pytorch():
+    def run(L):
+        return repr(L.distributions.Normal(L.zeros(2), L.ones(2))) + repr(L.distributions.Normal(0.0, 1.0))
+    ref, got = _both(run)
+    assert got.replace("gpumemnet.", "torch.") == ref

@@ -170,6 +170,6 @@ class Distribution:
 
     def __repr__(self):
         param_names = [k for k, _ in self.arg_constraints.items() if k in self.__dict__]
-        args = ", ".join(f"{p}: {self.__dict__[p] if self.__dict__[p].numel() == 1 else tuple(self.__dict__[p].shape)}"
-                         for p in param_names)
+        args = ", ".join(f"{p}: {self.__dict__[p] if self.__dict__[p].numel() == 1 else self.__dict__[p].size()}"
+                         for p in param_names)  # PyTorch's: a Size (torch.Size([2]) under the alias)
         return self.__class__.__name__ + "(" + args + ")"
