@@ -477,3 +477,10 @@ def test_distribution_repr_shows_parameter_sizes_as_pytorch():
         return repr(L.distributions.Normal(L.zeros(2), L.ones(2))) + repr(L.distributions.Normal(0.0, 1.0))
     ref, got = _both(run)
     assert got.replace("gpumemnet.", "torch.") == ref
+
+
+def test_to_an_int_is_a_cuda_device():
+    """x.to(0) is x.to('cuda:0') (an int is a device index, not a dtype): here, without CUDA, the CUDA error."""
+    with pytest.raises(RuntimeError, match="cuda:0"):
+        gm.ones(2).to(0)
+    assert gm.ones(2).to("cpu", gm.float16).dtype == gm.float16

@@ -641,6 +641,8 @@ class Tensor(_C.TensorBase):
                 non_blocking = a  # to(device, dtype, non_blocking) positionally, as PyTorch allows
             elif isinstance(a, str) or type(a).__name__ == "device":
                 device = a
+            elif isinstance(a, int):  # x.to(0): CUDA device 0, as PyTorch
+                device = f"cuda:{a}"
             else:
                 dtype = a
         if memory_format is not None:
