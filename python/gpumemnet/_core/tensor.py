@@ -274,10 +274,6 @@ class Tensor(_C.TensorBase):
         d._base = None  # PyTorch's detach() is no view (x[0].detach()._base is None)
         return d
 
-    def _is_view(self):
-        """Whether this is a view of another tensor (that still lives: Tensor._base, csrc/tensor_views.c)."""
-        return self._base is not None
-
     def detach_(self):
         self.grad_fn = None
         self.requires_grad = False

@@ -404,6 +404,10 @@ class ExtraMethods:
     """The Tensor methods of this module (see its docstring)."""
     __slots__ = ()
 
+    def _is_view(self):
+        """Whether this is a view of another tensor (that still lives: Tensor._base, csrc/tensor_views.c)."""
+        return self._base is not None
+
     def stft(self, *args, **kwargs):
         """torch.stft(self, ...) (gpumemnet.fft)."""
         return hooks.get("fft").stft(self, *args, **kwargs)
