@@ -487,3 +487,15 @@ def test_to_an_int_is_a_cuda_device():
         with pytest.raises(RuntimeError, match="(?i)cuda"):
             gm.ones(2).to(0)
     assert gm.ones(2).to("cpu", gm.float16).dtype == gm.float16
+
+
+@pytest.mark.filterwarnings("ignore:dropout3d")
+def test_dropout3d_of_fewer_dims_drops_each_leading_slice():
+    """PyTorch's deprecated form: a 3-D or 2-D input to dropout3d is one unbatched sample, each x[i] dropped whole."""
+    def run(L):
+        with pytest.warns(UserWarning, match="dropout3d: Received a 3-D input"):
+            z = L.nn.Dropout3d(0.5)(L.ones(50, 4, 3)) == 0
+        w = L.nn.functional.dropout3d(L.ones(60, 5), 0.5) == 0
+        return bool((z == z[:, :1, :1]).all()), 0.2 < z.float().mean().item() < 0.8, bool((w == w[:, :1]).all())
+    ref, got = _both(run)
+    assert got == ref == (True, True, True)

@@ -7,6 +7,9 @@ from the core's differentiable shape ops: the first reshape and the permute are 
 one copy (as in PyTorch), and the backward is the same composition reversed. embedding is the index ops' gather
 (forward) and accumulating scatter (backward: a zeroed weight-shaped gradient, PyTorch's dense one), saving only
 the indices; one_hot a zeroed int64 tensor and one scatter."""
+import math
+import warnings
+
 from .. import _C
 from .._core.arg_forms import as_int
 from .._core.activation import _check_tensor
@@ -259,7 +262,16 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
 
 
 def dropout3d(input, p=0.5, training=True, inplace=False):
-    """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) input with probability p."""
+    """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) input with probability p. Another number of dims is
+    PyTorch's deprecated form (its warning; the input read as one unbatched sample: each x[i] dropped whole)."""
+    if isinstance(input, _C.TensorBase) and input.ndim not in (4, 5) and input.ndim:
+        warnings.warn(f"dropout3d: Received a {input.ndim}-D input to dropout3d, which is deprecated and will result "
+                      f"in an error in a future release. To retain the behavior and silence this warning, please use "
+                      f"dropout instead. Note that dropout3d exists to provide channel-wise dropout on inputs with 3 "
+                      f"spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 4D or 5D "
+                      f"inputs).", stacklevel=2)
+        return _channel_dropout(input, p, training, inplace, "dropout3d", (input.ndim, input.ndim),
+                                lambda s: (s[0], math.prod(s[1:]), 1))
     return _channel_dropout(input, p, training, inplace, "dropout3d", (4, 5),
                             lambda s: s[:-3] + (s[-3] * s[-2], s[-1]))
 
