@@ -61,7 +61,7 @@ def test_scatter_chunks_tensors_onto_the_targets():
         assert [p.tolist() for p in parts] == [[0.0, 1.0, 2.0], [3.0, 4.0]] and parts[0].device == gm.device(0)
         assert sg.gather(list(parts), 0).tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
     else:
-        with pytest.raises(RuntimeError, match="no CUDA support"):
+        with pytest.raises(RuntimeError, match="no CUDA (support|device)"):  # built without CUDA / no GPU here
             sg.scatter(gm.arange(5.0), [0, 0])
 
 
