@@ -24,7 +24,8 @@ from .autograd import needs_grad as _needs_grad, refuse_inplace as _refuse_inpla
 from .dtype import DTYPES as _DTYPES, as_dtype, dtype as _dtype_class
 from .random import drawing_from
 from .tensor_methods import _dim
-from .tensor_misc_extra import ExtraMethods, restored, __all__ as _EXTRA_ALL
+from .shared_memory import restored
+from .tensor_misc_extra import ExtraMethods, __all__ as _EXTRA_ALL
 from .tensor_misc_extra import *  # noqa: F401,F403
 from .tensor_misc_values import ValueMethods, __all__ as _VALUE_ALL
 from .tensor_misc_values import *  # noqa: F401,F403
