@@ -16,10 +16,9 @@ under create_graph (graph_backward.py). A class defined outside the gpumemnet pa
 - the node is named "<Class>Backward"."""
 import functools
 
-import numpy as np
-
 from .. import _C
 from . import autograd as A
+from .tensor_products import expands_to
 
 
 def adopt(cls):
@@ -145,12 +144,7 @@ def _summed_to_input(g, shape):
     """A gradient of the input's broadcast shape summed down to the input's (PyTorch's engine does so: gpytorch's
     RBFCovariance returns the lengthscale's gradient at the covariance's shape); any other mismatch is left to the
     engine's error."""
-    if shape is None or type(g) is not A._Tensor or tuple(g.shape) == shape:
-        return g
-    try:
-        if np.broadcast_shapes(shape, tuple(g.shape)) != tuple(g.shape):
-            return g
-    except ValueError:
+    if shape is None or type(g) is not A._Tensor or tuple(g.shape) == shape or not expands_to(shape, tuple(g.shape)):
         return g
     return g.sum_to_size(shape)
 

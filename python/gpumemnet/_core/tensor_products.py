@@ -69,7 +69,7 @@ def _zeros(shape, code, dev):
     return out
 
 
-def _expands_to(shape, target):
+def expands_to(shape, target):
     """Whether a tensor of `shape` broadcasts to `target` without target growing (PyTorch's expand)."""
     if len(shape) > len(target):
         return False
@@ -94,7 +94,7 @@ def _zero_with_grad(t):
 def _combine(input, prod, beta, alpha, op, inplace=False):
     """beta * input + alpha * prod, input expanded to prod's shape; beta = 0 ignores input's values. inplace: the
     result written into input as a recorded mul_ and add_ (so it works in a graph, as PyTorch's does)."""
-    if not _expands_to(tuple(input.shape), tuple(prod.shape)):
+    if not expands_to(tuple(input.shape), tuple(prod.shape)):
         raise RuntimeError(f"{op}: input of shape {tuple(input.shape)} cannot be broadcast to the result's shape "
                            f"{tuple(prod.shape)}")
     out = prod if alpha == 1 else prod * alpha

@@ -7,10 +7,9 @@ arguments are normalised the way PyTorch does (an int means the same value for b
 the input's gradient, the input for the weight's gradient, nothing for the bias's; shapes are plain attributes.
 """
 
-import numpy as np
-
 from .. import _C
 from .._core import autocast as _amp
+from .._core.tensor_products import expands_to
 from .._core.functions import cast as _cast
 from .._core import functions as _fn
 from .._core.autograd import needs_grad as _needs_grad
@@ -319,20 +318,12 @@ class _Linear(Function):
         return _linear_call(_C.linear_backward, g, x, w, _mask(ctx), *ctx.shapes)
 
 
-def _fits(bias, out_shape):
-    """Whether bias broadcasts to the output's shape without changing it."""
-    try:
-        return np.broadcast_shapes(tuple(bias.shape), out_shape) == out_shape
-    except ValueError:
-        return False
-
-
 def linear(input, weight, bias=None):
     """input (..., in_features) @ weight (out_features, in_features)^T + bias (out_features): one gemm, the bias
     written into the output first so that no output-sized temporary exists."""
     _check_tensors("linear", input, weight, bias)
     if bias is not None and weight.ndim == 2 and tuple(bias.shape) != (weight.shape[0],) and \
-            _fits(bias, tuple(input.shape[:-1]) + (weight.shape[0],)):  # PyTorch broadcasts any bias that fits
+            expands_to(tuple(bias.shape), tuple(input.shape[:-1]) + (weight.shape[0],)):  # PyTorch broadcasts one
         return linear(input, weight) + bias  # (captum's README ToyModel: nn.Parameter(torch.zeros(1, 3)))
     input, weight, bias = _autocast("linear", input, weight, bias)
     if _needs_grad(input, weight, bias):
