@@ -2,12 +2,14 @@
 (_gather: rows straight into the batch tensor) and pinning (_pin). Batches are allocated under the "input"
 category, so memory reports show the input batch apart from activations."""
 import collections.abc
-import numbers
+import copy
+import re
 
 import numpy as np
 
 from ... import _C
 from ..._core.scope import category
+from ..._core.tensor import Tensor
 
 __all__ = ["default_collate", "default_convert"]
 
@@ -22,47 +24,112 @@ def _from_numpy(a):
 
 def default_collate(batch):
     """Stack a list of samples into a batch (PyTorch's rules): tensors and arrays are stacked along a new first
-    dimension, Python floats become a float64 tensor, ints int64, bools bool; dicts collate per key, tuples and
-    lists per position (returned as a list); strings are returned as they come."""
+    dimension, Python floats become a float64 tensor, ints int64, bools bool; mappings collate per key (keeping
+    their type), namedtuples per field, tuples and lists per position (a tuple as a list); strings come as they are.
+    It is collate(batch, collate_fn_map=default_collate_fn_map), as in PyTorch, so a type registered in that map
+    (`default_collate_fn_map[MyType] = fn`) is batched by its function here too."""
     if not batch:
         raise ValueError("default_collate: empty batch")
+    return collate(batch, collate_fn_map=default_collate_fn_map)
+
+
+def collate(batch, *, collate_fn_map=None):
+    """Collate a batch: an element type found in collate_fn_map (exactly, else the first key it is an instance of)
+    goes to that function; mappings, namedtuples and sequences collate per key or position (PyTorch's rules)."""
     elem = batch[0]
-    if isinstance(elem, _C.TensorBase):
-        shape = tuple(elem.shape)
-        for i, t in enumerate(batch):
-            if not isinstance(t, _C.TensorBase) or tuple(t.shape) != shape:
-                raise _C.ArgumentError(f"default_collate: sample {i} is {_describe(t)} but sample 0 is a tensor of "
-                                 f"shape {shape}; samples must have the same shape to be stacked")
-        with category("input"):
-            return _C.cat([t.detach()._unsqueeze(0) for t in batch], 0)
-    if isinstance(elem, np.ndarray):
-        try:
-            return _from_numpy(np.stack(batch))
-        except ValueError as e:
-            raise _C.ArgumentError(f"default_collate: cannot stack the NumPy samples: {e}") from None
-    if isinstance(elem, np.generic) and not isinstance(elem, (np.str_, np.bytes_)):
-        return _from_numpy(np.asarray(batch, dtype=elem.dtype))  # NumPy scalars keep their dtype, as in PyTorch
-    if isinstance(elem, (bool, np.bool_)):
-        return _from_numpy(np.asarray(batch, dtype=np.bool_))
-    if isinstance(elem, numbers.Integral):
-        return _from_numpy(np.asarray(batch, dtype=np.int64))
-    if isinstance(elem, numbers.Real):
-        return _from_numpy(np.asarray(batch, dtype=np.float64))
-    if isinstance(elem, (str, bytes)):
-        return batch  # as given, as PyTorch's: a list at the top, a tuple as a field of tuple samples
+    elem_type = type(elem)
+    if collate_fn_map is not None:
+        if elem_type in collate_fn_map:
+            return collate_fn_map[elem_type](batch, collate_fn_map=collate_fn_map)
+        for collate_type in collate_fn_map:
+            if isinstance(elem, collate_type):
+                return collate_fn_map[collate_type](batch, collate_fn_map=collate_fn_map)
     if isinstance(elem, collections.abc.Mapping):
-        return {k: default_collate([d[k] for d in batch]) for k in elem}
+        per_key = {key: collate([d[key] for d in batch], collate_fn_map=collate_fn_map) for key in elem}
+        try:  # the sample's own mapping type, as PyTorch (an OrderedDict, a dict subclass with attributes)
+            if isinstance(elem, collections.abc.MutableMapping):
+                clone = copy.copy(elem)
+                clone.update(per_key)
+                return clone
+            return elem_type(per_key)
+        except TypeError:
+            return per_key
     if isinstance(elem, tuple) and hasattr(elem, "_fields"):  # a namedtuple stays one
-        return type(elem)(*(default_collate(f) for f in zip(*batch)))
-    if isinstance(elem, (tuple, list)):
+        return elem_type(*(collate(samples, collate_fn_map=collate_fn_map) for samples in zip(*batch)))
+    if isinstance(elem, collections.abc.Sequence):
         n = len(elem)
         for i, s in enumerate(batch):
-            if not isinstance(s, (tuple, list)) or len(s) != n:
-                raise _C.ArgumentError(f"default_collate: sample {i} is {_describe(s)} but sample 0 has {n} fields; "
-                                 f"each sample must have the same number of fields")
-        return [default_collate(field) for field in zip(*batch)]
-    raise TypeError(f"default_collate: don't know how to batch samples of type {type(elem).__name__}; expected "
-                    f"tensors, NumPy arrays, numbers, str, dicts, tuples or lists (or pass collate_fn=)")
+            if not isinstance(s, collections.abc.Sequence) or len(s) != n:
+                raise _C.ArgumentError(f"default_collate: each element in list of batch should be of equal size: "
+                                       f"sample {i} is {_describe(s)} but sample 0 has {n} fields; each sample "
+                                       f"must have the same number of fields")
+        fields = [collate(samples, collate_fn_map=collate_fn_map) for samples in zip(*batch)]
+        if isinstance(elem, tuple):
+            return fields
+        try:
+            if isinstance(elem, collections.abc.MutableSequence):
+                clone = copy.copy(elem)
+                for i, f in enumerate(fields):
+                    clone[i] = f
+                return clone
+            return elem_type(fields)
+        except TypeError:
+            return fields
+    raise TypeError(default_collate_err_msg_format.format(elem_type))
+
+
+default_collate_err_msg_format = ("default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; "
+                                  "found {} (pass collate_fn= to batch other types)")
+np_str_obj_array_pattern = re.compile(r"[SaUO]")
+
+
+# PyTorch's per-type functions of default_collate_fn_map (same names and signatures), with gpumemnet's checks: the
+# batch lands in the "input" category.
+def collate_tensor_fn(batch, *, collate_fn_map=None):
+    elem = batch[0]
+    if getattr(elem, "is_sparse", False):
+        raise RuntimeError("Batches of sparse tensors are not currently supported by the default collate_fn; "
+                           "please provide a custom collate_fn to handle them appropriately.")
+    shape = tuple(elem.shape)
+    for i, t in enumerate(batch):
+        if not isinstance(t, _C.TensorBase) or tuple(t.shape) != shape:
+            raise _C.ArgumentError(f"default_collate: stack expects each tensor to be equal size, but sample {i} is "
+                                   f"{_describe(t)} and sample 0 is a tensor of shape {shape}; samples must have "
+                                   f"the same shape to be stacked")
+    with category("input"):
+        return _C.cat([t.detach()._unsqueeze(0) for t in batch], 0)
+
+
+def collate_numpy_array_fn(batch, *, collate_fn_map=None):
+    if np_str_obj_array_pattern.search(batch[0].dtype.str) is not None:
+        raise TypeError(default_collate_err_msg_format.format(batch[0].dtype))
+    try:
+        return _from_numpy(np.stack(batch))
+    except ValueError as e:
+        raise _C.ArgumentError(f"default_collate: cannot stack the NumPy samples: {e}") from None
+
+
+def collate_numpy_scalar_fn(batch, *, collate_fn_map=None):
+    return _from_numpy(np.asarray(batch, dtype=batch[0].dtype))  # NumPy scalars keep their dtype, as in PyTorch
+
+
+def collate_float_fn(batch, *, collate_fn_map=None):
+    return _from_numpy(np.asarray(batch, dtype=np.float64))
+
+
+def collate_int_fn(batch, *, collate_fn_map=None):
+    # (bool is an int: PyTorch's tensor(batch) gives bool for all-bool samples, int64 otherwise)
+    all_bool = all(isinstance(b, bool) for b in batch)
+    return _from_numpy(np.asarray(batch, dtype=np.bool_ if all_bool else np.int64))
+
+
+def collate_str_fn(batch, *, collate_fn_map=None):
+    return batch  # as given, as PyTorch's: a list at the top, a tuple as a field of tuple samples
+
+
+default_collate_fn_map = {Tensor: collate_tensor_fn, np.ndarray: collate_numpy_array_fn,
+                          (np.bool_, np.number, np.object_): collate_numpy_scalar_fn, float: collate_float_fn,
+                          int: collate_int_fn, str: collate_str_fn, bytes: collate_str_fn}
 
 
 def _describe(x):
