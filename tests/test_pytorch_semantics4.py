@@ -73,3 +73,22 @@ def test_default_collate_refusals_as_pytorch():
         return errors
     ref, got = _both(run)
     assert got == ref
+
+
+# ---- tensors ------------------------------------------------------------------------------------------------
+def test_ellipsis_and_empty_index_give_a_new_view():
+    """x[...] / x[()] is a new view of x (PyTorch's alias), not x: setting its attributes leaves x alone."""
+    def run(L):
+        x = L.arange(6.0).reshape(2, 3)
+        out = []
+        for idx in (..., (...,), ()):
+            y = x[idx]
+            y.requires_grad_()
+            out.append((y is x, x.requires_grad, y._base is x._base if x._base is not None else y._base is x,
+                        y.data_ptr() == x.data_ptr(), tuple(y.shape)))
+        y = x[...]
+        y.add_(1)  # writes through to x
+        out.append(x.tolist())
+        return out
+    ref, got = _both(run)
+    assert got == ref

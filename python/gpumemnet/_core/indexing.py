@@ -160,7 +160,7 @@ def apply_plan(t, steps):
     v = _basic(t, basic)
     adv = [s for s in steps if s[0] == "index"]
     if not adv:
-        return v
+        return t._view(tuple(t.shape)) if v is t else v  # x[...]: a new view, as PyTorch's (not x itself)
     v, d, ti = _flat_index(v, adv[0])
     if isinstance(ti, tuple):
         flat, ti = ti
