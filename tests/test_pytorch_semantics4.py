@@ -21,6 +21,11 @@ def _mod(lib, name):
     return importlib.import_module(lib.__name__ + name)
 
 
+def _torch_c(L):
+    """torch._C's Python-level names: PyTorch's extension, or what `torch._C` is under the alias."""
+    return L._C if L is torch else importlib.import_module("gpumemnet.compat._torch_c")
+
+
 def _plain(x, lib):
     """x with tensors as (dtype name, values) and containers as (type name, items): comparable across libraries."""
     if isinstance(x, lib.Tensor):
@@ -90,5 +95,100 @@ def test_ellipsis_and_empty_index_give_a_new_view():
         y.add_(1)  # writes through to x
         out.append(x.tolist())
         return out
+    ref, got = _both(run)
+    assert got == ref
+
+
+# ---- Tensor subclasses and __torch_function__ (fastai's TensorBase, MONAI's MetaTensor) ------------------------
+def _subclasses(L):
+    class Plain(L.Tensor):
+        pass
+
+    class Logged(L.Tensor):
+        calls = []
+
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            cls.calls.append(func)
+            return super().__torch_function__(func, types, args, kwargs)
+
+    class WithMeta(L.Tensor):
+        """fastai's TensorBase: metadata copied from the first argument that has it."""
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            res = super().__torch_function__(func, types, args, kwargs or {})
+            src = next((a for a in args if hasattr(a, "meta")), None)
+            if isinstance(res, WithMeta) and src is not None:
+                res.meta = src.meta
+            return res
+
+    class OptedOut(L.Tensor):
+        __torch_function__ = _torch_c(L)._disabled_torch_function_impl
+    return Plain, Logged, WithMeta, OptedOut
+
+
+def test_gradients_flow_through_subclass_instances():
+    """fastai's BaseLoss turns the model output into a TensorBase (as_subclass): gpumemnet recorded no op on it,
+    and the loss's gradient through it was silently lost."""
+    def run(L):
+        Plain, Logged, WithMeta, _ = _subclasses(L)
+        out = []
+        for cls in (Plain, Logged, WithMeta):
+            w = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+            h = (w * 2).as_subclass(cls)
+            s = (h * h).sum() + h.mean()
+            loss = s + (w ** 2).sum()
+            loss.backward()
+            out.append((type(s).__name__, s.requires_grad, w.grad.tolist()))
+        return out
+    ref, got = _both(run)
+    assert got == ref
+
+
+def test_subclass_methods_and_operators_keep_the_subclass_and_call_torch_function():
+    def run(L):
+        Plain, Logged, WithMeta, OptedOut = _subclasses(L)
+        x = L.arange(6.0).reshape(2, 3)
+        out = []
+        for cls in (Plain, Logged, WithMeta, OptedOut):
+            y = x.as_subclass(cls)
+            results = [1 + y, y - 1, 2 * y, y / 2, -y, abs(y), y ** 2, y @ y.t(), y[0], y[:, 1:], y.sum(), y.max(1),
+                       y.chunk(3, 1), y.reshape(3, 2), y.detach(), y.clone(), y > 1, y == y, y.float(), y.mean(0)]
+            out.append([(type(r).__name__, [type(i).__name__ for i in r] if isinstance(r, tuple) else None)
+                        for r in results])
+            z = y.clone()
+            z += 1
+            z.mul_(2)
+            out.append((type(z).__name__, z.tolist()))
+        Logged.calls.clear()
+        y = x.as_subclass(Logged)
+        _ = (1 + y, y * 2, y - 1, y[0], y.sum(), y.t(), y > 0, y.mean(0), y.add(1))
+        # the func each call hands __torch_function__: PyTorch's Tensor method of the operator
+        names = ["add", "mul", "sub", "__getitem__", "sum", "t", "gt", "mean", "add"]
+        out.append([f is getattr(L.Tensor, n) for f, n in zip(Logged.calls, names)] + [len(Logged.calls)])
+        m = x.as_subclass(WithMeta)
+        m.meta = "affine"
+        out.append([getattr(r, "meta", None) for r in (m + 1, m[0], m.sum(), m.permute(1, 0))])
+        return out
+    ref, got = _both(run)
+    assert got == ref
+
+
+def test_torch_function_can_be_disabled_and_libraries_dispatch_their_own_functions():
+    def run(L):
+        Plain, Logged, _, _ = _subclasses(L)
+        y = L.arange(3.0).as_subclass(Logged)
+        Logged.calls.clear()
+        with _torch_c(L).DisableTorchFunctionSubclass():
+            inside = (type(y + 1).__name__, type(y.sum()).__name__)
+        ov = _mod(L, ".overrides")
+
+        def scale(t, k=2):  # a library's function, written as PyTorch's docs say
+            if ov.has_torch_function((t,)):
+                return ov.handle_torch_function(scale, (t,), t, k=k)
+            return t * k
+        res = scale(y)
+        return (inside, [f.__name__ for f in Logged.calls], type(res).__name__, res.tolist(), ov.has_torch_function((L.ones(1),)),
+                ov.has_torch_function((L.ones(1).as_subclass(Plain),)), type(scale(L.ones(2))).__name__)
     ref, got = _both(run)
     assert got == ref

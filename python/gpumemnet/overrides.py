@@ -1,6 +1,9 @@
-"""torch.overrides: PyTorch's __torch_function__ protocol. gpumemnet's ops do not dispatch through it, so a
-TorchFunctionMode entered here sees no calls (Lightning's empty-init mode then lets parameters initialise as usual,
-which its checkpoint load overwrites); the queries answer as for plain tensors."""
+"""torch.overrides: PyTorch's __torch_function__ protocol for Tensor subclasses (_core/subclass_dispatch.py has
+the dispatch: subclass methods and operators, and a library's own functions through handle_torch_function).
+A TorchFunctionMode entered here sees no calls (Lightning's empty-init mode then lets parameters initialise as
+usual, which its checkpoint load overwrites)."""
+from ._core import subclass_dispatch as _sd
+from ._core.tensor import Tensor
 
 __all__ = ["TorchFunctionMode", "has_torch_function", "handle_torch_function", "is_tensor_like"]
 
@@ -16,14 +19,25 @@ class TorchFunctionMode:
         return False
 
 
-def has_torch_function(args):
-    return False
+def has_torch_function(relevant_args):
+    """Whether relevant_args hold an instance of a Tensor subclass that dispatches (and dispatch is enabled)."""
+    return not _sd.disabled() and bool(_sd._overloaded(tuple(relevant_args), None))
+
+
+def has_torch_function_unary(arg):
+    return has_torch_function((arg,))
+
+
+has_torch_function_variadic = lambda *args: has_torch_function(args)  # noqa: E731  (PyTorch's signature)
 
 
 def handle_torch_function(public_api, relevant_args, *args, **kwargs):
-    return public_api(*args, **kwargs)
+    """A library's own function called with subclass instances: through their __torch_function__."""
+    overloaded = [] if _sd.disabled() else _sd._overloaded(tuple(relevant_args), None)
+    if not overloaded:
+        return public_api(*args, **kwargs)
+    return _sd.dispatch(public_api, overloaded, args, kwargs)
 
 
 def is_tensor_like(inp):
-    from ._core.tensor import Tensor  # noqa: PLC0415
     return isinstance(inp, Tensor)

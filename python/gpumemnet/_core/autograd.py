@@ -16,7 +16,7 @@ import inspect
 import weakref
 
 from .. import _C
-from . import hooks
+from . import hooks, subclass_dispatch
 from .state import anomaly, grad_mode, inference_flag, state
 
 _grad_on = grad_mode.get  # the per-op read: one C call (see _core/state.py)
@@ -326,7 +326,7 @@ class Function(Node):
         if _grad_on():
             i = 0
             for a in args:
-                if type(a) is Tensor and a.requires_grad:
+                if (type(a) is Tensor or _subclassed[0] and isinstance(a, Tensor)) and a.requires_grad:
                     if edges is None:
                         edges = [None] * len(args)
                     edges[i] = _edge_of(a)
@@ -341,7 +341,7 @@ class Function(Node):
         i = 0
         for o in (out if type(out) is tuple else (out,)):
             # float outputs only: indices and masks never carry gradients
-            if type(o) is Tensor and o._dtype <= 3 and i not in non_diff:
+            if _is_tensor(o) and o._dtype <= 3 and i not in non_diff:
                 o.requires_grad = True
                 o.grad_fn = node
                 o._output_nr = i
@@ -445,7 +445,7 @@ def _mark_output(o, args, saved, Tensor):
     sid = o._storage_id
     if not any(a is o for a in args):
         for a in args:
-            if type(a) is Tensor and a._storage_id == sid:
+            if _is_tensor(a) and a._storage_id == sid:
                 o._graph_view = True
                 return
     if saved and o._category == "other":
@@ -462,6 +462,24 @@ _Tensor = None  # gpumemnet.Tensor: set by _core/tensor.py when it is defined (t
 def set_tensor_class(cls):
     global _Tensor
     _Tensor = cls
+    subclass_dispatch.set_tensor_class(cls)
+    # PyTorch's protocol on Tensor itself: the default __torch_function__, and subclasses that dispatch through it
+    cls.__torch_function__ = classmethod(subclass_dispatch.default_torch_function)
+    cls.__init_subclass__ = classmethod(_init_tensor_subclass)
+
+
+def _init_tensor_subclass(cls, **kwargs):
+    super(_Tensor, cls).__init_subclass__(**kwargs)
+    _subclassed[0] = True  # from now on the autograd checks look past type(x) is Tensor (needs_grad)
+    subclass_dispatch.install_methods(cls)
+
+
+_subclassed = [False]  # whether a Tensor subclass was ever defined
+
+
+def _is_tensor(x):
+    """x is a gpumemnet tensor (a subclass instance too): the slow path of the `type(x) is Tensor` checks."""
+    return type(x) is _Tensor or (_subclassed[0] and isinstance(x, _Tensor))
 
 
 def needs_grad(*xs):
@@ -471,6 +489,10 @@ def needs_grad(*xs):
     for x in xs:
         if type(x) is _Tensor and x.requires_grad:
             return True
+    if _subclassed[0]:  # an instance of a Tensor subclass (fastai's TensorImage) records as any tensor
+        for x in xs:
+            if isinstance(x, _Tensor) and x.requires_grad:
+                return True
     return False
 
 

@@ -36,7 +36,7 @@ def adopt(cls):
 
 def _apply(cls, *args):
     Tensor = A._Tensor
-    edges = [A._edge_of(a) if type(a) is Tensor and a.requires_grad else None for a in args] \
+    edges = [A._edge_of(a) if A._is_tensor(a) and a.requires_grad else None for a in args] \
         if A._grad_on() else [None] * len(args)
     node = cls.__new__(cls)
     node._edges = edges
@@ -56,7 +56,7 @@ def _apply(cls, *args):
     dirty = node.__dict__.pop("_dirty", ())
     non_diff = node.__dict__.pop("_non_diff_tensors", ())
     for i, o in enumerate(outs):
-        if type(o) is not Tensor:
+        if not A._is_tensor(o):
             continue
         if any(o is a for a in args):
             if any(o is d for d in dirty):
@@ -69,7 +69,7 @@ def _apply(cls, *args):
             o.grad_fn = node
             o._output_nr = i
             A._mark_output(o, args, node._saved, Tensor)
-    node._out_meta = [(tuple(o.shape), o._dtype, o._device) if type(o) is Tensor else None for o in outs]
+    node._out_meta = [(tuple(o.shape), o._dtype, o._device) if A._is_tensor(o) else None for o in outs]
     node._in_shapes = [tuple(a.shape) if e is not None else None for a, e in zip(args, edges)]
     roles = [_role(t, args, originals) for t in saved_objs]
     # a saved output that carries no gradient (integer, or marked non-differentiable) comes back as it is

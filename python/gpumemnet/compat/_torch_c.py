@@ -1,5 +1,8 @@
 """torch._C: the few names of PyTorch's C extension that Python libraries call directly (usage logging, tracing
 state, dispatch-key guards). gpumemnet has no dispatcher keys: the guards do nothing, as when no key is active."""
+from .._core.subclass_dispatch import DisableTorchFunctionSubclass
+
+
 def _log_api_usage_once(event):
     pass
 
@@ -8,19 +11,8 @@ def _get_tracing_state():
     return None
 
 
-class DisableTorchFunctionSubclass:
-    """A context in which PyTorch does not dispatch to Tensor subclasses' __torch_function__; gpumemnet never
-    does, so it changes nothing."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
 class DisableTorchFunction(DisableTorchFunctionSubclass):
-    pass
+    """(gpumemnet has no TorchFunctionMode that sees calls: the same as DisableTorchFunctionSubclass.)"""
 
 
 class _AnyKey(type):
@@ -100,6 +92,6 @@ def _are_functorch_transforms_active():
 
 def _disabled_torch_function_impl(func, types, args=(), kwargs=None):
     """What a Tensor subclass sets as its __torch_function__ to opt out of the protocol (PyG's Index, EdgeIndex):
-    func called on the arguments as they are. gpumemnet never dispatches through __torch_function__, so calling
-    it directly is all it does."""
-    return func(*args, **(kwargs or {}))
+    its instances do not dispatch (subclass_dispatch._takes_part), and a call runs func as on plain tensors."""
+    with DisableTorchFunctionSubclass():
+        return func(*args, **(kwargs or {}))
