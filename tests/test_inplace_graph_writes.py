@@ -86,11 +86,18 @@ def test_gcn_aggregation_trains_its_weight():
     np.testing.assert_allclose(run(gm), run(torch), rtol=1e-12)
 
 
-def test_a_view_of_a_plain_tensor_is_refused_not_silently_cut():
+def test_a_view_of_a_plain_tensor_is_written_through_its_base_or_refused():
+    """The view alone with its base: the base takes the graph (PyTorch's CopySlices; YOLO's loss[0] += part). With
+    another view of the memory alive, refused rather than that view silently cut from the graph."""
     s = gm.ones(2, requires_grad=True)
     z = gm.zeros(2, 2)
+    z[0].add_(s * 3)
+    (z * gm.tensor([[1.0, 2.0], [4.0, 8.0]])).sum().backward()
+    assert z.requires_grad and z.tolist() == [[3.0, 3.0], [0.0, 0.0]] and s.grad.tolist() == [3.0, 6.0]
+    y = gm.zeros(2, 2)
+    other = y[1]
     with pytest.raises(RuntimeError, match="shares its memory"):
-        z[0].add_(s)
+        y[0].add_(s)
     with pytest.raises(RuntimeError, match="shares its memory"):
-        z.narrow(0, 0, 1).copy_(s.unsqueeze(0))
-    assert not z.requires_grad and not z.any()
+        y.narrow(0, 0, 1).copy_(s.unsqueeze(0))
+    assert not y.requires_grad and not y.any() and not other.requires_grad

@@ -192,3 +192,37 @@ def test_torch_function_can_be_disabled_and_libraries_dispatch_their_own_functio
                 ov.has_torch_function((L.ones(1).as_subclass(Plain),)), type(scale(L.ones(2))).__name__)
     ref, got = _both(run)
     assert got == ref
+
+
+# ---- writes of graph values into plain tensors ----------------------------------------------------------------
+def test_accumulating_losses_into_entries_of_a_plain_tensor():
+    """RT-DETR's and YOLOv5-style losses: `loss = torch.zeros(3); loss[0] += part` (refused before), also through a
+    named view, `*=` afterwards and an assignment into a view's entry."""
+    def run(L):
+        w = L.tensor([1.5, -2.0, 0.25], requires_grad=True)
+        loss = L.zeros(3)
+        for k in range(2):
+            loss[0] += (w * (k + 1)).sum()
+            loss[1] += (w ** 2).sum()
+        loss[0] *= 0.5
+        row = L.zeros(2, 3)
+        first = row[0]
+        first += w * 3  # the view and its base alone: both take the graph
+        row[1][2] = w.sum()
+        total = loss.sum() + row.sum() + first.sum()
+        total.backward()
+        return (loss.tolist(), row.tolist(), loss.requires_grad, row.requires_grad, first.requires_grad,
+                w.grad.tolist())
+    ref, got = _both(run)
+    assert np.allclose(np.array(got[5]), ref[5], rtol=1e-6) and got[:5] == ref[:5]
+
+
+def test_graph_value_into_a_plain_tensor_with_another_live_view_is_refused():
+    """Where another view of the memory is alive gpumemnet cannot give it the graph (PyTorch would): refused, not a
+    silently missing gradient."""
+    w = gm.ones(3, requires_grad=True)
+    x = gm.zeros(4, 3)
+    other = x[1]
+    with pytest.raises(RuntimeError, match="shares its memory"):
+        x[0] += w
+    assert not other.requires_grad and not x.requires_grad

@@ -285,6 +285,23 @@ def write_graph_view(view, value_of):
     return True
 
 
+def write_plain_view(view, value_of):
+    """A write of a value that requires grad into `view`, a view of a plain tensor (YOLO and RT-DETR losses:
+    `loss = torch.zeros(3); loss[0] += box_loss`): recorded on the base, which takes the graph, and the view
+    re-derived from it, as PyTorch's CopySlices. Only while nothing but the two shares the memory (another view
+    would keep no graph, where PyTorch's would take one) and the base is contiguous; False, with nothing done,
+    otherwise. value_of(view) computes the new values out of place."""
+    base = view._base
+    if base is None or base.requires_grad or view._storage_refs != 2 or not base.is_contiguous() or \
+            base._storage_id != view._storage_id:
+        return False
+    geometry = (tuple(view.shape), tuple(view._strides), view._offset - base._offset)
+    _StridedPut.apply(base, value_of(view), geometry)
+    view.requires_grad = True
+    view.grad_fn, view._output_nr, view._graph_view = _StridedView.apply(base, geometry).grad_fn, 0, True
+    return True
+
+
 def record_in_place(t, name, out_of_place):
     """t.<name>() (an in-place unary op: exp_, abs_, digamma_...) on a tensor in a graph, recorded as PyTorch
     records it: the out-of-place form computed from a copy of t (whose node may keep that copy), its values written

@@ -17,7 +17,7 @@ from .dtype import DTYPES, as_dtype, device_of, device_str, dtype as _dtype_cls
 from . import indexing_multi
 from .inplace_binary import _InplaceBinary
 from .indexing import (IndexFn, IndexPutFn, apply_plan, assigned_copy, check_put_dtypes, make_plan, put_plan,
-                       sequence_as_tuple, write_graph_view, write_recorded)
+                       sequence_as_tuple, write_graph_view, write_plain_view, write_recorded)
 from .random import drawing_from
 from .size import Size
 from .arg_forms import _NO, PLAIN_DIMS, dim_args, install as _install_numpy_forms, required_dim, squeeze_dims
@@ -54,11 +54,14 @@ def _binary(fn, op, a, b, name):
     return _C.binary(op, a, b)
 
 
-def _refuse_shared(t, what):
+def _refuse_shared(t, what, value_of):
     """A plain tensor whose memory another tensor shares cannot take a written value's graph: the other (a view,
-    or the view's base) would not get it, and gpumemnet's views of plain tensors do not know their base. Except
-    t.data's alias, where that is PyTorch's meaning (an EMA's `shadow.data.lerp_(new, w)`: only the values land)."""
+    or the view's base) would not get it. Except t.data's alias, where that is PyTorch's meaning (an EMA's
+    `shadow.data.lerp_(new, w)`: only the values land), and a view alone with its base (`loss[0] += box_loss`),
+    written through the base with value_of(t) as new values (write_plain_view): True then, when done."""
     if t._storage_refs > 1 and not (t._unversioned or t.__dict__.get("_data_alias")):  # (a view of .data too)
+        if write_plain_view(t, value_of):
+            return True
         raise RuntimeError(f"{what}: writing a value that requires grad into a tensor that shares its memory with "
                            f"another (a view, or a tensor with views): the other would not get the gradient; write "
                            f"into the base tensor itself")
@@ -72,7 +75,8 @@ def _inplace(fn, op, a, b, name):
         return a
     in_graph = _check_inplace(a, name)
     if not in_graph and _needs_grad(b):
-        _refuse_shared(a, name)
+        if _refuse_shared(a, name, lambda v: _binary(fn, op, v.clone(), b, name.rstrip("_"))):
+            return a
         if fn.saves:  # a plain tensor takes b's graph through a recorded assignment of the new values
             a[...] = _binary(fn, op, a.clone(), b, name.rstrip("_"))
             return a
@@ -228,7 +232,7 @@ class Tensor(_C.TensorBase):
 
     def tolist(self):
         if self.numel() == 0:  # no data to read: nested empty lists of the shape (NumPy cannot hold (0, 2**62))
-            return _empty_list(tuple(self.shape))
+            return _tensor_str.empty_list(tuple(self.shape))
         t = self.detach()  # PyTorch's tolist reads a tensor that requires grad too
         return _C.TensorBase.numpy(t.float() if t._dtype == 3 else t).tolist()
 
@@ -604,8 +608,9 @@ class Tensor(_C.TensorBase):
         if autograd.is_graph_view(self) and write_graph_view(self, lambda v: assigned_copy(v, idx, value)):
             return  # a view of a tensor in a graph (d2l's masked_softmax: X = x.reshape(...); X[~mask] = -1e6)
         in_graph = _check_inplace(self, "index assignment")
-        if not in_graph and _needs_grad(value):
-            _refuse_shared(self, "index assignment")
+        if not in_graph and _needs_grad(value) and \
+                _refuse_shared(self, "index assignment", lambda v: assigned_copy(v, idx, value)):
+            return
         plan = make_plan(self, idx)
         if plan is None:
             if in_graph or _needs_grad(value):
@@ -792,9 +797,3 @@ def bernoulli(input, p=None, *, generator=None):
     """gm.bernoulli: 0/1 draws with probabilities input (or the number p), in input's dtype."""
     return input.bernoulli(p, generator=generator)
 
-
-def _empty_list(shape):
-    """tolist() of a tensor with no element: [] at the first size-0 dimension, lists of it above."""
-    if not shape or shape[0] == 0:
-        return []
-    return [_empty_list(shape[1:]) for _ in range(shape[0])]

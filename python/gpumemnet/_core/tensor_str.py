@@ -183,3 +183,10 @@ def tensor_repr(t):
         body = values_str(t, indent)
     text = with_suffixes("tensor(" + body, extra, indent)
     return "Parameter containing:\n" + text if t._is_param else text
+
+
+def empty_list(shape):
+    """tolist() of a tensor with no element: [] at the first size-0 dimension, lists of it above."""
+    if not shape or shape[0] == 0:
+        return []
+    return [empty_list(shape[1:]) for _ in range(shape[0])]
