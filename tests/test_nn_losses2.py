@@ -49,10 +49,10 @@ def probs(*shape):
 
 # name -> (gm function with its option, NumPy loss, input maker, target maker, torch function name, option)
 CASES = {
-    "smooth_l1": (lambda x, t, r: F.smooth_l1_loss(x, t, r, beta=0.7), lambda x, t: smooth_l1_np(x, t, 0.7),
+    "smooth_l1": (lambda x, t, r: F.smooth_l1_loss(x, t, reduction=r, beta=0.7), lambda x, t: smooth_l1_np(x, t, 0.7),
                   R, R, "smooth_l1_loss", {"beta": 0.7}),
-    "smooth_l1_beta0": (lambda x, t, r: F.smooth_l1_loss(x, t, r, beta=0.0), lambda x, t: smooth_l1_np(x, t, 0.0),
-                        R, R, "smooth_l1_loss", {"beta": 0.0}),
+    "smooth_l1_beta0": (lambda x, t, r: F.smooth_l1_loss(x, t, reduction=r, beta=0.0),
+                        lambda x, t: smooth_l1_np(x, t, 0.0), R, R, "smooth_l1_loss", {"beta": 0.0}),
     "huber": (lambda x, t, r: F.huber_loss(x, t, r, delta=0.6), lambda x, t: huber_np(x, t, 0.6), R, R,
               "huber_loss", {"delta": 0.6}),
     "bce": (lambda x, t, r: F.binary_cross_entropy(x, t, reduction=r), bce_np, probs, probs,
@@ -110,8 +110,9 @@ def test_bce_clamps_logs_and_gradient_like_torch():
 def test_bce_weight(reduction):
     x, t, w = probs(4, 3), probs(4, 3), rng.uniform(0.5, 2.0, 3)
     ref = reduce_np(bce_np(x, t) * w, reduction)
-    assert_close(F.binary_cross_entropy(T(x), T(t), T(w), reduction), np.asarray(ref), 1e-12, 1e-10, what="bce w")
-    gradcheck(lambda a: F.binary_cross_entropy(a, T(t), T(w), reduction), [T(x, requires_grad=True)],
+    assert_close(F.binary_cross_entropy(T(x), T(t), T(w), reduction=reduction), np.asarray(ref), 1e-12, 1e-10,
+                 what="bce w")
+    gradcheck(lambda a: F.binary_cross_entropy(a, T(t), T(w), reduction=reduction), [T(x, requires_grad=True)],
               what="bce weighted")
     torch = pytest.importorskip("torch")
     check_against_torch(lambda a, b: nn.BCELoss(weight=T(w), reduction=reduction)(a, b),

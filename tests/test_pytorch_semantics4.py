@@ -63,7 +63,8 @@ def test_default_collate_reads_the_registered_type_map_and_keeps_container_types
         finally:
             del c.default_collate_fn_map[_Box]
         return _plain(out, L), type(out[0]).__name__, type(out[1]).__name__, \
-            sorted(k.__name__ if isinstance(k, type) else "tuple" for k in c.default_collate_fn_map if k is not L.Tensor)
+            sorted(k.__name__ if isinstance(k, type) else "tuple" for k in c.default_collate_fn_map
+                   if k is not L.Tensor)
     ref, got = _both(run)
     assert got == ref
 
@@ -188,7 +189,8 @@ def test_torch_function_can_be_disabled_and_libraries_dispatch_their_own_functio
                 return ov.handle_torch_function(scale, (t,), t, k=k)
             return t * k
         res = scale(y)
-        return (inside, [f.__name__ for f in Logged.calls], type(res).__name__, res.tolist(), ov.has_torch_function((L.ones(1),)),
+        return (inside, [f.__name__ for f in Logged.calls], type(res).__name__, res.tolist(),
+                ov.has_torch_function((L.ones(1),)),
                 ov.has_torch_function((L.ones(1).as_subclass(Plain),)), type(scale(L.ones(2))).__name__)
     ref, got = _both(run)
     assert got == ref
@@ -226,3 +228,42 @@ def test_graph_value_into_a_plain_tensor_with_another_live_view_is_refused():
     with pytest.raises(RuntimeError, match="shares its memory"):
         x[0] += w
     assert not other.requires_grad and not x.requires_grad
+
+
+# ---- signatures: positional arguments bind as in PyTorch ------------------------------------------------------
+def test_loss_functions_bind_positional_arguments_as_pytorch():
+    """PyTorch's losses keep the legacy size_average / reduce slots before reduction: F.mse_loss(a, b, 'sum') is a
+    mean there (a truthy size_average); gpumemnet took 'sum' as the reduction (a silently different loss)."""
+    import warnings
+
+    def run(L):
+        F = L.nn.functional
+        a, b = L.tensor([1.0, 2.0, 3.0, 4.0]), L.zeros(4)
+        x, t = L.tensor([-1.0, 2.0]), L.tensor([0.0, 1.0])
+        lg, y = L.tensor([[1.0, 2.0, 0.5], [0.1, 0.2, 3.0]]), L.tensor([0, 2])
+        w = L.tensor([1.0, 0.0, 2.0, 0.5])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = [F.mse_loss(a, b, "sum"), F.l1_loss(a, b, False), F.smooth_l1_loss(a, b, None, False),
+                   F.binary_cross_entropy_with_logits(x, t, None, "sum"),
+                   F.binary_cross_entropy(t * 0.5 + 0.2, t, None, False), F.cross_entropy(lg, y, None, None, 2),
+                   F.nll_loss(lg.log_softmax(1), y, None, None, 0, None, "sum"),
+                   F.mse_loss(a, b, weight=w), F.l1_loss(a, b, reduction="none", weight=w),
+                   F.huber_loss(a, b, "sum", 1.5, w), F.softmax(lg, 1, 3, L.float64),
+                   F.log_softmax(lg, 1, 3, L.float64), L.softmax(lg, 1, L.float64), L.log_softmax(lg, 0, L.float64)]
+        return [(str(o.dtype).split(".")[-1], np.array(o.tolist())) for o in out]
+    ref, got = _both(run)
+    assert [d for d, _ in got] == [d for d, _ in ref]
+    for (_, g), (_, r) in zip(got, ref):
+        np.testing.assert_allclose(g, r, rtol=1e-6)
+
+
+def test_load_takes_map_location_as_its_second_argument(tmp_path):
+    def run(L):
+        path = str(tmp_path / f"{L.__name__}.pt")
+        L.save({"w": L.arange(3.0)}, path)
+        seen = []
+        out = L.load(path, lambda storage, loc: seen.append(loc) or storage)
+        return out["w"].tolist(), L.load(path, {"cpu": "cpu"})["w"].tolist(), L.load(path, "cpu")["w"].tolist()
+    ref, got = _both(run)
+    assert got == ref

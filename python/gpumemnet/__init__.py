@@ -51,7 +51,7 @@ from ._core.legacy_types import *  # noqa: E402,F401,F403  (torch.FloatTensor...
 from ._core.legacy_types import set_default_tensor_type  # noqa: E402,F401
 from ._core.einsum import einsum  # noqa: E402
 from ._core.activation import (  # noqa: E402,F401  (torch.relu, torch.sigmoid_, torch.softmax...)
-    relu, relu_, sigmoid, sigmoid_, tanh, tanh_, softmax, log_softmax, prelu)
+    relu, relu_, sigmoid, sigmoid_, tanh, tanh_, torch_softmax as softmax, torch_log_softmax as log_softmax, prelu)
 # register create_graph's formulas
 from ._core import graph_backward, graph_backward_linalg, graph_backward_ops  # noqa: E402,F401
 from ._core import custom_function  # noqa: E402,F401  (registers users' Function semantics)

@@ -412,6 +412,8 @@ def load(path, device=None, map_location=None, weights_only=None, **kwargs):
     unknown = set(kwargs) - {"pickle_module", "mmap"}
     if unknown:
         raise TypeError(f"load() got an unexpected keyword argument {sorted(unknown)[0]!r}")
+    if map_location is None and (isinstance(device, dict) or callable(device)):
+        device, map_location = None, device  # PyTorch's second argument is map_location: torch.load(f, {...})
     if hasattr(path, "read"):  # a file object (io.BytesIO, an open file): its bytes from where it stands
         return _from_file_object(path, lambda p: load(p, device, map_location, weights_only))
     path = os.fspath(path)

@@ -316,9 +316,20 @@ def _softmax(input, dim, dtype, log, op):
     return _Softmax.apply(input, dim, log) if _needs_grad(input) else _C.softmax(input, dim, log)
 
 
-def softmax(input, dim=None, dtype=None):
+def softmax(input, dim=None, _stacklevel=3, dtype=None):  # nn.functional's: PyTorch's _stacklevel slot is third
     return _softmax(input, dim, dtype, False, "softmax")
 
 
-def log_softmax(input, dim=None, dtype=None):
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     return _softmax(input, dim, dtype, True, "log_softmax")
+
+
+def torch_softmax(input, dim=None, dtype=None):  # torch.softmax's: dtype third
+    return _softmax(input, dim, dtype, False, "softmax")
+
+
+def torch_log_softmax(input, dim=None, dtype=None):
+    return _softmax(input, dim, dtype, True, "log_softmax")
+
+
+torch_softmax.__name__, torch_log_softmax.__name__ = "softmax", "log_softmax"

@@ -231,8 +231,8 @@ def _class_loss_args(op, input, target, weight, ignore_index, reduction):
     return _reduction(reduction, op)
 
 
-def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0, *,
-                  size_average=None, reduce=None):
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
+                  label_smoothing=0.0):
     """Log-softmax over dim 1 (dim 0 for unbatched (C,) input) and negative log-likelihood of the class index
     targets, in one fused kernel. mean divides by the summed weight of the non-ignored targets (PyTorch's rule);
     label_smoothing mixes in the uniform distribution over the C classes. A float target of input's shape holds
@@ -287,7 +287,7 @@ class _NllLoss(Function):
         return "NllLossBackward"
 
 
-def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean", *, size_average=None, reduce=None):
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """Negative log-likelihood of class index targets; input holds log-probabilities (N, C, ...) or (C,)."""
     reduction = _legacy(reduction, size_average, reduce)
     red = _class_loss_args("nll_loss", input, target, weight, ignore_index, reduction)
@@ -360,16 +360,36 @@ def _size_repr(t):
     return f"{DISPLAY[0]}.Size({list(t.shape)})"
 
 
-def mse_loss(input, target, reduction="mean", *, size_average=None, reduce=None):
-    """(input - target)^2; input and target broadcast, with PyTorch's warning when their shapes differ."""
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """(input - target)^2; input and target broadcast, with PyTorch's warning when their shapes differ. weight (of
+    input's shape) scales each term; its mean is then the weighted one (PyTorch's)."""
     reduction = _legacy(reduction, size_average, reduce)
+    if weight is not None:
+        return _weighted_loss(lambda i, t: (i - t) ** 2, input, target, weight, reduction, "mse_loss")
     return _pointwise_loss(input, target, reduction, MSE, "mse_loss")
 
 
-def l1_loss(input, target, reduction="mean", *, size_average=None, reduce=None):
-    """|input - target|; input and target broadcast, with PyTorch's warning when their shapes differ."""
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """|input - target|; input and target broadcast, with PyTorch's warning when their shapes differ. weight as
+    mse_loss's."""
     reduction = _legacy(reduction, size_average, reduce)
+    if weight is not None:
+        return _weighted_loss(lambda i, t: (i - t).abs(), input, target, weight, reduction, "l1_loss")
     return _pointwise_loss(input, target, reduction, L1, "l1_loss")
+
+
+def _weighted_loss(terms, input, target, weight, reduction, op):
+    """PyTorch's weighted form of mse / l1 / huber: terms(input, target) * weight, whose mean is divided by the
+    summed weight."""
+    _check_tensor(weight, op, "weight")
+    if tuple(weight.shape) != tuple(input.shape):
+        raise ValueError(f"{op}: Weights and input must have the same size; weight has shape {tuple(weight.shape)}, "
+                         f"input {tuple(input.shape)}")
+    red = _reduction(reduction, op)
+    loss = terms(input, target) * weight
+    if red == _REDUCTIONS["none"]:
+        return loss
+    return loss.sum() if red == _REDUCTIONS["sum"] else loss.sum() / weight.sum()
 
 
 def _number(v, op, name):
@@ -378,19 +398,23 @@ def _number(v, op, name):
     return float(v)
 
 
-def smooth_l1_loss(input, target, reduction="mean", beta=1.0, *, size_average=None, reduce=None):
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (d = input - target); beta = 0 is l1_loss."""
     reduction = _legacy(reduction, size_average, reduce)
     return _pointwise_loss(input, target, reduction, SMOOTH_L1, "smooth_l1_loss", _number(beta, "smooth_l1_loss",
                                                                                           "beta"))
 
 
-def huber_loss(input, target, reduction="mean", delta=1.0):
-    """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta): smooth_l1_loss times delta (beta = delta)."""
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta): smooth_l1_loss times delta (beta = delta). weight
+    as mse_loss's."""
+    if weight is not None:
+        return _weighted_loss(lambda i, t: huber_loss(i, t, "none", delta), input, target, weight, reduction,
+                              "huber_loss")
     return _pointwise_loss(input, target, reduction, HUBER, "huber_loss", _number(delta, "huber_loss", "delta"))
 
 
-def binary_cross_entropy(input, target, weight=None, reduction="mean", *, size_average=None, reduce=None):
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """-(t log x + (1 - t) log(1 - x)) of probabilities x (each log clamped at -100, as PyTorch); the CPU raises
     RuntimeError for an x outside [0, 1]. weight broadcasts to input."""
     reduction = _legacy(reduction, size_average, reduce)
@@ -452,8 +476,8 @@ class _BceWithLogits(Function):
         return "BinaryCrossEntropyWithLogitsBackward"
 
 
-def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean", pos_weight=None, *,
-                                     size_average=None, reduce=None):
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
+                                     pos_weight=None):
     """Sigmoid + binary cross-entropy in the stable form; weight broadcasts to input, pos_weight (the weight of
     positive examples, e.g. one per class of the last dim) too."""
     reduction = _legacy(reduction, size_average, reduce)

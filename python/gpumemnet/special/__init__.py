@@ -195,14 +195,14 @@ def softmax(input, dim, *, dtype=None):
     """exp(input) / sum(exp(input)) along dim (computed in dtype when given)."""
     _need_tensor("softmax", input)
     _need_float_or_dtype("softmax", input, dtype)
-    return _softmax(input, dim, dtype)
+    return _softmax(input, dim, dtype=dtype)
 
 
 def log_softmax(input, dim, *, dtype=None):
     """log(softmax(input, dim)), computed stably (in dtype when given)."""
     _need_tensor("log_softmax", input)
     _need_float_or_dtype("log_softmax", input, dtype)
-    return _log_softmax(input, dim, dtype)
+    return _log_softmax(input, dim, dtype=dtype)
 
 
 def logsumexp(input, dim, keepdim=False, *, out=None):
