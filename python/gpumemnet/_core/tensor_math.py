@@ -17,6 +17,7 @@ from .. import _C
 from . import autocast as _amp
 from . import functions as F
 from .autograd import Function, needs_grad as _needs_grad
+from .dtype import DTYPES
 from .indexing import record_in_place
 
 # op codes of _C.unary after CEIL (docs/C_API.md)
@@ -199,27 +200,66 @@ class MathMethods:
             return self.copy_(self.lerp(end, weight))
         return self.add_(weight * (end - self))  # the EMA's and BatchNorm's small weights: one temporary
 
-    def addcmul(self, tensor1, tensor2, *, value=1):
-        """self + value * tensor1 * tensor2."""
+    def addcmul(self, tensor1, tensor2, *args, value=1):
+        """self + value * tensor1 * tensor2, in the dtype the three promote to."""
+        tensor1, tensor2, value = _value_first(tensor1, tensor2, args, value, "addcmul")
         if rounds_once(self, tensor1, tensor2):  # value * tensor1 in float32, then PyTorch's fused multiply-add
             return (self.double() + (tensor1.float() * value).double() * tensor2.double()).to(self.dtype)
+        tensor1, tensor2 = _widened(self, tensor1, tensor2)
         return self + _scaled(tensor1 * tensor2, value)
 
-    def addcmul_(self, tensor1, tensor2, *, value=1):
+    def addcmul_(self, tensor1, tensor2, *args, value=1):
+        tensor1, tensor2, value = _value_first(tensor1, tensor2, args, value, "addcmul_")
         if rounds_once(self, tensor1, tensor2):
             return self.copy_(self.addcmul(tensor1, tensor2, value=value))
+        tensor1, tensor2 = _widened(self, tensor1, tensor2)
         return self.add_(_scaled(tensor1 * tensor2, value))
 
-    def addcdiv(self, tensor1, tensor2, *, value=1):
-        """self + value * tensor1 / tensor2."""
+    def addcdiv(self, tensor1, tensor2, *args, value=1):
+        """self + value * tensor1 / tensor2, in the dtype the three promote to; (value * tensor1) / tensor2, the
+        order PyTorch's kernel rounds in."""
+        tensor1, tensor2, value = _value_first(tensor1, tensor2, args, value, "addcdiv")
         if rounds_once(self, tensor1, tensor2):
             return (self.float() + tensor1.float() * value / tensor2.float()).to(self.dtype)
-        return self + _scaled(tensor1 / tensor2, value)
+        tensor1, tensor2 = _widened(self, tensor1, tensor2)
+        return self + _scaled(tensor1, value) / tensor2
 
-    def addcdiv_(self, tensor1, tensor2, *, value=1):
+    def addcdiv_(self, tensor1, tensor2, *args, value=1):
+        tensor1, tensor2, value = _value_first(tensor1, tensor2, args, value, "addcdiv_")
         if rounds_once(self, tensor1, tensor2):
             return self.copy_(self.addcdiv(tensor1, tensor2, value=value))
-        return self.add_(_scaled(tensor1 / tensor2, value))
+        tensor1, tensor2 = _widened(self, tensor1, tensor2)
+        return self.add_(_scaled(tensor1, value) / tensor2)
+
+
+def _value_first(tensor1, tensor2, args, value, op):
+    """PyTorch's deprecated op(value, tensor1, tensor2) overload (torch-optimizer's Ranger:
+    exp_avg_sq.addcmul_(1 - beta2, grad, grad)), with its warning; else the arguments as they are."""
+    if not args:
+        return tensor1, tensor2, value
+    if len(args) != 1 or isinstance(tensor1, _C.TensorBase) or not isinstance(args[0], _C.TensorBase):
+        raise TypeError(f"{op}() takes 2 positional arguments (tensor1, tensor2) and value= as a keyword, got "
+                        f"{2 + len(args)} positional arguments")
+    warnings.warn(f"This overload of {op} is deprecated:\n\t{op}(Number value, Tensor tensor1, Tensor tensor2)\n"
+                  f"Consider using one of the following signatures instead:\n\t{op}(Tensor tensor1, Tensor tensor2, "
+                  f"*, Number value = 1)", UserWarning, stacklevel=3)
+    return tensor2, args[0], tensor1
+
+
+_WIDER = {(a, b): 1 if 1 in (a, b) else a if a == b else 0 for a in range(4) for b in range(4)}  # float codes
+
+
+def _widened(t, *operands):
+    """The tensor operands of a fused op on t (add with alpha, addcmul, addcdiv) in the floating dtype they all
+    promote to, where an operand is narrower: PyTorch computes value * tensor1 in that dtype, so a bfloat16
+    update added to a float32 or float64 weight (Muon-style optimizers) is not rounded to bfloat16 first."""
+    codes = [o._dtype for o in (t,) + operands if isinstance(o, _C.TensorBase)]
+    if any(c > 3 for c in codes):
+        return operands
+    wide = codes[0]
+    for c in codes[1:]:
+        wide = _WIDER[wide, c]
+    return tuple(o.to(DTYPES[wide]) if isinstance(o, _C.TensorBase) and o._dtype != wide else o for o in operands)
 
 
 def _alpha_scaled(t, o, args, alpha, op):
@@ -236,6 +276,8 @@ def _alpha_scaled(t, o, args, alpha, op):
         return o
     if isinstance(alpha, float) and not t.is_floating_point():
         raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
+    if isinstance(o, _C.TensorBase) and o.ndim:
+        o, = _widened(t, o)
     return o * alpha
 
 
