@@ -15,6 +15,7 @@ import pytest
 
 import gpumemnet as gm
 import gpumemnet.nn.functional as F
+from gpumemnet._core.subclass_dispatch import WRAPPER_CODE
 from error_inputs import CASES, GM
 from error_inputs_api import EDGE
 from error_inputs_extra import EXEMPT as EXTRA_EXEMPT
@@ -89,11 +90,12 @@ def _index(public):
             by_class.setdefault(obj, set()).add(key)
             continue
         fn = getattr(obj, "__func__", obj)
+        fn = fn.__wrapped__ if getattr(fn, "_dispatching", False) else fn  # (wrapped for Tensor subclasses)
         code = getattr(fn, "__code__", None)
         if code is not None:
             by_code.setdefault(code, set()).add(key)
         else:
-            by_obj.setdefault(id(obj), set()).add(key)
+            by_obj.setdefault(id(fn), set()).add(key)
     return by_code, by_obj, by_class
 
 
@@ -113,6 +115,8 @@ def _covered(cases):
     hit, last = set(), [set()]
 
     def direct(frame):
+        while frame is not None and frame.f_code is WRAPPER_CODE:  # a public function wrapped for subclasses
+            frame = frame.f_back
         return frame is not None and frame.f_code.co_name == "<lambda>" and "error_inputs" in frame.f_code.co_filename
 
     def profile(frame, event, arg):

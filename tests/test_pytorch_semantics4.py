@@ -267,3 +267,29 @@ def test_load_takes_map_location_as_its_second_argument(tmp_path):
         return out["w"].tolist(), L.load(path, {"cpu": "cpu"})["w"].tolist(), L.load(path, "cpu")["w"].tolist()
     ref, got = _both(run)
     assert got == ref
+
+
+def test_functions_of_subclass_instances_dispatch():
+    """torch.* and F.* functions called with a subclass instance go through its __torch_function__ and return the
+    subclass (MONAI's MetaTensor keeps its affine through them: without it Spacingd skipped its resampling)."""
+    def run(L):
+        F = L.nn.functional
+        Plain, Logged, WithMeta, OptedOut = _subclasses(L)
+        x = L.arange(8.0).reshape(1, 2, 2, 2)
+        out = []
+        for cls in (Plain, Logged, WithMeta, OptedOut):
+            y = x.as_subclass(cls)
+            res = [L.cat([y, y]), L.stack([y, x]), L.where(y > 2, y, x), F.pad(y, (1, 1)), F.relu(y),
+                   F.interpolate(y, scale_factor=2.0), L.clamp(y, 1, 5), L.softmax(y, 1), L.flatten(y, 1),
+                   L.linalg.vector_norm(y), L.split(y, 1, 1)]
+            out.append([type(r).__name__ if not isinstance(r, tuple) else [type(i).__name__ for i in r] for r in res])
+        Logged.calls.clear()
+        y = x.as_subclass(Logged)
+        _ = (L.cat([y, y]), F.relu(y), L.nn.functional.conv2d(y, L.ones(1, 2, 1, 1)))
+        out.append([f.__name__ for f in Logged.calls])
+        m = x.as_subclass(WithMeta)
+        m.meta = "affine"
+        out.append([getattr(r, "meta", None) for r in (L.cat([m, m]), F.pad(m, (1, 1)), L.clamp(m, 0, 1))])
+        return out
+    ref, got = _both(run)
+    assert got == ref

@@ -24,6 +24,10 @@ SLOTS = {
     "complex": "the module _core/complex.py itself (ComplexTensor, its factories, cat and einsum), registered when it "
                "is imported: the factories, cat, einsum and is_complex hand complex tensors to it, and complex.py "
                "is made of those functions, so they cannot import it",
+    "torch_function_functions": "fn(): wrap the public functions of gm, nn.functional, linalg, special and fft so "
+                                "that they dispatch through Tensor subclasses' __torch_function__ "
+                                "(gpumemnet.overrides); subclass_dispatch calls it when the first subclass that "
+                                "takes part is defined",
     "fft": "the module gpumemnet.fft (layer 2), registered when it is imported: Tensor.stft / istft call it",
 }
 

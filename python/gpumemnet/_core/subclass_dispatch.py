@@ -3,20 +3,26 @@ torchvision's tv_tensors).
 
 An op on an instance of a Tensor subclass calls the subclass's `__torch_function__(func, types, args, kwargs)`;
 Tensor's own (the default) runs func with dispatch disabled and returns tensor results as the subclass, so that
-`(x * 2).sum()` of a subclass instance is one too. Plain tensors pay nothing: the dispatching wrappers exist only
-on subclasses (their methods and operators, installed when the class is defined: install_methods), and autograd
-records ops on subclass instances as on any tensor (autograd._is_tensor).
+`(x * 2).sum()` of a subclass instance is one too; autograd records ops on subclass instances as on any tensor
+(autograd._is_tensor).
+
+Plain tensors pay nothing until a subclass that takes part is defined: the dispatching wrappers exist on subclasses
+(their methods and operators, installed when the class is defined: install_methods) and, from the first such class
+on, around the public functions of gm / nn.functional / linalg / special / fft and their torch.* aliases (the layer
+above wraps them in place through the "torch_function_functions" hook), as PyTorch's torch.cat, F.pad or
+F.interpolate of a subclass instance dispatch too (MONAI's MetaTensor keeps its affine through them: without it,
+Spacingd skipped its resampling). A name imported before that (`from torch import cat`) keeps calling the function
+itself, which does not dispatch.
 
 What is left out, by choice:
-- the functions (torch.cat, F.relu, torch.add of a subclass instance): they run as on plain tensors and return a
-  plain Tensor. Dispatching them would take a check in every function of every namespace, or wrapping them in
-  place once a subclass appears, which changes what `torch.cat` is for the rest of the process; a library's own
-  functions can dispatch through overrides.handle_torch_function;
 - properties (x.T, x.data), and methods that return no tensor (size, dim, item, tolist, numpy, repr...), which
   dispatch in PyTorch but whose default result is the same;
 - objects that are not Tensor subclasses but define __torch_function__; TorchFunctionMode."""
+import functools
 import inspect
 import threading
+
+from . import hooks
 
 
 _state = threading.local()  # .disabled: depth of DisableTorchFunctionSubclass on this thread
@@ -65,6 +71,7 @@ def _takes_part(cls):
 
 
 _PART = {}  # class -> _takes_part
+_functions_dispatch = [False]  # whether the public functions were wrapped (once, at the first subclass)
 
 
 def _overloaded(args, kwargs):
@@ -156,6 +163,11 @@ def install_methods(cls):
             # the func __torch_function__ sees is PyTorch's: Tensor.add for x + y and y + x, Tensor.add_ for +=
             func = getattr(_Tensor, _OPERATOR_FUNCS.get(name, name), None) or getattr(_Tensor, name)
             setattr(cls, name, _dispatching(func, name, getattr(_Tensor, name)))
+    if not _functions_dispatch[0]:
+        _functions_dispatch[0] = True
+        install = hooks.get("torch_function_functions")
+        if install is not None:
+            install()
 
 
 # Operators that TensorBase (C) implements: not in vars(Tensor), dispatching on subclasses all the same.
@@ -171,6 +183,24 @@ _OPERATOR_FUNCS = {"__add__": "add", "__radd__": "add", "__iadd__": "add_", "__s
                    "__neg__": "neg", "__pos__": "positive", "__abs__": "abs", "__rand__": "bitwise_and",
                    "__ror__": "bitwise_or", "__rxor__": "bitwise_xor", "__ne__": "ne", "__lt__": "lt", "__le__": "le",
                    "__gt__": "gt", "__ge__": "ge"}
+
+
+def dispatching_function(fn):
+    """A public function (gm.cat, F.relu) that dispatches when an argument is a subclass instance; the wrapper is
+    the func its __torch_function__ sees (what `torch.cat` is then), and fn runs when none takes part."""
+    @functools.wraps(fn)
+    def function(*args, **kwargs):
+        if getattr(_state, "disabled", 0) > 0:
+            return fn(*args, **kwargs)
+        overloaded = _overloaded(args, kwargs)
+        if not overloaded:
+            return fn(*args, **kwargs)
+        return dispatch(function, overloaded, args, kwargs)
+    function._dispatching = True
+    return function
+
+
+WRAPPER_CODE = dispatching_function(len).__code__  # (tests that trace calls look through the wrappers)
 
 
 def set_tensor_class(cls):
