@@ -110,8 +110,12 @@ static int bad_target_error(const char *op, int64_t pos, int64_t value, int64_t 
  * checks when its kernels run, see device_check_targets and the class-loss forwards). */
 static int check_targets(const char *op, GMTensor *t, int64_t C, int64_t ignore_index) {
     if (!on_cpu(t)) return 0;
-    const int64_t *p = (const int64_t *)data(t), bad = loss_first_bad_target(p, gm_numel(t), C, ignore_index);
-    return bad < 0 ? 0 : bad_target_error(op, bad, p[bad], C, ignore_index);
+    GMTensor *c = contig(t); /* a strided view (y[:, task]): the elements it holds, in order */
+    if (!c) return -1;
+    const int64_t *p = (const int64_t *)data(c), bad = loss_first_bad_target(p, gm_numel(c), C, ignore_index);
+    int rc = bad < 0 ? 0 : bad_target_error(op, bad, p[bad], C, ignore_index);
+    Py_DECREF(c);
+    return rc;
 }
 
 /* check_targets for a CUDA kernel's record of the first bad target (kernels/cuda/loss.h: position or -1, value). */
