@@ -70,6 +70,10 @@ def _step_tensor(step):
     return tensor(float(step), dtype="float64" if get_default_dtype().name == "float64" else "float32")
 
 
+_PARAM_SHAPED = frozenset({"exp_avg", "exp_avg_sq", "max_exp_avg_sq", "momentum_buffer", "square_avg", "sum",
+                           "grad_avg", "acc_delta", "ax", "exp_inf", "prev"})
+
+
 def _tensor_kind(x):
     return type(x).__name__ + ("" if not _is_tensor(x) else f" of shape {tuple(x.shape)}")
 
@@ -206,6 +210,12 @@ class Optimizer:
     def register_step_post_hook(self, hook):
         """hook(optimizer, args, kwargs) after each step."""
         return _step_hooks.register(self, "_step_post_hooks", hook)
+
+    def _patch_step_function(self):
+        """PyTorch's: wraps the class's step so that its hooks run (wrapper optimizers that skip __init__ call it:
+        pytorch-optimizer's Lookahead). Here every subclass's step is wrapped when the class is defined
+        (_step_hooks), so only the attributes PyTorch's sets are left to set."""
+        self._zero_grad_profile_name = f"Optimizer.zero_grad#{type(self).__name__}.zero_grad"
 
     def zero_grad(self, set_to_none=True):
         """Reset every parameter's gradient: drop it (set_to_none=True, the default: frees its memory until the
@@ -348,8 +358,8 @@ class Optimizer:
                 raise ValueError(f"loaded state dict: state of parameter {key!r} must be a dict, got "
                                  f"{type(st).__name__}")
             p = id_map[key]
-            for k, v in st.items():
-                if _is_tensor(v) and k != "step" and tuple(v.shape) != tuple(p.shape):
+            for k, v in st.items():  # (an optimizer of a library's own keeps state of any shape: Lamb, Shampoo)
+                if _is_tensor(v) and k in self._param_shaped_state() and tuple(v.shape) != tuple(p.shape):
                     raise ValueError(f"loaded state dict: state {k!r} of parameter {key} has shape "
                                      f"{tuple(v.shape)} but the parameter has shape {tuple(p.shape)}")
             plans.append((p, st))
@@ -374,14 +384,20 @@ class Optimizer:
         self.state = new_state
         self.param_groups = new_groups
 
+    def _param_shaped_state(self):
+        """The state keys this optimizer's step reads as tensors of the parameter's shape: those of gpumemnet's
+        own optimizers (their fused kernels need them so); none for a step written elsewhere."""
+        step = getattr(type(self).step, "__module__", "") or ""
+        return _PARAM_SHAPED if step.startswith("gpumemnet.optim") else ()
+
     def _adopt(self, p, key, value, existing):
-        """value's data in a state tensor of p's dtype and device (PyTorch casts floating state to the
-        parameter's dtype)."""
-        dst = existing
-        if not (_is_tensor(dst) and tuple(dst.shape) == tuple(p.shape) and dst._dtype == p._dtype
+        """value's data in a state tensor of its shape on p's device, in p's dtype where p is floating (PyTorch's
+        policy, which casts an integer state too), else in its own."""
+        dst, dtype = existing, p._dtype if p.is_floating_point() else value._dtype
+        if not (_is_tensor(dst) and tuple(dst.shape) == tuple(value.shape) and dst._dtype == dtype
                 and dst._device == p._device):
             with category("optimizer"):
-                dst = _C.empty(p.shape, p._dtype, p._device)
+                dst = _C.empty(tuple(value.shape), dtype, p._device)
             if p._name:
                 dst._name = f"{key}({p._name})"
         if dst._device != "meta":

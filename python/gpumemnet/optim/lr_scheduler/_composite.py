@@ -149,12 +149,12 @@ class ReduceLROnPlateau(LRScheduler):
             self.cooldown_counter -= 1
             self.num_bad_epochs = 0  # bad epochs during the cooldown do not count
         if self.num_bad_epochs > self.patience:
-            self._reduce_lr()
+            self._reduce_lr(epoch)  # (PyTorch passes it; ignite replaces _reduce_lr with one that reads it)
             self.cooldown_counter = self.cooldown
             self.num_bad_epochs = 0
         self._last_lr = _group_lrs(self.optimizer)
 
-    def _reduce_lr(self):
+    def _reduce_lr(self, epoch=None):
         if len(self.optimizer.param_groups) != len(self.min_lrs):
             if self.default_min_lr is None:
                 raise RuntimeError(f"The number of param groups in the `optimizer` "
