@@ -293,3 +293,131 @@ def test_functions_of_subclass_instances_dispatch():
         return out
     ref, got = _both(run)
     assert got == ref
+
+
+# ---- numbers as PyTorch's kernels round them --------------------------------------------------------------------
+def test_fused_updates_compute_in_the_promoted_dtype():
+    """p.add_(u, alpha=-lr) with a bfloat16 u on a float32 / float64 p (Muon-style optimizers), addcmul / addcdiv
+    with value on mixed dtypes, the deprecated value-first overload (torch-optimizer's Ranger), addcdiv's rounding
+    order and lerp's float32 weight (fastai's smoothed loss): bit for bit PyTorch's."""
+    import warnings
+    rng = np.random.default_rng(3)
+    vals = [rng.standard_normal(257) for _ in range(4)]
+
+    def run(L):
+        p64, p32 = L.tensor(vals[0]), L.tensor(vals[1], dtype=L.float32)
+        u16 = L.tensor(vals[2], dtype=L.bfloat16)
+        a32, b32 = L.tensor(vals[2], dtype=L.float32), L.tensor(vals[3], dtype=L.float32)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = [p64.clone().add_(u16, alpha=-0.01), L.add(p32, u16, alpha=-0.01), p32.clone().sub_(u16, alpha=0.3),
+                   L.addcmul(p64, u16, u16, value=0.01), p32.clone().addcdiv_(u16, u16.abs() + 1, value=0.01),
+                   p32.clone().addcdiv_(a32, b32.abs() + 0.5, value=1e-3), p32.clone().addcmul_(0.5, a32, b32),
+                   p32.addcdiv(0.25, a32, b32.abs() + 1), L.lerp(p32, a32, 0.98), p32.clone().lerp_(a32, 0.999),
+                   L.lerp(p32, a32, 0.9999)]
+        return [o.numpy() for o in out]
+    ref, got = _both(run)
+    for i, (g, r) in enumerate(zip(got, ref)):  # (PyTorch's fused multiply-adds: a rounding of the terms apart;
+        assert g.dtype == r.dtype, i             # the update rounded to bfloat16 first was 1e-5..1e-3 off)
+        assert np.abs(g - r).max() <= 4 * np.spacing(r.dtype.type(4)), (i, np.abs(g - r).max())
+
+
+def test_batched_grad_outputs_give_each_vector_jacobian_product():
+    """autograd.grad(..., is_grads_batched=True): zuko's CNF takes its Jacobian so."""
+    x0 = np.array([[0.5, -1.0], [2.0, 0.3]])
+
+    def run(L):
+        x = L.tensor(x0, requires_grad=True)
+        y = L.sin(x) * x.flip(-1)
+        eye = L.eye(2, dtype=L.float64).expand(2, 2, 2).movedim(0, 1)
+        (jac,) = L.autograd.grad(y, x, eye, is_grads_batched=True, retain_graph=True)
+        (hess,) = L.autograd.grad((y ** 2).sum(1), x, L.ones(3, 2, dtype=L.float64), is_grads_batched=True)
+        return jac.numpy(), hess.numpy()
+    ref, got = _both(run)
+    for g, r in zip(got, ref):
+        np.testing.assert_allclose(g, r, rtol=1e-13)
+
+
+# ---- losses, optimizers and schedulers as libraries drive them --------------------------------------------------
+def test_class_losses_read_a_strided_target_view():
+    """cross_entropy(out, y[:, task]) (TabNet multi-task): the range check read the wrong elements (a false
+    IndexError, or a missed one)."""
+    def run(L):
+        logits = L.zeros(3, 2, requires_grad=True)
+        y = L.tensor([[0, 2], [1, 1], [0, 2]])
+        loss = L.nn.functional.cross_entropy(logits, y[:, 0]) + L.nn.functional.nll_loss(logits, y[:, 0])
+        with pytest.raises(IndexError):
+            L.nn.functional.cross_entropy(logits, L.tensor([[0, 0], [0, 0], [7, 0]])[:, 0])
+        return round(loss.item(), 6)
+    ref, got = _both(run)
+    assert got == ref
+
+
+def test_optimizers_of_libraries_resume_and_wrap_as_in_pytorch():
+    """Adafactor-style state that is not parameter-shaped loads back (torch-optimizer's Lamb / Shampoo), a wrapper
+    optimizer that skips __init__ calls _patch_step_function (pytorch-optimizer's Lookahead), and ignite's
+    ReduceLROnPlateau handler replaces _reduce_lr with one that takes the epoch."""
+    def run(L):
+        class Factored(L.optim.Optimizer):
+            def __init__(self, params, lr=0.1):
+                super().__init__(params, dict(lr=lr))
+
+            @L.no_grad()
+            def step(self):
+                for g in self.param_groups:
+                    for p in g["params"]:
+                        st = self.state[p]
+                        if not st:
+                            st["row"], st["col"] = L.zeros(p.shape[0]), L.zeros(p.shape[1])
+                            st["count"] = L.zeros((), dtype=L.int64)
+                        st["row"].add_(p.grad.pow(2).mean(1))
+                        st["col"].add_(p.grad.pow(2).mean(0))
+                        st["count"].add_(1)
+                        p.sub_(g["lr"] * p.grad / (st["row"][:, None] * st["col"][None, :]).sqrt())
+        w = L.nn.Parameter(L.arange(6.0).reshape(2, 3))
+        w.grad = L.ones(2, 3)
+        opt = Factored([w])
+        opt.step()
+        opt2 = Factored([L.nn.Parameter(w.detach().clone())])
+        opt2.load_state_dict(opt.state_dict())
+        loaded = {k: (tuple(v.shape), str(v.dtype)) for k, v in opt2.state_dict()["state"][0].items()}
+
+        class Wrapper(L.optim.Optimizer):
+            def __init__(self, inner):
+                self.optimizer = inner
+                self._optimizer_step_pre_hooks, self._optimizer_step_post_hooks = {}, {}
+                self._patch_step_function()
+
+            @property
+            def param_groups(self):
+                return self.optimizer.param_groups
+
+            def step(self, closure=None):
+                return self.optimizer.step(closure)
+        p = L.nn.Parameter(L.ones(2))
+        p.grad = L.ones(2)
+        Wrapper(L.optim.SGD([p], lr=0.1)).step()
+        sched = L.optim.lr_scheduler.ReduceLROnPlateau(L.optim.SGD([p], lr=1.0), factor=0.5, patience=0)
+        seen = []
+        sched._reduce_lr = seen.append
+        for v in (1.0, 2.0, 3.0):
+            sched.step(v)
+        return sorted(loaded.items()), p.tolist(), seen
+    ref, got = _both(run)
+    assert got[0] == [(k, (s, d.replace("torch.", "gpumemnet."))) for k, (s, d) in ref[0]] and got[1:] == ref[1:]
+
+
+def test_promotions_and_empty_layers_that_libraries_rely_on():
+    """cosine_similarity / cosine_embedding_loss of a one-hot int64 x2 (FocalCosineLoss), BatchNorm1d(0) (fastai's
+    TabularModel without continuous columns), a Python complex times an int tensor (e3nn)."""
+    def run(L):
+        F = L.nn.functional
+        x, y = L.tensor([[0.2, -1.0, 0.5], [1.5, 0.3, -0.2]]), L.tensor([2, 0])
+        bn = L.nn.BatchNorm1d(0)
+        z = 1j * L.arange(-1, 2)
+        return (round(F.cosine_embedding_loss(x, F.one_hot(y, 3), L.tensor([1])).item(), 6),
+                [round(v, 6) for v in F.cosine_similarity(x, F.one_hot(y, 3), dim=-1).tolist()],
+                [tuple(t.shape) for t in bn.parameters()], tuple(bn.running_mean.shape),
+                str(z.dtype).split(".")[-1], z.tolist(), str((L.arange(3) > 0) * 1j).count("j"))
+    ref, got = _both(run)
+    assert got == ref

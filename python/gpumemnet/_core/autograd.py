@@ -711,14 +711,34 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         raise
 
 
+def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, materialize_grads):
+    """grad(is_grads_batched=True): the first dim of each grad_output indexes independent vector-Jacobian products
+    (zuko's CNF takes a Jacobian so). PyTorch vmaps one backward; here one backward per index, each keeping the
+    graph but the last (as retain_graph says), stacked along a new first dim."""
+    outs = [outputs] if isinstance(outputs, _Tensor) else list(outputs)
+    gos = [grad_outputs] if isinstance(grad_outputs, _Tensor) else list(grad_outputs or ())
+    if len(gos) != len(outs) or not all(isinstance(g, _Tensor) and g.ndim == o.ndim + 1 for g, o in zip(gos, outs)):
+        raise RuntimeError("grad(is_grads_batched=True): each grad_output must be a tensor with one more (batch) "
+                           "dim than its output")
+    n = gos[0].shape[0]
+    if any(g.shape[0] != n for g in gos):
+        raise RuntimeError(f"grad(is_grads_batched=True): the grad_outputs' batch sizes differ: "
+                           f"{[g.shape[0] for g in gos]}")
+    keep = create_graph if retain_graph is None else bool(retain_graph)
+    per = [grad(outs, inputs, [g[i] for g in gos], retain_graph=keep or i < n - 1, create_graph=create_graph,
+                allow_unused=allow_unused, materialize_grads=materialize_grads) for i in range(n)]
+    from .creation import stack  # noqa: PLC0415  (creation imports this module)
+    return tuple(None if col[0] is None else stack(list(col), 0) for col in zip(*per))
+
+
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
          allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """The gradients of outputs with respect to inputs, returned (not accumulated into .grad). only_inputs is
     PyTorch's deprecated no-op; materialize_grads returns zeros for an unused input (and so allows it)."""
     Tensor = _Tensor
     if is_grads_batched:
-        raise NotImplementedError("grad(is_grads_batched=True): batched gradients (vmap over grad_outputs) are not "
-                                  "supported; call grad once per grad_outputs instead")
+        return _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                             materialize_grads)
     if materialize_grads and allow_unused is False:
         raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, but got: "
                          "allow_unused=False.")

@@ -519,8 +519,9 @@ def conj(input):
 
 def binary(op, a, b):
     """a op b for a real tensor a and a complex b (a ComplexTensor or a Python complex), op one of "add", "sub",
-    "mul", "div", "rsub" (b - a), "rdiv" (b / a): Tensor's operators hand these here."""
-    z = _make(a, 0.0)
+    "mul", "div", "rsub" (b - a), "rdiv" (b / a): Tensor's operators hand these here. An integer or bool a
+    counts in the default dtype (1j * torch.arange(3) is complex64, as PyTorch's: e3nn's su2_generators)."""
+    z = _make(a if a.dtype.is_floating_point else a.to(get_default_dtype()), 0.0)
     return {"add": z.__add__, "sub": z.__sub__, "mul": z.__mul__, "div": z.__truediv__, "rsub": z.__rsub__,
             "rdiv": z.__rtruediv__}[op](b)
 

@@ -193,11 +193,17 @@ class MathMethods:
         if isinstance(weight, _C.TensorBase):
             d = end - self
             return (self + weight * d).where(weight.abs() < 0.5, end - d * (1 - weight))
+        if self._dtype == 0:  # float32: the weight and 1 - weight in float32, as PyTorch's kernel has them
+            weight = np.float32(weight)  # (fastai's loss smoothing, lerp(loss, val, 0.98): 1e-6 apart before)
+            return self + float(weight) * (end - self) if abs(weight) < 0.5 else \
+                end - (end - self) * float(np.float32(1) - weight)
         return self + weight * (end - self) if abs(weight) < 0.5 else end - (end - self) * (1 - weight)
 
     def lerp_(self, end, weight):
         if isinstance(weight, _C.TensorBase) or abs(weight) >= 0.5 or rounds_once(self, end):
             return self.copy_(self.lerp(end, weight))
+        if self._dtype == 0:
+            weight = float(np.float32(weight))  # (as lerp's)
         return self.add_(weight * (end - self))  # the EMA's and BatchNorm's small weights: one temporary
 
     def addcmul(self, tensor1, tensor2, *args, value=1):

@@ -26,8 +26,9 @@ class _NormBase(Module):
                  dtype=None, *, bias=True):
         super().__init__()
         num_features = as_int(num_features)
-        if isinstance(num_features, bool) or not isinstance(num_features, int) or num_features <= 0:
-            raise ValueError(f"{type(self).__name__}: num_features must be a positive int, got {num_features!r}")
+        # (0 is allowed, as in PyTorch: fastai's TabularModel has BatchNorm1d(n_cont) with no continuous column)
+        if isinstance(num_features, bool) or not isinstance(num_features, int) or num_features < 0:
+            raise ValueError(f"{type(self).__name__}: num_features must be a non-negative int, got {num_features!r}")
         self.num_features = num_features
         self.eps = eps
         self.momentum = momentum
