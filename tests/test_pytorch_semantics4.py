@@ -421,3 +421,24 @@ def test_promotions_and_empty_layers_that_libraries_rely_on():
                 str(z.dtype).split(".")[-1], z.tolist(), str((L.arange(3) > 0) * 1j).count("j"))
     ref, got = _both(run)
     assert got == ref
+
+
+# ---- files PyTorch wrote ---------------------------------------------------------------------------------------
+class Holder:
+    """A plain object holding a module (fastai's exported Learner holds .model)."""
+
+    def __init__(self, model):
+        self.model = model
+
+
+def test_modules_inside_plain_objects_load_from_pytorch_files(tmp_path):
+    m = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.ReLU())
+    with torch.no_grad():
+        m[0].weight.fill_(0.1)
+        m[0].bias.fill_(0.5)
+    path = str(tmp_path / "learner.pkl")
+    torch.save(Holder(m), path)
+    ref = m(torch.ones(1, 3)).tolist()
+    got = gm.load(path, weights_only=False)
+    assert isinstance(got, Holder) and isinstance(got.model, gm.nn.Sequential)
+    assert got.model(gm.ones(1, 3)).tolist() == ref

@@ -26,6 +26,7 @@ import importlib
 import os
 import pickle
 import struct
+import types
 import warnings
 import zipfile
 
@@ -723,3 +724,6 @@ def _adopt_modules(obj):
                     d[k] = list(d[k].values())
             stack.extend(d["_modules"].values())
             stack.extend(v for v in d.values() if isinstance(v, (Module, dict, list, tuple)))
+        elif isinstance(getattr(o, "__dict__", None), dict) and not isinstance(o, (type, types.ModuleType,
+                                                                                   types.FunctionType, _C.TensorBase)):
+            stack.extend(vars(o).values())  # a plain object holding modules (fastai's exported Learner)
