@@ -52,6 +52,10 @@ __all__ = ["save", "load"]
 MAP_LOCATION = typing.Optional[typing.Union[typing.Callable[[typing.Any, str], typing.Any], _device, str,
                                             typing.Dict[str, str]]]
 
+# PyTorch's pickle protocol for torch.save (MONAI imports it); the PyTorch-format writer
+# (_serialization_torch_write.py) pickles with this protocol too
+DEFAULT_PROTOCOL = 2
+
 _FORMAT_KEY = "gpumemnet"
 _FORMAT_VERSION = 1
 _MAX_HEADER = 100 * 1024 * 1024  # the limit the safetensors package itself enforces

@@ -450,28 +450,41 @@ class TensorMethods:
         return x.take_along_dim(index, d, _valid=True)
 
     # ---- new_* constructors: this tensor's dtype and device unless given -------------------------------------
-    def _new(self, size, value, dtype, device, requires_grad):
+    def _new(self, op, size, value, dtype, device, requires_grad, layout, pin_memory):
+        if layout is not None and not hasattr(layout, "name"):  # gm.strided (tensor_misc_extra.layout)
+            raise TypeError(f"{op}(): argument 'layout' must be torch.layout, not {type(layout).__name__}")
+        if layout is not None and layout.name != "strided":
+            raise NotImplementedError(f"{op}(): layout={layout} is not supported: gpumemnet has dense (strided) "
+                                      f"tensors only")
         code = (self.dtype if dtype is None else as_dtype(dtype)).code
         dev = self._device if device is None else device_str(device)
-        t = _C.empty(_size_arg(size), code, dev)
+        t = _C.empty(_size_arg(size), code, dev, bool(pin_memory))
         if value is not None:
             _C.fill_(t, value)
         if requires_grad:
             t.requires_grad = True
         return t
 
-    # size= is PyTorch's keyword for the sizes (x.new_zeros(size=(2,))), also accepted as *sizes
-    def new_zeros(self, *sizes, size=None, dtype=None, device=None, requires_grad=False):
-        return self._new(sizes if size is None else (size,), 0, dtype, device, requires_grad)
+    # size= is PyTorch's keyword for the sizes (x.new_zeros(size=(2,))), also accepted as *sizes; layout= and
+    # pin_memory= as PyTorch's factories take them (fastai passes both)
+    def new_zeros(self, *sizes, size=None, dtype=None, layout=None, device=None, pin_memory=False,
+                  requires_grad=False):
+        return self._new("new_zeros", sizes if size is None else (size,), 0, dtype, device, requires_grad, layout,
+                         pin_memory)
 
-    def new_ones(self, *sizes, size=None, dtype=None, device=None, requires_grad=False):
-        return self._new(sizes if size is None else (size,), 1, dtype, device, requires_grad)
+    def new_ones(self, *sizes, size=None, dtype=None, layout=None, device=None, pin_memory=False,
+                 requires_grad=False):
+        return self._new("new_ones", sizes if size is None else (size,), 1, dtype, device, requires_grad, layout,
+                         pin_memory)
 
-    def new_empty(self, *sizes, size=None, dtype=None, device=None, requires_grad=False):
-        return self._new(sizes if size is None else (size,), None, dtype, device, requires_grad)
+    def new_empty(self, *sizes, size=None, dtype=None, layout=None, device=None, pin_memory=False,
+                  requires_grad=False):
+        return self._new("new_empty", sizes if size is None else (size,), None, dtype, device, requires_grad, layout,
+                         pin_memory)
 
-    def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
-        return self._new((size,), fill_value, dtype, device, requires_grad)
+    def new_full(self, size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=False,
+                 requires_grad=False):
+        return self._new("new_full", (size,), fill_value, dtype, device, requires_grad, layout, pin_memory)
 
     def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
         """A copy of data with this tensor's dtype and device by default (PyTorch's rule, unlike tensor())."""

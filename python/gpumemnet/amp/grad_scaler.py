@@ -2,14 +2,23 @@
 
 GradScaler("cuda") (the default, and gm.cuda.amp.GradScaler) on a machine without CUDA warns and disables
 itself, as PyTorch's does: scale() then returns the loss as it is and step() is optimizer.step()."""
+import enum
 import warnings
 
 from .. import _C
 
-__all__ = ["GradScaler"]
+__all__ = ["GradScaler", "OptState"]
+
+
+class OptState(enum.Enum):
+    """Where an optimizer is in the current step (PyTorch's; fastai imports it)."""
+    READY = 0
+    UNSCALED = 1
+    STEPPED = 2
+
 
 # ---- loss scaling --------------------------------------------------------------------------------------
-_READY, _UNSCALED, _STEPPED = 0, 1, 2
+_READY, _UNSCALED, _STEPPED = OptState.READY, OptState.UNSCALED, OptState.STEPPED
 
 
 class GradScaler:

@@ -121,3 +121,10 @@ def are_deterministic_algorithms_enabled():
 
 def is_deterministic_algorithms_warn_only_enabled():
     return _deterministic["warn_only"]
+
+
+@contextlib.contextmanager
+def __allow_nonbracketed_mutation():
+    """PyTorch's permission to set the backend flags by plain assignment (MONAI's set_determinism enters it).
+    gpumemnet never forbids that (PyTorch does only inside its own test suite), so there is nothing to lift."""
+    yield

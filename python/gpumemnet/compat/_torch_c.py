@@ -15,6 +15,14 @@ class DisableTorchFunction(DisableTorchFunctionSubclass):
     """(gpumemnet has no TorchFunctionMode that sees calls: the same as DisableTorchFunctionSubclass.)"""
 
 
+class TensorType:
+    """PyTorch's TorchScript type of tensors (torch.TensorType), named in annotations (open_clip); PyTorch gives it no
+    constructor from Python, and gpumemnet has no TorchScript."""
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("torch._C.TensorType: No constructor defined!")
+
+
 class _AnyKey(type):
     def __getattr__(cls, name):  # every key PyTorch names exists, as its own name
         if name.startswith("__"):

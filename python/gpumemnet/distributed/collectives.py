@@ -37,12 +37,24 @@ __all__ = ["ReduceOp", "all_reduce", "broadcast", "all_gather", "all_gather_into
 
 
 class ReduceOp(enum.IntEnum):
-    """PyTorch's reduce ops (and its numbering). BAND/BOR/BXOR and PREMUL_SUM are not supported."""
+    """PyTorch's reduce ops (and its numbering). BAND/BOR/BXOR and PREMUL_SUM exist (libraries read them at import:
+    ignite) but a collective refuses them: csrc/dist_mpi.c has no codes for them."""
     SUM = 0
     AVG = 1
     PRODUCT = 2
     MIN = 3
     MAX = 4
+    BAND = 5
+    BOR = 6
+    BXOR = 7
+    PREMUL_SUM = 8
+
+    # printed as PyTorch prints its members (their class there is ReduceOp.RedOpType)
+    def __str__(self):
+        return f"RedOpType.{self.name}"
+
+    def __repr__(self):
+        return f"<RedOpType.{self.name}: {self.value}>"
 
 
 ReduceOp.RedOpType = ReduceOp
@@ -55,6 +67,9 @@ def _op(op, name, dtype):
         op = ReduceOp(op)
     except ValueError:
         raise ValueError(f"{name}: op must be a ReduceOp (SUM, AVG, PRODUCT, MIN, MAX), got {op!r}") from None
+    if op not in _C_OP:
+        raise NotImplementedError(f"{name}: ReduceOp.{op.name} is not supported by gpumemnet yet (SUM, AVG, PRODUCT, "
+                                  f"MIN and MAX are)")
     if op == ReduceOp.AVG and not dtype.is_floating_point:
         raise ValueError(f"{name}: ReduceOp.AVG needs a floating-point tensor, got {dtype}")
     return op

@@ -4,7 +4,8 @@ from .container import Sequential, ModuleList, ModuleDict
 from .linear import Identity, Linear
 from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from .pooling import (MaxPool1d, MaxPool2d, AvgPool1d, AvgPool2d, AdaptiveAvgPool1d, AdaptiveAvgPool2d,
-                      AdaptiveMaxPool1d, AdaptiveMaxPool2d, GlobalAvgPool2d, GlobalMaxPool2d)
+                      AdaptiveMaxPool1d, AdaptiveMaxPool2d, GlobalAvgPool2d, GlobalMaxPool2d, FractionalMaxPool2d,
+                      FractionalMaxPool3d)
 from .activation import (ReLU, LeakyReLU, Sigmoid, Tanh, GELU, SiLU, Hardswish, Hardsigmoid, Mish, Hardtanh, ReLU6,
                          ELU, Softplus, Softmax, LogSoftmax, Softmax2d, PReLU)
 from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d, AlphaDropout, FeatureAlphaDropout
@@ -33,7 +34,8 @@ from .rnn import __all__ as _rnn_all
 __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Identity", "Linear", "Conv1d", "Conv2d",
            "ConvTranspose1d", "ConvTranspose2d",
            "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
-           "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "GlobalAvgPool2d", "GlobalMaxPool2d", "ReLU", "LeakyReLU",
+           "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "GlobalAvgPool2d", "GlobalMaxPool2d", "FractionalMaxPool2d",
+           "FractionalMaxPool3d", "ReLU", "LeakyReLU",
            "Sigmoid", "Tanh", "GELU", "SiLU", "Hardswish", "Hardsigmoid", "Mish", "Hardtanh", "ReLU6", "ELU",
            "Softplus", "Softmax", "LogSoftmax", "Softmax2d", "PReLU", "Dropout", "Dropout1d", "Dropout2d",
            "Dropout3d", "AlphaDropout", "FeatureAlphaDropout", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",

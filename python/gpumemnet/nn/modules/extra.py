@@ -16,6 +16,7 @@ from .linear import Linear
 from .loss import NLLLoss, _Loss, _WeightedLoss
 from .module import Module
 from .more import PairwiseDistance
+from .pooling import _MaxUnpoolNd
 
 __all__ = ["MultiheadAttention", "RMSNorm", "LocalResponseNorm", "CrossMapLRN2d", "Bilinear", "RReLU", "LPPool1d",
            "LPPool2d", "MaxUnpool1d", "MaxUnpool2d", "NLLLoss2d", "MultiMarginLoss", "MultiLabelMarginLoss",
@@ -224,7 +225,7 @@ class LPPool2d(_LPPoolNd):
         return F.lp_pool2d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
 
 
-class MaxUnpool1d(Module):
+class MaxUnpool1d(_MaxUnpoolNd):
     def __init__(self, kernel_size, stride=None, padding=0):
         super().__init__()
         self.kernel_size = (kernel_size,) if isinstance(kernel_size, int) else tuple(kernel_size)
@@ -234,13 +235,10 @@ class MaxUnpool1d(Module):
     def forward(self, input, indices, output_size=None):
         return F.max_unpool1d(input, indices, self.kernel_size, self.stride, self.padding, output_size)
 
-    def extra_repr(self):
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
-
-class MaxUnpool2d(MaxUnpool1d):
+class MaxUnpool2d(_MaxUnpoolNd):
     def __init__(self, kernel_size, stride=None, padding=0):
-        Module.__init__(self)
+        super().__init__()
         self.kernel_size = _pair(kernel_size, "kernel_size")
         self.stride = self.kernel_size if stride is None else _pair(stride, "stride")
         self.padding = _pair(padding, "padding")

@@ -1,10 +1,12 @@
 """Pooling layers. GlobalAvgPool2d / GlobalMaxPool2d (not in PyTorch) reduce (N, C, H, W) to (N, C): the head
 that replaces a huge flatten + Linear (seed 000's fc1: 583.7M parameters) by nothing at all."""
 from .. import functional as F
+from ..._core import unsupported
 from .module import Module
 
 __all__ = ["MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "GlobalAvgPool2d", "GlobalMaxPool2d", "MaxPool1d",
-           "AvgPool1d", "AdaptiveAvgPool1d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"]
+           "AvgPool1d", "AdaptiveAvgPool1d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "FractionalMaxPool2d",
+           "FractionalMaxPool3d"]
 
 
 class _MaxPoolNd(Module):
@@ -137,3 +139,16 @@ class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
 
 class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
     _op = "adaptive_max_pool1d"
+
+
+class _MaxUnpoolNd(Module):
+    """PyTorch's base of MaxUnpool1d/2d (nn/modules/extra.py); flop counters (thop) key their hooks on it."""
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+# gpumemnet has no fractional max pooling: the names exist so that code naming them at import (thop's hook table)
+# loads; building one raises NotImplementedError.
+FractionalMaxPool2d = unsupported.module_class("torch.nn.FractionalMaxPool2d", Module)
+FractionalMaxPool3d = unsupported.module_class("torch.nn.FractionalMaxPool3d", Module)

@@ -11,7 +11,11 @@ A TensorDataset without a collate_fn is batched by gathering each field's rows s
 (one copy, no per-sample Python objects); any other map-style dataset goes sample by sample through collate_fn
 (default: default_collate). pin_memory=True puts every batch tensor in pinned host memory (counted under
 "cpu-pinned"); without a CUDA device the flag is ignored with a warning, as in PyTorch. Shuffling and the
-generator argument: see sampler.py."""
+generator argument: see sampler.py.
+
+iter(loader) is loader._get_iterator(), PyTorch's _SingleProcessDataLoaderIter (num_workers == 0) or
+_MultiProcessingDataLoaderIter (the in-process worker); both read only the loader attributes PyTorch's iterators
+read, so libraries that build one over their own loader-like object (fastai) get the same batches."""
 import contextlib
 import numbers
 import random
@@ -173,6 +177,8 @@ class DataLoader:
         if not shuffle:
             _resolve_generator(generator, "DataLoader")  # the same type check when nothing draws from it
         self.dataset = dataset
+        self._dataset_kind = _DatasetKind.Iterable if iterable else _DatasetKind.Map
+        self._IterableDataset_len_called = None  # PyTorch's; read by loaders built on its iterators (fastai)
         self.batch_size = None if batch_size is None else int(batch_size)
         self.drop_last = bool(drop_last)
         self.sampler = sampler
@@ -196,8 +202,14 @@ class DataLoader:
             self.pin_memory = False
 
     @property
-    def _auto_batch(self):
+    def _auto_collation(self):  # PyTorch's name: batches are collated from lists of samples
         return self.batch_sampler is not None
+
+    @property
+    def _index_sampler(self):
+        """What each step draws: a batch of indices (batch_sampler) or one index (sampler), as PyTorch's. Read at
+        iteration time, so a batch_sampler replaced after construction (ultralytics' _RepeatSampler) is used."""
+        return self.batch_sampler if self._auto_collation else self.sampler
 
     def __len__(self):
         if isinstance(self.dataset, IterableDataset):
@@ -205,65 +217,124 @@ class DataLoader:
             if self.batch_size is not None:
                 return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
             return n
-        return len(self.batch_sampler) if self._auto_batch else len(self.sampler)
+        return len(self._index_sampler)
 
     def __iter__(self):
-        worker = None
-        if self.num_workers > 0:
-            worker = getattr(self, "_persistent", None)
-            if worker is None:
-                # the base seed comes from the loader's generator (or the global one), as PyTorch's does
-                with drawing_from(self.generator if isinstance(self.generator, Generator) else None):
-                    seed = int(_C.TensorBase.numpy(_C.rand((1,), 1, "cpu"))[0] * 2 ** 53)
-                worker = _Worker(self.dataset, seed)
-                if self.worker_init_fn is not None:
-                    with worker:
-                        self.worker_init_fn(0)
-                if self.persistent_workers:
-                    self._persistent = worker
-        for batch in self._raw_batches(worker or contextlib.nullcontext()):
-            yield _pin(batch) if self.pin_memory else batch
+        return self._get_iterator()
 
-    def _raw_batches(self, worker):
-        """The batches; the dataset's and collate_fn's code runs inside `worker` (the samplers' outside it)."""
-        ds = self.dataset
-        if isinstance(ds, IterableDataset):
+    def _get_iterator(self):
+        """A fresh iterator over the batches (PyTorch's; ultralytics' InfiniteDataLoader calls it itself)."""
+        if self.num_workers == 0:
+            return _SingleProcessDataLoaderIter(self)
+        return _MultiProcessingDataLoaderIter(self)
+
+
+def _worker_of(loader):
+    """The in-process worker of a loader with num_workers > 0: made (seeded, worker_init_fn run) for each pass, or
+    once with persistent_workers."""
+    worker = getattr(loader, "_persistent", None)
+    if worker is None:
+        # the base seed comes from the loader's generator (or the global one), as PyTorch's does
+        with drawing_from(loader.generator if isinstance(loader.generator, Generator) else None):
+            seed = int(_C.TensorBase.numpy(_C.rand((1,), 1, "cpu"))[0] * 2 ** 53)
+        worker = _Worker(loader.dataset, seed)
+        if loader.worker_init_fn is not None:
             with worker:
-                samples = iter(ds)
-            while True:
-                with worker:
-                    batch = list(_take(samples, self.batch_size if self._auto_batch else 1))
-                    if not batch or (self._auto_batch and len(batch) < self.batch_size and self.drop_last):
-                        return
-                    out = self.collate_fn(batch if self._auto_batch else batch[0])
-                yield out
-        if not self._auto_batch:
-            for i in self.sampler:
-                with worker:
-                    out = self.collate_fn(ds[i])
-                yield out
-            return
-        # gathered straight into the batch: a TensorDataset without collate_fn whose tensors need no graph (a
-        # batch of learnable data is stacked, as PyTorch's collate keeps its graph)
-        fast = type(ds) is TensorDataset and not self._user_collate and \
-            not any(getattr(t, "requires_grad", False) for t in ds.tensors)
-        for idx in self.batch_sampler:
+                loader.worker_init_fn(0)
+        if loader.persistent_workers:
+            loader._persistent = worker
+    return worker
+
+
+def _batches(loader, workers):
+    """The batches of `loader` (a DataLoader, or an object with its attributes, as fastai's _FakeLoader): the
+    dataset's and collate_fn's code runs inside the worker (the samplers' outside it). `workers` is False for the
+    calling process, else True; the worker is made on the first batch, so nothing is drawn before it is asked for."""
+    worker = _worker_of(loader) if workers else contextlib.nullcontext()
+    ds, collate, auto = loader.dataset, loader.collate_fn, loader._auto_collation
+    pin = loader.pin_memory and _C._cuda_device_count() > 0
+    if loader._dataset_kind == _DatasetKind.Iterable:
+        with worker:
+            samples = iter(ds)
+        for idx in loader._index_sampler:  # one None per sample (a list of them when batching)
             with worker:
-                if fast:
-                    out = [_gather(t, np.asarray(idx, dtype=np.int64)) for t in ds.tensors]
-                else:
-                    out = self.collate_fn([ds[int(i) if isinstance(i, (np.integer,)) else i] for i in idx])
-            yield out
+                batch = list(_take(samples, len(idx) if auto else 1))
+                short = len(batch) < (len(idx) if auto else 1)
+                if not batch or (short and auto and loader.drop_last):
+                    return
+                out = collate(batch if auto else batch[0])
+            yield _pin(out) if pin else out
+            if short:  # the stream has ended: it is not asked again (PyTorch's fetcher's `ended`)
+                return
+        return
+    # gathered straight into the batch: a TensorDataset without collate_fn whose tensors need no graph (a batch
+    # of learnable data is stacked, as PyTorch's collate keeps its graph)
+    fast = type(ds) is TensorDataset and auto and not getattr(loader, "_user_collate", True) and \
+        not any(getattr(t, "requires_grad", False) for t in ds.tensors)
+    for idx in loader._index_sampler:
+        with worker:
+            if fast:
+                out = [_gather(t, np.asarray(idx, dtype=np.int64)) for t in ds.tensors]
+            elif auto:
+                out = collate([ds[int(i) if isinstance(i, np.integer) else i] for i in idx])
+            else:
+                out = collate(ds[idx])
+        yield _pin(out) if pin else out
+
+
+class _DatasetKind:
+    """PyTorch's codes of a loader's dataset kind (fastai's loader declares itself Iterable)."""
+    Map = 0
+    Iterable = 1
 
 
 class _BaseDataLoaderIter:
-    """PyTorch's base class of a DataLoader's iterators. gpumemnet's iterators are generators (DataLoader.__iter__),
-    so no object is one of these; they exist for the isinstance checks and imports of libraries (Lightning)."""
+    """PyTorch's base class of a DataLoader's iterators: one pass over the batches of `loader`, read from the
+    attributes PyTorch's iterators read (dataset, _dataset_kind, _auto_collation, _index_sampler, collate_fn,
+    drop_last, pin_memory, ...), so an object that is not a DataLoader but has them (fastai's _FakeLoader) can be
+    iterated too."""
+    _workers_in_process = False
+
+    def __init__(self, loader):
+        self._dataset = loader.dataset
+        self._dataset_kind = loader._dataset_kind
+        self._auto_collation = loader._auto_collation
+        self._drop_last = loader.drop_last
+        self._index_sampler = loader._index_sampler
+        self._num_workers = loader.num_workers
+        self._timeout = loader.timeout
+        self._collate_fn = loader.collate_fn
+        self._num_yielded = 0
+        self._batches = _batches(loader, self._workers_in_process)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        out = next(self._batches)
+        self._num_yielded += 1
+        return out
+
+    def __len__(self):
+        return len(self._index_sampler)
 
 
 class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
-    pass
+    """The iterator of a loader with num_workers == 0."""
+
+    def __init__(self, loader):
+        super().__init__(loader)
+        if self._timeout != 0:
+            raise AssertionError("_SingleProcessDataLoaderIter requires timeout == 0")
+        if self._num_workers != 0:
+            raise AssertionError("_SingleProcessDataLoaderIter requires num_workers == 0")
 
 
 class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
-    pass
+    """The iterator of a loader with num_workers > 0: here its one worker runs in this process (module docstring)."""
+    _workers_in_process = True
+
+    def __init__(self, loader):
+        super().__init__(loader)
+        if self._num_workers <= 0:
+            raise AssertionError("_MultiProcessingDataLoaderIter requires num_workers > 0")

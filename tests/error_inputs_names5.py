@@ -1,0 +1,21 @@
+"""Error cases of the PyTorch names added for ultralytics, fastai, open_clip and thop (torch.TensorType,
+nn.FractionalMaxPool2d/3d, the layout= of Tensor.new_*): B(...) is run against PyTorch too, E(...) names something
+gpumemnet refuses where PyTorch has it (error_inputs.py explains both). EXEMPT: public callables with no bad
+input."""
+from error_inputs import B, z
+from error_inputs_api import E
+
+CASES = [
+    B("TensorType has no constructor", lambda d, l: l.L.TensorType(), TypeError, r"No constructor defined",
+      devices=("cpu",)),
+    E("FractionalMaxPool2d is not in gpumemnet yet", lambda d, l: l.nn.FractionalMaxPool2d(2, output_size=3),
+      NotImplementedError, r"torch.nn.FractionalMaxPool2d is a PyTorch name gpumemnet does not have yet"),
+    E("FractionalMaxPool3d is not in gpumemnet yet", lambda d, l: l.nn.FractionalMaxPool3d(2, output_ratio=0.5),
+      NotImplementedError, r"torch.nn.FractionalMaxPool3d is a PyTorch name gpumemnet does not have yet"),
+    B("Tensor.new_zeros with a layout that is not a layout", lambda d, l: z(d, l, 2).new_zeros(2, layout="strided"),
+      TypeError, r"argument 'layout' must be torch.layout, not str"),
+    B("Tensor.new_full with a layout that is not a layout",
+      lambda d, l: z(d, l, 2).new_full((2,), 1.0, layout="strided"), TypeError,
+      r"argument 'layout' must be torch.layout, not str"),
+]
+EXEMPT = {}
