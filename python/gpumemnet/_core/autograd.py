@@ -727,8 +727,21 @@ def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, all
     keep = create_graph if retain_graph is None else bool(retain_graph)
     per = [grad(outs, inputs, [g[i] for g in gos], retain_graph=keep or i < n - 1, create_graph=create_graph,
                 allow_unused=allow_unused, materialize_grads=materialize_grads) for i in range(n)]
-    from .creation import stack  # noqa: PLC0415  (creation imports this module)
-    return tuple(None if col[0] is None else stack(list(col), 0) for col in zip(*per))
+    return tuple(None if col[0] is None else _stacked(col, create_graph) for col in zip(*per))
+
+
+def _stacked(ts, recorded):
+    """The tensors ts stacked along a new first dim; recorded (create_graph) as a sum of each placed by a one-hot
+    factor, since this module is below the one that has stack."""
+    if not recorded:
+        return _C.cat([t._unsqueeze(0) for t in ts], 0)
+    out = None
+    for i, t in enumerate(ts):
+        place = _C.empty((len(ts),) + (1,) * t.ndim, t._dtype, t._device)
+        _C.fill_(place, 0.0)
+        _C.fill_(place._select(0, i), 1.0)
+        out = t.unsqueeze(0) * place if out is None else out + t.unsqueeze(0) * place
+    return out
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
