@@ -442,3 +442,27 @@ def test_modules_inside_plain_objects_load_from_pytorch_files(tmp_path):
     got = gm.load(path, weights_only=False)
     assert isinstance(got, Holder) and isinstance(got.model, gm.nn.Sequential)
     assert got.model(gm.ones(1, 3)).tolist() == ref
+
+
+def _noop_hook(module, args, out):
+    return None
+
+
+def test_whole_modules_saved_under_the_alias_load_in_pytorch(tmp_path):
+    """torch.save(model) of a script on gpumemnet (ultralytics' last.pt, fastai's export) loads in PyTorch as
+    torch.nn's classes, which run; and back in gpumemnet as its own."""
+    from gpumemnet._serialization_torch_write import save
+    gm.manual_seed(0)
+    m = gm.nn.Sequential(gm.nn.Conv2d(3, 4, 3), gm.nn.BatchNorm2d(4), gm.nn.SiLU(), gm.nn.Flatten(),
+                         gm.nn.Linear(36, 2))
+    m.register_forward_hook(_noop_hook)  # hooks travel as PyTorch's OrderedDicts
+    x = np.random.default_rng(0).standard_normal((2, 3, 5, 5)).astype(np.float32)
+    want = m.eval()(gm.tensor(x)).detach().numpy()
+    path = str(tmp_path / "model.pt")
+    save({"model": m, "epoch": 3}, path)
+    ref = torch.load(path, weights_only=False)
+    assert [type(c).__module__.split(".")[0] for c in ref["model"]] == ["torch"] * 5 and ref["epoch"] == 3
+    assert list(ref["model"]._forward_hooks.values()) == [_noop_hook]
+    np.testing.assert_allclose(ref["model"].eval()(torch.tensor(x)).detach().numpy(), want, rtol=1e-5, atol=1e-6)
+    back = gm.load(path, weights_only=False)["model"]
+    np.testing.assert_allclose(back.eval()(gm.tensor(x)).detach().numpy(), want, rtol=1e-6)

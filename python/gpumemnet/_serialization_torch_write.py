@@ -7,8 +7,9 @@ The archive: `archive/data.pkl` is a protocol-2 pickle of the object in which ea
 persistent id ('storage', torch.<Kind>Storage, key, location, numel) naming the raw little-endian bytes in
 `archive/data/<key>`, each storage whole; tensors over the same memory (tied weights, views) share one storage, as
 in PyTorch.
-gpumemnet's dtypes, Size and devices are written as torch's, complex tensors as torch's complex ones. The torch.*
-names are written as references without importing PyTorch (_Global)."""
+gpumemnet's dtypes, Size and devices are written as torch's, complex tensors as torch's complex ones, whole modules
+(torch.save(model): ultralytics' checkpoints, fastai's export) as PyTorch's Module state of torch.nn's classes. The
+torch.* names are written as references without importing PyTorch (_Global)."""
 import collections
 import io
 import os
@@ -92,6 +93,8 @@ class _Pickler(pickle._Pickler):
             return _Global("torch", "Size"), (tuple(obj),)
         if isinstance(obj, _device):
             return _Global("torch", "device"), (str(obj),)
+        if isinstance(obj, _module_class()):
+            return _module(obj)
         return NotImplemented
 
     def _storage(self, t, complex_):
@@ -121,6 +124,27 @@ class _Pickler(pickle._Pickler):
         if t._is_param and t.requires_grad:  # a Parameter (torch.save of a list of parameters, an optimizer's)
             return _REBUILD_PARAMETER, (_Call(_REBUILD, args), True, collections.OrderedDict())
         return _REBUILD, args
+
+
+def _module_class():
+    from .nn.modules.module import Module  # noqa: PLC0415  (nn is loaded by then; this module loads before it)
+    return Module
+
+
+_GM_ONLY = ("_has_hooks", "_path", "_scope")  # gpumemnet's bookkeeping, remade on load (_serialization_torch)
+
+
+def _module(m):
+    """A module as PyTorch pickles one (copyreg's object reconstruction, then its __dict__ as state): a class of
+    gpumemnet's nn as torch.nn's of that name, a script's own class as itself; hook lists as PyTorch's OrderedDicts
+    of hooks, gpumemnet's own attributes left out (PyTorch's Module.__setstate__ fills in what it lacks)."""
+    from . import nn  # noqa: PLC0415
+    cls = type(m)
+    if cls.__module__.startswith("gpumemnet.") and getattr(nn, cls.__name__, None) is cls:
+        cls = _Global("torch.nn", cls.__name__)
+    state = {k: collections.OrderedDict(v.items()) if hasattr(v, "items") and isinstance(v, list) else v
+             for k, v in vars(m).items() if k not in _GM_ONLY}
+    return _Global("copyreg", "_reconstructor"), (cls, object, None), state
 
 
 def _bytes(t):
