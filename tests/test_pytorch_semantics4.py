@@ -466,3 +466,16 @@ def test_whole_modules_saved_under_the_alias_load_in_pytorch(tmp_path):
     np.testing.assert_allclose(ref["model"].eval()(torch.tensor(x)).detach().numpy(), want, rtol=1e-5, atol=1e-6)
     back = gm.load(path, weights_only=False)["model"]
     np.testing.assert_allclose(back.eval()(gm.tensor(x)).detach().numpy(), want, rtol=1e-6)
+
+
+def test_complex_in_place_view_changes():
+    """MONAI's HilbertTransform: x.unsqueeze_(0) on the FFT of a signal."""
+    def run(L):
+        u = L.fft.fft(L.arange(8.0).reshape(2, 4), dim=1)
+        a, b, c = u.clone(), u.clone(), u.clone()
+        a.unsqueeze_(0)
+        b.unsqueeze_(-1).squeeze_(-1)
+        c.transpose_(0, 1)
+        return [(tuple(t.shape), t.tolist()) for t in (a, b, c)]
+    ref, got = _both(run)
+    assert got == ref

@@ -32,7 +32,8 @@ def has_torch_function_unary(arg):
     return has_torch_function((arg,))
 
 
-has_torch_function_variadic = lambda *args: has_torch_function(args)  # noqa: E731  (PyTorch's signature)
+def has_torch_function_variadic(*args):
+    return has_torch_function(args)
 
 
 def handle_torch_function(public_api, relevant_args, *args, **kwargs):

@@ -209,6 +209,19 @@ class ComplexTensor:
             return self.view(*[s for s in self.shape if s != 1])
         return ComplexTensor(self._r.squeeze(_dim(dim, self.ndim)))
 
+    # in-place view changes (MONAI's HilbertTransform: x.unsqueeze_(0)): this object takes the new view
+    def unsqueeze_(self, dim):
+        self._r = self.unsqueeze(dim)._r
+        return self
+
+    def squeeze_(self, dim=None):
+        self._r = self.squeeze(dim)._r
+        return self
+
+    def transpose_(self, d0, d1):
+        self._r = self.transpose(d0, d1)._r
+        return self
+
     def permute(self, *dims):
         dims = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
         return ComplexTensor(self._r.permute(*[_dim(d, self.ndim) for d in dims], self.ndim))

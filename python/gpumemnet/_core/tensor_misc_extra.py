@@ -512,7 +512,7 @@ class ExtraMethods:
         """`element in t`: whether any entry equals element (a number or a tensor), as PyTorch's."""
         if not isinstance(element, (_C.TensorBase, numbers.Number)):
             raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a "
-                               f"{type(element).__name__}.")
+                               f"{type(element)}.")
         return bool((self == element).any())
 
     def dim_order(self, *, ambiguity_check=False):
