@@ -479,3 +479,33 @@ def test_complex_in_place_view_changes():
         return [(tuple(t.shape), t.tolist()) for t in (a, b, c)]
     ref, got = _both(run)
     assert got == ref
+
+
+# ---- torch.quasirandom ----------------------------------------------------------------------------------------
+def test_sobol_engine_draws_pytorchs_sequence():
+    """BoTorch imports torch.quasirandom.SobolEngine: the unscrambled points are PyTorch's bit for bit (SciPy's
+    generator, the same direction numbers); a scrambled engine is reproducible by its seed, its points in [0, 1)."""
+    pytest.importorskip("scipy")
+
+    def run(L):
+        SE = _mod(L, ".quasirandom").SobolEngine
+        e = SE(5)
+        a = e.draw(7)
+        b = e.draw(3, dtype=L.float64)
+        f = SE(5).fast_forward(7).draw(3, dtype=L.float64)
+        base = SE(2).draw_base2(3)
+        e.reset()
+        out = L.empty(0)
+        e.draw(2, out=out)
+        wide = SE(21201).draw(3)
+        with pytest.raises(ValueError, match="power of 2"):
+            SE(2).fast_forward(3).draw_base2(1)
+        with pytest.raises(ValueError, match=r"\[1, 21201\]"):
+            SE(21202)
+        return ([t.numpy().tolist() for t in (a, b, f, base, out)], str(b.dtype).split(".")[-1], e.num_generated,
+                wide.numpy().sum(1).tolist(), repr(SE(3, scramble=True, seed=1)))
+    ref, got = _both(run)
+    assert got == ref
+    s1, s2 = (gm.quasirandom.SobolEngine(4, scramble=True, seed=7).draw(64, dtype=gm.float64).numpy() for _ in "ab")
+    assert np.array_equal(s1, s2) and 0 <= s1.min() and s1.max() < 1 and len(np.unique(s1[:, 0])) == 64
+    assert not np.array_equal(s1, gm.quasirandom.SobolEngine(4).draw(64, dtype=gm.float64).numpy())
