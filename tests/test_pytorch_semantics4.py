@@ -509,3 +509,31 @@ def test_sobol_engine_draws_pytorchs_sequence():
     s1, s2 = (gm.quasirandom.SobolEngine(4, scramble=True, seed=7).draw(64, dtype=gm.float64).numpy() for _ in "ab")
     assert np.array_equal(s1, s2) and 0 <= s1.min() and s1.max() < 1 and len(np.unique(s1[:, 0])) == 64
     assert not np.array_equal(s1, gm.quasirandom.SobolEngine(4).draw(64, dtype=gm.float64).numpy())
+
+
+# ---- tensordict / torchrl -------------------------------------------------------------------------------------
+def test_random_fills_of_tensors_in_a_graph_and_copy_of_numbers():
+    """torchrl's SAC / TD3: p = w.expand(2, n).clone(); p.uniform_(lo, hi) (the old values get no gradient); its
+    Collector: traj_id.copy_(n + 1); tensordict's td.to(None)."""
+    def run(L):
+        w = L.nn.Parameter(L.ones(3))
+        out = []
+        for fill in (lambda t: t.uniform_(0, 1), lambda t: t.normal_(), lambda t: t.bernoulli_(0.5),
+                     lambda t: t.exponential_(), lambda t: t.random_(0, 5), lambda t: t.fill_(2.0)):
+            p = w.expand(2, 3).clone()
+            fill(p)
+            (p * w).sum().backward()
+            out.append((p.requires_grad, p.grad_fn is not None, tuple(w.grad.shape)))
+            w.grad = None
+        with pytest.raises(RuntimeError, match="leaf"):
+            w.uniform_()
+        t, u = L.zeros((), dtype=L.int64), L.zeros(3)
+        for src in (5, 2.5, True):
+            t.copy_(src)
+            u.copy_(src)
+            out.append((t.item(), u.tolist()))
+        out.append(str(L.ones(2).to(None).dtype))
+        return out
+    ref, got = _both(run)
+    assert [o if isinstance(o, tuple) else o.split(".")[-1] for o in got] == \
+        [o if isinstance(o, tuple) else o.split(".")[-1] for o in ref]

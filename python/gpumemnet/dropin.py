@@ -103,8 +103,8 @@ class _TorchModule(types.ModuleType):
         object.__setattr__(self, "_gm_target", target)
 
     def __getattr__(self, attr):  # only reached for names not in this module's own dict
-        if attr == "__file__":  # print(torch.__file__), version sniffing: gpumemnet's own file
-            return getattr(object.__getattribute__(self, "_gm_target"), "__file__", None)
+        if attr in ("__file__", "__cached__", "__builtins__"):  # print(torch.__file__), version sniffing; the
+            return getattr(object.__getattribute__(self, "_gm_target"), attr, None)  # others: dir() lists them
         if attr.startswith("__") and attr.endswith("__") and attr not in ("__all__", "__config__"):
             raise AttributeError(attr)  # import machinery and hasattr(__file__)-style probes, not API names
         target = object.__getattribute__(self, "_gm_target")

@@ -29,7 +29,7 @@ from .tensor_methods import TensorMethods, _Rounding, _check_format
 from .tensor_select import SelectMethods
 from .tensor_special import SpecialMethods
 from .tensor_products import ProductMethods
-from .tensor_misc import MiscMethods
+from .tensor_misc import MiscMethods, random_fill_target, random_filled
 from .tensor_decomp import DecompMethods
 from .tensor_reduce import ReduceMethods
 
@@ -474,6 +474,8 @@ class Tensor(_C.TensorBase):
         """src's values (cast, broadcast, from any device) into self. Recorded where self is in a graph or src
         requires grad (as self[...] = src; on a slice of a tensor in a graph, on its base), as PyTorch's.
         non_blocking is accepted: the copy is complete when copy_ returns."""
+        if isinstance(src, (bool, int, float)):  # a Python number, as PyTorch's (torchrl: traj_id.copy_(n + 1))
+            return self.fill_(src)
         if isinstance(src, _C.TensorBase) and src._device == self._device:
             if autograd.is_graph_view(self) and write_graph_view(self, lambda v: src):
                 return self
@@ -488,21 +490,21 @@ class Tensor(_C.TensorBase):
     # the numbers are the same on CPU and CUDA and gm.set_rng_state replays them; generator= draws from its own
     # stream (random.py's Generator) -------------------------------------------------------------------------
     def uniform_(self, a=0.0, b=1.0, *, generator=None):
-        _random_fill_checks(self, "uniform_")
+        t = random_fill_target(self, "uniform_")
         with drawing_from(generator):
-            _C.uniform_(self, float(a), float(b))
-        return self
+            _C.uniform_(t, float(a), float(b))
+        return random_filled(self, t)
 
     def normal_(self, mean=0.0, std=1.0, *, generator=None):
-        _random_fill_checks(self, "normal_")
+        t = random_fill_target(self, "normal_")
         with drawing_from(generator):
-            _C.normal_(self, float(mean), float(std))
-        return self
+            _C.normal_(t, float(mean), float(std))
+        return random_filled(self, t)
 
     def bernoulli_(self, p=0.5, *, generator=None):
         """1 with probability p (a number, or a tensor of probabilities broadcast to self), else 0: a uniform
         draw u in [0, 1) per element, 1 where u < p (torchvision's StochasticDepth: empty(size).bernoulli_(q))."""
-        _random_fill_checks(self, "bernoulli_", floats_only=False)
+        t = random_fill_target(self, "bernoulli_", floats_only=False)
         if not isinstance(p, _C.TensorBase) and not 0.0 <= p <= 1.0:
             raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
         if isinstance(p, _C.TensorBase) and p.device.type != "meta":  # meta has no values to check
@@ -510,11 +512,11 @@ class Tensor(_C.TensorBase):
             if not bool(((q >= 0) & (q <= 1)).all()):  # NaN fails both comparisons, as in PyTorch
                 raise RuntimeError(f"bernoulli_ expects every probability in p to be in [0, 1], got p of shape "
                                    f"{tuple(p.shape)} with values outside it")
-        u = self if self.is_floating_point() else _C.empty(tuple(self.shape), 0, self._device)
+        u = t if t.is_floating_point() else _C.empty(tuple(t.shape), 0, t._device)
         with drawing_from(generator):
             _C.uniform_(u, 0.0, 1.0)
-        _C.copy_(self, u < p)  # the comparison's bool tensor is the one temporary
-        return self
+        _C.copy_(t, u < p)  # the comparison's bool tensor is the one temporary
+        return random_filled(self, t)
 
     def bernoulli(self, p=None, *, generator=None):
         """A new tensor of 0/1 draws with probabilities self (or p), in self's dtype."""
@@ -784,13 +786,6 @@ def matmul(a, b):
 _C._set_tensor_class(Tensor)
 _C._set_size_class(Size)  # the type of .shape and .size()
 autograd.set_tensor_class(Tensor)
-
-
-def _random_fill_checks(t, op, floats_only=True):
-    if floats_only and not t.is_floating_point():
-        raise RuntimeError(f"{op}: expected a floating-point tensor, got {t.dtype}")
-    if _check_inplace(t, op):
-        raise RuntimeError(f"{op}: in-place random fill of a tensor in a graph is not supported")
 
 
 def bernoulli(input, p=None, *, generator=None):

@@ -20,7 +20,8 @@ from .. import _C
 from . import functions as F
 from .storage import TypedStorage, UntypedStorage
 from .indexing import record_in_place
-from .autograd import needs_grad as _needs_grad, refuse_inplace as _refuse_inplace
+from .autograd import check_inplace as _check_inplace, needs_grad as _needs_grad, refuse_inplace as _refuse_inplace
+from .state import grad_mode
 from .dtype import DTYPES as _DTYPES, as_dtype, dtype as _dtype_class
 from .random import drawing_from
 from .tensor_methods import _dim
@@ -51,15 +52,33 @@ def _need_tensor(op, t, arg="input"):
 
 # ---- random fills --------------------------------------------------------------------------------------------
 def _draw(self, op, generator, normal=False):
-    """float64 uniforms in [0, 1) (standard normals with normal=True) of self's shape on self's device."""
-    _refuse_inplace(self, op)
+    """float64 uniforms in [0, 1) (standard normals with normal=True) of self's shape on self's device (refused
+    on a leaf that requires grad, as every in-place write)."""
+    _check_inplace(self, op)
     with drawing_from(generator):
         return (_C.randn if normal else _C.rand)(tuple(self.shape), _F64, self._device)
 
 
 def _fill(self, value):
-    _C.copy_(self, value)  # converts to self's dtype
+    """value (converted to self's dtype) into self; on a tensor in a graph recorded as an assignment, so the old
+    values get no gradient, as PyTorch's in-place random fills (torchrl's SAC: p.expand(2, n).clone().uniform_())."""
+    if grad_mode.get() and self.requires_grad:
+        self[...] = value.to(self.dtype)
+    else:
+        _C.copy_(self, value)  # converts to self's dtype
     return self
+
+
+def random_fill_target(t, op, floats_only=True):
+    """Where an in-place random fill of t (uniform_, normal_, bernoulli_) draws: t itself, or for a tensor in a
+    graph a new tensor that random_filled then assigns (recorded) into t. A leaf that requires grad is refused."""
+    if floats_only and not t.is_floating_point():
+        raise RuntimeError(f"{op}: expected a floating-point tensor, got {t.dtype}")
+    return _C.empty(tuple(t.shape), t._dtype, t._device) if _check_inplace(t, op) else t
+
+
+def random_filled(t, drawn):
+    return t if drawn is t else _fill(t, drawn)
 
 
 def _need_float(self, what):

@@ -64,6 +64,8 @@ def _parse_to(*args, **kwargs):
     from .._C import TensorBase  # noqa: PLC0415
     device, dtype = kwargs.get("device"), kwargs.get("dtype")
     for a in args:
+        if a is None:  # to(None): nothing asked (tensordict's td.to(None))
+            continue
         if isinstance(a, TensorBase):
             device, dtype = a.device, a.dtype
         elif isinstance(a, _dtype):
