@@ -8,6 +8,8 @@ from error_inputs_api import E
 CASES = [
     B("TensorType has no constructor", lambda d, l: l.L.TensorType(), TypeError, r"No constructor defined",
       devices=("cpu",)),
+    B("DeviceObjType has no constructor", lambda d, l: l.L.DeviceObjType(), TypeError, r"No constructor defined",
+      devices=("cpu",)),
     E("FractionalMaxPool2d is not in gpumemnet yet", lambda d, l: l.nn.FractionalMaxPool2d(2, output_size=3),
       NotImplementedError, r"torch.nn.FractionalMaxPool2d is a PyTorch name gpumemnet does not have yet"),
     E("FractionalMaxPool3d is not in gpumemnet yet", lambda d, l: l.nn.FractionalMaxPool3d(2, output_ratio=0.5),

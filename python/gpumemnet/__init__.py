@@ -146,7 +146,10 @@ for _name in ("softmax", "log_softmax", "mode", "nanmedian", "nanquantile", "std
 del _name
 
 from .compat.jit import ScriptModule  # noqa: E402,F401  (torch.ScriptModule: Lightning's isinstance checks)
-from .compat._torch_c import PyTorchFileReader, TensorType  # noqa: E402,F401  (named in annotations)
+from .compat._torch_c import DeviceObjType, PyTorchFileReader, TensorType  # noqa: E402,F401  (in annotations)
+
+from ._pickle_names import publish as _publish  # noqa: E402
+_publish()  # every public function pickles by its public name (torch.abs, F.gelu)
 
 # torch.torch is torch itself in PyTorch (a package importing its own name); kornia writes torch.torch.Tensor
 torch = __import__("sys").modules[__name__]

@@ -14,6 +14,7 @@ import collections
 import io
 import os
 import pickle
+import types
 import zipfile
 
 from . import _C
@@ -79,6 +80,9 @@ class _Pickler(pickle._Pickler):
     def save(self, obj, save_persistent_id=True):
         if isinstance(obj, _dtype):
             obj = _Global("torch", obj.name)  # torch.float32 pickles as a global name
+        elif isinstance(obj, types.FunctionType) and _public(obj.__module__):
+            # a public function of gpumemnet (a module's self.act = F.gelu) as torch's of that name
+            obj = _Global("torch" + obj.__module__[len("gpumemnet"):], obj.__qualname__)
         if isinstance(obj, _Global):
             self.write(pickle.GLOBAL + f"{obj.module}\n{obj.name}\n".encode("utf-8"))
             return
@@ -96,6 +100,7 @@ class _Pickler(pickle._Pickler):
         if isinstance(obj, _module_class()):
             return _module(obj)
         return NotImplemented
+
 
     def _storage(self, t, complex_):
         """The archive's storage of t's memory, made when a tensor over it is first pickled."""
@@ -124,6 +129,12 @@ class _Pickler(pickle._Pickler):
         if t._is_param and t.requires_grad:  # a Parameter (torch.save of a list of parameters, an optimizer's)
             return _REBUILD_PARAMETER, (_Call(_REBUILD, args), True, collections.OrderedDict())
         return _REBUILD, args
+
+
+def _public(module):
+    """Whether module is gpumemnet's namespace or a public module of it (gpumemnet/_pickle_names.py puts its public
+    functions there)."""
+    return module == "gpumemnet" or (module or "").startswith("gpumemnet.") and not module.startswith("gpumemnet._")
 
 
 def _module_class():

@@ -72,6 +72,8 @@ def _install_function_dispatch():
                 wrapper = wrappers.get(id(value))
                 if wrapper is None:
                     wrapper = wrappers[id(value)] = _sd.dispatching_function(value)
+                    # pickled by its public name (this module's, gm's first), where it now is
+                    wrapper.__module__, wrapper.__qualname__ = module.__name__, attr
                 object.__setattr__(module, attr, wrapper)
 
 

@@ -23,6 +23,14 @@ class TensorType:
         raise TypeError("torch._C.TensorType: No constructor defined!")
 
 
+class DeviceObjType:
+    """PyTorch's TorchScript type of devices (torch.DeviceObjType), named in annotations and isinstance-free
+    checks (pytorch-forecasting imports it); no constructor, as PyTorch's."""
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("torch._C.DeviceObjType: No constructor defined!")
+
+
 class _AnyKey(type):
     def __getattr__(cls, name):  # every key PyTorch names exists, as its own name
         if name.startswith("__"):

@@ -2,7 +2,7 @@
 elementwise ones and the base class are in _transforms_base.py, the structured ones in _transforms_more.py."""
 from ._transforms_base import (AbsTransform, AffineTransform, ComposeTransform, ExpTransform,  # noqa: F401
                                PowerTransform, SigmoidTransform, SoftplusTransform, TanhTransform, Transform,
-                               _InverseTransform, identity_transform)
+                               _InverseTransform, _clipped_sigmoid, identity_transform)
 from ._transforms_more import (CatTransform, CorrCholeskyTransform, CumulativeDistributionTransform,  # noqa: F401
                                IndependentTransform, LowerCholeskyTransform, PositiveDefiniteTransform,
                                ReshapeTransform, SoftmaxTransform, StackTransform, StickBreakingTransform)
