@@ -574,3 +574,20 @@ def test_public_functions_pickle_by_their_public_name(tmp_path):
     path = str(tmp_path / "act.pt")
     save(_Act(), path)  # under the alias: torch's F.gelu, as PyTorch writes it
     assert torch.load(path, weights_only=False).act is torch.nn.functional.gelu
+
+
+def test_fill_diagonal_in_a_graph_cuts_the_diagonal_gradient():
+    """lightly's DINO loss: loss.fill_diagonal_(0) on a tensor in a graph passed gradient through the overwritten
+    diagonal; on a leaf that requires grad PyTorch refuses the write, gpumemnet changed the parameter."""
+    def run(L):
+        a = L.tensor([[1.0, 2.0, 3.0], [3.0, 4.0, 5.0], [6.0, 7.0, 8.0], [1.0, 1.0, 1.0], [2.0, 2.0, 2.0]],
+                     dtype=L.float64, requires_grad=True)
+        m = a * 2.0
+        m.fill_diagonal_(0, wrap=True)
+        (m * m).sum().backward()
+        w = L.ones(2, 2, requires_grad=True)
+        with pytest.raises(RuntimeError):
+            w.fill_diagonal_(0)
+        return m.tolist(), a.grad.tolist(), w.tolist()
+    ref, got = _both(run)
+    assert got == ref

@@ -16,9 +16,17 @@ from . import functions as F
 from .autocast import _state as _amp_state
 from .autograd import Function, needs_grad as _needs_grad
 from .dtype import finfo
+from .indexing import write_recorded
 from .tensor_methods import _dim
 
 _I64, _BOOL = 4, 5
+
+
+def _diagonal_mask(t, wrap):
+    """A bool tensor of t's shape, True where t.fill_diagonal_(v, wrap) writes."""
+    mask = _C.empty(tuple(t.shape), _BOOL, t._device)
+    _C.fill_(mask, False)
+    return mask.fill_diagonal_(True, wrap)
 _FLOAT_CODES = (0, 1, 2, 3)
 
 
@@ -250,6 +258,8 @@ class ComposeMethods:
         if self.ndim < 2 or (self.ndim > 2 and len(set(self.shape)) != 1):
             raise RuntimeError(f"fill_diagonal_: dimensions must larger than 1 and all of equal length for more "
                                f"than 2 dimensions, got shape {tuple(self.shape)}")
+        if write_recorded(self, "fill_diagonal_", (), lambda x: x.masked_fill(_diagonal_mask(self, wrap), fill_value)):
+            return self  # in a graph (lightly's DINO loss): the diagonal's old values get no gradient, as PyTorch's
         if wrap and self.ndim == 2 and self.shape[0] > self.shape[1] + 1:
             step = self.shape[1] + 1  # the diagonal restarts every w + 1 rows (numpy's wrap)
             for start in range(0, self.shape[0], step):
