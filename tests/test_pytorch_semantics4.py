@@ -591,3 +591,14 @@ def test_fill_diagonal_in_a_graph_cuts_the_diagonal_gradient():
         return m.tolist(), a.grad.tolist(), w.tolist()
     ref, got = _both(run)
     assert got == ref
+
+
+def test_checkpoint_device_states():
+    """sentence-transformers imports get_device_states / set_device_states (its GradCache); CPU tensors have none."""
+    def run(L):
+        ck = _mod(L, ".utils.checkpoint")
+        ids, states = ck.get_device_states(L.ones(2), [L.zeros(1), {"a": L.ones(1)}], 3)
+        ck.set_device_states(ids, states)
+        return ids, states
+    ref, got = _both(run)
+    assert got == ref == ([], [])

@@ -21,11 +21,14 @@ import warnings
 from .._core import autocast as _autocast
 from .._core import autograd
 from .._core.offload import save_on_cpu
+from .._core.random import get_rng_state, set_rng_state
 from .. import _C
 from .._core.state import state
 from .._core.tensor import Tensor
+from ._pytree import tree_leaves
 
-__all__ = ["checkpoint", "checkpoint_sequential", "offload_sequential", "in_recomputation"]
+__all__ = ["checkpoint", "checkpoint_sequential", "offload_sequential", "in_recomputation", "get_device_states",
+           "set_device_states"]
 
 def in_recomputation():
     """True while a checkpointed segment is being recomputed for backward (ops with side effects, like
@@ -109,6 +112,23 @@ class _Frame:
                 f"checkpoint: the forward saved {self.count} tensors for backward but the recomputation saved "
                 f"{len(saved)}; the function must run the same ops both times")
         self.recomputed = dict(enumerate(saved))
+
+
+def get_device_states(*args):
+    """PyTorch's: the index of the device of each tensor in args that is not on the CPU or meta, and each one's
+    random state (sentence-transformers' GradCache saves them around its recomputation). gpumemnet's generator is
+    one stream for every device (_core/random.py), so each state is that stream's."""
+    ids = [t.get_device() for t in tree_leaves(args)
+           if isinstance(t, Tensor) and t.device.type not in ("cpu", "meta")]
+    return ids, [get_rng_state() for _ in ids]
+
+
+def set_device_states(devices, states, *, device_type=None):
+    """Restore states that get_device_states gave (the one stream's, so the last one is what counts)."""
+    if device_type == "meta":
+        return
+    for _, s in zip(devices, states):
+        set_rng_state(s)
 
 
 def _identity(x):
