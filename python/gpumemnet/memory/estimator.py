@@ -600,7 +600,7 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
                 break
             with warnings.catch_warnings():  # the replay's step is not the script's: its warnings are not said
                 warnings.simplefilter("ignore", NoGradientWarning)
-                opt.step()
+                _replay_step(opt)
             step_peaks.append(_memory.max_memory_allocated(META))
             now = _layout()
             if now == layout:
@@ -726,3 +726,15 @@ def _device_fallback(dev):
     except RuntimeError:
         return None
 
+
+
+def _replay_step(opt):
+    """opt.step() in the replay. A step that takes a closure (LBFGS and its kind) evaluates the loss's values, which
+    meta tensors do not have: said in words rather than as step()'s TypeError."""
+    try:
+        opt.step()
+    except TypeError as e:
+        if "closure" not in str(e):
+            raise
+        raise NotImplementedError(f"{type(opt).__name__}.step takes a closure (LBFGS-style), which the estimate "
+                                  f"cannot replay: it reads the loss's values") from None
