@@ -602,3 +602,31 @@ def test_checkpoint_device_states():
         return ids, states
     ref, got = _both(run)
     assert got == ref == ([], [])
+
+
+class _Foreign:
+    """A type with reflected operators of its own (pykan mixes tensors with sympy symbols)."""
+
+    def __radd__(self, o):
+        return "radd"
+
+    def __rsub__(self, o):
+        return "rsub"
+
+    def __rmul__(self, o):
+        return "rmul"
+
+    def __rtruediv__(self, o):
+        return "rtruediv"
+
+
+def test_arithmetic_with_a_foreign_type_defers_to_its_reflected_operator():
+    def run(L):
+        t = L.ones(2)
+        out = [t + _Foreign(), t - _Foreign(), t * _Foreign(), t / _Foreign()]
+        for f in (lambda: t + [1, 2], lambda: t * object(), lambda: L.add(t, _Foreign())):
+            with pytest.raises(TypeError):
+                f()
+        return out
+    ref, got = _both(run)
+    assert got == ref == ["radd", "rsub", "rmul", "rtruediv"]

@@ -20,7 +20,7 @@ from ._core.dtype import (dtype, device, float32, float64, float16, bfloat16, in
                           float4_e2m1fn_x2)
 from ._core.storage import TypedStorage, UntypedStorage  # noqa: E402,F401
 from ._core.tensor import Tensor  # noqa: E402
-from ._core.tensor import bernoulli  # noqa: E402,F401  (issue 12, helper "nnlayers")
+from ._core.tensor_misc import bernoulli  # noqa: E402,F401  (issue 12, helper "nnlayers")
 from ._core.creation import (  # noqa: E402,F401
     tensor, from_numpy, empty, full, zeros, ones, arange, rand, randn, zeros_like, ones_like, empty_like,
     rand_like, randn_like, full_like, cat, stack, where, matmul, exp, log, sqrt, abs, clamp, clip, sum, mean,

@@ -3,6 +3,8 @@
 The fast path of every op is one check (grad mode on and an input requiring grad?) and one C call; only when
 autograd must record does the call go through a Function."""
 
+import numbers
+
 import numpy as np
 
 from .. import _C
@@ -105,7 +107,12 @@ def _binary_slot(op, a, b):
         return cx.binary(name, a, b)
     if getattr(type(b), "is_sparse", False) is True and name in ("add", "sub"):  # dense +- sparse: dense (sparse.py)
         return b.__radd__(a) if name == "add" else b.__rsub__(a)
+    if not isinstance(b, _OPERANDS):  # a type of its own (a sympy symbol: pykan): its reflected operator decides
+        return NotImplemented
     return _binary(fn, op, a, b, name)
+
+
+_OPERANDS = (_C.TensorBase, numbers.Number, np.ndarray, np.generic)
 
 
 def _rsub(self, o):
@@ -113,6 +120,8 @@ def _rsub(self, o):
     cx = hooks.get("complex")
     if cx is not None and cx.is_complex_operand(o):
         return cx.binary("rsub", self, o)
+    if not isinstance(o, _OPERANDS):
+        return NotImplemented
     o = _check_number(o, "sub")
     if isinstance(o, _C.TensorBase):
         return _binary(F.Sub, F.SUB, o, self, "sub")
@@ -124,6 +133,8 @@ def _rtruediv(self, o):
     cx = hooks.get("complex")
     if cx is not None and cx.is_complex_operand(o):
         return cx.binary("rdiv", self, o)
+    if not isinstance(o, _OPERANDS):
+        return NotImplemented
     o = _check_number(o, "div")
     return F.Div.apply(o, self) if _needs_grad(self) else _C.binary(F.DIV, o, self)
 
@@ -786,9 +797,3 @@ def matmul(a, b):
 _C._set_tensor_class(Tensor)
 _C._set_size_class(Size)  # the type of .shape and .size()
 autograd.set_tensor_class(Tensor)
-
-
-def bernoulli(input, p=None, *, generator=None):
-    """gm.bernoulli: 0/1 draws with probabilities input (or the number p), in input's dtype."""
-    return input.bernoulli(p, generator=generator)
-

@@ -9,6 +9,7 @@ add_, so they work in a graph too. Integer inputs of the math functions are comp
 under autocast the functions on PyTorch's float32 list (asin, acos, tan, sinh, cosh, log1p, expm1, log2, log10,
 reciprocal) widen bfloat16/float16 inputs to float32 first, as exp and log already do."""
 import math
+import numbers
 import warnings
 
 import numpy as np
@@ -271,6 +272,9 @@ def _widened(t, *operands):
 def _alpha_scaled(t, o, args, alpha, op):
     """alpha * o for add/sub(o, *, alpha) (hand-written optimizers: p.add_(d_p, alpha=-lr)); also PyTorch's
     deprecated add_(alpha, other) overload, with its warning."""
+    if not isinstance(o, (_C.TensorBase, numbers.Number, np.ndarray, np.generic)) and \
+            not getattr(type(o), "_tensor_like", False):  # (the operator would defer to o's reflected one)
+        raise TypeError(f"{op}(): argument 'other' must be Tensor or Number, not {type(o).__name__}")
     if args:
         if len(args) != 1 or not isinstance(args[0], _C.TensorBase) or isinstance(o, _C.TensorBase):
             raise TypeError(f"{op}() takes 1 positional argument (other) and alpha= as a keyword, got "

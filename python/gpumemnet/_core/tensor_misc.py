@@ -81,6 +81,11 @@ def random_filled(t, drawn):
     return t if drawn is t else _fill(t, drawn)
 
 
+def bernoulli(input, p=None, *, generator=None):
+    """gm.bernoulli: 0/1 draws with probabilities input (or the number p), in input's dtype."""
+    return input.bernoulli(p, generator=generator)
+
+
 def _need_float(self, what):
     if not self.is_floating_point():
         raise RuntimeError(f"{what} is a continuous probability distribution. dtype must be a floating point but "

@@ -7,7 +7,8 @@ from .._core.creation import (abs, arange, as_tensor, cat, clamp, diagonal, empt
                               zeros, zeros_like)
 from .._core.creation_more import broadcast_shapes, broadcast_tensors, broadcast_to, multinomial  # noqa: F401
 from .._core.dtype import finfo, get_default_dtype, float32, float64, int64, bool_  # noqa: F401
-from .._core.tensor import Tensor, bernoulli  # noqa: F401
+from .._core.tensor import Tensor  # noqa: F401
+from .._core.tensor_misc import bernoulli  # noqa: F401
 from .._core.size import Size  # noqa: F401
 from .._core.tensor_solve import cholesky_inverse, cholesky_solve  # noqa: F401
 from .._core.tensor_special import atanh, digamma, erfinv, lgamma  # noqa: F401
