@@ -3,8 +3,6 @@
 The fast path of every op is one check (grad mode on and an input requiring grad?) and one C call; only when
 autograd must record does the call go through a Function."""
 
-import numbers
-
 import numpy as np
 
 from .. import _C
@@ -26,7 +24,7 @@ from .arg_forms import _NO, PLAIN_DIMS, dim_args, install as _install_numpy_form
 from .tensor_compose import ComposeMethods
 from .tensor_more import MoreMethods
 from .tensor_math import (ATAN2, FLOORDIV, FMOD, REMAINDER, Atan2, FloorDiv, Fmod, MathMethods, Remainder,
-                          _alpha_scaled, half_alpha_add)
+                          OPERANDS, _alpha_scaled, half_alpha_add)
 from .tensor_methods import TensorMethods, _Rounding, _check_format
 from .tensor_select import SelectMethods
 from .tensor_special import SpecialMethods
@@ -107,12 +105,10 @@ def _binary_slot(op, a, b):
         return cx.binary(name, a, b)
     if getattr(type(b), "is_sparse", False) is True and name in ("add", "sub"):  # dense +- sparse: dense (sparse.py)
         return b.__radd__(a) if name == "add" else b.__rsub__(a)
-    if not isinstance(b, _OPERANDS):  # a type of its own (a sympy symbol: pykan): its reflected operator decides
+    if not isinstance(b, OPERANDS):  # a type of its own (a sympy symbol: pykan): its reflected operator decides
         return NotImplemented
     return _binary(fn, op, a, b, name)
 
-
-_OPERANDS = (_C.TensorBase, numbers.Number, np.ndarray, np.generic)
 
 
 def _rsub(self, o):
@@ -120,7 +116,7 @@ def _rsub(self, o):
     cx = hooks.get("complex")
     if cx is not None and cx.is_complex_operand(o):
         return cx.binary("rsub", self, o)
-    if not isinstance(o, _OPERANDS):
+    if not isinstance(o, OPERANDS):
         return NotImplemented
     o = _check_number(o, "sub")
     if isinstance(o, _C.TensorBase):
@@ -133,7 +129,7 @@ def _rtruediv(self, o):
     cx = hooks.get("complex")
     if cx is not None and cx.is_complex_operand(o):
         return cx.binary("rdiv", self, o)
-    if not isinstance(o, _OPERANDS):
+    if not isinstance(o, OPERANDS):
         return NotImplemented
     o = _check_number(o, "div")
     return F.Div.apply(o, self) if _needs_grad(self) else _C.binary(F.DIV, o, self)

@@ -20,6 +20,7 @@ from .indexing import write_recorded
 from .tensor_methods import _dim
 
 _I64, _BOOL = 4, 5
+_FLOAT_CODES = (0, 1, 2, 3)
 
 
 def _diagonal_mask(t, wrap):
@@ -27,7 +28,6 @@ def _diagonal_mask(t, wrap):
     mask = _C.empty(tuple(t.shape), _BOOL, t._device)
     _C.fill_(mask, False)
     return mask.fill_diagonal_(True, wrap)
-_FLOAT_CODES = (0, 1, 2, 3)
 
 
 # ---- scans --------------------------------------------------------------------------------------------------

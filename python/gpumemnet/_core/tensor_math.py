@@ -253,27 +253,27 @@ def _value_first(tensor1, tensor2, args, value, op):
     return tensor2, args[0], tensor1
 
 
-_WIDER = {(a, b): 1 if 1 in (a, b) else a if a == b else 0 for a in range(4) for b in range(4)}  # float codes
-
-
 def _widened(t, *operands):
     """The tensor operands of a fused op on t (add with alpha, addcmul, addcdiv) in the floating dtype they all
     promote to, where an operand is narrower: PyTorch computes value * tensor1 in that dtype, so a bfloat16
     update added to a float32 or float64 weight (Muon-style optimizers) is not rounded to bfloat16 first."""
-    codes = [o._dtype for o in (t,) + operands if isinstance(o, _C.TensorBase)]
-    if any(c > 3 for c in codes):
-        return operands
-    wide = codes[0]
-    for c in codes[1:]:
-        wide = _WIDER[wide, c]
+    tensors = [o for o in (t,) + operands if isinstance(o, _C.TensorBase)]
+    if all(o._dtype == t._dtype for o in tensors) or any(o._dtype > 3 for o in tensors):
+        return operands  # (the common case, one dtype, asks no promotion)
+    wide = F.result_code(tensors)
     return tuple(o.to(DTYPES[wide]) if isinstance(o, _C.TensorBase) and o._dtype != wide else o for o in operands)
+
+
+# What Tensor's arithmetic takes as an operand; anything else is a type of its own, whose reflected operator decides
+# (tensor.py's _binary_slot) and which add / sub refuse
+OPERANDS = (_C.TensorBase, numbers.Number, np.ndarray, np.generic)
 
 
 def _alpha_scaled(t, o, args, alpha, op):
     """alpha * o for add/sub(o, *, alpha) (hand-written optimizers: p.add_(d_p, alpha=-lr)); also PyTorch's
     deprecated add_(alpha, other) overload, with its warning."""
-    if not isinstance(o, (_C.TensorBase, numbers.Number, np.ndarray, np.generic)) and \
-            not getattr(type(o), "_tensor_like", False):  # (the operator would defer to o's reflected one)
+    if not isinstance(o, OPERANDS) and not getattr(type(o), "_tensor_like", False):
+        # (the operator would defer to o's reflected one)
         raise TypeError(f"{op}(): argument 'other' must be Tensor or Number, not {type(o).__name__}")
     if args:
         if len(args) != 1 or not isinstance(args[0], _C.TensorBase) or isinstance(o, _C.TensorBase):
