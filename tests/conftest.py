@@ -5,6 +5,7 @@ links test programs against it; the compiler commands are emu_util.py's."""
 import glob
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -19,6 +20,20 @@ def _float32_convolutions():
     tests/test_cuda_conv_tf32.py tests the switch itself."""
     import gpumemnet as gm
     gm.backends.cudnn.allow_tf32 = False
+
+
+@pytest.fixture(autouse=True)
+def _pytorch_distribution_validation():
+    """PyTorch's dynamo (torch.compile, flex_attention) turns distributions' argument validation off for the whole
+    process: a test that reaches it would make later ones in the same worker that expect PyTorch's ValueErrors
+    (error_inputs' distribution cases) fail, depending on how xdist shares the tests out. Each test leaves the
+    setting as it found it."""
+    torch = sys.modules.get("torch")
+    dist = getattr(torch, "distributions", None) if torch is not None and hasattr(torch, "_C") else None
+    validate = dist.Distribution._validate_args if dist is not None else None
+    yield
+    if dist is not None:
+        dist.Distribution.set_default_validate_args(validate)
 
 
 @pytest.fixture(scope="session")

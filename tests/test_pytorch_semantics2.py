@@ -119,13 +119,7 @@ def test_flex_attention_with_score_and_mask_mods():
         out, aux = fa.flex_attention(q, k, v, score_mod=lambda s, b, h, qi, kv: s + (qi - kv) * 0.1 + h * 0.05,
                                      block_mask=bm, return_aux=fa.AuxRequest(lse=True))
         return out.numpy(), aux.lse.numpy()
-    # PyTorch's flex_attention (traced through dynamo) turns distributions' argument validation off for the whole
-    # process: later tests in this worker that expect its ValueErrors (error_inputs' distributions) would fail
-    validate = torch.distributions.Distribution._validate_args
-    try:
-        ref, got = _both(run)
-    finally:
-        torch.distributions.Distribution.set_default_validate_args(validate)
+    ref, got = _both(run)  # (it turns distributions' validation off: conftest.py restores it after each test)
     np.testing.assert_allclose(got[0], ref[0], rtol=1e-12, atol=1e-14)
     np.testing.assert_array_equal(np.isneginf(got[1]), np.isneginf(ref[1]))
     np.testing.assert_allclose(got[1][np.isfinite(ref[1])], ref[1][np.isfinite(ref[1])], rtol=1e-12)
