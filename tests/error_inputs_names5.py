@@ -5,11 +5,25 @@ input."""
 from error_inputs import B, z
 from error_inputs_api import E
 
+
+def _batched_bad(d, l):
+    """grad(y, x, g, is_grads_batched=True) with g of y's own shape: no batch dim in front."""
+    x = z(d, l, 2).requires_grad_()
+    return l.L.autograd.grad(x * 2, x, z(d, l, 2), is_grads_batched=True)
+
+
 CASES = [
     B("TensorType has no constructor", lambda d, l: l.L.TensorType(), TypeError, r"No constructor defined",
       devices=("cpu",)),
     B("DeviceObjType has no constructor", lambda d, l: l.L.DeviceObjType(), TypeError, r"No constructor defined",
       devices=("cpu",)),
+    B("mse_loss weight of another shape than input",
+      lambda d, l: l.F.mse_loss(z(d, l, 3), z(d, l, 3), weight=z(d, l, 2)), ValueError, r"Weights and input must have the same size"),
+    B("cosine_similarity of two int64 tensors", lambda d, l: l.F.cosine_similarity(z(d, l, 1, 2, dtype="int64"),
+                                                                                 z(d, l, 1, 2, dtype="int64")),
+      RuntimeError, r"expected common dtype to be floating point"),
+    B("grad is_grads_batched with a grad_output without the batch dim", _batched_bad, RuntimeError,
+      r"is_grads_batched=True", devices=("cpu",)),
     E("FractionalMaxPool2d is not in gpumemnet yet", lambda d, l: l.nn.FractionalMaxPool2d(2, output_size=3),
       NotImplementedError, r"torch.nn.FractionalMaxPool2d is a PyTorch name gpumemnet does not have yet"),
     E("FractionalMaxPool3d is not in gpumemnet yet", lambda d, l: l.nn.FractionalMaxPool3d(2, output_ratio=0.5),

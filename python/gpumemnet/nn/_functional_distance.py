@@ -17,11 +17,11 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     formula, each side divided by its own clamped norm."""
     _check_tensor(x1, "cosine_similarity", "x1")
     _check_tensor(x2, "cosine_similarity", "x2")
-    if x1.dtype != x2.dtype:  # computed in the dtype the two promote to (a one-hot int64 x2: FocalCosineLoss)
-        common = promote_types(x1.dtype, x2.dtype)
-        if not common.is_floating_point:
-            raise RuntimeError(f"cosine_similarity: expected common dtype to be floating point, yet common dtype is "
-                               f"{common} (x1 {x1.dtype}, x2 {x2.dtype})")
+    common = promote_types(x1.dtype, x2.dtype)  # computed in it (a one-hot int64 x2: FocalCosineLoss)
+    if not common.is_floating_point:
+        raise RuntimeError(f"cosine_similarity: expected common dtype to be floating point, yet common dtype is "
+                           f"{common} (x1 {x1.dtype}, x2 {x2.dtype})")
+    if x1.dtype != x2.dtype:
         x1, x2 = x1.to(common), x2.to(common)
     n1 = x1.norm(2, dim, keepdim=True).clamp_min(eps)
     n2 = x2.norm(2, dim, keepdim=True).clamp_min(eps)
