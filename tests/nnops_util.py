@@ -1,5 +1,6 @@
 """Helpers of the nn ops' tests (tests/test_nnops_*.py): seeded data, allocator byte counts, tolerances per dtype,
 and the NumPy references that more than one file checks against (batch norm, softmax, the class losses)."""
+import contextlib
 import math
 
 import numpy as np
@@ -22,6 +23,18 @@ def NZ(*shape):
 
 def T(a, dtype=None, requires_grad=False):
     return gm.tensor(np.asarray(a), dtype=dtype, requires_grad=requires_grad)
+
+
+@contextlib.contextmanager
+def cuda_autocast(**kwargs):
+    """gm.autocast("cuda", ...) with CUDA's op policy on a machine without a GPU, where a plain region disables
+    itself as PyTorch's does: meta stands for cuda, as while an estimate for a GPU replays a step."""
+    prev = gm._core.autocast.set_meta_stands_for("cuda")
+    try:
+        with gm.autocast("cuda", **kwargs):
+            yield
+    finally:
+        gm._core.autocast.set_meta_stands_for(prev)
 
 
 def allocated():

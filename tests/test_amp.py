@@ -4,6 +4,8 @@ scale growth and backoff, state_dict, and the errors of misuse.
 The tests that compute run once per device (the `device` fixture of cuda_util.py: "cpu", and "cuda" when
 present, a GPU or the emulator), with gm.autocast(<that device>): the policy table is the same on both, and
 GradScaler's fused unscale runs the CUDA kernel (kernels/cuda/amp.cu) on CUDA gradients."""
+import functools
+
 import numpy as np
 import pytest
 
@@ -11,6 +13,7 @@ import gpumemnet as gm
 from gpumemnet._core.autocast import _state as amp_state
 
 from cuda_util import device, is_cuda, requires_cuda, to_np  # noqa: F401  (device: the per-device fixture)
+from nnops_util import cuda_autocast
 
 
 def _param(shape, seed, device="cpu"):
@@ -186,7 +189,7 @@ def test_autocast_halves_saved_matmul_inputs(device_type):
         h = x * 1.0  # an intermediate, 64 KiB in float32
         base = gm.memory.memory_stats("meta")["by_category"]["activation"]["current"]
         if autocast:
-            with gm.autocast(device_type, **autocast):
+            with (cuda_autocast if device_type == "cuda" else functools.partial(gm.autocast, "cpu"))(**autocast):
                 y = h @ w
         else:
             y = h @ w

@@ -12,7 +12,7 @@ import gpumemnet.nn as nn
 from gpumemnet import _C
 from gpumemnet.nn import functional as F
 from gradcheck import assert_close, check_against_torch, gradcheck, to_numpy
-from nnops_util import R, T, allocated, rng, rounded
+from nnops_util import R, T, cuda_autocast, allocated, rng, rounded
 
 
 def gn_ref(x, G, w=None, b=None, eps=1e-5):
@@ -460,7 +460,7 @@ def test_autocast_policy():
         assert F.layer_norm(x, (3,)).dtype == gm.bfloat16
         assert F.instance_norm(x, weight=w, bias=w).dtype == gm.bfloat16
         assert F.batch_norm(x, None, None, w, w, training=True).dtype == gm.bfloat16
-    with gm.autocast("cuda", dtype=gm.bfloat16):
+    with cuda_autocast(dtype=gm.bfloat16):
         xm, wm = x.to("meta"), w.to("meta")
         assert F.group_norm(xm, 2, wm, wm).dtype == gm.float32
         assert F.layer_norm(xm, (3,)).dtype == gm.float32

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import gpumemnet as gm
+from nnops_util import cuda_autocast
 
 torch = pytest.importorskip("torch")
 
@@ -71,7 +72,7 @@ def test_cpu_autocast_result_dtypes_match_pytorch(name):
 
 def test_cuda_autocast_policy_still_widens_softmax_and_layer_norm():
     x = gm.ones(4, 6, dtype=gm.bfloat16, device="meta")
-    with gm.autocast("cuda", dtype=gm.bfloat16):
+    with cuda_autocast(dtype=gm.bfloat16):
         assert gm.nn.functional.softmax(x, -1).dtype == gm.float32
         assert gm.nn.functional.layer_norm(x, (6,)).dtype == gm.float32
         assert x.sum().dtype == gm.float32

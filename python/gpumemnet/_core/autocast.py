@@ -91,6 +91,11 @@ class autocast:
         if dtype is None:
             dtype = _DEFAULT_DTYPE[device_type]
         dtype = as_dtype(dtype, "autocast(dtype)")
+        if device_type == "cuda" and enabled and _state.meta_stands_for != "cuda" and _C._cuda_device_count() == 0:
+            # PyTorch's words and behaviour: a script written for a GPU runs its autocast regions in full precision
+            # on a machine without one. An estimate for "cuda" (meta standing for it) keeps the region.
+            warnings.warn("CUDA is not available or torch_xla is imported. Disabling autocast.", stacklevel=2)
+            enabled = False
         if dtype not in (float16, bfloat16) and enabled:  # PyTorch's: a warning, and autocast off (opacus enters
             dev = device_type.upper()                      # autocast(dtype=activations.dtype), int64 for an Embedding)
             order = "torch.bfloat16, torch.float16" if device_type == "cpu" else "torch.float16, torch.bfloat16"

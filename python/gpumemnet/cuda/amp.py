@@ -4,9 +4,7 @@ gpumemnet.amp. The current names are gm.autocast("cuda", ...) and gm.amp.GradSca
 which deprecates torch.cuda.amp; these stay quiet rather than warn about that. On a machine without CUDA both
 warn and disable themselves, as PyTorch's do (autocast runs the region in full precision, the scaler scales
 nothing)."""
-import warnings
 
-from .. import _C
 from .. import amp as _amp
 from .._core.dtype import float16
 
@@ -26,12 +24,7 @@ class autocast(_amp.autocast):
     """gm.autocast("cuda", dtype, enabled, cache_enabled), with torch.cuda.amp.autocast's arguments."""
 
     def __init__(self, enabled=True, dtype=float16, cache_enabled=True):
-        if enabled and _C._cuda_device_count() == 0:
-            # PyTorch's behaviour and words (torch.autocast on a machine without CUDA): warn, run without it
-            warnings.warn("CUDA is not available. Disabling autocast.",
-                          UserWarning, stacklevel=2)
-            enabled = False
-        super().__init__("cuda", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+        super().__init__("cuda", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)  # warns without CUDA
 
 
 class GradScaler(_amp.GradScaler):
