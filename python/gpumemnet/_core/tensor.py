@@ -24,7 +24,7 @@ from .arg_forms import _NO, PLAIN_DIMS, dim_args, install as _install_numpy_form
 from .tensor_compose import ComposeMethods
 from .tensor_more import MoreMethods
 from .tensor_math import (ATAN2, FLOORDIV, FMOD, REMAINDER, Atan2, FloorDiv, Fmod, MathMethods, Remainder,
-                          OPERANDS, _alpha_scaled, half_alpha_add)
+                          OPERANDS, _alpha_scaled, defer_to_foreign_operands, half_alpha_add)
 from .tensor_methods import TensorMethods, _Rounding, _check_format
 from .tensor_select import SelectMethods
 from .tensor_special import SpecialMethods
@@ -790,6 +790,7 @@ def matmul(a, b):
     return F.Matmul.apply(a, b) if _needs_grad(a, b) else _C.matmul(a, b)
 
 
+defer_to_foreign_operands(Tensor)
 _C._set_tensor_class(Tensor)
 _C._set_size_class(Size)  # the type of .shape and .size()
 autograd.set_tensor_class(Tensor)

@@ -8,6 +8,7 @@ form, since their gradient would need the value they overwrite. lerp_, addcmul_ 
 add_, so they work in a graph too. Integer inputs of the math functions are computed in float32, as in PyTorch;
 under autocast the functions on PyTorch's float32 list (asin, acos, tan, sinh, cosh, log1p, expm1, log2, log10,
 reciprocal) widen bfloat16/float16 inputs to float32 first, as exp and log already do."""
+import functools
 import math
 import numbers
 import warnings
@@ -310,3 +311,24 @@ def rounds_once(self, *others):
 
 def _scaled(t, value):
     return t if value == 1 else t * value
+
+
+_DEFERRING = ("__lt__", "__le__", "__gt__", "__ge__", "__pow__", "__rpow__", "__matmul__", "__rmatmul__", "__mod__",
+              "__rmod__", "__floordiv__", "__rfloordiv__", "__and__", "__rand__", "__or__", "__ror__", "__xor__",
+              "__rxor__", "__lshift__", "__rlshift__", "__rshift__", "__rrshift__")
+
+
+def defer_to_foreign_operands(cls):
+    """cls's comparison, power, matmul, %, // and bitwise operators return NotImplemented for an operand of a type
+    of its own (a sympy symbol, a list, None), as PyTorch's do: Python then asks the other operand's reflected
+    operator (pykan's symbolic formulas) or raises its own TypeError ("'<' not supported between instances of
+    'Tensor' and 'list'"). The methods (lt, pow, matmul...) keep refusing such operands with their messages."""
+    def deferring(fn):
+        @functools.wraps(fn)
+        def operator(self, o):
+            if isinstance(o, OPERANDS) or getattr(type(o), "_tensor_like", False):
+                return fn(self, o)
+            return NotImplemented
+        return operator
+    for name in _DEFERRING:
+        setattr(cls, name, deferring(getattr(cls, name)))

@@ -1,0 +1,82 @@
+"""PyTorch semantics that scripts written for PyTorch rely on (stop 41: known gaps of the fifth hunt, and the sixth
+hunt through the official tutorials, torch.func, GPT training code and the CIFAR model zoo), each checked against
+PyTorch itself: the same function run under both libraries and the results compared."""
+import operator
+import warnings
+
+import pytest
+
+import gpumemnet as gm
+
+torch = pytest.importorskip("torch")
+
+
+def _both(fn):
+    """fn(lib) under PyTorch and under gpumemnet."""
+    return fn(torch), fn(gm)
+
+
+# ---- operators with operands of a type of their own ---------------------------------------------------------
+_OPERATORS = {"lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge, "pow": operator.pow,
+              "matmul": operator.matmul, "mod": operator.mod, "floordiv": operator.floordiv, "and": operator.and_,
+              "or": operator.or_, "xor": operator.xor, "lshift": operator.lshift, "rshift": operator.rshift}
+_REFLECTED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+
+
+class _Symbol:
+    """A sympy-like operand: its reflected operators name themselves (pykan's symbolic formulas)."""
+
+    def __getattr__(self, name):
+        if name.startswith("__r") or name in ("__lt__", "__le__", "__gt__", "__ge__"):
+            return lambda other: name
+        raise AttributeError(name)
+
+
+for _n in ("lt", "le", "gt", "ge"):
+    setattr(_Symbol, f"__{_n}__", lambda self, other, _n=_n: f"__{_n}__")
+for _n in ("pow", "matmul", "mod", "floordiv", "and", "or", "xor", "lshift", "rshift"):
+    setattr(_Symbol, f"__r{_n}__", lambda self, other, _n=_n: f"__r{_n}__")
+
+
+@pytest.mark.parametrize("name", sorted(_OPERATORS))
+def test_operators_defer_to_a_foreign_operand_and_refuse_lists_as_pytorch(name):
+    op = _OPERATORS[name]
+
+    def run(L):
+        t = L.tensor([1, 2])
+        out = [op(t, _Symbol())]
+        for bad in ([1, 2], None, "a"):
+            try:
+                op(t, bad)
+                out.append("no error")
+            except TypeError as e:
+                out.append(str(e))
+        return out
+    ref, got = _both(run)
+    assert got == ref
+    assert ref[0] == (f"__{_REFLECTED[name]}__" if name in _REFLECTED else f"__r{name}__")
+    with pytest.raises(TypeError, match="list"):  # the methods keep refusing, naming the operand's type
+        getattr(gm.tensor([1, 2]), {"and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
+                                     "lshift": "bitwise_left_shift", "rshift": "bitwise_right_shift",
+                                     "mod": "remainder", "floordiv": "floor_divide"}.get(name, name))([1, 2])
+
+
+def _name(dtype):
+    return str(dtype).split(".")[-1]
+
+
+# ---- autocast for a device the machine does not have ---------------------------------------------------------
+@pytest.mark.skipif(torch.cuda.is_available() or gm.cuda.is_available(), reason="checks a machine without CUDA")
+def test_cuda_autocast_without_cuda_warns_and_runs_in_full_precision():
+    def run(L):
+        lin = L.nn.Linear(4, 3)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with L.autocast("cuda"):
+                out = [L.is_autocast_enabled(), L.is_autocast_enabled("cuda"), _name(lin(L.ones(2, 4)).dtype)]
+            with L.autocast(device_type="cuda", dtype=L.bfloat16):
+                out.append(_name((L.ones(2, 2) @ L.ones(2, 2)).dtype))
+        return out + sorted({str(w.message) for w in caught if w.category is UserWarning})
+    ref, got = _both(run)
+    assert got == ref == [False, False, "float32", "float32",
+                          "CUDA is not available or torch_xla is imported. Disabling autocast."]
