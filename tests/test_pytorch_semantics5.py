@@ -80,3 +80,43 @@ def test_cuda_autocast_without_cuda_warns_and_runs_in_full_precision():
     ref, got = _both(run)
     assert got == ref == [False, False, "float32", "float32",
                           "CUDA is not available or torch_xla is imported. Disabling autocast."]
+
+
+# ---- norms of half tensors, warnings that point at the user's line ----------------------------------------
+def test_half_norms_accumulate_in_float32():
+    """300 squared is inf in float16: PyTorch sums the powers in float32 and rounds the norm once."""
+    def run(L):
+        x = L.tensor([300.0, 4.0], dtype=L.float16)
+        b = L.tensor([0.37 * i - 5.0 for i in range(40)]).bfloat16()
+        p = L.nn.Parameter(L.zeros(2, dtype=L.float16))
+        p.grad = x.clone()
+        total = L.nn.utils.clip_grad_norm_([p], 1.0)
+        return [x.norm().item(), L.linalg.vector_norm(x).item(), x.norm(3).item(), b.norm().item(),
+                b.norm(1).item(), L.tensor([50.0, 1.0], dtype=L.float16).norm(3).item(), total.item(),
+                p.grad.tolist(), _name(x.norm().dtype)]
+    ref, got = _both(run)
+    assert got == ref
+    assert ref[0] == 300.0
+
+
+def test_copy_constructing_a_tensor_warns_at_the_callers_line():
+    def run(L):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            L.tensor(L.ones(2))
+            L.tensor([L.ones(()), L.ones(())])  # a list of 0-d tensors: no warning
+            L.as_tensor(L.ones(2))
+        return [(str(w.message), w.filename) for w in caught]
+    ref, got = _both(run)
+    assert got == ref and len(ref) == 1 and ref[0][1] == __file__
+
+
+def test_grid_sample_default_align_corners_warning_points_at_the_caller():
+    def run(L):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            grid = L.nn.functional.affine_grid(L.tensor([[[1.0, 0, 0], [0, 1, 0]]]), (1, 1, 2, 2))
+            L.nn.functional.grid_sample(L.ones(1, 1, 2, 2), grid)
+        return [(str(w.message)[:40], w.filename) for w in caught]
+    ref, got = _both(run)
+    assert got == ref and [f for _, f in ref] == [__file__] * 2

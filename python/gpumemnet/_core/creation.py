@@ -1,6 +1,7 @@
 """Tensor creation: from data, filled, ranges, random (Philox), *_like, and cat/stack/where."""
 import builtins
 import numbers
+import warnings
 
 import numpy as np
 
@@ -35,6 +36,9 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     the default dtype (float32, gpumemnet.set_default_dtype) and ints int64 (PyTorch's defaults); an ndarray or a
     NumPy scalar keeps its dtype."""
     if isinstance(data, _C.TensorBase):  # stays on its device unless a device is given or set, as in PyTorch
+        warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
+                      "sourceTensor.detach().clone().requires_grad_(True), rather than torch.tensor(sourceTensor).",
+                      UserWarning, stacklevel=2)
         out = data.detach().to(dtype=dtype, device=factory_device(device, unset=data._device), copy=True)
         return _finish(out, requires_grad)
     # a NumPy scalar keeps its dtype too, as in PyTorch, and so does an object that gives an array (a pandas Series

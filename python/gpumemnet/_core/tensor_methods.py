@@ -598,6 +598,9 @@ class TensorMethods:
         x = self if dtype is None else self.to(dtype)
         if x._dtype not in _FLOAT_CODES:
             raise RuntimeError(f"norm(): input dtype should be floating point, got {x.dtype}")
+        if x._dtype in (2, 3) and p not in (math.inf, -math.inf, 0):
+            # float16 / bfloat16: PyTorch sums the powers in float32 and rounds once (300 squared is inf in float16)
+            return x.float().norm(p, dim, keepdim).to(x.dtype)
         if p == "nuc":  # the sum of the singular values of the matrices over dim (both dims of a 2-D input)
             from .tensor_decomp import nuclear_norm  # noqa: E402  (tensor_decomp's mixin is copied after this one)
             return nuclear_norm(x, tuple(range(x.ndim)) if dim is None else dim, keepdim)

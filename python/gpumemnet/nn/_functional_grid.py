@@ -155,7 +155,7 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     align_corners=True puts -1 and 1 at the centres of the corner pixels, False (the default) at their outer edges."""
     _check_grid_args(input, grid, mode, padding_mode)
     if align_corners is None:
-        warnings.warn(_ALIGN_WARNING, stacklevel=2)
+        warnings.warn(_ALIGN_WARNING, stacklevel=3)  # (float32_op wraps it)
         align_corners = False
     dims = input.ndim - 2
     n, ch = input.shape[0], input.shape[1]
