@@ -10,6 +10,7 @@ the median over rounds of each round's ratio.
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bf16_step.py [--rounds 15] [--models resnet18,unet]
 """
 import argparse
+import functools
 import os
 import statistics
 import sys
@@ -37,7 +38,8 @@ def worker(lib, model, mode, accum, threads):
         sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples"))
         from seed002_unet import unet_class, make_shapes
         import torch.utils.checkpoint
-        net = unet_class(torch.nn, torch.cat, torch.utils.checkpoint.checkpoint)(width=16, depth=3)
+        net = unet_class(torch.nn, torch.cat, functools.partial(torch.utils.checkpoint.checkpoint,
+                                                               use_reentrant=False))(width=16, depth=3)
         xs, ys = make_shapes(16, 64)
         x, y = torch.from_numpy(xs), torch.from_numpy(ys)
         opt = torch.optim.Adam(net.parameters(), lr=1e-3)

@@ -18,6 +18,7 @@ allocator bytes (gm.memory), taken after a first step so that Adam's state alrea
 `unet_class(torch.nn, ...)` builds the same architecture in PyTorch).
 """
 import argparse
+import functools
 import gc
 import statistics
 import time
@@ -104,7 +105,7 @@ def unet_class(nn, cat, checkpoint):
     return UNet
 
 
-UNet = unet_class(gnn, gm.cat, gm_checkpoint)
+UNet = unet_class(gnn, gm.cat, functools.partial(gm_checkpoint, use_reentrant=False))
 
 
 # ---- synthetic data -------------------------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ def _activation_peak_and_grads(net, x, segments=None, amp_dtype=None):
     gm.memory.reset_peak_memory_stats(dev)
     base = gm.memory.memory_stats(dev)["by_category"]["activation"]["current"]
     with gm.autocast(dev.type, dtype=amp_dtype or gm.float16, enabled=amp_dtype is not None):
-        out = checkpoint_sequential(net, segments, x) if segments else net(x)
+        out = checkpoint_sequential(net, segments, x, use_reentrant=False) if segments else net(x)
         loss = out.float().sum()
     loss.backward()
     peak = gm.memory.memory_stats(dev)["by_category"]["activation"]["peak"] - base
@@ -91,7 +91,7 @@ def test_checkpoint_sequential_on_meta_matches_cpu_bytes():
         gc.collect()
         gm.memory.reset_peak_memory_stats(dev)
         start = gm.memory.memory_allocated(dev)
-        checkpoint_sequential(net, 2, x).sum().backward()
+        checkpoint_sequential(net, 2, x, use_reentrant=False).sum().backward()
         peaks[dev] = gm.memory.max_memory_allocated(dev) - start
         del net, x
     assert peaks["cpu"] == peaks["meta"]
@@ -106,7 +106,7 @@ def test_dropout_masks_replay_exactly(device):
         return nn.functional.dropout(x @ w, p=0.5, training=True).exp()
 
     state = gm.get_rng_state()
-    out = checkpoint(seg, x)
+    out = checkpoint(seg, x, use_reentrant=False)
     out.sum().backward()
     g_ck = to_np(w.grad)
     after = gm.get_rng_state()
@@ -128,7 +128,7 @@ def test_batchnorm_running_stats_are_updated_again_when_recomputed(device):
     conv = nn.Conv2d(3, 3, 1).to(device)
     x = gm.randn(4, 3, 5, 5).to(device)
     seq = nn.Sequential(conv, bn, nn.ReLU())
-    checkpoint_sequential(nn.Sequential(seq, nn.Identity()), 2, x).sum().backward()
+    checkpoint_sequential(nn.Sequential(seq, nn.Identity()), 2, x, use_reentrant=False).sum().backward()
     mean_ck, var_ck = to_np(bn.running_mean), to_np(bn.running_var)
     n_ck = int(bn.num_batches_tracked.item())
     bn2 = nn.BatchNorm2d(3).to(device)
@@ -164,7 +164,7 @@ def test_autocast_state_is_replayed(device, dtype):
     w = gm.randn(16, 16).to(device).requires_grad_()
     x = gm.randn(4, 16).to(device)
     with gm.autocast(device, dtype=dtype):
-        out = checkpoint(lambda t: (t @ w).relu(), x)
+        out = checkpoint(lambda t: (t @ w).relu(), x, use_reentrant=False)
     assert out.dtype == dtype
     out.float().sum().backward()  # the recomputation runs outside autocast but replays it
     g = to_np(w.grad)
@@ -183,7 +183,7 @@ def test_no_input_requires_grad_nested_args_and_autograd_grad(device):
         return ((a @ w) * b).exp() * scale
 
     a, b = gm.randn(3, 6).to(device), gm.randn(3, 6).to(device)
-    out = checkpoint(seg, (a, b), scale=2.0)
+    out = checkpoint(seg, (a, b), scale=2.0, use_reentrant=False)
     (gw,) = gm.autograd.grad(out.sum(), [w])
     ref = seg((a, b), scale=2.0)
     (gw_ref,) = gm.autograd.grad(ref.sum(), [w])
@@ -191,18 +191,18 @@ def test_no_input_requires_grad_nested_args_and_autograd_grad(device):
     np.testing.assert_array_equal(to_np(gw), to_np(gw_ref))
     assert w.grad is None
     # gm.utils.checkpoint itself is callable, as in DESIGN.md
-    out3 = gm.utils.checkpoint(seg, (a, b), scale=2.0)
+    out3 = gm.utils.checkpoint(seg, (a, b), scale=2.0, use_reentrant=False)
     np.testing.assert_array_equal(to_np(out3), to_np(ref))
 
 
 def test_checkpoint_errors():
     with pytest.raises(TypeError, match="not a tensor"):
-        checkpoint(lambda x: 3, gm.ones(2, requires_grad=True))
+        checkpoint(lambda x: 3, gm.ones(2, requires_grad=True), use_reentrant=False)
     with pytest.raises(TypeError, match="callable"):
-        checkpoint(5, gm.ones(2))
+        checkpoint(5, gm.ones(2), use_reentrant=False)
     seq = nn.Sequential(nn.ReLU(), nn.ReLU())
     for bad in (0, 3, -1):
         with pytest.raises(ValueError, match="between 1 and the number of modules"):
-            checkpoint_sequential(seq, bad, gm.ones(2))
+            checkpoint_sequential(seq, bad, gm.ones(2), use_reentrant=False)
     with pytest.raises(TypeError):
-        checkpoint_sequential(seq, 1.5, gm.ones(2))
+        checkpoint_sequential(seq, 1.5, gm.ones(2), use_reentrant=False)

@@ -59,7 +59,8 @@ def _steps(model, x, opt, k=1, steps=3, amp=None, segments=None, set_to_none=Tru
         for i in range(k):
             xi = x[i * m:(i + 1) * m] if k > 1 else x
             with gm.autocast("cpu", dtype=amp) if amp is not None else contextlib.nullcontext():
-                out = gm.utils.checkpoint_sequential(model, segments, xi) if segments else model(xi)
+                out = gm.utils.checkpoint_sequential(model, segments, xi, use_reentrant=False) if segments \
+                    else model(xi)
                 loss = out.sum()
             del out
             if k > 1:

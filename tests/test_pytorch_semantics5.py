@@ -1,6 +1,7 @@
 """PyTorch semantics that scripts written for PyTorch rely on (stop 41: known gaps of the fifth hunt, and the sixth
 hunt through the official tutorials, torch.func, GPT training code and the CIFAR model zoo), each checked against
 PyTorch itself: the same function run under both libraries and the results compared."""
+import importlib
 import operator
 import warnings
 
@@ -120,3 +121,61 @@ def test_grid_sample_default_align_corners_warning_points_at_the_caller():
         return [(str(w.message)[:40], w.filename) for w in caught]
     ref, got = _both(run)
     assert got == ref and [f for _, f in ref] == [__file__] * 2
+
+
+# ---- activation checkpointing: PyTorch's default form and options -----------------------------------------------
+def _ckpt(L):
+    return importlib.import_module(L.__name__ + ".utils.checkpoint")
+
+
+def test_checkpoint_left_without_use_reentrant_is_the_reentrant_form_with_the_warning():
+    """PyTorch 2.15 still defaults to the reentrant form: a segment whose inputs need no grad gives an output that
+    needs none, and its parameters get no gradient (two warnings say so)."""
+    def run(L):
+        ck = _ckpt(L)
+        L.manual_seed(0)
+        lin = L.nn.Linear(3, 2)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = ck.checkpoint(lin, L.ones(2, 3))
+            seq = ck.checkpoint_sequential(L.nn.Sequential(L.nn.Linear(3, 3), L.nn.Linear(3, 2)), 2, L.ones(1, 3))
+        messages = [str(w.message).split(": ", 1)[-1][:60] for w in caught]
+        with pytest.raises(ValueError, match="Unexpected keyword arguments: scale"):
+            ck.checkpoint(lambda x, scale: x * scale, L.ones(2, requires_grad=True), scale=2.0)
+        with pytest.raises(ValueError, match="determinism_check"):
+            ck.checkpoint(lin, L.ones(1, 3), use_reentrant=False, determinism_check="always")
+        return [out.requires_grad, seq.requires_grad] + messages
+    ref, got = _both(run)
+    assert got == ref
+    assert ref[0] is False and ref[1] is True
+
+
+def test_checkpoint_options_and_context_fn():
+    def run(L):
+        ck = _ckpt(L)
+        L.manual_seed(0)
+        lin = L.nn.Linear(3, 2)
+        x = L.ones(2, 3)
+        entered = []
+
+        class Ctx:
+            def __init__(self, name):
+                self.name = name
+
+            def __enter__(self):
+                entered.append(self.name)
+
+            def __exit__(self, *exc):
+                return False
+
+        out = ck.checkpoint(lin, x, use_reentrant=False, determinism_check="none", debug=False, early_stop=True,
+                            context_fn=lambda: (Ctx("forward"), Ctx("recompute")))
+        out.sum().backward()
+        out2 = ck.checkpoint(lin, x, use_reentrant=False, context_fn=ck.noop_context_fn)
+        out2.sum().backward()
+        with pytest.raises(ValueError, match="only supported when use_reentrant=False"):
+            ck.checkpoint(lin, x.requires_grad_(), use_reentrant=True, context_fn=lambda: (Ctx("a"), Ctx("b")))
+        return [entered, lin.weight.grad.tolist(), [p.name for p in ck.CheckpointPolicy]]
+    ref, got = _both(run)
+    assert got == ref
+    assert ref[0] == ["forward", "recompute"]

@@ -64,7 +64,7 @@ class _Checkpointed(Module):
         self.segments = segments
 
     def forward(self, *xs):
-        return checkpoint_sequential(self.inner, self.segments, *xs)
+        return checkpoint_sequential(self.inner, self.segments, *xs, use_reentrant=False)
 
 
 def wrap(clone, optimizer, world_size, zero, rank, comm_hook, checkpoint_segments, meta):

@@ -564,8 +564,8 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
                         if dist[0] is not None:  # the wrapper runs the checkpointed Sequential itself
                             out = forward(step_model, xi)
                         else:
-                            out = checkpoint_sequential(clone, checkpoint_segments, *xi) if checkpoint_segments \
-                                else forward(clone, xi)
+                            out = checkpoint_sequential(clone, checkpoint_segments, *xi, use_reentrant=False) \
+                                if checkpoint_segments else forward(clone, xi)
                     except _C.OutOfMemoryError:
                         raise
                     except (ValueError, RuntimeError, TypeError, IndexError) as e:

@@ -43,7 +43,7 @@ class _Checkpointed(Module):
         self.inner = inner
 
     def forward(self, *args):
-        return checkpoint(self.inner, *args) if self.training else self.inner(*args)
+        return checkpoint(self.inner, *args, use_reentrant=False) if self.training else self.inner(*args)
 
 
 class _GlobalPoolHead(Module):

@@ -431,7 +431,7 @@ class Plan:
             yi = (y[i * m:(i + 1) * m] if k > 1 else y) if y is not None else None
             with _autocast(device_type, dtype=self.autocast) if self.autocast is not None else _nullctx(), \
                     _save_on_cpu() if self.save_on_cpu else _nullctx():
-                out = checkpoint_sequential(self.model, self.checkpoint_segments, xi) \
+                out = checkpoint_sequential(self.model, self.checkpoint_segments, xi, use_reentrant=False) \
                     if self.checkpoint_segments else self.model(xi)
                 loss = self.loss_fn(out, yi)
             del out  # what backward needs is held by the graph; the output itself can go

@@ -14,6 +14,8 @@ with backward() or gm.autograd.grad.
 offload_sequential is the other way to keep a layer's activations off the device: run it with its saved tensors
 in host memory (gm.autograd.graph.save_on_cpu), chosen layer by layer, so that only the largest go across.
 """
+import contextlib
+import enum
 import sys
 import types
 import warnings
@@ -28,7 +30,7 @@ from .._core.tensor import Tensor
 from ._pytree import tree_leaves
 
 __all__ = ["checkpoint", "checkpoint_sequential", "offload_sequential", "in_recomputation", "get_device_states",
-           "set_device_states"]
+           "set_device_states", "noop_context_fn", "CheckpointPolicy", "create_selective_checkpoint_contexts"]
 
 def in_recomputation():
     """True while a checkpointed segment is being recomputed for backward (ops with side effects, like
@@ -63,8 +65,9 @@ def _detached(obj):
 class _Frame:
     """One checkpointed call: what is needed to recompute it, and the tensors recomputed for backward."""
 
-    def __init__(self, fn, args, kwargs, rng_state, autocast_state):
+    def __init__(self, fn, args, kwargs, rng_state, autocast_state, context=None):
         self.fn, self.args, self.kwargs = fn, args, kwargs
+        self.context = context if context is not None else contextlib.nullcontext()  # context_fn's second
         self.rng_state = rng_state
         self.touches_rng = state.meta_draws_random  # False inside an estimate (see the module's docstring)
         self.autocast_state = autocast_state
@@ -100,7 +103,7 @@ class _Frame:
         try:
             if self.rng_state is not None:
                 _C.set_rng_state(*self.rng_state)
-            with autograd.enable_grad(), _autocast._replay(self.autocast_state), \
+            with autograd.enable_grad(), _autocast._replay(self.autocast_state), self.context, \
                     autograd.graph.saved_tensors_hooks(keep, _identity):
                 self.fn(*_detached(self.args), **_detached(self.kwargs))
         finally:
@@ -135,16 +138,63 @@ def _identity(x):
     return x
 
 
-def checkpoint(function, *args, preserve_rng_state=True, use_reentrant=False, **kwargs):
+_REENTRANT_DEFAULT = ("the use_reentrant parameter should be passed explicitly. In a future release, calling "
+                      "checkpoint without use_reentrant will raise an exception. use_reentrant=False is recommended, "
+                      "but if you need to preserve the current default behavior, you can pass use_reentrant=True. "
+                      "Refer to docs for more details on the differences between the two variants.")
+
+
+def noop_context_fn():
+    """checkpoint's default context_fn: no context around the forward or the recomputation."""
+    return contextlib.nullcontext(), contextlib.nullcontext()
+
+
+class CheckpointPolicy(enum.Enum):
+    """PyTorch's per-op choices of selective checkpointing (create_selective_checkpoint_contexts)."""
+    MUST_SAVE = 0
+    PREFER_SAVE = 1
+    MUST_RECOMPUTE = 2
+    PREFER_RECOMPUTE = 3
+    MUST_CPU_OFFLOAD = 4
+    PREFER_CPU_OFFLOAD = 5
+
+
+def create_selective_checkpoint_contexts(policy_fn_or_list, allow_cache_entry_mutation=False):
+    """context_fn for checkpoint(..., use_reentrant=False, context_fn=partial(this, policy)). PyTorch's policy
+    names ATen operator overloads, which gpumemnet's ops are not: here every op of the segment is recomputed (a
+    warning says so once). The gradients are the same; the memory saved is the most a policy could save, and the
+    recomputation the longest."""
+    if not (callable(policy_fn_or_list) or isinstance(policy_fn_or_list, list)):
+        raise TypeError("policy_fn_or_list must be either a function or a list of ops.")
+    warnings.warn("create_selective_checkpoint_contexts: gpumemnet recomputes every op of the segment (the policy "
+                  "names ATen operators, which gpumemnet's ops are not); gradients are unchanged", UserWarning,
+                  stacklevel=3)  # checkpoint() calls context_fn: the warning names the user's checkpoint line
+    return noop_context_fn()
+
+
+def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, context_fn=noop_context_fn,
+               determinism_check="default", debug=False, early_stop=True, respect_saved_tensors_hooks=None, **kwargs):
     """Run function(*args, **kwargs) keeping none of the tensors its ops save for backward; they are recomputed
     when backward needs them. Costs one extra forward of the segment; saves its activations.
 
     use_reentrant=True runs the same non-reentrant mechanism with the reentrant form's visible rules, as PyTorch
     has them: no keyword arguments, and when no input tensor requires grad the output does not either (a warning
-    says the segment's parameters get no gradient)."""
+    says the segment's parameters get no gradient). Left out, it is PyTorch's default, the reentrant form, with
+    PyTorch's warning to pass it. context_fn() gives two context managers: the forward runs in the first, the
+    recomputation in the second. determinism_check, debug and early_stop are PyTorch's options of its
+    non-reentrant form: the recomputation here always checks that it saved as many tensors as the forward and stops
+    with the last one, and has no debug log."""
+    if use_reentrant is None:
+        warnings.warn("torch.utils.checkpoint: " + _REENTRANT_DEFAULT, stacklevel=2)
+        use_reentrant = True
+    if determinism_check not in ("default", "none"):
+        raise ValueError(f"determinism_check should be one of ['default', 'none'], but got {determinism_check}")
     if use_reentrant:
         if kwargs:
             raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
+        if context_fn is not noop_context_fn or debug is not False or respect_saved_tensors_hooks is not None:
+            raise ValueError("Passing `context_fn`, `debug`, or `respect_saved_tensors_hooks` is only supported "
+                             "when use_reentrant=False.")
         if not any(isinstance(a, _C.TensorBase) and a.requires_grad for a in args):
             warnings.warn("None of the inputs have requires_grad=True. Gradients will be None", UserWarning,
                           stacklevel=2)
@@ -152,9 +202,10 @@ def checkpoint(function, *args, preserve_rng_state=True, use_reentrant=False, **
                 return function(*args)
     if not callable(function):
         raise TypeError(f"checkpoint: function must be callable, got {type(function).__name__}")
+    forward_ctx, recompute_ctx = context_fn()
     rng = _C.get_rng_state() if preserve_rng_state and state.meta_draws_random else None
-    frame = _Frame(function, args, kwargs, rng, _autocast._capture())
-    with autograd.graph.saved_tensors_hooks(frame.pack, frame.unpack):
+    frame = _Frame(function, args, kwargs, rng, _autocast._capture(), recompute_ctx)
+    with forward_ctx, autograd.graph.saved_tensors_hooks(frame.pack, frame.unpack):
         out = function(*args, **kwargs)
     if not _has_tensor(out):
         raise TypeError(f"checkpoint: the function returned {type(out).__name__}, not a tensor (or a "
@@ -162,9 +213,16 @@ def checkpoint(function, *args, preserve_rng_state=True, use_reentrant=False, **
     return out
 
 
-def checkpoint_sequential(functions, segments, input, preserve_rng_state=True, use_reentrant=False):
+def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwargs):
     """Split a Sequential (or a list of modules/functions) into `segments` consecutive runs; checkpoint every
-    run but the last (which backward needs at once anyway), as torch.utils.checkpoint does."""
+    run but the last (which backward needs at once anyway), as torch.utils.checkpoint does. PyTorch's signature:
+    preserve_rng_state comes as a keyword; use_reentrant left out is the reentrant form, with PyTorch's warning."""
+    if use_reentrant is None:
+        warnings.warn("torch.utils.checkpoint.checkpoint_sequential: " + _REENTRANT_DEFAULT, stacklevel=2)
+        use_reentrant = True
+    preserve_rng_state = kwargs.pop("preserve_rng_state", True)
+    if kwargs:
+        raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
     mods = list(functions.children()) if hasattr(functions, "children") else list(functions)
     n = len(mods)
     if isinstance(segments, bool) or not isinstance(segments, int):
