@@ -5,6 +5,7 @@ import importlib
 import operator
 import warnings
 
+import numpy as np
 import pytest
 
 import gpumemnet as gm
@@ -179,3 +180,27 @@ def test_checkpoint_options_and_context_fn():
     ref, got = _both(run)
     assert got == ref
     assert ref[0] == ["forward", "recompute"]
+
+
+# ---- half-precision normalisations: PyTorch's float32 arithmetic and rounding --------------------------------
+def _rows(L, dtype, scale=3.0, seed=0):
+    return L.from_numpy(np.random.RandomState(seed).randn(16, 32).astype(np.float32) * scale).to(dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_rms_norm_renorm_and_embedding_max_norm(dtype):
+    def run(L):
+        dt = getattr(L, dtype)
+        F = L.nn.functional
+        big = L.tensor([[300.0, 4.0, 10.0, -200.0], [1.0, 2.0, 3.0, 4.0]], dtype=dt)
+        x, small = _rows(L, dt), _rows(L, dt, 0.05, 1)
+        w = _rows(L, L.float32, 1.0, 2)[0]
+        out = [F.rms_norm(big, (4,)).tolist(), F.rms_norm(x, (32,), w.to(dt)).tolist(),
+               F.rms_norm(small, (32,)).tolist(), L.nn.RMSNorm(32, dtype=dt)(small).tolist(),
+               L.renorm(big, 2, 0, 100.0).tolist(), L.renorm(x, 3, 1, 2.0).tolist(), x.renorm(1, 0, 30.0).tolist()]
+        for rows in (big.clone(), x.clone()):
+            F.embedding(L.tensor([[0, 1], [1, 1]]), rows, max_norm=4.0)
+            out.append(rows.tolist())
+        return out
+    ref, got = _both(run)
+    assert got == ref

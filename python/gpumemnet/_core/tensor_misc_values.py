@@ -290,6 +290,9 @@ def _renorm(x, p, dim, maxnorm):
     if x.ndim <= 1:
         raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {x.ndim} dimensions")
     others = [i for i in range(x.ndim) if i != d]
+    # float16 / bfloat16: the norms in float32 (PyTorch's; a square of 300 is inf in float16), the factor rounded to
+    # the input's dtype and multiplied there
+    source, x = x, (x.float() if x._dtype in (2, 3) else x)
     if math.isinf(p):
         norm = x.abs().amax(others, keepdim=True)
     else:
@@ -297,7 +300,7 @@ def _renorm(x, p, dim, maxnorm):
         nz = s > 0  # the root's derivative at 0 is infinite: such slices are not scaled, so keep it out
         norm = _where(nz, _where(nz, s, 1.0) ** (1.0 / p), 0.0)
     scale = _where(norm > maxnorm, float(maxnorm) / (norm + 1e-7), 1.0)
-    return x * scale.to(x.dtype)
+    return source * scale.to(source.dtype)
 
 
 # ---- index_reduce -------------------------------------------------------------------------------------------------

@@ -253,11 +253,14 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
         raise NotImplementedError(f'rms_norm: "rms_norm" not implemented for {_name(input.dtype)} (floating point '
                                   f"input expected)")
     if eps is None:
-        eps = {"float16": 0.0009765625, "bfloat16": 0.0078125, "float32": 1.1920928955078125e-07}.get(
-            _name(input.dtype), 2.220446049250313e-16)  # torch.finfo(dtype).eps
+        # torch.finfo(dtype).eps of the dtype it computes in: float32 for float16 / bfloat16 too, as PyTorch's
+        eps = 2.220446049250313e-16 if input._dtype == 1 else 1.1920928955078125e-07
     dims = tuple(range(input.ndim - len(shape), input.ndim))
-    out = input * ((input * input).mean(dim=dims, keepdim=True) + eps).rsqrt()
-    return out if weight is None else out * weight
+    # float16 / bfloat16 normalise and scale in float32 and round once, as PyTorch (300 squared is inf in float16);
+    # the result has the input's dtype whatever the weight's
+    x = input.float() if input._dtype in (2, 3) else input
+    out = x * ((x * x).mean(dim=dims, keepdim=True) + eps).rsqrt()
+    return (out if weight is None else out * weight).to(input.dtype)
 
 
 def _channel_window_sum(sq, before, after):

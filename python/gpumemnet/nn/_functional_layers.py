@@ -177,9 +177,12 @@ def _embedding_renorm_(weight, indices, max_norm, norm_type):
     max_norm, to norm max_norm (PyTorch's 1e-7 guard included)."""
     with _no_grad():
         rows = _C.index(weight, 0, indices.reshape(-1))
-        norms = (rows.abs() ** norm_type).sum(1) ** (1.0 / norm_type)
+        # half rows as PyTorch's row.norm() and row *= scale: the norm summed in float32 and rounded to the rows'
+        # dtype (a square of 300 is inf in float16), the scale rounded to it too
+        wide = rows.float() if rows._dtype in (2, 3) else rows
+        norms = ((wide.abs() ** norm_type).sum(1) ** (1.0 / norm_type)).to(rows.dtype).to(wide.dtype)
         scale = (norms > max_norm) * (max_norm / (norms + 1e-7) - 1.0) + 1.0
-        _C.index_put_(weight, 0, indices.reshape(-1), rows * scale.reshape(-1, 1), False)
+        _C.index_put_(weight, 0, indices.reshape(-1), rows * scale.to(rows.dtype).reshape(-1, 1), False)
 
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
