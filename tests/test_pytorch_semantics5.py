@@ -142,7 +142,7 @@ def test_checkpoint_left_without_use_reentrant_is_the_reentrant_form_with_the_wa
             seq = ck.checkpoint_sequential(L.nn.Sequential(L.nn.Linear(3, 3), L.nn.Linear(3, 2)), 2, L.ones(1, 3))
         messages = [str(w.message).split(": ", 1)[-1][:60] for w in caught]
         with pytest.raises(ValueError, match="Unexpected keyword arguments: scale"):
-            ck.checkpoint(lambda x, scale: x * scale, L.ones(2, requires_grad=True), scale=2.0)
+            ck.checkpoint(lambda x, scale: x * scale, L.ones(2, requires_grad=True), scale=2.0, use_reentrant=True)
         with pytest.raises(ValueError, match="determinism_check"):
             ck.checkpoint(lin, L.ones(1, 3), use_reentrant=False, determinism_check="always")
         return [out.requires_grad, seq.requires_grad] + messages
@@ -204,3 +204,84 @@ def test_half_rms_norm_renorm_and_embedding_max_norm(dtype):
         return out
     ref, got = _both(run)
     assert got == ref
+
+
+# ---- torch.func: the tutorials' transforms and forward-mode AD ------------------------------------------------
+def _data(*shape, seed=0):
+    return np.random.RandomState(seed).randn(*shape)
+
+
+def test_vmap_randomness_modes():
+    def run(L):
+        vmap = L.func.vmap
+        x = L.zeros(3, 4)
+        same = vmap(lambda a: a + L.rand(4), randomness="same")(x)
+        drop = vmap(lambda a: L.nn.functional.dropout(a + 1, 0.5), randomness="same")(x)
+        different = vmap(lambda a: a + L.rand(4), randomness="different")(x)
+        out = [bool((same == same[0]).all()), bool((drop == drop[0]).all()), bool((different == different[0]).all())]
+        for kw in ({}, {"randomness": "error"}):
+            with pytest.raises(RuntimeError, match="randomness error mode"):
+                vmap(lambda a: a + L.rand_like(a), **kw)(x)
+        with pytest.raises(RuntimeError, match="Only allowed values for randomness"):
+            vmap(lambda a: a, randomness="sometimes")(x)
+        return out + [vmap(lambda a: a * 2)(x).sum().item()]
+    ref, got = _both(run)
+    assert got == ref == [True, True, False, 0.0]
+
+
+def test_model_ensembling_and_jvp_linearize_functionalize():
+    def run(L):
+        TF = L.func
+        models = []
+        for k in range(3):
+            m = L.nn.Sequential(L.nn.Linear(4, 3), L.nn.BatchNorm1d(3)).double()
+            m.load_state_dict({n: L.from_numpy(_data(*t.shape, seed=k * 10 + i))
+                               for i, (n, t) in enumerate(m.state_dict().items()) if t.dtype == L.float64},
+                              strict=False)
+            models.append(m)
+        params, buffers = TF.stack_module_state(models)
+        base = models[0]
+        x = L.from_numpy(_data(5, 4, seed=7))
+        out = TF.vmap(lambda p, b, xx: TF.functional_call(base, (p, b), (xx,)), in_dims=(0, 0, None))(
+            params, buffers, x)
+        primal, tangent = L.from_numpy(_data(5, seed=8)), L.from_numpy(_data(5, seed=9))
+        y, jv = TF.jvp(lambda a: (a.sin() * a).sum(), (primal,), (tangent,))
+        y2, jv2, aux = TF.jvp(lambda a: (a.exp(), a.sum()), (primal,), (tangent,), has_aux=True)
+        lin_out, jvp_fn = TF.linearize(L.tanh, primal)
+        f = TF.functionalize(lambda a: a.clone().add_(1))
+        bn = L.nn.Sequential(L.nn.Linear(4, 3), L.nn.BatchNorm1d(3))
+        TF.replace_all_batch_norm_modules_(bn)
+        with pytest.raises(RuntimeError, match="same training/eval mode"):
+            TF.stack_module_state([models[0], models[1].eval()])
+        return [sorted(params), [tuple(t.shape) for t in params.values()], all(t.requires_grad for t in
+                params.values()), sorted(buffers), [round(v, 9) for v in out.flatten().tolist()],
+                round(y.item(), 12), round(jv.item(), 12), [round(v, 12) for v in jv2.tolist()], round(aux.item(), 12),
+                [round(v, 12) for v in jvp_fn(tangent).tolist()], [round(v, 12) for v in lin_out.tolist()],
+                f(primal).tolist() == (primal + 1).tolist(), bn[1].running_mean, bn[1].track_running_stats]
+    ref, got = _both(run)
+    assert got == ref
+
+
+def test_forward_ad_dual_tensors():
+    def run(L):
+        fwAD = L.autograd.forward_ad
+        F = L.nn.functional
+        x, v = L.from_numpy(_data(4, 5)), L.from_numpy(_data(4, 5, seed=1))
+        with pytest.raises(RuntimeError, match="no level exists"):
+            fwAD.make_dual(x, v)
+        with fwAD.dual_level():
+            with pytest.raises(RuntimeError, match="different size"):
+                fwAD.make_dual(x, v[:2])
+            d = fwAD.make_dual(x, v)
+            y = (d.sin() * d.exp()).sum(1) + F.softplus(d).mean()
+            out = [[round(t, 11) for t in fwAD.unpack_dual(y).tangent.tolist()],
+                   fwAD.unpack_dual(d).tangent.tolist() == v.tolist(), fwAD.unpack_dual(L.ones(2)).tangent]
+            model = L.nn.Linear(5, 3).double()
+            for n, p in list(model.named_parameters()):
+                delattr(model, n)
+                setattr(model, n, fwAD.make_dual(p.detach().fill_(0.25), L.ones_like(p) * 0.5))
+            out.append(round(fwAD.unpack_dual(model(x)).tangent.sum().item(), 11))
+        return out + [fwAD.unpack_dual(y).tangent]
+    ref, got = _both(run)
+    assert got == ref
+    assert ref[-1] is None and ref[2] is None

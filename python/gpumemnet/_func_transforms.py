@@ -5,15 +5,18 @@ They are built from what gpumemnet has, not from functorch's batching rules: gra
 aliases of the inputs (with create_graph when an input already requires grad, so that transforms nest: hessian is
 jacrev of jacrev); jacrev and jacfwd take one reverse pass per output element (jacfwd too: gpumemnet has no
 forward mode, and the Jacobian is the same); vmap calls the function once per batch entry and stacks the results
-(the values are vmap's; the time is a loop's, and randomness="different" is what a loop gives)."""
+(the values are vmap's; the time is a loop's). jvp and linearize take the double-vjp trick of
+autograd.functional.jvp: u -> J^T u is linear in u, and its gradient along the tangent is J v."""
 import numbers
 
+from . import _C
 from ._core.autograd import enable_grad, grad as _autograd_grad
 from ._core.tensor import Tensor
 from ._core.tensor_more import _stack
+from ._core.creation import zeros_like
 from .utils._pytree import tree_flatten, tree_map, tree_unflatten
 
-__all__ = ["grad", "grad_and_value", "vjp", "jacrev", "jacfwd", "hessian", "vmap"]
+__all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "hessian", "vmap"]
 
 
 def _argnums(argnums, n, fn):
@@ -182,9 +185,14 @@ def _select(a, d, b):
 
 def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
     """func mapped over a dim of its inputs (in_dims: an int or None for every argument, or one per positional
-    argument, applied to every tensor inside it); the results stacked along out_dims. A loop over the batch."""
+    argument, applied to every tensor inside it); the results stacked along out_dims. A loop over the batch.
+    randomness: "error" (a random op inside raises, seen as the generator having moved), "different" (each entry
+    draws its own numbers) or "same" (every entry draws the same numbers: the generator is set back before each)."""
     if not callable(func):  # PyTorch finds out at the first call; here at once
         raise TypeError(f"vmap: func must be callable, got {type(func).__name__}")
+    if randomness not in ("error", "different", "same"):
+        raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or 'same'. Got "
+                           f"{randomness}")
 
     def wrapper(*args, **kwargs):
         dims = in_dims if isinstance(in_dims, (tuple, list)) else (in_dims,) * len(args)
@@ -203,9 +211,16 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
         if size is None:
             raise ValueError("vmap: at least one input must be a tensor mapped over a dim (in_dims not all None)")
         results = []
+        start = _C.get_rng_state() if randomness != "different" else None
         for b in range(size):
+            if randomness == "same":
+                _C.set_rng_state(*start)
             call = [_select(a, d, b) for a, d in zip(args, dims)]
             results.append(func(*call, **kwargs))
+            if randomness == "error" and _C.get_rng_state() != start:
+                raise RuntimeError("vmap: called random operation while in randomness error mode. Please either "
+                                   "use the 'same' or 'different' randomness flags on vmap or perform the "
+                                   "randomness operation out of vmap")
         leaves0, spec = tree_flatten(results[0])
         per = [tree_flatten(r)[0] for r in results]
         odims = out_dims if isinstance(out_dims, (tuple, list)) else (out_dims,) * len(leaves0)
@@ -220,3 +235,69 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
             out.append(stacked.movedim(0, d) if d else stacked)
         return tree_unflatten(out, spec)
     return wrapper
+
+
+def jvp(func, primals, tangents, *, strict=False, has_aux=False):
+    """(func(*primals), J(primals) @ tangents), and func's aux third with has_aux. Tangents have the primals'
+    structure: a tuple of tensors of their shapes. (strict: PyTorch's flag of its old API, accepted.)"""
+    if not isinstance(primals, tuple):
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals to be a tuple. E.g. it should be valid to "
+                           "call f(*primals).")
+    if not isinstance(tangents, tuple) or len(tangents) != len(primals):
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to have the same python "
+                           "structure. For example, if primals is a tuple of 3 tensors, tangents also must be.")
+    for p, t in zip(primals, tangents):
+        if not isinstance(p, Tensor) or not isinstance(t, Tensor) or tuple(p.shape) != tuple(t.shape):
+            raise RuntimeError(f"jvp(f, primals, tangents): Expected primals and tangents to be tensors of the same "
+                               f"shapes, got {_shape_of(p)} and {_shape_of(t)}")
+    aux = []
+
+    def f(*xs):
+        out = func(*xs)
+        if has_aux:
+            if not isinstance(out, tuple) or len(out) != 2:
+                raise RuntimeError("jvp(f, primals, tangents): output of function f should be a tuple: (output, "
+                                   "aux) if has_aux is True")
+            out, extra = out
+            aux.append(extra)
+        return out
+    nested = any(p.requires_grad for p in primals)  # inside an outer transform: stay differentiable
+    xs = tuple(_tracked(p) for p in primals)
+    with enable_grad():
+        out = f(*xs)
+        outs = out if isinstance(out, tuple) else (out,)
+        jvs = tuple(jacobian_vector(o, xs, tangents, create_graph=nested) for o in outs)
+    if not nested:
+        outs = tuple(o.detach() for o in outs)
+    out, jv = (outs, jvs) if isinstance(out, tuple) else (outs[0], jvs[0])
+    return (out, jv, aux[0]) if has_aux else (out, jv)
+
+
+def jacobian_vector(out, inputs, tangents, create_graph=False):
+    """J @ tangents of out with respect to inputs (tensors out's graph reaches), by the double-vjp trick:
+    u -> J^T u is linear in u, and its gradient along the tangents is J v. Zeros where out does not depend on
+    them (None when out is not differentiable at all)."""
+    if not out.requires_grad:
+        return None
+    with enable_grad():
+        u = zeros_like(out).requires_grad_(True)
+        firsts = _autograd_grad(out, list(inputs), u, retain_graph=True, create_graph=True, allow_unused=True)
+        pairs = [(g, t) for g, t in zip(firsts, tangents) if g is not None and g.requires_grad]
+        if not pairs:
+            return zeros_like(out)
+        jv, = _autograd_grad([g for g, _ in pairs], u, [t for _, t in pairs], retain_graph=True,
+                             create_graph=create_graph, allow_unused=True)
+    return zeros_like(out) if jv is None else jv
+
+
+def linearize(func, *primals):
+    """(func(*primals), jvp_fn) where jvp_fn(*tangents) is the Jacobian-vector product at primals."""
+    out = func(*primals)
+
+    def jvp_fn(*tangents):
+        return jvp(func, primals, tangents)[1]
+    return out, jvp_fn
+
+
+def _shape_of(x):
+    return tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__

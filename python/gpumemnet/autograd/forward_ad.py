@@ -1,32 +1,94 @@
-"""torch.autograd.forward_ad: forward-mode automatic differentiation, which gpumemnet does not have (its
-torch.func.jvp computes Jacobian-vector products by a double backward instead). Code that only asks whether a
-tensor is dual (kornia's morphology: `unpack_dual(t).tangent is None`) runs: no tensor here has a tangent.
-Making a dual tensor raises."""
+"""torch.autograd.forward_ad: Jacobian-vector products through dual tensors, with PyTorch's API (dual_level,
+make_dual, unpack_dual), computed on gpumemnet's reverse-mode autograd.
+
+gpumemnet has no forward-mode engine. make_dual(t, tangent) gives an alias of t that autograd tracks (a new leaf
+when t needs no grad) and remembers its tangent in the current level; unpack_dual(y) finds y's tangent by the
+double-vjp trick of torch.func.jvp: u -> J^T u (a backward of y with create_graph) is linear in u, and its
+gradient along the tangents is J @ tangent. The values are forward mode's; the cost is two backward passes per
+unpack, and the ops between must run with grad enabled. Differences that show: a dual of a tensor that needs no
+grad requires grad (its results do too), and a tensor's repr has no `tangent=`. Code that only asks whether a
+tensor is dual (kornia's morphology: `unpack_dual(t).tangent is None`) gets None outside a level."""
 import contextlib
 from collections import namedtuple
+
+from .._core.autograd import grad
+from .._core.creation import zeros_like
+from .._core.tensor import Tensor
+from .._func_transforms import jacobian_vector
 
 __all__ = ["UnpackedDualTensor", "dual_level", "enter_dual_level", "exit_dual_level", "make_dual", "unpack_dual"]
 
 UnpackedDualTensor = namedtuple("UnpackedDualTensor", ["primal", "tangent"])
 
-
-def unpack_dual(tensor, *, level=None):
-    return UnpackedDualTensor(tensor, None)
-
-
-def make_dual(tensor, tangent, *, level=None):
-    raise NotImplementedError("torch.autograd.forward_ad.make_dual: gpumemnet has no forward-mode AD; compute "
-                              "Jacobian-vector products with torch.func.jvp or torch.autograd.functional.jvp")
+_levels = []  # one list of (dual tensor, tangent) per entered level, innermost last
 
 
 def enter_dual_level():
-    return 0
+    """Open a new level (the innermost); returns its index."""
+    _levels.append([])
+    return len(_levels) - 1
 
 
 def exit_dual_level(*, level=None):
-    pass
+    """Close the innermost level: its dual tensors lose their tangents."""
+    if not _levels or (level is not None and level != len(_levels) - 1):
+        raise RuntimeError("Trying to exit a forward AD level that was not the last one that was created. This is "
+                           "not supported.")
+    _levels.pop()
 
 
 @contextlib.contextmanager
 def dual_level():
-    yield
+    level = enter_dual_level()
+    try:
+        yield level
+    finally:
+        exit_dual_level(level=level)
+
+
+def _level(level, what):
+    if not _levels:
+        raise RuntimeError(f"Trying to {what} but no level exists, make sure to enter_dual_level() first.")
+    if level is None:
+        return _levels[-1]
+    if not 0 <= level < len(_levels):
+        raise RuntimeError(f"forward_ad: level {level} does not exist ({len(_levels)} are open)")
+    return _levels[level]
+
+
+def make_dual(tensor, tangent, *, level=None):
+    """A dual tensor of primal `tensor` and `tangent` (same shape) in the level (the innermost by default)."""
+    duals = _level(level, "create a dual Tensor for forward AD")
+    if not isinstance(tensor, Tensor) or not isinstance(tangent, Tensor):
+        raise TypeError(f"make_dual: expected two tensors, got {type(tensor).__name__} and {type(tangent).__name__}")
+    if tuple(tensor.shape) != tuple(tangent.shape):
+        raise RuntimeError(f"Trying to set a forward gradient that has a different size than that of the original "
+                           f"Tensor, this is not supported. Tensor is of size {list(tensor.shape)} while the given "
+                           f"forward gradient is of size {list(tangent.shape)}.")
+    if not tensor.is_floating_point():
+        raise ValueError(f"make_dual: expected a floating point primal, got {tensor.dtype}")
+    dual = tensor.view_as(tensor) if tensor.requires_grad else tensor.detach().requires_grad_(True)
+    duals.append((dual, tangent))
+    return dual
+
+
+def unpack_dual(tensor, *, level=None):
+    """(primal, tangent) of tensor in the level: tangent None where tensor does not depend on a dual tensor."""
+    if not _levels or not isinstance(tensor, Tensor) or not tensor.requires_grad:
+        return UnpackedDualTensor(tensor, None)
+    duals = _level(level, "unpack a dual Tensor")
+    for d, t in duals:
+        if d is tensor:
+            return UnpackedDualTensor(tensor, t)
+    if not duals or not tensor.is_floating_point():
+        return UnpackedDualTensor(tensor, None)
+    reached = [(d, t) for d, t in duals if d is tensor or _reaches(tensor, d)]
+    if not reached:
+        return UnpackedDualTensor(tensor, None)
+    return UnpackedDualTensor(tensor, jacobian_vector(tensor, [d for d, _ in reached], [t for _, t in reached]))
+
+
+def _reaches(out, dual):
+    """Whether out's graph reaches dual (a tensor built without one has no tangent: None, as in PyTorch)."""
+    g, = grad(out, dual, zeros_like(out), retain_graph=True, allow_unused=True)
+    return g is not None
