@@ -509,7 +509,7 @@ def test_no_warning_for_a_correct_loop():
             loss = ((x @ w + b - y) ** 2).mean()
             loss.backward()
             opt.step()
-            losses.append(float(loss))
+            losses.append(loss.item())  # (float(loss) warns, as PyTorch, loss requiring grad)
     assert losses[-1] < losses[0]
 
 

@@ -285,3 +285,52 @@ def test_forward_ad_dual_tensors():
     ref, got = _both(run)
     assert got == ref
     assert ref[-1] is None and ref[2] is None
+
+
+# ---- training-loop warnings and module details of the CIFAR repositories -----------------------------------------
+def test_scheduler_stepped_before_the_optimizer_warns_as_pytorch():
+    def run(L):
+        p = L.nn.Parameter(L.ones(2))
+        opt = L.optim.SGD([p], lr=0.1)
+        sched = L.optim.lr_scheduler.StepLR(opt, 1, gamma=0.5)
+        with warnings.catch_warnings(record=True) as early:
+            warnings.simplefilter("always")
+            sched.step()
+        opt2 = L.optim.SGD([p], lr=0.1)
+        sched2 = L.optim.lr_scheduler.StepLR(opt2, 1, gamma=0.5)
+        p.grad = L.ones(2)
+        with warnings.catch_warnings(record=True) as right:
+            warnings.simplefilter("always")
+            opt2.step()
+            sched2.step()
+        return [str(w.message)[:60] for w in early], [str(w.message) for w in right], sched.get_last_lr()
+    ref, got = _both(run)
+    assert got == ref
+    assert ref[0] and not ref[1]
+
+
+def test_float_of_a_tensor_that_requires_grad_warns_once():
+    gm._core.tensor_math._scalar_warned.clear()
+    x = gm.ones((), requires_grad=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        float(x)
+        float(x * 2)
+        x.item()
+    assert [str(w.message).split("\n")[0] for w in caught] == [
+        "Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior."]
+    assert caught[0].filename == __file__
+
+
+def test_recurrent_cells_under_cpu_autocast_give_pytorchs_dtypes():
+    def run(L):
+        x = L.from_numpy(_data(3, 4).astype(np.float32))
+        out = []
+        with L.autocast("cpu", dtype=L.bfloat16):
+            h, c = L.nn.LSTMCell(4, 5)(x)
+            out += [_name(h.dtype), _name(c.dtype), _name(L.nn.GRUCell(4, 5)(x).dtype),
+                    _name(L.nn.RNNCell(4, 5)(x).dtype), _name(L.nn.LSTM(4, 5)(x[None])[0].dtype),
+                    _name(L.nn.GRU(4, 5)(x[None])[0].dtype)]
+        return out
+    ref, got = _both(run)
+    assert got == ref

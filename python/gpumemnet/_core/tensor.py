@@ -24,7 +24,8 @@ from .arg_forms import _NO, PLAIN_DIMS, dim_args, install as _install_numpy_form
 from .tensor_compose import ComposeMethods
 from .tensor_more import MoreMethods
 from .tensor_math import (ATAN2, FLOORDIV, FMOD, REMAINDER, Atan2, FloorDiv, Fmod, MathMethods, Remainder,
-                          OPERANDS, _alpha_scaled, defer_to_foreign_operands, half_alpha_add)
+                          OPERANDS, _alpha_scaled, defer_to_foreign_operands, half_alpha_add,
+                          warn_scalar_of_grad_tensor)
 from .tensor_methods import TensorMethods, _Rounding, _check_format
 from .tensor_select import SelectMethods
 from .tensor_special import SpecialMethods
@@ -223,6 +224,8 @@ class Tensor(_C.TensorBase):
         return bool(self.item())
 
     def __float__(self):
+        if self.requires_grad:
+            warn_scalar_of_grad_tensor()
         return float(self.item())
 
     def __int__(self):

@@ -332,3 +332,14 @@ def defer_to_foreign_operands(cls):
         return operator
     for name in _DEFERRING:
         setattr(cls, name, deferring(getattr(cls, name)))
+
+
+_scalar_warned = []
+
+
+def warn_scalar_of_grad_tensor():
+    """float(t) of a tensor that requires grad: PyTorch's warning, once per process as PyTorch's (TORCH_WARN_ONCE)."""
+    if not _scalar_warned:
+        _scalar_warned.append(True)
+        warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior.\n"
+                      "Consider using tensor.detach() first.", UserWarning, stacklevel=3)

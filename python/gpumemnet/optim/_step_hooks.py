@@ -38,6 +38,7 @@ def wrap_step(step):
     @functools.wraps(step)
     def hooked(self, *args, **kwargs):
         d = self.__dict__
+        d["_opt_called"] = True  # what an LR scheduler's first step asks (PyTorch's attribute)
         pre, post = d.get("_step_pre_hooks"), d.get("_step_post_hooks")
         if not (pre or post or _global_pre or _global_post) or d.get("_in_step_hooks"):
             return step(self, *args, **kwargs)

@@ -432,7 +432,15 @@ class LSTMCell(RNNCellBase):
             for i, s in enumerate(hx):
                 _check_dims("LSTMCell", f"hx[{i}]", s, (1, 2))
         input, (h, c), batched = self._prepare(input, (None, None) if hx is None else tuple(hx))
-        h, c = _step("LSTM", self._input_gates(input), (h, c), self.weight_hh, self.bias_hh, None)
+        gi = self._input_gates(input)
+        if gi.dtype != c.dtype:
+            # under autocast: PyTorch's lstm_cell is composed of ops there, the gates in the autocast dtype and the
+            # cell state widened by c's dtype (float32 states give float32 outputs), which the fused step is not
+            i, f, g, o = (gi + F.linear(h, self.weight_hh, self.bias_hh)).chunk(4, 1)
+            c = f.sigmoid() * c + i.sigmoid() * g.tanh()
+            h = o.sigmoid() * c.tanh()
+        else:
+            h, c = _step("LSTM", gi, (h, c), self.weight_hh, self.bias_hh, None)
         return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
 
 

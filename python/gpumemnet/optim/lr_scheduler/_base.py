@@ -79,6 +79,13 @@ class LRScheduler:
         return self._last_lr
 
     def step(self, epoch=None):
+        if self._step_count == 1 and not self._is_initial and not getattr(self.optimizer, "_opt_called", False):
+            warnings.warn("Detected call of `lr_scheduler.step()` before `optimizer.step()`. In PyTorch 1.1.0 and "
+                          "later, you should call them in the opposite order: `optimizer.step()` before "
+                          "`lr_scheduler.step()`.  Failure to do this will result in PyTorch skipping the first "
+                          "value of the learning rate schedule. See more details at "
+                          "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate", UserWarning,
+                          stacklevel=2)
         self._step_count += 1
         if epoch is not None:
             warnings.warn("passing an epoch to scheduler.step() is deprecated (as in PyTorch); call step() once "
