@@ -166,9 +166,10 @@ def test_iterable_dataset_and_workers():
     dl = D.DataLoader(Stream(7), batch_size=3, num_workers=2, worker_init_fn=seen.append, timeout=5,
                       prefetch_factor=4, persistent_workers=True)
     batches = [b.numpy() for b in dl]
-    assert seen == [0] and D.get_worker_info() is None
+    assert seen == [0, 1] and D.get_worker_info() is None
     assert [b.shape for b in batches] == [(3, 2), (3, 2), (1, 2)] and len(dl) == 3
-    np.testing.assert_array_equal(np.concatenate(batches)[:, 0], np.arange(7))
+    # the two workers' shards, their batches in turn (PyTorch's order): 0 2 4 | 1 3 5 | 6
+    np.testing.assert_array_equal(np.concatenate(batches)[:, 0], [0, 2, 4, 1, 3, 5, 6])
     assert len(D.DataLoader(Stream(7), batch_size=3, drop_last=True)) == 2
     assert [b.numpy().tolist() for b in D.DataLoader(Stream(3), batch_size=None)] == [[0, 0], [1, 2], [2, 4]]
     with pytest.raises(ValueError, match="shuffle"):

@@ -334,3 +334,35 @@ def test_recurrent_cells_under_cpu_autocast_give_pytorchs_dtypes():
         return out
     ref, got = _both(run)
     assert got == ref
+
+
+def test_loader_workers_take_batches_in_pytorchs_order():
+    """num_workers=2: PyTorch's worker processes, gpumemnet's in-process workers; the same batches in the same
+    order, each loaded by the same worker id, for a map-style dataset and sharded / unsharded streams."""
+    def run(L):
+        D = L.utils.data
+
+        class Indexed(D.Dataset):
+            def __len__(self):
+                return 7
+
+            def __getitem__(self, i):
+                info = D.get_worker_info()
+                return L.tensor([i, info.id, info.num_workers])
+
+        class Sharded(D.IterableDataset):
+            def __iter__(self):
+                info = D.get_worker_info()
+                return iter(range(info.id, 9, info.num_workers))
+
+        class Whole(D.IterableDataset):
+            def __iter__(self):
+                return iter(range(5))
+        out = [[b.tolist() for b in D.DataLoader(Indexed(), batch_size=2, num_workers=2)]]
+        for ds, kw in ((Sharded(), {}), (Whole(), {}), (Sharded(), {"drop_last": True}),
+                       (Whole(), {"batch_size": None})):
+            kw = {"batch_size": 2, **kw}
+            out.append([b.tolist() if hasattr(b, "tolist") else b for b in D.DataLoader(ds, num_workers=2, **kw)])
+        return out
+    ref, got = _both(run)
+    assert got == ref

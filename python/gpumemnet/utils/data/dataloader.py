@@ -1,11 +1,14 @@
 """DataLoader with PyTorch's arguments, defaults and errors.
 
 Loading runs in the calling process. num_workers > 0 is accepted (with PyTorch's checks of prefetch_factor,
-persistent_workers and timeout) and behaves as one worker running in this process (_Worker): worker_init_fn(0) is
-called at the start of each pass (once, with persistent_workers), and get_worker_info() returns that worker (id 0
-of 1) while its code runs, so IterableDataset sharding code reads every sample exactly once. The worker has its own
-random states (torch's, NumPy's, Python's), seeded as PyTorch seeds a worker process, so a worker_init_fn that
-seeds them does not reseed the training loop. timeout and prefetch_factor then change nothing.
+persistent_workers and timeout) and behaves as that many workers running in this process (_Worker), taking the
+batches in PyTorch's order: batch k of a map-style dataset is loaded by worker k mod num_workers, and each worker
+reads its own copy of an IterableDataset's stream, the active ones taking batches in turn (sharded by
+get_worker_info(), each sample comes once; not sharded, once per worker, as in PyTorch). worker_init_fn(id) is
+called for each worker at the start of each pass (once, with persistent_workers), and get_worker_info() returns the
+worker (id of num_workers) while its code runs. Each worker has its own random states (torch's, NumPy's,
+Python's), seeded as PyTorch seeds a worker process (base seed + id), so a worker_init_fn that seeds them does not
+reseed the training loop. timeout and prefetch_factor then change nothing.
 
 A TensorDataset without a collate_fn is batched by gathering each field's rows straight into the batch tensor
 (one copy, no per-sample Python objects); any other map-style dataset goes sample by sample through collate_fn
@@ -52,15 +55,15 @@ _worker_info = None
 
 
 class _Worker:
-    """The one in-process worker of a DataLoader with num_workers > 0. What a PyTorch worker process has of its own
+    """One in-process worker of a DataLoader with num_workers > 0. What a PyTorch worker process has of its own
     is swapped in around the worker's code (worker_init_fn, the dataset's __getitem__ / __iter__, collate_fn) and
     out around the caller's: get_worker_info(), and torch's, NumPy's and Python's global random states, first seeded
     as PyTorch's _worker_loop seeds them (base_seed + worker id). So `np.random.seed(...)` or
     `torch.manual_seed(42 + worker_id)` in a worker_init_fn seeds the worker's augmentations, not the training
     loop's shuffles and dropout masks (which would then repeat every epoch)."""
 
-    def __init__(self, dataset, seed):
-        self.info = WorkerInfo(id=0, num_workers=1, seed=seed, dataset=dataset)
+    def __init__(self, dataset, seed, id=0, num_workers=1):  # noqa: A002  (PyTorch's name)
+        self.info = WorkerInfo(id=id, num_workers=num_workers, seed=seed, dataset=dataset)
         self.states = None  # the worker's (torch, NumPy, Python) random states between its runs
 
     def __enter__(self):
@@ -229,50 +232,66 @@ class DataLoader:
         return _MultiProcessingDataLoaderIter(self)
 
 
-def _worker_of(loader):
-    """The in-process worker of a loader with num_workers > 0: made (seeded, worker_init_fn run) for each pass, or
-    once with persistent_workers."""
-    worker = getattr(loader, "_persistent", None)
-    if worker is None:
+def _workers_of(loader):
+    """The in-process workers of a loader with num_workers > 0, one per worker PyTorch would start: made (seeded
+    base_seed + id, worker_init_fn(id) run) for each pass, or once with persistent_workers."""
+    workers = getattr(loader, "_persistent", None)
+    if workers is None:
         # the base seed comes from the loader's generator (or the global one), as PyTorch's does
         with drawing_from(loader.generator if isinstance(loader.generator, Generator) else None):
             seed = int(_C.TensorBase.numpy(_C.rand((1,), 1, "cpu"))[0] * 2 ** 53)
-        worker = _Worker(loader.dataset, seed)
+        n = loader.num_workers
+        workers = [_Worker(loader.dataset, seed + i, i, n) for i in range(n)]
         if loader.worker_init_fn is not None:
-            with worker:
-                loader.worker_init_fn(0)
+            for i, worker in enumerate(workers):
+                with worker:
+                    loader.worker_init_fn(i)
         if loader.persistent_workers:
-            loader._persistent = worker
-    return worker
+            loader._persistent = workers
+    return workers
 
 
 def _batches(loader, workers):
     """The batches of `loader` (a DataLoader, or an object with its attributes, as fastai's _FakeLoader): the
-    dataset's and collate_fn's code runs inside the worker (the samplers' outside it). `workers` is False for the
-    calling process, else True; the worker is made on the first batch, so nothing is drawn before it is asked for."""
-    worker = _worker_of(loader) if workers else contextlib.nullcontext()
+    dataset's and collate_fn's code runs inside a worker (the samplers' outside it). `workers` is False for the
+    calling process, else True: the loader's num_workers in-process workers take the batches in turn, as PyTorch's
+    worker processes deliver them in order; they are made on the first batch, so nothing is drawn before it is
+    asked for."""
+    pool = _workers_of(loader) if workers else [contextlib.nullcontext()]
     ds, collate, auto = loader.dataset, loader.collate_fn, loader._auto_collation
     pin = loader.pin_memory and _C._cuda_device_count() > 0
     if loader._dataset_kind == _DatasetKind.Iterable:
-        with worker:
-            samples = iter(ds)
-        for idx in loader._index_sampler:  # one None per sample (a list of them when batching)
+        # every worker reads its own copy of the stream (sharded by get_worker_info(), or not: then each sample
+        # comes once per worker, as in PyTorch); the active workers take the batches in turn until each stream ends
+        streams = []
+        for worker in pool:
             with worker:
-                batch = list(_take(samples, len(idx) if auto else 1))
-                short = len(batch) < (len(idx) if auto else 1)
-                if not batch or (short and auto and loader.drop_last):
-                    return
-                out = collate(batch if auto else batch[0])
-            yield _pin(out) if pin else out
-            if short:  # the stream has ended: it is not asked again (PyTorch's fetcher's `ended`)
+                streams.append(iter(ds))
+        alive, nxt = [True] * len(pool), 0
+        for idx in loader._index_sampler:  # one None per sample (a list of them when batching)
+            out = None
+            while out is None and any(alive):
+                w = nxt
+                while not alive[w]:
+                    w = (w + 1) % len(pool)
+                nxt = (w + 1) % len(pool)
+                with pool[w]:
+                    batch = list(_take(streams[w], len(idx) if auto else 1))
+                    short = len(batch) < (len(idx) if auto else 1)
+                    if batch and not (short and auto and loader.drop_last):
+                        out = collate(batch if auto else batch[0])
+                if short:  # this stream has ended: its worker is not asked again (PyTorch's fetcher's `ended`)
+                    alive[w] = False
+            if out is None:
                 return
+            yield _pin(out) if pin else out
         return
     # gathered straight into the batch: a TensorDataset without collate_fn whose tensors need no graph (a batch
     # of learnable data is stacked, as PyTorch's collate keeps its graph)
     fast = type(ds) is TensorDataset and auto and not getattr(loader, "_user_collate", True) and \
         not any(getattr(t, "requires_grad", False) for t in ds.tensors)
-    for idx in loader._index_sampler:
-        with worker:
+    for k, idx in enumerate(loader._index_sampler):
+        with pool[k % len(pool)]:  # batch k: worker k mod num_workers, as PyTorch's in-order delivery
             if fast:
                 out = [_gather(t, np.asarray(idx, dtype=np.int64)) for t in ds.tensors]
             elif auto:
@@ -331,7 +350,7 @@ class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
 
 
 class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
-    """The iterator of a loader with num_workers > 0: here its one worker runs in this process (module docstring)."""
+    """The iterator of a loader with num_workers > 0: here its workers run in this process (module docstring)."""
     _workers_in_process = True
 
     def __init__(self, loader):
