@@ -366,3 +366,38 @@ def test_loader_workers_take_batches_in_pytorchs_order():
         return out
     ref, got = _both(run)
     assert got == ref
+
+
+# ---- python -m gpumemnet run: the estimate's replays are not the script's ---------------------------------------
+_SCRIPT = '''
+import warnings
+import torch
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(3, 1)
+    def forward(self, x):
+        print("forward called")
+        warnings.warn("a warning of the forward")
+        return self.fc(x)
+net = Net()
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+for step in range(3):
+    opt.zero_grad()
+    net(torch.ones(4, 3)).pow(2).mean().backward()
+    opt.step()
+'''
+
+
+def test_run_mode_estimate_neither_prints_nor_warns_for_the_script(tmp_path):
+    """Under PyTorch the forward prints three times and its warning shows once; the estimate's meta replays of the
+    forward printed and warned again (each estimate reset Python's record of shown warnings)."""
+    import subprocess
+    import sys
+    script = tmp_path / "train.py"
+    script.write_text(_SCRIPT)
+    out = subprocess.run([sys.executable, "-m", "gpumemnet", "run", str(script)], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("forward called") == 3
+    assert out.stderr.count("UserWarning: a warning of the forward") == 1 and "gpumemnet run: step 1 of Net" in out.stderr

@@ -2,6 +2,7 @@
 recorder of its layer rows, meta inputs and targets of the given shapes, and the loss called on them. Apart from
 estimator.py so that each file stays readable (and under the project's 800 lines); estimator.py imports it, never
 the other way."""
+import contextlib
 import copy
 import dataclasses
 import gc
@@ -19,6 +20,25 @@ from ..nn.parameter import Parameter
 from . import stats as _memory
 
 META = "meta"
+
+
+@contextlib.contextmanager
+def warning_filter(action, category=Warning):
+    """warnings of `category` get `action` ("ignore", "error") while the block runs: the estimate's replays of the
+    script's code are not the script's, and what they warn is not said. The filter goes in front of
+    warnings.filters in place, not through catch_warnings: that resets Python's record of the warnings already
+    shown (its filters version), and the script's own warnings, shown once by default, were shown again after
+    every estimate (a deprecation warning of the forward on every watched step)."""
+    entry = (action, None, category, None, 0)
+    filters = warnings.filters
+    filters.insert(0, entry)
+    try:
+        yield
+    finally:
+        for i, f in enumerate(filters):
+            if f is entry:
+                del filters[i]
+                break
 
 
 class LayerRow:
@@ -409,8 +429,7 @@ def _made_up_target(clone, xs, loss_fn, amp_ctx, forward=lambda model, xs: model
             try:
                 # a warning refuses the target too: mse_loss broadcasts class indices (N,) against (N, C) with
                 # PyTorch's "different to the input size" warning, where the target is the output's shape
-                with no_grad(), amp_ctx(), warnings.catch_warnings():
-                    warnings.simplefilter("error", UserWarning)
+                with no_grad(), amp_ctx(), warning_filter("error", UserWarning):
                     loss_fn(out, y)
                 found = True
                 break

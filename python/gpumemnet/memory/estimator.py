@@ -30,7 +30,6 @@ import random
 import threading
 import time
 import traceback
-import warnings
 
 import numpy as np
 
@@ -50,7 +49,7 @@ from . import stats as _memory
 from ._meta_model import LayerRow  # noqa: F401  (public here, as before the split)
 from ._meta_model import (_LayerRecorder, _cat, _check_scalar_loss, _call_loss, _input_specs, _levels,
                           _made_up_target, _meta_copy, _meta_like, _nullctx, _release, _shape_text, cut_outside,
-                          reads_outside, reads_values, sequence_now, tensors_in)
+                          reads_outside, reads_values, sequence_now, tensors_in, warning_filter)
 
 __all__ = ["Estimate", "LayerRow", "estimate"]
 
@@ -598,8 +597,7 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
             grad_bytes = _cat("gradient") - base_cat["gradient"]
             if opt is None:
                 break
-            with warnings.catch_warnings():  # the replay's step is not the script's: its warnings are not said
-                warnings.simplefilter("ignore", NoGradientWarning)
+            with warning_filter("ignore", NoGradientWarning):  # the replay's step is not the script's
                 _replay_step(opt)
             step_peaks.append(_memory.max_memory_allocated(META))
             now = _layout()

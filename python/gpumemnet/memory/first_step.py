@@ -60,7 +60,8 @@ from . import _distributed
 from . import estimator as _estimator
 from . import planner as _planner
 from . import stats as _stats
-from ._meta_model import _Attr, _deepcopy_rebound, _meta_attributes, layout_of, meta_laid_out, tensors_in
+from ._meta_model import (_Attr, _deepcopy_rebound, _meta_attributes, layout_of, meta_laid_out, tensors_in,
+                          warning_filter)
 
 __all__ = ["watch", "unwatch", "parse_bytes", "wrap_torch_attribute", "EstimateOnly"]
 
@@ -69,6 +70,16 @@ _fmt = _stats.format_bytes
 
 class EstimateOnly(SystemExit):
     """Raised after the estimate with --estimate-only: the script stops there, exit status 0."""
+
+
+class _Discard:
+    """A text stream that keeps nothing (what the estimate's replays print)."""
+
+    def write(self, text):
+        return len(text)
+
+    def flush(self):
+        pass
 
 
 def parse_bytes(text):
@@ -404,7 +415,12 @@ class _Watcher:
     def report(self, model, call, loss, note=""):
         name = type(model).__name__
         try:
-            line, remedies = self.estimate(model, call, loss, note)
+            # the estimate replays the script's forward on meta copies: what that prints or warns is not the
+            # script's (a forward that prints its shapes printed them ~9 more times); side effects that are not
+            # output (a global list appended to) still happen (--no-estimate runs none)
+            with warning_filter("ignore"), contextlib.redirect_stdout(_Discard()), \
+                    contextlib.redirect_stderr(_Discard()):
+                line, remedies = self.estimate(model, call, loss, note)
         except Exception as e:  # the script's run matters more than its estimate
             print(f"gpumemnet run: step 1 of {name} could not be estimated: {type(e).__name__}: {e}",
                   file=self.out)
