@@ -83,7 +83,7 @@ def test_random_methods_prune_the_asked_amount():
     gm.nn.utils.prune.random_structured(m, "weight", amount=3, dim=0)
     channels = (m.weight_mask.sum((1, 2, 3)) == 0)
     assert int(channels.sum()) == 3
-    container = m._forward_pre_hooks[-1]
+    container = list(m._forward_pre_hooks.values())[-1]
     assert isinstance(container, gm.nn.utils.prune.PruningContainer) and len(container) == 2
     t = gm.tensor([[3.0, -1.0], [0.5, 2.0]])
     np.testing.assert_array_equal(to_np(gm.nn.utils.prune.L1Unstructured(amount=2).prune(t)), [[3.0, 0.0], [0.0, 2.0]])

@@ -401,3 +401,24 @@ def test_run_mode_estimate_neither_prints_nor_warns_for_the_script(tmp_path):
     assert out.returncode == 0, out.stderr
     assert out.stdout.count("forward called") == 3
     assert out.stderr.count("UserWarning: a warning of the forward") == 1 and "gpumemnet run: step 1 of Net" in out.stderr
+
+
+def test_module_hook_dicts_are_keyed_by_handle_id():
+    """The pruning tutorial's view of a module's hooks: PyTorch's OrderedDict keyed by handle id."""
+    def run(L):
+        m = L.nn.Linear(1, 1)
+        calls = []
+        handles = [m.register_forward_hook(lambda *a, n=n: calls.append(n)) for n in "ABCD"]
+        out = [m._forward_hooks.keys() == [h.id for h in handles] if L is gm else
+               list(m._forward_hooks.keys()) == [h.id for h in handles], handles[1].id in m._forward_hooks]
+        del m._forward_hooks[handles[0].id]
+        handles[2].remove()
+        m(L.ones(1, 1))
+        L.nn.utils.prune.l1_unstructured(m, "weight", amount=0.5)
+        pre = m._forward_pre_hooks
+        out += [calls, [type(v).__name__ for v in pre.values()], [type(pre[k]).__name__ for k in pre],
+                repr(pre).startswith("OrderedDict([("), handles[0].id in m._forward_hooks]
+        return out
+    ref, got = _both(run)
+    assert got == ref
+    assert ref[2] == ["B", "D"]

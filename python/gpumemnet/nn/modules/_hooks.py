@@ -12,7 +12,7 @@ Hook lists are lists (gpumemnet's prune and weight_norm look their hooks up in `
 is the hook itself, or a `_Flagged` wrapper when it was registered with options or is already in the list (so that
 each handle removes exactly its own registration). They also answer PyTorch's dict view of them (HookList:
 `for k, hook in module._forward_pre_hooks.items()`, then `del module._forward_pre_hooks[k]`, as pruning code
-does), keyed by position."""
+does), keyed by the handles' ids as PyTorch's."""
 import itertools
 import warnings
 import weakref
@@ -41,9 +41,11 @@ class _HookHandle(RemovableHandle):
 
     def remove(self):
         for lst in self._lists:
-            for i, e in enumerate(lst):
+            for i, e in enumerate(list.__iter__(lst)):
                 if e is self._fn:
-                    del lst[i]
+                    list.__delitem__(lst, i)
+                    if type(lst) is HookList:
+                        lst._keys.pop(id(e), None)
                     break
         module = self._owner() if self._owner is not None else None
         if module is not None:
@@ -65,18 +67,62 @@ def refresh_has_hooks(module):
 
 
 class HookList(list):
-    """A module's hook list that also reads as PyTorch's OrderedDict of hooks: keys() are positions, values() the
-    hooks as registered (options unwrapped), items() both; `del hooks[k]` removes entry k."""
-    __slots__ = ()
+    """A module's hook list (entries, in call order) that also reads as PyTorch's OrderedDict of hooks keyed by the
+    handles' ids: keys() are the ids, values() the hooks as registered (options unwrapped), items() both;
+    `hooks[h.id]`, `del hooks[h.id]`, `h.id in hooks` and the repr are the dict's. Iterating gives the entries (the
+    forward's loops read the list as it is), where PyTorch's dict gives its keys."""
+    __slots__ = ("_keys",)
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._keys = {}  # id(entry) -> (entry, handle id); the entry is kept so that its id() is not reused
+
+    def key_of(self, entry):
+        """The handle id of entry (one assigned now for an entry added without a handle)."""
+        k = self._keys.get(id(entry))
+        if k is None or k[0] is not entry:
+            k = self._keys[id(entry)] = (entry, next(_ids))
+        return k[1]
 
     def keys(self):
-        return list(range(len(self)))
+        return [self.key_of(e) for e in list.__iter__(self)]
 
     def values(self):
-        return [_fn(e) for e in self]
+        return [_fn(e) for e in list.__iter__(self)]
 
     def items(self):
-        return list(enumerate(self.values()))
+        return [(self.key_of(e), _fn(e)) for e in list.__iter__(self)]
+
+    def _position(self, key):
+        """The position of the entry of handle id `key`, or of the entry `key` itself (iterating gives entries: a
+        loop `for k in hooks: hooks[k]` written for the dict still finds each hook)."""
+        by_id = isinstance(key, int) and not isinstance(key, bool)
+        for i, e in enumerate(list.__iter__(self)):
+            if (self.key_of(e) == key) if by_id else (e is key):
+                return i
+        raise KeyError(key)
+
+    def __getitem__(self, key):
+        if isinstance(key, slice):
+            return list.__getitem__(self, key)
+        return _fn(list.__getitem__(self, self._position(key)))
+
+    def __delitem__(self, key):
+        list.__delitem__(self, key if isinstance(key, slice) else self._position(key))
+
+    def __contains__(self, key):
+        if isinstance(key, int) and not isinstance(key, bool):
+            return key in self.keys()
+        return list.__contains__(self, key)
+
+    def get(self, key, default=None):
+        return self[key] if key in self else default
+
+    def __repr__(self):
+        return f"OrderedDict({self.items()!r})"
+
+    def __reduce_ex__(self, protocol):  # a copy or pickle holds the entries; their keys are made again
+        return HookList, (list(self),)
 
 
 class _Flagged:
@@ -149,7 +195,10 @@ def add_hook(lists, hook, what, prepend=False, with_kwargs=False, always_call=Fa
         other.append(entry)
     if owner is not None:
         object.__setattr__(owner, "_has_hooks", True)
-    return _HookHandle(lists, entry, owner)
+    handle = _HookHandle(lists, entry, owner)
+    if type(lst) is HookList:
+        lst._keys[id(entry)] = (entry, handle.id)
+    return handle
 
 
 # ---- global hooks (torch.nn.modules.module.register_module_*) --------------------------------------------------
