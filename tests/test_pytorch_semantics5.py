@@ -414,7 +414,7 @@ def test_module_hook_dicts_are_keyed_by_handle_id():
         del m._forward_hooks[handles[0].id]
         handles[2].remove()
         m(L.ones(1, 1))
-        L.nn.utils.prune.l1_unstructured(m, "weight", amount=0.5)
+        importlib.import_module(L.__name__ + ".nn.utils.prune").l1_unstructured(m, "weight", amount=0.5)
         pre = m._forward_pre_hooks
         out += [calls, [type(v).__name__ for v in pre.values()], [type(pre[k]).__name__ for k in pre],
                 repr(pre).startswith("OrderedDict([("), handles[0].id in m._forward_hooks]
