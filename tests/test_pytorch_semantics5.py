@@ -422,3 +422,42 @@ def test_module_hook_dicts_are_keyed_by_handle_id():
     ref, got = _both(run)
     assert got == ref
     assert ref[2] == ["B", "D"]
+
+
+# ---- the official tutorials' edges --------------------------------------------------------------------------
+def test_scatter_and_gather_take_a_0d_index_beside_a_1d_tensor():
+    """The Transforms tutorial's one-hot target: zeros(10).scatter_(0, tensor(y), value=1)."""
+    def run(L):
+        x = L.zeros(5, requires_grad=True)
+        y = x.scatter(0, L.tensor(2), 3.0) * L.arange(5.0)
+        y.sum().backward()
+        return [L.zeros(10).scatter_(0, L.tensor(3), value=1).tolist(),
+                L.zeros(5).scatter(0, L.tensor(2), L.tensor(7.0)).tolist(),
+                L.zeros(5).scatter_add(0, L.tensor(1), L.tensor(4.0)).tolist(),
+                L.zeros(5).scatter_reduce(0, L.tensor(2), L.tensor(4.0), "sum").tolist(),
+                L.arange(5.0).gather(0, L.tensor(3)).tolist(), x.grad.tolist()]
+    ref, got = _both(run)
+    assert got == ref
+
+
+def test_python_numbers_that_overflow_an_integer_dtype_are_refused():
+    cases = [lambda L: L.tensor([1, -2, 300], dtype=L.int8), lambda L: L.tensor(-1, dtype=L.uint8),
+             lambda L: L.tensor(2 ** 40, dtype=L.int32), lambda L: L.full((2,), 300, dtype=L.int8),
+             lambda L: L.zeros(2, dtype=L.int8).fill_(300), lambda L: L.zeros(2, dtype=L.uint8).fill_(-3),
+             lambda L: L.tensor(2 ** 63), lambda L: L.tensor([2 ** 64]), lambda L: L.tensor([-1.0], dtype=L.uint8),
+             lambda L: L.tensor([float("nan")], dtype=L.int64), lambda L: L.full((2,), 2.5, dtype=L.int32),
+             lambda L: L.tensor([np.uint8(3), np.uint8(4)]), lambda L: L.tensor([[1, 2], [3, 4]], dtype=L.int16)]
+
+    def run(L):
+        out = []
+        for case in cases:
+            try:
+                out.append(case(L).tolist())
+            except (RuntimeError, ValueError) as e:
+                out.append((type(e).__name__, str(e)))
+        t = L.zeros(2, dtype=L.int8)
+        with pytest.raises(RuntimeError, match="int8_t without overflow"):
+            t[0] = 200
+        return out
+    ref, got = _both(run)
+    assert got == ref

@@ -10,8 +10,8 @@ from . import functions as F
 from . import hooks
 from .autograd import needs_grad as _needs_grad
 from .random import drawing_from
-from .dtype import (COMPLEX_OF, DTYPES, as_dtype, complex64, complex128, device_str, factory_device, get_default_dtype,
-                    int64)
+from .dtype import (COMPLEX_OF, DTYPES, as_dtype, complex64, complex128, device_str, factory_device, fitting,
+                    get_default_dtype, int64)
 from .arg_forms import _NO, dim_args
 from .tensor import Tensor, _shape_arg
 
@@ -54,6 +54,14 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
             raise ValueError(f"tensor: data must be a rectangular nested sequence of numbers ({e})") from None
         if arr.dtype.kind == "f" and dtype is None:
             dtype = _float_dtype_of(data)
+        if arr.size and ((arr.dtype == np.uint64 and int(arr.max()) > 2 ** 63 - 1) or
+                         (arr.dtype == object and type(arr.flat[0]) is int)):
+            # Python ints past int64 (NumPy made uint64 or objects of them): PyTorch's error, not a wrapped value
+            raise ValueError("Overflow when unpacking long long")
+        if dtype is not None and arr.dtype.kind in "if" and arr.size:
+            code = as_dtype(dtype).code
+            fitting(arr.min().item(), code, ctype=False)
+            fitting(arr.max().item(), code, ctype=False)
     if arr.dtype.kind == "c" or (dtype is not None and _complex(dtype)):
         return _complex_tensor(arr, dtype, device, requires_grad, numpy_typed)
     if arr.dtype.kind not in "biuf":
@@ -130,7 +138,7 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False, pin_mem
             "int64" if isinstance(fill_value, numbers.Integral) else get_default_dtype()
     t = _C.empty(_shape_arg((size,)) if isinstance(size, int) else tuple(size), _code(dtype), factory_device(device),
                  bool(pin_memory))
-    _C.fill_(t, fill_value)
+    _C.fill_(t, fitting(fill_value, t._dtype))
     return _finish(t, requires_grad)
 
 

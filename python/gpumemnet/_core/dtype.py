@@ -49,6 +49,25 @@ int8 = dtype("int8", 7, 1, False)
 int16 = dtype("int16", 8, 2, False)
 int32 = dtype("int32", 9, 4, False)
 DTYPES = (float32, float64, float16, bfloat16, int64, bool_, uint8, int8, int16, int32)  # indexed by code
+# (lowest, highest, C type name) of the integer dtypes by code, as PyTorch checks a Python number written into one
+# (c10's overflows(): an unsigned type takes a negative integer down to -max, which wraps)
+_INT_LIMITS = {4: (-2 ** 63, 2 ** 63 - 1, "int64_t"), 6: (-255, 255, "uint8_t"), 7: (-128, 127, "int8_t"),
+               8: (-2 ** 15, 2 ** 15 - 1, "int16_t"), 9: (-2 ** 31, 2 ** 31 - 1, "int")}
+
+
+def fitting(value, code, ctype=True):
+    """value, a Python number to be written into a tensor of dtype code: PyTorch's RuntimeError when it does not
+    fit an integer dtype (full, fill_, x[i] = v; tensor() names the dtype, ctype=False), instead of wrapping."""
+    lim = _INT_LIMITS.get(code)
+    if lim is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+        return value
+    lo = lim[0] if isinstance(value, int) or code != 6 else 0  # a float's range is the type's own
+    if not lo <= value <= lim[1]:  # (NaN and inf are refused too: no integer holds them)
+        name = lim[2] if ctype else DTYPES[code].name
+        raise RuntimeError(f"value cannot be converted to type {name} without overflow")
+    return value
+
+
 # PyTorch's ScalarType names, as its error messages give dtypes ("result type Float can't be cast to ... Long")
 SCALAR_TYPE_NAMES = {0: "Float", 1: "Double", 2: "Half", 3: "BFloat16", 4: "Long", 5: "Bool", 6: "Byte", 7: "Char",
                      8: "Short", 9: "Int"}

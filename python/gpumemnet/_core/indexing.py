@@ -10,7 +10,7 @@ from .. import _C
 from .autograd import Function, check_inplace, is_graph_view, needs_grad
 from . import functions as F
 from .functions import reshape_nograd
-from .dtype import SCALAR_TYPE_NAMES
+from .dtype import SCALAR_TYPE_NAMES, fitting
 
 _I64, _BOOL, _U8 = 4, 5, 6
 _NARROW_INTS = (7, 8, 9)  # int8, int16, int32
@@ -183,6 +183,7 @@ def check_put_dtypes(t, idx, value):
     mask with more than one value) instead of casting it: 'Index put requires the source and destination dtypes
     match'. Basic indexing casts (a copy_), as does a 0-d value under a single bool mask (PyTorch's masked_fill)."""
     if not isinstance(value, _C.TensorBase) or value._dtype == t._dtype:
+        fitting(value, t._dtype)  # a Python number that overflows an integer tensor: PyTorch's error
         return
     items = idx if isinstance(idx, tuple) else (idx,)
     advanced = [i for i in items if isinstance(i, (_C.TensorBase, list, np.ndarray))]

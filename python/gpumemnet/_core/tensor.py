@@ -13,7 +13,7 @@ from . import functions as F
 from . import hooks
 from .autograd import check_inplace as _check_inplace, needs_grad as _needs_grad, refuse_inplace
 from . import tensor_str as _tensor_str
-from .dtype import DTYPES, as_dtype, device_of, device_str, dtype as _dtype_cls
+from .dtype import DTYPES, as_dtype, device_of, device_str, dtype as _dtype_cls, fitting
 from . import indexing_multi
 from .inplace_binary import _InplaceBinary
 from .indexing import (IndexFn, IndexPutFn, apply_plan, assigned_copy, check_put_dtypes, make_plan, put_plan,
@@ -477,7 +477,7 @@ class Tensor(_C.TensorBase):
         if _check_inplace(self, "fill_") or _needs_grad(value):
             self[...] = value
             return self
-        _C.fill_(self, value)
+        _C.fill_(self, fitting(value, self._dtype))
         return self
 
     def copy_(self, src, non_blocking=False):

@@ -434,6 +434,8 @@ class TensorMethods:
         if not isinstance(index, _C.TensorBase) or index._dtype != 4:
             raise RuntimeError("gather(): Expected dtype int64 for index")
         d = _dim(dim, max(self.ndim, 1), "gather")
+        if index.ndim == 0 and self.ndim == 1:  # a 0-d index beside a 1-d input is one index (PyTorch's)
+            return self.gather(d, index.reshape(1)).reshape(())
         if index.ndim != self.ndim:
             raise RuntimeError(f"gather: index of shape {tuple(index.shape)} must have the same number of "
                                f"dimensions as input of shape {tuple(self.shape)} (index.ndim == input.ndim)")

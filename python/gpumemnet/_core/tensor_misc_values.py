@@ -17,7 +17,7 @@ from .autograd import Function, needs_grad as _needs_grad, refuse_inplace as _re
 from .tensor_methods import _dim, _where
 from .tensor_more import _quantile_args, _stack
 from .indexing import write_recorded
-from .tensor_select import _copy, _covered, _host, _padded, _positions, _scatter_args, _to_device
+from .tensor_select import _copy, _covered, _host, _padded, _positions, _scatter_args, _to_device, zero_dim_as_one
 
 __all__ = ["masked_scatter", "scatter_reduce", "mode", "nanmedian", "nanquantile", "renorm", "isin", "index_reduce",
            "select_scatter", "slice_scatter", "diagonal_scatter"]
@@ -151,6 +151,7 @@ def _scatter_reduce(self, dim, index, src, reduce, include_self, op):
     if reduce not in _REDUCES:
         raise RuntimeError(f"{op}(): reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     _need_tensor(op, src, "src")
+    index, src = zero_dim_as_one(self, index, src)
     d, index = _scatter_args(self, dim, index, src, op)
     if _needs_grad(self, src):
         return _ScatterReduce.apply(self, src, d, index, reduce, bool(include_self))

@@ -23,6 +23,16 @@ Size = _size.Size  # its home before size.py: pickles that name it here still lo
 
 
 # ---- scatter ----------------------------------------------------------------------------------------------------
+def zero_dim_as_one(self, index, src):
+    """(index, src) with a 0-d index (and a 0-d src) seen as 1-d, beside a 1-d self: PyTorch treats 0-d tensors
+    as 1-d in scatter and gather (the Transforms tutorial's one-hot `zeros(10).scatter_(0, tensor(y), value=1)`)."""
+    if isinstance(index, _C.TensorBase) and index.ndim == 0 and self.ndim == 1:
+        index = index.reshape(1)
+        if isinstance(src, _C.TensorBase) and src.ndim == 0:
+            src = src.reshape(1)
+    return index, src
+
+
 def _scatter_args(self, dim, index, src, op):
     """Checked (dim, index, src): src a tensor of self's dtype, or a number; an int32 index is widened (PyTorch
     takes int32 indices: NumPy's and pandas' codes)."""
@@ -125,6 +135,7 @@ def _scatter(self, dim, index, src, reduce, op, accumulate, in_place):
             raise NotImplementedError(f"{op}: reduce={reduce!r} is not in gpumemnet (reduce='add' is); use "
                                       f"scatter_reduce-free code or compute it with gather")
         accumulate = True
+    index, src = zero_dim_as_one(self, index, src)
     d, index = _scatter_args(self, dim, index, src, op)
     if in_place:
         if write_recorded(self, op, (src,), lambda x: _scatter(x, d, index, src, None, op, accumulate, False)):
