@@ -461,3 +461,50 @@ def test_python_numbers_that_overflow_an_integer_dtype_are_refused():
         return out
     ref, got = _both(run)
     assert got == ref
+
+
+def test_custom_function_returning_too_few_gradients_is_refused():
+    def run(L):
+        class AddBoth(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, y):
+                return x + 2 * y
+
+            @staticmethod
+            def backward(ctx, g):
+                return g  # the gradient for y is missing
+
+        class ExtraNones(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 3
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 3, None, None  # trailing Nones are accepted
+        x, y = L.ones(2, requires_grad=True), L.ones(2, requires_grad=True)
+        with pytest.raises(RuntimeError) as e:
+            AddBoth.apply(x, y).sum().backward()
+        ExtraNones.apply(x).sum().backward()
+        return [str(e.value), x.grad.tolist()]
+    ref, got = _both(run)
+    assert got == ref
+
+
+def test_grid_sample_of_a_diverged_grid_as_pytorch():
+    """A NaN (or infinite) grid point reads NaN with bilinear zeros padding and bicubic, the clipped first pixel
+    with bilinear border / reflection, 0 with nearest zeros (PyTorch's CPU kernels)."""
+    def run(L):
+        img = L.arange(1.0, 17.0).view(1, 1, 4, 4)
+        grid = L.zeros(1, 1, 3, 2)
+        grid[0, 0, 0, 0] = float("nan")
+        grid[0, 0, 2, 0] = float("inf")
+        out = []
+        for mode in ("bilinear", "nearest", "bicubic"):
+            for pm in ("zeros", "border", "reflection"):
+                for ac in (False, True):
+                    v = L.nn.functional.grid_sample(img, grid, mode=mode, padding_mode=pm, align_corners=ac)
+                    out.append([None if x != x else x for x in v.flatten().tolist()])
+        return out
+    ref, got = _both(run)
+    assert got == ref

@@ -133,6 +133,12 @@ def _apply_grads(self, grads):
                 grads[i] = _C.fill_(_C.empty(*m), 0.0)
     out = type(self).backward(self, *grads)  # under create_graph the engine keeps grad mode on
     out = out if isinstance(out, tuple) else (out,)
+    n = len(self.__dict__.get("_in_shapes", ()))
+    if len(out) > n and all(g is None for g in out[n:]):  # extra Nones are fine (PyTorch's rule)
+        out = out[:n]
+    if len(out) != n:
+        raise RuntimeError(f"function {_name(self)} returned an incorrect number of gradients (expected {n}, got "
+                           f"{len(out)})")
     out = tuple(_summed_to_input(g, shape) for g, shape in zip(out, self.__dict__.get("_in_shapes", ()))) + \
         out[len(self.__dict__.get("_in_shapes", ())):]
     if A.anomaly.enabled and A.anomaly.check_nan:

@@ -103,12 +103,14 @@ def _reflect(c, twice_low, twice_high):
 
 def _source(c, size, padding_mode, align_corners):
     c = _unnormalize(c, size, align_corners)
-    if padding_mode == "border":
-        return _clip(c, size)
+    if padding_mode == "zeros":
+        return c
     if padding_mode == "reflection":
         c = _reflect(c, 0, 2 * (size - 1)) if align_corners else _reflect(c, -1, 2 * size - 1)
-        return _clip(c, size)
-    return c
+    c = _clip(c, size)
+    # a NaN position (a diverged grid; reflection makes one of an infinite one) reads the first pixel, as
+    # PyTorch's CPU kernel clips it
+    return _where(c.isnan(), 0.0, c)  # (no test first: it would wait for the device)
 
 
 def _check_grid_args(input, grid, mode, padding_mode):
@@ -179,6 +181,10 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
                 w_hi = c - lo
                 corners.append([(lo, 1 - w_hi), (lo + 1, w_hi)])
             out = _sample(flat, corners, sizes, strides)
+    if mode == "bicubic" or mode == "bilinear" and padding_mode == "zeros":
+        # a point with a NaN or infinite coordinate reads NaN there, as PyTorch's (a diverged grid shows in the
+        # loss; nearest reads 0 outside, and bilinear's border and reflection read the clipped pixel)
+        out = _where(g.isfinite().all(-1).unsqueeze(1), out, math.nan)
     return out.reshape((n, ch) + out_spatial)
 
 
