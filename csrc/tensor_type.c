@@ -253,7 +253,17 @@ static int set_requires_grad(GMTensor *self, PyObject *value, void *c) {
     return 0;
 }
 
-static PyObject *get_grad(GMTensor *self, void *c) { return Py_NewRef(self->grad ? self->grad : Py_None); }
+static PyObject *get_grad(GMTensor *self, void *c) {
+    if (!self->grad && self->grad_fn && self->grad_fn != Py_None && !self->retains_grad &&
+        PyErr_WarnEx(PyExc_UserWarning,  /* PyTorch's words: a non-leaf's .grad is never filled by backward */
+                     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute "
+                     "won't be populated during autograd.backward(). If you indeed want the .grad field to be "
+                     "populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you access the "
+                     "non-leaf Tensor by mistake, make sure you access the leaf Tensor instead. See "
+                     "github.com/pytorch/pytorch/pull/30531 for more informations.", 1) < 0)
+        return NULL;
+    return Py_NewRef(self->grad ? self->grad : Py_None);
+}
 
 static int set_grad(GMTensor *self, PyObject *value, void *c) {
     if (value && value != Py_None) {

@@ -314,6 +314,8 @@ def test_float_of_a_tensor_that_requires_grad_warns_once():
     x = gm.ones((), requires_grad=True)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
+        with gm.no_grad():
+            float(x)  # LBFGS converts its loss so: no warning
         float(x)
         float(x * 2)
         x.item()
@@ -506,5 +508,44 @@ def test_grid_sample_of_a_diverged_grid_as_pytorch():
                     v = L.nn.functional.grid_sample(img, grid, mode=mode, padding_mode=pm, align_corners=ac)
                     out.append([None if x != x else x for x in v.flatten().tolist()])
         return out
+    ref, got = _both(run)
+    assert got == ref
+
+
+def test_numpy_functions_of_a_tensor_give_tensors():
+    """The DCGAN tutorial's np.transpose(img_grid, (1, 2, 0)) and friends: PyTorch's __array_wrap__."""
+    def run(L):
+        t = L.arange(6, dtype=L.float32).reshape(1, 2, 3)
+        out = []
+        for v in (np.transpose(t, (1, 2, 0)), np.exp(t), np.clip(t, 1, 4), np.sqrt(t), np.reshape(t, (3, 2)),
+                  np.greater(t, 2)):
+            out.append((type(v).__name__, _name(v.dtype), v.tolist()))
+        return out + [np.exp(t).sum(dim=1).tolist(), type(np.asarray(t)).__name__]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # NumPy 2's about PyTorch's one-argument __array_wrap__
+        ref, got = _both(run)
+    assert got == ref
+
+
+def test_tutorial_warnings_and_sequential_renumbering():
+    def run(L):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            a = L.ones(2, requires_grad=True)
+            b = a * 2
+            b.grad  # a non-leaf's .grad
+            c = a * 3
+            c.retain_grad()
+            c.grad  # retained: no warning
+            L.nn.utils.weight_norm(L.nn.Linear(2, 2))
+            with L.device("meta"):
+                m = L.nn.Linear(3, 2)
+            m.load_state_dict({"weight": L.ones(2, 3), "bias": L.zeros(2)})
+        from collections import OrderedDict
+        s = L.nn.Sequential(OrderedDict([("fc", L.nn.Linear(2, 2)), ("act", L.nn.Tanh()), ("out", L.nn.Linear(2, 1))]))
+        del s[1]
+        keys = list(s.state_dict())
+        s.pop(0)
+        return [(w.category.__name__, str(w.message)[:70]) for w in caught], keys, list(s.state_dict())
     ref, got = _both(run)
     assert got == ref

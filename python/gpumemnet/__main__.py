@@ -80,7 +80,7 @@ def run(argv):
     sys.argv = [opts.script] + opts.args
     sys.path.insert(0, os.path.dirname(os.path.abspath(opts.script)))  # as `python script.py` does
     try:
-        runpy.run_path(opts.script, run_name="__main__")
+        runpy.run_path(os.path.abspath(opts.script), run_name="__main__")  # __file__ absolute, as python gives
         if opts.estimate_only:
             print("gpumemnet run: the script ended without reaching a training step (no backward() from a "
                   "model's output): nothing to estimate", file=sys.stderr)

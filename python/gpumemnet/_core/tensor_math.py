@@ -18,7 +18,7 @@ import numpy as np
 from .. import _C
 from . import autocast as _amp
 from . import functions as F
-from .autograd import Function, needs_grad as _needs_grad
+from .autograd import Function, is_grad_enabled, needs_grad as _needs_grad
 from .dtype import DTYPES
 from .indexing import record_in_place
 
@@ -338,8 +338,9 @@ _scalar_warned = []
 
 
 def warn_scalar_of_grad_tensor():
-    """float(t) of a tensor that requires grad: PyTorch's warning, once per process as PyTorch's (TORCH_WARN_ONCE)."""
-    if not _scalar_warned:
+    """float(t) of a tensor that requires grad, with grad enabled (LBFGS converts its loss under no_grad): PyTorch's
+    warning, once per process as PyTorch's (TORCH_WARN_ONCE)."""
+    if not _scalar_warned and is_grad_enabled():
         _scalar_warned.append(True)
         warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior.\n"
                       "Consider using tensor.detach() first.", UserWarning, stacklevel=3)

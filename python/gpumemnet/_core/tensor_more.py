@@ -139,6 +139,14 @@ class MoreMethods:
     """The Tensor methods of this module (see its docstring)."""
     __slots__ = ()
 
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        """What a NumPy function of a tensor gives back (np.exp(t), np.transpose(t, (1, 2, 0)) in the DCGAN
+        tutorial): a tensor of its result, as PyTorch's (which makes a bool result uint8)."""
+        if array.dtype == np.bool_:
+            array = array.astype(np.uint8)
+        from .creation import from_numpy  # noqa: E402  (creation imports the tensor class this mixin is part of)
+        return from_numpy(np.ascontiguousarray(array))
+
     @property
     def real(self):
         """A real tensor's real part is itself, as in PyTorch (code that takes .real of FFT results and of plain

@@ -45,11 +45,11 @@ class Sequential(Module):
                 delattr(self, key)
         else:
             delattr(self, list(self._modules.keys())[_index(idx, len(self), "Sequential")])
-        # keep the numbering contiguous, as PyTorch does
-        items = list(self._modules.items())
+        # PyTorch numbers what is left 0, 1, ... (named children too: their state_dict keys change)
+        mods = list(self._modules.values())
         self._modules.clear()
-        for i, (key, m) in enumerate(items):
-            self._modules[str(i) if key.isdigit() else key] = m
+        for i, m in enumerate(mods):
+            self._modules[str(i)] = m
 
     def __len__(self):
         return len(self._modules)

@@ -782,8 +782,13 @@ def _copy_pairs(pairs):
             if getattr(_loading, "assign", False):
                 target.data = value  # Tensor.data's swap: the value's memory, tagged "parameter" for a parameter
                 continue
-            if target._device == "meta":
-                continue  # nothing to copy into; shapes were checked
+            if target._device == "meta":  # nothing to copy into (shapes were checked); PyTorch's warning
+                if value._device != "meta":
+                    warnings.warn(f"for {k}: copying from a non-meta parameter in the checkpoint to a meta parameter "
+                                  f"in the current model, which is a no-op. (Did you mean to pass `assign=True` to "
+                                  f"assign items in the state dictionary to their corresponding key in the module "
+                                  f"instead of copying them in place?)", UserWarning, stacklevel=4)
+                continue
             if value._device == "meta":
                 raise RuntimeError(f'While copying the parameter named "{k}": the checkpoint value is on the '
                                    f"meta device and holds no data")

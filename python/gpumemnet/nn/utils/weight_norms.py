@@ -5,6 +5,8 @@ weight_g, weight_v), so state_dicts load both ways.
 spectral_norm divides the weight by its largest singular value, estimated by power iteration on the buffers u and
 v (one step per training forward, none in eval, under no_grad as PyTorch's); weight_norm writes the weight as
 g * v / ||v||, the norm over every dim but `dim`."""
+import warnings
+
 from ... import _C
 from ..._core.autograd import no_grad
 from .. import functional as F
@@ -122,6 +124,8 @@ class _WeightNorm:
 
 def weight_norm(module, name="weight", dim=0):
     """module.<name> = g * v / ||v|| (Salimans and Kingma), as torch.nn.utils.weight_norm (dim=None: one norm)."""
+    warnings.warn("`torch.nn.utils.weight_norm` is deprecated in favor of "
+                  "`torch.nn.utils.parametrizations.weight_norm`.", FutureWarning, stacklevel=2)
     weight = _take_weight(module, _WeightNorm, name, "weight_norm")
     fn = _WeightNorm(name, dim)
     module.register_parameter(name + "_g", Parameter(_norm_except_dim(weight.detach(), dim).detach()))
