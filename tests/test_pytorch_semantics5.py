@@ -549,3 +549,47 @@ def test_tutorial_warnings_and_sequential_renumbering():
         return [(w.category.__name__, str(w.message)[:70]) for w in caught], keys, list(s.state_dict())
     ref, got = _both(run)
     assert got == ref
+
+
+_READ_IMAGE = '''
+import os, sys, warnings
+import numpy as np
+warnings.simplefilter("ignore")
+from PIL import Image
+import torch
+from torchvision.io import ImageReadMode, decode_image, decode_png, encode_png, read_file, read_image
+d = sys.argv[1]
+rng = np.random.RandomState(0)
+rgb = rng.randint(0, 256, (7, 9, 3)).astype(np.uint8)
+Image.fromarray(rgb).save(os.path.join(d, "rgb.png"))
+Image.fromarray(np.concatenate([rgb, rgb[..., :1]], -1)).save(os.path.join(d, "rgba.png"))
+Image.fromarray(rgb[..., 0]).save(os.path.join(d, "l.png"))
+Image.fromarray(rgb).convert("P").save(os.path.join(d, "p.png"))
+Image.fromarray(np.repeat(np.repeat(rgb, 4, 0), 4, 1)).save(os.path.join(d, "rgb.jpg"), quality=90)
+M = ImageReadMode
+for f, modes in (("rgb.png", (M.UNCHANGED, M.RGB, M.RGB_ALPHA)), ("rgba.png", (M.UNCHANGED, M.RGB)),
+                 ("l.png", (M.UNCHANGED, M.GRAY, M.RGB)), ("p.png", (M.UNCHANGED, M.RGB)),
+                 ("rgb.jpg", (M.UNCHANGED, M.GRAY, M.RGB))):
+    for m in modes:
+        t = read_image(os.path.join(d, f), m)
+        print(f, m.name, t.dtype, tuple(t.shape), t.flatten()[::7].tolist())
+t = read_image(os.path.join(d, "rgb.png"))
+print(torch.equal(decode_png(encode_png(t)), t), tuple(decode_image(read_file(os.path.join(d, "rgb.jpg"))).shape))
+'''
+
+
+def test_torchvision_read_image_decodes_as_torchvision(tmp_path):
+    """torchvision.io's image extension (a PyTorch C++ library) answered by Pillow under the alias: the same
+    tensors as torchvision's own decoders (the Datasets & DataLoaders tutorial reads its images with read_image)."""
+    pytest.importorskip("torchvision")
+    pytest.importorskip("PIL")
+    import subprocess
+    import sys
+    script = tmp_path / "read.py"
+    script.write_text(_READ_IMAGE)
+    runs = []
+    for cmd in ([sys.executable, str(script)], [sys.executable, "-m", "gpumemnet", "run", str(script)]):
+        out = subprocess.run(cmd + [str(tmp_path)], capture_output=True, text=True, timeout=180)
+        assert out.returncode == 0, out.stderr
+        runs.append(out.stdout)
+    assert runs[1] == runs[0] and runs[0].count("\n") == 14

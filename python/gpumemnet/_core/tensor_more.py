@@ -144,8 +144,9 @@ class MoreMethods:
         tutorial): a tensor of its result, as PyTorch's (which makes a bool result uint8)."""
         if array.dtype == np.bool_:
             array = array.astype(np.uint8)
-        from .creation import from_numpy  # noqa: E402  (creation imports the tensor class this mixin is part of)
-        return from_numpy(np.ascontiguousarray(array))
+        array = np.ascontiguousarray(array)
+        shared = _C.from_numpy_shared(array)  # (its memory, as torch.from_numpy; a dtype it cannot share: copied)
+        return shared if shared is not None else _C.from_numpy(array, None, "cpu")
 
     @property
     def real(self):

@@ -1,6 +1,7 @@
 """torch.ops: PyTorch's registry of C++ operators. gpumemnet loads no C++ library; torchvision's is answered by
-gpumemnet's own versions of the operators its detection models call (compat/torchvision_ops.py), and every other
-library is refused, so that it sees its ops absent, as on a machine where they failed to load. torch.ops.aten
+gpumemnet's own versions of the operators its detection models call (compat/torchvision_ops.py) and its image
+extension by Pillow (compat/torchvision_image.py), and every other library is refused, so that it sees its ops
+absent, as on a machine where they failed to load. torch.ops.aten
 (PyTorch's own operators, which code names as torch.ops.aten.clone.default) answers with the Tensor methods of
 the same names."""
 import os
@@ -33,6 +34,10 @@ def load_library(path):
     if parent == "torchvision" and name.startswith(("_C_stable", "_C.")):
         from . import torchvision_ops
         _LOADED["torchvision"] = torchvision_ops
+        return
+    if parent == "torchvision" and name.startswith(("image_stable", "image.")):  # torchvision.io's decoders
+        from . import torchvision_image
+        _LOADED["image"] = torchvision_image
         return
     raise OSError(f"torch.ops.load_library({path!r}): gpumemnet cannot load PyTorch C++ operator libraries")
 
