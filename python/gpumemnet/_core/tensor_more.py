@@ -16,7 +16,8 @@ from .. import _C
 from .arg_forms import as_int
 from . import autocast as _amp
 from . import functions as F
-from .autograd import Function, check_inplace, needs_grad as _needs_grad, refuse_inplace as _refuse_inplace
+from .autograd import Function, check_inplace, is_grad_enabled as _grad_enabled, needs_grad as _needs_grad
+from .autograd import refuse_inplace as _refuse_inplace
 from .autograd import register_tensor_hook
 from . import indexing_multi
 from .indexing import check_put_dtypes, make_plan, put_plan, record_in_place
@@ -43,9 +44,18 @@ def _write_back(self, name, compute):
     return self
 
 
-def _reshape_in_place(self, name, view):
-    """self takes view's geometry (squeeze_, unsqueeze_, t_, transpose_): same storage, no copy."""
+def _reshape_in_place(self, name, view_of):
+    """self takes the geometry of view_of(self) (squeeze_, unsqueeze_, t_, transpose_): same storage, no copy. A
+    tensor inside a graph (not a leaf) is rebased on the view's node, as PyTorch's: its gradient flows through
+    the view's backward to its old history."""
+    if self.grad_fn is not None and self.requires_grad and _grad_enabled():
+        view = view_of(self)
+        node, nr = view.grad_fn, view._output_nr
+        self._set_data(view.detach())
+        self.grad_fn, self._output_nr = node, nr
+        return self
     _refuse_inplace(self, name)
+    view = view_of(self.detach())
     self._set_data(view.detach() if view.requires_grad else view)
     return self
 
@@ -211,17 +221,16 @@ class MoreMethods:
 
     # ---- in-place forms -------------------------------------------------------------------------------------
     def squeeze_(self, dim=None):
-        return _reshape_in_place(self, "squeeze_", self.detach().squeeze(dim) if dim is not None else
-                                 self.detach().squeeze())
+        return _reshape_in_place(self, "squeeze_", lambda t: t.squeeze(dim) if dim is not None else t.squeeze())
 
     def unsqueeze_(self, dim):
-        return _reshape_in_place(self, "unsqueeze_", self.detach().unsqueeze(dim))
+        return _reshape_in_place(self, "unsqueeze_", lambda t: t.unsqueeze(dim))
 
     def t_(self):
-        return _reshape_in_place(self, "t_", self.detach().t())
+        return _reshape_in_place(self, "t_", lambda t: t.t())
 
     def transpose_(self, dim0, dim1):
-        return _reshape_in_place(self, "transpose_", self.detach().transpose(dim0, dim1))
+        return _reshape_in_place(self, "transpose_", lambda t: t.transpose(dim0, dim1))
 
     def sign_(self): return _write_back(self, "sign_", lambda t: t.sign())
     def trunc_(self): return _write_back(self, "trunc_", lambda t: t.trunc())
