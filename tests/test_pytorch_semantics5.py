@@ -613,3 +613,22 @@ def test_in_place_shape_ops_of_a_tensor_in_a_graph():
         return out
     ref, got = _both(run)
     assert got == ref
+
+
+_FIELDS = {"aminmax": ("min", "max"), "slogdet": ("sign", "logabsdet"), "linalg_slogdet": ("sign", "logabsdet")}
+
+
+def test_return_types_are_pytorchs():
+    def run(L):
+        x = L.tensor([[3.0, 1.0, 2.0], [0.5, 4.0, 4.5]])
+        results = [x.max(1), x.min(1), x.sort(1), x.topk(2), x.kthvalue(2), x.median(1), x.nanmedian(1), x.mode(1),
+                   x.cummax(1), x.cummin(1), x.aminmax(), L.linalg.slogdet(x[:, :2]), L.slogdet(x[:, :2])]
+        out = []
+        for r in results:
+            fields = _FIELDS.get(type(r).__name__, ("values", "indices"))
+            out.append((type(r).__name__, len(r), all(getattr(r, f) is v for f, v in zip(fields, r))))
+        out.append(repr(x.max(1)).split("(")[0])
+        out.append(isinstance(x.max(1), L.return_types.max) and isinstance(x.kthvalue(1), L.return_types.kthvalue))
+        return out
+    ref, got = _both(run)
+    assert got == ref

@@ -66,7 +66,7 @@ from .sparse import sparse_csr, sparse_csc, sparse_bsr, sparse_bsc  # noqa: E402
 from ._core.nextafter import nextafter  # noqa: E402,F401
 from .futures import Future  # noqa: E402,F401  (torch.Future: isinstance checks of what collectives return)
 from ._device_modules import Stream, get_device_module  # noqa: E402,F401
-from . import __config__, _tensor_str, overrides  # noqa: E402,F401  (torch.__config__.show(), torch._tensor_str)
+from . import __config__, _tensor_str, overrides, return_types  # noqa: E402,F401  (torch.__config__.show(), torch._tensor_str)
 from .serialization import save, load  # noqa: E402
 from .memory import summary  # noqa: E402
 from .amp import autocast  # noqa: E402

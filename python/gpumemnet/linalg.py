@@ -24,6 +24,7 @@ from ._core import tensor_solve as _solve
 from ._core.tensor_solve import LinAlgError, det, matrix_exp, matrix_power, solve_triangular
 from ._core import tensor_decomp as _decomp
 from ._core.creation import where as _where
+from ._core.return_types import LinalgSignLogAbsDet as SignLogAbsDet
 from ._core.tensor_decomp import (linalg_svd as svd, linalg_svdvals as svdvals, linalg_qr as qr,  # noqa: F401
                                   linalg_eigh as eigh, linalg_eigvalsh as eigvalsh, linalg_pinv as pinv,
                                   linalg_matrix_rank as matrix_rank, linalg_lstsq as lstsq)
@@ -39,7 +40,6 @@ __all__ = ["vector_norm", "matrix_norm", "norm", "matmul", "multi_dot", "vecdot"
            "householder_product", "ldl_factor", "ldl_factor_ex", "ldl_solve", "eig", "eigvals"]
 
 cross = linalg_cross
-SignLogAbsDet = collections.namedtuple("linalg_slogdet", ["sign", "logabsdet"])
 InvEx = collections.namedtuple("linalg_inv_ex", ["inverse", "info"])
 SolveEx = collections.namedtuple("linalg_solve_ex", ["result", "info"])
 CholeskyEx = collections.namedtuple("linalg_cholesky_ex", ["L", "info"])

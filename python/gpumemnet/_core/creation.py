@@ -58,12 +58,12 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
                          (arr.dtype == object and type(arr.flat[0]) is int)):
             # Python ints past int64 (NumPy made uint64 or objects of them): PyTorch's error, not a wrapped value
             raise ValueError("Overflow when unpacking long long")
-        if dtype is not None and arr.dtype.kind in "if" and arr.size:
-            code = as_dtype(dtype).code
-            fitting(arr.min().item(), code, ctype=False)
-            fitting(arr.max().item(), code, ctype=False)
     if arr.dtype.kind == "c" or (dtype is not None and _complex(dtype)):
         return _complex_tensor(arr, dtype, device, requires_grad, numpy_typed)
+    if not numpy_typed and dtype is not None and arr.dtype.kind in "if" and arr.size:  # Python numbers only
+        code = as_dtype(dtype).code
+        fitting(arr.min().item(), code, ctype=False)
+        fitting(arr.max().item(), code, ctype=False)
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"tensor: data of NumPy dtype {arr.dtype} is not numeric; expected numbers, bools, or "
                         f"nested lists of them")

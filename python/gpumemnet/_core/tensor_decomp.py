@@ -25,7 +25,6 @@ meta too): the SVD's is the Ionescu / Townsend formula PyTorch uses (defined for
 eigh's the eigenvector formula (distinct eigenvalues), QR's the formula for the reduced factorisation (any shape;
 mode='complete' with more rows than columns and mode='r' are not differentiable, as in PyTorch), pinv's the
 Golub-Pereyra formula (constant rank). They are first-order."""
-import collections
 import numbers
 
 import numpy as np
@@ -38,6 +37,7 @@ from .tensor_decomp_base import (I64 as _I64, NAMES as _NAMES, back, check_matri
                                  triangle_mask as _triangle_mask)
 from .tensor_decomp_lu import LUMethods, lu, lu_solve, lu_unpack  # noqa: F401  (gm.* takes them from here)
 from .tensor_solve import LinAlgError, _mm_graph, _substitute, _widen
+from .return_types import SVD, LinalgEigh, LinalgQR, LinalgSVD, Lstsq
 
 __all__ = ["svd", "pinverse", "nuclear_norm", "lu", "lu_solve", "lu_unpack"]
 
@@ -52,11 +52,6 @@ def _lapack(op, fn, *args, **kwargs):
                           f"ill-conditioned or has too many repeated {what}.") from None
 
 
-SVD = collections.namedtuple("svd", ["U", "S", "V"])
-LinalgSVD = collections.namedtuple("linalg_svd", ["U", "S", "Vh"])
-LinalgQR = collections.namedtuple("linalg_qr", ["Q", "R"])
-LinalgEigh = collections.namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
-Lstsq = collections.namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
 
 
 # ---- SVD --------------------------------------------------------------------------------------------------------

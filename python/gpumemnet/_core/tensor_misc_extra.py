@@ -4,7 +4,6 @@ bartlett), histogram, nonzero_static, and the legacy Tensor methods old scripts 
 resize_as_, apply_, map_, dim_order, layout and the is_sparse-style flags, all False: gpumemnet's tensors are dense
 and strided). histogram, nonzero_static, apply_ and map_ work on the host (values decide them). share_memory_
 moves a CPU tensor into memory other processes share (shared_memory.py)."""
-import collections
 import math
 import numbers
 
@@ -20,13 +19,13 @@ from .random import numpy_generator
 from .size import Size
 from .tensor_select import _host, _to_device
 from .tensor_products import _powers
+from .return_types import Histogram
 
 __all__ = ["as_strided", "as_strided_", "empty_strided", "adjoint", "unravel_index", "vander", "hann_window",
            "hamming_window", "blackman_window", "bartlett_window", "kaiser_window", "histogram", "nonzero_static",
            "layout", "strided", "gradient", "empty_permuted", "frexp", "poisson"]
 
 _I64 = 4
-Histogram = collections.namedtuple("histogram", ["hist", "bin_edges"])
 
 
 def _need_tensor(op, t, arg="input"):

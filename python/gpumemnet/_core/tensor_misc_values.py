@@ -5,7 +5,6 @@ composed of existing ops so that gradients flow where PyTorch's do.
 Host-side parts (values decide them, as in unique / bincount, so meta tensors cannot run them): scatter_reduce's
 and index_reduce's prod / amax / amin reductions, mode, isin of large inputs, and masked_scatter's check that
 source is long enough (skipped on meta)."""
-import collections
 import math
 import numbers
 
@@ -18,14 +17,13 @@ from .tensor_methods import _dim, _where
 from .tensor_more import _quantile_args, _stack
 from .indexing import write_recorded
 from .tensor_select import _copy, _covered, _host, _padded, _positions, _scatter_args, _to_device, zero_dim_as_one
+from .return_types import ValuesIndices as _RESULT
 
 __all__ = ["masked_scatter", "scatter_reduce", "mode", "nanmedian", "nanquantile", "renorm", "isin", "index_reduce",
            "select_scatter", "slice_scatter", "diagonal_scatter"]
 
 _I64, _BOOL = 4, 5
 _FLOATS = (0, 1, 2, 3)
-Mode = collections.namedtuple("mode", ["values", "indices"])
-NanMedian = collections.namedtuple("nanmedian", ["values", "indices"])
 _REDUCES = ("sum", "prod", "mean", "amax", "amin")
 
 
@@ -216,12 +214,12 @@ def _mode(x, dim, keepdim):
         idx[r] = order[starts[best] + counts[best] - 1]  # the last index of it (stable order)
     idx = idx.reshape(a.shape[:-1] + (1,)) if x.ndim else idx.reshape(())
     if not x.ndim:
-        return Mode(x.clone(), _to_device(np.zeros((), np.int64), x, _I64))
+        return _RESULT["mode"](x.clone(), _to_device(np.zeros((), np.int64), x, _I64))
     pick = _to_device(np.moveaxis(idx, -1, d), x, _I64)
     values = x.gather(d, pick)
     if not keepdim:
         values, pick = values.squeeze(d), pick.squeeze(d)
-    return Mode(values, pick)
+    return _RESULT["mode"](values, pick)
 
 
 def _nanmedian(x, dim, keepdim):
@@ -233,7 +231,7 @@ def _nanmedian(x, dim, keepdim):
         return _nanmedian(flat, 0, False).values
     d = _dim(dim, x.ndim, "nanmedian") if x.ndim else 0
     if not x.ndim:
-        return NanMedian(x.clone(), _full((), 0, _I64, x._device))
+        return _RESULT["nanmedian"](x.clone(), _full((), 0, _I64, x._device))
     if x.shape[d] == 0:
         raise IndexError(f"nanmedian(): Expected reduction dim {d} to have non-zero size.")
     order = x.argsort(d, stable=True)  # NaN sorts last
@@ -244,7 +242,7 @@ def _nanmedian(x, dim, keepdim):
     values = x.gather(d, pick)
     if not keepdim:
         values, pick = values.squeeze(d), pick.squeeze(d)
-    return NanMedian(values, pick)
+    return _RESULT["nanmedian"](values, pick)
 
 
 def _nanquantile(x, q, dim, keepdim, interpolation):

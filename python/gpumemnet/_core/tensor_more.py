@@ -5,7 +5,6 @@ type(), is_cpu). Each is differentiable where PyTorch's is, runs on every device
 
 The order statistics rank on the host (argsort, as sort and topk do) and gather on the device, so their values
 are differentiable; cummax/cummin find their indices on the host too."""
-import collections
 import math
 import numbers
 import weakref
@@ -25,6 +24,7 @@ from .dtype import DTYPES, get_default_dtype
 from .tensor_compose import _finite_shift
 from .tensor_methods import _dim, _where
 from .tensor_select import _host
+from .return_types import MinMax, ValuesIndices as _RESULT
 
 _I64, _BOOL = 4, 5
 _FLOAT_CODES = (0, 1, 2, 3)
@@ -32,8 +32,6 @@ _FLOAT_CODES = (0, 1, 2, 3)
 _TYPE_NAMES = {0: "FloatTensor", 1: "DoubleTensor", 2: "HalfTensor", 3: "BFloat16Tensor", 4: "LongTensor",
                5: "BoolTensor", 6: "ByteTensor", 7: "CharTensor", 8: "ShortTensor", 9: "IntTensor"}
 
-MinMax = collections.namedtuple("aminmax", ["min", "max"])
-ValuesIndices = collections.namedtuple("values_indices", ["values", "indices"])
 
 
 def _write_back(self, name, compute):
@@ -322,7 +320,7 @@ class MoreMethods:
         v, i = _order_stat(self, d, (n - 1) // 2, keepdim, "median")
         if self._dtype in _FLOAT_CODES and self.ndim:
             v = _where(self.isnan().any(d, keepdim), math.nan, v)
-        return ValuesIndices(v, i)
+        return _RESULT["median"](v, i)
 
     def kthvalue(self, k, dim=-1, keepdim=False):
         """(values, indices) of the k-th smallest entry along dim (k from 1)."""
@@ -330,7 +328,7 @@ class MoreMethods:
         k = as_int(k)
         if not isinstance(k, numbers.Integral) or not 1 <= k <= n:
             raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {dim}")
-        return ValuesIndices(*_order_stat(self, dim, int(k) - 1, keepdim, "kthvalue"))
+        return _RESULT["kthvalue"](*_order_stat(self, dim, int(k) - 1, keepdim, "kthvalue"))
 
     def quantile(self, q, dim=None, keepdim=False, *, interpolation="linear"):
         """The q-quantiles (q a number or a 1-D tensor in [0, 1]) along dim (of all entries by default), by
@@ -364,10 +362,10 @@ class MoreMethods:
         return outs[0] if qs.ndim == 0 else _stack(outs)
 
     def cummax(self, dim):
-        return ValuesIndices(*self._cum_extreme(dim, np.maximum, "cummax"))
+        return _RESULT["cummax"](*self._cum_extreme(dim, np.maximum, "cummax"))
 
     def cummin(self, dim):
-        return ValuesIndices(*self._cum_extreme(dim, np.minimum, "cummin"))
+        return _RESULT["cummin"](*self._cum_extreme(dim, np.minimum, "cummin"))
 
     def _cum_extreme(self, dim, ufunc, op):
         """The running max / min's indices on the host (the latest index on ties, as PyTorch), values gathered."""

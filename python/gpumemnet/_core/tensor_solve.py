@@ -14,7 +14,6 @@ a graph for double backward).
 inverse, solve and cholesky read on the host whether a pivot was 0 / a minor not positive (one sync), to raise
 LinAlgError as PyTorch does; det of a singular matrix is 0, slogdet gives (0, -inf), and the gradient of det
 there is 0 (PyTorch 2.15's, although the cofactor matrix is the derivative)."""
-import collections
 import numbers
 
 import numpy as np
@@ -23,10 +22,10 @@ from .. import _C
 from . import autocast as _amp
 from . import functions as F
 from .autograd import Function, needs_grad as _needs_grad
+from .return_types import SignLogAbsDet
 
 _I64, _BOOL = 4, 5
 
-SignLogAbsDet = collections.namedtuple("slogdet", ["sign", "logabsdet"])
 
 
 def _dt(t):
