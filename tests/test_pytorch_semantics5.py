@@ -632,3 +632,26 @@ def test_return_types_are_pytorchs():
         return out
     ref, got = _both(run)
     assert got == ref
+
+
+# ---- sequence models from scratch (round 8) -----------------------------------------------------------------
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("zero_infinity", [False, True])
+def test_ctc_gradient_is_pytorchs_closed_form(reduction, zero_infinity):
+    """PyTorch's gradient with respect to log_probs is exp(log_probs) - posterior: taken at log_probs themselves
+    (or at raw scores) it is not the true gradient, and an impossible alignment's is NaN."""
+    def run(L):
+        F = L.nn.functional
+        rng = np.random.RandomState(0)
+        out = []
+        for through_log_softmax in (True, False):
+            x = L.from_numpy(rng.randn(5, 3, 4)).requires_grad_()
+            lp = x.log_softmax(-1) if through_log_softmax else x
+            loss = F.ctc_loss(lp, L.tensor([[1, 2, 0], [3, 3, 0], [1, 2, 3]]), L.tensor([5, 4, 2]),
+                              L.tensor([2, 2, 3]), reduction=reduction, zero_infinity=zero_infinity)
+            g, = L.autograd.grad(loss.sum(), x)
+            out.append(([None if v != v else round(v, 9) for v in loss.reshape(-1).tolist()],
+                        [None if v != v else round(v, 9) for v in g.reshape(-1).tolist()]))
+        return out
+    ref, got = _both(run)
+    assert got == ref

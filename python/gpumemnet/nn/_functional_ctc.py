@@ -3,9 +3,10 @@ PyTorch's arguments, checks and reductions.
 
 The forward algorithm of Graves et al. in log space, vectorised over the batch and the extended label sequence
 (the targets with a blank before, between and after their labels), one time step at a time, with recorded ops:
-its gradient is autograd's, the same values as PyTorch's closed form. Impossible alignments (a target longer
-than its input allows) sit at a large finite negative log-probability instead of -inf, so no NaN enters the
-gradient; their loss is reported as inf, or 0 with zero_infinity, as PyTorch's."""
+its gradient is autograd's plus exp(log_probs), PyTorch's closed form (see ctc_loss). Impossible alignments (a
+target longer than its input allows) sit at a large finite negative log-probability instead of -inf; their loss
+is reported as inf with a NaN gradient, or 0 with a zero one with zero_infinity, as PyTorch's."""
+from .._core.autograd import Function
 from .._core.creation import cat, full, stack, tensor, where
 from .._core.dtype import float32, int64
 from .._core.functions import is_tensor
@@ -13,6 +14,20 @@ from .._core.functions import is_tensor
 __all__ = ["ctc_loss"]
 
 _NEG = -1e30  # log of "impossible": finite in float32 and float64, far below any real log-probability
+
+
+class _NanGradientWhere(Function):
+    """The identity, whose gradient is NaN where `bad` (an impossible alignment's, as PyTorch's without
+    zero_infinity)."""
+
+    @staticmethod
+    def forward(ctx, x, bad):
+        ctx.bad = bad
+        return x.detach().clone()
+
+    @staticmethod
+    def backward(ctx, g):
+        return where(ctx.bad, float("nan"), g), None
 _REDUCTIONS = ("none", "mean", "sum")
 
 
@@ -111,6 +126,17 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     ends = where(tensor([[True, n > 0] for n in tg_lens], device=dev), ends, _NEG)
     nll = -ends.logsumexp(1)
     feasible = nll < -_NEG / 2
+    if lp.requires_grad:
+        # PyTorch's gradient with respect to log_probs is its closed form exp(log_probs) - posterior over each input's
+        # steps: the true gradient (-posterior) plus exp(log_probs), which log_softmax's backward cancels (a model
+        # ending in log_softmax trains alike) and which shows where the gradient is taken at log_probs itself (or
+        # at scores that missed their log_softmax). A term of value 0 adds it; an impossible alignment's gradient
+        # is NaN there, unless zero_infinity.
+        on = tensor([[[t < n] for n in in_lens] for t in range(steps)], device=dev)
+        e = where(on, lp.exp(), 0.0).sum((0, 2))
+        nll = nll + (e - e.detach())
+        if not zero_infinity:
+            nll = _NanGradientWhere.apply(nll, ~feasible)
     nll = where(feasible, nll, 0.0 if zero_infinity else float("inf"))
     if reduction == "mean":
         scale = tensor([1.0 / max(n, 1) for n in tg_lens], dtype=lp.dtype, device=dev)
