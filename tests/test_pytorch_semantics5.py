@@ -655,3 +655,67 @@ def test_ctc_gradient_is_pytorchs_closed_form(reduction, zero_infinity):
         return out
     ref, got = _both(run)
     assert got == ref
+
+
+def test_uint8_class_targets_unique_consecutive_dim_and_embedding_bag_options():
+    def run(L):
+        F = L.nn.functional
+        x = L.from_numpy(np.random.RandomState(0).randn(4, 5))
+        labels = L.from_numpy(np.array([1, 0, 4, 2], dtype=np.uint8))
+        out = [round(F.cross_entropy(x, labels).item(), 12), round(F.nll_loss(x.log_softmax(1), labels).item(), 12)]
+        with pytest.raises(RuntimeError):
+            F.cross_entropy(x, labels.to(L.int32))
+        m = L.tensor([[1, 1], [1, 1], [2, 0], [2, 0], [1, 1]])
+        for d in (0, 1, -1):
+            out.append([t.tolist() for t in L.unique_consecutive(m, return_inverse=True, return_counts=True, dim=d)])
+        out.append(L.unique_consecutive(L.tensor([0, 1, 1, 0, 2, 2]), dim=-1).tolist())
+        for kw in ({"mode": "sum", "scale_grad_by_freq": True}, {"mode": "mean", "scale_grad_by_freq": True},
+                   {"mode": "mean", "sparse": True}):
+            eb = L.nn.EmbeddingBag(10, 3, **kw)
+            with L.no_grad():
+                eb.weight.copy_(L.from_numpy(np.random.RandomState(1).randn(10, 3)))
+            (eb(L.tensor([1, 2, 2, 5]), L.tensor([0, 2])) * L.arange(6.0).view(2, 3)).sum().backward()
+            out.append([round(v, 12) for v in eb.weight.grad.to_dense().reshape(-1).tolist()])
+        return out
+    ref, got = _both(run)
+    assert got == ref
+
+
+_WHOLE = '''
+import sys, torch
+def pre(mod, args, kwargs):
+    print("pre-hook", sorted(kwargs))
+def post(mod, args, out):
+    print("post-hook")
+f = sys.argv[2]
+if sys.argv[1] == "save":
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0,
+                            batch_first=True), 1, enable_nested_tensor=False), torch.nn.Linear(8, 2))
+    m[1].register_forward_pre_hook(pre, with_kwargs=True)
+    m[1].register_forward_hook(post, always_call=True)
+    torch.save(m, f)
+else:
+    m = torch.load(f, weights_only=False)
+    print(type(m[0].layers[0].self_attn.out_proj).__name__, len(m[1]._forward_pre_hooks))
+    print(round(m(torch.ones(1, 3, 8)).sum().item(), 5))
+'''
+
+
+def test_whole_models_with_attention_and_hook_options_load_across_libraries(tmp_path):
+    """torch.save(model) under one library, torch.load under the other: MultiheadAttention's
+    NonDynamicallyQuantizableLinear resolves, and hooks registered with_kwargs / always_call keep their options."""
+    import subprocess
+    import sys
+    script = tmp_path / "whole.py"
+    script.write_text(_WHOLE)
+    plain, gm_run = [sys.executable, str(script)], [sys.executable, "-m", "gpumemnet", "run", str(script)]
+    def run(cmd, *args):
+        r = subprocess.run(cmd + list(args), capture_output=True, text=True, timeout=180)
+        assert r.returncode == 0, r.stderr
+        return r.stdout
+    for saver in (plain, gm_run):  # what the saver's file gives, loaded by either library
+        f = str(tmp_path / "m.pt")
+        run(saver, "save", f)
+        by_torch, by_gm = run(plain, "load", f), run(gm_run, "load", f)
+        assert by_gm == by_torch and "pre-hook []" in by_torch and "post-hook" in by_torch

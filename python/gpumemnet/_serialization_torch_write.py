@@ -155,6 +155,13 @@ def _module(m):
         cls = _Global("torch.nn", cls.__name__)
     state = {k: collections.OrderedDict(v.items()) if hasattr(v, "items") and isinstance(v, list) else v
              for k, v in vars(m).items() if k not in _GM_ONLY}
+    for name in ("_forward_pre_hooks", "_forward_hooks"):  # the hooks' options, in PyTorch's dicts by handle id
+        hooks = vars(m).get(name)
+        flagged = [(hooks.key_of(e), e) for e in list.__iter__(hooks) if type(e).__name__ == "_Flagged"] \
+            if hasattr(hooks, "key_of") else []
+        state[name + "_with_kwargs"] = collections.OrderedDict((k, True) for k, e in flagged if e.with_kwargs)
+        if name == "_forward_hooks":
+            state[name + "_always_called"] = collections.OrderedDict((k, True) for k, e in flagged if e.always_call)
     return _Global("copyreg", "_reconstructor"), (cls, object, None), state
 
 

@@ -151,6 +151,20 @@ def _scatter(self, dim, index, src, reduce, op, accumulate, in_place):
     return _scatter_into(_copy(self), d, index, src, accumulate)
 
 
+def _unique_consecutive_dim(self, d, return_inverse, return_counts):
+    """unique_consecutive along dim d: a slice is kept where it differs from the one before it."""
+    a = np.moveaxis(_host(self, "unique_consecutive").reshape(tuple(self.shape) or (1,)), d, 0)
+    n = a.shape[0]
+    changed = (a[1:] != a[:-1]).reshape(max(n - 1, 0), -1).any(1) if n > 1 else np.zeros(0, bool)
+    starts = np.flatnonzero(np.concatenate(([True], changed))) if n else np.zeros(0, np.int64)
+    out = [_to_device(np.ascontiguousarray(np.moveaxis(a[starts], 0, d)), self)]
+    if return_inverse:
+        out.append(_to_device((np.cumsum(np.isin(np.arange(n), starts)) - 1).astype(np.int64), self, _I64))
+    if return_counts:
+        out.append(_to_device(np.diff(np.append(starts, n)).astype(np.int64), self, _I64))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
 # ---- index_add, index_copy, index_fill ---------------------------------------------------------------------
 def _index_args(self, dim, index, op):
     if not op.startswith("index_copy"):  # PyTorch's index_copy alone refuses int32
@@ -311,9 +325,11 @@ class SelectMethods:
         return out[0] if len(out) == 1 else tuple(out)
 
     def unique_consecutive(self, return_inverse=False, return_counts=False, dim=None):
-        """Each run of equal consecutive values once (over the flattened tensor; dim=None only)."""
+        """Each run of equal consecutive values once (over the flattened tensor), or of equal consecutive slices
+        along dim (the torchaudio tutorial's greedy CTC decoder: dim=-1 of a 1-D tensor)."""
         if dim is not None:
-            raise NotImplementedError("unique_consecutive: dim= is not in gpumemnet yet (dim=None is)")
+            return _unique_consecutive_dim(self, _dim(dim, max(self.ndim, 1), "unique_consecutive"),
+                                           return_inverse, return_counts)
         a = _host(self, "unique_consecutive").reshape(-1)
         starts = np.flatnonzero(np.concatenate(([True], a[1:] != a[:-1]))) if a.size else np.zeros(0, np.int64)
         out = [_to_device(a[starts], self)]

@@ -330,8 +330,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         if t is not None and str(t.dtype).split(".")[-1] not in ("int64", "int32"):
             raise RuntimeError(f"{op}: expected tensor for argument '{name}' to have one of the following scalar "
                                f"types: Long, Int; but got {str(t.dtype).split('.')[-1]} instead")
-    if scale_grad_by_freq or sparse:
-        raise NotImplementedError(f"{op}: scale_grad_by_freq and sparse gradients are not supported")
+    # sparse=True: the gradient is dense here, as embedding's (gm.optim.SparseAdam updates the rows it touches);
+    # PyTorch's is a sparse COO tensor
     rows, dim = weight.shape
     if padding_idx is not None:
         if not -rows <= padding_idx < rows:
@@ -347,7 +347,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError(f"{op}: per_sample_weights was not None. per_sample_weights is only supported for "
                                   f"mode='sum' (got mode='{mode}')")
-    emb = embedding(flat, weight)                                        # (n, D)
+    emb = embedding(flat, weight, scale_grad_by_freq=scale_grad_by_freq)  # (n, D); by_freq: over all the bags
     keep = None if padding_idx is None else flat != padding_idx
     if per_sample_weights is not None:
         emb = emb * per_sample_weights.reshape(-1, 1)

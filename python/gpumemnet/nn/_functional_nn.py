@@ -231,6 +231,12 @@ def _class_loss_args(op, input, target, weight, ignore_index, reduction):
     return _reduction(reduction, op)
 
 
+def _byte_target(input, target):
+    """PyTorch's nll_loss takes uint8 class indices as well as int64 for an (N, C) or (C,) input (labels read from
+    a file as bytes), not for more dims: as int64."""
+    return target.long() if target._dtype == 6 and input.ndim <= 2 else target
+
+
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
                   label_smoothing=0.0):
     """Log-softmax over dim 1 (dim 0 for unbatched (C,) input) and negative log-likelihood of the class index
@@ -245,6 +251,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if target.is_floating_point() and tuple(target.shape) == tuple(input.shape):
         return _cross_entropy_probs(input, target, weight, ignore_index, red, float(label_smoothing))
     input, weight = _fp32(input, weight)
+    target = _byte_target(input, target)
     args = (input, target, weight, ignore_index, red, float(label_smoothing))
     if _needs_grad(input):
         return _CrossEntropy.apply(*args)
@@ -292,6 +299,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     reduction = _legacy(reduction, size_average, reduce)
     red = _class_loss_args("nll_loss", input, target, weight, ignore_index, reduction)
     input, weight = _fp32(input, weight)
+    target = _byte_target(input, target)
     if _needs_grad(input):
         return _NllLoss.apply(input, target, weight, ignore_index, red)
     return _C.nll_loss(input, target, weight, ignore_index, red)[0]

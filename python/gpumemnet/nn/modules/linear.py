@@ -53,3 +53,8 @@ class Linear(Module):
 
     def extra_repr(self):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """PyTorch's Linear of MultiheadAttention's out_proj (a quantization marker): a Linear here, so that a whole
+    model PyTorch pickled with a Transformer in it loads (torch.nn.modules.linear.NonDynamicallyQuantizableLinear)."""
