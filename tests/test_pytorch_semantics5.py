@@ -719,3 +719,29 @@ def test_whole_models_with_attention_and_hook_options_load_across_libraries(tmp_
         run(saver, "save", f)
         by_torch, by_gm = run(plain, "load", f), run(gm_run, "load", f)
         assert by_gm == by_torch and "pre-hook []" in by_torch and "post-hook" in by_torch
+
+
+# ---- self-supervised, metric and tabular code (round 8) -------------------------------------------------------
+def test_cdist_zero_distances_list_of_tensors_uint8_masks_and_legacy_addmm():
+    def run(L):
+        out = []
+        x = L.zeros(30, 3)
+        out.append(int((L.cdist(x, x) == 0).sum()))
+        y = L.arange(90.0).view(30, 3)
+        out.append(L.cdist(y, y).diagonal()[:3].tolist())
+        a = L.tensor(1.0000000001, dtype=L.float64)
+        out += [_name(L.tensor([a, a]).dtype), L.tensor([a, a])[0].item(), _name(L.tensor([1, a]).dtype)]
+        v = L.arange(4) * 10
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out.append(v[np.array([1, 0, 1, 1], dtype=np.uint8)].tolist())
+            d, m, c = L.ones(2, 4), L.arange(6.0).view(2, 3), L.arange(12.0).view(4, 3) / 10
+            out.append(d.clone().addmm_(1, -2, m, c.t()).tolist())
+            out.append(d.addmm(2, m, c.t()).tolist())
+            out.append(L.addmm(1, d, -2, m, c.t()).tolist())
+            out.append(L.ones(2).addmv_(1, 2, L.ones(2, 3), L.ones(3)).tolist())
+            out.append(L.ones(2, 3, 4).baddbmm_(1, 2, L.ones(2, 3, 5), L.ones(2, 5, 4)).sum().item())
+        out.append((np.sqrt(L.tensor(4.0)).shape == (), np.exp(L.tensor([0.0])).shape == (1,)))
+        return out
+    ref, got = _both(run)
+    assert got == ref

@@ -86,8 +86,8 @@ def _complex_tensor(arr, dtype, device, requires_grad, numpy_dtype=False):
 
 
 def _float_dtype_of(data):
-    """PyTorch's dtype for nested lists holding floats: a NumPy floating scalar counts with its own dtype (an RL
-    script's returns, a list of np.float64, give float64), a Python float as the default dtype."""
+    """PyTorch's dtype for nested lists holding floats: a NumPy floating scalar or a tensor counts with its own
+    dtype (an RL script's returns, a list of np.float64, give float64), a Python float as the default dtype."""
     found, py_float, stack = set(), False, [data]
     while stack:
         x = stack.pop()
@@ -95,6 +95,8 @@ def _float_dtype_of(data):
             stack.extend(x)
         elif isinstance(x, (np.floating, np.ndarray)) and x.dtype.kind == "f":
             found.add(x.dtype)
+        elif isinstance(x, _C.TensorBase) and x._dtype in (0, 1, 2):  # a tensor element counts with its dtype
+            found.add(np.dtype(DTYPES[x._dtype].name))
         elif isinstance(x, float):
             py_float = True
     if not found:

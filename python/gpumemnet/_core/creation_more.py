@@ -8,7 +8,7 @@ import numpy as np
 from .. import _C
 from . import autocast as _amp
 from . import hooks
-from .creation import _need_tensor, cat, rand, randint, randn
+from .creation import _need_tensor, cat, rand, randint, randn, where
 from .size import Size
 from .tensor_select import _host
 
@@ -97,7 +97,11 @@ def cdist(x1, x2, p=2.0, compute_mode=None):
         n2 = (x2 * x2).sum(-1, keepdim=True)
         a = cat([x1 * -2, n1, n1 * 0 + 1], -1)
         b = cat([x2, n2 * 0 + 1, n2], -1)
-        return (a @ b.transpose(-1, -2)).clamp_min(1e-30).sqrt()
+        sq = a @ b.transpose(-1, -2)
+        # PyTorch's clamp at 0: a point's distance to itself (or a duplicate) is exactly 0, with gradient 0 there
+        # (sqrt is only taken where positive, so no inf reaches backward)
+        pos = sq > 0
+        return where(pos, where(pos, sq, 1.0).sqrt(), 0.0)
     diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
     return diff.norm(p, dim=-1)
 

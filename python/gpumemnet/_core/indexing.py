@@ -27,7 +27,10 @@ def _as_index_tensor(obj, device):
             arr = arr.astype(np.int64)
         if arr.dtype == object or arr.dtype.kind not in "biu":
             raise IndexError(f"index: tensors used as indices must be integer or bool, got {arr.dtype}")
-        t = _C.from_numpy(arr, dtype=_BOOL if arr.dtype.kind == "b" else _I64, device=device)
+        # a NumPy uint8 array becomes a uint8 tensor, as in PyTorch: a mask (as_index_dtype)
+        code = _BOOL if arr.dtype.kind == "b" else \
+            _U8 if isinstance(obj, np.ndarray) and arr.dtype == np.uint8 else _I64
+        t = _C.from_numpy(arr, dtype=code, device=device)
     return as_index_dtype(t)
 
 

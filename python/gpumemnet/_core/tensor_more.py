@@ -152,7 +152,7 @@ class MoreMethods:
         tutorial): a tensor of its result, as PyTorch's (which makes a bool result uint8)."""
         if array.dtype == np.bool_:
             array = array.astype(np.uint8)
-        array = np.ascontiguousarray(array)
+        array = np.asarray(array, order="C")  # (ascontiguousarray would make a 0-d result 1-d)
         shared = _C.from_numpy_shared(array)  # (its memory, as torch.from_numpy; a dtype it cannot share: copied)
         return shared if shared is not None else _C.from_numpy(array, None, "cpu")
 

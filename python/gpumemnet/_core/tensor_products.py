@@ -9,6 +9,7 @@ every device and is priced on meta. The add*mm family follows PyTorch's rules: b
 input broadcast to the product's shape (never the other way), all operands of one dtype, and beta = 0 ignores
 input's values (a NaN in input does not reach the result; its gradient is zero). The in-place forms are a recorded
 mul_ and add_, so they work in a graph where PyTorch's do."""
+import functools
 import itertools
 import math
 import numbers
@@ -236,31 +237,65 @@ def _addbmm(input, batch1, batch2, beta, alpha, op="addbmm", inplace=False):
     return _combine(input, prod, beta, alpha, op, inplace)
 
 
+def _deprecated_overloads(function_form):
+    """PyTorch's deprecated overloads of the add*mm family, beta (and alpha) as leading numbers, with its warning:
+    Tensor.addmm_(beta, alpha, mat1, mat2) (pytorch-center-loss's distance matrix), Tensor.addmm(beta, mat1, mat2),
+    torch.addmm(beta, input, alpha, mat1, mat2), torch.addmm(beta, input, mat1, mat2)."""
+    def wrap(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            lead = 0 if function_form else 1  # a method's first argument is self
+            if len(args) > lead + 2 and _is_number(args[lead]):
+                rest = list(args)
+                kwargs["beta"] = rest.pop(lead)
+                at = 1  # alpha: after the function's input, or first after the method's self
+                if len(rest) > 3 and _is_number(rest[at]):
+                    kwargs["alpha"] = rest.pop(at)
+                warnings.warn(f"This overload of {fn.__name__} is deprecated:\n\t{fn.__name__}(Number beta, "
+                              f"Number alpha, Tensor, Tensor)\nConsider using one of the following signatures "
+                              f"instead:\n\t{fn.__name__}(Tensor, Tensor, *, Number beta = 1, Number alpha = 1)",
+                              UserWarning, stacklevel=2)
+                args = tuple(rest)
+            return fn(*args, **kwargs)
+        return wrapper
+    return wrap
+
+
+def _is_number(x):
+    return isinstance(x, numbers.Number) and not isinstance(x, bool)
+
+
+@_deprecated_overloads(function_form=True)
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     """beta * input + alpha * (mat1 @ mat2)."""
     return _addmm(input, mat1, mat2, beta, alpha)
 
 
+@_deprecated_overloads(function_form=True)
 def addmv(input, mat, vec, *, beta=1, alpha=1):
     """beta * input + alpha * (mat @ vec)."""
     return _addmv(input, mat, vec, beta, alpha)
 
 
+@_deprecated_overloads(function_form=True)
 def addmv_(input, mat, vec, *, beta=1, alpha=1):
     _need_tensor(input, "addmv_", "input")
     return input.addmv_(mat, vec, beta=beta, alpha=alpha)
 
 
+@_deprecated_overloads(function_form=True)
 def addr(input, vec1, vec2, *, beta=1, alpha=1):
     """beta * input + alpha * outer(vec1, vec2)."""
     return _addr(input, vec1, vec2, beta, alpha)
 
 
+@_deprecated_overloads(function_form=True)
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """beta * input + alpha * bmm(batch1, batch2)."""
     return _baddbmm(input, batch1, batch2, beta, alpha)
 
 
+@_deprecated_overloads(function_form=True)
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """beta * input + alpha * sum_i batch1[i] @ batch2[i]."""
     return _addbmm(input, batch1, batch2, beta, alpha)
@@ -611,33 +646,43 @@ class ProductMethods(SolveMethods, StatsMethods):
     """The Tensor methods of this module (see its docstring)."""
     __slots__ = ()
 
+    @_deprecated_overloads(function_form=False)
     def addmm(self, mat1, mat2, *, beta=1, alpha=1):
         return _addmm(self, mat1, mat2, beta, alpha)
 
+    @_deprecated_overloads(function_form=False)
     def addmm_(self, mat1, mat2, *, beta=1, alpha=1):
         return _addmm(self, mat1, mat2, beta, alpha, "addmm_", inplace=True)
 
+    @_deprecated_overloads(function_form=False)
     def addmv(self, mat, vec, *, beta=1, alpha=1):
         return _addmv(self, mat, vec, beta, alpha)
 
+    @_deprecated_overloads(function_form=False)
     def addmv_(self, mat, vec, *, beta=1, alpha=1):
         return _addmv(self, mat, vec, beta, alpha, "addmv_", inplace=True)
 
+    @_deprecated_overloads(function_form=False)
     def addr(self, vec1, vec2, *, beta=1, alpha=1):
         return _addr(self, vec1, vec2, beta, alpha)
 
+    @_deprecated_overloads(function_form=False)
     def addr_(self, vec1, vec2, *, beta=1, alpha=1):
         return _addr(self, vec1, vec2, beta, alpha, "addr_", inplace=True)
 
+    @_deprecated_overloads(function_form=False)
     def baddbmm(self, batch1, batch2, *, beta=1, alpha=1):
         return _baddbmm(self, batch1, batch2, beta, alpha)
 
+    @_deprecated_overloads(function_form=False)
     def baddbmm_(self, batch1, batch2, *, beta=1, alpha=1):
         return _baddbmm(self, batch1, batch2, beta, alpha, "baddbmm_", inplace=True)
 
+    @_deprecated_overloads(function_form=False)
     def addbmm(self, batch1, batch2, *, beta=1, alpha=1):
         return _addbmm(self, batch1, batch2, beta, alpha)
 
+    @_deprecated_overloads(function_form=False)
     def addbmm_(self, batch1, batch2, *, beta=1, alpha=1):
         return _addbmm(self, batch1, batch2, beta, alpha, "addbmm_", inplace=True)
 
