@@ -745,3 +745,27 @@ def test_cdist_zero_distances_list_of_tensors_uint8_masks_and_legacy_addmm():
         return out
     ref, got = _both(run)
     assert got == ref
+
+
+_HOOK_CLASSES = '''
+import torch
+from torch.nn.utils.spectral_norm import SpectralNorm
+from torch.nn.utils.weight_norm import WeightNorm
+m = torch.nn.utils.spectral_norm(torch.nn.Linear(4, 2))
+w = torch.nn.utils.weight_norm(torch.nn.Linear(4, 2))
+print(callable(torch.nn.utils.spectral_norm), callable(torch.nn.utils.weight_norm))
+print([isinstance(h, SpectralNorm) for h in m._forward_pre_hooks.values()])
+print([isinstance(h, WeightNorm) for h in w._forward_pre_hooks.values()])
+'''
+
+
+def test_spectral_and_weight_norm_hook_classes_import_from_their_modules(tmp_path):
+    """GAN repositories find the hooks by class (`from torch.nn.utils.spectral_norm import SpectralNorm`); the
+    package's names stay the functions after the submodules are imported, as in PyTorch."""
+    import subprocess
+    import sys
+    script = tmp_path / "hooks.py"
+    script.write_text(_HOOK_CLASSES)
+    outs = [subprocess.run(cmd + [str(script)], capture_output=True, text=True, timeout=120).stdout
+            for cmd in ([sys.executable], [sys.executable, "-m", "gpumemnet", "run"])]
+    assert outs[0] == outs[1] == "True True\n[True]\n[True]\n"

@@ -122,6 +122,9 @@ class _TorchModule(types.ModuleType):
     def __setattr__(self, attr, value):
         # The import machinery's own attributes and submodule aliases stay here; a flag a script sets
         # (torch.backends.cudnn.benchmark = True) is gpumemnet's.
+        if isinstance(value, _TorchModule) and not isinstance(getattr(object.__getattribute__(
+                self, "_gm_target"), attr, value), types.ModuleType):
+            return  # the package binds the name to a function (torch.nn.utils.spectral_norm), as PyTorch's does
         if (attr.startswith("__") and attr.endswith("__")) or isinstance(value, _TorchModule):
             object.__setattr__(self, attr, value)
         else:

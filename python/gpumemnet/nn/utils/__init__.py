@@ -11,7 +11,8 @@ from .convert_parameters import parameters_to_vector, vector_to_parameters  # no
 from .fusion import fuse_conv_bn_eval, fuse_conv_bn_weights, fuse_linear_bn_eval, fuse_linear_bn_weights  # noqa: F401
 from .init import skip_init  # noqa: F401
 from .memory_format import convert_conv2d_weight_memory_format, convert_conv3d_weight_memory_format  # noqa: F401
-from .weight_norms import spectral_norm, remove_spectral_norm, weight_norm, remove_weight_norm  # noqa: F401
+from . import spectral_norm as _spectral_norm_module, weight_norm as _weight_norm_module  # noqa: F401 (the modules)
+from .weight_norms import spectral_norm, remove_spectral_norm, weight_norm, remove_weight_norm  # noqa: F401,E402
 
 __all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm",
            "parameters_to_vector", "vector_to_parameters", "spectral_norm", "remove_spectral_norm", "weight_norm",
