@@ -172,7 +172,7 @@ def test_state_dict_resumes(name):
     to = _torch_opt()
     tsd = CASES[name](torch.optim.lr_scheduler, to).state_dict()
     # torch also keeps the flag of its get_lr() warning (not a schedule state)
-    assert set(sd) == set(tsd) - {"_get_lr_called_within_step"}
+    assert set(sd) == set(tsd)
 
 
 def test_plateau_state_dict_keys():

@@ -769,3 +769,21 @@ def test_spectral_and_weight_norm_hook_classes_import_from_their_modules(tmp_pat
     outs = [subprocess.run(cmd + [str(script)], capture_output=True, text=True, timeout=120).stdout
             for cmd in ([sys.executable], [sys.executable, "-m", "gpumemnet", "run"])]
     assert outs[0] == outs[1] == "True True\n[True]\n[True]\n"
+
+
+def test_gan_repositories_warnings_and_scheduler_state():
+    def run(L):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            L.nn.L1Loss(size_average=False)
+            L.nn.MSELoss(reduce=False)
+            p = L.nn.Parameter(L.ones(2))
+            opt = L.optim.SGD([p], lr=0.1)
+            sched = L.optim.lr_scheduler.LambdaLR(opt, lambda e: 0.5 ** e)
+            p.grad = L.ones(2)
+            opt.step()
+            sched.step()
+            lr = sched.get_lr()  # outside step(): PyTorch's advice to call get_last_lr()
+        return [str(w.message)[:60] for w in caught], sorted(sched.state_dict()), lr
+    ref, got = _both(run)
+    assert got == ref

@@ -511,9 +511,19 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     return input.repeat_interleave(repeats, dim, output_size=output_size)
 
 
-def meshgrid(*tensors, indexing="ij"):
+_MESHGRID_WARNED = []
+
+
+def meshgrid(*tensors, indexing=None):
     """Coordinate grids of 1-D tensors (0-d count as 1-D): views that expand each along the others' dims.
-    indexing 'ij' (PyTorch's default) or 'xy' (the first two dims swapped, as NumPy's default)."""
+    indexing 'ij' (PyTorch's default, with its warning once per process when left out) or 'xy' (the first two
+    dims swapped, as NumPy's default)."""
+    if indexing is None:
+        if not _MESHGRID_WARNED:
+            _MESHGRID_WARNED.append(True)
+            warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass the indexing "
+                          "argument.", UserWarning, stacklevel=2)
+        indexing = "ij"
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
     if indexing not in ("ij", "xy"):

@@ -1,5 +1,7 @@
 """Loss layers: thin holders of the options of the functional losses. Class weights are buffers (they move with
 .to() and are saved in state_dict, as in PyTorch)."""
+import warnings
+
 from .. import functional as F
 from ._utils import check_reduction
 from .module import Module
@@ -12,6 +14,9 @@ class _Loss(Module):
     def __init__(self, size_average=None, reduce=None, reduction="mean"):
         super().__init__()
         self.reduction = check_reduction(reduction, size_average, reduce)
+        if size_average is not None or reduce is not None:  # PyTorch's warning, at construction
+            warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{self.reduction}' "
+                          f"instead.", UserWarning, stacklevel=3)
 
 
 class _WeightedLoss(_Loss):

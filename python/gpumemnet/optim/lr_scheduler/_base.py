@@ -46,6 +46,21 @@ def _group_lrs(optimizer):
 
 class LRScheduler:
     _is_initial = False
+    _get_lr_called_within_step = False
+
+    def __init_subclass__(cls, **kwargs):
+        """gpumemnet's schedulers' get_lr warns as PyTorch's when called outside step() (a user's own scheduler's
+        does not, as in PyTorch)."""
+        super().__init_subclass__(**kwargs)
+        fn = cls.__dict__.get("get_lr")
+        if fn is not None and cls.__module__.startswith("gpumemnet."):
+            def get_lr(self):
+                if not self._get_lr_called_within_step:
+                    warnings.warn("To get the last learning rate computed by the scheduler, please use "
+                                  "`get_last_lr()`.", UserWarning, stacklevel=2)
+                return fn(self)
+            get_lr.__doc__, get_lr.__name__, get_lr.__qualname__ = fn.__doc__, fn.__name__, fn.__qualname__
+            cls.get_lr = get_lr
 
     def __init__(self, optimizer, last_epoch=-1):
         _check_optimizer(optimizer, type(self).__name__)
@@ -60,6 +75,7 @@ class LRScheduler:
                                    f"optimizer (last_epoch={last_epoch}); load the optimizer's state_dict first")
         self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
         self.last_epoch = last_epoch
+        self._get_lr_called_within_step = False  # PyTorch's attribute (its state_dict has the key)
         self._initial_step()
 
     def _initial_step(self):
@@ -93,13 +109,17 @@ class LRScheduler:
         self._update_lr(epoch)
 
     def _update_lr(self, epoch=None):
-        if epoch is None:
-            self.last_epoch += 1
-            values = self.get_lr()
-        else:
-            self.last_epoch = epoch
-            closed = getattr(self, "_get_closed_form_lr", None)
-            values = closed() if closed is not None else self.get_lr()
+        self._get_lr_called_within_step = True
+        try:
+            if epoch is None:
+                self.last_epoch += 1
+                values = self.get_lr()
+            else:
+                self.last_epoch = epoch
+                closed = getattr(self, "_get_closed_form_lr", None)
+                values = closed() if closed is not None else self.get_lr()
+        finally:
+            self._get_lr_called_within_step = False
         for group, lr in zip(self.optimizer.param_groups, values):
             group["lr"] = lr
         self._last_lr = _group_lrs(self.optimizer)
