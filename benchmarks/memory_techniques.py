@@ -63,7 +63,7 @@ class Lib:
 
     def checkpoint_sequential(self, model, segments, x):
         if self.name == "gpumemnet":
-            return gm_checkpoint_sequential(model, segments, x)
+            return gm_checkpoint_sequential(model, segments, x, use_reentrant=False)
         from torch.utils.checkpoint import checkpoint_sequential
         return checkpoint_sequential(model, segments, x, use_reentrant=False)
 
