@@ -787,3 +787,25 @@ def test_gan_repositories_warnings_and_scheduler_state():
         return [str(w.message)[:60] for w in caught], sorted(sched.state_dict()), lr
     ref, got = _both(run)
     assert got == ref
+
+
+def test_adaptive_log_softmax_with_loss():
+    def run(L):
+        m = L.nn.AdaptiveLogSoftmaxWithLoss(8, 20, [4, 10], div_value=2.0).double()
+        with L.no_grad():
+            for i, (n, p) in enumerate(sorted(m.named_parameters())):
+                p.copy_(L.from_numpy(np.random.RandomState(i).randn(*p.shape) * 0.3))
+        x = L.from_numpy(np.random.RandomState(9).randn(6, 8)).requires_grad_()
+        t = L.tensor([0, 3, 5, 9, 12, 19])
+        out, loss = m(x, t)
+        loss.backward()
+        with pytest.raises(RuntimeError, match=r"should be in \[0, 19\]"):
+            m(x, L.tensor([0, 1, 2, 3, 4, 20]))
+        with pytest.raises(ValueError, match="cutoffs"):
+            L.nn.AdaptiveLogSoftmaxWithLoss(8, 20, [10, 4])
+        return [sorted((n, tuple(p.shape)) for n, p in m.named_parameters()), [round(v, 10) for v in out.tolist()],
+                round(loss.item(), 10), [round(v, 10) for v in x.grad.sum(1).tolist()],
+                round(m.head.weight.grad.sum().item(), 10), [round(v, 8) for v in m.log_prob(x).exp().sum(1).tolist()],
+                m.predict(x).tolist(), tuple(m(x[0], t[0]).output.shape)]
+    ref, got = _both(run)
+    assert got == ref

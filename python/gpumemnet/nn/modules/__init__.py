@@ -30,6 +30,7 @@ from .transformer import *  # noqa: F403 - the Transformer layers, transformer.p
 from .transformer import __all__ as _transformer_all
 from .rnn import *  # noqa: F403 - the recurrent layers and cells, rnn.py's __all__
 from .rnn import __all__ as _rnn_all
+from .adaptive import AdaptiveLogSoftmaxWithLoss
 
 __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Identity", "Linear", "Conv1d", "Conv2d",
            "ConvTranspose1d", "ConvTranspose2d",
@@ -43,5 +44,6 @@ __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Identity", "Line
            "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss",
            "BCEWithLogitsLoss", "KLDivLoss", "CTCLoss", "Flatten", "Upsample", "UpsamplingNearest2d",
            "UpsamplingBilinear2d",
-           "PixelShuffle", "PixelUnshuffle", "Embedding", "ParameterList", "ParameterDict"] + _padding_all + _more_all \
+           "PixelShuffle", "PixelUnshuffle", "Embedding", "ParameterList", "ParameterDict",
+           "AdaptiveLogSoftmaxWithLoss"] + _padding_all + _more_all \
     + _extra_all + _volumetric_all + _rnn_all + _transformer_all

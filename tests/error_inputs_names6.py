@@ -1,0 +1,22 @@
+"""Error cases of the PyTorch names added in stop 41 (nn.AdaptiveLogSoftmaxWithLoss): B(...) is run against
+PyTorch too (error_inputs.py explains the tables). EXEMPT: public callables with no bad input."""
+from error_inputs import B, z
+
+
+def _asm(l, d):
+    return l.nn.AdaptiveLogSoftmaxWithLoss(4, 10, [3, 6], device=d)
+
+
+CASES = [
+    B("AdaptiveLogSoftmaxWithLoss cutoffs not increasing",
+      lambda d, l: l.nn.AdaptiveLogSoftmaxWithLoss(4, 10, [6, 3]), ValueError,
+      r"cutoffs should be a sequence of unique, positive integers sorted in an increasing order", devices=("cpu",)),
+    B("AdaptiveLogSoftmaxWithLoss without cutoffs", lambda d, l: l.nn.AdaptiveLogSoftmaxWithLoss(4, 10, []),
+      ValueError, r"cutoffs should be a sequence of length larger than 0", devices=("cpu",)),
+    B("AdaptiveLogSoftmaxWithLoss a target past n_classes",
+      lambda d, l: _asm(l, d)(z(d, l, 2, 4), l.L.tensor([1, 10], device=d)), RuntimeError,
+      r"Target values should be in \[0, 9\]", devices=("cpu", "cuda")),  # (meta has no values to check)
+    B("AdaptiveLogSoftmaxWithLoss a 2-D target", lambda d, l: _asm(l, d)(z(d, l, 2, 4), z(d, l, 2, 1, dtype="int64")),
+      RuntimeError, r"0D or 1D target tensor expected, multi-target not supported"),
+]
+EXEMPT = {}
