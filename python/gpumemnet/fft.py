@@ -17,8 +17,8 @@ from ._core.complex import ComplexTensor, _make, view_as_real
 from ._core.dtype import get_default_dtype
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn", "rfftn", "irfftn",
-           "fftfreq", "rfftfreq", "fftshift", "ifftshift", "stft",
-           "istft"]
+           "hfft", "ihfft", "hfft2", "ihfft2", "hfftn", "ihfftn", "fftfreq", "rfftfreq", "fftshift", "ifftshift",
+           "stft", "istft"]
 
 _DUAL = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
 
@@ -267,6 +267,35 @@ def rfftn(input, s=None, dim=None, norm=None):
 
 def irfftn(input, s=None, dim=None, norm=None):
     return _c2r("fft_irfftn", input, s, dim, norm)
+
+
+# the Hermitian transforms: hfft is irfft of the conjugate with the dual normalisation, ihfft the conjugate of rfft
+def _conj(x):
+    return x.conj() if hasattr(x, "conj") and not isinstance(x, _C.TensorBase) else x
+
+
+def hfft(input, n=None, dim=-1, norm=None):
+    return irfft(_conj(input), n, dim, _DUAL[_norm(norm)])
+
+
+def ihfft(input, n=None, dim=-1, norm=None):
+    return rfft(input, n, dim, _DUAL[_norm(norm)]).conj()
+
+
+def hfft2(input, s=None, dim=(-2, -1), norm=None):
+    return irfftn(_conj(input), s, dim, _DUAL[_norm(norm)])
+
+
+def ihfft2(input, s=None, dim=(-2, -1), norm=None):
+    return rfftn(input, s, dim, _DUAL[_norm(norm)]).conj()
+
+
+def hfftn(input, s=None, dim=None, norm=None):
+    return irfftn(_conj(input), s, dim, _DUAL[_norm(norm)])
+
+
+def ihfftn(input, s=None, dim=None, norm=None):
+    return rfftn(input, s, dim, _DUAL[_norm(norm)]).conj()
 
 
 def fftfreq(n, d=1.0, *, dtype=None, device=None, requires_grad=False):

@@ -317,7 +317,14 @@ class ComplexTensor:
     def conj(self):
         return _make(self.real, -self.imag)
 
-    conj_physical = resolve_conj = conj
+    conj_physical = conj
+
+    def resolve_conj(self):
+        """Itself: gpumemnet's conj() computes the conjugate (PyTorch's lazy conj bit is resolved already)."""
+        return self
+
+    def is_conj(self):
+        return False
 
     def abs(self):
         return self._r.norm(dim=-1)  # its gradient at 0 is 0, as PyTorch's complex abs
