@@ -827,3 +827,24 @@ def test_hermitian_ffts_and_resolve_conj():
         return out
     ref, got = _both(run)
     assert got == ref
+
+
+def test_complex_spectrogram_ops():
+    """What speech-enhancement code does with a complex STFT: powers, phases, masks, frames, NaN checks."""
+    def run(L):
+        x = L.from_numpy(np.random.RandomState(0).randn(2, 300))
+        Z = L.stft(x, 64, 16, window=L.hann_window(64, dtype=L.float64), return_complex=True)
+        M = L.from_numpy(np.random.RandomState(1).rand(*Z.shape)) > 0.5
+        Z[0, 3, 2] = float("nan")
+
+        def s(t):
+            if isinstance(t, (tuple, list)):
+                return [s(u) for u in t]
+            t = L.view_as_real(t.resolve_conj()) if t.is_complex() else t
+            return round(float(L.nan_to_num(t.double(), 7.0).sum()), 8), tuple(t.shape)
+        return [s(v) for v in (Z.pow(2), Z.sgn(), (Z + 1).reciprocal(), L.isnan(Z), Z.masked_fill(M, 0),
+                               Z.masked_fill(M, 1 + 2j), L.roll(Z, 1, -1), Z.roll(3), Z.flip(-1), Z.chunk(2, 1),
+                               Z.split(10, 1), Z.narrow(1, 0, 5), Z.unbind(0), Z.index_select(1, L.tensor([0, 3])),
+                               L.square(Z), Z[:, :, :1].expand_as(Z), L.nan_to_num(Z), Z.isfinite())]
+    ref, got = _both(run)
+    assert got == ref

@@ -391,6 +391,66 @@ class ComplexTensor:
                                                            (dim if isinstance(dim, (tuple, list)) else (dim,))]))
         return self.sum(dim, keepdim) / n
 
+    # ---- what spectrogram code does with a complex STFT (masks, phases, frames) --------------------------
+    def pow(self, n):
+        return self ** n
+
+    def square(self):
+        return self * self
+
+    def reciprocal(self):
+        return _reciprocal(self)
+
+    def sgn(self):
+        """z / |z|, 0 where z is 0 (PyTorch's sgn of a complex tensor)."""
+        m = self.abs()
+        safe = _c.where(m == 0, 1.0, m)
+        return _make(_c.where(m == 0, 0.0, self.real / safe), _c.where(m == 0, 0.0, self.imag / safe))
+
+    def isnan(self):
+        return self.real.isnan() | self.imag.isnan()
+
+    def isinf(self):
+        return self.real.isinf() | self.imag.isinf()
+
+    def isfinite(self):
+        return self.real.isfinite() & self.imag.isfinite()
+
+    def nan_to_num(self, nan=0.0, posinf=None, neginf=None):
+        return _make(self.real.nan_to_num(nan, posinf, neginf), self.imag.nan_to_num(nan, posinf, neginf))
+
+    def masked_fill(self, mask, value):
+        v = builtins.complex(value.item() if hasattr(value, "item") else value)
+        return _make(self.real.masked_fill(mask, v.real), self.imag.masked_fill(mask, v.imag))
+
+    def flip(self, *dims):
+        dims = dims[0] if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
+        return ComplexTensor(self._r.flip([_dim(d, self.ndim) for d in dims]))
+
+    def roll(self, shifts, dims=None):
+        if dims is None:  # over the flattened tensor, as PyTorch's
+            return ComplexTensor(self._r.reshape(-1, 2).roll(shifts, 0).reshape(self._r.shape))
+        dims = dims if isinstance(dims, (tuple, list)) else (dims,)
+        return ComplexTensor(self._r.roll(shifts, [_dim(d, self.ndim) for d in dims]))
+
+    def narrow(self, dim, start, length):
+        return ComplexTensor(self._r.narrow(_dim(dim, self.ndim), start, length))
+
+    def index_select(self, dim, index):
+        return ComplexTensor(self._r.index_select(_dim(dim, self.ndim), index))
+
+    def chunk(self, chunks, dim=0):
+        return tuple(ComplexTensor(r) for r in self._r.chunk(chunks, _dim(dim, self.ndim)))
+
+    def split(self, split_size, dim=0):
+        return tuple(ComplexTensor(r) for r in self._r.split(split_size, _dim(dim, self.ndim)))
+
+    def unbind(self, dim=0):
+        return tuple(ComplexTensor(r) for r in self._r.unbind(_dim(dim, self.ndim)))
+
+    def expand_as(self, other):
+        return self.expand(*other.shape)
+
     def __getattr__(self, name):
         if name.startswith("__"):  # a protocol probed (copy, pickle, NumPy): not there
             raise AttributeError(name)
