@@ -848,3 +848,32 @@ def test_complex_spectrogram_ops():
                                L.square(Z), Z[:, :, :1].expand_as(Z), L.nan_to_num(Z), Z.isfinite())]
     ref, got = _both(run)
     assert got == ref
+
+
+_WHOLE_RNN = '''
+import sys, torch
+f = sys.argv[2]
+if sys.argv[1] == "save":
+    torch.manual_seed(0)
+    torch.save({"lstm": torch.nn.LSTM(4, 5, num_layers=2, bidirectional=True, proj_size=3),
+                "gru": torch.nn.GRU(4, 5, bias=False)}, f)
+else:
+    d = torch.load(f, weights_only=False)
+    x = torch.ones(2, 1, 4)
+    print(tuple(d["lstm"](x)[0].shape), round(d["lstm"](x)[0].sum().item(), 5), round(d["gru"](x)[0].sum().item(), 5))
+'''
+
+
+def test_whole_recurrent_layers_pickled_here_load_in_pytorch(tmp_path):
+    """PyTorch's RNNBase needs its _all_weights / _flat_weights when it unpickles a whole LSTM or GRU."""
+    import subprocess
+    import sys
+    script = tmp_path / "rnn.py"
+    script.write_text(_WHOLE_RNN)
+    f = str(tmp_path / "m.pt")
+    gm_run = [sys.executable, "-m", "gpumemnet", "run", str(script)]
+    assert subprocess.run(gm_run + ["save", f], capture_output=True, text=True, timeout=120).returncode == 0
+    outs = [subprocess.run(cmd + ["load", f], capture_output=True, text=True, timeout=120)
+            for cmd in ([sys.executable, str(script)], gm_run)]
+    assert outs[0].returncode == 0, outs[0].stderr
+    assert outs[0].stdout == outs[1].stdout and outs[0].stdout.startswith("(2, 1, 6)")
