@@ -877,3 +877,14 @@ def test_whole_recurrent_layers_pickled_here_load_in_pytorch(tmp_path):
             for cmd in ([sys.executable, str(script)], gm_run)]
     assert outs[0].returncode == 0, outs[0].stderr
     assert outs[0].stdout == outs[1].stdout and outs[0].stdout.startswith("(2, 1, 6)")
+
+
+def test_zero_norm_stays_in_the_graph_with_a_zero_gradient():
+    def run(L):
+        x = L.tensor([[0.0, 1.0], [2.0, 1.0]], requires_grad=True)
+        d = L.cdist(x, x, p=0)
+        d.sum().backward()
+        n = L.linalg.vector_norm(x, 0)
+        return [d.requires_grad, d.tolist(), x.grad.tolist(), x.norm(0).requires_grad, n.item(), n.requires_grad]
+    ref, got = _both(run)
+    assert got == ref

@@ -620,8 +620,12 @@ class TensorMethods:
             return x.abs().amin(dim, keepdim)
         if p == 1:
             return x.abs().sum(dim, keepdim)
-        if p == 0:
-            return (x != 0).sum(dim, keepdim).to(x.dtype)
+        if p == 0:  # the count of nonzero entries; in a graph with a zero gradient, as PyTorch's (backward runs)
+            count = (x != 0).sum(dim, keepdim).to(x.dtype)
+            if not _needs_grad(x):
+                return count
+            s = x.sum(dim, keepdim)
+            return count + _where(s != s, 0.0, s * 0.0)  # (0 even where the sum is inf or NaN)
         if isinstance(p, numbers.Real):
             return (x.abs() ** p).sum(dim, keepdim) ** (1.0 / p)
         raise ValueError(f"norm: p must be a number or 'fro', got {p!r}")
