@@ -888,3 +888,20 @@ def test_zero_norm_stays_in_the_graph_with_a_zero_gradient():
         return [d.requires_grad, d.tolist(), x.grad.tolist(), x.norm(0).requires_grad, n.item(), n.requires_grad]
     ref, got = _both(run)
     assert got == ref
+
+
+def test_bce_with_logits_of_mixed_dtypes_has_the_targets_dtype():
+    def run(L):
+        x = L.from_numpy(np.random.RandomState(0).randn(5))
+        t = L.from_numpy(np.random.RandomState(1).rand(5).astype(np.float32))
+        out = []
+        for a, b in ((x, t), (x.float(), t.double())):
+            a = a.clone().requires_grad_()
+            for red in ("mean", "none"):
+                r = L.nn.functional.binary_cross_entropy_with_logits(a, b, reduction=red)
+                out.append((_name(r.dtype), [round(v, 6) for v in r.reshape(-1).tolist()]))
+            L.nn.functional.binary_cross_entropy_with_logits(a, b).backward()
+            out.append((_name(a.grad.dtype), [round(v, 6) for v in a.grad.tolist()]))
+        return out
+    ref, got = _both(run)
+    assert got == ref

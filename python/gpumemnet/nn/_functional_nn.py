@@ -502,7 +502,12 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
                           for t in (weight, pos_weight))
     input, target, weight, pos_weight = _fp32(input, target, weight, pos_weight)
     if input._dtype != target._dtype:
+        # computed in the promoted dtype; PyTorch's result has the target's (its formula writes into the target's
+        # dtype in place)
+        out_dtype = target.dtype
         input, target, weight, pos_weight = _promoted(input, target, weight, pos_weight)
+        return binary_cross_entropy_with_logits(input, target, weight, reduction=reduction,
+                                                pos_weight=pos_weight).to(out_dtype)
     if _needs_grad(input, target):
         return _BceWithLogits.apply(input, target, weight, pos_weight, red)
     return _C.bce_with_logits(input, target, weight, pos_weight, red)
