@@ -905,3 +905,16 @@ def test_bce_with_logits_of_mixed_dtypes_has_the_targets_dtype():
         return out
     ref, got = _both(run)
     assert got == ref
+
+
+def test_instance_norm_checkpoint_with_running_stats_gets_pytorchs_advice():
+    def run(L):
+        m = L.nn.Sequential(L.nn.Conv2d(3, 3, 1), L.nn.InstanceNorm2d(3))
+        sd = {k: v for k, v in m.state_dict().items()}
+        sd.update({"1.running_mean": L.zeros(3), "1.running_var": L.ones(3)})
+        with pytest.raises(RuntimeError) as e:
+            m.load_state_dict(sd)
+        m.load_state_dict(m.state_dict())  # its own state loads
+        return str(e.value)
+    ref, got = _both(run)
+    assert got == ref and "saved before 0.4.0" in ref

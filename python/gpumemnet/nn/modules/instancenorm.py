@@ -16,6 +16,26 @@ class _InstanceNorm(_NormBase):
                  dtype=None, *, bias=True):
         super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
 
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        """PyTorch's advice for a checkpoint from before 0.4.0 (CycleGAN's and pix2pix's old ones) that holds running
+        statistics an InstanceNorm without track_running_stats has no buffers for: its words, the keys dropped."""
+        if local_metadata.get("version") is None and not self.track_running_stats:
+            keys = [prefix + n for n in ("running_mean", "running_var") if prefix + n in state_dict]
+            if keys:
+                klass = type(self).__name__
+                error_msgs.append(
+                    f"Unexpected running stats buffer(s) {' and '.join(f'{chr(34)}{k}{chr(34)}' for k in keys)} for "
+                    f"{klass} with track_running_stats=False. If state_dict is a checkpoint saved before 0.4.0, this "
+                    f"may be expected because {klass} does not track running stats by default since 0.4.0. Please "
+                    f"remove these keys from state_dict. If the running stats are actually needed, instead set "
+                    f"track_running_stats=True in {klass} to enable them. See the documentation of {klass} for "
+                    f"details.")
+                for k in keys:
+                    state_dict.pop(k)
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                      error_msgs)
+
     def _apply_instance_norm(self, input):
         return F.instance_norm(input, self.running_mean, self.running_var, self.weight, self.bias,
                                self.training or not self.track_running_stats,
