@@ -1,4 +1,4 @@
-"""Error cases of the PyTorch names added in stop 41 (nn.AdaptiveLogSoftmaxWithLoss): B(...) is run against
+"""Error cases of the PyTorch names added in stop 41 (nn.AdaptiveLogSoftmaxWithLoss, Tensor.set_): B(...) is run against
 PyTorch too (error_inputs.py explains the tables). EXEMPT: public callables with no bad input."""
 from error_inputs import B, z
 
@@ -8,6 +8,8 @@ def _asm(l, d):
 
 
 CASES = [
+    B("Tensor.set_ of something that is not a tensor", lambda d, l: z(d, l, 2).set_([1.0, 2.0]), TypeError,
+      r"argument 'source'"),
     B("AdaptiveLogSoftmaxWithLoss cutoffs not increasing",
       lambda d, l: l.nn.AdaptiveLogSoftmaxWithLoss(4, 10, [6, 3]), ValueError,
       r"cutoffs should be a sequence of unique, positive integers sorted in an increasing order", devices=("cpu",)),

@@ -918,3 +918,19 @@ def test_instance_norm_checkpoint_with_running_stats_gets_pytorchs_advice():
         return str(e.value)
     ref, got = _both(run)
     assert got == ref and "saved before 0.4.0" in ref
+
+
+def test_set_shares_the_source_memory():
+    def run(L):
+        a, b = L.ones(2, 3), L.arange(6.0)
+        a.set_(b)
+        b[0] = 7
+        c = L.zeros(1)
+        c.set_(b, 1, (2,), (2,))
+        d = L.ones(3)
+        d.set_()
+        with pytest.raises(RuntimeError):
+            L.ones(2, requires_grad=True).set_(b)
+        return [a.tolist(), c.tolist(), d.tolist(), tuple(d.shape)]
+    ref, got = _both(run)
+    assert got == ref
