@@ -39,8 +39,14 @@ def test_every_cast_pair_matches_cpu():
 
 @pytest.mark.parametrize("d", NARROW, ids=lambda d: d.name)
 def test_fill_arange_copy_index_cat_compare(d):
+    info = gm.iinfo(d)
     for v in (0, 1, -1, 300, 2 ** 40 + 7):
-        same(host(gm.full((5,), v, dtype=d, device="cuda")), host(gm.full((5,), v, dtype=d)), f"fill {v}")
+        if -info.max <= v <= info.max:  # (unsigned types take -max..-1 too, wrapping, as PyTorch's)
+            same(host(gm.full((5,), v, dtype=d, device="cuda")), host(gm.full((5,), v, dtype=d)), f"fill {v}")
+        else:  # a number past the dtype is refused on both devices, as PyTorch refuses it
+            for dev in ("cuda", "cpu"):
+                with pytest.raises(RuntimeError, match="without overflow"):
+                    gm.full((5,), v, dtype=d, device=dev)
     same(host(gm.arange(-5, 300, 7, dtype=d, device="cuda")), host(gm.arange(-5, 300, 7, dtype=d)), "arange")
     a = (np.arange(60).reshape(5, 12) * 13 - 300)
     x = gm.tensor(a).to(d)

@@ -141,7 +141,8 @@ def _real_step(model, x, y=None, loss_fn=None, k=1, amp=None, segments=None, ste
         for i in range(k):
             xi = x[i * m:(i + 1) * m] if k > 1 else x
             with gm.autocast("cuda", dtype=amp) if amp is not None else contextlib.nullcontext():
-                out = gm.utils.checkpoint_sequential(model, segments, xi) if segments else model(xi)
+                out = gm.utils.checkpoint_sequential(model, segments, xi, use_reentrant=False) if segments \
+                    else model(xi)
                 loss = out.sum() if loss_fn is None else loss_fn(out, y[i * m:(i + 1) * m])
             del out
             if k > 1:
