@@ -118,6 +118,10 @@ class HookList(list):
     def get(self, key, default=None):
         return self[key] if key in self else default
 
+    def remove(self, entry):  # (prune and weight_norm remove their hooks so): its key goes too, not kept alive
+        list.remove(self, entry)
+        self._keys.pop(id(entry), None)
+
     def __repr__(self):
         return f"OrderedDict({self.items()!r})"
 
