@@ -323,3 +323,18 @@ def test_set_shares_the_source_memory():
         return [a.tolist(), c.tolist(), d.tolist(), tuple(d.shape)]
     ref, got = _both(run)
     assert got == ref
+
+
+def test_istft_to_a_complex_signal():
+    def run(L):
+        x = L.from_numpy(_data(2, 300))
+        w = L.hann_window(64, dtype=L.float64)
+        X = L.stft(x, 64, 16, window=w, onesided=False, return_complex=True)
+        y = L.istft(X, 64, 16, window=w, onesided=False, length=300, return_complex=True)
+        y2 = L.istft(X[:1] * (1 + 0.5j), 64, 16, window=w, onesided=False, return_complex=True)
+        with pytest.raises(RuntimeError, match="onesided output"):
+            L.istft(L.stft(x, 64, 16, window=w, return_complex=True), 64, 16, window=w, return_complex=True)
+        return [_name(y.dtype), tuple(y.shape), float((y.real - x).abs().max()) < 1e-12,
+                [round(v, 9) for v in L.view_as_real(y2).flatten()[:8].tolist()], tuple(y2.shape)]
+    ref, got = _both(run)
+    assert got == ref

@@ -13,7 +13,7 @@ from . import _C
 from ._core import creation as _c
 from ._core import hooks
 from ._core.autograd import Function
-from ._core.complex import ComplexTensor, _make, view_as_real
+from ._core.complex import ComplexTensor, _make, view_as_complex, view_as_real
 from ._core.dtype import get_default_dtype
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn", "rfftn", "irfftn",
@@ -389,8 +389,6 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     if not isinstance(input, ComplexTensor):
         raise TypeError(f"istft requires a complex-valued input tensor matching the output from stft with "
                         f"return_complex=True, got {getattr(input, 'dtype', type(input).__name__)}")
-    if return_complex:
-        raise RuntimeError("istft: return_complex=True is not supported by gpumemnet (real signals only)")
     spec = input if input.ndim == 3 else input.unsqueeze(0)
     if spec.ndim != 3:
         raise RuntimeError(f"istft: expected a tensor of 2 or 3 dimensions (B?, freq, frames), got shape "
@@ -401,28 +399,34 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     if freqs != (n_fft // 2 + 1 if onesided else n_fft):
         raise RuntimeError(f"istft: expected the frequency dimension (3rd to the last) of the input to be "
                            f"{n_fft // 2 + 1 if onesided else n_fft} for n_fft={n_fft}, but got {freqs}")
+    if return_complex and onesided:
+        raise RuntimeError("istft: Cannot have onesided output if window or input is complex")
     rdt = spec._r.dtype
     w = _padded_window("istft", window, win, n_fft, rdt, spec.device)
     w = _c.ones(n_fft, dtype=rdt, device=spec.device) if w is None else w.to(rdt)
-    # (B, frames, freq); a two-sided spectrum gives its first half to irfft, as PyTorch does for a real result
-    spec = spec.transpose(-1, -2)[..., :n_fft // 2 + 1]
-    y = irfft(spec, n=n_fft, dim=-1, norm="ortho" if normalized else None)
-    y = y * w  # (B, frames, n_fft)
+    norm = "ortho" if normalized else None
     total = n_fft + hop * (frames - 1)
     from .nn import functional as F
     fold = dict(output_size=(1, total), kernel_size=(1, n_fft), stride=(1, hop))
-    y = F.fold(y.transpose(1, 2), **fold).reshape(y.shape[0], total)
     envelope = F.fold((w * w).reshape(1, n_fft, 1).expand(1, n_fft, frames), **fold).reshape(total)
     start = n_fft // 2 if center else 0
     end = start + length if length is not None else (total - n_fft // 2 if center else total)
-    y, envelope = y[:, start:min(end, total)], envelope[start:min(end, total)]
+    envelope = envelope[start:min(end, total)]
     if bool((envelope.abs() < 1e-11).any()):
         raise RuntimeError("istft: window overlap add min is below 1e-11: the window (with this hop_length) "
                            "leaves samples uncovered, so they cannot be recovered")
-    y = y / envelope
-    if end > total:
-        y = _c.cat([y, _c.zeros(y.shape[0], end - total, dtype=y.dtype, device=y.device)], 1)
-    return y if input.ndim == 3 else y.squeeze(0)
+
+    def overlap_add(y):  # (B, frames, n_fft) windowed frames -> (B, samples), the envelope divided out
+        y = F.fold((y * w).transpose(1, 2), **fold).reshape(y.shape[0], total)[:, start:min(end, total)] / envelope
+        if end > total:
+            y = _c.cat([y, _c.zeros(y.shape[0], end - total, dtype=y.dtype, device=y.device)], 1)
+        return y if input.ndim == 3 else y.squeeze(0)
+    spec = spec.transpose(-1, -2)  # (B, frames, freq)
+    if return_complex:  # a two-sided spectrum's complex signal: the real and imaginary parts added up apart
+        y = ifft(spec, n=n_fft, dim=-1, norm=norm)
+        return view_as_complex(_c.stack([overlap_add(y.real), overlap_add(y.imag)], -1))
+    # a two-sided spectrum gives its first half to irfft, as PyTorch does for a real result
+    return overlap_add(irfft(spec[..., :n_fft // 2 + 1], n=n_fft, dim=-1, norm=norm))
 
 
 hooks.register("fft", sys.modules[__name__])  # Tensor.stft / Tensor.istft (_core/tensor_misc_extra.py)
