@@ -155,11 +155,8 @@ def _module(m):
         cls = _Global("torch.nn", cls.__name__)
     state = {k: collections.OrderedDict(v.items()) if hasattr(v, "items") and isinstance(v, list) else v
              for k, v in vars(m).items() if k not in _GM_ONLY}
-    if hasattr(m, "_flat_weight_groups"):  # a recurrent layer: PyTorch's RNNBase keeps its weights' names too
-        groups = m._flat_weight_groups()
-        state["_all_weights"] = groups
-        state["_flat_weights_names"] = [n for g in groups for n in g]
-        state["_flat_weights"] = [m._parameters[n] for n in state["_flat_weights_names"]]
+    if "_flat_weights_names" in vars(m):  # a recurrent layer: PyTorch's RNNBase unpickles its weights' list too
+        state["_flat_weights"] = [m._parameters.get(n) for n in m._flat_weights_names]
     for name in ("_forward_pre_hooks", "_forward_hooks"):  # the hooks' options, in PyTorch's dicts by handle id
         hooks = vars(m).get(name)
         flagged = [(hooks.key_of(e), e) for e in list.__iter__(hooks) if type(e).__name__ == "_Flagged"] \

@@ -67,13 +67,6 @@ class RNNBase(Module):
     bias_ih_l{k}, bias_hh_l{k}, weight_hr_l{k} with proj_size), their checks and initialisation, and the run over a
     (packed) sequence."""
 
-    def _flat_weight_groups(self):
-        """PyTorch's _all_weights: each layer and direction's parameter names, in its order (a whole module
-        pickled here carries them, so that PyTorch's RNNBase loads it)."""
-        order = ("weight_ih", "weight_hh", "bias_ih", "bias_hh", "weight_hr")
-        return [[f"{w}_l{k}{s}" for w in order if f"{w}_l{k}{s}" in self._parameters]
-                for k in range(self.num_layers) for s in ([""] + (["_reverse"] if self.bidirectional else []))]
-
     def __init__(self, mode, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
                  bidirectional=False, proj_size=0, device=None, dtype=None):
         super().__init__()
