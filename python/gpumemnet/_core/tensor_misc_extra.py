@@ -437,6 +437,21 @@ class ExtraMethods:
         self._set_data(self.detach()._as_strided(size, stride, offset))
         return self
 
+    def set_(self, source=None, storage_offset=0, size=None, stride=None):
+        """In place: self takes source's memory (shared, as PyTorch's) and geometry, or the view of it that
+        storage_offset / size / stride describe (as_strided's checks); with no source, an empty tensor."""
+        _refuse_inplace(self, "set_")
+        if source is None:
+            source = _C.empty((0,), self._dtype, self._device)
+        elif not isinstance(source, _C.TensorBase):
+            raise TypeError(f"set_(): argument 'source' must be a Tensor, not {type(source).__name__}")
+        elif size is not None:
+            size = _ints(size, "set_", "size")
+            stride = _contiguous_strides(size) if stride is None else stride
+            source = source._as_strided(*_as_strided_args(source, size, stride, storage_offset, "set_"))
+        self._set_data(source)
+        return self
+
     def adjoint(self):
         if self.ndim < 2:
             raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of matrices. Got "

@@ -217,25 +217,6 @@ class MoreMethods:
             return out
         return self.to(dtype=dtype, non_blocking=non_blocking)
 
-    def set_(self, source=None, storage_offset=0, size=None, stride=None):
-        """In place: self takes source's memory (shared, as PyTorch's) and geometry, or the view of it that
-        storage_offset / size / stride describe; with no source, an empty tensor."""
-        _refuse_inplace(self, "set_")
-        if source is None:
-            source = _C.empty((0,), self._dtype, self._device)
-        elif not isinstance(source, _C.TensorBase):
-            raise TypeError(f"set_(): argument 'source' must be a Tensor, not {type(source).__name__}")
-        elif size is not None:
-            size = tuple(size)
-            if stride is None:  # contiguous strides of size
-                stride, n = [], 1
-                for d in reversed(size):
-                    stride.insert(0, n)
-                    n *= d
-            source = source._as_strided(size, tuple(stride), int(storage_offset))
-        self._set_data(source)
-        return self
-
     # ---- in-place forms -------------------------------------------------------------------------------------
     def squeeze_(self, dim=None):
         return _reshape_in_place(self, "squeeze_", lambda t: t.squeeze(dim) if dim is not None else t.squeeze())

@@ -151,15 +151,18 @@ def _scatter(self, dim, index, src, reduce, op, accumulate, in_place):
     return _scatter_into(_copy(self), d, index, src, accumulate)
 
 
-def _unique_consecutive_dim(self, d, return_inverse, return_counts):
-    """unique_consecutive along dim d: a slice is kept where it differs from the one before it."""
-    a = np.moveaxis(_host(self, "unique_consecutive").reshape(tuple(self.shape) or (1,)), d, 0)
+def _unique_consecutive(self, d, return_inverse, return_counts):
+    """Each run of equal consecutive values once over the flattened tensor (d None: the inverse has self's shape),
+    or of equal consecutive slices along dim d."""
+    a = _host(self, "unique_consecutive")
+    a = a.reshape(-1) if d is None else np.moveaxis(a.reshape(tuple(self.shape) or (1,)), d, 0)
     n = a.shape[0]
-    changed = (a[1:] != a[:-1]).reshape(max(n - 1, 0), -1).any(1) if n > 1 else np.zeros(0, bool)
+    changed = (a[1:] != a[:-1]).reshape(n - 1, -1).any(1) if n > 1 else np.zeros(0, bool)
     starts = np.flatnonzero(np.concatenate(([True], changed))) if n else np.zeros(0, np.int64)
-    out = [_to_device(np.ascontiguousarray(np.moveaxis(a[starts], 0, d)), self)]
+    out = [_to_device(a[starts] if d is None else np.ascontiguousarray(np.moveaxis(a[starts], 0, d)), self)]
     if return_inverse:
-        out.append(_to_device((np.cumsum(np.isin(np.arange(n), starts)) - 1).astype(np.int64), self, _I64))
+        inverse = (np.cumsum(np.isin(np.arange(n), starts)) - 1).astype(np.int64)
+        out.append(_to_device(inverse.reshape(tuple(self.shape)) if d is None else inverse, self, _I64))
     if return_counts:
         out.append(_to_device(np.diff(np.append(starts, n)).astype(np.int64), self, _I64))
     return out[0] if len(out) == 1 else tuple(out)
@@ -327,18 +330,8 @@ class SelectMethods:
     def unique_consecutive(self, return_inverse=False, return_counts=False, dim=None):
         """Each run of equal consecutive values once (over the flattened tensor), or of equal consecutive slices
         along dim (the torchaudio tutorial's greedy CTC decoder: dim=-1 of a 1-D tensor)."""
-        if dim is not None:
-            return _unique_consecutive_dim(self, _dim(dim, max(self.ndim, 1), "unique_consecutive"),
-                                           return_inverse, return_counts)
-        a = _host(self, "unique_consecutive").reshape(-1)
-        starts = np.flatnonzero(np.concatenate(([True], a[1:] != a[:-1]))) if a.size else np.zeros(0, np.int64)
-        out = [_to_device(a[starts], self)]
-        if return_inverse:
-            out.append(_to_device((np.cumsum(np.isin(np.arange(a.size), starts)) - 1).reshape(tuple(self.shape))
-                                  .astype(np.int64), self, _I64))
-        if return_counts:
-            out.append(_to_device(np.diff(np.append(starts, a.size)).astype(np.int64), self, _I64))
-        return out[0] if len(out) == 1 else tuple(out)
+        d = None if dim is None else _dim(dim, max(self.ndim, 1), "unique_consecutive")
+        return _unique_consecutive(self, d, return_inverse, return_counts)
 
     def bincount(self, weights=None, minlength=0):
         """How often each value 0..max occurs in a 1-D non-negative integer tensor (the sum of weights, with
