@@ -328,8 +328,7 @@ def test_bool_addr(device):
 
 def test_cross_default_dim_warns_and_takes_first_size_3(device):
     x, y = rn(3, 3, 4), rn(3, 3, 4)
-    gm_cross_warned = __import__("gpumemnet._core.tensor_products", fromlist=["_cross_warned"])._cross_warned
-    gm_cross_warned[0] = False
+    gm._core.state.warned_once.clear()  # (said once per process, as PyTorch's)
     with pytest.warns(UserWarning, match="without specifying the dim"):
         ya = gm.cross(gm.tensor(x, device=device), gm.tensor(y, device=device))
     with warnings.catch_warnings():

@@ -315,7 +315,7 @@ def test_scheduler_stepped_before_the_optimizer_warns_as_pytorch():
 
 
 def test_float_of_a_tensor_that_requires_grad_warns_once():
-    gm._core.tensor_math._scalar_warned.clear()
+    gm._core.state.warned_once.clear()
     x = gm.ones((), requires_grad=True)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

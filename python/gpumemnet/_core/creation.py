@@ -10,6 +10,7 @@ from . import functions as F
 from . import hooks
 from .autograd import needs_grad as _needs_grad
 from .random import drawing_from
+from .state import warn_once
 from .dtype import (COMPLEX_OF, DTYPES, as_dtype, complex64, complex128, device_str, factory_device, fitting,
                     get_default_dtype, int64)
 from .arg_forms import _NO, dim_args
@@ -511,18 +512,12 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     return input.repeat_interleave(repeats, dim, output_size=output_size)
 
 
-_MESHGRID_WARNED = []
-
-
 def meshgrid(*tensors, indexing=None):
     """Coordinate grids of 1-D tensors (0-d count as 1-D): views that expand each along the others' dims.
     indexing 'ij' (PyTorch's default, with its warning once per process when left out) or 'xy' (the first two
     dims swapped, as NumPy's default)."""
     if indexing is None:
-        if not _MESHGRID_WARNED:
-            _MESHGRID_WARNED.append(True)
-            warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass the indexing "
-                          "argument.", UserWarning, stacklevel=2)
+        warn_once("torch.meshgrid: in an upcoming release, it will be required to pass the indexing argument.")
         indexing = "ij"
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])

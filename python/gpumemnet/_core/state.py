@@ -14,6 +14,7 @@ threading.local runs __init__ once in each thread on the thread's first access, 
 the defaults below."""
 import contextvars
 import threading
+import warnings
 
 
 class _ThreadState(threading.local):
@@ -30,6 +31,15 @@ class _ThreadState(threading.local):
 
 
 state = _ThreadState()
+warned_once = set()  # the messages warn_once has said in this process
+
+
+def warn_once(message, category=UserWarning, stacklevel=2):
+    """PyTorch's TORCH_WARN_ONCE: `message` said once per process (at the first caller's line; stacklevel counts
+    from warn_once's caller), whatever Python's warning filters have recorded since."""
+    if message not in warned_once:
+        warned_once.add(message)
+        warnings.warn(message, category, stacklevel=stacklevel + 1)
 grad_mode = contextvars.ContextVar("gpumemnet.grad_mode", default=True)  # no_grad, enable_grad, inference_mode...
 inference_flag = contextvars.ContextVar("gpumemnet.inference_mode", default=False)  # inside inference_mode()
 

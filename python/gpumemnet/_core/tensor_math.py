@@ -21,6 +21,7 @@ from . import functions as F
 from .autograd import Function, is_grad_enabled, needs_grad as _needs_grad
 from .dtype import DTYPES
 from .indexing import record_in_place
+from .state import warn_once
 
 # op codes of _C.unary after CEIL (docs/C_API.md)
 SIN, COS, TAN, ASIN, ACOS, ATAN, SINH, COSH, ERF, ERFC, LOG1P, EXPM1, LOG2, LOG10, EXP2 = range(10, 25)
@@ -334,13 +335,9 @@ def defer_to_foreign_operands(cls):
         setattr(cls, name, deferring(getattr(cls, name)))
 
 
-_scalar_warned = []
-
-
 def warn_scalar_of_grad_tensor():
     """float(t) of a tensor that requires grad, with grad enabled (LBFGS converts its loss under no_grad): PyTorch's
     warning, once per process as PyTorch's (TORCH_WARN_ONCE)."""
-    if not _scalar_warned and is_grad_enabled():
-        _scalar_warned.append(True)
-        warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior.\n"
-                      "Consider using tensor.detach() first.", UserWarning, stacklevel=3)
+    if is_grad_enabled():
+        warn_once("Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior.\n"
+                  "Consider using tensor.detach() first.", stacklevel=3)

@@ -22,6 +22,7 @@ from . import autocast as _amp
 from . import functions as F
 from .dtype import DTYPES, get_default_dtype
 from .autograd import needs_grad as _needs_grad, refuse_inplace as _refuse_inplace
+from .state import warn_once
 from .tensor_compose import _DiagEmbed, _diag_embed
 from .tensor_methods import _dim
 from .tensor_solve import (SolveMethods, cholesky_inverse, cholesky_solve, det, inverse, logdet, matrix_exp,
@@ -35,7 +36,6 @@ __all__ = ["addmm", "addmv", "addmv_", "addr", "baddbmm", "addbmm", "mv", "inner
 
 _I64, _BOOL = 4, 5
 _FLOAT_CODES = (0, 1, 2, 3)
-_cross_warned = [False]
 
 
 def _dt(t):
@@ -506,11 +506,9 @@ def cross(input, other, dim=None):
     _need_tensor(input, "cross", "input")
     _need_tensor(other, "cross", "other")
     if dim is None:
-        if not _cross_warned[0]:
-            _cross_warned[0] = True
-            warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\nPlease either pass the "
-                          "dim explicitly or simply use torch.linalg.cross.\nThe default value of dim will change "
-                          "to agree with that of linalg.cross in a future release.", UserWarning, stacklevel=2)
+        warn_once("Using torch.cross without specifying the dim arg is deprecated.\nPlease either pass the dim "
+                  "explicitly or simply use torch.linalg.cross.\nThe default value of dim will change to agree with "
+                  "that of linalg.cross in a future release.")
         shape = input.shape  # PyTorch's: the first dim of size 3 of input
         dim = next((i for i, s in enumerate(shape) if s == 3), None)
         if dim is None:
