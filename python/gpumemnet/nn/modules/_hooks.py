@@ -108,7 +108,10 @@ class HookList(list):
         return _fn(list.__getitem__(self, self._position(key)))
 
     def __delitem__(self, key):
-        list.__delitem__(self, key if isinstance(key, slice) else self._position(key))
+        if isinstance(key, slice):
+            list.__delitem__(self, key)
+        else:
+            self.remove(list.__getitem__(self, self._position(key)))
 
     def __contains__(self, key):
         if isinstance(key, int) and not isinstance(key, bool):
@@ -119,8 +122,12 @@ class HookList(list):
         return self[key] if key in self else default
 
     def remove(self, entry):  # (prune and weight_norm remove their hooks so): its key goes too, not kept alive
-        list.remove(self, entry)
-        self._keys.pop(id(entry), None)
+        for i, e in enumerate(list.__iter__(self)):
+            if e is entry:
+                list.__delitem__(self, i)
+                self._keys.pop(id(entry), None)
+                return
+        raise ValueError("HookList.remove(x): x not in list")
 
     def __repr__(self):
         return f"OrderedDict({self.items()!r})"
