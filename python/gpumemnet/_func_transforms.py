@@ -267,6 +267,7 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
         out = f(*xs)
         outs = out if isinstance(out, tuple) else (out,)
         jvs = tuple(jacobian_vector(o, xs, tangents, create_graph=nested) for o in outs)
+        jvs = tuple(zeros_like(o) if jv is None else jv for o, jv in zip(outs, jvs))  # (constant in the primals)
     if not nested:
         outs = tuple(o.detach() for o in outs)
     out, jv = (outs, jvs) if isinstance(out, tuple) else (outs[0], jvs[0])
@@ -274,9 +275,8 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
 
 
 def jacobian_vector(out, inputs, tangents, create_graph=False):
-    """J @ tangents of out with respect to inputs (tensors out's graph reaches), by the double-vjp trick:
-    u -> J^T u is linear in u, and its gradient along the tangents is J v. Zeros where out does not depend on
-    them (None when out is not differentiable at all)."""
+    """J @ tangents of out with respect to inputs, by the double-vjp trick: u -> J^T u is linear in u, and its
+    gradient along the tangents is J v. None when out's graph reaches none of the inputs."""
     if not out.requires_grad:
         return None
     with enable_grad():
@@ -284,7 +284,7 @@ def jacobian_vector(out, inputs, tangents, create_graph=False):
         firsts = _autograd_grad(out, list(inputs), u, retain_graph=True, create_graph=True, allow_unused=True)
         pairs = [(g, t) for g, t in zip(firsts, tangents) if g is not None and g.requires_grad]
         if not pairs:
-            return zeros_like(out)
+            return None
         jv, = _autograd_grad([g for g, _ in pairs], u, [t for _, t in pairs], retain_graph=True,
                              create_graph=create_graph, allow_unused=True)
     return zeros_like(out) if jv is None else jv

@@ -271,7 +271,7 @@ def irfftn(input, s=None, dim=None, norm=None):
 
 # the Hermitian transforms: hfft is irfft of the conjugate with the dual normalisation, ihfft the conjugate of rfft
 def _conj(x):
-    return x.conj() if hasattr(x, "conj") and not isinstance(x, _C.TensorBase) else x
+    return x.conj() if isinstance(x, ComplexTensor) else x
 
 
 def hfft(input, n=None, dim=-1, norm=None):

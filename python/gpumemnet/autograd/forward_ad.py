@@ -11,8 +11,6 @@ tensor is dual (kornia's morphology: `unpack_dual(t).tangent is None`) gets None
 import contextlib
 from collections import namedtuple
 
-from .._core.autograd import grad
-from .._core.creation import zeros_like
 from .._core.tensor import Tensor
 from .._func_transforms import jacobian_vector
 
@@ -82,13 +80,5 @@ def unpack_dual(tensor, *, level=None):
             return UnpackedDualTensor(tensor, t)
     if not duals or not tensor.is_floating_point():
         return UnpackedDualTensor(tensor, None)
-    reached = [(d, t) for d, t in duals if d is tensor or _reaches(tensor, d)]
-    if not reached:
-        return UnpackedDualTensor(tensor, None)
-    return UnpackedDualTensor(tensor, jacobian_vector(tensor, [d for d, _ in reached], [t for _, t in reached]))
-
-
-def _reaches(out, dual):
-    """Whether out's graph reaches dual (a tensor built without one has no tangent: None, as in PyTorch)."""
-    g, = grad(out, dual, zeros_like(out), retain_graph=True, allow_unused=True)
-    return g is not None
+    # None where tensor was built from no dual tensor, as in PyTorch
+    return UnpackedDualTensor(tensor, jacobian_vector(tensor, [d for d, _ in duals], [t for _, t in duals]))
