@@ -157,9 +157,10 @@ def _module(m):
              for k, v in vars(m).items() if k not in _GM_ONLY}
     if "_flat_weights_names" in vars(m):  # a recurrent layer: PyTorch's RNNBase unpickles its weights' list too
         state["_flat_weights"] = [m._parameters.get(n) for n in m._flat_weights_names]
+    from .nn.modules._hooks import _Flagged  # noqa: PLC0415  (nn is loaded by then, as in _module_class)
     for name in ("_forward_pre_hooks", "_forward_hooks"):  # the hooks' options, in PyTorch's dicts by handle id
         hooks = vars(m).get(name)
-        flagged = [(hooks.key_of(e), e) for e in list.__iter__(hooks) if type(e).__name__ == "_Flagged"] \
+        flagged = [(hooks.key_of(e), e) for e in list.__iter__(hooks) if type(e) is _Flagged] \
             if hasattr(hooks, "key_of") else []
         state[name + "_with_kwargs"] = collections.OrderedDict((k, True) for k, e in flagged if e.with_kwargs)
         if name == "_forward_hooks":

@@ -14,6 +14,7 @@ from .._core.functions import is_tensor
 __all__ = ["ctc_loss"]
 
 _NEG = -1e30  # log of "impossible": finite in float32 and float64, far below any real log-probability
+_REDUCTIONS = ("none", "mean", "sum")
 
 
 class _NanGradientWhere(Function):
@@ -28,7 +29,6 @@ class _NanGradientWhere(Function):
     @staticmethod
     def backward(ctx, g):
         return where(ctx.bad, float("nan"), g), None
-_REDUCTIONS = ("none", "mean", "sum")
 
 
 def _int_list(v):

@@ -5,6 +5,7 @@ Each get_lr() is PyTorch's recursive (chainable) form, so that the values match 
 when another scheduler also changes the lr (ChainedScheduler, SequentialLR); step(epoch) and SequentialLR's
 milestones use the closed forms (_get_closed_form_lr). `_is_initial` is True during the step the constructor
 makes, as in PyTorch: that step reports the current lr instead of applying a factor."""
+import functools
 import math
 import types
 import warnings
@@ -54,12 +55,12 @@ class LRScheduler:
         super().__init_subclass__(**kwargs)
         fn = cls.__dict__.get("get_lr")
         if fn is not None and cls.__module__.startswith("gpumemnet."):
+            @functools.wraps(fn)
             def get_lr(self):
                 if not self._get_lr_called_within_step:
                     warnings.warn("To get the last learning rate computed by the scheduler, please use "
                                   "`get_last_lr()`.", UserWarning, stacklevel=2)
                 return fn(self)
-            get_lr.__doc__, get_lr.__name__, get_lr.__qualname__ = fn.__doc__, fn.__name__, fn.__qualname__
             cls.get_lr = get_lr
 
     def __init__(self, optimizer, last_epoch=-1):
@@ -108,18 +109,21 @@ class LRScheduler:
                           "per epoch instead", UserWarning, stacklevel=2)
         self._update_lr(epoch)
 
-    def _update_lr(self, epoch=None):
+    def _within_step(self, compute):
+        """compute() (get_lr or the closed form) as step() runs it: get_lr does not warn there."""
         self._get_lr_called_within_step = True
         try:
-            if epoch is None:
-                self.last_epoch += 1
-                values = self.get_lr()
-            else:
-                self.last_epoch = epoch
-                closed = getattr(self, "_get_closed_form_lr", None)
-                values = closed() if closed is not None else self.get_lr()
+            return compute()
         finally:
             self._get_lr_called_within_step = False
+
+    def _update_lr(self, epoch=None):
+        if epoch is None:
+            self.last_epoch += 1
+            values = self._within_step(self.get_lr)
+        else:
+            self.last_epoch = epoch
+            values = self._within_step(getattr(self, "_get_closed_form_lr", self.get_lr))
         for group, lr in zip(self.optimizer.param_groups, values):
             group["lr"] = lr
         self._last_lr = _group_lrs(self.optimizer)
