@@ -26,9 +26,9 @@ def read_file(path):
 
 
 def write_file(path, data):
-    _bytes_of(data, "write_file")
+    raw = _bytes_of(data, "write_file")
     with open(str(path), "wb") as f:
-        f.write(data.numpy().tobytes())
+        f.write(raw)
 
 
 def _bytes_of(data, op):

@@ -87,24 +87,17 @@ class AdaptiveLogSoftmaxWithLoss(Module):
         loss = (-output).mean()
         return _ASMoutput(output if batched else output.squeeze(0), loss)
 
-    def _full_log_prob(self, input, head_output):
-        head_logprob = F.log_softmax(head_output, dim=1)
-        parts = [head_logprob[:, :self.shortlist_size]]
-        for i in range(self.n_clusters):
-            cluster_logprob = F.log_softmax(self.tail[i](input), dim=1)
-            parts.append(cluster_logprob + head_logprob[:, self.shortlist_size + i].unsqueeze(1))
-        return cat(parts, 1)
-
     def log_prob(self, input):
         """The log-probability of every class: (N, n_classes), or (n_classes,) of a 1-D input."""
-        batched = input.ndim == 2
-        x = input if batched else input.unsqueeze(0)
-        out = self._full_log_prob(x, self.head(x))
-        return out if batched else out.squeeze(0)
+        x = input if input.ndim == 2 else input.unsqueeze(0)
+        head_logprob = F.log_softmax(self.head(x), dim=1)
+        parts = [head_logprob[:, :self.shortlist_size]]
+        for i in range(self.n_clusters):
+            cluster_logprob = F.log_softmax(self.tail[i](x), dim=1)
+            parts.append(cluster_logprob + head_logprob[:, self.shortlist_size + i].unsqueeze(1))
+        out = cat(parts, 1)
+        return out if input.ndim == 2 else out.squeeze(0)
 
     def predict(self, input):
-        """The most likely class of each row (log_prob(input).argmax(1), computed as PyTorch does)."""
-        batched = input.ndim == 2
-        x = input if batched else input.unsqueeze(0)
-        out = self._full_log_prob(x, self.head(x)).argmax(dim=1)
-        return out if batched else out.squeeze(0)
+        """The most likely class of each row (of a 1-D input: one class)."""
+        return self.log_prob(input).argmax(dim=-1)
