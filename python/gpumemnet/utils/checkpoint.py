@@ -65,9 +65,9 @@ def _detached(obj):
 class _Frame:
     """One checkpointed call: what is needed to recompute it, and the tensors recomputed for backward."""
 
-    def __init__(self, fn, args, kwargs, rng_state, autocast_state, context=None):
+    def __init__(self, fn, args, kwargs, rng_state, autocast_state, context):
         self.fn, self.args, self.kwargs = fn, args, kwargs
-        self.context = context if context is not None else contextlib.nullcontext()  # context_fn's second
+        self.context = context  # the recomputation's (context_fn's second)
         self.rng_state = rng_state
         self.touches_rng = state.meta_draws_random  # False inside an estimate (see the module's docstring)
         self.autocast_state = autocast_state
