@@ -191,14 +191,14 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     return _C.batch_norm(*args)[0]
 
 
-def _legacy(reduction, size_average, reduce):
+def _legacy(reduction, size_average, reduce, stacklevel=3):
     """reduction from PyTorch's deprecated size_average / reduce keywords, when a script passes them (PyTorch-GAN's
-    StarGAN: size_average=False), with PyTorch's warning."""
+    StarGAN: size_average=False), with PyTorch's warning (the losses' functions and modules give it)."""
     if size_average is None and reduce is None:
         return reduction
     reduction = check_reduction(reduction, size_average, reduce)
     warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{reduction}' instead.",
-                  UserWarning, stacklevel=3)
+                  UserWarning, stacklevel=stacklevel)
     return reduction
 
 

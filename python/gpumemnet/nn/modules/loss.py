@@ -1,8 +1,7 @@
 """Loss layers: thin holders of the options of the functional losses. Class weights are buffers (they move with
 .to() and are saved in state_dict, as in PyTorch)."""
-import warnings
-
 from .. import functional as F
+from .._functional_nn import _legacy
 from ._utils import check_reduction
 from .module import Module
 
@@ -13,10 +12,8 @@ __all__ = ["CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "
 class _Loss(Module):
     def __init__(self, size_average=None, reduce=None, reduction="mean"):
         super().__init__()
-        self.reduction = check_reduction(reduction, size_average, reduce)
-        if size_average is not None or reduce is not None:  # PyTorch's warning, at construction
-            warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{self.reduction}' "
-                          f"instead.", UserWarning, stacklevel=3)
+        # (the deprecated keywords with PyTorch's warning, at construction)
+        self.reduction = check_reduction(_legacy(reduction, size_average, reduce, stacklevel=4))
 
 
 class _WeightedLoss(_Loss):
