@@ -111,7 +111,6 @@ def _binary_slot(op, a, b):
     return _binary(fn, op, a, b, name)
 
 
-
 def _rsub(self, o):
     """o - self for a non-tensor o."""
     cx = hooks.get("complex")

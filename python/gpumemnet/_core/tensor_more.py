@@ -33,7 +33,6 @@ _TYPE_NAMES = {0: "FloatTensor", 1: "DoubleTensor", 2: "HalfTensor", 3: "BFloat1
                5: "BoolTensor", 6: "ByteTensor", 7: "CharTensor", 8: "ShortTensor", 9: "IntTensor"}
 
 
-
 def _write_back(self, name, compute):
     """self's values replaced by compute(self)'s, the out-of-place op (the in-place form: sign_, round_...); in a
     graph recorded as PyTorch records it (indexing.record_in_place)."""
