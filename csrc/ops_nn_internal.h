@@ -137,6 +137,9 @@ GM_PY_KW_DECL(pointwise_loss);
 GM_PY_KW_DECL(pointwise_loss_backward);
 GM_PY_KW_DECL(bce_with_logits);
 GM_PY_KW_DECL(bce_with_logits_backward);
+/* ops_ctc.c */
+GM_PY_KW_DECL(ctc_loss);
+GM_PY_KW_DECL(ctc_loss_backward);
 /* ops_rnn_cell.c */
 GM_PY_KW_DECL(lstm_cell);
 GM_PY_KW_DECL(lstm_cell_backward);

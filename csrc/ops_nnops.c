@@ -1,7 +1,7 @@
 /* csrc/ops_nnops.c — the nn op family: activations, dropout, batch/group norm, softmax, losses (forward and
  * backward). This file holds the family's interface (below) and its method table; the ops live in
- * ops_activation.c (activations, softmax), ops_dropout.c, ops_norm.c (batch and group norm) and ops_loss.c, over the helpers of
- * ops_nn_internal.h.
+ * ops_activation.c (activations, softmax), ops_dropout.c, ops_norm.c (batch and group norm), ops_loss.c and
+ * ops_ctc.c, over the helpers of ops_nn_internal.h.
  *
  * Each _C function validates its arguments and infers output shapes (the same code for every device),
  * allocates its outputs with gm_empty (current category) and any scratch as workspace (freed before returning),
@@ -47,6 +47,10 @@
  *                  ops: MSE=0 L1=1 SMOOTH_L1=2 (param beta) HUBER=3 (delta) BCE=4 KL_DIV=5 (log_target)
  *   bce_with_logits(x, target, weight, pos_weight, reduction)
  *   bce_with_logits_backward(grad, x, target, weight, pos_weight, reduction, need_x, need_target)
+ *   ctc_loss(log_probs, targets, input_lengths, target_lengths, blank) -> (nll, log_alpha)   (ops_ctc.c: CPU and
+ *       meta only; targets (N, L) padded, lengths (N) int64 on log_probs's device)
+ *   ctc_loss_backward(grad, log_probs, targets, input_lengths, target_lengths, log_alpha, nll, blank,
+ *                     zero_infinity) -> d log_probs (T, N, C); a backward scratch of N * (4L + 2 + C) float64s
  *   lstm_cell(gi, gh, c) -> (h, c_new, act)        the fused recurrent cells (ops_rnn_cell.c, kernels/rnn_cell.h)
  *   lstm_cell_backward(dh, dc, act, c, c_new) -> (d_gates, dc_prev)
  *   gru_cell(gi, gh, h) -> (h_new, ws)
@@ -113,6 +117,11 @@ PyMethodDef gm_nnops_methods[] = {
      "bce_with_logits(x, target, weight=None, pos_weight=None, reduction=1)."},
     {"bce_with_logits_backward", KW(gm_py_bce_with_logits_backward),
      "bce_with_logits_backward(grad, x, target, weight, pos_weight, reduction, need_x, need_target) -> (dx, dtarget)."},
+    {"ctc_loss", KW(gm_py_ctc_loss),
+     "ctc_loss(log_probs, targets, input_lengths, target_lengths, blank) -> (nll, log_alpha): on the CPU."},
+    {"ctc_loss_backward", KW(gm_py_ctc_loss_backward),
+     "ctc_loss_backward(grad, log_probs, targets, input_lengths, target_lengths, log_alpha, nll, blank, "
+     "zero_infinity) -> d log_probs."},
     {"lstm_cell", KW(gm_py_lstm_cell), "lstm_cell(gi, gh, c) -> (h, c_new, act): one fused LSTM step."},
     {"lstm_cell_backward", KW(gm_py_lstm_cell_backward),
      "lstm_cell_backward(dh, dc, act, c, c_new) -> (d_gates, dc_prev)."},

@@ -110,3 +110,43 @@ def test_crnn_trains_as_pytorch():
             losses[lib].append(loss.item())
     np.testing.assert_allclose(losses[gm], losses[torch], rtol=1e-9)
     assert losses[gm][-1] < losses[gm][0]
+
+
+def test_cpu_kernel_in_float32_with_gradient_at_log_probs_and_empty_inputs():
+    """The CPU kernel keeps log_alpha in float32 for float32 input, as PyTorch does: a longer input matches it to
+    float32's precision; the gradient is taken at log_probs themselves (PyTorch's closed form, not the true
+    gradient); an input of length 0 has loss 0 for an empty target and inf otherwise, and no gradient."""
+    rng = np.random.default_rng(3)
+    T, N, C = 120, 5, 12
+    x = (rng.standard_normal((T, N, C)) * 2).astype(np.float32)
+    t = rng.integers(1, C, (N, 30))
+    il, tl = [120, 90, 0, 0, 60], [30, 11, 0, 4, 25]
+
+    def run(lib):
+        lp = lib.tensor(x).log_softmax(2).detach().requires_grad_()
+        loss = lib.nn.functional.ctc_loss(lp, lib.tensor(t), il, tl, reduction="none")
+        (lib.where(lib.isfinite(loss), loss, lib.zeros_like(loss)) * lib.arange(1, N + 1)).sum().backward()
+        return np.asarray(loss.tolist()), np.asarray(lp.grad.tolist())
+    (la, ga), (lb, gb) = run(gm), run(torch)
+    np.testing.assert_allclose(la, lb, rtol=2e-5)
+    assert la[2] == 0 and la[3] == np.inf
+    np.testing.assert_allclose(ga, gb, atol=2e-4)
+    assert not ga[:, 2:4].any()
+
+
+def test_meta_allocates_what_the_cpu_does():
+    """An estimate on meta takes the kernel's allocations (log_alpha kept for the backward, its scratch, the
+    gradient) at the same points as the CPU run: the same peak and the same bytes held after the forward."""
+    rng = np.random.default_rng(4)
+    targets = rng.integers(1, 7, (3, 6))
+    figures = {}
+    for dev in ("cpu", "meta"):
+        x = gm.tensor(rng.standard_normal((25, 3, 7)), device=dev, requires_grad=True)
+        gm.memory.reset_peak_memory_stats(dev)
+        base = gm.memory.memory_allocated(dev)
+        loss = gm.nn.functional.ctc_loss(x.log_softmax(2), gm.tensor(targets, device=dev), [25, 20, 9], [6, 3, 2])
+        held = gm.memory.memory_allocated(dev) - base
+        loss.backward()
+        figures[dev] = (held, gm.memory.max_memory_allocated(dev) - base)
+    assert figures["meta"] == figures["cpu"]
+    assert figures["cpu"][0] >= 3 * 25 * 13 * 8  # log_alpha (N, T, 2L + 1) in float64 is held for the backward

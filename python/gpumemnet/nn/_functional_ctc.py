@@ -1,34 +1,54 @@
 """F.ctc_loss (connectionist temporal classification: speech and OCR models over an LSTM or a CNN's columns), with
 PyTorch's arguments, checks and reductions.
 
-The forward algorithm of Graves et al. in log space, vectorised over the batch and the extended label sequence
-(the targets with a blank before, between and after their labels), one time step at a time, with recorded ops:
-its gradient is autograd's plus exp(log_probs), PyTorch's closed form (see ctc_loss). Impossible alignments (a
-target longer than its input allows) sit at a large finite negative log-probability instead of -inf; their loss
-is reported as inf with a NaN gradient, or 0 with a zero one with zero_infinity, as PyTorch's."""
-from .._core.autograd import Function
-from .._core.creation import cat, full, stack, tensor, where
+The loss and its gradient are a kernel's (csrc/ops_ctc.c; kernels/cpu/ctc.c, kernels/cuda/ctc.cu): the forward
+algorithm of Graves et al. in log space keeps log_alpha (N, T, 2L + 1) in the input's dtype for the backward, as
+PyTorch's does, and the backward runs the beta recursion into PyTorch's closed-form gradient, exp(log_probs) -
+posterior: not the true gradient with respect to log_probs, but the one that log_softmax's backward turns into
+the scores' (a model ending in log_softmax trains alike). An impossible alignment (a target longer than its input
+allows) has loss inf and a NaN gradient, or 0 and a zero one with zero_infinity, as PyTorch's."""
+from .. import _C
+from .._core.autograd import Function, as_activation, needs_grad
+from .._core.creation import tensor, where
 from .._core.dtype import float32, int64
 from .._core.functions import is_tensor
 
 __all__ = ["ctc_loss"]
 
-_NEG = -1e30  # log of "impossible": finite in float32 and float64, far below any real log-probability
 _REDUCTIONS = ("none", "mean", "sum")
 
 
-class _NanGradientWhere(Function):
-    """The identity, whose gradient is NaN where `bad` (an impossible alignment's, as PyTorch's without
-    zero_infinity)."""
+class _CtcLoss(Function):
+    """The per-sample negative log-likelihoods from the kernel; backward is its closed-form gradient."""
 
     @staticmethod
-    def forward(ctx, x, bad):
-        ctx.bad = bad
-        return x.detach().clone()
+    def forward(ctx, lp, targets, in_lens, tg_lens, blank, zero_infinity):
+        nll, log_alpha = _C.ctc_loss(lp, targets, in_lens, tg_lens, blank)
+        ctx.args = (blank, zero_infinity)
+        ctx.save_for_backward(lp, targets, in_lens, tg_lens, as_activation(log_alpha), nll)
+        return nll
 
     @staticmethod
     def backward(ctx, g):
-        return where(ctx.bad, float("nan"), g), None
+        lp, targets, in_lens, tg_lens, log_alpha, nll = ctx._unpacked
+        grad = _C.ctc_loss_backward(g.contiguous(), lp, targets, in_lens, tg_lens, log_alpha, nll, *ctx.args)
+        return grad, None, None, None, None, None
+
+    def name(self):
+        return "CtcLossBackward"
+
+
+def _kernel_nll(lp, labels, in_lens, tg_lens, blank, zero_infinity):
+    """Per-sample losses by the kernel: targets padded to the longest (N, L), lengths as int64 tensors."""
+    dev = lp.device
+    width = max(tg_lens, default=0)
+    padded = tensor([row + [blank] * (width - len(row)) for row in labels], dtype=int64, device=dev)
+    if width == 0:
+        padded = padded.reshape(len(labels), 0)
+    args = (lp.contiguous(), padded, tensor(in_lens, dtype=int64, device=dev), tensor(tg_lens, dtype=int64, device=dev))
+    if needs_grad(lp):
+        return _CtcLoss.apply(*args, blank, zero_infinity)
+    return _C.ctc_loss(*args, blank)[0]
 
 
 def _int_list(v):
@@ -96,48 +116,10 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
         for c in row:
             if not 0 <= c < classes:
                 raise RuntimeError(f"ctc_loss: target label {c} is out of range for {classes} classes")
-    # the extended sequences: blank, l1, blank, l2, ..., blank; and where a step may skip the blank before
-    width = 2 * max(tg_lens, default=0) + 1
-    ext, skip, valid = [], [], []
-    for row in labels:
-        e = [blank]
-        for c in row:
-            e += [c, blank]
-        ext.append(e + [blank] * (width - len(e)))
-        skip.append([s >= 2 and e[s] != blank and e[s] != e[s - 2] if s < len(e) else False for s in range(width)])
-        valid.append([s < len(e) for s in range(width)])
     dev = lp.device
-    ext_t = tensor(ext, dtype=int64, device=dev)
-    skip_t = tensor(skip, device=dev)
-    valid_t = tensor(valid, device=dev)
-    emit = lp.gather(2, ext_t.unsqueeze(0).expand(steps, batch, width))  # (T, N, S'): log p of each step's label
-    neg1 = full((batch, 1), _NEG, dtype=lp.dtype, device=dev)
-    first_two = tensor([[s < 2 for s in range(width)]] * batch, device=dev)
-    alpha = where(first_two & valid_t, emit[0], _NEG)
-    running = tensor([[n > 0] for n in in_lens], device=dev)
-    alpha = where(running, alpha, _NEG)
-    for t in range(1, steps):
-        prev1 = cat([neg1, alpha[:, :-1]], 1)
-        prev2 = where(skip_t, cat([neg1, neg1, alpha[:, :-2]], 1) if width > 2 else neg1.expand(batch, width), _NEG)
-        nxt = where(valid_t, stack([alpha, prev1, prev2], 0).logsumexp(0) + emit[t], _NEG)
-        alpha = where(tensor([[t < n] for n in in_lens], device=dev), nxt, alpha)
-    last = tensor([[2 * n, max(2 * n - 1, 0)] for n in tg_lens], dtype=int64, device=dev)
-    ends = alpha.gather(1, last)
-    ends = where(tensor([[True, n > 0] for n in tg_lens], device=dev), ends, _NEG)
-    nll = -ends.logsumexp(1)
-    feasible = nll < -_NEG / 2
-    if lp.requires_grad:
-        # PyTorch's gradient with respect to log_probs is its closed form exp(log_probs) - posterior over each input's
-        # steps: the true gradient (-posterior) plus exp(log_probs), which log_softmax's backward cancels (a model
-        # ending in log_softmax trains alike) and which shows where the gradient is taken at log_probs itself (or
-        # at scores that missed their log_softmax). A term of value 0 adds it; an impossible alignment's gradient
-        # is NaN there, unless zero_infinity.
-        on = tensor([[[t < n] for n in in_lens] for t in range(steps)], device=dev)
-        e = where(on, lp.exp(), 0.0).sum((0, 2))
-        nll = nll + (e - e.detach())
-        if not zero_infinity:
-            nll = _NanGradientWhere.apply(nll, ~feasible)
-    nll = where(feasible, nll, 0.0 if zero_infinity else float("inf"))
+    nll = _kernel_nll(lp, labels, in_lens, tg_lens, blank, zero_infinity)
+    if zero_infinity:
+        nll = where(nll == float("inf"), 0.0, nll)
     if reduction == "mean":
         scale = tensor([1.0 / max(n, 1) for n in tg_lens], dtype=lp.dtype, device=dev)
         out = (nll * scale).mean()
@@ -146,3 +128,4 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     else:
         out = nll.squeeze(0) if unbatched else nll
     return out.to(log_probs.dtype) if out.dtype != log_probs.dtype else out
+
