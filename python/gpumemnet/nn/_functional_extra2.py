@@ -7,7 +7,7 @@ import warnings
 from .._core.activation import _check_tensor
 from .._core.autocast import float32_op
 from .._core.creation import arange, cat, ones, tensor, zeros
-from .._core.dtype import int64
+from .._core.dtype import float32, int64
 from .._core.tensor_select import _host
 from ._args import _pair, check_reduction
 from ._functional_layers import _embedding_renorm_, embedding
@@ -367,9 +367,10 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     bags = offsets.shape[0] - (1 if include_last_offset else 0)
     if bags <= 0:
         return zeros(0, dim, dtype=weight.dtype, device=weight._device) + emb.sum() * 0
-    starts = zeros(n + 1, dtype=weight.dtype, device=flat._device).index_add(
-        0, offsets, ones(offsets.shape[0], dtype=weight.dtype, device=flat._device))
-    bag = starts.narrow(0, 0, n).cumsum(0).long() - 1
+    # counted in int64: a half weight's dtype holds integers only to 256 (bfloat16) or 2048 (float16)
+    starts = zeros(n + 1, dtype=int64, device=flat._device).index_add(
+        0, offsets, ones(offsets.shape[0], dtype=int64, device=flat._device))
+    bag = starts.narrow(0, 0, n).cumsum(0) - 1
     inside = bag < bags  # with include_last_offset, the entries from offsets[-1] on belong to no bag
     keep = inside if keep is None else keep & inside
     bag = bag.where(inside, 0)
@@ -385,9 +386,11 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         padded = cat([emb, zeros(1, dim, dtype=emb.dtype, device=emb._device)], 0)
         taken = padded.index_select(0, index.reshape(-1)).reshape(bags, width, dim)
         return _bag_max(taken, index != n)
-    src = emb.masked_fill(keep.logical_not().unsqueeze(1), 0.0)
-    total = zeros(bags, dim, dtype=emb.dtype, device=emb._device).index_add(0, bag, src)
+    # half weights' bags are summed in float32, as PyTorch's kernel does, and rounded once
+    acc = float32 if emb.dtype.itemsize < 4 else emb.dtype
+    src = emb.masked_fill(keep.logical_not().unsqueeze(1), 0.0).to(acc)
+    total = zeros(bags, dim, dtype=acc, device=emb._device).index_add(0, bag, src)
     if mode == "sum":
-        return total
-    count = zeros(bags, dtype=emb.dtype, device=emb._device).index_add(0, bag, keep.to(dtype=emb.dtype))
-    return total / count.clamp(min=1).unsqueeze(1)
+        return total.to(emb.dtype)
+    count = zeros(bags, dtype=acc, device=emb._device).index_add(0, bag, keep.to(dtype=acc))
+    return (total / count.clamp(min=1).unsqueeze(1)).to(emb.dtype)
