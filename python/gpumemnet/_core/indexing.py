@@ -14,6 +14,7 @@ from .dtype import SCALAR_TYPE_NAMES, fitting
 
 _I64, _BOOL, _U8 = 4, 5, 6
 _NARROW_INTS = (7, 8, 9)  # int8, int16, int32
+_F32, _HALVES = 0, (2, 3)  # float32; float16, bfloat16
 
 
 def _as_index_tensor(obj, device):
@@ -199,13 +200,16 @@ def check_put_dtypes(t, idx, value):
                        f"{SCALAR_TYPE_NAMES.get(value._dtype, value.dtype)} for the source.")
 
 
-def index_put_into(out, d, index, values, accumulate):
+def index_put_into(out, d, index, values, accumulate, wide_halves=False):
     """_C.index_put_, with sums into the storage-only integer dtypes (uint8 ... int32: the kernels add in int64 and
     above) made in int64 and written back: torchvision's v2 equalize histograms uint8 images by scatter_add_,
-    torchmetrics counts into int32 with index_put_(accumulate=True)."""
-    if accumulate and out._dtype in (_U8,) + _NARROW_INTS:
-        wide = F.cast(out, _I64)
-        _C.index_put_(wide, d, index, F.cast(values, _I64) if isinstance(values, _C.TensorBase) else values, True)
+    torchmetrics counts into int32 with index_put_(accumulate=True). wide_halves: sums into float16 / bfloat16 made
+    in float32 and rounded once, as PyTorch's scatter_add / scatter_reduce do (its index_add and index_put_ add in
+    the half type: 600 halves of 0.5 make 300 one way, 128 in bfloat16 the other)."""
+    wide_dt = _I64 if out._dtype in (_U8,) + _NARROW_INTS else _F32 if wide_halves and out._dtype in _HALVES else None
+    if accumulate and wide_dt is not None:
+        wide = F.cast(out, wide_dt)
+        _C.index_put_(wide, d, index, F.cast(values, wide_dt) if isinstance(values, _C.TensorBase) else values, True)
         _C.copy_(out, wide)
         return
     _C.index_put_(out, d, index, values, accumulate)

@@ -10,7 +10,8 @@ import numpy as np
 
 from .. import _C
 from .autograd import _NO_CTX, Function, needs_grad
-from .indexing import _as_index_tensor, _is_bool
+from . import functions as F
+from .indexing import _F32, _HALVES, _as_index_tensor, _is_bool
 
 _BOOL, _I64 = 5, 4
 
@@ -131,6 +132,32 @@ class _Gather(Function):
         grad = _C.fill_(_C.empty(shape, dt, dev), 0.0)
         _C.index_put_(grad, 0, _merged(ctx.pos, ctx.sizes).reshape(-1), g, True)
         return grad, None, None
+
+
+class _TakeWide(Function):
+    """flat[pos] (both 1-D) of a float16 / bfloat16 flat, whose backward sums the gradients of repeated positions
+    in float32 and rounds once, as PyTorch's gather backward (a scatter_add) does: take_along_dim and gather use
+    it. x[idx]'s own backward adds in the half type, as PyTorch's index_put_ does."""
+
+    @staticmethod
+    def forward(ctx, flat, pos):
+        ctx.pos, ctx.meta = pos, (tuple(flat.shape), flat._dtype, flat._device)
+        return _C.index(flat, 0, pos)
+
+    @staticmethod
+    def backward(ctx, g):
+        shape, dt, dev = ctx.meta
+        wide = _C.fill_(_C.empty(shape, _F32, dev), 0.0)
+        _C.index_put_(wide, 0, ctx.pos, F.cast(g, _F32), True)
+        return F.cast(wide, dt), None
+
+
+def take_flat(flat, pos):
+    """flat[pos] for 1-D flat and int64 pos known in range, through _TakeWide where flat is a half type that
+    needs a gradient."""
+    if flat._dtype in _HALVES and needs_grad(flat):
+        return _TakeWide.apply(flat, pos)
+    return flat[pos]
 
 
 def _merged(pos, sizes):

@@ -16,6 +16,7 @@ from . import functions as F
 from .autograd import Function, check_inplace as _check_inplace, needs_grad as _needs_grad
 from .dtype import DTYPES, as_dtype, device_str, memory_format
 from .indexing import SplitFn, write_recorded
+from .indexing_multi import take_flat
 
 _BOOL = 5
 _I32 = 9  # int32's dtype code
@@ -389,7 +390,7 @@ class TensorMethods:
             if i != d and s > 1:
                 coord = _C.binary(F.MUL, _C.arange(0.0, float(s), 1.0, 4, self._device), strides[i])
                 flat = _C.binary(F.ADD, flat, coord.reshape(tuple(s if j == i else 1 for j in range(x.ndim))))
-        return x.reshape(-1)[flat.reshape(-1)].reshape(tuple(indices.shape))
+        return take_flat(x.reshape(-1), flat.reshape(-1)).reshape(tuple(indices.shape))
 
     def flip(self, *dims_, dims=None):
         """A copy with the order of entries reversed along each of dims (an int, or a list or tuple of them; also

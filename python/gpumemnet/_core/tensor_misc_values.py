@@ -15,7 +15,7 @@ from . import functions as F
 from .autograd import Function, needs_grad as _needs_grad, refuse_inplace as _refuse_inplace
 from .tensor_methods import _dim, _where
 from .tensor_more import _quantile_args, _stack
-from .indexing import write_recorded
+from .indexing import index_put_into, write_recorded
 from .tensor_select import _copy, _covered, _host, _padded, _positions, _scatter_args, _to_device, zero_dim_as_one
 from .return_types import ValuesIndices as _RESULT
 
@@ -69,7 +69,7 @@ def _reduce_values(x, pos, vals, reduce, include_self):
         if not include_self:
             out = _where(touched, 0, out).to(x.dtype)
         if pos.numel():
-            _C.index_put_(out, 0, pos, vals, True)
+            index_put_into(out, 0, pos, vals, True, wide_halves=True)
         if reduce == "mean":
             n = count + (1 if include_self else 0)
             div = out.div(n.clamp(min=1), rounding_mode="floor") if x._dtype not in _FLOATS else out / n.clamp(min=1)

@@ -88,7 +88,7 @@ def _scatter_into(out, d, index, src, accumulate):
         return out
     pos = _positions(tuple(out.shape), index, d)
     values = _covered(src, index) if isinstance(src, _C.TensorBase) else src
-    _put_into(out._view((-1,)) if out.ndim else out._view((1,)), 0, pos, values, accumulate)
+    _put_into(out._view((-1,)) if out.ndim else out._view((1,)), 0, pos, values, accumulate, wide_halves=True)
     return out
 
 
@@ -223,10 +223,11 @@ def _index_put(self, dim, index, src, accumulate, alpha, op, in_place):
 
 
 def _put(out, d, index, src, accumulate, alpha):
-    """out along d at index gets src (times alpha; added with accumulate), in place; returns out."""
+    """out along d at index gets src (times alpha; added with accumulate), in place; returns out. Half-precision
+    sums of slices are made in float32, of single elements (a 1-D out) in the half type, as PyTorch's index_add."""
     if isinstance(src, _C.TensorBase) and alpha != 1:
         src = _C.binary(F.MUL, src, alpha)
-    _put_into(out, d, index, src, accumulate)
+    _put_into(out, d, index, src, accumulate, wide_halves=out.ndim > 1)
     return out
 
 
