@@ -377,9 +377,10 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
         return _finish(full((1,), float(start), dtype=DTYPES[code], device=dev), requires_grad)
     i = _C.arange(0.0, float(steps), 1.0, 1, dev)
     ft = np.float32 if code == 0 else np.float64
+    start, end = float(ft(start)), float(ft(end))  # the ends in the output's precision first, as PyTorch's
     step = float((ft(end) - ft(start)) / ft(builtins.max(steps - 1, 1)))
-    lo = _C.binary(F.ADD, _C.binary(F.MUL, i, step), float(start))
-    hi = _C.binary(F.SUB, float(end), _C.binary(F.MUL, _C.binary(F.SUB, float(steps - 1), i), step))
+    lo = _C.binary(F.ADD, _C.binary(F.MUL, i, step), start)
+    hi = _C.binary(F.SUB, end, _C.binary(F.MUL, _C.binary(F.SUB, float(steps - 1), i), step))
     out = _C.where(_C.binary(F.LT, i, float(steps // 2)), lo, hi)
     return _finish(F.cast(out, code), requires_grad)
 
