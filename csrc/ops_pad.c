@@ -7,6 +7,7 @@
  * (planes, D, H, W) contiguous). Circular padding with negative pads (crop first, then wrap) is composed in
  * python/gpumemnet/nn/_functional_layers.py from a slice and a non-negative pad, as PyTorch does. */
 #include "gm.h"
+#include <math.h>
 
 #include "cpu/pad.h"
 #include "ops_nn_internal.h"
@@ -86,8 +87,18 @@ static int pad_plan(int ndim, const int64_t *shape, int npad, const int64_t *pad
     return 0;
 }
 
-/* value as one element of dtype dt (PyTorch's fill: a float converted, int64 truncated, bool value != 0). */
-static void fill_bytes(double value, gm_dtype dt, uint64_t *bits) {
+/* value as one element of dtype dt (PyTorch's fill: a float converted, integers truncated toward zero, bool
+ * value != 0). The narrow integers refuse a value out of their range with PyTorch's error (a uint8 mask padded
+ * with -1); 0, or -1 + RuntimeError. */
+static int fill_bytes(double value, gm_dtype dt, uint64_t *bits) {
+    static const struct {
+        double lo, hi;
+        int size;
+        const char *name;
+    } narrow[] = {[GM_U8 - GM_U8] = {0, 255, 1, "uint8_t"},
+                  [GM_I8 - GM_U8] = {-128, 127, 1, "int8_t"},
+                  [GM_I16 - GM_U8] = {-32768, 32767, 2, "int16_t"},
+                  [GM_I32 - GM_U8] = {-2147483648.0, 2147483647.0, 4, "int32_t"}};
     *bits = 0;
     switch (dt) {
     case GM_F32: { float f = (float)value; memcpy(bits, &f, 4); break; }
@@ -95,8 +106,21 @@ static void fill_bytes(double value, gm_dtype dt, uint64_t *bits) {
     case GM_F16: { uint16_t h = gm_float_to_half((float)value); memcpy(bits, &h, 2); break; }
     case GM_BF16: { uint16_t h = gm_float_to_bf16((float)value); memcpy(bits, &h, 2); break; }
     case GM_I64: { int64_t v = (int64_t)value; memcpy(bits, &v, 8); break; }
+    case GM_U8: case GM_I8: case GM_I16: case GM_I32: {
+        const double v = trunc(value);
+        if (!(v >= narrow[dt - GM_U8].lo && v <= narrow[dt - GM_U8].hi)) {
+            PyErr_Format(PyExc_RuntimeError, "value cannot be converted to type %s without overflow",
+                         narrow[dt - GM_U8].name);
+            return -1;
+        }
+        /* the value's low bytes: two's complement, little-endian like every target the build supports */
+        const int64_t i = (int64_t)v;
+        memcpy(bits, &i, (size_t)narrow[dt - GM_U8].size);
+        break;
+    }
     default: { uint8_t v = value != 0.0; memcpy(bits, &v, 1); break; }
     }
+    return 0;
 }
 
 static int pads_arg(PyObject *o, int *npad, int64_t *pads) {
@@ -120,7 +144,7 @@ static PyObject *py_pad(PyObject *self, PyObject *args, PyObject *kwargs) {
         return NULL;
     }
     uint64_t fill;
-    fill_bytes(value, x->dtype, &fill);
+    if (fill_bytes(value, x->dtype, &fill) < 0) return NULL;
     GMTensor *xc = contig(x), *out = xc ? gm_empty(x->ndim, oshape, x->dtype, x->device) : NULL;
     if (out && GM_KERNEL("pad", x->device, pad_forward(data(out), data(xc), &fill, &g, x->dtype,
                                                        gm_num_threads),
