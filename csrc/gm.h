@@ -340,6 +340,7 @@ extern PyMethodDef gm_conv_methods[];              /* ops_conv.c: conv2d, conv_t
 extern PyMethodDef gm_pool_methods[];              /* ops_pool.c: pooling, interpolate */
 extern PyMethodDef gm_nnops_methods[];             /* ops_nnops.c: activations, dropout, norm, softmax, losses */
 extern PyMethodDef gm_pad_methods[];               /* ops_pad.c: F.pad */
+extern PyMethodDef gm_roi_methods[];               /* ops_roi.c: torchvision's roi_align */
 extern PyMethodDef gm_optim_methods[];             /* ops_optim.c: fused optimizer steps */
 extern PyMethodDef gm_amp_methods[];               /* ops_amp.c: GradScaler's fused unscale */
 extern PyMethodDef gm_transfer_methods[];          /* transfer.c: copies between devices */

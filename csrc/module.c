@@ -23,7 +23,7 @@ PyMODINIT_FUNC PyInit__C(void) {
                              gm_reduce_methods, gm_matmul_methods, gm_index_methods, gm_random_methods,
                              gm_cuda_methods, gm_cuda_event_methods, gm_conv_methods, gm_pool_methods,
                              gm_nnops_methods, gm_optim_methods, gm_amp_methods, gm_transfer_methods, gm_pad_methods,
-                             gm_dist_mpi_methods, gm_dist_nccl_methods, gm_autograd_node_methods,
+                             gm_roi_methods, gm_dist_mpi_methods, gm_dist_nccl_methods, gm_autograd_node_methods,
                              gm_autograd_engine_methods};
     for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++)
         if (PyModule_AddFunctions(m, tables[i]) < 0) goto fail;

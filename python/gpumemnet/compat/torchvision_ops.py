@@ -3,9 +3,10 @@ Mask / Keypoint R-CNN, RetinaNet, FCOS and SSD build, train and predict under th
 
 - nms: the greedy suppression of torchvision's CPU kernel (boxes by decreasing score; a box is dropped when its IoU
   with a kept one exceeds the threshold), on the host: its loop is sequential by nature, and the boxes are few.
-- roi_align: torchvision's own pure-PyTorch roi_align (torchvision.ops.roi_align._roi_align, "a pure Python
-  implementation of roi_align that looks just like its CUDA kernel"), run on gpumemnet's ops: its gradient is
-  that of the recorded ops (no separate backward kernel).
+- roi_align and _roi_align_backward: kernels of gpumemnet's own with torchvision's sampling (csrc/ops_roi.c,
+  kernels/roi_align.h): a sample more than a pixel outside the feature map counts as 0, as in torchvision's C++
+  kernel (its pure-PyTorch _roi_align clamps it to the border instead). float16 / bfloat16 run in float32 and come
+  back in their dtype, as torchvision's autocast wrapper does.
 - _cuda_version: -1, as a torchvision built without CUDA answers.
 
 The other operators (roi_pool, ps_roi_align, ps_roi_pool, deform_conv2d, the quantized and rotated ones) are not
@@ -13,7 +14,10 @@ here: they exist (torchvision registers meta kernels for each at import), and ca
 NotImplementedError naming it."""
 import numpy as np
 
+from .. import _C
+from .._core.autograd import Function, needs_grad
 from .._core.creation import tensor as _tensor
+from .._core.dtype import float32
 
 
 def nms(boxes, scores, iou_threshold):
@@ -43,27 +47,44 @@ def nms(boxes, scores, iou_threshold):
     return _tensor(np.asarray(keep, np.int64), device=boxes.device)
 
 
-_ROI_CHUNK = 64
+class _RoiAlign(Function):
+    @staticmethod
+    def forward(ctx, input, rois, *args):
+        ctx.args = args + (tuple(input.shape),)
+        ctx.save_for_backward(rois)
+        return _C.roi_align(input, rois, *args)
+
+    @staticmethod
+    def backward(ctx, g):
+        rois, = ctx._unpacked
+        return (_C.roi_align_backward(g, rois, *ctx.args),) + (None,) * 6
+
+    def name(self):
+        return "RoiAlignBackward"
 
 
 def roi_align(input, rois, spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned):
-    """torchvision's pure-PyTorch roi_align, over at most _ROI_CHUNK boxes at a time: its temporaries hold every
-    box's sample points for all channels at once (a Mask R-CNN training step on two 128x96 images peaked at
-    6.8 GiB, 367 MiB in one request), and each box's result depends on that box alone."""
-    from torchvision.ops.roi_align import _roi_align  # torchvision's, imported under the alias as the caller is
-    if rois.shape[0] <= _ROI_CHUNK:
-        return _roi_align(input, rois, spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned)
-    from .._core.creation import cat  # noqa: E402
-    return cat([_roi_align(input, rois[i:i + _ROI_CHUNK], spatial_scale, pooled_height, pooled_width,
-                           sampling_ratio, aligned) for i in range(0, rois.shape[0], _ROI_CHUNK)])
+    args = (float(spatial_scale), int(pooled_height), int(pooled_width), int(sampling_ratio), bool(aligned))
+    dtype = input.dtype
+    if dtype.itemsize < 4:
+        input, rois = input.to(float32), rois.to(float32)
+    out = _RoiAlign.apply(input, rois, *args) if needs_grad(input) else _C.roi_align(input, rois, *args)
+    return out.to(dtype) if out.dtype != dtype else out
+
+
+def _roi_align_backward(grad, rois, spatial_scale, pooled_height, pooled_width, batch_size, channels, height, width,
+                        sampling_ratio, aligned):
+    return _C.roi_align_backward(grad, rois, float(spatial_scale), int(pooled_height), int(pooled_width),
+                                 int(sampling_ratio), bool(aligned), (batch_size, channels, height, width))
 
 
 def _cuda_version():
     return -1
 
 
-IMPLEMENTED = {"nms": nms, "roi_align": roi_align, "_cuda_version": _cuda_version}
+IMPLEMENTED = {"nms": nms, "roi_align": roi_align, "_roi_align_backward": _roi_align_backward,
+               "_cuda_version": _cuda_version}
 # every operator torchvision's library defines (torchvision/csrc/ops): the names torchvision looks up
-NAMES = set(IMPLEMENTED) | {"_roi_align_backward", "ps_roi_align", "_ps_roi_align_backward", "roi_pool",
+NAMES = set(IMPLEMENTED) | {"ps_roi_align", "_ps_roi_align_backward", "roi_pool",
                             "_roi_pool_backward", "ps_roi_pool", "_ps_roi_pool_backward", "qroi_align", "qnms",
                             "deform_conv2d", "_deform_conv2d_backward", "box_iou_rotated"}
