@@ -1,5 +1,5 @@
-"""Error cases of the PyTorch names added in stop 41 (nn.AdaptiveLogSoftmaxWithLoss, Tensor.set_): B(...) is run against
-PyTorch too (error_inputs.py explains the tables). EXEMPT: public callables with no bad input."""
+"""Error cases of the PyTorch names added in stop 41 (nn.AdaptiveLogSoftmaxWithLoss, Tensor.set_, segment_reduce):
+B(...) is run against PyTorch too (error_inputs.py explains the tables). EXEMPT: public callables with no bad input."""
 from error_inputs import B, z
 
 
@@ -20,5 +20,10 @@ CASES = [
       r"Target values should be in \[0, 9\]", devices=("cpu", "cuda")),  # (meta has no values to check)
     B("AdaptiveLogSoftmaxWithLoss a 2-D target", lambda d, l: _asm(l, d)(z(d, l, 2, 4), z(d, l, 2, 1, dtype="int64")),
       RuntimeError, r"0D or 1D target tensor expected, multi-target not supported"),
+    B("segment_reduce with neither lengths nor offsets", lambda d, l: l.L.segment_reduce(z(d, l, 3), "sum"),
+      RuntimeError, r"Either lengths or offsets must be defined", devices=("cpu", "cuda")),
+    B("segment_reduce of lengths not summing to the axis",
+      lambda d, l: l.L.segment_reduce(z(d, l, 3), "max", lengths=l.L.tensor([1, 1], device=d)), RuntimeError,
+      r"Expected all rows of lengths along axis to sum to data.size", devices=("cpu", "cuda")),
 ]
 EXEMPT = {}

@@ -31,7 +31,7 @@ def test_tensor_dataset():
     x3, y3 = ds[3]
     np.testing.assert_array_equal(x3, X[3])
     assert int(y3) == Y[3]
-    with pytest.raises(ValueError, match="size mismatch.*10 rows.*9"):
+    with pytest.raises(AssertionError, match="Size mismatch.*10 rows.*9"):
         TensorDataset(X, Y[:9])
     with pytest.raises(ValueError, match="0-dimensional"):
         TensorDataset(np.array(1.0))

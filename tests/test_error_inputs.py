@@ -30,8 +30,6 @@ ERROR_TYPES_DIFFER = {
                                "names the argument and its type (TypeError, Python's type for a wrong type)",
     "Tensor.index_select with float indices": "index_select shares x[index]'s check, for which PyTorch itself "
                                               "raises IndexError; its index_select says RuntimeError",
-    "TensorDataset sizes differ": "PyTorch checks with assert (AssertionError, gone under python -O); gpumemnet "
-                                  "raises ValueError naming the sizes",
 }
 
 

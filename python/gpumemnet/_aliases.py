@@ -25,6 +25,7 @@ from ._core.random import drawing_from as _drawing_from
 from ._core.tensor import Tensor as _Tensor
 from ._core.tensor_methods import _where
 from .nn import functional as F
+from ._segment_reduce import segment_reduce
 
 __all__ = ["inf", "nan", "e", "pi", "newaxis", "is_autocast_enabled", "get_autocast_dtype", "get_autocast_gpu_dtype",
            "get_autocast_cpu_dtype", "is_autocast_cpu_enabled", "range", "asarray",
@@ -42,7 +43,9 @@ __all__ = ["inf", "nan", "e", "pi", "newaxis", "is_autocast_enabled", "get_autoc
            "binary_cross_entropy_with_logits", "celu", "celu_", "selu", "selu_", "threshold", "threshold_",
            "rrelu", "rrelu_", "feature_dropout", "feature_dropout_", "norm_except_dim", "constant_pad_nd",
            "cosine_embedding_loss", "margin_ranking_loss", "hinge_embedding_loss", "triplet_margin_loss",
-           "poisson_nll_loss"]
+           "poisson_nll_loss",
+           # a module of its own (layer 2), exported from here
+           "segment_reduce"]
 
 inf = math.inf
 nan = math.nan

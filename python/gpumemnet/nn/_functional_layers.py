@@ -6,9 +6,11 @@ gather of the output gradient). pixel_shuffle and pixel_unshuffle are a reshape,
 from the core's differentiable shape ops: the first reshape and the permute are views, the last reshape is the
 one copy (as in PyTorch), and the backward is the same composition reversed. embedding is the index ops' gather
 (forward) and accumulating scatter (backward: a zeroed weight-shaped gradient, PyTorch's dense one), saving only
-the indices; one_hot a zeroed int64 tensor and one scatter."""
+the indices (sparse=True also records which rows the lookups used, for SparseAdam); one_hot a zeroed int64 tensor and
+one scatter."""
 import math
 import warnings
+import weakref
 
 from .. import _C
 from .._core.arg_forms import as_int
@@ -17,6 +19,7 @@ from .._core.creation import cat
 from .._core.autograd import Function
 from .._core.autograd import needs_grad as _needs_grad
 from .._core.autograd import no_grad as _no_grad
+from .._core.dtype import bool_ as _bool
 from .._core.dtype import int64 as _int64
 from .._core.functions import DIV, MAXIMUM
 from .._core.tensor_methods import long_index, no_negative
@@ -142,10 +145,79 @@ def pixel_unshuffle(input, downscale_factor):
 
 
 # ---- embedding, one_hot ---------------------------------------------------------------------------------------
+# Embedding(sparse=True): PyTorch's gradient is a sparse tensor listing the rows looked up (a row whose gradient
+# came out exactly zero included, the padding row not), and SparseAdam steps exactly those rows. The gradient here
+# is dense, so each backward records its lookups per leaf weight, {id(weight): _SparseRows}, kept outside the
+# tensor (its __dict__ travels with pickle and deepcopy); SparseAdam reads them with sparse_grad_rows.
+_SPARSE_ROWS = {}
+
+
+class _SparseRows:
+    """The lookups behind one weight's .grad: `pending` (this backward's, not yet accumulated), `rows` (those in
+    .grad: (indices, padding_idx) pairs), and the .grad they are in (weakly) with its version then."""
+    __slots__ = ("owner", "rows", "pending", "grad", "version")
+
+    def __init__(self, weight):
+        key = id(weight)
+        self.owner = weakref.ref(weight, lambda _: _SPARSE_ROWS.pop(key, None))
+        self.rows, self.pending, self.grad, self.version = [], [], None, None
+
+
+def _rows_still_in(rec, grad):
+    """Whether rec.rows still describe `grad`: the same tensor, not zeroed since (zero_grad(set_to_none=False)
+    empties PyTorch's sparse gradient; an in-place rescale, clipping or unscaling, keeps its rows)."""
+    if grad is None or rec.grad is None or rec.grad() is not grad:
+        return False
+    if grad._version != rec.version:
+        with _no_grad():
+            if not bool(grad.ne(0).any()):
+                return False
+        rec.version = grad._version
+    return True
+
+
+def _after_accumulate(weight):
+    """Post-accumulate-grad hook of a sparse embedding weight: the backward's lookups are now in .grad."""
+    rec = _SPARSE_ROWS.get(id(weight))
+    if rec is None or rec.owner() is not weight or weight.grad is None:
+        return
+    rec.rows += rec.pending
+    rec.pending = []
+    rec.grad, rec.version = weakref.ref(weight.grad), weight.grad._version
+
+
+def _record_lookup(weight, indices, padding_idx):
+    rec = _SPARSE_ROWS.get(id(weight))
+    if rec is None or rec.owner() is not weight:
+        rec = _SPARSE_ROWS[id(weight)] = _SparseRows(weight)
+        weight.register_post_accumulate_grad_hook(_after_accumulate)
+    if not _rows_still_in(rec, weight.grad):  # this backward starts a new gradient (or the old was zeroed)
+        rec.rows = []
+    rec.pending.append((indices, padding_idx))
+
+
+def sparse_grad_rows(p):
+    """A bool tensor (p.shape[0],): the rows that Embedding(sparse=True) lookups put in p.grad, those PyTorch's
+    sparse gradient lists; None when p.grad did not come (only) from such lookups."""
+    rec = _SPARSE_ROWS.get(id(p))
+    if rec is None or rec.owner() is not p or not _rows_still_in(rec, p.grad):
+        return None
+    with _no_grad():
+        mask = p.new_zeros(p.shape[0], dtype=_bool)
+        for indices, padding_idx in rec.rows:
+            flat = indices.reshape(-1)
+            mask[flat if padding_idx is None else flat[flat != padding_idx]] = True
+    return mask
+
+
 class _Embedding(Function):
     @staticmethod
-    def forward(ctx, weight, indices, padding_idx, scale_grad_by_freq=False):
+    def forward(ctx, weight, indices, padding_idx, scale_grad_by_freq=False, sparse=False):
         ctx.meta = (tuple(weight.shape), weight._dtype, weight._device, padding_idx, scale_grad_by_freq)
+        # a leaf's lookups are recorded for SparseAdam (above); weakly, as the graph holds the weight already. Not
+        # on meta, which has no values to tell the rows by (SparseAdam then steps every row there)
+        ctx.sparse_leaf = weakref.ref(weight) if sparse and weight.grad_fn is None and weight._device != "meta" \
+            else None
         ctx.save_for_backward(indices)
         return _C.index(weight, 0, indices)
 
@@ -153,6 +225,9 @@ class _Embedding(Function):
     def backward(ctx, g):
         indices, = ctx._unpacked
         shape, dt, dev, padding_idx, by_freq = ctx.meta
+        leaf = ctx.sparse_leaf() if ctx.sparse_leaf is not None else None
+        if leaf is not None:
+            _record_lookup(leaf, indices, padding_idx)
         grad = _C.empty(shape, dt, dev)
         _C.fill_(grad, 0.0)
         _C.index_put_(grad, 0, indices, g, True)
@@ -166,7 +241,7 @@ class _Embedding(Function):
             _C.binary(DIV, grad, _C.binary(MAXIMUM, counts, 1.0)._unsqueeze(1), grad)
         if padding_idx is not None:
             _C.fill_(grad._select(0, padding_idx), 0.0)  # the padding row is never trained
-        return grad, None, None, None
+        return grad, None, None, None, None
 
     def name(self):
         return "EmbeddingBackward"
@@ -208,7 +283,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     if max_norm is not None:
         _embedding_renorm_(weight, input, float(max_norm), float(norm_type))
     if _needs_grad(weight):
-        return _Embedding.apply(weight, input, padding_idx, bool(scale_grad_by_freq))
+        return _Embedding.apply(weight, input, padding_idx, bool(scale_grad_by_freq), bool(sparse))
     return _C.index(weight, 0, input)
 
 

@@ -3,10 +3,11 @@ needs a closure that re-evaluates the loss and its gradients; optional strong-Wo
 iterates and its state_dict keys (d, t, old_dirs, old_stps, ro, H_diag, prev_flat_grad, prev_loss, al,
 func_evals, n_iter, all kept under the first parameter as PyTorch does).
 
-The scalars of the algorithm (directional derivatives, step lengths, curvature ys and 1/ys) are Python floats
-read back from the device each iteration, as PyTorch's own comparisons read them: the step depends on values,
-so it cannot run on the meta device. The history vectors (history_size pairs of the flattened size) and the
-direction are tagged "optimizer"."""
+The curvature terms (ys, ro = 1/ys, H_diag = ys / y.y and the two-loop's al, be) are 0-dim tensors of the
+parameters' dtype, computed in it and kept so in the state, as PyTorch's; the other scalars of the algorithm
+(directional derivatives, step lengths) are Python floats read back from the device each iteration, as PyTorch's
+own comparisons read them: the step depends on values, so it cannot run on the meta device. The history vectors
+(history_size pairs of the flattened size) and the direction are tagged "optimizer"."""
 import math
 
 from .. import _C
@@ -196,7 +197,7 @@ class LBFGS(Optimizer):
 
         d, t = st.get("d"), _scalar(st.get("t"))
         old_dirs, old_stps, ro = st.get("old_dirs"), st.get("old_stps"), st.get("ro")
-        h_diag, prev_flat_grad, prev_loss = _scalar(st.get("H_diag")), st.get("prev_flat_grad"), st.get("prev_loss")
+        h_diag, prev_flat_grad, prev_loss = st.get("H_diag"), st.get("prev_flat_grad"), st.get("prev_loss")
         n_iter = 0
         while n_iter < max_iter:
             n_iter += 1
@@ -207,8 +208,8 @@ class LBFGS(Optimizer):
             else:
                 y = flat_grad.sub(prev_flat_grad)
                 s = d.mul(t)
-                ys = float(y.dot(s))
-                if ys > 1e-10:  # curvature condition: keep the pair, dropping the oldest beyond history_size
+                ys = y.dot(s)
+                if float(ys) > 1e-10:  # curvature condition: keep the pair, dropping the oldest beyond history_size
                     if len(old_dirs) == history_size:
                         old_dirs.pop(0)
                         old_stps.pop(0)
@@ -216,19 +217,19 @@ class LBFGS(Optimizer):
                     old_dirs.append(y)
                     old_stps.append(s)
                     ro.append(1.0 / ys)
-                    h_diag = ys / float(y.dot(y))
+                    h_diag = ys / y.dot(y)
                 # two-loop recursion: d = -H g with H the L-BFGS inverse Hessian estimate
                 if "al" not in st:
                     st["al"] = [None] * history_size
                 al = st["al"]
                 q = flat_grad.neg()
                 for i in range(len(old_dirs) - 1, -1, -1):
-                    al[i] = float(old_stps[i].dot(q)) * ro[i]
-                    q.sub_(old_dirs[i] * al[i])
+                    al[i] = old_stps[i].dot(q) * ro[i]
+                    q.add_(old_dirs[i], alpha=-al[i])
                 d = q.mul(h_diag)
                 for i in range(len(old_dirs)):
-                    be_i = float(old_dirs[i].dot(d)) * ro[i]
-                    d.add_(old_stps[i] * (al[i] - be_i))
+                    be_i = old_dirs[i].dot(d) * ro[i]
+                    d.add_(old_stps[i], alpha=al[i] - be_i)
 
             if prev_flat_grad is None:
                 prev_flat_grad = flat_grad.clone()
@@ -276,7 +277,7 @@ class LBFGS(Optimizer):
     # ---- state_dict ------------------------------------------------------------------------------------------
     def load_state_dict(self, state_dict):
         """As Optimizer.load_state_dict, for LBFGS's state: flat vectors and lists of them (copied to the first
-        parameter's dtype and device), and scalars (0-dim tensors from PyTorch are read as numbers)."""
+        parameter's dtype and device, 0-dim ones included: PyTorch keeps H_diag, ro and al so), and numbers."""
         if not isinstance(state_dict, dict) or "state" not in state_dict or "param_groups" not in state_dict:
             raise ValueError("load_state_dict: expected a dict with 'state' and 'param_groups' (the result of "
                              "optimizer.state_dict())")
@@ -290,8 +291,6 @@ class LBFGS(Optimizer):
 
         def own(v):
             if _is_tensor(v):
-                if v.ndim == 0:
-                    return float(v)
                 with category("optimizer"):
                     return v.detach().to(device=p0._device, dtype=p0.dtype).clone()
             if isinstance(v, list):

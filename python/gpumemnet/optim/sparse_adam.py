@@ -1,8 +1,11 @@
 """SparseAdam: Adam that updates only the rows an embedding's gradient touches ("lazy" Adam), as torch.optim.SparseAdam
 does for the sparse gradients of nn.Embedding(sparse=True). gpumemnet's embedding gradients are dense, so the rows
-updated are the rows whose gradient is not all zero (a row a batch used with an exactly zero gradient is the only
-difference: PyTorch would step its moments); the moments of the other rows, and the rows themselves, stay."""
+stepped are those the Embedding(sparse=True) lookups behind .grad used (recorded at their backward, see
+nn/_functional_layers.py: a looked-up row with an exactly zero gradient is stepped too, as PyTorch's sparse gradient
+lists it); for a gradient from elsewhere (set by hand), the rows whose gradient is not all zero. The moments of the
+other rows, and the rows themselves, stay."""
 from .._core.creation import where
+from ..nn._functional_layers import sparse_grad_rows
 from .optimizer import Optimizer, Step
 
 __all__ = ["SparseAdam"]
@@ -31,10 +34,16 @@ class SparseAdam(Optimizer):
                 st["exp_avg_sq"] = self._new_state(p, "exp_avg_sq")
             st["step"] += 1
             g = -g if group["maximize"] else g
-            rows = g.ne(0).reshape(g.shape[0], -1).any(1).reshape((-1,) + (1,) * (g.ndim - 1)) if g.ndim else g.ne(0)
+            looked_up = sparse_grad_rows(p) if g.ndim else None
+            if looked_up is not None:
+                rows = looked_up.reshape((-1,) + (1,) * (g.ndim - 1))
+            else:
+                rows = g.ne(0).reshape(g.shape[0], -1).any(1).reshape((-1,) + (1,) * (g.ndim - 1)) if g.ndim \
+                    else g.ne(0)
             m, v = st["exp_avg"], st["exp_avg_sq"]
-            m.copy_(where(rows, m * beta1 + g * (1 - beta1), m))
-            v.copy_(where(rows, v * beta2 + g * g * (1 - beta2), v))
+            # PyTorch's arithmetic: m + (g - m)(1 - beta1), v + (g^2 - v)(1 - beta2)
+            m.copy_(where(rows, m + (g - m) * (1 - beta1), m))
+            v.copy_(where(rows, v + (g * g - v) * (1 - beta2), v))
             step_size = group["lr"] * (1 - beta2 ** st["step"]) ** 0.5 / (1 - beta1 ** st["step"])
             p.sub_(where(rows, m / (v.sqrt() + group["eps"]) * step_size, 0.0))
         return bool(params)

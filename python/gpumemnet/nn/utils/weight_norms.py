@@ -124,8 +124,10 @@ class _WeightNorm:
 
 def weight_norm(module, name="weight", dim=0):
     """module.<name> = g * v / ||v|| (Salimans and Kingma), as torch.nn.utils.weight_norm (dim=None: one norm)."""
+    # attributed to this line, as PyTorch's to its own file (its @deprecated WeightNorm.apply): the default filter
+    # then shows it once per process, not once per calling line, and "always" filters (pytest.warns) every call
     warnings.warn("`torch.nn.utils.weight_norm` is deprecated in favor of "
-                  "`torch.nn.utils.parametrizations.weight_norm`.", FutureWarning, stacklevel=2)
+                  "`torch.nn.utils.parametrizations.weight_norm`.", FutureWarning, stacklevel=1)
     weight = _take_weight(module, _WeightNorm, name, "weight_norm")
     fn = _WeightNorm(name, dim)
     module.register_parameter(name + "_g", Parameter(_norm_except_dim(weight.detach(), dim).detach()))

@@ -11,10 +11,10 @@ Python's), seeded as PyTorch seeds a worker process (base seed + id), so a worke
 reseed the training loop. timeout and prefetch_factor then change nothing.
 
 A TensorDataset without a collate_fn is batched by gathering each field's rows straight into the batch tensor
-(one copy, no per-sample Python objects); any other map-style dataset goes sample by sample through collate_fn
-(default: default_collate). pin_memory=True puts every batch tensor in pinned host memory (counted under
-"cpu-pinned"); without a CUDA device the flag is ignored with a warning, as in PyTorch. Shuffling and the
-generator argument: see sampler.py.
+(one copy, no per-sample Python objects); a map-style dataset with __getitems__ is asked for each batch at once
+(PyTorch's fetcher), any other goes sample by sample; either way through collate_fn (default: default_collate).
+pin_memory=True puts every batch tensor in pinned host memory (counted under "cpu-pinned"); without a CUDA device
+the flag is ignored with a warning, as in PyTorch. Shuffling and the generator argument: see sampler.py.
 
 iter(loader) is loader._get_iterator(), PyTorch's _SingleProcessDataLoaderIter (num_workers == 0) or
 _MultiProcessingDataLoaderIter (the in-process worker); both read only the loader attributes PyTorch's iterators
@@ -294,6 +294,8 @@ def _batches(loader, workers):
         with pool[k % len(pool)]:  # batch k: worker k mod num_workers, as PyTorch's in-order delivery
             if fast:
                 out = [_gather(t, np.asarray(idx, dtype=np.int64)) for t in ds.tensors]
+            elif auto and getattr(ds, "__getitems__", None):  # PyTorch's fetcher: the batch in one call
+                out = collate(ds.__getitems__(idx))
             elif auto:
                 out = collate([ds[int(i) if isinstance(i, np.integer) else i] for i in idx])
             else:

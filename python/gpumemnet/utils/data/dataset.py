@@ -57,9 +57,10 @@ class TensorDataset(Dataset):
         n = tensors[0].shape[0]
         for i, t in enumerate(tensors[1:], 1):
             if t.shape[0] != n:
-                raise ValueError(f"TensorDataset: size mismatch between tensors: argument 0 has {n} rows but "
-                                 f"argument {i} has {t.shape[0]} (shape {tuple(t.shape)}); all must have the same "
-                                 f"first dimension")
+                # AssertionError, PyTorch's type (it raises it explicitly, so it stays under python -O)
+                raise AssertionError(f"Size mismatch between tensors: argument 0 has {n} rows but argument {i} has "
+                                     f"{t.shape[0]} (shape {tuple(t.shape)}); all must have the same first "
+                                     f"dimension")
         self.tensors = tensors
 
     def __getitem__(self, index):
@@ -115,11 +116,25 @@ class Subset(Dataset):
     def __init__(self, dataset, indices):
         self.dataset = dataset
         self.indices = indices
+        # PyTorch's check: the DataLoader fetches a Subset's batches through __getitems__, so a subclass that
+        # changes __getitem__ alone would be silently bypassed
+        if type(self).__getitem__ is not Subset.__getitem__ and type(self).__getitems__ is Subset.__getitems__:
+            raise NotImplementedError(
+                f"{type(self).__name__} overrides __getitem__ but not __getitems__. When subclassing Subset and "
+                "overriding __getitem__, you must also override __getitems__ to ensure DataLoader works correctly "
+                "with your custom logic. A simple implementation:\n\n"
+                "def __getitems__(self, indices):\n    return [self.__getitem__(idx) for idx in indices]")
 
     def __getitem__(self, idx):
         if isinstance(idx, list):
             return self.dataset[[self.indices[i] for i in idx]]
         return self.dataset[self.indices[idx]]
+
+    def __getitems__(self, indices):
+        """One batch of samples: the wrapped dataset's __getitems__ (batched loading) when it has one."""
+        if callable(getattr(self.dataset, "__getitems__", None)):
+            return self.dataset.__getitems__([self.indices[idx] for idx in indices])
+        return [self.dataset[self.indices[idx]] for idx in indices]
 
     def __len__(self):
         return len(self.indices)
