@@ -104,6 +104,18 @@ class ComplexTensor:
     def T(self):
         return self.permute(*reversed(range(self.ndim)))
 
+    @property
+    def mT(self):  # the last two dims swapped (a batch of matrices)
+        return self.transpose(-2, -1)
+
+    @property
+    def H(self):  # the conjugate transpose of a matrix
+        return self.T.conj()
+
+    @property
+    def mH(self):
+        return self.mT.conj()
+
     def dim(self):
         return self.ndim
 
@@ -341,17 +353,27 @@ class ComplexTensor:
         self._r.copy_(_make(re, 0.0 if im is None else im)._r)
         return self
 
+    def _assign(self, new):
+        """self takes new's values in place: written into its real pairs; or, where new needs a gradient (and self
+        is no leaf that does, whose in-place writes copy_ refuses), its pairs replaced by new's, since new's own
+        backward may read self's old values (a.mul_(c) with c needing grad: linear_operator's Toeplitz products in
+        gpytorch's KISS-GP) and writing over them is refused. Views taken of self before do not see that write."""
+        if new._r.requires_grad and not (self._r.requires_grad and self._r.is_leaf):
+            self._r = new._r
+            return self
+        return self.copy_(new)
+
     def mul_(self, o):
-        return self.copy_(self * o)
+        return self._assign(self * o)
 
     def div_(self, o):
-        return self.copy_(self / o)
+        return self._assign(self / o)
 
     def add_(self, o, alpha=1):
-        return self.copy_(self + o * alpha)
+        return self._assign(self + o * alpha)
 
     def sub_(self, o, alpha=1):
-        return self.copy_(self - o * alpha)
+        return self._assign(self - o * alpha)
 
     def zero_(self):
         self._r.zero_()
@@ -454,11 +476,18 @@ class ComplexTensor:
     def __getattr__(self, name):
         if name.startswith("__"):  # a protocol probed (copy, pickle, NumPy): not there
             raise AttributeError(name)
-        raise TypeError(f"complex tensors in gpumemnet have no '{name}'; they support {', '.join(METHODS)} "
-                        f"(view_as_real gives the real and imaginary parts as a real tensor for anything else)")
+        raise UnsupportedAttributeError(
+            f"complex tensors in gpumemnet have no '{name}'; they support {', '.join(METHODS)} (view_as_real gives "
+            f"the real and imaginary parts as a real tensor for anything else)")
 
 
 METHODS = sorted(n for n in vars(ComplexTensor) if not n.startswith("_"))
+
+
+class UnsupportedAttributeError(AttributeError, TypeError):
+    """A method a complex or sparse tensor lacks: an AttributeError, so that hasattr() and getattr(t, name,
+    default) answer as for any missing attribute (library code probes tensors so), and a TypeError, as it has
+    always been raised."""
 
 
 def _reciprocal(o):
