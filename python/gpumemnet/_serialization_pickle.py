@@ -21,7 +21,8 @@ from ._core.dtype import DTYPES
 _SAFE = {("collections", "OrderedDict"), ("collections", "defaultdict"), ("builtins", "set"),
          ("builtins", "frozenset"), ("builtins", "slice"), ("builtins", "complex"), ("builtins", "range"),
          ("gpumemnet._core.dtype", "_by_name"), ("gpumemnet._core.dtype", "device"),
-         ("gpumemnet._core.tensor_select", "Size")}
+         ("gpumemnet._core.tensor_select", "Size"),
+         ("gpumemnet.sparse", "SparseTensor")}  # its indices, values and size: tensors and ints, no code
 
 
 def dumps(obj, encoder, path):

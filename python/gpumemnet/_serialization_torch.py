@@ -354,6 +354,17 @@ def _tensor_class():
     return Tensor
 
 
+def _rebuild_sparse_tensor(layout, data):
+    """A sparse tensor as PyTorch pickles one: the layout's name (torch.serialization._get_layout, read as str)
+    and (indices, values, size[, is_coalesced]). COO only: gpumemnet has no compressed layouts."""
+    if str(layout) != "torch.sparse_coo":
+        raise NotImplementedError(f"torch.load: the file holds a sparse tensor of layout {layout}; gpumemnet's "
+                                  f"sparse tensors are COO only")
+    from .sparse import sparse_coo_tensor
+    coalesced = data[3] if len(data) > 3 else None
+    return sparse_coo_tensor(data[0], data[1], tuple(data[2]), is_coalesced=coalesced)
+
+
 def _safe_globals():
     """(module, name) -> object for every global weights_only admits: PyTorch's allow-list, in gpumemnet's terms."""
     from .nn.parameter import Parameter
@@ -372,7 +383,8 @@ def _safe_globals():
               _rebuild_parameter_with_state, _rebuild_meta_tensor_no_storage, _rebuild_device_tensor_from_cpu_tensor,
               _rebuild_device_tensor_from_numpy):
         g[("torch._utils", f.__name__)] = f
-    for name, what in (("_rebuild_qtensor", "quantized tensors"), ("_rebuild_sparse_tensor", "sparse tensors"),
+    g[("torch._utils", "_rebuild_sparse_tensor")] = _rebuild_sparse_tensor
+    for name, what in (("_rebuild_qtensor", "quantized tensors"),
                        ("_rebuild_wrapper_subclass", "tensor subclasses built by __torch_dispatch__"),
                        ("_rebuild_nested_tensor", "nested tensors")):
         g[("torch._utils", name)] = _unsupported(what)

@@ -22,6 +22,7 @@ from ._core.complex import ComplexTensor
 from ._core.dtype import device as _device, dtype as _dtype
 from ._core.size import Size
 from ._serialization_pickle import _raw
+from .sparse import SparseTensor
 
 _KIND = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
          "bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int"}
@@ -42,6 +43,7 @@ class _Global:
 
 _REBUILD = _Global("torch._utils", "_rebuild_tensor_v2")
 _REBUILD_PARAMETER = _Global("torch._utils", "_rebuild_parameter")
+_REBUILD_SPARSE = _Global("torch._utils", "_rebuild_sparse_tensor")
 
 
 class _Call:
@@ -93,6 +95,9 @@ class _Pickler(pickle._Pickler):
             return self._tensor(obj)
         if isinstance(obj, ComplexTensor):
             return self._tensor(obj._r, complex_=True)
+        if isinstance(obj, SparseTensor):  # as PyTorch writes a COO tensor: its layout's name and its parts
+            layout = _Call(_Global("torch.serialization", "_get_layout"), ("torch.sparse_coo",))
+            return _REBUILD_SPARSE, (layout, (obj._i, obj._v, Size(obj._size), obj._coalesced))
         if isinstance(obj, Size):
             return _Global("torch", "Size"), (tuple(obj),)
         if isinstance(obj, _device):

@@ -11,6 +11,7 @@ import numpy as np
 from . import _C
 from ._core import creation as _c
 from ._core.dtype import as_dtype, int64
+from ._core.complex import UnsupportedAttributeError
 from ._core.size import Size
 from ._core.tensor import Tensor as _Tensor
 from ._core.tensor_misc_extra import layout
@@ -133,6 +134,10 @@ class SparseTensor:
             raise RuntimeError("transpose of a sparse tensor: only the two dims of a 2-D one")
         return self.t()
 
+    # a 2-D sparse tensor's transposes (real values: the conjugate ones are the same); linear_operator's
+    # interpolation takes left_interp_t.mT
+    T = mT = H = mH = property(t)
+
     def to(self, *args, **kwargs):
         v = self._v.to(*args, **kwargs)
         i = self._i.to(device=v.device)
@@ -216,7 +221,7 @@ class SparseTensor:
     def __getattr__(self, name):
         if name.startswith("__"):
             raise AttributeError(name)
-        raise TypeError(f"sparse tensors in gpumemnet have no '{name}'; they support "
+        raise UnsupportedAttributeError(f"sparse tensors in gpumemnet have no '{name}'; they support "
                         f"{', '.join(sorted(n for n in vars(SparseTensor) if not n.startswith('__')))} "
                         f"(to_dense() gives a dense tensor for anything else)")
 
