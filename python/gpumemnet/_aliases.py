@@ -19,7 +19,7 @@ from ._core import autocast as _autocast
 from ._core.autograd import refuse_inplace as _refuse_inplace
 from ._core.creation import arange as _arange, as_tensor as _as_tensor
 from ._core.creation_more import histc as _histc, multinomial as _multinomial
-from ._core.dtype import get_default_dtype as _default_dtype
+from ._core.dtype import SCALAR_TYPE_NAMES as _SCALAR_TYPE_NAMES, get_default_dtype as _default_dtype
 from ._core.storage import UntypedStorage as _UntypedStorage
 from ._core.random import drawing_from as _drawing_from
 from ._core.tensor import Tensor as _Tensor
@@ -522,6 +522,9 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, 
         if t.ndim < 2:
             raise RuntimeError(f"triangular_solve: Expected {name} to have at least 2 dimensions, but it has {t.ndim} "
                                f"dimensions instead (shape {tuple(t.shape)})")
+    if b.dtype != A.dtype:  # solve_triangular would convert b; this older form refuses, as PyTorch's
+        raise RuntimeError(f"triangular_solve: Expected b and A to have the same dtype, but found b of type "
+                           f"{_SCALAR_TYPE_NAMES[b._dtype]} and A of type {_SCALAR_TYPE_NAMES[A._dtype]} instead.")
     coef = A.mT if transpose else A
     return _TriangularSolveResult(solve_triangular(coef, b, upper=bool(upper) != bool(transpose),
                                                    unitriangular=unitriangular), A.clone())

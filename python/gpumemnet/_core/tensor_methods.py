@@ -225,10 +225,12 @@ class TensorMethods:
         no_negative(index, self.shape[d] if self.ndim else 1, d, "index_select")
         try:
             return self[(slice(None),) * d + (index.reshape(-1),)]
-        except IndexError as e:  # out of bounds: PyTorch's index_select says RuntimeError where x[idx] IndexError
-            if "out of bounds" not in str(e):
+        except IndexError as e:  # out of bounds: PyTorch's CPU kernels say RuntimeError along dim 1 of a tensor of
+            if "out of bounds" not in str(e):  # 2 or more dims, IndexError along any other
                 raise
-            raise RuntimeError(f"index_select(): {e}") from None
+            if d != 1 or self.ndim < 2:
+                raise IndexError(f"index out of range in self ({e})") from None
+            raise RuntimeError(f"index_select(): INDICES element is out of DATA bounds ({e})") from None
 
     def repeat(self, *sizes):
         """Tile the tensor: one materialised copy of the result, as PyTorch's repeat."""

@@ -130,10 +130,13 @@ def _padded(t, shape):
 
 
 def _scatter(self, dim, index, src, reduce, op, accumulate, in_place):
+    if reduce == "multiply":  # the deprecated form of scatter_reduce's "prod", self's values included
+        if not isinstance(src, _C.TensorBase):
+            src = _C.fill_(_C.empty(tuple(index.shape), self._dtype, self._device), src)
+        return (self.scatter_reduce_ if in_place else self.scatter_reduce)(dim, index, src, "prod")
     if reduce is not None:
         if reduce != "add":
-            raise NotImplementedError(f"{op}: reduce={reduce!r} is not in gpumemnet (reduce='add' is); use "
-                                      f"scatter_reduce-free code or compute it with gather")
+            raise RuntimeError(f"{op}: reduce argument must be either add or multiply, got {reduce}")
         accumulate = True
     index, src = zero_dim_as_one(self, index, src)
     d, index = _scatter_args(self, dim, index, src, op)

@@ -309,8 +309,10 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
     if B.ndim < 2:
         raise RuntimeError(f"{op}: The input tensor B must have at least 2 dimensions, got shape {tuple(B.shape)}")
     if B._dtype != A._dtype:
-        raise RuntimeError(f"{op}: Expected A and B to have the same dtype, but found A of type {_dt(A)} and B of "
-                           f"type {_dt(B)} instead")
+        if not (A.is_floating_point() and B.is_floating_point()):
+            raise RuntimeError(f"{op}: Expected A and B to have the same dtype, but found A of type {_dt(A)} and B "
+                               f"of type {_dt(B)} instead")
+        B = B.to(A.dtype)  # PyTorch's solve_triangular answers in A's float dtype (a float32 GP, float64 targets)
     n = A.shape[-1]
     if (B.shape[-2] if left else B.shape[-1]) != n:
         raise RuntimeError(f"{op}: Incompatible shapes of A and B for the equation {'AX = B' if left else 'XA = B'}"

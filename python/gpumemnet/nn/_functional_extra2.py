@@ -347,7 +347,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError(f"{op}: per_sample_weights was not None. per_sample_weights is only supported for "
                                   f"mode='sum' (got mode='{mode}')")
-    emb = embedding(flat, weight, scale_grad_by_freq=scale_grad_by_freq)  # (n, D); by_freq: over all the bags
+    emb = embedding(flat, weight, scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)  # (n, D); by_freq: all bags
     keep = None if padding_idx is None else flat != padding_idx
     if per_sample_weights is not None:
         emb = emb * per_sample_weights.reshape(-1, 1)
