@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import gpumemnet as gm
+from gpumemnet._serialization_torch_write import save as torch_format_save  # what torch.save is under the alias
 
 torch = pytest.importorskip("torch")
 
@@ -87,4 +88,74 @@ def test_pad_fills_integer_tensors_with_the_value(dtype):
                 out.append(str(e))
         return out
     ref, got = _both(run)
+    assert got == ref
+
+
+def test_complex_in_place_product_with_an_operand_that_needs_grad():
+    """a.mul_(c) / div_ / add_ / sub_ on a complex tensor with c needing grad (linear_operator's Toeplitz products
+    in gpytorch's KISS-GP) gives PyTorch's values and gradient (it was refused: a's old values are read by the
+    product's backward)."""
+    def run(L):
+        x = L.linspace(0.0, 1.0, 5, dtype=L.float64)
+        w = L.tensor([0.5, -1.0, 2.0, 0.25, 1.0], dtype=L.float64, requires_grad=True)
+        a, c = L.fft.fft(x), L.fft.fft(w)
+        a.mul_(c)
+        a.div_(c + 3)
+        a.add_(c, alpha=2)
+        a.sub_(c)
+        out = L.fft.ifft(a).real
+        out.sum().backward()
+        return [round(v, 12) for v in out.tolist()], [round(v, 12) for v in w.grad.tolist()]
+    ref, got = _both(run)
+    assert got == ref
+
+
+def test_hasattr_transposes_and_save_load_of_complex_and_sparse_tensors(tmp_path):
+    """hasattr / getattr(default) answer on complex and sparse tensors (a missing method raised TypeError); mT, T, H,
+    mH exist on both; a sparse COO tensor saved by torch.save (PyTorch's format) loads with the default
+    weights_only=True, and files cross between the libraries."""
+    def run(L):
+        z = L.complex(L.tensor([[1.0, 2.0], [3.0, 4.0]]), L.tensor([[0.5, -1.0], [2.0, 0.0]]))
+        s = L.sparse_coo_tensor(L.tensor([[0, 1, 2], [2, 0, 1]]), L.tensor([1.0, 2.0, 3.0]), (3, 3))
+        out = [hasattr(z, "no_such_thing"), getattr(s, "_no_such", "dflt"), hasattr(s, "no_such_thing")]
+        for name in ("mT", "T", "H", "mH"):
+            out.append(L.view_as_real(getattr(z, name).resolve_conj()).tolist())
+            out.append(getattr(s, name).to_dense().tolist())
+        path = tmp_path / f"sparse_{L.__name__}.pt"
+        (L.save if L is torch else torch_format_save)({"adj": s.coalesce(), "n": 3}, path)  # torch.save's format
+        return out, path
+    (ref, ref_path), (got, got_path) = _both(run)
+    assert got == ref
+    for lib, path in ((gm, ref_path), (torch, got_path), (gm, got_path)):
+        d = lib.load(path)
+        assert d["adj"].to_dense().tolist() == [[0.0, 0.0, 1.0], [2.0, 0.0, 0.0], [0.0, 3.0, 0.0]], (lib, path)
+        assert d["adj"].is_coalesced() and d["n"] == 3
+
+
+def test_mixed_dtype_triangular_solves_index_select_errors_and_scatter_multiply():
+    """solve_triangular(float32 A, float64 B) answers in A's dtype (a float32 GP with float64 targets) while the
+    older triangular_solve refuses the mix; index_select out of range raises IndexError except along dim 1, as
+    PyTorch's CPU kernels; scatter's deprecated reduce='multiply' works."""
+    def run(L):
+        A, b = L.tensor([[2.0, 0.0], [1.0, 3.0]]), L.tensor([[1.0], [2.0]], dtype=L.float64)
+        x = L.linalg.solve_triangular(A, b, upper=False)
+        out = [str(x.dtype).split(".")[-1], x.tolist()]
+        for f in (lambda: L.triangular_solve(b, A, upper=False),
+                  lambda: L.zeros(3).index_select(0, L.tensor([5])),
+                  lambda: L.zeros(2, 3).index_select(1, L.tensor([3])),
+                  lambda: L.zeros(2, 3, 4).index_select(2, L.tensor([4]))):
+            try:
+                f()
+                out.append(None)
+            except (RuntimeError, IndexError) as e:
+                out.append(type(e).__name__)
+        idx, src = L.tensor([[0, 1], [0, 0]]), L.tensor([[2.0, 3.0], [4.0, 5.0]])
+        out.append(L.ones(2, 2).scatter(0, idx, src, reduce="multiply").tolist())
+        out.append(L.ones(2, 2).scatter_(0, idx, 2.0, reduce="multiply").tolist())
+        return out
+    with np.errstate(all="ignore"):
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ref, got = _both(run)
     assert got == ref
