@@ -159,3 +159,25 @@ def test_mixed_dtype_triangular_solves_index_select_errors_and_scatter_multiply(
             warnings.simplefilter("ignore")
             ref, got = _both(run)
     assert got == ref
+
+
+def test_complex_parameter_in_state_dict_and_checkpoints(tmp_path):
+    """A complex nn.Parameter (FNO's spectral weights) is complex in state_dict() and loads from a complex
+    checkpoint, as PyTorch's (it showed its float64 (..., 2) real pairs and refused PyTorch's checkpoints); gm.save
+    and gm.load keep it."""
+    def run(L):
+        class Spectral(L.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.weights1 = L.nn.Parameter(L.zeros(2, 3, dtype=L.complex128))
+        m = Spectral()
+        w = L.complex(L.arange(6.0).view(2, 3), -L.arange(6.0).view(2, 3)).to(L.complex128)
+        m.load_state_dict({"weights1": w})
+        sd = m.state_dict()
+        return [(k, str(v.dtype).split(".")[-1], tuple(v.shape)) for k, v in sd.items()], \
+            L.view_as_real(m.weights1.detach()).tolist(), m
+    (ref, ref_w, _), (got, got_w, m) = _both(run)
+    assert got == ref and got_w == ref_w
+    gm.save(m.state_dict(), tmp_path / "spectral")
+    back = gm.load(tmp_path / "spectral")["weights1"]
+    assert back.dtype == gm.complex128 and gm.view_as_real(back).tolist() == got_w

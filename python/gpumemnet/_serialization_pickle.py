@@ -22,7 +22,8 @@ _SAFE = {("collections", "OrderedDict"), ("collections", "defaultdict"), ("built
          ("builtins", "frozenset"), ("builtins", "slice"), ("builtins", "complex"), ("builtins", "range"),
          ("gpumemnet._core.dtype", "_by_name"), ("gpumemnet._core.dtype", "device"),
          ("gpumemnet._core.tensor_select", "Size"),
-         ("gpumemnet.sparse", "SparseTensor")}  # its indices, values and size: tensors and ints, no code
+         ("gpumemnet.sparse", "SparseTensor"),  # its indices, values and size: tensors and ints, no code
+         ("gpumemnet._core.complex", "ComplexTensor")}  # its real pairs: a tensor
 
 
 def dumps(obj, encoder, path):

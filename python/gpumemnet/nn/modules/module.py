@@ -582,8 +582,9 @@ class Module(ModuleMore):
         """This module's own parameters and persistent buffers (not its children's) into destination, and its
         extra state under "_extra_state" when its class defines get_extra_state (PyTorch's rule)."""
         for name, p in self._parameters.items():
-            if p is not None:
-                destination[prefix + name] = p if keep_vars else p.detach()
+            if p is not None:  # a complex parameter (its real pairs here) as its complex view, as PyTorch holds it
+                v, c = p if keep_vars else p.detach(), self.__dict__.get(name)
+                destination[prefix + name] = ComplexTensor(v) if c.__class__ is ComplexTensor and c._r is p else v
         for name, b in self._buffers.items():
             if b is not None and name not in self._non_persistent_buffers_set:
                 destination[prefix + name] = b if keep_vars else b.detach()
@@ -719,8 +720,8 @@ class Module(ModuleMore):
                     missing_keys.append(key)
                 continue
             value = state_dict[key]
-            if target.__class__ is ComplexTensor and value.__class__ is ComplexTensor:  # complex buffers
-                target, value = target._r, value._r
+            if value.__class__ is ComplexTensor:  # complex buffers; a complex parameter kept as its real pairs
+                target, value = getattr(target, "_r", target), value._r
             if not isinstance(value, _C.TensorBase):
                 try:
                     import numpy as np
