@@ -7,9 +7,10 @@ Mask / Keypoint R-CNN, RetinaNet, FCOS and SSD build, train and predict under th
   kernels/roi_align.h): a sample more than a pixel outside the feature map counts as 0, as in torchvision's C++
   kernel (its pure-PyTorch _roi_align clamps it to the border instead). float16 / bfloat16 run in float32 and come
   back in their dtype, as torchvision's autocast wrapper does.
+- deform_conv2d and roi_pool: of gpumemnet's ops (torchvision_deform.py), their gradients autograd's.
 - _cuda_version: -1, as a torchvision built without CUDA answers.
 
-The other operators (roi_pool, ps_roi_align, ps_roi_pool, deform_conv2d, the quantized and rotated ones) are not
+The other operators (ps_roi_align, ps_roi_pool, the quantized and rotated ones) are not
 here: they exist (torchvision registers meta kernels for each at import), and calling one raises
 NotImplementedError naming it."""
 import numpy as np
@@ -18,6 +19,7 @@ from .. import _C
 from .._core.autograd import Function, needs_grad
 from .._core.creation import tensor as _tensor
 from .._core.dtype import float32
+from .torchvision_deform import deform_conv2d, roi_pool
 
 
 def nms(boxes, scores, iou_threshold):
@@ -83,8 +85,7 @@ def _cuda_version():
 
 
 IMPLEMENTED = {"nms": nms, "roi_align": roi_align, "_roi_align_backward": _roi_align_backward,
-               "_cuda_version": _cuda_version}
+               "deform_conv2d": deform_conv2d, "roi_pool": roi_pool, "_cuda_version": _cuda_version}
 # every operator torchvision's library defines (torchvision/csrc/ops): the names torchvision looks up
-NAMES = set(IMPLEMENTED) | {"ps_roi_align", "_ps_roi_align_backward", "roi_pool",
-                            "_roi_pool_backward", "ps_roi_pool", "_ps_roi_pool_backward", "qroi_align", "qnms",
-                            "deform_conv2d", "_deform_conv2d_backward", "box_iou_rotated"}
+NAMES = set(IMPLEMENTED) | {"ps_roi_align", "_ps_roi_align_backward", "_roi_pool_backward", "ps_roi_pool", "_ps_roi_pool_backward", "qroi_align", "qnms",
+                            "_deform_conv2d_backward", "box_iou_rotated"}
