@@ -181,3 +181,13 @@ def test_complex_parameter_in_state_dict_and_checkpoints(tmp_path):
     gm.save(m.state_dict(), tmp_path / "spectral")
     back = gm.load(tmp_path / "spectral")["weights1"]
     assert back.dtype == gm.complex128 and gm.view_as_real(back).tolist() == got_w
+
+
+def test_searchsorted_of_no_values():
+    """searchsorted of an empty batch of values gives an empty result of their shape (a batched one raised)."""
+    def run(L):
+        return [tuple(L.searchsorted(s, v).shape) for s, v in (
+            (L.tensor([1.0, 2.0, 3.0]), L.tensor([])), (L.tensor([[1.0, 2.0, 3.0]] * 2), L.zeros(2, 0)),
+            (L.zeros(0, 3), L.zeros(0, 2)))]
+    ref, got = _both(run)
+    assert got == ref

@@ -186,9 +186,12 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
             raise RuntimeError(f"searchsorted(): boundaries tensor should be 1 dimension or the first N-1 "
                                f"dimensions of boundaries tensor and input value tensor must match, but we got "
                                f"boundaries tensor {list(seq.shape)} and input value tensor {list(vals.shape)}")
-        idx = np.stack([np.searchsorted(a, v, side=s) for a, v in zip(seq.reshape(-1, seq.shape[-1]),
-                                                                        vals.reshape(-1, vals.shape[-1]))])
-        idx = idx.reshape(vals.shape)
+        if vals.size == 0:  # nothing to place (NumPy cannot reshape an empty batch to (-1, 0))
+            idx = np.zeros(vals.shape, np.int64)
+        else:
+            idx = np.stack([np.searchsorted(a, v, side=s) for a, v in zip(seq.reshape(-1, seq.shape[-1]),
+                                                                            vals.reshape(-1, vals.shape[-1]))])
+            idx = idx.reshape(vals.shape)
     dev = sorted_sequence._device
     idx = np.asarray(np.asarray(idx, dtype=np.int32 if out_int32 else np.int64), order="C")
     return _C.from_numpy(idx, 9 if out_int32 else _I64, dev)
