@@ -191,3 +191,31 @@ def test_searchsorted_of_no_values():
             (L.zeros(0, 3), L.zeros(0, 2)))]
     ref, got = _both(run)
     assert got == ref
+
+
+def test_numpy_keywords_of_linalg_norms_dynamo_config_and_the_T_warning():
+    """torch.linalg.norm / vector_norm / matrix_norm take axis= / keepdims= (POT's sinkhorn passes keepdims);
+    torch._dynamo.config keeps what scripts set at import and patch() restores it (k-diffusion); x.T of a tensor
+    that is not 2-D says PyTorch's deprecation warning."""
+    import warnings
+    from gpumemnet._core import state
+
+    def run(L):
+        x = L.arange(6.0).reshape(2, 3)
+        out = [L.linalg.norm(x, dim=1, keepdims=True).tolist(), L.linalg.vector_norm(x, axis=1).tolist(),
+               tuple(L.linalg.matrix_norm(x, keepdims=True).shape)]
+        import importlib  # torch._dynamo, under the alias gpumemnet.compat._dynamo
+        config = importlib.import_module("torch._dynamo" if L is torch else "gpumemnet.compat._dynamo").config
+        before = config.suppress_errors
+        with config.patch(suppress_errors=True):
+            out.append(config.suppress_errors)
+        out += [config.suppress_errors == before, config.cache_size_limit]
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out.append(tuple(L.zeros(2, 3, 4).T.shape))
+        out.append(any("x.T` on tensors of dimension other than 2" in str(w.message) for w in caught))
+        return out
+    state.warned_once.difference_update([m for m in state.warned_once if "x.T` on tensors" in m])
+    ref = run(torch)
+    got = run(gm)
+    assert got == ref

@@ -19,6 +19,7 @@ from ._core.tensor_products import linalg_cross, linalg_vander as _vander, multi
 from ._core import autocast as _amp
 from ._core import complex as _complex
 from ._core import out_arg as _out_arg
+from ._core.arg_forms import numpy_forms as _numpy_forms
 from ._core.autograd import needs_grad as _needs_grad
 from ._core import tensor_solve as _solve
 from ._core.tensor_solve import LinAlgError, det, matrix_exp, matrix_power, solve_triangular
@@ -52,6 +53,7 @@ def _tensor(x, op):
         raise RuntimeError(f"linalg.{op}: Expected a floating point tensor as input. Got {x.dtype}")
 
 
+@_numpy_forms  # axis= / keepdims=, as PyTorch's parser takes them (POT's sinkhorn passes keepdims)
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     """(sum |x|^ord)^(1/ord) over dim (every entry by default); inf / -inf: the largest / smallest |x|; 0: the
     count of nonzero entries."""
@@ -66,6 +68,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     return x.norm(ord, dim, keepdim)
 
 
+@_numpy_forms  # axis= / keepdims=, as PyTorch's parser takes them (POT's sinkhorn passes keepdims)
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     """The matrix norm over the two dims: 'fro' (Frobenius), 'nuc' (sum of the singular values), 2 / -2 (largest /
     smallest singular value; the SVD is computed on the host), 1 / -1 (largest / smallest column sum of |A|),
@@ -91,6 +94,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
 
 
+@_numpy_forms  # axis= / keepdims=, as PyTorch's parser takes them (POT's sinkhorn passes keepdims)
 def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
     """vector_norm or matrix_norm as torch.linalg.norm chooses: ord=None is the 2-norm of the flattened input
     (or over dim); an ord with a 2-D input, or with two dims, is a matrix norm."""

@@ -168,10 +168,6 @@ class Tensor(_C.TensorBase):
         return self._device.startswith("cuda")
 
     @property
-    def T(self):
-        return self.permute(tuple(range(self.ndim - 1, -1, -1)))
-
-    @property
     def data(self):
         d = self.detach()
         d._data_alias = True  # in-place writes of graph values into it are allowed (_refuse_shared)

@@ -17,6 +17,7 @@ from .autocast import _state as _amp_state
 from .autograd import Function, needs_grad as _needs_grad
 from .dtype import finfo
 from .indexing import write_recorded
+from .state import warn_once
 from .tensor_methods import _dim
 
 _I64, _BOOL = 4, 5
@@ -343,6 +344,17 @@ class ComposeMethods:
 
     def ndimension(self):
         return self.ndim
+
+    @property
+    def T(self):  # noqa: N802  (PyTorch's name)
+        """The dims reversed (a view); deprecated by PyTorch, with its once-per-process warnings, except on 2-D."""
+        if self.ndim == 0:
+            warn_once("Tensor.T is deprecated on 0-D tensors. This function is the identity in these cases.")
+        elif self.ndim != 2:
+            warn_once("The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated and "
+                      "it will throw an error in a future release. Consider `x.mT` to transpose batches of matrices "
+                      "or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of a tensor.")
+        return self.permute(tuple(range(self.ndim - 1, -1, -1)))
 
     @property
     def mT(self):  # noqa: N802  (PyTorch's name)
