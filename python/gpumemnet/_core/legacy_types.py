@@ -12,7 +12,7 @@ import numbers
 
 import numpy as np
 
-from .creation import empty, tensor
+from .creation import empty, from_numpy, tensor
 from .dtype import DTYPES, get_default_dtype, set_default_device, set_default_dtype
 from .tensor import Tensor, as_parameter
 from .size import Size
@@ -59,6 +59,15 @@ def legacy_new(name, dtype, args, device, fits, where_name):
     if isinstance(data, (str, bytes)) or not (isinstance(data, (list, tuple, np.ndarray, numbers.Number, range)) or
                                               hasattr(data, "__array__")):  # a pandas Series, as PyTorch reads it
         raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
+    if isinstance(data, np.ndarray) and (device is None or str(device) == "cpu") and data.dtype.kind in "fiub":
+        # an array of the type's own dtype is shared, as PyTorch's legacy constructors do (CleanRL's
+        # torch.Tensor(next_obs) over a buffer the environment rewrites)
+        try:
+            shared = from_numpy(data)
+        except TypeError:  # a dtype gpumemnet has no tensors of (uint16 ...): converted below
+            shared = None
+        if shared is not None and shared.dtype == dtype:
+            return shared
     return tensor(list(data) if isinstance(data, range) else data, dtype=dtype, device=device)
 
 
