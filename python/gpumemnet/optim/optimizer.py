@@ -62,6 +62,15 @@ class Step(int):
         return self
 
 
+def _number_lr(group):
+    """group, or a copy whose lr is the number its one-element tensor holds: PyTorch takes a tensor lr, which scripts
+    anneal in place (`group["lr"].copy_(lrnow)`: CleanRL's compiled variants); the steps here read a number."""
+    lr = group.get("lr")
+    if isinstance(lr, _C.TensorBase) and lr.numel() == 1:
+        return dict(group, lr=float(lr))
+    return group
+
+
 def _step_tensor(step):
     """PyTorch's form of a saved step: a 0-d tensor of its scalar dtype (float64 under set_default_dtype(float64),
     else float32)."""
@@ -185,10 +194,7 @@ class Optimizer:
                 raise ValueError(f"parameter group didn't specify a value of required optimization parameter "
                                  f"{name}")
             group.setdefault(name, default)
-        lr = group.get("lr")
-        if isinstance(lr, _C.TensorBase) and lr.numel() == 1 and not lr.requires_grad:
-            group["lr"] = float(lr)  # PyTorch takes a one-element tensor as lr; the steps here read a number
-        self._validate_group(group)
+        self._validate_group(_number_lr(group))
         existing = {id(p) for g in self.param_groups for p in g["params"]}
         if existing & seen:
             raise ValueError("some parameters appear in more than one parameter group")
@@ -250,6 +256,7 @@ class Optimizer:
         try:
             with no_grad(), scope(f"{name}.step"):
                 for group in self.param_groups:
+                    group = _number_lr(group)
                     for _ in _rounds(group):
                         if self._step_group(group):
                             any_grad = True

@@ -12,6 +12,7 @@ import warnings
 from bisect import bisect_right
 from collections import Counter
 
+from ... import _C
 from ..optimizer import Optimizer
 
 __all__ = ["LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR", "LinearLR",
@@ -67,8 +68,9 @@ class LRScheduler:
         _check_optimizer(optimizer, type(self).__name__)
         self.optimizer = optimizer
         if last_epoch == -1:
-            for group in optimizer.param_groups:
-                group.setdefault("initial_lr", group["lr"])
+            for group in optimizer.param_groups:  # a tensor lr's own value, not the tensor the steps fill
+                lr = group["lr"]
+                group.setdefault("initial_lr", lr.clone() if isinstance(lr, _C.TensorBase) else lr)
         else:
             for i, group in enumerate(optimizer.param_groups):
                 if "initial_lr" not in group:
@@ -125,7 +127,10 @@ class LRScheduler:
             self.last_epoch = epoch
             values = self._within_step(getattr(self, "_get_closed_form_lr", self.get_lr))
         for group, lr in zip(self.optimizer.param_groups, values):
-            group["lr"] = lr
+            if isinstance(group["lr"], _C.TensorBase):  # a tensor lr stays that tensor, filled, as PyTorch's
+                group["lr"].fill_(float(lr))
+            else:
+                group["lr"] = lr
         self._last_lr = _group_lrs(self.optimizer)
 
     def state_dict(self):
