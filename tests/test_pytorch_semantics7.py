@@ -219,3 +219,53 @@ def test_numpy_keywords_of_linalg_norms_dynamo_config_and_the_T_warning():
     ref = run(torch)
     got = run(gm)
     assert got == ref
+
+
+def test_legacy_constructor_shares_arrays_and_tensor_lr_is_kept():
+    """torch.Tensor(ndarray) / LongTensor(ndarray) share an array of their own dtype, as PyTorch's (CleanRL's
+    torch.Tensor(next_obs) over a buffer the environment rewrites); a tensor lr stays a tensor that scripts anneal
+    in place, and schedulers fill it."""
+    def run(L):
+        buf, ints = np.zeros(3, np.float32), np.zeros(2, np.int64)
+        t, i, c = L.Tensor(buf), L.LongTensor(ints), L.Tensor(np.zeros(2))  # float64: a float32 copy
+        buf[0], ints[1] = 5.0, 7
+        out = [t.tolist(), i.tolist(), str(c.dtype).split(".")[-1]]
+        w = L.nn.Parameter(L.tensor([1.0, -2.0], dtype=L.float64))
+        opt = L.optim.SGD([w], lr=L.tensor(0.1))
+        sched = L.optim.lr_scheduler.StepLR(opt, 1, gamma=0.5)
+        for k in range(3):
+            opt.param_groups[0]["lr"].copy_(L.tensor(0.1 * (1 - k / 4))) if k == 1 else None
+            opt.zero_grad()
+            (w ** 2).sum().backward()
+            opt.step()
+            sched.step()
+        out += [type(opt.param_groups[0]["lr"]).__name__, float(opt.param_groups[0]["lr"]),
+                float(opt.param_groups[0]["initial_lr"]), [round(v, 12) for v in w.tolist()]]
+        return out
+    ref, got = _both(run)
+    assert got == ref
+
+
+def test_warnings_of_no_degrees_of_freedom_kl_div_mean_and_numpy_of_a_grad_tensor():
+    """std / var / std_mean of one value (NaN) and kl_div's default 'mean' say PyTorch's warnings at the caller's
+    line; np.asarray of a tensor that requires grad is refused as t.numpy() is (it hid a forgotten no_grad)."""
+    import warnings
+
+    def run(L):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            L.tensor([1.0]).std()
+            L.var(L.zeros(3, 1), 1)
+            L.std_mean(L.tensor([2.0]))
+            L.zeros(2, 3).std(0)
+            L.nn.functional.kl_div(L.zeros(2, 3), L.ones(2, 3) / 3)
+            L.nn.functional.kl_div(L.zeros(2, 3), L.ones(2, 3) / 3, reduction="batchmean")
+        said = [(str(w.message).split("(Triggered")[0].strip()[:60], w.filename == __file__) for w in caught]
+        try:
+            np.asarray(L.ones(2, requires_grad=True))
+            refused = False
+        except RuntimeError:
+            refused = True
+        return said, refused
+    ref, got = _both(run)
+    assert got == ref

@@ -57,14 +57,14 @@ def _tensors(op, tensors):
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """(std, mean) over dim, as two calls would give them."""
     _need_tensor("std_mean", input)
-    return input.std(dim, unbiased, keepdim, correction), (input.mean(dim, keepdim) if dim is not None else
-                                                          input.mean())
+    mean = input.mean(dim, keepdim) if dim is not None else input.mean()
+    return input.std(dim, unbiased, keepdim, correction, _op="std_mean"), mean
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     _need_tensor("var_mean", input)
-    return input.var(dim, unbiased, keepdim, correction), (input.mean(dim, keepdim) if dim is not None else
-                                                          input.mean())
+    mean = input.mean(dim, keepdim) if dim is not None else input.mean()
+    return input.var(dim, unbiased, keepdim, correction, _op="var_mean"), mean
 
 
 def cdist(x1, x2, p=2.0, compute_mode=None):

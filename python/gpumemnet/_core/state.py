@@ -13,6 +13,8 @@ The rest, read once per module call, saved tensor or estimate rather than per op
 threading.local runs __init__ once in each thread on the thread's first access, so every thread starts from
 the defaults below."""
 import contextvars
+import os
+import sys
 import threading
 import warnings
 
@@ -40,6 +42,20 @@ def warn_once(message, category=UserWarning, stacklevel=2):
     if message not in warned_once:
         warned_once.add(message)
         warnings.warn(message, category, stacklevel=stacklevel + 1)
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # python/gpumemnet
+
+
+def warn_outside(message, category=UserWarning):
+    """warnings.warn naming the first line outside gpumemnet that led here (the user's call, however many of the
+    package's own functions lie between: x.std() and torch.std(x) reach the same check at different depths)."""
+    frame, level = sys._getframe(1), 2  # level 1 is this function, 2 its caller
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)
+
+
 grad_mode = contextvars.ContextVar("gpumemnet.grad_mode", default=True)  # no_grad, enable_grad, inference_mode...
 inference_flag = contextvars.ContextVar("gpumemnet.inference_mode", default=False)  # inside inference_mode()
 

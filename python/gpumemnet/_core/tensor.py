@@ -231,8 +231,8 @@ class Tensor(_C.TensorBase):
             raise TypeError("only a one-element integer tensor can be used as an index")
         return int(self.item())
 
-    def __array__(self, dtype=None, copy=None):
-        a = self.detach().numpy() if self._dtype != 3 else self.float().numpy()
+    def __array__(self, dtype=None, copy=None):  # np.asarray(t) refuses what t.numpy() does, as PyTorch's
+        a = self.numpy() if self._dtype != 3 else self.float().numpy()
         return a.astype(dtype) if dtype is not None else a
 
     def tolist(self):

@@ -8,6 +8,20 @@ from .arg_forms import _NO, PLAIN_DIMS, dim_args
 from .autograd import needs_grad as _needs_grad
 from .dtype import as_dtype
 from .return_types import ValuesIndices as _RESULT
+from .state import warn_outside
+
+
+def _warn_no_dof(op, x, dim, correction):
+    """PyTorch's warning when a variance has no degrees of freedom left (the std of one sample is NaN: PPO's
+    advantage normalisation over a one-sample minibatch), said by the op the user called."""
+    n = x.numel()
+    if dim is not None:
+        n = 1
+        for d in (dim,) if isinstance(dim, int) else dim:
+            n *= x.shape[d] if x.ndim else 1
+    if n - correction <= 0:
+        warn_outside(f"{op}(): degrees of freedom is <= 0. Correction should be strictly less than the reduction "
+                     f"factor (input numel divided by output numel).")
 
 _amp_state = _amp._state
 
@@ -79,18 +93,19 @@ class ReduceMethods:
             dim, keepdim = dim_args("argmin", dim, keepdim, axis, keepdims)
         return _C.argmin(self, dim, keepdim)
 
-    def var(self, dim=None, unbiased=None, keepdim=False, correction=None, *, axis=_NO, keepdims=_NO):
+    def var(self, dim=None, unbiased=None, keepdim=False, correction=None, *, axis=_NO, keepdims=_NO, _op="var"):
         if axis is not _NO or keepdims is not _NO or dim.__class__ not in PLAIN_DIMS:
             dim, keepdim = dim_args("var", dim, keepdim, axis, keepdims)
         if correction is None:
             correction = 0 if unbiased is False else 1
+        _warn_no_dof(_op, self, dim, correction)
         x = _amp.fp32_on_cuda(self)[0] if _amp_state.enabled else self
         return F.Var.apply(x, dim, correction, keepdim) if _needs_grad(x) else _C.var(x, dim, correction, keepdim)
 
-    def std(self, dim=None, unbiased=None, keepdim=False, correction=None, *, axis=_NO, keepdims=_NO):
+    def std(self, dim=None, unbiased=None, keepdim=False, correction=None, *, axis=_NO, keepdims=_NO, _op="std"):
         if axis is not _NO or keepdims is not _NO or dim.__class__ not in PLAIN_DIMS:
             dim, keepdim = dim_args("std", dim, keepdim, axis, keepdims)
-        v = self.var(dim, unbiased, keepdim, correction)
+        v = self.var(dim, unbiased, keepdim, correction, _op=_op)
         if not v.requires_grad:
             return v.sqrt()
         # sqrt's gradient at 0 is inf, and times var's 0 a NaN; PyTorch's std gives 0 where std == 0 (a constant

@@ -25,7 +25,7 @@ from .._core import autocast as _amp
 from .._core.autograd import Function
 from .._core.autograd import as_activation as _as_activation
 from .._core.autograd import check_inplace as _check_inplace, needs_grad as _needs_grad
-from .._core.state import state
+from .._core.state import state, warn_outside
 from .._core.dtype import DISPLAY
 from .._core.tensor_misc import promote_types
 from ._args import check_reduction
@@ -459,6 +459,10 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     if size_average is not None or reduce is not None:  # PyTorch's deprecated form of reduction
         reduction = ("mean" if size_average is None or size_average else "sum") if reduce is None or reduce \
             else "none"
+    elif reduction == "mean":  # PyTorch's warning, each call (not for the legacy arguments' mean)
+        warn_outside("reduction: 'mean' divides the total loss by both the batch size and the support size."
+                     "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+                     "'mean' will be changed to behave the same as 'batchmean' in the next major release.")
     if reduction == "batchmean":
         _check_tensor(input, op)
         total = _pointwise_loss(input, target, "sum", KL_DIV, op, float(bool(log_target)))
