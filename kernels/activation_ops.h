@@ -11,6 +11,9 @@ enum {
     ACT_SOFTPLUS = 12, ACT_N
 };
 
+/* hardsigmoid's slope, PyTorch's constant for every dtype: float's 1/6 (0.1666666716...), also in float64 */
+#define ACT_ONE_SIXTH ((double)(1.0f / 6.0f))
+
 /* prelu's weight gradient is summed in two deterministic steps on both backends: first one partial sum per
  * segment, a (chunk of the outer dim, channel) pair, then each weight's partials in segment order. The number of
  * outer chunks depends on the shape only, so the scratch (segments float64s, csrc allocates it on every device)

@@ -156,7 +156,7 @@ GM_VEC_CLONES int activation_backward(void *dinp, const void *dout, const void *
      * hardsigmoid and hardtanh; NaN takes the last branch, as there */
     case ACT_HARDSWISH: ACT_GRAD_LOOP(r = s <= -3.0 ? 0.0 : s < 3.0 ? g * (s / 3.0 + 0.5) : g) break;
     /* saved: the output, in (0, 1) exactly where the input is in (-3, 3) */
-    case ACT_HARDSIGMOID: ACT_GRAD_LOOP(r = s > 0.0 && s < 1.0 ? g / 6.0 : 0.0) break;
+    case ACT_HARDSIGMOID: ACT_GRAD_LOOP(r = s > 0.0 && s < 1.0 ? g * ACT_ONE_SIXTH : 0.0) break;
     case ACT_MISH:
         ACT_GRAD_VLOOP(const double sg = 1.0 / (1.0 + nn_exp(-s, DT));
                       const double t = nn_tanh(nn_log1p(nn_exp(s, DT), DT), DT);

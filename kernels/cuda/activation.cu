@@ -59,7 +59,7 @@ template <int DT, int OP> NN_DEV double act_bwd(double g, double s, double alpha
         return g * sg * (1.0 + s * (1.0 - sg));
     }
     case ACT_HARDSWISH: return s <= -3.0 ? 0.0 : s < 3.0 ? g * (s / 3.0 + 0.5) : g;
-    case ACT_HARDSIGMOID: return s > 0.0 && s < 1.0 ? g / 6.0 : 0.0; /* s: the output */
+    case ACT_HARDSIGMOID: return s > 0.0 && s < 1.0 ? g * ACT_ONE_SIXTH : 0.0; /* s: the output */
     case ACT_MISH: {
         const double sg = 1.0 / (1.0 + nn_exp<DT>(-s));
         const double t = nn_tanh<DT>(nn_log1p<DT>(nn_exp<DT>(s)));
