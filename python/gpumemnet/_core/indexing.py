@@ -276,10 +276,13 @@ def write_graph_view(view, value_of):
     value_of(view) computes the new values out of place (recorded from the view's old ones), the write into the
     base is recorded on the base (IndexPutFn for a slice of it, _StridedPut for any other view), and the view is
     re-derived from the new base, as PyTorch's CopySlices does. False, with nothing done, when the view's base is
-    not alive, not in a graph, or (for the strided form) not contiguous."""
+    not alive, not in a graph, a view shared with other tensors, or (for the strided form) not contiguous."""
     node = view.grad_fn
     base = node.base() if isinstance(node, (IndexFn, SplitFn)) and node.base is not None else None
-    if base is not None and not base._graph_view and base.grad_fn is not None:
+    # a base that is itself a view of a graph tensor takes the write when nothing else is left on the memory (the
+    # root gone: `y = (x * 2).view(2, 4); y[:, :2].masked_fill_(m, 0)`, Performer's masks): no other tensor's
+    # gradient could miss it
+    if base is not None and (not base._graph_view or view._storage_refs == 2) and base.grad_fn is not None:
         plan = node.plan if isinstance(node, IndexFn) else node.plan_of(_C._edge_of(view)[1], base)
         IndexPutFn.apply(base, value_of(view), plan)
         view.grad_fn = IndexFn.apply(base, plan).grad_fn

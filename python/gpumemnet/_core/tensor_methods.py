@@ -575,7 +575,9 @@ class TensorMethods:
     def masked_fill_(self, mask, value):
         """In place; on a tensor in a graph it is recorded (the gradient is g where mask is False, 0 where it is
         True: no old value is needed), and a node that saved the old value raises at backward (version check)."""
-        if _needs_grad(value):  # a 0-d value in the graph: its gradient is the sum of g over the filled entries
+        # a 0-d value in the graph (its gradient is the sum of g over the filled entries), or a view of a tensor in
+        # one (the write recorded on its base)
+        if _needs_grad(value) or (self.requires_grad and self._graph_view):
             if write_recorded(self, "masked_fill_", (value,), lambda x: x.masked_fill(mask, value)):
                 return self
         filled = self.detach().masked_fill(mask, value.detach() if isinstance(value, _C.TensorBase) else value)
