@@ -1,4 +1,5 @@
-"""Error cases of the PyTorch names added in stop 41 (nn.AdaptiveLogSoftmaxWithLoss, Tensor.set_, segment_reduce):
+"""Error cases of the PyTorch names added in stops 41 and 42 (nn.AdaptiveLogSoftmaxWithLoss, Tensor.set_,
+segment_reduce, binomial):
 B(...) is run against PyTorch too (error_inputs.py explains the tables). EXEMPT: public callables with no bad input."""
 from error_inputs import B, z
 
@@ -25,5 +26,7 @@ CASES = [
     B("segment_reduce of lengths not summing to the axis",
       lambda d, l: l.L.segment_reduce(z(d, l, 3), "max", lengths=l.L.tensor([1, 1], device=d)), RuntimeError,
       r"Expected all rows of lengths along axis to sum to data.size", devices=("cpu", "cuda")),
+    B("binomial of an integer count", lambda d, l: l.L.binomial(z(d, l, 2, dtype="int64"), z(d, l, 2)), ValueError,
+      r"binomial only supports floating-point dtypes for count, got: Long", devices=("cpu",)),
 ]
 EXEMPT = {}

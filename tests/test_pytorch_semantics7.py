@@ -269,3 +269,28 @@ def test_warnings_of_no_degrees_of_freedom_kl_div_mean_and_numpy_of_a_grad_tenso
         return said, refused
     ref, got = _both(run)
     assert got == ref
+
+
+def test_parameter_list_holds_modules_and_objects_and_in_place_writes_into_views_of_views():
+    """ParameterList keeps a module (a nested ParameterList: vit-pytorch's nViT) as a submodule and any other object
+    as it is, wrapping plain tensors alone, as PyTorch's; an in-place write into a view of a graph tensor that is
+    itself a view (Performer's v.masked_fill_(mask, 0) on a slice of a reshaped projection) is recorded, with
+    PyTorch's gradient (it was refused); torch.cuda._initialized and torch.binomial exist."""
+    def run(L):
+        pl = L.nn.ParameterList([L.nn.Parameter(L.ones(2)), L.ones(3), L.nn.Linear(2, 2), None, 3,
+                                 L.nn.ParameterList([L.nn.Parameter(L.zeros(1))])])
+        out = [len(pl), [n for n, _ in pl.named_parameters()], list(pl.state_dict()), pl[4], pl[3] is None,
+               repr(pl).replace("gpumemnet", "torch").splitlines()[2:]]
+        writes = [lambda v: v.masked_fill_(L.tensor([[True, False], [False, True]]), 0.0), lambda v: v.add_(1.0),
+                  lambda v: v.mul_(3.0), lambda v: v.__setitem__(0, 5.0), lambda v: v.zero_(),
+                  lambda v: v.clamp_(0, 3), lambda v: v.copy_(L.ones(2, 2))]
+        for write in writes:
+            x = L.arange(8.0, requires_grad=True)
+            y = (x * 2).view(2, 4)
+            write(y[:, :2])
+            (y * L.arange(8.0).view(2, 4)).sum().backward()
+            out.append((y.tolist(), x.grad.tolist()))
+        out += [L.cuda._initialized, tuple(L.binomial(L.full((2, 3), 4.0), L.full((2, 3), 0.5)).shape)]
+        return out
+    ref, got = _both(run)
+    assert got == ref

@@ -14,7 +14,7 @@ from . import hooks
 from . import shared_memory as _shared
 from . import functions as F
 from .autograd import Function, needs_grad as _needs_grad, refuse_inplace as _refuse_inplace
-from .dtype import DISPLAY, as_dtype, factory_device, get_default_dtype
+from .dtype import DISPLAY, SCALAR_TYPE_NAMES, as_dtype, factory_device, get_default_dtype
 from .random import numpy_generator
 from .size import Size
 from .tensor_select import _host, _to_device
@@ -23,7 +23,7 @@ from .return_types import Histogram
 
 __all__ = ["as_strided", "as_strided_", "empty_strided", "adjoint", "unravel_index", "vander", "hann_window",
            "hamming_window", "blackman_window", "bartlett_window", "kaiser_window", "histogram", "nonzero_static",
-           "layout", "strided", "gradient", "empty_permuted", "frexp", "poisson"]
+           "layout", "strided", "gradient", "empty_permuted", "frexp", "poisson", "binomial"]
 
 _I64 = 4
 
@@ -393,6 +393,21 @@ def poisson(input, generator=None):
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
     draws = numpy_generator(generator).poisson(rates)
     return _C.from_numpy(np.asarray(draws.astype(np.float64), order="C"), input._dtype, input._device)
+
+
+def binomial(count, prob, generator=None):
+    """Binomial samples of count trials (float, whole numbers >= 0) with success probabilities prob, elementwise,
+    in count's dtype, drawn from gpumemnet's generator (or generator), as poisson's."""
+    for name, t in (("count", count), ("prob", prob)):
+        if not isinstance(t, _C.TensorBase):
+            raise TypeError(f"binomial(): argument '{name}' must be Tensor, not {type(t).__name__}")
+        if not t.dtype.is_floating_point:
+            raise ValueError(f"binomial only supports floating-point dtypes for {name}, got: "
+                             f"{SCALAR_TYPE_NAMES[t._dtype]}")
+    n, p = np.broadcast_arrays(count.detach().cpu().double().numpy(), prob.detach().cpu().double().numpy())
+    # PyTorch checks no range: a negative count draws 0, a probability past [0, 1] acts as the bound
+    draws = numpy_generator(generator).binomial(np.clip(n, 0, None).astype(np.int64), np.clip(p, 0.0, 1.0))
+    return _C.from_numpy(np.asarray(draws.astype(np.float64), order="C"), count._dtype, count._device)
 
 
 class ExtraMethods:

@@ -157,3 +157,9 @@ from .._core.legacy_types import CUDA as _LEGACY  # noqa: E402
 
 globals().update(_LEGACY)  # torch.cuda.FloatTensor... (isinstance: that dtype on CUDA)
 __all__ += list(_LEGACY)
+
+
+def __getattr__(name):
+    if name == "_initialized":  # PyTorch's flag (Performer's reversible layers read it to save CUDA's RNG state)
+        return is_initialized()
+    raise AttributeError(f"module 'gpumemnet.cuda' has no attribute '{name}'")
