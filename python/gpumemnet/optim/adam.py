@@ -20,7 +20,7 @@ class Adam(OffloadMixin, Optimizer):
     _pytorch_flags = {"foreach": None, "fused": None, "capturable": False, "differentiable": False}
     _decoupled = False
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, amsgrad=False, *,
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
                  maximize=False, foreach=None, capturable=False, differentiable=False, fused=None, offload=None,
                  decoupled_weight_decay=None):
         # foreach / fused / capturable: accepted for drop-in compatibility; every step here is fused.
@@ -28,9 +28,10 @@ class Adam(OffloadMixin, Optimizer):
         if differentiable:
             raise ValueError(f"{type(self).__name__}: differentiable=True is not supported (the step is a fused "
                              f"in-place kernel)")
-        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
-                        maximize=maximize, decoupled_weight_decay=bool(self._decoupled if decoupled_weight_decay is None
-                                                                       else decoupled_weight_decay))
+        decoupled = bool(self._decoupled if decoupled_weight_decay is None else decoupled_weight_decay)
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize,
+                        foreach=foreach, capturable=capturable, differentiable=differentiable, fused=fused,
+                        decoupled_weight_decay=decoupled)  # PyTorch's keys, in its order
         self._init_offload(offload)
         super().__init__(params, defaults)
 

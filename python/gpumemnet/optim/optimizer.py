@@ -118,11 +118,12 @@ class Optimizer:
     parameter of the group had a gradient)."""
 
     # PyTorch's implementation flags that its param groups carry (foreach, fused, ...), with their defaults: scripts
-    # read them (`param_groups[0]["fused"]`); the steps here are what they are whatever the flags say.
+    # read them (`param_groups[0]["fused"]`); the steps here are what they are whatever the flags say. A subclass
+    # that lists them in its defaults (the values given, in PyTorch's order) has those.
     _pytorch_flags = {}
 
     def __init__(self, params, defaults):
-        self.defaults = {**self._pytorch_flags, **defaults}
+        self.defaults = {**defaults, **{k: v for k, v in self._pytorch_flags.items() if k not in defaults}}
         self.state = defaultdict(dict)  # parameter -> dict, keyed by the tensor object as in PyTorch
         self.param_groups = []
         self._warned_no_grad = False

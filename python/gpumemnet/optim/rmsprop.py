@@ -21,7 +21,8 @@ class RMSprop(Optimizer):
         if differentiable:
             raise ValueError("RMSprop: differentiable=True is not supported (the step is a fused in-place kernel)")
         defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
-                        weight_decay=weight_decay, maximize=maximize)
+                        weight_decay=weight_decay, capturable=capturable, foreach=foreach, maximize=maximize,
+                        differentiable=differentiable)  # PyTorch's keys, in its order
         super().__init__(params, defaults)
 
     def _validate_group(self, group):

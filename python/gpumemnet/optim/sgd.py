@@ -11,13 +11,14 @@ __all__ = ["SGD"]
 
 class SGD(OffloadMixin, Optimizer):
     _pytorch_flags = {"foreach": None, "fused": None, "differentiable": False}
-    def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False, *,
+    def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
                  maximize=False, foreach=None, differentiable=False, fused=None, offload=None):
         # foreach / fused / differentiable: accepted for drop-in compatibility; every step here is fused.
         if differentiable:
             raise ValueError("SGD: differentiable=True is not supported (the step is a fused in-place kernel)")
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
-                        nesterov=nesterov, maximize=maximize)
+                        nesterov=nesterov, maximize=maximize, foreach=foreach, differentiable=differentiable,
+                        fused=fused)  # PyTorch's keys, in its order
         self._init_offload(offload)
         self._fresh = set()  # offload: parameters whose host momentum buffer is new (it starts as the gradient)
         super().__init__(params, defaults)
