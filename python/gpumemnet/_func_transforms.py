@@ -10,7 +10,7 @@ autograd.functional.jvp: u -> J^T u is linear in u, and its gradient along the t
 import numbers
 
 from . import _C
-from ._core.autograd import enable_grad, grad as _autograd_grad
+from ._core.autograd import enable_grad, grad as _autograd_grad, is_grad_enabled
 from ._core.tensor import Tensor
 from ._core.tensor_more import _stack
 from ._core.creation import zeros_like
@@ -27,12 +27,19 @@ def _argnums(argnums, n, fn):
     return tuple(i % n for i in nums)
 
 
-def _tracked(t):
+def _outer(tensors):
+    """Whether a transform's results stay in the caller's graph: an input requires grad under grad mode (an outer
+    transform differentiates through). Under no_grad they do not, as PyTorch's (curvlinops wraps its products in
+    no_grad and passes the model's parameters)."""
+    return is_grad_enabled() and any(isinstance(t, Tensor) and t.requires_grad for t in tensors)
+
+
+def _tracked(t, outer=True):
     """An input the function is differentiated with respect to: an alias in the caller's graph when it has one
-    (an outer transform differentiates through), else a fresh leaf."""
+    and the results stay in that graph (outer), else a fresh leaf. Called under enable_grad."""
     if not isinstance(t, Tensor):
         return t
-    if t.requires_grad:
+    if t.requires_grad and outer:
         return t.view_as(t)
     return t.detach().requires_grad_(True)
 
@@ -40,11 +47,11 @@ def _tracked(t):
 def _differentiate(fn, func, args, kwargs, argnums, has_aux):
     """(the gradients' tree for argnums, output, aux, the tracked inputs' flat list) of func(*args)."""
     nums = _argnums(argnums, len(args), fn)
-    outer = any(isinstance(t, Tensor) and t.requires_grad for a in args for t in tree_flatten(a)[0])
+    outer = _outer(t for a in args for t in tree_flatten(a)[0])
     with enable_grad():
         args = list(args)
         for i in nums:
-            args[i] = tree_map(_tracked, args[i])
+            args[i] = tree_map(lambda t: _tracked(t, outer), args[i])
         out = func(*args, **kwargs)
         aux = None
         if has_aux:
@@ -111,7 +118,9 @@ def vjp(func, *primals, has_aux=False):
         if not pairs:
             return tuple(tree_map(lambda t: t.detach().new_zeros(tuple(t.shape)) if isinstance(t, Tensor) else None,
                                   inputs))
-        return tuple(_grads([o for o, _ in pairs], inputs, [c for _, c in pairs], True))
+        # a graph where the caller's continues: an outer transform, or cotangents that need grad (the double-vjp)
+        keep = outer or _outer(c for _, c in pairs)
+        return tuple(_grads([o for o, _ in pairs], inputs, [c for _, c in pairs], keep))
     value = out if outer else tree_map(lambda t: t.detach() if isinstance(t, Tensor) else t, out)
     return (value, vjp_fn, aux) if has_aux else (value, vjp_fn)
 
@@ -261,9 +270,9 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
             out, extra = out
             aux.append(extra)
         return out
-    nested = any(p.requires_grad for p in primals)  # inside an outer transform: stay differentiable
-    xs = tuple(_tracked(p) for p in primals)
+    nested = _outer(primals)  # inside an outer transform: stay differentiable
     with enable_grad():
+        xs = tuple(_tracked(p, nested) for p in primals)
         out = f(*xs)
         outs = out if isinstance(out, tuple) else (out,)
         jvs = tuple(jacobian_vector(o, xs, tangents, create_graph=nested) for o in outs)

@@ -5,12 +5,13 @@ gpumemnet has no forward-mode engine. make_dual(t, tangent) gives an alias of t 
 when t needs no grad) and remembers its tangent in the current level; unpack_dual(y) finds y's tangent by the
 double-vjp trick of torch.func.jvp: u -> J^T u (a backward of y with create_graph) is linear in u, and its
 gradient along the tangents is J @ tangent. The values are forward mode's; the cost is two backward passes per
-unpack, and the ops between must run with grad enabled. Differences that show: a dual of a tensor that needs no
+unpack, and the ops between run with grad enabled (dual_level turns it on). Differences that show: a dual of a tensor that needs no
 grad requires grad (its results do too), and a tensor's repr has no `tangent=`. Code that only asks whether a
 tensor is dual (kornia's morphology: `unpack_dual(t).tangent is None`) gets None outside a level."""
 import contextlib
 from collections import namedtuple
 
+from .._core.autograd import enable_grad
 from .._core.tensor import Tensor
 from .._func_transforms import jacobian_vector
 
@@ -37,9 +38,12 @@ def exit_dual_level(*, level=None):
 
 @contextlib.contextmanager
 def dual_level():
+    """A level, inside which grad mode is on: the tangents are read off the graph of the ops between, which PyTorch
+    computes whatever the grad mode (`with torch.no_grad(), dual_level():` in evaluation code)."""
     level = enter_dual_level()
     try:
-        yield level
+        with enable_grad():
+            yield level
     finally:
         exit_dual_level(level=level)
 
