@@ -632,7 +632,15 @@ class TensorMethods:
             s = x.sum(dim, keepdim)
             return count + _where(s != s, 0.0, s * 0.0)  # (0 even where the sum is inf or NaN)
         if isinstance(p, numbers.Real):
-            return (x.abs() ** p).sum(dim, keepdim) ** (1.0 / p)
+            a = x.abs()
+            if not _needs_grad(a):
+                return (a ** p).sum(dim, keepdim) ** (1.0 / p)
+            # the powers and the root taken only where positive: at a zero entry (p < 1) and at a zero vector the
+            # gradient is PyTorch's 0, not an infinite slope times 0 (cdist(p=3) of a query equal to a support point)
+            nz = a > 0
+            s = (_where(nz, _where(nz, a, 1.0) ** p, 0.0) if p < 1 else a ** p).sum(dim, keepdim)
+            pos = s > 0
+            return _where(pos, _where(pos, s, 1.0) ** (1.0 / p), 0.0)
         raise ValueError(f"norm: p must be a number or 'fro', got {p!r}")
 
     # ---- memory formats: gpumemnet keeps NCHW ----------------------------------------------------------
