@@ -48,6 +48,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         attn_mask = _C.from_numpy(np.asarray(np.tri(L, S, 0, dtype=bool), order="C"), 5, query._device)
     empty = None  # the query rows whose every key is masked out: PyTorch (2.5 on) gives them zero weights
     if attn_mask is not None:
+        if attn_mask._dtype != 5 and not attn_mask.is_floating_point():  # a 0/1 integer mask would be a bias
+            raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query dtype, but got "
+                               f"attn_mask.dtype: {str(attn_mask.dtype).split('.')[-1]} and  query.dtype: "
+                               f"{str(query.dtype).split('.')[-1]} instead.")
         if attn_mask._dtype == 5:
             scores, empty = kept_scores(scores, attn_mask)
         else:
