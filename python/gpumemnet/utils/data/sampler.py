@@ -138,9 +138,16 @@ class WeightedRandomSampler(Sampler):
         if not np.isfinite(w).all() or (w < 0).any() or w.sum() <= 0:
             raise RuntimeError("invalid multinomial distribution (weights must be finite, non-negative, with a "
                                "positive sum)")
-        if not self.replacement and self.num_samples > np.count_nonzero(w):
+        if not self.replacement and self.num_samples > len(w):
             raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
-        idx = _rng(self._gen).choice(len(w), size=self.num_samples, replace=self.replacement, p=w / w.sum())
+        rng, nonzero = _rng(self._gen), np.count_nonzero(w)
+        if not self.replacement and self.num_samples > nonzero:
+            # the entries of weight 0 come after every other, as PyTorch's multinomial draws them
+            first = rng.choice(len(w), size=nonzero, replace=False, p=w / w.sum())
+            rest = rng.permutation(np.flatnonzero(w == 0))[:self.num_samples - nonzero]
+            yield from np.concatenate([first, rest]).tolist()
+            return
+        idx = rng.choice(len(w), size=self.num_samples, replace=self.replacement, p=w / w.sum())
         yield from idx.tolist()
 
     def __len__(self):
