@@ -129,12 +129,19 @@ class RNNBase(Module):
 
     @property
     def _flat_weights(self):
-        # looked up on every use, so that .to(), load_state_dict(assign=True) and functional_call are seen
-        return [getattr(self, n, None) for n in self._flat_weights_names]
+        # looked up on every use, so that .to(), load_state_dict(assign=True) and functional_call are seen; a list
+        # assigned to it (higher's fast weights) is what the forward runs with, as PyTorch's
+        given = self.__dict__.get("_flat_weights_given")
+        return list(given) if given is not None else [getattr(self, n, None) for n in self._flat_weights_names]
+
+    @_flat_weights.setter
+    def _flat_weights(self, weights):
+        self.__dict__["_flat_weights_given"] = list(weights)
 
     @property
     def all_weights(self):
-        return [[getattr(self, n) for n in names] for names in self._all_weights]
+        flat = dict(zip(self._flat_weights_names, self._flat_weights))
+        return [[flat[n] for n in names] for names in self._all_weights]
 
     def flatten_parameters(self):
         """A no-op: PyTorch packs the weights into one buffer for cuDNN; gpumemnet's layers use them as they are."""
