@@ -350,7 +350,10 @@ class Function(Node):
         return out
 
     def save_for_backward(self, *tensors):
-        self._saved = tuple(None if t is None else _SavedTensor(t) for t in tensors)
+        # a sparse or complex tensor (pyGAT's sparse attention saves its adjacency) is kept as it is, beside them
+        self._saved = tuple(_SavedTensor(t) if isinstance(t, _C.TensorBase) else None for t in tensors)
+        if any(t is not None and not isinstance(t, _C.TensorBase) for t in tensors):
+            self.__dict__["_saved_objects"] = {i: t for i, t in enumerate(tensors) if not isinstance(t, _C.TensorBase)}
 
     def mark_non_differentiable(self, *indices):
         self._non_diff = set(indices)
@@ -367,7 +370,9 @@ class Function(Node):
         if self._saved is None:
             return ()
         name = self.name()
-        return tuple(None if s is None else s.get(name) for s in self._saved)
+        out = tuple(None if s is None else s.get(name) for s in self._saved)
+        objects = self.__dict__.get("_saved_objects")
+        return out if not objects else tuple(objects.get(i, t) for i, t in enumerate(out))
 
     def grad_is_free(self, i=0):
         """In backward: whether grad_outputs[i] was handed over by the engine (nothing else references it or
