@@ -294,3 +294,83 @@ def test_parameter_list_holds_modules_and_objects_and_in_place_writes_into_views
         return out
     ref, got = _both(run)
     assert got == ref
+
+
+def test_func_transforms_and_forward_ad_under_no_grad_and_norm_gradients_at_zero():
+    """torch.func's jvp / linearize / vmap(jvp) of parameters under no_grad give PyTorch's values (they gave zeros:
+    curvlinops' Hessian products), grad / vjp results carry no graph there; forward AD's tangents under no_grad;
+    a p-norm's gradient at a zero vector (or, p < 1, a zero entry) is 0 (it was NaN: cdist(p=3) of equal points)."""
+    def run(L):
+        from importlib import import_module
+        func, fwad = L.func, import_module(L.__name__ + ".autograd.forward_ad")
+        x = L.tensor([1.0, 2.0, 3.0], dtype=L.float64, requires_grad=True)
+        v = L.ones(3, dtype=L.float64)
+
+        def f(t):
+            return (t ** 3).sum()
+        with L.no_grad():
+            out = [func.jvp(f, (x,), (v,))[1].item(), func.jvp(func.grad(f), (x,), (v,))[1].tolist(),
+                   func.linearize(f, x)[1](v).item(), func.grad(f)(x).requires_grad,
+                   func.vjp(lambda t: t ** 2, x)[1](v)[0].requires_grad,
+                   func.vmap(lambda t: func.jvp(f, (x,), (t,))[1])(L.eye(3, dtype=L.float64)).tolist()]
+            with fwad.dual_level():
+                d = fwad.make_dual(L.tensor([1.0, 2.0], dtype=L.float64), L.ones(2, dtype=L.float64))
+                out.append(fwad.unpack_dual((d ** 3).sum()).tangent.item())
+        z = L.zeros(3, dtype=L.float64, requires_grad=True)
+        L.linalg.vector_norm(z, 3).backward()
+        out.append(z.grad.tolist())
+        a = L.tensor([[1.0, 2.0], [0.5, -1.0]], dtype=L.float64, requires_grad=True)
+        for p in (3.0, 0.5):
+            a.grad = None
+            L.cdist(a, L.tensor([[1.0, 2.0], [3.0, 0.0]], dtype=L.float64), p=p).sum().backward()
+            out.append([round(g, 12) for g in a.grad.reshape(-1).tolist()])
+        return out
+    ref, got = _both(run)
+    assert got == ref
+
+
+def test_sdpa_integer_masks_sampler_zero_weights_rnn_flat_weights_and_saving_a_sparse_tensor():
+    """scaled_dot_product_attention refuses an integer attn_mask, as PyTorch (a 0/1 keep mask was added as a bias);
+    WeightedRandomSampler without replacement takes the zero-weight entries last (it raised); an RNN runs with the
+    _flat_weights assigned to it (higher's fast weights); ctx.save_for_backward takes a sparse tensor (pyGAT);
+    torch.functional and torch.nn._reduction import."""
+    import importlib
+
+    def run(L):
+        q, k = L.ones(1, 1, 2, 4), L.ones(1, 1, 3, 4)
+        try:
+            L.nn.functional.scaled_dot_product_attention(q, k, k, attn_mask=L.ones(2, 3, dtype=L.long))
+            out = ["accepted"]
+        except RuntimeError:
+            out = ["refused"]
+        sampler = L.utils.data.WeightedRandomSampler([0.5, 0.0, 0.0, 1.0], 4, replacement=False)
+        order = list(sampler)
+        out += [sorted(order), sorted(order[:2])]
+        lstm = L.nn.LSTM(3, 4, batch_first=True)
+        lstm._flat_weights = [w * 0 for w in lstm._flat_weights]
+        out.append(lstm(L.ones(1, 2, 3))[0].abs().sum().item())
+
+        class SpMM(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, a, b):
+                ctx.save_for_backward(a, b)
+                return L.sparse.mm(a, b)
+
+            @staticmethod
+            def backward(ctx, g):
+                a, b = ctx.saved_tensors
+                return None, L.sparse.mm(a.t(), g)
+        a = L.sparse_coo_tensor(L.tensor([[0, 1, 2], [1, 0, 2]]), L.tensor([1.0, 2.0, 3.0]), (3, 3))
+        b = L.ones(3, 2, requires_grad=True)
+        SpMM.apply(a, b).sum().backward()
+        out.append(b.grad.tolist())
+        name = "torch" if L is torch else "gpumemnet"
+        F = importlib.import_module(name + ".functional")
+        R = importlib.import_module(name + ".nn._reduction")
+        out += [F.einsum("ij->ji", L.ones(2, 3)).shape[0], R.get_enum("sum"), R.legacy_get_string(None, False, False)]
+        return out
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref, got = _both(run)
+    assert got == ref

@@ -3,6 +3,8 @@ the forward against the cells' equations in float64, the backward against float6
 NumPy forward, the half types against float64 within their rounding; their argument checks; and the bytes a
 training forward of nn.LSTM / nn.GRU keeps. No PyTorch needed, so that the sanitizer stage runs the C code too
 (tests/test_nn_rnn.py compares whole layers with PyTorch)."""
+import gc
+
 import numpy as np
 import pytest
 
@@ -123,6 +125,7 @@ def test_training_forward_keeps_exact_bytes(cls, kept_per_step):
     T, n, h = 10, 8, 32
     m = getattr(gm.nn, cls)(4, h)
     x = gm.randn(T, n, 4)
+    gc.collect()  # an earlier test's cyclic garbage (a class defined in a test, its graph) must not go in between
     before = gm.memory.memory_allocated("cpu")
     out, states = m(x)
     kinds = 2 if cls == "LSTM" else 1
