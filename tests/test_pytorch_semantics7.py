@@ -313,6 +313,10 @@ def test_func_transforms_and_forward_ad_under_no_grad_and_norm_gradients_at_zero
                    func.linearize(f, x)[1](v).item(), func.grad(f)(x).requires_grad,
                    func.vjp(lambda t: t ** 2, x)[1](v)[0].requires_grad,
                    func.vmap(lambda t: func.jvp(f, (x,), (t,))[1])(L.eye(3, dtype=L.float64)).tolist()]
+            params, tangent = {"w": x.detach()}, {"w": L.tensor([0.5, -1.0, 2.0], dtype=L.float64)}
+            out.append(func.jvp(lambda d: (d["w"] ** 2).sum(), (params,), (tangent,))[1].item())  # a dict's jvp
+            tree = func.jvp(lambda t: {"a": t * 2, "b": t.sin()}, (v,), (v,))[1]  # a dict output
+            out.append({k: t.tolist() for k, t in tree.items()})
             with fwad.dual_level():
                 d = fwad.make_dual(L.tensor([1.0, 2.0], dtype=L.float64), L.ones(2, dtype=L.float64))
                 out.append(fwad.unpack_dual((d ** 3).sum()).tangent.item())

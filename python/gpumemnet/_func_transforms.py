@@ -248,21 +248,24 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
 
 def jvp(func, primals, tangents, *, strict=False, has_aux=False):
     """(func(*primals), J(primals) @ tangents), and func's aux third with has_aux. Tangents have the primals'
-    structure: a tuple of tensors of their shapes. (strict: PyTorch's flag of its old API, accepted.)"""
+    structure: a tuple of tensors or of trees of them (a dict of parameters: NTK and Gauss-Newton code), output a
+    tensor or a tree. (strict: PyTorch's flag of its old API, accepted.)"""
     if not isinstance(primals, tuple):
         raise RuntimeError("jvp(f, primals, tangents): Expected primals to be a tuple. E.g. it should be valid to "
                            "call f(*primals).")
-    if not isinstance(tangents, tuple) or len(tangents) != len(primals):
+    p_leaves, p_spec = tree_flatten(primals)
+    t_leaves, t_spec = tree_flatten(tangents) if isinstance(tangents, tuple) else (None, None)
+    if t_leaves is None or len(t_leaves) != len(p_leaves) or str(t_spec) != str(p_spec):
         raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to have the same python "
                            "structure. For example, if primals is a tuple of 3 tensors, tangents also must be.")
-    for p, t in zip(primals, tangents):
+    for p, t in zip(p_leaves, t_leaves):
         if not isinstance(p, Tensor) or not isinstance(t, Tensor) or tuple(p.shape) != tuple(t.shape):
             raise RuntimeError(f"jvp(f, primals, tangents): Expected primals and tangents to be tensors of the same "
                                f"shapes, got {_shape_of(p)} and {_shape_of(t)}")
     aux = []
 
-    def f(*xs):
-        out = func(*xs)
+    def f(*leaves):
+        out = func(*tree_unflatten(list(leaves), p_spec))
         if has_aux:
             if not isinstance(out, tuple) or len(out) != 2:
                 raise RuntimeError("jvp(f, primals, tangents): output of function f should be a tuple: (output, "
@@ -270,16 +273,16 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
             out, extra = out
             aux.append(extra)
         return out
-    nested = _outer(primals)  # inside an outer transform: stay differentiable
+    nested = _outer(p_leaves)  # inside an outer transform: stay differentiable
     with enable_grad():
-        xs = tuple(_tracked(p, nested) for p in primals)
+        xs = tuple(_tracked(p, nested) for p in p_leaves)
         out = f(*xs)
-        outs = out if isinstance(out, tuple) else (out,)
-        jvs = tuple(jacobian_vector(o, xs, tangents, create_graph=nested) for o in outs)
-        jvs = tuple(zeros_like(o) if jv is None else jv for o, jv in zip(outs, jvs))  # (constant in the primals)
+        outs, o_spec = tree_flatten(out)
+        jvs = [jacobian_vector(o, xs, t_leaves, create_graph=nested) for o in outs]
+        jvs = [zeros_like(o) if jv is None else jv for o, jv in zip(outs, jvs)]  # (constant in the primals)
     if not nested:
-        outs = tuple(o.detach() for o in outs)
-    out, jv = (outs, jvs) if isinstance(out, tuple) else (outs[0], jvs[0])
+        outs = [o.detach() for o in outs]
+    out, jv = tree_unflatten(outs, o_spec), tree_unflatten(jvs, o_spec)
     return (out, jv, aux[0]) if has_aux else (out, jv)
 
 
