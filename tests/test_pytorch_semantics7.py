@@ -378,3 +378,22 @@ def test_sdpa_integer_masks_sampler_zero_weights_rnn_flat_weights_and_saving_a_s
         warnings.simplefilter("ignore")
         ref, got = _both(run)
     assert got == ref
+
+
+def test_sparse_requires_grad_and_addition_of_coalesced_tensors():
+    """A sparse tensor's requires_grad_() leaves the values tensor the user passed as it was (it turned on its
+    requires_grad); the sum of two coalesced sparse tensors is coalesced, its indices() and values() readable."""
+    import warnings
+
+    def run(L):
+        i, v = L.tensor([[0, 1], [1, 0]]), L.tensor([1.0, 2.0])
+        s = L.sparse_coo_tensor(i, v, (2, 2)).requires_grad_()
+        a = L.sparse_coo_tensor(L.tensor([[0, 1]]), L.tensor([1.0, 2.0]), (3,)).coalesce()
+        b = L.sparse_coo_tensor(L.tensor([[1, 2]]), L.tensor([3.0, 4.0]), (3,)).coalesce()
+        c = a + b
+        return [v.requires_grad, s.requires_grad, c.is_coalesced(), c.indices().tolist(), c.values().tolist(),
+                (a - b).to_dense().tolist()]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref, got = _both(run)
+    assert got == ref

@@ -159,7 +159,10 @@ class SparseTensor:
         return SparseTensor(self._i, self._v.detach(), self._size, self._coalesced)
 
     def requires_grad_(self, flag=True):
-        self._v.requires_grad_(flag)
+        if flag and not self._v.requires_grad:  # a leaf of its own over the values' memory, as sparse_coo_tensor's
+            self._v = self._v.detach().requires_grad_(True)  # requires_grad=True: the user's tensor stays as it was
+        elif not flag:
+            self._v.requires_grad_(False)
         return self
 
     def mul(self, other):
@@ -173,7 +176,8 @@ class SparseTensor:
         return self.mul(1.0 / other)
 
     def add(self, other, *, alpha=1):
-        """sparse + sparse: the entries of both (not coalesced, as PyTorch's). sparse + dense is refused, as
+        """sparse + sparse: the entries of both, summed where both are coalesced (PyTorch's result is coalesced then,
+        and its indices() / values() work). sparse + dense is refused, as
         PyTorch refuses it; dense + sparse (__radd__) is dense: pytorch/examples' gcn adds the identity to its
         adjacency, torch.eye(n) + adj."""
         other = other if alpha == 1 else other * alpha
@@ -181,7 +185,8 @@ class SparseTensor:
             raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) instead.")
         if tuple(other._size) != tuple(self._size):
             raise RuntimeError(f"add: sparse tensors of sizes {tuple(self._size)} and {tuple(other._size)}")
-        return SparseTensor(_c.cat([self._i, other._i], 1), _c.cat([self._v, other._v]), self._size)
+        out = SparseTensor(_c.cat([self._i, other._i], 1), _c.cat([self._v, other._v]), self._size)
+        return out.coalesce() if self._coalesced and other._coalesced else out
 
     __add__ = add
 
