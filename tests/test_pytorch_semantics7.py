@@ -324,7 +324,7 @@ def test_func_transforms_and_forward_ad_under_no_grad_and_norm_gradients_at_zero
         L.linalg.vector_norm(z, 3).backward()
         out.append(z.grad.tolist())
         a = L.tensor([[1.0, 2.0], [0.5, -1.0]], dtype=L.float64, requires_grad=True)
-        for p in (3.0, 0.5):
+        for p in (3.0, 0.5, float("inf")):  # inf: each tied coordinate takes the whole gradient, as PyTorch
             a.grad = None
             L.cdist(a, L.tensor([[1.0, 2.0], [3.0, 0.0]], dtype=L.float64), p=p).sum().backward()
             out.append([round(g, 12) for g in a.grad.reshape(-1).tolist()])

@@ -1,6 +1,7 @@
 """gm.* functions beyond the factories, composed of existing ops: sampling (normal, multinomial, randint_like),
 searching (searchsorted, bucketize, histc, on the host as PyTorch's CUDA versions wait too), broadcasting helpers,
 cdist, std_mean / var_mean, index grids (tril_indices, triu_indices), atleast_1d/2d, and small predicates."""
+import math
 import numbers
 
 import numpy as np
@@ -8,6 +9,7 @@ import numpy as np
 from .. import _C
 from . import autocast as _amp
 from . import hooks
+from .autograd import no_grad
 from .creation import _need_tensor, cat, rand, randint, randn, where
 from .size import Size
 from .tensor_select import _host
@@ -103,6 +105,15 @@ def cdist(x1, x2, p=2.0, compute_mode=None):
         pos = sq > 0
         return where(pos, where(pos, sq, 1.0).sqrt(), 0.0)
     diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
+    if p == math.inf and (x1.requires_grad or x2.requires_grad):
+        # PyTorch's cdist gives each coordinate tied for the largest |difference| the whole gradient (its sign);
+        # the max's own backward would share it among them: sum the tied ones, less the extra copies' value
+        a = diff.abs()
+        with no_grad():
+            top = a.amax(-1, keepdim=True)
+            tied = (a == top).to(a.dtype)
+            extra = (tied.sum(-1) - 1) * top.squeeze(-1)
+        return (a * tied).sum(-1) - extra
     return diff.norm(p, dim=-1)
 
 
