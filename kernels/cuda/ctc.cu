@@ -103,33 +103,39 @@ __global__ void ctc_bwd_kernel(void *grad, const void *gout, const void *lp, con
     }
 }
 
-/* KERNEL<dt> on one block per sample (grid-strided past the grid's cap), with the arguments that follow. */
-#define CTC_LAUNCH(KERNEL, ...)                                                                              \
-    do {                                                                                                     \
-        if (!gm_dtype_is_float(dt) || T < 0 || N < 0 || C < 1 || L < 0 || blank < 0 || blank >= C)          \
-            return GM_ERR_ARG;                                                                               \
-        if (N == 0) return GM_OK;                                                                            \
-        const unsigned grid = (unsigned)gm_cu_min<int64_t>(N, GM_CU_MAX_BLOCKS);                             \
-        switch (dt) {                                                                                        \
-        case GM_F32: GM_LAUNCH(KERNEL<GM_F32>, grid, GM_CU_THREADS, ctx, __VA_ARGS__); break;                \
-        case GM_F64: GM_LAUNCH(KERNEL<GM_F64>, grid, GM_CU_THREADS, ctx, __VA_ARGS__); break;                \
-        case GM_F16: GM_LAUNCH(KERNEL<GM_F16>, grid, GM_CU_THREADS, ctx, __VA_ARGS__); break;                \
-        default: GM_LAUNCH(KERNEL<GM_BF16>, grid, GM_CU_THREADS, ctx, __VA_ARGS__); break;                   \
-        }                                                                                                    \
-        GM_CU_LAUNCHED(ctx);                                                                                 \
-        return GM_OK;                                                                                        \
-    } while (0)
+/* The CPU kernels' argument checks (the values live on the device: see ctc.h). */
+static bool ctc_args_ok(int64_t T, int64_t N, int64_t C, int64_t L, int64_t blank, gm_dtype dt) {
+    return gm_dtype_is_float(dt) && T >= 0 && N >= 0 && C >= 1 && L >= 0 && blank >= 0 && blank < C;
+}
+
+/* One block per sample, grid-strided past the grid's cap. */
+static unsigned ctc_grid(int64_t N) { return (unsigned)gm_cu_min<int64_t>(N, GM_CU_MAX_BLOCKS); }
 
 extern "C" int cuda_ctc_loss_forward(void *nll, void *log_alpha, const void *log_probs, const int64_t *targets,
                                      const int64_t *in_lens, const int64_t *tg_lens, int64_t T, int64_t N, int64_t C,
                                      int64_t L, int64_t blank, gm_dtype dt, gm_cuda_ctx *ctx) {
-    CTC_LAUNCH(ctc_fwd_kernel, nll, log_alpha, log_probs, targets, in_lens, tg_lens, T, N, C, L, blank);
+    if (!ctc_args_ok(T, N, C, L, blank, dt)) return GM_ERR_ARG;
+    if (N == 0) return GM_OK;
+#define CALL(DT)                                                                                             \
+    GM_LAUNCH(ctc_fwd_kernel<DT>, ctc_grid(N), GM_CU_THREADS, ctx, nll, log_alpha, log_probs, targets, in_lens,  \
+              tg_lens, T, N, C, L, blank)
+    NN_CU_DISPATCH(dt, CALL)
+#undef CALL
+    GM_CU_LAUNCHED(ctx);
+    return GM_OK;
 }
 
 extern "C" int cuda_ctc_loss_backward(void *grad, const void *gout, const void *log_probs, const int64_t *targets,
                                       const int64_t *in_lens, const int64_t *tg_lens, const void *log_alpha,
                                       const void *nll, int64_t T, int64_t N, int64_t C, int64_t L, int64_t blank,
                                       int zero_infinity, double *scratch, gm_dtype dt, gm_cuda_ctx *ctx) {
-    CTC_LAUNCH(ctc_bwd_kernel, grad, gout, log_probs, targets, in_lens, tg_lens, log_alpha, nll, T, N, C, L, blank,
-               zero_infinity, scratch);
+    if (!ctc_args_ok(T, N, C, L, blank, dt)) return GM_ERR_ARG;
+    if (N == 0) return GM_OK;
+#define CALL(DT)                                                                                             \
+    GM_LAUNCH(ctc_bwd_kernel<DT>, ctc_grid(N), GM_CU_THREADS, ctx, grad, gout, log_probs, targets, in_lens, tg_lens, \
+              log_alpha, nll, T, N, C, L, blank, zero_infinity, scratch)
+    NN_CU_DISPATCH(dt, CALL)
+#undef CALL
+    GM_CU_LAUNCHED(ctx);
+    return GM_OK;
 }
