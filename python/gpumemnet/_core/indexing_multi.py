@@ -10,8 +10,7 @@ import numpy as np
 
 from .. import _C
 from .autograd import _NO_CTX, Function, needs_grad
-from . import functions as F
-from .indexing import _F32, _HALVES, _as_index_tensor, _is_bool
+from .indexing import _HALVES, _as_index_tensor, _is_bool, index_put_into
 
 _BOOL, _I64 = 5, 4
 
@@ -147,9 +146,9 @@ class _TakeWide(Function):
     @staticmethod
     def backward(ctx, g):
         shape, dt, dev = ctx.meta
-        wide = _C.fill_(_C.empty(shape, _F32, dev), 0.0)
-        _C.index_put_(wide, 0, ctx.pos, F.cast(g, _F32), True)
-        return F.cast(wide, dt), None
+        grad = _C.fill_(_C.empty(shape, dt, dev), 0.0)
+        index_put_into(grad, 0, ctx.pos, g, True, wide_halves=True)
+        return grad, None
 
 
 def take_flat(flat, pos):
