@@ -2,6 +2,8 @@
 which loss modules written for PyTorch import (torchbnn: `from torch.nn import _reduction as _Reduction`)."""
 import warnings
 
+from ._args import check_reduction
+
 __all__ = ["get_enum", "legacy_get_string", "legacy_get_enum"]
 
 
@@ -21,11 +23,7 @@ def get_enum(reduction):
 
 def legacy_get_string(size_average, reduce, emit_warning=True):
     """The reduction the deprecated (size_average, reduce) pair means: None counts as True."""
-    if size_average is None:
-        size_average = True
-    if reduce is None:
-        reduce = True
-    ret = "mean" if size_average and reduce else "sum" if reduce else "none"
+    ret = check_reduction("mean", size_average, reduce)
     if emit_warning:
         warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{ret}' instead.",
                       stacklevel=2)
