@@ -397,3 +397,33 @@ def test_sparse_requires_grad_and_addition_of_coalesced_tensors():
         warnings.simplefilter("ignore")
         ref, got = _both(run)
     assert got == ref
+
+
+@pytest.mark.parametrize("name", ["cyclic", "cosine_warm_restarts", "plateau", "sequential"])
+def test_every_scheduler_fills_a_tensor_lr(name):
+    """CyclicLR, CosineAnnealingWarmRestarts, ReduceLROnPlateau and SequentialLR keep a tensor lr the tensor and fill
+    it, as PyTorch's (they replaced it with a float), and get_last_lr() holds copies."""
+    def run(L):
+        S = L.optim.lr_scheduler
+        w = L.nn.Parameter(L.tensor([1.0, -2.0], dtype=L.float64))
+        opt = L.optim.SGD([w], lr=L.tensor(0.1), momentum=0.9)
+        lr = opt.param_groups[0]["lr"]
+        sched = {"cyclic": lambda: S.CyclicLR(opt, 0.01, 0.1, step_size_up=2, cycle_momentum=False),
+                 "cosine_warm_restarts": lambda: S.CosineAnnealingWarmRestarts(opt, 2),
+                 "plateau": lambda: S.ReduceLROnPlateau(opt, patience=0),
+                 "sequential": lambda: S.SequentialLR(opt, [S.ConstantLR(opt, 0.5, total_iters=2),
+                                                            S.ExponentialLR(opt, 0.9)], milestones=[2])}[name]()
+        out = []
+        for _ in range(4):
+            opt.zero_grad()
+            (w ** 2).sum().backward()
+            opt.step()
+            sched.step(1.0) if name == "plateau" else sched.step()
+            out.append((opt.param_groups[0]["lr"] is lr, round(float(lr), 9),
+                        [round(float(v), 9) for v in sched.get_last_lr()] if name != "plateau" else None))
+        return out, [round(v, 10) for v in w.tolist()]
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref, got = _both(run)
+    assert got == ref

@@ -42,8 +42,18 @@ def _format_param(name, optimizer, value):
     return [value] * len(optimizer.param_groups)
 
 
+def _set_lr(group, lr):
+    """group["lr"] = lr; a tensor lr stays that tensor, filled with lr, as PyTorch's schedulers do (scripts anneal
+    it in place: `group["lr"].copy_(lrnow)`)."""
+    if isinstance(group["lr"], _C.TensorBase):
+        group["lr"].fill_(float(lr))
+    else:
+        group["lr"] = lr
+
+
 def _group_lrs(optimizer):
-    return [group["lr"] for group in optimizer.param_groups]
+    """The groups' lrs, a tensor one as a copy (get_last_lr() must not move with the next step's fill_)."""
+    return [g["lr"].clone() if isinstance(g["lr"], _C.TensorBase) else g["lr"] for g in optimizer.param_groups]
 
 
 class LRScheduler:
@@ -127,10 +137,7 @@ class LRScheduler:
             self.last_epoch = epoch
             values = self._within_step(getattr(self, "_get_closed_form_lr", self.get_lr))
         for group, lr in zip(self.optimizer.param_groups, values):
-            if isinstance(group["lr"], _C.TensorBase):  # a tensor lr stays that tensor, filled, as PyTorch's
-                group["lr"].fill_(float(lr))
-            else:
-                group["lr"] = lr
+            _set_lr(group, lr)
         self._last_lr = _group_lrs(self.optimizer)
 
     def state_dict(self):

@@ -4,7 +4,7 @@ import warnings
 from bisect import bisect_right
 from math import inf
 
-from ._base import LRScheduler, _check_optimizer, _group_lrs
+from ._base import LRScheduler, _check_optimizer, _group_lrs, _set_lr
 
 __all__ = ["SequentialLR", "ChainedScheduler", "ReduceLROnPlateau"]
 
@@ -55,7 +55,7 @@ class SequentialLR(_Composite):
         self.optimizer = optimizer
         # The sub-schedulers' constructors each took a step: undo them and restart the first one from scratch.
         for group in optimizer.param_groups:
-            group["lr"] = group["initial_lr"]
+            _set_lr(group, group["initial_lr"])
         self.recursive_undo()
         idx = bisect_right(self._milestones, 0)
         self._schedulers[idx]._initial_step()
@@ -167,7 +167,7 @@ class ReduceLROnPlateau(LRScheduler):
             old = float(group["lr"])
             new = max(old * self.factor, self.min_lrs[i])
             if old - new > self.eps:
-                group["lr"] = new
+                _set_lr(group, new)
 
     @property
     def in_cooldown(self):

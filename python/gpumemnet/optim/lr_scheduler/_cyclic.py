@@ -4,7 +4,7 @@ import math
 import types
 from functools import partial
 
-from ._base import LRScheduler, _check_optimizer, _format_param, _group_lrs
+from ._base import LRScheduler, _check_optimizer, _format_param, _group_lrs, _set_lr
 
 __all__ = ["CyclicLR", "OneCycleLR", "CosineAnnealingWarmRestarts"]
 
@@ -44,7 +44,7 @@ class CyclicLR(LRScheduler):
         base_lrs = _format_param("base_lr", optimizer, base_lr)
         if last_epoch == -1:
             for lr, group in zip(base_lrs, optimizer.param_groups):
-                group["lr"] = lr
+                _set_lr(group, lr)
         self.max_lrs = _format_param("max_lr", optimizer, max_lr)
         step_size_up = float(step_size_up)
         step_size_down = float(step_size_down) if step_size_down is not None else step_size_up
@@ -172,7 +172,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
                 self.T_cur = epoch
         self.last_epoch = math.floor(epoch)
         for group, lr in zip(self.optimizer.param_groups, self._within_step(self.get_lr)):
-            group["lr"] = lr
+            _set_lr(group, lr)
         self._last_lr = _group_lrs(self.optimizer)
 
 
