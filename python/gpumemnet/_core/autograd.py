@@ -350,10 +350,12 @@ class Function(Node):
         return out
 
     def save_for_backward(self, *tensors):
-        # a sparse or complex tensor (pyGAT's sparse attention saves its adjacency) is kept as it is, beside them
-        self._saved = tuple(_SavedTensor(t) if isinstance(t, _C.TensorBase) else None for t in tensors)
-        if any(t is not None and not isinstance(t, _C.TensorBase) for t in tensors):
-            self.__dict__["_saved_objects"] = {i: t for i, t in enumerate(tensors) if not isinstance(t, _C.TensorBase)}
+        saved = self._saved = tuple(_SavedTensor(t) if isinstance(t, _C.TensorBase) else None for t in tensors)
+        if None in saved:  # (every op passes here: the rare case is looked for only where it can be)
+            # a sparse or complex tensor (pyGAT's sparse attention saves its adjacency): kept as it is, beside them
+            objects = {i: t for i, t in enumerate(tensors) if t is not None and not isinstance(t, _C.TensorBase)}
+            if objects:
+                self.__dict__["_saved_objects"] = objects
 
     def mark_non_differentiable(self, *indices):
         self._non_diff = set(indices)
