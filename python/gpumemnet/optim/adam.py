@@ -17,7 +17,6 @@ __all__ = ["Adam", "AdamW"]
 
 
 class Adam(OffloadMixin, Optimizer):
-    _pytorch_flags = {"foreach": None, "fused": None, "capturable": False, "differentiable": False}
     _decoupled = False
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,

@@ -14,7 +14,6 @@ def _nonneg(cls, key, value):
 
 
 class RMSprop(Optimizer):
-    _pytorch_flags = {"foreach": None, "capturable": False, "differentiable": False}
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
                  capturable=False, foreach=None, maximize=False, differentiable=False):
         # foreach / capturable: accepted for drop-in compatibility; every step here is fused.

@@ -10,7 +10,6 @@ __all__ = ["SGD"]
 
 
 class SGD(OffloadMixin, Optimizer):
-    _pytorch_flags = {"foreach": None, "fused": None, "differentiable": False}
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
                  maximize=False, foreach=None, differentiable=False, fused=None, offload=None):
         # foreach / fused / differentiable: accepted for drop-in compatibility; every step here is fused.
