@@ -14,10 +14,11 @@ from .state import warn_outside
 def _warn_no_dof(op, x, dim, correction):
     """PyTorch's warning when a variance has no degrees of freedom left (the std of one sample is NaN: PPO's
     advantage normalisation over a one-sample minibatch), said by the op the user called."""
+    dims = (dim,) if isinstance(dim, int) else dim
     n = x.numel()
-    if dim is not None:
+    if dims:  # None or () reduces every dim, as PyTorch's
         n = 1
-        for d in (dim,) if isinstance(dim, int) else dim:
+        for d in dims:
             n *= x.shape[d] if x.ndim else 1
     if n - correction <= 0:
         warn_outside(f"{op}(): degrees of freedom is <= 0. Correction should be strictly less than the reduction "
