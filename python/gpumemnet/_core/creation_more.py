@@ -9,7 +9,7 @@ import numpy as np
 from .. import _C
 from . import autocast as _amp
 from . import hooks
-from .autograd import no_grad
+from .autograd import needs_grad, no_grad
 from .creation import _need_tensor, cat, rand, randint, randn, where
 from .size import Size
 from .tensor_select import _host
@@ -105,7 +105,7 @@ def cdist(x1, x2, p=2.0, compute_mode=None):
         pos = sq > 0
         return where(pos, where(pos, sq, 1.0).sqrt(), 0.0)
     diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
-    if p == math.inf and (x1.requires_grad or x2.requires_grad):
+    if p == math.inf and needs_grad(x1, x2):
         # PyTorch's cdist gives each coordinate tied for the largest |difference| the whole gradient (its sign);
         # the max's own backward would share it among them: sum the tied ones, less the extra copies' value
         a = diff.abs()

@@ -5,8 +5,8 @@ gpumemnet has no forward-mode engine. make_dual(t, tangent) gives an alias of t 
 when t needs no grad) and remembers its tangent in the current level; unpack_dual(y) finds y's tangent by the
 double-vjp trick of torch.func.jvp: u -> J^T u (a backward of y with create_graph) is linear in u, and its
 gradient along the tangents is J @ tangent. The values are forward mode's; the cost is two backward passes per
-unpack, and the ops between run with grad enabled (dual_level turns it on). Differences that show: a dual of a tensor that needs no
-grad requires grad (its results do too), and a tensor's repr has no `tangent=`. Code that only asks whether a
+unpack, and the ops between run with grad enabled (dual_level turns it on). Differences that show: a dual of a
+tensor that needs no grad requires grad (its results do too), and a tensor's repr has no `tangent=`. Code that only asks whether a
 tensor is dual (kornia's morphology: `unpack_dual(t).tangent is None`) gets None outside a level."""
 import contextlib
 from collections import namedtuple

@@ -8,6 +8,8 @@ where (dy, dx) are the offsets of tap k = i * kw + j of the channel's offset gro
 the group's 2 * kh * kw); bilinearly, with the corners outside the map read as 0 and a sample at or beyond a pixel
 outside (y <= -1, y >= H, ...) as 0; times the mask's tap k (DCN v2). The samples are the columns of a grouped
 convolution by weight. The columns (N, C * kh * kw, out_h * out_w) are materialised, as the kernel's are."""
+import math
+
 from .._core.creation import arange
 
 __all__ = ["deform_conv2d", "roi_pool"]
@@ -112,5 +114,4 @@ def roi_pool(input, rois, spatial_scale, pooled_height, pooled_width):
 
 def _round_half_away(v):
     """C's round(): halves away from zero (Python's round() takes them to even)."""
-    import math
     return math.floor(v + 0.5) if v >= 0 else math.ceil(v - 0.5)

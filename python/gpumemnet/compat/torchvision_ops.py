@@ -87,5 +87,6 @@ def _cuda_version():
 IMPLEMENTED = {"nms": nms, "roi_align": roi_align, "_roi_align_backward": _roi_align_backward,
                "deform_conv2d": deform_conv2d, "roi_pool": roi_pool, "_cuda_version": _cuda_version}
 # every operator torchvision's library defines (torchvision/csrc/ops): the names torchvision looks up
-NAMES = set(IMPLEMENTED) | {"ps_roi_align", "_ps_roi_align_backward", "_roi_pool_backward", "ps_roi_pool", "_ps_roi_pool_backward", "qroi_align", "qnms",
-                            "_deform_conv2d_backward", "box_iou_rotated"}
+NAMES = set(IMPLEMENTED) | {"ps_roi_align", "_ps_roi_align_backward", "_roi_pool_backward", "ps_roi_pool",
+                            "_ps_roi_pool_backward", "qroi_align", "qnms", "_deform_conv2d_backward",
+                            "box_iou_rotated"}

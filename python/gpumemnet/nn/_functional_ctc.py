@@ -128,4 +128,3 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     else:
         out = nll.squeeze(0) if unbatched else nll
     return out.to(log_probs.dtype) if out.dtype != log_probs.dtype else out
-
