@@ -428,3 +428,19 @@ def test_every_scheduler_fills_a_tensor_lr(name):
         warnings.simplefilter("ignore")
         ref, got = _both(run)
     assert got == ref
+
+
+def test_binomial_draws_have_the_binomial_moments():
+    """torch.binomial's draws (the streams differ from PyTorch's, so their statistics are compared with the
+    distribution's, from NumPy's closed forms): whole numbers in [0, count], mean n p and variance n p (1 - p) within
+    five standard errors over 40,000 draws; a count of 0 draws 0; the dtype and device are count's."""
+    gm.manual_seed(0)
+    n, p = np.array([[10.0, 3.0], [0.0, 50.0]]), np.array([[0.5, 0.2], [0.7, 0.9]])
+    draws = gm.binomial(gm.tensor(n).expand(20000, 2, 2).contiguous(), gm.tensor(p).expand(20000, 2, 2).contiguous())
+    assert draws.dtype == gm.float64 and tuple(draws.shape) == (20000, 2, 2)
+    d = draws.numpy()
+    assert (d == np.round(d)).all() and (d >= 0).all() and (d <= n).all() and (d[:, 1, 0] == 0).all()
+    mean, var = n * p, n * p * (1 - p)
+    se = np.sqrt(np.where(var > 0, var, 1.0) / 20000)
+    assert (np.abs(d.mean(0) - mean) < 5 * se).all()
+    assert (np.abs(d.var(0) - var) < 0.05 * var + 1e-12).all()
