@@ -46,6 +46,17 @@ SolveEx = collections.namedtuple("linalg_solve_ex", ["result", "info"])
 CholeskyEx = collections.namedtuple("linalg_cholesky_ex", ["L", "info"])
 
 
+def _magnitudes(x, op, ord=None):
+    """A complex input as its elementwise |x| (vector norms, and the matrix norms of sums, depend on nothing else:
+    torchaudio's Frechet distance takes one); other inputs as they are."""
+    if isinstance(x, _C.TensorBase) or not getattr(type(x), "_tensor_like", False) or not x.is_complex():
+        return x
+    if ord in ("nuc", 2, -2):
+        raise NotImplementedError(f"linalg.{op}: ord={ord!r} of a complex matrix needs its singular values, which "
+                                  f"gpumemnet does not compute for complex tensors")
+    return x.abs()
+
+
 def _tensor(x, op):
     if not isinstance(x, _C.TensorBase):
         raise TypeError(f"linalg.{op}(): argument 'input' must be Tensor, not {type(x).__name__}")
@@ -57,6 +68,7 @@ def _tensor(x, op):
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     """(sum |x|^ord)^(1/ord) over dim (every entry by default); inf / -inf: the largest / smallest |x|; 0: the
     count of nonzero entries."""
+    x = _magnitudes(x, "vector_norm", None)
     _tensor(x, "vector_norm")
     if not isinstance(ord, numbers.Real) or isinstance(ord, bool):
         raise TypeError(f"linalg.vector_norm: ord must be a number, got {type(ord).__name__}")
@@ -73,6 +85,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     """The matrix norm over the two dims: 'fro' (Frobenius), 'nuc' (sum of the singular values), 2 / -2 (largest /
     smallest singular value; the SVD is computed on the host), 1 / -1 (largest / smallest column sum of |A|),
     inf / -inf (largest / smallest row sum)."""
+    A = _magnitudes(A, "matrix_norm", ord)
     _tensor(A, "matrix_norm")
     if A.ndim < 2:
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
@@ -98,6 +111,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
 def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
     """vector_norm or matrix_norm as torch.linalg.norm chooses: ord=None is the 2-norm of the flattened input
     (or over dim); an ord with a 2-D input, or with two dims, is a matrix norm."""
+    A = _magnitudes(A, "norm", None)
     _tensor(A, "norm")
     if isinstance(dim, numbers.Integral):
         dim = (dim,)

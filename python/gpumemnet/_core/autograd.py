@@ -17,6 +17,7 @@ import weakref
 
 from .. import _C
 from . import hooks, subclass_dispatch
+from .autograd_complex import complex_of as _complex_of, real_views as _real_views
 from .state import anomaly, grad_mode, inference_flag, state
 
 _grad_on = grad_mode.get  # the per-op read: one C call (see _core/state.py)
@@ -764,11 +765,12 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                          "allow_unused=False.")
     allow_unused = bool(allow_unused) or materialize_grads
     retain_graph = create_graph if retain_graph is None else bool(retain_graph)  # PyTorch's default
-    single_out = isinstance(outputs, Tensor)
+    single_out = isinstance(outputs, Tensor) or bool(_complex_of(outputs))
     outputs = [outputs] if single_out else list(outputs)
-    inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
-    if grad_outputs is None or isinstance(grad_outputs, (Tensor, int, float)):
+    inputs = [inputs] if isinstance(inputs, Tensor) or _complex_of(inputs) else list(inputs)
+    if grad_outputs is None or isinstance(grad_outputs, (Tensor, int, float)) or _complex_of(grad_outputs):
         grad_outputs = [grad_outputs] * len(outputs) if grad_outputs is None else [grad_outputs]
+    outputs, grad_outputs, inputs, wrap = _real_views(outputs, list(grad_outputs), inputs)
     for t in outputs:
         if not t.requires_grad:
             raise _no_graph_error(t)
@@ -786,5 +788,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                                f"outputs; pass allow_unused=True to get None for it")
         if g is None and materialize_grads:
             g = _filled_like(inputs[i], 0)
-        result.append(g)
+        result.append(g if g is None or wrap[i] is None else wrap[i](g))
     return tuple(result)
+

@@ -16,6 +16,7 @@ import numpy as np
 from .. import _C
 from . import creation as _c
 from . import hooks
+from .complex_math import ComplexMath, complex_dim as _dim
 from .dtype import COMPLEX_OF as _COMPLEX_OF, dtype as _dtype, get_default_dtype
 from .size import Size
 
@@ -65,14 +66,9 @@ def _index(idx):
     return t + (slice(None),) if any(i is Ellipsis for i in t) else t
 
 
-def _dim(d, ndim):
-    """A dim of the complex tensor as a dim of the (..., 2) tensor (a negative one counts from the parts' axis)."""
-    if not -ndim <= d < max(ndim, 1):
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], but got {d})")
-    return d % ndim if ndim else 0
 
 
-class ComplexTensor:
+class ComplexTensor(ComplexMath):
     __slots__ = ("_r", "__weakref__")
     __array_priority__ = 1000  # numpy scalar * complex tensor comes here
     _tensor_like = True  # torch.exp(z) ... call the method (creation.tensor_like_has)
@@ -99,6 +95,13 @@ class ComplexTensor:
     def grad(self):
         g = self._r.grad
         return None if g is None else ComplexTensor(g)
+
+    @grad.setter
+    def grad(self, g):  # None, as zero_grad(set_to_none=True) sets it, or a complex tensor of the same shape
+        if g is not None and not (isinstance(g, ComplexTensor) and g.shape == self.shape):
+            raise RuntimeError(f"assigned grad has data of a different type or size: expected a complex tensor of "
+                               f"shape {tuple(self.shape)}, got {type(g).__name__} of shape {tuple(g.shape)}")
+        self._r.grad = None if g is None else g._r
 
     @property
     def T(self):
@@ -298,8 +301,10 @@ class ComplexTensor:
         return matmul(o, self)
 
     def __pow__(self, n):
-        if not isinstance(n, int) or n < 0:
-            raise TypeError(f"complex tensor ** {n!r}: only non-negative integer powers are supported")
+        if isinstance(n, (float, np.floating)) or isinstance(n, int) and n < 0:
+            return self._real_power(float(n))  # the principal value, |z|^n e^(i n arg z)
+        if not isinstance(n, int):
+            raise TypeError(f"complex tensor ** {n!r}: only real number powers are supported")
         out = _make(_c.ones_like(self.real), 0.0)
         for _ in range(n):
             out = out * self
@@ -481,7 +486,7 @@ class ComplexTensor:
             f"the real and imaginary parts as a real tensor for anything else)")
 
 
-METHODS = sorted(n for n in vars(ComplexTensor) if not n.startswith("_"))
+METHODS = sorted(n for n in dir(ComplexTensor) if not n.startswith("_"))
 
 
 class UnsupportedAttributeError(AttributeError, TypeError):

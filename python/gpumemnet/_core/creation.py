@@ -207,8 +207,9 @@ def _like(fn):
     # `input`: PyTorch's name for the tensor, which scripts pass by keyword too (zeros_like(input=x)); kwargs:
     # full_like's fill_value
     def like(input, *args, dtype=None, device=None, requires_grad=False, **kwargs):
-        _need_tensor(fn.__name__ + "_like", input)
-        return fn(tuple(input.shape), *args, dtype=dtype or input.dtype, device=device or input._device,
+        if not (tensor_like_has(input, "is_complex") and input.is_complex()):  # complex: _core/complex.py
+            _need_tensor(fn.__name__ + "_like", input)
+        return fn(tuple(input.shape), *args, dtype=dtype or input.dtype, device=device or input.device,
                   requires_grad=requires_grad, **kwargs)
     like.__name__ = fn.__name__ + "_like"
     like.__doc__ = f"{fn.__name__} with the shape (and by default dtype and device) of a tensor."
@@ -284,6 +285,9 @@ def where(condition, input=_NONE, other=_NONE):
         return condition.nonzero(as_tuple=True)
     if input is _NONE or other is _NONE:
         raise TypeError("where() takes a condition alone, or a condition, input and other")
+    for t in (input, other):
+        if tensor_like_has(t, "_select_where"):  # a complex operand (_core/complex_math.py)
+            return type(t)._select_where(condition, input, other)
     if _needs_grad(input, other):
         return F.Where.apply(condition, input, other)
     return _C.where(condition, input, other)

@@ -612,6 +612,8 @@ class Tensor(_C.TensorBase):
             value = _C.from_numpy(np.asarray(value), dtype=self._dtype, device=self._device)
         idx = sequence_as_tuple(idx)
         check_put_dtypes(self, idx, value)
+        if isinstance(value, _C.TensorBase) and value.ndim == 0 and value._dtype != self._dtype:
+            value = value.to(self.dtype)  # a 0-d value casts, as a number does (y[y > 1] = torch.tensor(2.5))
         if autograd.is_graph_view(self) and write_graph_view(self, lambda v: assigned_copy(v, idx, value)):
             return  # a view of a tensor in a graph (d2l's masked_softmax: X = x.reshape(...); X[~mask] = -1e6)
         in_graph = _check_inplace(self, "index assignment")
@@ -671,7 +673,7 @@ class Tensor(_C.TensorBase):
         return out
 
     def type_as(self, other):
-        if not isinstance(other, _C.TensorBase):
+        if not isinstance(other, _C.TensorBase) and not getattr(type(other), "_tensor_like", False):
             raise TypeError(f"type_as(): argument 'other' must be Tensor, not {type(other).__name__}")
         return self.to(other.dtype)
 

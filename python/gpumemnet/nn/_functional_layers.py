@@ -15,6 +15,8 @@ import weakref
 from .. import _C
 from .._core.arg_forms import as_int
 from .._core.activation import _check_tensor
+from .._core.complex import ComplexTensor as _ComplexTensor
+from .._core.complex import complex as _complex
 from .._core.creation import cat
 from .._core.autograd import Function
 from .._core.autograd import needs_grad as _needs_grad
@@ -61,6 +63,8 @@ def pad(input, pad, mode="constant", value=None):
     """Pad the last len(pad) // 2 dims: pad = (left, right, top, bottom, front, back), as PyTorch. Negative pads
     crop. mode 'constant' (fill `value`, default 0) pads up to the last 3 dims of any dtype; 'reflect',
     'replicate' and 'circular' the last 1, 2 or 3 dims of a 2-D..5-D float input, as PyTorch allows."""
+    if isinstance(input, _ComplexTensor):
+        return _pad_complex(input, pad, mode, value)
     _check_tensor(input, "pad")
     if not isinstance(pad, int) and isinstance(pad, (tuple, list)):  # np.int64 pads (captum's Occlusion)
         pad = tuple(as_int(p) for p in pad)
@@ -79,6 +83,14 @@ def pad(input, pad, mode="constant", value=None):
     pads = pads[:6] if outer else pads
     out = _Pad.apply(input, pads, code, value) if _needs_grad(input) else _C.pad(input, pads, code, value)
     return _pad_outer_dims(out, outer, value) if outer else out
+
+
+def _pad_complex(z, pads, mode, value):
+    """F.pad of a complex tensor: each part padded alike (torchaudio's phase vocoder pads a complex spectrogram);
+    a complex fill value fills each part with its own."""
+    fill = complex(0 if value is None else value)
+    re, im = (pad(p, pads, mode, None if value is None else v) for p, v in ((z.real, fill.real), (z.imag, fill.imag)))
+    return _complex(re, im)
 
 
 def _pad_outer_dims(x, outer, value):
