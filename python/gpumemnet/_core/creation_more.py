@@ -120,6 +120,8 @@ def cdist(x1, x2, p=2.0, compute_mode=None):
 # ---- sampling ----------------------------------------------------------------------------------------------------
 def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
     """Normal draws: elementwise from tensors mean / std (broadcast), or of shape `size` from two numbers."""
+    if size is not None:  # PyTorch's (float mean, float std, size) overload, which takes 0-d tensors as numbers
+        mean, std = (_as_number("normal", v) for v in (mean, std))
     if isinstance(mean, _C.TensorBase) or isinstance(std, _C.TensorBase):
         if isinstance(std, numbers.Number) and std < 0 or isinstance(std, _C.TensorBase) and \
                 std._device != "meta" and bool((std < 0).any()):
@@ -136,6 +138,18 @@ def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None,
     z = randn(*tuple(size), generator=generator, dtype=dtype, device=device)
     out = z * std + mean
     return out.requires_grad_() if requires_grad else out
+
+
+def _as_number(op, v):
+    """A 0-d tensor that does not require grad as the Python number PyTorch's argument parser takes it for."""
+    if not isinstance(v, _C.TensorBase):
+        return v
+    if v.ndim or v.requires_grad:
+        raise TypeError(f"{op}() received an invalid combination of arguments - got a Tensor of shape "
+                        f"{tuple(v.shape)}{' that requires grad' if v.requires_grad else ''} where a float is "
+                        f"expected with size=: (float mean, float std, tuple of ints size), or tensors mean / std "
+                        f"without size")
+    return v.item()
 
 
 def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_grad=False):

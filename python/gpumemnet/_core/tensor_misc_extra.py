@@ -154,7 +154,12 @@ def vander(x, N=None, increasing=False):
     return out if increasing else out.flip(1)
 
 
-def _window(name, length, periodic, dtype, device, requires_grad, coefficients):
+def _window(name, length, periodic, dtype, device, requires_grad, values):
+    """A window of `length` points (one more, dropped, when periodic) of the values(k, m) (k: 0 .. m as a tensor
+    of the window's dtype): the formulas of PyTorch's window functions, op by op in that dtype, as PyTorch computes
+    them, so that a float32 window has PyTorch's bits (but where the two cos kernels round apart: 13 of a
+    400-point Hann window's, 1 ulp; computed in float64 and rounded, 320 differed, and torchaudio's float64
+    spectrograms, which upcast its float32 window, 1e-7 apart)."""
     if isinstance(length, bool) or not isinstance(length, numbers.Integral):
         raise TypeError(f"{name}(): argument 'window_length' must be int, not {type(length).__name__}")
     if length < 0:
@@ -162,19 +167,31 @@ def _window(name, length, periodic, dtype, device, requires_grad, coefficients):
     dt = get_default_dtype() if dtype is None else as_dtype(dtype)
     if not dt.is_floating_point:
         raise RuntimeError(f"{name} expects floating point dtypes, got: {dt}")
+    dev = factory_device(device)
     if length <= 1:
-        values = np.ones(length)
+        out = _C.from_numpy(np.ones(length), 1, dev).to(dt)
     else:
         n = length + 1 if periodic else length
-        k = np.arange(length, dtype=np.float64)
-        values = coefficients(k, n - 1)
-    out = _C.from_numpy(np.asarray(values, np.float64, order="C"), 1, factory_device(device))
-    out = out.to(dt) if dt.code != 1 else out
+        k = _C.from_numpy(np.arange(n, dtype=np.float64), 1, dev).to(dt)
+        out = values(k, n - 1)[:length].contiguous()
     return out.requires_grad_() if requires_grad else out
 
 
-def _cosine_sum(*a):
-    return lambda k, m: sum(((-1) ** i) * c * np.cos(2 * math.pi * i * k / m) for i, c in enumerate(a))
+def _cosine_sum(alpha, beta):
+    """alpha - beta cos(2 pi k / m): PyTorch's hamming_window (hann: 0.5, 0.5), its ops in its order."""
+    return lambda k, m: (k * (math.pi * 2.0 / m)).cos() * -beta + alpha
+
+
+def _blackman(k, m):
+    w = k * (math.pi / m)
+    return (w * 4).cos() * 0.08 - (w * 2).cos() * 0.5 + 0.42
+
+
+def _bartlett(k, m):
+    """2k / m rising to the middle, 2 - 2k / m after it (PyTorch's split at (m >> 1) + 1)."""
+    w = k * (2.0 / m)
+    half = (m >> 1) + 1
+    return w if half >= m + 1 else _C.cat([w[:half], w[half:] * -1 + 2], 0)
 
 
 def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, pin_memory=False,
@@ -190,14 +207,12 @@ def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype
 
 def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, pin_memory=False,
                     requires_grad=False):
-    return _window("blackman_window", window_length, periodic, dtype, device, requires_grad,
-                   _cosine_sum(0.42, 0.5, 0.08))
+    return _window("blackman_window", window_length, periodic, dtype, device, requires_grad, _blackman)
 
 
 def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, pin_memory=False,
                     requires_grad=False):
-    return _window("bartlett_window", window_length, periodic, dtype, device, requires_grad,
-                   lambda k, m: 1 - np.abs(2 * k / m - 1))
+    return _window("bartlett_window", window_length, periodic, dtype, device, requires_grad, _bartlett)
 
 
 def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None, requires_grad=False,
@@ -286,8 +301,11 @@ def _derivative(f, d, h, edge_order):
 def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout=None, device=None,
                   pin_memory=False, requires_grad=False):
     """I0(beta * sqrt(1 - (2k / m - 1)**2)) / I0(beta) (the modified Bessel function I0, NumPy's)."""
-    return _window("kaiser_window", window_length, periodic, dtype, device, requires_grad,
-                   lambda k, m: np.i0(beta * np.sqrt(np.clip(1 - (2 * k / m - 1) ** 2, 0, None))) / np.i0(beta))
+    def values(k, m):  # computed in float64 on the host, rounded once
+        k = np.arange(k.shape[0], dtype=np.float64)
+        v = np.i0(beta * np.sqrt(np.clip(1 - (2 * k / m - 1) ** 2, 0, None))) / np.i0(beta)
+        return _C.from_numpy(v, 1, factory_device(device)).to(get_default_dtype() if dtype is None else dtype)
+    return _window("kaiser_window", window_length, periodic, dtype, device, requires_grad, values)
 
 
 # ---- counted on the host ---------------------------------------------------------------------------------------------

@@ -11,6 +11,11 @@ def _get_tracing_state():
     return None
 
 
+def _is_tracing():
+    """(gpumemnet has no tracer: never.) asteroid-filterbanks asks it on every forward."""
+    return False
+
+
 class DisableTorchFunction(DisableTorchFunctionSubclass):
     """(gpumemnet has no TorchFunctionMode that sees calls: the same as DisableTorchFunctionSubclass.)"""
 
