@@ -74,6 +74,9 @@ def _take_diagonals(t, labels):
             return t, labels
         i = labels.index(rep)
         j = labels.index(rep, i + 1)
+        if t.shape[i] != t.shape[j]:  # diagonal() would take the shorter side's
+            raise RuntimeError(f"einsum(): subscript {rep} is repeated for operand but the sizes don't match, "
+                               f"{t.shape[j]} != {t.shape[i]}")
         t = t.diagonal(0, i, j)
         labels = [c for k, c in enumerate(labels) if k not in (i, j)] + [rep]
 

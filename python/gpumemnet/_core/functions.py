@@ -442,11 +442,12 @@ class AMaxMin(Function):
     result (PyTorch's convention)."""
 
     @staticmethod
-    def forward(ctx, a, dims, keepdim, is_max):
+    def forward(ctx, a, dims, keepdim, is_max, to_nan=False):
         out = _C.reduce(AMAX if is_max else AMIN, a, dims, keepdim)
         ctx.save_for_backward(a, out)
         ctx.dims = _norm_dims(dims, a.ndim)
         ctx.keepdim = keepdim
+        ctx.to_nan = to_nan
         return out
 
     @staticmethod
@@ -455,8 +456,11 @@ class AMaxMin(Function):
         out = _unreduce(out, a.shape, ctx.dims, ctx.keepdim)
         g = _unreduce(g, a.shape, ctx.dims, ctx.keepdim)
         mask = cast(_C.binary(EQ, a, out), g._dtype)
+        if ctx.to_nan:  # max() / min() of a tensor with NaN: PyTorch's gradient goes to the NaN entries (amax's is
+            nan = cast(_C.binary(NE, a, a), g._dtype)  # NaN: NaN == NaN is false, which leaves it none)
+            mask = _C.binary(MAXIMUM, mask, _C.binary(MUL, nan, cast(_C.binary(NE, out, out), g._dtype)))
         count = _C.reduce(SUM, mask, ctx.dims, True)
-        return _C.binary(MUL, mask, _C.binary(DIV, g, count)), None, None, None
+        return _C.binary(MUL, mask, _C.binary(DIV, g, count)), None, None, None, None
 
 
 class MaxMinDim(Function):

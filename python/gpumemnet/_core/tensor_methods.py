@@ -640,7 +640,9 @@ class TensorMethods:
             nz = a > 0
             s = (_where(nz, _where(nz, a, 1.0) ** p, 0.0) if p < 1 else a ** p).sum(dim, keepdim)
             pos = s > 0
-            return _where(pos, _where(pos, s, 1.0) ** (1.0 / p), 0.0)
+            out = _where(pos, _where(pos, s, 1.0) ** (1.0 / p), 0.0)
+            # p < 0: a zero entry's |0|^p is inf, so the norm is 0 (gradient 0), as without grad
+            return _where((a == 0).to(a.dtype).amax(dim, keepdim) > 0, 0.0, out) if p < 0 else out
         raise ValueError(f"norm: p must be a number or 'fro', got {p!r}")
 
     # ---- memory formats: gpumemnet keeps NCHW ----------------------------------------------------------

@@ -65,22 +65,22 @@ class ReduceMethods:
 
     def max(self, dim=None, keepdim=False, *, axis=_NO, keepdims=_NO):
         """max() -> the largest value; max(dim) -> (values, indices); max(other_tensor) -> maximum."""
+        if isinstance(dim, _C.TensorBase):  # before dim_args, which would read a 0-d int tensor as a dim
+            return self.maximum(dim)
         if axis is not _NO or keepdims is not _NO or dim.__class__ not in PLAIN_DIMS:
             dim, keepdim = dim_args("max", dim, keepdim, axis, keepdims)
-        if isinstance(dim, _C.TensorBase):
-            return self.maximum(dim)
         if dim is None:
-            return self.amax()
+            return F.AMaxMin.apply(self, None, False, True, True) if _needs_grad(self) else self.amax()
         return _RESULT["max"](*(F.MaxMinDim.apply(self, dim, keepdim, True) if _needs_grad(self) else
                                 _C.max_dim(self, dim, keepdim)))
 
     def min(self, dim=None, keepdim=False, *, axis=_NO, keepdims=_NO):
+        if isinstance(dim, _C.TensorBase):  # before dim_args, which would read a 0-d int tensor as a dim
+            return self.minimum(dim)
         if axis is not _NO or keepdims is not _NO or dim.__class__ not in PLAIN_DIMS:
             dim, keepdim = dim_args("min", dim, keepdim, axis, keepdims)
-        if isinstance(dim, _C.TensorBase):
-            return self.minimum(dim)
         if dim is None:
-            return self.amin()
+            return F.AMaxMin.apply(self, None, False, False, True) if _needs_grad(self) else self.amin()
         return _RESULT["min"](*(F.MaxMinDim.apply(self, dim, keepdim, False) if _needs_grad(self) else
                                 _C.min_dim(self, dim, keepdim)))
 

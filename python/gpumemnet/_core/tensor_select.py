@@ -216,6 +216,8 @@ def _index_put(self, dim, index, src, accumulate, alpha, op, in_place):
     d, index = _index_args(self, dim, index, op)
     if isinstance(src, _C.TensorBase) and src._dtype != self._dtype:
         raise RuntimeError(f"{op}(): self ({self.dtype}) and source ({src.dtype}) must have the same scalar type")
+    if isinstance(src, _C.TensorBase):
+        _check_source(self, d, index, src, op)
     if in_place:
         if write_recorded(self, op, (src,), lambda x: _index_put(x, d, index, src, accumulate, alpha, op, False)):
             return self
@@ -223,6 +225,24 @@ def _index_put(self, dim, index, src, accumulate, alpha, op, in_place):
     if _needs_grad(self, src if isinstance(src, _C.TensorBase) else None):
         return _IndexPut.apply(self, d, index, src, accumulate, alpha)
     return _put(_copy(self), d, index, src, accumulate, alpha)
+
+
+def _check_source(self, d, index, src, op):
+    """PyTorch's rule (broadcasting the source would hide a bug): source has self's shape but along dim, where it
+    has one slice per index. Its error types: IndexError from index_copy for a count of slices that differs,
+    RuntimeError otherwise."""
+    n, want = index.numel(), list(self.shape)
+    if want:
+        want[d] = n
+    if list(src.shape) == want or not want and src.ndim == 0 and n == 1:
+        return
+    if op.startswith("index_copy") and len(want) == 1 and src.ndim == 0 and n == 1:
+        return  # PyTorch's index_copy writes a 0-d source into one entry of a 1-D self (its index_add refuses it)
+    count_only = src.ndim == len(want) and all(a == b for i, (a, b) in enumerate(zip(src.shape, want)) if i != d)
+    err = IndexError if op.startswith("index_copy") and count_only else RuntimeError
+    raise err(f"{op}(): source of shape {tuple(src.shape)} does not fit self of shape {tuple(self.shape)} with "
+              f"{n} indices along dim {d}: expected source of shape {tuple(want)} (Number of indices ({n}) should "
+              f"be equal to source.size(dim))")
 
 
 def _put(out, d, index, src, accumulate, alpha):
