@@ -216,6 +216,8 @@ static const char *fmt_double(double v, char *buf) {
     return buf;
 }
 
+/* The hyperparameters' ranges at step time. Not lr: PyTorch checks it where the optimizer is made, and steps with
+ * whatever a schedule sets later (a warmup / decay that overshoots its end goes negative). */
 static int check_range(const char *op, const char *name, double v, double lo, double hi, int hi_open) {
     if (v >= lo && (hi_open ? v < hi : v <= hi)) return 0;
     char a[32], b[32], c[32];
@@ -273,7 +275,7 @@ static PyObject *py_sgd_step(PyObject *self, PyObject *args, PyObject *kwargs) {
                                      &h.momentum, &h.dampening, &h.weight_decay, &h.nesterov, &h.maximize))
         return NULL;
     const char *op = "sgd_step_";
-    if (check_range(op, "lr", h.lr, 0.0, INFINITY, 0) < 0 || check_range(op, "momentum", h.momentum, 0.0,
+    if (check_range(op, "momentum", h.momentum, 0.0,
         INFINITY, 0) < 0 || check_range(op, "weight_decay", h.weight_decay, 0.0, INFINITY, 0) < 0)
         return NULL;
     if (h.nesterov && (h.momentum <= 0.0 || h.dampening != 0.0)) {
@@ -331,7 +333,7 @@ static PyObject *py_adam_step(PyObject *self, PyObject *args, PyObject *kwargs) 
                                      &h.amsgrad, &h.maximize))
         return NULL;
     const char *op = "adam_step_";
-    if (check_range(op, "lr", h.lr, 0.0, INFINITY, 0) < 0 || check_range(op, "beta1", h.beta1, 0.0, 1.0, 1) < 0 ||
+    if (check_range(op, "beta1", h.beta1, 0.0, 1.0, 1) < 0 ||
         check_range(op, "beta2", h.beta2, 0.0, 1.0, 1) < 0 || check_range(op, "eps", h.eps, 0.0, INFINITY, 0) < 0 ||
         check_range(op, "weight_decay", h.weight_decay, 0.0, INFINITY, 0) < 0)
         return NULL;
@@ -382,7 +384,7 @@ static PyObject *py_adam_step_mixed(PyObject *self, PyObject *args, PyObject *kw
                                      &obj[2], &obj[3], &obj[4], &step, &h.lr, &h.beta1, &h.beta2, &h.eps,
                                      &h.weight_decay, &h.decoupled, &h.amsgrad, &h.maximize))
         return NULL;
-    if (check_range(op, "lr", h.lr, 0.0, INFINITY, 0) < 0 || check_range(op, "beta1", h.beta1, 0.0, 1.0, 1) < 0 ||
+    if (check_range(op, "beta1", h.beta1, 0.0, 1.0, 1) < 0 ||
         check_range(op, "beta2", h.beta2, 0.0, 1.0, 1) < 0 || check_range(op, "eps", h.eps, 0.0, INFINITY, 0) < 0 ||
         check_range(op, "weight_decay", h.weight_decay, 0.0, INFINITY, 0) < 0)
         return NULL;
@@ -458,7 +460,7 @@ static PyObject *py_rmsprop_step(PyObject *self, PyObject *args, PyObject *kwarg
                                      &h.maximize))
         return NULL;
     const char *op = "rmsprop_step_";
-    if (check_range(op, "lr", h.lr, 0.0, INFINITY, 0) < 0 || check_range(op, "alpha", h.alpha, 0.0, INFINITY, 0) < 0 ||
+    if (check_range(op, "alpha", h.alpha, 0.0, INFINITY, 0) < 0 ||
         check_range(op, "eps", h.eps, 0.0, INFINITY, 0) < 0 ||
         check_range(op, "weight_decay", h.weight_decay, 0.0, INFINITY, 0) < 0 ||
         check_range(op, "momentum", h.momentum, 0.0, INFINITY, 0) < 0)
@@ -495,8 +497,7 @@ static PyObject *py_adagrad_step(PyObject *self, PyObject *args, PyObject *kwarg
                                      &h.lr_decay, &h.weight_decay, &h.eps, &h.maximize))
         return NULL;
     const char *op = "adagrad_step_";
-    if (check_range(op, "lr", h.lr, 0.0, INFINITY, 0) < 0 ||
-        check_range(op, "lr_decay", h.lr_decay, 0.0, INFINITY, 0) < 0 ||
+    if (check_range(op, "lr_decay", h.lr_decay, 0.0, INFINITY, 0) < 0 ||
         check_range(op, "weight_decay", h.weight_decay, 0.0, INFINITY, 0) < 0 ||
         check_range(op, "eps", h.eps, 0.0, INFINITY, 0) < 0)
         return NULL;
@@ -533,7 +534,7 @@ static PyObject *py_adadelta_step(PyObject *self, PyObject *args, PyObject *kwar
                                      &h.rho, &h.eps, &h.weight_decay, &h.maximize))
         return NULL;
     const char *op = "adadelta_step_";
-    if (check_range(op, "lr", h.lr, 0.0, INFINITY, 0) < 0 || check_range(op, "rho", h.rho, 0.0, 1.0, 0) < 0 ||
+    if (check_range(op, "rho", h.rho, 0.0, 1.0, 0) < 0 ||
         check_range(op, "eps", h.eps, 0.0, INFINITY, 0) < 0 ||
         check_range(op, "weight_decay", h.weight_decay, 0.0, INFINITY, 0) < 0)
         return NULL;

@@ -32,7 +32,7 @@ __all__ = ["as_torch", "is_active", "missing_names"]
 # infrastructure modules are stand-ins in gpumemnet.compat (what PyTorch does where the feature is off).
 _RENAMED = {f"torch.{name}": f"gpumemnet.compat.{name}"
             for name in ("jit", "hub", "ops", "library", "fx", "compiler", "version", "_custom_ops", "_dynamo",
-                         "onnx", "ao", "_subclasses")}
+                         "_inductor", "onnx", "ao", "_subclasses")}
 _RENAMED["torch._C"] = "gpumemnet.compat._torch_c"
 
 # What `torch.__version__` says under the alias: the PyTorch release whose API gpumemnet follows (scripts and

@@ -39,6 +39,23 @@ class _CudaMatmul:
             setter(value)
         self._allow_tf32[0] = value
 
+    # PyTorch's switches for cuBLAS's reduced-precision sums in half-precision products, which LLM training scripts
+    # set at their top: kept and read back; gpumemnet's half-precision products sum in float32 whatever they say
+    _reduced = {"allow_bf16_reduced_precision_reduction": True, "allow_fp16_reduced_precision_reduction": True,
+                "allow_fp16_accumulation": False}
+
+    def __getattr__(self, name):
+        if name in _CudaMatmul._reduced:
+            return _CudaMatmul._reduced[name]
+        raise AttributeError(f"'torch.backends.cuda.matmul' has no attribute {name!r}")
+
+    def __setattr__(self, name, value):
+        if name not in _CudaMatmul._reduced:
+            return object.__setattr__(self, name, value)
+        if not isinstance(value, bool):
+            raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
+        _CudaMatmul._reduced[name] = value
+
     def __repr__(self):
         return f"gm.backends.cuda.matmul(allow_tf32={self.allow_tf32})"
 

@@ -111,19 +111,23 @@ def mem_get_info(device=None):
     return _C._cuda_mem_get_info(_require(device, "mem_get_info"))
 
 
+# Where CUDA cannot be used, the counters read 0 and the statistics are empty, as PyTorch's (training scripts log
+# torch.cuda.max_memory_allocated() on CPU runs too)
 def memory_allocated(device=None):
-    return _C.memory_allocated(_dev(device, "memory_allocated"))
+    return _C.memory_allocated(_dev(device, "memory_allocated")) if is_initialized() else 0
 
 
 def max_memory_allocated(device=None):
-    return _C.max_memory_allocated(_dev(device, "max_memory_allocated"))
+    return _C.max_memory_allocated(_dev(device, "max_memory_allocated")) if is_initialized() else 0
 
 
 def memory_reserved(device=None):
-    return _C.memory_reserved(_dev(device, "memory_reserved"))
+    return _C.memory_reserved(_dev(device, "memory_reserved")) if is_initialized() else 0
 
 
 def max_memory_reserved(device=None):
+    if not is_initialized():
+        return 0
     return _C.memory_stats(_dev(device, "max_memory_reserved"))["reserved"]["peak"]
 
 
@@ -132,7 +136,7 @@ def reset_peak_memory_stats(device=None):
 
 
 def memory_stats(device=None):
-    return _C.memory_stats(_dev(device, "memory_stats"))
+    return _C.memory_stats(_dev(device, "memory_stats")) if is_initialized() else {}
 
 
 def memory_summary(device=None):
@@ -152,6 +156,7 @@ def host_memory_stats():
 
 
 from . import amp  # noqa: E402,F401  (torch.cuda.amp's spelling: gm.cuda.amp.autocast, gm.cuda.amp.GradScaler)
+from . import nvtx  # noqa: E402,F401  (profiler ranges: no-ops)
 from .graphs import *  # noqa: E402,F401,F403  (CUDA graphs: the names, refused)
 from .._core.legacy_types import CUDA as _LEGACY  # noqa: E402
 

@@ -21,13 +21,25 @@ def register_optimizer_step_post_hook(hook):
     return RemovableHandle(_global_post, hook)
 
 
-def register(optimizer, which, hook):
-    """An optimizer's own hook list `which` ("_step_pre_hooks" / "_step_post_hooks"), made on first use."""
+def register(optimizer, which, hook, prepend=False):
+    """An optimizer's own hook list `which` ("_step_pre_hooks", "_state_dict_post_hooks" ...), made on first use;
+    prepend puts the hook first."""
     if not callable(hook):
-        raise TypeError(f"register_step_{which[6:-6]}_hook: hook must be callable, got {type(hook).__name__}")
+        raise TypeError(f"register_{which.strip('_')[:-6]}_hook: hook must be callable, got {type(hook).__name__}")
     hooks = optimizer.__dict__.setdefault(which, [])
-    hooks.append(hook)
+    hooks.insert(0, hook) if prepend else hooks.append(hook)
     return RemovableHandle(hooks, hook)
+
+
+def run(optimizer, which, *args):
+    """Call the optimizer's hooks `which` with (optimizer, *args); with args, a hook's non-None result replaces
+    args[0] for the hooks after it and is returned (state_dict's post hooks, load_state_dict's pre hooks)."""
+    out = args[0] if args else None
+    for hook in list(optimizer.__dict__.get(which, ())):
+        r = hook(optimizer, *((out,) if args else ()))
+        if args and r is not None:
+            out = r
+    return out
 
 
 def wrap_step(step):

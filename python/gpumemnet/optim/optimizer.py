@@ -169,6 +169,11 @@ class Optimizer:
                             "of tensors in sets will change between runs; use a list instead")
         else:
             params = list(params)
+        if any(isinstance(p, tuple) for p in params):  # model.named_parameters() (PyTorch 2.6): names kept
+            if not all(isinstance(p, tuple) and len(p) == 2 for p in params):
+                raise ValueError("all optimizer params should be with/without names. Some param names are missing")
+            group["param_names"] = [name for name, _ in params]
+            params = [p for _, p in params]
         for i, p in enumerate(params):
             if not _is_tensor(p):
                 raise TypeError(f"optimizer can only optimize Tensors, but params[{i}] is {_tensor_kind(p)}")
@@ -217,6 +222,22 @@ class Optimizer:
     def register_step_post_hook(self, hook):
         """hook(optimizer, args, kwargs) after each step."""
         return _step_hooks.register(self, "_step_post_hooks", hook)
+
+    def register_state_dict_pre_hook(self, hook, prepend=False):
+        """hook(optimizer) before state_dict() makes the dict."""
+        return _step_hooks.register(self, "_state_dict_pre_hooks", hook, prepend)
+
+    def register_state_dict_post_hook(self, hook, prepend=False):
+        """hook(optimizer, state_dict) after state_dict() made it; a dict it returns is returned instead."""
+        return _step_hooks.register(self, "_state_dict_post_hooks", hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook, prepend=False):
+        """hook(optimizer, state_dict) before load_state_dict() loads it; a dict it returns is loaded instead."""
+        return _step_hooks.register(self, "_load_state_dict_pre_hooks", hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook, prepend=False):
+        """hook(optimizer) after load_state_dict() loaded."""
+        return _step_hooks.register(self, "_load_state_dict_post_hooks", hook, prepend)
 
     def _patch_step_function(self):
         """PyTorch's: wraps the class's step so that its hooks run (wrapper optimizers that skip __init__ call it:
@@ -322,6 +343,7 @@ class Optimizer:
     def state_dict(self):
         """{"state": {index: {...}}, "param_groups": [{..., "params": [index, ...]}]} as in PyTorch: parameters
         are numbered in group order; state tensors are referenced, not copied."""
+        _step_hooks.run(self, "_state_dict_pre_hooks")
         index = {}
         groups = []
         for group in self.param_groups:
@@ -335,13 +357,18 @@ class Optimizer:
             groups.append(packed)
         state = {index[id(p)]: {k: _step_tensor(v) if k == "step" and isinstance(v, Step) else v for k, v in s.items()}
                  for p, s in self.state.items() if id(p) in index and s}
-        return {"state": dict(sorted(state.items())), "param_groups": groups}
+        return _step_hooks.run(self, "_state_dict_post_hooks",
+                               {"state": dict(sorted(state.items())), "param_groups": groups})
 
     def load_state_dict(self, state_dict):
         """Load a state_dict made by state_dict() (here or by PyTorch's optimizer of the same kind). Everything is
         validated before anything changes. State tensors are copied into this optimizer's own state (into its
         existing tensors when shapes and dtypes match, so that nothing is allocated; else into new tensors tagged
         "optimizer"), never aliased: the loaded dict can be freed right after."""
+        self._load_state_dict(_step_hooks.run(self, "_load_state_dict_pre_hooks", state_dict))
+        _step_hooks.run(self, "_load_state_dict_post_hooks")
+
+    def _load_state_dict(self, state_dict):
         if not isinstance(state_dict, dict) or "state" not in state_dict or "param_groups" not in state_dict:
             raise ValueError("load_state_dict: expected a dict with 'state' and 'param_groups' (the result of "
                              "optimizer.state_dict())")

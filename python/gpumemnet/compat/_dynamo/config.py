@@ -18,8 +18,7 @@ inline_inbuilt_nn_modules = True
 
 
 @contextlib.contextmanager
-def _patched(changes):
-    here = globals()
+def _patched(here, changes):
     saved = {k: here[k] for k in changes if k in here}
     here.update(changes)
     try:
@@ -32,12 +31,17 @@ def _patched(changes):
                 del here[k]
 
 
-def patch(arg=None, value=None, **kwargs):
-    """patch("name", value), patch({"name": value}) or patch(name=value): a context manager that is also a
-    decorator (contextlib's), setting the values inside and restoring them after."""
+def _patch_module(here, arg, value, kwargs):
+    """A settings module's patch (here: its globals()): the changes set inside the block, restored after."""
     changes = dict(kwargs)
     if isinstance(arg, dict):
         changes.update(arg)
     elif arg is not None:
         changes[arg] = value
-    return _patched(changes)
+    return _patched(here, changes)
+
+
+def patch(arg=None, value=None, **kwargs):
+    """patch("name", value), patch({"name": value}) or patch(name=value): a context manager that is also a
+    decorator (contextlib's), setting the values inside and restoring them after."""
+    return _patch_module(globals(), arg, value, kwargs)
