@@ -1,0 +1,285 @@
+"""PyTorch semantics that scripts written for PyTorch rely on (stop 43, round 12 of the hunts: audio and signal code,
+modern language-model training code, a differential fuzz of the op surface), each checked against PyTorch itself:
+the same function run under both libraries and the results compared."""
+import math
+
+import numpy as np
+import pytest
+
+import gpumemnet as gm
+
+torch = pytest.importorskip("torch")
+
+
+def _both(fn):
+    """fn(lib) under PyTorch and under gpumemnet."""
+    return fn(torch), fn(gm)
+
+
+def _outcome(fn):
+    """fn()'s value, or the name of the exception it raised."""
+    try:
+        return fn()
+    except Exception as e:  # noqa: BLE001 - the type is what is compared
+        return type(e).__name__
+
+
+def test_normal_with_0d_tensor_mean_and_std_and_a_size_draws_that_size():
+    """torch.normal(tensor(0.), tensor(1.), (n,)) (torch-audiomentations' coloured noise) is the (float, float, size)
+    form: n draws of the default dtype. gpumemnet ignored the size and returned one draw."""
+    def run(L):
+        a = L.normal(L.tensor(0.0), L.tensor(1.0), (1000,))
+        b = L.normal(L.tensor(2.0, dtype=L.float64), 0.5, size=(3, 4))
+        bad = _outcome(lambda: L.normal(L.tensor(0.0, requires_grad=True), 1.0, size=(3,)))
+        bad2 = _outcome(lambda: L.normal(L.zeros(3), L.ones(3), (5,)))
+        return tuple(a.shape), str(a.dtype).split(".")[-1], tuple(b.shape), str(b.dtype).split(".")[-1], bad, bad2
+    ref, got = _both(run)
+    assert got == ref
+
+
+def test_autograd_grad_of_complex_leaves_and_complex_outputs():
+    """autograd.grad with a complex input leaf, and of a complex output with complex grad_outputs, gives what
+    .backward() gives (PyTorch's convention: dL/dRe + i dL/dIm), as PyTorch's grad does."""
+    def run(L):
+        z = L.tensor([1 + 2j, 3 - 1j], dtype=L.complex128, requires_grad=True)
+        g, = L.autograd.grad((L.fft.fft(z).abs() ** 2).sum(), z)
+        x = L.tensor([1.0, 2.0, -1.0, 0.5], dtype=L.float64, requires_grad=True)
+        go = L.tensor([1 + 1j, 2 - 1j, 0.5j], dtype=L.complex128)
+        gx, = L.autograd.grad(L.fft.rfft(x), x, grad_outputs=go)
+        implicit = _outcome(lambda: L.autograd.grad(L.fft.rfft(x).sum(), x))
+        return g.detach().numpy(), gx.numpy(), implicit
+    (g0, x0, e0), (g1, x1, e1) = _both(run)
+    np.testing.assert_allclose(g1, g0, rtol=1e-13)
+    np.testing.assert_allclose(x1, x0, rtol=1e-13)
+    assert e1 == e0 == "RuntimeError"
+
+
+def test_complex_grad_can_be_set_to_none():
+    """zero_grad(set_to_none=True) sets a complex parameter's .grad to None."""
+    def run(L):
+        z = L.tensor([1 + 2j, 3 - 1j], dtype=L.complex128, requires_grad=True)
+        (z.abs() ** 2).sum().backward()
+        before = z.grad.numpy().tolist()
+        z.grad = None
+        return before, z.grad
+    ref, got = _both(run)
+    assert got == ref
+
+
+def test_complex_math_of_audio_code():
+    """The complex ops torchaudio's phase vocoder, TimeStretch, pitch shift and Frechet distance use (F.pad, *_like,
+    sqrt, log, real powers, cumsum, where, allclose, linalg.norm, type_as, unfold), values and gradients."""
+    def run(L):
+        re = L.tensor([1.0, -2.0, 0.5, -0.25], dtype=L.float64, requires_grad=True)
+        im = L.tensor([0.5, 1.0, -3.0, -0.75], dtype=L.float64, requires_grad=True)
+        z = L.complex(re, im)
+        r = L.tensor([1.0, 2.0, 3.0, 4.0], dtype=L.float64)
+        outs = [L.nn.functional.pad(z, (1, 2)), L.nn.functional.pad(z.view(1, 1, 4), (2, 1), mode="reflect"),
+                L.zeros_like(z), L.ones_like(z), z.sqrt(), L.log(z), z ** 0.5, z ** -1.5, z ** 2, z.cumsum(0),
+                L.where(r > 1.5, z, 0), L.where(r > 2.5, 1.0, z), z.unfold(0, 2, 1), r.type_as(z)]
+        loss = sum((o.abs() ** 2).sum() for o in outs if o.requires_grad) + L.linalg.norm(z) + \
+            L.linalg.vector_norm(z, 1)
+        g = L.autograd.grad(loss, (re, im))
+        vals = [L.view_as_real(o.detach()).numpy() for o in outs]
+        return vals, [t.numpy() for t in g], L.allclose(z, z + 1e-12), L.allclose(z, z + 1e-3), \
+            float(L.linalg.norm(z.detach(), dim=0))
+    (v0, g0, *rest0), (v1, g1, *rest1) = _both(run)
+    for a, b in zip(v1 + g1, v0 + g0):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+    assert rest1[:2] == rest0[:2]
+    assert rest1[2] == pytest.approx(rest0[2], rel=1e-14)
+
+
+@pytest.mark.parametrize("fn", ["hann_window", "hamming_window", "blackman_window", "bartlett_window"])
+def test_float32_windows_are_computed_as_pytorch_computes_them(fn):
+    """Windows made op by op in their dtype, as PyTorch's: a float32 window has PyTorch's bits but where the two
+    cos kernels round apart (1 ulp; computed in float64 and rounded, 320 of a 400-point Hann window's differed,
+    and torchaudio's float64 spectrograms, which upcast the float32 window, came out 1e-7 apart)."""
+    for n in (0, 1, 2, 7, 400, 401):
+        for periodic in (True, False):
+            ref = getattr(torch, fn)(n, periodic).numpy()
+            got = np.asarray(getattr(gm, fn)(n, periodic).tolist(), np.float32)
+            assert got.shape == ref.shape
+            differ = got != ref
+            assert differ.sum() <= max(1, n // 25), f"{fn}({n}, {periodic}): {differ.sum()} of {n} differ"
+            np.testing.assert_allclose(got, ref, rtol=0, atol=1.2e-7)
+            ref64 = getattr(torch, fn)(n, periodic, dtype=torch.float64).numpy()
+            np.testing.assert_allclose(getattr(gm, fn)(n, periodic, dtype=gm.float64).numpy(), ref64, rtol=0,
+                                       atol=1e-15)
+
+
+def test_max_min_of_a_0d_integer_tensor_are_elementwise():
+    """torch.max(x, t) with a 0-d integer tensor t is the elementwise maximum (it was read as dim=t)."""
+    def run(L):
+        x = L.tensor([[1.0, 5.0], [2.0, -1.0]])
+        return [L.max(x, L.tensor(0)).tolist(), L.min(x, L.tensor(1)).tolist(), x.max(L.tensor(0)).tolist(),
+                L.max(L.tensor(3), L.tensor(4)).item(), x.max(1)[0].tolist()]
+    ref, got = _both(run)
+    assert got == ref
+
+
+def test_negative_p_norm_of_a_vector_with_a_zero_entry_is_zero_with_grad_too():
+    """|0|^p is inf for p < 0, so the norm is 0 (gradient 0 for that vector): the graph's path dropped zero
+    entries and gave 0.4."""
+    def run(L):
+        x = L.tensor([[0.0, 0.5, 2.0], [1.0, 0.5, 2.0]], dtype=L.float64, requires_grad=True)
+        y = L.linalg.vector_norm(x, -1, dim=1)
+        y2 = L.norm(x, -4)
+        g, = L.autograd.grad(y.sum() + y2, x)
+        return y.tolist(), y2.item(), g.tolist()
+    ref, got = _both(run)
+    np.testing.assert_allclose(np.asarray(got[0]), ref[0], rtol=1e-14)
+    assert got[1] == ref[1] == 0.0
+    np.testing.assert_allclose(np.asarray(got[2]), ref[2], rtol=1e-13)
+
+
+def test_bad_shapes_are_refused_as_pytorch_refuses_them():
+    """einsum's repeated subscript over sizes that differ, index_add / index_copy of a source that does not fit (a
+    broadcast source was written silently): PyTorch's exception types."""
+    def run(L):
+        x = L.arange(12.0).reshape(3, 4)
+        out = [_outcome(lambda: L.einsum("ii", x)), _outcome(lambda: L.einsum("ii->i", x)),
+               L.einsum("ii", x[:, :3]).item()]
+        for name in ("index_add", "index_copy"):
+            z = L.zeros(4, 2)
+            out += [_outcome(lambda: getattr(z, name)(0, L.tensor([0, 0, 3]), L.ones(1, 2))),
+                    _outcome(lambda: getattr(z, name)(0, L.tensor([1]), L.ones(1, 3))),
+                    _outcome(lambda: getattr(L.zeros(4), name)(0, L.tensor([1]), L.ones(())).tolist()),
+                    getattr(z, name)(0, L.tensor([1, 3]), L.ones(2, 2)).tolist(),
+                    getattr(L.zeros(()), name)(0, L.tensor([0]), L.ones(())).item()]
+        return out
+    ref, got = _both(run)
+    assert got == ref
+
+
+def test_0d_float_tensor_written_through_a_mask_into_an_int_tensor_casts():
+    def run(L):
+        y = L.tensor([1, 2, 3])
+        y[y > 1] = L.tensor(2.5)
+        z = L.tensor([[1, 2], [3, 4]])
+        z[L.tensor([True, False])] = L.tensor(7.9)
+        return y.tolist(), z.tolist()
+    ref, got = _both(run)
+    assert got == ref
+
+
+def test_max_of_all_elements_sends_the_gradient_to_nan_entries():
+    """max() / min() of a tensor with NaN: PyTorch's gradient goes to the NaN entries (shared); amax / amin's is
+    NaN, as PyTorch's."""
+    def run(L):
+        out = []
+        for f in ("max", "min", "amax", "amin"):
+            for rows in ([[1.0, math.nan], [2.0, math.nan]], [[1.0, 3.0], [2.0, 3.0]], [[1.0, math.nan], [2.0, 3.0]]):
+                b = L.tensor(rows, requires_grad=True)
+                getattr(b, f)().backward()
+                out.append(np.asarray(b.grad.tolist()))
+        return out
+    ref, got = _both(run)
+    for a, b in zip(got, ref):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("name", ["Adam", "AdamW", "SGD", "RMSprop", "Adagrad", "Adamax", "NAdam", "RAdam",
+                                  "Adadelta"])
+def test_a_schedule_may_set_a_negative_lr(name):
+    """PyTorch checks lr where an optimizer is made, and steps with whatever a schedule sets later (a warmup /
+    decay that overshoots its end goes negative): the step moves the parameter the other way."""
+    def run(L):
+        p = L.nn.Parameter(L.ones(2, dtype=L.float64))
+        p.grad = L.tensor([1.0, -2.0], dtype=L.float64)
+        opt = getattr(L.optim, name)([p], lr=1e-3)
+        opt.param_groups[0]["lr"] = -1e-3
+        opt.step()
+        return p.detach().numpy()
+    ref, got = _both(run)
+    np.testing.assert_allclose(got, ref, rtol=1e-10)  # (NAdam's momentum product: 1e-11 apart, a known gap)
+    assert (got != 1.0).all()
+
+
+def test_optimizers_take_named_parameters():
+    """model.named_parameters() (PyTorch 2.6): the names kept in each group's "param_names" and in state_dict."""
+    def run(L):
+        L.manual_seed(0)
+        m = L.nn.Linear(3, 2)
+        opt = L.optim.AdamW(m.named_parameters(), lr=0.1)
+        m(L.ones(1, 3)).sum().backward()
+        opt.step()
+        sd = opt.state_dict()
+        opt2 = L.optim.SGD([{"params": list(m.named_parameters())[:1], "lr": 0.1}], lr=0.2)
+        mixed = _outcome(lambda: L.optim.SGD([("w", m.weight), m.bias], lr=0.1))
+        return list(sd["param_groups"][0]), sd["param_groups"][0]["param_names"], \
+            opt2.param_groups[0]["param_names"], mixed
+    ref, got = _both(run)
+    assert got == ref
+
+
+def test_optimizer_state_dict_hooks():
+    """register_state_dict_pre / post_hook and register_load_state_dict_pre / post_hook (prepend, a returned dict
+    replacing the one passed on, handles that remove), in PyTorch's order."""
+    def run(L):
+        p = L.nn.Parameter(L.ones(2))
+        p.grad = L.ones(2)
+        opt = L.optim.SGD([p], lr=0.1, momentum=0.9)
+        opt.step()
+        log = []
+        h1 = opt.register_state_dict_pre_hook(lambda o: log.append("pre"))
+        h2 = opt.register_state_dict_post_hook(lambda o, sd: (log.append("post"), {**sd, "extra": 1})[1])
+        opt.register_state_dict_post_hook(lambda o, sd: log.append(("post0", "extra" in sd)), prepend=True)
+        sd = opt.state_dict()
+        keys = sorted(sd)
+        opt.register_load_state_dict_pre_hook(lambda o, sd: (log.append("lpre"),
+                                                             {k: v for k, v in sd.items() if k != "extra"})[1])
+        opt.register_load_state_dict_post_hook(lambda o: log.append("lpost"))
+        opt.load_state_dict(sd)
+        h1.remove()
+        h2.remove()
+        return log, keys, sorted(opt.state_dict())
+    ref, got = _both(run)
+    assert got == ref
+
+
+def test_what_llm_training_scripts_set_and_log_at_their_top():
+    """torch.backends.cuda.matmul's reduced-precision switches (set and read back), torch.cuda's memory counters
+    (0 where CUDA cannot be used, as PyTorch's), torch.xpu / torch.mps availability, torch.cuda.nvtx ranges."""
+    def run(L):
+        m = L.backends.cuda.matmul
+        out = [m.allow_bf16_reduced_precision_reduction, m.allow_fp16_reduced_precision_reduction]
+        m.allow_bf16_reduced_precision_reduction = False
+        out.append(m.allow_bf16_reduced_precision_reduction)
+        m.allow_bf16_reduced_precision_reduction = True
+        if not L.cuda.is_available():
+            out += [L.cuda.memory_allocated(), L.cuda.max_memory_allocated(), L.cuda.memory_reserved(),
+                    L.cuda.max_memory_reserved(), dict(L.cuda.memory_stats())]
+        out += [L.xpu.is_available(), L.xpu.device_count(), L.mps.is_available()]
+        out += [L.cuda.nvtx.range_push("step"), L.cuda.nvtx.range_push("fwd"), L.cuda.nvtx.range_pop(),
+                L.cuda.nvtx.range_pop(), L.cuda.nvtx.range_pop()]
+        with L.cuda.nvtx.range("iter {}", 3):
+            pass
+        return out
+    ref, got = _both(run)
+    assert got == ref
+
+
+def test_inductor_and_dynamo_settings_are_kept_and_patched():
+    """import torch._inductor.config (gpt-fast, modded-nanogpt): settings kept with PyTorch's defaults; patch() as
+    a context manager and a decorator, for torch._dynamo.config too."""
+    from gpumemnet.compat._dynamo import config as dyn
+    from gpumemnet.compat._inductor import config as ind
+    import torch._inductor.config as tind
+    for name in ("coordinate_descent_tuning", "fx_graph_cache", "max_autotune", "epilogue_fusion"):
+        assert getattr(ind, name) == getattr(tind, name), name
+    assert ind.triton.unique_kernel_names == tind.triton.unique_kernel_names
+    with ind.patch(max_autotune=True):
+        assert ind.max_autotune is True
+    assert ind.max_autotune is False
+
+    @dyn.patch(suppress_errors=True)
+    def inside():
+        return dyn.suppress_errors
+    assert inside() is True and dyn.suppress_errors is False
+
+
+def test_torch_c_is_tracing_is_false():
+    """asteroid-filterbanks asks torch._C._is_tracing() on every forward."""
+    from gpumemnet.compat import _torch_c
+    assert _torch_c._is_tracing() is torch._C._is_tracing() is False
