@@ -118,7 +118,8 @@ class TensorMethods:
     fix = trunc
 
     def square(self): return self * self
-    def rsqrt(self): return 1.0 / self.sqrt()
+    def rsqrt(self):  # a half input in float32, rounded once (1/sqrt in the half type rounds twice), as PyTorch's
+        return (1.0 / self.float().sqrt()).to(self.dtype) if self._dtype in (2, 3) else 1.0 / self.sqrt()
     def clamp_min(self, min): return self.clamp(min=min)
     def clamp_max(self, max): return self.clamp(max=max)
 

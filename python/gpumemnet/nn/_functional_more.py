@@ -9,6 +9,7 @@ import numpy as np
 from .. import _C
 from .._core.activation import _check_tensor
 from .._core.autocast import float32_op
+from .._core.autograd import Function
 from ._args import check_reduction
 from ._functional_distance import cosine_similarity
 from ._functional_nn import dropout, softmax, softplus
@@ -42,13 +43,16 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if enable_gqa:
         key, value = gqa_repeated(query, key, value)
     s = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
-    scores = query.matmul(key.transpose(-2, -1)) * s
+    # as PyTorch's kernels for half inputs: the scores, the mask's sum and the softmax in float32, the weights
+    # rounded once, before they multiply value (scores rounded to bfloat16 made outputs 3x less accurate)
+    half = query._dtype in (2, 3) and key._dtype == query._dtype
+    scores = (_HalfScores.apply(query, key) if half else query.matmul(key.transpose(-2, -1))) * s
     L, S = query.shape[-2], key.shape[-2]
     if is_causal:
         attn_mask = _C.from_numpy(np.asarray(np.tri(L, S, 0, dtype=bool), order="C"), 5, query._device)
     empty = None  # the query rows whose every key is masked out: PyTorch (2.5 on) gives them zero weights
     if attn_mask is not None:
-        if attn_mask._dtype != 5 and not attn_mask.is_floating_point():  # a 0/1 integer mask would be a bias
+        if attn_mask._dtype not in (5, 0, query._dtype):  # bool, float32 or query's (a 0/1 int mask: a bias)
             raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query dtype, but got "
                                f"attn_mask.dtype: {str(attn_mask.dtype).split('.')[-1]} and  query.dtype: "
                                f"{str(query.dtype).split('.')[-1]} instead.")
@@ -60,9 +64,29 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     weights = softmax(scores, dim=-1)  # finite everywhere: an empty row is left unmasked here, then zeroed
     if empty is not None:
         weights = weights.masked_fill(empty, 0.0)
+    if half:
+        weights = weights.to(query.dtype)
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, training=True)
     return weights.matmul(value)
+
+
+class _HalfScores(Function):
+    """query @ key^T of half-precision inputs as float32 scores, saving the inputs themselves (float32 copies saved
+    by a matmul would double what attention keeps for backward)."""
+
+    @staticmethod
+    def forward(ctx, q, k):
+        ctx.save_for_backward(q, k)
+        return q.float().matmul(k.float().transpose(-2, -1))
+
+    @staticmethod
+    def backward(ctx, g):
+        q, k = ctx._unpacked
+        dq = g.matmul(k.float()).sum_to_size(q.shape).to(q.dtype) if ctx.needs_input_grad[0] else None
+        dk = g.transpose(-2, -1).matmul(q.float()).sum_to_size(k.shape).to(k.dtype) if ctx.needs_input_grad[1] \
+            else None
+        return dq, dk
 
 
 def gqa_repeated(query, key, value):
