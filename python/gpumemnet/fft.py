@@ -359,23 +359,28 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
         raise RuntimeError("stft requires the return_complex parameter be given for real inputs, and will further "
                            "require that return_complex=True in a future PyTorch release.")
     x = _check(input, "stft")
-    if isinstance(x, ComplexTensor) or x.ndim not in (1, 2):
-        raise RuntimeError(f"stft: expected a 1D or 2D real tensor, got {getattr(x, 'dtype', '')} of shape "
+    if x.ndim not in (1, 2):
+        raise RuntimeError(f"stft: expected a 1D or 2D tensor, got {getattr(x, 'dtype', '')} of shape "
                            f"{tuple(x.shape)}")
+    cx = isinstance(x, ComplexTensor)  # an analytic or I/Q signal: its two-sided spectrum
+    if cx and onesided:
+        raise RuntimeError("Cannot have onesided output if window or input is complex")
+    onesided = not cx if onesided is None else onesided
     hop, win = _frame_args("stft", n_fft, hop_length, win_length)
     batched = x.ndim == 2
-    x = _float(x if batched else x.unsqueeze(0))
+    x = x if batched else x.unsqueeze(0)
+    x = x if cx else _float(x)
     if center:
         from .nn import functional as F
         x = F.pad(x.unsqueeze(1), (n_fft // 2, n_fft // 2), mode=pad_mode).squeeze(1)
     if x.shape[-1] < n_fft:
         raise RuntimeError(f"stft: input of length {x.shape[-1]} (after padding) is shorter than n_fft={n_fft}")
     frames = x.unfold(-1, n_fft, hop)  # (B, frames, n_fft)
-    w = _padded_window("stft", window, win, n_fft, x.dtype, x.device)
+    w = _padded_window("stft", window, win, n_fft, x.real.dtype if cx else x.dtype, x.device)
     if w is not None:
         frames = frames * w
     norm = "ortho" if normalized else None
-    spec = rfft(frames, dim=-1, norm=norm) if onesided is not False else fft(frames, dim=-1, norm=norm)
+    spec = rfft(frames, dim=-1, norm=norm) if onesided else fft(frames, dim=-1, norm=norm)
     spec = spec.transpose(-1, -2)
     if not batched:
         spec = spec.squeeze(0)

@@ -189,6 +189,8 @@ def sigmoid_(input):
 
 
 def tanh(input):
+    if getattr(type(input), "_tensor_like", False) and hasattr(type(input), "tanh"):  # a complex tensor
+        return input.tanh()
     return _promoting(input, TANH, "tanh")
 
 
