@@ -271,12 +271,26 @@ def test_backward_with_create_graph_leaves_differentiable_grads(device):
 
 
 def test_op_without_a_formula_is_named():
-    x = gm.rand(1, 1, 4, 4, requires_grad=True)
-    y = x.i0().sum()
-    assert y.grad_fn.next_functions[0][0].name() == "I0Backward0"  # PyTorch's name
-    with pytest.raises(NotImplementedError, match="create_graph=True: the gradient of I0Backward0 is not available"):
+    x = gm.rand(3, 3, dtype=gm.float64, requires_grad=True)
+    y = gm.linalg.pinv(x).sum()
+    name = y.grad_fn.next_functions[0][0].name()
+    with pytest.raises(NotImplementedError, match=f"create_graph=True: {name} has no backward formula"):
         gm.autograd.grad(y, x, create_graph=True)
-    gm.autograd.grad(x.i0().sum(), x)  # the first-order gradient still works
+    gm.autograd.grad(gm.linalg.pinv(x).sum(), x)  # the first-order gradient still works
+
+
+def test_i0_has_a_second_derivative():
+    """i0's derivative is i1 (gpumemnet.special's, differentiable), so I0Backward0 (PyTorch's name) records."""
+    x = gm.tensor([0.0, 0.5, -1.5], dtype=gm.float64, requires_grad=True)
+    y = x.i0().sum()
+    assert y.grad_fn.next_functions[0][0].name() == "I0Backward0"
+    g, = gm.autograd.grad(y, x, create_graph=True)
+    h, = gm.autograd.grad(g.sum(), x)
+    # I0'' = I1' = I0 - I1 / x (1/2 at 0)
+    i0, i1 = gm.special.i0(x.detach()).numpy(), gm.special.i1(x.detach()).numpy()
+    xs = x.detach().numpy()
+    expect = np.where(xs == 0, 0.5, i0 - i1 / np.where(xs == 0, 1, xs))
+    np.testing.assert_allclose(h.numpy(), expect, rtol=1e-13)
 
 
 def _flat(z):

@@ -29,6 +29,7 @@ SLOTS = {
                                 "(gpumemnet.overrides); subclass_dispatch calls it when the first subclass that "
                                 "takes part is defined",
     "fft": "the module gpumemnet.fft (layer 2), registered when it is imported: Tensor.stft / istft call it",
+    "bessel_i1": "gpumemnet.special's differentiable i1 (layer 2): i0's derivative, for gradients of gradients",
 }
 
 _registered = {}

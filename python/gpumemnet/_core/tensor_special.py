@@ -16,6 +16,7 @@ import numbers
 from .. import _C
 from . import autocast as _amp
 from . import functions as F
+from . import hooks
 from . import tensor_gamma as _G
 from .autograd import Function, is_grad_enabled, needs_grad as _needs_grad, refuse_inplace as _refuse_inplace
 from .indexing import record_in_place
@@ -169,13 +170,23 @@ def _sinc(x):
 
 
 def _sinc_slope(x):
+    """(px cos px - sin px) / (px x); below |px| = 1e-3 its series -pi^2 x / 3 (1 - (px)^2 / 10) (the quotient
+    cancels there, and px x underflows to 0 for tiny x: 1e-300 gave NaN)."""
     px = x * math.pi
-    return _C.where(x == 0.0, 0.0, (px * px.cos() - px.sin()) / (px * x))
+    small = px.abs() < 1e-3
+    safe = _C.where(small, 1.0, x)
+    series = x * (-math.pi ** 2 / 3.0) * (1.0 - px * px / 10.0)
+    return _C.where(small, series, (safe * math.pi * (safe * math.pi).cos() - (safe * math.pi).sin()) /
+                    (safe * safe * math.pi))
 
 
 def _sinc_graph_slope(x):
     px = x * math.pi
-    return ((px * px.cos() - px.sin()) / (px * x)).masked_fill(x.detach() == 0.0, 0.0)
+    small = px.detach().abs() < 1e-3
+    safe = x.masked_fill(small, 1.0)
+    series = x * (-math.pi ** 2 / 3.0) * (1.0 - px * px / 10.0)
+    sp = safe * math.pi
+    return F.Where.apply(small, series, (sp * sp.cos() - sp.sin()) / (sp * safe))
 
 
 def _no_graph(x):
@@ -224,7 +235,7 @@ class SpecialMethods(BitwiseMethods):
     erfinv = _pointwise("erfinv", _G.erfinv, lambda y: (y * y).exp() * (0.5 * math.sqrt(math.pi)), wide=True,
                         of_output=True, fp32_under_autocast=True)
     i0 = _pointwise("i0", lambda x: _G.bessel_i(0, x), lambda x: _G.bessel_i(1, x), wide=True,
-                    graph_slope=_no_graph)
+                    graph_slope=lambda x: (hooks.get("bessel_i1") or _no_graph)(x))
     arccosh, arcsinh, arctanh = acosh, asinh, atanh
     acosh_, asinh_, atanh_, sinc_, lgamma_, digamma_, erfinv_, i0_ = (
         _in_place(n) for n in ("acosh", "asinh", "atanh", "sinc", "lgamma", "digamma", "erfinv", "i0"))
