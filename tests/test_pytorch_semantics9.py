@@ -401,3 +401,25 @@ def test_xlog1py_gradient_at_zero_and_sinc_gradient_near_zero():
         gm.special.sinc(x).sum().backward()
         expect = [-math.pi ** 2 * v / 3, -4 / math.pi]  # d/dx sin(pi x) / (pi x) at 1/2 is -4 / pi
         np.testing.assert_allclose(np.asarray(x.grad.tolist()), expect, rtol=1e-6 if dt == gm.float32 else 1e-9)
+
+
+def test_signal_windows_match_pytorchs():
+    """torch.signal.windows (SciPy's forms): every window, symmetric and periodic, float32 and float64."""
+    from torch.signal import windows as tw
+    from gpumemnet.signal import windows as gw
+    kwargs = {"exponential": {"tau": 2.0}, "gaussian": {"std": 1.5}, "general_cosine": {"a": [0.5, 0.3, 0.2]},
+              "general_hamming": {"alpha": 0.6}, "kaiser": {"beta": 8.0}}
+    for name in gw.__all__:
+        for M in (0, 1, 2, 5, 16):
+            for sym in (True, False):
+                for dt in ("float32", "float64"):
+                    ref = getattr(tw, name)(M, sym=sym, dtype=getattr(torch, dt), **kwargs.get(name, {})).numpy()
+                    got = getattr(gw, name)(M, sym=sym, dtype=getattr(gm, dt), **kwargs.get(name, {})).numpy()
+                    assert got.dtype == ref.dtype and got.shape == ref.shape
+                    np.testing.assert_allclose(got, ref, rtol=0, atol=1e-15 if dt == "float64" else 3e-7)
+    np.testing.assert_allclose(gw.exponential(6, center=1.0, sym=False).numpy(),
+                               tw.exponential(6, center=1.0, sym=False).numpy(), atol=3e-7)
+    for bad in (lambda w: w.exponential(5, center=1.0), lambda w: w.gaussian(-1),
+                lambda w: w.gaussian(3, dtype=getattr(w, "_int64", None) or gm.int64)):
+        with pytest.raises(ValueError):
+            bad(gw)

@@ -56,7 +56,7 @@ from ._core.activation import (  # noqa: E402,F401  (torch.relu, torch.sigmoid_,
 from ._core import graph_backward, graph_backward_linalg, graph_backward_ops  # noqa: E402,F401
 from ._core import custom_function  # noqa: E402,F401  (registers users' Function semantics)
 from . import autograd, memory, cuda, accelerator, backends, random, amp, nn, optim, utils, distributed, futures  # noqa: E402,E501
-from . import linalg, func, special, distributions, testing, profiler, foreach, cpu, fft, xpu, mps  # noqa: E402,F401
+from . import linalg, func, special, distributions, testing, profiler, foreach, cpu, fft, xpu, mps, signal  # noqa: E402,F401,E501
 from .fft import stft, istft  # noqa: E402
 from .linalg import svd_lowrank, pca_lowrank  # noqa: E402
 from . import sparse  # noqa: E402

@@ -180,8 +180,8 @@ class Pow(Binary):
                 if is_tensor(b):
                     ga = _C.where(_C.binary(EQ, b, 0.0), 0.0, ga)
         if ctx.needs_input_grad[1]:  # a^b * log(a), taken as 0 where a == 0 (PyTorch's convention)
-            if is_tensor(a):
-                term = _C.binary(MUL, out, _C.unary(LOG, a))
+            if is_tensor(a):  # log(a) in the result's dtype (a float16 base of a float64 power: 2e-4 off)
+                term = _C.binary(MUL, out, _C.unary(LOG, a if a._dtype == out._dtype else cast(a, out._dtype)))
             else:
                 term = _C.binary(MUL, out, math.log(a) if a > 0 else (0.0 if a == 0 else math.nan))
             if is_tensor(a):
