@@ -433,3 +433,8 @@ def test_pow_gradient_in_a_wide_exponent_of_a_half_base():
         return e.grad.tolist()
     ref, got = _both(run)
     np.testing.assert_allclose(got, ref, rtol=1e-15)
+
+
+def test_nuclear_norm_over_one_dim_is_refused_as_pytorch_refuses_it():
+    ref, got = _both(lambda L: _outcome(lambda: L.norm(L.ones(3, 3), p="nuc", dim=1)))
+    assert got == ref == "RuntimeError"

@@ -610,6 +610,8 @@ class TensorMethods:
             # float16 / bfloat16: PyTorch sums the powers in float32 and rounds once (300 squared is inf in float16)
             return x.float().norm(p, dim, keepdim).to(x.dtype)
         if p == "nuc":  # the sum of the singular values of the matrices over dim (both dims of a 2-D input)
+            if dim is not None and (not isinstance(dim, (tuple, list)) or len(dim) != 2):
+                raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {dim}")
             from .tensor_decomp import nuclear_norm  # noqa: E402  (tensor_decomp's mixin is copied after this one)
             return nuclear_norm(x, tuple(range(x.ndim)) if dim is None else dim, keepdim)
         if p in ("fro", 2, 2.0):
