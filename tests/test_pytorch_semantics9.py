@@ -438,3 +438,107 @@ def test_pow_gradient_in_a_wide_exponent_of_a_half_base():
 def test_nuclear_norm_over_one_dim_is_refused_as_pytorch_refuses_it():
     ref, got = _both(lambda L: _outcome(lambda: L.norm(L.ones(3, 3), p="nuc", dim=1)))
     assert got == ref == "RuntimeError"
+
+
+# ---- round 13: the data, module and checkpoint plumbing -------------------------------------------------------
+def test_default_collate_infers_the_dtype_from_every_sample():
+    """[3, 2.5] collates to float32 (the first sample alone decided it: int64 [3, 2]); NumPy scalars promote
+    together; a batch of tensors that require grad keeps its graph, as torch.stack does."""
+    import numpy as np
+
+    def run(L):
+        from torch.utils.data import default_collate as torch_collate
+        collate = torch_collate if L is torch else gm.utils.data.default_collate
+        out = []
+        for b in ([3, 2.5, 1.75], [True, 2], [True, False], [1.5, 2], [np.float32(1.5), np.float64(2)],
+                  [np.int32(1), np.float32(2.5)], [3, 2 ** 40], [np.int16(1), np.int16(2)]):
+            t = collate(b)
+            out.append((str(t.dtype).split(".")[-1], t.tolist()))
+        w = L.ones(2, requires_grad=True)
+        batch = collate([w * 2, w * 3])
+        batch.sum().backward()
+        return out, batch.requires_grad, w.grad.tolist()
+    ref, got = _both(run)
+    assert got == ref
+
+
+def test_a_collate_fn_set_after_the_loader_was_made_is_used():
+    def run(L):
+        data = L.utils.data
+        dl = data.DataLoader(data.TensorDataset(L.arange(6.0), L.arange(6)), batch_size=3)
+        dl.collate_fn = lambda batch: [L.stack([x for x, _ in batch]) * 10]
+        return [b[0].tolist() for b in dl]
+    ref, got = _both(run)
+    assert got == ref
+
+
+def test_torch_save_into_a_gzip_stream_and_loads_of_concatenated_archives(tmp_path):
+    """torch.save into gzip.open(..., 'wb') (zipfile's seeks back are not allowed there); torch.load of a stream
+    holding two archives gives the first (the zip reader found the last one's directory); encoding= accepted."""
+    import gzip
+    import io
+    from gpumemnet._serialization_torch_write import save as torch_format_save
+    path = str(tmp_path / "w.pt.gz")
+    with gzip.open(path, "wb") as f:
+        torch_format_save({"w": gm.arange(3)}, f)
+    with gzip.open(path, "rb") as f:
+        assert gm.load(f)["w"].tolist() == [0, 1, 2]
+    with gzip.open(path, "rb") as f:
+        assert torch.load(f)["w"].tolist() == [0, 1, 2]
+    b = io.BytesIO()
+    torch_format_save({"first": gm.ones(1)}, b)
+    n = b.tell()
+    torch_format_save({"second": gm.zeros(2)}, b)
+    b.seek(0)
+    assert list(gm.load(b, encoding="latin1")) == ["first"]
+    b.seek(n)
+    assert list(gm.load(b)) == ["second"]
+
+
+def test_parameter_dict_holds_any_object_and_has_the_dict_methods():
+    """ParameterDict keeps non-tensor values (PyTorch's since 1.12) and has setdefault, copy, fromkeys, popitem,
+    |, reversed."""
+    def run(L):
+        nn = L.nn
+        pd = nn.ParameterDict({"w": L.ones(2), "name": "str", "k": 3})
+        out = [[k for k in pd], [n for n, _ in pd.named_parameters()], pd["name"], pd["k"]]
+        pd2 = nn.ParameterDict({"a": nn.Parameter(L.ones(1))})
+        out.append(tuple(pd2.setdefault("b", nn.Parameter(L.zeros(2))).shape))
+        out += [list(pd2.copy().keys()), list(pd2.fromkeys(["x", "y"], L.ones(1)).keys()), list(reversed(pd2)),
+                list((pd2 | nn.ParameterDict({"z": nn.Parameter(L.ones(1))})).keys()), pd2.popitem()[0], list(pd2)]
+        return out
+    ref, got = _both(run)
+    assert got == ref
+
+
+def test_sampler_and_loader_attributes_as_pytorch_keeps_them():
+    """WeightedRandomSampler.weights is a float64 tensor (edited in place, or replaced, between epochs); a loader
+    keeps pin_memory=True without CUDA (it only warns); DistributedSampler without a process group raises a
+    ValueError."""
+    import warnings
+
+    def run(L):
+        data = L.utils.data
+        w = data.WeightedRandomSampler([1, 2, 3, 4], num_samples=4)
+        out = [isinstance(w.weights, L.Tensor), str(w.weights.dtype).split(".")[-1]]
+        w.weights[:] = L.tensor([0.0, 0.0, 1.0, 0.0], dtype=L.float64)
+        out.append(list(w))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out.append(data.DataLoader(data.TensorDataset(L.arange(4.0)), batch_size=2, pin_memory=True).pin_memory)
+        from torch.utils.data.distributed import DistributedSampler as TorchDS
+        ds = TorchDS if L is torch else gm.utils.data.distributed.DistributedSampler
+        out.append(_outcome(lambda: ds(range(10))) if L is torch else
+                   isinstance(_raised(lambda: ds(range(10))), ValueError))
+        return out
+    ref, got = _both(run)
+    assert got[:-1] == ref[:-1]
+    assert ref[-1] == "ValueError" and got[-1] is True
+
+
+def _raised(fn):
+    try:
+        fn()
+    except Exception as e:  # noqa: BLE001
+        return e
+    return None

@@ -187,7 +187,10 @@ def save(obj, f, pickle_module=None, pickle_protocol=2, _use_new_zipfile_seriali
     buf = io.BytesIO()
     pickler = _Pickler(buf)
     pickler.dump(obj)
-    target = os.fspath(f) if not hasattr(f, "write") else f
+    # a stream that is not a plain file (gzip.open(..., "wb"), a socket wrapper) gets the archive in one write:
+    # zipfile seeks back over what it wrote, which only files and BytesIO allow
+    stream = hasattr(f, "write") and not isinstance(f, (io.BytesIO, io.FileIO, io.BufferedWriter, io.BufferedRandom))
+    target = io.BytesIO() if stream else os.fspath(f) if not hasattr(f, "write") else f
     with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_STORED) as z:
         z.writestr(f"{_PREFIX}/data.pkl", buf.getvalue())
         z.writestr(f"{_PREFIX}/byteorder", "little")
@@ -195,3 +198,6 @@ def save(obj, f, pickle_module=None, pickle_protocol=2, _use_new_zipfile_seriali
             z.writestr(f"{_PREFIX}/data/{st.key}", _bytes(t))
         z.writestr(f"{_PREFIX}/version", "3\n")
         z.writestr(f"{_PREFIX}/.data/serialization_id", os.urandom(10).hex())
+    if stream:
+        f.write(target.getvalue())
+

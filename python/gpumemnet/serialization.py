@@ -413,7 +413,7 @@ def load(path, device=None, map_location=None, weights_only=None, **kwargs):
     tensor to use instead. `weights_only` (True unless given False, as in PyTorch 2.6+) matters only for the
     objects save() pickled (anything but tensors, arrays, containers and plain values): with it, only PyTorch's
     safe types unpickle (_serialization_pickle.py). `path` may also be a binary file object."""
-    unknown = set(kwargs) - {"pickle_module", "mmap"}
+    unknown = set(kwargs) - {"pickle_module", "mmap", "encoding"}  # (encoding: of Python 2 pickles, not read)
     if unknown:
         raise TypeError(f"load() got an unexpected keyword argument {sorted(unknown)[0]!r}")
     if map_location is None and (isinstance(device, dict) or callable(device)):
@@ -459,12 +459,45 @@ def _map_tensors(obj, fn):
 
 
 def _from_file_object(f, load_path):
-    """load() of a file object: its remaining bytes go through a temporary file (the reader seeks by offset)."""
+    """load() of a file object: its remaining bytes go through a temporary file (the reader seeks by offset). A
+    stream holding several torch.save archives one after another (each save appends) gives its first, and is left
+    at its end, as torch.load does: the zip reader would find the last one's directory."""
+    start = f.tell() if f.seekable() else None
     with tempfile.TemporaryDirectory() as d:
         tmp = os.path.join(d, "checkpoint.safetensors")
-        with open(tmp, "wb") as out:
+        with open(tmp, "w+b") as out:
             shutil.copyfileobj(f, out)
+            size = out.tell()
+            n = _first_zip_length(out, size)
+            if n is not None and n < size:
+                out.truncate(n)
+                if start is not None:
+                    f.seek(start + n)
         return load_path(tmp)
+
+
+def _first_zip_length(fh, size):
+    """The length of the zip archive that starts the file (None if it does not start with one): up to the first
+    end-of-directory record whose directory ends right before it (zip64's found through its locator), which a
+    match inside stored data would not satisfy."""
+    import mmap
+    fh.seek(0)
+    if size < 22 or fh.read(4) != b"PK\x03\x04":
+        return None
+    with mmap.mmap(fh.fileno(), size, access=mmap.ACCESS_READ) as m:
+        e = m.find(b"PK\x05\x06")
+        while 0 <= e <= size - 22:
+            cd_size, cd_off, comment = struct.unpack_from("<IIH", m, e + 12)
+            if 0xFFFFFFFF not in (cd_size, cd_off):
+                if cd_off + cd_size == e:
+                    return e + 22 + comment
+            elif e >= 20 and m[e - 20:e - 16] == b"PK\x06\x07":
+                z64 = struct.unpack_from("<Q", m, e - 12)[0]
+                if z64 + 56 <= size and m[z64:z64 + 4] == b"PK\x06\x06" and \
+                        sum(struct.unpack_from("<QQ", m, z64 + 40)) == z64:
+                    return e + 22 + comment
+            e = m.find(b"PK\x05\x06", e + 1)
+    return None
 
 
 def _load(path, dev, weights_only=True):

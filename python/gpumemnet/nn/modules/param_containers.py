@@ -1,11 +1,11 @@
 """ParameterList and ParameterDict: parameters held in a list or a dict, registered under "0", "1", ... or their
-keys, so state_dicts and optimizers see them as PyTorch's do. A plain tensor put in one becomes a Parameter."""
+keys, so state_dicts and optimizers see them as PyTorch's do. A plain tensor put in one becomes a Parameter; other
+objects are kept as they are (PyTorch's since 1.12)."""
 import collections
 import operator
 
 from ..._core.tensor import Tensor
 from ..parameter import Parameter
-from .container import KeyedSlots
 from .module import Module
 
 __all__ = ["ParameterList", "ParameterDict"]
@@ -79,23 +79,102 @@ def _entries_repr(container, type_names=False, entries=None):
     return "\n".join(lines)
 
 
-class ParameterDict(KeyedSlots, Module):
-    _SLOTS = "_parameters"
-
-    def extra_repr(self):
-        return _entries_repr(self, type_names=True)
+class ParameterDict(Module):
+    """PyTorch's: entry `key` is the attribute `key` (a Parameter registered as one, a module as a submodule, any
+    other object kept as a plain attribute, as PyTorch's accepts since 1.12), in the order the keys came."""
 
     def __init__(self, parameters=None):
         super().__init__()
+        self._keys = {}
         if parameters is not None:
             self.update(parameters)
 
-    def update(self, parameters):
-        """PyTorch's order: an OrderedDict or ParameterDict in its own order, any other mapping sorted by key (so
-        parameters(), and the optimizer state indexed by it, come in the order PyTorch's would)."""
-        if hasattr(parameters, "items") and not isinstance(parameters, (collections.OrderedDict, ParameterDict)):
-            parameters = sorted(parameters.items())
-        super().update(parameters)
+    def extra_repr(self):
+        return _entries_repr(self, type_names=True, entries=list(self.items()))
+
+    def __getitem__(self, key):
+        if key not in self._keys:
+            raise KeyError(key)
+        return getattr(self, key)
 
     def __setitem__(self, key, value):
-        self.register_parameter(key, _as_parameter(value))
+        self._keys[key] = None
+        setattr(self, key, _as_parameter(value))
+
+    def __delitem__(self, key):
+        del self._keys[key]
+        delattr(self, key)
+
+    def __len__(self):
+        return len(self._keys)
+
+    def __iter__(self):
+        return iter(self._keys)
+
+    def __reversed__(self):
+        return reversed(list(self._keys))
+
+    def __contains__(self, key):
+        return key in self._keys
+
+    def keys(self):
+        return self._keys.keys()
+
+    def items(self):
+        return ((k, self[k]) for k in self._keys)
+
+    def values(self):
+        return (self[k] for k in self._keys)
+
+    def get(self, key, default=None):
+        return self[key] if key in self else default
+
+    def pop(self, key):
+        value = self[key]
+        del self[key]
+        return value
+
+    def popitem(self):
+        key = next(reversed(self))  # the last one, as dict.popitem
+        return key, self.pop(key)
+
+    def setdefault(self, key, default=None):
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def clear(self):
+        for k in list(self._keys):
+            del self[k]
+
+    def copy(self):
+        return ParameterDict(collections.OrderedDict(self.items()))
+
+    def fromkeys(self, keys, default=None):
+        return ParameterDict(collections.OrderedDict((k, default) for k in keys))
+
+    def __or__(self, other):
+        out = self.copy()
+        out.update(other)
+        return out
+
+    def __ror__(self, other):
+        out = ParameterDict(other)
+        out.update(self)
+        return out
+
+    def __ior__(self, other):
+        self.update(other)
+        return self
+
+    def update(self, parameters):
+        """PyTorch's order: an OrderedDict or ParameterDict in its own order, any other mapping sorted by key (so
+        parameters(), and the optimizer state indexed by it, come in the order PyTorch's would); a sequence of
+        (key, value) pairs in its order."""
+        if hasattr(parameters, "items") and not isinstance(parameters, (collections.OrderedDict, ParameterDict)):
+            parameters = sorted(parameters.items())
+        items = parameters.items() if hasattr(parameters, "items") else parameters
+        for j, kv in enumerate(items):
+            if len(kv) != 2:
+                raise ValueError(f"ParameterDict update sequence element #{j} has length {len(kv)}; 2 is required")
+            self[kv[0]] = kv[1]

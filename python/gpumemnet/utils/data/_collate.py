@@ -8,6 +8,8 @@ import re
 import numpy as np
 
 from ... import _C
+from ..._core.autograd import needs_grad as _needs_grad
+from ..._core.creation import stack as _stack, tensor as _tensor
 from ..._core.scope import category
 from ..._core.tensor import Tensor
 
@@ -96,6 +98,8 @@ def collate_tensor_fn(batch, *, collate_fn_map=None):
             raise _C.ArgumentError(f"default_collate: stack expects each tensor to be equal size, but sample {i} is "
                                    f"{_describe(t)} and sample 0 is a tensor of shape {shape}; samples must have "
                                    f"the same shape to be stacked")
+    if _needs_grad(*batch):  # stacked with its graph, as PyTorch's torch.stack (learnable inputs, augmentations)
+        return _stack(batch, 0)
     with category("input"):
         return _C.cat([t.detach()._unsqueeze(0) for t in batch], 0)
 
@@ -109,8 +113,16 @@ def collate_numpy_array_fn(batch, *, collate_fn_map=None):
         raise _C.ArgumentError(f"default_collate: cannot stack the NumPy samples: {e}") from None
 
 
+def _inferred(batch):
+    """tensor(batch), its dtype inferred from every sample as PyTorch's collate does (torch.tensor / as_tensor):
+    all bools give bool, ints int64 (NumPy scalars their own dtype), any float the default float dtype (NumPy
+    floats theirs, promoted together). The first sample alone decided it: [3, 2.5] came out int64, [3, 2]."""
+    with category("input"):
+        return _tensor(batch)
+
+
 def collate_numpy_scalar_fn(batch, *, collate_fn_map=None):
-    return _from_numpy(np.asarray(batch, dtype=batch[0].dtype))  # NumPy scalars keep their dtype, as in PyTorch
+    return _inferred(batch)
 
 
 def collate_float_fn(batch, *, collate_fn_map=None):
@@ -118,9 +130,7 @@ def collate_float_fn(batch, *, collate_fn_map=None):
 
 
 def collate_int_fn(batch, *, collate_fn_map=None):
-    # (bool is an int: PyTorch's tensor(batch) gives bool for all-bool samples, int64 otherwise)
-    all_bool = all(isinstance(b, bool) for b in batch)
-    return _from_numpy(np.asarray(batch, dtype=np.bool_ if all_bool else np.int64))
+    return _inferred(batch)
 
 
 def collate_str_fn(batch, *, collate_fn_map=None):

@@ -190,7 +190,6 @@ class DataLoader:
         self.prefetch_factor = prefetch_factor
         self.collate_fn = collate_fn if collate_fn is not None else (
             default_collate if self.batch_size is not None or batch_sampler is not None else default_convert)
-        self._user_collate = collate_fn is not None
         self.timeout = timeout
         self.worker_init_fn = worker_init_fn
         self.multiprocessing_context = multiprocessing_context
@@ -199,10 +198,9 @@ class DataLoader:
         self.pin_memory_device = pin_memory_device
         self.in_order = in_order
         self.pin_memory = bool(pin_memory)
-        if self.pin_memory and _C._cuda_device_count() == 0:
+        if self.pin_memory and _C._cuda_device_count() == 0:  # the flag kept as given, as PyTorch's
             warnings.warn("DataLoader: pin_memory=True, but no CUDA device is available: batches stay in ordinary "
                           "(pageable) memory", UserWarning, stacklevel=2)
-            self.pin_memory = False
 
     @property
     def _auto_collation(self):  # PyTorch's name: batches are collated from lists of samples
@@ -286,9 +284,10 @@ def _batches(loader, workers):
                 return
             yield _pin(out) if pin else out
         return
-    # gathered straight into the batch: a TensorDataset without collate_fn whose tensors need no graph (a batch
-    # of learnable data is stacked, as PyTorch's collate keeps its graph)
-    fast = type(ds) is TensorDataset and auto and not getattr(loader, "_user_collate", True) and \
+    # gathered straight into the batch: a TensorDataset collated by default_collate (read here: a collate_fn set
+    # after the loader was made counts) whose tensors need no graph (a batch of learnable data is stacked, as
+    # PyTorch's collate keeps its graph)
+    fast = type(ds) is TensorDataset and auto and getattr(loader, "collate_fn", None) is default_collate and \
         not any(getattr(t, "requires_grad", False) for t in ds.tensors)
     for k, idx in enumerate(loader._index_sampler):
         with pool[k % len(pool)]:  # batch k: worker k mod num_workers, as PyTorch's in-order delivery

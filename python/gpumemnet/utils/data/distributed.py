@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from ... import _C
 from .sampler import Sampler
 
 __all__ = ["DistributedSampler"]
@@ -40,8 +41,9 @@ def _dist():
     # works without MPI when both are given.
     from ... import distributed
     if not distributed.is_available() or not distributed.is_initialized():
-        raise RuntimeError("DistributedSampler: num_replicas and rank default to the process group's, and none is "
-                           "initialized; call gpumemnet.distributed.init_process_group() first, or pass both")
+        raise _C.ArgumentError("DistributedSampler: num_replicas and rank default to the process group's, and none "
+                               "is initialized (Default process group has not been initialized); call "
+                               "gpumemnet.distributed.init_process_group() first, or pass both")
     return distributed
 
 

@@ -128,13 +128,16 @@ class WeightedRandomSampler(Sampler):
                        dtype=np.float64)
         if w.ndim != 1:
             raise ValueError(f"weights should be a 1d sequence but given weights have shape {tuple(w.shape)}")
-        self.weights = w
+        # a float64 tensor, as PyTorch's (curriculum and hard-example code edits it in place between epochs, or
+        # assigns a new one): read again at each iteration
+        self.weights = _C.from_numpy(np.ascontiguousarray(w), 1, "cpu")
         self.num_samples = num_samples
         self.generator = generator
         self._gen = _resolve_generator(generator, "WeightedRandomSampler")
 
     def __iter__(self):
         w = self.weights
+        w = np.asarray(w.detach().cpu().numpy() if isinstance(w, _C.TensorBase) else w, dtype=np.float64)
         if not np.isfinite(w).all() or (w < 0).any() or w.sum() <= 0:
             raise RuntimeError("invalid multinomial distribution (weights must be finite, non-negative, with a "
                                "positive sum)")
