@@ -209,7 +209,8 @@ def _like(fn):
     def like(input, *args, dtype=None, device=None, requires_grad=False, **kwargs):
         if not (tensor_like_has(input, "is_complex") and input.is_complex()):  # complex: _core/complex.py
             _need_tensor(fn.__name__ + "_like", input)
-        return fn(tuple(input.shape), *args, dtype=dtype or input.dtype, device=device or input.device,
+        dev = device or (input._device if isinstance(input, _C.TensorBase) else input.device)
+        return fn(tuple(input.shape), *args, dtype=dtype or input.dtype, device=dev,
                   requires_grad=requires_grad, **kwargs)
     like.__name__ = fn.__name__ + "_like"
     like.__doc__ = f"{fn.__name__} with the shape (and by default dtype and device) of a tensor."
