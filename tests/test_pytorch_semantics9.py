@@ -542,3 +542,13 @@ def _raised(fn):
     except Exception as e:  # noqa: BLE001
         return e
     return None
+
+
+def test_unique_keeps_each_nan():
+    """NaN != NaN: each stays a value of its own, sorted last, as PyTorch's (NumPy's unique merged them)."""
+    def run(L):
+        x = L.tensor([1.0, math.nan, 2.0, math.nan, 1.0])
+        v, inv, cnt = L.unique(x, return_inverse=True, return_counts=True)
+        return [str(t) for t in v.tolist()], inv.tolist(), cnt.tolist()
+    ref, got = _both(run)
+    assert got == ref

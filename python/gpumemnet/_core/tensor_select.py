@@ -342,7 +342,9 @@ class SelectMethods:
         each entry went) and the counts on request."""
         a = _host(self, "unique")
         d = None if dim is None else _dim(dim, self.ndim, "unique")
-        values, inverse, counts = np.unique(a, return_inverse=True, return_counts=True, axis=d)
+        # NaNs stay distinct (NumPy merges them by default; PyTorch keeps each, sorted last)
+        kw = {"equal_nan": False} if d is None else {}
+        values, inverse, counts = np.unique(a, return_inverse=True, return_counts=True, axis=d, **kw)
         out = [_to_device(values, self)]
         if return_inverse:
             shape = tuple(self.shape) if d is None else (self.shape[d],)
