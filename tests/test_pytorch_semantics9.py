@@ -552,3 +552,17 @@ def test_unique_keeps_each_nan():
         return [str(t) for t in v.tolist()], inv.tolist(), cnt.tolist()
     ref, got = _both(run)
     assert got == ref
+
+
+def test_integer_dot_keeps_its_dtype_and_square_of_bools_is_int64():
+    def run(L):
+        out = []
+        for dt in ("int8", "uint8", "int16", "int32", "int64", "float32", "bool"):
+            a = L.tensor([100, 1], dtype=getattr(L, dt)) if dt != "bool" else L.tensor([True, True])
+            r = _outcome(lambda: L.dot(a, a))
+            out.append(r if isinstance(r, str) else (r.item(), str(r.dtype).split(".")[-1]))
+            s = L.square(a)
+            out.append((s.tolist(), str(s.dtype).split(".")[-1]))
+        return out
+    ref, got = _both(run)
+    assert got == ref

@@ -295,7 +295,11 @@ class ComposeMethods:
         if self._dtype != other._dtype:
             raise RuntimeError(f"dot : expected both vectors to have same dtype, but found {self.dtype} and "
                                f"{other.dtype}")
-        return (self * other).sum()
+        if self._dtype == 5:
+            raise NotImplementedError("\"dot\" not implemented for 'Bool'")
+        out = (self * other).sum()
+        # an integer dot keeps its dtype, wrapping as PyTorch's (the int64 sum agrees with it modulo 2^bits)
+        return out if out._dtype == self._dtype else out.to(self.dtype)
 
     def tile(self, *reps, dims=None):
         """repeat, with missing leading repeats taken as 1 (PyTorch's and NumPy's tile); dims= is PyTorch's name."""

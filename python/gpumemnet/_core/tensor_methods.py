@@ -117,7 +117,8 @@ class TensorMethods:
 
     fix = trunc
 
-    def square(self): return self * self
+    def square(self):  # of bools: int64, as PyTorch's (it is pow(x, 2))
+        return self.long() * self.long() if self._dtype == 5 else self * self
     def rsqrt(self):  # a half input in float32, rounded once (1/sqrt in the half type rounds twice), as PyTorch's
         return (1.0 / self.float().sqrt()).to(self.dtype) if self._dtype in (2, 3) else 1.0 / self.sqrt()
     def clamp_min(self, min): return self.clamp(min=min)
