@@ -566,3 +566,80 @@ def test_integer_dot_keeps_its_dtype_and_square_of_bools_is_int64():
         return out
     ref, got = _both(run)
     assert got == ref
+
+
+# ---- round 14: NumPy / pandas interop ----------------------------------------------------------------------------
+def test_np_array_of_a_tensor_is_a_copy_and_asarray_shares():
+    """np.array(t) copies (writes to it left the tensor changed: saved predictions changed with the buffer);
+    np.asarray(t) and np.asarray(t, dtype=its own) share the tensor's memory, as PyTorch's."""
+    def run(L):
+        x = L.ones(3)
+        n = np.array(x)
+        n[0] = 7.0
+        y = L.zeros(2, 2)
+        m = np.array(y, copy=True)
+        m += 5
+        z = L.ones(3)
+        a = np.asarray(z, dtype=np.float32)
+        a[0] = 9
+        w = L.ones(2)
+        b = np.asarray(w)
+        b[1] = 3
+        return x.tolist(), y.tolist(), z.tolist(), w.tolist(), np.asarray(L.ones(2), dtype=np.float64).dtype.name
+    ref, got = _both(run)
+    assert got == ref
+
+
+class _Frame:
+    """An array-like of another library, as a pandas Index or Series is: a sequence with __array__."""
+
+    def __init__(self, values, dtype=None):
+        self.values = np.asarray(values, dtype=dtype)
+
+    def __array__(self, dtype=None, copy=None):
+        return self.values if dtype is None else self.values.astype(dtype)
+
+    def __len__(self):
+        return len(self.values)
+
+    def __getitem__(self, i):
+        return self.values[i].item() if self.values.dtype != object else self.values[i]
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+
+def test_indexing_with_another_librarys_array_like():
+    """X[df.index[mask]], X[df.fold == 1], X[idx] = v with a pandas Index or Series: indexed as their NumPy arrays
+    (gpumemnet raised 'unsupported index of type Index')."""
+    def run(L):
+        X = L.arange(10.0).view(5, 2)
+        out = [X[_Frame([1, 3, 4])].tolist(), X[_Frame([False, True, False, True, False])].tolist(),
+               X[_Frame([0, 2]), 1].tolist()]
+        X[_Frame([0, 4])] = -1.0
+        return out + [X.tolist()]
+    ref, got = _both(run)
+    assert got == ref
+
+
+def test_indexing_with_pandas_objects():
+    pd = pytest.importorskip("pandas")  # the real thing, where installed (the CI's environment has no pandas)
+    df = pd.DataFrame({"fold": [0, 1, 0, 1, 2]})
+    X = gm.arange(10.0).view(5, 2)
+    assert X[df[df.fold != 0].index].tolist() == [[2.0, 3.0], [6.0, 7.0], [8.0, 9.0]]
+    assert X[df.fold == 1].tolist() == [[2.0, 3.0], [6.0, 7.0]]
+
+
+def test_arrays_of_objects_and_uint64_past_int64():
+    """torch.tensor of an object array holding numbers (a pandas Series of dtype object) reads the numbers; a uint64
+    array with values past int64's range is refused (gpumemnet has no uint64: they wrapped negative)."""
+    def run(L):
+        a = L.tensor(_Frame([1, 2.5, 3], dtype=object))
+        b = L.tensor(_Frame([1, 2, 3], dtype=object))
+        return (str(a.dtype).split(".")[-1], a.tolist()), (str(b.dtype).split(".")[-1], b.tolist())
+    ref, got = _both(run)
+    assert got == ref
+    for make in (gm.from_numpy, gm.tensor, gm.as_tensor):
+        with pytest.raises(RuntimeError, match="uint64"):
+            make(np.array([2 ** 64 - 1], dtype=np.uint64))
+    assert gm.from_numpy(np.array([5], dtype=np.uint64)).tolist() == [5]

@@ -48,6 +48,9 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
         (not isinstance(data, (list, tuple, numbers.Number)) and hasattr(data, "__array__"))
     if numpy_typed:
         arr = np.asarray(data)
+        if arr.dtype == object:  # a pandas Series of objects holding numbers: read as the Python numbers it holds
+            return tensor(arr.tolist(), dtype=dtype, device=device, requires_grad=requires_grad)
+        _fits_int64(arr)
     else:
         try:
             arr = np.asarray(data)
@@ -107,6 +110,14 @@ def _float_dtype_of(data):
     return np.result_type(*found).name
 
 
+def _fits_int64(arr):
+    """uint64 values past int64's range: refused (gpumemnet has no uint64 dtype: the array becomes int64, and they
+    would wrap negative)."""
+    if arr.dtype == np.uint64 and arr.size and int(arr.max()) > 2 ** 63 - 1:
+        raise RuntimeError(f"an array of uint64 holds {int(arr.max())}, past int64's range: gpumemnet has no uint64 "
+                           f"dtype (such arrays become int64)")
+
+
 def from_numpy(array, device=None):
     """A CPU tensor over the ndarray's own memory, as PyTorch's from_numpy gives: a write through either shows in
     the other. NumPy keeps owning that memory (gpumemnet's statistics do not count it). Where it cannot be shared
@@ -114,6 +125,8 @@ def from_numpy(array, device=None):
     device given) the values are copied into gpumemnet's storage."""
     if isinstance(array, np.ndarray) and array.dtype.kind == "c":
         return _complex_tensor(array, None, device, False, True)
+    if isinstance(array, np.ndarray):
+        _fits_int64(array)
     if device is None or device_str(device) == "cpu":
         shared = _C.from_numpy_shared(array)
         if shared is not None:

@@ -50,10 +50,25 @@ def as_index_dtype(t):
                      f"{str(t.dtype).split('.')[-1]}")
 
 
+_PLAIN = (int, slice, bool, type(None), type(Ellipsis))
+
+
+def _foreign(item):
+    """Whether item is an array-like of another library (a pandas Index or boolean Series: X[df.index[mask]],
+    X[df.fold == 1]), which indexes as its NumPy array does."""
+    return type(item) not in _PLAIN and hasattr(item, "__array__") and \
+        not isinstance(item, (_C.TensorBase, np.ndarray, np.generic, list, tuple, range))
+
+
 def sequence_as_tuple(idx):
     """PyTorch's (and old NumPy's) reading of a list index: a list shorter than 32 holding a tensor, a sequence, a
     slice, ... or None is a tuple of indices (x[[rows, cols]] is x[rows, cols]), with PyTorch's deprecation warning;
-    any other list is one index tensor. pytorch-metric-learning's HistogramLoss indexes with t.tolist() of (2, K)."""
+    any other list is one index tensor. pytorch-metric-learning's HistogramLoss indexes with t.tolist() of (2, K).
+    A pandas Index or Series (anywhere in the index) is taken as its NumPy array."""
+    if type(idx) is tuple and any(_foreign(i) for i in idx):
+        idx = tuple(np.asarray(i) if _foreign(i) else i for i in idx)
+    elif _foreign(idx):
+        idx = np.asarray(idx)
     if type(idx) is not list or len(idx) >= 32:
         return idx
     for item in idx:

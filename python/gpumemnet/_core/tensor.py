@@ -232,8 +232,13 @@ class Tensor(_C.TensorBase):
         return int(self.item())
 
     def __array__(self, dtype=None, copy=None):  # np.asarray(t) refuses what t.numpy() does, as PyTorch's
+        """The tensor's memory as an array (np.asarray, np.asarray(t, dtype=its own): shared, as PyTorch's), or a
+        copy where NumPy asks for one (np.array(t): copy=True; writes to it left the tensor changed) or the dtype
+        differs."""
         a = self.numpy() if self._dtype != 3 else self.float().numpy()
-        return a.astype(dtype) if dtype is not None else a
+        if dtype is not None and np.dtype(dtype) != a.dtype:
+            return a.astype(dtype)
+        return a.copy() if copy else a
 
     def tolist(self):
         if self.numel() == 0:  # no data to read: nested empty lists of the shape (NumPy cannot hold (0, 2**62))
