@@ -643,3 +643,56 @@ def test_arrays_of_objects_and_uint64_past_int64():
         with pytest.raises(RuntimeError, match="uint64"):
             make(np.array([2 ** 64 - 1], dtype=np.uint64))
     assert gm.from_numpy(np.array([5], dtype=np.uint64)).tolist() == [5]
+
+
+# ---- round 14: legacy PyTorch code -------------------------------------------------------------------------------
+def test_cosine_embedding_loss_adds_pytorchs_epsilon_to_the_squared_norms():
+    """PyTorch adds 1e-12 (a float32 constant) to each squared norm; cosine_similarity's eps=1e-8 clamp gave 0.29
+    where PyTorch gives 0.99 for embeddings of norm 1e-7."""
+    def run(L):
+        F = L.nn.functional
+        out = [F.cosine_embedding_loss(L.tensor([[1e-7, 0.0]], dtype=L.float64),
+                                       L.tensor([[1e-7, 1e-7]], dtype=L.float64), L.tensor([1])).item()]
+        a = L.linspace(-2, 2, 12, dtype=L.float64).view(2, 6)
+        b = L.linspace(0, 1, 12, dtype=L.float64).view(2, 6)
+        out.append(F.cosine_embedding_loss(a, b, L.tensor([1, -1]), margin=0.1, reduction="none").tolist())
+        return out
+    ref, got = _both(run)
+    np.testing.assert_allclose(np.asarray(got[0]), ref[0], rtol=1e-15)
+    np.testing.assert_allclose(np.asarray(got[1]), ref[1], rtol=1e-14)
+
+
+def test_legacy_uint8_conditions_typed_storages_and_ctx_attributes_without_grad():
+    """torch.where with a uint8 (ByteTensor) condition works with PyTorch's warning; Tensor.storage() indexes and
+    iterates in elements (it gave raw bytes); a Function whose forward sets ctx attributes runs without grad (custom
+    ops' setup_context, CrossMapLRN2d raised '_NoCtx' object has no attribute)."""
+    import warnings
+
+    def run(L):
+        x = L.arange(4.0)
+        m = L.tensor([1, 0, 1, 0], dtype=L.uint8)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            out = [L.where(m, x, -x).tolist(), x.where(m, L.zeros(4)).tolist()]
+        out.append(any("uint8 condition" in str(i.message) for i in w))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            s = L.arange(6.0).storage()
+            out += [len(s), s[2], list(L.arange(3.0).storage())]
+        lrn = L.nn.CrossMapLRN2d(3)
+        with L.no_grad():
+            out.append(round(lrn(L.ones(1, 4, 2, 2)).sum().item(), 4))  # float32 sums
+        return out
+    ref, got = _both(run)
+    assert got == ref
+
+
+def test_hub_load_from_a_local_directory(tmp_path):
+    with open(tmp_path / "hubconf.py", "w") as f:
+        f.write("dependencies = []\n\ndef tiny(width=4):\n    return ('tiny', width)\n\ndef _private():\n    pass\n")
+    from gpumemnet.compat import hub
+    assert hub.load(str(tmp_path), "tiny", source="local", width=5) == ("tiny", 5)
+    assert torch.hub.load(str(tmp_path), "tiny", source="local", width=5) == ("tiny", 5)
+    assert hub.list(str(tmp_path)) == ["tiny"]
+    with pytest.raises(NotImplementedError):
+        hub.load("owner/repo", "tiny")

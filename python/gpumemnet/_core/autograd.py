@@ -290,11 +290,18 @@ class AccumulateGrad(Node):
 
 
 class _NoCtx:
-    """The ctx passed to forward when nothing is recorded: saving is a no-op."""
-    __slots__ = ()
+    """The ctx passed to forward when nothing is recorded: saving is a no-op. apply gives each call its own, which
+    takes attributes (a forward that sets ctx.k, as custom ops' setup_context and CrossMapLRN2d do); _NO_CTX is the
+    shared one the internal forwards that set none are called with directly."""
     needs_input_grad = ()
 
     def save_for_backward(self, *tensors):
+        pass
+
+    def mark_non_differentiable(self, *tensors):
+        pass
+
+    def set_materialize_grads(self, value):
         pass
 
 
@@ -333,7 +340,7 @@ class Function(Node):
                     edges[i] = _edge_of(a)
                 i += 1
         if edges is None:
-            return cls.forward(_NO_CTX, *args)
+            return cls.forward(_NoCtx(), *args)
         node = cls.__new__(cls)  # the C base keeps the scope the forward runs in: backward is named after it
         node._edges = edges
         node.needs_input_grad = [e is not None for e in edges]

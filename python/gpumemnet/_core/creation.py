@@ -299,6 +299,7 @@ def where(condition, input=_NONE, other=_NONE):
         return condition.nonzero(as_tuple=True)
     if input is _NONE or other is _NONE:
         raise TypeError("where() takes a condition alone, or a condition, input and other")
+    condition = F.bool_condition(condition)
     for t in (input, other):
         if tensor_like_has(t, "_select_where"):  # a complex operand (_core/complex_math.py)
             return type(t)._select_where(condition, input, other)

@@ -3,6 +3,7 @@
 Every backward returns gradients in the inputs' shapes and dtypes (broadcast dims summed away, promoted
 dtypes cast back). Numbers (Python scalars) never receive gradients."""
 import math
+import warnings
 import weakref
 
 from .. import _C
@@ -657,3 +658,12 @@ class Cat(Function):
             out.append(cast(piece, dt) if piece._dtype != dt else piece)
             start += size
         return tuple(out)
+
+
+def bool_condition(condition):
+    """A uint8 condition (PyTorch's deprecated masks: ByteTensor, .byte()) as a bool one, with PyTorch's warning."""
+    if isinstance(condition, _C.TensorBase) and condition._dtype == 6:
+        warnings.warn("where received a uint8 condition tensor. This behavior is deprecated and will be removed in a "
+                      "future version of PyTorch. Use a boolean condition instead.", UserWarning, stacklevel=3)
+        return condition != 0
+    return condition

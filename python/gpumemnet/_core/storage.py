@@ -115,3 +115,17 @@ class TypedStorage(UntypedStorage):
 
     def untyped(self):
         return UntypedStorage(_bytes=self._data)
+
+    def _elements(self):
+        """The memory as a 1-D tensor of the storage's dtype."""
+        return self._data._view_dtype(self.dtype.code)
+
+    def __getitem__(self, idx):  # in elements, as PyTorch's (the byte indexing of UntypedStorage gave raw bytes)
+        e = self._elements()[idx]
+        return e.tolist() if e.ndim == 0 else e.clone()
+
+    def __iter__(self):
+        return iter(self._elements().tolist())
+
+    def tolist(self):
+        return self._elements().tolist()

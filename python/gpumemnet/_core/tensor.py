@@ -232,9 +232,8 @@ class Tensor(_C.TensorBase):
         return int(self.item())
 
     def __array__(self, dtype=None, copy=None):  # np.asarray(t) refuses what t.numpy() does, as PyTorch's
-        """The tensor's memory as an array (np.asarray, np.asarray(t, dtype=its own): shared, as PyTorch's), or a
-        copy where NumPy asks for one (np.array(t): copy=True; writes to it left the tensor changed) or the dtype
-        differs."""
+        """The tensor's memory (np.asarray: shared, as PyTorch's), or a copy where NumPy asks for one (np.array(t):
+        writes to it changed the tensor) or the dtype differs."""
         a = self.numpy() if self._dtype != 3 else self.float().numpy()
         if dtype is not None and np.dtype(dtype) != a.dtype:
             return a.astype(dtype)

@@ -117,9 +117,8 @@ class TensorMethods:
 
     fix = trunc
 
-    def square(self):  # of bools: int64, as PyTorch's (it is pow(x, 2))
-        return self.long() * self.long() if self._dtype == 5 else self * self
-    def rsqrt(self):  # a half input in float32, rounded once (1/sqrt in the half type rounds twice), as PyTorch's
+    def square(self): return self.long() * self.long() if self._dtype == 5 else self * self  # bool: int64
+    def rsqrt(self):  # halves in float32, rounded once (twice in the half type), as PyTorch's
         return (1.0 / self.float().sqrt()).to(self.dtype) if self._dtype in (2, 3) else 1.0 / self.sqrt()
     def clamp_min(self, min): return self.clamp(min=min)
     def clamp_max(self, max): return self.clamp(max=max)
@@ -592,7 +591,7 @@ class TensorMethods:
         return self
 
     def where(self, condition, other):
-        return _where(condition, self, other)
+        return _where(F.bool_condition(condition), self, other)
 
     # ---- reductions composed of others --------------------------------------------------------------------
     def prod(self, dim=None, keepdim=False, dtype=None):
