@@ -696,3 +696,86 @@ def test_hub_load_from_a_local_directory(tmp_path):
     assert hub.list(str(tmp_path)) == ["tiny"]
     with pytest.raises(NotImplementedError):
         hub.load("owner/repo", "tiny")
+
+
+# ---- round 14: failure paths and odd inputs ----------------------------------------------------------------------
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_loader_goes_on_after_a_batch_that_raised(workers):
+    """An exception from __getitem__ reaches the loop; the batches after it still come (the iterator was a
+    generator the exception ended: a loop that skips a bad batch lost the rest of the epoch)."""
+    def run(L):
+        class DS(L.utils.data.Dataset):
+            def __len__(self):
+                return 20
+
+            def __getitem__(self, i):
+                if i == 9:
+                    raise ValueError("corrupt sample")
+                return L.tensor(float(i))
+        it = iter(L.utils.data.DataLoader(DS(), batch_size=4, num_workers=workers))
+        seen = []
+        while True:
+            try:
+                seen.append(next(it).tolist())
+            except StopIteration:
+                break
+            except ValueError:
+                seen.append("skipped")
+        return seen
+    ref, got = _both(run)
+    assert got == ref
+
+
+def test_median_of_all_entries_with_infinities_and_nan_under_grad():
+    """median() with grad of a tensor holding inf was NaN (x - x.detach() is NaN there); a NaN median sends the
+    gradient to the NaN entry, as PyTorch's."""
+    def run(L):
+        out = []
+        for vals in ([1.0, math.inf, 2.0, 3.0], [3.0, math.nan, 1.0], [-math.inf, 1.0, 1.0, 5.0], [2.0, 2.0, 7.0]):
+            x = L.tensor(vals, requires_grad=True)
+            m = x.median()
+            m.backward()
+            out.append((str(m.item()), x.grad.tolist()))
+        return out
+    ref, got = _both(run)
+    assert got == ref
+
+
+def test_empty_batches_through_attention_and_batchnorm():
+    """MultiheadAttention / TransformerEncoderLayer on batch 0 or sequence length 0, BatchNorm in training on an
+    empty batch (an empty output, the running statistics kept): PyTorch's results, not errors."""
+    def run(L):
+        L.manual_seed(0)
+        mha = L.nn.MultiheadAttention(4, 2, batch_first=True)
+        enc = L.nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0, batch_first=True)
+        bn = L.nn.BatchNorm2d(4)
+        return [tuple(mha(*(L.zeros(0, 3, 4),) * 3)[0].shape), tuple(mha(*(L.zeros(2, 0, 4),) * 3)[0].shape),
+                tuple(enc(L.zeros(0, 3, 4)).shape), tuple(bn(L.zeros(0, 4, 3, 3)).shape), bn.running_mean.tolist(),
+                _outcome(lambda: bn(L.zeros(1, 4, 1, 1)))]
+    ref, got = _both(run)
+    assert got[:-1] == ref[:-1]
+    assert ref[-1] == "ValueError" and got[-1] in ("ValueError", "ArgumentError")
+
+
+def test_set_grad_enabled_entered_again_sets_the_mode_again():
+    def run(L):
+        x = L.ones(2, requires_grad=True)
+        ctx = L.set_grad_enabled(False)
+        with ctx:
+            pass
+        with ctx:
+            y = x * 2
+        return y.requires_grad, L.is_grad_enabled()
+    ref, got = _both(run)
+    assert got == ref == (False, True)
+
+
+def test_a_damaged_checkpoint_raises_what_pytorchs_callers_catch():
+    """A truncated, garbage or empty file: an error `except RuntimeError` catches (it was a plain ValueError)."""
+    import io
+    from gpumemnet._serialization_torch_write import save as torch_format_save
+    buf = io.BytesIO()
+    torch_format_save({"w": gm.ones(2)}, buf)
+    for data in (buf.getvalue()[:50], b"garbage" * 10, b""):
+        with pytest.raises(RuntimeError):
+            gm.load(io.BytesIO(data))

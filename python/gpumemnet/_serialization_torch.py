@@ -120,9 +120,9 @@ def sniff(path):
         return "safetensors"
     if size >= 512 and _is_tar(path):
         return "tar"
-    raise ValueError(f"load: {path} is not a PyTorch checkpoint (zip archive or legacy pickle) nor a gpumemnet "
-                     f"(safetensors) file: it starts with {head[:16]!r}; read as a safetensors file, its header "
-                     f"length field says {n} bytes but the file has {size - 8} after it")
+    raise _C.ArgumentError(f"load: {path} is not a PyTorch checkpoint (zip archive or legacy pickle) nor a "
+                           f"gpumemnet (safetensors) file: it starts with {head[:16]!r}; read as a safetensors file, "
+                           f"its header length field says {n} bytes but the file has {size - 8} after it")
 
 
 def _is_tar(path):
@@ -534,8 +534,8 @@ class _ZipReader:
         try:
             zf = zipfile.ZipFile(path)
         except zipfile.BadZipFile as e:
-            raise ValueError(f"load: {path} starts like a zip archive but is not a valid one ({e}): a truncated or "
-                             f"damaged PyTorch checkpoint?") from None
+            raise _C.ArgumentError(f"load: {path} starts like a zip archive but is not a valid one ({e}): a "
+                                   f"truncated or damaged PyTorch checkpoint?") from None
         with zf:
             names = zf.namelist()
             pkl = [n for n in names if n == "data.pkl" or (n.endswith("/data.pkl") and n.count("/") == 1)]

@@ -311,8 +311,8 @@ def save(obj, path):
 
 
 # ---- load ------------------------------------------------------------------------------------------------------
-def _bad(path, why):
-    return ValueError(f"load: {path} is not a valid safetensors file: {why}")
+def _bad(path, why):  # a ValueError and a RuntimeError, which code written against PyTorch's torch.load catches
+    return _C.ArgumentError(f"load: {path} is not a valid safetensors file: {why}")
 
 
 def _read_header(f, size, path):

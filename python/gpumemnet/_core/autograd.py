@@ -160,7 +160,8 @@ class set_grad_enabled(_GradModeContext):
         self._target = bool(mode)
         _set_grad(self._target)
 
-    def __enter__(self):
+    def __enter__(self):  # sets the mode again (an object entered twice, or in another thread), as PyTorch's
+        _set_grad(self._target)
         return self
 
     def __call__(self, fn):
@@ -290,9 +291,8 @@ class AccumulateGrad(Node):
 
 
 class _NoCtx:
-    """The ctx passed to forward when nothing is recorded: saving is a no-op. apply gives each call its own, which
-    takes attributes (a forward that sets ctx.k, as custom ops' setup_context and CrossMapLRN2d do); _NO_CTX is the
-    shared one the internal forwards that set none are called with directly."""
+    """The ctx of a forward that records nothing: saving is a no-op. apply gives each call one that takes attributes
+    (custom ops' setup_context sets ctx.k); internal forwards that set none get the shared _NO_CTX."""
     needs_input_grad = ()
 
     def save_for_backward(self, *tensors):

@@ -306,14 +306,10 @@ class MoreMethods:
                 out = _C.empty((), self._dtype, self._device)
                 _C.fill_(out, math.nan)
                 return out
-            v, _ = _order_stat(flat, 0, (flat.numel() - 1) // 2, False, "median")
-            if v.requires_grad:
-                # PyTorch shares the gradient evenly among the entries equal to the median (as for max()): the
-                # value stays v exactly (plus a sum of zeros), the gradient is the ties' mask over their count
-                v = v.detach()
-                ties = (flat.detach() == v).to(flat.dtype)
-                v = v + ((flat - flat.detach()) * ties).sum() / ties.sum()
-            return _where(flat.isnan().any(), math.nan, v) if self._dtype in _FLOAT_CODES else v
+            v, _ = _order_stat(flat.detach(), 0, (flat.numel() - 1) // 2, False, "median")
+            if self._dtype in _FLOAT_CODES:
+                v = _where(flat.detach().isnan().any(), math.nan, v)  # NaN propagates
+            return _MedianAll.apply(flat, v) if _needs_grad(flat) else v
         d = _dim(dim, self.ndim, "median")
         n = self.shape[d] if self.ndim else 1
         v, i = _order_stat(self, d, (n - 1) // 2, keepdim, "median")
@@ -523,3 +519,21 @@ class MoreMethods:
 def _stack(tensors):
     return F.Cat.apply(0, *[t.unsqueeze(0) for t in tensors]) if _needs_grad(*tensors) else \
         _C.cat([t.unsqueeze(0) for t in tensors], 0)
+
+
+class _MedianAll(Function):
+    """median() of all entries: the gradient shared evenly among the entries equal to it (NaN ones when it is NaN),
+    as PyTorch's. (A sum of (x - x.detach()) over the ties, added to the value, was NaN where an entry is inf.)"""
+
+    @staticmethod
+    def forward(ctx, flat, v):
+        ties = _C.binary(F.EQ, flat, v)
+        if flat._dtype in _FLOAT_CODES:  # NaN == NaN is false: a NaN median's ties are the NaN entries
+            ties = _C.binary(F.MAXIMUM, F.cast(ties, 0), F.cast(_C.binary(F.NE, flat, flat), 0))
+        ctx.save_for_backward(F.cast(ties, flat._dtype))
+        return _C.binary(F.ADD, v, 0)
+
+    @staticmethod
+    def backward(ctx, g):
+        ties, = ctx._unpacked
+        return _C.binary(F.MUL, ties, _C.binary(F.DIV, g, _C.reduce(F.SUM, ties, None, False))), None

@@ -205,7 +205,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         if dropout_p > 0.0:
             weights = nnf.dropout(weights, p=dropout_p)
         out = torch.bmm(weights, v).transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
-        out = nnf.linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
+        out = nnf.linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, out_proj_weight.shape[0])
         weights = weights.reshape(bsz, num_heads, tgt_len, src_len)
         if average_attn_weights:
             weights = weights.mean(dim=1)
@@ -220,7 +220,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     v = v.reshape(bsz, num_heads, src_len, head_dim)
     out = nnf.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
     out = out.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
-    out = nnf.linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
+    out = nnf.linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, out_proj_weight.shape[0])
     return (out if batched else out.squeeze(1)), None
 
 

@@ -185,6 +185,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             per_channel *= s if i != 1 else 1
         if per_channel == 1:  # PyTorch's check and words (its _verify_batch_size)
             raise ValueError(f"Expected more than 1 value per channel when training, got input size {size}")
+        if per_channel == 0:  # an empty batch (a head on the rows a mask selected: none): empty out, stats kept
+            return input * 1.0 if input.is_floating_point() else input.clone()
     args = (input, running_mean, running_var, weight, bias, bool(training), float(momentum), float(eps))
     if _needs_grad(input, weight, bias):
         return _BatchNorm.apply(*args)

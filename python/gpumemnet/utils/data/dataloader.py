@@ -290,16 +290,29 @@ def _batches(loader, workers):
     fast = type(ds) is TensorDataset and auto and getattr(loader, "collate_fn", None) is default_collate and \
         not any(getattr(t, "requires_grad", False) for t in ds.tensors)
     for k, idx in enumerate(loader._index_sampler):
-        with pool[k % len(pool)]:  # batch k: worker k mod num_workers, as PyTorch's in-order delivery
-            if fast:
-                out = [_gather(t, np.asarray(idx, dtype=np.int64)) for t in ds.tensors]
-            elif auto and getattr(ds, "__getitems__", None):  # PyTorch's fetcher: the batch in one call
-                out = collate(ds.__getitems__(idx))
-            elif auto:
-                out = collate([ds[int(i) if isinstance(i, np.integer) else i] for i in idx])
-            else:
-                out = collate(ds[idx])
+        try:
+            with pool[k % len(pool)]:  # batch k: worker k mod num_workers, as PyTorch's in-order delivery
+                if fast:
+                    out = [_gather(t, np.asarray(idx, dtype=np.int64)) for t in ds.tensors]
+                elif auto and getattr(ds, "__getitems__", None):  # PyTorch's fetcher: the batch in one call
+                    out = collate(ds.__getitems__(idx))
+                elif auto:
+                    out = collate([ds[int(i) if isinstance(i, np.integer) else i] for i in idx])
+                else:
+                    out = collate(ds[idx])
+        except Exception as e:  # noqa: BLE001 - handed to the caller, and the next batch still comes after it
+            yield _Failed(e)
+            continue
         yield _pin(out) if pin else out
+
+
+class _Failed:
+    """A batch whose dataset or collate_fn raised: the iterator raises it, and the epoch goes on after it (a loop
+    that skips a bad batch gets the rest, as PyTorch's; raised inside the generator, it ended the epoch)."""
+    __slots__ = ("error",)
+
+    def __init__(self, error):
+        self.error = error
 
 
 class _DatasetKind:
@@ -333,6 +346,8 @@ class _BaseDataLoaderIter:
     def __next__(self):
         out = next(self._batches)
         self._num_yielded += 1
+        if type(out) is _Failed:
+            raise out.error
         return out
 
     def __len__(self):
