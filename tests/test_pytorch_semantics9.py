@@ -779,3 +779,14 @@ def test_a_damaged_checkpoint_raises_what_pytorchs_callers_catch():
     for data in (buf.getvalue()[:50], b"garbage" * 10, b""):
         with pytest.raises(RuntimeError):
             gm.load(io.BytesIO(data))
+
+
+def test_histograms_of_nan_or_inf_are_refused():
+    """An automatic range over NaN or inf is not finite: PyTorch's RuntimeError (wrong counts came out)."""
+    def run(L):
+        return [_outcome(lambda: L.histc(L.tensor([math.nan, 1.0, 2.0]), bins=2)),
+                _outcome(lambda: L.histogram(L.tensor([math.nan, 1.0, 2.0]), bins=2)),
+                _outcome(lambda: L.histc(L.tensor([math.inf, 1.0, 2.0]), bins=2)),
+                L.histc(L.tensor([0.5, 1.0, 2.0]), bins=2).tolist()]
+    ref, got = _both(run)
+    assert got == ref

@@ -244,6 +244,8 @@ def histc(input, bins=100, min=0, max=0):  # noqa: A002  (PyTorch's names)
     lo, hi = ft(min), ft(max)
     if lo == hi and a.size:
         lo, hi = a.min(), a.max()
+    if not (np.isfinite(lo) and np.isfinite(hi)):  # PyTorch's refusal (a NaN or an inf gave wrong counts)
+        raise RuntimeError(f"torch.histc: range of [{lo}, {hi}] is not finite")
     if lo == hi:
         lo, hi = lo - ft(1), hi + ft(1)
     if lo > hi:
