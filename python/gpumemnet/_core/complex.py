@@ -66,8 +66,6 @@ def _index(idx):
     return t + (slice(None),) if any(i is Ellipsis for i in t) else t
 
 
-
-
 class ComplexTensor(ComplexMath):
     __slots__ = ("_r", "__weakref__")
     __array_priority__ = 1000  # numpy scalar * complex tensor comes here

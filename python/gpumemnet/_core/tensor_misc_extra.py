@@ -301,10 +301,10 @@ def _derivative(f, d, h, edge_order):
 def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout=None, device=None,
                   pin_memory=False, requires_grad=False):
     """I0(beta * sqrt(1 - (2k / m - 1)**2)) / I0(beta) (the modified Bessel function I0, NumPy's)."""
-    def values(k, m):  # computed in float64 on the host, rounded once
-        k = np.arange(k.shape[0], dtype=np.float64)
-        v = np.i0(beta * np.sqrt(np.clip(1 - (2 * k / m - 1) ** 2, 0, None))) / np.i0(beta)
-        return _C.from_numpy(v, 1, factory_device(device)).to(get_default_dtype() if dtype is None else dtype)
+    def values(k, m):  # computed in float64 on the host, rounded once to k's dtype, on k's device
+        n = np.arange(k.shape[0], dtype=np.float64)
+        v = np.i0(beta * np.sqrt(np.clip(1 - (2 * n / m - 1) ** 2, 0, None))) / np.i0(beta)
+        return _C.from_numpy(v, 1, k._device).to(k.dtype)
     return _window("kaiser_window", window_length, periodic, dtype, device, requires_grad, values)
 
 

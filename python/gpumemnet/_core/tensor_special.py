@@ -176,8 +176,8 @@ def _sinc_slope(x):
     small = px.abs() < 1e-3
     safe = _C.where(small, 1.0, x)
     series = x * (-math.pi ** 2 / 3.0) * (1.0 - px * px / 10.0)
-    return _C.where(small, series, (safe * math.pi * (safe * math.pi).cos() - (safe * math.pi).sin()) /
-                    (safe * safe * math.pi))
+    sp = safe * math.pi
+    return _C.where(small, series, (sp * sp.cos() - sp.sin()) / (sp * safe))
 
 
 def _sinc_graph_slope(x):

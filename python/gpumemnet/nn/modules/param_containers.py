@@ -6,6 +6,7 @@ import operator
 
 from ..._core.tensor import Tensor
 from ..parameter import Parameter
+from .container import KeyedSlots
 from .module import Module
 
 __all__ = ["ParameterList", "ParameterDict"]
@@ -173,8 +174,4 @@ class ParameterDict(Module):
         (key, value) pairs in its order."""
         if hasattr(parameters, "items") and not isinstance(parameters, (collections.OrderedDict, ParameterDict)):
             parameters = sorted(parameters.items())
-        items = parameters.items() if hasattr(parameters, "items") else parameters
-        for j, kv in enumerate(items):
-            if len(kv) != 2:
-                raise ValueError(f"ParameterDict update sequence element #{j} has length {len(kv)}; 2 is required")
-            self[kv[0]] = kv[1]
+        KeyedSlots.update(self, parameters)  # ModuleDict's: each pair checked, then self[key] = value
