@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import gpumemnet as gm
+from gpumemnet.nn.modules import _donation
 from cuda_util import device, to_np  # noqa: F401  (device is a fixture)
 
 torch = pytest.importorskip("torch")
@@ -195,3 +196,109 @@ def test_a_failing_child_leaves_no_grant():
     with gm.no_grad(), pytest.raises(ValueError, match="expected 4D input"):
         model(gm.randn(4, 2))
     assert state.overwritable is None
+
+
+# ---- layers that compute over their input slice by slice (Conv2d, Linear of one width) -------------------------
+def _same_shape_chain(nn):
+    """Every layer after the first keeps the shape: each conv and the Linear may compute over its input. The inner
+    Sequential is torchvision's ConvNormActivation: its first child gets the input only if the grant is passed on."""
+    return nn.Sequential(
+        nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(),
+        nn.Conv2d(16, 16, 3, padding=1, bias=False), nn.Conv2d(16, 16, 1), nn.Conv2d(16, 16, 3, padding=2, dilation=2),
+        nn.Sequential(nn.Conv2d(16, 16, 3, padding=1, groups=16), nn.BatchNorm2d(16), nn.ReLU6()),
+        nn.Conv2d(16, 16, 4, padding="same"), nn.Conv2d(16, 16, 3, padding=1, padding_mode="reflect"),
+        nn.Conv2d(16, 16, 3, stride=2, padding=1), nn.Flatten(), nn.Linear(16 * 8 * 8, 1024), nn.Tanh(),
+        nn.Linear(1024, 1024), nn.Linear(1024, 1024, bias=False))
+
+
+def test_sliced_layers_give_pytorchs_values(device, monkeypatch):
+    """Batches of 16 and 33 float64 16x16x16 maps (512 KiB: two slices; 1056 KiB: four, the last one shorter)
+    through convs of every padding form; rows of 1024 are too small to cut (they are computed as usual)."""
+    from gpumemnet.nn.modules import conv
+    sliced = []
+
+    def counted(x, fn):
+        out = _donation.over_slices(x, fn)
+        sliced.append(out is not None)
+        return out
+    monkeypatch.setattr(conv, "over_slices", counted)
+    theirs, ours = _twins(_same_shape_chain, device)
+    for n in (16, 33):
+        x = np.random.RandomState(5).standard_normal((n, 3, 16, 16))
+        got, want = _run(theirs, ours, x, device)
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)
+    # per batch: the 3x3, the 1x1, the dilated, the depthwise (a grant passed on) and the 'same' conv
+    assert sliced == [True] * 10, sliced
+
+
+def _rows(inner):
+    """Linear(64, 64) -> ReLU -> Linear(64, 64) on (4096, 64) float32 rows (1 MiB: four slices of 256 KiB); with
+    inner=True the second Linear is the first child of an inner Sequential, reached by a grant passed on."""
+    nn = gm.nn
+    tail = nn.Sequential(nn.Linear(64, 64)) if inner else nn.Linear(64, 64)
+    return nn.Sequential(nn.Linear(64, 64), nn.ReLU(), tail)
+
+
+@pytest.mark.parametrize("inner", [False, True], ids=["flat", "nested"])
+def test_a_sliced_layers_peak_is_its_input_and_one_slice(inner, device):
+    """Without a grant the second Linear's 1 MiB output stands beside its 1 MiB input; with it, one 256 KiB slice's
+    result does: the step's peak is exactly 768 KiB lower, and exactly the input plus a slice."""
+    model = _rows(inner).to(device).eval()
+    x = gm.randn(4096, 64, device=device)
+    out_bytes, slice_bytes = 4096 * 64 * 4, 1024 * 64 * 4
+    granted = _peak_of_forward(model, x, device)
+    handle = gm.nn.modules.module.register_module_forward_hook(lambda m, i, o: None)
+    try:
+        blocked = _peak_of_forward(model, x, device)
+    finally:
+        handle.remove()
+    assert (granted, blocked) == (out_bytes + slice_bytes, 2 * out_bytes)
+
+
+def test_estimate_counts_the_slices():
+    model = gm.nn.Sequential(gm.nn.Conv2d(3, 16, 3, padding=1), gm.nn.BatchNorm2d(16), gm.nn.ReLU(),
+                             gm.nn.Conv2d(16, 16, 3, padding=1, bias=False), gm.nn.BatchNorm2d(16), gm.nn.ReLU(),
+                             gm.nn.Conv2d(16, 16, 1))
+    est = gm.memory.estimate(model, (16, 3, 32, 32), optimizer=False)
+    model.eval()
+    x = gm.randn(16, 3, 32, 32)
+    gm.memory.empty_cache()
+    assert _peak_of_forward(model, x, "cpu") == est.inference_peak
+
+
+class _BatchMixingConv:
+    """A Conv2d subclass whose _conv_forward standardises its input over the whole batch: computed slice by slice
+    it would give other values, so it is not sliced."""
+
+    @staticmethod
+    def build(nn):
+        class Standardised(nn.Conv2d):
+            def _conv_forward(self, input, weight, bias):
+                return super()._conv_forward(input - input.mean(0, keepdim=True), weight, bias)
+        return nn.Sequential(nn.Conv2d(2, 16, 1), nn.ReLU(), Standardised(16, 16, 3, padding=1))
+
+
+def test_a_batch_mixing_subclass_is_not_sliced(device):
+    theirs, ours = _twins(_BatchMixingConv.build, device)
+    x = np.random.RandomState(6).standard_normal((16, 2, 16, 16))
+    got, want = _run(theirs, ours, x, device)
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)
+
+
+def test_autocast_output_dtype_is_kept():
+    """Under autocast the second conv's input is float32 (512 KiB: two slices), its output bfloat16: it is not
+    written over the input."""
+    def build(nn):
+        class Float(nn.Module):
+            def forward(self, x):
+                return x.float()
+        return nn.Sequential(nn.Conv2d(3, 16, 1), Float(), nn.Conv2d(16, 16, 3, padding=1)).eval()
+    model, tmodel = build(gm.nn), build(torch.nn)
+    tmodel.load_state_dict({k: torch.from_numpy(v.numpy()) for k, v in model.state_dict().items()})
+    x = np.random.RandomState(7).standard_normal((32, 3, 16, 16)).astype(np.float32)
+    with gm.no_grad(), gm.autocast("cpu"):
+        got = model(gm.tensor(x))
+    with torch.no_grad(), torch.autocast("cpu"):
+        want = tmodel(torch.from_numpy(x))
+    assert got.dtype == gm.bfloat16 and want.dtype == torch.bfloat16
+    np.testing.assert_allclose(got.float().numpy(), want.float().numpy(), rtol=2e-2, atol=2e-2)

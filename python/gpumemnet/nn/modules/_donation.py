@@ -15,10 +15,17 @@ the overwrite could be seen:
   subclass has overridden that forward, which might read the input again after calling it;
 - the child has no forward hooks and no global ones are registered: a hook may keep the input.
 The child takes the grant when it reads it (`granted`); the Sequential clears it after the call whatever
-happens, so an id reused by a later tensor is never found granted."""
+happens, so an id reused by a later tensor is never found granted.
+
+Who takes a grant: BatchNorm in eval and the activations write in place; a Sequential passes it on to its own
+first child; Conv2d and Linear whose output has the input's shape (a UNet's or VGG's second conv of a block,
+an MLP's hidden layers) compute slice by slice along the batch and write each slice's result over the slice it
+read (`over_slices`), so the whole output never exists beside the input: the layer's peak drops from two
+tensors to one and a slice."""
 import sys
 
 from ... import _C
+from ..._core.autocast import is_autocast_enabled
 from ..._core.state import state
 
 
@@ -55,3 +62,32 @@ def granted(x):
         state.overwritable = None
         return True
     return False
+
+
+# over_slices cuts a tensor into at most this many slices, none smaller than SLICE_BYTES: below that the calls'
+# own cost outweighs what a slice saves (a tensor under two such slices is not cut at all).
+MAX_SLICES = 8
+SLICE_BYTES = 256 << 10
+
+
+def over_slices(x, fn):
+    """fn(x) for a layer whose result item i depends on input item i alone and has x's shape, dtype and device,
+    computed over slices of x's first dim, each result written over the slice it was computed from; None where
+    this does not pay (a small tensor) or cannot hold (autocast changes the dtype; a result of another shape or
+    dtype), and the caller computes fn(x) as usual."""
+    n = x.shape[0] if x.ndim else 0
+    slices = min(n, MAX_SLICES, x.numel() * x.element_size() // SLICE_BYTES)
+    if slices < 2 or is_autocast_enabled(x.device.type) or not x.is_contiguous():
+        return None
+    step = -(-n // slices)
+    for i in range(0, n, step):
+        part = x[i:i + step]
+        out = fn(part)
+        if out.shape != part.shape or out.dtype != x.dtype or out.device != x.device:
+            if i:  # the earlier slices are overwritten: not reachable while the callers check the shape first
+                raise RuntimeError(f"over_slices: a slice's result is {tuple(out.shape)} {out.dtype}, not the "
+                                   f"input's {tuple(part.shape)} {x.dtype}")
+            return None
+        part.copy_(out)
+        del out
+    return x

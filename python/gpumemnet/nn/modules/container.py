@@ -113,8 +113,12 @@ class Sequential(Module):
 
     def forward(self, input):
         modules = iter(self._modules.values())
-        for module in modules:  # the first child reads the caller's input, which the caller may still hold
-            input = module(input)
+        hooks = (_global_pre_hooks, _global_hooks)
+        # The first child reads the caller's input, which the caller may still hold, unless this Sequential is
+        # itself the child of one that handed that input over (torchvision's ConvNormActivation in a block).
+        handed = _donation.granted(input)
+        for module in modules:
+            input = _call(module, input, handed and _donation.may_overwrite(module, input, hooks))
             break
         if grad_mode.get():
             for module in modules:
@@ -122,16 +126,24 @@ class Sequential(Module):
             return input
         # no_grad: a child may write over an intermediate that nothing else holds (_donation.py says when)
         for module in modules:
-            if sys.getrefcount(input) == _donation.SOLE_LOCAL_REFS and \
-                    _donation.may_overwrite(module, input, (_global_pre_hooks, _global_hooks)):
-                _donation.grant(input)
-                try:
-                    input = module(input)
-                finally:
-                    _donation.revoke()
-            else:
-                input = module(input)
+            # counted before the call below puts input on the stack once more
+            grant = sys.getrefcount(input) == _donation.SOLE_LOCAL_REFS and \
+                _donation.may_overwrite(module, input, hooks)
+            input = _call(module, input, grant)
         return input
+
+    _may_overwrite_input = forward  # reads its input once, by its first child (a grant: _donation.py)
+
+
+def _call(module, input, grant):
+    """module(input), with input handed over to be overwritten when grant is true (_donation.py)."""
+    if not grant:
+        return module(input)
+    _donation.grant(input)
+    try:
+        return module(input)
+    finally:
+        _donation.revoke()
 
 
 class ModuleList(Module):

@@ -6,6 +6,7 @@ from ..._core.arg_forms import as_int
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
+from ._donation import granted, over_slices
 from ._utils import new_tensor
 from .module import Module
 
@@ -160,7 +161,23 @@ class Conv2d(_ConvNd):
                          padding_mode, device, dtype)
 
     def forward(self, input):
+        if granted(input) and self._keeps_shape(input):  # no grad, and a Sequential hands the input over
+            out = over_slices(input, lambda part: self._conv_forward(part, self.weight, self.bias))
+            if out is not None:
+                return out
         return self._conv_forward(input, self.weight, self.bias)
+
+    _may_overwrite_input = forward  # reads its input once (a Sequential's grant: _donation.py)
+
+    def _keeps_shape(self, input):
+        """Whether the output has the input's shape (the same channels, stride 1, padding that keeps the size),
+        computed by this class's own _conv_forward (a subclass's might mix the items of a batch)."""
+        if type(self)._conv_forward is not Conv2d._conv_forward or self.padding_mode != "zeros" or \
+                self.in_channels != self.out_channels or input.ndim != 4 or any(s != 1 for s in self.stride):
+            return False
+        if isinstance(self.padding, str):
+            return self.padding == "same" or all(k == 1 for k in self.kernel_size)
+        return all(2 * p == d * (k - 1) for p, d, k in zip(self.padding, self.dilation, self.kernel_size))
 
     def _conv_forward(self, input, weight, bias):
         """The layer's convolution with another weight and bias (PyTorch's hook for weight-standardised convs)."""

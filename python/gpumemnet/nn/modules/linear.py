@@ -6,6 +6,7 @@ from ..._core.arg_forms import as_int
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
+from ._donation import granted, over_slices
 from ._utils import new_tensor
 from .module import Module
 
@@ -49,7 +50,14 @@ class Linear(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input):
+        # no grad, and a Sequential hands the input over: rows of the same width are computed over themselves
+        if self.in_features == self.out_features and input.ndim >= 2 and granted(input):
+            out = over_slices(input, lambda part: F.linear(part, self.weight, self.bias))
+            if out is not None:
+                return out
         return F.linear(input, self.weight, self.bias)
+
+    _may_overwrite_input = forward  # reads its input once (a Sequential's grant: _donation.py)
 
     def extra_repr(self):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
