@@ -302,3 +302,19 @@ def test_autocast_output_dtype_is_kept():
         want = tmodel(torch.from_numpy(x))
     assert got.dtype == gm.bfloat16 and want.dtype == torch.bfloat16
     np.testing.assert_allclose(got.float().numpy(), want.float().numpy(), rtol=2e-2, atol=2e-2)
+
+
+def test_a_parametrized_weight_is_computed_once(device):
+    """spectral_norm's parametrization runs a power iteration each time the weight is read (in training mode):
+    a sliced Linear under no_grad must read it once, as PyTorch's forward does, or u and v move further."""
+    def build(nn):
+        torch_like = torch if nn is torch.nn else gm
+        lin = torch_like.nn.utils.parametrizations.spectral_norm(nn.Linear(256, 256))
+        return nn.Sequential(nn.Linear(256, 256), nn.ReLU(), lin)
+    theirs, ours = _twins(build, device)
+    theirs.train(), ours.train()
+    x = np.random.RandomState(8).standard_normal((512, 256))  # float64: 1 MiB, four slices
+    got, want = _run(theirs, ours, x, device)
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(to_np(ours[2].parametrizations.weight[0]._u),
+                               theirs[2].parametrizations.weight[0]._u.numpy(), rtol=1e-10, atol=1e-12)

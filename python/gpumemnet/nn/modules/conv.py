@@ -161,11 +161,13 @@ class Conv2d(_ConvNd):
                          padding_mode, device, dtype)
 
     def forward(self, input):
+        # weight is read once: a parametrization (spectral_norm's power iteration) runs once per read
+        weight, bias = self.weight, self.bias
         if granted(input) and self._keeps_shape(input):  # no grad, and a Sequential hands the input over
-            out = over_slices(input, lambda part: self._conv_forward(part, self.weight, self.bias))
+            out = over_slices(input, lambda part: self._conv_forward(part, weight, bias))
             if out is not None:
                 return out
-        return self._conv_forward(input, self.weight, self.bias)
+        return self._conv_forward(input, weight, bias)
 
     _may_overwrite_input = forward  # reads its input once (a Sequential's grant: _donation.py)
 

@@ -50,12 +50,14 @@ class Linear(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input):
+        # weight is read once: a parametrization (spectral_norm's power iteration) runs once per read
+        weight, bias = self.weight, self.bias
         # no grad, and a Sequential hands the input over: rows of the same width are computed over themselves
         if self.in_features == self.out_features and input.ndim >= 2 and granted(input):
-            out = over_slices(input, lambda part: F.linear(part, self.weight, self.bias))
+            out = over_slices(input, lambda part: F.linear(part, weight, bias))
             if out is not None:
                 return out
-        return F.linear(input, self.weight, self.bias)
+        return F.linear(input, weight, bias)
 
     _may_overwrite_input = forward  # reads its input once (a Sequential's grant: _donation.py)
 
