@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import _C
 from .._core.activation import _check_tensor
-from .._core.autocast import float32_op
+from .._core.autocast import autocast, float32_op
 from .._core.autograd import Function
 from ._args import check_reduction
 from ._functional_distance import cosine_similarity
@@ -73,19 +73,22 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
 class _HalfScores(Function):
     """query @ key^T of half-precision inputs as float32 scores, saving the inputs themselves (float32 copies saved
-    by a matmul would double what attention keeps for backward)."""
+    by a matmul would double what attention keeps for backward). Its products are float32 under autocast too,
+    which would lower them (and backward's float32 gradient would then meet bfloat16 operands)."""
 
     @staticmethod
     def forward(ctx, q, k):
         ctx.save_for_backward(q, k)
-        return q.float().matmul(k.float().transpose(-2, -1))
+        with autocast("cpu", enabled=False):  # off on every device
+            return q.float().matmul(k.float().transpose(-2, -1))
 
     @staticmethod
     def backward(ctx, g):
         q, k = ctx._unpacked
-        dq = g.matmul(k.float()).sum_to_size(q.shape).to(q.dtype) if ctx.needs_input_grad[0] else None
-        dk = g.transpose(-2, -1).matmul(q.float()).sum_to_size(k.shape).to(k.dtype) if ctx.needs_input_grad[1] \
-            else None
+        with autocast("cpu", enabled=False):
+            dq = g.matmul(k.float()).sum_to_size(q.shape).to(q.dtype) if ctx.needs_input_grad[0] else None
+            dk = g.transpose(-2, -1).matmul(q.float()).sum_to_size(k.shape).to(k.dtype) \
+                if ctx.needs_input_grad[1] else None
         return dq, dk
 
 
