@@ -79,6 +79,11 @@ def test_large_pool_segments(meta):
     e = f32(13 * MiB // 4)  # now nothing fits: own segment rounded up to 14 MiB
     assert gm.memory.memory_reserved(meta) == 46 * MiB
     del a, b, c, d, e
+    gm.memory.empty_cache(meta)
+    # the peak of reserved bytes (torch.cuda.max_memory_reserved's) outlives the release until a reset
+    assert (gm.memory.memory_reserved(meta), gm.memory.max_memory_reserved(meta)) == (0, 46 * MiB)
+    gm.memory.reset_peak_memory_stats(meta)
+    assert gm.memory.max_memory_reserved(meta) == 0
 
 
 def test_split_and_merge_reuse_addresses(meta):

@@ -211,6 +211,35 @@ def test_bad_arguments():
         _estimate.estimate(_digits(), (1, 8, 8), batch_size=6, accumulation_steps=4)
     with pytest.raises(ValueError, match="batch_size must be a positive int"):
         _estimate.estimate(_digits(), (1, 8, 8), batch_size=0)
+    with pytest.raises(TypeError, match="optimizer must be a function of the parameters .* got str 'adam'"):
+        _estimate.estimate(_digits(), (1, 8, 8), batch_size=2, optimizer="adam")
+
+
+def test_state_the_optimizers_constructor_makes_is_in_the_total():
+    """Adagrad makes its state_sum when it is built, before any step: the estimate's total counts it (it held
+    2 MiB less than the measured peak), as optimizer_bytes and optimizer_init_bytes do, and the breakdown at the
+    peak still sums to the total."""
+    gm.manual_seed(0)
+    model = nn.Sequential(nn.Linear(1024, 512), nn.ReLU(), nn.Linear(512, 10))
+    make = lambda ps: gm.optim.Adagrad(ps, lr=0.01)  # noqa: E731
+    est = _estimate.estimate(model, (1024,), F.cross_entropy, make, batch_size=8)
+    gc.collect()
+    gm.memory.empty_cache("cpu")
+    base = gm.memory.memory_allocated("cpu") - est.param_bytes  # the model is the only thing held from before
+    x, y = gm.randn(8, 1024), gm.randint(0, 10, (8,))
+    opt = make(model.parameters())
+    gm.memory.reset_peak_memory_stats("cpu")
+    for _ in range(3):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        del loss
+        opt.step()
+    measured = gm.memory.max_memory_allocated("cpu") - base
+    state = sum(t.numel() * t.element_size() for s in opt.state.values() for t in s.values() if gm.is_tensor(t))
+    del opt
+    assert est.total == measured == sum(est.at_peak.values())
+    assert est.optimizer_init_bytes == est.optimizer_bytes == est.at_peak["optimizer"] >= state > 0
 
 
 # ---- a PyTorch-style Adam, for comparison ---------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from .._core import hooks as _hooks
 from .._core.scope import category, scope  # noqa: F401
 from .stats import (  # noqa: F401
     PINNED, META_HOST, CATEGORIES, CATEGORY_DOCS, format_bytes, memory_allocated, max_memory_allocated, memory_reserved,
-    reset_peak_memory_stats,
+    max_memory_reserved, reset_peak_memory_stats,
     empty_cache, memory_stats, set_limit, get_limit, capacity)
 from .timeline import (  # noqa: F401
     record_history, history, dump_history, plot_timeline, memory_summary, MemorySummary, Timeline)

@@ -91,7 +91,10 @@ class Estimate:
     forward under no_grad in eval mode); the attributes below named peak are the part of them above the
     parameters and input.
 
-    total           parameters + input + peak: the training step's peak on the device
+    total           parameters + input + peak (+ optimizer_init_bytes, comm_bytes): the training step's peak on
+                    the device
+    optimizer_init_bytes  what the optimizer's constructor allocated (Adagrad's state_sum), held before the first
+                    step: counted in total and optimizer_bytes, not in peak
     inference_total parameters + input + inference_peak: the inference forward's peak on the device
     peak            the steps' peak allocated bytes above what was live before them (parameters, input)
     inference_peak  the same for the inference forward
@@ -137,7 +140,7 @@ class Estimate:
     DistributedDataParallel holds from its construction (the gradient buckets, category communication), counted
     in total; per_rank is [total of rank 0, 1, ...] when every rank was estimated (ZeRO: the shards differ), and
     the Estimate is then the rank with the highest total."""
-    comm_bytes = 0
+    comm_bytes = optimizer_init_bytes = 0
     world_size = None
     zero = 0
     rank = None
@@ -166,11 +169,12 @@ class Estimate:
 
     @property
     def total(self):
-        return self.param_bytes + self.input_bytes + self.comm_bytes + self.peak
+        return self.param_bytes + self.input_bytes + self.comm_bytes + self.optimizer_init_bytes + self.peak
 
     @property
     def first_step_total(self):
-        return self.param_bytes + self.input_bytes + self.comm_bytes + self.first_step_peak
+        return self.param_bytes + self.input_bytes + self.comm_bytes + self.optimizer_init_bytes + \
+            self.first_step_peak
 
     @property
     def steps_text(self):
@@ -465,6 +469,10 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
     keep_loss = keep_outputs if keep_loss is None else keep_loss
     if optimizer is None:
         optimizer = Adam
+    elif optimizer is not False and not callable(optimizer):
+        raise TypeError(f"estimate: optimizer must be a function of the parameters that builds the optimizer "
+                        f"(an optimizer class, or lambda ps: SGD(ps, lr=0.1, momentum=0.9)), None for Adam or "
+                        f"False for none, got {type(optimizer).__name__} {optimizer!r}")
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, float)) or limit <= 0):
         raise ValueError(f"estimate: limit must be a positive number of bytes or None, got {limit!r}")
     amp_ctx = (lambda: _autocast(dev.split(":")[0], dtype=amp_dtype)) if amp_dtype is not None else _nullctx
@@ -525,7 +533,10 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         if dist[0] is not None:
             step_model, make_optimizer, comm_bytes = _distributed.wrap(clone, optimizer, *dist, checkpoint_segments,
                                                                        META)
+        o0, a1 = _cat("optimizer"), _memory.memory_allocated(META)
         opt = make_optimizer(list(clone.parameters())) if optimizer is not False else None
+        # what the optimizer's constructor allocated (Adagrad's state_sum), held from before the first step
+        optimizer_init_bytes = _memory.memory_allocated(META) - a1
         recorder = _LayerRecorder(clone)
         clone.train()
         gc.collect()
@@ -613,7 +624,7 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         moved, overlapped = _offload.bytes_moved(), _offload.bytes_overlapped()
         overlap = bool(getattr(opt, "_overlap_handles", None))
         after = _memory.memory_stats(META)
-        optimizer_bytes = _cat("optimizer") - base_cat["optimizer"]
+        optimizer_bytes = _cat("optimizer") - o0
         # the allocator's peak since the reset: the highest of the two steps (the first one's when they tie)
         peak = after["allocated"]["peak"] - base
         first_step_peak = (first or after)["allocated"]["peak"] - base
@@ -671,6 +682,7 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         inference_peak=inference_peak, params=sum(p.numel() for p in params),
         trainable=sum(p.numel() for p in params if p.requires_grad), param_bytes=param_bytes,
         gradient_bytes=grad_bytes, optimizer_bytes=optimizer_bytes, activation_bytes=activation_bytes,
+        optimizer_init_bytes=optimizer_init_bytes,
         fallback_peak=fallback_peak,
         input_bytes=input_bytes, layers=rows, input_shape=shape, micro_batch=micro, device=dev,
         comm_bytes=comm_bytes, world_size=dist[0], zero=dist[1], rank=dist[2],

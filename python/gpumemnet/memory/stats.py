@@ -65,6 +65,11 @@ def memory_reserved(device="cpu"):
     return _C.memory_reserved(_dev(device))
 
 
+def max_memory_reserved(device="cpu"):
+    """Peak of memory_reserved since start or the last reset_peak_memory_stats (memory_stats' reserved peak)."""
+    return _C.memory_stats(_dev(device))["reserved"]["peak"]
+
+
 def reset_peak_memory_stats(device="cpu"):
     _C.reset_peak_memory_stats(_dev(device))
 
