@@ -488,7 +488,9 @@ class _Watcher:
     def remedies(self, model, call, est, loss_fn, target, factory, capacity):
         """plan()'s configurations, in the order it ranks them (fastest first), each checked against what the
         device has left for this model's step once everything else the process holds is counted."""
-        besides = call.held - est.param_bytes - est.input_bytes  # held at the start that is not model or batch
+        # held at the start that is not the model, its batch, its optimizer's first state or DDP's buckets (each
+        # configuration's total counts those again)
+        besides = call.held - est.param_bytes - est.input_bytes - est.optimizer_init_bytes - est.comm_bytes
         budget = capacity - besides
         if len(call.inputs) != 1 or call.kwargs:
             return ["  (plan() needs one input of the parameters' dtype; it has none to offer here)"]
