@@ -186,6 +186,48 @@ def test_where_the_script_calls_zero_grad(tmp_path):
     assert peaks["top"] == peaks["end"] < peaks["between"]
 
 
+def _revised(stderr):
+    lines = _lines(stderr, "gpumemnet run: step 2 of Net")
+    assert len(lines) == 1, stderr
+    return int(re.search(r"predicted \((\d+) bytes", lines[0]).group(1)), lines[0]
+
+
+def test_zero_grad_to_zeros_after_the_step_revises_the_line_at_step_2(tmp_path):
+    """zero_grad(set_to_none=False) after the step is seen only after step 1's line (which assumed PyTorch's
+    default): the zeroed gradients stay alive through every later forward, so at step 2 the line is revised, and
+    the revised peak is the measured one (step 1's was a whole set of gradients short)."""
+    script = _write(tmp_path, ADAM, zero_grad="end")
+    script.write_text(script.read_text().replace("optimizer.zero_grad()", "optimizer.zero_grad(set_to_none=False)"))
+    r = _run(script)
+    assert r.returncode == 0, r.stderr
+    first, _ = _predicted(r.stderr)
+    revised, line = _revised(r.stderr)
+    measured = int(_lines(r.stdout, "MEASURED")[0].split()[1])
+    assert first < revised == measured, line
+    assert "revised at step 2: the script zeroes its gradients in place (zero_grad(set_to_none=False))" in line
+
+
+def test_gradient_accumulation_revises_the_line_at_step_2(tmp_path):
+    """Two forward and backward passes before each optimizer step: the second forward runs with the first one's
+    gradients alive, which step 1's line could not know; the revised line counts both micro-batches."""
+    script = _write(tmp_path, ADAM, zero_grad="end")
+    text = script.read_text().replace("for step in range(3):\n", "for step in range(6):\n").replace(
+        "    optimizer.step()\n    optimizer.zero_grad()\n",
+        "    if step % 2:\n        optimizer.step()\n        optimizer.zero_grad()\n")
+    assert "step % 2" in text
+    script.write_text(text)
+    r = _run(script)
+    assert r.returncode == 0, r.stderr
+    revised, line = _revised(r.stderr)
+    assert revised == int(_lines(r.stdout, "MEASURED")[0].split()[1]), line
+    assert "revised at step 2: the script accumulates 2 forward and backward passes per optimizer step;" in line
+
+
+def test_a_loop_as_step_1_assumed_is_not_revised(tmp_path):
+    r = _run(_write(tmp_path, ADAM, zero_grad="end"))
+    assert r.returncode == 0 and "step 2 of" not in r.stderr, r.stderr
+
+
 def test_autocast_and_adamw_are_estimated_as_the_script_runs_them(tmp_path):
     script = _write(tmp_path, "optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)")
     text = script.read_text().replace("    out = model(x)\n    loss = criterion(out, y)\n",

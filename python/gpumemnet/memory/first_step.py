@@ -55,8 +55,10 @@ from .._core.state import state
 from ..nn.modules._hooks import _global_all, _global_pre_hooks, add_hook
 from ..nn.modules.loss import _Loss
 from ..nn.modules.module import Module, register_module_forward_hook
+from ..optim._step_hooks import register_optimizer_step_post_hook
 from ..optim.optimizer import Optimizer
 from . import _distributed
+from ._output_views import Output as _Output, viewed as _viewed
 from . import estimator as _estimator
 from . import planner as _planner
 from . import stats as _stats
@@ -151,77 +153,6 @@ class _LossCall:
         self.result = weakref.ref(result) if isinstance(result, _C.TensorBase) else None
 
 
-class _Output:
-    """One tensor of a watched model's output: its path in the output, the tensor and its graph node (weakly), and
-    its layout, by which a view of it is still recognised once the output tensor itself is gone
-    (F.cross_entropy(model(x).transpose(1, 2), y): nothing holds the output after the transpose)."""
-    __slots__ = ("path", "ref", "node", "storage", "shape", "stride", "offset", "numel", "contiguous")
-
-    def __init__(self, path, t):
-        self.path, self.ref = path, weakref.ref(t)
-        self.node = weakref.ref(t.grad_fn) if t.grad_fn is not None else None
-        self.storage, self.offset, self.numel = t._storage_id, t.storage_offset(), t.numel()
-        self.shape, self.stride, self.contiguous = tuple(t.shape), tuple(t.stride()), t.is_contiguous()
-
-    def view(self, value):
-        """How tensor value is a view of this output (its storage, and its graph reaches the output's node), to be
-        replayed on the meta output: ("reshape", shape) (out.view(-1, C)), ("permute", dims) (out.transpose(1,
-        2): a reshape would lay it out otherwise, and the loss would copy where the script's does not, or the
-        other way), or ("strided", shape, stride, offset) (a slice); None when it is not one."""
-        if value._storage_id != self.storage or not _derived(value, self.node):
-            return None
-        shape, stride, offset = tuple(value.shape), tuple(value.stride()), value.storage_offset() - self.offset
-        if offset == 0 and value.numel() == self.numel:
-            if self.contiguous and value.is_contiguous():
-                return ("reshape", shape)
-            dims = _permutation(self.shape, self.stride, shape, stride)
-            if dims is not None:
-                return ("permute", dims)
-        return ("strided", shape, stride, offset)
-
-
-def _derived(value, node, hops=4):
-    """Whether value's graph reaches node (a weakref) within `hops` nodes: one node per view op. The storage alone
-    does not say it once the output is gone: its storage id may have been reused."""
-    target = node() if node is not None else None
-    level = [value.grad_fn]
-    for _ in range(hops + 1):
-        if target is None or not level:
-            return False
-        if any(n is target for n in level):
-            return True
-        level = [e[0] for n in level for e in (getattr(n, "_edges", ()) or ()) if e is not None and e[0] is not None]
-    return False
-
-
-def _permutation(shape, stride, vshape, vstride):
-    """dims such that permute(*dims) of a tensor of this shape and stride has vshape and vstride (a size-1 dim's
-    stride does not matter), or None."""
-    if len(shape) != len(vshape):
-        return None
-    free, dims = list(range(len(shape))), []
-    for size, st in zip(vshape, vstride):
-        j = next((j for j in free if shape[j] == size and (stride[j] == st or size == 1)), None)
-        if j is None:
-            return None
-        free.remove(j)
-        dims.append(j)
-    return tuple(dims)
-
-
-def _viewed(o, how):
-    """The meta output o seen as _Output.view said the script's loss saw it."""
-    if not how:
-        return o
-    if how[0] == "reshape":
-        return o.reshape(how[1])
-    if how[0] == "cast":
-        return o.to(how[1])
-    if how[0] == "permute":
-        return o.permute(*how[1])
-    return o.as_strided(how[1], how[2], o.storage_offset() + how[3])
-
-
 class _Call:
     """A root call of a model in training: all the estimate needs, nothing that keeps a tensor alive."""
 
@@ -238,6 +169,20 @@ class _Call:
         self.nodes = []     # weakrefs to the outputs' graph nodes: the graph outlives the output variables
         self.loss = None
         self.zero_grads = 0  # the watcher's count of zero_grad() calls when this forward started
+        # step 2's call estimated again (_Revision): (micro-batches per step, set_to_none, what step 1 assumed)
+        self.revision = None
+
+
+class _Revision:
+    """A model estimated at step 1, watched until step 2's first forward: the line assumed one forward per
+    optimizer step and the set_to_none of the zero_grad() seen by then (or PyTorch's default, True), and the
+    script's loop may show otherwise (gradient accumulation; zero_grad(set_to_none=False) after the step). Then
+    step 2 is estimated again, against the bytes held when step 1 started."""
+
+    def __init__(self, model, held, set_to_none):
+        self.model, self.held, self.set_to_none = weakref.ref(model), held, set_to_none
+        self.forwards = 1   # training forwards since step 1's
+        self.k = None       # forwards per optimizer step, once the first step ran
 
 
 def _spec(value, outputs):
@@ -301,10 +246,12 @@ class _Watcher:
         self.said = weakref.WeakSet()   # classes whose "is not estimated" line was printed
         # zero_grad() calls seen (hooks' zero_grad_called), and the set_to_none of the last one
         self.zero_grads, self.set_to_none = 0, True
+        self.revisions = {}             # id(model) -> _Revision
         # the pre-hook takes the call's keyword arguments too (register_module_forward_pre_hook has no
         # with_kwargs, but the global list takes such an entry as a module's own list does)
         self.handles = [add_hook((_global_pre_hooks, _global_all), self.pre, "register_module_forward_pre_hook",
-                                 with_kwargs=True), register_module_forward_hook(self.post)]
+                                 with_kwargs=True), register_module_forward_hook(self.post),
+                        register_optimizer_step_post_hook(self.stepped)]
 
     def close(self):
         for h in self.handles:
@@ -316,7 +263,11 @@ class _Watcher:
         # a block that checkpoint() recomputes in backward is entered with no module around it: it is part of the
         # step of the model whose forward checkpointed it, not a training step of its own
         if self.broken or len(state.modules) != 1 or _estimator.busy.depth or isinstance(mod, _Loss) or \
-                mod in self.done or state.recomputing:
+                state.recomputing:
+            return
+        if mod in self.done:
+            if id(mod) in self.revisions:
+                self.revision_forward(mod, args, kwargs)
             return
         if not (mod.training and is_grad_enabled()) or not (args or kwargs) or \
                 not any(p.requires_grad for p in mod.parameters()):
@@ -340,6 +291,38 @@ class _Watcher:
         call.zero_grads = self.zero_grads
         with self.lock:
             self.pending[id(mod)] = call
+
+    def revision_forward(self, mod, args, kwargs):
+        """A later training forward of a model estimated at step 1: counted until the optimizer's first step; at
+        step 2's first forward, a call to estimate again when the loop runs otherwise than the line assumed."""
+        rev = self.revisions[id(mod)]
+        if rev.model() is not mod or not (mod.training and is_grad_enabled()):
+            return
+        if rev.k is None:
+            rev.forwards += 1
+            return
+        del self.revisions[id(mod)]
+        args, kwargs = _nones_by_name(mod, args, kwargs)
+        # micro-batches are replayed as one batch of k: keyword tensors (a mask) need not have a batch dim
+        if (rev.k, self.set_to_none) == (1, rev.set_to_none) or not args or _not_replayed(args, kwargs) or \
+                rev.k > 1 and any(isinstance(v, _C.TensorBase) for v in kwargs.values()):
+            return
+        call = _Call(mod, args, kwargs)
+        call.zero_grads, call.held = self.zero_grads, rev.held
+        call.revision = (rev.k, self.set_to_none, rev.set_to_none)
+        with self.lock:
+            self.pending[id(mod)] = call
+
+    @_never_fails
+    def stepped(self, opt, args, kwargs):
+        """An optimizer's step: the first after a model's step-1 estimate says how many forwards a step takes."""
+        if not self.revisions or _estimator.busy.depth:
+            return
+        mine = {id(p) for g in opt.param_groups for p in g["params"]}
+        for rev in list(self.revisions.values()):
+            model = rev.model()
+            if rev.k is None and model is not None and any(id(p) in mine for p in model.parameters()):
+                rev.k = rev.forwards
 
     def zero_grad_called(self, set_to_none):
         """A zero_grad() ran: counted, so that the estimate knows whether the script calls it between its forward
@@ -430,6 +413,8 @@ class _Watcher:
         print(line, file=self.out)
         for r in remedies:
             print(r, file=self.out)
+        if call.revision is None and not self.estimate_only:
+            self.revisions[id(model)] = _Revision(model, call.held, self.set_to_none)
         self.out.flush()
         self.estimated += 1
         if self.estimate_only:
@@ -443,8 +428,15 @@ class _Watcher:
         dist = (world_size, 0, 0, comm_hook) if world_size is not None else (None, 0, None, None)
         opts, used = _optimizers_of(model), []
         loss = call.loss
+        k, to_none, assumed = call.revision or (1, self.set_to_none, self.set_to_none)
+        if call.revision is not None:  # what step 1's line assumed otherwise
+            did = [f"accumulates {k} forward and backward passes per optimizer step"] if k > 1 else []
+            if to_none != assumed:
+                did.append("zeroes its gradients in place (zero_grad(set_to_none=False)): they stay alive through "
+                           "the next forward" if not to_none else "drops its gradients (zero_grad())")
+            note = f"revised at step 2: the script {' and '.join(did)}; " + note
         with _estimator._meta_turn:
-            inputs = [_C.empty(shape, dtype, "meta") for shape, dtype, _ in call.inputs]
+            inputs = [_C.empty((shape[0] * k,) + shape[1:], dtype, "meta") for shape, dtype, _ in call.inputs]
             kwargs = {k: _C.empty(e[1], e[2], "meta") if e[0] == "tensor" else e[1] for k, e in call.kwargs.items()}
             if loss_tensor is None:  # the forward did not finish: the loss is guessed
                 target, loss_fn, loss_name = _guess_loss()
@@ -459,7 +451,7 @@ class _Watcher:
                                            autocast=call.amp, device=dev,
                                            keep_outputs=call.outputs[0].ref() is not None if call.outputs else False,
                                            keep_loss=None if loss_tensor is None else _held_by_script(loss_tensor),
-                                           zero_grad_to_none=self.set_to_none,
+                                           zero_grad_to_none=to_none, accumulation_steps=k,
                                            zero_grad_late=self.zero_grads > call.zero_grads, target_as_is=True,
                                            input_kwargs=kwargs, no_target=loss_tensor is not None, dist=dist)
         if est.outside_tensors:
@@ -470,7 +462,8 @@ class _Watcher:
         shapes = ", ".join([str(s) for s, _, _ in call.inputs] +
                            [f"{k}={e[1]}" for k, e in call.kwargs.items() if e[0] == "tensor"])
         wrapper = f" in DistributedDataParallel over {world_size} rank(s)" if world_size is not None else ""
-        what = (f"gpumemnet run: step 1 of {type(model).__name__}{wrapper} (input {shapes}, loss {loss_name}, "
+        step = 1 if call.revision is None else 2
+        what = (f"gpumemnet run: step {step} of {type(model).__name__}{wrapper} (input {shapes}, loss {loss_name}, "
                 f"{type(opt).__name__ if opt is not None else 'no optimizer'}"
                 f"{', autocast ' + str(call.amp).rsplit('.', 1)[-1] if call.amp is not None else ''}) on {dev}")
         fits = predicted <= capacity
@@ -482,7 +475,9 @@ class _Watcher:
                 f"{_fmt(capacity)}"
                 f"{' (--cap)' if self.cap else ''}: " + ("fits" if fits else
                                                           f"does not fit ({_fmt(predicted - capacity)} over)"))
-        remedies = [] if fits else self.remedies(model, call, est, loss_fn, target, factory, capacity)
+        # a revised line's remedies would plan the micro-batch: step 1's line gave them
+        remedies = [] if fits or call.revision else self.remedies(model, call, est, loss_fn, target, factory,
+                                                                 capacity)
         return line, remedies
 
     def remedies(self, model, call, est, loss_fn, target, factory, capacity):
