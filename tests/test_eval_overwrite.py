@@ -318,3 +318,119 @@ def test_a_parametrized_weight_is_computed_once(device):
     np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(to_np(ours[2].parametrizations.weight[0]._u),
                                theirs[2].parametrizations.weight[0]._u.numpy(), rtol=1e-10, atol=1e-12)
+
+
+# ---- round 15: what else can still see an intermediate ------------------------------------------------------------
+def _both(fn):
+    """fn(lib) under PyTorch and under gpumemnet."""
+    return fn(torch), fn(gm)
+
+
+def _vals(ts):
+    return [np.asarray(t.tolist()) for t in ts]
+
+
+def test_an_instance_forward_and_an_overriding_subclass_are_not_granted():
+    """A forward set on the instance (a LoRA patch adding x @ A @ B to a square Linear, a recorder), a subclass's
+    own __call__ keeping its input, a BatchNorm subclass whose _check_input_dim keeps it: each reads or keeps the
+    input after or beside the layer's own write, so none may be handed the input."""
+    r = np.random.RandomState(9)
+    w, a = r.standard_normal((64, 64)) / 8, r.standard_normal((64, 64)) / 8
+    x0 = r.standard_normal((2048, 64))  # float64: 1 MiB, four slices for the Linear
+
+    def run(L):
+        nn = L.nn
+
+        class Recording(nn.ReLU):
+            def __call__(self, x):
+                self.kept = x
+                return super().__call__(x)
+
+        class Lenient(nn.BatchNorm1d):
+            def _check_input_dim(self, x):
+                self.kept = x
+
+        lin, first = nn.Linear(64, 64).double(), nn.Linear(64, 64).double()
+        with L.no_grad():
+            for m in (lin, first):
+                m.weight.copy_(L.tensor(w)), m.bias.zero_()
+        base = lin.forward
+        lin.forward = lambda x: base(x) + x @ L.tensor(a)  # LoRA-style
+        rec, bn = Recording(), Lenient(64).double().eval()
+        with L.no_grad():
+            out = nn.Sequential(first, lin)(L.tensor(x0))
+            nn.Sequential(first, rec)(L.tensor(x0))
+            nn.Sequential(first, bn)(L.tensor(x0))
+        return _vals([out, rec.kept, bn.kept])
+    for got, want in zip(*reversed(_both(run))):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_a_replaced_functional_sees_pytorchs_calls():
+    """Code that replaces F.silu or F.linear (activation recorders, FLOP counters) sees what it would under
+    PyTorch while the replacement stands: inplace=False, whole batches, and the inputs it keeps intact."""
+    x0 = np.random.RandomState(10).standard_normal((2048, 64))
+
+    def run(L):
+        F, nn, seen = L.nn.functional, L.nn, []
+        silu, linear = F.silu, F.linear
+        F.silu = lambda x, inplace=False: (seen.append((x, inplace)), silu(x, inplace=inplace))[1]
+        F.linear = lambda x, w, b=None: (seen.append((x, None)), linear(x, w, b))[1]
+        try:
+            model = nn.Sequential(nn.Linear(64, 64), nn.SiLU(), nn.Linear(64, 64)).double()
+            with L.no_grad():
+                for p in model.parameters():
+                    p.fill_(0.01)
+                out = model(L.tensor(x0))
+        finally:
+            F.silu, F.linear = silu, linear
+        return [(tuple(x.shape), flag) for x, flag in seen], _vals([out] + [x for x, _ in seen])
+    (calls_t, vals_t), (calls_g, vals_g) = _both(run)
+    assert calls_g == calls_t
+    for got, want in zip(vals_g, vals_t):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    assert not gm.nn.functional.__class__.replaced  # put back: the overwrites are granted again
+
+
+def test_numpy_memory_is_not_overwritten():
+    """A child returning torch.from_numpy(...) over memory a NumPy array holds (a module's table, the caller's
+    input through .numpy(), an array passed to forward directly): the next child must not write into it."""
+    def run(L):
+        nn = L.nn
+
+        class Table(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.table = np.array([[-1.0, 2.0]])
+
+            def forward(self, x):
+                return L.from_numpy(self.table)
+
+        class ViaNumpy(nn.Module):
+            def forward(self, x):
+                return L.from_numpy(x.numpy())
+        t, x, arr = Table(), L.tensor([[-1.0, 2.0]]), np.array([[-1.0, 2.0]])
+        with L.no_grad():
+            nn.Sequential(t, nn.ReLU())(L.zeros(1))
+            nn.Sequential(ViaNumpy(), nn.ReLU())(x)
+            nn.Sequential(nn.Dropout(0.1), nn.ReLU()).eval().forward(L.from_numpy(arr))
+        return t.table.tolist(), x.tolist(), arr.tolist()
+    ref, got = _both(run)
+    assert got == ref == ([[-1.0, 2.0]],) * 3
+
+
+def test_an_expanded_view_reaches_activations_and_batchnorm():
+    """A broadcast (expand) view shares memory between its elements: it is not handed over (SiLU and ReLU raised
+    on it), and the values are PyTorch's."""
+    def run(L):
+        nn = L.nn
+
+        class Broadcast(nn.Module):
+            def forward(self, x):
+                return x.mean((2, 3), keepdim=True).expand(-1, -1, 4, 4)
+        x = L.tensor(np.arange(32.0).reshape(1, 2, 4, 4))
+        with L.no_grad():
+            return [nn.Sequential(Broadcast(), act)(x).tolist()
+                    for act in (nn.SiLU(), nn.ReLU(), nn.BatchNorm2d(2).double().eval())]
+    ref, got = _both(run)
+    np.testing.assert_allclose(np.array(got), np.array(ref), rtol=1e-12)

@@ -25,6 +25,9 @@ Each op family lives in its own module (autograd Function + argument checks + th
                         2-D kernels)
   _functional_grid.py   affine_grid, grid_sample
 """
+import sys
+import types
+
 from ._functional_conv import conv2d, conv_transpose2d, linear  # noqa: F401
 from ._functional_conv1d import conv1d, conv_transpose1d  # noqa: F401
 from ._functional_fold import unfold, fold  # noqa: F401
@@ -50,3 +53,24 @@ from ._functional_extra import *  # noqa: F401,F403
 from ._functional_volumetric import *  # noqa: F401,F403
 from ._functional_grid import *  # noqa: F401,F403
 from ._functional_ctc import ctc_loss  # noqa: F401
+
+
+class _Watched(types.ModuleType):
+    """This module, noticing while code has replaced one of its functions (F.silu = recorder, mock.patch.object(F,
+    ...): activation recorders, calibration observers, FLOP counters). Meanwhile a Sequential under no_grad grants
+    no overwrite (modules/_donation.py): its layers call these functions as PyTorch's do, with inplace=False and
+    the whole batch, so a replacement sees and keeps what it would under PyTorch."""
+    replaced = {}  # name -> the original function, while a replacement stands
+
+    def __setattr__(self, name, value):
+        replaced = type(self).replaced
+        original = replaced.get(name, self.__dict__.get(name))
+        if callable(original):
+            if value is original:  # put back (monkeypatch's undo)
+                replaced.pop(name, None)
+            else:
+                replaced.setdefault(name, original)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Watched

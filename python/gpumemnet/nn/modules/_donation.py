@@ -10,10 +10,15 @@ the overwrite could be seen:
 - it is not the Sequential's own input: the caller may still hold that (and on CPython versions whose call
   arguments are borrowed references, a reference count cannot tell);
 - its reference count is that of an object held by one local variable, and it is the only tensor over its
-  storage (no view of it, no alias saved anywhere, no NumPy array over it);
-- the child's class reads its input once, before writing (it sets `_may_overwrite_input = forward`), and no
-  subclass has overridden that forward, which might read the input again after calling it;
-- the child has no forward hooks and no global ones are registered: a hook may keep the input.
+  storage (no view of it, no alias saved anywhere), the storage is not a NumPy array's (from_numpy: the array
+  still reads it), and no two of its elements share memory (an expand() view);
+- the child's class reads its input once, before writing (it sets `_may_overwrite_input = forward`); a subclass
+  defined outside gpumemnet overrides no method at all (its __call__, its forward, a helper such as BatchNorm's
+  _check_input_dim might keep the input) but __init__ and the like, and the instance has no forward of its own
+  (module.forward = ..., as LoRA patches and recorders set it);
+- the child has no forward hooks and no global ones are registered: a hook may keep the input;
+- no function of nn.functional stands replaced (functional._Watched): a replacement sees the calls PyTorch
+  makes, with inplace=False and whole batches.
 The child takes the grant when it reads it (`granted`); the Sequential clears it after the call whatever
 happens, so an id reused by a later tensor is never found granted.
 
@@ -27,6 +32,8 @@ import sys
 from ... import _C
 from ..._core.autocast import is_autocast_enabled
 from ..._core.state import state
+from .. import functional as _F
+from .module import Module as _Module
 
 
 def _refs_of_a_sole_local():
@@ -43,9 +50,41 @@ def may_overwrite(module, x, global_hooks):
     """Whether module may write its output over x (the rules above; the caller checked grad mode, the reference
     count and that x is not its own input)."""
     cls = type(module)
-    return (getattr(cls, "_may_overwrite_input", None) is cls.forward
+    ok = _classes.get(cls)
+    if ok is None:
+        ok = _classes[cls] = _class_may_overwrite(cls)
+    return (ok and "forward" not in module.__dict__ and not _F.__class__.replaced
             and not (module._forward_pre_hooks or module._forward_hooks or any(global_hooks))
-            and isinstance(x, _C.TensorBase) and x._storage_refs == 1 and not x.requires_grad)
+            and isinstance(x, _C.TensorBase) and x._storage_refs == 1 and not x.requires_grad and not x._borrowed
+            and (x.is_contiguous() or _distinct(x)))
+
+
+_classes = {}  # class -> _class_may_overwrite(class)
+# what a subclass may define and still be granted: none of these sees a forward's input
+_HARMLESS = frozenset(("__init__", "extra_repr", "reset_parameters", "__repr__", "__setstate__", "__getstate__",
+                       "_load_from_state_dict", "__init_subclass__"))
+
+
+def _class_may_overwrite(cls):
+    """Whether a class's modules read their input once, before writing: gpumemnet's classes that say so, and
+    subclasses of them, made elsewhere, that define no other method than _HARMLESS ones."""
+    opted = getattr(cls, "_may_overwrite_input", None)
+    if opted is None or opted is not cls.forward or cls.__call__ is not _Module.__call__:
+        return False
+    return all(c.__module__.startswith("gpumemnet.") or
+               not any(callable(v) or isinstance(v, (staticmethod, classmethod, property))
+                       for k, v in vars(c).items() if k not in _HARMLESS and k != "_may_overwrite_input")
+               for c in cls.__mro__ if issubclass(c, _Module))
+
+
+def _distinct(x):
+    """Whether no two elements of x share memory (a permuted dense tensor: yes; an expand() view: no)."""
+    expected = 1
+    for stride, size in sorted((st, sz) for st, sz in zip(x.stride(), x.shape) if sz != 1):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
 
 
 def grant(x):
