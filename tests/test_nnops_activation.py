@@ -128,8 +128,9 @@ def test_relu_inplace_refusals():
 
 
 def test_activation_errors():
-    with pytest.raises(TypeError, match="relu: input must be a floating point tensor"):
-        F.relu(gm.tensor([1, 2, 3]))
+    # integers: relu / relu6 / hardtanh clamp them as PyTorch's do; silu refuses them, as PyTorch's does
+    with pytest.raises(TypeError, match="silu: input must be a floating point tensor"):
+        F.silu(gm.tensor([1, 2, 3]))
     with pytest.raises(TypeError, match="must be a Tensor"):
         F.sigmoid([1.0, 2.0])
     with pytest.raises(ValueError, match="approximate must be 'none' or 'tanh'"):

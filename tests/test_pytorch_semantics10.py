@@ -44,3 +44,78 @@ def test_attention_backward_under_bf16_autocast(half_inputs):
     assert got[:2] == ref[:2] == (True, True)
     for a, b in zip(got[2:], ref[2:]):
         np.testing.assert_allclose(a, b, rtol=0.05, atol=0.05 * np.abs(b).max())
+
+
+def _overlapping_params(L):
+    """Two parameters over one tensor's memory, a column and a row sharing Z[0, 0] (what parametrize's unsafe
+    right_inverse returning views installs), one of them not contiguous; gradients 1 and 10."""
+    z = L.arange(9.0, dtype=L.float64).reshape(3, 3)
+    p0, p1 = L.nn.Parameter(z[:, 0]), L.nn.Parameter(z[0, :])
+    p0.grad, p1.grad = L.ones(3, dtype=L.float64), L.ones(3, dtype=L.float64) * 10
+    return z, p0, p1
+
+
+@pytest.mark.parametrize("make", [lambda L, ps: L.optim.SGD(ps, lr=1.0), lambda L, ps: L.optim.SGD(ps, lr=1.0,
+                                  momentum=0.9), lambda L, ps: L.optim.Adam(ps, lr=1.0)], ids=["SGD", "momentum", "Adam"])
+def test_a_step_over_parameters_sharing_memory_updates_each_in_turn(make):
+    """The fused step updated the non-contiguous parameter in a copy written back at the end, undoing the other's
+    update of the shared element (SGD: Z[0, 0] = -1 where PyTorch gives -11)."""
+    def run(L):
+        z, p0, p1 = _overlapping_params(L)
+        make(L, [p0, p1]).step()
+        return z.tolist()
+    ref, got = _both(run)
+    np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12)
+
+
+def test_relu_relu6_hardtanh_of_integer_tensors():
+    """PyTorch clamps integer tensors (bounds cast to the type: -0.5 -> 0); gpumemnet refused them."""
+    def run(L):
+        F, out = L.nn.functional, []
+        for dt in (L.int8, L.uint8, L.int32, L.int64):
+            x = L.tensor([0, 2, 9] if dt is L.uint8 else [-3, 2, 9], dtype=dt)
+            y = x.clone()
+            L.nn.ReLU(inplace=True)(y)
+            for f in (L.relu, F.relu6, lambda t: F.hardtanh(t, -0.5, 2.5)):
+                r = f(x)
+                out.append((r.tolist(), str(r.dtype).split(".")[-1]))
+            out.append(y.tolist())
+        return out
+    ref, got = _both(run)
+    assert got == ref
+
+
+def test_a_legacy_dlpack_capsule_round_trip_shares_memory():
+    """torch.utils.dlpack.to_dlpack / from_dlpack (CuPy / JAX-era interop): the capsule's tensor shares the
+    original's memory, for writing too (NumPy marks a legacy import read-only; from_dlpack raised on a capsule)."""
+    def run(L):
+        from importlib import import_module
+        dl = import_module(L.__name__ + ".utils.dlpack")
+        t = L.arange(6.0).reshape(2, 3)[:, 1:]
+        u = dl.from_dlpack(dl.to_dlpack(t))
+        u[0, 0] = 9.0
+        return type(dl.to_dlpack(t)).__name__, u.tolist(), t.tolist()
+    ref, got = _both(run)
+    assert got == ref
+
+
+def test_torch_cuda_random_names_the_generators_functions():
+    names = ("manual_seed", "manual_seed_all", "seed", "seed_all", "initial_seed", "get_rng_state",
+             "get_rng_state_all", "set_rng_state", "set_rng_state_all")
+    assert all(callable(getattr(gm.cuda.random, n)) for n in names)
+    assert all(hasattr(torch.cuda.random, n) for n in names)
+    gm.cuda.random.manual_seed(0)  # a no-op without CUDA, as PyTorch's
+    assert gm.cuda.random.get_rng_state_all() == [] or gm.cuda.device_count() > 0
+
+
+def test_kldivloss_warns_of_its_deprecated_arguments():
+    import warnings
+
+    def run(L):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            loss = L.nn.KLDivLoss(size_average=False)
+        return loss.reduction, [str(x.message) for x in w]
+    ref, got = _both(run)
+    assert got == ref == ("sum", ["size_average and reduce args will be deprecated, please use reduction='sum' "
+                                  "instead."])

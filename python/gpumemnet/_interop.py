@@ -2,6 +2,8 @@
 loads from bytes with it), DLPack (torch.from_dlpack, Tensor.__dlpack__, torch.utils.dlpack) through NumPy, and
 the symbolic-shape types PyTorch code names in isinstance checks (gpumemnet's shapes are always plain ints).
 Layer 2 (a library over the core)."""
+import ctypes
+
 import numpy as np
 
 from ._core.creation import from_numpy
@@ -31,10 +33,41 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
 def from_dlpack(ext_tensor):
     """A CPU tensor sharing the memory of an object that speaks DLPack (a NumPy array, a JAX / CuPy CPU array, a
     PyTorch CPU tensor), through NumPy's DLPack import."""
+    if type(ext_tensor).__name__ == "PyCapsule":  # torch.utils.dlpack.to_dlpack's (the legacy exchange)
+        ext_tensor = _Capsule(ext_tensor)
     if not hasattr(ext_tensor, "__dlpack__"):
         raise RuntimeError(f"from_dlpack received an invalid capsule: a {type(ext_tensor).__name__} has no "
                            f"__dlpack__ (expected an array or tensor that speaks DLPack)")
-    return from_numpy(np.from_dlpack(ext_tensor))
+    array = np.from_dlpack(ext_tensor)
+    if isinstance(ext_tensor, _Capsule) and not array.flags.writeable:
+        array = _writable(array)
+    return from_numpy(array)
+
+
+def _writable(array):
+    """A writable array over a read-only one's memory, keeping it alive: NumPy marks what it imports from a legacy
+    capsule read-only (that DLPack version has no flag to say), where PyTorch's import shares it for writing too.
+    Negative strides: the array as it is (from_numpy then copies it)."""
+    if any(st < 0 for st in array.strides) or array.size == 0:
+        return array
+    span = sum((n - 1) * st for n, st in zip(array.shape, array.strides)) + array.itemsize
+    raw = (ctypes.c_byte * span).from_address(array.__array_interface__["data"][0])
+    raw.owner = array
+    flat = np.frombuffer(raw, dtype=array.dtype)  # (DLPack strides count elements: span is a whole number)
+    return np.lib.stride_tricks.as_strided(flat, array.shape, array.strides, writeable=True)
+
+
+class _Capsule:
+    """A DLPack capsule, as the object NumPy's import takes (one that hands it over): host memory."""
+
+    def __init__(self, capsule):
+        self.capsule = capsule
+
+    def __dlpack__(self, **kwargs):
+        return self.capsule
+
+    def __dlpack_device__(self):
+        return (1, 0)  # kDLCPU, device 0
 
 
 def to_dlpack(tensor):

@@ -152,12 +152,25 @@ def _activation(x, op, inplace, opname, alpha=0.0, beta=0.0):
     return _C.activation(op, x, alpha, None, beta)
 
 
+def _integral(x):
+    """Whether x is an integer tensor (not bool): relu, relu6 and hardtanh take those, as PyTorch's do (a clamp)."""
+    return isinstance(x, _C.TensorBase) and not x.dtype.is_floating_point and x._dtype != 5 and \
+        not getattr(type(x), "_tensor_like", False)
+
+
+def _clamped(x, lo, hi, inplace):
+    lo, hi = (None if v is None else int(v) for v in (lo, hi))  # the bounds in x's type, as the kernel casts them
+    return x.clamp_(lo, hi) if inplace else x.clamp(lo, hi)
+
+
 def relu(input, inplace=False):
+    if _integral(input):
+        return _clamped(input, 0, None, inplace)
     return _activation(input, RELU, inplace, "relu")
 
 
 def relu_(input):
-    return _activation(input, RELU, True, "relu")
+    return relu(input, True)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
@@ -224,6 +237,8 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     lo, hi = _number(min_val, "hardtanh", "min_val"), _number(max_val, "hardtanh", "max_val")
     if lo > hi:
         raise ValueError(f"hardtanh: min_val cannot be greater than max_val (got min_val={lo}, max_val={hi})")
+    if _integral(input):
+        return _clamped(input, lo, hi, inplace)
     return _activation(input, HARDTANH, inplace, "hardtanh", lo, hi)
 
 
@@ -233,6 +248,8 @@ def hardtanh_(input, min_val=-1.0, max_val=1.0):
 
 def relu6(input, inplace=False):
     """hardtanh(input, 0, 6), as PyTorch computes it (its gradient node is a HardtanhBackward too)."""
+    if _integral(input):
+        return _clamped(input, 0, 6, inplace)
     return _activation(input, HARDTANH, inplace, "relu6", 0.0, 6.0)
 
 

@@ -157,6 +157,7 @@ def host_memory_stats():
 
 from . import amp  # noqa: E402,F401  (torch.cuda.amp's spelling: gm.cuda.amp.autocast, gm.cuda.amp.GradScaler)
 from . import nvtx  # noqa: E402,F401  (profiler ranges: no-ops)
+from . import random  # noqa: E402,F401  (torch.cuda.random.manual_seed: the generator's functions again)
 from .graphs import *  # noqa: E402,F401,F403  (CUDA graphs: the names, refused)
 from .._core.legacy_types import CUDA as _LEGACY  # noqa: E402
 

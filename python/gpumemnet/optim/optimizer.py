@@ -90,22 +90,30 @@ def _tensor_kind(x):
 def _rounds(group):
     """Run _step_group over `group` once per round: one round with each parameter once, then, for a parameter the
     group lists k times (itertools.chain over modules that share a block: PyTorch-GAN's UNIT), k - 1 more rounds of
-    such parameters alone, as PyTorch's step updates them once per listing. group["params"] holds each round's list
-    while it runs and is put back after."""
+    such parameters alone, as PyTorch's step updates them once per listing. Parameters that share memory, one of
+    them not contiguous (parametrize's unsafe right_inverse returning views of one tensor), take a round each: the
+    fused step updates such a parameter in a copy written back at the end, which would undo an update of the memory
+    they share. group["params"] holds each round's list while it runs and is put back after."""
     params = group["params"]
     count = {}
     for p in params:
         count[id(p)] = count.get(id(p), 0) + 1
     if len(count) == len(params):
-        yield group
-        return
-    try:
+        if len({p._storage_id for p in params}) == len(params) or all(p.is_contiguous() for p in params):
+            yield group
+            return
+        rounds = [[p] for p in params]
+    else:
+        rounds = []
         for k in range(max(count.values())):
             seen, listed = set(), []
             for p in params:
                 if count[id(p)] > k and id(p) not in seen:
                     seen.add(id(p))
                     listed.append(p)
+            rounds.append(listed)
+    try:
+        for listed in rounds:
             group["params"] = listed
             yield group
     finally:

@@ -89,7 +89,7 @@ class KLDivLoss(Module):
     def __init__(self, size_average=None, reduce=None, reduction="mean", log_target=False):
         super().__init__()
         if size_average is not None or reduce is not None or reduction != "batchmean":
-            reduction = check_reduction(reduction, size_average, reduce)
+            reduction = check_reduction(_legacy(reduction, size_average, reduce, stacklevel=3))
         self.reduction = reduction
         self.log_target = log_target
 
