@@ -241,6 +241,7 @@ static int saved_traverse(GMSaved *s, visitproc visit, void *arg) {
 }
 
 static int saved_clear(GMSaved *s) {
+    if (!s->unpack && s->packed) ((GMTensor *)s->packed)->storage->saved--; /* the alias is kept no more */
     Py_CLEAR(s->packed);
     Py_CLEAR(s->unpack);
     return 0;
@@ -286,6 +287,7 @@ static PyObject *saved_make(GMTensor *t) {
     } else {
         Py_XDECREF(hooks);
         s->packed = alias;
+        t->storage->saved++;
     }
     return (PyObject *)s;
 fail_alias:

@@ -129,6 +129,8 @@ typedef struct {
     int64_t version;  /* bumped by every in-place write; autograd checks it */
     gm_index_summary idx;
     int inference;    /* made under inference_mode(): its tensors are PyTorch's inference tensors */
+    Py_ssize_t saved; /* of refcount, the aliases autograd keeps for a backward (no pack hook): not views a
+                       * user holds (copy_ of a value requiring grad may write here, as PyTorch's may) */
 } gm_storage;
 
 gm_storage *gm_storage_new(gm_device dev, size_t nbytes); /* NULL + exception */

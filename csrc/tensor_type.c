@@ -194,6 +194,9 @@ static PyObject *get_version(GMTensor *self, void *c) { return PyLong_FromLongLo
 static PyObject *get_storage_id(GMTensor *self, void *c) { return PyLong_FromVoidPtr(self->storage); }
 static PyObject *get_storage_nbytes(GMTensor *self, void *c) { return PyLong_FromSize_t(self->storage->nbytes); }
 static PyObject *get_storage_refs(GMTensor *self, void *c) { return PyLong_FromLongLong((long long)self->storage->refcount); }
+static PyObject *get_saved_refs(GMTensor *self, void *c) {
+    return PyLong_FromLongLong((long long)self->storage->saved);
+}
 static PyObject *get_borrowed(GMTensor *self, void *c) { return PyBool_FromLong(self->storage->borrowed != NULL); }
 static PyObject *get_data_ptr(GMTensor *self, void *c) { return PyLong_FromVoidPtr(gm_tensor_data(self)); }
 static PyObject *get_alloc_serial(GMTensor *self, void *c) {
@@ -318,6 +321,8 @@ static PyGetSetDef tensor_getset[] = {
     {"_storage_id", (getter)get_storage_id, NULL, "Identity of the storage (equal for views).", NULL},
     {"_storage_nbytes", (getter)get_storage_nbytes, NULL, "Bytes of the storage.", NULL},
     {"_storage_refs", (getter)get_storage_refs, NULL, "Tensors (views, saved aliases) sharing the storage.", NULL},
+    {"_saved_refs", (getter)get_saved_refs, NULL, "Of _storage_refs, the aliases autograd keeps for a backward.",
+     NULL},
     {"_borrowed", (getter)get_borrowed, NULL, "True when the memory is a NumPy array's (from_numpy), which that "
      "array still reads and writes.", NULL},
     {"_data_ptr", (getter)get_data_ptr, NULL, "Address of the first element.", NULL},

@@ -119,3 +119,25 @@ def test_kldivloss_warns_of_its_deprecated_arguments():
     ref, got = _both(run)
     assert got == ref == ("sum", ["size_average and reduce args will be deprecated, please use reduction='sum' "
                                   "instead."])
+
+
+def test_copy_of_a_value_requiring_grad_into_a_tensor_saved_for_backward():
+    """torch_optimizer's Apollo(weight_decay > 0): a tensor an earlier product saved takes copy_ of a value that
+    requires grad. PyTorch allows it (the tensor joins the graph); the saved alias is not a view a user holds,
+    and the backward through the earlier product is then refused, as PyTorch refuses it."""
+    def run(L):
+        p = L.ones(3, requires_grad=True)
+        d = L.zeros(3)
+        g = L.ones(3) * p
+        g.mul_(d)  # saves d
+        d.copy_(p * 2)
+        out = [d.requires_grad, d.tolist()]
+        try:
+            g.sum().backward()
+            out.append("ran")
+        except RuntimeError:
+            out.append("RuntimeError")
+        d.sum().backward()
+        return out + [p.grad.tolist()]
+    ref, got = _both(run)
+    assert got == ref == [True, [2.0, 2.0, 2.0], "RuntimeError", [2.0, 2.0, 2.0]]
