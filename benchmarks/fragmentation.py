@@ -21,6 +21,8 @@ MiB = 1 << 20
 def case(device, mode):
     """The figures of the case on device under mode ('caching' or 'expandable'): a dict."""
     import gpumemnet as gm
+    if device == "meta":  # meta stands for a GPU here: its OOM advice is CUDA's (expandable segments)
+        gm._C._set_meta_target("cuda")
     gm.memory.set_allocator(mode, device=device)
     base, base_alloc = gm.memory.memory_reserved(device), gm.memory.memory_allocated(device)
     gm.memory.set_limit(device, base + 60 * MiB)

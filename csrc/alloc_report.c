@@ -4,6 +4,7 @@
  * (allocator.h): gm_oom_snapshot copies the figures out of the allocator while the lock is held and touches no
  * Python object; gm_oom_raise makes the exception from the copy after the lock is released. */
 #include "allocator.h"
+#include "meta_target.h"
 
 #ifdef GM_WITH_CUDA
 int gm_cuda_mem_info(int i, size_t *free_bytes, size_t *total); /* cuda.c */
@@ -88,7 +89,8 @@ static int oom_suggestions(const gm_allocator *A, size_t nbytes, size_t cached, 
      * error): with the room left under the cap they would hold the request, but no free block does. */
     size_t cap = A->limit ? A->limit : A->capacity, reserved = (size_t)A->reserved.current;
     size_t headroom = cap > reserved ? cap - reserved : 0;
-    int vmm = A->dev.type == GM_DEV_CUDA || A->dev.type == GM_DEV_META;
+    /* meta offers expandable segments where it stands for CUDA (an estimate for the CPU: the CPU's advice) */
+    int vmm = A->dev.type == GM_DEV_CUDA || gm_meta_as_cuda(A->dev);
     if (largest < nbytes && cached + headroom >= nbytes && cached > 0 && !A->expandable) {
         char c[32], l[32];
         s[n].share = (double)cached / used;

@@ -224,3 +224,17 @@ def _replay(captured):
     else:
         with autocast(device, dtype):
             yield
+
+
+@contextlib.contextmanager
+def suspended():
+    """No autocast region at all while it runs, not even an outer one's cache of cast weights (an estimate made
+    inside the caller's region runs its own regions as a script's: each one's cache dies with it); the caller's
+    state is back after."""
+    s = _state
+    saved = (s.enabled, s.device, s.dtype, s.depth, s.cache)
+    s.enabled, s.device, s.dtype, s.depth, s.cache = False, None, None, 0, {}
+    try:
+        yield
+    finally:
+        s.enabled, s.device, s.dtype, s.depth, s.cache = saved

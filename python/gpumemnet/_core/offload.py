@@ -24,6 +24,7 @@ import weakref
 
 from .. import _C
 from .autograd import graph
+from .autocast import _state as _amp_state
 
 __all__ = ["host_device", "host_empty", "copy_to_host", "copy_to_host_async", "copy_to_device", "to_host", "to_device",
            "bytes_moved", "bytes_overlapped", "reset_bytes_moved", "save_on_cpu"]
@@ -58,8 +59,11 @@ def reset_bytes_moved():
 
 def host_device(device):
     """The device a host copy of a tensor on `device` is made on: "cpu" for CUDA, "meta" (counted as "meta-host")
-    for meta, None for the CPU (nothing to offload)."""
+    for meta, None for the CPU (nothing to offload), and for meta standing for the CPU in an estimate (whose
+    offload then does nothing, as the CPU's does)."""
     kind = device.split(":")[0]
+    if kind == "meta" and _amp_state.meta_stands_for == "cpu":
+        return None
     return {"cuda": "cpu", "meta": "meta"}.get(kind)
 
 

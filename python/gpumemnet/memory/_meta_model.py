@@ -14,7 +14,7 @@ from .._core.autograd import AccumulateGrad, no_grad
 from .._core.complex import ComplexTensor
 from .._core.dtype import as_dtype
 from .._core.scope import category
-from ..nn.modules._hooks import drop_user_hooks
+from ..nn.modules._hooks import drop_user_hooks, user_hooks
 from ..nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 from ..nn.parameter import Parameter
 from . import stats as _memory
@@ -53,6 +53,17 @@ class LayerRow:
         return (f"LayerRow({self.path!r}, {self.type}, {self.output_shape}, params={self.params}, "
                 f"kept={self.kept})")
 
+
+
+HOOKS_NOTE = ("the model's {n} hook(s) (forward hooks of its modules, gradient hooks of its parameters) do not run "
+              "in the estimate, which runs a copy: what they allocate (a new output, a clamped gradient) is not "
+              "counted")
+
+
+def hooks_left_out(model):
+    """The script's hooks on model's modules and parameters, which its meta copy runs without."""
+    return sum(user_hooks(m) for m in model.modules()) + \
+        sum(1 for p in model.parameters() for h in (p._hooks or ()) if not getattr(h, "retains_grad", False))
 
 
 def _meta_copy(model, device=None, param_dtype=None):

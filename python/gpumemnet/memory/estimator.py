@@ -35,9 +35,10 @@ import numpy as np
 
 from .. import _C
 from .. import cuda
-from .._core.autocast import autocast as _autocast, set_meta_stands_for
+from .._core.autocast import (autocast as _autocast, get_autocast_dtype, is_autocast_enabled,
+                              set_meta_stands_for, suspended)
 from .._core import offload as _offload
-from .._core.autograd import no_grad
+from .._core.autograd import enable_grad, no_grad
 from .._core.dtype import DTYPES, as_dtype, device_str
 from .._core.scope import category
 from .._core.state import state
@@ -49,7 +50,8 @@ from . import stats as _memory
 from ._meta_model import LayerRow  # noqa: F401  (public here, as before the split)
 from ._meta_model import (_LayerRecorder, _cat, _check_scalar_loss, _call_loss, _input_specs, _levels,
                           _made_up_target, _meta_copy, _meta_like, _nullctx, _release, _shape_text, cut_outside,
-                          reads_outside, reads_values, sequence_now, tensors_in, warning_filter)
+                          reads_outside, reads_values, sequence_now, tensors_in, warning_filter, HOOKS_NOTE,
+                          hooks_left_out)
 
 __all__ = ["Estimate", "LayerRow", "estimate"]
 
@@ -349,7 +351,11 @@ def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, 
     allocates (fp16_compress_hook's half-size copy of each bucket) is counted; needs world_size."""
     model, world_size, comm_hook = _distributed.unwrap(model, world_size, comm_hook)
     world_size, zero, ranks = _distributed.check(world_size, zero, rank)
-    with _meta_turn, _meta_mode_like(device):
+    if autocast is None and is_autocast_enabled():
+        # called inside the caller's autocast region (the OOM explainer of a forward under autocast): the step a
+        # script runs there, its forward and loss in the region (not the estimate's own work)
+        autocast = get_autocast_dtype()
+    with _meta_turn, _meta_mode_like(device), _caller_modes_off():
         ests = [_estimate(model, input_shape, loss_fn, optimizer, batch_size, target, autocast, checkpoint_segments,
                           accumulation_steps, device, limit, dist=(world_size, zero, r, comm_hook),
                           save_on_cpu=save_on_cpu, param_dtype=param_dtype,
@@ -359,6 +365,14 @@ def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, 
     worst = max(ests, key=lambda e: e.total)
     worst.per_rank = [e.total for e in ests]
     return worst
+
+
+@contextlib.contextmanager
+def _caller_modes_off():
+    """The step replayed as a script runs it whatever mode the caller is in: grad on (an estimate made in a
+    validation block under no_grad), the caller's autocast off (estimate(autocast=) sets the step's own)."""
+    with enable_grad(), suspended():
+        yield
 
 
 @contextlib.contextmanager
@@ -546,7 +560,7 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         _memory.reset_peak_memory_stats(_memory.META_HOST)
         _offload.reset_bytes_moved()
         before = _memory.memory_stats(META)
-        notes = []
+        notes = [HOOKS_NOTE.format(n=n)] if (n := hooks_left_out(model)) else []
         base = before["allocated"]["current"]
         base_cat = {c: v["current"] for c, v in before["by_category"].items()}
         # Steps until one repeats the one before: the first creates the optimizer's state (lazily, in its step),

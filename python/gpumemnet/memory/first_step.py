@@ -446,7 +446,7 @@ class _Watcher:
             # The script's zero_grad() between this forward and its backward (a no-op in step 1) leaves the last
             # step's gradients alive through every later forward; before the forward or after the step, it does
             # not. Not seen yet (it may come after the step): the latter.
-            with _factories_on_meta(dev):
+            with _factories_on_meta(dev), _estimator._caller_modes_off():
                 est = _estimator._estimate(model, inputs, loss_fn=loss_fn, optimizer=factory, target=target,
                                            autocast=call.amp, device=dev,
                                            keep_outputs=call.outputs[0].ref() is not None if call.outputs else False,
@@ -456,6 +456,9 @@ class _Watcher:
                                            input_kwargs=kwargs, no_target=loss_tensor is not None, dist=dist)
         if est.outside_tensors:
             note += _estimator.OUTSIDE_NOTE.format(n=est.outside_tensors) + "; "
+        hooks = _estimator.hooks_left_out(model)
+        if hooks:
+            note += _estimator.HOOKS_NOTE.format(n=hooks) + "; "
         opt = used[0] if used else None
         capacity = self.cap or _stats.get_limit(dev) or _stats.capacity(dev)
         predicted = call.held + est.peak

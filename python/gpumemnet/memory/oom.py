@@ -76,6 +76,16 @@ def _need(est, training):
     return est.total if training else est.inference_total
 
 
+class Prediction(tuple):
+    """(remedy, predicted peak, saving) as before; .fits: whether the step ran on meta under the limit (which caps
+    the allocator's segments, not the bytes in them), None where no such run was made (the peak is over it)."""
+
+    def __new__(cls, text, peak, saving, fits=None):
+        self = super().__new__(cls, (text, peak, saving))
+        self.fits = fits
+        return self
+
+
 def _dominant_linear(model, est):
     """(path, Linear, channels) of a Linear holding most of the parameters and fed by a flattened (N, C, H, W)
     map (the leaf called before it output one with C*H*W == in_features), or None."""
@@ -178,11 +188,13 @@ def _walk(root, path):
 
 
 @_estimate.holding_meta  # its meta forward (_blocks) and estimates, as one turn on the meta device
-def predict(model, x, training=None):
+def predict(model, x, training=None, limit=None):
     """[(remedy, predicted peak, saving)] for running `model` on an input like `x` (a Tensor or a shape, first
     dim the batch), largest saving first, and the baseline's predicted need; only remedies that save at least
     MIN_SHARE of the need.
-    training: a training step (default: model.training and grad mode on) or a forward only."""
+    training: a training step (default: model.training and grad mode on) or a forward only. limit: the device's
+    limit; a remedy whose peak is under it runs on meta under it too (Prediction.fits), as its segments may not
+    fit where its bytes would."""
     if training is None:
         training = model.training and is_grad_enabled()
     if isinstance(x, _C.TensorBase):
@@ -205,9 +217,34 @@ def predict(model, x, training=None):
             continue
         peak = _need(est, training)
         if need - peak >= need * MIN_SHARE:
-            preds.append((text, peak, need - peak))
+            preds.append(Prediction(text, peak, need - peak, _runs_under(variant, shape, dev, kw, limit)
+                                    if limit is not None and peak <= limit else None))
     preds.sort(key=lambda p: -p[2])
     return preds, need
+
+
+def _runs_under(model, shape, dev, kw, limit):
+    """Whether the step runs on meta under `limit` (the allocator's segments, which a limit caps, fit too)."""
+    try:
+        _estimate.estimate(model, shape, device=dev, limit=limit, **kw)
+    except _C.OutOfMemoryError:
+        return False
+    except Exception:
+        return None
+    return True
+
+
+def _fits(p, limit):
+    fits = getattr(p, "fits", None)
+    return p[1] <= limit if fits is None else fits
+
+
+def _verdict(p, limit):
+    if _fits(p, limit):
+        return f"fits the {_fmt(limit)}"
+    if p[1] <= limit:
+        return f"does not fit the {_fmt(limit)}: the allocator's segments for it do not"
+    return f"still {_fmt(p[1] - limit)} over the {_fmt(limit)}"
 
 
 def _plan_for(model, shape, limit):
@@ -251,8 +288,8 @@ def _explanation(model, shape, training, limit):
     if hit is not None and hit[0]() is model:
         return hit[1]
     with enable_grad():  # the failing call may run under no_grad; an estimate's step needs its graph
-        preds, need = predict(model, shape, training)
-    fitting = [p for _, p, _ in preds if p <= limit]
+        preds, need = predict(model, shape, training, limit)
+    fitting = [p for p in preds if _fits(p, limit)]
     plan = _plan_for(model, shape, limit) if training and not fitting and len(shape) >= 1 else None
     if len(_explained) >= _EXPLAINED_MAX:
         _explained.pop(next(iter(_explained)))
@@ -286,14 +323,14 @@ def attach(exc, model, args):
         limit = _stats.get_limit(dev) or _stats.capacity(dev)
         preds, need, exc.plan = _explanation(model, shape, training, limit)
         exc.predictions = list(preds)
-        fitting = [p for _, p, _ in preds if p <= limit]
+        fitting = [p for p in preds if _fits(p, limit)]
         if (preds or exc.plan) and exc.args and isinstance(exc.args[0], str):
             what = (f"one training step (Adam, loss = output.sum()) of {type(model).__name__} on a batch of "
                     f"{shape[0]}" if training else f"one forward without a graph of a batch of {shape[0]}")
-            lines = [f"\n  predicted by meta runs of {what}: it needs {_fmt(need)}; with"]
-            lines += [f"    - {t}: predicted peak {_fmt(p)} (saves {_fmt(s)}): "
-                      + (f"fits the {_fmt(limit)}" if p <= limit else f"still {_fmt(p - limit)} over the {_fmt(limit)}")
-                      for t, p, s in preds]
+            held = f" (its allocator segments do not fit the {_fmt(limit)})" if need <= limit else ""
+            lines = [f"\n  predicted by meta runs of {what}: it needs {_fmt(need)}{held}; with"]
+            lines += [f"    - {p[0]}: predicted peak {_fmt(p[1])} (saves {_fmt(p[2])}): " + _verdict(p, limit)
+                      for p in preds]
             if training and not fitting:
                 lines.append(_plan_text(exc.plan, limit))
             exc.args = (exc.args[0] + "\n".join(lines),) + exc.args[1:]

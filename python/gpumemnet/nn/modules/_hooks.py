@@ -184,6 +184,12 @@ def drop_user_hooks(module):
     refresh_has_hooks(module)
 
 
+def user_hooks(module):
+    """How many of module's own hooks (not its children's) are the script's: the ones drop_user_hooks removes."""
+    return sum(1 for name in ("_forward_pre_hooks", "_forward_hooks", "_backward_hooks", "_backward_pre_hooks")
+               for e in (getattr(module, name, None) or ()) if not _is_ours(_fn(e)))
+
+
 def _is_ours(fn):
     owner = getattr(fn, "__module__", None) or type(fn).__module__
     return owner.startswith("gpumemnet.") or type(fn).__module__.startswith("gpumemnet.")
