@@ -125,7 +125,8 @@ def _combine_product(input, a, b, beta, alpha, op, inplace):
     PyTorch's GEMM accumulates and scales in float32 (rounding the product first differed from it in a quarter of
     the elements: GPT-2's Conv1D under bf16)."""
     if input._dtype in (2, 3) and a._dtype == b._dtype == input._dtype:
-        out = _combine(input.float(), a.float().matmul(b.float()), beta, alpha, op).to(input.dtype)
+        # (_matmul: under autocast a float32 matmul would be lowered again, the product rounded first)
+        out = _combine(input.float(), _matmul(a.float(), b.float()), beta, alpha, op).to(input.dtype)
         return input.copy_(out) if inplace else out
     return _combine(input, a.matmul(b), beta, alpha, op, inplace)
 
@@ -233,8 +234,8 @@ def _addbmm(input, batch1, batch2, beta, alpha, op="addbmm", inplace=False):
     # (n, b*k) @ (b*k, p): the batch sum done by the one matmul
     b, n, k = batch1.shape
     p = batch2.shape[2]
-    prod = batch1.permute(1, 0, 2).reshape(n, b * k).matmul(batch2.reshape(b * k, p))
-    return _combine(input, prod, beta, alpha, op, inplace)
+    return _combine_product(input, batch1.permute(1, 0, 2).reshape(n, b * k), batch2.reshape(b * k, p), beta,
+                            alpha, op, inplace)
 
 
 def _deprecated_overloads(function_form):

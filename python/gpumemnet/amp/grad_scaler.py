@@ -71,7 +71,11 @@ class GradScaler:
             return outputs
         self._scaled = True
         if isinstance(outputs, _C.TensorBase):
-            return outputs * self._scale
+            # by a 0-d float32 tensor, as PyTorch's: a float16 or bfloat16 0-d loss becomes float32 (a Python number
+            # would keep it in float16, where 65536 x loss overflows), a batch of outputs keeps its dtype
+            scale = _C.empty((), 0, outputs._device)  # dtype code 0: float32
+            _C.fill_(scale, self._scale)
+            return outputs * scale
         if isinstance(outputs, (list, tuple)):
             return type(outputs)(self.scale(o) for o in outputs)
         raise TypeError(f"GradScaler.scale: expected a tensor or a list/tuple of tensors, got "
