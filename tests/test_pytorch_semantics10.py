@@ -208,3 +208,86 @@ def test_grad_scaler_scales_by_a_0d_float32_tensor():
         return str(a.dtype).split(".")[-1], a.item(), str(b.dtype).split(".")[-1], b.tolist()
     ref, got = _both(run)
     assert got == ref == ("float32", 196608.0, "bfloat16", [32768.0, 131072.0])
+
+
+def test_finfo_of_complex_dtypes_is_that_of_their_parts():
+    """pykeen's ComplEx / RotatE ask torch.finfo(complex64): PyTorch answers for float32."""
+    def run(L):
+        return [(L.finfo(d).dtype, L.finfo(d).eps, L.finfo(d).bits, L.finfo(d).max)
+                for d in (L.complex64, L.complex128)]
+    ref, got = _both(run)
+    assert got == ref
+
+
+def test_make_subclass_makes_tensor_and_parameter_subclasses():
+    """Tensor._make_subclass(cls, data, require_grad) (geoopt's ManifoldTensor / ManifoldParameter)."""
+    def run(L):
+        class Tagged(L.Tensor):
+            def __new__(cls, data, tag=None, requires_grad=False):
+                inst = L.Tensor._make_subclass(cls, data, requires_grad)
+                inst.tag = tag
+                return inst
+
+        class MyParam(L.nn.Parameter):
+            def __new__(cls, data, flag=1):
+                p = L.Tensor._make_subclass(cls, data, True)
+                p.flag = flag
+                return p
+        data = L.arange(3.0)
+        x = Tagged(data, tag="hello", requires_grad=True)
+        (x * 2).sum().backward()
+        m = L.nn.Linear(2, 2)
+        m.w2 = MyParam(L.ones(2))
+        x.detach()[0] = 7.0  # an alias of data, as PyTorch's
+        return (type(x).__name__, x.tag, x.requires_grad, isinstance(x, L.Tensor), x.grad.tolist(), data.tolist(),
+                [n for n, _ in m.named_parameters()], m.w2.flag, isinstance(m.w2, L.nn.Parameter))
+    ref, got = _both(run)
+    assert got == ref
+
+
+def test_private_init_helpers_and_concat_dataset_cumsum():
+    """mup imports nn.init._no_grad_fill_ and friends; avalanche calls ConcatDataset.cumsum (and older code reads
+    cummulative_sizes, with PyTorch's FutureWarning)."""
+    import warnings
+
+    def run(L):
+        I, data = L.nn.init, L.utils.data
+        w = L.empty(2, 3, requires_grad=True)
+        I._no_grad_fill_(w, 0.5)
+        z = L.ones(2)
+        I._no_grad_zero_(z)
+        a, b = data.TensorDataset(L.arange(3)), data.TensorDataset(L.arange(5))
+        c = data.ConcatDataset([a, b])
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            sizes = c.cummulative_sizes
+        return (w.tolist(), w.requires_grad, z.tolist(), data.ConcatDataset.cumsum([a, b]), sizes,
+                [type(x.message).__name__ for x in caught], c[4][0].item())
+    ref, got = _both(run)
+    assert got == ref
+
+
+def test_pytorch_module_paths_of_classes_kept_elsewhere(tmp_path):
+    """`from torch.optim.adamax import Adamax` (pykeen), `from torch.nn.modules.flatten import Flatten`
+    (avalanche), torch.distributed.distributed_c10d: the modules PyTorch has, run under the alias."""
+    import os
+    import subprocess
+    import sys
+    script = tmp_path / "paths.py"
+    script.write_text("""import importlib, torch
+pairs = [("optim.adamw", "AdamW"), ("optim.adamax", "Adamax"), ("optim.asgd", "ASGD"), ("optim.nadam", "NAdam"),
+         ("optim.radam", "RAdam"), ("nn.modules.flatten", "Unflatten"), ("nn.modules.upsampling", "Upsample"),
+         ("nn.modules.fold", "Fold"), ("nn.modules.distance", "PairwiseDistance"),
+         ("nn.modules.channelshuffle", "ChannelShuffle")]
+for mod, cls in pairs:
+    top = torch
+    for part in mod.split(".")[:-1]:
+        top = getattr(top, part)
+    print(mod, getattr(importlib.import_module("torch." + mod), cls) is getattr(top, cls))
+print(importlib.import_module("torch.distributed.distributed_c10d").is_initialized())
+""")
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(gm.__file__)))
+    outs = [subprocess.run([sys.executable, *pre, str(script)], capture_output=True, text=True, env=env,
+                           timeout=300) for pre in ([], ["-m", "gpumemnet", "run", "--no-estimate"])]
+    assert all(o.returncode == 0 for o in outs), outs[1].stderr
+    assert outs[1].stdout == outs[0].stdout and outs[0].stdout.count(" True") == 10

@@ -34,6 +34,12 @@ _RENAMED = {f"torch.{name}": f"gpumemnet.compat.{name}"
             for name in ("jit", "hub", "ops", "library", "fx", "compiler", "version", "_custom_ops", "_dynamo",
                          "_inductor", "onnx", "ao", "_subclasses")}
 _RENAMED["torch._C"] = "gpumemnet.compat._torch_c"
+# PyTorch modules whose classes gpumemnet keeps in a module of another name: the package that exports them
+# (`from torch.optim.adamax import Adamax`: pykeen; `from torch.nn.modules.flatten import Flatten`: avalanche)
+_MOVED = {**{f"torch.optim.{name}": "gpumemnet.optim" for name in ("adamw", "adamax", "asgd", "nadam", "radam")},
+          **{f"torch.nn.modules.{name}": "gpumemnet.nn.modules"
+             for name in ("flatten", "upsampling", "fold", "distance", "channelshuffle")},
+          "torch.distributed.distributed_c10d": "gpumemnet.distributed"}
 
 # What `torch.__version__` says under the alias: the PyTorch release whose API gpumemnet follows (scripts and
 # torchvision compare it), marked as gpumemnet's in PEP 440's local part so that nobody mistakes it for PyTorch.
@@ -69,6 +75,8 @@ def missing_names():
 
 def _gm_name(torch_name):
     """gpumemnet's module for a torch module name, or None when gpumemnet has no such module."""
+    if torch_name in _MOVED:
+        return _MOVED[torch_name]
     top = ".".join(torch_name.split(".")[:2])
     if top in _RENAMED:  # torch.jit.annotations -> gpumemnet.compat.jit.annotations
         name = _RENAMED[top] + torch_name[len(top):]

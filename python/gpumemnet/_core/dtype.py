@@ -178,6 +178,8 @@ class finfo:
 
     def __init__(self, type=None):
         type = _default[0] if type is None else type
+        if isinstance(type, dtype) and type.is_complex:  # a complex dtype's parts: PyTorch's answer
+            type = {4: float16, 8: float32}.get(type.itemsize, float64)
         if not isinstance(type, dtype) or not type.is_floating_point:
             raise TypeError(f"finfo: expected a floating-point dtype, got {type!r}")
         self.dtype = type.name

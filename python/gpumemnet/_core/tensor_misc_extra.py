@@ -438,6 +438,25 @@ class ExtraMethods:
         """Whether this is a view of another tensor (that still lives: Tensor._base, csrc/tensor_views.c)."""
         return self._base is not None
 
+    @staticmethod
+    def _make_subclass(cls, data, require_grad=False, dispatch_sizes_strides_policy=None, dispatch_device=False,
+                       dispatch_layout=False, _extra_dispatch_keys=None, storage_size=None):
+        """PyTorch's Tensor._make_subclass(cls, data, require_grad): a detached alias of data (no copy) as an
+        instance of cls (geoopt's ManifoldTensor, a Tensor subclass's __new__). For a subclass of nn.Parameter,
+        which is no Tensor class here (nn/parameter.py), a parameter: the Tensor flagged as one."""
+        if not isinstance(data, _C.TensorBase):
+            raise TypeError(f"_make_subclass: data must be a Tensor, got {type(data).__name__}")
+        if getattr(cls, "_makes_parameter", False):
+            t = data._as_strided(data.shape, data._strides, data._offset)
+            t.requires_grad = bool(require_grad)
+            t._is_param, t._category = True, "parameter"
+            return t
+        if not isinstance(cls, type) or not issubclass(cls, _C.TensorBase):
+            raise TypeError(f"_make_subclass: cls must be a subclass of Tensor, got {cls!r}")
+        t = data.detach().as_subclass(cls)
+        t.requires_grad_(bool(require_grad))
+        return t
+
     def stft(self, *args, **kwargs):
         """torch.stft(self, ...) (gpumemnet.fft)."""
         return hooks.get("fft").stft(self, *args, **kwargs)

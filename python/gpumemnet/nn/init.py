@@ -313,3 +313,24 @@ kaiming_uniform = _make_deprecate(kaiming_uniform_)
 kaiming_normal = _make_deprecate(kaiming_normal_)
 orthogonal = _make_deprecate(orthogonal_)
 sparse = _make_deprecate(sparse_)
+
+
+# PyTorch's private helpers of the same fills, which libraries import (mup's init, timm's older trunc_normal_)
+def _no_grad_uniform_(tensor, a, b, generator=None):
+    return uniform_(tensor, a, b, generator)
+
+
+def _no_grad_normal_(tensor, mean, std, generator=None):
+    return normal_(tensor, mean, std, generator)
+
+
+def _no_grad_trunc_normal_(tensor, mean, std, a, b, generator=None):
+    return trunc_normal_(tensor, mean, std, a, b, generator)
+
+
+def _no_grad_fill_(tensor, val):
+    return constant_(tensor, val)
+
+
+def _no_grad_zero_(tensor):
+    return zeros_(tensor)

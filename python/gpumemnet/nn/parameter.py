@@ -23,6 +23,7 @@ class Parameter(metaclass=_ParameterMeta):
 
     The result is a detached alias of `data` (no copy: writes through either are seen by both) whose storage is
     re-tagged "parameter". Create parameters from freshly made tensors, as the layers do."""
+    _makes_parameter = True  # (Tensor._make_subclass(a subclass of this, data) makes a parameter too)
 
     def __new__(cls, data=None, requires_grad=True):
         if data is None:

@@ -78,7 +78,18 @@ class ConcatDataset(Dataset):
         assert len(self.datasets) > 0, "datasets should not be an empty iterable"
         for d in self.datasets:
             assert not isinstance(d, IterableDataset), "ConcatDataset does not support IterableDataset"
-        self.cumulative_sizes = list(itertools.accumulate(len(d) for d in self.datasets))
+        self.cumulative_sizes = self.cumsum(self.datasets)
+
+    @staticmethod
+    def cumsum(sequence):
+        """The running total of the datasets' lengths (PyTorch's static helper, which libraries call)."""
+        return list(itertools.accumulate(len(d) for d in sequence))
+
+    @property
+    def cummulative_sizes(self):
+        """PyTorch's misspelled, deprecated alias of cumulative_sizes, with its warning."""
+        warnings.warn("`cummulative_sizes` attribute is renamed to `cumulative_sizes`", FutureWarning, stacklevel=2)
+        return self.cumulative_sizes
 
     def __len__(self):
         return self.cumulative_sizes[-1]
