@@ -290,3 +290,25 @@ def test_story_000_peak_with_pytorchs_adam_does_not_fit_the_card():
     assert 3 * fc1 <= torch_like.at_peak["other"] < 3 * (fc1 + 2 * MiB) and torch_like.peak_step == 2
     assert torch_like.at_peak["optimizer"] == torch_like.optimizer_bytes
     del model
+
+
+def test_bad_arguments_of_the_memory_functions_name_themselves():
+    model = _digits()
+    cases = [
+        (ValueError, "checkpoint_segments must be a positive int", lambda: _estimate.estimate(
+            model, (1, 8, 8), batch_size=2, checkpoint_segments=0)),
+        (ValueError, "autocast must be gm.float16 or gm.bfloat16", lambda: _estimate.estimate(
+            model, (1, 8, 8), batch_size=2, autocast=gm.int32)),
+        (ValueError, "calibrate: nbytes must be an int", lambda: gm.memory.calibrate(nbytes=-1)),
+        (TypeError, "format_bytes: n must be a number of bytes, got str", lambda: gm.memory.format_bytes("a")),
+        (TypeError, "categories must be a category name or a list", lambda: gm.memory.set_fallback(
+            "cpu", "/nonexistent-dir-not-used", categories=5)),
+        (ValueError, "summary: capacity must be a positive number", lambda: gm.memory.summary(
+            model, (1, 8, 8), capacity=-1)),
+        (ValueError, "summary: batch_size must be a positive int, or -1", lambda: gm.memory.summary(
+            model, (1, 8, 8), batch_size=0)),
+    ]
+    for kind, words, fn in cases:
+        with pytest.raises(kind, match=words):
+            fn()
+    assert gm.memory.get_fallback("cpu") is None

@@ -84,7 +84,7 @@ def test_max_batch_size_hi_and_lo():
 def test_max_batch_size_errors():
     model = _model()
     for budget in (0, -5):
-        with pytest.raises(ValueError, match="budget must be a positive number of bytes"):
+        with pytest.raises(ValueError, match="budget must be a positive, finite number of bytes"):
             _plan.max_batch_size(model, SAMPLE, budget=budget)
     with pytest.raises(TypeError, match="budget must be a number of bytes"):
         _plan.max_batch_size(model, SAMPLE, budget="1 GiB")
@@ -209,8 +209,8 @@ def test_plan_step_fits_a_limit_the_plain_step_does_not():
 # ---- plan: errors --------------------------------------------------------------------------------------------------
 def test_plan_errors():
     model = _model()
-    for budget in (0, -1):
-        with pytest.raises(ValueError, match="budget must be a positive number of bytes"):
+    for budget in (0, -1, float("inf"), float("nan")):
+        with pytest.raises(ValueError, match="budget must be a positive, finite number of bytes"):
             _plan.plan(model, SAMPLE, F.cross_entropy, batch_size=8, budget=budget)
     cands = [dict(accumulation_steps=1), dict(accumulation_steps=8)]
     smallest = min(_estimate.estimate(model, SAMPLE, batch_size=8, **c).total for c in cands)

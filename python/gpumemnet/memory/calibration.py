@@ -163,6 +163,9 @@ def calibrate(force=False, nbytes=256 << 20):
     """Measure this machine's rates once (about a second or two) and cache them; later calls read the cache unless
     force. Returns {"host_memory", "cpu_adam", "per_op", "disk", "checkpoint_cost", "halving_cost", and with a
     CUDA device "host_link", "device_memory"} (bytes/s, parameters/s, seconds, factors)."""
+    if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 1 << 20:
+        raise ValueError(f"calibrate: nbytes must be an int of at least 1 MiB (the buffer the rates are measured "
+                         f"over), got {nbytes!r}")
     if not force:
         cached = cached_rates()
         if cached is not None:

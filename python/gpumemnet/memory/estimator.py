@@ -476,10 +476,17 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         raise ValueError(f"estimate: the batch of {shape[0]} (input shape {shape}) does not split into "
                          f"{k} equal micro-batches")
     micro = shape[0] // k
+    if checkpoint_segments is not None and (isinstance(checkpoint_segments, bool) or
+                                            not isinstance(checkpoint_segments, int) or checkpoint_segments < 1):
+        raise ValueError(f"estimate: checkpoint_segments must be a positive int or None, got "
+                         f"{checkpoint_segments!r}")
     if checkpoint_segments is not None and not hasattr(model, "children"):
         raise TypeError("estimate: checkpoint_segments needs a Sequential model")
     dev = device_str(device)
     amp_dtype = as_dtype(autocast, "estimate(autocast)") if autocast is not None else None
+    if amp_dtype is not None and amp_dtype.name not in ("float16", "bfloat16"):
+        raise ValueError(f"estimate: autocast must be gm.float16 or gm.bfloat16 (the dtype autocast lowers to), "
+                         f"or None, got {amp_dtype}")
     keep_loss = keep_outputs if keep_loss is None else keep_loss
     if optimizer is None:
         optimizer = Adam

@@ -104,8 +104,8 @@ def _positive_int(v, what, fn):
 def _budget(budget, fn):
     if isinstance(budget, bool) or not isinstance(budget, (int, float)):
         raise TypeError(f"{fn}: budget must be a number of bytes, got {type(budget).__name__}")
-    if budget <= 0:
-        raise ValueError(f"{fn}: budget must be a positive number of bytes, got {budget}")
+    if not 0 < budget < float("inf"):
+        raise ValueError(f"{fn}: budget must be a positive, finite number of bytes, got {budget}")
     return budget
 
 

@@ -66,6 +66,9 @@ def _note(dev, location):
 def _categories(categories):
     if isinstance(categories, str):
         categories = (categories,)
+    if not isinstance(categories, (list, tuple, set, frozenset)):
+        raise TypeError(f"set_fallback: categories must be a category name or a list of them, got "
+                        f"{type(categories).__name__} {categories!r}")
     out = []
     for c in categories:
         name = _ALIASES.get(c, c) if isinstance(c, str) else c

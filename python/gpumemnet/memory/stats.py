@@ -9,6 +9,8 @@ counted there and not under "cpu", with a limit and a cache of their own (PyTorc
 torch.cuda.host_memory_stats). And "meta-host": the host memory of a run on meta (an estimate of a step that
 offloads to the host: optimizer offload, save_on_cpu), counted apart from the meta device's, with the same policy
 as the host's allocator."""
+import numbers
+
 from .. import _C
 from .._core.dtype import device_str
 
@@ -41,6 +43,8 @@ CATEGORIES = tuple(CATEGORY_DOCS)
 def format_bytes(n):
     """'512 B', '1.50 KiB', '2.00 MiB', '5.50 GiB': the one unit of every memory figure gpumemnet shows (binary
     prefixes, as the OutOfMemoryError's text in csrc/alloc_report.c; never "MB" for 2**20 bytes)."""
+    if isinstance(n, bool) or not isinstance(n, numbers.Real):
+        raise TypeError(f"format_bytes: n must be a number of bytes, got {type(n).__name__} {n!r}")
     n = float(n)
     sign = "-" if n < 0 else ""
     n = abs(n)

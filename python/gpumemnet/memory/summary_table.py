@@ -69,7 +69,13 @@ def summary(model, input_size, batch_size=-1, device="cpu", optimizer=None, capa
     interpreter, where the returned value is shown (once). Figures are MiB/GiB (gm.memory.format_bytes); the
     peaks are estimate()'s Estimate.total and Estimate.inference_total, the same figures by the same names."""
     dev = device_str(device)
-    batch = abs(batch_size) if batch_size else 1
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size == 0 or batch_size < -1:
+        raise ValueError(f"summary: batch_size must be a positive int, or -1 (torchsummary's: a batch of 1 shown "
+                         f"as -1), got {batch_size!r}")
+    if capacity is not None and (isinstance(capacity, bool) or not isinstance(capacity, (int, float))
+                                 or capacity <= 0):
+        raise ValueError(f"summary: capacity must be a positive number of bytes or None, got {capacity!r}")
+    batch = abs(batch_size)
     kw = dict(loss_fn=loss_fn, target=target, autocast=autocast, checkpoint_segments=checkpoint_segments,
               accumulation_steps=accumulation_steps)
     est = estimate(model, input_size, optimizer=optimizer, batch_size=batch, device=dev, **kw)
