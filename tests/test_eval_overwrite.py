@@ -58,6 +58,16 @@ def _peak_of_forward(model, x, device):
     return gm.memory.max_memory_allocated(device) - base
 
 
+def _peaks_granted_and_blocked(model, x, device):
+    """The forward's peak as it runs, and with the overwrites blocked (a global forward hook blocks every grant)."""
+    granted = _peak_of_forward(model, x, device)
+    handle = gm.nn.modules.module.register_module_forward_hook(lambda m, i, o: None)
+    try:
+        return granted, _peak_of_forward(model, x, device)
+    finally:
+        handle.remove()
+
+
 def test_peak_is_one_tensor_lower(device):
     """Linear -> BatchNorm1d -> ReLU on a (16, 32) float32 batch: each output is 2048 bytes, a whole number of the
     allocator's 512-byte units. Without a grant (a global forward hook blocks it) BatchNorm allocates a new output
@@ -65,12 +75,7 @@ def test_peak_is_one_tensor_lower(device):
     model = gm.nn.Sequential(gm.nn.Linear(8, 32), gm.nn.BatchNorm1d(32), gm.nn.ReLU()).to(device).eval()
     x = gm.randn(16, 8, device=device)
     out_bytes = 16 * 32 * 4
-    granted = _peak_of_forward(model, x, device)
-    handle = gm.nn.modules.module.register_module_forward_hook(lambda m, i, o: None)
-    try:
-        blocked = _peak_of_forward(model, x, device)
-    finally:
-        handle.remove()
+    granted, blocked = _peaks_granted_and_blocked(model, x, device)
     assert blocked - granted == out_bytes, (blocked, granted)
 
 
@@ -246,13 +251,7 @@ def test_a_sliced_layers_peak_is_its_input_and_one_slice(inner, device):
     model = _rows(inner).to(device).eval()
     x = gm.randn(4096, 64, device=device)
     out_bytes, slice_bytes = 4096 * 64 * 4, 1024 * 64 * 4
-    granted = _peak_of_forward(model, x, device)
-    handle = gm.nn.modules.module.register_module_forward_hook(lambda m, i, o: None)
-    try:
-        blocked = _peak_of_forward(model, x, device)
-    finally:
-        handle.remove()
-    assert (granted, blocked) == (out_bytes + slice_bytes, 2 * out_bytes)
+    assert _peaks_granted_and_blocked(model, x, device) == (out_bytes + slice_bytes, 2 * out_bytes)
 
 
 def test_estimate_counts_the_slices():
