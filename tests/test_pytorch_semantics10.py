@@ -291,3 +291,40 @@ print(importlib.import_module("torch.distributed.distributed_c10d").is_initializ
                            timeout=300) for pre in ([], ["-m", "gpumemnet", "run", "--no-estimate"])]
     assert all(o.returncode == 0 for o in outs), outs[1].stderr
     assert outs[1].stdout == outs[0].stdout and outs[0].stdout.count(" True") == 10
+
+
+def test_grad_scaler_accessors_growth_limit_and_refusals():
+    """PyTorch's get/set_growth_factor, backoff, interval; the scale grows only while it stays finite in float32;
+    float16 gradients and a step with no gradient checked are refused as PyTorch refuses them."""
+    def run(L):
+        nn, out = L.nn, []
+        s = L.amp.GradScaler("cpu", growth_interval=7)
+        s.set_growth_factor(3.0), s.set_backoff_factor(0.25), s.set_growth_interval(5)
+        out.append((s.get_growth_factor(), s.get_backoff_factor(), s.get_growth_interval(), s._get_growth_tracker()))
+        s = L.amp.GradScaler("cpu", init_scale=2.0 ** 127, growth_interval=1)
+        m = nn.Linear(2, 2)
+        o = L.optim.SGD(m.parameters(), lr=0.0)
+        for _ in range(2):
+            o.zero_grad()
+            s.scale(m(L.ones(1, 2)).sum() * 0).backward()
+            s.step(o)
+            s.update()
+            out.append(s.get_scale())
+        m = nn.Linear(3, 2).half()
+        o = L.optim.SGD(m.parameters(), lr=0.1)
+        s = L.amp.GradScaler("cpu")
+        s.scale(m(L.ones(4, 3).half()).float().sum()).backward()
+        try:
+            s.unscale_(o)
+        except ValueError as e:
+            out.append(str(e))
+        s = L.amp.GradScaler("cpu")
+        o = L.optim.SGD(nn.Linear(2, 2).parameters(), lr=0.1)
+        s.scale(L.ones(1, requires_grad=True).sum())
+        try:
+            s.step(o)
+        except AssertionError as e:
+            out.append(str(e))
+        return out
+    ref, got = _both(run)
+    assert got == ref

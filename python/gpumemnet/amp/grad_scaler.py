@@ -10,6 +10,9 @@ from .. import _C
 __all__ = ["GradScaler", "OptState"]
 
 
+_FLOAT32_MAX = 3.4028234663852886e38
+
+
 class OptState(enum.Enum):
     """Where an optimizer is in the current step (PyTorch's; fastai imports it)."""
     READY = 0
@@ -57,7 +60,7 @@ class GradScaler:
         self._growth_interval = growth_interval
         self._growth_tracker = 0
         self._scaled = False
-        self._per_optimizer = {}  # id(optimizer) -> [stage, found_inf]
+        self._per_optimizer = {}  # id(optimizer) -> [stage, found_inf, gradients checked]
 
     def is_enabled(self):
         return self._enabled
@@ -107,8 +110,11 @@ class GradScaler:
         if not self._scaled:
             raise RuntimeError("GradScaler.unscale_: no loss was scaled with scale() since the last update(); "
                                "call scaler.scale(loss).backward() first")
-        found = _C.amp_unscale_(self._grads(optimizer), 1.0 / self._scale)
-        self._per_optimizer[id(optimizer)] = [_UNSCALED, bool(found)]
+        grads = self._grads(optimizer)
+        if any(g._dtype == 2 for g in grads):  # PyTorch's refusal: a float16 gradient cannot hold the scaled values
+            raise ValueError("Attempting to unscale FP16 gradients.")
+        found = _C.amp_unscale_(grads, 1.0 / self._scale)
+        self._per_optimizer[id(optimizer)] = [_UNSCALED, bool(found), len(grads)]
 
     def step(self, optimizer, *args, **kwargs):
         """Unscale (if not done yet) and run optimizer.step(), unless a gradient holds inf/nan: then the step
@@ -124,6 +130,8 @@ class GradScaler:
         if st is None:
             self.unscale_(optimizer)
             st = self._per_optimizer[id(optimizer)]
+        if not st[2]:  # PyTorch's assertion: no gradient was checked, the step would be blind
+            raise AssertionError("No inf checks were recorded for this optimizer.")
         st[0] = _STEPPED
         if st[1]:
             return None
@@ -142,10 +150,34 @@ class GradScaler:
             else:
                 self._growth_tracker += 1
                 if self._growth_tracker == self._growth_interval:
-                    self._scale *= self._growth_factor
+                    # the scale is float32 in PyTorch: it grows only while the grown value stays finite there
+                    if self._scale * self._growth_factor <= _FLOAT32_MAX:
+                        self._scale *= self._growth_factor
                     self._growth_tracker = 0
         self._per_optimizer.clear()
         self._scaled = False
+
+    # PyTorch's accessors of the schedule
+    def get_growth_factor(self):
+        return self._growth_factor
+
+    def set_growth_factor(self, new_factor):
+        self._growth_factor = float(new_factor)
+
+    def get_backoff_factor(self):
+        return self._backoff_factor
+
+    def set_backoff_factor(self, new_factor):
+        self._backoff_factor = float(new_factor)
+
+    def get_growth_interval(self):
+        return self._growth_interval
+
+    def set_growth_interval(self, new_interval):
+        self._growth_interval = int(new_interval)
+
+    def _get_growth_tracker(self):
+        return self._growth_tracker if self._enabled else 0
 
     def state_dict(self):
         if not self._enabled:
