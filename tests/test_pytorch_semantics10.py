@@ -55,8 +55,9 @@ def _overlapping_params(L):
     return z, p0, p1
 
 
-@pytest.mark.parametrize("make", [lambda L, ps: L.optim.SGD(ps, lr=1.0), lambda L, ps: L.optim.SGD(ps, lr=1.0,
-                                  momentum=0.9), lambda L, ps: L.optim.Adam(ps, lr=1.0)], ids=["SGD", "momentum", "Adam"])
+@pytest.mark.parametrize("make", [lambda L, ps: L.optim.SGD(ps, lr=1.0),
+                                  lambda L, ps: L.optim.SGD(ps, lr=1.0, momentum=0.9),
+                                  lambda L, ps: L.optim.Adam(ps, lr=1.0)], ids=["SGD", "momentum", "Adam"])
 def test_a_step_over_parameters_sharing_memory_updates_each_in_turn(make):
     """The fused step updated the non-contiguous parameter in a copy written back at the end, undoing the other's
     update of the shared element (SGD: Z[0, 0] = -1 where PyTorch gives -11)."""

@@ -57,10 +57,10 @@ def _binary(fn, op, a, b, name):
 
 def _refuse_shared(t, what, value_of):
     """A plain tensor whose memory another tensor shares (not autograd's saved alias: that backward then refuses,
-    as PyTorch's) cannot take a written value's graph: the other would not get it. Except t.data's alias (an EMA's
-    `shadow.data.lerp_(new, w)`: only the values land), and a view alone with its base (`loss[0] += box_loss`),
-    written through the base with value_of(t) as new values (write_plain_view): True then, when done."""
-    if t._storage_refs - t._saved_refs > 1 and not (t._unversioned or t.__dict__.get("_data_alias")):  # (a view of .data too)
+    as PyTorch's) cannot take a written value's graph: the other would not get it. Except t.data's alias or its view
+    (an EMA's `shadow.data.lerp_(new, w)`: only the values land), and a view alone with its base (`loss[0] +=
+    box_loss`), written through the base with value_of(t) as new values (write_plain_view): True then, when done."""
+    if t._storage_refs - t._saved_refs > 1 and not (t._unversioned or t.__dict__.get("_data_alias")):
         if write_plain_view(t, value_of):
             return True
         raise RuntimeError(f"{what}: writing a value that requires grad into a tensor that shares its memory with "
