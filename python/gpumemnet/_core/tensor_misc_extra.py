@@ -447,10 +447,8 @@ class ExtraMethods:
         if not isinstance(data, _C.TensorBase):
             raise TypeError(f"_make_subclass: data must be a Tensor, got {type(data).__name__}")
         if getattr(cls, "_makes_parameter", False):
-            t = data._as_strided(data.shape, data._strides, data._offset)
-            t.requires_grad = bool(require_grad)
-            t._is_param, t._category = True, "parameter"
-            return t
+            from .tensor import as_parameter  # (tensor.py imports this module)
+            return as_parameter(data, bool(require_grad))
         if not isinstance(cls, type) or not issubclass(cls, _C.TensorBase):
             raise TypeError(f"_make_subclass: cls must be a subclass of Tensor, got {cls!r}")
         t = data.detach().as_subclass(cls)

@@ -17,7 +17,7 @@ import time
 import weakref
 
 from .. import _C
-from .._core.autograd import enable_grad, is_grad_enabled, no_grad
+from .._core.autograd import is_grad_enabled, no_grad
 from .._core.dtype import as_dtype
 from .._core.state import state
 from ..nn import functional as F
@@ -287,8 +287,7 @@ def _explanation(model, shape, training, limit):
     hit = _explained.get(key)
     if hit is not None and hit[0]() is model:
         return hit[1]
-    with enable_grad():  # the failing call may run under no_grad; an estimate's step needs its graph
-        preds, need = predict(model, shape, training, limit)
+    preds, need = predict(model, shape, training, limit)  # (estimate() runs its step with grad on itself)
     fitting = [p for p in preds if _fits(p, limit)]
     plan = _plan_for(model, shape, limit) if training and not fitting and len(shape) >= 1 else None
     if len(_explained) >= _EXPLAINED_MAX:
