@@ -118,7 +118,8 @@ class Sequential(Module):
         # itself the child of one that handed that input over (torchvision's ConvNormActivation in a block).
         handed = _donation.granted(input)
         for module in modules:
-            input = _call(module, input, handed and _donation.may_overwrite(module, input, hooks))
+            granted = handed and _donation.may_overwrite(module, input, hooks)
+            input = _granted_call(module, input) if granted else module(input)
             break
         if grad_mode.get():
             for module in modules:
@@ -129,16 +130,14 @@ class Sequential(Module):
             # counted before the call below puts input on the stack once more
             grant = sys.getrefcount(input) == _donation.SOLE_LOCAL_REFS and \
                 _donation.may_overwrite(module, input, hooks)
-            input = _call(module, input, grant)
+            input = _granted_call(module, input) if grant else module(input)
         return input
 
     _may_overwrite_input = forward  # reads its input once, by its first child (a grant: _donation.py)
 
 
-def _call(module, input, grant):
-    """module(input), with input handed over to be overwritten when grant is true (_donation.py)."""
-    if not grant:
-        return module(input)
+def _granted_call(module, input):
+    """module(input), with input handed over to be overwritten (_donation.py); a plain call costs no frame more."""
     _donation.grant(input)
     try:
         return module(input)
