@@ -14,7 +14,8 @@ import numpy as np
 
 from .creation import empty, from_numpy, tensor
 from .dtype import DTYPES, get_default_dtype, set_default_device, set_default_dtype
-from .tensor import Tensor, as_parameter
+from .tensor import Tensor
+from .tensor_misc_extra import as_parameter
 from .size import Size
 
 __all__ = ["FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor", "ShortTensor",

@@ -772,16 +772,6 @@ class _PinMemory(autograd.Function):
         return g
 
 
-def as_parameter(data, requires_grad):
-    """A detached alias of data (no copy) flagged as a parameter, its storage tagged "parameter": what
-    nn.Parameter(data, requires_grad) makes, and Tensor(data, requires_grad=...) (legacy_types) too."""
-    t = data._as_strided(data.shape, data._strides, data._offset)
-    t.requires_grad = requires_grad  # C refuses non-float dtypes with a clear RuntimeError
-    t._is_param = True
-    t._category = "parameter"
-    return t
-
-
 def matmul(a, b):
     if not isinstance(a, _C.TensorBase) or not isinstance(b, _C.TensorBase):
         if getattr(type(a), "_tensor_like", False):  # a complex or sparse tensor (creation.tensor_like_has)

@@ -447,7 +447,6 @@ class ExtraMethods:
         if not isinstance(data, _C.TensorBase):
             raise TypeError(f"_make_subclass: data must be a Tensor, got {type(data).__name__}")
         if getattr(cls, "_makes_parameter", False):
-            from .tensor import as_parameter  # (tensor.py imports this module)
             return as_parameter(data, bool(require_grad))
         if not isinstance(cls, type) or not issubclass(cls, _C.TensorBase):
             raise TypeError(f"_make_subclass: cls must be a subclass of Tensor, got {cls!r}")
@@ -659,3 +658,12 @@ class ExtraMethods:
                                f"{tuple(self.shape)}")
         return _host_map(self, "map_", callable, tensor)
 
+
+def as_parameter(data, requires_grad):
+    """A detached alias of data (no copy) flagged as a parameter, its storage tagged "parameter": what
+    nn.Parameter(data, requires_grad) makes, and Tensor(data, requires_grad=...) (legacy_types) too."""
+    t = data._as_strided(data.shape, data._strides, data._offset)
+    t.requires_grad = requires_grad  # C refuses non-float dtypes with a clear RuntimeError
+    t._is_param = True
+    t._category = "parameter"
+    return t

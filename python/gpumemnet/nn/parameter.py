@@ -10,7 +10,7 @@ import weakref
 from .. import _C
 from .._core.complex import ComplexTensor
 from .._core.dtype import as_dtype, factory_device, get_default_dtype
-from .._core.tensor import as_parameter
+from .._core.tensor_misc_extra import as_parameter
 
 
 class _ParameterMeta(type):
