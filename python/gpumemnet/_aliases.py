@@ -16,10 +16,12 @@ import warnings
 from . import _C
 from . import backends as _backends
 from ._core import autocast as _autocast
+from ._core.autocast import check_device_type as _device_type
 from ._core.autograd import refuse_inplace as _refuse_inplace
 from ._core.creation import arange as _arange, as_tensor as _as_tensor
 from ._core.creation_more import histc as _histc, multinomial as _multinomial
-from ._core.dtype import SCALAR_TYPE_NAMES as _SCALAR_TYPE_NAMES, get_default_dtype as _default_dtype
+from ._core.dtype import (SCALAR_TYPE_NAMES as _SCALAR_TYPE_NAMES, as_dtype as _as_dtype,
+                          get_default_dtype as _default_dtype)
 from ._core.storage import UntypedStorage as _UntypedStorage
 from ._core.random import drawing_from as _drawing_from
 from ._core.tensor import Tensor as _Tensor
@@ -28,7 +30,10 @@ from .nn import functional as F
 from ._segment_reduce import segment_reduce
 
 __all__ = ["inf", "nan", "e", "pi", "newaxis", "is_autocast_enabled", "get_autocast_dtype", "get_autocast_gpu_dtype",
-           "get_autocast_cpu_dtype", "is_autocast_cpu_enabled", "range", "asarray",
+           "get_autocast_cpu_dtype", "is_autocast_cpu_enabled", "set_autocast_enabled", "set_autocast_cpu_enabled",
+           "set_autocast_dtype", "set_autocast_gpu_dtype", "set_autocast_cpu_dtype", "is_autocast_cache_enabled",
+           "set_autocast_cache_enabled", "clear_autocast_cache", "autocast_increment_nesting",
+           "autocast_decrement_nesting", "range", "asarray",
            "get_deterministic_debug_mode", "set_deterministic_debug_mode", "get_num_interop_threads",
            "set_num_interop_threads", "set_warn_always", "is_warn_always_enabled", "is_storage", "_assert",
            "_assert_async",
@@ -54,19 +59,6 @@ pi = math.pi
 newaxis = None
 
 # ---- autocast and device queries ---------------------------------------------------------------------------------
-_DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve", "fpga", "maia",
-                 "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia", "privateuseone")
-
-
-def _device_type(device_type, op):
-    if not isinstance(device_type, str):
-        raise TypeError(f"{op}(): argument 'device_type' must be str, not {type(device_type).__name__}")
-    if device_type not in _DEVICE_TYPES:
-        raise RuntimeError(f"{op}: expected one of {', '.join(_DEVICE_TYPES)} device type at start of device "
-                           f"string: {device_type}")
-    return device_type
-
-
 def is_autocast_enabled(device_type=None):
     """Whether autocast is on for device_type; without one, for CUDA (PyTorch's legacy meaning)."""
     return _autocast.is_autocast_enabled(_device_type("cuda" if device_type is None else device_type,
@@ -88,6 +80,54 @@ def get_autocast_gpu_dtype():
 
 def get_autocast_cpu_dtype():
     return _autocast.get_autocast_dtype("cpu")
+
+
+def set_autocast_enabled(*args):
+    """torch.set_autocast_enabled(device_type, enabled), or the legacy (enabled) for CUDA: the state a `with
+    autocast(...)` sets, switched by hand (its exit puts back what it found)."""
+    if len(args) == 1:
+        args = ("cuda",) + args
+    if len(args) != 2:
+        raise TypeError(f"set_autocast_enabled() takes (device_type, enabled) or (enabled), got {len(args)} arguments")
+    _autocast.set_enabled(_device_type(args[0], "set_autocast_enabled"), bool(args[1]))
+
+
+def set_autocast_cpu_enabled(enabled):
+    _autocast.set_enabled("cpu", bool(enabled))
+
+
+def set_autocast_dtype(device_type, dtype):
+    """The dtype autocast regions on device_type lower to (a region that names no dtype takes it)."""
+    _autocast.set_dtype(_device_type(device_type, "set_autocast_dtype"), _as_dtype(dtype, "set_autocast_dtype(dtype)"))
+
+
+def set_autocast_gpu_dtype(dtype):
+    set_autocast_dtype("cuda", dtype)
+
+
+def set_autocast_cpu_dtype(dtype):
+    set_autocast_dtype("cpu", dtype)
+
+
+def is_autocast_cache_enabled():
+    """Whether autocast regions keep one low-precision copy of each parameter for the outermost region."""
+    return _autocast.cache_enabled()
+
+
+def set_autocast_cache_enabled(enabled):
+    _autocast.set_cache_enabled(enabled)
+
+
+def clear_autocast_cache():
+    _autocast.clear_cache()
+
+
+def autocast_increment_nesting():
+    return _autocast.increment_nesting()
+
+
+def autocast_decrement_nesting():
+    return _autocast.decrement_nesting()
 
 
 def range(start=0, end=None, step=1, *, dtype=None, layout=None, device=None, requires_grad=False):  # noqa: A001

@@ -11,19 +11,19 @@ Autocast policy, applied by the ops themselves through `lower()` and `fp32()`:
     layer_norm (their output too), which under CPU autocast follow their input as PyTorch's CPU autocast does;
     batch_norm and instance_norm follow their input on both (statistics in float32 or wider inside the kernel);
   - every other op follows its inputs, and binary ops promote (float16 + float32 -> float32).
-Casts of leaf tensors that require grad (parameters) are cached for the outermost autocast region, so a weight
-used by several ops is converted once; the bfloat16 gradient of such a cast goes to the float32 parameter as it
-is and is widened while it is added into .grad (functions.ToDtype.backward: one pass, no float32 copy). On a CPU
-without bfloat16 products a one-group conv2d takes the float32 weight and bias uncast and rounds them as it widens
-them (nn/_functional_conv.py _keeps_f32_weight), so there is no cast to cache. On the CPU bfloat16 linear layers multiply bfloat16 operands directly
-(kernels/cpu/gemm_bf16.c: AMX or AVX512-BF16 where the CPU has them, float32 sums, each result rounded once), and
-so do the convolution passes where that is measured faster, on AMX only (kernels/cpu/conv_half.c, bf16_on_gemm;
-every stride-1 pass on the tile unit, conv_half_amx.c; GPUMEMNET_BF16_CONV=amx, =gemm or =widen forces a route);
-otherwise the low-precision tensors are stored as
-float16/bfloat16 and the kernels compute in float32. Batch norm, relu/relu6 (the other activations through L1
-tiles) and 2x2 max pooling read and write bfloat16 directly on AVX-512 (kernels/cpu/nn_bf16.c, pool_2x2.c), so
-the ops between two convolutions make no float32 copy. A meta tensor counts as being on every device, so estimates on meta follow the
-policy of the device they stand in for.
+Casts of leaf tensors that require grad (parameters) are cached for the outermost autocast region, so a weight used
+by several ops is converted once; the bfloat16 gradient of such a cast goes to the float32 parameter as it is and is
+widened while it is added into .grad (functions.ToDtype.backward: one pass, no float32 copy). On a CPU without
+bfloat16 products a one-group conv2d takes the float32 weight and bias uncast and rounds them as it widens them
+(nn/_functional_conv.py _keeps_f32_weight), so there is no cast to cache. On the CPU bfloat16 linear layers multiply
+bfloat16 operands directly (kernels/cpu/gemm_bf16.c: AMX or AVX512-BF16 where the CPU has them, float32 sums, each
+result rounded once), and so do the convolution passes where that is measured faster, on AMX only
+(kernels/cpu/conv_half.c, bf16_on_gemm; every stride-1 pass on the tile unit, conv_half_amx.c;
+GPUMEMNET_BF16_CONV=amx, =gemm or =widen forces a route); otherwise the low-precision tensors are stored as
+float16/bfloat16 and the kernels compute in float32. Batch norm, relu/relu6 (the other activations through L1 tiles)
+and 2x2 max pooling read and write bfloat16 directly on AVX-512 (kernels/cpu/nn_bf16.c, pool_2x2.c), so the ops
+between two convolutions make no float32 copy. A meta tensor counts as being on every device, so estimates on meta
+follow the policy of the device they stand in for.
 """
 import contextlib
 import functools
@@ -48,10 +48,26 @@ class _State(threading.local):
         self.dtype = None
         self.depth = 0      # nesting of enabled regions: the cache lives as long as the outermost
         self.cache = {}
+        self.cache_enabled = True
+        self.fast = {}      # device type -> the dtype set_dtype chose for it (torch.set_autocast_dtype)
         self.meta_stands_for = None  # set_meta_stands_for
 
 
 _state = _State()
+
+
+_DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve", "fpga", "maia",
+                 "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia", "privateuseone")
+
+
+def check_device_type(device_type, op):
+    """device_type, checked as PyTorch checks the device_type argument of its autocast functions."""
+    if not isinstance(device_type, str):
+        raise TypeError(f"{op}(): argument 'device_type' must be str, not {type(device_type).__name__}")
+    if device_type not in _DEVICE_TYPES:
+        raise RuntimeError(f"{op}: expected one of {', '.join(_DEVICE_TYPES)} device type at start of device "
+                           f"string: {device_type}")
+    return device_type
 
 
 def set_meta_stands_for(device_type):
@@ -76,20 +92,63 @@ def get_autocast_dtype(device_type=None):
         return _state.dtype if _state.enabled else None
     if device_type not in _DEFAULT_DTYPE:
         raise ValueError(f"get_autocast_dtype: device_type must be 'cpu' or 'cuda', got {device_type!r}")
-    return _state.dtype if is_autocast_enabled(device_type) else _DEFAULT_DTYPE[device_type]
+    if is_autocast_enabled(device_type):
+        return _state.dtype
+    return _state.fast.get(device_type, _DEFAULT_DTYPE[device_type])
+
+
+# The state as PyTorch's functions set it outside a `with autocast(...)` (torch.set_autocast_enabled and its
+# kin, gpumemnet/_aliases.py). One device type is autocast at a time here (PyTorch keeps one state per device
+# type): enabling one replaces the other, and disabling a device type that is not the enabled one changes nothing.
+def set_enabled(device_type, enabled):
+    s = _state
+    if enabled:
+        s.dtype = get_autocast_dtype(device_type)
+        s.enabled, s.device = True, device_type
+    elif s.device == device_type:
+        s.enabled = False
+
+
+def set_dtype(device_type, dtype):
+    """The dtype device_type's regions lower to from now on, this region's too when it is for device_type."""
+    _state.fast[device_type] = dtype
+    if is_autocast_enabled(device_type):
+        _state.dtype = dtype
+
+
+def cache_enabled():
+    return _state.cache_enabled
+
+
+def set_cache_enabled(enabled):
+    _state.cache_enabled = bool(enabled)
+
+
+def clear_cache():
+    _state.cache.clear()
+
+
+def increment_nesting():
+    _state.depth += 1
+    return _state.depth
+
+
+def decrement_nesting():
+    _state.depth -= 1
+    return _state.depth
 
 
 class autocast:
     """with gm.autocast("cuda", dtype=gm.float16): ...  (also usable as a decorator). Nestable; the previous
     state is restored on exit, even when the body raises."""
 
-    def __init__(self, device_type, dtype=None, enabled=True, cache_enabled=True):
+    def __init__(self, device_type, dtype=None, enabled=True, cache_enabled=None):
         if device_type == "meta" and _state.meta_stands_for is not None:
             device_type = _state.meta_stands_for
         if device_type not in ("cpu", "cuda"):
             raise _C.ArgumentError(f"autocast: device_type must be 'cpu' or 'cuda', got {device_type!r}")
         if dtype is None:
-            dtype = _DEFAULT_DTYPE[device_type]
+            dtype = get_autocast_dtype(device_type)  # the default, or what torch.set_autocast_dtype chose
         dtype = as_dtype(dtype, "autocast(dtype)")
         if device_type == "cuda" and enabled and _state.meta_stands_for != "cuda" and _C._cuda_device_count() == 0:
             # PyTorch's words and behaviour: a script written for a GPU runs its autocast regions in full precision
@@ -102,19 +161,20 @@ class autocast:
             warnings.warn(f"In {dev} autocast, but the target dtype is not supported. Disabling autocast.\n{dev} "
                           f"Autocast only supports dtypes of {order} currently.", stacklevel=2)
             enabled = False
-        self.device_type = device_type
-        self.dtype = dtype
-        self.enabled = bool(enabled)
-        self.cache_enabled = cache_enabled
+        self.device_type = self.device = device_type  # .device, .fast_dtype, ._enabled: PyTorch's attribute names
+        self.dtype = self.fast_dtype = dtype
+        self.enabled = self._enabled = bool(enabled)
+        self.cache_enabled = self._cache_enabled = _state.cache_enabled if cache_enabled is None else cache_enabled
 
     def __enter__(self):
         s = _state
-        self._prev = (s.enabled, s.device, s.dtype)
+        self._prev = (s.enabled, s.device, s.dtype, s.cache_enabled, dict(s.fast))
         if self.enabled:
             s.depth += 1
             s.enabled, s.device, s.dtype = True, self.device_type, self.dtype
-        else:
+        elif s.device == self.device_type:  # a region for another device type leaves this one's as it is
             s.enabled = False
+        s.cache_enabled = bool(self.cache_enabled)
         return self
 
     def __exit__(self, *exc):
@@ -123,7 +183,7 @@ class autocast:
             s.depth -= 1
             if s.depth == 0:
                 s.cache.clear()  # the cached low-precision weights die with the outermost region
-        s.enabled, s.device, s.dtype = self._prev
+        s.enabled, s.device, s.dtype, s.cache_enabled, s.fast = self._prev
         return False
 
     def __call__(self, fn):
@@ -140,7 +200,7 @@ def _applies(t):
 
 
 def _cast(t, dtype):
-    if t.requires_grad and t.grad_fn is None:  # a parameter: convert once per region
+    if t.requires_grad and t.grad_fn is None and _state.cache_enabled:  # a parameter: convert once per region
         key = (id(t), t._version, dtype.code)
         hit = _state.cache.get(key)
         if hit is not None and hit[0] is t:
@@ -219,7 +279,7 @@ def _capture():
 def _replay(captured):
     enabled, device, dtype = captured
     if not enabled:
-        with autocast("cpu", enabled=False):
+        with autocast(_state.device or "cpu", enabled=False):
             yield
     else:
         with autocast(device, dtype):
