@@ -34,5 +34,22 @@ CASES = [
     B("Tensor.new_full with a layout that is not a layout",
       lambda d, l: z(d, l, 2).new_full((2,), 1.0, layout="strided"), TypeError,
       r"argument 'layout' must be torch.layout, not str"),
+    # the autocast state functions (PyTorch's autocast.__enter__ calls them; scripts call them by hand)
+    B("set_autocast_enabled of an unknown device type", lambda d, l: l.L.set_autocast_enabled("foo", True),
+      RuntimeError, r"device type at start of device string: foo", devices=("cpu",)),
+    B("set_autocast_enabled with a str flag", lambda d, l: l.L.set_autocast_enabled("cpu", "x"), TypeError,
+      r"argument 'enabled' .*must be bool, not str", devices=("cpu",)),
+    B("set_autocast_cpu_enabled with a str flag", lambda d, l: l.L.set_autocast_cpu_enabled("x"), TypeError,
+      r"enabled must be a bool \(got str\)", devices=("cpu",)),
+    B("set_autocast_cache_enabled with None", lambda d, l: l.L.set_autocast_cache_enabled(None), TypeError,
+      r"enabled must be a bool \(got NoneType\)", devices=("cpu",)),
+    B("set_autocast_dtype with a str dtype", lambda d, l: l.L.set_autocast_dtype("cpu", "x"), TypeError,
+      r"set_autocast_dtype\(\): argument 'dtype' .*must be torch.dtype, not str", devices=("cpu",)),
+    B("set_autocast_cpu_dtype with a str dtype", lambda d, l: l.L.set_autocast_cpu_dtype("x"), TypeError,
+      r"dtype", devices=("cpu",)),
+    B("set_autocast_gpu_dtype with an int dtype", lambda d, l: l.L.set_autocast_gpu_dtype(3), TypeError,
+      r"dtype", devices=("cpu",)),
 ]
-EXEMPT = {}
+_NO_ARGS = "takes no arguments: there is no bad input to give"
+EXEMPT = {"gm.autocast_decrement_nesting": _NO_ARGS, "gm.autocast_increment_nesting": _NO_ARGS,
+          "gm.clear_autocast_cache": _NO_ARGS, "gm.is_autocast_cache_enabled": _NO_ARGS}

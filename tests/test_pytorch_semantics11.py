@@ -99,3 +99,121 @@ def test_autocast_cache_disabled_still_casts_each_use():
         with gm.autocast("cpu", dtype=gm.bfloat16, cache_enabled=cache):
             gm.ones(2, 8) @ w
             assert len(_state.cache) == kept  # the one bfloat16 copy of w, kept for the region's other uses
+
+
+def _vals(out):
+    """Values of a result (a tensor or a tuple of them) as float64 arrays, with their shapes."""
+    outs = out if isinstance(out, tuple) else (out,)
+    return [np.asarray(o.detach().double().numpy()) for o in outs]
+
+
+X12 = (np.arange(12, dtype=np.float64).reshape(3, 4) ** 2)
+
+
+@pytest.mark.parametrize("call", [
+    lambda L, x: L.var(x, True), lambda L, x: L.var(x, False), lambda L, x: x.std(False), lambda L, x: x.var(True),
+    lambda L, x: L.std_mean(x, True), lambda L, x: L.var_mean(x, False),
+    lambda L, x: L.var_mean(x, None, keepdim=True), lambda L, x: L.std_mean(x, dim=None, correction=0, keepdim=True),
+    lambda L, x: L.var_mean(x, 1, keepdim=True), lambda L, x: L.var(x, dim=0, unbiased=False),
+], ids=["var(x, True)", "var(x, False)", "x.std(False)", "x.var(True)", "std_mean(x, True)", "var_mean(x, False)",
+        "var_mean keepdim no dim", "std_mean keepdim no dim", "var_mean dim 1 keepdim", "var dim unbiased kw"])
+def test_var_std_legacy_unbiased_positional(call):
+    """A bool where dim goes is the legacy var(input, unbiased): over every element (it was read as dim 1 / 0 and
+    gave per-row variances); var_mean's mean keeps its dims with keepdim and no dim."""
+    t, g = _both(lambda L: _vals(call(L, L.tensor(X12))))
+    assert [a.shape for a in g] == [a.shape for a in t]
+    for a, b in zip(g, t):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+def test_var_legacy_unbiased_takes_no_other_argument():
+    for L in (torch, gm):
+        with pytest.raises(TypeError):
+            L.var(L.ones(3), True, True)
+
+
+@pytest.mark.parametrize("shapes", [((3, 3), (3,)), ((2, 3), (2,)), ((2, 3, 4), (2, 3, 1)), ((4, 3, 5), (4, 1, 5)),
+                                    ((2, 3), (2, 3)), ((2, 3), None)],
+                         ids=["per sample square", "per sample", "size-1 last", "size-1 middle", "same", "float"])
+def test_gaussian_nll_loss_variance_shapes_and_gradients(shapes):
+    """gaussian_nll_loss with one variance per sample (input.shape[:-1]) broadcasts it over the last dim (it went
+    along the wrong dim: wrong values for square inputs, an error otherwise); var's gradient passes the eps clamp
+    as PyTorch's (the clamp is outside the graph)."""
+    shape, vshape = shapes
+    r = np.random.RandomState(1)
+    x0, y0 = r.standard_normal(shape), r.standard_normal(shape)
+    v0 = None if vshape is None else np.abs(r.standard_normal(vshape)) + 0.1
+    if v0 is not None:
+        v0.reshape(-1)[0] = 1e-8  # under eps: clamped in the forward, a gradient still
+
+    def run(L):
+        x = L.tensor(x0, requires_grad=True)
+        var = 0.7 if v0 is None else L.tensor(v0, requires_grad=True)
+        loss = L.nn.functional.gaussian_nll_loss(x, L.tensor(y0), var, full=True, reduction="sum")
+        loss.backward()
+        return [loss.item(), x.grad.numpy()] + ([] if v0 is None else [var.grad.numpy()])
+
+    t, g = _both(run)
+    for a, b in zip(g, t):
+        np.testing.assert_allclose(a, b, rtol=1e-10)
+
+
+def test_gaussian_nll_loss_refuses_a_variance_of_another_shape():
+    for L in (torch, gm):
+        with pytest.raises(ValueError, match="var is of incorrect size"):
+            L.nn.functional.gaussian_nll_loss(L.zeros(2, 3), L.zeros(2, 3), L.ones(3, 2))
+
+
+@pytest.mark.parametrize("shapes", [((1, 2, 3), (2, 1, 3), -2), ((4, 1), (4, 3), 1), ((2, 3), (3,), 1)])
+def test_cosine_similarity_broadcasts_before_its_norms(shapes):
+    """x1 and x2 broadcast along the reduced dim: each norm runs over the broadcast dim (values were above 1)."""
+    s1, s2, dim = shapes
+    r = np.random.RandomState(2)
+    a0, b0 = r.standard_normal(s1), r.standard_normal(s2)
+
+    def run(L):
+        a, b = L.tensor(a0, requires_grad=True), L.tensor(b0, requires_grad=True)
+        out = L.nn.functional.cosine_similarity(a, b, dim=dim)
+        out.sum().backward()
+        return out.detach().numpy(), a.grad.numpy(), b.grad.numpy()
+
+    t, g = _both(run)
+    for a, b in zip(g, t):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-14)
+
+
+def test_index_fill_value_tensor_gets_its_gradient():
+    """index_fill / index_fill_ with a 0-d value tensor requiring grad: the value's gradient is the sum of the
+    filled entries' (it was None: the value was read as a number)."""
+    def run(L):
+        x = L.arange(6, dtype=L.float64).reshape(2, 3).requires_grad_()
+        v = L.tensor(5.0, dtype=L.float64, requires_grad=True)
+        w = L.arange(6, dtype=L.float64).reshape(2, 3)
+        y = L.index_fill(x, 1, L.tensor([0, 2]), v)
+        x2 = x * 2
+        x2.index_fill_(0, L.tensor([1]), v)
+        ((y + x2) * w).sum().backward()
+        return y.detach().numpy(), x2.detach().numpy(), x.grad.numpy(), v.grad.numpy()
+
+    t, g = _both(run)
+    for a, b in zip(g, t):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("interpolation", ["linear", "lower", "midpoint"])
+def test_quantile_q_tensor_gets_its_gradient(interpolation):
+    """quantile with q requiring grad: 'linear' interpolates with a weight from q, so q has a gradient (it was
+    None); the other modes take no weight from q, and q's gradient stays None, as in PyTorch."""
+    def run(L):
+        x = L.tensor([1.0, 4.0, 2.0, 8.0, 3.0], dtype=L.float64, requires_grad=True)
+        q = L.tensor([0.3, 0.5, 0.9], dtype=L.float64, requires_grad=True)
+        y = L.quantile(x, q, interpolation=interpolation)
+        (y * L.tensor([1.0, 2.0, 3.0], dtype=L.float64)).sum().backward()
+        return y.detach().numpy(), x.grad.numpy(), None if q.grad is None else q.grad.numpy()
+
+    (ty, tx, tq), (gy, gx, gq) = _both(run)
+    np.testing.assert_allclose(gy, ty, rtol=1e-12)
+    np.testing.assert_allclose(gx, tx, rtol=1e-12)
+    assert (gq is None) == (tq is None)
+    if tq is not None:
+        np.testing.assert_allclose(gq, tq, rtol=1e-12)

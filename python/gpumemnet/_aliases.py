@@ -20,8 +20,7 @@ from ._core.autocast import check_device_type as _device_type
 from ._core.autograd import refuse_inplace as _refuse_inplace
 from ._core.creation import arange as _arange, as_tensor as _as_tensor
 from ._core.creation_more import histc as _histc, multinomial as _multinomial
-from ._core.dtype import (SCALAR_TYPE_NAMES as _SCALAR_TYPE_NAMES, as_dtype as _as_dtype,
-                          get_default_dtype as _default_dtype)
+from ._core.dtype import SCALAR_TYPE_NAMES as _SCALAR_TYPE_NAMES, dtype as _dtype, get_default_dtype as _default_dtype
 from ._core.storage import UntypedStorage as _UntypedStorage
 from ._core.random import drawing_from as _drawing_from
 from ._core.tensor import Tensor as _Tensor
@@ -89,24 +88,39 @@ def set_autocast_enabled(*args):
         args = ("cuda",) + args
     if len(args) != 2:
         raise TypeError(f"set_autocast_enabled() takes (device_type, enabled) or (enabled), got {len(args)} arguments")
-    _autocast.set_enabled(_device_type(args[0], "set_autocast_enabled"), bool(args[1]))
+    device_type = _device_type(args[0], "set_autocast_enabled")
+    if not isinstance(args[1], bool):
+        raise TypeError(f"set_autocast_enabled(): argument 'enabled' must be bool, not {type(args[1]).__name__}")
+    _autocast.set_enabled(device_type, args[1])
+
+
+def _flag(enabled):
+    if not isinstance(enabled, bool):
+        raise TypeError(f"enabled must be a bool (got {type(enabled).__name__})")
+    return enabled
+
+
+def _a_dtype(dtype, op):
+    if not isinstance(dtype, _dtype):
+        raise TypeError(f"{op}(): argument 'dtype' must be torch.dtype, not {type(dtype).__name__}")
+    return dtype
 
 
 def set_autocast_cpu_enabled(enabled):
-    _autocast.set_enabled("cpu", bool(enabled))
+    _autocast.set_enabled("cpu", _flag(enabled))
 
 
 def set_autocast_dtype(device_type, dtype):
     """The dtype autocast regions on device_type lower to (a region that names no dtype takes it)."""
-    _autocast.set_dtype(_device_type(device_type, "set_autocast_dtype"), _as_dtype(dtype, "set_autocast_dtype(dtype)"))
+    _autocast.set_dtype(_device_type(device_type, "set_autocast_dtype"), _a_dtype(dtype, "set_autocast_dtype"))
 
 
 def set_autocast_gpu_dtype(dtype):
-    set_autocast_dtype("cuda", dtype)
+    _autocast.set_dtype("cuda", _a_dtype(dtype, "set_autocast_gpu_dtype"))
 
 
 def set_autocast_cpu_dtype(dtype):
-    set_autocast_dtype("cpu", dtype)
+    _autocast.set_dtype("cpu", _a_dtype(dtype, "set_autocast_cpu_dtype"))
 
 
 def is_autocast_cache_enabled():
@@ -115,7 +129,7 @@ def is_autocast_cache_enabled():
 
 
 def set_autocast_cache_enabled(enabled):
-    _autocast.set_cache_enabled(enabled)
+    _autocast.set_cache_enabled(_flag(enabled))
 
 
 def clear_autocast_cache():

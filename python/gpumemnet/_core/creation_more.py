@@ -59,14 +59,20 @@ def _tensors(op, tensors):
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """(std, mean) over dim, as two calls would give them."""
     _need_tensor("std_mean", input)
-    mean = input.mean(dim, keepdim) if dim is not None else input.mean()
-    return input.std(dim, unbiased, keepdim, correction, _op="std_mean"), mean
+    std = input.std(dim, unbiased, keepdim, correction, _op="std_mean")
+    return std, _mean_like(input, dim, keepdim)
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     _need_tensor("var_mean", input)
-    mean = input.mean(dim, keepdim) if dim is not None else input.mean()
-    return input.var(dim, unbiased, keepdim, correction, _op="var_mean"), mean
+    var = input.var(dim, unbiased, keepdim, correction, _op="var_mean")
+    return var, _mean_like(input, dim, keepdim)
+
+
+def _mean_like(input, dim, keepdim):
+    """The mean var_mean / std_mean return beside the statistic: over dim (None: every element, kept as size-1 dims
+    with keepdim), or over everything for a bool there (the legacy var_mean(input, unbiased), which var / std read)."""
+    return input.mean() if dim.__class__ is bool else input.mean(dim, keepdim)
 
 
 def cdist(x1, x2, p=2.0, compute_mode=None):

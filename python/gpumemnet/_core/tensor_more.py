@@ -334,8 +334,10 @@ class MoreMethods:
         n = x.shape[d]
         s = x.sort(d)[0]
         nan_row = s.narrow(d, n - 1, 1).isnan() if n else None  # NaN sorts last: a row with one gives NaN (PyTorch)
+        # q requiring grad: 'linear' interpolates with a weight taken from q itself, so q gets its gradient
+        q_graph = q.reshape(-1) if isinstance(q, _C.TensorBase) and q.requires_grad else None
         outs = []
-        for qv in qs.reshape(-1):
+        for i, qv in enumerate(qs.reshape(-1)):
             pos = qv * (n - 1)
             lo, hi = int(math.floor(pos)), int(math.ceil(pos))
             if interpolation == "lower":
@@ -346,7 +348,9 @@ class MoreMethods:
                 lo = hi = int(np.round(pos))  # half to even, as PyTorch
             a, b = s.narrow(d, lo, 1), s.narrow(d, hi, 1)
             w = 0.5 if interpolation == "midpoint" else pos - lo
-            v = a if lo == hi else a + (b - a) * w
+            if q_graph is not None and interpolation == "linear":
+                w = (q_graph[i] * (n - 1) - lo).to(s.dtype)
+            v = a if lo == hi and q_graph is None else a + (b - a) * w
             if nan_row is not None:
                 v = v.masked_fill(nan_row, math.nan)
             if dim is None:

@@ -11,6 +11,15 @@ from .return_types import ValuesIndices as _RESULT
 from .state import warn_outside
 
 
+def _legacy_unbiased(op, flag, unbiased, keepdim):
+    """(dim, unbiased) for var / std called as PyTorch's legacy var(input, unbiased): a bool where dim goes is
+    unbiased over every element (x.var(False) is the population variance, not the variance over dim 0)."""
+    if unbiased is not None or keepdim is not False:
+        raise TypeError(f"{op}(): a bool in place of dim is the legacy {op}(input, unbiased), which takes no other "
+                        f"argument; got unbiased={unbiased!r}, keepdim={keepdim!r} beside it")
+    return None, flag
+
+
 def _warn_no_dof(op, x, dim, correction):
     """PyTorch's warning when a variance has no degrees of freedom left (the std of one sample is NaN: PPO's
     advantage normalisation over a one-sample minibatch), said by the op the user called."""
@@ -95,6 +104,8 @@ class ReduceMethods:
         return _C.argmin(self, dim, keepdim)
 
     def var(self, dim=None, unbiased=None, keepdim=False, correction=None, *, axis=_NO, keepdims=_NO, _op="var"):
+        if dim.__class__ is bool:
+            dim, unbiased = _legacy_unbiased(_op, dim, unbiased, keepdim)
         if axis is not _NO or keepdims is not _NO or dim.__class__ not in PLAIN_DIMS:
             dim, keepdim = dim_args("var", dim, keepdim, axis, keepdims)
         if correction is None:
@@ -104,6 +115,8 @@ class ReduceMethods:
         return F.Var.apply(x, dim, correction, keepdim) if _needs_grad(x) else _C.var(x, dim, correction, keepdim)
 
     def std(self, dim=None, unbiased=None, keepdim=False, correction=None, *, axis=_NO, keepdims=_NO, _op="std"):
+        if dim.__class__ is bool:
+            dim, unbiased = _legacy_unbiased(_op, dim, unbiased, keepdim)
         if axis is not _NO or keepdims is not _NO or dim.__class__ not in PLAIN_DIMS:
             dim, keepdim = dim_args("std", dim, keepdim, axis, keepdims)
         v = self.var(dim, unbiased, keepdim, correction, _op=_op)

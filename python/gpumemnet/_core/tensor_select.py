@@ -17,6 +17,7 @@ from .autograd import Function, needs_grad as _needs_grad
 from .indexing import index_put_into as _put_into, write_recorded
 from .tensor_methods import _checked_indices, _dim, long_index, no_negative
 from . import size as _size
+from .dtype import bool_
 
 _I64, _BOOL = 4, 5
 Size = _size.Size  # its home before size.py: pickles that name it here still load
@@ -304,9 +305,13 @@ class SelectMethods:
         return _index_put(self, dim, index, source, False, 1, "index_copy_", True)
 
     def index_fill(self, dim, index, value):
+        if isinstance(value, _C.TensorBase) and value.requires_grad:
+            return self.masked_fill(_filled(self, dim, index, value, "index_fill"), value)
         return _index_put(self, dim, index, _number(value, "index_fill"), False, 1, "index_fill", False)
 
     def index_fill_(self, dim, index, value):
+        if isinstance(value, _C.TensorBase) and value.requires_grad:
+            return self.masked_fill_(_filled(self, dim, index, value, "index_fill_"), value)
         return _index_put(self, dim, index, _number(value, "index_fill_"), False, 1, "index_fill_", True)
 
     def masked_select(self, mask):
@@ -381,6 +386,13 @@ class SelectMethods:
         counts = np.bincount(a, weights=_host(weights, "bincount").astype(np.float64), minlength=int(minlength))
         code = weights._dtype if weights._dtype in (0, 1) else 1  # PyTorch: float weights keep their dtype
         return _to_device(counts.astype(np.float32 if code == 0 else np.float64), weights, code)
+
+
+def _filled(x, dim, index, value, op):
+    """The mask of the entries index_fill writes, for a value tensor requiring grad: masked_fill with it gives the
+    value its gradient (the sum of the filled entries' gradients), as PyTorch's index_fill does."""
+    _number(value, op)  # its checks: a 0-d value
+    return x.new_zeros(x.shape, dtype=bool_).index_fill_(dim, index, True)
 
 
 def _number(value, op):

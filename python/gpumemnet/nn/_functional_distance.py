@@ -1,6 +1,7 @@
 """normalize and cosine_similarity (embedding heads, metric learning, SimCLR-style losses), composed of the core's
 differentiable ops as PyTorch composes them, so that every device, meta and the gradients follow."""
 from .._core.activation import _check_tensor
+from .._core.creation_more import broadcast_tensors
 from .._core.tensor_misc import promote_types
 
 
@@ -23,6 +24,8 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
                            f"{common} (x1 {x1.dtype}, x2 {x2.dtype})")
     if x1.dtype != x2.dtype:
         x1, x2 = x1.to(common), x2.to(common)
+    if x1.shape != x2.shape:  # broadcast first: each norm runs over the dim both sides have after it
+        x1, x2 = broadcast_tensors(x1, x2)
     n1 = x1.norm(2, dim, keepdim=True).clamp_min(eps)
     n2 = x2.norm(2, dim, keepdim=True).clamp_min(eps)
     return ((x1 / n1) * (x2 / n2)).sum(dim)

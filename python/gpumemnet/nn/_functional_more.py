@@ -9,7 +9,7 @@ import numpy as np
 from .. import _C
 from .._core.activation import _check_tensor
 from .._core.autocast import autocast, float32_op
-from .._core.autograd import Function
+from .._core.autograd import Function, no_grad
 from ._args import check_reduction
 from ._functional_distance import cosine_similarity
 from ._functional_nn import dropout, softmax, softplus
@@ -267,12 +267,30 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6,
 
 
 def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    """0.5 * (log(max(var, eps)) + (input - target)^2 / max(var, eps)) (+ 0.5 log(2 pi) with full). var is input's
+    shape, or one variance per sample (input.shape[:-1], or a size-1 dim where input's differs), or a float. As in
+    PyTorch, the clamp to eps does not stop var's gradient (it is applied to a copy, outside the graph)."""
     _check_tensors("gaussian_nll_loss", ("input", input), ("target", target))
-    """0.5 * (log(max(var, eps)) + (input - target)^2 / max(var, eps)) (+ 0.5 log(2 pi) with full)."""
-    if isinstance(var, _C.TensorBase) and var._device != "meta" and bool((var < 0).any()):
+    if isinstance(var, float):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = var * input.new_ones(input.shape)
+    elif not isinstance(var, _C.TensorBase):
+        raise TypeError(f"gaussian_nll_loss: var must be a Tensor or a float, got {type(var).__name__}")
+    elif var._device != "meta" and bool((var < 0).any()):
         raise ValueError("var has negative entry/entries")
-    v = var.clamp(min=eps) if isinstance(var, _C.TensorBase) else max(float(var), eps)
-    loss = 0.5 * ((v.log() if isinstance(v, _C.TensorBase) else math.log(v)) + (input - target) ** 2 / v)
+    if var.shape != input.shape:
+        if var.shape == input.shape[:-1]:
+            var = var.unsqueeze(-1)  # one variance per sample, over the last dim's features
+        elif not (var.dim() == input.dim() and
+                  sum(v for i, v in zip(input.shape, var.shape) if i != v) == 1):  # one size-1 dim to broadcast
+            raise ValueError(f"var is of incorrect size: input {tuple(input.shape)}, var {tuple(var.shape)}; "
+                             f"expected input's shape, input.shape[:-1], or a 1 in one of input's dims")
+    check_reduction(reduction)
+    var = var.clone()
+    with no_grad():
+        var.clamp_(min=eps)
+    loss = 0.5 * (var.log() + (input - target) ** 2 / var)
     if full:
         loss = loss + 0.5 * math.log(2 * math.pi)
     return _reduce(loss, reduction)
