@@ -217,3 +217,98 @@ def test_quantile_q_tensor_gets_its_gradient(interpolation):
     assert (gq is None) == (tq is None)
     if tq is not None:
         np.testing.assert_allclose(gq, tq, rtol=1e-12)
+
+
+def test_div_floor_is_floor_division_with_zero_gradient():
+    """div(a, b, rounding_mode='floor') of floats is Python's // (1.0 // 0.1 is 9; floor(1.0 / 0.1) is 10, which
+    it gave), its gradient zero; remainder's gradient wrt b is -(a // b) with the same quotient."""
+    a0 = np.array([1.0, 0.7, 2.0, 1.0, -3.5, 5.0, 0.0, 7.0])
+    b0 = np.array([0.1, 0.1, 0.2, -np.inf, 2.0, 0.0, 0.0, -2.0])
+
+    def run(L):
+        out = []
+        for dt in (L.float64, L.float32):
+            a, b = L.tensor(a0, dtype=dt, requires_grad=True), L.tensor(b0, dtype=dt, requires_grad=True)
+            y = L.div(a, b, rounding_mode="floor")
+            y.sum().backward()
+            out += [y.detach().double().numpy(), a.grad.double().numpy(), b.grad.double().numpy(),
+                    L.div(a.detach(), 0.1, rounding_mode="floor").double().numpy()]
+            a, b = L.tensor(a0[:5], dtype=dt), L.tensor(b0[:5], dtype=dt, requires_grad=True)
+            L.remainder(a, b).sum().backward()
+            out.append(b.grad.double().numpy())
+        x = L.tensor([3.0, -3.0])
+        x.div_(L.tensor([0.1, 0.1]), rounding_mode="floor")
+        out.append(x.numpy())
+        return out
+
+    t, g = _both(run)
+    for a, b in zip(g, t):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_hypot_neither_overflows_nor_underflows():
+    """hypot of magnitudes whose squares overflow (1e200, 3e30 in float32) or underflow (1e-30 in float32) is
+    finite and exact to rounding (it was inf / 0), inf beside a NaN, with PyTorch's gradients and broadcasting."""
+    a0 = np.array([1.7976931348623157e308, 1e308, 1e200, np.inf, np.inf, 3.0, -2.0, np.nan, 1e-200])
+    b0 = np.array([0.0, 0.0, 1e200, np.nan, 1.0, 4.0, -5.0, 1.0, 3e-200])
+
+    def run(L):
+        a, b = L.tensor(a0, requires_grad=True), L.tensor(b0, requires_grad=True)
+        y = L.hypot(a, b)
+        y.sum().backward()
+        f = L.tensor([3e30, 1e-30, 3.0], dtype=L.float32)
+        c, d = L.tensor([[1.0], [2.0]], requires_grad=True), L.tensor([3.0, 4.0], requires_grad=True)
+        z = L.hypot(c, d)
+        z.sum().backward()
+        return [y.detach().numpy(), a.grad.numpy(), b.grad.numpy(), L.hypot(f, f).numpy(), z.detach().numpy(),
+                c.grad.numpy(), d.grad.numpy()]
+
+    t, g = _both(run)
+    for a, b in zip(g, t):
+        np.testing.assert_allclose(a, b, rtol=2e-16 if a.dtype == np.float64 else 1e-7)
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: L.tensor([1, 0, 1]).logit_(), lambda L: L.tensor([1, 0, 1], dtype=L.uint8).logit_(),
+    lambda L: L.tensor([3, 4]).hypot_(L.tensor([4.0, 0.5])), lambda L: L.tensor([3, 4]).xlogy_(2.5),
+    lambda L: L.tensor([True]).xlogy_(L.tensor([2.5])), lambda L: L.tensor([3, 4]).nextafter_(L.tensor([9.0, 0.0])),
+    lambda L: L.tensor([3, 4]).cumprod_(0, dtype=L.float32),
+], ids=["logit_ int64", "logit_ uint8", "hypot_", "xlogy_", "xlogy_ bool", "nextafter_", "cumprod_ dtype"])
+def test_inplace_float_result_into_integer_tensor_is_refused(call):
+    """An in-place op whose result is floating point on an integer or bool tensor raises (it wrote truncated
+    values: logit_ of [1, 0, 1] gave int64's extremes)."""
+    for L in (torch, gm):
+        with pytest.raises(RuntimeError, match="can't be cast to the desired output type|Bad in-place call"):
+            call(L)
+
+
+def test_lerp_of_integer_tensors_is_refused():
+    for L in (torch, gm):
+        with pytest.raises(NotImplementedError, match="lerp_kernel_scalar\" not implemented for 'Long'"):
+            L.lerp(L.tensor([1, 2]), L.tensor([3, 4]), 0.5)
+        with pytest.raises(NotImplementedError, match="lerp_kernel_scalar\" not implemented for 'Long'"):
+            L.tensor([3, 4]).lerp_(L.tensor([5, 5]), 0.5)
+
+
+@pytest.mark.parametrize("reduce", ["amax", "amin", "sum", "prod"])
+def test_scatter_reduce_bool_without_self(reduce):
+    """scatter_reduce on bool tensors with include_self=False: an entry that receives only False stays False under
+    amax (it became True: int64's least value written into a bool array)."""
+    def run(L):
+        x = L.tensor([True, False, True, False])
+        src = L.tensor([False, False, True, False])
+        idx = L.tensor([0, 1, 1, 3])
+        return x.scatter_reduce(0, idx, src, reduce, include_self=False).numpy()
+
+    t, g = _both(run)
+    np.testing.assert_array_equal(g, t)
+
+
+def test_batch_norm_refuses_negative_eps_in_eval():
+    """A negative eps in eval mode (running statistics) raises as in training (it returned NaN or garbage)."""
+    for L in (torch, gm):
+        with pytest.raises(ValueError, match="eps must be non-negative"):
+            L.nn.functional.batch_norm(L.ones(4, 3), L.zeros(3), L.ones(3), training=False, eps=-1.0)
+        bn = L.nn.BatchNorm1d(3, eps=-0.5).eval()
+        with pytest.raises(ValueError, match="eps must be non-negative"):
+            bn(L.ones(4, 3))

@@ -16,7 +16,7 @@ from .indexing import IndexFn, IndexPutFn, put_plan
 from .indexing_multi import _Gather, _merged
 from .tensor_compose import _Cumsum, _DiagEmbed, _Diagonal, _diag_embed, _diagonal_geometry, _scan
 from .tensor_math import (ACOS, ASIN, ATAN, COS, COSH, ERF, ERFC, EXPM1, LOG1P, LOG2, LOG10, SIN, SINH, TAN,
-                          _FROM_OUTPUT, Atan2, Fmod, _Math)
+                          _FROM_OUTPUT, Atan2, DivFloor, Fmod, _Math)
 from .tensor_methods import _InplaceMaskedFill, _Prod, _Rounding
 from .tensor_select import _IndexPut, _Scatter, _scatter_into
 from .tensor_special import _Unary
@@ -208,17 +208,25 @@ def _atan2(ctx, g):
 
 
 def _fmod(ctx, g):
-    """d/da = 1, d/db = -rounding(a / b): a step function of the operands, a constant here."""
+    """d/da = 1, d/db = -quotient(a, b) (trunc or floor division): a step function of the operands, a constant
+    here."""
     gb = None
     if ctx.needs_input_grad[1]:
         s = ctx._unpacked
         raw = [s[i] if s[i] is not None else ctx._input_number(i) for i in (0, 1)]
-        gb = -(g * type(ctx).rounding(_C.binary(fn.DIV, *raw)))
+        gb = -(g * type(ctx).quotient(*raw))
     return binary_grads(ctx, g, gb)
+
+
+def _div_floor(ctx, g):
+    """div(rounding_mode='floor'): zero for both operands, as its first derivative."""
+    zero = g.new_zeros(g.shape)
+    return binary_grads(ctx, zero, zero)
 
 
 register(Atan2, _atan2)
 register(Fmod, _fmod)  # and Remainder, its subclass
+register(DivFloor, _div_floor)
 
 
 # ---- pointwise ops with a piecewise derivative ---------------------------------------------------------------------

@@ -19,7 +19,7 @@ from .. import _C
 from . import autocast as _amp
 from . import functions as F
 from .autograd import Function, is_grad_enabled, needs_grad as _needs_grad
-from .dtype import DTYPES
+from .dtype import DTYPES, SCALAR_TYPE_NAMES
 from .indexing import record_in_place
 from .state import warn_once
 
@@ -86,22 +86,23 @@ class Fmod(F.Binary):
     """a - trunc(a / b) * b: d/da = 1, d/db = -trunc(a / b) (PyTorch's)."""
     op = FMOD
     saves = True
-    rounding = staticmethod(_trunc)
+    quotient = staticmethod(lambda a, b: _trunc(_B(F.DIV, a, b)))
 
     @classmethod
     def grads(cls, ctx, g):
         gb = None
         if ctx.needs_input_grad[1]:
             s = ctx._unpacked
-            q = _B(F.DIV, F._operand(ctx, s, 0), F._operand(ctx, s, 1))
-            gb = _U(F.NEG, _B(F.MUL, g, cls.rounding(q)))
+            q = cls.quotient(F._operand(ctx, s, 0), F._operand(ctx, s, 1))
+            gb = _U(F.NEG, _B(F.MUL, g, q))
         return g, gb
 
 
 class Remainder(Fmod):
-    """a - floor(a / b) * b (Python's %): d/db = -floor(a / b)."""
+    """a - floor(a / b) * b (Python's %): d/db = -(a // b), the floor division as Python's (floor(a / b) is one
+    more where a / b rounds up to an integer: 1.0 / 0.1)."""
     op = REMAINDER
-    rounding = staticmethod(lambda t: _U(F.FLOOR, t))
+    quotient = staticmethod(lambda a, b: _B(FLOORDIV, a, b))
 
 
 class Atan2(F.Binary):
@@ -126,6 +127,23 @@ class FloorDiv(F.Binary):
     def grads(ctx, g):
         raise RuntimeError("derivative for floor_divide is not implemented (PyTorch has none either): detach the "
                            "operands, or use div(..., rounding_mode='floor') whose gradient is zero")
+
+
+class DivFloor(FloorDiv):
+    """div(a, b, rounding_mode='floor'): a // b as floor_divide computes it, with PyTorch's zero gradient (a step
+    function of both operands)."""
+
+    @staticmethod
+    def grads(ctx, g):
+        zero = g.new_zeros(g.shape)
+        return zero, zero
+
+
+def _floating_lerp(x, weight):
+    """lerp of an integer tensor: PyTorch has no kernel for it (its result would be truncated)."""
+    if x._dtype not in (0, 1, 2, 3):
+        kind = "tensor" if isinstance(weight, _C.TensorBase) else "scalar"
+        raise NotImplementedError(f"\"lerp_kernel_{kind}\" not implemented for '{SCALAR_TYPE_NAMES[x._dtype]}'")
 
 
 def _math(op):
@@ -190,6 +208,7 @@ class MathMethods:
     def lerp(self, end, weight):
         """self + weight * (end - self) where |weight| < 0.5, else end - (end - self) * (1 - weight): PyTorch's two
         forms, so that weight 1 gives end exactly; weight a number or a tensor (broadcast)."""
+        _floating_lerp(self, weight)
         if rounds_once(self, end, weight):  # in float64: what PyTorch's fused multiply-add in float32 rounds to
             w = weight.double() if isinstance(weight, _C.TensorBase) else float(np.float32(weight))
             return self.double().lerp(end.double(), w).to(self.dtype)
@@ -203,6 +222,7 @@ class MathMethods:
         return self + weight * (end - self) if abs(weight) < 0.5 else end - (end - self) * (1 - weight)
 
     def lerp_(self, end, weight):
+        _floating_lerp(self, weight)
         if isinstance(weight, _C.TensorBase) or abs(weight) >= 0.5 or rounds_once(self, end):
             return self.copy_(self.lerp(end, weight))
         if self._dtype == 0:

@@ -17,6 +17,7 @@ from .autograd import Function, check_inplace as _check_inplace, needs_grad as _
 from .dtype import DTYPES, as_dtype, device_str, memory_format
 from .indexing import SplitFn, write_recorded
 from .indexing_multi import take_flat
+from .tensor_math import DivFloor
 
 _BOOL = 5
 _I32 = 9  # int32's dtype code
@@ -74,8 +75,8 @@ class TensorMethods:
         ints = self._dtype not in _FLOAT_CODES and (
             not isinstance(other, _C.TensorBase) or other._dtype not in _FLOAT_CODES) and \
             not isinstance(other, float)
-        if ints and rounding_mode == "floor":
-            return self.floor_divide(other)  # exact: integers never go through float32
+        if rounding_mode == "floor":  # integers exactly; floats as Python's // (1.0 // 0.1 is 9, floor(1.0 / 0.1) 10)
+            return self.floor_divide(other) if ints or not _needs_grad(self, other) else DivFloor.apply(self, other)
         if ints and rounding_mode == "trunc":  # floor, moved up by one where the signs differ and b does not divide a
             q = self.floor_divide(other)
             fix = (self - q * other != 0) & ((self < 0) != (_as_tensor_like(other, self) < 0))
@@ -83,9 +84,7 @@ class TensorMethods:
         q = self / other
         if rounding_mode is None:
             return q
-        if rounding_mode == "floor":
-            q = q.floor()
-        elif rounding_mode == "trunc":
+        if rounding_mode == "trunc":
             q = q.trunc()
         else:
             raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")

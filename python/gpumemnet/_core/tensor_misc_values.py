@@ -49,6 +49,8 @@ def _identity(reduce, dtype_code):
         return 1
     if dtype_code in _FLOATS:
         return -math.inf if reduce == "amax" else math.inf
+    if dtype_code == 5:  # bool: False is the least value (int64's least, written into a bool array, read True)
+        return reduce != "amax"
     info = np.iinfo({4: np.int64, 6: np.uint8, 7: np.int8, 8: np.int16, 9: np.int32}.get(dtype_code, np.int64))
     return info.min if reduce == "amax" else info.max
 

@@ -142,6 +142,36 @@ def _quantile_args(x, q, interpolation, op):
     return qs
 
 
+def _hypot(a, b):
+    """sqrt(a^2 + b^2) without overflow or underflow in the squares (C's hypot): where a square would overflow or
+    lose digits below the normal range, the larger magnitude times sqrt(1 + (smaller / larger)^2) (one rounding
+    more, so only there); inf where either is inf, even beside a NaN."""
+    a, b = a.abs(), b.abs()
+    hi, lo = a.maximum(b), a.minimum(b)
+    direct = (a * a + b * b).sqrt()
+    scaled = hi * (1 + (lo / _where(hi == 0, 1.0, hi)) ** 2).sqrt()
+    small = 1e-140 if direct._dtype == 1 else 1e-14  # float64; float32 and the half types (computed in float32)
+    r = _where(direct.isfinite() & (hi > small), direct, scaled)
+    return _where(a.isinf() | b.isinf(), math.inf, r)
+
+
+class _Hypot(Function):
+    """hypot with PyTorch's gradients: g * a / hypot(a, b) and g * b / hypot(a, b)."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        r = _hypot(a, b)
+        ctx.save_for_backward(a, b, r)
+        return r
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b, r = ctx._unpacked
+        need = ctx.needs_input_grad
+        return (((g * a) / r).sum_to_size(a.shape) if need[0] else None,
+                ((g * b) / r).sum_to_size(b.shape) if need[1] else None)
+
+
 class MoreMethods:
     """The Tensor methods of this module (see its docstring)."""
     __slots__ = ()
@@ -253,7 +283,9 @@ class MoreMethods:
         return _logaddexp(self, other)
 
     def hypot(self, other):
-        return (self * self + other * other).sqrt()
+        if not isinstance(other, _C.TensorBase):
+            raise TypeError(f"hypot(): argument 'other' must be Tensor, not {type(other).__name__}")
+        return _Hypot.apply(self, other) if _needs_grad(self, other) else _hypot(self, other)
 
     def xlogy(self, other):
         """self * log(other), 0 where self is 0 (even where other is 0), NaN where other is NaN (PyTorch's)."""

@@ -176,8 +176,10 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         if t is not None and _needs_grad(t):
             raise RuntimeError(f"batch_norm: {name} requires grad; running statistics are buffers updated in "
                                f"place and cannot be part of a graph")
-    if training and not float(eps) > 0:  # PyTorch's check and words; a negative eps gives NaN (sqrt of var + eps)
+    if training and not float(eps) > 0:  # PyTorch's checks and words; a negative eps gives NaN (sqrt of var + eps)
         raise ValueError(f"batch_norm eps must be positive during training, but got {float(eps)}")
+    if not float(eps) >= 0:
+        raise ValueError(f"batch_norm eps must be non-negative, but got {float(eps)}")
     if training and input.ndim >= 2:
         size = list(input.shape)
         per_channel = 1
