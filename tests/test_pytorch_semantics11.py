@@ -312,3 +312,51 @@ def test_batch_norm_refuses_negative_eps_in_eval():
         bn = L.nn.BatchNorm1d(3, eps=-0.5).eval()
         with pytest.raises(ValueError, match="eps must be non-negative"):
             bn(L.ones(4, 3))
+
+
+_X34 = np.random.RandomState(0).standard_normal((3, 4))
+_OUT_CASES = {
+    "softmax": lambda L, x, E: L.softmax(x, 1, out=E(3, 4)),
+    "log_softmax": lambda L, x, E: L.log_softmax(x, 1, out=E(3, 4)),
+    "scatter": lambda L, x, E: L.scatter(x, 0, L.tensor([[0, 1, 2, 0]]), 1.0, out=E(3, 4)),
+    "scatter_add": lambda L, x, E: L.scatter_add(x, 0, L.tensor([[0, 1, 2, 0]]), x[:1] * 2, out=E(3, 4)),
+    "scatter_reduce": lambda L, x, E: L.scatter_reduce(x, 0, L.tensor([[0, 1, 2, 0]]), x[:1], "sum", out=E(3, 4)),
+    "index_add": lambda L, x, E: L.index_add(x, 0, L.tensor([0]), x[2:], out=E(3, 4)),
+    "index_copy": lambda L, x, E: L.index_copy(x, 0, L.tensor([0]), x[2:], out=E(3, 4)),
+    "take": lambda L, x, E: L.take(x, L.tensor([0, 5]), out=E(2)),
+    "tensordot": lambda L, x, E: L.tensordot(x, x.T, 1, out=E(3, 3)),
+    "isin": lambda L, x, E: L.isin(x, x[0], out=E(3, 4, dt=L.bool)),
+    "angle": lambda L, x, E: L.angle(x, out=E(3, 4)),
+    "hardshrink": lambda L, x, E: L.hardshrink(x, 0.5, out=E(3, 4)),
+    "mvlgamma": lambda L, x, E: L.mvlgamma(x.abs() + 1, 1, out=E(3, 4)),
+    "frexp": lambda L, x, E: L.frexp(x, out=(E(3, 4), E(3, 4, dt=L.int32))),
+    "slice_scatter": lambda L, x, E: L.slice_scatter(x, x[:1] * 0, 0, 0, 1, out=E(3, 4)),
+    "transpose_copy": lambda L, x, E: L.transpose_copy(x, 0, 1, out=E(4, 3)),
+    "view_copy": lambda L, x, E: L.view_copy(x, (12,), out=E(12)),
+    "permute_copy": lambda L, x, E: L.permute_copy(x, (1, 0), out=E(4, 3)),
+    "unsqueeze_copy": lambda L, x, E: L.unsqueeze_copy(x, 0, out=E(1, 3, 4)),
+    "expand_copy": lambda L, x, E: L.expand_copy(x[:1], (3, 4), out=E(3, 4)),
+    "diagonal_copy": lambda L, x, E: L.diagonal_copy(x, out=E(3)),
+    "unfold_copy": lambda L, x, E: L.unfold_copy(x, 1, 2, 2, out=E(3, 2, 2)),
+}
+
+
+@pytest.mark.parametrize("name", list(_OUT_CASES))
+def test_out_argument_of_more_functions(name):
+    """out= on functions PyTorch gives it (softmax, scatter*, index_add, take, tensordot, the *_copy ops...): it was
+    a TypeError. The result is written into out, which is returned, with PyTorch's values."""
+    def run(L):
+        made = []
+
+        def E(*shape, dt=L.float64):
+            made.append(L.empty(*shape, dtype=dt))
+            return made[-1]
+
+        r = _OUT_CASES[name](L, L.tensor(_X34), E)
+        r = r if isinstance(r, tuple) else (r,)
+        assert all(a is b for a, b in zip(r, made))
+        return [t.double().numpy() for t in r]
+
+    t, g = _both(run)
+    for a, b in zip(g, t):
+        np.testing.assert_allclose(a, b, rtol=1e-12)

@@ -27,7 +27,10 @@ FUNCTIONS = (
     "nan_to_num nanmean nanmedian nanquantile nansum narrow_copy ne neg negative nonzero norm normal not_equal outer "
     "polygamma pow prod quantile rad2deg reciprocal remainder renorm round row_stack rsqrt searchsorted sgn sigmoid "
     "sign signbit sin sinc sinh sort sqrt square stack std std_mean sub subtract sum svd take_along_dim tan tanh topk "
-    "tril triu true_divide trunc var var_mean vdot vstack where xlogy").split()
+    "tril triu true_divide trunc var var_mean vdot vstack where xlogy "
+    "alias_copy angle diagonal_copy expand_copy frexp hardshrink index_add index_copy index_reduce "
+    "isin log_softmax mvlgamma permute_copy scatter scatter_add scatter_reduce slice_scatter softmax squeeze_copy "
+    "t_copy take tensordot transpose_copy unfold_copy unsqueeze_copy view_copy").split()
 # ... and those that make a tensor from sizes or a range: its dtype and device default to out's
 CREATION = "arange empty eye full linspace logspace ones rand randint randn randperm range zeros".split()
 # The factories (those above and the *_like ones) also take PyTorch's layout= (strided, the only layout here) and
