@@ -360,3 +360,48 @@ def test_out_argument_of_more_functions(name):
     t, g = _both(run)
     for a, b in zip(g, t):
         np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+def _library_ops(L, ns):
+    """Operators defined from Python reached through torch.ops, as spikingjelly's neurons define and call theirs:
+    custom_op + register_autograd, Library.define + impl (an overload, a keyset kernel), torch.library.impl."""
+    x = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+
+    @L.library.custom_op(f"{ns}::scaled", mutates_args=())
+    def scaled(a: L.Tensor, k: float) -> L.Tensor:
+        return a * k
+
+    def setup(ctx, inputs, output):
+        ctx.k = inputs[1]
+
+    scaled.register_autograd(lambda ctx, g: (g * ctx.k * 10, None), setup_context=setup)
+    lib = L.library.Library(f"{ns}b", "DEF")
+    lib.define("thrice(Tensor a) -> Tensor")
+    lib.define("thrice.pair(Tensor a, Tensor b) -> Tensor")
+    lib.impl("thrice", lambda a: a * 3, "CompositeImplicitAutograd")
+    lib.impl("thrice.pair", lambda keyset, a, b: a * b * 3, "CompositeImplicitAutograd", with_keyset=True)
+    L.library.define(f"{ns}b::square", "(Tensor a) -> Tensor")
+    L.library.impl(f"{ns}b::square", "cpu", lambda a: a * a)
+    ops, opsb = getattr(L.ops, ns), getattr(L.ops, f"{ns}b")
+    y = ops.scaled(x, 2.0) + ops.scaled.default(x, 1.0) + opsb.thrice(x) + opsb.thrice.pair(x, x)
+    y.sum().backward()
+    return y.detach().numpy(), x.grad.numpy(), opsb.square(x.detach()).numpy(), sorted(opsb.thrice.overloads())
+
+
+def test_python_defined_operators_through_torch_ops():
+    import types
+    from gpumemnet.compat import library, ops  # torch.library and torch.ops under the alias
+    L = types.SimpleNamespace(tensor=gm.tensor, Tensor=gm.Tensor, library=library, ops=ops)
+    t, g = _library_ops(torch, "semantics11t"), _library_ops(L, "semantics11g")
+    for a, b in zip(g[:3], t[:3]):
+        np.testing.assert_array_equal(a, b)
+    assert g[3] == t[3]
+
+
+def test_torchscript_graph_classes_import_and_refuse_construction():
+    """from torch._C import Value / Node / Block (snntorch imports Value): names without a constructor."""
+    from gpumemnet.compat import _torch_c
+    for name in ("Value", "Node", "Block"):
+        for mod in (torch._C, _torch_c):
+            with pytest.raises(TypeError, match="No constructor defined"):
+                getattr(mod, name)()

@@ -36,6 +36,19 @@ class DeviceObjType:
         raise TypeError("torch._C.DeviceObjType: No constructor defined!")
 
 
+def _no_constructor(name, what):
+    def __init__(self, *args, **kwargs):
+        raise TypeError(f"torch._C.{name}: No constructor defined!")
+    return type(name, (), {"__init__": __init__, "__doc__": f"PyTorch's TorchScript {what} (torch.{name}), "
+                           f"imported by libraries for annotations (snntorch imports Value); gpumemnet has no "
+                           f"TorchScript graphs, and none is made from Python."})
+
+
+Value = _no_constructor("Value", "graph value")
+Node = _no_constructor("Node", "graph node")
+Block = _no_constructor("Block", "graph block")
+
+
 class _AnyKey(type):
     def __getattr__(cls, name):  # every key PyTorch names exists, as its own name
         if name.startswith("__"):

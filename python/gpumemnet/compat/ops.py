@@ -1,7 +1,8 @@
 """torch.ops: PyTorch's registry of C++ operators. gpumemnet loads no C++ library; torchvision's is answered by
 gpumemnet's own versions of the operators its detection models call (compat/torchvision_ops.py) and its image
 extension by Pillow (compat/torchvision_image.py), and every other library is refused, so that it sees its ops
-absent, as on a machine where they failed to load. torch.ops.aten
+absent, as on a machine where they failed to load; operators defined from Python (torch.library) are there as
+PyTorch has them. torch.ops.aten
 (PyTorch's own operators, which code names as torch.ops.aten.clone.default) answers with the Tensor methods of
 the same names."""
 import os
@@ -9,6 +10,40 @@ import os
 from .._core.tensor import Tensor
 
 _LOADED = {}  # namespace -> module of operators
+_PYTHON = {}  # (namespace, name) -> {overload: operator}: those defined from Python (compat/library.py)
+
+
+def python_op(ns, name, overload, new=None):
+    """The operator ns::name.overload defined from Python; `new` is registered (and returned) when there is none."""
+    overloads = _PYTHON.setdefault((ns, name), {})
+    if overload not in overloads and new is not None:
+        overloads[overload] = new
+    return overloads.get(overload)
+
+
+class _PythonPacket:
+    """torch.ops.<ns>.<name> of an operator defined from Python: called, its default overload (or its only one);
+    .default and .<overload> name each."""
+
+    def __init__(self, ns, name):
+        self._ns, self._name = ns, name
+
+    def overloads(self):
+        return list(_PYTHON[(self._ns, self._name)])
+
+    def __getattr__(self, overload):
+        op = _PYTHON[(self._ns, self._name)].get(overload)
+        if op is None:
+            raise AttributeError(f"The underlying op of '{self._ns}.{self._name}' has no overload name '{overload}'")
+        return op
+
+    def __call__(self, *args, **kwargs):
+        overloads = _PYTHON[(self._ns, self._name)]
+        op = overloads.get("default") or next(iter(overloads.values()))
+        return op(*args, **kwargs)
+
+    def __repr__(self):
+        return f"torch.ops.{self._ns}.{self._name}"
 
 
 class _AtenNames:
@@ -74,6 +109,8 @@ class _Namespace:
     def __getattr__(self, op):
         if op.startswith("__"):
             raise AttributeError(op)
+        if (self._name, op) in _PYTHON:
+            return _PythonPacket(self._name, op)
         ops = _LOADED.get(self._name)
         if ops is None:
             raise AttributeError(f"torch.ops.{self._name}.{op}: no C++ operator library is loaded under gpumemnet")
