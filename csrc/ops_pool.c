@@ -149,6 +149,23 @@ static int pool_geometry(const char *op, const spatial *s, const int64_t k[2], c
                      (long long)k[1], (long long)(k[0] / 2), (long long)(k[1] / 2));
         return -1;
     }
+    for (int i = 0; i < 2; i++) { /* huge arguments: refused before their products overflow (undefined in C) */
+        int64_t span, padded;
+        if (__builtin_mul_overflow(d[i], k[i] - 1, &span) || __builtin_add_overflow(span, 1, &span)) {
+            PyErr_Format(PyExc_RuntimeError, "%s: effective kernel size overflows, but got kernel_size=(%lld, %lld) "
+                         "and dilation=(%lld, %lld)", op, (long long)k[0], (long long)k[1], (long long)d[0],
+                         (long long)d[1]);
+            return -1;
+        }
+        if (__builtin_mul_overflow(p[i], (int64_t)2, &padded) || __builtin_add_overflow(padded, i ? s->W : s->H,
+                                                                                        &padded) ||
+            __builtin_add_overflow(padded, st[i], &padded)) {
+            PyErr_Format(PyExc_RuntimeError, "%s: padded input size overflows, but got padding=(%lld, %lld) and "
+                         "stride=(%lld, %lld)", op, (long long)p[0], (long long)p[1], (long long)st[0],
+                         (long long)st[1]);
+            return -1;
+        }
+    }
     memset(g, 0, sizeof *g);
     g->N = s->N, g->C = s->C, g->H = s->H, g->W = s->W;
     g->kh = k[0], g->kw = k[1], g->sh = st[0], g->sw = st[1], g->ph = p[0], g->pw = p[1], g->dh = d[0], g->dw = d[1];
@@ -326,7 +343,8 @@ static PyObject *py_max_pool2d_backward(PyObject *self, PyObject *args, PyObject
     void *pidx = gm_tensor_data(ic);
     int rc = taps ? maxpool2d_backward_taps(gm_tensor_data(dx), gm_tensor_data(g), ds, pidx, g->dtype, &geom,
                                             gm_num_threads)
-                  : maxpool2d_backward(gm_tensor_data(dx), gm_tensor_data(g), ds, pidx, g->dtype, &geom, gm_num_threads);
+                  : maxpool2d_backward(gm_tensor_data(dx), gm_tensor_data(g), ds, pidx, g->dtype, &geom,
+                                       gm_num_threads);
     if (rc != GM_OK) {
         PyErr_Format(PyExc_IndexError, "%s: an index lies outside the %lldx%lld plane (valid: -1 for an empty "
                      "window, or 0 .. %lld); were the indices modified?", op, (long long)s.H, (long long)s.W,

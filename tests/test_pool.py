@@ -626,7 +626,7 @@ ERRORS = [
     (lambda: F.max_pool2d(X4, 2, dilation=0), ValueError, r"dilation must be positive"),
     (lambda: F.max_pool2d(gm.zeros(1, 1, 4, 4, dtype=gm.int64), 2), TypeError, r"floating-point input.*int64"),
     (lambda: F.max_pool2d(np.zeros((1, 1, 4, 4)), 2), TypeError, r"input must be a Tensor"),
-    (lambda: F.avg_pool2d(X4, 2, divisor_override=0), ValueError, r"divisor_override must be a positive int"),
+    (lambda: F.avg_pool2d(X4, 2, divisor_override=0), RuntimeError, r"divisor must be not zero"),
     (lambda: F.avg_pool2d(X4, 2, divisor_override=1.5), TypeError, r"divisor_override"),
     (lambda: F.avg_pool2d(X4, 3, padding=2), ValueError, r"at most half of kernel_size"),
     (lambda: F.avg_pool2d(X4, 7, padding=1), ValueError, r"padded by \(1, 1\) is 6x6, but kernel_size \(7, 7\)"),

@@ -405,3 +405,19 @@ def test_torchscript_graph_classes_import_and_refuse_construction():
         for mod in (torch._C, _torch_c):
             with pytest.raises(TypeError, match="No constructor defined"):
                 getattr(mod, name)()
+
+
+@pytest.mark.parametrize("call, error, words", [
+    (lambda L: L.nn.functional.max_pool1d(L.arange(6.0).reshape(1, 2, 3), kernel_size=8608480567731124087,
+                                          padding=1250999896764, dilation=1250999896764, ceil_mode=True),
+     RuntimeError, "effective kernel size overflows"),
+    (lambda L: L.nn.functional.avg_pool2d(L.ones(3, 3, 3), 2, divisor_override=0), RuntimeError,
+     "divisor must be not zero"),
+    (lambda L: L.signal.windows.general_cosine(3, a=[]), ValueError, "Coefficients cannot be empty"),
+], ids=["max_pool1d kernel * dilation past int64", "avg_pool2d divisor_override=0", "general_cosine a=[]"])
+def test_refusals_of_pytorch_type(call, error, words):
+    """Arguments PyTorch refuses, refused with its exception type (a pooling kernel whose span overflows int64
+    computed a result from the wrapped product: undefined behaviour in C)."""
+    for L in (torch, gm):
+        with pytest.raises(error, match=words):
+            call(L)

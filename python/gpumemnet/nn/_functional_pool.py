@@ -132,7 +132,9 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     _check_input(input, op)
     if divisor_override is not None and not _is_int(divisor_override):
         raise TypeError(f"{op}: divisor_override must be None or an int, got {divisor_override!r}")
-    if divisor_override is not None and divisor_override <= 0:
+    if divisor_override == 0:
+        raise RuntimeError(f"{op}: divisor must be not zero (divisor_override=0)")  # PyTorch's type and words
+    if divisor_override is not None and divisor_override < 0:
         raise ValueError(f"{op}: divisor_override must be a positive int, got {divisor_override}")
     k = _pair(kernel_size, "kernel_size", op)
     args = (k, _stride(stride, k, op), _pair(padding, "padding", op), bool(ceil_mode), bool(count_include_pad),

@@ -32,6 +32,8 @@ def _window(name, M, sym, dtype, device, requires_grad, values):
 def general_cosine(M, *, a, sym=True, dtype=None, layout=None, device=None, requires_grad=False):
     """sum over k of (-1)^k a[k] cos(2 pi k n / (M - 1))."""
     coefficients = [float(c) for c in a]
+    if not coefficients:
+        raise ValueError("general_cosine: Coefficients cannot be empty (a=[])")
     return _window("general_cosine", M, sym, dtype, device, requires_grad,
                    lambda n, m: sum((-1) ** k * c * np.cos(2 * math.pi * k * n / (m - 1))
                                     for k, c in enumerate(coefficients)))
