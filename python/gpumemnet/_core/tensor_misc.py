@@ -405,7 +405,10 @@ class MiscMethods(ValueMethods, ExtraMethods):
         return bool(self.item() != 0)
 
     def put_(self, index, source, accumulate=False):
-        """self flattened, written at index (negative indices count from the end); accumulate adds."""
+        """self flattened, written at index (negative indices count from the end); accumulate adds. In a graph (a
+        view of one too) recorded as PyTorch records it, source's gradient included."""
+        if record_in_place(self, "put_", lambda t: _put(t, index, source, accumulate, "put")):
+            return self
         _refuse_inplace(self, "put_")
         source = source.detach() if isinstance(source, _C.TensorBase) else source
         _C.copy_(self, _put(self.detach(), index, source, accumulate, "put_"))

@@ -15,7 +15,7 @@ from . import functions as F
 from .autograd import Function, needs_grad as _needs_grad, refuse_inplace as _refuse_inplace
 from .tensor_methods import _dim, _where
 from .tensor_more import _quantile_args, _stack
-from .indexing import index_put_into, write_recorded
+from .indexing import index_put_into, record_in_place, write_recorded
 from .tensor_select import _copy, _covered, _host, _padded, _positions, _scatter_args, _to_device, zero_dim_as_one
 from .return_types import ValuesIndices as _RESULT
 
@@ -454,8 +454,9 @@ class ValueMethods:
         return _renorm(self, p, dim, maxnorm)
 
     def renorm_(self, p, dim, maxnorm):
-        _refuse_inplace(self, "renorm_")
-        _C.copy_(self, _renorm(self.detach(), p, dim, maxnorm))
+        """In place; in a graph (a view of one too) recorded as PyTorch records it."""
+        if not record_in_place(self, "renorm_", lambda t: _renorm(t, p, dim, maxnorm)):
+            _C.copy_(self, _renorm(self.detach(), p, dim, maxnorm))
         return self
 
 

@@ -15,11 +15,12 @@ from .. import _C
 from .arg_forms import as_int
 from . import autocast as _amp
 from . import functions as F
-from .autograd import Function, check_inplace, is_grad_enabled as _grad_enabled, needs_grad as _needs_grad
+from .autograd import Function, check_inplace, is_grad_enabled as _grad_enabled, is_graph_view
+from .autograd import needs_grad as _needs_grad
 from .autograd import refuse_inplace as _refuse_inplace
 from .autograd import register_tensor_hook
 from . import indexing_multi
-from .indexing import check_put_dtypes, make_plan, put_plan, record_in_place
+from .indexing import check_put_dtypes, make_plan, put_plan, record_in_place, write_graph_view
 from .dtype import DTYPES, get_default_dtype
 from .tensor_compose import _finite_shift
 from .tensor_methods import _dim, _where
@@ -537,6 +538,9 @@ class MoreMethods:
         """self[indices] = values (+= with accumulate: repeated indices add up); indices a tuple of index
         tensors, one per leading dim."""
         check_put_dtypes(self, tuple(indices), values)
+        if is_graph_view(self) and write_graph_view(  # a view of a tensor in a graph, written as v[...] = is
+                self, lambda v: v.clone().index_put_(tuple(indices), values, accumulate)):
+            return self
         if check_inplace(self, "index_put_") or _needs_grad(values):
             indexing_multi.setitem_recorded(self, tuple(indices), values, accumulate=bool(accumulate))
             return self

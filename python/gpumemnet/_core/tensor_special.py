@@ -250,8 +250,7 @@ class SpecialMethods(BitwiseMethods):
         return _pointwise("polygamma", fn, _polygamma_of(n + 1), wide=True,
                           graph_slope=lambda x: x.polygamma(n + 1))(self)
 
-    def polygamma_(self, n):
-        return _write(self, "polygamma_", self.detach().polygamma(n))
+    polygamma_ = _in_place("polygamma")
 
     def deg2rad(self):
         """self * pi / 180."""
