@@ -77,6 +77,7 @@ static PyObject *py_set_fallback(PyObject *self, PyObject *args) {
     A->fallback = F;
     A->fallback_mask = mask;
     A->transient_peak = A->reserved.current - A->persistent_reserved; /* from now on (allocator.c state_first) */
+    A->largest_transient = 0;
     gm_unlock(A);
     Py_RETURN_NONE;
 }

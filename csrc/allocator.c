@@ -314,7 +314,9 @@ static gm_block *best_fit(gm_allocator *A, int pool, size_t size, int persistent
 static gm_block *new_segment(gm_allocator *A, size_t size, int pool, int persistent) {
     if (persistent) {
         size_t cap = A->limit ? A->limit : A->capacity;
-        if (A->transient_peak + A->persistent_reserved + (int64_t)size > (int64_t)cap) {
+        /* the step's peak again, and room for its largest block besides: a later step's blocks may be laid out
+         * otherwise in the cached segments, and the largest one then needs a segment of its own */
+        if (A->transient_peak + A->largest_transient + A->persistent_reserved + (int64_t)size > (int64_t)cap) {
             /* said in the fallback's warning: the state left to keep the step's room, not for want of room */
             if (A->reserved.current + (int64_t)size <= (int64_t)cap) A->kept_room = 1;
             return NULL;
@@ -428,7 +430,10 @@ taken:
     b->serial = ++A->num_allocs;
     if (A->allocated.peak > old_peak) gm_snapshot_peak(A, b->scope, b->category, nbytes);
     int64_t transient = A->reserved.current - A->persistent_reserved;
-    if (b->category != GM_CAT_OPTIMIZER && transient > A->transient_peak) A->transient_peak = transient;
+    if (b->category != GM_CAT_OPTIMIZER) {
+        if (transient > A->transient_peak) A->transient_peak = transient;
+        if ((int64_t)b->size > A->largest_transient) A->largest_transient = (int64_t)b->size;
+    }
     if (gm_recording(A)) gm_record_event(A, EV_ALLOC, (int64_t)b->size, b->category, b->scope);
     gm_unlock(A);
     return b;

@@ -115,6 +115,7 @@ struct gm_allocator {
      * set_fallback, as of allocations other than optimizer state (what a step needs besides the state, which a
      * later step needs again), and the bytes of the persistent segments, which hold only state. */
     int64_t transient_peak, persistent_reserved;
+    int64_t largest_transient; /* the largest block outside optimizer state since set_fallback (new_segment) */
     int kept_room;            /* the last request was refused by that rule while the device still had room */
     char note[320];           /* a fallback allocator: the expected slowdown, said in the warning */
     /* Expandable segments (alloc_expand.c): one growing segment per pool, mapped by granules. */

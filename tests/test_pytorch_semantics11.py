@@ -461,3 +461,21 @@ def test_index_put_on_a_view_of_a_graph_tensor():
     t, g = _both(run)
     for a, b in zip(g, t):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean", "amax", "amin", "nansum", "prelu"])
+def test_second_order_through_a_zero_dim_input(reduce):
+    """create_graph=True through a 0-d tensor reduced over dim 0 (it raised 'cannot expand shape (1,) to ()'), and
+    prelu's gradient of a 0-d input keeps its shape (it was (1,))."""
+    def run(L):
+        x = L.tensor(-1.5, dtype=L.float64, requires_grad=True)
+        y = L.nn.functional.prelu(x, L.tensor(0.25, dtype=L.float64)) if reduce == "prelu" else \
+            getattr(x, reduce)(0)
+        g, = L.autograd.grad((y * y * 2).sum(), x, create_graph=True)
+        gg, = L.autograd.grad(g, x)
+        return tuple(g.shape), g.detach().numpy(), gg.numpy()
+
+    t, g = _both(run)
+    assert g[0] == t[0]
+    np.testing.assert_allclose(g[1], t[1], rtol=1e-14)
+    np.testing.assert_allclose(g[2], t[2], rtol=1e-14)

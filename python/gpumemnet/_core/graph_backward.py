@@ -320,6 +320,8 @@ register(_InplaceBinary, _inplace_binary)
 
 # ---- reductions, products, shapes --------------------------------------------------------------------------------
 def _unreduce(g, shape, dims, keepdim):
+    if not shape:  # a 0-d input reduced over "dim 0": nothing to put back
+        return g.reshape(())
     if not keepdim:
         for d in sorted(dims):
             g = g.unsqueeze(d)

@@ -235,7 +235,7 @@ def _prelu(ctx, g):
     need = ctx.needs_input_grad
     positive = _C.binary(fn.GT, x, 0.0)
     if w.numel() == 1:
-        wshape = (1,) * max(x.ndim, 1)
+        wshape = (1,) * x.ndim  # (a 0-d x: a 0-d weight, so the gradient keeps x's shape)
     else:  # one weight per channel: dim 1 (dim 0 of a vector)
         wshape = (1, w.numel()) + (1,) * (x.ndim - 2) if x.ndim >= 2 else (w.numel(),)
     dx = where(positive, g, g * saved_input(ctx, 1, w).reshape(wshape)) if need[0] else None
