@@ -479,3 +479,24 @@ def test_second_order_through_a_zero_dim_input(reduce):
     assert g[0] == t[0]
     np.testing.assert_allclose(g[1], t[1], rtol=1e-14)
     np.testing.assert_allclose(g[2], t[2], rtol=1e-14)
+
+
+def test_angle_linear_gradient_small_forms():
+    """angle of +-inf is 0 / pi (it was NaN: inf * 0); F.linear with a 1-D weight gives one output per row (it was
+    refused; with a bias PyTorch refuses it too); gradient(spacing=None) is spacing 1."""
+    def run(L):
+        x = L.tensor([np.inf, -np.inf, np.nan, -2.0, 0.0, 3.0], dtype=L.float64, requires_grad=True)
+        a = L.angle(x)
+        a.sum().backward()
+        m = L.arange(6, dtype=L.float64).reshape(2, 3).requires_grad_()
+        w = L.tensor([1.0, 2.0, 3.0], dtype=L.float64, requires_grad=True)
+        y = L.nn.functional.linear(m, w)
+        y.sum().backward()
+        with pytest.raises(RuntimeError):
+            L.nn.functional.linear(m, w, L.tensor(0.5, dtype=L.float64))
+        gr = L.gradient(L.tensor([1.0, 4.0, 9.0, 16.0], dtype=L.float64), spacing=None)[0]
+        return [a.detach().numpy(), x.grad.numpy(), y.detach().numpy(), m.grad.numpy(), w.grad.numpy(), gr.numpy()]
+
+    t, g = _both(run)
+    for a, b in zip(g, t):
+        np.testing.assert_array_equal(a, b)

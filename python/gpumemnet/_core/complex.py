@@ -621,7 +621,8 @@ def angle(input):
         return input.angle()
     _c._need_tensor("angle", input)
     x = input if input.dtype.is_floating_point else input.to(get_default_dtype())
-    return _c.where(x < 0, _c.full_like(x, np.pi), x * 0)
+    zero = _c.where(x.isinf(), 0.0, x * 0)  # (x * 0 keeps x's graph, zero gradient, and NaN where x is NaN)
+    return _c.where(x < 0, _c.full_like(x, np.pi), zero)
 
 
 def conj(input):

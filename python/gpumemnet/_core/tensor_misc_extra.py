@@ -237,6 +237,7 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
     _need_tensor("gradient", input)
     if edge_order not in (1, 2):
         raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
+    spacing = 1 if spacing is None else spacing  # PyTorch's default written out (spacing=None)
     dims = list(range(input.ndim)) if dim is None else [dim] if isinstance(dim, numbers.Integral) else list(dim)
     dims = [_dim_index(d, input.ndim) for d in dims]
     if isinstance(spacing, (list, tuple)):

@@ -322,6 +322,11 @@ def linear(input, weight, bias=None):
     """input (..., in_features) @ weight (out_features, in_features)^T + bias (out_features): one gemm, the bias
     written into the output first so that no output-sized temporary exists."""
     _check_tensors("linear", input, weight, bias)
+    if weight.ndim == 1:  # PyTorch's: a vector of in_features weights gives one output per row, no feature dim
+        if bias is not None:
+            raise RuntimeError(f"linear: a 1-D weight (shape {tuple(weight.shape)}) takes no bias (PyTorch's addmm: "
+                               f"mat2 must be a matrix, got 1-D tensor)")
+        return input.matmul(weight)
     if bias is not None and weight.ndim == 2 and tuple(bias.shape) != (weight.shape[0],) and \
             expands_to(tuple(bias.shape), tuple(input.shape[:-1]) + (weight.shape[0],)):  # PyTorch broadcasts one
         return linear(input, weight) + bias  # (captum's README ToyModel: nn.Parameter(torch.zeros(1, 3)))
