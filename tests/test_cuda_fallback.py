@@ -57,7 +57,8 @@ def test_a_training_step_whose_adam_state_falls_back_matches_the_run_without_a_c
     capped = _run_step("cuda", "host")
     ref = _run_step("cuda", "none")
     meta = _run_step("meta", "host", "cuda")
-    assert capped["by_location"]["host"]["optimizer"]["peak"] == 12 * MiB
+    # both of the big Linear's 12 MiB Adam moments: the device keeps room for the step's peak and its largest block
+    assert capped["by_location"]["host"]["optimizer"]["peak"] == 24 * MiB
     assert capped["by_location"]["device"]["reserved"]["peak"] <= capped["limit"]
     assert meta["by_location"] == capped["by_location"]  # the estimate's split, byte for byte
     np.testing.assert_array_equal(np.array(capped["sums"]), np.array(ref["sums"]))

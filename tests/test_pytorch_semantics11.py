@@ -500,3 +500,46 @@ def test_angle_linear_gradient_small_forms():
     t, g = _both(run)
     for a, b in zip(g, t):
         np.testing.assert_array_equal(a, b)
+
+
+def _hook_dicts(L):
+    """A module's hook dicts handled by hand, as scripts strip or install hooks: a new OrderedDict assigned and filled
+    by key, a hook replaced in place by its handle's id, pop / copy / move_to_end / update, register_* after an
+    assignment, and a deepcopy of the module with its hooks."""
+    import collections
+    import copy
+    calls = []
+    x = L.ones(1, 2)
+    m = L.nn.Linear(2, 2)
+    m._forward_hooks = collections.OrderedDict()
+    m._forward_hooks[1] = lambda mod, a, o: calls.append("a")
+    m(x)
+    m2 = L.nn.Linear(2, 2)
+    m2.register_forward_pre_hook(lambda mod, a: calls.append("pre"))
+    m2._forward_hooks = collections.OrderedDict({7: lambda mod, a, o: calls.append("b")})
+    m2(x)
+    m3 = L.nn.Linear(2, 2)
+    h = m3.register_forward_hook(lambda mod, a, o: calls.append("c"))
+    m3._forward_hooks[h.id] = lambda mod, a, o: calls.append("replaced")
+    m3(x)
+    f = lambda mod, a, o: calls.append("f")  # noqa: E731
+    h2 = m3.register_forward_hook(f)
+    m3._forward_hooks.move_to_end(h2.id, last=False)
+    m3(x)
+    popped = m3._forward_hooks.pop(h2.id) is f
+    dup = m3._forward_hooks.copy()
+    dup[99] = f  # the copy is not the module's
+    m3(x)
+    m3._forward_hooks = collections.OrderedDict()  # strip, then register again
+    m3.register_forward_hook(lambda mod, a, o: calls.append("again"))
+    m3(x)
+    m4 = copy.deepcopy(m3)
+    m4._forward_hooks.clear()
+    m4(x)
+    m3(x)
+    return calls, popped, len(dup), m3._forward_hooks.pop(12345, "default")
+
+
+def test_hook_dicts_set_and_changed_by_hand():
+    t, g = _both(_hook_dicts)
+    assert g == t

@@ -66,16 +66,91 @@ def refresh_has_hooks(module):
                                                   module._backward_hooks or module._backward_pre_hooks))
 
 
+# The names of a module's hook containers (Module.__setattr__ adopts a dict assigned to one: adopt)
+CONTAINERS = ("_forward_pre_hooks", "_forward_hooks", "_backward_hooks", "_backward_pre_hooks", "_state_dict_hooks",
+              "_state_dict_pre_hooks", "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks")
+
+
+def adopt(module, name):
+    """module.<name> (a hook container) as a HookList owned by module: a dict a script assigned by hand
+    (`model._forward_hooks = OrderedDict()` to strip hooks, or one filled with {id: hook}) becomes one with the
+    same keys and hooks, so that the forward runs its hooks and register_* adds to it; _has_hooks follows."""
+    value = module.__dict__.get(name)
+    if type(value) is not HookList and isinstance(value, dict):
+        hooks = HookList()
+        hooks.update(value)
+        object.__setattr__(module, name, hooks)
+        value = hooks
+    if type(value) is HookList:
+        value._owner = weakref.ref(module)
+    refresh_has_hooks(module)
+
+
 class HookList(list):
     """A module's hook list (entries, in call order) that also reads as PyTorch's OrderedDict of hooks keyed by the
     handles' ids: keys() are the ids, values() the hooks as registered (options unwrapped), items() both;
-    `hooks[h.id]`, `del hooks[h.id]`, `h.id in hooks` and the repr are the dict's. Iterating gives the entries (the
-    forward's loops read the list as it is), where PyTorch's dict gives its keys."""
-    __slots__ = ("_keys",)
+    `hooks[h.id]`, `hooks[k] = hook`, `del hooks[h.id]`, pop, copy, update, move_to_end, `h.id in hooks` and the
+    repr are the dict's. Iterating gives the entries (the forward's loops read the list as it is), where PyTorch's
+    dict gives its keys. A change made through the dict's methods refreshes the owning module's _has_hooks."""
+    __slots__ = ("_keys", "_owner")
 
     def __init__(self, *args):
         super().__init__(*args)
         self._keys = {}  # id(entry) -> (entry, handle id); the entry is kept so that its id() is not reused
+        self._owner = None  # the module (weakly), set by adopt
+
+    def _changed(self):
+        module = self._owner() if self._owner is not None else None
+        if module is not None:
+            refresh_has_hooks(module)
+
+    def __setitem__(self, key, hook):
+        """hooks[k] = hook: replaces the hook of handle id k in place, or adds one under k (a plain hook)."""
+        if isinstance(key, slice) or not isinstance(key, int) or isinstance(key, bool):
+            raise TypeError(f"module hooks are keyed by handle ids (ints), got {key!r}")
+        entry = _Flagged(hook) if any(e is hook for e in list.__iter__(self)) else hook  # (keyed by identity)
+        try:
+            i = self._position(key)
+        except KeyError:
+            list.append(self, entry)
+        else:
+            self._keys.pop(id(list.__getitem__(self, i)), None)
+            list.__setitem__(self, i, entry)
+        self._keys[id(entry)] = (entry, key)
+        self._changed()
+
+    def update(self, other):
+        for key, hook in (other.items() if hasattr(other, "items") else other):
+            self[key] = hook
+
+    def pop(self, *args):
+        """pop(key[, default]): the hook of handle id key, removed (pop() alone: the last entry, as a list's)."""
+        if not args:
+            entry = list.pop(self)
+            self._keys.pop(id(entry), None)
+            self._changed()
+            return _fn(entry)
+        if args[0] not in self:
+            if len(args) > 1:
+                return args[1]
+            raise KeyError(args[0])
+        hook = self[args[0]]
+        del self[args[0]]
+        return hook
+
+    def clear(self):
+        list.clear(self)
+        self._keys.clear()
+        self._changed()
+
+    def copy(self):
+        twin = HookList(list.__iter__(self))
+        twin._keys = dict(self._keys)
+        return twin
+
+    def move_to_end(self, key, last=True):
+        entry = list.pop(self, self._position(key))
+        list.append(self, entry) if last else list.insert(self, 0, entry)
 
     def key_of(self, entry):
         """The handle id of entry (one assigned now for an entry added without a handle)."""
@@ -112,6 +187,7 @@ class HookList(list):
             list.__delitem__(self, key)
         else:
             self.remove(list.__getitem__(self, self._position(key)))
+        self._changed()
 
     def __contains__(self, key):
         if isinstance(key, int) and not isinstance(key, bool):

@@ -69,8 +69,6 @@ class Module(ModuleMore):
         object.__setattr__(self, "_buffers", OrderedDict())
         object.__setattr__(self, "_non_persistent_buffers_set", set())
         object.__setattr__(self, "_modules", OrderedDict())
-        object.__setattr__(self, "_forward_pre_hooks", _hooks.HookList())
-        object.__setattr__(self, "_forward_hooks", _hooks.HookList())
         self._init_hook_lists()
         object.__setattr__(self, "_path", None)   # "features.3", set on the first call
         object.__setattr__(self, "_scope", None)  # "features.3 forward"
@@ -127,24 +125,24 @@ class Module(ModuleMore):
 
     # ---- hooks ------------------------------------------------------------------------------------------
     # Lists of hooks (_hooks.py says what an entry is); each register_* returns a handle with remove().
-    _HOOK_LISTS = ("_backward_hooks", "_backward_pre_hooks", "_state_dict_hooks", "_state_dict_pre_hooks",
-                   "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks")
     _version = 1  # state_dict's local_metadata["version"] (PyTorch's: modules that changed their state raise it)
 
     def _init_hook_lists(self):
-        for name in self._HOOK_LISTS:
-            object.__setattr__(self, name, _hooks.HookList())
         object.__setattr__(self, "_is_full_backward_hook", None)  # None until a backward hook says which kind
-        object.__setattr__(self, "_has_hooks", False)  # whether a call must run hooks (_hooks.refresh_has_hooks)
+        for name in _hooks.CONTAINERS:
+            object.__setattr__(self, name, _hooks.HookList())
+        for name in _hooks.CONTAINERS:  # (and _has_hooks: whether a call must run hooks)
+            _hooks.adopt(self, name)
 
     def __setstate__(self, d):
         # a module pickled before these lists existed gets empty ones
         self.__dict__.update(d)
-        for name in self._HOOK_LISTS + ("_forward_pre_hooks", "_forward_hooks"):
+        self.__dict__.setdefault("_is_full_backward_hook", None)
+        for name in _hooks.CONTAINERS:
             if name not in self.__dict__:
                 object.__setattr__(self, name, _hooks.HookList())
-        self.__dict__.setdefault("_is_full_backward_hook", None)
-        _hooks.refresh_has_hooks(self)
+        for name in _hooks.CONTAINERS:
+            _hooks.adopt(self, name)
 
     def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
         """hook(module, args) -> None or new args (a non-tuple is wrapped in one). with_kwargs: hook(module, args,
@@ -329,6 +327,8 @@ class Module(ModuleMore):
             d["_buffers"][name] = value
         else:
             object.__setattr__(self, name, value)
+            if name in _hooks.CONTAINERS:  # a dict of hooks set by hand (model._forward_hooks = OrderedDict())
+                _hooks.adopt(self, name)
 
     def __delattr__(self, name):
         d = self.__dict__
