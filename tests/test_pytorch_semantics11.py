@@ -543,3 +543,16 @@ def _hook_dicts(L):
 def test_hook_dicts_set_and_changed_by_hand():
     t, g = _both(_hook_dicts)
     assert g == t
+
+
+def test_activation_reprs_and_instance_norm_state_version():
+    """repr of Threshold / Softshrink / Hardshrink / Softmin / GLU / CELU shows their arguments (it showed none);
+    InstanceNorm saves state_dict version 2, as PyTorch's _NormBase."""
+    def run(L):
+        nn = L.nn
+        mods = [nn.Threshold(2.0, 1.0), nn.Threshold(2.0, 1.0, True), nn.Softshrink(0.5), nn.Hardshrink(2.0),
+                nn.Softmin(dim=1), nn.Softmin(), nn.GLU(), nn.CELU(2.0), nn.CELU(2.0, True)]
+        return [repr(m) for m in mods] + [nn.InstanceNorm1d(3).state_dict()._metadata[""]["version"]]
+
+    t, g = _both(run)
+    assert g == t

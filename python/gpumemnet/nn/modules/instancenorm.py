@@ -11,6 +11,7 @@ __all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
 
 class _InstanceNorm(_NormBase):
     _no_batch_dim = None  # the rank of an unbatched input (C, *spatial)
+    _version = 2  # PyTorch's _NormBase version, which its InstanceNorms save too
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False, device=None,
                  dtype=None, *, bias=True):

@@ -28,6 +28,9 @@ class CELU(Module):
     def forward(self, input):
         return F.celu(input, self.alpha, self.inplace)
 
+    def extra_repr(self):
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
 
 class GLU(Module):
     def __init__(self, dim=-1):
@@ -36,6 +39,9 @@ class GLU(Module):
 
     def forward(self, input):
         return F.glu(input, self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
 
 
 class LogSigmoid(Module):
@@ -61,6 +67,9 @@ class Softshrink(Module):
     def forward(self, input):
         return F.softshrink(input, self.lambd)
 
+    def extra_repr(self):
+        return str(self.lambd)
+
 
 class Hardshrink(Softshrink):
     def forward(self, input):
@@ -75,6 +84,9 @@ class Threshold(Module):
     def forward(self, input):
         return F.threshold(input, self.threshold, self.value, self.inplace)
 
+    def extra_repr(self):
+        return f"threshold={self.threshold}, value={self.value}" + (", inplace=True" if self.inplace else "")
+
 
 class Softmin(Module):
     def __init__(self, dim=None):
@@ -83,6 +95,9 @@ class Softmin(Module):
 
     def forward(self, input):
         return F.softmin(input, self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
 
 
 class PairwiseDistance(Module):
