@@ -38,6 +38,10 @@ OPTIM = [
       r"beta2_decay should be <= 0 but is: 0.8"),
     B("Adafactor clipping threshold below 1", lambda d, l: l.L.optim.Adafactor(_p(d, l), d=0.5), ValueError,
       r"Clipping threshold d should be >= 1 but is: 0.5"),
+    B("Muon of a vector parameter", lambda d, l: l.L.optim.Muon(_p(d, l)), ValueError,
+      r"Muon only supports 2D parameters"),
+    B("Muon negative momentum", lambda d, l: l.L.optim.Muon([l.nn.Parameter(z(d, l, 2, 2))], momentum=-1.0),
+      ValueError, r"momentum should be >= 0 but is: -1.0"),
     B("Adafactor negative epsilon2", lambda d, l: l.L.optim.Adafactor(_p(d, l), eps=(None, -1e-3)), ValueError,
       r"epsilon2 should be >= 0 but is: -0.001"),
 ]

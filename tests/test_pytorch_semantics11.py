@@ -556,3 +556,37 @@ def test_activation_reprs_and_instance_norm_state_version():
 
     t, g = _both(run)
     assert g == t
+
+
+@pytest.mark.parametrize("kw", [{}, {"nesterov": False, "weight_decay": 0.0}, {"adjust_lr_fn": "match_rms_adamw"},
+                                {"adjust_lr_fn": "spectral_unclamped", "momentum": 0.9}],
+                         ids=["defaults", "no nesterov", "match_rms_adamw", "spectral_unclamped"])
+def test_muon_steps_as_pytorchs(kw):
+    """torch.optim.Muon (round 20: missing): three steps on a tall and a wide matrix, the same parameters (the
+    Newton-Schulz iteration runs in bfloat16 in both), the same state_dict layout."""
+    r = np.random.RandomState(0)
+    w0 = [r.standard_normal((6, 4)).astype(np.float32), r.standard_normal((3, 5)).astype(np.float32)]
+    g0 = [[r.standard_normal(w.shape).astype(np.float32) for w in w0] for _ in range(3)]
+
+    def run(L):
+        ps = [L.nn.Parameter(L.tensor(w)) for w in w0]
+        opt = L.optim.Muon(ps, lr=0.02, **kw)
+        for gs in g0:
+            for p, g in zip(ps, gs):
+                p.grad = L.tensor(g)
+            opt.step()
+        sd = opt.state_dict()
+        return [p.detach().numpy() for p in ps], sorted(sd["param_groups"][0]), sorted(sd["state"][0])
+
+    (tp, tg, ts), (gp, gg, gs) = _both(run)
+    for a, b in zip(gp, tp):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+    assert (gg, gs) == (tg, ts)
+
+
+def test_muon_refuses_what_pytorchs_refuses():
+    for L in (torch, gm):
+        with pytest.raises(ValueError, match="Muon only supports 2D parameters"):
+            L.optim.Muon([L.nn.Parameter(L.ones(3))])
+        with pytest.raises(ValueError, match="Adjust learning rate function nope is not supported"):
+            L.optim.Muon([L.nn.Parameter(L.ones(2, 2))], adjust_lr_fn="nope")
