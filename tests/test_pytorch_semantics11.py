@@ -590,3 +590,22 @@ def test_muon_refuses_what_pytorchs_refuses():
             L.optim.Muon([L.nn.Parameter(L.ones(3))])
         with pytest.raises(ValueError, match="Adjust learning rate function nope is not supported"):
             L.optim.Muon([L.nn.Parameter(L.ones(2, 2))], adjust_lr_fn="nope")
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_pad_sequence_is_contiguous_in_the_first_sequences_dtype(batch_first):
+    """pad_sequence's result is contiguous in both layouts (batch_first=False was a transposed view, so the
+    seq2seq loss line trg[1:].view(-1) raised), in the first sequence's dtype (stack promoted), with gradients."""
+    def run(L):
+        a = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        b = L.tensor([4.0, 5.0], dtype=L.float64)
+        out = L.nn.utils.rnn.pad_sequence([a, b], batch_first=batch_first, padding_value=-1.0)
+        (out * L.arange(6.0).reshape(out.shape)).sum().backward()
+        ints = L.nn.utils.rnn.pad_sequence([L.tensor([1, 2], dtype=L.int32), L.tensor([3])], padding_value=4.5)
+        return (out.is_contiguous(), str(out.dtype).split(".")[-1], out.detach().view(-1).numpy(), a.grad.numpy(),
+                str(ints.dtype).split(".")[-1], ints.numpy())
+
+    t, g = _both(run)
+    assert g[0] == t[0] and g[1] == t[1] and g[4] == t[4]
+    for i in (2, 3, 5):
+        np.testing.assert_array_equal(g[i], t[i])

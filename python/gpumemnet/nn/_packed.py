@@ -193,13 +193,14 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
     n = max(s.shape[0] for s in sequences)
     rows = []
     for s in sequences:
+        s = s if s.dtype == first.dtype else s.to(first.dtype)  # the first sequence's dtype, as PyTorch's
         pad = n - s.shape[0]
         if pad:
             filler = full((pad,) + rest, padding_value, dtype=s.dtype, device=s.device)
             s = cat([filler, s] if padding_side == "left" else [s, filler], 0)
         rows.append(s)
-    out = stack(rows, 0)
-    return out if batch_first else out.transpose(0, 1)
+    # stacked along the batch dim: a contiguous result either way (seq2seq code calls .view on it)
+    return stack(rows, 0 if batch_first else 1)
 
 
 def unpad_sequence(padded_sequences, lengths, batch_first=False):
