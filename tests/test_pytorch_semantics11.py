@@ -609,3 +609,25 @@ def test_pad_sequence_is_contiguous_in_the_first_sequences_dtype(batch_first):
     assert g[0] == t[0] and g[1] == t[1] and g[4] == t[4]
     for i in (2, 3, 5):
         np.testing.assert_array_equal(g[i], t[i])
+
+
+def test_lbfgs_strong_wolfe_on_an_unbounded_objective_keeps_stepping():
+    """LBFGS with the strong Wolfe line search on an objective without a lower bound (or maximize=True on a convex
+    one): the cubic interpolation divides by zero, which gives inf / NaN and the search goes on, as PyTorch's
+    (it raised ZeroDivisionError). Both runs diverge to huge parameters."""
+    def run(L, maximize):
+        x = L.tensor([1.0, -2.0, 0.5], dtype=L.float64, requires_grad=True)
+        opt = L.optim.LBFGS([x], line_search_fn="strong_wolfe", maximize=maximize)
+        sign = 1.0 if maximize else -1.0
+
+        def closure():
+            opt.zero_grad()
+            loss = sign * (0.5 * x * x + x).sum()
+            loss.backward()
+            return loss
+        for _ in range(3):
+            opt.step(closure)
+        return np.abs(x.detach().numpy()).max()
+
+    for maximize in (False, True):
+        assert run(torch, maximize) > 1e30 and run(gm, maximize) > 1e30

@@ -8,7 +8,8 @@ parameters' dtype, computed in it and kept so in the state, as PyTorch's; the ot
 (directional derivatives, step lengths) are Python floats read back from the device each iteration, as PyTorch's
 own comparisons read them: the step depends on values, so it cannot run on the meta device. The history vectors
 (history_size pairs of the flattened size) and the direction are tagged "optimizer"."""
-import math
+
+import numpy as np
 
 from .. import _C
 from .._core.autograd import enable_grad, no_grad
@@ -23,16 +24,20 @@ def _cubic_min(x1, f1, g1, x2, f2, g2, bounds=None):
     """Minimiser of the cubic through (x1, f1) and (x2, f2) with slopes g1, g2, clamped to bounds (default: the
     interval between the points); the midpoint of the bounds when the cubic has no real minimiser."""
     lo, hi = bounds if bounds is not None else (min(x1, x2), max(x1, x2))
-    d1 = g1 + g2 - 3 * (f1 - f2) / (x1 - x2)
-    disc = d1 * d1 - g1 * g2
-    if disc < 0:
-        return (lo + hi) / 2.0
-    d2 = math.sqrt(disc)
-    if x1 <= x2:
-        x = x2 - (x2 - x1) * ((g2 + d2 - d1) / (g2 - g1 + 2 * d2))
-    else:
-        x = x1 - (x1 - x2) * ((g1 + d2 - d1) / (g1 - g2 + 2 * d2))
-    return min(max(x, lo), hi)
+    # IEEE arithmetic, as PyTorch's (its scalars are tensors): an objective without a lower bound divides by zero
+    # here and gets inf or NaN, where Python floats raise ZeroDivisionError
+    with np.errstate(all="ignore"):
+        x1, f1, g1, x2, f2, g2 = (np.float64(v) for v in (x1, f1, g1, x2, f2, g2))
+        d1 = g1 + g2 - 3 * (f1 - f2) / (x1 - x2)
+        disc = d1 * d1 - g1 * g2
+        if not disc >= 0:  # (NaN too, as PyTorch's test)
+            return float((np.float64(lo) + hi) / 2.0)
+        d2 = np.sqrt(disc)
+        if x1 <= x2:
+            x = x2 - (x2 - x1) * ((g2 + d2 - d1) / (g2 - g1 + 2 * d2))
+        else:
+            x = x1 - (x1 - x2) * ((g1 + d2 - d1) / (g1 - g2 + 2 * d2))
+    return float(min(max(x, lo), hi))
 
 
 def _strong_wolfe(evaluate, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_change=1e-9, max_ls=25):
