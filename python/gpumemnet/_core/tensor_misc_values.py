@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import _C
 from . import functions as F
-from .autograd import Function, needs_grad as _needs_grad, refuse_inplace as _refuse_inplace
+from .autograd import Function, needs_grad as _needs_grad
 from .tensor_methods import _dim, _where
 from .tensor_more import _quantile_args, _stack
 from .indexing import index_put_into, record_in_place, write_recorded

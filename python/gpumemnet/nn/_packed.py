@@ -1,8 +1,9 @@
 """torch.nn.utils.rnn: PackedSequence and the functions that make and undo it, for the recurrent layers of
-nn/modules/rnn.py, and pad_sequence / unpad_sequence, which collate functions use beside any model. A PackedSequence holds a batch of sequences of different lengths time step by time step: the
-batch sorted by decreasing length, `data` the rows of step 0 (every sequence), then those of step 1 (the sequences
-longer than 1), ...; `batch_sizes[t]` says how many rows step t has. Packing and unpacking are one gather each, so
-gradients flow through both."""
+nn/modules/rnn.py, and pad_sequence / unpad_sequence, which collate functions use beside any model. A PackedSequence
+holds a batch of sequences of different lengths time step by time step: the batch sorted by decreasing length,
+`data` the rows of step 0 (every sequence), then those of step 1 (the sequences longer than 1), ...;
+`batch_sizes[t]` says how many rows step t has. Packing and unpacking are one gather each, so gradients flow through
+both."""
 from collections import namedtuple
 
 from .._core.creation import cat, full, stack, tensor

@@ -1,12 +1,14 @@
 """The remaining activations (SELU ... Softmin), distances (PairwiseDistance, CosineSimilarity), ChannelShuffle,
-Unflatten, Unfold / Fold, and the metric-learning and multi-label losses: each the module form of nn/_functional_more.py's
-function (or of nn.functional's), with PyTorch's constructor arguments and attribute names."""
+Unflatten, Unfold / Fold, and the metric-learning and multi-label losses: each the module form of
+nn/_functional_more.py's function (or of nn.functional's), with PyTorch's constructor arguments and attribute
+names."""
 from .. import functional as F
 from .loss import _Loss
 from .module import Module
 
 __all__ = ["SELU", "CELU", "GLU", "LogSigmoid", "Softsign", "Softshrink", "Hardshrink", "Tanhshrink", "Threshold",
-           "Softmin", "PairwiseDistance", "CosineSimilarity", "ChannelShuffle", "Unflatten", "Unfold", "Fold", "MarginRankingLoss",
+           "Softmin", "PairwiseDistance", "CosineSimilarity", "ChannelShuffle", "Unflatten", "Unfold", "Fold",
+           "MarginRankingLoss",
            "HingeEmbeddingLoss", "SoftMarginLoss", "MultiLabelSoftMarginLoss", "CosineEmbeddingLoss",
            "TripletMarginLoss", "GaussianNLLLoss", "PoissonNLLLoss"]
 
