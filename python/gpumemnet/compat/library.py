@@ -38,7 +38,7 @@ class CustomOpDef:
 
     def _set_kernel(self, key, fn):
         rank = _RANK.get(key, -1)
-        if rank > self._rank:
+        if rank >= self._rank and rank >= 0:  # a later kernel for the same key replaces the earlier
             self._fn, self._rank = fn, rank
 
     def __call__(self, *args, **kwargs):
