@@ -22,7 +22,6 @@
 
 /* ---- shared checks ------------------------------------------------------------------------------------- */
 
-
 /* The tensor must hold floats (every device has kernels for the four float dtypes; meta needs none). */
 static int check_float_tensor(const char *op, const char *argname, GMTensor *t) {
     if (!gm_dtype_is_float(t->dtype)) {
@@ -32,8 +31,6 @@ static int check_float_tensor(const char *op, const char *argname, GMTensor *t) 
     }
     return 0;
 }
-
-
 
 /* An int or a sequence of one or two ints, as PyTorch's _pair; entries may be any sign (callers check). */
 static int parse_pair(PyObject *o, int64_t out[2], const char *op, const char *argname) {
@@ -151,18 +148,12 @@ static int pool_geometry(const char *op, const spatial *s, const int64_t k[2], c
     }
     for (int i = 0; i < 2; i++) { /* huge arguments: refused before their products overflow (undefined in C) */
         int64_t span, padded;
-        if (__builtin_mul_overflow(d[i], k[i] - 1, &span) || __builtin_add_overflow(span, 1, &span)) {
-            PyErr_Format(PyExc_RuntimeError, "%s: effective kernel size overflows, but got kernel_size=(%lld, %lld) "
-                         "and dilation=(%lld, %lld)", op, (long long)k[0], (long long)k[1], (long long)d[0],
-                         (long long)d[1]);
-            return -1;
-        }
-        if (__builtin_mul_overflow(p[i], (int64_t)2, &padded) || __builtin_add_overflow(padded, i ? s->W : s->H,
-                                                                                        &padded) ||
-            __builtin_add_overflow(padded, st[i], &padded)) {
-            PyErr_Format(PyExc_RuntimeError, "%s: padded input size overflows, but got padding=(%lld, %lld) and "
-                         "stride=(%lld, %lld)", op, (long long)p[0], (long long)p[1], (long long)st[0],
-                         (long long)st[1]);
+        int span_over = __builtin_mul_overflow(d[i], k[i] - 1, &span) || __builtin_add_overflow(span, 1, &span);
+        if (span_over || __builtin_mul_overflow(p[i], (int64_t)2, &padded) || __builtin_add_overflow(padded,
+                i ? s->W : s->H, &padded) || __builtin_add_overflow(padded, st[i], &padded)) {
+            PyErr_Format(PyExc_RuntimeError, "%s: %s overflows, but got kernel_size=%lld, dilation=%lld, padding=%lld "
+                         "and stride=%lld in dim %d", op, span_over ? "effective kernel size" : "padded input size",
+                         (long long)k[i], (long long)d[i], (long long)p[i], (long long)st[i], i);
             return -1;
         }
     }

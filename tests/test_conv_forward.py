@@ -253,8 +253,8 @@ CONV_ERRORS = [
     # linear
     (lambda: linear(Z(2, 5), Z(3, 4)), ValueError,
      r"input \(2, 5\) has 5 features in its last dimension, but weight \(3, 4\) .* expects 4"),
-    (lambda: linear(Z(2, 4), Z(4)), ValueError,
-     r"expected a 2-D weight \(out_features, in_features\), got shape \(4,\)"),
+    (lambda: linear(Z(2, 4), Z(2, 2, 4)), ValueError,  # (a 1-D weight is PyTorch's vector product: accepted)
+     r"expected a 2-D weight \(out_features, in_features\), got shape \(2, 2, 4\)"),
     (lambda: linear(Z(2, 4), Z(3, 4), Z(4)), ValueError, r"bias must be 1-D with out_features=3 elements"),
     (lambda: linear(Z(2, 4), Z(3, 4, dtype=gm.float64)), TypeError, r"input has dtype float32 but weight has"),
     (lambda: linear(gm.zeros(()), Z(3, 1)), ValueError, r"at least 1 dimension"),

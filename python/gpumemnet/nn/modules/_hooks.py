@@ -105,8 +105,13 @@ class HookList(list):
             refresh_has_hooks(module)
 
     def __setitem__(self, key, hook):
-        """hooks[k] = hook: replaces the hook of handle id k in place, or adds one under k (a plain hook)."""
-        if isinstance(key, slice) or not isinstance(key, int) or isinstance(key, bool):
+        """hooks[k] = hook: replaces the hook of handle id k in place, or adds one under k (a plain hook);
+        hooks[i:j] = entries is the list's (drop_user_hooks filters the entries so)."""
+        if isinstance(key, slice):
+            list.__setitem__(self, key, hook)
+            self._changed()
+            return
+        if not isinstance(key, int) or isinstance(key, bool):
             raise TypeError(f"module hooks are keyed by handle ids (ints), got {key!r}")
         entry = _Flagged(hook) if any(e is hook for e in list.__iter__(self)) else hook  # (keyed by identity)
         try:
