@@ -109,9 +109,9 @@ class _Namespace:
     def __getattr__(self, op):
         if op.startswith("__"):
             raise AttributeError(op)
-        if (self._name, op) in _PYTHON:
-            return _PythonPacket(self._name, op)
         ops = _LOADED.get(self._name)
+        if (self._name, op) in _PYTHON and (ops is None or op not in ops.NAMES):  # (torchvision registers meta
+            return _PythonPacket(self._name, op)                             # kernels of its ops: ours run)
         if ops is None:
             raise AttributeError(f"torch.ops.{self._name}.{op}: no C++ operator library is loaded under gpumemnet")
         if op not in ops.NAMES:

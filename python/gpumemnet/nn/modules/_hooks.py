@@ -75,10 +75,20 @@ def adopt(module, name):
     """module.<name> (a hook container) as a HookList owned by module: a dict a script assigned by hand
     (`model._forward_hooks = OrderedDict()` to strip hooks, or one filled with {id: hook}) becomes one with the
     same keys and hooks, so that the forward runs its hooks and register_* adds to it; _has_hooks follows."""
-    value = module.__dict__.get(name)
+    d = module.__dict__
+    value = d.get(name)
     if type(value) is not HookList and isinstance(value, dict):
+        # a module PyTorch pickled keeps its hooks' options beside them: {id: True} in <name>_with_kwargs / ...
+        with_kwargs, always = d.pop(name + "_with_kwargs", None) or {}, d.pop(name + "_always_called", None) or {}
         hooks = HookList()
-        hooks.update(value)
+        for key, hook in value.items():
+            hooks[key] = hook
+            if key in with_kwargs or key in always:
+                entry = list.pop(hooks)
+                hooks._keys.pop(id(entry), None)
+                flagged = _Flagged(hook, key in with_kwargs, key in always)
+                list.append(hooks, flagged)
+                hooks._keys[id(flagged)] = (flagged, key)
         object.__setattr__(module, name, hooks)
         value = hooks
     if type(value) is HookList:
