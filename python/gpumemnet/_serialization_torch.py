@@ -704,21 +704,6 @@ class _LegacyReader:
         return self.placement.place(base, location)
 
 
-def _hook_list(d, name):
-    """PyTorch's OrderedDict {handle id: hook} of a pickled module as gpumemnet's HookList, keyed by the same ids;
-    a hook PyTorch registered with_kwargs or always_call (its `<name>_with_kwargs` / `_always_called` dicts) is
-    entered with its flags."""
-    from .nn.modules._hooks import HookList, _Flagged
-    with_kwargs = d.pop(name + "_with_kwargs", None) or {}
-    always = d.pop(name + "_always_called", None) or {}
-    out = HookList()
-    for hid, hook in d[name].items():
-        entry = _Flagged(hook, hid in with_kwargs, hid in always) if hid in with_kwargs or hid in always else hook
-        out.append(entry)
-        out._keys[id(entry)] = (entry, hid)
-    return out
-
-
 def _scan_global(module, name):
     found = _safe().get(_py3_name(module, name))
     return found if isinstance(found, (_StorageType, ForeignDtype)) or hasattr(found, "code") else _ScanObject
@@ -728,6 +713,7 @@ def _scan_global(module, name):
 def _adopt_modules(obj):
     """A module PyTorch pickled carries PyTorch's Module attributes (hooks as OrderedDicts, no gpumemnet
     bookkeeping): give each gpumemnet module in obj the attributes gpumemnet's Module.__init__ makes, in its forms."""
+    from .nn.modules import _hooks
     from .nn.modules.module import Module
     fresh = object.__new__(Module)
     Module.__init__(fresh)
@@ -747,8 +733,8 @@ def _adopt_modules(obj):
             for k, v in defaults.items():
                 if k not in d:
                     d[k] = type(v)() if isinstance(v, (list, set, dict)) else v
-                elif isinstance(v, list) and isinstance(d[k], dict):
-                    d[k] = _hook_list(d, k)
+            for name in _hooks.CONTAINERS:  # PyTorch's hook dicts (Module.__setstate__ adopts them, if it ran)
+                _hooks.adopt(o, name)
             stack.extend(d["_modules"].values())
             stack.extend(v for v in d.values() if isinstance(v, (Module, dict, list, tuple)))
         elif isinstance(getattr(o, "__dict__", None), dict) and not isinstance(o, (type, types.ModuleType,

@@ -8,8 +8,9 @@ import numpy as np
 from .. import _C
 from .creation import empty, tensor as _tensor
 from .creation_more import broadcast_shapes
-from .dtype import SCALAR_TYPE_NAMES, as_dtype
+from .dtype import as_dtype
 from .tensor import Tensor
+from .tensor_bitwise import check_castable
 from .tensor_misc import result_type
 
 __all__ = ["nextafter"]
@@ -76,9 +77,7 @@ def _nextafter_method(self, other):
 def _nextafter_inplace(self, other):
     """self set to nextafter(self, other), in place (other broadcast to self's shape; self's dtype kept)."""
     result = nextafter(self, other)
-    if not self.dtype.is_floating_point:  # a float result into an integer tensor: refused, not truncated
-        raise RuntimeError(f"nextafter_: result type {SCALAR_TYPE_NAMES[result._dtype]} can't be cast to the "
-                           f"desired output type {SCALAR_TYPE_NAMES[self._dtype]}")
+    check_castable(self, result._dtype, "nextafter_")  # a float result into an integer tensor: refused
     if tuple(result.shape) != tuple(self.shape):
         raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast shape "
                            f"{list(result.shape)}")

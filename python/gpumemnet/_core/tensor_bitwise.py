@@ -163,6 +163,14 @@ def _binary(name):
     return method
 
 
+def check_castable(self, code, name):
+    """An in-place op may not turn a float result into an integer tensor, nor anything into bool (PyTorch)."""
+    if (code in _FLOATS and self._dtype not in _FLOATS) or (code != _BOOL and self._dtype == _BOOL):
+        raise RuntimeError(f"{name}: result type {_TYPE_NAME[code]} can't be cast to the desired output type "
+                           f"{_TYPE_NAME[self._dtype]} (the result of {name[:-1]} of a {DTYPES[self._dtype]} "
+                           f"tensor has dtype {DTYPES[code]})")
+
+
 def _binary_(name):
     def method(self, other):
         _refuse_inplace(self, name + "_")

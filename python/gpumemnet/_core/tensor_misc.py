@@ -22,8 +22,9 @@ from .storage import TypedStorage, UntypedStorage
 from .indexing import record_in_place
 from .autograd import check_inplace as _check_inplace, needs_grad as _needs_grad, refuse_inplace as _refuse_inplace
 from .state import grad_mode
-from .dtype import DTYPES as _DTYPES, SCALAR_TYPE_NAMES as _TYPE_NAMES, as_dtype, dtype as _dtype_class
+from .dtype import DTYPES as _DTYPES, as_dtype, dtype as _dtype_class
 from .random import drawing_from
+from .tensor_bitwise import check_castable
 from .tensor_methods import _dim
 from .shared_memory import restored
 from .tensor_misc_extra import ExtraMethods, __all__ as _EXTRA_ALL
@@ -440,9 +441,7 @@ def _write_back(self, name, compute):
     """The in-place form of an out-of-place op: compute(self) (same shape) written into self; in a graph recorded
     as PyTorch records it (indexing.record_in_place)."""
     value = compute(self.detach())
-    if not can_cast(value.dtype, self.dtype):  # a float result into an integer tensor: refused, not truncated
-        raise RuntimeError(f"{name}: result type {_TYPE_NAMES[value._dtype]} can't be cast to the desired output "
-                           f"type {_TYPE_NAMES[self._dtype]}")
+    check_castable(self, value._dtype, name)  # a float result into an integer tensor: refused, not truncated
     if tuple(value.shape) != tuple(self.shape):
         raise RuntimeError(f"{name}: output with shape {tuple(self.shape)} doesn't match the broadcast shape "
                            f"{tuple(value.shape)}")

@@ -21,7 +21,7 @@ from . import tensor_gamma as _G
 from .autograd import Function, is_grad_enabled, needs_grad as _needs_grad, refuse_inplace as _refuse_inplace
 from .indexing import record_in_place
 from .dtype import DTYPES, get_default_dtype
-from .tensor_bitwise import _TYPE_NAME, BitwiseMethods, _need_tensor, result_code
+from .tensor_bitwise import _TYPE_NAME, BitwiseMethods, _need_tensor, check_castable as _check_castable, result_code
 from .tensor_compose import _finite_shift
 
 __all__ = ["eq", "ne", "gt", "ge", "lt", "le", "greater", "greater_equal", "less", "less_equal", "not_equal",
@@ -91,14 +91,6 @@ def _pointwise(name, fn, slope, wide=False, of_output=False, fp32_under_autocast
     method.__name__ = name
     method.__doc__ = f"Elementwise {name} (PyTorch's; integers give float32)."
     return method
-
-
-def _check_castable(self, code, name):
-    """An in-place op may not turn a float result into an integer tensor, nor anything into bool (PyTorch)."""
-    if (code in _FLOATS and self._dtype not in _FLOATS) or (code != _BOOL and self._dtype == _BOOL):
-        raise RuntimeError(f"{name}: result type {_TYPE_NAME[code]} can't be cast to the desired output type "
-                           f"{_TYPE_NAME[self._dtype]} (the result of {name[:-1]} of a {DTYPES[self._dtype]} "
-                           f"tensor has dtype {DTYPES[code]})")
 
 
 def _write(self, name, result):

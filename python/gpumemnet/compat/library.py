@@ -93,10 +93,10 @@ def _custom_function():
     return CustomOpFunction
 
 
-def _op(ns, name, make=True):
-    """The registered operator ns::name[.overload] (made, without a kernel, when `make`)."""
+def _op(ns, name):
+    """The registered operator ns::name[.overload] (made, without a kernel, at its first mention)."""
     name, _, overload = name.partition(".")
-    return _ops.python_op(ns, name, overload or "default", CustomOpDef(f"{ns}::{name}") if make else None)
+    return _ops.python_op(ns, name, overload or "default", lambda: CustomOpDef(f"{ns}::{name}"))
 
 
 def _split(qualname):

@@ -13,12 +13,12 @@ _LOADED = {}  # namespace -> module of operators
 _PYTHON = {}  # (namespace, name) -> {overload: operator}: those defined from Python (compat/library.py)
 
 
-def python_op(ns, name, overload, new=None):
-    """The operator ns::name.overload defined from Python; `new` is registered (and returned) when there is none."""
+def python_op(ns, name, overload, make):
+    """The operator ns::name.overload defined from Python; make() gives it when there is none yet."""
     overloads = _PYTHON.setdefault((ns, name), {})
-    if overload not in overloads and new is not None:
-        overloads[overload] = new
-    return overloads.get(overload)
+    if overload not in overloads:
+        overloads[overload] = make()
+    return overloads[overload]
 
 
 class _PythonPacket:

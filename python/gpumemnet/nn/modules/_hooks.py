@@ -71,6 +71,16 @@ CONTAINERS = ("_forward_pre_hooks", "_forward_hooks", "_backward_hooks", "_backw
               "_state_dict_pre_hooks", "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks")
 
 
+def new_hook_lists(module):
+    """A new module's empty hook containers, owned by it (one weak reference for all), and _has_hooks False."""
+    owner = weakref.ref(module)
+    for name in CONTAINERS:
+        hooks = HookList()
+        hooks._owner = owner
+        object.__setattr__(module, name, hooks)
+    object.__setattr__(module, "_has_hooks", False)
+
+
 def adopt(module, name):
     """module.<name> (a hook container) as a HookList owned by module: a dict a script assigned by hand
     (`model._forward_hooks = OrderedDict()` to strip hooks, or one filled with {id: hook}) becomes one with the
@@ -82,13 +92,10 @@ def adopt(module, name):
         with_kwargs, always = d.pop(name + "_with_kwargs", None) or {}, d.pop(name + "_always_called", None) or {}
         hooks = HookList()
         for key, hook in value.items():
-            hooks[key] = hook
             if key in with_kwargs or key in always:
-                entry = list.pop(hooks)
-                hooks._keys.pop(id(entry), None)
-                flagged = _Flagged(hook, key in with_kwargs, key in always)
-                list.append(hooks, flagged)
-                hooks._keys[id(flagged)] = (flagged, key)
+                hooks._place(key, _Flagged(hook, key in with_kwargs, key in always))
+            else:
+                hooks[key] = hook
         object.__setattr__(module, name, hooks)
         value = hooks
     if type(value) is HookList:
@@ -123,7 +130,11 @@ class HookList(list):
             return
         if not isinstance(key, int) or isinstance(key, bool):
             raise TypeError(f"module hooks are keyed by handle ids (ints), got {key!r}")
-        entry = _Flagged(hook) if any(e is hook for e in list.__iter__(self)) else hook  # (keyed by identity)
+        self._place(key, _Flagged(hook) if any(e is hook for e in list.__iter__(self)) else hook)  # (by identity)
+        self._changed()
+
+    def _place(self, key, entry):
+        """entry under handle id key: in place of the entry key had, else at the end."""
         try:
             i = self._position(key)
         except KeyError:
@@ -132,7 +143,6 @@ class HookList(list):
             self._keys.pop(id(list.__getitem__(self, i)), None)
             list.__setitem__(self, i, entry)
         self._keys[id(entry)] = (entry, key)
-        self._changed()
 
     def update(self, other):
         for key, hook in (other.items() if hasattr(other, "items") else other):

@@ -129,10 +129,7 @@ class Module(ModuleMore):
 
     def _init_hook_lists(self):
         object.__setattr__(self, "_is_full_backward_hook", None)  # None until a backward hook says which kind
-        for name in _hooks.CONTAINERS:
-            object.__setattr__(self, name, _hooks.HookList())
-        for name in _hooks.CONTAINERS:  # (and _has_hooks: whether a call must run hooks)
-            _hooks.adopt(self, name)
+        _hooks.new_hook_lists(self)  # (and _has_hooks: whether a call must run hooks)
 
     def __setstate__(self, d):
         # a module pickled before these lists existed gets empty ones
