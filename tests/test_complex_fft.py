@@ -2,6 +2,8 @@
 gradients of LLaMA's complex rotary embedding, of every transform under each normalisation with cropped and padded
 lengths, of spectra's abs / angle / products, of stft's framings, and a Fourier Neural Operator trained with Adam
 whose spectral weights are complex Parameters."""
+import gc
+
 import numpy as np
 import pytest
 
@@ -240,6 +242,7 @@ def test_complex_buffer_moves_with_the_module_and_round_trips_state_dict():
 def test_estimate_of_a_spectral_model_is_byte_exact():
     """The estimate runs the transforms on meta (shapes only); its total equals a real run's peak on the CPU."""
     gm.manual_seed(0)
+    gc.collect()  # (cycles other tests left, a create_graph's among them, must not be freed during the run)
     held = gm.memory.memory_allocated("cpu")  # by other tests in this process
     model = _Spectral.make(gm, 2, 2, 2)
     x, y = gm.randn(2, 2, 8, 8, dtype=gm.float64), gm.randn(2, 2, 8, 8, dtype=gm.float64)

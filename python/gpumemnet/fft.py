@@ -12,9 +12,10 @@ import numpy as np
 from . import _C
 from ._core import creation as _c
 from ._core import hooks
-from ._core.autograd import Function
+from ._core.autograd import Function, register_graph_backward
 from ._core.complex import ComplexTensor, _make, view_as_complex, view_as_real
 from ._core.dtype import get_default_dtype
+from ._core.graph_backward import _Scratch, linear_op
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn", "rfftn", "irfftn",
            "hfft", "ihfft", "hfft2", "ihfft2", "hfftn", "ihfftn", "fftfreq", "rfftfreq", "fftshift", "ifftshift",
@@ -133,6 +134,12 @@ class _C2R(Function):
                 pad[ctx.axis] = (0, ctx.bins - size)
                 gi = np.pad(gi, pad)
         return _back(_pairs(gi), g), None, None, None
+
+
+# both are linear: under create_graph their backward is one node whose own backward is the transform itself
+register_graph_backward(_R2C, linear_op(lambda ctx, g: lambda h: _R2C.forward(_Scratch(), h, ctx.axis, ctx.norm)))
+register_graph_backward(_C2R, linear_op(lambda ctx, g: lambda h: _C2R.forward(_Scratch(), h, ctx.axis, ctx.n,
+                                                                              ctx.norm)))
 
 
 # ---- shapes: dims, lengths, cropping and zero padding --------------------------------------------------------

@@ -390,6 +390,10 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
         raise TypeError(f"linspace(): argument 'steps' must be int, not {type(steps).__name__}")
     if steps < 0:
         raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
+    for name, v in (("start", start), ("end", end)):
+        if isinstance(v, _C.TensorBase) and v.ndim:
+            raise RuntimeError(f"linspace only supports 0-dimensional start and end tensors, but got {name} with "
+                               f"{v.ndim} dimension(s).")
     dev = factory_device(device)
     code = _code(dtype)
     if steps == 1:

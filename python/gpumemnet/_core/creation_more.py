@@ -208,7 +208,17 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     scalar = not isinstance(input, _C.TensorBase)
     vals = np.asarray(input) if scalar else _host(input, "searchsorted")
     if sorter is not None:
-        seq = np.take_along_axis(seq, _host(sorter, "searchsorted").astype(np.int64), -1)
+        if not isinstance(sorter, _C.TensorBase) or sorter._dtype != _I64:
+            raise RuntimeError(f"torch.searchsorted(): sorter must be a tensor of long dtype but got dtype "
+                               f"{getattr(sorter, 'dtype', type(sorter).__name__)}")
+        if tuple(sorter.shape) != tuple(sorted_sequence.shape):
+            raise RuntimeError(f"torch.searchsorted(): boundary and sorter must have the same size, but got "
+                               f"boundary tensor {list(sorted_sequence.shape)} and got sorter tensor "
+                               f"{list(sorter.shape)}")
+        order = _host(sorter, "searchsorted")
+        if order.size and (order.min() < 0 or order.max() >= seq.shape[-1]):
+            raise RuntimeError("torch.searchsorted(): sorter index out of range")
+        seq = np.take_along_axis(seq, order, -1)
     s = "right" if right else "left"
     if seq.ndim == 1:
         idx = np.searchsorted(seq, vals, side=s)

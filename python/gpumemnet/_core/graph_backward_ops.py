@@ -19,8 +19,9 @@ from .tensor_math import (ACOS, ASIN, ATAN, COS, COSH, ERF, ERFC, EXPM1, LOG1P, 
                           _FROM_OUTPUT, Atan2, DivFloor, Fmod, _Math)
 from .tensor_methods import _InplaceMaskedFill, _Prod, _Rounding
 from .tensor_select import _IndexPut, _Scatter, _scatter_into
-from .tensor_special import _Unary
-from .tensor_more import _WindowsView, _XLogY, _windows_geometry
+from .tensor_special import _CopySign, _NanIgnoring, _Unary, _pick
+from .tensor_more import _Hypot, _MedianAll, _WindowsView, _XLogY, _windows_geometry
+from .tensor_misc_values import _EmbedInto
 
 
 # ---- the math library's functions --------------------------------------------------------------------------------
@@ -224,7 +225,35 @@ def _div_floor(ctx, g):
     return binary_grads(ctx, zero, zero)
 
 
+def _hypot(ctx, g):
+    a, b, r = ctx._unpacked
+    r, need = saved_output(ctx, r), ctx.needs_input_grad
+    return (sum_to(g * saved_input(ctx, 0, a) / r, a.shape) if need[0] else None,
+            sum_to(g * saved_input(ctx, 1, b) / r, b.shape) if need[1] else None)
+
+
+def _nan_ignoring(ctx, g):
+    """fmax / fmin: g to the operand taken (half to each on ties), a constant choice."""
+    a, b = ctx._unpacked
+    share = _C.where(_C.binary(fn.EQ, a, b), 0.5, fn.cast(_pick(a, b, ctx.op)[1], g._dtype))
+    need = ctx.needs_input_grad
+    return (sum_to(g * share, a.shape) if need[0] else None,
+            sum_to(g * (1.0 - share), b.shape) if need[1] else None, None)
+
+
+def _copysign(ctx, g):
+    """copysign: d/da = result / a (0 where a is 0), read from the linked result as PyTorch's formula reads it (so
+    b is in the gradient's graph, with a zero derivative); b's gradient is zero."""
+    a, out = ctx._unpacked
+    ratio = where(_C.binary(fn.EQ, a, 0), 0.0, saved_output(ctx, out) / saved_input(ctx, 0, a))
+    gb = g.new_zeros(ctx.b_meta[0]) if ctx.needs_input_grad[1] else None
+    return (sum_to(g * ratio, a.shape, a._dtype) if ctx.needs_input_grad[0] else None), gb
+
+
 register(Atan2, _atan2)
+register(_Hypot, _hypot)
+register(_NanIgnoring, _nan_ignoring)
+register(_CopySign, _copysign)
 register(Fmod, _fmod)  # and Remainder, its subclass
 register(DivFloor, _div_floor)
 
@@ -249,6 +278,8 @@ def _prelu(ctx, g):
 
 register(_PReLU, _prelu)
 register(_Rounding, lambda ctx, g: (g * 0.0, None))
+register(_MedianAll, lambda ctx, g: (g * _C.binary(fn.DIV, ctx._unpacked[0], _C.reduce(fn.SUM, ctx._unpacked[0],
+                                                                                       None, False)), None))
 register(_InplaceMaskedFill, lambda ctx, g: (where(ctx._unpacked[0], 0.0, g), None, None))
 
 
@@ -262,4 +293,7 @@ register(_Cumsum, linear_op(lambda ctx, g: lambda h: _scan(h, ctx.d, fn.ADD)))
 register(_WindowsView, linear_op(lambda ctx, g: lambda h: h._as_strided(
     *_windows_geometry(h.shape, h._strides, h._offset, *ctx.args[3:]))))
 register(_Diagonal, linear_op(lambda ctx, g: lambda h: _diagonal_of(h, *ctx.args[3:])))
+register(_EmbedInto, lambda ctx, g: (
+    g * _kept(g, lambda k: _C.fill_(ctx.region(k), 0)) if ctx.needs_input_grad[0] else None,
+    ctx.region(g).contiguous() if ctx.needs_input_grad[1] else None, None))
 register(_DiagEmbed, linear_op(lambda ctx, g: lambda h: _diag_embed(h, ctx.offset)))

@@ -221,8 +221,10 @@ class TensorMethods:
         if not isinstance(index, _C.TensorBase) or index.ndim > 1:
             raise TypeError("index_select: index must be a 0-d or 1-D int64 tensor")
         d = _dim(dim, self.ndim, "index_select")
+        if self.ndim == 0:  # one entry, and the result is 0-d again (PyTorch's)
+            return self.reshape(1).index_select(0, index).reshape(())
         index = long_index(index)
-        no_negative(index, self.shape[d] if self.ndim else 1, d, "index_select")
+        no_negative(index, self.shape[d], d, "index_select")
         try:
             return self[(slice(None),) * d + (index.reshape(-1),)]
         except IndexError as e:  # out of bounds: PyTorch's CPU kernels say RuntimeError along dim 1 of a tensor of
@@ -245,22 +247,21 @@ class TensorMethods:
         big = tuple(v for r, s in zip(sizes, shape) for v in (int(r), s))
         out = tuple(int(r) * s for r, s in zip(sizes, shape))
         r = self.reshape(inter).expand(big).reshape(out)
-        # PyTorch's repeat always returns new memory; reshape can give back a view (stride 0 where a size-1
-        # dimension was repeated, or self itself when nothing was), and writing into that would alias
+        # PyTorch's repeat returns new memory; reshape may give a view (stride 0, or self): writes would alias
         if not r.is_contiguous():
             return r.contiguous()
         return r.clone() if r._alloc_serial == self._alloc_serial else r
 
     def diff(self, n=1, dim=-1, prepend=None, append=None):
         """The n-th forward difference along dim (bool tensors: != of neighbours, as PyTorch), with prepend /
-        append concatenated first."""
+        append concatenated first (n=0: the input itself, prepend / append not added, as PyTorch's)."""
         if self.ndim == 0:
             raise RuntimeError("diff expects input to be at least one-dimensional")
         if not isinstance(n, numbers.Integral) or n < 0:
             raise RuntimeError(f"order must be non-negative but got {n}")
         d = _dim(dim, self.ndim, "diff")
         x = self
-        if prepend is not None or append is not None:
+        if n and (prepend is not None or append is not None):
             parts = [p if isinstance(p, _C.TensorBase) else _C.from_numpy(np.asarray(p), self._dtype, self._device)
                      for p in (prepend, self, append) if p is not None]
             x = F.Cat.apply(d, *parts) if _needs_grad(*parts) else _C.cat(parts, d)

@@ -740,8 +740,9 @@ transpose_copy = _copy_of("transpose_copy", lambda t, dim0, dim1: t.transpose(di
 unbind_copy = _copy_of("unbind_copy", lambda t, dim=0: t.unbind(dim))
 unfold_copy = _copy_of("unfold_copy", lambda t, dimension, size, step: t.unfold(dimension, size, step))
 unsqueeze_copy = _copy_of("unsqueeze_copy", lambda t, dim: t.unsqueeze(dim))
-view_copy = _copy_of("view_copy", lambda t, size: t.view(*size) if not isinstance(size, numbers.Integral)
-                     else t.view(size))
+# (of a tensor no view can give: its values in that shape, as PyTorch's, which copies the contiguous values)
+view_copy = _copy_of("view_copy", lambda t, size: t.reshape(*size) if not isinstance(size, numbers.Integral)
+                     else t.reshape(size))
 
 
 _BF16, _I16 = 3, 8

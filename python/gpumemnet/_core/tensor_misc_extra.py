@@ -327,7 +327,7 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False):  # no
         if isinstance(bins, bool) or not isinstance(bins, numbers.Integral) or bins <= 0:
             raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
         lo, hi = (float(a.min()), float(a.max())) if range is None and a.size else \
-            (0.0, 0.0) if range is None else (float(range[0]), float(range[1]))
+            (0.0, 1.0) if range is None else (float(range[0]), float(range[1]))  # (no values: PyTorch's [0, 1])
         if not (np.isfinite(lo) and np.isfinite(hi)):  # PyTorch's refusal (a NaN gave wrong counts)
             raise RuntimeError(f"torch.histogramdd: dimension 0's range [{lo}, {hi}] is not finite")
         if lo > hi:

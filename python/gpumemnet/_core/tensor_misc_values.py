@@ -326,6 +326,9 @@ def _index_reduce(self, dim, index, source, reduce, include_self, op):
         if i != d and source.shape[i] != self.shape[i]:
             raise RuntimeError(f"{op}(): self ({tuple(self.shape)}) and source ({tuple(source.shape)}) must have the "
                                f"same size in every dimension but dim {d}")
+    size = self.shape[d] if self.ndim else 1
+    if index.numel() and not 0 <= int(index.min()) <= int(index.max()) < size:  # (negative ones too: PyTorch's)
+        raise IndexError(f"index out of range in self ({op}: indices must be in [0, {size}) along dim {d})")
     full = index.reshape(tuple(n if i == d else 1 for i in range(source.ndim))).expand(*source.shape) \
         if source.ndim else index.reshape(())
     return _scatter_reduce(self, d, F.contiguous(full), source, reduce, include_self, op)

@@ -362,6 +362,9 @@ class MoreMethods:
         """The q-quantiles (q a number or a 1-D tensor in [0, 1]) along dim (of all entries by default), by
         interpolating between the sorted values as PyTorch's 'linear', 'lower', 'higher', 'midpoint', 'nearest'."""
         qs = _quantile_args(self, q, interpolation, "quantile")
+        if self.ndim == 0 and dim is not None:  # dim 0 / -1 of a 0-d tensor: its one value, a 0-d result
+            _dim(dim, 0, "quantile")
+            dim = None
         x = self.reshape(-1) if dim is None else self
         d = 0 if dim is None else _dim(dim, self.ndim, "quantile")
         n = x.shape[d]
@@ -491,7 +494,14 @@ class MoreMethods:
         if not isinstance(index, _C.TensorBase) or index._dtype != _I64:
             raise RuntimeError("take(): Expected a long tensor for index")
         flat = self.reshape(-1)
-        return flat.take_along_dim(index.reshape(-1), 0).reshape(tuple(index.shape))
+        try:
+            return flat.take_along_dim(index.reshape(-1), 0).reshape(tuple(index.shape))
+        except RuntimeError as e:  # out of range: PyTorch's type and words
+            if "out of bounds" not in str(e):
+                raise
+            bad = next(int(i) for i in _host(index, "take").reshape(-1) if not -flat.numel() <= i < flat.numel())
+            raise IndexError(f"out of range: tried to access index {bad} on a tensor of {flat.numel()} "
+                             f"elements.") from None
 
     def fliplr(self):
         if self.ndim < 2:
@@ -524,7 +534,9 @@ class MoreMethods:
     def unfold(self, dimension, size, step):
         """A view of the windows of `size` entries every `step` along dimension, as one new last dim."""
         d = _dim(dimension, max(self.ndim, 1), "unfold")
-        n = self.shape[d] if self.ndim else 1
+        if self.ndim == 0:  # a 0-d tensor is seen as one entry: windows of it, one dim (PyTorch's)
+            return self.reshape(1).unfold(0, size, step).reshape(-1)
+        n = self.shape[d]
         if not 0 <= size <= n:
             raise RuntimeError(f"maximum size for tensor at dimension {d} is {n} but size is {size}")
         if step <= 0:

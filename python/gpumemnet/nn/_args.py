@@ -2,7 +2,27 @@
 the reduction argument of the losses with its deprecated size_average / reduce form."""
 import numbers
 
+from .. import _C
 from .._core.arg_forms import as_int
+from .._core.functions import cast as _cast
+
+_INTS, _F64 = (4, 6, 7, 8, 9), 1  # dtype codes: int64, uint8, int8, int16, int32; float64
+
+
+def integer_input(*tensors):
+    """Tensors (None allowed) all of one integer dtype (not bool): PyTorch's CPU convolution and pooling kernels
+    take them, and gpumemnet computes them in float64 (exact while values and sums stay below 2**53)."""
+    codes = {t._dtype for t in tensors if isinstance(t, _C.TensorBase)}
+    return len(codes) == 1 and next(iter(codes)) in _INTS
+
+
+def in_float64(f, x, *tensors):
+    """f(x, *tensors) computed in float64, the result (the values of a (values, indices) pair) cast back to x's
+    integer dtype; the cast rounds toward zero, as PyTorch's integer division (avg_pool2d of integers)."""
+    out = f(*(t if t is None else _cast(t, _F64) for t in (x,) + tensors))
+    if isinstance(out, tuple):
+        return (_cast(out[0], x._dtype),) + tuple(out[1:])
+    return _cast(out, x._dtype)
 
 
 def _is_int(v):

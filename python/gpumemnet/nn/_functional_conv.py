@@ -15,7 +15,7 @@ from .._core import functions as _fn
 from .._core.autograd import needs_grad as _needs_grad
 from .._core.autograd import Function, _NO_CTX
 from .._core.activation import keep_relu_mask
-from ._args import _is_int, _pair
+from ._args import _is_int, _pair, in_float64, integer_input
 
 __all__ = ["conv2d", "conv_transpose2d", "linear"]
 
@@ -245,6 +245,8 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     use at most get_conv_workspace_limit() bytes at a time; float32 depthwise and 1x1 convolutions need none."""
     op = "conv2d"
     _check_tensors(op, input, weight, bias)
+    if integer_input(input, weight, bias):
+        return in_float64(lambda x, w, b: conv2d(x, w, b, stride, padding, dilation, groups), input, weight, bias)
     _check_image(op, input)
     if isinstance(padding, str):
         if padding not in ("same", "valid"):

@@ -22,7 +22,7 @@ import numpy as np
 from .. import _C
 from .._core.functions import DIV
 from .._core.autograd import needs_grad as _needs_grad
-from ._args import _is_int, _pair
+from ._args import _is_int, _pair, in_float64, integer_input
 from ._functional_resample import resample
 from .._core.autograd import Function, as_activation
 from .._core.activation import keep_relu_mask
@@ -102,6 +102,9 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     for a window that covers no element). Under no_grad only the output is allocated."""
     op = "max_pool2d"
     _check_input(input, op)
+    if integer_input(input):
+        return in_float64(lambda x: max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode, return_indices),
+                          input)
     k = _pair(kernel_size, "kernel_size", op)
     args = (k, _stride(stride, k, op), _pair(padding, "padding", op), _pair(dilation, "dilation", op),
             bool(ceil_mode))
@@ -130,6 +133,9 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     Padding must be at most half the kernel."""
     op = "avg_pool2d"
     _check_input(input, op)
+    if integer_input(input):
+        return in_float64(lambda x: avg_pool2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                                               divisor_override), input)
     if divisor_override is not None and not _is_int(divisor_override):
         raise TypeError(f"{op}: divisor_override must be None or an int, got {divisor_override!r}")
     if divisor_override == 0:
@@ -179,9 +185,9 @@ def adaptive_avg_pool2d(input, output_size):
     elif isinstance(output_size, (tuple, list)) and len(output_size) == 2 and \
             all(v is None or _is_int(v) for v in output_size):
         size = tuple(input.shape[-2 + i] if v is None else int(v) for i, v in enumerate(output_size))
-    else:
-        raise TypeError(f"{op}: output_size must be an int or a pair of ints (None keeps that size), got "
-                        f"{output_size!r}")
+    else:  # a sequence of another length: PyTorch's RuntimeError; anything else a TypeError
+        raise (RuntimeError if isinstance(output_size, (tuple, list)) else TypeError)(
+            f"{op}: output_size must be an int or a pair of ints (None keeps that size), got {output_size!r}")
     if size[0] < 0 or size[1] < 0:
         raise _C.ArgumentError(f"{op}: output_size must be non-negative, got {output_size!r} for an input of shape "
                          f"{tuple(input.shape)}")

@@ -94,9 +94,9 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     elif isinstance(output_size, (tuple, list)) and len(output_size) == 2 and \
             all(v is None or _is_int(v) for v in output_size):
         size = tuple(input.shape[-2 + i] if v is None else int(v) for i, v in enumerate(output_size))
-    else:
-        raise TypeError(f"{op}: output_size must be an int or a pair of ints (None keeps that size), got "
-                        f"{output_size!r}")
+    else:  # a sequence of another length: PyTorch's RuntimeError; anything else a TypeError
+        raise (RuntimeError if isinstance(output_size, (tuple, list)) else TypeError)(
+            f"{op}: output_size must be an int or a pair of ints (None keeps that size), got {output_size!r}")
     if size[0] < 0 or size[1] < 0:
         raise _C.ArgumentError(f"{op}: output_size must be non-negative, got {output_size!r}")
     if needs_grad(input):

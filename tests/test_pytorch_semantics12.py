@@ -1,0 +1,171 @@
+"""PyTorch semantics that scripts written for PyTorch rely on (stop 46: gaps left by rounds 17-20 and what round 21
+of the hunts found), each checked against PyTorch itself: the same function run under both libraries and the
+results compared."""
+import numpy as np
+import pytest
+
+import gpumemnet as gm
+
+torch = pytest.importorskip("torch")
+
+
+def _both(fn):
+    """fn(lib) under PyTorch and under gpumemnet."""
+    return fn(torch), fn(gm)
+
+
+def _close(a, b, tol=1e-10):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    assert a.shape == b.shape
+    np.testing.assert_allclose(b, a, rtol=tol, atol=tol)
+
+
+def _data(L, seed, shape):
+    return L.tensor(np.random.default_rng(seed).standard_normal(shape), dtype=L.float64, requires_grad=True)
+
+
+# ---- gradients of gradients (create_graph) through ops whose backward had no recorded formula ------------------------
+SECOND_ORDER = {
+    "hypot": lambda L, x, y: L.hypot(x, y * 2 + 0.5),
+    "fmax": lambda L, x, y: L.fmax(x * x, y),
+    "fmin": lambda L, x, y: L.fmin(x.exp(), y.sin()),
+    "copysign": lambda L, x, y: L.copysign(x * x, y),
+    "median": lambda L, x, y: (x * y).median() * x.sum(),
+    "select_scatter": lambda L, x, y: L.select_scatter(x * x, (y * y)[0], 0, 1) * x,
+    "slice_scatter": lambda L, x, y: L.slice_scatter(x.sin(), y[:, 1:3] ** 3, 1, 1, 3) * y,
+    "rfft": lambda L, x, y: L.fft.rfft(x * y).abs() ** 2,
+    "irfft": lambda L, x, y: L.fft.irfft(x * y) ** 2,
+    "hfft": lambda L, x, y: L.fft.hfft(x.cos() * y) ** 2,
+}
+
+
+@pytest.mark.parametrize("name", sorted(SECOND_ORDER))
+def test_second_derivatives_against_pytorch(name):
+    """A gradient penalty / Hessian-vector product through these ops: grad(create_graph=True) then the gradient of a
+    function of that gradient, compared with PyTorch's (they raised NotImplementedError)."""
+    def run(L):
+        x, y = _data(L, 0, (3, 4)), _data(L, 1, (3, 4))
+        out = SECOND_ORDER[name](L, x, y)
+        gx, gy = L.autograd.grad(out.sum(), (x, y), create_graph=True)
+        h = L.autograd.grad((gx * gx).sum() + (gy.sin() * x).sum(), (x, y), allow_unused=True)
+        return [t.detach().numpy() if t is not None else None for t in (gx, gy) + tuple(h)]
+    ref, got = _both(run)
+    for r, g in zip(ref, got):
+        assert (r is None) == (g is None)
+        if r is not None:
+            _close(r, g, 1e-9)
+
+
+# ---- odd but valid inputs --------------------------------------------------------------------------------------------
+ZERO_DIM = {
+    "quantile": lambda L: L.quantile(L.tensor(2.5), 0.5, dim=0),
+    "quantile_q_list_keepdim": lambda L: L.quantile(L.tensor(2.5), L.tensor([0.5, 0.2]), dim=-1, keepdim=True),
+    "index_select": lambda L: L.index_select(L.tensor(2.5), 0, L.tensor([0])),
+    "index_select_0d_index": lambda L: L.tensor(2.5).index_select(0, L.tensor(0)),
+    "unfold": lambda L: L.tensor(2.5).unfold(0, 1, 1),
+    "unfold_step": lambda L: L.tensor(2.5).unfold(-1, 1, 2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ZERO_DIM))
+def test_zero_dim_inputs_along_dim_0(name):
+    """dim 0 of a 0-d tensor is its one entry (they raised an IndexError from inside)."""
+    ref, got = _both(ZERO_DIM[name])
+    assert tuple(got.shape) == tuple(ref.shape)
+    _close(ref.numpy(), got.numpy())
+
+
+def test_zero_dim_index_select_and_unfold_keep_the_gradient():
+    def run(L):
+        x = L.tensor(1.5, requires_grad=True)
+        (x.index_select(0, L.tensor([0])) * 3 + x.unfold(0, 1, 1).sum() * 2).sum().backward()
+        return x.grad.item()
+    ref, got = _both(run)
+    assert got == ref == 5.0
+
+
+def test_diff_of_order_zero_is_the_input_without_prepend_or_append():
+    ref, got = _both(lambda L: L.diff(L.arange(3.0), n=0, prepend=L.tensor([5.0]), append=L.tensor([1.0])))
+    assert got.tolist() == ref.tolist() == [0.0, 1.0, 2.0]
+
+
+def test_histogram_of_an_empty_input_spans_0_to_1():
+    ref, got = _both(lambda L: L.histogram(L.tensor([]), 3))
+    _close(ref.bin_edges.numpy(), got.bin_edges.numpy(), 1e-7)  # (float32 edges)
+    assert got.hist.tolist() == ref.hist.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_view_copy_of_a_non_contiguous_tensor():
+    ref, got = _both(lambda L: L.view_copy(L.arange(12.0).reshape(3, 4).t(), (2, 6)))
+    assert got.tolist() == ref.tolist()
+    assert got.is_contiguous()
+
+
+def test_view_copy_to_a_size_that_cannot_hold_the_values_raises():
+    for L in (torch, gm):
+        with pytest.raises(RuntimeError):
+            L.view_copy(L.arange(12.0).reshape(3, 4).t(), (5,))
+
+
+INTEGER_OPS = {
+    "max_pool2d": lambda L, x: L.nn.functional.max_pool2d(x, 2),
+    "max_pool2d_indices": lambda L, x: L.nn.functional.max_pool2d(x, 3, 1, 1, return_indices=True),
+    "max_pool3d": lambda L, x: L.nn.functional.max_pool3d(x.reshape(1, 2, 2, 6, 4), 2),
+    "avg_pool2d": lambda L, x: L.nn.functional.avg_pool2d(x, 2),
+    "avg_pool2d_padded": lambda L, x: L.nn.functional.avg_pool2d(x, 3, 2, 1, count_include_pad=False),
+    "conv2d": lambda L, x: L.nn.functional.conv2d(x, (L.arange(2 * 4 * 9) % 5 - 2).reshape(2, 4, 3, 3).to(x.dtype),
+                                                  L.tensor([3, -7]).to(x.dtype), padding=1),
+    "conv1d": lambda L, x: L.nn.functional.conv1d(x.reshape(1, 4, 24), (L.arange(8) - 3).reshape(2, 4, 1).to(x.dtype)),
+}
+
+
+@pytest.mark.parametrize("name,dtype", [(n, d) for n in sorted(INTEGER_OPS) for d in ("int64", "int32", "uint8")
+                                        if d == "int64" or not n.startswith("avg")])  # (PyTorch's: int64 only)
+def test_integer_pooling_and_convolution(name, dtype):
+    """PyTorch's CPU kernels take integer tensors (label maps pooled, counts convolved): the same integers back
+    (avg_pool2d divides as integers, toward zero); they raised 'expected a floating-point input'."""
+    def run(L):
+        base = L.arange(4 * 6 * 4).reshape(1, 4, 6, 4)
+        x = (base * 7 % 23 - (0 if dtype == "uint8" else 11)).to(getattr(L, dtype))
+        out = INTEGER_OPS[name](L, x)
+        return [(str(t.dtype).split(".")[-1], t.tolist()) for t in (out if isinstance(out, tuple) else (out,))]
+    ref, got = _both(run)
+    assert got == ref
+
+
+# ---- PyTorch's errors (types and the cases refused) -----------------------------------------------------------
+ERRORS = {
+    "take_out_of_range": (IndexError, lambda L: L.take(L.randn(3), L.tensor([5]))),
+    "take_negative_out_of_range": (IndexError, lambda L: L.take(L.randn(3), L.tensor([-4]))),
+    "index_reduce_out_of_range": (IndexError, lambda L: L.zeros(3).index_reduce_(0, L.tensor([5]), L.ones(1), "prod")),
+    "index_reduce_negative": (IndexError, lambda L: L.zeros(3).index_reduce_(0, L.tensor([-1]), L.ones(1), "amax")),
+    "adaptive_avg_pool2d_3_sizes": (RuntimeError, lambda L: L.nn.functional.adaptive_avg_pool2d(
+        L.randn(1, 1, 4, 4), (1, 2, 3))),
+    "adaptive_max_pool2d_3_sizes": (RuntimeError, lambda L: L.nn.functional.adaptive_max_pool2d(
+        L.randn(1, 1, 4, 4), (1, 2, 3))),
+    "linspace_1d_start": (RuntimeError, lambda L: L.linspace(L.tensor([0.0, 1.0]), 1, 3)),
+    "linspace_1d_end": (RuntimeError, lambda L: L.linspace(0, L.tensor([0.0, 1.0]), 3)),
+    "logspace_1d_start": (RuntimeError, lambda L: L.logspace(L.tensor([0.0, 1.0]), 1, 3)),
+    "searchsorted_sorter_size": (RuntimeError, lambda L: L.searchsorted(
+        L.tensor([3.0, 1, 2]), L.tensor([2.0]), sorter=L.tensor([0, 1]))),
+    "searchsorted_sorter_range": (RuntimeError, lambda L: L.searchsorted(
+        L.tensor([3.0, 1, 2]), L.tensor([2.0]), sorter=L.tensor([0, 1, 5]))),
+    "searchsorted_sorter_dtype": (RuntimeError, lambda L: L.searchsorted(
+        L.tensor([3.0, 1, 2]), L.tensor([2.0]), sorter=L.tensor([1.0, 2, 0]))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ERRORS))
+def test_refused_as_pytorch_refuses(name):
+    """The exception type PyTorch raises (an `except IndexError` written for PyTorch catches ours); a searchsorted
+    sorter that does not match the boundaries gave a silent wrong position."""
+    kind, f = ERRORS[name]
+    for L in (torch, gm):
+        with pytest.raises(kind):
+            f(L)
+
+
+def test_searchsorted_with_a_valid_sorter():
+    ref, got = _both(lambda L: L.searchsorted(L.tensor([3.0, 1, 2]), L.tensor([2.0, 0.5, 9]),
+                                                sorter=L.tensor([1, 2, 0])))
+    assert got.tolist() == ref.tolist()
