@@ -28,5 +28,22 @@ CASES = [
       r"Expected all rows of lengths along axis to sum to data.size", devices=("cpu", "cuda")),
     B("binomial of an integer count", lambda d, l: l.L.binomial(z(d, l, 2, dtype="int64"), z(d, l, 2)), ValueError,
       r"binomial only supports floating-point dtypes for count, got: Long", devices=("cpu",)),
+    B("as_strided_scatter of a src not the view's shape",
+      lambda d, l: l.L.as_strided_scatter(z(d, l, 3, 4), z(d, l, 3), (2, 2), (4, 1)), RuntimeError,
+      r"expected src to have a size equal to the slice of self. src size = \[3\], slice size = \[2, 2\]"),
+    B("Tensor.as_strided_scatter past the storage's end",
+      lambda d, l: z(d, l, 3, 4).as_strided_scatter(z(d, l, 2, 2), (2, 2), (4, 1), 20), RuntimeError,
+      r"setStorage: sizes \[2, 2\], strides \[4, 1\], storage offset 20"),
+    B("igamma of integer tensors", lambda d, l: l.L.igamma(z(d, l, 2, dtype="int64"), z(d, l, 2, dtype="int64")),
+      NotImplementedError, r"not implemented for 'Long'", devices=("cpu",)),
+    B("igamma with a number as other", lambda d, l: l.L.igamma(z(d, l, 2), 2.0), TypeError,
+      r"argument 'other' \(position 2\) must be Tensor, not float"),
+    B("Tensor.igamma of shapes that do not broadcast", lambda d, l: z(d, l, 2).igamma(z(d, l, 1, 3)), RuntimeError,
+      r"size|broadcast"),
+    B("Tensor.igammac of shapes that do not broadcast", lambda d, l: z(d, l, 2).igammac(z(d, l, 1, 3)),
+      RuntimeError, r"size|broadcast"),
+    B("igammac of integer tensors", lambda d, l: l.L.igammac(z(d, l, 2, dtype="int64"), z(d, l, 2, dtype="int64")),
+      NotImplementedError, r"not implemented for 'Long'", devices=("cpu",)),
 ]
-EXEMPT = {}
+_COPY = "a conversion valid for every tensor (to a complex dtype)"
+EXEMPT = {"Tensor.cfloat": _COPY, "Tensor.cdouble": _COPY, "Tensor.chalf": _COPY}

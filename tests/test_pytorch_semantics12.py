@@ -169,3 +169,56 @@ def test_searchsorted_with_a_valid_sorter():
     ref, got = _both(lambda L: L.searchsorted(L.tensor([3.0, 1, 2]), L.tensor([2.0, 0.5, 9]),
                                                 sorter=L.tensor([1, 2, 0])))
     assert got.tolist() == ref.tolist()
+
+
+# ---- names PyTorch has that were missing ----------------------------------------------------------------------------
+NAMES = {
+    "as_strided_scatter": lambda L: L.as_strided_scatter(L.arange(12.0).reshape(3, 4), -L.ones(2, 2), (2, 2), (4, 1),
+                                                         1),
+    "Tensor.as_strided_scatter": lambda L: L.arange(12.0).reshape(3, 4).as_strided_scatter(-L.ones(2), (2,),
+                                                                                           (5,)),
+    "as_strided_copy": lambda L: L.as_strided_copy(L.arange(12.0).reshape(3, 4).t(), (2, 2), (1, 4)),
+    "igamma": lambda L: L.igamma(L.tensor([1.0, 2.0, 0.5]), L.tensor([0.5, 3.0, 2.0])),
+    "Tensor.igammac": lambda L: L.tensor([1.0, 2.0, 0.5]).igammac(L.tensor([0.5, 3.0, 2.0])),
+    "Tensor.__rdiv__": lambda L: L.tensor([2.0, 4.0]).__rdiv__(8),
+    "F._threshold": lambda L: L.nn.functional._threshold(L.tensor([1.0, 3.0]), 2.0, -1.0),
+    "resolve_neg": lambda L: L.resolve_neg(L.tensor([1.0, -3.0])),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NAMES))
+def test_names_pytorch_has(name):
+    ref, got = _both(NAMES[name])
+    assert tuple(got.shape) == tuple(ref.shape) and got.is_contiguous()
+    _close(ref.numpy(), got.numpy(), 1e-6)
+
+
+def test_complex_conversions():
+    for m, dt in (("cfloat", "complex64"), ("cdouble", "complex128")):
+        ref, got = _both(lambda L: getattr(L.tensor([1.5, -2.0]), m)())
+        assert str(got.dtype).split(".")[-1] == str(ref.dtype).split(".")[-1] == dt
+        np.testing.assert_array_equal(got.numpy(), ref.numpy())
+
+
+def test_as_strided_scatter_gradients_by_finite_differences():
+    """The input's gradient is g outside the view, src's the view of g. (PyTorch's own as_strided_scatter backward
+    fails gradcheck, so the reference is float64 finite differences.)"""
+    rng = np.random.default_rng(0)
+    y0, s0, w = rng.standard_normal((3, 4)), rng.standard_normal((2, 2)), rng.standard_normal((3, 4))
+    y, s = gm.tensor(y0, requires_grad=True), gm.tensor(s0, requires_grad=True)
+    (gm.as_strided_scatter(y, s, (2, 2), (4, 1), 1) * gm.tensor(w)).sum().backward()
+
+    def loss(y_, s_):
+        out = y_.copy().reshape(-1)
+        out[[1, 2, 5, 6]] = s_.reshape(-1)
+        return (out.reshape(3, 4) * w).sum()
+    eps = 1e-6
+    for arr, grad, other in ((y0, y.grad, s0), (s0, s.grad, y0)):
+        num = np.zeros_like(arr)
+        for i in np.ndindex(arr.shape):
+            hi, lo = arr.copy(), arr.copy()
+            hi[i] += eps
+            lo[i] -= eps
+            args = (hi, other) if arr is y0 else (other, hi), (lo, other) if arr is y0 else (other, lo)
+            num[i] = (loss(*args[0]) - loss(*args[1])) / (2 * eps)
+        np.testing.assert_allclose(grad.numpy(), num, atol=1e-8)

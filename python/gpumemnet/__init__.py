@@ -90,7 +90,7 @@ from ._core.out_arg import install as _install_out  # noqa: E402  (out= on the f
 
 _install_out(globals())
 del _install_out
-conj_physical = resolve_conj = conj
+conj_physical = resolve_conj = resolve_neg = conj
 dsmm = spmm  # torch.dsmm(sparse, dense) -> dense: sparse.mm
 
 OutOfMemoryError = _C.OutOfMemoryError

@@ -590,10 +590,24 @@ def mvlgamma(input, p):
     return multigammaln(input, p)
 
 
+def igamma(input, other):
+    """torch.igamma: torch.special.gammainc's other name (the regularised lower incomplete gamma function)."""
+    from .special import gammainc  # noqa: E402
+    return gammainc(input, other)
+
+
+def igammac(input, other):
+    """torch.igammac: torch.special.gammaincc's other name."""
+    from .special import gammaincc  # noqa: E402
+    return gammaincc(input, other)
+
+
 _Tensor.triangular_solve = lambda self, A, upper=True, transpose=False, unitriangular=False: triangular_solve(
     self, A, upper, transpose, unitriangular)
 _Tensor.mvlgamma = lambda self, p: mvlgamma(self, p)
-__all__ += ["triangular_solve", "mvlgamma"]
+_Tensor.igamma = lambda self, other: igamma(self, other)
+_Tensor.igammac = lambda self, other: igammac(self, other)
+__all__ += ["triangular_solve", "mvlgamma", "igamma", "igammac"]
 
 
 def _standard_gamma(alpha, generator=None):

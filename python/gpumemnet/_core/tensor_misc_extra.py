@@ -10,6 +10,7 @@ import numbers
 import numpy as np
 
 from .. import _C
+from . import dtype as _dtypes
 from . import hooks
 from . import shared_memory as _shared
 from . import functions as F
@@ -558,6 +559,14 @@ class ExtraMethods:
         return self
 
     resolve_conj = resolve_neg = conj
+
+    def cfloat(self): return self.to(_dtypes.complex64)
+
+    def cdouble(self): return self.to(_dtypes.complex128)
+
+    def chalf(self): return self.to(_dtypes.complex32)
+
+    def __rdiv__(self, other): return self.__rtruediv__(other)  # (Python 2's name, which PyTorch keeps)
 
     def conj_physical(self):
         return self.clone()

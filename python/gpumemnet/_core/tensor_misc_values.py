@@ -20,7 +20,7 @@ from .tensor_select import _copy, _covered, _host, _padded, _positions, _scatter
 from .return_types import ValuesIndices as _RESULT
 
 __all__ = ["masked_scatter", "scatter_reduce", "mode", "nanmedian", "nanquantile", "renorm", "isin", "index_reduce",
-           "select_scatter", "slice_scatter", "diagonal_scatter"]
+           "select_scatter", "slice_scatter", "diagonal_scatter", "as_strided_scatter"]
 
 _I64, _BOOL = 4, 5
 _FLOATS = (0, 1, 2, 3)
@@ -387,6 +387,12 @@ def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
     return _embed(input, src, lambda t: t[(slice(None),) * d + (slice(start, end, step),)], "slice_scatter")
 
 
+def as_strided_scatter(input, src, size, stride, storage_offset=None):
+    """A copy of input with src written into the copy's as_strided(size, stride, storage_offset) view."""
+    _need_tensor("as_strided_scatter", input)
+    return _embed(input, src, lambda t: t.as_strided(size, stride, storage_offset), "as_strided_scatter")
+
+
 def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
     """A copy of input with src written into input.diagonal(offset, dim1, dim2)."""
     _need_tensor("diagonal_scatter", input)
@@ -440,6 +446,9 @@ class ValueMethods:
 
     def slice_scatter(self, src, dim=0, start=None, end=None, step=1):
         return slice_scatter(self, src, dim, start, end, step)
+
+    def as_strided_scatter(self, src, size, stride, storage_offset=None):
+        return as_strided_scatter(self, src, size, stride, storage_offset)
 
     def diagonal_scatter(self, src, offset=0, dim1=0, dim2=1):
         return diagonal_scatter(self, src, offset, dim1, dim2)

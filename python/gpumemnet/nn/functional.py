@@ -54,6 +54,8 @@ from ._functional_volumetric import *  # noqa: F401,F403
 from ._functional_grid import *  # noqa: F401,F403
 from ._functional_ctc import ctc_loss  # noqa: F401
 
+_threshold = threshold  # (the name torch.nn.functional keeps for it)
+
 
 class _Watched(types.ModuleType):
     """This module, noticing while code has replaced one of its functions (F.silu = recorder, mock.patch.object(F,
