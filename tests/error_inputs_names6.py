@@ -44,6 +44,14 @@ CASES = [
       RuntimeError, r"size|broadcast"),
     B("igammac of integer tensors", lambda d, l: l.L.igammac(z(d, l, 2, dtype="int64"), z(d, l, 2, dtype="int64")),
       NotImplementedError, r"not implemented for 'Long'", devices=("cpu",)),
+    B("LazyConv3d on a 3-D input", lambda d, l: l.nn.LazyConv3d(4, 3)(z(d, l, 2, 3, 4)), RuntimeError,
+      r"Expected 4D \(unbatched\) or 5D \(batched\) input to LazyConv3d", devices=("cpu",)),
+    B("LazyConvTranspose3d on a 3-D input", lambda d, l: l.nn.LazyConvTranspose3d(4, 2)(z(d, l, 2, 3, 4)),
+      RuntimeError, r"Expected 4D \(unbatched\) or 5D \(batched\) input to LazyConvTranspose3d", devices=("cpu",)),
+    B("LPPool3d of norm_type 0", lambda d, l: l.nn.LPPool3d(0, 2)(z(d, l, 1, 2, 4, 4, 4)), ValueError,
+      r"norm_type must be a non-zero value, but got 0"),
+    B("lp_pool3d of norm_type 0", lambda d, l: l.nn.functional.lp_pool3d(z(d, l, 1, 2, 4, 4, 4), 0.0, 2),
+      ValueError, r"norm_type must be a non-zero value, but got 0"),
 ]
 _COPY = "a conversion valid for every tensor (to a complex dtype)"
 EXEMPT = {"Tensor.cfloat": _COPY, "Tensor.cdouble": _COPY, "Tensor.chalf": _COPY}

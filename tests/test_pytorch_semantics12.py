@@ -222,3 +222,20 @@ def test_as_strided_scatter_gradients_by_finite_differences():
             args = (hi, other) if arr is y0 else (other, hi), (lo, other) if arr is y0 else (other, lo)
             num[i] = (loss(*args[0]) - loss(*args[1])) / (2 * eps)
         np.testing.assert_allclose(grad.numpy(), num, atol=1e-8)
+
+
+def _lp3_and_lazy3(L):
+    x = L.arange(2 * 3 * 4 * 4 * 4, dtype=L.float64).reshape(2, 3, 4, 4, 4).sin()
+    out = [L.nn.LPPool3d(2, 2)(x), L.nn.functional.lp_pool3d(x, 3.0, (2, 2, 1), stride=1)]
+    L.manual_seed(0)
+    conv, tconv = L.nn.LazyConv3d(5, 3), L.nn.LazyConvTranspose3d(4, 2)
+    shapes = [tuple(conv(x.float()).shape), tuple(tconv(x.float()).shape), type(conv).__name__, type(tconv).__name__,
+              tuple(conv.weight.shape), tuple(tconv.weight.shape), repr(L.nn.LPPool3d(2, 2))]
+    return [t.numpy() for t in out], shapes
+
+
+def test_lp_pool3d_and_lazy_3d_convolutions():
+    (ref, ref_shapes), (got, got_shapes) = _both(_lp3_and_lazy3)
+    assert got_shapes == ref_shapes
+    for r, g in zip(ref, got):
+        _close(r, g)

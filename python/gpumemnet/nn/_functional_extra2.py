@@ -15,8 +15,9 @@ from ._functional_more import pairwise_distance
 from ._functional_nn import relu
 from ._functional_pool import avg_pool2d, interpolate, max_pool2d
 from ._functional_pool1d import _single, avg_pool1d, max_pool1d
+from ._functional_volumetric import _triple, avg_pool3d, max_pool3d
 
-__all__ = ["lp_pool1d", "lp_pool2d", "max_pool1d_with_indices", "max_pool2d_with_indices", "max_unpool1d",
+__all__ = ["lp_pool1d", "lp_pool2d", "lp_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices", "max_unpool1d",
            "max_unpool2d", "upsample", "upsample_nearest", "upsample_bilinear", "multi_margin_loss",
            "multilabel_margin_loss", "triplet_margin_with_distance_loss", "embedding_bag"]
 
@@ -51,6 +52,13 @@ def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     _check_tensor(input, "lp_pool2d")
     kh, kw = _pair(kernel_size, "kernel_size", "lp_pool2d")
     return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, kh * kw, avg_pool2d, max_pool2d)
+
+
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """(sum of x^p over each window)^(1/p) over the last three dims (p = norm_type; inf: max of |x|)."""
+    _check_tensor(input, "lp_pool3d")
+    kd, kh, kw = _triple(kernel_size, "kernel_size", "lp_pool3d")
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, kd * kh * kw, avg_pool3d, max_pool3d)
 
 
 def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,

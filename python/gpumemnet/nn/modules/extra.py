@@ -19,7 +19,7 @@ from .more import PairwiseDistance
 from .pooling import _MaxUnpoolNd
 
 __all__ = ["MultiheadAttention", "RMSNorm", "LocalResponseNorm", "CrossMapLRN2d", "Bilinear", "RReLU", "LPPool1d",
-           "LPPool2d", "MaxUnpool1d", "MaxUnpool2d", "NLLLoss2d", "MultiMarginLoss", "MultiLabelMarginLoss",
+           "LPPool2d", "LPPool3d", "MaxUnpool1d", "MaxUnpool2d", "NLLLoss2d", "MultiMarginLoss", "MultiLabelMarginLoss",
            "TripletMarginWithDistanceLoss", "EmbeddingBag"] + _lazy_all
 
 
@@ -223,6 +223,11 @@ class LPPool1d(_LPPoolNd):
 class LPPool2d(_LPPoolNd):
     def forward(self, input):
         return F.lp_pool2d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+
+class LPPool3d(_LPPoolNd):
+    def forward(self, input):
+        return F.lp_pool3d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
 
 
 class MaxUnpool1d(_MaxUnpoolNd):

@@ -19,10 +19,11 @@ from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, _NormBase
 from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from .linear import Linear
+from .volumetric import Conv3d, ConvTranspose3d
 from .module import Module
 
 __all__ = ["UninitializedParameter", "UninitializedBuffer", "LazyLinear", "LazyConv1d", "LazyConv2d",
-           "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d",
+           "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConv3d", "LazyConvTranspose3d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d",
            "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d"]
 
 def materialize(t, shape, device=None, dtype=None):
@@ -198,6 +199,29 @@ class LazyConvTranspose1d(_LazyConvXdMixin, ConvTranspose1d):
 class LazyConvTranspose2d(_LazyConvXdMixin, ConvTranspose2d):
     """A ConvTranspose2d whose in_channels is inferred from the first input."""
     cls_to_become = ConvTranspose2d
+
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1, bias=True,
+                 dilation=1, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(groups, groups, kernel_size, stride, padding, output_padding, groups, False, dilation,
+                         padding_mode)
+        self._lazy_init(out_channels, bias, device, dtype)
+
+
+class LazyConv3d(_LazyConvXdMixin, Conv3d):
+    """A Conv3d whose in_channels is inferred from the first input."""
+    cls_to_become = Conv3d
+    _spatial = 3
+
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
+                 padding_mode="zeros", device=None, dtype=None):
+        super().__init__(groups, groups, kernel_size, stride, padding, dilation, groups, False, padding_mode)
+        self._lazy_init(out_channels, bias, device, dtype)
+
+
+class LazyConvTranspose3d(_LazyConvXdMixin, ConvTranspose3d):
+    """A ConvTranspose3d whose in_channels is inferred from the first input."""
+    cls_to_become = ConvTranspose3d
+    _spatial = 3
 
     def __init__(self, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1, bias=True,
                  dilation=1, padding_mode="zeros", device=None, dtype=None):
