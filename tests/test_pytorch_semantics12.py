@@ -239,3 +239,80 @@ def test_lp_pool3d_and_lazy_3d_convolutions():
     assert got_shapes == ref_shapes
     for r, g in zip(ref, got):
         _close(r, g)
+
+
+# ---- torch.load's environment overrides ----------------------------------------------------------------------------
+class _Meta:
+    """A class no weights-only load lets through."""
+
+    def __init__(self):
+        self.x = 1
+
+
+def _load_under(L, tmp_path, env, monkeypatch, **kw):
+    path = tmp_path / f"{L.__name__}.pt"
+    L.save({"w": L.ones(2), "meta": _Meta()}, str(path))
+    for name in ("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    import warnings
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        try:
+            obj = L.load(str(path), **kw)
+            result = ("loaded", type(obj["meta"]).__name__, obj["w"].tolist())
+        except Exception as e:  # noqa: BLE001 - the type is what is compared
+            result = ("raised", "RuntimeError" if isinstance(e, RuntimeError) else type(e).__name__)
+    return result, sorted({str(w.message)[:60] for w in seen if "WEIGHTS_ONLY" in str(w.message)})
+
+
+@pytest.mark.parametrize("env,kw", [
+    ({"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}, {}),  # a call that does not say: everything unpickled, warned
+    ({"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "true"}, {"weights_only": True}),  # a call that says True keeps it
+    ({"TORCH_FORCE_WEIGHTS_ONLY_LOAD": "YES"}, {"weights_only": False}),  # forced safe whatever the call says
+    ({"TORCH_FORCE_WEIGHTS_ONLY_LOAD": "1", "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}, {}),  # both: refused
+    ({}, {}),
+])
+def test_load_follows_the_weights_only_environment_variables(tmp_path, monkeypatch, env, kw):
+    ref = _load_under(torch, tmp_path, env, monkeypatch, **kw)
+    got = _load_under(gm, tmp_path, env, monkeypatch, **kw)
+    assert got == ref
+
+
+# ---- names mmengine, sbi and Lightning import at load time ----------------------------------------------------------
+def test_take_tensors_buckets_as_pytorchs():
+    import importlib
+
+    def run(L):
+        u = importlib.import_module(L.__name__ + "._utils")
+        ts = [L.ones(3), L.ones(5, dtype=L.float64), L.ones(2), L.ones(10), L.ones(1, dtype=L.float64), L.ones(1)]
+        return [[(t.numel(), str(t.dtype).split(".")[-1]) for t in group] for group in u._take_tensors(ts, 24)]
+    ref, got = _both(run)
+    assert got == ref
+
+
+def test_transposed_convolutions_share_pytorchs_base_classes():
+    import gpumemnet.nn.modules.conv as conv
+    for cls in (gm.nn.ConvTranspose1d, gm.nn.ConvTranspose2d, gm.nn.ConvTranspose3d):
+        assert issubclass(cls, conv._ConvTransposeNd) and issubclass(cls, conv._ConvNd)
+    assert not issubclass(gm.nn.Conv2d, conv._ConvTransposeNd)
+    assert issubclass(conv._ConvTransposeMixin, conv._ConvTransposeNd)
+
+
+def test_fsdp_configuration_types():
+    import dataclasses
+    from torch.distributed.fsdp import api as torch_api
+    from gpumemnet.distributed.fsdp import api
+    from gpumemnet.distributed.fsdp.fully_sharded_data_parallel import FullOptimStateDictConfig
+    from gpumemnet.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler
+    for name in ("StateDictConfig", "FullStateDictConfig", "LocalStateDictConfig", "ShardedStateDictConfig",
+                 "OptimStateDictConfig", "FullOptimStateDictConfig", "LocalOptimStateDictConfig",
+                 "ShardedOptimStateDictConfig"):
+        ref, got = getattr(torch_api, name), getattr(api, name)
+        assert [(f.name, f.default) for f in dataclasses.fields(got)] == \
+            [(f.name, f.default) for f in dataclasses.fields(ref)], name
+    assert FullOptimStateDictConfig is api.FullOptimStateDictConfig
+    assert [m.name for m in api.StateDictType] == [m.name for m in torch_api.StateDictType]
+    scaler = ShardedGradScaler("cpu", init_scale=8.0, process_group=None)
+    assert float(scaler.scale(gm.tensor(2.0))) == 16.0

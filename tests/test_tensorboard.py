@@ -84,8 +84,38 @@ def test_add_graph_warns_and_writes_nothing(tmp_path):
     w = gm.utils.tensorboard.SummaryWriter(log_dir=str(tmp_path))
     with pytest.warns(UserWarning, match="cannot trace"):
         w.add_graph(gm.nn.Linear(2, 2), gm.zeros(1, 2))
-    with pytest.raises(NotImplementedError, match="add_hparams"):
-        w.add_hparams({"lr": 0.1}, {"acc": 1.0})
+    with pytest.raises(NotImplementedError, match="add_audio"):
+        w.add_audio("a", gm.zeros(10), 0)
     with pytest.raises(ValueError, match="one value"):
         w.add_scalar("x", gm.zeros(2), 0)
     w.close()
+
+
+HPARAMS = ({"lr": 0.1, "layers": "16-8", "flag": True, "n": 3, "skip": None}, {"hp_metric": -1, "acc": 0.5})
+
+
+def test_summary_hparams_protos_are_pytorchs():
+    """torch.utils.tensorboard.summary.hparams / scalar, which Lightning's TensorBoardLogger writes through
+    SummaryWriter._get_file_writer(): the same protos, byte for byte."""
+    from torch.utils.tensorboard import summary as torch_summary
+    from gpumemnet.utils.tensorboard import summary
+    for ref, got in zip(torch_summary.hparams(*HPARAMS, {"n": [1, 3, 5]}), summary.hparams(*HPARAMS, {"n": [1, 3, 5]})):
+        assert got.SerializeToString() == ref.SerializeToString()
+    assert summary.scalar("loss", gm.tensor(0.25)).SerializeToString() == \
+        torch_summary.scalar("loss", torch.tensor(0.25)).SerializeToString()
+    with pytest.raises(ValueError, match="one of int, float, str, bool"):
+        summary.hparams({"x": [1]}, {})
+
+
+def test_add_hparams_and_the_file_writer_as_lightning_uses_them(tmp_path):
+    for name, cls in (("gm", gm.utils.tensorboard.SummaryWriter), ("torch", TorchWriter)):
+        with cls(log_dir=str(tmp_path / name)) as w:
+            w.add_hparams(*HPARAMS, run_name="run")
+            w._get_file_writer().add_summary(gm.utils.tensorboard.summary.scalar("direct", 2.0), 7)
+    for sub in ("run", "."):
+        got, ref = _read(tmp_path / "gm" / sub), _read(tmp_path / "torch" / sub)
+        assert got.Tags()["scalars"] == ref.Tags()["scalars"] and got.Tags()["scalars"]
+        for tag in ref.Tags()["scalars"]:
+            assert [(e.step, e.value) for e in got.Scalars(tag)] == [(e.step, e.value) for e in ref.Scalars(tag)]
+    plugin = _read(tmp_path / "gm" / "run").PluginTagToContent("hparams")
+    assert plugin == _read(tmp_path / "torch" / "run").PluginTagToContent("hparams") and len(plugin) == 3

@@ -1,5 +1,8 @@
-"""torch._utils: the two helpers of PyTorch's private module that libraries import (fastai's fp16_utils): flatten a
-list of tensors into one, and cut such a flat tensor back into views shaped like the originals."""
+"""torch._utils: the helpers of PyTorch's private module that libraries import: flatten a list of tensors into one,
+and cut such a flat tensor back into views shaped like the originals (fastai's fp16_utils); group tensors into
+buckets of one type under a size (mmengine's coalesced all-reduce)."""
+from collections import defaultdict
+
 from ._core.creation import cat
 from ._core.tensor import Tensor
 
@@ -25,3 +28,20 @@ def _unflatten_dense_tensors(flat, tensors):
         outputs.append(flat.narrow(0, offset, n).view_as(t))
         offset += n
     return tuple(outputs)
+
+
+def _take_tensors(tensors, size_limit):
+    """Lists of the tensors, in order within each (dtype, device), each list at most size_limit bytes (a tensor
+    larger than that alone): PyTorch's buckets for coalesced communication (a generator, as PyTorch's)."""
+    buckets = defaultdict(lambda: ([], [0]))
+    for t in tensors:
+        held, size = buckets[(t.dtype, t.device)]
+        nbytes = t.numel() * t.element_size()
+        if held and size[0] + nbytes > size_limit:
+            yield held
+            held, size = buckets[(t.dtype, t.device)] = ([], [0])
+        held.append(t)
+        size[0] += nbytes
+    for held, _ in buckets.values():
+        if held:
+            yield held

@@ -35,6 +35,7 @@ import shutil
 import struct
 import tempfile
 import typing
+import warnings
 
 import numpy as np
 
@@ -401,6 +402,26 @@ def _decode(node, tensors, arrays, path, weights_only=True):
     raise _bad(path, f"its structure holds an unknown node {node!r}")
 
 
+def _weights_only_by_environment(weights_only):
+    """PyTorch's environment overrides: TORCH_FORCE_WEIGHTS_ONLY_LOAD makes every load weights-only, whatever the
+    call says (an administrator's safety switch); TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD makes a load that does not say
+    weights_only unpickle everything (old checkpoints of trusted code: mmengine's resume)."""
+    def set_(name):
+        return os.getenv(name, "0").lower() in ("1", "y", "yes", "true")
+    force, force_no = set_("TORCH_FORCE_WEIGHTS_ONLY_LOAD"), set_("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD")
+    if force and force_no:
+        raise RuntimeError("Only one of `TORCH_FORCE_WEIGHTS_ONLY_LOAD` or `TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD` "
+                           "should be set, but both were set.")
+    if force:
+        return True
+    if force_no and weights_only is None:
+        warnings.warn("Environment variable TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD detected, since the`weights_only` "
+                      "argument was not explicitly passed to `torch.load`, forcing weights_only=False.", UserWarning,
+                      stacklevel=3)
+        return False
+    return weights_only
+
+
 def load(path, device=None, map_location=None, weights_only=None, **kwargs):
     """Read a file written by save() (or any safetensors file: it loads as a flat {key: tensor} dict), or one
     PyTorch's torch.save wrote (_serialization_torch.py). With device="meta" the tensors get their shapes and
@@ -418,6 +439,7 @@ def load(path, device=None, map_location=None, weights_only=None, **kwargs):
         raise TypeError(f"load() got an unexpected keyword argument {sorted(unknown)[0]!r}")
     if map_location is None and (isinstance(device, dict) or callable(device)):
         device, map_location = None, device  # PyTorch's second argument is map_location: torch.load(f, {...})
+    weights_only = _weights_only_by_environment(weights_only)
     if hasattr(path, "read"):  # a file object (io.BytesIO, an open file): its bytes from where it stands
         return _from_file_object(path, lambda p: load(p, device, map_location, weights_only))
     path = os.fspath(path)

@@ -1,41 +1,12 @@
 """torch.distributed.fsdp: PyTorch's fully sharded data parallelism. gpumemnet shards optimizer state with
 ZeroRedundancyOptimizer and keeps whole parameters on each rank; FSDP's names exist for the checks libraries make
 (accelerate's unwrap_model: `isinstance(model, FullyShardedDataParallel)`), and wrapping a model raises."""
-import enum
-
+from .api import *  # noqa: F401,F403
+from .api import __all__ as _api_all
 from .fully_sharded_data_parallel import FullyShardedDataParallel, fully_shard  # noqa: F401
 
-__all__ = ["FullyShardedDataParallel", "fully_shard", "ShardingStrategy", "BackwardPrefetch", "StateDictType",
-           "CPUOffload", "MixedPrecision", "CPUOffloadPolicy", "MixedPrecisionPolicy", "FSDPModule"]
-
-
-class ShardingStrategy(enum.Enum):
-    FULL_SHARD = 1
-    SHARD_GRAD_OP = 2
-    NO_SHARD = 3
-    HYBRID_SHARD = 4
-    _HYBRID_SHARD_ZERO2 = 5
-
-
-class BackwardPrefetch(enum.Enum):
-    BACKWARD_PRE = 1
-    BACKWARD_POST = 2
-
-
-class StateDictType(enum.Enum):
-    FULL_STATE_DICT = 1
-    LOCAL_STATE_DICT = 2
-    SHARDED_STATE_DICT = 3
-
-
-class CPUOffload:
-    def __init__(self, offload_params=False):
-        self.offload_params = offload_params
-
-
-class MixedPrecision:
-    def __init__(self, param_dtype=None, reduce_dtype=None, buffer_dtype=None, **kwargs):
-        self.param_dtype, self.reduce_dtype, self.buffer_dtype = param_dtype, reduce_dtype, buffer_dtype
+__all__ = ["FullyShardedDataParallel", "fully_shard", "CPUOffloadPolicy", "MixedPrecisionPolicy",
+           "FSDPModule"] + _api_all
 
 
 class CPUOffloadPolicy:

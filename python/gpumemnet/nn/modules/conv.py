@@ -187,7 +187,16 @@ class Conv2d(_ConvNd):
         return F.conv2d(x, weight, bias, self.stride, padding, self.dilation, self.groups)
 
 
-class ConvTranspose2d(_ConvNd):
+class _ConvTransposeNd(_ConvNd):
+    """The transposed convolutions' base class, as PyTorch's: libraries check isinstance against it and subclass
+    it (mmengine, mmcv)."""
+
+
+class _ConvTransposeMixin(_ConvTransposeNd):
+    """PyTorch's deprecated name for _ConvTransposeNd, which libraries still import."""
+
+
+class ConvTranspose2d(_ConvTransposeNd):
     """The gradient of Conv2d with respect to its input, used as an upsampling layer.
     weight: (in_channels, out_channels/groups, kH, kW)."""
 
@@ -245,7 +254,7 @@ class Conv1d(_Conv1dShape, _ConvNd):
         return F.conv1d(x, weight, bias, self.stride, padding, self.dilation, self.groups)
 
 
-class ConvTranspose1d(_Conv1dShape, _ConvNd):
+class ConvTranspose1d(_Conv1dShape, _ConvTransposeNd):
     """The gradient of Conv1d with respect to its input. weight: (in_channels, out_channels/groups, K)."""
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,

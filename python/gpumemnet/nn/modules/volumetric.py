@@ -2,7 +2,7 @@
 3-D pools), on the constructors the 1-D and 2-D layers share (conv.py's _ConvNd, pooling.py's bases); nn imports
 __all__."""
 from .. import functional as F
-from .conv import _ConvNd
+from .conv import _ConvNd, _ConvTransposeNd
 from .pooling import _AdaptiveAvgPoolNd, _AdaptiveMaxPoolNd, _AvgPoolNd, _MaxPoolNd
 
 __all__ = ["Conv3d", "ConvTranspose3d", "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d"]
@@ -29,7 +29,7 @@ class Conv3d(_ConvNd3):
         return F.conv3d(x, weight, bias, self.stride, padding, self.dilation, self.groups)
 
 
-class ConvTranspose3d(_ConvNd3):
+class ConvTranspose3d(_ConvNd3, _ConvTransposeNd):
     """The gradient of Conv3d with respect to its input, used as an upsampling layer.
     weight: (in_channels, out_channels/groups, kD, kH, kW)."""
 

@@ -1,10 +1,11 @@
-"""torch.utils.tensorboard's SummaryWriter: scalars, scalar groups, histograms, images and text written as
-TensorBoard event files, through the `tensorboard` package's own event-file writer and protocol buffers (as
-PyTorch's does; like PyTorch's, it needs that package: `pip install tensorboard`).
+"""torch.utils.tensorboard.writer: SummaryWriter writes scalars, scalar groups, histograms, images, text and
+hyperparameters as TensorBoard event files, through the `tensorboard` package's own event-file writer and protocol
+buffers (as PyTorch's does; like PyTorch's, it needs that package: `pip install tensorboard`); FileWriter adds
+prepared Summary protos (Lightning's TensorBoardLogger writes summary.hparams' through it).
 
 add_graph cannot trace a gpumemnet model (PyTorch traces with TorchScript): it writes nothing and warns once, so a
-script that logs its graph keeps running. add_hparams, add_embedding, add_pr_curve, add_audio, add_video and
-add_mesh are not here yet and raise NotImplementedError saying so."""
+script that logs its graph keeps running. add_embedding, add_pr_curve, add_audio, add_video and add_mesh are not
+here yet and raise NotImplementedError saying so."""
 import io
 import os
 import socket
@@ -14,9 +15,10 @@ from datetime import datetime
 
 import numpy as np
 
-from .. import _C
+from ... import _C
+from .summary import hparams
 
-__all__ = ["SummaryWriter"]
+__all__ = ["FileWriter", "SummaryWriter"]
 
 
 def _tb():
@@ -29,6 +31,32 @@ def _tb():
         raise ImportError("TensorBoard logging requires TensorBoard version 1.15 or above "
                           "(pip install tensorboard)") from e
     return event_pb2, summary_pb2, tensor_pb2, tensor_shape_pb2, plugin_data_pb2, EventFileWriter
+
+
+class FileWriter:
+    """The event file of one directory of a SummaryWriter: add_summary / add_event write prepared protos there."""
+
+    def __init__(self, writer, path):
+        self._owner, self._path = writer, path
+
+    def get_logdir(self):
+        return self._path
+
+    def add_event(self, event, step=None, walltime=None):
+        if step is not None:
+            event.step = int(step)
+        if walltime is not None:
+            event.wall_time = walltime
+        self._owner._writer(self._path).add_event(event)
+
+    def add_summary(self, summary, global_step=None, walltime=None):
+        self._owner._write(self._path, summary, global_step, walltime)
+
+    def flush(self):
+        self._owner._writer(self._path).flush()
+
+    def close(self):
+        self._owner._writer(self._path).close()
 
 
 def _numpy(x, what):
@@ -87,6 +115,13 @@ class SummaryWriter:
 
     def get_logdir(self):
         return self.log_dir
+
+    @property
+    def file_writer(self):
+        return FileWriter(self, self.log_dir)
+
+    def _get_file_writer(self):
+        return self.file_writer
 
     # ---- what is written ------------------------------------------------------------------------------------
     def add_scalar(self, tag, scalar_value, global_step=None, walltime=None, new_style=False,
@@ -183,10 +218,21 @@ class SummaryWriter:
                           stacklevel=2)
             self._graph_warned = True
 
+    def add_hparams(self, hparam_dict, metric_dict, hparam_domain_discrete=None, run_name=None, global_step=None):
+        """Hyperparameters and their metrics for TensorBoard's HParams tab, in the sub-run log_dir/run_name (the
+        time by default) with each metric as a scalar there, as PyTorch's."""
+        if not isinstance(hparam_dict, dict) or not isinstance(metric_dict, dict):
+            raise TypeError("hparam_dict and metric_dict should be dictionary.")
+        exp, ssi, sei = hparams(hparam_dict, metric_dict, hparam_domain_discrete)
+        with SummaryWriter(log_dir=os.path.join(self.log_dir, run_name or str(time.time()))) as run:
+            for summary in (exp, ssi, sei):
+                run.file_writer.add_summary(summary, global_step)
+            for k, v in metric_dict.items():
+                run.add_scalar(k, v, global_step)
+
     def _not_yet(self, name):
         raise NotImplementedError(f"SummaryWriter.{name} is a PyTorch method gpumemnet does not have yet")
 
-    def add_hparams(self, *args, **kwargs): self._not_yet("add_hparams")
     def add_embedding(self, *args, **kwargs): self._not_yet("add_embedding")
     def add_pr_curve(self, *args, **kwargs): self._not_yet("add_pr_curve")
     def add_audio(self, *args, **kwargs): self._not_yet("add_audio")
