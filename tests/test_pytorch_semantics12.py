@@ -316,3 +316,56 @@ def test_fsdp_configuration_types():
     assert [m.name for m in api.StateDictType] == [m.name for m in torch_api.StateDictType]
     scaler = ShardedGradScaler("cpu", init_scale=8.0, process_group=None)
     assert float(scaler.scale(gm.tensor(2.0))) == 16.0
+
+
+# ---- what FLOP counters patch and look up (ptflops, thop) ------------------------------------------------------------
+def _patched_calls(L, monkeypatch):
+    """Which patched Tensor methods torch.* functions and layers call: PyTorch's call none (a counter that patches
+    torch.bmm and Tensor.bmm counts a torch.bmm once)."""
+    calls = []
+    for name in ("matmul", "bmm", "mm", "add", "mul"):
+        original = getattr(L.Tensor, name)
+        monkeypatch.setattr(L.Tensor, name, lambda self, *a, _n=name, _f=original, **k: calls.append(_n) or
+                            _f(self, *a, **k))
+    a, b = L.ones(2, 3, 4), L.ones(2, 4, 5)
+    seen = []
+    for what, run in (("bmm", lambda: L.bmm(a, b)), ("mm", lambda: L.mm(a[0], b[0])),
+                      ("matmul", lambda: L.matmul(a, b)), ("add", lambda: L.add(a, 1)), ("mul", lambda: L.mul(a, a)),
+                      ("sdpa", lambda: L.nn.functional.scaled_dot_product_attention(a[None], a[None], a[None])),
+                      ("mha", lambda: L.nn.MultiheadAttention(4, 2)(a, a, a)), ("method", lambda: a.bmm(b))):
+        calls.clear()
+        run()
+        seen.append((what, list(calls)))
+    return seen
+
+
+def test_torch_functions_do_not_call_patched_tensor_methods(monkeypatch):
+    ref = _patched_calls(torch, monkeypatch)
+    got = _patched_calls(gm, monkeypatch)
+    assert got == ref
+    assert ("method", ["bmm"]) in got  # the method itself is the patched one
+
+
+def test_aten_convolution_and_dispatch_mode_names():
+    def run(L):
+        r = np.random.default_rng(0)
+
+        def t(*s):
+            return L.tensor(r.standard_normal(s))
+        x, w, b, wt = t(2, 3, 8, 8), t(4, 3, 3, 3), t(4), t(3, 2, 2, 2)
+        aten = L.ops.aten if L is torch else __import__("gpumemnet.compat.ops", fromlist=["x"]).aten
+        return [aten.convolution(x, w, b, [1, 1], [1, 1], [1, 1], False, [0, 0], 1).numpy(),
+                aten._convolution(x, w, None, [2, 2], [0, 0], [1, 1], False, [0, 0], 1, False, False, True,
+                                  True).numpy(),
+                aten.convolution.default(x, wt, None, [2, 2], [0, 0], [1, 1], True, [1, 1], 1).numpy(),
+                aten.convolution(x[:, :, 0], w[:, :, 0], b, [1], [1], [1], False, [0], 1).numpy()]
+    ref, got = _both(run)
+    for r, g in zip(ref, got):
+        _close(r, g)
+    from gpumemnet.utils._python_dispatch import TorchDispatchMode
+
+    class Counter(TorchDispatchMode):
+        pass
+    with pytest.raises(NotImplementedError, match="no aten dispatcher"):
+        with Counter():
+            pass

@@ -148,6 +148,10 @@ del _name
 from .compat.jit import ScriptModule  # noqa: E402,F401  (torch.ScriptModule: Lightning's isinstance checks)
 from .compat._torch_c import DeviceObjType, PyTorchFileReader, TensorType  # noqa: E402,F401  (in annotations)
 
+from ._core.creation import snapshot_methods as _snapshot  # noqa: E402
+_snapshot(Tensor)  # torch.<name>(t) calls Tensor's methods as defined here, not as patched later (as PyTorch's)
+del _snapshot
+
 from ._pickle_names import publish as _publish  # noqa: E402
 _publish()  # every public function pickles by its public name (torch.abs, F.gelu)
 

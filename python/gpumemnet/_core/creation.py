@@ -478,8 +478,26 @@ def round(input, *, decimals=0):  # noqa: A001  (torch.round)
 _NUMBER_FIRST = {"add", "sub", "mul", "subtract", "multiply", "remainder", "floor_divide", "xlogy"}
 
 
+_OWN = {}  # name -> Tensor's method as the package defined it (snapshot_methods); None until then
+_PLAIN = [None]  # [gm.Tensor]
+
+
+def snapshot_methods(tensor_cls):
+    """Remember Tensor's methods as the package defines them, once it is imported: torch.<name>(t) of a plain
+    tensor calls these, not what replaced them on the class since, as PyTorch's functions never call the Tensor
+    methods (a FLOP counter that patches both torch.bmm and Tensor.bmm counts one torch.bmm once: ptflops)."""
+    _PLAIN[0] = tensor_cls
+    _OWN.update((name, getattr(tensor_cls, name)) for name in _OWN if callable(getattr(tensor_cls, name, None)))
+
+
 def _method(name):
+    _OWN.setdefault(name, None)
+
     def fn(input, *args, **kwargs):  # `input`: PyTorch's name, passed by keyword too (torch.gather(input=x, ...))
+        if type(input) is _PLAIN[0]:
+            own = _OWN[name]
+            if own is not None:
+                return own(input, *args, **kwargs)
         if not isinstance(input, _C.TensorBase) and not tensor_like_has(input, name):
             other = args[0] if args else kwargs.get("other")
             if name in _NUMBER_FIRST and isinstance(input, numbers.Number) and isinstance(other, _C.TensorBase):

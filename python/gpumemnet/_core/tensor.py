@@ -24,7 +24,7 @@ from .arg_forms import _NO, PLAIN_DIMS, dim_args, install as _install_numpy_form
 from .tensor_compose import ComposeMethods
 from .tensor_more import MoreMethods
 from .tensor_math import (ATAN2, FLOORDIV, FMOD, REMAINDER, Atan2, FloorDiv, Fmod, MathMethods, Remainder,
-                          OPERANDS, _alpha_scaled, defer_to_foreign_operands, half_alpha_add,
+                          OPERANDS, _alpha_scaled, defer_to_foreign_operands, half_alpha_add, matmul_tensors,
                           warn_scalar_of_grad_tensor)
 from .tensor_methods import TensorMethods, _Rounding, _check_format
 from .tensor_select import SelectMethods
@@ -779,9 +779,7 @@ def matmul(a, b):
         if getattr(type(b), "_tensor_like", False):
             return b.__rmatmul__(a)
         raise TypeError(f"matmul: expected two tensors, got {type(a).__name__} and {type(b).__name__}")
-    if _amp_state.enabled:
-        a, b = _amp.lower(a, b)
-    return F.Matmul.apply(a, b) if _needs_grad(a, b) else _C.matmul(a, b)
+    return matmul_tensors(a, b)
 
 
 defer_to_foreign_operands(Tensor)

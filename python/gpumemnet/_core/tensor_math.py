@@ -361,3 +361,11 @@ def warn_scalar_of_grad_tensor():
     if is_grad_enabled():
         warn_once("Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior.\n"
                   "Consider using tensor.detach() first.", stacklevel=3)
+
+
+def matmul_tensors(a, b):
+    """a @ b of two gm tensors, after autocast's lowering: Tensor.matmul's work, which mm, bmm and attention call
+    directly (a FLOP counter that patches Tensor.matmul sees none of them, as under PyTorch)."""
+    if _amp._state.enabled:
+        a, b = _amp.lower(a, b)
+    return F.Matmul.apply(a, b) if _needs_grad(a, b) else _C.matmul(a, b)

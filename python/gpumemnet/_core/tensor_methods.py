@@ -17,7 +17,7 @@ from .autograd import Function, check_inplace as _check_inplace, needs_grad as _
 from .dtype import DTYPES, as_dtype, device_str, memory_format
 from .indexing import SplitFn, write_recorded
 from .indexing_multi import take_flat
-from .tensor_math import DivFloor
+from .tensor_math import DivFloor, matmul_tensors
 
 _BOOL = 5
 _I32 = 9  # int32's dtype code
@@ -304,7 +304,7 @@ class TensorMethods:
         if self.ndim != 2 or mat2.ndim != 2:
             raise RuntimeError(f"mm: self must be a matrix and mat2 must be a matrix, got shapes "
                                f"{tuple(self.shape)} and {tuple(mat2.shape)}")
-        return self.matmul(mat2)
+        return matmul_tensors(self, mat2)
 
     def bmm(self, mat2):
         if not isinstance(mat2, _C.TensorBase):
@@ -315,7 +315,7 @@ class TensorMethods:
         if self.shape[0] != mat2.shape[0]:
             raise RuntimeError(f"bmm: batch1 and batch2 must have the same batch size, got {self.shape[0]} and "
                                f"{mat2.shape[0]}")
-        return self.matmul(mat2)
+        return matmul_tensors(self, mat2)
 
     # ---- sorting: the order is found on the host (NumPy's stable sort), the values gathered on the device --------
     def argsort(self, dim=-1, descending=False, stable=False):

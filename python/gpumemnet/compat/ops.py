@@ -4,10 +4,11 @@ extension by Pillow (compat/torchvision_image.py), and every other library is re
 absent, as on a machine where they failed to load; operators defined from Python (torch.library) are there as
 PyTorch has them. torch.ops.aten
 (PyTorch's own operators, which code names as torch.ops.aten.clone.default) answers with the Tensor methods of
-the same names."""
+the same names, and aten's convolution (the operator FLOP counters key on) with the functional convolutions."""
 import os
 
 from .._core.tensor import Tensor
+from ..nn import functional as F
 
 _LOADED = {}  # namespace -> module of operators
 _PYTHON = {}  # (namespace, name) -> {overload: operator}: those defined from Python (compat/library.py)
@@ -46,14 +47,27 @@ class _PythonPacket:
         return f"torch.ops.{self._ns}.{self._name}"
 
 
+def _convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, *flags):
+    """aten::convolution (and aten::_convolution, whose trailing cuDNN flags are ignored): by weight's dims."""
+    n = weight.ndim - 2
+    if transposed:
+        return (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)[n - 1](
+            input, weight, bias, stride, padding, output_padding, groups, dilation)
+    return (F.conv1d, F.conv2d, F.conv3d)[n - 1](input, weight, bias, stride, padding, dilation, groups)
+
+
+_ATEN_OWN = {"convolution": _convolution, "_convolution": _convolution}
+
+
 class _AtenNames:
     def __contains__(self, op):
-        return not op.startswith("_") and callable(getattr(Tensor, op, None))
+        return op in _ATEN_OWN or not op.startswith("_") and callable(getattr(Tensor, op, None))
 
 
 class _AtenImplemented:
     def get(self, op, default=None):
-        return getattr(Tensor, op, default)  # the unbound method: aten.clone.default(t) is Tensor.clone(t)
+        # a Tensor method unbound: aten.clone.default(t) is Tensor.clone(t)
+        return _ATEN_OWN.get(op) or getattr(Tensor, op, default)
 
 
 class _Aten:

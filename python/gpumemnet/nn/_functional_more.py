@@ -10,6 +10,7 @@ from .. import _C
 from .._core.activation import _check_tensor
 from .._core.autocast import autocast, float32_op
 from .._core.autograd import Function, no_grad
+from .._core.tensor import matmul as _matmul
 from ._args import check_reduction
 from ._functional_distance import cosine_similarity
 from ._functional_nn import dropout, softmax, softplus
@@ -46,7 +47,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     # as PyTorch's kernels for half inputs: the scores, the mask's sum and the softmax in float32, the weights
     # rounded once, before they multiply value (scores rounded to bfloat16 made outputs 3x less accurate)
     half = query._dtype in (2, 3) and key._dtype == query._dtype
-    scores = (_HalfScores.apply(query, key) if half else query.matmul(key.transpose(-2, -1))) * s
+    scores = (_HalfScores.apply(query, key) if half else _matmul(query, key.transpose(-2, -1))) * s
     L, S = query.shape[-2], key.shape[-2]
     if is_causal:
         attn_mask = _C.from_numpy(np.asarray(np.tri(L, S, 0, dtype=bool), order="C"), 5, query._device)
@@ -68,7 +69,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         weights = weights.to(query.dtype)
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, training=True)
-    return weights.matmul(value)
+    return _matmul(weights, value)
 
 
 class _HalfScores(Function):
