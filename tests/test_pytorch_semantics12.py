@@ -369,3 +369,30 @@ def test_aten_convolution_and_dispatch_mode_names():
     with pytest.raises(NotImplementedError, match="no aten dispatcher"):
         with Counter():
             pass
+
+
+# ---- what graph walkers read of grad_fn (torch-pruning's dependency graph) ------------------------------------------
+def _graph_nodes(L):
+    a = L.zeros(2, 8, 4, requires_grad=True)
+    names = ("_saved_dim", "_saved_start", "_saved_end", "_saved_step", "_saved_index", "_saved_split_sizes",
+             "_saved_self_sym_sizes")
+
+    def seen(t):
+        g = t.grad_fn
+        name = g.name().lower().replace("reshape", "view")  # (torch-pruning reads the two alike)
+        kinds = [k for k in ("cat", "split", "unbind", "expand", "view", "slice", "select") if k in name]
+        return kinds, {k: tuple(v) if isinstance(v, tuple) else v for k in names if hasattr(g, k)
+                       for v in (getattr(g, k),)}
+    out = [seen(a[idx]) for idx in ((slice(None), slice(2, 6)), (slice(None), slice(2, None)), slice(1, 2), (0,),
+                                    (slice(None), slice(None, None, 2)), (slice(None), 3), (Ellipsis, slice(1, 3)))]
+    out += [seen(a.narrow(1, 2, 3)), seen(L.split(a, [3, 5], 1)[0]), seen(L.cat([a, a], 1)), seen(a.view(2, -1)),
+            seen(a.reshape(2, -1)), seen(a[:, :1].expand(2, 5, 4))]
+    return out
+
+
+def test_grad_fn_names_and_saved_arguments_graph_walkers_read():
+    """torch-pruning classifies nodes by name() ('catbackward', 'slice', 'split', 'view' ...) and maps channels by
+    _saved_dim / _saved_start / _saved_end / _saved_split_sizes / _saved_self_sym_sizes: with cat named 'Cat' it
+    coupled a DenseNet's concatenated channels as if elementwise and broke the pruned model."""
+    ref, got = _both(_graph_nodes)
+    assert got == ref

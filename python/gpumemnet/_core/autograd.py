@@ -449,8 +449,8 @@ def _check_nan(node, grads):
     """Anomaly detection: a gradient with a NaN stops the backward at the node that made it (PyTorch's check)."""
     for i, g in enumerate(grads):
         if isinstance(g, _C.TensorBase) and g._device != "meta" and g.is_floating_point() and bool(g.isnan().any()):
-            raise RuntimeError(f"Function '{node.name().lstrip('_')}Backward' returned nan values in its {i}th "
-                               f"output.")
+            name = node.name().lstrip("_").split("Backward")[0] + "Backward"  # (PyTorch's names: CatBackward0)
+            raise RuntimeError(f"Function '{name}' returned nan values in its {i}th output.")
 
 
 def _mark_output(o, args, saved, Tensor):

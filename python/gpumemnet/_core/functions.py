@@ -578,6 +578,9 @@ class _Reshaping(Function):
 
 
 class Reshape(_Reshaping):
+    # graph walkers read the input's shape under PyTorch's name (torch-pruning's channel mapping)
+    _saved_self_sym_sizes = property(lambda self: tuple(self.shape))
+
     @staticmethod
     def forward(ctx, a, shape):
         ctx.shape, ctx.view_base = a.shape, root_ref(a)
@@ -585,6 +588,8 @@ class Reshape(_Reshaping):
 
 
 class View(_Reshaping):
+    _saved_self_sym_sizes = property(lambda self: tuple(self.shape))
+
     @staticmethod
     def forward(ctx, a, shape):
         ctx.shape, ctx.view_base = a.shape, root_ref(a)
@@ -617,6 +622,8 @@ class Permute(Function):
 
 
 class Expand(Function):
+    _saved_self_sym_sizes = property(lambda self: tuple(self.meta[0]))
+
     @staticmethod
     def forward(ctx, a, shape):
         ctx.meta = (a.shape, a._dtype)
@@ -642,6 +649,13 @@ class Squeeze(_Reshaping):
 
 
 class Cat(Function):
+    """cat of tensors along dim. Graph walkers know it by PyTorch's name and saved dim (torch-pruning maps the
+    channels of a concatenation by them: DenseNet's, GoogLeNet's)."""
+    _saved_dim = property(lambda self: self.dim)
+
+    def name(self):
+        return "CatBackward0"
+
     @staticmethod
     def forward(ctx, dim, *tensors):
         ctx.sizes = [t.shape[dim] if t.ndim else 1 for t in tensors]

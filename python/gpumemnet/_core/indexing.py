@@ -440,8 +440,36 @@ def write_recorded(self, name, operands, out_of_place):
     return True
 
 
+_INT64_MAX = 2 ** 63 - 1  # PyTorch's saved end of a slice to the end
+
+
 class IndexFn(Function):
-    """x[...] with basic and at most one advanced index; the plan is made by make_plan."""
+    """x[...] with basic and at most one advanced index; the plan is made by make_plan. Graph walkers see it as the
+    node PyTorch records for the index's last step (SliceBackward0, SelectBackward0, IndexBackward0) and, when the
+    index is one step (x[:, 2:6], x[:, 3]), read that step's saved arguments (torch-pruning's slices)."""
+
+    def _steps(self):
+        """The steps that do something (a slice of a whole dim does not)."""
+        return [s for s in self.plan if not (s[0] == "slice" and s[2] in (None, 0) and s[3] is None and s[4] == 1)]
+
+    def _one(self, kind):
+        steps = self._steps()
+        if len(steps) != 1 or steps[0][0] != kind:
+            raise AttributeError(f"this {self.name()} node saved no such argument")
+        return steps[0]
+
+    def name(self):
+        steps = self._steps()
+        kind = steps[-1][0] if steps else "slice"
+        return {"select": "SelectBackward0", "index": "IndexBackward0", "unsqueeze": "UnsqueezeBackward0"}.get(
+            kind, "SliceBackward0")
+
+    _saved_dim = property(lambda self: self._one(self._steps()[0][0] if self._steps() else "")[1])
+    _saved_start = property(lambda self: self._one("slice")[2] or 0)
+    _saved_end = property(lambda self: _INT64_MAX if self._one("slice")[3] is None else self._one("slice")[3])
+    _saved_step = property(lambda self: self._one("slice")[4])
+    _saved_index = property(lambda self: self._one("select")[2])
+    _saved_self_sym_sizes = property(lambda self: tuple(self.meta[0]))
 
     @staticmethod
     def forward(ctx, a, plan):
@@ -501,3 +529,8 @@ class SplitFn(Function):
 
     def name(self):
         return "SplitBackward0"
+
+    _saved_dim = property(lambda self: self.dim)
+    _saved_split_sizes = property(lambda self: self.sizes)
+    _saved_self_sym_sizes = property(lambda self: tuple(
+        sum(self.sizes) if d == self.dim else n for d, n in enumerate(self.shapes[0])))
