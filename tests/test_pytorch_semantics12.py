@@ -396,3 +396,45 @@ def test_grad_fn_names_and_saved_arguments_graph_walkers_read():
     coupled a DenseNet's concatenated channels as if elementwise and broke the pruned model."""
     ref, got = _both(_graph_nodes)
     assert got == ref
+
+
+# ---- PyTorch's old nn test specs (common_nn.py, round 21) -----------------------------------------------------------
+def test_smooth_l1_with_beta_0_has_a_second_derivative():
+    def run(L):
+        x = L.tensor([0.5, -2.0, 0.1], dtype=L.float64, requires_grad=True)
+        g, = L.autograd.grad(L.nn.functional.smooth_l1_loss(x, L.zeros(3, dtype=L.float64), reduction="sum", beta=0),
+                             x, create_graph=True)
+        gg, = L.autograd.grad((g * x).sum(), x)
+        return g.tolist(), gg.tolist()
+    ref, got = _both(run)
+    assert got == ref
+
+
+MARGIN_CASES = [("multi_margin_loss", [0.1, 0.9, -0.3, 0.4], [2]), ("multi_margin_loss", [0.1, 0.9, -0.3, 0.4], 2),
+                ("multi_margin_loss", 0.3, 0), ("multi_margin_loss", [[0.1, 0.9, -0.3, 0.4]], [1]),
+                ("multilabel_margin_loss", [0.1, 0.9, -0.3, 0.4], [2, 0, -1, 1]),
+                ("multilabel_margin_loss", 0.3, 0),
+                ("multilabel_margin_loss", [[0.1, 0.9, -0.3, 0.4]], [[1, -1, 0, 0]])]
+
+
+@pytest.mark.parametrize("reduction", ["none", "sum", "mean"])
+@pytest.mark.parametrize("case", range(len(MARGIN_CASES)))
+def test_margin_losses_of_one_sample_and_of_0d_inputs(case, reduction):
+    """One sample's loss has the target's shape ((1,) for a target of shape (1,)); a 0-d input is one class (0)."""
+    name, x, t = MARGIN_CASES[case]
+    ref, got = _both(lambda L: getattr(L.nn.functional, name)(L.tensor(x, dtype=L.float64), L.tensor(t),
+                                                               reduction=reduction))
+    assert tuple(got.shape) == tuple(ref.shape)
+    _close(ref.numpy(), got.numpy())
+
+
+def test_reprs_of_fold_unfold_unflatten_embedding():
+    def run(L):
+        nn = L.nn
+        return [repr(nn.Fold(output_size=3, kernel_size=2)), repr(nn.Fold((4, 5), (2, 3), 1, (0, 1), 2)),
+                repr(nn.Unfold((2, 3), padding=1)), repr(nn.Unflatten(-2, (2, 2))),
+                repr(nn.Embedding(4, 3, sparse=True)),
+                repr(nn.Embedding(4, 3, max_norm=1.0, norm_type=1.0, scale_grad_by_freq=True, padding_idx=1)),
+                isinstance(nn.Fold(3, 2), nn.Unfold)]
+    ref, got = _both(run)
+    assert got == ref

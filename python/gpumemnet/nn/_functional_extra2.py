@@ -169,17 +169,17 @@ def upsample_bilinear(input, size=None, scale_factor=None):
 
 # ---- margin losses -----------------------------------------------------------------------------------------------
 def _class_targets(op, input, target):
-    """(N, C) scores and (N,) int64 targets of a 1-D or 2-D input, checked as PyTorch checks them."""
+    """(N, C) scores of a 2-D, 1-D or 0-d input (one sample of one class: a loss of 0), checked as PyTorch checks
+    them."""
     _check_tensor(input, op)
     _check_tensor(target, op, "target")
-    if input.ndim not in (1, 2) or (input.ndim == 2 and input.shape[1] == 0) or \
+    if input.ndim > 2 or (input.ndim == 2 and input.shape[1] == 0) or \
             (input.ndim == 1 and input.shape[0] == 0):
         raise RuntimeError(f"{op}: expected non-empty vector or matrix with optional 0-dim batch size, but got: "
                            f"{list(input.shape)}")
     if target.dtype != int64:
         raise RuntimeError(f"{op}: expected scalar type Long but found {str(target.dtype).split('.')[-1]} for target")
-    x = input if input.ndim == 2 else input.unsqueeze(0)
-    return x
+    return input if input.ndim == 2 else input.reshape(1, -1) if input.ndim else input.reshape(1, 1)
 
 
 @float32_op
@@ -214,7 +214,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         m = m * weight.index_select(0, t).unsqueeze(1)
     is_target = arange(c, device=x._device).unsqueeze(0) == col
     loss = m.masked_fill(is_target, 0.0).sum(1) / c
-    if input.ndim == 1:
+    if input.ndim < 2 and target.ndim == 0:  # one sample: the loss has the target's shape (PyTorch's)
         loss = loss.squeeze(0)
     return _reduce(loss, reduction)
 
@@ -244,7 +244,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     hinge = (1 - x_target.unsqueeze(2) + x.unsqueeze(1)).clamp(min=0)     # (N, j, i)
     keep = valid.unsqueeze(2) & is_target.logical_not().unsqueeze(1)
     loss = hinge.masked_fill(keep.logical_not(), 0.0).sum((1, 2)) / c
-    if input.ndim == 1:
+    if input.ndim < 2:
         loss = loss.squeeze(0)
     return _reduce(loss, reduction)
 

@@ -136,7 +136,7 @@ def _pointwise_derivatives(op, x, t, xl, tl, param):
         return gx, -gx
     if op in (L1, SMOOTH_L1, HUBER):
         sign = _C.unary(fn.SIGN, d)
-        if op == L1:
+        if op == L1 or op == SMOOTH_L1 and param == 0:  # (smooth_l1 with beta 0 is l1: no inside region)
             return sign, _C.unary(fn.NEG, sign)
         inside = _C.binary(fn.LT, _C.unary(fn.ABS, d), param)
         gx = where(inside, (xl - tl) * (1.0 / param if op == SMOOTH_L1 else 1.0),

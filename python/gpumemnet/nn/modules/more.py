@@ -134,10 +134,18 @@ class Unflatten(Module):
 
     def __init__(self, dim, unflattened_size):
         super().__init__()
-        self.dim, self.unflattened_size = dim, tuple(unflattened_size)
+        self.dim = dim
+        self.unflattened_size = unflattened_size if isinstance(unflattened_size, tuple) else tuple(unflattened_size)
 
     def forward(self, input):
         return input.unflatten(self.dim, self.unflattened_size)
+
+    def extra_repr(self):
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
+
+
+def _window_repr(m):
+    return f"kernel_size={m.kernel_size}, dilation={m.dilation}, padding={m.padding}, stride={m.stride}"
 
 
 class Unfold(Module):
@@ -150,16 +158,23 @@ class Unfold(Module):
     def forward(self, input):
         return F.unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)
 
+    def extra_repr(self):
+        return _window_repr(self)
 
-class Fold(Unfold):
+
+class Fold(Module):
     """Columns summed back into an image (col2im): F.fold."""
 
     def __init__(self, output_size, kernel_size, dilation=1, padding=0, stride=1):
-        super().__init__(kernel_size, dilation, padding, stride)
-        self.output_size = output_size
+        super().__init__()
+        self.output_size, self.kernel_size, self.dilation = output_size, kernel_size, dilation
+        self.padding, self.stride = padding, stride
 
     def forward(self, input):
         return F.fold(input, self.output_size, self.kernel_size, self.dilation, self.padding, self.stride)
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}, " + _window_repr(self)
 
 
 class _MarginLoss(_Loss):
