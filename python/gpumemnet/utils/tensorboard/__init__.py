@@ -1,4 +1,4 @@
 """torch.utils.tensorboard: SummaryWriter (writer.py) and the Summary protos it writes (summary.py)."""
-from .writer import FileWriter, SummaryWriter  # noqa: F401
+from .writer import FileWriter, SummaryWriter
 
-__all__ = ["SummaryWriter"]
+__all__ = ["SummaryWriter", "FileWriter"]

@@ -1,5 +1,6 @@
 """torch.utils.tensorboard.summary: Summary protos built apart from a writer, for code that writes them itself
 (Lightning's TensorBoardLogger: hparams(...) through SummaryWriter._get_file_writer().add_summary)."""
+import importlib
 import numbers
 
 import numpy as np
@@ -9,13 +10,17 @@ from ... import _C
 __all__ = ["scalar", "hparams"]
 
 
-def _summary_pb2():
+def tensorboard_module(name):
+    """The tensorboard package's module `name`, or PyTorch's ImportError where the package is missing."""
     try:
-        from tensorboard.compat.proto import summary_pb2
+        return importlib.import_module("tensorboard." + name)
     except ImportError as e:
         raise ImportError("TensorBoard logging requires TensorBoard version 1.15 or above "
                           "(pip install tensorboard)") from e
-    return summary_pb2
+
+
+def _summary_pb2():
+    return tensorboard_module("compat.proto.summary_pb2")
 
 
 def _number(v):

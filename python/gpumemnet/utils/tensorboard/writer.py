@@ -16,21 +16,17 @@ from datetime import datetime
 import numpy as np
 
 from ... import _C
-from .summary import hparams
+from .summary import hparams, tensorboard_module
 
 __all__ = ["FileWriter", "SummaryWriter"]
 
 
 def _tb():
     """The tensorboard modules the writer needs, or PyTorch's ImportError for a missing package."""
-    try:
-        from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2, tensor_shape_pb2
-        from tensorboard.plugins.text import plugin_data_pb2
-        from tensorboard.summary.writer.event_file_writer import EventFileWriter
-    except ImportError as e:
-        raise ImportError("TensorBoard logging requires TensorBoard version 1.15 or above "
-                          "(pip install tensorboard)") from e
-    return event_pb2, summary_pb2, tensor_pb2, tensor_shape_pb2, plugin_data_pb2, EventFileWriter
+    protos = [tensorboard_module("compat.proto." + m) for m in ("event_pb2", "summary_pb2", "tensor_pb2",
+                                                                  "tensor_shape_pb2")]
+    return (*protos, tensorboard_module("plugins.text.plugin_data_pb2"),
+            tensorboard_module("summary.writer.event_file_writer").EventFileWriter)
 
 
 class FileWriter:
