@@ -53,7 +53,7 @@ GM_HD static inline void pointwise_loss_grads(int op, double x, double t, double
     const double d = x - t, a = fabs(d);
     switch (op) {
     case LOSS_MSE: *gx = 2.0 * d; *gt = -*gx; return;
-    case LOSS_L1: *gx = loss_sign(d); *gt = -*gx; return; /* sign(0) = 0, PyTorch's subgradient */
+    case LOSS_L1: *gx = d == d ? loss_sign(d) : 0.0; *gt = -*gx; return; /* sign(0), sign(NaN): 0, as PyTorch */
     case LOSS_SMOOTH_L1: *gx = a < param ? d / param : loss_sign(d); *gt = -*gx; return;
     case LOSS_HUBER: *gx = a < param ? d : param * loss_sign(d); *gt = -*gx; return;
     case LOSS_BCE:

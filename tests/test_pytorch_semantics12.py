@@ -438,3 +438,68 @@ def test_reprs_of_fold_unfold_unflatten_embedding():
                 isinstance(nn.Fold(3, 2), nn.Unfold)]
     ref, got = _both(run)
     assert got == ref
+
+
+# ---- numerical edge values (round 21) -------------------------------------------------------------------------------
+NAN, INF = float("nan"), float("inf")
+
+
+def test_median_along_a_dim_of_a_row_holding_nan_points_at_its_first_nan():
+    def run(L):
+        v, i = L.tensor([[1.0, NAN, 3.0, NAN, 0.0], [NAN, 5.0, -1.0, 2.0, 2.0], [4.0, 1.0, 2.0, 0.0, 3.0]]).median(1)
+        return [str(x) for x in v.tolist()], i.tolist()
+    ref, got = _both(run)
+    assert got == ref
+
+
+@pytest.mark.parametrize("ord", [3, 0.5, -1, 2])
+def test_vector_norm_of_a_nan_entry_requiring_grad_is_nan(ord):
+    def run(L):
+        x = L.tensor([1.0, NAN, -3.0], requires_grad=True)
+        return L.linalg.vector_norm(x, ord).item()
+    ref, got = _both(run)
+    assert np.isnan(ref) and np.isnan(got)
+
+
+def test_vector_norm_ord_0_beside_inf_and_overflowing_sums_counts():
+    def run(L):
+        return [L.linalg.vector_norm(L.tensor(v, requires_grad=True), 0).item()
+                for v in ([1.0, -INF, 0.0], [3e38, 3e38, -1.0])]
+    ref, got = _both(run)
+    assert got == ref == [2.0, 3.0]
+
+
+def test_float64_cumsum_and_cumprod_run_in_order():
+    """A prefix scan associates otherwise: [1e-200, 1e200, 1e200].cumprod overflowed, [1e16, 1, -1e16, 1].cumsum
+    cancelled to 0 (PyTorch's CPU scan goes in order)."""
+    def run(L):
+        out = [L.tensor([1e-200, 1e200, 1e200], dtype=L.float64).cumprod(0).tolist(),
+               L.tensor([1e16, 1.0, -1e16, 1.0], dtype=L.float64).cumsum(0).tolist(),
+               L.tensor([[1e16, 1.0], [-1e16, 1.0], [1.0, 1.0]], dtype=L.float64).cumsum(0).tolist()]
+        x = L.tensor([1e-200, 1e200, 3.0], dtype=L.float64, requires_grad=True)
+        x.cumprod(0).sum().backward()
+        return out + [x.grad.tolist()]
+    ref, got = _both(run)
+    assert got == ref
+
+
+def test_no_numpy_warning_for_values_past_the_dtype_or_far_apart_in_print():
+    import warnings
+
+    def run(L):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # as pytest -W error: a warning would raise
+            return [L.tensor([1e300], dtype=L.float32).tolist(), L.tensor([70000.0], dtype=L.float16).tolist(),
+                    repr(L.tensor([1e-310, 1e300], dtype=L.float64)).split("(")[1][:30]]
+    ref, got = _both(run)
+    assert got[:2] == ref[:2] == [[INF], [INF]]
+    assert got[2] == ref[2]
+
+
+def test_l1_loss_gradient_where_the_difference_is_nan_is_0():
+    def run(L):
+        x = L.tensor([NAN, 1.0, INF, -2.0], requires_grad=True)
+        L.nn.functional.l1_loss(x, L.tensor([0.0, 0.0, INF, 0.0]), reduction="sum").backward()
+        return x.grad.tolist()
+    ref, got = _both(run)
+    assert got == ref == [0.0, 1.0, 0.0, -1.0]

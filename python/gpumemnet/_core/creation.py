@@ -71,7 +71,8 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"tensor: data of NumPy dtype {arr.dtype} is not numeric; expected numbers, bools, or "
                         f"nested lists of them")
-    out = _C.from_numpy(arr, None if dtype is None else as_dtype(dtype).code, factory_device(device))
+    with np.errstate(over="ignore"):  # a value past the dtype's range is inf, silently, as PyTorch's
+        out = _C.from_numpy(arr, None if dtype is None else as_dtype(dtype).code, factory_device(device))
     return _finish(out, requires_grad)
 
 

@@ -5,7 +5,8 @@ and is priced on meta because every step is an existing op.
 
 cumsum and cumprod scan in ceil(log2(n)) passes over the whole tensor (Hillis and Steele's scan: pass k adds the
 value 2^k places back), which keeps them on existing elementwise kernels on every device; a dedicated kernel would
-make one pass. diagonal is a view, as in PyTorch, so a write into it reaches the tensor."""
+make one pass. On the CPU, float64 (and float32, scanned in float64) is scanned in order by NumPy, as PyTorch's.
+diagonal is a view, as in PyTorch, so a write into it reaches the tensor."""
 import math
 import numbers
 
@@ -54,6 +55,11 @@ def _scan(x, d, op):
 
 
 def _scan_as_is(x, d, op):
+    if x._device == "cpu" and x._dtype == 1 and x.ndim:
+        # float64 on the host (float32's scans too, widened): one pass in order, as PyTorch's CPU scan; the passes
+        # below associate otherwise, and overflowed or cancelled where it does not ([1e-200, 1e200, 1e200])
+        a = _C.TensorBase.numpy(F.contiguous(x))
+        return _C.from_numpy(np.ascontiguousarray((np.cumsum if op == F.ADD else np.cumprod)(a, axis=d)), 1, "cpu")
     n = x.shape[d]
     y = F.cast(x, x._dtype)  # a copy: the passes write into their own tensors, never into x
     shift = 1

@@ -632,17 +632,16 @@ class TensorMethods:
             count = (x != 0).sum(dim, keepdim).to(x.dtype)
             if not _needs_grad(x):
                 return count
-            s = x.sum(dim, keepdim)
-            return count + _where(s != s, 0.0, s * 0.0)  # (0 even where the sum is inf or NaN)
+            return count + (_where(x.isfinite(), x, 0.0) * 0.0).sum(dim, keepdim)  # (0 beside inf and NaN too)
         if isinstance(p, numbers.Real):
             a = x.abs()
             if not _needs_grad(a):
                 return (a ** p).sum(dim, keepdim) ** (1.0 / p)
             # the powers and the root taken only where positive: at a zero entry (p < 1) and at a zero vector the
             # gradient is PyTorch's 0, not an infinite slope times 0 (cdist(p=3) of a query equal to a support point)
-            nz = a > 0
+            nz = a != 0  # (NaN entries too: they make the norm NaN, as PyTorch's)
             s = (_where(nz, _where(nz, a, 1.0) ** p, 0.0) if p < 1 else a ** p).sum(dim, keepdim)
-            pos = s > 0
+            pos = s != 0
             out = _where(pos, _where(pos, s, 1.0) ** (1.0 / p), 0.0)
             # p < 0: a zero entry's |0|^p is inf, so the norm is 0 (gradient 0), as without grad
             return _where((a == 0).to(a.dtype).amax(dim, keepdim) > 0, 0.0, out) if p < 0 else out

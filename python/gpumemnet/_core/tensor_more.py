@@ -346,8 +346,10 @@ class MoreMethods:
         d = _dim(dim, self.ndim, "median")
         n = self.shape[d] if self.ndim else 1
         v, i = _order_stat(self, d, (n - 1) // 2, keepdim, "median")
-        if self._dtype in _FLOAT_CODES and self.ndim:
-            v = _where(self.isnan().any(d, keepdim), math.nan, v)
+        if self._dtype in _FLOAT_CODES and self.ndim:  # a row holding NaN: NaN, at its first NaN (PyTorch's)
+            nan = self.detach().isnan()
+            has = nan.any(d, keepdim)
+            v, i = _where(has, math.nan, v), _where(has, nan.long().argmax(d, keepdim), i)
         return _RESULT["median"](v, i)
 
     def kthvalue(self, k, dim=-1, keepdim=False):

@@ -66,7 +66,7 @@ class _Formatter:
             if vals.size:
                 lo, hi = np.abs(vals).min(), np.abs(vals).max()
                 self.int_mode = bool(np.all(vals == np.ceil(vals)))
-                wide = hi / lo > 1000.0 or hi > 1.0e8
+                wide = hi > 1.0e8 or hi > lo * 1000.0  # (not hi / lo: 1e300 / 1e-310 overflows, and NumPy warns)
                 self.sci_mode = wide if self.int_mode else (wide or lo < 1.0e-4)
                 if PRINT_OPTS.sci_mode is not None:
                     self.sci_mode = PRINT_OPTS.sci_mode
