@@ -17,7 +17,7 @@ from ._core.dtype import (dtype, device, float32, float64, float16, bfloat16, in
                           contiguous_format, preserve_format, channels_last, channels_last_3d,
                           set_default_device, get_default_device, complex32, complex64, complex128, uint16, uint32,
                           uint64, float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz, float8_e8m0fnu,
-                          float4_e2m1fn_x2)
+                          float4_e2m1fn_x2, qint8, quint8, qint32, quint4x2, quint2x4)
 from ._core.storage import TypedStorage, UntypedStorage  # noqa: E402,F401
 from ._core.tensor import Tensor  # noqa: E402
 from ._core.tensor_misc import bernoulli  # noqa: E402,F401  (issue 12, helper "nnlayers")

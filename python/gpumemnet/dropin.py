@@ -32,7 +32,8 @@ __all__ = ["as_torch", "is_active", "missing_names"]
 # infrastructure modules are stand-ins in gpumemnet.compat (what PyTorch does where the feature is off).
 _RENAMED = {f"torch.{name}": f"gpumemnet.compat.{name}"
             for name in ("jit", "hub", "ops", "library", "fx", "compiler", "version", "_custom_ops", "_dynamo",
-                         "_inductor", "onnx", "ao", "_subclasses")}
+                         "_inductor", "onnx", "ao", "_subclasses", "export", "nested", "_ops",
+                         "_functorch")}
 _RENAMED["torch._C"] = "gpumemnet.compat._torch_c"
 # PyTorch modules whose classes gpumemnet keeps in a module of another name: the package that exports them
 # (`from torch.optim.adamax import Adamax`: pykeen; `from torch.nn.modules.flatten import Flatten`: avalanche)

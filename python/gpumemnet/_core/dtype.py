@@ -90,6 +90,12 @@ float8_e4m3fnuz = dtype("float8_e4m3fnuz", None, 1, True)
 float8_e5m2fnuz = dtype("float8_e5m2fnuz", None, 1, True)
 float8_e8m0fnu = dtype("float8_e8m0fnu", None, 1, True)
 float4_e2m1fn_x2 = dtype("float4_e2m1fn_x2", None, 1, True)
+# and its quantized integers (tensordict's dtype tables name them at import): names only
+qint8 = dtype("qint8", None, 1, False)
+quint8 = dtype("quint8", None, 1, False)
+qint32 = dtype("qint32", None, 4, False)
+quint4x2 = dtype("quint4x2", None, 1, False)
+quint2x4 = dtype("quint2x4", None, 1, False)
 # finfo of those: (eps, max, tiny), PyTorch's values (resolution 1.0 for each)
 _FLOAT8_INFO = {float8_e4m3fn: (0.125, 448.0, 2.0 ** -6), float8_e5m2: (0.25, 57344.0, 2.0 ** -14),
                 float8_e4m3fnuz: (0.125, 240.0, 2.0 ** -7), float8_e5m2fnuz: (0.25, 57344.0, 2.0 ** -15),

@@ -7,6 +7,7 @@ PyTorch has them. torch.ops.aten
 the same names, and aten's convolution (the operator FLOP counters key on) with the functional convolutions."""
 import os
 
+from .._core.creation import cat as _cat
 from .._core.tensor import Tensor
 from ..nn import functional as F
 
@@ -56,7 +57,16 @@ def _convolution(input, weight, bias, stride, padding, dilation, transposed, out
     return (F.conv1d, F.conv2d, F.conv3d)[n - 1](input, weight, bias, stride, padding, dilation, groups)
 
 
-_ATEN_OWN = {"convolution": _convolution, "_convolution": _convolution}
+def _slice(x, dim=0, start=None, end=None, step=1):
+    return x[(slice(None),) * (dim % x.ndim) + (slice(start, end, step),)]
+
+
+# aten's operators that are no Tensor method of the same name (the ones that libraries key their
+# __torch_dispatch__ tables on at import: PyG's); None: present, and refused when called
+_ATEN_OWN = {"convolution": _convolution, "_convolution": _convolution, "cat": _cat, "slice": _slice,
+             "_to_copy": lambda x, **kw: x.to(dtype=kw.get("dtype"), device=kw.get("device"), copy=True),
+             "alias": lambda x: x.view(tuple(x.shape)), "_pin_memory": lambda x, device=None: x.pin_memory(),
+             "index": lambda x, indices: x[tuple(indices)], "_sparse_mm_reduce_impl": None, "_sparse_addmm": None}
 
 
 class _AtenNames:
@@ -67,7 +77,7 @@ class _AtenNames:
 class _AtenImplemented:
     def get(self, op, default=None):
         # a Tensor method unbound: aten.clone.default(t) is Tensor.clone(t)
-        return _ATEN_OWN.get(op) or getattr(Tensor, op, default)
+        return _ATEN_OWN[op] if op in _ATEN_OWN else getattr(Tensor, op, default)
 
 
 class _Aten:
@@ -92,23 +102,29 @@ def load_library(path):
 
 
 class _Op:
-    """torch.ops.<ns>.<op>: callable, with the .default overload torchvision's meta registrations look up."""
+    """torch.ops.<ns>.<op>: callable, with its overloads (.default, which torchvision's meta registrations look up;
+    aten.add.Tensor, aten.sort.stable, which libraries key their dispatch tables on): each calls the operator."""
 
-    def __init__(self, qualname, fn):
-        self._qualname, self._fn = qualname, fn
+    def __init__(self, qualname, fn, overload="default"):
+        self._qualname, self._fn, self._overload = qualname, fn, overload
 
     @property
     def default(self):
         return self
 
+    def __getattr__(self, overload):
+        if overload.startswith("_"):
+            raise AttributeError(overload)
+        return _Op(self._qualname, self._fn, overload)
+
     def __eq__(self, other):  # one per lookup: the same operator compares equal, as PyTorch's one object does
-        return isinstance(other, _Op) and other._qualname == self._qualname
+        return isinstance(other, _Op) and (other._qualname, other._overload) == (self._qualname, self._overload)
 
     def __hash__(self):
-        return hash(self._qualname)
+        return hash((self._qualname, self._overload))
 
-    def __repr__(self):
-        return f"{self._qualname}.default"
+    def __repr__(self):  # PyTorch's
+        return f"<OpOverload(op='{self._qualname}', overload='{self._overload}')>"
 
     def __call__(self, *args, **kwargs):
         if self._fn is None:

@@ -72,7 +72,13 @@ def _placeholder(device, dtype):
 
 class _UninitializedMeta(type):
     def __instancecheck__(cls, obj):
-        return isinstance(obj, _C.TensorBase) and is_lazy(obj) and bool(obj._is_param) == cls._param
+        return isinstance(obj, _C.TensorBase) and is_lazy(obj) and cls._param in (None, bool(obj._is_param))
+
+
+class UninitializedTensorMixin(metaclass=_UninitializedMeta):
+    """PyTorch's base of the two placeholders below: isinstance(t, UninitializedTensorMixin) is true of either
+    (tensordict checks it); they are plain tensors marked lazy here."""
+    _param = None
 
 
 class UninitializedParameter(metaclass=_UninitializedMeta):

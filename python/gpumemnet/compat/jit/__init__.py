@@ -25,7 +25,8 @@ def _identity_decorator(fn=None, **_):
     return fn if fn is not None else (lambda f: f)
 
 
-unused = ignore = export = _script_if_tracing = _overload_method = _overload = interface = _identity_decorator
+unused = ignore = export = _script_if_tracing = script_if_tracing = _overload_method = _overload = interface = \
+    _identity_decorator
 
 
 def script(obj, *args, **kwargs):
@@ -121,3 +122,8 @@ def isinstance(obj, target_type):  # noqa: A001 - PyTorch's name
         return _container_is(obj, target_type)
     _need_args(target_type)
     return builtins.isinstance(obj, target_type)
+
+
+def _get_trace_graph(*args, **kwargs):
+    """(mmengine's FLOP counter imports it; gpumemnet has no tracer.)"""
+    raise NotImplementedError("torch.jit._get_trace_graph: gpumemnet does not trace programs")

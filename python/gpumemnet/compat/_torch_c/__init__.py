@@ -1,6 +1,6 @@
 """torch._C: the few names of PyTorch's C extension that Python libraries call directly (usage logging, tracing
 state, dispatch-key guards). gpumemnet has no dispatcher keys: the guards do nothing, as when no key is active."""
-from .._core.subclass_dispatch import DisableTorchFunctionSubclass
+from ..._core.subclass_dispatch import DisableTorchFunctionSubclass
 
 
 def _log_api_usage_once(event):
@@ -47,6 +47,7 @@ def _no_constructor(name, what):
 Value = _no_constructor("Value", "graph value")
 Node = _no_constructor("Node", "graph node")
 Block = _no_constructor("Block", "graph block")
+Graph = _no_constructor("Graph", "graph")  # (annotations of ONNX symbolic functions: transformers' sew_d)
 
 
 class _AnyKey(type):
@@ -131,3 +132,6 @@ def _disabled_torch_function_impl(func, types, args=(), kwargs=None):
     its instances do not dispatch (subclass_dispatch._takes_part), and a call runs func as on plain tensors."""
     with DisableTorchFunctionSubclass():
         return func(*args, **(kwargs or {}))
+
+
+from . import _functorch  # noqa: E402,F401  (torch._C._functorch.is_batchedtensor: tensordict)
