@@ -503,3 +503,57 @@ def test_l1_loss_gradient_where_the_difference_is_nan_is_0():
         return x.grad.tolist()
     ref, got = _both(run)
     assert got == ref == [0.0, 1.0, 0.0, -1.0]
+
+
+# ---- differential fuzzing (round 21) --------------------------------------------------------------------------------
+def test_a_refused_in_place_op_leaves_the_tensor_unchanged():
+    def run(L):
+        a = L.ones(4, 3, dtype=L.int64) * 2
+        with pytest.raises(RuntimeError, match="can't be cast"):
+            a[::2].mul_(L.full((3,), 1.5, dtype=L.float64, requires_grad=True))
+        return a.tolist()
+    ref, got = _both(run)
+    assert got == ref == [[2] * 3] * 4
+
+
+def test_t_of_a_vector_is_a_view_and_flatten_of_a_vector_is_itself():
+    def run(L):
+        x = L.tensor([1.0, 2.0])
+        v = x.t()
+        v.unsqueeze_(0)
+        q = L.zeros(3)
+        m = L.zeros(2, 1)
+        return tuple(v.shape), tuple(x.shape), q.t() is q, q.flatten() is q, m.flatten(1) is m, m.flatten() is m
+    ref, got = _both(run)
+    assert got == ref
+
+
+def _view_write_second_order(L, how):
+    w = L.tensor([1.0, 2.0, 3.0, 4.0], dtype=L.float64, requires_grad=True)
+    y = (w * 3).clone()
+    view = {"flat": lambda t: t.view(-1), "t": lambda t: t.view(2, 2).t(), "diag": lambda t: t.view(2, 2).diagonal(),
+            "unsqueeze": lambda t: t.unsqueeze(0)}[how](y)
+    view.mul_(w[:view.shape[-1]].sin().reshape(view.shape[-1]) if how == "diag" else 0.5)
+    loss = (y * w).sum() + w.pow(3).sum()
+    g, = L.autograd.grad(loss, [w], create_graph=True)
+    g.pow(2).sum().backward()
+    return g.tolist(), w.grad.tolist()
+
+
+@pytest.mark.parametrize("how", ["flat", "t", "diag", "unsqueeze"])
+def test_second_derivative_through_an_in_place_write_into_a_view(how):
+    """y.view(-1).mul_(...), y.t() / diagonal() / unsqueeze(0) written in place, then a gradient penalty: its
+    node had no create_graph formula (NotImplementedError)."""
+    ref, got = _both(lambda L: _view_write_second_order(L, how))
+    for r, g in zip(ref, got):
+        _close(r, g)
+
+
+def test_empty_inputs_of_mse_loss_under_create_graph_and_of_attention():
+    def run(L):
+        x = L.zeros(0, dtype=L.float64, requires_grad=True)
+        g, = L.autograd.grad(L.nn.functional.mse_loss(x, x * 2), [x], create_graph=True)
+        q = L.zeros(2, 3, 0, dtype=L.float64)
+        return tuple(g.shape), tuple(L.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True).shape)
+    ref, got = _both(run)
+    assert got == ref

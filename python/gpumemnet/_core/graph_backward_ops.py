@@ -12,7 +12,7 @@ from .activation import _PReLU
 from .autograd import register_graph_backward as register
 from .graph_backward import (_operand, _unreduce, binary_grads, linear_op, not_recorded, record, saved_input,
                              saved_output, sum_to, where)
-from .indexing import IndexFn, IndexPutFn, put_plan
+from .indexing import IndexFn, IndexPutFn, _StridedPut, put_plan
 from .indexing_multi import _Gather, _merged
 from .tensor_compose import _Cumsum, _DiagEmbed, _Diagonal, _diag_embed, _diagonal_geometry, _scan
 from .tensor_math import (ACOS, ASIN, ATAN, COS, COSH, ERF, ERFC, EXPM1, LOG1P, LOG2, LOG10, SIN, SINH, TAN,
@@ -190,7 +190,21 @@ def _index_put_along(ctx, g):
     return gx, None, None, gs, None, None
 
 
+def _strided_put(ctx, g):
+    """An in-place write through any view of a tensor in a graph (y.view(-1).fill_(v), y.t().mul_(s)): the base's
+    gradient is g with the written elements zeroed, the value's is g at them (as_strided of a fresh copy of g, whose
+    layout is the base's), summed to its shape."""
+    shape, strides, offset = ctx.geometry
+    need = ctx.needs_input_grad
+    gb = g * _kept(g, lambda k: _C.fill_(k._as_strided(shape, strides, k._offset + offset), 0.0)) if need[0] else None
+    gv = None
+    if ctx.value_meta is not None and need[1]:
+        gv = sum_to(g.contiguous().clone().as_strided(shape, strides, offset), *ctx.value_meta)
+    return gb, gv, None
+
+
 register(_Scatter, _scatter)
+register(_StridedPut, _strided_put)
 register(_IndexPut, _index_put_along)
 register(_Prod, _prod)
 register(IndexPutFn, _index_put)

@@ -27,6 +27,7 @@ from .tensor_math import (ATAN2, FLOORDIV, FMOD, REMAINDER, Atan2, FloorDiv, Fmo
                           OPERANDS, _alpha_scaled, defer_to_foreign_operands, half_alpha_add, matmul_tensors,
                           warn_scalar_of_grad_tensor)
 from .tensor_methods import TensorMethods, _Rounding, _check_format
+from .tensor_bitwise import check_castable
 from .tensor_select import SelectMethods
 from .tensor_special import SpecialMethods
 from .tensor_products import ProductMethods
@@ -76,6 +77,7 @@ def _inplace(fn, op, a, b, name):
         return a
     in_graph = _check_inplace(a, name)
     if not in_graph and _needs_grad(b):
+        check_castable(a, b._dtype, name)  # before anything is written (an int view *= a float in a graph)
         if _refuse_shared(a, name, lambda v: _binary(fn, op, v.clone(), b, name.rstrip("_"))):
             return a
         if fn.saves:  # a plain tensor takes b's graph through a recorded assignment of the new values
@@ -554,6 +556,8 @@ class Tensor(_C.TensorBase):
         s, e = _C_wrap(start_dim, self.ndim), _C_wrap(end_dim, self.ndim)
         if s > e:
             raise _C.ArgumentError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
+        if s == e:  # nothing to flatten: the tensor itself, as PyTorch's
+            return self
         shape = tuple(self.shape[:s]) + (-1,) + tuple(self.shape[e + 1:])
         if self.numel() == 0:
             n = 1
@@ -568,7 +572,7 @@ class Tensor(_C.TensorBase):
     def t(self):
         if self.ndim > 2:
             raise _C.ArgumentError(f"t() expects a tensor with <= 2 dimensions, got shape {tuple(self.shape)}")
-        return self if self.ndim < 2 else self.transpose(0, 1)
+        return self.view(tuple(self.shape)) if self.ndim < 2 else self.transpose(0, 1)  # (a view, as PyTorch's)
 
     def permute(self, *dims_, dims=None):  # x.permute(dims=(2, 0, 1)) too, as PyTorch
         dims = _shape_arg(dims_) if dims is None else tuple(dims)

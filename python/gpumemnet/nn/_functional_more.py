@@ -43,7 +43,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                            f"({key.shape[-1]})")
     if enable_gqa:
         key, value = gqa_repeated(query, key, value)
-    s = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    s = (1.0 / math.sqrt(query.shape[-1]) if query.shape[-1] else math.inf) if scale is None else scale
     # as PyTorch's kernels for half inputs: the scores, the mask's sum and the softmax in float32, the weights
     # rounded once, before they multiply value (scores rounded to bfloat16 made outputs 3x less accurate)
     half = query._dtype in (2, 3) and key._dtype == query._dtype

@@ -154,7 +154,7 @@ def _pointwise_derivatives(op, x, t, xl, tl, param):
 def _pointwise_loss(ctx, g):
     x, t = ctx._unpacked
     gx, gt = _pointwise_derivatives(ctx.op, x, t, saved_input(ctx, 0, x), saved_input(ctx, 1, t), ctx.param)
-    g = g * (1.0 / x.numel()) if ctx.reduction == 1 else g
+    g = g * (1.0 / max(x.numel(), 1)) if ctx.reduction == 1 else g  # (no entries: no gradient)
     need = ctx.needs_input_grad
     dx = zero_link(sum_to(gx * g, x.shape), ctx, 0) if need[0] else None  # l1's sign: linked as PyTorch's abs
     dt = zero_link(sum_to(gt * g, t.shape), ctx, 1) if need[1] else None
