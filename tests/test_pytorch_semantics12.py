@@ -557,3 +557,23 @@ def test_empty_inputs_of_mse_loss_under_create_graph_and_of_attention():
         return tuple(g.shape), tuple(L.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True).shape)
     ref, got = _both(run)
     assert got == ref
+
+
+def test_a_write_under_no_grad_into_an_output_pytorch_does_not_save():
+    """pow saves its input in PyTorch, so its output may be written (under no_grad: F.embedding's max_norm renorming
+    a computed weight) before backward; gpumemnet's node saved the output and raised 'modified by an in-place
+    operation'."""
+    def run(L):
+        x = L.tensor([[1.9, 0.3, -1.4]], dtype=L.float64, requires_grad=True)
+        w = x ** 2
+        with L.no_grad():
+            w.mul_(0.5)
+        w.sum().backward()
+        y = L.tensor([[1.9, 0.3, -1.4], [0.1, 0.2, 0.3]], dtype=L.float64, requires_grad=True)
+        v = y ** 2
+        e = L.nn.functional.embedding(L.tensor([0]), v, max_norm=1.0)
+        (v.sum() + e.sum()).backward()
+        return x.grad.tolist(), y.grad.tolist(), v.tolist()
+    ref, got = _both(run)
+    for r, g in zip(ref, got):
+        _close(r, g)

@@ -533,6 +533,7 @@ def check_inplace(t, name):
         if t._retains_grad:  # its .grad is the gradient of the new version: moved at the next backward
             _RETAIN_MOVED[id(t)] = weakref.ref(t)
         return True
+    _keep_saved_output(t.grad_fn, t)  # (a write under no_grad: F.embedding's max_norm into a computed weight)
     return False
 
 
@@ -550,10 +551,9 @@ def _move_retained():
 
 
 def _keep_saved_output(node, t):
-    """Before t is written in place: if t's own node saved t (an activation whose backward reads its output, to
-    save memory) where PyTorch's op saves its input (the node's output_writable: leaky_relu, elu, hardtanh, pow,
-    div...), that node keeps a copy instead: scripts write into such outputs (fastai's GeneralRelu: `x =
-    F.leaky_relu(x, a); x -= sub`), which PyTorch allows. The copy is only made when such a write happens. Where
+    """Before t is written in place (under no_grad too): if t's own node saved t (its backward reads its output, to
+    save memory) where PyTorch's op saves its input (output_writable: leaky_relu, elu, pow, div...), that node keeps
+    a copy, made only then: scripts write into such outputs (fastai's `x = F.leaky_relu(x, a); x -= sub`). Where
     PyTorch's op saves its result too (relu, exp), backward raises as PyTorch's does."""
     saved = getattr(node, "_saved", None)
     if not saved or not getattr(node, "output_writable", False):

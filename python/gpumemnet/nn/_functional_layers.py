@@ -18,7 +18,7 @@ from .._core.activation import _check_tensor
 from .._core.complex import ComplexTensor as _ComplexTensor
 from .._core.complex import complex as _complex
 from .._core.creation import cat
-from .._core.autograd import Function
+from .._core.autograd import Function, check_inplace
 from .._core.autograd import needs_grad as _needs_grad
 from .._core.autograd import no_grad as _no_grad
 from .._core.dtype import bool_ as _bool
@@ -269,6 +269,8 @@ def _embedding_renorm_(weight, indices, max_norm, norm_type):
         wide = rows.float() if rows._dtype in (2, 3) else rows
         norms = ((wide.abs() ** norm_type).sum(1) ** (1.0 / norm_type)).to(rows.dtype).to(wide.dtype)
         scale = (norms > max_norm) * (max_norm / (norms + 1e-7) - 1.0) + 1.0
+        if weight.grad_fn is not None:  # a computed weight: its node keeps the values it saved (x ** 2's output)
+            check_inplace(weight, "embedding")
         _C.index_put_(weight, 0, indices.reshape(-1), rows * scale.to(rows.dtype).reshape(-1, 1), False)
 
 
