@@ -255,6 +255,12 @@ def test_mixed_devices_are_refused():
         _C.max_pool2d_backward(out.cuda(), idx, x.shape)
 
 
-def test_integer_input_is_refused():
+def test_integer_input_pools_as_on_the_cpu():
+    """Integers pool in float64 and come back as integers (PyTorch's CPU kernels take them; its CUDA ones refuse
+    them: gpumemnet takes them on both)."""
+    x = np.arange(16, dtype=np.int64).reshape(1, 1, 4, 4) * 7 % 11
+    out = F.max_pool2d(gm.tensor(x).cuda(), 2)
+    assert out.dtype == gm.int64 and out.device.type == "cuda"
+    np.testing.assert_array_equal(out.cpu().numpy(), x.reshape(1, 1, 2, 2, 2, 2).max(axis=(3, 5)))
     with pytest.raises(TypeError, match="floating-point"):
-        F.max_pool2d(gm.tensor(np.zeros((1, 1, 4, 4), np.int64)).cuda(), 2)
+        F.max_pool2d(gm.tensor(np.zeros((1, 1, 4, 4), np.bool_)).cuda(), 2)

@@ -100,6 +100,35 @@ from torch.nn.parameter import UninitializedTensorMixin  # tensordict
 show("uninitialized", lambda: (isinstance(torch.nn.parameter.UninitializedParameter(), UninitializedTensorMixin),
                                isinstance(torch.ones(1), UninitializedTensorMixin)))
 show("qint", lambda: [str(d) for d in (torch.qint8, torch.quint8, torch.qint32, torch.quint4x2, torch.quint2x4)])
+from torch.torch_version import TorchVersion  # tabpfn
+show("version", lambda: (torch.__version__ >= TorchVersion("2.0"), torch.__version__ >= (2, 1),
+                         isinstance(torch.__version__, TorchVersion), TorchVersion("2.10.1") > "2.9"))
+import torch.nn.grad as conv_grad  # bindsnet's learning rules
+xg, wg = torch.arange(32.0).reshape(1, 2, 4, 4), torch.arange(36.0).reshape(2, 2, 3, 3) / 10
+go = torch.arange(8.0).reshape(1, 2, 2, 2)
+show("nn.grad", lambda: (conv_grad.conv2d_weight(xg, wg.shape, go).flatten().tolist(),
+                         conv_grad.conv2d_input(xg.shape, wg, go).flatten().tolist(),
+                         conv_grad.conv1d_input((1, 2, 4), wg[:, :, 0], go[:, :, 0]).flatten().tolist()))
+show("DataLoader doc", lambda: isinstance(torch.utils.data.DataLoader.__doc__, str))  # torchtuples
+from torch.optim.lr_scheduler import _enable_get_lr_call  # nnU-Net
+sch = torch.optim.lr_scheduler.StepLR(torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1), 1)
+with warnings.catch_warnings(record=True) as seen:
+    warnings.simplefilter("always")
+    with _enable_get_lr_call(sch):
+        lrs = sch.get_lr()
+show("enable_get_lr_call", lambda: (lrs, len(seen)))
+from torch.autograd.graph import get_gradient_edge  # torchjd
+xe = torch.ones(2, requires_grad=True)
+ye = (xe * 3).sum()
+show("gradient edge", lambda: (type(get_gradient_edge(ye)).__name__, get_gradient_edge(ye).output_nr,
+                               get_gradient_edge(ye).node is ye.grad_fn))
+from torch import quantization  # catalyst
+show("quantization", lambda: quantization.quantize_dynamic.__name__)
+show("serialization.pickle", lambda: torch.serialization.pickle.__name__)  # torchbearer
+from torchvision.models.feature_extraction import create_feature_extractor  # monai-generative
+from torch._dynamo.exc import TorchDynamoException  # heavyball
+from torch._inductor.utils import triton_type_to_torch  # torch-optimi
+show("ScriptMethod", lambda: isinstance(len, torch._C.ScriptMethod))  # torchview
 '''
 
 

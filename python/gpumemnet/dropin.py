@@ -33,7 +33,7 @@ __all__ = ["as_torch", "is_active", "missing_names"]
 _RENAMED = {f"torch.{name}": f"gpumemnet.compat.{name}"
             for name in ("jit", "hub", "ops", "library", "fx", "compiler", "version", "_custom_ops", "_dynamo",
                          "_inductor", "onnx", "ao", "_subclasses", "export", "nested", "_ops",
-                         "_functorch")}
+                         "_functorch", "torch_version", "quantization")}
 _RENAMED["torch._C"] = "gpumemnet.compat._torch_c"
 # PyTorch modules whose classes gpumemnet keeps in a module of another name: the package that exports them
 # (`from torch.optim.adamax import Adamax`: pykeen; `from torch.nn.modules.flatten import Flatten`: avalanche)
@@ -180,7 +180,8 @@ class _Loader(importlib.abc.Loader):
         module = _TorchModule(spec.name, target)
         _fill(module, target)
         if spec.name == "torch":
-            module.__version__ = f"{TORCH_API_VERSION}+gpumemnet.{target.__version__}"
+            from .compat.torch_version import TorchVersion  # (a str that compares as a version, as PyTorch's)
+            module.__version__ = TorchVersion(f"{TORCH_API_VERSION}+gpumemnet.{target.__version__}")
         if spec.name in ("torch", "torch.serialization"):
             # PyTorch code's torch.save writes PyTorch's own format, which PyTorch loads (gm.save: safetensors)
             from ._serialization_torch_write import save

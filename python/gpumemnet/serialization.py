@@ -30,6 +30,7 @@ import ctypes
 import errno
 import json
 import os
+import pickle  # noqa: F401  (torch.serialization.pickle: code passes it as pickle_module)
 import re
 import shutil
 import struct

@@ -48,6 +48,8 @@ Value = _no_constructor("Value", "graph value")
 Node = _no_constructor("Node", "graph node")
 Block = _no_constructor("Block", "graph block")
 Graph = _no_constructor("Graph", "graph")  # (annotations of ONNX symbolic functions: transformers' sew_d)
+ScriptMethod = _no_constructor("ScriptMethod", "method")  # (torchview's isinstance checks)
+ScriptFunction = _no_constructor("ScriptFunction", "function")
 
 
 class _AnyKey(type):

@@ -56,6 +56,20 @@ def _group_lrs(optimizer):
     return [g["lr"].clone() if isinstance(g["lr"], _C.TensorBase) else g["lr"] for g in optimizer.param_groups]
 
 
+class _enable_get_lr_call:  # noqa: N801 - PyTorch's name
+    """Within it, scheduler.get_lr() runs as step() runs it (no warning): libraries' own step() use it (nnU-Net)."""
+
+    def __init__(self, o):
+        self.o = o
+
+    def __enter__(self):
+        self.o._get_lr_called_within_step = True
+        return self
+
+    def __exit__(self, type, value, traceback):  # noqa: A002 - PyTorch's names
+        self.o._get_lr_called_within_step = False
+
+
 class LRScheduler:
     _is_initial = False
     _get_lr_called_within_step = False

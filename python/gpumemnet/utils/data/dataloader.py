@@ -114,6 +114,9 @@ class _InfiniteNone:
 
 
 class DataLoader:
+    """Batches of a dataset: samples drawn by a sampler (shuffled or in order), collated by collate_fn, loaded by
+    worker processes or in this one, optionally pinned; PyTorch's arguments and iteration."""
+
     def __class_getitem__(cls, item):  # DataLoader[T] in type hints
         return cls
 

@@ -6,7 +6,7 @@ from ...._core import unsupported
 from ....nn.modules.linear import Identity
 
 __all__ = ["QuantStub", "DeQuantStub", "FakeQuantizeBase", "ObserverBase", "fuse_modules", "fuse_modules_qat", "prepare", "prepare_qat", "convert",
-           "get_default_qconfig", "get_default_qat_qconfig"]
+           "get_default_qconfig", "get_default_qat_qconfig", "quantize_dynamic", "quantize", "quantize_qat"]
 
 
 class QuantStub(Identity):
@@ -41,3 +41,6 @@ prepare_qat = unsupported.function("torch.ao.quantization.prepare_qat")
 convert = unsupported.function("torch.ao.quantization.convert")
 get_default_qconfig = unsupported.function("torch.ao.quantization.get_default_qconfig")
 get_default_qat_qconfig = unsupported.function("torch.ao.quantization.get_default_qat_qconfig")
+quantize_dynamic = unsupported.function("torch.ao.quantization.quantize_dynamic")
+quantize = unsupported.function("torch.ao.quantization.quantize")
+quantize_qat = unsupported.function("torch.ao.quantization.quantize_qat")

@@ -1,0 +1,5 @@
+"""torch.fx.proxy (see torch.fx)."""
+
+
+class Proxy:
+    pass
