@@ -577,3 +577,37 @@ def test_a_write_under_no_grad_into_an_output_pytorch_does_not_save():
     ref, got = _both(run)
     for r, g in zip(ref, got):
         _close(r, g)
+
+
+# ---- module-level fuzzing (round 21) --------------------------------------------------------------------------------
+@pytest.mark.parametrize("case", ["channel_shuffle_1", "channel_shuffle_C", "pixel_shuffle_1", "pixel_unshuffle_1"])
+def test_shuffles_that_move_nothing_still_return_new_memory(case):
+    """An in-place op after them (ReLU(inplace=True)) wrote into the caller's input."""
+    def run(L):
+        x = L.arange(2 * 4 * 2 * 2, dtype=L.float64).reshape(2, 4, 2, 2) - 10
+        f = {"channel_shuffle_1": lambda t: L.nn.functional.channel_shuffle(t, 1),
+             "channel_shuffle_C": lambda t: L.nn.functional.channel_shuffle(t, 4),
+             "pixel_shuffle_1": lambda t: L.nn.functional.pixel_shuffle(t, 1),
+             "pixel_unshuffle_1": lambda t: L.nn.functional.pixel_unshuffle(t, 1)}[case]
+        L.nn.functional.relu(f(x), inplace=True)
+        return x.tolist()
+    ref, got = _both(run)
+    assert got == ref
+
+
+def test_in_place_ops_after_an_in_place_relu6_train():
+    def run(L):
+        nn = L.nn
+        out = []
+        for a, b in [(nn.ReLU6(inplace=True), nn.Hardswish(inplace=True)), (nn.ReLU6(inplace=True),
+                     nn.ReLU6(inplace=True)), (nn.Hardtanh(inplace=True), nn.SiLU(inplace=True))]:
+            x = L.tensor([[0.5, -1.0, 7.0, 3.0]], dtype=L.float64, requires_grad=True)
+            b(a(x * 2.0)).sum().backward()
+            out.append(x.grad.tolist())
+        x = L.tensor([[0.5, -1.0, 7.0, 3.0]], dtype=L.float64, requires_grad=True)
+        y = nn.ReLU6(inplace=True)(x * 2.0)
+        y += x
+        y.sum().backward()
+        return out + [x.grad.tolist(), repr(nn.SELU(inplace=True)), repr(nn.ChannelShuffle(2))]
+    ref, got = _both(run)
+    assert got == ref

@@ -105,6 +105,7 @@ class _ActivationInplace(Function):
     reuses_grad = True
     backward = staticmethod(_Activation.backward)
     name = _Activation.name
+    output_writable = _Activation.output_writable  # (ReLU6(inplace=True) then y += x: PyTorch's trains)
 
 
 _UINT8 = 6  # dtype code (_core/dtype.py)

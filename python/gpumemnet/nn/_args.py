@@ -56,3 +56,10 @@ def check_reduction(reduction, size_average=None, reduce=None):
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction; expected one of 'none', 'mean', 'sum'")
     return reduction
+
+
+def fresh(out, input):
+    """out, or a copy where it is a view of input (a shuffle that moved nothing: 1 or C groups, factor 1): PyTorch's
+    shuffles always return new memory, and an in-place op after one (ReLU(inplace=True)) must not write into the
+    input."""
+    return out.clone() if out._alloc_serial == input._alloc_serial else out

@@ -22,6 +22,7 @@ from .._core.autograd import Function, check_inplace
 from .._core.autograd import needs_grad as _needs_grad
 from .._core.autograd import no_grad as _no_grad
 from .._core.dtype import bool_ as _bool
+from ._args import fresh as _fresh
 from .._core.dtype import int64 as _int64
 from .._core.functions import DIV, MAXIMUM
 from .._core.tensor_methods import long_index, no_negative
@@ -134,7 +135,7 @@ def pixel_shuffle(input, upscale_factor):
     n = len(lead)
     x = input.reshape(*lead, c // (r * r), r, r, h, w)
     x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
-    return x.reshape(*lead, c // (r * r), h * r, w * r)
+    return _fresh(x.reshape(*lead, c // (r * r), h * r, w * r), input)
 
 
 def pixel_unshuffle(input, downscale_factor):
@@ -153,7 +154,7 @@ def pixel_unshuffle(input, downscale_factor):
     n = len(lead)
     x = input.reshape(*lead, c, h // r, r, w // r, r)
     x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
-    return x.reshape(*lead, c * r * r, h // r, w // r)
+    return _fresh(x.reshape(*lead, c * r * r, h // r, w // r), input)
 
 
 # ---- embedding, one_hot ---------------------------------------------------------------------------------------

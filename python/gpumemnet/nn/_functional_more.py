@@ -11,7 +11,7 @@ from .._core.activation import _check_tensor
 from .._core.autocast import autocast, float32_op
 from .._core.autograd import Function, no_grad
 from .._core.tensor import matmul as _matmul
-from ._args import check_reduction
+from ._args import check_reduction, fresh as _fresh
 from ._functional_distance import cosine_similarity
 from ._functional_nn import dropout, softmax, softplus
 
@@ -211,7 +211,9 @@ def channel_shuffle(input, groups):
     if groups <= 0 or c % groups:
         raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels and {groups} groups.")
     rest = tuple(input.shape[2:])
-    return input.reshape((input.shape[0], groups, c // groups) + rest).transpose(1, 2).reshape(input.shape)
+    return _fresh(input.reshape((input.shape[0], groups, c // groups) + rest).transpose(1, 2).reshape(input.shape),
+                  input)
+
 
 
 # ---- losses ---------------------------------------------------------------------------------------------------

@@ -21,6 +21,9 @@ class SELU(Module):
     def forward(self, input):
         return F.selu(input, self.inplace)
 
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
+
 
 class CELU(Module):
     def __init__(self, alpha=1.0, inplace=False):
@@ -127,6 +130,9 @@ class ChannelShuffle(Module):
 
     def forward(self, input):
         return F.channel_shuffle(input, self.groups)
+
+    def extra_repr(self):
+        return f"groups={self.groups}"
 
 
 class Unflatten(Module):
