@@ -3,34 +3,15 @@ inference_mode); libraries subclass it for their own switches (tensordict)."""
 import functools
 import inspect
 
+from .._core.autograd import _generator_in
+
 __all__ = ["_DecoratorContextManager", "_NoParamDecoratorContextManager", "context_decorator"]
 
 
 def context_decorator(ctx_factory, func):
     """func run inside a fresh context from ctx_factory() on each call (each step of a generator function)."""
     if inspect.isgeneratorfunction(func):
-        @functools.wraps(func)
-        def generator(*args, **kwargs):
-            gen = func(*args, **kwargs)
-            with ctx_factory():
-                response = gen.send(None)
-            while True:
-                try:
-                    request = yield response
-                except GeneratorExit:
-                    with ctx_factory():
-                        gen.close()
-                    raise
-                except BaseException:
-                    with ctx_factory():
-                        response = gen.throw(*__import__("sys").exc_info())
-                else:
-                    with ctx_factory():
-                        try:
-                            response = gen.send(request)
-                        except StopIteration as e:
-                            return e.value
-        return generator
+        return _generator_in(ctx_factory, func)
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
