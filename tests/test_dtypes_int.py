@@ -145,13 +145,12 @@ def test_comparisons_against_torch():
 
 @pytest.mark.parametrize("dev", ["cpu", "meta"])
 def test_unsupported_ops_raise_type_error_naming_op_and_dtype(dev):
-    # (relu, relu6 and hardtanh clamp integers, as PyTorch's do: tests/test_pytorch_semantics10.py)
+    # (relu, relu6 and hardtanh clamp integers, as PyTorch's do: tests/test_pytorch_semantics10.py; conv2d and the
+    # pools compute them in float64, as PyTorch's CPU kernels take them: tests/test_pytorch_semantics12.py)
     x = gm.zeros(2, 3, 4, 4, dtype=gm.uint8, device=dev)
     F = gm.nn.functional
     cases = {
-        "var": lambda: x.var(), "matmul": lambda: x @ x,
-        "conv2d": lambda: F.conv2d(x, gm.zeros(3, 3, 3, 3, dtype=gm.uint8, device=dev)),
-        "max_pool2d": lambda: F.max_pool2d(x, 2), "softmax": lambda: x.softmax(1),
+        "var": lambda: x.var(), "matmul": lambda: x @ x, "softmax": lambda: x.softmax(1),
         "index_put_": lambda: gm._C.index_put_(x.reshape(-1), 0, gm.tensor([0], device=dev), 1, True),
     }
     for name, fn in cases.items():
