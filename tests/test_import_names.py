@@ -129,6 +129,7 @@ from torchvision.models.feature_extraction import create_feature_extractor  # mo
 from torch._dynamo.exc import TorchDynamoException  # heavyball
 from torch._inductor.utils import triton_type_to_torch  # torch-optimi
 show("ScriptMethod", lambda: isinstance(len, torch._C.ScriptMethod))  # torchview
+show("parse_to", lambda: [str(v).split(".")[-1] for v in torch._C._nn._parse_to("cpu", torch.float64)])  # Lightning
 '''
 
 

@@ -89,8 +89,8 @@ def _parse_to(*args, **kwargs):
     """(device, dtype, non_blocking, memory_format) from Tensor.to / Module.to's arguments, as PyTorch's parser
     gives them (Lightning's DeviceDtypeModuleMixin.to reads them so): a device (str or torch.device), a dtype, a
     tensor (its device and dtype), in that order, or as keywords."""
-    from .._core.dtype import as_dtype, device as _device, dtype as _dtype  # noqa: PLC0415
-    from .._C import TensorBase  # noqa: PLC0415
+    from ..._core.dtype import as_dtype, device as _device, dtype as _dtype  # noqa: PLC0415
+    from ..._C import TensorBase  # noqa: PLC0415
     device, dtype = kwargs.get("device"), kwargs.get("dtype")
     for a in args:
         if a is None:  # to(None): nothing asked (tensordict's td.to(None))
