@@ -196,7 +196,7 @@ def _strided_put(ctx, g):
     layout is the base's), summed to its shape."""
     shape, strides, offset = ctx.geometry
     need = ctx.needs_input_grad
-    gb = g * _kept(g, lambda k: _C.fill_(k._as_strided(shape, strides, k._offset + offset), 0.0)) if need[0] else None
+    gb = g * _kept(g, lambda k: _C.fill_(k._as_strided(shape, strides, offset), 0.0)) if need[0] else None
     gv = None
     if ctx.value_meta is not None and need[1]:
         gv = sum_to(g.contiguous().clone().as_strided(shape, strides, offset), *ctx.value_meta)

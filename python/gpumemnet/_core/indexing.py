@@ -440,7 +440,8 @@ def write_recorded(self, name, operands, out_of_place):
     return True
 
 
-_INT64_MAX = 2 ** 63 - 1  # PyTorch's saved end of a slice to the end
+def _or_max(stop):
+    return 2 ** 63 - 1 if stop is None else stop  # PyTorch's saved end of a slice to the end: INT64_MAX
 
 
 class IndexFn(Function):
@@ -452,9 +453,10 @@ class IndexFn(Function):
         """The steps that do something (a slice of a whole dim does not)."""
         return [s for s in self.plan if not (s[0] == "slice" and s[2] in (None, 0) and s[3] is None and s[4] == 1)]
 
-    def _one(self, kind):
+    def _one(self, kind=None):
+        """The index's only step (of that kind): what PyTorch's node for it saves; AttributeError otherwise."""
         steps = self._steps()
-        if len(steps) != 1 or steps[0][0] != kind:
+        if len(steps) != 1 or kind not in (None, steps[0][0]):
             raise AttributeError(f"this {self.name()} node saved no such argument")
         return steps[0]
 
@@ -464,9 +466,9 @@ class IndexFn(Function):
         return {"select": "SelectBackward0", "index": "IndexBackward0", "unsqueeze": "UnsqueezeBackward0"}.get(
             kind, "SliceBackward0")
 
-    _saved_dim = property(lambda self: self._one(self._steps()[0][0] if self._steps() else "")[1])
+    _saved_dim = property(lambda self: self._one()[1])
     _saved_start = property(lambda self: self._one("slice")[2] or 0)
-    _saved_end = property(lambda self: _INT64_MAX if self._one("slice")[3] is None else self._one("slice")[3])
+    _saved_end = property(lambda self: _or_max(self._one("slice")[3]))
     _saved_step = property(lambda self: self._one("slice")[4])
     _saved_index = property(lambda self: self._one("select")[2])
     _saved_self_sym_sizes = property(lambda self: tuple(self.meta[0]))

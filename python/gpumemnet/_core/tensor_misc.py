@@ -37,7 +37,8 @@ __all__ = ["ravel", "split_with_sizes", "hsplit", "vsplit", "dsplit", "column_st
            "is_same_size", "get_device", "rsub", "put", "index_put", "index_put_", "result_type",
            "promote_types", "can_cast", "typename", "alias_copy", "detach_copy", "diagonal_copy", "expand_copy",
            "permute_copy", "select_copy", "slice_copy", "split_copy", "split_with_sizes_copy", "squeeze_copy", "t_copy",
-           "transpose_copy", "unbind_copy", "unfold_copy", "unsqueeze_copy", "view_copy", "as_strided_copy"] + _VALUE_ALL + _EXTRA_ALL
+           "transpose_copy", "unbind_copy", "unfold_copy", "unsqueeze_copy", "view_copy",
+           "as_strided_copy"] + _VALUE_ALL + _EXTRA_ALL
 
 _F64 = 1
 _FLOAT_DIGITS = {0: 24, 1: 53, 2: 11, 3: 8}  # mantissa bits: the widest range of integers each holds exactly
@@ -740,9 +741,9 @@ transpose_copy = _copy_of("transpose_copy", lambda t, dim0, dim1: t.transpose(di
 unbind_copy = _copy_of("unbind_copy", lambda t, dim=0: t.unbind(dim))
 unfold_copy = _copy_of("unfold_copy", lambda t, dimension, size, step: t.unfold(dimension, size, step))
 unsqueeze_copy = _copy_of("unsqueeze_copy", lambda t, dim: t.unsqueeze(dim))
-# (of a tensor no view can give: its values in that shape, as PyTorch's, which copies the contiguous values)
 as_strided_copy = _copy_of("as_strided_copy", lambda t, size, stride, storage_offset=None:
                            t.as_strided(size, stride, storage_offset))
+# (of a tensor no view can give too: its values in that shape, as PyTorch's, which copies the contiguous values)
 view_copy = _copy_of("view_copy", lambda t, size: t.reshape(*size) if not isinstance(size, numbers.Integral)
                      else t.reshape(size))
 

@@ -22,10 +22,10 @@ from .._core.autograd import Function, check_inplace
 from .._core.autograd import needs_grad as _needs_grad
 from .._core.autograd import no_grad as _no_grad
 from .._core.dtype import bool_ as _bool
-from ._args import fresh as _fresh
 from .._core.dtype import int64 as _int64
 from .._core.functions import DIV, MAXIMUM
 from .._core.tensor_methods import long_index, no_negative
+from ._args import fresh as _fresh
 
 from ._functional_nn import channel_dropout as _dropout2d
 
@@ -270,8 +270,7 @@ def _embedding_renorm_(weight, indices, max_norm, norm_type):
         wide = rows.float() if rows._dtype in (2, 3) else rows
         norms = ((wide.abs() ** norm_type).sum(1) ** (1.0 / norm_type)).to(rows.dtype).to(wide.dtype)
         scale = (norms > max_norm) * (max_norm / (norms + 1e-7) - 1.0) + 1.0
-        if weight.grad_fn is not None:  # a computed weight: its node keeps the values it saved (x ** 2's output)
-            check_inplace(weight, "embedding")
+        check_inplace(weight, "embedding")  # (a computed weight's node keeps the output it saved: x ** 2's)
         _C.index_put_(weight, 0, indices.reshape(-1), rows * scale.to(rows.dtype).reshape(-1, 1), False)
 
 

@@ -215,7 +215,6 @@ def channel_shuffle(input, groups):
                   input)
 
 
-
 # ---- losses ---------------------------------------------------------------------------------------------------
 @float32_op
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):

@@ -2,9 +2,8 @@
 writes each group's "lr" in optimizer.param_groups (CyclicLR / OneCycleLR also "momentum" or Adam's "betas"),
 which the next optimizer step reads. One module per family: _base (one formula of the epoch), _composite
 (schedulers of schedulers, and ReduceLROnPlateau), _cyclic (per-batch cycles and warm restarts)."""
-from ._base import _enable_get_lr_call  # noqa: F401
 from ._base import (ConstantLR, CosineAnnealingLR, ExponentialLR, LambdaLR, LinearLR, LRScheduler,  # noqa: F401
-                    MultiplicativeLR, MultiStepLR, PolynomialLR, StepLR, _LRScheduler)
+                    MultiplicativeLR, MultiStepLR, PolynomialLR, StepLR, _LRScheduler, _enable_get_lr_call)
 from ._composite import ChainedScheduler, ReduceLROnPlateau, SequentialLR  # noqa: F401
 from ._cyclic import CosineAnnealingWarmRestarts, CyclicLR, OneCycleLR  # noqa: F401
 

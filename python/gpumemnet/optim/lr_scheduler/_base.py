@@ -137,11 +137,8 @@ class LRScheduler:
 
     def _within_step(self, compute):
         """compute() (get_lr or the closed form) as step() runs it: get_lr does not warn there."""
-        self._get_lr_called_within_step = True
-        try:
+        with _enable_get_lr_call(self):
             return compute()
-        finally:
-            self._get_lr_called_within_step = False
 
     def _update_lr(self, epoch=None):
         if epoch is None:

@@ -1,15 +1,17 @@
-"""torch.utils.data._utils.pin_memory: pin_memory(data) pins every tensor in a batch (nested in mappings,
-sequences, named tuples, or any object with its own pin_memory()), as the DataLoader's pin_memory=True does."""
+"""torch.utils.data._utils.pin_memory: pin_memory(data) pins every tensor in a batch, as the DataLoader's
+pin_memory=True pins them (_collate._pin), through PyTorch's containers: mappings, sequences, named tuples, and any
+object with its own pin_memory()."""
 import collections.abc
 
 from ...._core.tensor import Tensor
+from .._collate import _pin
 
 __all__ = ["pin_memory"]
 
 
 def pin_memory(data, device=None):
     if isinstance(data, Tensor):
-        return data.pin_memory()
+        return _pin(data)
     if isinstance(data, (str, bytes)):
         return data
     if isinstance(data, collections.abc.Mapping):
