@@ -165,18 +165,47 @@ def _gather(t, idx):
         return _C.index(t.detach(), 0, index)
 
 
-def _pin(batch):
-    """batch with every CPU tensor in it (nested in lists, tuples, dicts) moved to pinned memory."""
-    if isinstance(batch, _C.TensorBase):
-        if batch._device != "cpu":
-            return batch
+def _pin(data):
+    """data with every CPU tensor in it moved to pinned memory, through PyTorch's containers (its pin_memory):
+    an object with its own pin_memory() pins itself; mappings and mutable sequences are copied and updated (so
+    their type and extra attributes survive), named tuples and tuples rebuilt, other sequences rebuilt or made
+    lists."""
+    if isinstance(data, _C.TensorBase):
+        if data._device != "cpu":
+            return data
         with category("input"):
-            return batch.pin_memory()
-    if isinstance(batch, dict):
-        return {k: _pin(v) for k, v in batch.items()}
-    if isinstance(batch, (list, tuple)):
-        return type(batch)(_pin(v) for v in batch) if type(batch) in (list, tuple) else batch
-    return batch
+            return data.pin_memory()
+    if hasattr(data, "pin_memory"):
+        with category("input"):
+            return data.pin_memory()
+    if isinstance(data, (str, bytes)):
+        return data
+    if isinstance(data, collections.abc.Mapping):
+        pinned = {k: _pin(v) for k, v in data.items()}
+        try:
+            if isinstance(data, collections.abc.MutableMapping):
+                clone = copy.copy(data)
+                clone.update(pinned)
+                return clone
+            return type(data)(pinned)
+        except TypeError:  # no copy() / update() / constructor from a dict
+            return pinned
+    if isinstance(data, tuple):
+        if hasattr(data, "_fields"):  # a named tuple
+            return type(data)(*(_pin(v) for v in data))
+        return type(data)(_pin(v) for v in data)
+    if isinstance(data, collections.abc.Sequence):
+        pinned = [_pin(v) for v in data]
+        try:
+            if isinstance(data, collections.abc.MutableSequence):
+                clone = copy.copy(data)
+                for i, v in enumerate(pinned):
+                    clone[i] = v
+                return clone
+            return type(data)(pinned)
+        except TypeError:  # e.g. range
+            return pinned
+    return data
 
 
 def default_convert(data):
