@@ -64,3 +64,51 @@ def test_dataloader_pins_named_tuples_and_custom_batches(monkeypatch):
     assert type(batch) is Pair and batch.x.tolist() == [[100, 101], [102, 103]] and batch.y.tolist() == [100, 101]
     custom = next(iter(gm.utils.data.DataLoader(data, batch_size=2, collate_fn=_Batch, pin_memory=True)))
     assert custom[0] == "pinned"
+
+
+# ---- a Python number past a floating dtype's range ----------------------------------------------------------------
+def _outcome(fn):
+    try:
+        return fn().double().tolist()
+    except RuntimeError as e:
+        return str(e)
+
+
+OVERFLOW = {
+    "full": lambda L, dt, big: L.full((2,), big, dtype=dt),
+    "full_like": lambda L, dt, big: L.full_like(L.zeros(2, dtype=dt), big),
+    "new_full": lambda L, dt, big: L.zeros(2, dtype=dt).new_full((2,), big),
+    "fill_": lambda L, dt, big: L.zeros(2, dtype=dt).fill_(big),
+    "fill_diagonal_": lambda L, dt, big: L.zeros(2, 2, dtype=dt).fill_diagonal_(big),
+    "masked_fill": lambda L, dt, big: L.zeros(2, dtype=dt).masked_fill(L.tensor([True, False]), -big),
+    "masked_fill_": lambda L, dt, big: L.zeros(2, dtype=dt).masked_fill_(L.tensor([True, False]), -big),
+    "index_fill": lambda L, dt, big: L.zeros(2, dtype=dt).index_fill(0, L.tensor([0]), big),
+    "clamp": lambda L, dt, big: L.zeros(2, dtype=dt).clamp(min=-big),
+    "clamp_": lambda L, dt, big: L.zeros(2, dtype=dt).clamp_(-big, big),
+    "add_alpha": lambda L, dt, big: L.zeros(2, dtype=dt).add(L.ones(2, dtype=dt), alpha=big),
+    "lerp": lambda L, dt, big: L.zeros(2, dtype=dt).lerp(L.ones(2, dtype=dt), big),
+    "setitem": lambda L, dt, big: _set(L.zeros(2, dtype=dt), 0, big),
+    "setitem_mask": lambda L, dt, big: _set(L.zeros(2, dtype=dt), L.tensor([True, False]), big),
+    "setitem_index": lambda L, dt, big: _set(L.zeros(2, dtype=dt), L.tensor([0]), big),
+    "nan_to_num": lambda L, dt, big: L.tensor([float("inf")], dtype=dt).nan_to_num(posinf=big),
+    "tensor": lambda L, dt, big: L.tensor([big], dtype=dt),
+    "full_inf": lambda L, dt, big: L.full((1,), float("-inf"), dtype=dt),
+    "masked_fill_in_range": lambda L, dt, big: L.zeros(2, dtype=dt).masked_fill(L.tensor([True, False]), -6e4),
+}
+
+
+def _set(t, idx, v):
+    t[idx] = v
+    return t
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("case", sorted(OVERFLOW))
+def test_a_number_past_the_dtypes_range_is_refused_where_pytorch_refuses_it(case, dtype):
+    """full(..., 1e39), masked_fill of a float16 score matrix with -1e9, clamp(min=-1e39) ...: PyTorch raises
+    'value cannot be converted to type ... without overflow' where a finite number would become inf (it wrote
+    inf silently here); where PyTorch writes inf (half[0] = 1e6, tensor([1e39]), nan_to_num, lerp of half) so
+    does gpumemnet."""
+    big = 1e6 if dtype == "float16" else 1e39
+    want, got = _both(lambda L: _outcome(lambda: OVERFLOW[case](L, getattr(L, dtype), big)))
+    assert got == want

@@ -66,8 +66,8 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
         return _complex_tensor(arr, dtype, device, requires_grad, numpy_typed)
     if not numpy_typed and dtype is not None and arr.dtype.kind in "if" and arr.size:  # Python numbers only
         code = as_dtype(dtype).code
-        fitting(arr.min().item(), code, ctype=False)
-        fitting(arr.max().item(), code, ctype=False)
+        fitting(arr.min().item(), code, ctype=False, floats=False)
+        fitting(arr.max().item(), code, ctype=False, floats=False)
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"tensor: data of NumPy dtype {arr.dtype} is not numeric; expected numbers, bools, or "
                         f"nested lists of them")

@@ -53,13 +53,26 @@ DTYPES = (float32, float64, float16, bfloat16, int64, bool_, uint8, int8, int16,
 # (c10's overflows(): an unsigned type takes a negative integer down to -max, which wraps)
 _INT_LIMITS = {4: (-2 ** 63, 2 ** 63 - 1, "int64_t"), 6: (-255, 255, "uint8_t"), 7: (-128, 127, "int8_t"),
                8: (-2 ** 15, 2 ** 15 - 1, "int16_t"), 9: (-2 ** 31, 2 ** 31 - 1, "int")}
+# the smallest magnitude that rounds to inf in float32, float16 and bfloat16 (the largest finite value plus half
+# its ulp: round-to-even goes up there), and the C type names PyTorch's overflow error gives them
+_FLOAT_INF = {0: (2 - 2 ** -24) * 2.0 ** 127, 2: 65520.0, 3: (2 - 2 ** -8) * 2.0 ** 127}
+_FLOAT_LIMITS = {0: "float", 2: "c10::Half", 3: "c10::BFloat16"}
 
 
-def fitting(value, code, ctype=True):
+def fitting(value, code, ctype=True, floats=True):
     """value, a Python number to be written into a tensor of dtype code: PyTorch's RuntimeError when it does not
-    fit an integer dtype (full, fill_, x[i] = v; tensor() names the dtype, ctype=False), instead of wrapping."""
+    fit an integer dtype (full, fill_, x[i] = v; tensor() names the dtype, ctype=False), instead of wrapping, or,
+    with floats, when a finite number would round to inf in a floating dtype (full(..., 1e39), masked_fill of a
+    half tensor with -1e9), instead of writing inf."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return value
+    top = _FLOAT_INF.get(code) if floats else None
+    if top is not None:
+        if abs(value) >= top and value - value == 0:  # (finite: inf and NaN are written as they are)
+            raise RuntimeError(f"value cannot be converted to type {_FLOAT_LIMITS[code]} without overflow")
+        return value
     lim = _INT_LIMITS.get(code)
-    if lim is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+    if lim is None:
         return value
     lo = lim[0] if isinstance(value, int) or code != 6 else 0  # a float's range is the type's own
     if not lo <= value <= lim[1]:  # (NaN and inf are refused too: no integer holds them)

@@ -201,11 +201,13 @@ def check_put_dtypes(t, idx, value):
     """PyTorch refuses to write a tensor of another dtype through an advanced index (an index tensor, a list, a
     mask with more than one value) instead of casting it: 'Index put requires the source and destination dtypes
     match'. Basic indexing casts (a copy_), as does a 0-d value under a single bool mask (PyTorch's masked_fill)."""
-    if not isinstance(value, _C.TensorBase) or value._dtype == t._dtype:
-        fitting(value, t._dtype)  # a Python number that overflows an integer tensor: PyTorch's error
-        return
     items = idx if isinstance(idx, tuple) else (idx,)
     advanced = [i for i in items if isinstance(i, (_C.TensorBase, list, np.ndarray))]
+    if not isinstance(value, _C.TensorBase) or value._dtype == t._dtype:
+        # a Python number that overflows the tensor's dtype: PyTorch's error (a float one only through an advanced
+        # index or into float32: half[0] = 1e6 writes inf there)
+        fitting(value, t._dtype, floats=bool(advanced) or t._dtype == 0)
+        return
     if not advanced:
         return
     if value.ndim == 0 and len(items) == 1 and isinstance(items[0], _C.TensorBase) and items[0]._dtype == _BOOL:

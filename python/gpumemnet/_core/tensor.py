@@ -447,6 +447,7 @@ class Tensor(_C.TensorBase):
         where it wins, a tie splits it: PyTorch's rule); at a number bound the gradient is 0 (F.Clamp)."""
         if min is None and max is None:
             raise _C.ArgumentError("clamp: at least one of 'min' or 'max' must not be None")
+        fitting(min, self._dtype), fitting(max, self._dtype)  # a bound past float32's range: PyTorch's error
         tensor_bound = isinstance(min, _C.TensorBase) or isinstance(max, _C.TensorBase)
         if tensor_bound and (_needs_grad(self) or _needs_grad(min) or _needs_grad(max)):
             out = self
@@ -462,6 +463,7 @@ class Tensor(_C.TensorBase):
     clip = clamp
 
     def clamp_(self, min=None, max=None):
+        fitting(min, self._dtype), fitting(max, self._dtype)
         if write_recorded(self, "clamp_", (min, max), lambda x: x.clamp(min, max)):
             return self
         _C.clamp(self, min, max, self)

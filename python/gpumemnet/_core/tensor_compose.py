@@ -16,7 +16,7 @@ from .. import _C
 from . import functions as F
 from .autocast import _state as _amp_state
 from .autograd import Function, needs_grad as _needs_grad
-from .dtype import finfo
+from .dtype import DTYPES, finfo
 from .indexing import write_recorded
 from .state import warn_once
 from .tensor_methods import _dim
@@ -327,6 +327,8 @@ class ComposeMethods:
         info = finfo(self.dtype)
         posinf = info.max if posinf is None else posinf
         neginf = info.min if neginf is None else neginf
+        # (as 0-d float64 tensors: a replacement past the dtype's range is cast to inf, as PyTorch's, not refused)
+        nan, posinf, neginf = (self.new_full((), v, dtype=DTYPES[1]) for v in (nan, posinf, neginf))
         x = self.masked_fill(self != self, nan)
         x = x.masked_fill(x == math.inf, posinf)
         return x.masked_fill(x == -math.inf, neginf)

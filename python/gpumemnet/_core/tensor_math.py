@@ -19,7 +19,7 @@ from .. import _C
 from . import autocast as _amp
 from . import functions as F
 from .autograd import Function, is_grad_enabled, needs_grad as _needs_grad
-from .dtype import DTYPES, SCALAR_TYPE_NAMES
+from .dtype import DTYPES, SCALAR_TYPE_NAMES, fitting
 from .indexing import record_in_place
 from .state import warn_once
 
@@ -144,6 +144,7 @@ def _floating_lerp(x, weight):
     if x._dtype not in (0, 1, 2, 3):
         kind = "tensor" if isinstance(weight, _C.TensorBase) else "scalar"
         raise NotImplementedError(f"\"lerp_kernel_{kind}\" not implemented for '{SCALAR_TYPE_NAMES[x._dtype]}'")
+    fitting(weight, 1 if x._dtype == 1 else 0)  # a weight past float32's (the half types' math): PyTorch's error
 
 
 def _math(op):
@@ -317,6 +318,7 @@ def half_alpha_add(self, other, args, alpha):
     """self + alpha * other for float16 / bfloat16 tensors as PyTorch's kernel computes it: alpha rounded to their
     dtype, the rest in float32, rounded once. None where that does not apply (alpha 1, other dtypes, a number, the
     deprecated positional-alpha form): the caller's ordinary path."""
+    fitting(alpha, self._dtype)  # an alpha past the dtype's range: PyTorch's overflow error, for every dtype
     if alpha == 1 or args or not isinstance(other, _C.TensorBase) or not rounds_once(self, other):
         return None
     alpha = _C.TensorBase.item(_C.from_numpy(np.asarray(float(alpha)), self._dtype, "cpu"))

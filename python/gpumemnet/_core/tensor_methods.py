@@ -14,7 +14,7 @@ from .return_types import ValuesIndices as _RESULT
 from . import autocast as _amp
 from . import functions as F
 from .autograd import Function, check_inplace as _check_inplace, needs_grad as _needs_grad
-from .dtype import DTYPES, as_dtype, device_str, memory_format
+from .dtype import DTYPES, as_dtype, device_str, fitting, memory_format
 from .indexing import SplitFn, write_recorded
 from .indexing_multi import take_flat
 from .tensor_math import DivFloor, matmul_tensors
@@ -466,7 +466,7 @@ class TensorMethods:
         dev = self._device if device is None else device_str(device)
         t = _C.empty(_size_arg(size), code, dev, bool(pin_memory))
         if value is not None:
-            _C.fill_(t, value)
+            _C.fill_(t, fitting(value, code))
         if requires_grad:
             t.requires_grad = True
         return t
@@ -570,6 +570,7 @@ class TensorMethods:
                 raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                                    f"{value.ndim} dimension(s).")
             value = value.to(self.dtype)
+        fitting(value, self._dtype)  # -1e9 into a float16 tensor: PyTorch's overflow error, not -inf
         out = _where(mask, value, self)
         return out if out._dtype == self._dtype else out.to(self.dtype)
 

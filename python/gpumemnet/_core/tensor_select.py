@@ -17,7 +17,7 @@ from .autograd import Function, needs_grad as _needs_grad
 from .indexing import index_put_into as _put_into, write_recorded
 from .tensor_methods import _checked_indices, _dim, long_index, no_negative
 from . import size as _size
-from .dtype import bool_
+from .dtype import bool_, fitting
 
 _I64, _BOOL = 4, 5
 Size = _size.Size  # its home before size.py: pickles that name it here still load
@@ -307,12 +307,12 @@ class SelectMethods:
     def index_fill(self, dim, index, value):
         if isinstance(value, _C.TensorBase) and value.requires_grad:
             return self.masked_fill(_filled(self, dim, index, value, "index_fill"), value)
-        return _index_put(self, dim, index, _number(value, "index_fill"), False, 1, "index_fill", False)
+        return _index_put(self, dim, index, fitting(_number(value, "index_fill"), self._dtype), False, 1, "index_fill", False)
 
     def index_fill_(self, dim, index, value):
         if isinstance(value, _C.TensorBase) and value.requires_grad:
             return self.masked_fill_(_filled(self, dim, index, value, "index_fill_"), value)
-        return _index_put(self, dim, index, _number(value, "index_fill_"), False, 1, "index_fill_", True)
+        return _index_put(self, dim, index, fitting(_number(value, "index_fill_"), self._dtype), False, 1, "index_fill_", True)
 
     def masked_select(self, mask):
         """The entries where mask (broadcast with self) is True, as a 1-D tensor (differentiable)."""
