@@ -131,6 +131,11 @@ typedef struct {
     int inference;    /* made under inference_mode(): its tensors are PyTorch's inference tensors */
     Py_ssize_t saved; /* of refcount, the aliases autograd keeps for a backward (no pack hook): not views a
                        * user holds (copy_ of a value requiring grad may write here, as PyTorch's may) */
+    /* Weak references to the recorded views of a non-leaf root on this storage (Tensor._graph_view), or NULL:
+     * an in-place write that gives the root a new node re-derives them (tensor_views.c, indexing.rebase_views).
+     * views_live: how many were alive at the last sweep of the dead ones. */
+    PyObject *views;
+    Py_ssize_t views_live;
 } gm_storage;
 
 gm_storage *gm_storage_new(gm_device dev, size_t nbytes); /* NULL + exception */
@@ -195,6 +200,12 @@ GMTensor *gm_try_empty(int ndim, const int64_t *shape, gm_dtype dt, gm_device de
 GMTensor *gm_empty_pinned(int ndim, const int64_t *shape, gm_dtype dt);
 /* A new meta tensor whose bytes count as the meta run's host memory ("meta-host"). NULL + exception. */
 GMTensor *gm_empty_meta_host(int ndim, const int64_t *shape, gm_dtype dt);
+/* Tensor._graph_view, _graph_views and _root_has_views (tensor_views.c): the recorded views of a root that an
+ * in-place write into it must re-derive, as PyTorch regenerates a view's grad_fn after its base changed. */
+PyObject *gm_get_graph_view(GMTensor *self, void *c);
+int gm_set_graph_view(GMTensor *self, PyObject *v, void *c);
+PyObject *gm_get_graph_views(GMTensor *self, void *c);
+PyObject *gm_get_root_has_views(GMTensor *self, void *c);
 /* New tensor sharing base's storage with the given geometry (no checks: callers validate). */
 GMTensor *gm_view(GMTensor *base, int ndim, const int64_t *shape, const int64_t *strides, int64_t offset);
 /* A tensor of dtype dt over storage s (which it takes a reference to) at offset 0 with the given geometry. */

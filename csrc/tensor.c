@@ -76,6 +76,7 @@ void gm_storage_decref(gm_storage *s) {
     if (!s || --s->refcount > 0) return;
     gm_free(s->block);
     Py_XDECREF(s->borrowed);
+    Py_XDECREF(s->views);
     PyMem_Free(s);
 }
 

@@ -334,6 +334,12 @@ static PyGetSetDef tensor_getset[] = {
     {"requires_grad", (getter)get_requires_grad, (setter)set_requires_grad, "Whether autograd records ops.", NULL},
     {"grad", (getter)get_grad, (setter)set_grad, "Accumulated gradient, or None.", NULL},
     {"_name", (getter)get_name, (setter)set_name, "Name used in memory reports (labels the storage).", NULL},
+    {"_graph_view", (getter)gm_get_graph_view, (setter)gm_set_graph_view,
+     "Made by a recorded view of a tensor in a graph (listed on its storage when its root is not a leaf).", NULL},
+    {"_graph_views", (getter)gm_get_graph_views, NULL,
+     "The live recorded views of this tensor (a root that is no leaf) on its storage: a list.", NULL},
+    {"_root_has_views", (getter)gm_get_root_has_views, NULL,
+     "Whether this tensor is a root (no view) whose storage lists recorded views.", NULL},
     {NULL},
 };
 
@@ -345,7 +351,6 @@ static PyMemberDef tensor_members[] = {
     {"_retains_grad", T_BOOL, offsetof(GMTensor, retains_grad), 0, "Whether a non-leaf keeps .grad."},
     {"_is_param", T_BOOL, offsetof(GMTensor, is_param), 0, "Whether this tensor is an nn.Parameter."},
     {"_unversioned", T_BOOL, offsetof(GMTensor, unversioned), 0, "Writes leave the version alone (t.data)."},
-    {"_graph_view", T_BOOL, offsetof(GMTensor, is_view), 0, "Made by a recorded view of a tensor in a graph."},
     {"_output_nr", T_INT, offsetof(GMTensor, output_nr), 0, "Which output of grad_fn this is."},
     {NULL},
 };

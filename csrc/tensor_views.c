@@ -421,6 +421,65 @@ static PyObject *tensor_as_subclass(GMTensor *self, PyObject *cls) {
     return (PyObject *)t;
 }
 
+/* ---- recorded views that an in-place write into their root re-derives ----------------------------------------- */
+/* Keep only the live entries of s->views (run when the list has doubled since the last sweep, and before it is
+ * read, so that views made and dropped in a loop do not pile up). */
+static int sweep_views(gm_storage *s) {
+    PyObject *live = PyList_New(0);
+    if (!live) return -1;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(s->views); i++) {
+        PyObject *ref = PyList_GET_ITEM(s->views, i);
+        if (PyWeakref_GET_OBJECT(ref) != Py_None && PyList_Append(live, ref) < 0) {
+            Py_DECREF(live);
+            return -1;
+        }
+    }
+    Py_SETREF(s->views, live);
+    s->views_live = PyList_GET_SIZE(live);
+    return 0;
+}
+
+PyObject *gm_get_graph_view(GMTensor *self, void *c) { return PyBool_FromLong(self->is_view); }
+
+/* Autograd marks a recorded view (its outputs sharing an input's storage). One of a root that is no leaf (a
+ * leaf's in-place writes are refused under grad) is listed on the storage. */
+int gm_set_graph_view(GMTensor *self, PyObject *v, void *c) {
+    int on = v ? PyObject_IsTrue(v) : -1;
+    if (on < 0) {
+        if (!v) PyErr_SetString(PyExc_TypeError, "_graph_view cannot be deleted");
+        return -1;
+    }
+    PyObject *root = self->base_ref ? PyWeakref_GET_OBJECT(self->base_ref) : Py_None;
+    if (on && !self->is_view && root != Py_None && ((GMTensor *)root)->grad_fn &&
+            ((GMTensor *)root)->grad_fn != Py_None) {
+        gm_storage *s = self->storage;
+        if (!s->views && !(s->views = PyList_New(0))) return -1;
+        if (PyList_GET_SIZE(s->views) >= 2 * s->views_live + 8 && sweep_views(s) < 0) return -1;
+        PyObject *ref = PyWeakref_NewRef((PyObject *)self, NULL);
+        if (!ref || PyList_Append(s->views, ref) < 0) {
+            Py_XDECREF(ref);
+            return -1;
+        }
+        Py_DECREF(ref);
+    }
+    self->is_view = on;
+    return 0;
+}
+
+PyObject *gm_get_graph_views(GMTensor *self, void *c) {
+    gm_storage *s = self->storage;
+    if (!s->views) return PyList_New(0);
+    if (sweep_views(s) < 0) return NULL;
+    PyObject *out = PyList_New(PyList_GET_SIZE(s->views));
+    for (Py_ssize_t i = 0; out && i < PyList_GET_SIZE(s->views); i++)
+        PyList_SET_ITEM(out, i, Py_NewRef(PyWeakref_GET_OBJECT(PyList_GET_ITEM(s->views, i))));
+    return out;
+}
+
+PyObject *gm_get_root_has_views(GMTensor *self, void *c) {
+    return PyBool_FromLong(!self->base_ref && self->storage->views && PyList_GET_SIZE(self->storage->views) > 0);
+}
+
 PyMethodDef gm_tensor_view_methods[] = {
     {"as_subclass", (PyCFunction)tensor_as_subclass, METH_O, "This tensor as an instance of a Tensor subclass."},
     {"_view", (PyCFunction)tensor_view, METH_O, "View with a new shape (no copy)."},

@@ -112,3 +112,37 @@ def test_a_number_past_the_dtypes_range_is_refused_where_pytorch_refuses_it(case
     big = 1e6 if dtype == "float16" else 1e39
     want, got = _both(lambda L: _outcome(lambda: OVERFLOW[case](L, getattr(L, dtype), big)))
     assert got == want
+
+
+# ---- views recorded before an in-place write into their base -----------------------------------------------------
+REBASE_WRITES = {
+    "mul_": lambda L, b, q: b.mul_(q),
+    "add_": lambda L, b, q: b.add_(q),
+    "exp_": lambda L, b, q: b.exp_(),
+    "setitem_all": lambda L, b, q: b.__setitem__(slice(None), q),
+    "copy_": lambda L, b, q: b.copy_(q.expand(2, 3)),
+    "masked_fill_": lambda L, b, q: b.masked_fill_(b > 2, 0.0),
+    "relu_inplace": lambda L, b, q: L.nn.functional.relu(b.sub_(3), inplace=True),
+    "sibling_slice_mul_": lambda L, b, q: b[:, 0].mul_(q[:2]),
+    "view_of_view_add_": lambda L, b, q: b[:, :2][:, 0].add_(q[:2]),
+    "flat_view_mul_": lambda L, b, q: b.view(6)[1:3].mul_(q[:2]),
+    "setitem_sibling": lambda L, b, q: b.__setitem__((slice(None), 0), q[:2] * 3),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REBASE_WRITES))
+def test_a_view_taken_before_an_inplace_write_into_its_base_sees_the_write(case):
+    """v = b[:, :2]; b.mul_(q); loss(v): PyTorch regenerates v's grad_fn from b's new node, so q gets its
+    gradient and x's counts the write. gpumemnet kept v's old node: q.grad was None and x.grad wrong, silently
+    (kornia's and pytorch-metric-learning's code write into a clone's slices while other views are alive)."""
+    def run(L):
+        x = L.tensor([[1., 2., 3.], [4., 5., 6.]], dtype=L.float64, requires_grad=True)
+        q = L.tensor([0.5, -0.25, 2.0], dtype=L.float64, requires_grad=True)
+        b = x.clone()
+        v, w = b[:, :2], b.view(6)
+        REBASE_WRITES[case](L, b, q)
+        ((v * v).sum() + (w * w).sum() * 0.5).backward()
+        return v.requires_grad, None if q.grad is None else q.grad.tolist(), x.grad.tolist()
+
+    want, got = _both(run)
+    assert got == want

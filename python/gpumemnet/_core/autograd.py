@@ -323,8 +323,7 @@ class Function(Node):
 
     @staticmethod
     def setup_context(ctx, inputs, output):
-        """PyTorch's alternative to a ctx argument of forward (a user's Function overrides it:
-        custom_function.py)."""
+        """PyTorch's alternative to a ctx argument of forward (a user's Function overrides it)."""
         raise NotImplementedError("setup_context is not overridden")
 
     @classmethod
@@ -370,9 +369,8 @@ class Function(Node):
 
     @property
     def _unpacked(self):
-        """The saved tensors, for the op's backward. Not named saved_tensors: PyTorch's built-in nodes have no such
-        attribute (only custom Functions' do, which custom_function.adopt gives them), and torchviz draws every
-        entry of a node that has one."""
+        """The saved tensors, for the op's backward. Not named saved_tensors: PyTorch's built-in nodes have none
+        (custom Functions' do: custom_function.adopt), and torchviz draws every entry of a node that has one."""
         if self._released:
             raise RuntimeError(
                 f"trying to run backward through {self.name()} a second time, but its saved tensors were "
@@ -385,17 +383,15 @@ class Function(Node):
         return out if not objects else tuple(objects.get(i, t) for i, t in enumerate(out))
 
     def grad_is_free(self, i=0):
-        """In backward: whether grad_outputs[i] was handed over by the engine (nothing else references it or
-        shares its storage), so the backward may overwrite it with its result instead of allocating another
-        tensor of that size. Always False unless the class sets reuses_grad."""
+        """In backward: whether grad_outputs[i] was handed over by the engine (nothing else holds it), so the
+        backward may overwrite it with its result instead of allocating. False unless the class sets reuses_grad."""
         free = self.__dict__.get("_free_grads")
         return bool(free and free[i])
 
     def release_saved(self, i):
         """In backward: drop saved tensor i now, before backward returns (when the engine would release it
-        anyway: the graph is not retained), so that the memory of a tensor whose last reader has run is back
-        before the rest of backward allocates. Returns whether it was dropped; the caller drops its own
-        reference too."""
+        anyway: the graph is not retained), so that its memory is back before the rest of backward allocates.
+        Returns whether it was dropped; the caller drops its own reference too."""
         saved = self._saved
         if state.retain_graph or saved is None or saved[i] is None:
             return False
@@ -423,6 +419,7 @@ class Function(Node):
 # custom_function.adopt, registered by that module (imported with the package, before any user code runs): it
 # gives a Function subclass defined outside gpumemnet PyTorch's semantics for users' Functions
 _ADOPT = []
+_REBASE = []  # indexing.rebase_views, registered by that module (it sits above this one)
 
 # class -> its backward written with recorded ops, run under create_graph (_core/graph_backward.py)
 _GRAPH_BACKWARD = {}
@@ -455,14 +452,16 @@ def _check_nan(node, grads):
 
 def _mark_output(o, args, saved, Tensor):
     """An output sharing an input's storage is a view (in-place writes to it are refused), unless it is that
-    input itself, written in place (b[:, 0] = b[:, 0] * 2 writes b from a view of b: b stays what it was); an
-    output its own backward keeps (exp, sqrt, relu...) is an activation."""
+    input itself, written in place (b[:, 0] = b[:, 0] * 2 writes b from a view of b: b stays what it was; its
+    recorded views are re-derived: indexing.rebase_views); an output its own backward keeps is an activation."""
     sid = o._storage_id
     if not any(a is o for a in args):
         for a in args:
             if _is_tensor(a) and a._storage_id == sid:
                 o._graph_view = True
                 return
+    elif o._root_has_views:
+        _REBASE[0](o)
     if saved and o._category == "other":
         for st in saved:
             if st is not None and st.storage == sid:

@@ -7,7 +7,7 @@ import weakref
 import numpy as np
 
 from .. import _C
-from .autograd import Function, check_inplace, is_graph_view, needs_grad
+from .autograd import _REBASE, Function, check_inplace, is_graph_view, needs_grad
 from . import functions as F
 from .functions import reshape_nograd
 from .dtype import SCALAR_TYPE_NAMES, fitting
@@ -344,6 +344,8 @@ def record_in_place(t, name, out_of_place):
     _C.copy_(t, out)
     if out.grad_fn is not None:  # (a result without a gradient, logical_and_'s: t keeps its node, as in PyTorch)
         t.grad_fn, t._output_nr = out.grad_fn, out._output_nr
+        if t._root_has_views:
+            rebase_views(t)
     return True
 
 
@@ -394,6 +396,23 @@ class _StridedView(Function):
         _C.fill_(out, 0.0)
         _C.copy_(out._as_strided(vshape, strides, offset), g)
         return out, None
+
+
+def rebase_views(root):
+    """root, a tensor that is no view, took a new node by an in-place write (b.mul_(q), b[:, 0] = v, a write
+    through one of its views): its recorded views made before (v = b[:, :2]) still lead to its old node, and a
+    gradient through them would miss the write. Each is re-derived from the new root, as PyTorch regenerates a
+    view's grad_fn once its base's version moved. (Views of a root that is not contiguous are left as they are:
+    _StridedView's geometry is over a contiguous root.)"""
+    if not root.is_contiguous():
+        return
+    for v in root._graph_views:
+        if v.requires_grad and v.grad_fn is not None:
+            geometry = (tuple(v.shape), tuple(v._strides), v._offset - root._offset)
+            v.grad_fn, v._output_nr = _StridedView.apply(root, geometry).grad_fn, 0
+
+
+_REBASE.append(rebase_views)
 
 
 class _StridedPut(Function):

@@ -17,7 +17,7 @@ from .dtype import DTYPES, as_dtype, device_of, device_str, dtype as _dtype_cls,
 from . import indexing_multi
 from .inplace_binary import _InplaceBinary
 from .indexing import (IndexFn, IndexPutFn, apply_plan, assigned_copy, check_put_dtypes, make_plan, put_plan,
-                       sequence_as_tuple, write_graph_view, write_plain_view, write_recorded)
+                       rebase_views, sequence_as_tuple, write_graph_view, write_plain_view, write_recorded)
 from .random import drawing_from
 from .size import Size
 from .arg_forms import _NO, PLAIN_DIMS, dim_args, install as _install_numpy_forms, required_dim, squeeze_dims
@@ -90,6 +90,8 @@ def _inplace(fn, op, a, b, name):
             out = _binary(fn, op, a.clone(), b, name.rstrip("_"))
             _C.copy_(a, out)  # bumps a's version: a node that saved the old a raises at backward
             a.grad_fn, a._output_nr = out.grad_fn, out._output_nr
+            if a._root_has_views:
+                rebase_views(a)
             return a
         return _InplaceBinary.apply(a, b, op, fn)  # `a` becomes the node's output
     _C.binary(op, a, b, a)
