@@ -146,3 +146,46 @@ def test_a_view_taken_before_an_inplace_write_into_its_base_sees_the_write(case)
 
     want, got = _both(run)
     assert got == want
+
+
+# ---- optimizer state: an optimizer's own entries, int steps, NAdam's mu_product, copies of the step ------------------
+def test_optimizer_state_keeps_its_own_entries_and_int_steps_through_a_round_trip():
+    """MADGRAD keeps self.state["k"], EmoNavi self.state["ema"]: PyTorch's state_dict() carries such entries and
+    load_state_dict() puts them back (they were dropped, and a resumed run restarted its counters); a library
+    optimizer's int step stays an int (it came back as a float tensor, which json.dumps refuses)."""
+    def run(L):
+        p = L.nn.Parameter(L.ones(2))
+        opt = L.optim.SGD([p], lr=0.1)
+        p.grad = L.ones(2)
+        opt.step()
+        opt.state["ema"] = {"short": 0.5}
+        opt.state[p]["step"] = 3
+        sd = opt.state_dict()
+        again = L.optim.SGD([p], lr=0.1)
+        again.load_state_dict(sd)
+        return sorted(map(str, sd["state"])), again.state.get("ema"), again.state_dict()["state"][0]["step"]
+
+    want, got = _both(run)
+    assert got == want and type(got[2]) is int
+
+
+def test_nadam_and_adam_state_read_as_pytorchs():
+    """NAdam's mu_product is a float32 product as PyTorch's tensor is (float64 parameters drifted by 2e-9 after five
+    steps); Adam's step answers clone(), dtype, device, and prints as PyTorch's 0-d tensor does."""
+    def run(L):
+        p = L.nn.Parameter(L.tensor([1.0, 2.0], dtype=L.float64))
+        opt = L.optim.NAdam([p], lr=0.1)
+        for i in range(5):
+            p.grad = L.tensor([0.5, -0.3], dtype=L.float64) * (i + 1)
+            opt.step()
+        q = L.nn.Parameter(L.ones(3))
+        adam = L.optim.AdamW([q])
+        q.grad = L.ones(3)
+        adam.step()
+        step = adam.state[q]["step"]
+        copied = {k: v.clone() for k, v in adam.state[q].items()}
+        return (p.tolist(), float(opt.state_dict()["state"][0]["mu_product"]), str(step), f"{step}",
+                step.dtype == L.float32, str(step.device), tuple(step.shape), float(copied["step"]))
+
+    want, got = _both(run)
+    assert got == want

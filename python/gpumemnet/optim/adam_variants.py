@@ -7,6 +7,7 @@ import math
 from .. import _C
 from .optimizer import Optimizer, Step
 from .rmsprop import _nonneg
+from .rprop import _round_scalar
 
 __all__ = ["Adamax", "NAdam", "RAdam"]
 
@@ -79,7 +80,7 @@ class NAdam(_AdamLike):
         t, psi = st["step"], group["momentum_decay"]
         mu = b1 * (1.0 - 0.5 * 0.96 ** (t * psi))
         mu_next = b1 * (1.0 - 0.5 * 0.96 ** ((t + 1) * psi))
-        st["mu_product"] = st.get("mu_product", 1.0) * mu
+        st["mu_product"] = _round_scalar(st.get("mu_product", 1.0) * _round_scalar(mu))  # (a float32 tensor there)
         st["exp_avg"].lerp_(g, 1 - b1)
         st["exp_avg_sq"].mul_(b2).addcmul_(g, g, value=1 - b2)
         denom = (st["exp_avg_sq"] / (1 - b2 ** t)).sqrt() + group["eps"]

@@ -42,7 +42,9 @@ def _is_tensor(x):
 class Step(int):
     """An optimizer's step count in its state (state[p]["step"]): an int, which the kernels read, that also
     answers what scripts ask of PyTorch's (a 0-d float32 tensor there): `state["step"].item()`, `.float()`,
-    `.tolist()`. Adding an int keeps the kind (`st["step"] += 1`). state_dict() gives PyTorch's tensor."""
+    `.tolist()`, `.clone()` (copies of the state: `{k: v.clone() ...}`), `.dtype`, `.device`, `.shape`, and
+    prints as PyTorch's does (`print(step)` gives "tensor(1.)", `f"{step}"` "1.0"). Adding an int keeps the kind (`st["step"] += 1`).
+    state_dict() gives PyTorch's tensor."""
     __slots__ = ()
 
     def __add__(self, other):
@@ -55,11 +57,38 @@ class Step(int):
 
     tolist = item
 
-    def float(self):
+    def _same(self, *args, **kwargs):
         return self
 
-    def cpu(self):
-        return self
+    float = cpu = clone = detach = to = _same
+
+    def __format__(self, spec):
+        return format(float(self), spec)
+
+    def __repr__(self):
+        return repr(_step_tensor(self))
+
+    __str__ = __repr__
+
+    def dim(self):
+        return 0
+
+    ndim = property(dim)
+
+    def numel(self):
+        return 1
+
+    @property
+    def shape(self):
+        return _step_tensor(self).shape
+
+    @property
+    def dtype(self):
+        return _step_tensor(self).dtype
+
+    @property
+    def device(self):
+        return _step_tensor(self).device
 
 
 def _number_lr(group):
@@ -69,6 +98,11 @@ def _number_lr(group):
     if isinstance(lr, _C.TensorBase) and lr.numel() == 1:
         return dict(group, lr=float(lr))
     return group
+
+
+# the scalars in a parameter's state that gpumemnet's own optimizers keep as numbers (NAdam's mu_product, ASGD's eta
+# and mu) and PyTorch's as 0-d tensors: state_dict() gives them as PyTorch's, load_state_dict() takes either
+_SCALAR_STATE = frozenset({"mu_product", "eta", "mu"})
 
 
 def _step_tensor(step):
@@ -363,10 +397,13 @@ class Optimizer:
                 ids.append(index[id(p)])
             packed["params"] = ids
             groups.append(packed)
-        state = {index[id(p)]: {k: _step_tensor(v) if k == "step" and isinstance(v, Step) else v for k, v in s.items()}
-                 for p, s in self.state.items() if id(p) in index and s}
-        return _step_hooks.run(self, "_state_dict_post_hooks",
-                               {"state": dict(sorted(state.items())), "param_groups": groups})
+        scalars = _SCALAR_STATE if self._param_shaped_state() else ()
+        state = {index[id(p)]: {k: _step_tensor(v) if k == "step" and isinstance(v, Step) or k in scalars else v
+                                for k, v in s.items()} for p, s in self.state.items() if id(p) in index and s}
+        state = dict(sorted(state.items()))
+        # entries under keys of the optimizer's own (MADGRAD's self.state["k"]) come as they are, as in PyTorch
+        state.update((k, v) for k, v in self.state.items() if not _is_tensor(k))
+        return _step_hooks.run(self, "_state_dict_post_hooks", {"state": state, "param_groups": groups})
 
     def load_state_dict(self, state_dict):
         """Load a state_dict made by state_dict() (here or by PyTorch's optimizer of the same kind). Everything is
@@ -392,11 +429,11 @@ class Optimizer:
                                  f"dict and {len(group['params'])} here")
             for old, p in zip(saved["params"], group["params"]):
                 id_map[old] = p
-        plans = []
+        plans, own = [], {}
         for key, st in state_dict["state"].items():
-            if key not in id_map:
-                raise ValueError(f"loaded state dict has state for parameter {key!r}, which no parameter group "
-                                 f"lists")
+            if key not in id_map:  # an entry of the optimizer's own (MADGRAD's "k"): kept as it is, as PyTorch's
+                own[key] = st
+                continue
             if not isinstance(st, dict):
                 raise ValueError(f"loaded state dict: state of parameter {key!r} must be a dict, got "
                                  f"{type(st).__name__}")
@@ -412,8 +449,10 @@ class Optimizer:
             old = self.state.get(p, {})
             mine = {}
             for k, v in st.items():
-                if k == "step":
-                    mine[k] = Step(int(float(v)) if _is_tensor(v) else int(v))
+                if k == "step" and (_is_tensor(v) or isinstance(v, Step)):  # (an int step stays an int)
+                    mine[k] = Step(int(float(v)))
+                elif k in _SCALAR_STATE and _is_tensor(v) and self._param_shaped_state():
+                    mine[k] = float(v)
                 elif _is_tensor(v):
                     mine[k] = self._adopt(p, k, v, old.get(k))
                 else:
@@ -424,6 +463,7 @@ class Optimizer:
             g = dict(saved)
             g["params"] = group["params"]
             new_groups.append(g)
+        new_state.update(own)
         self.state = new_state
         self.param_groups = new_groups
 
