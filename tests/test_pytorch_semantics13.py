@@ -5,8 +5,14 @@ import numpy as np
 import pytest
 
 import gpumemnet as gm
+from gpumemnet._serialization_torch_write import save as torch_format_save  # what torch.save is under the alias
 
 torch = pytest.importorskip("torch")
+
+
+def _save(L):
+    """torch.save, under PyTorch or as the alias serves it (gm.save writes gpumemnet's own format)."""
+    return torch.save if L is torch else torch_format_save
 
 
 def _both(fn):
@@ -186,6 +192,84 @@ def test_nadam_and_adam_state_read_as_pytorchs():
         copied = {k: v.clone() for k, v in adam.state[q].items()}
         return (p.tolist(), float(opt.state_dict()["state"][0]["mu_product"]), str(step), f"{step}",
                 step.dtype == L.float32, str(step.device), tuple(step.shape), float(copied["step"]))
+
+    want, got = _both(run)
+    assert got == want
+
+
+# ---- torch.utils._pytree's registry, as Lightning 2.6 reads it -----------------------------------------------------
+def test_pytree_registry_holds_pytorchs_node_records():
+    """Lightning's apply_to_collection reads SUPPORTED_NODES[_get_node_type(x)].flatten_fn for every batch and
+    output: the entries were bare tuples and named tuples were missing, so every Trainer.fit / predict raised."""
+    def run(L):
+        from_lib = __import__(L.__name__ + ".utils._pytree", fromlist=["SUPPORTED_NODES"])
+        P = collections.namedtuple("P", "x y")
+        out = []
+        for obj in ([1, 2], (3, 4), {"a": 5}, P(1, 2), collections.OrderedDict(b=6)):
+            node = from_lib.SUPPORTED_NODES[from_lib._get_node_type(obj)]
+            children, context = node.flatten_fn(obj)
+            out.append((list(children), node.unflatten_fn(children, context) == obj, from_lib._is_leaf(obj)))
+        return out, from_lib._is_leaf(3), from_lib._is_leaf([1], is_leaf=lambda t: True)
+
+    want, got = _both(run)
+    assert got == want
+
+
+# ---- torch.save / torch.load: a module's own __getstate__, frozen parameters, the unsafe-globals scan -------------
+class _Blanking:
+    """A module class whose __getstate__ blanks a cache and drops a lambda (torchmetrics' Metric drops its wrapped
+    update / compute there): made under either library by _blanking(L)."""
+
+
+def _blanking(L):
+    class Blanking(L.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = L.nn.Linear(2, 2)
+            self.cache, self.fn = [1, 2, 3], (lambda x: x)
+
+        def __getstate__(self):
+            d = self.__dict__.copy()
+            d.pop("fn")
+            d["cache"] = None
+            return d
+    Blanking.__qualname__ = "_Blanking"  # picklable by reference: this module's _Blanking name
+    return Blanking
+
+
+def test_save_asks_a_modules_own_getstate_and_keeps_frozen_parameters(tmp_path):
+    """torch.save pickled a module's __dict__ past its class's __getstate__ (a lambda it drops made the save fail:
+    every Lightning checkpoint of a pytorch-forecasting model holding a torchmetrics loss), and wrote a frozen
+    Parameter as a plain tensor (it loaded back as one, under either library)."""
+    def run(L):
+        global _Blanking
+        _Blanking = _blanking(L)
+        path = tmp_path / f"{L.__name__}.pt"
+        frozen = L.nn.Parameter(L.ones(2), requires_grad=False)
+        _save(L)({"m": _Blanking(), "p": frozen, "lin": L.nn.Linear(2, 2).requires_grad_(False)}, path)
+        out = L.load(path, weights_only=False)
+        return (out["m"].cache, hasattr(out["m"], "fn"), isinstance(out["p"], L.nn.Parameter), out["p"].requires_grad,
+                isinstance(out["lin"].weight, L.nn.Parameter))
+
+    want, got = _both(run)
+    assert got == want
+
+
+def test_unsafe_globals_in_a_checkpoint_are_listed(tmp_path):
+    """torch.serialization.get_unsafe_globals_in_checkpoint (darts calls it before loading a model) names the
+    globals weights_only would refuse, less those add_safe_globals admitted."""
+    import argparse
+
+    def run(L):
+        path = tmp_path / f"{L.__name__}.pt"
+        _save(L)({"w": L.ones(2), "ns": argparse.Namespace(a=1), "od": collections.OrderedDict(a=L.zeros(1))}, path)
+        before = sorted(L.serialization.get_unsafe_globals_in_checkpoint(path))
+        with L.serialization.safe_globals([argparse.Namespace]):
+            admitted = sorted(L.serialization.get_unsafe_globals_in_checkpoint(str(path)))
+        try:
+            L.serialization.get_unsafe_globals_in_checkpoint(__import__("io").BytesIO(b"not a zip"))
+        except ValueError as e:
+            return before, admitted, str(e)
 
     want, got = _both(run)
     assert got == want

@@ -131,8 +131,8 @@ class _Pickler(pickle._Pickler):
             offset, strides, shape = offset // 2, [s // 2 for s in strides[:-1]], shape[:-1]
         args = (storage, offset, tuple(shape), tuple(strides), bool(t.requires_grad and not t._is_param),
                 collections.OrderedDict())
-        if t._is_param and t.requires_grad:  # a Parameter (torch.save of a list of parameters, an optimizer's)
-            return _REBUILD_PARAMETER, (_Call(_REBUILD, args), True, collections.OrderedDict())
+        if t._is_param:  # a Parameter (a frozen one too: it loads as a Parameter with requires_grad False)
+            return _REBUILD_PARAMETER, (_Call(_REBUILD, args), bool(t.requires_grad), collections.OrderedDict())
         return _REBUILD, args
 
 
@@ -147,6 +147,7 @@ def _module_class():
     return Module
 
 
+_OBJECT_GETSTATE = getattr(object, "__getstate__", None)  # (Python 3.11 on; a class without its own has this one)
 _GM_ONLY = ("_has_hooks", "_path", "_scope")  # gpumemnet's bookkeeping, remade on load (_serialization_torch)
 
 
@@ -158,8 +159,13 @@ def _module(m):
     cls = type(m)
     if cls.__module__.startswith("gpumemnet.") and getattr(nn, cls.__name__, None) is cls:
         cls = _Global("torch.nn", cls.__name__)
+    # a class's own __getstate__ gives the state (torchmetrics' Metric drops its wrapped methods there), as pickle
+    # asks it in PyTorch
+    raw = m.__getstate__() if getattr(type(m), "__getstate__", None) not in (None, _OBJECT_GETSTATE) else vars(m)
+    if not isinstance(raw, dict):
+        return _Global("copyreg", "_reconstructor"), (cls, object, None), raw
     state = {k: collections.OrderedDict(v.items()) if hasattr(v, "items") and isinstance(v, list) else v
-             for k, v in vars(m).items() if k not in _GM_ONLY}
+             for k, v in raw.items() if k not in _GM_ONLY}
     if "_flat_weights_names" in vars(m):  # a recurrent layer: PyTorch's RNNBase unpickles its weights' list too
         state["_flat_weights"] = [m._parameters.get(n) for n in m._flat_weights_names]
     from .nn.modules._hooks import _Flagged  # noqa: PLC0415  (nn is loaded by then, as in _module_class)

@@ -628,3 +628,30 @@ class safe_globals:
         _torch_format.USER_SAFE.clear()
         _torch_format.USER_SAFE.update(self.saved)
         return False
+
+
+def get_unsafe_globals_in_checkpoint(f):
+    """The "module.name" of every global a torch.save checkpoint's pickle names that weights_only would refuse (not
+    in PyTorch's allow-list nor added by add_safe_globals), found by reading its opcodes, never running it (darts
+    asks before it loads a model). f: a path or a binary file object."""
+    import pickletools  # noqa: PLC0415
+    import zipfile  # noqa: PLC0415
+    try:
+        with zipfile.ZipFile(f) as z:
+            pkl = [n for n in z.namelist() if n == "data.pkl" or n.endswith("/data.pkl")]
+            data = z.read(pkl[0]) if pkl else None
+    except zipfile.BadZipFile:
+        data = None
+    if data is None:
+        raise ValueError("Expected input to be a checkpoint returned by torch.save")
+    found, strings = set(), []
+    for op, arg, _ in pickletools.genops(data):
+        if op.name == "GLOBAL":
+            found.add(arg.replace(" ", ".", 1))
+        elif op.name == "STACK_GLOBAL" and len(strings) >= 2:  # module and name: the two strings pushed before it
+            found.add(f"{strings[-2]}.{strings[-1]}")
+        elif isinstance(arg, str) and "UNICODE" in op.name:
+            strings.append(arg)
+    found = {"builtins." + g[len("__builtin__."):] if g.startswith("__builtin__.") else g for g in found}  # (protocol 2)
+    safe = {f"{m}.{n}" for m, n in (*_torch_format._safe(), *_torch_format.USER_SAFE)}
+    return sorted(found - safe)

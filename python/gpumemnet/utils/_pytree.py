@@ -8,9 +8,15 @@ import collections
 __all__ = ["TreeSpec", "LeafSpec", "tree_flatten", "tree_unflatten", "tree_leaves", "tree_structure", "tree_map",
            "register_pytree_node", "MappingKey", "SequenceKey"]
 
-# type -> (flatten(node) -> (children, context), unflatten(children, context) -> node)
+
+class NodeDef(collections.namedtuple("NodeDef", ["type", "flatten_fn", "unflatten_fn", "flatten_with_keys_fn"])):
+    """A registered node type, PyTorch's record: flatten_fn(node) -> (children, context), unflatten_fn(children,
+    context) -> node (Lightning's apply_to_collection reads SUPPORTED_NODES[_get_node_type(x)].flatten_fn)."""
+
+
+# node type -> NodeDef; named tuples are all under collections.namedtuple (_get_node_type), as in PyTorch
 _NODES = {}
-SUPPORTED_NODES = _NODES  # PyTorch's name for the registry (Lightning reads it)
+SUPPORTED_NODES = _NODES  # PyTorch's name for the registry
 PyTree = object  # PyTorch's type alias for any tree (used in annotations)
 
 
@@ -20,7 +26,7 @@ def register_pytree_node(cls, flatten_fn, unflatten_fn, *, serialized_type_name=
     -> node."""
     if cls in _NODES:
         raise ValueError(f"{cls} is already registered as pytree node.")
-    _NODES[cls] = (flatten_fn, unflatten_fn)
+    _NODES[cls] = NodeDef(cls, flatten_fn, unflatten_fn, flatten_with_keys_fn)
 
 
 def _list_flatten(d):
@@ -75,8 +81,16 @@ def _dict_flatten_with_keys(d):
 
 
 def _get_node_type(tree):
-    """The registry key of tree's node type: its class, or namedtuple's stand-in for a named tuple."""
+    """The registry key of tree's node type: its class, or collections.namedtuple for a named tuple."""
     return _NamedTuple if _is_namedtuple(tree) else type(tree)
+
+
+def _is_leaf(tree, is_leaf=None):
+    """Whether tree is a leaf: is_leaf says so, or its node type is not registered (PyTorch's)."""
+    return (is_leaf is not None and is_leaf(tree)) or _get_node_type(tree) not in _NODES
+
+
+tree_is_leaf = _is_leaf
 
 
 def _is_namedtuple(x):
@@ -116,7 +130,7 @@ class TreeSpec:
         children = [c._build(it) for c in self.children_specs]
         if self.type is _NamedTuple:
             return self.context(*children)
-        return _NODES[self.type][1](children, self.context)
+        return _NODES[self.type].unflatten_fn(children, self.context)
 
 
 class LeafSpec(TreeSpec):
@@ -134,8 +148,8 @@ class LeafSpec(TreeSpec):
         return next(it)
 
 
-class _NamedTuple:
-    """The node type of every named tuple (its context is the class)."""
+_NamedTuple = collections.namedtuple  # the node type of every named tuple (its context is the class)
+_NODES[_NamedTuple] = NodeDef(_NamedTuple, lambda t: (list(t), type(t)), lambda values, cls: cls(*values), None)
 
 
 def tree_flatten(tree, is_leaf=None):
@@ -152,7 +166,7 @@ def tree_flatten(tree, is_leaf=None):
         if node is None:
             leaves.append(t)
             return LeafSpec()
-        children, context = node[0](t)
+        children, context = node.flatten_fn(t)
         return TreeSpec(type(t), context, [spec(c) for c in children])
     return leaves, spec(tree)
 
