@@ -130,6 +130,11 @@ from torch._dynamo.exc import TorchDynamoException  # heavyball
 from torch._inductor.utils import triton_type_to_torch  # torch-optimi
 show("ScriptMethod", lambda: isinstance(len, torch._C.ScriptMethod))  # torchview
 show("parse_to", lambda: [str(v).split(".")[-1] for v in torch._C._nn._parse_to("cpu", torch.float64)])  # Lightning
+# tensorboardX's make_np ('torch' in str(type(x))) and wandb's typename checks (module.qualname of the class)
+show("tensor type", lambda: (str(type(x)), torch.Tensor.__module__, torch.nn.Parameter.__module__,
+                             "torch" in str(type(torch.nn.Parameter(torch.ones(1))))))
+from torch.utils._pytree import SUPPORTED_NODES, _get_node_type  # Lightning 2.6's apply_to_collection
+show("pytree nodes", lambda: SUPPORTED_NODES[_get_node_type([x])].flatten_fn([1, 2])[0])
 '''
 
 

@@ -69,7 +69,7 @@ def test_torchvision_to_tensor_pipeline():
             "assert tuple(aug(img).shape) == (3, 40, 40)\n"
             "plain = T.ToTensor()(img)\n"
             "assert np.allclose(plain.numpy(), np.asarray(img).transpose(2, 0, 1) / 255.0, atol=1e-7)\n"
-            "print(type(x).__module__, tuple(x.shape), x.dtype)\n")
+            "print(type(x) is __import__('gpumemnet').Tensor, type(x).__module__, tuple(x.shape), x.dtype)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["gpumemnet._core.tensor", "(3,", "32,", "32)", "torch.float32"]
+    assert out.stdout.split() == ["True", "torch", "(3,", "32,", "32)", "torch.float32"]

@@ -226,6 +226,11 @@ def as_torch():
                            "`python -m gpumemnet run`) before anything imports torch")
     sys.meta_path.insert(0, _finder)
     _dtype.DISPLAY[0] = "torch"  # str(x.dtype) == "torch.float16" in the user's code holds
+    # and str(type(x)) == "<class 'torch.Tensor'>": tensorboardX's make_np and wandb's type checks read the class's
+    # module name ("torch" in str(type(x))) to tell a tensor from other objects
+    from ._core.tensor import Tensor  # noqa: PLC0415
+    from .nn.parameter import Parameter  # noqa: PLC0415
+    Tensor.__module__, Parameter.__module__ = "torch", "torch.nn.parameter"
     _children_alias_too()
     return importlib.import_module("torch")
 
