@@ -59,7 +59,24 @@ def test_histogram_statistics_match(both):
     b = _read(both[1]).Histograms("weights")[0].histogram_value
     for field in ("min", "max", "num", "sum", "sum_squares"):
         assert getattr(a, field) == pytest.approx(getattr(b, field), rel=1e-6), field
-    assert sum(a.bucket) == a.num  # every value in some bucket (the buckets are NumPy's, not PyTorch's)
+    assert list(a.bucket_limit) == pytest.approx(list(b.bucket_limit), rel=1e-12)  # TensorBoard's default edges
+    assert list(a.bucket) == list(b.bucket)
+
+
+@pytest.mark.parametrize("bins, max_bins, scale", [("tensorflow", None, 1.0), ("tensorflow", 50, 1e-3), (7, None, 1.0),
+                                                   ("auto", 5, 1.0), ("tensorflow", None, 0.0)])
+def test_histogram_buckets_are_pytorchs(tmp_path, bins, max_bins, scale):
+    """add_histogram's buckets as PyTorch writes them: TensorBoard's default edges for bins='tensorflow' (they were
+    NumPy's 'auto' rule: 5 buckets where PyTorch has about 580), merged in groups past max_bins, cut to the
+    buckets that hold values with one to their left."""
+    values = np.random.RandomState(3).randn(1000) * scale + (3.0 if scale == 0 else 0.0)
+    got, want = [], []
+    for lib, writer_cls, out in ((gm, gm.utils.tensorboard.SummaryWriter, got), (torch, TorchWriter, want)):
+        with writer_cls(log_dir=str(tmp_path / lib.__name__)) as w:
+            w.add_histogram("h", lib.tensor(values), 0, bins=bins, max_bins=max_bins)
+        h = _read(tmp_path / lib.__name__).Histograms("h")[0].histogram_value
+        out.extend([h.min, h.max, h.num, h.sum, h.sum_squares, list(h.bucket_limit), list(h.bucket)])
+    assert got == want
 
 
 def test_images_decode_to_the_same_pixels(both):

@@ -66,6 +66,36 @@ def _numpy(x, what):
         raise TypeError(f"{what}: expected a tensor, an array or a number, got {type(x).__name__}") from None
 
 
+def _tensorflow_bins():
+    """TensorBoard's default bucket edges, PyTorch's bins="tensorflow": from 1e-12 up past 1e20 by factors of 1.1,
+    mirrored below zero, and 0."""
+    v, above = 1e-12, []
+    while v < 1e20:
+        above.append(v)
+        v *= 1.1
+    return [-b for b in reversed(above)] + [0] + above
+
+
+_TENSORFLOW_BINS = _tensorflow_bins()
+
+
+def _histogram(a, bins, max_bins):
+    """(counts, bucket limits) as PyTorch's summary writes them: NumPy's histogram, merged in groups of equal size
+    when it has more than max_bins buckets, cut down to the buckets from the first to the last that hold a value,
+    with one bucket to the left (empty, or the one before) so that the first one's left edge is shown."""
+    counts, edges = np.histogram(a, bins=_TENSORFLOW_BINS if isinstance(bins, str) and bins == "tensorflow" else bins)
+    if max_bins is not None and len(counts) > max_bins:
+        group = len(counts) // max_bins
+        counts = np.pad(counts, (0, -len(counts) % group)).reshape(-1, group).sum(axis=1)
+        edges = np.append(edges[:-1:group], edges[-1])
+    held = np.flatnonzero(counts)
+    if held.size == 0:
+        raise ValueError("add_histogram: no value falls in any bucket (NaN or inf values only?)")
+    start, end = int(held[0]), int(held[-1]) + 1
+    counts = counts[start - 1:end] if start > 0 else np.concatenate([[0], counts[:end]])
+    return counts, edges[start:end + 1]
+
+
 def _is_uint8(x):
     """PyTorch's scale rule keys on uint8 only."""
     return (isinstance(x, np.ndarray) and x.dtype == np.uint8) or (isinstance(x, _C.TensorBase) and x._dtype == 6)
@@ -137,17 +167,16 @@ class SummaryWriter:
             self._write(path, self._value(tag=main_tag, simple_value=v), global_step, walltime)
 
     def add_histogram(self, tag, values, global_step=None, bins="tensorflow", walltime=None, max_bins=None):
-        """The distribution of values: bucketed by NumPy's histogram (bins: a count, edges or a NumPy rule;
-        'tensorflow' uses NumPy's 'auto' rule), with min, max, count, sum and sum of squares."""
-        a = _numpy(values, "add_histogram").reshape(-1)
+        """The distribution of values (in float64): bucketed as PyTorch's writer buckets them (bins: TensorBoard's
+        default edges for 'tensorflow', else a count, edges or a NumPy rule; see _histogram), with min, max,
+        count, sum and sum of squares."""
+        a = _numpy(values, "add_histogram").reshape(-1).astype(np.float64)
         if a.size == 0:
             raise ValueError("add_histogram: the input has no element")
-        counts, edges = np.histogram(a, bins="auto" if bins == "tensorflow" else bins)
-        if max_bins is not None and len(counts) > max_bins:
-            counts, edges = np.histogram(a, bins=int(max_bins))
+        counts, limits = _histogram(a, bins, max_bins)
         hist = self._summary_pb2.HistogramProto(min=float(a.min()), max=float(a.max()), num=int(a.size),
                                                 sum=float(a.sum()), sum_squares=float(np.dot(a, a)),
-                                                bucket_limit=[float(e) for e in edges[1:]],
+                                                bucket_limit=[float(e) for e in limits],
                                                 bucket=[float(c) for c in counts])
         self._write(self.log_dir, self._value(tag=tag, histo=hist), global_step, walltime)
 
