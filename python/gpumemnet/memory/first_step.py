@@ -232,6 +232,9 @@ def _never_fails(method):
                 self.broken = True
                 print(f"gpumemnet run: watching for step 1 stopped: {type(e).__name__}: {e}", file=self.out)
     hook.__name__ = method.__name__
+    # a module's input it keeps is a root call's in training (the caller's own, never handed over): Sequential's
+    # children may still write over their intermediates under no_grad (nn/modules/_donation.py)
+    hook._keeps_no_input = True
     return hook
 
 

@@ -33,6 +33,7 @@ from ... import _C
 from ..._core.autocast import is_autocast_enabled
 from ..._core.state import state
 from .. import functional as _F
+from ._hooks import _fn
 from .module import Module as _Module
 
 
@@ -54,9 +55,15 @@ def may_overwrite(module, x, global_hooks):
     if ok is None:
         ok = _classes[cls] = _class_may_overwrite(cls)
     return (ok and "forward" not in module.__dict__ and not _F.__class__.replaced
-            and not (module._forward_pre_hooks or module._forward_hooks or any(global_hooks))
+            and not (module._forward_pre_hooks or module._forward_hooks or _input_keeping(global_hooks))
             and isinstance(x, _C.TensorBase) and x._storage_refs == 1 and not x.requires_grad and not x._borrowed
             and (x.is_contiguous() or _distinct(x)))
+
+
+def _input_keeping(global_hooks):
+    """Whether a global hook may keep a module's input: any but those marked `_keeps_no_input` (the watcher of
+    `python -m gpumemnet run`, whose estimate must not change the run's own memory)."""
+    return any(not getattr(_fn(e), "_keeps_no_input", False) for hooks in global_hooks for e in hooks)
 
 
 _classes = {}  # class -> _class_may_overwrite(class)
