@@ -172,6 +172,35 @@ def test_a_recurrent_language_model_is_estimated_byte_for_byte(tmp_path, rnn):
     assert "loss CrossEntropyLoss, Adam" in lines[0]
 
 
+@pytest.mark.parametrize("reentrant", [True, False])
+def test_an_input_that_requires_grad_is_replayed_so(tmp_path, reentrant):
+    """The replay made its inputs as plain tensors: x.grad was left out, and under a reentrant checkpoint the
+    segment trained only because its input required grad, so the replay had no backward for it (37,888 bytes
+    predicted, 116,736 measured)."""
+    path = tmp_path / "grad_input.py"
+    path.write_text(
+        "import torch, torch.nn as nn\n"
+        "from torch.utils.checkpoint import checkpoint\n"
+        "import gpumemnet as gm\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(s):\n"
+        "        super().__init__()\n"
+        "        s.a = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU())\n"
+        "        s.b = nn.Linear(64, 4)\n"
+        "    def forward(s, x):\n"
+        f"        return s.b(checkpoint(s.a, x * 1.0, use_reentrant={reentrant}))\n"
+        "m = Net(); opt = torch.optim.Adam(m.parameters(), 1e-3)\n"
+        "x = torch.ones(8, 32, requires_grad=True); y = torch.zeros(8, dtype=torch.long)\n"
+        "gm.memory.reset_peak_memory_stats('cpu')\n"
+        "for i in range(3):\n"
+        "    opt.zero_grad(); out = m(x); loss = nn.functional.cross_entropy(out, y); loss.backward(); opt.step()\n"
+        "print('MEASURED', gm.memory.max_memory_allocated('cpu'))\n")
+    r = _run(path)
+    assert r.returncode == 0, r.stderr
+    predicted, line = _predicted(r.stderr)
+    assert predicted == int(_lines(r.stdout, "MEASURED")[0].split()[1]), line
+
+
 def test_where_the_script_calls_zero_grad(tmp_path):
     """Between the loss and backward, the last step's gradients are alive through the next forward: the
     estimate sees that call (a no-op in step 1) and counts them; at the top of the loop or after the step they

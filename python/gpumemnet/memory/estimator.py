@@ -465,6 +465,10 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
     pdt = as_dtype(param_dtype, "estimate(param_dtype)") if param_dtype is not None else None
     input_shape, kw_names, kw_values = _keyword_inputs(input_shape, input_kwargs, checkpoint_segments)
     specs = _input_specs(input_shape, batch_size, params[0]._dtype)
+    # an input tensor that requires grad does so in the replay (its gradient; a reentrant checkpoint's segment
+    # trains only then)
+    grad_inputs = [i for i, t in enumerate(input_shape if isinstance(input_shape, (list, tuple)) else [input_shape])
+                   if isinstance(t, _C.TensorBase) and t.requires_grad]
     npos = len(specs) - len(kw_names)
     if pdt is not None:  # the model's inputs follow its parameters' dtype, as after model.to(dtype) and x.to(dtype)
         specs = [(sh, pdt.code if DTYPES[dt].is_floating_point else dt) for sh, dt in specs]
@@ -543,6 +547,8 @@ def _estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None,
         a0 = _memory.memory_allocated(META)
         with category("input"):
             xs = [_C.empty(sh, dt, META) for sh, dt in specs]
+            for i in grad_inputs:
+                xs[i].requires_grad = True
             if target is not None:
                 y = _meta_like(target, None if target_as_is else micro, "target", pdt.code if pdt is not None
                                else None)

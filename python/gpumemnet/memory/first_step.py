@@ -159,6 +159,7 @@ class _Call:
     def __init__(self, model, args, kwargs):
         self.model = weakref.ref(model)
         self.inputs = [(tuple(a.shape), a._dtype, a._device) for a in args]
+        self.grad_inputs = [i for i, a in enumerate(args) if a.requires_grad]  # (the replay's inputs do too)
         # keyword arguments (Hugging Face's model(input_ids=x, labels=y)): tensors by shape and dtype, values as is
         self.kwargs = {k: ("tensor", tuple(v.shape), v._dtype) if isinstance(v, _C.TensorBase) else ("value", v)
                        for k, v in kwargs.items()}
@@ -440,6 +441,8 @@ class _Watcher:
             note = f"revised at step 2: the script {' and '.join(did)}; " + note
         with _estimator._meta_turn:
             inputs = [_C.empty((shape[0] * k,) + shape[1:], dtype, "meta") for shape, dtype, _ in call.inputs]
+            for i in call.grad_inputs:
+                inputs[i].requires_grad = True
             kwargs = {k: _C.empty(e[1], e[2], "meta") if e[0] == "tensor" else e[1] for k, e in call.kwargs.items()}
             if loss_tensor is None:  # the forward did not finish: the loss is guessed
                 target, loss_fn, loss_name = _guess_loss()
