@@ -151,6 +151,7 @@ class _LossCall:
     def __init__(self, fn, name, args, kwargs, result):
         self.fn, self.name, self.args, self.kwargs = fn, name, args, kwargs
         self.result = weakref.ref(result) if isinstance(result, _C.TensorBase) else None
+        self.graded = isinstance(result, _C.TensorBase) and result.requires_grad  # (not a metric under no_grad)
 
 
 class _Call:
@@ -168,7 +169,7 @@ class _Call:
         self.amp = get_autocast_dtype() if is_autocast_enabled() else None
         self.outputs = []   # [_Output] of the tensors in the output
         self.nodes = []     # weakrefs to the outputs' graph nodes: the graph outlives the output variables
-        self.loss = None
+        self.losses = []    # [_LossCall]: the losses applied to the output (a multi-task step adds several)
         self.zero_grads = 0  # the watcher's count of zero_grad() calls when this forward started
         # step 2's call estimated again (_Revision): (micro-batches per step, set_to_none, what step 1 assumed)
         self.revision = None
@@ -360,7 +361,7 @@ class _Watcher:
             targs = [_spec(a, call.outputs) for a in args]
             tkw = {k: _spec(v, call.outputs) for k, v in kwargs.items()}
             if any(t[0] == "output" for t in targs + list(tkw.values())):
-                call.loss = _LossCall(fn, name, targs, tkw, result)
+                call.losses.append(_LossCall(fn, name, targs, tkw, result))
                 return
 
     @_never_fails
@@ -431,7 +432,7 @@ class _Watcher:
         model, world_size, comm_hook = _distributed.unwrap(model, None, None)
         dist = (world_size, 0, 0, comm_hook) if world_size is not None else (None, 0, None, None)
         opts, used = _optimizers_of(model), []
-        loss = call.loss
+        losses = call.losses
         k, to_none, assumed = call.revision or (1, self.set_to_none, self.set_to_none)
         if call.revision is not None:  # what step 1's line assumed otherwise
             did = [f"accumulates {k} forward and backward passes per optimizer step"] if k > 1 else []
@@ -447,7 +448,7 @@ class _Watcher:
             if loss_tensor is None:  # the forward did not finish: the loss is guessed
                 target, loss_fn, loss_name = _guess_loss()
             else:
-                target, loss_fn, loss_name = _loss_of(call, loss, loss_tensor)
+                target, loss_fn, loss_name = _loss_of(call, losses, loss_tensor)
             factory = _first_rebuilt(model, opts, used) if opts else False
             # The script's zero_grad() between this forward and its backward (a no-op in step 1) leaves the last
             # step's gradients alive through every later forward; before the forward or after the step, it does
@@ -659,47 +660,65 @@ def _summed(loss):
     return loss.sum() if isinstance(loss, _C.TensorBase) and loss.numel() != 1 else loss
 
 
-def _loss_of(call, loss, loss_tensor):
+def _loss_of(call, losses, loss_tensor):
     """(target, loss_fn, name) for the estimate: the model's own output when backward() was called on it (a Hugging
     Face model's output.loss, out["loss"], a model that returns its loss), else the recorded loss replayed."""
     own = next((o for o in call.outputs if o.ref() is loss_tensor), None)
     if own is None:
-        return _replay(loss, loss_tensor)
+        return _replay(losses, loss_tensor)
     path = own.path
     return None, (lambda out, y: _summed(_at(out, path))), _path_text(path)
 
 
-def _replay(loss, loss_tensor):
-    """(target, loss_fn, name) for the estimate: the recorded loss replayed on the meta output, its first tensor
-    argument that is not the output standing as the target (made as the estimate's input); without a recorded
-    loss, output.sum() (named so on the line)."""
-    if loss is None:
+def _replay(losses, loss_tensor):
+    """(target, loss_fn, name) for the estimate: the recorded losses replayed on the meta output: the one backward()
+    was called on, else all that carry gradients, summed (a multi-task step: `cross_entropy(a, y) + mse_loss(b, z)`;
+    one alone, the last recorded). The first one's first tensor argument that is not the output stands as the
+    target (made as the estimate's input); without a recorded loss, output.sum() (named so on the line)."""
+    if not losses:
         return None, None, "not seen (output.sum() instead)"
+    chosen = [loss for loss in losses if loss.result is not None and loss.result() is loss_tensor]
+    if not chosen:
+        chosen = [loss for loss in losses if loss.graded] or losses[-1:]
+    target, first = _replayed(chosen[0], True)
+    rest = [_replayed(loss, False)[1] for loss in chosen[1:]]
+
+    def loss_fn(out, y):
+        total = first(out, y)
+        for fn in rest:
+            total = total + fn(out, None)
+        return total
+    name = " + ".join(loss.name for loss in chosen)
+    if len(chosen) > 1 or chosen[0].result is None or chosen[0].result() is not loss_tensor:
+        name += " (backward from an expression of it)" if len(chosen) == 1 else " (backward from their sum)"
+    return target, loss_fn, name
+
+
+def _replayed(loss, with_target):
+    """(target, fn(out, y)) replaying one recorded loss: with_target, its first tensor argument that is not the
+    output is the estimate's target (made here, as an input). Another loss's tensors (its own target) are made
+    here too, before the estimate counts: the script held them before its forward, in the line's "held at its
+    start"."""
     fn = _meta_module(loss.fn) if isinstance(loss.fn, Module) else loss.fn
     entries = list(enumerate(loss.args)) + list(loss.kwargs.items())
-    tkey = next((k for k, t in entries if t[0] == "tensor"), None)
-    target = None
-    if tkey is not None:
-        t = dict(entries)[tkey]
-        with category("input"):
-            target = _meta_tensor(t)
+    tkey = next((k for k, t in entries if t[0] == "tensor"), None) if with_target else None
+    with category("input"):
+        target = _meta_tensor(dict(entries)[tkey]) if tkey is not None else None
+        made = {} if with_target else {k: _meta_tensor(t) for k, t in entries if t[0] == "tensor"}
 
     def value(entry, out, y, key):
         kind = entry[0]
         if kind == "output":
             return _viewed(_at(out, entry[1]), entry[2])
         if kind == "tensor":
-            return y if key == tkey else _meta_tensor(entry)
+            return y if key == tkey else made[key] if key in made else _meta_tensor(entry)
         return entry[1]
 
-    def loss_fn(out, y):
+    def replay(out, y):
         args = [value(e, out, y, i) for i, e in enumerate(loss.args)]
         kwargs = {k: value(e, out, y, k) for k, e in loss.kwargs.items()}
         return _summed(fn(*args, **kwargs))
-    name = loss.name
-    if loss.result is None or loss.result() is not loss_tensor:
-        name += " (backward from an expression of it)"
-    return target, loss_fn, name
+    return target, replay
 
 
 # ---- turning it on -----------------------------------------------------------------------------------------------
