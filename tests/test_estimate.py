@@ -312,3 +312,35 @@ def test_bad_arguments_of_the_memory_functions_name_themselves():
         with pytest.raises(kind, match=words):
             fn()
     assert gm.memory.get_fallback("cpu") is None
+
+
+def test_keep_outputs_is_the_loop_that_holds_its_output():
+    """estimate() and max_batch_size() model `crit(model(x), y).backward()` by default: the usual loop holds `out =
+    model(x)` and the loss through backward and the step, which takes about the output twice more (21% for a
+    4000-class head: max_batch_size's batch then ran out of memory in that loop). keep_outputs=True is that loop,
+    byte for byte, and its batch fits."""
+    def make():
+        return nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 4000))
+
+    def sgd(ps):
+        return gm.optim.SGD(ps, lr=0.1)
+
+    budget = 12 * MiB
+    b = gm.memory.max_batch_size(make(), (64,), F.cross_entropy, sgd, budget=budget, keep_outputs=True)
+    est = gm.memory.estimate(make(), (64,), F.cross_entropy, sgd, batch_size=b, keep_outputs=True)
+    freed = gm.memory.estimate(make(), (64,), F.cross_entropy, sgd, batch_size=b)
+    net, x, y = make(), gm.zeros(b, 64), gm.zeros(b, dtype=gm.int64)
+    opt = sgd(net.parameters())
+    gc.collect()
+    gm.memory.reset_peak_memory_stats("cpu")
+    base = gm.memory.memory_allocated("cpu")
+    for _ in range(3):
+        opt.zero_grad()
+        out = net(x)
+        loss = F.cross_entropy(out, y)
+        loss.backward()
+        opt.step()
+    measured = gm.memory.max_memory_allocated("cpu") - base
+    del out, loss
+    assert est.peak == measured and freed.peak < measured
+    assert est.total <= budget

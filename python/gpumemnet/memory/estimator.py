@@ -301,7 +301,8 @@ def _restore_host_rngs(states):
 
 def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, target=None, autocast=None,
              checkpoint_segments=None, accumulation_steps=1, device="cpu", limit=None, world_size=None, zero=0,
-             rank=None, save_on_cpu=False, param_dtype=None, comm_hook=None, zero_grad_to_none=True):
+             rank=None, save_on_cpu=False, param_dtype=None, comm_hook=None, zero_grad_to_none=True,
+             keep_outputs=False):
     """Run training steps of `model` (forward, loss, backward, the optimizer's step; zero_grad; again) on a meta
     copy and return an Estimate of the training run's peak. The model itself is not touched.
 
@@ -315,6 +316,11 @@ def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, 
     next iteration, which is the same): zero_grad_to_none=True is PyTorch's default zero_grad(set_to_none=True),
     the gradients freed before the next forward; False is zero_grad(set_to_none=False), the gradients kept
     (zeroed) through the next forward and backward accumulating into them. Every step takes the same batch.
+    keep_outputs=True is a loop that holds the output and the loss in variables (`out = model(x); loss =
+    crit(out, y)`): they stay alive through backward, beside their gradients, and until the next forward replaces
+    them; False (the default) is `crit(model(x), y).backward()`, the output freed once the loss has it. The gap
+    is about the output's size twice (large for language-model logits and segmentation maps): give True for the
+    usual loop. `python -m gpumemnet run` sees which the script does.
     optimizer=False runs one step (forward and
     backward only: nothing carries over to a second one).
 
@@ -359,7 +365,7 @@ def estimate(model, input_shape, loss_fn=None, optimizer=None, batch_size=None, 
         ests = [_estimate(model, input_shape, loss_fn, optimizer, batch_size, target, autocast, checkpoint_segments,
                           accumulation_steps, device, limit, dist=(world_size, zero, r, comm_hook),
                           save_on_cpu=save_on_cpu, param_dtype=param_dtype,
-                          zero_grad_to_none=zero_grad_to_none) for r in ranks]
+                          zero_grad_to_none=zero_grad_to_none, keep_outputs=keep_outputs) for r in ranks]
     if len(ests) == 1:
         return ests[0]
     worst = max(ests, key=lambda e: e.total)

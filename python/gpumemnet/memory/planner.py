@@ -140,14 +140,14 @@ def _fit(budget, model, shape, fallback=False, **kw):
 
 # ---- max_batch_size ----------------------------------------------------------------------------------------------
 def max_batch_size(model, input_shape, loss_fn=None, optimizer=None, target=None, budget=None, lo=1, hi=None,
-                   autocast=None, checkpoint_segments=None, accumulation_steps=1, device="cpu"):
+                   autocast=None, checkpoint_segments=None, accumulation_steps=1, device="cpu", keep_outputs=False):
     """The largest batch whose predicted training step (Estimate.total: parameters + input + step peak) fits in
     `budget` bytes: doubling from `lo` until a batch does not fit (or `hi` is reached), then a binary search.
 
     The leading arguments are estimate()'s, in its order (model, input_shape, loss_fn, optimizer, target: the
     batch size is what is searched for); budget is required. input_shape: one sample's shape. target: a Tensor or
-    shape whose first dim follows the batch. autocast, checkpoint_segments, accumulation_steps and device are
-    estimate()'s; with accumulation_steps=k only multiples of k are considered. Raises ValueError when even `lo`
+    shape whose first dim follows the batch. autocast, checkpoint_segments, accumulation_steps, device and
+    keep_outputs (True for a loop that holds `out = model(x)` through backward) are estimate()'s; with accumulation_steps=k only multiples of k are considered. Raises ValueError when even `lo`
     does not fit, saying by how many bytes. The search assumes the total does not shrink as the batch grows.
     For a CUDA device not in this process a UserWarning says that cuDNN's convolution workspace was not counted
     (estimator.CUDNN_NOTE): the batch found may then not fit on the GPU.
@@ -159,7 +159,7 @@ def max_batch_size(model, input_shape, loss_fn=None, optimizer=None, target=None
     if budget is None:
         raise TypeError("max_batch_size() missing required argument: 'budget' (bytes)")
     estimate_kwargs = dict(autocast=autocast, checkpoint_segments=checkpoint_segments,
-                           accumulation_steps=accumulation_steps, device=device)
+                           accumulation_steps=accumulation_steps, device=device, keep_outputs=keep_outputs)
     fn = "max_batch_size"
     _budget(budget, fn)
     _positive_int(lo, "lo", fn)
