@@ -201,6 +201,10 @@ LOSSES_MORE = [
       r"target 7 is out of bounds for 3 classes", devices=HOST),
     B("binary_cross_entropy shapes differ", lambda d, l: l.F.binary_cross_entropy(z(d, l, 2, 3), z(d, l, 3, 2)),
       ValueError, r"target shape \(3, 2\) does not match input shape \(2, 3\)"),
+    # the size is checked before the dtype (an int64 target of another size): a ValueError, as PyTorch's
+    B("binary_cross_entropy int64 target of another size",
+      lambda d, l: l.F.binary_cross_entropy(z(d, l, 8, 1), z(d, l, 8, dtype="int64")),
+      ValueError, r"target shape \(8,\) does not match input shape \(8, 1\)"),
     B("l1_loss shapes that do not broadcast", lambda d, l: l.F.l1_loss(z(d, l, 2, 3), z(d, l, 2, 2)), ValueError,
       r"l1_loss: the size of input \(2, 3\) and of target \(2, 2\) cannot be broadcast together"),
     B("smooth_l1_loss negative beta", lambda d, l: l.F.smooth_l1_loss(z(d, l, 2), z(d, l, 2), beta=-1.5),

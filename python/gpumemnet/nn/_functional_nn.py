@@ -433,6 +433,9 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     op = "binary_cross_entropy"
     _check_tensor(input, op)
     _check_tensor(target, op, "target")
+    if tuple(target.shape) != tuple(input.shape):  # before the dtypes, as PyTorch checks (a ValueError)
+        raise ValueError(f"{op}: target shape {tuple(target.shape)} does not match input shape "
+                         f"{tuple(input.shape)} (they must be equal)")
     red = _reduction(reduction, op)
     if _amp.is_autocast_enabled("cuda"):  # PyTorch's CUDA autocast refuses it, with this advice
         raise RuntimeError(
