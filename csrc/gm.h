@@ -131,8 +131,10 @@ typedef struct {
     int inference;    /* made under inference_mode(): its tensors are PyTorch's inference tensors */
     Py_ssize_t saved; /* of refcount, the aliases autograd keeps for a backward (no pack hook): not views a
                        * user holds (copy_ of a value requiring grad may write here, as PyTorch's may) */
-    /* Weak references to the recorded views of a non-leaf root on this storage (Tensor._graph_view), or NULL:
-     * an in-place write that gives the root a new node re-derives them (tensor_views.c, indexing.rebase_views).
+    /* Weak references to the views on this storage that a write may have to re-derive, or NULL: the recorded
+     * views of a non-leaf root (Tensor._graph_view; an in-place write that gives the root a new node re-derives
+     * them: indexing.rebase_views) and the views of a root that requires no grad (a value that requires grad
+     * written into one gives them all the graph: indexing.write_plain_shared); tensor_views.c.
      * views_live: how many were alive at the last sweep of the dead ones. */
     PyObject *views;
     Py_ssize_t views_live;

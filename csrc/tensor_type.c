@@ -309,8 +309,13 @@ static int set_base(GMTensor *self, PyObject *value, void *closure) {
     return 0;
 }
 
+/* Whether this tensor was made as a view (its base alive or not): not a root, nor an alias whose base was
+ * forgotten (detach(), .data). */
+static PyObject *get_has_base(GMTensor *self, void *closure) { return PyBool_FromLong(self->base_ref != NULL); }
+
 static PyGetSetDef tensor_getset[] = {
     {"_base", (getter)get_base, (setter)set_base, "The tensor this is a view of (alive), else None.", NULL},
+    {"_has_base", (getter)get_has_base, NULL, "Made as a view (its base alive or not), not forgotten.", NULL},
     {"shape", (getter)get_shape, NULL, "The size of each dimension, as a gpumemnet.Size.", NULL},
     {"_strides", (getter)get_strides, NULL, "Strides in elements.", NULL},
     {"_dtype", (getter)get_dtype, NULL, "dtype code.", NULL},
@@ -337,9 +342,10 @@ static PyGetSetDef tensor_getset[] = {
     {"_graph_view", (getter)gm_get_graph_view, (setter)gm_set_graph_view,
      "Made by a recorded view of a tensor in a graph (listed on its storage when its root is not a leaf).", NULL},
     {"_graph_views", (getter)gm_get_graph_views, NULL,
-     "The live recorded views of this tensor (a root that is no leaf) on its storage: a list.", NULL},
+     "The live views listed on this tensor's storage (recorded ones of a non-leaf root, any of a plain root).",
+     NULL},
     {"_root_has_views", (getter)gm_get_root_has_views, NULL,
-     "Whether this tensor is a root (no view) whose storage lists recorded views.", NULL},
+     "Whether this tensor is a root (no view) whose storage lists views.", NULL},
     {NULL},
 };
 

@@ -70,8 +70,12 @@ static int view_strides(GMTensor *self, int ndim, const int64_t *newshape, int64
     return view_d == -1;
 }
 
+static int list_view(GMTensor *t);
+
 /* v, made by one of the view methods below from self, remembers the tensor it is a view of (Tensor._base, which
- * PyTorch's code reads): self's own base when that is alive (the root of a chain of views), else self. */
+ * PyTorch's code reads): self's own base when that is alive (the root of a chain of views), else self. A view of
+ * a root that requires no grad is listed on the storage: a value that requires grad written into the root or one
+ * of its views later gives them all the graph (indexing.write_plain_shared). */
 static PyObject *view_of(GMTensor *v, GMTensor *self) {
     if (!v) return NULL;
     PyObject *ref = self->base_ref;
@@ -82,6 +86,11 @@ static PyObject *view_of(GMTensor *v, GMTensor *self) {
         return NULL;
     }
     v->base_ref = ref;
+    PyObject *root = PyWeakref_GET_OBJECT(ref);
+    if (root != Py_None && !((GMTensor *)root)->requires_grad && list_view(v) < 0) {
+        Py_DECREF(v);
+        return NULL;
+    }
     return (PyObject *)v;
 }
 
@@ -439,6 +448,20 @@ static int sweep_views(gm_storage *s) {
     return 0;
 }
 
+/* t on its storage's list (weakly), the dead entries swept once the list has doubled since the last sweep. */
+static int list_view(GMTensor *t) {
+    gm_storage *s = t->storage;
+    if (!s->views && !(s->views = PyList_New(0))) return -1;
+    if (PyList_GET_SIZE(s->views) >= 2 * s->views_live + 8 && sweep_views(s) < 0) return -1;
+    PyObject *ref = PyWeakref_NewRef((PyObject *)t, NULL);
+    if (!ref || PyList_Append(s->views, ref) < 0) {
+        Py_XDECREF(ref);
+        return -1;
+    }
+    Py_DECREF(ref);
+    return 0;
+}
+
 PyObject *gm_get_graph_view(GMTensor *self, void *c) { return PyBool_FromLong(self->is_view); }
 
 /* Autograd marks a recorded view (its outputs sharing an input's storage). One of a root that is no leaf (a
@@ -451,17 +474,8 @@ int gm_set_graph_view(GMTensor *self, PyObject *v, void *c) {
     }
     PyObject *root = self->base_ref ? PyWeakref_GET_OBJECT(self->base_ref) : Py_None;
     if (on && !self->is_view && root != Py_None && ((GMTensor *)root)->grad_fn &&
-            ((GMTensor *)root)->grad_fn != Py_None) {
-        gm_storage *s = self->storage;
-        if (!s->views && !(s->views = PyList_New(0))) return -1;
-        if (PyList_GET_SIZE(s->views) >= 2 * s->views_live + 8 && sweep_views(s) < 0) return -1;
-        PyObject *ref = PyWeakref_NewRef((PyObject *)self, NULL);
-        if (!ref || PyList_Append(s->views, ref) < 0) {
-            Py_XDECREF(ref);
-            return -1;
-        }
-        Py_DECREF(ref);
-    }
+            ((GMTensor *)root)->grad_fn != Py_None && list_view(self) < 0)
+        return -1;
     self->is_view = on;
     return 0;
 }

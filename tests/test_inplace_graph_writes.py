@@ -88,7 +88,8 @@ def test_gcn_aggregation_trains_its_weight():
 
 def test_a_view_of_a_plain_tensor_is_written_through_its_base_or_refused():
     """The view alone with its base: the base takes the graph (PyTorch's CopySlices; YOLO's loss[0] += part). With
-    another view of the memory alive, refused rather than that view silently cut from the graph."""
+    another view of the memory alive, that view takes the graph too (test_pytorch_semantics13); with an alias
+    that is no view (detach()), refused rather than that alias silently cut from the graph."""
     s = gm.ones(2, requires_grad=True)
     z = gm.zeros(2, 2)
     z[0].add_(s * 3)
@@ -96,8 +97,13 @@ def test_a_view_of_a_plain_tensor_is_written_through_its_base_or_refused():
     assert z.requires_grad and z.tolist() == [[3.0, 3.0], [0.0, 0.0]] and s.grad.tolist() == [3.0, 6.0]
     y = gm.zeros(2, 2)
     other = y[1]
+    y[0].add_(s)
+    y.narrow(0, 1, 1).copy_(s.unsqueeze(0) * 2)
+    (other * 5).sum().backward()
+    assert y.requires_grad and other.requires_grad and y.tolist() == [[1.0, 1.0], [2.0, 2.0]]
+    assert s.grad.tolist() == [13.0, 16.0]  # 3, 6 from above, + 10 through the view taken before the writes
+    w = gm.zeros(2, 2)
+    alias = w.detach()
     with pytest.raises(RuntimeError, match="shares its memory"):
-        y[0].add_(s)
-    with pytest.raises(RuntimeError, match="shares its memory"):
-        y.narrow(0, 0, 1).copy_(s.unsqueeze(0))
-    assert not y.requires_grad and not y.any() and not other.requires_grad
+        w[0].add_(s)
+    assert not w.requires_grad and not w.any() and not alias.requires_grad

@@ -273,3 +273,61 @@ def test_unsafe_globals_in_a_checkpoint_are_listed(tmp_path):
 
     want, got = _both(run)
     assert got == want
+
+
+# ---- a value that requires grad written into a plain tensor whose views are alive ----------------------------------
+PLAIN_WRITES = {
+    # kornia's quaternion_to_axis_angle: a slice of a fresh zeros tensor, written through slices of the slice
+    "view_of_view_iadd": lambda L, f: _kornia_axis_angle(L, f),
+    # a buffer filled row by row while a view of one row is held (a CRF's score table)
+    "row_held_setitem": lambda L, f: _rows(L, f),
+    "root_mul_with_view": lambda L, f: _root_mul(L, f),
+}
+
+
+def _kornia_axis_angle(L, f):
+    out = L.zeros(2, 4, dtype=L.float64)[..., :3]
+    out[..., 0] += f * 2.0
+    out[..., 1] += f * 3.0
+    return out, out
+
+
+def _rows(L, f):
+    s = L.zeros(3, 2, dtype=L.float64)
+    row0 = s[0]
+    s[1] = f * 3
+    s[2] = row0 + f
+    return s, row0
+
+
+def _root_mul(L, f):
+    s = L.ones(2, 2, dtype=L.float64)
+    col = s[:, 1]
+    s.mul_(f.unsqueeze(1))
+    return col, s
+
+
+@pytest.mark.parametrize("case", sorted(PLAIN_WRITES))
+def test_a_grad_value_written_into_a_plain_tensor_with_live_views(case):
+    """PyTorch records the write on the root (CopySlices) and every view of it takes the graph; gpumemnet refused
+    ('shares its memory with another') whenever a second view was alive: kornia's rotation conversions raised
+    for inputs that require grad, and so did code that fills a buffer while holding a row of it."""
+    def run(L):
+        f = L.tensor([0.5, -1.5], dtype=L.float64, requires_grad=True)
+        a, b = PLAIN_WRITES[case](L, f)
+        ((a * a).sum() + (b * 3).sum()).backward()
+        return a.tolist(), b.tolist(), a.requires_grad, b.requires_grad, f.grad.tolist()
+
+    want, got = _both(run)
+    assert got == want
+
+
+def test_a_plain_tensor_with_an_unknown_alias_still_refuses_a_grad_value():
+    """A detach() alias of the memory is not a view PyTorch regenerates: the write is still refused, rather than
+    leaving that alias without the gradient it would need."""
+    f = gm.tensor([0.5, -1.5], requires_grad=True)
+    s = gm.zeros(2, 2)
+    alias, view = s.detach(), s[0]
+    with pytest.raises(RuntimeError, match="shares its memory"):
+        s[1] = f * 3
+    assert alias is not None and view is not None

@@ -330,6 +330,42 @@ def write_plain_view(view, value_of):
     return True
 
 
+def write_plain_shared(t, value_of):
+    """A write of a value that requires grad into t, a plain tensor that shares its memory with its views
+    (kornia's `axis_angle = zeros_like(q)[..., :3]; axis_angle[..., 0] += a`, a buffer filled row by row while a
+    view of it is held): recorded on the root, which takes the graph, and every view of the memory re-derived
+    from the new root (PyTorch's CopySlices, and its views' regenerated grad_fn). A root no longer alive (the
+    zeros_like above: a view does not keep its base here) is stood for by the whole memory. Only while every
+    tensor on the memory is known (the root and the views listed on its storage, not an alias made by detach() or
+    .data) and they share t's dtype; False, with nothing done, otherwise. value_of(t) computes t's new values out
+    of place."""
+    views = [v for v in t._graph_views if v._has_base]
+    root = t._base if t._has_base else t  # (None: no longer alive)
+    known = len(views) + (root is not None and not root._has_base)
+    if (root is not None and root.requires_grad) or known != t._storage_refs - t._saved_refs or \
+            any(v._dtype != t._dtype or v.requires_grad for v in views) or not (t is root or any(v is t for v in views)):
+        return False
+    whole = t._storage_nbytes // t.element_size()
+    made = root is None or root._has_base
+    if made:
+        root = t._as_strided((whole,), (1,), 0)
+    elif not (root.is_contiguous() and root._offset == 0 and root.numel() == whole):
+        return False
+    _StridedPut.apply(root, value_of(t), _geometry(t, root))
+    for v in views:
+        if v is not root:
+            v.requires_grad = True
+            v.grad_fn, v._output_nr, v._graph_view = _StridedView.apply(root, _geometry(v, root)).grad_fn, 0, True
+            if made:  # the views keep the stand-in root alive, as PyTorch's keep their base: later writes into
+                v._root_alive = root  # them are recorded on it (write_graph_view)
+    return True
+
+
+def _geometry(view, root):
+    """(shape, strides, offset from root's start) of a view of the contiguous root: _StridedView's argument."""
+    return tuple(view.shape), tuple(view._strides), view._offset - root._offset
+
+
 def record_in_place(t, name, out_of_place):
     """t.<name>() (an in-place unary op: exp_, abs_, digamma_...) on a tensor in a graph, recorded as PyTorch
     records it: the out-of-place form computed from a copy of t (whose node may keep that copy), its values written

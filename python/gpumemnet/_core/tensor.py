@@ -17,7 +17,8 @@ from .dtype import DTYPES, as_dtype, device_of, device_str, dtype as _dtype_cls,
 from . import indexing_multi
 from .inplace_binary import _InplaceBinary
 from .indexing import (IndexFn, IndexPutFn, apply_plan, assigned_copy, check_put_dtypes, make_plan, put_plan,
-                       rebase_views, sequence_as_tuple, write_graph_view, write_plain_view, write_recorded)
+                       rebase_views, sequence_as_tuple, write_graph_view, write_plain_shared, write_plain_view,
+                       write_recorded)
 from .random import drawing_from
 from .size import Size
 from .arg_forms import _NO, PLAIN_DIMS, dim_args, install as _install_numpy_forms, required_dim, squeeze_dims
@@ -62,7 +63,7 @@ def _refuse_shared(t, what, value_of):
     (an EMA's `shadow.data.lerp_(new, w)`: only the values land), and a view alone with its base (`loss[0] +=
     box_loss`), written through the base with value_of(t) as new values (write_plain_view): True then, when done."""
     if t._storage_refs - t._saved_refs > 1 and not (t._unversioned or t.__dict__.get("_data_alias")):
-        if write_plain_view(t, value_of):
+        if write_plain_view(t, value_of) or write_plain_shared(t, value_of):
             return True
         raise RuntimeError(f"{what}: writing a value that requires grad into a tensor that shares its memory with "
                            f"another (a view, or a tensor with views): the other would not get the gradient; write "
