@@ -201,6 +201,15 @@ LOSSES_MORE = [
       r"target 7 is out of bounds for 3 classes", devices=HOST),
     B("binary_cross_entropy shapes differ", lambda d, l: l.F.binary_cross_entropy(z(d, l, 2, 3), z(d, l, 3, 2)),
       ValueError, r"target shape \(3, 2\) does not match input shape \(2, 3\)"),
+    # an integer target or input: PyTorch's errors, not a loss truncated to the target's dtype (SB3's Bernoulli)
+    B("binary_cross_entropy_with_logits int64 target",
+      lambda d, l: l.F.binary_cross_entropy_with_logits(z(d, l, 2, 3), z(d, l, 2, 3, dtype="int64")),
+      RuntimeError, r"result type Float can't be cast to the desired output type Long"),
+    B("binary_cross_entropy_with_logits int64 input",
+      lambda d, l: l.F.binary_cross_entropy_with_logits(z(d, l, 2, 3, dtype="int64"), z(d, l, 2, 3)),
+      NotImplementedError, r"not implemented for 'Long'"),
+    B("kl_div int64 target", lambda d, l: l.F.kl_div(z(d, l, 2, 3), z(d, l, 2, 3, dtype="int64"), reduction="sum"),
+      RuntimeError, r"kl_div: Integral inputs not supported"),
     # the size is checked before the dtype (an int64 target of another size): a ValueError, as PyTorch's
     B("binary_cross_entropy int64 target of another size",
       lambda d, l: l.F.binary_cross_entropy(z(d, l, 8, 1), z(d, l, 8, dtype="int64")),

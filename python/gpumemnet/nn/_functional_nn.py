@@ -26,7 +26,7 @@ from .._core.autograd import Function
 from .._core.autograd import as_activation as _as_activation
 from .._core.autograd import check_inplace as _check_inplace, needs_grad as _needs_grad
 from .._core.state import state, warn_outside
-from .._core.dtype import DISPLAY
+from .._core.dtype import DISPLAY, SCALAR_TYPE_NAMES
 from .._core.tensor_misc import promote_types
 from ._args import check_reduction
 
@@ -470,6 +470,9 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
         warn_outside("reduction: 'mean' divides the total loss by both the batch size and the support size."
                      "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
                      "'mean' will be changed to behave the same as 'batchmean' in the next major release.")
+    if isinstance(input, _C.TensorBase) and isinstance(target, _C.TensorBase) and \
+            not (input.is_floating_point() and target.is_floating_point()):
+        raise RuntimeError("kl_div: Integral inputs not supported.")
     if reduction == "batchmean":
         _check_tensor(input, op)
         total = _pointwise_loss(input, target, "sum", KL_DIV, op, float(bool(log_target)))
@@ -508,6 +511,13 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
             _check_tensor(t, op, name)
         _no_grad_for(t, op, name)
     red = _reduction(reduction, op)
+    # an integer input or target is refused as PyTorch refuses it (an int64 target of 0/1 actions, SB3's
+    # Bernoulli.log_prob: the loss would be written into the target's dtype, truncated)
+    if not input.is_floating_point():
+        raise NotImplementedError(f"\"log_sigmoid_cpu\" not implemented for '{SCALAR_TYPE_NAMES[input._dtype]}'")
+    if not target.is_floating_point():
+        raise RuntimeError(f"result type {SCALAR_TYPE_NAMES[input._dtype]} can't be cast to the desired output type "
+                           f"{SCALAR_TYPE_NAMES[target._dtype]}")
     # integer or bool weights (d2l's word2vec passes its 0/1 mask as weight) multiply as PyTorch's promotion does
     weight, pos_weight = (t.to(input.dtype) if t is not None and not t.is_floating_point() else t
                           for t in (weight, pos_weight))
