@@ -333,31 +333,34 @@ def write_plain_view(view, value_of):
 def write_plain_shared(t, value_of):
     """A write of a value that requires grad into t, a plain tensor that shares its memory with its views
     (kornia's `axis_angle = zeros_like(q)[..., :3]; axis_angle[..., 0] += a`, a buffer filled row by row while a
-    view of it is held): recorded on the root, which takes the graph, and every view of the memory re-derived
-    from the new root (PyTorch's CopySlices, and its views' regenerated grad_fn). A root no longer alive (the
-    zeros_like above: a view does not keep its base here) is stood for by the whole memory. Only while every
-    tensor on the memory is known (the root and the views listed on its storage, not an alias made by detach() or
-    .data) and they share t's dtype; False, with nothing done, otherwise. value_of(t) computes t's new values out
-    of place."""
-    views = [v for v in t._graph_views if v._has_base]
-    root = t._base if t._has_base else t  # (None: no longer alive)
-    known = len(views) + (root is not None and not root._has_base)
-    if (root is not None and root.requires_grad) or known != t._storage_refs - t._saved_refs or \
-            any(v._dtype != t._dtype or v.requires_grad for v in views) or not (t is root or any(v is t for v in views)):
+    view of it is held): recorded on the root, which takes the graph, and every view of it re-derived from the new
+    root (PyTorch's CopySlices, and its views' regenerated grad_fn). A root no longer alive (the zeros_like above:
+    a view does not keep its base here) is stood for by the whole memory. Aliases that are no views (detach(),
+    .data) share the memory but not the graph, as in PyTorch. False, with nothing done, where t is a root without
+    views (the caller records the write on t alone), and where the views are not all of t's dtype, or the root is
+    not the whole memory, contiguous. value_of(t) computes t's new values out of place."""
+    root = t._base if t._has_base else t
+    if root is not None and root._has_base:  # the first alive view of a root that is gone
+        root = None
+    if root is not None:
+        views = [v for v in t._graph_views if v._base is root]
+    else:  # the views of the memory whose base is gone too, or is one of them
+        views = [v for v in t._graph_views if v._has_base and (v._base is None or v._base._has_base)]
+    if (root is not None and root.requires_grad) or not views or (t is not root and not any(v is t for v in views)) \
+            or any(v._dtype != t._dtype or v.requires_grad for v in views):
         return False
     whole = t._storage_nbytes // t.element_size()
-    made = root is None or root._has_base
+    made = root is None
     if made:
         root = t._as_strided((whole,), (1,), 0)
     elif not (root.is_contiguous() and root._offset == 0 and root.numel() == whole):
         return False
     _StridedPut.apply(root, value_of(t), _geometry(t, root))
     for v in views:
-        if v is not root:
-            v.requires_grad = True
-            v.grad_fn, v._output_nr, v._graph_view = _StridedView.apply(root, _geometry(v, root)).grad_fn, 0, True
-            if made:  # the views keep the stand-in root alive, as PyTorch's keep their base: later writes into
-                v._root_alive = root  # them are recorded on it (write_graph_view)
+        v.requires_grad = True
+        v.grad_fn, v._output_nr, v._graph_view = _StridedView.apply(root, _geometry(v, root)).grad_fn, 0, True
+        if made:  # the views keep the stand-in root alive, as PyTorch's keep their base: later writes into
+            v._root_alive = root  # them are recorded on it (write_graph_view)
     return True
 
 

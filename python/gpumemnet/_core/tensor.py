@@ -58,13 +58,15 @@ def _binary(fn, op, a, b, name):
 
 
 def _refuse_shared(t, what, value_of):
-    """A plain tensor whose memory another tensor shares (not autograd's saved alias: that backward then refuses,
-    as PyTorch's) cannot take a written value's graph: the other would not get it. Except t.data's alias or its view
-    (an EMA's `shadow.data.lerp_(new, w)`: only the values land), and a view alone with its base (`loss[0] +=
-    box_loss`), written through the base with value_of(t) as new values (write_plain_view): True then, when done."""
+    """A value that requires grad written into a plain tensor whose memory others share: its views take the graph
+    (write_plain_view, write_plain_shared: True when done); an alias that is no view (detach()) or t.data's takes
+    it alone, as in PyTorch (False: the caller records the write on t). Refused where views of the memory are
+    alive that cannot be re-derived (another dtype, a root that is not the whole memory)."""
     if t._storage_refs - t._saved_refs > 1 and not (t._unversioned or t.__dict__.get("_data_alias")):
         if write_plain_view(t, value_of) or write_plain_shared(t, value_of):
             return True
+        if not t._has_base and not any(v._base is t for v in t._graph_views):
+            return False  # an alias that is no view (p.detach().copy_(avg): Lightning's SWA) takes the graph alone
         raise RuntimeError(f"{what}: writing a value that requires grad into a tensor that shares its memory with "
                            f"another (a view, or a tensor with views): the other would not get the gradient; write "
                            f"into the base tensor itself")
