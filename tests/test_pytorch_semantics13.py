@@ -340,3 +340,71 @@ def test_an_alias_that_is_no_view_takes_no_graph_from_a_write_into_its_memory():
 
     want, got = _both(run)
     assert got == want
+
+
+def test_an_optimizer_resumes_as_pytorchs_does():
+    """load_state_dict keeps a library optimizer's tensor step (timm's rmsproptf, nadamw, adopt... add_() to it:
+    it became gpumemnet's Step int, and the first step after a resume raised), goes through __setstate__ (where
+    such optimizers fill in their options), and gives an older checkpoint's groups the options it lacks
+    ('maximize', 'foreach': KeyError at step)."""
+    def run(L):
+        class Counting(L.optim.Optimizer):
+            def __init__(self, ps):
+                super().__init__(ps, {"lr": 0.1})
+
+            def __setstate__(self, state):
+                super().__setstate__(state)
+                for g in self.param_groups:
+                    g.setdefault("new_option", 123)
+
+            def step(self):
+                for p in self.param_groups[0]["params"]:
+                    st = self.state[p]
+                    st.setdefault("step", L.tensor(0.0))
+                    st["step"].add_(1)
+                    p.data.add_(-0.1 * st["step"])
+
+        m = L.nn.Linear(2, 2)
+        with L.no_grad():
+            m.weight.fill_(0.5), m.bias.fill_(0.1)
+        opt = Counting(m.parameters())
+        opt.step()
+        opt.load_state_dict(opt.state_dict())
+        opt.step()
+        sgd = L.optim.AdamW(m.parameters(), lr=0.01)
+        m(L.ones(1, 2)).sum().backward()
+        sgd.step()
+        sd = sgd.state_dict()
+        sd["param_groups"] = [{k: v for k, v in g.items() if k not in ("maximize", "foreach", "capturable",
+                                                                         "differentiable", "fused")}
+                              for g in sd["param_groups"]]
+        again = L.optim.AdamW(m.parameters(), lr=0.01)
+        again.load_state_dict(sd)
+        again.step()
+        return (m.weight.tolist(), float(opt.state[m.weight]["step"]), opt.param_groups[0]["new_option"],
+                again.param_groups[0]["maximize"])
+
+    want, got = _both(run)
+    assert got == want
+
+
+def test_foreach_forms_that_optimizer_libraries_call():
+    """_foreach_addcmul_ / _foreach_addcdiv_ with the value positional (one number, a list, a 1-D tensor of them)
+    and _foreach_pow(number, exponents): timm's foreach optimizers call these; Optimizer's
+    _group_tensors_by_device_and_dtype (timm's ADOPT)."""
+    def run(L):
+        a = [L.tensor([1.0, 2.0], dtype=L.float64), L.tensor([3.0], dtype=L.float64)]
+        b = [L.tensor([0.5, 0.25], dtype=L.float64), L.tensor([2.0], dtype=L.float64)]
+        out = []
+        for value in (0.1, [0.1, 0.2], L.tensor([0.3, 0.7], dtype=L.float64)):
+            x = [t.clone() for t in a]
+            L._foreach_addcdiv_(x, b, b, value)
+            out.append([t.tolist() for t in x] + [t.tolist() for t in L._foreach_addcmul(a, b, b, value)])
+        out.append([t.tolist() for t in L._foreach_pow(2.0, a)])
+        groups = L.optim.Optimizer._group_tensors_by_device_and_dtype([a + [L.ones(1)], b + [L.zeros(1)]])
+        out.append(sorted((str(dt).split(".")[-1], [[t.tolist() for t in tl] for tl in lists], idx)
+                          for (dev, dt), (lists, idx) in groups.items()))
+        return out
+
+    want, got = _both(run)
+    assert got == want

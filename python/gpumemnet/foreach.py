@@ -58,6 +58,8 @@ def _unary(name, inplace):
 
 def _binary(name, inplace):
     def fn(inputs, other, *, alpha=None):
+        if name == "pow" and not inplace and isinstance(inputs, numbers.Number):  # pow(2.0, exponents): 2 ** each
+            return tuple(inputs ** t for t in _tensors(name, other))
         _tensors(name, inputs)
         others = _per_position(name, inputs, other, "scalar" if not isinstance(other, list) else "other")
         kw = {} if alpha is None else {"alpha": alpha}
@@ -68,8 +70,12 @@ def _binary(name, inplace):
 
 
 def _ternary(name, inplace):
-    def fn(inputs, second, third=None, *, value=None, weight=None):
+    def fn(inputs, second, third=None, scalars=None, *, value=None, weight=None):
         _tensors(name, inputs)
+        # the value as PyTorch's overloads take it: a number, one per position (a list, or a 1-D tensor of them)
+        value = scalars if scalars is not None else value
+        if isinstance(value, Tensor) and value.ndim == 1:
+            value = value.tolist()
         seconds = _per_position(name, inputs, second, "tensor")
         if name == "lerp":
             w = _per_position(name, inputs, weight if third is None else third, "weight")

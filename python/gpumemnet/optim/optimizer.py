@@ -19,6 +19,11 @@ from .._core.autograd import enable_grad, no_grad
 from .._core.scope import category, scope
 from . import _step_hooks
 from ._step_hooks import register_optimizer_step_post_hook, register_optimizer_step_pre_hook  # noqa: F401
+from ._private_names import (  # noqa: F401  (torch.optim.optimizer's names that optimizer libraries import)
+    ParamsT, _capturable_doc, _default_to_fused_or_foreach, _differentiable_doc, _disable_dynamo_if_unsupported,
+    _foreach_doc, _fused_doc, _get_capturable_supported_devices, _get_scalar_dtype, _get_value,
+    _group_tensors_by_device_and_dtype, _maximize_doc, _stack_if_compiling, _use_grad_for_differentiable,
+    _view_as_real)
 
 __all__ = ["Optimizer", "NoGradientWarning"]
 
@@ -444,12 +449,13 @@ class Optimizer:
                                      f"{tuple(v.shape)} but the parameter has shape {tuple(p.shape)}")
             plans.append((p, st))
 
-        new_state = defaultdict(dict)
+        new_state, own_step = defaultdict(dict), bool(self._param_shaped_state())
         for p, st in plans:
             old = self.state.get(p, {})
             mine = {}
             for k, v in st.items():
-                if k == "step" and (_is_tensor(v) or isinstance(v, Step)):  # (an int step stays an int)
+                # gpumemnet's optimizers count in a Step; another's keeps its own (a tensor it add_()s to, an int)
+                if k == "step" and (isinstance(v, Step) or _is_tensor(v) and own_step):
                     mine[k] = Step(int(float(v)))
                 elif k in _SCALAR_STATE and _is_tensor(v) and self._param_shaped_state():
                     mine[k] = float(v)
@@ -460,12 +466,19 @@ class Optimizer:
             new_state[p] = mine
         new_groups = []
         for group, saved in zip(self.param_groups, saved_groups):
-            g = dict(saved)
+            # the options an older checkpoint lacks ("maximize", "foreach") take this optimizer's defaults
+            g = {**self.defaults, **saved}
             g["params"] = group["params"]
             new_groups.append(g)
         new_state.update(own)
-        self.state = new_state
-        self.param_groups = new_groups
+        # through __setstate__, as PyTorch's load_state_dict: a library's optimizer fills in its own options there
+        self.__setstate__({"state": new_state, "param_groups": new_groups})
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
+    # PyTorch's foreach optimizers group their tensor lists by device and dtype through this (timm's ADOPT)
+    _group_tensors_by_device_and_dtype = staticmethod(_group_tensors_by_device_and_dtype)
 
     def _param_shaped_state(self):
         """The state keys this optimizer's step reads as tensors of the parameter's shape: those of gpumemnet's
