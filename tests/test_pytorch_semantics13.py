@@ -275,6 +275,22 @@ def test_unsafe_globals_in_a_checkpoint_are_listed(tmp_path):
     assert got == want
 
 
+def test_an_expanded_view_taken_before_a_write_into_its_base():
+    """An expand() of a view, its base then written in place: the re-derived view reads some elements many times,
+    and its gradient is summed over the broadcast dim (the backward raised: 'a broadcast view')."""
+    def run(L):
+        x = L.tensor([[1., 2.], [3., 4.]], dtype=L.float64, requires_grad=True)
+        b = x.clone()
+        v = b[:1].expand(3, 2)
+        w = b[:, 1:].expand(2, 4)
+        b[1] = 0.0
+        ((v ** 2).sum() + (w * L.arange(8.0, dtype=L.float64).view(2, 4)).sum()).backward()
+        return x.grad.tolist()
+
+    want, got = _both(run)
+    assert got == want
+
+
 # ---- a value that requires grad written into a plain tensor whose views are alive ----------------------------------
 PLAIN_WRITES = {
     # kornia's quaternion_to_axis_angle: a slice of a fresh zeros tensor, written through slices of the slice

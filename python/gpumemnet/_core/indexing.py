@@ -433,6 +433,12 @@ class _StridedView(Function):
         shape, dt, dev, (vshape, strides, offset) = ctx.meta
         out = _C.empty(shape, dt, dev)
         _C.fill_(out, 0.0)
+        # a broadcast dim (stride 0: an expand() re-derived after a write) reads one element many times: its
+        # gradient is the sum over that dim, placed once
+        wide = tuple(d for d, st in enumerate(strides) if st == 0 and vshape[d] > 1)
+        if wide:
+            g = g.sum(wide, keepdim=True)
+            vshape = tuple(1 if d in wide else n for d, n in enumerate(vshape))
         _C.copy_(out._as_strided(vshape, strides, offset), g)
         return out, None
 
