@@ -27,7 +27,7 @@ LAYERS = {"_C": 0, "_loader": 0, "_core": 1,
           "distributed": 2, "futures": 2, "accelerator": 2, "linalg": 2, "func": 2, "special": 2, "distributions": 2,
           "testing": 2, "types": 2, "foreach": 2, "fft": 2, "sparse": 2, "_interop": 2,
           "multiprocessing": 2, "overrides": 2, "quasirandom": 2, "return_types": 2, "_pickle_names": 4, "__config__": 2,
-          "_tensor_str": 2, "_utils": 2, "_segment_reduce": 2, "xpu": 2, "mps": 2, "signal": 2,
+          "_tensor_str": 2, "_utils": 2, "_segments": 2, "xpu": 2, "mps": 2, "signal": 2,
           "_device_modules": 4,
           "memory": 3, "profiler": 3, "functional": 4,
           "__main__": 4, "_aliases": 4, "demo": 4, "autograd": 4, "random": 4, "dropin": 4}

@@ -424,3 +424,35 @@ def test_foreach_forms_that_optimizer_libraries_call():
 
     want, got = _both(run)
     assert got == want
+
+
+def test_autocast_products_take_a_lowered_input_beside_float32_matrices():
+    """Under bf16 autocast, attention code adds bmm(q, k) scores (bf16, autocast's own) into baddbmm with float32
+    q and k (Bloom / GPT-NeoX): the dtypes were checked before autocast lowered them, and refused."""
+    def run(L):
+        r = np.random.default_rng(0)
+        a = L.tensor(r.standard_normal((2, 3, 4)), dtype=L.float32)
+        b = L.tensor(r.standard_normal((2, 4, 3)), dtype=L.float32)
+        m = L.tensor(r.standard_normal((3, 4)), dtype=L.float32)
+        with L.autocast("cpu", dtype=L.bfloat16):
+            scores = a @ b
+            outs = [L.baddbmm(scores, a, b, beta=1.0, alpha=0.5), L.addbmm(scores[0], a, b),
+                    L.addmm(scores[0], m, m.t()[:, :3])]
+        return [(str(o.dtype).split(".")[-1], round(o.double().sum().item(), 4)) for o in outs]
+
+    want, got = _both(run)
+    assert got == want
+
+
+def test_names_pyg_and_lightning_call():
+    """torch._segment_reduce is the function (PyG's softmax(ptr=) and its aggregations call it; the name was a
+    module's); torch.autograd._profiler_enabled (Lightning's PyTorchProfiler)."""
+    def run(L):
+        src = L.tensor([1.0, 2.0, 3.0, 4.0], dtype=L.float64)
+        with L.profiler.profile(activities=[L.profiler.ProfilerActivity.CPU]):
+            inside = L.autograd._profiler_enabled()
+        return (L._segment_reduce(src, "sum", offsets=L.tensor([0, 1, 4])).tolist(), inside,
+                L.autograd._profiler_enabled())
+
+    want, got = _both(run)
+    assert got == want

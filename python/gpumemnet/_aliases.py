@@ -26,7 +26,9 @@ from ._core.random import drawing_from as _drawing_from
 from ._core.tensor import Tensor as _Tensor
 from ._core.tensor_methods import _where
 from .nn import functional as F
-from ._segment_reduce import segment_reduce
+from ._segments import segment_reduce
+
+_segment_reduce = segment_reduce
 
 __all__ = ["inf", "nan", "e", "pi", "newaxis", "is_autocast_enabled", "get_autocast_dtype", "get_autocast_gpu_dtype",
            "get_autocast_cpu_dtype", "is_autocast_cpu_enabled", "set_autocast_enabled", "set_autocast_cpu_enabled",
@@ -48,8 +50,9 @@ __all__ = ["inf", "nan", "e", "pi", "newaxis", "is_autocast_enabled", "get_autoc
            "rrelu", "rrelu_", "feature_dropout", "feature_dropout_", "norm_except_dim", "constant_pad_nd",
            "cosine_embedding_loss", "margin_ranking_loss", "hinge_embedding_loss", "triplet_margin_loss",
            "poisson_nll_loss",
-           # a module of its own (layer 2), exported from here
-           "segment_reduce"]
+           # a module of its own (layer 2), exported from here; torch._segment_reduce is the same function (PyG's
+           # softmax(ptr=) and its aggregations call that name)
+           "segment_reduce", "_segment_reduce"]
 
 inf = math.inf
 nan = math.nan

@@ -154,10 +154,10 @@ def _addmm(input, mat1, mat2, beta, alpha, op="addmm", inplace=False):
     if mat1.shape[1] != mat2.shape[0]:
         raise RuntimeError(f"{op}: mat1 and mat2 shapes cannot be multiplied ({mat1.shape[0]}x{mat1.shape[1]} and "
                            f"{mat2.shape[0]}x{mat2.shape[1]})")
+    if _amp._state.enabled:  # lowered first: autocast's own bf16 result beside float32 matrices is fine
+        input, mat1, mat2 = _amp.lower(input, mat1, mat2)
     _same_dtype(op, input=input, mat1=mat1, mat2=mat2)
     beta, alpha = _coef(beta, input._dtype, op, "beta"), _coef(alpha, input._dtype, op, "alpha")
-    if _amp._state.enabled:
-        input, mat1, mat2 = _amp.lower(input, mat1, mat2)
     return _combine_product(input, mat1, mat2, beta, alpha, op, inplace)
 
 
@@ -209,10 +209,10 @@ def _baddbmm(input, batch1, batch2, beta, alpha, op="baddbmm", inplace=False):
     if tuple(batch2.shape[:2]) != (b, m):
         raise RuntimeError(f"{op}: expected size for the first two dimensions of batch2 to be [{b}, {m}] but got "
                            f"{list(batch2.shape[:2])} (batch1 {tuple(batch1.shape)}, batch2 {tuple(batch2.shape)})")
+    if _amp._state.enabled:  # lowered first: autocast's own bf16 result beside float32 matrices is fine
+        input, batch1, batch2 = _amp.lower(input, batch1, batch2)
     _same_dtype(op, input=input, batch1=batch1, batch2=batch2)
     beta, alpha = _coef(beta, input._dtype, op, "beta"), _coef(alpha, input._dtype, op, "alpha")
-    if _amp._state.enabled:
-        input, batch1, batch2 = _amp.lower(input, batch1, batch2)
     return _combine_product(input, batch1, batch2, beta, alpha, op, inplace)
 
 
@@ -227,10 +227,10 @@ def _addbmm(input, batch1, batch2, beta, alpha, op="addbmm", inplace=False):
     if batch1.shape[2] != batch2.shape[1]:
         raise RuntimeError(f"{op}: incompatible matrix sizes for bmm ({batch1.shape[1]}x{batch1.shape[2]} and "
                            f"{batch2.shape[1]}x{batch2.shape[2]})")
+    if _amp._state.enabled:  # lowered first: autocast's own bf16 result beside float32 matrices is fine
+        input, batch1, batch2 = _amp.lower(input, batch1, batch2)
     _same_dtype(op, input=input, batch1=batch1, batch2=batch2)
     beta, alpha = _coef(beta, input._dtype, op, "beta"), _coef(alpha, input._dtype, op, "alpha")
-    if _amp._state.enabled:
-        input, batch1, batch2 = _amp.lower(input, batch1, batch2)
     # (n, b*k) @ (b*k, p): the batch sum done by the one matmul
     b, n, k = batch1.shape
     p = batch2.shape[2]

@@ -55,3 +55,9 @@ def is_anomaly_enabled():
 
 def is_anomaly_check_nan_enabled():
     return _anomaly.check_nan
+
+
+def _profiler_enabled():
+    """Whether a profiler records now (torch.autograd._profiler_enabled: Lightning's PyTorchProfiler asks)."""
+    from ..profiler._recorder import _recorder  # noqa: PLC0415  (the profiler sits above autograd)
+    return bool(_recorder.sessions)
