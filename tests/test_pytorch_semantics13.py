@@ -456,3 +456,26 @@ def test_names_pyg_and_lightning_call():
 
     want, got = _both(run)
     assert got == want
+
+
+@pytest.mark.parametrize("reduce", ["amax", "amin"])
+@pytest.mark.parametrize("include_self", [False, True])
+def test_scatter_and_index_reduce_share_ties_as_pytorch(reduce, include_self):
+    """PyTorch counts self's value among the ties of an amax / amin even with include_self=False (self then gets
+    no share): PyG's scatter(reduce='max') on a zeros base gave each tied source g / k here where PyTorch gives
+    g / (k + 1)."""
+    def run(L):
+        src = L.tensor([0.0, -1.0, 2.0, 2.0, 0.0, 3.0], dtype=L.float64, requires_grad=True)
+        base = L.tensor([0.0, 2.0, 5.0], dtype=L.float64, requires_grad=True)
+        idx = L.tensor([0, 0, 1, 1, 0, 2])
+        out = base.scatter_reduce(0, idx, src, reduce=reduce, include_self=include_self)
+        rows = base.unsqueeze(1).expand(3, 2).contiguous()
+        out2 = rows.index_reduce(0, L.tensor([0, 1, 1]), src[:6].view(3, 2), reduce, include_self=include_self)
+        (out * L.tensor([1.0, 2.0, 3.0], dtype=L.float64)).sum().backward(retain_graph=True)
+        first = src.grad.tolist(), base.grad.tolist()
+        src.grad = base.grad = None
+        out2.sum().backward()
+        return out.tolist(), out2.tolist(), first, src.grad.tolist(), base.grad.tolist()
+
+    want, got = _both(run)
+    assert got == want

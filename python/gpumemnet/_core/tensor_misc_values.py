@@ -110,13 +110,15 @@ class _ScatterReduce(Function):
             n = (count + (1 if include_self else 0)).clamp(min=1).to(g.dtype)
             gx, gs = _where(touched, g * keep / n, g), (g / n)[pos]
         elif reduce in ("amax", "amin"):
-            self_ties = _where(touched, (x == out) & include_self, True)
+            # PyTorch's count of the ties takes self's value in even when include_self=False (then self gets no
+            # share, and each tied value of src gets g / (its ties + 1) where self equals the result)
+            self_ties = _where(touched, x == out, True)
             src_ties = vals == out[pos]
             ties = self_ties.to(g.dtype)
             if pos.numel():
                 _C.index_put_(ties, 0, pos, src_ties.to(g.dtype), True)
             share = g / ties
-            gx, gs = share * self_ties.to(g.dtype), share[pos] * src_ties.to(g.dtype)
+            gx, gs = share * (self_ties & (include_self | ~touched)).to(g.dtype), share[pos] * src_ties.to(g.dtype)
         else:
             gx, gs = _prod_grads(g, x, vals, pos, touched, out, include_self)
         gx = gx.reshape(shape) if ctx.needs_input_grad[0] else None
