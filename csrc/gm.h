@@ -202,8 +202,8 @@ GMTensor *gm_try_empty(int ndim, const int64_t *shape, gm_dtype dt, gm_device de
 GMTensor *gm_empty_pinned(int ndim, const int64_t *shape, gm_dtype dt);
 /* A new meta tensor whose bytes count as the meta run's host memory ("meta-host"). NULL + exception. */
 GMTensor *gm_empty_meta_host(int ndim, const int64_t *shape, gm_dtype dt);
-/* Tensor._graph_view, _graph_views and _root_has_views (tensor_views.c): the recorded views of a root that an
- * in-place write into it must re-derive, as PyTorch regenerates a view's grad_fn after its base changed. */
+/* Tensor._graph_view, _graph_views and _root_has_views (tensor_views.c): the views listed on a storage, which a
+ * write into their memory must re-derive, as PyTorch regenerates a view's grad_fn after its base changed. */
 PyObject *gm_get_graph_view(GMTensor *self, void *c);
 int gm_set_graph_view(GMTensor *self, PyObject *v, void *c);
 PyObject *gm_get_graph_views(GMTensor *self, void *c);

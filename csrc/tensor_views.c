@@ -430,7 +430,7 @@ static PyObject *tensor_as_subclass(GMTensor *self, PyObject *cls) {
     return (PyObject *)t;
 }
 
-/* ---- recorded views that an in-place write into their root re-derives ----------------------------------------- */
+/* ---- the views a write into their memory re-derives (gm_storage.views) ------------------------------------------ */
 /* Keep only the live entries of s->views (run when the list has doubled since the last sweep, and before it is
  * read, so that views made and dropped in a loop do not pile up). */
 static int sweep_views(gm_storage *s) {

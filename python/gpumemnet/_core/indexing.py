@@ -453,8 +453,7 @@ def rebase_views(root):
         return
     for v in root._graph_views:
         if v.requires_grad and v.grad_fn is not None:
-            geometry = (tuple(v.shape), tuple(v._strides), v._offset - root._offset)
-            v.grad_fn, v._output_nr = _StridedView.apply(root, geometry).grad_fn, 0
+            v.grad_fn, v._output_nr = _StridedView.apply(root, _geometry(v, root)).grad_fn, 0
 
 
 _REBASE.append(rebase_views)
