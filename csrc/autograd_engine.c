@@ -387,6 +387,67 @@ static int run_hooks(PyObject *hooks, PyObject *grads, Py_ssize_t nr) {
     return 0;
 }
 
+/* The node's own hooks (Node.register_prehook / register_hook) sit in its hook dict under these keys, beside the
+ * tensors' hooks under their output_nr (autograd_hooks.py). */
+#define NODE_PRE_HOOKS (-1)
+#define NODE_POST_HOOKS (-2)
+
+/* The node's hook list under key, or NULL (no error set) when it has none. Borrowed. */
+static PyObject *node_hooks(GMNode *node, long key) {
+    if (!node->pre_hooks || !PyDict_Check(node->pre_hooks)) return NULL;
+    PyObject *k = PyLong_FromLong(key);
+    if (!k) return NULL;
+    PyObject *hooks = PyDict_GetItemWithError(node->pre_hooks, k);
+    Py_DECREF(k);
+    return hooks && PyList_Check(hooks) && PyList_GET_SIZE(hooks) ? hooks : NULL;
+}
+
+/* Calls hook(*args); a result other than None must hold as many values as `expected` has (PyTorch's check) and
+ * comes back as a new tuple in *out (NULL for None). */
+static int call_node_hook(PyObject *hook, PyObject *args, Py_ssize_t expected, PyObject **out) {
+    *out = NULL;
+    PyObject *r = PyObject_CallObject(hook, args);
+    if (!r) return -1;
+    if (r == Py_None) {
+        Py_DECREF(r);
+        return 0;
+    }
+    PyObject *t = PySequence_Tuple(r);
+    Py_DECREF(r);
+    if (!t) return -1;
+    if (PyTuple_GET_SIZE(t) != expected) {
+        PyObject *name = PyObject_GetAttrString(hook, "__name__");
+        if (!name) PyErr_Clear();
+        PyErr_Format(PyExc_RuntimeError, "hook '%S' has returned an incorrect number of values (got %zd, but "
+                     "expected %zd)", name ? name : Py_None, PyTuple_GET_SIZE(t), expected);
+        Py_XDECREF(name);
+        Py_DECREF(t);
+        return -1;
+    }
+    *out = t;
+    return 0;
+}
+
+/* Each hook in hooks (a list; a hook may remove itself) called as hook(value) or hook(value, extra); a result
+ * replaces value (a tuple). */
+static int chain_node_hooks(PyObject *hooks, PyObject **value, PyObject *extra) {
+    PyObject *copy = PySequence_List(hooks);
+    if (!copy) return -1;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(copy); i++) {
+        PyObject *args = extra ? PyTuple_Pack(2, *value, extra) : PyTuple_Pack(1, *value), *r;
+        int bad = !args || call_node_hook(PyList_GET_ITEM(copy, i), args, PyTuple_GET_SIZE(*value), &r) < 0;
+        Py_XDECREF(args);
+        if (bad) {
+            Py_DECREF(copy);
+            return -1;
+        }
+        if (r) Py_SETREF(*value, r);
+    }
+    Py_DECREF(copy);
+    return 0;
+}
+
+/* The tensors' hooks (each on its own gradient), then the node's pre-hooks (on all of them): PyTorch's order. */
 static int pre_hooks(GMNode *node, PyObject *grads) {
     PyObject *k, *hooks;
     Py_ssize_t pos = 0;
@@ -398,7 +459,29 @@ static int pre_hooks(GMNode *node, PyObject *grads) {
             run_hooks(hooks, grads, nr) < 0)
             return -1;
     }
+    PyObject *node_pre = node_hooks(node, NODE_PRE_HOOKS);
+    if (!node_pre) return PyErr_Occurred() ? -1 : 0;
+    PyObject *go = PyList_AsTuple(grads);
+    if (!go || chain_node_hooks(node_pre, &go, NULL) < 0) {
+        Py_XDECREF(go);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(go); i++) {
+        PyObject *g = PyTuple_GET_ITEM(go, i);
+        Py_INCREF(g);
+        PyList_SetItem(grads, i, g);
+    }
+    Py_DECREF(go);
     return 0;
+}
+
+/* The node's post-hooks, hook(grad_inputs, grad_outputs) each, after it ran; a result replaces grad_inputs.
+ * *in_grads (a sequence, or NULL for AccumulateGrad's none) becomes a tuple. */
+static int post_hooks(PyObject *hooks, PyObject **in_grads, PyObject *grad_outputs) {
+    PyObject *gi = *in_grads ? PySequence_Tuple(*in_grads) : PyTuple_New(0);
+    if (!gi) return -1;
+    Py_XSETREF(*in_grads, gi);
+    return chain_node_hooks(hooks, in_grads, grad_outputs);
 }
 
 /* autograd.grad: the gradients reaching the edges in capture (a dict (node, output_nr) -> None or a tensor) are
@@ -455,7 +538,7 @@ static PyObject *str_apply_grads;
 
 static int run_node(walk *w, PyObject *node, PyObject *grads, int retain, PyObject *capture, int needed) {
     int rc = -1, is_acc = gm_accumulate_cls && PyObject_TypeCheck(node, (PyTypeObject *)gm_accumulate_cls);
-    PyObject *in_grads = NULL, *seq = NULL;
+    PyObject *in_grads = NULL, *seq = NULL, *grad_outputs = NULL;
     if (!PyObject_TypeCheck(node, GMNode_Type)) {
         PyErr_Format(PyExc_TypeError, "backward: %R in next_functions is not an autograd node", node);
         goto done;
@@ -471,6 +554,10 @@ static int run_node(walk *w, PyObject *node, PyObject *grads, int retain, PyObje
     }
     GMNode *n = (GMNode *)node;
     if (n->pre_hooks && n->pre_hooks != Py_None && pre_hooks(n, grads) < 0) goto done;
+    /* Post-hooks see the gradients the node was given: kept before its backward may take them over. */
+    PyObject *post = node_hooks(n, NODE_POST_HOOKS);
+    if (!post && PyErr_Occurred()) goto done;
+    if (post && !(grad_outputs = PyList_AsTuple(grads))) goto done;
     if (capture != Py_None) {
         int any = capture_grads(capture, node, grads);
         if (any < 0) goto done;
@@ -491,6 +578,7 @@ static int run_node(walk *w, PyObject *node, PyObject *grads, int retain, PyObje
              * that frees or replaces .grad (ZeRO-2 moves it into a bucket) has that memory back. */
             Py_CLEAR(grads);
             if (post_accumulate_hooks(n->variable) < 0) goto done;
+            if (post && post_hooks(post, &in_grads, grad_outputs) < 0) goto done;
         }
         rc = 0;
         goto done;
@@ -516,6 +604,7 @@ static int run_node(walk *w, PyObject *node, PyObject *grads, int retain, PyObje
     in_grads = PyObject_CallMethodOneArg(node, str_apply_grads, grads);
     if (reuse && PyObject_SetAttrString(node, "_free_grads", Py_None) < 0) goto done;
     if (!in_grads) goto done;
+    if (post && post_hooks(post, &in_grads, grad_outputs) < 0) goto done;
     if (!retain) { /* Function.release: what it saved goes now */
         Py_CLEAR(n->saved);
         n->released = 1;
@@ -546,6 +635,7 @@ static int run_node(walk *w, PyObject *node, PyObject *grads, int retain, PyObje
 done:
     Py_XDECREF(grads);
     Py_XDECREF(in_grads);
+    Py_XDECREF(grad_outputs);
     Py_XDECREF(seq);
     return rc;
 }

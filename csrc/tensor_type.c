@@ -586,6 +586,17 @@ static PyObject *py_label_unnamed(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* _C._increment_version(t): torch.autograd.graph.increment_version, for a write autograd did not see (a kernel of
+ * the user's through data_ptr): a node that saved t then refuses to use it. */
+static PyObject *py_increment_version(PyObject *self, PyObject *t) {
+    if (!gm_is_tensor(t)) {
+        PyErr_Format(PyExc_TypeError, "increment_version: expected a Tensor, got %.100s", Py_TYPE(t)->tp_name);
+        return NULL;
+    }
+    gm_bump_version((GMTensor *)t);
+    Py_RETURN_NONE;
+}
+
 PyMethodDef gm_tensor_module_methods[] = {
     {"_set_tensor_class", py_set_tensor_class, METH_O, "Register the Python Tensor class C creates."},
     {"_set_size_class", py_set_size_class, METH_O, "Register the Python Size class shape returns (_core/size.py)."},
@@ -599,6 +610,7 @@ PyMethodDef gm_tensor_module_methods[] = {
     {"from_numpy", (PyCFunction)(void (*)(void))gm_py_from_numpy, METH_VARARGS | METH_KEYWORDS,
      "from_numpy(array, dtype=None, device='cpu'): copy an ndarray into tracked storage."},
     {"_grads_free", py_grads_free, METH_O, "Which gradients in a list nothing else references (autograd)."},
+    {"_increment_version", py_increment_version, METH_O, "Count a write autograd did not see into t's version."},
     {"label_unnamed", py_label_unnamed, METH_VARARGS,
      "label_unnamed(tensor, label): name the tensor's block in memory reports unless it is named already."},
     {NULL},

@@ -18,6 +18,7 @@ import weakref
 from .. import _C
 from . import hooks, subclass_dispatch
 from .autograd_complex import complex_of as _complex_of, real_views as _real_views
+from .autograd_hooks import NODE_POST_HOOKS, NODE_PRE_HOOKS, register_node_hook
 from .state import anomaly, grad_mode, inference_flag, state
 
 _grad_on = grad_mode.get  # the per-op read: one C call (see _core/state.py)
@@ -183,6 +184,8 @@ class graph:
             self.unpack_hook = unpack_hook
 
         def __enter__(self):
+            if state.saved_hooks_refusal is not None:
+                raise RuntimeError(state.saved_hooks_refusal)
             state.saved_tensors_hooks.append((self.pack_hook, self.unpack_hook))
             return self
 
@@ -239,12 +242,29 @@ class Node(_C.Node):
     def __repr__(self):
         return f"<{self.name()}>"
 
+    def register_prehook(self, fn):
+        """fn(grad_outputs) -> None or new grad_outputs: before the node runs, after its tensors' hooks."""
+        return register_node_hook(self, NODE_PRE_HOOKS, fn)
+
+    def register_hook(self, fn):
+        """fn(grad_inputs, grad_outputs) -> None or new grad_inputs: after the node ran."""
+        return register_node_hook(self, NODE_POST_HOOKS, fn)
+
+    @property
+    def metadata(self):
+        """A dict of the user's, kept on the node (PyTorch's Node.metadata)."""
+        try:
+            return self._metadata
+        except AttributeError:
+            self._metadata = {}
+            return self._metadata
+
 
 class AccumulateGrad(Node):
     """Sink for a leaf: adds the incoming gradient into `.grad` (this is what makes accumulation work).
     `variable` (the leaf) is a field of the C base. The accumulators of leaves are made in C (`_C._edge_of`,
     csrc/autograd_node.c), which sets what __init__ sets without calling it: keep the two in step."""
-    __slots__ = ()
+    __slots__ = ("_metadata",)
 
     def __init__(self, variable):
         self.variable = variable
@@ -577,53 +597,6 @@ def refuse_inplace(t, name, why=""):
 # accumulator weakly (the graph holds it strongly), as in PyTorch: a strong link both ways would be a cycle keeping
 # every parameter alive until the GC runs. In C (csrc/autograd_node.c), shared with the operators' fast path.
 _edge_of = _C._edge_of
-
-
-# ---- hooks on tensors ---------------------------------------------------------------------------------
-class RemovableHandle:
-    __slots__ = ("_list", "_fn")
-
-    def __init__(self, lst, fn):
-        self._list = lst
-        self._fn = fn
-
-    def remove(self):
-        if self._fn in self._list:
-            self._list.remove(self._fn)
-
-
-def register_post_accumulate_grad_hook(t, fn):
-    """PyTorch's Tensor.register_post_accumulate_grad_hook: fn(t) after t.grad was updated in a backward
-    (DistributedDataParallel launches a bucket's all-reduce from it, while backward goes on)."""
-    if not t.requires_grad or t.grad_fn is not None:
-        raise RuntimeError("register_post_accumulate_grad_hook: post accumulate grad hooks can only be registered "
-                           "on leaf tensors that require grad")
-    # A slot of their own (the Tensor's _post_acc_hooks, read by the engine in C after .grad is written), apart
-    # from the pre-accumulation hooks in _hooks.
-    if t._post_acc_hooks is None:
-        t._post_acc_hooks = []
-    t._post_acc_hooks.append(fn)
-    return RemovableHandle(t._post_acc_hooks, fn)
-
-
-def register_tensor_hook(t, fn):
-    if not t.requires_grad:
-        raise RuntimeError("register_hook: cannot register a hook on a tensor that does not require grad")
-    if t.grad_fn is None:
-        # A leaf keeps its own hooks: its accumulator node lives only as long as some graph uses it.
-        if t._hooks is None:
-            t._hooks = []
-        hooks = t._hooks
-    else:
-        node, nr = t.grad_fn, t._output_nr
-        if node._pre_hooks is None:
-            node._pre_hooks = {}
-        hooks = node._pre_hooks.setdefault(nr, [])
-    if hooks and getattr(hooks[-1], "retains_grad", False):  # retain_grad's hook stays last
-        hooks.insert(len(hooks) - 1, fn)
-    else:
-        hooks.append(fn)
-    return RemovableHandle(hooks, fn)
 
 
 # ---- the engine ---------------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ class _ThreadState(threading.local):
         self.recomputing = 0      # > 0 while a checkpointed segment is recomputed for backward (utils.checkpoint)
         self.meta_draws_random = True  # False while an estimate runs here: meta dropout then draws nothing
         self.saved_tensors_hooks = []  # (pack, unpack) pairs, innermost last
+        self.saved_hooks_refusal = None  # disable_saved_tensors_hooks' message: entering saved_tensors_hooks raises it
         self.retain_graph = True   # False while a backward that frees the graph runs (Function.release_saved)
         self.capturing = False     # True while autograd.grad's backward returns gradients instead of accumulating
         self.create_graph = False  # True while a backward(create_graph=True) runs: nodes record their gradients

@@ -8,7 +8,7 @@ import numpy as np
 from .. import _C
 from . import activation
 from . import autocast as _amp
-from . import autograd
+from . import autograd, autograd_hooks
 from . import functions as F
 from . import hooks
 from .autograd import check_inplace as _check_inplace, needs_grad as _needs_grad, refuse_inplace
@@ -306,10 +306,10 @@ class Tensor(_C.TensorBase):
         return self
 
     def register_hook(self, hook):
-        return autograd.register_tensor_hook(self, hook)
+        return autograd_hooks.register_tensor_hook(self, hook)
 
     def register_post_accumulate_grad_hook(self, hook):
-        return autograd.register_post_accumulate_grad_hook(self, hook)
+        return autograd_hooks.register_post_accumulate_grad_hook(self, hook)
 
     # ---- arithmetic ------------------------------------------------------------------------------------------
     # +, -, * and / (and their reflections) are TensorBase's number slots, in C (csrc/autograd_node.c): they

@@ -18,7 +18,7 @@ from . import functions as F
 from .autograd import Function, check_inplace, is_grad_enabled as _grad_enabled, is_graph_view
 from .autograd import needs_grad as _needs_grad
 from .autograd import refuse_inplace as _refuse_inplace
-from .autograd import register_tensor_hook
+from .autograd_hooks import register_tensor_hook
 from . import indexing_multi
 from .indexing import check_put_dtypes, make_plan, put_plan, record_in_place, write_graph_view
 from .dtype import DTYPES, get_default_dtype

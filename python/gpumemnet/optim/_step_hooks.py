@@ -4,7 +4,7 @@ the class is made (Optimizer.__init_subclass__); the wrapper costs one check whi
 step that calls its parent's step (a subclass's super().step()) runs the hooks once."""
 import functools
 
-from .._core.autograd import RemovableHandle
+from .._core.autograd_hooks import RemovableHandle
 
 _global_pre, _global_post = [], []
 

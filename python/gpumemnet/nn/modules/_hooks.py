@@ -18,7 +18,8 @@ import warnings
 import weakref
 
 from ... import _C
-from ..._core.autograd import Function, RemovableHandle, register_graph_backward
+from ..._core.autograd import Function, register_graph_backward
+from ..._core.autograd_hooks import RemovableHandle
 from ..._core.state import grad_mode
 
 __all__ = ["register_module_forward_pre_hook", "register_module_forward_hook", "register_module_backward_hook",

@@ -1,0 +1,118 @@
+"""PyTorch semantics, round 23 of the hunts: each test runs the same code under PyTorch and under gpumemnet."""
+import numpy as np
+import pytest
+
+import gpumemnet as gm
+
+torch = pytest.importorskip("torch")
+
+
+def _both(fn):
+    """fn(lib) under PyTorch and under gpumemnet."""
+    return fn(torch), fn(gm)
+
+
+def _np(t):
+    return None if t is None else t.detach().double().numpy().tolist()
+
+
+# ---- hooks on graph nodes -----------------------------------------------------------------------------------------
+def test_node_hooks_run_in_pytorchs_order_with_pytorchs_arguments():
+    """grad_fn.register_prehook / register_hook, and the same on a parameter's accumulator found as
+    p.expand_as(p).grad_fn.next_functions[0][0] (DeepSpeed's and Horovod's way to hook a gradient): the tensor's
+    hook, the node's pre-hook, the node, the post-accumulate hook, the node's post-hook, with PyTorch's arguments."""
+    def run(L):
+        seen = []
+        p = L.nn.Parameter(L.tensor([1.0, 2.0, 3.0]))
+        acc = p.expand_as(p).grad_fn.next_functions[0][0]
+        acc.register_prehook(lambda go: seen.append(("acc pre", [_np(g) for g in go])))
+        acc.register_hook(lambda gi, go: seen.append(("acc post", len(gi), [_np(g) for g in go])))
+        p.register_post_accumulate_grad_hook(lambda t: seen.append(("post-acc", _np(t.grad))))
+        y = p * p
+        y.grad_fn.register_prehook(lambda go: seen.append(("mul pre", [_np(g) for g in go])))
+        y.grad_fn.register_hook(lambda gi, go: seen.append(("mul post", [_np(g) for g in gi], [_np(g) for g in go])))
+        y.register_hook(lambda g: seen.append(("tensor", _np(g))))
+        (y * L.tensor([1.0, 10.0, 100.0])).sum().backward()
+        return seen, acc is (p * 2).grad_fn.next_functions[0][0]
+
+    want, got = _both(run)
+    assert got == want
+
+
+def test_node_hooks_replace_gradients_and_are_removable():
+    def run(L):
+        q = L.nn.Parameter(L.tensor([1.0, 2.0]))
+        y = q * 3
+        y.grad_fn.register_prehook(lambda go: (go[0] * 10,))
+        handle = y.grad_fn.register_hook(lambda gi, go: (gi[0] + 1,) + tuple(gi[1:]))
+        y.sum().backward(retain_graph=True)
+        first = _np(q.grad)
+        handle.remove()
+        q.grad = None
+        y.sum().backward(retain_graph=True)
+        return first, _np(q.grad)
+
+    want, got = _both(run)
+    assert got == want == ([31.0, 31.0], [30.0, 30.0])
+
+
+def test_node_hook_returning_the_wrong_count_is_a_runtime_error():
+    def run(L):
+        q = L.nn.Parameter(L.tensor([1.0, 2.0]))
+        y = q.exp()
+
+        def bad(gi, go):
+            return (gi[0], gi[0], gi[0])
+        y.grad_fn.register_hook(bad)
+        with pytest.raises(RuntimeError, match=r"hook 'bad' has returned an incorrect number of values \(got 3, but "
+                                               r"expected 1\)"):
+            y.sum().backward()
+        return True
+
+    assert _both(run) == (True, True)
+
+
+def test_node_metadata_is_a_dict_kept_on_the_node():
+    def run(L):
+        p = L.nn.Parameter(L.ones(2))
+        y = p * 2
+        y.grad_fn.metadata["tag"] = "mine"
+        acc = y.grad_fn.next_functions[0][0]
+        acc.metadata["k"] = 1
+        return dict(y.grad_fn.metadata), dict(acc.metadata), dict((p * 3).grad_fn.metadata)
+
+    want, got = _both(run)
+    assert got == want
+
+
+def test_increment_version_makes_saved_tensors_stale():
+    """torch.autograd.graph.increment_version: a write autograd did not see (a kernel of one's own) is counted, and
+    backward through a node that saved the tensor refuses it, as after an in-place op."""
+    def run(L):
+        x = L.ones(2, requires_grad=True)
+        z = x.exp()
+        before = z._version
+        L.autograd.graph.increment_version(z)
+        L.autograd.graph.increment_version([x.detach()])
+        with pytest.raises(RuntimeError, match="modified by an in-?place operation"):
+            z.sum().backward()
+        return before, z._version
+
+    want, got = _both(run)
+    assert got == want == (0, 1)
+
+
+def test_disable_saved_tensors_hooks_refuses_them_inside_only():
+    def run(L):
+        graph = L.autograd.graph
+        with graph.disable_saved_tensors_hooks("no packing here"):
+            with pytest.raises(RuntimeError, match="no packing here"):
+                with graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+                    pass
+        with graph.saved_tensors_hooks(lambda t: t * 1, lambda t: t * 2):
+            x = L.tensor([1.0, 2.0], requires_grad=True)
+            (x * x).sum().backward()
+        return _np(x.grad)
+
+    want, got = _both(run)
+    assert got == want
