@@ -116,3 +116,16 @@ def test_disable_saved_tensors_hooks_refuses_them_inside_only():
 
     want, got = _both(run)
     assert got == want
+
+
+def test_node_names_are_pytorchs():
+    """grad_fn.name() and the tensor's repr show PyTorch's names (AddBackward0), which logs and graph drawings
+    (torchviz) show and some code compares."""
+    def run(L):
+        a = L.tensor([[1.0, -2.0, 3.0]], requires_grad=True)
+        outs = [a + 1, a * a, a.exp(), a.sum(), a.mean(), a[0], a.view(3), a.clone(), L.relu(a), a.unsqueeze(0),
+                L.cat([a, a]), L.nn.functional.softmax(a, 1), L.sigmoid(a), a.abs(), -a, a / 2, a ** 2]
+        return [o.grad_fn.name() for o in outs], repr(a * 2)
+
+    want, got = _both(run)
+    assert got == want

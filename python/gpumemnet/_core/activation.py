@@ -23,9 +23,9 @@ from .state import state as _state
 # op codes: kernels/activation_ops.h
 (RELU, LEAKY_RELU, SIGMOID, TANH, GELU, GELU_TANH, SILU, HARDSWISH, HARDSIGMOID, MISH, HARDTANH, ELU,
  SOFTPLUS) = range(13)
-_NODE_NAMES = ("ReluBackward", "LeakyReluBackward", "SigmoidBackward", "TanhBackward", "GeluBackward",
-               "GeluBackward", "SiluBackward", "HardswishBackward", "HardsigmoidBackward", "MishBackward",
-               "HardtanhBackward", "EluBackward", "SoftplusBackward")
+_NODE_NAMES = ("ReluBackward0", "LeakyReluBackward0", "SigmoidBackward0", "TanhBackward0", "GeluBackward0",
+               "GeluBackward0", "SiluBackward0", "HardswishBackward0", "HardsigmoidBackward0", "MishBackward0",
+               "HardtanhBackward0", "EluBackward0", "SoftplusBackward0")
 _INPUT_OPS = frozenset((GELU, GELU_TANH, SILU, HARDSWISH, MISH, SOFTPLUS))
 # leaky_relu and elu read their output when their slope / alpha is >= 0, else their input (and then, as in
 # PyTorch, their in-place forms cannot be differentiated); the parameter's name for that error:
@@ -288,7 +288,7 @@ class _PReLU(Function):
         return _C.prelu_backward(g, x, weight, need[0], need[1], ctx.grad_is_free(0))
 
     def name(self):
-        return "PreluBackward"
+        return "PreluKernelBackward0"
 
 
 def prelu(input, weight):
@@ -318,7 +318,7 @@ class _Softmax(Function):
         return _C.softmax_backward(g, out, ctx.dim, ctx.log, ctx.grad_is_free(0)), None, None
 
     def name(self):
-        return "LogSoftmaxBackward" if self.log else "SoftmaxBackward"
+        return "LogSoftmaxBackward0" if self.log else "SoftmaxBackward0"
 
 
 def _softmax(input, dim, dtype, log, op):

@@ -237,7 +237,9 @@ class Node(_C.Node):
         return tuple((None, 0) if e is None else e for e in (self._edges or ()))
 
     def name(self):
-        return type(self).__name__
+        """PyTorch's name for the node (tensor reprs and error messages show it): AddBackward0 for Add."""
+        name = type(self).__name__
+        return name if "Backward" in name else name.lstrip("_") + "Backward0"
 
     def __repr__(self):
         return f"<{self.name()}>"

@@ -46,8 +46,8 @@ class _Pad(Function):
         return _C.pad_backward(g, ctx.pads, ctx.mode, ctx.shape), None, None, None
 
     def name(self):
-        return ("ConstantPadNdBackward", "ReflectionPadBackward", "ReplicationPadBackward",
-                "CircularPadBackward")[self.mode]
+        return ("ConstantPadNdBackward0", "ReflectionPadBackward0", "ReplicationPadBackward0",
+                "CircularPadBackward0")[self.mode]
 
 
 def _crop(input, pads):
@@ -257,7 +257,7 @@ class _Embedding(Function):
         return grad, None, None, None, None
 
     def name(self):
-        return "EmbeddingBackward"
+        return "EmbeddingBackward0"
 
 
 def _embedding_renorm_(weight, indices, max_norm, norm_type):

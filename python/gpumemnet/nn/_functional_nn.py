@@ -38,8 +38,8 @@ __all__ = ["relu", "relu_", "leaky_relu", "leaky_relu_", "sigmoid", "tanh", "gel
 
 # op codes: kernels/loss_ops.h
 MSE, L1, SMOOTH_L1, HUBER, BCE, KL_DIV = range(6)
-_BACKWARD_NAMES = ("MseLossBackward", "L1LossBackward", "SmoothL1LossBackward", "HuberLossBackward",
-                   "BinaryCrossEntropyBackward", "KlDivBackward")
+_BACKWARD_NAMES = ("MseLossBackward0", "L1LossBackward0", "SmoothL1LossBackward0", "HuberLossBackward0",
+                   "BinaryCrossEntropyBackward0", "KlDivBackward0")
 _REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
 
 
@@ -82,7 +82,7 @@ class _Dropout(Function):
         return _C.dropout_backward(g, mask, ctx.p, ctx.grad_is_free(0)), None, None, None
 
     def name(self):
-        return "DropoutBackward"
+        return "DropoutBackward0"
 
 
 def _dropout(input, p, training, inplace, channelwise, op):
@@ -162,7 +162,7 @@ class _BatchNorm(Function):
         return dx, None, None, dw, db, None, None, None
 
     def name(self):
-        return "BatchNormBackward"
+        return "NativeBatchNormBackward0"
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
@@ -221,7 +221,7 @@ class _CrossEntropy(Function):
         return _C.cross_entropy_backward(g, x, target, weight, lse, *ctx.args), None, None, None, None, None
 
     def name(self):
-        return "CrossEntropyLossBackward"
+        return "NllLossBackward0"
 
 
 def _class_loss_args(op, input, target, weight, ignore_index, reduction):
@@ -295,7 +295,7 @@ class _NllLoss(Function):
         return _C.nll_loss_backward(g, target, weight, *ctx.args), None, None, None, None
 
     def name(self):
-        return "NllLossBackward"
+        return "NllLossBackward0"
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
@@ -495,7 +495,7 @@ class _BceWithLogits(Function):
         return dx, dt, None, None, None
 
     def name(self):
-        return "BinaryCrossEntropyWithLogitsBackward"
+        return "BinaryCrossEntropyWithLogitsBackward0"
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",

@@ -78,7 +78,7 @@ class _AdaptiveMaxPool2d(Function):
         return _C.max_pool2d_backward(g, idx, ctx.in_shape), None, None
 
     def name(self):
-        return "AdaptiveMaxPool2DBackward"
+        return "AdaptiveMaxPool2DBackward0"
 
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):

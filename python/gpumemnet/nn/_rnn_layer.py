@@ -67,4 +67,4 @@ class LSTMLayer(Function):
             None, None
 
     def name(self):
-        return "LSTMLayerBackward"
+        return "LSTMLayerBackward0"
