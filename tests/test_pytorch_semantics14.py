@@ -129,3 +129,62 @@ def test_node_names_are_pytorchs():
 
     want, got = _both(run)
     assert got == want
+
+
+# ---- indexing --------------------------------------------------------------------------------------------------
+def test_zero_d_integer_tensor_index_is_an_int():
+    """x[i] with i = argmax(...) (a 0-d integer tensor, or a 0-d NumPy array) selects as an int: a view, so writes
+    through it reach x (d2l's anchor assignment), and a value of another dtype is cast, as basic indexing casts."""
+    def run(L):
+        x = L.arange(6.).reshape(2, 3)
+        i = L.tensor(1)
+        row = x[i]
+        row += 10
+        x[:, i].zero_()
+        x[:, np.array(2)] = L.tensor([7, 8])  # int64 values into float32: cast
+        g = L.arange(24., dtype=L.float64).reshape(2, 3, 4).requires_grad_()
+        outs = [g[i], g[:, i], g[i, L.tensor([0, 1])], g[..., i], g[L.tensor(-1), i, i]]
+        sum((o * o).sum() for o in outs).backward()
+        return x.tolist(), [tuple(o.shape) for o in outs], _np(g.grad)
+
+    want, got = _both(run)
+    assert got == want
+
+
+def test_write_into_a_view_whose_base_is_gone_reaches_the_other_views():
+    """d2l's masked_softmax in additive attention: `scores = (f @ w.t()).squeeze(-1); X = scores.reshape(-1, n);
+    X[~mask] = -1e6` while scores is still held (the matmul's result itself gone): the write is recorded, scores
+    sees it, and the gradients are PyTorch's (it was refused)."""
+    def run(L, case):
+        w = L.tensor([[0.1, -0.2, 0.3, 0.4]], dtype=L.float64, requires_grad=True)
+        feat = L.linspace(-1, 1, 24, dtype=L.float64).reshape(2, 3, 4)
+        scores = (feat @ w.t()).squeeze(-1)
+        col = scores[:, 0]
+        X = scores.reshape(-1, 3)
+        mask = L.arange(3)[None, :] < L.tensor([2, 1])[:, None]
+        if case == 0:
+            X[~mask] = -1e6
+            loss = L.softmax(X, -1)[:, 0].sum() + (scores * 3).sum()
+        elif case == 1:
+            X[0] += 1
+            X.t()[2].mul_(w[0, 0])
+            loss = (scores * L.arange(6.).reshape(2, 3)).sum() + (col ** 2).sum()
+        else:
+            X[1, 0] = 7.0
+            loss = (col * 2).sum() + X.sum()
+        loss.backward()
+        return _np(w.grad), _np(scores), _np(col)
+
+    for case in range(3):
+        want, got = run(torch, case), run(gm, case)
+        for a, b in zip(got, want):  # (float64 matmul sums in another order: 1 ulp)
+            np.testing.assert_allclose(np.array(a), np.array(b), rtol=1e-12)
+
+
+def test_reversed_flips_dim_0():
+    def run(L):
+        x = L.arange(6.).reshape(3, 2)
+        return _np(reversed(x)), _np(reversed(L.tensor(2.0))), [_np(r) for r in reversed(list(x))]
+
+    want, got = _both(run)
+    assert got == want

@@ -120,6 +120,8 @@ def make_plan(t, idx):
         elif isinstance(item, slice):
             steps.append(("slice", dim, item.start, item.stop, 1 if item.step is None else item.step))
             dim += 1
+        elif _zero_d_integer(item):  # as an int, as PyTorch reads it: x[i] with i = argmax(...) is a view
+            steps.append(("select", dim, int(item)))
         elif isinstance(item, (_C.TensorBase, np.ndarray, list, tuple, range)):  # a range: PyTorch's list of ints
             if adv is not None:  # several advanced indices: indexing_multi's, which builds no plan
                 return None
@@ -135,6 +137,16 @@ def make_plan(t, idx):
     if adv is not None:
         steps.append(adv)
     return steps
+
+
+_INTEGER_CODES = (_I64, 7, 8, 9)  # int64, int8, int16, int32: not uint8, PyTorch's old mask type
+
+
+def _zero_d_integer(x):
+    """A 0-d integer tensor (not one on meta, which has no value to read) or NumPy array."""
+    if isinstance(x, _C.TensorBase):
+        return x.ndim == 0 and x._dtype in _INTEGER_CODES and x._device != "meta"
+    return isinstance(x, np.ndarray) and x.ndim == 0 and x.dtype.kind in "iu" and x.dtype != np.uint8
 
 
 def _is_bool(x):
@@ -202,7 +214,7 @@ def check_put_dtypes(t, idx, value):
     mask with more than one value) instead of casting it: 'Index put requires the source and destination dtypes
     match'. Basic indexing casts (a copy_), as does a 0-d value under a single bool mask (PyTorch's masked_fill)."""
     items = idx if isinstance(idx, tuple) else (idx,)
-    advanced = [i for i in items if isinstance(i, (_C.TensorBase, list, np.ndarray))]
+    advanced = [i for i in items if isinstance(i, (_C.TensorBase, list, np.ndarray)) and not _zero_d_integer(i)]
     if not isinstance(value, _C.TensorBase) or value._dtype == t._dtype:
         # a Python number that overflows the tensor's dtype: PyTorch's error (a float one only through an advanced
         # index or into float32: half[0] = 1e6 writes inf there)
@@ -305,11 +317,35 @@ def write_graph_view(view, value_of):
         view.grad_fn = IndexFn.apply(base, plan).grad_fn
         return True
     root = _root_base(view)
-    if root is None or root.grad_fn is None or not root.is_contiguous() or root._storage_id != view._storage_id:
+    if root is None:
+        return _write_over_gone_root(view, value_of)
+    if root.grad_fn is None or not root.is_contiguous() or root._storage_id != view._storage_id:
         return False
     geometry = (tuple(view.shape), tuple(view._strides), view._offset - root._offset)
     _StridedPut.apply(root, value_of(view), geometry)
     view.grad_fn = _StridedView.apply(root, geometry).grad_fn
+    return True
+
+
+def _write_over_gone_root(view, value_of):
+    """write_graph_view where the root is gone (a view does not keep its base alive here) and other views of the
+    memory are alive (d2l's masked_softmax: `scores = (f @ w.t()).squeeze(-1); X = scores.reshape(-1, n);
+    X[~mask] = -1e6`, scores still held). A view alive that covers the whole memory, contiguous, stands for the root:
+    the write is recorded on a whole-memory view of it, and every view alive is re-derived from that, as PyTorch's
+    CopySlices on the base and its views' regenerated grad_fn. False, with nothing done, without such a view."""
+    ref = getattr(view.grad_fn, "view_base", None)
+    if ref is None or ref() is not None:
+        return False
+    views = view._graph_views
+    whole = view._storage_nbytes // view.element_size()
+    cover = next((v for v in views if v._offset == 0 and v.numel() == whole and v.is_contiguous()), None)
+    if cover is None or not any(v is view for v in views) or \
+            any(v._dtype != view._dtype or not v.requires_grad or v.grad_fn is None for v in views):
+        return False
+    root = cover.reshape(whole)  # recorded: its gradient goes back through cover's node to the gone root's
+    _StridedPut.apply(root, value_of(view), _geometry(view, root))
+    for v in views:
+        v.grad_fn, v._output_nr = _StridedView.apply(root, _geometry(v, root)).grad_fn, 0
     return True
 
 

@@ -590,6 +590,11 @@ class ExtraMethods:
                                f"{type(element)}.")
         return bool((self == element).any())
 
+    def __reversed__(self):
+        """reversed(t): t flipped along dim 0 (a 0-d tensor is itself), as PyTorch's (d2l's bidirectional RNN
+        runs reversed(inputs))."""
+        return self if self.ndim == 0 else self.flip(0)
+
     def dim_order(self, *, ambiguity_check=False):
         """The dims from outermost to innermost in memory (by stride, largest first)."""
         if not isinstance(ambiguity_check, (bool, list)):
