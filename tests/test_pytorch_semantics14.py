@@ -188,3 +188,49 @@ def test_reversed_flips_dim_0():
 
     want, got = _both(run)
     assert got == want
+
+
+# ---- custom Functions ---------------------------------------------------------------------------------------------
+def test_custom_function_gradient_is_cast_to_the_inputs_dtype():
+    """PyTorch's engine casts a custom Function's returned gradient to its input's dtype: the documented AMP pattern
+    custom_fwd(cast_inputs=torch.float32) after an autocast Linear crashed in the Linear's backward (a float32
+    gradient for its bfloat16 output), and a float32 gradient reached a bfloat16 input unrounded."""
+    def run(L):
+        class Sq(L.autograd.Function):
+            @staticmethod
+            @L.amp.custom_fwd(device_type="cpu", cast_inputs=L.float32)
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return (x * x).sum()
+
+            @staticmethod
+            @L.amp.custom_bwd(device_type="cpu")
+            def backward(ctx, g):
+                (x,) = ctx.saved_tensors
+                return 2 * x * g
+
+        class Scale(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x.float() * 1.2345678
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 1.2345678
+
+        lin = L.nn.Linear(3, 2)
+        with L.no_grad():
+            lin.weight.copy_(L.tensor([[0.1, 0.2, 0.3], [0.4, 0.5, 0.6]]))
+            lin.bias.zero_()
+        with L.autocast("cpu", dtype=L.bfloat16):
+            Sq.apply(lin(L.tensor([[1.0, 2.0, 3.0]]))).backward()
+        a = L.tensor([1.0, 2.0], requires_grad=True)
+        seen = []
+        ab = a.bfloat16()
+        ab.register_hook(lambda g: seen.append((str(g.dtype).split(".")[-1], g.tolist())))
+        Scale.apply(ab).sum().backward()
+        return _np(lin.weight.grad), seen, _np(a.grad)
+
+    want, got = _both(run)
+    assert got[1:] == want[1:]
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6)

@@ -18,6 +18,7 @@ import functools
 
 from .. import _C
 from . import autograd as A
+from .dtype import DTYPES
 from .tensor_products import expands_to
 
 
@@ -71,6 +72,7 @@ def _apply(cls, *args):
             A._mark_output(o, args, node._saved, Tensor)
     node._out_meta = [(tuple(o.shape), o._dtype, o._device) if A._is_tensor(o) else None for o in outs]
     node._in_shapes = [tuple(a.shape) if e is not None else None for a, e in zip(args, edges)]
+    node._in_dtypes = [a._dtype if e is not None else None for a, e in zip(args, edges)]
     roles = [_role(t, args, originals) for t in saved_objs]
     # a saved output that carries no gradient (integer, or marked non-differentiable) comes back as it is
     node._roles = [r if r is None or r[0] == "in" or getattr(outs[r[1]], "grad_fn", None) is node else None
@@ -139,20 +141,25 @@ def _apply_grads(self, grads):
     if len(out) != n:
         raise RuntimeError(f"function {_name(self)} returned an incorrect number of gradients (expected {n}, got "
                            f"{len(out)})")
-    out = tuple(_summed_to_input(g, shape) for g, shape in zip(out, self.__dict__.get("_in_shapes", ()))) + \
-        out[len(self.__dict__.get("_in_shapes", ())):]
+    out = tuple(_as_input(g, shape, dtype) for g, shape, dtype in zip(out, self._in_shapes, self._in_dtypes)) + \
+        out[n:]
     if A.anomaly.enabled and A.anomaly.check_nan:
         A._check_nan(self, out)
     return out
 
 
-def _summed_to_input(g, shape):
-    """A gradient of the input's broadcast shape summed down to the input's (PyTorch's engine does so: gpytorch's
-    RBFCovariance returns the lengthscale's gradient at the covariance's shape); any other mismatch is left to the
-    engine's error."""
-    if shape is None or type(g) is not A._Tensor or tuple(g.shape) == shape or not expands_to(shape, tuple(g.shape)):
+def _as_input(g, shape, dtype):
+    """The gradient as PyTorch's engine hands it on (validate_outputs): of the input's broadcast shape, summed down
+    to the input's (gpytorch's RBFCovariance returns the lengthscale's gradient at the covariance's shape); of
+    another floating dtype, cast to the input's (a float32 gradient for a bfloat16 input: custom_fwd(cast_inputs=
+    torch.float32) under autocast). Any other mismatch is left to the engine's error."""
+    if shape is None or type(g) is not A._Tensor:
         return g
-    return g.sum_to_size(shape)
+    if tuple(g.shape) != shape and expands_to(shape, tuple(g.shape)):
+        g = g.sum_to_size(shape)
+    if g._dtype != dtype and g._dtype <= 3 and dtype <= 3:  # float32, float64, float16, bfloat16
+        g = g.to(DTYPES[dtype])
+    return g
 
 
 def _name(self):
