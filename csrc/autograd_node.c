@@ -180,7 +180,8 @@ static PyMemberDef node_members[] = {
     {"_edges", T_OBJECT, offsetof(GMNode, next_functions), 0,
      "(node, output_nr) per input, or None (Node.next_functions gives PyTorch's form)."},
     {"_saved", T_OBJECT, offsetof(GMNode, saved), 0, "Saved tensors (tuple of _SavedTensor), or None."},
-    {"_pre_hooks", T_OBJECT, offsetof(GMNode, pre_hooks), 0, "Gradient hooks: {output_nr: [hook]}."},
+    {"_pre_hooks", T_OBJECT, offsetof(GMNode, pre_hooks), 0,
+     "Gradient hooks: {output_nr: [tensor hook], -1: [node pre-hook], -2: [node post-hook]} (autograd_hooks.py)."},
     {"needs_input_grad", T_OBJECT, offsetof(GMNode, needs_input_grad), 0, "Whether input i needs a gradient."},
     /* T_OBJECT_EX: other nodes have no `variable` at all (torchviz tells the accumulators by hasattr) */
     {"variable", T_OBJECT_EX, offsetof(GMNode, variable), 0, "AccumulateGrad: the leaf tensor."},

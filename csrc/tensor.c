@@ -24,12 +24,13 @@ void gm_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides) {
 
 int gm_is_contiguous(const GMTensor *t) {
     int64_t s = 1;
+    int ok = 1;
     for (int i = t->ndim - 1; i >= 0; i--) {
-        if (t->shape[i] == 0) return 1;
-        if (t->shape[i] != 1 && t->strides[i] != s) return 0;
+        if (t->shape[i] == 0) return 1; /* an empty tensor is contiguous whatever its strides (PyTorch's rule) */
+        if (t->shape[i] != 1 && t->strides[i] != s) ok = 0;
         s *= t->shape[i];
     }
-    return 1;
+    return ok;
 }
 
 void gm_byte_strides(const GMTensor *t, int64_t *out) {

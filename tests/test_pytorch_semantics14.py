@@ -1,8 +1,11 @@
 """PyTorch semantics, round 23 of the hunts: each test runs the same code under PyTorch and under gpumemnet."""
+import collections
+
 import numpy as np
 import pytest
 
 import gpumemnet as gm
+from gpumemnet._serialization_torch_write import save as torch_format_save  # what torch.save is under the alias
 
 torch = pytest.importorskip("torch")
 
@@ -234,3 +237,76 @@ def test_custom_function_gradient_is_cast_to_the_inputs_dtype():
     want, got = _both(run)
     assert got[1:] == want[1:]
     np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
+
+
+# ---- layout, einsum ---------------------------------------------------------------------------------------------
+def test_nonzero_is_column_major_as_pytorchs():
+    """nonzero() / argwhere() have strides (1, n), so nonzero().t() is contiguous and .view(-1) works on it (PyG's
+    edge_index = adj.nonzero().t()); an empty tensor is contiguous whatever its strides."""
+    def run(L):
+        out = []
+        for a in [L.tensor([[0, 1, 1], [1, 0, 0]]), L.tensor([0, 3, 0, 2]), L.zeros(2, 3), L.tensor(5), L.ones(2, 2, 2)]:
+            n = a.nonzero()
+            out.append((tuple(n.shape), n.stride(), L.argwhere(a).stride(), n.is_contiguous(), n.tolist(),
+                        n.t().view(-1).tolist(), n._base is None))
+        return out
+
+    want, got = _both(run)
+    assert got == want
+
+
+def test_einsum_sublist_form_and_empty_contractions():
+    def run(L):
+        x = L.arange(6, dtype=L.float64).reshape(2, 3)
+        y = L.arange(12, dtype=L.float64).reshape(3, 4)
+        a, b = L.zeros(2, 0, dtype=L.float64), L.zeros(0, 3, dtype=L.float64)
+        return (L.einsum(x, [0, 1], y, [1, 2], [0, 2]).tolist(), L.einsum(x, [Ellipsis, 1], [Ellipsis]).tolist(),
+                L.einsum(x, [0, 1], y, [1, 2]).tolist(), L.einsum("ij,jk->ik", a, b).tolist(),
+                L.einsum("bij,bjk->bik", a[None], b[None]).tolist(), L.einsum("i,i->", L.zeros(0), L.zeros(0)).item())
+
+    want, got = _both(run)
+    assert got == want
+
+
+# ---- library entry points -----------------------------------------------------------------------------------------
+def test_names_pyro_and_mlflow_use():
+    """Tensor._cdata (pyro.module compares parameters by it), transform_to(positive_semidefinite),
+    torch._standard_gamma_grad, torch.load with a pickle_module (mlflow's load_model: it unpickles everything)."""
+    import io
+    import pickle
+
+    def run(L):
+        t = L.nn.Parameter(L.zeros(2))
+        psd = L.distributions.transform_to(L.distributions.constraints.positive_semidefinite)
+        m = psd(L.tensor([[1.0, 0.0], [2.0, 3.0]], dtype=L.float64))
+        a = L.tensor([0.5, 2.0, 7.0], dtype=L.float64)
+        g = L._standard_gamma_grad(a, L.tensor([0.3, 1.7, 8.0], dtype=L.float64))
+        buf = io.BytesIO()
+        (L.save if L is torch else torch_format_save)(collections.OrderedDict(k=_Plain()), buf, pickle_module=pickle)
+        buf.seek(0)
+        loaded = L.load(buf, pickle_module=pickle)
+        buf.seek(0)
+        with pytest.raises(RuntimeError, match="explicit pickle_module"):
+            L.load(buf, pickle_module=pickle, weights_only=True)
+        return (isinstance(t._cdata, int), t._cdata == t._cdata, t.view(2)._cdata == t._cdata, type(psd).__name__,
+                _np(m), _np(g), type(loaded["k"]).__name__)
+
+    want, got = _both(run)
+    assert got[:5] == want[:5] and got[6:] == want[6:]
+    np.testing.assert_allclose(got[5], want[5], rtol=1e-4)  # (PyTorch approximates to 1e-4: gpumemnet's is exact)
+
+
+class _Plain:
+    pass
+
+
+def test_adam_keeps_betas_as_pytorch_does():
+    """Adam and AdamW make betas a tuple whatever sequence came (hydra's ListConfig in param_groups made the
+    optimizer's state_dict unloadable with weights_only=True); NAdam, RAdam and Adamax keep what they were given."""
+    def run(L):
+        p = [L.nn.Parameter(L.ones(2))]
+        return [repr(cls(p, betas=[0.9, 0.99]).defaults["betas"])
+                for cls in (L.optim.Adam, L.optim.AdamW, L.optim.NAdam, L.optim.RAdam, L.optim.Adamax)]
+
+    want, got = _both(run)
+    assert got == want

@@ -626,4 +626,11 @@ def _sample_dirichlet(alpha, generator=None):
     return g / g.sum(-1, keepdim=True)
 
 
-__all__ += ["_standard_gamma", "_sample_dirichlet"]
+def _standard_gamma_grad(self, output):
+    """torch._standard_gamma_grad(alpha, x): dx/dalpha of a Gamma(alpha, 1) draw x (the reparameterization gradient
+    that _standard_gamma's backward uses), in alpha's dtype."""
+    from .distributions.gamma import _standard_gamma_grad as grad  # noqa: E402
+    return grad(self, output).to(self.dtype)
+
+
+__all__ += ["_standard_gamma", "_sample_dirichlet", "_standard_gamma_grad"]

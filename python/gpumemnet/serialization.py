@@ -441,6 +441,10 @@ def load(path, device=None, map_location=None, weights_only=None, **kwargs):
     if map_location is None and (isinstance(device, dict) or callable(device)):
         device, map_location = None, device  # PyTorch's second argument is map_location: torch.load(f, {...})
     weights_only = _weights_only_by_environment(weights_only)
+    if kwargs.get("pickle_module") is not None:  # PyTorch's rule: an explicit pickle module unpickles everything
+        if weights_only:
+            raise RuntimeError("Can not safely load weights when explicit pickle_module is specified")
+        weights_only = False  # (mlflow.pytorch.load_model passes its pickle module)
     if hasattr(path, "read"):  # a file object (io.BytesIO, an open file): its bytes from where it stands
         return _from_file_object(path, lambda p: load(p, device, map_location, weights_only))
     path = os.fspath(path)

@@ -96,7 +96,8 @@ def _contract(a, la, b, lb, needed):
             if size.get(c, 1) != s and s != 1 and size.get(c, 1) != 1:
                 raise RuntimeError(f"einsum(): operands do not broadcast with remapped shapes: subscript {c} has "
                                    f"size {s} in one operand and {size[c]} in another")
-            size[c] = max(size.get(c, 1), s)
+            if s != 1 or c not in size:  # a size-1 dim broadcasts against any, 0 included (an empty contraction)
+                size[c] = s
     shared = [c for c in la if c in lb]
     batch = [c for c in shared if c in needed]
     summed = [c for c in shared if c not in needed]
@@ -130,8 +131,31 @@ def _promoted(operands, inputs, output):
     return tuple(t if t._dtype == code else t.to(DTYPES[code]) for t in operands)
 
 
+def _sublist_form(args):
+    """PyTorch's sublist form, einsum(x, [0, 1], y, [1, 2], [0, 2]) (integers in [0, 52) name the dims, Ellipsis
+    the broadcast ones; a last list without its operand is the output's), as an equation and its operands."""
+    out = args[-1] if len(args) % 2 else None  # (op, sub, ..., op, sub, out): the last list is the output's
+    pairs = args[:-1] if len(args) % 2 else args
+    ops, subs = pairs[0::2], pairs[1::2]
+
+    def letters(sub):
+        if not isinstance(sub, (list, tuple)):
+            raise TypeError(f"einsum(): expected a list of dims after each operand, got {type(sub).__name__}")
+        for d in sub:
+            if d is not Ellipsis and not (isinstance(d, int) and 0 <= d < 52):
+                raise ValueError(f"einsum(): subscript in subscript list is not within the valid range [0, 52), "
+                                 f"got {d!r}")
+        return "".join("..." if d is Ellipsis else string.ascii_letters[d] for d in sub)
+
+    equation = ",".join(letters(s) for s in subs) + ("" if out is None else "->" + letters(out))
+    return equation, tuple(ops)
+
+
 def einsum(equation, *operands):
-    """torch.einsum(equation, *operands) (operands may also come as one list)."""
+    """torch.einsum(equation, *operands) (operands may also come as one list), or PyTorch's sublist form
+    einsum(x, [0, 1], y, [1, 2], [0, 2])."""
+    if isinstance(equation, _C.TensorBase) and operands and isinstance(operands[0], (list, tuple)):
+        equation, operands = _sublist_form((equation,) + operands)
     if not isinstance(equation, str):
         raise TypeError(f"einsum(): equation must be a str, got {type(equation).__name__}")
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):

@@ -533,6 +533,12 @@ class ExtraMethods:
         return strided
 
     @property
+    def _cdata(self):
+        """PyTorch's address of the tensor's C object: an int, the same for the same tensor, another for a view
+        (Pyro's pyro.module compares a module's parameter with the param store's by it)."""
+        return id(self)
+
+    @property
     def is_sparse(self):
         return False
 

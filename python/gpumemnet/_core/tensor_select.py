@@ -334,7 +334,12 @@ class SelectMethods:
             idx = np.argwhere(a)
         if as_tuple:
             return tuple(_to_device(idx[:, i], self, _I64) for i in range(idx.shape[1]))
-        return _to_device(idx.astype(np.int64), self, _I64)
+        # PyTorch's layout: column-major, strides (1, n), so that nonzero().t() is contiguous (PyG's edge_index =
+        # adj.nonzero().t() then .view(-1))
+        n, d = idx.shape
+        out = _to_device(np.ascontiguousarray(idx.T, dtype=np.int64), self, _I64)
+        out._set_data(out._as_strided((n, d), (1, n), out._offset))
+        return out
 
     argwhere = nonzero
 

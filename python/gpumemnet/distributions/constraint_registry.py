@@ -110,6 +110,7 @@ def _transform_to_lower_cholesky(constraint):
 
 
 @transform_to.register(constraints.positive_definite)
+@transform_to.register(constraints.positive_semidefinite)
 def _transform_to_positive_definite(constraint):
     return transforms.PositiveDefiniteTransform()
 

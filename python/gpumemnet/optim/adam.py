@@ -28,6 +28,11 @@ class Adam(OffloadMixin, Optimizer):
             raise ValueError(f"{type(self).__name__}: differentiable=True is not supported (the step is a fused "
                              f"in-place kernel)")
         decoupled = bool(self._decoupled if decoupled_weight_decay is None else decoupled_weight_decay)
+        if hasattr(betas, "__getitem__") and not isinstance(betas, (str, tuple)):
+            try:  # a tuple whatever sequence came (hydra's ListConfig: weights_only loading refuses it), as PyTorch's
+                betas = (betas[0], betas[1])
+            except (IndexError, KeyError, TypeError):
+                pass  # the step's check names what is wrong
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize,
                         foreach=foreach, capturable=capturable, differentiable=differentiable, fused=fused,
                         decoupled_weight_decay=decoupled)  # PyTorch's keys, in its order
