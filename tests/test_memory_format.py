@@ -1,5 +1,5 @@
-"""Memory formats: accepted everywhere PyTorch accepts them; gpumemnet keeps NCHW, so values and bytes do not
-change (documented in gpumemnet.memory_format)."""
+"""Memory formats: accepted everywhere PyTorch accepts them; gpumemnet keeps NCHW, so values do not change, and
+copies where PyTorch copies (documented in gpumemnet.memory_format)."""
 import pickle
 
 import numpy as np
@@ -14,18 +14,44 @@ def test_formats_exist_and_pickle():
     assert repr(gm.channels_last) == "gpumemnet.channels_last"
 
 
-def test_to_and_contiguous_keep_nchw_and_bytes():
-    x = gm.randn(2, 3, 4, 5)
+def test_to_and_contiguous_copy_as_pytorch_does_and_keep_nchw():
+    """to(memory_format=channels_last) and contiguous(memory_format=channels_last) of an NCHW tensor are copies, as
+    PyTorch's (an in-place write into them reached the original): laid out NCHW, the tensor's bytes each, exactly."""
+    x = gm.randn(2, 4, 4, 8)  # 1 KiB: a whole number of the allocator's 512-byte blocks
     before = gm.memory.memory_stats("cpu")["allocated"]["current"]
     y = x.to(memory_format=gm.channels_last)
     z = x.contiguous(memory_format=gm.channels_last)
-    assert y is x and z is x
-    assert gm.memory.memory_stats("cpu")["allocated"]["current"] == before
+    assert y is not x and z is not x and y.is_contiguous() and z.is_contiguous()
+    assert gm.memory.memory_stats("cpu")["allocated"]["current"] == before + 2 * x.numel() * 4
+    y.mul_(0)
+    z.add_(1)
+    assert float(x.abs().sum()) > 0 and not bool((z == x).all())
     assert x.to("cpu", gm.float64, memory_format=gm.contiguous_format).dtype == gm.float64
     with pytest.raises(TypeError, match="memory_format must be a gpumemnet memory format"):
         x.to(memory_format="channels_last")
     with pytest.raises(RuntimeError, match="preserve memory format is unsupported"):
         x.contiguous(memory_format=gm.preserve_format)
+
+
+def test_to_and_contiguous_alias_or_copy_where_pytorch_does():
+    torch = pytest.importorskip("torch")
+
+    def run(L):
+        cl, cf = L.channels_last, L.contiguous_format
+        cases = [L.arange(24.).reshape(1, 2, 3, 4), L.arange(120.).reshape(2, 4, 5, 3).permute(0, 3, 1, 2),
+                 L.ones(1, 1, 3, 4), L.arange(2.).reshape(1, 2, 1, 1).expand(2, 2, 3, 3), L.arange(6.).reshape(2, 3).t()]
+        out = []
+        for t in cases:
+            for f in (lambda t: t.to(memory_format=cl), lambda t: t.to(memory_format=cf),
+                      lambda t: t.contiguous(memory_format=cl), lambda t: t.contiguous(memory_format=cf)):
+                try:
+                    r = f(t)
+                    out.append((r is t, r.data_ptr() == t.data_ptr(), r.tolist() == t.tolist()))
+                except RuntimeError as e:
+                    out.append(str(e))
+        return out
+
+    assert run(gm) == run(torch)
 
 
 def test_is_contiguous_with_formats_against_torch():

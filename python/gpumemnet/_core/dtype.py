@@ -224,9 +224,9 @@ class finfo:
 
 class memory_format:
     """A memory format (PyTorch's torch.memory_format). gpumemnet keeps every tensor in NCHW (row-major) order
-    whatever format is asked for: to(memory_format=channels_last), contiguous(memory_format=...) and
-    Module.to(memory_format=...) are accepted and change nothing, so results are identical to NCHW and the bytes
-    allocated are unchanged. (Its conv kernels are written for NCHW; channels_last would be a speed choice.)"""
+    whatever format is asked for: Module.to(memory_format=...) changes nothing, and a tensor's to() / contiguous()
+    copy where PyTorch's would (format_copy), so that writes into the result never reach the original, but lay the
+    copy out NCHW. (The conv kernels are written for NCHW; channels_last would be a speed choice.)"""
     __slots__ = ("name", "ndim")
 
     def __init__(self, name, ndim):
@@ -247,6 +247,23 @@ contiguous_format = memory_format.contiguous_format
 preserve_format = memory_format.preserve_format
 channels_last = memory_format.channels_last
 channels_last_3d = memory_format.channels_last_3d
+
+
+def format_copy(t, fmt, to=False):
+    """t.contiguous(memory_format=fmt) (to=False) or t.to(memory_format=fmt): t itself, or a copy where PyTorch
+    makes one (its copy laid out in fmt, gpumemnet's NCHW): contiguous() with contiguous_format copies a tensor
+    that is not, to() only one whose layout PyTorch reads as channels_last; channels_last copies a tensor whose
+    strides do not fit it, and to() also one that fits both layouts (a (1, 1, H, W) tensor: PyTorch reads NCHW)."""
+    if fmt.ndim is not None and t.ndim != fmt.ndim:
+        raise RuntimeError(f"required rank {fmt.ndim} tensor to use {fmt.name} format")
+    if fmt.name == "contiguous_format":
+        if not to:
+            return t if t.is_contiguous() else t.clone()
+        cl = {4: channels_last, 5: channels_last_3d}.get(t.ndim)
+        return t.clone() if cl is not None and t.is_contiguous(memory_format=cl) and not t.is_contiguous() else t
+    if fmt.ndim is not None and (not t.is_contiguous(memory_format=fmt) or (to and t.is_contiguous())):
+        return t.clone()
+    return t
 
 
 # PyTorch's other device types (Apple's MPS, Intel's XPU, Habana's HPU, TPUs through XLA, ...): a device object of

@@ -13,7 +13,7 @@ from . import functions as F
 from . import hooks
 from .autograd import check_inplace as _check_inplace, needs_grad as _needs_grad, refuse_inplace
 from . import tensor_str as _tensor_str
-from .dtype import DTYPES, as_dtype, device_of, device_str, dtype as _dtype_cls, fitting
+from .dtype import DTYPES, as_dtype, device_of, device_str, dtype as _dtype_cls, fitting, format_copy
 from . import indexing_multi
 from .inplace_binary import _InplaceBinary
 from .indexing import (IndexFn, IndexPutFn, apply_plan, assigned_copy, check_put_dtypes, make_plan, put_plan,
@@ -651,8 +651,8 @@ class Tensor(_C.TensorBase):
     def to(self, *args, dtype=None, device=None, copy=False, non_blocking=False, memory_format=None):
         """A tensor of the given dtype and/or on the given device (self when nothing changes).
 
-        memory_format (gpumemnet.channels_last, contiguous_format, preserve_format) is accepted and changes
-        nothing: gpumemnet keeps NCHW, so results are identical and no bytes change (gpumemnet.channels_last).
+        memory_format (gpumemnet.channels_last, contiguous_format, preserve_format): a copy where PyTorch makes one,
+        laid out NCHW (gpumemnet keeps NCHW: gpumemnet.channels_last; _core/dtype.py's format_copy).
 
         non_blocking=True: a copy to CUDA from pinned memory (pin_memory()) returns before it ran, overlapping
         the host's next work; the pinned source may be dropped at once (its memory is not reused before the copy
@@ -670,8 +670,7 @@ class Tensor(_C.TensorBase):
                 device = f"cuda:{a}"
             else:
                 dtype = a
-        if memory_format is not None:
-            _check_format(memory_format, "to")
+        fmt = None if memory_format is None else _check_format(memory_format, "to")
         out = self
         if isinstance(dtype, _dtype_cls) and dtype.is_complex:  # a real tensor made complex (_core/complex.py)
             return hooks.get("complex").from_real(self if device is None else self.to(device=device), dtype)
@@ -685,6 +684,8 @@ class Tensor(_C.TensorBase):
                 out = _to_device(out, dev, non_blocking)
         if copy and out is self:
             out = self.clone()
+        if fmt is not None and fmt.name != "preserve_format" and out is self:
+            out = format_copy(self, fmt, to=True)
         return out
 
     def type_as(self, other):

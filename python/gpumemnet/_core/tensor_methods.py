@@ -14,7 +14,7 @@ from .return_types import ValuesIndices as _RESULT
 from . import autocast as _amp
 from . import functions as F
 from .autograd import Function, check_inplace as _check_inplace, needs_grad as _needs_grad
-from .dtype import DTYPES, as_dtype, device_str, fitting, memory_format
+from .dtype import DTYPES, as_dtype, device_str, fitting, format_copy, memory_format
 from .indexing import SplitFn, write_recorded
 from .indexing_multi import take_flat
 from .tensor_math import DivFloor, matmul_tensors
@@ -668,13 +668,13 @@ class TensorMethods:
         return all(self.shape[d] == 1 or self._strides[d] == expected[d] for d in range(self.ndim))
 
     def contiguous(self, memory_format=None):
-        """self when it is contiguous, else a contiguous copy. memory_format (contiguous_format, channels_last,
-        channels_last_3d) is accepted for PyTorch code and changes nothing: gpumemnet keeps NCHW, so results
-        are identical and no bytes change (gpumemnet.channels_last says why)."""
+        """self when it is contiguous, else a contiguous copy. With channels_last: a copy where PyTorch makes one,
+        laid out NCHW (gpumemnet keeps NCHW: gpumemnet.channels_last says why; _core/dtype.py's format_copy)."""
         if memory_format is not None:
             fmt = _check_format(memory_format, "contiguous")
             if fmt.name == "preserve_format":
                 raise RuntimeError("contiguous: preserve memory format is unsupported by the contiguous operator")
+            return format_copy(self, fmt)
         return self if self._is_contiguous() else self.clone()
 
     # ---- formatting -------------------------------------------------------------------------------------------
