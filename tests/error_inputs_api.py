@@ -649,6 +649,11 @@ NN_MORE2 = ([B(f"F.{op} of a string", lambda d, l, op=op: getattr(l.F, op)("x", 
                B("F.conv_transpose1d of a 4-d input", lambda d, l: l.F.conv_transpose1d(z(d, l, 1, 2, 3, 4),
                                                                                          z(d, l, 2, 2, 3)),
                  RuntimeError, r"(?i)2-?D .*3-?D|2D \(unbatched\)"),
+               B("F.conv1d of the wrong channels, in 1-D shapes", lambda d, l: l.F.conv1d(z(d, l, 2, 10, 32),
+                                                                                       z(d, l, 32, 18, 1)),
+                 RuntimeError, r"32, 18, 1.*2, 10, 32.*10 channels"),
+               B("F.conv_transpose1d of the wrong channels, in 1-D shapes", lambda d, l: l.F.conv_transpose1d(
+                   z(d, l, 2, 10, 5), z(d, l, 8, 4, 3)), RuntimeError, r"8, 4, 3.*2, 10, 5.*10 channels"),
                B("nn.Conv1d of a 4-d input", lambda d, l: l.nn.Conv1d(2, 3, 3).to(d)(z(d, l, 1, 2, 3, 4)),
                  RuntimeError, r"(?i)2-?D .*3-?D|2D \(unbatched\)"),
                B("nn.ConvTranspose1d of a 4-d input", lambda d, l: l.nn.ConvTranspose1d(2, 3, 3).to(d)(

@@ -310,3 +310,31 @@ def test_adam_keeps_betas_as_pytorch_does():
 
     want, got = _both(run)
     assert got == want
+
+
+# ---- autocast and float32 rounding --------------------------------------------------------------------------------
+def test_autocast_promotes_index_copy_and_lowers_vecdot():
+    """index_copy is on CPU autocast's promote list (a bfloat16 tensor and a float32 source: float32), linalg.vecdot
+    on its lower-precision list (mixed inputs cast, not refused)."""
+    def run(L):
+        s, src = L.zeros(3, 2, dtype=L.bfloat16), L.full((2, 2), 1.5)
+        a, b = L.ones(3, 4, dtype=L.bfloat16), L.ones(3, 4)
+        with L.autocast("cpu", dtype=L.bfloat16):
+            r = s.index_copy(0, L.tensor([0, 2]), src)
+            v = L.linalg.vecdot(a, b)
+        return str(r.dtype).split(".")[-1], r.tolist(), str(v.dtype).split(".")[-1], v.tolist()
+
+    want, got = _both(run)
+    assert got == want
+
+
+def test_float32_tanh_saturates_to_one_as_pytorchs():
+    """tanh(9.1) rounds to 1.0 in float32 (its distance from 1 is under half an ulp), so atanh(tanh(x)) is inf as
+    in PyTorch (SAC-style squashing code clamps after it); below the threshold both stay under 1."""
+    def run(L):
+        t = L.tanh(L.tensor([9.0, 9.1, 9.5, 12.0, -9.1, -20.0]))
+        return t.tolist(), L.atanh(t[1:4]).tolist()
+
+    want, got = _both(run)
+    assert got[1] == want[1] and got[0][1:] == want[0][1:]
+    assert abs(got[0][0] - want[0][0]) <= 6e-8  # (1 ulp below 1: libm's and PyTorch's may differ there)

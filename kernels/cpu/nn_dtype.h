@@ -46,7 +46,14 @@ NN_INLINE void nn_st(void *p, int64_t i, int dt, double v) {
 NN_INLINE double nn_exp(double x, int dt) { return dt == GM_F64 ? exp(x) : (double)expf((float)x); }
 NN_INLINE double nn_log(double x, int dt) { return dt == GM_F64 ? log(x) : (double)logf((float)x); }
 NN_INLINE double nn_log1p(double x, int dt) { return dt == GM_F64 ? log1p(x) : (double)log1pf((float)x); }
-NN_INLINE double nn_tanh(double x, int dt) { return dt == GM_F64 ? tanh(x) : (double)tanhf((float)x); }
+/* float32 tanh rounds to +-1 past 13 ln 2 (its distance from 1 is then under half an ulp): libmvec's vector tanhf
+ * stops an ulp short there, and atanh / erfinv of the result were finite where PyTorch's are inf. */
+#define NN_TANHF_ONE 9.0109134f
+NN_INLINE double nn_tanh(double x, int dt) {
+    if (dt == GM_F64) return tanh(x);
+    const float f = (float)x;
+    return fabsf(f) > NN_TANHF_ONE ? (double)copysignf(1.0f, f) : (double)tanhf(f);
+}
 NN_INLINE double nn_erf(double x, int dt) { return dt == GM_F64 ? erf(x) : (double)erff((float)x); }
 
 /* Run the statements in __VA_ARGS__ once per float dtype, with DT the compile-time constant for the dtype

@@ -135,14 +135,14 @@ def vecdot(x, y, *, dim=-1):
     if not x.is_floating_point():  # PyTorch's error type
         raise NotImplementedError(f"linalg.vecdot: Expected a floating point or complex tensor as input. Got "
                                   f"{str(x.dtype).rsplit('.', 1)[-1]}")
+    lowered = _amp._state.enabled
+    if lowered:  # on autocast's lower-precision lists (CPU and CUDA), cast before the dtypes are compared
+        x, y = _amp.lower(x, y)
     if x.dtype != y.dtype:
         raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type "
                            f"{str(x.dtype).rsplit('.', 1)[-1]} and y of type {str(y.dtype).rsplit('.', 1)[-1]} instead")
-    if _amp._state.enabled:  # on autocast's lower-precision lists (CPU and CUDA); the sum would widen it back
-        x, y = _amp.lower(x, y)
-        out = (x * y).sum(dim)
-        return out if out.dtype == x.dtype else out.to(x.dtype)
-    return (x * y).sum(dim)
+    out = (x * y).sum(dim)
+    return out.to(x.dtype) if lowered and out.dtype != x.dtype else out  # (the sum would widen it back)
 
 
 def slogdet(A):

@@ -31,7 +31,7 @@ import threading
 import warnings
 
 from .. import _C
-from .dtype import as_dtype, float16, bfloat16, float32
+from .dtype import as_dtype, float16, bfloat16, float32, float64
 
 __all__ = ["autocast", "is_autocast_enabled", "get_autocast_dtype"]
 
@@ -245,6 +245,19 @@ def fp32(*tensors):
     if not _state.enabled:
         return tensors
     return tuple(_cast(t, float32) if t is not None and isinstance(t, _C.TensorBase) and t._dtype in (2, 3) and
+                 _applies(t) else t for t in tensors)
+
+
+def promote(*tensors):
+    """Inputs of an op on autocast's promote list (index_copy; cat and stack promote by themselves): floating tensors
+    of several dtypes cast to the widest (float64 if one is, else float32), as PyTorch's autocast does."""
+    if not _state.enabled:
+        return tensors
+    codes = {t._dtype for t in tensors if isinstance(t, _C.TensorBase) and t._dtype <= 3 and _applies(t)}
+    if len(codes) < 2:
+        return tensors
+    wide = float64 if 1 in codes else float32
+    return tuple(_cast(t, wide) if isinstance(t, _C.TensorBase) and t._dtype <= 3 and t._dtype != wide.code and
                  _applies(t) else t for t in tensors)
 
 

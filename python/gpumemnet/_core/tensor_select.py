@@ -12,6 +12,7 @@ import numbers
 import numpy as np
 
 from .. import _C
+from . import autocast as _amp
 from . import functions as F
 from .autograd import Function, needs_grad as _needs_grad
 from .indexing import index_put_into as _put_into, write_recorded
@@ -299,6 +300,7 @@ class SelectMethods:
         return _index_put(self, dim, index, source, True, alpha, "index_add_", True)
 
     def index_copy(self, dim, index, source):
+        self, source = _amp.promote(self, source)  # (on autocast's promote list)
         return _index_put(self, dim, index, source, False, 1, "index_copy", False)
 
     def index_copy_(self, dim, index, source):

@@ -29,6 +29,14 @@ def _as_2d(op, input, weight):
     return x.unsqueeze(2), weight.unsqueeze(2), unbatched
 
 
+def _check_channels(op, input, weight, expected, groups):
+    """The channel check conv2d would make, in the 1-D shapes the caller gave (not the (N, C, 1, L) views)."""
+    c = input.shape[-2]
+    if isinstance(groups, int) and c != expected:
+        raise _C.ArgumentError(f"{op}: weight {tuple(weight.shape)} with groups={groups} expects input with "
+                               f"{expected} channels, but got input {tuple(input.shape)} with {c} channels")
+
+
 def _back_to_1d(out, unbatched):
     out = out.squeeze(2)
     return out.squeeze(0) if unbatched else out
@@ -39,6 +47,7 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     or 'valid' / 'same'."""
     op = "conv1d"
     x, w, unbatched = _as_2d(op, input, weight)
+    _check_channels(op, input, weight, weight.shape[1] * groups if isinstance(groups, int) else None, groups)
     pad = padding if isinstance(padding, str) else (0, _single(padding, "padding", op))
     out = conv2d(x, w, bias, (1, _single(stride, "stride", op)), pad, (1, _single(dilation, "dilation", op)), groups)
     return _back_to_1d(out, unbatched)
@@ -49,6 +58,7 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
     weight."""
     op = "conv_transpose1d"
     x, w, unbatched = _as_2d(op, input, weight)
+    _check_channels(op, input, weight, weight.shape[0], groups)
     out = conv_transpose2d(x, w, bias, (1, _single(stride, "stride", op)), (0, _single(padding, "padding", op)),
                            (0, _single(output_padding, "output_padding", op)), groups,
                            (1, _single(dilation, "dilation", op)))
