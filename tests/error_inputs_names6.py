@@ -52,6 +52,12 @@ CASES = [
       r"norm_type must be a non-zero value, but got 0"),
     B("lp_pool3d of norm_type 0", lambda d, l: l.nn.functional.lp_pool3d(z(d, l, 1, 2, 4, 4, 4), 0.0, 2),
       ValueError, r"norm_type must be a non-zero value, but got 0"),
+    B("conv_tbc of a 2-D input", lambda d, l: l.L.conv_tbc(z(d, l, 5, 2), z(d, l, 3, 2, 4), z(d, l, 4)), RuntimeError,
+      r"Input must have 3 dims: time, batch, in_channel"),
+    B("orgqr of a wide matrix", lambda d, l: l.L.orgqr(z(d, l, 3, 4), z(d, l, 2)), RuntimeError,
+      r"input.shape\[-2\] must be greater than or equal to input.shape\[-1\]"),
+    B("ormqr of other with the wrong rows", lambda d, l: l.L.ormqr(z(d, l, 4, 3), z(d, l, 3), z(d, l, 3, 2)),
+      RuntimeError, r"other.shape\[-2\] must be equal to input.shape\[-2\]"),
 ]
 _COPY = "a conversion valid for every tensor (to a complex dtype)"
 EXEMPT = {"Tensor.cfloat": _COPY, "Tensor.cdouble": _COPY, "Tensor.chalf": _COPY}

@@ -338,3 +338,44 @@ def test_float32_tanh_saturates_to_one_as_pytorchs():
     want, got = _both(run)
     assert got[1] == want[1] and got[0][1:] == want[0][1:]
     assert abs(got[0][0] - want[0][0]) <= 6e-8  # (1 ulp below 1: libm's and PyTorch's may differ there)
+
+
+def test_autocast_float32_list_takes_polar_view_as_complex_cholesky_inverse_lu_solve():
+    def run(L):
+        b = lambda t: t.to(L.bfloat16)  # noqa: E731
+        out = []
+        with L.autocast("cpu", dtype=L.bfloat16):
+            out.append(str(L.polar(b(L.ones(3)), L.zeros(3)).dtype).split(".")[-1])
+            out.append(str(L.view_as_complex(b(L.ones(3, 2))).dtype).split(".")[-1])
+            out.append(L.cholesky_inverse(b(L.eye(3) * 2)).tolist())
+            out.append(L.lu_solve(b(L.ones(3, 1)), b(L.eye(3)), L.arange(1, 4, dtype=L.int32)).tolist())
+        with pytest.raises(NotImplementedError):
+            L.polar(b(L.ones(3)), b(L.ones(3)))  # bfloat16 outside autocast: no kernel
+        return out
+
+    want, got = _both(run)
+    assert got == want
+
+
+def test_set_takes_a_storage_and_the_qr_names():
+    """Tensor.set_(storage, offset, size, stride) shares the storage's memory; torch.conv_tbc (fairseq's ConvTBC),
+    torch.orgqr and torch.ormqr (geqrf's Q applied) agree with PyTorch."""
+    rng = np.random.default_rng(0)
+    x_np, w_np, b_np = rng.standard_normal((5, 2, 3)), rng.standard_normal((3, 3, 4)), rng.standard_normal(4)
+    a_np, c_np, d_np = rng.standard_normal((5, 3)), rng.standard_normal((5, 2)), rng.standard_normal((2, 5))
+
+    def run(L):
+        x = L.arange(10.)
+        y = L.empty(0).set_(x.untyped_storage(), 2, (2, 3), (1, 2))
+        z = L.empty(0).set_(x.untyped_storage(), 1, (3,))
+        z[0] = 100
+        tbc = L.conv_tbc(L.tensor(x_np), L.tensor(w_np), L.tensor(b_np), 1)
+        a, tau = L.tensor(a_np), L.tensor([1.2, 0.7, 1.5], dtype=L.float64)
+        qs = [L.ormqr(a, tau, L.tensor(c_np if left else d_np), left=left, transpose=tr)
+              for left in (True, False) for tr in (False, True)]
+        return y.tolist(), x.tolist(), _np(tbc), _np(L.orgqr(a, tau)), [_np(q) for q in qs]
+
+    want, got = _both(run)
+    assert got[:2] == want[:2]
+    for a, b in zip(got[2:4] + tuple(got[4]), want[2:4] + tuple(want[4])):
+        np.testing.assert_allclose(np.array(a), np.array(b), rtol=1e-10, atol=1e-12)

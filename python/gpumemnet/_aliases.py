@@ -15,6 +15,7 @@ import warnings
 
 from . import _C
 from . import backends as _backends
+from . import linalg as _linalg
 from ._core import autocast as _autocast
 from ._core.autocast import check_device_type as _device_type
 from ._core.autograd import refuse_inplace as _refuse_inplace
@@ -634,3 +635,41 @@ def _standard_gamma_grad(self, output):
 
 
 __all__ += ["_standard_gamma", "_sample_dirichlet", "_standard_gamma_grad"]
+
+
+def conv_tbc(input, weight, bias, pad=0):
+    """torch.conv_tbc (fairseq's ConvTBC): a 1-D convolution of a (time, batch, channels) input with a (kernel,
+    in, out) weight and `pad` zeros at each end of time; the same conv1d in the other layout."""
+    for name, t in (("self", input), ("weight", weight), ("bias", bias)):
+        if not isinstance(t, _C.TensorBase):
+            raise TypeError(f"conv_tbc(): argument '{name}' must be Tensor, not {type(t).__name__}")
+    for t, want, what in ((input, 3, "Input must have 3 dims: time, batch, in_channel"),
+                          (weight, 3, "Weight tensor must have 3 dims: kernel_width, in_channels, out_channels."),
+                          (bias, 1, "Bias must have 1 dim: out_channels")):
+        if t.ndim != want:
+            raise RuntimeError(f"conv_tbc: {what} (shapes: input {tuple(input.shape)}, weight {tuple(weight.shape)}, "
+                               f"bias {tuple(bias.shape)})")
+    out = F.conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, padding=pad)
+    return out.permute(2, 0, 1)
+
+
+def orgqr(input, tau):
+    """torch.orgqr: the Q of geqrf's reflectors, linalg.householder_product."""
+    return _linalg.householder_product(input, tau)
+
+
+def ormqr(input, tau, other, left=True, transpose=False):
+    """torch.ormqr: Q @ other (left=False: other @ Q; transpose: Q^T), Q the whole m x m product of the reflectors
+    in input's columns (zero columns and zero taus beyond them are reflections that change nothing)."""
+    m, n, k = input.shape[-2], input.shape[-1], tau.shape[-1]
+    side = -2 if left else -1
+    if other.shape[side] != m:
+        raise RuntimeError(f"torch.ormqr: other.shape[{side}] must be equal to input.shape[-2] (got {other.shape[side]} "
+                           f"and {m})")
+    full = F.pad(input, (0, m - n)) if m > n else input
+    q = _linalg.householder_product(full, F.pad(tau, (0, m - k)) if m > k else tau)
+    q = q.mT if transpose else q
+    return q @ other if left else other @ q
+
+
+__all__ += ["conv_tbc", "orgqr", "ormqr"]

@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import _C
 from . import creation as _c
+from . import autocast as _amp
 from . import hooks
 from .complex_math import ComplexMath, complex_dim as _dim
 from .dtype import COMPLEX_OF as _COMPLEX_OF, dtype as _dtype, get_default_dtype
@@ -501,6 +502,7 @@ def _reciprocal(o):
     return _make(a / den, -b / den)
 
 
+@_amp.float32_op  # on CPU autocast's float32 list, as polar
 def view_as_complex(input):
     """The complex tensor over a real tensor's last dimension of size 2 (real, imaginary), sharing its memory."""
     if not isinstance(input, _C.TensorBase):
@@ -524,11 +526,15 @@ def view_as_real(input):
     return input._r
 
 
+@_amp.float32_op
 def polar(abs, angle):
     """abs * (cos(angle) + i sin(angle))."""
     for name, t in (("abs", abs), ("angle", angle)):
         if not isinstance(t, _C.TensorBase):
             raise TypeError(f"polar(): argument '{name}' must be Tensor, not {type(t).__name__}")
+    if abs.dtype not in _COMPLEX_OF or angle.dtype not in _COMPLEX_OF:
+        raise NotImplementedError(f"polar(): expected both inputs to be Half, Float or Double tensors but got "
+                                  f"{abs.dtype} and {angle.dtype}")
     if abs.dtype != angle.dtype:
         raise TypeError(f"polar(): expected abs and angle of the same dtype, got {abs.dtype} and {angle.dtype}")
     return _make(abs * angle.cos(), abs * angle.sin())

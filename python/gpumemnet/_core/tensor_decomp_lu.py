@@ -13,6 +13,7 @@ import collections
 import numpy as np
 
 from .. import _C
+from . import autocast as _amp
 from . import functions as F
 from .autograd import Function, needs_grad as _needs_grad
 from .tensor_decomp_base import BOOL as _BOOL, I32 as _I32, NAMES as _NAMES, back, check_matrices, empty, host
@@ -281,6 +282,7 @@ def lu(A, pivot=True, get_infos=False):
     return LUWithInfo(LU, piv, info) if get_infos else (LU, piv)
 
 
+@_amp.float32_op  # (CPU autocast's float32 list)
 def lu_solve(b, LU_data, LU_pivots):
     """torch.lu_solve (deprecated in PyTorch): linalg.lu_solve(LU_data, LU_pivots, b)."""
     return linalg_lu_solve(LU_data, LU_pivots, b)

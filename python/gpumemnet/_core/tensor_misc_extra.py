@@ -491,14 +491,18 @@ class ExtraMethods:
         return self
 
     def set_(self, source=None, storage_offset=0, size=None, stride=None):
-        """In place: self takes source's memory (shared, as PyTorch's) and geometry, or the view of it that
-        storage_offset / size / stride describe (as_strided's checks); with no source, an empty tensor."""
+        """In place: self takes source's memory (a tensor's or a storage's, shared, as PyTorch's) and geometry, or
+        the view of it that storage_offset / size / stride describe (as_strided's checks); with no source, empty."""
         _refuse_inplace(self, "set_")
         if source is None:
             source = _C.empty((0,), self._dtype, self._device)
         elif not isinstance(source, _C.TensorBase):
-            raise TypeError(f"set_(): argument 'source' must be a Tensor, not {type(source).__name__}")
-        elif size is not None:
+            if not callable(getattr(source, "untyped", None)):  # an UntypedStorage or TypedStorage
+                raise TypeError(f"set_(): argument 'source' must be a Tensor or a storage, not {type(source).__name__}")
+            raw = source.untyped()._data  # the storage's bytes, read as self's dtype
+            source = raw if raw._dtype == self._dtype else raw._view_dtype(self._dtype)
+            size = (source.numel(),) if size is None else size
+        if size is not None:
             size = _ints(size, "set_", "size")
             stride = _contiguous_strides(size) if stride is None else stride
             source = source._as_strided(*_as_strided_args(source, size, stride, storage_offset, "set_"))

@@ -585,6 +585,7 @@ class _CholeskyInverse(Function):
         return (-_mm(L, common) if ctx.upper else -_mm(common, L)), None
 
 
+@_amp.float32_op  # (CPU autocast's float32 list)
 def cholesky_inverse(L, upper=False):
     """(L L^T)^-1 (upper=True: (U^T U)^-1) from a Cholesky factor, reading only its triangle; LinAlgError where L
     has a zero on its diagonal (a singular A)."""
