@@ -28,21 +28,22 @@ enum { GM_EW_NEG = 0, GM_EW_EXP, GM_EW_LOG, GM_EW_SQRT, GM_EW_ABS, GM_EW_SIGN, G
        GM_EW_NUNARY };
 
 /* PyTorch's floor division of floats (div_floor): exact where floor(a / b) would round a quotient just below an
- * integer up to it. y == 0 gives a / y (inf or nan), as PyTorch. */
-#define GM_FLOORDIV_BODY(FLOOR)                                                                                \
+ * integer up to it. y == 0 gives a / y (inf or nan), as PyTorch, and a zero quotient the sign of a / y. */
+#define GM_FLOORDIV_BODY(FLOOR, COPYSIGN)                                                                      \
     if (y == 0) return x / y;                                                                                  \
     d = (x - m) / y;                                                                                           \
     if (m != 0 && ((y < 0) != (m < 0))) d -= 1;                                                                \
+    if (d == 0) return COPYSIGN(0, x / y); /* a zero quotient takes x / y's sign: -1 // -3 is +0 */           \
     f = FLOOR(d);                                                                                              \
     if (d - f > 0.5f) f += 1;                                                                                  \
     return f;
 GM_HD static inline float gm_floordiv_f32(float x, float y, float m /* fmodf(x, y) */) {
     float d, f;
-    GM_FLOORDIV_BODY(floorf)
+    GM_FLOORDIV_BODY(floorf, copysignf)
 }
 GM_HD static inline double gm_floordiv_f64(double x, double y, double m /* fmod(x, y) */) {
     double d, f;
-    GM_FLOORDIV_BODY(floor)
+    GM_FLOORDIV_BODY(floor, copysign)
 }
 #undef GM_FLOORDIV_BODY
 

@@ -379,3 +379,60 @@ def test_set_takes_a_storage_and_the_qr_names():
     assert got[:2] == want[:2]
     for a, b in zip(got[2:4] + tuple(got[4]), want[2:4] + tuple(want[4])):
         np.testing.assert_allclose(np.array(a), np.array(b), rtol=1e-10, atol=1e-12)
+
+
+# ---- type promotion -------------------------------------------------------------------------------------------------
+def test_ipow_is_in_place():
+    def run(L):
+        x = L.tensor([1.5, 2.0])
+        alias, view = x, x[:1]
+        x **= 2
+        i = L.tensor([2, 3])
+        i **= 2
+        return alias.tolist(), view.tolist(), x is alias, i.tolist()
+
+    want, got = _both(run)
+    assert got == want
+
+
+def test_a_number_first_promotes_as_a_number():
+    """torch.add / mul / sub / div with a Python number or NumPy scalar first: the number promotes as a number (it
+    was made a 0-d tensor of its own dtype: float64 for a NumPy float, float32 beside a half 0-d tensor), and alpha
+    scales in the result's dtype (a uint8 tensor times 2 wrapped before it was added to 2.5)."""
+    def run(L):
+        i, u = L.tensor([1, 2, 3]), L.tensor([5, 253, 7], dtype=L.uint8)
+        s = np.float64(2.5)
+        h, k = L.tensor(3.0, dtype=L.float16), L.tensor(5, dtype=L.int8)
+        out = [L.add(s, i), L.mul(s, i), L.div(s, i), L.add(s, u, alpha=2), L.add(2.5, h), L.div(2.5, h),
+               L.sub(3, k), L.mul(-2, L.tensor(5, dtype=L.uint8)), L.add(2, i, alpha=3)]
+        return [(str(o.dtype).split(".")[-1], o.tolist()) for o in out]
+
+    want, got = _both(run)
+    assert got == want
+
+
+def test_reductions_honour_dtype_and_integer_matmul():
+    def run(L):
+        b, u = L.tensor([True, False, True]), L.tensor([5, 253, 7], dtype=L.uint8)
+        out = [L.prod(u, dtype=L.int32), L.nansum(u, dtype=L.int32), L.prod(b, dtype=L.bool), L.nansum(b, dtype=L.bool),
+               L.tensor([1.5, 2.7]).sum(dtype=L.int64)]
+        for dt in (L.int8, L.uint8, L.int16, L.int32):
+            a = L.tensor([[100, 120], [90, 127]], dtype=dt)
+            out += [a @ a, L.mm(a, a), a[0] @ a[1]]
+        return [(str(o.dtype).split(".")[-1], o.tolist()) for o in out]
+
+    want, got = _both(run)
+    assert got == want
+
+
+def test_shifts_out_of_range_and_the_sign_of_a_zero_floor_quotient():
+    def run(L):
+        u, i = L.tensor([5, 253, 7], dtype=L.uint8), L.tensor([-5, 100, 7], dtype=L.int8)
+        x, y = L.tensor([-1.75, -0.5, 1.0]), L.tensor([-3.0, 2.0, -4.0])
+        r = L.floor_divide(x, y)
+        return ((u >> u).tolist(), (i >> L.tensor([9, 9, 1], dtype=L.int8)).tolist(),
+                (u >> L.tensor([8, 200, 1], dtype=L.uint8)).tolist(), r.tolist(), L.signbit(r).tolist(),
+                L.signbit(x // -2).tolist(), L.signbit(L.div(x, y, rounding_mode="floor")).tolist())
+
+    want, got = _both(run)
+    assert got == want

@@ -463,7 +463,8 @@ def narrow(input, dim, start, length):
 
 def div(input, other, *, rounding_mode=None):
     if not isinstance(input, _C.TensorBase):
-        input = tensor(input)
+        input = _number_as_tensor(input, other) if isinstance(input, numbers.Number) and \
+            isinstance(other, _C.TensorBase) else tensor(input)
     return input.div(other, rounding_mode=rounding_mode)
 
 
@@ -481,6 +482,15 @@ _NUMBER_FIRST = {"add", "sub", "mul", "subtract", "multiply", "remainder", "floo
 
 _OWN = {}  # name -> Tensor's method as the package defined it (snapshot_methods); None until then
 _PLAIN = [None]  # [gm.Tensor]
+
+
+def _number_as_tensor(number, other):
+    """A Python number (or NumPy scalar) first in torch.add / mul / sub ...: the 0-d tensor of the dtype number and
+    other give (torch.mul(-2, uint8 tensor) stays uint8, wrapping; torch.add(2.5, half) stays half)."""
+    number = number.item() if isinstance(number, np.generic) else number
+    code = _C.binary(F.ADD, _C.empty((), other._dtype, "meta"), number)._dtype
+    t = tensor(number, device=other._device)
+    return t if t._dtype == code else F.cast(t, code)
 
 
 def snapshot_methods(tensor_cls):
@@ -502,9 +512,9 @@ def _method(name):
         if not isinstance(input, _C.TensorBase) and not tensor_like_has(input, name):
             other = args[0] if args else kwargs.get("other")
             if name in _NUMBER_FIRST and isinstance(input, numbers.Number) and isinstance(other, _C.TensorBase):
-                # torch.add(0, t) (pytorch-tabnet's `res = 0; res = torch.add(res, d)`): the number as a 0-d
-                # tensor of its kind, which promotes as the number would
-                input = tensor(input, device=other._device)
+                # torch.add(0, t) (pytorch-tabnet's `res = 0; res = torch.add(res, d)`): the number as a 0-d tensor
+                # of the dtype it gives with other (a NumPy scalar as its Python number), so it promotes as a number
+                input = _number_as_tensor(input, other)
             else:
                 raise TypeError(f"{name}: expected a Tensor as the first argument, got {type(input).__name__}")
         return getattr(input, name)(*args, **kwargs)

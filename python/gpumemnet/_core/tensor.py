@@ -363,9 +363,9 @@ class Tensor(_C.TensorBase):
         return r if r is not None else self - _alpha_scaled(self, other, args, alpha, "sub")
 
     def mul(self, other): return self * other
-
     def pow(self, exponent): return self ** exponent
     def pow_(self, e): return _inplace(F.Pow, F.POW, self, e, "pow_")
+    __ipow__ = pow_  # (x **= 2 is in place: views and aliases see it)
 
     # fmod, %, // and atan2: C ops of their own (exact for integers; tensor_math.py has their gradients)
     def fmod(self, o): return _binary(Fmod, FMOD, self, o, "fmod")

@@ -134,9 +134,11 @@ def _left_shift(a, s):
 def _right_shift(a, s):
     bits = a.dtype.itemsize * 8
     s = s.astype(np.int64)
-    # PyTorch's rule: a count out of range shifts by the width - 1 (the sign fills a signed value)
-    s = np.where((s < 0) | (s >= bits), bits - 1, s)
-    return np.right_shift(a, s.astype(a.dtype))
+    # PyTorch's rule: a count out of range shifts everything out, the sign filling a signed value (so by the width
+    # - 1 there) and zeros an unsigned one
+    out_of_range = (s < 0) | (s >= bits)
+    r = np.right_shift(a, np.where(out_of_range, bits - 1, s).astype(a.dtype))
+    return np.where(out_of_range, 0, r) if a.dtype.kind == "u" else r
 
 
 def _lcm(a, b):

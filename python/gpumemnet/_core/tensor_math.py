@@ -309,8 +309,12 @@ def _alpha_scaled(t, o, args, alpha, op):
         return o
     if isinstance(alpha, float) and not t.is_floating_point():
         raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
-    if isinstance(o, _C.TensorBase) and o.ndim:
-        o, = _widened(t, o)
+    if isinstance(o, _C.TensorBase) and o._dtype != t._dtype:
+        # alpha * o in the dtype of the result, as PyTorch's kernel computes it: a uint8 o times 2 added to a float
+        # did not wrap there (torch.add(2.5, u8, alpha=2))
+        code = F.result_code((t, o), ranked=True)
+        if code != o._dtype:
+            o = o.to(DTYPES[code])
     return o * alpha
 
 
@@ -370,4 +374,9 @@ def matmul_tensors(a, b):
     directly (a FLOP counter that patches Tensor.matmul sees none of them, as under PyTorch)."""
     if _amp._state.enabled:
         a, b = _amp.lower(a, b)
+    if a._dtype == b._dtype and a._dtype in _STORED_INTS:  # no kernel of their own: the int64 one, wrapped back
+        return F.cast(_C.matmul(F.cast(a, _I64), F.cast(b, _I64)), a._dtype)  # (sums mod 2^k: PyTorch's values)
     return F.Matmul.apply(a, b) if _needs_grad(a, b) else _C.matmul(a, b)
+
+
+_I64, _STORED_INTS = 4, (6, 7, 8, 9)  # int64; uint8, int8, int16, int32

@@ -597,10 +597,10 @@ class TensorMethods:
     # ---- reductions composed of others --------------------------------------------------------------------
     def prod(self, dim=None, keepdim=False, dtype=None):
         x = self if dtype is None else self.to(dtype)
-        if _amp._state.enabled:  # on both of PyTorch's autocast float32 lists
-            x = _amp.fp32(x)[0]
+        x = _amp.fp32(x)[0] if _amp._state.enabled else x  # (on both of PyTorch's autocast float32 lists)
         d = _dims_arg(dim, x.ndim, "prod")
-        return _Prod.apply(x, d, keepdim) if _needs_grad(x) else _C.reduce(F.PROD, x, d, keepdim)
+        out = _Prod.apply(x, d, keepdim) if _needs_grad(x) else _C.reduce(F.PROD, x, d, keepdim)
+        return out if dtype is None or out._dtype == x._dtype else out.to(dtype)  # (integers multiply in int64)
 
     def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
         """The vector p-norm over dim (all entries by default): 'fro' and 2 are the Euclidean norm."""

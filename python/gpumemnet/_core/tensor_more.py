@@ -320,8 +320,7 @@ class MoreMethods:
 
     def nansum(self, dim=None, keepdim=False, *, dtype=None):
         x = _where(self != self, 0, self)
-        x = x if dtype is None else x.to(dtype)
-        return x.sum(dim, keepdim) if dim is not None else x.sum()
+        return x.sum(dim, keepdim, dtype=dtype) if dim is not None else x.sum(dtype=dtype)
 
     def nanmean(self, dim=None, keepdim=False, *, dtype=None):
         if self._dtype not in _FLOAT_CODES:  # PyTorch's error type

@@ -44,9 +44,9 @@ class ReduceMethods:
             dim, keepdim = dim_args("sum", dim, keepdim, axis, keepdims)
         x = _amp.fp32_on_cuda(self)[0] if _amp_state.enabled else self
         code = None if dtype is None else as_dtype(dtype).code
-        if code is not None and code not in (0, 1, 2, 3, 4):
-            # an integer accumulator other than int64 (`mask.sum(1, dtype=torch.int32)`): the values as int64 (a
-            # float input truncated, as PyTorch casts it first), summed, and wrapped into the dtype as PyTorch's
+        if code is not None and (code not in (0, 1, 2, 3, 4) or (code == 4 and x._dtype <= 3)):
+            # an integer accumulator other than int64 (`mask.sum(1, dtype=torch.int32)`), or of a float input: the
+            # values as int64 (a float input truncated, as PyTorch casts it first), summed, and wrapped into the dtype
             return _C.reduce(F.SUM, F.cast(x.detach(), 4), dim, keepdim, 4).to(as_dtype(dtype))
         if _needs_grad(x):
             return F.Sum.apply(x, dim, keepdim, code)

@@ -20,7 +20,7 @@ import weakref
 from ... import _C
 from ..._core.autograd import Function, register_graph_backward
 from ..._core.autograd_hooks import RemovableHandle
-from ..._core.state import grad_mode
+from ..._core.state import grad_mode, warn_outside
 
 __all__ = ["register_module_forward_pre_hook", "register_module_forward_hook", "register_module_backward_hook",
            "register_module_full_backward_pre_hook", "register_module_full_backward_hook"]
@@ -495,10 +495,10 @@ class BackwardHook:
         if self.input_tensors_index is None:
             # no input requires grad: the full hooks fire now, with grad_input all None (PyTorch's rule 2)
             if self.user_hooks:
-                warnings.warn("Full backward hook is firing when gradients are computed with respect to module "
-                              "outputs since no inputs require gradients. See https://docs.pytorch.org/docs/main/"
-                              "generated/torch.nn.Module.html#torch.nn.Module.register_full_backward_hook for more "
-                              "details.", stacklevel=2)
+                warn_outside("Full backward hook is firing when gradients are computed with respect to module "
+                             "outputs since no inputs require gradients. See https://docs.pytorch.org/docs/main/"
+                             "generated/torch.nn.Module.html#torch.nn.Module.register_full_backward_hook for more "
+                             "details.")  # (at the user's backward() line, as PyTorch's)
                 grad_inputs = (None,) * self.n_inputs
                 for hook in self.user_hooks:
                     r = hook(self.module, grad_inputs, self.grad_outputs)
