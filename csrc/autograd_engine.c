@@ -402,9 +402,11 @@ static PyObject *node_hooks(GMNode *node, long key) {
     return hooks && PyList_Check(hooks) && PyList_GET_SIZE(hooks) ? hooks : NULL;
 }
 
-/* Calls hook(*args); a result other than None must hold as many values as `expected` has (PyTorch's check) and
- * comes back as a new tuple in *out (NULL for None). */
-static int call_node_hook(PyObject *hook, PyObject *args, Py_ssize_t expected, PyObject **out) {
+/* Calls hook(*args); a result other than None must hold `expected` values (PyTorch's check) and comes back as a new
+ * tuple in *out (NULL for None). It may leave out trailing entries that are None in what the hook was given, down to
+ * `least`: a node here has a slot for each argument of its op, PyTorch's one for each tensor (x.sum(1)'s hook is
+ * given (g, None, None, None) where PyTorch gives (g,), and may answer (g * 3,)); those come back as None. */
+static int call_node_hook(PyObject *hook, PyObject *args, Py_ssize_t expected, Py_ssize_t least, PyObject **out) {
     *out = NULL;
     PyObject *r = PyObject_CallObject(hook, args);
     if (!r) return -1;
@@ -415,6 +417,17 @@ static int call_node_hook(PyObject *hook, PyObject *args, Py_ssize_t expected, P
     PyObject *t = PySequence_Tuple(r);
     Py_DECREF(r);
     if (!t) return -1;
+    Py_ssize_t got = PyTuple_GET_SIZE(t);
+    if (got < expected && got >= least) { /* the left-out trailing Nones */
+        PyObject *full = PyTuple_New(expected);
+        if (!full) {
+            Py_DECREF(t);
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i < expected; i++)
+            PyTuple_SET_ITEM(full, i, Py_NewRef(i < got ? PyTuple_GET_ITEM(t, i) : Py_None));
+        Py_SETREF(t, full);
+    }
     if (PyTuple_GET_SIZE(t) != expected) {
         PyObject *name = PyObject_GetAttrString(hook, "__name__");
         if (!name) PyErr_Clear();
@@ -434,8 +447,10 @@ static int chain_node_hooks(PyObject *hooks, PyObject **value, PyObject *extra) 
     PyObject *copy = PySequence_List(hooks);
     if (!copy) return -1;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(copy); i++) {
+        Py_ssize_t n = PyTuple_GET_SIZE(*value), least = n;
+        while (least > 0 && PyTuple_GET_ITEM(*value, least - 1) == Py_None) least--;
         PyObject *args = extra ? PyTuple_Pack(2, *value, extra) : PyTuple_Pack(1, *value), *r;
-        int bad = !args || call_node_hook(PyList_GET_ITEM(copy, i), args, PyTuple_GET_SIZE(*value), &r) < 0;
+        int bad = !args || call_node_hook(PyList_GET_ITEM(copy, i), args, n, least, &r) < 0;
         Py_XDECREF(args);
         if (bad) {
             Py_DECREF(copy);
@@ -516,6 +531,7 @@ static int capture_grads(PyObject *capture, PyObject *node, PyObject *grads) {
 /* The leaf's post-accumulate hooks, hook(leaf) each, after its .grad was written (PyTorch's
  * tensor_post_acc_grad_hooks, run by AccumulateGrad::apply). */
 static int post_accumulate_hooks(PyObject *var) {
+    /* (they run for a leaf that stopped requiring grad after the forward too, its .grad untouched: PyTorch's) */
     PyObject *hooks = var && gm_is_tensor(var) ? ((GMTensor *)var)->post_acc_hooks : NULL;
     if (!hooks || hooks == Py_None || !PyList_Check(hooks) || PyList_GET_SIZE(hooks) == 0) return 0;
     PyObject *copy = PyList_GetSlice(hooks, 0, PyList_GET_SIZE(hooks)); /* a hook may remove itself */

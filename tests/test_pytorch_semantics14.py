@@ -436,3 +436,79 @@ def test_shifts_out_of_range_and_the_sign_of_a_zero_floor_quotient():
 
     want, got = _both(run)
     assert got == want
+
+
+# ---- graph fuzzing (round 23b) ---------------------------------------------------------------------------------------
+def test_a_leaf_frozen_after_the_forward_takes_no_gradient():
+    """requires_grad_(False) or detach_() on a leaf after its forward (a GAN freezing D after D's forward): PyTorch's
+    accumulator leaves .grad alone, and the leaf's post-accumulate hooks do not run."""
+    def run(L):
+        out = []
+        for how in ("detach_", "requires_grad_"):
+            w = L.tensor([1.0, 2.0], dtype=L.float64, requires_grad=True)
+            x = L.tensor([3.0, 4.0], dtype=L.float64, requires_grad=True)
+            seen = []
+            w.register_post_accumulate_grad_hook(lambda t: seen.append(1))
+            loss = (w * x).sum()
+            w.detach_() if how == "detach_" else w.requires_grad_(False)
+            loss.backward()
+            out.append((w.grad is None, x.grad.tolist(), seen))
+        return out
+
+    want, got = _both(run)
+    assert got == want
+
+
+@pytest.mark.parametrize("reentrant", [True, False])
+def test_checkpoint_refuses_an_input_written_after_it(reentrant):
+    """The segment would be recomputed from the new values: silently wrong gradients ([3, -6, 12] for 2x = [1, -2,
+    4]); PyTorch's checkpoint, which saves its inputs, refuses."""
+    def run(L):
+        x = L.tensor([0.5, -1.0, 2.0], dtype=L.float64, requires_grad=True)
+        a = x * 1.0
+        y = L.utils.checkpoint.checkpoint(lambda t: t * t, a, use_reentrant=reentrant)
+        a.mul_(3)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.sum().backward()
+        return True
+
+    assert _both(run) == (True, True)
+
+
+def test_double_backward_through_an_in_place_write_into_a_view():
+    """A gradient penalty through `(x @ W.t()).view(...)` then ReLU(inplace=True): the re-derived view had no
+    recorded backward (NotImplementedError under create_graph=True)."""
+    rng = np.random.default_rng(0)
+    w1_np, w2_np, x_np = rng.standard_normal((6, 4)), rng.standard_normal((1, 6)), rng.standard_normal((5, 4))
+
+    def run(L):
+        w1, w2 = L.tensor(w1_np, requires_grad=True), L.tensor(w2_np, requires_grad=True)
+        x = L.tensor(x_np, requires_grad=True)
+        h = (x @ w1.t()).view(5, 2, 3)
+        h.relu_()
+        e = h[:, :1].expand(5, 3, 3)
+        out = h.view(5, 6) @ w2.t() + (e * e).sum((1, 2), keepdim=True)
+        g, = L.autograd.grad(out.sum(), x, create_graph=True)
+        ((g.norm(2, dim=1) - 1) ** 2).mean().backward()
+        return _np(w1.grad), _np(w2.grad)
+
+    want, got = _both(run)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-10)
+
+
+def test_a_node_hook_may_answer_for_the_tensor_inputs_only():
+    """A node here has a slot for each argument of its op (x.sum(1) is given (g, None, None, None) where PyTorch
+    gives (g,)): a hook answering (g * 3,) is taken, the rest None."""
+    def run(L):
+        out = []
+        for f in (lambda t: t.clamp(0, 1), L.relu, lambda t: t.sum(0), lambda t: t.view(3, 1)):
+            x = L.tensor([0.5, 2.0, -1.0], dtype=L.float64, requires_grad=True)
+            y = f(x * 1.0)
+            y.grad_fn.register_hook(lambda gi, go: (gi[0] * 3,))
+            y.sum().backward()
+            out.append(x.grad.tolist())
+        return out
+
+    want, got = _both(run)
+    assert got == want

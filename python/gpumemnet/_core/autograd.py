@@ -279,11 +279,11 @@ class AccumulateGrad(Node):
         # PyTorch steals the incoming gradient for a .grad that is None when nothing else holds it (no copy, and
         # no second buffer while the copy is made: story 000's fc1 gradient, 2.17 GiB, was the device peak of
         # offloaded Adam held twice); asked before `g` takes a reference of its own
-        free = grads[0] is not None and self.variable.grad is None and _C._grads_free(grads)[0]
-        g = grads[0]
         var = self.variable
-        if g is None:
-            return ()
+        if grads[0] is None or not var.requires_grad:  # (requires_grad_(False) / detach_() after the forward: a
+            return ()  # GAN freezing D after D's forward, as PyTorch's AccumulateGrad leaves .grad alone)
+        free = var.grad is None and _C._grads_free(grads)[0]
+        g = grads[0]
         if free and g._dtype == var._dtype and g._device == var._device and g._is_contiguous() and tuple(g.shape) == tuple(var.shape) and \
                 g._storage_nbytes == g.numel() * g.element_size():
             grads[0] = None

@@ -12,7 +12,7 @@ from .activation import _PReLU
 from .autograd import register_graph_backward as register
 from .graph_backward import (_operand, _unreduce, binary_grads, linear_op, not_recorded, record, saved_input,
                              saved_output, sum_to, where)
-from .indexing import IndexFn, IndexPutFn, _StridedPut, put_plan
+from .indexing import IndexFn, IndexPutFn, _StridedPut, _StridedView, put_plan
 from .indexing_multi import _Gather, _merged
 from .tensor_compose import _Cumsum, _DiagEmbed, _Diagonal, _diag_embed, _diagonal_geometry, _scan
 from .tensor_math import (ACOS, ASIN, ATAN, COS, COSH, ERF, ERFC, EXPM1, LOG1P, LOG2, LOG10, SIN, SINH, TAN,
@@ -203,8 +203,24 @@ def _strided_put(ctx, g):
     return gb, gv, None
 
 
+def _strided_view(ctx, g):
+    """A view re-derived after an in-place write (a gradient penalty through `x.view(...)` then ReLU(inplace)):
+    its gradient placed into zeros of the base, recorded as a _StridedPut into a constant; a broadcast dim's
+    gradient summed first, as in _StridedView.backward."""
+    if not g.requires_grad:
+        return _StridedView.backward(ctx, g)
+    shape, dt, dev, (vshape, strides, offset) = ctx.meta
+    wide = tuple(d for d, st in enumerate(strides) if st == 0 and vshape[d] > 1)
+    if wide:
+        g = g.sum(wide, keepdim=True)
+        vshape = tuple(1 if d in wide else n for d, n in enumerate(vshape))
+    zeros = _C.fill_(_C.empty(shape, dt, dev), 0.0)
+    return _StridedPut.apply(zeros, g, (vshape, strides, offset)), None
+
+
 register(_Scatter, _scatter)
 register(_StridedPut, _strided_put)
+register(_StridedView, _strided_view)
 register(_IndexPut, _index_put_along)
 register(_Prod, _prod)
 register(IndexPutFn, _index_put)

@@ -73,6 +73,7 @@ class _Frame:
         self.autocast_state = autocast_state
         self.count = 0          # placeholders handed out in the forward
         self.recomputed = {}    # position -> tensor, emptied as backward consumes them
+        self.versions = None    # the inputs' versions after the forward: see note_versions
 
     def pack(self, _tensor):
         # The tensor is dropped here: that is the whole saving. Only its position is kept.
@@ -91,7 +92,21 @@ class _Frame:
                 "flow that changes between the two runs)")
         return t
 
+    def note_versions(self):
+        """The positional tensor inputs' versions once the forward ran: one written in place before backward would
+        be recomputed from its new values (silently wrong gradients); PyTorch's checkpoint, which saves its inputs,
+        refuses. (A tuple of ints, no walk of nested inputs: the estimate's byte-exact replay of checkpointed steps
+        is sensitive to when the garbage collector runs, and a flattening here moved it.)"""
+        self.versions = tuple(a._version if isinstance(a, Tensor) else None for a in self.args)
+
     def _recompute(self):
+        for i, (t, version) in enumerate(zip(self.args, self.versions or ())):
+            if version is not None and t._version != version:  # PyTorch's saved-tensor check (its checkpoint saves its inputs)
+                raise RuntimeError(
+                    f"one of the variables needed for gradient computation has been modified by an inplace "
+                    f"operation: checkpoint's input {i} (shape {tuple(t.shape)}) is at version {t._version}; expected "
+                    f"version {version} instead. The segment would be recomputed from the new values; clone() the "
+                    f"input before writing into it")
         saved = []
 
         def keep(t):
@@ -207,6 +222,7 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, con
     frame = _Frame(function, args, kwargs, rng, _autocast._capture(), recompute_ctx)
     with forward_ctx, autograd.graph.saved_tensors_hooks(frame.pack, frame.unpack):
         out = function(*args, **kwargs)
+    frame.note_versions()
     if not _has_tensor(out):
         raise TypeError(f"checkpoint: the function returned {type(out).__name__}, not a tensor (or a "
                         f"list/tuple/dict holding one); there is nothing to differentiate through")
