@@ -512,3 +512,40 @@ def test_a_node_hook_may_answer_for_the_tensor_inputs_only():
 
     want, got = _both(run)
     assert got == want
+
+
+def test_a_subclass_repr_names_its_class():
+    """PyTorch's repr of a Tensor subclass begins with the class's name (torchvision's tv_tensors build theirs on it:
+    BoundingBoxes([...], format=..., canvas_size=...)); tensor_contents replaces the values' text."""
+    def run(L):
+        class MyT(L.Tensor):
+            pass
+        t = L.ones(2).as_subclass(MyT)
+        return repr(t), repr(L.zeros(2, 2).as_subclass(MyT)), t.__repr__(tensor_contents="..."), repr(L.ones(2))
+
+    want, got = _both(run)
+    assert got == want
+
+
+def test_in_place_write_into_a_view_of_an_output_its_op_saved():
+    """pow / elu / leaky_relu keep their output for backward here where PyTorch's keep the input: a write through a
+    view of that output (`F.elu(x).flatten(1)` then ReLU(inplace=True)) made backward refuse the changed output; the
+    op now keeps a copy first, as for a write into the output itself."""
+    F = None
+
+    def run(L):
+        nonlocal F
+        F = L.nn.functional
+        out = []
+        for f in (lambda z: z[1:].mul_(3), lambda z: z.view(3, 1).mul_(3), lambda z: z.view(1, 3).diagonal().fill_(0),
+                  lambda z: F.relu(z.view(3, 1), inplace=True)):
+            for op in (lambda x: x.pow(2), F.elu, lambda x: F.leaky_relu(x, 0.1)):
+                x = L.tensor([1.0, -2.0, 3.0], dtype=L.float64, requires_grad=True)
+                z = op(x)
+                f(z)
+                z.sum().backward()
+                out.append(x.grad.tolist())
+        return out
+
+    want, got = _both(run)
+    assert got == want

@@ -575,7 +575,21 @@ def _keep_saved_output(node, t):
     """Before t is written in place (under no_grad too): if t's own node saved t (its backward reads its output, to
     save memory) where PyTorch's op saves its input (output_writable: leaky_relu, elu, pow, div...), that node keeps
     a copy, made only then: scripts write into such outputs (fastai's `x = F.leaky_relu(x, a); x -= sub`). Where
-    PyTorch's op saves its result too (relu, exp), backward raises as PyTorch's does."""
+    PyTorch's op saves its result too (relu, exp), backward raises as PyTorch's does. For a view, the nodes along its
+    first edges (the view ops, then the op that made its base: `F.elu(x).flatten(1)` then ReLU(inplace)) are asked
+    too: a node that saved other memory keeps what it saved."""
+    for _ in range(_VIEW_DEPTH):
+        _keep_saved_of(node, t)
+        edges = getattr(node, "_edges", None)
+        if not t._graph_view or not edges or edges[0] is None:
+            return
+        node = edges[0][0]
+
+
+_VIEW_DEPTH = 16  # view ops walked back from a view written in place (a chain longer is left as it is)
+
+
+def _keep_saved_of(node, t):
     saved = getattr(node, "_saved", None)
     if not saved or not getattr(node, "output_writable", False):
         return

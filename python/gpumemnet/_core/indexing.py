@@ -7,7 +7,7 @@ import weakref
 import numpy as np
 
 from .. import _C
-from .autograd import _REBASE, Function, check_inplace, is_graph_view, needs_grad
+from .autograd import _REBASE, Function, _keep_saved_output, check_inplace, is_graph_view, needs_grad
 from . import functions as F
 from .functions import reshape_nograd
 from .dtype import SCALAR_TYPE_NAMES, fitting
@@ -307,6 +307,7 @@ def write_graph_view(view, value_of):
     re-derived from the new base, as PyTorch's CopySlices does. False, with nothing done, when the view's base is
     not alive, not in a graph, a view shared with other tensors, or (for the strided form) not contiguous."""
     node = view.grad_fn
+    _keep_saved_output(node, view)  # (the op that made the base may have saved it: pow, elu, leaky_relu ...)
     base = node.base() if isinstance(node, (IndexFn, SplitFn)) and node.base is not None else None
     # a base that is itself a view of a graph tensor takes the write when nothing else is left on the memory (the
     # root gone: `y = (x * 2).view(2, 4); y[:, :2].masked_fill_(m, 0)`, Performer's masks): no other tensor's

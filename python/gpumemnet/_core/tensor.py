@@ -261,8 +261,8 @@ class Tensor(_C.TensorBase):
             raise RuntimeError("numpy: this tensor requires grad; call .detach().numpy() to read its values")
         return _C.TensorBase.numpy(self)
 
-    def __repr__(self):
-        return _tensor_str.tensor_repr(self)
+    def __repr__(self, *, tensor_contents=None):  # (a subclass's repr names its class, as PyTorch's)
+        return _tensor_str.tensor_repr(self, type(self) is not Tensor and type(self).__name__, tensor_contents)
 
     def __deepcopy__(self, memo):
         """A copy with its own storage, keeping requires_grad, the parameter flag, the category, the name and (a

@@ -159,8 +159,9 @@ def with_suffixes(text, suffixes, indent):
     return "".join(parts) + ")"
 
 
-def tensor_repr(t):
-    """Tensor.__repr__: PyTorch's text, after torch.set_printoptions' settings."""
+def tensor_repr(t, subclass=False, tensor_contents=None):
+    """Tensor.__repr__: PyTorch's text, after torch.set_printoptions' settings; a subclass's begins with its name
+    (torchvision's BoundingBoxes(...)), and tensor_contents replaces the values' text, as PyTorch's argument."""
     extra = []
     if t._device != "cpu":
         extra.append(f"device='{t._device}'")
@@ -174,14 +175,17 @@ def tensor_repr(t):
         extra.append(f"grad_fn=<{t.grad_fn.name()}>")
     elif t.requires_grad:
         extra.append("requires_grad=True")
-    indent = len("tensor(")
-    if t._device == "meta":
+    prefix = f"{subclass}(" if subclass else "tensor("
+    indent = len(prefix)
+    if tensor_contents is not None:
+        body = tensor_contents
+    elif t._device == "meta":
         body = "..."
     elif t.numel() == 0:
         body = "[]"  # no data read
     else:
         body = values_str(t, indent)
-    text = with_suffixes("tensor(" + body, extra, indent)
+    text = with_suffixes(prefix + body, extra, indent)
     return "Parameter containing:\n" + text if t._is_param else text
 
 
