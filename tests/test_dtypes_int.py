@@ -149,7 +149,6 @@ def test_unsupported_ops_raise_type_error_naming_op_and_dtype(dev):
     # pools compute them in float64, as PyTorch's CPU kernels take them: tests/test_pytorch_semantics12.py; matmul
     # multiplies them in int64 and wraps back, as PyTorch's: tests/test_pytorch_semantics14.py)
     x = gm.zeros(2, 3, 4, 4, dtype=gm.uint8, device=dev)
-    F = gm.nn.functional
     cases = {
         "var": lambda: x.var(), "softmax": lambda: x.softmax(1),
         "index_put_": lambda: gm._C.index_put_(x.reshape(-1), 0, gm.tensor([0], device=dev), 1, True),

@@ -39,7 +39,8 @@ def test_to_and_contiguous_alias_or_copy_where_pytorch_does():
     def run(L):
         cl, cf = L.channels_last, L.contiguous_format
         cases = [L.arange(24.).reshape(1, 2, 3, 4), L.arange(120.).reshape(2, 4, 5, 3).permute(0, 3, 1, 2),
-                 L.ones(1, 1, 3, 4), L.arange(2.).reshape(1, 2, 1, 1).expand(2, 2, 3, 3), L.arange(6.).reshape(2, 3).t()]
+                 L.ones(1, 1, 3, 4), L.arange(2.).reshape(1, 2, 1, 1).expand(2, 2, 3, 3),
+                 L.arange(6.).reshape(2, 3).t()]
         out = []
         for t in cases:
             for f in (lambda t: t.to(memory_format=cl), lambda t: t.to(memory_format=cf),

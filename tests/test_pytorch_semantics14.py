@@ -245,7 +245,8 @@ def test_nonzero_is_column_major_as_pytorchs():
     edge_index = adj.nonzero().t()); an empty tensor is contiguous whatever its strides."""
     def run(L):
         out = []
-        for a in [L.tensor([[0, 1, 1], [1, 0, 0]]), L.tensor([0, 3, 0, 2]), L.zeros(2, 3), L.tensor(5), L.ones(2, 2, 2)]:
+        for a in [L.tensor([[0, 1, 1], [1, 0, 0]]), L.tensor([0, 3, 0, 2]), L.zeros(2, 3), L.tensor(5),
+                  L.ones(2, 2, 2)]:
             n = a.nonzero()
             out.append((tuple(n.shape), n.stride(), L.argwhere(a).stride(), n.is_contiguous(), n.tolist(),
                         n.t().view(-1).tolist(), n._base is None))

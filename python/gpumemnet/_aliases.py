@@ -664,8 +664,8 @@ def ormqr(input, tau, other, left=True, transpose=False):
     m, n, k = input.shape[-2], input.shape[-1], tau.shape[-1]
     side = -2 if left else -1
     if other.shape[side] != m:
-        raise RuntimeError(f"torch.ormqr: other.shape[{side}] must be equal to input.shape[-2] (got {other.shape[side]} "
-                           f"and {m})")
+        raise RuntimeError(f"torch.ormqr: other.shape[{side}] must be equal to input.shape[-2] (got "
+                           f"{other.shape[side]} and {m})")
     full = F.pad(input, (0, m - n)) if m > n else input
     q = _linalg.householder_product(full, F.pad(tau, (0, m - k)) if m > k else tau)
     q = q.mT if transpose else q

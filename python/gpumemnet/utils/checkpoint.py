@@ -101,7 +101,7 @@ class _Frame:
 
     def _recompute(self):
         for i, (t, version) in enumerate(zip(self.args, self.versions or ())):
-            if version is not None and t._version != version:  # PyTorch's saved-tensor check (its checkpoint saves its inputs)
+            if version is not None and t._version != version:  # (PyTorch's checkpoint saves its inputs: its check)
                 raise RuntimeError(
                     f"one of the variables needed for gradient computation has been modified by an inplace "
                     f"operation: checkpoint's input {i} (shape {tuple(t.shape)}) is at version {t._version}; expected "
