@@ -597,6 +597,31 @@ static PyObject *py_increment_version(PyObject *self, PyObject *t) {
     Py_RETURN_NONE;
 }
 
+/* _C._live_of_types(types): the objects the garbage collector tracks whose exact type is in the set `types`, in one
+ * C call. gc.get_objects()'s list gives every object one more reference while it is alive; a tuple another thread is
+ * building from a generator (`tuple(f(t) for t in ts)` resizes it, which needs its only reference) then fails with
+ * "SystemError: bad argument to internal function" (a trainer thread crashed so beside an estimate in another). Here
+ * the list lives only inside this call, which runs no Python code, so no other thread runs meanwhile. */
+static PyObject *py_live_of_types(PyObject *self, PyObject *types) {
+    if (!PyAnySet_Check(types)) {
+        PyErr_Format(PyExc_TypeError, "_live_of_types: expected a set of types, got %.100s", Py_TYPE(types)->tp_name);
+        return NULL;
+    }
+    PyObject *gc = PyImport_ImportModule("gc");
+    if (!gc) return NULL;
+    PyObject *all = PyObject_CallMethod(gc, "get_objects", NULL);
+    Py_DECREF(gc);
+    if (!all) return NULL;
+    PyObject *out = PyList_New(0);
+    for (Py_ssize_t i = 0; out && i < PyList_GET_SIZE(all); i++) {
+        PyObject *o = PyList_GET_ITEM(all, i);
+        int in = PySet_Contains(types, (PyObject *)Py_TYPE(o));
+        if (in < 0 || (in && PyList_Append(out, o) < 0)) Py_CLEAR(out);
+    }
+    Py_DECREF(all);
+    return out;
+}
+
 PyMethodDef gm_tensor_module_methods[] = {
     {"_set_tensor_class", py_set_tensor_class, METH_O, "Register the Python Tensor class C creates."},
     {"_set_size_class", py_set_size_class, METH_O, "Register the Python Size class shape returns (_core/size.py)."},
@@ -611,6 +636,8 @@ PyMethodDef gm_tensor_module_methods[] = {
      "from_numpy(array, dtype=None, device='cpu'): copy an ndarray into tracked storage."},
     {"_grads_free", py_grads_free, METH_O, "Which gradients in a list nothing else references (autograd)."},
     {"_increment_version", py_increment_version, METH_O, "Count a write autograd did not see into t's version."},
+    {"_live_of_types", py_live_of_types, METH_O,
+     "The tracked objects whose exact type is in a set (memory/_live_objects.py)."},
     {"label_unnamed", py_label_unnamed, METH_VARARGS,
      "label_unnamed(tensor, label): name the tensor's block in memory reports unless it is named already."},
     {NULL},

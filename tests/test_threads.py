@@ -6,6 +6,7 @@ import sys
 import threading
 
 import numpy as np
+import pytest
 
 import gpumemnet as gm
 import gpumemnet.nn as nn
@@ -222,3 +223,20 @@ def test_two_estimates_at_once_give_their_own_answers():
 
     _in_threads(lambda: run(0), lambda: run(1))
     assert [set(g) for g in got] == [{ref[0]}, {ref[1]}]
+
+
+def test_live_objects_are_found_by_class_in_one_call():
+    """memory/_live_objects.py: what the estimator and `gpumemnet run` look up among the live objects (host random
+    generators, optimizers, loss modules), found by exact type among the classes' subclasses in one C call (the
+    list of every object, alive across Python code, made a tuple built in a trainer thread fail: SystemError)."""
+    import random
+
+    from gpumemnet.memory._live_objects import live_objects
+    rs, rng, sysrand = np.random.RandomState(1), np.random.default_rng(2), random.SystemRandom()
+    opt = gm.optim.SGD(gm.nn.Linear(2, 2).parameters(), lr=0.1)
+    found = live_objects(np.random.BitGenerator, np.random.RandomState, random.Random, exclude=(random.SystemRandom,))
+    assert any(o is rs for o in found) and any(o is rng.bit_generator for o in found)
+    assert not any(o is sysrand for o in found)
+    assert any(o is opt for o in live_objects(gm.optim.Optimizer))
+    with pytest.raises(TypeError, match="expected a set of types"):
+        gm._C._live_of_types([int])

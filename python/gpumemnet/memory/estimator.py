@@ -46,6 +46,7 @@ from ..nn.modules.module import Module
 from ..optim import Adam, NoGradientWarning
 from ..utils.checkpoint import checkpoint_sequential
 from . import _distributed
+from ._live_objects import live_objects
 from . import stats as _memory
 from ._meta_model import LayerRow  # noqa: F401  (public here, as before the split)
 from ._meta_model import (_LayerRecorder, _cat, _check_scalar_loss, _call_loss, _input_specs, _levels,
@@ -265,22 +266,11 @@ def _host_rng_states():
     np.random.Generator, and each RandomState with its cached gaussian; the global np.random is one) and Python's
     (random.Random instances, the global `random` included): a forward that draws from one (noise from a module's
     np.random.default_rng, an augmentation factor from np.random.uniform) runs again in the estimate's replay,
-    which must not move them for the real run. They are found among the live objects, by exact type (a set
-    lookup: ~2 ms where an isinstance() per object takes ~10 ms, beside the ~10 ms gc.collect() an estimate runs
-    anyway)."""
-    kinds = _subclasses(np.random.BitGenerator, np.random.RandomState, random.Random) - \
-        _subclasses(random.SystemRandom)  # no state to save: it reads the OS
-    return [(g, _rng_state(g)) for g in gc.get_objects() if type(g) in kinds]
-
-
-def _subclasses(*roots):
-    found, stack = set(), list(roots)
-    while stack:
-        c = stack.pop()
-        if c not in found:
-            found.add(c)
-            stack.extend(c.__subclasses__())
-    return found
+    which must not move them for the real run. They are found among the live objects, by exact type in one C call
+    (_live_objects.py: safe beside a thread that trains)."""
+    found = live_objects(np.random.BitGenerator, np.random.RandomState, random.Random,
+                         exclude=(random.SystemRandom,))  # (no state to save: it reads the OS)
+    return [(g, _rng_state(g)) for g in found]
 
 
 def _rng_state(g):

@@ -37,7 +37,6 @@ leaves the model, its gradients and the optimizer as they were; a tensor the for
 (a global parameter store's) stays out of the replay's backward (estimator's cut_outside), its .grad untouched,
 and the line says so. A DistributedDataParallel model is replayed as its module under the estimate's own wrapper."""
 import contextlib
-import gc
 import inspect
 import os
 import sys
@@ -58,6 +57,7 @@ from ..nn.modules.module import Module, register_module_forward_hook
 from ..optim._step_hooks import register_optimizer_step_post_hook
 from ..optim.optimizer import Optimizer
 from . import _distributed
+from ._live_objects import live_objects
 from ._output_views import Output as _Output, viewed as _viewed
 from . import estimator as _estimator
 from . import planner as _planner
@@ -565,11 +565,10 @@ def _optimizers_of(model):
     (once per model): nothing in the optimizers has to know about run mode."""
     mine = {id(p) for p in model.parameters() if p.requires_grad}
     found = []
-    for o in gc.get_objects():
-        if isinstance(o, Optimizer):
-            n = sum(1 for g in o.param_groups for p in g["params"] if id(p) in mine)
-            if n:
-                found.append((-n, _is_wrapper(o), len(found), o))
+    for o in live_objects(Optimizer):
+        n = sum(1 for g in o.param_groups for p in g["params"] if id(p) in mine)
+        if n:
+            found.append((-n, _is_wrapper(o), len(found), o))
     return [o for *_, o in sorted(found, key=lambda f: f[:3])]
 
 
@@ -647,7 +646,7 @@ def _meta_module(mod):
 def _guess_loss():
     """(target, loss_fn, name) when the loss was not seen: the script's loss Module when it made exactly one (the
     estimate makes up its target: class indices, or a tensor like the output), else output.sum()."""
-    losses = [o for o in gc.get_objects() if isinstance(o, _Loss)]
+    losses = live_objects(_Loss)
     if len(losses) != 1:
         return None, None, "not seen (output.sum() instead)"
     fn = _meta_module(losses[0])
