@@ -135,14 +135,14 @@ def _apply_grads(self, grads):
                 grads[i] = _C.fill_(_C.empty(*m), 0.0)
     out = type(self).backward(self, *grads)  # under create_graph the engine keeps grad mode on
     out = out if isinstance(out, tuple) else (out,)
-    n = len(self.__dict__.get("_in_shapes", ()))
+    shapes, dtypes = self.__dict__.get("_in_shapes", ()), self.__dict__.get("_in_dtypes", ())
+    n = len(shapes)
     if len(out) > n and all(g is None for g in out[n:]):  # extra Nones are fine (PyTorch's rule)
         out = out[:n]
     if len(out) != n:
         raise RuntimeError(f"function {_name(self)} returned an incorrect number of gradients (expected {n}, got "
                            f"{len(out)})")
-    out = tuple(_as_input(g, shape, dtype) for g, shape, dtype in zip(out, self._in_shapes, self._in_dtypes)) + \
-        out[n:]
+    out = tuple(_as_input(g, shape, dtype) for g, shape, dtype in zip(out, shapes, dtypes))
     if A.anomaly.enabled and A.anomaly.check_nan:
         A._check_nan(self, out)
     return out
